@@ -1,0 +1,73 @@
+// Package chunk is berth's content layer: files are cut into
+// content-defined chunks, each addressed by the BLAKE3 hash of its plain
+// bytes, compressed with zstd when that helps, and kept in a Store.
+// Identical chunks are stored once. The package speaks only standard types so
+// that a second store (S3) can sit behind the same interface.
+package chunk
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+)
+
+// ID is the BLAKE3-256 hash of a chunk's plain (uncompressed) bytes.
+type ID [32]byte
+
+// String returns the lowercase hex form used in file names and logs.
+func (id ID) String() string { return hex.EncodeToString(id[:]) }
+
+// ParseID parses the hex form written by String.
+func ParseID(s string) (ID, error) {
+	var id ID
+	if len(s) != 2*len(id) {
+		return id, ErrInvalidID
+	}
+	if _, err := hex.Decode(id[:], []byte(s)); err != nil {
+		return id, ErrInvalidID
+	}
+	return id, nil
+}
+
+// Ref names one chunk of a file and its plain size. A file's revision is an
+// ordered list of Refs.
+type Ref struct {
+	ID   ID    `cbor:"1,keyasint"`
+	Size int64 `cbor:"2,keyasint"`
+}
+
+// Errors returned by stores and readers. Compare with errors.Is.
+var (
+	// ErrNotFound: no chunk with that ID is stored.
+	ErrNotFound = errors.New("chunk: not found")
+	// ErrCorrupt: a stored chunk does not decode or its bytes do not hash to
+	// its ID. Corruption is always reported, never served.
+	ErrCorrupt = errors.New("chunk: corrupt")
+	// ErrInvalidID: a string is not the hex form of an ID.
+	ErrInvalidID = errors.New("chunk: invalid id")
+)
+
+// Store keeps encoded chunk blobs by ID. It knows nothing of chunking or
+// compression: callers hand it the already-encoded blob (see Encode) and get
+// the same bytes back. Implementations are safe for concurrent use. Put does
+// not keep blob after it returns (callers reuse their buffers) and Get returns
+// a slice the caller owns.
+type Store interface {
+	// Put stores blob under id durably: when Put returns nil the blob
+	// survives a crash. Putting an id that exists is a no-op that returns nil.
+	Put(ctx context.Context, id ID, blob []byte) error
+	// Get returns the blob stored under id, or ErrNotFound.
+	Get(ctx context.Context, id ID) ([]byte, error)
+	// Has reports whether id is stored.
+	Has(ctx context.Context, id ID) (bool, error)
+	// Delete removes id; deleting a missing id returns nil.
+	Delete(ctx context.Context, id ID) error
+	// Walk calls fn for every stored id, in no particular order. An error
+	// from fn stops the walk and is returned.
+	Walk(ctx context.Context, fn func(ID) error) error
+	// Size returns the total bytes the stored blobs occupy.
+	Size(ctx context.Context) (int64, error)
+}
+
+// ErrTooLarge: a Writer received more bytes than the limit it was given.
+var ErrTooLarge = errors.New("chunk: too large")

@@ -1,0 +1,297 @@
+package chunk
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// tempPrefix marks blobs being written. Walk skips them; CleanTemp removes
+// the ones a crash left behind.
+const tempPrefix = ".tmp-"
+
+// Disk is a Store that keeps each blob in its own file under
+// dir/ab/cd/<hex id>, where ab and cd are the first two bytes of the id.
+// Two levels of 256 keep directories small (a million chunks, about a
+// terabyte, is 16 files per directory).
+type Disk struct {
+	dir string
+}
+
+var _ Store = (*Disk)(nil)
+
+// NewDisk opens (creating if needed) a disk store rooted at dir.
+func NewDisk(dir string) (*Disk, error) {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return nil, fmt.Errorf("chunk: open store: %w", err)
+	}
+	return &Disk{dir: dir}, nil
+}
+
+// Dir returns the directory the store lives in.
+func (d *Disk) Dir() string { return d.dir }
+
+func (d *Disk) fanout(id ID) string {
+	h := id.String()
+	return filepath.Join(d.dir, h[0:2], h[2:4])
+}
+
+// Path returns the file that holds id's blob (which may not exist).
+func (d *Disk) Path(id ID) string {
+	return filepath.Join(d.fanout(id), id.String())
+}
+
+// Put writes blob to a temporary file in the target directory, syncs it,
+// renames it into place and syncs the directory, so that after a crash the
+// name either is absent or holds the complete blob.
+func (d *Disk) Put(ctx context.Context, id ID, blob []byte) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	final := d.Path(id)
+	if _, err := os.Stat(final); err == nil {
+		return nil
+	}
+	dir := d.fanout(id)
+	if err := d.mkdirs(dir); err != nil {
+		return err
+	}
+	tmp, err := writeTemp(dir, blob)
+	if err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, final); err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("chunk: put %s: %w", id, err)
+	}
+	if err := syncDir(dir); err != nil {
+		return fmt.Errorf("chunk: put %s: %w", id, err)
+	}
+	return nil
+}
+
+// writeTemp writes blob to a new temporary file in dir and fsyncs it.
+func writeTemp(dir string, blob []byte) (string, error) {
+	var rnd [8]byte
+	_, _ = rand.Read(rnd[:])
+	name := filepath.Join(dir, tempPrefix+hex.EncodeToString(rnd[:]))
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o640)
+	if err != nil {
+		return "", fmt.Errorf("chunk: create temp: %w", err)
+	}
+	_, err = f.Write(blob)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = os.Remove(name)
+		return "", fmt.Errorf("chunk: write temp: %w", err)
+	}
+	return name, nil
+}
+
+// mkdirs creates the two fan-out levels below the root. A directory created
+// here is only durable once its parent is synced, so each new level syncs
+// its parent; existing directories cost one failed mkdir each.
+func (d *Disk) mkdirs(dir string) error {
+	parent := filepath.Dir(dir)
+	for _, p := range []string{parent, dir} {
+		err := os.Mkdir(p, 0o750)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("chunk: mkdir: %w", err)
+		}
+		if err := syncDir(filepath.Dir(p)); err != nil {
+			return fmt.Errorf("chunk: mkdir: %w", err)
+		}
+	}
+	return nil
+}
+
+func syncDir(dir string) error {
+	f, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// Get reads the whole blob; chunks are at most a few MiB.
+func (d *Disk) Get(ctx context.Context, id ID) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	b, err := os.ReadFile(d.Path(id))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("chunk: get %s: %w", id, err)
+	}
+	return b, nil
+}
+
+// Has reports whether id's file exists.
+func (d *Disk) Has(ctx context.Context, id ID) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	_, err := os.Stat(d.Path(id))
+	if err == nil {
+		return true, nil
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	return false, fmt.Errorf("chunk: has %s: %w", id, err)
+}
+
+// Delete removes id's file. The directory is synced so a collected chunk does
+// not reappear after a crash and get counted twice by a later walk.
+func (d *Disk) Delete(ctx context.Context, id ID) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	err := os.Remove(d.Path(id))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("chunk: delete %s: %w", id, err)
+	}
+	if err := syncDir(d.fanout(id)); err != nil {
+		return fmt.Errorf("chunk: delete %s: %w", id, err)
+	}
+	return nil
+}
+
+// Walk calls fn for every stored id. Temporary files and names that are not
+// ids are skipped. It stops at the first error from fn or ctx.
+func (d *Disk) Walk(ctx context.Context, fn func(ID) error) error {
+	return d.walk(ctx, func(_ string, name string, _ fs.DirEntry) error {
+		id, err := ParseID(name)
+		if err != nil {
+			return nil
+		}
+		return fn(id)
+	})
+}
+
+// walk visits every file in the two fan-out levels.
+func (d *Disk) walk(ctx context.Context, fn func(dir, name string, e fs.DirEntry) error) error {
+	top, err := readDirNames(d.dir)
+	if err != nil {
+		return err
+	}
+	for _, a := range top {
+		if !isFanout(a) {
+			continue
+		}
+		mid, err := readDirNames(filepath.Join(d.dir, a))
+		if err != nil {
+			return err
+		}
+		for _, b := range mid {
+			if !isFanout(b) {
+				continue
+			}
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			dir := filepath.Join(d.dir, a, b)
+			entries, err := os.ReadDir(dir)
+			if err != nil {
+				if errors.Is(err, fs.ErrNotExist) {
+					continue
+				}
+				return fmt.Errorf("chunk: walk: %w", err)
+			}
+			for _, e := range entries {
+				if e.IsDir() {
+					continue
+				}
+				if err := fn(dir, e.Name(), e); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func readDirNames(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("chunk: walk: %w", err)
+	}
+	names := make([]string, 0, len(entries))
+	for _, e := range entries {
+		if e.IsDir() {
+			names = append(names, e.Name())
+		}
+	}
+	return names, nil
+}
+
+func isFanout(name string) bool {
+	if len(name) != 2 {
+		return false
+	}
+	_, err := hex.DecodeString(name)
+	return err == nil && strings.ToLower(name) == name
+}
+
+// Size sums the sizes of the stored blob files (not counting temp files or
+// directory overhead).
+func (d *Disk) Size(ctx context.Context) (int64, error) {
+	var total int64
+	err := d.walk(ctx, func(_ string, name string, e fs.DirEntry) error {
+		if _, err := ParseID(name); err != nil {
+			return nil
+		}
+		info, err := e.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // deleted since the directory was read
+		}
+		if err != nil {
+			return fmt.Errorf("chunk: size: %w", err)
+		}
+		total += info.Size()
+		return nil
+	})
+	return total, err
+}
+
+// CleanTemp removes temporary files left by Puts interrupted by a crash. Run
+// it at startup, before any Put: a temp file of a Put in progress would be
+// removed from under it.
+func (d *Disk) CleanTemp(ctx context.Context) error {
+	return d.walk(ctx, func(dir, name string, _ fs.DirEntry) error {
+		if !strings.HasPrefix(name, tempPrefix) {
+			return nil
+		}
+		err := os.Remove(filepath.Join(dir, name))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("chunk: clean temp: %w", err)
+		}
+		return nil
+	})
+}

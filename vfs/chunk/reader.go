@@ -1,0 +1,228 @@
+package chunk
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"io/fs"
+	"sort"
+	"sync"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// Reader reads a file's contents from its chunk list. It is an io.Reader,
+// io.Seeker and io.ReaderAt, so it can be handed to http.ServeContent. It
+// fetches one chunk at a time, verifying each against its ID, and keeps the
+// current one. While a caller reads sequentially it fetches the next chunk in
+// the background, so fetching and decoding overlap with the consumer; random
+// access fetches only what is asked for.
+//
+// Methods are safe for concurrent use (ReadAt callers may run in parallel;
+// they are served one at a time).
+type Reader struct {
+	ctx   context.Context
+	store Store
+	refs  []Ref
+	offs  []int64 // offs[i] is the offset of chunk i; offs[len(refs)] is the size
+	dec   *zstd.Decoder
+
+	mu      sync.Mutex
+	pos     int64
+	cur     int // index of data, or -1
+	data    []byte
+	last    int // index of the last chunk loaded, to spot sequential reads
+	pf      *fetch
+	fetches sync.WaitGroup // all background loads, abandoned ones too
+	cancel  context.CancelFunc
+	closed  bool
+}
+
+// fetch is one background chunk load.
+type fetch struct {
+	idx  int
+	done chan struct{}
+	data []byte
+	err  error
+}
+
+// NewReader returns a Reader over refs. ctx bounds every fetch; cancelling it
+// makes reads fail.
+func NewReader(ctx context.Context, store Store, refs []Ref) *Reader {
+	ctx, cancel := context.WithCancel(ctx)
+	offs := make([]int64, len(refs)+1)
+	for i, r := range refs {
+		offs[i+1] = offs[i] + r.Size
+	}
+	dec, err := zstd.NewReader(nil,
+		// Two decoders: the consumer's and the prefetcher's.
+		zstd.WithDecoderConcurrency(2),
+		zstd.WithDecoderMaxMemory(2*maxChunkSize))
+	if err != nil {
+		panic(err) // only invalid options fail, ours are constant
+	}
+	return &Reader{
+		ctx: ctx, store: store, refs: refs, offs: offs, dec: dec,
+		cur: -1, last: -1, cancel: cancel,
+	}
+}
+
+// Size returns the total plain size.
+func (r *Reader) Size() int64 { return r.offs[len(r.refs)] }
+
+// Read reads from the current offset. It returns at most the rest of one
+// chunk per call.
+func (r *Reader) Read(p []byte) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return 0, fs.ErrClosed
+	}
+	if r.pos >= r.Size() {
+		return 0, io.EOF
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	n, err := r.readAt(p, r.pos, false)
+	r.pos += int64(n)
+	return n, err
+}
+
+// ReadAt reads len(p) bytes at off, unless the end comes first (then io.EOF).
+// It does not move the Read offset.
+func (r *Reader) ReadAt(p []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, fmt.Errorf("chunk: negative offset %d", off)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return 0, fs.ErrClosed
+	}
+	n, err := r.readAt(p, off, true)
+	if err == nil && n < len(p) {
+		err = io.EOF
+	}
+	return n, err
+}
+
+// readAt copies from chunks starting at off; with all it fills p as far as
+// the file goes, else it stops at the end of the first chunk.
+func (r *Reader) readAt(p []byte, off int64, all bool) (int, error) {
+	n := 0
+	for n < len(p) && off < r.Size() {
+		i := sort.Search(len(r.refs), func(i int) bool { return r.offs[i+1] > off })
+		if err := r.load(i); err != nil {
+			return n, err
+		}
+		c := copy(p[n:], r.data[off-r.offs[i]:])
+		n += c
+		off += int64(c)
+		if !all {
+			break
+		}
+	}
+	return n, nil
+}
+
+// Seek sets the Read offset. Offsets past the end are allowed; reads there
+// return io.EOF.
+func (r *Reader) Seek(offset int64, whence int) (int64, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch whence {
+	case io.SeekStart:
+	case io.SeekCurrent:
+		offset += r.pos
+	case io.SeekEnd:
+		offset += r.Size()
+	default:
+		return r.pos, fmt.Errorf("chunk: seek: invalid whence %d", whence)
+	}
+	if offset < 0 {
+		return r.pos, fmt.Errorf("chunk: seek: negative position %d", offset)
+	}
+	r.pos = offset
+	return offset, nil
+}
+
+// Close stops the prefetcher and releases the decoder. Reads after Close
+// return fs.ErrClosed.
+func (r *Reader) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return nil
+	}
+	r.closed = true
+	r.cancel()
+	// Abandoned loads still use the decoder; wait for them before closing it.
+	r.fetches.Wait()
+	r.pf = nil
+	r.data = nil
+	r.dec.Close()
+	return nil
+}
+
+// load makes chunk i current, taking it from the prefetcher when it is the
+// one in flight, and starts fetching i+1 when reads look sequential.
+func (r *Reader) load(i int) error {
+	if r.cur == i {
+		return nil
+	}
+	var data []byte
+	var err error
+	if pf := r.pf; pf != nil && pf.idx == i {
+		<-pf.done
+		r.pf = nil
+		data, err = pf.data, pf.err
+	} else {
+		if pf != nil {
+			// The guess was wrong; let the load finish on its own and
+			// drop it, rather than wait for a chunk nobody wants.
+			r.pf = nil
+		}
+		data, err = r.get(r.ctx, i)
+	}
+	if err != nil {
+		r.cur, r.data = -1, nil
+		return err
+	}
+	r.cur, r.data = i, data
+	if i == r.last+1 && i+1 < len(r.refs) && r.pf == nil {
+		pf := &fetch{idx: i + 1, done: make(chan struct{})}
+		r.pf = pf
+		r.fetches.Add(1)
+		go func() {
+			defer r.fetches.Done()
+			defer close(pf.done)
+			pf.data, pf.err = r.get(r.ctx, pf.idx)
+		}()
+	}
+	r.last = i
+	return nil
+}
+
+// get fetches, decodes and verifies chunk i. It touches only immutable
+// Reader fields, so the prefetcher may run it.
+func (r *Reader) get(ctx context.Context, i int) ([]byte, error) {
+	ref := r.refs[i]
+	blob, err := r.store.Get(ctx, ref.ID)
+	if err != nil {
+		return nil, err
+	}
+	data, err := Decode(ref.ID, blob, r.dec)
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) != ref.Size {
+		return nil, fmt.Errorf("%w: %s: size %d, ref says %d", ErrCorrupt, ref.ID, len(data), ref.Size)
+	}
+	return data, nil
+}
+
+var _ interface {
+	io.ReadSeekCloser
+	io.ReaderAt
+} = (*Reader)(nil)

@@ -1,0 +1,252 @@
+package chunk
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"runtime"
+	"sync"
+
+	chunkers "github.com/PlakarKorp/go-cdc-chunkers"
+	// The chunkers package finds algorithms by name; this import registers
+	// FastCDC with it.
+	_ "github.com/PlakarKorp/go-cdc-chunkers/chunkers/fastcdc"
+	"github.com/klauspost/compress/zstd"
+)
+
+// Chunk size bounds. FastCDC with normalization level 2 puts the average close
+// to MinSize plus NormalSize (about 1.2 MiB measured on random data): large
+// enough that per-chunk costs (a file, an fsync, a kv ref) stay small next to
+// the bytes, small enough that an edit rewrites little.
+const (
+	minChunkSize    = 256 << 10
+	normalChunkSize = 1 << 20
+	maxChunkSize    = 4 << 20
+)
+
+// chunkAlgorithm is the versioned FastCDC variant. The plain "fastcdc" name
+// is the legacy variant whose masks are fixed for 8 KiB chunks whatever the
+// sizes asked for. Changing the algorithm or the sizes keeps old files
+// readable but stops them deduplicating against new uploads.
+const chunkAlgorithm = "fastcdc-v1.0.0"
+
+// WriterOptions tunes a Writer. The zero value is usable.
+type WriterOptions struct {
+	// Workers hash, compress and store chunks while one goroutine cuts
+	// them. Zero means GOMAXPROCS.
+	Workers int
+	// Observer, if set, is called once per chunk from a worker goroutine
+	// (so it must be safe for concurrent use): stored is false when the
+	// store already had the chunk, plain is its size and encoded the size
+	// of the blob written (0 when not stored).
+	Observer func(stored bool, plain, encoded int)
+}
+
+// Writer cuts streams into chunks and stores them. It keeps pools of buffers
+// and encoders, so one Writer should serve the whole process. It is safe for
+// concurrent Write calls.
+type Writer struct {
+	store   Store
+	workers int
+	observe func(stored bool, plain, encoded int)
+
+	scans sync.Pool // *[]byte, chunker scan buffers
+	bufs  sync.Pool // *[]byte, plain chunk copies
+	blobs sync.Pool // *[]byte, encoded blobs
+	encs  sync.Pool // *zstd.Encoder
+}
+
+// NewWriter returns a Writer storing into store.
+func NewWriter(store Store, opts WriterOptions) *Writer {
+	w := &Writer{store: store, workers: opts.Workers, observe: opts.Observer}
+	if w.workers <= 0 {
+		w.workers = runtime.GOMAXPROCS(0)
+	}
+	return w
+}
+
+type job struct {
+	idx int
+	buf *[]byte
+}
+
+// Write reads r to EOF, cuts it into chunks, hashes, compresses and stores
+// each chunk the store does not already have, and returns the ordered refs
+// and the total plain size. When it returns nil every chunk is durable.
+//
+// Chunking runs on the calling goroutine while Workers goroutines hash,
+// encode and store, with at most Workers+2 chunks in flight, so memory stays
+// flat whatever the stream length.
+//
+// If limit >= 0 and r yields more than limit bytes, Write stops and returns
+// ErrTooLarge. On any error (from r, ctx or the store) it stops the workers
+// and returns the error; chunks already stored are left for the garbage
+// collector, since no caller references them.
+func (w *Writer) Write(ctx context.Context, r io.Reader, limit int64) (refs []Ref, size int64, err error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+
+	scan := w.getBuf(&w.scans, 2*maxChunkSize)
+	defer w.scans.Put(scan)
+	src := &guardReader{ctx: ctx, r: r, limit: limit}
+	ch, err := chunkers.NewChunkerBuffer(chunkAlgorithm, src, &chunkers.ChunkerOpts{
+		MinSize:    minChunkSize,
+		NormalSize: normalChunkSize,
+		MaxSize:    maxChunkSize,
+	}, *scan)
+	if err != nil {
+		return nil, 0, fmt.Errorf("chunk: chunker: %w", err)
+	}
+
+	var (
+		mu sync.Mutex // guards refs: workers fill in IDs as the cutter appends
+		wg sync.WaitGroup
+	)
+	jobs := make(chan job, 1)
+	for range w.workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w.work(ctx, cancel, jobs, &mu, &refs)
+		}()
+	}
+
+	var cutErr error
+cut:
+	for {
+		data, nerr := ch.Next()
+		if nerr != nil && nerr != io.EOF {
+			cutErr = nerr
+			break
+		}
+		if len(data) > 0 {
+			buf := w.getBuf(&w.bufs, maxChunkSize)
+			*buf = append((*buf)[:0], data...)
+			mu.Lock()
+			idx := len(refs)
+			refs = append(refs, Ref{Size: int64(len(data))})
+			mu.Unlock()
+			size += int64(len(data))
+			select {
+			case jobs <- job{idx: idx, buf: buf}:
+			case <-ctx.Done():
+				w.bufs.Put(buf)
+				break cut
+			}
+		}
+		if nerr == io.EOF {
+			break
+		}
+	}
+	if cutErr != nil {
+		cancel(cutErr)
+	}
+	close(jobs)
+	wg.Wait()
+
+	if err := context.Cause(ctx); err != nil {
+		return nil, 0, err
+	}
+	if limit >= 0 && size > limit {
+		return nil, 0, ErrTooLarge
+	}
+	return refs, size, nil
+}
+
+// work handles jobs until the channel closes. After the first error it only
+// recycles buffers, so the cutter never blocks on a dead pipeline.
+func (w *Writer) work(ctx context.Context, fail context.CancelCauseFunc, jobs <-chan job, mu *sync.Mutex, refs *[]Ref) {
+	var enc *zstd.Encoder
+	var blob *[]byte
+	defer func() {
+		if enc != nil {
+			w.encs.Put(enc)
+		}
+		if blob != nil {
+			w.blobs.Put(blob)
+		}
+	}()
+	for j := range jobs {
+		if ctx.Err() == nil {
+			if enc == nil {
+				enc = w.getEncoder()
+				blob = w.getBuf(&w.blobs, maxChunkSize+1)
+			}
+			id, err := w.storeChunk(ctx, enc, blob, *j.buf)
+			if err != nil {
+				fail(err)
+			} else {
+				mu.Lock()
+				(*refs)[j.idx].ID = id
+				mu.Unlock()
+			}
+		}
+		w.bufs.Put(j.buf)
+	}
+}
+
+// storeChunk hashes plain and, unless the store has it already, encodes and
+// puts it. Compression is skipped for known chunks: it is the costly step.
+func (w *Writer) storeChunk(ctx context.Context, enc *zstd.Encoder, blob *[]byte, plain []byte) (ID, error) {
+	id := Sum(plain)
+	has, err := w.store.Has(ctx, id)
+	if err != nil {
+		return id, err
+	}
+	if has {
+		if w.observe != nil {
+			w.observe(false, len(plain), 0)
+		}
+		return id, nil
+	}
+	*blob = Encode(*blob, enc, plain)
+	if err := w.store.Put(ctx, id, *blob); err != nil {
+		return id, err
+	}
+	if w.observe != nil {
+		w.observe(true, len(plain), len(*blob))
+	}
+	return id, nil
+}
+
+func (w *Writer) getBuf(p *sync.Pool, size int) *[]byte {
+	if b, ok := p.Get().(*[]byte); ok {
+		return b
+	}
+	b := make([]byte, size)
+	return &b
+}
+
+func (w *Writer) getEncoder() *zstd.Encoder {
+	if e, ok := w.encs.Get().(*zstd.Encoder); ok {
+		return e
+	}
+	return NewEncoder()
+}
+
+// guardReader stops the chunker when ctx ends or the limit is passed, so an
+// oversized or abandoned upload is not read to its end.
+type guardReader struct {
+	ctx   context.Context
+	r     io.Reader
+	limit int64
+	n     int64
+}
+
+func (g *guardReader) Read(p []byte) (int, error) {
+	if err := g.ctx.Err(); err != nil {
+		return 0, context.Cause(g.ctx)
+	}
+	if g.limit >= 0 {
+		// Read at most one byte past the limit: enough to tell.
+		if rest := g.limit + 1 - g.n; int64(len(p)) > rest {
+			p = p[:rest]
+		}
+	}
+	n, err := g.r.Read(p)
+	g.n += int64(n)
+	if g.limit >= 0 && g.n > g.limit {
+		return n, ErrTooLarge
+	}
+	return n, err
+}
