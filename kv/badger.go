@@ -1,0 +1,478 @@
+package kv
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// Defaults for BadgerOptions fields left at zero.
+const (
+	// DefaultConflictRetries bounds how often Update re-runs a conflicting
+	// transaction. Conflicts on a single node are short-lived (two requests
+	// touching the same folder), so 32 tries with sub-millisecond backoff
+	// resolve all realistic contention while still failing fast on a bug
+	// that conflicts forever.
+	DefaultConflictRetries = 32
+	// DefaultBlockCacheSize is the block cache of the on-disk store. Badger
+	// compresses table blocks (Snappy), and a decompressed block is only
+	// reused through this cache. Metadata is small and the OS page cache
+	// already holds the compressed tables, so 64 MiB (Badger's default is
+	// 256 MiB) keeps hot directories decompressed without taking memory
+	// the chunk store and the page cache use better.
+	DefaultBlockCacheSize = 64 << 20
+)
+
+// seqBandwidth is how many ids one sequence lease reserves. Each lease is
+// one fsynced write, so 100 keeps that cost under 1% of NextID calls, and a
+// crash skips at most 100 ids per kind.
+const seqBandwidth = 100
+
+// seqPrefix starts the keys that hold sequence leases. It begins with 0x00 so
+// that no domain prefix (which starts with a letter, see the package doc) can
+// collide with it.
+const seqPrefix = "\x00seq/"
+
+// BadgerOptions configures OpenBadger.
+type BadgerOptions struct {
+	// Dir is the directory holding the database. Ignored when InMemory.
+	Dir string
+	// InMemory keeps everything in memory and writes nothing to disk; for tests.
+	InMemory bool
+	// Logger receives Badger's warnings and errors (its info output is
+	// dropped: it narrates every compaction). Nil means slog.Default().
+	Logger *slog.Logger
+	// ConflictRetries is how many times Update re-runs fn after a conflict
+	// before it returns ErrConflict. Zero means DefaultConflictRetries;
+	// negative means never retry.
+	ConflictRetries int
+	// BlockCacheSize in bytes; zero means DefaultBlockCacheSize.
+	BlockCacheSize int64
+	// IndexCacheSize in bytes bounds the memory used by table indexes and
+	// bloom filters. Zero keeps them all in memory (Badger's default): they
+	// are a few percent of the store's size, which is cheap on a 24 GiB
+	// machine and saves a cache lookup on every read.
+	IndexCacheSize int64
+}
+
+// Badger is a Store backed by an embedded Badger database. Create it with
+// OpenBadger; it is safe for concurrent use.
+type Badger struct {
+	db      *badger.DB
+	retries int
+
+	// mu guards closed, active and seqs. Close waits on idle until no call is
+	// in flight, so no transaction runs into a closed database.
+	mu     sync.Mutex
+	idle   sync.Cond
+	closed bool
+	active int
+	seqs   map[string]*badger.Sequence
+}
+
+var _ Store = (*Badger)(nil)
+
+// OpenBadger opens (creating if needed) the database described by opts.
+//
+// Writes are fsynced on commit (SyncWrites), so a committed Update survives
+// a power loss. Memory settings are sized for a small server that also
+// serves file contents: 3 memtables of 64 MiB instead of 5 (64 MiB keeps
+// Badger's per-transaction limit near 10 MB), a 64 MiB block cache, two
+// compactors for two cores, one version per key (no history is read).
+func OpenBadger(opts BadgerOptions) (*Badger, error) {
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	retries := opts.ConflictRetries
+	switch {
+	case retries == 0:
+		retries = DefaultConflictRetries
+	case retries < 0:
+		retries = 0
+	}
+	blockCache := opts.BlockCacheSize
+	if blockCache == 0 {
+		blockCache = DefaultBlockCacheSize
+	}
+
+	bo := badger.DefaultOptions(opts.Dir)
+	if opts.InMemory {
+		bo = badger.DefaultOptions("").WithInMemory(true)
+	} else if opts.Dir == "" {
+		return nil, errors.New("kv: BadgerOptions.Dir is empty and InMemory is false")
+	}
+	bo = bo.
+		WithSyncWrites(true).
+		WithNumVersionsToKeep(1).
+		WithNumMemtables(3).
+		WithNumCompactors(2).
+		WithBlockCacheSize(blockCache).
+		WithIndexCacheSize(opts.IndexCacheSize).
+		WithLogger(slogLogger{logger}).
+		WithLoggingLevel(badger.WARNING)
+
+	db, err := badger.Open(bo)
+	if err != nil {
+		return nil, fmt.Errorf("kv: open badger in %q: %w", opts.Dir, err)
+	}
+	b := &Badger{
+		db:      db,
+		retries: retries,
+		seqs:    make(map[string]*badger.Sequence),
+	}
+	b.idle.L = &b.mu
+	return b, nil
+}
+
+// enter registers a call in flight, or returns ErrClosed. Every successful
+// enter must be paired with leave.
+func (b *Badger) enter() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return ErrClosed
+	}
+	b.active++
+	return nil
+}
+
+func (b *Badger) leave() {
+	b.mu.Lock()
+	b.active--
+	if b.active == 0 {
+		b.idle.Broadcast()
+	}
+	b.mu.Unlock()
+}
+
+// View runs fn in a read-only snapshot transaction. Writes inside fn fail
+// with ErrReadOnly.
+func (b *Badger) View(ctx context.Context, fn func(Txn) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := b.enter(); err != nil {
+		return err
+	}
+	defer b.leave()
+	bt := b.db.NewTransaction(false)
+	defer bt.Discard()
+	return fn(&badgerTxn{t: bt})
+}
+
+// Update runs fn in a read-write transaction and commits it with an fsync.
+// A conflicting commit is retried with a fresh transaction after a short
+// random pause; ctx is checked before every try and during the pause.
+// Errors returned by fn are returned unchanged and nothing is written.
+func (b *Badger) Update(ctx context.Context, fn func(Txn) error) error {
+	if err := b.enter(); err != nil {
+		return err
+	}
+	defer b.leave()
+	for try := 0; ; try++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		err := b.updateOnce(fn)
+		if !errors.Is(err, badger.ErrConflict) {
+			return err
+		}
+		if try >= b.retries {
+			return ErrConflict
+		}
+		if err := backoff(ctx, try); err != nil {
+			return err
+		}
+	}
+}
+
+// updateOnce runs one try of Update. It returns badger.ErrConflict as is so
+// the caller can retry, and maps every other engine error.
+func (b *Badger) updateOnce(fn func(Txn) error) error {
+	bt := b.db.NewTransaction(true)
+	defer bt.Discard()
+	if err := fn(&badgerTxn{t: bt}); err != nil {
+		return err
+	}
+	err := bt.Commit()
+	if errors.Is(err, badger.ErrConflict) {
+		return err
+	}
+	return mapErr(err)
+}
+
+// backoff sleeps a random time that grows with try, from at most 100µs up
+// to at most about 6ms: long enough for the winning transaction to commit,
+// short enough that a request barely notices.
+func backoff(ctx context.Context, try int) error {
+	limit := int64(100*time.Microsecond) << min(try, 6)
+	t := time.NewTimer(time.Duration(rand.Int64N(limit) + 1))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// NextID returns the next id of the sequence named kind, starting at 1.
+// Ids come from a Badger sequence that leases seqBandwidth ids at a time;
+// the lease is persisted before any id of it is handed out, so ids are
+// never reused after a restart or crash.
+func (b *Badger) NextID(ctx context.Context, kind string) (uint64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if err := b.enter(); err != nil {
+		return 0, err
+	}
+	defer b.leave()
+	seq, err := b.sequence(kind)
+	if err != nil {
+		return 0, err
+	}
+	id, err := seq.Next()
+	if err == nil && id == 0 {
+		// A new Badger sequence starts at 0; ours start at 1 so that 0 can
+		// mean "no id". Only the very first call of a kind ever sees 0.
+		id, err = seq.Next()
+	}
+	if err != nil {
+		return 0, fmt.Errorf("kv: next id of %q: %w", kind, mapErr(err))
+	}
+	return id, nil
+}
+
+// sequence returns the cached sequence of kind, creating it on first use.
+func (b *Badger) sequence(kind string) (*badger.Sequence, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if seq, ok := b.seqs[kind]; ok {
+		return seq, nil
+	}
+	// Creating a sequence writes its first lease; holding mu meanwhile is
+	// fine because it happens once per kind per process.
+	seq, err := b.db.GetSequence([]byte(seqPrefix+kind), seqBandwidth)
+	if err != nil {
+		return nil, fmt.Errorf("kv: sequence %q: %w", kind, mapErr(err))
+	}
+	b.seqs[kind] = seq
+	return seq, nil
+}
+
+// Close waits for calls in flight, returns the unused part of each sequence
+// lease, and closes the database. Calls made after Close return ErrClosed;
+// closing twice is not an error.
+func (b *Badger) Close() error {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil
+	}
+	b.closed = true
+	for b.active > 0 {
+		b.idle.Wait()
+	}
+	seqs := b.seqs
+	b.seqs = nil
+	b.mu.Unlock()
+
+	var errs []error
+	for kind, seq := range seqs {
+		if err := seq.Release(); err != nil {
+			errs = append(errs, fmt.Errorf("kv: release sequence %q: %w", kind, err))
+		}
+	}
+	if err := b.db.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("kv: close badger: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+// RunGC rewrites value-log files until Badger finds none worth rewriting
+// (at least half garbage). The daemon calls it periodically, e.g. every few
+// minutes; it is a no-op for an in-memory store and when another RunGC is
+// already running.
+func (b *Badger) RunGC(ctx context.Context) error {
+	if err := b.enter(); err != nil {
+		return err
+	}
+	defer b.leave()
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		err := b.db.RunValueLogGC(0.5)
+		switch {
+		case err == nil:
+			continue
+		case errors.Is(err, badger.ErrNoRewrite),
+			errors.Is(err, badger.ErrRejected),
+			errors.Is(err, badger.ErrGCInMemoryMode):
+			return nil
+		default:
+			return fmt.Errorf("kv: value log gc: %w", err)
+		}
+	}
+}
+
+// mapErr translates Badger's errors to this package's. Unknown errors are
+// wrapped, keeping their text for the log.
+func mapErr(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, badger.ErrKeyNotFound):
+		return ErrNotFound
+	case errors.Is(err, badger.ErrTxnTooBig):
+		return ErrTxnTooBig
+	case errors.Is(err, badger.ErrConflict):
+		return ErrConflict
+	case errors.Is(err, badger.ErrReadOnlyTxn):
+		return ErrReadOnly
+	case errors.Is(err, badger.ErrDBClosed):
+		return ErrClosed
+	default:
+		return fmt.Errorf("kv: badger: %w", err)
+	}
+}
+
+// badgerTxn adapts a badger.Txn to Txn.
+type badgerTxn struct {
+	t *badger.Txn
+}
+
+func (t *badgerTxn) Get(key []byte) ([]byte, error) {
+	item, err := t.t.Get(key)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	v, err := item.ValueCopy(nil)
+	return v, mapErr(err)
+}
+
+// Set copies key and value: Badger keeps references to them until commit,
+// and callers commonly reuse a key buffer across calls.
+func (t *badgerTxn) Set(key, value []byte) error {
+	return mapErr(t.t.Set(bytes.Clone(key), bytes.Clone(value)))
+}
+
+// SetTTL relies on Badger's per-entry expiry, which has a resolution of one
+// second: the key expires between ttl-1s and ttl after the write.
+func (t *badgerTxn) SetTTL(key, value []byte, ttl time.Duration) error {
+	if ttl <= 0 {
+		return fmt.Errorf("kv: SetTTL with non-positive ttl %v", ttl)
+	}
+	e := badger.NewEntry(bytes.Clone(key), bytes.Clone(value)).WithTTL(ttl)
+	return mapErr(t.t.SetEntry(e))
+}
+
+func (t *badgerTxn) Delete(key []byte) error {
+	return mapErr(t.t.Delete(bytes.Clone(key)))
+}
+
+func (t *badgerTxn) Scan(prefix, start []byte, fn func(key, value []byte) error) error {
+	it := t.t.NewIterator(iterOptions(prefix, false))
+	defer it.Close()
+	seek := prefix
+	if len(start) >= len(prefix) && bytes.Compare(start, prefix) > 0 {
+		seek = start
+	}
+	it.Seek(seek)
+	return visit(it, prefix, fn)
+}
+
+func (t *badgerTxn) ScanReverse(prefix, start []byte, fn func(key, value []byte) error) error {
+	it := t.t.NewIterator(iterOptions(prefix, true))
+	defer it.Close()
+	switch {
+	case len(start) < len(prefix) || (!bytes.HasPrefix(start, prefix) && bytes.Compare(start, prefix) > 0):
+		// From the end of the prefix. A reverse Seek lands on the last key
+		// <= its argument, and every key with the prefix sorts before the
+		// prefix's successor, so seek there and step over the successor
+		// itself if it exists. (Seeking to the prefix, as Badger's Rewind
+		// does with a Prefix option, would find nothing but the prefix.)
+		end := prefixEnd(prefix)
+		if end == nil {
+			it.Rewind()
+			break
+		}
+		it.Seek(end)
+		if it.Valid() && bytes.Equal(it.Item().Key(), end) {
+			it.Next()
+		}
+	case bytes.Compare(start, prefix) < 0:
+		return nil // start is before every key with the prefix
+	default:
+		it.Seek(start)
+	}
+	return visit(it, prefix, fn)
+}
+
+// iterOptions skips value prefetching: values under 1 MiB live in the LSM
+// tree next to their keys (Badger's ValueThreshold), so reading them in fn
+// costs no extra I/O, and prefetching would copy every value in advance.
+func iterOptions(prefix []byte, reverse bool) badger.IteratorOptions {
+	o := badger.DefaultIteratorOptions
+	o.PrefetchValues = false
+	o.Prefix = prefix
+	o.Reverse = reverse
+	return o
+}
+
+// visit calls fn for each item from the iterator's position while keys
+// keep the prefix.
+func visit(it *badger.Iterator, prefix []byte, fn func(key, value []byte) error) error {
+	for ; it.ValidForPrefix(prefix); it.Next() {
+		item := it.Item()
+		key := item.Key()
+		err := item.Value(func(v []byte) error { return fn(key, v) })
+		if errors.Is(err, ErrStop) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// prefixEnd returns the smallest key greater than every key with prefix,
+// or nil if there is none (the prefix is empty or all 0xFF).
+func prefixEnd(prefix []byte) []byte {
+	end := bytes.Clone(prefix)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] < 0xFF {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil
+}
+
+// slogLogger routes Badger's log to slog. Info and debug lines are dropped:
+// Badger reports every flush and compaction at info level.
+type slogLogger struct {
+	l *slog.Logger
+}
+
+func (s slogLogger) Errorf(format string, args ...any) {
+	s.l.Error(strings.TrimSpace(fmt.Sprintf(format, args...)), "component", "badger")
+}
+
+func (s slogLogger) Warningf(format string, args ...any) {
+	s.l.Warn(strings.TrimSpace(fmt.Sprintf(format, args...)), "component", "badger")
+}
+
+func (slogLogger) Infof(string, ...any)  {}
+func (slogLogger) Debugf(string, ...any) {}

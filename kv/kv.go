@@ -1,0 +1,71 @@
+package kv
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Errors returned by Store and Txn implementations. Compare with errors.Is.
+var (
+	// ErrNotFound is returned by Txn.Get for a key that does not exist or has expired.
+	ErrNotFound = errors.New("kv: key not found")
+	// ErrConflict is returned by Update when a transaction still conflicts
+	// with concurrent ones after the bounded number of retries.
+	ErrConflict = errors.New("kv: transaction conflict")
+	// ErrTxnTooBig is returned when one transaction holds more changes than
+	// the engine can commit atomically.
+	ErrTxnTooBig = errors.New("kv: transaction too big")
+	// ErrClosed is returned by every call made after Close.
+	ErrClosed = errors.New("kv: store closed")
+	// ErrReadOnly is returned by Txn.Set, SetTTL and Delete inside View.
+	ErrReadOnly = errors.New("kv: write in a read-only transaction")
+)
+
+// Store is an ordered key-value store with transactions.
+//
+// Keys are compared bytewise; Scan visits them in that order. Values passed
+// to callbacks are only valid inside the callback unless documented otherwise;
+// Get returns a copy the caller owns.
+type Store interface {
+	// View runs fn in a read-only snapshot transaction.
+	View(ctx context.Context, fn func(Txn) error) error
+	// Update runs fn in a read-write transaction and commits it durably
+	// (fsynced) when fn returns nil. On a conflict with a concurrent
+	// transaction, fn is run again from scratch in a new transaction, a
+	// bounded number of times, so fn must have no side effects outside the
+	// transaction; after the last try Update returns ErrConflict.
+	Update(ctx context.Context, fn func(Txn) error) error
+	// NextID returns the next integer of the named sequence, starting at 1.
+	// Ids are never reused, across restarts and crashes too (a crash may
+	// skip some).
+	NextID(ctx context.Context, kind string) (uint64, error)
+	// Close flushes and closes the store.
+	Close() error
+}
+
+// Txn is one transaction. It is not safe for concurrent use.
+type Txn interface {
+	// Get returns a copy of the value of key, or ErrNotFound.
+	Get(key []byte) ([]byte, error)
+	// Set writes key. In a View transaction it fails.
+	Set(key, value []byte) error
+	// SetTTL writes key so that it expires after ttl; an expired key reads
+	// as ErrNotFound and vanishes from scans without any sweeper.
+	SetTTL(key, value []byte, ttl time.Duration) error
+	// Delete removes key; deleting a missing key is not an error.
+	Delete(key []byte) error
+	// Scan calls fn for every key with the prefix, in key order, starting at
+	// the first key >= start (start nil or shorter than prefix means the
+	// beginning of the prefix). Returning ErrStop from fn ends the scan with
+	// nil; any other error ends it with that error. key and value are valid
+	// only during the call.
+	Scan(prefix, start []byte, fn func(key, value []byte) error) error
+	// ScanReverse is Scan in descending key order, starting at the last key
+	// <= start (start nil or shorter than prefix means the end of the
+	// prefix).
+	ScanReverse(prefix, start []byte, fn func(key, value []byte) error) error
+}
+
+// ErrStop ends a Scan early without an error.
+var ErrStop = errors.New("kv: stop scan")
