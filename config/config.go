@@ -1,0 +1,431 @@
+// Package config is berth's configuration: one typed Config, its defaults,
+// its validation, and loading from a YAML file, BERTH_* environment
+// variables and command-line flags (flags win over the environment, which
+// wins over the file, which wins over the defaults).
+//
+// This is the only package that reads the environment or imports viper;
+// the daemon hands every other package its own options struct.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/mail"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	"github.com/spf13/viper"
+)
+
+// EnvPrefix prefixes every environment variable: key tls.cert is read from
+// BERTH_TLS_CERT.
+const EnvPrefix = "BERTH"
+
+// ConfigFlag is the flag that names the YAML file to read.
+const ConfigFlag = "config"
+
+// Config is the whole configuration of a berth process.
+type Config struct {
+	// Data is the data directory: metadata, chunks, TLS material.
+	Data string `mapstructure:"data"`
+	// Listen is the HTTPS address (host:port).
+	Listen string `mapstructure:"listen"`
+	// HTTPListen is an optional plain-HTTP address whose every answer is
+	// 400 insecure_transport; empty turns it off.
+	HTTPListen string `mapstructure:"http_listen"`
+	// MetricsListen is the address of the Prometheus /metrics listener;
+	// empty turns it off.
+	MetricsListen string `mapstructure:"metrics_listen"`
+	// TLS names the certificate; empty means a self-signed one kept in
+	// the data directory.
+	TLS TLS `mapstructure:"tls"`
+	// Log configures log/slog output.
+	Log Log `mapstructure:"log"`
+	// ShutdownGrace is how long in-flight requests may run after SIGTERM.
+	ShutdownGrace time.Duration `mapstructure:"shutdown_grace"`
+	// Admin is the first administrator, created on first start.
+	Admin Admin `mapstructure:"admin"`
+	// Organization is the first organization, created on first start.
+	Organization Organization `mapstructure:"organization"`
+	// OAuth sets token lifetimes.
+	OAuth OAuth `mapstructure:"oauth"`
+	// Lockout sets the failed-login lockout.
+	Lockout Lockout `mapstructure:"lockout"`
+	// GC sets the background garbage collection.
+	GC GC `mapstructure:"gc"`
+	// WebDAV sets the WebDAV front end.
+	WebDAV WebDAV `mapstructure:"webdav"`
+}
+
+// TLS is the HTTPS certificate. Both files or neither.
+type TLS struct {
+	// Cert is a PEM certificate chain file.
+	Cert string `mapstructure:"cert"`
+	// Key is the PEM private key file of Cert.
+	Key string `mapstructure:"key"`
+}
+
+// Log configures logging.
+type Log struct {
+	// Format is "text" or "json".
+	Format string `mapstructure:"format"`
+	// Level is "debug", "info", "warn" or "error".
+	Level string `mapstructure:"level"`
+}
+
+// Admin is the first administrator.
+type Admin struct {
+	// Login is the administrator's username.
+	Login string `mapstructure:"login"`
+	// Email is the administrator's e-mail address (optional).
+	Email string `mapstructure:"email"`
+	// Password is the initial password; empty means a random one, printed
+	// once and written to the data directory.
+	Password string `mapstructure:"password"`
+}
+
+// Organization is the first organization.
+type Organization struct {
+	// Name is the organization's name.
+	Name string `mapstructure:"name"`
+}
+
+// OAuth sets token lifetimes.
+type OAuth struct {
+	// AccessTokenTTL is the lifetime of an access token (expires_in).
+	AccessTokenTTL time.Duration `mapstructure:"access_token_ttl"`
+	// RefreshTokenTTL is the lifetime of a refresh token.
+	RefreshTokenTTL time.Duration `mapstructure:"refresh_token_ttl"`
+}
+
+// Lockout sets how failed logins lock an account.
+type Lockout struct {
+	// MaxFailures is the number of failed attempts that locks an account.
+	MaxFailures int `mapstructure:"max_failures"`
+	// Duration is how long the lock lasts.
+	Duration time.Duration `mapstructure:"duration"`
+}
+
+// GC sets background garbage collection.
+type GC struct {
+	// Interval is the time between collections; 0 turns them off.
+	Interval time.Duration `mapstructure:"interval"`
+}
+
+// WebDAV sets the WebDAV front end.
+type WebDAV struct {
+	// InfiniteDepth allows PROPFIND with Depth: infinity.
+	InfiniteDepth bool `mapstructure:"infinite_depth"`
+}
+
+// option is one configuration key. The table below drives defaults, flags,
+// environment binding and type checks, so a key is declared once.
+type option struct {
+	key   string
+	def   any // string, int, bool or time.Duration; fixes the key's type
+	usage string
+	// noFlag keeps secrets off the command line, where ps would show them.
+	noFlag bool
+}
+
+// options returns every key. A function, not a variable, so nothing can
+// change the table at run time.
+func options() []option {
+	return []option{
+		{key: "data", def: "./berth-data", usage: "data directory"},
+		{key: "listen", def: "127.0.0.1:8443", usage: "HTTPS listen address"},
+		{key: "http_listen", def: "", usage: "plain-HTTP listen address that answers insecure_transport (empty: off)"},
+		{key: "metrics_listen", def: "127.0.0.1:9464", usage: "Prometheus /metrics listen address (empty: off)"},
+		{key: "tls.cert", def: "", usage: "TLS certificate file (empty: self-signed in the data directory)"},
+		{key: "tls.key", def: "", usage: "TLS private key file"},
+		{key: "log.format", def: "text", usage: "log format: text or json"},
+		{key: "log.level", def: "info", usage: "log level: debug, info, warn or error"},
+		{key: "shutdown_grace", def: 30 * time.Second, usage: "time in-flight requests get to finish on shutdown"},
+		{key: "admin.login", def: "admin", usage: "first administrator's login"},
+		{key: "admin.email", def: "", usage: "first administrator's e-mail"},
+		{key: "admin.password", def: "", usage: "first administrator's password (empty: random)", noFlag: true},
+		{key: "organization.name", def: "Default", usage: "first organization's name"},
+		{key: "oauth.access_token_ttl", def: time.Hour, usage: "access token lifetime"},
+		{key: "oauth.refresh_token_ttl", def: 720 * time.Hour, usage: "refresh token lifetime"},
+		{key: "lockout.max_failures", def: 5, usage: "failed logins that lock an account"},
+		{key: "lockout.duration", def: 15 * time.Minute, usage: "how long a locked account stays locked"},
+		{key: "gc.interval", def: time.Hour, usage: "time between garbage collections (0: off)"},
+		{key: "webdav.infinite_depth", def: false, usage: "allow WebDAV PROPFIND with Depth: infinity"},
+	}
+}
+
+// FlagName is the command-line flag of a key: "tls.cert" is --tls-cert,
+// "http_listen" is --http-listen.
+func FlagName(key string) string {
+	return strings.NewReplacer(".", "-", "_", "-").Replace(key)
+}
+
+// EnvName is the environment variable of a key: "tls.cert" is BERTH_TLS_CERT.
+func EnvName(key string) string {
+	return EnvPrefix + "_" + strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
+}
+
+// RegisterFlags adds --config and one flag per key to fs.
+func RegisterFlags(fs *pflag.FlagSet) {
+	fs.String(ConfigFlag, "", "YAML configuration file")
+	for _, o := range options() {
+		if o.noFlag {
+			continue
+		}
+		name := FlagName(o.key)
+		usage := o.usage + " (env " + EnvName(o.key) + ")"
+		switch d := o.def.(type) {
+		case string:
+			fs.String(name, d, usage)
+		case int:
+			fs.Int(name, d, usage)
+		case bool:
+			fs.Bool(name, d, usage)
+		case time.Duration:
+			fs.Duration(name, d, usage)
+		default:
+			panic(fmt.Sprintf("config: key %s has unsupported type %T", o.key, o.def))
+		}
+	}
+}
+
+// Default returns the configuration with every default, ignoring the
+// environment.
+func Default() Config {
+	v := viper.New()
+	for _, o := range options() {
+		v.SetDefault(o.key, o.def)
+	}
+	var c Config
+	if err := v.Unmarshal(&c); err != nil {
+		// The defaults are constants; failing here is a bug in this file.
+		panic(err)
+	}
+	return c
+}
+
+// Load reads the configuration. fs holds the flags added by RegisterFlags
+// (nil means no flags); its --config names the YAML file, if any. Only
+// flags the user set override the environment and the file. The result is
+// validated.
+func Load(fs *pflag.FlagSet) (Config, error) {
+	v := viper.New()
+	v.SetEnvPrefix(EnvPrefix)
+	v.SetEnvKeyReplacer(strings.NewReplacer(".", "_"))
+	// An empty variable is a value: BERTH_METRICS_LISTEN= turns metrics off.
+	v.AllowEmptyEnv(true)
+	v.AutomaticEnv()
+	opts := options()
+	for _, o := range opts {
+		v.SetDefault(o.key, o.def)
+	}
+
+	if fs != nil {
+		if f := fs.Lookup(ConfigFlag); f != nil && f.Value.String() != "" {
+			path := f.Value.String()
+			v.SetConfigFile(path)
+			v.SetConfigType("yaml")
+			if err := v.ReadInConfig(); err != nil {
+				return Config{}, fmt.Errorf("config: reading %s: %w", path, err)
+			}
+			if err := checkKnownKeys(v, opts, path); err != nil {
+				return Config{}, err
+			}
+		}
+		for _, o := range opts {
+			if f := fs.Lookup(FlagName(o.key)); f != nil {
+				if err := v.BindPFlag(o.key, f); err != nil {
+					return Config{}, fmt.Errorf("config: binding flag %s: %w", f.Name, err)
+				}
+			}
+		}
+	}
+
+	// Check each value's type by hand first, so a bad value fails with the
+	// key's name and the value rather than a decoder's message.
+	for _, o := range opts {
+		if err := checkType(o, v.Get(o.key)); err != nil {
+			return Config{}, err
+		}
+	}
+	var c Config
+	if err := v.Unmarshal(&c); err != nil {
+		return Config{}, fmt.Errorf("config: %w", err)
+	}
+	if err := c.Validate(); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+// checkKnownKeys rejects keys in the file that berth does not know, so a
+// typo does not silently leave the default in place.
+func checkKnownKeys(v *viper.Viper, opts []option, path string) error {
+	known := make(map[string]bool, len(opts))
+	for _, o := range opts {
+		known[o.key] = true
+	}
+	var unknown []string
+	for _, k := range v.AllKeys() {
+		if !known[k] {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) > 0 {
+		sort.Strings(unknown)
+		return fmt.Errorf("config: %s: unknown key %q", path, unknown[0])
+	}
+	return nil
+}
+
+// checkType reports a value that cannot become the key's type.
+func checkType(o option, val any) error {
+	s := fmt.Sprint(val)
+	if val == nil {
+		s = ""
+	}
+	switch o.def.(type) {
+	case time.Duration:
+		switch x := val.(type) {
+		case time.Duration:
+			return nil
+		case int, int64:
+			// YAML integers are nanoseconds to the decoder, which is never
+			// what an operator meant.
+			return fmt.Errorf("config: %s: %v is not a duration (write it with a unit, like 30s or 15m)", o.key, x)
+		}
+		if _, err := time.ParseDuration(s); err != nil {
+			return fmt.Errorf("config: %s: %q is not a duration (like 30s or 15m)", o.key, s)
+		}
+	case int:
+		switch val.(type) {
+		case int, int64:
+			return nil
+		}
+		if _, err := strconv.Atoi(s); err != nil {
+			return fmt.Errorf("config: %s: %q is not an integer", o.key, s)
+		}
+	case bool:
+		if _, ok := val.(bool); ok {
+			return nil
+		}
+		if _, err := strconv.ParseBool(s); err != nil {
+			return fmt.Errorf("config: %s: %q is not a boolean (true or false)", o.key, s)
+		}
+	case string:
+		switch val.(type) {
+		case map[string]any, []any:
+			return fmt.Errorf("config: %s: expected a single value, got %v", o.key, val)
+		}
+	}
+	return nil
+}
+
+// Validate checks every value. Its error names the key and the bad value.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(key string, val any, why string) {
+		errs = append(errs, fmt.Errorf("config: %s: %q %s", key, fmt.Sprint(val), why))
+	}
+
+	if c.Data == "" {
+		bad("data", c.Data, "must not be empty")
+	}
+	if !isHostPort(c.Listen) {
+		bad("listen", c.Listen, "is not host:port")
+	}
+	if c.HTTPListen != "" && !isHostPort(c.HTTPListen) {
+		bad("http_listen", c.HTTPListen, "is not host:port (or empty to turn it off)")
+	}
+	if c.MetricsListen != "" && !isHostPort(c.MetricsListen) {
+		bad("metrics_listen", c.MetricsListen, "is not host:port (or empty to turn it off)")
+	}
+	if (c.TLS.Cert == "") != (c.TLS.Key == "") {
+		if c.TLS.Cert == "" {
+			bad("tls.cert", c.TLS.Cert, "must be set when tls.key is set")
+		} else {
+			bad("tls.key", c.TLS.Key, "must be set when tls.cert is set")
+		}
+	}
+	for _, f := range []struct{ key, path string }{{"tls.cert", c.TLS.Cert}, {"tls.key", c.TLS.Key}} {
+		if f.path == "" {
+			continue
+		}
+		if _, err := os.Stat(f.path); err != nil {
+			bad(f.key, f.path, "cannot be read: "+errorsCause(err))
+		}
+	}
+	switch c.Log.Format {
+	case "text", "json":
+	default:
+		bad("log.format", c.Log.Format, "is not text or json")
+	}
+	switch c.Log.Level {
+	case "debug", "info", "warn", "error":
+	default:
+		bad("log.level", c.Log.Level, "is not debug, info, warn or error")
+	}
+	if c.ShutdownGrace <= 0 {
+		bad("shutdown_grace", c.ShutdownGrace, "must be positive")
+	}
+	if strings.TrimSpace(c.Admin.Login) == "" {
+		bad("admin.login", c.Admin.Login, "must not be empty")
+	}
+	if c.Admin.Email != "" {
+		if _, err := mail.ParseAddress(c.Admin.Email); err != nil {
+			bad("admin.email", c.Admin.Email, "is not an e-mail address")
+		}
+	}
+	if c.Admin.Password != "" && len(c.Admin.Password) < MinPasswordLen {
+		// Never echo a password, not even a bad one.
+		errs = append(errs, fmt.Errorf("config: admin.password: shorter than %d characters", MinPasswordLen))
+	}
+	if strings.TrimSpace(c.Organization.Name) == "" {
+		bad("organization.name", c.Organization.Name, "must not be empty")
+	}
+	if c.OAuth.AccessTokenTTL <= 0 {
+		bad("oauth.access_token_ttl", c.OAuth.AccessTokenTTL, "must be positive")
+	}
+	if c.OAuth.RefreshTokenTTL <= 0 {
+		bad("oauth.refresh_token_ttl", c.OAuth.RefreshTokenTTL, "must be positive")
+	}
+	if c.Lockout.MaxFailures < 1 {
+		bad("lockout.max_failures", c.Lockout.MaxFailures, "must be at least 1")
+	}
+	if c.Lockout.Duration <= 0 {
+		bad("lockout.duration", c.Lockout.Duration, "must be positive")
+	}
+	if c.GC.Interval < 0 {
+		bad("gc.interval", c.GC.Interval, "must not be negative (0 turns it off)")
+	}
+	return errors.Join(errs...)
+}
+
+// MinPasswordLen is the shortest admin.password accepted.
+const MinPasswordLen = 8
+
+// isHostPort reports whether s is host:port with a numeric port (port 0
+// picks a free one, which tests use).
+func isHostPort(s string) bool {
+	_, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return false
+	}
+	n, err := strconv.Atoi(port)
+	return err == nil && n >= 0 && n <= 65535
+}
+
+// errorsCause strips the path from an *os.PathError, which the message
+// already names.
+func errorsCause(err error) string {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
+}

@@ -1,0 +1,199 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+// load parses args as a command line would and loads the configuration.
+func load(t *testing.T, args ...string) (Config, error) {
+	t.Helper()
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	RegisterFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		t.Fatalf("parse %v: %v", args, err)
+	}
+	return Load(fs)
+}
+
+func writeFile(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "berth.yaml")
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestDefaults(t *testing.T) {
+	c, err := load(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Default()
+	if c != want {
+		t.Fatalf("Load() = %+v, want defaults %+v", c, want)
+	}
+	if c.Data != "./berth-data" || c.Listen != "127.0.0.1:8443" || c.HTTPListen != "" ||
+		c.MetricsListen != "127.0.0.1:9464" || c.ShutdownGrace != 30*time.Second ||
+		c.Admin.Login != "admin" || c.Organization.Name != "Default" ||
+		c.OAuth.AccessTokenTTL != time.Hour || c.OAuth.RefreshTokenTTL != 720*time.Hour ||
+		c.Lockout.MaxFailures != 5 || c.Lockout.Duration != 15*time.Minute ||
+		c.GC.Interval != time.Hour || c.WebDAV.InfiniteDepth || c.Log.Format != "text" {
+		t.Fatalf("unexpected defaults: %+v", c)
+	}
+	if err := Default().Validate(); err != nil {
+		t.Fatalf("defaults do not validate: %v", err)
+	}
+}
+
+func TestPrecedence(t *testing.T) {
+	file := writeFile(t, `
+data: /from/file
+listen: 127.0.0.1:1001
+http_listen: 127.0.0.1:2001
+metrics_listen: 127.0.0.1:3001
+shutdown_grace: 10s
+tls: {cert: "", key: ""}
+log: {format: json}
+lockout: {max_failures: 7}
+webdav: {infinite_depth: true}
+`)
+	// The file alone.
+	c, err := load(t, "--config", file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Data != "/from/file" || c.Listen != "127.0.0.1:1001" || c.ShutdownGrace != 10*time.Second ||
+		c.Log.Format != "json" || c.Lockout.MaxFailures != 7 || !c.WebDAV.InfiniteDepth {
+		t.Fatalf("file values not applied: %+v", c)
+	}
+	// Unset keys keep their defaults.
+	if c.Admin.Login != "admin" || c.GC.Interval != time.Hour {
+		t.Fatalf("defaults lost: %+v", c)
+	}
+
+	// The environment beats the file.
+	t.Setenv("BERTH_DATA", "/from/env")
+	t.Setenv("BERTH_LISTEN", "127.0.0.1:1002")
+	t.Setenv("BERTH_HTTP_LISTEN", "127.0.0.1:2002")
+	t.Setenv("BERTH_METRICS_LISTEN", "")
+	t.Setenv("BERTH_SHUTDOWN_GRACE", "20s")
+	t.Setenv("BERTH_LOCKOUT_MAX_FAILURES", "9")
+	t.Setenv("BERTH_ADMIN_PASSWORD", "correct horse battery")
+	c, err = load(t, "--config", file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Data != "/from/env" || c.Listen != "127.0.0.1:1002" || c.HTTPListen != "127.0.0.1:2002" ||
+		c.ShutdownGrace != 20*time.Second || c.Lockout.MaxFailures != 9 || c.MetricsListen != "" ||
+		c.Admin.Password != "correct horse battery" || c.Log.Format != "json" {
+		t.Fatalf("env values not applied: %+v", c)
+	}
+
+	// Flags beat the environment; flags left unset do not.
+	c, err = load(t, "--config", file, "--data", "/from/flag", "--listen", "127.0.0.1:1003",
+		"--shutdown-grace", "1m30s", "--lockout-max-failures", "3", "--webdav-infinite-depth=false")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Data != "/from/flag" || c.Listen != "127.0.0.1:1003" || c.ShutdownGrace != 90*time.Second ||
+		c.Lockout.MaxFailures != 3 || c.WebDAV.InfiniteDepth || c.HTTPListen != "127.0.0.1:2002" {
+		t.Fatalf("flag values not applied: %+v", c)
+	}
+}
+
+func TestEnvironmentAndFlagNames(t *testing.T) {
+	for key, want := range map[string][2]string{
+		"data":           {"data", "BERTH_DATA"},
+		"http_listen":    {"http-listen", "BERTH_HTTP_LISTEN"},
+		"metrics_listen": {"metrics-listen", "BERTH_METRICS_LISTEN"},
+		"tls.cert":       {"tls-cert", "BERTH_TLS_CERT"},
+		"admin.password": {"admin-password", "BERTH_ADMIN_PASSWORD"},
+	} {
+		if got := FlagName(key); got != want[0] {
+			t.Errorf("FlagName(%q) = %q, want %q", key, got, want[0])
+		}
+		if got := EnvName(key); got != want[1] {
+			t.Errorf("EnvName(%q) = %q, want %q", key, got, want[1])
+		}
+	}
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	RegisterFlags(fs)
+	if fs.Lookup("admin-password") != nil {
+		t.Error("the admin password must not be a flag (ps shows command lines)")
+	}
+	for _, name := range []string{"config", "data", "listen", "http-listen", "metrics-listen"} {
+		if fs.Lookup(name) == nil {
+			t.Errorf("missing flag --%s", name)
+		}
+	}
+}
+
+func TestValidationNamesKeyAndValue(t *testing.T) {
+	tests := []struct {
+		name string
+		env  map[string]string
+		file string
+		want []string // substrings of the error
+	}{
+		{name: "listen", env: map[string]string{"BERTH_LISTEN": "abc"}, want: []string{`listen: "abc" is not host:port`}},
+		{name: "http_listen", env: map[string]string{"BERTH_HTTP_LISTEN": "host:port"}, want: []string{`http_listen: "host:port"`}},
+		{name: "metrics port", env: map[string]string{"BERTH_METRICS_LISTEN": "127.0.0.1:70000"}, want: []string{`metrics_listen: "127.0.0.1:70000"`}},
+		{name: "duration env", env: map[string]string{"BERTH_SHUTDOWN_GRACE": "soon"}, want: []string{`shutdown_grace: "soon" is not a duration`}},
+		{name: "duration file", file: "gc:\n  interval: 5\n", want: []string{`gc.interval: 5 is not a duration`}},
+		{name: "negative duration", file: "lockout:\n  duration: -1m\n", want: []string{`lockout.duration: "-1m0s" must be positive`}},
+		{name: "integer", env: map[string]string{"BERTH_LOCKOUT_MAX_FAILURES": "many"}, want: []string{`lockout.max_failures: "many" is not an integer`}},
+		{name: "zero failures", env: map[string]string{"BERTH_LOCKOUT_MAX_FAILURES": "0"}, want: []string{`lockout.max_failures: "0" must be at least 1`}},
+		{name: "boolean", env: map[string]string{"BERTH_WEBDAV_INFINITE_DEPTH": "perhaps"}, want: []string{`webdav.infinite_depth: "perhaps" is not a boolean`}},
+		{name: "log format", env: map[string]string{"BERTH_LOG_FORMAT": "xml"}, want: []string{`log.format: "xml" is not text or json`}},
+		{name: "log level", file: "log:\n  level: loud\n", want: []string{`log.level: "loud"`}},
+		{name: "tls half", env: map[string]string{"BERTH_TLS_CERT": "/nonexistent/cert.pem"}, want: []string{`tls.key: "" must be set`, `tls.cert: "/nonexistent/cert.pem" cannot be read`}},
+		{name: "email", env: map[string]string{"BERTH_ADMIN_EMAIL": "nobody"}, want: []string{`admin.email: "nobody"`}},
+		{name: "unknown key", file: "listne: 127.0.0.1:1\n", want: []string{`unknown key "listne"`}},
+		{name: "two errors", env: map[string]string{"BERTH_LISTEN": "x", "BERTH_LOG_FORMAT": "y"}, want: []string{`listen: "x"`, `log.format: "y"`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for k, v := range tt.env {
+				t.Setenv(k, v)
+			}
+			var args []string
+			if tt.file != "" {
+				args = []string{"--config", writeFile(t, tt.file)}
+			}
+			_, err := load(t, args...)
+			if err == nil {
+				t.Fatal("Load succeeded, want an error")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestPasswordNeverEchoed(t *testing.T) {
+	t.Setenv("BERTH_ADMIN_PASSWORD", "short")
+	_, err := load(t)
+	if err == nil || !strings.Contains(err.Error(), "admin.password") {
+		t.Fatalf("want an admin.password error, got %v", err)
+	}
+	if strings.Contains(err.Error(), "short\"") {
+		t.Fatalf("error echoes the password: %v", err)
+	}
+}
+
+func TestMissingConfigFile(t *testing.T) {
+	_, err := load(t, "--config", filepath.Join(t.TempDir(), "nope.yaml"))
+	if err == nil || !strings.Contains(err.Error(), "nope.yaml") {
+		t.Fatalf("want an error naming the file, got %v", err)
+	}
+}
