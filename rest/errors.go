@@ -1,0 +1,123 @@
+package rest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+)
+
+// Errors of the request itself, found by rest before any domain is called.
+// Domain errors are declared in their own packages and only mapped here.
+var (
+	// ErrInvalidRequest is a missing or invalid parameter (400 invalid_request).
+	ErrInvalidRequest = errors.New("invalid request")
+	// ErrInsecureTransport is a request over plain HTTP (400 insecure_transport).
+	ErrInsecureTransport = errors.New("insecure transport")
+	// ErrInvalidDateFormat is a date not written YYYY-MM-DD (400 invalid_date_format).
+	ErrInvalidDateFormat = errors.New("invalid date format")
+	// ErrInvalidDatetimeFormat is a date-time not written YYYY-MM-DDTHH:MM:SS
+	// (400 invalid_datetime_format).
+	ErrInvalidDatetimeFormat = errors.New("invalid datetime format")
+	// ErrNoFileReceived is an upload without its `file` field (400 no_file_received).
+	ErrNoFileReceived = errors.New("no file received")
+	// ErrAccessDenied is a request without valid credentials (401 access_denied).
+	ErrAccessDenied = errors.New("access denied")
+	// ErrForbidden is a request the caller may not make (403 forbidden).
+	ErrForbidden = errors.New("forbidden")
+	// ErrNotFound is a path no route serves (404 not_found).
+	ErrNotFound = errors.New("not found")
+	// ErrUnavailable is a temporary inability to serve, such as during
+	// shutdown (503 temporarily_unavailable).
+	ErrUnavailable = errors.New("temporarily unavailable")
+)
+
+// errorMapping maps one error value to its status and spec code (section
+// 7). description is the default error_description; an error wrapped by
+// Describe carries its own.
+type errorMapping struct {
+	err         error
+	status      int
+	code        string
+	description string
+}
+
+// errorTable is the one table from error values to responses; no handler
+// writes an error body by hand. It is ordered: the first entry whose err
+// matches (errors.Is) wins, so put specific errors before general ones.
+// Add a domain error with one line, e.g.
+//
+//	{vfs.ErrNameConflict, http.StatusConflict, "name_conflict", ""},
+//
+// It is a function so the table cannot be changed at run time.
+func errorTable() []errorMapping {
+	return []errorMapping{
+		// Request-level errors (spec 7.1, 7.3).
+		{ErrInvalidRequest, http.StatusBadRequest, "invalid_request", ""},
+		{ErrInsecureTransport, http.StatusBadRequest, "insecure_transport", "requests must use HTTPS"},
+		{ErrInvalidDateFormat, http.StatusBadRequest, "invalid_date_format", "dates must be formatted YYYY-MM-DD"},
+		{ErrInvalidDatetimeFormat, http.StatusBadRequest, "invalid_datetime_format", "date-times must be formatted YYYY-MM-DDTHH:MM:SS"},
+		{ErrNoFileReceived, http.StatusBadRequest, "no_file_received", "the file `file` is missing"},
+		{ErrAccessDenied, http.StatusUnauthorized, "access_denied", ""},
+		{ErrForbidden, http.StatusForbidden, "forbidden", ""},
+		{ErrNotFound, http.StatusNotFound, "not_found", ""},
+		{ErrUnavailable, http.StatusServiceUnavailable, "temporarily_unavailable", "the service is temporarily unavailable"},
+		// A body larger than http.MaxBytesReader allows is the client's fault.
+		{errTooLarge, http.StatusBadRequest, "invalid_request", "request body too large"},
+
+		// Domain errors go here, one line each (vfs, account, share).
+	}
+}
+
+// errTooLarge stands for *http.MaxBytesError, which has no sentinel value.
+var errTooLarge = errors.New("request body too large")
+
+// describedError carries an error_description for the client next to the
+// error it wraps.
+type describedError struct {
+	err         error
+	description string
+}
+
+func (e *describedError) Error() string { return e.err.Error() + ": " + e.description }
+func (e *describedError) Unwrap() error { return e.err }
+
+// Describe wraps err with a client-facing error_description, e.g.
+// Describe(ErrInvalidRequest, "missing parameter %q", "name"). The text is
+// sent to the client, so it must not hold internal detail.
+func Describe(err error, format string, args ...any) error {
+	return &describedError{err: err, description: fmt.Sprintf(format, args...)}
+}
+
+// errorBody is the JSON of every error response (spec 7).
+type errorBody struct {
+	Error       string `json:"error"`
+	Description string `json:"error_description,omitempty"`
+}
+
+// classify finds the response for err. known is false for an error no
+// table entry matches: 500 unknown, whose detail belongs in the log only.
+func classify(err error) (status int, body errorBody, known bool) {
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		err = errTooLarge
+	}
+	for _, m := range errorTable() {
+		if !errors.Is(err, m.err) {
+			continue
+		}
+		body = errorBody{Error: m.code, Description: m.description}
+		var de *describedError
+		if errors.As(err, &de) && de.description != "" {
+			body.Description = de.description
+		}
+		return m.status, body, true
+	}
+	return http.StatusInternalServerError, errorBody{Error: "unknown"}, false
+}
+
+// clientGone reports whether err only says that the client went away, in
+// which case nobody is left to read an answer.
+func clientGone(r *http.Request, err error) bool {
+	return r.Context().Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded))
+}

@@ -1,0 +1,141 @@
+package rest
+
+import (
+	"encoding/json"
+	"log/slog"
+	"net/http"
+)
+
+// JSONHandler serves a JSON endpoint: it returns the value to encode, or an
+// error for the adapter to map through errorTable. A nil value with a nil
+// error is a bare success, {"status":"ok"}.
+type JSONHandler func(*http.Request) (any, error)
+
+// StreamHandler serves a download. It writes the body itself (usually with
+// http.ServeContent). An error returned before anything was written becomes
+// a JSON error response; after that it aborts the connection, so the client
+// sees a broken transfer instead of a short file with status 200.
+type StreamHandler func(http.ResponseWriter, *http.Request) error
+
+// statusBody is a bare success, spec 1.3.
+type statusBody struct {
+	Status string `json:"status"`
+}
+
+// serveJSON adapts a JSONHandler to net/http.
+func (s *server) serveJSON(h JSONHandler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		v, err := h(r)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		if v == nil {
+			v = statusBody{Status: "ok"}
+		}
+		// Marshal before writing, so an unencodable value is still a clean
+		// 500 rather than a half-written body.
+		b, err := json.Marshal(v)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		writeBody(w, http.StatusOK, b)
+	})
+}
+
+// serveStream adapts a StreamHandler to net/http.
+func (s *server) serveStream(h StreamHandler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tw := &trackingWriter{ResponseWriter: w}
+		err := h(tw, r)
+		if err == nil {
+			return
+		}
+		if !tw.started {
+			s.writeError(w, r, err)
+			return
+		}
+		if clientGone(r, err) {
+			s.log.Debug("download stopped: client went away", "route", r.Pattern, "error", err)
+		} else {
+			s.log.Error("download failed after the response started", "route", r.Pattern, "method", r.Method, "error", err)
+		}
+		s.metrics.abortedStreams.Inc()
+		panic(http.ErrAbortHandler)
+	})
+}
+
+// writeError answers err through errorTable. A client that went away gets
+// nothing; an unknown error is logged with its detail and answered with a
+// bare 500 unknown.
+func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	if clientGone(r, err) {
+		s.log.Debug("request cancelled by the client", "route", r.Pattern, "error", err)
+		return
+	}
+	status, body, known := classify(err)
+	if !known {
+		s.log.Error("request failed", "route", r.Pattern, "method", r.Method, "error", err)
+	} else if status >= 500 {
+		s.log.Warn("request failed", "route", r.Pattern, "method", r.Method, "status", status, "error", err)
+	}
+	writeErrorBody(w, status, body)
+}
+
+// writeErrorBody writes an error response, first dropping headers a
+// download handler may have set for the body it never sent.
+func writeErrorBody(w http.ResponseWriter, status int, body errorBody) {
+	h := w.Header()
+	for _, k := range []string{"Content-Length", "Content-Encoding", "Content-Disposition", "Content-Range", "Etag", "Last-Modified", "Accept-Ranges"} {
+		h.Del(k)
+	}
+	b, err := json.Marshal(body)
+	if err != nil {
+		// Two strings always marshal; keep the compiler honest anyway.
+		b = []byte(`{"error":"unknown"}`)
+	}
+	writeBody(w, status, b)
+}
+
+// writeBody writes a complete JSON body.
+func writeBody(w http.ResponseWriter, status int, b []byte) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	// A failed write means the client is gone; there is no one to tell.
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// trackingWriter notes whether the response has started, which decides
+// between a JSON error and an aborted connection.
+type trackingWriter struct {
+	http.ResponseWriter
+	started bool
+}
+
+func (t *trackingWriter) WriteHeader(code int) {
+	if code >= 200 {
+		t.started = true
+	}
+	t.ResponseWriter.WriteHeader(code)
+}
+
+func (t *trackingWriter) Write(b []byte) (int, error) {
+	t.started = true
+	return t.ResponseWriter.Write(b)
+}
+
+// Flush lets streaming handlers push buffered bytes.
+func (t *trackingWriter) Flush() {
+	t.started = true
+	_ = http.NewResponseController(t.ResponseWriter).Flush()
+}
+
+// Unwrap gives http.ResponseController the underlying writer.
+func (t *trackingWriter) Unwrap() http.ResponseWriter { return t.ResponseWriter }
+
+// discardLogger is the logger of Options without one.
+func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }

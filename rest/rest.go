@@ -1,0 +1,95 @@
+// Package rest serves berth's REST API under /api/2 (and, later, OAuth2
+// under /oauth) over net/http: it decodes requests, calls the domain
+// packages, encodes JSON and maps errors through one table (errors.go).
+//
+// Routes are registered on a net/http.ServeMux with method and wildcard
+// patterns. Each group of routes lives in its own file as a method
+// `func (s *server) xxxRoutes()` called from routes, and registers its
+// handlers with s.handle (JSON) or s.handleStream (downloads).
+package rest
+
+import (
+	"log/slog"
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// APIVersion is the API version answered by GET /api/2/version (spec 9).
+const APIVersion = "2.0.0"
+
+// Options are what the REST API needs. The daemon fills them.
+type Options struct {
+	// Logger receives one line per request and the detail of failures.
+	// Nil discards.
+	Logger *slog.Logger
+	// Registerer receives the HTTP metrics. Nil keeps them unregistered.
+	Registerer prometheus.Registerer
+	// Version is answered by GET /api/2/version. Empty means APIVersion.
+	Version string
+}
+
+// server holds what every handler shares.
+type server struct {
+	opts    Options
+	log     *slog.Logger
+	mux     *http.ServeMux
+	metrics *metrics
+}
+
+// New returns the REST API handler.
+func New(opts Options) http.Handler {
+	if opts.Logger == nil {
+		opts.Logger = discardLogger()
+	}
+	if opts.Registerer == nil {
+		opts.Registerer = prometheus.NewRegistry()
+	}
+	if opts.Version == "" {
+		opts.Version = APIVersion
+	}
+	s := &server{
+		opts:    opts,
+		log:     opts.Logger,
+		mux:     http.NewServeMux(),
+		metrics: newMetrics(opts.Registerer),
+	}
+	s.routes()
+	return s.observe(s.mux)
+}
+
+// routes registers every route group.
+func (s *server) routes() {
+	s.handle("GET /api/2/version", s.version)
+
+	// Anything no pattern matches is a JSON 404, not ServeMux's text one.
+	s.handle("/", func(*http.Request) (any, error) { return nil, ErrNotFound })
+}
+
+// handle registers a JSON handler.
+func (s *server) handle(pattern string, h JSONHandler) {
+	s.mux.Handle(pattern, s.serveJSON(h))
+}
+
+// handleStream registers a download handler.
+func (s *server) handleStream(pattern string, h StreamHandler) {
+	s.mux.Handle(pattern, s.serveStream(h))
+}
+
+// versionBody is the answer of GET /api/2/version.
+type versionBody struct {
+	Version string `json:"version"`
+}
+
+func (s *server) version(*http.Request) (any, error) {
+	return versionBody{Version: s.opts.Version}, nil
+}
+
+// InsecureHandler answers every request with 400 insecure_transport; it
+// serves the optional plain-HTTP listener (spec 1 and 7.1).
+func InsecureHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		status, body, _ := classify(ErrInsecureTransport)
+		writeErrorBody(w, status, body)
+	})
+}

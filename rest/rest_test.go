@@ -1,0 +1,284 @@
+package rest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+)
+
+// syncBuffer is a log sink safe for the server's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// testServer builds a server with extra routes registered by add, and
+// returns its handler, its log and its registry.
+func testServer(t *testing.T, add func(s *server)) (http.Handler, *syncBuffer, *prometheus.Registry) {
+	t.Helper()
+	logs := &syncBuffer{}
+	reg := prometheus.NewRegistry()
+	opts := Options{Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})), Registerer: reg}
+	h := New(opts)
+	if add != nil {
+		// Rebuild with the extra routes; New's own routes stay.
+		s := &server{opts: opts, log: opts.Logger, mux: http.NewServeMux(), metrics: newMetrics(reg)}
+		s.opts.Version = APIVersion
+		add(s)
+		s.routes()
+		h = s.observe(s.mux)
+	}
+	return h, logs, reg
+}
+
+func do(t *testing.T, h http.Handler, method, target string) *httptest.ResponseRecorder {
+	t.Helper()
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest(method, target, nil))
+	return w
+}
+
+func wantJSON(t *testing.T, w *httptest.ResponseRecorder, status int, body string) {
+	t.Helper()
+	if w.Code != status {
+		t.Errorf("status = %d, want %d (body %s)", w.Code, status, w.Body)
+	}
+	if ct := w.Header().Get("Content-Type"); ct != "application/json" {
+		t.Errorf("Content-Type = %q, want application/json", ct)
+	}
+	if got := strings.TrimSpace(w.Body.String()); got != body {
+		t.Errorf("body = %s, want %s", got, body)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	h, logs, reg := testServer(t, nil)
+	wantJSON(t, do(t, h, "GET", "/api/2/version"), 200, `{"version":"2.0.0"}`)
+
+	custom := New(Options{Version: "2.1.3"})
+	wantJSON(t, do(t, custom, "GET", "/api/2/version"), 200, `{"version":"2.1.3"}`)
+
+	line := logs.String()
+	for _, want := range []string{`route="GET /api/2/version"`, "method=GET", "status=200", "bytes=20", "duration="} {
+		if !strings.Contains(line, want) {
+			t.Errorf("log %q lacks %q", line, want)
+		}
+	}
+	if n := counterValue(t, must(t, reg)(`GET /api/2/version`, "GET", "200")); n != 1 {
+		t.Errorf("requests counter = %v, want 1", n)
+	}
+}
+
+// counterValue reads one counter.
+func counterValue(t *testing.T, c prometheus.Collector) float64 {
+	t.Helper()
+	ch := make(chan prometheus.Metric, 1)
+	c.Collect(ch)
+	var m dto.Metric
+	if err := (<-ch).Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetCounter().GetValue()
+}
+
+// must returns the requests counter of reg's REST metrics.
+func must(t *testing.T, reg *prometheus.Registry) func(route, method, code string) prometheus.Collector {
+	t.Helper()
+	m := newMetrics(reg) // returns the already registered collectors
+	return func(route, method, code string) prometheus.Collector {
+		return m.requests.WithLabelValues(route, method, code)
+	}
+}
+
+func TestUnknownRouteIsJSON404(t *testing.T) {
+	h, logs, _ := testServer(t, nil)
+	wantJSON(t, do(t, h, "GET", "/api/2/nothing/here"), 404, `{"error":"not_found"}`)
+	wantJSON(t, do(t, h, "DELETE", "/api/2/version"), 404, `{"error":"not_found"}`)
+	if !strings.Contains(logs.String(), "status=404") {
+		t.Errorf("404 not logged: %s", logs)
+	}
+}
+
+func TestInsecureHandler(t *testing.T) {
+	for _, m := range []string{"GET", "POST", "PROPFIND"} {
+		wantJSON(t, do(t, InsecureHandler(), m, "/api/2/version"), 400,
+			`{"error":"insecure_transport","error_description":"requests must use HTTPS"}`)
+	}
+}
+
+var errSecret = errors.New("disk /dev/sda1 on fire")
+
+func TestErrorMapping(t *testing.T) {
+	tests := []struct {
+		name   string
+		err    error
+		status int
+		body   string
+	}{
+		{"bare", ErrForbidden, 403, `{"error":"forbidden"}`},
+		{"wrapped", fmt.Errorf("checking: %w", ErrAccessDenied), 401, `{"error":"access_denied"}`},
+		{"described", Describe(ErrInvalidRequest, "missing parameter %q", "name"), 400,
+			`{"error":"invalid_request","error_description":"missing parameter \"name\""}`},
+		{"default description", ErrNoFileReceived, 400, `{"error":"no_file_received","error_description":"the file ` + "`file`" + ` is missing"}`},
+		{"date", ErrInvalidDateFormat, 400, `{"error":"invalid_date_format","error_description":"dates must be formatted YYYY-MM-DD"}`},
+		{"unavailable", ErrUnavailable, 503, `{"error":"temporarily_unavailable","error_description":"the service is temporarily unavailable"}`},
+		{"too large", &http.MaxBytesError{Limit: 10}, 400, `{"error":"invalid_request","error_description":"request body too large"}`},
+		{"unknown", fmt.Errorf("reading: %w", errSecret), 500, `{"error":"unknown"}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h, logs, _ := testServer(t, func(s *server) {
+				s.handle("GET /fail", func(*http.Request) (any, error) { return nil, tt.err })
+			})
+			wantJSON(t, do(t, h, "GET", "/fail"), tt.status, tt.body)
+			if tt.status == 500 && !strings.Contains(logs.String(), "on fire") {
+				t.Errorf("unknown error's detail not logged: %s", logs)
+			}
+		})
+	}
+}
+
+func TestJSONSuccess(t *testing.T) {
+	h, _, _ := testServer(t, func(s *server) {
+		s.handle("POST /ok", func(*http.Request) (any, error) { return nil, nil })
+		s.handle("GET /items/{id}", func(r *http.Request) (any, error) {
+			return map[string]string{"id": r.PathValue("id")}, nil
+		})
+		s.handle("GET /bad", func(*http.Request) (any, error) { return func() {}, nil })
+	})
+	wantJSON(t, do(t, h, "POST", "/ok"), 200, `{"status":"ok"}`)
+	wantJSON(t, do(t, h, "GET", "/items/42"), 200, `{"id":"42"}`)
+	wantJSON(t, do(t, h, "GET", "/bad"), 500, `{"error":"unknown"}`)
+}
+
+func TestCancelledClientGetsNoBody(t *testing.T) {
+	h, _, _ := testServer(t, func(s *server) {
+		s.handle("GET /slow", func(r *http.Request) (any, error) {
+			<-r.Context().Done()
+			return nil, fmt.Errorf("waiting: %w", r.Context().Err())
+		})
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequestWithContext(ctx, "GET", "/slow", nil))
+	if w.Body.Len() != 0 {
+		t.Fatalf("cancelled client got a body: %s", w.Body)
+	}
+}
+
+func TestPanicRecovered(t *testing.T) {
+	h, logs, _ := testServer(t, func(s *server) {
+		s.handle("GET /panic", func(*http.Request) (any, error) { panic("boom") })
+	})
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	for range 2 { // the server survives the first panic
+		resp, err := http.Get(srv.URL + "/panic")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 500 || strings.TrimSpace(string(b)) != `{"error":"unknown"}` {
+			t.Fatalf("panic answered %d %s", resp.StatusCode, b)
+		}
+	}
+	if !strings.Contains(logs.String(), "boom") || !strings.Contains(logs.String(), "rest_test.go") {
+		t.Errorf("panic not logged with its stack: %s", logs)
+	}
+	resp, err := http.Get(srv.URL + "/api/2/version")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("server down after panic: %v", err)
+	}
+	resp.Body.Close()
+}
+
+func TestStreams(t *testing.T) {
+	h, logs, reg := testServer(t, func(s *server) {
+		s.handleStream("GET /early", func(w http.ResponseWriter, r *http.Request) error {
+			w.Header().Set("Content-Length", "100")
+			w.Header().Set("Content-Disposition", "attachment")
+			return Describe(ErrNotFound, "no such file")
+		})
+		s.handleStream("GET /late", func(w http.ResponseWriter, r *http.Request) error {
+			w.Header().Set("Content-Length", "100000")
+			if _, err := w.Write(make([]byte, 10)); err != nil {
+				return err
+			}
+			http.NewResponseController(w).Flush()
+			return errSecret
+		})
+		s.handleStream("GET /whole", func(w http.ResponseWriter, r *http.Request) error {
+			http.ServeContent(w, r, "f.txt", time.Time{}, strings.NewReader("hello world"))
+			return nil
+		})
+		s.handle("GET /abort", func(*http.Request) (any, error) { panic(http.ErrAbortHandler) })
+	})
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+
+	get := func(path string, hdr ...string) (*http.Response, []byte, error) {
+		req, _ := http.NewRequest("GET", srv.URL+path, nil)
+		for i := 0; i+1 < len(hdr); i += 2 {
+			req.Header.Set(hdr[i], hdr[i+1])
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return nil, nil, err
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		return resp, b, err
+	}
+
+	resp, b, err := get("/early")
+	if err != nil || resp.StatusCode != 404 || strings.TrimSpace(string(b)) != `{"error":"not_found","error_description":"no such file"}` ||
+		resp.Header.Get("Content-Disposition") != "" {
+		t.Fatalf("early error: %v %v %s %v", err, resp.StatusCode, b, resp.Header)
+	}
+
+	_, _, err = get("/late")
+	if err == nil {
+		t.Fatal("a download that failed midway read as complete")
+	}
+	if !strings.Contains(logs.String(), "on fire") {
+		t.Errorf("late error not logged: %s", logs)
+	}
+	if n := counterValue(t, newMetrics(reg).abortedStreams); n != 1 {
+		t.Errorf("aborted streams = %v, want 1", n)
+	}
+
+	resp, b, err = get("/whole", "Range", "bytes=6-")
+	if err != nil || resp.StatusCode != 206 || string(b) != "world" {
+		t.Fatalf("range download: %v %v %q", err, resp.StatusCode, b)
+	}
+
+	if _, _, err = get("/abort"); err == nil {
+		t.Fatal("ErrAbortHandler did not abort the connection")
+	}
+}
