@@ -1,0 +1,73 @@
+package account
+
+import (
+	"strings"
+
+	"berth/kv"
+)
+
+// Key layout of the account package, following kv's rules (kv package
+// doc): a one-word lowercase name and '/', then 8-byte big-endian integers,
+// then at most one variable-length field. Every name starts with "acct" so
+// no other package's prefix (vfs's "lock/", say) can collide with ours.
+// Values are CBOR (codec.go).
+//
+//	key                                      value           TTL
+//	acctorg/<org>                            Organization    -
+//	acctperson/<person>                      Person          -
+//	acctlogin/<lower(username|email)>        loginRef        -   one namespace for usernames and e-mails
+//	acctorgperson/<org><person>              empty           -   persons of an organization
+//	acctmachine/<machine>                    Machine         -
+//	acctguid/<lower(guid)>                   machineRef      -
+//	acctpersonmachine/<person><machine>      empty           -   machines of a person
+//	acctfail/<subject>                       failRecord      lockout window, from the first failure
+//	acctlock/<subject>                       lockRecord      lock duration
+//	accttoka/<sha256(access token)>          accessRecord    AccessTTL
+//	accttokr/<sha256(refresh token)>         refreshRecord   RefreshTTL (kept as a "used" tombstone after rotation)
+//	acctfam/<family id, 16 bytes>            familyRecord    RefreshTTL, renewed on every refresh
+//	acctpersonfam/<person><family id>        empty           like its family; for RevokeAll
+//
+// <subject> is "p"<person> for a known login and "l"<sha256(lower(login))>
+// for an unknown one, so unknown logins lock exactly like known ones and
+// lockout reveals nothing about which accounts exist.
+//
+// TTL keys hold their exact deadline in the value too: Badger expires keys
+// with one-second resolution, so the TTL is rounded up to outlive the
+// deadline and the deadline decides.
+//
+// Sequences (kv.Store.NextID): "org", "person", "machine".
+const (
+	pfxOrg           = "acctorg/"
+	pfxPerson        = "acctperson/"
+	pfxLogin         = "acctlogin/"
+	pfxOrgPerson     = "acctorgperson/"
+	pfxMachine       = "acctmachine/"
+	pfxGUID          = "acctguid/"
+	pfxPersonMachine = "acctpersonmachine/"
+	pfxFail          = "acctfail/"
+	pfxLock          = "acctlock/"
+	pfxAccess        = "accttoka/"
+	pfxRefresh       = "accttokr/"
+	pfxFamily        = "acctfam/"
+	pfxPersonFamily  = "acctpersonfam/"
+
+	seqOrg     = "org"
+	seqPerson  = "person"
+	seqMachine = "machine"
+)
+
+// key is prefix followed by each part as 8 big-endian bytes.
+func key(prefix string, parts ...uint64) []byte { return kv.Key(prefix, parts...) }
+
+// keyBytes is prefix followed by raw bytes (hashes, family ids, subjects).
+func keyBytes(prefix string, raw []byte) []byte { return kv.KeyString(prefix, nil, string(raw)) }
+
+func loginKey(login string) []byte { return kv.KeyString(pfxLogin, nil, foldLogin(login)) }
+
+func guidKey(guid string) []byte { return kv.KeyString(pfxGUID, nil, strings.ToLower(guid)) }
+
+// foldLogin is the case-insensitive form of a username or e-mail address
+// used in the login index. strings.ToLower (simple Unicode folding) is
+// enough for the logins people type; it is applied the same way on write
+// and on lookup.
+func foldLogin(s string) string { return strings.ToLower(s) }

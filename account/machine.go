@@ -1,0 +1,171 @@
+package account
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"berth/kv"
+)
+
+// Machine is a device a person signs in from (spec 2.12). Fields whose
+// meaning or type the spec does not show are pointers (nil is null) with
+// berth's choice of type.
+type Machine struct {
+	ID             uint64     `cbor:"1,keyasint"`
+	PersonID       uint64     `cbor:"2,keyasint"` // owner; not a spec field, needed for access checks
+	GUID           string     `cbor:"3,keyasint"` // assigned by the server, lowercase UUID
+	DNSName        string     `cbor:"4,keyasint"` // host name or device make and model
+	Created        time.Time  `cbor:"5,keyasint"`
+	LastLogin      *time.Time `cbor:"6,keyasint"`
+	LastDisconnect *time.Time `cbor:"7,keyasint"`
+	OSType         string     `cbor:"8,keyasint"` // win, osx, android, ios, winphone, ...
+	OSVersion      string     `cbor:"9,keyasint"`
+	AgentVersion   *string    `cbor:"10,keyasint"`
+	// BandwidthThrottle in bytes per second.
+	BandwidthThrottle *int64 `cbor:"11,keyasint"`
+	Throttled         bool   `cbor:"12,keyasint"`
+	// Throttle exception schedule, as on Organization.
+	ThrottleExceptionDays     *string `cbor:"13,keyasint"`
+	ThrottleExceptionDOW      *string `cbor:"14,keyasint"`
+	ThrottleExceptionEnd      *string `cbor:"15,keyasint"`
+	ThrottleExceptionStart    *string `cbor:"16,keyasint"`
+	ThrottleExceptionThrottle *int64  `cbor:"17,keyasint"`
+	// MachineType: allowed values not shown; berth leaves it "" unless set.
+	MachineType               string  `cbor:"18,keyasint"`
+	HealthReportPeriodMinutes *int64  `cbor:"19,keyasint"`
+	Locked                    bool    `cbor:"20,keyasint"` // spec section 3 state
+	ManualCollisions          *bool   `cbor:"21,keyasint"`
+	Nickname                  *string `cbor:"22,keyasint"`
+}
+
+// MachineInput are the optional client fields of the token grants (spec
+// 5.1, 5.2).
+type MachineInput struct {
+	GUID      string
+	DNSName   string
+	OSType    string
+	OSVersion string
+}
+
+type machineRef struct {
+	MachineID uint64 `cbor:"1,keyasint"`
+}
+
+// UpsertMachine records the machine a person signs in from and returns it.
+// A GUID the server knows for this person updates that machine: its
+// non-empty input fields replace the stored ones and LastLogin becomes
+// now. An empty GUID, one the server does not know, or one that belongs
+// to another person's machine creates a new machine with a new GUID (a
+// client cannot take over someone else's device record by naming its GUID).
+// Errors: ErrNotFound (person), ErrInvalid (field too long).
+func (s *Service) UpsertMachine(ctx context.Context, personID uint64, in MachineInput) (Machine, error) {
+	for _, f := range []struct{ name, v string }{
+		{"dns_name", in.DNSName}, {"os_type", in.OSType}, {"os_version", in.OSVersion}, {"guid", in.GUID}} {
+		if len(f.v) > 255 || hasControl(f.v) {
+			return Machine{}, invalid(f.name, "longer than 255 bytes or has control characters")
+		}
+	}
+	var m Machine
+	found := false
+	err := s.db.Update(ctx, func(tx kv.Txn) error {
+		found = false
+		ok, err := exists(tx, key(pfxPerson, personID))
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return notFoundf("person %d", personID)
+		}
+		if in.GUID == "" {
+			return nil
+		}
+		var ref machineRef
+		err = s.get(tx, guidKey(in.GUID), &ref, ErrNotFound)
+		if errors.Is(err, ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := s.get(tx, key(pfxMachine, ref.MachineID), &m, notFoundf("machine %d", ref.MachineID)); err != nil {
+			return err
+		}
+		if m.PersonID != personID {
+			return nil
+		}
+		found = true
+		now := s.now()
+		m.LastLogin = &now
+		setIf(&m.DNSName, in.DNSName)
+		setIf(&m.OSType, in.OSType)
+		setIf(&m.OSVersion, in.OSVersion)
+		return s.put(tx, key(pfxMachine, m.ID), &m)
+	})
+	if err != nil || found {
+		return m, err
+	}
+	id, err := s.db.NextID(ctx, seqMachine)
+	if err != nil {
+		return Machine{}, err
+	}
+	now := s.now()
+	m = Machine{
+		ID:        id,
+		PersonID:  personID,
+		GUID:      strings.ToLower(uuid.NewString()),
+		DNSName:   in.DNSName,
+		Created:   now,
+		LastLogin: &now,
+		OSType:    in.OSType,
+		OSVersion: in.OSVersion,
+	}
+	err = s.db.Update(ctx, func(tx kv.Txn) error {
+		ref, err := s.codec.marshal(machineRef{MachineID: id})
+		if err != nil {
+			return err
+		}
+		if err := tx.Set(guidKey(m.GUID), ref); err != nil {
+			return err
+		}
+		if err := tx.Set(key(pfxPersonMachine, personID, id), nil); err != nil {
+			return err
+		}
+		return s.put(tx, key(pfxMachine, id), &m)
+	})
+	if err != nil {
+		return Machine{}, err
+	}
+	return m, nil
+}
+
+func setIf(dst *string, v string) {
+	if v != "" {
+		*dst = v
+	}
+}
+
+// Machine returns the machine with id, or ErrNotFound.
+func (s *Service) Machine(ctx context.Context, id uint64) (Machine, error) {
+	var m Machine
+	err := s.db.View(ctx, func(tx kv.Txn) error {
+		return s.get(tx, key(pfxMachine, id), &m, notFoundf("machine %d", id))
+	})
+	return m, err
+}
+
+// MachineByGUID returns the machine with the GUID (case-insensitive), or ErrNotFound.
+func (s *Service) MachineByGUID(ctx context.Context, guid string) (Machine, error) {
+	var m Machine
+	err := s.db.View(ctx, func(tx kv.Txn) error {
+		var ref machineRef
+		if err := s.get(tx, guidKey(guid), &ref, notFoundf("machine %q", guid)); err != nil {
+			return err
+		}
+		return s.get(tx, key(pfxMachine, ref.MachineID), &m, notFoundf("machine %q", guid))
+	})
+	return m, err
+}

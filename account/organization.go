@@ -1,0 +1,421 @@
+package account
+
+import (
+	"context"
+	"fmt"
+	"net/mail"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+
+	"berth/kv"
+)
+
+// Organization is a tenant (spec 2.6). Organizations form a tree through
+// ParentID. Fields the spec shows only as null in samples, with no type,
+// are pointers: nil is null, and their value types are berth's choice.
+type Organization struct {
+	ID          uint64     `cbor:"1,keyasint"`
+	ParentID    uint64     `cbor:"2,keyasint"` // 0: top-level
+	Name        string     `cbor:"3,keyasint"`
+	Slug        string     `cbor:"4,keyasint"` // URL-friendly name; derived from Name when not given
+	Description string     `cbor:"5,keyasint"`
+	Email       string     `cbor:"6,keyasint"` // contact address
+	Hostname    string     `cbor:"7,keyasint"` // host the organization's agents connect to
+	Created     time.Time  `cbor:"8,keyasint"`
+	Active      bool       `cbor:"9,keyasint"`  // false: disabled; its persons cannot log in (ErrInactive)
+	TrialUntil  *time.Time `cbor:"10,keyasint"` // nil: no trial
+	PrivacyMode bool       `cbor:"11,keyasint"`
+	Throttled   bool       `cbor:"12,keyasint"`
+	// BandwidthThrottle in bytes per second (berth's choice of type).
+	BandwidthThrottle *int64  `cbor:"13,keyasint"`
+	DefaultEncryption int64   `cbor:"14,keyasint"`
+	EmailServerID     *uint64 `cbor:"15,keyasint"`
+	EmailTemplates    bool    `cbor:"16,keyasint"`
+	PlanID            *uint64 `cbor:"17,keyasint"`
+	Policy            Policy  `cbor:"18,keyasint"`
+	ShareDisclaimer   *string `cbor:"19,keyasint"`
+	SubscriptionUUID  *string `cbor:"20,keyasint"`
+	// Throttle exception schedule (berth's choice of types): Days and DOW
+	// as comma-separated lists, Start and End as "HH:MM", Throttle in
+	// bytes per second.
+	ThrottleExceptionDays     *string `cbor:"21,keyasint"`
+	ThrottleExceptionDOW      *string `cbor:"22,keyasint"`
+	ThrottleExceptionEnd      *string `cbor:"23,keyasint"`
+	ThrottleExceptionStart    *string `cbor:"24,keyasint"`
+	ThrottleExceptionThrottle *int64  `cbor:"25,keyasint"`
+}
+
+// Policy holds an organization's access control, limits and settings
+// (spec 2.7). Its defaults are DefaultPolicy's.
+type Policy struct {
+	CompanyID uint64 `cbor:"1,keyasint"` // the organization's id; set by the Service
+
+	ADEnabled         bool `cbor:"2,keyasint"` // default false
+	AdminBrowseFiles  bool `cbor:"3,keyasint"` // default false: admins do not see users' files
+	AdminBrowseRemote bool `cbor:"4,keyasint"` // default false
+	AdminCreateUsers  bool `cbor:"5,keyasint"` // default true
+	BackupsEnabled    bool `cbor:"6,keyasint"` // default true
+	BrandingEnabled   bool `cbor:"7,keyasint"` // default false
+	// ChangePasswordFrequency: null in samples, format not shown. berth
+	// stores a Go duration string ("720h"); nil means never (default).
+	ChangePasswordFrequency *string `cbor:"8,keyasint"`
+	// DeactivateTokenFrequency: format not shown; berth stores a Go
+	// duration string, "" meaning never (default).
+	DeactivateTokenFrequency string `cbor:"9,keyasint"`
+	// ExcludedExtensions: comma-separated, each with a leading dot
+	// (".exe,.tmp"), compared case-insensitively; uploads of these are
+	// refused. Default "" (none).
+	ExcludedExtensions string `cbor:"10,keyasint"`
+	// LockedExtensions: same format. Default "".
+	LockedExtensions  string `cbor:"11,keyasint"`
+	FileServerEnabled bool   `cbor:"12,keyasint"` // default false
+	// MaxFileSize in bytes (the spec does not give the unit); 0 means
+	// unlimited (default).
+	MaxFileSize         int64  `cbor:"13,keyasint"`
+	MonthlyCostCents    int64  `cbor:"14,keyasint"` // default 0
+	MonthlyCostCurrency string `cbor:"15,keyasint"` // ISO 4217 code, default "USD"
+	NumOrgsMaximum      int64  `cbor:"16,keyasint"` // 0: unlimited (default)
+	NumUsersMaximum     int64  `cbor:"17,keyasint"` // 0: unlimited (default)
+	NumUsersMinimum     int64  `cbor:"18,keyasint"` // default 0
+	PSAEnabled          bool   `cbor:"19,keyasint"` // default false
+	PurgeDeleted        bool   `cbor:"20,keyasint"` // default false: deleted files stay restorable
+	// PurgeDeletedFrequency: format not shown; Go duration string, "" when
+	// PurgeDeleted is off (default).
+	PurgeDeletedFrequency string `cbor:"21,keyasint"`
+	RequireMobileLock     bool   `cbor:"22,keyasint"` // default false
+	RequireTwoStepAuth    bool   `cbor:"23,keyasint"` // default false
+	SecureShares          bool   `cbor:"24,keyasint"` // default false
+	ServicePlansEnabled   bool   `cbor:"25,keyasint"` // default false
+	// SpaceQuota in bytes as decimal digits (the spec's sample is a
+	// string); "0" means unlimited (default). SpaceQuotaBytes parses it.
+	SpaceQuota      string `cbor:"26,keyasint"`
+	TrialLengthDays int64  `cbor:"27,keyasint"` // default 0: no trial
+	TrimRevisions   bool   `cbor:"28,keyasint"` // default false: all revisions kept
+	// TrimRevisionsX: format not shown; berth stores the number of
+	// revisions to keep as digits, "" when TrimRevisions is off (default).
+	TrimRevisionsX    string `cbor:"29,keyasint"`
+	UserCreateBackups bool   `cbor:"30,keyasint"` // default true
+	UserCreateShares  bool   `cbor:"31,keyasint"` // default true
+	UserLockFiles     bool   `cbor:"32,keyasint"` // default true
+	UserPurgeDeleted  bool   `cbor:"33,keyasint"` // default true
+	UserTrimRevisions bool   `cbor:"34,keyasint"` // default true
+	WebDAVEnabled     bool   `cbor:"35,keyasint"` // default true
+}
+
+// DefaultPolicy is what a new organization gets when no policy is given:
+// what a self-hosted file service would ship. Users may do everything to
+// their own files (share, lock, purge, trim, back up, WebDAV); there are no
+// size, quota, extension or user-count limits; administrators cannot
+// browse users' files; deleted files and revisions are kept until a user
+// purges them.
+func DefaultPolicy() Policy {
+	return Policy{
+		AdminCreateUsers:    true,
+		BackupsEnabled:      true,
+		MonthlyCostCurrency: "USD",
+		SpaceQuota:          "0",
+		UserCreateBackups:   true,
+		UserCreateShares:    true,
+		UserLockFiles:       true,
+		UserPurgeDeleted:    true,
+		UserTrimRevisions:   true,
+		WebDAVEnabled:       true,
+	}
+}
+
+// SpaceQuotaBytes returns SpaceQuota as a number of bytes; 0 means unlimited.
+func (p Policy) SpaceQuotaBytes() int64 {
+	n, err := strconv.ParseInt(p.SpaceQuota, 10, 64)
+	if err != nil || n < 0 {
+		return 0 // validate refuses such values; unreachable for stored policies
+	}
+	return n
+}
+
+// ExtensionExcluded reports whether name ends in one of ExcludedExtensions,
+// case-insensitively.
+func (p Policy) ExtensionExcluded(name string) bool {
+	return extensionIn(p.ExcludedExtensions, name)
+}
+
+// ExtensionLocked reports whether name ends in one of LockedExtensions.
+func (p Policy) ExtensionLocked(name string) bool {
+	return extensionIn(p.LockedExtensions, name)
+}
+
+func extensionIn(list, name string) bool {
+	if list == "" {
+		return false
+	}
+	lname := strings.ToLower(name)
+	for ext := range strings.SplitSeq(list, ",") {
+		ext = strings.ToLower(strings.TrimSpace(ext))
+		if ext != "" && strings.HasSuffix(lname, ext) && len(lname) > len(ext) {
+			return true
+		}
+	}
+	return false
+}
+
+func (p *Policy) validate() error {
+	if p.MaxFileSize < 0 {
+		return invalid("max_file_size", "negative")
+	}
+	if p.SpaceQuota == "" {
+		p.SpaceQuota = "0"
+	}
+	if n, err := strconv.ParseInt(p.SpaceQuota, 10, 64); err != nil || n < 0 || strings.TrimLeft(p.SpaceQuota, "0123456789") != "" {
+		return invalid("space_quota", "not a number of bytes")
+	}
+	for _, f := range []struct {
+		name string
+		v    string
+	}{{"excluded_extensions", p.ExcludedExtensions}, {"locked_extensions", p.LockedExtensions}} {
+		if err := validateExtensions(f.name, f.v); err != nil {
+			return err
+		}
+	}
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{{"num_orgs_maximum", p.NumOrgsMaximum}, {"num_users_maximum", p.NumUsersMaximum},
+		{"num_users_minimum", p.NumUsersMinimum}, {"monthly_cost_cents", p.MonthlyCostCents},
+		{"trial_length_days", p.TrialLengthDays}} {
+		if f.v < 0 {
+			return invalid(f.name, "negative")
+		}
+	}
+	if p.NumUsersMaximum > 0 && p.NumUsersMinimum > p.NumUsersMaximum {
+		return invalid("num_users_minimum", "greater than num_users_maximum")
+	}
+	for _, f := range []struct {
+		name string
+		v    *string
+	}{{"change_password_frequency", p.ChangePasswordFrequency},
+		{"deactivate_token_frequency", &p.DeactivateTokenFrequency},
+		{"purge_deleted_frequency", &p.PurgeDeletedFrequency}} {
+		if f.v == nil || *f.v == "" {
+			continue
+		}
+		if d, err := time.ParseDuration(*f.v); err != nil || d <= 0 {
+			return invalid(f.name, "not a positive duration such as 720h")
+		}
+	}
+	if p.TrimRevisionsX != "" {
+		if n, err := strconv.ParseUint(p.TrimRevisionsX, 10, 32); err != nil || n == 0 {
+			return invalid("trim_revisions_x", "not a positive number of revisions")
+		}
+	}
+	return nil
+}
+
+func validateExtensions(field, list string) error {
+	if list == "" {
+		return nil
+	}
+	for ext := range strings.SplitSeq(list, ",") {
+		ext = strings.TrimSpace(ext)
+		if len(ext) < 2 || ext[0] != '.' || strings.ContainsAny(ext[1:], "./\\") {
+			return invalid(field, fmt.Sprintf("%q is not an extension with a leading dot", ext))
+		}
+	}
+	return nil
+}
+
+// OrganizationInput are the fields a caller sets when creating an
+// organization. Policy nil means DefaultPolicy().
+type OrganizationInput struct {
+	ParentID    uint64 // 0: top-level; otherwise an existing organization
+	Name        string // required
+	Slug        string // "" derives it from Name
+	Description string
+	Email       string // "" or a plain address
+	Hostname    string
+	TrialUntil  *time.Time
+	Policy      *Policy
+}
+
+// CreateOrganization stores a new active organization. Errors: ErrInvalid
+// (a *FieldError), including for a ParentID that does not exist.
+func (s *Service) CreateOrganization(ctx context.Context, in OrganizationInput) (Organization, error) {
+	org := Organization{
+		ParentID:    in.ParentID,
+		Name:        strings.TrimSpace(in.Name),
+		Slug:        in.Slug,
+		Description: in.Description,
+		Email:       in.Email,
+		Hostname:    in.Hostname,
+		Created:     s.now(),
+		Active:      true,
+		TrialUntil:  in.TrialUntil,
+		Policy:      DefaultPolicy(),
+	}
+	if in.Policy != nil {
+		org.Policy = *in.Policy
+	}
+	if org.Slug == "" {
+		org.Slug = slugify(org.Name)
+		if org.Slug == "" {
+			org.Slug = "org" // a name with no a-z or 0-9 at all
+		}
+	}
+	if err := org.validate(); err != nil {
+		return Organization{}, err
+	}
+	id, err := s.db.NextID(ctx, seqOrg)
+	if err != nil {
+		return Organization{}, err
+	}
+	org.ID, org.Policy.CompanyID = id, id
+	err = s.db.Update(ctx, func(tx kv.Txn) error {
+		if org.ParentID != 0 {
+			ok, err := exists(tx, key(pfxOrg, org.ParentID))
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return invalid("parent_id", "no such organization")
+			}
+		}
+		return s.put(tx, key(pfxOrg, id), &org)
+	})
+	if err != nil {
+		return Organization{}, err
+	}
+	return org, nil
+}
+
+// Organization returns the organization with id, or ErrNotFound.
+func (s *Service) Organization(ctx context.Context, id uint64) (Organization, error) {
+	var org Organization
+	err := s.db.View(ctx, func(tx kv.Txn) error {
+		return s.get(tx, key(pfxOrg, id), &org, notFoundf("organization %d", id))
+	})
+	return org, err
+}
+
+// HasOrganizations reports whether any organization exists (the daemon
+// bootstraps the first organization and administrator when none does).
+func (s *Service) HasOrganizations(ctx context.Context) (bool, error) {
+	found := false
+	err := s.db.View(ctx, func(tx kv.Txn) error {
+		return tx.Scan([]byte(pfxOrg), nil, func(_, _ []byte) error {
+			found = true
+			return kv.ErrStop
+		})
+	})
+	return found, err
+}
+
+// UpdateOrganization applies fn to the stored organization and stores the
+// result in one transaction; use it for update, enable and disable. fn may
+// run more than once (on a transaction conflict), so it must only change
+// the value it is given. ID, Created and Policy.CompanyID cannot be
+// changed. Errors: ErrNotFound, ErrInvalid, or fn's own error.
+func (s *Service) UpdateOrganization(ctx context.Context, id uint64, fn func(*Organization) error) (Organization, error) {
+	var org Organization
+	err := s.db.Update(ctx, func(tx kv.Txn) error {
+		var cur Organization
+		if err := s.get(tx, key(pfxOrg, id), &cur, notFoundf("organization %d", id)); err != nil {
+			return err
+		}
+		org = cur
+		if err := fn(&org); err != nil {
+			return err
+		}
+		org.ID, org.Created, org.Policy.CompanyID = cur.ID, cur.Created, cur.ID
+		if err := org.validate(); err != nil {
+			return err
+		}
+		if org.ParentID != cur.ParentID && org.ParentID != 0 {
+			if err := s.checkParent(tx, id, org.ParentID); err != nil {
+				return err
+			}
+		}
+		return s.put(tx, key(pfxOrg, id), &org)
+	})
+	if err != nil {
+		return Organization{}, err
+	}
+	return org, nil
+}
+
+// checkParent refuses a parent that does not exist or would make a cycle.
+func (s *Service) checkParent(tx kv.Txn, id, parent uint64) error {
+	for p := parent; p != 0; {
+		if p == id {
+			return invalid("parent_id", "would make a cycle")
+		}
+		var o Organization
+		if err := s.get(tx, key(pfxOrg, p), &o, invalid("parent_id", "no such organization")); err != nil {
+			return err
+		}
+		p = o.ParentID
+	}
+	return nil
+}
+
+// UpdatePolicy applies fn to the organization's policy in one transaction
+// and returns the updated organization (spec 4.6 policy/update). fn may run
+// more than once. Errors: ErrNotFound, ErrInvalid, or fn's own error.
+func (s *Service) UpdatePolicy(ctx context.Context, orgID uint64, fn func(*Policy) error) (Organization, error) {
+	return s.UpdateOrganization(ctx, orgID, func(o *Organization) error { return fn(&o.Policy) })
+}
+
+func (o *Organization) validate() error {
+	if o.Name == "" {
+		return invalid("name", "required")
+	}
+	if len(o.Name) > 255 || hasControl(o.Name) {
+		return invalid("name", "longer than 255 bytes or has control characters")
+	}
+	if o.Slug == "" || len(o.Slug) > 64 || slugify(o.Slug) != o.Slug {
+		return invalid("slug", "must be 1 to 64 of a-z, 0-9 and -")
+	}
+	if o.Email != "" {
+		if err := validateEmail(o.Email); err != nil {
+			return err
+		}
+	}
+	if hasControl(o.Hostname) || strings.ContainsAny(o.Hostname, " /") {
+		return invalid("hostname", "not a host name")
+	}
+	return o.Policy.validate()
+}
+
+// slugify lowercases s and turns each run of other characters than a-z
+// and 0-9 into one "-".
+func slugify(s string) string {
+	var b strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(s) {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			if dash && b.Len() > 0 {
+				b.WriteByte('-')
+			}
+			b.WriteRune(r)
+			dash = false
+		} else {
+			dash = true
+		}
+	}
+	out := b.String()
+	if len(out) > 64 {
+		out = strings.TrimRight(out[:64], "-")
+	}
+	return out
+}
+
+func hasControl(s string) bool {
+	return strings.ContainsFunc(s, unicode.IsControl)
+}
+
+func validateEmail(addr string) error {
+	a, err := mail.ParseAddress(addr)
+	if err != nil || a.Address != addr || len(addr) > 254 {
+		return invalid("email", "not a plain e-mail address")
+	}
+	return nil
+}

@@ -1,0 +1,343 @@
+package account
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode"
+
+	"berth/kv"
+)
+
+// ErrUserLimitExceeded: creating the person would pass the organization
+// policy's NumUsersMaximum (spec 7.3 user_limit_exceeded).
+var ErrUserLimitExceeded = errors.New("account: user limit exceeded")
+
+// Person is a user account (spec 2.9). Fields the spec computes from other
+// domains have no home here on purpose: roots and space_usage come from vfs
+// and share, company_policy is the organization's Policy, and can_share is
+// that policy's UserCreateShares (see CanShare).
+type Person struct {
+	ID             uint64 `cbor:"1,keyasint"`
+	OrganizationID uint64 `cbor:"2,keyasint"` // spec company_id
+	Username       string `cbor:"3,keyasint"` // as entered; unique case-insensitively
+	Email          string `cbor:"4,keyasint"` // as entered; unique case-insensitively
+	FirstName      string `cbor:"5,keyasint"`
+	LastName       string `cbor:"6,keyasint"`
+	// DisplayName defaults to "FirstName LastName", or Username when both are empty.
+	DisplayName string `cbor:"7,keyasint"`
+	// RootID is the person's sync root in vfs; 0 until the caller has
+	// created it and called SetPersonRoot.
+	RootID uint64 `cbor:"8,keyasint"`
+	// SpaceQuota in bytes for this person's own roots; 0 means only the
+	// organization's quota applies.
+	SpaceQuota int64     `cbor:"9,keyasint"`
+	Admin      bool      `cbor:"10,keyasint"` // administers its organization
+	Active     bool      `cbor:"11,keyasint"` // false: cannot log in or use tokens (ErrInactive)
+	Created    time.Time `cbor:"12,keyasint"`
+	// PasswordHash is an argon2id PHC string; never sent to clients.
+	PasswordHash    string    `cbor:"13,keyasint"`
+	PasswordChanged time.Time `cbor:"14,keyasint"`
+}
+
+// CanShare reports the spec's can_share for a person under policy p.
+func (p Person) CanShare(pol Policy) bool { return pol.UserCreateShares }
+
+// PersonInput are the fields set when creating a person.
+type PersonInput struct {
+	OrganizationID uint64 // required, an existing organization
+	Username       string // required; no whitespace, control characters or ':' (Basic auth splits on it)
+	Email          string // required, a plain address
+	FirstName      string
+	LastName       string
+	DisplayName    string // "" derives it
+	Password       string // at least Options.MinPasswordLength characters
+	Admin          bool
+	RootID         uint64 // 0 when the sync root is created afterwards
+	SpaceQuota     int64  // bytes, 0: organization quota only
+}
+
+type loginRef struct {
+	PersonID uint64 `cbor:"1,keyasint"`
+}
+
+// CreatePerson stores a new active person. The username and e-mail index
+// entries are written in the same transaction, so of two concurrent
+// creations with the same login exactly one succeeds. Errors: ErrInvalid,
+// ErrExists, ErrUserLimitExceeded.
+func (s *Service) CreatePerson(ctx context.Context, in PersonInput) (Person, error) {
+	now := s.now()
+	p := Person{
+		OrganizationID:  in.OrganizationID,
+		Username:        in.Username,
+		Email:           in.Email,
+		FirstName:       strings.TrimSpace(in.FirstName),
+		LastName:        strings.TrimSpace(in.LastName),
+		DisplayName:     strings.TrimSpace(in.DisplayName),
+		RootID:          in.RootID,
+		SpaceQuota:      in.SpaceQuota,
+		Admin:           in.Admin,
+		Active:          true,
+		Created:         now,
+		PasswordChanged: now,
+	}
+	if p.DisplayName == "" {
+		p.DisplayName = defaultDisplayName(p)
+	}
+	if err := p.validate(); err != nil {
+		return Person{}, err
+	}
+	if err := s.checkPassword(in.Password); err != nil {
+		return Person{}, err
+	}
+	// Cheap existence checks first, so a taken login costs no hashing.
+	if err := s.db.View(ctx, func(tx kv.Txn) error { return s.checkLoginsFree(tx, 0, p.Username, p.Email) }); err != nil {
+		return Person{}, err
+	}
+	hash, err := s.hashPassword(ctx, in.Password)
+	if err != nil {
+		return Person{}, err
+	}
+	p.PasswordHash = hash
+	id, err := s.db.NextID(ctx, seqPerson)
+	if err != nil {
+		return Person{}, err
+	}
+	p.ID = id
+	err = s.db.Update(ctx, func(tx kv.Txn) error {
+		var org Organization
+		if err := s.get(tx, key(pfxOrg, p.OrganizationID), &org, invalid("company_id", "no such organization")); err != nil {
+			return err
+		}
+		if err := s.checkLoginsFree(tx, 0, p.Username, p.Email); err != nil {
+			return err
+		}
+		if max := org.Policy.NumUsersMaximum; max > 0 {
+			n, err := countPersons(tx, p.OrganizationID)
+			if err != nil {
+				return err
+			}
+			if n >= max {
+				return ErrUserLimitExceeded
+			}
+		}
+		return s.putPerson(tx, &p, nil)
+	})
+	if err != nil {
+		return Person{}, err
+	}
+	return p, nil
+}
+
+// putPerson writes p and its index entries; old is the stored version
+// whose index entries it replaces, or nil.
+func (s *Service) putPerson(tx kv.Txn, p *Person, old *Person) error {
+	ref, err := s.codec.marshal(loginRef{PersonID: p.ID})
+	if err != nil {
+		return err
+	}
+	if old != nil {
+		for _, l := range []string{old.Username, old.Email} {
+			if err := tx.Delete(loginKey(l)); err != nil {
+				return err
+			}
+		}
+		if old.OrganizationID != p.OrganizationID {
+			if err := tx.Delete(key(pfxOrgPerson, old.OrganizationID, p.ID)); err != nil {
+				return err
+			}
+		}
+	}
+	for _, l := range []string{p.Username, p.Email} {
+		if err := tx.Set(loginKey(l), ref); err != nil {
+			return err
+		}
+	}
+	if err := tx.Set(key(pfxOrgPerson, p.OrganizationID, p.ID), nil); err != nil {
+		return err
+	}
+	return s.put(tx, key(pfxPerson, p.ID), p)
+}
+
+// checkLoginsFree returns ErrExists if a login is taken by anyone but self.
+func (s *Service) checkLoginsFree(tx kv.Txn, self uint64, logins ...string) error {
+	for _, l := range logins {
+		var ref loginRef
+		err := s.get(tx, loginKey(l), &ref, ErrNotFound)
+		if errors.Is(err, ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if ref.PersonID != self {
+			return fmt.Errorf("%w: %s %q is taken", ErrExists, loginField(l), l)
+		}
+	}
+	return nil
+}
+
+func loginField(l string) string {
+	if strings.Contains(l, "@") {
+		return "email"
+	}
+	return "username"
+}
+
+func countPersons(tx kv.Txn, orgID uint64) (int64, error) {
+	var n int64
+	err := tx.Scan(key(pfxOrgPerson, orgID), nil, func(_, _ []byte) error {
+		n++
+		return nil
+	})
+	return n, err
+}
+
+// Person returns the person with id, or ErrNotFound.
+func (s *Service) Person(ctx context.Context, id uint64) (Person, error) {
+	var p Person
+	err := s.db.View(ctx, func(tx kv.Txn) error {
+		return s.get(tx, key(pfxPerson, id), &p, notFoundf("person %d", id))
+	})
+	return p, err
+}
+
+// PersonByLogin returns the person whose username or e-mail address is
+// login, case-insensitively, or ErrNotFound.
+func (s *Service) PersonByLogin(ctx context.Context, login string) (Person, error) {
+	var p Person
+	err := s.db.View(ctx, func(tx kv.Txn) error {
+		var err error
+		p, err = s.personByLogin(tx, login)
+		return err
+	})
+	return p, err
+}
+
+func (s *Service) personByLogin(tx kv.Txn, login string) (Person, error) {
+	var ref loginRef
+	var p Person
+	if login == "" {
+		return p, notFoundf("login")
+	}
+	if err := s.get(tx, loginKey(login), &ref, notFoundf("login")); err != nil {
+		return p, err
+	}
+	err := s.get(tx, key(pfxPerson, ref.PersonID), &p, notFoundf("person %d", ref.PersonID))
+	return p, err
+}
+
+// SetPersonRoot records the person's sync root, created by the caller in vfs.
+// Errors: ErrNotFound.
+func (s *Service) SetPersonRoot(ctx context.Context, personID, rootID uint64) error {
+	_, err := s.UpdatePerson(ctx, personID, func(p *Person) error {
+		p.RootID = rootID
+		return nil
+	})
+	return err
+}
+
+// UpdatePerson applies fn to the stored person and stores the result with
+// its index entries in one transaction. fn may run more than once. ID,
+// Created and the password fields cannot be changed here (use SetPassword).
+// Errors: ErrNotFound, ErrInvalid, ErrExists, or fn's own error.
+func (s *Service) UpdatePerson(ctx context.Context, id uint64, fn func(*Person) error) (Person, error) {
+	var p Person
+	err := s.db.Update(ctx, func(tx kv.Txn) error {
+		var cur Person
+		if err := s.get(tx, key(pfxPerson, id), &cur, notFoundf("person %d", id)); err != nil {
+			return err
+		}
+		p = cur
+		if err := fn(&p); err != nil {
+			return err
+		}
+		p.ID, p.Created, p.PasswordHash, p.PasswordChanged = cur.ID, cur.Created, cur.PasswordHash, cur.PasswordChanged
+		if err := p.validate(); err != nil {
+			return err
+		}
+		if p.OrganizationID != cur.OrganizationID {
+			ok, err := exists(tx, key(pfxOrg, p.OrganizationID))
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return invalid("company_id", "no such organization")
+			}
+		}
+		if err := s.checkLoginsFree(tx, id, p.Username, p.Email); err != nil {
+			return err
+		}
+		return s.putPerson(tx, &p, &cur)
+	})
+	if err != nil {
+		return Person{}, err
+	}
+	return p, nil
+}
+
+// SetPassword replaces the person's password and revokes all their tokens,
+// so that a changed password ends every session. Errors: ErrNotFound,
+// ErrInvalid.
+func (s *Service) SetPassword(ctx context.Context, personID uint64, password string) error {
+	if err := s.checkPassword(password); err != nil {
+		return err
+	}
+	if _, err := s.Person(ctx, personID); err != nil {
+		return err
+	}
+	hash, err := s.hashPassword(ctx, password)
+	if err != nil {
+		return err
+	}
+	return s.db.Update(ctx, func(tx kv.Txn) error {
+		var p Person
+		if err := s.get(tx, key(pfxPerson, personID), &p, notFoundf("person %d", personID)); err != nil {
+			return err
+		}
+		p.PasswordHash, p.PasswordChanged = hash, s.now()
+		if err := s.put(tx, key(pfxPerson, personID), &p); err != nil {
+			return err
+		}
+		return s.revokeAll(tx, personID)
+	})
+}
+
+func defaultDisplayName(p Person) string {
+	if n := strings.TrimSpace(p.FirstName + " " + p.LastName); n != "" {
+		return n
+	}
+	return p.Username
+}
+
+func (p *Person) validate() error {
+	if p.OrganizationID == 0 {
+		return invalid("company_id", "required")
+	}
+	if p.Username == "" {
+		return invalid("username", "required")
+	}
+	if len(p.Username) > 255 || strings.ContainsFunc(p.Username, func(r rune) bool {
+		return unicode.IsSpace(r) || unicode.IsControl(r) || r == ':'
+	}) {
+		return invalid("username", "longer than 255 bytes, or has spaces, control characters or ':'")
+	}
+	if p.Email == "" {
+		return invalid("email", "required")
+	}
+	if err := validateEmail(p.Email); err != nil {
+		return err
+	}
+	for _, f := range []struct{ name, v string }{
+		{"first_name", p.FirstName}, {"last_name", p.LastName}, {"display_name", p.DisplayName}} {
+		if len(f.v) > 255 || hasControl(f.v) {
+			return invalid(f.name, "longer than 255 bytes or has control characters")
+		}
+	}
+	if p.SpaceQuota < 0 {
+		return invalid("space_quota", "negative")
+	}
+	return nil
+}

@@ -1,0 +1,323 @@
+package account
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"time"
+
+	"berth/kv"
+)
+
+// Tokens is the result of a password or refresh grant (spec 5.3).
+type Tokens struct {
+	AccessToken  string
+	RefreshToken string
+	// ExpiresIn is the access token's lifetime (spec expires_in, in seconds on the wire).
+	ExpiresIn time.Duration
+	// MachineID is the machine the tokens were issued to (0: none); rest
+	// reads its GUID for the response's guid field.
+	MachineID uint64
+}
+
+// Principal is who an access token speaks for.
+type Principal struct {
+	PersonID  uint64
+	MachineID uint64 // 0 when the tokens were issued without a machine
+}
+
+// Token records. Tokens themselves are never stored, only their SHA-256:
+// a copy of the database does not yield usable tokens. SHA-256 without
+// salt is enough because tokens are 256-bit random values, not passwords.
+//
+// A family is one login session: the refresh token chain started by
+// IssueTokens and every access token issued along it. An access token is
+// valid only while its family exists, so revoking a refresh token (which
+// deletes the family) also kills the access tokens issued with it.
+type accessRecord struct {
+	PersonID  uint64    `cbor:"1,keyasint"`
+	MachineID uint64    `cbor:"2,keyasint"`
+	Family    []byte    `cbor:"3,keyasint"`
+	Expires   time.Time `cbor:"4,keyasint"`
+}
+
+type refreshRecord struct {
+	PersonID  uint64    `cbor:"1,keyasint"`
+	MachineID uint64    `cbor:"2,keyasint"`
+	Family    []byte    `cbor:"3,keyasint"`
+	Expires   time.Time `cbor:"4,keyasint"`
+	// Used marks a refresh token that was already rotated. Presenting it
+	// again means it was copied: the whole family is revoked (OAuth 2.0
+	// Security BCP, refresh token rotation with reuse detection).
+	Used bool `cbor:"5,keyasint"`
+}
+
+type familyRecord struct {
+	PersonID  uint64    `cbor:"1,keyasint"`
+	MachineID uint64    `cbor:"2,keyasint"`
+	Created   time.Time `cbor:"3,keyasint"`
+}
+
+const tokenBytes = 32
+
+// newToken returns 32 random bytes in unpadded base64url (43 characters)
+// and the SHA-256 it is stored under.
+func newToken() (string, []byte, error) {
+	b := make([]byte, tokenBytes)
+	if _, err := rand.Read(b); err != nil {
+		return "", nil, err
+	}
+	tok := base64.RawURLEncoding.EncodeToString(b)
+	h := sha256.Sum256([]byte(tok))
+	return tok, h[:], nil
+}
+
+func tokenHash(tok string) []byte {
+	h := sha256.Sum256([]byte(tok))
+	return h[:]
+}
+
+// IssueTokens starts a new session for the person on the machine
+// (machineID 0 for none) and returns its first access and refresh tokens.
+// Errors: ErrNotFound (person or machine), ErrInactive.
+func (s *Service) IssueTokens(ctx context.Context, personID, machineID uint64) (Tokens, error) {
+	family := make([]byte, 16)
+	if _, err := rand.Read(family); err != nil {
+		return Tokens{}, err
+	}
+	var toks Tokens
+	err := s.db.Update(ctx, func(tx kv.Txn) error {
+		if err := s.checkActive(tx, personID); err != nil {
+			return err
+		}
+		if machineID != 0 {
+			var m Machine
+			if err := s.get(tx, key(pfxMachine, machineID), &m, notFoundf("machine %d", machineID)); err != nil {
+				return err
+			}
+			if m.PersonID != personID {
+				return notFoundf("machine %d", machineID)
+			}
+		}
+		now := s.now()
+		fam := familyRecord{PersonID: personID, MachineID: machineID, Created: now}
+		if err := s.putTTL(tx, keyBytes(pfxFamily, family), &fam, s.opts.RefreshTTL); err != nil {
+			return err
+		}
+		if err := tx.SetTTL(personFamilyKey(personID, family), nil, s.ttl(s.opts.RefreshTTL)); err != nil {
+			return err
+		}
+		var err error
+		toks, err = s.mint(tx, personID, machineID, family, now)
+		return err
+	})
+	if err != nil {
+		return Tokens{}, err
+	}
+	return toks, nil
+}
+
+// personFamilyKey indexes a person's families, for RevokeAll. It expires
+// with its family, so the index does not grow with every login.
+func personFamilyKey(personID uint64, family []byte) []byte {
+	return append(key(pfxPersonFamily, personID), family...)
+}
+
+// mint writes a new access and refresh token of the family.
+func (s *Service) mint(tx kv.Txn, personID, machineID uint64, family []byte, now time.Time) (Tokens, error) {
+	access, ah, err := newToken()
+	if err != nil {
+		return Tokens{}, err
+	}
+	refresh, rh, err := newToken()
+	if err != nil {
+		return Tokens{}, err
+	}
+	ar := accessRecord{PersonID: personID, MachineID: machineID, Family: family, Expires: now.Add(s.opts.AccessTTL)}
+	if err := s.putTTL(tx, keyBytes(pfxAccess, ah), &ar, s.opts.AccessTTL); err != nil {
+		return Tokens{}, err
+	}
+	rr := refreshRecord{PersonID: personID, MachineID: machineID, Family: family, Expires: now.Add(s.opts.RefreshTTL)}
+	if err := s.putTTL(tx, keyBytes(pfxRefresh, rh), &rr, s.opts.RefreshTTL); err != nil {
+		return Tokens{}, err
+	}
+	return Tokens{AccessToken: access, RefreshToken: refresh, ExpiresIn: s.opts.AccessTTL, MachineID: machineID}, nil
+}
+
+// checkActive returns ErrNotFound for a missing person and ErrInactive
+// for a disabled person or organization.
+func (s *Service) checkActive(tx kv.Txn, personID uint64) error {
+	var p Person
+	if err := s.get(tx, key(pfxPerson, personID), &p, notFoundf("person %d", personID)); err != nil {
+		return err
+	}
+	var org Organization
+	if err := s.get(tx, key(pfxOrg, p.OrganizationID), &org, notFoundf("organization %d", p.OrganizationID)); err != nil {
+		return err
+	}
+	if !p.Active || !org.Active {
+		return ErrInactive
+	}
+	return nil
+}
+
+// Refresh exchanges a refresh token for new tokens of the same session
+// (spec 5.2). The old refresh token stops working; access tokens issued
+// before stay valid until they expire. Presenting an already rotated
+// refresh token again revokes the whole session. Errors: ErrInvalidToken,
+// ErrInactive.
+func (s *Service) Refresh(ctx context.Context, refreshToken string) (Tokens, Person, error) {
+	var (
+		toks  Tokens
+		p     Person
+		reuse bool
+	)
+	h := tokenHash(refreshToken)
+	err := s.db.Update(ctx, func(tx kv.Txn) error {
+		reuse = false
+		now := s.now()
+		var rr refreshRecord
+		if err := s.get(tx, keyBytes(pfxRefresh, h), &rr, ErrInvalidToken); err != nil {
+			return err
+		}
+		if rr.Used {
+			reuse = true
+			if err := tx.Delete(keyBytes(pfxRefresh, h)); err != nil {
+				return err
+			}
+			return s.deleteFamily(tx, rr.PersonID, rr.Family)
+		}
+		if !now.Before(rr.Expires) {
+			return ErrInvalidToken
+		}
+		ok, err := exists(tx, keyBytes(pfxFamily, rr.Family))
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return ErrInvalidToken
+		}
+		if err := s.checkActive(tx, rr.PersonID); err != nil {
+			if errors.Is(err, ErrNotFound) {
+				return ErrInvalidToken
+			}
+			return err
+		}
+		if err := s.get(tx, key(pfxPerson, rr.PersonID), &p, ErrInvalidToken); err != nil {
+			return err
+		}
+		// Keep a tombstone until the old token would have expired, for reuse detection.
+		used := rr
+		used.Used = true
+		if err := s.putTTL(tx, keyBytes(pfxRefresh, h), &used, rr.Expires.Sub(now)); err != nil {
+			return err
+		}
+		fam := familyRecord{PersonID: rr.PersonID, MachineID: rr.MachineID, Created: now}
+		if err := s.putTTL(tx, keyBytes(pfxFamily, rr.Family), &fam, s.opts.RefreshTTL); err != nil {
+			return err
+		}
+		if err := tx.SetTTL(personFamilyKey(rr.PersonID, rr.Family), nil, s.ttl(s.opts.RefreshTTL)); err != nil {
+			return err
+		}
+		toks, err = s.mint(tx, rr.PersonID, rr.MachineID, rr.Family, now)
+		return err
+	})
+	if err != nil {
+		return Tokens{}, Person{}, err
+	}
+	if reuse {
+		return Tokens{}, Person{}, ErrInvalidToken
+	}
+	return toks, p, nil
+}
+
+// ValidateAccess returns who an access token speaks for. Errors:
+// ErrInvalidToken (unknown, expired or revoked, or its session revoked),
+// ErrInactive (person or organization disabled since the token was issued).
+func (s *Service) ValidateAccess(ctx context.Context, accessToken string) (Principal, error) {
+	var pr Principal
+	h := tokenHash(accessToken)
+	err := s.db.View(ctx, func(tx kv.Txn) error {
+		var ar accessRecord
+		if err := s.get(tx, keyBytes(pfxAccess, h), &ar, ErrInvalidToken); err != nil {
+			return err
+		}
+		if !s.now().Before(ar.Expires) {
+			return ErrInvalidToken
+		}
+		ok, err := exists(tx, keyBytes(pfxFamily, ar.Family))
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return ErrInvalidToken
+		}
+		if err := s.checkActive(tx, ar.PersonID); err != nil {
+			if errors.Is(err, ErrNotFound) {
+				return ErrInvalidToken
+			}
+			return err
+		}
+		pr = Principal{PersonID: ar.PersonID, MachineID: ar.MachineID}
+		return nil
+	})
+	return pr, err
+}
+
+// Revoke invalidates a token of either kind (spec 5.5). Revoking a refresh
+// token ends its whole session, access tokens included; revoking an access
+// token ends only that token. An unknown or expired token is not an error.
+func (s *Service) Revoke(ctx context.Context, token string) error {
+	h := tokenHash(token)
+	return s.db.Update(ctx, func(tx kv.Txn) error {
+		if err := tx.Delete(keyBytes(pfxAccess, h)); err != nil {
+			return err
+		}
+		var rr refreshRecord
+		err := s.get(tx, keyBytes(pfxRefresh, h), &rr, ErrNotFound)
+		if errors.Is(err, ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := tx.Delete(keyBytes(pfxRefresh, h)); err != nil {
+			return err
+		}
+		return s.deleteFamily(tx, rr.PersonID, rr.Family)
+	})
+}
+
+// RevokeAll ends every session of the person: all their access and refresh
+// tokens stop working. SetPassword calls it; the caller should too when it
+// disables or deletes a person.
+func (s *Service) RevokeAll(ctx context.Context, personID uint64) error {
+	return s.db.Update(ctx, func(tx kv.Txn) error { return s.revokeAll(tx, personID) })
+}
+
+func (s *Service) revokeAll(tx kv.Txn, personID uint64) error {
+	prefix := key(pfxPersonFamily, personID)
+	var fams [][]byte
+	err := tx.Scan(prefix, nil, func(k, _ []byte) error {
+		fams = append(fams, append([]byte(nil), k[len(prefix):]...))
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, f := range fams {
+		if err := s.deleteFamily(tx, personID, f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Service) deleteFamily(tx kv.Txn, personID uint64, family []byte) error {
+	if err := tx.Delete(keyBytes(pfxFamily, family)); err != nil {
+		return err
+	}
+	return tx.Delete(personFamilyKey(personID, family))
+}
