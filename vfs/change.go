@@ -1,0 +1,175 @@
+package vfs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/fxamacker/cbor/v2"
+
+	"berth/kv"
+)
+
+// Rename gives an item a new name in its folder.
+func (fs *FS) Rename(ctx context.Context, root, id uint64, name string, opts WriteOptions) (Node, error) {
+	n, err := fs.move(ctx, root, id, 0, name, opts)
+	fs.done(OpRename, err, Event{RootID: root, NodeID: id, ParentID: n.ParentID, Name: name, Dir: n.Dir})
+	return n, err
+}
+
+// Move puts an item into the folder parent of the same root, named name
+// (its current name when name is empty). A folder cannot move into itself
+// or below itself (ErrNameConflict).
+func (fs *FS) Move(ctx context.Context, root, id, parent uint64, name string, opts WriteOptions) (Node, error) {
+	n, err := fs.move(ctx, root, id, parent, name, opts)
+	fs.done(OpMove, err, Event{RootID: root, NodeID: id, ParentID: parent, Name: n.Name, Dir: n.Dir})
+	return n, err
+}
+
+func (fs *FS) move(ctx context.Context, root, id, parent uint64, name string, opts WriteOptions) (Node, error) {
+	if name != "" {
+		if err := ValidateName(name); err != nil {
+			return Node{}, err
+		}
+	}
+	err := fs.db.Update(ctx, func(tx kv.Txn) error {
+		now := fs.nowNs()
+		rec, loc, err := liveNodeIn(tx, root, id)
+		if err != nil {
+			return err
+		}
+		if rec.Parent == 0 {
+			return fmt.Errorf("%w: item %d", ErrRootItem, id)
+		}
+		dst, newName := parent, name
+		if dst == 0 {
+			dst = rec.Parent
+		}
+		if newName == "" {
+			newName = rec.Name
+		}
+		if dst == rec.Parent && newName == rec.Name {
+			return nil
+		}
+		if !rec.Dir && newName != rec.Name && excluded(newName, opts.ExcludedExtensions) {
+			return fmt.Errorf("%w: %q", ErrExtensionExcluded, extension(newName))
+		}
+		if _, _, err := liveDirIn(tx, root, dst); err != nil {
+			return err
+		}
+		if rec.Dir {
+			inside, err := ancestorOf(tx, id, dst)
+			if err != nil {
+				return err
+			}
+			if inside {
+				return fmt.Errorf("%w: cannot move a folder into itself", ErrNameConflict)
+			}
+		}
+		if _, err := tx.Get(childKey(dst, newName)); err == nil {
+			return fmt.Errorf("%w: %q exists", ErrNameConflict, newName)
+		} else if !errors.Is(err, kv.ErrNotFound) {
+			return err
+		}
+		if err := checkLocks(tx, id, 2, opts, now); err != nil {
+			return err
+		}
+		if dst != rec.Parent {
+			if err := checkLocks(tx, dst, 1, opts, now); err != nil {
+				return err
+			}
+		}
+		if err := tx.Delete(recKey(id, loc)); err != nil {
+			return err
+		}
+		rec.Parent, rec.Name = dst, newName
+		return saveNode(tx, rec, locRec{Root: root, Parent: dst, Name: newName})
+	})
+	if err != nil {
+		return Node{}, err
+	}
+	return fs.Stat(ctx, root, id)
+}
+
+// Delete moves an item, and everything below a folder, to the deleted
+// state: it leaves listings and paths but keeps its revisions, counted as
+// deleted space, until purged. Any lock in the subtree that the caller does
+// not hold refuses the whole delete.
+func (fs *FS) Delete(ctx context.Context, root, id uint64, opts WriteOptions) error {
+	var rec nodeRec
+	err := fs.db.Update(ctx, func(tx kv.Txn) error {
+		now := fs.nowNs()
+		var loc locRec
+		var err error
+		rec, loc, err = liveNodeIn(tx, root, id)
+		if err != nil {
+			return err
+		}
+		if rec.Parent == 0 {
+			return fmt.Errorf("%w: item %d", ErrRootItem, id)
+		}
+		if err := checkLocks(tx, id, 2, opts, now); err != nil {
+			return err
+		}
+		u, err := loadUsage(tx, root)
+		if err != nil {
+			return err
+		}
+		if err := deleteTree(tx, rec, loc, &u, opts, now); err != nil {
+			return err
+		}
+		return put(tx, usageKey(root), u)
+	})
+	fs.done(OpDelete, err, Event{RootID: root, NodeID: id, ParentID: rec.Parent, Name: rec.Name, Dir: rec.Dir, Size: rec.Size})
+	return err
+}
+
+// deleteTree marks rec and its live descendants deleted, children first.
+func deleteTree(tx kv.Txn, rec nodeRec, loc locRec, u *usageRec, opts WriteOptions, now int64) error {
+	if blocks(rec.Locks, opts, now, false) {
+		return fmt.Errorf("%w: %q", ErrLocked, rec.Name)
+	}
+	if rec.Dir {
+		kids, err := records(tx, childPrefix(rec.ID))
+		if err != nil {
+			return err
+		}
+		for _, c := range kids {
+			if err := deleteTree(tx, c, locRec{Root: c.Root, Parent: c.Parent, Name: c.Name}, u, opts, now); err != nil {
+				return err
+			}
+		}
+		u.Folders--
+	} else {
+		count, total, err := revisionTotals(tx, rec.ID)
+		if err != nil {
+			return err
+		}
+		u.Files--
+		u.HeadSize -= rec.Size
+		u.Revisions -= count - 1
+		u.RevisionSize -= total - rec.Size
+		u.DelFiles++
+		u.DelRevisions += count
+		u.DeletedSize += total
+	}
+	if err := tx.Delete(recKey(rec.ID, loc)); err != nil {
+		return err
+	}
+	rec.Deleted = now
+	return saveNode(tx, rec, locRec{Root: rec.Root, Parent: rec.Parent, Name: rec.Name, Deleted: true})
+}
+
+// revisionTotals counts a file's revisions and sums their sizes.
+func revisionTotals(tx kv.Txn, file uint64) (count, total int64, err error) {
+	err = tx.Scan(revPrefix(file), nil, func(k, v []byte) error {
+		var r revRec
+		if err := cbor.Unmarshal(v, &r); err != nil {
+			return err
+		}
+		count++
+		total += r.Size
+		return nil
+	})
+	return count, total, err
+}

@@ -1,0 +1,188 @@
+package vfs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/fxamacker/cbor/v2"
+
+	"berth/kv"
+)
+
+// Copy copies an item (a folder with everything below it) into the folder
+// parent of root dst under name. Contents are shared, not duplicated: the
+// copy's revisions reference the same chunks. Only current revisions are
+// copied.
+func (fs *FS) Copy(ctx context.Context, root, id, dst, parent uint64, name string, opts WriteOptions) (Node, error) {
+	if err := ValidateName(name); err != nil {
+		return Node{}, err
+	}
+	var newID uint64
+	err := fs.db.Update(ctx, func(tx kv.Txn) error {
+		now := fs.nowNs()
+		src, _, err := liveNodeIn(tx, root, id)
+		if err != nil {
+			return err
+		}
+		if src.Parent == 0 {
+			return fmt.Errorf("%w: item %d", ErrRootItem, id)
+		}
+		if !src.Dir && excluded(name, opts.ExcludedExtensions) {
+			return fmt.Errorf("%w: %q", ErrExtensionExcluded, extension(name))
+		}
+		if _, _, err := liveDirIn(tx, dst, parent); err != nil {
+			return err
+		}
+		if src.Dir && dst == root {
+			inside, err := ancestorOf(tx, id, parent)
+			if err != nil {
+				return err
+			}
+			if inside {
+				return fmt.Errorf("%w: cannot copy a folder into itself", ErrNameConflict)
+			}
+		}
+		if _, err := tx.Get(childKey(parent, name)); err == nil {
+			return fmt.Errorf("%w: %q exists", ErrNameConflict, name)
+		} else if !errors.Is(err, kv.ErrNotFound) {
+			return err
+		}
+		if err := checkLocks(tx, parent, 1, opts, now); err != nil {
+			return err
+		}
+		u, err := loadUsage(tx, dst)
+		if err != nil {
+			return err
+		}
+		newID, err = fs.copyTree(ctx, tx, src, dst, parent, name, &u, now)
+		if err != nil {
+			return err
+		}
+		if opts.SpaceQuota > 0 && u.physical() > opts.SpaceQuota {
+			return fmt.Errorf("%w: copy of %q", ErrQuotaExceeded, src.Name)
+		}
+		return put(tx, usageKey(dst), u)
+	})
+	fs.done(OpCopy, err, Event{RootID: dst, NodeID: newID, ParentID: parent, Name: name})
+	if err != nil {
+		return Node{}, err
+	}
+	return fs.Stat(ctx, dst, newID)
+}
+
+func (fs *FS) copyTree(ctx context.Context, tx kv.Txn, src nodeRec, root, parent uint64, name string, u *usageRec, now int64) (uint64, error) {
+	id, err := fs.db.NextID(ctx, "node")
+	if err != nil {
+		return 0, err
+	}
+	rec := nodeRec{ID: id, Root: root, Parent: parent, Name: name, Dir: src.Dir,
+		Created: now, Modified: src.Modified, Size: src.Size}
+	if src.Dir {
+		u.Folders++
+	} else {
+		var rev revRec
+		if err := get(tx, revKey(src.ID, src.Rev), &rev, fmt.Errorf("%w: revision %d", ErrNotExist, src.Rev)); err != nil {
+			return 0, err
+		}
+		if rec.Rev, err = fs.db.NextID(ctx, "revision"); err != nil {
+			return 0, err
+		}
+		rev.ID, rev.File, rev.Created = rec.Rev, id, now
+		if err := put(tx, revKey(id, rec.Rev), rev); err != nil {
+			return 0, err
+		}
+		if err := addRefs(tx, rev.Chunks, 1); err != nil {
+			return 0, err
+		}
+		u.Files++
+		u.HeadSize += rec.Size
+	}
+	if err := saveNode(tx, rec, locRec{Root: root, Parent: parent, Name: name}); err != nil {
+		return 0, err
+	}
+	if err := setModified(tx, rec, 0); err != nil {
+		return 0, err
+	}
+	if !src.Dir {
+		return id, nil
+	}
+	kids, err := records(tx, childPrefix(src.ID))
+	if err != nil {
+		return 0, err
+	}
+	for _, c := range kids {
+		if _, err := fs.copyTree(ctx, tx, c, root, id, c.Name, u, now); err != nil {
+			return 0, err
+		}
+	}
+	return id, nil
+}
+
+// Purge removes a deleted item, and every deleted item below it, for good:
+// its revisions go, and chunks no longer referenced become garbage.
+func (fs *FS) Purge(ctx context.Context, root, id uint64) error {
+	err := fs.db.Update(ctx, func(tx kv.Txn) error {
+		rec, loc, err := nodeIn(tx, root, id)
+		if err != nil {
+			return err
+		}
+		if rec.Deleted == 0 {
+			return fmt.Errorf("%w: item %d is not deleted", ErrNotExist, id)
+		}
+		u, err := loadUsage(tx, root)
+		if err != nil {
+			return err
+		}
+		if err := purgeTree(tx, rec, loc, &u); err != nil {
+			return err
+		}
+		return put(tx, usageKey(root), u)
+	})
+	fs.done(OpPurge, err, Event{RootID: root, NodeID: id})
+	return err
+}
+
+func purgeTree(tx kv.Txn, rec nodeRec, loc locRec, u *usageRec) error {
+	if rec.Dir {
+		kids, err := records(tx, deletedPrefix(rec.ID))
+		if err != nil {
+			return err
+		}
+		for _, c := range kids {
+			if err := purgeTree(tx, c, locRec{Root: c.Root, Parent: c.Parent, Name: c.Name, Deleted: true}, u); err != nil {
+				return err
+			}
+		}
+	} else {
+		var revs []revRec
+		err := tx.Scan(revPrefix(rec.ID), nil, func(k, v []byte) error {
+			var r revRec
+			if err := cbor.Unmarshal(v, &r); err != nil {
+				return err
+			}
+			revs = append(revs, r)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, r := range revs {
+			if err := addRefs(tx, r.Chunks, -1); err != nil {
+				return err
+			}
+			if err := tx.Delete(revKey(rec.ID, r.ID)); err != nil {
+				return err
+			}
+			u.DelRevisions--
+			u.DeletedSize -= r.Size
+		}
+		u.DelFiles--
+	}
+	for _, k := range [][]byte{recKey(rec.ID, loc), locKey(rec.ID), timeKey(rec.Root, rec.Modified, rec.ID)} {
+		if err := tx.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}

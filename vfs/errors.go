@@ -1,0 +1,39 @@
+package vfs
+
+import "errors"
+
+// Errors returned by FS methods, declared once here; front ends map them to
+// their protocol (rest to the spec's codes, webdav to os.Err* values).
+// Compare with errors.Is: methods wrap them with context.
+var (
+	// ErrNotExist: no such root, folder, file or revision in that root, or
+	// the item is deleted where a live one is needed.
+	ErrNotExist = errors.New("vfs: not found")
+	// ErrNameConflict: a live sibling already has that name, or a move would
+	// put a folder inside itself.
+	ErrNameConflict = errors.New("vfs: name conflict")
+	// ErrLocked: the item, or a folder above it, is locked by someone else.
+	ErrLocked = errors.New("vfs: resource locked")
+	// ErrRootDeleted: the root was deleted earlier.
+	ErrRootDeleted = errors.New("vfs: root deleted")
+	// ErrInvalidName: the name is empty, ".", "..", or holds "/", "\", NUL,
+	// control characters or invalid UTF-8.
+	ErrInvalidName = errors.New("vfs: invalid name")
+	// ErrNameTooLong: the name is longer than MaxNameBytes.
+	ErrNameTooLong = errors.New("vfs: name too long")
+	// ErrNotDir: a folder operation named a file.
+	ErrNotDir = errors.New("vfs: not a folder")
+	// ErrIsDir: a file operation named a folder.
+	ErrIsDir = errors.New("vfs: is a folder")
+	// ErrExtensionExcluded: the policy forbids files with that extension.
+	ErrExtensionExcluded = errors.New("vfs: file extension excluded by policy")
+	// ErrFileTooLarge: the body is larger than the policy's maximum file size.
+	ErrFileTooLarge = errors.New("vfs: file larger than the policy allows")
+	// ErrQuotaExceeded: storing the body would exceed the root's space quota.
+	ErrQuotaExceeded = errors.New("vfs: space quota exceeded")
+	// ErrNoSuchLock: an unlock or refresh named a lock token the item does not hold.
+	ErrNoSuchLock = errors.New("vfs: no such lock")
+	// ErrRootItem: the operation cannot apply to a root's top folder (rename,
+	// move or delete it through the root instead).
+	ErrRootItem = errors.New("vfs: operation not allowed on the root folder")
+)

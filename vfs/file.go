@@ -1,0 +1,86 @@
+package vfs
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"berth/kv"
+	"berth/vfs/chunk"
+)
+
+// File is an open revision of a file: an io.ReadSeeker and io.ReaderAt over
+// its chunks that fetches only what is read, so http.ServeContent and Range
+// requests cost what they ask for. Close it.
+type File struct {
+	Node     Node // the file, with Path
+	Revision Revision
+	r        *chunk.Reader
+	m        *metrics
+}
+
+// Open opens the current revision of a live file.
+func (fs *FS) Open(ctx context.Context, root, id uint64) (*File, error) {
+	return fs.OpenRevision(ctx, root, id, 0)
+}
+
+// OpenRevision opens revision rev of a file (0: the current one). Older
+// revisions stay readable after the file is deleted, the current one not.
+func (fs *FS) OpenRevision(ctx context.Context, root, id, rev uint64) (*File, error) {
+	f := &File{m: fs.m}
+	err := fs.db.View(ctx, func(tx kv.Txn) error {
+		rec, _, err := nodeIn(tx, root, id)
+		if err != nil {
+			return err
+		}
+		if rec.Dir {
+			return fmt.Errorf("%w: item %d", ErrIsDir, id)
+		}
+		if rev == 0 {
+			if rec.Deleted != 0 {
+				return fmt.Errorf("%w: item %d is deleted", ErrNotExist, id)
+			}
+			rev = rec.Rev
+		}
+		var rr revRec
+		if err := get(tx, revKey(id, rev), &rr, fmt.Errorf("%w: revision %d", ErrNotExist, rev)); err != nil {
+			return err
+		}
+		f.Node = rec.public(fs.nowNs())
+		f.Revision = rr.public()
+		f.Node.Path, err = pathOf(tx, rec)
+		return err
+	})
+	fs.m.observe(OpRead, err)
+	if err != nil {
+		return nil, err
+	}
+	f.r = chunk.NewReader(ctx, fs.chunks, f.Revision.Chunks)
+	return f, nil
+}
+
+// Read reads the contents; a missing or corrupt chunk is an error, never
+// short data.
+func (f *File) Read(p []byte) (int, error) {
+	n, err := f.r.Read(p)
+	f.m.bytesRead.Add(float64(n))
+	return n, err
+}
+
+// ReadAt reads len(p) bytes at off.
+func (f *File) ReadAt(p []byte, off int64) (int, error) {
+	n, err := f.r.ReadAt(p, off)
+	f.m.bytesRead.Add(float64(n))
+	return n, err
+}
+
+// Seek sets the offset of the next Read.
+func (f *File) Seek(offset int64, whence int) (int64, error) { return f.r.Seek(offset, whence) }
+
+// Size is the revision's size in bytes.
+func (f *File) Size() int64 { return f.Revision.Size }
+
+// Close stops any read-ahead.
+func (f *File) Close() error { return f.r.Close() }
+
+var _ io.ReadSeekCloser = (*File)(nil)

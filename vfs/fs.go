@@ -1,0 +1,167 @@
+// Package vfs is berth's virtual file system: roots, folders, files and their
+// revisions, locks, soft delete, names, listing hashes and space accounting,
+// over the kv metadata store and the chunk content store.
+//
+// vfs does not know users exist. Callers pass a root id and a node id (or a
+// path), and the policy limits vfs must enforce atomically as WriteOptions.
+// Who may do what is decided by the front ends before they call vfs.
+package vfs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"berth/kv"
+	"berth/vfs/chunk"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Op names a kind of change reported to the Observer and counted in metrics.
+type Op string
+
+// The operations vfs reports.
+const (
+	OpCreateRoot Op = "create_root"
+	OpDeleteRoot Op = "delete_root"
+	OpMkdir      Op = "mkdir"
+	OpWrite      Op = "write"
+	OpRead       Op = "read"
+	OpRename     Op = "rename"
+	OpMove       Op = "move"
+	OpCopy       Op = "copy"
+	OpDelete     Op = "delete"
+	OpPurge      Op = "purge"
+	OpLock       Op = "lock"
+	OpUnlock     Op = "unlock"
+)
+
+// Event describes one committed change.
+type Event struct {
+	Op       Op
+	RootID   uint64
+	NodeID   uint64
+	ParentID uint64
+	Name     string
+	Dir      bool
+	Size     int64
+	Time     time.Time
+}
+
+// Observer is told about every committed change, after the commit, on the
+// caller's goroutine; it must not block.
+type Observer interface {
+	Observe(Event)
+}
+
+// Options configure an FS.
+type Options struct {
+	Logger     *slog.Logger
+	Registerer prometheus.Registerer // nil: no metrics
+	Observer   Observer              // nil: no events
+	Now        func() time.Time      // nil: time.Now
+	// Workers that hash, compress and store chunks of one upload; 0 means
+	// GOMAXPROCS.
+	Workers int
+}
+
+// FS is the file system over one metadata store and one chunk store. It is
+// safe for concurrent use.
+type FS struct {
+	db     kv.Store
+	chunks chunk.Store
+	writer *chunk.Writer
+	log    *slog.Logger
+	obs    Observer
+	now    func() time.Time
+	m      *metrics
+
+	// gcMu keeps the garbage collector out while uploads are between
+	// storing chunks and committing the refs to them: an upload may skip a
+	// chunk that already exists, and it must still exist at commit. Uploads
+	// hold it shared, the collector exclusively.
+	gcMu sync.RWMutex
+}
+
+// Open opens the file system. When the previous process did not close the
+// store cleanly, it first removes the chunks that interrupted uploads left
+// without references, so a crash leaks nothing.
+func Open(ctx context.Context, db kv.Store, chunks chunk.Store, opts Options) (*FS, error) {
+	fs := &FS{
+		db: db, chunks: chunks, obs: opts.Observer, now: opts.Now, log: opts.Logger,
+		m: newMetrics(opts.Registerer),
+	}
+	if fs.log == nil {
+		fs.log = slog.New(slog.DiscardHandler)
+	}
+	if fs.now == nil {
+		fs.now = time.Now
+	}
+	fs.writer = chunk.NewWriter(chunks, chunk.WriterOptions{
+		Workers: opts.Workers,
+		Observer: func(stored bool, plain, encoded int) {
+			if stored {
+				fs.m.chunksStored.Inc()
+				fs.m.bytesStored.Add(float64(encoded))
+			} else {
+				fs.m.chunksDeduped.Inc()
+			}
+		},
+	})
+	var clean, used bool
+	err := db.Update(ctx, func(tx kv.Txn) error {
+		clean, used = false, false
+		if _, err := tx.Get(keyClean); err == nil {
+			clean = true
+		} else if !errors.Is(err, kv.ErrNotFound) {
+			return err
+		}
+		if err := tx.Scan([]byte(pRoot), nil, func(k, v []byte) error {
+			used = true
+			return kv.ErrStop
+		}); err != nil {
+			return err
+		}
+		return tx.Delete(keyClean)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("vfs: open: %w", err)
+	}
+	if used && !clean {
+		rep, err := fs.Sweep(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("vfs: recovery sweep: %w", err)
+		}
+		fs.log.Warn("vfs: recovered from an unclean shutdown", "removed_chunks", rep.Deleted)
+	}
+	return fs, nil
+}
+
+// Close marks the store as cleanly closed. It does not close the kv or chunk
+// store, which belong to the caller. Uploads still running fail at commit.
+func (fs *FS) Close() error {
+	fs.gcMu.Lock()
+	defer fs.gcMu.Unlock()
+	return fs.db.Update(context.Background(), func(tx kv.Txn) error {
+		return tx.Set(keyClean, []byte{1})
+	})
+}
+
+func (fs *FS) nowNs() int64 { return fs.now().UnixNano() }
+
+// done records the outcome of one operation in metrics and, on success,
+// tells the observer.
+func (fs *FS) done(op Op, err error, ev Event) {
+	fs.m.observe(op, err)
+	if err == nil && fs.obs != nil {
+		ev.Op = op
+		if ev.Time.IsZero() {
+			ev.Time = fs.now().UTC()
+		}
+		fs.obs.Observe(ev)
+	}
+}

@@ -1,0 +1,251 @@
+package vfs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/fxamacker/cbor/v2"
+
+	"berth/kv"
+	"berth/vfs/chunk"
+)
+
+// GCReport tells what a garbage collection did.
+type GCReport struct {
+	Candidates int // chunks examined
+	Deleted    int // chunks removed from the chunk store
+}
+
+// String reads like a log line.
+func (r GCReport) String() string {
+	return fmt.Sprintf("examined %d chunks, removed %d", r.Candidates, r.Deleted)
+}
+
+// GC removes the chunks whose reference count fell to zero. Uploads wait
+// while it runs (they may be about to reference a chunk it would remove).
+func (fs *FS) GC(ctx context.Context) (GCReport, error) {
+	fs.gcMu.Lock()
+	defer fs.gcMu.Unlock()
+	var rep GCReport
+	var ids []chunk.ID
+	err := fs.db.View(ctx, func(tx kv.Txn) error {
+		ids = ids[:0]
+		return tx.Scan([]byte(pOrphan), nil, func(k, v []byte) error {
+			ids = append(ids, chunkIDFromKey(k))
+			return nil
+		})
+	})
+	if err != nil {
+		return rep, err
+	}
+	rep.Candidates = len(ids)
+	for start := 0; start < len(ids); start += 1000 {
+		batch := ids[start:min(start+1000, len(ids))]
+		n, err := fs.removeUnreferenced(ctx, batch, true)
+		rep.Deleted += n
+		if err != nil {
+			return rep, err
+		}
+	}
+	return rep, nil
+}
+
+// Sweep walks the whole chunk store and removes every chunk no revision
+// references. It is what recovery after a crash runs, and `berth gc`.
+func (fs *FS) Sweep(ctx context.Context) (GCReport, error) {
+	fs.gcMu.Lock()
+	defer fs.gcMu.Unlock()
+	var rep GCReport
+	var batch []chunk.ID
+	flush := func() error {
+		n, err := fs.removeUnreferenced(ctx, batch, false)
+		rep.Deleted += n
+		batch = batch[:0]
+		return err
+	}
+	err := fs.chunks.Walk(ctx, func(id chunk.ID) error {
+		rep.Candidates++
+		batch = append(batch, id)
+		if len(batch) == 1000 {
+			return flush()
+		}
+		return nil
+	})
+	if err == nil {
+		err = flush()
+	}
+	if err == nil {
+		// Every orphan note is settled now.
+		err = fs.clearOrphans(ctx)
+	}
+	return rep, err
+}
+
+// removeUnreferenced deletes the chunks of ids that have no reference
+// count, and their orphan notes when clearNotes is set.
+func (fs *FS) removeUnreferenced(ctx context.Context, ids []chunk.ID, clearNotes bool) (int, error) {
+	var dead []chunk.ID
+	err := fs.db.View(ctx, func(tx kv.Txn) error {
+		dead = dead[:0]
+		for _, id := range ids {
+			if _, err := tx.Get(refKey(id)); errors.Is(err, kv.ErrNotFound) {
+				dead = append(dead, id)
+			} else if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	for i, id := range dead {
+		if err := fs.chunks.Delete(ctx, id); err != nil {
+			return i, err
+		}
+	}
+	if !clearNotes {
+		return len(dead), nil
+	}
+	return len(dead), fs.db.Update(ctx, func(tx kv.Txn) error {
+		for _, id := range ids {
+			if err := tx.Delete(orphanKey(id)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func (fs *FS) clearOrphans(ctx context.Context) error {
+	for {
+		var keys [][]byte
+		err := fs.db.View(ctx, func(tx kv.Txn) error {
+			keys = keys[:0]
+			return tx.Scan([]byte(pOrphan), nil, func(k, v []byte) error {
+				keys = append(keys, append([]byte(nil), k...))
+				if len(keys) == 1000 {
+					return kv.ErrStop
+				}
+				return nil
+			})
+		})
+		if err != nil || len(keys) == 0 {
+			return err
+		}
+		err = fs.db.Update(ctx, func(tx kv.Txn) error {
+			for _, k := range keys {
+				if err := tx.Delete(k); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// FsckReport lists what a consistency check found.
+type FsckReport struct {
+	Revisions    int        // revisions checked
+	Chunks       int        // chunks in the store
+	Missing      []chunk.ID // referenced by a revision, absent from the store
+	Leaked       []chunk.ID // in the store, referenced by no revision
+	BadRefcounts []chunk.ID // stored count differs from the revisions'
+	Corrupt      []chunk.ID // present but unreadable or wrong hash (Verify only)
+}
+
+// OK reports whether nothing is wrong.
+func (r FsckReport) OK() bool {
+	return len(r.Missing)+len(r.Leaked)+len(r.BadRefcounts)+len(r.Corrupt) == 0
+}
+
+// String summarises the report.
+func (r FsckReport) String() string {
+	return fmt.Sprintf("%d revisions, %d chunks: %d missing, %d leaked, %d bad refcounts, %d corrupt",
+		r.Revisions, r.Chunks, len(r.Missing), len(r.Leaked), len(r.BadRefcounts), len(r.Corrupt))
+}
+
+// Fsck checks that every chunk a revision references is stored, that every
+// stored chunk is referenced, and that reference counts match; with verify
+// it also reads every chunk and checks its hash. It changes nothing.
+func (fs *FS) Fsck(ctx context.Context, verify bool) (FsckReport, error) {
+	fs.gcMu.Lock()
+	defer fs.gcMu.Unlock()
+	var rep FsckReport
+	want := map[chunk.ID]int64{}
+	have := map[chunk.ID]int64{}
+	err := fs.db.View(ctx, func(tx kv.Txn) error {
+		err := tx.Scan([]byte(pRev), nil, func(k, v []byte) error {
+			var r revRec
+			if err := cbor.Unmarshal(v, &r); err != nil {
+				return err
+			}
+			rep.Revisions++
+			for _, c := range r.Chunks {
+				want[c.ID]++
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		return tx.Scan([]byte(pRef), nil, func(k, v []byte) error {
+			var n int64
+			if err := cbor.Unmarshal(v, &n); err != nil {
+				return err
+			}
+			have[chunkIDFromKey(k)] = n
+			return nil
+		})
+	})
+	if err != nil {
+		return rep, err
+	}
+	for id, n := range want {
+		if have[id] != n {
+			rep.BadRefcounts = append(rep.BadRefcounts, id)
+		}
+	}
+	for id := range have {
+		if _, ok := want[id]; !ok {
+			rep.BadRefcounts = append(rep.BadRefcounts, id)
+		}
+	}
+	stored := map[chunk.ID]bool{}
+	err = fs.chunks.Walk(ctx, func(id chunk.ID) error {
+		rep.Chunks++
+		stored[id] = true
+		if _, ok := want[id]; !ok {
+			rep.Leaked = append(rep.Leaked, id)
+		} else if verify {
+			if err := fs.verifyChunk(ctx, id); err != nil {
+				rep.Corrupt = append(rep.Corrupt, id)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return rep, err
+	}
+	for id := range want {
+		if !stored[id] {
+			rep.Missing = append(rep.Missing, id)
+		}
+	}
+	return rep, nil
+}
+
+func (fs *FS) verifyChunk(ctx context.Context, id chunk.ID) error {
+	blob, err := fs.chunks.Get(ctx, id)
+	if err != nil {
+		return err
+	}
+	dec := chunk.NewDecoder()
+	defer dec.Close()
+	_, err = chunk.Decode(id, blob, dec)
+	return err
+}

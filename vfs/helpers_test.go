@@ -1,0 +1,99 @@
+package vfs_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"math/rand/v2"
+	"path/filepath"
+	"testing"
+
+	"berth/kv"
+	"berth/vfs"
+	"berth/vfs/chunk"
+)
+
+// env is a real file system over a real Badger and a real disk chunk store
+// in a temp directory.
+type env struct {
+	dir    string
+	db     *kv.Badger
+	chunks *chunk.Disk
+	fs     *vfs.FS
+	root   vfs.Root
+}
+
+func openEnv(t testing.TB, dir string) *env {
+	t.Helper()
+	db, err := kv.OpenBadger(kv.BadgerOptions{Dir: filepath.Join(dir, "meta")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunks, err := chunk.NewDisk(filepath.Join(dir, "chunks"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs, err := vfs.Open(context.Background(), db, chunks, vfs.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &env{dir: dir, db: db, chunks: chunks, fs: fs}
+}
+
+func newEnv(t testing.TB) *env {
+	t.Helper()
+	e := openEnv(t, t.TempDir())
+	root, err := e.fs.CreateRoot(context.Background(), "alice", vfs.RootSync)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.root = root
+	t.Cleanup(e.close)
+	return e
+}
+
+func (e *env) close() {
+	if e.fs != nil {
+		e.fs.Close()
+		e.db.Close()
+		e.fs = nil
+	}
+}
+
+func randBytes(seed uint64, n int) []byte {
+	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	b := make([]byte, n)
+	for i := 0; i+8 <= n; i += 8 {
+		v := r.Uint64()
+		for j := 0; j < 8; j++ {
+			b[i+j] = byte(v >> (8 * j))
+		}
+	}
+	for i := n - n%8; i < n; i++ {
+		b[i] = byte(r.Uint32())
+	}
+	return b
+}
+
+func (e *env) write(t testing.TB, parent uint64, name string, data []byte) vfs.Node {
+	t.Helper()
+	n, err := e.fs.WriteFile(context.Background(), e.root.ID, parent, name, bytes.NewReader(data), vfs.WriteOptions{})
+	if err != nil {
+		t.Fatalf("write %s: %v", name, err)
+	}
+	return n
+}
+
+func (e *env) read(t testing.TB, id uint64) []byte {
+	t.Helper()
+	f, err := e.fs.Open(context.Background(), e.root.ID, id)
+	if err != nil {
+		t.Fatalf("open %d: %v", id, err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(f)
+	if err != nil {
+		t.Fatalf("read %d: %v", id, err)
+	}
+	return b
+}

@@ -1,0 +1,84 @@
+package vfs
+
+import (
+	"encoding/binary"
+
+	"berth/vfs/chunk"
+)
+
+// Key layout of the vfs metadata. Every key starts with a one-letter kind
+// and a slash; integers are big-endian so prefix scans return them in order.
+//
+//	R/<root>                  rootRec
+//	U/<root>                  usageRec: the root's space accounting
+//	N/<node>                  locRec: where a node's record lives
+//	F/<root>                  nodeRec of the root's top folder
+//	C/<parent>/<name>         nodeRec of a live child; the name index itself,
+//	                          so a listing is one prefix scan
+//	D/<parent>/<node>         nodeRec of a deleted child (names may repeat)
+//	T/<root>/<modified>/<node> empty: every node of a root by modification
+//	                          time (unix ns), for modified_since and search
+//	V/<file>/<revision>       revRec
+//	K/<chunk id>              refcount (uint64) of a chunk over all revisions
+//	O/<chunk id>              empty: a chunk whose refcount fell to zero,
+//	                          for the garbage collector
+//	M/clean                   present while no process has the store open;
+//	                          absent at open means the last run crashed
+const (
+	pRoot    = "R/"
+	pUsage   = "U/"
+	pLoc     = "N/"
+	pTop     = "F/"
+	pChild   = "C/"
+	pDeleted = "D/"
+	pTime    = "T/"
+	pRev     = "V/"
+	pRef     = "K/"
+	pOrphan  = "O/"
+)
+
+var keyClean = []byte("M/clean")
+
+func key(prefix string, ids ...uint64) []byte {
+	b := make([]byte, 0, len(prefix)+8*len(ids)+1)
+	b = append(b, prefix...)
+	for _, id := range ids {
+		b = binary.BigEndian.AppendUint64(b, id)
+		b = append(b, '/')
+	}
+	return b
+}
+
+func rootKey(root uint64) []byte       { return key(pRoot, root) }
+func usageKey(root uint64) []byte      { return key(pUsage, root) }
+func locKey(node uint64) []byte        { return key(pLoc, node) }
+func topKey(root uint64) []byte        { return key(pTop, root) }
+func childPrefix(parent uint64) []byte { return key(pChild, parent) }
+func childKey(parent uint64, name string) []byte {
+	return append(childPrefix(parent), name...)
+}
+func deletedPrefix(parent uint64) []byte { return key(pDeleted, parent) }
+func deletedKey(parent, node uint64) []byte {
+	return key(pDeleted, parent, node)
+}
+func timePrefix(root uint64) []byte { return key(pTime, root) }
+func timeKey(root uint64, modified int64, node uint64) []byte {
+	return key(pTime, root, uint64(modified), node)
+}
+func revPrefix(file uint64) []byte   { return key(pRev, file) }
+func revKey(file, rev uint64) []byte { return key(pRev, file, rev) }
+func refKey(id chunk.ID) []byte      { return append([]byte(pRef), id[:]...) }
+func orphanKey(id chunk.ID) []byte   { return append([]byte(pOrphan), id[:]...) }
+
+// timeKeyNode reads the node id back from a T/ key.
+func timeKeyNode(k []byte) uint64 {
+	return binary.BigEndian.Uint64(k[len(k)-9 : len(k)-1])
+}
+
+
+// chunkIDFromKey reads the chunk id of a K/ or O/ key.
+func chunkIDFromKey(k []byte) chunk.ID {
+	var id chunk.ID
+	copy(id[:], k[2:])
+	return id
+}

@@ -1,0 +1,193 @@
+package vfs
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/fxamacker/cbor/v2"
+	"github.com/google/uuid"
+
+	"berth/kv"
+)
+
+// Lock locks an item (a root's top folder locks the root). An exclusive
+// lock conflicts with any live lock on the item, with deep locks above it,
+// and, when deep, with any lock below it; a shared lock only with exclusive
+// ones. Conflicts are ErrLocked. The token is a URI (urn:uuid:...), as
+// WebDAV wants it.
+func (fs *FS) Lock(ctx context.Context, root, id uint64, req LockRequest) (Lock, error) {
+	l := lockRec{Token: newToken(), Owner: req.Owner, Holder: req.Holder, Shared: req.Shared,
+		Deep: req.Deep, TokenRequired: req.TokenRequired}
+	err := fs.db.Update(ctx, func(tx kv.Txn) error {
+		now := fs.nowNs()
+		rec, loc, err := liveNodeIn(tx, root, id)
+		if err != nil {
+			return err
+		}
+		conflict := func(locks []lockRec, deepOnly bool) bool {
+			for _, o := range locks {
+				if (o.Expires != 0 && o.Expires <= now) || (deepOnly && !o.Deep) {
+					continue
+				}
+				if !(o.Shared && l.Shared) {
+					return true
+				}
+			}
+			return false
+		}
+		if conflict(rec.Locks, false) {
+			return fmt.Errorf("%w: %q", ErrLocked, rec.Name)
+		}
+		for p := rec.Parent; p != 0; {
+			pr, _, err := loadNode(tx, p)
+			if err != nil {
+				return err
+			}
+			if conflict(pr.Locks, true) {
+				return fmt.Errorf("%w: %q", ErrLocked, pr.Name)
+			}
+			p = pr.Parent
+		}
+		if rec.Dir && l.Deep {
+			if err := walkLive(tx, rec.ID, func(c nodeRec) error {
+				if conflict(c.Locks, false) {
+					return fmt.Errorf("%w: %q", ErrLocked, c.Name)
+				}
+				return nil
+			}); err != nil {
+				return err
+			}
+		}
+		l.Created = now
+		if req.Duration > 0 {
+			l.Expires = now + int64(req.Duration)
+		}
+		rec.Locks = append(pruneLocks(rec.Locks, now), l)
+		return saveNode(tx, rec, loc)
+	})
+	fs.done(OpLock, err, Event{RootID: root, NodeID: id})
+	if err != nil {
+		return Lock{}, err
+	}
+	return liveLocks([]lockRec{l}, 0)[0], nil
+}
+
+// RefreshLock extends the lock token on an item by d from now.
+func (fs *FS) RefreshLock(ctx context.Context, root, id uint64, token string, d time.Duration) (Lock, error) {
+	var out Lock
+	err := fs.db.Update(ctx, func(tx kv.Txn) error {
+		now := fs.nowNs()
+		rec, loc, err := liveNodeIn(tx, root, id)
+		if err != nil {
+			return err
+		}
+		rec.Locks = pruneLocks(rec.Locks, now)
+		i := slices.IndexFunc(rec.Locks, func(l lockRec) bool { return l.Token == token })
+		if i < 0 {
+			return fmt.Errorf("%w: %q", ErrNoSuchLock, token)
+		}
+		rec.Locks[i].Expires = 0
+		if d > 0 {
+			rec.Locks[i].Expires = now + int64(d)
+		}
+		out = liveLocks(rec.Locks[i:i+1], 0)[0]
+		return saveNode(tx, rec, loc)
+	})
+	return out, err
+}
+
+// Unlock removes the lock token from an item; an empty token removes every
+// lock on it (an administrator's or owner's unlock). A token the item does
+// not hold is ErrNoSuchLock.
+func (fs *FS) Unlock(ctx context.Context, root, id uint64, token string) error {
+	err := fs.db.Update(ctx, func(tx kv.Txn) error {
+		now := fs.nowNs()
+		rec, loc, err := nodeIn(tx, root, id)
+		if err != nil {
+			return err
+		}
+		rec.Locks = pruneLocks(rec.Locks, now)
+		if token == "" {
+			rec.Locks = nil
+		} else {
+			i := slices.IndexFunc(rec.Locks, func(l lockRec) bool { return l.Token == token })
+			if i < 0 {
+				return fmt.Errorf("%w: %q", ErrNoSuchLock, token)
+			}
+			rec.Locks = slices.Delete(rec.Locks, i, i+1)
+		}
+		return saveNode(tx, rec, loc)
+	})
+	fs.done(OpUnlock, err, Event{RootID: root, NodeID: id})
+	return err
+}
+
+// FindLock returns the item holding the lock token among from and the
+// folders above it: a WebDAV request names a resource that a lock on one of
+// its folders may cover.
+func (fs *FS) FindLock(ctx context.Context, root, from uint64, token string) (Node, Lock, error) {
+	var n Node
+	var lk Lock
+	err := fs.db.View(ctx, func(tx kv.Txn) error {
+		now := fs.nowNs()
+		for id := from; id != 0; {
+			rec, _, err := nodeIn(tx, root, id)
+			if err != nil {
+				return err
+			}
+			for _, l := range liveLocks(rec.Locks, now) {
+				if l.Token == token {
+					n, lk = rec.public(now), l
+					n.Path, err = pathOf(tx, rec)
+					return err
+				}
+			}
+			id = rec.Parent
+		}
+		return fmt.Errorf("%w: %q", ErrNoSuchLock, token)
+	})
+	return n, lk, err
+}
+
+func pruneLocks(locks []lockRec, now int64) []lockRec {
+	return slices.DeleteFunc(locks, func(l lockRec) bool { return l.Expires != 0 && l.Expires <= now })
+}
+
+// walkLive calls fn for every live item below the folder id.
+func walkLive(tx kv.Txn, id uint64, fn func(nodeRec) error) error {
+	kids, err := records(tx, childPrefix(id))
+	if err != nil {
+		return err
+	}
+	for _, c := range kids {
+		if err := fn(c); err != nil {
+			return err
+		}
+		if c.Dir {
+			if err := walkLive(tx, c.ID, fn); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func newToken() string {
+	return "urn:uuid:" + uuid.NewString()
+}
+
+// records decodes every node record under prefix (C/ or D/ of a folder).
+func records(tx kv.Txn, prefix []byte) ([]nodeRec, error) {
+	var out []nodeRec
+	err := tx.Scan(prefix, nil, func(k, v []byte) error {
+		var c nodeRec
+		if err := cbor.Unmarshal(v, &c); err != nil {
+			return fmt.Errorf("vfs: decode %q: %w", k, err)
+		}
+		out = append(out, c)
+		return nil
+	})
+	return out, err
+}

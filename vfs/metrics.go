@@ -1,0 +1,71 @@
+package vfs
+
+import (
+	"context"
+	"errors"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+type metrics struct {
+	ops           *prometheus.CounterVec
+	bytesWritten  prometheus.Counter
+	bytesRead     prometheus.Counter
+	bytesStored   prometheus.Counter
+	chunksStored  prometheus.Counter
+	chunksDeduped prometheus.Counter
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		ops: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "berth_vfs_operations_total",
+			Help: "File-system operations by kind and result (ok, or the error class).",
+		}, []string{"op", "result"}),
+		bytesWritten: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "berth_vfs_written_bytes_total", Help: "Plain bytes of file contents committed.",
+		}),
+		bytesRead: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "berth_vfs_read_bytes_total", Help: "Plain bytes of file contents read.",
+		}),
+		bytesStored: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "berth_chunk_stored_bytes_total", Help: "Encoded bytes of new chunks written to the chunk store.",
+		}),
+		chunksStored: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "berth_chunks_stored_total", Help: "Chunks written to the chunk store.",
+		}),
+		chunksDeduped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "berth_chunks_deduplicated_total", Help: "Chunks not written because the store already had them.",
+		}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.ops, m.bytesWritten, m.bytesRead, m.bytesStored, m.chunksStored, m.chunksDeduped)
+	}
+	return m
+}
+
+// errorClasses bound the result label to a fixed set.
+var errorClasses = []struct {
+	err   error
+	label string
+}{
+	{ErrNotExist, "not_found"}, {ErrNameConflict, "name_conflict"}, {ErrLocked, "locked"},
+	{ErrRootDeleted, "root_deleted"}, {ErrInvalidName, "invalid_name"}, {ErrNameTooLong, "name_too_long"},
+	{ErrNotDir, "not_dir"}, {ErrIsDir, "is_dir"}, {ErrExtensionExcluded, "policy"},
+	{ErrFileTooLarge, "policy"}, {ErrQuotaExceeded, "quota"}, {ErrNoSuchLock, "no_such_lock"},
+	{ErrRootItem, "root_item"}, {context.Canceled, "canceled"}, {context.DeadlineExceeded, "canceled"},
+}
+
+func (m *metrics) observe(op Op, err error) {
+	result := "ok"
+	if err != nil {
+		result = "error"
+		for _, c := range errorClasses {
+			if errors.Is(err, c.err) {
+				result = c.label
+				break
+			}
+		}
+	}
+	m.ops.WithLabelValues(string(op), result).Inc()
+}

@@ -1,0 +1,60 @@
+package vfs
+
+import (
+	"fmt"
+	"path"
+	"strings"
+	"unicode/utf8"
+)
+
+// MaxNameBytes is the longest name, in bytes of UTF-8, that a file or folder
+// may have. 255 is what every common local file system allows, so anything
+// stored here can be synced to a disk.
+const MaxNameBytes = 255
+
+// ValidateName reports whether name may name a file or folder. It is the one
+// place the naming rules live; every operation that sets a name calls it.
+func ValidateName(name string) error {
+	switch {
+	case name == "", name == ".", name == "..":
+		return fmt.Errorf("%w: %q", ErrInvalidName, name)
+	case len(name) > MaxNameBytes:
+		return fmt.Errorf("%w: %d bytes, at most %d", ErrNameTooLong, len(name), MaxNameBytes)
+	case !utf8.ValidString(name):
+		return fmt.Errorf("%w: not valid UTF-8", ErrInvalidName)
+	}
+	for _, r := range name {
+		if r == '/' || r == '\\' || r < 0x20 || r == 0x7f {
+			return fmt.Errorf("%w: %q holds a forbidden character", ErrInvalidName, name)
+		}
+	}
+	return nil
+}
+
+// extension returns the lowercase extension of name with its leading dot,
+// or "" when it has none.
+func extension(name string) string {
+	return strings.ToLower(path.Ext(name))
+}
+
+// excluded reports whether name's extension is in the list (compared without
+// case; entries may omit the leading dot).
+func excluded(name string, exts []string) bool {
+	ext := extension(name)
+	if ext == "" {
+		return false
+	}
+	for _, e := range exts {
+		e = strings.ToLower(strings.TrimSpace(e))
+		if e == "" {
+			continue
+		}
+		if !strings.HasPrefix(e, ".") {
+			e = "." + e
+		}
+		if e == ext {
+			return true
+		}
+	}
+	return false
+}

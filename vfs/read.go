@@ -1,0 +1,164 @@
+package vfs
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"path"
+	"strings"
+
+	"github.com/fxamacker/cbor/v2"
+	"github.com/zeebo/blake3"
+
+	"berth/kv"
+)
+
+// Stat returns an item of a root with its path, deleted or not.
+func (fs *FS) Stat(ctx context.Context, root, id uint64) (Node, error) {
+	var n Node
+	err := fs.db.View(ctx, func(tx kv.Txn) error {
+		rec, _, err := nodeIn(tx, root, id)
+		if err != nil {
+			return err
+		}
+		n = rec.public(fs.nowNs())
+		n.Path, err = pathOf(tx, rec)
+		return err
+	})
+	return n, err
+}
+
+// Lookup resolves an absolute path ("/", "/a/b") to a live item of a root.
+// The path must be clean: "." and ".." segments and empty segments are
+// ErrInvalidName, so a path cannot climb out of where its caller checked.
+func (fs *FS) Lookup(ctx context.Context, root uint64, p string) (Node, error) {
+	segs, err := splitPath(p)
+	if err != nil {
+		return Node{}, err
+	}
+	var n Node
+	err = fs.db.View(ctx, func(tx kv.Txn) error {
+		if _, err := loadRoot(tx, root); err != nil {
+			return err
+		}
+		var rec nodeRec
+		if err := get(tx, topKey(root), &rec, ErrNotExist); err != nil {
+			return err
+		}
+		for _, s := range segs {
+			if !rec.Dir {
+				return fmt.Errorf("%w: %q", ErrNotExist, p)
+			}
+			if err := get(tx, childKey(rec.ID, s), &rec, fmt.Errorf("%w: %q", ErrNotExist, p)); err != nil {
+				return err
+			}
+		}
+		n = rec.public(fs.nowNs())
+		n.Path = "/" + strings.Join(segs, "/")
+		return nil
+	})
+	return n, err
+}
+
+// splitPath splits an absolute path into validated names.
+func splitPath(p string) ([]string, error) {
+	if !strings.HasPrefix(p, "/") {
+		return nil, fmt.Errorf("%w: path %q is not absolute", ErrInvalidName, p)
+	}
+	p = strings.TrimSuffix(p[1:], "/")
+	if p == "" {
+		return nil, nil
+	}
+	segs := strings.Split(p, "/")
+	for _, s := range segs {
+		if err := ValidateName(s); err != nil {
+			return nil, err
+		}
+	}
+	return segs, nil
+}
+
+// List returns the live children of a folder in name order with their
+// paths, and the listing hash: a signature of every listed field of every
+// child, which changes whenever one of them does and is stable otherwise.
+func (fs *FS) List(ctx context.Context, root, folder uint64) ([]Node, string, error) {
+	var out []Node
+	var sum string
+	err := fs.db.View(ctx, func(tx kv.Txn) error {
+		out = out[:0]
+		dir, _, err := liveDirIn(tx, root, folder)
+		if err != nil {
+			return err
+		}
+		base, err := pathOf(tx, dir)
+		if err != nil {
+			return err
+		}
+		now := fs.nowNs()
+		h := blake3.New()
+		var buf []byte
+		var rec nodeRec
+		err = tx.Scan(childPrefix(folder), nil, func(k, v []byte) error {
+			rec = nodeRec{}
+			if err := cbor.Unmarshal(v, &rec); err != nil {
+				return fmt.Errorf("vfs: decode child of %d: %w", folder, err)
+			}
+			n := rec.public(now)
+			n.Path = path.Join(base, rec.Name)
+			out = append(out, n)
+			buf = listingFields(buf[:0], n)
+			h.Write(buf)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		sum = hex.EncodeToString(h.Sum(nil)[:16])
+		return nil
+	})
+	return out, sum, err
+}
+
+// listingFields appends the fields of n a listing shows, unambiguously.
+func listingFields(b []byte, n Node) []byte {
+	b = binary.BigEndian.AppendUint64(b, n.ID)
+	b = binary.BigEndian.AppendUint64(b, n.RevisionID)
+	b = binary.BigEndian.AppendUint64(b, uint64(n.Size))
+	b = binary.BigEndian.AppendUint64(b, uint64(n.Created.UnixNano()))
+	b = binary.BigEndian.AppendUint64(b, uint64(n.Modified.UnixNano()))
+	flags := byte(0)
+	if n.Dir {
+		flags |= 1
+	}
+	if n.Locked() {
+		flags |= 2
+	}
+	b = append(b, flags)
+	b = binary.BigEndian.AppendUint32(b, uint32(len(n.Name)))
+	return append(b, n.Name...)
+}
+
+// Revisions returns the stored revisions of a file, oldest first.
+func (fs *FS) Revisions(ctx context.Context, root, file uint64) ([]Revision, error) {
+	var out []Revision
+	err := fs.db.View(ctx, func(tx kv.Txn) error {
+		out = out[:0]
+		rec, _, err := nodeIn(tx, root, file)
+		if err != nil {
+			return err
+		}
+		if rec.Dir {
+			return fmt.Errorf("%w: item %d", ErrIsDir, file)
+		}
+		return tx.Scan(revPrefix(file), nil, func(k, v []byte) error {
+			var r revRec
+			if err := cbor.Unmarshal(v, &r); err != nil {
+				return err
+			}
+			out = append(out, r.public())
+			return nil
+		})
+	})
+	return out, err
+}

@@ -1,0 +1,154 @@
+package vfs
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/fxamacker/cbor/v2"
+
+	"berth/kv"
+	"berth/vfs/chunk"
+)
+
+// Stored records. Field numbers are the wire format: never reuse one.
+
+type rootRec struct {
+	ID      uint64   `cbor:"1,keyasint"`
+	Name    string   `cbor:"2,keyasint"`
+	Type    RootType `cbor:"3,keyasint"`
+	Created int64    `cbor:"4,keyasint"`
+	Deleted bool     `cbor:"5,keyasint,omitempty"`
+	Folder  uint64   `cbor:"6,keyasint"`
+}
+
+type locRec struct {
+	Root    uint64 `cbor:"1,keyasint"`
+	Parent  uint64 `cbor:"2,keyasint,omitempty"` // 0: the root's top folder
+	Name    string `cbor:"3,keyasint,omitempty"`
+	Deleted bool   `cbor:"4,keyasint,omitempty"`
+}
+
+type lockRec struct {
+	Token         string `cbor:"1,keyasint"`
+	Owner         string `cbor:"2,keyasint,omitempty"`
+	Holder        string `cbor:"3,keyasint,omitempty"`
+	Created       int64  `cbor:"4,keyasint"`
+	Expires       int64  `cbor:"5,keyasint,omitempty"`
+	Shared        bool   `cbor:"6,keyasint,omitempty"`
+	Deep          bool   `cbor:"7,keyasint,omitempty"`
+	TokenRequired bool   `cbor:"8,keyasint,omitempty"`
+}
+
+type nodeRec struct {
+	ID       uint64    `cbor:"1,keyasint"`
+	Root     uint64    `cbor:"2,keyasint"`
+	Parent   uint64    `cbor:"3,keyasint,omitempty"`
+	Name     string    `cbor:"4,keyasint,omitempty"`
+	Dir      bool      `cbor:"5,keyasint,omitempty"`
+	Created  int64     `cbor:"6,keyasint"`
+	Modified int64     `cbor:"7,keyasint"`
+	Size     int64     `cbor:"8,keyasint,omitempty"`
+	Rev      uint64    `cbor:"9,keyasint,omitempty"`
+	Deleted  int64     `cbor:"10,keyasint,omitempty"` // unix ns of deletion; 0 live
+	Locks    []lockRec `cbor:"11,keyasint,omitempty"`
+}
+
+type revRec struct {
+	ID      uint64      `cbor:"1,keyasint"`
+	File    uint64      `cbor:"2,keyasint"`
+	Size    int64       `cbor:"3,keyasint"`
+	Created int64       `cbor:"4,keyasint"`
+	Chunks  []chunk.Ref `cbor:"5,keyasint"`
+}
+
+type usageRec struct {
+	Files        int64 `cbor:"1,keyasint,omitempty"`
+	HeadSize     int64 `cbor:"2,keyasint,omitempty"`
+	Revisions    int64 `cbor:"3,keyasint,omitempty"`
+	RevisionSize int64 `cbor:"4,keyasint,omitempty"`
+	DelFiles     int64 `cbor:"5,keyasint,omitempty"`
+	DelRevisions int64 `cbor:"6,keyasint,omitempty"`
+	DeletedSize  int64 `cbor:"7,keyasint,omitempty"`
+	Folders      int64 `cbor:"8,keyasint,omitempty"`
+}
+
+func (u usageRec) physical() int64 { return u.HeadSize + u.RevisionSize + u.DeletedSize }
+
+func (u usageRec) public() Usage {
+	return Usage{
+		FileCount: u.Files, HeadSize: u.HeadSize,
+		RevisionCount: u.Revisions, RevisionSize: u.RevisionSize,
+		DelFileCount: u.DelFiles, DelRevisionCount: u.DelRevisions, DeletedSize: u.DeletedSize,
+		FolderCount: u.Folders, PhysicalSize: u.physical(), RootCount: 1,
+	}
+}
+
+func enc(v any) []byte {
+	b, err := cbor.Marshal(v)
+	if err != nil {
+		// Only unsupported Go types fail, which is a programming error in
+		// this file, not a runtime condition.
+		panic(fmt.Sprintf("vfs: encode %T: %v", v, err))
+	}
+	return b
+}
+
+// get reads key into v; kv.ErrNotFound becomes notFound.
+func get(tx kv.Txn, key []byte, v any, notFound error) error {
+	b, err := tx.Get(key)
+	if err != nil {
+		if err == kv.ErrNotFound {
+			return notFound
+		}
+		return err
+	}
+	if err := cbor.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("vfs: decode %q: %w", key[:2], err)
+	}
+	return nil
+}
+
+func put(tx kv.Txn, key []byte, v any) error { return tx.Set(key, enc(v)) }
+
+func ns(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+func fromNs(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
+}
+
+// liveLocks returns the locks of r that have not expired at now.
+func liveLocks(locks []lockRec, now int64) []Lock {
+	var out []Lock
+	for _, l := range locks {
+		if l.Expires != 0 && l.Expires <= now {
+			continue
+		}
+		out = append(out, Lock{
+			Token: l.Token, Owner: l.Owner, Holder: l.Holder,
+			Created: fromNs(l.Created), Expires: fromNs(l.Expires),
+			Shared: l.Shared, Deep: l.Deep, TokenRequired: l.TokenRequired,
+		})
+	}
+	return out
+}
+
+func (r nodeRec) public(now int64) Node {
+	return Node{
+		ID: r.ID, RootID: r.Root, ParentID: r.Parent, Name: r.Name, Dir: r.Dir,
+		Created: fromNs(r.Created), Modified: fromNs(r.Modified),
+		Size: r.Size, RevisionID: r.Rev, Deleted: r.Deleted != 0,
+		Locks: liveLocks(r.Locks, now),
+	}
+}
+
+func (r revRec) public() Revision {
+	return Revision{ID: r.ID, FileID: r.File, Size: r.Size, Created: fromNs(r.Created), Chunks: r.Chunks}
+}

@@ -1,0 +1,128 @@
+package vfs
+
+import (
+	"context"
+	"fmt"
+
+	"berth/kv"
+)
+
+// CreateRoot creates an empty root with its top folder.
+func (fs *FS) CreateRoot(ctx context.Context, name string, typ RootType) (Root, error) {
+	if !typ.Valid() {
+		return Root{}, fmt.Errorf("vfs: root type %q is not sync, share or backup", typ)
+	}
+	if name == "" {
+		return Root{}, fmt.Errorf("%w: empty root name", ErrInvalidName)
+	}
+	id, err := fs.db.NextID(ctx, "root")
+	if err != nil {
+		return Root{}, err
+	}
+	folder, err := fs.db.NextID(ctx, "node")
+	if err != nil {
+		return Root{}, err
+	}
+	now := fs.nowNs()
+	r := rootRec{ID: id, Name: name, Type: typ, Created: now, Folder: folder}
+	top := nodeRec{ID: folder, Root: id, Dir: true, Created: now, Modified: now}
+	err = fs.db.Update(ctx, func(tx kv.Txn) error {
+		if err := put(tx, rootKey(id), r); err != nil {
+			return err
+		}
+		if err := put(tx, usageKey(id), usageRec{}); err != nil {
+			return err
+		}
+		if err := saveNode(tx, top, locRec{Root: id}); err != nil {
+			return err
+		}
+		return setModified(tx, top, 0)
+	})
+	fs.done(OpCreateRoot, err, Event{RootID: id, NodeID: folder, Name: name, Dir: true})
+	if err != nil {
+		return Root{}, err
+	}
+	return Root{ID: id, Name: name, Type: typ, Created: fromNs(now), FolderID: folder}, nil
+}
+
+// Root returns a live root; a deleted one is ErrRootDeleted.
+func (fs *FS) Root(ctx context.Context, id uint64) (Root, error) {
+	var out Root
+	err := fs.db.View(ctx, func(tx kv.Txn) error {
+		r, err := loadRoot(tx, id)
+		if err != nil {
+			return err
+		}
+		top, _, err := loadNode(tx, r.Folder)
+		if err != nil {
+			return err
+		}
+		out = Root{ID: r.ID, Name: r.Name, Type: r.Type, Created: fromNs(r.Created),
+			FolderID: r.Folder, Locks: liveLocks(top.Locks, fs.nowNs())}
+		return nil
+	})
+	return out, err
+}
+
+// RenameRoot changes a root's display name.
+func (fs *FS) RenameRoot(ctx context.Context, id uint64, name string) (Root, error) {
+	if name == "" {
+		return Root{}, fmt.Errorf("%w: empty root name", ErrInvalidName)
+	}
+	err := fs.db.Update(ctx, func(tx kv.Txn) error {
+		r, err := loadRoot(tx, id)
+		if err != nil {
+			return err
+		}
+		r.Name = name
+		return put(tx, rootKey(id), r)
+	})
+	if err != nil {
+		return Root{}, err
+	}
+	return fs.Root(ctx, id)
+}
+
+// DeleteRoot marks a root deleted: every later operation on it fails with
+// ErrRootDeleted. Its contents stay until purged.
+func (fs *FS) DeleteRoot(ctx context.Context, id uint64) error {
+	err := fs.db.Update(ctx, func(tx kv.Txn) error {
+		r, err := loadRoot(tx, id)
+		if err != nil {
+			return err
+		}
+		r.Deleted = true
+		return put(tx, rootKey(id), r)
+	})
+	fs.done(OpDeleteRoot, err, Event{RootID: id})
+	return err
+}
+
+// Usage returns the space accounting of a root.
+func (fs *FS) Usage(ctx context.Context, root uint64) (Usage, error) {
+	var u usageRec
+	err := fs.db.View(ctx, func(tx kv.Txn) error {
+		if _, err := loadRoot(tx, root); err != nil {
+			return err
+		}
+		var err error
+		u, err = loadUsage(tx, root)
+		return err
+	})
+	return u.public(), err
+}
+
+// Sum adds the counts of other to u, for usage over several roots.
+func (u Usage) Sum(other Usage) Usage {
+	u.FileCount += other.FileCount
+	u.HeadSize += other.HeadSize
+	u.RevisionCount += other.RevisionCount
+	u.RevisionSize += other.RevisionSize
+	u.DelFileCount += other.DelFileCount
+	u.DelRevisionCount += other.DelRevisionCount
+	u.DeletedSize += other.DeletedSize
+	u.FolderCount += other.FolderCount
+	u.PhysicalSize += other.PhysicalSize
+	u.RootCount += other.RootCount
+	return u
+}

@@ -1,0 +1,180 @@
+package vfs
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"berth/kv"
+)
+
+// recKey is where the record of the node at loc lives.
+func recKey(id uint64, loc locRec) []byte {
+	switch {
+	case loc.Parent == 0:
+		return topKey(loc.Root)
+	case loc.Deleted:
+		return deletedKey(loc.Parent, id)
+	default:
+		return childKey(loc.Parent, loc.Name)
+	}
+}
+
+// loadRoot reads a root that exists and is not deleted.
+func loadRoot(tx kv.Txn, id uint64) (rootRec, error) {
+	var r rootRec
+	if err := get(tx, rootKey(id), &r, fmt.Errorf("%w: root %d", ErrNotExist, id)); err != nil {
+		return r, err
+	}
+	if r.Deleted {
+		return r, fmt.Errorf("%w: root %d", ErrRootDeleted, id)
+	}
+	return r, nil
+}
+
+// loadNode reads a node's location and record, whatever its state.
+func loadNode(tx kv.Txn, id uint64) (nodeRec, locRec, error) {
+	var loc locRec
+	var rec nodeRec
+	nf := fmt.Errorf("%w: item %d", ErrNotExist, id)
+	if id == 0 {
+		return rec, loc, nf
+	}
+	if err := get(tx, locKey(id), &loc, nf); err != nil {
+		return rec, loc, err
+	}
+	if err := get(tx, recKey(id, loc), &rec, nf); err != nil {
+		return rec, loc, err
+	}
+	return rec, loc, nil
+}
+
+// nodeIn reads a node of a live root; a node of another root is ErrNotExist,
+// so ids of other roots reveal nothing.
+func nodeIn(tx kv.Txn, root, id uint64) (nodeRec, locRec, error) {
+	if _, err := loadRoot(tx, root); err != nil {
+		return nodeRec{}, locRec{}, err
+	}
+	rec, loc, err := loadNode(tx, id)
+	if err != nil {
+		return rec, loc, err
+	}
+	if rec.Root != root {
+		return rec, loc, fmt.Errorf("%w: item %d", ErrNotExist, id)
+	}
+	return rec, loc, nil
+}
+
+// liveNodeIn is nodeIn for an item that must not be deleted.
+func liveNodeIn(tx kv.Txn, root, id uint64) (nodeRec, locRec, error) {
+	rec, loc, err := nodeIn(tx, root, id)
+	if err == nil && rec.Deleted != 0 {
+		err = fmt.Errorf("%w: item %d is deleted", ErrNotExist, id)
+	}
+	return rec, loc, err
+}
+
+// liveDirIn is liveNodeIn for a folder.
+func liveDirIn(tx kv.Txn, root, id uint64) (nodeRec, locRec, error) {
+	rec, loc, err := liveNodeIn(tx, root, id)
+	if err == nil && !rec.Dir {
+		err = fmt.Errorf("%w: item %d", ErrNotDir, id)
+	}
+	return rec, loc, err
+}
+
+// saveNode writes rec where loc says and the location itself.
+func saveNode(tx kv.Txn, rec nodeRec, loc locRec) error {
+	if err := put(tx, locKey(rec.ID), loc); err != nil {
+		return err
+	}
+	return put(tx, recKey(rec.ID, loc), rec)
+}
+
+// setModified moves rec's entry in the time index from old to rec.Modified.
+func setModified(tx kv.Txn, rec nodeRec, old int64) error {
+	if old != 0 && old != rec.Modified {
+		if err := tx.Delete(timeKey(rec.Root, old, rec.ID)); err != nil {
+			return err
+		}
+	}
+	return tx.Set(timeKey(rec.Root, rec.Modified, rec.ID), nil)
+}
+
+// pathOf resolves the absolute path of rec within its root.
+func pathOf(tx kv.Txn, rec nodeRec) (string, error) {
+	var parts []string
+	for rec.Parent != 0 {
+		parts = append(parts, rec.Name)
+		p, _, err := loadNode(tx, rec.Parent)
+		if err != nil {
+			return "", err
+		}
+		rec = p
+		if len(parts) > 4096 {
+			return "", fmt.Errorf("vfs: path of item %d does not end", rec.ID)
+		}
+	}
+	slices.Reverse(parts)
+	return "/" + strings.Join(parts, "/"), nil
+}
+
+// ancestorOf reports whether anc is id itself or one of its ancestors.
+func ancestorOf(tx kv.Txn, anc, id uint64) (bool, error) {
+	for id != 0 {
+		if id == anc {
+			return true, nil
+		}
+		rec, _, err := loadNode(tx, id)
+		if err != nil {
+			return false, err
+		}
+		id = rec.Parent
+	}
+	return false, nil
+}
+
+// blocks reports whether a live lock in locks refuses a write by opts.
+// deepOnly considers only locks that cover descendants.
+func blocks(locks []lockRec, opts WriteOptions, now int64, deepOnly bool) bool {
+	for _, l := range locks {
+		if l.Expires != 0 && l.Expires <= now {
+			continue
+		}
+		if deepOnly && !l.Deep {
+			continue
+		}
+		if slices.Contains(opts.LockTokens, l.Token) {
+			continue
+		}
+		if !l.TokenRequired && l.Holder != "" && l.Holder == opts.Principal {
+			continue
+		}
+		return true
+	}
+	return false
+}
+
+// checkLocks walks up from id. The first levels items are refused by any
+// lock they hold (the item written and, for a change of membership, its
+// folder); items above them only by deep locks.
+func checkLocks(tx kv.Txn, id uint64, levels int, opts WriteOptions, now int64) error {
+	for i := 0; id != 0; i++ {
+		rec, _, err := loadNode(tx, id)
+		if err != nil {
+			return err
+		}
+		if blocks(rec.Locks, opts, now, i >= levels) {
+			return fmt.Errorf("%w: %q", ErrLocked, rec.Name)
+		}
+		id = rec.Parent
+	}
+	return nil
+}
+
+// loadUsage reads a root's accounting.
+func loadUsage(tx kv.Txn, root uint64) (usageRec, error) {
+	var u usageRec
+	err := get(tx, usageKey(root), &u, nil)
+	return u, err
+}

@@ -1,0 +1,122 @@
+package vfs
+
+import (
+	"time"
+
+	"berth/vfs/chunk"
+)
+
+// RootType is the kind of a root (spec 2.1 root_type).
+type RootType string
+
+// The root types of the spec.
+const (
+	RootSync   RootType = "sync"
+	RootShare  RootType = "share"
+	RootBackup RootType = "backup"
+)
+
+// Valid reports whether t is one of the spec's root types.
+func (t RootType) Valid() bool {
+	return t == RootSync || t == RootShare || t == RootBackup
+}
+
+// Root is a top-level container of folders and files.
+type Root struct {
+	ID       uint64
+	Name     string
+	Type     RootType
+	Created  time.Time
+	Deleted  bool
+	FolderID uint64 // the root's top folder, parent of its top-level items
+	Locks    []Lock // live locks on the top folder (the root's is_locked)
+}
+
+// Locked reports whether the root holds a live lock.
+func (r Root) Locked() bool { return len(r.Locks) > 0 }
+
+// Node is a file or folder as stored, with its path resolved.
+type Node struct {
+	ID         uint64
+	RootID     uint64
+	ParentID   uint64 // 0 for a root's top folder
+	Name       string // "" for a root's top folder
+	Path       string // absolute within the root, "/" for the top folder; "" where not resolved (List)
+	Dir        bool
+	Created    time.Time
+	Modified   time.Time
+	Size       int64  // files: bytes of the current revision
+	RevisionID uint64 // files: current revision
+	Deleted    bool
+	Locks      []Lock // live locks on this item itself
+}
+
+// Locked reports whether the item itself holds a live lock.
+func (n Node) Locked() bool { return len(n.Locks) > 0 }
+
+// Revision is one stored version of a file.
+type Revision struct {
+	ID      uint64
+	FileID  uint64
+	Size    int64
+	Created time.Time
+	Chunks  []chunk.Ref
+}
+
+// Lock is a lock on an item. A lock on a folder with Deep set covers
+// everything below it; without Deep it covers the folder and its membership.
+type Lock struct {
+	Token   string
+	Owner   string // who took it, opaque to vfs (a principal or a WebDAV owner XML)
+	Holder  string // the principal that took it; see LockRequest.TokenRequired
+	Created time.Time
+	Expires time.Time // zero: never expires
+	Shared  bool
+	Deep    bool
+	// TokenRequired locks (WebDAV) let writes through only for callers that
+	// present the token; others (REST) also let their Holder through.
+	TokenRequired bool
+}
+
+// LockRequest asks for a new lock.
+type LockRequest struct {
+	Owner         string
+	Holder        string
+	Duration      time.Duration // 0: until unlocked
+	Shared        bool
+	Deep          bool
+	TokenRequired bool
+}
+
+// Usage is the space accounting of one root (spec 2.5). Sizes are logical
+// bytes of the revisions counted, before deduplication and compression.
+type Usage struct {
+	FileCount          int64 // live files
+	HeadSize           int64 // current revisions of live files
+	RevisionCount      int64 // older revisions of live files
+	RevisionSize       int64
+	DelFileCount       int64 // deleted files
+	DelRevisionCount   int64 // every revision of deleted files
+	DeletedSize        int64
+	FolderCount        int64 // live folders, the top folder excluded
+	PhysicalSize       int64 // HeadSize + RevisionSize + DeletedSize
+	RootCount          int64 // roots summed into this value
+}
+
+// WriteOptions carry who writes and the policy limits vfs enforces
+// atomically with the write. The zero value writes without limits as a
+// caller that holds no lock.
+type WriteOptions struct {
+	// Principal is the caller's identity, matched against Lock.Holder.
+	Principal string
+	// LockTokens the caller presents (WebDAV If header).
+	LockTokens []string
+	// MaxFileSize in bytes; 0 means no limit.
+	MaxFileSize int64
+	// SpaceQuota of the root in bytes (PhysicalSize after the write); 0 means no limit.
+	SpaceQuota int64
+	// ExcludedExtensions, each like ".exe", may not be written or renamed to.
+	ExcludedExtensions []string
+	// Modified sets the new revision's modification time; zero means now.
+	Modified time.Time
+}

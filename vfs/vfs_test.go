@@ -1,0 +1,393 @@
+package vfs_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"berth/vfs"
+	"berth/vfs/chunk"
+)
+
+var ctx = context.Background()
+
+func TestWriteReadRevisions(t *testing.T) {
+	e := newEnv(t)
+	top := e.root.FolderID
+	for _, size := range []int{0, 1, 1 << 20, 3<<20 + 17} {
+		data := randBytes(uint64(size), size)
+		n := e.write(t, top, "f.bin", data)
+		if n.Size != int64(size) || n.Path != "/f.bin" || n.Dir {
+			t.Fatalf("node %+v", n)
+		}
+		if got := e.read(t, n.ID); !bytes.Equal(got, data) {
+			t.Fatalf("size %d: contents differ", size)
+		}
+	}
+	revs, err := e.fs.Revisions(ctx, e.root.ID, mustLookup(t, e, "/f.bin").ID)
+	if err != nil || len(revs) != 4 {
+		t.Fatalf("revisions %d %v", len(revs), err)
+	}
+	// An old revision stays readable.
+	f, err := e.fs.OpenRevision(ctx, e.root.ID, revs[1].FileID, revs[1].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(f)
+	f.Close()
+	if !bytes.Equal(b, randBytes(1, 1)) {
+		t.Fatal("old revision differs")
+	}
+	u, err := e.fs.Usage(ctx, e.root.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := vfs.Usage{FileCount: 1, HeadSize: 3<<20 + 17, RevisionCount: 3, RevisionSize: 1 + 1<<20,
+		PhysicalSize: 3<<20 + 17 + 1 + 1<<20, RootCount: 1}
+	if u != want {
+		t.Fatalf("usage %+v, want %+v", u, want)
+	}
+}
+
+func mustLookup(t *testing.T, e *env, p string) vfs.Node {
+	t.Helper()
+	n, err := e.fs.Lookup(ctx, e.root.ID, p)
+	if err != nil {
+		t.Fatalf("lookup %s: %v", p, err)
+	}
+	return n
+}
+
+func TestTreeOperations(t *testing.T) {
+	e := newEnv(t)
+	top := e.root.FolderID
+	a, err := e.fs.Mkdir(ctx, e.root.ID, top, "a", vfs.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := e.fs.Mkdir(ctx, e.root.ID, a.ID, "b", vfs.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := e.write(t, b.ID, "héllo wörld.txt", []byte("hi"))
+	if f.Path != "/a/b/héllo wörld.txt" {
+		t.Fatalf("path %q", f.Path)
+	}
+	if _, err := e.fs.Rename(ctx, e.root.ID, b.ID, "c", vfs.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if n := mustLookup(t, e, "/a/c/héllo wörld.txt"); n.ID != f.ID {
+		t.Fatal("rename did not carry the child")
+	}
+	if _, err := e.fs.Move(ctx, e.root.ID, f.ID, top, "", vfs.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := e.fs.Stat(ctx, e.root.ID, f.ID); n.Path != "/héllo wörld.txt" {
+		t.Fatalf("moved path %q", n.Path)
+	}
+	cp, err := e.fs.Copy(ctx, e.root.ID, a.ID, e.root.ID, top, "a2", vfs.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.fs.Lookup(ctx, e.root.ID, "/a2/c"); err != nil || cp.Path != "/a2" {
+		t.Fatalf("copy: %v %q", err, cp.Path)
+	}
+	res, err := e.fs.Search(ctx, e.root.ID, "WÖRLD", 0)
+	if err != nil || len(res) != 1 || res[0].ID != f.ID {
+		t.Fatalf("search %v %v", res, err)
+	}
+	if err := e.fs.Delete(ctx, e.root.ID, a.ID, vfs.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.fs.Lookup(ctx, e.root.ID, "/a"); !errors.Is(err, vfs.ErrNotExist) {
+		t.Fatalf("deleted folder still found: %v", err)
+	}
+	if n, err := e.fs.Stat(ctx, e.root.ID, a.ID); err != nil || !n.Deleted {
+		t.Fatalf("deleted stat %+v %v", n, err)
+	}
+	kids, _, err := e.fs.List(ctx, e.root.ID, top)
+	if err != nil || len(kids) != 2 {
+		t.Fatalf("list %v %v", kids, err)
+	}
+	// The name is free again after delete.
+	if _, err := e.fs.Mkdir(ctx, e.root.ID, top, "a", vfs.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestModifiedSince(t *testing.T) {
+	e := newEnv(t)
+	top := e.root.FolderID
+	e.write(t, top, "old", []byte("1"))
+	time.Sleep(5 * time.Millisecond)
+	mark := time.Now()
+	newer := e.write(t, top, "new", []byte("2"))
+	e.fs.Mkdir(ctx, e.root.ID, top, "dir", vfs.WriteOptions{})
+	got, err := e.fs.ModifiedSince(ctx, e.root.ID, mark, 0)
+	if err != nil || len(got) != 1 || got[0].ID != newer.ID {
+		t.Fatalf("modified since: %v %v", got, err)
+	}
+}
+
+// TestErrors produces every vfs error from real operations.
+func TestErrors(t *testing.T) {
+	e := newEnv(t)
+	top := e.root.FolderID
+	dir, _ := e.fs.Mkdir(ctx, e.root.ID, top, "dir", vfs.WriteOptions{})
+	file := e.write(t, top, "file.txt", []byte("x"))
+	other, _ := e.fs.CreateRoot(ctx, "bob", vfs.RootShare)
+	gone, _ := e.fs.CreateRoot(ctx, "gone", vfs.RootBackup)
+	if err := e.fs.DeleteRoot(ctx, gone.ID); err != nil {
+		t.Fatal(err)
+	}
+	lk, err := e.fs.Lock(ctx, e.root.ID, file.ID, vfs.LockRequest{Owner: "x", Holder: "carol"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wr := func(name string, o vfs.WriteOptions, body string) error {
+		_, err := e.fs.WriteFile(ctx, e.root.ID, top, name, strings.NewReader(body), o)
+		return err
+	}
+	cases := []struct {
+		name string
+		err  error
+		want error
+	}{
+		{"empty name", wr("", vfs.WriteOptions{}, ""), vfs.ErrInvalidName},
+		{"dot", wr(".", vfs.WriteOptions{}, ""), vfs.ErrInvalidName},
+		{"dotdot", wr("..", vfs.WriteOptions{}, ""), vfs.ErrInvalidName},
+		{"slash", wr("a/b", vfs.WriteOptions{}, ""), vfs.ErrInvalidName},
+		{"backslash", wr(`a\b`, vfs.WriteOptions{}, ""), vfs.ErrInvalidName},
+		{"nul", wr("a\x00b", vfs.WriteOptions{}, ""), vfs.ErrInvalidName},
+		{"control", wr("a\nb", vfs.WriteOptions{}, ""), vfs.ErrInvalidName},
+		{"bad utf8", wr("a\xffb", vfs.WriteOptions{}, ""), vfs.ErrInvalidName},
+		{"too long", wr(strings.Repeat("é", 128), vfs.WriteOptions{}, ""), vfs.ErrNameTooLong},
+		{"file over folder", wr("dir", vfs.WriteOptions{}, ""), vfs.ErrNameConflict},
+		{"mkdir over file", mkdirErr(e, top, "file.txt"), vfs.ErrNameConflict},
+		{"rename onto sibling", renameErr(e, dir.ID, "file.txt"), vfs.ErrNameConflict},
+		{"move into itself", moveErr(e, dir.ID, dir.ID), vfs.ErrNameConflict},
+		{"locked write", wr("file.txt", vfs.WriteOptions{}, "y"), vfs.ErrLocked},
+		{"locked delete", e.fs.Delete(ctx, e.root.ID, file.ID, vfs.WriteOptions{}), vfs.ErrLocked},
+		{"locked, other token", wr("file.txt", vfs.WriteOptions{LockTokens: []string{"urn:uuid:nope"}}, "y"), vfs.ErrLocked},
+		{"lock twice", lockErr(e, file.ID), vfs.ErrLocked},
+		{"unlock unknown token", e.fs.Unlock(ctx, e.root.ID, file.ID, "urn:uuid:nope"), vfs.ErrNoSuchLock},
+		{"root deleted", statErr(e, gone.ID, gone.FolderID), vfs.ErrRootDeleted},
+		{"no such root", statErr(e, 999999, 1), vfs.ErrNotExist},
+		{"node of another root", statErr(e, other.ID, file.ID), vfs.ErrNotExist},
+		{"no such node", statErr(e, e.root.ID, 999999), vfs.ErrNotExist},
+		{"write into a file", writeIn(e, file.ID), vfs.ErrNotDir},
+		{"open a folder", openErr(e, dir.ID), vfs.ErrIsDir},
+		{"excluded extension", wr("x.EXE", vfs.WriteOptions{ExcludedExtensions: []string{".exe"}}, "y"), vfs.ErrExtensionExcluded},
+		{"max file size", wr("big", vfs.WriteOptions{MaxFileSize: 3}, "four"), vfs.ErrFileTooLarge},
+		{"quota", wr("big", vfs.WriteOptions{SpaceQuota: 4}, "four!"), vfs.ErrQuotaExceeded},
+		{"delete root folder", e.fs.Delete(ctx, e.root.ID, top, vfs.WriteOptions{}), vfs.ErrRootItem},
+	}
+	for _, c := range cases {
+		if !errors.Is(c.err, c.want) {
+			t.Errorf("%s: got %v, want %v", c.name, c.err, c.want)
+		}
+	}
+	// The holder of a REST lock and the presenter of the token get through.
+	if err := wr("file.txt", vfs.WriteOptions{Principal: "carol"}, "z"); err != nil {
+		t.Errorf("holder write: %v", err)
+	}
+	if err := wr("file.txt", vfs.WriteOptions{LockTokens: []string{lk.Token}}, "z"); err != nil {
+		t.Errorf("token write: %v", err)
+	}
+	// Nothing failed stored anything.
+	if _, err := e.fs.Lookup(ctx, e.root.ID, "/big"); !errors.Is(err, vfs.ErrNotExist) {
+		t.Errorf("refused write left a file: %v", err)
+	}
+	if err := e.fs.Unlock(ctx, e.root.ID, file.ID, lk.Token); err != nil {
+		t.Fatal(err)
+	}
+	if err := wr("file.txt", vfs.WriteOptions{}, "free"); err != nil {
+		t.Errorf("write after unlock: %v", err)
+	}
+}
+
+func mkdirErr(e *env, parent uint64, name string) error {
+	_, err := e.fs.Mkdir(ctx, e.root.ID, parent, name, vfs.WriteOptions{})
+	return err
+}
+func renameErr(e *env, id uint64, name string) error {
+	_, err := e.fs.Rename(ctx, e.root.ID, id, name, vfs.WriteOptions{})
+	return err
+}
+func moveErr(e *env, id, parent uint64) error {
+	_, err := e.fs.Move(ctx, e.root.ID, id, parent, "", vfs.WriteOptions{})
+	return err
+}
+func lockErr(e *env, id uint64) error {
+	_, err := e.fs.Lock(ctx, e.root.ID, id, vfs.LockRequest{})
+	return err
+}
+func statErr(e *env, root, id uint64) error {
+	_, err := e.fs.Stat(ctx, root, id)
+	return err
+}
+func writeIn(e *env, parent uint64) error {
+	_, err := e.fs.WriteFile(ctx, e.root.ID, parent, "x", strings.NewReader("x"), vfs.WriteOptions{})
+	return err
+}
+func openErr(e *env, id uint64) error {
+	_, err := e.fs.Open(ctx, e.root.ID, id)
+	return err
+}
+
+func TestDeepLockCoversSubtree(t *testing.T) {
+	e := newEnv(t)
+	top := e.root.FolderID
+	d, _ := e.fs.Mkdir(ctx, e.root.ID, top, "d", vfs.WriteOptions{})
+	f := e.write(t, d.ID, "f", []byte("1"))
+	lk, err := e.fs.Lock(ctx, e.root.ID, top, vfs.LockRequest{Deep: true, TokenRequired: true, Duration: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := e.fs.Root(ctx, e.root.ID); !r.Locked() {
+		t.Fatal("root not locked")
+	}
+	if _, err := e.fs.WriteFile(ctx, e.root.ID, d.ID, "f", strings.NewReader("2"), vfs.WriteOptions{}); !errors.Is(err, vfs.ErrLocked) {
+		t.Fatalf("deep lock let a write through: %v", err)
+	}
+	if _, err := e.fs.Lock(ctx, e.root.ID, f.ID, vfs.LockRequest{}); !errors.Is(err, vfs.ErrLocked) {
+		t.Fatalf("lock under a deep lock: %v", err)
+	}
+	if _, err := e.fs.RefreshLock(ctx, e.root.ID, top, lk.Token, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.fs.Unlock(ctx, e.root.ID, top, ""); err != nil {
+		t.Fatal(err)
+	}
+	e.write(t, d.ID, "f", []byte("2"))
+}
+
+func TestLockExpires(t *testing.T) {
+	e := newEnv(t)
+	f := e.write(t, e.root.FolderID, "f", []byte("1"))
+	if _, err := e.fs.Lock(ctx, e.root.ID, f.ID, vfs.LockRequest{Duration: 50 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := e.fs.Stat(ctx, e.root.ID, f.ID); !n.Locked() {
+		t.Fatal("not locked")
+	}
+	time.Sleep(60 * time.Millisecond)
+	if n, _ := e.fs.Stat(ctx, e.root.ID, f.ID); n.Locked() {
+		t.Fatal("expired lock still shown")
+	}
+	e.write(t, e.root.FolderID, "f", []byte("2"))
+}
+
+func TestListingHash(t *testing.T) {
+	e := newEnv(t)
+	top := e.root.FolderID
+	f := e.write(t, top, "a", []byte("1"))
+	_, h1, _ := e.fs.List(ctx, e.root.ID, top)
+	_, h2, _ := e.fs.List(ctx, e.root.ID, top)
+	if h1 != h2 || h1 == "" {
+		t.Fatalf("hash not stable: %q %q", h1, h2)
+	}
+	steps := []func(){
+		func() { e.write(t, top, "a", []byte("2")) },
+		func() { e.fs.Rename(ctx, e.root.ID, f.ID, "b", vfs.WriteOptions{}) },
+		func() { e.fs.Lock(ctx, e.root.ID, f.ID, vfs.LockRequest{}) },
+		func() { e.fs.Unlock(ctx, e.root.ID, f.ID, "") },
+		func() { e.fs.Mkdir(ctx, e.root.ID, top, "c", vfs.WriteOptions{}) },
+		func() { e.fs.Delete(ctx, e.root.ID, f.ID, vfs.WriteOptions{}) },
+	}
+	prev := h1
+	for i, step := range steps {
+		step()
+		_, h, err := e.fs.List(ctx, e.root.ID, top)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h == prev {
+			t.Fatalf("step %d: hash %q did not change", i, h)
+		}
+		prev = h
+	}
+}
+
+func TestCancelledUploadStoresNothing(t *testing.T) {
+	e := newEnv(t)
+	old := e.write(t, e.root.FolderID, "f", []byte("keep me"))
+	r := io.MultiReader(bytes.NewReader(randBytes(7, 3<<20)), errReader{})
+	if _, err := e.fs.WriteFile(ctx, e.root.ID, e.root.FolderID, "f", r, vfs.WriteOptions{}); err == nil {
+		t.Fatal("broken body accepted")
+	}
+	if got := e.read(t, old.ID); string(got) != "keep me" {
+		t.Fatalf("previous contents lost: %q", got)
+	}
+	if _, err := e.fs.GC(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := e.fs.Fsck(ctx, true)
+	if err != nil || !rep.OK() {
+		t.Fatalf("fsck: %v %v", rep, err)
+	}
+}
+
+type errReader struct{}
+
+func (errReader) Read([]byte) (int, error) { return 0, io.ErrUnexpectedEOF }
+
+func TestPurgeAndGC(t *testing.T) {
+	e := newEnv(t)
+	f := e.write(t, e.root.FolderID, "f", randBytes(1, 2<<20))
+	e.write(t, e.root.FolderID, "f", randBytes(2, 2<<20))
+	before, _ := e.chunks.Size(ctx)
+	if err := e.fs.Delete(ctx, e.root.ID, f.ID, vfs.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	u, _ := e.fs.Usage(ctx, e.root.ID)
+	if u.DelFileCount != 1 || u.DelRevisionCount != 2 || u.DeletedSize != 4<<20 || u.FileCount != 0 {
+		t.Fatalf("usage after delete %+v", u)
+	}
+	if err := e.fs.Purge(ctx, e.root.ID, f.ID); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := e.fs.GC(ctx)
+	if err != nil || rep.Deleted == 0 {
+		t.Fatalf("gc %v %v", rep, err)
+	}
+	after, _ := e.chunks.Size(ctx)
+	if after >= before || after != 0 {
+		t.Fatalf("chunk store %d -> %d bytes", before, after)
+	}
+	if u, _ := e.fs.Usage(ctx, e.root.ID); u.PhysicalSize != 0 || u.DelFileCount != 0 {
+		t.Fatalf("usage after purge %+v", u)
+	}
+	if r, err := e.fs.Fsck(ctx, true); err != nil || !r.OK() {
+		t.Fatalf("fsck %v %v", r, err)
+	}
+}
+
+func TestDeduplication(t *testing.T) {
+	if testing.Short() {
+		t.Skip("64 MiB")
+	}
+	e := newEnv(t)
+	data := randBytes(42, 64<<20)
+	e.write(t, e.root.FolderID, "one", data)
+	s1, _ := e.chunks.Size(ctx)
+	e.write(t, e.root.FolderID, "two", data)
+	s2, _ := e.chunks.Size(ctx)
+	if grow := float64(s2-s1) / float64(s1); grow >= 0.01 {
+		t.Fatalf("same 64 MiB under a second name grew the store by %.2f%%", 100*grow)
+	}
+	var n1 int
+	e.chunks.Walk(ctx, func(chunk.ID) error { n1++; return nil })
+	data[32<<20] ^= 0xff
+	e.write(t, e.root.FolderID, "three", data)
+	var n2 int
+	e.chunks.Walk(ctx, func(chunk.ID) error { n2++; return nil })
+	t.Logf("one-byte edit of 64 MiB: %d new chunks (of %d)", n2-n1, n1)
+	if n2-n1 > 3 {
+		t.Fatalf("one-byte edit added %d chunks", n2-n1)
+	}
+}

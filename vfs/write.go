@@ -1,0 +1,256 @@
+package vfs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"berth/kv"
+	"berth/vfs/chunk"
+)
+
+// Mkdir creates a folder named name in the folder parent.
+func (fs *FS) Mkdir(ctx context.Context, root, parent uint64, name string, opts WriteOptions) (Node, error) {
+	if err := ValidateName(name); err != nil {
+		return Node{}, err
+	}
+	id, err := fs.db.NextID(ctx, "node")
+	if err != nil {
+		return Node{}, err
+	}
+	var rec nodeRec
+	err = fs.db.Update(ctx, func(tx kv.Txn) error {
+		now := fs.nowNs()
+		if _, _, err := liveDirIn(tx, root, parent); err != nil {
+			return err
+		}
+		if _, err := tx.Get(childKey(parent, name)); err == nil {
+			return fmt.Errorf("%w: %q exists", ErrNameConflict, name)
+		} else if !errors.Is(err, kv.ErrNotFound) {
+			return err
+		}
+		if err := checkLocks(tx, parent, 1, opts, now); err != nil {
+			return err
+		}
+		rec = nodeRec{ID: id, Root: root, Parent: parent, Name: name, Dir: true, Created: now, Modified: now}
+		if err := saveNode(tx, rec, locRec{Root: root, Parent: parent, Name: name}); err != nil {
+			return err
+		}
+		if err := setModified(tx, rec, 0); err != nil {
+			return err
+		}
+		u, err := loadUsage(tx, root)
+		if err != nil {
+			return err
+		}
+		u.Folders++
+		return put(tx, usageKey(root), u)
+	})
+	fs.done(OpMkdir, err, Event{RootID: root, NodeID: id, ParentID: parent, Name: name, Dir: true})
+	if err != nil {
+		return Node{}, err
+	}
+	return fs.Stat(ctx, root, id)
+}
+
+// WriteFile stores the contents of r as the file name in the folder parent:
+// a new file, or a new revision when a file of that name exists. It streams
+// r through the chunker and commits only once all of r has arrived and every
+// chunk is durable; until then the previous contents stay visible, and on
+// any error (including a cancelled ctx or a body over the limits) nothing
+// changes.
+func (fs *FS) WriteFile(ctx context.Context, root, parent uint64, name string, r io.Reader, opts WriteOptions) (Node, error) {
+	n, err := fs.writeFile(ctx, root, parent, name, r, opts)
+	fs.done(OpWrite, err, Event{RootID: root, NodeID: n.ID, ParentID: parent, Name: name, Size: n.Size})
+	return n, err
+}
+
+func (fs *FS) writeFile(ctx context.Context, root, parent uint64, name string, r io.Reader, opts WriteOptions) (Node, error) {
+	if err := ValidateName(name); err != nil {
+		return Node{}, err
+	}
+	if excluded(name, opts.ExcludedExtensions) {
+		return Node{}, fmt.Errorf("%w: %q", ErrExtensionExcluded, extension(name))
+	}
+	// Refuse early what would be refused at commit, before reading a byte.
+	var used int64
+	err := fs.db.View(ctx, func(tx kv.Txn) error {
+		_, err := fs.checkWrite(tx, root, parent, name, opts, fs.nowNs())
+		if err != nil {
+			return err
+		}
+		u, err := loadUsage(tx, root)
+		used = u.physical()
+		return err
+	})
+	if err != nil {
+		return Node{}, err
+	}
+	limit, quotaBound := int64(-1), false
+	if opts.MaxFileSize > 0 {
+		limit = opts.MaxFileSize
+	}
+	if opts.SpaceQuota > 0 {
+		left := max(opts.SpaceQuota-used, 0)
+		if limit < 0 || left < limit {
+			limit, quotaBound = left, true
+		}
+	}
+
+	fs.gcMu.RLock()
+	defer fs.gcMu.RUnlock()
+	refs, size, err := fs.writer.Write(ctx, r, limit)
+	if err != nil {
+		fs.forget(refs)
+		if errors.Is(err, chunk.ErrTooLarge) {
+			if quotaBound {
+				return Node{}, fmt.Errorf("%w: %q", ErrQuotaExceeded, name)
+			}
+			return Node{}, fmt.Errorf("%w: more than %d bytes", ErrFileTooLarge, opts.MaxFileSize)
+		}
+		return Node{}, err
+	}
+	revID, err := fs.db.NextID(ctx, "revision")
+	if err != nil {
+		fs.forget(refs)
+		return Node{}, err
+	}
+	var newID uint64
+	var rec nodeRec
+	err = fs.db.Update(ctx, func(tx kv.Txn) error {
+		now := fs.nowNs()
+		if !opts.Modified.IsZero() {
+			now = opts.Modified.UnixNano()
+		}
+		old, err := fs.checkWrite(tx, root, parent, name, opts, fs.nowNs())
+		if err != nil {
+			return err
+		}
+		u, err := loadUsage(tx, root)
+		if err != nil {
+			return err
+		}
+		if old != nil {
+			rec = *old
+			u.Revisions++
+			u.RevisionSize += rec.Size
+			u.HeadSize += size - rec.Size
+		} else {
+			if newID == 0 {
+				if newID, err = fs.db.NextID(ctx, "node"); err != nil {
+					return err
+				}
+			}
+			rec = nodeRec{ID: newID, Root: root, Parent: parent, Name: name, Created: now}
+			u.Files++
+			u.HeadSize += size
+		}
+		if opts.SpaceQuota > 0 && u.physical() > opts.SpaceQuota {
+			return fmt.Errorf("%w: %q", ErrQuotaExceeded, name)
+		}
+		oldMod := rec.Modified
+		rec.Modified, rec.Size, rec.Rev = now, size, revID
+		rev := revRec{ID: revID, File: rec.ID, Size: size, Created: fs.nowNs(), Chunks: refs}
+		if err := put(tx, revKey(rec.ID, revID), rev); err != nil {
+			return err
+		}
+		if err := addRefs(tx, refs, 1); err != nil {
+			return err
+		}
+		if err := saveNode(tx, rec, locRec{Root: root, Parent: parent, Name: name}); err != nil {
+			return err
+		}
+		if err := setModified(tx, rec, oldMod); err != nil {
+			return err
+		}
+		return put(tx, usageKey(root), u)
+	})
+	if err != nil {
+		fs.forget(refs)
+		return Node{}, err
+	}
+	fs.m.bytesWritten.Add(float64(size))
+	n := rec.public(fs.nowNs())
+	err = fs.db.View(ctx, func(tx kv.Txn) error {
+		n.Path, err = pathOf(tx, rec)
+		return err
+	})
+	return n, err
+}
+
+// checkWrite checks that name may be written in parent now and returns the
+// existing file of that name, if any.
+func (fs *FS) checkWrite(tx kv.Txn, root, parent uint64, name string, opts WriteOptions, now int64) (*nodeRec, error) {
+	if _, _, err := liveDirIn(tx, root, parent); err != nil {
+		return nil, err
+	}
+	var old nodeRec
+	err := get(tx, childKey(parent, name), &old, kv.ErrNotFound)
+	switch {
+	case errors.Is(err, kv.ErrNotFound):
+		return nil, checkLocks(tx, parent, 1, opts, now)
+	case err != nil:
+		return nil, err
+	case old.Dir:
+		return nil, fmt.Errorf("%w: %q is a folder", ErrNameConflict, name)
+	}
+	return &old, checkLocks(tx, old.ID, 1, opts, now)
+}
+
+// addRefs changes the reference count of every chunk of refs by delta,
+// noting chunks whose count falls to zero for the garbage collector.
+func addRefs(tx kv.Txn, refs []chunk.Ref, delta int64) error {
+	counts := make(map[chunk.ID]int64, len(refs))
+	for _, r := range refs {
+		counts[r.ID] += delta
+	}
+	for id, d := range counts {
+		var n int64
+		if err := get(tx, refKey(id), &n, nil); err != nil {
+			return err
+		}
+		n += d
+		if n <= 0 {
+			if err := tx.Delete(refKey(id)); err != nil {
+				return err
+			}
+			if err := tx.Set(orphanKey(id), nil); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := put(tx, refKey(id), n); err != nil {
+			return err
+		}
+		if d > 0 && n == d {
+			if err := tx.Delete(orphanKey(id)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// forget notes the chunks of a failed upload as candidates for the garbage
+// collector; those another revision references are kept by their count.
+func (fs *FS) forget(refs []chunk.Ref) {
+	if len(refs) == 0 {
+		return
+	}
+	err := fs.db.Update(context.Background(), func(tx kv.Txn) error {
+		for _, r := range refs {
+			if _, err := tx.Get(refKey(r.ID)); errors.Is(err, kv.ErrNotFound) {
+				if err := tx.Set(orphanKey(r.ID), nil); err != nil {
+					return err
+				}
+			} else if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		fs.log.Warn("vfs: could not note chunks of a failed upload; the next sweep removes them", "err", err)
+	}
+}
