@@ -75,7 +75,6 @@ func timeKeyNode(k []byte) uint64 {
 	return binary.BigEndian.Uint64(k[len(k)-9 : len(k)-1])
 }
 
-
 // chunkIDFromKey reads the chunk id of a K/ or O/ key.
 func chunkIDFromKey(k []byte) chunk.ID {
 	var id chunk.ID

@@ -91,16 +91,16 @@ type LockRequest struct {
 // Usage is the space accounting of one root (spec 2.5). Sizes are logical
 // bytes of the revisions counted, before deduplication and compression.
 type Usage struct {
-	FileCount          int64 // live files
-	HeadSize           int64 // current revisions of live files
-	RevisionCount      int64 // older revisions of live files
-	RevisionSize       int64
-	DelFileCount       int64 // deleted files
-	DelRevisionCount   int64 // every revision of deleted files
-	DeletedSize        int64
-	FolderCount        int64 // live folders, the top folder excluded
-	PhysicalSize       int64 // HeadSize + RevisionSize + DeletedSize
-	RootCount          int64 // roots summed into this value
+	FileCount        int64 // live files
+	HeadSize         int64 // current revisions of live files
+	RevisionCount    int64 // older revisions of live files
+	RevisionSize     int64
+	DelFileCount     int64 // deleted files
+	DelRevisionCount int64 // every revision of deleted files
+	DeletedSize      int64
+	FolderCount      int64 // live folders, the top folder excluded
+	PhysicalSize     int64 // HeadSize + RevisionSize + DeletedSize
+	RootCount        int64 // roots summed into this value
 }
 
 // WriteOptions carry who writes and the policy limits vfs enforces
