@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+
+	"berth/account"
+	"berth/vfs"
 )
 
 // Errors of the request itself, found by rest before any domain is called.
@@ -65,7 +68,28 @@ func errorTable() []errorMapping {
 		// A body larger than http.MaxBytesReader allows is the client's fault.
 		{errTooLarge, http.StatusBadRequest, "invalid_request", "request body too large"},
 
-		// Domain errors go here, one line each (vfs, account, share).
+		// vfs (spec 7.2, 7.3).
+		{vfs.ErrNotExist, http.StatusNotFound, "not_found", ""},
+		{vfs.ErrNotDir, http.StatusNotFound, "not_found", "not a folder"},
+		{vfs.ErrIsDir, http.StatusNotFound, "not_found", "not a file"},
+		{vfs.ErrNameConflict, http.StatusConflict, "name_conflict", ""},
+		{vfs.ErrLocked, http.StatusConflict, "resource_locked", ""},
+		{vfs.ErrNoSuchLock, http.StatusConflict, "resource_locked", "the item does not hold that lock"},
+		{vfs.ErrRootDeleted, http.StatusGone, "root_deleted", "the root was deleted earlier"},
+		{vfs.ErrInvalidName, http.StatusBadRequest, "invalid_name", ""},
+		{vfs.ErrNameTooLong, http.StatusBadRequest, "name_too_long", ""},
+		{vfs.ErrExtensionExcluded, http.StatusBadRequest, "invalid_extension", ""},
+		{vfs.ErrFileTooLarge, http.StatusConflict, "policy_error", "the file is larger than the policy allows"},
+		{vfs.ErrQuotaExceeded, http.StatusConflict, "policy_error", "the space quota is exceeded"},
+		{vfs.ErrRootItem, http.StatusForbidden, "forbidden", "not allowed on a root's top folder"},
+
+		// account (spec 7.1, 7.4).
+		{account.ErrNotFound, http.StatusNotFound, "not_found", ""},
+		{account.ErrInvalid, http.StatusBadRequest, "invalid_request", ""},
+		{account.ErrAccountLocked, http.StatusForbidden, "account_locked", ""},
+		{account.ErrInvalidToken, http.StatusUnauthorized, "access_denied", ""},
+
+		// Further domain errors go here, one line each.
 	}
 }
 
@@ -108,8 +132,13 @@ func classify(err error) (status int, body errorBody, known bool) {
 		}
 		body = errorBody{Error: m.code, Description: m.description}
 		var de *describedError
-		if errors.As(err, &de) && de.description != "" {
+		var fe *account.FieldError
+		switch {
+		case errors.As(err, &de) && de.description != "":
 			body.Description = de.description
+		case errors.As(err, &fe):
+			// The field name and reason are written for the client.
+			body.Description = fe.Field + ": " + fe.Reason
 		}
 		return m.status, body, true
 	}

@@ -15,6 +15,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"berth/account"
+	"berth/vfs"
 	dto "github.com/prometheus/client_model/go"
 )
 
@@ -147,6 +150,10 @@ func TestErrorMapping(t *testing.T) {
 		{"date", ErrInvalidDateFormat, 400, `{"error":"invalid_date_format","error_description":"dates must be formatted YYYY-MM-DD"}`},
 		{"unavailable", ErrUnavailable, 503, `{"error":"temporarily_unavailable","error_description":"the service is temporarily unavailable"}`},
 		{"too large", &http.MaxBytesError{Limit: 10}, 400, `{"error":"invalid_request","error_description":"request body too large"}`},
+		{"vfs", fmt.Errorf("open: %w", vfs.ErrRootDeleted), 410, `{"error":"root_deleted","error_description":"the root was deleted earlier"}`},
+		{"vfs conflict", vfs.ErrNameConflict, 409, `{"error":"name_conflict"}`},
+		{"account field", &account.FieldError{Field: "email", Reason: "not an address"}, 400,
+			`{"error":"invalid_request","error_description":"email: not an address"}`},
 		{"unknown", fmt.Errorf("reading: %w", errSecret), 500, `{"error":"unknown"}`},
 	}
 	for _, tt := range tests {
