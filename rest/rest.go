@@ -12,6 +12,9 @@ import (
 	"log/slog"
 	"net/http"
 
+	"berth/account"
+	"berth/vfs"
+
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -27,12 +30,18 @@ type Options struct {
 	Registerer prometheus.Registerer
 	// Version is answered by GET /api/2/version. Empty means APIVersion.
 	Version string
+	// FS is the file system the file routes serve.
+	FS *vfs.FS
+	// Accounts authenticates callers and holds persons and policies.
+	Accounts *account.Service
 }
 
 // server holds what every handler shares.
 type server struct {
-	opts    Options
-	log     *slog.Logger
+	opts     Options
+	fs       *vfs.FS
+	accounts *account.Service
+	log      *slog.Logger
 	mux     *http.ServeMux
 	metrics *metrics
 }
@@ -49,8 +58,10 @@ func New(opts Options) http.Handler {
 		opts.Version = APIVersion
 	}
 	s := &server{
-		opts:    opts,
-		log:     opts.Logger,
+		opts:     opts,
+		fs:       opts.FS,
+		accounts: opts.Accounts,
+		log:      opts.Logger,
 		mux:     http.NewServeMux(),
 		metrics: newMetrics(opts.Registerer),
 	}

@@ -1,0 +1,84 @@
+package rest
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+
+	"berth/account"
+)
+
+// caller is the authenticated person of a request and the machine its token
+// was issued to.
+type caller struct {
+	Person    account.Person
+	MachineID uint64
+}
+
+type callerKey struct{}
+
+// callerOf returns the caller that authed put into r's context.
+func callerOf(r *http.Request) caller {
+	c, _ := r.Context().Value(callerKey{}).(caller)
+	return c
+}
+
+// authed wraps h so that it runs only for a request with a valid bearer
+// token (spec 5.4): anything else is 401 access_denied.
+func (s *server) authed(h JSONHandler) JSONHandler {
+	return func(r *http.Request) (any, error) {
+		r, err := s.authenticate(r)
+		if err != nil {
+			return nil, err
+		}
+		return h(r)
+	}
+}
+
+// authedStream is authed for download handlers.
+func (s *server) authedStream(h StreamHandler) StreamHandler {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		r, err := s.authenticate(r)
+		if err != nil {
+			return err
+		}
+		return h(w, r)
+	}
+}
+
+// authenticate checks the bearer token and returns r with the caller in its
+// context.
+func (s *server) authenticate(r *http.Request) (*http.Request, error) {
+	token, ok := bearer(r)
+	if !ok {
+		return r, Describe(ErrAccessDenied, "an access token is required: Authorization: Bearer <token>")
+	}
+	p, err := s.accounts.ValidateAccess(r.Context(), token)
+	if err != nil {
+		if errors.Is(err, account.ErrInvalidToken) || errors.Is(err, account.ErrNotFound) || errors.Is(err, account.ErrInactive) {
+			return r, Describe(ErrAccessDenied, "the access token is invalid or expired")
+		}
+		return r, err
+	}
+	person, err := s.accounts.Person(r.Context(), p.PersonID)
+	if err != nil {
+		if errors.Is(err, account.ErrNotFound) {
+			return r, Describe(ErrAccessDenied, "the access token is invalid or expired")
+		}
+		return r, err
+	}
+	c := caller{Person: person, MachineID: p.MachineID}
+	return r.WithContext(context.WithValue(r.Context(), callerKey{}, c)), nil
+}
+
+// bearer extracts the token of an `Authorization: Bearer` header.
+func bearer(r *http.Request) (string, bool) {
+	h := r.Header.Get("Authorization")
+	scheme, token, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	token = strings.TrimSpace(token)
+	return token, token != ""
+}
