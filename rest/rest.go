@@ -42,8 +42,8 @@ type server struct {
 	fs       *vfs.FS
 	accounts *account.Service
 	log      *slog.Logger
-	mux     *http.ServeMux
-	metrics *metrics
+	mux      *http.ServeMux
+	metrics  *metrics
 }
 
 // New returns the REST API handler.
@@ -62,8 +62,8 @@ func New(opts Options) http.Handler {
 		fs:       opts.FS,
 		accounts: opts.Accounts,
 		log:      opts.Logger,
-		mux:     http.NewServeMux(),
-		metrics: newMetrics(opts.Registerer),
+		mux:      http.NewServeMux(),
+		metrics:  newMetrics(opts.Registerer),
 	}
 	s.routes()
 	return s.observe(s.mux)
