@@ -1,0 +1,189 @@
+package chunk_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"io/fs"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"berth/vfs/chunk"
+)
+
+func TestSeekAndReadAtMatchBytesReader(t *testing.T) {
+	s := chunk.NewMemory()
+	w := chunk.NewWriter(s, chunk.WriterOptions{})
+	data := textData(3, 12*mib)
+	refs := write(t, w, data)
+	want := bytes.NewReader(data)
+	r := chunk.NewReader(context.Background(), s, refs)
+	defer r.Close()
+	if r.Size() != int64(len(data)) {
+		t.Fatalf("Size = %d, want %d", r.Size(), len(data))
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range 120 {
+		off := rng.Int64N(int64(len(data)) + 100)
+		n := rng.IntN(3 * mib)
+		if i%3 == 0 {
+			n = rng.IntN(100)
+		}
+		got, exp := make([]byte, n), make([]byte, n)
+
+		gn, gerr := r.ReadAt(got, off)
+		en, eerr := want.ReadAt(exp, off)
+		if gn != en || !bytes.Equal(got[:gn], exp[:en]) || (gerr == nil) != (eerr == nil) {
+			t.Fatalf("ReadAt(%d, %d) = %d, %v; bytes.Reader: %d, %v", n, off, gn, gerr, en, eerr)
+		}
+
+		whence := rng.IntN(3)
+		so := off
+		switch whence {
+		case io.SeekCurrent:
+			cur, _ := want.Seek(0, io.SeekCurrent)
+			so = off - cur
+		case io.SeekEnd:
+			so = off - int64(len(data))
+		}
+		gp, gerr := r.Seek(so, whence)
+		ep, eerr := want.Seek(so, whence)
+		if gp != ep || gerr != nil || eerr != nil {
+			t.Fatalf("Seek(%d, %d) = %d, %v; bytes.Reader: %d, %v", so, whence, gp, gerr, ep, eerr)
+		}
+		gn, gerr = io.ReadFull(r, got)
+		en, eerr = io.ReadFull(want, exp)
+		if gn != en || !bytes.Equal(got[:gn], exp[:en]) || !errors.Is(gerr, eerr) {
+			t.Fatalf("ReadFull(%d) at %d = %d, %v; bytes.Reader: %d, %v", n, off, gn, gerr, en, eerr)
+		}
+	}
+	if _, err := r.Seek(-1, io.SeekStart); err == nil {
+		t.Fatal("Seek to -1 succeeded")
+	}
+	if _, err := r.ReadAt(make([]byte, 1), -1); err == nil {
+		t.Fatal("ReadAt(-1) succeeded")
+	}
+}
+
+// countingStore counts Gets, to check readahead fetches nothing on random
+// access.
+type countingStore struct {
+	chunk.Store
+	gets chan chunk.ID
+}
+
+func (c *countingStore) Get(ctx context.Context, id chunk.ID) ([]byte, error) {
+	c.gets <- id
+	return c.Store.Get(ctx, id)
+}
+
+func (c *countingStore) drain() int {
+	n := 0
+	for {
+		select {
+		case <-c.gets:
+			n++
+		case <-time.After(50 * time.Millisecond):
+			return n
+		}
+	}
+}
+
+func TestReadaheadOnlyWhenSequential(t *testing.T) {
+	mem := chunk.NewMemory()
+	refs := write(t, chunk.NewWriter(mem, chunk.WriterOptions{}), randomData(8, 20*mib))
+	if len(refs) < 6 {
+		t.Fatalf("want at least 6 chunks, got %d", len(refs))
+	}
+	s := &countingStore{Store: mem, gets: make(chan chunk.ID, 100)}
+	r := chunk.NewReader(context.Background(), s, refs)
+	defer r.Close()
+
+	// A read in the middle fetches one chunk and nothing more.
+	off := refs[0].Size + refs[1].Size + refs[2].Size
+	if _, err := r.ReadAt(make([]byte, 10), off); err != nil {
+		t.Fatal(err)
+	}
+	if n := s.drain(); n != 1 {
+		t.Fatalf("random ReadAt fetched %d chunks, want 1", n)
+	}
+	// Reading on into the following chunk is sequential: the one after is
+	// fetched ahead.
+	if _, err := r.ReadAt(make([]byte, 10), off+refs[3].Size); err != nil {
+		t.Fatal(err)
+	}
+	if n := s.drain(); n != 2 {
+		t.Fatalf("sequential ReadAt fetched %d chunks, want 2 (one ahead)", n)
+	}
+	// The prefetched chunk is used, not fetched again.
+	if _, err := r.ReadAt(make([]byte, 10), off+refs[3].Size+refs[4].Size); err != nil {
+		t.Fatal(err)
+	}
+	if n := s.drain(); n > 1 {
+		t.Fatalf("reading the prefetched chunk fetched %d, want at most 1 (the next ahead)", n)
+	}
+}
+
+func TestReaderClose(t *testing.T) {
+	s := chunk.NewMemory()
+	refs := write(t, chunk.NewWriter(s, chunk.WriterOptions{}), randomData(2, 3*mib))
+	r := chunk.NewReader(context.Background(), s, refs)
+	if _, err := r.Read(make([]byte, 10)); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Read(make([]byte, 10)); !errors.Is(err, fs.ErrClosed) {
+		t.Fatalf("Read after Close = %v, want fs.ErrClosed", err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatalf("second Close = %v", err)
+	}
+}
+
+func TestServeContent(t *testing.T) {
+	s := chunk.NewMemory()
+	data := randomData(4, 6*mib)
+	refs := write(t, chunk.NewWriter(s, chunk.WriterOptions{}), data)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		r := chunk.NewReader(req.Context(), s, refs)
+		defer r.Close()
+		http.ServeContent(w, req, "f.bin", time.Time{}, r)
+	}))
+	defer srv.Close()
+
+	get := func(rng string) []byte {
+		req, _ := http.NewRequest("GET", srv.URL, nil)
+		if rng != "" {
+			req.Header.Set("Range", rng)
+		}
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	if !bytes.Equal(get(""), data) {
+		t.Fatal("full GET differs")
+	}
+	if got := get("bytes=1048570-2097160"); !bytes.Equal(got, data[1048570:2097161]) {
+		t.Fatalf("range GET returned %d bytes, differs", len(got))
+	}
+	if got := get("bytes=-5"); !bytes.Equal(got, data[len(data)-5:]) {
+		t.Fatal("suffix range differs")
+	}
+	if got := string(get("bytes=0-0,100-101")); !strings.Contains(got, "multipart") && !strings.Contains(got, "Content-Range") {
+		t.Fatalf("multi-range body not multipart: %.100q", got)
+	}
+}
