@@ -1,0 +1,161 @@
+// Package daemon is the berth process: the command line, the wiring of
+// every package, the listeners, TLS, signals, systemd notification and
+// graceful shutdown. It is the only package that wires, exits or handles
+// signals.
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"berth/config"
+	"berth/rest"
+)
+
+// Main runs the berth command line with args (os.Args) and returns the
+// process exit code.
+func Main(args []string) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if len(args) > 0 {
+		args = args[1:]
+	}
+	if err := run(ctx, args, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "berth:", err)
+		return 1
+	}
+	return 0
+}
+
+// errFsckProblems is returned when fsck found damage; its report has
+// already been printed.
+var errFsckProblems = errors.New("fsck found problems")
+
+// run executes one command; ctx is cancelled by SIGINT or SIGTERM.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	root := newRootCommand(stdout, stderr)
+	root.SetArgs(args)
+	return root.ExecuteContext(ctx)
+}
+
+// newRootCommand builds the cobra tree: serve (the default), fsck, gc,
+// version. The configuration flags are persistent, so every subcommand
+// reads the same data directory the same way.
+func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "berth",
+		Short:         "berth is a file storage, sync and sharing daemon",
+		Long:          "berth serves files over HTTPS (REST API and WebDAV).\nWithout a subcommand it runs serve.",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Args:          cobra.NoArgs,
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	config.RegisterFlags(root.PersistentFlags())
+
+	serve := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the daemon (the default)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, log, err := setup(cmd, stderr)
+			if err != nil {
+				return err
+			}
+			return serve(cmd.Context(), cfg, log, stderr)
+		},
+	}
+	root.RunE = serve.RunE
+
+	var verify bool
+	fsck := &cobra.Command{
+		Use:   "fsck",
+		Short: "Check a stopped data directory for missing or leaked chunks",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, log, err := setup(cmd, stderr)
+			if err != nil {
+				return err
+			}
+			return fsckCommand(cmd.Context(), cfg, log, stdout, verify)
+		},
+	}
+	fsck.Flags().BoolVar(&verify, "verify", false, "also read every chunk and check its hash")
+
+	gc := &cobra.Command{
+		Use:   "gc",
+		Short: "Remove unreferenced chunks from a stopped data directory",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, log, err := setup(cmd, stderr)
+			if err != nil {
+				return err
+			}
+			return gcCommand(cmd.Context(), cfg, log, stdout)
+		},
+	}
+
+	version := &cobra.Command{
+		Use:   "version",
+		Short: "Print the version",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			_, err := fmt.Fprintf(stdout, "berth %s (API %s)\n", buildVersion(), rest.APIVersion)
+			return err
+		},
+	}
+
+	root.AddCommand(serve, fsck, gc, version)
+	return root
+}
+
+// setup loads the configuration from cmd's flags and builds the logger.
+func setup(cmd *cobra.Command, stderr io.Writer) (config.Config, *slog.Logger, error) {
+	cfg, err := config.Load(cmd.Flags())
+	if err != nil {
+		return config.Config{}, nil, err
+	}
+	return cfg, newLogger(cfg.Log, stderr), nil
+}
+
+// newLogger builds the process logger. Text is the default, meant for a
+// terminal and for journald, which timestamps lines itself; json suits log
+// shippers.
+func newLogger(c config.Log, w io.Writer) *slog.Logger {
+	var level slog.Level
+	// Validate has checked the name; UnmarshalText knows all four.
+	_ = level.UnmarshalText([]byte(c.Level))
+	opts := &slog.HandlerOptions{Level: level}
+	if c.Format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// buildVersion is the module version or VCS revision the binary was built
+// from, for `berth version` and the log.
+func buildVersion() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	if v := bi.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	for _, s := range bi.Settings {
+		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+			return "dev-" + s.Value[:12]
+		}
+	}
+	return "dev"
+}

@@ -1,0 +1,78 @@
+package daemon
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+
+	"berth/account"
+	"berth/config"
+	"berth/vfs"
+)
+
+// initialPasswordFile is the file in the data directory that keeps a
+// generated first password for the operator.
+const initialPasswordFile = "initial-admin-password"
+
+// firstRun creates the first organization and its administrator, with a
+// sync root, when the store has no organization yet. A generated password
+// is printed once to out and written to a 0600 file in dataDir.
+func firstRun(ctx context.Context, cfg config.Config, files *vfs.FS, accounts *account.Service, log *slog.Logger, out io.Writer) error {
+	has, err := accounts.HasOrganizations(ctx)
+	if err != nil {
+		return fmt.Errorf("first run: %w", err)
+	}
+	if has {
+		return nil
+	}
+
+	password, generated := cfg.Admin.Password, false
+	if password == "" {
+		// 26 base32 characters, 128 bits.
+		password, generated = rand.Text(), true
+		// Written before any account exists, so the password is never
+		// lost to a crash between the two.
+		path := filepath.Join(cfg.Data, initialPasswordFile)
+		if err := writeFileAtomic(path, []byte(password+"\n"), 0o600); err != nil {
+			return fmt.Errorf("first run: writing %s: %w", path, err)
+		}
+	}
+	email := cfg.Admin.Email
+	if email == "" {
+		email = cfg.Admin.Login + "@localhost"
+	}
+
+	org, err := accounts.CreateOrganization(ctx, account.OrganizationInput{Name: cfg.Organization.Name})
+	if err != nil {
+		return fmt.Errorf("first run: creating organization %q: %w", cfg.Organization.Name, err)
+	}
+	root, err := files.CreateRoot(ctx, cfg.Admin.Login, vfs.RootSync)
+	if err != nil {
+		return fmt.Errorf("first run: creating the administrator's sync root: %w", err)
+	}
+	person, err := accounts.CreatePerson(ctx, account.PersonInput{
+		OrganizationID: org.ID,
+		Username:       cfg.Admin.Login,
+		Email:          email,
+		FirstName:      "Administrator",
+		Password:       password,
+		Admin:          true,
+		RootID:         root.ID,
+	})
+	if err != nil {
+		return fmt.Errorf("first run: creating administrator %q: %w", cfg.Admin.Login, err)
+	}
+	log.Info("first run: created the organization and its administrator",
+		"organization", org.Name, "organization_id", org.ID, "login", person.Username, "root_id", root.ID)
+
+	if generated {
+		fmt.Fprintf(out, "\nberth: first start. Administrator login: %s\nberth: password: %s\nberth: (also in %s; this is the only time it is printed)\n\n",
+			person.Username, password, filepath.Join(cfg.Data, initialPasswordFile))
+	} else {
+		fmt.Fprintf(out, "\nberth: first start. Administrator login: %s (password from admin.password)\n\n", person.Username)
+	}
+	return nil
+}

@@ -1,0 +1,113 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	sd "github.com/coreos/go-systemd/v22/daemon"
+
+	"berth/config"
+	"berth/kv"
+)
+
+// watchdog pings systemd at half of WATCHDOG_USEC while the metadata store
+// answers, so a wedged daemon is restarted. Without a watchdog it returns.
+func watchdog(ctx context.Context, db kv.Store, log *slog.Logger) {
+	interval, err := sd.SdWatchdogEnabled(false)
+	if err != nil {
+		log.Warn("reading the systemd watchdog setting", "error", err)
+		return
+	}
+	if interval <= 0 {
+		return
+	}
+	t := time.NewTicker(interval / 2)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		// A cheap read proves the store is not stuck.
+		probe, cancel := context.WithTimeout(ctx, interval/2)
+		err := db.View(probe, func(kv.Txn) error { return nil })
+		cancel()
+		if err != nil {
+			log.Warn("watchdog: metadata store not answering; not pinging", "error", err)
+			continue
+		}
+		if _, err := sd.SdNotify(false, sd.SdNotifyWatchdog); err != nil {
+			log.Warn("sd_notify WATCHDOG failed", "error", err)
+		}
+	}
+}
+
+// collectGarbage runs the value-log GC of the metadata store and the chunk
+// GC of the file system every interval (0: never).
+func collectGarbage(ctx context.Context, interval time.Duration, st *stores, log *slog.Logger) {
+	if interval <= 0 {
+		return
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if err := st.db.RunGC(ctx); err != nil && ctx.Err() == nil {
+			log.Error("metadata store gc", "error", err)
+		}
+		rep, err := st.files.GC(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				log.Error("chunk gc", "error", err)
+			}
+			continue
+		}
+		log.Info("chunk gc", "report", rep.String())
+	}
+}
+
+// fsckCommand checks a stopped data directory and prints the report; it
+// fails when anything is wrong.
+func fsckCommand(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer, verify bool) error {
+	st, err := openStores(ctx, cfg, log, nil)
+	if err != nil {
+		return err
+	}
+	defer st.close(log)
+	rep, err := st.files.Fsck(ctx, verify)
+	if err != nil {
+		return fmt.Errorf("fsck: %w", err)
+	}
+	fmt.Fprintln(out, rep.String())
+	if !rep.OK() {
+		return errFsckProblems
+	}
+	return nil
+}
+
+// gcCommand collects garbage in a stopped data directory and prints the
+// report.
+func gcCommand(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer) error {
+	st, err := openStores(ctx, cfg, log, nil)
+	if err != nil {
+		return err
+	}
+	defer st.close(log)
+	if err := st.db.RunGC(ctx); err != nil {
+		return fmt.Errorf("gc: metadata store: %w", err)
+	}
+	rep, err := st.files.GC(ctx)
+	if err != nil {
+		return fmt.Errorf("gc: %w", err)
+	}
+	fmt.Fprintln(out, rep.String())
+	return nil
+}

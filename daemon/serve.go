@@ -1,0 +1,209 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	sd "github.com/coreos/go-systemd/v22/daemon"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"berth/account"
+	"berth/config"
+	"berth/kv"
+	"berth/rest"
+	"berth/vfs"
+	"berth/vfs/chunk"
+)
+
+// stores are the opened storage layers, closed in reverse order.
+type stores struct {
+	db    *kv.Badger
+	files *vfs.FS
+}
+
+// openStores opens the metadata store, the chunk store and the file system
+// in cfg.Data, creating the directory on first start. reg may be nil.
+func openStores(ctx context.Context, cfg config.Config, log *slog.Logger, reg prometheus.Registerer) (*stores, error) {
+	if err := os.MkdirAll(cfg.Data, 0o700); err != nil {
+		return nil, fmt.Errorf("creating data directory: %w", err)
+	}
+	db, err := kv.OpenBadger(kv.BadgerOptions{Dir: filepath.Join(cfg.Data, "meta"), Logger: log.With("component", "kv")})
+	if err != nil {
+		return nil, fmt.Errorf("opening metadata store (is another berth running on %s?): %w", cfg.Data, err)
+	}
+	chunks, err := chunk.NewDisk(filepath.Join(cfg.Data, "chunks"))
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("opening chunk store: %w", err)
+	}
+	files, err := vfs.Open(ctx, db, chunks, vfs.Options{Logger: log.With("component", "vfs"), Registerer: reg})
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("opening file system: %w", err)
+	}
+	return &stores{db: db, files: files}, nil
+}
+
+// close closes the file system, then the metadata store.
+func (s *stores) close(log *slog.Logger) {
+	if err := s.files.Close(); err != nil {
+		log.Error("closing file system", "error", err)
+	}
+	if err := s.db.Close(); err != nil {
+		log.Error("closing metadata store", "error", err)
+	}
+}
+
+// accountOptions maps the configuration onto the account service.
+func accountOptions(cfg config.Config) account.Options {
+	o := account.DefaultOptions()
+	o.AccessTTL = cfg.OAuth.AccessTokenTTL
+	o.RefreshTTL = cfg.OAuth.RefreshTokenTTL
+	o.Lockout.MaxFailures = cfg.Lockout.MaxFailures
+	o.Lockout.Duration = cfg.Lockout.Duration
+	return o
+}
+
+// serve runs the daemon until ctx is cancelled, then shuts down
+// gracefully. out receives the one-time first-run message.
+func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer) error {
+	log.Info("starting berth", "version", buildVersion(), "data", cfg.Data)
+	reg := newRegistry()
+	st, err := openStores(ctx, cfg, log, reg)
+	if err != nil {
+		return err
+	}
+	defer st.close(log)
+	reg.MustRegister(st.db.Collector())
+
+	accounts := account.New(st.db, accountOptions(cfg))
+	if err := firstRun(ctx, cfg, st.files, accounts, log, out); err != nil {
+		return err
+	}
+
+	tlsCfg, err := tlsConfig(cfg.TLS, cfg.Data, log)
+	if err != nil {
+		return err
+	}
+	api := rest.New(rest.Options{
+		Logger:     log.With("component", "rest"),
+		Registerer: reg,
+	})
+
+	// Bind every listener before serving any, so a taken port fails the
+	// start cleanly and READY means all of them accept.
+	var servers []*listener
+	defer func() {
+		for _, l := range servers {
+			l.ln.Close()
+		}
+	}()
+	bind := func(name, addr string, h http.Handler, tls bool) error {
+		if addr == "" {
+			return nil
+		}
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return fmt.Errorf("%s listener: %w", name, err)
+		}
+		srv := &http.Server{
+			Handler:           h,
+			ReadHeaderTimeout: 10 * time.Second,
+			IdleTimeout:       2 * time.Minute,
+			ErrorLog:          slog.NewLogLogger(log.With("component", "http", "listener", name).Handler(), slog.LevelWarn),
+		}
+		if tls {
+			srv.TLSConfig = tlsCfg
+		}
+		servers = append(servers, &listener{name: name, ln: ln, srv: srv, tls: tls})
+		return nil
+	}
+	if err := bind("https", cfg.Listen, api, true); err != nil {
+		return err
+	}
+	if err := bind("http", cfg.HTTPListen, rest.InsecureHandler(), false); err != nil {
+		return err
+	}
+	if err := bind("metrics", cfg.MetricsListen, metricsHandler(reg), false); err != nil {
+		return err
+	}
+
+	serveErr := make(chan error, len(servers))
+	attrs := []any{}
+	for _, l := range servers {
+		attrs = append(attrs, l.name, l.ln.Addr().String())
+		go func() { serveErr <- l.serve() }()
+	}
+	log.Info("listening", attrs...)
+	if _, err := sd.SdNotify(false, sd.SdNotifyReady); err != nil {
+		log.Warn("sd_notify READY failed", "error", err)
+	}
+
+	var bg sync.WaitGroup
+	bgCtx, stopBG := context.WithCancel(ctx)
+	defer stopBG()
+	bg.Go(func() { watchdog(bgCtx, st.db, log) })
+	bg.Go(func() { collectGarbage(bgCtx, cfg.GC.Interval, st, log) })
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+		log.Info("stopping: signal received", "grace", cfg.ShutdownGrace)
+	case runErr = <-serveErr:
+		// A listener stops on its own only by failing.
+		log.Error("stopping: listener failed", "error", runErr)
+	}
+	if _, err := sd.SdNotify(false, sd.SdNotifyStopping); err != nil {
+		log.Warn("sd_notify STOPPING failed", "error", err)
+	}
+	stopBG()
+
+	// A fresh context: ctx is already cancelled and would drain nothing.
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownGrace)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, l := range servers {
+		wg.Go(func() {
+			if err := l.srv.Shutdown(shutdownCtx); err != nil {
+				log.Warn("grace period over; closing remaining connections", "listener", l.name, "error", err)
+				l.srv.Close()
+			}
+		})
+	}
+	wg.Wait()
+	bg.Wait()
+	log.Info("stopped")
+	return runErr
+}
+
+// listener is one bound address and its server.
+type listener struct {
+	name string
+	ln   net.Listener
+	srv  *http.Server
+	tls  bool
+}
+
+// serve runs until Shutdown; only a real failure is returned.
+func (l *listener) serve() error {
+	var err error
+	if l.tls {
+		// The certificate is in TLSConfig; ServeTLS also enables HTTP/2.
+		err = l.srv.ServeTLS(l.ln, "", "")
+	} else {
+		err = l.srv.Serve(l.ln)
+	}
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return fmt.Errorf("%s listener: %w", l.name, err)
+}

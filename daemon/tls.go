@@ -1,0 +1,145 @@
+package daemon
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	"berth/config"
+)
+
+// selfSignedValidity is how long a generated certificate lasts. It is
+// replaced by deleting data/tls; operators with real names configure
+// tls.cert and tls.key instead.
+const selfSignedValidity = 5 * 365 * 24 * time.Hour
+
+// tlsConfig returns the HTTPS configuration: the configured certificate,
+// or the self-signed one in dataDir/tls, generated on first start.
+func tlsConfig(c config.TLS, dataDir string, log *slog.Logger) (*tls.Config, error) {
+	certFile, keyFile := c.Cert, c.Key
+	if certFile == "" {
+		dir := filepath.Join(dataDir, "tls")
+		certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+		created, err := ensureSelfSigned(dir, certFile, keyFile)
+		if err != nil {
+			return nil, err
+		}
+		if created {
+			log.Info("generated a self-signed TLS certificate", "cert", certFile)
+		}
+	}
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("loading TLS certificate %s: %w", certFile, err)
+	}
+	return &tls.Config{
+		MinVersion:   tls.VersionTLS12,
+		Certificates: []tls.Certificate{cert},
+	}, nil
+}
+
+// ensureSelfSigned creates an ECDSA P-256 certificate for the loopback
+// names and this host's name unless one is already there.
+func ensureSelfSigned(dir, certFile, keyFile string) (created bool, err error) {
+	_, certErr := os.Stat(certFile)
+	_, keyErr := os.Stat(keyFile)
+	if certErr == nil && keyErr == nil {
+		return false, nil
+	}
+	if !errors.Is(certErr, fs.ErrNotExist) && certErr != nil {
+		return false, certErr
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return false, err
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return false, err
+	}
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+	if err != nil {
+		return false, err
+	}
+	names := []string{"localhost"}
+	if h, err := os.Hostname(); err == nil && h != "" && h != "localhost" {
+		names = append(names, h)
+	}
+	now := time.Now()
+	tmpl := &x509.Certificate{
+		SerialNumber:          serial,
+		Subject:               pkix.Name{CommonName: names[len(names)-1], Organization: []string{"berth self-signed"}},
+		NotBefore:             now.Add(-time.Hour),
+		NotAfter:              now.Add(selfSignedValidity),
+		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		BasicConstraintsValid: true,
+		// It is its own CA, so clients can pin it as a root.
+		IsCA:        true,
+		DNSNames:    names,
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return false, err
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return false, err
+	}
+	// The key first: a certificate without its key would be reused and fail.
+	if err := writeFileAtomic(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
+		return false, err
+	}
+	if err := writeFileAtomic(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// writeFileAtomic writes data to a temporary file, fsyncs it and renames
+// it over name, so a crash leaves the old file or the new one, never half.
+func writeFileAtomic(name string, data []byte, perm os.FileMode) error {
+	f, err := os.CreateTemp(filepath.Dir(name), ".tmp-"+filepath.Base(name)+"-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp) // no-op after the rename
+	if err := f.Chmod(perm); err != nil {
+		f.Close()
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, name); err != nil {
+		return err
+	}
+	if d, err := os.Open(filepath.Dir(name)); err == nil {
+		err = d.Sync()
+		d.Close()
+		return err
+	}
+	return nil
+}
