@@ -1,0 +1,200 @@
+package rest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"berth/account"
+	"berth/kv"
+	"berth/vfs"
+	"berth/vfs/chunk"
+)
+
+// fixturePassword is the password of every person the fixture creates.
+const fixturePassword = "correct horse battery"
+
+// fixture is a real berth REST server over real TLS: Badger and a disk
+// chunk store in a temp directory, the account service with cheap argon2
+// parameters, one organization and one person with a sync root, as the
+// daemon's first run sets them up.
+type fixture struct {
+	t        testing.TB
+	dir      string
+	db       *kv.Badger
+	chunks   *chunk.Disk
+	fs       *vfs.FS
+	accounts *account.Service
+	logs     *syncBuffer
+	reg      *prometheus.Registry
+	srv      *httptest.Server
+	client   *http.Client
+
+	org    account.Organization
+	person account.Person // the first person, owner of root
+	root   vfs.Root
+	token  string // an access token of person
+}
+
+// fixtureOptions change the fixture's defaults.
+type fixtureOptions struct {
+	// Accounts overrides the account options (argon2 is made cheap unless set).
+	Accounts account.Options
+	// Policy is the organization's policy; nil means account.DefaultPolicy().
+	Policy *account.Policy
+}
+
+// newFixture builds and starts a fixture; t.Cleanup stops it.
+func newFixture(t testing.TB) *fixture { return newFixtureWith(t, fixtureOptions{}) }
+
+func newFixtureWith(t testing.TB, o fixtureOptions) *fixture {
+	t.Helper()
+	ctx := context.Background()
+	f := &fixture{t: t, dir: t.TempDir(), logs: &syncBuffer{}, reg: prometheus.NewRegistry()}
+	log := slog.New(slog.NewTextHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	var err error
+	f.db, err = kv.OpenBadger(kv.BadgerOptions{Dir: filepath.Join(f.dir, "meta"), Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.chunks, err = chunk.NewDisk(filepath.Join(f.dir, "chunks"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.fs, err = vfs.Open(ctx, f.db, f.chunks, vfs.Options{Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ao := o.Accounts
+	if ao.Argon2 == (account.Argon2Params{}) {
+		ao.Argon2 = account.Argon2Params{Memory: 64, Time: 1, Threads: 1}
+	}
+	f.accounts = account.New(f.db, ao)
+	f.org, err = f.accounts.CreateOrganization(ctx, account.OrganizationInput{Name: "Acme", Policy: o.Policy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.person, f.root, f.token = f.addPerson("alice")
+
+	f.srv = httptest.NewUnstartedServer(New(Options{Logger: log, Registerer: f.reg, FS: f.fs, Accounts: f.accounts}))
+	f.srv.EnableHTTP2 = true
+	f.srv.StartTLS()
+	f.client = f.srv.Client()
+	t.Cleanup(func() {
+		f.srv.Close()
+		f.fs.Close()
+		f.db.Close()
+	})
+	return f
+}
+
+// addPerson creates a person of the fixture's organization with a sync
+// root and returns it, the root and an access token.
+func (f *fixture) addPerson(username string) (account.Person, vfs.Root, string) {
+	f.t.Helper()
+	ctx := context.Background()
+	root, err := f.fs.CreateRoot(ctx, username, vfs.RootSync)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	p, err := f.accounts.CreatePerson(ctx, account.PersonInput{
+		OrganizationID: f.org.ID,
+		Username:       username,
+		Email:          username + "@example.com",
+		Password:       fixturePassword,
+		RootID:         root.ID,
+	})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	toks, err := f.accounts.IssueTokens(ctx, p.ID, 0)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return p, root, toks.AccessToken
+}
+
+// url returns the server's address for path (which starts with "/").
+func (f *fixture) url(path string) string { return f.srv.URL + path }
+
+// request sends a request with the fixture person's token (none when token
+// is "") and returns the response; the caller closes its body.
+func (f *fixture) request(method, path, token string, body io.Reader, header http.Header) *http.Response {
+	f.t.Helper()
+	req, err := http.NewRequest(method, f.url(path), body)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := f.client.Do(req)
+	if err != nil {
+		f.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	return resp
+}
+
+// get sends an authenticated GET and returns status and body.
+func (f *fixture) get(path string) (int, []byte) {
+	f.t.Helper()
+	return f.readAll(f.request(http.MethodGet, path, f.token, nil, nil))
+}
+
+// postForm sends an authenticated form POST and returns status and body.
+func (f *fixture) postForm(path string, form url.Values) (int, []byte) {
+	f.t.Helper()
+	h := http.Header{"Content-Type": {"application/x-www-form-urlencoded"}}
+	return f.readAll(f.request(http.MethodPost, path, f.token, strings.NewReader(form.Encode()), h))
+}
+
+func (f *fixture) readAll(resp *http.Response) (int, []byte) {
+	f.t.Helper()
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		f.t.Fatalf("read body: %v", err)
+	}
+	return resp.StatusCode, b
+}
+
+// wantError checks that a response is the spec error body with code.
+func wantError(t testing.TB, status int, body []byte, wantStatus int, code string) {
+	t.Helper()
+	var e struct {
+		Error       string `json:"error"`
+		Description string `json:"error_description"`
+	}
+	if err := json.Unmarshal(body, &e); err != nil {
+		t.Fatalf("status %d, body %q is not JSON: %v", status, body, err)
+	}
+	if status != wantStatus || e.Error != code {
+		t.Fatalf("got %d %q (%s), want %d %q", status, e.Error, e.Description, wantStatus, code)
+	}
+}
+
+// decode unmarshals a JSON body into v or fails.
+func decode(t testing.TB, body []byte, v any) {
+	t.Helper()
+	if err := json.Unmarshal(body, v); err != nil {
+		t.Fatalf("decode %q: %v", body, err)
+	}
+}
+
+// at returns path with its root id filled in: at("/api/2/files/%d/x").
+func (f *fixture) at(format string, args ...any) string {
+	return fmt.Sprintf(format, append([]any{f.root.ID}, args...)...)
+}
