@@ -1,0 +1,128 @@
+package kv
+
+import (
+	"bytes"
+	"context"
+	"testing"
+)
+
+// benchStore opens an on-disk store holding n keys "bench/<i>" with
+// 150-byte values, the size of a typical CBOR-encoded node record.
+func benchStore(b *testing.B, n int) *Badger {
+	b.Helper()
+	s := openDisk(b, b.TempDir(), BadgerOptions{})
+	b.Cleanup(func() { s.Close() })
+	val := bytes.Repeat([]byte("v"), 150)
+	ctx := context.Background()
+	for i := 0; i < n; {
+		err := s.Update(ctx, func(tx Txn) error {
+			for j := 0; j < 1000 && i+j < n; j++ {
+				if err := tx.Set(Key("bench/", uint64(i+j)), val); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		i += 1000
+	}
+	return s
+}
+
+func BenchmarkGet(b *testing.B) {
+	const n = 10000
+	s := benchStore(b, n)
+	ctx := context.Background()
+	i := uint64(0)
+	for b.Loop() {
+		key := Key("bench/", i%n)
+		i += 7919 // a prime: spread the reads
+		err := s.View(ctx, func(tx Txn) error {
+			_, err := tx.Get(key)
+			return err
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkUpdate is one durable (fsynced) commit of one key.
+func BenchmarkUpdate(b *testing.B) {
+	s := benchStore(b, 0)
+	ctx := context.Background()
+	val := bytes.Repeat([]byte("v"), 150)
+	key := Key("bench/", 1)
+	for b.Loop() {
+		err := s.Update(ctx, func(tx Txn) error { return tx.Set(key, val) })
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkUpdateParallel shows how concurrent writers share commits.
+func BenchmarkUpdateParallel(b *testing.B) {
+	s := benchStore(b, 0)
+	val := bytes.Repeat([]byte("v"), 150)
+	b.SetParallelism(8)
+	b.RunParallel(func(pb *testing.PB) {
+		ctx := context.Background()
+		for pb.Next() {
+			id, err := s.NextID(ctx, "bench")
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			err = s.Update(ctx, func(tx Txn) error { return tx.Set(Key("bench/", id), val) })
+			if err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
+
+// BenchmarkScan10k is one Scan over 10,000 keys; ns/op is per scan.
+func BenchmarkScan10k(b *testing.B) {
+	const n = 10000
+	s := benchStore(b, n)
+	ctx := context.Background()
+	for _, reverse := range []bool{false, true} {
+		name := "forward"
+		if reverse {
+			name = "reverse"
+		}
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				count, size := 0, 0
+				err := s.View(ctx, func(tx Txn) error {
+					scan := tx.Scan
+					if reverse {
+						scan = tx.ScanReverse
+					}
+					return scan([]byte("bench/"), nil, func(k, v []byte) error {
+						count++
+						size += len(v)
+						return nil
+					})
+				})
+				if err != nil || count != n {
+					b.Fatalf("scan: %d keys, %v", count, err)
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkNextID(b *testing.B) {
+	s := benchStore(b, 0)
+	ctx := context.Background()
+	for b.Loop() {
+		if _, err := s.NextID(ctx, "bench"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
