@@ -65,6 +65,10 @@ func errorTable() []errorMapping {
 		{ErrForbidden, http.StatusForbidden, "forbidden", ""},
 		{ErrNotFound, http.StatusNotFound, "not_found", ""},
 		{ErrUnavailable, http.StatusServiceUnavailable, "temporarily_unavailable", "the service is temporarily unavailable"},
+		// OAuth2 token and revoke endpoints (RFC 6749 5.2).
+		{ErrUnsupportedGrantType, http.StatusBadRequest, "unsupported_grant_type", ""},
+		{ErrInvalidClient, http.StatusUnauthorized, "invalid_client", ""},
+		{ErrInvalidGrant, http.StatusBadRequest, "invalid_grant", ""},
 		// A body larger than http.MaxBytesReader allows is the client's fault.
 		{errTooLarge, http.StatusBadRequest, "invalid_request", "request body too large"},
 
@@ -87,6 +91,7 @@ func errorTable() []errorMapping {
 		{account.ErrNotFound, http.StatusNotFound, "not_found", ""},
 		{account.ErrInvalid, http.StatusBadRequest, "invalid_request", ""},
 		{account.ErrAccountLocked, http.StatusForbidden, "account_locked", ""},
+		{account.ErrInvalidCredentials, http.StatusBadRequest, "invalid_grant", "the username or password is wrong"},
 		{account.ErrInvalidToken, http.StatusUnauthorized, "access_denied", ""},
 
 		// Further domain errors go here, one line each.
