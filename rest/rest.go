@@ -73,6 +73,7 @@ func New(opts Options) http.Handler {
 func (s *server) routes() {
 	s.handle("GET /api/2/version", s.version)
 	s.oauthRoutes()
+	s.personRoutes()
 
 	// Anything no pattern matches is a JSON 404, not ServeMux's text one.
 	s.handle("/", func(*http.Request) (any, error) { return nil, ErrNotFound })
