@@ -1,0 +1,283 @@
+package account
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"testing"
+	"time"
+)
+
+func TestTokens(t *testing.T) {
+	ctx := context.Background()
+	s := newService(t, testOptions())
+	org, alice := fixture(t, s)
+	m, err := s.UpsertMachine(ctx, alice.ID, MachineInput{DNSName: "laptop", OSType: "osx"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	toks, err := s.IssueTokens(ctx, alice.ID, m.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if toks.ExpiresIn != time.Hour || toks.MachineID != m.ID || toks.AccessToken == toks.RefreshToken {
+		t.Fatalf("tokens %+v", toks)
+	}
+	if raw, err := base64.RawURLEncoding.DecodeString(toks.AccessToken); err != nil || len(raw) != 32 {
+		t.Fatalf("access token is not 32 bytes base64url: %q", toks.AccessToken)
+	}
+	pr, err := s.ValidateAccess(ctx, toks.AccessToken)
+	if err != nil || pr != (Principal{PersonID: alice.ID, MachineID: m.ID}) {
+		t.Fatalf("ValidateAccess = %+v, %v", pr, err)
+	}
+	// A refresh token is not an access token, and vice versa.
+	if _, err := s.ValidateAccess(ctx, toks.RefreshToken); !errors.Is(err, ErrInvalidToken) {
+		t.Fatalf("refresh token as access token: %v", err)
+	}
+	if _, _, err := s.Refresh(ctx, toks.AccessToken); !errors.Is(err, ErrInvalidToken) {
+		t.Fatalf("access token as refresh token: %v", err)
+	}
+
+	// Rotation: the new pair works, the old refresh token does not.
+	toks2, p, err := s.Refresh(ctx, toks.RefreshToken)
+	if err != nil || p.ID != alice.ID || toks2.MachineID != m.ID {
+		t.Fatalf("Refresh = %+v, %d, %v", toks2, p.ID, err)
+	}
+	if _, err := s.ValidateAccess(ctx, toks2.AccessToken); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ValidateAccess(ctx, toks.AccessToken); err != nil {
+		t.Fatalf("earlier access token died on refresh: %v", err)
+	}
+	if _, _, err := s.Refresh(ctx, toks.RefreshToken); !errors.Is(err, ErrInvalidToken) {
+		t.Fatalf("reused refresh token: %v", err)
+	}
+	// Reuse of a rotated refresh token revokes the whole session.
+	for _, tok := range []string{toks.AccessToken, toks2.AccessToken} {
+		if _, err := s.ValidateAccess(ctx, tok); !errors.Is(err, ErrInvalidToken) {
+			t.Fatalf("access token after refresh-token reuse: %v", err)
+		}
+	}
+	if _, _, err := s.Refresh(ctx, toks2.RefreshToken); !errors.Is(err, ErrInvalidToken) {
+		t.Fatalf("current refresh token after reuse: %v", err)
+	}
+
+	// Revoking an access token ends only that token.
+	a, _ := s.IssueTokens(ctx, alice.ID, 0)
+	b, _ := s.IssueTokens(ctx, alice.ID, 0)
+	if err := s.Revoke(ctx, a.AccessToken); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ValidateAccess(ctx, a.AccessToken); !errors.Is(err, ErrInvalidToken) {
+		t.Fatalf("revoked access token: %v", err)
+	}
+	a2, _, err := s.Refresh(ctx, a.RefreshToken)
+	if err != nil {
+		t.Fatalf("refresh after revoking only the access token: %v", err)
+	}
+	// Revoking a refresh token ends its family, access tokens included,
+	// and leaves other sessions alone.
+	if err := s.Revoke(ctx, a2.RefreshToken); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ValidateAccess(ctx, a2.AccessToken); !errors.Is(err, ErrInvalidToken) {
+		t.Fatalf("access token of revoked family: %v", err)
+	}
+	if _, _, err := s.Refresh(ctx, a2.RefreshToken); !errors.Is(err, ErrInvalidToken) {
+		t.Fatalf("revoked refresh token: %v", err)
+	}
+	if _, err := s.ValidateAccess(ctx, b.AccessToken); err != nil {
+		t.Fatalf("other session: %v", err)
+	}
+	// Unknown and repeated revocations are not errors.
+	for _, tok := range []string{"", "nonsense", a2.RefreshToken} {
+		if err := s.Revoke(ctx, tok); err != nil {
+			t.Fatalf("Revoke(%q): %v", tok, err)
+		}
+	}
+
+	// A disabled organization stops its tokens; enabling it restores them.
+	setActive := func(on bool) {
+		if _, err := s.UpdateOrganization(ctx, org.ID, func(o *Organization) error { o.Active = on; return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setActive(false)
+	if _, err := s.ValidateAccess(ctx, b.AccessToken); !errors.Is(err, ErrInactive) {
+		t.Fatalf("inactive org, access: %v", err)
+	}
+	if _, _, err := s.Refresh(ctx, b.RefreshToken); !errors.Is(err, ErrInactive) {
+		t.Fatalf("inactive org, refresh: %v", err)
+	}
+	if _, err := s.IssueTokens(ctx, alice.ID, 0); !errors.Is(err, ErrInactive) {
+		t.Fatalf("inactive org, issue: %v", err)
+	}
+	setActive(true)
+	if _, err := s.ValidateAccess(ctx, b.AccessToken); err != nil {
+		t.Fatalf("re-enabled org: %v", err)
+	}
+
+	// A changed password ends every session.
+	if err := s.SetPassword(ctx, alice.ID, "another password"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ValidateAccess(ctx, b.AccessToken); !errors.Is(err, ErrInvalidToken) {
+		t.Fatalf("access token after SetPassword: %v", err)
+	}
+	if _, _, err := s.Refresh(ctx, b.RefreshToken); !errors.Is(err, ErrInvalidToken) {
+		t.Fatalf("refresh token after SetPassword: %v", err)
+	}
+
+	tests := []struct {
+		name            string
+		person, machine uint64
+		err             error
+	}{
+		{"unknown person", 999, 0, ErrNotFound},
+		{"unknown machine", alice.ID, 999, ErrNotFound},
+	}
+	bob, err := s.CreatePerson(ctx, PersonInput{OrganizationID: org.ID, Username: "bob", Email: "bob@acme.example", Password: pw})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests = append(tests, struct {
+		name            string
+		person, machine uint64
+		err             error
+	}{"someone else's machine", bob.ID, m.ID, ErrNotFound})
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := s.IssueTokens(ctx, tt.person, tt.machine); !errors.Is(err, tt.err) {
+				t.Fatalf("got %v, want %v", err, tt.err)
+			}
+		})
+	}
+}
+
+// Tokens expire on their own: exactly at the stored deadline, and their
+// keys vanish by kv TTL without a sweeper.
+func TestTokenExpiry(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	o := testOptions()
+	o.AccessTTL = time.Second
+	o.RefreshTTL = 2 * time.Second
+	s := newService(t, o)
+	_, alice := fixture(t, s)
+	toks, err := s.IssueTokens(ctx, alice.ID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ValidateAccess(ctx, toks.AccessToken); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, func() bool {
+		_, err := s.ValidateAccess(ctx, toks.AccessToken)
+		return errors.Is(err, ErrInvalidToken)
+	})
+	waitFor(t, 6*time.Second, func() bool {
+		_, _, err := s.Refresh(ctx, toks.RefreshToken)
+		return errors.Is(err, ErrInvalidToken)
+	})
+	waitFor(t, 6*time.Second, func() bool {
+		return countKeys(t, s, pfxAccess)+countKeys(t, s, pfxRefresh)+countKeys(t, s, pfxFamily)+countKeys(t, s, pfxPersonFamily) == 0
+	})
+}
+
+// With a fake clock the deadline is exact, whatever the TTL resolution.
+func TestTokenExpiryClock(t *testing.T) {
+	ctx := context.Background()
+	clk := &clock{t: time.Now()}
+	o := testOptions()
+	o.Now = clk.Now
+	o.AccessTTL = 30 * time.Second
+	s := newService(t, o)
+	_, alice := fixture(t, s)
+	toks, _ := s.IssueTokens(ctx, alice.ID, 0)
+	clk.Add(29 * time.Second)
+	if _, err := s.ValidateAccess(ctx, toks.AccessToken); err != nil {
+		t.Fatalf("before deadline: %v", err)
+	}
+	clk.Add(time.Second)
+	if _, err := s.ValidateAccess(ctx, toks.AccessToken); !errors.Is(err, ErrInvalidToken) {
+		t.Fatalf("at deadline: %v", err)
+	}
+}
+
+func TestUpsertMachine(t *testing.T) {
+	ctx := context.Background()
+	clk := &clock{t: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)}
+	o := testOptions()
+	o.Now = clk.Now
+	s := newService(t, o)
+	org, alice := fixture(t, s)
+
+	m, err := s.UpsertMachine(ctx, alice.ID, MachineInput{DNSName: "laptop", OSType: "win", OSVersion: "10"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.ID == 0 || len(m.GUID) != 36 || m.PersonID != alice.ID || m.LastLogin == nil || !m.Created.Equal(clk.Now()) {
+		t.Fatalf("new machine %+v", m)
+	}
+	// Unknown GUID: a new machine with a server-assigned GUID.
+	u, err := s.UpsertMachine(ctx, alice.ID, MachineInput{GUID: "6f1c0e02-0000-4000-8000-000000000000", DNSName: "phone"})
+	if err != nil || u.ID == m.ID || u.GUID == m.GUID || u.GUID == "6f1c0e02-0000-4000-8000-000000000000" {
+		t.Fatalf("unknown GUID gave %+v, %v", u, err)
+	}
+	// Known GUID (any case): same machine, fields updated when given, last_login moved.
+	clk.Add(time.Hour)
+	k, err := s.UpsertMachine(ctx, alice.ID, MachineInput{GUID: toUpper(m.GUID), OSVersion: "11"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k.ID != m.ID || k.GUID != m.GUID || k.DNSName != "laptop" || k.OSType != "win" || k.OSVersion != "11" ||
+		!k.LastLogin.Equal(clk.Now()) || !k.Created.Equal(m.Created) {
+		t.Fatalf("known GUID gave %+v", k)
+	}
+	got, err := s.Machine(ctx, m.ID)
+	if err != nil || got.OSVersion != "11" || !got.LastLogin.Equal(*k.LastLogin) {
+		t.Fatalf("Machine = %+v, %v", got, err)
+	}
+	if byGUID, err := s.MachineByGUID(ctx, m.GUID); err != nil || byGUID.ID != m.ID {
+		t.Fatalf("MachineByGUID = %+v, %v", byGUID, err)
+	}
+	// Another person naming alice's GUID gets a machine of their own.
+	bob, err := s.CreatePerson(ctx, PersonInput{OrganizationID: org.ID, Username: "bob", Email: "bob@acme.example", Password: pw})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bm, err := s.UpsertMachine(ctx, bob.ID, MachineInput{GUID: m.GUID})
+	if err != nil || bm.ID == m.ID || bm.GUID == m.GUID || bm.PersonID != bob.ID {
+		t.Fatalf("foreign GUID gave %+v, %v", bm, err)
+	}
+
+	tests := []struct {
+		name string
+		err  error
+		call func() error
+	}{
+		{"unknown machine", ErrNotFound, func() error { _, err := s.Machine(ctx, 999); return err }},
+		{"unknown person", ErrNotFound, func() error { _, err := s.UpsertMachine(ctx, 999, MachineInput{}); return err }},
+		{"control chars", ErrInvalid, func() error {
+			_, err := s.UpsertMachine(ctx, alice.ID, MachineInput{DNSName: "a\x00b"})
+			return err
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := tt.call(); !errors.Is(err, tt.err) {
+				t.Fatalf("got %v, want %v", err, tt.err)
+			}
+		})
+	}
+}
+
+func toUpper(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if c >= 'a' && c <= 'z' {
+			b[i] = c - 32
+		}
+	}
+	return string(b)
+}
