@@ -27,30 +27,16 @@ type personBody struct {
 	LastName    string `json:"last_name"`
 	DisplayName string `json:"display_name"`
 	// RootID is null while the person has no sync root.
-	RootID              *uint64          `json:"root_id"`
-	Roots               []personRootBody `json:"roots"`
-	SpaceQuota          int64            `json:"space_quota"`
-	SpaceQuotaFormatted string           `json:"space_quota_formatted"`
-	SpaceUsage          int64            `json:"space_usage"`
-	SpaceUsageFormatted string           `json:"space_usage_formatted"`
-	CanShare            bool             `json:"can_share"`
-	CompanyPolicy       policyBody       `json:"company_policy"`
-	Type                string           `json:"type"`
-}
-
-// personRootBody is the root object of spec 2.1 without children, as the
-// person object lists it. It stays here until the file routes' root
-// encoder can be shared.
-type personRootBody struct {
-	ID                 uint64   `json:"id"`
-	Name               string   `json:"name"`
-	Path               string   `json:"path"`
-	IsLocked           bool     `json:"is_locked"`
-	RootType           string   `json:"root_type"`
-	SpaceUsed          int64    `json:"space_used"`
-	SpaceUsedFormatted string   `json:"space_used_formatted"`
-	Permissions        []string `json:"permissions"`
-	Type               string   `json:"type"`
+	RootID *uint64 `json:"root_id"`
+	// Roots are root objects without children.
+	Roots               []rootJSON `json:"roots"`
+	SpaceQuota          int64      `json:"space_quota"`
+	SpaceQuotaFormatted string     `json:"space_quota_formatted"`
+	SpaceUsage          int64      `json:"space_usage"`
+	SpaceUsageFormatted string     `json:"space_usage_formatted"`
+	CanShare            bool       `json:"can_share"`
+	CompanyPolicy       policyBody `json:"company_policy"`
+	Type                string     `json:"type"`
 }
 
 // policyBody is the policy object of spec 2.7, every field.
@@ -161,7 +147,7 @@ func (s *server) encodePerson(ctx context.Context, p account.Person) (personBody
 		FirstName:           p.FirstName,
 		LastName:            p.LastName,
 		DisplayName:         p.DisplayName,
-		Roots:               []personRootBody{},
+		Roots:               []rootJSON{},
 		SpaceQuota:          quota,
 		SpaceQuotaFormatted: formatQuota(quota),
 		CanShare:            p.CanShare(pol),
@@ -187,30 +173,18 @@ func (s *server) encodePerson(ctx context.Context, p account.Person) (personBody
 	return body, nil
 }
 
-// ownerPermissions are a root owner's permissions on it (spec 2.1).
-func ownerPermissions() []string { return []string{"FILE_VIEW", "FILE_READ", "FILE_WRITE"} }
-
-// personRoot returns a root object of the owner's and its physical usage.
-func (s *server) personRoot(ctx context.Context, id uint64) (personRootBody, int64, error) {
+// personRoot returns the root object of a root the person owns and its
+// physical usage.
+func (s *server) personRoot(ctx context.Context, id uint64) (rootJSON, int64, error) {
 	root, err := s.fs.Root(ctx, id)
 	if err != nil {
-		return personRootBody{}, 0, err
+		return rootJSON{}, 0, err
 	}
 	u, err := s.fs.Usage(ctx, id)
 	if err != nil {
-		return personRootBody{}, 0, err
+		return rootJSON{}, 0, err
 	}
-	return personRootBody{
-		ID:                 root.ID,
-		Name:               root.Name,
-		Path:               "/",
-		IsLocked:           root.Locked(),
-		RootType:           string(root.Type),
-		SpaceUsed:          u.PhysicalSize,
-		SpaceUsedFormatted: formatSize(u.PhysicalSize),
-		Permissions:        ownerPermissions(),
-		Type:               "root",
-	}, u.PhysicalSize, nil
+	return encodeRoot(root, u, ownerPermissions()), u.PhysicalSize, nil
 }
 
 // formatQuota is formatSize with 0 written as "unlimited", which is what a
