@@ -119,6 +119,15 @@ func (s *Service) recordFailure(ctx context.Context, subject []byte) error {
 	err := s.db.Update(ctx, func(tx kv.Txn) error {
 		lockNow = false
 		now := s.now()
+		// A concurrent attempt may have locked the subject since our check.
+		var lr lockRecord
+		switch err := s.get(tx, keyBytes(pfxLock, subject), &lr, ErrNotFound); {
+		case err == nil && now.Before(lr.Until):
+			lockNow = true
+			return nil
+		case err != nil && !errors.Is(err, ErrNotFound):
+			return err
+		}
 		var fr failRecord
 		err := s.get(tx, keyBytes(pfxFail, subject), &fr, ErrNotFound)
 		if err != nil && !errors.Is(err, ErrNotFound) {

@@ -341,3 +341,43 @@ func (p *Person) validate() error {
 	}
 	return nil
 }
+
+// Persons returns one page of the organization's persons in id order and
+// the total number of them (spec 4.5: at most 100 per page is the
+// caller's rule). Errors: ErrNotFound (organization).
+func (s *Service) Persons(ctx context.Context, orgID uint64, offset, limit int) ([]Person, int, error) {
+	var (
+		out   []Person
+		total int
+	)
+	err := s.db.View(ctx, func(tx kv.Txn) error {
+		out, total = nil, 0
+		if ok, err := exists(tx, key(pfxOrg, orgID)); err != nil || !ok {
+			if err == nil {
+				err = notFoundf("organization %d", orgID)
+			}
+			return err
+		}
+		prefix := key(pfxOrgPerson, orgID)
+		var ids []uint64
+		err := tx.Scan(prefix, nil, func(k, _ []byte) error {
+			if total >= offset && len(ids) < limit {
+				ids = append(ids, kv.Uint64At(k, len(prefix)))
+			}
+			total++
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			var p Person
+			if err := s.get(tx, key(pfxPerson, id), &p, notFoundf("person %d", id)); err != nil {
+				return err
+			}
+			out = append(out, p)
+		}
+		return nil
+	})
+	return out, total, err
+}
