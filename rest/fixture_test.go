@@ -1,14 +1,17 @@
 package rest
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -197,4 +200,36 @@ func decode(t testing.TB, body []byte, v any) {
 // at returns path with its root id filled in: at("/api/2/files/%d/x").
 func (f *fixture) at(format string, args ...any) string {
 	return fmt.Sprintf(format, append([]any{f.root.ID}, args...)...)
+}
+
+// update rewrites the golden files under testdata instead of comparing:
+// go test ./rest -run <Test> -update.
+var update = flag.Bool("update", false, "rewrite golden files under testdata")
+
+// golden compares a JSON body, indented, with testdata/<name>, or writes it
+// there with -update. Callers normalise ids and dates first.
+func golden(t testing.TB, name string, body []byte) {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, bytes.TrimSpace(body), "", "  "); err != nil {
+		t.Fatalf("golden %s: body %q is not JSON: %v", name, body, err)
+	}
+	buf.WriteByte('\n')
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("golden %s: %v (run with -update to create it)", name, err)
+	}
+	if !bytes.Equal(buf.Bytes(), want) {
+		t.Errorf("%s differs from the golden file (run with -update after checking):\ngot:\n%s\nwant:\n%s", name, buf.Bytes(), want)
+	}
 }
