@@ -197,3 +197,27 @@ func TestMissingConfigFile(t *testing.T) {
 		t.Fatalf("want an error naming the file, got %v", err)
 	}
 }
+
+// TestExampleFile checks that systemd/berth.yaml names every key and loads.
+func TestExampleFile(t *testing.T) {
+	const example = "../systemd/berth.yaml"
+	body, err := os.ReadFile(example)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range options() {
+		leaf := o.key[strings.LastIndex(o.key, ".")+1:]
+		if !strings.Contains(string(body), "\n"+leaf+":") && !strings.Contains(string(body), "  "+leaf+":") {
+			t.Errorf("%s does not show key %s", example, o.key)
+		}
+	}
+	c, err := load(t, "--config", example)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Default()
+	want.Data = "/var/lib/berth"
+	if c != want {
+		t.Errorf("%s differs from the defaults beyond data:\n got %+v\nwant %+v", example, c, want)
+	}
+}
