@@ -27,6 +27,9 @@ var (
 	ErrInvalidToken = errors.New("account: invalid token")
 	// ErrInactive: the person, or the organization they belong to, is disabled.
 	ErrInactive = errors.New("account: inactive")
+	// ErrUserLimitExceeded: creating the person would pass the organization
+	// policy's NumUsersMaximum (spec 7.3 user_limit_exceeded).
+	ErrUserLimitExceeded = errors.New("account: user limit exceeded")
 )
 
 // FieldError says which input field is invalid and why. It unwraps to

@@ -11,10 +11,6 @@ import (
 	"berth/kv"
 )
 
-// ErrUserLimitExceeded: creating the person would pass the organization
-// policy's NumUsersMaximum (spec 7.3 user_limit_exceeded).
-var ErrUserLimitExceeded = errors.New("account: user limit exceeded")
-
 // Person is a user account (spec 2.9). Fields the spec computes from other
 // domains have no home here on purpose: roots and space_usage come from vfs
 // and share, company_policy is the organization's Policy, and can_share is
