@@ -1,0 +1,191 @@
+package rest
+
+import (
+	"net/http"
+	"net/url"
+
+	"berth/vfs"
+)
+
+// fileRoutes registers the file routes (spec 4.2) but share.
+//
+// GET .../{file_id}/download and GET .../folder/{folder_id} cannot both be
+// ServeMux patterns: both match /files/1/folder/download and neither is
+// more specific, which ServeMux refuses at registration. One pattern
+// serves both and dispatches on the literal segment.
+func (s *server) fileRoutes() {
+	s.handle("GET /api/2/files/{root_id}/{file_id}", s.authed(s.getFile))
+	s.mux.Handle("GET /api/2/files/{root_id}/{item}/{sub}", s.itemGet())
+	s.handle("POST /api/2/files/{root_id}/{file_id}/rename", s.authed(s.renameFile))
+	s.handle("POST /api/2/files/{root_id}/{file_id}/move", s.authed(s.moveFile))
+	s.handle("POST /api/2/files/{root_id}/{file_id}/lock", s.authed(s.lockFile))
+	s.handle("POST /api/2/files/{root_id}/{file_id}/unlock", s.authed(s.unlockFile))
+	s.handle("POST /api/2/files/{root_id}/{file_id}/delete", s.authed(s.deleteFile))
+}
+
+// itemGet serves GET /api/2/files/{root_id}/folder/{folder_id} (a folder
+// object) and GET /api/2/files/{root_id}/{file_id}/download (a file's
+// contents); anything else of that shape is not_found.
+func (s *server) itemGet() http.Handler {
+	folder := s.serveStream(s.authedStream(s.getFolder))
+	download := s.serveStream(s.authedStream(s.download))
+	notFound := s.serveJSON(func(*http.Request) (any, error) { return nil, ErrNotFound })
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.PathValue("item") == "folder":
+			r.SetPathValue("folder_id", r.PathValue("sub"))
+			folder.ServeHTTP(w, r)
+		case r.PathValue("sub") == "download":
+			r.SetPathValue("file_id", r.PathValue("item"))
+			download.ServeHTTP(w, r)
+		default:
+			notFound.ServeHTTP(w, r)
+		}
+	})
+}
+
+// file checks access and loads the file of the path.
+func (s *server) file(r *http.Request) (fsAccess, vfs.Node, error) {
+	a, err := s.access(r)
+	if err != nil {
+		return a, vfs.Node{}, err
+	}
+	n, err := s.item(r, a, "file_id", false)
+	return a, n, err
+}
+
+func (s *server) getFile(r *http.Request) (any, error) {
+	a, n, err := s.file(r)
+	if err != nil {
+		return nil, err
+	}
+	return encodeFile(n, a.perms), nil
+}
+
+func (s *server) renameFile(r *http.Request) (any, error) {
+	a, n, err := s.file(r)
+	if err != nil {
+		return nil, err
+	}
+	return s.rename(r, a, n)
+}
+
+func (s *server) moveFile(r *http.Request) (any, error) {
+	a, n, err := s.file(r)
+	if err != nil {
+		return nil, err
+	}
+	return s.move(r, a, n)
+}
+
+func (s *server) lockFile(r *http.Request) (any, error) {
+	a, n, err := s.file(r)
+	if err != nil {
+		return nil, err
+	}
+	return nil, s.lock(r, a, n)
+}
+
+func (s *server) unlockFile(r *http.Request) (any, error) {
+	a, n, err := s.file(r)
+	if err != nil {
+		return nil, err
+	}
+	return nil, s.unlock(r, a, n)
+}
+
+func (s *server) deleteFile(r *http.Request) (any, error) {
+	a, n, err := s.file(r)
+	if err != nil {
+		return nil, err
+	}
+	return nil, s.delete(r, a, n)
+}
+
+// rename gives n the name of the form field `name` and returns its updated
+// object.
+func (s *server) rename(r *http.Request, a fsAccess, n vfs.Node) (any, error) {
+	vals, err := form(r)
+	if err != nil {
+		return nil, err
+	}
+	name, err := required(vals, "name")
+	if err != nil {
+		return nil, err
+	}
+	// vfs reads an empty name as "keep the name"; here it is a bad name.
+	if err := vfs.ValidateName(name); err != nil {
+		return nil, err
+	}
+	if !n.Dir {
+		if err := a.checkExtension(name); err != nil {
+			return nil, err
+		}
+	}
+	out, err := s.fs.Rename(r.Context(), a.root.ID, n.ID, name, a.opts)
+	if err != nil {
+		return nil, err
+	}
+	return encodeNode(out, a.perms), nil
+}
+
+// move puts n into the folder of the form field `folder_id` (0: the root's
+// top level), optionally renamed to `name`, and returns its updated
+// object. An optional `root_id` must name the same root: items do not move
+// between roots.
+func (s *server) move(r *http.Request, a fsAccess, n vfs.Node) (any, error) {
+	vals, err := form(r)
+	if err != nil {
+		return nil, err
+	}
+	dst, err := destination(vals, a)
+	if err != nil {
+		return nil, err
+	}
+	name := ""
+	if _, ok := vals["name"]; ok {
+		name = vals.Get("name")
+		if err := vfs.ValidateName(name); err != nil {
+			return nil, err
+		}
+		if !n.Dir {
+			if err := a.checkExtension(name); err != nil {
+				return nil, err
+			}
+		}
+	}
+	out, err := s.fs.Move(r.Context(), a.root.ID, n.ID, dst, name, a.opts)
+	if err != nil {
+		return nil, err
+	}
+	return encodeNode(out, a.perms), nil
+}
+
+// destination reads the target folder of a move.
+func destination(vals url.Values, a fsAccess) (uint64, error) {
+	if v, ok := vals["root_id"]; ok {
+		if id, ok := parseID(v[0]); !ok || id != a.root.ID {
+			return 0, Describe(ErrInvalidRequest, "root_id: items move only within their root")
+		}
+	}
+	v, err := required(vals, "folder_id")
+	if err != nil {
+		return 0, err
+	}
+	if v == "0" {
+		return a.root.FolderID, nil
+	}
+	id, ok := parseID(v)
+	if !ok {
+		return 0, Describe(ErrInvalidRequest, "folder_id must be a folder id, or 0 for the root's top level")
+	}
+	return id, nil
+}
+
+// delete moves n (and everything below a folder) to the deleted state.
+func (s *server) delete(r *http.Request, a fsAccess, n vfs.Node) error {
+	if _, err := form(r); err != nil {
+		return err
+	}
+	return s.fs.Delete(r.Context(), a.root.ID, n.ID, a.opts)
+}

@@ -1,0 +1,495 @@
+package rest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"berth/account"
+	"berth/vfs"
+)
+
+// rootRoutes registers the file-system view of a root (spec 4.4).
+func (s *server) rootRoutes() {
+	s.handleStream("GET /api/2/files/{root_id}", s.authedStream(s.getRoot))
+	s.handle("POST /api/2/files/{root_id}/upload", s.authed(s.uploadToRoot))
+	s.handle("POST /api/2/files/{root_id}/create_folder", s.authed(s.createFolderInRoot))
+	s.handle("GET /api/2/files/{root_id}/search", s.authed(s.search))
+	s.handle("GET /api/2/files/{root_id}/modified_since", s.authed(s.modifiedSince))
+	s.handle("POST /api/2/files/{root_id}/lock", s.authed(s.lockRoot))
+	s.handle("POST /api/2/files/{root_id}/unlock", s.authed(s.unlockRoot))
+}
+
+// Limits of requests to the file-system routes (berth's choices, see
+// docs/api.md).
+const (
+	// maxFormBytes bounds a form body and the non-file parts of an upload.
+	maxFormBytes = 64 << 10
+	// maxFormParts bounds the number of parts of a multipart body.
+	maxFormParts = 64
+	// defaultResultLimit and maxResultLimit bound search and modified_since.
+	defaultResultLimit = 1000
+	maxResultLimit     = 10000
+)
+
+// fsAccess is what a file-system handler knows once the caller may use the
+// root of the request's path.
+type fsAccess struct {
+	root   vfs.Root
+	perms  []string
+	policy account.Policy
+	// opts carry the caller's principal and its organization's limits to
+	// every vfs write.
+	opts vfs.WriteOptions
+}
+
+// principalOf is the identity vfs records as a lock's holder for a person.
+// The same person's writes pass their own locks. WebDAV must use the same
+// form so that one person's REST and WebDAV locks are one.
+func principalOf(personID uint64) string { return "person:" + strconv.FormatUint(personID, 10) }
+
+// parseID reads an integer id of a path or form; anything else (signs,
+// spaces, zero, overflow) is not an id.
+func parseID(s string) (uint64, bool) {
+	if s == "" || len(s) > 20 {
+		return 0, false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return 0, false
+		}
+	}
+	id, err := strconv.ParseUint(s, 10, 64)
+	return id, err == nil && id != 0
+}
+
+// errNoRoot answers any root id the caller may not reach, existing or not,
+// so that the answer does not tell which roots exist.
+var errNoRoot = Describe(ErrNotFound, "no such root")
+
+// access checks that the caller may use the root named by the path's
+// root_id, and loads it with the caller's permissions and policy. A person
+// reaches only their own sync root for now.
+func (s *server) access(r *http.Request) (fsAccess, error) {
+	ctx := r.Context()
+	c := callerOf(r)
+	id, ok := parseID(r.PathValue("root_id"))
+	if !ok || c.Person.RootID == 0 || id != c.Person.RootID {
+		return fsAccess{}, errNoRoot
+	}
+	root, err := s.fs.Root(ctx, id)
+	if errors.Is(err, vfs.ErrNotExist) {
+		return fsAccess{}, errNoRoot
+	}
+	if err != nil {
+		return fsAccess{}, err
+	}
+	org, err := s.accounts.Organization(ctx, c.Person.OrganizationID)
+	if err != nil {
+		// A person without an organization is an inconsistency of ours,
+		// not the client's not_found: keep it out of the table (%v).
+		return fsAccess{}, fmt.Errorf("rest: organization %d of person %d: %v", c.Person.OrganizationID, c.Person.ID, err)
+	}
+	pol := org.Policy
+	quota := pol.SpaceQuotaBytes()
+	if pq := c.Person.SpaceQuota; pq > 0 && (quota == 0 || pq < quota) {
+		quota = pq
+	}
+	return fsAccess{
+		root:   root,
+		perms:  ownerPermissions(),
+		policy: pol,
+		opts: vfs.WriteOptions{
+			Principal:          principalOf(c.Person.ID),
+			MaxFileSize:        pol.MaxFileSize,
+			SpaceQuota:         quota,
+			ExcludedExtensions: splitExtensions(pol.ExcludedExtensions),
+		},
+	}, nil
+}
+
+// splitExtensions turns the policy's comma-separated list into vfs's.
+func splitExtensions(list string) []string {
+	var out []string
+	for e := range strings.SplitSeq(list, ",") {
+		if e = strings.TrimSpace(e); e != "" {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// checkExtension refuses a file name the policy excludes. vfs enforces the
+// same list by the name's last extension; the policy's own rule is a
+// suffix match, which also catches ".tar.gz" style entries.
+func (a fsAccess) checkExtension(name string) error {
+	if a.policy.ExtensionExcluded(name) {
+		return Describe(vfs.ErrExtensionExcluded, "the organization's policy does not allow files with the extension of %q", name)
+	}
+	return nil
+}
+
+// item loads the file (dir false) or folder (dir true) named by the path
+// parameter param. A file id on a folder route, or the other way round, is
+// not_found. Deleted items are returned (their objects say is_deleted);
+// vfs refuses to change them.
+func (s *server) item(r *http.Request, a fsAccess, param string, dir bool) (vfs.Node, error) {
+	what := "file"
+	if dir {
+		what = "folder"
+	}
+	id, ok := parseID(r.PathValue(param))
+	if !ok {
+		return vfs.Node{}, Describe(ErrNotFound, "no such %s", what)
+	}
+	n, err := s.fs.Stat(r.Context(), a.root.ID, id)
+	if errors.Is(err, vfs.ErrNotExist) || (err == nil && n.Dir != dir) {
+		return vfs.Node{}, Describe(ErrNotFound, "no such %s", what)
+	}
+	return n, err
+}
+
+// topFolder returns the root's top folder as a node (lock and unlock of a
+// root act on it).
+func (s *server) topFolder(ctx context.Context, a fsAccess) (vfs.Node, error) {
+	return s.fs.Stat(ctx, a.root.ID, a.root.FolderID)
+}
+
+// form returns the request's form fields: the query string, then an
+// application/x-www-form-urlencoded or multipart/form-data body of at most
+// maxFormBytes. Other bodies are ignored.
+func form(r *http.Request) (url.Values, error) {
+	r.Body = http.MaxBytesReader(nil, r.Body, maxFormBytes)
+	ct, params, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if ct != "multipart/form-data" {
+		if err := r.ParseForm(); err != nil {
+			return nil, formError(err)
+		}
+		return r.Form, nil
+	}
+	if params["boundary"] == "" {
+		return nil, Describe(ErrInvalidRequest, "a multipart/form-data body needs a boundary parameter")
+	}
+	mr, err := r.MultipartReader()
+	if err != nil {
+		return nil, formError(err)
+	}
+	vals := r.URL.Query()
+	budget := &fieldBudget{left: maxFormBytes, parts: maxFormParts}
+	for {
+		p, err := mr.NextPart()
+		if err == io.EOF {
+			return vals, nil
+		}
+		if err != nil {
+			return nil, formError(err)
+		}
+		v, err := budget.read(p)
+		if err != nil {
+			return nil, err
+		}
+		if name := p.FormName(); name != "" {
+			vals.Add(name, v)
+		}
+	}
+}
+
+// formError describes a body that could not be parsed as a form.
+func formError(err error) error {
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return Describe(ErrInvalidRequest, "the form body is larger than %d bytes", maxFormBytes)
+	}
+	return Describe(ErrInvalidRequest, "malformed form body")
+}
+
+// fieldBudget bounds the non-file parts of a multipart body: their number
+// and their total size, so a body of endless small fields cannot hold
+// memory.
+type fieldBudget struct {
+	left  int64
+	parts int
+}
+
+// read reads one non-file part into a string, charged to the budget.
+func (b *fieldBudget) read(p io.Reader) (string, error) {
+	if b.parts--; b.parts < 0 {
+		return "", Describe(ErrInvalidRequest, "the multipart body has more than %d parts", maxFormParts)
+	}
+	v, err := io.ReadAll(io.LimitReader(p, b.left+1))
+	if err != nil {
+		return "", formError(err)
+	}
+	if int64(len(v)) > b.left {
+		return "", Describe(ErrInvalidRequest, "the form fields are larger than %d bytes", maxFormBytes)
+	}
+	b.left -= int64(len(v))
+	return string(v), nil
+}
+
+// required returns the form field name, which must be present (it may be
+// empty; the domain judges the value).
+func required(vals url.Values, name string) (string, error) {
+	v, ok := vals[name]
+	if !ok || len(v) == 0 {
+		return "", Describe(ErrInvalidRequest, "missing parameter %q", name)
+	}
+	return v[0], nil
+}
+
+// boolParam reads an optional true/false query parameter.
+func boolParam(r *http.Request, name string) (bool, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, Describe(ErrInvalidRequest, "%s must be true or false", name)
+	}
+	return b, nil
+}
+
+// limitParam reads the optional `limit` of search and modified_since.
+func limitParam(r *http.Request) (int, error) {
+	v := r.URL.Query().Get("limit")
+	if v == "" {
+		return defaultResultLimit, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > maxResultLimit {
+		return 0, Describe(ErrInvalidRequest, "limit must be an integer from 1 to %d", maxResultLimit)
+	}
+	return n, nil
+}
+
+// notModifiedBody is the 304 answer of spec 1.4. HTTP forbids a body on
+// 304, so net/http drops it on the wire; it is written anyway so the
+// answer stays what the spec shows should a proxy ever translate it.
+var notModifiedBody = []byte(`{"status":"not_modified"}`)
+
+// writeJSON writes v as a 200 JSON body from a stream handler. It
+// marshals first, so a failure is still a clean JSON error.
+func writeJSON(w http.ResponseWriter, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	writeBody(w, http.StatusOK, b)
+	return nil
+}
+
+// getRoot answers GET /api/2/files/{root_id}: the root object, with
+// children and hash when include_children=true, or 304 when the client's
+// hash is current. It is a stream handler only to be able to answer 304.
+func (s *server) getRoot(w http.ResponseWriter, r *http.Request) error {
+	a, err := s.access(r)
+	if err != nil {
+		return err
+	}
+	withChildren, err := boolParam(r, "include_children")
+	if err != nil {
+		return err
+	}
+	u, err := s.fs.Usage(r.Context(), a.root.ID)
+	if err != nil {
+		return err
+	}
+	obj := encodeRoot(a.root, u, a.perms)
+	if withChildren {
+		children, vh, err := s.fs.List(r.Context(), a.root.ID, a.root.FolderID)
+		if err != nil {
+			return err
+		}
+		obj.Children = encodeNodes(children, a.perms)
+		if obj.Hash, err = listingHash(vh, obj); err != nil {
+			return err
+		}
+		if r.URL.Query().Get("hash") == obj.Hash {
+			writeBody(w, http.StatusNotModified, notModifiedBody)
+			return nil
+		}
+	}
+	return writeJSON(w, obj)
+}
+
+func (s *server) uploadToRoot(r *http.Request) (any, error) {
+	a, err := s.access(r)
+	if err != nil {
+		return nil, err
+	}
+	return s.upload(r, a, a.root.FolderID)
+}
+
+func (s *server) createFolderInRoot(r *http.Request) (any, error) {
+	a, err := s.access(r)
+	if err != nil {
+		return nil, err
+	}
+	return s.createFolder(r, a, a.root.FolderID)
+}
+
+// createFolder creates the folder named by the form field `name` in parent.
+func (s *server) createFolder(r *http.Request, a fsAccess, parent uint64) (any, error) {
+	vals, err := form(r)
+	if err != nil {
+		return nil, err
+	}
+	name, err := required(vals, "name")
+	if err != nil {
+		return nil, err
+	}
+	n, err := s.fs.Mkdir(r.Context(), a.root.ID, parent, name, a.opts)
+	if err != nil {
+		return nil, err
+	}
+	return encodeFolder(n, a.perms), nil
+}
+
+// search answers GET .../search?query=<text>[&limit=<n>]: live files and
+// folders whose name contains query, ignoring case.
+func (s *server) search(r *http.Request) (any, error) {
+	a, err := s.access(r)
+	if err != nil {
+		return nil, err
+	}
+	q := r.URL.Query().Get("query")
+	if q == "" {
+		return nil, Describe(ErrInvalidRequest, "missing parameter %q", "query")
+	}
+	limit, err := limitParam(r)
+	if err != nil {
+		return nil, err
+	}
+	ns, err := s.fs.Search(r.Context(), a.root.ID, q, limit)
+	if err != nil {
+		return nil, err
+	}
+	return resultsJSON{Results: encodeNodes(ns, a.perms)}, nil
+}
+
+// modifiedSince answers GET .../modified_since?since=<YYYY-MM-DDTHH:MM:SS>
+// (or date=<YYYY-MM-DD>)[&limit=<n>]: live files modified at or after
+// that instant, oldest first.
+func (s *server) modifiedSince(r *http.Request) (any, error) {
+	a, err := s.access(r)
+	if err != nil {
+		return nil, err
+	}
+	q := r.URL.Query()
+	var since time.Time
+	switch {
+	case q.Has("since"):
+		if since, err = parseDateTime(q.Get("since")); err != nil {
+			return nil, err
+		}
+	case q.Has("date"):
+		if since, err = parseDate(q.Get("date")); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, Describe(ErrInvalidRequest, "missing parameter %q (YYYY-MM-DDTHH:MM:SS, UTC) or %q (YYYY-MM-DD)", "since", "date")
+	}
+	limit, err := limitParam(r)
+	if err != nil {
+		return nil, err
+	}
+	ns, err := s.fs.ModifiedSince(r.Context(), a.root.ID, since, limit)
+	if err != nil {
+		return nil, err
+	}
+	return resultsJSON{Results: encodeNodes(ns, a.perms)}, nil
+}
+
+func (s *server) lockRoot(r *http.Request) (any, error) {
+	a, err := s.access(r)
+	if err != nil {
+		return nil, err
+	}
+	top, err := s.topFolder(r.Context(), a)
+	if err != nil {
+		return nil, err
+	}
+	return nil, s.lock(r, a, top)
+}
+
+func (s *server) unlockRoot(r *http.Request) (any, error) {
+	a, err := s.access(r)
+	if err != nil {
+		return nil, err
+	}
+	top, err := s.topFolder(r.Context(), a)
+	if err != nil {
+		return nil, err
+	}
+	return nil, s.unlock(r, a, top)
+}
+
+// lock locks n for the caller: exclusive, deep for a folder (it covers
+// everything below), until unlocked or for the optional form field
+// `duration` in seconds. Locking what the caller already holds is a
+// success (and renews the duration when one is given).
+func (s *server) lock(r *http.Request, a fsAccess, n vfs.Node) error {
+	if !a.policy.UserLockFiles {
+		return Describe(ErrForbidden, "the organization's policy does not let users lock files")
+	}
+	vals, err := form(r)
+	if err != nil {
+		return err
+	}
+	var d time.Duration
+	if v := vals.Get("duration"); v != "" {
+		secs, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || secs < 1 || secs > 10*365*24*3600 {
+			return Describe(ErrInvalidRequest, "duration must be a number of seconds from 1 to 315360000")
+		}
+		d = time.Duration(secs) * time.Second
+	}
+	for _, l := range n.Locks {
+		if l.Holder == a.opts.Principal {
+			if d > 0 {
+				_, err := s.fs.RefreshLock(r.Context(), a.root.ID, n.ID, l.Token, d)
+				return err
+			}
+			return nil
+		}
+	}
+	_, err = s.fs.Lock(r.Context(), a.root.ID, n.ID, vfs.LockRequest{
+		Owner:    a.opts.Principal,
+		Holder:   a.opts.Principal,
+		Duration: d,
+		Deep:     n.Dir,
+	})
+	return err
+}
+
+// unlock removes the caller's own locks on n. An item without locks is
+// already unlocked (success); one locked only by someone else is
+// resource_locked.
+func (s *server) unlock(r *http.Request, a fsAccess, n vfs.Node) error {
+	if _, err := form(r); err != nil {
+		return err
+	}
+	mine := 0
+	for _, l := range n.Locks {
+		if l.Holder != a.opts.Principal {
+			continue
+		}
+		mine++
+		if err := s.fs.Unlock(r.Context(), a.root.ID, n.ID, l.Token); err != nil && !errors.Is(err, vfs.ErrNoSuchLock) {
+			return err
+		}
+	}
+	if mine == 0 && len(n.Locks) > 0 {
+		return Describe(vfs.ErrLocked, "the item is locked by someone else")
+	}
+	return nil
+}
