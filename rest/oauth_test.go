@@ -1,0 +1,416 @@
+package rest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"golang.org/x/oauth2"
+
+	"berth/account"
+)
+
+// oauthPost posts a form to an OAuth2 endpoint, without a bearer token.
+func (f *fixture) oauthPost(path string, form url.Values) (int, []byte) {
+	f.t.Helper()
+	h := http.Header{"Content-Type": {"application/x-www-form-urlencoded"}}
+	return f.readAll(f.request(http.MethodPost, path, "", strings.NewReader(form.Encode()), h))
+}
+
+// passwordForm is a valid password grant for the fixture's person.
+func passwordForm(extra ...string) url.Values {
+	v := url.Values{
+		"grant_type": {"password"},
+		"client_id":  {"anchor"},
+		"username":   {"alice"},
+		"password":   {fixturePassword},
+	}
+	for i := 0; i+1 < len(extra); i += 2 {
+		v.Set(extra[i], extra[i+1])
+	}
+	return v
+}
+
+// grant posts a token request that must succeed and returns its body.
+func (f *fixture) grant(form url.Values) tokenResponse {
+	f.t.Helper()
+	status, body := f.oauthPost("/oauth/token", form)
+	if status != http.StatusOK {
+		f.t.Fatalf("token: %d %s", status, body)
+	}
+	var tr tokenResponse
+	decode(f.t, body, &tr)
+	return tr
+}
+
+// personStatus calls GET /api/2/person with token.
+func (f *fixture) personStatus(token string) (int, []byte) {
+	f.t.Helper()
+	return f.readAll(f.request(http.MethodGet, "/api/2/person", token, nil, nil))
+}
+
+func oauthConfig(f *fixture) (*oauth2.Config, context.Context) {
+	conf := &oauth2.Config{
+		ClientID: "anchor",
+		Endpoint: oauth2.Endpoint{TokenURL: f.url("/oauth/token"), AuthStyle: oauth2.AuthStyleInParams},
+	}
+	// The oauth2 package's own requests must trust the test server's certificate.
+	return conf, context.WithValue(context.Background(), oauth2.HTTPClient, f.client)
+}
+
+// TestOAuthClientRefreshesExpiredToken logs in with x/oauth2's password
+// grant and lets its transport refresh after the access token expired.
+func TestOAuthClientRefreshesExpiredToken(t *testing.T) {
+	const ttl = 2 * time.Second
+	f := newFixtureWith(t, fixtureOptions{Accounts: account.Options{AccessTTL: ttl}})
+	conf, ctx := oauthConfig(f)
+	tok, err := conf.PasswordCredentialsToken(ctx, "alice", fixturePassword)
+	if err != nil {
+		t.Fatal(err)
+	}
+	guid, _ := tok.Extra("guid").(string)
+	if _, err := uuid.Parse(guid); err != nil {
+		t.Fatalf("guid %q: %v", guid, err)
+	}
+	if tok.TokenType != "Bearer" || tok.Extra("scope") != "full" || tok.Extra("expires_in") != float64(2) {
+		t.Fatalf("token: type %q scope %v expires_in %v", tok.TokenType, tok.Extra("scope"), tok.Extra("expires_in"))
+	}
+
+	// x/oauth2 refreshes 10 s before expiry by default, which is never
+	// for a 2 s token; a small margin lets the token really expire first.
+	src := oauth2.ReuseTokenSourceWithExpiry(tok, conf.TokenSource(ctx, tok), 300*time.Millisecond)
+	client := oauth2.NewClient(ctx, src)
+	getSelf := func() {
+		t.Helper()
+		resp, err := client.Get(f.url("/api/2/person"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		status, body := f.readAll(resp)
+		var p personBody
+		decode(t, body, &p)
+		if status != http.StatusOK || p.Username != "alice" {
+			t.Fatalf("GET /api/2/person: %d %s", status, body)
+		}
+	}
+	getSelf()
+
+	time.Sleep(time.Until(tok.Expiry) + 100*time.Millisecond)
+	// The server enforces the expiry itself.
+	status, body := f.personStatus(tok.AccessToken)
+	wantError(t, status, body, http.StatusUnauthorized, "access_denied")
+
+	getSelf() // refreshes transparently
+	fresh, err := src.Token()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fresh.AccessToken == tok.AccessToken || fresh.RefreshToken == tok.RefreshToken {
+		t.Fatal("the transport did not refresh both tokens")
+	}
+	if g := fresh.Extra("guid"); g != guid {
+		t.Errorf("guid after refresh = %v, want %s", g, guid)
+	}
+}
+
+func TestOAuthTokenResponse(t *testing.T) {
+	f := newFixture(t)
+	resp := f.request(http.MethodPost, "/oauth/token", "",
+		strings.NewReader(passwordForm("dns_name", "laptop", "os_type", "osx", "os_version", "15.1").Encode()),
+		http.Header{"Content-Type": {"application/x-www-form-urlencoded"}})
+	if cc := resp.Header.Get("Cache-Control"); cc != "no-store" {
+		t.Errorf("Cache-Control = %q, want no-store", cc)
+	}
+	if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+		t.Errorf("Content-Type = %q", ct)
+	}
+	status, body := f.readAll(resp)
+	if status != http.StatusOK {
+		t.Fatalf("%d %s", status, body)
+	}
+	var raw map[string]any
+	decode(t, body, &raw)
+	keys := make([]string, 0, len(raw))
+	for k := range raw {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	want := []string{"access_token", "expires_in", "guid", "refresh_token", "scope", "token_type"}
+	if !slices.Equal(keys, want) {
+		t.Fatalf("keys = %v, want %v", keys, want)
+	}
+	if raw["expires_in"] != float64(3600) || raw["token_type"] != "Bearer" || raw["scope"] != "full" {
+		t.Errorf("body = %s", body)
+	}
+	var tr tokenResponse
+	decode(t, body, &tr)
+	if tr.AccessToken == "" || tr.RefreshToken == "" || tr.AccessToken == tr.RefreshToken {
+		t.Errorf("tokens %q %q", tr.AccessToken, tr.RefreshToken)
+	}
+	if st, b := f.personStatus(tr.AccessToken); st != http.StatusOK {
+		t.Fatalf("person with the new token: %d %s", st, b)
+	}
+}
+
+func TestOAuthMachineGUID(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	first := f.grant(passwordForm("dns_name", "laptop", "os_type", "win", "os_version", "11"))
+	m, err := f.accounts.MachineByGUID(ctx, first.GUID)
+	if err != nil {
+		t.Fatalf("machine of guid %q: %v", first.GUID, err)
+	}
+	if m.PersonID != f.person.ID || m.DNSName != "laptop" || m.OSType != "win" || m.OSVersion != "11" {
+		t.Fatalf("machine = %+v", m)
+	}
+
+	// A known guid is echoed and its machine updated.
+	again := f.grant(passwordForm("guid", first.GUID, "os_version", "12"))
+	if again.GUID != first.GUID {
+		t.Fatalf("guid = %q, want %q echoed", again.GUID, first.GUID)
+	}
+	if m, _ = f.accounts.MachineByGUID(ctx, first.GUID); m.OSVersion != "12" || m.DNSName != "laptop" {
+		t.Fatalf("machine after update = %+v", m)
+	}
+
+	// An unknown guid gets a new one.
+	unknown := uuid.NewString()
+	other := f.grant(passwordForm("guid", unknown))
+	if other.GUID == unknown || other.GUID == first.GUID {
+		t.Fatalf("unknown guid: got %q", other.GUID)
+	}
+
+	// Refresh keeps the session's machine, records new fields, and echoes its guid.
+	ref := f.grant(url.Values{"grant_type": {"refresh_token"}, "client_id": {"anchor"},
+		"refresh_token": {first.RefreshToken}, "guid": {first.GUID}, "dns_name": {"renamed"}})
+	if ref.GUID != first.GUID {
+		t.Fatalf("refresh guid = %q, want %q", ref.GUID, first.GUID)
+	}
+	if m, _ = f.accounts.MachineByGUID(ctx, first.GUID); m.DNSName != "renamed" {
+		t.Fatalf("machine after refresh = %+v", m)
+	}
+	// A refresh without guid, or naming another machine, still answers the session's.
+	ref2 := f.grant(url.Values{"grant_type": {"refresh_token"}, "client_id": {"anchor"},
+		"refresh_token": {ref.RefreshToken}, "guid": {other.GUID}})
+	if ref2.GUID != first.GUID {
+		t.Fatalf("refresh guid = %q, want the session's %q", ref2.GUID, first.GUID)
+	}
+
+	// Invalid machine fields on the password grant are invalid_request.
+	status, body := f.oauthPost("/oauth/token", passwordForm("dns_name", strings.Repeat("x", 300)))
+	wantError(t, status, body, http.StatusBadRequest, "invalid_request")
+}
+
+func refreshForm(tok string) url.Values {
+	return url.Values{"grant_type": {"refresh_token"}, "client_id": {"anchor"}, "refresh_token": {tok}}
+}
+
+func TestOAuthRefreshRotation(t *testing.T) {
+	f := newFixture(t)
+	first := f.grant(passwordForm())
+	second := f.grant(refreshForm(first.RefreshToken))
+	if second.RefreshToken == first.RefreshToken || second.AccessToken == first.AccessToken {
+		t.Fatal("refresh did not rotate the tokens")
+	}
+	if st, b := f.personStatus(second.AccessToken); st != http.StatusOK {
+		t.Fatalf("new access token: %d %s", st, b)
+	}
+	// The access token issued before stays valid until it expires.
+	if st, b := f.personStatus(first.AccessToken); st != http.StatusOK {
+		t.Fatalf("earlier access token: %d %s", st, b)
+	}
+
+	// Replaying the rotated refresh token is refused, and, since it means
+	// the token was copied, ends the whole session.
+	status, body := f.oauthPost("/oauth/token", refreshForm(first.RefreshToken))
+	wantError(t, status, body, http.StatusBadRequest, "invalid_grant")
+	status, body = f.oauthPost("/oauth/token", refreshForm(second.RefreshToken))
+	wantError(t, status, body, http.StatusBadRequest, "invalid_grant")
+	status, body = f.personStatus(second.AccessToken)
+	wantError(t, status, body, http.StatusUnauthorized, "access_denied")
+}
+
+func TestOAuthRevoke(t *testing.T) {
+	f := newFixture(t)
+	revoke := func(form url.Values) {
+		t.Helper()
+		status, body := f.oauthPost("/oauth/revoke", form)
+		if status != http.StatusOK || strings.TrimSpace(string(body)) != `{"status":"ok"}` {
+			t.Fatalf("revoke: %d %s", status, body)
+		}
+	}
+	tr := f.grant(passwordForm())
+
+	// Revoking the access token ends only that token.
+	revoke(url.Values{"client_id": {"anchor"}, "token": {tr.AccessToken}, "token_type_hint": {"access_token"}})
+	status, body := f.personStatus(tr.AccessToken)
+	wantError(t, status, body, http.StatusUnauthorized, "access_denied")
+	next := f.grant(refreshForm(tr.RefreshToken))
+
+	// Revoking the refresh token ends the session: it cannot refresh, and
+	// the access tokens issued with it stop working.
+	revoke(url.Values{"client_id": {"anchor"}, "token": {next.RefreshToken}})
+	status, body = f.oauthPost("/oauth/token", refreshForm(next.RefreshToken))
+	wantError(t, status, body, http.StatusBadRequest, "invalid_grant")
+	status, body = f.personStatus(next.AccessToken)
+	wantError(t, status, body, http.StatusUnauthorized, "access_denied")
+
+	// Unknown tokens and a wrong hint are still a success (RFC 7009 2.2).
+	revoke(url.Values{"client_id": {"anchor"}, "token": {"no-such-token"}, "token_type_hint": {"refresh_token"}})
+	revoke(url.Values{"client_id": {"anchor"}, "token": {tr.AccessToken}})
+
+	for _, c := range []struct {
+		name   string
+		form   url.Values
+		status int
+		code   string
+	}{
+		{"no token", url.Values{"client_id": {"anchor"}}, 400, "invalid_request"},
+		{"no client", url.Values{"token": {"x"}}, 401, "invalid_client"},
+		{"wrong client", url.Values{"client_id": {"other"}, "token": {"x"}}, 401, "invalid_client"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			status, body := f.oauthPost("/oauth/revoke", c.form)
+			wantError(t, status, body, c.status, c.code)
+		})
+	}
+}
+
+func TestOAuthTokenErrors(t *testing.T) {
+	f := newFixture(t)
+	with := func(v url.Values, kv ...string) url.Values {
+		out := url.Values{}
+		for k, vs := range v {
+			out[k] = slices.Clone(vs)
+		}
+		for i := 0; i+1 < len(kv); i += 2 {
+			if kv[i+1] == "" {
+				out.Del(kv[i])
+			} else {
+				out.Set(kv[i], kv[i+1])
+			}
+		}
+		return out
+	}
+	pw := passwordForm()
+	repeated := with(pw)
+	repeated.Add("username", "bob")
+	for _, c := range []struct {
+		name   string
+		form   url.Values
+		status int
+		code   string
+	}{
+		{"wrong password", with(pw, "password", "wrong password"), 400, "invalid_grant"},
+		{"unknown user", with(pw, "username", "nobody"), 400, "invalid_grant"},
+		{"missing grant_type", with(pw, "grant_type", ""), 400, "invalid_request"},
+		{"authorization_code", with(pw, "grant_type", "authorization_code", "code", "abc"), 400, "unsupported_grant_type"},
+		{"client_credentials", with(pw, "grant_type", "client_credentials"), 400, "unsupported_grant_type"},
+		{"missing client_id", with(pw, "client_id", ""), 401, "invalid_client"},
+		{"wrong client_id", with(pw, "client_id", "bosun"), 401, "invalid_client"},
+		{"missing username", with(pw, "username", ""), 400, "invalid_request"},
+		{"missing password", with(pw, "password", ""), 400, "invalid_request"},
+		{"repeated field", repeated, 400, "invalid_request"},
+		{"missing refresh_token", url.Values{"grant_type": {"refresh_token"}, "client_id": {"anchor"}}, 400, "invalid_request"},
+		{"unknown refresh_token", refreshForm("not-a-token"), 400, "invalid_grant"},
+		{"access token as refresh token", refreshForm(f.token), 400, "invalid_grant"},
+		{"body too large", with(pw, "dns_name", strings.Repeat("x", maxOAuthForm)), 400, "invalid_request"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			status, body := f.oauthPost("/oauth/token", c.form)
+			wantError(t, status, body, c.status, c.code)
+		})
+	}
+
+	// Credentials in the URL query are not read (RFC 6749 3.2).
+	q := "/oauth/token?" + pw.Encode()
+	status, body := f.readAll(f.request(http.MethodPost, q, "", nil, nil))
+	wantError(t, status, body, http.StatusUnauthorized, "invalid_client")
+
+	// x/oauth2 sees the RFC 6749 error code.
+	conf, ctx := oauthConfig(f)
+	_, err := conf.PasswordCredentialsToken(ctx, "alice", "wrong password")
+	var re *oauth2.RetrieveError
+	if !errors.As(err, &re) || re.ErrorCode != "invalid_grant" {
+		t.Fatalf("oauth2 error = %v, want invalid_grant", err)
+	}
+
+	// A disabled person gets invalid_grant with a description that says so.
+	if _, err := f.accounts.UpdatePerson(context.Background(), f.person.ID, func(p *account.Person) error {
+		p.Active = false
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	status, body = f.oauthPost("/oauth/token", pw)
+	wantError(t, status, body, http.StatusBadRequest, "invalid_grant")
+	if !strings.Contains(string(body), "disabled") {
+		t.Errorf("body %s does not say the account is disabled", body)
+	}
+}
+
+func TestOAuthLockout(t *testing.T) {
+	const maxFailures = 3
+	f := newFixtureWith(t, fixtureOptions{Accounts: account.Options{
+		Lockout: account.LockoutOptions{MaxFailures: maxFailures, Window: time.Minute, Duration: time.Minute},
+	}})
+	wrong := passwordForm("password", "wrong password")
+	for i := 1; i < maxFailures; i++ {
+		status, body := f.oauthPost("/oauth/token", wrong)
+		wantError(t, status, body, http.StatusBadRequest, "invalid_grant")
+	}
+	// The failure that reaches the threshold already locks.
+	status, body := f.oauthPost("/oauth/token", wrong)
+	wantError(t, status, body, http.StatusForbidden, "account_locked")
+	// While locked, even the right password is refused.
+	status, body = f.oauthPost("/oauth/token", passwordForm())
+	wantError(t, status, body, http.StatusForbidden, "account_locked")
+}
+
+func TestBearerRequired(t *testing.T) {
+	f := newFixture(t)
+	for _, c := range []struct {
+		name, header string
+	}{
+		{"none", ""},
+		{"scheme only", "Bearer"},
+		{"empty token", "Bearer   "},
+		{"basic", "Basic YWxpY2U6Y29ycmVjdCBob3JzZSBiYXR0ZXJ5"},
+		{"no scheme", f.token},
+		{"unknown token", "Bearer not-a-token"},
+		{"refresh token", "Bearer " + f.grant(passwordForm()).RefreshToken},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := http.Header{}
+			if c.header != "" {
+				h.Set("Authorization", c.header)
+			}
+			status, body := f.readAll(f.request(http.MethodGet, "/api/2/person", "", nil, h))
+			wantError(t, status, body, http.StatusUnauthorized, "access_denied")
+		})
+	}
+	// The scheme is case-insensitive (RFC 7235 2.1).
+	h := http.Header{"Authorization": {"bearer " + f.token}}
+	if status, body := f.readAll(f.request(http.MethodGet, "/api/2/person", "", nil, h)); status != http.StatusOK {
+		t.Fatalf("lowercase scheme: %d %s", status, body)
+	}
+}
+
+// TestTokenResponseShape pins the wire names of tokenResponse.
+func TestTokenResponseShape(t *testing.T) {
+	b, err := json.Marshal(tokenBody(account.Tokens{AccessToken: "a", RefreshToken: "r", ExpiresIn: 90 * time.Minute}, "g"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"access_token":"a","expires_in":5400,"guid":"g","token_type":"Bearer","refresh_token":"r","scope":"full"}`
+	if string(b) != want {
+		t.Fatalf("got %s, want %s", b, want)
+	}
+}
