@@ -73,18 +73,18 @@ func errorTable() []errorMapping {
 		{errTooLarge, http.StatusBadRequest, "invalid_request", "request body too large"},
 
 		// vfs (spec 7.2, 7.3).
-		{vfs.ErrNotExist, http.StatusNotFound, "not_found", ""},
-		{vfs.ErrNotDir, http.StatusNotFound, "not_found", "not a folder"},
-		{vfs.ErrIsDir, http.StatusNotFound, "not_found", "not a file"},
-		{vfs.ErrNameConflict, http.StatusConflict, "name_conflict", ""},
-		{vfs.ErrLocked, http.StatusConflict, "resource_locked", ""},
+		{vfs.ErrNotExist, http.StatusNotFound, "not_found", "no such file or folder"},
+		{vfs.ErrNotDir, http.StatusNotFound, "not_found", "no such folder"},
+		{vfs.ErrIsDir, http.StatusNotFound, "not_found", "no such file"},
+		{vfs.ErrNameConflict, http.StatusConflict, "name_conflict", "an item of that name already exists in the folder, or a folder would move into itself"},
+		{vfs.ErrLocked, http.StatusConflict, "resource_locked", "the item or a folder above it is locked"},
 		{vfs.ErrNoSuchLock, http.StatusConflict, "resource_locked", "the item does not hold that lock"},
 		{vfs.ErrRootDeleted, http.StatusGone, "root_deleted", "the root was deleted earlier"},
-		{vfs.ErrInvalidName, http.StatusBadRequest, "invalid_name", ""},
-		{vfs.ErrNameTooLong, http.StatusBadRequest, "name_too_long", ""},
-		{vfs.ErrExtensionExcluded, http.StatusBadRequest, "invalid_extension", ""},
-		{vfs.ErrFileTooLarge, http.StatusConflict, "policy_error", "the file is larger than the policy allows"},
-		{vfs.ErrQuotaExceeded, http.StatusConflict, "policy_error", "the space quota is exceeded"},
+		{vfs.ErrInvalidName, http.StatusBadRequest, "invalid_name", `a name may not be empty, "." or "..", nor hold "/", "\", control characters or invalid UTF-8`},
+		{vfs.ErrNameTooLong, http.StatusBadRequest, "name_too_long", "a name may be at most 255 bytes of UTF-8"},
+		{vfs.ErrExtensionExcluded, http.StatusBadRequest, "invalid_extension", "the organization's policy does not allow files with this extension"},
+		{vfs.ErrFileTooLarge, http.StatusConflict, "policy_error", "the file is larger than the organization's policy allows (max_file_size)"},
+		{vfs.ErrQuotaExceeded, http.StatusConflict, "policy_error", "storing the file would exceed the space quota"},
 		{vfs.ErrRootItem, http.StatusForbidden, "forbidden", "not allowed on a root's top folder"},
 
 		// account (spec 7.1, 7.4).

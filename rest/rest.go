@@ -74,6 +74,9 @@ func (s *server) routes() {
 	s.handle("GET /api/2/version", s.version)
 	s.oauthRoutes()
 	s.personRoutes()
+	s.rootRoutes()
+	s.fileRoutes()
+	s.folderRoutes()
 
 	// Anything no pattern matches is a JSON 404, not ServeMux's text one.
 	s.handle("/", func(*http.Request) (any, error) { return nil, ErrNotFound })
