@@ -97,6 +97,8 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writ
 	api := rest.New(rest.Options{
 		Logger:     log.With("component", "rest"),
 		Registerer: reg,
+		FS:         st.files,
+		Accounts:   accounts,
 	})
 
 	// Bind every listener before serving any, so a taken port fails the

@@ -1,0 +1,181 @@
+package daemon
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// allowedImports is DESIGN.md's dependency direction: each component and
+// the berth components it may import. A component is a package and the
+// packages under it (vfs/chunk/chunktest belongs to vfs/chunk), except
+// where a longer entry claims them. "*" allows every component.
+func allowedImports() map[string][]string {
+	return map[string][]string{
+		"berth":     {"daemon"}, // main.go
+		"config":    {},
+		"kv":        {},
+		"vfs/chunk": {},
+		"vfs":       {"kv", "vfs/chunk"},
+		"account":   {"kv"},
+		"share":     {"kv", "vfs", "account"},
+		"rest":      {"vfs", "account", "share"},
+		"webdav":    {"vfs", "account", "share"},
+		"web":       {"vfs", "account", "share"},
+		"daemon":    {"*"},
+		"bench":     {"*"},
+	}
+}
+
+// exclusiveModules are third-party modules only one component may use.
+func exclusiveModules() map[string]string {
+	return map[string]string{
+		"github.com/dgraph-io/badger/v4": "kv",
+		"github.com/spf13/viper":         "config",
+		"github.com/spf13/cobra":         "daemon",
+	}
+}
+
+// component maps an import path of the module to its component, or "" for
+// a package outside berth.
+func component(path string) string {
+	if path == "berth" {
+		return "berth"
+	}
+	rel, ok := strings.CutPrefix(path, "berth/")
+	if !ok {
+		return ""
+	}
+	best := ""
+	for c := range allowedImports() {
+		if (rel == c || strings.HasPrefix(rel, c+"/")) && len(c) > len(best) {
+			best = c
+		}
+	}
+	if best == "" {
+		return "unknown:" + rel
+	}
+	return best
+}
+
+type listedPackage struct {
+	ImportPath   string
+	Imports      []string
+	TestImports  []string
+	XTestImports []string
+	Module       *struct{ Path string }
+}
+
+func TestImportDirection(t *testing.T) {
+	cmd := exec.Command("go", "list", "-deps", "-test=false", "-json", "./...")
+	cmd.Dir = ".."
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, stderr.String())
+	}
+	dec := json.NewDecoder(bytes.NewReader(out))
+	checked := 0
+	for {
+		var p listedPackage
+		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		from := component(p.ImportPath)
+		if from == "" {
+			continue
+		}
+		checked++
+		if strings.HasPrefix(from, "unknown:") {
+			t.Errorf("package %s is not in DESIGN.md's layout; add its rule to allowedImports", p.ImportPath)
+			continue
+		}
+		check(t, p.ImportPath, from, p.Imports, allowedImports()[from])
+		// Tests build real stores, so they may also reach the lower lines
+		// of the direction (rest tests open kv and vfs/chunk), never
+		// sideways or up.
+		check(t, p.ImportPath+" (tests)", from, slices.Concat(p.TestImports, p.XTestImports), below(from))
+	}
+	if checked < 5 {
+		t.Fatalf("checked only %d berth packages; go list output not understood", checked)
+	}
+}
+
+// below is every component reachable from c through allowedImports.
+func below(c string) []string {
+	rules := allowedImports()
+	seen := map[string]bool{}
+	var walk func(string)
+	walk = func(c string) {
+		for _, d := range rules[c] {
+			if !seen[d] {
+				seen[d] = true
+				walk(d)
+			}
+		}
+	}
+	walk(c)
+	out := make([]string, 0, len(seen))
+	for d := range seen {
+		out = append(out, d)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// check reports every import of pkg (in component from) not in allowed.
+func check(t *testing.T, pkg, from string, imports, allowed []string) {
+	t.Helper()
+	for _, imp := range imports {
+		if owner, ok := exclusiveOwner(imp); ok && owner != from {
+			t.Errorf("%s imports %s; only %s may", pkg, imp, owner)
+		}
+		to := component(imp)
+		if to == "" || to == from || slices.Contains(allowed, "*") {
+			continue
+		}
+		if to == "berth" || !slices.Contains(allowed, to) {
+			t.Errorf("%s imports %s: %s may import only %v (DESIGN.md)", pkg, imp, from, allowed)
+		}
+	}
+}
+
+// exclusiveOwner reports the component that alone may import imp.
+func exclusiveOwner(imp string) (string, bool) {
+	for mod, owner := range exclusiveModules() {
+		if imp == mod || strings.HasPrefix(imp, mod+"/") {
+			return owner, true
+		}
+	}
+	return "", false
+}
+
+func TestComponent(t *testing.T) {
+	for path, want := range map[string]string{
+		"berth":                     "berth",
+		"berth/vfs":                 "vfs",
+		"berth/vfs/chunk":           "vfs/chunk",
+		"berth/vfs/chunk/chunktest": "vfs/chunk",
+		"berth/webdav":              "webdav",
+		"berth/web":                 "web",
+		"berth/rest":                "rest",
+		"net/http":                  "",
+		"berthx/foo":                "",
+		"berth/nowhere":             "unknown:nowhere",
+	} {
+		if got := component(path); got != want {
+			t.Errorf("component(%q) = %q, want %q", path, got, want)
+		}
+	}
+	if got, want := below("rest"), []string{"account", "kv", "share", "vfs", "vfs/chunk"}; !slices.Equal(got, want) {
+		t.Errorf("below(rest) = %v, want %v", got, want)
+	}
+}
