@@ -176,7 +176,7 @@ func TestEndToEnd(t *testing.T) {
 		t.Errorf("plain HTTP: %d %s", status, body)
 	}
 	status, body = get(t, http.DefaultClient, "http://"+p.addrs["metrics"]+"/metrics")
-	for _, want := range []string{"berth_http_requests_total", "berth_kv_", "go_goroutines", "process_cpu_seconds_total"} {
+	for _, want := range []string{"berth_http_requests_total", "berth_kv_", "berth_vfs_written_bytes_total", "berth_chunks_stored_total", "go_goroutines", "process_cpu_seconds_total"} {
 		if status != 200 || !strings.Contains(body, want) {
 			t.Errorf("/metrics (status %d) lacks %s", status, want)
 		}
