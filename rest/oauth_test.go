@@ -414,3 +414,28 @@ func TestTokenResponseShape(t *testing.T) {
 		t.Fatalf("got %s, want %s", b, want)
 	}
 }
+
+// TestOAuthClientIDByBasicAuth: x/oauth2's default auto-detection sends the
+// client id by HTTP Basic first (RFC 6749 2.3.1), which is accepted.
+func TestOAuthClientIDByBasicAuth(t *testing.T) {
+	f := newFixture(t)
+	for _, style := range []oauth2.AuthStyle{oauth2.AuthStyleInHeader, oauth2.AuthStyleAutoDetect} {
+		conf, ctx := oauthConfig(f)
+		conf.Endpoint.AuthStyle = style
+		tok, err := conf.PasswordCredentialsToken(ctx, "alice", fixturePassword)
+		if err != nil {
+			t.Fatalf("style %d: %v", style, err)
+		}
+		if st, b := f.personStatus(tok.AccessToken); st != http.StatusOK {
+			t.Fatalf("style %d: %d %s", style, st, b)
+		}
+	}
+	conf, ctx := oauthConfig(f)
+	conf.ClientID = "bosun"
+	conf.Endpoint.AuthStyle = oauth2.AuthStyleInHeader
+	_, err := conf.PasswordCredentialsToken(ctx, "alice", fixturePassword)
+	var re *oauth2.RetrieveError
+	if !errors.As(err, &re) || re.ErrorCode != "invalid_client" || re.Response.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("wrong client by Basic: %v", err)
+	}
+}
