@@ -1,0 +1,255 @@
+package rest
+
+import (
+	"archive/zip"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"berth/vfs"
+)
+
+// zipURL is the folder download route of the fixture's root.
+func (f *fixture) zipURL(folder uint64) string {
+	return f.at("/api/2/files/%d/folder/%d/download", folder)
+}
+
+// TestFolderDownloadZip uploads a tree through the API, downloads a folder
+// as a zip and opens it with the standard library: same names (spaces,
+// non-ASCII, nesting, an empty folder), same bytes, deleted items absent,
+// incompressible data Stored and text Deflated.
+func TestFolderDownloadZip(t *testing.T) {
+	f := newFixture(t)
+	top := f.mustMkdir(f.at("/api/2/files/%d/create_folder"), "Reports 2024 – été")
+	in := func(id uint64) string { return f.at("/api/2/files/%d/folder/%d/upload", id) }
+	mkdir := func(parent uint64, name string) folderJSON {
+		return f.mustMkdir(f.at("/api/2/files/%d/folder/%d/create_folder", parent), name)
+	}
+	text := []byte(strings.Repeat("berth keeps files; the zip keeps names.\n", 4000))
+	random := randomBytes(7, 2<<20+123)
+	want := map[string][]byte{
+		"notes and thoughts.txt":  text,
+		"データ 日本語.bin":             random,
+		"nested/":                 nil,
+		"nested/deeper/":          nil,
+		"nested/deeper/ünï.txt":   []byte("ünïcödé\n"),
+		"nested/zero byte":        {},
+		"empty folder/":           nil,
+		"nested/deeper/again.bin": random[:70000],
+	}
+	f.mustUpload(in(top.ID), "notes and thoughts.txt", text)
+	f.mustUpload(in(top.ID), "データ 日本語.bin", random)
+	nested := mkdir(top.ID, "nested")
+	deeper := mkdir(nested.ID, "deeper")
+	f.mustUpload(in(deeper.ID), "ünï.txt", []byte("ünïcödé\n"))
+	f.mustUpload(in(deeper.ID), "again.bin", random[:70000])
+	f.mustUpload(in(nested.ID), "zero byte", nil)
+	mkdir(top.ID, "empty folder")
+	gone := f.mustUpload(in(top.ID), "gone.txt", text)
+	goneDir := mkdir(nested.ID, "gone folder")
+	f.mustUpload(in(goneDir.ID), "inside.txt", text)
+	for _, p := range []string{f.at("/api/2/files/%d/%d/delete", gone.ID), f.at("/api/2/files/%d/folder/%d/delete", goneDir.ID)} {
+		if status, body := f.postForm(p, nil); status != http.StatusOK {
+			t.Fatalf("delete: %d %s", status, body)
+		}
+	}
+
+	resp := f.request(http.MethodGet, f.zipURL(top.ID), f.token, nil, nil)
+	status, body := f.readAll(resp)
+	if status != http.StatusOK {
+		t.Fatalf("download: %d %s", status, body)
+	}
+	h := resp.Header
+	if ct := h.Get("Content-Type"); ct != "application/zip" {
+		t.Errorf("Content-Type %q", ct)
+	}
+	if cl := h.Get("Content-Length"); cl != "" || resp.ContentLength != -1 {
+		t.Errorf("Content-Length %q (%d): a streamed zip has none", cl, resp.ContentLength)
+	}
+	wantCD := `attachment; filename="Reports 2024 _ _t_.zip"; filename*=UTF-8''Reports%202024%20%E2%80%93%20%C3%A9t%C3%A9.zip`
+	if cd := h.Get("Content-Disposition"); cd != wantCD {
+		t.Errorf("Content-Disposition %q, want %q", cd, wantCD)
+	}
+
+	zr, err := zip.NewReader(bytes.NewReader(body), int64(len(body)))
+	if err != nil {
+		t.Fatalf("archive/zip cannot open the download: %v", err)
+	}
+	var names []string
+	for _, zf := range zr.File {
+		names = append(names, zf.Name)
+		data, ok := want[zf.Name]
+		if !ok {
+			t.Errorf("unexpected entry %q", zf.Name)
+			continue
+		}
+		delete(want, zf.Name)
+		if zf.Flags&0x800 == 0 {
+			t.Errorf("%q: UTF-8 flag not set", zf.Name)
+		}
+		if strings.HasSuffix(zf.Name, "/") {
+			continue
+		}
+		rc, err := zf.Open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := io.ReadAll(rc)
+		rc.Close()
+		if err != nil || !bytes.Equal(got, data) {
+			t.Errorf("%q: %d bytes (%v), want the %d uploaded", zf.Name, len(got), err, len(data))
+		}
+		wantMethod := zip.Store
+		if bytes.Equal(data, text) {
+			wantMethod = zip.Deflate
+		}
+		if zf.Method != wantMethod {
+			t.Errorf("%q: method %d, want %d", zf.Name, zf.Method, wantMethod)
+		}
+	}
+	for name := range want {
+		t.Errorf("entry %q missing (have %q)", name, names)
+	}
+}
+
+func TestFolderDownloadErrors(t *testing.T) {
+	f := newFixture(t)
+	d := f.mustMkdir(f.at("/api/2/files/%d/create_folder"), "D")
+	file := f.mustUpload(f.at("/api/2/files/%d/upload"), "a.txt", []byte("a"))
+	gone := f.mustMkdir(f.at("/api/2/files/%d/create_folder"), "Gone")
+	if status, body := f.postForm(f.at("/api/2/files/%d/folder/%d/delete", gone.ID), nil); status != http.StatusOK {
+		t.Fatalf("delete: %d %s", status, body)
+	}
+	_, bobRoot, _ := f.addPerson("bob")
+	bobDir, err := f.fs.Mkdir(context.Background(), bobRoot.ID, bobRoot.FolderID, "B", vfs.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, path string
+		token      string
+		status     int
+		code       string
+	}{
+		{"no token", f.zipURL(d.ID), "", http.StatusUnauthorized, "access_denied"},
+		{"another person's root", fmt.Sprintf("/api/2/files/%d/folder/%d/download", bobRoot.ID, bobDir.ID), f.token, http.StatusNotFound, "not_found"},
+		{"another root's folder in mine", f.zipURL(bobDir.ID), f.token, http.StatusNotFound, "not_found"},
+		{"root id not an integer", fmt.Sprintf("/api/2/files/x%d/folder/%d/download", f.root.ID, d.ID), f.token, http.StatusNotFound, "not_found"},
+		{"folder id not an integer", f.at("/api/2/files/%d/folder/1e3/download"), f.token, http.StatusNotFound, "not_found"},
+		{"no such folder", f.zipURL(1 << 50), f.token, http.StatusNotFound, "not_found"},
+		{"a file id", f.zipURL(file.ID), f.token, http.StatusNotFound, "not_found"},
+		{"a deleted folder", f.zipURL(gone.ID), f.token, http.StatusNotFound, "not_found"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			status, body := f.readAll(f.request(http.MethodGet, c.path, c.token, nil, nil))
+			wantError(t, status, body, c.status, c.code)
+		})
+	}
+}
+
+// TestFolderDownloadClientGone disconnects after the first bytes: the
+// server's zip stops (the request ends) instead of reading the rest of the
+// folder.
+func TestFolderDownloadClientGone(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	d, err := f.fs.Mkdir(ctx, f.root.ID, f.root.FolderID, "big", vfs.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 256 MiB of a repeated random block: cheap to store (its chunks
+	// repeat), incompressible, and far more than loopback buffers hold.
+	block := randomBytes(9, 4<<20)
+	if _, err := f.fs.WriteFile(ctx, f.root.ID, d.ID, "big.bin", &repeatReader{b: block, left: 256 << 20}, vfs.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	done := f.requestsDone()
+	resp := f.request(http.MethodGet, f.zipURL(d.ID), f.token, nil, nil)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	if _, err := io.CopyN(io.Discard, resp.Body, 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	// Closing an HTTP/2 body resets the stream, which cancels the request's
+	// context on the server.
+	deadline := time.Now().Add(30 * time.Second)
+	for f.requestsDone() == done {
+		if time.Now().After(deadline) {
+			t.Fatal("the server never stopped the zip of a client that went away")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// The request log says how much went out: a stopped zip sent a little
+	// more than the client read, nowhere near the folder's 256 MiB.
+	m := regexp.MustCompile(`route="GET /api/2/files/\{root_id\}/folder/\{folder_id\}/download".* bytes=(\d+)`).FindStringSubmatch(f.logs.String())
+	if m == nil {
+		t.Fatalf("no request log line for the zip:\n%s", f.logs.String())
+	}
+	if sent, _ := strconv.ParseInt(m[1], 10, 64); sent > 64<<20 {
+		t.Errorf("the server sent %d bytes to a client that left after 1 MiB", sent)
+	}
+}
+
+// TestFolderDownloadReadError deletes a chunk file: the zip fails midway,
+// and the client must see a broken transfer, not a short valid archive.
+func TestFolderDownloadReadError(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	d := f.mustMkdir(f.at("/api/2/files/%d/create_folder"), "D")
+	in := f.at("/api/2/files/%d/folder/%d/upload", d.ID)
+	// The first file fills the buffers, so the response has started when
+	// the second one fails.
+	f.mustUpload(in, "a.bin", randomBytes(1, 1<<20))
+	bad := f.mustUpload(in, "b.bin", randomBytes(2, 3<<20))
+	revs, err := f.fs.Revisions(ctx, f.root.ID, bad.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refs := revs[len(revs)-1].Chunks
+	if err := os.Remove(f.chunks.Path(refs[len(refs)-1].ID)); err != nil {
+		t.Fatal(err)
+	}
+
+	resp := f.request(http.MethodGet, f.zipURL(d.ID), f.token, nil, nil)
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %d: the failure should come after the first byte", resp.StatusCode)
+	}
+	got, err := io.ReadAll(resp.Body)
+	if err == nil {
+		t.Fatalf("read %d bytes without an error: a broken zip must break the transfer", len(got))
+	}
+	if _, zerr := zip.NewReader(bytes.NewReader(got), int64(len(got))); zerr == nil {
+		t.Error("the bytes received open as a valid zip")
+	}
+}
+
+// repeatReader reads b over and over, left bytes in all.
+type repeatReader struct {
+	b    []byte
+	off  int
+	left int64
+}
+
+func (r *repeatReader) Read(p []byte) (int, error) {
+	if r.left <= 0 {
+		return 0, io.EOF
+	}
+	if int64(len(p)) > r.left {
+		p = p[:r.left]
+	}
+	n := copy(p, r.b[r.off:])
+	r.off = (r.off + n) % len(r.b)
+	r.left -= int64(n)
+	return n, nil
+}
