@@ -77,6 +77,7 @@ func (s *server) routes() {
 	s.rootRoutes()
 	s.fileRoutes()
 	s.folderRoutes()
+	s.zipRoutes()
 
 	// Anything no pattern matches is a JSON 404, not ServeMux's text one.
 	s.handle("/", func(*http.Request) (any, error) { return nil, ErrNotFound })
