@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
@@ -373,8 +374,10 @@ func (c Config) Validate() error {
 	if c.ShutdownGrace <= 0 {
 		bad("shutdown_grace", c.ShutdownGrace, "must be positive")
 	}
-	if strings.TrimSpace(c.Admin.Login) == "" {
-		bad("admin.login", c.Admin.Login, "must not be empty")
+	if c.Admin.Login == "" || strings.ContainsFunc(c.Admin.Login, badLoginRune) {
+		// Caught here, not at first run, where the organization would
+		// already exist and the administrator never be created.
+		bad("admin.login", c.Admin.Login, "must be non-empty, without spaces, control characters or ':'")
 	}
 	if c.Admin.Email != "" {
 		if _, err := mail.ParseAddress(c.Admin.Email); err != nil {
@@ -404,6 +407,12 @@ func (c Config) Validate() error {
 		bad("gc.interval", c.GC.Interval, "must not be negative (0 turns it off)")
 	}
 	return errors.Join(errs...)
+}
+
+// badLoginRune reports characters a login cannot hold: Basic auth splits
+// on ':', and whitespace or control characters make logins ambiguous.
+func badLoginRune(r rune) bool {
+	return r == ':' || unicode.IsSpace(r) || unicode.IsControl(r)
 }
 
 // MinPasswordLen is the shortest admin.password accepted.

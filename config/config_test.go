@@ -154,6 +154,7 @@ func TestValidationNamesKeyAndValue(t *testing.T) {
 		{name: "log format", env: map[string]string{"BERTH_LOG_FORMAT": "xml"}, want: []string{`log.format: "xml" is not text or json`}},
 		{name: "log level", file: "log:\n  level: loud\n", want: []string{`log.level: "loud"`}},
 		{name: "tls half", env: map[string]string{"BERTH_TLS_CERT": "/nonexistent/cert.pem"}, want: []string{`tls.key: "" must be set`, `tls.cert: "/nonexistent/cert.pem" cannot be read`}},
+		{name: "login", env: map[string]string{"BERTH_ADMIN_LOGIN": "ad min"}, want: []string{`admin.login: "ad min"`}},
 		{name: "email", env: map[string]string{"BERTH_ADMIN_EMAIL": "nobody"}, want: []string{`admin.email: "nobody"`}},
 		{name: "unknown key", file: "listne: 127.0.0.1:1\n", want: []string{`unknown key "listne"`}},
 		{name: "two errors", env: map[string]string{"BERTH_LISTEN": "x", "BERTH_LOG_FORMAT": "y"}, want: []string{`listen: "x"`, `log.format: "y"`}},
