@@ -1,0 +1,338 @@
+// Package bench holds benchmarks that put numbers on berth as a whole:
+// vfs-direct rates, the same transfers through the REST API over loopback
+// TLS, a plain Go HTTPS server as the machine's ceiling, and the real
+// daemon's memory during a zip. See README.md for how to run them.
+package bench
+
+import (
+	"context"
+	"crypto/aes"
+	"crypto/cipher"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"berth/account"
+	"berth/kv"
+	"berth/rest"
+	"berth/vfs"
+	"berth/vfs/chunk"
+)
+
+// gib is the size of each large transfer.
+const gib = 1 << 30
+
+// genReader is an endless stream of incompressible bytes, unique per seed
+// (AES-CTR keystream: several GB/s on one core, so the generator costs
+// little next to what it feeds, and the chunk store cannot deduplicate
+// it).
+type genReader struct {
+	s    cipher.Stream
+	left int64
+}
+
+func newGen(seed uint64, n int64) *genReader {
+	var key [16]byte
+	binary.LittleEndian.PutUint64(key[:], seed)
+	blk, err := aes.NewCipher(key[:])
+	if err != nil {
+		panic(err) // a 16-byte key always works
+	}
+	return &genReader{s: cipher.NewCTR(blk, make([]byte, aes.BlockSize)), left: n}
+}
+
+func (g *genReader) Read(p []byte) (int, error) {
+	if g.left <= 0 {
+		return 0, io.EOF
+	}
+	if int64(len(p)) > g.left {
+		p = p[:g.left]
+	}
+	clear(p)
+	g.s.XORKeyStream(p, p)
+	g.left -= int64(len(p))
+	return len(p), nil
+}
+
+// discard drops writes; unlike io.Discard it has no ReadFrom, so copies
+// into it use the caller's (large) buffer.
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+// drain reads r to its end through a 256 KiB buffer and returns the count.
+func drain(r io.Reader) (int64, error) {
+	return io.CopyBuffer(discard{}, r, make([]byte, 256<<10))
+}
+
+// berth is a real berth over real stores in a temp dir, served by rest.New
+// over loopback TLS, with one person and a token.
+type berth struct {
+	fs     *vfs.FS
+	srv    *httptest.Server
+	client *http.Client
+	root   vfs.Root
+	token  string
+}
+
+// newBerth starts it; b.Cleanup stops it. h2 serves HTTP/2 instead of
+// HTTP/1.1.
+func newBerth(b *testing.B, h2 bool) *berth {
+	b.Helper()
+	ctx := context.Background()
+	dir := b.TempDir()
+	db, err := kv.OpenBadger(kv.BadgerOptions{Dir: filepath.Join(dir, "meta")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	chunks, err := chunk.NewDisk(filepath.Join(dir, "chunks"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	fs, err := vfs.Open(ctx, db, chunks, vfs.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	accounts := account.New(db, account.Options{Argon2: account.Argon2Params{Memory: 64, Time: 1, Threads: 1}})
+	org, err := accounts.CreateOrganization(ctx, account.OrganizationInput{Name: "Bench"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	root, err := fs.CreateRoot(ctx, "bench", vfs.RootSync)
+	if err != nil {
+		b.Fatal(err)
+	}
+	p, err := accounts.CreatePerson(ctx, account.PersonInput{
+		OrganizationID: org.ID, Username: "bench", Email: "bench@example.com",
+		Password: "correct horse battery", RootID: root.ID,
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	toks, err := accounts.IssueTokens(ctx, p.ID, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(rest.New(rest.Options{FS: fs, Accounts: accounts}))
+	srv.EnableHTTP2 = h2
+	srv.StartTLS()
+	b.Cleanup(func() {
+		srv.Close()
+		fs.Close()
+		db.Close()
+	})
+	return &berth{fs: fs, srv: srv, client: srv.Client(), root: root, token: toks.AccessToken}
+}
+
+// do sends an authenticated request and fails on a status other than 200.
+func (s *berth) do(b *testing.B, method, path string, body io.Reader, ct string) *http.Response {
+	b.Helper()
+	req, err := http.NewRequest(method, s.srv.URL+path, body)
+	if err != nil {
+		b.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+s.token)
+	if ct != "" {
+		req.Header.Set("Content-Type", ct)
+	}
+	resp, err := s.client.Do(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		resp.Body.Close()
+		b.Fatalf("%s %s: %d %s", method, path, resp.StatusCode, msg)
+	}
+	return resp
+}
+
+// upload streams content as the multipart `file` of an upload to folder,
+// through an io.Pipe (never buffered whole), and returns the file's id.
+func (s *berth) upload(b *testing.B, folder uint64, name string, content io.Reader) uint64 {
+	b.Helper()
+	pr, pw := io.Pipe()
+	ct := newMultipart(pw, name, content)
+	resp := s.do(b, http.MethodPost, fmt.Sprintf("/api/2/files/%d/folder/%d/upload", s.root.ID, folder), pr, ct)
+	defer resp.Body.Close()
+	var f struct {
+		ID uint64 `json:"id"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&f); err != nil {
+		b.Fatal(err)
+	}
+	return f.ID
+}
+
+// get downloads path and returns the bytes read.
+func (s *berth) get(b *testing.B, path string) int64 {
+	b.Helper()
+	resp := s.do(b, http.MethodGet, path, nil, "")
+	defer resp.Body.Close()
+	n, err := drain(resp.Body)
+	if err != nil {
+		b.Fatalf("GET %s after %d bytes: %v", path, n, err)
+	}
+	return n
+}
+
+// nullServer is the ceiling: a Go HTTPS server that discards PUT bodies
+// and answers GET with 1 GiB from a buffer in RAM.
+func nullServer(b *testing.B, h2 bool) *httptest.Server {
+	block := make([]byte, 4<<20)
+	if _, err := io.ReadFull(newGen(99, int64(len(block))), block); err != nil {
+		b.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPut {
+			if _, err := drain(r.Body); err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+			}
+			return
+		}
+		w.Header().Set("Content-Length", fmt.Sprint(gib))
+		for sent := 0; sent < gib; sent += len(block) {
+			if _, err := w.Write(block); err != nil {
+				return
+			}
+		}
+	}))
+	srv.EnableHTTP2 = h2
+	srv.StartTLS()
+	b.Cleanup(srv.Close)
+	return srv
+}
+
+// rate is the MB/s (10^6 bytes) of a sub-benchmark that moved bytes per op.
+func rate(b *testing.B, bytes int64) float64 {
+	return float64(bytes) * float64(b.N) / b.Elapsed().Seconds() / 1e6
+}
+
+// BenchmarkREST measures, in one run and on one machine: the HTTPS
+// ceiling (null server), vfs-direct write and read of 1 GiB, REST upload
+// and download of 1 GiB, and the zip of a folder of 1,000 files totalling
+// 1 GiB; then logs the ratios the issue sets targets for. Run it with
+// -benchtime=1x (each op moves 1 GiB). BERTH_BENCH_H2=1 uses HTTP/2
+// instead of HTTP/1.1 on both servers.
+func BenchmarkREST(b *testing.B) {
+	h2 := os.Getenv("BERTH_BENCH_H2") == "1"
+	ctx := context.Background()
+	s := newBerth(b, h2)
+	null := nullServer(b, h2)
+	nullClient := null.Client()
+	rates := map[string]float64{}
+	seed := uint64(1)
+	next := func() uint64 { seed++; return seed }
+	run := func(name string, size int64, op func(b *testing.B)) {
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(size)
+			for b.Loop() {
+				op(b)
+			}
+			rates[name] = rate(b, size)
+		})
+	}
+
+	run("null-put", gib, func(b *testing.B) {
+		req, _ := http.NewRequest(http.MethodPut, null.URL, newGen(next(), gib))
+		req.ContentLength = gib
+		resp, err := nullClient.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		resp.Body.Close()
+	})
+	run("null-get", gib, func(b *testing.B) {
+		resp, err := nullClient.Get(null.URL)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if n, err := drain(resp.Body); err != nil || n != gib {
+			b.Fatalf("%d bytes, %v", n, err)
+		}
+	})
+
+	var vfsFile uint64
+	run("vfs-write", gib, func(b *testing.B) {
+		n, err := s.fs.WriteFile(ctx, s.root.ID, s.root.FolderID, "vfs.bin", newGen(next(), gib), vfs.WriteOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		vfsFile = n.ID
+	})
+	run("vfs-read", gib, func(b *testing.B) {
+		f, err := s.fs.Open(ctx, s.root.ID, vfsFile)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer f.Close()
+		if n, err := drain(f); err != nil || n != gib {
+			b.Fatalf("%d bytes, %v", n, err)
+		}
+	})
+
+	var restFile uint64
+	run("rest-upload", gib, func(b *testing.B) {
+		restFile = s.upload(b, s.root.FolderID, "rest.bin", newGen(next(), gib))
+	})
+	run("rest-download", gib, func(b *testing.B) {
+		if n := s.get(b, fmt.Sprintf("/api/2/files/%d/%d/download", s.root.ID, restFile)); n != gib {
+			b.Fatalf("downloaded %d bytes", n)
+		}
+	})
+
+	// The zip's folder: 1,000 files totalling 1 GiB, written directly.
+	const files = 1000
+	dir, err := s.fs.Mkdir(ctx, s.root.ID, s.root.FolderID, "zip", vfs.WriteOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range files {
+		size := int64(gib/files + min(1, (gib%files)/(i+1)))
+		if _, err := s.fs.WriteFile(ctx, s.root.ID, dir.ID, fmt.Sprintf("file %04d.bin", i), newGen(next(), size), vfs.WriteOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	run("rest-zip", gib, func(b *testing.B) {
+		if n := s.get(b, fmt.Sprintf("/api/2/files/%d/folder/%d/download", s.root.ID, dir.ID)); n < gib {
+			b.Fatalf("zip of %d bytes", n)
+		}
+	})
+
+	proto := "HTTP/1.1"
+	if h2 {
+		proto = "HTTP/2"
+	}
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "rates (MB/s, %s over loopback TLS):\n", proto)
+	for _, k := range []string{"null-put", "null-get", "vfs-write", "vfs-read", "rest-upload", "rest-download", "rest-zip"} {
+		fmt.Fprintf(&sb, "  %-14s %8.0f\n", k, rates[k])
+	}
+	ratio := func(name, a, c string, target float64) {
+		r := rates[a] / rates[c]
+		verdict := ""
+		if target > 0 {
+			verdict = "ok"
+			if r < target {
+				verdict = fmt.Sprintf("MISSES %.0f%%", target*100)
+			}
+		}
+		fmt.Fprintf(&sb, "  %-34s %5.2f  %s\n", name, r, verdict)
+	}
+	sb.WriteString("ratios:\n")
+	ratio("rest-upload / vfs-write", "rest-upload", "vfs-write", 0.8)
+	ratio("rest-download / vfs-read", "rest-download", "vfs-read", 0.8)
+	ratio("rest-zip / rest-download", "rest-zip", "rest-download", 0.8)
+	ratio("rest-upload / null-put (ceiling)", "rest-upload", "null-put", 0)
+	ratio("rest-download / null-get (ceiling)", "rest-download", "null-get", 0)
+	ratio("rest-zip / null-get (ceiling)", "rest-zip", "null-get", 0)
+	b.Log("\n" + sb.String())
+}
