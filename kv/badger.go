@@ -66,6 +66,10 @@ type BadgerOptions struct {
 	// are a few percent of the store's size, which is cheap on a 24 GiB
 	// machine and saves a cache lookup on every read.
 	IndexCacheSize int64
+	// NoSync commits without fsync: a crash may lose the last commits.
+	// Only for tests and benchmarks that build large fixtures; a server
+	// never sets it.
+	NoSync bool
 }
 
 // Badger is a Store backed by an embedded Badger database. Create it with
@@ -127,7 +131,7 @@ func OpenBadger(opts BadgerOptions) (*Badger, error) {
 		return nil, errors.New("kv: BadgerOptions.Dir is empty and InMemory is false")
 	}
 	bo = bo.
-		WithSyncWrites(true).
+		WithSyncWrites(!opts.NoSync).
 		WithNumVersionsToKeep(1).
 		WithNumMemtables(3).
 		WithNumCompactors(2).
