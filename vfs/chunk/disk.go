@@ -31,6 +31,22 @@ func NewDisk(dir string) (*Disk, error) {
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return nil, fmt.Errorf("chunk: open store: %w", err)
 	}
+	// The 256 first-level directories are made up front, so a Put pays at
+	// most one directory creation (and its parent's fsync), not two.
+	created := false
+	for i := range 256 {
+		err := os.Mkdir(filepath.Join(dir, fmt.Sprintf("%02x", i)), 0o750)
+		if err == nil {
+			created = true
+		} else if !errors.Is(err, fs.ErrExist) {
+			return nil, fmt.Errorf("chunk: open store: %w", err)
+		}
+	}
+	if created {
+		if err := syncDir(dir); err != nil {
+			return nil, fmt.Errorf("chunk: open store: %w", err)
+		}
+	}
 	return &Disk{dir: dir}, nil
 }
 

@@ -31,8 +31,8 @@ type Reader struct {
 	pos     int64
 	cur     int // index of data, or -1
 	data    []byte
-	last    int // index of the last chunk loaded, to spot sequential reads
-	pf      *fetch
+	last    int            // index of the last chunk loaded, to spot sequential reads
+	ahead   []*fetch       // loads of the chunks after cur, in order
 	fetches sync.WaitGroup // all background loads, abandoned ones too
 	cancel  context.CancelFunc
 	closed  bool
@@ -55,8 +55,8 @@ func NewReader(ctx context.Context, store Store, refs []Ref) *Reader {
 		offs[i+1] = offs[i] + r.Size
 	}
 	dec, err := zstd.NewReader(nil,
-		// Two decoders: the consumer's and the prefetcher's.
-		zstd.WithDecoderConcurrency(2),
+		// One decoder per background load and one for the caller.
+		zstd.WithDecoderConcurrency(readAhead+1),
 		zstd.WithDecoderMaxMemory(2*maxChunkSize))
 	if err != nil {
 		panic(err) // only invalid options fail, ours are constant
@@ -159,49 +159,65 @@ func (r *Reader) Close() error {
 	r.cancel()
 	// Abandoned loads still use the decoder; wait for them before closing it.
 	r.fetches.Wait()
-	r.pf = nil
+	r.ahead = nil
 	r.data = nil
 	r.dec.Close()
 	return nil
 }
 
-// load makes chunk i current, taking it from the prefetcher when it is the
-// one in flight, and starts fetching i+1 when reads look sequential.
+// readAhead is how many chunks a sequential reader fetches ahead. Two keeps
+// both cores of a small server busy verifying and decoding while the caller
+// copies, for at most two extra chunks of memory.
+const readAhead = 2
+
+// load makes chunk i current, taking it from the background loads when it is
+// the next one, and keeps readAhead loads going when reads look sequential.
 func (r *Reader) load(i int) error {
 	if r.cur == i {
 		return nil
 	}
 	var data []byte
 	var err error
-	if pf := r.pf; pf != nil && pf.idx == i {
-		<-pf.done
-		r.pf = nil
-		data, err = pf.data, pf.err
+	if len(r.ahead) > 0 && r.ahead[0].idx == i {
+		f := r.ahead[0]
+		<-f.done
+		r.ahead = r.ahead[1:]
+		data, err = f.data, f.err
 	} else {
-		if pf != nil {
-			// The guess was wrong; let the load finish on its own and
-			// drop it, rather than wait for a chunk nobody wants.
-			r.pf = nil
-		}
+		// A jump: drop the loads in flight (they finish on their own,
+		// nobody waits for chunks nobody wants) and fetch i directly.
+		r.ahead = nil
 		data, err = r.get(r.ctx, i)
 	}
 	if err != nil {
 		r.cur, r.data = -1, nil
+		r.ahead = nil
 		return err
 	}
 	r.cur, r.data = i, data
-	if i == r.last+1 && i+1 < len(r.refs) && r.pf == nil {
-		pf := &fetch{idx: i + 1, done: make(chan struct{})}
-		r.pf = pf
-		r.fetches.Add(1)
-		go func() {
-			defer r.fetches.Done()
-			defer close(pf.done)
-			pf.data, pf.err = r.get(r.ctx, pf.idx)
-		}()
+	if i == r.last+1 {
+		next := i + 1
+		if n := len(r.ahead); n > 0 {
+			next = r.ahead[n-1].idx + 1
+		}
+		for ; next < len(r.refs) && next <= i+readAhead; next++ {
+			r.ahead = append(r.ahead, r.start(next))
+		}
 	}
 	r.last = i
 	return nil
+}
+
+// start begins loading chunk i in the background.
+func (r *Reader) start(i int) *fetch {
+	f := &fetch{idx: i, done: make(chan struct{})}
+	r.fetches.Add(1)
+	go func() {
+		defer r.fetches.Done()
+		defer close(f.done)
+		f.data, f.err = r.get(r.ctx, f.idx)
+	}()
+	return f
 }
 
 // get fetches, decodes and verifies chunk i. It touches only immutable

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -23,15 +24,19 @@ func randomData(seed uint64, n int) []byte {
 	return b
 }
 
-// textData returns n compressible bytes: words drawn from a small vocabulary,
-// so zstd shrinks it but content-defined cuts still vary.
+// textData returns n compressible bytes shaped like a server log: fixed text
+// with varying numbers, so zstd shrinks it several times but content-defined
+// cuts still vary.
 func textData(seed uint64, n int) []byte {
-	words := []string{"berth ", "chunk ", "store ", "file ", "the ", "of ", "and ", "revision ", "root ", "folder\n", "share ", "link "}
+	paths := []string{"files", "folder", "share", "person", "oauth/token", "link"}
+	levels := []string{"INFO", "INFO", "INFO", "WARN", "DEBUG"}
 	r := rand.New(rand.NewPCG(seed, 7))
 	var b bytes.Buffer
-	b.Grow(n + 16)
-	for b.Len() < n {
-		b.WriteString(words[r.IntN(len(words))])
+	b.Grow(n + 256)
+	for i := 0; b.Len() < n; i++ {
+		fmt.Fprintf(&b, "2026-11-25T10:%02d:%02d.%03dZ %s request id=%d path=/api/2/%s/%d status=%d bytes=%d\n",
+			(i/60000)%60, (i/1000)%60, i%1000, levels[r.IntN(len(levels))], seed*1e9+uint64(i),
+			paths[r.IntN(len(paths))], r.IntN(100000), 200+r.IntN(5)*100, r.IntN(1<<20))
 	}
 	return b.Bytes()[:n]
 }
