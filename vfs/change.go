@@ -111,14 +111,11 @@ func (fs *FS) Delete(ctx context.Context, root, id uint64, opts WriteOptions) er
 		if err := checkLocks(tx, id, 2, opts, now); err != nil {
 			return err
 		}
-		u, err := loadUsage(tx, root)
-		if err != nil {
+		var d usageRec
+		if err := deleteTree(tx, rec, loc, &d, opts, now); err != nil {
 			return err
 		}
-		if err := deleteTree(tx, rec, loc, &u, opts, now); err != nil {
-			return err
-		}
-		return put(tx, usageKey(root), u)
+		return fs.addUsage(ctx, tx, root, d, 0)
 	})
 	fs.done(OpDelete, err, Event{RootID: root, NodeID: id, ParentID: rec.Parent, Name: rec.Name, Dir: rec.Dir, Size: rec.Size})
 	return err

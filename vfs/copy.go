@@ -51,18 +51,12 @@ func (fs *FS) Copy(ctx context.Context, root, id, dst, parent uint64, name strin
 		if err := checkLocks(tx, parent, 1, opts, now); err != nil {
 			return err
 		}
-		u, err := loadUsage(tx, dst)
+		var d usageRec
+		newID, err = fs.copyTree(ctx, tx, src, dst, parent, name, &d, now)
 		if err != nil {
 			return err
 		}
-		newID, err = fs.copyTree(ctx, tx, src, dst, parent, name, &u, now)
-		if err != nil {
-			return err
-		}
-		if opts.SpaceQuota > 0 && u.physical() > opts.SpaceQuota {
-			return fmt.Errorf("%w: copy of %q", ErrQuotaExceeded, src.Name)
-		}
-		return put(tx, usageKey(dst), u)
+		return fs.addUsage(ctx, tx, dst, d, opts.SpaceQuota)
 	})
 	fs.done(OpCopy, err, Event{RootID: dst, NodeID: newID, ParentID: parent, Name: name})
 	if err != nil {
@@ -130,14 +124,11 @@ func (fs *FS) Purge(ctx context.Context, root, id uint64) error {
 		if rec.Deleted == 0 {
 			return fmt.Errorf("%w: item %d is not deleted", ErrNotExist, id)
 		}
-		u, err := loadUsage(tx, root)
-		if err != nil {
+		var d usageRec
+		if err := purgeTree(tx, rec, loc, &d); err != nil {
 			return err
 		}
-		if err := purgeTree(tx, rec, loc, &u); err != nil {
-			return err
-		}
-		return put(tx, usageKey(root), u)
+		return fs.addUsage(ctx, tx, root, d, 0)
 	})
 	fs.done(OpPurge, err, Event{RootID: root, NodeID: id})
 	return err

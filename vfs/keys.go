@@ -10,7 +10,10 @@ import (
 // and a slash; integers are big-endian so prefix scans return them in order.
 //
 //	R/<root>                  rootRec
-//	U/<root>                  usageRec: the root's space accounting
+//	U/<root>/<seq>            usageRec: one change of the root's space
+//	                          accounting; the sum of them is its usage
+//	Q/<root>                  empty: written by every quota-checked write,
+//	                          so two of them cannot both pass on one sum
 //	N/<node>                  locRec: where a node's record lives
 //	F/<root>                  nodeRec of the root's top folder
 //	C/<parent>/<name>         nodeRec of a live child; the name index itself,
@@ -27,6 +30,7 @@ import (
 const (
 	pRoot    = "R/"
 	pUsage   = "U/"
+	pQuota   = "Q/"
 	pLoc     = "N/"
 	pTop     = "F/"
 	pChild   = "C/"
@@ -50,7 +54,8 @@ func key(prefix string, ids ...uint64) []byte {
 }
 
 func rootKey(root uint64) []byte       { return key(pRoot, root) }
-func usageKey(root uint64) []byte      { return key(pUsage, root) }
+func usagePrefix(root uint64) []byte   { return key(pUsage, root) }
+func quotaKey(root uint64) []byte      { return key(pQuota, root) }
 func locKey(node uint64) []byte        { return key(pLoc, node) }
 func topKey(root uint64) []byte        { return key(pTop, root) }
 func childPrefix(parent uint64) []byte { return key(pChild, parent) }

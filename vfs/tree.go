@@ -171,10 +171,3 @@ func checkLocks(tx kv.Txn, id uint64, levels int, opts WriteOptions, now int64) 
 	}
 	return nil
 }
-
-// loadUsage reads a root's accounting.
-func loadUsage(tx kv.Txn, root uint64) (usageRec, error) {
-	var u usageRec
-	err := get(tx, usageKey(root), &u, nil)
-	return u, err
-}

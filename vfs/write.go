@@ -40,12 +40,7 @@ func (fs *FS) Mkdir(ctx context.Context, root, parent uint64, name string, opts 
 		if err := setModified(tx, rec, 0); err != nil {
 			return err
 		}
-		u, err := loadUsage(tx, root)
-		if err != nil {
-			return err
-		}
-		u.Folders++
-		return put(tx, usageKey(root), u)
+		return fs.addUsage(ctx, tx, root, usageRec{Folders: 1}, 0)
 	})
 	fs.done(OpMkdir, err, Event{RootID: root, NodeID: id, ParentID: parent, Name: name, Dir: true})
 	if err != nil {
@@ -75,13 +70,14 @@ func (fs *FS) writeFile(ctx context.Context, root, parent uint64, name string, r
 	}
 	// Refuse early what would be refused at commit, before reading a byte.
 	var used int64
+	var deltas int
 	err := fs.db.View(ctx, func(tx kv.Txn) error {
 		_, err := fs.checkWrite(tx, root, parent, name, opts, fs.nowNs())
 		if err != nil {
 			return err
 		}
-		u, err := loadUsage(tx, root)
-		used = u.physical()
+		u, n, err := loadUsage(tx, root)
+		used, deltas = u.physical(), n
 		return err
 	})
 	if err != nil {
@@ -127,15 +123,12 @@ func (fs *FS) writeFile(ctx context.Context, root, parent uint64, name string, r
 		if err != nil {
 			return err
 		}
-		u, err := loadUsage(tx, root)
-		if err != nil {
-			return err
-		}
+		var d usageRec
 		if old != nil {
 			rec = *old
-			u.Revisions++
-			u.RevisionSize += rec.Size
-			u.HeadSize += size - rec.Size
+			d.Revisions++
+			d.RevisionSize += rec.Size
+			d.HeadSize += size - rec.Size
 		} else {
 			if newID == 0 {
 				if newID, err = fs.db.NextID(ctx, "node"); err != nil {
@@ -143,11 +136,11 @@ func (fs *FS) writeFile(ctx context.Context, root, parent uint64, name string, r
 				}
 			}
 			rec = nodeRec{ID: newID, Root: root, Parent: parent, Name: name, Created: now}
-			u.Files++
-			u.HeadSize += size
+			d.Files++
+			d.HeadSize += size
 		}
-		if opts.SpaceQuota > 0 && u.physical() > opts.SpaceQuota {
-			return fmt.Errorf("%w: %q", ErrQuotaExceeded, name)
+		if err := fs.addUsage(ctx, tx, root, d, opts.SpaceQuota); err != nil {
+			return err
 		}
 		oldMod := rec.Modified
 		rec.Modified, rec.Size, rec.Rev = now, size, revID
@@ -161,16 +154,18 @@ func (fs *FS) writeFile(ctx context.Context, root, parent uint64, name string, r
 		if err := saveNode(tx, rec, locRec{Root: root, Parent: parent, Name: name}); err != nil {
 			return err
 		}
-		if err := setModified(tx, rec, oldMod); err != nil {
-			return err
-		}
-		return put(tx, usageKey(root), u)
+		return setModified(tx, rec, oldMod)
 	})
 	if err != nil {
 		fs.forget(refs)
 		return Node{}, err
 	}
 	fs.m.bytesWritten.Add(float64(size))
+	if deltas > compactAfter {
+		if err := fs.compactUsage(ctx, root); err != nil {
+			fs.log.Warn("vfs: compacting usage", "root", root, "err", err)
+		}
+	}
 	n := rec.public(fs.nowNs())
 	err = fs.db.View(ctx, func(tx kv.Txn) error {
 		n.Path, err = pathOf(tx, rec)

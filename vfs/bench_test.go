@@ -1,0 +1,207 @@
+package vfs_test
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"berth/vfs"
+)
+
+// The benchmarks compare vfs with the machine's own limits in the same run:
+// Raw* write and read the same bytes to a plain file (fsynced), vfs* go
+// through chunking, hashing, compression, the chunk store and Badger.
+// Run: go test -run '^$' -bench . -benchtime 3x ./vfs
+
+const benchSize = 256 << 20
+
+var benchData = sync.OnceValues(func() ([]byte, []byte) {
+	random := randBytes(1, benchSize)
+	// Compressible: text-like, repeating with variation, about 3:1 for zstd.
+	var buf bytes.Buffer
+	for i := 0; buf.Len() < benchSize; i++ {
+		fmt.Fprintf(&buf, "%08d the quick brown fox %d jumps over the lazy dog %x\n", i, i%97, i*7919)
+	}
+	return random, buf.Bytes()[:benchSize]
+})
+
+func benchInputs() map[string][]byte {
+	random, text := benchData()
+	return map[string][]byte{"random": random, "compressible": text}
+}
+
+func BenchmarkWrite(b *testing.B) {
+	for _, kind := range []string{"random", "compressible"} {
+		data := benchInputs()[kind]
+		b.Run("raw/"+kind, func(b *testing.B) {
+			dir := b.TempDir()
+			b.SetBytes(int64(len(data)))
+			for i := 0; b.Loop(); i++ {
+				f, err := os.Create(filepath.Join(dir, fmt.Sprint(i)))
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := f.Write(data); err != nil {
+					b.Fatal(err)
+				}
+				if err := f.Sync(); err != nil {
+					b.Fatal(err)
+				}
+				f.Close()
+			}
+		})
+		b.Run("vfs/"+kind, func(b *testing.B) {
+			e := newEnv(b)
+			b.SetBytes(int64(len(data)))
+			for i := 0; b.Loop(); i++ {
+				// Each round a new file of new chunks: change the first
+				// bytes of every MiB so nothing deduplicates.
+				b.StopTimer()
+				for off := 0; off < len(data); off += 1 << 20 {
+					data[off] = byte(i + 1)
+				}
+				b.StartTimer()
+				e.write(b, e.root.FolderID, fmt.Sprint(i), data)
+			}
+		})
+	}
+}
+
+func BenchmarkRead(b *testing.B) {
+	for _, kind := range []string{"random", "compressible"} {
+		data := benchInputs()[kind]
+		for _, cold := range []bool{false, true} {
+			temp := "warm"
+			if cold {
+				temp = "cold"
+			}
+			b.Run("raw/"+kind+"/"+temp, func(b *testing.B) {
+				p := filepath.Join(b.TempDir(), "f")
+				if err := os.WriteFile(p, data, 0o600); err != nil {
+					b.Fatal(err)
+				}
+				b.SetBytes(int64(len(data)))
+				buf := make([]byte, 1<<20)
+				for b.Loop() {
+					if cold {
+						b.StopTimer()
+						evict(b, p)
+						b.StartTimer()
+					}
+					f, err := os.Open(p)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if _, err := io.CopyBuffer(io.Discard, onlyReader{f}, buf); err != nil {
+						b.Fatal(err)
+					}
+					f.Close()
+				}
+			})
+			b.Run("vfs/"+kind+"/"+temp, func(b *testing.B) {
+				e := newEnv(b)
+				n := e.write(b, e.root.FolderID, "f", data)
+				b.SetBytes(int64(len(data)))
+				buf := make([]byte, 1<<20)
+				for b.Loop() {
+					if cold {
+						b.StopTimer()
+						evictTree(b, filepath.Join(e.dir, "chunks"))
+						b.StartTimer()
+					}
+					f, err := e.fs.Open(ctx, e.root.ID, n.ID)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if _, err := io.CopyBuffer(io.Discard, onlyReader{f}, buf); err != nil {
+						b.Fatal(err)
+					}
+					f.Close()
+				}
+			})
+		}
+	}
+}
+
+// onlyReader hides WriterTo/ReaderFrom so both sides copy the same way.
+type onlyReader struct{ io.Reader }
+
+// evict drops a file's pages from the page cache, so a read comes from disk.
+func evict(b *testing.B, p string) {
+	f, err := os.Open(p)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
+		b.Skipf("fadvise: %v", err)
+	}
+}
+
+func evictTree(b *testing.B, dir string) {
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			evict(b, p)
+		}
+		return nil
+	})
+}
+
+// BenchmarkList lists a folder of 10,000 files (target: under 20 ms).
+func BenchmarkList(b *testing.B) {
+	e := newEnv(b)
+	fillFolder(b, e, 10000)
+	for b.Loop() {
+		kids, _, err := e.fs.List(ctx, e.root.ID, e.root.FolderID)
+		if err != nil || len(kids) != 10000 {
+			b.Fatal(len(kids), err)
+		}
+	}
+}
+
+// BenchmarkCreateSmallFiles creates 10,000 files of 1 KiB, each durable
+// when WriteFile returns, from one writer and from eight.
+func BenchmarkCreateSmallFiles(b *testing.B) {
+	for _, writers := range []int{1, 8} {
+		b.Run(fmt.Sprintf("writers=%d", writers), func(b *testing.B) {
+			for b.Loop() {
+				b.StopTimer()
+				e := newEnv(b)
+				b.StartTimer()
+				fillFolder(b, e, 10000, writers)
+				b.StopTimer()
+				e.close()
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(10000*b.N)/b.Elapsed().Seconds(), "files/s")
+		})
+	}
+}
+
+func fillFolder(b *testing.B, e *env, n int, writers ...int) {
+	w := 4
+	if len(writers) > 0 {
+		w = writers[0]
+	}
+	var wg sync.WaitGroup
+	for g := range w {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := g; i < n; i += w {
+				body := randBytes(uint64(i), 1024)
+				if _, err := e.fs.WriteFile(ctx, e.root.ID, e.root.FolderID, fmt.Sprintf("file-%05d.txt", i), bytes.NewReader(body), vfs.WriteOptions{}); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
