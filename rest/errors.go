@@ -76,7 +76,7 @@ func errorTable() []errorMapping {
 		{vfs.ErrNotExist, http.StatusNotFound, "not_found", "no such file or folder"},
 		{vfs.ErrNotDir, http.StatusNotFound, "not_found", "no such folder"},
 		{vfs.ErrIsDir, http.StatusNotFound, "not_found", "no such file"},
-		{vfs.ErrNameConflict, http.StatusConflict, "name_conflict", "an item of that name already exists in the folder, or a folder would move into itself"},
+		{vfs.ErrNameConflict, http.StatusConflict, "name_conflict", ""},
 		{vfs.ErrLocked, http.StatusConflict, "resource_locked", "the item or a folder above it is locked"},
 		{vfs.ErrNoSuchLock, http.StatusConflict, "resource_locked", "the item does not hold that lock"},
 		{vfs.ErrRootDeleted, http.StatusGone, "root_deleted", "the root was deleted earlier"},

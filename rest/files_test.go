@@ -8,10 +8,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"io/fs"
 	"math/rand/v2"
 	"mime/multipart"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -823,4 +826,36 @@ func (f *fixture) requestsDone() float64 {
 		}
 	}
 	return n
+}
+
+func TestDownloadFailsLoudly(t *testing.T) {
+	f := newFixture(t)
+	fj := f.mustUpload(f.at("/api/2/files/%d/upload"), "lost.bin", randomBytes(3, 1<<20))
+	// Lose the contents underneath the metadata.
+	if err := filepath.WalkDir(filepath.Join(f.dir, "chunks"), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			err = os.Remove(p)
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest(http.MethodGet, f.url(f.at("/api/2/files/%d/%d/download", fj.ID)), nil)
+	req.Header.Set("Authorization", "Bearer "+f.token)
+	resp, err := f.client.Do(req)
+	if err == nil {
+		_, err = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			err = fmt.Errorf("status %d", resp.StatusCode)
+		}
+	}
+	if err == nil {
+		t.Fatal("a download whose contents are lost looked complete")
+	}
+	t.Logf("the client saw: %v", err)
+	// The server is still up.
+	if st, body := f.get(f.at("/api/2/files/%d")); st != http.StatusOK {
+		t.Fatalf("%d %s", st, body)
+	}
 }
