@@ -1,6 +1,7 @@
 package vfs
 
 import (
+	"fmt"
 	"time"
 
 	"berth/vfs/chunk"
@@ -119,4 +120,14 @@ type WriteOptions struct {
 	ExcludedExtensions []string
 	// Modified sets the new revision's modification time; zero means now.
 	Modified time.Time
+}
+
+// ETag is the entity tag of an item's current contents, one value for REST
+// downloads and WebDAV getetag: a file's changes with every revision, a
+// folder's with every change of its own record.
+func (n Node) ETag() string {
+	if n.Dir {
+		return fmt.Sprintf(`"d%d-%d"`, n.ID, n.Modified.UnixNano())
+	}
+	return fmt.Sprintf(`"r%d"`, n.RevisionID)
 }
