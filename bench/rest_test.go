@@ -17,6 +17,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
+	"time"
 	"testing"
 
 	"berth/account"
@@ -215,6 +217,37 @@ func rate(b *testing.B, bytes int64) float64 {
 	return float64(bytes) * float64(b.N) / b.Elapsed().Seconds() / 1e6
 }
 
+// zipFolder writes a folder of 1,000 files totalling 1 GiB directly
+// through vfs and returns its id.
+func zipFolder(b *testing.B, s *berth, next func() uint64) uint64 {
+	ctx := context.Background()
+	const files = 1000
+	dir, err := s.fs.Mkdir(ctx, s.root.ID, s.root.FolderID, "zip", vfs.WriteOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range files {
+		// gib/files each, plus one byte for the first gib%files.
+		size := int64(gib / files)
+		if i < gib%files {
+			size++
+		}
+		if _, err := s.fs.WriteFile(ctx, s.root.ID, dir.ID, fmt.Sprintf("file %04d.bin", i), newGen(next(), size), vfs.WriteOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return dir.ID
+}
+
+// cpuTime is the CPU time (user and system) this process has used.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 // BenchmarkREST measures, in one run and on one machine: the HTTPS
 // ceiling (null server), vfs-direct write and read of 1 GiB, REST upload
 // and download of 1 GiB, and the zip of a folder of 1,000 files totalling
@@ -228,15 +261,21 @@ func BenchmarkREST(b *testing.B) {
 	null := nullServer(b, h2)
 	nullClient := null.Client()
 	rates := map[string]float64{}
+	cpu := map[string]float64{} // CPU seconds (client and server) per GiB
 	seed := uint64(1)
 	next := func() uint64 { seed++; return seed }
 	run := func(name string, size int64, op func(b *testing.B)) {
 		b.Run(name, func(b *testing.B) {
 			b.SetBytes(size)
+			c0 := cpuTime()
 			for b.Loop() {
 				op(b)
 			}
 			rates[name] = rate(b, size)
+			// Untimed setup (ensure, zipFolder) is counted too; it runs
+			// only when a write benchmark was filtered out.
+			cpu[name] = (cpuTime() - c0).Seconds() / float64(b.N) * gib / float64(size)
+			b.ReportMetric(cpu[name], "cpu-s/GiB")
 		})
 	}
 
@@ -268,7 +307,22 @@ func BenchmarkREST(b *testing.B) {
 		}
 		vfsFile = n.ID
 	})
+	// ensure writes a 1 GiB file untimed when its write benchmark was
+	// filtered out (-bench 'REST/rest-download').
+	ensure := func(b *testing.B, id *uint64, name string) {
+		if *id != 0 {
+			return
+		}
+		b.StopTimer()
+		n, err := s.fs.WriteFile(ctx, s.root.ID, s.root.FolderID, name, newGen(next(), gib), vfs.WriteOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		*id = n.ID
+		b.StartTimer()
+	}
 	run("vfs-read", gib, func(b *testing.B) {
+		ensure(b, &vfsFile, "vfs.bin")
 		f, err := s.fs.Open(ctx, s.root.ID, vfsFile)
 		if err != nil {
 			b.Fatal(err)
@@ -284,25 +338,21 @@ func BenchmarkREST(b *testing.B) {
 		restFile = s.upload(b, s.root.FolderID, "rest.bin", newGen(next(), gib))
 	})
 	run("rest-download", gib, func(b *testing.B) {
+		ensure(b, &restFile, "rest.bin")
 		if n := s.get(b, fmt.Sprintf("/api/2/files/%d/%d/download", s.root.ID, restFile)); n != gib {
 			b.Fatalf("downloaded %d bytes", n)
 		}
 	})
 
 	// The zip's folder: 1,000 files totalling 1 GiB, written directly.
-	const files = 1000
-	dir, err := s.fs.Mkdir(ctx, s.root.ID, s.root.FolderID, "zip", vfs.WriteOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	for i := range files {
-		size := int64(gib/files + min(1, (gib%files)/(i+1)))
-		if _, err := s.fs.WriteFile(ctx, s.root.ID, dir.ID, fmt.Sprintf("file %04d.bin", i), newGen(next(), size), vfs.WriteOptions{}); err != nil {
-			b.Fatal(err)
-		}
-	}
+	var dir uint64
 	run("rest-zip", gib, func(b *testing.B) {
-		if n := s.get(b, fmt.Sprintf("/api/2/files/%d/folder/%d/download", s.root.ID, dir.ID)); n < gib {
+		if dir == 0 {
+			b.StopTimer()
+			dir = zipFolder(b, s, next)
+			b.StartTimer()
+		}
+		if n := s.get(b, fmt.Sprintf("/api/2/files/%d/folder/%d/download", s.root.ID, dir)); n < gib {
 			b.Fatalf("zip of %d bytes", n)
 		}
 	})
@@ -312,11 +362,16 @@ func BenchmarkREST(b *testing.B) {
 		proto = "HTTP/2"
 	}
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "rates (MB/s, %s over loopback TLS):\n", proto)
+	fmt.Fprintf(&sb, "%s over loopback TLS      MB/s   CPU s/GiB (client+server)\n", proto)
 	for _, k := range []string{"null-put", "null-get", "vfs-write", "vfs-read", "rest-upload", "rest-download", "rest-zip"} {
-		fmt.Fprintf(&sb, "  %-14s %8.0f\n", k, rates[k])
+		if rates[k] > 0 {
+			fmt.Fprintf(&sb, "  %-14s %8.0f %8.2f\n", k, rates[k], cpu[k])
+		}
 	}
 	ratio := func(name, a, c string, target float64) {
+		if rates[a] == 0 || rates[c] == 0 {
+			return // one side was filtered out
+		}
 		r := rates[a] / rates[c]
 		verdict := ""
 		if target > 0 {
