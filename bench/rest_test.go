@@ -18,8 +18,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
-	"time"
 	"testing"
+	"time"
 
 	"berth/account"
 	"berth/kv"
