@@ -98,6 +98,9 @@ func (fs *FS) copyTree(ctx context.Context, tx kv.Txn, src nodeRec, root, parent
 	if err := setModified(tx, rec, 0); err != nil {
 		return 0, err
 	}
+	if err := copyProps(tx, src.ID, id); err != nil {
+		return 0, err
+	}
 	if !src.Dir {
 		return id, nil
 	}
@@ -169,6 +172,9 @@ func purgeTree(tx kv.Txn, rec nodeRec, loc locRec, u *usageRec) error {
 			u.DeletedSize -= r.Size
 		}
 		u.DelFiles--
+	}
+	if err := deleteProps(tx, rec.ID); err != nil {
+		return err
 	}
 	for _, k := range [][]byte{recKey(rec.ID, loc), locKey(rec.ID), timeKey(rec.Root, rec.Modified, rec.ID)} {
 		if err := tx.Delete(k); err != nil {

@@ -25,6 +25,8 @@ import (
 //	K/<chunk id>              refcount (uint64) of a chunk over all revisions
 //	O/<chunk id>              empty: a chunk whose refcount fell to zero,
 //	                          for the garbage collector
+//	P/<node>/<name>           raw value of a dead property (WebDAV PROPPATCH);
+//	                          copied by Copy, removed by Purge
 //	M/clean                   present while no process has the store open;
 //	                          absent at open means the last run crashed
 const (
@@ -39,6 +41,7 @@ const (
 	pRev     = "V/"
 	pRef     = "K/"
 	pOrphan  = "O/"
+	pProp    = "P/"
 )
 
 var keyClean = []byte("M/clean")
@@ -78,6 +81,11 @@ func orphanKey(id chunk.ID) []byte   { return append([]byte(pOrphan), id[:]...) 
 // timeKeyNode reads the node id back from a T/ key.
 func timeKeyNode(k []byte) uint64 {
 	return binary.BigEndian.Uint64(k[len(k)-9 : len(k)-1])
+}
+
+func propPrefix(node uint64) []byte { return key(pProp, node) }
+func propKey(node uint64, name string) []byte {
+	return append(propPrefix(node), name...)
 }
 
 // chunkIDFromKey reads the chunk id of a K/ or O/ key.

@@ -1,0 +1,106 @@
+package vfs
+
+import (
+	"context"
+	"fmt"
+
+	"berth/kv"
+)
+
+// Dead properties are small named values a client attaches to an item
+// (WebDAV PROPPATCH). vfs treats names and values as opaque; the webdav
+// front end names them in Clark notation ("{namespace}local") and stores
+// the property's XML value. They live under P/<node>/<name>, so a Move
+// (which keeps the node id) carries them, Copy duplicates them and Purge
+// removes them.
+
+// Props returns the dead properties of a live item, by name.
+func (fs *FS) Props(ctx context.Context, root, id uint64) (map[string][]byte, error) {
+	out := map[string][]byte{}
+	err := fs.db.View(ctx, func(tx kv.Txn) error {
+		clear(out)
+		if _, _, err := liveNodeIn(tx, root, id); err != nil {
+			return err
+		}
+		prefix := propPrefix(id)
+		return tx.Scan(prefix, nil, func(k, v []byte) error {
+			out[string(k[len(prefix):])] = append([]byte(nil), v...)
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// PatchProps removes the properties named in remove, then sets those of
+// set, in one transaction: all or nothing. The item must be live and not
+// locked against the caller (ErrLocked). Removing a missing property is
+// not an error. Names may not be empty (ErrInvalidName).
+func (fs *FS) PatchProps(ctx context.Context, root, id uint64, set map[string][]byte, remove []string, opts WriteOptions) error {
+	for name := range set {
+		if name == "" {
+			return fmt.Errorf("%w: empty property name", ErrInvalidName)
+		}
+	}
+	return fs.db.Update(ctx, func(tx kv.Txn) error {
+		if _, _, err := liveNodeIn(tx, root, id); err != nil {
+			return err
+		}
+		if err := checkLocks(tx, id, 1, opts, fs.nowNs()); err != nil {
+			return err
+		}
+		for _, name := range remove {
+			if err := tx.Delete(propKey(id, name)); err != nil {
+				return err
+			}
+		}
+		for name, v := range set {
+			if err := tx.Set(propKey(id, name), v); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// copyProps gives the node dst a copy of every dead property of src.
+func copyProps(tx kv.Txn, src, dst uint64) error {
+	props, err := propKeys(tx, src)
+	if err != nil {
+		return err
+	}
+	prefix := propPrefix(src)
+	for _, kvp := range props {
+		if err := tx.Set(propKey(dst, string(kvp[0][len(prefix):])), kvp[1]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// deleteProps removes every dead property of a node.
+func deleteProps(tx kv.Txn, id uint64) error {
+	props, err := propKeys(tx, id)
+	if err != nil {
+		return err
+	}
+	for _, kvp := range props {
+		if err := tx.Delete(kvp[0]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// propKeys returns copies of the keys and values of a node's properties;
+// collected first because a transaction may not change what it scans.
+func propKeys(tx kv.Txn, id uint64) ([][2][]byte, error) {
+	var out [][2][]byte
+	err := tx.Scan(propPrefix(id), nil, func(k, v []byte) error {
+		out = append(out, [2][]byte{append([]byte(nil), k...), append([]byte(nil), v...)})
+		return nil
+	})
+	return out, err
+}
