@@ -30,13 +30,21 @@ func Sum(plain []byte) ID { return ID(blake3.Sum256(plain)) }
 // the plain bytes. enc must have been created for EncodeAll use; it is not
 // safe for concurrent use, so callers keep one per goroutine.
 func Encode(dst []byte, enc *zstd.Encoder, plain []byte) []byte {
-	dst = append(dst[:0], encZstd)
-	dst = enc.EncodeAll(plain, dst)
-	if int64(len(dst)-1)*minSavingDen <= int64(len(plain))*minSavingNum {
+	dst, ok := compress(dst, enc, plain)
+	if ok {
 		return dst
 	}
 	dst = append(dst[:0], encRaw)
 	return append(dst, plain...)
+}
+
+// compress writes the zstd blob of plain into dst[:0] and reports whether it
+// is worth keeping. The slice is returned either way so its capacity is
+// reused.
+func compress(dst []byte, enc *zstd.Encoder, plain []byte) ([]byte, bool) {
+	dst = append(dst[:0], encZstd)
+	dst = enc.EncodeAll(plain, dst)
+	return dst, int64(len(dst)-1)*minSavingDen <= int64(len(plain))*minSavingNum
 }
 
 // Decode returns the plain bytes of blob and checks that they hash to id. A

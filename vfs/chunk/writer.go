@@ -51,7 +51,7 @@ type Writer struct {
 	observe func(stored bool, plain, encoded int)
 
 	scans sync.Pool // *[]byte, chunker scan buffers
-	bufs  sync.Pool // *[]byte, plain chunk copies
+	bufs  sync.Pool // *[]byte, chunk copies framed as raw blobs (see storeChunk)
 	blobs sync.Pool // *[]byte, encoded blobs
 	encs  sync.Pool // *zstd.Encoder
 }
@@ -120,8 +120,8 @@ cut:
 			break
 		}
 		if len(data) > 0 {
-			buf := w.getBuf(&w.bufs, maxChunkSize)
-			*buf = append((*buf)[:0], data...)
+			buf := w.getBuf(&w.bufs, 1+maxChunkSize)
+			*buf = append(append((*buf)[:0], encRaw), data...)
 			mu.Lock()
 			idx := len(refs)
 			refs = append(refs, Ref{Size: int64(len(data))})
@@ -170,7 +170,7 @@ func (w *Writer) work(ctx context.Context, fail context.CancelCauseFunc, jobs <-
 		if ctx.Err() == nil {
 			if enc == nil {
 				enc = w.getEncoder()
-				blob = w.getBuf(&w.blobs, maxChunkSize+1)
+				blob = w.getBuf(&w.blobs, 0)
 			}
 			id, err := w.storeChunk(ctx, enc, blob, *j.buf)
 			if err != nil {
@@ -185,9 +185,12 @@ func (w *Writer) work(ctx context.Context, fail context.CancelCauseFunc, jobs <-
 	}
 }
 
-// storeChunk hashes plain and, unless the store has it already, encodes and
-// puts it. Compression is skipped for known chunks: it is the costly step.
-func (w *Writer) storeChunk(ctx context.Context, enc *zstd.Encoder, blob *[]byte, plain []byte) (ID, error) {
+// storeChunk hashes the chunk in framed[1:] and, unless the store has it
+// already, encodes and puts it. Compression is skipped for known chunks: it is
+// the costly step. framed[0] is a spare byte for the raw header, so a chunk
+// that does not compress is stored without another copy.
+func (w *Writer) storeChunk(ctx context.Context, enc *zstd.Encoder, blobBuf *[]byte, framed []byte) (ID, error) {
+	plain := framed[1:]
 	id := Sum(plain)
 	has, err := w.store.Has(ctx, id)
 	if err != nil {
@@ -199,16 +202,24 @@ func (w *Writer) storeChunk(ctx context.Context, enc *zstd.Encoder, blob *[]byte
 		}
 		return id, nil
 	}
-	*blob = Encode(*blob, enc, plain)
-	if err := w.store.Put(ctx, id, *blob); err != nil {
+	blob, ok := compress(*blobBuf, enc, plain)
+	*blobBuf = blob
+	if !ok {
+		framed[0] = encRaw
+		blob = framed
+	}
+	if err := w.store.Put(ctx, id, blob); err != nil {
 		return id, err
 	}
 	if w.observe != nil {
-		w.observe(true, len(plain), len(*blob))
+		w.observe(true, len(plain), len(blob))
 	}
 	return id, nil
 }
 
+// getBuf returns a pooled buffer, or a new one of length size. Blob buffers
+// start empty and grow to what zstd needs, which for compressible chunks is
+// far below the maximum.
 func (w *Writer) getBuf(p *sync.Pool, size int) *[]byte {
 	if b, ok := p.Get().(*[]byte); ok {
 		return b
