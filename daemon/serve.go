@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -22,6 +23,7 @@ import (
 	"berth/rest"
 	"berth/vfs"
 	"berth/vfs/chunk"
+	"berth/webdav"
 )
 
 // stores are the opened storage layers, closed in reverse order.
@@ -129,7 +131,14 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writ
 		servers = append(servers, &listener{name: name, ln: ln, srv: srv, tls: tls})
 		return nil
 	}
-	if err := bind("https", cfg.Listen, api, true); err != nil {
+	dav := webdav.New(webdav.Options{
+		Logger:        log.With("component", "webdav"),
+		FS:            st.files,
+		Accounts:      accounts,
+		Prefix:        "/webdav",
+		InfiniteDepth: cfg.WebDAV.InfiniteDepth,
+	})
+	if err := bind("https", cfg.Listen, withWebDAV(dav, api), true); err != nil {
 		return err
 	}
 	if err := bind("http", cfg.HTTPListen, rest.InsecureHandler(), false); err != nil {
@@ -185,6 +194,19 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writ
 	bg.Wait()
 	log.Info("stopped")
 	return runErr
+}
+
+// withWebDAV sends /webdav and everything below it to dav, the rest to api.
+// A prefix test, not a ServeMux: ServeMux would clean "..", "//" and
+// redirect, where WebDAV wants such paths refused as they are sent.
+func withWebDAV(dav, api http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p := r.URL.Path; p == "/webdav" || strings.HasPrefix(p, "/webdav/") {
+			dav.ServeHTTP(w, r)
+			return
+		}
+		api.ServeHTTP(w, r)
+	})
 }
 
 // listener is one bound address and its server.

@@ -1,0 +1,122 @@
+package webdav
+
+import (
+	"crypto/sha256"
+	"errors"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"berth/account"
+)
+
+// errNoCredentials: the request carries no usable Authorization header.
+var errNoCredentials = errors.New("webdav: authentication required")
+
+// authenticate returns the person behind the request's Basic credentials
+// or Bearer token. Basic logins go through account.Authenticate, so they
+// count toward the same lockout as the OAuth password grant; a success is
+// remembered briefly by a hash of login and password, because a WebDAV
+// client sends them with every request and argon2 costs a fraction of a
+// second each time. Failures are never remembered.
+func (h *Handler) authenticate(r *http.Request) (account.Person, error) {
+	ctx := r.Context()
+	if login, password, ok := r.BasicAuth(); ok {
+		key := sha256.Sum256([]byte(login + "\x00" + password))
+		if id, ok := h.creds.get(key); ok {
+			p, err := h.opts.Accounts.Person(ctx, id)
+			if err == nil && p.Active {
+				return p, nil
+			}
+			h.creds.drop(key)
+		}
+		p, err := h.opts.Accounts.Authenticate(ctx, login, password)
+		if err != nil {
+			return account.Person{}, err
+		}
+		h.creds.put(key, p.ID)
+		return p, nil
+	}
+	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
+		return account.Person{}, errNoCredentials
+	}
+	pr, err := h.opts.Accounts.ValidateAccess(ctx, strings.TrimSpace(token))
+	if err != nil {
+		return account.Person{}, err
+	}
+	return h.opts.Accounts.Person(ctx, pr.PersonID)
+}
+
+// authFailed answers a failed authentication: 401 with a Basic challenge
+// where new credentials can help, 403 where they cannot (a locked or
+// disabled account), so clients stop re-prompting.
+func (h *Handler) authFailed(w http.ResponseWriter, r *http.Request, err error) {
+	switch {
+	case errors.Is(err, account.ErrAccountLocked):
+		plain(w, http.StatusForbidden, "Too many failed logins: the account is locked for a while.")
+	case errors.Is(err, account.ErrInactive):
+		plain(w, http.StatusForbidden, "The account or its organization is disabled.")
+	case errors.Is(err, errNoCredentials), errors.Is(err, account.ErrInvalidCredentials),
+		errors.Is(err, account.ErrInvalidToken), errors.Is(err, account.ErrNotFound):
+		w.Header().Set("WWW-Authenticate", `Basic realm="berth", charset="UTF-8"`)
+		plain(w, http.StatusUnauthorized, "Log in with your berth username (or e-mail address) and password.")
+	default:
+		h.serverError(w, r, err)
+	}
+}
+
+// credCache remembers recently verified Basic credentials by hash.
+type credCache struct {
+	ttl time.Duration
+	max int
+	mu  sync.Mutex
+	m   map[[32]byte]credEntry
+}
+
+type credEntry struct {
+	person  uint64
+	expires time.Time
+}
+
+func newCredCache(ttl time.Duration, max int) *credCache {
+	return &credCache{ttl: ttl, max: max, m: map[[32]byte]credEntry{}}
+}
+
+func (c *credCache) get(k [32]byte) (uint64, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[k]
+	if !ok || time.Now().After(e.expires) {
+		delete(c.m, k)
+		return 0, false
+	}
+	return e.person, true
+}
+
+func (c *credCache) put(k [32]byte, person uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := time.Now()
+	if len(c.m) >= c.max {
+		for k, e := range c.m {
+			if now.After(e.expires) {
+				delete(c.m, k)
+			}
+		}
+		for k := range c.m { // still full: drop arbitrary entries
+			if len(c.m) < c.max {
+				break
+			}
+			delete(c.m, k)
+		}
+	}
+	c.m[k] = credEntry{person: person, expires: now.Add(c.ttl)}
+}
+
+func (c *credCache) drop(k [32]byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.m, k)
+}

@@ -1,0 +1,204 @@
+package webdav_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"berth/account"
+	"berth/kv"
+	"berth/vfs"
+	"berth/vfs/chunk"
+	"berth/webdav"
+)
+
+// password is the password of every person the fixture creates.
+const password = "correct horse battery"
+
+// fixture is a real berth WebDAV server over real TLS: Badger and a disk
+// chunk store in a temp directory, the account service with cheap argon2
+// parameters, one organization and one person with a sync root.
+type fixture struct {
+	t        testing.TB
+	dir      string
+	db       *kv.Badger
+	fs       *vfs.FS
+	accounts *account.Service
+	srv      *httptest.Server
+	client   *http.Client
+	logs     *syncBuffer
+
+	org    account.Organization
+	person account.Person
+	root   vfs.Root
+	token  string
+}
+
+type fixtureOptions struct {
+	Policy        *account.Policy
+	Lockout       account.LockoutOptions
+	InfiniteDepth bool
+	PlainHTTP     bool // for clients that refuse a self-signed certificate
+}
+
+func newFixture(t testing.TB) *fixture { return newFixtureWith(t, fixtureOptions{}) }
+
+func newFixtureWith(t testing.TB, o fixtureOptions) *fixture {
+	t.Helper()
+	ctx := context.Background()
+	f := &fixture{t: t, dir: t.TempDir(), logs: &syncBuffer{}}
+	log := slog.New(slog.NewTextHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	var err error
+	f.db, err = kv.OpenBadger(kv.BadgerOptions{Dir: filepath.Join(f.dir, "meta"), Logger: log, NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunks, err := chunk.NewDisk(filepath.Join(f.dir, "chunks"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.fs, err = vfs.Open(ctx, f.db, chunks, vfs.Options{Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ao := account.DefaultOptions()
+	ao.Argon2 = account.Argon2Params{Memory: 64, Time: 1, Threads: 1}
+	if o.Lockout.MaxFailures != 0 {
+		ao.Lockout = o.Lockout
+	}
+	f.accounts = account.New(f.db, ao)
+	f.org, err = f.accounts.CreateOrganization(ctx, account.OrganizationInput{Name: "Acme", Policy: o.Policy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.person, f.root, f.token = f.addPerson("alice")
+
+	h := webdav.New(webdav.Options{Logger: log, FS: f.fs, Accounts: f.accounts, InfiniteDepth: o.InfiniteDepth})
+	f.srv = httptest.NewUnstartedServer(h)
+	if o.PlainHTTP {
+		f.srv.Start()
+	} else {
+		f.srv.EnableHTTP2 = true
+		f.srv.StartTLS()
+	}
+	f.client = f.srv.Client()
+	t.Cleanup(func() {
+		f.srv.Close()
+		f.fs.Close()
+		f.db.Close()
+		if t.Failed() {
+			t.Logf("server log:\n%s", f.logs.String())
+		}
+	})
+	return f
+}
+
+// addPerson creates a person with a sync root named after them.
+func (f *fixture) addPerson(username string) (account.Person, vfs.Root, string) {
+	f.t.Helper()
+	ctx := context.Background()
+	root, err := f.fs.CreateRoot(ctx, username, vfs.RootSync)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	p, err := f.accounts.CreatePerson(ctx, account.PersonInput{
+		OrganizationID: f.org.ID, Username: username, Email: username + "@example.com",
+		Password: password, RootID: root.ID,
+	})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	toks, err := f.accounts.IssueTokens(ctx, p.ID, 0)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return p, root, toks.AccessToken
+}
+
+// url is the server's address of a dav path below /webdav/alice.
+func (f *fixture) url(p string) string { return f.srv.URL + "/webdav/alice" + p }
+
+// do sends a request as alice (Basic auth) and returns status, headers and body.
+func (f *fixture) do(method, p string, body io.Reader, hdr ...string) (int, http.Header, string) {
+	f.t.Helper()
+	req, err := http.NewRequest(method, f.url(p), body)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	req.SetBasicAuth("alice", password)
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	return f.send(req)
+}
+
+func (f *fixture) send(req *http.Request) (int, http.Header, string) {
+	f.t.Helper()
+	resp, err := f.client.Do(req)
+	if err != nil {
+		f.t.Fatalf("%s %s: %v", req.Method, req.URL, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return resp.StatusCode, resp.Header, string(b)
+}
+
+// want fails unless got is the wanted status.
+func want(t testing.TB, what string, got, wantStatus int, body string) {
+	t.Helper()
+	if got != wantStatus {
+		t.Fatalf("%s: status %d, want %d; body %q", what, got, wantStatus, body)
+	}
+}
+
+// read returns the contents of the file at root-relative path p via vfs.
+func (f *fixture) read(p string) ([]byte, error) {
+	ctx := context.Background()
+	n, err := f.fs.Lookup(ctx, f.root.ID, p)
+	if err != nil {
+		return nil, err
+	}
+	r, err := f.fs.Open(ctx, f.root.ID, n.ID)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	return io.ReadAll(r)
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// contains fails unless body holds every wanted substring.
+func contains(t testing.TB, body string, wanted ...string) {
+	t.Helper()
+	for _, w := range wanted {
+		if !strings.Contains(body, w) {
+			t.Fatalf("body lacks %q:\n%s", w, body)
+		}
+	}
+}

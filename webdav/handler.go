@@ -1,0 +1,209 @@
+// Package webdav serves vfs as a WebDAV share (RFC 4918 class 1 and 2)
+// under a URL prefix. golang.org/x/net/webdav answers OPTIONS, GET, HEAD
+// and POST through a FileSystem and a LockSystem over vfs; the methods
+// where that library falls short of the RFC or of berth's policy (PUT,
+// DELETE, MKCOL, COPY, MOVE, LOCK, UNLOCK, PROPFIND, PROPPATCH) are
+// handled here first, over the same vfs, so both paths see one store and
+// one lock table.
+package webdav
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	xwebdav "golang.org/x/net/webdav"
+
+	"berth/account"
+	"berth/vfs"
+)
+
+// Options configure the WebDAV handler.
+type Options struct {
+	// Logger receives request failures; nil discards them.
+	Logger *slog.Logger
+	// FS is the file system served.
+	FS *vfs.FS
+	// Accounts authenticates callers and holds their organization's policy.
+	Accounts *account.Service
+	// Prefix is the URL path the handler is mounted at, without a trailing
+	// slash; "" means "/webdav".
+	Prefix string
+	// InfiniteDepth allows PROPFIND with Depth: infinity; when false such a
+	// request gets 403 with the RFC's propfind-finite-depth condition.
+	InfiniteDepth bool
+	// CredentialTTL is how long a successful Basic login is remembered (as a
+	// hash) so that the next requests skip argon2; 0 means 90 seconds.
+	CredentialTTL time.Duration
+}
+
+// Handler is the WebDAV front end; build it with New.
+type Handler struct {
+	opts  Options
+	log   *slog.Logger
+	creds *credCache
+}
+
+// New returns the WebDAV handler for o.
+func New(o Options) *Handler {
+	if o.Prefix == "" {
+		o.Prefix = "/webdav"
+	}
+	o.Prefix = strings.TrimSuffix(o.Prefix, "/")
+	if o.CredentialTTL == 0 {
+		o.CredentialTTL = 90 * time.Second
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Handler{opts: o, log: log, creds: newCredCache(o.CredentialTTL, 4096)}
+}
+
+// ServeHTTP checks the path, authenticates, applies the policy gate and
+// dispatches the method.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p, err := h.davPath(r.URL.EscapedPath())
+	if err != nil {
+		plain(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	person, err := h.authenticate(r)
+	if err != nil {
+		h.authFailed(w, r, err)
+		return
+	}
+	org, err := h.opts.Accounts.Organization(r.Context(), person.OrganizationID)
+	if err != nil {
+		h.serverError(w, r, fmt.Errorf("organization of person %d: %w", person.ID, err))
+		return
+	}
+	if !org.Policy.WebDAVEnabled {
+		plain(w, http.StatusForbidden, "WebDAV access is disabled by your organization's policy; use the web or sync clients instead.")
+		return
+	}
+	s, err := h.newSession(r.Context(), person, org.Policy, p)
+	if err != nil {
+		h.serverError(w, r, err)
+		return
+	}
+	var status int
+	switch r.Method {
+	case http.MethodPut:
+		status, err = s.put(w, r)
+	case http.MethodDelete:
+		status, err = s.delete(w, r)
+	case "MKCOL":
+		status, err = s.mkcol(w, r)
+	case "COPY", "MOVE":
+		status, err = s.copyMove(w, r)
+	case "LOCK":
+		status, err = s.lock(w, r)
+	case "UNLOCK":
+		status, err = s.unlock(w, r)
+	case "PROPFIND":
+		status, err = s.propfind(w, r)
+	case "PROPPATCH":
+		status, err = s.proppatch(w, r)
+	default:
+		lib := &xwebdav.Handler{
+			Prefix:     h.opts.Prefix,
+			FileSystem: &fileSystem{s: s},
+			LockSystem: &lockSystem{s: s},
+		}
+		lib.ServeHTTP(w, r)
+		return
+	}
+	h.finish(w, r, status, err)
+}
+
+// finish writes an error status (when status is not 0) and logs what is
+// not the client's doing.
+func (h *Handler) finish(w http.ResponseWriter, r *http.Request, status int, err error) {
+	if status == 0 {
+		return
+	}
+	if r.Context().Err() != nil {
+		return // the client went away; nobody reads a body
+	}
+	if status >= 500 && status != http.StatusInsufficientStorage {
+		h.log.Error("webdav request failed", "method", r.Method, "path", r.URL.Path, "status", status, "error", err)
+		plain(w, status, http.StatusText(status))
+		return
+	}
+	msg := http.StatusText(status)
+	var d describedErr
+	if errors.As(err, &d) {
+		msg = d.msg
+	}
+	plain(w, status, msg)
+}
+
+func (h *Handler) serverError(w http.ResponseWriter, r *http.Request, err error) {
+	h.finish(w, r, http.StatusInternalServerError, err)
+}
+
+// describedErr carries a message for the client with a status.
+type describedErr struct{ msg string }
+
+func (e describedErr) Error() string { return e.msg }
+
+// describe returns status with a message the client sees.
+func describe(status int, format string, args ...any) (int, error) {
+	return status, describedErr{fmt.Sprintf(format, args...)}
+}
+
+// plain writes a short text/plain answer.
+func plain(w http.ResponseWriter, status int, msg string) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	fmt.Fprintln(w, msg)
+}
+
+// davPath turns the escaped request path into a clean path below the
+// prefix ("/", "/root/a/b"). An escaped slash (%2F) or a "." or ".."
+// segment is refused rather than reinterpreted: a client that sends them
+// means something berth would otherwise silently change.
+func (h *Handler) davPath(escaped string) (string, error) {
+	rest, ok := strings.CutPrefix(escaped, h.opts.Prefix)
+	if !ok || (rest != "" && rest[0] != '/') {
+		return "", fmt.Errorf("path %q is outside %s/", escaped, h.opts.Prefix)
+	}
+	var segs []string
+	for _, seg := range strings.Split(rest, "/") {
+		if seg == "" {
+			continue
+		}
+		if strings.Contains(strings.ToLower(seg), "%2f") || strings.Contains(strings.ToLower(seg), "%5c") {
+			return "", errors.New("a path segment may not contain an escaped slash or backslash")
+		}
+		name, err := url.PathUnescape(seg)
+		if err != nil {
+			return "", fmt.Errorf("invalid escape in path: %v", err)
+		}
+		if name == "." || name == ".." {
+			return "", errors.New(`a path may not contain "." or ".." segments`)
+		}
+		segs = append(segs, name)
+	}
+	return "/" + strings.Join(segs, "/"), nil
+}
+
+// href is the escaped URL path of the clean dav path p; collections end in "/".
+func (h *Handler) href(p string, dir bool) string {
+	u := h.opts.Prefix + p
+	if dir && !strings.HasSuffix(u, "/") {
+		u += "/"
+	}
+	return (&url.URL{Path: u}).EscapedPath()
+}
+
+// urlPath escapes a path the way net/url does.
+type urlPath struct{ p string }
+
+func (u *urlPath) escaped() string { return (&url.URL{Path: "/" + u.p}).EscapedPath() }

@@ -1,0 +1,178 @@
+package webdav
+
+import (
+	"encoding/xml"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"berth/vfs"
+)
+
+// lock takes a lock (exclusive or shared, depth 0 or infinity) or, without
+// a body, refreshes the one the If header names. Locking a missing
+// resource creates it empty (RFC 4918 7.3), which is how Windows and
+// Office create files.
+func (s *session) lock(w http.ResponseWriter, r *http.Request) (int, error) {
+	if !s.policy.UserLockFiles {
+		return describe(http.StatusForbidden, "your organization's policy does not let users lock files")
+	}
+	timeout := lockTimeout(r.Header.Get("Timeout"))
+	body, err := parseXML(r.Body)
+	if err != nil {
+		return describe(http.StatusBadRequest, "%v", err)
+	}
+	t, n, exists, err := s.lookup(s.path)
+	if err != nil && !errors.Is(err, vfs.ErrNotExist) {
+		return status(err)
+	}
+	if t.top() {
+		return describe(http.StatusForbidden, "the list of roots cannot be locked")
+	}
+	if body == nil {
+		return s.refresh(w, r, timeout)
+	}
+	if !body.is(davNS, "lockinfo") {
+		return describe(http.StatusBadRequest, "the body is not a DAV:lockinfo")
+	}
+	req := vfs.LockRequest{Duration: timeout, Deep: true}
+	write := false
+	for _, c := range body.children() {
+		switch {
+		case c.is(davNS, "lockscope"):
+			for _, sc := range c.children() {
+				req.Shared = sc.is(davNS, "shared")
+			}
+		case c.is(davNS, "locktype"):
+			for _, lt := range c.children() {
+				write = write || lt.is(davNS, "write")
+			}
+		case c.is(davNS, "owner"):
+			req.Owner = string(innerXML(c))
+		}
+	}
+	if !write {
+		return describe(http.StatusUnprocessableEntity, "only write locks exist")
+	}
+	switch d := r.Header.Get("Depth"); {
+	case d == "0":
+		req.Deep = false
+	case d == "" || strings.EqualFold(d, "infinity"):
+	default:
+		return describe(http.StatusBadRequest, "LOCK Depth must be 0 or infinity")
+	}
+	if st, err := s.preconditions(r, s.path, n, exists); st != 0 {
+		return st, err
+	}
+	created := false
+	if !exists {
+		parent, name, err := s.parent(t)
+		if errors.Is(err, vfs.ErrNotExist) || errors.Is(err, vfs.ErrNotDir) {
+			return describe(http.StatusConflict, "the parent collection does not exist")
+		} else if err != nil {
+			return status(err)
+		}
+		if _, err := s.h.opts.FS.WriteFile(s.ctx, t.m.root.ID, parent.ID, name, strings.NewReader(""), s.opts); err != nil {
+			return status(err)
+		}
+		created = true
+	}
+	lk, n, err := s.takeLock(s.path, req)
+	if err != nil {
+		return status(err)
+	}
+	w.Header().Set("Lock-Token", "<"+lk.Token+">")
+	st := http.StatusOK
+	if created {
+		st = http.StatusCreated
+	}
+	writeLockBody(w, st, heldLock{l: lk, root: s.h.href(s.path, n.Dir)})
+	return 0, nil
+}
+
+// refresh extends the lock whose token the If header names.
+func (s *session) refresh(w http.ResponseWriter, r *http.Request, timeout time.Duration) (int, error) {
+	ih := r.Header.Get("If")
+	if ih == "" {
+		return describe(http.StatusBadRequest, "a lock refresh needs the lock token in an If header")
+	}
+	lists, err := parseIf(ih)
+	if err != nil {
+		return describe(http.StatusBadRequest, "%v", err)
+	}
+	t, _ := s.resolve(s.path)
+	for _, tok := range submittedTokens(lists) {
+		n, _, err := s.findLock(s.path, tok)
+		if err != nil {
+			continue
+		}
+		lk, err := s.h.opts.FS.RefreshLock(s.ctx, t.m.root.ID, n.ID, tok, timeout)
+		if err != nil {
+			return status(err)
+		}
+		writeLockBody(w, http.StatusOK, heldLock{l: lk, root: s.h.href(davPathOf(t.m, n), n.Dir)})
+		return 0, nil
+	}
+	return describe(http.StatusPreconditionFailed, "no lock of the If header covers this resource")
+}
+
+// unlock removes the lock named by Lock-Token from the resource or the
+// folder above it that holds it. Only the person who took it may.
+func (s *session) unlock(w http.ResponseWriter, r *http.Request) (int, error) {
+	tok := strings.TrimSpace(r.Header.Get("Lock-Token"))
+	if len(tok) < 3 || tok[0] != '<' || tok[len(tok)-1] != '>' {
+		return describe(http.StatusBadRequest, "Lock-Token header required")
+	}
+	tok = tok[1 : len(tok)-1]
+	t, _, exists, err := s.lookup(s.path)
+	if err != nil && !errors.Is(err, vfs.ErrNotExist) {
+		return status(err)
+	}
+	if !exists || t.top() {
+		return describe(http.StatusNotFound, "not found")
+	}
+	n, lk, err := s.findLock(s.path, tok)
+	if err != nil {
+		w.Header().Set("Content-Type", "application/xml; charset=utf-8")
+		w.WriteHeader(http.StatusConflict)
+		w.Write([]byte(xml.Header + `<D:error xmlns:D="DAV:"><D:lock-token-matches-request-uri/></D:error>`))
+		return 0, nil
+	}
+	if lk.Holder != s.opts.Principal {
+		return describe(http.StatusForbidden, "the lock belongs to someone else")
+	}
+	if err := s.h.opts.FS.Unlock(s.ctx, t.m.root.ID, n.ID, tok); err != nil {
+		return status(err)
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return 0, nil
+}
+
+// lockTimeout reads the Timeout header: the first value berth can honour,
+// bounded by maxLockTimeout ("Infinite" gets the bound too).
+func lockTimeout(h string) time.Duration {
+	for v := range strings.SplitSeq(h, ",") {
+		v = strings.TrimSpace(v)
+		if strings.EqualFold(v, "Infinite") {
+			return maxLockTimeout
+		}
+		if secs, ok := strings.CutPrefix(v, "Second-"); ok {
+			if n, err := strconv.ParseInt(secs, 10, 64); err == nil && n > 0 {
+				return min(time.Duration(n)*time.Second, maxLockTimeout)
+			}
+		}
+	}
+	return defaultLockTimeout
+}
+
+func writeLockBody(w http.ResponseWriter, status int, h heldLock) {
+	var b strings.Builder
+	b.WriteString(xml.Header + `<D:prop xmlns:D="DAV:"><D:lockdiscovery>`)
+	writeActiveLock(&b, h)
+	b.WriteString("</D:lockdiscovery></D:prop>")
+	w.Header().Set("Content-Type", "application/xml; charset=utf-8")
+	w.WriteHeader(status)
+	w.Write([]byte(b.String()))
+}

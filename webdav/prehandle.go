@@ -1,0 +1,300 @@
+package webdav
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"berth/vfs"
+)
+
+// status maps a vfs error to the HTTP status of a WebDAV answer.
+func status(err error) (int, error) {
+	switch {
+	case err == nil:
+		return 0, nil
+	case errors.Is(err, context.Canceled):
+		return http.StatusBadRequest, err
+	case errors.Is(err, vfs.ErrLocked):
+		return describe(http.StatusLocked, "the resource is locked")
+	case errors.Is(err, vfs.ErrNotExist), errors.Is(err, vfs.ErrRootDeleted):
+		return describe(http.StatusNotFound, "not found")
+	case errors.Is(err, vfs.ErrNotDir):
+		return describe(http.StatusConflict, "a parent of the resource is not a collection")
+	case errors.Is(err, vfs.ErrNameConflict):
+		return describe(http.StatusConflict, "%v", err)
+	case errors.Is(err, vfs.ErrInvalidName), errors.Is(err, vfs.ErrNameTooLong):
+		return describe(http.StatusBadRequest, "%v", err)
+	case errors.Is(err, vfs.ErrExtensionExcluded):
+		return describe(http.StatusForbidden, "files with this extension are not allowed by your organization's policy")
+	case errors.Is(err, vfs.ErrFileTooLarge):
+		return describe(http.StatusRequestEntityTooLarge, "the file is larger than your organization's policy allows")
+	case errors.Is(err, vfs.ErrQuotaExceeded):
+		return describe(http.StatusInsufficientStorage, "storing this would exceed your space quota")
+	case errors.Is(err, vfs.ErrRootItem):
+		return describe(http.StatusForbidden, "a root folder cannot be changed this way")
+	case errors.Is(err, vfs.ErrIsDir):
+		return describe(http.StatusMethodNotAllowed, "the resource is a collection")
+	}
+	return http.StatusInternalServerError, err
+}
+
+// preconditions checks the If header and If-Match / If-None-Match for the
+// resource n (exists or not) at dav path p.
+func (s *session) preconditions(r *http.Request, p string, n vfs.Node, exists bool) (int, error) {
+	if st, err := s.checkIf(r, p); st != 0 {
+		return st, err
+	}
+	return checkMatch(r, n, exists)
+}
+
+// lookup resolves the request path to a target and, if it exists, its node.
+func (s *session) lookup(p string) (target, vfs.Node, bool, error) {
+	t, err := s.resolve(p)
+	if err != nil {
+		return t, vfs.Node{}, false, vfs.ErrNotExist
+	}
+	n, err := s.node(t)
+	if errors.Is(err, vfs.ErrNotExist) {
+		return t, n, false, nil
+	}
+	return t, n, err == nil, err
+}
+
+// put stores the body as the file: 201 when it creates it, 204 when it
+// replaces the contents (a new revision). The body streams into vfs, which
+// commits only a complete body within the policy's limits.
+func (s *session) put(w http.ResponseWriter, r *http.Request) (int, error) {
+	t, n, exists, err := s.lookup(s.path)
+	if err != nil {
+		return status(err)
+	}
+	if t.isMountRoot() || (exists && n.Dir) {
+		return describe(http.StatusMethodNotAllowed, "PUT on a collection")
+	}
+	parent, name, err := s.parent(t)
+	if errors.Is(err, vfs.ErrNotExist) || errors.Is(err, vfs.ErrNotDir) {
+		return describe(http.StatusConflict, "the parent collection does not exist")
+	} else if err != nil {
+		return status(err)
+	}
+	if st, err := s.preconditions(r, s.path, n, exists); st != 0 {
+		return st, err
+	}
+	if s.policy.ExtensionExcluded(name) {
+		return status(vfs.ErrExtensionExcluded)
+	}
+	if st, err := s.checkDeclaredSize(r, t); st != 0 {
+		return st, err
+	}
+	written, err := s.h.opts.FS.WriteFile(s.ctx, t.m.root.ID, parent.ID, name, r.Body, s.opts)
+	if err != nil {
+		return status(err)
+	}
+	w.Header().Set("ETag", written.ETag())
+	if exists {
+		w.WriteHeader(http.StatusNoContent)
+	} else {
+		w.WriteHeader(http.StatusCreated)
+	}
+	return 0, nil
+}
+
+// checkDeclaredSize refuses a body whose announced size (Content-Length,
+// or macOS's X-Expected-Entity-Length on chunked uploads) is already over
+// the maximum file size or the space left, before reading any of it. vfs
+// enforces both again on the bytes actually received.
+func (s *session) checkDeclaredSize(r *http.Request, t target) (int, error) {
+	size := r.ContentLength
+	if size < 0 {
+		size, _ = strconv.ParseInt(r.Header.Get("X-Expected-Entity-Length"), 10, 64)
+	}
+	if size <= 0 {
+		return 0, nil
+	}
+	if s.opts.MaxFileSize > 0 && size > s.opts.MaxFileSize {
+		return status(vfs.ErrFileTooLarge)
+	}
+	if s.opts.SpaceQuota > 0 {
+		u, err := s.h.opts.FS.Usage(s.ctx, t.m.root.ID)
+		if err != nil {
+			return status(err)
+		}
+		if u.PhysicalSize+size > s.opts.SpaceQuota {
+			return status(vfs.ErrQuotaExceeded)
+		}
+	}
+	return 0, nil
+}
+
+// delete removes a resource (soft delete: it stays restorable over REST).
+func (s *session) delete(w http.ResponseWriter, r *http.Request) (int, error) {
+	t, n, exists, err := s.lookup(s.path)
+	if err != nil {
+		return status(err)
+	}
+	if !exists {
+		return describe(http.StatusNotFound, "not found")
+	}
+	if t.isMountRoot() {
+		return describe(http.StatusForbidden, "a root folder cannot be deleted over WebDAV")
+	}
+	if st, err := s.preconditions(r, s.path, n, exists); st != 0 {
+		return st, err
+	}
+	if err := s.h.opts.FS.Delete(s.ctx, t.m.root.ID, n.ID, s.opts); err != nil {
+		return status(err)
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return 0, nil
+}
+
+// mkcol creates a collection. A body is refused (415): berth knows no
+// MKCOL body format.
+func (s *session) mkcol(w http.ResponseWriter, r *http.Request) (int, error) {
+	if r.ContentLength > 0 || (r.ContentLength < 0 && r.Body != nil && r.Body != http.NoBody) {
+		return describe(http.StatusUnsupportedMediaType, "MKCOL with a body is not supported")
+	}
+	t, n, exists, err := s.lookup(s.path)
+	if err != nil {
+		return status(err)
+	}
+	if exists {
+		return describe(http.StatusMethodNotAllowed, "the resource already exists")
+	}
+	parent, name, err := s.parent(t)
+	if errors.Is(err, vfs.ErrNotExist) || errors.Is(err, vfs.ErrNotDir) {
+		return describe(http.StatusConflict, "the parent collection does not exist")
+	} else if err != nil {
+		return status(err)
+	}
+	if st, err := s.preconditions(r, s.path, n, exists); st != 0 {
+		return st, err
+	}
+	if _, err := s.h.opts.FS.Mkdir(s.ctx, t.m.root.ID, parent.ID, name, s.opts); err != nil {
+		return status(err)
+	}
+	w.WriteHeader(http.StatusCreated)
+	return 0, nil
+}
+
+// copyMove handles COPY and MOVE with Destination, Overwrite and Depth.
+func (s *session) copyMove(w http.ResponseWriter, r *http.Request) (int, error) {
+	move := r.Method == "MOVE"
+	dh := r.Header.Get("Destination")
+	if dh == "" {
+		return describe(http.StatusBadRequest, "Destination header required")
+	}
+	u, err := url.Parse(dh)
+	if err != nil {
+		return describe(http.StatusBadRequest, "malformed Destination")
+	}
+	if u.Host != "" && u.Host != r.Host {
+		return describe(http.StatusBadGateway, "Destination is on another server")
+	}
+	dstPath, err := s.h.davPath(u.EscapedPath())
+	if err != nil {
+		return describe(http.StatusBadRequest, "Destination: %v", err)
+	}
+	depth := r.Header.Get("Depth")
+	switch {
+	case depth == "" || strings.EqualFold(depth, "infinity"):
+		depth = "infinity"
+	case depth == "0" && !move:
+	default:
+		return describe(http.StatusBadRequest, "invalid Depth for %s", r.Method)
+	}
+	overwrite := true
+	switch r.Header.Get("Overwrite") {
+	case "", "T", "t":
+	case "F", "f":
+		overwrite = false
+	default:
+		return describe(http.StatusBadRequest, "invalid Overwrite header")
+	}
+
+	src, sn, exists, err := s.lookup(s.path)
+	if err != nil {
+		return status(err)
+	}
+	if !exists {
+		return describe(http.StatusNotFound, "not found")
+	}
+	if src.isMountRoot() {
+		return describe(http.StatusForbidden, "a root folder cannot be copied or moved")
+	}
+	if dstPath == s.path {
+		return describe(http.StatusForbidden, "source and destination are the same")
+	}
+	if sn.Dir && strings.HasPrefix(dstPath, strings.TrimSuffix(s.path, "/")+"/") {
+		return describe(http.StatusForbidden, "a collection cannot go inside itself")
+	}
+	dst, dn, dstExists, err := s.lookup(dstPath)
+	if errors.Is(err, vfs.ErrNotExist) {
+		return describe(http.StatusConflict, "the destination's parent does not exist")
+	} else if err != nil {
+		return status(err)
+	}
+	if dst.isMountRoot() {
+		return describe(http.StatusForbidden, "a root folder cannot be replaced")
+	}
+	if st, err := s.preconditions(r, s.path, sn, exists); st != 0 {
+		return st, err
+	}
+	parent, name, err := s.parent(dst)
+	if errors.Is(err, vfs.ErrNotExist) || errors.Is(err, vfs.ErrNotDir) {
+		return describe(http.StatusConflict, "the destination's parent collection does not exist")
+	} else if err != nil {
+		return status(err)
+	}
+	if dstExists {
+		if !overwrite {
+			return describe(http.StatusPreconditionFailed, "the destination exists and Overwrite is F")
+		}
+		if err := s.h.opts.FS.Delete(s.ctx, dst.m.root.ID, dn.ID, s.opts); err != nil {
+			return status(err)
+		}
+	}
+	fs := s.h.opts.FS
+	switch {
+	case move && src.m == dst.m:
+		_, err = fs.Move(s.ctx, src.m.root.ID, sn.ID, parent.ID, name, s.opts)
+	case depth == "0" && sn.Dir:
+		err = s.shallowCopy(src, sn, dst, parent.ID, name)
+	default:
+		_, err = fs.Copy(s.ctx, src.m.root.ID, sn.ID, dst.m.root.ID, parent.ID, name, s.opts)
+		if err == nil && move {
+			err = fs.Delete(s.ctx, src.m.root.ID, sn.ID, s.opts)
+		}
+	}
+	if err != nil {
+		return status(err)
+	}
+	if dstExists {
+		w.WriteHeader(http.StatusNoContent)
+	} else {
+		w.WriteHeader(http.StatusCreated)
+	}
+	return 0, nil
+}
+
+// shallowCopy is COPY with Depth 0 of a collection: a new empty collection
+// with the source's dead properties.
+func (s *session) shallowCopy(src target, sn vfs.Node, dst target, parent uint64, name string) error {
+	fs := s.h.opts.FS
+	props, err := fs.Props(s.ctx, src.m.root.ID, sn.ID)
+	if err != nil {
+		return err
+	}
+	n, err := fs.Mkdir(s.ctx, dst.m.root.ID, parent, name, s.opts)
+	if err != nil {
+		return err
+	}
+	if len(props) == 0 {
+		return nil
+	}
+	return fs.PatchProps(s.ctx, dst.m.root.ID, n.ID, props, nil, s.opts)
+}

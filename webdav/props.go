@@ -1,0 +1,486 @@
+package webdav
+
+import (
+	"bufio"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"berth/vfs"
+)
+
+// resource is one entry of a PROPFIND answer.
+type resource struct {
+	href      string
+	n         vfs.Node
+	m         *mount     // nil for the list of roots
+	inherited []heldLock // deep locks of the folders above
+}
+
+// heldLock is a lock with the href of the resource it was taken on.
+type heldLock struct {
+	l    vfs.Lock
+	root string
+}
+
+// the live properties berth computes, in allprop order. Quota properties
+// (RFC 4331) are sent only when asked for by name, as that RFC says.
+var liveProps = []string{"resourcetype", "displayname", "creationdate", "getlastmodified",
+	"getetag", "getcontentlength", "getcontenttype", "supportedlock", "lockdiscovery"}
+
+var quotaProps = []string{"quota-available-bytes", "quota-used-bytes"}
+
+func isLive(n xml.Name) bool {
+	if n.Space != davNS {
+		return false
+	}
+	for _, l := range liveProps {
+		if l == n.Local {
+			return true
+		}
+	}
+	for _, l := range quotaProps {
+		if l == n.Local {
+			return true
+		}
+	}
+	return false
+}
+
+// propfind answers PROPFIND with Depth 0, 1 or (when configured) infinity.
+func (s *session) propfind(w http.ResponseWriter, r *http.Request) (int, error) {
+	depth := 0
+	switch d := r.Header.Get("Depth"); {
+	case d == "0":
+	case d == "1":
+		depth = 1
+	case d == "" || strings.EqualFold(d, "infinity"):
+		if !s.h.opts.InfiniteDepth {
+			w.Header().Set("Content-Type", "application/xml; charset=utf-8")
+			w.WriteHeader(http.StatusForbidden)
+			fmt.Fprint(w, xml.Header+`<D:error xmlns:D="DAV:"><D:propfind-finite-depth/></D:error>`)
+			return 0, nil
+		}
+		depth = -1
+	default:
+		return describe(http.StatusBadRequest, "invalid Depth header")
+	}
+	body, err := parseXML(r.Body)
+	if err != nil {
+		return describe(http.StatusBadRequest, "%v", err)
+	}
+	mode, names := "allprop", []xml.Name(nil)
+	if body != nil {
+		if !body.is(davNS, "propfind") {
+			return describe(http.StatusBadRequest, "the body is not a DAV:propfind")
+		}
+		mode = ""
+		for _, c := range body.children() {
+			switch {
+			case c.is(davNS, "allprop"), c.is(davNS, "propname"):
+				mode = c.name.Local
+			case c.is(davNS, "prop"):
+				mode = "prop"
+				for _, p := range c.children() {
+					names = append(names, p.name)
+				}
+			}
+		}
+		if mode == "" {
+			return describe(http.StatusBadRequest, "DAV:propfind needs prop, allprop or propname")
+		}
+	}
+
+	t, n, exists, err := s.lookup(s.path)
+	if err != nil && !errors.Is(err, vfs.ErrNotExist) {
+		return status(err)
+	}
+	if !exists {
+		return describe(http.StatusNotFound, "not found")
+	}
+	inherited, err := s.inheritedLocks(t, n)
+	if err != nil {
+		return status(err)
+	}
+	pw := &propWriter{s: s, mode: mode, names: names, usage: map[uint64]vfs.Usage{}}
+	w.Header().Set("Content-Type", "application/xml; charset=utf-8")
+	w.WriteHeader(http.StatusMultiStatus)
+	pw.b = bufio.NewWriterSize(w, 64<<10)
+	pw.b.WriteString(xml.Header + `<D:multistatus xmlns:D="DAV:">`)
+	err = s.walk(resource{href: s.h.href(s.path, n.Dir), n: n, m: t.m, inherited: inherited}, depth, pw.write)
+	if err != nil {
+		// The status is sent; a broken stream is all that is left to say.
+		s.h.log.Error("webdav: PROPFIND failed midway", "path", s.path, "error", err)
+		panic(http.ErrAbortHandler)
+	}
+	pw.b.WriteString(`</D:multistatus>`)
+	return 0, pw.b.Flush()
+}
+
+// walk calls fn for res and, to depth (-1: all), for what is below it.
+func (s *session) walk(res resource, depth int, fn func(resource) error) error {
+	if err := fn(res); err != nil {
+		return err
+	}
+	if depth == 0 || !res.n.Dir {
+		return nil
+	}
+	if err := s.ctx.Err(); err != nil {
+		return err
+	}
+	var kids []resource
+	if res.m == nil {
+		for i := range s.mounts {
+			m := &s.mounts[i]
+			n, err := s.node(target{m: m, rel: "/"})
+			if err != nil {
+				return err
+			}
+			kids = append(kids, resource{href: s.h.href("/"+m.name, true), n: n, m: m})
+		}
+	} else {
+		inherited := res.inherited
+		for _, l := range res.n.Locks {
+			if l.Deep {
+				inherited = append(inherited[:len(inherited):len(inherited)], heldLock{l: l, root: res.href})
+			}
+		}
+		list, _, err := s.h.opts.FS.List(s.ctx, res.m.root.ID, res.n.ID)
+		if err != nil {
+			return err
+		}
+		base := strings.TrimSuffix(res.href, "/") + "/"
+		for _, k := range list {
+			href := base + escapeSegment(k.Name)
+			if k.Dir {
+				href += "/"
+			}
+			kids = append(kids, resource{href: href, n: k, m: res.m, inherited: inherited})
+		}
+	}
+	for _, k := range kids {
+		if err := s.walk(k, depth-1, fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// inheritedLocks returns the deep locks of the folders above n.
+func (s *session) inheritedLocks(t target, n vfs.Node) ([]heldLock, error) {
+	if t.m == nil {
+		return nil, nil
+	}
+	var out []heldLock
+	for id := n.ParentID; id != 0; {
+		p, err := s.h.opts.FS.Stat(s.ctx, t.m.root.ID, id)
+		if err != nil {
+			return nil, err
+		}
+		for _, l := range p.Locks {
+			if l.Deep {
+				out = append(out, heldLock{l: l, root: s.h.href(davPathOf(t.m, p), true)})
+			}
+		}
+		id = p.ParentID
+	}
+	return out, nil
+}
+
+// propWriter writes one response element per resource.
+type propWriter struct {
+	s     *session
+	b     *bufio.Writer
+	mode  string
+	names []xml.Name
+	usage map[uint64]vfs.Usage
+}
+
+func (pw *propWriter) write(res resource) error {
+	b := pw.b
+	b.WriteString("<D:response><D:href>")
+	b.WriteString(escape(res.href))
+	b.WriteString("</D:href>")
+	var dead map[string][]byte
+	needDead := pw.mode != "prop"
+	for _, n := range pw.names {
+		needDead = needDead || !isLive(n)
+	}
+	if needDead && res.m != nil {
+		var err error
+		if dead, err = pw.s.h.opts.FS.Props(pw.s.ctx, res.m.root.ID, res.n.ID); err != nil {
+			return err
+		}
+	}
+	switch pw.mode {
+	case "propname":
+		b.WriteString("<D:propstat><D:prop>")
+		for _, l := range liveProps {
+			if pw.live(res, l, false) {
+				b.WriteString("<D:" + l + "/>")
+			}
+		}
+		for k := range dead {
+			writeEmpty(b, propName(k))
+		}
+		b.WriteString("</D:prop><D:status>HTTP/1.1 200 OK</D:status></D:propstat>")
+	case "allprop":
+		b.WriteString("<D:propstat><D:prop>")
+		for _, l := range liveProps {
+			pw.live(res, l, true)
+		}
+		for k, v := range dead {
+			writeProp(b, propName(k), v)
+		}
+		b.WriteString("</D:prop><D:status>HTTP/1.1 200 OK</D:status></D:propstat>")
+	default:
+		var missing []xml.Name
+		b.WriteString("<D:propstat><D:prop>")
+		for _, n := range pw.names {
+			if n.Space == davNS && isLive(n) && pw.live(res, n.Local, true) {
+				continue
+			}
+			if v, ok := dead[propKey(n)]; ok {
+				writeProp(b, n, v)
+				continue
+			}
+			missing = append(missing, n)
+		}
+		b.WriteString("</D:prop><D:status>HTTP/1.1 200 OK</D:status></D:propstat>")
+		if len(missing) > 0 {
+			b.WriteString("<D:propstat><D:prop>")
+			for _, n := range missing {
+				writeEmpty(b, n)
+			}
+			b.WriteString("</D:prop><D:status>HTTP/1.1 404 Not Found</D:status></D:propstat>")
+		}
+	}
+	b.WriteString("</D:response>")
+	return nil
+}
+
+// live writes the live property name of res when it has one (and write is
+// set) and reports whether it has.
+func (pw *propWriter) live(res resource, name string, write bool) bool {
+	b, n := pw.b, res.n
+	var v string
+	switch name {
+	case "resourcetype":
+		if n.Dir {
+			v = "<D:collection/>"
+		}
+	case "displayname":
+		if res.m == nil {
+			return false
+		}
+		v = escape(n.Name)
+	case "creationdate":
+		if n.Created.IsZero() {
+			return false
+		}
+		v = n.Created.UTC().Format(time.RFC3339)
+	case "getlastmodified":
+		if n.Modified.IsZero() {
+			return false
+		}
+		v = n.Modified.UTC().Format(http.TimeFormat)
+	case "getetag":
+		v = escape(fileInfoETag(n))
+	case "getcontentlength":
+		if n.Dir {
+			return false
+		}
+		v = strconv.FormatInt(n.Size, 10)
+	case "getcontenttype":
+		if n.Dir {
+			return false
+		}
+		v = escape(contentType(n.Name))
+	case "supportedlock":
+		if res.m == nil {
+			return false
+		}
+		v = "<D:lockentry><D:lockscope><D:exclusive/></D:lockscope><D:locktype><D:write/></D:locktype></D:lockentry>" +
+			"<D:lockentry><D:lockscope><D:shared/></D:lockscope><D:locktype><D:write/></D:locktype></D:lockentry>"
+	case "lockdiscovery":
+		if res.m == nil {
+			return false
+		}
+		var sb strings.Builder
+		for _, h := range res.inherited {
+			writeActiveLock(&sb, h)
+		}
+		for _, l := range n.Locks {
+			writeActiveLock(&sb, heldLock{l: l, root: res.href})
+		}
+		v = sb.String()
+	case "quota-used-bytes", "quota-available-bytes":
+		if res.m == nil || !n.Dir {
+			return false
+		}
+		u, ok := pw.usage[res.m.root.ID]
+		if !ok {
+			var err error
+			if u, err = pw.s.h.opts.FS.Usage(pw.s.ctx, res.m.root.ID); err != nil {
+				return false
+			}
+			pw.usage[res.m.root.ID] = u
+		}
+		if name == "quota-used-bytes" {
+			v = strconv.FormatInt(u.PhysicalSize, 10)
+		} else {
+			if pw.s.opts.SpaceQuota <= 0 {
+				return false // unlimited: RFC 4331 lets the server not report it
+			}
+			v = strconv.FormatInt(max(pw.s.opts.SpaceQuota-u.PhysicalSize, 0), 10)
+		}
+	default:
+		return false
+	}
+	if write {
+		if v == "" {
+			b.WriteString("<D:" + name + "/>")
+		} else {
+			b.WriteString("<D:" + name + ">" + v + "</D:" + name + ">")
+		}
+	}
+	return true
+}
+
+// writeActiveLock writes a DAV:activelock element.
+func writeActiveLock(b *strings.Builder, h heldLock) {
+	l := h.l
+	scope, depth := "exclusive", "0"
+	if l.Shared {
+		scope = "shared"
+	}
+	if l.Deep {
+		depth = "infinity"
+	}
+	fmt.Fprintf(b, "<D:activelock><D:locktype><D:write/></D:locktype><D:lockscope><D:%s/></D:lockscope><D:depth>%s</D:depth>", scope, depth)
+	if l.Owner != "" {
+		b.WriteString("<D:owner>")
+		if l.TokenRequired {
+			b.WriteString(l.Owner) // a WebDAV owner: XML stored self-contained
+		} else {
+			b.WriteString(escape(l.Owner)) // a REST lock: the holder as text
+		}
+		b.WriteString("</D:owner>")
+	}
+	timeout := "Infinite"
+	if !l.Expires.IsZero() {
+		timeout = "Second-" + strconv.FormatInt(max(int64(time.Until(l.Expires).Seconds()), 0), 10)
+	}
+	fmt.Fprintf(b, "<D:timeout>%s</D:timeout><D:locktoken><D:href>%s</D:href></D:locktoken><D:lockroot><D:href>%s</D:href></D:lockroot></D:activelock>",
+		timeout, escape(l.Token), escape(h.root))
+}
+
+// writeProp writes a dead property with its stored value.
+func writeProp(b *bufio.Writer, n xml.Name, v []byte) {
+	b.WriteString("<" + n.Local + ` xmlns="` + escape(n.Space) + `">`)
+	b.Write(v)
+	b.WriteString("</" + n.Local + ">")
+}
+
+func writeEmpty(b *bufio.Writer, n xml.Name) {
+	if n.Space == davNS {
+		b.WriteString("<D:" + n.Local + "/>")
+		return
+	}
+	b.WriteString("<" + n.Local + ` xmlns="` + escape(n.Space) + `"/>`)
+}
+
+// proppatch sets and removes dead properties, all or nothing. Live
+// properties are protected (403, the others 424).
+func (s *session) proppatch(w http.ResponseWriter, r *http.Request) (int, error) {
+	t, n, exists, err := s.lookup(s.path)
+	if err != nil && !errors.Is(err, vfs.ErrNotExist) {
+		return status(err)
+	}
+	if !exists {
+		return describe(http.StatusNotFound, "not found")
+	}
+	if t.top() {
+		return describe(http.StatusForbidden, "the list of roots has no properties")
+	}
+	if st, err := s.preconditions(r, s.path, n, exists); st != 0 {
+		return st, err
+	}
+	body, err := parseXML(r.Body)
+	if err != nil {
+		return describe(http.StatusBadRequest, "%v", err)
+	}
+	if body == nil || !body.is(davNS, "propertyupdate") {
+		return describe(http.StatusBadRequest, "the body is not a DAV:propertyupdate")
+	}
+	type op struct {
+		name   xml.Name
+		value  []byte
+		remove bool
+	}
+	var ops []op
+	for _, c := range body.children() {
+		remove := c.is(davNS, "remove")
+		if !remove && !c.is(davNS, "set") {
+			continue
+		}
+		for _, p := range c.children() {
+			if !p.is(davNS, "prop") {
+				continue
+			}
+			for _, prop := range p.children() {
+				ops = append(ops, op{name: prop.name, value: innerXML(prop), remove: remove})
+			}
+		}
+	}
+	protected := false
+	for _, o := range ops {
+		protected = protected || isLive(o.name)
+	}
+	if !protected {
+		// Later operations win: fold them into one set and one remove list.
+		set := map[string][]byte{}
+		var remove []string
+		for _, o := range ops {
+			k := propKey(o.name)
+			if o.remove {
+				delete(set, k)
+				remove = append(remove, k)
+			} else {
+				set[k] = o.value
+			}
+		}
+		if err := s.h.opts.FS.PatchProps(s.ctx, t.m.root.ID, n.ID, set, remove, s.opts); err != nil {
+			return status(err)
+		}
+	}
+	w.Header().Set("Content-Type", "application/xml; charset=utf-8")
+	w.WriteHeader(http.StatusMultiStatus)
+	b := bufio.NewWriter(w)
+	b.WriteString(xml.Header + `<D:multistatus xmlns:D="DAV:"><D:response><D:href>`)
+	b.WriteString(escape(s.h.href(s.path, n.Dir)))
+	b.WriteString("</D:href>")
+	for _, o := range ops {
+		st := "200 OK"
+		switch {
+		case protected && isLive(o.name):
+			st = "403 Forbidden"
+		case protected:
+			st = "424 Failed Dependency"
+		}
+		b.WriteString("<D:propstat><D:prop>")
+		writeEmpty(b, o.name)
+		b.WriteString("</D:prop><D:status>HTTP/1.1 " + st + "</D:status></D:propstat>")
+	}
+	b.WriteString("</D:response></D:multistatus>")
+	return 0, b.Flush()
+}
+
+// escapeSegment escapes one path segment for an href.
+func escapeSegment(name string) string {
+	return strings.TrimPrefix((&urlPath{name}).escaped(), "/")
+}

@@ -1,0 +1,193 @@
+package webdav
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"berth/account"
+	"berth/vfs"
+)
+
+// session is one authenticated request: who asks, under which policy,
+// which roots they reach, and the lock tokens they present.
+type session struct {
+	h      *Handler
+	ctx    context.Context
+	person account.Person
+	policy account.Policy
+	opts   vfs.WriteOptions // Principal, policy limits; LockTokens from the If header
+	mounts []mount
+	path   string // the request's clean dav path
+}
+
+// mount is a root shown as a top-level folder.
+type mount struct {
+	name string
+	root vfs.Root
+}
+
+func (h *Handler) newSession(ctx context.Context, p account.Person, pol account.Policy, reqPath string) (*session, error) {
+	quota := pol.SpaceQuotaBytes()
+	if p.SpaceQuota > 0 && (quota == 0 || p.SpaceQuota < quota) {
+		quota = p.SpaceQuota
+	}
+	s := &session{h: h, ctx: ctx, person: p, policy: pol, path: reqPath,
+		opts: vfs.WriteOptions{
+			Principal:          "person:" + strconv.FormatUint(p.ID, 10),
+			MaxFileSize:        pol.MaxFileSize,
+			SpaceQuota:         quota,
+			ExcludedExtensions: splitExtensions(pol.ExcludedExtensions),
+		}}
+	var roots []vfs.Root
+	if p.RootID != 0 {
+		r, err := h.opts.FS.Root(ctx, p.RootID)
+		switch {
+		case err == nil:
+			roots = append(roots, r)
+		case !errors.Is(err, vfs.ErrNotExist) && !errors.Is(err, vfs.ErrRootDeleted):
+			return nil, err
+		}
+	}
+	s.mounts = mountNames(roots)
+	return s, nil
+}
+
+// mountNames names each root's folder after the root, in id order, so a
+// clash is resolved the same way every time: the later root gets " (id)".
+func mountNames(roots []vfs.Root) []mount {
+	slices.SortFunc(roots, func(a, b vfs.Root) int { return compareID(a.ID, b.ID) })
+	seen := map[string]bool{}
+	out := make([]mount, 0, len(roots))
+	for _, r := range roots {
+		name := strings.NewReplacer("/", "_", "\\", "_").Replace(r.Name)
+		if name == "" || name == "." || name == ".." {
+			name = "root"
+		}
+		if seen[strings.ToLower(name)] {
+			name = fmt.Sprintf("%s (%d)", name, r.ID)
+		}
+		seen[strings.ToLower(name)] = true
+		out = append(out, mount{name: name, root: r})
+	}
+	return out
+}
+
+func compareID(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// splitExtensions turns the policy's comma-separated list into vfs's.
+func splitExtensions(list string) []string {
+	var out []string
+	for e := range strings.SplitSeq(list, ",") {
+		if e = strings.TrimSpace(e); e != "" {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// target is what a dav path names: the list of roots (m == nil), or a path
+// (rel, "/" for the root's top folder) within one root.
+type target struct {
+	m   *mount
+	rel string
+}
+
+func (t target) top() bool { return t.m == nil }
+
+// resolve splits a clean dav path; an unknown first segment is os.ErrNotExist.
+func (s *session) resolve(p string) (target, error) {
+	p = strings.Trim(p, "/")
+	if p == "" {
+		return target{}, nil
+	}
+	first, rest, _ := strings.Cut(p, "/")
+	for i := range s.mounts {
+		if s.mounts[i].name == first {
+			return target{m: &s.mounts[i], rel: "/" + rest}, nil
+		}
+	}
+	return target{}, &os.PathError{Op: "resolve", Path: p, Err: os.ErrNotExist}
+}
+
+// node looks a target up: the top is a synthetic folder.
+func (s *session) node(t target) (vfs.Node, error) {
+	if t.top() {
+		n := vfs.Node{Dir: true, Path: "/"}
+		for _, m := range s.mounts {
+			if m.root.Created.After(n.Modified) {
+				n.Modified = m.root.Created
+			}
+		}
+		n.Created = n.Modified
+		return n, nil
+	}
+	n, err := s.lookupRel(t.m.root.ID, t.rel)
+	if err != nil {
+		return n, err
+	}
+	if n.ParentID == 0 {
+		n.Name = t.m.name
+	}
+	return n, nil
+}
+
+// parent resolves the folder that would hold t and t's name in it.
+func (s *session) parent(t target) (vfs.Node, string, error) {
+	dir, name := path.Split(strings.TrimSuffix(t.rel, "/"))
+	n, err := s.lookupRel(t.m.root.ID, dir)
+	if err != nil {
+		return n, name, err
+	}
+	if !n.Dir {
+		return n, name, fmt.Errorf("%w: %q", vfs.ErrNotDir, dir)
+	}
+	return n, name, nil
+}
+
+// isMountRoot reports whether t is a root's top folder (or the list of roots).
+func (t target) isMountRoot() bool { return t.m == nil || t.rel == "/" }
+
+// davPathOf is the dav path of a node of mount m.
+func davPathOf(m *mount, n vfs.Node) string {
+	if n.Path == "/" || n.Path == "" {
+		return "/" + m.name
+	}
+	return "/" + m.name + n.Path
+}
+
+// lockTimeout bounds WebDAV lock durations: a crashed client must not
+// leave a file locked forever.
+const (
+	defaultLockTimeout = time.Hour
+	maxLockTimeout     = 7 * 24 * time.Hour
+)
+
+// lookupRel resolves a root-relative path to a live node. It reads the
+// node again by id: vfs.Lookup decodes each path segment into the record
+// of its parent, so fields a file omits (Dir, Locks) can leak from the
+// folder above (reported to the vfs owner; remove once fixed).
+func (s *session) lookupRel(root uint64, rel string) (vfs.Node, error) {
+	n, err := s.h.opts.FS.Lookup(s.ctx, root, rel)
+	if err != nil {
+		return n, err
+	}
+	path := n.Path
+	n, err = s.h.opts.FS.Stat(s.ctx, root, n.ID)
+	n.Path = path
+	return n, err
+}

@@ -1,0 +1,189 @@
+package webdav
+
+import (
+	"bytes"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// maxXMLBody bounds request bodies parsed as XML (PROPFIND, PROPPATCH, LOCK).
+const maxXMLBody = 1 << 20
+
+const davNS = "DAV:"
+
+// element is a parsed XML element: its resolved name, attributes and
+// content (child *element or xml.CharData) in document order.
+type element struct {
+	name    xml.Name
+	attrs   []xml.Attr
+	content []any
+}
+
+// children returns the child elements.
+func (e *element) children() []*element {
+	var out []*element
+	for _, c := range e.content {
+		if el, ok := c.(*element); ok {
+			out = append(out, el)
+		}
+	}
+	return out
+}
+
+func (e *element) is(space, local string) bool {
+	return e.name.Space == space && e.name.Local == local
+}
+
+var errBadXML = errors.New("malformed XML body")
+
+// parseXML reads one XML document. Beyond well-formedness it refuses what
+// encoding/xml lets through but XML Namespaces forbids: an undeclared
+// prefix and an empty prefixed declaration (xmlns:p=""). An empty body is
+// (nil, nil).
+func parseXML(r io.Reader) (*element, error) {
+	d := xml.NewDecoder(io.LimitReader(r, maxXMLBody))
+	var stack []*element
+	var scopes [][]string // namespace URIs declared by each open element
+	var root *element
+	for {
+		tok, err := d.Token()
+		if err == io.EOF {
+			if len(stack) != 0 {
+				return nil, errBadXML
+			}
+			return root, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", errBadXML, err)
+		}
+		switch t := tok.(type) {
+		case xml.StartElement:
+			var declared []string
+			for _, a := range t.Attr {
+				if a.Name.Space == "xmlns" {
+					if a.Value == "" {
+						return nil, fmt.Errorf("%w: empty namespace for prefix %q", errBadXML, a.Name.Local)
+					}
+					declared = append(declared, a.Value)
+				} else if a.Name.Space == "" && a.Name.Local == "xmlns" {
+					declared = append(declared, a.Value)
+				}
+			}
+			scopes = append(scopes, declared)
+			if t.Name.Space != "" && !inScope(scopes, t.Name.Space) {
+				return nil, fmt.Errorf("%w: undeclared namespace prefix %q", errBadXML, t.Name.Space)
+			}
+			el := &element{name: t.Name, attrs: t.Copy().Attr}
+			if len(stack) == 0 {
+				if root != nil {
+					return nil, errBadXML
+				}
+				root = el
+			} else {
+				parent := stack[len(stack)-1]
+				parent.content = append(parent.content, el)
+			}
+			stack = append(stack, el)
+		case xml.EndElement:
+			stack = stack[:len(stack)-1]
+			scopes = scopes[:len(scopes)-1]
+		case xml.CharData:
+			if len(stack) > 0 {
+				top := stack[len(stack)-1]
+				top.content = append(top.content, xml.CharData(bytes.Clone(t)))
+			} else if len(bytes.TrimSpace(t)) != 0 {
+				return nil, errBadXML
+			}
+		}
+	}
+}
+
+func inScope(scopes [][]string, ns string) bool {
+	if ns == "http://www.w3.org/XML/1998/namespace" {
+		return true
+	}
+	for _, s := range scopes {
+		for _, d := range s {
+			if d == ns {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// innerXML encodes the content of e self-contained: every element carries
+// its own namespace declaration, so the value reads the same wherever it
+// is later embedded.
+func innerXML(e *element) []byte {
+	var b bytes.Buffer
+	for _, c := range e.content {
+		writeNode(&b, c)
+	}
+	return b.Bytes()
+}
+
+func writeNode(b *bytes.Buffer, c any) {
+	switch v := c.(type) {
+	case xml.CharData:
+		xml.EscapeText(b, v)
+	case *element:
+		b.WriteByte('<')
+		b.WriteString(v.name.Local)
+		b.WriteString(` xmlns="`)
+		xml.EscapeText(b, []byte(v.name.Space))
+		b.WriteByte('"')
+		n := 0
+		for _, a := range v.attrs {
+			if a.Name.Space == "xmlns" || (a.Name.Space == "" && a.Name.Local == "xmlns") {
+				continue
+			}
+			b.WriteByte(' ')
+			if a.Name.Space != "" {
+				p := fmt.Sprintf("a%d", n)
+				n++
+				fmt.Fprintf(b, `xmlns:%s="`, p)
+				xml.EscapeText(b, []byte(a.Name.Space))
+				b.WriteString(`" ` + p + ":")
+			}
+			b.WriteString(a.Name.Local)
+			b.WriteString(`="`)
+			xml.EscapeText(b, []byte(a.Value))
+			b.WriteByte('"')
+		}
+		if len(v.content) == 0 {
+			b.WriteString("/>")
+			return
+		}
+		b.WriteByte('>')
+		for _, cc := range v.content {
+			writeNode(b, cc)
+		}
+		b.WriteString("</")
+		b.WriteString(v.name.Local)
+		b.WriteByte('>')
+	}
+}
+
+// propKey names a property for storage: Clark notation, {space}local.
+func propKey(n xml.Name) string { return "{" + n.Space + "}" + n.Local }
+
+// propName reads a Clark-notation key back.
+func propName(k string) xml.Name {
+	if strings.HasPrefix(k, "{") {
+		if i := strings.IndexByte(k, '}'); i > 0 {
+			return xml.Name{Space: k[1:i], Local: k[i+1:]}
+		}
+	}
+	return xml.Name{Local: k}
+}
+
+// escape returns s escaped for XML text or attribute values.
+func escape(s string) string {
+	var b strings.Builder
+	xml.EscapeText(&b, []byte(s))
+	return b.String()
+}
