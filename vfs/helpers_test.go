@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -25,7 +26,7 @@ type env struct {
 
 func openEnv(t testing.TB, dir string) *env {
 	t.Helper()
-	db, err := kv.OpenBadger(kv.BadgerOptions{Dir: filepath.Join(dir, "meta")})
+	db, err := kv.OpenBadger(kv.BadgerOptions{Dir: filepath.Join(dir, "meta"), NoSync: noSync(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,4 +97,11 @@ func (e *env) read(t testing.TB, id uint64) []byte {
 		t.Fatalf("read %d: %v", id, err)
 	}
 	return b
+}
+
+// noSync lets benchmarks that build large fixtures skip fsync on metadata
+// commits; tests always run durable, as the server does.
+func noSync(t testing.TB) bool {
+	_, bench := t.(*testing.B)
+	return bench && os.Getenv("BERTH_BENCH_SYNC") == ""
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
-	"path"
 	"strings"
 
 	"github.com/fxamacker/cbor/v2"
@@ -96,6 +95,9 @@ func (fs *FS) List(ctx context.Context, root, folder uint64) ([]Node, string, er
 			return err
 		}
 		now := fs.nowNs()
+		if base != "/" {
+			base += "/"
+		}
 		h := blake3.New()
 		var buf []byte
 		var rec nodeRec
@@ -105,7 +107,12 @@ func (fs *FS) List(ctx context.Context, root, folder uint64) ([]Node, string, er
 				return fmt.Errorf("vfs: decode child of %d: %w", folder, err)
 			}
 			n := rec.public(now)
-			n.Path = path.Join(base, rec.Name)
+			n.Path = base + rec.Name
+			if len(out) == cap(out) {
+				// append grows big slices by a quarter; a large folder
+				// would be copied dozens of times.
+				out = append(make([]Node, 0, max(64, 2*cap(out))), out...)
+			}
 			out = append(out, n)
 			buf = listingFields(buf[:0], n)
 			h.Write(buf)
