@@ -45,6 +45,9 @@ var (
 	ErrCorrupt = errors.New("chunk: corrupt")
 	// ErrInvalidID: a string is not the hex form of an ID.
 	ErrInvalidID = errors.New("chunk: invalid id")
+	// ErrTooLarge: a Writer received more bytes than the limit it was
+	// given.
+	ErrTooLarge = errors.New("chunk: too large")
 )
 
 // Store keeps encoded chunk blobs by ID. It knows nothing of chunking or
@@ -68,6 +71,3 @@ type Store interface {
 	// Size returns the total bytes the stored blobs occupy.
 	Size(ctx context.Context) (int64, error)
 }
-
-// ErrTooLarge: a Writer received more bytes than the limit it was given.
-var ErrTooLarge = errors.New("chunk: too large")
