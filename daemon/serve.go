@@ -47,6 +47,11 @@ func openStores(ctx context.Context, cfg config.Config, log *slog.Logger, reg pr
 		db.Close()
 		return nil, fmt.Errorf("opening chunk store: %w", err)
 	}
+	// Temp files of chunk writes a crash interrupted are never referenced.
+	if err := chunks.CleanTemp(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("cleaning chunk store: %w", err)
+	}
 	files, err := vfs.Open(ctx, db, chunks, vfs.Options{Logger: log.With("component", "vfs"), Registerer: reg})
 	if err != nil {
 		db.Close()
