@@ -164,7 +164,7 @@ func want(t testing.TB, what string, got, wantStatus int, body string) {
 // read returns the contents of the file at root-relative path p via vfs.
 func (f *fixture) read(p string) ([]byte, error) {
 	ctx := context.Background()
-	n, err := f.fs.Lookup(ctx, f.root.ID, p)
+	n, err := f.lookup(p)
 	if err != nil {
 		return nil, err
 	}
@@ -201,4 +201,15 @@ func contains(t testing.TB, body string, wanted ...string) {
 			t.Fatalf("body lacks %q:\n%s", w, body)
 		}
 	}
+}
+
+// lookup resolves a root-relative path to its node, read by id (vfs.Lookup
+// can report fields of the parent folder for a file; see lookupRel).
+func (f *fixture) lookup(p string) (vfs.Node, error) {
+	ctx := context.Background()
+	n, err := f.fs.Lookup(ctx, f.root.ID, p)
+	if err != nil {
+		return n, err
+	}
+	return f.fs.Stat(ctx, f.root.ID, n.ID)
 }

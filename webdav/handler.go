@@ -82,6 +82,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.serverError(w, r, fmt.Errorf("organization of person %d: %w", person.ID, err))
 		return
 	}
+	if !org.Active {
+		plain(w, http.StatusForbidden, "The account or its organization is disabled.")
+		return
+	}
 	if !org.Policy.WebDAVEnabled {
 		plain(w, http.StatusForbidden, "WebDAV access is disabled by your organization's policy; use the web or sync clients instead.")
 		return
