@@ -316,15 +316,16 @@ func TestListingHash(t *testing.T) {
 func TestCancelledUploadStoresNothing(t *testing.T) {
 	e := newEnv(t)
 	old := e.write(t, e.root.FolderID, "f", []byte("keep me"))
-	r := io.MultiReader(bytes.NewReader(randBytes(7, 3<<20)), errReader{})
+	// Long enough that chunks are stored before the body breaks.
+	r := io.MultiReader(bytes.NewReader(randBytes(7, 24<<20)), errReader{})
 	if _, err := e.fs.WriteFile(ctx, e.root.ID, e.root.FolderID, "f", r, vfs.WriteOptions{}); err == nil {
 		t.Fatal("broken body accepted")
 	}
 	if got := e.read(t, old.ID); string(got) != "keep me" {
 		t.Fatalf("previous contents lost: %q", got)
 	}
-	if _, err := e.fs.GC(ctx); err != nil {
-		t.Fatal(err)
+	if rep, err := e.fs.GC(ctx); err != nil || rep.Deleted == 0 {
+		t.Fatalf("gc after the broken upload: %v %v", rep, err)
 	}
 	rep, err := e.fs.Fsck(ctx, true)
 	if err != nil || !rep.OK() {

@@ -80,8 +80,9 @@ type job struct {
 //
 // If limit >= 0 and r yields more than limit bytes, Write stops and returns
 // ErrTooLarge. On any error (from r, ctx or the store) it stops the workers
-// and returns the error; chunks already stored are left for the garbage
-// collector, since no caller references them.
+// and returns the error with the refs of the chunks it did store (no size):
+// nothing references them, and the caller should hand them to its garbage
+// collector.
 func (w *Writer) Write(ctx context.Context, r io.Reader, limit int64) (refs []Ref, size int64, err error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -145,12 +146,25 @@ cut:
 	wg.Wait()
 
 	if err := context.Cause(ctx); err != nil {
-		return nil, 0, err
+		return stored(refs), 0, err
 	}
 	if limit >= 0 && size > limit {
-		return nil, 0, ErrTooLarge
+		return stored(refs), 0, ErrTooLarge
 	}
 	return refs, size, nil
+}
+
+// stored keeps the refs whose chunks reached the store, so that a caller
+// whose write failed can hand them to the garbage collector.
+func stored(refs []Ref) []Ref {
+	var zero ID
+	out := refs[:0]
+	for _, r := range refs {
+		if r.ID != zero {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // work handles jobs until the channel closes. After the first error it only
