@@ -213,3 +213,6 @@ func (f *fixture) lookup(p string) (vfs.Node, error) {
 	}
 	return f.fs.Stat(ctx, f.root.ID, n.ID)
 }
+
+// opts are write options with no limits.
+func (f *fixture) opts() vfs.WriteOptions { return vfs.WriteOptions{} }
