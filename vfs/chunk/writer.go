@@ -24,6 +24,13 @@ const (
 	maxChunkSize    = 4 << 20
 )
 
+// putDepth is how many chunk Puts one Write keeps in flight. A Put ends
+// with fsyncs that wait on the disk, not the CPU; overlapping several lets
+// the workers go on hashing and compressing, and lets the file system
+// share journal commits between them. Each in-flight Put holds its chunk
+// (about 1 MiB) in memory.
+const putDepth = 4
+
 // chunkAlgorithm is the versioned FastCDC variant. The plain "fastcdc" name
 // is the legacy variant whose masks are fixed for 8 KiB chunks whatever the
 // sizes asked for. Changing the algorithm or the sizes keeps old files
@@ -51,7 +58,7 @@ type Writer struct {
 	observe func(stored bool, plain, encoded int)
 
 	scans sync.Pool // *[]byte, chunker scan buffers
-	bufs  sync.Pool // *[]byte, chunk copies framed as raw blobs (see storeChunk)
+	bufs  sync.Pool // *[]byte, chunk copies framed as raw blobs (see work)
 	blobs sync.Pool // *[]byte, encoded blobs
 	encs  sync.Pool // *zstd.Encoder
 }
@@ -87,7 +94,10 @@ func (w *Writer) Write(ctx context.Context, r io.Reader, limit int64) (refs []Re
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 
-	scan := w.getBuf(&w.scans, 2*maxChunkSize)
+	// MaxSize is the least the chunker accepts; twice that chunks a little
+	// faster, but chunking is a small part of the cost and the buffer is
+	// held for the whole upload.
+	scan := w.getBuf(&w.scans, maxChunkSize)
 	defer w.scans.Put(scan)
 	src := &guardReader{ctx: ctx, r: r, limit: limit}
 	ch, err := chunkers.NewChunkerBuffer(chunkAlgorithm, src, &chunkers.ChunkerOpts{
@@ -100,16 +110,14 @@ func (w *Writer) Write(ctx context.Context, r io.Reader, limit int64) (refs []Re
 	}
 
 	var (
-		mu sync.Mutex // guards refs: workers fill in IDs as the cutter appends
-		wg sync.WaitGroup
+		mu   sync.Mutex // guards refs: workers fill in IDs as the cutter appends
+		wg   sync.WaitGroup
+		puts sync.WaitGroup
 	)
+	sem := make(chan struct{}, putDepth)
 	jobs := make(chan job, 1)
 	for range w.workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			w.work(ctx, cancel, jobs, &mu, &refs)
-		}()
+		wg.Go(func() { w.work(ctx, cancel, jobs, sem, &puts, &mu, &refs) })
 	}
 
 	var cutErr error
@@ -121,7 +129,7 @@ cut:
 			break
 		}
 		if len(data) > 0 {
-			buf := w.getBuf(&w.bufs, 1+maxChunkSize)
+			buf := w.getBuf(&w.bufs, 0)
 			*buf = append(append((*buf)[:0], encRaw), data...)
 			mu.Lock()
 			idx := len(refs)
@@ -144,6 +152,7 @@ cut:
 	}
 	close(jobs)
 	wg.Wait()
+	puts.Wait()
 
 	if err := context.Cause(ctx); err != nil {
 		return stored(refs), 0, err
@@ -167,68 +176,64 @@ func stored(refs []Ref) []Ref {
 	return out
 }
 
-// work handles jobs until the channel closes. After the first error it only
-// recycles buffers, so the cutter never blocks on a dead pipeline.
-func (w *Writer) work(ctx context.Context, fail context.CancelCauseFunc, jobs <-chan job, mu *sync.Mutex, refs *[]Ref) {
-	var enc *zstd.Encoder
-	var blob *[]byte
-	defer func() {
-		if enc != nil {
-			w.encs.Put(enc)
-		}
-		if blob != nil {
-			w.blobs.Put(blob)
-		}
-	}()
+// work hashes and encodes jobs until the channel closes, and hands each
+// new chunk to a Put goroutine (at most putDepth per Write, through sem).
+// After the first error it only recycles buffers, so the cutter never
+// blocks on a dead pipeline.
+func (w *Writer) work(ctx context.Context, fail context.CancelCauseFunc, jobs <-chan job, sem chan struct{}, puts *sync.WaitGroup, mu *sync.Mutex, refs *[]Ref) {
+	enc := w.getEncoder()
+	defer w.encs.Put(enc)
 	for j := range jobs {
-		if ctx.Err() == nil {
-			if enc == nil {
-				enc = w.getEncoder()
-				blob = w.getBuf(&w.blobs, 0)
-			}
-			id, err := w.storeChunk(ctx, enc, blob, *j.buf)
+		if ctx.Err() != nil {
+			w.bufs.Put(j.buf)
+			continue
+		}
+		plain := (*j.buf)[1:]
+		id := Sum(plain)
+		has, err := w.store.Has(ctx, id)
+		if err != nil || has {
 			if err != nil {
 				fail(err)
 			} else {
-				mu.Lock()
-				(*refs)[j.idx].ID = id
-				mu.Unlock()
+				w.setRef(mu, refs, j.idx, id)
+				if w.observe != nil {
+					w.observe(false, len(plain), 0)
+				}
 			}
+			w.bufs.Put(j.buf)
+			continue
 		}
-		w.bufs.Put(j.buf)
+		// Compression is skipped for chunks the store has: it is the
+		// costly step. (*j.buf)[0] is a spare byte for the raw header, so
+		// a chunk that does not compress is stored without another copy.
+		blob := w.getBuf(&w.blobs, 0)
+		out, ok := compress(*blob, enc, plain)
+		*blob = out
+		payload := *j.buf
+		if ok {
+			payload = out
+		}
+		sem <- struct{}{}
+		puts.Go(func() {
+			defer func() { <-sem }()
+			if err := w.store.Put(ctx, id, payload); err != nil {
+				fail(err)
+			} else {
+				w.setRef(mu, refs, j.idx, id)
+				if w.observe != nil {
+					w.observe(true, len(plain), len(payload))
+				}
+			}
+			w.bufs.Put(j.buf)
+			w.blobs.Put(blob)
+		})
 	}
 }
 
-// storeChunk hashes the chunk in framed[1:] and, unless the store has it
-// already, encodes and puts it. Compression is skipped for known chunks: it is
-// the costly step. framed[0] is a spare byte for the raw header, so a chunk
-// that does not compress is stored without another copy.
-func (w *Writer) storeChunk(ctx context.Context, enc *zstd.Encoder, blobBuf *[]byte, framed []byte) (ID, error) {
-	plain := framed[1:]
-	id := Sum(plain)
-	has, err := w.store.Has(ctx, id)
-	if err != nil {
-		return id, err
-	}
-	if has {
-		if w.observe != nil {
-			w.observe(false, len(plain), 0)
-		}
-		return id, nil
-	}
-	blob, ok := compress(*blobBuf, enc, plain)
-	*blobBuf = blob
-	if !ok {
-		framed[0] = encRaw
-		blob = framed
-	}
-	if err := w.store.Put(ctx, id, blob); err != nil {
-		return id, err
-	}
-	if w.observe != nil {
-		w.observe(true, len(plain), len(blob))
-	}
-	return id, nil
+func (w *Writer) setRef(mu *sync.Mutex, refs *[]Ref, idx int, id ID) {
+	mu.Lock()
+	(*refs)[idx].ID = id
+	mu.Unlock()
 }
 
 // getBuf returns a pooled buffer, or a new one of length size. Blob buffers
