@@ -104,3 +104,44 @@ func propKeys(tx kv.Txn, id uint64) ([][2][]byte, error) {
 	})
 	return out, err
 }
+
+// PropsOf returns the dead properties of the items ids of a root, in one
+// snapshot, keyed by id; items without properties are absent. It serves a
+// listing (PROPFIND Depth 1) without one transaction per item. Ids that are
+// not items of the root are skipped, not errors: a listing may race a delete.
+func (fs *FS) PropsOf(ctx context.Context, root uint64, ids []uint64) (map[uint64]map[string][]byte, error) {
+	out := map[uint64]map[string][]byte{}
+	err := fs.db.View(ctx, func(tx kv.Txn) error {
+		clear(out)
+		if _, err := loadRoot(tx, root); err != nil {
+			return err
+		}
+		for _, id := range ids {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			prefix := propPrefix(id)
+			var m map[string][]byte
+			err := tx.Scan(prefix, nil, func(k, v []byte) error {
+				if m == nil {
+					m = map[string][]byte{}
+				}
+				m[string(k[len(prefix):])] = append([]byte(nil), v...)
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			if m != nil {
+				if rec, _, err := liveNodeIn(tx, root, id); err == nil && rec.ID == id {
+					out[id] = m
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}

@@ -42,6 +42,10 @@ func TestPropsPatchCopyMovePurge(t *testing.T) {
 		}
 	}
 	check(f.ID)
+	bulk, err := e.fs.PropsOf(ctx, e.root.ID, []uint64{f.ID, dir.ID, 424242})
+	if err != nil || len(bulk) != 1 || string(bulk[f.ID]["{ns}c"]) != "3" {
+		t.Fatalf("PropsOf = %v, %v; want only the file's", bulk, err)
+	}
 
 	// A lock refuses a patch by someone without the token.
 	lk, err := e.fs.Lock(ctx, e.root.ID, f.ID, vfs.LockRequest{Holder: "h", Duration: time.Minute, TokenRequired: true})

@@ -15,6 +15,8 @@ import (
 
 // resource is one entry of a PROPFIND answer.
 type resource struct {
+	dead      map[string][]byte // prefetched dead properties, when fetched
+	fetched   bool
 	href      string
 	n         vfs.Node
 	m         *mount     // nil for the list of roots
@@ -107,6 +109,7 @@ func (s *session) propfind(w http.ResponseWriter, r *http.Request) (int, error) 
 		return status(err)
 	}
 	pw := &propWriter{s: s, mode: mode, names: names, usage: map[uint64]vfs.Usage{}}
+	s.wantDead = pw.needDead
 	w.Header().Set("Content-Type", "application/xml; charset=utf-8")
 	w.WriteHeader(http.StatusMultiStatus)
 	pw.b = bufio.NewWriterSize(w, 64<<10)
@@ -153,13 +156,23 @@ func (s *session) walk(res resource, depth int, fn func(resource) error) error {
 		if err != nil {
 			return err
 		}
+		var dead map[uint64]map[string][]byte
+		if s.wantDead != nil && s.wantDead() {
+			ids := make([]uint64, len(list))
+			for i, k := range list {
+				ids[i] = k.ID
+			}
+			if dead, err = s.h.opts.FS.PropsOf(s.ctx, res.m.root.ID, ids); err != nil {
+				return err
+			}
+		}
 		base := strings.TrimSuffix(res.href, "/") + "/"
 		for _, k := range list {
 			href := base + escapeSegment(k.Name)
 			if k.Dir {
 				href += "/"
 			}
-			kids = append(kids, resource{href: href, n: k, m: res.m, inherited: inherited})
+			kids = append(kids, resource{href: href, n: k, m: res.m, inherited: inherited, dead: dead[k.ID], fetched: dead != nil})
 		}
 	}
 	for _, k := range kids {
@@ -200,17 +213,27 @@ type propWriter struct {
 	usage map[uint64]vfs.Usage
 }
 
+// needDead reports whether the request asks for dead properties.
+func (pw *propWriter) needDead() bool {
+	if pw.mode != "prop" {
+		return true
+	}
+	for _, n := range pw.names {
+		if !isLive(n) {
+			return true
+		}
+	}
+	return false
+}
+
 func (pw *propWriter) write(res resource) error {
 	b := pw.b
 	b.WriteString("<D:response><D:href>")
 	b.WriteString(escape(res.href))
 	b.WriteString("</D:href>")
 	var dead map[string][]byte
-	needDead := pw.mode != "prop"
-	for _, n := range pw.names {
-		needDead = needDead || !isLive(n)
-	}
-	if needDead && res.m != nil {
+	dead = res.dead
+	if pw.needDead() && res.m != nil && !res.fetched {
 		var err error
 		if dead, err = pw.s.h.opts.FS.Props(pw.s.ctx, res.m.root.ID, res.n.ID); err != nil {
 			return err

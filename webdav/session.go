@@ -25,6 +25,9 @@ type session struct {
 	opts   vfs.WriteOptions // Principal, policy limits; LockTokens from the If header
 	mounts []mount
 	path   string // the request's clean dav path
+	// wantDead, set by PROPFIND, says whether listings should prefetch
+	// dead properties.
+	wantDead func() bool
 }
 
 // mount is a root shown as a top-level folder.
