@@ -49,7 +49,11 @@ func (fs *FS) Lookup(ctx context.Context, root uint64, p string) (Node, error) {
 			if !rec.Dir {
 				return fmt.Errorf("%w: %q", ErrNotExist, p)
 			}
-			if err := get(tx, childKey(rec.ID, s), &rec, fmt.Errorf("%w: %q", ErrNotExist, p)); err != nil {
+			parent := rec.ID
+			// A fresh record: decoding leaves fields the stored one omits
+			// (Dir, Locks) as they were in the parent.
+			rec = nodeRec{}
+			if err := get(tx, childKey(parent, s), &rec, fmt.Errorf("%w: %q", ErrNotExist, p)); err != nil {
 				return err
 			}
 		}

@@ -80,8 +80,8 @@ func TestTreeOperations(t *testing.T) {
 	if _, err := e.fs.Rename(ctx, e.root.ID, b.ID, "c", vfs.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if n := mustLookup(t, e, "/a/c/héllo wörld.txt"); n.ID != f.ID {
-		t.Fatal("rename did not carry the child")
+	if n := mustLookup(t, e, "/a/c/héllo wörld.txt"); n.ID != f.ID || n.Dir || n.Size != 2 {
+		t.Fatalf("rename did not carry the child: %+v", n)
 	}
 	if _, err := e.fs.Move(ctx, e.root.ID, f.ID, top, "", vfs.WriteOptions{}); err != nil {
 		t.Fatal(err)
