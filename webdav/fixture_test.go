@@ -203,15 +203,9 @@ func contains(t testing.TB, body string, wanted ...string) {
 	}
 }
 
-// lookup resolves a root-relative path to its node, read by id (vfs.Lookup
-// can report fields of the parent folder for a file; see lookupRel).
+// lookup resolves a root-relative path to its node.
 func (f *fixture) lookup(p string) (vfs.Node, error) {
-	ctx := context.Background()
-	n, err := f.fs.Lookup(ctx, f.root.ID, p)
-	if err != nil {
-		return n, err
-	}
-	return f.fs.Stat(ctx, f.root.ID, n.ID)
+	return f.fs.Lookup(context.Background(), f.root.ID, p)
 }
 
 // opts are write options with no limits.

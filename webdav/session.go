@@ -180,17 +180,7 @@ const (
 	maxLockTimeout     = 7 * 24 * time.Hour
 )
 
-// lookupRel resolves a root-relative path to a live node. It reads the
-// node again by id: vfs.Lookup decodes each path segment into the record
-// of its parent, so fields a file omits (Dir, Locks) can leak from the
-// folder above (reported to the vfs owner; remove once fixed).
+// lookupRel resolves a root-relative path to a live node.
 func (s *session) lookupRel(root uint64, rel string) (vfs.Node, error) {
-	n, err := s.h.opts.FS.Lookup(s.ctx, root, rel)
-	if err != nil {
-		return n, err
-	}
-	path := n.Path
-	n, err = s.h.opts.FS.Stat(s.ctx, root, n.ID)
-	n.Path = path
-	return n, err
+	return s.h.opts.FS.Lookup(s.ctx, root, rel)
 }
