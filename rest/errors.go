@@ -86,6 +86,7 @@ func errorTable() []errorMapping {
 		{vfs.ErrFileTooLarge, http.StatusConflict, "policy_error", "the file is larger than the organization's policy allows (max_file_size)"},
 		{vfs.ErrQuotaExceeded, http.StatusConflict, "policy_error", "storing the file would exceed the space quota"},
 		{vfs.ErrRootItem, http.StatusForbidden, "forbidden", "not allowed on a root's top folder"},
+		{vfs.ErrBusy, http.StatusServiceUnavailable, "temporarily_unavailable", "the service is temporarily unavailable; try again"},
 
 		// account (spec 7.1, 7.4).
 		{account.ErrNotFound, http.StatusNotFound, "not_found", ""},

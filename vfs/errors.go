@@ -33,6 +33,9 @@ var (
 	ErrQuotaExceeded = errors.New("vfs: space quota exceeded")
 	// ErrNoSuchLock: an unlock or refresh named a lock token the item does not hold.
 	ErrNoSuchLock = errors.New("vfs: no such lock")
+	// ErrBusy: a rare race with the garbage collector made the operation
+	// fail; the same request succeeds when tried again.
+	ErrBusy = errors.New("vfs: busy, try again")
 	// ErrRootItem: the operation cannot apply to a root's top folder (rename,
 	// move or delete it through the root instead).
 	ErrRootItem = errors.New("vfs: operation not allowed on the root folder")

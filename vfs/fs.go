@@ -80,10 +80,13 @@ type FS struct {
 	now    func() time.Time
 	m      *metrics
 
-	// gcMu keeps the garbage collector out while uploads are between
-	// storing chunks and committing the refs to them: an upload may skip a
-	// chunk that already exists, and it must still exist at commit. Uploads
-	// hold it shared, the collector exclusively.
+	// gcMu orders the garbage collector against commits of new revisions.
+	// An upload may skip storing a chunk that exists, unreferenced, and the
+	// collector may remove it before the upload commits; so a commit checks,
+	// holding gcMu shared, that each chunk it references without a count
+	// is still stored, and the collector removes chunks holding it
+	// exclusively, a batch at a time. Both hold it briefly: the collector
+	// never waits for a long upload, nor an upload for a whole collection.
 	gcMu sync.RWMutex
 }
 

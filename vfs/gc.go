@@ -22,11 +22,8 @@ func (r GCReport) String() string {
 	return fmt.Sprintf("examined %d chunks, removed %d", r.Candidates, r.Deleted)
 }
 
-// GC removes the chunks whose reference count fell to zero. Uploads wait
-// while it runs (they may be about to reference a chunk it would remove).
+// GC removes the chunks whose reference count fell to zero.
 func (fs *FS) GC(ctx context.Context) (GCReport, error) {
-	fs.gcMu.Lock()
-	defer fs.gcMu.Unlock()
 	var rep GCReport
 	var ids []chunk.ID
 	err := fs.db.View(ctx, func(tx kv.Txn) error {
@@ -54,8 +51,6 @@ func (fs *FS) GC(ctx context.Context) (GCReport, error) {
 // Sweep walks the whole chunk store and removes every chunk no revision
 // references. It is what recovery after a crash runs, and `berth gc`.
 func (fs *FS) Sweep(ctx context.Context) (GCReport, error) {
-	fs.gcMu.Lock()
-	defer fs.gcMu.Unlock()
 	var rep GCReport
 	var batch []chunk.ID
 	flush := func() error {
@@ -85,6 +80,8 @@ func (fs *FS) Sweep(ctx context.Context) (GCReport, error) {
 // removeUnreferenced deletes the chunks of ids that have no reference
 // count, and their orphan notes when clearNotes is set.
 func (fs *FS) removeUnreferenced(ctx context.Context, ids []chunk.ID, clearNotes bool) (int, error) {
+	fs.gcMu.Lock()
+	defer fs.gcMu.Unlock()
 	var dead []chunk.ID
 	err := fs.db.View(ctx, func(tx kv.Txn) error {
 		dead = dead[:0]

@@ -392,3 +392,49 @@ func TestDeduplication(t *testing.T) {
 		t.Fatalf("one-byte edit added %d chunks", n2-n1)
 	}
 }
+
+// An upload that found a chunk in the store and skipped it must not commit
+// a reference to it if the collector removed it meanwhile; the retry works.
+func TestUploadRacesCollector(t *testing.T) {
+	e := newEnv(t)
+	data := randBytes(5, 12<<20)
+	a := e.write(t, e.root.FolderID, "a", data)
+	if err := e.fs.Delete(ctx, e.root.ID, a.ID, vfs.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.fs.Purge(ctx, e.root.ID, a.ID); err != nil {
+		t.Fatal(err)
+	}
+	// The same bytes again: the first chunks are found and skipped, then
+	// the collector runs before the body ends.
+	release := make(chan struct{})
+	body := io.MultiReader(bytes.NewReader(data), gate(release))
+	done := make(chan error, 1)
+	go func() {
+		_, err := e.fs.WriteFile(ctx, e.root.ID, e.root.FolderID, "b", body, vfs.WriteOptions{})
+		done <- err
+	}()
+	time.Sleep(300 * time.Millisecond)
+	if rep, err := e.fs.GC(ctx); err != nil || rep.Deleted == 0 {
+		t.Fatalf("gc: %v %v", rep, err)
+	}
+	close(release)
+	if err := <-done; !errors.Is(err, vfs.ErrBusy) {
+		t.Fatalf("upload over collected chunks: %v", err)
+	}
+	b := e.write(t, e.root.FolderID, "b", data)
+	if !bytes.Equal(e.read(t, b.ID), data) {
+		t.Fatal("retry stored other bytes")
+	}
+	e.fs.GC(ctx)
+	if rep, err := e.fs.Fsck(ctx, true); err != nil || !rep.OK() {
+		t.Fatalf("fsck: %v %v", rep, err)
+	}
+}
+
+type gate chan struct{}
+
+func (g gate) Read([]byte) (int, error) {
+	<-g
+	return 0, io.EOF
+}

@@ -94,8 +94,6 @@ func (fs *FS) writeFile(ctx context.Context, root, parent uint64, name string, r
 		}
 	}
 
-	fs.gcMu.RLock()
-	defer fs.gcMu.RUnlock()
 	refs, size, err := fs.writer.Write(ctx, r, limit)
 	if err != nil {
 		fs.forget(refs)
@@ -114,6 +112,8 @@ func (fs *FS) writeFile(ctx context.Context, root, parent uint64, name string, r
 	}
 	var newID uint64
 	var rec nodeRec
+	fs.gcMu.RLock()
+	defer fs.gcMu.RUnlock()
 	err = fs.db.Update(ctx, func(tx kv.Txn) error {
 		now := fs.nowNs()
 		if !opts.Modified.IsZero() {
@@ -146,6 +146,9 @@ func (fs *FS) writeFile(ctx context.Context, root, parent uint64, name string, r
 		rec.Modified, rec.Size, rec.Rev = now, size, revID
 		rev := revRec{ID: revID, File: rec.ID, Size: size, Created: fs.nowNs(), Chunks: refs}
 		if err := put(tx, revKey(rec.ID, revID), rev); err != nil {
+			return err
+		}
+		if err := fs.checkStored(ctx, tx, refs); err != nil {
 			return err
 		}
 		if err := addRefs(tx, refs, 1); err != nil {
@@ -248,4 +251,30 @@ func (fs *FS) forget(refs []chunk.Ref) {
 	if err != nil {
 		fs.log.Warn("vfs: could not note chunks of a failed upload; the next sweep removes them", "err", err)
 	}
+}
+
+// checkStored checks that every chunk of refs that no revision references
+// yet is in the chunk store: the collector may have removed one that the
+// upload found there and skipped. The caller holds gcMu shared.
+func (fs *FS) checkStored(ctx context.Context, tx kv.Txn, refs []chunk.Ref) error {
+	seen := make(map[chunk.ID]bool, len(refs))
+	for _, r := range refs {
+		if seen[r.ID] {
+			continue
+		}
+		seen[r.ID] = true
+		if _, err := tx.Get(refKey(r.ID)); err == nil {
+			continue
+		} else if !errors.Is(err, kv.ErrNotFound) {
+			return err
+		}
+		ok, err := fs.chunks.Has(ctx, r.ID)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("%w: chunk %s was collected during the upload", ErrBusy, r.ID)
+		}
+	}
+	return nil
 }
