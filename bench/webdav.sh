@@ -1,0 +1,230 @@
+#!/usr/bin/env bash
+# WebDAV side by side: Apache httpd + mod_dav, nginx + dav/dav-ext, and
+# berth, all over HTTPS on loopback, measured one after the other in one run.
+#
+#   sudo bench/webdav.sh                      # about 4 minutes
+#   BENCH_BIG_MIB=256 sudo bench/webdav.sh    # a smaller large file
+#
+# Needs root (the peers drop to www-data), Go, curl, openssl and
+# `apt-get install -y apache2 nginx-extras wrk`. The peers run from their
+# own config files in a temp dir (bench/webdav/*.conf), never the system
+# services. Apache and nginx have no auth and never fsync; berth uses Basic
+# auth (cached after the first check) and acknowledges a PUT only once it is
+# durable, so the script also measures the disk's own fsynced write rate.
+set -euo pipefail
+
+HERE="$(cd "$(dirname "$0")" && pwd)"
+REPO="$(dirname "$HERE")"
+export PATH="$PATH:/usr/local/go/bin"
+
+BIG_MIB="${BENCH_BIG_MIB:-1024}"
+SMALL_N="${BENCH_SMALL_N:-2000}" # 4 KiB PUTs, 8 clients
+LIST_N="${BENCH_LIST_N:-10000}" # files in the PROPFIND folder
+PW="bench-password-1"
+
+die() { echo "webdav.sh: $*" >&2; exit 1; }
+[ "$(id -u)" -eq 0 ] || die "run as root (Apache and nginx switch to www-data)"
+for t in apache2 nginx wrk openssl curl go; do
+	command -v "$t" >/dev/null || die "$t is missing: apt-get install -y apache2 nginx-extras wrk openssl curl (Go in /usr/local/go)"
+done
+[ -f /usr/lib/nginx/modules/ngx_http_dav_ext_module.so ] || die "nginx dav-ext module missing: apt-get install -y nginx-extras"
+
+TMP="$(mktemp -d /tmp/berth-webdav-bench.XXXXXX)"
+chmod 755 "$TMP" # www-data must reach the peers' trees
+PIDS=()
+cleanup() {
+	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+	for p in "${PIDS[@]}"; do
+		for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+		kill -9 "$p" 2>/dev/null || true
+	done
+	rm -rf "$TMP"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+load() { cut -d' ' -f1-3 /proc/loadavg; }
+LOAD_START="$(load)"
+log() { echo "[$(date +%T) load $(load)] $*" >&2; }
+
+# free_port prints a loopback TCP port nobody listens on.
+free_port() {
+	local p
+	for _ in $(seq 100); do
+		p=$((20000 + RANDOM % 40000))
+		if ! ss -Htln "sport = :$p" | grep -q .; then echo "$p"; return; fi
+	done
+	die "no free port"
+}
+
+# wait_up URL: until the server answers anything over HTTPS (10 s at most).
+wait_up() {
+	for _ in $(seq 100); do
+		curl -ks -o /dev/null --max-time 2 "$1" && return 0
+		sleep 0.1
+	done
+	die "$1 did not come up"
+}
+
+# vmhwm PID...: the sum of the processes' peak resident sets, in MiB.
+vmhwm() {
+	local kb=0 v
+	for p in "$@"; do
+		v="$(awk '/^VmHWM:/ {print $2}' "/proc/$p/status" 2>/dev/null || true)"
+		kb=$((kb + ${v:-0}))
+	done
+	awk -v kb="$kb" 'BEGIN {printf "%.1f", kb / 1024}'
+}
+
+# secs: wall clock in seconds with nanoseconds.
+secs() { date +%s.%N; }
+
+log "building berth and davload"
+(cd "$REPO" && go build -o "$TMP/berth" . && go build -o "$TMP/davload" ./bench/webdav/davload)
+DAVLOAD="$TMP/davload"
+
+log "certificate, ${BIG_MIB} MiB of random data"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
+	-subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 \
+	-keyout "$TMP/key.pem" -out "$TMP/cert.pem" 2>/dev/null
+chmod 644 "$TMP/key.pem"
+head -c "$((BIG_MIB << 20))" /dev/urandom >"$TMP/big.bin"
+BIG_BYTES="$((BIG_MIB << 20))"
+
+# --- the disk's own rate, in the same run --------------------------------
+log "disk: dd ${BIG_MIB} MiB, O_DIRECT + fsync, then buffered + fsync"
+sync
+t0="$(secs)"
+dd if=/dev/zero of="$TMP/dd.bin" bs=1M count="$BIG_MIB" oflag=direct conv=fsync status=none
+t1="$(secs)"
+DISK_DIRECT="$(awk -v b="$BIG_BYTES" -v a="$t0" -v z="$t1" 'BEGIN {printf "%.1f", b / (z - a) / 1e6}')"
+rm -f "$TMP/dd.bin"
+t0="$(secs)"
+dd if=/dev/zero of="$TMP/dd.bin" bs=1M count="$BIG_MIB" conv=fsync status=none
+t1="$(secs)"
+DISK_BUFFERED="$(awk -v b="$BIG_BYTES" -v a="$t0" -v z="$t1" 'BEGIN {printf "%.1f", b / (z - a) / 1e6}')"
+rm -f "$TMP/dd.bin"
+
+# --- start the three servers ---------------------------------------------
+fill() { sed -e "s|@DIR@|$1|g" -e "s|@PORT@|$2|g" -e "s|@CERT@|$TMP/cert.pem|g" -e "s|@KEY@|$TMP/key.pem|g" "$3" >"$1/server.conf"; }
+
+# The PROPFIND folder of the peers is written straight to disk.
+for s in apache nginx; do
+	mkdir -p "$TMP/$s/www" "$TMP/$s/lock" "$TMP/$s/tmp"
+	"$DAVLOAD" files -dir "$TMP/$s/www/list" -n "$LIST_N" -size 4096
+	chown -R www-data:www-data "$TMP/$s/www" "$TMP/$s/lock" "$TMP/$s/tmp"
+done
+
+APORT="$(free_port)"
+fill "$TMP/apache" "$APORT" "$HERE/webdav/apache.conf"
+apache2 -f "$TMP/apache/server.conf" -DFOREGROUND 2>"$TMP/apache/stderr" &
+APID=$!
+PIDS+=("$APID")
+
+NPORT="$(free_port)"
+fill "$TMP/nginx" "$NPORT" "$HERE/webdav/nginx.conf"
+nginx -c "$TMP/nginx/server.conf" -g 'daemon off;' 2>"$TMP/nginx/stderr" &
+NPID=$!
+PIDS+=("$NPID")
+
+BPORT="$(free_port)"
+mkdir -p "$TMP/berthd"
+BERTH_ADMIN_PASSWORD="$PW" "$TMP/berth" serve --data "$TMP/berthd/data" \
+	--listen "127.0.0.1:$BPORT" --metrics-listen '' >"$TMP/berthd/log" 2>&1 &
+BPID=$!
+PIDS+=("$BPID")
+
+wait_up "https://127.0.0.1:$APORT/"
+wait_up "https://127.0.0.1:$NPORT/"
+wait_up "https://127.0.0.1:$BPORT/webdav/"
+
+# berth's WebDAV folder for the administrator's root: the first child of /webdav/.
+ROOTHREF="$(curl -ks --max-time 30 -u "admin:$PW" -X PROPFIND -H 'Depth: 1' "https://127.0.0.1:$BPORT/webdav/" |
+	grep -o '<[A-Za-z]*:*href>[^<]*</[A-Za-z]*:*href>' | sed -e 's/<[^>]*>//g' | grep -v '^/webdav/$' | head -1)"
+[ -n "$ROOTHREF" ] || die "berth: no root under /webdav/ (log: $(tail -5 "$TMP/berthd/log"))"
+log "berth root at $ROOTHREF"
+
+log "berth: $LIST_N PUTs of 4 KiB (8 clients) for the PROPFIND folder"
+BERTH_LIST_PUTS="$("$DAVLOAD" put -url "https://127.0.0.1:$BPORT${ROOTHREF}list/" -user admin -pass "$PW" -n "$LIST_N" -c 8 -size 4096)"
+log "berth: $BERTH_LIST_PUTS"
+
+declare -A R
+kv() { tr ' ' '\n' <<<"$1" | sed -n "s/^$2=//p"; }
+
+# measure NAME BASE_URL [user]: every figure for one server, into R[NAME.*].
+measure() {
+	local name="$1" base="$2" user="${3:-}"
+	local -a cauth=() dauth=() wauth=()
+	if [ -n "$user" ]; then
+		cauth=(-u "$user:$PW")
+		dauth=(-user "$user" -pass "$PW")
+		wauth=(-H "Authorization: Basic $(printf '%s:%s' "$user" "$PW" | base64 -w0)")
+	fi
+	R[$name.load]="$(load)"
+	local out code t
+
+	log "$name: PUT ${BIG_MIB} MiB"
+	sync
+	out="$(curl -ks --max-time 900 "${cauth[@]}" -o /dev/null -w '%{http_code} %{time_total}' -T "$TMP/big.bin" "${base}big.bin")"
+	read -r code t <<<"$out"
+	case "$code" in 200 | 201 | 204) ;; *) die "$name: PUT big answered $code" ;; esac
+	R[$name.put]="$(awk -v b="$BIG_BYTES" -v t="$t" 'BEGIN {printf "%.1f", b / t / 1e6}')"
+
+	log "$name: GET ${BIG_MIB} MiB"
+	out="$(curl -ks --max-time 900 "${cauth[@]}" -o /dev/null -w '%{http_code} %{time_total} %{size_download}' "${base}big.bin")"
+	local size
+	read -r code t size <<<"$out"
+	[ "$code" = 200 ] && [ "$size" = "$BIG_BYTES" ] || die "$name: GET big: $out"
+	R[$name.get]="$(awk -v b="$BIG_BYTES" -v t="$t" 'BEGIN {printf "%.1f", b / t / 1e6}')"
+
+	log "$name: $SMALL_N PUTs of 4 KiB, 8 clients"
+	sync
+	out="$("$DAVLOAD" put -url "${base}small/" "${dauth[@]}" -n "$SMALL_N" -c 8 -size 4096)"
+	R[$name.small]="$(kv "$out" per_second)"
+
+	log "$name: wrk 4 KiB GETs (2 threads, 32 connections, 10 s)"
+	out="$(wrk -t2 -c32 -d10s --timeout 5s "${wauth[@]}" "${base}small/f00000.bin")"
+	if grep -q 'Non-2xx' <<<"$out"; then die "$name: wrk saw errors: $out"; fi
+	R[$name.wrk]="$(awk '/^Requests\/sec:/ {printf "%.0f", $2}' <<<"$out")"
+
+	log "$name: PROPFIND Depth 1 of $LIST_N files, median of 5"
+	out="$("$DAVLOAD" propfind -url "${base}list/" "${dauth[@]}" -runs 5)"
+	[ "$(kv "$out" entries)" = "$((LIST_N + 1))" ] || die "$name: PROPFIND listed $(kv "$out" entries) entries, want $((LIST_N + 1))"
+	R[$name.propfind]="$(kv "$out" median_ms)"
+}
+
+measure apache "https://127.0.0.1:$APORT/"
+measure nginx "https://127.0.0.1:$NPORT/"
+measure berth "https://127.0.0.1:$BPORT$ROOTHREF" admin
+
+R[apache.rss]="$(vmhwm "$APID" $(pgrep -P "$APID" || true))"
+R[nginx.rss]="$(vmhwm "$NPID" $(pgrep -P "$NPID" || true))"
+R[berth.rss]="$(vmhwm "$BPID")"
+
+# --- the table -----------------------------------------------------------
+best() { awk -v a="$1" -v b="$2" -v hi="$3" 'BEGIN {print (hi ? (a > b ? a : b) : (a < b ? a : b))}'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
+row() { # label key higher-is-better
+	local bp
+	bp="$(best "${R[apache.$2]}" "${R[nginx.$2]}" "$3")"
+	printf '| %s | %s | %s | %s | %s |\n' "$1" "${R[apache.$2]}" "${R[nginx.$2]}" "${R[berth.$2]}" "$(ratio "${R[berth.$2]}" "$bp")"
+}
+echo
+echo "WebDAV over HTTPS on loopback, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, load average at start $LOAD_START, at end $(load)"
+echo "(load at the start of each server's turn: apache ${R[apache.load]}, nginx ${R[nginx.load]}, berth ${R[berth.load]})"
+echo
+echo "| figure | Apache | nginx | berth | berth / better peer |"
+echo "|---|---|---|---|---|"
+row "PUT ${BIG_MIB} MiB, MB/s" put 1
+row "GET ${BIG_MIB} MiB, MB/s" get 1
+row "$SMALL_N PUTs of 4 KiB, 8 clients, files/s" small 1
+row "GET 4 KiB under wrk -t2 -c32, requests/s" wrk 1
+row "PROPFIND Depth 1, $LIST_N files, ms (lower is better)" propfind 0
+row "peak RSS, MiB (lower is better)" rss 0
+echo
+echo "| disk, ${BIG_MIB} MiB of writes | MB/s | berth PUT / this |"
+echo "|---|---|---|"
+echo "| dd oflag=direct conv=fsync | $DISK_DIRECT | $(ratio "${R[berth.put]}" "$DISK_DIRECT") |"
+echo "| dd conv=fsync (page cache, one fsync at the end) | $DISK_BUFFERED | $(ratio "${R[berth.put]}" "$DISK_BUFFERED") |"
+echo
+echo "berth, $LIST_N PUTs of 4 KiB for the PROPFIND folder: $BERTH_LIST_PUTS"
