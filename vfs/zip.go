@@ -83,12 +83,11 @@ func (fs *FS) WriteZip(ctx context.Context, w io.Writer, root, folder uint64, op
 		return err
 	}
 	z := &zipper{
-		ctx:    ctx,
-		fs:     fs,
-		root:   root,
-		zw:     zip.NewWriter(w),
-		buf:    make([]byte, zipCopyBuffer),
-		sample: make([]byte, zipSampleSize),
+		ctx:  ctx,
+		fs:   fs,
+		root: root,
+		zw:   zip.NewWriter(w),
+		buf:  make([]byte, zipCopyBuffer),
 	}
 	// The zip.Writer closes an entry only when the next one starts, so the
 	// sample test needs its own flate writer.
@@ -133,26 +132,48 @@ func pick(kids []Node, opts ZipOptions) []Node {
 
 // zipper is the state of one WriteZip.
 type zipper struct {
-	ctx    context.Context
-	fs     *FS
-	root   uint64
-	zw     *zip.Writer
-	flate  *flate.Writer // compresses Deflated entries
-	probe  *flate.Writer // test-compresses samples
-	buf    []byte        // copy buffer
-	sample []byte        // the head of the current file
+	ctx     context.Context
+	fs      *FS
+	root    uint64
+	zw      *zip.Writer
+	flate   *flate.Writer // compresses Deflated entries
+	probe   *flate.Writer // test-compresses samples
+	buf     []byte        // copy buffer
+	samples [][]byte      // free head buffers (see open)
 }
 
 // children writes kids (listed children of one folder) and everything below
-// them, under prefix ("" or "a/b/").
-func (z *zipper) children(kids []Node, prefix string) error {
-	for _, k := range kids {
+// them, under prefix ("" or "a/b/"). While one file is sent, the next file
+// of the folder is opened and its first chunk fetched and verified in the
+// background, so that fetching overlaps with sending across files as it
+// does within one (chunk.Reader prefetches the next chunk).
+func (z *zipper) children(kids []Node, prefix string) (err error) {
+	var ahead *opening
+	defer func() {
+		if ahead != nil {
+			z.discard(ahead)
+		}
+	}()
+	for i, k := range kids {
 		if err := z.ctx.Err(); err != nil {
 			return err
 		}
 		name := prefix + k.Name
 		if !k.Dir {
-			if err := z.file(k, name); err != nil {
+			cur := ahead
+			if cur == nil {
+				cur = z.open(k)
+			}
+			ahead = nil
+			for _, next := range kids[i+1:] {
+				if !next.Dir {
+					ahead = z.open(next)
+					break
+				}
+			}
+			err := z.file(k, name, cur)
+			z.discard(cur)
+			if err != nil {
 				return err
 			}
 			continue
@@ -172,6 +193,53 @@ func (z *zipper) children(kids []Node, prefix string) error {
 		}
 	}
 	return nil
+}
+
+// opening is a file being opened ahead of its entry: its first bytes read
+// into head, by a goroutine that closes done.
+type opening struct {
+	done chan struct{}
+	buf  []byte // from z.samples, returned by discard
+	f    *File  // nil for an empty file or on error
+	head []byte
+	err  error
+}
+
+// open starts opening n and reading its head in the background.
+func (z *zipper) open(n Node) *opening {
+	o := &opening{done: make(chan struct{})}
+	if n.Size == 0 {
+		close(o.done)
+		return o
+	}
+	if k := len(z.samples); k > 0 {
+		o.buf, z.samples = z.samples[k-1], z.samples[:k-1]
+	} else {
+		o.buf = make([]byte, zipSampleSize)
+	}
+	go func() {
+		defer close(o.done)
+		f, err := z.fs.Open(z.ctx, z.root, n.ID)
+		if err != nil {
+			o.err = err
+			return
+		}
+		o.f = f
+		k, err := io.ReadFull(f, o.buf[:min(int64(len(o.buf)), f.Size())])
+		o.head, o.err = o.buf[:k], err
+	}()
+	return o
+}
+
+// discard waits for o, closes its file and keeps its buffer for reuse.
+func (z *zipper) discard(o *opening) {
+	<-o.done
+	if o.f != nil {
+		o.f.Close()
+	}
+	if o.buf != nil {
+		z.samples = append(z.samples, o.buf)
+	}
 }
 
 // header starts an entry and returns the writer of its contents.
@@ -196,37 +264,32 @@ func (z *zipper) header(n Node, name string, method uint16) (io.Writer, error) {
 	return w, nil
 }
 
-// file writes one file entry.
-func (z *zipper) file(n Node, name string) error {
-	if n.Size == 0 {
+// file writes one file entry from o, the file opened (see open).
+func (z *zipper) file(n Node, name string, o *opening) error {
+	<-o.done
+	if errors.Is(o.err, ErrNotExist) {
+		return nil // deleted since its folder was listed
+	}
+	if o.err != nil {
+		return fmt.Errorf("vfs: zip: read %s: %w", name, o.err)
+	}
+	if o.f == nil { // empty
 		_, err := z.header(n, name, zip.Store)
 		return err
 	}
-	f, err := z.fs.Open(z.ctx, z.root, n.ID)
-	if errors.Is(err, ErrNotExist) {
-		return nil // deleted since its folder was listed
-	}
-	if err != nil {
-		return err
-	}
-	defer f.Close()
+	f := o.f
 	n = f.Node // what is read, should it have changed since the listing
 
-	// Read the head first: it chooses the method and is then the entry's
-	// first bytes.
-	head, err := io.ReadFull(f, z.sample[:min(int64(len(z.sample)), f.Size())])
-	if err != nil {
-		return fmt.Errorf("vfs: zip: read %s: %w", name, err)
-	}
+	// The head chooses the method and is then the entry's first bytes.
 	method := zip.Store
-	if !compressedExt(strings.ToLower(path.Ext(n.Name))) && z.compresses(z.sample[:head]) {
+	if !compressedExt(strings.ToLower(path.Ext(n.Name))) && z.compresses(o.head) {
 		method = zip.Deflate
 	}
 	ew, err := z.header(n, name, method)
 	if err != nil {
 		return err
 	}
-	if _, err := ew.Write(z.sample[:head]); err != nil {
+	if _, err := ew.Write(o.head); err != nil {
 		return fmt.Errorf("vfs: zip: %s: %w", name, err)
 	}
 	if _, err := io.CopyBuffer(ew, ctxReader{z.ctx, f}, z.buf); err != nil {
