@@ -1,6 +1,7 @@
 package vfs
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -15,7 +16,7 @@ import (
 type File struct {
 	Node     Node // the file, with Path
 	Revision Revision
-	r        *chunk.Reader
+	r        contents
 	m        *metrics
 }
 
@@ -55,9 +56,23 @@ func (fs *FS) OpenRevision(ctx context.Context, root, id, rev uint64) (*File, er
 	if err != nil {
 		return nil, err
 	}
-	f.r = chunk.NewReader(ctx, fs.chunks, f.Revision.Chunks)
+	if len(f.Revision.Chunks) == 0 {
+		f.r = inlineReader{bytes.NewReader(f.Revision.inline)}
+	} else {
+		f.r = chunk.NewReader(ctx, fs.chunks, f.Revision.Chunks)
+	}
 	return f, nil
 }
+
+// contents is what a File reads from: chunks, or bytes kept inline.
+type contents interface {
+	io.ReadSeekCloser
+	io.ReaderAt
+}
+
+type inlineReader struct{ *bytes.Reader }
+
+func (inlineReader) Close() error { return nil }
 
 // Read reads the contents; a missing or corrupt chunk is an error, never
 // short data.

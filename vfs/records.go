@@ -59,6 +59,7 @@ type revRec struct {
 	Size    int64       `cbor:"3,keyasint"`
 	Created int64       `cbor:"4,keyasint"`
 	Chunks  []chunk.Ref `cbor:"5,keyasint"`
+	Inline  []byte      `cbor:"6,keyasint,omitempty"` // the contents of a small file (see InlineMax)
 }
 
 type usageRec struct {
@@ -150,5 +151,5 @@ func (r nodeRec) public(now int64) Node {
 }
 
 func (r revRec) public() Revision {
-	return Revision{ID: r.ID, FileID: r.File, Size: r.Size, Created: fromNs(r.Created), Chunks: r.Chunks}
+	return Revision{ID: r.ID, FileID: r.File, Size: r.Size, Created: fromNs(r.Created), Chunks: r.Chunks, inline: r.Inline}
 }

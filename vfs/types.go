@@ -61,7 +61,8 @@ type Revision struct {
 	FileID  uint64
 	Size    int64
 	Created time.Time
-	Chunks  []chunk.Ref
+	Chunks  []chunk.Ref // empty for a file kept inline
+	inline  []byte
 }
 
 // Lock is a lock on an item. A lock on a folder with Deep set covers

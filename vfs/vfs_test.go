@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -437,4 +438,45 @@ type gate chan struct{}
 func (g gate) Read([]byte) (int, error) {
 	<-g
 	return 0, io.EOF
+}
+
+// Small files live in their revision record: no chunk is stored, and they
+// read, copy, limit and purge like any other.
+func TestInlineSmallFiles(t *testing.T) {
+	e := newEnv(t)
+	top := e.root.FolderID
+	for _, size := range []int{0, 1, vfs.InlineMax} {
+		data := randBytes(uint64(size)+3, size)
+		n := e.write(t, top, fmt.Sprint("s", size), data)
+		if !bytes.Equal(e.read(t, n.ID), data) {
+			t.Fatalf("inline %d bytes differ", size)
+		}
+	}
+	if n, _ := e.chunks.Size(ctx); n != 0 {
+		t.Fatalf("small files stored %d bytes of chunks", n)
+	}
+	big := e.write(t, top, "big", randBytes(9, vfs.InlineMax+1))
+	if n, _ := e.chunks.Size(ctx); n == 0 {
+		t.Fatal("a file over InlineMax stored no chunk")
+	}
+	cp, err := e.fs.Copy(ctx, e.root.ID, mustLookup(t, e, "/s1").ID, e.root.ID, top, "copy", vfs.WriteOptions{})
+	if err != nil || !bytes.Equal(e.read(t, cp.ID), randBytes(4, 1)) {
+		t.Fatalf("copy of an inline file: %v", err)
+	}
+	f, err := e.fs.Open(ctx, e.root.ID, big.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 10)
+	if _, err := f.ReadAt(buf, 100); err != nil || !bytes.Equal(buf, randBytes(9, vfs.InlineMax+1)[100:110]) {
+		t.Fatalf("ReadAt: %v", err)
+	}
+	f.Close()
+	_, err = e.fs.WriteFile(ctx, e.root.ID, top, "x", strings.NewReader("12345"), vfs.WriteOptions{MaxFileSize: 4})
+	if !errors.Is(err, vfs.ErrFileTooLarge) {
+		t.Fatalf("inline over max size: %v", err)
+	}
+	if r, err := e.fs.Fsck(ctx, true); err != nil || !r.OK() {
+		t.Fatalf("fsck %v %v", r, err)
+	}
 }

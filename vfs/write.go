@@ -1,6 +1,7 @@
 package vfs
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -94,7 +95,7 @@ func (fs *FS) writeFile(ctx context.Context, root, parent uint64, name string, r
 		}
 	}
 
-	refs, size, err := fs.writer.Write(ctx, r, limit)
+	inline, refs, size, err := fs.store(ctx, r, limit)
 	if err != nil {
 		fs.forget(refs)
 		if errors.Is(err, chunk.ErrTooLarge) {
@@ -144,7 +145,7 @@ func (fs *FS) writeFile(ctx context.Context, root, parent uint64, name string, r
 		}
 		oldMod := rec.Modified
 		rec.Modified, rec.Size, rec.Rev = now, size, revID
-		rev := revRec{ID: revID, File: rec.ID, Size: size, Created: fs.nowNs(), Chunks: refs}
+		rev := revRec{ID: revID, File: rec.ID, Size: size, Created: fs.nowNs(), Chunks: refs, Inline: inline}
 		if err := put(tx, revKey(rec.ID, revID), rev); err != nil {
 			return err
 		}
@@ -277,4 +278,33 @@ func (fs *FS) checkStored(ctx context.Context, tx kv.Txn, refs []chunk.Ref) erro
 		}
 	}
 	return nil
+}
+
+// InlineMax is the largest file kept inside its revision record instead of
+// the chunk store. A small file then costs one metadata commit, not a
+// chunk file, its fsyncs and a directory entry: small files are most files
+// and least bytes. They are not deduplicated.
+const InlineMax = 16 << 10
+
+// store reads r to its end, keeping a body of at most InlineMax bytes
+// inline and sending a longer one through the chunk writer. limit is as
+// for chunk.Writer.Write. On failure refs are the chunks stored, for the
+// collector.
+func (fs *FS) store(ctx context.Context, r io.Reader, limit int64) (inline []byte, refs []chunk.Ref, size int64, err error) {
+	head := make([]byte, InlineMax+1)
+	n, err := io.ReadFull(r, head)
+	switch {
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+		if limit >= 0 && int64(n) > limit {
+			return nil, nil, 0, chunk.ErrTooLarge
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, nil, 0, err
+		}
+		return head[:n:n], nil, int64(n), nil
+	case err != nil:
+		return nil, nil, 0, err
+	}
+	refs, size, err = fs.writer.Write(ctx, io.MultiReader(bytes.NewReader(head), r), limit)
+	return nil, refs, size, err
 }
