@@ -26,10 +26,10 @@ const (
 	// DefaultBlockCacheSize is the block cache of the on-disk store. Badger
 	// compresses table blocks (Snappy), and a decompressed block is only
 	// reused through this cache. Metadata is small and the OS page cache
-	// already holds the compressed tables, so 64 MiB (Badger's default is
+	// already holds the compressed tables, so 32 MiB (Badger's default is
 	// 256 MiB) keeps hot directories decompressed without taking memory
 	// the chunk store and the page cache use better.
-	DefaultBlockCacheSize = 64 << 20
+	DefaultBlockCacheSize = 32 << 20
 )
 
 // priorityAfter is the number of conflicts after which an Update stops
@@ -104,9 +104,11 @@ var _ Store = (*Badger)(nil)
 //
 // Writes are fsynced on commit (SyncWrites), so a committed Update survives
 // a power loss. Memory settings are sized for a small server that also
-// serves file contents: 3 memtables of 64 MiB instead of 5 (64 MiB keeps
-// Badger's per-transaction limit near 10 MB), a 64 MiB block cache, two
-// compactors for two cores, one version per key (no history is read).
+// serves file contents: 2 memtables of 64 MiB instead of 5 (one taking
+// writes while the other flushes; 64 MiB keeps Badger's per-transaction
+// limit near 10 MB), a 32 MiB block cache, two compactors for two cores,
+// one version per key (no history is read). The memtables are Go heap, so
+// each one more would add 64 MiB to the daemon's resident size.
 func OpenBadger(opts BadgerOptions) (*Badger, error) {
 	logger := opts.Logger
 	if logger == nil {
@@ -133,7 +135,7 @@ func OpenBadger(opts BadgerOptions) (*Badger, error) {
 	bo = bo.
 		WithSyncWrites(!opts.NoSync).
 		WithNumVersionsToKeep(1).
-		WithNumMemtables(3).
+		WithNumMemtables(2).
 		WithNumCompactors(2).
 		WithBlockCacheSize(blockCache).
 		WithIndexCacheSize(opts.IndexCacheSize).
