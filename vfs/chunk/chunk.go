@@ -71,3 +71,31 @@ type Store interface {
 	// Size returns the total bytes the stored blobs occupy.
 	Size(ctx context.Context) (int64, error)
 }
+
+// Batcher is a Store that can take many chunks and make them durable
+// together. One fsync per chunk leaves the disk waiting on its journal for
+// every megabyte; a batch writes all its chunks first and syncs them at the
+// end, where the file system shares the commits. Writer uses it when the
+// store has it (found by type assertion, so stores without it still work).
+type Batcher interface {
+	// NewBatch starts an empty batch.
+	NewBatch() Batch
+}
+
+// Batch stages chunks and makes them visible and durable at once. None is
+// visible (Has, Get, Walk) until Commit returns nil, and then all are
+// durable. Add is safe for concurrent use; Commit and Abort are called once
+// the Adds have returned. Adding an id twice, or one the store has, is
+// harmless.
+type Batch interface {
+	// Add stages blob under id without waiting for the disk. It does not
+	// keep blob after it returns.
+	Add(ctx context.Context, id ID, blob []byte) error
+	// Commit makes every staged chunk durable and visible. If it fails,
+	// some of the chunks may be visible (and durable or not); call Abort
+	// to remove the rest.
+	Commit(ctx context.Context) error
+	// Abort removes whatever is still staged. It is idempotent and safe
+	// after Commit, failed or not.
+	Abort()
+}

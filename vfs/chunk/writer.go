@@ -85,11 +85,17 @@ type job struct {
 // encode and store, with at most Workers+2 chunks in flight, so memory stays
 // flat whatever the stream length.
 //
+// When the store is a Batcher, the chunks of one Write go into one Batch
+// committed before Write returns: the disk syncs them together instead of
+// once per chunk.
+//
 // If limit >= 0 and r yields more than limit bytes, Write stops and returns
 // ErrTooLarge. On any error (from r, ctx or the store) it stops the workers
-// and returns the error with the refs of the chunks it did store (no size):
-// nothing references them, and the caller should hand them to its garbage
-// collector.
+// and returns the error with the refs of the chunks that may be in the store
+// (no size): nothing references them, and the caller should hand them to its
+// garbage collector. With a Batcher that is the chunks the store already had
+// (the staged ones are aborted) plus, if Commit itself failed, the batch's
+// chunks, some of which it may have made visible.
 func (w *Writer) Write(ctx context.Context, r io.Reader, limit int64) (refs []Ref, size int64, err error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -109,15 +115,14 @@ func (w *Writer) Write(ctx context.Context, r io.Reader, limit int64) (refs []Re
 		return nil, 0, fmt.Errorf("chunk: chunker: %w", err)
 	}
 
-	var (
-		mu   sync.Mutex // guards refs: workers fill in IDs as the cutter appends
-		wg   sync.WaitGroup
-		puts sync.WaitGroup
-	)
-	sem := make(chan struct{}, putDepth)
+	p := &pipeline{ctx: ctx, fail: cancel, sem: make(chan struct{}, putDepth), refs: &refs}
+	if b, ok := w.store.(Batcher); ok {
+		p.batch = b.NewBatch()
+	}
+	var wg sync.WaitGroup
 	jobs := make(chan job, 1)
 	for range w.workers {
-		wg.Go(func() { w.work(ctx, cancel, jobs, sem, &puts, &mu, &refs) })
+		wg.Go(func() { w.work(p, jobs) })
 	}
 
 	var cutErr error
@@ -131,10 +136,10 @@ cut:
 		if len(data) > 0 {
 			buf := w.getBuf(&w.bufs, 0)
 			*buf = append(append((*buf)[:0], encRaw), data...)
-			mu.Lock()
+			p.mu.Lock()
 			idx := len(refs)
 			refs = append(refs, Ref{Size: int64(len(data))})
-			mu.Unlock()
+			p.mu.Unlock()
 			size += int64(len(data))
 			select {
 			case jobs <- job{idx: idx, buf: buf}:
@@ -152,15 +157,43 @@ cut:
 	}
 	close(jobs)
 	wg.Wait()
-	puts.Wait()
+	p.puts.Wait()
 
-	if err := context.Cause(ctx); err != nil {
+	err = context.Cause(ctx)
+	if err == nil && limit >= 0 && size > limit {
+		err = ErrTooLarge
+	}
+	if p.batch != nil {
+		if err == nil {
+			if err = p.batch.Commit(ctx); err == nil {
+				return refs, size, nil
+			}
+			// Commit may have renamed some chunks into place: their
+			// refs stay, for the caller's collector.
+			p.staged = nil
+		}
+		p.batch.Abort()
+		for _, i := range p.staged {
+			refs[i].ID = ID{}
+		}
+	}
+	if err != nil {
 		return stored(refs), 0, err
 	}
-	if limit >= 0 && size > limit {
-		return stored(refs), 0, ErrTooLarge
-	}
 	return refs, size, nil
+}
+
+// pipeline is the state one Write shares with its workers.
+type pipeline struct {
+	ctx   context.Context
+	fail  context.CancelCauseFunc
+	batch Batch         // nil when the store is not a Batcher
+	sem   chan struct{} // bounds Put goroutines (no batch) to putDepth
+	puts  sync.WaitGroup
+
+	mu     sync.Mutex // guards refs and staged
+	refs   *[]Ref     // workers fill in IDs as the cutter appends
+	staged []int      // indexes of refs whose chunks are only in the batch
 }
 
 // stored keeps the refs whose chunks reached the store, so that a caller
@@ -176,26 +209,27 @@ func stored(refs []Ref) []Ref {
 	return out
 }
 
-// work hashes and encodes jobs until the channel closes, and hands each
-// new chunk to a Put goroutine (at most putDepth per Write, through sem).
-// After the first error it only recycles buffers, so the cutter never
-// blocks on a dead pipeline.
-func (w *Writer) work(ctx context.Context, fail context.CancelCauseFunc, jobs <-chan job, sem chan struct{}, puts *sync.WaitGroup, mu *sync.Mutex, refs *[]Ref) {
+// work hashes and encodes jobs until the channel closes. A new chunk goes
+// into the batch when there is one (Add only writes to the page cache, so
+// the worker does it itself), else to a Put goroutine (at most putDepth per
+// Write, through sem). After the first error it only recycles buffers, so
+// the cutter never blocks on a dead pipeline.
+func (w *Writer) work(p *pipeline, jobs <-chan job) {
 	enc := w.getEncoder()
 	defer w.encs.Put(enc)
 	for j := range jobs {
-		if ctx.Err() != nil {
+		if p.ctx.Err() != nil {
 			w.bufs.Put(j.buf)
 			continue
 		}
 		plain := (*j.buf)[1:]
 		id := Sum(plain)
-		has, err := w.store.Has(ctx, id)
+		has, err := w.store.Has(p.ctx, id)
 		if err != nil || has {
 			if err != nil {
-				fail(err)
+				p.fail(err)
 			} else {
-				w.setRef(mu, refs, j.idx, id)
+				p.setRef(j.idx, id, false)
 				if w.observe != nil {
 					w.observe(false, len(plain), 0)
 				}
@@ -213,27 +247,43 @@ func (w *Writer) work(ctx context.Context, fail context.CancelCauseFunc, jobs <-
 		if ok {
 			payload = out
 		}
-		sem <- struct{}{}
-		puts.Go(func() {
-			defer func() { <-sem }()
-			if err := w.store.Put(ctx, id, payload); err != nil {
-				fail(err)
+		store := func() {
+			var err error
+			if p.batch != nil {
+				err = p.batch.Add(p.ctx, id, payload)
 			} else {
-				w.setRef(mu, refs, j.idx, id)
+				err = w.store.Put(p.ctx, id, payload)
+			}
+			if err != nil {
+				p.fail(err)
+			} else {
+				p.setRef(j.idx, id, p.batch != nil)
 				if w.observe != nil {
 					w.observe(true, len(plain), len(payload))
 				}
 			}
 			w.bufs.Put(j.buf)
 			w.blobs.Put(blob)
+		}
+		if p.batch != nil {
+			store()
+			continue
+		}
+		p.sem <- struct{}{}
+		p.puts.Go(func() {
+			defer func() { <-p.sem }()
+			store()
 		})
 	}
 }
 
-func (w *Writer) setRef(mu *sync.Mutex, refs *[]Ref, idx int, id ID) {
-	mu.Lock()
-	(*refs)[idx].ID = id
-	mu.Unlock()
+func (p *pipeline) setRef(idx int, id ID, staged bool) {
+	p.mu.Lock()
+	(*p.refs)[idx].ID = id
+	if staged {
+		p.staged = append(p.staged, idx)
+	}
+	p.mu.Unlock()
 }
 
 // getBuf returns a pooled buffer, or a new one of length size. Blob buffers

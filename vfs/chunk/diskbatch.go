@@ -1,0 +1,191 @@
+package chunk
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// syncParallel bounds the fsyncs one Commit runs at once. Several in flight
+// let the file system fold them into shared journal commits and keep the
+// device queue full; more than a handful only adds goroutines waiting on the
+// same commit.
+const syncParallel = 8
+
+var _ Batcher = (*Disk)(nil)
+
+// NewBatch starts a batch whose chunks become visible and durable together
+// at Commit. Staged files are temp-named in their final directory, so a
+// crash leaves only files CleanTemp removes, and the rename at Commit is
+// atomic.
+func (d *Disk) NewBatch() Batch {
+	return &diskBatch{d: d, dirs: make(map[string]struct{})}
+}
+
+type staged struct {
+	tmp, final string
+	renamed    bool
+}
+
+type diskBatch struct {
+	d     *Disk
+	mu    sync.Mutex
+	files []staged
+	// dirs are the directories Commit syncs: each staged file's directory
+	// and its parent, since the batch may have created the directory (or
+	// found it just created by another writer that has not synced the
+	// parent yet).
+	dirs map[string]struct{}
+}
+
+// Add writes blob to a temp file next to its final name and starts writeback
+// without waiting for it, so that by Commit most of the bytes are on their
+// way and the fsync mostly waits for the journal.
+func (b *diskBatch) Add(ctx context.Context, id ID, blob []byte) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	dir := b.d.fanout(id)
+	parent := filepath.Dir(dir)
+	// A new directory is only durable once its parent is synced; that
+	// sync is left to Commit, with all the others.
+	for _, p := range []string{parent, dir} {
+		if err := os.Mkdir(p, 0o750); err != nil && !errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("chunk: mkdir: %w", err)
+		}
+	}
+	tmp, err := writeTemp(dir, blob, false)
+	if err != nil {
+		return err
+	}
+	b.mu.Lock()
+	b.files = append(b.files, staged{tmp: tmp, final: filepath.Join(dir, id.String())})
+	b.dirs[dir] = struct{}{}
+	b.dirs[parent] = struct{}{}
+	b.mu.Unlock()
+	return nil
+}
+
+// Commit syncs every staged file, renames each into place and syncs each
+// touched directory once. A cancelled ctx stops it before the renames; once
+// renaming has started it runs to the end, so the batch is not left half
+// visible for a reason as slight as a client going away.
+func (b *diskBatch) Commit(ctx context.Context) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	err := forEach(ctx, len(b.files), func(i int) error {
+		return syncFile(b.files[i].tmp)
+	})
+	if err != nil {
+		return fmt.Errorf("chunk: commit: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	for i := range b.files {
+		f := &b.files[i]
+		if f.renamed {
+			continue
+		}
+		if err := os.Rename(f.tmp, f.final); err != nil {
+			return fmt.Errorf("chunk: commit: %w", err)
+		}
+		f.renamed = true
+	}
+	dirs := make([]string, 0, len(b.dirs))
+	for dir := range b.dirs {
+		dirs = append(dirs, dir)
+	}
+	err = forEach(context.WithoutCancel(ctx), len(dirs), func(i int) error {
+		return syncDir(dirs[i])
+	})
+	if err != nil {
+		return fmt.Errorf("chunk: commit: %w", err)
+	}
+	b.files = b.files[:0]
+	clear(b.dirs)
+	return nil
+}
+
+// Abort removes the staged files that were not renamed into place.
+func (b *diskBatch) Abort() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, f := range b.files {
+		if !f.renamed {
+			_ = os.Remove(f.tmp)
+		}
+	}
+	b.files = b.files[:0]
+	clear(b.dirs)
+}
+
+// forEach runs fn(0..n-1) on at most syncParallel goroutines and returns the
+// first error; after an error or ctx's end it starts no more calls.
+func forEach(ctx context.Context, n int, fn func(i int) error) error {
+	var (
+		wg    sync.WaitGroup
+		once  sync.Once
+		first error
+	)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	next := make(chan int)
+	for range min(n, syncParallel) {
+		wg.Go(func() {
+			for i := range next {
+				if err := fn(i); err != nil {
+					once.Do(func() { first = err; cancel() })
+				}
+			}
+		})
+	}
+feed:
+	for i := range n {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	if first != nil {
+		return first
+	}
+	return ctx.Err()
+}
+
+// syncFile fsyncs a file by name; the batch keeps names, not descriptors, so
+// a large upload does not hold a descriptor per chunk.
+func syncFile(name string) error {
+	f, err := os.Open(name)
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// startWriteback asks the kernel to start writing f's dirty pages now
+// rather than when its flusher gets to them, without waiting. It is only a
+// hint: kernels or file systems that do not support it are ignored.
+func startWriteback(f *os.File) error {
+	err := unix.SyncFileRange(int(f.Fd()), 0, 0, unix.SYNC_FILE_RANGE_WRITE)
+	if errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EINVAL) || errors.Is(err, unix.EOPNOTSUPP) {
+		return nil
+	}
+	return err
+}
