@@ -56,7 +56,7 @@ func (s *server) serveStream(h StreamHandler) http.Handler {
 			s.writeError(w, r, err)
 			return
 		}
-		if clientGone(r, err) {
+		if clientGone(r, err) || tw.writeFailed {
 			s.log.Debug("download stopped: client went away", "route", r.Pattern, "error", err)
 		} else {
 			s.log.Error("download failed after the response started", "route", r.Pattern, "method", r.Method, "error", err)
@@ -114,6 +114,9 @@ func writeBody(w http.ResponseWriter, status int, b []byte) {
 type trackingWriter struct {
 	http.ResponseWriter
 	started bool
+	// writeFailed: a write to the client failed, so the client is gone
+	// (HTTP/2 reports a closed stream before it cancels the request).
+	writeFailed bool
 }
 
 func (t *trackingWriter) WriteHeader(code int) {
@@ -125,7 +128,11 @@ func (t *trackingWriter) WriteHeader(code int) {
 
 func (t *trackingWriter) Write(b []byte) (int, error) {
 	t.started = true
-	return t.ResponseWriter.Write(b)
+	n, err := t.ResponseWriter.Write(b)
+	if err != nil {
+		t.writeFailed = true
+	}
+	return n, err
 }
 
 // Flush lets streaming handlers push buffered bytes.
