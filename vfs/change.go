@@ -112,7 +112,14 @@ func (fs *FS) Delete(ctx context.Context, root, id uint64, opts WriteOptions) er
 			return err
 		}
 		var d usageRec
-		if err := deleteTree(tx, rec, loc, &d, opts, now); err != nil {
+		if err := tallyDelete(tx, rec, &d, opts, now); err != nil {
+			return err
+		}
+		if err := tx.Delete(recKey(rec.ID, loc)); err != nil {
+			return err
+		}
+		rec.Deleted = now
+		if err := saveNode(tx, rec, locRec{Root: root, Parent: rec.Parent, Name: rec.Name, Deleted: true}); err != nil {
 			return err
 		}
 		return fs.addUsage(ctx, tx, root, d, 0)
@@ -121,8 +128,11 @@ func (fs *FS) Delete(ctx context.Context, root, id uint64, opts WriteOptions) er
 	return err
 }
 
-// deleteTree marks rec and its live descendants deleted, children first.
-func deleteTree(tx kv.Txn, rec nodeRec, loc locRec, u *usageRec, opts WriteOptions, now int64) error {
+// tallyDelete adds to u what deleting rec and everything live below it
+// moves from live to deleted space, and refuses with ErrLocked when any of
+// it holds a lock opts does not. It only reads: the delete itself marks
+// rec alone.
+func tallyDelete(tx kv.Txn, rec nodeRec, u *usageRec, opts WriteOptions, now int64) error {
 	if blocks(rec.Locks, opts, now, false) {
 		return fmt.Errorf("%w: %q", ErrLocked, rec.Name)
 	}
@@ -132,29 +142,25 @@ func deleteTree(tx kv.Txn, rec nodeRec, loc locRec, u *usageRec, opts WriteOptio
 			return err
 		}
 		for _, c := range kids {
-			if err := deleteTree(tx, c, locRec{Root: c.Root, Parent: c.Parent, Name: c.Name}, u, opts, now); err != nil {
+			if err := tallyDelete(tx, c, u, opts, now); err != nil {
 				return err
 			}
 		}
 		u.Folders--
-	} else {
-		count, total, err := revisionTotals(tx, rec.ID)
-		if err != nil {
-			return err
-		}
-		u.Files--
-		u.HeadSize -= rec.Size
-		u.Revisions -= count - 1
-		u.RevisionSize -= total - rec.Size
-		u.DelFiles++
-		u.DelRevisions += count
-		u.DeletedSize += total
+		return nil
 	}
-	if err := tx.Delete(recKey(rec.ID, loc)); err != nil {
+	count, total, err := revisionTotals(tx, rec.ID)
+	if err != nil {
 		return err
 	}
-	rec.Deleted = now
-	return saveNode(tx, rec, locRec{Root: rec.Root, Parent: rec.Parent, Name: rec.Name, Deleted: true})
+	u.Files--
+	u.HeadSize -= rec.Size
+	u.Revisions -= count - 1
+	u.RevisionSize -= total - rec.Size
+	u.DelFiles++
+	u.DelRevisions += count
+	u.DeletedSize += total
+	return nil
 }
 
 // revisionTotals counts a file's revisions and sums their sizes.

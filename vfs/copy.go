@@ -116,39 +116,83 @@ func (fs *FS) copyTree(ctx context.Context, tx kv.Txn, src nodeRec, root, parent
 	return id, nil
 }
 
-// Purge removes a deleted item, and every deleted item below it, for good:
-// its revisions go, and chunks no longer referenced become garbage.
+// Purge removes a deleted item, and everything below a deleted folder, for
+// good: revisions go, and chunks no longer referenced become garbage. A
+// large tree is removed in several transactions, deepest items first, so an
+// interrupted purge leaves a smaller deleted tree, never a broken one.
 func (fs *FS) Purge(ctx context.Context, root, id uint64) error {
-	err := fs.db.Update(ctx, func(tx kv.Txn) error {
-		rec, loc, err := nodeIn(tx, root, id)
+	err := fs.purge(ctx, root, id)
+	fs.done(OpPurge, err, Event{RootID: root, NodeID: id})
+	return err
+}
+
+// purgeBatch is how many items one purge transaction removes: well inside
+// the engine's transaction size for items with a few revisions each.
+const purgeBatch = 256
+
+func (fs *FS) purge(ctx context.Context, root, id uint64) error {
+	var order []uint64 // children before their folder
+	err := fs.db.View(ctx, func(tx kv.Txn) error {
+		order = order[:0]
+		rec, _, err := nodeIn(tx, root, id)
 		if err != nil {
 			return err
 		}
 		if rec.Deleted == 0 {
 			return fmt.Errorf("%w: item %d is not deleted", ErrNotExist, id)
 		}
-		var d usageRec
-		if err := purgeTree(tx, rec, loc, &d); err != nil {
-			return err
+		var walk func(rec nodeRec) error
+		walk = func(rec nodeRec) error {
+			if rec.Dir {
+				for _, prefix := range [][]byte{childPrefix(rec.ID), deletedPrefix(rec.ID)} {
+					kids, err := records(tx, prefix)
+					if err != nil {
+						return err
+					}
+					for _, c := range kids {
+						if err := walk(c); err != nil {
+							return err
+						}
+					}
+				}
+			}
+			order = append(order, rec.ID)
+			return ctx.Err()
 		}
-		return fs.addUsage(ctx, tx, root, d, 0)
+		return walk(rec)
 	})
-	fs.done(OpPurge, err, Event{RootID: root, NodeID: id})
-	return err
-}
-
-func purgeTree(tx kv.Txn, rec nodeRec, loc locRec, u *usageRec) error {
-	if rec.Dir {
-		kids, err := records(tx, deletedPrefix(rec.ID))
+	if err != nil {
+		return err
+	}
+	for start := 0; start < len(order); start += purgeBatch {
+		batch := order[start:min(start+purgeBatch, len(order))]
+		err := fs.db.Update(ctx, func(tx kv.Txn) error {
+			var d usageRec
+			for _, n := range batch {
+				if err := purgeNode(tx, n, &d); err != nil {
+					return err
+				}
+			}
+			return fs.addUsage(ctx, tx, root, d, 0)
+		})
 		if err != nil {
 			return err
 		}
-		for _, c := range kids {
-			if err := purgeTree(tx, c, locRec{Root: c.Root, Parent: c.Parent, Name: c.Name, Deleted: true}, u); err != nil {
-				return err
-			}
-		}
-	} else {
+	}
+	return nil
+}
+
+// purgeNode removes one deleted item whose children are gone already, and
+// its revisions; an item already removed (a concurrent purge) is skipped.
+func purgeNode(tx kv.Txn, id uint64, u *usageRec) error {
+	rec, loc, err := loadNode(tx, id)
+	if errors.Is(err, ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !rec.Dir {
 		var revs []revRec
 		err := tx.Scan(revPrefix(rec.ID), nil, func(k, v []byte) error {
 			var r revRec

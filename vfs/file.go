@@ -37,8 +37,13 @@ func (fs *FS) OpenRevision(ctx context.Context, root, id, rev uint64) (*File, er
 		if rec.Dir {
 			return fmt.Errorf("%w: item %d", ErrIsDir, id)
 		}
+		var gone bool
+		f.Node.Path, gone, err = resolve(tx, rec)
+		if err != nil {
+			return err
+		}
 		if rev == 0 {
-			if rec.Deleted != 0 {
+			if gone {
 				return fmt.Errorf("%w: item %d is deleted", ErrNotExist, id)
 			}
 			rev = rec.Rev
@@ -47,10 +52,11 @@ func (fs *FS) OpenRevision(ctx context.Context, root, id, rev uint64) (*File, er
 		if err := get(tx, revKey(id, rev), &rr, fmt.Errorf("%w: revision %d", ErrNotExist, rev)); err != nil {
 			return err
 		}
+		path := f.Node.Path
 		f.Node = rec.public(fs.nowNs())
+		f.Node.Path, f.Node.Deleted = path, gone
 		f.Revision = rr.public()
-		f.Node.Path, err = pathOf(tx, rec)
-		return err
+		return nil
 	})
 	fs.m.observe(OpRead, err)
 	if err != nil {

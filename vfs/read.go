@@ -22,7 +22,7 @@ func (fs *FS) Stat(ctx context.Context, root, id uint64) (Node, error) {
 			return err
 		}
 		n = rec.public(fs.nowNs())
-		n.Path, err = pathOf(tx, rec)
+		n.Path, n.Deleted, err = resolve(tx, rec)
 		return err
 	})
 	return n, err

@@ -46,7 +46,8 @@ func (fs *FS) scanRoot(ctx context.Context, root uint64, from int64, limit int, 
 				return nil
 			}
 			n := rec.public(now)
-			if n.Path, err = pathOf(tx, rec); err != nil {
+			var gone bool
+			if n.Path, gone, err = resolve(tx, rec); err != nil || gone {
 				return err
 			}
 			out = append(out, n)

@@ -65,10 +65,15 @@ func nodeIn(tx kv.Txn, root, id uint64) (nodeRec, locRec, error) {
 	return rec, loc, nil
 }
 
-// liveNodeIn is nodeIn for an item that must not be deleted.
+// liveNodeIn is nodeIn for an item that must not be deleted, itself or
+// through a folder above it.
 func liveNodeIn(tx kv.Txn, root, id uint64) (nodeRec, locRec, error) {
 	rec, loc, err := nodeIn(tx, root, id)
-	if err == nil && rec.Deleted != 0 {
+	if err != nil {
+		return rec, loc, err
+	}
+	_, gone, err := resolve(tx, rec)
+	if err == nil && gone {
 		err = fmt.Errorf("%w: item %d is deleted", ErrNotExist, id)
 	}
 	return rec, loc, err
@@ -103,20 +108,31 @@ func setModified(tx kv.Txn, rec nodeRec, old int64) error {
 
 // pathOf resolves the absolute path of rec within its root.
 func pathOf(tx kv.Txn, rec nodeRec) (string, error) {
+	p, _, err := resolve(tx, rec)
+	return p, err
+}
+
+// resolve returns the absolute path of rec within its root, and whether it
+// is deleted: itself, or through a folder above it. Deleting a folder marks
+// only the folder, so that a delete of any size is one small transaction;
+// what lies below is deleted by being below it.
+func resolve(tx kv.Txn, rec nodeRec) (string, bool, error) {
 	var parts []string
+	gone := rec.Deleted != 0
 	for rec.Parent != 0 {
 		parts = append(parts, rec.Name)
 		p, _, err := loadNode(tx, rec.Parent)
 		if err != nil {
-			return "", err
+			return "", false, err
 		}
 		rec = p
+		gone = gone || rec.Deleted != 0
 		if len(parts) > 4096 {
-			return "", fmt.Errorf("vfs: path of item %d does not end", rec.ID)
+			return "", false, fmt.Errorf("vfs: path of item %d does not end", rec.ID)
 		}
 	}
 	slices.Reverse(parts)
-	return "/" + strings.Join(parts, "/"), nil
+	return "/" + strings.Join(parts, "/"), gone, nil
 }
 
 // ancestorOf reports whether anc is id itself or one of its ancestors.

@@ -480,3 +480,23 @@ func TestInlineSmallFiles(t *testing.T) {
 		t.Fatalf("fsck %v %v", r, err)
 	}
 }
+
+// A body that breaks before InlineMax bytes (a cut-off upload) stores
+// nothing, even though it is short enough to be kept inline.
+func TestBrokenSmallBodyStoresNothing(t *testing.T) {
+	e := newEnv(t)
+	old := e.write(t, e.root.FolderID, "f", []byte("keep me"))
+	for _, brk := range []error{io.ErrUnexpectedEOF, errors.New("connection reset")} {
+		r := io.MultiReader(strings.NewReader("half a bo"), failing{brk})
+		if _, err := e.fs.WriteFile(ctx, e.root.ID, e.root.FolderID, "f", r, vfs.WriteOptions{}); !errors.Is(err, brk) {
+			t.Fatalf("broken small body: %v", err)
+		}
+	}
+	if got := e.read(t, old.ID); string(got) != "keep me" {
+		t.Fatalf("previous contents lost: %q", got)
+	}
+}
+
+type failing struct{ err error }
+
+func (f failing) Read([]byte) (int, error) { return 0, f.err }

@@ -292,9 +292,16 @@ const InlineMax = 16 << 10
 // collector.
 func (fs *FS) store(ctx context.Context, r io.Reader, limit int64) (inline []byte, refs []chunk.Ref, size int64, err error) {
 	head := make([]byte, InlineMax+1)
-	n, err := io.ReadFull(r, head)
+	// Not io.ReadFull: it turns a plain EOF after some bytes into
+	// ErrUnexpectedEOF, the very error a cut-off body reports.
+	n := 0
+	for n < len(head) && err == nil {
+		var m int
+		m, err = r.Read(head[n:])
+		n += m
+	}
 	switch {
-	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+	case err == io.EOF:
 		if limit >= 0 && int64(n) > limit {
 			return nil, nil, 0, chunk.ErrTooLarge
 		}
