@@ -500,3 +500,54 @@ func TestBrokenSmallBodyStoresNothing(t *testing.T) {
 type failing struct{ err error }
 
 func (f failing) Read([]byte) (int, error) { return 0, f.err }
+
+// Everything below a deleted folder is deleted with it: invisible, not
+// writable, counted as deleted space, and purged with it.
+func TestDeleteFolderSubtree(t *testing.T) {
+	e := newEnv(t)
+	top := e.root.FolderID
+	d, _ := e.fs.Mkdir(ctx, e.root.ID, top, "d", vfs.WriteOptions{})
+	sub, _ := e.fs.Mkdir(ctx, e.root.ID, d.ID, "sub", vfs.WriteOptions{})
+	f := e.write(t, sub.ID, "f.txt", randBytes(1, 100<<10))
+	e.write(t, sub.ID, "f.txt", randBytes(2, 50<<10))
+	g := e.write(t, d.ID, "g.txt", []byte("small"))
+	if err := e.fs.Delete(ctx, e.root.ID, g.ID, vfs.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.fs.Delete(ctx, e.root.ID, d.ID, vfs.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := e.fs.Stat(ctx, e.root.ID, f.ID); err != nil || !n.Deleted || n.Path != "/d/sub/f.txt" {
+		t.Fatalf("file below a deleted folder: %+v %v", n, err)
+	}
+	if _, err := e.fs.Open(ctx, e.root.ID, f.ID); !errors.Is(err, vfs.ErrNotExist) {
+		t.Fatalf("open below a deleted folder: %v", err)
+	}
+	if _, err := e.fs.Rename(ctx, e.root.ID, f.ID, "x", vfs.WriteOptions{}); !errors.Is(err, vfs.ErrNotExist) {
+		t.Fatalf("rename below a deleted folder: %v", err)
+	}
+	if _, err := e.fs.Mkdir(ctx, e.root.ID, sub.ID, "x", vfs.WriteOptions{}); !errors.Is(err, vfs.ErrNotExist) {
+		t.Fatalf("mkdir below a deleted folder: %v", err)
+	}
+	if res, _ := e.fs.Search(ctx, e.root.ID, "f.txt", 0); len(res) != 0 {
+		t.Fatalf("search finds deleted items: %v", res)
+	}
+	u, _ := e.fs.Usage(ctx, e.root.ID)
+	want := vfs.Usage{DelFileCount: 2, DelRevisionCount: 3, DeletedSize: 150<<10 + 5, PhysicalSize: 150<<10 + 5, RootCount: 1}
+	if u != want {
+		t.Fatalf("usage %+v, want %+v", u, want)
+	}
+	if err := e.fs.Purge(ctx, e.root.ID, d.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.fs.Stat(ctx, e.root.ID, f.ID); !errors.Is(err, vfs.ErrNotExist) {
+		t.Fatalf("purged file still there: %v", err)
+	}
+	if u, _ := e.fs.Usage(ctx, e.root.ID); u != (vfs.Usage{RootCount: 1}) {
+		t.Fatalf("usage after purge %+v", u)
+	}
+	e.fs.GC(ctx)
+	if r, err := e.fs.Fsck(ctx, false); err != nil || !r.OK() || r.Chunks != 0 {
+		t.Fatalf("fsck %v %v", r, err)
+	}
+}
