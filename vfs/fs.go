@@ -135,6 +135,13 @@ func Open(ctx context.Context, db kv.Store, chunks chunk.Store, opts Options) (*
 		return nil, fmt.Errorf("vfs: open: %w", err)
 	}
 	if used && !clean {
+		// Staged chunk files of interrupted uploads, where the store
+		// stages them.
+		if c, ok := chunks.(interface{ CleanTemp(context.Context) error }); ok {
+			if err := c.CleanTemp(ctx); err != nil {
+				return nil, fmt.Errorf("vfs: recovery: %w", err)
+			}
+		}
 		rep, err := fs.Sweep(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("vfs: recovery sweep: %w", err)
