@@ -24,7 +24,8 @@ const (
 	maxChunkSize    = 4 << 20
 )
 
-// putDepth is how many chunk Puts one Write keeps in flight. A Put ends
+// putDepth is how many chunk Puts one Write keeps in flight when the store
+// is not a Batcher (a batch needs none: Add does not wait). A Put ends
 // with fsyncs that wait on the disk, not the CPU; overlapping several lets
 // the workers go on hashing and compressing, and lets the file system
 // share journal commits between them. Each in-flight Put holds its chunk
