@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
@@ -37,10 +36,8 @@ type diskBatch struct {
 	d     *Disk
 	mu    sync.Mutex
 	files []staged
-	// dirs are the directories Commit syncs: each staged file's directory
-	// and its parent, since the batch may have created the directory (or
-	// found it just created by another writer that has not synced the
-	// parent yet).
+	// dirs are the directories Commit syncs, one per distinct fan-out
+	// directory of the staged files (NewDisk made and synced them all).
 	dirs map[string]struct{}
 }
 
@@ -52,13 +49,9 @@ func (b *diskBatch) Add(ctx context.Context, id ID, blob []byte) error {
 		return err
 	}
 	dir := b.d.fanout(id)
-	parent := filepath.Dir(dir)
-	// A new directory is only durable once its parent is synced; that
-	// sync is left to Commit, with all the others.
-	for _, p := range []string{parent, dir} {
-		if err := os.Mkdir(p, 0o750); err != nil && !errors.Is(err, fs.ErrExist) {
-			return fmt.Errorf("chunk: mkdir: %w", err)
-		}
+	// NewDisk made dir; mkdir only remakes it if it went missing.
+	if _, err := b.d.mkdir(dir); err != nil {
+		return err
 	}
 	tmp, err := writeTemp(dir, blob, false)
 	if err != nil {
@@ -67,7 +60,6 @@ func (b *diskBatch) Add(ctx context.Context, id ID, blob []byte) error {
 	b.mu.Lock()
 	b.files = append(b.files, staged{tmp: tmp, final: filepath.Join(dir, id.String())})
 	b.dirs[dir] = struct{}{}
-	b.dirs[parent] = struct{}{}
 	b.mu.Unlock()
 	return nil
 }

@@ -37,7 +37,7 @@ func TestDiskLayoutAndCleanTemp(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := id.String()
-	want := filepath.Join(d.Dir(), h[:2], h[2:4], h)
+	want := filepath.Join(d.Dir(), h[:2], h)
 	if d.Path(id) != want {
 		t.Fatalf("Path = %s, want %s", d.Path(id), want)
 	}
@@ -72,5 +72,43 @@ func TestDiskLayoutAndCleanTemp(t *testing.T) {
 		if strings.HasPrefix(e.Name(), ".tmp-") {
 			t.Fatalf("left temp file %s", e.Name())
 		}
+	}
+}
+
+// Stores written with the two-level layout (ab/cd/<id>) stay readable.
+func TestDiskLegacyLayout(t *testing.T) {
+	ctx := context.Background()
+	d := newDisk(t)
+	b := []byte("old layout")
+	id := chunk.Sum(b)
+	h := id.String()
+	legacy := filepath.Join(d.Dir(), h[:2], h[2:4], h)
+	if err := os.MkdirAll(filepath.Dir(legacy), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(legacy, b, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := d.Get(ctx, id); err != nil || string(got) != string(b) {
+		t.Fatalf("Get legacy = %q, %v", got, err)
+	}
+	if has, err := d.Has(ctx, id); err != nil || !has {
+		t.Fatalf("Has legacy = %v, %v", has, err)
+	}
+	var ids []chunk.ID
+	if err := d.Walk(ctx, func(id chunk.ID) error { ids = append(ids, id); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(ids) != 1 || ids[0] != id {
+		t.Fatalf("Walk = %v, want [%s]", ids, id)
+	}
+	if size, err := d.Size(ctx); err != nil || size != int64(len(b)) {
+		t.Fatalf("Size = %d, %v", size, err)
+	}
+	if err := d.Delete(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if has, _ := d.Has(ctx, id); has {
+		t.Fatal("legacy chunk survived Delete")
 	}
 }
