@@ -7,7 +7,6 @@ import (
 	"io"
 
 	"berth/kv"
-	"berth/vfs/chunk"
 )
 
 // File is an open revision of a file: an io.ReadSeeker and io.ReaderAt over
@@ -65,7 +64,7 @@ func (fs *FS) OpenRevision(ctx context.Context, root, id, rev uint64) (*File, er
 	if len(f.Revision.Chunks) == 0 {
 		f.r = inlineReader{bytes.NewReader(f.Revision.inline)}
 	} else {
-		f.r = chunk.NewReader(ctx, fs.chunks, f.Revision.Chunks)
+		f.r = fs.reads.NewReader(ctx, fs.chunks, f.Revision.Chunks)
 	}
 	return f, nil
 }

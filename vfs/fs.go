@@ -75,6 +75,7 @@ type FS struct {
 	db     kv.Store
 	chunks chunk.Store
 	writer *chunk.Writer
+	reads  *chunk.ReadPool
 	log    *slog.Logger
 	obs    Observer
 	now    func() time.Time
@@ -104,6 +105,7 @@ func Open(ctx context.Context, db kv.Store, chunks chunk.Store, opts Options) (*
 	if fs.now == nil {
 		fs.now = time.Now
 	}
+	fs.reads = chunk.NewReadPool()
 	fs.writer = chunk.NewWriter(chunks, chunk.WriterOptions{
 		Workers: opts.Workers,
 		Observer: func(stored bool, plain, encoded int) {

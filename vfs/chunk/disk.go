@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -168,12 +169,18 @@ func syncDir(dir string) error {
 
 // Get reads the whole blob; chunks are at most a few MiB.
 func (d *Disk) Get(ctx context.Context, id ID) ([]byte, error) {
+	return d.GetInto(ctx, id, nil)
+}
+
+// GetInto is Get reading into dst, grown when too small, so that readers
+// can reuse one buffer for many chunks.
+func (d *Disk) GetInto(ctx context.Context, id ID, dst []byte) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	b, err := os.ReadFile(d.Path(id))
+	f, err := os.Open(d.Path(id))
 	if errors.Is(err, fs.ErrNotExist) {
-		b, err = os.ReadFile(d.legacyPath(id))
+		f, err = os.Open(d.legacyPath(id))
 	}
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
@@ -181,8 +188,23 @@ func (d *Disk) Get(ctx context.Context, id ID) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("chunk: get %s: %w", id, err)
 	}
-	return b, nil
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("chunk: get %s: %w", id, err)
+	}
+	n := int(st.Size())
+	if cap(dst) < n {
+		dst = make([]byte, n)
+	}
+	dst = dst[:n]
+	if _, err := io.ReadFull(f, dst); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, id, err)
+	}
+	return dst, nil
 }
+
+var _ BufferGetter = (*Disk)(nil)
 
 // Has reports whether id's file exists.
 func (d *Disk) Has(ctx context.Context, id ID) (bool, error) {

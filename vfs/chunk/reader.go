@@ -26,6 +26,8 @@ type Reader struct {
 	refs  []Ref
 	offs  []int64 // offs[i] is the offset of chunk i; offs[len(refs)] is the size
 	dec   *zstd.Decoder
+	pool  *ReadPool // nil: buffers are not reused, dec is the Reader's own
+	held  [2]*[]byte // pooled buffers behind data, returned when data changes
 
 	mu      sync.Mutex
 	pos     int64
@@ -43,17 +45,65 @@ type fetch struct {
 	idx  int
 	done chan struct{}
 	data []byte
+	bufs [2]*[]byte
 	err  error
+}
+
+// ReadPool is what Readers of one process share: a zstd decoder (safe for
+// concurrent DecodeAll) and chunk buffers, so that reading a file does not
+// allocate a decoder and a buffer per chunk. A large download otherwise
+// makes its whole size in garbage, which the runtime lets pile up before it
+// collects. Create one with NewReadPool.
+type ReadPool struct {
+	dec  *zstd.Decoder
+	bufs sync.Pool // *[]byte
+}
+
+// NewReadPool returns a pool for Readers.
+func NewReadPool() *ReadPool {
+	dec, err := zstd.NewReader(nil,
+		zstd.WithDecoderConcurrency(0), // GOMAXPROCS
+		zstd.WithDecoderMaxMemory(2*maxChunkSize))
+	if err != nil {
+		panic(err) // only invalid options fail, ours are constant
+	}
+	return &ReadPool{dec: dec}
+}
+
+// NewReader is NewReader with the pool's decoder and buffers.
+func (p *ReadPool) NewReader(ctx context.Context, store Store, refs []Ref) *Reader {
+	r := newReader(ctx, store, refs)
+	r.pool, r.dec = p, p.dec
+	return r
+}
+
+func (p *ReadPool) get() *[]byte {
+	if b, ok := p.bufs.Get().(*[]byte); ok {
+		return b
+	}
+	b := make([]byte, 0, 1+maxChunkSize)
+	return &b
+}
+
+func (p *ReadPool) put(bufs [2]*[]byte) {
+	for _, b := range bufs {
+		if b != nil {
+			p.bufs.Put(b)
+		}
+	}
+}
+
+// BufferGetter is a Store that can read a blob into a buffer the caller
+// provides (and may reuse); found by type assertion.
+type BufferGetter interface {
+	// GetInto is Get reading into dst[:0], growing it if it is too small.
+	GetInto(ctx context.Context, id ID, dst []byte) ([]byte, error)
 }
 
 // NewReader returns a Reader over refs. ctx bounds every fetch; cancelling it
 // makes reads fail.
 func NewReader(ctx context.Context, store Store, refs []Ref) *Reader {
-	ctx, cancel := context.WithCancel(ctx)
-	offs := make([]int64, len(refs)+1)
-	for i, r := range refs {
-		offs[i+1] = offs[i] + r.Size
-	}
+	r := newReader(ctx, store, refs)
 	dec, err := zstd.NewReader(nil,
 		// One decoder per background load and one for the caller.
 		zstd.WithDecoderConcurrency(readAhead+1),
@@ -61,8 +111,18 @@ func NewReader(ctx context.Context, store Store, refs []Ref) *Reader {
 	if err != nil {
 		panic(err) // only invalid options fail, ours are constant
 	}
+	r.dec = dec
+	return r
+}
+
+func newReader(ctx context.Context, store Store, refs []Ref) *Reader {
+	ctx, cancel := context.WithCancel(ctx)
+	offs := make([]int64, len(refs)+1)
+	for i, r := range refs {
+		offs[i+1] = offs[i] + r.Size
+	}
 	return &Reader{
-		ctx: ctx, store: store, refs: refs, offs: offs, dec: dec,
+		ctx: ctx, store: store, refs: refs, offs: offs,
 		cur: -1, last: -1, cancel: cancel,
 	}
 }
@@ -161,7 +221,12 @@ func (r *Reader) Close() error {
 	r.fetches.Wait()
 	r.ahead = nil
 	r.data = nil
-	r.dec.Close()
+	if r.pool != nil {
+		r.pool.put(r.held)
+		r.held = [2]*[]byte{}
+	} else {
+		r.dec.Close()
+	}
 	return nil
 }
 
@@ -177,24 +242,30 @@ func (r *Reader) load(i int) error {
 		return nil
 	}
 	var data []byte
+	var bufs [2]*[]byte
 	var err error
 	if len(r.ahead) > 0 && r.ahead[0].idx == i {
 		f := r.ahead[0]
 		<-f.done
 		r.ahead = r.ahead[1:]
-		data, err = f.data, f.err
+		data, bufs, err = f.data, f.bufs, f.err
 	} else {
 		// A jump: drop the loads in flight (they finish on their own,
 		// nobody waits for chunks nobody wants) and fetch i directly.
 		r.ahead = nil
-		data, err = r.get(r.ctx, i)
+		data, bufs, err = r.get(r.ctx, i)
+	}
+	// The chunk being replaced is no longer read: its buffers go back.
+	if r.pool != nil {
+		r.pool.put(r.held)
+		r.held = [2]*[]byte{}
 	}
 	if err != nil {
 		r.cur, r.data = -1, nil
 		r.ahead = nil
 		return err
 	}
-	r.cur, r.data = i, data
+	r.cur, r.data, r.held = i, data, bufs
 	if i == r.last+1 {
 		next := i + 1
 		if n := len(r.ahead); n > 0 {
@@ -215,27 +286,49 @@ func (r *Reader) start(i int) *fetch {
 	go func() {
 		defer r.fetches.Done()
 		defer close(f.done)
-		f.data, f.err = r.get(r.ctx, f.idx)
+		f.data, f.bufs, f.err = r.get(r.ctx, f.idx)
 	}()
 	return f
 }
 
-// get fetches, decodes and verifies chunk i. It touches only immutable
-// Reader fields, so the prefetcher may run it.
-func (r *Reader) get(ctx context.Context, i int) ([]byte, error) {
+// get fetches, decodes and verifies chunk i, into pooled buffers when the
+// Reader has a pool (returned with the data, to give back when it is no
+// longer read). It touches only immutable Reader fields, so the prefetcher
+// may run it.
+func (r *Reader) get(ctx context.Context, i int) ([]byte, [2]*[]byte, error) {
+	var bufs [2]*[]byte
 	ref := r.refs[i]
-	blob, err := r.store.Get(ctx, ref.ID)
-	if err != nil {
-		return nil, err
+	var blob []byte
+	var err error
+	bg, ok := r.store.(BufferGetter)
+	if r.pool != nil && ok {
+		bufs[0] = r.pool.get()
+		blob, err = bg.GetInto(ctx, ref.ID, *bufs[0])
+		if err == nil {
+			*bufs[0] = blob[:0]
+		}
+	} else {
+		blob, err = r.store.Get(ctx, ref.ID)
 	}
-	data, err := Decode(ref.ID, blob, r.dec)
 	if err != nil {
-		return nil, err
+		return nil, bufs, err
+	}
+	var dst []byte
+	if r.pool != nil && len(blob) > 0 && blob[0] == encZstd {
+		bufs[1] = r.pool.get()
+		dst = *bufs[1]
+	}
+	data, err := decodeInto(dst, ref.ID, blob, r.dec)
+	if bufs[1] != nil && data != nil {
+		*bufs[1] = data[:0]
+	}
+	if err != nil {
+		return nil, bufs, err
 	}
 	if int64(len(data)) != ref.Size {
-		return nil, fmt.Errorf("%w: %s: size %d, ref says %d", ErrCorrupt, ref.ID, len(data), ref.Size)
+		return nil, bufs, fmt.Errorf("%w: %s: size %d, ref says %d", ErrCorrupt, ref.ID, len(data), ref.Size)
 	}
-	return data, nil
+	return data, bufs, nil
 }
 
 var _ interface {

@@ -17,12 +17,37 @@ import (
 )
 
 func TestSeekAndReadAtMatchBytesReader(t *testing.T) {
-	s := chunk.NewMemory()
+	pool := chunk.NewReadPool()
+	cases := []struct {
+		name  string
+		store chunk.Store
+		data  []byte
+		open  func(chunk.Store, []chunk.Ref) *chunk.Reader
+	}{
+		{"memory/text", chunk.NewMemory(), textData(3, 12*mib), func(s chunk.Store, refs []chunk.Ref) *chunk.Reader {
+			return chunk.NewReader(context.Background(), s, refs)
+		}},
+		// The pooled reader reuses buffers between chunks: text chunks
+		// are zstd-encoded, random ones raw, so both buffer paths run.
+		{"disk/pool/text", newDisk(t), textData(4, 12*mib), func(s chunk.Store, refs []chunk.Ref) *chunk.Reader {
+			return pool.NewReader(context.Background(), s, refs)
+		}},
+		{"disk/pool/random", newDisk(t), randomData(5, 12*mib), func(s chunk.Store, refs []chunk.Ref) *chunk.Reader {
+			return pool.NewReader(context.Background(), s, refs)
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			checkReader(t, c.store, c.data, c.open)
+		})
+	}
+}
+
+func checkReader(t *testing.T, s chunk.Store, data []byte, open func(chunk.Store, []chunk.Ref) *chunk.Reader) {
 	w := chunk.NewWriter(s, chunk.WriterOptions{})
-	data := textData(3, 12*mib)
 	refs := write(t, w, data)
 	want := bytes.NewReader(data)
-	r := chunk.NewReader(context.Background(), s, refs)
+	r := open(s, refs)
 	defer r.Close()
 	if r.Size() != int64(len(data)) {
 		t.Fatalf("Size = %d, want %d", r.Size(), len(data))
