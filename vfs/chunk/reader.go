@@ -26,7 +26,7 @@ type Reader struct {
 	refs  []Ref
 	offs  []int64 // offs[i] is the offset of chunk i; offs[len(refs)] is the size
 	dec   *zstd.Decoder
-	pool  *ReadPool // nil: buffers are not reused, dec is the Reader's own
+	pool  *ReadPool  // nil: buffers are not reused, dec is the Reader's own
 	held  [2]*[]byte // pooled buffers behind data, returned when data changes
 
 	mu      sync.Mutex
