@@ -10,8 +10,8 @@ import (
 // and a slash; integers are big-endian so prefix scans return them in order.
 //
 //	R/<root>                  rootRec
-//	U/<root>/<seq>            usageRec: one change of the root's space
-//	                          accounting; the sum of them is its usage
+//	U/<root>/<shard>          usageRec: one of 16 parts of the root's space
+//	                          accounting; their sum is its usage
 //	Q/<root>                  empty: written by every quota-checked write,
 //	                          so two of them cannot both pass on one sum
 //	N/<node>                  locRec: where a node's record lives
@@ -56,12 +56,12 @@ func key(prefix string, ids ...uint64) []byte {
 	return b
 }
 
-func rootKey(root uint64) []byte       { return key(pRoot, root) }
-func usagePrefix(root uint64) []byte   { return key(pUsage, root) }
-func quotaKey(root uint64) []byte      { return key(pQuota, root) }
-func locKey(node uint64) []byte        { return key(pLoc, node) }
-func topKey(root uint64) []byte        { return key(pTop, root) }
-func childPrefix(parent uint64) []byte { return key(pChild, parent) }
+func rootKey(root uint64) []byte         { return key(pRoot, root) }
+func usageKey(root, shard uint64) []byte { return key(pUsage, root, shard) }
+func quotaKey(root uint64) []byte        { return key(pQuota, root) }
+func locKey(node uint64) []byte          { return key(pLoc, node) }
+func topKey(root uint64) []byte          { return key(pTop, root) }
+func childPrefix(parent uint64) []byte   { return key(pChild, parent) }
 func childKey(parent uint64, name string) []byte {
 	return append(childPrefix(parent), name...)
 }

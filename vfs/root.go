@@ -98,20 +98,14 @@ func (fs *FS) DeleteRoot(ctx context.Context, id uint64) error {
 // Usage returns the space accounting of a root.
 func (fs *FS) Usage(ctx context.Context, root uint64) (Usage, error) {
 	var u usageRec
-	var n int
 	err := fs.db.View(ctx, func(tx kv.Txn) error {
 		if _, err := loadRoot(tx, root); err != nil {
 			return err
 		}
 		var err error
-		u, n, err = loadUsage(tx, root)
+		u, err = loadUsage(tx, root)
 		return err
 	})
-	if err == nil && n > compactAfter {
-		if err := fs.compactUsage(ctx, root); err != nil {
-			fs.log.Warn("vfs: compacting usage", "root", root, "err", err)
-		}
-	}
 	return u.public(), err
 }
 

@@ -4,20 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
-
-	"github.com/fxamacker/cbor/v2"
+	"math/rand/v2"
 
 	"berth/kv"
 )
 
-// A root's accounting is a set of deltas, one per change, summed on read:
-// concurrent writers to one root then add distinct keys instead of all
-// rewriting one, which would make every pair of their transactions
-// conflict and serialize their commits. compactUsage folds them together.
-
-// compactAfter is how many deltas a root may gather before a read folds
-// them into one.
-const compactAfter = 64
+// A root's accounting is spread over usageShards records that are summed
+// on read. Each change adds itself to one shard picked at random: writers
+// to one root then rarely touch the same record, where one shared record
+// would make every pair of their transactions conflict and serialize
+// their commits. A fixed set of records, overwritten in place, keeps reads
+// to a few point lookups (an append-only log of changes would leave
+// tombstones that every later scan must step over).
+const usageShards = 16
 
 func (u *usageRec) add(d usageRec) {
 	u.Files += d.Files
@@ -30,20 +29,17 @@ func (u *usageRec) add(d usageRec) {
 	u.Folders += d.Folders
 }
 
-// loadUsage sums a root's deltas and counts them.
-func loadUsage(tx kv.Txn, root uint64) (usageRec, int, error) {
+// loadUsage sums a root's shards.
+func loadUsage(tx kv.Txn, root uint64) (usageRec, error) {
 	var u usageRec
-	n := 0
-	err := tx.Scan(usagePrefix(root), nil, func(k, v []byte) error {
+	for s := range uint64(usageShards) {
 		var d usageRec
-		if err := cbor.Unmarshal(v, &d); err != nil {
-			return fmt.Errorf("vfs: decode usage of root %d: %w", root, err)
+		if err := get(tx, usageKey(root, s), &d, nil); err != nil {
+			return u, fmt.Errorf("vfs: usage of root %d: %w", root, err)
 		}
 		u.add(d)
-		n++
-		return nil
-	})
-	return u, n, err
+	}
+	return u, nil
 }
 
 // addUsage records the change d of a root's accounting. With a quota, it
@@ -55,7 +51,7 @@ func (fs *FS) addUsage(ctx context.Context, tx kv.Txn, root uint64, d usageRec, 
 		if _, err := tx.Get(quotaKey(root)); err != nil && !errors.Is(err, kv.ErrNotFound) {
 			return err
 		}
-		u, _, err := loadUsage(tx, root)
+		u, err := loadUsage(tx, root)
 		if err != nil {
 			return err
 		}
@@ -69,35 +65,11 @@ func (fs *FS) addUsage(ctx context.Context, tx kv.Txn, root uint64, d usageRec, 
 	if d == (usageRec{}) {
 		return nil
 	}
-	seq, err := fs.db.NextID(ctx, "usage")
-	if err != nil {
+	k := usageKey(root, rand.Uint64N(usageShards))
+	var u usageRec
+	if err := get(tx, k, &u, nil); err != nil {
 		return err
 	}
-	return put(tx, key(pUsage, root, seq), d)
-}
-
-// compactUsage folds a root's deltas into one.
-func (fs *FS) compactUsage(ctx context.Context, root uint64) error {
-	return fs.db.Update(ctx, func(tx kv.Txn) error {
-		var keys [][]byte
-		var u usageRec
-		err := tx.Scan(usagePrefix(root), nil, func(k, v []byte) error {
-			var d usageRec
-			if err := cbor.Unmarshal(v, &d); err != nil {
-				return err
-			}
-			u.add(d)
-			keys = append(keys, append([]byte(nil), k...))
-			return nil
-		})
-		if err != nil || len(keys) <= 1 {
-			return err
-		}
-		for _, k := range keys {
-			if err := tx.Delete(k); err != nil {
-				return err
-			}
-		}
-		return fs.addUsage(ctx, tx, root, u, 0)
-	})
+	u.add(d)
+	return put(tx, k, u)
 }

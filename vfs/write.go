@@ -71,14 +71,13 @@ func (fs *FS) writeFile(ctx context.Context, root, parent uint64, name string, r
 	}
 	// Refuse early what would be refused at commit, before reading a byte.
 	var used int64
-	var deltas int
 	err := fs.db.View(ctx, func(tx kv.Txn) error {
 		_, err := fs.checkWrite(tx, root, parent, name, opts, fs.nowNs())
-		if err != nil {
+		if err != nil || opts.SpaceQuota <= 0 {
 			return err
 		}
-		u, n, err := loadUsage(tx, root)
-		used, deltas = u.physical(), n
+		u, err := loadUsage(tx, root)
+		used = u.physical()
 		return err
 	})
 	if err != nil {
@@ -165,11 +164,6 @@ func (fs *FS) writeFile(ctx context.Context, root, parent uint64, name string, r
 		return Node{}, err
 	}
 	fs.m.bytesWritten.Add(float64(size))
-	if deltas > compactAfter {
-		if err := fs.compactUsage(ctx, root); err != nil {
-			fs.log.Warn("vfs: compacting usage", "root", root, "err", err)
-		}
-	}
 	n := rec.public(fs.nowNs())
 	err = fs.db.View(ctx, func(tx kv.Txn) error {
 		n.Path, err = pathOf(tx, rec)
