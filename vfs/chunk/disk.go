@@ -155,17 +155,8 @@ func (d *Disk) mkdir(dir string) (made bool, err error) {
 	return true, nil
 }
 
-func syncDir(dir string) error {
-	f, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = f.Sync()
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
+// syncDir fsyncs a directory, making the renames and creations in it durable.
+func syncDir(dir string) error { return syncFile(dir) }
 
 // Get reads the whole blob; chunks are at most a few MiB.
 func (d *Disk) Get(ctx context.Context, id ID) ([]byte, error) {

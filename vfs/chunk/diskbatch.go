@@ -157,8 +157,8 @@ feed:
 	return ctx.Err()
 }
 
-// syncFile fsyncs a file by name; the batch keeps names, not descriptors, so
-// a large upload does not hold a descriptor per chunk.
+// syncFile fsyncs a file or directory by name; the batch keeps names, not
+// descriptors, so a large upload does not hold a descriptor per chunk.
 func syncFile(name string) error {
 	f, err := os.Open(name)
 	if err != nil {
