@@ -81,6 +81,10 @@ type FS struct {
 	now    func() time.Time
 	m      *metrics
 
+	// heads are InlineMax+1 byte buffers for the start of each upload,
+	// which decides between inline and chunked.
+	heads sync.Pool
+
 	// gcMu orders the garbage collector against commits of new revisions.
 	// An upload may skip storing a chunk that exists, unreferenced, and the
 	// collector may remove it before the upload commits; so a commit checks,
@@ -106,6 +110,10 @@ func Open(ctx context.Context, db kv.Store, chunks chunk.Store, opts Options) (*
 		fs.now = time.Now
 	}
 	fs.reads = chunk.NewReadPool()
+	fs.heads.New = func() any {
+		b := make([]byte, InlineMax+1)
+		return &b
+	}
 	fs.writer = chunk.NewWriter(chunks, chunk.WriterOptions{
 		Workers: opts.Workers,
 		Observer: func(stored bool, plain, encoded int) {

@@ -285,7 +285,9 @@ const InlineMax = 16 << 10
 // for chunk.Writer.Write. On failure refs are the chunks stored, for the
 // collector.
 func (fs *FS) store(ctx context.Context, r io.Reader, limit int64) (inline []byte, refs []chunk.Ref, size int64, err error) {
-	head := make([]byte, InlineMax+1)
+	hp := fs.heads.Get().(*[]byte)
+	defer fs.heads.Put(hp)
+	head := *hp
 	// Not io.ReadFull: it turns a plain EOF after some bytes into
 	// ErrUnexpectedEOF, the very error a cut-off body reports.
 	n := 0
@@ -302,7 +304,7 @@ func (fs *FS) store(ctx context.Context, r io.Reader, limit int64) (inline []byt
 		if err := ctx.Err(); err != nil {
 			return nil, nil, 0, err
 		}
-		return head[:n:n], nil, int64(n), nil
+		return bytes.Clone(head[:n]), nil, int64(n), nil
 	case err != nil:
 		return nil, nil, 0, err
 	}
