@@ -161,6 +161,11 @@ func (fs *FS) writeFile(ctx context.Context, root, parent uint64, name string, r
 	})
 	if err != nil {
 		fs.forget(refs)
+		if errors.Is(err, kv.ErrTxnTooBig) {
+			// A revision's chunk counts commit in one transaction, which
+			// bounds one file to some tens of thousands of chunks.
+			return Node{}, fmt.Errorf("%w: %d chunks are more than one commit takes", ErrFileTooLarge, len(refs))
+		}
 		return Node{}, err
 	}
 	fs.m.bytesWritten.Add(float64(size))
