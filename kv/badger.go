@@ -137,7 +137,7 @@ func OpenBadger(opts BadgerOptions) (*Badger, error) {
 		WithSyncWrites(!opts.NoSync).
 		WithNumVersionsToKeep(1).
 		WithNumMemtables(2).
-		WithMemTableSize(32<<20).
+		WithMemTableSize(32 << 20).
 		WithNumCompactors(2).
 		WithBlockCacheSize(blockCache).
 		WithIndexCacheSize(opts.IndexCacheSize).
