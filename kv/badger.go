@@ -77,6 +77,7 @@ type BadgerOptions struct {
 type Badger struct {
 	db      *badger.DB
 	retries int
+	group   *groupSync // nil: nothing to sync (NoSync, InMemory)
 
 	// mu guards closed, active and seqs. Close waits on idle until no call is
 	// in flight, so no transaction runs into a closed database.
@@ -134,7 +135,10 @@ func OpenBadger(opts BadgerOptions) (*Badger, error) {
 		return nil, errors.New("kv: BadgerOptions.Dir is empty and InMemory is false")
 	}
 	bo = bo.
-		WithSyncWrites(!opts.NoSync).
+		// Commits are made durable by groupSync instead: Badger's own
+		// SyncWrites fsyncs once per transaction even when it writes
+		// several together, so concurrent commits never share a sync.
+		WithSyncWrites(false).
 		WithNumVersionsToKeep(1).
 		WithNumMemtables(2).
 		WithMemTableSize(32 << 20).
@@ -152,6 +156,9 @@ func OpenBadger(opts BadgerOptions) (*Badger, error) {
 		db:      db,
 		retries: retries,
 		seqs:    make(map[string]*badger.Sequence),
+	}
+	if !opts.NoSync && !opts.InMemory {
+		b.group = newGroupSync(opts.Dir)
 	}
 	b.idle.L = &b.mu
 	return b, nil
@@ -251,6 +258,9 @@ func (b *Badger) updateOnce(fn func(Txn) error) error {
 	err := bt.Commit()
 	if errors.Is(err, badger.ErrConflict) {
 		return err
+	}
+	if err == nil && b.group != nil {
+		err = b.group.wait()
 	}
 	return mapErr(err)
 }
