@@ -37,8 +37,10 @@ const (
 const priorityAfter = 4
 
 // seqBandwidth is how many ids one sequence lease reserves. Each lease is
-// one fsynced write, so 100 keeps that cost under 1% of NextID calls, and a
-// crash skips at most 100 ids per kind.
+// one write, so 100 keeps that cost under 1% of NextID calls, and a crash
+// skips at most 100 ids per kind. A lease is in the log before any commit
+// that uses its ids, so it is durable whenever such a commit is: an id that
+// reached the store is never handed out again.
 const seqBandwidth = 100
 
 // seqPrefix starts the keys that hold sequence leases. It begins with 0x00 so
@@ -103,8 +105,9 @@ var _ Store = (*Badger)(nil)
 
 // OpenBadger opens (creating if needed) the database described by opts.
 //
-// Writes are fsynced on commit (SyncWrites), so a committed Update survives
-// a power loss. Memory settings are sized for a small server that also
+// Commits are fsynced before Update returns (by groupSync, which lets
+// concurrent commits share an fsync), so a committed Update survives a
+// power loss. Memory settings are sized for a small server that also
 // serves file contents: 2 memtables of 32 MiB instead of 5 of 64 (one
 // taking writes while the other flushes; 32 MiB keeps Badger's
 // per-transaction limit near 5 MB, some 40,000 keys), a 32 MiB block

@@ -63,10 +63,9 @@ func BenchmarkUpdate(b *testing.B) {
 	}
 }
 
-// BenchmarkUpdateParallel measures concurrent writers of distinct keys.
-// Badger v4 with SyncWrites syncs the memtable WAL once per transaction,
-// even inside one write batch, so concurrency barely raises the commit rate:
-// compare its ns/op with BenchmarkUpdate.
+// BenchmarkUpdateParallel measures concurrent writers of distinct keys,
+// whose commits share fsync rounds (groupSync): compare its ns/op with
+// BenchmarkUpdate.
 func BenchmarkUpdateParallel(b *testing.B) {
 	s := benchStore(b, 0)
 	val := bytes.Repeat([]byte("v"), 150)
