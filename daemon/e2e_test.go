@@ -7,8 +7,10 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -198,6 +200,7 @@ func TestEndToEnd(t *testing.T) {
 	if fi.Mode().Perm() != 0o600 {
 		t.Errorf("%s has mode %v, want 0600", pwFile, fi.Mode().Perm())
 	}
+	checkFirstLogin(t, client, "https://"+p.addrs["https"], pwFile)
 	password, _ := os.ReadFile(pwFile)
 	if len(strings.TrimSpace(string(password))) < 20 || !strings.Contains(p.stderr(), strings.TrimSpace(string(password))) {
 		t.Errorf("password %q too short or not printed", password)
@@ -270,5 +273,65 @@ func TestFsckAndGCCommands(t *testing.T) {
 	}
 	if errors.Is(err, errFsckProblems) {
 		t.Fatal("fsck found problems in an empty store")
+	}
+}
+
+// checkFirstLogin logs in as the first administrator with the password the
+// first run wrote, over OAuth2 and over WebDAV, in the real binary: a file
+// PUT over WebDAV is the same file REST lists in the administrator's root.
+func checkFirstLogin(t *testing.T, client *http.Client, base, pwFile string) {
+	t.Helper()
+	pw, err := os.ReadFile(pwFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	password := strings.TrimSpace(string(pw))
+	resp, err := client.PostForm(base+"/oauth/token", url.Values{
+		"grant_type": {"password"}, "client_id": {"anchor"}, "username": {"admin"}, "password": {password},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tok struct {
+		AccessToken string `json:"access_token"`
+	}
+	json.NewDecoder(resp.Body).Decode(&tok)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || tok.AccessToken == "" {
+		t.Fatalf("password grant: %d", resp.StatusCode)
+	}
+
+	req, _ := http.NewRequest(http.MethodPut, base+"/webdav/admin/hello.txt", strings.NewReader("hello over webdav"))
+	req.SetBasicAuth("admin", password)
+	resp, err = client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("WebDAV PUT: %d", resp.StatusCode)
+	}
+
+	req, _ = http.NewRequest(http.MethodGet, base+"/api/2/person", nil)
+	req.Header.Set("Authorization", "Bearer "+tok.AccessToken)
+	resp, err = client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var person struct {
+		RootID int `json:"root_id"`
+	}
+	json.NewDecoder(resp.Body).Decode(&person)
+	resp.Body.Close()
+	req, _ = http.NewRequest(http.MethodGet, fmt.Sprintf("%s/api/2/files/%d?include_children=true", base, person.RootID), nil)
+	req.Header.Set("Authorization", "Bearer "+tok.AccessToken)
+	resp, err = client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), `"path":"/hello.txt"`) {
+		t.Fatalf("REST listing of the root after a WebDAV PUT: %d %s", resp.StatusCode, body)
 	}
 }
