@@ -5,7 +5,6 @@ import (
 	"mime"
 	"net/http"
 	"path"
-	"strconv"
 	"strings"
 
 	"berth/vfs"
@@ -14,9 +13,7 @@ import (
 // ETag is the entity tag of a file's current contents: a quoted strong
 // validator derived from the revision id, which changes with every write
 // and never repeats. WebDAV's getetag must give the same value.
-func ETag(n vfs.Node) string {
-	return `"r` + strconv.FormatUint(n.RevisionID, 10) + `"`
-}
+func ETag(n vfs.Node) string { return n.ETag() }
 
 // download answers GET .../{file_id}/download with the file's current
 // contents through http.ServeContent: Range (206), If-None-Match and
@@ -39,7 +36,7 @@ func (s *server) download(w http.ResponseWriter, r *http.Request) error {
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Cache-Control", "private, no-cache")
 	body := &readErr{f: f}
-	http.ServeContent(w, r, "", f.Node.Modified, body)
+	http.ServeContent(&jsonRangeError{ResponseWriter: w}, r, "", f.Node.Modified, body)
 	// ServeContent drops read errors; a short body with status 200 must
 	// not pass for the file, so the adapter aborts the connection.
 	return body.err
@@ -105,3 +102,34 @@ func isAttrChar(c byte) bool {
 	}
 	return strings.IndexByte("!#$&+-.^_`|~", c) >= 0
 }
+
+// jsonRangeError turns the plain-text 416 that http.ServeContent writes for
+// an unsatisfiable Range into the spec's JSON error body (spec 1.2: errors
+// are JSON too). ServeContent's Content-Range (bytes */size) stays.
+type jsonRangeError struct {
+	http.ResponseWriter
+	rangeErr bool
+}
+
+func (j *jsonRangeError) WriteHeader(code int) {
+	if code == http.StatusRequestedRangeNotSatisfiable {
+		j.rangeErr = true
+		h := j.Header()
+		h.Set("Content-Type", "application/json")
+		h.Del("Content-Disposition")
+		j.ResponseWriter.WriteHeader(code)
+		j.ResponseWriter.Write([]byte(`{"error":"invalid_request","error_description":"the requested range is not satisfiable"}` + "\n"))
+		return
+	}
+	j.ResponseWriter.WriteHeader(code)
+}
+
+func (j *jsonRangeError) Write(b []byte) (int, error) {
+	if j.rangeErr {
+		return len(b), nil // ServeContent's text body; the JSON one is out
+	}
+	return j.ResponseWriter.Write(b)
+}
+
+// Unwrap gives http.ResponseController the underlying writer.
+func (j *jsonRangeError) Unwrap() http.ResponseWriter { return j.ResponseWriter }

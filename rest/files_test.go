@@ -321,6 +321,14 @@ func TestDownloadHeaders(t *testing.T) {
 	if resp.StatusCode != http.StatusPartialContent || !bytes.Equal(part, data[len(data)-10:]) {
 		t.Fatalf("suffix range: %d", resp.StatusCode)
 	}
+	// A range past the end is 416 with a JSON body, like every error.
+	resp, part = f.download(fj.ID, http.Header{"Range": {"bytes=200000-"}})
+	if resp.StatusCode != http.StatusRequestedRangeNotSatisfiable ||
+		resp.Header.Get("Content-Type") != "application/json" ||
+		resp.Header.Get("Content-Range") != "bytes */100000" ||
+		!bytes.Contains(part, []byte(`"error":"invalid_request"`)) {
+		t.Fatalf("unsatisfiable range: %d %q %q %s", resp.StatusCode, resp.Header.Get("Content-Type"), resp.Header.Get("Content-Range"), part)
+	}
 	// Conditional requests.
 	resp, _ = f.download(fj.ID, http.Header{"If-None-Match": {etag}})
 	if resp.StatusCode != http.StatusNotModified {
