@@ -94,6 +94,9 @@ func errorTable() []errorMapping {
 		{account.ErrAccountLocked, http.StatusForbidden, "account_locked", ""},
 		{account.ErrInvalidCredentials, http.StatusBadRequest, "invalid_grant", "the username or password is wrong"},
 		{account.ErrInvalidToken, http.StatusUnauthorized, "access_denied", ""},
+		{account.ErrInactive, http.StatusForbidden, "forbidden", "the account or its organization is disabled"},
+		{account.ErrExists, http.StatusConflict, "name_conflict", "that username or e-mail address is taken"},
+		{account.ErrUserLimitExceeded, http.StatusConflict, "user_limit_exceeded", "the organization has reached its account limit"},
 
 		// Further domain errors go here, one line each.
 	}

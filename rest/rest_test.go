@@ -158,6 +158,9 @@ func TestErrorMapping(t *testing.T) {
 		{"described domain error", Describe(vfs.ErrNameConflict, "taken"), 409, `{"error":"name_conflict","error_description":"taken"}`},
 		{"account field", &account.FieldError{Field: "email", Reason: "not an address"}, 400,
 			`{"error":"invalid_request","error_description":"email: not an address"}`},
+		{"account inactive", account.ErrInactive, 403, `forbidden`},
+		{"account exists", account.ErrExists, 409, `name_conflict`},
+		{"user limit", account.ErrUserLimitExceeded, 409, `user_limit_exceeded`},
 		{"unknown", fmt.Errorf("reading: %w", errSecret), 500, `{"error":"unknown"}`},
 	}
 	for _, tt := range tests {
