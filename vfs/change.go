@@ -32,7 +32,7 @@ func (fs *FS) move(ctx context.Context, root, id, parent uint64, name string, op
 			return Node{}, err
 		}
 	}
-	err := fs.db.Update(ctx, func(tx kv.Txn) error {
+	err := fs.update(ctx, func(tx kv.Txn) error {
 		now := fs.nowNs()
 		rec, loc, err := liveNodeIn(tx, root, id)
 		if err != nil {
@@ -97,7 +97,7 @@ func (fs *FS) move(ctx context.Context, root, id, parent uint64, name string, op
 // not hold refuses the whole delete.
 func (fs *FS) Delete(ctx context.Context, root, id uint64, opts WriteOptions) error {
 	var rec nodeRec
-	err := fs.db.Update(ctx, func(tx kv.Txn) error {
+	err := fs.update(ctx, func(tx kv.Txn) error {
 		now := fs.nowNs()
 		var loc locRec
 		var err error

@@ -19,7 +19,7 @@ func (fs *FS) Copy(ctx context.Context, root, id, dst, parent uint64, name strin
 		return Node{}, err
 	}
 	var newID uint64
-	err := fs.db.Update(ctx, func(tx kv.Txn) error {
+	err := fs.update(ctx, func(tx kv.Txn) error {
 		now := fs.nowNs()
 		src, _, err := liveNodeIn(tx, root, id)
 		if err != nil {
@@ -166,7 +166,7 @@ func (fs *FS) purge(ctx context.Context, root, id uint64) error {
 	}
 	for start := 0; start < len(order); start += purgeBatch {
 		batch := order[start:min(start+purgeBatch, len(order))]
-		err := fs.db.Update(ctx, func(tx kv.Txn) error {
+		err := fs.update(ctx, func(tx kv.Txn) error {
 			var d usageRec
 			for _, n := range batch {
 				if err := purgeNode(tx, n, &d); err != nil {

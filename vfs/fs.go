@@ -185,3 +185,14 @@ func (fs *FS) done(op Op, err error, ev Event) {
 		fs.obs.Observe(ev)
 	}
 }
+
+// update runs fn in a kv write transaction. A conflict that outlasted the
+// retries, or a store closing under a request, is ErrBusy: the same request
+// succeeds when tried again, which is what a client should be told.
+func (fs *FS) update(ctx context.Context, fn func(kv.Txn) error) error {
+	err := fs.db.Update(ctx, fn)
+	if errors.Is(err, kv.ErrConflict) || errors.Is(err, kv.ErrClosed) {
+		return fmt.Errorf("%w: %w", ErrBusy, err)
+	}
+	return err
+}

@@ -105,7 +105,7 @@ func (fs *FS) removeUnreferenced(ctx context.Context, ids []chunk.ID, clearNotes
 	if !clearNotes {
 		return len(dead), nil
 	}
-	return len(dead), fs.db.Update(ctx, func(tx kv.Txn) error {
+	return len(dead), fs.update(ctx, func(tx kv.Txn) error {
 		for _, id := range ids {
 			if err := tx.Delete(orphanKey(id)); err != nil {
 				return err
@@ -131,7 +131,7 @@ func (fs *FS) clearOrphans(ctx context.Context) error {
 		if err != nil || len(keys) == 0 {
 			return err
 		}
-		err = fs.db.Update(ctx, func(tx kv.Txn) error {
+		err = fs.update(ctx, func(tx kv.Txn) error {
 			for _, k := range keys {
 				if err := tx.Delete(k); err != nil {
 					return err

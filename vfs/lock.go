@@ -20,7 +20,7 @@ import (
 func (fs *FS) Lock(ctx context.Context, root, id uint64, req LockRequest) (Lock, error) {
 	l := lockRec{Token: newToken(), Owner: req.Owner, Holder: req.Holder, Shared: req.Shared,
 		Deep: req.Deep, TokenRequired: req.TokenRequired}
-	err := fs.db.Update(ctx, func(tx kv.Txn) error {
+	err := fs.update(ctx, func(tx kv.Txn) error {
 		now := fs.nowNs()
 		rec, loc, err := liveNodeIn(tx, root, id)
 		if err != nil {
@@ -77,7 +77,7 @@ func (fs *FS) Lock(ctx context.Context, root, id uint64, req LockRequest) (Lock,
 // RefreshLock extends the lock token on an item by d from now.
 func (fs *FS) RefreshLock(ctx context.Context, root, id uint64, token string, d time.Duration) (Lock, error) {
 	var out Lock
-	err := fs.db.Update(ctx, func(tx kv.Txn) error {
+	err := fs.update(ctx, func(tx kv.Txn) error {
 		now := fs.nowNs()
 		rec, loc, err := liveNodeIn(tx, root, id)
 		if err != nil {
@@ -102,7 +102,7 @@ func (fs *FS) RefreshLock(ctx context.Context, root, id uint64, token string, d 
 // lock on it (an administrator's or owner's unlock). A token the item does
 // not hold is ErrNoSuchLock.
 func (fs *FS) Unlock(ctx context.Context, root, id uint64, token string) error {
-	err := fs.db.Update(ctx, func(tx kv.Txn) error {
+	err := fs.update(ctx, func(tx kv.Txn) error {
 		now := fs.nowNs()
 		rec, loc, err := nodeIn(tx, root, id)
 		if err != nil {

@@ -44,7 +44,7 @@ func (fs *FS) PatchProps(ctx context.Context, root, id uint64, set map[string][]
 			return fmt.Errorf("%w: empty property name", ErrInvalidName)
 		}
 	}
-	return fs.db.Update(ctx, func(tx kv.Txn) error {
+	return fs.update(ctx, func(tx kv.Txn) error {
 		if _, _, err := liveNodeIn(tx, root, id); err != nil {
 			return err
 		}

@@ -26,7 +26,7 @@ func (fs *FS) CreateRoot(ctx context.Context, name string, typ RootType) (Root, 
 	now := fs.nowNs()
 	r := rootRec{ID: id, Name: name, Type: typ, Created: now, Folder: folder}
 	top := nodeRec{ID: folder, Root: id, Dir: true, Created: now, Modified: now}
-	err = fs.db.Update(ctx, func(tx kv.Txn) error {
+	err = fs.update(ctx, func(tx kv.Txn) error {
 		if err := put(tx, rootKey(id), r); err != nil {
 			return err
 		}
@@ -66,7 +66,7 @@ func (fs *FS) RenameRoot(ctx context.Context, id uint64, name string) (Root, err
 	if name == "" {
 		return Root{}, fmt.Errorf("%w: empty root name", ErrInvalidName)
 	}
-	err := fs.db.Update(ctx, func(tx kv.Txn) error {
+	err := fs.update(ctx, func(tx kv.Txn) error {
 		r, err := loadRoot(tx, id)
 		if err != nil {
 			return err
@@ -83,7 +83,7 @@ func (fs *FS) RenameRoot(ctx context.Context, id uint64, name string) (Root, err
 // DeleteRoot marks a root deleted: every later operation on it fails with
 // ErrRootDeleted. Its contents stay until purged.
 func (fs *FS) DeleteRoot(ctx context.Context, id uint64) error {
-	err := fs.db.Update(ctx, func(tx kv.Txn) error {
+	err := fs.update(ctx, func(tx kv.Txn) error {
 		r, err := loadRoot(tx, id)
 		if err != nil {
 			return err

@@ -21,7 +21,7 @@ func (fs *FS) Mkdir(ctx context.Context, root, parent uint64, name string, opts 
 		return Node{}, err
 	}
 	var rec nodeRec
-	err = fs.db.Update(ctx, func(tx kv.Txn) error {
+	err = fs.update(ctx, func(tx kv.Txn) error {
 		now := fs.nowNs()
 		if _, _, err := liveDirIn(tx, root, parent); err != nil {
 			return err
@@ -114,7 +114,7 @@ func (fs *FS) writeFile(ctx context.Context, root, parent uint64, name string, r
 	var rec nodeRec
 	fs.gcMu.RLock()
 	defer fs.gcMu.RUnlock()
-	err = fs.db.Update(ctx, func(tx kv.Txn) error {
+	err = fs.update(ctx, func(tx kv.Txn) error {
 		now := fs.nowNs()
 		if !opts.Modified.IsZero() {
 			now = opts.Modified.UnixNano()
