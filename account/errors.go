@@ -39,6 +39,8 @@ type FieldError struct {
 	Reason string
 }
 
+// Error names the field and the reason, for logs; the rest package sends
+// Field and Reason to the client.
 func (e *FieldError) Error() string {
 	return fmt.Sprintf("account: invalid %s: %s", e.Field, e.Reason)
 }
