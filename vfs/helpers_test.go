@@ -26,6 +26,11 @@ type env struct {
 
 func openEnv(t testing.TB, dir string) *env {
 	t.Helper()
+	return openEnvWith(t, dir, vfs.Options{})
+}
+
+func openEnvWith(t testing.TB, dir string, opts vfs.Options) *env {
+	t.Helper()
 	db, err := kv.OpenBadger(kv.BadgerOptions{Dir: filepath.Join(dir, "meta"), NoSync: noSync(t)})
 	if err != nil {
 		t.Fatal(err)
@@ -34,7 +39,7 @@ func openEnv(t testing.TB, dir string) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fs, err := vfs.Open(context.Background(), db, chunks, vfs.Options{})
+	fs, err := vfs.Open(context.Background(), db, chunks, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"berth/vfs"
 	"berth/vfs/chunk"
 )
@@ -400,7 +402,10 @@ func TestDeduplication(t *testing.T) {
 // An upload that found a chunk in the store and skipped it must not commit
 // a reference to it if the collector removed it meanwhile; the retry works.
 func TestUploadRacesCollector(t *testing.T) {
-	e := newEnv(t)
+	reg := prometheus.NewRegistry()
+	e := openEnvWith(t, t.TempDir(), vfs.Options{Registerer: reg})
+	t.Cleanup(e.close)
+	e.root, _ = e.fs.CreateRoot(ctx, "r", vfs.RootSync)
 	data := randBytes(5, 12<<20)
 	a := e.write(t, e.root.FolderID, "a", data)
 	if err := e.fs.Delete(ctx, e.root.ID, a.ID, vfs.WriteOptions{}); err != nil {
@@ -418,7 +423,13 @@ func TestUploadRacesCollector(t *testing.T) {
 		_, err := e.fs.WriteFile(ctx, e.root.ID, e.root.FolderID, "b", body, vfs.WriteOptions{})
 		done <- err
 	}()
-	time.Sleep(300 * time.Millisecond)
+	// Wait until the upload has found (and skipped) a stored chunk.
+	for deadline := time.Now().Add(20 * time.Second); metricValue(t, reg, "berth_chunks_deduplicated_total") < 1; {
+		if time.Now().After(deadline) {
+			t.Fatal("the upload skipped no chunk")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	if rep, err := e.fs.GC(ctx); err != nil || rep.Deleted == 0 {
 		t.Fatalf("gc: %v %v", rep, err)
 	}
@@ -553,4 +564,19 @@ func TestDeleteFolderSubtree(t *testing.T) {
 	if r, err := e.fs.Fsck(ctx, false); err != nil || !r.OK() || r.Chunks != 0 {
 		t.Fatalf("fsck %v %v", r, err)
 	}
+}
+
+// metricValue is the value of a counter without labels, 0 when absent.
+func metricValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name && len(mf.GetMetric()) > 0 {
+			return mf.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	return 0
 }
