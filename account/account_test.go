@@ -504,3 +504,23 @@ func waitFor(t *testing.T, limit time.Duration, cond func() bool) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// The quota a person is held to is the smaller one set; 0 is unlimited.
+func TestQuotaUnder(t *testing.T) {
+	pol := DefaultPolicy()
+	cases := []struct {
+		person int64
+		org    string
+		want   int64
+	}{{0, "0", 0}, {100, "0", 100}, {0, "500", 500}, {100, "500", 100}, {900, "500", 500}}
+	for _, c := range cases {
+		pol.SpaceQuota = c.org
+		if got := (Person{SpaceQuota: c.person}).QuotaUnder(pol); got != c.want {
+			t.Errorf("person %d, org %s: %d, want %d", c.person, c.org, got, c.want)
+		}
+	}
+	pol.ExcludedExtensions = " .exe, ,.BAT"
+	if got := pol.ExcludedExtensionList(); len(got) != 2 || got[0] != ".exe" || got[1] != ".BAT" {
+		t.Errorf("ExcludedExtensionList = %q", got)
+	}
+}

@@ -140,6 +140,17 @@ func (p Policy) ExtensionExcluded(name string) bool {
 	return extensionIn(p.ExcludedExtensions, name)
 }
 
+// ExcludedExtensionList is ExcludedExtensions as a list of entries.
+func (p Policy) ExcludedExtensionList() []string {
+	var out []string
+	for e := range strings.SplitSeq(p.ExcludedExtensions, ",") {
+		if e = strings.TrimSpace(e); e != "" {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
 // ExtensionLocked reports whether name ends in one of LockedExtensions.
 func (p Policy) ExtensionLocked(name string) bool {
 	return extensionIn(p.LockedExtensions, name)

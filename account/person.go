@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -36,6 +37,23 @@ type Person struct {
 	// PasswordHash is an argon2id PHC string; never sent to clients.
 	PasswordHash    string    `cbor:"13,keyasint"`
 	PasswordChanged time.Time `cbor:"14,keyasint"`
+}
+
+// Principal is the person's identity as the file system records it, for
+// instance as a lock's holder. REST and WebDAV both use it, so one person's
+// locks are one, whichever front end took them.
+func (p Person) Principal() string { return "person:" + strconv.FormatUint(p.ID, 10) }
+
+// QuotaUnder is the space quota in bytes that applies to the person under
+// the organization's policy pol: the smaller of the two where both are set,
+// 0 meaning unlimited. It is the one rule that writes enforce and clients
+// are shown.
+func (p Person) QuotaUnder(pol Policy) int64 {
+	org := pol.SpaceQuotaBytes()
+	if p.SpaceQuota > 0 && (org == 0 || p.SpaceQuota < org) {
+		return p.SpaceQuota
+	}
+	return org
 }
 
 // CanShare reports the spec's can_share for a person under policy p.

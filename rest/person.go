@@ -133,12 +133,7 @@ func (s *server) encodePerson(ctx context.Context, p account.Person) (personBody
 		return personBody{}, err
 	}
 	pol := org.Policy
-	// The person's own quota wins; 0 there means the organization's
-	// applies, and 0 in the end means unlimited.
-	quota := p.SpaceQuota
-	if quota == 0 {
-		quota = pol.SpaceQuotaBytes()
-	}
+	quota := p.QuotaUnder(pol)
 	body := personBody{
 		ID:                  p.ID,
 		Email:               p.Email,

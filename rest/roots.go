@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"time"
 
 	"berth/account"
@@ -50,11 +49,6 @@ type fsAccess struct {
 	// every vfs write.
 	opts vfs.WriteOptions
 }
-
-// principalOf is the identity vfs records as a lock's holder for a person.
-// The same person's writes pass their own locks. WebDAV must use the same
-// form so that one person's REST and WebDAV locks are one.
-func principalOf(personID uint64) string { return "person:" + strconv.FormatUint(personID, 10) }
 
 // parseID reads an integer id of a path or form; anything else (signs,
 // spaces, zero, overflow) is not an id.
@@ -99,32 +93,17 @@ func (s *server) access(r *http.Request) (fsAccess, error) {
 		return fsAccess{}, fmt.Errorf("rest: organization %d of person %d: %v", c.Person.OrganizationID, c.Person.ID, err)
 	}
 	pol := org.Policy
-	quota := pol.SpaceQuotaBytes()
-	if pq := c.Person.SpaceQuota; pq > 0 && (quota == 0 || pq < quota) {
-		quota = pq
-	}
 	return fsAccess{
 		root:   root,
 		perms:  ownerPermissions(),
 		policy: pol,
 		opts: vfs.WriteOptions{
-			Principal:          principalOf(c.Person.ID),
+			Principal:          c.Person.Principal(),
 			MaxFileSize:        pol.MaxFileSize,
-			SpaceQuota:         quota,
-			ExcludedExtensions: splitExtensions(pol.ExcludedExtensions),
+			SpaceQuota:         c.Person.QuotaUnder(pol),
+			ExcludedExtensions: pol.ExcludedExtensionList(),
 		},
 	}, nil
-}
-
-// splitExtensions turns the policy's comma-separated list into vfs's.
-func splitExtensions(list string) []string {
-	var out []string
-	for e := range strings.SplitSeq(list, ",") {
-		if e = strings.TrimSpace(e); e != "" {
-			out = append(out, e)
-		}
-	}
-	return out
 }
 
 // checkExtension refuses a file name the policy excludes. vfs enforces the

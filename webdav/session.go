@@ -7,7 +7,6 @@ import (
 	"os"
 	"path"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -37,16 +36,12 @@ type mount struct {
 }
 
 func (h *Handler) newSession(ctx context.Context, p account.Person, pol account.Policy, reqPath string) (*session, error) {
-	quota := pol.SpaceQuotaBytes()
-	if p.SpaceQuota > 0 && (quota == 0 || p.SpaceQuota < quota) {
-		quota = p.SpaceQuota
-	}
 	s := &session{h: h, ctx: ctx, person: p, policy: pol, path: reqPath,
 		opts: vfs.WriteOptions{
-			Principal:          "person:" + strconv.FormatUint(p.ID, 10),
+			Principal:          p.Principal(),
 			MaxFileSize:        pol.MaxFileSize,
-			SpaceQuota:         quota,
-			ExcludedExtensions: splitExtensions(pol.ExcludedExtensions),
+			SpaceQuota:         p.QuotaUnder(pol),
+			ExcludedExtensions: pol.ExcludedExtensionList(),
 		}}
 	var roots []vfs.Root
 	if p.RootID != 0 {
@@ -90,17 +85,6 @@ func compareID(a, b uint64) int {
 		return 1
 	}
 	return 0
-}
-
-// splitExtensions turns the policy's comma-separated list into vfs's.
-func splitExtensions(list string) []string {
-	var out []string
-	for e := range strings.SplitSeq(list, ",") {
-		if e = strings.TrimSpace(e); e != "" {
-			out = append(out, e)
-		}
-	}
-	return out
 }
 
 // target is what a dav path names: the list of roots (m == nil), or a path
