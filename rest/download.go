@@ -114,11 +114,9 @@ type jsonRangeError struct {
 func (j *jsonRangeError) WriteHeader(code int) {
 	if code == http.StatusRequestedRangeNotSatisfiable {
 		j.rangeErr = true
-		h := j.Header()
-		h.Set("Content-Type", "application/json")
-		h.Del("Content-Disposition")
-		j.ResponseWriter.WriteHeader(code)
-		j.ResponseWriter.Write([]byte(`{"error":"invalid_request","error_description":"the requested range is not satisfiable"}` + "\n"))
+		j.Header().Del("Content-Disposition")
+		status, body, _ := classify(errRangeNotSatisfiable)
+		writeBody(j.ResponseWriter, status, body.json())
 		return
 	}
 	j.ResponseWriter.WriteHeader(code)

@@ -71,6 +71,7 @@ func errorTable() []errorMapping {
 		{ErrInvalidGrant, http.StatusBadRequest, "invalid_grant", ""},
 		// A body larger than http.MaxBytesReader allows is the client's fault.
 		{errTooLarge, http.StatusBadRequest, "invalid_request", "request body too large"},
+		{errRangeNotSatisfiable, http.StatusRequestedRangeNotSatisfiable, "invalid_request", "the requested range is not satisfiable"},
 
 		// vfs (spec 7.2, 7.3).
 		{vfs.ErrNotExist, http.StatusNotFound, "not_found", "no such file or folder"},
@@ -104,6 +105,10 @@ func errorTable() []errorMapping {
 
 // errTooLarge stands for *http.MaxBytesError, which has no sentinel value.
 var errTooLarge = errors.New("request body too large")
+
+// errRangeNotSatisfiable is a Range no byte of the file satisfies, which
+// http.ServeContent finds (see jsonRangeError).
+var errRangeNotSatisfiable = errors.New("range not satisfiable")
 
 // describedError carries an error_description for the client next to the
 // error it wraps.

@@ -90,12 +90,17 @@ func writeErrorBody(w http.ResponseWriter, status int, body errorBody) {
 	for _, k := range []string{"Content-Length", "Content-Encoding", "Content-Disposition", "Content-Range", "Etag", "Last-Modified", "Accept-Ranges"} {
 		h.Del(k)
 	}
+	writeBody(w, status, body.json())
+}
+
+// json is the encoded body.
+func (body errorBody) json() []byte {
 	b, err := json.Marshal(body)
 	if err != nil {
 		// Two strings always marshal; keep the compiler honest anyway.
 		b = []byte(`{"error":"unknown"}`)
 	}
-	writeBody(w, status, b)
+	return b
 }
 
 // writeBody writes a complete JSON body.
