@@ -10,11 +10,6 @@ import (
 	"berth/vfs"
 )
 
-// ETag is the entity tag of a file's current contents: a quoted strong
-// validator derived from the revision id, which changes with every write
-// and never repeats. WebDAV's getetag must give the same value.
-func ETag(n vfs.Node) string { return n.ETag() }
-
 // download answers GET .../{file_id}/download with the file's current
 // contents through http.ServeContent: Range (206), If-None-Match and
 // If-Modified-Since (304), If-Range, HEAD. The type comes from the name's
@@ -30,7 +25,8 @@ func (s *server) download(w http.ResponseWriter, r *http.Request) error {
 	}
 	defer f.Close()
 	h := w.Header()
-	h.Set("ETag", ETag(f.Node))
+	// vfs's entity tag, the same as WebDAV's getetag for the revision.
+	h.Set("ETag", f.Node.ETag())
 	h.Set("Content-Type", contentType(f.Node.Name))
 	h.Set("Content-Disposition", contentDisposition(f.Node.Name))
 	h.Set("X-Content-Type-Options", "nosniff")

@@ -47,12 +47,7 @@ func (fi fileInfo) IsDir() bool        { return fi.n.Dir }
 func (fi fileInfo) Sys() any           { return fi.n }
 
 // ETag is vfs's entity tag, the same value REST sends for the revision.
-func (fi fileInfo) ETag(context.Context) (string, error) {
-	if fi.n.ID == 0 {
-		return `"top"`, nil
-	}
-	return fi.n.ETag(), nil
-}
+func (fi fileInfo) ETag(context.Context) (string, error) { return fileInfoETag(fi.n), nil }
 
 // ContentType guesses from the name only: contents are never read.
 func (fi fileInfo) ContentType(context.Context) (string, error) {

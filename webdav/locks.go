@@ -180,6 +180,7 @@ func (s *session) listHolds(p string, conds []ifCond) bool {
 	return true
 }
 
+// fileInfoETag is n's entity tag; the list of roots (no node) has a fixed one.
 func fileInfoETag(n vfs.Node) string {
 	if n.ID == 0 {
 		return `"top"`
