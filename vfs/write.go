@@ -112,6 +112,7 @@ func (fs *FS) writeFile(ctx context.Context, root, parent uint64, name string, r
 	}
 	var newID uint64
 	var rec nodeRec
+	var path string
 	fs.gcMu.RLock()
 	defer fs.gcMu.RUnlock()
 	err = fs.update(ctx, func(tx kv.Txn) error {
@@ -157,7 +158,11 @@ func (fs *FS) writeFile(ctx context.Context, root, parent uint64, name string, r
 		if err := saveNode(tx, rec, locRec{Root: root, Parent: parent, Name: name}); err != nil {
 			return err
 		}
-		return setModified(tx, rec, oldMod)
+		if err := setModified(tx, rec, oldMod); err != nil {
+			return err
+		}
+		path, err = pathOf(tx, rec)
+		return err
 	})
 	if err != nil {
 		fs.forget(refs)
@@ -170,11 +175,8 @@ func (fs *FS) writeFile(ctx context.Context, root, parent uint64, name string, r
 	}
 	fs.m.bytesWritten.Add(float64(size))
 	n := rec.public(fs.nowNs())
-	err = fs.db.View(ctx, func(tx kv.Txn) error {
-		n.Path, err = pathOf(tx, rec)
-		return err
-	})
-	return n, err
+	n.Path = path
+	return n, nil
 }
 
 // checkWrite checks that name may be written in parent now and returns the
