@@ -108,18 +108,3 @@ func (fs *FS) Usage(ctx context.Context, root uint64) (Usage, error) {
 	})
 	return u.public(), err
 }
-
-// Sum adds the counts of other to u, for usage over several roots.
-func (u Usage) Sum(other Usage) Usage {
-	u.FileCount += other.FileCount
-	u.HeadSize += other.HeadSize
-	u.RevisionCount += other.RevisionCount
-	u.RevisionSize += other.RevisionSize
-	u.DelFileCount += other.DelFileCount
-	u.DelRevisionCount += other.DelRevisionCount
-	u.DeletedSize += other.DeletedSize
-	u.FolderCount += other.FolderCount
-	u.PhysicalSize += other.PhysicalSize
-	u.RootCount += other.RootCount
-	return u
-}
