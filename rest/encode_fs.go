@@ -145,9 +145,12 @@ func encodeNodes(ns []vfs.Node, perms []string) []any {
 // listingHash is the `hash` of a root or folder object with its children:
 // a signature of everything the response shows. It covers the vfs listing
 // hash (every listed field of every child, to the nanosecond) and the JSON
-// of the object itself with its children (its own name, path, lock state,
-// space used, and every permission shown), so it changes whenever the
-// answer would, including when only permissions do. v must have Hash empty.
+// of the object itself (its own name, path, lock state, space used, and the
+// permissions), so it changes whenever the answer would, including when
+// only permissions do. The children's JSON follows from those two (their
+// paths from the object's path and their names, their permissions are the
+// object's), so v is hashed before its children are set: a large folder is
+// not encoded twice. v must have Hash empty and no Children.
 func listingHash(vfsHash string, v any) (string, error) {
 	b, err := json.Marshal(v)
 	if err != nil {

@@ -288,10 +288,10 @@ func (s *server) getRoot(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		obj.Children = encodeNodes(children, a.perms)
 		if obj.Hash, err = listingHash(vh, obj); err != nil {
 			return err
 		}
+		obj.Children = encodeNodes(children, a.perms)
 		if r.URL.Query().Get("hash") == obj.Hash {
 			writeBody(w, http.StatusNotModified, notModifiedBody)
 			return nil
