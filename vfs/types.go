@@ -121,6 +121,11 @@ type WriteOptions struct {
 	ExcludedExtensions []string
 	// Modified sets the new revision's modification time; zero means now.
 	Modified time.Time
+	// DeclaredSize is the size the client announced for the body (an HTTP
+	// Content-Length), 0 when unknown. A body announced over the maximum
+	// size or the space left is refused before a byte of it is read; the
+	// bytes that do arrive are held to the limits either way.
+	DeclaredSize int64
 }
 
 // ETag is the entity tag of an item's current contents, one value for REST

@@ -580,3 +580,21 @@ func metricValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	}
 	return 0
 }
+
+// A body announced over the limits is refused before a byte of it is read.
+func TestDeclaredSizeRefusedUnread(t *testing.T) {
+	e := newEnv(t)
+	e.write(t, e.root.FolderID, "used", []byte("12345"))
+	unread := failing{errors.New("body was read")}
+	for _, c := range []struct {
+		opts vfs.WriteOptions
+		want error
+	}{
+		{vfs.WriteOptions{MaxFileSize: 10, DeclaredSize: 11}, vfs.ErrFileTooLarge},
+		{vfs.WriteOptions{SpaceQuota: 10, DeclaredSize: 6}, vfs.ErrQuotaExceeded},
+	} {
+		if _, err := e.fs.WriteFile(ctx, e.root.ID, e.root.FolderID, "x", unread, c.opts); !errors.Is(err, c.want) {
+			t.Errorf("%+v: %v, want %v", c.opts, err, c.want)
+		}
+	}
+}

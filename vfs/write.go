@@ -70,6 +70,9 @@ func (fs *FS) writeFile(ctx context.Context, root, parent uint64, name string, r
 		return Node{}, fmt.Errorf("%w: %q", ErrExtensionExcluded, extension(name))
 	}
 	// Refuse early what would be refused at commit, before reading a byte.
+	if opts.MaxFileSize > 0 && opts.DeclaredSize > opts.MaxFileSize {
+		return Node{}, fmt.Errorf("%w: %d bytes announced, at most %d", ErrFileTooLarge, opts.DeclaredSize, opts.MaxFileSize)
+	}
 	var used int64
 	err := fs.db.View(ctx, func(tx kv.Txn) error {
 		_, err := fs.checkWrite(tx, root, parent, name, opts, fs.nowNs())
@@ -82,6 +85,9 @@ func (fs *FS) writeFile(ctx context.Context, root, parent uint64, name string, r
 	})
 	if err != nil {
 		return Node{}, err
+	}
+	if opts.SpaceQuota > 0 && used+opts.DeclaredSize > opts.SpaceQuota {
+		return Node{}, fmt.Errorf("%w: %d bytes announced, %d of %d used", ErrQuotaExceeded, opts.DeclaredSize, used, opts.SpaceQuota)
 	}
 	limit, quotaBound := int64(-1), false
 	if opts.MaxFileSize > 0 {

@@ -87,10 +87,10 @@ func (s *session) put(w http.ResponseWriter, r *http.Request) (int, error) {
 	if s.policy.ExtensionExcluded(name) {
 		return status(vfs.ErrExtensionExcluded)
 	}
-	if st, err := s.checkDeclaredSize(r, t); st != 0 {
-		return st, err
-	}
-	written, err := s.h.opts.FS.WriteFile(s.ctx, t.m.root.ID, parent.ID, name, r.Body, s.opts)
+	// vfs refuses a body announced over the limits before reading it.
+	opts := s.opts
+	opts.DeclaredSize = declaredSize(r)
+	written, err := s.h.opts.FS.WriteFile(s.ctx, t.m.root.ID, parent.ID, name, r.Body, opts)
 	if err != nil {
 		return status(err)
 	}
@@ -103,31 +103,14 @@ func (s *session) put(w http.ResponseWriter, r *http.Request) (int, error) {
 	return 0, nil
 }
 
-// checkDeclaredSize refuses a body whose announced size (Content-Length,
-// or macOS's X-Expected-Entity-Length on chunked uploads) is already over
-// the maximum file size or the space left, before reading any of it. vfs
-// enforces both again on the bytes actually received.
-func (s *session) checkDeclaredSize(r *http.Request, t target) (int, error) {
-	size := r.ContentLength
-	if size < 0 {
-		size, _ = strconv.ParseInt(r.Header.Get("X-Expected-Entity-Length"), 10, 64)
+// declaredSize is the body's announced size: Content-Length, or macOS's
+// X-Expected-Entity-Length on chunked uploads; 0 when neither says.
+func declaredSize(r *http.Request) int64 {
+	if r.ContentLength >= 0 {
+		return r.ContentLength
 	}
-	if size <= 0 {
-		return 0, nil
-	}
-	if s.opts.MaxFileSize > 0 && size > s.opts.MaxFileSize {
-		return status(vfs.ErrFileTooLarge)
-	}
-	if s.opts.SpaceQuota > 0 {
-		u, err := s.h.opts.FS.Usage(s.ctx, t.m.root.ID)
-		if err != nil {
-			return status(err)
-		}
-		if u.PhysicalSize+size > s.opts.SpaceQuota {
-			return status(vfs.ErrQuotaExceeded)
-		}
-	}
-	return 0, nil
+	n, _ := strconv.ParseInt(r.Header.Get("X-Expected-Entity-Length"), 10, 64)
+	return max(n, 0)
 }
 
 // delete removes a resource (soft delete: it stays restorable over REST).
