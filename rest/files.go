@@ -117,11 +117,6 @@ func (s *server) rename(r *http.Request, a fsAccess, n vfs.Node) (any, error) {
 	if err := vfs.ValidateName(name); err != nil {
 		return nil, err
 	}
-	if !n.Dir {
-		if err := a.checkExtension(name); err != nil {
-			return nil, err
-		}
-	}
 	out, err := s.fs.Rename(r.Context(), a.root.ID, n.ID, name, a.opts)
 	if err != nil {
 		return nil, err
@@ -147,11 +142,6 @@ func (s *server) move(r *http.Request, a fsAccess, n vfs.Node) (any, error) {
 		name = vals.Get("name")
 		if err := vfs.ValidateName(name); err != nil {
 			return nil, err
-		}
-		if !n.Dir {
-			if err := a.checkExtension(name); err != nil {
-				return nil, err
-			}
 		}
 	}
 	out, err := s.fs.Move(r.Context(), a.root.ID, n.ID, dst, name, a.opts)

@@ -106,16 +106,6 @@ func (s *server) access(r *http.Request) (fsAccess, error) {
 	}, nil
 }
 
-// checkExtension refuses a file name the policy excludes. vfs enforces the
-// same list by the name's last extension; the policy's own rule is a
-// suffix match, which also catches ".tar.gz" style entries.
-func (a fsAccess) checkExtension(name string) error {
-	if a.policy.ExtensionExcluded(name) {
-		return Describe(vfs.ErrExtensionExcluded, "the organization's policy does not allow files with the extension of %q", name)
-	}
-	return nil
-}
-
 // item loads the file (dir false) or folder (dir true) named by the path
 // parameter param. A file id on a folder route, or the other way round, is
 // not_found. Deleted items are returned (their objects say is_deleted);

@@ -55,9 +55,6 @@ func (s *server) upload(r *http.Request, a fsAccess, parent uint64) (any, error)
 		if name == "" {
 			return nil, Describe(vfs.ErrInvalidName, "the part `file` has no filename and no field `name` came before it")
 		}
-		if err := a.checkExtension(name); err != nil {
-			return nil, err
-		}
 		body := &partReader{r: p}
 		n, err := s.fs.WriteFile(r.Context(), a.root.ID, parent, name, body, a.opts)
 		if err != nil && body.err != nil {

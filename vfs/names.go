@@ -37,13 +37,13 @@ func extension(name string) string {
 	return strings.ToLower(path.Ext(name))
 }
 
-// excluded reports whether name's extension is in the list (compared without
-// case; entries may omit the leading dot).
+// excluded reports whether name ends in one of the extensions, compared
+// without case; an entry may omit its leading dot and may span several
+// (".tar.gz"). A name that is only the extension (".exe") is not refused.
+// This is the organization policy's rule, applied once here for every
+// front end.
 func excluded(name string, exts []string) bool {
-	ext := extension(name)
-	if ext == "" {
-		return false
-	}
+	lname := strings.ToLower(name)
 	for _, e := range exts {
 		e = strings.ToLower(strings.TrimSpace(e))
 		if e == "" {
@@ -52,7 +52,7 @@ func excluded(name string, exts []string) bool {
 		if !strings.HasPrefix(e, ".") {
 			e = "." + e
 		}
-		if e == ext {
+		if strings.HasSuffix(lname, e) && len(lname) > len(e) {
 			return true
 		}
 	}

@@ -598,3 +598,18 @@ func TestDeclaredSizeRefusedUnread(t *testing.T) {
 		}
 	}
 }
+
+// Excluded extensions follow the policy's rule: a suffix, any case, with or
+// without its dot, possibly of several parts; a bare ".exe" is a name.
+func TestExcludedExtensions(t *testing.T) {
+	e := newEnv(t)
+	opts := vfs.WriteOptions{ExcludedExtensions: []string{".tar.gz", "EXE"}}
+	for name, refused := range map[string]bool{
+		"a.tar.gz": true, "A.TAR.GZ": true, "setup.exe": true, "b.gz": false, ".exe": false, "exe": false,
+	} {
+		_, err := e.fs.WriteFile(ctx, e.root.ID, e.root.FolderID, name, strings.NewReader("x"), opts)
+		if got := errors.Is(err, vfs.ErrExtensionExcluded); got != refused || (!refused && err != nil) {
+			t.Errorf("%q: %v", name, err)
+		}
+	}
+}

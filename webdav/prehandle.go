@@ -84,9 +84,6 @@ func (s *session) put(w http.ResponseWriter, r *http.Request) (int, error) {
 	if st, err := s.preconditions(r, s.path, n, exists); st != 0 {
 		return st, err
 	}
-	if s.policy.ExtensionExcluded(name) {
-		return status(vfs.ErrExtensionExcluded)
-	}
 	// vfs refuses a body announced over the limits before reading it.
 	opts := s.opts
 	opts.DeclaredSize = declaredSize(r)
