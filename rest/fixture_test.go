@@ -2,7 +2,6 @@ package rest
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -19,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"berth/account"
+	"berth/berthtest"
 	"berth/kv"
 	"berth/vfs"
 	"berth/vfs/chunk"
@@ -43,6 +43,7 @@ type fixture struct {
 	srv      *httptest.Server
 	client   *http.Client
 
+	stack  *berthtest.Stack
 	org    account.Organization
 	person account.Person // the first person, owner of root
 	root   vfs.Root
@@ -62,42 +63,18 @@ func newFixture(t testing.TB) *fixture { return newFixtureWith(t, fixtureOptions
 
 func newFixtureWith(t testing.TB, o fixtureOptions) *fixture {
 	t.Helper()
-	ctx := context.Background()
-	f := &fixture{t: t, dir: t.TempDir(), logs: &syncBuffer{}, reg: prometheus.NewRegistry()}
+	f := &fixture{t: t, logs: &syncBuffer{}, reg: prometheus.NewRegistry()}
 	log := slog.New(slog.NewTextHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	var err error
-	f.db, err = kv.OpenBadger(kv.BadgerOptions{Dir: filepath.Join(f.dir, "meta"), Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.chunks, err = chunk.NewDisk(filepath.Join(f.dir, "chunks"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.fs, err = vfs.Open(ctx, f.db, f.chunks, vfs.Options{Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ao := o.Accounts
-	if ao.Argon2 == (account.Argon2Params{}) {
-		ao.Argon2 = account.Argon2Params{Memory: 64, Time: 1, Threads: 1}
-	}
-	f.accounts = account.New(f.db, ao)
-	f.org, err = f.accounts.CreateOrganization(ctx, account.OrganizationInput{Name: "Acme", Policy: o.Policy})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := berthtest.New(t, berthtest.Options{Logger: log, Accounts: o.Accounts, Policy: o.Policy})
+	f.dir, f.db, f.chunks, f.fs, f.accounts, f.org = st.Dir, st.DB, st.Chunks, st.FS, st.Accounts, st.Org
+	f.stack = st
 	f.person, f.root, f.token = f.addPerson("alice")
 
 	f.srv = httptest.NewUnstartedServer(New(Options{Logger: log, Registerer: f.reg, FS: f.fs, Accounts: f.accounts}))
 	f.srv.EnableHTTP2 = true
 	f.srv.StartTLS()
 	f.client = f.srv.Client()
-	t.Cleanup(func() {
-		f.srv.Close()
-		f.fs.Close()
-		f.db.Close()
-	})
+	t.Cleanup(f.srv.Close)
 	return f
 }
 
@@ -105,26 +82,7 @@ func newFixtureWith(t testing.TB, o fixtureOptions) *fixture {
 // root and returns it, the root and an access token.
 func (f *fixture) addPerson(username string) (account.Person, vfs.Root, string) {
 	f.t.Helper()
-	ctx := context.Background()
-	root, err := f.fs.CreateRoot(ctx, username, vfs.RootSync)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	p, err := f.accounts.CreatePerson(ctx, account.PersonInput{
-		OrganizationID: f.org.ID,
-		Username:       username,
-		Email:          username + "@example.com",
-		Password:       fixturePassword,
-		RootID:         root.ID,
-	})
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	toks, err := f.accounts.IssueTokens(ctx, p.ID, 0)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	return p, root, toks.AccessToken
+	return f.stack.AddPerson(f.t, username, fixturePassword)
 }
 
 // url returns the server's address for path (which starts with "/").

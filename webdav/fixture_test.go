@@ -7,15 +7,14 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
 	"berth/account"
+	"berth/berthtest"
 	"berth/kv"
 	"berth/vfs"
-	"berth/vfs/chunk"
 	"berth/webdav"
 )
 
@@ -35,6 +34,7 @@ type fixture struct {
 	client   *http.Client
 	logs     *syncBuffer
 
+	stack  *berthtest.Stack
 	org    account.Organization
 	person account.Person
 	root   vfs.Root
@@ -52,32 +52,10 @@ func newFixture(t testing.TB) *fixture { return newFixtureWith(t, fixtureOptions
 
 func newFixtureWith(t testing.TB, o fixtureOptions) *fixture {
 	t.Helper()
-	ctx := context.Background()
-	f := &fixture{t: t, dir: t.TempDir(), logs: &syncBuffer{}}
+	f := &fixture{t: t, logs: &syncBuffer{}}
 	log := slog.New(slog.NewTextHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	var err error
-	f.db, err = kv.OpenBadger(kv.BadgerOptions{Dir: filepath.Join(f.dir, "meta"), Logger: log, NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	chunks, err := chunk.NewDisk(filepath.Join(f.dir, "chunks"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.fs, err = vfs.Open(ctx, f.db, chunks, vfs.Options{Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ao := account.DefaultOptions()
-	ao.Argon2 = account.Argon2Params{Memory: 64, Time: 1, Threads: 1}
-	if o.Lockout.MaxFailures != 0 {
-		ao.Lockout = o.Lockout
-	}
-	f.accounts = account.New(f.db, ao)
-	f.org, err = f.accounts.CreateOrganization(ctx, account.OrganizationInput{Name: "Acme", Policy: o.Policy})
-	if err != nil {
-		t.Fatal(err)
-	}
+	f.stack = berthtest.New(t, berthtest.Options{Logger: log, Accounts: account.Options{Lockout: o.Lockout}, Policy: o.Policy})
+	f.dir, f.db, f.fs, f.accounts, f.org = f.stack.Dir, f.stack.DB, f.stack.FS, f.stack.Accounts, f.stack.Org
 	f.person, f.root, f.token = f.addPerson("alice")
 
 	h := webdav.New(webdav.Options{Logger: log, FS: f.fs, Accounts: f.accounts, InfiniteDepth: o.InfiniteDepth})
@@ -91,8 +69,6 @@ func newFixtureWith(t testing.TB, o fixtureOptions) *fixture {
 	f.client = f.srv.Client()
 	t.Cleanup(func() {
 		f.srv.Close()
-		f.fs.Close()
-		f.db.Close()
 		if t.Failed() {
 			t.Logf("server log:\n%s", f.logs.String())
 		}
@@ -103,23 +79,7 @@ func newFixtureWith(t testing.TB, o fixtureOptions) *fixture {
 // addPerson creates a person with a sync root named after them.
 func (f *fixture) addPerson(username string) (account.Person, vfs.Root, string) {
 	f.t.Helper()
-	ctx := context.Background()
-	root, err := f.fs.CreateRoot(ctx, username, vfs.RootSync)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	p, err := f.accounts.CreatePerson(ctx, account.PersonInput{
-		OrganizationID: f.org.ID, Username: username, Email: username + "@example.com",
-		Password: password, RootID: root.ID,
-	})
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	toks, err := f.accounts.IssueTokens(ctx, p.ID, 0)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	return p, root, toks.AccessToken
+	return f.stack.AddPerson(f.t, username, password)
 }
 
 // url is the server's address of a dav path below /webdav/alice.

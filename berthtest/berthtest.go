@@ -1,0 +1,101 @@
+// Package berthtest builds a real berth storage stack for the tests and
+// benchmarks of the front ends: Badger and the disk chunk store in a
+// temporary directory, vfs over them, the account service, an organization,
+// and persons with their sync roots. No mocks: it is what the daemon wires,
+// with cheap password hashing. Only tests import it.
+package berthtest
+
+import (
+	"context"
+	"log/slog"
+	"path/filepath"
+	"testing"
+
+	"berth/account"
+	"berth/kv"
+	"berth/vfs"
+	"berth/vfs/chunk"
+)
+
+// Options shape a Stack; the zero value is a usable default.
+type Options struct {
+	// Logger for kv and vfs; nil discards.
+	Logger *slog.Logger
+	// Accounts are the account service's options; zero Argon2 parameters
+	// become cheap ones (tests hash many passwords).
+	Accounts account.Options
+	// Policy of the organization; nil is account.DefaultPolicy.
+	Policy *account.Policy
+}
+
+// Stack is the storage side of a berth, closed by the test's cleanup.
+type Stack struct {
+	Dir      string
+	DB       *kv.Badger
+	Chunks   *chunk.Disk
+	FS       *vfs.FS
+	Accounts *account.Service
+	Org      account.Organization
+}
+
+// New builds a Stack in t.TempDir(); t.Cleanup closes it, after whatever
+// the test registers later (a server) has stopped.
+func New(t testing.TB, o Options) *Stack {
+	t.Helper()
+	ctx := context.Background()
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Stack{Dir: t.TempDir()}
+	var err error
+	s.DB, err = kv.OpenBadger(kv.BadgerOptions{Dir: filepath.Join(s.Dir, "meta"), Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Chunks, err = chunk.NewDisk(filepath.Join(s.Dir, "chunks"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.FS, err = vfs.Open(ctx, s.DB, s.Chunks, vfs.Options{Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		s.FS.Close()
+		s.DB.Close()
+	})
+	ao := o.Accounts
+	if ao.Argon2 == (account.Argon2Params{}) {
+		ao.Argon2 = account.Argon2Params{Memory: 64, Time: 1, Threads: 1}
+	}
+	s.Accounts = account.New(s.DB, ao)
+	s.Org, err = s.Accounts.CreateOrganization(ctx, account.OrganizationInput{Name: "Acme", Policy: o.Policy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// AddPerson creates a person of the organization with a sync root named
+// after them, and returns both with an access token.
+func (s *Stack) AddPerson(t testing.TB, username, password string) (account.Person, vfs.Root, string) {
+	t.Helper()
+	ctx := context.Background()
+	root, err := s.FS.CreateRoot(ctx, username, vfs.RootSync)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := s.Accounts.CreatePerson(ctx, account.PersonInput{
+		OrganizationID: s.Org.ID, Username: username, Email: username + "@example.com",
+		Password: password, RootID: root.ID,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	toks, err := s.Accounts.IssueTokens(ctx, p.ID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, root, toks.AccessToken
+}
