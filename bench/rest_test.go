@@ -15,17 +15,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	"berth/account"
-	"berth/kv"
+	"berth/berthtest"
 	"berth/rest"
 	"berth/vfs"
-	"berth/vfs/chunk"
 )
 
 // gib is the size of each large transfer.
@@ -88,49 +85,14 @@ type berth struct {
 // HTTP/1.1.
 func newBerth(b *testing.B, h2 bool) *berth {
 	b.Helper()
-	ctx := context.Background()
-	dir := b.TempDir()
-	db, err := kv.OpenBadger(kv.BadgerOptions{Dir: filepath.Join(dir, "meta")})
-	if err != nil {
-		b.Fatal(err)
-	}
-	chunks, err := chunk.NewDisk(filepath.Join(dir, "chunks"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	fs, err := vfs.Open(ctx, db, chunks, vfs.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	accounts := account.New(db, account.Options{Argon2: account.Argon2Params{Memory: 64, Time: 1, Threads: 1}})
-	org, err := accounts.CreateOrganization(ctx, account.OrganizationInput{Name: "Bench"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	root, err := fs.CreateRoot(ctx, "bench", vfs.RootSync)
-	if err != nil {
-		b.Fatal(err)
-	}
-	p, err := accounts.CreatePerson(ctx, account.PersonInput{
-		OrganizationID: org.ID, Username: "bench", Email: "bench@example.com",
-		Password: "correct horse battery", RootID: root.ID,
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	toks, err := accounts.IssueTokens(ctx, p.ID, 0)
-	if err != nil {
-		b.Fatal(err)
-	}
-	srv := httptest.NewUnstartedServer(rest.New(rest.Options{FS: fs, Accounts: accounts}))
+	st := berthtest.New(b, berthtest.Options{})
+	_, root, token := st.AddPerson(b, "bench", "correct horse battery")
+	fs := st.FS
+	srv := httptest.NewUnstartedServer(rest.New(rest.Options{FS: fs, Accounts: st.Accounts}))
 	srv.EnableHTTP2 = h2
 	srv.StartTLS()
-	b.Cleanup(func() {
-		srv.Close()
-		fs.Close()
-		db.Close()
-	})
-	return &berth{fs: fs, srv: srv, client: srv.Client(), root: root, token: toks.AccessToken}
+	b.Cleanup(srv.Close)
+	return &berth{fs: fs, srv: srv, client: srv.Client(), root: root, token: token}
 }
 
 // do sends an authenticated request and fails on a status other than 200.

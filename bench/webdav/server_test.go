@@ -6,7 +6,6 @@ package davbench
 
 import (
 	"bytes"
-	"context"
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/tls"
@@ -15,16 +14,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
 
-	"berth/account"
-	"berth/kv"
-	"berth/vfs"
-	"berth/vfs/chunk"
+	"berth/berthtest"
 	"berth/webdav"
 )
 
@@ -40,48 +35,17 @@ type server struct {
 
 func newServer(b *testing.B) *server {
 	b.Helper()
-	ctx := context.Background()
-	dir := b.TempDir()
-	db, err := kv.OpenBadger(kv.BadgerOptions{Dir: filepath.Join(dir, "meta")})
-	if err != nil {
-		b.Fatal(err)
-	}
-	chunks, err := chunk.NewDisk(filepath.Join(dir, "chunks"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	fs, err := vfs.Open(ctx, db, chunks, vfs.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	// Cheap argon2: one check per run, kept out of the profile.
-	accounts := account.New(db, account.Options{Argon2: account.Argon2Params{Memory: 64, Time: 1, Threads: 1}})
-	org, err := accounts.CreateOrganization(ctx, account.OrganizationInput{Name: "Bench"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	root, err := fs.CreateRoot(ctx, "bench", vfs.RootSync)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := accounts.CreatePerson(ctx, account.PersonInput{
-		OrganizationID: org.ID, Username: "bench", Email: "bench@example.com",
-		Password: password, RootID: root.ID,
-	}); err != nil {
-		b.Fatal(err)
-	}
-	srv := httptest.NewUnstartedServer(webdav.New(webdav.Options{FS: fs, Accounts: accounts}))
+	// Cheap argon2 (berthtest's): one check per run, kept out of the profile.
+	st := berthtest.New(b, berthtest.Options{})
+	st.AddPerson(b, "bench", password)
+	srv := httptest.NewUnstartedServer(webdav.New(webdav.Options{FS: st.FS, Accounts: st.Accounts}))
 	srv.StartTLS()
 	tr := srv.Client().Transport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = 64
 	// HTTP/1.1, as the script's clients speak to all three servers.
 	tr.ForceAttemptHTTP2 = false
 	tr.TLSNextProto = map[string]func(string, *tls.Conn) http.RoundTripper{}
-	b.Cleanup(func() {
-		srv.Close()
-		fs.Close()
-		db.Close()
-	})
+	b.Cleanup(srv.Close)
 	return &server{srv: srv, client: &http.Client{Transport: tr}, base: srv.URL + "/webdav/bench/"}
 }
 
