@@ -2,7 +2,6 @@ package vfs
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/fxamacker/cbor/v2"
@@ -66,9 +65,7 @@ func (fs *FS) move(ctx context.Context, root, id, parent uint64, name string, op
 				return fmt.Errorf("%w: cannot move a folder into itself", ErrNameConflict)
 			}
 		}
-		if _, err := tx.Get(childKey(dst, newName)); err == nil {
-			return fmt.Errorf("%w: %q exists", ErrNameConflict, newName)
-		} else if !errors.Is(err, kv.ErrNotFound) {
+		if err := nameFree(tx, dst, newName); err != nil {
 			return err
 		}
 		if err := checkLocks(tx, id, 2, opts, now); err != nil {

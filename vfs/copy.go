@@ -43,9 +43,7 @@ func (fs *FS) Copy(ctx context.Context, root, id, dst, parent uint64, name strin
 				return fmt.Errorf("%w: cannot copy a folder into itself", ErrNameConflict)
 			}
 		}
-		if _, err := tx.Get(childKey(parent, name)); err == nil {
-			return fmt.Errorf("%w: %q exists", ErrNameConflict, name)
-		} else if !errors.Is(err, kv.ErrNotFound) {
+		if err := nameFree(tx, parent, name); err != nil {
 			return err
 		}
 		if err := checkLocks(tx, parent, 1, opts, now); err != nil {

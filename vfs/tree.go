@@ -1,6 +1,7 @@
 package vfs
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -186,4 +187,17 @@ func checkLocks(tx kv.Txn, id uint64, levels int, opts WriteOptions, now int64) 
 		id = rec.Parent
 	}
 	return nil
+}
+
+// nameFree returns ErrNameConflict when a live item of the folder parent
+// is called name.
+func nameFree(tx kv.Txn, parent uint64, name string) error {
+	_, err := tx.Get(childKey(parent, name))
+	switch {
+	case err == nil:
+		return fmt.Errorf("%w: %q exists", ErrNameConflict, name)
+	case errors.Is(err, kv.ErrNotFound):
+		return nil
+	}
+	return err
 }

@@ -26,9 +26,7 @@ func (fs *FS) Mkdir(ctx context.Context, root, parent uint64, name string, opts 
 		if _, _, err := liveDirIn(tx, root, parent); err != nil {
 			return err
 		}
-		if _, err := tx.Get(childKey(parent, name)); err == nil {
-			return fmt.Errorf("%w: %q exists", ErrNameConflict, name)
-		} else if !errors.Is(err, kv.ErrNotFound) {
+		if err := nameFree(tx, parent, name); err != nil {
 			return err
 		}
 		if err := checkLocks(tx, parent, 1, opts, now); err != nil {
