@@ -6,9 +6,11 @@
 package berthtest
 
 import (
+	"bytes"
 	"context"
 	"log/slog"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"berth/account"
@@ -98,4 +100,25 @@ func (s *Stack) AddPerson(t testing.TB, username, password string) (account.Pers
 		t.Fatal(err)
 	}
 	return p, root, toks.AccessToken
+}
+
+// LogBuffer is a log sink that a server's goroutines may write while the
+// test reads it.
+type LogBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+// Write appends p.
+func (l *LogBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+// String returns everything written so far.
+func (l *LogBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

@@ -38,7 +38,7 @@ type fixture struct {
 	chunks   *chunk.Disk
 	fs       *vfs.FS
 	accounts *account.Service
-	logs     *syncBuffer
+	logs     *berthtest.LogBuffer
 	reg      *prometheus.Registry
 	srv      *httptest.Server
 	client   *http.Client
@@ -63,7 +63,7 @@ func newFixture(t testing.TB) *fixture { return newFixtureWith(t, fixtureOptions
 
 func newFixtureWith(t testing.TB, o fixtureOptions) *fixture {
 	t.Helper()
-	f := &fixture{t: t, logs: &syncBuffer{}, reg: prometheus.NewRegistry()}
+	f := &fixture{t: t, logs: &berthtest.LogBuffer{}, reg: prometheus.NewRegistry()}
 	log := slog.New(slog.NewTextHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	st := berthtest.New(t, berthtest.Options{Logger: log, Accounts: o.Accounts, Policy: o.Policy})
 	f.dir, f.db, f.chunks, f.fs, f.accounts, f.org = st.Dir, st.DB, st.Chunks, st.FS, st.Accounts, st.Org

@@ -1,7 +1,6 @@
 package rest
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,40 +10,22 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"berth/account"
+	"berth/berthtest"
 	"berth/vfs"
 	dto "github.com/prometheus/client_model/go"
 )
 
-// syncBuffer is a log sink safe for the server's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // testServer builds a server with extra routes registered by add, and
 // returns its handler, its log and its registry.
-func testServer(t *testing.T, add func(s *server)) (http.Handler, *syncBuffer, *prometheus.Registry) {
+func testServer(t *testing.T, add func(s *server)) (http.Handler, *berthtest.LogBuffer, *prometheus.Registry) {
 	t.Helper()
-	logs := &syncBuffer{}
+	logs := &berthtest.LogBuffer{}
 	reg := prometheus.NewRegistry()
 	opts := Options{Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})), Registerer: reg}
 	h := New(opts)

@@ -1,14 +1,12 @@
 package webdav_test
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
 	"berth/account"
@@ -32,7 +30,7 @@ type fixture struct {
 	accounts *account.Service
 	srv      *httptest.Server
 	client   *http.Client
-	logs     *syncBuffer
+	logs     *berthtest.LogBuffer
 
 	stack  *berthtest.Stack
 	org    account.Organization
@@ -52,7 +50,7 @@ func newFixture(t testing.TB) *fixture { return newFixtureWith(t, fixtureOptions
 
 func newFixtureWith(t testing.TB, o fixtureOptions) *fixture {
 	t.Helper()
-	f := &fixture{t: t, logs: &syncBuffer{}}
+	f := &fixture{t: t, logs: &berthtest.LogBuffer{}}
 	log := slog.New(slog.NewTextHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	f.stack = berthtest.New(t, berthtest.Options{Logger: log, Accounts: account.Options{Lockout: o.Lockout}, Policy: o.Policy})
 	f.dir, f.db, f.fs, f.accounts, f.org = f.stack.Dir, f.stack.DB, f.stack.FS, f.stack.Accounts, f.stack.Org
@@ -134,23 +132,6 @@ func (f *fixture) read(p string) ([]byte, error) {
 	}
 	defer r.Close()
 	return io.ReadAll(r)
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // contains fails unless body holds every wanted substring.
