@@ -243,6 +243,5 @@ func (fs *FS) verifyChunk(ctx context.Context, id chunk.ID) error {
 	}
 	dec := chunk.NewDecoder()
 	defer dec.Close()
-	_, err = chunk.Decode(id, blob, dec)
-	return err
+	return chunk.Verify(id, blob, dec)
 }

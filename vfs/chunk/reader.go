@@ -314,7 +314,7 @@ func (r *Reader) get(ctx context.Context, i int) ([]byte, [2]*[]byte, error) {
 		return nil, bufs, err
 	}
 	var dst []byte
-	if r.pool != nil && len(blob) > 0 && blob[0] == encZstd {
+	if r.pool != nil && compressed(blob) {
 		bufs[1] = r.pool.get()
 		dst = *bufs[1]
 	}

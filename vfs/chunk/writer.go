@@ -242,7 +242,7 @@ func (w *Writer) work(p *pipeline, jobs <-chan job) {
 		// costly step. (*j.buf)[0] is a spare byte for the raw header, so
 		// a chunk that does not compress is stored without another copy.
 		blob := w.getBuf(&w.blobs, 0)
-		out, ok := compress(*blob, enc, plain)
+		out, ok := compress(*blob, enc, id, plain)
 		*blob = out
 		payload := *j.buf
 		if ok {
