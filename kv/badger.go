@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/dgraph-io/badger/v4/options"
 	"log/slog"
 	"math/rand/v2"
 	"strings"
@@ -23,14 +24,17 @@ const (
 	// resolve all realistic contention while still failing fast on a bug
 	// that conflicts forever.
 	DefaultConflictRetries = 32
-	// DefaultBlockCacheSize is the block cache of the on-disk store. Badger
-	// compresses table blocks (Snappy), and a decompressed block is only
-	// reused through this cache. Metadata is small and the OS page cache
-	// already holds the compressed tables, so 32 MiB (Badger's default is
-	// 256 MiB) keeps hot directories decompressed without taking memory
-	// the chunk store and the page cache use better.
-	DefaultBlockCacheSize = 32 << 20
 )
+
+// valueThreshold: values of this size or more go to Badger's value log and
+// the tree keeps a pointer. Small records (nodes, counts, locks) stay in
+// the tree, where a listing reads them in key order; file bodies kept in
+// revision records (up to vfs.InlineMax) and long chunk lists go to the
+// log. Badger's default (1 MiB) puts everything in the tree: every small
+// upload then passes through the memtable, its write-ahead log, a flush
+// and compactions, and a burst of 10,000 uploads of 4 KiB filled and
+// flushed memtables fast enough to hold 300 MiB (bench/webdav.sh).
+const valueThreshold = 1 << 10
 
 // priorityAfter is the number of conflicts after which an Update stops
 // competing and makes new transactions wait for it (see Badger.prio).
@@ -61,7 +65,10 @@ type BadgerOptions struct {
 	// before it returns ErrConflict. Zero means DefaultConflictRetries;
 	// negative means never retry.
 	ConflictRetries int
-	// BlockCacheSize in bytes; zero means DefaultBlockCacheSize.
+	// BlockCacheSize in bytes; zero (the default) means none. Tables are
+	// not compressed (see OpenBadger), so Badger reads their blocks
+	// straight from the mapped files and the page cache keeps them; a
+	// block cache would only hold a second copy.
 	BlockCacheSize int64
 	// IndexCacheSize in bytes bounds the memory used by table indexes and
 	// bloom filters. Zero keeps them all in memory (Badger's default): they
@@ -110,10 +117,13 @@ var _ Store = (*Badger)(nil)
 // power loss. Memory settings are sized for a small server that also
 // serves file contents: 2 memtables of 32 MiB instead of 5 of 64 (one
 // taking writes while the other flushes; 32 MiB keeps Badger's
-// per-transaction limit near 5 MB, some 40,000 keys), a 32 MiB block
-// cache, two compactors for two cores, one version per key (no history is
-// read). The memtables are Go heap that fills as metadata is written:
-// Badger's defaults let a busy daemon reach 300 MiB resident.
+// per-transaction limit near 5 MB, some 40,000 keys), two compactors for
+// two cores, one version per key (no history is read), and tables without
+// compression or a block cache: a heap profile taken while
+// bench/webdav.sh ran showed each memtable flush holding 80 MiB of Snappy
+// buffers, for metadata that is a sliver of the bytes on disk. The
+// memtables are Go heap that fills as metadata is written: Badger's
+// defaults let a busy daemon reach 300 MiB resident.
 func OpenBadger(opts BadgerOptions) (*Badger, error) {
 	logger := opts.Logger
 	if logger == nil {
@@ -126,11 +136,6 @@ func OpenBadger(opts BadgerOptions) (*Badger, error) {
 	case retries < 0:
 		retries = 0
 	}
-	blockCache := opts.BlockCacheSize
-	if blockCache == 0 {
-		blockCache = DefaultBlockCacheSize
-	}
-
 	bo := badger.DefaultOptions(opts.Dir)
 	if opts.InMemory {
 		bo = badger.DefaultOptions("").WithInMemory(true)
@@ -146,11 +151,16 @@ func OpenBadger(opts BadgerOptions) (*Badger, error) {
 		WithNumMemtables(2).
 		WithMemTableSize(32 << 20).
 		WithNumCompactors(2).
-		WithBlockCacheSize(blockCache).
+		WithBlockCacheSize(opts.BlockCacheSize).
+		WithCompression(options.None).
 		WithIndexCacheSize(opts.IndexCacheSize).
 		WithLogger(slogLogger{logger}).
 		WithLoggingLevel(badger.WARNING)
 
+	if !opts.InMemory {
+		// In memory there is no value log: every value stays in the tree.
+		bo = bo.WithValueThreshold(valueThreshold)
+	}
 	db, err := badger.Open(bo)
 	if err != nil {
 		return nil, fmt.Errorf("kv: open badger in %q: %w", opts.Dir, err)
