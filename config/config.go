@@ -69,6 +69,12 @@ type TLS struct {
 	Cert string `mapstructure:"cert"`
 	// Key is the PEM private key file of Cert.
 	Key string `mapstructure:"key"`
+	// HTTP2 offers HTTP/2 (ALPN h2) besides HTTP/1.1. Off by default, as
+	// in nginx and Apache: Go's HTTP/2 server moves a large download
+	// about 40% slower than HTTP/1.1 (curl, 1 GiB over loopback: 360-410
+	// against 620 MB/s), and the clients that carry bulk data (WebDAV
+	// mounts, rclone, curl) gain nothing from multiplexing.
+	HTTP2 bool `mapstructure:"http2"`
 }
 
 // Log configures logging.
@@ -144,6 +150,7 @@ func options() []option {
 		{key: "metrics_listen", def: "127.0.0.1:9464", usage: "Prometheus /metrics listen address (empty: off)"},
 		{key: "tls.cert", def: "", usage: "TLS certificate file (empty: self-signed in the data directory)"},
 		{key: "tls.key", def: "", usage: "TLS private key file"},
+		{key: "tls.http2", def: false, usage: "offer HTTP/2 besides HTTP/1.1"},
 		{key: "log.format", def: "text", usage: "log format: text or json"},
 		{key: "log.level", def: "info", usage: "log level: debug, info, warn or error"},
 		{key: "shutdown_grace", def: 30 * time.Second, usage: "time in-flight requests get to finish on shutdown"},

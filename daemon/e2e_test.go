@@ -50,11 +50,12 @@ func (p *daemonProc) stderr() string {
 
 // startDaemon starts bin on dataDir with every listener on a free port and
 // waits for its "listening" log line.
-func startDaemon(t *testing.T, bin, dataDir string) *daemonProc {
+func startDaemon(t *testing.T, bin, dataDir string, extra ...string) *daemonProc {
 	t.Helper()
-	cmd := exec.Command(bin, "serve", "--data", dataDir,
+	args := append([]string{"serve", "--data", dataDir,
 		"--listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0",
-		"--log-format", "json", "--shutdown-grace", "10s", "--gc-interval", "0s")
+		"--log-format", "json", "--shutdown-grace", "10s", "--gc-interval", "0s"}, extra...)
+	cmd := exec.Command(bin, args...)
 	// Keep the parent's environment out: BERTH_* there must not leak in.
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
 	pipe, err := cmd.StderrPipe()
@@ -138,6 +139,18 @@ func trustingClient(t *testing.T, certFile string) *http.Client {
 	}
 }
 
+// alpn returns the application protocol the server picks when a client
+// offers both HTTP/2 and HTTP/1.1.
+func alpn(t *testing.T, addr string) string {
+	t.Helper()
+	conn, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2", "http/1.1"}})
+	if err != nil {
+		t.Fatalf("TLS dial %s: %v", addr, err)
+	}
+	defer conn.Close()
+	return conn.ConnectionState().NegotiatedProtocol
+}
+
 func get(t *testing.T, c *http.Client, url string) (int, string) {
 	t.Helper()
 	resp, err := c.Get(url)
@@ -167,6 +180,9 @@ func TestEndToEnd(t *testing.T) {
 	status, body := get(t, client, "https://"+p.addrs["https"]+"/api/2/version")
 	if status != 200 || body != `{"version":"2.0.0"}` {
 		t.Errorf("version: %d %s", status, body)
+	}
+	if got := alpn(t, p.addrs["https"]); got != "http/1.1" {
+		t.Errorf("protocol with tls.http2 off (the default) = %q, want http/1.1", got)
 	}
 	// The certificate names localhost too.
 	_, port, _ := strings.Cut(p.addrs["https"], ":")
@@ -223,8 +239,12 @@ func TestEndToEnd(t *testing.T) {
 		t.Errorf("fsck: %v\n%s", err, out)
 	}
 
-	// Second start: same certificate, no second administrator.
-	p = startDaemon(t, bin, data)
+	// Second start: same certificate, no second administrator; HTTP/2
+	// on request.
+	p = startDaemon(t, bin, data, "--tls-http2")
+	if got := alpn(t, p.addrs["https"]); got != "h2" {
+		t.Errorf("protocol with --tls-http2 = %q, want h2", got)
+	}
 	certAfter, _ := os.ReadFile(certFile)
 	if !bytes.Equal(certBefore, certAfter) {
 		t.Error("the certificate was regenerated on the second start")

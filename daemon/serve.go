@@ -132,13 +132,18 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writ
 		}
 		if tls {
 			srv.TLSConfig = tlsCfg
-			// Go's HTTP/2 server lets a client send 1 MiB per stream
-			// before it must wait for a window update, which holds a
-			// large upload (a WebDAV PUT from curl, davfs2 or Finder)
-			// far below what the disk takes.
-			srv.HTTP2 = &http.HTTP2Config{
-				MaxReceiveBufferPerStream:     4 << 20,
-				MaxReceiveBufferPerConnection: 8 << 20,
+			srv.Protocols = new(http.Protocols)
+			srv.Protocols.SetHTTP1(true)
+			if cfg.TLS.HTTP2 {
+				srv.Protocols.SetHTTP2(true)
+				// Go's HTTP/2 server lets a client send 1 MiB per
+				// stream before it must wait for a window update,
+				// which holds a large upload far below what the
+				// disk takes.
+				srv.HTTP2 = &http.HTTP2Config{
+					MaxReceiveBufferPerStream:     4 << 20,
+					MaxReceiveBufferPerConnection: 8 << 20,
+				}
 			}
 		}
 		servers = append(servers, &listener{name: name, ln: ln, srv: srv, tls: tls})
