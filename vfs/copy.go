@@ -8,59 +8,133 @@ import (
 	"github.com/fxamacker/cbor/v2"
 
 	"berth/kv"
+	"berth/vfs/chunk"
 )
 
 // Copy copies an item (a folder with everything below it) into the folder
 // parent of root dst under name. Contents are shared, not duplicated: the
 // copy's revisions reference the same chunks. Only current revisions are
-// copied.
+// copied. The copy appears whole or not at all: a tree too large for one
+// transaction is built out of sight first (see copyStaged).
 func (fs *FS) Copy(ctx context.Context, root, id, dst, parent uint64, name string, opts WriteOptions) (Node, error) {
 	if err := ValidateName(name); err != nil {
 		return Node{}, err
 	}
 	var newID uint64
-	err := fs.update(ctx, func(tx kv.Txn) error {
-		now := fs.nowNs()
-		src, _, err := liveNodeIn(tx, root, id)
-		if err != nil {
-			return err
-		}
-		if src.Parent == 0 {
-			return fmt.Errorf("%w: item %d", ErrRootItem, id)
-		}
-		if !src.Dir && excluded(name, opts.ExcludedExtensions) {
-			return fmt.Errorf("%w: %q", ErrExtensionExcluded, extension(name))
-		}
-		if _, _, err := liveDirIn(tx, dst, parent); err != nil {
-			return err
-		}
-		if src.Dir && dst == root {
-			inside, err := ancestorOf(tx, id, parent)
+	large, err := fs.copyIsLarge(ctx, root, id)
+	switch {
+	case err != nil:
+	case large:
+		newID, err = fs.copyStaged(ctx, root, id, dst, parent, name, opts)
+	default:
+		err = fs.update(ctx, func(tx kv.Txn) error {
+			now := fs.nowNs()
+			src, err := copyCheck(tx, root, id, dst, parent, name, opts, now)
 			if err != nil {
 				return err
 			}
-			if inside {
-				return fmt.Errorf("%w: cannot copy a folder into itself", ErrNameConflict)
+			var d usageRec
+			newID, err = fs.copyTree(ctx, tx, src, dst, parent, name, &d, now)
+			if err != nil {
+				return err
 			}
-		}
-		if err := nameFree(tx, parent, name); err != nil {
-			return err
-		}
-		if err := checkLocks(tx, parent, 1, opts, now); err != nil {
-			return err
-		}
-		var d usageRec
-		newID, err = fs.copyTree(ctx, tx, src, dst, parent, name, &d, now)
-		if err != nil {
-			return err
-		}
-		return fs.addUsage(ctx, tx, dst, d, opts.SpaceQuota)
-	})
+			return fs.addUsage(ctx, tx, dst, d, opts.SpaceQuota)
+		})
+	}
 	fs.done(OpCopy, err, Event{RootID: dst, NodeID: newID, ParentID: parent, Name: name})
 	if err != nil {
 		return Node{}, err
 	}
 	return fs.Stat(ctx, dst, newID)
+}
+
+// copyCheck returns the item id of root to copy, once it is sure the copy
+// may go into parent of dst as name.
+func copyCheck(tx kv.Txn, root, id, dst, parent uint64, name string, opts WriteOptions, now int64) (nodeRec, error) {
+	src, _, err := liveNodeIn(tx, root, id)
+	if err != nil {
+		return src, err
+	}
+	if src.Parent == 0 {
+		return src, fmt.Errorf("%w: item %d", ErrRootItem, id)
+	}
+	if !src.Dir && excluded(name, opts.ExcludedExtensions) {
+		return src, fmt.Errorf("%w: %q", ErrExtensionExcluded, extension(name))
+	}
+	if _, _, err := liveDirIn(tx, dst, parent); err != nil {
+		return src, err
+	}
+	if src.Dir && dst == root {
+		inside, err := ancestorOf(tx, id, parent)
+		if err != nil {
+			return src, err
+		}
+		if inside {
+			return src, fmt.Errorf("%w: cannot copy a folder into itself", ErrNameConflict)
+		}
+	}
+	if err := nameFree(tx, parent, name); err != nil {
+		return src, err
+	}
+	return src, checkLocks(tx, parent, 1, opts, now)
+}
+
+// copyWeight is what copying rec costs one transaction, in the unit of
+// fs.refBatch: the item, its properties and its chunk references.
+func copyWeight(tx kv.Txn, rec nodeRec) (weight, chunks int, err error) {
+	props, err := propKeys(tx, rec.ID)
+	if err != nil {
+		return 0, 0, err
+	}
+	if !rec.Dir {
+		var rev revRec
+		if err := get(tx, revKey(rec.ID, rec.Rev), &rev, fmt.Errorf("%w: revision %d", ErrNotExist, rec.Rev)); err != nil {
+			return 0, 0, err
+		}
+		chunks = len(rev.Chunks)
+	}
+	return 1 + len(props) + chunks, chunks, nil
+}
+
+// copyIsLarge reports whether copying the item id takes more than one
+// transaction should hold. It stops counting as soon as it knows.
+func (fs *FS) copyIsLarge(ctx context.Context, root, id uint64) (bool, error) {
+	var total int
+	err := fs.db.View(ctx, func(tx kv.Txn) error {
+		total = 0
+		src, _, err := liveNodeIn(tx, root, id)
+		if err != nil {
+			return err
+		}
+		var walk func(rec nodeRec) error
+		walk = func(rec nodeRec) error {
+			w, _, err := copyWeight(tx, rec)
+			if err != nil {
+				return err
+			}
+			if total += w; total > fs.refBatch {
+				return kv.ErrStop
+			}
+			if !rec.Dir {
+				return nil
+			}
+			kids, err := records(tx, childPrefix(rec.ID))
+			if err != nil {
+				return err
+			}
+			for _, c := range kids {
+				if err := walk(c); err != nil {
+					return err
+				}
+			}
+			return ctx.Err()
+		}
+		return walk(src)
+	})
+	if errors.Is(err, kv.ErrStop) {
+		return true, nil
+	}
+	return false, err
 }
 
 func (fs *FS) copyTree(ctx context.Context, tx kv.Txn, src nodeRec, root, parent uint64, name string, u *usageRec, now int64) (uint64, error) {
@@ -73,30 +147,10 @@ func (fs *FS) copyTree(ctx context.Context, tx kv.Txn, src nodeRec, root, parent
 	if src.Dir {
 		u.Folders++
 	} else {
-		var rev revRec
-		if err := get(tx, revKey(src.ID, src.Rev), &rev, fmt.Errorf("%w: revision %d", ErrNotExist, src.Rev)); err != nil {
-			return 0, err
-		}
-		if rec.Rev, err = fs.db.NextID(ctx, "revision"); err != nil {
-			return 0, err
-		}
-		rev.ID, rev.File, rev.Created = rec.Rev, id, now
-		if err := put(tx, revKey(id, rec.Rev), rev); err != nil {
-			return 0, err
-		}
-		if err := addRefs(tx, rev.Chunks, 1); err != nil {
-			return 0, err
-		}
 		u.Files++
 		u.HeadSize += rec.Size
 	}
-	if err := saveNode(tx, rec, locRec{Root: root, Parent: parent, Name: name}); err != nil {
-		return 0, err
-	}
-	if err := setModified(tx, rec, 0); err != nil {
-		return 0, err
-	}
-	if err := copyProps(tx, src.ID, id); err != nil {
+	if err := fs.copyNode(ctx, tx, src, rec, locRec{Root: root, Parent: parent, Name: name}, nil, now); err != nil {
 		return 0, err
 	}
 	if !src.Dir {
@@ -114,25 +168,257 @@ func (fs *FS) copyTree(ctx context.Context, tx kv.Txn, src nodeRec, root, parent
 	return id, nil
 }
 
+// copyNode writes rec at loc as the copy of src: the record, its time
+// index entry, its properties and, for a file, a new revision sharing the
+// chunks of src's current one. With pinned set, the chunk counts are held
+// by that intent's parts already, and handed to the revision.
+func (fs *FS) copyNode(ctx context.Context, tx kv.Txn, src, rec nodeRec, loc locRec, pinned *intent, now int64) error {
+	if !src.Dir {
+		var rev revRec
+		if err := get(tx, revKey(src.ID, src.Rev), &rev, fmt.Errorf("%w: revision %d", ErrNotExist, src.Rev)); err != nil {
+			return err
+		}
+		var err error
+		if rec.Rev, err = fs.db.NextID(ctx, "revision"); err != nil {
+			return err
+		}
+		rev.ID, rev.File, rev.Created = rec.Rev, rec.ID, now
+		if err := put(tx, revKey(rec.ID, rec.Rev), rev); err != nil {
+			return err
+		}
+		if pinned != nil {
+			err = pinned.handOver(tx)
+		} else {
+			err = addRefs(tx, rev.Chunks, 1)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if err := saveNode(tx, rec, loc); err != nil {
+		return err
+	}
+	if err := setModified(tx, rec, 0); err != nil {
+		return err
+	}
+	return copyProps(tx, src.ID, rec.ID)
+}
+
+// stagedItem is one item of a tree that copyStaged copies.
+type stagedItem struct {
+	src    nodeRec
+	parent int    // the index of its folder in the plan; -1 for the top
+	id     uint64 // the copy's node id
+	weight int    // see copyWeight
+	chunks int
+}
+
+// copyStaged copies a tree too large for one transaction. It reads the
+// source in one snapshot, then builds the copy below a top node that is
+// deleted (so the copy, like anything below a deleted folder, is in no
+// listing, path, search or modified_since) and marked Staged (so no one
+// can purge it), in transactions of at most fs.refBatch references, a
+// larger file's pinned first. The top is an intent part: if the copy
+// fails, or the process dies, the staged tree is purged. The last
+// transaction checks the destination again, counts the copy's usage (with
+// the quota) and puts the top live under its name: the copy appears whole.
+// The plan costs memory per item, not per byte: the chunk lists are read
+// again by each batch.
+func (fs *FS) copyStaged(ctx context.Context, root, id, dst, parent uint64, name string, opts WriteOptions) (uint64, error) {
+	var plan []stagedItem
+	var d usageRec
+	var topFolder uint64
+	err := fs.db.View(ctx, func(tx kv.Txn) error {
+		plan, d = plan[:0], usageRec{}
+		src, err := copyCheck(tx, root, id, dst, parent, name, opts, fs.nowNs())
+		if err != nil {
+			return err
+		}
+		r, err := loadRoot(tx, dst)
+		if err != nil {
+			return err
+		}
+		topFolder = r.Folder
+		var walk func(rec nodeRec, up int) error
+		walk = func(rec nodeRec, up int) error {
+			w, c, err := copyWeight(tx, rec)
+			if err != nil {
+				return err
+			}
+			rec.Locks = nil
+			plan = append(plan, stagedItem{src: rec, parent: up, weight: w, chunks: c})
+			if !rec.Dir {
+				d.Files++
+				d.HeadSize += rec.Size
+				return nil
+			}
+			d.Folders++
+			self := len(plan) - 1
+			kids, err := records(tx, childPrefix(rec.ID))
+			if err != nil {
+				return err
+			}
+			for _, c := range kids {
+				if err := walk(c, self); err != nil {
+					return err
+				}
+			}
+			return ctx.Err()
+		}
+		if err := walk(src, -1); err != nil {
+			return err
+		}
+		if opts.SpaceQuota <= 0 {
+			return nil
+		}
+		// Refuse early what the last transaction would refuse.
+		u, err := loadUsage(tx, dst)
+		if err == nil && u.physical()+d.physical() > opts.SpaceQuota {
+			err = fmt.Errorf("%w: %d of %d bytes used", ErrQuotaExceeded, u.physical(), opts.SpaceQuota)
+		}
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	for i := range plan {
+		if plan[i].id, err = fs.db.NextID(ctx, "node"); err != nil {
+			return 0, err
+		}
+	}
+	in, err := fs.newIntent(ctx)
+	if err != nil {
+		return 0, err
+	}
+	in.next = 1 // part 0 names the staged tree
+	top := plan[0].id
+	fail := func(err error) (uint64, error) {
+		fs.releaseFailed(ctx, in)
+		return 0, err
+	}
+	now := fs.nowNs()
+	for i := 0; i < len(plan); {
+		if err := ctx.Err(); err != nil {
+			return fail(err)
+		}
+		var pinned *intent
+		if src := plan[i].src; plan[i].chunks > fs.refBatch {
+			var rev revRec
+			gone := fmt.Errorf("%w: revision %d", ErrNotExist, src.Rev)
+			err := fs.db.View(ctx, func(tx kv.Txn) error { return get(tx, revKey(src.ID, src.Rev), &rev, gone) })
+			if err == nil {
+				// Each batch finds the source revision still there, so
+				// its counts keep the chunks stored.
+				err = fs.pin(ctx, in, OpCopy, rev.Chunks, func(tx kv.Txn, _ []chunk.Ref) error {
+					_, err := tx.Get(revKey(src.ID, src.Rev))
+					if errors.Is(err, kv.ErrNotFound) {
+						return gone
+					}
+					return err
+				})
+			}
+			if err != nil {
+				return fail(err)
+			}
+			pinned = in
+		}
+		var n int
+		err := fs.update(ctx, func(tx kv.Txn) error {
+			n = 0
+			for w := 0; i+n < len(plan); n++ {
+				it := plan[i+n]
+				if n > 0 && (w+it.weight > fs.refBatch || it.chunks > fs.refBatch) {
+					break
+				}
+				w += it.weight
+				rec := nodeRec{ID: it.id, Root: dst, Name: it.src.Name, Dir: it.src.Dir,
+					Created: now, Modified: it.src.Modified, Size: it.src.Size}
+				if it.parent < 0 {
+					rec.Name, rec.Parent, rec.Deleted, rec.Staged = name, topFolder, now, true
+					if err := put(tx, intentKey(in.id, 0), intentRec{Root: dst, Node: it.id}); err != nil {
+						return err
+					}
+				} else {
+					rec.Parent = plan[it.parent].id
+				}
+				loc := locRec{Root: dst, Parent: rec.Parent, Name: rec.Name, Deleted: rec.Deleted != 0}
+				var p *intent
+				if n == 0 {
+					p = pinned
+				}
+				if err := fs.copyNode(ctx, tx, it.src, rec, loc, p, now); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return fail(err)
+		}
+		in.parts = nil // handed to the revision written
+		i += n
+		fs.between(OpCopy)
+	}
+	err = fs.update(ctx, func(tx kv.Txn) error {
+		if _, _, err := liveDirIn(tx, dst, parent); err != nil {
+			return err
+		}
+		if err := nameFree(tx, parent, name); err != nil {
+			return err
+		}
+		if err := checkLocks(tx, parent, 1, opts, fs.nowNs()); err != nil {
+			return err
+		}
+		rec, loc, err := loadNode(tx, top)
+		if err != nil {
+			return err
+		}
+		if err := tx.Delete(recKey(top, loc)); err != nil {
+			return err
+		}
+		rec.Parent, rec.Deleted, rec.Staged = parent, 0, false
+		if err := saveNode(tx, rec, locRec{Root: dst, Parent: parent, Name: name}); err != nil {
+			return err
+		}
+		if err := tx.Delete(intentKey(in.id, 0)); err != nil {
+			return err
+		}
+		return fs.addUsage(ctx, tx, dst, d, opts.SpaceQuota)
+	})
+	if err != nil {
+		return fail(err)
+	}
+	return top, nil
+}
+
 // Purge removes a deleted item, and everything below a deleted folder, for
 // good: revisions go, and chunks no longer referenced become garbage. A
 // large tree is removed in several transactions, deepest items first, so an
 // interrupted purge leaves a smaller deleted tree, never a broken one.
 func (fs *FS) Purge(ctx context.Context, root, id uint64) error {
-	err := fs.purge(ctx, root, id)
+	err := fs.purgeTree(ctx, root, id, true)
 	fs.done(OpPurge, err, Event{RootID: root, NodeID: id})
 	return err
 }
 
-// purgeBatch is how many items one purge transaction removes: well inside
-// the engine's transaction size for items with a few revisions each.
+// purgeBatch is the most items one purge transaction removes; it also
+// stops at fs.refBatch keys' worth of revisions and references.
 const purgeBatch = 256
 
-func (fs *FS) purge(ctx context.Context, root, id uint64) error {
+// purgeTree purges the tree below id, and id. counted says the tree is in
+// the root's usage, which every transaction then corrects; a staged copy
+// (see copyStaged) is not, and is purged whatever the state of its root.
+func (fs *FS) purgeTree(ctx context.Context, root, id uint64, counted bool) error {
 	var order []uint64 // children before their folder
 	err := fs.db.View(ctx, func(tx kv.Txn) error {
 		order = order[:0]
-		rec, _, err := nodeIn(tx, root, id)
+		var rec nodeRec
+		var err error
+		if counted {
+			rec, _, err = nodeIn(tx, root, id)
+		} else {
+			rec, _, err = loadNode(tx, id)
+		}
 		if err != nil {
 			return err
 		}
@@ -162,19 +448,32 @@ func (fs *FS) purge(ctx context.Context, root, id uint64) error {
 	if err != nil {
 		return err
 	}
-	for start := 0; start < len(order); start += purgeBatch {
-		batch := order[start:min(start+purgeBatch, len(order))]
+	for i := 0; i < len(order); {
+		var n int
+		var parked uint64
 		err := fs.update(ctx, func(tx kv.Txn) error {
+			u := &unref{fs: fs, tx: tx}
 			var d usageRec
-			for _, n := range batch {
-				if err := purgeNode(tx, n, &d); err != nil {
+			for n = 0; i+n < len(order) && n < purgeBatch && (n == 0 || u.used < fs.refBatch); n++ {
+				if err := purgeNode(ctx, tx, order[i+n], &d, u); err != nil {
 					return err
 				}
+			}
+			parked = u.intent
+			if !counted {
+				return nil
 			}
 			return fs.addUsage(ctx, tx, root, d, 0)
 		})
 		if err != nil {
 			return err
+		}
+		i += n
+		if parked != 0 {
+			fs.between(OpPurge)
+			// The items are gone; what is left is giving their chunks
+			// back, which Open finishes if this cannot.
+			fs.releaseFailed(ctx, &intent{id: parked})
 		}
 	}
 	return nil
@@ -182,7 +481,7 @@ func (fs *FS) purge(ctx context.Context, root, id uint64) error {
 
 // purgeNode removes one deleted item whose children are gone already, and
 // its revisions; an item already removed (a concurrent purge) is skipped.
-func purgeNode(tx kv.Txn, id uint64, u *usageRec) error {
+func purgeNode(ctx context.Context, tx kv.Txn, id uint64, u *usageRec, un *unref) error {
 	rec, loc, err := loadNode(tx, id)
 	if errors.Is(err, ErrNotExist) {
 		return nil
@@ -204,12 +503,13 @@ func purgeNode(tx kv.Txn, id uint64, u *usageRec) error {
 			return err
 		}
 		for _, r := range revs {
-			if err := addRefs(tx, r.Chunks, -1); err != nil {
+			if err := un.drop(ctx, r.Chunks); err != nil {
 				return err
 			}
 			if err := tx.Delete(revKey(rec.ID, r.ID)); err != nil {
 				return err
 			}
+			un.used++
 			u.DelRevisions--
 			u.DeletedSize -= r.Size
 		}
@@ -223,5 +523,6 @@ func purgeNode(tx kv.Txn, id uint64, u *usageRec) error {
 			return err
 		}
 	}
+	un.used++
 	return nil
 }

@@ -67,6 +67,13 @@ type Options struct {
 	// Workers that hash, compress and store chunks of one upload; 0 means
 	// GOMAXPROCS.
 	Workers int
+
+	// refBatch overrides defaultRefBatch; set by tests (export_test.go)
+	// so that small files take the split paths.
+	refBatch int
+	// batchHook, if set, runs between the transactions of a split
+	// operation; tests use it to fail or kill one half way.
+	batchHook func(Op)
 }
 
 // FS is the file system over one metadata store and one chunk store. It is
@@ -93,15 +100,24 @@ type FS struct {
 	// exclusively, a batch at a time. Both hold it briefly: the collector
 	// never waits for a long upload, nor an upload for a whole collection.
 	gcMu sync.RWMutex
+
+	// refBatch bounds the chunk references one transaction changes; an
+	// operation over more is split with intents (see intent.go).
+	refBatch  int
+	batchHook func(Op)
 }
 
-// Open opens the file system. When the previous process did not close the
-// store cleanly, it first removes the chunks that interrupted uploads left
+// Open opens the file system. It first finishes what interrupted
+// operations left (see intent.go) and, when the previous process did not
+// close the store cleanly, removes the chunks that interrupted uploads left
 // without references, so a crash leaks nothing.
 func Open(ctx context.Context, db kv.Store, chunks chunk.Store, opts Options) (*FS, error) {
 	fs := &FS{
 		db: db, chunks: chunks, obs: opts.Observer, now: opts.Now, log: opts.Logger,
-		m: newMetrics(opts.Registerer),
+		m: newMetrics(opts.Registerer), refBatch: opts.refBatch, batchHook: opts.batchHook,
+	}
+	if fs.refBatch <= 0 {
+		fs.refBatch = defaultRefBatch
 	}
 	if fs.log == nil {
 		fs.log = slog.New(slog.DiscardHandler)
@@ -143,6 +159,14 @@ func Open(ctx context.Context, db kv.Store, chunks chunk.Store, opts Options) (*
 	})
 	if err != nil {
 		return nil, fmt.Errorf("vfs: open: %w", err)
+	}
+	// Always, not only after a crash: a release that failed in a clean
+	// run leaves its intent too. Before the sweep, which then finds the
+	// chunks only those intents held.
+	if n, err := fs.releaseAll(ctx); err != nil {
+		return nil, fmt.Errorf("vfs: releasing interrupted operations: %w", err)
+	} else if n > 0 {
+		fs.log.Warn("vfs: released the references of interrupted operations", "intents", n)
 	}
 	if used && !clean {
 		// Staged chunk files of interrupted uploads, where the store

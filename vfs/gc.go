@@ -166,8 +166,9 @@ func (r FsckReport) String() string {
 		r.Revisions, r.Chunks, len(r.Missing), len(r.Leaked), len(r.BadRefcounts), len(r.Corrupt))
 }
 
-// Fsck checks that every chunk a revision references is stored, that every
-// stored chunk is referenced, and that reference counts match; with verify
+// Fsck checks that every chunk a revision or an intent references is
+// stored, that every stored chunk is referenced, and that reference counts
+// match; with verify
 // it also reads every chunk and checks its hash. It changes nothing.
 func (fs *FS) Fsck(ctx context.Context, verify bool) (FsckReport, error) {
 	fs.gcMu.Lock()
@@ -184,6 +185,21 @@ func (fs *FS) Fsck(ctx context.Context, verify bool) (FsckReport, error) {
 			rep.Revisions++
 			for _, c := range r.Chunks {
 				want[c.ID]++
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		// Counts an operation holds until its last transaction (see
+		// intent.go) are references too, not leaks.
+		err = tx.Scan([]byte(pIntent), nil, func(k, v []byte) error {
+			var in intentRec
+			if err := cbor.Unmarshal(v, &in); err != nil {
+				return err
+			}
+			for _, id := range in.Chunks {
+				want[id]++
 			}
 			return nil
 		})

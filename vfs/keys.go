@@ -27,6 +27,9 @@ import (
 //	                          for the garbage collector
 //	P/<node>/<name>           raw value of a dead property (WebDAV PROPPATCH);
 //	                          copied by Copy, removed by Purge
+//	I/<intent>/<part>         intentRec: chunk counts (or a staged tree)
+//	                          held for an operation split over several
+//	                          transactions, until its last one; see intent.go
 //	M/clean                   present while no process has the store open;
 //	                          absent at open means the last run crashed
 const (
@@ -42,6 +45,7 @@ const (
 	pRef     = "K/"
 	pOrphan  = "O/"
 	pProp    = "P/"
+	pIntent  = "I/"
 )
 
 var keyClean = []byte("M/clean")
@@ -86,6 +90,14 @@ func timeKeyNode(k []byte) uint64 {
 func propPrefix(node uint64) []byte { return key(pProp, node) }
 func propKey(node uint64, name string) []byte {
 	return append(propPrefix(node), name...)
+}
+
+func intentPrefix(id uint64) []byte    { return key(pIntent, id) }
+func intentKey(id, part uint64) []byte { return key(pIntent, id, part) }
+
+// intentKeyID reads the intent id back from an I/ key.
+func intentKeyID(k []byte) uint64 {
+	return binary.BigEndian.Uint64(k[len(pIntent) : len(pIntent)+8])
 }
 
 // chunkIDFromKey reads the chunk id of a K/ or O/ key.

@@ -51,6 +51,10 @@ type nodeRec struct {
 	Rev      uint64    `cbor:"9,keyasint,omitempty"`
 	Deleted  int64     `cbor:"10,keyasint,omitempty"` // unix ns of deletion; 0 live
 	Locks    []lockRec `cbor:"11,keyasint,omitempty"`
+	// Staged marks the top of a tree a large Copy is still building (see
+	// copyStaged): deleted, so invisible with everything below it, and
+	// not the user's to purge; its intent purges it if the copy fails.
+	Staged bool `cbor:"12,keyasint,omitempty"`
 }
 
 type revRec struct {

@@ -50,8 +50,9 @@ func loadNode(tx kv.Txn, id uint64) (nodeRec, locRec, error) {
 	return rec, loc, nil
 }
 
-// nodeIn reads a node of a live root; a node of another root is ErrNotExist,
-// so ids of other roots reveal nothing.
+// nodeIn reads a node of a live root; a node of another root, or the top
+// of a copy still being staged, is ErrNotExist, so ids of other roots
+// reveal nothing.
 func nodeIn(tx kv.Txn, root, id uint64) (nodeRec, locRec, error) {
 	if _, err := loadRoot(tx, root); err != nil {
 		return nodeRec{}, locRec{}, err
@@ -60,7 +61,7 @@ func nodeIn(tx kv.Txn, root, id uint64) (nodeRec, locRec, error) {
 	if err != nil {
 		return rec, loc, err
 	}
-	if rec.Root != root {
+	if rec.Root != root || rec.Staged {
 		return rec, loc, fmt.Errorf("%w: item %d", ErrNotExist, id)
 	}
 	return rec, loc, nil

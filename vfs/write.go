@@ -114,11 +114,28 @@ func (fs *FS) writeFile(ctx context.Context, root, parent uint64, name string, r
 		fs.forget(refs)
 		return Node{}, err
 	}
+	// A revision of more references than one transaction should change
+	// pins them first, in batches held by an intent; the commit then hands
+	// them to the revision. Small ones, nearly all, commit in one go.
+	var in *intent
+	if len(refs) > fs.refBatch {
+		if in, err = fs.newIntent(ctx); err == nil {
+			err = fs.pin(ctx, in, OpWrite, refs, func(tx kv.Txn, batch []chunk.Ref) error {
+				return fs.checkStored(ctx, tx, batch)
+			})
+		}
+		if err != nil {
+			fs.releaseFailed(ctx, in)
+			fs.forget(refs)
+			return Node{}, err
+		}
+	} else {
+		fs.gcMu.RLock()
+		defer fs.gcMu.RUnlock()
+	}
 	var newID uint64
 	var rec nodeRec
 	var path string
-	fs.gcMu.RLock()
-	defer fs.gcMu.RUnlock()
 	err = fs.update(ctx, func(tx kv.Txn) error {
 		now := fs.nowNs()
 		if !opts.Modified.IsZero() {
@@ -153,11 +170,17 @@ func (fs *FS) writeFile(ctx context.Context, root, parent uint64, name string, r
 		if err := put(tx, revKey(rec.ID, revID), rev); err != nil {
 			return err
 		}
-		if err := fs.checkStored(ctx, tx, refs); err != nil {
-			return err
-		}
-		if err := addRefs(tx, refs, 1); err != nil {
-			return err
+		if in != nil {
+			if err := in.handOver(tx); err != nil {
+				return err
+			}
+		} else {
+			if err := fs.checkStored(ctx, tx, refs); err != nil {
+				return err
+			}
+			if err := addRefs(tx, refs, 1); err != nil {
+				return err
+			}
 		}
 		if err := saveNode(tx, rec, locRec{Root: root, Parent: parent, Name: name}); err != nil {
 			return err
@@ -169,10 +192,11 @@ func (fs *FS) writeFile(ctx context.Context, root, parent uint64, name string, r
 		return err
 	})
 	if err != nil {
+		fs.releaseFailed(ctx, in)
 		fs.forget(refs)
 		if errors.Is(err, kv.ErrTxnTooBig) {
-			// A revision's chunk counts commit in one transaction, which
-			// bounds one file to some tens of thousands of chunks.
+			// The revision record lists every chunk, and one value is
+			// bounded too.
 			return Node{}, fmt.Errorf("%w: %d chunks are more than one commit takes", ErrFileTooLarge, len(refs))
 		}
 		return Node{}, err
@@ -238,24 +262,27 @@ func addRefs(tx kv.Txn, refs []chunk.Ref, delta int64) error {
 
 // forget notes the chunks of a failed upload as candidates for the garbage
 // collector; those another revision references are kept by their count.
+// It goes fs.refBatch chunks a transaction, so a failed upload of any size
+// is noted whole.
 func (fs *FS) forget(refs []chunk.Ref) {
-	if len(refs) == 0 {
-		return
-	}
-	err := fs.db.Update(context.Background(), func(tx kv.Txn) error {
-		for _, r := range refs {
-			if _, err := tx.Get(refKey(r.ID)); errors.Is(err, kv.ErrNotFound) {
-				if err := tx.Set(orphanKey(r.ID), nil); err != nil {
+	for start := 0; start < len(refs); start += fs.refBatch {
+		batch := refs[start:min(start+fs.refBatch, len(refs))]
+		err := fs.db.Update(context.Background(), func(tx kv.Txn) error {
+			for _, r := range batch {
+				if _, err := tx.Get(refKey(r.ID)); errors.Is(err, kv.ErrNotFound) {
+					if err := tx.Set(orphanKey(r.ID), nil); err != nil {
+						return err
+					}
+				} else if err != nil {
 					return err
 				}
-			} else if err != nil {
-				return err
 			}
+			return nil
+		})
+		if err != nil {
+			fs.log.Warn("vfs: could not note chunks of a failed upload; the next sweep removes them", "err", err)
+			return
 		}
-		return nil
-	})
-	if err != nil {
-		fs.log.Warn("vfs: could not note chunks of a failed upload; the next sweep removes them", "err", err)
 	}
 }
 
