@@ -281,3 +281,38 @@ func toUpper(s string) string {
 	}
 	return string(b)
 }
+
+// TestCaller: the person and organization come with the principal, and a
+// disabled organization or person is ErrInactive, as for ValidateAccess.
+func TestCaller(t *testing.T) {
+	ctx := context.Background()
+	s := newService(t, testOptions())
+	org, alice := fixture(t, s)
+	toks, err := s.IssueTokens(ctx, alice.ID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.AccessCaller(ctx, toks.AccessToken)
+	if err != nil || c.PersonID != alice.ID || c.Person.ID != alice.ID || c.Organization.ID != org.ID || c.Organization.Policy != org.Policy {
+		t.Fatalf("AccessCaller = %+v, %v", c, err)
+	}
+	c, err = s.Caller(ctx, alice.ID)
+	if err != nil || c.Person.Username != alice.Username || c.Organization.ID != org.ID || c.MachineID != 0 {
+		t.Fatalf("Caller = %+v, %v", c, err)
+	}
+	if _, err := s.Caller(ctx, alice.ID+1000); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Caller(unknown) = %v, want ErrNotFound", err)
+	}
+	if _, err := s.AccessCaller(ctx, "nonsense"); !errors.Is(err, ErrInvalidToken) {
+		t.Fatalf("AccessCaller(nonsense) = %v, want ErrInvalidToken", err)
+	}
+	if _, err := s.UpdateOrganization(ctx, org.ID, func(o *Organization) error { o.Active = false; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Caller(ctx, alice.ID); !errors.Is(err, ErrInactive) {
+		t.Fatalf("Caller of a disabled organization = %v, want ErrInactive", err)
+	}
+	if _, err := s.AccessCaller(ctx, toks.AccessToken); !errors.Is(err, ErrInactive) {
+		t.Fatalf("AccessCaller of a disabled organization = %v, want ErrInactive", err)
+	}
+}

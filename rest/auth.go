@@ -12,8 +12,9 @@ import (
 // caller is the authenticated person of a request and the machine its token
 // was issued to.
 type caller struct {
-	Person    account.Person
-	MachineID uint64
+	Person       account.Person
+	Organization account.Organization // the person's, read with the token
+	MachineID    uint64
 }
 
 type callerKey struct{}
@@ -54,21 +55,14 @@ func (s *server) authenticate(r *http.Request) (*http.Request, error) {
 	if !ok {
 		return r, Describe(ErrAccessDenied, "an access token is required: Authorization: Bearer <token>")
 	}
-	p, err := s.accounts.ValidateAccess(r.Context(), token)
+	ac, err := s.accounts.AccessCaller(r.Context(), token)
 	if err != nil {
 		if errors.Is(err, account.ErrInvalidToken) || errors.Is(err, account.ErrNotFound) || errors.Is(err, account.ErrInactive) {
 			return r, Describe(ErrAccessDenied, "the access token is invalid or expired")
 		}
 		return r, err
 	}
-	person, err := s.accounts.Person(r.Context(), p.PersonID)
-	if err != nil {
-		if errors.Is(err, account.ErrNotFound) {
-			return r, Describe(ErrAccessDenied, "the access token is invalid or expired")
-		}
-		return r, err
-	}
-	c := caller{Person: person, MachineID: p.MachineID}
+	c := caller{Person: ac.Person, Organization: ac.Organization, MachineID: ac.MachineID}
 	return r.WithContext(context.WithValue(r.Context(), callerKey{}, c)), nil
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"mime"
 	"net/http"
@@ -86,13 +85,7 @@ func (s *server) access(r *http.Request) (fsAccess, error) {
 	if err != nil {
 		return fsAccess{}, err
 	}
-	org, err := s.accounts.Organization(ctx, c.Person.OrganizationID)
-	if err != nil {
-		// A person without an organization is an inconsistency of ours,
-		// not the client's not_found: keep it out of the table (%v).
-		return fsAccess{}, fmt.Errorf("rest: organization %d of person %d: %v", c.Person.OrganizationID, c.Person.ID, err)
-	}
-	pol := org.Policy
+	pol := c.Organization.Policy
 	return fsAccess{
 		root:   root,
 		perms:  ownerPermissions(),

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 
 	"berth/kv"
 )
@@ -61,12 +62,57 @@ func (fs *FS) OpenRevision(ctx context.Context, root, id, rev uint64) (*File, er
 	if err != nil {
 		return nil, err
 	}
+	fs.attach(ctx, f)
+	return f, nil
+}
+
+// OpenPath resolves p as Lookup does and, when it names a file, opens the
+// current revision in the same read: a download's lookup and open see one
+// snapshot, in one transaction instead of two. For a folder the File is
+// nil.
+func (fs *FS) OpenPath(ctx context.Context, root uint64, p string) (Node, *File, error) {
+	segs, err := splitPath(p)
+	if err != nil {
+		return Node{}, nil, err
+	}
+	var n Node
+	var f *File
+	err = fs.db.View(ctx, func(tx kv.Txn) error {
+		rec, err := lookupIn(tx, root, segs, p)
+		if err != nil {
+			return err
+		}
+		n = rec.public(fs.nowNs())
+		n.Path = "/" + strings.Join(segs, "/")
+		if rec.Dir {
+			return nil
+		}
+		var rr revRec
+		if err := get(tx, revKey(rec.ID, rec.Rev), &rr, fmt.Errorf("%w: revision %d", ErrNotExist, rec.Rev)); err != nil {
+			return err
+		}
+		f = &File{Node: n, Revision: rr.public(), m: fs.m}
+		return nil
+	})
+	if err != nil || f != nil {
+		fs.m.observe(OpRead, err)
+	}
+	if err != nil {
+		return Node{}, nil, err
+	}
+	if f != nil {
+		fs.attach(ctx, f)
+	}
+	return n, f, nil
+}
+
+// attach gives f its reader.
+func (fs *FS) attach(ctx context.Context, f *File) {
 	if len(f.Revision.Chunks) == 0 {
 		f.r = inlineReader{bytes.NewReader(f.Revision.inline)}
 	} else {
 		f.r = fs.reads.NewReader(ctx, fs.chunks, f.Revision.Chunks)
 	}
-	return f, nil
 }
 
 // contents is what a File reads from: chunks, or bytes kept inline.

@@ -38,30 +38,40 @@ func (fs *FS) Lookup(ctx context.Context, root uint64, p string) (Node, error) {
 	}
 	var n Node
 	err = fs.db.View(ctx, func(tx kv.Txn) error {
-		if _, err := loadRoot(tx, root); err != nil {
+		rec, err := lookupIn(tx, root, segs, p)
+		if err != nil {
 			return err
-		}
-		var rec nodeRec
-		if err := get(tx, topKey(root), &rec, ErrNotExist); err != nil {
-			return err
-		}
-		for _, s := range segs {
-			if !rec.Dir {
-				return fmt.Errorf("%w: %q", ErrNotExist, p)
-			}
-			parent := rec.ID
-			// A fresh record: decoding leaves fields the stored one omits
-			// (Dir, Locks) as they were in the parent.
-			rec = nodeRec{}
-			if err := get(tx, childKey(parent, s), &rec, fmt.Errorf("%w: %q", ErrNotExist, p)); err != nil {
-				return err
-			}
 		}
 		n = rec.public(fs.nowNs())
 		n.Path = "/" + strings.Join(segs, "/")
 		return nil
 	})
 	return n, err
+}
+
+// lookupIn walks segs from root's top folder to a live item; p names the
+// path in errors.
+func lookupIn(tx kv.Txn, root uint64, segs []string, p string) (nodeRec, error) {
+	if _, err := loadRoot(tx, root); err != nil {
+		return nodeRec{}, err
+	}
+	var rec nodeRec
+	if err := get(tx, topKey(root), &rec, ErrNotExist); err != nil {
+		return nodeRec{}, err
+	}
+	for _, s := range segs {
+		if !rec.Dir {
+			return nodeRec{}, fmt.Errorf("%w: %q", ErrNotExist, p)
+		}
+		parent := rec.ID
+		// A fresh record: decoding leaves fields the stored one omits
+		// (Dir, Locks) as they were in the parent.
+		rec = nodeRec{}
+		if err := get(tx, childKey(parent, s), &rec, fmt.Errorf("%w: %q", ErrNotExist, p)); err != nil {
+			return nodeRec{}, err
+		}
+	}
+	return rec, nil
 }
 
 // splitPath splits an absolute path into validated names.

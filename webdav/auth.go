@@ -14,39 +14,36 @@ import (
 // errNoCredentials: the request carries no usable Authorization header.
 var errNoCredentials = errors.New("webdav: authentication required")
 
-// authenticate returns the person behind the request's Basic credentials
-// or Bearer token. Basic logins go through account.Authenticate, so they
-// count toward the same lockout as the OAuth password grant; a success is
-// remembered briefly by a hash of login and password, because a WebDAV
-// client sends them with every request and argon2 costs a fraction of a
-// second each time. Failures are never remembered.
-func (h *Handler) authenticate(r *http.Request) (account.Person, error) {
+// authenticate returns the caller behind the request's Basic credentials
+// or Bearer token, with their organization. Basic logins go through
+// account.Authenticate, so they count toward the same lockout as the OAuth
+// password grant; a success is remembered briefly by a hash of login and
+// password, because a WebDAV client sends them with every request and
+// argon2 costs a fraction of a second each time. Failures are never
+// remembered.
+func (h *Handler) authenticate(r *http.Request) (account.Caller, error) {
 	ctx := r.Context()
 	if login, password, ok := r.BasicAuth(); ok {
 		key := sha256.Sum256([]byte(login + "\x00" + password))
 		if id, ok := h.creds.get(key); ok {
-			p, err := h.opts.Accounts.Person(ctx, id)
-			if err == nil && p.Active {
-				return p, nil
+			c, err := h.opts.Accounts.Caller(ctx, id)
+			if err == nil {
+				return c, nil
 			}
 			h.creds.drop(key)
 		}
 		p, err := h.opts.Accounts.Authenticate(ctx, login, password)
 		if err != nil {
-			return account.Person{}, err
+			return account.Caller{}, err
 		}
 		h.creds.put(key, p.ID)
-		return p, nil
+		return h.opts.Accounts.Caller(ctx, p.ID)
 	}
 	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
-		return account.Person{}, errNoCredentials
+		return account.Caller{}, errNoCredentials
 	}
-	pr, err := h.opts.Accounts.ValidateAccess(ctx, strings.TrimSpace(token))
-	if err != nil {
-		return account.Person{}, err
-	}
-	return h.opts.Accounts.Person(ctx, pr.PersonID)
+	return h.opts.Accounts.AccessCaller(ctx, strings.TrimSpace(token))
 }
 
 // authFailed answers a failed authentication: 401 with a Basic challenge

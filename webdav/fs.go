@@ -69,17 +69,24 @@ func (f *fileSystem) OpenFile(ctx context.Context, name string, flag int, perm o
 	if flag&(os.O_WRONLY|os.O_RDWR|os.O_CREATE|os.O_TRUNC) != 0 {
 		return f.openWrite(ctx, t, name, flag)
 	}
-	n, err := f.s.node(t)
+	if t.top() {
+		n, err := f.s.node(t)
+		if err != nil {
+			return nil, osErr("open", name, err)
+		}
+		return &dirFile{s: f.s, t: t, fi: fileInfo{n: n}}, nil
+	}
+	// One read for the lookup and the open: a GET is mostly this.
+	n, vf, err := f.s.h.opts.FS.OpenPath(ctx, t.m.root.ID, t.rel)
 	if err != nil {
 		return nil, osErr("open", name, err)
+	}
+	if n.ParentID == 0 {
+		n.Name = t.m.name
 	}
 	fi := fileInfo{n: n}
-	if n.Dir {
+	if vf == nil {
 		return &dirFile{s: f.s, t: t, fi: fi}, nil
-	}
-	vf, err := f.s.h.opts.FS.Open(ctx, t.m.root.ID, n.ID)
-	if err != nil {
-		return nil, osErr("open", name, err)
 	}
 	return &readFile{File: vf, fi: fi}, nil
 }

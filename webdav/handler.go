@@ -72,25 +72,16 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		plain(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	person, err := h.authenticate(r)
+	c, err := h.authenticate(r)
 	if err != nil {
 		h.authFailed(w, r, err)
 		return
 	}
-	org, err := h.opts.Accounts.Organization(r.Context(), person.OrganizationID)
-	if err != nil {
-		h.serverError(w, r, fmt.Errorf("organization of person %d: %w", person.ID, err))
-		return
-	}
-	if !org.Active {
-		plain(w, http.StatusForbidden, "The account or its organization is disabled.")
-		return
-	}
-	if !org.Policy.WebDAVEnabled {
+	if !c.Organization.Policy.WebDAVEnabled {
 		plain(w, http.StatusForbidden, "WebDAV access is disabled by your organization's policy; use the web or sync clients instead.")
 		return
 	}
-	s, err := h.newSession(r.Context(), person, org.Policy, p)
+	s, err := h.newSession(r.Context(), c.Person, c.Organization.Policy, p)
 	if err != nil {
 		h.serverError(w, r, err)
 		return
