@@ -134,6 +134,7 @@ func TestLargeFileAcrossBatches(t *testing.T) {
 		t.Fatal("copy differs")
 	}
 	checkClean(t, e.env, "copy")
+	gcDeletes(t, e.env, "copy", 0)
 
 	// Purging f drops both its revisions; the first one's chunks are
 	// garbage, the second's are still the copy's.
@@ -149,6 +150,7 @@ func TestLargeFileAcrossBatches(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkClean(t, e.env, "delete")
+	gcDeletes(t, e.env, "delete", 0)
 	purged := 0
 	e.onBatch(t, vfs.OpPurge, func() { purged++ })
 	if err := e.fs.Purge(ctx, e.root.ID, f.ID); err != nil {
