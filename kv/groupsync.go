@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 )
@@ -18,11 +19,16 @@ import (
 // concurrent writers, one fsync round serves up to N commits, where
 // Badger's own SyncWrites fsyncs once per transaction.
 //
-// Every log file is synced, not only the active memtable's (Badger's
-// DB.Sync): a memtable may be rotated between a commit and its sync, and
-// the older log stays unsynced until its flush. A log deleted meanwhile was
-// flushed to a table, which Badger syncs itself. The directory is synced so
-// a log created by a rotation is there after a crash.
+// Badger appends to the newest write-ahead log and the newest value log
+// only; it creates a newer log after its last write to the older one. So
+// a round syncs the newest log of each kind, and an older one only until a
+// round has synced it after a newer one appeared: from then on it holds
+// nothing unsynced. (Badger's DB.Sync syncs only the active memtable's
+// log: a memtable rotated between a commit and its sync would leave that
+// commit unsynced until its flush.) The directory is synced when the set
+// of logs changed, so a log created by a rotation is there after a crash.
+// In the common round that is two fsyncs instead of one per log plus the
+// directory.
 type groupSync struct {
 	dir string
 
@@ -32,10 +38,14 @@ type groupSync struct {
 	done    uint64 // syncs finished; they run one at a time, in order
 	running bool
 	err     error // of the last finished sync
+
+	// Touched only by the goroutine running a round (one at a time).
+	settled map[string]bool // older logs synced since a newer one appeared
+	names   string          // the logs seen by the last round, to spot changes
 }
 
 func newGroupSync(dir string) *groupSync {
-	g := &groupSync{dir: dir}
+	g := &groupSync{dir: dir, settled: map[string]bool{}}
 	g.cond.L = &g.mu
 	return g
 }
@@ -66,25 +76,60 @@ func (g *groupSync) wait() error {
 	return g.err
 }
 
-// syncFiles fsyncs every write-ahead and value log, then the directory.
+// syncFiles fsyncs the logs that may hold unsynced commits, then the
+// directory if the set of logs changed.
 func (g *groupSync) syncFiles() error {
 	entries, err := os.ReadDir(g.dir)
 	if err != nil {
 		return fmt.Errorf("kv: sync: %w", err)
 	}
+	type log struct {
+		name string
+		seq  uint64
+	}
+	var logs []log
+	newest := map[string]uint64{} // by suffix
 	for _, e := range entries {
 		name := e.Name()
-		if !strings.HasSuffix(name, ".mem") && !strings.HasSuffix(name, ".vlog") {
+		ext := filepath.Ext(name)
+		if ext != ".mem" && ext != ".vlog" {
 			continue
 		}
-		if err := fsync(filepath.Join(g.dir, name)); err != nil && !os.IsNotExist(err) {
-			// A log removed after the listing was flushed: fine.
-			return fmt.Errorf("kv: sync %s: %w", name, err)
+		seq, err := strconv.ParseUint(strings.TrimSuffix(name, ext), 10, 64)
+		if err != nil {
+			continue // not a log Badger named
 		}
+		logs = append(logs, log{name, seq})
+		newest[ext] = max(newest[ext], seq)
+	}
+	var names strings.Builder
+	present := make(map[string]bool, len(logs))
+	for _, l := range logs {
+		names.WriteString(l.name + "/")
+		present[l.name] = true
+		if g.settled[l.name] {
+			continue
+		}
+		if err := fsync(filepath.Join(g.dir, l.name)); err != nil && !os.IsNotExist(err) {
+			// A log removed after the listing was flushed: fine.
+			return fmt.Errorf("kv: sync %s: %w", l.name, err)
+		}
+		if l.seq < newest[filepath.Ext(l.name)] {
+			g.settled[l.name] = true
+		}
+	}
+	for name := range g.settled {
+		if !present[name] {
+			delete(g.settled, name)
+		}
+	}
+	if names.String() == g.names {
+		return nil
 	}
 	if err := fsync(g.dir); err != nil {
 		return fmt.Errorf("kv: sync: %w", err)
 	}
+	g.names = names.String()
 	return nil
 }
 

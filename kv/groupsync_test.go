@@ -3,6 +3,9 @@ package kv
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 )
@@ -35,4 +38,44 @@ func TestGroupSyncShares(t *testing.T) {
 	if rounds == 0 || rounds >= n {
 		t.Fatalf("%d commits took %d sync rounds", n, rounds)
 	}
+}
+
+// TestGroupSyncSettles: a round syncs every log it has not settled; an
+// older log is settled once synced after a newer one of its kind appeared,
+// and forgotten when Badger deletes it.
+func TestGroupSyncSettles(t *testing.T) {
+	dir := t.TempDir()
+	touch := func(names ...string) {
+		for _, n := range names {
+			if err := os.WriteFile(filepath.Join(dir, n), []byte("x"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	g := newGroupSync(dir)
+	round := func(wantSettled ...string) {
+		t.Helper()
+		if err := g.syncFiles(); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for n := range g.settled {
+			got = append(got, n)
+		}
+		slices.Sort(got)
+		slices.Sort(wantSettled)
+		if !slices.Equal(got, wantSettled) {
+			t.Fatalf("settled %v, want %v", got, wantSettled)
+		}
+	}
+	touch("00001.mem", "000001.vlog", "MANIFEST", "000001.sst")
+	round()
+	touch("00002.mem")
+	round("00001.mem")
+	touch("000002.vlog", "00003.mem")
+	round("00001.mem", "00002.mem", "000001.vlog")
+	if err := os.Remove(filepath.Join(dir, "00001.mem")); err != nil {
+		t.Fatal(err)
+	}
+	round("00002.mem", "000001.vlog")
 }
