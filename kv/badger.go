@@ -26,6 +26,14 @@ const (
 	DefaultConflictRetries = 32
 )
 
+// memTableSize is each memtable's size. The arena is allocated whole (Go
+// heap, about 1.3 times this), two are alive while one flushes, and
+// Badger bounds one transaction to 15% of it: 16 MiB allows some 26,000
+// keys and 2.4 MB, which vfs stays well inside by splitting large
+// operations (vfs.defaultRefBatch). 32 MiB held 40 MiB more at peak in
+// bench/webdav.sh for no measured gain.
+const memTableSize = 16 << 20
+
 // valueThreshold: values of this size or more go to Badger's value log and
 // the tree keeps a pointer. Small records (nodes, counts, locks) stay in
 // the tree, where a listing reads them in key order; file bodies kept in
@@ -115,9 +123,8 @@ var _ Store = (*Badger)(nil)
 // Commits are fsynced before Update returns (by groupSync, which lets
 // concurrent commits share an fsync), so a committed Update survives a
 // power loss. Memory settings are sized for a small server that also
-// serves file contents: 2 memtables of 32 MiB instead of 5 of 64 (one
-// taking writes while the other flushes; 32 MiB keeps Badger's
-// per-transaction limit near 5 MB, some 40,000 keys), two compactors for
+// serves file contents: 2 memtables of 16 MiB instead of 5 of 64 (one
+// taking writes while the other flushes; see memTableSize), two compactors for
 // two cores, one version per key (no history is read), and tables without
 // compression or a block cache: a heap profile taken while
 // bench/webdav.sh ran showed each memtable flush holding 80 MiB of Snappy
@@ -149,7 +156,7 @@ func OpenBadger(opts BadgerOptions) (*Badger, error) {
 		WithSyncWrites(false).
 		WithNumVersionsToKeep(1).
 		WithNumMemtables(2).
-		WithMemTableSize(32 << 20).
+		WithMemTableSize(memTableSize).
 		WithNumCompactors(2).
 		WithBlockCacheSize(opts.BlockCacheSize).
 		WithCompression(options.None).

@@ -28,9 +28,15 @@ import (
 // sweep sees the chunks those intents held as unreferenced.
 
 // defaultRefBatch is how many chunk references one transaction changes
-// when an operation is split: a few thousand keys, well inside the
-// engine's bound, and few enough transactions for a file of some GiB.
-const defaultRefBatch = 4096
+// when an operation is split, and the largest copy (items, properties and
+// references) done in one transaction. kv's memtables bound a transaction
+// to some 26,000 keys and 2.4 MB. A copied item with a 255-byte name and
+// a body just small enough to stay in the tree writes about 1.8 KB:
+// single-transaction copies of such items failed from between 1,200 and
+// 1,500 of them. 512 keeps the worst case under half the bound
+// (TestCopyAtDefaultBatch); a file of 100 GiB then pins its references in
+// some 180 transactions, a fraction of a second next to its upload.
+const defaultRefBatch = 512
 
 // intentRec is one part of an intent. Field numbers are the wire format.
 type intentRec struct {
