@@ -167,6 +167,10 @@ func (s *session) walk(res resource, depth int, fn func(resource) error) error {
 			}
 		}
 		base := strings.TrimSuffix(res.href, "/") + "/"
+		// Sized up front: a resource is some hundreds of bytes, and
+		// growing the slice by appends copied a 10,000-entry listing
+		// over and over (a third of a PROPFIND's time in a profile).
+		kids = make([]resource, 0, len(list))
 		for _, k := range list {
 			href := base + escapeSegment(k.Name)
 			if k.Dir {
