@@ -108,6 +108,9 @@ func (fs *FS) Unlock(ctx context.Context, root, id uint64, token string) error {
 		if err != nil {
 			return err
 		}
+		if _, _, err := resolve(tx, rec); err != nil {
+			return err
+		}
 		rec.Locks = pruneLocks(rec.Locks, now)
 		if token == "" {
 			rec.Locks = nil

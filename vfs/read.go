@@ -169,6 +169,9 @@ func (fs *FS) Revisions(ctx context.Context, root, file uint64) ([]Revision, err
 		if err != nil {
 			return err
 		}
+		if _, _, err := resolve(tx, rec); err != nil {
+			return err
+		}
 		if rec.Dir {
 			return fmt.Errorf("%w: item %d", ErrIsDir, file)
 		}

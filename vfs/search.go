@@ -2,6 +2,7 @@ package vfs
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"time"
 
@@ -47,7 +48,9 @@ func (fs *FS) scanRoot(ctx context.Context, root uint64, from int64, limit int, 
 			}
 			n := rec.public(now)
 			var gone bool
-			if n.Path, gone, err = resolve(tx, rec); err != nil || gone {
+			if n.Path, gone, err = resolve(tx, rec); errors.Is(err, errStaged) {
+				return nil
+			} else if err != nil || gone {
 				return err
 			}
 			out = append(out, n)

@@ -114,14 +114,24 @@ func pathOf(tx kv.Txn, rec nodeRec) (string, error) {
 	return p, err
 }
 
+// errStaged is what resolve says of an item of a copy still being staged:
+// only its top is marked, and node ids are a counter anyone can guess, so
+// the items below it would otherwise show, by id, as deleted items that
+// never were.
+var errStaged = fmt.Errorf("%w: an item of a copy not finished", ErrNotExist)
+
 // resolve returns the absolute path of rec within its root, and whether it
 // is deleted: itself, or through a folder above it. Deleting a folder marks
 // only the folder, so that a delete of any size is one small transaction;
-// what lies below is deleted by being below it.
+// what lies below is deleted by being below it. An item of a staged copy
+// is errStaged.
 func resolve(tx kv.Txn, rec nodeRec) (string, bool, error) {
 	var parts []string
 	gone := rec.Deleted != 0
 	for rec.Parent != 0 {
+		if rec.Staged {
+			return "", false, errStaged
+		}
 		parts = append(parts, rec.Name)
 		p, _, err := loadNode(tx, rec.Parent)
 		if err != nil {
