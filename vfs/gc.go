@@ -105,8 +105,23 @@ func (fs *FS) removeUnreferenced(ctx context.Context, ids []chunk.ID, clearNotes
 	if !clearNotes {
 		return len(dead), nil
 	}
+	removed := make(map[chunk.ID]bool, len(dead))
+	for _, id := range dead {
+		removed[id] = true
+	}
 	return len(dead), fs.update(ctx, func(tx kv.Txn) error {
 		for _, id := range ids {
+			// A chunk counted when checked may have lost its last count
+			// since (a purge, a released intent take no gcMu), noting it
+			// again: its note stays unless it is counted now, read here
+			// so that such a drop conflicts with this transaction.
+			if !removed[id] {
+				if _, err := tx.Get(refKey(id)); errors.Is(err, kv.ErrNotFound) {
+					continue
+				} else if err != nil {
+					return err
+				}
+			}
 			if err := tx.Delete(orphanKey(id)); err != nil {
 				return err
 			}
