@@ -49,7 +49,7 @@ func (fs *FS) GC(ctx context.Context) (GCReport, error) {
 }
 
 // Sweep walks the whole chunk store and removes every chunk no revision
-// references. It is what recovery after a crash runs, and `berth gc`.
+// references. It is what recovery after a crash runs.
 func (fs *FS) Sweep(ctx context.Context) (GCReport, error) {
 	var rep GCReport
 	var batch []chunk.ID

@@ -103,10 +103,20 @@ func (fs *FS) pin(ctx context.Context, in *intent, op Op, refs []chunk.Ref, chec
 
 // handOver deletes in's chunk parts within tx: once tx commits, the
 // counts they held belong to what tx wrote. The caller clears in.parts
-// after the commit (tx may run again on a conflict).
+// after the commit (tx may run again on a conflict). Each part is read
+// first: only its owner or Open releases an intent today, but a part
+// released by anyone else must fail the commit (ErrBusy) rather than let
+// it reference chunks whose counts are gone. The read also makes a
+// concurrent release conflict with tx.
 func (in *intent) handOver(tx kv.Txn) error {
 	for _, p := range in.parts {
-		if err := tx.Delete(intentKey(in.id, p)); err != nil {
+		k := intentKey(in.id, p)
+		if _, err := tx.Get(k); errors.Is(err, kv.ErrNotFound) {
+			return fmt.Errorf("%w: intent %d part %d was released before its commit", ErrBusy, in.id, p)
+		} else if err != nil {
+			return err
+		}
+		if err := tx.Delete(k); err != nil {
 			return err
 		}
 	}
