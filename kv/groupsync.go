@@ -106,13 +106,25 @@ func (g *groupSync) syncFiles() error {
 	}
 	var names strings.Builder
 	present := make(map[string]bool, len(logs))
+	var todo []log
 	for _, l := range logs {
 		names.WriteString(l.name + "/")
 		present[l.name] = true
-		if g.settled[l.name] {
-			continue
+		if !g.settled[l.name] {
+			todo = append(todo, l)
 		}
-		if err := fdatasync(filepath.Join(g.dir, l.name)); err != nil && !os.IsNotExist(err) {
+	}
+	// The logs are synced in parallel: a round usually has two (the
+	// write-ahead log and the value log), and the file system overlaps
+	// their writeback and device flushes.
+	errs := make([]error, len(todo))
+	var wg sync.WaitGroup
+	for i, l := range todo {
+		wg.Go(func() { errs[i] = fdatasync(filepath.Join(g.dir, l.name)) })
+	}
+	wg.Wait()
+	for i, l := range todo {
+		if err := errs[i]; err != nil && !os.IsNotExist(err) {
 			// A log removed after the listing was flushed: fine.
 			return fmt.Errorf("kv: sync %s: %w", l.name, err)
 		}
