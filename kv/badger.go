@@ -5,15 +5,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/dgraph-io/badger/v4/options"
+	"io/fs"
 	"log/slog"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/options"
 )
 
 // Defaults for BadgerOptions fields left at zero.
@@ -167,6 +170,9 @@ func OpenBadger(opts BadgerOptions) (*Badger, error) {
 	if !opts.InMemory {
 		// In memory there is no value log: every value stays in the tree.
 		bo = bo.WithValueThreshold(valueThreshold)
+		if err := replayLogs(bo); err != nil {
+			return nil, fmt.Errorf("kv: open badger in %q: %w", opts.Dir, err)
+		}
 	}
 	db, err := badger.Open(bo)
 	if err != nil {
@@ -182,6 +188,52 @@ func OpenBadger(opts BadgerOptions) (*Badger, error) {
 	}
 	b.idle.L = &b.mu
 	return b, nil
+}
+
+// legacyMemTableSize is the memtable size of releases before memTableSize.
+const legacyMemTableSize = 32 << 20
+
+// replayLogs flushes the write-ahead logs a crash left in bo.Dir when
+// they may not fit today's memtables: it opens the database with
+// memtables large enough for them and closes it, which writes them to
+// tables and deletes them. Badger replays each log into a memtable of the
+// configured size at open, and a log written with larger memtables
+// overflows it, which Badger answers with log.Fatalf: the first start of
+// a new release after a crash of the previous one would exit.
+//
+// Badger creates a log at twice the memtable size, so a log of 2 *
+// memTableSize was written with today's size. Any other size is a log of
+// an earlier release (64 MiB for its 32 MiB memtables), or one that a
+// replay cut to its end and that may hold what the earlier size allowed.
+func replayLogs(bo badger.Options) error {
+	entries, err := os.ReadDir(bo.Dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var size int64
+	for _, e := range entries {
+		if filepath.Ext(e.Name()) != ".mem" {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil {
+			return err
+		}
+		if info.Size() != 2*memTableSize {
+			size = max(size, legacyMemTableSize, info.Size()/2)
+		}
+	}
+	if size == 0 {
+		return nil
+	}
+	db, err := badger.Open(bo.WithMemTableSize(size))
+	if err != nil {
+		return err
+	}
+	return db.Close()
 }
 
 // enter registers a call in flight, or returns ErrClosed. Every successful
