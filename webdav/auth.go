@@ -25,9 +25,9 @@ func (h *Handler) authenticate(r *http.Request) (account.Caller, error) {
 	ctx := r.Context()
 	if login, password, ok := r.BasicAuth(); ok {
 		key := sha256.Sum256([]byte(login + "\x00" + password))
-		if id, ok := h.creds.get(key); ok {
-			c, err := h.opts.Accounts.Caller(ctx, id)
-			if err == nil {
+		if e, ok := h.creds.get(key); ok {
+			c, err := h.opts.Accounts.Caller(ctx, e.person)
+			if err == nil && c.Person.PasswordHash == e.hash {
 				return c, nil
 			}
 			h.creds.drop(key)
@@ -36,7 +36,7 @@ func (h *Handler) authenticate(r *http.Request) (account.Caller, error) {
 		if err != nil {
 			return account.Caller{}, err
 		}
-		h.creds.put(key, p.ID)
+		h.creds.put(key, credEntry{person: p.ID, hash: p.PasswordHash})
 		return h.opts.Accounts.Caller(ctx, p.ID)
 	}
 	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
@@ -72,8 +72,12 @@ type credCache struct {
 	m   map[[32]byte]credEntry
 }
 
+// credEntry is a verified login. hash is the password hash it was verified
+// against: a new password (which also ends the person's sessions) changes
+// it, so the old password stops working at once, not when the entry expires.
 type credEntry struct {
 	person  uint64
+	hash    string
 	expires time.Time
 }
 
@@ -81,18 +85,18 @@ func newCredCache(ttl time.Duration, max int) *credCache {
 	return &credCache{ttl: ttl, max: max, m: map[[32]byte]credEntry{}}
 }
 
-func (c *credCache) get(k [32]byte) (uint64, bool) {
+func (c *credCache) get(k [32]byte) (credEntry, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.m[k]
 	if !ok || time.Now().After(e.expires) {
 		delete(c.m, k)
-		return 0, false
+		return credEntry{}, false
 	}
-	return e.person, true
+	return e, true
 }
 
-func (c *credCache) put(k [32]byte, person uint64) {
+func (c *credCache) put(k [32]byte, e credEntry) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := time.Now()
@@ -109,7 +113,8 @@ func (c *credCache) put(k [32]byte, person uint64) {
 			delete(c.m, k)
 		}
 	}
-	c.m[k] = credEntry{person: person, expires: now.Add(c.ttl)}
+	e.expires = now.Add(c.ttl)
+	c.m[k] = e
 }
 
 func (c *credCache) drop(k [32]byte) {
