@@ -239,7 +239,8 @@ type listener struct {
 func (l *listener) serve() error {
 	var err error
 	if l.tls {
-		// The certificate is in TLSConfig; ServeTLS also enables HTTP/2.
+		// The certificate is in TLSConfig; ServeTLS offers HTTP/2 only
+		// when srv.Protocols has it (tls.http2).
 		err = l.srv.ServeTLS(l.ln, "", "")
 	} else {
 		err = l.srv.Serve(l.ln)

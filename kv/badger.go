@@ -550,9 +550,10 @@ func (t *badgerTxn) ScanReverse(prefix, start []byte, fn func(key, value []byte)
 }
 
 // iterOptions sets Prefix so that Badger skips tables without the prefix,
-// and skips value prefetching: values under 1 MiB live in the LSM
-// tree next to their keys (Badger's ValueThreshold), so reading them in fn
-// costs no extra I/O, and prefetching would copy every value in advance.
+// and skips value prefetching: values under valueThreshold live in the LSM
+// tree next to their keys, so reading them in fn costs no extra I/O;
+// prefetching would copy every value in advance, and read the larger ones
+// from the value log even when fn stops or ignores them.
 func iterOptions(prefix []byte, reverse bool) badger.IteratorOptions {
 	o := badger.DefaultIteratorOptions
 	o.PrefetchValues = false
