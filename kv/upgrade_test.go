@@ -19,15 +19,29 @@ import (
 func TestOpenAfterCrashWithOlderOptions(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	old, err := badger.Open(badger.DefaultOptions(dir).
+	// The previous release's options; Badger's default compression is
+	// Snappy. The value log is small only to keep the copy below quick.
+	oldOptions := badger.DefaultOptions(dir).
 		WithSyncWrites(false).
 		WithNumVersionsToKeep(1).
 		WithNumMemtables(2).
 		WithMemTableSize(32 << 20).
 		WithNumCompactors(2).
 		WithBlockCacheSize(32 << 20).
-		WithValueLogFileSize(16 << 20). // a small sparse file to copy below
-		WithLogger(nil))
+		WithValueLogFileSize(16 << 20).
+		WithLogger(nil)
+	// A clean stop first, which leaves a Snappy table.
+	old, err := badger.Open(oldOptions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = old.Update(func(txn *badger.Txn) error { return txn.Set([]byte("in/a/table"), []byte("snappy")) })
+	if err == nil {
+		err = old.Close()
+	}
+	if err == nil {
+		old, err = badger.Open(oldOptions)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,6 +89,9 @@ func TestOpenAfterCrashWithOlderOptions(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if v, err := get(t, s, []byte("in/a/table")); err != nil || string(v) != "snappy" {
+		t.Fatalf("key from a Snappy table = %q, %v", v, err)
 	}
 	set(t, s, []byte("after"), []byte("upgrade"))
 }
