@@ -661,18 +661,7 @@ func TestRunGCAndCollector(t *testing.T) {
 		if err := s.RunGC(context.Background()); err != nil {
 			t.Fatalf("RunGC = %v", err)
 		}
-		reg := prometheus.NewRegistry()
-		if err := reg.Register(s.Collector()); err != nil {
-			t.Fatal(err)
-		}
-		mfs, err := reg.Gather()
-		if err != nil {
-			t.Fatal(err)
-		}
-		names := make(map[string]bool)
-		for _, mf := range mfs {
-			names[mf.GetName()] = true
-		}
+		names := metricNames(t, s)
 		for _, want := range []string{"berth_kv_lsm_size_bytes", "berth_kv_vlog_size_bytes"} {
 			if !names[want] {
 				t.Errorf("metric %s missing; have %v", want, names)
@@ -687,6 +676,17 @@ func TestCollectorCaches(t *testing.T) {
 	s := openDisk(t, t.TempDir(), BadgerOptions{BlockCacheSize: 1 << 20})
 	defer s.Close()
 	set(t, s, []byte("g/1"), []byte("v"))
+	names := metricNames(t, s)
+	for _, want := range []string{"berth_kv_cache_hits_total", "berth_kv_cache_hit_ratio"} {
+		if !names[want] {
+			t.Errorf("metric %s missing; have %v", want, names)
+		}
+	}
+}
+
+// metricNames gathers s's collector and returns the metric names it reports.
+func metricNames(t *testing.T, s *Badger) map[string]bool {
+	t.Helper()
 	reg := prometheus.NewRegistry()
 	if err := reg.Register(s.Collector()); err != nil {
 		t.Fatal(err)
@@ -699,11 +699,7 @@ func TestCollectorCaches(t *testing.T) {
 	for _, mf := range mfs {
 		names[mf.GetName()] = true
 	}
-	for _, want := range []string{"berth_kv_cache_hits_total", "berth_kv_cache_hit_ratio"} {
-		if !names[want] {
-			t.Errorf("metric %s missing; have %v", want, names)
-		}
-	}
+	return names
 }
 
 func TestOpenNeedsDir(t *testing.T) {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strings"
 
 	"berth/kv"
 )
@@ -78,12 +77,12 @@ func (fs *FS) OpenPath(ctx context.Context, root uint64, p string) (Node, *File,
 	var n Node
 	var f *File
 	err = fs.db.View(ctx, func(tx kv.Txn) error {
-		rec, err := lookupIn(tx, root, segs, p)
+		var rec nodeRec
+		var err error
+		rec, n, err = fs.lookupNode(tx, root, segs, p)
 		if err != nil {
 			return err
 		}
-		n = rec.public(fs.nowNs())
-		n.Path = "/" + strings.Join(segs, "/")
 		if rec.Dir {
 			return nil
 		}

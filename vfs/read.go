@@ -38,15 +38,22 @@ func (fs *FS) Lookup(ctx context.Context, root uint64, p string) (Node, error) {
 	}
 	var n Node
 	err = fs.db.View(ctx, func(tx kv.Txn) error {
-		rec, err := lookupIn(tx, root, segs, p)
-		if err != nil {
-			return err
-		}
-		n = rec.public(fs.nowNs())
-		n.Path = "/" + strings.Join(segs, "/")
-		return nil
+		var err error
+		_, n, err = fs.lookupNode(tx, root, segs, p)
+		return err
 	})
 	return n, err
+}
+
+// lookupNode is lookupIn that also returns the public node, with its path.
+func (fs *FS) lookupNode(tx kv.Txn, root uint64, segs []string, p string) (nodeRec, Node, error) {
+	rec, err := lookupIn(tx, root, segs, p)
+	if err != nil {
+		return nodeRec{}, Node{}, err
+	}
+	n := rec.public(fs.nowNs())
+	n.Path = "/" + strings.Join(segs, "/")
+	return rec, n, nil
 }
 
 // lookupIn walks segs from root's top folder to a live item; p names the
