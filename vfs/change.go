@@ -2,6 +2,7 @@ package vfs
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/fxamacker/cbor/v2"
@@ -134,6 +135,12 @@ func tallyDelete(tx kv.Txn, rec nodeRec, u *usageRec, opts WriteOptions, now int
 		return fmt.Errorf("%w: %q", ErrLocked, rec.Name)
 	}
 	if rec.Dir {
+		// Read (and so watch) the folder's generation: the scan below
+		// misses children committed after this snapshot, and a write of
+		// G/ by their creation now conflicts with this delete instead.
+		if _, err := tx.Get(genKey(rec.ID)); err != nil && !errors.Is(err, kv.ErrNotFound) {
+			return err
+		}
 		kids, err := records(tx, childPrefix(rec.ID))
 		if err != nil {
 			return err

@@ -518,7 +518,11 @@ func purgeNode(ctx context.Context, tx kv.Txn, id uint64, u *usageRec, un *unref
 	if err := deleteProps(tx, rec.ID); err != nil {
 		return err
 	}
-	for _, k := range [][]byte{recKey(rec.ID, loc), locKey(rec.ID), timeKey(rec.Root, rec.Modified, rec.ID)} {
+	keys := [][]byte{recKey(rec.ID, loc), locKey(rec.ID), timeKey(rec.Root, rec.Modified, rec.ID)}
+	if rec.Dir {
+		keys = append(keys, genKey(rec.ID))
+	}
+	for _, k := range keys {
 		if err := tx.Delete(k); err != nil {
 			return err
 		}

@@ -30,6 +30,11 @@ import (
 //	I/<intent>/<part>         intentRec: chunk counts (or a staged tree)
 //	                          held for an operation split over several
 //	                          transactions, until its last one; see intent.go
+//	G/<folder>                empty: written by every transaction that saves
+//	                          a live child of the folder, read by a delete's
+//	                          count of the folder, so that a child added
+//	                          meanwhile makes the two conflict (a scan does
+//	                          not see keys added after its snapshot)
 //	M/clean                   present while no process has the store open;
 //	                          absent at open means the last run crashed
 const (
@@ -46,6 +51,7 @@ const (
 	pOrphan  = "O/"
 	pProp    = "P/"
 	pIntent  = "I/"
+	pGen     = "G/"
 )
 
 var keyClean = []byte("M/clean")
@@ -64,6 +70,7 @@ func rootKey(root uint64) []byte         { return key(pRoot, root) }
 func usageKey(root, shard uint64) []byte { return key(pUsage, root, shard) }
 func quotaKey(root uint64) []byte        { return key(pQuota, root) }
 func locKey(node uint64) []byte          { return key(pLoc, node) }
+func genKey(folder uint64) []byte        { return key(pGen, folder) }
 func topKey(root uint64) []byte          { return key(pTop, root) }
 func childPrefix(parent uint64) []byte   { return key(pChild, parent) }
 func childKey(parent uint64, name string) []byte {

@@ -95,6 +95,13 @@ func saveNode(tx kv.Txn, rec nodeRec, loc locRec) error {
 	if err := put(tx, locKey(rec.ID), loc); err != nil {
 		return err
 	}
+	if loc.Parent != 0 && !loc.Deleted {
+		// A new or changed child: a delete counting the folder must
+		// see it or conflict (see G/ in keys.go).
+		if err := tx.Set(genKey(loc.Parent), nil); err != nil {
+			return err
+		}
+	}
 	return put(tx, recKey(rec.ID, loc), rec)
 }
 
