@@ -253,6 +253,15 @@ func (s *Service) SetPersonRoot(ctx context.Context, personID, rootID uint64) er
 	return err
 }
 
+// HasLogin reports whether login names p: their username or e-mail
+// address, compared as logins are (case-insensitively). A front end that
+// remembers a login checks it again, so a renamed person's old name stops
+// working at once.
+func (p Person) HasLogin(login string) bool {
+	l := foldLogin(login)
+	return l == foldLogin(p.Username) || (p.Email != "" && l == foldLogin(p.Email))
+}
+
 // UpdatePerson applies fn to the stored person and stores the result with
 // its index entries in one transaction. fn may run more than once. ID,
 // Created and the password fields cannot be changed here (use SetPassword).

@@ -27,7 +27,7 @@ func (h *Handler) authenticate(r *http.Request) (account.Caller, error) {
 		key := sha256.Sum256([]byte(login + "\x00" + password))
 		if e, ok := h.creds.get(key); ok {
 			c, err := h.opts.Accounts.Caller(ctx, e.person)
-			if err == nil && c.Person.PasswordHash == e.hash {
+			if err == nil && c.Person.PasswordHash == e.hash && c.Person.HasLogin(login) {
 				return c, nil
 			}
 			h.creds.drop(key)

@@ -55,6 +55,16 @@ func TestCachedLoginEnds(t *testing.T) {
 	setOrg(func(o *account.Organization) { o.Active = true })
 	propfind("organization enabled again", newPassword, http.StatusMultiStatus)
 
+	// A rename ends the remembered login under the old name.
+	if _, err := f.accounts.UpdatePerson(ctx, f.person.ID, func(p *account.Person) error { p.Username = "alicia"; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	propfind("old username after a rename", newPassword, http.StatusUnauthorized)
+	if _, err := f.accounts.UpdatePerson(ctx, f.person.ID, func(p *account.Person) error { p.Username = "alice"; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	propfind("username given back", newPassword, http.StatusMultiStatus)
+
 	setOrg(func(o *account.Organization) { o.Policy.WebDAVEnabled = false })
 	propfind("WebDAV disabled by policy", newPassword, http.StatusForbidden)
 }
