@@ -256,6 +256,26 @@ func BenchmarkDaemonZipRSS(b *testing.B) {
 		n, float64(peak)/mib, float64(before)/mib, float64(uploadPeak)/mib)
 }
 
+// sizedMultipart returns a multipart body with size bytes of content as
+// the part `file`, its length and its content type: the framing around the
+// streamed content, as curl -F sends it, with a Content-Length and without
+// a pipe or chunked encoding.
+func sizedMultipart(name string, content io.Reader, size int64) (io.Reader, int64, string) {
+	var head bytes.Buffer
+	mw := multipart.NewWriter(&head)
+	if _, err := mw.CreateFormFile("file", name); err != nil {
+		panic(err) // writes to a bytes.Buffer do not fail
+	}
+	split := head.Len()
+	if err := mw.Close(); err != nil {
+		panic(err)
+	}
+	all := head.Bytes()
+	pre, post := all[:split], all[split:]
+	return io.MultiReader(bytes.NewReader(pre), io.LimitReader(content, size), bytes.NewReader(post)),
+		int64(len(pre)) + size + int64(len(post)), mw.FormDataContentType()
+}
+
 // newMultipart writes a multipart body with content as the part `file`
 // to pw in the background and returns its content type.
 func newMultipart(pw *io.PipeWriter, name string, content io.Reader) string {

@@ -102,6 +102,13 @@ func (s *berth) do(b *testing.B, method, path string, body io.Reader, ct string)
 	if err != nil {
 		b.Fatal(err)
 	}
+	return s.doReq(b, req, ct)
+}
+
+// doReq is do for a request already built.
+func (s *berth) doReq(b *testing.B, req *http.Request, ct string) *http.Response {
+	b.Helper()
+	method, path := req.Method, req.URL.Path
 	req.Header.Set("Authorization", "Bearer "+s.token)
 	if ct != "" {
 		req.Header.Set("Content-Type", ct)
@@ -118,13 +125,18 @@ func (s *berth) do(b *testing.B, method, path string, body io.Reader, ct string)
 	return resp
 }
 
-// upload streams content as the multipart `file` of an upload to folder,
-// through an io.Pipe (never buffered whole), and returns the file's id.
-func (s *berth) upload(b *testing.B, folder uint64, name string, content io.Reader) uint64 {
+// upload streams size bytes of content as the multipart `file` of an
+// upload to folder (never buffered whole, sent with its length as curl -F
+// does) and returns the file's id.
+func (s *berth) upload(b *testing.B, folder uint64, name string, content io.Reader, size int64) uint64 {
 	b.Helper()
-	pr, pw := io.Pipe()
-	ct := newMultipart(pw, name, content)
-	resp := s.do(b, http.MethodPost, fmt.Sprintf("/api/2/files/%d/folder/%d/upload", s.root.ID, folder), pr, ct)
+	body, n, ct := sizedMultipart(name, content, size)
+	req, err := http.NewRequest(http.MethodPost, s.srv.URL+fmt.Sprintf("/api/2/files/%d/folder/%d/upload", s.root.ID, folder), body)
+	if err != nil {
+		b.Fatal(err)
+	}
+	req.ContentLength = n
+	resp := s.doReq(b, req, ct)
 	defer resp.Body.Close()
 	var f struct {
 		ID uint64 `json:"id"`
@@ -299,7 +311,7 @@ func BenchmarkREST(b *testing.B) {
 
 	var restFile uint64
 	run("rest-upload", gib, func(b *testing.B) {
-		restFile = s.upload(b, s.root.FolderID, "rest.bin", newGen(next(), gib))
+		restFile = s.upload(b, s.root.FolderID, "rest.bin", newGen(next(), gib), gib)
 	})
 	run("rest-download", gib, func(b *testing.B) {
 		ensure(b, &restFile, "rest.bin")
