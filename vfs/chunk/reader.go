@@ -230,10 +230,14 @@ func (r *Reader) Close() error {
 	return nil
 }
 
-// readAhead is how many chunks a sequential reader fetches ahead. Two keeps
-// both cores of a small server busy verifying and decoding while the caller
-// copies, for at most two extra chunks of memory.
-const readAhead = 2
+// readAhead is how many chunks a sequential reader fetches ahead, each
+// fetched, verified and decoded by its own goroutine. Measured on two
+// cores (vfs BenchmarkRead, 5 runs each of 2, 3 and 4): from 2 to 4, warm
+// reads of random data went from 3.1-3.4 to 3.7 GB/s, of compressible
+// data from 1.9 to 2.0-2.2, and cold reads from 1.2 to 1.4-1.6: a chunk
+// that waits on the disk no longer holds up the ones behind it. It costs
+// two more chunks of memory (about 2.5 MiB) per download in progress.
+const readAhead = 4
 
 // load makes chunk i current, taking it from the background loads when it is
 // the next one, and keeps readAhead loads going when reads look sequential.

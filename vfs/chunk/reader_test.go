@@ -122,8 +122,8 @@ func (c *countingStore) drain() int {
 func TestReadaheadOnlyWhenSequential(t *testing.T) {
 	mem := chunk.NewMemory()
 	refs := write(t, chunk.NewWriter(mem, chunk.WriterOptions{}), randomData(8, 20*mib))
-	if len(refs) < 6 {
-		t.Fatalf("want at least 6 chunks, got %d", len(refs))
+	if len(refs) < 5+chunk.ReadAhead {
+		t.Fatalf("want at least %d chunks, got %d", 5+chunk.ReadAhead, len(refs))
 	}
 	s := &countingStore{Store: mem, gets: make(chan chunk.ID, 100)}
 	r := chunk.NewReader(context.Background(), s, refs)
@@ -142,8 +142,8 @@ func TestReadaheadOnlyWhenSequential(t *testing.T) {
 	if _, err := r.ReadAt(make([]byte, 10), off+refs[3].Size); err != nil {
 		t.Fatal(err)
 	}
-	if n := s.drain(); n != 3 {
-		t.Fatalf("sequential ReadAt fetched %d chunks, want 3 (two ahead)", n)
+	if n := s.drain(); n != 1+chunk.ReadAhead {
+		t.Fatalf("sequential ReadAt fetched %d chunks, want %d (%d ahead)", n, 1+chunk.ReadAhead, chunk.ReadAhead)
 	}
 	// The prefetched chunk is used, not fetched again.
 	if _, err := r.ReadAt(make([]byte, 10), off+refs[3].Size+refs[4].Size); err != nil {

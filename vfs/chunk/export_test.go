@@ -1,0 +1,4 @@
+package chunk
+
+// ReadAhead is readAhead, for tests that count prefetched chunks.
+const ReadAhead = readAhead
