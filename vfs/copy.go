@@ -455,8 +455,14 @@ func (fs *FS) purgeTree(ctx context.Context, root, id uint64, counted bool) erro
 			u := &unref{fs: fs, tx: tx}
 			var d usageRec
 			for n = 0; i+n < len(order) && n < purgeBatch && (n == 0 || u.used < fs.refBatch); n++ {
-				if err := purgeNode(ctx, tx, order[i+n], &d, u); err != nil {
+				done, err := purgeNode(ctx, tx, order[i+n], &d, u)
+				if err != nil {
 					return err
+				}
+				if !done {
+					// A file with more revisions than one transaction
+					// takes: the next one goes on with it.
+					break
 				}
 			}
 			parked = u.intent
@@ -481,42 +487,65 @@ func (fs *FS) purgeTree(ctx context.Context, root, id uint64, counted bool) erro
 
 // purgeNode removes one deleted item whose children are gone already, and
 // its revisions; an item already removed (a concurrent purge) is skipped.
-func purgeNode(ctx context.Context, tx kv.Txn, id uint64, u *usageRec, un *unref) error {
+// done is false when a file had more revisions left than one transaction
+// takes: the caller commits and calls again.
+func purgeNode(ctx context.Context, tx kv.Txn, id uint64, u *usageRec, un *unref) (done bool, err error) {
 	rec, loc, err := loadNode(tx, id)
 	if errors.Is(err, ErrNotExist) {
-		return nil
+		return true, nil
 	}
 	if err != nil {
-		return err
+		return false, err
 	}
 	if !rec.Dir {
+		// At most refBatch revisions go per transaction, the current
+		// one last: a sync client that saved a file every minute for a
+		// month left some 40,000, more than one transaction holds. In
+		// between, the file is a deleted file with fewer revisions, and
+		// usage matches.
 		var revs []revRec
+		var head *revRec
+		more := false
 		err := tx.Scan(revPrefix(rec.ID), nil, func(k, v []byte) error {
 			var r revRec
 			if err := cbor.Unmarshal(v, &r); err != nil {
 				return err
 			}
+			if r.ID == rec.Rev {
+				head = &r
+				return nil
+			}
+			if len(revs) == un.fs.refBatch {
+				more = true
+				return kv.ErrStop
+			}
 			revs = append(revs, r)
 			return nil
 		})
 		if err != nil {
-			return err
+			return false, err
+		}
+		if !more && head != nil {
+			revs = append(revs, *head)
 		}
 		for _, r := range revs {
 			if err := un.drop(ctx, r.Chunks); err != nil {
-				return err
+				return false, err
 			}
 			if err := tx.Delete(revKey(rec.ID, r.ID)); err != nil {
-				return err
+				return false, err
 			}
 			un.used++
 			u.DelRevisions--
 			u.DeletedSize -= r.Size
 		}
+		if more {
+			return false, nil
+		}
 		u.DelFiles--
 	}
 	if err := deleteProps(tx, rec.ID); err != nil {
-		return err
+		return false, err
 	}
 	keys := [][]byte{recKey(rec.ID, loc), locKey(rec.ID), timeKey(rec.Root, rec.Modified, rec.ID)}
 	if rec.Dir {
@@ -524,9 +553,9 @@ func purgeNode(ctx context.Context, tx kv.Txn, id uint64, u *usageRec, un *unref
 	}
 	for _, k := range keys {
 		if err := tx.Delete(k); err != nil {
-			return err
+			return false, err
 		}
 	}
 	un.used++
-	return nil
+	return true, nil
 }
