@@ -2,35 +2,10 @@ package vfs_test
 
 import (
 	"bytes"
-	"context"
-	"path/filepath"
-	"sync/atomic"
 	"testing"
 
-	"berth/kv"
 	"berth/vfs"
-	"berth/vfs/chunk"
 )
-
-// raceKV runs a function once, inside the next Update, after the
-// transaction's own work and before its commit: what a concurrent request
-// that commits first looks like.
-type raceKV struct {
-	*kv.Badger
-	inside atomic.Pointer[func()]
-}
-
-func (r *raceKV) Update(ctx context.Context, fn func(kv.Txn) error) error {
-	return r.Badger.Update(ctx, func(tx kv.Txn) error {
-		if err := fn(tx); err != nil {
-			return err
-		}
-		if f := r.inside.Swap(nil); f != nil {
-			(*f)()
-		}
-		return nil
-	})
-}
 
 // TestDeleteRacesCreateInside: a file created in a folder while the
 // folder's delete is counting what it moves to deleted space must be
@@ -39,26 +14,7 @@ func (r *raceKV) Update(ctx context.Context, fn func(kv.Txn) error) error {
 // reads, both commit and usage keeps the new file as live under a deleted
 // folder (and a purge then drives the deleted counts below zero).
 func TestDeleteRacesCreateInside(t *testing.T) {
-	dir := t.TempDir()
-	bdb, err := kv.OpenBadger(kv.BadgerOptions{Dir: filepath.Join(dir, "meta"), NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer bdb.Close()
-	disk, err := chunk.NewDisk(filepath.Join(dir, "chunks"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := &raceKV{Badger: bdb}
-	fs, err := vfs.Open(ctx, db, disk, vfs.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fs.Close()
-	root, err := fs.CreateRoot(ctx, "alice", vfs.RootSync)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fs, root, db, _ := openHooked(t, vfs.Options{})
 	for _, create := range []struct {
 		name string
 		fn   func(parent uint64) error
@@ -95,7 +51,7 @@ func TestDeleteRacesCreateInside(t *testing.T) {
 					t.Errorf("create inside: %v", err)
 				}
 			}
-			db.inside.Store(&late)
+			db.beforeCommit.Store(&late)
 			if err := fs.Delete(ctx, root.ID, d.ID, vfs.WriteOptions{}); err != nil {
 				t.Fatal(err)
 			}

@@ -2,42 +2,10 @@ package vfs_test
 
 import (
 	"bytes"
-	"context"
-	"path/filepath"
-	"sync/atomic"
 	"testing"
 
-	"berth/kv"
 	"berth/vfs"
-	"berth/vfs/chunk"
 )
-
-// hookKV runs a function once after the next View.
-type hookKV struct {
-	*kv.Badger
-	after atomic.Pointer[func()]
-}
-
-func (h *hookKV) View(ctx context.Context, fn func(kv.Txn) error) error {
-	err := h.Badger.View(ctx, fn)
-	if f := h.after.Swap(nil); f != nil {
-		(*f)()
-	}
-	return err
-}
-
-// hookChunks runs a function once before the next Delete.
-type hookChunks struct {
-	*chunk.Disk
-	before atomic.Pointer[func()]
-}
-
-func (h *hookChunks) Delete(ctx context.Context, id chunk.ID) error {
-	if f := h.before.Swap(nil); f != nil {
-		(*f)()
-	}
-	return h.Disk.Delete(ctx, id)
-}
 
 // TestGCKeepsNoteOfChunkOrphanedMeanwhile: a chunk the collector found
 // referenced may lose its last count (a purge, an intent released) while
@@ -45,26 +13,7 @@ func (h *hookChunks) Delete(ctx context.Context, id chunk.ID) error {
 // drop writes must survive the collector clearing its batch's notes, or
 // the chunk stays stored, unreferenced and unnoted, until a sweep.
 func TestGCKeepsNoteOfChunkOrphanedMeanwhile(t *testing.T) {
-	dir := t.TempDir()
-	bdb, err := kv.OpenBadger(kv.BadgerOptions{Dir: filepath.Join(dir, "meta"), NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer bdb.Close()
-	disk, err := chunk.NewDisk(filepath.Join(dir, "chunks"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, chunks := &hookKV{Badger: bdb}, &hookChunks{Disk: disk}
-	fs, err := vfs.Open(ctx, db, chunks, vfs.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fs.Close()
-	root, err := fs.CreateRoot(ctx, "alice", vfs.RootSync)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fs, root, db, chunks := openHooked(t, vfs.Options{})
 	write := func(name string, body []byte) vfs.Node {
 		t.Helper()
 		n, err := fs.WriteFile(ctx, root.ID, root.FolderID, name, bytes.NewReader(body), vfs.WriteOptions{})
@@ -88,7 +37,7 @@ func TestGCKeepsNoteOfChunkOrphanedMeanwhile(t *testing.T) {
 	var b vfs.Node
 	// Once the collector has listed its candidates, x is written again...
 	again := func() { b = write("b", x) }
-	db.after.Store(&again)
+	db.afterView.Store(&again)
 	// ...and, while it removes d's chunk, purged again.
 	drop := func() { remove(b.ID) }
 	chunks.before.Store(&drop)

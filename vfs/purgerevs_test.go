@@ -2,55 +2,18 @@ package vfs_test
 
 import (
 	"bytes"
-	"context"
 	"fmt"
-	"path/filepath"
-	"sync/atomic"
 	"testing"
 
-	"berth/kv"
 	"berth/vfs"
-	"berth/vfs/chunk"
 )
-
-// afterKV runs a function once after the next Update has committed.
-type afterKV struct {
-	*kv.Badger
-	after atomic.Pointer[func()]
-}
-
-func (a *afterKV) Update(ctx context.Context, fn func(kv.Txn) error) error {
-	err := a.Badger.Update(ctx, fn)
-	if f := a.after.Swap(nil); f != nil {
-		(*f)()
-	}
-	return err
-}
 
 // TestPurgeManyRevisions: a deleted file with more revisions than one
 // transaction takes is purged over several, its current revision last,
 // with usage and chunk counts exact at the end.
 func TestPurgeManyRevisions(t *testing.T) {
-	dir := t.TempDir()
-	bdb, err := kv.OpenBadger(kv.BadgerOptions{Dir: filepath.Join(dir, "meta"), NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer bdb.Close()
-	disk, err := chunk.NewDisk(filepath.Join(dir, "chunks"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := &afterKV{Badger: bdb}
-	fs, err := vfs.Open(ctx, db, disk, vfs.WithRefBatch(vfs.Options{}, 3))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fs.Close()
-	root, err := fs.CreateRoot(ctx, "alice", vfs.RootSync)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fs, root, db, _ := openHooked(t, vfs.WithRefBatch(vfs.Options{}, 3))
+	var err error
 	const revisions = 11
 	var n vfs.Node
 	for i := range revisions {
@@ -68,7 +31,7 @@ func TestPurgeManyRevisions(t *testing.T) {
 	var left []vfs.Revision
 	var leftErr error
 	check := func() { left, leftErr = fs.Revisions(ctx, root.ID, n.ID) }
-	db.after.Store(&check)
+	db.afterUpdate.Store(&check)
 	if err := fs.Purge(ctx, root.ID, n.ID); err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,85 @@
+package vfs_test
+
+import (
+	"context"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+
+	"berth/kv"
+	"berth/vfs"
+	"berth/vfs/chunk"
+)
+
+// hookKV runs test hooks at chosen points of the next View or Update, so a
+// test can interleave another request exactly there. Each hook runs once.
+type hookKV struct {
+	*kv.Badger
+	afterView    atomic.Pointer[func()] // after the next View returns
+	beforeCommit atomic.Pointer[func()] // inside the next Update, after its work
+	afterUpdate  atomic.Pointer[func()] // after the next Update returns
+}
+
+func (h *hookKV) View(ctx context.Context, fn func(kv.Txn) error) error {
+	err := h.Badger.View(ctx, fn)
+	if f := h.afterView.Swap(nil); f != nil {
+		(*f)()
+	}
+	return err
+}
+
+func (h *hookKV) Update(ctx context.Context, fn func(kv.Txn) error) error {
+	err := h.Badger.Update(ctx, func(tx kv.Txn) error {
+		if err := fn(tx); err != nil {
+			return err
+		}
+		if f := h.beforeCommit.Swap(nil); f != nil {
+			(*f)()
+		}
+		return nil
+	})
+	if f := h.afterUpdate.Swap(nil); f != nil {
+		(*f)()
+	}
+	return err
+}
+
+// hookChunks runs a function once before the next Delete.
+type hookChunks struct {
+	*chunk.Disk
+	before atomic.Pointer[func()]
+}
+
+func (h *hookChunks) Delete(ctx context.Context, id chunk.ID) error {
+	if f := h.before.Swap(nil); f != nil {
+		(*f)()
+	}
+	return h.Disk.Delete(ctx, id)
+}
+
+// openHooked opens a file system over hooked stores in a temp directory
+// and creates a root; everything is closed when the test ends.
+func openHooked(t *testing.T, opts vfs.Options) (*vfs.FS, vfs.Root, *hookKV, *hookChunks) {
+	t.Helper()
+	dir := t.TempDir()
+	bdb, err := kv.OpenBadger(kv.BadgerOptions{Dir: filepath.Join(dir, "meta"), NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { bdb.Close() })
+	disk, err := chunk.NewDisk(filepath.Join(dir, "chunks"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, chunks := &hookKV{Badger: bdb}, &hookChunks{Disk: disk}
+	fs, err := vfs.Open(context.Background(), db, chunks, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fs.Close() })
+	root, err := fs.CreateRoot(context.Background(), "alice", vfs.RootSync)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fs, root, db, chunks
+}
