@@ -64,16 +64,7 @@ func TestCrashSafety(t *testing.T) {
 	for round := range 3 {
 		t.Run(fmt.Sprint(round), func(t *testing.T) {
 			dir := t.TempDir()
-			cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
-			cmd.Env = append(os.Environ(), "BERTH_CRASH_DIR="+dir)
-			out, err := cmd.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			cmd.Stderr = os.Stderr
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
+			cmd, out := startChild(t, "TestCrashChild", "BERTH_CRASH_DIR="+dir)
 			var rootID uint64
 			ids := map[int]uint64{}
 			sc := bufio.NewScanner(out)
@@ -149,4 +140,22 @@ func countChunkFiles(t *testing.T, dir string) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// startChild runs the test binary's test named test in a child process
+// with env added, and returns it with its standard output (what it has
+// made durable so far, line by line); the caller kills it.
+func startChild(t *testing.T, test string, env ...string) (*exec.Cmd, io.ReadCloser) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.count=1")
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd, out
 }

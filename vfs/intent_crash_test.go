@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -79,16 +78,7 @@ func TestSplitCrashSafety(t *testing.T) {
 	for _, op := range []vfs.Op{vfs.OpWrite, vfs.OpCopy, vfs.OpPurge} {
 		t.Run(string(op), func(t *testing.T) {
 			dir := t.TempDir()
-			cmd := exec.Command(os.Args[0], "-test.run=^TestSplitCrashChild$", "-test.count=1")
-			cmd.Env = append(os.Environ(), "BERTH_SPLIT_CRASH_DIR="+dir, "BERTH_SPLIT_CRASH_MODE="+string(op))
-			out, err := cmd.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			cmd.Stderr = os.Stderr
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
+			cmd, out := startChild(t, "TestSplitCrashChild", "BERTH_SPLIT_CRASH_DIR="+dir, "BERTH_SPLIT_CRASH_MODE="+string(op))
 			var rootID, keepID, goneID uint64
 			var files, folders, delFiles, physical int64
 			paused := false
