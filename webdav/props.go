@@ -114,7 +114,7 @@ func (s *session) propfind(w http.ResponseWriter, r *http.Request) (int, error) 
 	w.WriteHeader(http.StatusMultiStatus)
 	pw.b = bufio.NewWriterSize(w, 64<<10)
 	pw.b.WriteString(xml.Header + `<D:multistatus xmlns:D="DAV:">`)
-	err = s.walk(resource{href: s.h.href(s.path, n.Dir), n: n, m: t.m, inherited: inherited}, depth, pw.write)
+	err = s.walk(&resource{href: s.h.href(s.path, n.Dir), n: n, m: t.m, inherited: inherited}, depth, pw.write)
 	if err != nil {
 		// The status is sent; a broken stream is all that is left to say.
 		s.h.log.Error("webdav: PROPFIND failed midway", "path", s.path, "error", err)
@@ -125,7 +125,9 @@ func (s *session) propfind(w http.ResponseWriter, r *http.Request) (int, error) 
 }
 
 // walk calls fn for res and, to depth (-1: all), for what is below it.
-func (s *session) walk(res resource, depth int, fn func(resource) error) error {
+// Resources go by pointer: a vfs.Node is some hundreds of bytes, and a
+// 10,000-entry listing copied each several times per property.
+func (s *session) walk(res *resource, depth int, fn func(*resource) error) error {
 	if err := fn(res); err != nil {
 		return err
 	}
@@ -179,8 +181,8 @@ func (s *session) walk(res resource, depth int, fn func(resource) error) error {
 			kids = append(kids, resource{href: href, n: k, m: res.m, inherited: inherited, dead: dead[k.ID], fetched: dead != nil})
 		}
 	}
-	for _, k := range kids {
-		if err := s.walk(k, depth-1, fn); err != nil {
+	for i := range kids {
+		if err := s.walk(&kids[i], depth-1, fn); err != nil {
 			return err
 		}
 	}
@@ -230,7 +232,7 @@ func (pw *propWriter) needDead() bool {
 	return false
 }
 
-func (pw *propWriter) write(res resource) error {
+func (pw *propWriter) write(res *resource) error {
 	b := pw.b
 	b.WriteString("<D:response><D:href>")
 	b.WriteString(escape(res.href))
@@ -248,7 +250,7 @@ func (pw *propWriter) write(res resource) error {
 		b.WriteString("<D:propstat><D:prop>")
 		for _, l := range liveProps {
 			if pw.live(res, l, false) {
-				b.WriteString("<D:" + l + "/>")
+				writeEmptyLive(b, l)
 			}
 		}
 		for k := range dead {
@@ -292,8 +294,8 @@ func (pw *propWriter) write(res resource) error {
 
 // live writes the live property name of res when it has one (and write is
 // set) and reports whether it has.
-func (pw *propWriter) live(res resource, name string, write bool) bool {
-	b, n := pw.b, res.n
+func (pw *propWriter) live(res *resource, name string, write bool) bool {
+	b, n := pw.b, &res.n
 	var v string
 	switch name {
 	case "resourcetype":
@@ -316,7 +318,7 @@ func (pw *propWriter) live(res resource, name string, write bool) bool {
 		}
 		v = n.Modified.UTC().Format(http.TimeFormat)
 	case "getetag":
-		v = escape(fileInfoETag(n))
+		v = escape(fileInfoETag(*n))
 	case "getcontentlength":
 		if n.Dir {
 			return false
@@ -370,12 +372,25 @@ func (pw *propWriter) live(res resource, name string, write bool) bool {
 	}
 	if write {
 		if v == "" {
-			b.WriteString("<D:" + name + "/>")
+			writeEmptyLive(b, name)
 		} else {
-			b.WriteString("<D:" + name + ">" + v + "</D:" + name + ">")
+			b.WriteString("<D:")
+			b.WriteString(name)
+			b.WriteByte('>')
+			b.WriteString(v)
+			b.WriteString("</D:")
+			b.WriteString(name)
+			b.WriteByte('>')
 		}
 	}
 	return true
+}
+
+// writeEmptyLive writes the empty element of live property name.
+func writeEmptyLive(b *bufio.Writer, name string) {
+	b.WriteString("<D:")
+	b.WriteString(name)
+	b.WriteString("/>")
 }
 
 // writeActiveLock writes a DAV:activelock element.

@@ -183,6 +183,16 @@ func propName(k string) xml.Name {
 
 // escape returns s escaped for XML text or attribute values.
 func escape(s string) string {
+	// Most names and hrefs are plain: return them as they are instead of
+	// building a copy (a PROPFIND escapes several strings per entry).
+	plain := true
+	for i := 0; i < len(s) && plain; i++ {
+		c := s[i]
+		plain = c >= 0x20 && c < 0x7f && c != '&' && c != '<' && c != '>' && c != '"' && c != '\''
+	}
+	if plain {
+		return s
+	}
 	var b strings.Builder
 	xml.EscapeText(&b, []byte(s))
 	return b.String()
