@@ -68,11 +68,9 @@ func (s *session) lock(w http.ResponseWriter, r *http.Request) (int, error) {
 	}
 	created := false
 	if !exists {
-		parent, name, err := s.parent(t)
-		if errors.Is(err, vfs.ErrNotExist) || errors.Is(err, vfs.ErrNotDir) {
-			return describe(http.StatusConflict, "the parent collection does not exist")
-		} else if err != nil {
-			return status(err)
+		parent, name, st, err := s.parentOrConflict(t, "the parent collection")
+		if st != 0 {
+			return st, err
 		}
 		if _, err := s.h.opts.FS.WriteFile(s.ctx, t.m.root.ID, parent.ID, name, strings.NewReader(""), s.opts); err != nil {
 			return status(err)

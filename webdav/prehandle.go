@@ -75,11 +75,9 @@ func (s *session) put(w http.ResponseWriter, r *http.Request) (int, error) {
 	if t.isMountRoot() || (exists && n.Dir) {
 		return describe(http.StatusMethodNotAllowed, "PUT on a collection")
 	}
-	parent, name, err := s.parent(t)
-	if errors.Is(err, vfs.ErrNotExist) || errors.Is(err, vfs.ErrNotDir) {
-		return describe(http.StatusConflict, "the parent collection does not exist")
-	} else if err != nil {
-		return status(err)
+	parent, name, st, err := s.parentOrConflict(t, "the parent collection")
+	if st != 0 {
+		return st, err
 	}
 	if st, err := s.preconditions(r, s.path, n, exists); st != 0 {
 		return st, err
@@ -98,6 +96,20 @@ func (s *session) put(w http.ResponseWriter, r *http.Request) (int, error) {
 		w.WriteHeader(http.StatusCreated)
 	}
 	return 0, nil
+}
+
+// parentOrConflict is parent with the answer RFC 4918 gives when the
+// parent is missing or not a collection: 409 Conflict, saying that what
+// does not exist. Other errors map as usual; st is 0 on success.
+func (s *session) parentOrConflict(t target, what string) (parent vfs.Node, name string, st int, err error) {
+	parent, name, err = s.parent(t)
+	switch {
+	case errors.Is(err, vfs.ErrNotExist) || errors.Is(err, vfs.ErrNotDir):
+		st, err = describe(http.StatusConflict, "%s does not exist", what)
+	case err != nil:
+		st, err = status(err)
+	}
+	return parent, name, st, err
 }
 
 // declaredSize is the body's announced size: Content-Length, or macOS's
@@ -145,11 +157,9 @@ func (s *session) mkcol(w http.ResponseWriter, r *http.Request) (int, error) {
 	if exists {
 		return describe(http.StatusMethodNotAllowed, "the resource already exists")
 	}
-	parent, name, err := s.parent(t)
-	if errors.Is(err, vfs.ErrNotExist) || errors.Is(err, vfs.ErrNotDir) {
-		return describe(http.StatusConflict, "the parent collection does not exist")
-	} else if err != nil {
-		return status(err)
+	parent, name, st, err := s.parentOrConflict(t, "the parent collection")
+	if st != 0 {
+		return st, err
 	}
 	if st, err := s.preconditions(r, s.path, n, exists); st != 0 {
 		return st, err
@@ -224,11 +234,9 @@ func (s *session) copyMove(w http.ResponseWriter, r *http.Request) (int, error) 
 	if st, err := s.preconditions(r, s.path, sn, exists); st != 0 {
 		return st, err
 	}
-	parent, name, err := s.parent(dst)
-	if errors.Is(err, vfs.ErrNotExist) || errors.Is(err, vfs.ErrNotDir) {
-		return describe(http.StatusConflict, "the destination's parent collection does not exist")
-	} else if err != nil {
-		return status(err)
+	parent, name, st, err := s.parentOrConflict(dst, "the destination's parent collection")
+	if st != 0 {
+		return st, err
 	}
 	if dstExists {
 		if !overwrite {
