@@ -82,7 +82,8 @@ type policyBody struct {
 
 // getSelf answers GET /api/2/person: the caller.
 func (s *server) getSelf(r *http.Request) (any, error) {
-	return s.encodePerson(r.Context(), callerOf(r).Person)
+	c := callerOf(r)
+	return s.encodePerson(r.Context(), c.Person, c.Organization)
 }
 
 // getPerson answers GET /api/2/person/{id or e-mail}. A person reads
@@ -122,16 +123,13 @@ func (s *server) getPerson(r *http.Request) (any, error) {
 	if p.ID != me.ID && !(me.Admin && me.OrganizationID == p.OrganizationID) {
 		return nil, ErrNotFound
 	}
-	return s.encodePerson(r.Context(), p)
+	return s.encodePerson(r.Context(), p, callerOf(r).Organization)
 }
 
 // encodePerson builds the person object: roots and usage from vfs, the
-// policy from the person's organization.
-func (s *server) encodePerson(ctx context.Context, p account.Person) (personBody, error) {
-	org, err := s.accounts.Organization(ctx, p.OrganizationID)
-	if err != nil {
-		return personBody{}, err
-	}
+// policy from org, the person's organization. A caller sees only people of
+// their own organization, so that is the one authentication read.
+func (s *server) encodePerson(ctx context.Context, p account.Person, org account.Organization) (personBody, error) {
 	pol := org.Policy
 	quota := p.QuotaUnder(pol)
 	body := personBody{
