@@ -11,6 +11,7 @@ package rest
 import (
 	"log/slog"
 	"net/http"
+	"path"
 
 	"berth/account"
 	"berth/vfs"
@@ -66,7 +67,7 @@ func New(opts Options) http.Handler {
 		metrics:  newMetrics(opts.Registerer),
 	}
 	s.routes()
-	return s.observe(s.mux)
+	return s.observe(s.routable(s.mux))
 }
 
 // routes registers every route group.
@@ -81,6 +82,40 @@ func (s *server) routes() {
 
 	// Anything no pattern matches is a JSON 404, not ServeMux's text one.
 	s.handle("/", func(*http.Request) (any, error) { return nil, ErrNotFound })
+}
+
+// routable answers with a JSON 404 the requests ServeMux would answer
+// itself, in a form the spec does not allow: a path that is not canonical
+// (dot segments, repeated slashes) gets a 307 redirect to the cleaned path
+// with an HTML body, and a POST re-sent there acts on whatever the cleaned
+// path names; a CONNECT gets a plain-text 404. No client of the API sends
+// either, so neither is followed.
+func (s *server) routable(mux http.Handler) http.Handler {
+	notCanonical := s.serveJSON(func(*http.Request) (any, error) {
+		return nil, Describe(ErrNotFound, "the path is not in canonical form (no dot segments or repeated slashes)")
+	})
+	notFound := s.serveJSON(func(*http.Request) (any, error) { return nil, ErrNotFound })
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch p := r.URL.EscapedPath(); {
+		case r.Method == http.MethodConnect:
+			notFound.ServeHTTP(w, r)
+		case !canonicalPath(p):
+			notCanonical.ServeHTTP(w, r)
+		default:
+			mux.ServeHTTP(w, r)
+		}
+	})
+}
+
+// canonicalPath reports whether ServeMux would route p as it is, without
+// redirecting to a cleaned form: p starts with a slash and path.Clean
+// leaves it alone, but for one trailing slash.
+func canonicalPath(p string) bool {
+	if p == "" || p[0] != '/' {
+		return false
+	}
+	c := path.Clean(p)
+	return p == c || (c != "/" && p == c+"/")
 }
 
 // handle registers a JSON handler.

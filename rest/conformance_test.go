@@ -1,0 +1,74 @@
+package rest
+
+import (
+	"bufio"
+	"crypto/tls"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// rawRequest writes raw, one HTTP/1.1 request, to the fixture's TLS
+// listener and returns the answer's status, header and body, for requests
+// net/http's client does not send (CONNECT, unclean paths as written).
+func (f *fixture) rawRequest(raw string) (int, http.Header, []byte) {
+	f.t.Helper()
+	c, err := tls.Dial("tcp", f.srv.Listener.Addr().String(), &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"http/1.1"}})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := io.WriteString(c, raw); err != nil {
+		f.t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		f.t.Fatalf("%q: %v", raw, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return resp.StatusCode, resp.Header, b
+}
+
+// TestNonCanonicalPaths: ServeMux answers a path with dot segments or
+// repeated slashes with a 307 and an HTML body, and a POST re-sent to the
+// cleaned path acts on what that names. berth answers JSON 404 instead,
+// and a CONNECT, which ServeMux answers in plain text, likewise.
+func TestNonCanonicalPaths(t *testing.T) {
+	f := newFixture(t)
+	fj := f.mustUpload(f.at("/api/2/files/%d/upload"), "f.txt", []byte("x"))
+	auth := "Authorization: Bearer " + f.token + "\r\n"
+	for _, c := range []struct{ name, raw string }{
+		{"dot dot", "GET " + f.at("/api/2/files/%d/x/../%d", fj.ID) + " HTTP/1.1\r\nHost: x\r\n" + auth + "\r\n"},
+		{"dot", "GET " + f.at("/api/2/files/%d/./%d", fj.ID) + " HTTP/1.1\r\nHost: x\r\n" + auth + "\r\n"},
+		{"double slash", "GET //api/2/version HTTP/1.1\r\nHost: x\r\n\r\n"},
+		{"only slashes", "GET // HTTP/1.1\r\nHost: x\r\n\r\n"},
+		{"post re-sent", "POST " + f.at("/api/2/files/%d/x/../%d/rename", fj.ID) + " HTTP/1.1\r\nHost: x\r\n" + auth +
+			"Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 7\r\n\r\nname=zz"},
+		{"connect", "CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			st, h, body := f.rawRequest(c.raw)
+			wantError(t, st, body, http.StatusNotFound, "not_found")
+			if ct := h.Get("Content-Type"); ct != "application/json" {
+				t.Errorf("Content-Type %q", ct)
+			}
+		})
+	}
+	// The re-sent rename never happened.
+	if _, body := f.get(f.at("/api/2/files/%d/%d", fj.ID)); !strings.Contains(string(body), `"path":"/f.txt"`) {
+		t.Fatalf("file renamed through an unclean path: %s", body)
+	}
+	// A canonical path with a trailing slash is routed as before (no route
+	// has one, so it is a plain 404), and canonical paths work.
+	st, _, body := f.rawRequest("GET /api/2/version/ HTTP/1.1\r\nHost: x\r\n\r\n")
+	wantError(t, st, body, http.StatusNotFound, "not_found")
+	st, _, body = f.rawRequest("GET /api/2/version HTTP/1.1\r\nHost: x\r\n\r\n")
+	if st != http.StatusOK || !strings.Contains(string(body), `"version"`) {
+		t.Fatalf("version: %d %s", st, body)
+	}
+}
