@@ -72,3 +72,31 @@ func TestNonCanonicalPaths(t *testing.T) {
 		t.Fatalf("version: %d %s", st, body)
 	}
 }
+
+// TestDownloadPreconditionFailed: If-Match and If-Unmodified-Since that
+// the file fails answer 412 (RFC 9110 13.1.1, 13.1.4) with a JSON body,
+// not http.ServeContent's empty one labelled as the file's type; a
+// matching one serves the file.
+func TestDownloadPreconditionFailed(t *testing.T) {
+	f := newFixture(t)
+	fj := f.mustUpload(f.at("/api/2/files/%d/upload"), "f.bin", []byte("hello"))
+	resp, _ := f.download(fj.ID, nil)
+	etag := resp.Header.Get("ETag")
+	for _, h := range []http.Header{
+		{"If-Match": {`"r999999"`}},
+		{"If-Unmodified-Since": {"Sat, 01 Jan 2000 00:00:00 GMT"}},
+	} {
+		resp, body := f.download(fj.ID, h)
+		wantError(t, resp.StatusCode, body, http.StatusPreconditionFailed, "invalid_request")
+		if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+			t.Errorf("%v: Content-Type %q", h, ct)
+		}
+		if cd := resp.Header.Get("Content-Disposition"); cd != "" {
+			t.Errorf("%v: Content-Disposition %q on an error", h, cd)
+		}
+	}
+	resp, body := f.download(fj.ID, http.Header{"If-Match": {etag}})
+	if resp.StatusCode != http.StatusOK || string(body) != "hello" {
+		t.Fatalf("If-Match with the current ETag: %d %q", resp.StatusCode, body)
+	}
+}

@@ -32,7 +32,12 @@ func (s *server) download(w http.ResponseWriter, r *http.Request) error {
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Cache-Control", "private, no-cache")
 	body := &readErr{f: f}
-	http.ServeContent(&jsonRangeError{ResponseWriter: w}, r, "", f.Node.Modified, body)
+	jw := &jsonStatusError{ResponseWriter: w}
+	http.ServeContent(jw, r, "", f.Node.Modified, body)
+	if jw.failed >= 500 {
+		// ServeContent keeps the cause to itself; the answer is written.
+		s.log.Error("download failed before the response started", "route", r.Pattern, "file_id", n.ID)
+	}
 	// ServeContent drops read errors; a short body with status 200 must
 	// not pass for the file, so the adapter aborts the connection.
 	return body.err
@@ -99,31 +104,47 @@ func isAttrChar(c byte) bool {
 	return strings.IndexByte("!#$&+-.^_`|~", c) >= 0
 }
 
-// jsonRangeError turns the plain-text 416 that http.ServeContent writes for
-// an unsatisfiable Range into the spec's JSON error body (spec 1.2: errors
-// are JSON too). ServeContent's Content-Range (bytes */size) stays.
-type jsonRangeError struct {
+// jsonStatusError turns the error answers http.ServeContent writes in
+// plain text, or with no body at all, into the spec's JSON error bodies
+// (spec 1.2: errors are JSON too): 416 for an unsatisfiable Range (its
+// Content-Range, bytes */size, stays), 412 for a failed If-Match or
+// If-Unmodified-Since, and 500 should seeking the file fail. Headers set
+// for the file's body are dropped.
+type jsonStatusError struct {
 	http.ResponseWriter
-	rangeErr bool
+	// failed is the status of an error answer written instead of
+	// ServeContent's, 0 while there is none.
+	failed int
 }
 
-func (j *jsonRangeError) WriteHeader(code int) {
-	if code == http.StatusRequestedRangeNotSatisfiable {
-		j.rangeErr = true
-		j.Header().Del("Content-Disposition")
-		status, body, _ := classify(errRangeNotSatisfiable)
-		writeBody(j.ResponseWriter, status, body.json())
+func (j *jsonStatusError) WriteHeader(code int) {
+	var err error
+	switch {
+	case code == http.StatusRequestedRangeNotSatisfiable:
+		err = errRangeNotSatisfiable
+	case code == http.StatusPreconditionFailed:
+		err = errPreconditionFailed
+	case code >= 400:
+		err = errServeContent
+	default:
+		j.ResponseWriter.WriteHeader(code)
 		return
 	}
-	j.ResponseWriter.WriteHeader(code)
+	h := j.Header()
+	for _, k := range []string{"Content-Disposition", "Content-Length", "Content-Encoding"} {
+		h.Del(k)
+	}
+	status, body, _ := classify(err)
+	j.failed = status
+	writeBody(j.ResponseWriter, status, body.json())
 }
 
-func (j *jsonRangeError) Write(b []byte) (int, error) {
-	if j.rangeErr {
+func (j *jsonStatusError) Write(b []byte) (int, error) {
+	if j.failed != 0 {
 		return len(b), nil // ServeContent's text body; the JSON one is out
 	}
 	return j.ResponseWriter.Write(b)
 }
 
 // Unwrap gives http.ResponseController the underlying writer.
-func (j *jsonRangeError) Unwrap() http.ResponseWriter { return j.ResponseWriter }
+func (j *jsonStatusError) Unwrap() http.ResponseWriter { return j.ResponseWriter }

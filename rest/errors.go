@@ -72,6 +72,7 @@ func errorTable() []errorMapping {
 		// A body larger than http.MaxBytesReader allows is the client's fault.
 		{errTooLarge, http.StatusBadRequest, "invalid_request", "request body too large"},
 		{errRangeNotSatisfiable, http.StatusRequestedRangeNotSatisfiable, "invalid_request", "the requested range is not satisfiable"},
+		{errPreconditionFailed, http.StatusPreconditionFailed, "invalid_request", "the file does not match If-Match or If-Unmodified-Since"},
 
 		// vfs (spec 7.2, 7.3).
 		{vfs.ErrNotExist, http.StatusNotFound, "not_found", "no such file or folder"},
@@ -107,8 +108,16 @@ func errorTable() []errorMapping {
 var errTooLarge = errors.New("request body too large")
 
 // errRangeNotSatisfiable is a Range no byte of the file satisfies, which
-// http.ServeContent finds (see jsonRangeError).
+// http.ServeContent finds (see jsonStatusError).
 var errRangeNotSatisfiable = errors.New("range not satisfiable")
+
+// errPreconditionFailed is an If-Match or If-Unmodified-Since that the
+// file fails, which http.ServeContent finds (see jsonStatusError).
+var errPreconditionFailed = errors.New("precondition failed")
+
+// errServeContent is any other error answer of http.ServeContent (a file
+// that cannot seek); it matches no table entry, so it is 500 unknown.
+var errServeContent = errors.New("serving the file failed")
 
 // describedError carries an error_description for the client next to the
 // error it wraps.
