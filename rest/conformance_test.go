@@ -100,3 +100,41 @@ func TestDownloadPreconditionFailed(t *testing.T) {
 		t.Fatalf("If-Match with the current ETag: %d %q", resp.StatusCode, body)
 	}
 }
+
+// TestMalformedQuery: a query string url.Values cannot parse, and an
+// include_children other than true, false, 1 or 0, are 400
+// invalid_request. They were dropped without a word, so
+// include_children=true;x listed nothing and limit=5;x gave 1000 results.
+func TestMalformedQuery(t *testing.T) {
+	f := newFixture(t)
+	d := f.mustMkdir(f.at("/api/2/files/%d/create_folder"), "D")
+	fj := f.mustUpload(f.at("/api/2/files/%d/upload"), "f.txt", []byte("x"))
+	for _, p := range []string{
+		f.at("/api/2/files/%d?include_children=true;x"),
+		f.at("/api/2/files/%d?include_children=%%zz"),
+		f.at("/api/2/files/%d?include_children=t"),
+		f.at("/api/2/files/%d?include_children=TRUE"),
+		f.at("/api/2/files/%d?include_children="),
+		f.at("/api/2/files/%d?hash=%%zz&include_children=true"),
+		f.at("/api/2/files/%d/folder/%d?include_children=yes", d.ID),
+		f.at("/api/2/files/%d/folder/%d?include_children=1;", d.ID),
+		f.at("/api/2/files/%d/search?query=f&limit=5;x"),
+		f.at("/api/2/files/%d/search?query=%%zz"),
+		f.at("/api/2/files/%d/modified_since?since=2000-01-01T00:00:00&x=%%"),
+	} {
+		st, body := f.get(p)
+		wantError(t, st, body, http.StatusBadRequest, "invalid_request")
+	}
+	st, body := f.postForm(f.at("/api/2/files/%d/%d/lock?duration=%%zz", fj.ID), nil)
+	wantError(t, st, body, http.StatusBadRequest, "invalid_request")
+	if !strings.Contains(string(body), "query string") {
+		t.Errorf("description does not name the query string: %s", body)
+	}
+	// The documented values still work.
+	for v, kids := range map[string]bool{"true": true, "1": true, "false": false, "0": false} {
+		st, body := f.get(f.at("/api/2/files/%d?include_children=" + v))
+		if st != http.StatusOK || strings.Contains(string(body), `"children"`) != kids {
+			t.Errorf("include_children=%s: %d %s", v, st, body)
+		}
+	}
+}

@@ -38,7 +38,11 @@ func (s *server) getFolder(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	withChildren, err := boolParam(r, "include_children")
+	q, err := query(r)
+	if err != nil {
+		return err
+	}
+	withChildren, err := boolParam(q, "include_children")
 	if err != nil {
 		return err
 	}
@@ -52,7 +56,7 @@ func (s *server) getFolder(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		obj.Children = encodeNodes(children, a.perms)
-		if r.URL.Query().Get("hash") == obj.Hash {
+		if q.Get("hash") == obj.Hash {
 			writeBody(w, http.StatusNotModified, notModifiedBody)
 			return nil
 		}

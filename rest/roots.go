@@ -130,6 +130,10 @@ func (s *server) topFolder(ctx context.Context, a fsAccess) (vfs.Node, error) {
 // maxFormBytes. Other bodies are ignored.
 func form(r *http.Request) (url.Values, error) {
 	r.Body = http.MaxBytesReader(nil, r.Body, maxFormBytes)
+	vals, err := query(r)
+	if err != nil {
+		return nil, err
+	}
 	ct, params, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if ct != "multipart/form-data" {
 		if err := r.ParseForm(); err != nil {
@@ -144,7 +148,6 @@ func form(r *http.Request) (url.Values, error) {
 	if err != nil {
 		return nil, formError(err)
 	}
-	vals := r.URL.Query()
 	budget := &fieldBudget{left: maxFormBytes, parts: maxFormParts}
 	for {
 		p, err := mr.NextPart()
@@ -207,22 +210,36 @@ func required(vals url.Values, name string) (string, error) {
 	return v[0], nil
 }
 
-// boolParam reads an optional true/false query parameter.
-func boolParam(r *http.Request, name string) (bool, error) {
-	v := r.URL.Query().Get(name)
-	if v == "" {
+// query parses the request's query string. url.Values drops what it
+// cannot parse (a bad %-escape, a semicolon) without a word, which would
+// quietly turn include_children=true;x into no include_children at all,
+// so a malformed query string is invalid_request instead.
+func query(r *http.Request) (url.Values, error) {
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return nil, Describe(ErrInvalidRequest, "malformed query string")
+	}
+	return q, nil
+}
+
+// boolParam reads an optional true/false query parameter: true or 1,
+// false or 0 (docs/api.md); absent is false.
+func boolParam(q url.Values, name string) (bool, error) {
+	if !q.Has(name) {
 		return false, nil
 	}
-	b, err := strconv.ParseBool(v)
-	if err != nil {
-		return false, Describe(ErrInvalidRequest, "%s must be true or false", name)
+	switch q.Get(name) {
+	case "true", "1":
+		return true, nil
+	case "false", "0":
+		return false, nil
 	}
-	return b, nil
+	return false, Describe(ErrInvalidRequest, "%s must be true or false", name)
 }
 
 // limitParam reads the optional `limit` of search and modified_since.
-func limitParam(r *http.Request) (int, error) {
-	v := r.URL.Query().Get("limit")
+func limitParam(q url.Values) (int, error) {
+	v := q.Get("limit")
 	if v == "" {
 		return defaultResultLimit, nil
 	}
@@ -257,7 +274,11 @@ func (s *server) getRoot(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	withChildren, err := boolParam(r, "include_children")
+	q, err := query(r)
+	if err != nil {
+		return err
+	}
+	withChildren, err := boolParam(q, "include_children")
 	if err != nil {
 		return err
 	}
@@ -275,7 +296,7 @@ func (s *server) getRoot(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		obj.Children = encodeNodes(children, a.perms)
-		if r.URL.Query().Get("hash") == obj.Hash {
+		if q.Get("hash") == obj.Hash {
 			writeBody(w, http.StatusNotModified, notModifiedBody)
 			return nil
 		}
@@ -323,15 +344,19 @@ func (s *server) search(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	q := r.URL.Query().Get("query")
-	if q == "" {
-		return nil, Describe(ErrInvalidRequest, "missing parameter %q", "query")
-	}
-	limit, err := limitParam(r)
+	q, err := query(r)
 	if err != nil {
 		return nil, err
 	}
-	ns, err := s.fs.Search(r.Context(), a.root.ID, q, limit)
+	text := q.Get("query")
+	if text == "" {
+		return nil, Describe(ErrInvalidRequest, "missing parameter %q", "query")
+	}
+	limit, err := limitParam(q)
+	if err != nil {
+		return nil, err
+	}
+	ns, err := s.fs.Search(r.Context(), a.root.ID, text, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -346,7 +371,10 @@ func (s *server) modifiedSince(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	q := r.URL.Query()
+	q, err := query(r)
+	if err != nil {
+		return nil, err
+	}
 	var since time.Time
 	switch {
 	case q.Has("since"):
@@ -360,7 +388,7 @@ func (s *server) modifiedSince(r *http.Request) (any, error) {
 	default:
 		return nil, Describe(ErrInvalidRequest, "missing parameter %q (YYYY-MM-DDTHH:MM:SS, UTC) or %q (YYYY-MM-DD)", "since", "date")
 	}
-	limit, err := limitParam(r)
+	limit, err := limitParam(q)
 	if err != nil {
 		return nil, err
 	}
