@@ -61,7 +61,7 @@ func (s *server) upload(r *http.Request, a fsAccess, parent uint64) (any, error)
 			return nil, bodyError(r, body.err)
 		}
 		if err != nil {
-			return nil, err
+			return nil, nameError(false, err)
 		}
 		return encodeFile(n, a.perms), nil
 	}
