@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"crypto/tls"
 	"io"
+	"mime/multipart"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 )
@@ -137,4 +139,48 @@ func TestMalformedQuery(t *testing.T) {
 			t.Errorf("include_children=%s: %d %s", v, st, body)
 		}
 	}
+}
+
+// TestOAuthBodyType: the token and revoke endpoints read an
+// application/x-www-form-urlencoded body (RFC 6749 4.3.2, RFC 7009 2.1). A
+// body of another type is 400 invalid_request, not 401 invalid_client for a
+// client_id it does hold; the URL query is ignored, a malformed one too.
+func TestOAuthBodyType(t *testing.T) {
+	f := newFixture(t)
+	post := func(path, ct, body string) (int, []byte) {
+		return f.readAll(f.request(http.MethodPost, path, "", strings.NewReader(body), http.Header{"Content-Type": {ct}}))
+	}
+	pw := passwordForm()
+	mp, mpType := multipartFields(pw)
+	for _, c := range []struct{ name, path, ct, body string }{
+		{"json token", "/oauth/token", "application/json", `{"grant_type":"password","client_id":"anchor","username":"alice","password":"x"}`},
+		{"multipart token", "/oauth/token", mpType, mp},
+		{"text token", "/oauth/token", "text/plain", pw.Encode()},
+		{"bad media type", "/oauth/token", "application/x-www-form-urlencoded; charset", pw.Encode()},
+		{"json revoke", "/oauth/revoke", "application/json", `{"client_id":"anchor","token":"x"}`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			st, body := post(c.path, c.ct, c.body)
+			wantError(t, st, body, http.StatusBadRequest, "invalid_request")
+		})
+	}
+	st, body := post("/oauth/token?x=%zz;", "application/x-www-form-urlencoded; charset=utf-8", pw.Encode())
+	if st != http.StatusOK {
+		t.Fatalf("token with a malformed query: %d %s", st, body)
+	}
+	st, body = post("/oauth/token", "application/x-www-form-urlencoded", "grant_type=password&client_id=anchor&username=%zz")
+	wantError(t, st, body, http.StatusBadRequest, "invalid_request")
+}
+
+// multipartFields encodes v as a multipart/form-data body.
+func multipartFields(v url.Values) (string, string) {
+	var b strings.Builder
+	mw := multipart.NewWriter(&b)
+	for k, vs := range v {
+		for _, s := range vs {
+			_ = mw.WriteField(k, s)
+		}
+	}
+	_ = mw.Close()
+	return b.String(), mw.FormDataContentType()
 }

@@ -2,7 +2,10 @@ package rest
 
 import (
 	"errors"
+	"io"
+	"mime"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -182,18 +185,34 @@ type oauthValues map[string][]string
 
 // oauthForm parses the form body of a token or revoke request and checks
 // the client (spec 5.3). Fields are read from the body only (RFC 6749 3.2:
-// credentials in a URL end up in logs); a field sent twice is
-// invalid_request (RFC 6749 3.1).
+// credentials in a URL end up in logs), so the query is not parsed at all
+// (http.Request.ParseForm would, and fail on a malformed one). A body is
+// application/x-www-form-urlencoded (RFC 6749 4.3.2, RFC 7009 2.1): one of
+// another type is invalid_request, rather than read as no fields and
+// answered invalid_client for a client_id it holds. Without a Content-Type
+// there are no fields. A field sent twice is invalid_request (RFC 6749 3.1).
 func oauthForm(r *http.Request) (oauthValues, error) {
-	r.Body = http.MaxBytesReader(nil, r.Body, maxOAuthForm)
-	if err := r.ParseForm(); err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return nil, err
+	vals := url.Values{}
+	if h := r.Header.Get("Content-Type"); h != "" {
+		ct, _, err := mime.ParseMediaType(h)
+		if err != nil || ct != "application/x-www-form-urlencoded" {
+			return nil, Describe(ErrInvalidRequest, "the body must be application/x-www-form-urlencoded")
 		}
-		return nil, Describe(ErrInvalidRequest, "the body is not a valid form")
+		b, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, maxOAuthForm))
+		var mbe *http.MaxBytesError
+		switch {
+		case r.Context().Err() != nil:
+			return nil, r.Context().Err() // the client left
+		case errors.As(err, &mbe):
+			return nil, err
+		case err != nil:
+			return nil, Describe(ErrInvalidRequest, "the body ended early")
+		}
+		if vals, err = url.ParseQuery(string(b)); err != nil {
+			return nil, Describe(ErrInvalidRequest, "the body is not a valid form")
+		}
 	}
-	form := oauthValues(r.PostForm)
+	form := oauthValues(vals)
 	for k, v := range form {
 		if len(v) > 1 {
 			return nil, Describe(ErrInvalidRequest, "parameter %q is repeated", k)
