@@ -184,3 +184,31 @@ func multipartFields(v url.Values) (string, string) {
 	_ = mw.Close()
 	return b.String(), mw.FormDataContentType()
 }
+
+// TestFormBodyBeforeQuery: a field sent in both the body and the query is
+// the body's, whichever of the two form encodings the body uses; a
+// multipart body used to lose to the query.
+func TestFormBodyBeforeQuery(t *testing.T) {
+	f := newFixture(t)
+	mk := f.at("/api/2/files/%d/create_folder") + "?name=FromQuery"
+	mp, mpType := multipartFields(url.Values{"name": {"FromMultipart"}})
+	for _, c := range []struct{ ct, body, want string }{
+		{"application/x-www-form-urlencoded", "name=FromForm", "/FromForm"},
+		{mpType, mp, "/FromMultipart"},
+	} {
+		st, body := f.readAll(f.request(http.MethodPost, mk, f.token, strings.NewReader(c.body), http.Header{"Content-Type": {c.ct}}))
+		if st != http.StatusOK {
+			t.Fatalf("%s: %d %s", c.ct, st, body)
+		}
+		var fj folderJSON
+		decode(t, body, &fj)
+		if fj.Path != c.want {
+			t.Errorf("%s: created %s, want %s", c.ct, fj.Path, c.want)
+		}
+	}
+	// Without the field in the body, the query's is read.
+	st, body := f.postForm(mk, nil)
+	if st != http.StatusOK || !strings.Contains(string(body), `"path":"/FromQuery"`) {
+		t.Fatalf("query only: %d %s", st, body)
+	}
+}

@@ -125,12 +125,14 @@ func (s *server) topFolder(ctx context.Context, a fsAccess) (vfs.Node, error) {
 	return s.fs.Stat(ctx, a.root.ID, a.root.FolderID)
 }
 
-// form returns the request's form fields: the query string, then an
+// form returns the request's form fields: those of an
 // application/x-www-form-urlencoded or multipart/form-data body of at most
-// maxFormBytes. Other bodies are ignored.
+// maxFormBytes, then those of the query string, so a field in both is the
+// body's with either encoding (as http.Request.ParseForm orders them).
+// Other bodies are ignored.
 func form(r *http.Request) (url.Values, error) {
 	r.Body = http.MaxBytesReader(nil, r.Body, maxFormBytes)
-	vals, err := query(r)
+	q, err := query(r)
 	if err != nil {
 		return nil, err
 	}
@@ -148,10 +150,14 @@ func form(r *http.Request) (url.Values, error) {
 	if err != nil {
 		return nil, formError(err)
 	}
+	vals := url.Values{}
 	budget := &fieldBudget{left: maxFormBytes, parts: maxFormParts}
 	for {
 		p, err := mr.NextPart()
 		if err == io.EOF {
+			for k, v := range q {
+				vals[k] = append(vals[k], v...)
+			}
 			return vals, nil
 		}
 		if err != nil {
