@@ -2,6 +2,7 @@ package rest
 
 import (
 	"bufio"
+	"context"
 	"crypto/tls"
 	"io"
 	"mime/multipart"
@@ -210,5 +211,37 @@ func TestFormBodyBeforeQuery(t *testing.T) {
 	st, body := f.postForm(mk, nil)
 	if st != http.StatusOK || !strings.Contains(string(body), `"path":"/FromQuery"`) {
 		t.Fatalf("query only: %d %s", st, body)
+	}
+}
+
+// TestRequestContentEncoding: berth does not decode compressed request
+// bodies, so a body with a content coding (RFC 9110 8.4) is 400
+// invalid_request instead of being stored or parsed as it came: an upload
+// sent gzipped was stored as the gzip bytes.
+func TestRequestContentEncoding(t *testing.T) {
+	f := newFixture(t)
+	body, ct := multipartBody("a.txt", strings.NewReader("hello"))
+	h := http.Header{"Content-Type": {ct}, "Content-Encoding": {"gzip"}}
+	st, b := f.readAll(f.request(http.MethodPost, f.at("/api/2/files/%d/upload"), f.token, body, h))
+	wantError(t, st, b, http.StatusBadRequest, "invalid_request")
+	h = http.Header{"Content-Type": {"application/x-www-form-urlencoded"}, "Content-Encoding": {"br"}}
+	st, b = f.readAll(f.request(http.MethodPost, f.at("/api/2/files/%d/create_folder"), f.token, strings.NewReader("name=x"), h))
+	wantError(t, st, b, http.StatusBadRequest, "invalid_request")
+	h = http.Header{"Content-Type": {"application/x-www-form-urlencoded"}, "Content-Encoding": {"deflate"}}
+	st, b = f.readAll(f.request(http.MethodPost, "/oauth/token", "", strings.NewReader(passwordForm().Encode()), h))
+	wantError(t, st, b, http.StatusBadRequest, "invalid_request")
+	// identity is no coding at all, and a GET without a body is not judged.
+	body, ct = multipartBody("b.txt", strings.NewReader("hello"))
+	h = http.Header{"Content-Type": {ct}, "Content-Encoding": {"identity"}}
+	st, b = f.readAll(f.request(http.MethodPost, f.at("/api/2/files/%d/upload"), f.token, body, h))
+	if st != http.StatusOK {
+		t.Fatalf("identity upload: %d %s", st, b)
+	}
+	st, b = f.readAll(f.request(http.MethodGet, "/api/2/version", "", nil, http.Header{"Content-Encoding": {"gzip"}}))
+	if st != http.StatusOK {
+		t.Fatalf("version: %d %s", st, b)
+	}
+	if kids, _, _ := f.fs.List(context.Background(), f.root.ID, f.root.FolderID); len(kids) != 1 {
+		t.Fatalf("root holds %d items, want b.txt only", len(kids))
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net/http"
 	"path"
+	"strings"
 
 	"berth/account"
 	"berth/vfs"
@@ -90,21 +91,43 @@ func (s *server) routes() {
 // with an HTML body, and a POST re-sent there acts on whatever the cleaned
 // path names; a CONNECT gets a plain-text 404. No client of the API sends
 // either, so neither is followed.
+//
+// It also refuses a request body with a content coding (RFC 9110 8.4):
+// nothing in berth decodes one, so a gzipped upload would be stored as
+// the gzip bytes and a gzipped form read as garbage.
 func (s *server) routable(mux http.Handler) http.Handler {
 	notCanonical := s.serveJSON(func(*http.Request) (any, error) {
 		return nil, Describe(ErrNotFound, "the path is not in canonical form (no dot segments or repeated slashes)")
 	})
 	notFound := s.serveJSON(func(*http.Request) (any, error) { return nil, ErrNotFound })
+	encoded := s.serveJSON(func(*http.Request) (any, error) {
+		return nil, Describe(ErrInvalidRequest, "request bodies with a Content-Encoding are not accepted; send them uncompressed")
+	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch p := r.URL.EscapedPath(); {
 		case r.Method == http.MethodConnect:
 			notFound.ServeHTTP(w, r)
 		case !canonicalPath(p):
 			notCanonical.ServeHTTP(w, r)
+		case r.ContentLength != 0 && contentCoded(r.Header):
+			encoded.ServeHTTP(w, r)
 		default:
 			mux.ServeHTTP(w, r)
 		}
 	})
+}
+
+// contentCoded reports whether h names a content coding other than
+// identity for the request body.
+func contentCoded(h http.Header) bool {
+	for _, v := range h.Values("Content-Encoding") {
+		for c := range strings.SplitSeq(v, ",") {
+			if c = strings.TrimSpace(c); c != "" && !strings.EqualFold(c, "identity") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // canonicalPath reports whether ServeMux would route p as it is, without
