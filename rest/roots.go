@@ -50,9 +50,11 @@ type fsAccess struct {
 }
 
 // parseID reads an integer id of a path or form; anything else (signs,
-// spaces, zero, overflow) is not an id.
+// spaces, zero, overflow) is not an id. The spec's ids are JSON integers,
+// which clients hold as int64, so ids stop at math.MaxInt64: a larger
+// number is no more an id than one past uint64 is.
 func parseID(s string) (uint64, bool) {
-	if s == "" || len(s) > 20 {
+	if s == "" || len(s) > 19 {
 		return 0, false
 	}
 	for i := 0; i < len(s); i++ {
@@ -60,8 +62,8 @@ func parseID(s string) (uint64, bool) {
 			return 0, false
 		}
 	}
-	id, err := strconv.ParseUint(s, 10, 64)
-	return id, err == nil && id != 0
+	id, err := strconv.ParseInt(s, 10, 64)
+	return uint64(id), err == nil && id != 0
 }
 
 // errNoRoot answers any root id the caller may not reach, existing or not,
