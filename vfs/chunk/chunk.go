@@ -61,7 +61,10 @@ type Store interface {
 	Put(ctx context.Context, id ID, blob []byte) error
 	// Get returns the blob stored under id, or ErrNotFound.
 	Get(ctx context.Context, id ID) ([]byte, error)
-	// Has reports whether id is stored.
+	// Has reports whether id is stored durably, as a Put that returned
+	// nil leaves it: a caller that finds it may skip storing it. A chunk
+	// another Put or Batch is still making durable is not stored yet; an
+	// implementation may wait for it.
 	Has(ctx context.Context, id ID) (bool, error)
 	// Delete removes id; deleting a missing id returns nil.
 	Delete(ctx context.Context, id ID) error

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 )
 
 // tempPrefix marks blobs being written. Walk skips them; CleanTemp removes
@@ -33,8 +34,80 @@ const tempPrefix = ".tmp-"
 // Disk is also a Batcher: a batch writes its chunks without syncing and
 // syncs them all at Commit, which is several times faster than a Put per
 // chunk (see BenchmarkStore).
+//
+// A chunk renamed into place shows in its directory before the directory's
+// sync makes the rename durable. Until that sync, Has and Put of its id
+// wait for it (see landing): an upload that took the chunk as stored would
+// skip it and could commit a file that a crash then leaves without it.
 type Disk struct {
 	dir string
+
+	// mu guards landing. Has and Put look for a chunk holding it shared,
+	// and a rename is announced holding it exclusively, so no rename can
+	// slip in between the check and the look.
+	mu      sync.RWMutex
+	landing map[ID]*landing
+
+	// beforeSync, set by tests, runs after chunks are renamed into place
+	// and before their directories are synced.
+	beforeSync func()
+}
+
+// landing is a chunk renamed, or about to be renamed, into place whose
+// directory is not synced yet; n counts the Puts and batches landing it,
+// and done closes when the last of them has synced.
+type landing struct {
+	n    int
+	done chan struct{}
+}
+
+// land announces that ids are about to be renamed into place.
+func (d *Disk) land(ids []ID) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, id := range ids {
+		l := d.landing[id]
+		if l == nil {
+			l = &landing{done: make(chan struct{})}
+			d.landing[id] = l
+		}
+		l.n++
+	}
+}
+
+// landed says that the directories of ids are synced (or failed to sync:
+// a chunk whose rename failed to become durable is left to the error
+// that the store reported).
+func (d *Disk) landed(ids []ID) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, id := range ids {
+		l := d.landing[id]
+		if l.n--; l.n == 0 {
+			close(l.done)
+			delete(d.landing, id)
+		}
+	}
+}
+
+// durable reports whether id is stored for good: it waits while a rename of
+// id is not synced, then looks for the file.
+func (d *Disk) durable(ctx context.Context, id ID) (bool, error) {
+	for {
+		d.mu.RLock()
+		l := d.landing[id]
+		if l == nil {
+			ok, err := d.exists(id)
+			d.mu.RUnlock()
+			return ok, err
+		}
+		d.mu.RUnlock()
+		select {
+		case <-l.done:
+		case <-ctx.Done():
+			return false, ctx.Err()
+		}
+	}
 }
 
 var _ Store = (*Disk)(nil)
@@ -60,7 +133,7 @@ func NewDisk(dir string) (*Disk, error) {
 			return nil, fmt.Errorf("chunk: open store: %w", err)
 		}
 	}
-	return &Disk{dir: dir}, nil
+	return &Disk{dir: dir, landing: make(map[ID]*landing)}, nil
 }
 
 // Dir returns the directory the store lives in.
@@ -89,8 +162,8 @@ func (d *Disk) Put(ctx context.Context, id ID, blob []byte) error {
 		return err
 	}
 	final := d.Path(id)
-	if _, err := os.Stat(final); err == nil {
-		return nil
+	if ok, err := d.durable(ctx, id); err != nil || ok {
+		return err
 	}
 	dir := d.fanout(id)
 	if _, err := d.mkdir(dir); err != nil {
@@ -100,9 +173,15 @@ func (d *Disk) Put(ctx context.Context, id ID, blob []byte) error {
 	if err != nil {
 		return err
 	}
+	ids := []ID{id}
+	d.land(ids)
+	defer d.landed(ids)
 	if err := os.Rename(tmp, final); err != nil {
 		_ = os.Remove(tmp)
 		return fmt.Errorf("chunk: put %s: %w", id, err)
+	}
+	if d.beforeSync != nil {
+		d.beforeSync()
 	}
 	if err := syncDir(dir); err != nil {
 		return fmt.Errorf("chunk: put %s: %w", id, err)
@@ -197,11 +276,17 @@ func (d *Disk) GetInto(ctx context.Context, id ID, dst []byte) ([]byte, error) {
 
 var _ BufferGetter = (*Disk)(nil)
 
-// Has reports whether id's file exists.
+// Has reports whether id's file exists, durably: while a rename of id
+// into place waits for its directory's sync, Has waits too.
 func (d *Disk) Has(ctx context.Context, id ID) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
+	return d.durable(ctx, id)
+}
+
+// exists looks for id's file in both layouts.
+func (d *Disk) exists(id ID) (bool, error) {
 	_, err := os.Stat(d.Path(id))
 	if errors.Is(err, fs.ErrNotExist) {
 		_, err = os.Stat(d.legacyPath(id))

@@ -28,6 +28,7 @@ func (d *Disk) NewBatch() Batch {
 }
 
 type staged struct {
+	id         ID
 	tmp, final string
 	renamed    bool
 }
@@ -58,7 +59,7 @@ func (b *diskBatch) Add(ctx context.Context, id ID, blob []byte) error {
 		return err
 	}
 	b.mu.Lock()
-	b.files = append(b.files, staged{tmp: tmp, final: filepath.Join(dir, id.String())})
+	b.files = append(b.files, staged{id: id, tmp: tmp, final: filepath.Join(dir, id.String())})
 	b.dirs[dir] = struct{}{}
 	b.mu.Unlock()
 	return nil
@@ -83,6 +84,16 @@ func (b *diskBatch) Commit(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	// Announced before the first rename, so that Has and Put of these
+	// ids wait until the directories are synced.
+	var ids []ID
+	for _, f := range b.files {
+		if !f.renamed {
+			ids = append(ids, f.id)
+		}
+	}
+	b.d.land(ids)
+	defer b.d.landed(ids)
 	for i := range b.files {
 		f := &b.files[i]
 		if f.renamed {
@@ -92,6 +103,9 @@ func (b *diskBatch) Commit(ctx context.Context) error {
 			return fmt.Errorf("chunk: commit: %w", err)
 		}
 		f.renamed = true
+	}
+	if b.d.beforeSync != nil {
+		b.d.beforeSync()
 	}
 	dirs := make([]string, 0, len(b.dirs))
 	for dir := range b.dirs {

@@ -2,3 +2,7 @@ package chunk
 
 // ReadAhead is readAhead, for tests that count prefetched chunks.
 const ReadAhead = readAhead
+
+// SetBeforeSync makes d run f after it renames chunks into place and
+// before it syncs their directories.
+func SetBeforeSync(d *Disk, f func()) { d.beforeSync = f }
