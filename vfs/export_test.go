@@ -1,7 +1,13 @@
 package vfs
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/fxamacker/cbor/v2"
 
 	"berth/kv"
 )
@@ -32,4 +38,109 @@ func (fs *FS) IntentParts(ctx context.Context) (int, error) {
 		})
 	})
 	return n, err
+}
+
+// Audit checks that the records of a root agree with each other (every
+// node's location names its record, every name and time index entry names
+// its node, no folder is its own ancestor, every file's current revision
+// exists) and recounts the root's usage from them, for a test to compare
+// with Usage. Items of a copy still being staged are not counted.
+func (fs *FS) Audit(ctx context.Context, root uint64) (Usage, error) {
+	var u usageRec
+	err := fs.db.View(ctx, func(tx kv.Txn) error {
+		u = usageRec{}
+		var ids []uint64
+		err := tx.Scan([]byte(pLoc), nil, func(k, v []byte) error {
+			var loc locRec
+			if err := cbor.Unmarshal(v, &loc); err != nil {
+				return err
+			}
+			if loc.Root == root {
+				ids = append(ids, binary.BigEndian.Uint64(k[len(pLoc):]))
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			rec, loc, err := loadNode(tx, id)
+			if err != nil {
+				return fmt.Errorf("node %d: %w", id, err)
+			}
+			if rec.ID != id || rec.Root != root || rec.Parent != loc.Parent ||
+				(loc.Parent != 0 && rec.Name != loc.Name) || (rec.Deleted != 0) != loc.Deleted {
+				return fmt.Errorf("node %d: record %+v does not match its location %+v", id, rec, loc)
+			}
+			if _, err := tx.Get(timeKey(root, rec.Modified, id)); err != nil {
+				return fmt.Errorf("node %d: time index: %w", id, err)
+			}
+			_, gone, err := resolve(tx, rec)
+			if errors.Is(err, errStaged) {
+				continue
+			}
+			if err != nil {
+				return fmt.Errorf("node %d: %w", id, err)
+			}
+			if rec.Parent == 0 {
+				continue
+			}
+			if rec.Dir {
+				if !gone {
+					u.Folders++
+				}
+				continue
+			}
+			count, total, err := revisionTotals(tx, id)
+			if err != nil {
+				return err
+			}
+			if _, err := tx.Get(revKey(id, rec.Rev)); err != nil {
+				return fmt.Errorf("file %d: current revision %d: %w", id, rec.Rev, err)
+			}
+			if gone {
+				u.DelFiles++
+				u.DelRevisions += count
+				u.DeletedSize += total
+			} else {
+				u.Files++
+				u.HeadSize += rec.Size
+				u.Revisions += count - 1
+				u.RevisionSize += total - rec.Size
+			}
+		}
+		for _, prefix := range []string{pChild, pDeleted} {
+			err := tx.Scan([]byte(prefix), nil, func(k, v []byte) error {
+				var rec nodeRec
+				if err := cbor.Unmarshal(v, &rec); err != nil {
+					return err
+				}
+				if rec.Root != root {
+					return nil
+				}
+				var loc locRec
+				if err := get(tx, locKey(rec.ID), &loc, kv.ErrNotFound); err != nil {
+					return fmt.Errorf("%s record of node %d: location: %w", prefix, rec.ID, err)
+				}
+				if !bytes.Equal(recKey(rec.ID, loc), k) {
+					return fmt.Errorf("%s record of node %d is not where its location %+v says", prefix, rec.ID, loc)
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+		}
+		return tx.Scan(timePrefix(root), nil, func(k, v []byte) error {
+			rec, _, err := loadNode(tx, timeKeyNode(k))
+			if err != nil {
+				return fmt.Errorf("time index entry of node %d: %w", timeKeyNode(k), err)
+			}
+			if !bytes.Equal(timeKey(root, rec.Modified, rec.ID), k) {
+				return fmt.Errorf("stale time index entry of node %d", rec.ID)
+			}
+			return nil
+		})
+	})
+	return u.public(), err
 }
