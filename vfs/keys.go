@@ -32,9 +32,10 @@ import (
 //	                          transactions, until its last one; see intent.go
 //	G/<folder>                empty: written by every transaction that saves
 //	                          a live child of the folder, read by a delete's
-//	                          count of the folder, so that a child added
-//	                          meanwhile makes the two conflict (a scan does
-//	                          not see keys added after its snapshot)
+//	                          count of the folder and a deep lock's check of
+//	                          it, so that a child added meanwhile makes the
+//	                          two conflict (a scan does not see keys added
+//	                          after its snapshot)
 //	M/clean                   present while no process has the store open;
 //	                          absent at open means the last run crashed
 const (
