@@ -20,6 +20,9 @@ func (fs *FS) Copy(ctx context.Context, root, id, dst, parent uint64, name strin
 	if err := ValidateName(name); err != nil {
 		return Node{}, err
 	}
+	if err := fs.roomFor(); err != nil {
+		return Node{}, err
+	}
 	var newID uint64
 	large, err := fs.copyIsLarge(ctx, root, id)
 	switch {

@@ -1,6 +1,10 @@
 package vfs
 
-import "errors"
+import (
+	"errors"
+
+	"berth/vfs/chunk"
+)
 
 // Errors returned by FS methods, declared once here; front ends map them to
 // their protocol (rest to the spec's codes, webdav to os.Err* values).
@@ -39,4 +43,8 @@ var (
 	// ErrRootItem: the operation cannot apply to a root's top folder (rename,
 	// move or delete it through the root instead).
 	ErrRootItem = errors.New("vfs: operation not allowed on the root folder")
+	// ErrNoSpace: the storage is full, or down to the reserve it keeps
+	// (chunk.DiskOptions.Reserve); nothing was stored. It is the chunk
+	// store's value, so one comparison covers a refusal by either layer.
+	ErrNoSpace = chunk.ErrNoSpace
 )

@@ -185,6 +185,19 @@ func Open(ctx context.Context, db kv.Store, chunks chunk.Store, opts Options) (*
 	return fs, nil
 }
 
+// roomFor refuses, with ErrNoSpace, an operation that adds to the stores
+// when the chunk store's file system is down to its reserve. The metadata
+// store lives on the same file system and must never meet a full disk (see
+// chunk.DiskOptions.Reserve), so what grows it stops where the chunks do.
+// Operations that free space or change records in place (delete, purge,
+// rename, move, lock) are not refused, so a full server can be cleaned up.
+func (fs *FS) roomFor() error {
+	if sc, ok := fs.chunks.(chunk.SpaceChecker); ok {
+		return sc.CheckSpace(0)
+	}
+	return nil
+}
+
 // Close marks the store as cleanly closed. It does not close the kv or chunk
 // store, which belong to the caller. Uploads still running fail at commit.
 func (fs *FS) Close() error {

@@ -44,6 +44,11 @@ func (fs *FS) PatchProps(ctx context.Context, root, id uint64, set map[string][]
 			return fmt.Errorf("%w: empty property name", ErrInvalidName)
 		}
 	}
+	if len(set) > 0 {
+		if err := fs.roomFor(); err != nil {
+			return err
+		}
+	}
 	return fs.update(ctx, func(tx kv.Txn) error {
 		if _, _, err := liveNodeIn(tx, root, id); err != nil {
 			return err

@@ -15,6 +15,9 @@ func (fs *FS) CreateRoot(ctx context.Context, name string, typ RootType) (Root, 
 	if name == "" {
 		return Root{}, fmt.Errorf("%w: empty root name", ErrInvalidName)
 	}
+	if err := fs.roomFor(); err != nil {
+		return Root{}, err
+	}
 	id, err := fs.db.NextID(ctx, "root")
 	if err != nil {
 		return Root{}, err

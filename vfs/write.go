@@ -16,6 +16,9 @@ func (fs *FS) Mkdir(ctx context.Context, root, parent uint64, name string, opts 
 	if err := ValidateName(name); err != nil {
 		return Node{}, err
 	}
+	if err := fs.roomFor(); err != nil {
+		return Node{}, err
+	}
 	id, err := fs.db.NextID(ctx, "node")
 	if err != nil {
 		return Node{}, err
@@ -86,6 +89,12 @@ func (fs *FS) writeFile(ctx context.Context, root, parent uint64, name string, r
 	}
 	if opts.SpaceQuota > 0 && used+opts.DeclaredSize > opts.SpaceQuota {
 		return Node{}, fmt.Errorf("%w: %d bytes announced, %d of %d used", ErrQuotaExceeded, opts.DeclaredSize, used, opts.SpaceQuota)
+	}
+	// Each new chunk checks the space again (chunk.Disk); this refuses a
+	// small file, kept in the metadata store, and saves reading the body
+	// of any other when the disk is down to its reserve already.
+	if err := fs.roomFor(); err != nil {
+		return Node{}, err
 	}
 	limit, quotaBound := int64(-1), false
 	if opts.MaxFileSize > 0 {

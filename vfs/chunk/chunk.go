@@ -48,7 +48,22 @@ var (
 	// ErrTooLarge: a Writer received more bytes than the limit it was
 	// given.
 	ErrTooLarge = errors.New("chunk: too large")
+	// ErrNoSpace: the store's storage is full, or storing more would eat
+	// into the space it keeps in reserve (see DiskOptions.Reserve). Nothing
+	// was stored; the same write succeeds once space is freed.
+	ErrNoSpace = errors.New("chunk: storage full")
 )
+
+// SpaceChecker is a Store that can tell before a write whether its storage
+// has room. Callers that add data stored elsewhere beside the chunks (the
+// metadata store) ask it first, so they stop at the same point the chunks
+// do. Found by type assertion; stores without a limit do not implement it.
+type SpaceChecker interface {
+	// CheckSpace returns ErrNoSpace (wrapped, with the figures) when
+	// storing need more bytes would leave less free space than the
+	// store's reserve.
+	CheckSpace(need int64) error
+}
 
 // Store keeps encoded chunk blobs by ID. It knows nothing of chunking or
 // compression: callers hand it the already-encoded blob (see Encode) and get

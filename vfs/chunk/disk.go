@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+
+	"golang.org/x/sys/unix"
 )
 
 // tempPrefix marks blobs being written. Walk skips them; CleanTemp removes
@@ -40,7 +42,9 @@ const tempPrefix = ".tmp-"
 // wait for it (see landing): an upload that took the chunk as stored would
 // skip it and could commit a file that a crash then leaves without it.
 type Disk struct {
-	dir string
+	dir     string
+	reserve int64 // DiskOptions.Reserve
+	free    func() (int64, error)
 
 	// mu guards landing. Has and Put look for a chunk holding it shared,
 	// and a rename is announced holding it exclusively, so no rename can
@@ -110,10 +114,34 @@ func (d *Disk) durable(ctx context.Context, id ID) (bool, error) {
 	}
 }
 
-var _ Store = (*Disk)(nil)
+var (
+	_ Store        = (*Disk)(nil)
+	_ SpaceChecker = (*Disk)(nil)
+)
 
-// NewDisk opens (creating if needed) a disk store rooted at dir.
-func NewDisk(dir string) (*Disk, error) {
+// DiskOptions tune a Disk store.
+type DiskOptions struct {
+	// Reserve is the free space, in bytes, that the store leaves on its
+	// file system: a new chunk that would bring the free space below it is
+	// refused with ErrNoSpace, and so is everything else that asks
+	// CheckSpace first. The reserve is for what must not meet a full disk:
+	// the metadata store beside the chunks writes through memory maps,
+	// where running out of space is a SIGBUS that kills the process, not an
+	// error; and deletes, logins and compaction still need some room.
+	// 0 keeps no reserve.
+	Reserve int64
+	// Free reports the free bytes of the store's file system; nil means
+	// statfs(2) of the store's directory. Tests set it to simulate a disk
+	// that fills up.
+	Free func() (int64, error)
+}
+
+// NewDisk opens (creating if needed) a disk store rooted at dir, with no
+// reserve.
+func NewDisk(dir string) (*Disk, error) { return OpenDisk(dir, DiskOptions{}) }
+
+// OpenDisk opens (creating if needed) a disk store rooted at dir.
+func OpenDisk(dir string, opts DiskOptions) (*Disk, error) {
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return nil, fmt.Errorf("chunk: open store: %w", err)
 	}
@@ -133,7 +161,55 @@ func NewDisk(dir string) (*Disk, error) {
 			return nil, fmt.Errorf("chunk: open store: %w", err)
 		}
 	}
-	return &Disk{dir: dir, landing: make(map[ID]*landing)}, nil
+	d := &Disk{dir: dir, reserve: opts.Reserve, free: opts.Free, landing: make(map[ID]*landing)}
+	if d.free == nil {
+		d.free = d.statfs
+	}
+	return d, nil
+}
+
+// statfs returns the bytes an unprivileged writer may still use on the
+// store's file system: root's reserved blocks do not count, since the
+// daemon should not depend on running as root.
+func (d *Disk) statfs() (int64, error) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(d.dir, &st); err != nil {
+		return 0, fmt.Errorf("chunk: statfs %s: %w", d.dir, err)
+	}
+	return int64(st.Bavail) * st.Bsize, nil
+}
+
+// Free returns the free bytes of the store's file system, as the reserve
+// counts them.
+func (d *Disk) Free() (int64, error) { return d.free() }
+
+// Reserve returns the free space the store leaves (DiskOptions.Reserve).
+func (d *Disk) Reserve() int64 { return d.reserve }
+
+// CheckSpace implements SpaceChecker. It costs one statfs(2), about a
+// microsecond, so it runs before every new chunk.
+func (d *Disk) CheckSpace(need int64) error {
+	if d.reserve <= 0 {
+		return nil
+	}
+	free, err := d.free()
+	if err != nil {
+		return err
+	}
+	if free-need < d.reserve {
+		return fmt.Errorf("%w: %d bytes free, %d needed, %d kept in reserve", ErrNoSpace, free, need, d.reserve)
+	}
+	return nil
+}
+
+// noSpace marks the file system's own "no space" errors as ErrNoSpace, so
+// that a disk that fills up without a reserve (or faster than it) is a
+// clear refusal, not an internal error.
+func noSpace(err error) error {
+	if errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT) {
+		return fmt.Errorf("%w: %w", ErrNoSpace, err)
+	}
+	return err
 }
 
 // Dir returns the directory the store lives in.
@@ -165,6 +241,9 @@ func (d *Disk) Put(ctx context.Context, id ID, blob []byte) error {
 	if ok, err := d.durable(ctx, id); err != nil || ok {
 		return err
 	}
+	if err := d.CheckSpace(int64(len(blob))); err != nil {
+		return err
+	}
 	dir := d.fanout(id)
 	if _, err := d.mkdir(dir); err != nil {
 		return err
@@ -178,13 +257,13 @@ func (d *Disk) Put(ctx context.Context, id ID, blob []byte) error {
 	defer d.landed(ids)
 	if err := os.Rename(tmp, final); err != nil {
 		_ = os.Remove(tmp)
-		return fmt.Errorf("chunk: put %s: %w", id, err)
+		return fmt.Errorf("chunk: put %s: %w", id, noSpace(err))
 	}
 	if d.beforeSync != nil {
 		d.beforeSync()
 	}
 	if err := syncDir(dir); err != nil {
-		return fmt.Errorf("chunk: put %s: %w", id, err)
+		return fmt.Errorf("chunk: put %s: %w", id, noSpace(err))
 	}
 	return nil
 }
@@ -197,7 +276,7 @@ func writeTemp(dir string, blob []byte, sync bool) (string, error) {
 	name := filepath.Join(dir, tempPrefix+hex.EncodeToString(rnd[:]))
 	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o640)
 	if err != nil {
-		return "", fmt.Errorf("chunk: create temp: %w", err)
+		return "", fmt.Errorf("chunk: create temp: %w", noSpace(err))
 	}
 	_, err = f.Write(blob)
 	if err == nil {
@@ -212,7 +291,7 @@ func writeTemp(dir string, blob []byte, sync bool) (string, error) {
 	}
 	if err != nil {
 		_ = os.Remove(name)
-		return "", fmt.Errorf("chunk: write temp: %w", err)
+		return "", fmt.Errorf("chunk: write temp: %w", noSpace(err))
 	}
 	return name, nil
 }

@@ -49,6 +49,9 @@ func (b *diskBatch) Add(ctx context.Context, id ID, blob []byte) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if err := b.d.CheckSpace(int64(len(blob))); err != nil {
+		return err
+	}
 	dir := b.d.fanout(id)
 	// NewDisk made dir; mkdir only remakes it if it went missing.
 	if _, err := b.d.mkdir(dir); err != nil {
@@ -79,7 +82,7 @@ func (b *diskBatch) Commit(ctx context.Context) error {
 		return syncFile(b.files[i].tmp)
 	})
 	if err != nil {
-		return fmt.Errorf("chunk: commit: %w", err)
+		return fmt.Errorf("chunk: commit: %w", noSpace(err))
 	}
 	if err := ctx.Err(); err != nil {
 		return err
@@ -100,7 +103,7 @@ func (b *diskBatch) Commit(ctx context.Context) error {
 			continue
 		}
 		if err := os.Rename(f.tmp, f.final); err != nil {
-			return fmt.Errorf("chunk: commit: %w", err)
+			return fmt.Errorf("chunk: commit: %w", noSpace(err))
 		}
 		f.renamed = true
 	}
@@ -115,7 +118,7 @@ func (b *diskBatch) Commit(ctx context.Context) error {
 		return syncDir(dirs[i])
 	})
 	if err != nil {
-		return fmt.Errorf("chunk: commit: %w", err)
+		return fmt.Errorf("chunk: commit: %w", noSpace(err))
 	}
 	b.files = b.files[:0]
 	clear(b.dirs)

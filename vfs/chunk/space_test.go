@@ -1,0 +1,109 @@
+package chunk_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"berth/vfs/chunk"
+)
+
+// fillingDisk is a Disk whose free space the test sets.
+func fillingDisk(t *testing.T, reserve int64) (*chunk.Disk, *atomic.Int64) {
+	t.Helper()
+	var free atomic.Int64
+	d, err := chunk.OpenDisk(filepath.Join(t.TempDir(), "chunks"), chunk.DiskOptions{
+		Reserve: reserve,
+		Free:    func() (int64, error) { return free.Load(), nil },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d, &free
+}
+
+func TestReserveRefusesNewChunks(t *testing.T) {
+	ctx := context.Background()
+	d, free := fillingDisk(t, 1000)
+	blob := []byte(strings.Repeat("x", 500))
+	id := chunk.Sum(blob)
+
+	free.Store(1500) // exactly the reserve left after the blob
+	if err := d.Put(ctx, id, blob); err != nil {
+		t.Fatalf("put with room: %v", err)
+	}
+
+	free.Store(1499)
+	other := []byte(strings.Repeat("y", 500))
+	if err := d.Put(ctx, chunk.Sum(other), other); !errors.Is(err, chunk.ErrNoSpace) {
+		t.Fatalf("put into the reserve: %v, want ErrNoSpace", err)
+	}
+	b := d.NewBatch()
+	if err := b.Add(ctx, chunk.Sum(other), other); !errors.Is(err, chunk.ErrNoSpace) {
+		t.Fatalf("batch add into the reserve: %v, want ErrNoSpace", err)
+	}
+	b.Abort()
+	if ok, _ := d.Has(ctx, chunk.Sum(other)); ok {
+		t.Fatal("a refused chunk is stored")
+	}
+	if f := files(t, d); len(f) != 1 {
+		t.Fatalf("files after the refusals: %v, want the one chunk", f)
+	}
+	// A chunk the store has needs no room: deduplication still works.
+	if err := d.Put(ctx, id, blob); err != nil {
+		t.Fatalf("put of a stored chunk on a full disk: %v", err)
+	}
+	if err := d.CheckSpace(0); err != nil {
+		t.Fatalf("CheckSpace(0) with 499 bytes above the reserve: %v", err)
+	}
+	free.Store(999)
+	if err := d.CheckSpace(0); !errors.Is(err, chunk.ErrNoSpace) {
+		t.Fatalf("CheckSpace(0) below the reserve: %v", err)
+	}
+}
+
+func TestReserveUsesTheFileSystem(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "chunks")
+	d, err := chunk.OpenDisk(dir, chunk.DiskOptions{Reserve: 1 << 62})
+	if err != nil {
+		t.Fatal(err)
+	}
+	free, err := d.Free()
+	if err != nil || free <= 0 {
+		t.Fatalf("Free: %d, %v", free, err)
+	}
+	blob := []byte("hello")
+	if err := d.Put(ctx, chunk.Sum(blob), blob); !errors.Is(err, chunk.ErrNoSpace) {
+		t.Fatalf("put with a reserve larger than the disk: %v", err)
+	}
+	// No reserve: the same disk takes it.
+	open, err := chunk.OpenDisk(dir, chunk.DiskOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := open.CheckSpace(1 << 62); err != nil {
+		t.Fatalf("CheckSpace without a reserve: %v", err)
+	}
+	if err := open.Put(ctx, chunk.Sum(blob), blob); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestKernelNoSpaceIsErrNoSpace(t *testing.T) {
+	for _, e := range []error{unix.ENOSPC, unix.EDQUOT} {
+		err := chunk.NoSpace(&os.PathError{Op: "write", Path: "x", Err: e})
+		if !errors.Is(err, chunk.ErrNoSpace) || !errors.Is(err, e) {
+			t.Errorf("%v: got %v, want both ErrNoSpace and the errno", e, err)
+		}
+	}
+	if err := chunk.NoSpace(unix.EIO); errors.Is(err, chunk.ErrNoSpace) {
+		t.Errorf("EIO became ErrNoSpace")
+	}
+}
