@@ -28,6 +28,9 @@ type Options struct {
 	Accounts account.Options
 	// Policy of the organization; nil is account.DefaultPolicy.
 	Policy *account.Policy
+	// Disk are the chunk store's options: a Reserve and a Free function
+	// make a disk that fills up.
+	Disk chunk.DiskOptions
 }
 
 // Stack is the storage side of a berth, closed by the test's cleanup.
@@ -55,7 +58,7 @@ func New(t testing.TB, o Options) *Stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.Chunks, err = chunk.NewDisk(filepath.Join(s.Dir, "chunks"))
+	s.Chunks, err = chunk.OpenDisk(filepath.Join(s.Dir, "chunks"), o.Disk)
 	if err != nil {
 		t.Fatal(err)
 	}

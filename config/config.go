@@ -10,6 +10,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/mail"
 	"os"
@@ -19,6 +20,8 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/dustin/go-humanize"
+	"github.com/go-viper/mapstructure/v2"
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
 )
@@ -61,6 +64,8 @@ type Config struct {
 	GC GC `mapstructure:"gc"`
 	// WebDAV sets the WebDAV front end.
 	WebDAV WebDAV `mapstructure:"webdav"`
+	// Storage sets how berth uses the data directory's disk.
+	Storage Storage `mapstructure:"storage"`
 }
 
 // TLS is the HTTPS certificate. Both files or neither.
@@ -130,11 +135,46 @@ type WebDAV struct {
 	InfiniteDepth bool `mapstructure:"infinite_depth"`
 }
 
+// Storage sets how berth uses the data directory's disk.
+type Storage struct {
+	// Reserve is the free space berth leaves on the data directory's file
+	// system. Below it, uploads and whatever else adds data are refused
+	// (REST 503, WebDAV 507) while reads, deletes, purges and logins go on:
+	// the metadata store must never meet a full disk, which would stop
+	// the daemon. 0 keeps no reserve.
+	Reserve ByteSize `mapstructure:"reserve"`
+}
+
+// ByteSize is a number of bytes. The file, the environment and flags take
+// an integer with an optional SI or IEC unit: 1GiB, 500MB, 1073741824.
+type ByteSize int64
+
+// UnmarshalText parses the forms go-humanize's ParseBytes reads.
+func (b *ByteSize) UnmarshalText(text []byte) error {
+	n, err := humanize.ParseBytes(string(text))
+	if err != nil {
+		return err
+	}
+	if n > math.MaxInt64 {
+		return fmt.Errorf("%s is too large", text)
+	}
+	*b = ByteSize(n)
+	return nil
+}
+
+// String writes b with an IEC unit, in a form UnmarshalText reads back.
+func (b ByteSize) String() string {
+	if b < 0 {
+		return strconv.FormatInt(int64(b), 10) // only to name a bad value
+	}
+	return humanize.IBytes(uint64(b))
+}
+
 // option is one configuration key. The table below drives defaults, flags,
 // environment binding and type checks, so a key is declared once.
 type option struct {
 	key   string
-	def   any // string, int, bool or time.Duration; fixes the key's type
+	def   any // string, int, bool, time.Duration or ByteSize; fixes the key's type
 	usage string
 	// noFlag keeps secrets off the command line, where ps would show them.
 	noFlag bool
@@ -164,6 +204,7 @@ func options() []option {
 		{key: "lockout.duration", def: 15 * time.Minute, usage: "how long a locked account stays locked"},
 		{key: "gc.interval", def: time.Hour, usage: "time between garbage collections (0: off)"},
 		{key: "webdav.infinite_depth", def: false, usage: "allow WebDAV PROPFIND with Depth: infinity"},
+		{key: "storage.reserve", def: ByteSize(1 << 30), usage: "free space to leave on the data directory's disk; writes stop there (0: none)"},
 	}
 }
 
@@ -196,6 +237,8 @@ func RegisterFlags(fs *pflag.FlagSet) {
 			fs.Bool(name, d, usage)
 		case time.Duration:
 			fs.Duration(name, d, usage)
+		case ByteSize:
+			fs.String(name, d.String(), usage)
 		default:
 			panic(fmt.Sprintf("config: key %s has unsupported type %T", o.key, o.def))
 		}
@@ -210,7 +253,7 @@ func Default() Config {
 		v.SetDefault(o.key, o.def)
 	}
 	var c Config
-	if err := v.Unmarshal(&c); err != nil {
+	if err := v.Unmarshal(&c, decodeHook()); err != nil {
 		// The defaults are constants; failing here is a bug in this file.
 		panic(err)
 	}
@@ -262,13 +305,23 @@ func Load(fs *pflag.FlagSet) (Config, error) {
 		}
 	}
 	var c Config
-	if err := v.Unmarshal(&c); err != nil {
+	if err := v.Unmarshal(&c, decodeHook()); err != nil {
 		return Config{}, fmt.Errorf("config: %w", err)
 	}
 	if err := c.Validate(); err != nil {
 		return Config{}, err
 	}
 	return c, nil
+}
+
+// decodeHook is viper's default decoding (durations and lists from
+// strings) plus types that parse themselves, such as ByteSize.
+func decodeHook() viper.DecoderConfigOption {
+	return viper.DecodeHook(mapstructure.ComposeDecodeHookFunc(
+		mapstructure.TextUnmarshallerHookFunc(),
+		mapstructure.StringToTimeDurationHookFunc(),
+		mapstructure.StringToSliceHookFunc(","),
+	))
 }
 
 // checkKnownKeys rejects keys in the file that berth does not know, so a
@@ -309,6 +362,15 @@ func checkType(o option, val any) error {
 		}
 		if _, err := time.ParseDuration(s); err != nil {
 			return fmt.Errorf("config: %s: %q is not a duration (like 30s or 15m)", o.key, s)
+		}
+	case ByteSize:
+		switch val.(type) {
+		case ByteSize, int, int64:
+			return nil
+		}
+		var b ByteSize
+		if err := b.UnmarshalText([]byte(s)); err != nil {
+			return fmt.Errorf("config: %s: %q is not a size in bytes (like 1GiB or 500MB)", o.key, s)
 		}
 	case int:
 		switch val.(type) {
@@ -409,6 +471,9 @@ func (c Config) Validate() error {
 	}
 	if c.Lockout.Duration <= 0 {
 		bad("lockout.duration", c.Lockout.Duration, "must be positive")
+	}
+	if c.Storage.Reserve < 0 {
+		bad("storage.reserve", c.Storage.Reserve, "must not be negative (0 keeps no reserve)")
 	}
 	if c.GC.Interval < 0 {
 		bad("gc.interval", c.GC.Interval, "must not be negative (0 turns it off)")

@@ -44,7 +44,8 @@ func TestDefaults(t *testing.T) {
 		c.Admin.Login != "admin" || c.Organization.Name != "Default" ||
 		c.OAuth.AccessTokenTTL != time.Hour || c.OAuth.RefreshTokenTTL != 720*time.Hour ||
 		c.Lockout.MaxFailures != 5 || c.Lockout.Duration != 15*time.Minute ||
-		c.GC.Interval != time.Hour || c.WebDAV.InfiniteDepth || c.Log.Format != "text" {
+		c.GC.Interval != time.Hour || c.WebDAV.InfiniteDepth || c.Log.Format != "text" ||
+		c.Storage.Reserve != 1<<30 {
 		t.Fatalf("unexpected defaults: %+v", c)
 	}
 	if err := Default().Validate(); err != nil {
@@ -63,6 +64,7 @@ tls: {cert: "", key: ""}
 log: {format: json}
 lockout: {max_failures: 7}
 webdav: {infinite_depth: true}
+storage: {reserve: 2GiB}
 `)
 	// The file alone.
 	c, err := load(t, "--config", file)
@@ -70,7 +72,8 @@ webdav: {infinite_depth: true}
 		t.Fatal(err)
 	}
 	if c.Data != "/from/file" || c.Listen != "127.0.0.1:1001" || c.ShutdownGrace != 10*time.Second ||
-		c.Log.Format != "json" || c.Lockout.MaxFailures != 7 || !c.WebDAV.InfiniteDepth {
+		c.Log.Format != "json" || c.Lockout.MaxFailures != 7 || !c.WebDAV.InfiniteDepth ||
+		c.Storage.Reserve != 2<<30 {
 		t.Fatalf("file values not applied: %+v", c)
 	}
 	// Unset keys keep their defaults.
@@ -86,24 +89,28 @@ webdav: {infinite_depth: true}
 	t.Setenv("BERTH_SHUTDOWN_GRACE", "20s")
 	t.Setenv("BERTH_LOCKOUT_MAX_FAILURES", "9")
 	t.Setenv("BERTH_ADMIN_PASSWORD", "correct horse battery")
+	t.Setenv("BERTH_STORAGE_RESERVE", "500 MB")
 	c, err = load(t, "--config", file)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.Data != "/from/env" || c.Listen != "127.0.0.1:1002" || c.HTTPListen != "127.0.0.1:2002" ||
 		c.ShutdownGrace != 20*time.Second || c.Lockout.MaxFailures != 9 || c.MetricsListen != "" ||
-		c.Admin.Password != "correct horse battery" || c.Log.Format != "json" {
+		c.Admin.Password != "correct horse battery" || c.Log.Format != "json" ||
+		c.Storage.Reserve != 500e6 {
 		t.Fatalf("env values not applied: %+v", c)
 	}
 
 	// Flags beat the environment; flags left unset do not.
 	c, err = load(t, "--config", file, "--data", "/from/flag", "--listen", "127.0.0.1:1003",
-		"--shutdown-grace", "1m30s", "--lockout-max-failures", "3", "--webdav-infinite-depth=false")
+		"--shutdown-grace", "1m30s", "--lockout-max-failures", "3", "--webdav-infinite-depth=false",
+		"--storage-reserve", "0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.Data != "/from/flag" || c.Listen != "127.0.0.1:1003" || c.ShutdownGrace != 90*time.Second ||
-		c.Lockout.MaxFailures != 3 || c.WebDAV.InfiniteDepth || c.HTTPListen != "127.0.0.1:2002" {
+		c.Lockout.MaxFailures != 3 || c.WebDAV.InfiniteDepth || c.HTTPListen != "127.0.0.1:2002" ||
+		c.Storage.Reserve != 0 {
 		t.Fatalf("flag values not applied: %+v", c)
 	}
 }
@@ -151,6 +158,9 @@ func TestValidationNamesKeyAndValue(t *testing.T) {
 		{name: "integer", env: map[string]string{"BERTH_LOCKOUT_MAX_FAILURES": "many"}, want: []string{`lockout.max_failures: "many" is not an integer`}},
 		{name: "zero failures", env: map[string]string{"BERTH_LOCKOUT_MAX_FAILURES": "0"}, want: []string{`lockout.max_failures: "0" must be at least 1`}},
 		{name: "boolean", env: map[string]string{"BERTH_WEBDAV_INFINITE_DEPTH": "perhaps"}, want: []string{`webdav.infinite_depth: "perhaps" is not a boolean`}},
+		{name: "size env", env: map[string]string{"BERTH_STORAGE_RESERVE": "lots"}, want: []string{`storage.reserve: "lots" is not a size in bytes`}},
+		{name: "negative size", file: "storage:\n  reserve: -5\n", want: []string{`storage.reserve: "-5" must not be negative`}},
+		{name: "size unit", file: "storage:\n  reserve: 3 parsecs\n", want: []string{`storage.reserve: "3 parsecs" is not a size in bytes`}},
 		{name: "log format", env: map[string]string{"BERTH_LOG_FORMAT": "xml"}, want: []string{`log.format: "xml" is not text or json`}},
 		{name: "log level", file: "log:\n  level: loud\n", want: []string{`log.level: "loud"`}},
 		{name: "tls half", env: map[string]string{"BERTH_TLS_CERT": "/nonexistent/cert.pem"}, want: []string{`tls.key: "" must be set`, `tls.cert: "/nonexistent/cert.pem" cannot be read`}},

@@ -89,6 +89,7 @@ func errorTable() []errorMapping {
 		{vfs.ErrQuotaExceeded, http.StatusConflict, "policy_error", "storing the file would exceed the space quota"},
 		{vfs.ErrRootItem, http.StatusForbidden, "forbidden", "not allowed on a root's top folder"},
 		{vfs.ErrBusy, http.StatusServiceUnavailable, "temporarily_unavailable", "the service is temporarily unavailable; try again"},
+		{vfs.ErrNoSpace, http.StatusServiceUnavailable, "temporarily_unavailable", "the server's storage is full; nothing was stored"},
 
 		// account (spec 7.1, 7.4).
 		{account.ErrNotFound, http.StatusNotFound, "not_found", ""},

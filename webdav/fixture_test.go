@@ -13,6 +13,7 @@ import (
 	"berth/berthtest"
 	"berth/kv"
 	"berth/vfs"
+	"berth/vfs/chunk"
 	"berth/webdav"
 )
 
@@ -44,6 +45,8 @@ type fixtureOptions struct {
 	Lockout       account.LockoutOptions
 	InfiniteDepth bool
 	PlainHTTP     bool // for clients that refuse a self-signed certificate
+	// Disk are the chunk store's options (a reserve and a disk that fills).
+	Disk chunk.DiskOptions
 }
 
 func newFixture(t testing.TB) *fixture { return newFixtureWith(t, fixtureOptions{}) }
@@ -52,7 +55,7 @@ func newFixtureWith(t testing.TB, o fixtureOptions) *fixture {
 	t.Helper()
 	f := &fixture{t: t, logs: &berthtest.LogBuffer{}}
 	log := slog.New(slog.NewTextHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	f.stack = berthtest.New(t, berthtest.Options{Logger: log, Accounts: account.Options{Lockout: o.Lockout}, Policy: o.Policy})
+	f.stack = berthtest.New(t, berthtest.Options{Logger: log, Accounts: account.Options{Lockout: o.Lockout}, Policy: o.Policy, Disk: o.Disk})
 	f.dir, f.db, f.fs, f.accounts, f.org = f.stack.Dir, f.stack.DB, f.stack.FS, f.stack.Accounts, f.stack.Org
 	f.person, f.root, f.token = f.addPerson("alice")
 

@@ -34,6 +34,8 @@ func status(err error) (int, error) {
 		return describe(http.StatusRequestEntityTooLarge, "the file is larger than your organization's policy allows")
 	case errors.Is(err, vfs.ErrQuotaExceeded):
 		return describe(http.StatusInsufficientStorage, "storing this would exceed your space quota")
+	case errors.Is(err, vfs.ErrNoSpace):
+		return describe(http.StatusInsufficientStorage, "the server's storage is full; nothing was stored")
 	case errors.Is(err, vfs.ErrRootItem):
 		return describe(http.StatusForbidden, "a root folder cannot be changed this way")
 	case errors.Is(err, vfs.ErrIsDir):

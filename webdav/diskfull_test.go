@@ -1,0 +1,66 @@
+package webdav_test
+
+import (
+	"bytes"
+	"errors"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"berth/vfs"
+	"berth/vfs/chunk"
+)
+
+// TestFullDisk: on a disk down to its reserve, every method that adds data
+// answers 507 Insufficient Storage and stores nothing, while reads,
+// deletes, moves and locks on existing items go on.
+func TestFullDisk(t *testing.T) {
+	var free atomic.Int64
+	free.Store(1 << 40)
+	f := newFixtureWith(t, fixtureOptions{Disk: chunk.DiskOptions{
+		Reserve: 1 << 30,
+		Free:    func() (int64, error) { return free.Load(), nil },
+	}})
+	content := bytes.Repeat([]byte("berth "), 100_000)
+	st, _, body := f.do("PUT", "/kept.txt", bytes.NewReader(content))
+	want(t, "PUT with room", st, http.StatusCreated, body)
+	st, _, body = f.do("MKCOL", "/dir", nil)
+	want(t, "MKCOL with room", st, http.StatusCreated, body)
+
+	free.Store(1<<30 - 1)
+	for _, c := range []struct {
+		what, method, path, body string
+		hdr                      []string
+	}{
+		{"PUT of a new file", "PUT", "/new.txt", "hello", nil},
+		{"PUT of a new revision", "PUT", "/kept.txt", "changed", nil},
+		{"MKCOL", "MKCOL", "/newdir", "", nil},
+		{"COPY", "COPY", "/kept.txt", "", []string{"Destination", f.url("/copy.txt")}},
+		{"PROPPATCH", "PROPPATCH", "/kept.txt", `<D:propertyupdate xmlns:D="DAV:" xmlns:Z="urn:z"><D:set><D:prop><Z:a>1</Z:a></D:prop></D:set></D:propertyupdate>`, nil},
+		{"LOCK of a new name", "LOCK", "/locked-new.txt", `<D:lockinfo xmlns:D="DAV:"><D:lockscope><D:exclusive/></D:lockscope><D:locktype><D:write/></D:locktype></D:lockinfo>`, nil},
+	} {
+		st, _, body := f.do(c.method, c.path, strings.NewReader(c.body), c.hdr...)
+		want(t, c.what+" on a full disk", st, http.StatusInsufficientStorage, body)
+		if !strings.Contains(body, "storage is full") {
+			t.Errorf("%s: body %q does not say why", c.what, body)
+		}
+	}
+	for _, p := range []string{"/new.txt", "/newdir", "/copy.txt", "/locked-new.txt"} {
+		if _, err := f.lookup(p); !errors.Is(err, vfs.ErrNotExist) {
+			t.Errorf("%s was stored on a full disk: %v", p, err)
+		}
+	}
+	if got, err := f.read("/kept.txt"); err != nil || !bytes.Equal(got, content) {
+		t.Fatalf("kept.txt on a full disk: %v, identical %v", err, bytes.Equal(got, content))
+	}
+
+	st, _, body = f.do("MOVE", "/dir", nil, "Destination", f.url("/moved"))
+	want(t, "MOVE on a full disk", st, http.StatusCreated, body)
+	st, _, body = f.do("DELETE", "/moved", nil)
+	want(t, "DELETE on a full disk", st, http.StatusNoContent, body)
+
+	free.Store(1 << 40)
+	st, _, body = f.do("PUT", "/new.txt", strings.NewReader("hello"))
+	want(t, "PUT after space was freed", st, http.StatusCreated, body)
+}
