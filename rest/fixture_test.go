@@ -56,6 +56,8 @@ type fixtureOptions struct {
 	Accounts account.Options
 	// Policy is the organization's policy; nil means account.DefaultPolicy().
 	Policy *account.Policy
+	// Disk are the chunk store's options (a reserve and a disk that fills).
+	Disk chunk.DiskOptions
 }
 
 // newFixture builds and starts a fixture; t.Cleanup stops it.
@@ -65,7 +67,7 @@ func newFixtureWith(t testing.TB, o fixtureOptions) *fixture {
 	t.Helper()
 	f := &fixture{t: t, logs: &berthtest.LogBuffer{}, reg: prometheus.NewRegistry()}
 	log := slog.New(slog.NewTextHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	st := berthtest.New(t, berthtest.Options{Logger: log, Accounts: o.Accounts, Policy: o.Policy})
+	st := berthtest.New(t, berthtest.Options{Logger: log, Accounts: o.Accounts, Policy: o.Policy, Disk: o.Disk})
 	f.dir, f.db, f.chunks, f.fs, f.accounts, f.org = st.Dir, st.DB, st.Chunks, st.FS, st.Accounts, st.Org
 	f.stack = st
 	f.person, f.root, f.token = f.addPerson("alice")
