@@ -118,11 +118,6 @@ func (fs *FS) writeFile(ctx context.Context, root, parent uint64, name string, r
 		}
 		return Node{}, err
 	}
-	revID, err := fs.db.NextID(ctx, "revision")
-	if err != nil {
-		fs.forget(refs)
-		return Node{}, err
-	}
 	// A revision of more references than one transaction should change
 	// pins them first, in batches held by an intent; the commit then hands
 	// them to the revision. Small ones, nearly all, commit in one go.
@@ -171,6 +166,14 @@ func (fs *FS) writeFile(ctx context.Context, root, parent uint64, name string, r
 			d.HeadSize += size
 		}
 		if err := fs.addUsage(ctx, tx, root, d, opts.SpaceQuota); err != nil {
+			return err
+		}
+		// The revision's id is taken in the transaction that commits it,
+		// after the one it replaces: of two writes racing on one file, the
+		// one committed last, current, then has the higher id, and a
+		// file's revisions in id order are in the order they were written.
+		revID, err := fs.db.NextID(ctx, "revision")
+		if err != nil {
 			return err
 		}
 		oldMod := rec.Modified
