@@ -105,6 +105,15 @@ type FS struct {
 	// operation over more is split with intents (see intent.go).
 	refBatch  int
 	batchHook func(Op)
+
+	// upMu guards uploads, the writes that may hold stored chunks not yet
+	// referenced nor noted for the collector, and closed, set by Close.
+	// Close records a clean shutdown only when no upload is in flight:
+	// one that outlives the metadata store can do neither, and only the
+	// sweep of the next start finds its chunks.
+	upMu    sync.Mutex
+	uploads int
+	closed  bool
 }
 
 // Open opens the file system. It first finishes what interrupted
@@ -199,13 +208,41 @@ func (fs *FS) roomFor() error {
 }
 
 // Close marks the store as cleanly closed. It does not close the kv or chunk
-// store, which belong to the caller. Uploads still running fail at commit.
+// store, which belong to the caller. Uploads still running fail at commit,
+// and new ones with ErrBusy; with any running, the store is not marked
+// clean, so the next Open removes what they stored, as after a crash.
 func (fs *FS) Close() error {
+	fs.upMu.Lock()
+	fs.closed = true
+	running := fs.uploads
+	fs.upMu.Unlock()
+	if running > 0 {
+		fs.log.Warn("vfs: closing with uploads running; the next start sweeps the chunks they leave", "uploads", running)
+		return nil
+	}
 	fs.gcMu.Lock()
 	defer fs.gcMu.Unlock()
 	return fs.db.Update(context.Background(), func(tx kv.Txn) error {
 		return tx.Set(keyClean, []byte{1})
 	})
+}
+
+// beginUpload counts an upload in flight until endUpload; after Close it
+// is ErrBusy.
+func (fs *FS) beginUpload() error {
+	fs.upMu.Lock()
+	defer fs.upMu.Unlock()
+	if fs.closed {
+		return fmt.Errorf("%w: the file system is closed", ErrBusy)
+	}
+	fs.uploads++
+	return nil
+}
+
+func (fs *FS) endUpload() {
+	fs.upMu.Lock()
+	fs.uploads--
+	fs.upMu.Unlock()
 }
 
 func (fs *FS) nowNs() int64 { return fs.now().UnixNano() }

@@ -67,6 +67,12 @@ func (fs *FS) writeFile(ctx context.Context, root, parent uint64, name string, r
 	if err := ValidateName(name); err != nil {
 		return Node{}, err
 	}
+	// Until its chunks are referenced, or noted for the collector on
+	// failure, the upload keeps Close from recording a clean shutdown.
+	if err := fs.beginUpload(); err != nil {
+		return Node{}, err
+	}
+	defer fs.endUpload()
 	if excluded(name, opts.ExcludedExtensions) {
 		return Node{}, fmt.Errorf("%w: %q", ErrExtensionExcluded, extension(name))
 	}
