@@ -99,6 +99,8 @@ type FS struct {
 	// is still stored, and the collector removes chunks holding it
 	// exclusively, a batch at a time. Both hold it briefly: the collector
 	// never waits for a long upload, nor an upload for a whole collection.
+	// A failed upload notes its chunks for the collector holding it shared
+	// too (see forget).
 	gcMu sync.RWMutex
 
 	// refBatch bounds the chunk references one transaction changes; an

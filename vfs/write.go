@@ -140,8 +140,8 @@ func (fs *FS) writeFile(ctx context.Context, root, parent uint64, name string, r
 			return Node{}, err
 		}
 	} else {
+		// Released right after the commit: forget takes it again.
 		fs.gcMu.RLock()
-		defer fs.gcMu.RUnlock()
 	}
 	var newID uint64
 	var rec nodeRec
@@ -209,6 +209,9 @@ func (fs *FS) writeFile(ctx context.Context, root, parent uint64, name string, r
 		path, err = pathOf(tx, rec)
 		return err
 	})
+	if in == nil {
+		fs.gcMu.RUnlock()
+	}
 	if err != nil {
 		fs.releaseFailed(ctx, in)
 		fs.forget(refs)
@@ -281,8 +284,15 @@ func addRefs(tx kv.Txn, refs []chunk.Ref, delta int64) error {
 // forget notes the chunks of a failed upload as candidates for the garbage
 // collector; those another revision references are kept by their count.
 // It goes fs.refBatch chunks a transaction, so a failed upload of any size
-// is noted whole.
+// is noted whole. It holds gcMu shared: the upload may have stored again a
+// chunk the collector has just removed, and the collector, clearing the
+// notes of what it removed, would clear this note with them.
 func (fs *FS) forget(refs []chunk.Ref) {
+	if len(refs) == 0 {
+		return
+	}
+	fs.gcMu.RLock()
+	defer fs.gcMu.RUnlock()
 	for start := 0; start < len(refs); start += fs.refBatch {
 		batch := refs[start:min(start+fs.refBatch, len(refs))]
 		err := fs.db.Update(context.Background(), func(tx kv.Txn) error {
