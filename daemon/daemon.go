@@ -14,6 +14,7 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -60,7 +61,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 }
 
 // newRootCommand builds the cobra tree: serve (the default), fsck, gc,
-// version. The configuration flags are persistent, so every subcommand
+// purge-deleted, version. The configuration flags are persistent, so every subcommand
 // reads the same data directory the same way.
 func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{
@@ -117,6 +118,30 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 		},
 	}
 
+	var olderThan time.Duration
+	purge := &cobra.Command{
+		Use:   "purge-deleted",
+		Short: "Purge items deleted longer ago than --older-than from a stopped data directory, then collect garbage",
+		Long: "Deleted files and folders keep their space until purged. purge-deleted removes\n" +
+			"for good every item deleted more than --older-than ago, in every root, then\n" +
+			"removes the chunks nothing references any more, and prints what it did.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !cmd.Flags().Changed("older-than") {
+				return errors.New("purge-deleted: --older-than is required (for example 720h; 0s purges everything deleted)")
+			}
+			if olderThan < 0 {
+				return fmt.Errorf("purge-deleted: --older-than %v is negative", olderThan)
+			}
+			cfg, log, err := setup(cmd, stderr)
+			if err != nil {
+				return err
+			}
+			return purgeCommand(cmd.Context(), cfg, log, stdout, olderThan)
+		},
+	}
+	purge.Flags().DurationVar(&olderThan, "older-than", 0, "purge items deleted longer ago than this (720h: 30 days)")
+
 	version := &cobra.Command{
 		Use:   "version",
 		Short: "Print the version",
@@ -127,7 +152,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 		},
 	}
 
-	root.AddCommand(serve, fsck, gc, version)
+	root.AddCommand(serve, fsck, gc, purge, version)
 	return root
 }
 

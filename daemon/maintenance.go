@@ -111,3 +111,28 @@ func gcCommand(ctx context.Context, cfg config.Config, log *slog.Logger, out io.
 	fmt.Fprintln(out, rep.String())
 	return nil
 }
+
+// purgeCommand purges the items deleted more than olderThan ago from a
+// stopped data directory, collects the garbage that leaves, and prints both
+// reports.
+func purgeCommand(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer, olderThan time.Duration) error {
+	st, err := openStores(ctx, cfg, log, nil)
+	if err != nil {
+		return err
+	}
+	defer st.close(log)
+	rep, err := st.files.PurgeDeleted(ctx, time.Now().Add(-olderThan))
+	if err != nil {
+		return fmt.Errorf("purge-deleted: %w (%s)", err, rep)
+	}
+	fmt.Fprintln(out, rep.String())
+	gc, err := st.files.GC(ctx)
+	if err != nil {
+		return fmt.Errorf("purge-deleted: gc: %w", err)
+	}
+	if err := st.db.RunGC(ctx); err != nil {
+		return fmt.Errorf("purge-deleted: metadata store gc: %w", err)
+	}
+	fmt.Fprintln(out, gc.String())
+	return nil
+}
