@@ -127,6 +127,10 @@ type Lockout struct {
 type GC struct {
 	// Interval is the time between collections; 0 turns them off.
 	Interval time.Duration `mapstructure:"interval"`
+	// PurgeDeletedAfter makes each collection first purge, in every root,
+	// what was deleted longer ago than this, so deleted files free their
+	// space; 0 keeps them until purged by hand (berth purge-deleted).
+	PurgeDeletedAfter time.Duration `mapstructure:"purge_deleted_after"`
 }
 
 // WebDAV sets the WebDAV front end.
@@ -203,6 +207,7 @@ func options() []option {
 		{key: "lockout.max_failures", def: 5, usage: "failed logins that lock an account"},
 		{key: "lockout.duration", def: 15 * time.Minute, usage: "how long a locked account stays locked"},
 		{key: "gc.interval", def: time.Hour, usage: "time between garbage collections (0: off)"},
+		{key: "gc.purge_deleted_after", def: time.Duration(0), usage: "purge items deleted longer ago than this at each collection (0: never)"},
 		{key: "webdav.infinite_depth", def: false, usage: "allow WebDAV PROPFIND with Depth: infinity"},
 		{key: "storage.reserve", def: ByteSize(1 << 30), usage: "free space to leave on the data directory's disk; writes stop there (0: none)"},
 	}
@@ -477,6 +482,9 @@ func (c Config) Validate() error {
 	}
 	if c.GC.Interval < 0 {
 		bad("gc.interval", c.GC.Interval, "must not be negative (0 turns it off)")
+	}
+	if c.GC.PurgeDeletedAfter < 0 {
+		bad("gc.purge_deleted_after", c.GC.PurgeDeletedAfter, "must not be negative (0 never purges)")
 	}
 	return errors.Join(errs...)
 }

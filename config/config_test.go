@@ -45,7 +45,7 @@ func TestDefaults(t *testing.T) {
 		c.OAuth.AccessTokenTTL != time.Hour || c.OAuth.RefreshTokenTTL != 720*time.Hour ||
 		c.Lockout.MaxFailures != 5 || c.Lockout.Duration != 15*time.Minute ||
 		c.GC.Interval != time.Hour || c.WebDAV.InfiniteDepth || c.Log.Format != "text" ||
-		c.Storage.Reserve != 1<<30 {
+		c.Storage.Reserve != 1<<30 || c.GC.PurgeDeletedAfter != 0 {
 		t.Fatalf("unexpected defaults: %+v", c)
 	}
 	if err := Default().Validate(); err != nil {
@@ -158,6 +158,7 @@ func TestValidationNamesKeyAndValue(t *testing.T) {
 		{name: "integer", env: map[string]string{"BERTH_LOCKOUT_MAX_FAILURES": "many"}, want: []string{`lockout.max_failures: "many" is not an integer`}},
 		{name: "zero failures", env: map[string]string{"BERTH_LOCKOUT_MAX_FAILURES": "0"}, want: []string{`lockout.max_failures: "0" must be at least 1`}},
 		{name: "boolean", env: map[string]string{"BERTH_WEBDAV_INFINITE_DEPTH": "perhaps"}, want: []string{`webdav.infinite_depth: "perhaps" is not a boolean`}},
+		{name: "negative purge age", env: map[string]string{"BERTH_GC_PURGE_DELETED_AFTER": "-1h"}, want: []string{`gc.purge_deleted_after: "-1h0m0s" must not be negative`}},
 		{name: "size env", env: map[string]string{"BERTH_STORAGE_RESERVE": "lots"}, want: []string{`storage.reserve: "lots" is not a size in bytes`}},
 		{name: "negative size", file: "storage:\n  reserve: -5\n", want: []string{`storage.reserve: "-5" must not be negative`}},
 		{name: "size unit", file: "storage:\n  reserve: 3 parsecs\n", want: []string{`storage.reserve: "3 parsecs" is not a size in bytes`}},

@@ -47,8 +47,9 @@ func watchdog(ctx context.Context, db kv.Store, log *slog.Logger) {
 }
 
 // collectGarbage runs the value-log GC of the metadata store and the chunk
-// GC of the file system every interval (0: never).
-func collectGarbage(ctx context.Context, interval time.Duration, st *stores, log *slog.Logger) {
+// GC of the file system every interval (0: never), after purging what was
+// deleted longer than purgeAfter ago (0: nothing).
+func collectGarbage(ctx context.Context, interval, purgeAfter time.Duration, st *stores, log *slog.Logger) {
 	if interval <= 0 {
 		return
 	}
@@ -59,6 +60,15 @@ func collectGarbage(ctx context.Context, interval time.Duration, st *stores, log
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		}
+		if purgeAfter > 0 {
+			rep, err := st.files.PurgeDeleted(ctx, time.Now().Add(-purgeAfter))
+			switch {
+			case err != nil && ctx.Err() == nil:
+				log.Error("purging deleted items", "error", err, "report", rep.String())
+			case rep.Purged > 0:
+				log.Info("purged deleted items", "report", rep.String(), "older_than", purgeAfter)
+			}
 		}
 		if err := st.db.RunGC(ctx); err != nil && ctx.Err() == nil {
 			log.Error("metadata store gc", "error", err)

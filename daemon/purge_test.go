@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"berth/config"
 	"berth/vfs"
@@ -86,4 +87,69 @@ func TestPurgeDeletedCommand(t *testing.T) {
 	if _, err := st.files.Stat(ctx, root.ID, kept.ID); err != nil {
 		t.Errorf("the live file: %v", err)
 	}
+}
+
+// TestCollectorPurgesDeleted: with gc.purge_deleted_after set, the
+// background collection purges what was deleted long enough ago and then
+// frees its chunks, while the daemon runs.
+func TestCollectorPurgesDeleted(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cfg := config.Default()
+	cfg.Data = t.TempDir()
+	log := slog.New(slog.DiscardHandler)
+	st, err := openStores(ctx, cfg, log, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.close(log)
+	root, err := st.files.CreateRoot(ctx, "alice", vfs.RootSync)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone, err := st.files.WriteFile(ctx, root.ID, root.FolderID, "gone.txt", bytes.NewReader(bytes.Repeat([]byte("trash "), 200_000)), vfs.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.files.Delete(ctx, root.ID, gone.ID, vfs.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // gone.txt is now older than 200ms
+
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		collectGarbage(ctx, 10*time.Millisecond, time.Hour, st, log) // purges nothing yet
+	}()
+	time.Sleep(100 * time.Millisecond)
+	cancel()
+	<-done
+	if _, err := st.files.Stat(context.Background(), root.ID, gone.ID); err != nil {
+		t.Fatalf("purged with purge_deleted_after 1h: %v", err)
+	}
+
+	ctx, cancel = context.WithCancel(context.Background())
+	defer cancel()
+	done = make(chan struct{})
+	go func() {
+		defer close(done)
+		collectGarbage(ctx, 10*time.Millisecond, 200*time.Millisecond, st, log)
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, goneErr := st.files.Stat(ctx, root.ID, gone.ID)
+		rep, err := st.files.Fsck(ctx, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if goneErr != nil && rep.Chunks == 0 && rep.OK() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 10 s: stat %v, fsck %s", goneErr, rep)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	<-done
 }

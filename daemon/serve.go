@@ -203,7 +203,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writ
 	bgCtx, stopBG := context.WithCancel(ctx)
 	defer stopBG()
 	bg.Go(func() { watchdog(bgCtx, st.db, log) })
-	bg.Go(func() { collectGarbage(bgCtx, cfg.GC.Interval, st, log) })
+	bg.Go(func() { collectGarbage(bgCtx, cfg.GC.Interval, cfg.GC.PurgeDeletedAfter, st, log) })
 
 	var runErr error
 	select {
