@@ -2,10 +2,13 @@ package daemon
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"mime/multipart"
 	"net/http"
 	"net/url"
@@ -15,6 +18,10 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"berth/account"
+	"berth/config"
+	"berth/vfs"
 )
 
 // mountTmpfs mounts a tmpfs of size MiB on a fresh directory, or skips the
@@ -223,5 +230,45 @@ func TestFullDisk(t *testing.T) {
 	out, err := exec.Command(bin, "fsck", "--verify", "--data", data).CombinedOutput()
 	if err != nil {
 		t.Errorf("fsck after filling the disk: %v\n%s", err, out)
+	}
+}
+
+// TestFirstRunOnFullDisk: a first start on a disk already down to the
+// reserve fails without storing the organization, so the next start, with
+// room, creates the organization and its administrator. Storing the
+// organization first left one without an administrator: every later start
+// took the first run as done, and nobody could log in.
+func TestFirstRunOnFullDisk(t *testing.T) {
+	ctx := context.Background()
+	cfg := config.Default()
+	cfg.Data = t.TempDir()
+	cfg.Storage.Reserve = 1 << 62 // more than any disk has
+	log := slog.New(slog.DiscardHandler)
+	st, err := openStores(ctx, cfg, log, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = firstRun(ctx, cfg, st.files, account.New(st.db, accountOptions(cfg)), log, io.Discard)
+	if !errors.Is(err, vfs.ErrNoSpace) {
+		t.Errorf("first run on a full disk: %v, want ErrNoSpace", err)
+	}
+	st.close(log)
+
+	cfg.Storage.Reserve = 0
+	st, err = openStores(ctx, cfg, log, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.close(log)
+	accounts := account.New(st.db, accountOptions(cfg))
+	if err := firstRun(ctx, cfg, st.files, accounts, log, io.Discard); err != nil {
+		t.Fatalf("first run with room: %v", err)
+	}
+	p, err := accounts.PersonByLogin(ctx, cfg.Admin.Login)
+	if err != nil {
+		t.Fatalf("the administrator after the second start: %v", err)
+	}
+	if _, err := st.files.Root(ctx, p.RootID); err != nil {
+		t.Fatalf("the administrator's root: %v", err)
 	}
 }

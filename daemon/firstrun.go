@@ -45,13 +45,16 @@ func firstRun(ctx context.Context, cfg config.Config, files *vfs.FS, accounts *a
 		email = cfg.Admin.Login + "@localhost"
 	}
 
-	org, err := accounts.CreateOrganization(ctx, account.OrganizationInput{Name: cfg.Organization.Name})
-	if err != nil {
-		return fmt.Errorf("first run: creating organization %q: %w", cfg.Organization.Name, err)
-	}
+	// The root first: it is refused on a disk down to its reserve, and an
+	// organization stored before that refusal would make every later start
+	// take the first run as done, with no administrator to log in.
 	root, err := files.CreateRoot(ctx, cfg.Admin.Login, vfs.RootSync)
 	if err != nil {
 		return fmt.Errorf("first run: creating the administrator's sync root: %w", err)
+	}
+	org, err := accounts.CreateOrganization(ctx, account.OrganizationInput{Name: cfg.Organization.Name})
+	if err != nil {
+		return fmt.Errorf("first run: creating organization %q: %w", cfg.Organization.Name, err)
 	}
 	person, err := accounts.CreatePerson(ctx, account.PersonInput{
 		OrganizationID: org.ID,
