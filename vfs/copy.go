@@ -304,6 +304,12 @@ func (fs *FS) copyStaged(ctx context.Context, root, id, dst, parent uint64, name
 		if err := ctx.Err(); err != nil {
 			return fail(err)
 		}
+		// Each batch adds records (and small files' contents) to the
+		// metadata store: a disk that reaches the reserve midway stops
+		// the copy, not only one that was there at its start.
+		if err := fs.roomFor(); err != nil {
+			return fail(err)
+		}
 		var pinned *intent
 		if src := plan[i].src; plan[i].chunks > fs.refBatch {
 			var rev revRec

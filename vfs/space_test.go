@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"path/filepath"
 	"sync/atomic"
@@ -192,5 +193,81 @@ func TestReserveRefusesGrowthNotCleanup(t *testing.T) {
 		t.Fatalf("mkdir after cleaning up: %v", err)
 	}
 	e.write(t, e.root.FolderID, "tiny.txt", []byte("hi"))
+	e.checkClean(t)
+}
+
+// TestLargeCopyStopsAtReserve: a copy too large for one transaction adds
+// to the metadata store batch after batch (small files' contents too,
+// kept in their revision records), so each batch checks the space, not
+// only the first: a disk that reaches the reserve midway refuses the copy,
+// and the staged part goes, leaving no copy, no intent and the usage as
+// it was.
+func TestLargeCopyStopsAtReserve(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	db, err := kv.OpenBadger(kv.BadgerOptions{Dir: filepath.Join(dir, "meta")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var free atomic.Int64
+	free.Store(1 << 40)
+	chunks, err := chunk.OpenDisk(filepath.Join(dir, "chunks"), chunk.DiskOptions{
+		Reserve: 1 << 30,
+		Free:    func() (int64, error) { return free.Load(), nil },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var batches atomic.Int64
+	opts := vfs.WithRefBatch(vfs.Options{}, 4)
+	opts = vfs.WithBatchHook(opts, func(op vfs.Op) {
+		if op == vfs.OpCopy && batches.Add(1) == 2 {
+			free.Store(1<<30 - 1) // the disk fills during the copy
+		}
+	})
+	files, err := vfs.Open(ctx, db, chunks, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{dir: dir, db: db, chunks: chunks, fs: files}
+	t.Cleanup(e.close)
+	if e.root, err = files.CreateRoot(ctx, "alice", vfs.RootSync); err != nil {
+		t.Fatal(err)
+	}
+	src, err := files.Mkdir(ctx, e.root.ID, e.root.FolderID, "src", vfs.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		e.write(t, src.ID, fmt.Sprintf("small %02d.txt", i), randBytes(uint64(i), 10_000))
+	}
+	before, err := files.Usage(ctx, e.root.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	_, err = files.Copy(ctx, e.root.ID, src.ID, e.root.ID, e.root.FolderID, "copy", vfs.WriteOptions{})
+	if !errors.Is(err, vfs.ErrNoSpace) {
+		t.Fatalf("a large copy that meets the reserve midway: %v, want ErrNoSpace", err)
+	}
+	if n := batches.Load(); n > 2 {
+		t.Errorf("%d batches copied, the last %d below the reserve", n, n-2)
+	}
+	if _, err := files.Lookup(ctx, e.root.ID, "/copy"); !errors.Is(err, vfs.ErrNotExist) {
+		t.Errorf("the refused copy is visible: %v", err)
+	}
+	if n, err := files.IntentParts(ctx); err != nil || n != 0 {
+		t.Errorf("intent parts after the refused copy: %d %v", n, err)
+	}
+	after, err := files.Usage(ctx, e.root.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after != before {
+		t.Errorf("usage %+v after the refused copy, %+v before", after, before)
+	}
+	if recount, err := files.Audit(ctx, e.root.ID); err != nil || recount != after {
+		t.Errorf("audit: recounted %+v, usage says %+v (%v)", recount, after, err)
+	}
 	e.checkClean(t)
 }
