@@ -64,3 +64,38 @@ func TestFullDisk(t *testing.T) {
 	st, _, body = f.do("PUT", "/new.txt", strings.NewReader("hello"))
 	want(t, "PUT after space was freed", st, http.StatusCreated, body)
 }
+
+// TestFullDiskCopyOverwrite: a COPY (or a MOVE between roots, which
+// copies) over an existing destination deletes the destination first; on
+// a full disk the copy is refused, so the destination must stay.
+func TestFullDiskCopyOverwrite(t *testing.T) {
+	var free atomic.Int64
+	free.Store(1 << 40)
+	f := newFixtureWith(t, fixtureOptions{Disk: chunk.DiskOptions{
+		Reserve: 1 << 30,
+		Free:    func() (int64, error) { return free.Load(), nil },
+	}})
+	for _, p := range []string{"/a.txt", "/b.txt"} {
+		st, _, body := f.do("PUT", p, strings.NewReader("contents of "+p))
+		want(t, "PUT "+p, st, http.StatusCreated, body)
+	}
+	st, _, body := f.do("MKCOL", "/dir", nil)
+	want(t, "MKCOL", st, http.StatusCreated, body)
+	st, _, body = f.do("MKCOL", "/dir2", nil)
+	want(t, "MKCOL", st, http.StatusCreated, body)
+
+	free.Store(1<<30 - 1)
+	st, _, body = f.do("COPY", "/a.txt", nil, "Destination", f.url("/b.txt"))
+	want(t, "COPY over a file on a full disk", st, http.StatusInsufficientStorage, body)
+	st, _, body = f.do("COPY", "/dir", nil, "Destination", f.url("/dir2"), "Depth", "0")
+	want(t, "COPY Depth 0 over a folder on a full disk", st, http.StatusInsufficientStorage, body)
+	if got, err := f.read("/b.txt"); err != nil || string(got) != "contents of /b.txt" {
+		t.Errorf("b.txt after a refused COPY over it: %q %v", got, err)
+	}
+	if _, err := f.lookup("/dir2"); err != nil {
+		t.Errorf("dir2 after a refused COPY over it: %v", err)
+	}
+	// A MOVE within the root copies nothing: it goes on.
+	st, _, body = f.do("MOVE", "/a.txt", nil, "Destination", f.url("/b.txt"))
+	want(t, "MOVE over a file on a full disk", st, http.StatusNoContent, body)
+}

@@ -240,17 +240,25 @@ func (s *session) copyMove(w http.ResponseWriter, r *http.Request) (int, error) 
 	if st != 0 {
 		return st, err
 	}
+	fs := s.h.opts.FS
+	rename := move && src.m == dst.m
 	if dstExists {
 		if !overwrite {
 			return describe(http.StatusPreconditionFailed, "the destination exists and Overwrite is F")
 		}
-		if err := s.h.opts.FS.Delete(s.ctx, dst.m.root.ID, dn.ID, s.opts); err != nil {
+		// A copy on a full disk is refused after the delete below;
+		// refuse it before, so the destination stays.
+		if !rename {
+			if err := fs.CheckSpace(); err != nil {
+				return status(err)
+			}
+		}
+		if err := fs.Delete(s.ctx, dst.m.root.ID, dn.ID, s.opts); err != nil {
 			return status(err)
 		}
 	}
-	fs := s.h.opts.FS
 	switch {
-	case move && src.m == dst.m:
+	case rename:
 		_, err = fs.Move(s.ctx, src.m.root.ID, sn.ID, parent.ID, name, s.opts)
 	case depth == "0" && sn.Dir:
 		err = s.shallowCopy(src, sn, dst, parent.ID, name)
