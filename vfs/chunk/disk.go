@@ -308,7 +308,7 @@ func (d *Disk) mkdir(dir string) (made bool, err error) {
 		err = syncDir(d.dir)
 	}
 	if err != nil {
-		return false, fmt.Errorf("chunk: mkdir: %w", err)
+		return false, fmt.Errorf("chunk: mkdir: %w", noSpace(err))
 	}
 	return true, nil
 }

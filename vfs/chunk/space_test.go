@@ -3,7 +3,9 @@ package chunk_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -105,5 +107,41 @@ func TestKernelNoSpaceIsErrNoSpace(t *testing.T) {
 	}
 	if err := chunk.NoSpace(unix.EIO); errors.Is(err, chunk.ErrNoSpace) {
 		t.Errorf("EIO became ErrNoSpace")
+	}
+}
+
+// TestKernelNoSpaceOnMkdir: a fan-out directory that went missing is made
+// again by Put; on a file system out of inodes that mkdir fails with
+// ENOSPC, which must be ErrNoSpace like the kernel's other "no space"
+// answers, not an internal error. Needs root to mount a small tmpfs.
+func TestKernelNoSpaceOnMkdir(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "tiny")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=4m,nr_inodes=400", "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a small file system to fill (needs root): %v %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("umount", "-l", dir).Run() })
+	d, err := chunk.OpenDisk(filepath.Join(dir, "chunks"), chunk.DiskOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dir, "chunks", "00")); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; ; i++ { // use up the inodes
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprint("f", i)), nil, 0o600); err != nil {
+			break
+		}
+	}
+	for i := 0; ; i++ {
+		blob := []byte(fmt.Sprint("blob ", i))
+		if id := chunk.Sum(blob); id.String()[:2] == "00" {
+			if err := d.Put(context.Background(), id, blob); !errors.Is(err, chunk.ErrNoSpace) {
+				t.Fatalf("put needing a directory on a full disk: %v, want ErrNoSpace", err)
+			}
+			return
+		}
 	}
 }
