@@ -176,7 +176,7 @@ func (d *Disk) statfs() (int64, error) {
 	if err := unix.Statfs(d.dir, &st); err != nil {
 		return 0, fmt.Errorf("chunk: statfs %s: %w", d.dir, err)
 	}
-	return int64(st.Bavail) * st.Bsize, nil
+	return int64(st.Bavail) * int64(st.Bsize), nil // Bsize is int32 on 386 and arm
 }
 
 // Free returns the free bytes of the store's file system, as the reserve

@@ -145,3 +145,23 @@ func TestKernelNoSpaceOnMkdir(t *testing.T) {
 		}
 	}
 }
+
+// TestBuildsOn32BitLinux: statfs(2)'s field types differ between
+// architectures (f_bsize is 32 bits on 386 and arm), so the free-space
+// figure must convert each field, or the store does not compile there.
+func TestBuildsOn32BitLinux(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the go tool")
+	}
+	gotool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go tool on PATH")
+	}
+	for _, arch := range []string{"386", "arm"} {
+		cmd := exec.Command(gotool, "build", "-o", os.DevNull, ".")
+		cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH="+arch, "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("GOARCH=%s: %v\n%s", arch, err, out)
+		}
+	}
+}
