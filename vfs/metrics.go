@@ -53,7 +53,7 @@ var errorClasses = []struct {
 	{ErrRootDeleted, "root_deleted"}, {ErrInvalidName, "invalid_name"}, {ErrNameTooLong, "name_too_long"},
 	{ErrNotDir, "not_dir"}, {ErrIsDir, "is_dir"}, {ErrExtensionExcluded, "policy"},
 	{ErrFileTooLarge, "policy"}, {ErrQuotaExceeded, "quota"}, {ErrNoSuchLock, "no_such_lock"},
-	{ErrRootItem, "root_item"}, {ErrBusy, "busy"}, {context.Canceled, "canceled"}, {context.DeadlineExceeded, "canceled"},
+	{ErrRootItem, "root_item"}, {ErrBusy, "busy"}, {ErrNoSpace, "no_space"}, {context.Canceled, "canceled"}, {context.DeadlineExceeded, "canceled"},
 }
 
 func (m *metrics) observe(op Op, err error) {

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"berth/kv"
 	"berth/vfs"
 	"berth/vfs/chunk"
@@ -270,4 +272,43 @@ func TestLargeCopyStopsAtReserve(t *testing.T) {
 		t.Errorf("audit: recounted %+v, usage says %+v (%v)", recount, after, err)
 	}
 	e.checkClean(t)
+}
+
+// TestNoSpaceCounted: an upload refused on a full disk is its own result
+// in the operations counter, not the catch-all "error" of internal
+// failures.
+func TestNoSpaceCounted(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	db, err := kv.OpenBadger(kv.BadgerOptions{Dir: filepath.Join(dir, "meta")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var free atomic.Int64
+	free.Store(1 << 40)
+	chunks, err := chunk.OpenDisk(filepath.Join(dir, "chunks"), chunk.DiskOptions{
+		Reserve: 1 << 30,
+		Free:    func() (int64, error) { return free.Load(), nil },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	files, err := vfs.Open(ctx, db, chunks, vfs.Options{Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer files.Close()
+	root, err := files.CreateRoot(ctx, "alice", vfs.RootSync)
+	if err != nil {
+		t.Fatal(err)
+	}
+	free.Store(1<<30 - 1)
+	if _, err := files.WriteFile(ctx, root.ID, root.FolderID, "f", bytes.NewReader([]byte("x")), vfs.WriteOptions{}); !errors.Is(err, vfs.ErrNoSpace) {
+		t.Fatalf("write on a full disk: %v", err)
+	}
+	if n := counter(t, reg, "write", "no_space"); n != 1 {
+		t.Errorf("write no_space counted %v times", n)
+	}
 }
