@@ -251,6 +251,22 @@ type OrganizationInput struct {
 // CreateOrganization stores a new active organization. Errors: ErrInvalid
 // (a *FieldError), including for a ParentID that does not exist.
 func (s *Service) CreateOrganization(ctx context.Context, in OrganizationInput) (Organization, error) {
+	org, err := s.newOrganization(ctx, in)
+	if err != nil {
+		return Organization{}, err
+	}
+	err = s.db.Update(ctx, func(tx kv.Txn) error {
+		return s.insertOrganization(tx, &org)
+	})
+	if err != nil {
+		return Organization{}, err
+	}
+	return org, nil
+}
+
+// newOrganization builds and validates the organization in describes and
+// gives it an id; insertOrganization stores it.
+func (s *Service) newOrganization(ctx context.Context, in OrganizationInput) (Organization, error) {
 	org := Organization{
 		ParentID:    in.ParentID,
 		Name:        strings.TrimSpace(in.Name),
@@ -280,22 +296,60 @@ func (s *Service) CreateOrganization(ctx context.Context, in OrganizationInput) 
 		return Organization{}, err
 	}
 	org.ID, org.Policy.CompanyID = id, id
-	err = s.db.Update(ctx, func(tx kv.Txn) error {
-		if org.ParentID != 0 {
-			ok, err := exists(tx, key(pfxOrg, org.ParentID))
-			if err != nil {
-				return err
-			}
-			if !ok {
-				return invalid("parent_id", "no such organization")
-			}
+	return org, nil
+}
+
+// insertOrganization stores org, built by newOrganization, in tx.
+func (s *Service) insertOrganization(tx kv.Txn, org *Organization) error {
+	if org.ParentID != 0 {
+		ok, err := exists(tx, key(pfxOrg, org.ParentID))
+		if err != nil {
+			return err
 		}
-		return s.put(tx, key(pfxOrg, id), &org)
+		if !ok {
+			return invalid("parent_id", "no such organization")
+		}
+	}
+	return s.put(tx, key(pfxOrg, org.ID), org)
+}
+
+// Bootstrap creates the first organization and its first person (the
+// administrator) in one transaction, so that an interrupted first start
+// leaves either both or neither: an organization without anyone able to
+// log in would look set up to every later start. It fails with ErrExists
+// when an organization exists already. Other errors as CreateOrganization
+// and CreatePerson.
+func (s *Service) Bootstrap(ctx context.Context, org OrganizationInput, admin PersonInput) (Organization, Person, error) {
+	o, err := s.newOrganization(ctx, org)
+	if err != nil {
+		return Organization{}, Person{}, err
+	}
+	admin.OrganizationID = o.ID
+	p, err := s.newPerson(ctx, admin)
+	if err != nil {
+		return Organization{}, Person{}, err
+	}
+	err = s.db.Update(ctx, func(tx kv.Txn) error {
+		found := false
+		err := tx.Scan([]byte(pfxOrg), nil, func(_, _ []byte) error {
+			found = true
+			return kv.ErrStop
+		})
+		if err != nil {
+			return err
+		}
+		if found {
+			return fmt.Errorf("%w: an organization exists already", ErrExists)
+		}
+		if err := s.insertOrganization(tx, &o); err != nil {
+			return err
+		}
+		return s.insertPerson(tx, &p)
 	})
 	if err != nil {
-		return Organization{}, err
+		return Organization{}, Person{}, err
 	}
-	return org, nil
+	return o, p, nil
 }
 
 // Organization returns the organization with id, or ErrNotFound.

@@ -82,6 +82,23 @@ type loginRef struct {
 // creations with the same login exactly one succeeds. Errors: ErrInvalid,
 // ErrExists, ErrUserLimitExceeded.
 func (s *Service) CreatePerson(ctx context.Context, in PersonInput) (Person, error) {
+	p, err := s.newPerson(ctx, in)
+	if err != nil {
+		return Person{}, err
+	}
+	err = s.db.Update(ctx, func(tx kv.Txn) error {
+		return s.insertPerson(tx, &p)
+	})
+	if err != nil {
+		return Person{}, err
+	}
+	return p, nil
+}
+
+// newPerson builds and validates the person in describes, hashes the
+// password and gives it an id; insertPerson stores it. The hashing (tens
+// of milliseconds by design) happens here, outside any transaction.
+func (s *Service) newPerson(ctx context.Context, in PersonInput) (Person, error) {
 	now := s.now()
 	p := Person{
 		OrganizationID:  in.OrganizationID,
@@ -120,29 +137,29 @@ func (s *Service) CreatePerson(ctx context.Context, in PersonInput) (Person, err
 		return Person{}, err
 	}
 	p.ID = id
-	err = s.db.Update(ctx, func(tx kv.Txn) error {
-		var org Organization
-		if err := s.get(tx, key(pfxOrg, p.OrganizationID), &org, invalid("company_id", "no such organization")); err != nil {
-			return err
-		}
-		if err := s.checkLoginsFree(tx, 0, p.Username, p.Email); err != nil {
-			return err
-		}
-		if max := org.Policy.NumUsersMaximum; max > 0 {
-			n, err := countPersons(tx, p.OrganizationID)
-			if err != nil {
-				return err
-			}
-			if n >= max {
-				return ErrUserLimitExceeded
-			}
-		}
-		return s.putPerson(tx, &p, nil)
-	})
-	if err != nil {
-		return Person{}, err
-	}
 	return p, nil
+}
+
+// insertPerson stores p, built by newPerson, in tx, once its organization
+// exists and takes another person and its logins are free.
+func (s *Service) insertPerson(tx kv.Txn, p *Person) error {
+	var org Organization
+	if err := s.get(tx, key(pfxOrg, p.OrganizationID), &org, invalid("company_id", "no such organization")); err != nil {
+		return err
+	}
+	if err := s.checkLoginsFree(tx, 0, p.Username, p.Email); err != nil {
+		return err
+	}
+	if max := org.Policy.NumUsersMaximum; max > 0 {
+		n, err := countPersons(tx, p.OrganizationID)
+		if err != nil {
+			return err
+		}
+		if n >= max {
+			return ErrUserLimitExceeded
+		}
+	}
+	return s.putPerson(tx, p, nil)
 }
 
 // putPerson writes p and its index entries; old is the stored version

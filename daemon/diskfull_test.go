@@ -272,3 +272,35 @@ func TestFirstRunOnFullDisk(t *testing.T) {
 		t.Fatalf("the administrator's root: %v", err)
 	}
 }
+
+// TestFirstRunFailingAtAdministrator: a first start refused while creating
+// the administrator (here a password config validation would have caught)
+// stores no organization, so the next start runs the first run again and
+// an administrator exists; before, the organization stayed and every later
+// start skipped the first run, leaving nobody to log in.
+func TestFirstRunFailingAtAdministrator(t *testing.T) {
+	ctx := context.Background()
+	cfg := config.Default()
+	cfg.Data = t.TempDir()
+	cfg.Admin.Password = "short"
+	log := slog.New(slog.DiscardHandler)
+	st, err := openStores(ctx, cfg, log, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.close(log)
+	accounts := account.New(st.db, accountOptions(cfg))
+	if err := firstRun(ctx, cfg, st.files, accounts, log, io.Discard); err == nil {
+		t.Fatal("first run with a 5-character password succeeded")
+	}
+	if has, err := accounts.HasOrganizations(ctx); err != nil || has {
+		t.Fatalf("after the failed first run: organizations %v, %v", has, err)
+	}
+	cfg.Admin.Password = "correct horse battery"
+	if err := firstRun(ctx, cfg, st.files, accounts, log, io.Discard); err != nil {
+		t.Fatalf("second first run: %v", err)
+	}
+	if _, err := accounts.Authenticate(ctx, cfg.Admin.Login, cfg.Admin.Password); err != nil {
+		t.Fatalf("the administrator cannot log in: %v", err)
+	}
+}

@@ -45,28 +45,26 @@ func firstRun(ctx context.Context, cfg config.Config, files *vfs.FS, accounts *a
 		email = cfg.Admin.Login + "@localhost"
 	}
 
-	// The root first: it is refused on a disk down to its reserve, and an
-	// organization stored before that refusal would make every later start
-	// take the first run as done, with no administrator to log in.
+	// The root first: it is refused on a disk down to its reserve, and
+	// then nothing else is stored. The organization and its administrator
+	// are one transaction, so an interrupted first start leaves neither
+	// (only, at worst, an empty root) and the next start runs it again;
+	// an organization without an administrator would look set up to every
+	// later start, with nobody to log in.
 	root, err := files.CreateRoot(ctx, cfg.Admin.Login, vfs.RootSync)
 	if err != nil {
 		return fmt.Errorf("first run: creating the administrator's sync root: %w", err)
 	}
-	org, err := accounts.CreateOrganization(ctx, account.OrganizationInput{Name: cfg.Organization.Name})
-	if err != nil {
-		return fmt.Errorf("first run: creating organization %q: %w", cfg.Organization.Name, err)
-	}
-	person, err := accounts.CreatePerson(ctx, account.PersonInput{
-		OrganizationID: org.ID,
-		Username:       cfg.Admin.Login,
-		Email:          email,
-		FirstName:      "Administrator",
-		Password:       password,
-		Admin:          true,
-		RootID:         root.ID,
+	org, person, err := accounts.Bootstrap(ctx, account.OrganizationInput{Name: cfg.Organization.Name}, account.PersonInput{
+		Username:  cfg.Admin.Login,
+		Email:     email,
+		FirstName: "Administrator",
+		Password:  password,
+		Admin:     true,
+		RootID:    root.ID,
 	})
 	if err != nil {
-		return fmt.Errorf("first run: creating administrator %q: %w", cfg.Admin.Login, err)
+		return fmt.Errorf("first run: creating organization %q and administrator %q: %w", cfg.Organization.Name, cfg.Admin.Login, err)
 	}
 	log.Info("first run: created the organization and its administrator",
 		"organization", org.Name, "organization_id", org.ID, "login", person.Username, "root_id", root.ID)
