@@ -524,3 +524,82 @@ func TestQuotaUnder(t *testing.T) {
 		t.Errorf("ExcludedExtensionList = %q", got)
 	}
 }
+
+// TestLockoutConcurrentGuesses: attempts made at the same time cannot all
+// pass the lock check before any of them has failed. Each attempt is counted
+// before its password is checked, so with MaxFailures in progress a further
+// one is refused at once, and the right password sent among a burst of
+// guesses does not get in once the burst has passed the threshold.
+func TestLockoutConcurrentGuesses(t *testing.T) {
+	ctx := context.Background()
+	const maxFailures, guesses = 3, 9
+	o := testOptions()
+	o.Lockout = LockoutOptions{MaxFailures: maxFailures, Window: time.Hour, Duration: time.Hour}
+	s := newService(t, o)
+	fixture(t, s)
+
+	// Take every argon2 slot, so that each attempt that gets as far as
+	// checking its password waits there.
+	for range cap(s.hashSlots) {
+		s.hashSlots <- struct{}{}
+	}
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			for range cap(s.hashSlots) {
+				<-s.hashSlots
+			}
+		}
+	}
+	defer release()
+
+	results := make(chan error, guesses)
+	for range guesses {
+		go func() {
+			_, err := s.Authenticate(ctx, "alice", "wrong password")
+			results <- err
+		}()
+	}
+	// Only maxFailures of the guesses may wait for a password check; the
+	// others are refused without one.
+	timeout := time.After(5 * time.Second)
+	for i := range guesses - maxFailures {
+		select {
+		case err := <-results:
+			if !errors.Is(err, ErrAccountLocked) {
+				t.Fatalf("guess beyond the threshold: %v, want ErrAccountLocked", err)
+			}
+		case <-timeout:
+			t.Fatalf("%d guesses at once waited for a password check; at most %d may (got %d refusals)",
+				guesses, maxFailures, i)
+		}
+	}
+	right := make(chan error, 1)
+	go func() {
+		_, err := s.Authenticate(ctx, "alice", pw)
+		right <- err
+	}()
+	release()
+	if err := <-right; !errors.Is(err, ErrAccountLocked) {
+		t.Fatalf("right password after %d concurrent guesses: %v, want ErrAccountLocked", guesses, err)
+	}
+	locked := 0
+	for range maxFailures {
+		err := <-results
+		switch {
+		case errors.Is(err, ErrAccountLocked):
+			locked++
+		case !errors.Is(err, ErrInvalidCredentials):
+			t.Fatalf("guess within the threshold: %v", err)
+		}
+	}
+	// The one that reached the threshold locked (one that failed after it
+	// reports the lock too).
+	if locked == 0 {
+		t.Fatalf("none of the first %d guesses locked the account", maxFailures)
+	}
+	if _, err := s.Authenticate(ctx, "alice", pw); !errors.Is(err, ErrAccountLocked) {
+		t.Fatalf("right password afterwards: %v", err)
+	}
+}

@@ -9,10 +9,11 @@ import (
 	"berth/kv"
 )
 
-// failRecord counts failed logins of one subject within the lockout window.
+// failRecord counts the login attempts of one subject within the lockout
+// window that have not succeeded: failed ones and those still being checked.
 type failRecord struct {
 	Count int       `cbor:"1,keyasint"`
-	First time.Time `cbor:"2,keyasint"` // first failure of the series; the window starts here
+	First time.Time `cbor:"2,keyasint"` // first attempt of the series; the window starts here
 }
 
 // lockRecord marks a locked subject.
@@ -33,6 +34,9 @@ type lockRecord struct {
 //     lock holds no password is checked. Unknown logins lock the same way,
 //     so lockout does not reveal which accounts exist. The counter and the
 //     lock are kv keys with a TTL, so they vanish without a sweeper.
+//     Each attempt is counted before its password is checked, so attempts
+//     made at the same time cannot all pass the lock check: with
+//     MaxFailures of them still being checked, a further one is refused.
 //   - ErrInactive: the password is right but the person or the
 //     organization is disabled (checked only after the password, so it
 //     tells nothing to someone guessing).
@@ -40,11 +44,9 @@ type lockRecord struct {
 // A successful login resets the failure counter.
 func (s *Service) Authenticate(ctx context.Context, login, password string) (Person, error) {
 	var (
-		p       Person
-		known   bool
-		locked  bool
-		failing bool
-		org     Organization
+		p     Person
+		known bool
+		org   Organization
 	)
 	subject := s.loginSubject(login, 0)
 	err := s.db.View(ctx, func(tx kv.Txn) error {
@@ -53,31 +55,23 @@ func (s *Service) Authenticate(ctx context.Context, login, password string) (Per
 		switch {
 		case errors.Is(err, ErrNotFound):
 			known = false
+			return nil
 		case err != nil:
 			return err
-		default:
-			known = true
-			subject = s.loginSubject(login, p.ID)
-			if err := s.get(tx, key(pfxOrg, p.OrganizationID), &org, notFoundf("organization %d", p.OrganizationID)); err != nil {
-				return err
-			}
 		}
-		var lr lockRecord
-		switch err := s.get(tx, keyBytes(pfxLock, subject), &lr, ErrNotFound); {
-		case err == nil:
-			locked = s.now().Before(lr.Until)
-		case !errors.Is(err, ErrNotFound):
-			return err
-		}
-		failing, err = exists(tx, keyBytes(pfxFail, subject))
-		return err
+		known = true
+		subject = s.loginSubject(login, p.ID)
+		return s.get(tx, key(pfxOrg, p.OrganizationID), &org, notFoundf("organization %d", p.OrganizationID))
 	})
 	if err != nil {
 		return Person{}, err
 	}
-	if locked {
-		return Person{}, ErrAccountLocked
+	attempt, err := s.beginAttempt(ctx, subject)
+	if err != nil {
+		return Person{}, err
 	}
+	// From here the attempt counts as a failure unless it succeeds, also
+	// when the check below is cut short (a client that leaves mid-check).
 	ok := false
 	if known && len(password) <= maxPasswordSize {
 		ok, err = s.verifyPassword(ctx, p.PasswordHash, password)
@@ -88,12 +82,10 @@ func (s *Service) Authenticate(ctx context.Context, login, password string) (Per
 		return Person{}, err
 	}
 	if !ok {
-		return Person{}, s.recordFailure(ctx, subject)
+		return Person{}, s.recordFailure(ctx, subject, attempt)
 	}
-	if failing {
-		if err := s.db.Update(ctx, func(tx kv.Txn) error { return tx.Delete(keyBytes(pfxFail, subject)) }); err != nil {
-			return Person{}, err
-		}
+	if err := s.db.Update(ctx, func(tx kv.Txn) error { return tx.Delete(keyBytes(pfxFail, subject)) }); err != nil {
+		return Person{}, err
 	}
 	if !p.Active || !org.Active {
 		return Person{}, ErrInactive
@@ -111,20 +103,20 @@ func (s *Service) loginSubject(login string, personID uint64) []byte {
 	return append([]byte("l"), h[:]...)
 }
 
-// recordFailure counts a failed login and locks the subject at the
-// threshold. It returns the error the caller should report.
-func (s *Service) recordFailure(ctx context.Context, subject []byte) error {
+// beginAttempt counts a login attempt of subject before its password is
+// checked and returns its number in the current window. It returns
+// ErrAccountLocked while the subject is locked, and when MaxFailures
+// attempts of the window have not succeeded, even if some of them are
+// still being checked; such a refused attempt is not counted.
+func (s *Service) beginAttempt(ctx context.Context, subject []byte) (int, error) {
 	lo := s.opts.Lockout
-	lockNow := false
+	n := 0
 	err := s.db.Update(ctx, func(tx kv.Txn) error {
-		lockNow = false
 		now := s.now()
-		// A concurrent attempt may have locked the subject since our check.
 		var lr lockRecord
 		switch err := s.get(tx, keyBytes(pfxLock, subject), &lr, ErrNotFound); {
 		case err == nil && now.Before(lr.Until):
-			lockNow = true
-			return nil
+			return ErrAccountLocked
 		case err != nil && !errors.Is(err, ErrNotFound):
 			return err
 		}
@@ -136,15 +128,42 @@ func (s *Service) recordFailure(ctx context.Context, subject []byte) error {
 		if err != nil || now.Sub(fr.First) >= lo.Window {
 			fr = failRecord{First: now}
 		}
-		fr.Count++
 		if fr.Count >= lo.MaxFailures {
-			lockNow = true
-			if err := tx.Delete(keyBytes(pfxFail, subject)); err != nil {
-				return err
-			}
-			return s.putTTL(tx, keyBytes(pfxLock, subject), lockRecord{Until: now.Add(lo.Duration)}, lo.Duration)
+			return ErrAccountLocked
 		}
+		fr.Count++
+		n = fr.Count
 		return s.putTTL(tx, keyBytes(pfxFail, subject), &fr, lo.Window-now.Sub(fr.First))
+	})
+	return n, err
+}
+
+// recordFailure settles a failed attempt, already counted by beginAttempt
+// as number attempt: the one that reaches the threshold locks the subject.
+// It returns the error the caller should report.
+func (s *Service) recordFailure(ctx context.Context, subject []byte, attempt int) error {
+	lo := s.opts.Lockout
+	lockNow := false
+	err := s.db.Update(ctx, func(tx kv.Txn) error {
+		lockNow = false
+		now := s.now()
+		// A concurrent attempt may have locked the subject since ours began.
+		var lr lockRecord
+		switch err := s.get(tx, keyBytes(pfxLock, subject), &lr, ErrNotFound); {
+		case err == nil && now.Before(lr.Until):
+			lockNow = true
+			return nil
+		case err != nil && !errors.Is(err, ErrNotFound):
+			return err
+		}
+		if attempt < lo.MaxFailures {
+			return nil
+		}
+		lockNow = true
+		if err := tx.Delete(keyBytes(pfxFail, subject)); err != nil {
+			return err
+		}
+		return s.putTTL(tx, keyBytes(pfxLock, subject), lockRecord{Until: now.Add(lo.Duration)}, lo.Duration)
 	})
 	if err != nil {
 		return err
