@@ -93,14 +93,40 @@ func tokenHash(tok string) []byte {
 // (machineID 0 for none) and returns its first access and refresh tokens.
 // Errors: ErrNotFound (person or machine), ErrInactive.
 func (s *Service) IssueTokens(ctx context.Context, personID, machineID uint64) (Tokens, error) {
+	return s.issueTokens(ctx, personID, machineID, nil)
+}
+
+// IssueLoginTokens is IssueTokens for p as Authenticate returned it: the
+// password grant. It refuses with ErrInvalidCredentials when p's password
+// has changed since, so a login with the old password that races a change
+// (which ends every session) cannot start a session that outlives it.
+// Errors: those of IssueTokens, ErrInvalidCredentials.
+func (s *Service) IssueLoginTokens(ctx context.Context, p Person, machineID uint64) (Tokens, error) {
+	return s.issueTokens(ctx, p.ID, machineID, func(cur Person) error {
+		if cur.PasswordHash != p.PasswordHash {
+			return ErrInvalidCredentials
+		}
+		return nil
+	})
+}
+
+// issueTokens is IssueTokens; check, when not nil, vets the stored person
+// in the transaction that starts the session.
+func (s *Service) issueTokens(ctx context.Context, personID, machineID uint64, check func(Person) error) (Tokens, error) {
 	family := make([]byte, 16)
 	if _, err := rand.Read(family); err != nil {
 		return Tokens{}, err
 	}
 	var toks Tokens
 	err := s.db.Update(ctx, func(tx kv.Txn) error {
-		if err := s.checkActive(tx, personID); err != nil {
+		c, err := s.activeCaller(tx, personID)
+		if err != nil {
 			return err
+		}
+		if check != nil {
+			if err := check(c.Person); err != nil {
+				return err
+			}
 		}
 		if machineID != 0 {
 			var m Machine
@@ -119,7 +145,6 @@ func (s *Service) IssueTokens(ctx context.Context, personID, machineID uint64) (
 		if err := tx.SetTTL(personFamilyKey(personID, family), nil, s.ttl(s.opts.RefreshTTL)); err != nil {
 			return err
 		}
-		var err error
 		toks, err = s.mint(tx, personID, machineID, family, now)
 		return err
 	})

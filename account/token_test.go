@@ -316,3 +316,37 @@ func TestCaller(t *testing.T) {
 		t.Fatalf("AccessCaller of a disabled organization = %v, want ErrInactive", err)
 	}
 }
+
+// TestLoginTokensAfterPasswordChange: a password grant checks the password,
+// then starts the session. A password change that lands in between (and
+// ends every session) must not leave the login with the old password a
+// session that outlives it.
+func TestLoginTokensAfterPasswordChange(t *testing.T) {
+	ctx := context.Background()
+	s := newService(t, testOptions())
+	_, alice := fixture(t, s)
+	p, err := s.Authenticate(ctx, "alice", pw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetPassword(ctx, alice.ID, "a new password"); err != nil {
+		t.Fatal(err)
+	}
+	if toks, err := s.IssueLoginTokens(ctx, p, 0); !errors.Is(err, ErrInvalidCredentials) {
+		t.Fatalf("tokens for a login with the replaced password: %+v, %v", toks, err)
+	}
+	if n := countKeys(t, s, pfxFamily); n != 0 {
+		t.Fatalf("%d sessions after the refused login", n)
+	}
+	p, err = s.Authenticate(ctx, "alice", "a new password")
+	if err != nil {
+		t.Fatal(err)
+	}
+	toks, err := s.IssueLoginTokens(ctx, p, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ValidateAccess(ctx, toks.AccessToken); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -91,7 +91,7 @@ func (s *server) passwordGrant(r *http.Request, form oauthValues) (any, error) {
 	if err != nil {
 		return nil, grantError(err)
 	}
-	toks, err := s.accounts.IssueTokens(r.Context(), p.ID, m.ID)
+	toks, err := s.accounts.IssueLoginTokens(r.Context(), p, m.ID)
 	if err != nil {
 		return nil, grantError(err)
 	}
