@@ -32,8 +32,10 @@ func (fs *FS) move(ctx context.Context, root, id, parent uint64, name string, op
 			return Node{}, err
 		}
 	}
+	var replaced replacement
 	err := fs.update(ctx, func(tx kv.Txn) error {
 		now := fs.nowNs()
+		replaced = replacement{}
 		rec, loc, err := liveNodeIn(tx, root, id)
 		if err != nil {
 			return err
@@ -66,9 +68,11 @@ func (fs *FS) move(ctx context.Context, root, id, parent uint64, name string, op
 				return fmt.Errorf("%w: cannot move a folder into itself", ErrNameConflict)
 			}
 		}
-		if err := nameFree(tx, dst, newName); err != nil {
+		gone, err := replaceIn(tx, root, dst, newName, id, opts, now)
+		if err != nil {
 			return err
 		}
+		replaced = gone
 		if err := checkLocks(tx, id, 2, opts, now); err != nil {
 			return err
 		}
@@ -81,11 +85,15 @@ func (fs *FS) move(ctx context.Context, root, id, parent uint64, name string, op
 			return err
 		}
 		rec.Parent, rec.Name = dst, newName
-		return saveNode(tx, rec, locRec{Root: root, Parent: dst, Name: newName})
+		if err := saveNode(tx, rec, locRec{Root: root, Parent: dst, Name: newName}); err != nil {
+			return err
+		}
+		return fs.addUsage(ctx, tx, root, replaced.usage, 0)
 	})
 	if err != nil {
 		return Node{}, err
 	}
+	fs.replaced(root, replaced)
 	return fs.Stat(ctx, root, id)
 }
 
@@ -124,6 +132,59 @@ func (fs *FS) Delete(ctx context.Context, root, id uint64, opts WriteOptions) er
 	})
 	fs.done(OpDelete, err, Event{RootID: root, NodeID: id, ParentID: rec.Parent, Name: rec.Name, Dir: rec.Dir, Size: rec.Size})
 	return err
+}
+
+// replacement is an item that a Copy or Move with Overwrite deleted in
+// its place, and what that did to the usage of its root.
+type replacement struct {
+	rec   nodeRec
+	usage usageRec
+}
+
+// replaceIn makes the name free in the folder parent of root for the item
+// keep (or a copy of it): without opts.Overwrite a live item of that name
+// is ErrNameConflict; with it, that item is deleted as Delete does, unless
+// it is keep or a folder above keep (ErrNameConflict) or a lock refuses
+// it (ErrLocked). The usage change is the caller's to record.
+func replaceIn(tx kv.Txn, root, parent uint64, name string, keep uint64, opts WriteOptions, now int64) (replacement, error) {
+	var rec nodeRec
+	err := get(tx, childKey(parent, name), &rec, kv.ErrNotFound)
+	switch {
+	case errors.Is(err, kv.ErrNotFound):
+		return replacement{}, nil
+	case err != nil:
+		return replacement{}, err
+	case !opts.Overwrite:
+		return replacement{}, fmt.Errorf("%w: %q exists", ErrNameConflict, name)
+	}
+	inside, err := ancestorOf(tx, rec.ID, keep)
+	if err != nil {
+		return replacement{}, err
+	}
+	if inside {
+		return replacement{}, fmt.Errorf("%w: %q holds what would replace it", ErrNameConflict, name)
+	}
+	if err := checkLocks(tx, rec.ID, 2, opts, now); err != nil {
+		return replacement{}, err
+	}
+	r := replacement{rec: rec}
+	if err := tallyDelete(tx, rec, &r.usage, opts, now); err != nil {
+		return replacement{}, err
+	}
+	if err := tx.Delete(childKey(parent, name)); err != nil {
+		return replacement{}, err
+	}
+	rec.Deleted = now
+	r.rec = rec
+	return r, saveNode(tx, rec, locRec{Root: root, Parent: parent, Name: name, Deleted: true})
+}
+
+// replaced reports the delete of an item that a Copy or Move replaced.
+func (fs *FS) replaced(root uint64, r replacement) {
+	if r.rec.ID == 0 {
+		return
+	}
+	fs.done(OpDelete, nil, Event{RootID: root, NodeID: r.rec.ID, ParentID: r.rec.Parent, Name: r.rec.Name, Dir: r.rec.Dir, Size: r.rec.Size})
 }
 
 // tallyDelete adds to u what deleting rec and everything live below it

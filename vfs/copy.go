@@ -24,11 +24,12 @@ func (fs *FS) Copy(ctx context.Context, root, id, dst, parent uint64, name strin
 		return Node{}, err
 	}
 	var newID uint64
+	var replaced replacement
 	large, err := fs.copyIsLarge(ctx, root, id)
 	switch {
 	case err != nil:
 	case large:
-		newID, err = fs.copyStaged(ctx, root, id, dst, parent, name, opts)
+		newID, replaced, err = fs.copyStaged(ctx, root, id, dst, parent, name, opts)
 	default:
 		err = fs.update(ctx, func(tx kv.Txn) error {
 			now := fs.nowNs()
@@ -36,13 +37,19 @@ func (fs *FS) Copy(ctx context.Context, root, id, dst, parent uint64, name strin
 			if err != nil {
 				return err
 			}
-			var d usageRec
+			if replaced, err = replaceIn(tx, dst, parent, name, id, opts, now); err != nil {
+				return err
+			}
+			d := replaced.usage
 			newID, err = fs.copyTree(ctx, tx, src, dst, parent, name, &d, now)
 			if err != nil {
 				return err
 			}
 			return fs.addUsage(ctx, tx, dst, d, opts.SpaceQuota)
 		})
+	}
+	if err == nil {
+		fs.replaced(dst, replaced)
 	}
 	fs.done(OpCopy, err, Event{RootID: dst, NodeID: newID, ParentID: parent, Name: name})
 	if err != nil {
@@ -76,8 +83,12 @@ func copyCheck(tx kv.Txn, root, id, dst, parent uint64, name string, opts WriteO
 			return src, fmt.Errorf("%w: cannot copy a folder into itself", ErrNameConflict)
 		}
 	}
-	if err := nameFree(tx, parent, name); err != nil {
-		return src, err
+	if !opts.Overwrite {
+		// With Overwrite, the transaction that puts the copy in place
+		// deletes what has the name (replaceIn).
+		if err := nameFree(tx, parent, name); err != nil {
+			return src, err
+		}
 	}
 	return src, checkLocks(tx, parent, 1, opts, now)
 }
@@ -227,7 +238,7 @@ type stagedItem struct {
 // the quota) and puts the top live under its name: the copy appears whole.
 // The plan costs memory per item, not per byte: the chunk lists are read
 // again by each batch.
-func (fs *FS) copyStaged(ctx context.Context, root, id, dst, parent uint64, name string, opts WriteOptions) (uint64, error) {
+func (fs *FS) copyStaged(ctx context.Context, root, id, dst, parent uint64, name string, opts WriteOptions) (uint64, replacement, error) {
 	var plan []stagedItem
 	var d usageRec
 	var topFolder uint64
@@ -282,22 +293,22 @@ func (fs *FS) copyStaged(ctx context.Context, root, id, dst, parent uint64, name
 		return err
 	})
 	if err != nil {
-		return 0, err
+		return 0, replacement{}, err
 	}
 	for i := range plan {
 		if plan[i].id, err = fs.db.NextID(ctx, "node"); err != nil {
-			return 0, err
+			return 0, replacement{}, err
 		}
 	}
 	in, err := fs.newIntent(ctx)
 	if err != nil {
-		return 0, err
+		return 0, replacement{}, err
 	}
 	in.next = 1 // part 0 names the staged tree
 	top := plan[0].id
-	fail := func(err error) (uint64, error) {
+	fail := func(err error) (uint64, replacement, error) {
 		fs.releaseFailed(ctx, in)
-		return 0, err
+		return 0, replacement{}, err
 	}
 	now := fs.nowNs()
 	for i := 0; i < len(plan); {
@@ -368,14 +379,17 @@ func (fs *FS) copyStaged(ctx context.Context, root, id, dst, parent uint64, name
 		i += n
 		fs.between(OpCopy)
 	}
+	var replaced replacement
 	err = fs.update(ctx, func(tx kv.Txn) error {
+		at := fs.nowNs()
 		if _, _, err := liveDirIn(tx, dst, parent); err != nil {
 			return err
 		}
-		if err := nameFree(tx, parent, name); err != nil {
+		var err error
+		if replaced, err = replaceIn(tx, dst, parent, name, id, opts, at); err != nil {
 			return err
 		}
-		if err := checkLocks(tx, parent, 1, opts, fs.nowNs()); err != nil {
+		if err := checkLocks(tx, parent, 1, opts, at); err != nil {
 			return err
 		}
 		rec, loc, err := loadNode(tx, top)
@@ -392,12 +406,14 @@ func (fs *FS) copyStaged(ctx context.Context, root, id, dst, parent uint64, name
 		if err := tx.Delete(intentKey(in.id, 0)); err != nil {
 			return err
 		}
-		return fs.addUsage(ctx, tx, dst, d, opts.SpaceQuota)
+		u := d
+		u.add(replaced.usage)
+		return fs.addUsage(ctx, tx, dst, u, opts.SpaceQuota)
 	})
 	if err != nil {
 		return fail(err)
 	}
-	return top, nil
+	return top, replaced, nil
 }
 
 // Purge removes a deleted item, and everything below a deleted folder, for

@@ -209,12 +209,6 @@ func (fs *FS) roomFor() error {
 	return nil
 }
 
-// CheckSpace returns ErrNoSpace when the storage is down to its reserve,
-// so that whatever adds to the stores would be refused. A front end asks
-// it before a step it cannot take back that comes first (WebDAV's COPY
-// deletes the destination it replaces before copying).
-func (fs *FS) CheckSpace() error { return fs.roomFor() }
-
 // Close marks the store as cleanly closed. It does not close the kv or chunk
 // store, which belong to the caller. Uploads still running fail at commit,
 // and new ones with ErrBusy; with any running, the store is not marked

@@ -126,6 +126,13 @@ type WriteOptions struct {
 	// size or the space left is refused before a byte of it is read; the
 	// bytes that do arrive are held to the limits either way.
 	DeclaredSize int64
+	// Overwrite lets Copy, Move and Mkdir replace a live item that
+	// already has the name in the destination folder: it is deleted, as
+	// Delete does, in the transaction that puts the new item there, so an
+	// operation that is refused or fails leaves it in place. Without it
+	// that item is ErrNameConflict, as it is when the item replaced would
+	// be the one moved or copied, or a folder above it.
+	Overwrite bool
 }
 
 // ETag is the entity tag of an item's current contents, one value for REST

@@ -224,7 +224,7 @@ func (s *session) copyMove(w http.ResponseWriter, r *http.Request) (int, error) 
 	if sn.Dir && strings.HasPrefix(dstPath, strings.TrimSuffix(s.path, "/")+"/") {
 		return describe(http.StatusForbidden, "a collection cannot go inside itself")
 	}
-	dst, dn, dstExists, err := s.lookup(dstPath)
+	dst, _, dstExists, err := s.lookup(dstPath)
 	if errors.Is(err, vfs.ErrNotExist) {
 		return describe(http.StatusConflict, "the destination's parent does not exist")
 	} else if err != nil {
@@ -240,30 +240,26 @@ func (s *session) copyMove(w http.ResponseWriter, r *http.Request) (int, error) 
 	if st != 0 {
 		return st, err
 	}
-	fs := s.h.opts.FS
-	rename := move && src.m == dst.m
 	if dstExists {
 		if !overwrite {
 			return describe(http.StatusPreconditionFailed, "the destination exists and Overwrite is F")
 		}
-		// A copy on a full disk is refused after the delete below;
-		// refuse it before, so the destination stays.
-		if !rename {
-			if err := fs.CheckSpace(); err != nil {
-				return status(err)
-			}
-		}
-		if err := fs.Delete(s.ctx, dst.m.root.ID, dn.ID, s.opts); err != nil {
-			return status(err)
+		if src.m == dst.m && strings.HasPrefix(s.path, strings.TrimSuffix(dstPath, "/")+"/") {
+			return describe(http.StatusForbidden, "the destination is a collection that holds the source")
 		}
 	}
+	// vfs deletes an existing destination in the transaction that puts
+	// the copy or the moved item in its place: a refused or failed COPY
+	// or MOVE leaves it as it was.
+	fs, opts := s.h.opts.FS, s.opts
+	opts.Overwrite = dstExists
 	switch {
-	case rename:
-		_, err = fs.Move(s.ctx, src.m.root.ID, sn.ID, parent.ID, name, s.opts)
+	case move && src.m == dst.m:
+		_, err = fs.Move(s.ctx, src.m.root.ID, sn.ID, parent.ID, name, opts)
 	case depth == "0" && sn.Dir:
-		err = s.shallowCopy(src, sn, dst, parent.ID, name)
+		err = s.shallowCopy(src, sn, dst, parent.ID, name, opts)
 	default:
-		_, err = fs.Copy(s.ctx, src.m.root.ID, sn.ID, dst.m.root.ID, parent.ID, name, s.opts)
+		_, err = fs.Copy(s.ctx, src.m.root.ID, sn.ID, dst.m.root.ID, parent.ID, name, opts)
 		if err == nil && move {
 			err = fs.Delete(s.ctx, src.m.root.ID, sn.ID, s.opts)
 		}
@@ -280,14 +276,15 @@ func (s *session) copyMove(w http.ResponseWriter, r *http.Request) (int, error) 
 }
 
 // shallowCopy is COPY with Depth 0 of a collection: a new empty collection
-// with the source's dead properties.
-func (s *session) shallowCopy(src target, sn vfs.Node, dst target, parent uint64, name string) error {
+// (replacing the destination when opts.Overwrite) with the source's dead
+// properties.
+func (s *session) shallowCopy(src target, sn vfs.Node, dst target, parent uint64, name string, opts vfs.WriteOptions) error {
 	fs := s.h.opts.FS
 	props, err := fs.Props(s.ctx, src.m.root.ID, sn.ID)
 	if err != nil {
 		return err
 	}
-	n, err := fs.Mkdir(s.ctx, dst.m.root.ID, parent, name, s.opts)
+	n, err := fs.Mkdir(s.ctx, dst.m.root.ID, parent, name, opts)
 	if err != nil {
 		return err
 	}
