@@ -70,6 +70,12 @@ func (s *session) lookup(p string) (target, vfs.Node, bool, error) {
 // replaces the contents (a new revision). The body streams into vfs, which
 // commits only a complete body within the policy's limits.
 func (s *session) put(w http.ResponseWriter, r *http.Request) (int, error) {
+	if r.Header.Get("Content-Range") != "" {
+		// A partial PUT would otherwise store its fragment as the whole
+		// file (RFC 9110 14.5: a server that does not apply them must
+		// answer 400).
+		return describe(http.StatusBadRequest, "PUT with Content-Range (a partial update) is not supported; send the whole file")
+	}
 	t, n, exists, err := s.lookup(s.path)
 	if err != nil {
 		return status(err)
