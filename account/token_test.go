@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 )
@@ -348,5 +350,51 @@ func TestLoginTokensAfterPasswordChange(t *testing.T) {
 	}
 	if _, err := s.ValidateAccess(ctx, toks.AccessToken); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestPasswordChangeRacingLogin: SetPassword ends the person's sessions by
+// sweeping their families, and a prefix scan does not see a family that a
+// login commits during the sweep. A session that began under the replaced
+// password still ends: its tokens work only under the password they were
+// issued for.
+func TestPasswordChangeRacingLogin(t *testing.T) {
+	ctx := context.Background()
+	s := newService(t, testOptions())
+	_, alice := fixture(t, s)
+	for i := range 100 {
+		p, err := s.Person(ctx, alice.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var (
+			wg   sync.WaitGroup
+			mu   sync.Mutex
+			toks []Tokens
+		)
+		for range 4 {
+			wg.Go(func() {
+				tk, err := s.IssueLoginTokens(ctx, p, 0)
+				if err == nil {
+					mu.Lock()
+					toks = append(toks, tk)
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Go(func() {
+			if err := s.SetPassword(ctx, alice.ID, fmt.Sprintf("new password %d", i)); err != nil {
+				t.Error(err)
+			}
+		})
+		wg.Wait()
+		for _, tk := range toks {
+			if _, err := s.ValidateAccess(ctx, tk.AccessToken); !errors.Is(err, ErrInvalidToken) {
+				t.Fatalf("round %d: access token of a login with the replaced password: %v", i, err)
+			}
+			if _, _, err := s.Refresh(ctx, tk.RefreshToken); !errors.Is(err, ErrInvalidToken) {
+				t.Fatalf("round %d: refresh token of a login with the replaced password: %v", i, err)
+			}
+		}
 	}
 }
