@@ -1,6 +1,7 @@
 package webdav
 
 import (
+	"context"
 	"crypto/sha256"
 	"errors"
 	"net/http"
@@ -20,7 +21,11 @@ var errNoCredentials = errors.New("webdav: authentication required")
 // password grant; a success is remembered briefly by a hash of login and
 // password, because a WebDAV client sends them with every request and
 // argon2 costs a fraction of a second each time. Failures are never
-// remembered.
+// remembered. Requests that bring the same credentials while they are
+// being checked wait for that check and share its answer: a client that
+// opens with many requests at once costs one argon2 hash, and counts as
+// one login attempt toward the lockout, not one per request (which would
+// lock it out by itself).
 func (h *Handler) authenticate(r *http.Request) (account.Caller, error) {
 	ctx := r.Context()
 	if login, password, ok := r.BasicAuth(); ok {
@@ -32,11 +37,16 @@ func (h *Handler) authenticate(r *http.Request) (account.Caller, error) {
 			}
 			h.creds.drop(key)
 		}
-		p, err := h.opts.Accounts.Authenticate(ctx, login, password)
+		p, err := h.creds.once(ctx, key, func() (account.Person, error) {
+			p, err := h.opts.Accounts.Authenticate(ctx, login, password)
+			if err == nil {
+				h.creds.put(key, credEntry{person: p.ID, hash: p.PasswordHash})
+			}
+			return p, err
+		})
 		if err != nil {
 			return account.Caller{}, err
 		}
-		h.creds.put(key, credEntry{person: p.ID, hash: p.PasswordHash})
 		return h.opts.Accounts.Caller(ctx, p.ID)
 	}
 	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
@@ -64,12 +74,22 @@ func (h *Handler) authFailed(w http.ResponseWriter, r *http.Request, err error) 
 	}
 }
 
-// credCache remembers recently verified Basic credentials by hash.
+// credCache remembers recently verified Basic credentials by hash, and
+// the checks of credentials under way.
 type credCache struct {
-	ttl time.Duration
-	max int
-	mu  sync.Mutex
-	m   map[[32]byte]credEntry
+	ttl     time.Duration
+	max     int
+	mu      sync.Mutex
+	m       map[[32]byte]credEntry
+	flights map[[32]byte]*flight
+}
+
+// flight is one check of credentials that concurrent requests bringing
+// the same credentials share.
+type flight struct {
+	done chan struct{} // closed when p and err are set
+	p    account.Person
+	err  error
 }
 
 // credEntry is a verified login. hash is the password hash it was verified
@@ -82,7 +102,41 @@ type credEntry struct {
 }
 
 func newCredCache(ttl time.Duration, max int) *credCache {
-	return &credCache{ttl: ttl, max: max, m: map[[32]byte]credEntry{}}
+	return &credCache{ttl: ttl, max: max, m: map[[32]byte]credEntry{}, flights: map[[32]byte]*flight{}}
+}
+
+// once runs check for the credentials hashed as k, or, when a check of
+// the same credentials is under way, waits for it and returns its answer.
+// A check that ended because its own request went away is run again for
+// the waiting request.
+func (c *credCache) once(ctx context.Context, k [32]byte, check func() (account.Person, error)) (account.Person, error) {
+	for {
+		c.mu.Lock()
+		f, running := c.flights[k]
+		if !running {
+			f = &flight{done: make(chan struct{})}
+			c.flights[k] = f
+		}
+		c.mu.Unlock()
+		if !running {
+			defer func() {
+				c.mu.Lock()
+				delete(c.flights, k)
+				c.mu.Unlock()
+				close(f.done)
+			}()
+			f.p, f.err = check()
+			return f.p, f.err
+		}
+		select {
+		case <-f.done:
+		case <-ctx.Done():
+			return account.Person{}, ctx.Err()
+		}
+		if !errors.Is(f.err, context.Canceled) && !errors.Is(f.err, context.DeadlineExceeded) {
+			return f.p, f.err
+		}
+	}
 }
 
 func (c *credCache) get(k [32]byte) (credEntry, bool) {

@@ -3,7 +3,9 @@ package webdav_test
 import (
 	"context"
 	"net/http"
+	"sync"
 	"testing"
+	"time"
 
 	"berth/account"
 )
@@ -67,4 +69,40 @@ func TestCachedLoginEnds(t *testing.T) {
 
 	setOrg(func(o *account.Organization) { o.Policy.WebDAVEnabled = false })
 	propfind("WebDAV disabled by policy", newPassword, http.StatusForbidden)
+}
+
+// TestParallelFirstLogins: a client that opens with several requests at
+// once (Windows, rclone's parallel transfers, each time the remembered
+// login expires) sends the same credentials in all of them. They are
+// checked once and share the answer, so they neither spend an argon2 hash
+// each nor count as more login attempts than the lockout allows.
+func TestParallelFirstLogins(t *testing.T) {
+	const parallel = 16
+	f := newFixtureWith(t, fixtureOptions{Lockout: account.LockoutOptions{MaxFailures: 3, Window: time.Hour, Duration: time.Hour}})
+	start := make(chan struct{})
+	statuses := make(chan int, parallel)
+	var wg sync.WaitGroup
+	for range parallel {
+		wg.Go(func() {
+			req, _ := http.NewRequest("PROPFIND", f.url("/"), nil)
+			req.Header.Set("Depth", "0")
+			req.SetBasicAuth("alice", password)
+			<-start
+			resp, err := f.client.Do(req)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			resp.Body.Close()
+			statuses <- resp.StatusCode
+		})
+	}
+	close(start)
+	wg.Wait()
+	close(statuses)
+	for st := range statuses {
+		if st != http.StatusMultiStatus {
+			t.Fatalf("one of %d parallel first requests with the right password: status %d", parallel, st)
+		}
+	}
 }
