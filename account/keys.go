@@ -20,7 +20,7 @@ import (
 //	acctmachine/<machine>                    Machine         -
 //	acctguid/<lower(guid)>                   machineRef      -
 //	acctpersonmachine/<person><machine>      empty           -   machines of a person
-//	acctfail/<subject>                       failRecord      lockout window, from the first failure
+//	acctfail/<subject>                       failRecord      lockout window, from the first attempt not yet succeeded
 //	acctlock/<subject>                       lockRecord      lock duration
 //	accttoka/<sha256(access token)>          accessRecord    AccessTTL
 //	accttokr/<sha256(refresh token)>         refreshRecord   RefreshTTL (kept as a "used" tombstone after rotation)
