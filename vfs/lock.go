@@ -27,29 +27,12 @@ func (fs *FS) Lock(ctx context.Context, root, id uint64, req LockRequest) (Lock,
 		if err != nil {
 			return err
 		}
-		conflict := func(locks []lockRec, deepOnly bool) bool {
-			for _, o := range locks {
-				if (o.Expires != 0 && o.Expires <= now) || (deepOnly && !o.Deep) {
-					continue
-				}
-				if !(o.Shared && l.Shared) {
-					return true
-				}
-			}
-			return false
-		}
+		conflict := func(locks []lockRec, deepOnly bool) bool { return lockConflict(locks, l, now, deepOnly) }
 		if conflict(rec.Locks, false) {
 			return fmt.Errorf("%w: %q", ErrLocked, rec.Name)
 		}
-		for p := rec.Parent; p != 0; {
-			pr, _, err := loadNode(tx, p)
-			if err != nil {
-				return err
-			}
-			if conflict(pr.Locks, true) {
-				return fmt.Errorf("%w: %q", ErrLocked, pr.Name)
-			}
-			p = pr.Parent
+		if err := lockConflictAbove(tx, rec.Parent, l, now); err != nil {
+			return err
 		}
 		if rec.Dir && l.Deep {
 			if err := walkLive(tx, rec.ID, func(c nodeRec) error {
@@ -73,6 +56,114 @@ func (fs *FS) Lock(ctx context.Context, root, id uint64, req LockRequest) (Lock,
 		return Lock{}, err
 	}
 	return liveLocks([]lockRec{l}, 0)[0], nil
+}
+
+// lockConflict reports whether a live lock of locks (only the deep ones
+// with deepOnly) conflicts with the new lock l: any does unless both are
+// shared.
+func lockConflict(locks []lockRec, l lockRec, now int64, deepOnly bool) bool {
+	for _, o := range locks {
+		if (o.Expires != 0 && o.Expires <= now) || (deepOnly && !o.Deep) {
+			continue
+		}
+		if !(o.Shared && l.Shared) {
+			return true
+		}
+	}
+	return false
+}
+
+// lockConflictAbove returns ErrLocked when a deep lock on the folder id or
+// a folder above it conflicts with the new lock l below it.
+func lockConflictAbove(tx kv.Txn, id uint64, l lockRec, now int64) error {
+	for id != 0 {
+		rec, _, err := loadNode(tx, id)
+		if err != nil {
+			return err
+		}
+		if lockConflict(rec.Locks, l, now, true) {
+			return fmt.Errorf("%w: %q", ErrLocked, rec.Name)
+		}
+		id = rec.Parent
+	}
+	return nil
+}
+
+// CreateLocked creates the empty file name in the folder parent and locks
+// it with req, in one transaction (WebDAV's LOCK of a missing name): when
+// the lock is refused (ErrLocked), the name is taken (ErrNameConflict) or
+// opts refuse the write, nothing is created. req.Deep is ignored: a file
+// has nothing below it.
+func (fs *FS) CreateLocked(ctx context.Context, root, parent uint64, name string, req LockRequest, opts WriteOptions) (Node, Lock, error) {
+	n, l, err := fs.createLocked(ctx, root, parent, name, req, opts)
+	fs.done(OpWrite, err, Event{RootID: root, NodeID: n.ID, ParentID: parent, Name: name})
+	fs.done(OpLock, err, Event{RootID: root, NodeID: n.ID})
+	return n, l, err
+}
+
+func (fs *FS) createLocked(ctx context.Context, root, parent uint64, name string, req LockRequest, opts WriteOptions) (Node, Lock, error) {
+	if err := ValidateName(name); err != nil {
+		return Node{}, Lock{}, err
+	}
+	if excluded(name, opts.ExcludedExtensions) {
+		return Node{}, Lock{}, fmt.Errorf("%w: %q", ErrExtensionExcluded, extension(name))
+	}
+	if err := fs.roomFor(); err != nil {
+		return Node{}, Lock{}, err
+	}
+	id, err := fs.db.NextID(ctx, "node")
+	if err != nil {
+		return Node{}, Lock{}, err
+	}
+	l := lockRec{Token: newToken(), Owner: req.Owner, Holder: req.Holder, Shared: req.Shared,
+		TokenRequired: req.TokenRequired}
+	var rec nodeRec
+	var path string
+	err = fs.update(ctx, func(tx kv.Txn) error {
+		now := fs.nowNs()
+		if _, _, err := liveDirIn(tx, root, parent); err != nil {
+			return err
+		}
+		if err := nameFree(tx, parent, name); err != nil {
+			return err
+		}
+		if err := checkLocks(tx, parent, 1, opts, now); err != nil {
+			return err
+		}
+		if err := lockConflictAbove(tx, parent, l, now); err != nil {
+			return err
+		}
+		revID, err := fs.db.NextID(ctx, "revision")
+		if err != nil {
+			return err
+		}
+		if err := put(tx, revKey(id, revID), revRec{ID: revID, File: id, Created: now}); err != nil {
+			return err
+		}
+		l.Created, l.Expires = now, 0
+		if req.Duration > 0 {
+			l.Expires = now + int64(req.Duration)
+		}
+		rec = nodeRec{ID: id, Root: root, Parent: parent, Name: name, Created: now, Modified: now,
+			Rev: revID, Locks: []lockRec{l}}
+		if err := saveNode(tx, rec, locRec{Root: root, Parent: parent, Name: name}); err != nil {
+			return err
+		}
+		if err := setModified(tx, rec, 0); err != nil {
+			return err
+		}
+		if err := fs.addUsage(ctx, tx, root, usageRec{Files: 1}, 0); err != nil {
+			return err
+		}
+		path, err = pathOf(tx, rec)
+		return err
+	})
+	if err != nil {
+		return Node{}, Lock{}, err
+	}
+	n := rec.public(fs.nowNs())
+	n.Path = path
+	return n, liveLocks([]lockRec{l}, 0)[0], nil
 }
 
 // RefreshLock extends the lock token on an item by d from now.

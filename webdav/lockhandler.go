@@ -14,7 +14,7 @@ import (
 // lock takes a lock (exclusive or shared, depth 0 or infinity) or, without
 // a body, refreshes the one the If header names. Locking a missing
 // resource creates it empty (RFC 4918 7.3), which is how Windows and
-// Office create files.
+// Office create files; a refused lock creates nothing.
 func (s *session) lock(w http.ResponseWriter, r *http.Request) (int, error) {
 	if !s.policy.UserLockFiles {
 		return describe(http.StatusForbidden, "your organization's policy does not let users lock files")
@@ -66,20 +66,29 @@ func (s *session) lock(w http.ResponseWriter, r *http.Request) (int, error) {
 	if st, err := s.preconditions(r, s.path, n, exists); st != 0 {
 		return st, err
 	}
+	var lk vfs.Lock
 	created := false
 	if !exists {
+		// The empty file and its lock are one transaction: a refused
+		// lock leaves no file behind, and a file someone else created
+		// meanwhile is locked below, never emptied.
 		parent, name, st, err := s.parentOrConflict(t, "the parent collection")
 		if st != 0 {
 			return st, err
 		}
-		if _, err := s.h.opts.FS.WriteFile(s.ctx, t.m.root.ID, parent.ID, name, strings.NewReader(""), s.opts); err != nil {
+		req.Holder, req.TokenRequired = s.opts.Principal, true
+		n, lk, err = s.h.opts.FS.CreateLocked(s.ctx, t.m.root.ID, parent.ID, name, req, s.opts)
+		switch {
+		case err == nil:
+			created = true
+		case !errors.Is(err, vfs.ErrNameConflict):
 			return status(err)
 		}
-		created = true
 	}
-	lk, n, err := s.takeLock(s.path, req)
-	if err != nil {
-		return status(err)
+	if !created {
+		if lk, n, err = s.takeLock(s.path, req); err != nil {
+			return status(err)
+		}
 	}
 	w.Header().Set("Lock-Token", "<"+lk.Token+">")
 	st := http.StatusOK
