@@ -62,6 +62,13 @@ type Writer struct {
 	bufs  sync.Pool // *[]byte, chunk copies framed as raw blobs (see work)
 	blobs sync.Pool // *[]byte, encoded blobs
 	encs  sync.Pool // *zstd.Encoder
+
+	// encoding bounds, over all Writes at once, the chunks being
+	// compressed (and added to a batch) to the number of workers. The work is CPU-bound, so
+	// more at a time would not go faster; but each holds a zstd encoder and
+	// a blob buffer, several MiB, and eight uploads with a pair of workers
+	// each peaked at 264 MiB where four took 85.
+	encoding chan struct{}
 }
 
 // NewWriter returns a Writer storing into store.
@@ -70,6 +77,7 @@ func NewWriter(store Store, opts WriterOptions) *Writer {
 	if w.workers <= 0 {
 		w.workers = runtime.GOMAXPROCS(0)
 	}
+	w.encoding = make(chan struct{}, w.workers)
 	return w
 }
 
@@ -213,11 +221,9 @@ func stored(refs []Ref) []Ref {
 // work hashes and encodes jobs until the channel closes. A new chunk goes
 // into the batch when there is one (Add only writes to the page cache, so
 // the worker does it itself), else to a Put goroutine (at most putDepth per
-// Write, through sem). After the first error it only recycles buffers, so
-// the cutter never blocks on a dead pipeline.
+// Write, through sem). Encoding, and Add, hold a token of w.encoding. After the first error it only recycles buffers, so the
+// cutter never blocks on a dead pipeline.
 func (w *Writer) work(p *pipeline, jobs <-chan job) {
-	enc := w.getEncoder()
-	defer w.encs.Put(enc)
 	for j := range jobs {
 		if p.ctx.Err() != nil {
 			w.bufs.Put(j.buf)
@@ -241,8 +247,16 @@ func (w *Writer) work(p *pipeline, jobs <-chan job) {
 		// Compression is skipped for chunks the store has: it is the
 		// costly step. (*j.buf)[0] is a spare byte for the raw header, so
 		// a chunk that does not compress is stored without another copy.
+		select {
+		case w.encoding <- struct{}{}:
+		case <-p.ctx.Done():
+			w.bufs.Put(j.buf)
+			continue
+		}
 		blob := w.getBuf(&w.blobs, 0)
+		enc := w.getEncoder()
 		out, ok := compress(*blob, enc, id, plain)
+		w.encs.Put(enc)
 		*blob = out
 		payload := *j.buf
 		if ok {
@@ -267,9 +281,14 @@ func (w *Writer) work(p *pipeline, jobs <-chan job) {
 			w.blobs.Put(blob)
 		}
 		if p.batch != nil {
+			// Add copies the blob into the page cache: CPU work too, and
+			// the blob is free again after it.
 			store()
+			<-w.encoding
 			continue
 		}
+		// A Put waits on the disk: its blob is bounded by putDepth.
+		<-w.encoding
 		p.sem <- struct{}{}
 		p.puts.Go(func() {
 			defer func() { <-p.sem }()
