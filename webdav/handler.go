@@ -86,6 +86,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.serverError(w, r, err)
 		return
 	}
+	if st, err := s.fileAsCollection(r); st != 0 {
+		h.finish(w, r, st, err)
+		return
+	}
 	var status int
 	switch r.Method {
 	case http.MethodPut:

@@ -53,6 +53,28 @@ func (s *session) preconditions(r *http.Request, p string, n vfs.Node, exists bo
 	return checkMatch(r, n, exists)
 }
 
+// fileAsCollection refuses a write to a URL that ends in "/", which names
+// a collection, where the name is a file: davPath drops the slash, and
+// "PUT a.txt/" would otherwise replace a.txt, "DELETE a.txt/" delete it.
+func (s *session) fileAsCollection(r *http.Request) (int, error) {
+	switch r.Method {
+	case http.MethodPut, http.MethodDelete, "COPY", "MOVE", "LOCK", "UNLOCK", "PROPPATCH":
+	default:
+		return 0, nil
+	}
+	if !strings.HasSuffix(r.URL.EscapedPath(), "/") {
+		return 0, nil
+	}
+	_, n, exists, err := s.lookup(s.path)
+	if err != nil || !exists || n.Dir {
+		return 0, nil
+	}
+	if r.Method == http.MethodPut {
+		return describe(http.StatusConflict, "the URL ends in / (a collection), and %s is a file", n.Name)
+	}
+	return describe(http.StatusNotFound, "no collection of that name: %s is a file", n.Name)
+}
+
 // lookup resolves the request path to a target and, if it exists, its node.
 func (s *session) lookup(p string) (target, vfs.Node, bool, error) {
 	t, err := s.resolve(p)
@@ -230,11 +252,14 @@ func (s *session) copyMove(w http.ResponseWriter, r *http.Request) (int, error) 
 	if sn.Dir && strings.HasPrefix(dstPath, strings.TrimSuffix(s.path, "/")+"/") {
 		return describe(http.StatusForbidden, "a collection cannot go inside itself")
 	}
-	dst, _, dstExists, err := s.lookup(dstPath)
+	dst, dn, dstExists, err := s.lookup(dstPath)
 	if errors.Is(err, vfs.ErrNotExist) {
 		return describe(http.StatusConflict, "the destination's parent does not exist")
 	} else if err != nil {
 		return status(err)
+	}
+	if dstExists && !dn.Dir && strings.HasSuffix(u.EscapedPath(), "/") {
+		return describe(http.StatusConflict, "the Destination ends in / (a collection), and %s is a file", dn.Name)
 	}
 	if dst.isMountRoot() {
 		return describe(http.StatusForbidden, "a root folder cannot be replaced")
