@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/singleflight"
+
 	"berth/account"
 )
 
@@ -37,17 +39,25 @@ func (h *Handler) authenticate(r *http.Request) (account.Caller, error) {
 			}
 			h.creds.drop(key)
 		}
-		p, err := h.creds.once(ctx, key, func() (account.Person, error) {
-			p, err := h.opts.Accounts.Authenticate(ctx, login, password)
+		// The shared check runs to its end even if the request that
+		// started it goes away (it counts as a login attempt either way);
+		// each request stops waiting when its own context ends.
+		check := h.creds.checks.DoChan(string(key[:]), func() (any, error) {
+			p, err := h.opts.Accounts.Authenticate(context.WithoutCancel(ctx), login, password)
 			if err == nil {
 				h.creds.put(key, credEntry{person: p.ID, hash: p.PasswordHash})
 			}
 			return p, err
 		})
-		if err != nil {
-			return account.Caller{}, err
+		select {
+		case res := <-check:
+			if res.Err != nil {
+				return account.Caller{}, res.Err
+			}
+			return h.opts.Accounts.Caller(ctx, res.Val.(account.Person).ID)
+		case <-ctx.Done():
+			return account.Caller{}, ctx.Err()
 		}
-		return h.opts.Accounts.Caller(ctx, p.ID)
 	}
 	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
@@ -77,19 +87,11 @@ func (h *Handler) authFailed(w http.ResponseWriter, r *http.Request, err error) 
 // credCache remembers recently verified Basic credentials by hash, and
 // the checks of credentials under way.
 type credCache struct {
-	ttl     time.Duration
-	max     int
-	mu      sync.Mutex
-	m       map[[32]byte]credEntry
-	flights map[[32]byte]*flight
-}
-
-// flight is one check of credentials that concurrent requests bringing
-// the same credentials share.
-type flight struct {
-	done chan struct{} // closed when p and err are set
-	p    account.Person
-	err  error
+	ttl    time.Duration
+	max    int
+	mu     sync.Mutex
+	m      map[[32]byte]credEntry
+	checks singleflight.Group // by credential hash
 }
 
 // credEntry is a verified login. hash is the password hash it was verified
@@ -102,41 +104,7 @@ type credEntry struct {
 }
 
 func newCredCache(ttl time.Duration, max int) *credCache {
-	return &credCache{ttl: ttl, max: max, m: map[[32]byte]credEntry{}, flights: map[[32]byte]*flight{}}
-}
-
-// once runs check for the credentials hashed as k, or, when a check of
-// the same credentials is under way, waits for it and returns its answer.
-// A check that ended because its own request went away is run again for
-// the waiting request.
-func (c *credCache) once(ctx context.Context, k [32]byte, check func() (account.Person, error)) (account.Person, error) {
-	for {
-		c.mu.Lock()
-		f, running := c.flights[k]
-		if !running {
-			f = &flight{done: make(chan struct{})}
-			c.flights[k] = f
-		}
-		c.mu.Unlock()
-		if !running {
-			defer func() {
-				c.mu.Lock()
-				delete(c.flights, k)
-				c.mu.Unlock()
-				close(f.done)
-			}()
-			f.p, f.err = check()
-			return f.p, f.err
-		}
-		select {
-		case <-f.done:
-		case <-ctx.Done():
-			return account.Person{}, ctx.Err()
-		}
-		if !errors.Is(f.err, context.Canceled) && !errors.Is(f.err, context.DeadlineExceeded) {
-			return f.p, f.err
-		}
-	}
+	return &credCache{ttl: ttl, max: max, m: map[[32]byte]credEntry{}}
 }
 
 func (c *credCache) get(k [32]byte) (credEntry, bool) {
