@@ -19,7 +19,8 @@ func (fs *FS) Rename(ctx context.Context, root, id uint64, name string, opts Wri
 
 // Move puts an item into the folder parent of the same root, named name
 // (its current name when name is empty). A folder cannot move into itself
-// or below itself (ErrNameConflict).
+// or below itself (ErrNameConflict). Like Delete, any lock in a folder's
+// subtree that the caller does not hold refuses the move (ErrLocked).
 func (fs *FS) Move(ctx context.Context, root, id, parent uint64, name string, opts WriteOptions) (Node, error) {
 	n, err := fs.move(ctx, root, id, parent, name, opts)
 	fs.done(OpMove, err, Event{RootID: root, NodeID: id, ParentID: parent, Name: n.Name, Dir: n.Dir})
@@ -75,6 +76,19 @@ func (fs *FS) move(ctx context.Context, root, id, parent uint64, name string, op
 		replaced = gone
 		if err := checkLocks(tx, id, 2, opts, now); err != nil {
 			return err
+		}
+		if rec.Dir {
+			// What is below moves too: a lock on any of it, as for a
+			// delete, refuses the move (RFC 4918 9.9.4), or the holder
+			// would find its file gone from the path it locked.
+			if err := walkLive(tx, id, func(c nodeRec) error {
+				if blocks(c.Locks, opts, now, false) {
+					return fmt.Errorf("%w: %q", ErrLocked, c.Name)
+				}
+				return nil
+			}); err != nil {
+				return err
+			}
 		}
 		if dst != rec.Parent {
 			if err := checkLocks(tx, dst, 1, opts, now); err != nil {

@@ -16,7 +16,8 @@ var (
 	// ErrNameConflict: a live sibling already has that name, or a move would
 	// put a folder inside itself.
 	ErrNameConflict = errors.New("vfs: name conflict")
-	// ErrLocked: the item, or a folder above it, is locked by someone else.
+	// ErrLocked: the item, or a folder above it, is locked by someone else
+	// (for a delete, move or rename of a folder, or an item below it).
 	ErrLocked = errors.New("vfs: resource locked")
 	// ErrRootDeleted: the root was deleted earlier.
 	ErrRootDeleted = errors.New("vfs: root deleted")
