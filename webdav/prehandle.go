@@ -164,6 +164,11 @@ func (s *session) delete(w http.ResponseWriter, r *http.Request) (int, error) {
 	if t.isMountRoot() {
 		return describe(http.StatusForbidden, "a root folder cannot be deleted over WebDAV")
 	}
+	if d := r.Header.Get("Depth"); n.Dir && d != "" && !strings.EqualFold(d, "infinity") {
+		// RFC 4918 9.6.1: only Depth infinity; a client that asks for
+		// less does not mean to delete what the collection holds.
+		return describe(http.StatusBadRequest, "DELETE of a collection takes Depth: infinity only")
+	}
 	if st, err := s.preconditions(r, s.path, n, exists); st != 0 {
 		return st, err
 	}
