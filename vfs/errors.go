@@ -38,6 +38,9 @@ var (
 	ErrQuotaExceeded = errors.New("vfs: space quota exceeded")
 	// ErrNoSuchLock: an unlock or refresh named a lock token the item does not hold.
 	ErrNoSuchLock = errors.New("vfs: no such lock")
+	// ErrChanged: WriteOptions.IfRevision or IfAbsent did not hold when
+	// the write came to commit; nothing was stored.
+	ErrChanged = errors.New("vfs: changed since the condition was checked")
 	// ErrBusy: a rare race with the garbage collector made the operation
 	// fail; the same request succeeds when tried again.
 	ErrBusy = errors.New("vfs: busy, try again")

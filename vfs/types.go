@@ -126,6 +126,13 @@ type WriteOptions struct {
 	// size or the space left is refused before a byte of it is read; the
 	// bytes that do arrive are held to the limits either way.
 	DeclaredSize int64
+	// IfRevision, when not 0, lets WriteFile commit only while the file's
+	// current revision is that one; IfAbsent only while there is no file
+	// of that name. Otherwise it is ErrChanged and nothing is stored: a
+	// front end's If-Match or If-None-Match, checked before a long upload,
+	// then holds at its commit too.
+	IfRevision uint64
+	IfAbsent   bool
 	// Overwrite lets Copy, Move and Mkdir replace a live item that
 	// already has the name in the destination folder: it is deleted, as
 	// Delete does, in the transaction that puts the new item there, so an

@@ -236,8 +236,9 @@ func (fs *FS) writeFile(ctx context.Context, root, parent uint64, name string, r
 	return n, nil
 }
 
-// checkWrite checks that name may be written in parent now and returns the
-// existing file of that name, if any.
+// checkWrite checks that name may be written in parent now (opts' locks,
+// IfRevision and IfAbsent) and returns the existing file of that name, if
+// any.
 func (fs *FS) checkWrite(tx kv.Txn, root, parent uint64, name string, opts WriteOptions, now int64) (*nodeRec, error) {
 	if _, _, err := liveDirIn(tx, root, parent); err != nil {
 		return nil, err
@@ -245,12 +246,16 @@ func (fs *FS) checkWrite(tx kv.Txn, root, parent uint64, name string, opts Write
 	var old nodeRec
 	err := get(tx, childKey(parent, name), &old, kv.ErrNotFound)
 	switch {
+	case errors.Is(err, kv.ErrNotFound) && opts.IfRevision != 0:
+		return nil, fmt.Errorf("%w: %q does not exist", ErrChanged, name)
 	case errors.Is(err, kv.ErrNotFound):
 		return nil, checkLocks(tx, parent, 1, opts, now)
 	case err != nil:
 		return nil, err
 	case old.Dir:
 		return nil, fmt.Errorf("%w: %q is a folder", ErrNameConflict, name)
+	case opts.IfAbsent || (opts.IfRevision != 0 && opts.IfRevision != old.Rev):
+		return nil, fmt.Errorf("%w: %q is at revision %d", ErrChanged, name, old.Rev)
 	}
 	return &old, checkLocks(tx, old.ID, 1, opts, now)
 }

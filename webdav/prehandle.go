@@ -20,6 +20,8 @@ func status(err error) (int, error) {
 		return http.StatusBadRequest, err
 	case errors.Is(err, vfs.ErrLocked):
 		return describe(http.StatusLocked, "the resource is locked")
+	case errors.Is(err, vfs.ErrChanged):
+		return describe(http.StatusPreconditionFailed, "the resource changed while the request was sent; nothing was stored")
 	case errors.Is(err, vfs.ErrNotExist), errors.Is(err, vfs.ErrRootDeleted):
 		return describe(http.StatusNotFound, "not found")
 	case errors.Is(err, vfs.ErrNotDir):
@@ -115,6 +117,11 @@ func (s *session) put(w http.ResponseWriter, r *http.Request) (int, error) {
 	// vfs refuses a body announced over the limits before reading it.
 	opts := s.opts
 	opts.DeclaredSize = declaredSize(r)
+	if r.Header.Get("If-Match") != "" || r.Header.Get("If-None-Match") != "" || r.Header.Get("If") != "" {
+		// The conditions held for the file as it is now; vfs commits
+		// the upload only if it still is, however long the body takes.
+		opts.IfRevision, opts.IfAbsent = n.RevisionID, !exists
+	}
 	written, err := s.h.opts.FS.WriteFile(s.ctx, t.m.root.ID, parent.ID, name, r.Body, opts)
 	if err != nil {
 		return status(err)
