@@ -66,8 +66,8 @@ func TestFullDisk(t *testing.T) {
 }
 
 // TestFullDiskCopyOverwrite: a COPY (or a MOVE between roots, which
-// copies) over an existing destination deletes the destination first; on
-// a full disk the copy is refused, so the destination must stay.
+// copies) over an existing destination replaces it; on a full disk the
+// copy is refused, so the destination must stay.
 func TestFullDiskCopyOverwrite(t *testing.T) {
 	var free atomic.Int64
 	free.Store(1 << 40)
