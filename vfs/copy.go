@@ -58,6 +58,52 @@ func (fs *FS) Copy(ctx context.Context, root, id, dst, parent uint64, name strin
 	return fs.Stat(ctx, dst, newID)
 }
 
+// CopyEmpty copies the folder id of root without what it holds (WebDAV's
+// COPY with Depth 0): a new empty folder in the folder parent of dst named
+// name, with the source's dead properties, in one transaction. A file is
+// ErrNotDir.
+func (fs *FS) CopyEmpty(ctx context.Context, root, id, dst, parent uint64, name string, opts WriteOptions) (Node, error) {
+	if err := ValidateName(name); err != nil {
+		return Node{}, err
+	}
+	if err := fs.roomFor(); err != nil {
+		return Node{}, err
+	}
+	newID, err := fs.db.NextID(ctx, "node")
+	if err != nil {
+		return Node{}, err
+	}
+	var replaced replacement
+	err = fs.update(ctx, func(tx kv.Txn) error {
+		now := fs.nowNs()
+		src, err := copyCheck(tx, root, id, dst, parent, name, opts, now)
+		if err != nil {
+			return err
+		}
+		if !src.Dir {
+			return fmt.Errorf("%w: item %d", ErrNotDir, id)
+		}
+		if replaced, err = replaceIn(tx, dst, parent, name, id, opts, now); err != nil {
+			return err
+		}
+		rec := nodeRec{ID: newID, Root: dst, Parent: parent, Name: name, Dir: true, Created: now, Modified: now}
+		if err := fs.copyNode(ctx, tx, src, rec, locRec{Root: dst, Parent: parent, Name: name}, nil, now); err != nil {
+			return err
+		}
+		d := replaced.usage
+		d.Folders++
+		return fs.addUsage(ctx, tx, dst, d, 0)
+	})
+	if err == nil {
+		fs.replaced(dst, replaced)
+	}
+	fs.done(OpCopy, err, Event{RootID: dst, NodeID: newID, ParentID: parent, Name: name, Dir: true})
+	if err != nil {
+		return Node{}, err
+	}
+	return fs.Stat(ctx, dst, newID)
+}
+
 // copyCheck returns the item id of root to copy, once it is sure the copy
 // may go into parent of dst as name.
 func copyCheck(tx kv.Txn, root, id, dst, parent uint64, name string, opts WriteOptions, now int64) (nodeRec, error) {

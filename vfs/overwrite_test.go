@@ -9,7 +9,7 @@ import (
 	"berth/vfs"
 )
 
-// TestOverwrite: Copy, Move and Mkdir with Overwrite replace the item of
+// TestOverwrite: Copy, CopyEmpty and Move with Overwrite replace the item of
 // that name in the same transaction, so one that is refused (a lock on
 // what moves, the quota, the policy, the destination holding the source)
 // leaves the item in place, and the usage agrees with a recount.
@@ -103,8 +103,21 @@ func TestOverwrite(t *testing.T) {
 			if _, err := e.fs.Copy(ctx, root.ID, p.ID, root.ID, top, "b.txt", over); err != nil {
 				t.Fatalf("Copy of a folder over a file: %v", err)
 			}
-			if n, err := e.fs.Mkdir(ctx, root.ID, top, "p", over); err != nil || !n.Dir {
-				t.Fatalf("Mkdir with Overwrite: %+v %v", n, err)
+			if err := e.fs.PatchProps(ctx, root.ID, p.ID, map[string][]byte{"{urn:z}a": []byte("1")}, nil, vfs.WriteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.fs.CopyEmpty(ctx, root.ID, p.ID, root.ID, top, "b.txt", vfs.WriteOptions{}); !errors.Is(err, vfs.ErrNameConflict) {
+				t.Fatalf("CopyEmpty onto b.txt without Overwrite: %v, want ErrNameConflict", err)
+			}
+			ce, err := e.fs.CopyEmpty(ctx, root.ID, p.ID, root.ID, top, "b.txt", over)
+			if err != nil || !ce.Dir {
+				t.Fatalf("CopyEmpty with Overwrite: %+v %v", ce, err)
+			}
+			if kids, _, err := e.fs.List(ctx, root.ID, ce.ID); err != nil || len(kids) != 0 {
+				t.Fatalf("CopyEmpty copied %d items, %v", len(kids), err)
+			}
+			if props, err := e.fs.Props(ctx, root.ID, ce.ID); err != nil || string(props["{urn:z}a"]) != "1" {
+				t.Fatalf("CopyEmpty's properties: %v %v", props, err)
 			}
 			if kids, _, err := e.fs.List(ctx, root.ID, top); err != nil || len(kids) != 2 {
 				t.Fatalf("top folder after replacements: %d items, %v; want p and b.txt", len(kids), err)

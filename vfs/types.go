@@ -133,7 +133,7 @@ type WriteOptions struct {
 	// then holds at its commit too.
 	IfRevision uint64
 	IfAbsent   bool
-	// Overwrite lets Copy, Move and Mkdir replace a live item that
+	// Overwrite lets Copy, CopyEmpty and Move replace a live item that
 	// already has the name in the destination folder: it is deleted, as
 	// Delete does, in the transaction that puts the new item there, so an
 	// operation that is refused or fails leaves it in place. Without it

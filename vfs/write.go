@@ -11,8 +11,7 @@ import (
 	"berth/vfs/chunk"
 )
 
-// Mkdir creates a folder named name in the folder parent; with
-// opts.Overwrite it replaces an item of that name (see WriteOptions).
+// Mkdir creates a folder named name in the folder parent.
 func (fs *FS) Mkdir(ctx context.Context, root, parent uint64, name string, opts WriteOptions) (Node, error) {
 	if err := ValidateName(name); err != nil {
 		return Node{}, err
@@ -25,14 +24,12 @@ func (fs *FS) Mkdir(ctx context.Context, root, parent uint64, name string, opts 
 		return Node{}, err
 	}
 	var rec nodeRec
-	var replaced replacement
 	err = fs.update(ctx, func(tx kv.Txn) error {
 		now := fs.nowNs()
 		if _, _, err := liveDirIn(tx, root, parent); err != nil {
 			return err
 		}
-		var err error
-		if replaced, err = replaceIn(tx, root, parent, name, 0, opts, now); err != nil {
+		if err := nameFree(tx, parent, name); err != nil {
 			return err
 		}
 		if err := checkLocks(tx, parent, 1, opts, now); err != nil {
@@ -45,13 +42,8 @@ func (fs *FS) Mkdir(ctx context.Context, root, parent uint64, name string, opts 
 		if err := setModified(tx, rec, 0); err != nil {
 			return err
 		}
-		d := replaced.usage
-		d.Folders++
-		return fs.addUsage(ctx, tx, root, d, 0)
+		return fs.addUsage(ctx, tx, root, usageRec{Folders: 1}, 0)
 	})
-	if err == nil {
-		fs.replaced(root, replaced)
-	}
 	fs.done(OpMkdir, err, Event{RootID: root, NodeID: id, ParentID: parent, Name: name, Dir: true})
 	if err != nil {
 		return Node{}, err

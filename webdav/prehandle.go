@@ -300,7 +300,8 @@ func (s *session) copyMove(w http.ResponseWriter, r *http.Request) (int, error) 
 	case move && src.m == dst.m:
 		_, err = fs.Move(s.ctx, src.m.root.ID, sn.ID, parent.ID, name, opts)
 	case depth == "0" && sn.Dir:
-		err = s.shallowCopy(src, sn, dst, parent.ID, name, opts)
+		// An empty collection with the source's dead properties.
+		_, err = fs.CopyEmpty(s.ctx, src.m.root.ID, sn.ID, dst.m.root.ID, parent.ID, name, opts)
 	default:
 		_, err = fs.Copy(s.ctx, src.m.root.ID, sn.ID, dst.m.root.ID, parent.ID, name, opts)
 		if err == nil && move {
@@ -316,23 +317,4 @@ func (s *session) copyMove(w http.ResponseWriter, r *http.Request) (int, error) 
 		w.WriteHeader(http.StatusCreated)
 	}
 	return 0, nil
-}
-
-// shallowCopy is COPY with Depth 0 of a collection: a new empty collection
-// (replacing the destination when opts.Overwrite) with the source's dead
-// properties.
-func (s *session) shallowCopy(src target, sn vfs.Node, dst target, parent uint64, name string, opts vfs.WriteOptions) error {
-	fs := s.h.opts.FS
-	props, err := fs.Props(s.ctx, src.m.root.ID, sn.ID)
-	if err != nil {
-		return err
-	}
-	n, err := fs.Mkdir(s.ctx, dst.m.root.ID, parent, name, opts)
-	if err != nil {
-		return err
-	}
-	if len(props) == 0 {
-		return nil
-	}
-	return fs.PatchProps(s.ctx, dst.m.root.ID, n.ID, props, nil, s.opts)
 }
