@@ -106,7 +106,7 @@ func (fs *FS) WriteZip(ctx context.Context, w io.Writer, root, folder uint64, op
 	if len(opts.FileIDs)+len(opts.FolderIDs) > 0 {
 		kids = pick(kids, opts)
 	}
-	if err := z.children(kids, ""); err != nil {
+	if err := z.children(kids, "", folder); err != nil {
 		return err
 	}
 	return z.zw.Close()
@@ -142,12 +142,15 @@ type zipper struct {
 	samples [][]byte      // free head buffers (see open)
 }
 
-// children writes kids (listed children of one folder) and everything below
-// them, under prefix ("" or "a/b/"). While one file is sent, the next file
-// of the folder is opened and its first chunk fetched and verified in the
-// background, so that fetching overlaps with sending across files as it
-// does within one (chunk.Reader prefetches the next chunk).
-func (z *zipper) children(kids []Node, prefix string) (err error) {
+// children writes kids (listed children of folder parent) and everything
+// below them, under prefix ("" or "a/b/"). A child deleted or moved out of
+// parent since the listing is left out: it is not there any more, and one
+// moved into a folder written later would otherwise appear twice. While
+// one file is sent, the next file of the folder is opened and its first
+// chunk fetched and verified in the background, so that fetching overlaps
+// with sending across files as it does within one (chunk.Reader prefetches
+// the next chunk).
+func (z *zipper) children(kids []Node, prefix string, parent uint64) (err error) {
 	var ahead *opening
 	defer func() {
 		if ahead != nil {
@@ -171,24 +174,31 @@ func (z *zipper) children(kids []Node, prefix string) (err error) {
 					break
 				}
 			}
-			err := z.file(k, name, cur)
+			err := z.file(k, name, parent, cur)
 			z.discard(cur)
 			if err != nil {
 				return err
 			}
 			continue
 		}
-		if _, err := z.header(k, name+"/", zip.Store); err != nil {
-			return err
-		}
 		sub, _, err := z.fs.List(z.ctx, z.root, k.ID)
 		if errors.Is(err, ErrNotExist) {
-			continue // deleted or moved away since its parent was listed
+			continue // deleted since its parent was listed
 		}
 		if err != nil {
 			return err
 		}
-		if err := z.children(sub, name+"/"); err != nil {
+		now, err := z.fs.Stat(z.ctx, z.root, k.ID)
+		if err != nil {
+			return err
+		}
+		if now.Deleted || now.ParentID != parent {
+			continue // deleted or moved away since its parent was listed
+		}
+		if _, err := z.header(k, name+"/", zip.Store); err != nil {
+			return err
+		}
+		if err := z.children(sub, name+"/", k.ID); err != nil {
 			return err
 		}
 	}
@@ -200,18 +210,16 @@ func (z *zipper) children(kids []Node, prefix string) (err error) {
 type opening struct {
 	done chan struct{}
 	buf  []byte // from z.samples, returned by discard
-	f    *File  // nil for an empty file or on error
+	f    *File  // nil on error
 	head []byte
 	err  error
 }
 
-// open starts opening n and reading its head in the background.
+// open starts opening n and reading its head in the background. An empty
+// file is opened too (it is read inline): it may have been deleted, moved
+// or rewritten since the listing.
 func (z *zipper) open(n Node) *opening {
 	o := &opening{done: make(chan struct{})}
-	if n.Size == 0 {
-		close(o.done)
-		return o
-	}
 	if k := len(z.samples); k > 0 {
 		o.buf, z.samples = z.samples[k-1], z.samples[:k-1]
 	} else {
@@ -264,8 +272,9 @@ func (z *zipper) header(n Node, name string, method uint16) (io.Writer, error) {
 	return w, nil
 }
 
-// file writes one file entry from o, the file opened (see open).
-func (z *zipper) file(n Node, name string, o *opening) error {
+// file writes one file entry from o, the file opened (see open), unless
+// it left parent since parent was listed.
+func (z *zipper) file(n Node, name string, parent uint64, o *opening) error {
 	<-o.done
 	if errors.Is(o.err, ErrNotExist) {
 		return nil // deleted since its folder was listed
@@ -273,12 +282,15 @@ func (z *zipper) file(n Node, name string, o *opening) error {
 	if o.err != nil {
 		return fmt.Errorf("vfs: zip: read %s: %w", name, o.err)
 	}
-	if o.f == nil { // empty
-		_, err := z.header(n, name, zip.Store)
-		return err
+	if o.f.Node.ParentID != parent {
+		return nil // moved away since its folder was listed
 	}
 	f := o.f
 	n = f.Node // what is read, should it have changed since the listing
+	if f.Size() == 0 {
+		_, err := z.header(n, name, zip.Store)
+		return err
+	}
 
 	// The head chooses the method and is then the entry's first bytes.
 	method := zip.Store
