@@ -114,6 +114,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			FileSystem: &fileSystem{s: s},
 			LockSystem: &lockSystem{s: s},
 		}
+		if r.Method == http.MethodGet || r.Method == http.MethodHead {
+			w = &getWriter{ResponseWriter: w}
+		}
 		lib.ServeHTTP(w, r)
 		return
 	}
