@@ -2,6 +2,7 @@ package webdav
 
 import (
 	"net/http"
+	"path"
 	"strconv"
 	"strings"
 )
@@ -16,8 +17,24 @@ type getWriter struct {
 	replaced bool // the answer was replaced; ServeContent's body is dropped
 }
 
+// newGetWriter prepares the answer to a GET or HEAD of the dav path p. Its
+// Content-Type is set before http.ServeContent runs, so that it is the
+// getcontenttype PROPFIND reports (by the name's extension) and the
+// contents are never sniffed: an HTML body in a file of an unknown type
+// would otherwise be served as text/html.
+func newGetWriter(w http.ResponseWriter, p string) *getWriter {
+	h := w.Header()
+	h.Set("Content-Type", contentType(path.Base(p)))
+	h.Set("X-Content-Type-Options", "nosniff")
+	return &getWriter{ResponseWriter: w}
+}
+
 func (g *getWriter) WriteHeader(code int) {
 	h := g.Header()
+	if code >= 400 {
+		// x/net/webdav's own error answers (404, 405) are plain text.
+		h.Set("Content-Type", "text/plain; charset=utf-8")
+	}
 	if size, ok := emptyRange(h.Get("Content-Range")); code == http.StatusPartialContent && ok {
 		h.Set("Content-Range", "bytes */"+size)
 		h.Del("Content-Length")

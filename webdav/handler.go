@@ -115,7 +115,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			LockSystem: &lockSystem{s: s},
 		}
 		if r.Method == http.MethodGet || r.Method == http.MethodHead {
-			w = &getWriter{ResponseWriter: w}
+			w = newGetWriter(w, p)
 		}
 		lib.ServeHTTP(w, r)
 		return
