@@ -40,8 +40,11 @@ func openStores(ctx context.Context, cfg config.Config, log *slog.Logger, reg pr
 		return nil, fmt.Errorf("creating data directory: %w", err)
 	}
 	db, err := kv.OpenBadger(kv.BadgerOptions{Dir: filepath.Join(cfg.Data, "meta"), Logger: log.With("component", "kv")})
+	if errors.Is(err, kv.ErrInUse) {
+		return nil, fmt.Errorf("data directory %s is in use by another berth (serve, fsck, gc or purge-deleted): %w", cfg.Data, err)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("opening metadata store (is another berth running on %s?): %w", cfg.Data, err)
+		return nil, fmt.Errorf("opening metadata store in %s: %w", cfg.Data, err)
 	}
 	chunks, err := chunk.OpenDisk(filepath.Join(cfg.Data, "chunks"), chunk.DiskOptions{Reserve: int64(cfg.Storage.Reserve)})
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/options"
+	"golang.org/x/sys/unix"
 )
 
 // Defaults for BadgerOptions fields left at zero.
@@ -171,12 +172,12 @@ func OpenBadger(opts BadgerOptions) (*Badger, error) {
 		// In memory there is no value log: every value stays in the tree.
 		bo = bo.WithValueThreshold(valueThreshold)
 		if err := replayLogs(bo); err != nil {
-			return nil, fmt.Errorf("kv: open badger in %q: %w", opts.Dir, err)
+			return nil, openErr(opts.Dir, err)
 		}
 	}
 	db, err := badger.Open(bo)
 	if err != nil {
-		return nil, fmt.Errorf("kv: open badger in %q: %w", opts.Dir, err)
+		return nil, openErr(opts.Dir, err)
 	}
 	b := &Badger{
 		db:      db,
@@ -188,6 +189,30 @@ func OpenBadger(opts BadgerOptions) (*Badger, error) {
 	}
 	b.idle.L = &b.mu
 	return b, nil
+}
+
+// openErr explains why the database in dir did not open: ErrInUse when
+// another process holds it, so callers can tell that from every other
+// failure (a permission, a damaged file). Badger formats the error of its
+// directory lock into text, so the lock is probed again here.
+func openErr(dir string, err error) error {
+	if inUse(dir) {
+		return fmt.Errorf("kv: open badger in %q: %w", dir, ErrInUse)
+	}
+	return fmt.Errorf("kv: open badger in %q: %w", dir, err)
+}
+
+// inUse reports whether another process holds Badger's lock on dir, an
+// exclusive flock of the directory itself (badger's acquireDirectoryLock).
+// A shared try fails exactly when such a lock is held, and is released at
+// once.
+func inUse(dir string) bool {
+	f, err := os.Open(dir)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	return errors.Is(unix.Flock(int(f.Fd()), unix.LOCK_SH|unix.LOCK_NB), unix.EWOULDBLOCK)
 }
 
 // legacyMemTableSize is the memtable size of releases before memTableSize.

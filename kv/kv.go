@@ -20,6 +20,9 @@ var (
 	ErrClosed = errors.New("kv: store closed")
 	// ErrReadOnly is returned by Txn.Set, SetTTL and Delete inside View.
 	ErrReadOnly = errors.New("kv: write in a read-only transaction")
+	// ErrInUse is returned by OpenBadger when another process has the
+	// database open.
+	ErrInUse = errors.New("kv: the database is in use by another process")
 )
 
 // Store is an ordered key-value store with transactions.
