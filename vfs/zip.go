@@ -189,11 +189,11 @@ func (z *zipper) children(kids []Node, prefix string, parent uint64) (err error)
 			return err
 		}
 		now, err := z.fs.Stat(z.ctx, z.root, k.ID)
+		if errors.Is(err, ErrNotExist) || (err == nil && (now.Deleted || now.ParentID != parent)) {
+			continue // deleted or moved away since its parent was listed
+		}
 		if err != nil {
 			return err
-		}
-		if now.Deleted || now.ParentID != parent {
-			continue // deleted or moved away since its parent was listed
 		}
 		if _, err := z.header(k, name+"/", zip.Store); err != nil {
 			return err
