@@ -43,7 +43,8 @@ func tlsConfig(c config.TLS, dataDir string, log *slog.Logger) (*tls.Config, err
 	}
 	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
 	if err != nil {
-		return nil, fmt.Errorf("loading TLS certificate %s: %w", certFile, err)
+		// The error says "key" or "certificate" but names neither file.
+		return nil, fmt.Errorf("loading TLS certificate %s and key %s: %w", certFile, keyFile, err)
 	}
 	return &tls.Config{
 		MinVersion:   tls.VersionTLS12,
