@@ -107,8 +107,18 @@ func accountOptions(cfg config.Config) account.Options {
 
 // serve runs the daemon until ctx is cancelled, then shuts down
 // gracefully. out receives the one-time first-run message.
-func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer) error {
+func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer) (err error) {
 	log.Info("starting berth", "version", buildVersion(), "data", cfg.Data)
+	defer func() {
+		// SIGTERM while starting (systemctl stop or restart during a
+		// recovery, Ctrl-C) cancels what was under way, which is then
+		// closed like at any stop: a requested stop, not a failure, and
+		// systemd takes a stopped service's non-zero exit for one.
+		if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
+			log.Info("stopped during start-up", "interrupted", err)
+			err = nil
+		}
+	}()
 	reg := newRegistry()
 	st, err := openStores(ctx, cfg, log, reg)
 	if err != nil {
