@@ -58,9 +58,12 @@ func (s *session) preconditions(r *http.Request, p string, n vfs.Node, exists bo
 // fileAsCollection refuses a write to a URL that ends in "/", which names
 // a collection, where the name is a file: davPath drops the slash, and
 // "PUT a.txt/" would otherwise replace a.txt, "DELETE a.txt/" delete it.
+// A read of such a URL (GET, HEAD, POST) is 404 too, rather than the
+// file's bytes under a URL that is not the file's.
 func (s *session) fileAsCollection(r *http.Request) (int, error) {
 	switch r.Method {
-	case http.MethodPut, http.MethodDelete, "COPY", "MOVE", "LOCK", "UNLOCK", "PROPPATCH":
+	case http.MethodPut, http.MethodDelete, "COPY", "MOVE", "LOCK", "UNLOCK", "PROPPATCH",
+		http.MethodGet, http.MethodHead, http.MethodPost:
 	default:
 		return 0, nil
 	}
