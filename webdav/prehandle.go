@@ -38,6 +38,11 @@ func status(err error) (int, error) {
 		return describe(http.StatusInsufficientStorage, "storing this would exceed your space quota")
 	case errors.Is(err, vfs.ErrNoSpace):
 		return describe(http.StatusInsufficientStorage, "the server's storage is full; nothing was stored")
+	case errors.Is(err, vfs.ErrBusy):
+		// A race with the garbage collector, or a store closing under
+		// the request: nothing was stored, and the same request can
+		// succeed again, as REST's 503 temporarily_unavailable says.
+		return describe(http.StatusServiceUnavailable, "the server is busy; nothing was stored, try again")
 	case errors.Is(err, vfs.ErrRootItem):
 		return describe(http.StatusForbidden, "a root folder cannot be changed this way")
 	case errors.Is(err, vfs.ErrIsDir):
