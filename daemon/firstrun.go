@@ -3,9 +3,12 @@ package daemon
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
+	"os"
 	"path/filepath"
 
 	"berth/account"
@@ -30,12 +33,19 @@ func firstRun(ctx context.Context, cfg config.Config, files *vfs.FS, accounts *a
 	}
 
 	password, generated := cfg.Admin.Password, false
-	if password == "" {
+	path := filepath.Join(cfg.Data, initialPasswordFile)
+	if password != "" {
+		// A file here is from a first start that generated a password
+		// and was interrupted before the administrator existed: nobody
+		// has that password.
+		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("first run: removing the stale %s: %w", path, err)
+		}
+	} else {
 		// 26 base32 characters, 128 bits.
 		password, generated = rand.Text(), true
 		// Written before any account exists, so the password is never
 		// lost to a crash between the two.
-		path := filepath.Join(cfg.Data, initialPasswordFile)
 		if err := writeFileAtomic(path, []byte(password+"\n"), 0o600); err != nil {
 			return fmt.Errorf("first run: writing %s: %w", path, err)
 		}
