@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -365,9 +366,14 @@ func (r *slowReader) Read(p []byte) (int, error) {
 
 // slowUpload streams data as name over REST or WebDAV in about d.
 func (lc *lcClient) slowUpload(name string, data []byte, d time.Duration, dav bool) (int, error) {
+	return lc.slowUploadCtx(context.Background(), name, data, d, dav)
+}
+
+// slowUploadCtx is slowUpload, abandoned when ctx ends.
+func (lc *lcClient) slowUploadCtx(ctx context.Context, name string, data []byte, d time.Duration, dav bool) (int, error) {
 	var req *http.Request
 	if dav {
-		req, _ = http.NewRequest(http.MethodPut, lc.base+"/webdav/admin/"+name, newSlowReader(data, d))
+		req, _ = http.NewRequestWithContext(ctx, http.MethodPut, lc.base+"/webdav/admin/"+name, newSlowReader(data, d))
 		req.SetBasicAuth("admin", lc.password)
 	} else {
 		pr, pw := io.Pipe()
@@ -382,7 +388,7 @@ func (lc *lcClient) slowUpload(name string, data []byte, d time.Duration, dav bo
 			}
 			pw.CloseWithError(err)
 		}()
-		req, _ = http.NewRequest(http.MethodPost, fmt.Sprintf("%s/api/2/files/%d/upload", lc.base, lc.root), pr)
+		req, _ = http.NewRequestWithContext(ctx, http.MethodPost, fmt.Sprintf("%s/api/2/files/%d/upload", lc.base, lc.root), pr)
 		req.Header.Set("Content-Type", mw.FormDataContentType())
 		req.Header.Set("Authorization", "Bearer "+lc.token)
 	}
