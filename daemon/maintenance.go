@@ -46,6 +46,32 @@ func watchdog(ctx context.Context, db kv.Store, log *slog.Logger) {
 	}
 }
 
+// startExtendEvery is how often a start that is still opening the stores
+// asks systemd for more time; each asks for three times that.
+const startExtendEvery = 10 * time.Second
+
+// extendStartTimeout asks systemd, every period until ctx ends (at READY),
+// to extend the start timeout (EXTEND_TIMEOUT_USEC). Opening the stores
+// after a crash sweeps the whole chunk store, which on a large store takes
+// longer than a unit's default 90 s TimeoutStartSec; without this systemd
+// would kill the recovery and restart it, forever. Outside systemd the
+// messages go nowhere.
+func extendStartTimeout(ctx context.Context, period time.Duration, log *slog.Logger) {
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		msg := fmt.Sprintf("EXTEND_TIMEOUT_USEC=%d\nSTATUS=starting: opening the data directory", (3 * period).Microseconds())
+		if _, err := sd.SdNotify(false, msg); err != nil {
+			log.Warn("sd_notify EXTEND_TIMEOUT_USEC failed", "error", err)
+		}
+	}
+}
+
 // collectGarbage runs the value-log GC of the metadata store and the chunk
 // GC of the file system every interval (0: never), after purging what was
 // deleted longer than purgeAfter ago (0: nothing).

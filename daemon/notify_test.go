@@ -1,6 +1,8 @@
 package daemon
 
 import (
+	"context"
+	"log/slog"
 	"net"
 	"os"
 	"os/exec"
@@ -85,5 +87,48 @@ func TestSystemdNotify(t *testing.T) {
 	next("STOPPING=1")
 	if err := cmd.Wait(); err != nil {
 		t.Errorf("exit after SIGTERM: %v\n%s", err, out.String())
+	}
+}
+
+// TestExtendStartTimeout: while the stores open (a recovery sweep can take
+// longer than systemd's start timeout), berth asks systemd for more time
+// at every period, and stops asking once started.
+func TestExtendStartTimeout(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "notify")
+	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: sock, Net: "unixgram"})
+	if err != nil {
+		t.Skipf("no unixgram socket: %v", err)
+	}
+	defer conn.Close()
+	t.Setenv("NOTIFY_SOCKET", sock)
+	ctx, started := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		extendStartTimeout(ctx, 20*time.Millisecond, slog.New(slog.DiscardHandler))
+	}()
+	buf := make([]byte, 4096)
+	for range 2 {
+		conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		n, err := conn.Read(buf)
+		if err != nil {
+			t.Fatalf("no EXTEND_TIMEOUT_USEC message: %v", err)
+		}
+		if m := string(buf[:n]); !strings.Contains(m, "EXTEND_TIMEOUT_USEC=60000\n") || !strings.Contains(m, "STATUS=") {
+			t.Fatalf("message %q, want EXTEND_TIMEOUT_USEC=60000 (three periods) and a STATUS", m)
+		}
+	}
+	started()
+	<-done
+	// Drain what was sent before the stop, then expect silence.
+	for {
+		conn.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+		if _, err := conn.Read(buf); err != nil {
+			break
+		}
+	}
+	conn.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+	if n, err := conn.Read(buf); err == nil {
+		t.Fatalf("still asking after the start: %q", buf[:n])
 	}
 }

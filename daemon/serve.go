@@ -120,6 +120,9 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writ
 		}
 	}()
 	reg := newRegistry()
+	starting, started := context.WithCancel(ctx)
+	defer started()
+	go extendStartTimeout(starting, startExtendEvery, log)
 	st, err := openStores(ctx, cfg, log, reg)
 	if err != nil {
 		return err
@@ -208,6 +211,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writ
 		go func() { serveErr <- l.serve() }()
 	}
 	log.Info("listening", attrs...)
+	started()
 	if _, err := sd.SdNotify(false, sd.SdNotifyReady); err != nil {
 		log.Warn("sd_notify READY failed", "error", err)
 	}
