@@ -121,13 +121,7 @@ func (fs *FS) createLocked(ctx context.Context, root, parent uint64, name string
 	var path string
 	err = fs.update(ctx, func(tx kv.Txn) error {
 		now := fs.nowNs()
-		if _, _, err := liveDirIn(tx, root, parent); err != nil {
-			return err
-		}
-		if err := nameFree(tx, parent, name); err != nil {
-			return err
-		}
-		if err := checkLocks(tx, parent, 1, opts, now); err != nil {
+		if err := newChildAllowed(tx, root, parent, name, opts, now); err != nil {
 			return err
 		}
 		if err := lockConflictAbove(tx, parent, l, now); err != nil {
@@ -146,13 +140,7 @@ func (fs *FS) createLocked(ctx context.Context, root, parent uint64, name string
 		}
 		rec = nodeRec{ID: id, Root: root, Parent: parent, Name: name, Created: now, Modified: now,
 			Rev: revID, Locks: []lockRec{l}}
-		if err := saveNode(tx, rec, locRec{Root: root, Parent: parent, Name: name}); err != nil {
-			return err
-		}
-		if err := setModified(tx, rec, 0); err != nil {
-			return err
-		}
-		if err := fs.addUsage(ctx, tx, root, usageRec{Files: 1}, 0); err != nil {
+		if err := fs.addChild(ctx, tx, rec, usageRec{Files: 1}); err != nil {
 			return err
 		}
 		path, err = pathOf(tx, rec)

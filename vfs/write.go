@@ -26,29 +26,42 @@ func (fs *FS) Mkdir(ctx context.Context, root, parent uint64, name string, opts 
 	var rec nodeRec
 	err = fs.update(ctx, func(tx kv.Txn) error {
 		now := fs.nowNs()
-		if _, _, err := liveDirIn(tx, root, parent); err != nil {
-			return err
-		}
-		if err := nameFree(tx, parent, name); err != nil {
-			return err
-		}
-		if err := checkLocks(tx, parent, 1, opts, now); err != nil {
+		if err := newChildAllowed(tx, root, parent, name, opts, now); err != nil {
 			return err
 		}
 		rec = nodeRec{ID: id, Root: root, Parent: parent, Name: name, Dir: true, Created: now, Modified: now}
-		if err := saveNode(tx, rec, locRec{Root: root, Parent: parent, Name: name}); err != nil {
-			return err
-		}
-		if err := setModified(tx, rec, 0); err != nil {
-			return err
-		}
-		return fs.addUsage(ctx, tx, root, usageRec{Folders: 1}, 0)
+		return fs.addChild(ctx, tx, rec, usageRec{Folders: 1})
 	})
 	fs.done(OpMkdir, err, Event{RootID: root, NodeID: id, ParentID: parent, Name: name, Dir: true})
 	if err != nil {
 		return Node{}, err
 	}
 	return fs.Stat(ctx, root, id)
+}
+
+// newChildAllowed checks, in tx, that a new item named name may go into the
+// folder parent of root: the folder is live, no live item there has the
+// name, and no lock on the folder or above it refuses opts.
+func newChildAllowed(tx kv.Txn, root, parent uint64, name string, opts WriteOptions, now int64) error {
+	if _, _, err := liveDirIn(tx, root, parent); err != nil {
+		return err
+	}
+	if err := nameFree(tx, parent, name); err != nil {
+		return err
+	}
+	return checkLocks(tx, parent, 1, opts, now)
+}
+
+// addChild stores rec, a new item that newChildAllowed let in, indexes its
+// modification time and adds u to its root's usage.
+func (fs *FS) addChild(ctx context.Context, tx kv.Txn, rec nodeRec, u usageRec) error {
+	if err := saveNode(tx, rec, locRec{Root: rec.Root, Parent: rec.Parent, Name: rec.Name}); err != nil {
+		return err
+	}
+	if err := setModified(tx, rec, 0); err != nil {
+		return err
+	}
+	return fs.addUsage(ctx, tx, rec.Root, u, 0)
 }
 
 // WriteFile stores the contents of r as the file name in the folder parent:
