@@ -24,24 +24,32 @@ func watchdog(ctx context.Context, db kv.Store, log *slog.Logger) {
 	if interval <= 0 {
 		return
 	}
-	t := time.NewTicker(interval / 2)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	every(ctx, interval/2, func() {
 		// A cheap read proves the store is not stuck.
 		probe, cancel := context.WithTimeout(ctx, interval/2)
 		err := db.View(probe, func(kv.Txn) error { return nil })
 		cancel()
 		if err != nil {
 			log.Warn("watchdog: metadata store not answering; not pinging", "error", err)
-			continue
+			return
 		}
 		if _, err := sd.SdNotify(false, sd.SdNotifyWatchdog); err != nil {
 			log.Warn("sd_notify WATCHDOG failed", "error", err)
+		}
+	})
+}
+
+// every calls fn every period, the first time one period from now, until
+// ctx ends.
+func every(ctx context.Context, period time.Duration, fn func()) {
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			fn()
 		}
 	}
 }
@@ -57,19 +65,12 @@ const startExtendEvery = 10 * time.Second
 // would kill the recovery and restart it, forever. Outside systemd the
 // messages go nowhere.
 func extendStartTimeout(ctx context.Context, period time.Duration, log *slog.Logger) {
-	t := time.NewTicker(period)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		msg := fmt.Sprintf("EXTEND_TIMEOUT_USEC=%d\nSTATUS=starting: opening the data directory", (3 * period).Microseconds())
+	msg := fmt.Sprintf("EXTEND_TIMEOUT_USEC=%d\nSTATUS=starting: opening the data directory", (3 * period).Microseconds())
+	every(ctx, period, func() {
 		if _, err := sd.SdNotify(false, msg); err != nil {
 			log.Warn("sd_notify EXTEND_TIMEOUT_USEC failed", "error", err)
 		}
-	}
+	})
 }
 
 // collectGarbage runs the value-log GC of the metadata store and the chunk
@@ -79,14 +80,7 @@ func collectGarbage(ctx context.Context, interval, purgeAfter time.Duration, st 
 	if interval <= 0 {
 		return
 	}
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	every(ctx, interval, func() {
 		if purgeAfter > 0 {
 			rep, err := st.files.PurgeDeleted(ctx, time.Now().Add(-purgeAfter))
 			switch {
@@ -104,10 +98,10 @@ func collectGarbage(ctx context.Context, interval, purgeAfter time.Duration, st 
 			if ctx.Err() == nil {
 				log.Error("chunk gc", "error", err)
 			}
-			continue
+			return
 		}
 		log.Info("chunk gc", "report", rep.String())
-	}
+	})
 }
 
 // fsckCommand checks a stopped data directory and prints the report; it
@@ -137,12 +131,19 @@ func gcCommand(ctx context.Context, cfg config.Config, log *slog.Logger, out io.
 		return err
 	}
 	defer st.close(log)
-	if err := st.db.RunGC(ctx); err != nil {
-		return fmt.Errorf("gc: metadata store: %w", err)
-	}
+	return collect(ctx, st, out)
+}
+
+// collect removes unreferenced chunks, then runs the metadata store's
+// value-log GC (which can then reclaim the keys the first removed), and
+// prints the chunk report.
+func collect(ctx context.Context, st *stores, out io.Writer) error {
 	rep, err := st.files.GC(ctx)
 	if err != nil {
 		return fmt.Errorf("gc: %w", err)
+	}
+	if err := st.db.RunGC(ctx); err != nil {
+		return fmt.Errorf("gc: metadata store: %w", err)
 	}
 	fmt.Fprintln(out, rep.String())
 	return nil
@@ -162,13 +163,8 @@ func purgeCommand(ctx context.Context, cfg config.Config, log *slog.Logger, out 
 		return fmt.Errorf("purge-deleted: %w (%s)", err, rep)
 	}
 	fmt.Fprintln(out, rep.String())
-	gc, err := st.files.GC(ctx)
-	if err != nil {
-		return fmt.Errorf("purge-deleted: gc: %w", err)
+	if err := collect(ctx, st, out); err != nil {
+		return fmt.Errorf("purge-deleted: %w", err)
 	}
-	if err := st.db.RunGC(ctx); err != nil {
-		return fmt.Errorf("purge-deleted: metadata store gc: %w", err)
-	}
-	fmt.Fprintln(out, gc.String())
 	return nil
 }
