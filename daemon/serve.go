@@ -39,6 +39,9 @@ func openStores(ctx context.Context, cfg config.Config, log *slog.Logger, reg pr
 	if err := os.MkdirAll(cfg.Data, 0o700); err != nil {
 		return nil, fmt.Errorf("creating data directory: %w", err)
 	}
+	if err := checkFormat(cfg.Data); err != nil {
+		return nil, err
+	}
 	db, err := kv.OpenBadger(kv.BadgerOptions{Dir: filepath.Join(cfg.Data, "meta"), Logger: log.With("component", "kv")})
 	if errors.Is(err, kv.ErrInUse) {
 		return nil, fmt.Errorf("data directory %s is in use by another berth (serve, fsck, gc or purge-deleted): %w", cfg.Data, err)
