@@ -10,13 +10,16 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	sd "github.com/coreos/go-systemd/v22/daemon"
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sys/unix"
 
 	"berth/account"
 	"berth/config"
@@ -122,6 +125,12 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writ
 			err = nil
 		}
 	}()
+	// SIGHUP would end the process (Go's default), and systemd counts
+	// that as a clean stop it does not restart; it means reload here,
+	// and one arriving during start-up waits for the certificate.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	reg := newRegistry()
 	starting, started := context.WithCancel(ctx)
 	defer started()
@@ -138,7 +147,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writ
 		return err
 	}
 
-	tlsCfg, err := tlsConfig(cfg.TLS, cfg.Data, log)
+	tlsCfg, certs, err := tlsConfig(cfg.TLS, cfg.Data, log)
 	if err != nil {
 		return err
 	}
@@ -215,15 +224,14 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writ
 	}
 	log.Info("listening", attrs...)
 	started()
-	if _, err := sd.SdNotify(false, sd.SdNotifyReady); err != nil {
-		log.Warn("sd_notify READY failed", "error", err)
-	}
+	notify(log, sd.SdNotifyReady)
 
 	var bg sync.WaitGroup
 	bgCtx, stopBG := context.WithCancel(ctx)
 	defer stopBG()
 	bg.Go(func() { watchdog(bgCtx, st.db, log) })
 	bg.Go(func() { collectGarbage(bgCtx, cfg.GC.Interval, cfg.GC.PurgeDeletedAfter, st, log) })
+	bg.Go(func() { reloadOnHangup(bgCtx, hup, certs, log) })
 
 	var runErr error
 	select {
@@ -233,9 +241,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writ
 		// A listener stops on its own only by failing.
 		log.Error("stopping: listener failed", "error", runErr)
 	}
-	if _, err := sd.SdNotify(false, sd.SdNotifyStopping); err != nil {
-		log.Warn("sd_notify STOPPING failed", "error", err)
-	}
+	notify(log, sd.SdNotifyStopping)
 	stopBG()
 
 	// A fresh context: ctx is already cancelled and would drain nothing.
@@ -291,4 +297,42 @@ func (l *listener) serve() error {
 		return nil
 	}
 	return fmt.Errorf("%s listener: %w", l.name, err)
+}
+
+// reloadOnHangup reloads the TLS certificate at every SIGHUP (systemctl
+// reload), telling systemd it is reloading and when it is done. Other
+// settings take a restart: they shape listeners and stores that cannot
+// change under running requests.
+func reloadOnHangup(ctx context.Context, hup <-chan os.Signal, certs *certSource, log *slog.Logger) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+		}
+		notify(log, sd.SdNotifyReloading+"\n"+monotonicUsec())
+		if err := certs.load(); err != nil {
+			log.Error("reload: keeping the TLS certificate in use", "error", err)
+		} else {
+			log.Info("reload: TLS certificate loaded", "cert", certs.certFile, "not_after", certs.notAfter())
+		}
+		notify(log, sd.SdNotifyReady)
+	}
+}
+
+// notify sends state to systemd; outside systemd it does nothing.
+func notify(log *slog.Logger, state string) {
+	if _, err := sd.SdNotify(false, state); err != nil {
+		log.Warn("sd_notify failed", "state", state, "error", err)
+	}
+}
+
+// monotonicUsec is the MONOTONIC_USEC field systemd wants with
+// RELOADING=1, to tell this reload from an earlier one.
+func monotonicUsec() string {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		return ""
+	}
+	return fmt.Sprintf("MONOTONIC_USEC=%d", ts.Nano()/1000)
 }

@@ -16,6 +16,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"berth/config"
@@ -27,29 +28,63 @@ import (
 const selfSignedValidity = 5 * 365 * 24 * time.Hour
 
 // tlsConfig returns the HTTPS configuration: the configured certificate,
-// or the self-signed one in dataDir/tls, generated on first start.
-func tlsConfig(c config.TLS, dataDir string, log *slog.Logger) (*tls.Config, error) {
+// or the self-signed one in dataDir/tls, generated on first start. The
+// certificate comes from the returned certSource, so reloading that
+// (SIGHUP) changes what new connections get without a restart.
+func tlsConfig(c config.TLS, dataDir string, log *slog.Logger) (*tls.Config, *certSource, error) {
 	certFile, keyFile := c.Cert, c.Key
 	if certFile == "" {
 		dir := filepath.Join(dataDir, "tls")
 		certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
 		created, err := ensureSelfSigned(dir, certFile, keyFile)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if created {
 			log.Info("generated a self-signed TLS certificate", "cert", certFile)
 		}
 	}
-	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
-	if err != nil {
-		// The error says "key" or "certificate" but names neither file.
-		return nil, fmt.Errorf("loading TLS certificate %s and key %s: %w", certFile, keyFile, err)
+	src := &certSource{certFile: certFile, keyFile: keyFile}
+	if err := src.load(); err != nil {
+		return nil, nil, err
 	}
 	return &tls.Config{
-		MinVersion:   tls.VersionTLS12,
-		Certificates: []tls.Certificate{cert},
-	}, nil
+		MinVersion:     tls.VersionTLS12,
+		GetCertificate: src.get,
+	}, src, nil
+}
+
+// certSource holds the serving certificate and reloads it from its files:
+// certificates are renewed (every 60 to 90 days with ACME), and renewing
+// one must not mean dropping every connection and upload in progress.
+type certSource struct {
+	certFile, keyFile string
+	cur               atomic.Pointer[tls.Certificate]
+}
+
+// load reads the pair from the files. On error the certificate in use
+// stays, so a renewal that left a half-written or mismatched pair does
+// not take HTTPS down.
+func (s *certSource) load() error {
+	cert, err := tls.LoadX509KeyPair(s.certFile, s.keyFile)
+	if err != nil {
+		// The error says "key" or "certificate" but names neither file.
+		return fmt.Errorf("loading TLS certificate %s and key %s: %w", s.certFile, s.keyFile, err)
+	}
+	s.cur.Store(&cert)
+	return nil
+}
+
+func (s *certSource) get(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+	return s.cur.Load(), nil
+}
+
+// notAfter is when the certificate in use expires, for the reload log.
+func (s *certSource) notAfter() time.Time {
+	if c := s.cur.Load(); c != nil && c.Leaf != nil {
+		return c.Leaf.NotAfter
+	}
+	return time.Time{}
 }
 
 // ensureSelfSigned creates an ECDSA P-256 certificate for the loopback
