@@ -66,6 +66,18 @@ type Config struct {
 	WebDAV WebDAV `mapstructure:"webdav"`
 	// Storage sets how berth uses the data directory's disk.
 	Storage Storage `mapstructure:"storage"`
+	// HTTP sets limits of the HTTPS listener's requests.
+	HTTP HTTP `mapstructure:"http"`
+}
+
+// HTTP sets limits of the HTTPS listener's requests.
+type HTTP struct {
+	// BodyIdleTimeout ends a request whose body stops arriving: a read of
+	// the body that gets no byte for this long fails, the request is
+	// answered 408 and an upload stores nothing. It bounds the time
+	// between bytes, not the whole body, so a large upload on a slow
+	// link is never cut while it moves (nginx's client_body_timeout).
+	BodyIdleTimeout time.Duration `mapstructure:"body_idle_timeout"`
 }
 
 // TLS is the HTTPS certificate. Both files or neither.
@@ -210,6 +222,7 @@ func options() []option {
 		{key: "gc.purge_deleted_after", def: time.Duration(0), usage: "purge items deleted longer ago than this at each collection (0: never)"},
 		{key: "webdav.infinite_depth", def: false, usage: "allow WebDAV PROPFIND with Depth: infinity"},
 		{key: "storage.reserve", def: ByteSize(1 << 30), usage: "free space to leave on the data directory's disk; writes stop there (0: none)"},
+		{key: "http.body_idle_timeout", def: time.Minute, usage: "time a request body may send nothing before the request fails with 408"},
 	}
 }
 
@@ -479,6 +492,9 @@ func (c Config) Validate() error {
 	}
 	if c.Storage.Reserve < 0 {
 		bad("storage.reserve", c.Storage.Reserve, "must not be negative (0 keeps no reserve)")
+	}
+	if c.HTTP.BodyIdleTimeout <= 0 {
+		bad("http.body_idle_timeout", c.HTTP.BodyIdleTimeout, "must be positive")
 	}
 	if c.GC.Interval < 0 {
 		bad("gc.interval", c.GC.Interval, "must not be negative (0 turns it off)")

@@ -45,7 +45,7 @@ func TestDefaults(t *testing.T) {
 		c.OAuth.AccessTokenTTL != time.Hour || c.OAuth.RefreshTokenTTL != 720*time.Hour ||
 		c.Lockout.MaxFailures != 5 || c.Lockout.Duration != 15*time.Minute ||
 		c.GC.Interval != time.Hour || c.WebDAV.InfiniteDepth || c.Log.Format != "text" ||
-		c.Storage.Reserve != 1<<30 || c.GC.PurgeDeletedAfter != 0 {
+		c.Storage.Reserve != 1<<30 || c.GC.PurgeDeletedAfter != 0 || c.HTTP.BodyIdleTimeout != time.Minute {
 		t.Fatalf("unexpected defaults: %+v", c)
 	}
 	if err := Default().Validate(); err != nil {
@@ -65,6 +65,7 @@ log: {format: json}
 lockout: {max_failures: 7}
 webdav: {infinite_depth: true}
 storage: {reserve: 2GiB}
+http: {body_idle_timeout: 45s}
 `)
 	// The file alone.
 	c, err := load(t, "--config", file)
@@ -73,7 +74,7 @@ storage: {reserve: 2GiB}
 	}
 	if c.Data != "/from/file" || c.Listen != "127.0.0.1:1001" || c.ShutdownGrace != 10*time.Second ||
 		c.Log.Format != "json" || c.Lockout.MaxFailures != 7 || !c.WebDAV.InfiniteDepth ||
-		c.Storage.Reserve != 2<<30 {
+		c.Storage.Reserve != 2<<30 || c.HTTP.BodyIdleTimeout != 45*time.Second || c.HTTPListen != "127.0.0.1:2001" {
 		t.Fatalf("file values not applied: %+v", c)
 	}
 	// Unset keys keep their defaults.
@@ -90,6 +91,7 @@ storage: {reserve: 2GiB}
 	t.Setenv("BERTH_LOCKOUT_MAX_FAILURES", "9")
 	t.Setenv("BERTH_ADMIN_PASSWORD", "correct horse battery")
 	t.Setenv("BERTH_STORAGE_RESERVE", "500 MB")
+	t.Setenv("BERTH_HTTP_BODY_IDLE_TIMEOUT", "20s")
 	c, err = load(t, "--config", file)
 	if err != nil {
 		t.Fatal(err)
@@ -97,20 +99,20 @@ storage: {reserve: 2GiB}
 	if c.Data != "/from/env" || c.Listen != "127.0.0.1:1002" || c.HTTPListen != "127.0.0.1:2002" ||
 		c.ShutdownGrace != 20*time.Second || c.Lockout.MaxFailures != 9 || c.MetricsListen != "" ||
 		c.Admin.Password != "correct horse battery" || c.Log.Format != "json" ||
-		c.Storage.Reserve != 500e6 {
+		c.Storage.Reserve != 500e6 || c.HTTP.BodyIdleTimeout != 20*time.Second {
 		t.Fatalf("env values not applied: %+v", c)
 	}
 
 	// Flags beat the environment; flags left unset do not.
 	c, err = load(t, "--config", file, "--data", "/from/flag", "--listen", "127.0.0.1:1003",
 		"--shutdown-grace", "1m30s", "--lockout-max-failures", "3", "--webdav-infinite-depth=false",
-		"--storage-reserve", "0")
+		"--storage-reserve", "0", "--http-body-idle-timeout", "5s")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.Data != "/from/flag" || c.Listen != "127.0.0.1:1003" || c.ShutdownGrace != 90*time.Second ||
 		c.Lockout.MaxFailures != 3 || c.WebDAV.InfiniteDepth || c.HTTPListen != "127.0.0.1:2002" ||
-		c.Storage.Reserve != 0 {
+		c.Storage.Reserve != 0 || c.HTTP.BodyIdleTimeout != 5*time.Second {
 		t.Fatalf("flag values not applied: %+v", c)
 	}
 }
@@ -155,6 +157,7 @@ func TestValidationNamesKeyAndValue(t *testing.T) {
 		{name: "duration env", env: map[string]string{"BERTH_SHUTDOWN_GRACE": "soon"}, want: []string{`shutdown_grace: "soon" is not a duration`}},
 		{name: "duration file", file: "gc:\n  interval: 5\n", want: []string{`gc.interval: 5 is not a duration`}},
 		{name: "negative duration", file: "lockout:\n  duration: -1m\n", want: []string{`lockout.duration: "-1m0s" must be positive`}},
+		{name: "zero body idle timeout", env: map[string]string{"BERTH_HTTP_BODY_IDLE_TIMEOUT": "0s"}, want: []string{`http.body_idle_timeout: "0s" must be positive`}},
 		{name: "integer", env: map[string]string{"BERTH_LOCKOUT_MAX_FAILURES": "many"}, want: []string{`lockout.max_failures: "many" is not an integer`}},
 		{name: "zero failures", env: map[string]string{"BERTH_LOCKOUT_MAX_FAILURES": "0"}, want: []string{`lockout.max_failures: "0" must be at least 1`}},
 		{name: "boolean", env: map[string]string{"BERTH_WEBDAV_INFINITE_DEPTH": "perhaps"}, want: []string{`webdav.infinite_depth: "perhaps" is not a boolean`}},

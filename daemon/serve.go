@@ -174,6 +174,13 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writ
 		if err != nil {
 			return fmt.Errorf("%s listener: %w", name, err)
 		}
+		// No ReadTimeout or WriteTimeout: they bound a whole request
+		// or answer, and would cut a large upload or download on a
+		// slow link however steadily it moves. A stalled body is
+		// bounded by http.body_idle_timeout instead (withBodyIdleTimeout,
+		// which moves the read deadline and would override a
+		// ReadTimeout anyway), headers by ReadHeaderTimeout and a
+		// connection between requests by IdleTimeout.
 		srv := &http.Server{
 			Handler:           h,
 			ReadHeaderTimeout: 10 * time.Second,
@@ -206,7 +213,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writ
 		Prefix:        "/webdav",
 		InfiniteDepth: cfg.WebDAV.InfiniteDepth,
 	})
-	if err := bind("https", cfg.Listen, withWebDAV(dav, api), true); err != nil {
+	if err := bind("https", cfg.Listen, withBodyIdleTimeout(withWebDAV(dav, api), cfg.HTTP.BodyIdleTimeout), true); err != nil {
 		return err
 	}
 	if err := bind("http", cfg.HTTPListen, rest.InsecureHandler(), false); err != nil {

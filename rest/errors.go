@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 
 	"berth/account"
 	"berth/vfs"
@@ -71,6 +72,10 @@ func errorTable() []errorMapping {
 		{ErrInvalidGrant, http.StatusBadRequest, "invalid_grant", ""},
 		// A body larger than http.MaxBytesReader allows is the client's fault.
 		{errTooLarge, http.StatusBadRequest, "invalid_request", "request body too large"},
+		// A request body that stopped arriving (the read deadline
+		// http.body_idle_timeout sets): RFC 9110's 408, with the spec's
+		// generic code, which has none for it.
+		{os.ErrDeadlineExceeded, http.StatusRequestTimeout, "invalid_request", "the request body stopped arriving; nothing was stored"},
 		{errRangeNotSatisfiable, http.StatusRequestedRangeNotSatisfiable, "invalid_request", "the requested range is not satisfiable"},
 		{errPreconditionFailed, http.StatusPreconditionFailed, "invalid_request", "the file does not match If-Match or If-Unmodified-Since"},
 

@@ -10,9 +10,11 @@ package webdav
 import (
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 
@@ -90,6 +92,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.finish(w, r, st, err)
 		return
 	}
+	body := &bodyWatch{r: r.Body}
+	if r.Body != nil {
+		r.Body = body
+	}
 	var status int
 	switch r.Method {
 	case http.MethodPut:
@@ -120,6 +126,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		lib.ServeHTTP(w, r)
 		return
 	}
+	if status != 0 && body.stalled() {
+		// Whatever the method made of the failed read (bad XML, a
+		// cancelled context: net/http cancels it on any read error),
+		// the cause is the stall.
+		status, err = describe(http.StatusRequestTimeout, "the request body stopped arriving; nothing was stored")
+	}
 	h.finish(w, r, status, err)
 }
 
@@ -129,8 +141,10 @@ func (h *Handler) finish(w http.ResponseWriter, r *http.Request, status int, err
 	if status == 0 {
 		return
 	}
-	if r.Context().Err() != nil {
-		return // the client went away; nobody reads a body
+	if r.Context().Err() != nil && status != http.StatusRequestTimeout {
+		// The client went away; nobody reads a body. A stalled body
+		// cancels the context too, but that client is still there.
+		return
 	}
 	if status >= 500 && status != http.StatusInsufficientStorage {
 		h.log.Error("webdav request failed", "method", r.Method, "path", r.URL.Path, "status", status, "error", err)
@@ -158,6 +172,28 @@ func (e describedErr) Error() string { return e.msg }
 func describe(status int, format string, args ...any) (int, error) {
 	return status, describedErr{fmt.Sprintf(format, args...)}
 }
+
+// bodyWatch keeps the first error reading a request body, so ServeHTTP
+// can tell a stalled body from what a method reports about it.
+type bodyWatch struct {
+	r   io.ReadCloser
+	err error
+}
+
+func (b *bodyWatch) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if err != nil && err != io.EOF && b.err == nil {
+		b.err = err
+	}
+	return n, err
+}
+
+func (b *bodyWatch) Close() error { return b.r.Close() }
+
+// stalled reports whether the body stopped arriving for longer than the
+// server allows between bytes (the read deadline the daemon moves as
+// bytes arrive, http.body_idle_timeout).
+func (b *bodyWatch) stalled() bool { return errors.Is(b.err, os.ErrDeadlineExceeded) }
 
 // plain writes a short text/plain answer.
 func plain(w http.ResponseWriter, status int, msg string) {
