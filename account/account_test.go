@@ -3,6 +3,7 @@ package account
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -555,9 +556,11 @@ func TestLockoutConcurrentGuesses(t *testing.T) {
 	defer release()
 
 	results := make(chan error, guesses)
-	for range guesses {
+	for i := range guesses {
 		go func() {
-			_, err := s.Authenticate(ctx, "alice", "wrong password")
+			// Different passwords: the same one, sent at once, would
+			// wait for a single check (TestAuthenticateSimultaneous).
+			_, err := s.Authenticate(ctx, "alice", fmt.Sprintf("wrong password %d", i))
 			results <- err
 		}()
 	}
@@ -601,5 +604,71 @@ func TestLockoutConcurrentGuesses(t *testing.T) {
 	}
 	if _, err := s.Authenticate(ctx, "alice", pw); !errors.Is(err, ErrAccountLocked) {
 		t.Fatalf("right password afterwards: %v", err)
+	}
+}
+
+// TestAuthenticateSimultaneous: attempts with the same login and password
+// made while one is being checked wait for that check. With the right
+// password, more of them than MaxFailures all get in and the password is
+// hashed once; with a wrong one, each counts as a failure, so the burst
+// locks the account as a series would.
+func TestAuthenticateSimultaneous(t *testing.T) {
+	ctx := context.Background()
+	const maxFailures, attempts = 3, 12
+	o := testOptions()
+	o.Lockout = LockoutOptions{MaxFailures: maxFailures, Window: time.Hour, Duration: time.Hour}
+	s := newService(t, o)
+	org, _ := fixture(t, s)
+	if _, err := s.CreatePerson(ctx, PersonInput{OrganizationID: org.ID, Username: "bob", Email: "bob@example.com", Password: pw}); err != nil {
+		t.Fatal(err)
+	}
+
+	// burst starts the attempts while every argon2 slot is taken, so the
+	// first one's check waits there until all have started.
+	burst := func(login, password string) []error {
+		for range cap(s.hashSlots) {
+			s.hashSlots <- struct{}{}
+		}
+		results := make(chan error, attempts)
+		for range attempts {
+			go func() {
+				_, err := s.Authenticate(ctx, login, password)
+				results <- err
+			}()
+		}
+		time.Sleep(200 * time.Millisecond) // let them all reach the check
+		for range cap(s.hashSlots) {
+			<-s.hashSlots
+		}
+		errs := make([]error, attempts)
+		for i := range errs {
+			errs[i] = <-results
+		}
+		return errs
+	}
+
+	for i, err := range burst("alice", pw) {
+		if err != nil {
+			t.Errorf("right password, attempt %d of %d at once: %v", i+1, attempts, err)
+		}
+	}
+	var invalid, locked int
+	for _, err := range burst("bob", "wrong password") {
+		switch {
+		case errors.Is(err, ErrInvalidCredentials):
+			invalid++
+		case errors.Is(err, ErrAccountLocked):
+			locked++
+		default:
+			t.Errorf("wrong password at once: %v", err)
+		}
+	}
+	// One that failed after the lock reports the lock too.
+	if invalid > maxFailures-1 || locked < attempts-maxFailures+1 {
+		t.Errorf("%d wrong passwords at once: %d invalid, %d locked; want at most %d invalid",
+			attempts, invalid, locked, maxFailures-1)
+	}
+	if _, err := s.Authenticate(ctx, "bob", pw); !errors.Is(err, ErrAccountLocked) {
+		t.Fatalf("right password after the burst: %v, want ErrAccountLocked", err)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"time"
 
+	"golang.org/x/sync/singleflight"
+
 	"berth/kv"
 )
 
@@ -25,6 +27,16 @@ type lockRecord struct {
 // and password. It serves the OAuth password grant and WebDAV Basic auth
 // alike, so both share one failure counter and lock.
 //
+// Attempts with the same login and password made while one of them is
+// being checked wait for that check: a right password then costs one
+// argon2 hash and counts as one attempt, however many requests (a WebDAV
+// client opening with a burst, several devices logging in at once) brought
+// it; counted one by one, as many right ones as MaxFailures in flight would
+// refuse the next. A wrong password still counts once per attempt, as if
+// each had been checked, so a burst of them locks the account as a series
+// of them does. Each caller stops waiting when its own ctx ends; the check
+// runs to its end regardless (it counts either way).
+//
 // Errors:
 //   - ErrInvalidCredentials: unknown login or wrong password. An unknown
 //     login costs the same argon2 work as a known one.
@@ -43,6 +55,40 @@ type lockRecord struct {
 //
 // A successful login resets the failure counter.
 func (s *Service) Authenticate(ctx context.Context, login, password string) (Person, error) {
+	key := sha256.Sum256([]byte(login + "\x00" + password))
+	ran := false
+	check := s.logins.DoChan(string(key[:]), func() (any, error) {
+		ran = true
+		return s.authenticate(context.WithoutCancel(ctx), login, password)
+	})
+	var res singleflight.Result
+	select {
+	case res = <-check:
+	case <-ctx.Done():
+		return Person{}, ctx.Err()
+	}
+	a := res.Val.(attempt)
+	if !ran && (errors.Is(res.Err, ErrInvalidCredentials) || errors.Is(res.Err, ErrAccountLocked)) {
+		// Another attempt's check found the password wrong: this one
+		// counts as a failure of its own, without hashing it again.
+		n, err := s.beginAttempt(ctx, a.subject)
+		if err != nil {
+			return Person{}, err
+		}
+		return Person{}, s.recordFailure(ctx, a.subject, n)
+	}
+	return a.person, res.Err
+}
+
+// attempt is the outcome of one password check, shared by the attempts
+// that waited for it.
+type attempt struct {
+	person  Person
+	subject []byte // the lockout counter's name (loginSubject)
+}
+
+// authenticate is Authenticate's check of one attempt.
+func (s *Service) authenticate(ctx context.Context, login, password string) (attempt, error) {
 	var (
 		p     Person
 		known bool
@@ -63,12 +109,13 @@ func (s *Service) Authenticate(ctx context.Context, login, password string) (Per
 		subject = s.loginSubject(login, p.ID)
 		return s.get(tx, key(pfxOrg, p.OrganizationID), &org, notFoundf("organization %d", p.OrganizationID))
 	})
+	failed := attempt{subject: subject}
 	if err != nil {
-		return Person{}, err
+		return failed, err
 	}
-	attempt, err := s.beginAttempt(ctx, subject)
+	n, err := s.beginAttempt(ctx, subject)
 	if err != nil {
-		return Person{}, err
+		return failed, err
 	}
 	// From here the attempt counts as a failure unless it succeeds, also
 	// when the check below is cut short (a client that leaves mid-check).
@@ -79,18 +126,18 @@ func (s *Service) Authenticate(ctx context.Context, login, password string) (Per
 		err = s.dummyVerify(ctx, password)
 	}
 	if err != nil {
-		return Person{}, err
+		return failed, err
 	}
 	if !ok {
-		return Person{}, s.recordFailure(ctx, subject, attempt)
+		return failed, s.recordFailure(ctx, subject, n)
 	}
 	if err := s.db.Update(ctx, func(tx kv.Txn) error { return tx.Delete(keyBytes(pfxFail, subject)) }); err != nil {
-		return Person{}, err
+		return failed, err
 	}
 	if !p.Active || !org.Active {
-		return Person{}, ErrInactive
+		return failed, ErrInactive
 	}
-	return p, nil
+	return attempt{person: p, subject: subject}, nil
 }
 
 // loginSubject names the lockout counter of a login: the person when

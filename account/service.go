@@ -13,6 +13,8 @@ import (
 	"runtime"
 	"time"
 
+	"golang.org/x/sync/singleflight"
+
 	"berth/kv"
 )
 
@@ -69,6 +71,9 @@ type Service struct {
 	// Argon2.Memory KiB, so a burst of logins must queue instead of
 	// multiplying memory use.
 	hashSlots chan struct{}
+	// logins are the password checks under way, by a hash of login and
+	// password, so simultaneous identical attempts share one (Authenticate).
+	logins singleflight.Group
 }
 
 // New returns a Service over db. Zero fields of opts take their defaults.

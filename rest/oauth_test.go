@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -437,5 +439,67 @@ func TestOAuthClientIDByBasicAuth(t *testing.T) {
 	var re *oauth2.RetrieveError
 	if !errors.As(err, &re) || re.ErrorCode != "invalid_client" || re.Response.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("wrong client by Basic: %v", err)
+	}
+}
+
+// TestOAuthSimultaneousGrants: more simultaneous password grants with the
+// right password than the lockout's threshold all succeed (a sync client
+// and a script starting together, several devices after a password
+// change), while as many simultaneous wrong ones still lock the account.
+func TestOAuthSimultaneousGrants(t *testing.T) {
+	const maxFailures, grants = 3, 12
+	f := newFixtureWith(t, fixtureOptions{Accounts: account.Options{
+		// Costly enough that the grants overlap while they are checked.
+		Argon2:  account.Argon2Params{Memory: 16 << 10, Time: 2, Threads: 1},
+		Lockout: account.LockoutOptions{MaxFailures: maxFailures, Window: time.Minute, Duration: time.Minute},
+	}})
+	burst := func(form func(i int) url.Values) (statuses []int, bodies [][]byte) {
+		statuses, bodies = make([]int, grants), make([][]byte, grants)
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for i := range grants {
+			wg.Go(func() {
+				<-start
+				statuses[i], bodies[i] = f.oauthPost("/oauth/token", form(i))
+			})
+		}
+		close(start)
+		wg.Wait()
+		return statuses, bodies
+	}
+
+	statuses, bodies := burst(func(int) url.Values { return passwordForm() })
+	for i, st := range statuses {
+		if st != http.StatusOK {
+			t.Errorf("right password, grant %d of %d at once: %d %s", i+1, grants, st, bodies[i])
+		}
+	}
+
+	for _, tc := range []struct {
+		name, login string
+		wrong       func(i int) string
+	}{
+		{"the same wrong password", "bob", func(int) string { return "wrong password" }},
+		{"different wrong passwords", "carol", func(i int) string { return fmt.Sprintf("guess %d", i) }},
+	} {
+		f.addPerson(tc.login)
+		statuses, bodies = burst(func(i int) url.Values { return passwordForm("username", tc.login, "password", tc.wrong(i)) })
+		locked := 0
+		for i, st := range statuses {
+			var e struct{ Error string }
+			decode(t, bodies[i], &e)
+			switch {
+			case st == http.StatusForbidden && e.Error == "account_locked":
+				locked++
+			case st == http.StatusBadRequest && e.Error == "invalid_grant":
+			default:
+				t.Errorf("%s: %d %s", tc.name, st, bodies[i])
+			}
+		}
+		if locked < grants-maxFailures+1 {
+			t.Errorf("%s, %d at once: %d answered account_locked, want at least %d", tc.name, grants, locked, grants-maxFailures+1)
+		}
+		status, body := f.oauthPost("/oauth/token", passwordForm("username", tc.login))
+		wantError(t, status, body, http.StatusForbidden, "account_locked")
 	}
 }

@@ -1,15 +1,12 @@
 package webdav
 
 import (
-	"context"
 	"crypto/sha256"
 	"errors"
 	"net/http"
 	"strings"
 	"sync"
 	"time"
-
-	"golang.org/x/sync/singleflight"
 
 	"berth/account"
 )
@@ -24,10 +21,11 @@ var errNoCredentials = errors.New("webdav: authentication required")
 // password, because a WebDAV client sends them with every request and
 // argon2 costs a fraction of a second each time. Failures are never
 // remembered. Requests that bring the same credentials while they are
-// being checked wait for that check and share its answer: a client that
-// opens with many requests at once costs one argon2 hash, and counts as
-// one login attempt toward the lockout, not one per request (which would
-// lock it out by itself).
+// being checked share that check (account.Authenticate does it, for the
+// OAuth password grant too): a client that opens with many requests at
+// once with the right password costs one argon2 hash and one login
+// attempt toward the lockout, not one per request (which would lock it
+// out by itself); with a wrong one, each request counts as a failure.
 func (h *Handler) authenticate(r *http.Request) (account.Caller, error) {
 	ctx := r.Context()
 	if login, password, ok := r.BasicAuth(); ok {
@@ -39,25 +37,12 @@ func (h *Handler) authenticate(r *http.Request) (account.Caller, error) {
 			}
 			h.creds.drop(key)
 		}
-		// The shared check runs to its end even if the request that
-		// started it goes away (it counts as a login attempt either way);
-		// each request stops waiting when its own context ends.
-		check := h.creds.checks.DoChan(string(key[:]), func() (any, error) {
-			p, err := h.opts.Accounts.Authenticate(context.WithoutCancel(ctx), login, password)
-			if err == nil {
-				h.creds.put(key, credEntry{person: p.ID, hash: p.PasswordHash})
-			}
-			return p, err
-		})
-		select {
-		case res := <-check:
-			if res.Err != nil {
-				return account.Caller{}, res.Err
-			}
-			return h.opts.Accounts.Caller(ctx, res.Val.(account.Person).ID)
-		case <-ctx.Done():
-			return account.Caller{}, ctx.Err()
+		p, err := h.opts.Accounts.Authenticate(ctx, login, password)
+		if err != nil {
+			return account.Caller{}, err
 		}
+		h.creds.put(key, credEntry{person: p.ID, hash: p.PasswordHash})
+		return h.opts.Accounts.Caller(ctx, p.ID)
 	}
 	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
@@ -84,14 +69,12 @@ func (h *Handler) authFailed(w http.ResponseWriter, r *http.Request, err error) 
 	}
 }
 
-// credCache remembers recently verified Basic credentials by hash, and
-// the checks of credentials under way.
+// credCache remembers recently verified Basic credentials by hash.
 type credCache struct {
-	ttl    time.Duration
-	max    int
-	mu     sync.Mutex
-	m      map[[32]byte]credEntry
-	checks singleflight.Group // by credential hash
+	ttl time.Duration
+	max int
+	mu  sync.Mutex
+	m   map[[32]byte]credEntry
 }
 
 // credEntry is a verified login. hash is the password hash it was verified
