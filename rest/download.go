@@ -5,7 +5,6 @@ import (
 	"mime"
 	"net/http"
 	"path"
-	"strconv"
 	"strings"
 
 	"berth/vfs"
@@ -32,6 +31,9 @@ func (s *server) download(w http.ResponseWriter, r *http.Request) error {
 	h.Set("Content-Disposition", contentDisposition(f.Node.Name))
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Cache-Control", "private, no-cache")
+	if rng := r.Header.Get("Range"); rng != "" {
+		r.Header.Set("Range", vfs.ServableRange(rng))
+	}
 	body := &readErr{f: f}
 	jw := &jsonStatusError{ResponseWriter: w}
 	http.ServeContent(jw, r, "", f.Node.Modified, body)
@@ -121,8 +123,6 @@ type jsonStatusError struct {
 func (j *jsonStatusError) WriteHeader(code int) {
 	var err error
 	switch {
-	case code == http.StatusPartialContent && emptyRange(j.Header()):
-		err = errRangeNotSatisfiable
 	case code == http.StatusRequestedRangeNotSatisfiable:
 		err = errRangeNotSatisfiable
 	case code == http.StatusPreconditionFailed:
@@ -151,22 +151,3 @@ func (j *jsonStatusError) Write(b []byte) (int, error) {
 
 // Unwrap gives http.ResponseController the underlying writer.
 func (j *jsonStatusError) Unwrap() http.ResponseWriter { return j.ResponseWriter }
-
-// emptyRange reports whether h is the 206 http.ServeContent writes for a
-// zero-length suffix range (bytes=-0): a Content-Range that ends before it
-// starts ("bytes 11-10/11"). No byte satisfies such a range (RFC 9110
-// 14.1.1), so h is made the 416's, bytes */size.
-func emptyRange(h http.Header) bool {
-	rng, size, ok := strings.Cut(strings.TrimPrefix(h.Get("Content-Range"), "bytes "), "/")
-	if !ok {
-		return false
-	}
-	first, last, ok := strings.Cut(rng, "-")
-	f, err1 := strconv.ParseInt(first, 10, 64)
-	l, err2 := strconv.ParseInt(last, 10, 64)
-	if !ok || err1 != nil || err2 != nil || l >= f {
-		return false
-	}
-	h.Set("Content-Range", "bytes */"+size)
-	return true
-}

@@ -121,7 +121,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			LockSystem: &lockSystem{s: s},
 		}
 		if r.Method == http.MethodGet || r.Method == http.MethodHead {
-			w = newGetWriter(w, p)
+			w = newGetWriter(w, r, p)
 		}
 		lib.ServeHTTP(w, r)
 		return

@@ -1,0 +1,51 @@
+package vfs
+
+import (
+	"strconv"
+	"strings"
+)
+
+// unsatisfiableRange starts past the end of any file, so http.ServeContent
+// answers it 416 with Content-Range bytes */size.
+const unsatisfiableRange = "bytes=9223372036854775807-"
+
+// asciiSpace is what textproto.TrimString trims.
+const asciiSpace = " \t\r\n"
+
+// ServableRange returns the Range header value rng (RFC 9110 14.1.1) of a
+// read of a file without its zero-length suffix ranges ("-0"), which no
+// byte satisfies. http.ServeContent, which both front ends serve files
+// with, would send each as a part that ends before it starts ("bytes
+// 11-10/11") where RFC 9110 has such a range ignored while another is
+// satisfiable, and the request answered 416 when none is. When nothing is
+// left, it returns a range past the end of any file, which ServeContent
+// answers 416 bytes */size after evaluating If-Range (a failed If-Range
+// still gets the whole file, 200). Any other value is returned as it is,
+// for ServeContent to judge.
+func ServableRange(rng string) string {
+	spec, ok := strings.CutPrefix(rng, "bytes=")
+	if !ok {
+		return rng
+	}
+	var kept []string
+	dropped := false
+	for _, part := range strings.Split(spec, ",") {
+		// Trimmed as net/http's parseRange trims (textproto.TrimString).
+		first, last, isRange := strings.Cut(part, "-")
+		first, last = strings.Trim(first, asciiSpace), strings.Trim(last, asciiSpace)
+		if isRange && first == "" && last != "" && last[0] != '-' {
+			if n, err := strconv.ParseInt(last, 10, 64); err == nil && n == 0 {
+				dropped = true
+				continue
+			}
+		}
+		kept = append(kept, part)
+	}
+	switch {
+	case !dropped:
+		return rng
+	case strings.Trim(strings.Join(kept, ""), asciiSpace) == "":
+		return unsatisfiableRange
+	}
+	return "bytes=" + strings.Join(kept, ",")
+}

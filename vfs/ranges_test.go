@@ -1,0 +1,33 @@
+package vfs_test
+
+import (
+	"testing"
+
+	"berth/vfs"
+)
+
+func TestServableRange(t *testing.T) {
+	const none = "bytes=9223372036854775807-"
+	for _, tc := range []struct{ in, want string }{
+		{"", ""},
+		{"bytes=0-1", "bytes=0-1"},
+		{"bytes=-5", "bytes=-5"},
+		{"bytes=0-1,4-", "bytes=0-1,4-"},
+		{"bytes=-0", none},
+		{"bytes= -00 ", none},
+		{"bytes=-0,-0", none},
+		{"bytes=-0,", none},
+		{"bytes=0-1,-0", "bytes=0-1"},
+		{"bytes=-0,0-1", "bytes=0-1"},
+		{"bytes=0-1, -0 ,4-5", "bytes=0-1,4-5"},
+		{"bytes=-0,-10", "bytes=-10"},
+		{"bytes=-0,x", "bytes=x"}, // still invalid: ServeContent's 416
+		{"bytes=--0", "bytes=--0"},
+		{"bytes=0-0", "bytes=0-0"},
+		{"items=-0", "items=-0"},
+	} {
+		if got := vfs.ServableRange(tc.in); got != tc.want {
+			t.Errorf("ServableRange(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
