@@ -92,15 +92,19 @@ type FS struct {
 	// which decides between inline and chunked.
 	heads sync.Pool
 
+	// pins hold the chunks of uploads in flight, which may have no count
+	// yet: the collector removes no pinned chunk (see pinSet).
+	pins pinSet
+
 	// gcMu orders the garbage collector against commits of new revisions.
-	// An upload may skip storing a chunk that exists, unreferenced, and the
-	// collector may remove it before the upload commits; so a commit checks,
-	// holding gcMu shared, that each chunk it references without a count
-	// is still stored, and the collector removes chunks holding it
-	// exclusively, a batch at a time. Both hold it briefly: the collector
-	// never waits for a long upload, nor an upload for a whole collection.
-	// A failed upload notes its chunks for the collector holding it shared
-	// too (see forget).
+	// The collector removes chunks holding it exclusively, a batch at a
+	// time; a commit checks, holding it shared, that each chunk it
+	// references without a count is still stored, which the pins make
+	// true: the check is the last guard against a revision naming a
+	// missing chunk, not a path an upload takes. Both hold it briefly:
+	// the collector never waits for a long upload, nor an upload for a
+	// whole collection. A failed upload notes its chunks for the
+	// collector holding it shared too (see forget).
 	gcMu sync.RWMutex
 
 	// refBatch bounds the chunk references one transaction changes; an
@@ -143,6 +147,7 @@ func Open(ctx context.Context, db kv.Store, chunks chunk.Store, opts Options) (*
 	}
 	fs.writer = chunk.NewWriter(chunks, chunk.WriterOptions{
 		Workers: opts.Workers,
+		Pins:    &fs.pins,
 		Observer: func(stored bool, plain, encoded int) {
 			if stored {
 				fs.m.chunksStored.Inc()

@@ -97,24 +97,29 @@ func (fs *FS) removeUnreferenced(ctx context.Context, ids []chunk.ID, clearNotes
 	if err != nil {
 		return 0, err
 	}
-	for i, id := range dead {
-		if err := fs.chunks.Delete(ctx, id); err != nil {
-			return i, err
+	removed := make(map[chunk.ID]bool, len(dead))
+	for _, id := range dead {
+		// An upload in flight may hold it without a count: it found the
+		// chunk stored and skipped it, or stored it and has not
+		// committed. Its note stays, for a later collection.
+		ok, err := fs.pins.deleteUnpinned(id, func() error { return fs.chunks.Delete(ctx, id) })
+		if err != nil {
+			return len(removed), err
+		}
+		if ok {
+			removed[id] = true
 		}
 	}
 	if !clearNotes {
-		return len(dead), nil
+		return len(removed), nil
 	}
-	removed := make(map[chunk.ID]bool, len(dead))
-	for _, id := range dead {
-		removed[id] = true
-	}
-	return len(dead), fs.update(ctx, func(tx kv.Txn) error {
+	return len(removed), fs.update(ctx, func(tx kv.Txn) error {
 		for _, id := range ids {
 			// A chunk counted when checked may have lost its last count
 			// since (a purge, a released intent take no gcMu), noting it
-			// again: its note stays unless it is counted now, read here
-			// so that such a drop conflicts with this transaction.
+			// again; a pinned one kept its note. The note stays unless
+			// the chunk is counted now, read here so that such a drop
+			// conflicts with this transaction.
 			if !removed[id] {
 				if _, err := tx.Get(refKey(id)); errors.Is(err, kv.ErrNotFound) {
 					continue

@@ -44,10 +44,22 @@ func (h *hookKV) Update(ctx context.Context, fn func(kv.Txn) error) error {
 	return err
 }
 
-// hookChunks runs a function once before the next Delete.
+// hookChunks runs a function once before the next Delete, and another
+// once after the next Has that finds its chunk.
 type hookChunks struct {
 	*chunk.Disk
-	before atomic.Pointer[func()]
+	before   atomic.Pointer[func()]
+	afterHas atomic.Pointer[func()]
+}
+
+func (h *hookChunks) Has(ctx context.Context, id chunk.ID) (bool, error) {
+	ok, err := h.Disk.Has(ctx, id)
+	if ok {
+		if f := h.afterHas.Swap(nil); f != nil {
+			(*f)()
+		}
+	}
+	return ok, err
 }
 
 func (h *hookChunks) Delete(ctx context.Context, id chunk.ID) error {

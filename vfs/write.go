@@ -127,6 +127,10 @@ func (fs *FS) writeFile(ctx context.Context, root, parent uint64, name string, r
 	}
 
 	inline, refs, size, err := fs.store(ctx, r, limit)
+	// The writer pinned refs; they are released once the revision counts
+	// them or forget has noted them, so the collector never sees them
+	// with neither.
+	defer fs.pins.unpinRefs(refs)
 	if err != nil {
 		fs.forget(refs)
 		if errors.Is(err, chunk.ErrTooLarge) {
@@ -333,8 +337,11 @@ func (fs *FS) forget(refs []chunk.Ref) {
 }
 
 // checkStored checks that every chunk of refs that no revision references
-// yet is in the chunk store: the collector may have removed one that the
-// upload found there and skipped. The caller holds gcMu shared.
+// yet is in the chunk store. The upload's pins keep the collector from
+// removing one it found there and skipped, so this fails only on a bug or
+// a chunk removed behind the process's back; a revision naming a missing
+// chunk would lose data for good, a failed upload can be retried. The
+// caller holds gcMu shared.
 func (fs *FS) checkStored(ctx context.Context, tx kv.Txn, refs []chunk.Ref) error {
 	seen := make(map[chunk.ID]bool, len(refs))
 	for _, r := range refs {

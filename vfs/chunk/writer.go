@@ -48,6 +48,27 @@ type WriterOptions struct {
 	// store already had the chunk, plain is its size and encoded the size
 	// of the blob written (0 when not stored).
 	Observer func(stored bool, plain, encoded int)
+	// Pins, if set, holds every chunk a Write handles from before it asks
+	// the store whether the chunk is there (see Pinner).
+	Pins Pinner
+}
+
+// Pinner keeps a garbage collector away from chunks that a Write has
+// found in the store, or stored, and its caller has not referenced yet.
+// Without it the store's answer to Has is stale the moment it is given:
+// the last reference to a chunk found there may go, and the collector
+// remove it, before the caller commits its own. The collector must check
+// the pins and delete a chunk as one step with respect to Pin, so that a
+// chunk pinned before the Writer's Has stays, and one removed first is
+// not found and is stored again.
+//
+// When Write returns, exactly the IDs of the refs it returns are pinned,
+// once for each ref (a chunk repeated in the stream, once per
+// repetition); the caller unpins them once it has referenced them or
+// handed them to its collector. The Writer unpins what it does not return.
+type Pinner interface {
+	Pin(ID)
+	Unpin(ID)
 }
 
 // Writer cuts streams into chunks and stores them. It keeps pools of buffers
@@ -57,6 +78,7 @@ type Writer struct {
 	store   Store
 	workers int
 	observe func(stored bool, plain, encoded int)
+	pins    Pinner
 
 	scans sync.Pool // *[]byte, chunker scan buffers
 	bufs  sync.Pool // *[]byte, chunk copies framed as raw blobs (see work)
@@ -73,7 +95,7 @@ type Writer struct {
 
 // NewWriter returns a Writer storing into store.
 func NewWriter(store Store, opts WriterOptions) *Writer {
-	w := &Writer{store: store, workers: opts.Workers, observe: opts.Observer}
+	w := &Writer{store: store, workers: opts.Workers, observe: opts.Observer, pins: opts.Pins}
 	if w.workers <= 0 {
 		w.workers = runtime.GOMAXPROCS(0)
 	}
@@ -104,7 +126,8 @@ type job struct {
 // (no size): nothing references them, and the caller should hand them to its
 // garbage collector. With a Batcher that is the chunks the store already had
 // (the staged ones are aborted) plus, if Commit itself failed, the batch's
-// chunks, some of which it may have made visible.
+// chunks, some of which it may have made visible. With Pins set, the chunks
+// of the refs returned, on success or failure, are pinned for the caller.
 func (w *Writer) Write(ctx context.Context, r io.Reader, limit int64) (refs []Ref, size int64, err error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -183,6 +206,7 @@ cut:
 		}
 		p.batch.Abort()
 		for _, i := range p.staged {
+			w.unpin(refs[i].ID)
 			refs[i].ID = ID{}
 		}
 	}
@@ -231,9 +255,11 @@ func (w *Writer) work(p *pipeline, jobs <-chan job) {
 		}
 		plain := (*j.buf)[1:]
 		id := Sum(plain)
+		w.pin(id)
 		has, err := w.store.Has(p.ctx, id)
 		if err != nil || has {
 			if err != nil {
+				w.unpin(id)
 				p.fail(err)
 			} else {
 				p.setRef(j.idx, id, false)
@@ -250,6 +276,7 @@ func (w *Writer) work(p *pipeline, jobs <-chan job) {
 		select {
 		case w.encoding <- struct{}{}:
 		case <-p.ctx.Done():
+			w.unpin(id)
 			w.bufs.Put(j.buf)
 			continue
 		}
@@ -270,6 +297,7 @@ func (w *Writer) work(p *pipeline, jobs <-chan job) {
 				err = w.store.Put(p.ctx, id, payload)
 			}
 			if err != nil {
+				w.unpin(id)
 				p.fail(err)
 			} else {
 				p.setRef(j.idx, id, p.batch != nil)
@@ -294,6 +322,18 @@ func (w *Writer) work(p *pipeline, jobs <-chan job) {
 			defer func() { <-p.sem }()
 			store()
 		})
+	}
+}
+
+func (w *Writer) pin(id ID) {
+	if w.pins != nil {
+		w.pins.Pin(id)
+	}
+}
+
+func (w *Writer) unpin(id ID) {
+	if w.pins != nil {
+		w.pins.Unpin(id)
 	}
 }
 
