@@ -86,7 +86,7 @@ func collectGarbage(ctx context.Context, interval, purgeAfter time.Duration, st 
 			switch {
 			case err != nil && ctx.Err() == nil:
 				log.Error("purging deleted items", "error", err, "report", rep.String())
-			case rep.Purged > 0:
+			case rep.Purged > 0 || rep.Roots > 0:
 				log.Info("purged deleted items", "report", rep.String(), "older_than", purgeAfter)
 			}
 		}

@@ -519,6 +519,12 @@ func (fs *FS) purgeTree(ctx context.Context, root, id uint64, counted bool) erro
 	if err != nil {
 		return err
 	}
+	return fs.purgeNodes(ctx, root, order, counted)
+}
+
+// purgeNodes purges the items of order, each after everything below it,
+// in bounded transactions; with counted, each corrects root's usage.
+func (fs *FS) purgeNodes(ctx context.Context, root uint64, order []uint64, counted bool) error {
 	for i := 0; i < len(order); {
 		var n int
 		var parked uint64

@@ -19,6 +19,12 @@ type rootRec struct {
 	Created int64    `cbor:"4,keyasint"`
 	Deleted bool     `cbor:"5,keyasint,omitempty"`
 	Folder  uint64   `cbor:"6,keyasint"`
+	// DeletedAt is when the root was deleted (unix ns); 0 for a root
+	// deleted before it was recorded (see PurgeDeleted).
+	DeletedAt int64 `cbor:"7,keyasint,omitempty"`
+	// Purged says a deleted root's contents are gone; the record stays,
+	// so its id keeps answering ErrRootDeleted.
+	Purged bool `cbor:"8,keyasint,omitempty"`
 }
 
 type locRec struct {

@@ -84,14 +84,14 @@ func (fs *FS) RenameRoot(ctx context.Context, id uint64, name string) (Root, err
 }
 
 // DeleteRoot marks a root deleted: every later operation on it fails with
-// ErrRootDeleted. Its contents stay until purged.
+// ErrRootDeleted. Its contents stay until purged (see PurgeDeleted).
 func (fs *FS) DeleteRoot(ctx context.Context, id uint64) error {
 	err := fs.update(ctx, func(tx kv.Txn) error {
 		r, err := loadRoot(tx, id)
 		if err != nil {
 			return err
 		}
-		r.Deleted = true
+		r.Deleted, r.DeletedAt = true, fs.nowNs()
 		return put(tx, rootKey(id), r)
 	})
 	fs.done(OpDeleteRoot, err, Event{RootID: id})

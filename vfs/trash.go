@@ -14,25 +14,40 @@ import (
 // PurgeReport says what PurgeDeleted did.
 type PurgeReport struct {
 	Purged  int // deleted items (with everything below them) removed for good
-	Skipped int // deleted items left: in a deleted root, or gone meanwhile
+	Roots   int // deleted roots whose whole tree was removed
+	Skipped int // deleted items left: in a deleted root not yet due, or gone meanwhile
 }
 
 // String reads like a log line.
 func (r PurgeReport) String() string {
-	return fmt.Sprintf("purged %d deleted items, skipped %d", r.Purged, r.Skipped)
+	return fmt.Sprintf("purged %d deleted items, %d deleted roots, skipped %d", r.Purged, r.Roots, r.Skipped)
 }
 
 // PurgeDeleted purges, in every root, each item deleted before the given
-// time, with everything below it (see Purge); their chunks become garbage
-// for the next GC. Nothing else frees the space of deleted items, so it is
-// how an operator empties the trash of a server whose disk filled up.
-// Items in a deleted root are skipped (Purge refuses them), as are the
-// trees of copies still being built.
+// time, with everything below it (see Purge), and the whole tree of each
+// root deleted before then; their chunks become garbage for the next GC.
+// Nothing else frees the space of deleted items, so it is how an operator
+// empties the trash of a server whose disk filled up. Items in a deleted
+// root not yet due are skipped (Purge refuses them), as are the trees of
+// copies still being built. A root deleted before berth recorded when
+// gets the current time now, so it waits its full delay from here rather
+// than go at once.
 func (fs *FS) PurgeDeleted(ctx context.Context, before time.Time) (PurgeReport, error) {
+	var rep PurgeReport
+	cutoff := before.UnixNano()
+	roots, err := fs.dueRoots(ctx, cutoff)
+	if err != nil {
+		return rep, err
+	}
+	for _, r := range roots {
+		if err := fs.purgeRoot(ctx, r); err != nil {
+			return rep, fmt.Errorf("vfs: purging deleted root %d: %w", r, err)
+		}
+		rep.Roots++
+	}
 	type item struct{ root, id uint64 }
 	var due []item
-	cutoff := before.UnixNano()
-	err := fs.db.View(ctx, func(tx kv.Txn) error {
+	err = fs.db.View(ctx, func(tx kv.Txn) error {
 		due = due[:0]
 		return tx.Scan([]byte(pDeleted), nil, func(k, v []byte) error {
 			var rec nodeRec
@@ -45,7 +60,6 @@ func (fs *FS) PurgeDeleted(ctx context.Context, before time.Time) (PurgeReport, 
 			return ctx.Err()
 		})
 	})
-	var rep PurgeReport
 	if err != nil {
 		return rep, err
 	}
@@ -62,4 +76,110 @@ func (fs *FS) PurgeDeleted(ctx context.Context, before time.Time) (PurgeReport, 
 		}
 	}
 	return rep, nil
+}
+
+// dueRoots returns the roots deleted before cutoff and not purged yet,
+// first stamping with the current time those deleted without one.
+func (fs *FS) dueRoots(ctx context.Context, cutoff int64) ([]uint64, error) {
+	var due []uint64
+	err := fs.update(ctx, func(tx kv.Txn) error {
+		due = due[:0]
+		var unstamped []rootRec
+		err := tx.Scan([]byte(pRoot), nil, func(k, v []byte) error {
+			var r rootRec
+			if err := cbor.Unmarshal(v, &r); err != nil {
+				return fmt.Errorf("vfs: decode %q: %w", k, err)
+			}
+			switch {
+			case !r.Deleted || r.Purged:
+			case r.DeletedAt == 0:
+				unstamped = append(unstamped, r)
+			case r.DeletedAt < cutoff:
+				due = append(due, r.ID)
+			}
+			return ctx.Err()
+		})
+		if err != nil {
+			return err
+		}
+		now := fs.nowNs()
+		for _, r := range unstamped {
+			r.DeletedAt = now
+			if err := put(tx, rootKey(r.ID), r); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return due, err
+}
+
+// purgeRoot removes everything in a deleted root: its whole tree, top
+// folder included, and its usage records, then marks it purged. Nothing
+// adds to a deleted root, so one snapshot lists all there is, but for the
+// trees of copies still being staged into it: those are left to the copy,
+// whose last transaction finds the root deleted and whose release purges
+// them. An interrupted purge leaves a smaller tree; the next one goes on.
+func (fs *FS) purgeRoot(ctx context.Context, root uint64) error {
+	var order []uint64 // children before their folder
+	var top uint64
+	err := fs.db.View(ctx, func(tx kv.Txn) error {
+		order = order[:0]
+		var r rootRec
+		if err := get(tx, rootKey(root), &r, nil); err != nil {
+			return err
+		}
+		top = r.Folder
+		rec, _, err := loadNode(tx, top)
+		if errors.Is(err, ErrNotExist) {
+			return nil // purged by an earlier run that stopped short of the end
+		} else if err != nil {
+			return err
+		}
+		var walk func(rec nodeRec) error
+		walk = func(rec nodeRec) error {
+			if rec.Staged {
+				return nil
+			}
+			if rec.Dir {
+				for _, prefix := range [][]byte{childPrefix(rec.ID), deletedPrefix(rec.ID)} {
+					kids, err := records(tx, prefix)
+					if err != nil {
+						return err
+					}
+					for _, c := range kids {
+						if err := walk(c); err != nil {
+							return err
+						}
+					}
+				}
+			}
+			order = append(order, rec.ID)
+			return ctx.Err()
+		}
+		return walk(rec)
+	})
+	if err != nil {
+		return err
+	}
+	// Not counted: the usage records go whole below.
+	if err := fs.purgeNodes(ctx, root, order, false); err != nil {
+		return err
+	}
+	return fs.update(ctx, func(tx kv.Txn) error {
+		var r rootRec
+		if err := get(tx, rootKey(root), &r, nil); err != nil {
+			return err
+		}
+		for s := range uint64(usageShards) {
+			if err := tx.Delete(usageKey(root, s)); err != nil {
+				return err
+			}
+		}
+		if err := tx.Delete(quotaKey(root)); err != nil {
+			return err
+		}
+		r.Purged = true
+		return put(tx, rootKey(root), r)
+	})
 }

@@ -4,17 +4,19 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"berth/vfs"
+	"berth/vfs/chunk"
 )
 
 // TestPurgeDeleted empties the trash up to a date: items deleted before it
 // go for good with everything below them, their space is no longer counted
 // and their chunks become garbage; items deleted after it, and live ones,
-// stay; a deleted root is left alone.
+// stay; a root deleted before it goes whole.
 func TestPurgeDeleted(t *testing.T) {
 	ctx := context.Background()
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -52,7 +54,7 @@ func TestPurgeDeleted(t *testing.T) {
 	del(old.ID)
 	del(oldFile.ID)
 	del(oldInKept.ID)
-	// A deleted root with a deleted file: skipped, not an error.
+	// A deleted root with a deleted file: purged whole, the file with it.
 	other, err := e.fs.CreateRoot(ctx, "bob", vfs.RootSync)
 	if err != nil {
 		t.Fatal(err)
@@ -75,8 +77,8 @@ func TestPurgeDeleted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Purged != 3 || rep.Skipped != 1 {
-		t.Errorf("report %s, want 3 purged (old folder, old.bin, old in kept.bin) and 1 skipped", rep)
+	if rep.Purged != 3 || rep.Roots != 1 || rep.Skipped != 0 {
+		t.Errorf("report %s, want 3 purged (old folder, old.bin, old in kept.bin), 1 root", rep)
 	}
 	for _, id := range []uint64{old.ID, inOld.ID, oldFile.ID, oldInKept.ID} {
 		if _, err := e.fs.Stat(ctx, e.root.ID, id); !errors.Is(err, vfs.ErrNotExist) {
@@ -112,7 +114,114 @@ func TestPurgeDeleted(t *testing.T) {
 	}
 
 	// Purging again finds nothing more before that date.
-	if rep, err := e.fs.PurgeDeleted(ctx, t0.Add(24*time.Hour)); err != nil || rep.Purged != 0 {
+	if rep, err := e.fs.PurgeDeleted(ctx, t0.Add(24*time.Hour)); err != nil || rep.Purged != 0 || rep.Roots != 0 {
 		t.Errorf("second purge: %s %v", rep, err)
+	}
+}
+
+// TestPurgeDeletedRoots: a root deleted before the date goes whole, its
+// live and deleted items, every revision and, once collected, the chunks
+// no other root shares; the id still answers ErrRootDeleted. A root
+// deleted after the date, and a live one sharing its chunks, keep
+// everything. Small reference batches take the split paths.
+func TestPurgeDeletedRoots(t *testing.T) {
+	ctx := context.Background()
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var now atomic.Int64
+	now.Store(t0.UnixNano())
+	clock := func() time.Time { return time.Unix(0, now.Load()) }
+	e := openEnvWith(t, t.TempDir(), vfs.WithRefBatch(vfs.Options{Now: clock}, 2))
+	t.Cleanup(e.close)
+	o := vfs.WriteOptions{}
+	must := func(n vfs.Node, err error) vfs.Node {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	shared := randBytes(30, 5<<20)
+	fill := func(name string, seed uint64) vfs.Root {
+		t.Helper()
+		r, err := e.fs.CreateRoot(ctx, name, vfs.RootSync)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := must(e.fs.Mkdir(ctx, r.ID, r.FolderID, "d", o))
+		sub := must(e.fs.Mkdir(ctx, r.ID, d.ID, "sub", o))
+		for i, data := range [][]byte{randBytes(seed, 5<<20), randBytes(seed+1, 3<<20), shared} {
+			must(e.fs.WriteFile(ctx, r.ID, sub.ID, "f", bytes.NewReader(data), o)) // revisions
+			must(e.fs.WriteFile(ctx, r.ID, d.ID, fmt.Sprint("g", i), bytes.NewReader(data), o))
+		}
+		must(e.fs.WriteFile(ctx, r.ID, r.FolderID, "small", bytes.NewReader([]byte("inline")), o))
+		gone := must(e.fs.WriteFile(ctx, r.ID, d.ID, "gone", bytes.NewReader(randBytes(seed+2, 2<<20)), o))
+		if err := e.fs.Delete(ctx, r.ID, gone.ID, o); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	live, err := e.fs.CreateRoot(ctx, "live", vfs.RootSync)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keep := must(e.fs.WriteFile(ctx, live.ID, live.FolderID, "shared", bytes.NewReader(shared), o))
+	old, late := fill("old", 40), fill("late", 50)
+	if err := e.fs.DeleteRoot(ctx, old.ID); err != nil {
+		t.Fatal(err)
+	}
+	now.Add(int64(48 * time.Hour))
+	if err := e.fs.DeleteRoot(ctx, late.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.fs.GC(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var before int
+	e.chunks.Walk(ctx, func(chunk.ID) error { before++; return nil })
+
+	rep, err := e.fs.PurgeDeleted(ctx, t0.Add(24*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Roots != 1 || rep.Purged != 0 {
+		t.Errorf("report %s, want 1 root purged", rep)
+	}
+	gc, err := e.fs.GC(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var after int
+	e.chunks.Walk(ctx, func(chunk.ID) error { after++; return nil })
+	if gc.Deleted == 0 || after != before-gc.Deleted {
+		t.Errorf("gc after the purge: %s; %d chunks before, %d after", gc, before, after)
+	}
+	if _, err := e.fs.Usage(ctx, old.ID); !errors.Is(err, vfs.ErrRootDeleted) {
+		t.Errorf("usage of the purged root: %v, want ErrRootDeleted", err)
+	}
+	if got := contents(t, e.fs, live.ID, keep.ID); !bytes.Equal(got, shared) {
+		t.Error("the live root's file lost its shared chunks")
+	}
+	if rep, err := e.fs.Fsck(ctx, true); err != nil || !rep.OK() {
+		t.Fatalf("fsck: %s %v", rep, err)
+	}
+	if n, err := e.fs.IntentParts(ctx); err != nil || n != 0 {
+		t.Fatalf("%d intent parts left (%v)", n, err)
+	}
+	// The late root goes once its own delay has passed, and then nothing
+	// but the live root's chunks is left.
+	if rep, err := e.fs.PurgeDeleted(ctx, t0.Add(24*time.Hour)); err != nil || rep.Roots != 0 {
+		t.Errorf("second purge: %s %v", rep, err)
+	}
+	if rep, err := e.fs.PurgeDeleted(ctx, clock().Add(time.Hour)); err != nil || rep.Roots != 1 {
+		t.Errorf("purge after the late root's delay: %s %v", rep, err)
+	}
+	if _, err := e.fs.GC(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := e.fs.Fsck(ctx, true); err != nil || !rep.OK() || rep.Revisions != 1 {
+		t.Fatalf("fsck after both purges: %s %v, want only the live file's revision", rep, err)
+	}
+	if recount, err := e.fs.Audit(ctx, live.ID); err != nil || recount.FileCount != 1 {
+		t.Fatalf("audit of the live root: %+v %v", recount, err)
 	}
 }
