@@ -19,14 +19,25 @@ import (
 type pinSet struct {
 	mu sync.Mutex
 	n  map[chunk.ID]int
+	// deleting are the chunks the collector is removing now; each
+	// channel closes when its removal is over.
+	deleting map[chunk.ID]chan struct{}
 }
 
 var _ chunk.Pinner = (*pinSet)(nil)
 
-// Pin holds id once more.
+// Pin holds id once more. If the collector is removing id, it waits until
+// the chunk is gone, so the writer's look in the store that follows finds
+// it missing and stores it again.
 func (p *pinSet) Pin(id chunk.ID) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	for p.deleting[id] != nil {
+		done := p.deleting[id]
+		p.mu.Unlock()
+		<-done
+		p.mu.Lock()
+	}
 	if p.n == nil {
 		p.n = make(map[chunk.ID]int)
 	}
@@ -52,14 +63,25 @@ func (p *pinSet) unpinRefs(refs []chunk.Ref) {
 }
 
 // deleteUnpinned runs del, which removes id from the chunk store, unless
-// id is pinned, and reports whether it ran. It holds the set meanwhile: a
-// writer that pins id waits until the chunk is gone, so its look in the
-// store finds it missing and it stores the chunk again.
+// id is pinned, and reports whether it ran. Pins of id wait for del to
+// return; pins of other chunks do not (del syncs a directory).
 func (p *pinSet) deleteUnpinned(id chunk.ID, del func() error) (bool, error) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if p.n[id] > 0 {
+		p.mu.Unlock()
 		return false, nil
 	}
+	if p.deleting == nil {
+		p.deleting = make(map[chunk.ID]chan struct{})
+	}
+	done := make(chan struct{})
+	p.deleting[id] = done
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		delete(p.deleting, id)
+		close(done)
+		p.mu.Unlock()
+	}()
 	return true, del()
 }

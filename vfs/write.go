@@ -359,7 +359,7 @@ func (fs *FS) checkStored(ctx context.Context, tx kv.Txn, refs []chunk.Ref) erro
 			return err
 		}
 		if !ok {
-			return fmt.Errorf("%w: chunk %s was collected during the upload", ErrBusy, r.ID)
+			return fmt.Errorf("%w: chunk %s is missing from the chunk store", ErrBusy, r.ID)
 		}
 	}
 	return nil
