@@ -8,12 +8,11 @@ import (
 	"berth/vfs"
 )
 
-// TestBusyIsServiceUnavailable: vfs.ErrBusy (an upload whose deduplicated
-// chunk the collector removed meanwhile, a store closing under a request)
-// stored nothing and is worth retrying: 503, as REST answers it, not a 500
+// TestBusyIsServiceUnavailable: vfs.ErrBusy (a store closing under a
+// request, an intent released before its commit) stored nothing and is worth retrying: 503, as REST answers it, not a 500
 // that clients take for a server fault and give up on.
 func TestBusyIsServiceUnavailable(t *testing.T) {
-	err := fmt.Errorf("%w: chunk 00 was collected during the upload", vfs.ErrBusy)
+	err := fmt.Errorf("%w: the file system is closed", vfs.ErrBusy)
 	if st, _ := status(err); st != http.StatusServiceUnavailable {
 		t.Errorf("status of ErrBusy: %d, want 503", st)
 	}
