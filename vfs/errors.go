@@ -41,8 +41,9 @@ var (
 	// ErrChanged: WriteOptions.IfRevision or IfAbsent did not hold when
 	// the write came to commit; nothing was stored.
 	ErrChanged = errors.New("vfs: changed since the condition was checked")
-	// ErrBusy: a rare race with the garbage collector made the operation
-	// fail; the same request succeeds when tried again.
+	// ErrBusy: the operation lost a race it cannot wait out (a write
+	// conflict that outlasted the retries, the store closing under it);
+	// nothing was stored, and the same request succeeds when tried again.
 	ErrBusy = errors.New("vfs: busy, try again")
 	// ErrRootItem: the operation cannot apply to a root's top folder (rename,
 	// move or delete it through the root instead).
