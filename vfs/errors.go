@@ -52,4 +52,9 @@ var (
 	// (chunk.DiskOptions.Reserve); nothing was stored. It is the chunk
 	// store's value, so one comparison covers a refusal by either layer.
 	ErrNoSpace = chunk.ErrNoSpace
+	// ErrMetadataLimit: the change would take an item's metadata past one
+	// of its bounds (MaxPropNameBytes, MaxProps, MaxPropsBytes,
+	// MaxLockOwnerBytes, MaxLocks); nothing was stored. The bounds keep
+	// one client from growing what every listing of the item reads.
+	ErrMetadataLimit = errors.New("vfs: item metadata over its limit")
 )

@@ -13,12 +13,38 @@ import (
 	"berth/kv"
 )
 
+// Bounds on an item's locks, which live in its node record: every listing
+// and write of the item reads them. Windows and Office send an owner of a
+// user or machine name in a DAV:href, litmus a short phrase, so 4 KiB is
+// far above real owners; a shared lock per client of one item rarely
+// passes a handful, and a client that locks again without unlocking meets
+// the limit only until its locks expire.
+const (
+	// MaxLockOwnerBytes bounds a lock's owner (for WebDAV, the DAV:owner
+	// XML as stored).
+	MaxLockOwnerBytes = 4 << 10
+	// MaxLocks bounds the live locks on one item.
+	MaxLocks = 64
+)
+
+// checkLockRequest refuses an owner over MaxLockOwnerBytes.
+func checkLockRequest(req LockRequest) error {
+	if len(req.Owner) > MaxLockOwnerBytes {
+		return fmt.Errorf("%w: the lock owner is %d bytes, at most %d", ErrMetadataLimit, len(req.Owner), MaxLockOwnerBytes)
+	}
+	return nil
+}
+
 // Lock locks an item (a root's top folder locks the root). An exclusive
 // lock conflicts with any live lock on the item, with deep locks above it,
 // and, when deep, with any lock below it; a shared lock only with exclusive
 // ones. Conflicts are ErrLocked. The token is a URI (urn:uuid:...), as
-// WebDAV wants it.
+// WebDAV wants it. An owner over MaxLockOwnerBytes, or an item with
+// MaxLocks live locks already, is ErrMetadataLimit.
 func (fs *FS) Lock(ctx context.Context, root, id uint64, req LockRequest) (Lock, error) {
+	if err := checkLockRequest(req); err != nil {
+		return Lock{}, err
+	}
 	l := lockRec{Token: newToken(), Owner: req.Owner, Holder: req.Holder, Shared: req.Shared,
 		Deep: req.Deep, TokenRequired: req.TokenRequired}
 	err := fs.update(ctx, func(tx kv.Txn) error {
@@ -44,11 +70,15 @@ func (fs *FS) Lock(ctx context.Context, root, id uint64, req LockRequest) (Lock,
 				return err
 			}
 		}
+		rec.Locks = pruneLocks(rec.Locks, now)
+		if len(rec.Locks) >= MaxLocks {
+			return fmt.Errorf("%w: %q holds %d locks, at most %d", ErrMetadataLimit, rec.Name, len(rec.Locks), MaxLocks)
+		}
 		l.Created = now
 		if req.Duration > 0 {
 			l.Expires = now + int64(req.Duration)
 		}
-		rec.Locks = append(pruneLocks(rec.Locks, now), l)
+		rec.Locks = append(rec.Locks, l)
 		return saveNode(tx, rec, loc)
 	})
 	fs.done(OpLock, err, Event{RootID: root, NodeID: id})
@@ -92,7 +122,8 @@ func lockConflictAbove(tx kv.Txn, id uint64, l lockRec, now int64) error {
 // CreateLocked creates the empty file name in the folder parent and locks
 // it with req, in one transaction (WebDAV's LOCK of a missing name): when
 // the lock is refused (ErrLocked), the name is taken (ErrNameConflict) or
-// opts refuse the write, nothing is created. req.Deep is ignored: a file
+// opts refuse the write, or the owner is over MaxLockOwnerBytes
+// (ErrMetadataLimit), nothing is created. req.Deep is ignored: a file
 // has nothing below it.
 func (fs *FS) CreateLocked(ctx context.Context, root, parent uint64, name string, req LockRequest, opts WriteOptions) (Node, Lock, error) {
 	n, l, err := fs.createLocked(ctx, root, parent, name, req, opts)
@@ -103,6 +134,9 @@ func (fs *FS) CreateLocked(ctx context.Context, root, parent uint64, name string
 
 func (fs *FS) createLocked(ctx context.Context, root, parent uint64, name string, req LockRequest, opts WriteOptions) (Node, Lock, error) {
 	if err := ValidateName(name); err != nil {
+		return Node{}, Lock{}, err
+	}
+	if err := checkLockRequest(req); err != nil {
 		return Node{}, Lock{}, err
 	}
 	if excluded(name, opts.ExcludedExtensions) {

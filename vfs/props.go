@@ -37,11 +37,16 @@ func (fs *FS) Props(ctx context.Context, root, id uint64) (map[string][]byte, er
 // PatchProps removes the properties named in remove, then sets those of
 // set, in one transaction: all or nothing. The item must be live and not
 // locked against the caller (ErrLocked). Removing a missing property is
-// not an error. Names may not be empty (ErrInvalidName).
+// not an error. Names may not be empty (ErrInvalidName). A name over
+// MaxPropNameBytes, or properties that would be more than MaxProps or
+// MaxPropsBytes for the item after the change, are ErrMetadataLimit.
 func (fs *FS) PatchProps(ctx context.Context, root, id uint64, set map[string][]byte, remove []string, opts WriteOptions) error {
 	for name := range set {
 		if name == "" {
 			return fmt.Errorf("%w: empty property name", ErrInvalidName)
+		}
+		if len(name) > MaxPropNameBytes {
+			return fmt.Errorf("%w: a property name of %d bytes, at most %d", ErrMetadataLimit, len(name), MaxPropNameBytes)
 		}
 	}
 	if len(set) > 0 {
@@ -66,8 +71,34 @@ func (fs *FS) PatchProps(ctx context.Context, root, id uint64, set map[string][]
 				return err
 			}
 		}
+		if len(set) == 0 {
+			return nil // removing never passes a bound
+		}
+		return checkPropLimits(tx, id)
+	})
+}
+
+// checkPropLimits returns ErrMetadataLimit when the dead properties of
+// the node id, as the transaction sees them, are over MaxProps or
+// MaxPropsBytes. Counting after the writes makes a replaced value count
+// once and a removed one not at all.
+func checkPropLimits(tx kv.Txn, id uint64) error {
+	prefix := propPrefix(id)
+	count, size := 0, 0
+	err := tx.Scan(prefix, nil, func(k, v []byte) error {
+		count++
+		size += len(k) - len(prefix) + len(v)
 		return nil
 	})
+	switch {
+	case err != nil:
+		return err
+	case count > MaxProps:
+		return fmt.Errorf("%w: %d dead properties, at most %d", ErrMetadataLimit, count, MaxProps)
+	case size > MaxPropsBytes:
+		return fmt.Errorf("%w: dead properties of %d bytes, at most %d", ErrMetadataLimit, size, MaxPropsBytes)
+	}
+	return nil
 }
 
 // copyProps gives the node dst a copy of every dead property of src.
@@ -150,3 +181,20 @@ func (fs *FS) PropsOf(ctx context.Context, root uint64, ids []uint64) (map[uint6
 	}
 	return out, nil
 }
+
+// Bounds on an item's dead properties. A listing reads every child's
+// properties (PROPFIND allprop holds them for a whole folder at once), and
+// the name is part of a kv key, which Badger limits to 65,000 bytes. Real
+// clients store a handful of short values (Windows its Win32 times and
+// attributes, Office and litmus under a hundred bytes each), so these are
+// far above what they use and far below what would hurt.
+const (
+	// MaxPropNameBytes bounds a property's name as vfs stores it (for
+	// WebDAV, "{namespace}local").
+	MaxPropNameBytes = 1024
+	// MaxProps bounds the number of dead properties of one item.
+	MaxProps = 1024
+	// MaxPropsBytes bounds the names and values of one item's dead
+	// properties together.
+	MaxPropsBytes = 64 << 10
+)

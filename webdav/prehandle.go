@@ -36,6 +36,10 @@ func status(err error) (int, error) {
 		return describe(http.StatusRequestEntityTooLarge, "the file is larger than your organization's policy allows")
 	case errors.Is(err, vfs.ErrQuotaExceeded):
 		return describe(http.StatusInsufficientStorage, "storing this would exceed your space quota")
+	case errors.Is(err, vfs.ErrMetadataLimit):
+		// RFC 4918 9.2.1 names 507 for a property the server cannot
+		// record; a lock that would not fit is the same refusal.
+		return describe(http.StatusInsufficientStorage, "%v; nothing was stored", err)
 	case errors.Is(err, vfs.ErrNoSpace):
 		return describe(http.StatusInsufficientStorage, "the server's storage is full; nothing was stored")
 	case errors.Is(err, vfs.ErrBusy):
