@@ -22,7 +22,7 @@ func (s *session) lock(w http.ResponseWriter, r *http.Request) (int, error) {
 	timeout := lockTimeout(r.Header.Get("Timeout"))
 	body, err := parseXML(r.Body)
 	if err != nil {
-		return describe(http.StatusBadRequest, "%v", err)
+		return xmlError(err)
 	}
 	t, n, exists, err := s.lookup(s.path)
 	if err != nil && !errors.Is(err, vfs.ErrNotExist) {

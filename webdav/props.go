@@ -73,7 +73,7 @@ func (s *session) propfind(w http.ResponseWriter, r *http.Request) (int, error) 
 	}
 	body, err := parseXML(r.Body)
 	if err != nil {
-		return describe(http.StatusBadRequest, "%v", err)
+		return xmlError(err)
 	}
 	mode, names := "allprop", []xml.Name(nil)
 	if body != nil {
@@ -454,7 +454,7 @@ func (s *session) proppatch(w http.ResponseWriter, r *http.Request) (int, error)
 	}
 	body, err := parseXML(r.Body)
 	if err != nil {
-		return describe(http.StatusBadRequest, "%v", err)
+		return xmlError(err)
 	}
 	if body == nil || !body.is(davNS, "propertyupdate") {
 		return describe(http.StatusBadRequest, "the body is not a DAV:propertyupdate")
