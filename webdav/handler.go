@@ -70,6 +70,10 @@ func New(o Options) *Handler {
 // dispatches the method.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p, err := h.davPath(r.URL.EscapedPath())
+	if errors.Is(err, errPathTooDeep) {
+		plain(w, http.StatusRequestURITooLong, err.Error())
+		return
+	}
 	if err != nil {
 		plain(w, http.StatusBadRequest, err.Error())
 		return
@@ -203,19 +207,34 @@ func plain(w http.ResponseWriter, status int, msg string) {
 	fmt.Fprintln(w, msg)
 }
 
+// maxPathDepth bounds the segments of a path below the prefix (the root's
+// name is the first). Finding a lock walks from a path up to the deepest
+// folder that exists, resolving each level from the top, so the work
+// grows with the square of the depth; a URL within the server's 1 MiB
+// header limit could otherwise name 500,000 levels. macOS's PATH_MAX
+// (1,024 bytes) allows at most 512, Windows's MAX_PATH 130.
+const maxPathDepth = 1024
+
+// errPathTooDeep is a path of more than maxPathDepth segments.
+var errPathTooDeep = fmt.Errorf("a path may have at most %d segments", maxPathDepth)
+
 // davPath turns the escaped request path into a clean path below the
 // prefix ("/", "/root/a/b"). An escaped slash (%2F) or a "." or ".."
 // segment is refused rather than reinterpreted: a client that sends them
-// means something berth would otherwise silently change.
+// means something berth would otherwise silently change. A path deeper
+// than maxPathDepth is errPathTooDeep.
 func (h *Handler) davPath(escaped string) (string, error) {
 	rest, ok := strings.CutPrefix(escaped, h.opts.Prefix)
 	if !ok || (rest != "" && rest[0] != '/') {
 		return "", fmt.Errorf("path %q is outside %s/", escaped, h.opts.Prefix)
 	}
 	var segs []string
-	for _, seg := range strings.Split(rest, "/") {
+	for seg := range strings.SplitSeq(rest, "/") {
 		if seg == "" {
 			continue
+		}
+		if len(segs) == maxPathDepth {
+			return "", errPathTooDeep
 		}
 		if strings.Contains(strings.ToLower(seg), "%2f") || strings.Contains(strings.ToLower(seg), "%5c") {
 			return "", errors.New("a path segment may not contain an escaped slash or backslash")

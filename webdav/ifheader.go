@@ -2,6 +2,7 @@ package webdav
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 )
 
@@ -22,9 +23,18 @@ type ifCond struct {
 
 var errBadIf = errors.New("malformed If header")
 
+// maxIfConditions bounds the conditions of one If header, all lists
+// together. Each costs lookups in the store (a state token is searched on
+// the resource and every folder above it), and an If header may be as
+// large as the server's header limit (1 MiB): some 200,000 conditions.
+// Clients send one or two (davfs2, Windows, Office); a MOVE of a folder
+// that holds locked files sends one tagged list per lock, hence the room.
+const maxIfConditions = 256
+
 // parseIf parses an If header value into its lists.
 func parseIf(s string) ([]ifList, error) {
 	var out []ifList
+	conds := 0
 	tag := ""
 	s = strings.TrimSpace(s)
 	for s != "" {
@@ -40,11 +50,14 @@ func parseIf(s string) ([]ifList, error) {
 			if end < 0 {
 				return nil, errBadIf
 			}
-			conds, err := parseConds(s[1:end])
+			cs, err := parseConds(s[1:end])
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, ifList{resource: tag, conds: conds})
+			if conds += len(cs); conds > maxIfConditions {
+				return nil, fmt.Errorf("%w: more than %d conditions", errBadIf, maxIfConditions)
+			}
+			out = append(out, ifList{resource: tag, conds: cs})
 			s = s[end+1:]
 		default:
 			return nil, errBadIf

@@ -147,7 +147,9 @@ func (s *session) checkIf(r *http.Request, p string) (int, error) {
 			if err != nil {
 				return describe(http.StatusBadRequest, "malformed resource tag in If header")
 			}
-			if res, err = s.h.davPath(u.EscapedPath()); err != nil {
+			if res, err = s.h.davPath(u.EscapedPath()); errors.Is(err, errPathTooDeep) {
+				return describe(http.StatusBadRequest, "a resource tag in the If header: %v", err)
+			} else if err != nil {
 				continue // a resource not ours is never in the state the list names
 			}
 		}
