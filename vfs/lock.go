@@ -14,17 +14,18 @@ import (
 )
 
 // Bounds on an item's locks, which live in its node record: every listing
-// and write of the item reads them. Windows and Office send an owner of a
-// user or machine name in a DAV:href, litmus a short phrase, so 4 KiB is
-// far above real owners; a shared lock per client of one item rarely
-// passes a handful, and a client that locks again without unlocking meets
-// the limit only until its locks expire.
+// and write of the item reads them, so together they stay within 64 KiB,
+// as an item's dead properties do (MaxPropsBytes). Windows and Office send
+// an owner of a user or machine name in a DAV:href, litmus a short phrase,
+// so 4 KiB is far above real owners; shared locks on one item are rare
+// and one per client, and a client that locks again without unlocking
+// meets the limit only until its locks expire.
 const (
 	// MaxLockOwnerBytes bounds a lock's owner (for WebDAV, the DAV:owner
 	// XML as stored).
 	MaxLockOwnerBytes = 4 << 10
 	// MaxLocks bounds the live locks on one item.
-	MaxLocks = 64
+	MaxLocks = 16
 )
 
 // checkLockRequest refuses an owner over MaxLockOwnerBytes.
