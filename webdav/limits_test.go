@@ -104,3 +104,42 @@ func TestLockOwnerAndCountLimits(t *testing.T) {
 		t.Fatalf("%d locks, want %d", len(n.Locks), vfs.MaxLocks)
 	}
 }
+
+// A listing reads its items' dead properties a batch at a time, so that a
+// folder of many items with large properties is never held whole; every
+// item still gets its own, across the batches' edges.
+func TestPropfindListingReadsPropsInBatches(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	dir, err := f.fs.Mkdir(ctx, f.root.ID, f.root.FolderID, "many", f.opts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const count = 600
+	withProps := map[int]bool{0: true, 255: true, 256: true, 511: true, 512: true, 599: true}
+	for i := range count {
+		n, err := f.fs.WriteFile(ctx, f.root.ID, dir.ID, fmt.Sprintf("f%03d.txt", i), strings.NewReader("x"), f.opts())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if withProps[i] {
+			v := fmt.Appendf(nil, "value-%03d", i)
+			if err := f.fs.PatchProps(ctx, f.root.ID, n.ID, map[string][]byte{"{urn:z}tag": v}, nil, f.opts()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	st, _, body := f.do("PROPFIND", "/many", strings.NewReader(`<D:propfind xmlns:D="DAV:"><D:allprop/></D:propfind>`), "Depth", "1")
+	want(t, "PROPFIND allprop", st, http.StatusMultiStatus, body)
+	if got := strings.Count(body, "<D:response>"); got != count+1 {
+		t.Fatalf("%d responses, want %d", got, count+1)
+	}
+	for i := range count {
+		resp := body[strings.Index(body, fmt.Sprintf("/f%03d.txt</D:href>", i)):]
+		resp = resp[:strings.Index(resp, "</D:response>")]
+		has := strings.Contains(resp, fmt.Sprintf(`<tag xmlns="urn:z">value-%03d</tag>`, i))
+		if has != withProps[i] || (!withProps[i] && strings.Contains(resp, "urn:z")) {
+			t.Fatalf("f%03d.txt: its property is there: %v, want %v:\n%s", i, has, withProps[i], resp)
+		}
+	}
+}

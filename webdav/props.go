@@ -158,16 +158,6 @@ func (s *session) walk(res *resource, depth int, fn func(*resource) error) error
 		if err != nil {
 			return err
 		}
-		var dead map[uint64]map[string][]byte
-		if s.wantDead != nil && s.wantDead() {
-			ids := make([]uint64, len(list))
-			for i, k := range list {
-				ids[i] = k.ID
-			}
-			if dead, err = s.h.opts.FS.PropsOf(s.ctx, res.m.root.ID, ids); err != nil {
-				return err
-			}
-		}
 		base := strings.TrimSuffix(res.href, "/") + "/"
 		// Sized up front: a resource is some hundreds of bytes, and
 		// growing the slice by appends copied a 10,000-entry listing
@@ -178,13 +168,43 @@ func (s *session) walk(res *resource, depth int, fn func(*resource) error) error
 			if k.Dir {
 				href += "/"
 			}
-			kids = append(kids, resource{href: href, n: k, m: res.m, inherited: inherited, dead: dead[k.ID], fetched: dead != nil})
+			kids = append(kids, resource{href: href, n: k, m: res.m, inherited: inherited})
 		}
 	}
+	batched := res.m != nil && s.wantDead != nil && s.wantDead()
 	for i := range kids {
+		if batched && i%propsBatch == 0 {
+			if err := s.fetchDead(kids[i:min(i+propsBatch, len(kids))]); err != nil {
+				return err
+			}
+		}
 		if err := s.walk(&kids[i], depth-1, fn); err != nil {
 			return err
 		}
+		kids[i].dead = nil // written: let it go before the next batch
+	}
+	return nil
+}
+
+// propsBatch is how many items' dead properties a listing reads at once:
+// one snapshot for all of a 10,000-item folder held up to
+// vfs.MaxPropsBytes for each (640 MB) until the last was written; a batch
+// holds at most 16 MiB and costs one read transaction per 256 items.
+const propsBatch = 256
+
+// fetchDead reads the dead properties of kids, all of one mount, in one
+// snapshot.
+func (s *session) fetchDead(kids []resource) error {
+	ids := make([]uint64, len(kids))
+	for i := range kids {
+		ids[i] = kids[i].n.ID
+	}
+	dead, err := s.h.opts.FS.PropsOf(s.ctx, kids[0].m.root.ID, ids)
+	if err != nil {
+		return err
+	}
+	for i := range kids {
+		kids[i].dead, kids[i].fetched = dead[kids[i].n.ID], true
 	}
 	return nil
 }
