@@ -92,6 +92,7 @@ func errorTable() []errorMapping {
 		{vfs.ErrExtensionExcluded, http.StatusBadRequest, "invalid_extension", "the organization's policy does not allow files with this extension"},
 		{vfs.ErrFileTooLarge, http.StatusConflict, "policy_error", "the file is larger than the organization's policy allows (max_file_size)"},
 		{vfs.ErrQuotaExceeded, http.StatusConflict, "policy_error", "storing the file would exceed the space quota"},
+		{vfs.ErrTooDeep, http.StatusBadRequest, "invalid_request", fmt.Sprintf("folders may nest at most %d levels below the root", vfs.MaxDepth)},
 		{vfs.ErrRootItem, http.StatusForbidden, "forbidden", "not allowed on a root's top folder"},
 		{vfs.ErrBusy, http.StatusServiceUnavailable, "temporarily_unavailable", "the service is temporarily unavailable; try again"},
 		{vfs.ErrNoSpace, http.StatusServiceUnavailable, "temporarily_unavailable", "the server's storage is full; nothing was stored"},

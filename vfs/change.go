@@ -19,7 +19,7 @@ func (fs *FS) Rename(ctx context.Context, root, id uint64, name string, opts Wri
 
 // Move puts an item into the folder parent of the same root, named name
 // (its current name when name is empty). A folder cannot move into itself
-// or below itself (ErrNameConflict). Like Delete, any lock in a folder's
+// or below itself (ErrNameConflict), nor past MaxDepth (ErrTooDeep). Like Delete, any lock in a folder's
 // subtree that the caller does not hold refuses the move (ErrLocked).
 func (fs *FS) Move(ctx context.Context, root, id, parent uint64, name string, opts WriteOptions) (Node, error) {
 	n, err := fs.move(ctx, root, id, parent, name, opts)
@@ -67,6 +67,11 @@ func (fs *FS) move(ctx context.Context, root, id, parent uint64, name string, op
 			}
 			if inside {
 				return fmt.Errorf("%w: cannot move a folder into itself", ErrNameConflict)
+			}
+		}
+		if dst != rec.Parent {
+			if err := fitsDepth(tx, rec, dst); err != nil {
+				return err
 			}
 		}
 		gone, err := replaceIn(tx, root, dst, newName, id, opts, now)

@@ -105,7 +105,7 @@ func (fs *FS) CopyEmpty(ctx context.Context, root, id, dst, parent uint64, name 
 }
 
 // copyCheck returns the item id of root to copy, once it is sure the copy
-// may go into parent of dst as name.
+// may go into parent of dst as name (within MaxDepth too).
 func copyCheck(tx kv.Txn, root, id, dst, parent uint64, name string, opts WriteOptions, now int64) (nodeRec, error) {
 	src, _, err := liveNodeIn(tx, root, id)
 	if err != nil {
@@ -128,6 +128,9 @@ func copyCheck(tx kv.Txn, root, id, dst, parent uint64, name string, opts WriteO
 		if inside {
 			return src, fmt.Errorf("%w: cannot copy a folder into itself", ErrNameConflict)
 		}
+	}
+	if err := fitsDepth(tx, src, parent); err != nil {
+		return src, err
 	}
 	if !opts.Overwrite {
 		// With Overwrite, the transaction that puts the copy in place

@@ -57,4 +57,7 @@ var (
 	// MaxLockOwnerBytes, MaxLocks); nothing was stored. The bounds keep
 	// one client from growing what every listing of the item reads.
 	ErrMetadataLimit = errors.New("vfs: item metadata over its limit")
+	// ErrTooDeep: the item would be more than MaxDepth folders below its
+	// root's top folder.
+	ErrTooDeep = errors.New("vfs: folders nested too deep")
 )

@@ -58,3 +58,12 @@ func excluded(name string, exts []string) bool {
 	}
 	return false
 }
+
+// MaxDepth is how deep an item may be below its root's top folder (an item
+// in the top folder is at depth 1). Every operation on an item walks the
+// folders above it (its path, the locks above it), so depth is a cost on
+// every request, and a tree 100,000 deep makes each of them slow. Windows'
+// MAX_PATH allows some 130 levels and macOS's PATH_MAX 512; the WebDAV
+// front end takes paths of at most 1,024 segments, root name included, so
+// anything vfs stores stays reachable over WebDAV.
+const MaxDepth = 1000

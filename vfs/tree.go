@@ -219,3 +219,69 @@ func nameFree(tx kv.Txn, parent uint64, name string) error {
 	}
 	return err
 }
+
+// depthOf returns how deep the item id is below its root's top folder (the
+// top folder is 0).
+func depthOf(tx kv.Txn, id uint64) (int, error) {
+	d := 0
+	for {
+		rec, _, err := loadNode(tx, id)
+		if err != nil {
+			return 0, err
+		}
+		if rec.Parent == 0 {
+			return d, nil
+		}
+		d, id = d+1, rec.Parent
+	}
+}
+
+// heightBelow returns how many levels of live items the folder id holds
+// (0 when empty), or some value over limit as soon as it passes it.
+func heightBelow(tx kv.Txn, id uint64, limit int) (int, error) {
+	if limit < 0 {
+		return 1, nil
+	}
+	kids, err := records(tx, childPrefix(id))
+	if err != nil {
+		return 0, err
+	}
+	h := 0
+	for _, c := range kids {
+		ch := 1
+		if c.Dir {
+			below, err := heightBelow(tx, c.ID, limit-1)
+			if err != nil {
+				return 0, err
+			}
+			ch += below
+		}
+		if h = max(h, ch); h > limit {
+			break
+		}
+	}
+	return h, nil
+}
+
+// fitsDepth returns ErrTooDeep unless rec, and what a folder rec holds,
+// fits within MaxDepth when put into the folder parent.
+func fitsDepth(tx kv.Txn, rec nodeRec, parent uint64) error {
+	pd, err := depthOf(tx, parent)
+	if err != nil {
+		return err
+	}
+	if pd+1 > MaxDepth {
+		return fmt.Errorf("%w: at most %d levels", ErrTooDeep, MaxDepth)
+	}
+	if !rec.Dir {
+		return nil
+	}
+	h, err := heightBelow(tx, rec.ID, MaxDepth-pd-1)
+	if err != nil {
+		return err
+	}
+	if pd+1+h > MaxDepth {
+		return fmt.Errorf("%w: at most %d levels", ErrTooDeep, MaxDepth)
+	}
+	return nil
+}

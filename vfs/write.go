@@ -41,9 +41,13 @@ func (fs *FS) Mkdir(ctx context.Context, root, parent uint64, name string, opts 
 
 // newChildAllowed checks, in tx, that a new item named name may go into the
 // folder parent of root: the folder is live, no live item there has the
-// name, and no lock on the folder or above it refuses opts.
+// name, it is not at MaxDepth (ErrTooDeep), and no lock on the folder or
+// above it refuses opts.
 func newChildAllowed(tx kv.Txn, root, parent uint64, name string, opts WriteOptions, now int64) error {
 	if _, _, err := liveDirIn(tx, root, parent); err != nil {
+		return err
+	}
+	if err := fitsDepth(tx, nodeRec{}, parent); err != nil {
 		return err
 	}
 	if err := nameFree(tx, parent, name); err != nil {
@@ -246,8 +250,8 @@ func (fs *FS) writeFile(ctx context.Context, root, parent uint64, name string, r
 }
 
 // checkWrite checks that name may be written in parent now (opts' locks,
-// IfRevision and IfAbsent) and returns the existing file of that name, if
-// any.
+// IfRevision and IfAbsent; a new file within MaxDepth) and returns the
+// existing file of that name, if any.
 func (fs *FS) checkWrite(tx kv.Txn, root, parent uint64, name string, opts WriteOptions, now int64) (*nodeRec, error) {
 	if _, _, err := liveDirIn(tx, root, parent); err != nil {
 		return nil, err
@@ -258,6 +262,9 @@ func (fs *FS) checkWrite(tx kv.Txn, root, parent uint64, name string, opts Write
 	case errors.Is(err, kv.ErrNotFound) && opts.IfRevision != 0:
 		return nil, fmt.Errorf("%w: %q does not exist", ErrChanged, name)
 	case errors.Is(err, kv.ErrNotFound):
+		if err := fitsDepth(tx, nodeRec{}, parent); err != nil {
+			return nil, err
+		}
 		return nil, checkLocks(tx, parent, 1, opts, now)
 	case err != nil:
 		return nil, err

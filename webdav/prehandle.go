@@ -40,6 +40,8 @@ func status(err error) (int, error) {
 		// RFC 4918 9.2.1 names 507 for a property the server cannot
 		// record; a lock that would not fit is the same refusal.
 		return describe(http.StatusInsufficientStorage, "%v; nothing was stored", err)
+	case errors.Is(err, vfs.ErrTooDeep):
+		return describe(http.StatusForbidden, "folders may nest at most %d levels below the root", vfs.MaxDepth)
 	case errors.Is(err, vfs.ErrNoSpace):
 		return describe(http.StatusInsufficientStorage, "the server's storage is full; nothing was stored")
 	case errors.Is(err, vfs.ErrBusy):
