@@ -198,6 +198,9 @@ func (b *fieldBudget) read(p io.Reader) (string, error) {
 		return "", Describe(ErrInvalidRequest, "the multipart body has more than %d parts", maxFormParts)
 	}
 	v, err := io.ReadAll(io.LimitReader(p, b.left+1))
+	if errors.Is(err, errUploadHead) {
+		return "", err // the upload's own bound, which it describes
+	}
 	if err != nil {
 		return "", formError(err)
 	}

@@ -24,6 +24,11 @@ func (s *server) upload(r *http.Request, a fsAccess, parent uint64) (any, error)
 	if params["boundary"] == "" {
 		return nil, Describe(ErrInvalidRequest, "a multipart/form-data body needs a boundary parameter")
 	}
+	head := &headReader{r: r.Body, left: maxUploadHead}
+	r.Body = struct {
+		io.Reader
+		io.Closer
+	}{head, r.Body}
 	mr, err := r.MultipartReader()
 	if err != nil {
 		return nil, Describe(ErrInvalidRequest, "the multipart body cannot be read")
@@ -40,6 +45,9 @@ func (s *server) upload(r *http.Request, a fsAccess, parent uint64) (any, error)
 		}
 		if p.FormName() != "file" {
 			v, err := budget.read(p)
+			if errors.Is(err, errUploadHead) {
+				return nil, bodyError(r, err)
+			}
 			if err != nil {
 				return nil, err
 			}
@@ -55,6 +63,7 @@ func (s *server) upload(r *http.Request, a fsAccess, parent uint64) (any, error)
 		if name == "" {
 			return nil, Describe(vfs.ErrInvalidName, "the part `file` has no filename and no field `name` came before it")
 		}
+		head.left = -1 // the file's contents: the policy's limits apply
 		body := &partReader{r: p}
 		n, err := s.fs.WriteFile(r.Context(), a.root.ID, parent, name, body, a.opts)
 		if err != nil && body.err != nil {
@@ -93,8 +102,44 @@ func bodyError(r *http.Request, err error) error {
 	if errors.As(err, &mbe) {
 		return err
 	}
+	if errors.Is(err, errUploadHead) {
+		return Describe(ErrInvalidRequest, "the parts before the file's contents (fields, part headers) are larger than %d bytes", maxUploadHead)
+	}
 	if errors.Is(err, io.ErrUnexpectedEOF) {
 		return Describe(ErrInvalidRequest, "the upload body ended before its closing boundary")
 	}
 	return Describe(ErrInvalidRequest, "malformed multipart body")
+}
+
+// maxUploadHead bounds what an upload sends before the file's contents:
+// the fields (maxFormBytes) with their part headers and boundaries, and
+// the file part's own headers. mime/multipart alone holds up to 10 MiB of
+// one part's headers; a browser or client sends some hundred bytes each.
+const maxUploadHead = 2 * maxFormBytes
+
+// errUploadHead is a body whose parts before the file's contents are over
+// maxUploadHead.
+var errUploadHead = errors.New("upload: too much before the file")
+
+// headReader reads the body of an upload, failing with errUploadHead once
+// more than left bytes came before the file's contents; left < 0 lifts
+// the bound, which the file part is held to by the policy instead.
+type headReader struct {
+	r    io.Reader
+	left int64
+}
+
+func (h *headReader) Read(b []byte) (int, error) {
+	if h.left < 0 {
+		return h.r.Read(b)
+	}
+	if h.left == 0 {
+		return 0, errUploadHead
+	}
+	if int64(len(b)) > h.left {
+		b = b[:h.left]
+	}
+	n, err := h.r.Read(b)
+	h.left -= int64(n)
+	return n, err
 }
