@@ -33,3 +33,17 @@ func TestXMLBodyLimits(t *testing.T) {
 		t.Fatal("a refused PROPPATCH stored properties")
 	}
 }
+
+// A PROPFIND names at most maxPropfindNames properties: each is answered
+// for every resource listed, so 10,000 names on a folder of 10,000 items
+// made the server write a hundred million entries.
+func TestPropfindNamesBounded(t *testing.T) {
+	f := newFixture(t)
+	names := strings.Repeat("<Z:a/>", 257)
+	st, _, body := f.do("PROPFIND", "/", strings.NewReader(`<D:propfind xmlns:D="DAV:" xmlns:Z="urn:z"><D:prop>`+names+`</D:prop></D:propfind>`), "Depth", "1")
+	want(t, "PROPFIND of 257 names", st, http.StatusBadRequest, body)
+	contains(t, body, "256")
+	names = strings.Repeat("<Z:a/>", 256)
+	st, _, body = f.do("PROPFIND", "/", strings.NewReader(`<D:propfind xmlns:D="DAV:" xmlns:Z="urn:z"><D:prop>`+names+`</D:prop></D:propfind>`), "Depth", "1")
+	want(t, "PROPFIND of 256 names", st, http.StatusMultiStatus, body)
+}
