@@ -71,6 +71,9 @@ type Service struct {
 	// Argon2.Memory KiB, so a burst of logins must queue instead of
 	// multiplying memory use.
 	hashSlots chan struct{}
+	// callers keeps what Caller and AccessCaller read until the next
+	// commit to the store.
+	callers callerCache
 	// logins are the password checks under way, by a hash of login and
 	// password, so simultaneous identical attempts share one (Authenticate).
 	logins singleflight.Group

@@ -222,13 +222,21 @@ func (s *Service) activeCaller(tx kv.Txn, personID uint64) (Caller, error) {
 // a request authenticated by other means than a token (WebDAV Basic).
 // Errors: ErrNotFound, ErrInactive.
 func (s *Service) Caller(ctx context.Context, personID uint64) (Caller, error) {
+	gen := s.db.Generation()
+	if c, ok := s.callers.person(gen, personID); ok {
+		return c, nil
+	}
 	var c Caller
 	err := s.db.View(ctx, func(tx kv.Txn) error {
 		var err error
 		c, err = s.activeCaller(tx, personID)
 		return err
 	})
-	return c, err
+	if err != nil {
+		return Caller{}, err
+	}
+	s.callers.putPerson(gen, personID, c)
+	return c, nil
 }
 
 // Refresh exchanges a refresh token for new tokens of the same session
@@ -312,8 +320,15 @@ func (s *Service) ValidateAccess(ctx context.Context, accessToken string) (Princ
 // AccessCaller is ValidateAccess that also returns the person and their
 // organization, read in the same transaction. Errors as for ValidateAccess.
 func (s *Service) AccessCaller(ctx context.Context, accessToken string) (Caller, error) {
-	var c Caller
 	h := tokenHash(accessToken)
+	gen := s.db.Generation()
+	if c, ok := s.callers.accessCaller(gen, h, s.now()); ok {
+		return c, nil
+	}
+	var (
+		c     Caller
+		until time.Time
+	)
 	err := s.db.View(ctx, func(tx kv.Txn) error {
 		var ar accessRecord
 		if err := s.get(tx, keyBytes(pfxAccess, h), &ar, ErrInvalidToken); err != nil {
@@ -338,11 +353,19 @@ func (s *Service) AccessCaller(ctx context.Context, accessToken string) (Caller,
 			return ErrInvalidToken
 		}
 		c.MachineID = ar.MachineID
+		// The session ends when its family expires, which a kv TTL
+		// does without a commit (no later than RefreshTTL after it
+		// was last renewed).
+		until = ar.Expires
+		if end := fam.Created.Add(s.opts.RefreshTTL); end.Before(until) {
+			until = end
+		}
 		return nil
 	})
 	if err != nil {
 		return Caller{}, err
 	}
+	s.callers.putAccess(gen, h, c, until)
 	return c, nil
 }
 

@@ -118,6 +118,11 @@ type Badger struct {
 	// tries already running can still beat it once each, then it commits.
 	prio        sync.Mutex
 	prioWaiting atomic.Int32
+
+	// gen counts commits (Generation). It moves after a commit is
+	// visible, so a reader that saw the old count may have read the new
+	// data, never the other way round.
+	gen atomic.Uint64
 }
 
 var _ Store = (*Badger)(nil)
@@ -356,11 +361,15 @@ func (b *Badger) updateOnce(fn func(Txn) error) error {
 	if errors.Is(err, badger.ErrConflict) {
 		return err
 	}
+	b.gen.Add(1)
 	if err == nil && b.group != nil {
 		err = b.group.wait()
 	}
 	return mapErr(err)
 }
+
+// Generation counts the write transactions committed so far.
+func (b *Badger) Generation() uint64 { return b.gen.Load() }
 
 // backoff sleeps a random time that grows with try, from at most 100µs up
 // to at most about 6ms: long enough for the winning transaction to commit,

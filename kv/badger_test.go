@@ -707,3 +707,30 @@ func TestOpenNeedsDir(t *testing.T) {
 		t.Fatal("OpenBadger without Dir or InMemory succeeded")
 	}
 }
+
+// TestGeneration: every committed Update moves the generation, after its
+// writes are visible; a View or an Update whose fn fails does not.
+func TestGeneration(t *testing.T) {
+	eachStore(t, func(t *testing.T, s *Badger) {
+		ctx := context.Background()
+		g0 := s.Generation()
+		if err := s.View(ctx, func(Txn) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+		err := s.Update(ctx, func(tx Txn) error {
+			tx.Set([]byte("k"), []byte("lost"))
+			return errors.New("no")
+		})
+		if err == nil || s.Generation() != g0 {
+			t.Fatalf("after a View and a failed Update: %v, generation %d, want %d", err, s.Generation(), g0)
+		}
+		for i := range 3 {
+			if err := s.Update(ctx, func(tx Txn) error { return tx.Set([]byte("k"), []byte{byte(i)}) }); err != nil {
+				t.Fatal(err)
+			}
+			if g := s.Generation(); g != g0+uint64(i)+1 {
+				t.Fatalf("after %d updates: generation %d, want %d", i+1, g, g0+uint64(i)+1)
+			}
+		}
+	})
+}
