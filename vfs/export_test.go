@@ -144,3 +144,31 @@ func (fs *FS) Audit(ctx context.Context, root uint64) (Usage, error) {
 	})
 	return u.public(), err
 }
+
+// AddLegacyDeletedRoots stores n empty roots deleted before berth recorded
+// when (no DeletedAt), in transactions of a thousand.
+func (fs *FS) AddLegacyDeletedRoots(ctx context.Context, n int) error {
+	for done := 0; done < n; {
+		ids := make([]uint64, min(1000, n-done))
+		for i := range ids {
+			id, err := fs.db.NextID(ctx, "root")
+			if err != nil {
+				return err
+			}
+			ids[i] = id
+		}
+		err := fs.db.Update(ctx, func(tx kv.Txn) error {
+			for _, id := range ids {
+				if err := put(tx, rootKey(id), rootRec{ID: id, Name: "old", Type: RootSync, Deleted: true}); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		done += len(ids)
+	}
+	return nil
+}

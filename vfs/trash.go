@@ -79,13 +79,15 @@ func (fs *FS) PurgeDeleted(ctx context.Context, before time.Time) (PurgeReport, 
 }
 
 // dueRoots returns the roots deleted before cutoff and not purged yet,
-// first stamping with the current time those deleted without one.
+// first stamping with the current time those deleted without one. The
+// stamps go fs.refBatch roots a transaction: an upgrade may find more
+// such roots than one transaction holds, and a stamp that never commits
+// would stop every purge, of items too, at every run.
 func (fs *FS) dueRoots(ctx context.Context, cutoff int64) ([]uint64, error) {
-	var due []uint64
-	err := fs.update(ctx, func(tx kv.Txn) error {
-		due = due[:0]
-		var unstamped []rootRec
-		err := tx.Scan([]byte(pRoot), nil, func(k, v []byte) error {
+	var due, unstamped []uint64
+	err := fs.db.View(ctx, func(tx kv.Txn) error {
+		due, unstamped = due[:0], unstamped[:0]
+		return tx.Scan([]byte(pRoot), nil, func(k, v []byte) error {
 			var r rootRec
 			if err := cbor.Unmarshal(v, &r); err != nil {
 				return fmt.Errorf("vfs: decode %q: %w", k, err)
@@ -93,25 +95,40 @@ func (fs *FS) dueRoots(ctx context.Context, cutoff int64) ([]uint64, error) {
 			switch {
 			case !r.Deleted || r.Purged:
 			case r.DeletedAt == 0:
-				unstamped = append(unstamped, r)
+				unstamped = append(unstamped, r.ID)
 			case r.DeletedAt < cutoff:
 				due = append(due, r.ID)
 			}
 			return ctx.Err()
 		})
-		if err != nil {
-			return err
-		}
-		now := fs.nowNs()
-		for _, r := range unstamped {
-			r.DeletedAt = now
-			if err := put(tx, rootKey(r.ID), r); err != nil {
-				return err
-			}
-		}
-		return nil
 	})
-	return due, err
+	if err != nil {
+		return nil, err
+	}
+	for start := 0; start < len(unstamped); start += fs.refBatch {
+		batch := unstamped[start:min(start+fs.refBatch, len(unstamped))]
+		err := fs.update(ctx, func(tx kv.Txn) error {
+			now := fs.nowNs()
+			for _, id := range batch {
+				var r rootRec
+				if err := get(tx, rootKey(id), &r, nil); err != nil {
+					return err
+				}
+				if r.DeletedAt != 0 {
+					continue // stamped by a run alongside
+				}
+				r.DeletedAt = now
+				if err := put(tx, rootKey(id), r); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return due, nil
 }
 
 // purgeRoot removes everything in a deleted root: its whole tree, top

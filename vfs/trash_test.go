@@ -225,3 +225,28 @@ func TestPurgeDeletedRoots(t *testing.T) {
 		t.Fatalf("audit of the live root: %+v %v", recount, err)
 	}
 }
+
+// TestPurgeDeletedManyLegacyRoots: more roots deleted before berth
+// recorded when than one transaction can stamp still get stamped, and
+// purged once due. Stamped in one transaction, they failed every run with
+// kv.ErrTxnTooBig, before any item was purged.
+func TestPurgeDeletedManyLegacyRoots(t *testing.T) {
+	ctx := context.Background()
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var now atomic.Int64
+	now.Store(t0.UnixNano())
+	clock := func() time.Time { return time.Unix(0, now.Load()) }
+	// Without fsync: the roots are many, and each purge commits.
+	fs, _, _, _ := openHooked(t, vfs.Options{Now: clock})
+	const n = 30000
+	if err := fs.AddLegacyDeletedRoots(ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := fs.PurgeDeleted(ctx, t0); err != nil || rep.Roots != 0 {
+		t.Fatalf("first purge (stamps): %s %v", rep, err)
+	}
+	now.Add(int64(48 * time.Hour))
+	if rep, err := fs.PurgeDeleted(ctx, t0.Add(24*time.Hour)); err != nil || rep.Roots != n {
+		t.Fatalf("purge once due: %s %v, want %d roots", rep, err, n)
+	}
+}
