@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"testing"
-	"time"
 )
 
 // TestCallerCacheSeesEveryWrite: Caller and AccessCaller keep what they
@@ -82,30 +81,4 @@ func TestCallerCacheSeesEveryWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("password changed", ErrInvalidToken, nil)
-}
-
-// TestCallerCacheGenerations: an entry read before a commit the cache has
-// already seen is not kept, and a newer generation drops what is kept.
-func TestCallerCacheGenerations(t *testing.T) {
-	var cc callerCache
-	now := time.Now()
-	cc.putPerson(5, 1, Caller{Principal: Principal{PersonID: 1}})
-	cc.putAccess(5, []byte("h"), Caller{Principal: Principal{PersonID: 1}}, now.Add(time.Minute))
-	if _, ok := cc.person(5, 1); !ok {
-		t.Fatal("entry of the current generation missed")
-	}
-	if _, ok := cc.accessCaller(5, []byte("h"), now.Add(time.Minute)); ok {
-		t.Fatal("access entry served at its expiry")
-	}
-	if _, ok := cc.person(6, 1); ok {
-		t.Fatal("entry of generation 5 served at 6")
-	}
-	if _, ok := cc.accessCaller(6, []byte("h"), now); ok {
-		t.Fatal("access entry of generation 5 served at 6")
-	}
-	// A reader that began at 5 finishes after the cache saw 6.
-	cc.putPerson(5, 2, Caller{})
-	if _, ok := cc.person(6, 2); ok {
-		t.Fatal("a read from before the commit was kept")
-	}
 }

@@ -117,6 +117,7 @@ func New(db kv.Store, opts Options) *Service {
 		opts:      opts,
 		codec:     newCodec(),
 		hashSlots: make(chan struct{}, max(1, runtime.GOMAXPROCS(0))),
+		callers:   newCallerCache(),
 	}
 }
 

@@ -223,7 +223,7 @@ func (s *Service) activeCaller(tx kv.Txn, personID uint64) (Caller, error) {
 // Errors: ErrNotFound, ErrInactive.
 func (s *Service) Caller(ctx context.Context, personID uint64) (Caller, error) {
 	gen := s.db.Generation()
-	if c, ok := s.callers.person(gen, personID); ok {
+	if c, ok := s.callers.persons.Get(gen, personID); ok {
 		return c, nil
 	}
 	var c Caller
@@ -235,7 +235,7 @@ func (s *Service) Caller(ctx context.Context, personID uint64) (Caller, error) {
 	if err != nil {
 		return Caller{}, err
 	}
-	s.callers.putPerson(gen, personID, c)
+	s.callers.persons.Put(gen, personID, c)
 	return c, nil
 }
 
@@ -322,8 +322,8 @@ func (s *Service) ValidateAccess(ctx context.Context, accessToken string) (Princ
 func (s *Service) AccessCaller(ctx context.Context, accessToken string) (Caller, error) {
 	h := tokenHash(accessToken)
 	gen := s.db.Generation()
-	if c, ok := s.callers.accessCaller(gen, h, s.now()); ok {
-		return c, nil
+	if e, ok := s.callers.access.Get(gen, string(h)); ok && s.now().Before(e.until) {
+		return e.c, nil
 	}
 	var (
 		c     Caller
@@ -365,7 +365,7 @@ func (s *Service) AccessCaller(ctx context.Context, accessToken string) (Caller,
 	if err != nil {
 		return Caller{}, err
 	}
-	s.callers.putAccess(gen, h, c, until)
+	s.callers.access.Put(gen, string(h), accessEntry{c: c, until: until})
 	return c, nil
 }
 

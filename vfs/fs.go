@@ -92,6 +92,9 @@ type FS struct {
 	// which decides between inline and chunked.
 	heads sync.Pool
 
+	// roots keeps what Root read until the store's next commit.
+	roots *kv.Cache[uint64, cachedRoot]
+
 	// pins hold the chunks of uploads in flight, which may have no count
 	// yet: the collector removes no pinned chunk (see pinSet).
 	pins pinSet
@@ -130,6 +133,7 @@ func Open(ctx context.Context, db kv.Store, chunks chunk.Store, opts Options) (*
 	fs := &FS{
 		db: db, chunks: chunks, obs: opts.Observer, now: opts.Now, log: opts.Logger,
 		m: newMetrics(opts.Registerer), refBatch: opts.refBatch, batchHook: opts.batchHook,
+		roots: kv.NewCache[uint64, cachedRoot](maxCachedRoots),
 	}
 	if fs.refBatch <= 0 {
 		fs.refBatch = defaultRefBatch
