@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 
 	"berth/kv"
 )
@@ -74,36 +75,65 @@ func (fs *FS) OpenPath(ctx context.Context, root uint64, p string) (Node, *File,
 	if err != nil {
 		return Node{}, nil, err
 	}
-	var n Node
-	var f *File
-	err = fs.db.View(ctx, func(tx kv.Txn) error {
-		var rec nodeRec
-		var err error
-		rec, n, err = fs.lookupNode(tx, root, segs, p)
+	gen := fs.db.Generation()
+	key := pathKey{root, p}
+	c, ok := fs.paths.Get(gen, key)
+	if !ok {
+		err = fs.db.View(ctx, func(tx kv.Txn) error {
+			rec, err := lookupIn(tx, root, segs, p)
+			if err != nil {
+				return err
+			}
+			c = cachedPath{rec: rec}
+			if rec.Dir {
+				return nil
+			}
+			return get(tx, revKey(rec.ID, rec.Rev), &c.rev, fmt.Errorf("%w: revision %d", ErrNotExist, rec.Rev))
+		})
 		if err != nil {
-			return err
+			fs.m.observe(OpRead, err)
+			return Node{}, nil, err
 		}
-		if rec.Dir {
-			return nil
+		if len(c.rev.Chunks) <= maxCachedPathChunks {
+			fs.paths.Put(gen, key, c)
 		}
-		var rr revRec
-		if err := get(tx, revKey(rec.ID, rec.Rev), &rr, fmt.Errorf("%w: revision %d", ErrNotExist, rec.Rev)); err != nil {
-			return err
-		}
-		f = &File{Node: n, Revision: rr.public(), m: fs.m}
-		return nil
-	})
-	if err != nil || f != nil {
-		fs.m.observe(OpRead, err)
 	}
-	if err != nil {
-		return Node{}, nil, err
+	// Locks expire without a commit: which are live is decided now.
+	n := c.rec.public(fs.nowNs())
+	n.Path = "/" + strings.Join(segs, "/")
+	if c.rec.Dir {
+		return n, nil, nil
 	}
-	if f != nil {
-		fs.attach(ctx, f)
-	}
+	fs.m.observe(OpRead, nil)
+	f := &File{Node: n, Revision: c.rev.public(), m: fs.m}
+	fs.attach(ctx, f)
 	return n, f, nil
 }
+
+// pathKey names what OpenPath resolved: a path in a root.
+type pathKey struct {
+	root uint64
+	path string
+}
+
+// cachedPath is what OpenPath read, kept in FS.paths until the next
+// commit: a WebDAV GET or HEAD resolves its path through it, and reading
+// and decoding the path's records was the largest part of a small GET's
+// CPU after TLS and HTTP. Revisions and records are never changed in
+// place, so sharing them between requests is safe.
+type cachedPath struct {
+	rec nodeRec
+	rev revRec // zero for a folder
+}
+
+// maxCachedPaths bounds FS.paths. With maxCachedPathChunks a small
+// file's entry holds at most InlineMax bytes of contents, so a full cache
+// is at most about 16 MiB, and usually far less.
+const maxCachedPaths = 1024
+
+// maxCachedPathChunks leaves large files out of FS.paths: their chunk
+// lists are long, and one lookup is nothing beside their transfer.
+const maxCachedPathChunks = 16
 
 // attach gives f its reader.
 func (fs *FS) attach(ctx context.Context, f *File) {

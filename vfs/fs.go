@@ -94,6 +94,8 @@ type FS struct {
 
 	// roots keeps what Root read until the store's next commit.
 	roots *kv.Cache[uint64, cachedRoot]
+	// paths keeps what OpenPath read until the store's next commit.
+	paths *kv.Cache[pathKey, cachedPath]
 
 	// pins hold the chunks of uploads in flight, which may have no count
 	// yet: the collector removes no pinned chunk (see pinSet).
@@ -134,6 +136,7 @@ func Open(ctx context.Context, db kv.Store, chunks chunk.Store, opts Options) (*
 		db: db, chunks: chunks, obs: opts.Observer, now: opts.Now, log: opts.Logger,
 		m: newMetrics(opts.Registerer), refBatch: opts.refBatch, batchHook: opts.batchHook,
 		roots: kv.NewCache[uint64, cachedRoot](maxCachedRoots),
+		paths: kv.NewCache[pathKey, cachedPath](maxCachedPaths),
 	}
 	if fs.refBatch <= 0 {
 		fs.refBatch = defaultRefBatch

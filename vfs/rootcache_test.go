@@ -3,6 +3,8 @@ package vfs_test
 import (
 	"context"
 	"errors"
+	"io"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -60,6 +62,79 @@ func TestRootSeesEveryChange(t *testing.T) {
 	for range 2 {
 		if _, err := e.fs.Root(ctx, root.ID); !errors.Is(err, vfs.ErrRootDeleted) {
 			t.Fatalf("deleted: %v, want ErrRootDeleted", err)
+		}
+	}
+}
+
+// TestOpenPathSeesEveryChange: OpenPath keeps what it resolved until the
+// next commit, and answers every change at the next call: a new revision,
+// a rename, a lock and its expiry (which commits nothing), a deletion.
+func TestOpenPathSeesEveryChange(t *testing.T) {
+	ctx := context.Background()
+	var now atomic.Int64
+	now.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
+	e := openEnvWith(t, t.TempDir(), vfs.Options{Now: func() time.Time { return time.Unix(0, now.Load()) }})
+	t.Cleanup(e.close)
+	root, err := e.fs.CreateRoot(ctx, "alice", vfs.RootSync)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := e.fs.Mkdir(ctx, root.ID, root.FolderID, "docs", vfs.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(content string) vfs.Node {
+		t.Helper()
+		n, err := e.fs.WriteFile(ctx, root.ID, dir.ID, "a.txt", strings.NewReader(content), vfs.WriteOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	// open reads p twice and checks both reads give want (and locks).
+	open := func(step, p, want string, locks int) {
+		t.Helper()
+		for range 2 {
+			n, f, err := e.fs.OpenPath(ctx, root.ID, p)
+			if want == "" {
+				if !errors.Is(err, vfs.ErrNotExist) {
+					t.Fatalf("%s: %s: %v, want ErrNotExist", step, p, err)
+				}
+				continue
+			}
+			if err != nil {
+				t.Fatalf("%s: %s: %v", step, p, err)
+			}
+			b, err := io.ReadAll(f)
+			f.Close()
+			if err != nil || string(b) != want || n.Path != p || len(n.Locks) != locks {
+				t.Fatalf("%s: %s read %q (%v), node %+v; want %q with %d locks", step, p, b, err, n, want, locks)
+			}
+		}
+	}
+	f := write("one")
+	open("written", "/docs/a.txt", "one", 0)
+	write("two")
+	open("new revision", "/docs/a.txt", "two", 0)
+	if _, err := e.fs.Lock(ctx, root.ID, f.ID, vfs.LockRequest{Owner: "o", Duration: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	open("locked", "/docs/a.txt", "two", 1)
+	now.Add(int64(time.Minute))
+	open("lock expired", "/docs/a.txt", "two", 0)
+	if _, err := e.fs.Rename(ctx, root.ID, f.ID, "b.txt", vfs.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	open("renamed, old name", "/docs/a.txt", "", 0)
+	open("renamed", "/docs/b.txt", "two", 0)
+	if err := e.fs.Delete(ctx, root.ID, f.ID, vfs.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	open("deleted", "/docs/b.txt", "", 0)
+	for range 2 {
+		n, f, err := e.fs.OpenPath(ctx, root.ID, "/docs")
+		if err != nil || f != nil || !n.Dir {
+			t.Fatalf("folder: %+v, %v, %v", n, f, err)
 		}
 	}
 }
