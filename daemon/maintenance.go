@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -158,13 +159,17 @@ func purgeCommand(ctx context.Context, cfg config.Config, log *slog.Logger, out 
 		return err
 	}
 	defer st.close(log)
-	rep, err := st.files.PurgeDeleted(ctx, time.Now().Add(-olderThan))
-	if err != nil {
-		return fmt.Errorf("purge-deleted: %w (%s)", err, rep)
-	}
+	rep, purgeErr := st.files.PurgeDeleted(ctx, time.Now().Add(-olderThan))
 	fmt.Fprintln(out, rep.String())
+	if purgeErr != nil && ctx.Err() != nil {
+		return fmt.Errorf("purge-deleted: %w", purgeErr)
+	}
+	// What was purged frees its chunks even when some item failed.
 	if err := collect(ctx, st, out); err != nil {
-		return fmt.Errorf("purge-deleted: %w", err)
+		return fmt.Errorf("purge-deleted: %w", errors.Join(purgeErr, err))
+	}
+	if purgeErr != nil {
+		return fmt.Errorf("purge-deleted: %w", purgeErr)
 	}
 	return nil
 }

@@ -172,3 +172,9 @@ func (fs *FS) AddLegacyDeletedRoots(ctx context.Context, n int) error {
 	}
 	return nil
 }
+
+// CorruptLocation overwrites the location record of item id with bytes
+// that do not decode, as a damaged store would hold.
+func (fs *FS) CorruptLocation(ctx context.Context, id uint64) error {
+	return fs.db.Update(ctx, func(tx kv.Txn) error { return tx.Set(locKey(id), []byte{0xff, 0x00}) })
+}

@@ -16,11 +16,12 @@ type PurgeReport struct {
 	Purged  int // deleted items (with everything below them) removed for good
 	Roots   int // deleted roots whose whole tree was removed
 	Skipped int // deleted items left: in a deleted root not yet due, or gone meanwhile
+	Failed  int // deleted roots and items whose purge failed (see the error)
 }
 
 // String reads like a log line.
 func (r PurgeReport) String() string {
-	return fmt.Sprintf("purged %d deleted items, %d deleted roots, skipped %d", r.Purged, r.Roots, r.Skipped)
+	return fmt.Sprintf("purged %d deleted items, %d deleted roots, skipped %d, failed %d", r.Purged, r.Roots, r.Skipped, r.Failed)
 }
 
 // PurgeDeleted purges, in every root, each item deleted before the given
@@ -39,9 +40,24 @@ func (fs *FS) PurgeDeleted(ctx context.Context, before time.Time) (PurgeReport, 
 	if err != nil {
 		return rep, err
 	}
+	// One root or item that cannot be purged (a damaged record) must not
+	// keep the trash of every other from being emptied, at every run: its
+	// error is kept and the purge goes on. A cancelled ctx stops it.
+	var errs []error
+	failed := func(err error) error {
+		rep.Failed++
+		errs = append(errs, err)
+		if ctx.Err() != nil {
+			return errors.Join(errs...)
+		}
+		return nil
+	}
 	for _, r := range roots {
 		if err := fs.purgeRoot(ctx, r); err != nil {
-			return rep, fmt.Errorf("vfs: purging deleted root %d: %w", r, err)
+			if err := failed(fmt.Errorf("vfs: purging deleted root %d: %w", r, err)); err != nil {
+				return rep, err
+			}
+			continue
 		}
 		rep.Roots++
 	}
@@ -61,7 +77,7 @@ func (fs *FS) PurgeDeleted(ctx context.Context, before time.Time) (PurgeReport, 
 		})
 	})
 	if err != nil {
-		return rep, err
+		return rep, errors.Join(append(errs, err)...)
 	}
 	for _, it := range due {
 		err := fs.Purge(ctx, it.root, it.id)
@@ -72,10 +88,12 @@ func (fs *FS) PurgeDeleted(ctx context.Context, before time.Time) (PurgeReport, 
 			// Purged with a folder deleted later, or in a deleted root.
 			rep.Skipped++
 		default:
-			return rep, err
+			if err := failed(fmt.Errorf("vfs: purging deleted item %d of root %d: %w", it.id, it.root, err)); err != nil {
+				return rep, err
+			}
 		}
 	}
-	return rep, nil
+	return rep, errors.Join(errs...)
 }
 
 // dueRoots returns the roots deleted before cutoff and not purged yet,

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -248,5 +249,57 @@ func TestPurgeDeletedManyLegacyRoots(t *testing.T) {
 	now.Add(int64(48 * time.Hour))
 	if rep, err := fs.PurgeDeleted(ctx, t0.Add(24*time.Hour)); err != nil || rep.Roots != n {
 		t.Fatalf("purge once due: %s %v, want %d roots", rep, err, n)
+	}
+}
+
+// TestPurgeDeletedGoesOnPastAFailure: a deleted root that cannot be
+// purged (a damaged record) is reported, and the other due roots and items
+// are purged all the same, at this run and not only once it is repaired.
+func TestPurgeDeletedGoesOnPastAFailure(t *testing.T) {
+	ctx := context.Background()
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var now atomic.Int64
+	now.Store(t0.UnixNano())
+	e := openEnvWith(t, t.TempDir(), vfs.Options{Now: func() time.Time { return time.Unix(0, now.Load()) }})
+	t.Cleanup(e.close)
+	mkroot := func(name string) vfs.Root {
+		t.Helper()
+		r, err := e.fs.CreateRoot(ctx, name, vfs.RootSync)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	damaged, gone, live := mkroot("damaged"), mkroot("gone"), mkroot("live")
+	for _, r := range []vfs.Root{damaged, gone, live} {
+		if _, err := e.fs.WriteFile(ctx, r.ID, r.FolderID, "f.bin", bytes.NewReader(randBytes(7, 100_000)), vfs.WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	trash, err := e.fs.WriteFile(ctx, live.ID, live.FolderID, "trash.bin", bytes.NewReader(randBytes(8, 100_000)), vfs.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.fs.Delete(ctx, live.ID, trash.ID, vfs.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []vfs.Root{damaged, gone} {
+		if err := e.fs.DeleteRoot(ctx, r.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.fs.CorruptLocation(ctx, damaged.FolderID); err != nil {
+		t.Fatal(err)
+	}
+	now.Add(int64(time.Hour))
+	rep, err := e.fs.PurgeDeleted(ctx, time.Unix(0, now.Load()))
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("root %d", damaged.ID)) {
+		t.Fatalf("PurgeDeleted: %v, want the damaged root's error", err)
+	}
+	if rep.Roots != 1 || rep.Purged != 1 || rep.Failed != 1 {
+		t.Fatalf("report %+v, want the other deleted root and the deleted item purged, one failure", rep)
+	}
+	if _, err := e.fs.Lookup(ctx, live.ID, "/f.bin"); err != nil {
+		t.Fatalf("the live root's file: %v", err)
 	}
 }
