@@ -119,10 +119,19 @@ type Badger struct {
 	prio        sync.Mutex
 	prioWaiting atomic.Int32
 
-	// gen counts commits (Generation). It moves after a commit is
-	// visible, so a reader that saw the old count may have read the new
-	// data, never the other way round.
+	// gen moves with every commit (Generation). It moves after a commit
+	// is visible, so a reader that saw the old number may have read the
+	// new data, never the other way round.
 	gen atomic.Uint64
+	// committing counts commits between the start of Commit and the move
+	// of gen. In that window a commit can be visible to a fresh read
+	// while gen still has the number of values read before it, so
+	// Generation hands out numbers of their own (see there).
+	committing atomic.Int64
+
+	// afterCommit, when set (by tests), runs after a commit is visible
+	// and before gen moves.
+	afterCommit func()
 }
 
 var _ Store = (*Badger)(nil)
@@ -357,19 +366,36 @@ func (b *Badger) updateOnce(fn func(Txn) error) error {
 	if err := fn(&badgerTxn{t: bt}); err != nil {
 		return err
 	}
+	b.committing.Add(1)
 	err := bt.Commit()
+	if !errors.Is(err, badger.ErrConflict) {
+		if b.afterCommit != nil {
+			b.afterCommit()
+		}
+		b.gen.Add(1)
+	}
+	b.committing.Add(-1)
 	if errors.Is(err, badger.ErrConflict) {
 		return err
 	}
-	b.gen.Add(1)
 	if err == nil && b.group != nil {
 		err = b.group.wait()
 	}
 	return mapErr(err)
 }
 
-// Generation counts the write transactions committed so far.
-func (b *Badger) Generation() uint64 { return b.gen.Load() }
+// Generation returns a number that moves with every committed write
+// transaction. While a commit is under way it may already be visible to
+// a fresh read but not yet counted; a number shared with readers that
+// began before it would let them serve a cache entry older than what a
+// fresh read returns. So each call in that window gets a number of its
+// own, taken from gen, which the commit then moves past.
+func (b *Badger) Generation() uint64 {
+	if b.committing.Load() > 0 {
+		return b.gen.Add(1)
+	}
+	return b.gen.Load()
+}
 
 // backoff sleeps a random time that grows with try, from at most 100µs up
 // to at most about 6ms: long enough for the winning transaction to commit,

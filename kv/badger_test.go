@@ -762,3 +762,52 @@ func TestCache(t *testing.T) {
 		t.Fatal("a full cache kept growing")
 	}
 }
+
+// TestCacheDuringCommit: between a commit becoming visible and Update
+// returning, a fresh read already sees the new value; a cached read then
+// must not serve the value read before the commit. The hook runs a reader
+// in that window, which under load is a goroutine preempted there.
+func TestCacheDuringCommit(t *testing.T) {
+	eachStore(t, func(t *testing.T, s *Badger) {
+		ctx := context.Background()
+		k := []byte("k")
+		set(t, s, k, []byte("old"))
+		c := NewCache[string, string](8)
+		read := func() string {
+			t.Helper()
+			var v []byte
+			if err := s.View(ctx, func(tx Txn) error {
+				var err error
+				v, err = tx.Get(k)
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+			return string(v)
+		}
+		cached := func() string {
+			t.Helper()
+			g := s.Generation()
+			if v, ok := c.Get(g, "k"); ok {
+				return v
+			}
+			v := read()
+			c.Put(g, "k", v)
+			return v
+		}
+		if v := cached(); v != "old" {
+			t.Fatalf("before the commit: %q", v)
+		}
+		s.afterCommit = func() {
+			fresh := read()
+			if v := cached(); v != fresh {
+				t.Errorf("while the commit completes: the cache served %q, a fresh read %q", v, fresh)
+			}
+		}
+		set(t, s, k, []byte("new"))
+		s.afterCommit = nil
+		if v := cached(); v != "new" {
+			t.Fatalf("after the commit: %q", v)
+		}
+	})
+}

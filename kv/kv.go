@@ -39,11 +39,13 @@ type Store interface {
 	// bounded number of times, so fn must have no side effects outside the
 	// transaction; after the last try Update returns ErrConflict.
 	Update(ctx context.Context, fn func(Txn) error) error
-	// Generation counts the write transactions committed so far. Whatever
-	// a transaction begun after Generation returned g read is still what
-	// the store holds while Generation still returns g: keys written with
-	// a TTL aside, which expire without a commit. A reader can so keep
-	// what it decoded and check one integer instead of reading it again.
+	// Generation returns a number that moves with every committed write
+	// transaction (and may move without one). Whatever a transaction
+	// begun after Generation returned g read is still what the store
+	// holds while Generation still returns g to calls that begin later:
+	// keys written with a TTL aside, which expire without a commit. A
+	// reader can so keep what it decoded and check one integer instead
+	// of reading it again.
 	Generation() uint64
 	// NextID returns the next integer of the named sequence, starting at 1.
 	// Ids are never reused, across restarts and crashes too (a crash may
