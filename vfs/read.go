@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -74,7 +75,13 @@ func lookupIn(tx kv.Txn, root uint64, segs []string, p string) (nodeRec, error) 
 		// A fresh record: decoding leaves fields the stored one omits
 		// (Dir, Locks) as they were in the parent.
 		rec = nodeRec{}
-		if err := get(tx, childKey(parent, s), &rec, fmt.Errorf("%w: %q", ErrNotExist, p)); err != nil {
+		// The error names p only when it is returned: quoting p for
+		// every name made a lookup cost its depth times p's length.
+		err := get(tx, childKey(parent, s), &rec, ErrNotExist)
+		if errors.Is(err, ErrNotExist) {
+			return nodeRec{}, fmt.Errorf("%w: %q", ErrNotExist, p)
+		}
+		if err != nil {
 			return nodeRec{}, err
 		}
 	}
