@@ -94,7 +94,7 @@ func (fs *FS) OpenPath(ctx context.Context, root uint64, p string) (Node, *File,
 			fs.m.observe(OpRead, err)
 			return Node{}, nil, err
 		}
-		if len(c.rev.Chunks) <= maxCachedPathChunks {
+		if len(c.rev.Chunks) <= maxCachedPathChunks && len(p)+c.size() <= maxCachedPathBytes {
 			fs.paths.Put(gen, key, c)
 		}
 	}
@@ -126,10 +126,21 @@ type cachedPath struct {
 	rev revRec // zero for a folder
 }
 
-// maxCachedPaths bounds FS.paths. With maxCachedPathChunks a small
-// file's entry holds at most InlineMax bytes of contents, so a full cache
-// is at most about 16 MiB, and usually far less.
-const maxCachedPaths = 1024
+// size is about what c holds beside its fixed fields, which
+// maxCachedPathChunks bounds for the chunk list.
+func (c cachedPath) size() int {
+	return len(c.rec.Name) + lockBytes(c.rec.Locks) + len(c.rev.Inline)
+}
+
+// maxCachedPaths bounds FS.paths, and maxCachedPathBytes what one entry
+// holds (its path, locks and inline contents), so a full cache is at most
+// about 24 MiB, and usually far less. Without the second bound, paths up
+// to MaxDepth names of MaxNameBytes (256 KB) and MaxLocks locks with
+// owners of MaxLockOwnerBytes would let 1,024 entries pin hundreds of MiB.
+const (
+	maxCachedPaths     = 1024
+	maxCachedPathBytes = InlineMax + 8<<10
+)
 
 // maxCachedPathChunks leaves large files out of FS.paths: their chunk
 // lists are long, and one lookup is nothing beside their transfer.

@@ -135,6 +135,15 @@ func fromNs(n int64) time.Time {
 	return time.Unix(0, n).UTC()
 }
 
+// lockBytes is about what locks hold in memory, for the caches' bounds.
+func lockBytes(locks []lockRec) int {
+	n := 0
+	for _, l := range locks {
+		n += len(l.Token) + len(l.Owner) + len(l.Holder) + 64
+	}
+	return n
+}
+
 // liveLocks returns the locks of r that have not expired at now.
 func liveLocks(locks []lockRec, now int64) []Lock {
 	var out []Lock

@@ -62,15 +62,23 @@ func (fs *FS) Root(ctx context.Context, id uint64) (Root, error) {
 		if err != nil {
 			return Root{}, err
 		}
-		fs.roots.Put(gen, id, c)
+		if len(c.rec.Name)+lockBytes(c.locks) <= maxCachedRootBytes {
+			fs.roots.Put(gen, id, c)
+		}
 	}
 	// Locks expire without a commit: which are live is decided now.
 	return Root{ID: c.rec.ID, Name: c.rec.Name, Type: c.rec.Type, Created: fromNs(c.rec.Created),
 		FolderID: c.rec.Folder, Locks: liveLocks(c.locks, fs.nowNs())}, nil
 }
 
-// maxCachedRoots bounds FS.roots: a root is a few hundred bytes.
-const maxCachedRoots = 4096
+// maxCachedRoots bounds FS.roots, and maxCachedRootBytes what one entry
+// holds: a root is a few hundred bytes, but its top folder's locks can be
+// MaxLocks with owners of MaxLockOwnerBytes, so a root that holds more is
+// read every time, and a full cache stays under about 20 MiB.
+const (
+	maxCachedRoots     = 4096
+	maxCachedRootBytes = 4 << 10
+)
 
 // cachedRoot is what Root reads, kept in FS.roots until the next commit:
 // the WebDAV front end asks for the caller's root on every request, and

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -137,4 +138,43 @@ func TestOpenPathSeesEveryChange(t *testing.T) {
 			t.Fatalf("folder: %+v, %v, %v", n, f, err)
 		}
 	}
+}
+
+// TestOpenPathCacheBounded: what OpenPath keeps stays within a bound
+// whatever the paths: a chain of 400 folders with names of MaxNameBytes
+// gives paths of up to 100 KB, 20 MB if each were kept under its path
+// (at MaxDepth, 128 MB).
+func TestOpenPathCacheBounded(t *testing.T) {
+	const depth = 400
+	ctx := context.Background()
+	e := newEnv(t)
+	name := strings.Repeat("d", vfs.MaxNameBytes)
+	parent := e.root.FolderID
+	start := time.Now()
+	for range depth {
+		n, err := e.fs.Mkdir(ctx, e.root.ID, parent, name, vfs.WriteOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		parent = n.ID
+	}
+	t.Logf("tree built in %v", time.Since(start))
+	heap := func() uint64 {
+		var m runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	before := heap()
+	for i := 1; i <= depth; i++ {
+		// A path of its own, as a request's is: nothing else holds it.
+		if _, _, err := e.fs.OpenPath(ctx, e.root.ID, strings.Repeat("/"+name, i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	after := heap()
+	if grown := int64(after) - int64(before); grown > 8<<20 {
+		t.Fatalf("OpenPath's cache holds %d MiB after opening %d paths", grown>>20, depth)
+	}
+	runtime.KeepAlive(e.fs)
 }
