@@ -475,6 +475,37 @@ func (fs *FS) Purge(ctx context.Context, root, id uint64) error {
 	return err
 }
 
+// postOrder lists the ids of rec's tree, live and deleted items alike,
+// children before their folder: the order a purge removes them in, so
+// that an interrupted one leaves a smaller tree, never a broken one. With
+// skipStaged it leaves out the trees of copies still being staged, which
+// their copy's release purges.
+func postOrder(ctx context.Context, tx kv.Txn, rec nodeRec, skipStaged bool) ([]uint64, error) {
+	var order []uint64
+	var walk func(rec nodeRec) error
+	walk = func(rec nodeRec) error {
+		if skipStaged && rec.Staged {
+			return nil
+		}
+		if rec.Dir {
+			for _, prefix := range [][]byte{childPrefix(rec.ID), deletedPrefix(rec.ID)} {
+				kids, err := records(tx, prefix)
+				if err != nil {
+					return err
+				}
+				for _, c := range kids {
+					if err := walk(c); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		order = append(order, rec.ID)
+		return ctx.Err()
+	}
+	return order, walk(rec)
+}
+
 // purgeBatch is the most items one purge transaction removes; it also
 // stops at fs.refBatch keys' worth of revisions and references.
 const purgeBatch = 256
@@ -499,25 +530,8 @@ func (fs *FS) purgeTree(ctx context.Context, root, id uint64, counted bool) erro
 		if rec.Deleted == 0 {
 			return fmt.Errorf("%w: item %d is not deleted", ErrNotExist, id)
 		}
-		var walk func(rec nodeRec) error
-		walk = func(rec nodeRec) error {
-			if rec.Dir {
-				for _, prefix := range [][]byte{childPrefix(rec.ID), deletedPrefix(rec.ID)} {
-					kids, err := records(tx, prefix)
-					if err != nil {
-						return err
-					}
-					for _, c := range kids {
-						if err := walk(c); err != nil {
-							return err
-						}
-					}
-				}
-			}
-			order = append(order, rec.ID)
-			return ctx.Err()
-		}
-		return walk(rec)
+		order, err = postOrder(ctx, tx, rec, false)
+		return err
 	})
 	if err != nil {
 		return err

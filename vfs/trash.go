@@ -171,28 +171,8 @@ func (fs *FS) purgeRoot(ctx context.Context, root uint64) error {
 		} else if err != nil {
 			return err
 		}
-		var walk func(rec nodeRec) error
-		walk = func(rec nodeRec) error {
-			if rec.Staged {
-				return nil
-			}
-			if rec.Dir {
-				for _, prefix := range [][]byte{childPrefix(rec.ID), deletedPrefix(rec.ID)} {
-					kids, err := records(tx, prefix)
-					if err != nil {
-						return err
-					}
-					for _, c := range kids {
-						if err := walk(c); err != nil {
-							return err
-						}
-					}
-				}
-			}
-			order = append(order, rec.ID)
-			return ctx.Err()
-		}
-		return walk(rec)
+		order, err = postOrder(ctx, tx, rec, true)
+		return err
 	})
 	if err != nil {
 		return err
