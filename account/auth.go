@@ -6,8 +6,6 @@ import (
 	"errors"
 	"time"
 
-	"golang.org/x/sync/singleflight"
-
 	"berth/kv"
 )
 
@@ -32,10 +30,13 @@ type lockRecord struct {
 // argon2 hash and counts as one attempt, however many requests (a WebDAV
 // client opening with a burst, several devices logging in at once) brought
 // it; counted one by one, as many right ones as MaxFailures in flight would
-// refuse the next. A wrong password still counts once per attempt, as if
-// each had been checked, so a burst of them locks the account as a series
-// of them does. Each caller stops waiting when its own ctx ends; the check
-// runs to its end regardless (it counts either way).
+// refuse the next. A wrong password shared that way also counts once: a
+// file manager that opens with a burst of requests carrying a mistyped
+// saved password would otherwise lock its user out at once, and a guesser
+// gains nothing from sending the same guess several times at once, while
+// different guesses are checked, and counted, each on its own (as are the
+// same ones one after the other). Each caller stops waiting when its own
+// ctx ends; the check runs to its end regardless (it counts either way).
 //
 // Errors:
 //   - ErrInvalidCredentials: unknown login or wrong password. An unknown
@@ -56,39 +57,19 @@ type lockRecord struct {
 // A successful login resets the failure counter.
 func (s *Service) Authenticate(ctx context.Context, login, password string) (Person, error) {
 	key := sha256.Sum256([]byte(login + "\x00" + password))
-	ran := false
 	check := s.logins.DoChan(string(key[:]), func() (any, error) {
-		ran = true
 		return s.authenticate(context.WithoutCancel(ctx), login, password)
 	})
-	var res singleflight.Result
 	select {
-	case res = <-check:
+	case res := <-check:
+		return res.Val.(Person), res.Err
 	case <-ctx.Done():
 		return Person{}, ctx.Err()
 	}
-	a := res.Val.(attempt)
-	if !ran && (errors.Is(res.Err, ErrInvalidCredentials) || errors.Is(res.Err, ErrAccountLocked)) {
-		// Another attempt's check found the password wrong: this one
-		// counts as a failure of its own, without hashing it again.
-		n, err := s.beginAttempt(ctx, a.subject)
-		if err != nil {
-			return Person{}, err
-		}
-		return Person{}, s.recordFailure(ctx, a.subject, n)
-	}
-	return a.person, res.Err
-}
-
-// attempt is the outcome of one password check, shared by the attempts
-// that waited for it.
-type attempt struct {
-	person  Person
-	subject []byte // the lockout counter's name (loginSubject)
 }
 
 // authenticate is Authenticate's check of one attempt.
-func (s *Service) authenticate(ctx context.Context, login, password string) (attempt, error) {
+func (s *Service) authenticate(ctx context.Context, login, password string) (Person, error) {
 	var (
 		p     Person
 		known bool
@@ -109,13 +90,12 @@ func (s *Service) authenticate(ctx context.Context, login, password string) (att
 		subject = s.loginSubject(login, p.ID)
 		return s.get(tx, key(pfxOrg, p.OrganizationID), &org, notFoundf("organization %d", p.OrganizationID))
 	})
-	failed := attempt{subject: subject}
 	if err != nil {
-		return failed, err
+		return Person{}, err
 	}
 	n, err := s.beginAttempt(ctx, subject)
 	if err != nil {
-		return failed, err
+		return Person{}, err
 	}
 	// From here the attempt counts as a failure unless it succeeds, also
 	// when the check below is cut short (a client that leaves mid-check).
@@ -126,18 +106,18 @@ func (s *Service) authenticate(ctx context.Context, login, password string) (att
 		err = s.dummyVerify(ctx, password)
 	}
 	if err != nil {
-		return failed, err
+		return Person{}, err
 	}
 	if !ok {
-		return failed, s.recordFailure(ctx, subject, n)
+		return Person{}, s.recordFailure(ctx, subject, n)
 	}
 	if err := s.db.Update(ctx, func(tx kv.Txn) error { return tx.Delete(keyBytes(pfxFail, subject)) }); err != nil {
-		return failed, err
+		return Person{}, err
 	}
 	if !p.Active || !org.Active {
-		return failed, ErrInactive
+		return Person{}, ErrInactive
 	}
-	return attempt{person: p, subject: subject}, nil
+	return p, nil
 }
 
 // loginSubject names the lockout counter of a login: the person when
