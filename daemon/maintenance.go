@@ -15,8 +15,9 @@ import (
 )
 
 // watchdog pings systemd at half of WATCHDOG_USEC while the metadata store
-// answers, so a wedged daemon is restarted. Without a watchdog it returns.
-func watchdog(ctx context.Context, db kv.Store, log *slog.Logger) {
+// answers and takes writes, so a wedged daemon, or one whose store lost an
+// fsync, is restarted. Without a watchdog it returns.
+func watchdog(ctx context.Context, db *kv.Badger, log *slog.Logger) {
 	interval, err := sd.SdWatchdogEnabled(false)
 	if err != nil {
 		log.Warn("reading the systemd watchdog setting", "error", err)
@@ -32,6 +33,12 @@ func watchdog(ctx context.Context, db kv.Store, log *slog.Logger) {
 		cancel()
 		if err != nil {
 			log.Warn("watchdog: metadata store not answering; not pinging", "error", err)
+			return
+		}
+		// A store that lost an fsync refuses every write until reopened;
+		// the restart that the missed pings bring replays its log.
+		if err := db.Failed(); err != nil {
+			log.Error("watchdog: metadata store refuses writes; not pinging, so systemd restarts berth", "error", err)
 			return
 		}
 		if _, err := sd.SdNotify(false, sd.SdNotifyWatchdog); err != nil {

@@ -358,6 +358,16 @@ func (b *Badger) Update(ctx context.Context, fn func(Txn) error) error {
 	}
 }
 
+// Failed returns ErrNotDurable (wrapping the fsync error) once a commit
+// could not be made durable, and nil before: a health check that reads
+// only would not notice that the store refuses every write.
+func (b *Badger) Failed() error {
+	if b.group == nil {
+		return nil
+	}
+	return b.group.broken()
+}
+
 // updateOnce runs one try of Update. It returns badger.ErrConflict as is so
 // the caller can retry, and maps every other engine error.
 func (b *Badger) updateOnce(fn func(Txn) error) error {
@@ -365,6 +375,13 @@ func (b *Badger) updateOnce(fn func(Txn) error) error {
 	defer bt.Discard()
 	if err := fn(&badgerTxn{t: bt}); err != nil {
 		return err
+	}
+	if b.group != nil {
+		// Not even into the memtable: readers would see what can no
+		// longer be made durable.
+		if err := b.group.broken(); err != nil {
+			return err
+		}
 	}
 	b.committing.Add(1)
 	err := bt.Commit()
@@ -379,7 +396,7 @@ func (b *Badger) updateOnce(fn func(Txn) error) error {
 		return err
 	}
 	if err == nil && b.group != nil {
-		err = b.group.wait()
+		return b.group.wait()
 	}
 	return mapErr(err)
 }

@@ -40,6 +40,15 @@ type groupSync struct {
 	done    uint64 // syncs finished; they run one at a time, in order
 	running bool
 	err     error // of the last finished sync
+	// failed is the first sync error, for good. After a failed fsync
+	// Linux marks the pages it could not write clean again, so the next
+	// fsync succeeds whatever was lost, and a write-ahead log with a hole
+	// is replayed only up to it: commits acknowledged after the failure
+	// would vanish at the next start. So nothing more is acknowledged.
+	failed error
+
+	// syncFile makes one file's data durable (fdatasync; tests replace it).
+	syncFile func(name string) error
 
 	// Touched only by the goroutine running a round (one at a time).
 	settled map[string]bool // older logs synced since a newer one appeared
@@ -47,7 +56,7 @@ type groupSync struct {
 }
 
 func newGroupSync(dir string) *groupSync {
-	g := &groupSync{dir: dir, settled: map[string]bool{}}
+	g := &groupSync{dir: dir, settled: map[string]bool{}, syncFile: fdatasync}
 	g.cond.L = &g.mu
 	return g
 }
@@ -61,6 +70,9 @@ func (g *groupSync) wait() error {
 	// the next one is sure to cover it.
 	target := g.started + 1
 	for g.done < target {
+		if g.failed != nil {
+			return g.failed
+		}
 		if g.running {
 			g.cond.Wait()
 			continue
@@ -73,9 +85,22 @@ func (g *groupSync) wait() error {
 		g.mu.Lock()
 		g.running = false
 		g.done, g.err = n, err
+		if err != nil && g.failed == nil {
+			g.failed = fmt.Errorf("%w: %w", ErrNotDurable, err)
+		}
 		g.cond.Broadcast()
 	}
-	return g.err
+	if g.err != nil {
+		return g.failed
+	}
+	return nil
+}
+
+// broken returns the error that stopped writes, if any.
+func (g *groupSync) broken() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.failed
 }
 
 // syncFiles fsyncs the logs that may hold unsynced commits, then the
@@ -120,7 +145,7 @@ func (g *groupSync) syncFiles() error {
 	errs := make([]error, len(todo))
 	var wg sync.WaitGroup
 	for i, l := range todo {
-		wg.Go(func() { errs[i] = fdatasync(filepath.Join(g.dir, l.name)) })
+		wg.Go(func() { errs[i] = g.syncFile(filepath.Join(g.dir, l.name)) })
 	}
 	wg.Wait()
 	for i, l := range todo {

@@ -2,6 +2,7 @@ package kv
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -78,4 +79,49 @@ func TestGroupSyncSettles(t *testing.T) {
 		t.Fatal(err)
 	}
 	round("00002.mem", "000001.vlog")
+}
+
+// TestSyncFailureStopsWrites: once a commit could not be made durable,
+// Update fails with ErrNotDurable, for that commit and every later one,
+// even when fsync works again (Linux reports a writeback error once, then
+// succeeds over the lost pages); a later commit does not even reach the
+// memtable, so no reader sees it. Reads go on.
+func TestSyncFailureStopsWrites(t *testing.T) {
+	ctx := context.Background()
+	s := openDisk(t, t.TempDir(), BadgerOptions{})
+	defer s.Close()
+	put := func(k string) error {
+		return s.Update(ctx, func(tx Txn) error { return tx.Set([]byte(k), []byte("v")) })
+	}
+	if err := put("before"); err != nil || s.Failed() != nil {
+		t.Fatalf("healthy store: %v, %v", err, s.Failed())
+	}
+	eio := errors.New("input/output error")
+	s.group.mu.Lock()
+	s.group.syncFile = func(string) error { return eio }
+	s.group.mu.Unlock()
+	if err := put("lost"); !errors.Is(err, ErrNotDurable) || !errors.Is(err, eio) {
+		t.Fatalf("commit whose fsync failed: %v, want ErrNotDurable wrapping the cause", err)
+	}
+	s.group.mu.Lock()
+	s.group.syncFile = fdatasync
+	s.group.mu.Unlock()
+	if err := put("after"); !errors.Is(err, ErrNotDurable) {
+		t.Fatalf("commit after the failure: %v, want ErrNotDurable", err)
+	}
+	if !errors.Is(s.Failed(), ErrNotDurable) {
+		t.Fatalf("Failed: %v", s.Failed())
+	}
+	err := s.View(ctx, func(tx Txn) error {
+		if _, err := tx.Get([]byte("before")); err != nil {
+			return fmt.Errorf("before: %w", err)
+		}
+		if _, err := tx.Get([]byte("after")); !errors.Is(err, ErrNotFound) {
+			return fmt.Errorf("after: %v, want it never committed", err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }

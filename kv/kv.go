@@ -23,6 +23,11 @@ var (
 	// ErrInUse is returned by OpenBadger when another process has the
 	// database open.
 	ErrInUse = errors.New("kv: the database is in use by another process")
+	// ErrNotDurable is returned by Update once making a commit durable
+	// failed (an fsync error): the store takes no more writes until it is
+	// reopened, because the kernel may have dropped the pages that failed
+	// and a later fsync would report success over the hole.
+	ErrNotDurable = errors.New("kv: a commit could not be made durable; the store takes no writes until it is reopened")
 )
 
 // Store is an ordered key-value store with transactions.
