@@ -34,6 +34,9 @@ type Options struct {
 	Argon2 Argon2Params
 	// Lockout configures the failed-login lock (spec 5.4, 7.4).
 	Lockout LockoutOptions
+	// MaxSessions bounds the sessions (token families) one person holds
+	// at once. Default 100.
+	MaxSessions int
 	// MinPasswordLength is the shortest password, in characters, that
 	// CreatePerson and SetPassword accept. Default 8.
 	MinPasswordLength int
@@ -59,6 +62,7 @@ func DefaultOptions() Options {
 		Argon2:            DefaultArgon2Params(),
 		Lockout:           LockoutOptions{MaxFailures: 5, Window: 15 * time.Minute, Duration: 15 * time.Minute},
 		MinPasswordLength: 8,
+		MaxSessions:       100,
 	}
 }
 
@@ -111,6 +115,9 @@ func New(db kv.Store, opts Options) *Service {
 	}
 	if opts.MinPasswordLength <= 0 {
 		opts.MinPasswordLength = def.MinPasswordLength
+	}
+	if opts.MaxSessions <= 0 {
+		opts.MaxSessions = def.MaxSessions
 	}
 	return &Service{
 		db:        db,

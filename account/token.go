@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
+	"slices"
 	"time"
 
 	"berth/kv"
@@ -157,6 +158,9 @@ func (s *Service) issueTokens(ctx context.Context, personID, machineID uint64, c
 				return notFoundf("machine %d", machineID)
 			}
 		}
+		if err := s.evictSessions(tx, personID, s.opts.MaxSessions-1); err != nil {
+			return err
+		}
 		now := s.now()
 		fam := familyRecord{PersonID: personID, MachineID: machineID, Created: now, Password: passwordStamp(c.Person)}
 		if err := s.putTTL(tx, keyBytes(pfxFamily, family), &fam, s.opts.RefreshTTL); err != nil {
@@ -172,6 +176,50 @@ func (s *Service) issueTokens(ctx context.Context, personID, machineID uint64, c
 		return Tokens{}, err
 	}
 	return toks, nil
+}
+
+// evictSessions ends the person's least recently used sessions (by the
+// time they began or were last refreshed) until at most keep are left.
+// Each session holds its records for RefreshTTL (30 days by default), so
+// a script that logs in every minute would otherwise pile up tens of
+// thousands; a device in use refreshes its session and keeps it.
+func (s *Service) evictSessions(tx kv.Txn, personID uint64, keep int) error {
+	prefix := key(pfxPersonFamily, personID)
+	var fams [][]byte
+	err := tx.Scan(prefix, nil, func(k, _ []byte) error {
+		fams = append(fams, append([]byte(nil), k[len(prefix):]...))
+		return nil
+	})
+	if err != nil || len(fams) <= keep {
+		return err
+	}
+	type session struct {
+		family []byte
+		used   time.Time
+	}
+	sessions := make([]session, 0, len(fams))
+	for _, f := range fams {
+		var fam familyRecord
+		switch err := s.get(tx, keyBytes(pfxFamily, f), &fam, ErrNotFound); {
+		case errors.Is(err, ErrNotFound):
+			// Expired a moment before its index: nothing to keep.
+			if err := tx.Delete(personFamilyKey(personID, f)); err != nil {
+				return err
+			}
+		case err != nil:
+			return err
+		default:
+			sessions = append(sessions, session{f, fam.Created})
+		}
+	}
+	slices.SortFunc(sessions, func(a, b session) int { return a.used.Compare(b.used) })
+	for len(sessions) > keep {
+		if err := s.deleteFamily(tx, personID, sessions[0].family); err != nil {
+			return err
+		}
+		sessions = sessions[1:]
+	}
+	return nil
 }
 
 // personFamilyKey indexes a person's families, for RevokeAll. It expires

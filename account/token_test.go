@@ -398,3 +398,50 @@ func TestPasswordChangeRacingLogin(t *testing.T) {
 		}
 	}
 }
+
+// TestSessionsBounded: a person holds at most MaxSessions sessions; a new
+// one ends the least recently used, counting a refresh as use, so a device
+// in use keeps its session while a script's stale logins make room.
+func TestSessionsBounded(t *testing.T) {
+	ctx := context.Background()
+	clk := &clock{t: time.Now()}
+	o := testOptions()
+	o.Now = clk.Now
+	o.MaxSessions = 3
+	s := newService(t, o)
+	_, alice := fixture(t, s)
+	login := func() Tokens {
+		t.Helper()
+		clk.Add(time.Second)
+		toks, err := s.IssueTokens(ctx, alice.ID, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return toks
+	}
+	valid := func(toks Tokens) bool {
+		_, err := s.ValidateAccess(ctx, toks.AccessToken)
+		return err == nil
+	}
+	a, b, c := login(), login(), login()
+	d := login() // ends a, the oldest
+	if valid(a) || !valid(b) || !valid(c) || !valid(d) {
+		t.Fatalf("after a fourth session: valid %v %v %v %v, want all but the first", valid(a), valid(b), valid(c), valid(d))
+	}
+	if _, _, err := s.Refresh(ctx, a.RefreshToken); !errors.Is(err, ErrInvalidToken) {
+		t.Fatalf("refresh of an ended session: %v", err)
+	}
+	// b is used: refreshed, it is now the most recent.
+	clk.Add(time.Second)
+	b2, _, err := s.Refresh(ctx, b.RefreshToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := login() // ends c, now the least recently used
+	if valid(c) || !valid(b2) || !valid(d) || !valid(e) {
+		t.Fatalf("after a fifth: valid c %v, b %v, d %v, e %v; want c ended", valid(c), valid(b2), valid(d), valid(e))
+	}
+	if n := countKeys(t, s, pfxPersonFamily); n != 3 {
+		t.Fatalf("%d sessions indexed, want 3", n)
+	}
+}
