@@ -184,12 +184,7 @@ func (s *Service) issueTokens(ctx context.Context, personID, machineID uint64, c
 // a script that logs in every minute would otherwise pile up tens of
 // thousands; a device in use refreshes its session and keeps it.
 func (s *Service) evictSessions(tx kv.Txn, personID uint64, keep int) error {
-	prefix := key(pfxPersonFamily, personID)
-	var fams [][]byte
-	err := tx.Scan(prefix, nil, func(k, _ []byte) error {
-		fams = append(fams, append([]byte(nil), k[len(prefix):]...))
-		return nil
-	})
+	fams, err := families(tx, personID)
 	if err != nil || len(fams) <= keep {
 		return err
 	}
@@ -220,6 +215,17 @@ func (s *Service) evictSessions(tx kv.Txn, personID uint64, keep int) error {
 		sessions = sessions[1:]
 	}
 	return nil
+}
+
+// families lists the ids of the person's sessions from their index.
+func families(tx kv.Txn, personID uint64) ([][]byte, error) {
+	prefix := key(pfxPersonFamily, personID)
+	var fams [][]byte
+	err := tx.Scan(prefix, nil, func(k, _ []byte) error {
+		fams = append(fams, append([]byte(nil), k[len(prefix):]...))
+		return nil
+	})
+	return fams, err
 }
 
 // personFamilyKey indexes a person's families, for RevokeAll. It expires
@@ -449,12 +455,7 @@ func (s *Service) RevokeAll(ctx context.Context, personID uint64) error {
 }
 
 func (s *Service) revokeAll(tx kv.Txn, personID uint64) error {
-	prefix := key(pfxPersonFamily, personID)
-	var fams [][]byte
-	err := tx.Scan(prefix, nil, func(k, _ []byte) error {
-		fams = append(fams, append([]byte(nil), k[len(prefix):]...))
-		return nil
-	})
+	fams, err := families(tx, personID)
 	if err != nil {
 		return err
 	}
