@@ -75,3 +75,9 @@ func (b *idleBody) Read(p []byte) (int, error) {
 }
 
 func (b *idleBody) Close() error { return b.body.Close() }
+
+// Stalled returns the error that ended the body because nothing arrived
+// for the idle timeout, or nil. The front ends ask for it by this method
+// (they cannot import daemon) to answer 408 whatever a handler made of
+// the failed read: a malformed form, bad XML, a cancelled context.
+func (b *idleBody) Stalled() error { return b.err }

@@ -2,11 +2,8 @@ package rest
 
 import (
 	"encoding/json"
-	"errors"
-	"io"
 	"log/slog"
 	"net/http"
-	"os"
 )
 
 // JSONHandler serves a JSON endpoint: it returns the value to encode, or an
@@ -28,18 +25,15 @@ type statusBody struct {
 // serveJSON adapts a JSONHandler to net/http.
 func (s *server) serveJSON(h JSONHandler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body := &bodyWatch{r: r.Body}
-		if r.Body != nil {
-			r.Body = body
-		}
+		body := r.Body
 		v, err := h(r)
 		if err != nil {
-			if body.stalled() {
+			if stall, ok := body.(interface{ Stalled() error }); ok && stall.Stalled() != nil {
 				// Whatever the handler made of the failed read (a
 				// malformed form, a cancelled context: net/http
 				// cancels it on any read error), the cause is the
 				// stall, and the client is still there to be told.
-				err = body.err
+				err = stall.Stalled()
 			}
 			s.writeError(w, r, err)
 			return
@@ -162,28 +156,6 @@ func (t *trackingWriter) Flush() {
 
 // Unwrap gives http.ResponseController the underlying writer.
 func (t *trackingWriter) Unwrap() http.ResponseWriter { return t.ResponseWriter }
-
-// bodyWatch keeps the first error reading a request body, so the adapter
-// can tell a stalled body from what a handler reports about it.
-type bodyWatch struct {
-	r   io.ReadCloser
-	err error
-}
-
-func (b *bodyWatch) Read(p []byte) (int, error) {
-	n, err := b.r.Read(p)
-	if err != nil && err != io.EOF && b.err == nil {
-		b.err = err
-	}
-	return n, err
-}
-
-func (b *bodyWatch) Close() error { return b.r.Close() }
-
-// stalled reports whether the body stopped arriving for longer than the
-// server allows between bytes (the read deadline the daemon moves as
-// bytes arrive, http.body_idle_timeout).
-func (b *bodyWatch) stalled() bool { return errors.Is(b.err, os.ErrDeadlineExceeded) }
 
 // discardLogger is the logger of Options without one.
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }

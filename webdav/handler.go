@@ -10,11 +10,9 @@ package webdav
 import (
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 	"time"
 
@@ -96,10 +94,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.finish(w, r, st, err)
 		return
 	}
-	body := &bodyWatch{r: r.Body}
-	if r.Body != nil {
-		r.Body = body
-	}
+	body := r.Body
 	var status int
 	switch r.Method {
 	case http.MethodPut:
@@ -130,7 +125,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		lib.ServeHTTP(w, r)
 		return
 	}
-	if status != 0 && body.stalled() {
+	if stall, ok := body.(interface{ Stalled() error }); ok && status != 0 && stall.Stalled() != nil {
 		// Whatever the method made of the failed read (bad XML, a
 		// cancelled context: net/http cancels it on any read error),
 		// the cause is the stall.
@@ -176,28 +171,6 @@ func (e describedErr) Error() string { return e.msg }
 func describe(status int, format string, args ...any) (int, error) {
 	return status, describedErr{fmt.Sprintf(format, args...)}
 }
-
-// bodyWatch keeps the first error reading a request body, so ServeHTTP
-// can tell a stalled body from what a method reports about it.
-type bodyWatch struct {
-	r   io.ReadCloser
-	err error
-}
-
-func (b *bodyWatch) Read(p []byte) (int, error) {
-	n, err := b.r.Read(p)
-	if err != nil && err != io.EOF && b.err == nil {
-		b.err = err
-	}
-	return n, err
-}
-
-func (b *bodyWatch) Close() error { return b.r.Close() }
-
-// stalled reports whether the body stopped arriving for longer than the
-// server allows between bytes (the read deadline the daemon moves as
-// bytes arrive, http.body_idle_timeout).
-func (b *bodyWatch) stalled() bool { return errors.Is(b.err, os.ErrDeadlineExceeded) }
 
 // plain writes a short text/plain answer.
 func plain(w http.ResponseWriter, status int, msg string) {
