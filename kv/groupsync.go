@@ -39,7 +39,6 @@ type groupSync struct {
 	started uint64 // syncs started
 	done    uint64 // syncs finished; they run one at a time, in order
 	running bool
-	err     error // of the last finished sync
 	// failed is the first sync error, for good. After a failed fsync
 	// Linux marks the pages it could not write clean again, so the next
 	// fsync succeeds whatever was lost, and a write-ahead log with a hole
@@ -84,16 +83,16 @@ func (g *groupSync) wait() error {
 		err := g.syncFiles()
 		g.mu.Lock()
 		g.running = false
-		g.done, g.err = n, err
+		g.done = n
 		if err != nil && g.failed == nil {
 			g.failed = fmt.Errorf("%w: %w", ErrNotDurable, err)
 		}
 		g.cond.Broadcast()
 	}
-	if g.err != nil {
-		return g.failed
-	}
-	return nil
+	// No round starts after a failed one: this is nil, the error of the
+	// round that covered the commit, or that of a later one (a durable
+	// commit then reported failed: the safe side).
+	return g.failed
 }
 
 // broken returns the error that stopped writes, if any.
