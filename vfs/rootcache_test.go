@@ -6,7 +6,6 @@ import (
 	"io"
 	"runtime"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,9 +17,8 @@ import (
 // folder, the lock's expiry (which commits nothing), the root's deletion.
 func TestRootSeesEveryChange(t *testing.T) {
 	ctx := context.Background()
-	var now atomic.Int64
-	now.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
-	e := openEnvWith(t, t.TempDir(), vfs.Options{Now: func() time.Time { return time.Unix(0, now.Load()) }})
+	clk := newTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	e := openEnvWith(t, t.TempDir(), vfs.Options{Now: clk.Now})
 	t.Cleanup(e.close)
 	root, err := e.fs.CreateRoot(ctx, "alice", vfs.RootSync)
 	if err != nil {
@@ -53,7 +51,7 @@ func TestRootSeesEveryChange(t *testing.T) {
 	if r := twice("locked"); len(r.Locks) != 1 {
 		t.Fatalf("locked: %+v", r)
 	}
-	now.Add(int64(time.Minute))
+	clk.Add(time.Minute)
 	if r := twice("lock expired"); len(r.Locks) != 0 {
 		t.Fatalf("lock expired: %+v", r)
 	}
@@ -72,9 +70,8 @@ func TestRootSeesEveryChange(t *testing.T) {
 // a rename, a lock and its expiry (which commits nothing), a deletion.
 func TestOpenPathSeesEveryChange(t *testing.T) {
 	ctx := context.Background()
-	var now atomic.Int64
-	now.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
-	e := openEnvWith(t, t.TempDir(), vfs.Options{Now: func() time.Time { return time.Unix(0, now.Load()) }})
+	clk := newTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	e := openEnvWith(t, t.TempDir(), vfs.Options{Now: clk.Now})
 	t.Cleanup(e.close)
 	root, err := e.fs.CreateRoot(ctx, "alice", vfs.RootSync)
 	if err != nil {
@@ -121,7 +118,7 @@ func TestOpenPathSeesEveryChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	open("locked", "/docs/a.txt", "two", 1)
-	now.Add(int64(time.Minute))
+	clk.Add(time.Minute)
 	open("lock expired", "/docs/a.txt", "two", 0)
 	if _, err := e.fs.Rename(ctx, root.ID, f.ID, "b.txt", vfs.WriteOptions{}); err != nil {
 		t.Fatal(err)

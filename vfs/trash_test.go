@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,9 +20,8 @@ import (
 func TestPurgeDeleted(t *testing.T) {
 	ctx := context.Background()
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	var now atomic.Int64
-	now.Store(t0.UnixNano())
-	e := openEnvWith(t, t.TempDir(), vfs.Options{Now: func() time.Time { return time.Unix(0, now.Load()) }})
+	clk := newTestClock(t0)
+	e := openEnvWith(t, t.TempDir(), vfs.Options{Now: clk.Now})
 	t.Cleanup(e.close)
 	var err error
 	e.root, err = e.fs.CreateRoot(ctx, "alice", vfs.RootSync)
@@ -71,7 +69,7 @@ func TestPurgeDeleted(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	now.Add(int64(48 * time.Hour))
+	clk.Add(48 * time.Hour)
 	del(recent.ID)
 
 	rep, err := e.fs.PurgeDeleted(ctx, t0.Add(24*time.Hour))
@@ -128,10 +126,8 @@ func TestPurgeDeleted(t *testing.T) {
 func TestPurgeDeletedRoots(t *testing.T) {
 	ctx := context.Background()
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	var now atomic.Int64
-	now.Store(t0.UnixNano())
-	clock := func() time.Time { return time.Unix(0, now.Load()) }
-	e := openEnvWith(t, t.TempDir(), vfs.WithRefBatch(vfs.Options{Now: clock}, 2))
+	clk := newTestClock(t0)
+	e := openEnvWith(t, t.TempDir(), vfs.WithRefBatch(vfs.Options{Now: clk.Now}, 2))
 	t.Cleanup(e.close)
 	o := vfs.WriteOptions{}
 	must := func(n vfs.Node, err error) vfs.Node {
@@ -170,7 +166,7 @@ func TestPurgeDeletedRoots(t *testing.T) {
 	if err := e.fs.DeleteRoot(ctx, old.ID); err != nil {
 		t.Fatal(err)
 	}
-	now.Add(int64(48 * time.Hour))
+	clk.Add(48 * time.Hour)
 	if err := e.fs.DeleteRoot(ctx, late.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +209,7 @@ func TestPurgeDeletedRoots(t *testing.T) {
 	if rep, err := e.fs.PurgeDeleted(ctx, t0.Add(24*time.Hour)); err != nil || rep.Roots != 0 {
 		t.Errorf("second purge: %s %v", rep, err)
 	}
-	if rep, err := e.fs.PurgeDeleted(ctx, clock().Add(time.Hour)); err != nil || rep.Roots != 1 {
+	if rep, err := e.fs.PurgeDeleted(ctx, clk.Now().Add(time.Hour)); err != nil || rep.Roots != 1 {
 		t.Errorf("purge after the late root's delay: %s %v", rep, err)
 	}
 	if _, err := e.fs.GC(ctx); err != nil {
@@ -234,11 +230,9 @@ func TestPurgeDeletedRoots(t *testing.T) {
 func TestPurgeDeletedManyLegacyRoots(t *testing.T) {
 	ctx := context.Background()
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	var now atomic.Int64
-	now.Store(t0.UnixNano())
-	clock := func() time.Time { return time.Unix(0, now.Load()) }
+	clk := newTestClock(t0)
 	// Without fsync: the roots are many, and each purge commits.
-	fs, _, _, _ := openHooked(t, vfs.Options{Now: clock})
+	fs, _, _, _ := openHooked(t, vfs.Options{Now: clk.Now})
 	const n = 30000
 	if err := fs.AddLegacyDeletedRoots(ctx, n); err != nil {
 		t.Fatal(err)
@@ -246,7 +240,7 @@ func TestPurgeDeletedManyLegacyRoots(t *testing.T) {
 	if rep, err := fs.PurgeDeleted(ctx, t0); err != nil || rep.Roots != 0 {
 		t.Fatalf("first purge (stamps): %s %v", rep, err)
 	}
-	now.Add(int64(48 * time.Hour))
+	clk.Add(48 * time.Hour)
 	if rep, err := fs.PurgeDeleted(ctx, t0.Add(24*time.Hour)); err != nil || rep.Roots != n {
 		t.Fatalf("purge once due: %s %v, want %d roots", rep, err, n)
 	}
@@ -258,9 +252,8 @@ func TestPurgeDeletedManyLegacyRoots(t *testing.T) {
 func TestPurgeDeletedGoesOnPastAFailure(t *testing.T) {
 	ctx := context.Background()
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	var now atomic.Int64
-	now.Store(t0.UnixNano())
-	e := openEnvWith(t, t.TempDir(), vfs.Options{Now: func() time.Time { return time.Unix(0, now.Load()) }})
+	clk := newTestClock(t0)
+	e := openEnvWith(t, t.TempDir(), vfs.Options{Now: clk.Now})
 	t.Cleanup(e.close)
 	mkroot := func(name string) vfs.Root {
 		t.Helper()
@@ -291,8 +284,8 @@ func TestPurgeDeletedGoesOnPastAFailure(t *testing.T) {
 	if err := e.fs.CorruptLocation(ctx, damaged.FolderID); err != nil {
 		t.Fatal(err)
 	}
-	now.Add(int64(time.Hour))
-	rep, err := e.fs.PurgeDeleted(ctx, time.Unix(0, now.Load()))
+	clk.Add(time.Hour)
+	rep, err := e.fs.PurgeDeleted(ctx, clk.Now())
 	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("root %d", damaged.ID)) {
 		t.Fatalf("PurgeDeleted: %v, want the damaged root's error", err)
 	}
