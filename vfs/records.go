@@ -2,6 +2,7 @@ package vfs
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/fxamacker/cbor/v2"
@@ -124,6 +125,20 @@ func put(tx kv.Txn, key []byte, v any) error { return tx.Set(key, enc(v)) }
 func ns(t time.Time) int64 {
 	if t.IsZero() {
 		return 0
+	}
+	return t.UnixNano()
+}
+
+// clampNs is t in Unix nanoseconds, held to what an int64 holds:
+// UnixNano wraps around for instants before 1678 or after 2262, which a
+// client's date (modified_since) may well name. Earlier is MinInt64, later
+// MaxInt64, so the order of instants is kept.
+func clampNs(t time.Time) int64 {
+	switch {
+	case t.Before(time.Unix(0, math.MinInt64)):
+		return math.MinInt64
+	case t.After(time.Unix(0, math.MaxInt64)):
+		return math.MaxInt64
 	}
 	return t.UnixNano()
 }

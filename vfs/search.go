@@ -21,7 +21,7 @@ func (fs *FS) Search(ctx context.Context, root uint64, query string, limit int) 
 // ModifiedSince returns the live files of a root modified at or after
 // since, oldest first, with their paths; at most limit (0: no limit).
 func (fs *FS) ModifiedSince(ctx context.Context, root uint64, since time.Time, limit int) ([]Node, error) {
-	return fs.scanRoot(ctx, root, since.UnixNano(), limit, func(r nodeRec) bool { return !r.Dir })
+	return fs.scanRoot(ctx, root, clampNs(since), limit, func(r nodeRec) bool { return !r.Dir })
 }
 
 // scanRoot visits the live items of a root modified at or after from, in
