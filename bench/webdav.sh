@@ -76,6 +76,9 @@ vmhwm() {
 	awk -v kb="$kb" 'BEGIN {printf "%.1f", kb / 1024}'
 }
 
+# kv OUTPUT KEY: the value of KEY=... in davload's output.
+kv() { tr ' ' '\n' <<<"$1" | sed -n "s/^$2=//p"; }
+
 # secs: wall clock in seconds with nanoseconds.
 secs() { date +%s.%N; }
 
@@ -104,6 +107,10 @@ dd if=/dev/zero of="$TMP/dd.bin" bs=1M count="$BIG_MIB" conv=fsync status=none
 t1="$(secs)"
 DISK_BUFFERED="$(awk -v b="$BIG_BYTES" -v a="$t0" -v z="$t1" 'BEGIN {printf "%.1f", b / (z - a) / 1e6}')"
 rm -f "$TMP/dd.bin"
+log "disk: $SMALL_N files of 4 KiB, each fdatasynced, 8 writers"
+sync
+DISK_SMALL="$(kv "$("$DAVLOAD" fsync -dir "$TMP/fsync" -n "$SMALL_N" -c 8 -size 4096)" per_second)"
+rm -rf "$TMP/fsync"
 
 # --- start the three servers ---------------------------------------------
 fill() { sed -e "s|@DIR@|$1|g" -e "s|@PORT@|$2|g" -e "s|@CERT@|$TMP/cert.pem|g" -e "s|@KEY@|$TMP/key.pem|g" "$3" >"$1/server.conf"; }
@@ -160,7 +167,6 @@ BERTH_LIST_PUTS="$("$DAVLOAD" put -url "https://127.0.0.1:$BPORT${ROOTHREF}list/
 log "berth: $BERTH_LIST_PUTS"
 
 declare -A R
-kv() { tr ' ' '\n' <<<"$1" | sed -n "s/^$2=//p"; }
 
 # measure NAME BASE_URL [user]: every figure for one server, into R[NAME.*].
 measure() {
@@ -208,6 +214,20 @@ measure apache "https://127.0.0.1:$APORT/"
 measure nginx "https://127.0.0.1:$NPORT/"
 measure berth "https://127.0.0.1:$BPORT$ROOTHREF" admin
 
+# A bare Go HTTPS server with the same Basic check, serving 4 KiB from
+# memory: the ceiling of a Go server for the wrk figure on this machine.
+log "bare Go HTTPS server: wrk 4 KiB GETs (2 threads, 32 connections, 10 s)"
+: >"$TMP/serve.out"
+"$DAVLOAD" serve -listen "127.0.0.1:$(free_port)" -cert "$TMP/cert.pem" -key "$TMP/key.pem" \
+	-user admin -pass "$PW" -size 4096 >"$TMP/serve.out" 2>&1 &
+PIDS+=("$!")
+for _ in $(seq 100); do grep -q '^listen=' "$TMP/serve.out" && break; sleep 0.1; done
+GADDR="$(sed -n 's/^listen=//p' "$TMP/serve.out")"
+[ -n "$GADDR" ] || die "davload serve did not start: $(cat "$TMP/serve.out")"
+out="$(wrk -t2 -c32 -d10s --timeout 5s -H "Authorization: Basic $(printf '%s:%s' admin "$PW" | base64 -w0)" "https://$GADDR/f00000.bin")"
+if grep -q 'Non-2xx' <<<"$out"; then die "bare Go server: wrk saw errors: $out"; fi
+GO_WRK="$(awk '/^Requests\/sec:/ {printf "%.0f", $2}' <<<"$out")"
+
 R[apache.rss]="$(vmhwm "$APID" $(pgrep -P "$APID" || true))"
 R[nginx.rss]="$(vmhwm "$NPID" $(pgrep -P "$NPID" || true))"
 R[berth.rss]="$(vmhwm "$BPID")"
@@ -237,5 +257,10 @@ echo "| disk, ${BIG_MIB} MiB of writes | MB/s | berth PUT / this |"
 echo "|---|---|---|"
 echo "| dd oflag=direct conv=fsync | $DISK_DIRECT | $(ratio "${R[berth.put]}" "$DISK_DIRECT") |"
 echo "| dd conv=fsync (page cache, one fsync at the end) | $DISK_BUFFERED | $(ratio "${R[berth.put]}" "$DISK_BUFFERED") |"
+echo
+echo "| this machine's own limit, same run | figure | berth / this |"
+echo "|---|---|---|"
+echo "| $SMALL_N files of 4 KiB, each fdatasynced (directory not), 8 writers, files/s | $DISK_SMALL | $(ratio "${R[berth.small]}" "$DISK_SMALL") |"
+echo "| bare Go HTTPS server, 4 KiB from memory, same Basic check, wrk -t2 -c32, requests/s | $GO_WRK | $(ratio "${R[berth.wrk]}" "$GO_WRK") |"
 echo
 echo "berth, $LIST_N PUTs of 4 KiB for the PROPFIND folder: $BERTH_LIST_PUTS"

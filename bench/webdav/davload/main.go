@@ -6,9 +6,16 @@
 //	davload put -url https://127.0.0.1:8443/dav/dir/ -n 2000 -c 8 -size 4096
 //	davload propfind -url https://127.0.0.1:8443/dav/dir/ -runs 5
 //	davload files -dir /srv/dav/list -n 10000 -size 4096
+//	davload fsync -dir /tmp/x -n 2000 -c 8 -size 4096
+//	davload serve -listen 127.0.0.1:9443 -cert c.pem -key k.pem -user u -pass p
 //
 // files writes the same kind of files straight to a directory, for the
-// peers whose folder is a plain directory.
+// peers whose folder is a plain directory. fsync and serve measure this
+// machine's own limits for two of the figures: fsync writes n files of size
+// bytes from c writers, each synced before the next (what a durable small
+// PUT costs the disk at the least), and serve is a bare Go HTTPS server that
+// answers every GET with size bytes from memory after the same Basic check,
+// the ceiling of any Go server for wrk's small GETs.
 //
 // Both accept -user and -pass for HTTP Basic and trust any certificate
 // (loopback benchmarks against self-signed servers). Results go to stdout
@@ -19,18 +26,23 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/subtle"
 	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func main() {
@@ -71,23 +83,31 @@ func (c *client) do(ctx context.Context, method, url string, body io.Reader, siz
 
 func run(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return errors.New("usage: davload put|propfind [flags]")
+		return errors.New("usage: davload put|propfind|files|fsync|serve [flags]")
 	}
 	fl := flag.NewFlagSet(args[0], flag.ContinueOnError)
 	base := fl.String("url", "", "folder URL, ending in /")
 	user := fl.String("user", "", "Basic auth user (none when empty)")
 	pass := fl.String("pass", "", "Basic auth password")
-	n := fl.Int("n", 2000, "put: number of files")
-	conc := fl.Int("c", 8, "put: concurrent clients")
-	size := fl.Int("size", 4096, "put: bytes per file")
+	n := fl.Int("n", 2000, "put, fsync: number of files")
+	conc := fl.Int("c", 8, "put, fsync: concurrent clients")
+	size := fl.Int("size", 4096, "put, fsync, serve: bytes per file")
 	runs := fl.Int("runs", 5, "propfind: timed runs (the median is reported)")
 	timeout := fl.Duration("timeout", 10*time.Minute, "give up after this long")
-	dir := fl.String("dir", "", "files: directory to fill")
+	dir := fl.String("dir", "", "files, fsync: directory to fill")
+	listen := fl.String("listen", "127.0.0.1:0", "serve: address")
+	cert := fl.String("cert", "", "serve: certificate file")
+	key := fl.String("key", "", "serve: key file")
 	if err := fl.Parse(args[1:]); err != nil {
 		return err
 	}
-	if args[0] == "files" {
+	switch args[0] {
+	case "files":
 		return files(*dir, *n, *size)
+	case "fsync":
+		return fsyncFiles(*dir, *n, *conc, *size)
+	case "serve":
+		return serve(*listen, *cert, *key, *user, *pass, *size)
 	}
 	if !strings.HasSuffix(*base, "/") {
 		return errors.New("-url must be a folder URL ending in /")
@@ -167,6 +187,90 @@ func files(dir string, n, size int) error {
 		}
 	}
 	return nil
+}
+
+// fsyncFiles writes n distinct files of size bytes into dir from conc
+// writers, each file written, fdatasynced and closed before the writer's
+// next, and reports the rate as put does. The directory is not synced: this
+// is a floor under what a durable small write costs, not a full one.
+func fsyncFiles(dir string, n, conc, size int) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	bodies := make([]byte, n*size)
+	rand.Read(bodies)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, conc)
+	start := time.Now()
+	for range conc {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				if err := writeSynced(fmt.Sprintf("%s/f%05d.bin", dir, i), bodies[i*size:(i+1)*size]); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	el := time.Since(start)
+	close(errs)
+	if err := <-errs; err != nil {
+		return err
+	}
+	fmt.Printf("files=%d seconds=%.3f per_second=%.1f\n", n, el.Seconds(), float64(n)/el.Seconds())
+	return nil
+}
+
+func writeSynced(name string, data []byte) error {
+	f, err := os.Create(name)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := unix.Fdatasync(int(f.Fd())); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// serve answers every request with size bytes (200, application/octet-
+// stream, an ETag) once its Basic credentials match, until it is killed. It
+// prints its address first, for the script.
+func serve(addr, cert, key, user, pass string, size int) error {
+	body := make([]byte, size)
+	rand.Read(body)
+	want := []byte(user + ":" + pass)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u, p, ok := r.BasicAuth()
+		if !ok || subtle.ConstantTimeCompare([]byte(u+":"+p), want) != 1 {
+			w.Header().Set("WWW-Authenticate", `Basic realm="davload"`)
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		w.Header().Set("Content-Type", "application/octet-stream")
+		w.Header().Set("ETag", `"davload"`)
+		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		w.Write(body)
+	})
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("listen=%s\n", ln.Addr())
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second,
+		// HTTP/1.1, as berth serves the script's clients.
+		TLSNextProto: map[string]func(*http.Server, *tls.Conn, http.Handler){}}
+	return srv.ServeTLS(ln, cert, key)
 }
 
 // propfindBody names the properties that Windows, macOS, davfs2 and rclone
