@@ -20,12 +20,19 @@ const asciiSpace = " \t\r\n"
 // satisfiable, and the request answered 416 when none is. When nothing is
 // left, it returns a range past the end of any file, which ServeContent
 // answers 416 bytes */size after evaluating If-Range (a failed If-Range
-// still gets the whole file, 200). Any other value is returned as it is,
-// for ServeContent to judge.
+// still gets the whole file, 200). Any other bytes range is returned as
+// it is, for ServeContent to judge.
+//
+// A Range of another unit, or of none ("0-1"), is "": RFC 9110 14.2 has
+// a server ignore a unit it does not understand, where ServeContent,
+// which knows only the exact prefix "bytes=", answers 416; ServeContent
+// reads an empty Range as none and sends the whole file. The unit is
+// matched without case (RFC 9110 14.1), and written "bytes" for
+// ServeContent.
 func ServableRange(rng string) string {
-	spec, ok := strings.CutPrefix(rng, "bytes=")
-	if !ok {
-		return rng
+	unit, spec, ok := strings.Cut(rng, "=")
+	if !ok || !strings.EqualFold(unit, "bytes") {
+		return ""
 	}
 	var kept []string
 	dropped := false
@@ -43,7 +50,7 @@ func ServableRange(rng string) string {
 	}
 	switch {
 	case !dropped:
-		return rng
+		return "bytes=" + spec
 	case strings.Trim(strings.Join(kept, ""), asciiSpace) == "":
 		return unsatisfiableRange
 	}

@@ -24,7 +24,11 @@ func TestServableRange(t *testing.T) {
 		{"bytes=-0,x", "bytes=x"}, // still invalid: ServeContent's 416
 		{"bytes=--0", "bytes=--0"},
 		{"bytes=0-0", "bytes=0-0"},
-		{"items=-0", "items=-0"},
+		{"items=-0", ""},
+		{"items=0-1", ""},
+		{"0-1", ""},
+		{"Bytes=0-1", "bytes=0-1"},
+		{"BYTES=-0,-2", "bytes=-2"},
 	} {
 		if got := vfs.ServableRange(tc.in); got != tc.want {
 			t.Errorf("ServableRange(%q) = %q, want %q", tc.in, got, tc.want)
