@@ -29,7 +29,7 @@ func TestMoveFolderWithLockedItem(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lk, err := e.fs.Lock(ctx, e.root.ID, x.ID, vfs.LockRequest{Holder: "person:9", Duration: time.Minute, TokenRequired: true})
+	lk, err := e.fs.Lock(ctx, e.root.ID, x.ID, vfs.LockRequest{Holder: "person:1", Duration: time.Minute, TokenRequired: true})
 	if err != nil {
 		t.Fatal(err)
 	}

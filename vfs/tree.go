@@ -170,7 +170,10 @@ func ancestorOf(tx kv.Txn, anc, id uint64) (bool, error) {
 }
 
 // blocks reports whether a live lock in locks refuses a write by opts.
-// deepOnly considers only locks that cover descendants.
+// deepOnly considers only locks that cover descendants. A lock's token
+// lets the write through only when its Holder presents it (RFC 4918 6.4:
+// the server checks the principal as well as the token), so a token seen
+// by someone else is no key; a lock without a Holder is the token's alone.
 func blocks(locks []lockRec, opts WriteOptions, now int64, deepOnly bool) bool {
 	for _, l := range locks {
 		if l.Expires != 0 && l.Expires <= now {
@@ -179,7 +182,7 @@ func blocks(locks []lockRec, opts WriteOptions, now int64, deepOnly bool) bool {
 		if deepOnly && !l.Deep {
 			continue
 		}
-		if slices.Contains(opts.LockTokens, l.Token) {
+		if (l.Holder == "" || l.Holder == opts.Principal) && slices.Contains(opts.LockTokens, l.Token) {
 			continue
 		}
 		if !l.TokenRequired && l.Holder != "" && l.Holder == opts.Principal {

@@ -111,7 +111,9 @@ type Usage struct {
 type WriteOptions struct {
 	// Principal is the caller's identity, matched against Lock.Holder.
 	Principal string
-	// LockTokens the caller presents (WebDAV If header).
+	// LockTokens the caller presents (WebDAV If header). A token lets the
+	// write through its lock only when Principal is the lock's Holder (or
+	// the lock has none).
 	LockTokens []string
 	// MaxFileSize in bytes; 0 means no limit.
 	MaxFileSize int64

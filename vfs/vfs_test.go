@@ -198,7 +198,7 @@ func TestErrors(t *testing.T) {
 	if err := wr("file.txt", vfs.WriteOptions{Principal: "carol"}, "z"); err != nil {
 		t.Errorf("holder write: %v", err)
 	}
-	if err := wr("file.txt", vfs.WriteOptions{LockTokens: []string{lk.Token}}, "z"); err != nil {
+	if err := wr("file.txt", vfs.WriteOptions{Principal: "carol", LockTokens: []string{lk.Token}}, "z"); err != nil {
 		t.Errorf("token write: %v", err)
 	}
 	// Nothing failed stored anything.

@@ -99,7 +99,9 @@ func (s *session) lock(w http.ResponseWriter, r *http.Request) (int, error) {
 	return 0, nil
 }
 
-// refresh extends the lock whose token the If header names.
+// refresh extends the lock whose token the If header names. Only the
+// person who took a lock may refresh it (RFC 4918 6.4), as only they may
+// write through it or remove it.
 func (s *session) refresh(w http.ResponseWriter, r *http.Request, timeout time.Duration) (int, error) {
 	ih := r.Header.Get("If")
 	if ih == "" {
@@ -110,17 +112,25 @@ func (s *session) refresh(w http.ResponseWriter, r *http.Request, timeout time.D
 		return describe(http.StatusBadRequest, "%v", err)
 	}
 	t, _ := s.resolve(s.path)
+	foreign := false
 	for _, tok := range submittedTokens(lists) {
-		n, _, err := s.findLock(s.path, tok)
+		n, lk, err := s.findLock(s.path, tok)
 		if err != nil {
 			continue
 		}
-		lk, err := s.h.opts.FS.RefreshLock(s.ctx, t.m.root.ID, n.ID, tok, timeout)
+		if lk.Holder != s.opts.Principal {
+			foreign = true
+			continue
+		}
+		lk, err = s.h.opts.FS.RefreshLock(s.ctx, t.m.root.ID, n.ID, tok, timeout)
 		if err != nil {
 			return status(err)
 		}
 		writeLockBody(w, http.StatusOK, heldLock{l: lk, root: s.h.href(davPathOf(t.m, n), n.Dir)})
 		return 0, nil
+	}
+	if foreign {
+		return describe(http.StatusForbidden, "the lock belongs to someone else")
 	}
 	return describe(http.StatusPreconditionFailed, "no lock of the If header covers this resource")
 }
