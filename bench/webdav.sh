@@ -214,12 +214,12 @@ measure apache "https://127.0.0.1:$APORT/"
 measure nginx "https://127.0.0.1:$NPORT/"
 measure berth "https://127.0.0.1:$BPORT$ROOTHREF" admin
 
-# A bare Go HTTPS server with the same Basic check, serving 4 KiB from
-# memory: the ceiling of a Go server for the wrk figure on this machine.
+# A bare Go HTTPS server with the same Basic check, serving from memory:
+# the ceiling of a Go server for the GET figures on this machine.
 log "bare Go HTTPS server: wrk 4 KiB GETs (2 threads, 32 connections, 10 s)"
 : >"$TMP/serve.out"
 "$DAVLOAD" serve -listen "127.0.0.1:$(free_port)" -cert "$TMP/cert.pem" -key "$TMP/key.pem" \
-	-user admin -pass "$PW" -size 4096 >"$TMP/serve.out" 2>&1 &
+	-user admin -pass "$PW" -size 4096 -big "$BIG_BYTES" >"$TMP/serve.out" 2>&1 &
 PIDS+=("$!")
 for _ in $(seq 100); do grep -q '^listen=' "$TMP/serve.out" && break; sleep 0.1; done
 GADDR="$(sed -n 's/^listen=//p' "$TMP/serve.out")"
@@ -227,6 +227,11 @@ GADDR="$(sed -n 's/^listen=//p' "$TMP/serve.out")"
 out="$(wrk -t2 -c32 -d10s --timeout 5s -H "Authorization: Basic $(printf '%s:%s' admin "$PW" | base64 -w0)" "https://$GADDR/f00000.bin")"
 if grep -q 'Non-2xx' <<<"$out"; then die "bare Go server: wrk saw errors: $out"; fi
 GO_WRK="$(awk '/^Requests\/sec:/ {printf "%.0f", $2}' <<<"$out")"
+log "bare Go HTTPS server: GET ${BIG_MIB} MiB"
+out="$(curl -ks --max-time 900 -u "admin:$PW" -o /dev/null -w '%{http_code} %{time_total} %{size_download}' "https://$GADDR/big.bin")"
+read -r code t size <<<"$out"
+[ "$code" = 200 ] && [ "$size" = "$BIG_BYTES" ] || die "bare Go server: GET big: $out"
+GO_GET="$(awk -v b="$BIG_BYTES" -v t="$t" 'BEGIN {printf "%.1f", b / t / 1e6}')"
 
 R[apache.rss]="$(vmhwm "$APID" $(pgrep -P "$APID" || true))"
 R[nginx.rss]="$(vmhwm "$NPID" $(pgrep -P "$NPID" || true))"
@@ -261,6 +266,7 @@ echo
 echo "| this machine's own limit, same run | figure | berth / this |"
 echo "|---|---|---|"
 echo "| $SMALL_N files of 4 KiB, each fdatasynced (directory not), 8 writers, files/s | $DISK_SMALL | $(ratio "${R[berth.small]}" "$DISK_SMALL") |"
+echo "| bare Go HTTPS server, ${BIG_MIB} MiB GET from memory, MB/s | $GO_GET | $(ratio "${R[berth.get]}" "$GO_GET") |"
 echo "| bare Go HTTPS server, 4 KiB from memory, same Basic check, wrk -t2 -c32, requests/s | $GO_WRK | $(ratio "${R[berth.wrk]}" "$GO_WRK") |"
 echo
 echo "berth, $LIST_N PUTs of 4 KiB for the PROPFIND folder: $BERTH_LIST_PUTS"

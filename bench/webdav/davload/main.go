@@ -15,7 +15,8 @@
 // bytes from c writers, each synced before the next (what a durable small
 // PUT costs the disk at the least), and serve is a bare Go HTTPS server that
 // answers every GET with size bytes from memory after the same Basic check,
-// the ceiling of any Go server for wrk's small GETs.
+// the ceiling of any Go server for wrk's small GETs and, with /big.bin,
+// for one large GET.
 //
 // Both accept -user and -pass for HTTP Basic and trust any certificate
 // (loopback benchmarks against self-signed servers). Results go to stdout
@@ -98,6 +99,7 @@ func run(ctx context.Context, args []string) error {
 	listen := fl.String("listen", "127.0.0.1:0", "serve: address")
 	cert := fl.String("cert", "", "serve: certificate file")
 	key := fl.String("key", "", "serve: key file")
+	big := fl.Int64("big", 1<<30, "serve: bytes of /big.bin")
 	if err := fl.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -107,7 +109,7 @@ func run(ctx context.Context, args []string) error {
 	case "fsync":
 		return fsyncFiles(*dir, *n, *conc, *size)
 	case "serve":
-		return serve(*listen, *cert, *key, *user, *pass, *size)
+		return serve(*listen, *cert, *key, *user, *pass, *size, *big)
 	}
 	if !strings.HasSuffix(*base, "/") {
 		return errors.New("-url must be a folder URL ending in /")
@@ -244,11 +246,14 @@ func writeSynced(name string, data []byte) error {
 }
 
 // serve answers every request with size bytes (200, application/octet-
-// stream, an ETag) once its Basic credentials match, until it is killed. It
-// prints its address first, for the script.
-func serve(addr, cert, key, user, pass string, size int) error {
+// stream, an ETag) once its Basic credentials match, and /big.bin with big
+// bytes, until it is killed. It prints its address first, for the script.
+func serve(addr, cert, key, user, pass string, size int, big int64) error {
 	body := make([]byte, size)
 	rand.Read(body)
+	// /big.bin repeats one random MiB, so the server's memory stays small.
+	block := make([]byte, 1<<20)
+	rand.Read(block)
 	want := []byte(user + ":" + pass)
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		u, p, ok := r.BasicAuth()
@@ -259,6 +264,17 @@ func serve(addr, cert, key, user, pass string, size int) error {
 		}
 		w.Header().Set("Content-Type", "application/octet-stream")
 		w.Header().Set("ETag", `"davload"`)
+		if r.URL.Path == "/big.bin" {
+			w.Header().Set("Content-Length", strconv.FormatInt(big, 10))
+			for left := big; left > 0; {
+				n, err := w.Write(block[:min(left, int64(len(block)))])
+				if err != nil {
+					return
+				}
+				left -= int64(n)
+			}
+			return
+		}
 		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 		w.Write(body)
 	})
