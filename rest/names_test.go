@@ -1,0 +1,65 @@
+package rest
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+)
+
+// TestNamesKeptAsSent pins berth's choice where the spec is silent
+// (docs/api.md, Names): a name is stored and compared byte for byte, with
+// no Unicode normalization, the same way when an item is created and when
+// a name is looked up (a conflict, search). "café" written with a
+// precomposed é (NFC, what Windows and Linux send) and with e and a
+// combining accent (NFD, what older macOS sends) are two names.
+func TestNamesKeptAsSent(t *testing.T) {
+	f := newFixture(t)
+	const nfc, nfd = "caf\u00e9", "cafe\u0301"
+	up := f.at("/api/2/files/%d/upload")
+	a := f.mustUpload(up, nfc+".txt", []byte("nfc"))
+	if a.Path != "/"+nfc+".txt" {
+		t.Fatalf("path %q, want the name as sent", a.Path)
+	}
+	// The same name in the same form is the same file: a new revision.
+	again := f.mustUpload(up, nfc+".txt", []byte("nfc2"))
+	if again.ID != a.ID {
+		t.Fatalf("same NFC name made a new file %d, want %d", again.ID, a.ID)
+	}
+	// The other form is another name.
+	b := f.mustUpload(up, nfd+".txt", []byte("nfd"))
+	if b.ID == a.ID || b.Path != "/"+nfd+".txt" {
+		t.Fatalf("NFD upload: %+v", b)
+	}
+	st, body := f.postForm(f.at("/api/2/files/%d/create_folder"), url.Values{"name": {nfc}})
+	if st != http.StatusOK {
+		t.Fatalf("create_folder %q: %d %s", nfc, st, body)
+	}
+	st, body = f.postForm(f.at("/api/2/files/%d/create_folder"), url.Values{"name": {nfc}})
+	wantError(t, st, body, http.StatusConflict, "name_conflict")
+	if st, body := f.postForm(f.at("/api/2/files/%d/create_folder"), url.Values{"name": {nfd}}); st != http.StatusOK {
+		t.Fatalf("create_folder %q: %d %s", nfd, st, body)
+	}
+	// Search compares the same way: each form finds its own names only
+	// (case still does not matter).
+	for _, c := range []struct{ query, want string }{
+		{strings.ToUpper(nfc), "/" + nfc},
+		{nfd, "/" + nfd},
+	} {
+		st, body := f.get(f.at("/api/2/files/%d/search?query=") + url.QueryEscape(c.query))
+		var res struct {
+			Results []struct {
+				Path string `json:"path"`
+			} `json:"results"`
+		}
+		decode(t, body, &res)
+		if st != http.StatusOK || len(res.Results) != 2 {
+			t.Fatalf("search %q: %d %s", c.query, st, body)
+		}
+		for _, r := range res.Results {
+			if !strings.HasPrefix(r.Path, c.want) {
+				t.Fatalf("search %q found %q", c.query, r.Path)
+			}
+		}
+	}
+}
