@@ -50,11 +50,13 @@ type fsAccess struct {
 }
 
 // parseID reads an integer id of a path or form; anything else (signs,
-// spaces, zero, overflow) is not an id. The spec's ids are JSON integers,
-// which clients hold as int64, so ids stop at math.MaxInt64: a larger
-// number is no more an id than one past uint64 is.
+// spaces, zero, leading zeros, overflow) is not an id. The spec's ids are
+// JSON integers, which clients hold as int64, so ids stop at
+// math.MaxInt64: a larger number is no more an id than one past uint64
+// is. An id is spelled as JSON writes it, without leading zeros, so one
+// spelling names one item (and 19 digits bound every id).
 func parseID(s string) (uint64, bool) {
-	if s == "" || len(s) > 19 {
+	if s == "" || len(s) > 19 || s[0] == '0' {
 		return 0, false
 	}
 	for i := 0; i < len(s); i++ {
