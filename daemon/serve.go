@@ -143,9 +143,6 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writ
 	reg.MustRegister(st.db.Collector())
 
 	accounts := account.New(st.db, accountOptions(cfg))
-	if err := firstRun(ctx, cfg, st.files, accounts, log, out); err != nil {
-		return err
-	}
 
 	tlsCfg, certs, err := tlsConfig(cfg.TLS, cfg.Data, log)
 	if err != nil {
@@ -220,6 +217,13 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writ
 		return err
 	}
 	if err := bind("metrics", cfg.MetricsListen, metricsHandler(reg), false); err != nil {
+		return err
+	}
+	// Only now, with the certificate loaded and every port taken: a start
+	// that fails on either must not have created the organization and
+	// printed the one-time password, which the start that works would
+	// then not print again.
+	if err := firstRun(ctx, cfg, st.files, accounts, log, out); err != nil {
 		return err
 	}
 
