@@ -168,7 +168,10 @@ func (s *session) unlock(w http.ResponseWriter, r *http.Request) (int, error) {
 }
 
 // lockTimeout reads the Timeout header: the first value berth can honour,
-// bounded by maxLockTimeout ("Infinite" gets the bound too).
+// bounded by maxLockTimeout ("Infinite" gets the bound too). The seconds
+// are compared before they become a Duration: N seconds overflow it for N
+// over some 9.2e9 and wrapped to a negative duration, a lock that never
+// expires; a number too large even for 64 bits asks for the bound too.
 func lockTimeout(h string) time.Duration {
 	for v := range strings.SplitSeq(h, ",") {
 		v = strings.TrimSpace(v)
@@ -176,8 +179,12 @@ func lockTimeout(h string) time.Duration {
 			return maxLockTimeout
 		}
 		if secs, ok := strings.CutPrefix(v, "Second-"); ok {
-			if n, err := strconv.ParseInt(secs, 10, 64); err == nil && n > 0 {
-				return min(time.Duration(n)*time.Second, maxLockTimeout)
+			n, err := strconv.ParseUint(secs, 10, 64)
+			switch {
+			case errors.Is(err, strconv.ErrRange), err == nil && n > uint64(maxLockTimeout/time.Second):
+				return maxLockTimeout
+			case err == nil && n > 0:
+				return time.Duration(n) * time.Second
 			}
 		}
 	}
