@@ -193,6 +193,11 @@ func TestEndToEnd(t *testing.T) {
 	if status != 400 || body != `{"error":"insecure_transport","error_description":"requests must use HTTPS"}` {
 		t.Errorf("plain HTTP: %d %s", status, body)
 	}
+	// Plain HTTP sent to the HTTPS port gets the same JSON answer.
+	status, body = get(t, http.DefaultClient, "http://"+p.addrs["https"]+"/api/2/version")
+	if status != 400 || body != `{"error":"insecure_transport","error_description":"requests must use HTTPS"}` {
+		t.Errorf("plain HTTP to the HTTPS port: %d %s", status, body)
+	}
 	status, body = get(t, http.DefaultClient, "http://"+p.addrs["metrics"]+"/metrics")
 	for _, want := range []string{"berth_http_requests_total", "berth_kv_", "berth_vfs_written_bytes_total", "berth_chunks_stored_total", "go_goroutines", "process_cpu_seconds_total"} {
 		if status != 200 || !strings.Contains(body, want) {

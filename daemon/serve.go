@@ -171,6 +171,11 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writ
 		if err != nil {
 			return fmt.Errorf("%s listener: %w", name, err)
 		}
+		if tls {
+			// Plain HTTP sent here gets the JSON insecure_transport
+			// of the plain-HTTP listener, not net/http's text.
+			ln = rejectPlainHTTP(ln, rest.InsecureHandler())
+		}
 		// No ReadTimeout or WriteTimeout: they bound a whole request
 		// or answer, and would cut a large upload or download on a
 		// slow link however steadily it moves. A stalled body is
