@@ -351,15 +351,36 @@ func checkKnownKeys(v *viper.Viper, opts []option, path string) error {
 	}
 	var unknown []string
 	for _, k := range v.AllKeys() {
-		if !known[k] {
-			unknown = append(unknown, k)
+		if known[k] {
+			continue
 		}
+		if keys := sectionKeys(opts, k); len(keys) > 0 {
+			// A section left empty ("tls:" with every key below it
+			// commented out) reads back as its defaults, a map: it sets
+			// nothing and is fine.
+			if _, empty := v.Get(k).(map[string]any); empty {
+				continue
+			}
+		}
+		unknown = append(unknown, k)
 	}
 	if len(unknown) > 0 {
 		sort.Strings(unknown)
 		return fmt.Errorf("config: %s: unknown key %q", path, unknown[0])
 	}
 	return nil
+}
+
+// sectionKeys returns the keys inside section k ("tls": tls.cert, ...),
+// none when k is not a section.
+func sectionKeys(opts []option, k string) []string {
+	var keys []string
+	for _, o := range opts {
+		if strings.HasPrefix(o.key, k+".") {
+			keys = append(keys, o.key)
+		}
+	}
+	return keys
 }
 
 // checkType reports a value that cannot become the key's type.

@@ -195,6 +195,18 @@ func TestValidationNamesKeyAndValue(t *testing.T) {
 	}
 }
 
+// TestEmptySection: a section whose every key is commented out, as an
+// operator trims the example file, sets nothing and loads as the defaults.
+func TestEmptySection(t *testing.T) {
+	c, err := load(t, "--config", writeFile(t, "tls:\n  # cert: /etc/ssl/berth.pem\nlog:\ngc:\n  # interval: 1h\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c != Default() {
+		t.Errorf("empty sections loaded as %+v, want the defaults", c)
+	}
+}
+
 func TestPasswordNeverEchoed(t *testing.T) {
 	t.Setenv("BERTH_ADMIN_PASSWORD", "short")
 	_, err := load(t)
