@@ -357,10 +357,14 @@ func checkKnownKeys(v *viper.Viper, opts []option, path string) error {
 		if keys := sectionKeys(opts, k); len(keys) > 0 {
 			// A section left empty ("tls:" with every key below it
 			// commented out) reads back as its defaults, a map: it sets
-			// nothing and is fine.
+			// nothing and is fine. "tls: /etc/ssl/cert.pem" reads
+			// naturally but sets no key either; calling tls unknown
+			// would send the reader looking for a typo.
 			if _, empty := v.Get(k).(map[string]any); empty {
 				continue
 			}
+			return fmt.Errorf("config: %s: %s: %q is not a value but a section of keys: %s",
+				path, k, fmt.Sprint(v.Get(k)), strings.Join(keys, ", "))
 		}
 		unknown = append(unknown, k)
 	}

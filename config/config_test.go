@@ -171,6 +171,7 @@ func TestValidationNamesKeyAndValue(t *testing.T) {
 		{name: "login", env: map[string]string{"BERTH_ADMIN_LOGIN": "ad min"}, want: []string{`admin.login: "ad min"`}},
 		{name: "email", env: map[string]string{"BERTH_ADMIN_EMAIL": "nobody"}, want: []string{`admin.email: "nobody"`}},
 		{name: "unknown key", file: "listne: 127.0.0.1:1\n", want: []string{`unknown key "listne"`}},
+		{name: "section as a value", file: "tls: /etc/ssl/berth.pem\n", want: []string{`tls: "/etc/ssl/berth.pem" is not a value but a section of keys: tls.cert, tls.key, tls.http2`}},
 		{name: "two errors", env: map[string]string{"BERTH_LISTEN": "x", "BERTH_LOG_FORMAT": "y"}, want: []string{`listen: "x"`, `log.format: "y"`}},
 	}
 	for _, tt := range tests {
