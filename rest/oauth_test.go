@@ -376,27 +376,47 @@ func TestOAuthLockout(t *testing.T) {
 	wantError(t, status, body, http.StatusForbidden, "account_locked")
 }
 
+// TestBearerRequired: a request without a valid bearer token is 401
+// access_denied, with the challenge RFC 6750 3 and RFC 9110 15.5.2
+// require of every 401 (error="invalid_token" only when a bearer token
+// was sent, RFC 6750 3.1), on JSON routes and downloads alike.
 func TestBearerRequired(t *testing.T) {
 	f := newFixture(t)
+	const (
+		challenge = `Bearer realm="berth"`
+		invalid   = `Bearer realm="berth", error="invalid_token"`
+	)
+	fj := f.mustUpload(f.at("/api/2/files/%d/upload"), "f.txt", []byte("x"))
 	for _, c := range []struct {
-		name, header string
+		name, header, want string
 	}{
-		{"none", ""},
-		{"scheme only", "Bearer"},
-		{"empty token", "Bearer   "},
-		{"basic", "Basic YWxpY2U6Y29ycmVjdCBob3JzZSBiYXR0ZXJ5"},
-		{"no scheme", f.token},
-		{"unknown token", "Bearer not-a-token"},
-		{"refresh token", "Bearer " + f.grant(passwordForm()).RefreshToken},
+		{"none", "", challenge},
+		{"scheme only", "Bearer", challenge},
+		{"empty token", "Bearer   ", challenge},
+		{"basic", "Basic YWxpY2U6Y29ycmVjdCBob3JzZSBiYXR0ZXJ5", challenge},
+		{"no scheme", f.token, challenge},
+		{"unknown token", "Bearer not-a-token", invalid},
+		{"refresh token", "Bearer " + f.grant(passwordForm()).RefreshToken, invalid},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			h := http.Header{}
 			if c.header != "" {
 				h.Set("Authorization", c.header)
 			}
-			status, body := f.readAll(f.request(http.MethodGet, "/api/2/person", "", nil, h))
-			wantError(t, status, body, http.StatusUnauthorized, "access_denied")
+			for _, path := range []string{"/api/2/person", f.at("/api/2/files/%d/%d/download", fj.ID)} {
+				resp := f.request(http.MethodGet, path, "", nil, h)
+				status, body := f.readAll(resp)
+				wantError(t, status, body, http.StatusUnauthorized, "access_denied")
+				if got := resp.Header.Get("WWW-Authenticate"); got != c.want {
+					t.Errorf("%s: WWW-Authenticate %q, want %q", path, got, c.want)
+				}
+			}
 		})
+	}
+	// Other answers carry no challenge.
+	resp := f.request(http.MethodGet, f.at("/api/2/files/%d/999999"), f.token, nil, nil)
+	if st, _ := f.readAll(resp); st != http.StatusNotFound || resp.Header.Get("WWW-Authenticate") != "" {
+		t.Errorf("404: %d, WWW-Authenticate %q", st, resp.Header.Get("WWW-Authenticate"))
 	}
 	// The scheme is case-insensitive (RFC 7235 2.1).
 	h := http.Header{"Authorization": {"bearer " + f.token}}

@@ -88,7 +88,21 @@ func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	} else if status >= 500 {
 		s.log.Warn("request failed", "route", r.Pattern, "method", r.Method, "status", status, "error", err)
 	}
+	if status == http.StatusUnauthorized && body.Error == "access_denied" {
+		w.Header().Set("WWW-Authenticate", bearerChallenge(r))
+	}
 	writeErrorBody(w, status, body)
+}
+
+// bearerChallenge is the WWW-Authenticate of a 401 access_denied: RFC
+// 9110 15.5.2 has every 401 name a scheme that would do, and RFC 6750 3
+// the bearer scheme's; error="invalid_token" only when a bearer token was
+// sent and refused (RFC 6750 3.1: not for a request without one).
+func bearerChallenge(r *http.Request) string {
+	if _, ok := bearer(r); ok {
+		return `Bearer realm="berth", error="invalid_token"`
+	}
+	return `Bearer realm="berth"`
 }
 
 // writeErrorBody writes an error response, first dropping headers a
