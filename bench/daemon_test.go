@@ -109,7 +109,7 @@ func startDaemon(b *testing.B, bin, data, token string) *daemon {
 
 	if token != "" {
 		// Tokens live in the store, so they outlast a restart; reusing one
-		// keeps the password hash (argon2id touches 64 MiB) out of the
+		// keeps the password hash (argon2id touches 19 MiB) out of the
 		// measured process.
 		d.token = token
 		return d
