@@ -507,7 +507,8 @@ func postOrder(ctx context.Context, tx kv.Txn, rec nodeRec, skipStaged bool) ([]
 }
 
 // purgeBatch is the most items one purge transaction removes; it also
-// stops at fs.refBatch keys' worth of revisions and references.
+// stops at fs.refBatch keys' worth of revisions, references and
+// properties.
 const purgeBatch = 256
 
 // purgeTree purges the tree below id, and id. counted says the tree is in
@@ -638,9 +639,14 @@ func purgeNode(ctx context.Context, tx kv.Txn, id uint64, u *usageRec, un *unref
 		}
 		u.DelFiles--
 	}
-	if err := deleteProps(tx, rec.ID); err != nil {
+	// An item's properties are keys too, up to MaxProps of them: without
+	// them in the count, a batch of items rich in properties outgrew
+	// what one transaction commits, at every try.
+	props, err := deleteProps(tx, rec.ID)
+	if err != nil {
 		return false, err
 	}
+	un.used += props
 	keys := [][]byte{recKey(rec.ID, loc), locKey(rec.ID), timeKey(rec.Root, rec.Modified, rec.ID)}
 	if rec.Dir {
 		keys = append(keys, genKey(rec.ID))

@@ -116,18 +116,19 @@ func copyProps(tx kv.Txn, src, dst uint64) error {
 	return nil
 }
 
-// deleteProps removes every dead property of a node.
-func deleteProps(tx kv.Txn, id uint64) error {
+// deleteProps removes every dead property of a node and returns how many
+// it removed: each is a key of the transaction, which its caller counts.
+func deleteProps(tx kv.Txn, id uint64) (int, error) {
 	props, err := propKeys(tx, id)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	for _, kvp := range props {
 		if err := tx.Delete(kvp[0]); err != nil {
-			return err
+			return 0, err
 		}
 	}
-	return nil
+	return len(props), nil
 }
 
 // propKeys returns copies of the keys and values of a node's properties;

@@ -3,6 +3,7 @@ package vfs_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"strings"
 	"testing"
@@ -87,5 +88,47 @@ func TestPropsPatchCopyMovePurge(t *testing.T) {
 	}
 	if err := e.fs.PatchProps(ctx, e.root.ID, cf.ID, nil, nil, vfs.WriteOptions{}); !errors.Is(err, vfs.ErrNotExist) {
 		t.Fatalf("patch of a purged file: %v, want ErrNotExist", err)
+	}
+}
+
+// TestPurgeFolderOfManyProperties: a deleted folder whose items carry
+// dead properties within the limits is purged, however many such items
+// it holds. Each item's properties are keys its purge deletes; counting
+// only the items and their revisions let one purge transaction take more
+// of them than the store commits at once (kv.ErrTxnTooBig), and the
+// folder, and its root's trash, could then never be purged.
+func TestPurgeFolderOfManyProperties(t *testing.T) {
+	e := newEnv(t)
+	dir, err := e.fs.Mkdir(ctx, e.root.ID, e.root.FolderID, "d", vfs.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 60 properties of 1,000-byte names stay within MaxPropsBytes; 64
+	// items of them are about 4 MB of keys to delete.
+	set := map[string][]byte{}
+	for i := range 60 {
+		set[fmt.Sprintf("{ns}%03d%s", i, strings.Repeat("n", 993))] = nil
+	}
+	for i := range 64 {
+		f := e.write(t, dir.ID, fmt.Sprint("f", i), []byte("x"))
+		if err := e.fs.PatchProps(ctx, e.root.ID, f.ID, set, nil, vfs.WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.fs.Delete(ctx, e.root.ID, dir.ID, vfs.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.fs.Purge(ctx, e.root.ID, dir.ID); err != nil {
+		t.Fatalf("purge: %v", err)
+	}
+	if _, err := e.fs.Stat(ctx, e.root.ID, dir.ID); !errors.Is(err, vfs.ErrNotExist) {
+		t.Fatalf("stat of the purged folder: %v, want ErrNotExist", err)
+	}
+	u, err := e.fs.Usage(ctx, e.root.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want, err := e.fs.Audit(ctx, e.root.ID); err != nil || u != want {
+		t.Fatalf("usage %+v, recounted %+v (%v)", u, want, err)
 	}
 }
