@@ -163,13 +163,15 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writ
 			l.ln.Close()
 		}
 	}()
-	bind := func(name, addr string, h http.Handler, tls bool) error {
+	// key is the configuration key of addr, named in the error so the
+	// operator knows which setting to change (a taken port, say).
+	bind := func(name, key, addr string, h http.Handler, tls bool) error {
 		if addr == "" {
 			return nil
 		}
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
-			return fmt.Errorf("%s listener: %w", name, err)
+			return fmt.Errorf("%s: %s listener: %w", key, name, err)
 		}
 		if tls {
 			// Plain HTTP sent here gets the JSON insecure_transport
@@ -215,13 +217,13 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writ
 		Prefix:        "/webdav",
 		InfiniteDepth: cfg.WebDAV.InfiniteDepth,
 	})
-	if err := bind("https", cfg.Listen, withBodyIdleTimeout(withWebDAV(dav, api), cfg.HTTP.BodyIdleTimeout), true); err != nil {
+	if err := bind("https", "listen", cfg.Listen, withBodyIdleTimeout(withWebDAV(dav, api), cfg.HTTP.BodyIdleTimeout), true); err != nil {
 		return err
 	}
-	if err := bind("http", cfg.HTTPListen, rest.InsecureHandler(), false); err != nil {
+	if err := bind("http", "http_listen", cfg.HTTPListen, rest.InsecureHandler(), false); err != nil {
 		return err
 	}
-	if err := bind("metrics", cfg.MetricsListen, metricsHandler(reg), false); err != nil {
+	if err := bind("metrics", "metrics_listen", cfg.MetricsListen, metricsHandler(reg), false); err != nil {
 		return err
 	}
 	// Only now, with the certificate loaded and every port taken: a start

@@ -37,12 +37,15 @@ func TestFailedStartRunsNoFirstRun(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"port in use", []string{"--listen", taken.Addr().String()}, "address already in use"},
+		// The key comes first, as in the configuration's own errors, so
+		// the operator knows which setting to change.
+		{"port in use", []string{"--listen", taken.Addr().String()}, "listen: https listener: listen tcp " + taken.Addr().String() + ": bind: address already in use"},
+		{"metrics port in use", []string{"--listen", "127.0.0.1:0", "--metrics-listen", taken.Addr().String()}, "metrics_listen: metrics listener: listen tcp"},
 		{"unreadable certificate", []string{"--listen", "127.0.0.1:0", "--tls-cert", certDir, "--tls-key", certDir}, certDir},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			data := filepath.Join(t.TempDir(), "data")
-			args := append([]string{"serve", "--data", data, "--metrics-listen", ""}, tc.args...)
+			args := append([]string{"serve", "--data", data, "--metrics-listen", "", "--http-listen", ""}, tc.args...)
 			var stdout, stderr bytes.Buffer
 			err := run(t.Context(), args, &stdout, &stderr)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
