@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/fxamacker/cbor/v2"
 
@@ -21,6 +22,9 @@ func (fs *FS) Rename(ctx context.Context, root, id uint64, name string, opts Wri
 // (its current name when name is empty). A folder cannot move into itself
 // or below itself (ErrNameConflict), nor past MaxDepth (ErrTooDeep). Like Delete, any lock in a folder's
 // subtree that the caller does not hold refuses the move (ErrLocked).
+// Token-required locks (WebDAV's, which name a path) on the item and
+// below it end with the move, as RFC 4918 7.6 wants; a holder's lock
+// (REST's, on the item) goes with it. Rename is a move too.
 func (fs *FS) Move(ctx context.Context, root, id, parent uint64, name string, opts WriteOptions) (Node, error) {
 	n, err := fs.move(ctx, root, id, parent, name, opts)
 	fs.done(OpMove, err, Event{RootID: root, NodeID: id, ParentID: parent, Name: n.Name, Dir: n.Dir})
@@ -82,6 +86,7 @@ func (fs *FS) move(ctx context.Context, root, id, parent uint64, name string, op
 		if err := checkLocks(tx, id, 2, opts, now); err != nil {
 			return err
 		}
+		var pathLocked []nodeRec
 		if rec.Dir {
 			// What is below moves too: a lock on any of it, as for a
 			// delete, refuses the move (RFC 4918 9.9.4), or the holder
@@ -89,6 +94,9 @@ func (fs *FS) move(ctx context.Context, root, id, parent uint64, name string, op
 			if err := walkLive(tx, id, func(c nodeRec) error {
 				if blocks(c.Locks, opts, now, false) {
 					return fmt.Errorf("%w: %q", ErrLocked, c.Name)
+				}
+				if slices.ContainsFunc(c.Locks, isPathLock) {
+					pathLocked = append(pathLocked, c)
 				}
 				return nil
 			}); err != nil {
@@ -100,10 +108,21 @@ func (fs *FS) move(ctx context.Context, root, id, parent uint64, name string, op
 				return err
 			}
 		}
+		// Token-required (WebDAV) locks name the path they were taken
+		// on and stay behind: RFC 4918 7.6, a MOVE must not move a
+		// write lock with the resource. A lock of the folder it
+		// arrives in covers it by where it is.
+		for _, c := range pathLocked {
+			c.Locks = slices.DeleteFunc(c.Locks, isPathLock)
+			if err := put(tx, childKey(c.Parent, c.Name), c); err != nil {
+				return err
+			}
+		}
 		if err := tx.Delete(recKey(id, loc)); err != nil {
 			return err
 		}
 		rec.Parent, rec.Name = dst, newName
+		rec.Locks = slices.DeleteFunc(rec.Locks, isPathLock)
 		if err := saveNode(tx, rec, locRec{Root: root, Parent: dst, Name: newName}); err != nil {
 			return err
 		}

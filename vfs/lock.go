@@ -269,6 +269,10 @@ func (fs *FS) FindLock(ctx context.Context, root, from uint64, token string) (No
 	return n, lk, err
 }
 
+// isPathLock reports whether l is a token-required (WebDAV) lock, which
+// names the path it was taken on rather than the item.
+func isPathLock(l lockRec) bool { return l.TokenRequired }
+
 func pruneLocks(locks []lockRec, now int64) []lockRec {
 	return slices.DeleteFunc(locks, func(l lockRec) bool { return l.Expires != 0 && l.Expires <= now })
 }
