@@ -460,6 +460,22 @@ func TestOAuthClientIDByBasicAuth(t *testing.T) {
 	if !errors.As(err, &re) || re.ErrorCode != "invalid_client" || re.Response.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("wrong client by Basic: %v", err)
 	}
+	// RFC 6749 5.2: a client that tried the Authorization header gets a
+	// challenge of its scheme; RFC 9110 15.5.2 wants one on every 401, so
+	// a client that sent client_id in the form (or none) gets it too.
+	const challenge = `Basic realm="berth"`
+	if got := re.Response.Header.Get("WWW-Authenticate"); got != challenge {
+		t.Errorf("wrong client by Basic: WWW-Authenticate %q, want %q", got, challenge)
+	}
+	for _, form := range []url.Values{passwordForm("client_id", "bosun"), {"grant_type": {"password"}}} {
+		h := http.Header{"Content-Type": {"application/x-www-form-urlencoded"}}
+		resp := f.request(http.MethodPost, "/oauth/token", "", strings.NewReader(form.Encode()), h)
+		status, body := f.readAll(resp)
+		wantError(t, status, body, http.StatusUnauthorized, "invalid_client")
+		if got := resp.Header.Get("WWW-Authenticate"); got != challenge {
+			t.Errorf("client_id %q: WWW-Authenticate %q, want %q", form.Get("client_id"), got, challenge)
+		}
+	}
 }
 
 // TestOAuthSimultaneousGrants: more simultaneous password grants with the

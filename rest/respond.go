@@ -88,8 +88,14 @@ func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	} else if status >= 500 {
 		s.log.Warn("request failed", "route", r.Pattern, "method", r.Method, "status", status, "error", err)
 	}
-	if status == http.StatusUnauthorized && body.Error == "access_denied" {
+	switch {
+	case status != http.StatusUnauthorized:
+	case body.Error == "access_denied":
 		w.Header().Set("WWW-Authenticate", bearerChallenge(r))
+	case body.Error == "invalid_client":
+		// RFC 6749 5.2: the scheme a client may authenticate with
+		// (2.3.1), which one that tried it must be answered with.
+		w.Header().Set("WWW-Authenticate", `Basic realm="berth"`)
 	}
 	writeErrorBody(w, status, body)
 }
