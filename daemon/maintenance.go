@@ -12,6 +12,7 @@ import (
 
 	"berth/config"
 	"berth/kv"
+	"berth/vfs/chunk"
 )
 
 // watchdog pings systemd at half of WATCHDOG_USEC while the metadata store
@@ -125,6 +126,16 @@ func fsckCommand(ctx context.Context, cfg config.Config, log *slog.Logger, out i
 		return fmt.Errorf("fsck: %w", err)
 	}
 	fmt.Fprintln(out, rep.String())
+	// Each chunk by name too: a count alone leaves the operator nothing
+	// to restore from a backup (chunks/ab/<id>) or to look for.
+	for _, p := range []struct {
+		what string
+		ids  []chunk.ID
+	}{{"missing", rep.Missing}, {"corrupt", rep.Corrupt}, {"bad refcount", rep.BadRefcounts}, {"leaked", rep.Leaked}} {
+		for _, id := range p.ids {
+			fmt.Fprintln(out, p.what, id)
+		}
+	}
 	if !rep.OK() {
 		return errFsckProblems
 	}
