@@ -503,8 +503,10 @@ func (c Config) Validate() error {
 	if strings.TrimSpace(c.Organization.Name) == "" {
 		bad("organization.name", c.Organization.Name, "must not be empty")
 	}
-	if c.OAuth.AccessTokenTTL <= 0 {
-		bad("oauth.access_token_ttl", c.OAuth.AccessTokenTTL, "must be positive")
+	if c.OAuth.AccessTokenTTL < time.Second {
+		// expires_in is whole seconds (spec 5.3); 0 would tell an
+		// OAuth client the token never expires.
+		bad("oauth.access_token_ttl", c.OAuth.AccessTokenTTL, "must be at least 1s")
 	}
 	if c.OAuth.RefreshTokenTTL <= 0 {
 		bad("oauth.refresh_token_ttl", c.OAuth.RefreshTokenTTL, "must be positive")

@@ -159,6 +159,9 @@ func TestValidationNamesKeyAndValue(t *testing.T) {
 		{name: "negative duration", file: "lockout:\n  duration: -1m\n", want: []string{`lockout.duration: "-1m0s" must be positive`}},
 		{name: "zero body idle timeout", env: map[string]string{"BERTH_HTTP_BODY_IDLE_TIMEOUT": "0s"}, want: []string{`http.body_idle_timeout: "0s" must be positive`}},
 		{name: "integer", env: map[string]string{"BERTH_LOCKOUT_MAX_FAILURES": "many"}, want: []string{`lockout.max_failures: "many" is not an integer`}},
+		// expires_in is whole seconds: 0 reads as "never expires" to
+		// x/oauth2, whose clients would then send the dead token on.
+		{name: "sub-second token", env: map[string]string{"BERTH_OAUTH_ACCESS_TOKEN_TTL": "500ms"}, want: []string{`oauth.access_token_ttl: "500ms" must be at least 1s`}},
 		{name: "zero failures", env: map[string]string{"BERTH_LOCKOUT_MAX_FAILURES": "0"}, want: []string{`lockout.max_failures: "0" must be at least 1`}},
 		{name: "boolean", env: map[string]string{"BERTH_WEBDAV_INFINITE_DEPTH": "perhaps"}, want: []string{`webdav.infinite_depth: "perhaps" is not a boolean`}},
 		{name: "negative purge age", env: map[string]string{"BERTH_GC_PURGE_DELETED_AFTER": "-1h"}, want: []string{`gc.purge_deleted_after: "-1h0m0s" must not be negative`}},
