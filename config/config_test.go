@@ -229,6 +229,27 @@ func TestMissingConfigFile(t *testing.T) {
 	}
 }
 
+// TestReadmeTable checks that README.md's configuration table names every
+// key with its flag and environment variable (tls.http2 was once missing).
+func TestReadmeTable(t *testing.T) {
+	const readme = "../README.md"
+	body, err := os.ReadFile(readme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range options() {
+		names := []string{o.key, EnvName(o.key)}
+		if !o.noFlag {
+			names = append(names, "--"+FlagName(o.key))
+		}
+		for _, n := range names {
+			if !strings.Contains(string(body), "`"+n+"`") {
+				t.Errorf("%s does not show `%s` (key %s)", readme, n, o.key)
+			}
+		}
+	}
+}
+
 // TestExampleFile checks that systemd/berth.yaml names every key and loads.
 func TestExampleFile(t *testing.T) {
 	const example = "../systemd/berth.yaml"
