@@ -82,3 +82,19 @@ func assertNoOrganization(t *testing.T, data string) {
 		t.Error("a failed start created the first organization")
 	}
 }
+
+// TestDataDirectoryNotCreatable: a data directory that cannot be made
+// (here a path below a regular file, which fails for root too) fails the
+// start with the path and the cause.
+func TestDataDirectoryNotCreatable(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	data := filepath.Join(file, "data")
+	var stdout, stderr bytes.Buffer
+	err := run(t.Context(), []string{"serve", "--data", data, "--listen", "127.0.0.1:0", "--metrics-listen", ""}, &stdout, &stderr)
+	if err == nil || !strings.Contains(err.Error(), file) || !strings.Contains(err.Error(), "not a directory") {
+		t.Fatalf("serve --data %s: %v, want an error naming %s and the cause", data, err, file)
+	}
+}
