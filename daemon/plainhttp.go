@@ -96,8 +96,26 @@ func (c *guardedConn) answer(first []byte) {
 	}
 	_ = c.Conn.SetWriteDeadline(time.Now().Add(10 * time.Second))
 	// A failed write means the client is gone; nobody is left to tell.
-	_ = resp.Write(c.Conn)
+	if resp.Write(c.Conn) != nil {
+		return
+	}
+	// A client still sending a body (an upload) would get a reset for
+	// the unread bytes, which can destroy the answer before it is read:
+	// end our side, then read what comes for a moment, as net/http does
+	// before it closes such a connection.
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite()
+	}
+	_ = c.Conn.SetReadDeadline(time.Now().Add(plainLinger))
+	_, _ = io.Copy(io.Discard, io.LimitReader(c.Conn, maxPlainLinger))
 }
+
+// plainLinger and maxPlainLinger bound how long, and how much, a plain
+// HTTP request's body is read after its answer.
+const (
+	plainLinger    = 500 * time.Millisecond
+	maxPlainLinger = 16 << 20
+)
 
 // bufferedResponse is an http.ResponseWriter that keeps a small answer.
 type bufferedResponse struct {

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"bufio"
+	"bytes"
 	"io"
 	"net"
 	"net/http"
@@ -53,6 +54,21 @@ func TestPlainHTTPOnTLSListener(t *testing.T) {
 		if resp.StatusCode != http.StatusBadRequest || resp.Header.Get("Content-Type") != "application/json" ||
 			strings.TrimSpace(string(body)) != want {
 			t.Errorf("%q: %d %q %s", req, resp.StatusCode, resp.Header.Get("Content-Type"), body)
+		}
+	}
+
+	// A client still sending a large body reads the answer too, rather
+	// than a reset for the bytes nobody read.
+	for i := 0; i < 5; i++ {
+		resp, err := http.Post("http://"+srv.Listener.Addr().String()+"/api/2/files/1/upload",
+			"application/octet-stream", bytes.NewReader(make([]byte, 8<<20)))
+		if err != nil {
+			t.Fatalf("large POST: %v", err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest || strings.TrimSpace(string(body)) != want {
+			t.Fatalf("large POST: %d %s", resp.StatusCode, body)
 		}
 	}
 
