@@ -625,8 +625,14 @@ func TestFSErrors(t *testing.T) {
 		{"move exe", post(f.at("/api/2/files/%d/%d/move", fj.ID), form("folder_id", "0", "name", "a.exe")), 400, "invalid_extension"},
 		{"upload no file", raw(up, "multipart/form-data; boundary=XX", multipartRaw("XX", "Content-Disposition: form-data; name=\"other\"\r\n\r\nv")+"--XX--\r\n"), 400, "no_file_received"},
 		{"upload empty multipart", raw(up, "multipart/form-data; boundary=XX", "--XX--\r\n"), 400, "no_file_received"},
-		{"upload not multipart", raw(up, "application/octet-stream", "data"), 400, "invalid_request"},
-		{"upload no content type", raw(up, "", "data"), 400, "invalid_request"},
+		// Spec 4.3, 7.3: a body that is not multipart has no field
+		// `file`, which is no_file_received; a broken multipart one is
+		// invalid_request (below).
+		{"upload not multipart", raw(up, "application/octet-stream", "data"), 400, "no_file_received"},
+		{"upload no content type", raw(up, "", "data"), 400, "no_file_received"},
+		{"upload no body", raw(up, "", ""), 400, "no_file_received"},
+		{"upload url-encoded form", raw(up, "application/x-www-form-urlencoded", "file=data"), 400, "no_file_received"},
+		{"upload bad content type", raw(up, "multipart/form-data; boundary", "data"), 400, "invalid_request"},
 		{"upload missing boundary", raw(up, "multipart/form-data", "--XX\r\n"), 400, "invalid_request"},
 		{"upload garbage", raw(up, "multipart/form-data; boundary=XX", "this is not multipart"), 400, "invalid_request"},
 		{"upload cut off", raw(up, "multipart/form-data; boundary=XX", multipartRaw("XX", "Content-Disposition: form-data; name=\"file\"; filename=\"f.txt\"\r\n\r\nhalf a bo")), 400, "invalid_request"},

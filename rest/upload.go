@@ -17,9 +17,15 @@ import (
 // a `name` field among them names the file instead of the part's
 // filename. Parts after `file` are not read.
 func (s *server) upload(r *http.Request, a fsAccess, parent uint64) (any, error) {
-	ct, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if err != nil || ct != "multipart/form-data" {
-		return nil, Describe(ErrInvalidRequest, "an upload is a multipart/form-data body with the file in the field `file`")
+	h := r.Header.Get("Content-Type")
+	ct, params, err := mime.ParseMediaType(h)
+	switch {
+	case h != "" && err != nil:
+		return nil, Describe(ErrInvalidRequest, "the Content-Type cannot be parsed")
+	case ct != "multipart/form-data":
+		// No body, a raw one, a url-encoded form: none has the field
+		// `file`, which is what spec 7.3's no_file_received says.
+		return nil, Describe(ErrNoFileReceived, "the file `file` is missing: an upload is a multipart/form-data body with the file in the field `file`")
 	}
 	if params["boundary"] == "" {
 		return nil, Describe(ErrInvalidRequest, "a multipart/form-data body needs a boundary parameter")
