@@ -92,7 +92,7 @@ func (fs *FS) move(ctx context.Context, root, id, parent uint64, name string, op
 			// delete, refuses the move (RFC 4918 9.9.4), or the holder
 			// would find its file gone from the path it locked.
 			if err := walkLive(tx, id, func(c nodeRec) error {
-				if blocks(c.Locks, opts, now, false) {
+				if blocks(c.Locks, opts, now) {
 					return fmt.Errorf("%w: %q", ErrLocked, c.Name)
 				}
 				if slices.ContainsFunc(c.Locks, isPathLock) {
@@ -230,7 +230,7 @@ func (fs *FS) replaced(root uint64, r replacement) {
 // it holds a lock opts does not. It only reads: the delete itself marks
 // rec alone.
 func tallyDelete(tx kv.Txn, rec nodeRec, u *usageRec, opts WriteOptions, now int64) error {
-	if blocks(rec.Locks, opts, now, false) {
+	if blocks(rec.Locks, opts, now) {
 		return fmt.Errorf("%w: %q", ErrLocked, rec.Name)
 	}
 	if rec.Dir {

@@ -169,43 +169,63 @@ func ancestorOf(tx kv.Txn, anc, id uint64) (bool, error) {
 	return false, nil
 }
 
-// blocks reports whether a live lock in locks refuses a write by opts.
-// deepOnly considers only locks that cover descendants. A lock's token
-// lets the write through only when its Holder presents it (RFC 4918 6.4:
-// the server checks the principal as well as the token), so a token seen
-// by someone else is no key; a lock without a Holder is the token's alone.
-func blocks(locks []lockRec, opts WriteOptions, now int64, deepOnly bool) bool {
+// lockHeld reports whether opts hold the lock l. A lock's token counts
+// only when its Holder presents it (RFC 4918 6.4: the server checks the
+// principal as well as the token), so a token seen by someone else is no
+// key; a lock without a Holder is the token's alone. A lock that does not
+// require its token (REST's) is held by its Holder.
+func lockHeld(l lockRec, opts WriteOptions) bool {
+	if l.Holder != "" && l.Holder != opts.Principal {
+		return false
+	}
+	return slices.Contains(opts.LockTokens, l.Token) || (!l.TokenRequired && l.Holder != "")
+}
+
+// blocks reports whether the locks covering one item refuse a write by
+// opts: a live one covers it and opts hold none of them. One held lock
+// is enough: the locks covering an item are one exclusive lock or shared
+// ones only, and "any principal that has both access privileges and a
+// valid lock can use the locked resource" (RFC 4918 6.2).
+func blocks(locks []lockRec, opts WriteOptions, now int64) bool {
+	locked := false
 	for _, l := range locks {
 		if l.Expires != 0 && l.Expires <= now {
 			continue
 		}
-		if deepOnly && !l.Deep {
-			continue
+		if lockHeld(l, opts) {
+			return false
 		}
-		if (l.Holder == "" || l.Holder == opts.Principal) && slices.Contains(opts.LockTokens, l.Token) {
-			continue
-		}
-		if !l.TokenRequired && l.Holder != "" && l.Holder == opts.Principal {
-			continue
-		}
-		return true
+		locked = true
 	}
-	return false
+	return locked
 }
 
-// checkLocks walks up from id. The first levels items are refused by any
-// lock they hold (the item written and, for a change of membership, its
-// folder); items above them only by deep locks.
+// checkLocks walks up from id. The first levels items change (the item
+// written and, for a change of membership, its folder); each is covered
+// by its own locks and the deep locks of the folders above it, and is
+// refused unless blocks lets it through.
 func checkLocks(tx kv.Txn, id uint64, levels int, opts WriteOptions, now int64) error {
-	for i := 0; id != 0; i++ {
+	var chain []nodeRec
+	for id != 0 {
 		rec, _, err := loadNode(tx, id)
 		if err != nil {
 			return err
 		}
-		if blocks(rec.Locks, opts, now, i >= levels) {
-			return fmt.Errorf("%w: %q", ErrLocked, rec.Name)
-		}
+		chain = append(chain, rec)
 		id = rec.Parent
+	}
+	for i := 0; i < levels && i < len(chain); i++ {
+		cover := chain[i].Locks
+		for _, above := range chain[i+1:] {
+			for _, l := range above.Locks {
+				if l.Deep {
+					cover = append(cover[:len(cover):len(cover)], l)
+				}
+			}
+		}
+		if blocks(cover, opts, now) {
+			return fmt.Errorf("%w: %q", ErrLocked, chain[i].Name)
+		}
 	}
 	return nil
 }
