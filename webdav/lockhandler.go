@@ -25,7 +25,10 @@ func (s *session) lock(w http.ResponseWriter, r *http.Request) (int, error) {
 		return xmlError(err)
 	}
 	t, n, exists, err := s.lookup(s.path)
-	if err != nil && !errors.Is(err, vfs.ErrNotExist) {
+	if errors.Is(err, errNoRoot) {
+		return noRoot(s.path)
+	}
+	if err != nil {
 		return status(err)
 	}
 	if t.top() {

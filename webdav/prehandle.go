@@ -91,11 +91,12 @@ func (s *session) fileAsCollection(r *http.Request) (int, error) {
 	return describe(http.StatusNotFound, "no collection of that name: %s is a file", n.Name)
 }
 
-// lookup resolves the request path to a target and, if it exists, its node.
+// lookup resolves the request path to a target and, if it exists, its
+// node. A path below no root is errNoRoot.
 func (s *session) lookup(p string) (target, vfs.Node, bool, error) {
 	t, err := s.resolve(p)
 	if err != nil {
-		return t, vfs.Node{}, false, vfs.ErrNotExist
+		return t, vfs.Node{}, false, errNoRoot
 	}
 	n, err := s.node(t)
 	if errors.Is(err, vfs.ErrNotExist) {
@@ -115,6 +116,9 @@ func (s *session) put(w http.ResponseWriter, r *http.Request) (int, error) {
 		return describe(http.StatusBadRequest, "PUT with Content-Range (a partial update) is not supported; send the whole file")
 	}
 	t, n, exists, err := s.lookup(s.path)
+	if errors.Is(err, errNoRoot) {
+		return noRoot(s.path)
+	}
 	if err != nil {
 		return status(err)
 	}
@@ -207,6 +211,9 @@ func (s *session) mkcol(w http.ResponseWriter, r *http.Request) (int, error) {
 		return describe(http.StatusUnsupportedMediaType, "MKCOL with a body is not supported")
 	}
 	t, n, exists, err := s.lookup(s.path)
+	if errors.Is(err, errNoRoot) {
+		return noRoot(s.path)
+	}
 	if err != nil {
 		return status(err)
 	}
@@ -279,8 +286,8 @@ func (s *session) copyMove(w http.ResponseWriter, r *http.Request) (int, error) 
 		return describe(http.StatusForbidden, "a collection cannot go inside itself")
 	}
 	dst, dn, dstExists, err := s.lookup(dstPath)
-	if errors.Is(err, vfs.ErrNotExist) {
-		return describe(http.StatusConflict, "the destination's parent does not exist")
+	if errors.Is(err, errNoRoot) {
+		return noRoot(dstPath)
 	} else if err != nil {
 		return status(err)
 	}

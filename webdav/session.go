@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path"
 	"slices"
@@ -95,6 +96,23 @@ type target struct {
 }
 
 func (t target) top() bool { return t.m == nil }
+
+// errNoRoot is a dav path whose first segment names no root the caller
+// reaches. It is vfs.ErrNotExist (a read of it is 404); a write that
+// would create something there answers noRoot.
+var errNoRoot = fmt.Errorf("%w: no such root", vfs.ErrNotExist)
+
+// noRoot answers a request that would create the resource at dav path p
+// whose first segment names no root: directly below the mount's top only
+// roots live, and WebDAV does not make them (403); deeper, the parent
+// collection is missing (409, as RFC 4918 9.3.1 and 9.7.1 want of MKCOL
+// and PUT).
+func noRoot(p string) (int, error) {
+	if !strings.Contains(strings.Trim(p, "/"), "/") {
+		return describe(http.StatusForbidden, "only roots live at the top of the WebDAV mount, and they are not created over WebDAV; put files and folders inside one")
+	}
+	return describe(http.StatusConflict, "the parent collection does not exist")
+}
 
 // resolve splits a clean dav path; an unknown first segment is os.ErrNotExist.
 func (s *session) resolve(p string) (target, error) {
