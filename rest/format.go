@@ -23,8 +23,8 @@ func formatDate(t time.Time) string { return t.UTC().Format(dateLayout) }
 // parseDateTime reads a YYYY-MM-DDTHH:MM:SS date-time as UTC. A malformed
 // value is ErrInvalidDatetimeFormat, whose description names the format.
 func parseDateTime(s string) (time.Time, error) {
-	t, err := time.ParseInLocation(dateTimeLayout, s, time.UTC)
-	if err != nil {
+	t, ok := parseExactly(dateTimeLayout, s)
+	if !ok {
 		return time.Time{}, ErrInvalidDatetimeFormat
 	}
 	return t, nil
@@ -33,11 +33,20 @@ func parseDateTime(s string) (time.Time, error) {
 // parseDate reads a YYYY-MM-DD date as midnight UTC. A malformed value is
 // ErrInvalidDateFormat.
 func parseDate(s string) (time.Time, error) {
-	t, err := time.ParseInLocation(dateLayout, s, time.UTC)
-	if err != nil {
+	t, ok := parseExactly(dateLayout, s)
+	if !ok {
 		return time.Time{}, ErrInvalidDateFormat
 	}
 	return t, nil
+}
+
+// parseExactly parses s in UTC as written in layout and nothing else:
+// time.Parse also takes a one-digit hour for "15" and a fraction of a
+// second after "05" that the layout does not show, so s must be what
+// formatting the result gives back.
+func parseExactly(layout, s string) (time.Time, bool) {
+	t, err := time.ParseInLocation(layout, s, time.UTC)
+	return t, err == nil && t.Format(layout) == s
 }
 
 // formatSize is the *_formatted form of a byte count (spec 1.7): whole bytes

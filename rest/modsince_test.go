@@ -37,3 +37,28 @@ func TestModifiedSinceFarDates(t *testing.T) {
 		})
 	}
 }
+
+// TestModifiedSinceStrictFormat: spec 1.6 and 7.1 name one format,
+// YYYY-MM-DDTHH:MM:SS. time.Parse with that layout also takes a one-digit
+// hour and a fraction of a second after the seconds, which are not it.
+func TestModifiedSinceStrictFormat(t *testing.T) {
+	f := newFixture(t)
+	for _, q := range []string{
+		"since=2024-01-02T3:04:05",
+		"since=2024-01-02T03:04:05.123",
+		"since=2024-01-02T03:04:05,5",
+		"since=2024-01-02T03:04:05Z",
+		"since=2024-01-02T03:04:05%2B00:00",
+	} {
+		st, body := f.get(f.at("/api/2/files/%d/modified_since?") + q)
+		wantError(t, st, body, http.StatusBadRequest, "invalid_datetime_format")
+	}
+	st, body := f.get(f.at("/api/2/files/%d/modified_since?since=2024-01-02T03:04:05"))
+	if st != http.StatusOK {
+		t.Fatalf("well-formed since: %d %s", st, body)
+	}
+	for _, q := range []string{"date=2024-01-02T00:00:00", "date=2024-1-02", "date=%202024-01-02"} {
+		st, body := f.get(f.at("/api/2/files/%d/modified_since?") + q)
+		wantError(t, st, body, http.StatusBadRequest, "invalid_date_format")
+	}
+}
