@@ -96,6 +96,8 @@ type FS struct {
 	roots *kv.Cache[uint64, cachedRoot]
 	// paths keeps what OpenPath read until the store's next commit.
 	paths *kv.Cache[pathKey, cachedPath]
+	// lists keeps what List read until the store's next commit.
+	lists *kv.Cache[listKey, cachedList]
 
 	// pins hold the chunks of uploads in flight, which may have no count
 	// yet: the collector removes no pinned chunk (see pinSet).
@@ -137,6 +139,7 @@ func Open(ctx context.Context, db kv.Store, chunks chunk.Store, opts Options) (*
 		m: newMetrics(opts.Registerer), refBatch: opts.refBatch, batchHook: opts.batchHook,
 		roots: kv.NewCache[uint64, cachedRoot](maxCachedRoots),
 		paths: kv.NewCache[pathKey, cachedPath](maxCachedPaths),
+		lists: kv.NewCache[listKey, cachedList](maxCachedLists),
 	}
 	if fs.refBatch <= 0 {
 		fs.refBatch = defaultRefBatch

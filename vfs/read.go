@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
+	"slices"
 	"strings"
 
 	"github.com/fxamacker/cbor/v2"
@@ -110,10 +112,17 @@ func splitPath(p string) ([]string, error) {
 // paths, and the listing hash: a signature of every listed field of every
 // child, which changes whenever one of them does and is stable otherwise.
 func (fs *FS) List(ctx context.Context, root, folder uint64) ([]Node, string, error) {
+	gen := fs.db.Generation()
+	key := listKey{root, folder}
+	if c, ok := fs.lists.Get(gen, key); ok && fs.nowNs() < c.until {
+		return slices.Clone(c.nodes), c.sum, nil
+	}
 	var out []Node
 	var sum string
+	until := int64(math.MaxInt64)
+	size := 0
 	err := fs.db.View(ctx, func(tx kv.Txn) error {
-		out = out[:0]
+		out, until, size = out[:0], math.MaxInt64, 0
 		dir, _, err := liveDirIn(tx, root, folder)
 		if err != nil {
 			return err
@@ -144,6 +153,12 @@ func (fs *FS) List(ctx context.Context, root, folder uint64) ([]Node, string, er
 			out = append(out, n)
 			buf = listingFields(buf[:0], n)
 			h.Write(buf)
+			for _, l := range rec.Locks {
+				if l.Expires > now {
+					until = min(until, l.Expires)
+				}
+			}
+			size += nodeBytes + len(n.Path) + lockBytes(rec.Locks)
 			return nil
 		})
 		if err != nil {
@@ -152,8 +167,38 @@ func (fs *FS) List(ctx context.Context, root, folder uint64) ([]Node, string, er
 		sum = hex.EncodeToString(h.Sum(nil)[:16])
 		return nil
 	})
+	if err == nil && size <= maxCachedListBytes {
+		fs.lists.Put(gen, key, cachedList{nodes: slices.Clone(out), sum: sum, until: until})
+	}
 	return out, sum, err
 }
+
+// listKey names a folder List read.
+type listKey struct{ root, folder uint64 }
+
+// cachedList is what List read of one folder, kept in FS.lists until the
+// next commit: WebDAV clients list the folders they show again and again
+// (a file manager at every refresh), and reading and decoding the
+// children was half of a PROPFIND of a large folder. List hands out
+// copies, so no caller can change what the next one gets.
+type cachedList struct {
+	nodes []Node
+	sum   string
+	// until is the first expiry of a child's lock: then is_locked and the
+	// listing hash change without a commit, so the entry no longer holds.
+	until int64
+}
+
+// maxCachedLists bounds FS.lists, and maxCachedListBytes what one entry
+// holds (about 4,000 items of 200 bytes per MiB), so a full cache is at
+// most about 32 MiB, and a folder larger than that is read each time.
+const (
+	maxCachedLists     = 8
+	maxCachedListBytes = 4 << 20
+)
+
+// nodeBytes is about what a Node takes beside its strings and locks.
+const nodeBytes = 200
 
 // listingFields appends the fields of n a listing shows, unambiguously.
 func listingFields(b []byte, n Node) []byte {

@@ -3,6 +3,7 @@ package vfs_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"runtime"
 	"strings"
@@ -174,4 +175,102 @@ func TestOpenPathCacheBounded(t *testing.T) {
 		t.Fatalf("OpenPath's cache holds %d MiB after opening %d paths", grown>>20, depth)
 	}
 	runtime.KeepAlive(e.fs)
+}
+
+// TestListSeesEveryChange: List keeps what it read until the next commit,
+// and answers every change at the next call: a new file, a new revision, a
+// lock and its expiry (which commits nothing), a rename of the folder (the
+// children's paths), a deletion. What a caller does to the slice it got
+// does not reach the next caller.
+func TestListSeesEveryChange(t *testing.T) {
+	ctx := context.Background()
+	clk := newTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	e := openEnvWith(t, t.TempDir(), vfs.Options{Now: clk.Now})
+	t.Cleanup(e.close)
+	root, err := e.fs.CreateRoot(ctx, "alice", vfs.RootSync)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := e.fs.Mkdir(ctx, root.ID, root.FolderID, "docs", vfs.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(name, content string) vfs.Node {
+		t.Helper()
+		n, err := e.fs.WriteFile(ctx, root.ID, dir.ID, name, strings.NewReader(content), vfs.WriteOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	// list lists the folder three times, checks all give the same listing
+	// and hash, spoiling each slice it got, and returns the listing as
+	// "path:size:locks" words and the hash.
+	list := func(step string) (string, string) {
+		t.Helper()
+		var words [3]string
+		var sums [3]string
+		for i := range 3 {
+			kids, sum, err := e.fs.List(ctx, root.ID, dir.ID)
+			if err != nil {
+				t.Fatalf("%s: %v", step, err)
+			}
+			var w []string
+			for j, k := range kids {
+				w = append(w, fmt.Sprintf("%s:%d:%d", k.Path, k.Size, len(k.Locks)))
+				kids[j].Name, kids[j].Path, kids[j].Size = "spoilt", "/spoilt", -1
+			}
+			words[i], sums[i] = strings.Join(w, " "), sum
+		}
+		for i := 1; i < 3; i++ {
+			if words[i] != words[0] || sums[i] != sums[0] {
+				t.Fatalf("%s: listing %d differs: %q %s; first %q %s", step, i+1, words[i], sums[i], words[0], sums[0])
+			}
+		}
+		return words[0], sums[0]
+	}
+	steps := []struct {
+		name   string
+		change func()
+		want   string
+	}{
+		{"one file", func() { write("a.txt", "one") }, "/docs/a.txt:3:0"},
+		{"another file", func() { write("b.txt", "second") }, "/docs/a.txt:3:0 /docs/b.txt:6:0"},
+		{"new revision", func() { write("a.txt", "three") }, "/docs/a.txt:5:0 /docs/b.txt:6:0"},
+		{"locked", func() {
+			a := write("a.txt", "four")
+			if _, err := e.fs.Lock(ctx, root.ID, a.ID, vfs.LockRequest{Owner: "o", Duration: time.Minute}); err != nil {
+				t.Fatal(err)
+			}
+		}, "/docs/a.txt:4:1 /docs/b.txt:6:0"},
+		{"lock expired", func() { clk.Add(time.Minute) }, "/docs/a.txt:4:0 /docs/b.txt:6:0"},
+		{"folder renamed", func() {
+			if _, err := e.fs.Rename(ctx, root.ID, dir.ID, "papers", vfs.WriteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}, "/papers/a.txt:4:0 /papers/b.txt:6:0"},
+		{"deleted", func() {
+			kids, _, err := e.fs.List(ctx, root.ID, dir.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := e.fs.Delete(ctx, root.ID, kids[1].ID, vfs.WriteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}, "/papers/a.txt:4:0"},
+	}
+	seen := map[string]string{}
+	for _, s := range steps {
+		s.change()
+		got, sum := list(s.name)
+		if got != s.want {
+			t.Fatalf("%s: listed %q, want %q", s.name, got, s.want)
+		}
+		// The hash covers the children's own fields, which a rename of
+		// their folder leaves as they were.
+		if prev, ok := seen[sum]; ok && s.name != "folder renamed" {
+			t.Fatalf("%s: the hash is the one of %q", s.name, prev)
+		}
+		seen[sum] = s.name
+	}
 }
