@@ -190,8 +190,9 @@ func fileInfoETag(n vfs.Node) string {
 	return n.ETag()
 }
 
-// checkMatch applies If-Match and If-None-Match (RFC 9110 13.1) to a
-// resource that exists (n, ok) or not.
+// checkMatch applies If-Match, If-Unmodified-Since and If-None-Match
+// (RFC 9110 13.1, in the order of 13.2.2) to a resource that exists (n,
+// ok) or not.
 func checkMatch(r *http.Request, n vfs.Node, exists bool) (int, error) {
 	etag := ""
 	if exists {
@@ -200,6 +201,12 @@ func checkMatch(r *http.Request, n vfs.Node, exists bool) (int, error) {
 	if im := r.Header.Get("If-Match"); im != "" {
 		if !exists || !etagListHas(im, etag, false) {
 			return describe(http.StatusPreconditionFailed, "If-Match does not hold")
+		}
+	} else if ius := r.Header.Get("If-Unmodified-Since"); ius != "" && exists && !n.Modified.IsZero() {
+		// Ignored without a modification date or with a value that is
+		// no date (13.1.4); dates have whole seconds.
+		if since, err := http.ParseTime(ius); err == nil && n.Modified.Truncate(time.Second).After(since) {
+			return describe(http.StatusPreconditionFailed, "the resource was modified after If-Unmodified-Since")
 		}
 	}
 	if inm := r.Header.Get("If-None-Match"); inm != "" {

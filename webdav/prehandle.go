@@ -135,7 +135,8 @@ func (s *session) put(w http.ResponseWriter, r *http.Request) (int, error) {
 	// vfs refuses a body announced over the limits before reading it.
 	opts := s.opts
 	opts.DeclaredSize = declaredSize(r)
-	if r.Header.Get("If-Match") != "" || r.Header.Get("If-None-Match") != "" || r.Header.Get("If") != "" {
+	if r.Header.Get("If-Match") != "" || r.Header.Get("If-None-Match") != "" || r.Header.Get("If") != "" ||
+		r.Header.Get("If-Unmodified-Since") != "" {
 		// The conditions held for the file as it is now; vfs commits
 		// the upload only if it still is, however long the body takes.
 		opts.IfRevision, opts.IfAbsent = n.RevisionID, !exists
