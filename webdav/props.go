@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -82,7 +83,7 @@ func (s *session) propfind(w http.ResponseWriter, r *http.Request) (int, error) 
 	if err != nil {
 		return xmlError(err)
 	}
-	mode, names := "allprop", []xml.Name(nil)
+	mode, names, include := "allprop", []xml.Name(nil), []string(nil)
 	if body != nil {
 		if !body.is(davNS, "propfind") {
 			return describe(http.StatusBadRequest, "the body is not a DAV:propfind")
@@ -96,6 +97,15 @@ func (s *session) propfind(w http.ResponseWriter, r *http.Request) (int, error) 
 				mode = "prop"
 				for _, p := range c.children() {
 					names = append(names, p.name)
+				}
+			case c.is(davNS, "include"):
+				// What allprop leaves out and a client may name here
+				// (RFC 4918 9.1): the quota properties. The rest is
+				// in allprop already, or unknown.
+				for _, p := range c.children() {
+					if p.name.Space == davNS && slices.Contains(quotaProps, p.name.Local) && !slices.Contains(include, p.name.Local) {
+						include = append(include, p.name.Local)
+					}
 				}
 			}
 		}
@@ -118,7 +128,7 @@ func (s *session) propfind(w http.ResponseWriter, r *http.Request) (int, error) 
 	if err != nil {
 		return status(err)
 	}
-	pw := &propWriter{s: s, mode: mode, names: names, usage: map[uint64]vfs.Usage{}}
+	pw := &propWriter{s: s, mode: mode, names: names, include: include, usage: map[uint64]vfs.Usage{}}
 	s.wantDead = pw.needDead
 	w.Header().Set("Content-Type", "application/xml; charset=utf-8")
 	w.WriteHeader(http.StatusMultiStatus)
@@ -246,7 +256,10 @@ type propWriter struct {
 	b     *bufio.Writer
 	mode  string
 	names []xml.Name
-	usage map[uint64]vfs.Usage
+	// include are the live properties beyond allprop's that an allprop
+	// asked for in DAV:include.
+	include []string
+	usage   map[uint64]vfs.Usage
 }
 
 // needDead reports whether the request asks for dead properties.
@@ -290,6 +303,9 @@ func (pw *propWriter) write(res *resource) error {
 	case "allprop":
 		b.WriteString("<D:propstat><D:prop>")
 		for _, l := range liveProps {
+			pw.live(res, l, true)
+		}
+		for _, l := range pw.include {
 			pw.live(res, l, true)
 		}
 		for k, v := range dead {
