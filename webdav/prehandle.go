@@ -70,7 +70,9 @@ func (s *session) preconditions(r *http.Request, p string, n vfs.Node, exists bo
 // a collection, where the name is a file: davPath drops the slash, and
 // "PUT a.txt/" would otherwise replace a.txt, "DELETE a.txt/" delete it.
 // A read of such a URL (GET, HEAD, POST) is 404 too, rather than the
-// file's bytes under a URL that is not the file's.
+// file's bytes under a URL that is not the file's. Where nothing has the
+// name, a PUT or a LOCK (which creates an empty file) would make a file
+// that then answers 404 at the URL that made it: 409.
 func (s *session) fileAsCollection(r *http.Request) (int, error) {
 	switch r.Method {
 	case http.MethodPut, http.MethodDelete, "COPY", "MOVE", "LOCK", "UNLOCK", "PROPPATCH",
@@ -82,6 +84,9 @@ func (s *session) fileAsCollection(r *http.Request) (int, error) {
 		return 0, nil
 	}
 	_, n, exists, err := s.lookup(s.path)
+	if err == nil && !exists && (r.Method == http.MethodPut || r.Method == "LOCK") {
+		return describe(http.StatusConflict, "the URL ends in / (a collection), and %s makes a file; use MKCOL for a collection", r.Method)
+	}
 	if err != nil || !exists || n.Dir {
 		return 0, nil
 	}
@@ -294,6 +299,9 @@ func (s *session) copyMove(w http.ResponseWriter, r *http.Request) (int, error) 
 	}
 	if dstExists && !dn.Dir && strings.HasSuffix(u.EscapedPath(), "/") {
 		return describe(http.StatusConflict, "the Destination ends in / (a collection), and %s is a file", dn.Name)
+	}
+	if !dstExists && !sn.Dir && strings.HasSuffix(u.EscapedPath(), "/") {
+		return describe(http.StatusConflict, "the Destination ends in / (a collection), and %s is a file", sn.Name)
 	}
 	if dst.isMountRoot() {
 		return describe(http.StatusForbidden, "a root folder cannot be replaced")
