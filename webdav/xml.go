@@ -164,8 +164,11 @@ func parseXML(r io.Reader) (*element, error) {
 	}
 }
 
+// xmlNS is the namespace of the xml prefix, which is never declared.
+const xmlNS = "http://www.w3.org/XML/1998/namespace"
+
 func inScope(scopes [][]string, ns string) bool {
-	if ns == "http://www.w3.org/XML/1998/namespace" {
+	if ns == xmlNS {
 		return true
 	}
 	for _, s := range scopes {
@@ -205,7 +208,12 @@ func writeNode(b *bytes.Buffer, c any) {
 				continue
 			}
 			b.WriteByte(' ')
-			if a.Name.Space != "" {
+			if a.Name.Space == xmlNS {
+				// xml:lang, xml:space: the xml prefix is bound by
+				// definition, and binding another prefix to its
+				// namespace is an error to a namespace-aware parser.
+				b.WriteString("xml:")
+			} else if a.Name.Space != "" {
 				p := fmt.Sprintf("a%d", n)
 				n++
 				fmt.Fprintf(b, `xmlns:%s="`, p)
