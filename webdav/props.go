@@ -490,10 +490,15 @@ func writeActiveLock(b *strings.Builder, h heldLock) {
 		timeout, escape(l.Token), escape(h.root))
 }
 
-// writeProp writes a dead property with its stored value.
+// writeProp writes a dead property with its stored value (deadValue).
 func writeProp(b *bufio.Writer, n xml.Name, v []byte) {
-	b.WriteString("<" + n.Local + ` xmlns="` + escape(n.Space) + `">`)
-	b.Write(v)
+	lang, inner := splitDead(v)
+	b.WriteString("<" + n.Local + ` xmlns="` + escape(n.Space) + `"`)
+	if lang != "" {
+		b.WriteString(` xml:lang="` + escape(lang) + `"`)
+	}
+	b.WriteByte('>')
+	b.Write(inner)
 	b.WriteString("</" + n.Local + ">")
 }
 
@@ -534,6 +539,7 @@ func (s *session) proppatch(w http.ResponseWriter, r *http.Request) (int, error)
 		remove bool
 	}
 	var ops []op
+	bodyLang := langOf(body, "")
 	for _, c := range body.children() {
 		remove := c.is(davNS, "remove")
 		if !remove && !c.is(davNS, "set") {
@@ -543,8 +549,9 @@ func (s *session) proppatch(w http.ResponseWriter, r *http.Request) (int, error)
 			if !p.is(davNS, "prop") {
 				continue
 			}
+			lang := langOf(p, langOf(c, bodyLang))
 			for _, prop := range p.children() {
-				ops = append(ops, op{name: prop.name, value: innerXML(prop), remove: remove})
+				ops = append(ops, op{name: prop.name, value: deadValue(prop, langOf(prop, lang)), remove: remove})
 			}
 		}
 	}

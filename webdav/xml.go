@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 )
 
@@ -237,6 +238,39 @@ func writeNode(b *bytes.Buffer, c any) {
 		b.WriteString(v.name.Local)
 		b.WriteByte('>')
 	}
+}
+
+// langOf returns the xml:lang in scope of e: its own, else inherited.
+func langOf(e *element, inherited string) string {
+	for _, a := range e.attrs {
+		if a.Name.Space == xmlNS && a.Name.Local == "lang" {
+			return a.Value
+		}
+	}
+	return inherited
+}
+
+// deadValue encodes the dead property e for storage: its content,
+// self-contained (innerXML), preceded by NUL, lang and NUL when an
+// xml:lang is in scope of e (RFC 4918 4.3 has the server keep it). NUL
+// never occurs in XML, so a value without a language, stored before or
+// since, reads as it is.
+func deadValue(e *element, lang string) []byte {
+	inner := innerXML(e)
+	if lang == "" {
+		return inner
+	}
+	return slices.Concat([]byte{0}, []byte(lang), []byte{0}, inner)
+}
+
+// splitDead reads a stored dead property back: its xml:lang and content.
+func splitDead(v []byte) (lang string, inner []byte) {
+	if len(v) > 0 && v[0] == 0 {
+		if i := bytes.IndexByte(v[1:], 0); i >= 0 {
+			return string(v[1 : 1+i]), v[2+i:]
+		}
+	}
+	return "", v
 }
 
 // propKey names a property for storage: Clark notation, {space}local.
