@@ -276,10 +276,13 @@ func splitDead(v []byte) (lang string, inner []byte) {
 // propKey names a property for storage: Clark notation, {space}local.
 func propKey(n xml.Name) string { return "{" + n.Space + "}" + n.Local }
 
-// propName reads a Clark-notation key back.
+// propName reads a Clark-notation key back. The namespace is a URI
+// reference and may itself hold "}", while an XML name never does, so the
+// local name is what follows the last "}": split at the first, part of a
+// crafted namespace would be written out as the element's name, raw.
 func propName(k string) xml.Name {
 	if strings.HasPrefix(k, "{") {
-		if i := strings.IndexByte(k, '}'); i > 0 {
+		if i := strings.LastIndexByte(k, '}'); i > 0 {
 			return xml.Name{Space: k[1:i], Local: k[i+1:]}
 		}
 	}
