@@ -126,6 +126,9 @@ func (fs *FS) move(ctx context.Context, root, id, parent uint64, name string, op
 		if err := saveNode(tx, rec, locRec{Root: root, Parent: dst, Name: newName}); err != nil {
 			return err
 		}
+		if err := takeOverLocks(tx, id, replaced, now); err != nil {
+			return err
+		}
 		return fs.addUsage(ctx, tx, root, replaced.usage, 0)
 	})
 	if err != nil {
@@ -215,6 +218,32 @@ func replaceIn(tx kv.Txn, root, parent uint64, name string, keep uint64, opts Wr
 	rec.Deleted = now
 	r.rec = rec
 	return r, saveNode(tx, rec, locRec{Root: root, Parent: parent, Name: name, Deleted: true})
+}
+
+// takeOverLocks gives the item id, just put where the replaced item r
+// was, r's live token-required (WebDAV) locks: they name the path, and
+// RFC 4918 7.6 has what a COPY or MOVE puts at a locked destination join
+// the destination's lock. A deep lock passes as one only to a folder. A
+// holder's (REST) lock was on the item replaced and ends with it.
+func takeOverLocks(tx kv.Txn, id uint64, r replacement, now int64) error {
+	var locks []lockRec
+	for _, l := range pruneLocks(slices.Clone(r.rec.Locks), now) {
+		if isPathLock(l) {
+			locks = append(locks, l)
+		}
+	}
+	if len(locks) == 0 {
+		return nil
+	}
+	rec, loc, err := loadNode(tx, id)
+	if err != nil {
+		return err
+	}
+	for _, l := range locks {
+		l.Deep = l.Deep && rec.Dir
+		rec.Locks = append(rec.Locks, l)
+	}
+	return put(tx, recKey(id, loc), rec)
 }
 
 // replaced reports the delete of an item that a Copy or Move replaced.

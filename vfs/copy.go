@@ -45,6 +45,9 @@ func (fs *FS) Copy(ctx context.Context, root, id, dst, parent uint64, name strin
 			if err != nil {
 				return err
 			}
+			if err := takeOverLocks(tx, newID, replaced, now); err != nil {
+				return err
+			}
 			return fs.addUsage(ctx, tx, dst, d, opts.SpaceQuota)
 		})
 	}
@@ -88,6 +91,9 @@ func (fs *FS) CopyEmpty(ctx context.Context, root, id, dst, parent uint64, name 
 		}
 		rec := nodeRec{ID: newID, Root: dst, Parent: parent, Name: name, Dir: true, Created: now, Modified: now}
 		if err := fs.copyNode(ctx, tx, src, rec, locRec{Root: dst, Parent: parent, Name: name}, nil, now); err != nil {
+			return err
+		}
+		if err := takeOverLocks(tx, newID, replaced, now); err != nil {
 			return err
 		}
 		d := replaced.usage
@@ -450,6 +456,9 @@ func (fs *FS) copyStaged(ctx context.Context, root, id, dst, parent uint64, name
 		}
 		rec.Parent, rec.Deleted, rec.Staged = parent, 0, false
 		if err := saveNode(tx, rec, locRec{Root: dst, Parent: parent, Name: name}); err != nil {
+			return err
+		}
+		if err := takeOverLocks(tx, top, replaced, at); err != nil {
 			return err
 		}
 		if err := tx.Delete(intentKey(in.id, 0)); err != nil {
