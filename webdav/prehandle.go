@@ -262,9 +262,9 @@ func (s *session) copyMove(w http.ResponseWriter, r *http.Request) (int, error) 
 	switch {
 	case depth == "" || strings.EqualFold(depth, "infinity"):
 		depth = "infinity"
-	case depth == "0" && !move:
+	case depth == "0" || depth == "1":
 	default:
-		return describe(http.StatusBadRequest, "invalid Depth for %s", r.Method)
+		return describe(http.StatusBadRequest, "invalid Depth header")
 	}
 	overwrite := true
 	switch r.Header.Get("Overwrite") {
@@ -284,6 +284,13 @@ func (s *session) copyMove(w http.ResponseWriter, r *http.Request) (int, error) 
 	}
 	if src.isMountRoot() {
 		return describe(http.StatusForbidden, "a root folder cannot be copied or moved")
+	}
+	// RFC 4918 9.8.3 and 9.9.2 bound Depth for a collection: COPY takes
+	// 0 or infinity, MOVE infinity only. A file has nothing below it for
+	// a Depth to apply to, and clients send "Depth: 0" with a file's
+	// MOVE; only a COPY's Depth 1 is refused for any source.
+	if (move && sn.Dir && depth != "infinity") || (!move && depth == "1") {
+		return describe(http.StatusBadRequest, "invalid Depth for %s", r.Method)
 	}
 	if dstPath == s.path {
 		return describe(http.StatusForbidden, "source and destination are the same")
