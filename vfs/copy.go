@@ -267,7 +267,7 @@ func (fs *FS) copyNode(ctx context.Context, tx kv.Txn, src, rec nodeRec, loc loc
 	if err := saveNode(tx, rec, loc); err != nil {
 		return err
 	}
-	if err := setModified(tx, rec, 0); err != nil {
+	if err := setModified(tx, rec, nil); err != nil {
 		return err
 	}
 	return copyProps(tx, src.ID, rec.ID)

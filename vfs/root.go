@@ -36,7 +36,7 @@ func (fs *FS) CreateRoot(ctx context.Context, name string, typ RootType) (Root, 
 		if err := saveNode(tx, top, locRec{Root: id}); err != nil {
 			return err
 		}
-		return setModified(tx, top, 0)
+		return setModified(tx, top, nil)
 	})
 	fs.done(OpCreateRoot, err, Event{RootID: id, NodeID: folder, Name: name, Dir: true})
 	if err != nil {

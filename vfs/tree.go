@@ -105,10 +105,13 @@ func saveNode(tx kv.Txn, rec nodeRec, loc locRec) error {
 	return put(tx, recKey(rec.ID, loc), rec)
 }
 
-// setModified moves rec's entry in the time index from old to rec.Modified.
-func setModified(tx kv.Txn, rec nodeRec, old int64) error {
-	if old != 0 && old != rec.Modified {
-		if err := tx.Delete(timeKey(rec.Root, old, rec.ID)); err != nil {
+// setModified moves rec's entry in the time index from where old, the
+// record as it was, had it to rec.Modified; old is nil for a new item.
+// Not a modification time of 0 for "no entry": the Unix epoch is a time a
+// write may set, and its entry would outlive the item.
+func setModified(tx kv.Txn, rec nodeRec, old *nodeRec) error {
+	if old != nil && old.Modified != rec.Modified {
+		if err := tx.Delete(timeKey(rec.Root, old.Modified, rec.ID)); err != nil {
 			return err
 		}
 	}

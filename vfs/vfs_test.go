@@ -136,6 +136,38 @@ func TestModifiedSince(t *testing.T) {
 	}
 }
 
+// TestModifiedAtEpoch: a revision whose modification time is the Unix
+// epoch itself (0 ns, which the time index also used to mean "no entry
+// yet") keeps one time index entry per file. The next revision left the
+// epoch entry behind, and once the file was purged that entry named an
+// item that no longer existed, so ModifiedSince and Search failed for the
+// whole root.
+func TestModifiedAtEpoch(t *testing.T) {
+	e := newEnv(t)
+	top := e.root.FolderID
+	epoch := vfs.WriteOptions{Modified: time.Unix(0, 0)}
+	f, err := e.fs.WriteFile(ctx, e.root.ID, top, "f", strings.NewReader("1"), epoch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.write(t, top, "f", []byte("2"))
+	if _, err := e.fs.Audit(ctx, e.root.ID); err != nil {
+		t.Fatalf("audit after a second revision: %v", err)
+	}
+	if err := e.fs.Delete(ctx, e.root.ID, f.ID, vfs.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.fs.Purge(ctx, e.root.ID, f.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.fs.ModifiedSince(ctx, e.root.ID, time.Unix(0, 0), 0); err != nil {
+		t.Fatalf("modified since, after the purge: %v", err)
+	}
+	if _, err := e.fs.Search(ctx, e.root.ID, "f", 0); err != nil {
+		t.Fatalf("search, after the purge: %v", err)
+	}
+}
+
 // TestErrors produces every vfs error from real operations.
 func TestErrors(t *testing.T) {
 	e := newEnv(t)

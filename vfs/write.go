@@ -62,7 +62,7 @@ func (fs *FS) addChild(ctx context.Context, tx kv.Txn, rec nodeRec, u usageRec) 
 	if err := saveNode(tx, rec, locRec{Root: rec.Root, Parent: rec.Parent, Name: rec.Name}); err != nil {
 		return err
 	}
-	if err := setModified(tx, rec, 0); err != nil {
+	if err := setModified(tx, rec, nil); err != nil {
 		return err
 	}
 	return fs.addUsage(ctx, tx, rec.Root, u, 0)
@@ -203,7 +203,6 @@ func (fs *FS) writeFile(ctx context.Context, root, parent uint64, name string, r
 		if err != nil {
 			return err
 		}
-		oldMod := rec.Modified
 		rec.Modified, rec.Size, rec.Rev = now, size, revID
 		rev := revRec{ID: revID, File: rec.ID, Size: size, Created: fs.nowNs(), Chunks: refs, Inline: inline}
 		if err := put(tx, revKey(rec.ID, revID), rev); err != nil {
@@ -224,7 +223,7 @@ func (fs *FS) writeFile(ctx context.Context, root, parent uint64, name string, r
 		if err := saveNode(tx, rec, locRec{Root: root, Parent: parent, Name: name}); err != nil {
 			return err
 		}
-		if err := setModified(tx, rec, oldMod); err != nil {
+		if err := setModified(tx, rec, old); err != nil {
 			return err
 		}
 		path, err = pathOf(tx, rec)
