@@ -555,6 +555,11 @@ func (s *session) proppatch(w http.ResponseWriter, r *http.Request) (int, error)
 			}
 		}
 	}
+	if len(ops) == 0 {
+		// A 207 would hold a response with neither status nor
+		// propstat, which DAV:response does not allow.
+		return describe(http.StatusBadRequest, "the PROPPATCH sets or removes no property")
+	}
 	protected := false
 	for _, o := range ops {
 		protected = protected || isLive(o.name)
