@@ -240,6 +240,24 @@ func (s *session) mkcol(w http.ResponseWriter, r *http.Request) (int, error) {
 	return 0, nil
 }
 
+// sameAuthority reports whether two host[:port] authorities name this
+// server alike: hosts compare without case, and a default port (443, 80)
+// is the same as none (RFC 3986 6.2.2.1, 6.2.3). Either default counts
+// for either scheme, because a TLS-terminating proxy hands on https
+// requests as http ones; the Destination's scheme is not compared for
+// the same reason.
+func sameAuthority(a, b string) bool {
+	trim := func(h string) string {
+		for _, p := range []string{":443", ":80"} {
+			if s, ok := strings.CutSuffix(h, p); ok {
+				return s
+			}
+		}
+		return h
+	}
+	return strings.EqualFold(trim(a), trim(b))
+}
+
 // copyMove handles COPY and MOVE with Destination, Overwrite and Depth.
 func (s *session) copyMove(w http.ResponseWriter, r *http.Request) (int, error) {
 	move := r.Method == "MOVE"
@@ -251,7 +269,7 @@ func (s *session) copyMove(w http.ResponseWriter, r *http.Request) (int, error) 
 	if err != nil {
 		return describe(http.StatusBadRequest, "malformed Destination")
 	}
-	if u.Host != "" && u.Host != r.Host {
+	if u.Host != "" && !sameAuthority(u.Host, r.Host) {
 		return describe(http.StatusBadGateway, "Destination is on another server")
 	}
 	dstPath, err := s.h.davPath(u.EscapedPath())
