@@ -178,3 +178,54 @@ func (fs *FS) AddLegacyDeletedRoots(ctx context.Context, n int) error {
 func (fs *FS) CorruptLocation(ctx context.Context, id uint64) error {
 	return fs.db.Update(ctx, func(tx kv.Txn) error { return tx.Set(locKey(id), []byte{0xff, 0x00}) })
 }
+
+// Strays lists records that nothing owns any more: revisions, properties,
+// folder generations and time index entries of items that are gone,
+// locations without their record, usage records of roots purged or never
+// made. Each is named by its key's kind and the id it hangs on.
+func (fs *FS) Strays(ctx context.Context) ([]string, error) {
+	var out []string
+	err := fs.db.View(ctx, func(tx kv.Txn) error {
+		out = out[:0]
+		exists := func(id uint64) bool {
+			_, _, err := loadNode(tx, id)
+			return err == nil
+		}
+		id := func(k []byte) uint64 { return binary.BigEndian.Uint64(k[2:10]) }
+		for _, p := range []string{pRev, pProp, pGen, pLoc} {
+			err := tx.Scan([]byte(p), nil, func(k, v []byte) error {
+				if !exists(id(k)) {
+					out = append(out, fmt.Sprintf("%s%d", p, id(k)))
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+		}
+		err := tx.Scan([]byte(pTime), nil, func(k, v []byte) error {
+			rec, _, err := loadNode(tx, timeKeyNode(k))
+			if err != nil || !bytes.Equal(timeKey(rec.Root, rec.Modified, rec.ID), k) {
+				out = append(out, fmt.Sprintf("%s%d/%d", pTime, id(k), timeKeyNode(k)))
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, p := range []string{pUsage, pQuota} {
+			err := tx.Scan([]byte(p), nil, func(k, v []byte) error {
+				var r rootRec
+				if err := get(tx, rootKey(id(k)), &r, kv.ErrNotFound); err != nil || r.Purged {
+					out = append(out, fmt.Sprintf("%s%d", p, id(k)))
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return out, err
+}
