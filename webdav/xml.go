@@ -140,6 +140,13 @@ func parseXML(r io.Reader) (*element, error) {
 			if t.Name.Space != "" && !inScope(scopes, t.Name.Space) {
 				return nil, fmt.Errorf("%w: undeclared namespace prefix %q", errBadXML, t.Name.Space)
 			}
+			for _, a := range t.Attr {
+				// encoding/xml leaves an undeclared prefix as the
+				// attribute's namespace, which then reads as a URI.
+				if a.Name.Space != "" && a.Name.Space != "xmlns" && !inScope(scopes, a.Name.Space) {
+					return nil, fmt.Errorf("%w: undeclared namespace prefix %q", errBadXML, a.Name.Space)
+				}
+			}
 			el := &element{name: t.Name, attrs: t.Copy().Attr}
 			if len(stack) == 0 {
 				if root != nil {
