@@ -29,6 +29,12 @@ type Options struct {
 	// RefreshTTL is the lifetime of a refresh token and of its token family;
 	// every refresh starts a new period. Default 30 days.
 	RefreshTTL time.Duration
+	// RefreshReuseGrace is how long after a refresh the refresh token it
+	// replaced may be presented again without revoking the session, as by
+	// a client retrying a refresh whose answer was lost: it gets a new
+	// pair, and the pair it never received stops working. Zero turns the
+	// grace off (any reuse revokes); DefaultOptions has 30 seconds.
+	RefreshReuseGrace time.Duration
 	// Argon2 are the password hashing parameters for new hashes. Existing
 	// hashes keep the parameters recorded in them.
 	Argon2 Argon2Params
@@ -59,6 +65,7 @@ func DefaultOptions() Options {
 		Now:               time.Now,
 		AccessTTL:         time.Hour,
 		RefreshTTL:        30 * 24 * time.Hour,
+		RefreshReuseGrace: 30 * time.Second,
 		Argon2:            DefaultArgon2Params(),
 		Lockout:           LockoutOptions{MaxFailures: 5, Window: 15 * time.Minute, Duration: 15 * time.Minute},
 		MinPasswordLength: 8,

@@ -62,8 +62,16 @@ type refreshRecord struct {
 	Expires   time.Time `cbor:"4,keyasint"`
 	// Used marks a refresh token that was already rotated. Presenting it
 	// again means it was copied: the whole family is revoked (OAuth 2.0
-	// Security BCP, refresh token rotation with reuse detection).
+	// Security BCP, refresh token rotation with reuse detection), unless
+	// it comes back within Options.RefreshReuseGrace of UsedAt and the
+	// token that replaced it was never used: then the answer to the
+	// rotation was most likely lost on its way.
 	Used bool `cbor:"5,keyasint"`
+	// UsedAt is when the token was first rotated.
+	UsedAt time.Time `cbor:"6,keyasint,omitempty"`
+	// Successor holds the hashes of the access and refresh tokens the
+	// rotation issued, which a retry within the grace replaces.
+	Successor [][]byte `cbor:"7,keyasint,omitempty"`
 }
 
 type familyRecord struct {
@@ -313,11 +321,17 @@ func (s *Service) Refresh(ctx context.Context, refreshToken string) (Tokens, Per
 			return err
 		}
 		if rr.Used {
-			reuse = true
-			if err := tx.Delete(keyBytes(pfxRefresh, h)); err != nil {
+			retry, err := s.retriedRotation(tx, rr, now)
+			if err != nil {
 				return err
 			}
-			return s.deleteFamily(tx, rr.PersonID, rr.Family)
+			if !retry {
+				reuse = true
+				if err := tx.Delete(keyBytes(pfxRefresh, h)); err != nil {
+					return err
+				}
+				return s.deleteFamily(tx, rr.PersonID, rr.Family)
+			}
 		}
 		if !now.Before(rr.Expires) {
 			return ErrInvalidToken
@@ -337,12 +351,6 @@ func (s *Service) Refresh(ctx context.Context, refreshToken string) (Tokens, Per
 			return ErrInvalidToken
 		}
 		p = c.Person
-		// Keep a tombstone until the old token would have expired, for reuse detection.
-		used := rr
-		used.Used = true
-		if err := s.putTTL(tx, keyBytes(pfxRefresh, h), &used, rr.Expires.Sub(now)); err != nil {
-			return err
-		}
 		fam.Created = now
 		if err := s.putTTL(tx, keyBytes(pfxFamily, rr.Family), &fam, s.opts.RefreshTTL); err != nil {
 			return err
@@ -350,8 +358,19 @@ func (s *Service) Refresh(ctx context.Context, refreshToken string) (Tokens, Per
 		if err := tx.SetTTL(personFamilyKey(rr.PersonID, rr.Family), nil, s.ttl(s.opts.RefreshTTL)); err != nil {
 			return err
 		}
-		toks, err = s.mint(tx, rr.PersonID, rr.MachineID, rr.Family, now)
-		return err
+		if toks, err = s.mint(tx, rr.PersonID, rr.MachineID, rr.Family, now); err != nil {
+			return err
+		}
+		// Keep a tombstone until the old token would have expired, for
+		// reuse detection. A retry keeps the first rotation's time, so
+		// retries cannot stretch the grace.
+		used := rr
+		used.Used = true
+		if used.UsedAt.IsZero() {
+			used.UsedAt = now
+		}
+		used.Successor = [][]byte{tokenHash(toks.AccessToken), tokenHash(toks.RefreshToken)}
+		return s.putTTL(tx, keyBytes(pfxRefresh, h), &used, rr.Expires.Sub(now))
 	})
 	if err != nil {
 		return Tokens{}, Person{}, err
@@ -360,6 +379,35 @@ func (s *Service) Refresh(ctx context.Context, refreshToken string) (Tokens, Per
 		return Tokens{}, Person{}, ErrInvalidToken
 	}
 	return toks, p, nil
+}
+
+// retriedRotation reports whether the rotated refresh token rr, presented
+// again at now, is a client retrying a refresh whose answer it never got:
+// within Options.RefreshReuseGrace of the rotation, with the refresh token
+// the rotation issued still unused (a client that got it moves on with
+// it; only a copy of rr comes back after that). The tokens of that
+// rotation, which nobody but a thief can then have seen, are deleted, so
+// a session never holds two live refresh tokens.
+func (s *Service) retriedRotation(tx kv.Txn, rr refreshRecord, now time.Time) (bool, error) {
+	grace := s.opts.RefreshReuseGrace
+	if grace <= 0 || rr.UsedAt.IsZero() || now.Sub(rr.UsedAt) >= grace || !now.Before(rr.Expires) || len(rr.Successor) != 2 {
+		return false, nil
+	}
+	var next refreshRecord
+	switch err := s.get(tx, keyBytes(pfxRefresh, rr.Successor[1]), &next, kv.ErrNotFound); {
+	case errors.Is(err, kv.ErrNotFound):
+		return false, nil
+	case err != nil:
+		return false, err
+	case next.Used:
+		return false, nil
+	}
+	for _, k := range [][]byte{keyBytes(pfxAccess, rr.Successor[0]), keyBytes(pfxRefresh, rr.Successor[1])} {
+		if err := tx.Delete(k); err != nil {
+			return false, err
+		}
+	}
+	return true, nil
 }
 
 // ValidateAccess returns who an access token speaks for. Errors:

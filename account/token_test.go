@@ -51,16 +51,22 @@ func TestTokens(t *testing.T) {
 	if _, err := s.ValidateAccess(ctx, toks.AccessToken); err != nil {
 		t.Fatalf("earlier access token died on refresh: %v", err)
 	}
+	// The client moves on with the new refresh token; the old one coming
+	// back after that is a copy (TestRefreshRetry has the lost answer).
+	toks3, _, err := s.Refresh(ctx, toks2.RefreshToken)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if _, _, err := s.Refresh(ctx, toks.RefreshToken); !errors.Is(err, ErrInvalidToken) {
 		t.Fatalf("reused refresh token: %v", err)
 	}
 	// Reuse of a rotated refresh token revokes the whole session.
-	for _, tok := range []string{toks.AccessToken, toks2.AccessToken} {
+	for _, tok := range []string{toks.AccessToken, toks2.AccessToken, toks3.AccessToken} {
 		if _, err := s.ValidateAccess(ctx, tok); !errors.Is(err, ErrInvalidToken) {
 			t.Fatalf("access token after refresh-token reuse: %v", err)
 		}
 	}
-	if _, _, err := s.Refresh(ctx, toks2.RefreshToken); !errors.Is(err, ErrInvalidToken) {
+	if _, _, err := s.Refresh(ctx, toks3.RefreshToken); !errors.Is(err, ErrInvalidToken) {
 		t.Fatalf("current refresh token after reuse: %v", err)
 	}
 
@@ -443,5 +449,104 @@ func TestSessionsBounded(t *testing.T) {
 	}
 	if n := countKeys(t, s, pfxPersonFamily); n != 3 {
 		t.Fatalf("%d sessions indexed, want 3", n)
+	}
+}
+
+// TestRefreshRetry: a client whose refresh answer was lost retries with the
+// refresh token it still has. Within RefreshReuseGrace that gets a new
+// pair, and the pair it never received stops working; after the grace, or
+// once the token that replaced it was used, the old token coming back is a
+// copy and revokes the session, as it always does with no grace.
+func TestRefreshRetry(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var mu sync.Mutex
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func(d time.Duration) { mu.Lock(); defer mu.Unlock(); now = now.Add(d) }
+	opts := testOptions()
+	opts.Now = clock
+	s := newService(t, opts)
+	_, alice := fixture(t, s)
+	login := func() Tokens {
+		t.Helper()
+		toks, err := s.IssueTokens(ctx, alice.ID, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return toks
+	}
+	refresh := func(what string, tok string) Tokens {
+		t.Helper()
+		toks, _, err := s.Refresh(ctx, tok)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		return toks
+	}
+	works := func(what string, toks Tokens, want bool) {
+		t.Helper()
+		if _, err := s.ValidateAccess(ctx, toks.AccessToken); (err == nil) != want {
+			t.Fatalf("%s: access token: %v, want working %v", what, err, want)
+		}
+	}
+
+	// Lost answers, retried twice within the grace: each retry gets a
+	// working pair, and the pairs never received stop working.
+	t0 := login()
+	lost1 := refresh("first refresh", t0.RefreshToken)
+	advance(10 * time.Second)
+	lost2 := refresh("retry", t0.RefreshToken)
+	advance(10 * time.Second)
+	got := refresh("second retry", t0.RefreshToken)
+	works("received pair", got, true)
+	works("first lost pair", lost1, false)
+	works("second lost pair", lost2, false)
+	for _, lost := range []Tokens{lost1, lost2} {
+		if _, _, err := s.Refresh(ctx, lost.RefreshToken); !errors.Is(err, ErrInvalidToken) {
+			t.Fatalf("refresh token of a lost pair: %v", err)
+		}
+	}
+	// The session goes on with what the client got.
+	next := refresh("refresh with the received pair", got.RefreshToken)
+	works("next pair", next, true)
+
+	// The grace counts from the first rotation: retries do not stretch it.
+	t1 := login()
+	refresh("refresh", t1.RefreshToken)
+	advance(20 * time.Second)
+	refresh("retry at 20s", t1.RefreshToken)
+	advance(15 * time.Second)
+	if _, _, err := s.Refresh(ctx, t1.RefreshToken); !errors.Is(err, ErrInvalidToken) {
+		t.Fatalf("retry 35s after the rotation: %v", err)
+	}
+	// ... and it then revoked the session, as any reuse does.
+	works("session after a late reuse", t1, false)
+
+	// Once the new refresh token was used, the old one is a copy even
+	// within the grace.
+	t2 := login()
+	n1 := refresh("refresh", t2.RefreshToken)
+	n2 := refresh("the client moves on", n1.RefreshToken)
+	if _, _, err := s.Refresh(ctx, t2.RefreshToken); !errors.Is(err, ErrInvalidToken) {
+		t.Fatalf("old token after its successor was used: %v", err)
+	}
+	works("session after reuse", n2, false)
+
+	// With no grace, any reuse revokes.
+	opts.RefreshReuseGrace = 0
+	s0 := New(s.db, opts)
+	t3, err := s0.IssueTokens(ctx, alice.ID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m1, _, err := s0.Refresh(ctx, t3.RefreshToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s0.Refresh(ctx, t3.RefreshToken); !errors.Is(err, ErrInvalidToken) {
+		t.Fatalf("reuse with no grace: %v", err)
+	}
+	if _, err := s0.ValidateAccess(ctx, m1.AccessToken); !errors.Is(err, ErrInvalidToken) {
+		t.Fatalf("session after reuse with no grace: %v", err)
 	}
 }

@@ -125,6 +125,10 @@ type OAuth struct {
 	AccessTokenTTL time.Duration `mapstructure:"access_token_ttl"`
 	// RefreshTokenTTL is the lifetime of a refresh token.
 	RefreshTokenTTL time.Duration `mapstructure:"refresh_token_ttl"`
+	// RefreshReuseGrace is how long a rotated refresh token may come back
+	// (a client retrying a refresh whose answer it lost) without revoking
+	// its session; 0 revokes at any reuse.
+	RefreshReuseGrace time.Duration `mapstructure:"refresh_reuse_grace"`
 }
 
 // Lockout sets how failed logins lock an account.
@@ -216,6 +220,7 @@ func options() []option {
 		{key: "organization.name", def: "Default", usage: "first organization's name"},
 		{key: "oauth.access_token_ttl", def: time.Hour, usage: "access token lifetime"},
 		{key: "oauth.refresh_token_ttl", def: 720 * time.Hour, usage: "refresh token lifetime"},
+		{key: "oauth.refresh_reuse_grace", def: 30 * time.Second, usage: "how long a rotated refresh token may be retried without revoking its session (0: never)"},
 		{key: "lockout.max_failures", def: 5, usage: "failed logins that lock an account"},
 		{key: "lockout.duration", def: 15 * time.Minute, usage: "how long a locked account stays locked"},
 		{key: "gc.interval", def: time.Hour, usage: "time between garbage collections (0: off)"},
@@ -510,6 +515,11 @@ func (c Config) Validate() error {
 	}
 	if c.OAuth.RefreshTokenTTL <= 0 {
 		bad("oauth.refresh_token_ttl", c.OAuth.RefreshTokenTTL, "must be positive")
+	}
+	if c.OAuth.RefreshReuseGrace < 0 || c.OAuth.RefreshReuseGrace > 10*time.Minute {
+		// Longer, and a stolen refresh token stays good long after the
+		// client has moved on.
+		bad("oauth.refresh_reuse_grace", c.OAuth.RefreshReuseGrace, "must be between 0 and 10m")
 	}
 	if c.Lockout.MaxFailures < 1 {
 		bad("lockout.max_failures", c.Lockout.MaxFailures, "must be at least 1")

@@ -106,6 +106,7 @@ func accountOptions(cfg config.Config) account.Options {
 	o := account.DefaultOptions()
 	o.AccessTTL = cfg.OAuth.AccessTokenTTL
 	o.RefreshTTL = cfg.OAuth.RefreshTokenTTL
+	o.RefreshReuseGrace = cfg.OAuth.RefreshReuseGrace
 	o.Lockout.MaxFailures = cfg.Lockout.MaxFailures
 	o.Lockout.Duration = cfg.Lockout.Duration
 	return o

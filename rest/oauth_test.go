@@ -239,6 +239,32 @@ func TestOAuthRefreshRotation(t *testing.T) {
 	wantError(t, status, body, http.StatusUnauthorized, "access_denied")
 }
 
+// TestOAuthRefreshRetry: with a reuse grace, a client that lost the answer
+// to its refresh and sends the same refresh token again gets a new pair
+// (200, not invalid_grant), and the pair it never received stops working.
+func TestOAuthRefreshRetry(t *testing.T) {
+	opts := account.DefaultOptions()
+	opts.RefreshReuseGrace = time.Minute
+	f := newFixtureWith(t, fixtureOptions{Accounts: opts})
+	first := f.grant(passwordForm())
+	lost := f.grant(refreshForm(first.RefreshToken))
+	retried := f.grant(refreshForm(first.RefreshToken))
+	if st, b := f.personStatus(retried.AccessToken); st != http.StatusOK {
+		t.Fatalf("retried pair: %d %s", st, b)
+	}
+	status, body := f.personStatus(lost.AccessToken)
+	wantError(t, status, body, http.StatusUnauthorized, "access_denied")
+	status, body = f.oauthPost("/oauth/token", refreshForm(lost.RefreshToken))
+	wantError(t, status, body, http.StatusBadRequest, "invalid_grant")
+
+	// Once the client moved on with its pair, the old token is a copy.
+	f.grant(refreshForm(retried.RefreshToken))
+	status, body = f.oauthPost("/oauth/token", refreshForm(first.RefreshToken))
+	wantError(t, status, body, http.StatusBadRequest, "invalid_grant")
+	status, body = f.personStatus(retried.AccessToken)
+	wantError(t, status, body, http.StatusUnauthorized, "access_denied")
+}
+
 func TestOAuthRevoke(t *testing.T) {
 	f := newFixture(t)
 	revoke := func(form url.Values) {
