@@ -45,11 +45,24 @@ func (h *hookKV) Update(ctx context.Context, fn func(kv.Txn) error) error {
 }
 
 // hookChunks runs a function once before the next Delete, and another
-// once after the next Has that finds its chunk.
+// once after the next Has that finds its chunk; got, when set, sees every
+// chunk read (from any goroutine).
 type hookChunks struct {
 	*chunk.Disk
 	before   atomic.Pointer[func()]
 	afterHas atomic.Pointer[func()]
+	got      atomic.Pointer[func(chunk.ID)]
+}
+
+func (h *hookChunks) Get(ctx context.Context, id chunk.ID) ([]byte, error) {
+	return h.GetInto(ctx, id, nil)
+}
+
+func (h *hookChunks) GetInto(ctx context.Context, id chunk.ID, dst []byte) ([]byte, error) {
+	if f := h.got.Load(); f != nil {
+		(*f)(id)
+	}
+	return h.Disk.GetInto(ctx, id, dst)
 }
 
 func (h *hookChunks) Has(ctx context.Context, id chunk.ID) (bool, error) {

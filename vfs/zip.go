@@ -146,10 +146,11 @@ type zipper struct {
 // below them, under prefix ("" or "a/b/"). A child deleted or moved out of
 // parent since the listing is left out: it is not there any more, and one
 // moved into a folder written later would otherwise appear twice. While
-// one file is sent, the next file of the folder is opened and its first
-// chunk fetched and verified in the background, so that fetching overlaps
-// with sending across files as it does within one (chunk.Reader prefetches
-// the next chunk).
+// one file is sent, the next child, when it is a file, is opened and its
+// first chunk fetched and verified in the background, so that fetching
+// overlaps with sending across files as it does within one (chunk.Reader
+// prefetches the next chunk). At most two files are open at a time,
+// however deep the tree.
 func (z *zipper) children(kids []Node, prefix string, parent uint64) (err error) {
 	var ahead *opening
 	defer func() {
@@ -168,11 +169,12 @@ func (z *zipper) children(kids []Node, prefix string, parent uint64) (err error)
 				cur = z.open(k)
 			}
 			ahead = nil
-			for _, next := range kids[i+1:] {
-				if !next.Dir {
-					ahead = z.open(next)
-					break
-				}
+			// Only the very next child: a file after a subfolder would
+			// stay open (its head and the chunks its reader fetches
+			// ahead) while the subfolder's whole tree is written, one
+			// such file per level, so memory would grow with depth.
+			if i+1 < len(kids) && !kids[i+1].Dir {
+				ahead = z.open(kids[i+1])
 			}
 			err := z.file(k, name, parent, cur)
 			z.discard(cur)
