@@ -66,11 +66,11 @@ type Config struct {
 	WebDAV WebDAV `mapstructure:"webdav"`
 	// Storage sets how berth uses the data directory's disk.
 	Storage Storage `mapstructure:"storage"`
-	// HTTP sets limits of the HTTPS listener's requests.
+	// HTTP sets limits of the requests of every listener.
 	HTTP HTTP `mapstructure:"http"`
 }
 
-// HTTP sets limits of the HTTPS listener's requests.
+// HTTP sets limits of the requests of every listener.
 type HTTP struct {
 	// BodyIdleTimeout ends a request whose body stops arriving: a read of
 	// the body that gets no byte for this long fails, the request is

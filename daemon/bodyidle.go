@@ -20,11 +20,27 @@ import (
 // or a message to the HTTP/2 serving goroutine, so it moves at most every
 // idle/8, not on every Read of a few KiB: a stall is noticed after between
 // 7/8 of idle and idle.
+//
+// An HTTP/1.x request gets the deadline before its handler runs, not only
+// at its first Read: net/http itself reads up to 256 KiB of a body the
+// handler left unread before it writes the answer (a 401, a route that
+// takes no body, the plain-HTTP listener's 400), and a client that
+// announced a body and sends none would otherwise hold that read, its
+// connection and its goroutine for as long as it liked, without
+// credentials. A handler that reads later moves the deadline at its first
+// Read. HTTP/2 needs no such bound (an answer does not wait for the body)
+// and gets none, because a stream's deadline that fires before the
+// handler reads closes the body for good.
 func withBodyIdleTimeout(h http.Handler, idle time.Duration) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body == nil || r.Body == http.NoBody {
 			h.ServeHTTP(w, r)
 			return
+		}
+		if r.ProtoMajor == 1 {
+			// Fails only where no deadline can be set (not a net/http
+			// connection); the body's own reads find that out too.
+			_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(idle))
 		}
 		// A copy: net/http looks at the type of its own request's Body
 		// after the handler, to decide whether to drain it.

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -152,4 +153,68 @@ func TestStalledBodyTimesOut(t *testing.T) {
 // basicAuth is the credentials part of an Authorization: Basic header.
 func basicAuth(user, password string) string {
 	return base64.StdEncoding.EncodeToString([]byte(user + ":" + password))
+}
+
+// TestUnreadBodyBounded: a request whose handler answers without reading
+// the body (no credentials, a route that takes none, the plain-HTTP
+// listener) and whose client then sends none of the body it announced is
+// answered and closed within http.body_idle_timeout. net/http reads up
+// to 256 KiB of an unread body before it writes the answer, and without
+// a deadline on that read such a client held its connection, unanswered,
+// for as long as it liked: anyone could pile up connections until the
+// daemon ran out of file descriptors.
+func TestUnreadBodyBounded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the real binary")
+	}
+	const idle = time.Second
+	bin := buildBinary(t)
+	data := filepath.Join(t.TempDir(), "data")
+	p := startDaemon(t, bin, data, "--http-body-idle-timeout", idle.String())
+	pool := x509.NewCertPool()
+	pem, err := os.ReadFile(filepath.Join(data, "tls", "cert.pem"))
+	if err != nil || !pool.AppendCertsFromPEM(pem) {
+		t.Fatalf("reading the certificate: %v", err)
+	}
+	for _, tc := range []struct {
+		name, listener, head string
+	}{
+		{"version, Content-Length", "https", "GET /api/2/version HTTP/1.1\r\nContent-Length: 100\r\n"},
+		{"upload without a token, chunked", "https", "POST /api/2/files/1/upload HTTP/1.1\r\nTransfer-Encoding: chunked\r\n"},
+		{"WebDAV without credentials", "https", "PROPFIND /webdav/ HTTP/1.1\r\nContent-Length: 100\r\n"},
+		{"plain-HTTP listener", "http", "POST /oauth/token HTTP/1.1\r\nContent-Length: 100\r\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			addr := p.addrs[tc.listener]
+			var conn net.Conn
+			var err error
+			if tc.listener == "https" {
+				conn, err = tls.Dial("tcp", addr, &tls.Config{RootCAs: pool, NextProtos: []string{"http/1.1"}})
+			} else {
+				conn, err = net.Dial("tcp", addr)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			if _, err := fmt.Fprintf(conn, "%sHost: %s\r\n\r\n", tc.head, addr); err != nil {
+				t.Fatal(err)
+			}
+			sent := time.Now()
+			conn.SetReadDeadline(sent.Add(10 * idle))
+			br := bufio.NewReader(conn)
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				t.Fatalf("no answer after %v to a request whose body never came: %v", time.Since(sent), err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if n, err := br.Read(make([]byte, 1)); err == nil {
+				t.Errorf("the connection stays open after the answer (read %d bytes)", n)
+			} else if waited := time.Since(sent); waited > idle+2*time.Second {
+				t.Errorf("the connection was closed after %v, the timeout is %v", waited, idle)
+			}
+		})
+	}
+	p.stop(t)
 }

@@ -185,9 +185,10 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writ
 		// bounded by http.body_idle_timeout instead (withBodyIdleTimeout,
 		// which moves the read deadline and would override a
 		// ReadTimeout anyway), headers by ReadHeaderTimeout and a
-		// connection between requests by IdleTimeout.
+		// connection between requests by IdleTimeout. Every listener
+		// gets it: a body no handler reads is read by net/http itself.
 		srv := &http.Server{
-			Handler:           h,
+			Handler:           withBodyIdleTimeout(h, cfg.HTTP.BodyIdleTimeout),
 			ReadHeaderTimeout: 10 * time.Second,
 			IdleTimeout:       2 * time.Minute,
 			ErrorLog:          slog.NewLogLogger(log.With("component", "http", "listener", name).Handler(), slog.LevelWarn),
@@ -218,7 +219,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writ
 		Prefix:        "/webdav",
 		InfiniteDepth: cfg.WebDAV.InfiniteDepth,
 	})
-	if err := bind("https", "listen", cfg.Listen, withBodyIdleTimeout(withWebDAV(dav, api), cfg.HTTP.BodyIdleTimeout), true); err != nil {
+	if err := bind("https", "listen", cfg.Listen, withWebDAV(dav, api), true); err != nil {
 		return err
 	}
 	if err := bind("http", "http_listen", cfg.HTTPListen, rest.InsecureHandler(), false); err != nil {
