@@ -119,6 +119,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			FileSystem: &fileSystem{s: s},
 			LockSystem: &lockSystem{s: s},
 		}
+		if r.Method == http.MethodGet || r.Method == http.MethodHead || r.Method == http.MethodPost {
+			// The library reads no If header; RFC 4918 10.4.1 fails
+			// any request whose If header does not hold.
+			if st, err := s.checkIf(r, p); st != 0 {
+				h.finish(w, r, st, err)
+				return
+			}
+		}
 		if r.Method == http.MethodGet || r.Method == http.MethodHead {
 			w = newGetWriter(w, r, p)
 		}

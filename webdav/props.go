@@ -124,6 +124,9 @@ func (s *session) propfind(w http.ResponseWriter, r *http.Request) (int, error) 
 	if !exists {
 		return describe(http.StatusNotFound, "not found")
 	}
+	if st, err := s.checkIf(r, s.path); st != 0 {
+		return st, err
+	}
 	inherited, err := s.inheritedLocks(t, n)
 	if err != nil {
 		return status(err)
