@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -133,6 +134,63 @@ func TestModifiedSince(t *testing.T) {
 	got, err := e.fs.ModifiedSince(ctx, e.root.ID, mark, 0)
 	if err != nil || len(got) != 1 || got[0].ID != newer.ID {
 		t.Fatalf("modified since: %v %v", got, err)
+	}
+}
+
+// TestModifiedSincePagesWholeSeconds: a page never ends inside a second,
+// so a client that asks again from the second after its last result
+// misses nothing, even when one second holds more files than its limit.
+func TestModifiedSincePagesWholeSeconds(t *testing.T) {
+	e := newEnv(t)
+	top := e.root.FolderID
+	base := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	// Second 0: five files (more than the limit), second 1: one, second
+	// 3: two; written in another order than their times.
+	at := map[string]time.Duration{
+		"s3-a": 3*time.Second + 5*time.Millisecond, "s0-a": 1 * time.Millisecond, "s1-a": time.Second + 999*time.Millisecond,
+		"s0-b": 200 * time.Millisecond, "s0-c": 999 * time.Millisecond, "s3-b": 3*time.Second + 900*time.Millisecond,
+		"s0-d": 2 * time.Millisecond, "s0-e": 500 * time.Millisecond,
+	}
+	for name, d := range at {
+		if _, err := e.fs.WriteFile(ctx, e.root.ID, top, name, strings.NewReader(name), vfs.WriteOptions{Modified: base.Add(d)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// page asks as a client would, limit 2, from since, and returns the
+	// names it got and the next since.
+	page := func(since time.Time) ([]string, time.Time) {
+		t.Helper()
+		got, err := e.fs.ModifiedSince(ctx, e.root.ID, since, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, n := range got {
+			names = append(names, n.Name)
+		}
+		slices.Sort(names)
+		if len(got) == 0 {
+			return names, since
+		}
+		return names, got[len(got)-1].Modified.Truncate(time.Second).Add(time.Second)
+	}
+	var pages [][]string
+	since := base.Add(-time.Hour)
+	for range 10 {
+		names, next := page(since)
+		if len(names) == 0 {
+			break
+		}
+		pages = append(pages, names)
+		since = next
+	}
+	want := [][]string{{"s0-a", "s0-b", "s0-c", "s0-d", "s0-e"}, {"s1-a", "s3-a", "s3-b"}}
+	if fmt.Sprint(pages) != fmt.Sprint(want) {
+		t.Fatalf("pages %v, want %v", pages, want)
+	}
+	// Search keeps its limit exactly.
+	if got, err := e.fs.Search(ctx, e.root.ID, "s0", 2); err != nil || len(got) != 2 {
+		t.Fatalf("search with limit 2: %d results, %v", len(got), err)
 	}
 }
 
