@@ -1,6 +1,7 @@
 package vfs_test
 
 import (
+	"strings"
 	"testing"
 
 	"berth/vfs"
@@ -29,6 +30,11 @@ func TestServableRange(t *testing.T) {
 		{"0-1", ""},
 		{"Bytes=0-1", "bytes=0-1"},
 		{"BYTES=-0,-2", "bytes=-2"},
+		// Past MaxRanges parts the Range is ignored; blank and
+		// zero-length suffix parts do not count.
+		{"bytes=" + strings.Repeat("0-0,", vfs.MaxRanges-1) + "0-0", "bytes=" + strings.Repeat("0-0,", vfs.MaxRanges-1) + "0-0"},
+		{"bytes=" + strings.Repeat("0-0,", vfs.MaxRanges) + "0-0", ""},
+		{"bytes=" + strings.Repeat("0-0,", vfs.MaxRanges-1) + "0-0,-0, ,", "bytes=" + strings.Repeat("0-0,", vfs.MaxRanges-1) + "0-0, ,"},
 	} {
 		if got := vfs.ServableRange(tc.in); got != tc.want {
 			t.Errorf("ServableRange(%q) = %q, want %q", tc.in, got, tc.want)
