@@ -36,7 +36,11 @@ type lockRecord struct {
 // gains nothing from sending the same guess several times at once, while
 // different guesses are checked, and counted, each on its own (as are the
 // same ones one after the other). Each caller stops waiting when its own
-// ctx ends; the check runs to its end regardless (it counts either way).
+// ctx ends. Once all of them have, the check gives up its place in the
+// queue for an argon2 slot (its attempt then counts as failed): a hash
+// nobody waits for would only delay the logins behind it, and a client
+// could otherwise queue hashes faster than they are computed without
+// even keeping its connection.
 //
 // Errors:
 //   - ErrInvalidCredentials: unknown login or wrong password. An unknown
@@ -56,16 +60,53 @@ type lockRecord struct {
 //
 // A successful login resets the failure counter.
 func (s *Service) Authenticate(ctx context.Context, login, password string) (Person, error) {
-	key := sha256.Sum256([]byte(login + "\x00" + password))
-	check := s.logins.DoChan(string(key[:]), func() (any, error) {
-		return s.authenticate(context.WithoutCancel(ctx), login, password)
-	})
+	sum := sha256.Sum256([]byte(login + "\x00" + password))
+	key := string(sum[:])
+	s.checksMu.Lock()
+	c := s.checks[key]
+	if c == nil {
+		cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		c = &loginCheck{cancel: cancel, done: make(chan struct{})}
+		s.checks[key] = c
+		go func() {
+			defer cancel()
+			c.p, c.err = s.authenticate(cctx, login, password)
+			s.checksMu.Lock()
+			if s.checks[key] == c {
+				delete(s.checks, key)
+			}
+			s.checksMu.Unlock()
+			close(c.done)
+		}()
+	}
+	c.waiters++
+	s.checksMu.Unlock()
 	select {
-	case res := <-check:
-		return res.Val.(Person), res.Err
+	case <-c.done:
+		return c.p, c.err
 	case <-ctx.Done():
+		s.checksMu.Lock()
+		if c.waiters--; c.waiters == 0 {
+			// Nobody is left for its answer: a caller arriving now
+			// starts a check of its own.
+			if s.checks[key] == c {
+				delete(s.checks, key)
+			}
+			c.cancel()
+		}
+		s.checksMu.Unlock()
 		return Person{}, ctx.Err()
 	}
+}
+
+// loginCheck is one password check, shared by the Authenticate calls that
+// bring the same login and password while it runs.
+type loginCheck struct {
+	cancel  context.CancelFunc // ends the check's wait for an argon2 slot
+	waiters int                // calls still waiting for it; Service.checksMu guards it
+	done    chan struct{}      // closed once p and err are set
+	p       Person
+	err     error
 }
 
 // authenticate is Authenticate's check of one attempt.
@@ -98,7 +139,10 @@ func (s *Service) authenticate(ctx context.Context, login, password string) (Per
 		return Person{}, err
 	}
 	// From here the attempt counts as a failure unless it succeeds, also
-	// when the check below is cut short (a client that leaves mid-check).
+	// when the check below is cut short (every caller left while it
+	// waited for an argon2 slot): only that wait follows ctx, the
+	// settling of the attempt does not.
+	settle := context.WithoutCancel(ctx)
 	ok := false
 	if known && len(password) <= maxPasswordSize {
 		ok, err = s.verifyPassword(ctx, p.PasswordHash, password)
@@ -106,12 +150,16 @@ func (s *Service) authenticate(ctx context.Context, login, password string) (Per
 		err = s.dummyVerify(ctx, password)
 	}
 	if err != nil {
+		if ctx.Err() != nil {
+			// The failure may be the one that locks the login.
+			_ = s.recordFailure(settle, subject, n)
+		}
 		return Person{}, err
 	}
 	if !ok {
-		return Person{}, s.recordFailure(ctx, subject, n)
+		return Person{}, s.recordFailure(settle, subject, n)
 	}
-	if err := s.db.Update(ctx, func(tx kv.Txn) error { return tx.Delete(keyBytes(pfxFail, subject)) }); err != nil {
+	if err := s.db.Update(settle, func(tx kv.Txn) error { return tx.Delete(keyBytes(pfxFail, subject)) }); err != nil {
 		return Person{}, err
 	}
 	if !p.Active || !org.Active {

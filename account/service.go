@@ -11,9 +11,8 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"sync"
 	"time"
-
-	"golang.org/x/sync/singleflight"
 
 	"berth/kv"
 )
@@ -85,9 +84,11 @@ type Service struct {
 	// callers keeps what Caller and AccessCaller read until the next
 	// commit to the store.
 	callers callerCache
-	// logins are the password checks under way, by a hash of login and
-	// password, so simultaneous identical attempts share one (Authenticate).
-	logins singleflight.Group
+	// checks are the password checks under way, by a hash of login and
+	// password, so simultaneous identical attempts share one
+	// (Authenticate). checksMu guards the map and each check's waiters.
+	checksMu sync.Mutex
+	checks   map[string]*loginCheck
 }
 
 // New returns a Service over db. Zero fields of opts take their defaults.
@@ -132,6 +133,7 @@ func New(db kv.Store, opts Options) *Service {
 		codec:     newCodec(),
 		hashSlots: make(chan struct{}, max(1, runtime.GOMAXPROCS(0))),
 		callers:   newCallerCache(),
+		checks:    map[string]*loginCheck{},
 	}
 }
 
