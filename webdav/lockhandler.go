@@ -117,7 +117,7 @@ func (s *session) refresh(w http.ResponseWriter, r *http.Request, timeout time.D
 	t, _ := s.resolve(s.path)
 	foreign := false
 	for _, tok := range submittedTokens(lists) {
-		n, lk, err := s.findLock(s.path, tok)
+		n, lk, err := s.scopeLock(s.path, tok)
 		if err != nil {
 			continue
 		}
@@ -153,7 +153,7 @@ func (s *session) unlock(w http.ResponseWriter, r *http.Request) (int, error) {
 	if !exists || t.top() {
 		return describe(http.StatusNotFound, "not found")
 	}
-	n, lk, err := s.findLock(s.path, tok)
+	n, lk, err := s.scopeLock(s.path, tok)
 	if err != nil {
 		w.Header().Set("Content-Type", "application/xml; charset=utf-8")
 		w.WriteHeader(http.StatusConflict)

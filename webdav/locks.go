@@ -104,6 +104,21 @@ func (s *session) findLock(p, token string) (vfs.Node, vfs.Lock, error) {
 	}
 }
 
+// scopeLock is findLock for a lock whose scope holds the resource at dav
+// path p, which an UNLOCK or a refresh sent to p must name (RFC 4918
+// 9.11): p's own lock, or a depth-infinity lock of a folder above it. A
+// depth-0 lock on a folder does not hold what the folder holds.
+func (s *session) scopeLock(p, token string) (vfs.Node, vfs.Lock, error) {
+	n, lk, err := s.findLock(p, token)
+	if err != nil || lk.Deep {
+		return n, lk, err
+	}
+	if t, err := s.resolve(p); err != nil || t.top() || n.Path != t.rel {
+		return vfs.Node{}, vfs.Lock{}, vfs.ErrNoSuchLock
+	}
+	return n, lk, nil
+}
+
 // takeLock locks the resource at dav path p for the session's person with
 // a token-required (WebDAV) lock.
 func (s *session) takeLock(p string, req vfs.LockRequest) (vfs.Lock, vfs.Node, error) {
