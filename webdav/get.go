@@ -7,7 +7,7 @@ import (
 	"berth/vfs"
 )
 
-// getWriter is the ResponseWriter of a GET or HEAD served by x/net/webdav
+// getWriter is the ResponseWriter of a GET, HEAD or POST served by x/net/webdav
 // (http.ServeContent): its Content-Type is the name's, and its error
 // answers are plain text.
 type getWriter struct {

@@ -127,7 +127,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		}
-		if r.Method == http.MethodGet || r.Method == http.MethodHead {
+		if r.Method == http.MethodGet || r.Method == http.MethodHead || r.Method == http.MethodPost {
+			// The library answers a POST as a GET; a cross-site
+			// form can send one, so it gets the same type.
 			w = newGetWriter(w, r, p)
 		}
 		lib.ServeHTTP(w, r)
