@@ -80,3 +80,44 @@ func TestSharedLocksAnyOneHeld(t *testing.T) {
 		}
 	}
 }
+
+// TestExclusiveLockStillRefusesUnderSharedOnes: a move can bring an item
+// with someone's exclusive lock under a folder's shared deep locks (the
+// mover holds one of those). A shared lock's holder may then write what
+// the shared locks cover, but not through the exclusive lock.
+func TestExclusiveLockStillRefusesUnderSharedOnes(t *testing.T) {
+	e := newEnv(t)
+	top := e.root.FolderID
+	src, err := e.fs.Mkdir(ctx, e.root.ID, top, "src", vfs.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst, err := e.fs.Mkdir(ctx, e.root.ID, top, "dst", vfs.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := e.write(t, src.ID, "f.txt", []byte("1"))
+	// Bob's exclusive (REST) lock on the file; both hold a shared deep
+	// lock on dst.
+	if _, err := e.fs.Lock(ctx, e.root.ID, f.ID, vfs.LockRequest{Holder: "person:2", Duration: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	var toks []string
+	for _, who := range []string{"person:1", "person:2"} {
+		lk, err := e.fs.Lock(ctx, e.root.ID, dst.ID, vfs.LockRequest{Holder: who, Shared: true, Deep: true, Duration: time.Minute, TokenRequired: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		toks = append(toks, lk.Token)
+	}
+	if _, err := e.fs.Move(ctx, e.root.ID, f.ID, dst.ID, "", vfs.WriteOptions{Principal: "person:2", LockTokens: toks[1:]}); err != nil {
+		t.Fatalf("bob's move into dst: %v", err)
+	}
+	alice := vfs.WriteOptions{Principal: "person:1", LockTokens: toks[:1]}
+	if _, err := e.fs.WriteFile(ctx, e.root.ID, dst.ID, "f.txt", strings.NewReader("alice"), alice); !errors.Is(err, vfs.ErrLocked) {
+		t.Fatalf("alice's write through bob's exclusive lock: %v, want ErrLocked", err)
+	}
+	if _, err := e.fs.WriteFile(ctx, e.root.ID, dst.ID, "new.txt", strings.NewReader("alice"), alice); err != nil {
+		t.Fatalf("alice's new file under her shared lock: %v", err)
+	}
+}

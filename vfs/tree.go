@@ -184,23 +184,27 @@ func lockHeld(l lockRec, opts WriteOptions) bool {
 	return slices.Contains(opts.LockTokens, l.Token) || (!l.TokenRequired && l.Holder != "")
 }
 
-// blocks reports whether the locks covering one item refuse a write by
-// opts: a live one covers it and opts hold none of them. One held lock
-// is enough: the locks covering an item are one exclusive lock or shared
-// ones only, and "any principal that has both access privileges and a
-// valid lock can use the locked resource" (RFC 4918 6.2).
+// blocks reports whether the live locks covering one item refuse a write
+// by opts: an exclusive one opts do not hold, or shared ones of which
+// opts hold none. Of shared locks one is enough: "any principal that has
+// both access privileges and a valid lock can use the locked resource"
+// (RFC 4918 6.2). A lock request never mixes an exclusive lock with
+// others on one item, but a move can bring an item with an exclusive
+// lock under a folder's shared deep locks, and those do not open it.
 func blocks(locks []lockRec, opts WriteOptions, now int64) bool {
-	locked := false
+	locked, held := false, false
 	for _, l := range locks {
-		if l.Expires != 0 && l.Expires <= now {
-			continue
+		switch {
+		case l.Expires != 0 && l.Expires <= now:
+		case lockHeld(l, opts):
+			held = true
+		case !l.Shared:
+			return true
+		default:
+			locked = true
 		}
-		if lockHeld(l, opts) {
-			return false
-		}
-		locked = true
 	}
-	return locked
+	return locked && !held
 }
 
 // checkLocks walks up from id. The first levels items change (the item
