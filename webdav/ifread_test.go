@@ -8,7 +8,7 @@ import (
 
 // TestIfHeaderOnReads: RFC 4918 10.4.1, a request whose If header does
 // not match the resource's state "MUST fail with a 412", whatever the
-// method; GET, HEAD and PROPFIND went ahead as if it were absent.
+// method; GET, HEAD, PROPFIND and UNLOCK went ahead as if it were absent.
 func TestIfHeaderOnReads(t *testing.T) {
 	f := newFixture(t)
 	st, h, body := f.do("PUT", "/a.txt", strings.NewReader("a"))
@@ -30,4 +30,16 @@ func TestIfHeaderOnReads(t *testing.T) {
 		st, _, body = f.do(m, "/a.txt", nil, "Depth", "0", "If", "(broken")
 		want(t, m+" with a malformed If header", st, http.StatusBadRequest, body)
 	}
+	// UNLOCK too: the lock stays when the If header fails.
+	lockBody := `<?xml version="1.0"?><D:lockinfo xmlns:D="DAV:"><D:lockscope><D:exclusive/></D:lockscope><D:locktype><D:write/></D:locktype></D:lockinfo>`
+	st, h, body = f.do("LOCK", "/a.txt", strings.NewReader(lockBody))
+	want(t, "LOCK", st, http.StatusOK, body)
+	tok := h.Get("Lock-Token")
+	st, _, body = f.do("UNLOCK", "/a.txt", nil, "Lock-Token", tok, "If", `(["r999"])`)
+	want(t, "UNLOCK with an If header that fails", st, http.StatusPreconditionFailed, body)
+	if n, err := f.lookup("/a.txt"); err != nil || !n.Locked() {
+		t.Fatalf("a.txt after a refused UNLOCK: %+v %v", n.Locks, err)
+	}
+	st, _, body = f.do("UNLOCK", "/a.txt", nil, "Lock-Token", tok, "If", "("+tok+")")
+	want(t, "UNLOCK with an If header that holds", st, http.StatusNoContent, body)
 }

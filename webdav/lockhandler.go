@@ -153,6 +153,9 @@ func (s *session) unlock(w http.ResponseWriter, r *http.Request) (int, error) {
 	if !exists || t.top() {
 		return describe(http.StatusNotFound, "not found")
 	}
+	if st, err := s.checkIf(r, s.path); st != 0 {
+		return st, err
+	}
 	n, lk, err := s.scopeLock(s.path, tok)
 	if err != nil {
 		w.Header().Set("Content-Type", "application/xml; charset=utf-8")
