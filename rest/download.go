@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"path"
 	"strings"
+	"sync"
 
 	"berth/vfs"
 )
@@ -43,21 +44,37 @@ func (s *server) download(w http.ResponseWriter, r *http.Request) error {
 	}
 	// ServeContent drops read errors; a short body with status 200 must
 	// not pass for the file, so the adapter aborts the connection.
-	return body.err
+	return body.failure()
 }
 
-// readErr keeps the first read error ServeContent would drop.
+// readErr keeps the first read error ServeContent would drop. It is
+// safe for concurrent use: ServeContent reads the parts of a multi-range
+// answer in a goroutine that it does not wait for when a write to the
+// client fails, so that goroutine may still read while the handler
+// returns.
 type readErr struct {
 	f   *vfs.File
+	mu  sync.Mutex
 	err error
 }
 
 func (r *readErr) Read(p []byte) (int, error) {
 	n, err := r.f.Read(p)
-	if err != nil && err != io.EOF && r.err == nil {
-		r.err = err
+	if err != nil && err != io.EOF {
+		r.mu.Lock()
+		if r.err == nil {
+			r.err = err
+		}
+		r.mu.Unlock()
 	}
 	return n, err
+}
+
+// failure returns the first read error, or nil.
+func (r *readErr) failure() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.err
 }
 
 func (r *readErr) Seek(off int64, whence int) (int64, error) { return r.f.Seek(off, whence) }
