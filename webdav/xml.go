@@ -94,7 +94,8 @@ func (c *capReader) Read(b []byte) (int, error) {
 
 // parseXML reads one XML document. Beyond well-formedness it refuses what
 // encoding/xml lets through but XML Namespaces forbids: an undeclared
-// prefix and an empty prefixed declaration (xmlns:p=""). An empty body is
+// prefix, an empty prefixed declaration (xmlns:p=""), and the reserved
+// xml and xmlns namespaces declared or naming an element. An empty body is
 // (nil, nil). A body over maxXMLBody bytes, maxXMLElements elements or
 // maxXMLDepth levels is errXMLTooLarge.
 func parseXML(r io.Reader) (*element, error) {
@@ -131,12 +132,24 @@ func parseXML(r io.Reader) (*element, error) {
 					if a.Value == "" {
 						return nil, fmt.Errorf("%w: empty namespace for prefix %q", errBadXML, a.Name.Local)
 					}
+					if reservedNS(a.Value) && (a.Name.Local != "xml" || a.Value != xmlNS) {
+						return nil, fmt.Errorf("%w: prefix %q bound to the reserved namespace %q", errBadXML, a.Name.Local, a.Value)
+					}
 					declared = append(declared, a.Value)
 				} else if a.Name.Space == "" && a.Name.Local == "xmlns" {
+					if reservedNS(a.Value) {
+						return nil, fmt.Errorf("%w: the reserved namespace %q as the default", errBadXML, a.Value)
+					}
 					declared = append(declared, a.Value)
 				}
 			}
 			scopes = append(scopes, declared)
+			if reservedNS(t.Name.Space) {
+				// No element is in them: written back, as a dead
+				// property is, it would need a declaration that XML
+				// Namespaces forbids, and expat refuses the answer.
+				return nil, fmt.Errorf("%w: element %q in the reserved namespace %q", errBadXML, t.Name.Local, t.Name.Space)
+			}
 			if t.Name.Space != "" && !inScope(scopes, t.Name.Space) {
 				return nil, fmt.Errorf("%w: undeclared namespace prefix %q", errBadXML, t.Name.Space)
 			}
@@ -174,6 +187,14 @@ func parseXML(r io.Reader) (*element, error) {
 
 // xmlNS is the namespace of the xml prefix, which is never declared.
 const xmlNS = "http://www.w3.org/XML/1998/namespace"
+
+// xmlnsNS is the namespace of the xmlns prefix, which no prefix is bound to.
+const xmlnsNS = "http://www.w3.org/2000/xmlns/"
+
+// reservedNS reports whether ns is a namespace name XML Namespaces
+// reserves: bound to the prefix xml and no other (xmlNS), to none
+// (xmlnsNS), and never the default namespace.
+func reservedNS(ns string) bool { return ns == xmlNS || ns == xmlnsNS }
 
 func inScope(scopes [][]string, ns string) bool {
 	if ns == xmlNS {
