@@ -82,35 +82,38 @@ func extendStartTimeout(ctx context.Context, period time.Duration, log *slog.Log
 	})
 }
 
-// collectGarbage runs the value-log GC of the metadata store and the chunk
-// GC of the file system every interval (0: never), after purging what was
-// deleted longer than purgeAfter ago (0: nothing).
+// collectGarbage runs collectOnce every interval (0: never).
 func collectGarbage(ctx context.Context, interval, purgeAfter time.Duration, st *stores, log *slog.Logger) {
 	if interval <= 0 {
 		return
 	}
-	every(ctx, interval, func() {
-		if purgeAfter > 0 {
-			rep, err := st.files.PurgeDeleted(ctx, time.Now().Add(-purgeAfter))
-			switch {
-			case err != nil && ctx.Err() == nil:
-				log.Error("purging deleted items", "error", err, "report", rep.String())
-			case rep.Purged > 0 || rep.Roots > 0:
-				log.Info("purged deleted items", "report", rep.String(), "older_than", purgeAfter)
-			}
+	every(ctx, interval, func() { collectOnce(ctx, purgeAfter, st, log) })
+}
+
+// collectOnce purges what was deleted longer than purgeAfter ago (0:
+// nothing), then runs the value-log GC of the metadata store and the
+// chunk GC of the file system; it logs what fails.
+func collectOnce(ctx context.Context, purgeAfter time.Duration, st *stores, log *slog.Logger) {
+	if purgeAfter > 0 {
+		rep, err := st.files.PurgeDeleted(ctx, time.Now().Add(-purgeAfter))
+		switch {
+		case err != nil && ctx.Err() == nil:
+			log.Error("purging deleted items", "error", err, "report", rep.String())
+		case rep.Purged > 0 || rep.Roots > 0:
+			log.Info("purged deleted items", "report", rep.String(), "older_than", purgeAfter)
 		}
-		if err := st.db.RunGC(ctx); err != nil && ctx.Err() == nil {
-			log.Error("metadata store gc", "error", err)
+	}
+	if err := st.db.RunGC(ctx); err != nil && ctx.Err() == nil {
+		log.Error("metadata store gc", "error", err)
+	}
+	rep, err := st.files.GC(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			log.Error("chunk gc", "error", err)
 		}
-		rep, err := st.files.GC(ctx)
-		if err != nil {
-			if ctx.Err() == nil {
-				log.Error("chunk gc", "error", err)
-			}
-			return
-		}
-		log.Info("chunk gc", "report", rep.String())
-	})
+		return
+	}
+	log.Info("chunk gc", "report", rep.String())
 }
 
 // fsckCommand checks a stopped data directory and prints the report; it

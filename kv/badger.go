@@ -48,6 +48,15 @@ const memTableSize = 16 << 20
 // flushed memtables fast enough to hold 300 MiB (bench/webdav.sh).
 const valueThreshold = 1 << 10
 
+// valueLogFileSize is the size at which Badger starts a new value-log
+// file. Value-log GC rewrites whole files and never the one being
+// written, so up to this much garbage stays on disk whatever is deleted:
+// Badger's default (1 GiB) kept every byte of 100 MiB of small files
+// after they were deleted and purged (daemon TestSmallFilesSpaceReturns).
+// 16 MiB keeps that bound small at the cost of more files (64 a GiB,
+// each one descriptor and one mapping).
+const valueLogFileSize = 16 << 20
+
 // priorityAfter is the number of conflicts after which an Update stops
 // competing and makes new transactions wait for it (see Badger.prio).
 const priorityAfter = 4
@@ -119,6 +128,12 @@ type Badger struct {
 	prio        sync.Mutex
 	prioWaiting atomic.Int32
 
+	// writes is held for reading around every write to Badger (a commit,
+	// a sequence lease) and for writing while RunGC flushes the
+	// memtables (flushDeletes): Badger refuses, with ErrBlockedWrites,
+	// every write made while it flushes them that way.
+	writes sync.RWMutex
+
 	// gen moves with every commit (Generation). It moves after a commit
 	// is visible, so a reader that saw the old number may have read the
 	// new data, never the other way round.
@@ -184,7 +199,7 @@ func OpenBadger(opts BadgerOptions) (*Badger, error) {
 
 	if !opts.InMemory {
 		// In memory there is no value log: every value stays in the tree.
-		bo = bo.WithValueThreshold(valueThreshold)
+		bo = bo.WithValueThreshold(valueThreshold).WithValueLogFileSize(valueLogFileSize)
 		if err := replayLogs(bo); err != nil {
 			return nil, openErr(opts.Dir, err)
 		}
@@ -384,7 +399,9 @@ func (b *Badger) updateOnce(fn func(Txn) error) error {
 		}
 	}
 	b.committing.Add(1)
+	b.writes.RLock()
 	err := bt.Commit()
+	b.writes.RUnlock()
 	if !errors.Is(err, badger.ErrConflict) {
 		if b.afterCommit != nil {
 			b.afterCommit()
@@ -441,6 +458,8 @@ func (b *Badger) NextID(ctx context.Context, kind string) (uint64, error) {
 		return 0, err
 	}
 	defer b.leave()
+	b.writes.RLock()
+	defer b.writes.RUnlock()
 	seq, err := b.sequence(kind)
 	if err != nil {
 		return 0, err
@@ -503,15 +522,33 @@ func (b *Badger) Close() error {
 	return errors.Join(errs...)
 }
 
-// RunGC rewrites value-log files until Badger finds none worth rewriting
-// (at least half garbage). The daemon calls it periodically, e.g. every few
-// minutes; it is a no-op for an in-memory store and when another RunGC is
-// already running.
+// flushKey is the key flushDeletes writes and drops to make Badger flush
+// its memtables. It begins with 0x00, like seqPrefix, so no domain key
+// starts with it.
+const flushKey = "\x00flush"
+
+// RunGC gives back the space of deleted and overwritten values: it
+// flushes the memtables and compacts level 0 (flushDeletes), then
+// rewrites value-log files until Badger finds none worth rewriting (at
+// least half garbage). The daemon calls it periodically; it is a no-op
+// for an in-memory store and when another RunGC is already running.
+//
+// Badger picks the files to rewrite by discard statistics that only
+// compactions record, and compactions see only what a memtable flush
+// wrote: without the flush, a delete still in a memtable (16 MiB holds
+// tens of thousands of them) frees nothing, however often this runs,
+// until enough later writes flush it and fill level 0.
 func (b *Badger) RunGC(ctx context.Context) error {
 	if err := b.enter(); err != nil {
 		return err
 	}
 	defer b.leave()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := b.flushDeletes(); err != nil {
+		return err
+	}
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -528,6 +565,28 @@ func (b *Badger) RunGC(ctx context.Context) error {
 			return fmt.Errorf("kv: value log gc: %w", err)
 		}
 	}
+}
+
+// flushDeletes writes the memtables to level 0 and compacts level 0 into
+// the tree, which records the values that deletes and overwrites left
+// behind in the discard statistics RunValueLogGC goes by. Badger has no
+// call for this but DropPrefix, which does both before it drops its
+// prefix, and only when some key has it; so a key is written to be
+// dropped. Writes wait meanwhile (b.writes): Badger would refuse them.
+func (b *Badger) flushDeletes() error {
+	if b.db.Opts().InMemory {
+		return nil
+	}
+	b.writes.Lock()
+	defer b.writes.Unlock()
+	err := b.db.Update(func(t *badger.Txn) error { return t.Set([]byte(flushKey), nil) })
+	if err == nil {
+		err = b.db.DropPrefix([]byte(flushKey))
+	}
+	if err != nil {
+		return fmt.Errorf("kv: flushing memtables: %w", mapErr(err))
+	}
+	return nil
 }
 
 // mapErr translates Badger's errors to this package's. Unknown errors are
