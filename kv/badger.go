@@ -200,6 +200,9 @@ func OpenBadger(opts BadgerOptions) (*Badger, error) {
 	if !opts.InMemory {
 		// In memory there is no value log: every value stays in the tree.
 		bo = bo.WithValueThreshold(valueThreshold).WithValueLogFileSize(valueLogFileSize)
+		if err := removeEmptyLogs(opts.Dir, logger); err != nil {
+			return nil, openErr(opts.Dir, err)
+		}
 		if err := replayLogs(bo); err != nil {
 			return nil, openErr(opts.Dir, err)
 		}
@@ -246,6 +249,39 @@ func inUse(dir string) bool {
 
 // legacyMemTableSize is the memtable size of releases before memTableSize.
 const legacyMemTableSize = 32 << 20
+
+// removeEmptyLogs deletes the empty write-ahead (.mem) and value log
+// (.vlog) files in dir. Badger creates such a file and then sizes it; a
+// crash in between leaves it empty, and Badger refuses to open over an
+// empty one (badger#2207: "Create a new file"), so the start after such a
+// crash failed. An empty log holds nothing, so nothing is lost with it:
+// Badger writes to a log only after sizing it.
+func removeEmptyLogs(dir string, log *slog.Logger) error {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if ext := filepath.Ext(e.Name()); ext != ".mem" && ext != ".vlog" {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil {
+			return err
+		}
+		if info.Size() != 0 || !info.Mode().IsRegular() {
+			continue
+		}
+		if err := os.Remove(filepath.Join(dir, e.Name())); err != nil {
+			return err
+		}
+		log.Warn("kv: removed an empty log file that a crash left", "file", e.Name())
+	}
+	return nil
+}
 
 // replayLogs flushes the write-ahead logs a crash left in bo.Dir when
 // they may not fit today's memtables: it opens the database with
