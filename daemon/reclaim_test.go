@@ -3,10 +3,14 @@ package daemon
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
+	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -107,5 +111,122 @@ func TestSmallFilesSpaceReturns(t *testing.T) {
 	}
 	if _, err := st.files.Stat(ctx, root.ID, dir.ID); err == nil {
 		t.Error("the deleted folder was not purged")
+	}
+}
+
+// cutBody is an upload body that fails after n bytes, as a request body
+// does when the client goes away.
+type cutBody struct {
+	r io.Reader
+	n int
+}
+
+func (c *cutBody) Read(p []byte) (int, error) {
+	if c.n <= 0 {
+		return 0, io.ErrUnexpectedEOF
+	}
+	n, err := c.r.Read(p[:min(len(p), c.n)])
+	c.n -= n
+	return n, err
+}
+
+// chunkFiles counts the files under the chunk store: chunks, temp files
+// (.tmp-) and the fan-out directories.
+func chunkFiles(t testing.TB, dir string) (chunks, temps, dirs int) {
+	t.Helper()
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			return err
+		case path == dir:
+		case d.IsDir():
+			dirs++
+		case strings.HasPrefix(d.Name(), ".tmp-"):
+			temps++
+		default:
+			chunks++
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return chunks, temps, dirs
+}
+
+// TestLargeFilesSpaceReturns: 50 MiB in chunk files, deleted, purged and
+// collected, and the chunks of an upload cut halfway, leave the disk;
+// temp files a crash left are removed at the next start.
+func TestLargeFilesSpaceReturns(t *testing.T) {
+	ctx := context.Background()
+	cfg := config.Default()
+	cfg.Data = t.TempDir()
+	cfg.Storage.Reserve = 0
+	log := slog.New(slog.DiscardHandler)
+	st, err := openStores(ctx, cfg, log, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { st.close(log) }()
+	chunksDir := filepath.Join(cfg.Data, "chunks")
+	root, err := st.files.CreateRoot(ctx, "alice", vfs.RootSync)
+	if err != nil {
+		t.Fatal(err)
+	}
+	empty := diskUsage(t, cfg.Data)
+
+	big, err := st.files.WriteFile(ctx, root.ID, root.FolderID, "big.bin", bytes.NewReader(content(1, 50<<20)), vfs.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	full := diskUsage(t, cfg.Data)
+	n, _, dirs := chunkFiles(t, chunksDir)
+	t.Logf("50 MiB file: data directory %d MiB, %d chunk files in %d fan-out directories", full>>20, n, dirs)
+
+	_, err = st.files.WriteFile(ctx, root.ID, root.FolderID, "cut.bin", &cutBody{r: bytes.NewReader(content(2, 40<<20)), n: 20 << 20}, vfs.WriteOptions{})
+	if err == nil {
+		t.Fatal("an upload whose body failed was stored")
+	}
+	cut := diskUsage(t, cfg.Data)
+	n, temps, _ := chunkFiles(t, chunksDir)
+	t.Logf("after an upload cut at 20 MiB: %d MiB, %d chunk files, %d temp files", cut>>20, n, temps)
+	if temps != 0 {
+		t.Errorf("the cut upload left %d temp files", temps)
+	}
+
+	if err := st.files.Delete(ctx, root.ID, big.ID, vfs.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Millisecond)
+	collectOnce(ctx, time.Nanosecond, st, log)
+	after := diskUsage(t, cfg.Data)
+	n, temps, dirs = chunkFiles(t, chunksDir)
+	t.Logf("deleted, purged and collected: %d MiB, %d chunk files, %d temp files, %d empty fan-out directories left", after>>20, n, temps, dirs)
+	if n != 0 || temps != 0 {
+		t.Errorf("%d chunk files and %d temp files left", n, temps)
+	}
+	if after-empty > 4<<20 {
+		t.Errorf("%d MiB still on disk", (after-empty)>>20)
+	}
+
+	// A crash while a chunk was being written leaves its temp file.
+	stray := filepath.Join(chunksDir, "ab", ".tmp-0123456789abcdef")
+	if err := os.MkdirAll(filepath.Dir(stray), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(stray, make([]byte, 1<<20), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	collectOnce(ctx, time.Nanosecond, st, log)
+	if _, err := os.Stat(stray); err != nil {
+		t.Fatalf("the collector removed a temp file while uploads may be writing it: %v", err)
+	}
+	st.close(log)
+	st, err = openStores(ctx, cfg, log, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(stray); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the temp file a crash left is still there after a start: %v", err)
 	}
 }
