@@ -230,3 +230,62 @@ func TestLargeFilesSpaceReturns(t *testing.T) {
 		t.Errorf("the temp file a crash left is still there after a start: %v", err)
 	}
 }
+
+// TestRevisionsSpace: every overwrite keeps the file's older revision
+// (nothing trims them; the policy's trim_revisions is not acted on), and
+// their space, chunked and kept in the metadata store, comes back when
+// the file is deleted, purged and collected.
+func TestRevisionsSpace(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes 60 MiB")
+	}
+	ctx := context.Background()
+	cfg := config.Default()
+	cfg.Data = t.TempDir()
+	cfg.Storage.Reserve = 0
+	log := slog.New(slog.DiscardHandler)
+	st, err := openStores(ctx, cfg, log, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { st.close(log) }()
+	root, err := st.files.CreateRoot(ctx, "alice", vfs.RootSync)
+	if err != nil {
+		t.Fatal(err)
+	}
+	empty := diskUsage(t, cfg.Data)
+	const overwrites = 40
+	var big, small vfs.Node
+	for i := range overwrites {
+		if big, err = st.files.WriteFile(ctx, root.ID, root.FolderID, "big.bin", bytes.NewReader(content(uint64(i), 1<<20)), vfs.WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if small, err = st.files.WriteFile(ctx, root.ID, root.FolderID, "small.bin", bytes.NewReader(content(uint64(1000+i), 12<<10)), vfs.WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	full := diskUsage(t, cfg.Data)
+	for _, n := range []vfs.Node{big, small} {
+		revs, err := st.files.Revisions(ctx, root.ID, n.ID)
+		if err != nil || len(revs) != overwrites {
+			t.Errorf("%s: %d revisions, %v; want %d", n.Name, len(revs), err, overwrites)
+		}
+	}
+	collectOnce(ctx, time.Hour, st, log)
+	if kept := diskUsage(t, cfg.Data); kept < full-(4<<20) {
+		t.Errorf("the collection freed the space of live revisions: %d MiB of %d", kept>>20, full>>20)
+	}
+	for _, n := range []vfs.Node{big, small} {
+		if err := st.files.Delete(ctx, root.ID, n.ID, vfs.WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(time.Millisecond)
+	collectOnce(ctx, time.Nanosecond, st, log)
+	after := diskUsage(t, cfg.Data)
+	t.Logf("%d overwrites of a 1 MiB and a 12 KiB file: empty %d MiB, with every revision %d MiB, deleted, purged and collected %d MiB",
+		overwrites, empty>>20, full>>20, after>>20)
+	if after-empty > 4<<20 {
+		t.Errorf("%d MiB of the revisions still on disk", (after-empty)>>20)
+	}
+}
