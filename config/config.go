@@ -78,6 +78,11 @@ type HTTP struct {
 	// between bytes, not the whole body, so a large upload on a slow
 	// link is never cut while it moves (nginx's client_body_timeout).
 	BodyIdleTimeout time.Duration `mapstructure:"body_idle_timeout"`
+	// SendIdleTimeout ends a request whose client stops taking its
+	// answer: a write that the client takes nothing of for this long
+	// fails and the handler stops. Like BodyIdleTimeout it bounds the
+	// time between bytes, not the whole answer (nginx's send_timeout).
+	SendIdleTimeout time.Duration `mapstructure:"send_idle_timeout"`
 }
 
 // TLS is the HTTPS certificate. Both files or neither.
@@ -228,6 +233,7 @@ func options() []option {
 		{key: "webdav.infinite_depth", def: false, usage: "allow WebDAV PROPFIND with Depth: infinity"},
 		{key: "storage.reserve", def: ByteSize(1 << 30), usage: "free space to leave on the data directory's disk; writes stop there (0: none)"},
 		{key: "http.body_idle_timeout", def: time.Minute, usage: "time a request body may send nothing before the request fails with 408"},
+		{key: "http.send_idle_timeout", def: time.Minute, usage: "time a client may take nothing of an answer before the request is ended"},
 	}
 }
 
@@ -532,6 +538,9 @@ func (c Config) Validate() error {
 	}
 	if c.HTTP.BodyIdleTimeout <= 0 {
 		bad("http.body_idle_timeout", c.HTTP.BodyIdleTimeout, "must be positive")
+	}
+	if c.HTTP.SendIdleTimeout <= 0 {
+		bad("http.send_idle_timeout", c.HTTP.SendIdleTimeout, "must be positive")
 	}
 	if c.GC.Interval < 0 {
 		bad("gc.interval", c.GC.Interval, "must not be negative (0 turns it off)")

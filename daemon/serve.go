@@ -188,7 +188,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writ
 		// connection between requests by IdleTimeout. Every listener
 		// gets it: a body no handler reads is read by net/http itself.
 		srv := &http.Server{
-			Handler:           withBodyIdleTimeout(h, cfg.HTTP.BodyIdleTimeout),
+			Handler:           withSendIdleTimeout(withBodyIdleTimeout(h, cfg.HTTP.BodyIdleTimeout), cfg.HTTP.SendIdleTimeout),
 			ReadHeaderTimeout: 10 * time.Second,
 			IdleTimeout:       2 * time.Minute,
 			ErrorLog:          slog.NewLogLogger(log.With("component", "http", "listener", name).Handler(), slog.LevelWarn),
