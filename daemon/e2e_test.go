@@ -198,7 +198,28 @@ func TestEndToEnd(t *testing.T) {
 	if status != 400 || body != `{"error":"insecure_transport","error_description":"requests must use HTTPS"}` {
 		t.Errorf("plain HTTP to the HTTPS port: %d %s", status, body)
 	}
+	// WebDAV requests are logged and counted like the API's, under one
+	// route: an unauthenticated one is enough.
+	if status, _ := get(t, client, "https://"+p.addrs["https"]+"/webdav/"); status != http.StatusUnauthorized {
+		t.Errorf("GET /webdav/ without credentials: %d, want 401", status)
+	}
+	logged := false
+	for _, line := range strings.Split(p.stderr(), "\n") {
+		var rec struct {
+			Msg, Route, Method string
+			Status             int
+		}
+		if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "request" && rec.Route == "/webdav/" && rec.Method == "GET" && rec.Status == 401 {
+			logged = true
+		}
+	}
+	if !logged {
+		t.Errorf("no request log line for the WebDAV request:\n%s", p.stderr())
+	}
 	status, body = get(t, http.DefaultClient, "http://"+p.addrs["metrics"]+"/metrics")
+	if !strings.Contains(body, `berth_http_requests_total{code="401",method="GET",route="/webdav/"} 1`) {
+		t.Errorf("/metrics does not count the WebDAV request:\n%s", body)
+	}
 	for _, want := range []string{"berth_http_requests_total", "berth_kv_", "berth_vfs_written_bytes_total", "berth_chunks_stored_total", "go_goroutines", "process_cpu_seconds_total"} {
 		if status != 200 || !strings.Contains(body, want) {
 			t.Errorf("/metrics (status %d) lacks %s", status, want)

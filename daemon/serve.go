@@ -218,6 +218,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writ
 		Accounts:      accounts,
 		Prefix:        "/webdav",
 		InfiniteDepth: cfg.WebDAV.InfiniteDepth,
+		Registerer:    reg,
 	})
 	if err := bind("https", "listen", cfg.Listen, withWebDAV(dav, api), true); err != nil {
 		return err

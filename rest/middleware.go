@@ -24,11 +24,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "berth_http_requests_total",
-			Help: "HTTP requests served by the REST API, by route pattern, method and status.",
+			Help: "HTTP requests served, by route (a REST API route pattern, or /webdav/), method and status.",
 		}, []string{"route", "method", "code"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "berth_http_request_duration_seconds",
-			Help:    "Time to serve a REST API request, by route pattern.",
+			Help:    "Time to serve an HTTP request, by route (a REST API route pattern, or /webdav/).",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 4, 10),
 		}, []string{"route"}),
 		abortedStreams: prometheus.NewCounter(prometheus.CounterOpts{

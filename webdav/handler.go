@@ -18,6 +18,8 @@ import (
 
 	xwebdav "golang.org/x/net/webdav"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"berth/account"
 	"berth/vfs"
 )
@@ -39,13 +41,16 @@ type Options struct {
 	// CredentialTTL is how long a successful Basic login is remembered (as a
 	// hash) so that the next requests skip argon2; 0 means 90 seconds.
 	CredentialTTL time.Duration
+	// Registerer receives the HTTP metrics. Nil keeps them unregistered.
+	Registerer prometheus.Registerer
 }
 
 // Handler is the WebDAV front end; build it with New.
 type Handler struct {
-	opts  Options
-	log   *slog.Logger
-	creds *credCache
+	opts    Options
+	log     *slog.Logger
+	creds   *credCache
+	metrics *metrics
 }
 
 // New returns the WebDAV handler for o.
@@ -61,12 +66,17 @@ func New(o Options) *Handler {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Handler{opts: o, log: log, creds: newCredCache(o.CredentialTTL, 4096)}
+	return &Handler{opts: o, log: log, creds: newCredCache(o.CredentialTTL, 4096), metrics: newMetrics(o.Registerer)}
 }
 
-// ServeHTTP checks the path, authenticates, applies the policy gate and
-// dispatches the method.
+// ServeHTTP serves one request and logs it.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.observe(w, r, h.serve)
+}
+
+// serve checks the path, authenticates, applies the policy gate and
+// dispatches the method.
+func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 	p, err := h.davPath(r.URL.EscapedPath())
 	if errors.Is(err, errPathTooDeep) {
 		plain(w, http.StatusRequestURITooLong, err.Error())
