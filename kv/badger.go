@@ -109,6 +109,10 @@ type Badger struct {
 	retries int
 	group   *groupSync // nil: nothing to sync (NoSync, InMemory)
 
+	// flattened is when RunGC last flattened the tree (flushDeletes),
+	// under mu.
+	flattened time.Time
+
 	// mu guards closed, active and seqs. Close waits on idle until no call is
 	// in flight, so no transaction runs into a closed database.
 	mu     sync.Mutex
@@ -631,7 +635,10 @@ func (b *Badger) flushDeletes() error {
 	if err != nil {
 		return fmt.Errorf("kv: flushing memtables: %w", mapErr(err))
 	}
-	if !deletesAbove(b.db.Levels()) {
+	// A live store nearly always has some deletes above (expired
+	// tokens, overwrites), and Flatten rewrites every table they
+	// overlap: at most once per flattenEvery, not at every collection.
+	if !deletesAbove(b.db.Levels()) || !b.flattenDue() {
 		return nil
 	}
 	// One worker: a second finds no table the first has not taken
@@ -641,6 +648,23 @@ func (b *Badger) flushDeletes() error {
 	}
 	return nil
 }
+
+// flattenDue reports whether flattenEvery has passed since the last
+// Flatten, and if so counts this one.
+func (b *Badger) flattenDue() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.flattened.IsZero() && time.Since(b.flattened) < flattenEvery {
+		return false
+	}
+	b.flattened = time.Now()
+	return true
+}
+
+// flattenEvery is the least time between two Flattens of RunGC: space
+// that deletes free deep in the tree comes back within a day, and a large
+// tree is not rewritten at every hourly collection.
+const flattenEvery = 24 * time.Hour
 
 // deletesAbove reports whether a level above the deepest one that holds
 // data holds deletes (stale data, in Badger's words): only a compaction

@@ -143,3 +143,22 @@ func TestRunGCDeepDeletes(t *testing.T) {
 		t.Errorf("value log after RunGC: %d MiB of %d", after>>20, full>>20)
 	}
 }
+
+// TestFlattenAtMostDaily: RunGC flattens the tree at most once per
+// flattenEvery, so a large tree is not rewritten at every collection.
+func TestFlattenAtMostDaily(t *testing.T) {
+	s := openDisk(t, t.TempDir(), BadgerOptions{})
+	defer s.Close()
+	if !s.flattenDue() {
+		t.Fatal("the first Flatten is not due")
+	}
+	if s.flattenDue() {
+		t.Fatal("a second Flatten right after the first is due")
+	}
+	s.mu.Lock()
+	s.flattened = time.Now().Add(-flattenEvery - time.Minute)
+	s.mu.Unlock()
+	if !s.flattenDue() {
+		t.Fatal("a Flatten a day after the last is not due")
+	}
+}
