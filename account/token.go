@@ -69,9 +69,10 @@ type refreshRecord struct {
 	Used bool `cbor:"5,keyasint"`
 	// UsedAt is when the token was first rotated.
 	UsedAt time.Time `cbor:"6,keyasint,omitempty"`
-	// Successor holds the hashes of the access and refresh tokens the
+	// NextAccess and NextRefresh are the hashes of the tokens the
 	// rotation issued, which a retry within the grace replaces.
-	Successor [][]byte `cbor:"7,keyasint,omitempty"`
+	NextAccess  []byte `cbor:"7,keyasint,omitempty"`
+	NextRefresh []byte `cbor:"8,keyasint,omitempty"`
 }
 
 type familyRecord struct {
@@ -369,7 +370,7 @@ func (s *Service) Refresh(ctx context.Context, refreshToken string) (Tokens, Per
 		if used.UsedAt.IsZero() {
 			used.UsedAt = now
 		}
-		used.Successor = [][]byte{tokenHash(toks.AccessToken), tokenHash(toks.RefreshToken)}
+		used.NextAccess, used.NextRefresh = tokenHash(toks.AccessToken), tokenHash(toks.RefreshToken)
 		return s.putTTL(tx, keyBytes(pfxRefresh, h), &used, rr.Expires.Sub(now))
 	})
 	if err != nil {
@@ -386,15 +387,19 @@ func (s *Service) Refresh(ctx context.Context, refreshToken string) (Tokens, Per
 // within Options.RefreshReuseGrace of the rotation, with the refresh token
 // the rotation issued still unused (a client that got it moves on with
 // it; only a copy of rr comes back after that). The tokens of that
-// rotation, which nobody but a thief can then have seen, are deleted, so
-// a session never holds two live refresh tokens.
+// rotation stop working, so a session never holds two live refresh
+// tokens; the refresh token is kept as a used one, with no grace of its
+// own: if the retry was a thief's replay and the client did get that
+// pair, the client's next refresh is a reuse and ends the session, the
+// thief's new pair included, instead of an unknown token that would
+// leave the thief the session.
 func (s *Service) retriedRotation(tx kv.Txn, rr refreshRecord, now time.Time) (bool, error) {
 	grace := s.opts.RefreshReuseGrace
-	if grace <= 0 || rr.UsedAt.IsZero() || now.Sub(rr.UsedAt) >= grace || !now.Before(rr.Expires) || len(rr.Successor) != 2 {
+	if grace <= 0 || rr.UsedAt.IsZero() || now.Sub(rr.UsedAt) >= grace || !now.Before(rr.Expires) || rr.NextRefresh == nil {
 		return false, nil
 	}
 	var next refreshRecord
-	switch err := s.get(tx, keyBytes(pfxRefresh, rr.Successor[1]), &next, kv.ErrNotFound); {
+	switch err := s.get(tx, keyBytes(pfxRefresh, rr.NextRefresh), &next, kv.ErrNotFound); {
 	case errors.Is(err, kv.ErrNotFound):
 		return false, nil
 	case err != nil:
@@ -402,10 +407,12 @@ func (s *Service) retriedRotation(tx kv.Txn, rr refreshRecord, now time.Time) (b
 	case next.Used:
 		return false, nil
 	}
-	for _, k := range [][]byte{keyBytes(pfxAccess, rr.Successor[0]), keyBytes(pfxRefresh, rr.Successor[1])} {
-		if err := tx.Delete(k); err != nil {
-			return false, err
-		}
+	if err := tx.Delete(keyBytes(pfxAccess, rr.NextAccess)); err != nil {
+		return false, err
+	}
+	next.Used = true
+	if err := s.putTTL(tx, keyBytes(pfxRefresh, rr.NextRefresh), &next, next.Expires.Sub(now)); err != nil {
+		return false, err
 	}
 	return true, nil
 }

@@ -501,14 +501,28 @@ func TestRefreshRetry(t *testing.T) {
 	works("received pair", got, true)
 	works("first lost pair", lost1, false)
 	works("second lost pair", lost2, false)
-	for _, lost := range []Tokens{lost1, lost2} {
-		if _, _, err := s.Refresh(ctx, lost.RefreshToken); !errors.Is(err, ErrInvalidToken) {
-			t.Fatalf("refresh token of a lost pair: %v", err)
-		}
-	}
 	// The session goes on with what the client got.
 	next := refresh("refresh with the received pair", got.RefreshToken)
 	works("next pair", next, true)
+	// A pair the client never got stays dead; one presented anyway was
+	// not lost but stolen (or the client did get it after all), and
+	// ends the session.
+	if _, _, err := s.Refresh(ctx, lost1.RefreshToken); !errors.Is(err, ErrInvalidToken) {
+		t.Fatalf("refresh token of a lost pair: %v", err)
+	}
+	works("session after a lost pair came back", next, false)
+
+	// A thief replays the old token within the grace, after the client
+	// got its pair but before it refreshed: the thief gets a pair, and
+	// the client's next refresh ends the session, the thief's pair too.
+	t4 := login()
+	clients := refresh("refresh", t4.RefreshToken)
+	thiefs := refresh("the thief's replay", t4.RefreshToken)
+	works("the thief's pair at first", thiefs, true)
+	if _, _, err := s.Refresh(ctx, clients.RefreshToken); !errors.Is(err, ErrInvalidToken) {
+		t.Fatalf("the client's refresh after the replay: %v", err)
+	}
+	works("the thief's pair after the client refreshed", thiefs, false)
 
 	// The grace counts from the first rotation: retries do not stretch it.
 	t1 := login()

@@ -254,8 +254,6 @@ func TestOAuthRefreshRetry(t *testing.T) {
 	}
 	status, body := f.personStatus(lost.AccessToken)
 	wantError(t, status, body, http.StatusUnauthorized, "access_denied")
-	status, body = f.oauthPost("/oauth/token", refreshForm(lost.RefreshToken))
-	wantError(t, status, body, http.StatusBadRequest, "invalid_grant")
 
 	// Once the client moved on with its pair, the old token is a copy.
 	f.grant(refreshForm(retried.RefreshToken))
@@ -263,6 +261,8 @@ func TestOAuthRefreshRetry(t *testing.T) {
 	wantError(t, status, body, http.StatusBadRequest, "invalid_grant")
 	status, body = f.personStatus(retried.AccessToken)
 	wantError(t, status, body, http.StatusUnauthorized, "access_denied")
+	status, body = f.oauthPost("/oauth/token", refreshForm(lost.RefreshToken))
+	wantError(t, status, body, http.StatusBadRequest, "invalid_grant")
 }
 
 func TestOAuthRevoke(t *testing.T) {
