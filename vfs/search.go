@@ -21,13 +21,19 @@ func (fs *FS) Search(ctx context.Context, root uint64, query string, limit int) 
 // ModifiedSince returns the live files of a root modified at or after
 // since, oldest first, with their paths: at least limit of them (0: no
 // limit) when there are, and past limit every file modified in the same
-// second as the last one. Clients see times in whole seconds and page by
-// asking again from the second after the last one they got; a page that
-// ended inside a second would make them miss the rest of it, and a second
-// holding more than limit files would stop them for good.
+// second as the last one, up to wholeSecondMax times limit. Clients see
+// times in whole seconds and page by asking again from the second after
+// the last one they got; a page that ended inside a second would make
+// them miss the rest of it, and a second holding more than limit files
+// would stop them for good. The bound keeps one answer from holding a
+// whole copied tree whose files share their times.
 func (fs *FS) ModifiedSince(ctx context.Context, root uint64, since time.Time, limit int) ([]Node, error) {
 	return fs.scanRoot(ctx, root, clampNs(since), limit, true, func(r nodeRec) bool { return !r.Dir })
 }
+
+// wholeSecondMax bounds a ModifiedSince page that finishes its last
+// second, in multiples of its limit.
+const wholeSecondMax = 10
 
 // scanRoot visits the live items of a root modified at or after from, in
 // modification order, and keeps those match accepts, up to limit, and
@@ -49,7 +55,7 @@ func (fs *FS) scanRoot(ctx context.Context, root uint64, from int64, limit int, 
 			if err != nil {
 				return err
 			}
-			if limit > 0 && len(out) >= limit && fromNs(rec.Modified).Unix() != out[len(out)-1].Modified.Unix() {
+			if limit > 0 && len(out) >= limit && (fromNs(rec.Modified).Unix() != out[len(out)-1].Modified.Unix() || len(out) >= wholeSecondMax*limit) {
 				return kv.ErrStop
 			}
 			if rec.Deleted != 0 || !match(rec) {

@@ -188,6 +188,16 @@ func TestModifiedSincePagesWholeSeconds(t *testing.T) {
 	if fmt.Sprint(pages) != fmt.Sprint(want) {
 		t.Fatalf("pages %v, want %v", pages, want)
 	}
+	// A second of more than ten times the limit is cut at that bound.
+	crowd := base.Add(time.Hour)
+	for i := range 25 {
+		if _, err := e.fs.WriteFile(ctx, e.root.ID, top, fmt.Sprintf("crowd-%02d", i), strings.NewReader("c"), vfs.WriteOptions{Modified: crowd}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, err := e.fs.ModifiedSince(ctx, e.root.ID, crowd, 2); err != nil || len(got) != 20 {
+		t.Fatalf("a second of 25 files, limit 2: %d results, %v; want 20", len(got), err)
+	}
 	// Search keeps its limit exactly.
 	if got, err := e.fs.Search(ctx, e.root.ID, "s0", 2); err != nil || len(got) != 2 {
 		t.Fatalf("search with limit 2: %d results, %v", len(got), err)
