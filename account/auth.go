@@ -151,8 +151,9 @@ func (s *Service) authenticate(ctx context.Context, login, password string) (Per
 	}
 	if err != nil {
 		if ctx.Err() != nil {
-			// The failure may be the one that locks the login.
-			_ = s.recordFailure(settle, subject, n)
+			// The failure may be the one that locks the login; a
+			// store that could not count it says so beside ctx's error.
+			err = errors.Join(err, s.recordFailure(settle, subject, n))
 		}
 		return Person{}, err
 	}

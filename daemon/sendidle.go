@@ -19,8 +19,7 @@ import (
 // (HTTP/2), moved forward at most every idle/8, as for request bodies
 // (withBodyIdleTimeout). The deadline is moved once more when the handler
 // returns, for what net/http writes after it (the end of a buffered
-// answer), and so that the next request on the connection does not meet
-// this one's.
+// answer), which a deadline set long before would cut.
 func withSendIdleTimeout(h http.Handler, idle time.Duration) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		iw := &idleWriter{ResponseWriter: w, ctl: http.NewResponseController(w), idle: idle}

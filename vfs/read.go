@@ -180,7 +180,8 @@ type listKey struct{ root, folder uint64 }
 // next commit: WebDAV clients list the folders they show again and again
 // (a file manager at every refresh), and reading and decoding the
 // children was half of a PROPFIND of a large folder. List hands out
-// copies, so no caller can change what the next one gets.
+// copies of the slice, so no caller can change what the next one gets;
+// the Nodes' Locks are shared and, as everywhere, only read.
 type cachedList struct {
 	nodes []Node
 	sum   string
