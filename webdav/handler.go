@@ -136,8 +136,6 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 				h.finish(w, r, st, err)
 				return
 			}
-		}
-		if r.Method == http.MethodGet || r.Method == http.MethodHead || r.Method == http.MethodPost {
 			// The library answers a POST as a GET; a cross-site
 			// form can send one, so it gets the same type.
 			w = newGetWriter(w, r, p)
