@@ -203,21 +203,30 @@ func TestEndToEnd(t *testing.T) {
 	if status, _ := get(t, client, "https://"+p.addrs["https"]+"/webdav/"); status != http.StatusUnauthorized {
 		t.Errorf("GET /webdav/ without credentials: %d, want 401", status)
 	}
-	logged := false
-	for _, line := range strings.Split(p.stderr(), "\n") {
-		var rec struct {
-			Msg, Route, Method string
-			Status             int
+	// Both are written once the answer has gone: wait for them a little.
+	logged := func() bool {
+		for _, line := range strings.Split(p.stderr(), "\n") {
+			var rec struct {
+				Msg, Route, Method string
+				Status             int
+			}
+			if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "request" && rec.Route == "/webdav/" && rec.Method == "GET" && rec.Status == 401 {
+				return true
+			}
 		}
-		if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "request" && rec.Route == "/webdav/" && rec.Method == "GET" && rec.Status == 401 {
-			logged = true
+		return false
+	}
+	const counted = `berth_http_requests_total{code="401",method="GET",route="/webdav/"} 1`
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		status, body = get(t, http.DefaultClient, "http://"+p.addrs["metrics"]+"/metrics")
+		if logged() && strings.Contains(body, counted) {
+			break
 		}
 	}
-	if !logged {
+	if !logged() {
 		t.Errorf("no request log line for the WebDAV request:\n%s", p.stderr())
 	}
-	status, body = get(t, http.DefaultClient, "http://"+p.addrs["metrics"]+"/metrics")
-	if !strings.Contains(body, `berth_http_requests_total{code="401",method="GET",route="/webdav/"} 1`) {
+	if !strings.Contains(body, counted) {
 		t.Errorf("/metrics does not count the WebDAV request:\n%s", body)
 	}
 	for _, want := range []string{"berth_http_requests_total", "berth_kv_", "berth_vfs_written_bytes_total", "berth_chunks_stored_total", "go_goroutines", "process_cpu_seconds_total"} {
