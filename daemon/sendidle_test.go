@@ -99,9 +99,11 @@ func TestStalledReaderDropped(t *testing.T) {
 	t.Run("slow but progressing", func(t *testing.T) {
 		for _, rest := range []bool{true, false} {
 			resp := get(t, rest)
-			// 1 MiB every 400 ms for the first 16 MiB: each pause
-			// shorter than the timeout, 6 s in all, and the server's
-			// writes wait on them.
+			// 1 MiB every 250 ms for the first 20 MiB: each pause far
+			// shorter than the timeout (the kernel wakes a blocked
+			// writer only once a good part of its buffer is free, so
+			// a write may wait out several), 5 s in all, and the
+			// server's writes wait on them.
 			got := 0
 			buf := make([]byte, 1<<20)
 			for {
@@ -113,8 +115,8 @@ func TestStalledReaderDropped(t *testing.T) {
 					}
 					break
 				}
-				if got < 16<<20 {
-					time.Sleep(400 * time.Millisecond)
+				if got < 20<<20 {
+					time.Sleep(250 * time.Millisecond)
 				}
 			}
 			if got != len(big) {
