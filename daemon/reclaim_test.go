@@ -46,6 +46,27 @@ func diskUsage(t testing.TB, dir string) int64 {
 	return total
 }
 
+// openSpaceStores opens the daemon's stores on a new data directory with
+// no disk reserve, as the space tests measure it, and makes alice's root;
+// the caller closes the stores (a test may reopen them).
+func openSpaceStores(t *testing.T) (config.Config, *slog.Logger, *stores, vfs.Root) {
+	t.Helper()
+	cfg := config.Default()
+	cfg.Data = t.TempDir()
+	cfg.Storage.Reserve = 0
+	log := slog.New(slog.DiscardHandler)
+	st, err := openStores(context.Background(), cfg, log, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := st.files.CreateRoot(context.Background(), "alice", vfs.RootSync)
+	if err != nil {
+		st.close(log)
+		t.Fatal(err)
+	}
+	return cfg, log, st, root
+}
+
 // TestSmallFilesSpaceReturns: about 100 MiB of small files, kept in
 // their revision records and so in Badger's value log, deleted, purged
 // and collected as the daemon's periodic collection does, give their
@@ -55,20 +76,10 @@ func TestSmallFilesSpaceReturns(t *testing.T) {
 		t.Skip("writes 100 MiB")
 	}
 	ctx := context.Background()
-	cfg := config.Default()
-	cfg.Data = t.TempDir()
-	cfg.Storage.Reserve = 0
-	log := slog.New(slog.DiscardHandler)
-	st, err := openStores(ctx, cfg, log, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, log, st, root := openSpaceStores(t)
 	defer func() { st.close(log) }()
-	root, err := st.files.CreateRoot(ctx, "alice", vfs.RootSync)
-	if err != nil {
-		t.Fatal(err)
-	}
 	empty := diskUsage(t, cfg.Data)
+	var err error
 
 	const files, size = 8000, 12 << 10
 	dir, err := st.files.Mkdir(ctx, root.ID, root.FolderID, "small", vfs.WriteOptions{})
@@ -159,20 +170,9 @@ func chunkFiles(t testing.TB, dir string) (chunks, temps, dirs int) {
 // temp files a crash left are removed at the next start.
 func TestLargeFilesSpaceReturns(t *testing.T) {
 	ctx := context.Background()
-	cfg := config.Default()
-	cfg.Data = t.TempDir()
-	cfg.Storage.Reserve = 0
-	log := slog.New(slog.DiscardHandler)
-	st, err := openStores(ctx, cfg, log, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, log, st, root := openSpaceStores(t)
 	defer func() { st.close(log) }()
 	chunksDir := filepath.Join(cfg.Data, "chunks")
-	root, err := st.files.CreateRoot(ctx, "alice", vfs.RootSync)
-	if err != nil {
-		t.Fatal(err)
-	}
 	empty := diskUsage(t, cfg.Data)
 
 	big, err := st.files.WriteFile(ctx, root.ID, root.FolderID, "big.bin", bytes.NewReader(content(1, 50<<20)), vfs.WriteOptions{})
@@ -240,20 +240,10 @@ func TestRevisionsSpace(t *testing.T) {
 		t.Skip("writes 60 MiB")
 	}
 	ctx := context.Background()
-	cfg := config.Default()
-	cfg.Data = t.TempDir()
-	cfg.Storage.Reserve = 0
-	log := slog.New(slog.DiscardHandler)
-	st, err := openStores(ctx, cfg, log, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, log, st, root := openSpaceStores(t)
 	defer func() { st.close(log) }()
-	root, err := st.files.CreateRoot(ctx, "alice", vfs.RootSync)
-	if err != nil {
-		t.Fatal(err)
-	}
 	empty := diskUsage(t, cfg.Data)
+	var err error
 	const overwrites = 40
 	var big, small vfs.Node
 	for i := range overwrites {
