@@ -66,22 +66,30 @@ func TestRootSeesEveryChange(t *testing.T) {
 	}
 }
 
+// clockedDocs is a file system on a settable clock with alice's root and
+// its folder docs, for the caches' tests, which expire locks by the clock.
+func clockedDocs(t *testing.T) (*env, *testClock, vfs.Root, vfs.Node) {
+	t.Helper()
+	clk := newTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	e := openEnvWith(t, t.TempDir(), vfs.Options{Now: clk.Now})
+	t.Cleanup(e.close)
+	root, err := e.fs.CreateRoot(context.Background(), "alice", vfs.RootSync)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := e.fs.Mkdir(context.Background(), root.ID, root.FolderID, "docs", vfs.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e, clk, root, dir
+}
+
 // TestOpenPathSeesEveryChange: OpenPath keeps what it resolved until the
 // next commit, and answers every change at the next call: a new revision,
 // a rename, a lock and its expiry (which commits nothing), a deletion.
 func TestOpenPathSeesEveryChange(t *testing.T) {
 	ctx := context.Background()
-	clk := newTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	e := openEnvWith(t, t.TempDir(), vfs.Options{Now: clk.Now})
-	t.Cleanup(e.close)
-	root, err := e.fs.CreateRoot(ctx, "alice", vfs.RootSync)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir, err := e.fs.Mkdir(ctx, root.ID, root.FolderID, "docs", vfs.WriteOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e, clk, root, dir := clockedDocs(t)
 	write := func(content string) vfs.Node {
 		t.Helper()
 		n, err := e.fs.WriteFile(ctx, root.ID, dir.ID, "a.txt", strings.NewReader(content), vfs.WriteOptions{})
@@ -184,17 +192,7 @@ func TestOpenPathCacheBounded(t *testing.T) {
 // does not reach the next caller.
 func TestListSeesEveryChange(t *testing.T) {
 	ctx := context.Background()
-	clk := newTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	e := openEnvWith(t, t.TempDir(), vfs.Options{Now: clk.Now})
-	t.Cleanup(e.close)
-	root, err := e.fs.CreateRoot(ctx, "alice", vfs.RootSync)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir, err := e.fs.Mkdir(ctx, root.ID, root.FolderID, "docs", vfs.WriteOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e, clk, root, dir := clockedDocs(t)
 	write := func(name, content string) vfs.Node {
 		t.Helper()
 		n, err := e.fs.WriteFile(ctx, root.ID, dir.ID, name, strings.NewReader(content), vfs.WriteOptions{})
