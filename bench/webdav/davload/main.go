@@ -133,13 +133,27 @@ func run(ctx context.Context, args []string) error {
 }
 
 // put creates the folder (MKCOL; an existing one is fine), then PUTs n
-// distinct random files of size bytes from conc clients, and reports the
-// wall time and the rate. Every file is different so that no server's
-// deduplication or compression flatters the figure.
+// distinct random files of size bytes from conc clients (eachFile). Every
+// file is different so that no server's deduplication or compression
+// flatters the figure.
 func (c *client) put(ctx context.Context, n, conc, size int) error {
 	if st, b, err := c.do(ctx, "MKCOL", c.base, nil, 0); err != nil || (st != 201 && st != 405) {
 		return fmt.Errorf("MKCOL %s: %d %v %s", c.base, st, err, b)
 	}
+	return eachFile(ctx, n, conc, size, func(i int, body []byte) error {
+		url := fmt.Sprintf("%sf%05d.bin", c.base, i)
+		st, b, err := c.do(ctx, "PUT", url, bytes.NewReader(body), int64(size))
+		if err != nil || st/100 != 2 {
+			return fmt.Errorf("PUT %s: %d %v %s", url, st, err, b)
+		}
+		return nil
+	})
+}
+
+// eachFile calls write for n distinct random bodies of size bytes from
+// conc goroutines, each taking the next file when its last is done, and
+// reports the wall time and the rate; the first error stops it.
+func eachFile(ctx context.Context, n, conc, size int, write func(i int, body []byte) error) error {
 	bodies := make([]byte, n*size)
 	rand.Read(bodies)
 	var next atomic.Int64
@@ -153,11 +167,8 @@ func (c *client) put(ctx context.Context, n, conc, size int) error {
 				if i >= n || ctx.Err() != nil {
 					return
 				}
-				body := bodies[i*size : (i+1)*size]
-				url := fmt.Sprintf("%sf%05d.bin", c.base, i)
-				st, b, err := c.do(ctx, "PUT", url, bytes.NewReader(body), int64(size))
-				if err != nil || st/100 != 2 {
-					errs <- fmt.Errorf("PUT %s: %d %v %s", url, st, err, b)
+				if err := write(i, bodies[i*size:(i+1)*size]); err != nil {
+					errs <- err
 					return
 				}
 			}
@@ -170,7 +181,7 @@ func (c *client) put(ctx context.Context, n, conc, size int) error {
 		return err
 	}
 	if ctx.Err() != nil {
-		return fmt.Errorf("put: %w after %d files", ctx.Err(), next.Load())
+		return fmt.Errorf("%w after %d files", ctx.Err(), next.Load())
 	}
 	fmt.Printf("files=%d seconds=%.3f per_second=%.1f\n", n, el.Seconds(), float64(n)/el.Seconds())
 	return nil
@@ -199,34 +210,9 @@ func fsyncFiles(dir string, n, conc, size int) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	bodies := make([]byte, n*size)
-	rand.Read(bodies)
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	errs := make(chan error, conc)
-	start := time.Now()
-	for range conc {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= n {
-					return
-				}
-				if err := writeSynced(fmt.Sprintf("%s/f%05d.bin", dir, i), bodies[i*size:(i+1)*size]); err != nil {
-					errs <- err
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	el := time.Since(start)
-	close(errs)
-	if err := <-errs; err != nil {
-		return err
-	}
-	fmt.Printf("files=%d seconds=%.3f per_second=%.1f\n", n, el.Seconds(), float64(n)/el.Seconds())
-	return nil
+	return eachFile(context.Background(), n, conc, size, func(i int, body []byte) error {
+		return writeSynced(fmt.Sprintf("%s/f%05d.bin", dir, i), body)
+	})
 }
 
 func writeSynced(name string, data []byte) error {
