@@ -4,14 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -33,11 +31,7 @@ func TestStalledBodyTimesOut(t *testing.T) {
 	data := filepath.Join(t.TempDir(), "data")
 	p := startDaemon(t, bin, data, "--http-body-idle-timeout", idle.String())
 	lc := newLCClient(t, p, data)
-	pool := x509.NewCertPool()
-	pem, err := os.ReadFile(filepath.Join(data, "tls", "cert.pem"))
-	if err != nil || !pool.AppendCertsFromPEM(pem) {
-		t.Fatalf("reading the certificate: %v", err)
-	}
+	pool := certPool(t, filepath.Join(data, "tls", "cert.pem"))
 
 	half := bytes.Repeat([]byte("x"), 256<<10)
 	const boundary = "stalledboundary"
@@ -171,11 +165,7 @@ func TestUnreadBodyBounded(t *testing.T) {
 	bin := buildBinary(t)
 	data := filepath.Join(t.TempDir(), "data")
 	p := startDaemon(t, bin, data, "--http-body-idle-timeout", idle.String())
-	pool := x509.NewCertPool()
-	pem, err := os.ReadFile(filepath.Join(data, "tls", "cert.pem"))
-	if err != nil || !pool.AppendCertsFromPEM(pem) {
-		t.Fatalf("reading the certificate: %v", err)
-	}
+	pool := certPool(t, filepath.Join(data, "tls", "cert.pem"))
 	for _, tc := range []struct {
 		name, listener, head string
 	}{

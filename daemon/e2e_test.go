@@ -125,6 +125,16 @@ func (p *daemonProc) stop(t *testing.T) {
 // trustingClient verifies the server against the generated certificate.
 func trustingClient(t *testing.T, certFile string) *http.Client {
 	t.Helper()
+	return &http.Client{
+		Timeout:   30 * time.Second,
+		Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: certPool(t, certFile)}},
+	}
+}
+
+// certPool trusts the certificate in certFile, for clients that dial TLS
+// themselves.
+func certPool(t *testing.T, certFile string) *x509.CertPool {
+	t.Helper()
 	pem, err := os.ReadFile(certFile)
 	if err != nil {
 		t.Fatal(err)
@@ -133,10 +143,7 @@ func trustingClient(t *testing.T, certFile string) *http.Client {
 	if !pool.AppendCertsFromPEM(pem) {
 		t.Fatalf("no certificate in %s", certFile)
 	}
-	return &http.Client{
-		Timeout:   30 * time.Second,
-		Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}},
-	}
+	return pool
 }
 
 // alpn returns the application protocol the server picks when a client

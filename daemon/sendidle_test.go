@@ -3,12 +3,10 @@ package daemon
 import (
 	"bufio"
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -29,11 +27,7 @@ func TestStalledReaderDropped(t *testing.T) {
 	data := filepath.Join(t.TempDir(), "data")
 	p := startDaemon(t, bin, data, "--http-send-idle-timeout", idle.String())
 	lc := newLCClient(t, p, data)
-	pool := x509.NewCertPool()
-	pem, err := os.ReadFile(filepath.Join(data, "tls", "cert.pem"))
-	if err != nil || !pool.AppendCertsFromPEM(pem) {
-		t.Fatalf("reading the certificate: %v", err)
-	}
+	pool := certPool(t, filepath.Join(data, "tls", "cert.pem"))
 	// More than the loopback socket buffers of both ends hold, so the
 	// server's writes block while the client does not read.
 	big := content(5, 64<<20)
