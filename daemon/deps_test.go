@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os/exec"
 	"slices"
@@ -35,12 +36,34 @@ func allowedImports() map[string][]string {
 	}
 }
 
-// exclusiveModules are third-party modules only one component may use.
+// exclusiveModules are packages (and the packages under them) only one
+// component may import: an engine stays behind the interface that hides
+// it, and x/net/webdav's types stay out of the other front ends.
 func exclusiveModules() map[string]string {
 	return map[string]string{
 		"github.com/dgraph-io/badger/v4": "kv",
 		"github.com/spf13/viper":         "config",
 		"github.com/spf13/cobra":         "daemon",
+		"golang.org/x/net/webdav":        "webdav",
+	}
+}
+
+// forbiddenImports are packages that the listed components may not import
+// directly, with the reason; "*" is every berth component. (Tailscale's
+// deptest keeps its BadDeps the same way.) The domain packages stay free
+// of HTTP so that a front end, not a store, decides what a request is.
+func forbiddenImports() map[string]struct {
+	from   []string
+	reason string
+} {
+	domain := []string{"config", "kv", "vfs", "vfs/chunk", "account"}
+	return map[string]struct {
+		from   []string
+		reason string
+	}{
+		"net/http": {domain, "the domain packages know nothing of HTTP; front ends translate"},
+		"github.com/prometheus/client_golang/prometheus/promauto": {[]string{"*"},
+			"metrics are built from an injected prometheus.Registerer (STYLE.md 12)"},
 	}
 }
 
@@ -105,7 +128,7 @@ func TestImportDirection(t *testing.T) {
 		// Tests build real stores, so they may also reach the lower lines
 		// of the direction (rest tests open kv and vfs/chunk), never
 		// sideways or up.
-		check(t, p.ImportPath+" (tests)", from, slices.Concat(p.TestImports, p.XTestImports), append(below(from), "berthtest"))
+		check(t, p.ImportPath+" (tests)", from, testOnly(slices.Concat(p.TestImports, p.XTestImports)), append(below(from), "berthtest"))
 	}
 	if checked < 5 {
 		t.Fatalf("checked only %d berth packages; go list output not understood", checked)
@@ -134,21 +157,43 @@ func below(c string) []string {
 	return out
 }
 
-// check reports every import of pkg (in component from) not in allowed.
+// check reports every import of pkg (in component from) not in allowed,
+// and every one forbiddenImports or exclusiveModules rules out.
 func check(t *testing.T, pkg, from string, imports, allowed []string) {
 	t.Helper()
+	for _, v := range violations(from, imports, allowed) {
+		t.Errorf("%s %s", pkg, v)
+	}
+}
+
+// violations is check's verdict: one message per import of a package in
+// component from that breaks a rule.
+func violations(from string, imports, allowed []string) []string {
+	var out []string
 	for _, imp := range imports {
 		if owner, ok := exclusiveOwner(imp); ok && owner != from {
-			t.Errorf("%s imports %s; only %s may", pkg, imp, owner)
+			out = append(out, fmt.Sprintf("imports %s; only %s may", imp, owner))
+		}
+		if rule, ok := forbiddenImports()[imp]; ok && (slices.Contains(rule.from, "*") || slices.Contains(rule.from, from)) {
+			out = append(out, fmt.Sprintf("imports %s: %s", imp, rule.reason))
 		}
 		to := component(imp)
 		if to == "" || to == from || slices.Contains(allowed, "*") {
 			continue
 		}
 		if to == "berth" || !slices.Contains(allowed, to) {
-			t.Errorf("%s imports %s: %s may import only %v (DESIGN.md)", pkg, imp, from, allowed)
+			out = append(out, fmt.Sprintf("imports %s: %s may import only %v (DESIGN.md)", imp, from, allowed))
 		}
 	}
+	return out
+}
+
+// testOnly drops from a test's imports the HTTP packages a domain's test
+// may use to drive it (a test of vfs's ranges speaks HTTP; vfs does not).
+func testOnly(imports []string) []string {
+	return slices.DeleteFunc(slices.Clone(imports), func(imp string) bool {
+		return imp == "net/http" || strings.HasPrefix(imp, "net/http/")
+	})
 }
 
 // exclusiveOwner reports the component that alone may import imp.
@@ -180,5 +225,37 @@ func TestComponent(t *testing.T) {
 	}
 	if got, want := below("rest"), []string{"account", "kv", "share", "vfs", "vfs/chunk"}; !slices.Equal(got, want) {
 		t.Errorf("below(rest) = %v, want %v", got, want)
+	}
+}
+
+// TestImportRules checks the rules themselves on made-up imports, so a
+// rule that stops matching cannot pass silently.
+func TestImportRules(t *testing.T) {
+	for _, tc := range []struct {
+		from, imp string
+		broken    bool
+	}{
+		{"vfs", "net/http", true},
+		{"kv", "net/http", true},
+		{"vfs/chunk", "net/http", true},
+		{"account", "net/http", true},
+		{"config", "net/http", true},
+		{"rest", "net/http", false},
+		{"webdav", "golang.org/x/net/webdav", false},
+		{"rest", "golang.org/x/net/webdav", true},
+		{"daemon", "golang.org/x/net/webdav", true},
+		{"rest", "github.com/prometheus/client_golang/prometheus/promauto", true},
+		{"daemon", "github.com/prometheus/client_golang/prometheus/promauto", true},
+		{"vfs", "github.com/prometheus/client_golang/prometheus", false},
+		{"vfs", "github.com/dgraph-io/badger/v4", true},
+		{"vfs", "berth/rest", true},
+		{"rest", "berth/webdav", true},
+		{"webdav", "berth/vfs", false},
+		{"rest", "berth/berthtest", true},
+	} {
+		got := violations(tc.from, []string{tc.imp}, allowedImports()[tc.from])
+		if broken := len(got) > 0; broken != tc.broken {
+			t.Errorf("%s importing %s: violations %q, want broken=%v", tc.from, tc.imp, got, tc.broken)
+		}
 	}
 }
