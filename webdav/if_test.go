@@ -113,8 +113,7 @@ func TestIf(t *testing.T) {
 				want(t, m+" with a malformed If header", st, http.StatusBadRequest, body)
 			}
 			// UNLOCK too: the lock stays when the If header fails.
-			lockBody := `<?xml version="1.0"?><D:lockinfo xmlns:D="DAV:"><D:lockscope><D:exclusive/></D:lockscope><D:locktype><D:write/></D:locktype></D:lockinfo>`
-			st, h, body = f.do("LOCK", "/a.txt", strings.NewReader(lockBody))
+			st, h, body = f.do("LOCK", "/a.txt", strings.NewReader(lockExclusive))
 			want(t, "LOCK", st, http.StatusOK, body)
 			tok := h.Get("Lock-Token")
 			st, _, body = f.do("UNLOCK", "/a.txt", nil, "Lock-Token", tok, "If", `(["r999"])`)

@@ -49,8 +49,7 @@ func TestLock(t *testing.T) {
 			}
 
 			// A WebDAV lock shows as locked to REST and refuses writes without its token.
-			lockBody := `<?xml version="1.0"?><D:lockinfo xmlns:D="DAV:"><D:lockscope><D:exclusive/></D:lockscope><D:locktype><D:write/></D:locktype><D:owner>me</D:owner></D:lockinfo>`
-			st, h, body := f.do("LOCK", "/doc.txt", strings.NewReader(lockBody), "Timeout", "Second-600")
+			st, h, body := f.do("LOCK", "/doc.txt", strings.NewReader(lockExclusiveOwned), "Timeout", "Second-600")
 			want(t, "LOCK", st, http.StatusOK, body)
 			tok := h.Get("Lock-Token")
 			if !strings.HasPrefix(tok, "<urn:uuid:") {
@@ -81,13 +80,12 @@ func TestLock(t *testing.T) {
 		// (locknew_test.go).
 		{"a refused LOCK of a new name creates nothing", func(t *testing.T) {
 			f := newFixture(t)
-			lockBody := `<?xml version="1.0"?><D:lockinfo xmlns:D="DAV:"><D:lockscope><D:exclusive/></D:lockscope><D:locktype><D:write/></D:locktype><D:owner>me</D:owner></D:lockinfo>`
 			st, _, body := f.do("MKCOL", "/d", nil)
 			want(t, "MKCOL", st, http.StatusCreated, body)
-			st, h, body := f.do("LOCK", "/d", strings.NewReader(lockBody))
+			st, h, body := f.do("LOCK", "/d", strings.NewReader(lockExclusiveOwned))
 			want(t, "LOCK /d", st, http.StatusOK, body)
 			tok := h.Get("Lock-Token")
-			st, _, body = f.do("LOCK", "/d/new.txt", strings.NewReader(lockBody), "If", "("+tok+")")
+			st, _, body = f.do("LOCK", "/d/new.txt", strings.NewReader(lockExclusiveOwned), "If", "("+tok+")")
 			want(t, "LOCK of a new name below an exclusive lock", st, http.StatusLocked, body)
 			if n, err := f.lookup("/d/new.txt"); err == nil {
 				t.Fatalf("a refused LOCK left %+v behind", n)
@@ -95,7 +93,7 @@ func TestLock(t *testing.T) {
 			// Without the conflict, the same LOCK creates the file, locked.
 			st, _, body = f.do("UNLOCK", "/d", nil, "Lock-Token", tok)
 			want(t, "UNLOCK /d", st, http.StatusNoContent, body)
-			st, h, body = f.do("LOCK", "/d/new.txt", strings.NewReader(lockBody))
+			st, h, body = f.do("LOCK", "/d/new.txt", strings.NewReader(lockExclusiveOwned))
 			want(t, "LOCK of a new name", st, http.StatusCreated, body)
 			n, err := f.lookup("/d/new.txt")
 			if err != nil || n.Dir || n.Size != 0 || !n.Locked() || n.Locks[0].Token != strings.Trim(h.Get("Lock-Token"), "<>") {
@@ -123,8 +121,7 @@ func TestLock(t *testing.T) {
 			want(t, "MKCOL", st, http.StatusCreated, body)
 			st, _, body = f.do("PUT", "/d/x.txt", strings.NewReader("x"))
 			want(t, "PUT", st, http.StatusCreated, body)
-			lockBody := `<?xml version="1.0"?><D:lockinfo xmlns:D="DAV:"><D:lockscope><D:exclusive/></D:lockscope><D:locktype><D:write/></D:locktype></D:lockinfo>`
-			st, h, body := f.do("LOCK", "/d", strings.NewReader(lockBody), "Depth", "0")
+			st, h, body := f.do("LOCK", "/d", strings.NewReader(lockExclusive), "Depth", "0")
 			want(t, "LOCK d depth 0", st, http.StatusOK, body)
 			tok := h.Get("Lock-Token")
 			st, _, body = f.do("LOCK", "/d/x.txt", nil, "If", "("+tok+")", "Timeout", "Second-60")
@@ -138,7 +135,7 @@ func TestLock(t *testing.T) {
 			st, _, body = f.do("UNLOCK", "/d", nil, "Lock-Token", tok)
 			want(t, "UNLOCK d", st, http.StatusNoContent, body)
 
-			st, h, body = f.do("LOCK", "/d", strings.NewReader(lockBody), "Depth", "infinity")
+			st, h, body = f.do("LOCK", "/d", strings.NewReader(lockExclusive), "Depth", "infinity")
 			want(t, "LOCK d depth infinity", st, http.StatusOK, body)
 			tok = h.Get("Lock-Token")
 			st, _, body = f.do("LOCK", "/d/x.txt", nil, "If", "("+tok+")", "Timeout", "Second-60")
@@ -156,7 +153,6 @@ func TestLock(t *testing.T) {
 			f := newFixture(t)
 			st, _, body := f.do("PUT", "/a.txt", strings.NewReader("a"))
 			want(t, "PUT", st, http.StatusCreated, body)
-			lockBody := `<?xml version="1.0"?><D:lockinfo xmlns:D="DAV:"><D:lockscope><D:exclusive/></D:lockscope><D:locktype><D:write/></D:locktype></D:lockinfo>`
 			week := 7 * 24 * time.Hour
 			check := func(what string, body string) {
 				t.Helper()
@@ -173,7 +169,7 @@ func TestLock(t *testing.T) {
 				}
 			}
 			for _, timeout := range []string{"Second-10000000000", "Second-9223372036854775807", "Second-99999999999999999999999"} {
-				st, h, body := f.do("LOCK", "/a.txt", strings.NewReader(lockBody), "Timeout", timeout)
+				st, h, body := f.do("LOCK", "/a.txt", strings.NewReader(lockExclusive), "Timeout", timeout)
 				want(t, "LOCK "+timeout, st, http.StatusOK, body)
 				check("LOCK "+timeout, body)
 				tok := h.Get("Lock-Token")
@@ -258,8 +254,7 @@ func TestLock(t *testing.T) {
 			}
 
 			// Alice's own lock: her token works, whichever credentials she sends.
-			lockBody := `<?xml version="1.0"?><D:lockinfo xmlns:D="DAV:"><D:lockscope><D:exclusive/></D:lockscope><D:locktype><D:write/></D:locktype></D:lockinfo>`
-			st, h, body := f.do("LOCK", "/doc.txt", strings.NewReader(lockBody))
+			st, h, body := f.do("LOCK", "/doc.txt", strings.NewReader(lockExclusive))
 			want(t, "LOCK", st, http.StatusOK, body)
 			mine := h.Get("Lock-Token")
 			req, _ := http.NewRequest("PUT", f.url("/doc.txt"), strings.NewReader("v2"))
@@ -313,7 +308,6 @@ func TestLock(t *testing.T) {
 		// Formerly TestOverwriteKeepsDestinationLock (destlock_test.go).
 		{"what lands on a locked destination joins its lock", func(t *testing.T) {
 			f := newFixture(t)
-			lockBody := `<?xml version="1.0"?><D:lockinfo xmlns:D="DAV:"><D:lockscope><D:exclusive/></D:lockscope><D:locktype><D:write/></D:locktype></D:lockinfo>`
 			for _, method := range []string{"MOVE", "COPY"} {
 				for _, p := range []string{"/tmp.txt", "/b.txt"} {
 					st, _, body := f.do("PUT", p, strings.NewReader("contents of "+p))
@@ -321,7 +315,7 @@ func TestLock(t *testing.T) {
 						t.Fatalf("PUT %s: %d %s", p, st, body)
 					}
 				}
-				st, h, body := f.do("LOCK", "/b.txt", strings.NewReader(lockBody))
+				st, h, body := f.do("LOCK", "/b.txt", strings.NewReader(lockExclusive))
 				want(t, "LOCK b.txt", st, http.StatusOK, body)
 				tok := h.Get("Lock-Token")
 				st, _, body = f.do(method, "/tmp.txt", nil, "Destination", f.url("/b.txt"), "If", "<"+f.url("/b.txt")+"> ("+tok+")")
@@ -348,8 +342,7 @@ func TestLock(t *testing.T) {
 			want(t, "MKCOL", st, http.StatusCreated, body)
 			st, _, body = f.do("PUT", "/d/x.txt", strings.NewReader("x"))
 			want(t, "PUT", st, http.StatusCreated, body)
-			lockBody := `<?xml version="1.0"?><D:lockinfo xmlns:D="DAV:"><D:lockscope><D:exclusive/></D:lockscope><D:locktype><D:write/></D:locktype></D:lockinfo>`
-			st, h, body := f.do("LOCK", "/d/x.txt", strings.NewReader(lockBody))
+			st, h, body := f.do("LOCK", "/d/x.txt", strings.NewReader(lockExclusive))
 			want(t, "LOCK", st, http.StatusOK, body)
 			tok := h.Get("Lock-Token")
 			st, _, body = f.do("MOVE", "/d", nil, "Destination", f.url("/e"))
@@ -373,16 +366,15 @@ func TestLock(t *testing.T) {
 		// (movelockgone_test.go).
 		{"a MOVE leaves its locks behind", func(t *testing.T) {
 			f := newFixture(t)
-			lockBody := `<?xml version="1.0"?><D:lockinfo xmlns:D="DAV:"><D:lockscope><D:exclusive/></D:lockscope><D:locktype><D:write/></D:locktype></D:lockinfo>`
 			lockdiscovery := `<D:propfind xmlns:D="DAV:"><D:prop><D:lockdiscovery/></D:prop></D:propfind>`
 			for _, c := range [][3]string{{"PUT", "/a.txt", "a"}, {"MKCOL", "/d", ""}, {"PUT", "/d/x.txt", "x"}, {"MKCOL", "/locked", ""}} {
 				st, _, body := f.do(c[0], c[1], strings.NewReader(c[2]))
 				want(t, c[0]+" "+c[1], st, http.StatusCreated, body)
 			}
-			st, h, body := f.do("LOCK", "/a.txt", strings.NewReader(lockBody))
+			st, h, body := f.do("LOCK", "/a.txt", strings.NewReader(lockExclusive))
 			want(t, "LOCK a.txt", st, http.StatusOK, body)
 			tokA := h.Get("Lock-Token")
-			st, h, body = f.do("LOCK", "/d/x.txt", strings.NewReader(lockBody))
+			st, h, body = f.do("LOCK", "/d/x.txt", strings.NewReader(lockExclusive))
 			want(t, "LOCK d/x.txt", st, http.StatusOK, body)
 			tokX := h.Get("Lock-Token")
 
@@ -401,7 +393,7 @@ func TestLock(t *testing.T) {
 			want(t, "UNLOCK of the lock left behind at the new URL", st, http.StatusConflict, body)
 
 			// A lock at the destination covers what arrives.
-			st, h, body = f.do("LOCK", "/locked", strings.NewReader(lockBody))
+			st, h, body = f.do("LOCK", "/locked", strings.NewReader(lockExclusive))
 			want(t, "LOCK locked/", st, http.StatusOK, body)
 			tokL := h.Get("Lock-Token")
 			st, _, body = f.do("MOVE", "/b.txt", nil, "Destination", f.url("/locked/b.txt"), "If", "<"+f.url("/locked")+"> ("+tokL+")")

@@ -49,7 +49,6 @@ func TestPaths(t *testing.T) {
 			}
 			st, _, body := f.do("MKCOL", "/d", nil)
 			want(t, "MKCOL", st, http.StatusCreated, body)
-			lockBody := `<?xml version="1.0"?><D:lockinfo xmlns:D="DAV:"><D:lockscope><D:exclusive/></D:lockscope><D:locktype><D:write/></D:locktype></D:lockinfo>`
 			for _, c := range []struct {
 				method, path, body string
 				status             int
@@ -60,7 +59,7 @@ func TestPaths(t *testing.T) {
 				{"MOVE", "/a.txt/", "", http.StatusNotFound, []string{"Destination", f.url("/moved.txt")}},
 				{"COPY", "/b.txt", "", http.StatusConflict, []string{"Destination", f.url("/a.txt/")}},
 				{"MOVE", "/d/", "", http.StatusConflict, []string{"Destination", f.url("/a.txt/")}},
-				{"LOCK", "/a.txt/", lockBody, http.StatusNotFound, nil},
+				{"LOCK", "/a.txt/", lockExclusive, http.StatusNotFound, nil},
 			} {
 				st, _, body := f.do(c.method, c.path, strings.NewReader(c.body), c.hdr...)
 				want(t, c.method+" "+c.path, st, c.status, body)
@@ -106,13 +105,12 @@ func TestPaths(t *testing.T) {
 			want(t, "PUT", st, http.StatusCreated, body)
 			st, _, body = f.do("MKCOL", "/d", nil)
 			want(t, "MKCOL", st, http.StatusCreated, body)
-			lockBody := `<?xml version="1.0"?><D:lockinfo xmlns:D="DAV:"><D:lockscope><D:exclusive/></D:lockscope><D:locktype><D:write/></D:locktype></D:lockinfo>`
 			for _, c := range []struct {
 				method, path, body, made string
 				hdr                      []string
 			}{
 				{"PUT", "/n1/", "x", "/n1", nil},
-				{"LOCK", "/n2/", lockBody, "/n2", nil},
+				{"LOCK", "/n2/", lockExclusive, "/n2", nil},
 				{"COPY", "/a.txt", "", "/n3", []string{"Destination", f.url("/n3/")}},
 				{"MOVE", "/a.txt", "", "/n4", []string{"Destination", f.url("/n4/")}},
 			} {
@@ -140,7 +138,6 @@ func TestPaths(t *testing.T) {
 			f := newFixture(t)
 			st, _, body := f.do("PUT", "/a.txt", strings.NewReader("a"))
 			want(t, "PUT", st, http.StatusCreated, body)
-			lockBody := `<?xml version="1.0"?><D:lockinfo xmlns:D="DAV:"><D:lockscope><D:exclusive/></D:lockscope><D:locktype><D:write/></D:locktype></D:lockinfo>`
 			top := func(method, p, body string, hdr ...string) (int, string) {
 				req, _ := http.NewRequest(method, f.srv.URL+p, strings.NewReader(body))
 				req.SetBasicAuth("alice", password)
@@ -157,10 +154,10 @@ func TestPaths(t *testing.T) {
 				{"PUT", "/webdav/new.txt", "x", http.StatusForbidden},
 				{"MKCOL", "/webdav/newroot", "", http.StatusForbidden},
 				{"MKCOL", "/webdav/newroot/", "", http.StatusForbidden},
-				{"LOCK", "/webdav/new.txt", lockBody, http.StatusForbidden},
+				{"LOCK", "/webdav/new.txt", lockExclusive, http.StatusForbidden},
 				{"PUT", "/webdav/noroot/x.txt", "x", http.StatusConflict},
 				{"MKCOL", "/webdav/noroot/x", "", http.StatusConflict},
-				{"LOCK", "/webdav/noroot/x.txt", lockBody, http.StatusConflict},
+				{"LOCK", "/webdav/noroot/x.txt", lockExclusive, http.StatusConflict},
 				{"DELETE", "/webdav/noroot", "", http.StatusNotFound},
 				{"PROPFIND", "/webdav/noroot", "", http.StatusNotFound},
 			} {

@@ -55,3 +55,10 @@ func (f *fixture) props(p string) map[string][]byte {
 	}
 	return m
 }
+
+// lockExclusive asks for an exclusive write lock; lockExclusiveOwned does
+// too, with an owner.
+const (
+	lockExclusive      = `<?xml version="1.0"?><D:lockinfo xmlns:D="DAV:"><D:lockscope><D:exclusive/></D:lockscope><D:locktype><D:write/></D:locktype></D:lockinfo>`
+	lockExclusiveOwned = `<?xml version="1.0"?><D:lockinfo xmlns:D="DAV:"><D:lockscope><D:exclusive/></D:lockscope><D:locktype><D:write/></D:locktype><D:owner>me</D:owner></D:lockinfo>`
+)
