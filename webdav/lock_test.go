@@ -115,7 +115,7 @@ func TestLock(t *testing.T) {
 		// yet an UNLOCK or a refresh sent to a member reached it; a
 		// depth-infinity lock does cover its members. Formerly
 		// TestUnlockAndRefreshWithinTheLocksScope (lockscope_test.go).
-		{"UNLOCK and refresh only within the lock's scope", func(t *testing.T) {
+		{"UNLOCK and refresh only within the scope of the lock", func(t *testing.T) {
 			f := newFixture(t)
 			st, _, body := f.do("MKCOL", "/d", nil)
 			want(t, "MKCOL", st, http.StatusCreated, body)
@@ -149,7 +149,7 @@ func TestLock(t *testing.T) {
 		// for N over some 9.2e9 and wrapped to a negative duration, which vfs
 		// takes as "never expires". Formerly TestLockTimeoutBounded
 		// (locktimeout_test.go).
-		{"a lock's timeout is bounded to 7 days", func(t *testing.T) {
+		{"a lock expires within 7 days", func(t *testing.T) {
 			f := newFixture(t)
 			st, _, body := f.do("PUT", "/a.txt", strings.NewReader("a"))
 			want(t, "PUT", st, http.StatusCreated, body)
@@ -189,7 +189,7 @@ func TestLock(t *testing.T) {
 		// own token (RFC 4918 6.2), where berth used to want the tokens of
 		// every shared lock, so neither could. Formerly
 		// TestSharedLocksOneTokenWrites (sharedlock_test.go).
-		{"each shared lock's own token writes", func(t *testing.T) {
+		{"each shared lock writes with its own token", func(t *testing.T) {
 			f := newFixture(t)
 			st, _, body := f.do("PUT", "/s.txt", strings.NewReader("0"))
 			want(t, "PUT", st, http.StatusCreated, body)
@@ -218,7 +218,7 @@ func TestLock(t *testing.T) {
 		// submitting its token may not write through it, refresh it or remove
 		// it, and her own token still works, over Basic and Bearer. Formerly
 		// TestLockTokenOfAnotherPrincipal (tokenholder_test.go).
-		{"another person's token opens nothing", func(t *testing.T) {
+		{"the token of another person opens nothing", func(t *testing.T) {
 			f := newFixture(t)
 			ctx := context.Background()
 			st, _, body := f.do("PUT", "/doc.txt", strings.NewReader("v1"))
@@ -336,7 +336,7 @@ func TestLock(t *testing.T) {
 		// it (423) unless its token is submitted (RFC 4918 9.9.4); the lock
 		// holder would otherwise find the file gone from the URL it locked.
 		// Formerly TestMoveCollectionWithLockedMember (movelocked_test.go).
-		{"a locked member refuses its collection's MOVE", func(t *testing.T) {
+		{"a locked member refuses the MOVE of its collection", func(t *testing.T) {
 			f := newFixture(t)
 			st, _, body := f.do("MKCOL", "/d", nil)
 			want(t, "MKCOL", st, http.StatusCreated, body)

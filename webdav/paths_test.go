@@ -134,7 +134,7 @@ func TestPaths(t *testing.T) {
 		// 404 of a resource that could exist; below a name that is no root,
 		// the parent collection is missing (409, RFC 4918 9.3.1 and 9.7.1).
 		// Formerly TestWritesAtTheMountTop (mounttop_test.go).
-		{"writes at the mount's top are 403", func(t *testing.T) {
+		{"writes at the top of the mount are 403", func(t *testing.T) {
 			f := newFixture(t)
 			st, _, body := f.do("PUT", "/a.txt", strings.NewReader("a"))
 			want(t, "PUT", st, http.StatusCreated, body)

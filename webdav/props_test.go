@@ -236,7 +236,7 @@ func TestProps(t *testing.T) {
 		// element early, and checks that PROPFIND answers well-formed XML
 		// naming each property exactly as it was set. Formerly
 		// TestDeadPropNamespaceWithBrace (deadpropns_test.go).
-		{"a namespace holding \"}\" reads back exactly", func(t *testing.T) {
+		{"a namespace holding a closing brace reads back exactly", func(t *testing.T) {
 			f := newFixture(t)
 			st, _, body := f.do(http.MethodPut, "/a.txt", strings.NewReader("a"))
 			want(t, "PUT", st, http.StatusCreated, body)
