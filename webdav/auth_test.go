@@ -2,7 +2,10 @@ package webdav_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -10,99 +13,161 @@ import (
 	"berth/account"
 )
 
-// TestCachedLoginEnds: a Basic login the handler remembers stops working
-// at once when the password changes, the person or the organization is
-// disabled, or the policy turns WebDAV off.
-func TestCachedLoginEnds(t *testing.T) {
-	ctx := context.Background()
-	f := newFixture(t)
-	propfind := func(what, pw string, wantStatus int) {
-		t.Helper()
-		req, _ := http.NewRequest("PROPFIND", f.url("/"), nil)
-		req.Header.Set("Depth", "0")
-		req.SetBasicAuth("alice", pw)
-		st, _, body := f.send(req)
-		want(t, what, st, wantStatus, body)
-	}
-	setPerson := func(active bool) {
-		t.Helper()
-		if _, err := f.accounts.UpdatePerson(ctx, f.person.ID, func(p *account.Person) error { p.Active = active; return nil }); err != nil {
-			t.Fatal(err)
-		}
-	}
-	setOrg := func(fn func(o *account.Organization)) {
-		t.Helper()
-		if _, err := f.accounts.UpdateOrganization(ctx, f.org.ID, func(o *account.Organization) error { fn(o); return nil }); err != nil {
-			t.Fatal(err)
-		}
-	}
+// TestAuth: who gets in over WebDAV. Basic and Bearer credentials, the
+// lockout they share with REST, the remembered Basic login and the
+// policy gate. A row per case, each on a fresh server.
+func TestAuth(t *testing.T) {
+	runCases(t, []davCase{
+		// An organization whose policy turns WebDAV off gets 403 with the
+		// reason for every method, OPTIONS included. Formerly
+		// TestGateRefusesEveryMethod (webdav_test.go).
+		{"a policy with WebDAV off refuses every method", func(t *testing.T) {
+			pol := account.DefaultPolicy()
+			pol.WebDAVEnabled = false
+			f := newFixtureWith(t, fixtureOptions{Policy: &pol})
+			for _, m := range []string{"OPTIONS", "GET", "PROPFIND", "PUT", "LOCK"} {
+				st, _, body := f.do(m, "/x", strings.NewReader(""), "Depth", "0")
+				want(t, m, st, http.StatusForbidden, body)
+				contains(t, body, "WebDAV access is disabled")
+			}
+		}},
 
-	propfind("first login", password, http.StatusMultiStatus)
-	propfind("remembered login", password, http.StatusMultiStatus)
-	const newPassword = "another horse battery"
-	if err := f.accounts.SetPassword(ctx, f.person.ID, newPassword); err != nil {
-		t.Fatal(err)
-	}
-	propfind("old password after a change", password, http.StatusUnauthorized)
-	propfind("new password", newPassword, http.StatusMultiStatus)
-	propfind("new password remembered", newPassword, http.StatusMultiStatus)
-
-	setPerson(false)
-	propfind("disabled person", newPassword, http.StatusForbidden)
-	setPerson(true)
-	propfind("enabled again", newPassword, http.StatusMultiStatus)
-
-	setOrg(func(o *account.Organization) { o.Active = false })
-	propfind("disabled organization", newPassword, http.StatusForbidden)
-	setOrg(func(o *account.Organization) { o.Active = true })
-	propfind("organization enabled again", newPassword, http.StatusMultiStatus)
-
-	// A rename ends the remembered login under the old name.
-	if _, err := f.accounts.UpdatePerson(ctx, f.person.ID, func(p *account.Person) error { p.Username = "alicia"; return nil }); err != nil {
-		t.Fatal(err)
-	}
-	propfind("old username after a rename", newPassword, http.StatusUnauthorized)
-	if _, err := f.accounts.UpdatePerson(ctx, f.person.ID, func(p *account.Person) error { p.Username = "alice"; return nil }); err != nil {
-		t.Fatal(err)
-	}
-	propfind("username given back", newPassword, http.StatusMultiStatus)
-
-	setOrg(func(o *account.Organization) { o.Policy.WebDAVEnabled = false })
-	propfind("WebDAV disabled by policy", newPassword, http.StatusForbidden)
-}
-
-// TestParallelFirstLogins: a client that opens with several requests at
-// once (Windows, rclone's parallel transfers, each time the remembered
-// login expires) sends the same credentials in all of them. They are
-// checked once and share the answer, so they neither spend an argon2 hash
-// each nor count as more login attempts than the lockout allows.
-func TestParallelFirstLogins(t *testing.T) {
-	const parallel = 16
-	f := newFixtureWith(t, fixtureOptions{Lockout: account.LockoutOptions{MaxFailures: 3, Window: time.Hour, Duration: time.Hour}})
-	start := make(chan struct{})
-	statuses := make(chan int, parallel)
-	var wg sync.WaitGroup
-	for range parallel {
-		wg.Go(func() {
+		// No credentials is 401 with a Basic challenge; a REST session token
+		// works as Bearer; failed Basic logins lock the account, for WebDAV
+		// and REST alike. Formerly TestAuthBasicBearerAndLockout
+		// (webdav_test.go).
+		{"Basic, Bearer, and the lockout shared with REST", func(t *testing.T) {
+			f := newFixtureWith(t, fixtureOptions{Lockout: account.LockoutOptions{MaxFailures: 3, Window: time.Hour, Duration: time.Hour}})
 			req, _ := http.NewRequest("PROPFIND", f.url("/"), nil)
 			req.Header.Set("Depth", "0")
-			req.SetBasicAuth("alice", password)
-			<-start
-			resp, err := f.client.Do(req)
-			if err != nil {
-				t.Error(err)
-				return
+			st, h, body := f.send(req)
+			want(t, "no credentials", st, http.StatusUnauthorized, body)
+			if !strings.HasPrefix(h.Get("WWW-Authenticate"), `Basic realm="berth"`) {
+				t.Fatalf("WWW-Authenticate = %q", h.Get("WWW-Authenticate"))
 			}
-			resp.Body.Close()
-			statuses <- resp.StatusCode
-		})
-	}
-	close(start)
-	wg.Wait()
-	close(statuses)
-	for st := range statuses {
-		if st != http.StatusMultiStatus {
-			t.Fatalf("one of %d parallel first requests with the right password: status %d", parallel, st)
-		}
-	}
+
+			req, _ = http.NewRequest("PROPFIND", f.url("/"), nil)
+			req.Header.Set("Depth", "0")
+			req.Header.Set("Authorization", "Bearer "+f.token)
+			st, _, body = f.send(req)
+			want(t, "bearer", st, http.StatusMultiStatus, body)
+
+			// Failed Basic logins count toward the account's lockout.
+			for i := range 3 {
+				req, _ = http.NewRequest("PROPFIND", f.url("/"), nil)
+				req.Header.Set("Depth", "0")
+				req.SetBasicAuth("alice", "wrong password "+strconv.Itoa(i))
+				st, _, body = f.send(req)
+				if st != http.StatusUnauthorized && st != http.StatusForbidden {
+					t.Fatalf("wrong password %d: status %d %q", i, st, body)
+				}
+			}
+			st, _, body = f.do("PROPFIND", "/", nil, "Depth", "0")
+			want(t, "right password after lockout", st, http.StatusForbidden, body)
+			contains(t, body, "locked")
+			// The same lock holds for the OAuth password grant (REST).
+			if _, err := f.accounts.Authenticate(context.Background(), "alice", password); !errors.Is(err, account.ErrAccountLocked) {
+				t.Fatalf("REST login after WebDAV lockout: %v, want ErrAccountLocked", err)
+			}
+		}},
+
+		// A Basic login the handler remembers stops working at once when the
+		// password changes, the person or the organization is disabled, or the
+		// policy turns WebDAV off. Formerly TestCachedLoginEnds
+		// (auth_test.go).
+		{"a remembered login ends at once", func(t *testing.T) {
+			ctx := context.Background()
+			f := newFixture(t)
+			propfind := func(what, pw string, wantStatus int) {
+				t.Helper()
+				req, _ := http.NewRequest("PROPFIND", f.url("/"), nil)
+				req.Header.Set("Depth", "0")
+				req.SetBasicAuth("alice", pw)
+				st, _, body := f.send(req)
+				want(t, what, st, wantStatus, body)
+			}
+			setPerson := func(active bool) {
+				t.Helper()
+				if _, err := f.accounts.UpdatePerson(ctx, f.person.ID, func(p *account.Person) error { p.Active = active; return nil }); err != nil {
+					t.Fatal(err)
+				}
+			}
+			setOrg := func(fn func(o *account.Organization)) {
+				t.Helper()
+				if _, err := f.accounts.UpdateOrganization(ctx, f.org.ID, func(o *account.Organization) error { fn(o); return nil }); err != nil {
+					t.Fatal(err)
+				}
+			}
+
+			propfind("first login", password, http.StatusMultiStatus)
+			propfind("remembered login", password, http.StatusMultiStatus)
+			const newPassword = "another horse battery"
+			if err := f.accounts.SetPassword(ctx, f.person.ID, newPassword); err != nil {
+				t.Fatal(err)
+			}
+			propfind("old password after a change", password, http.StatusUnauthorized)
+			propfind("new password", newPassword, http.StatusMultiStatus)
+			propfind("new password remembered", newPassword, http.StatusMultiStatus)
+
+			setPerson(false)
+			propfind("disabled person", newPassword, http.StatusForbidden)
+			setPerson(true)
+			propfind("enabled again", newPassword, http.StatusMultiStatus)
+
+			setOrg(func(o *account.Organization) { o.Active = false })
+			propfind("disabled organization", newPassword, http.StatusForbidden)
+			setOrg(func(o *account.Organization) { o.Active = true })
+			propfind("organization enabled again", newPassword, http.StatusMultiStatus)
+
+			// A rename ends the remembered login under the old name.
+			if _, err := f.accounts.UpdatePerson(ctx, f.person.ID, func(p *account.Person) error { p.Username = "alicia"; return nil }); err != nil {
+				t.Fatal(err)
+			}
+			propfind("old username after a rename", newPassword, http.StatusUnauthorized)
+			if _, err := f.accounts.UpdatePerson(ctx, f.person.ID, func(p *account.Person) error { p.Username = "alice"; return nil }); err != nil {
+				t.Fatal(err)
+			}
+			propfind("username given back", newPassword, http.StatusMultiStatus)
+
+			setOrg(func(o *account.Organization) { o.Policy.WebDAVEnabled = false })
+			propfind("WebDAV disabled by policy", newPassword, http.StatusForbidden)
+		}},
+
+		// A client that opens with several requests at once (Windows, rclone's
+		// parallel transfers, each time the remembered login expires) sends
+		// the same credentials in all of them. They are checked once and share
+		// the answer, so they neither spend an argon2 hash each nor count as
+		// more login attempts than the lockout allows. Formerly
+		// TestParallelFirstLogins (auth_test.go).
+		{"parallel first logins are checked once", func(t *testing.T) {
+			const parallel = 16
+			f := newFixtureWith(t, fixtureOptions{Lockout: account.LockoutOptions{MaxFailures: 3, Window: time.Hour, Duration: time.Hour}})
+			start := make(chan struct{})
+			statuses := make(chan int, parallel)
+			var wg sync.WaitGroup
+			for range parallel {
+				wg.Go(func() {
+					req, _ := http.NewRequest("PROPFIND", f.url("/"), nil)
+					req.Header.Set("Depth", "0")
+					req.SetBasicAuth("alice", password)
+					<-start
+					resp, err := f.client.Do(req)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					resp.Body.Close()
+					statuses <- resp.StatusCode
+				})
+			}
+			close(start)
+			wg.Wait()
+			close(statuses)
+			for st := range statuses {
+				if st != http.StatusMultiStatus {
+					t.Fatalf("one of %d parallel first requests with the right password: status %d", parallel, st)
+				}
+			}
+		}},
+	})
 }

@@ -1,0 +1,209 @@
+package webdav_test
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestIf: preconditions. The If header (RFC 4918 10.4) on writes and
+// reads, If-Match and If-None-Match, If-Unmodified-Since, and the bounds
+// on what an If header may name. A row per case, each on a fresh server.
+func TestIf(t *testing.T) {
+	runCases(t, []davCase{
+		// A PUT's ETag is vfs's (REST's); a stale If-Match or If-None-Match: *
+		// on an existing name refuses PUT, DELETE, MOVE and COPY with 412 and
+		// changes nothing; the current ETag and a new name pass. Formerly
+		// TestIfMatchAndIfNoneMatch (webdav_test.go).
+		{"If-Match and If-None-Match on every write", func(t *testing.T) {
+			f := newFixture(t)
+			st, h, body := f.do("PUT", "/a.txt", strings.NewReader("one"))
+			want(t, "create", st, http.StatusCreated, body)
+			etag := h.Get("ETag")
+			n, _ := f.lookup("/a.txt")
+			if etag != n.ETag() {
+				t.Fatalf("PUT ETag %q, vfs (REST) ETag %q", etag, n.ETag())
+			}
+			st, _, body = f.do("PUT", "/a.txt", strings.NewReader("two"), "If-Match", `"r999"`)
+			want(t, "PUT If-Match stale", st, http.StatusPreconditionFailed, body)
+			st, _, body = f.do("PUT", "/a.txt", strings.NewReader("two"), "If-None-Match", "*")
+			want(t, "PUT If-None-Match *", st, http.StatusPreconditionFailed, body)
+			st, _, body = f.do("DELETE", "/a.txt", nil, "If-Match", `"r999"`)
+			want(t, "DELETE If-Match stale", st, http.StatusPreconditionFailed, body)
+			st, _, body = f.do("MOVE", "/a.txt", nil, "If-Match", `"r999"`, "Destination", f.url("/b.txt"))
+			want(t, "MOVE If-Match stale", st, http.StatusPreconditionFailed, body)
+			st, _, body = f.do("COPY", "/a.txt", nil, "If-Match", `"r999"`, "Destination", f.url("/b.txt"))
+			want(t, "COPY If-Match stale", st, http.StatusPreconditionFailed, body)
+			if b, _ := f.read("/a.txt"); string(b) != "one" {
+				t.Fatalf("contents changed to %q", b)
+			}
+			st, _, body = f.do("PUT", "/a.txt", strings.NewReader("two"), "If-Match", etag)
+			want(t, "PUT If-Match current (overwrite)", st, http.StatusNoContent, body)
+			st, _, body = f.do("PUT", "/new.txt", strings.NewReader("x"), "If-None-Match", "*")
+			want(t, "PUT If-None-Match * on a new name", st, http.StatusCreated, body)
+		}},
+
+		// If-Match and If-None-Match are checked when a PUT starts; a write
+		// that lands while its body is still arriving makes them false, so the
+		// PUT is refused with 412 at its commit instead of replacing that
+		// write. Formerly TestConditionalPutHoldsAtCommit
+		// (ifmatchrace_test.go).
+		{"a conditional PUT holds at its commit", func(t *testing.T) {
+			f := newFixture(t)
+			st, h, body := f.do("PUT", "/a.txt", strings.NewReader("v1"))
+			want(t, "PUT v1", st, http.StatusCreated, body)
+			etag := h.Get("ETag")
+
+			for _, c := range []struct {
+				what, path string
+				hdr        []string
+			}{
+				{"If-Match", "/a.txt", []string{"If-Match", etag}},
+				{"If-None-Match: *", "/new.txt", []string{"If-None-Match", "*"}},
+			} {
+				pr, pw := io.Pipe()
+				done := make(chan int)
+				go func() {
+					st, _, _ := f.do("PUT", c.path, pr, c.hdr...)
+					done <- st
+				}()
+				if _, err := pw.Write([]byte("slow ")); err != nil { // the handler is reading the body
+					t.Fatal(err)
+				}
+				st, _, body := f.do("PUT", c.path, strings.NewReader("meanwhile"))
+				if st != http.StatusCreated && st != http.StatusNoContent {
+					t.Fatalf("%s: PUT meanwhile: %d %q", c.what, st, body)
+				}
+				pw.Write([]byte("upload"))
+				pw.Close()
+				if st := <-done; st != http.StatusPreconditionFailed {
+					t.Errorf("%s: the slow PUT got %d, want 412", c.what, st)
+				}
+				if got, err := f.read(c.path); err != nil || string(got) != "meanwhile" {
+					t.Errorf("%s: %s is %q, %v; want the write that landed meanwhile", c.what, c.path, got, err)
+				}
+			}
+		}},
+
+		// RFC 4918 10.4.1, a request whose If header does not match the
+		// resource's state "MUST fail with a 412", whatever the method; GET,
+		// HEAD, PROPFIND and UNLOCK went ahead as if it were absent. Formerly
+		// TestIfHeaderOnReads (ifread_test.go).
+		{"an If header that fails refuses reads too", func(t *testing.T) {
+			f := newFixture(t)
+			st, h, body := f.do("PUT", "/a.txt", strings.NewReader("a"))
+			want(t, "PUT", st, http.StatusCreated, body)
+			etag := h.Get("ETag")
+			for _, m := range []string{"GET", "HEAD", "PROPFIND"} {
+				st, _, body = f.do(m, "/a.txt", nil, "Depth", "0", "If", "(<urn:uuid:00000000-0000-0000-0000-000000000000>)")
+				want(t, m+" with an If header that fails", st, http.StatusPreconditionFailed, body)
+				st, _, body = f.do(m, "/a.txt", nil, "Depth", "0", "If", `(["r999"])`)
+				want(t, m+" with an If entity tag that fails", st, http.StatusPreconditionFailed, body)
+				ok := http.StatusOK
+				if m == "PROPFIND" {
+					ok = http.StatusMultiStatus
+				}
+				st, _, body = f.do(m, "/a.txt", nil, "Depth", "0", "If", "(Not <urn:uuid:00000000-0000-0000-0000-000000000000>)")
+				want(t, m+" with an If header that holds", st, ok, body)
+				st, _, body = f.do(m, "/a.txt", nil, "Depth", "0", "If", "(["+etag+"])")
+				want(t, m+" with an If entity tag that holds", st, ok, body)
+				st, _, body = f.do(m, "/a.txt", nil, "Depth", "0", "If", "(broken")
+				want(t, m+" with a malformed If header", st, http.StatusBadRequest, body)
+			}
+			// UNLOCK too: the lock stays when the If header fails.
+			st, h, body = f.do("LOCK", "/a.txt", strings.NewReader(lockExclusive))
+			want(t, "LOCK", st, http.StatusOK, body)
+			tok := h.Get("Lock-Token")
+			st, _, body = f.do("UNLOCK", "/a.txt", nil, "Lock-Token", tok, "If", `(["r999"])`)
+			want(t, "UNLOCK with an If header that fails", st, http.StatusPreconditionFailed, body)
+			if n, err := f.lookup("/a.txt"); err != nil || !n.Locked() {
+				t.Fatalf("a.txt after a refused UNLOCK: %+v %v", n.Locks, err)
+			}
+			st, _, body = f.do("UNLOCK", "/a.txt", nil, "Lock-Token", tok, "If", "("+tok+")")
+			want(t, "UNLOCK with an If header that holds", st, http.StatusNoContent, body)
+		}},
+
+		// RFC 9110 13.1.4 and 13.2.2 have an origin server evaluate
+		// If-Unmodified-Since (when If-Match is absent) before it changes a
+		// resource: a resource modified after the date is 412 and stays as it
+		// was. berth ignored it on every write. Formerly TestIfUnmodifiedSince
+		// (ifunmodified_test.go).
+		{"If-Unmodified-Since on every write", func(t *testing.T) {
+			f := newFixture(t)
+			st, h, body := f.do("PUT", "/a.txt", strings.NewReader("one"))
+			want(t, "PUT", st, http.StatusCreated, body)
+			etag := h.Get("ETag")
+			past := time.Now().Add(-time.Hour).UTC().Format(http.TimeFormat)
+			future := time.Now().Add(time.Hour).UTC().Format(http.TimeFormat)
+
+			for _, c := range []struct {
+				method string
+				hdr    []string
+			}{
+				{"PUT", nil},
+				{"DELETE", nil},
+				{"MOVE", []string{"Destination", f.url("/b.txt")}},
+				{"COPY", []string{"Destination", f.url("/b.txt")}},
+				{"PROPPATCH", nil},
+			} {
+				var b *strings.Reader
+				switch c.method {
+				case "PUT":
+					b = strings.NewReader("two")
+				case "PROPPATCH":
+					b = strings.NewReader(`<D:propertyupdate xmlns:D="DAV:"><D:set><D:prop><Z:c xmlns:Z="urn:z">r</Z:c></D:prop></D:set></D:propertyupdate>`)
+				default:
+					b = strings.NewReader("")
+				}
+				st, _, body := f.do(c.method, "/a.txt", b, append([]string{"If-Unmodified-Since", past}, c.hdr...)...)
+				want(t, c.method+" If-Unmodified-Since before the last change", st, http.StatusPreconditionFailed, body)
+			}
+			if got, err := f.read("/a.txt"); err != nil || string(got) != "one" {
+				t.Fatalf("a.txt after refused writes: %q %v", got, err)
+			}
+			if _, err := f.lookup("/b.txt"); err == nil {
+				t.Fatal("a refused COPY or MOVE made b.txt")
+			}
+			// If-Match, when present, is evaluated instead.
+			st, _, body = f.do("PUT", "/a.txt", strings.NewReader("two"), "If-Unmodified-Since", past, "If-Match", etag)
+			want(t, "PUT with If-Match and an old If-Unmodified-Since", st, http.StatusNoContent, body)
+			st, _, body = f.do("PUT", "/a.txt", strings.NewReader("three"), "If-Unmodified-Since", future)
+			want(t, "PUT If-Unmodified-Since after the last change", st, http.StatusNoContent, body)
+			// A new resource has no modification date: the header is ignored.
+			st, _, body = f.do("PUT", "/new.txt", strings.NewReader("n"), "If-Unmodified-Since", past)
+			want(t, "PUT of a new name", st, http.StatusCreated, body)
+			// So is a date that is not one.
+			st, _, body = f.do("DELETE", "/new.txt", nil, "If-Unmodified-Since", "yesterday")
+			want(t, "DELETE with an invalid date", st, http.StatusNoContent, body)
+		}},
+
+		// An If header of 1,000 conditions is 400, a path 5,000 segments deep
+		// is 414 as the Request-URI, 400 as a Destination or an If tag, and
+		// nothing changes. Formerly TestIfHeaderAndPathLimits
+		// (iflimits_test.go).
+		{"If headers and paths are bounded", func(t *testing.T) {
+			f := newFixture(t)
+			st, _, body := f.do("PUT", "/i.txt", strings.NewReader("x"))
+			want(t, "PUT", st, http.StatusCreated, body)
+
+			conds := strings.Repeat("(<urn:uuid:00000000-0000-0000-0000-000000000000>) ", 1000)
+			st, _, body = f.do("PUT", "/i.txt", strings.NewReader("y"), "If", conds)
+			want(t, "PUT with 1,000 If conditions", st, http.StatusBadRequest, body)
+			contains(t, body, "conditions")
+
+			deep := strings.Repeat("/a", 5000)
+			st, _, body = f.do("UNLOCK", deep, nil, "Lock-Token", "<urn:uuid:00000000-0000-0000-0000-000000000000>")
+			want(t, "UNLOCK of a path 5,000 deep", st, http.StatusRequestURITooLong, body)
+			st, _, body = f.do("COPY", "/i.txt", nil, "Destination", f.url(deep))
+			want(t, "COPY to a path 5,000 deep", st, http.StatusBadRequest, body)
+			contains(t, body, "Destination")
+			st, _, body = f.do("PUT", "/i.txt", strings.NewReader("y"), "If", "<"+f.url(deep)+"> (<urn:uuid:00000000-0000-0000-0000-000000000000>)")
+			want(t, "PUT with an If tag 5,000 deep", st, http.StatusBadRequest, body)
+			if b, err := f.read("/i.txt"); err != nil || string(b) != "x" {
+				t.Fatalf("i.txt = %q, %v; want it unchanged", b, err)
+			}
+		}},
+	})
+}

@@ -1,0 +1,196 @@
+package webdav_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// TestPaths: how a URL names an item. Escaped and non-ASCII names,
+// trailing slashes (a URL ending in "/" names a collection), paths that
+// are not clean, and the mount's top above the roots. A row per case,
+// each on a fresh server.
+func TestPaths(t *testing.T) {
+	runCases(t, []davCase{
+		// Percent-escaped spaces and UTF-8 names reach vfs unescaped, come
+		// back escaped in hrefs and plain in displayname, and survive GET and
+		// MOVE. Formerly TestNonASCIIAndSpaceNames (webdav_test.go).
+		{"escaped spaces and non-ASCII names", func(t *testing.T) {
+			f := newFixture(t)
+			st, _, body := f.do("MKCOL", "/dir%20with%20space", nil)
+			want(t, "MKCOL", st, http.StatusCreated, body)
+			name := "/dir%20with%20space/na%C3%AFve%20%E2%82%AC%20%F0%9F%98%80.txt"
+			st, _, body = f.do("PUT", name, strings.NewReader("unicode"))
+			want(t, "PUT", st, http.StatusCreated, body)
+			if b, err := f.read("/dir with space/naïve € 😀.txt"); err != nil || string(b) != "unicode" {
+				t.Fatalf("vfs read: %q, %v", b, err)
+			}
+			st, _, body = f.do("PROPFIND", "/dir%20with%20space/", nil, "Depth", "1")
+			want(t, "PROPFIND", st, http.StatusMultiStatus, body)
+			contains(t, body, "<D:href>/webdav/alice"+name+"</D:href>", "<D:displayname>naïve € 😀.txt</D:displayname>")
+			st, _, body = f.do("GET", name, nil)
+			want(t, "GET", st, http.StatusOK, body)
+			st, _, body = f.do("MOVE", name, nil, "Destination", f.url("/%C3%A9t%C3%A9.txt"))
+			want(t, "MOVE", st, http.StatusCreated, body)
+			if b, err := f.read("/été.txt"); err != nil || string(b) != "unicode" {
+				t.Fatalf("after MOVE: %q, %v", b, err)
+			}
+		}},
+
+		// A URL ending in "/" names a collection. Where the name is a file,
+		// writes to it are refused and the file stays: the slash used to be
+		// dropped, so "PUT a.txt/" replaced a.txt and "DELETE a.txt/" deleted
+		// it. Formerly TestTrailingSlashOnAFile (slash_test.go).
+		{"a trailing slash on a file refuses writes", func(t *testing.T) {
+			f := newFixture(t)
+			for _, p := range []string{"/a.txt", "/b.txt"} {
+				st, _, body := f.do("PUT", p, strings.NewReader("contents of "+p))
+				want(t, "PUT "+p, st, http.StatusCreated, body)
+			}
+			st, _, body := f.do("MKCOL", "/d", nil)
+			want(t, "MKCOL", st, http.StatusCreated, body)
+			for _, c := range []struct {
+				method, path, body string
+				status             int
+				hdr                []string
+			}{
+				{"PUT", "/a.txt/", "replaced", http.StatusConflict, nil},
+				{"DELETE", "/a.txt/", "", http.StatusNotFound, nil},
+				{"MOVE", "/a.txt/", "", http.StatusNotFound, []string{"Destination", f.url("/moved.txt")}},
+				{"COPY", "/b.txt", "", http.StatusConflict, []string{"Destination", f.url("/a.txt/")}},
+				{"MOVE", "/d/", "", http.StatusConflict, []string{"Destination", f.url("/a.txt/")}},
+				{"LOCK", "/a.txt/", lockExclusive, http.StatusNotFound, nil},
+			} {
+				st, _, body := f.do(c.method, c.path, strings.NewReader(c.body), c.hdr...)
+				want(t, c.method+" "+c.path, st, c.status, body)
+				if got, err := f.read("/a.txt"); err != nil || string(got) != "contents of /a.txt" {
+					t.Fatalf("after %s %s: a.txt is %q, %v", c.method, c.path, got, err)
+				}
+			}
+			// A collection's URL with or without the slash is the collection.
+			st, _, body = f.do("MOVE", "/d/", nil, "Destination", f.url("/e/"))
+			want(t, "MOVE d/ to e/", st, http.StatusCreated, body)
+			st, _, body = f.do("DELETE", "/e/", nil)
+			want(t, "DELETE e/", st, http.StatusNoContent, body)
+		}},
+
+		// "a.txt/" names a collection, and there is none; a GET or HEAD of it
+		// is 404 as the writes to it are, rather than the file's bytes under a
+		// URL that is not the file's. Formerly TestGetTrailingSlashOnAFile
+		// (slashget_test.go).
+		{"a trailing slash on a file is 404 for GET and HEAD", func(t *testing.T) {
+			f := newFixture(t)
+			st, _, body := f.do("PUT", "/a.txt", strings.NewReader("contents"))
+			want(t, "PUT", st, http.StatusCreated, body)
+			for _, m := range []string{"GET", "HEAD"} {
+				st, h, body := f.do(m, "/a.txt/", nil)
+				want(t, m+" a.txt/", st, http.StatusNotFound, body)
+				if h.Get("ETag") != "" {
+					t.Errorf("%s a.txt/: ETag %q", m, h.Get("ETag"))
+				}
+				st, _, body = f.do(m, "/a.txt", nil)
+				want(t, m+" a.txt", st, http.StatusOK, body)
+			}
+		}},
+
+		// A URL ending in "/" names a collection, so nothing makes a file
+		// there: PUT, LOCK of a missing name (which creates an empty file),
+		// and COPY or MOVE of a file to such a Destination are 409 and create
+		// nothing. The slash used to be dropped, and the file then answered
+		// 404 at the URL that made it. MKCOL and a collection's COPY take the
+		// slash. Formerly TestTrailingSlashOnANewName (slashnew_test.go).
+		{"a trailing slash on a new name makes no file", func(t *testing.T) {
+			f := newFixture(t)
+			st, _, body := f.do("PUT", "/a.txt", strings.NewReader("a"))
+			want(t, "PUT", st, http.StatusCreated, body)
+			st, _, body = f.do("MKCOL", "/d", nil)
+			want(t, "MKCOL", st, http.StatusCreated, body)
+			for _, c := range []struct {
+				method, path, body, made string
+				hdr                      []string
+			}{
+				{"PUT", "/n1/", "x", "/n1", nil},
+				{"LOCK", "/n2/", lockExclusive, "/n2", nil},
+				{"COPY", "/a.txt", "", "/n3", []string{"Destination", f.url("/n3/")}},
+				{"MOVE", "/a.txt", "", "/n4", []string{"Destination", f.url("/n4/")}},
+			} {
+				st, _, body := f.do(c.method, c.path, strings.NewReader(c.body), c.hdr...)
+				want(t, c.method+" "+c.path, st, http.StatusConflict, body)
+				if _, err := f.lookup(c.made); err == nil {
+					t.Fatalf("%s %s made %s", c.method, c.path, c.made)
+				}
+			}
+			if got, err := f.read("/a.txt"); err != nil || string(got) != "a" {
+				t.Fatalf("a.txt after the refused MOVE: %q %v", got, err)
+			}
+			st, _, body = f.do("COPY", "/d", nil, "Destination", f.url("/d2/"))
+			want(t, "COPY of a collection to a/", st, http.StatusCreated, body)
+			st, _, body = f.do("MKCOL", "/m/", nil)
+			want(t, "MKCOL m/", st, http.StatusCreated, body)
+		}},
+
+		// /webdav/ lists the roots, and roots are not made over WebDAV, so
+		// creating something directly below it is refused with 403, not the
+		// 404 of a resource that could exist; below a name that is no root,
+		// the parent collection is missing (409, RFC 4918 9.3.1 and 9.7.1).
+		// Formerly TestWritesAtTheMountTop (mounttop_test.go).
+		{"writes at the top of the mount are 403", func(t *testing.T) {
+			f := newFixture(t)
+			st, _, body := f.do("PUT", "/a.txt", strings.NewReader("a"))
+			want(t, "PUT", st, http.StatusCreated, body)
+			top := func(method, p, body string, hdr ...string) (int, string) {
+				req, _ := http.NewRequest(method, f.srv.URL+p, strings.NewReader(body))
+				req.SetBasicAuth("alice", password)
+				for i := 0; i+1 < len(hdr); i += 2 {
+					req.Header.Set(hdr[i], hdr[i+1])
+				}
+				st, _, b := f.send(req)
+				return st, b
+			}
+			for _, c := range []struct {
+				method, path, body string
+				want               int
+			}{
+				{"PUT", "/webdav/new.txt", "x", http.StatusForbidden},
+				{"MKCOL", "/webdav/newroot", "", http.StatusForbidden},
+				{"MKCOL", "/webdav/newroot/", "", http.StatusForbidden},
+				{"LOCK", "/webdav/new.txt", lockExclusive, http.StatusForbidden},
+				{"PUT", "/webdav/noroot/x.txt", "x", http.StatusConflict},
+				{"MKCOL", "/webdav/noroot/x", "", http.StatusConflict},
+				{"LOCK", "/webdav/noroot/x.txt", lockExclusive, http.StatusConflict},
+				{"DELETE", "/webdav/noroot", "", http.StatusNotFound},
+				{"PROPFIND", "/webdav/noroot", "", http.StatusNotFound},
+			} {
+				st, b := top(c.method, c.path, c.body, "Depth", "0")
+				want(t, c.method+" "+c.path, st, c.want, b)
+			}
+			st, _, body = f.do("COPY", "/a.txt", nil, "Destination", f.srv.URL+"/webdav/a.txt")
+			want(t, "COPY to the mount's top", st, http.StatusForbidden, body)
+			st, _, body = f.do("MOVE", "/a.txt", nil, "Destination", f.srv.URL+"/webdav/a.txt")
+			want(t, "MOVE to the mount's top", st, http.StatusForbidden, body)
+			st, _, body = f.do("MOVE", "/a.txt", nil, "Destination", f.srv.URL+"/webdav/noroot/a.txt")
+			want(t, "MOVE below a name that is no root", st, http.StatusConflict, body)
+			if b, err := f.read("/a.txt"); err != nil || string(b) != "a" {
+				t.Fatalf("a.txt after refused moves: %q %v", b, err)
+			}
+		}},
+
+		// A path or Destination holding an escaped slash, "." or ".." is
+		// 400: it is not the clean path of any item. Formerly the second
+		// half of TestMalformedRequestsChangeNothing (webdav_test.go); its
+		// malformed bodies are a row of TestXML.
+		{"unclean paths are 400", func(t *testing.T) {
+			f := newFixture(t)
+			st, _, body := f.do("PUT", "/p.txt", strings.NewReader("x"))
+			want(t, "PUT", st, http.StatusCreated, body)
+			for _, p := range []string{"/a%2Fb", "/x/../p.txt", "/./p.txt"} {
+				st, _, body = f.do("GET", p, nil)
+				want(t, "path "+p, st, http.StatusBadRequest, body)
+			}
+			st, _, body = f.do("COPY", "/p.txt", nil, "Destination", f.srv.URL+"/webdav/alice/d%2Fq.txt")
+			want(t, "Destination with %2F", st, http.StatusBadRequest, body)
+			st, _, body = f.do("MOVE", "/p.txt", nil, "Destination", f.srv.URL+"/webdav/alice/x/../q.txt")
+			want(t, "Destination with ..", st, http.StatusBadRequest, body)
+		}},
+	})
+}

@@ -1,0 +1,109 @@
+package webdav_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+
+	"berth/account"
+	"berth/vfs"
+)
+
+// TestPut: what a PUT stores, and what it refuses whole. A row per case,
+// each on a fresh server; conditional PUTs are in if_test.go, a full disk
+// in space_test.go.
+func TestPut(t *testing.T) {
+	runCases(t, []davCase{
+		// A 9 MiB upload without Content-Length (chunked, as macOS Finder
+		// sends) reads back identical through vfs, and a range of it over GET.
+		// Formerly TestWriteReadBackByteIdentical (webdav_test.go).
+		{"a chunked upload reads back byte for byte", func(t *testing.T) {
+			f := newFixture(t)
+			data := make([]byte, 9<<20+12345)
+			rand.Read(data)
+			req, _ := http.NewRequest("PUT", f.url("/blob.bin"), io.MultiReader(bytes.NewReader(data)))
+			req.SetBasicAuth("alice", password)
+			req.ContentLength = -1 // chunked, as macOS Finder sends
+			st, _, body := f.send(req)
+			want(t, "PUT", st, http.StatusCreated, body)
+			got, err := f.read("/blob.bin")
+			if err != nil || !bytes.Equal(got, data) {
+				t.Fatalf("vfs read back %d bytes (%v), want the %d written", len(got), err, len(data))
+			}
+			st, h, body := f.do("GET", "/blob.bin", nil, "Range", "bytes=100-199")
+			want(t, "GET range", st, http.StatusPartialContent, "")
+			if body != string(data[100:200]) || h.Get("ETag") == "" {
+				t.Fatal("range GET returned the wrong bytes or no ETag")
+			}
+		}},
+
+		// A PUT with Content-Range carries part of a file; storing it as the
+		// whole file would cut the file to that part. It is refused with 400
+		// (RFC 9110 14.5) and the file stays as it was. Formerly
+		// TestPartialPutRefused (partialput_test.go).
+		{"a PUT with Content-Range is refused", func(t *testing.T) {
+			f := newFixture(t)
+			whole := strings.Repeat("x", 1000)
+			st, _, body := f.do("PUT", "/a.txt", strings.NewReader(whole))
+			want(t, "PUT", st, http.StatusCreated, body)
+			st, _, body = f.do("PUT", "/a.txt", strings.NewReader("yyyy"), "Content-Range", "bytes 100-103/1000")
+			want(t, "PUT with Content-Range", st, http.StatusBadRequest, body)
+			if got, err := f.read("/a.txt"); err != nil || string(got) != whole {
+				t.Fatalf("a.txt after a partial PUT: %d bytes, %v", len(got), err)
+			}
+			st, _, body = f.do("PUT", "/new.txt", strings.NewReader("yyyy"), "Content-Range", "bytes 0-3/1000")
+			want(t, "PUT of a new file with Content-Range", st, http.StatusBadRequest, body)
+			if _, err := f.lookup("/new.txt"); err == nil {
+				t.Fatal("a partial PUT created new.txt")
+			}
+		}},
+
+		// An excluded extension (403), a file over the maximum size (413) and
+		// the space quota (507), declared up front or crossed midway through a
+		// chunked body, store nothing; the quota properties count what was
+		// stored. Formerly TestPolicyRefusalsStoreNothing (webdav_test.go).
+		{"policy refusals store nothing", func(t *testing.T) {
+			pol := account.DefaultPolicy()
+			pol.ExcludedExtensions = ".exe"
+			pol.MaxFileSize = 4096
+			pol.SpaceQuota = "10000"
+			f := newFixtureWith(t, fixtureOptions{Policy: &pol})
+			gone := func(p string) {
+				t.Helper()
+				if _, err := f.fs.Lookup(context.Background(), f.root.ID, p); !errors.Is(err, vfs.ErrNotExist) {
+					t.Fatalf("%s was stored: %v", p, err)
+				}
+			}
+			st, _, body := f.do("PUT", "/tool.exe", strings.NewReader("MZ"))
+			want(t, "excluded extension", st, http.StatusForbidden, body)
+			gone("/tool.exe")
+			st, _, body = f.do("PUT", "/big.bin", bytes.NewReader(make([]byte, 5000)))
+			want(t, "over the maximum file size", st, http.StatusRequestEntityTooLarge, body)
+			gone("/big.bin")
+
+			for i := range 2 {
+				st, _, body = f.do("PUT", "/f"+strconv.Itoa(i), bytes.NewReader(make([]byte, 4000)))
+				want(t, "within quota", st, http.StatusCreated, body)
+			}
+			st, _, body = f.do("PUT", "/f2", bytes.NewReader(make([]byte, 4000)))
+			want(t, "over quota (declared)", st, http.StatusInsufficientStorage, body)
+			gone("/f2")
+			// Chunked, no Content-Length: the quota is only crossed midway.
+			req, _ := http.NewRequest("PUT", f.url("/f3"), io.MultiReader(bytes.NewReader(make([]byte, 2000)), bytes.NewReader(make([]byte, 2000))))
+			req.SetBasicAuth("alice", password)
+			req.ContentLength = -1
+			st, _, body = f.send(req)
+			want(t, "over quota midway", st, http.StatusInsufficientStorage, body)
+			gone("/f3")
+			st, _, body = f.do("PROPFIND", "/", strings.NewReader(`<D:propfind xmlns:D="DAV:"><D:prop><D:quota-available-bytes/><D:quota-used-bytes/></D:prop></D:propfind>`), "Depth", "0")
+			want(t, "quota PROPFIND", st, http.StatusMultiStatus, body)
+			contains(t, body, "<D:quota-used-bytes>8000</D:quota-used-bytes>", "<D:quota-available-bytes>2000</D:quota-available-bytes>")
+		}},
+	})
+}
