@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
+
+	"berth/httpserve"
 )
 
 // JSONHandler serves a JSON endpoint: it returns the value to encode, or an
@@ -55,22 +57,16 @@ func (s *server) serveJSON(h JSONHandler) http.Handler {
 // serveStream adapts a StreamHandler to net/http.
 func (s *server) serveStream(h StreamHandler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		tw := &trackingWriter{ResponseWriter: w}
+		tw := &httpserve.Stream{ResponseWriter: w}
 		err := h(tw, r)
 		if err == nil {
 			return
 		}
-		if !tw.started {
+		if !tw.Started() {
 			s.writeError(w, r, err)
 			return
 		}
-		if clientGone(r, err) || tw.writeFailed {
-			s.log.Debug("download stopped: client went away", "route", r.Pattern, "error", err)
-		} else {
-			s.log.Error("download failed after the response started", "route", r.Pattern, "method", r.Method, "error", err)
-		}
-		s.metrics.abortedStreams.Inc()
-		panic(http.ErrAbortHandler)
+		s.metrics.Abort(s.log, r, r.Pattern, clientGone(r, err) || tw.WriteFailed(), err)
 	})
 }
 
@@ -141,41 +137,6 @@ func writeBody(w http.ResponseWriter, status int, b []byte) {
 	// A failed write means the client is gone; there is no one to tell.
 	_, _ = w.Write(append(b, '\n'))
 }
-
-// trackingWriter notes whether the response has started, which decides
-// between a JSON error and an aborted connection.
-type trackingWriter struct {
-	http.ResponseWriter
-	started bool
-	// writeFailed: a write to the client failed, so the client is gone
-	// (HTTP/2 reports a closed stream before it cancels the request).
-	writeFailed bool
-}
-
-func (t *trackingWriter) WriteHeader(code int) {
-	if code >= 200 {
-		t.started = true
-	}
-	t.ResponseWriter.WriteHeader(code)
-}
-
-func (t *trackingWriter) Write(b []byte) (int, error) {
-	t.started = true
-	n, err := t.ResponseWriter.Write(b)
-	if err != nil {
-		t.writeFailed = true
-	}
-	return n, err
-}
-
-// Flush lets streaming handlers push buffered bytes.
-func (t *trackingWriter) Flush() {
-	t.started = true
-	_ = http.NewResponseController(t.ResponseWriter).Flush()
-}
-
-// Unwrap gives http.ResponseController the underlying writer.
-func (t *trackingWriter) Unwrap() http.ResponseWriter { return t.ResponseWriter }
 
 // discardLogger is the logger of Options without one.
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }

@@ -3,6 +3,7 @@ package rest
 import (
 	"net/http"
 
+	"berth/httpserve"
 	"berth/vfs"
 )
 
@@ -33,7 +34,7 @@ func (s *server) downloadFolder(w http.ResponseWriter, r *http.Request) error {
 	}
 	h := w.Header()
 	h.Set("Content-Type", "application/zip")
-	h.Set("Content-Disposition", contentDisposition(name+".zip"))
+	h.Set("Content-Disposition", httpserve.ContentDisposition(name+".zip"))
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Cache-Control", "private, no-store")
 	if r.Method == http.MethodHead {

@@ -4,14 +4,12 @@ import (
 	"context"
 	"io"
 	"io/fs"
-	"mime"
 	"os"
-	"path"
-	"strings"
 	"time"
 
 	xwebdav "golang.org/x/net/webdav"
 
+	"berth/httpserve"
 	"berth/vfs"
 )
 
@@ -54,13 +52,9 @@ func (fi fileInfo) ContentType(context.Context) (string, error) {
 	return contentType(fi.n.Name), nil
 }
 
-// contentType maps a file name's extension to a media type.
-func contentType(name string) string {
-	if t := mime.TypeByExtension(strings.ToLower(path.Ext(name))); t != "" {
-		return t
-	}
-	return "application/octet-stream"
-}
+// contentType is the media type of a file name's extension, the one REST
+// downloads are sent with too (httpserve.ContentType).
+func contentType(name string) string { return httpserve.ContentType(name) }
 
 // readFile is an open file for reading: vfs's ReadSeeker over the chunks.
 type readFile struct {

@@ -1,17 +1,54 @@
 package webdav
 
 import (
+	"context"
+	"errors"
 	"net/http"
+	"os"
 	"path"
 
+	xwebdav "golang.org/x/net/webdav"
+
+	"berth/httpserve"
 	"berth/vfs"
 )
+
+// get serves a GET, HEAD or POST of the dav path p through x/net/webdav
+// (http.ServeContent), under httpserve's rule for downloads:
+// ServeContent drops read errors, so the body is read through an
+// httpserve.Body, and an error after the first byte (a chunk lost under
+// the file) is logged, counted and aborts the connection. The client
+// sees a broken transfer, never a short file with status 200.
+func (h *Handler) get(w http.ResponseWriter, r *http.Request, p string, lib *xwebdav.Handler) {
+	g := newGetWriter(w, r, p)
+	files := &getFS{FileSystem: lib.FileSystem}
+	lib.FileSystem = files
+	lib.ServeHTTP(g, r)
+	if files.body == nil {
+		return
+	}
+	err := files.body.Err()
+	if err == nil {
+		return
+	}
+	if !g.stream.Started() {
+		// ServeContent writes its status before it reads a byte; should
+		// that change, the error still gets an answer.
+		h.serverError(g, r, err)
+		return
+	}
+	gone := g.stream.WriteFailed() ||
+		(r.Context().Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)))
+	h.metrics.Abort(h.log, r, route, gone, err)
+}
 
 // getWriter is the ResponseWriter of a GET, HEAD or POST served by x/net/webdav
 // (http.ServeContent): its Content-Type is the name's, and its error
 // answers are plain text.
 type getWriter struct {
 	http.ResponseWriter
+	// stream is the writer below, which knows whether the answer started.
+	stream *httpserve.Stream
 }
 
 // newGetWriter prepares the answer to a GET or HEAD of the dav path p. Its
@@ -29,7 +66,8 @@ func newGetWriter(w http.ResponseWriter, r *http.Request, p string) *getWriter {
 	if rng := r.Header.Get("Range"); rng != "" {
 		r.Header.Set("Range", vfs.ServableRange(rng))
 	}
-	return &getWriter{ResponseWriter: w}
+	s := &httpserve.Stream{ResponseWriter: w}
+	return &getWriter{ResponseWriter: s, stream: s}
 }
 
 func (g *getWriter) WriteHeader(code int) {
@@ -43,3 +81,30 @@ func (g *getWriter) WriteHeader(code int) {
 
 // Unwrap gives http.ResponseController the underlying writer.
 func (g *getWriter) Unwrap() http.ResponseWriter { return g.ResponseWriter }
+
+// getFS is the FileSystem of a GET: the file it opens for reading is read
+// through an httpserve.Body, which keeps the read error ServeContent drops.
+type getFS struct {
+	xwebdav.FileSystem
+	// body is the contents of the file opened, nil before one is.
+	body *httpserve.Body
+}
+
+func (g *getFS) OpenFile(ctx context.Context, name string, flag int, perm os.FileMode) (xwebdav.File, error) {
+	f, err := g.FileSystem.OpenFile(ctx, name, flag, perm)
+	if err != nil || flag != os.O_RDONLY {
+		return f, err
+	}
+	g.body = httpserve.NewBody(f)
+	return &getFile{File: f, body: g.body}, nil
+}
+
+// getFile is a file being served: reads go through its Body.
+type getFile struct {
+	xwebdav.File
+	body *httpserve.Body
+}
+
+func (f *getFile) Read(p []byte) (int, error) { return f.body.Read(p) }
+
+func (f *getFile) Seek(off int64, whence int) (int64, error) { return f.body.Seek(off, whence) }

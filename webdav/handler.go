@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"berth/account"
+	"berth/httpserve"
 	"berth/vfs"
 )
 
@@ -50,7 +51,9 @@ type Handler struct {
 	opts    Options
 	log     *slog.Logger
 	creds   *credCache
-	metrics *metrics
+	metrics *httpserve.Metrics
+	// observed is serve inside the request log line and metrics.
+	observed http.Handler
 }
 
 // New returns the WebDAV handler for o.
@@ -66,12 +69,14 @@ func New(o Options) *Handler {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Handler{opts: o, log: log, creds: newCredCache(o.CredentialTTL, 4096), metrics: newMetrics(o.Registerer)}
+	h := &Handler{opts: o, log: log, creds: newCredCache(o.CredentialTTL, 4096), metrics: httpserve.NewMetrics(o.Registerer)}
+	h.observed = h.metrics.Observe(log, httpserve.Fixed(route), http.HandlerFunc(h.serve))
+	return h
 }
 
 // ServeHTTP serves one request and logs it.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	h.observe(w, r, h.serve)
+	h.observed.ServeHTTP(w, r)
 }
 
 // serve checks the path, authenticates, applies the policy gate and
@@ -138,7 +143,8 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 			}
 			// The library answers a POST as a GET; a cross-site
 			// form can send one, so it gets the same type.
-			w = newGetWriter(w, r, p)
+			h.get(w, r, p, lib)
+			return
 		}
 		lib.ServeHTTP(w, r)
 		return

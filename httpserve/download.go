@@ -1,0 +1,240 @@
+package httpserve
+
+import (
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"path"
+	"strings"
+	"sync"
+	"time"
+
+	"berth/vfs"
+)
+
+// Content is a file to download and what describes it to the client.
+type Content struct {
+	// Name is the file's name: its extension gives the Content-Type (never
+	// the contents), and the client saves the download under it.
+	Name string
+	// ETag is vfs's entity tag of the revision, the same over every front end.
+	ETag string
+	// Modified is the Last-Modified time.
+	Modified time.Time
+	// Body is read only where the request asks (Range).
+	Body io.ReadSeeker
+	// Fail writes the answer to an error http.ServeContent finds itself:
+	// 416 for an unsatisfiable Range, 412 for a failed If-Match or
+	// If-Unmodified-Since, 500 should seeking Body fail. It is handed the
+	// status and the writer below ServeContent's, with the headers set for
+	// the body dropped (Content-Range of a 416 stays), so a front end
+	// answers in its own form. Nil keeps ServeContent's plain-text answers.
+	Fail func(w http.ResponseWriter, status int)
+}
+
+// ServeContent answers r with c through http.ServeContent: Range (206),
+// If-None-Match and If-Modified-Since (304), If-Range, HEAD. The answer is
+// an attachment of a type chosen by the name's extension and is never
+// sniffed; a Range with zero-length suffix parts loses them first
+// (vfs.ServableRange): ServeContent would send each as a part that ends
+// before it starts.
+//
+// ServeContent drops read errors. The first one is returned here: the
+// response has started by then, so the caller must not let a short body
+// with a success status pass for the file; Abort is the rule.
+func ServeContent(w http.ResponseWriter, r *http.Request, c Content) error {
+	h := w.Header()
+	h.Set("ETag", c.ETag)
+	h.Set("Content-Type", ContentType(c.Name))
+	h.Set("Content-Disposition", ContentDisposition(c.Name))
+	h.Set("X-Content-Type-Options", "nosniff")
+	// Private: a download is behind authentication. no-cache: a client
+	// keeps it, but revalidates its ETag before reuse, since a new
+	// revision may replace it at any time.
+	h.Set("Cache-Control", "private, no-cache")
+	if rng := r.Header.Get("Range"); rng != "" {
+		r.Header.Set("Range", vfs.ServableRange(rng))
+	}
+	body := NewBody(c.Body)
+	if c.Fail != nil {
+		w = &failWriter{ResponseWriter: w, fail: c.Fail}
+	}
+	http.ServeContent(w, r, "", c.Modified, body)
+	return body.Err()
+}
+
+// failWriter hands the error answers http.ServeContent writes (in plain
+// text, or with no body at all) to a front end's own writer.
+type failWriter struct {
+	http.ResponseWriter
+	fail   func(http.ResponseWriter, int)
+	failed bool
+}
+
+func (f *failWriter) WriteHeader(code int) {
+	if code < 400 {
+		f.ResponseWriter.WriteHeader(code)
+		return
+	}
+	h := f.Header()
+	for _, k := range []string{"Content-Disposition", "Content-Length", "Content-Encoding"} {
+		h.Del(k)
+	}
+	f.failed = true
+	f.fail(f.ResponseWriter, code)
+}
+
+func (f *failWriter) Write(b []byte) (int, error) {
+	if f.failed {
+		return len(b), nil // ServeContent's text body; the front end's is out
+	}
+	return f.ResponseWriter.Write(b)
+}
+
+// Unwrap gives http.ResponseController the underlying writer.
+func (f *failWriter) Unwrap() http.ResponseWriter { return f.ResponseWriter }
+
+// Body is the io.ReadSeeker handed to http.ServeContent (directly, or by a
+// library such as x/net/webdav): it keeps the first read error, which
+// ServeContent drops. It is safe for concurrent use: ServeContent reads
+// the parts of a multi-range answer in a goroutine that it does not wait
+// for when a write to the client fails, so that goroutine may still read
+// while the handler returns.
+type Body struct {
+	rs  io.ReadSeeker
+	mu  sync.Mutex
+	err error
+}
+
+// NewBody returns rs keeping its first read error.
+func NewBody(rs io.ReadSeeker) *Body { return &Body{rs: rs} }
+
+// Read reads from the contents; an error other than io.EOF is kept.
+func (b *Body) Read(p []byte) (int, error) {
+	n, err := b.rs.Read(p)
+	if err != nil && err != io.EOF {
+		b.mu.Lock()
+		if b.err == nil {
+			b.err = err
+		}
+		b.mu.Unlock()
+	}
+	return n, err
+}
+
+// Seek seeks in the contents.
+func (b *Body) Seek(off int64, whence int) (int64, error) { return b.rs.Seek(off, whence) }
+
+// Err returns the first read error, or nil.
+func (b *Body) Err() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.err
+}
+
+// Stream is the ResponseWriter of a download: it notes whether the answer
+// has started, which decides between an error answer and an aborted
+// connection, and whether a write to the client failed.
+type Stream struct {
+	http.ResponseWriter
+	started     bool
+	writeFailed bool
+}
+
+// Started reports whether a status or a byte of the body was written.
+func (s *Stream) Started() bool { return s.started }
+
+// WriteFailed reports whether a write to the client failed: the client is
+// gone (HTTP/2 reports a closed stream before it cancels the request).
+func (s *Stream) WriteFailed() bool { return s.writeFailed }
+
+// WriteHeader notes a final status (1xx answers are interim).
+func (s *Stream) WriteHeader(code int) {
+	if code >= 200 {
+		s.started = true
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+// Write notes the start and a failed write.
+func (s *Stream) Write(b []byte) (int, error) {
+	s.started = true
+	n, err := s.ResponseWriter.Write(b)
+	if err != nil {
+		s.writeFailed = true
+	}
+	return n, err
+}
+
+// Flush lets streaming handlers push buffered bytes.
+func (s *Stream) Flush() {
+	s.started = true
+	_ = http.NewResponseController(s.ResponseWriter).Flush()
+}
+
+// Unwrap gives http.ResponseController the underlying writer.
+func (s *Stream) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// Abort ends a download that failed after its response started (a read
+// error, a zip entry that could not be read): there is no error answer
+// left to send, and a short body with a success status must never pass for
+// the whole file. It logs err (at Debug when clientGone: a client that
+// went away is no failure of the server's), counts the aborted stream, and
+// panics with http.ErrAbortHandler, which net/http turns into a broken
+// connection (HTTP/1.1) or a reset stream (HTTP/2). It does not return.
+func (m *Metrics) Abort(log *slog.Logger, r *http.Request, route string, clientGone bool, err error) {
+	if clientGone {
+		log.Debug("download stopped: client went away", "route", route, "error", err)
+	} else {
+		log.Error("download failed after the response started", "route", route, "method", r.Method, "error", err)
+	}
+	m.AbortedStreams.Inc()
+	panic(http.ErrAbortHandler)
+}
+
+// ContentType is the media type of a file name's extension, or
+// application/octet-stream; the contents are never read. mime looks the
+// extension up as written first, then in lower case ("a.PDF").
+func ContentType(name string) string {
+	if t := mime.TypeByExtension(path.Ext(name)); t != "" {
+		return t
+	}
+	return "application/octet-stream"
+}
+
+// ContentDisposition is an attachment header that keeps any name (RFC
+// 6266): an ASCII fallback in filename for old clients and the exact UTF-8
+// name in filename* (RFC 8187).
+func ContentDisposition(name string) string {
+	var fb, ext strings.Builder
+	for _, r := range name {
+		switch {
+		case r < 0x20 || r >= 0x7f || r == '"' || r == '\\' || r == '%':
+			fb.WriteByte('_')
+		default:
+			fb.WriteRune(r)
+		}
+	}
+	const hex = "0123456789ABCDEF"
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if isAttrChar(c) {
+			ext.WriteByte(c)
+			continue
+		}
+		ext.WriteByte('%')
+		ext.WriteByte(hex[c>>4])
+		ext.WriteByte(hex[c&15])
+	}
+	return `attachment; filename="` + fb.String() + `"; filename*=UTF-8''` + ext.String()
+}
+
+// isAttrChar reports whether c may stand unencoded in an RFC 8187 value.
+func isAttrChar(c byte) bool {
+	switch {
+	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		return true
+	}
+	return strings.IndexByte("!#$&+-.^_`|~", c) >= 0
+}
