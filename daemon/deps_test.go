@@ -25,9 +25,10 @@ func allowedImports() map[string][]string {
 		"vfs":       {"kv", "vfs/chunk"},
 		"account":   {"kv"},
 		"share":     {"kv", "vfs", "account"},
-		"rest":      {"vfs", "account", "share"},
-		"webdav":    {"vfs", "account", "share"},
-		"web":       {"vfs", "account", "share"},
+		"httpserve": {"vfs"},
+		"rest":      {"vfs", "account", "share", "httpserve"},
+		"webdav":    {"vfs", "account", "share", "httpserve"},
+		"web":       {"vfs", "account", "share", "httpserve"},
 		"daemon":    {"*"},
 		// berthtest builds the storage stack for the front ends' tests;
 		// only test files may import it (see TestImportDirection).
@@ -223,7 +224,7 @@ func TestComponent(t *testing.T) {
 			t.Errorf("component(%q) = %q, want %q", path, got, want)
 		}
 	}
-	if got, want := below("rest"), []string{"account", "kv", "share", "vfs", "vfs/chunk"}; !slices.Equal(got, want) {
+	if got, want := below("rest"), []string{"account", "httpserve", "kv", "share", "vfs", "vfs/chunk"}; !slices.Equal(got, want) {
 		t.Errorf("below(rest) = %v, want %v", got, want)
 	}
 }
@@ -252,6 +253,10 @@ func TestImportRules(t *testing.T) {
 		{"rest", "berth/webdav", true},
 		{"webdav", "berth/vfs", false},
 		{"rest", "berth/berthtest", true},
+		{"rest", "berth/httpserve", false},
+		{"httpserve", "berth/rest", true},
+		{"httpserve", "berth/account", true},
+		{"httpserve", "net/http", false},
 	} {
 		got := violations(tc.from, []string{tc.imp}, allowedImports()[tc.from])
 		if broken := len(got) > 0; broken != tc.broken {
