@@ -3,7 +3,12 @@ package webdav
 import (
 	"errors"
 	"fmt"
+	"net/http"
+	"net/url"
 	"strings"
+	"time"
+
+	"berth/vfs"
 )
 
 // ifList is one list of an If header (RFC 4918 10.4): its conditions all
@@ -130,4 +135,117 @@ func etagMatch(a, b string, weak bool) bool {
 		return false
 	}
 	return a == b
+}
+
+// preconditions checks the If header and If-Match / If-None-Match for the
+// resource n (exists or not) at dav path p.
+func (s *session) preconditions(r *http.Request, p string, n vfs.Node, exists bool) error {
+	if err := s.checkIf(r, p); err != nil {
+		return err
+	}
+	return checkMatch(r, n, exists)
+}
+
+// checkIf evaluates the request's If header (RFC 4918 10.4) against the
+// resource at dav path p: it holds when any one of its lists holds. The
+// tokens the header presents become the session's lock tokens, so vfs lets
+// the write through the locks they name. A failed header is errIfFailed
+// (412); a malformed one errBadIf (400).
+func (s *session) checkIf(r *http.Request, p string) error {
+	h := r.Header.Get("If")
+	if h == "" {
+		return nil
+	}
+	lists, err := parseIf(h)
+	if err != nil {
+		return err
+	}
+	s.opts.LockTokens = append(s.opts.LockTokens, submittedTokens(lists)...)
+	for _, l := range lists {
+		res := p
+		if l.resource != "" {
+			u, err := url.Parse(l.resource)
+			if err != nil {
+				return describe(errBadIf, "malformed resource tag in If header")
+			}
+			if res, err = s.h.davPath(u.EscapedPath()); errors.Is(err, errPathTooDeep) {
+				return describe(errBadIf, "a resource tag in the If header: %v", err)
+			} else if err != nil {
+				continue // a resource not ours is never in the state the list names
+			}
+		}
+		if s.listHolds(res, l.conds) {
+			return nil
+		}
+	}
+	return errIfFailed
+}
+
+func (s *session) listHolds(p string, conds []ifCond) bool {
+	var etag string
+	if t, err := s.resolve(p); err == nil {
+		if n, err := s.node(t); err == nil {
+			etag = fileInfoETag(n)
+		}
+	}
+	for _, c := range conds {
+		var holds bool
+		if c.token != "" {
+			_, _, err := s.findLock(p, c.token)
+			holds = err == nil
+		} else {
+			holds = etag != "" && etagMatch(c.etag, etag, false)
+		}
+		if holds == c.not {
+			return false
+		}
+	}
+	return true
+}
+
+// fileInfoETag is n's entity tag; the list of roots (no node) has a fixed one.
+func fileInfoETag(n vfs.Node) string {
+	if n.ID == 0 {
+		return `"top"`
+	}
+	return n.ETag()
+}
+
+// checkMatch applies If-Match, If-Unmodified-Since and If-None-Match
+// (RFC 9110 13.1, in the order of 13.2.2) to a resource that exists (n,
+// ok) or not. One that does not hold is errPrecondition (412).
+func checkMatch(r *http.Request, n vfs.Node, exists bool) error {
+	etag := ""
+	if exists {
+		etag = fileInfoETag(n)
+	}
+	if im := r.Header.Get("If-Match"); im != "" {
+		if !exists || !etagListHas(im, etag, false) {
+			return describe(errPrecondition, "If-Match does not hold")
+		}
+	} else if ius := r.Header.Get("If-Unmodified-Since"); ius != "" && exists && !n.Modified.IsZero() {
+		// Ignored without a modification date or with a value that is
+		// no date (13.1.4); dates have whole seconds.
+		if since, err := http.ParseTime(ius); err == nil && n.Modified.Truncate(time.Second).After(since) {
+			return describe(errPrecondition, "the resource was modified after If-Unmodified-Since")
+		}
+	}
+	if inm := r.Header.Get("If-None-Match"); inm != "" {
+		if exists && etagListHas(inm, etag, true) {
+			return describe(errPrecondition, "If-None-Match does not hold")
+		}
+	}
+	return nil
+}
+
+// etagListHas reports whether a header's list of entity tags, or "*",
+// matches etag.
+func etagListHas(list, etag string, weak bool) bool {
+	for t := range strings.SplitSeq(list, ",") {
+		t = strings.TrimSpace(t)
+		if t == "*" || etagMatch(t, etag, weak) {
+			return true
+		}
+	}
+	return false
 }
