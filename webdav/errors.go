@@ -240,7 +240,8 @@ func classify(err error) errorMapping {
 }
 
 // status is err's WebDAV status as errorTable gives it, with err; 0 for
-// nil.
+// nil. It keeps the (status, error) shape the handlers returned before
+// the table, which tests of single rows still use.
 func status(err error) (int, error) {
 	if err == nil {
 		return 0, nil
@@ -308,6 +309,9 @@ func (h *Handler) finish(w http.ResponseWriter, r *http.Request, err error) {
 	}
 }
 
+// serverError answers an error of the set-up around the method (a
+// session that could not be built, a failed login the table knows no
+// better answer to): through the table like any other.
 func (h *Handler) serverError(w http.ResponseWriter, r *http.Request, err error) {
 	h.finish(w, r, err)
 }
