@@ -8,7 +8,9 @@ import (
 	"os"
 
 	"berth/account"
+	"berth/kv"
 	"berth/vfs"
+	"berth/vfs/chunk"
 )
 
 // Errors of the request itself, found by rest before any domain is called.
@@ -53,6 +55,11 @@ type errorMapping struct {
 //
 //	{vfs.ErrNameConflict, http.StatusConflict, "name_conflict", ""},
 //
+// Every exported error of vfs, vfs/chunk, kv and account has a row
+// (errortable_test.go checks). One that is the server's own fault gets an
+// explicit 500 "unknown" row: it is answered and logged as an unmatched
+// error is, but the choice is written down.
+//
 // It is a function so the table cannot be changed at run time.
 func errorTable() []errorMapping {
 	return []errorMapping{
@@ -96,6 +103,29 @@ func errorTable() []errorMapping {
 		{vfs.ErrRootItem, http.StatusForbidden, "forbidden", "not allowed on a root's top folder"},
 		{vfs.ErrBusy, http.StatusServiceUnavailable, "temporarily_unavailable", "the service is temporarily unavailable; try again"},
 		{vfs.ErrNoSpace, http.StatusServiceUnavailable, "temporarily_unavailable", "the server's storage is full; nothing was stored"},
+		// A condition on the file (If-Match) held when checked but not
+		// when the write came to commit: the same answer as one that
+		// failed at once.
+		{vfs.ErrChanged, http.StatusPreconditionFailed, "invalid_request", "the file changed while the request was sent; nothing was stored"},
+		// Over REST only a lock meets a metadata bound (vfs.MaxLocks,
+		// vfs.MaxLockOwnerBytes): the item cannot take another lock.
+		{vfs.ErrMetadataLimit, http.StatusConflict, "resource_locked", "the item holds as many locks or properties as it may; nothing was stored"},
+
+		// The layers below vfs. vfs turns kv's conflicts and closing into
+		// vfs.ErrBusy (matched above); bare, they mean the same. The rest
+		// are the server's own faults.
+		{kv.ErrConflict, http.StatusServiceUnavailable, "temporarily_unavailable", "the service is temporarily unavailable; try again"},
+		{kv.ErrClosed, http.StatusServiceUnavailable, "temporarily_unavailable", "the service is temporarily unavailable; try again"},
+		{kv.ErrNotFound, http.StatusInternalServerError, "unknown", ""},
+		{kv.ErrTxnTooBig, http.StatusInternalServerError, "unknown", ""},
+		{kv.ErrReadOnly, http.StatusInternalServerError, "unknown", ""},
+		{kv.ErrInUse, http.StatusInternalServerError, "unknown", ""},
+		{kv.ErrNotDurable, http.StatusInternalServerError, "unknown", ""},
+		{kv.ErrStop, http.StatusInternalServerError, "unknown", ""},
+		{chunk.ErrNotFound, http.StatusInternalServerError, "unknown", ""},
+		{chunk.ErrCorrupt, http.StatusInternalServerError, "unknown", ""},
+		{chunk.ErrInvalidID, http.StatusInternalServerError, "unknown", ""},
+		{chunk.ErrTooLarge, http.StatusInternalServerError, "unknown", ""},
 
 		// account (spec 7.1, 7.4).
 		{account.ErrNotFound, http.StatusNotFound, "not_found", ""},
@@ -150,7 +180,8 @@ type errorBody struct {
 }
 
 // classify finds the response for err. known is false for an error no
-// table entry matches: 500 unknown, whose detail belongs in the log only.
+// table entry matches, or one whose row is 500: 500 unknown, whose detail
+// belongs in the log only.
 func classify(err error) (status int, body errorBody, known bool) {
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
@@ -159,6 +190,9 @@ func classify(err error) (status int, body errorBody, known bool) {
 	for _, m := range errorTable() {
 		if !errors.Is(err, m.err) {
 			continue
+		}
+		if m.status == http.StatusInternalServerError {
+			break
 		}
 		body = errorBody{Error: m.code, Description: m.description}
 		var de *describedError

@@ -18,33 +18,6 @@ type fileSystem struct{ s *session }
 
 var _ xwebdav.FileSystem = (*fileSystem)(nil)
 
-// osErr converts a vfs error to the exact os.Err* or webdav.Err* value the
-// library compares against, wrapped in an *fs.PathError where allowed.
-func osErr(op, name string, err error) error {
-	var target error
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, vfs.ErrLocked):
-		return xwebdav.ErrLocked // compared with ==: never wrapped
-	case errors.Is(err, vfs.ErrNoSuchLock):
-		return xwebdav.ErrNoSuchLock
-	case errors.Is(err, vfs.ErrNotExist), errors.Is(err, vfs.ErrRootDeleted), errors.Is(err, vfs.ErrNotDir):
-		target = os.ErrNotExist
-	case errors.Is(err, vfs.ErrNameConflict):
-		target = os.ErrExist
-	case errors.Is(err, vfs.ErrInvalidName), errors.Is(err, vfs.ErrNameTooLong), errors.Is(err, vfs.ErrRootItem),
-		errors.Is(err, vfs.ErrExtensionExcluded), errors.Is(err, vfs.ErrFileTooLarge),
-		errors.Is(err, vfs.ErrQuotaExceeded), errors.Is(err, vfs.ErrIsDir):
-		target = os.ErrPermission
-	case errors.Is(err, os.ErrNotExist), errors.Is(err, os.ErrExist), errors.Is(err, os.ErrPermission):
-		return err
-	default:
-		return &fs.PathError{Op: op, Path: name, Err: err}
-	}
-	return &fs.PathError{Op: op, Path: name, Err: target}
-}
-
 func (f *fileSystem) Mkdir(ctx context.Context, name string, perm os.FileMode) error {
 	t, err := f.s.resolve(name)
 	if err != nil {

@@ -8,7 +8,6 @@
 package webdav
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -83,12 +82,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // dispatches the method.
 func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 	p, err := h.davPath(r.URL.EscapedPath())
-	if errors.Is(err, errPathTooDeep) {
-		plain(w, http.StatusRequestURITooLong, err.Error())
-		return
-	}
 	if err != nil {
-		plain(w, http.StatusBadRequest, err.Error())
+		h.finish(w, r, err)
 		return
 	}
 	c, err := h.authenticate(r)
@@ -97,7 +92,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !c.Organization.Policy.WebDAVEnabled {
-		plain(w, http.StatusForbidden, "WebDAV access is disabled by your organization's policy; use the web or sync clients instead.")
+		h.finish(w, r, errDisabled)
 		return
 	}
 	s, err := h.newSession(r.Context(), c.Person, c.Organization.Policy, p)
@@ -105,29 +100,28 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 		h.serverError(w, r, err)
 		return
 	}
-	if st, err := s.fileAsCollection(r); st != 0 {
-		h.finish(w, r, st, err)
+	if err := s.fileAsCollection(r); err != nil {
+		h.finish(w, r, err)
 		return
 	}
 	body := r.Body
-	var status int
 	switch r.Method {
 	case http.MethodPut:
-		status, err = s.put(w, r)
+		err = s.put(w, r)
 	case http.MethodDelete:
-		status, err = s.delete(w, r)
+		err = s.delete(w, r)
 	case "MKCOL":
-		status, err = s.mkcol(w, r)
+		err = s.mkcol(w, r)
 	case "COPY", "MOVE":
-		status, err = s.copyMove(w, r)
+		err = s.copyMove(w, r)
 	case "LOCK":
-		status, err = s.lock(w, r)
+		err = s.lock(w, r)
 	case "UNLOCK":
-		status, err = s.unlock(w, r)
+		err = s.unlock(w, r)
 	case "PROPFIND":
-		status, err = s.propfind(w, r)
+		err = s.propfind(w, r)
 	case "PROPPATCH":
-		status, err = s.proppatch(w, r)
+		err = s.proppatch(w, r)
 	default:
 		lib := &xwebdav.Handler{
 			Prefix:     h.opts.Prefix,
@@ -137,8 +131,8 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodGet || r.Method == http.MethodHead || r.Method == http.MethodPost {
 			// The library reads no If header; RFC 4918 10.4.1 fails
 			// any request whose If header does not hold.
-			if st, err := s.checkIf(r, p); st != 0 {
-				h.finish(w, r, st, err)
+			if err := s.checkIf(r, p); err != nil {
+				h.finish(w, r, err)
 				return
 			}
 			// The library answers a POST as a GET; a cross-site
@@ -146,62 +140,16 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 			h.get(w, r, p, lib)
 			return
 		}
-		lib.ServeHTTP(w, r)
+		lib.ServeHTTP(&goneWriter{ResponseWriter: w, r: r}, r)
 		return
 	}
-	if stall, ok := body.(interface{ Stalled() error }); ok && status != 0 && stall.Stalled() != nil {
+	if stall, ok := body.(interface{ Stalled() error }); ok && err != nil && stall.Stalled() != nil {
 		// Whatever the method made of the failed read (bad XML, a
 		// cancelled context: net/http cancels it on any read error),
 		// the cause is the stall.
-		status, err = describe(http.StatusRequestTimeout, "the request body stopped arriving; nothing was stored")
+		err = errStalled
 	}
-	h.finish(w, r, status, err)
-}
-
-// finish writes an error status (when status is not 0) and logs what is
-// not the client's doing.
-func (h *Handler) finish(w http.ResponseWriter, r *http.Request, status int, err error) {
-	if status == 0 {
-		return
-	}
-	if r.Context().Err() != nil && status != http.StatusRequestTimeout {
-		// The client went away; nobody reads a body. A stalled body
-		// cancels the context too, but that client is still there.
-		return
-	}
-	if status >= 500 && status != http.StatusInsufficientStorage {
-		h.log.Error("webdav request failed", "method", r.Method, "path", r.URL.Path, "status", status, "error", err)
-		plain(w, status, http.StatusText(status))
-		return
-	}
-	msg := http.StatusText(status)
-	var d describedErr
-	if errors.As(err, &d) {
-		msg = d.msg
-	}
-	plain(w, status, msg)
-}
-
-func (h *Handler) serverError(w http.ResponseWriter, r *http.Request, err error) {
-	h.finish(w, r, http.StatusInternalServerError, err)
-}
-
-// describedErr carries a message for the client with a status.
-type describedErr struct{ msg string }
-
-func (e describedErr) Error() string { return e.msg }
-
-// describe returns status with a message the client sees.
-func describe(status int, format string, args ...any) (int, error) {
-	return status, describedErr{fmt.Sprintf(format, args...)}
-}
-
-// plain writes a short text/plain answer.
-func plain(w http.ResponseWriter, status int, msg string) {
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(status)
-	fmt.Fprintln(w, msg)
+	h.finish(w, r, err)
 }
 
 // maxPathDepth bounds the segments of a path below the prefix (the root's
@@ -223,7 +171,7 @@ var errPathTooDeep = fmt.Errorf("a path may have at most %d segments", maxPathDe
 func (h *Handler) davPath(escaped string) (string, error) {
 	rest, ok := strings.CutPrefix(escaped, h.opts.Prefix)
 	if !ok || (rest != "" && rest[0] != '/') {
-		return "", fmt.Errorf("path %q is outside %s/", escaped, h.opts.Prefix)
+		return "", describe(errBadPath, "path %q is outside %s/", escaped, h.opts.Prefix)
 	}
 	var segs []string
 	for seg := range strings.SplitSeq(rest, "/") {
@@ -234,14 +182,14 @@ func (h *Handler) davPath(escaped string) (string, error) {
 			return "", errPathTooDeep
 		}
 		if strings.Contains(strings.ToLower(seg), "%2f") || strings.Contains(strings.ToLower(seg), "%5c") {
-			return "", errors.New("a path segment may not contain an escaped slash or backslash")
+			return "", describe(errBadPath, "a path segment may not contain an escaped slash or backslash")
 		}
 		name, err := url.PathUnescape(seg)
 		if err != nil {
-			return "", fmt.Errorf("invalid escape in path: %v", err)
+			return "", describe(errBadPath, "invalid escape in path: %v", err)
 		}
 		if name == "." || name == ".." {
-			return "", errors.New(`a path may not contain "." or ".." segments`)
+			return "", describe(errBadPath, `a path may not contain "." or ".." segments`)
 		}
 		segs = append(segs, name)
 	}

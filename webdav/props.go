@@ -62,7 +62,7 @@ func isLive(n xml.Name) bool {
 const maxPropfindNames = 256
 
 // propfind answers PROPFIND with Depth 0, 1 or (when configured) infinity.
-func (s *session) propfind(w http.ResponseWriter, r *http.Request) (int, error) {
+func (s *session) propfind(w http.ResponseWriter, r *http.Request) error {
 	depth := 0
 	switch d := r.Header.Get("Depth"); {
 	case d == "0":
@@ -70,23 +70,20 @@ func (s *session) propfind(w http.ResponseWriter, r *http.Request) (int, error) 
 		depth = 1
 	case d == "" || strings.EqualFold(d, "infinity"):
 		if !s.h.opts.InfiniteDepth {
-			w.Header().Set("Content-Type", "application/xml; charset=utf-8")
-			w.WriteHeader(http.StatusForbidden)
-			fmt.Fprint(w, xml.Header+`<D:error xmlns:D="DAV:"><D:propfind-finite-depth/></D:error>`)
-			return 0, nil
+			return errFiniteDepth
 		}
 		depth = -1
 	default:
-		return describe(http.StatusBadRequest, "invalid Depth header")
+		return errBadDepth
 	}
 	body, err := parseXML(r.Body)
 	if err != nil {
-		return xmlError(err)
+		return err
 	}
 	mode, names, include := "allprop", []xml.Name(nil), []string(nil)
 	if body != nil {
 		if !body.is(davNS, "propfind") {
-			return describe(http.StatusBadRequest, "the body is not a DAV:propfind")
+			return describe(errBadBody, "the body is not a DAV:propfind")
 		}
 		mode = ""
 		for _, c := range body.children() {
@@ -110,26 +107,26 @@ func (s *session) propfind(w http.ResponseWriter, r *http.Request) (int, error) 
 			}
 		}
 		if mode == "" {
-			return describe(http.StatusBadRequest, "DAV:propfind needs prop, allprop or propname")
+			return describe(errBadBody, "DAV:propfind needs prop, allprop or propname")
 		}
 		if len(names) > maxPropfindNames {
-			return describe(http.StatusBadRequest, "a PROPFIND may name at most %d properties", maxPropfindNames)
+			return describe(errBadBody, "a PROPFIND may name at most %d properties", maxPropfindNames)
 		}
 	}
 
 	t, n, exists, err := s.lookup(s.path)
 	if err != nil && !errors.Is(err, vfs.ErrNotExist) {
-		return status(err)
+		return err
 	}
 	if !exists {
-		return describe(http.StatusNotFound, "not found")
+		return vfs.ErrNotExist
 	}
-	if st, err := s.checkIf(r, s.path); st != 0 {
-		return st, err
+	if err := s.checkIf(r, s.path); err != nil {
+		return err
 	}
 	inherited, err := s.inheritedLocks(t, n)
 	if err != nil {
-		return status(err)
+		return err
 	}
 	pw := &propWriter{s: s, mode: mode, names: names, include: include, usage: map[uint64]vfs.Usage{}}
 	s.wantDead = pw.needDead
@@ -144,7 +141,8 @@ func (s *session) propfind(w http.ResponseWriter, r *http.Request) (int, error) 
 		panic(http.ErrAbortHandler)
 	}
 	pw.b.WriteString(`</D:multistatus>`)
-	return 0, pw.b.Flush()
+	flushAnswer(pw.b)
+	return nil
 }
 
 // walk calls fn for res and, to depth (-1: all), for what is below it.
@@ -515,26 +513,26 @@ func writeEmpty(b *bufio.Writer, n xml.Name) {
 
 // proppatch sets and removes dead properties, all or nothing. Live
 // properties are protected (403, the others 424).
-func (s *session) proppatch(w http.ResponseWriter, r *http.Request) (int, error) {
+func (s *session) proppatch(w http.ResponseWriter, r *http.Request) error {
 	t, n, exists, err := s.lookup(s.path)
 	if err != nil && !errors.Is(err, vfs.ErrNotExist) {
-		return status(err)
+		return err
 	}
 	if !exists {
-		return describe(http.StatusNotFound, "not found")
+		return vfs.ErrNotExist
 	}
 	if t.top() {
-		return describe(http.StatusForbidden, "the list of roots has no properties")
+		return describe(errRootsList, "the list of roots has no properties")
 	}
-	if st, err := s.preconditions(r, s.path, n, exists); st != 0 {
-		return st, err
+	if err := s.preconditions(r, s.path, n, exists); err != nil {
+		return err
 	}
 	body, err := parseXML(r.Body)
 	if err != nil {
-		return xmlError(err)
+		return err
 	}
 	if body == nil || !body.is(davNS, "propertyupdate") {
-		return describe(http.StatusBadRequest, "the body is not a DAV:propertyupdate")
+		return describe(errBadBody, "the body is not a DAV:propertyupdate")
 	}
 	type op struct {
 		name   xml.Name
@@ -561,7 +559,7 @@ func (s *session) proppatch(w http.ResponseWriter, r *http.Request) (int, error)
 	if len(ops) == 0 {
 		// A 207 would hold a response with neither status nor
 		// propstat, which DAV:response does not allow.
-		return describe(http.StatusBadRequest, "the PROPPATCH sets or removes no property")
+		return describe(errBadBody, "the PROPPATCH sets or removes no property")
 	}
 	protected := false
 	for _, o := range ops {
@@ -581,7 +579,7 @@ func (s *session) proppatch(w http.ResponseWriter, r *http.Request) (int, error)
 			}
 		}
 		if err := s.h.opts.FS.PatchProps(s.ctx, t.m.root.ID, n.ID, set, remove, s.opts); err != nil {
-			return status(err)
+			return err
 		}
 	}
 	w.Header().Set("Content-Type", "application/xml; charset=utf-8")
@@ -603,10 +601,16 @@ func (s *session) proppatch(w http.ResponseWriter, r *http.Request) (int, error)
 		b.WriteString("</D:prop><D:status>HTTP/1.1 " + st + "</D:status></D:propstat>")
 	}
 	b.WriteString("</D:response></D:multistatus>")
-	return 0, b.Flush()
+	flushAnswer(b)
+	return nil
 }
 
 // escapeSegment escapes one path segment for an href.
 func escapeSegment(name string) string {
 	return strings.TrimPrefix((&urlPath{name}).escaped(), "/")
 }
+
+// flushAnswer sends the rest of a 207 whose status is out: a client that
+// stopped reading gets nothing more, and there is no answer left to give
+// it instead.
+func flushAnswer(b *bufio.Writer) { _ = b.Flush() }

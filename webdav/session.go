@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"path"
 	"slices"
@@ -107,11 +106,11 @@ var errNoRoot = fmt.Errorf("%w: no such root", vfs.ErrNotExist)
 // roots live, and WebDAV does not make them (403); deeper, the parent
 // collection is missing (409, as RFC 4918 9.3.1 and 9.7.1 want of MKCOL
 // and PUT).
-func noRoot(p string) (int, error) {
+func noRoot(p string) error {
 	if !strings.Contains(strings.Trim(p, "/"), "/") {
-		return describe(http.StatusForbidden, "only roots live at the top of the WebDAV mount, and they are not created over WebDAV; put files and folders inside one")
+		return errRootsNotCreated
 	}
-	return describe(http.StatusConflict, "the parent collection does not exist")
+	return errParentMissing
 }
 
 // resolve splits a clean dav path; an unknown first segment is os.ErrNotExist.

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"slices"
 	"strings"
 )
@@ -54,19 +53,11 @@ func (e *element) is(space, local string) bool {
 	return e.name.Space == space && e.name.Local == local
 }
 
+// errBadXML is a body that is not well-formed XML with namespaces (400).
 var errBadXML = errors.New("malformed XML body")
 
-// errXMLTooLarge is a body over maxXMLBody, maxXMLElements or maxXMLDepth.
+// errXMLTooLarge is a body over maxXMLBody, maxXMLElements or maxXMLDepth (413).
 var errXMLTooLarge = errors.New("XML body too large")
-
-// xmlError is the answer to a body parseXML refused: 413 for one over the
-// bounds, 400 for one that is malformed.
-func xmlError(err error) (int, error) {
-	if errors.Is(err, errXMLTooLarge) {
-		return describe(http.StatusRequestEntityTooLarge, "%v", err)
-	}
-	return describe(http.StatusBadRequest, "%v", err)
-}
 
 // capReader reads at most n bytes and then fails with errXMLTooLarge if
 // more follow, where an io.LimitReader would end the body early and leave

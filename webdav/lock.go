@@ -15,30 +15,30 @@ import (
 // a body, refreshes the one the If header names. Locking a missing
 // resource creates it empty (RFC 4918 7.3), which is how Windows and
 // Office create files; a refused lock creates nothing.
-func (s *session) lock(w http.ResponseWriter, r *http.Request) (int, error) {
+func (s *session) lock(w http.ResponseWriter, r *http.Request) error {
 	if !s.policy.UserLockFiles {
-		return describe(http.StatusForbidden, "your organization's policy does not let users lock files")
+		return errLockingDisabled
 	}
 	timeout := lockTimeout(r.Header.Get("Timeout"))
 	body, err := parseXML(r.Body)
 	if err != nil {
-		return xmlError(err)
+		return err
 	}
 	t, n, exists, err := s.lookup(s.path)
 	if errors.Is(err, errNoRoot) {
 		return noRoot(s.path)
 	}
 	if err != nil {
-		return status(err)
+		return err
 	}
 	if t.top() {
-		return describe(http.StatusForbidden, "the list of roots cannot be locked")
+		return describe(errRootsList, "the list of roots cannot be locked")
 	}
 	if body == nil {
 		return s.refresh(w, r, timeout)
 	}
 	if !body.is(davNS, "lockinfo") {
-		return describe(http.StatusBadRequest, "the body is not a DAV:lockinfo")
+		return describe(errBadBody, "the body is not a DAV:lockinfo")
 	}
 	req := vfs.LockRequest{Duration: timeout, Deep: true}
 	write := false
@@ -57,17 +57,17 @@ func (s *session) lock(w http.ResponseWriter, r *http.Request) (int, error) {
 		}
 	}
 	if !write {
-		return describe(http.StatusUnprocessableEntity, "only write locks exist")
+		return errNotWriteLock
 	}
 	switch d := r.Header.Get("Depth"); {
 	case d == "0":
 		req.Deep = false
 	case d == "" || strings.EqualFold(d, "infinity"):
 	default:
-		return describe(http.StatusBadRequest, "LOCK Depth must be 0 or infinity")
+		return describe(errBadDepth, "LOCK Depth must be 0 or infinity")
 	}
-	if st, err := s.preconditions(r, s.path, n, exists); st != 0 {
-		return st, err
+	if err := s.preconditions(r, s.path, n, exists); err != nil {
+		return err
 	}
 	var lk vfs.Lock
 	created := false
@@ -75,9 +75,9 @@ func (s *session) lock(w http.ResponseWriter, r *http.Request) (int, error) {
 		// The empty file and its lock are one transaction: a refused
 		// lock leaves no file behind, and a file someone else created
 		// meanwhile is locked below, never emptied.
-		parent, name, st, err := s.parentOrConflict(t, "the parent collection")
-		if st != 0 {
-			return st, err
+		parent, name, err := s.parentOrConflict(t, "the parent collection")
+		if err != nil {
+			return err
 		}
 		req.Holder, req.TokenRequired = s.opts.Principal, true
 		n, lk, err = s.h.opts.FS.CreateLocked(s.ctx, t.m.root.ID, parent.ID, name, req, s.opts)
@@ -85,12 +85,12 @@ func (s *session) lock(w http.ResponseWriter, r *http.Request) (int, error) {
 		case err == nil:
 			created = true
 		case !errors.Is(err, vfs.ErrNameConflict):
-			return status(err)
+			return err
 		}
 	}
 	if !created {
 		if lk, n, err = s.takeLock(s.path, req); err != nil {
-			return status(err)
+			return err
 		}
 	}
 	w.Header().Set("Lock-Token", "<"+lk.Token+">")
@@ -99,20 +99,20 @@ func (s *session) lock(w http.ResponseWriter, r *http.Request) (int, error) {
 		st = http.StatusCreated
 	}
 	writeLockBody(w, st, heldLock{l: lk, root: s.h.href(s.path, n.Dir)})
-	return 0, nil
+	return nil
 }
 
 // refresh extends the lock whose token the If header names. Only the
 // person who took a lock may refresh it (RFC 4918 6.4), as only they may
 // write through it or remove it.
-func (s *session) refresh(w http.ResponseWriter, r *http.Request, timeout time.Duration) (int, error) {
+func (s *session) refresh(w http.ResponseWriter, r *http.Request, timeout time.Duration) error {
 	ih := r.Header.Get("If")
 	if ih == "" {
-		return describe(http.StatusBadRequest, "a lock refresh needs the lock token in an If header")
+		return describe(errNoLockToken, "a lock refresh needs the lock token in an If header")
 	}
 	lists, err := parseIf(ih)
 	if err != nil {
-		return describe(http.StatusBadRequest, "%v", err)
+		return err
 	}
 	t, _ := s.resolve(s.path)
 	foreign := false
@@ -127,50 +127,47 @@ func (s *session) refresh(w http.ResponseWriter, r *http.Request, timeout time.D
 		}
 		lk, err = s.h.opts.FS.RefreshLock(s.ctx, t.m.root.ID, n.ID, tok, timeout)
 		if err != nil {
-			return status(err)
+			return err
 		}
 		writeLockBody(w, http.StatusOK, heldLock{l: lk, root: s.h.href(davPathOf(t.m, n), n.Dir)})
-		return 0, nil
+		return nil
 	}
 	if foreign {
-		return describe(http.StatusForbidden, "the lock belongs to someone else")
+		return errForeignLock
 	}
-	return describe(http.StatusPreconditionFailed, "no lock of the If header covers this resource")
+	return describe(errIfFailed, "no lock of the If header covers this resource")
 }
 
 // unlock removes the lock named by Lock-Token from the resource or the
 // folder above it that holds it. Only the person who took it may.
-func (s *session) unlock(w http.ResponseWriter, r *http.Request) (int, error) {
+func (s *session) unlock(w http.ResponseWriter, r *http.Request) error {
 	tok := strings.TrimSpace(r.Header.Get("Lock-Token"))
 	if len(tok) < 3 || tok[0] != '<' || tok[len(tok)-1] != '>' {
-		return describe(http.StatusBadRequest, "Lock-Token header required")
+		return errNoLockToken
 	}
 	tok = tok[1 : len(tok)-1]
 	t, _, exists, err := s.lookup(s.path)
 	if err != nil && !errors.Is(err, vfs.ErrNotExist) {
-		return status(err)
+		return err
 	}
 	if !exists || t.top() {
-		return describe(http.StatusNotFound, "not found")
+		return vfs.ErrNotExist
 	}
-	if st, err := s.checkIf(r, s.path); st != 0 {
-		return st, err
+	if err := s.checkIf(r, s.path); err != nil {
+		return err
 	}
 	n, lk, err := s.scopeLock(s.path, tok)
 	if err != nil {
-		w.Header().Set("Content-Type", "application/xml; charset=utf-8")
-		w.WriteHeader(http.StatusConflict)
-		w.Write([]byte(xml.Header + `<D:error xmlns:D="DAV:"><D:lock-token-matches-request-uri/></D:error>`))
-		return 0, nil
+		return errLockTokenMismatch
 	}
 	if lk.Holder != s.opts.Principal {
-		return describe(http.StatusForbidden, "the lock belongs to someone else")
+		return errForeignLock
 	}
 	if err := s.h.opts.FS.Unlock(s.ctx, t.m.root.ID, n.ID, tok); err != nil {
-		return status(err)
+		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
-	return 0, nil
+	return nil
 }
 
 // lockTimeout reads the Timeout header: the first value berth can honour,
@@ -205,4 +202,73 @@ func writeLockBody(w http.ResponseWriter, status int, h heldLock) {
 	w.Header().Set("Content-Type", "application/xml; charset=utf-8")
 	w.WriteHeader(status)
 	w.Write([]byte(b.String()))
+}
+
+// findLock finds the lock token on the resource at dav path p or a folder
+// above it.
+func (s *session) findLock(p, token string) (vfs.Node, vfs.Lock, error) {
+	t, err := s.resolve(p)
+	if err != nil {
+		return vfs.Node{}, vfs.Lock{}, vfs.ErrNoSuchLock
+	}
+	if t.top() {
+		return vfs.Node{}, vfs.Lock{}, vfs.ErrNoSuchLock
+	}
+	// The resource may not exist (a lock on its folder still covers the name).
+	rel := t.rel
+	for {
+		n, err := s.lookupRel(t.m.root.ID, rel)
+		if err == nil {
+			return s.h.opts.FS.FindLock(s.ctx, t.m.root.ID, n.ID, token)
+		}
+		if !errors.Is(err, vfs.ErrNotExist) || rel == "/" {
+			return vfs.Node{}, vfs.Lock{}, err
+		}
+		rel = parentOf(rel)
+	}
+}
+
+// scopeLock is findLock for a lock whose scope holds the resource at dav
+// path p, which an UNLOCK or a refresh sent to p must name (RFC 4918
+// 9.11): p's own lock, or a depth-infinity lock of a folder above it. A
+// depth-0 lock on a folder does not hold what the folder holds.
+func (s *session) scopeLock(p, token string) (vfs.Node, vfs.Lock, error) {
+	n, lk, err := s.findLock(p, token)
+	if err != nil || lk.Deep {
+		return n, lk, err
+	}
+	if t, err := s.resolve(p); err != nil || t.top() || n.Path != t.rel {
+		return vfs.Node{}, vfs.Lock{}, vfs.ErrNoSuchLock
+	}
+	return n, lk, nil
+}
+
+// takeLock locks the resource at dav path p for the session's person with
+// a token-required (WebDAV) lock.
+func (s *session) takeLock(p string, req vfs.LockRequest) (vfs.Lock, vfs.Node, error) {
+	t, err := s.resolve(p)
+	if err != nil {
+		return vfs.Lock{}, vfs.Node{}, vfs.ErrNotExist
+	}
+	if t.top() {
+		return vfs.Lock{}, vfs.Node{}, vfs.ErrRootItem
+	}
+	n, err := s.node(t)
+	if err != nil {
+		return vfs.Lock{}, n, err
+	}
+	req.Holder = s.opts.Principal
+	req.TokenRequired = true
+	req.Deep = req.Deep && n.Dir
+	lk, err := s.h.opts.FS.Lock(s.ctx, t.m.root.ID, n.ID, req)
+	return lk, n, err
+}
+
+// parentOf is the folder path of a root-relative path ("/a/b" -> "/a").
+func parentOf(rel string) string {
+	i := strings.LastIndexByte(strings.TrimSuffix(rel, "/"), '/')
+	if i <= 0 {
+		return "/"
+	}
+	return rel[:i]
 }

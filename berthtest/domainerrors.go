@@ -1,0 +1,148 @@
+package berthtest
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+
+	"berth/account"
+	"berth/kv"
+	"berth/vfs"
+	"berth/vfs/chunk"
+)
+
+// domainPackages are the directories, relative to the module root, of the
+// domain packages whose exported errors every front end maps: only the
+// directories themselves, not what is below them (kv/badger is an engine,
+// whose errors kv turns into its own).
+func domainPackages() []string { return []string{"vfs", "vfs/chunk", "kv", "account"} }
+
+// DomainErrors returns every exported error value of the domain packages by
+// qualified name ("vfs.ErrNotExist", "chunk.ErrNoSpace"). It is the one
+// place that lists them by hand; DomainErrorValues checks it against the
+// source, so a new error fails the front ends' table tests until it is
+// listed here and mapped there.
+func DomainErrors() map[string]error {
+	return map[string]error{
+		"vfs.ErrNotExist":          vfs.ErrNotExist,
+		"vfs.ErrNameConflict":      vfs.ErrNameConflict,
+		"vfs.ErrLocked":            vfs.ErrLocked,
+		"vfs.ErrRootDeleted":       vfs.ErrRootDeleted,
+		"vfs.ErrInvalidName":       vfs.ErrInvalidName,
+		"vfs.ErrNameTooLong":       vfs.ErrNameTooLong,
+		"vfs.ErrNotDir":            vfs.ErrNotDir,
+		"vfs.ErrIsDir":             vfs.ErrIsDir,
+		"vfs.ErrExtensionExcluded": vfs.ErrExtensionExcluded,
+		"vfs.ErrFileTooLarge":      vfs.ErrFileTooLarge,
+		"vfs.ErrQuotaExceeded":     vfs.ErrQuotaExceeded,
+		"vfs.ErrNoSuchLock":        vfs.ErrNoSuchLock,
+		"vfs.ErrChanged":           vfs.ErrChanged,
+		"vfs.ErrBusy":              vfs.ErrBusy,
+		"vfs.ErrRootItem":          vfs.ErrRootItem,
+		"vfs.ErrNoSpace":           vfs.ErrNoSpace,
+		"vfs.ErrMetadataLimit":     vfs.ErrMetadataLimit,
+		"vfs.ErrTooDeep":           vfs.ErrTooDeep,
+
+		"chunk.ErrNotFound":  chunk.ErrNotFound,
+		"chunk.ErrCorrupt":   chunk.ErrCorrupt,
+		"chunk.ErrInvalidID": chunk.ErrInvalidID,
+		"chunk.ErrTooLarge":  chunk.ErrTooLarge,
+		"chunk.ErrNoSpace":   chunk.ErrNoSpace,
+
+		"kv.ErrNotFound":   kv.ErrNotFound,
+		"kv.ErrConflict":   kv.ErrConflict,
+		"kv.ErrTxnTooBig":  kv.ErrTxnTooBig,
+		"kv.ErrClosed":     kv.ErrClosed,
+		"kv.ErrReadOnly":   kv.ErrReadOnly,
+		"kv.ErrInUse":      kv.ErrInUse,
+		"kv.ErrNotDurable": kv.ErrNotDurable,
+		"kv.ErrStop":       kv.ErrStop,
+
+		"account.ErrNotFound":           account.ErrNotFound,
+		"account.ErrExists":             account.ErrExists,
+		"account.ErrInvalid":            account.ErrInvalid,
+		"account.ErrInvalidCredentials": account.ErrInvalidCredentials,
+		"account.ErrAccountLocked":      account.ErrAccountLocked,
+		"account.ErrInvalidToken":       account.ErrInvalidToken,
+		"account.ErrInactive":           account.ErrInactive,
+		"account.ErrUserLimitExceeded":  account.ErrUserLimitExceeded,
+	}
+}
+
+// DomainErrorNames parses the non-test Go files of the domain packages and
+// returns the qualified name of every exported package-level variable
+// whose name starts with "Err", sorted.
+func DomainErrorNames(t testing.TB) []string {
+	t.Helper()
+	_, self, _, ok := runtime.Caller(0)
+	if !ok {
+		t.Fatal("berthtest: cannot find its own source to locate the module")
+	}
+	root := filepath.Dir(filepath.Dir(self))
+	var names []string
+	for _, dir := range domainPackages() {
+		entries, err := os.ReadDir(filepath.Join(root, dir))
+		if err != nil {
+			t.Fatalf("berthtest: reading %s: %v", dir, err)
+		}
+		fset := token.NewFileSet()
+		for _, e := range entries {
+			n := e.Name()
+			if e.IsDir() || !strings.HasSuffix(n, ".go") || strings.HasSuffix(n, "_test.go") {
+				continue
+			}
+			f, err := parser.ParseFile(fset, filepath.Join(root, dir, n), nil, parser.SkipObjectResolution)
+			if err != nil {
+				t.Fatalf("berthtest: parsing %s/%s: %v", dir, n, err)
+			}
+			for _, d := range f.Decls {
+				g, ok := d.(*ast.GenDecl)
+				if !ok || g.Tok != token.VAR {
+					continue
+				}
+				for _, s := range g.Specs {
+					for _, id := range s.(*ast.ValueSpec).Names {
+						if id.IsExported() && strings.HasPrefix(id.Name, "Err") {
+							names = append(names, f.Name.Name+"."+id.Name)
+						}
+					}
+				}
+			}
+		}
+	}
+	slices.Sort(names)
+	if len(names) == 0 {
+		t.Fatal("berthtest: found no exported Err* variables; is the module layout as domainPackages says?")
+	}
+	return names
+}
+
+// DomainErrorValues returns every exported error of the domain packages, by
+// qualified name, as the source declares them (DomainErrorNames) and
+// DomainErrors gives their values. A declared name DomainErrors lacks
+// fails t: list it there, and map it in every front end's table.
+func DomainErrorValues(t testing.TB) map[string]error {
+	t.Helper()
+	all := DomainErrors()
+	out := map[string]error{}
+	for _, name := range DomainErrorNames(t) {
+		v, ok := all[name]
+		if !ok || v == nil {
+			t.Errorf("%s is declared but missing from berthtest.DomainErrors: add it there and a row for it to every front end's error table", name)
+			continue
+		}
+		out[name] = v
+	}
+	for name := range all {
+		if _, ok := out[name]; !ok {
+			t.Errorf("berthtest.DomainErrors lists %s, which no domain package declares any more", name)
+		}
+	}
+	return out
+}

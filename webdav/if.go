@@ -1,0 +1,251 @@
+package webdav
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"berth/vfs"
+)
+
+// ifList is one list of an If header (RFC 4918 10.4): its conditions all
+// hold, or the list fails. resource is the tag's URI, "" for the request's.
+type ifList struct {
+	resource string
+	conds    []ifCond
+}
+
+// ifCond is one condition: a state token (lock token) or an entity tag,
+// possibly negated.
+type ifCond struct {
+	not   bool
+	token string
+	etag  string
+}
+
+var errBadIf = errors.New("malformed If header")
+
+// maxIfConditions bounds the conditions of one If header, all lists
+// together. Each costs lookups in the store (a state token is searched on
+// the resource and every folder above it), and an If header may be as
+// large as the server's header limit (1 MiB): some 200,000 conditions.
+// Clients send one or two (davfs2, Windows, Office); a MOVE of a folder
+// that holds locked files sends one tagged list per lock, hence the room.
+const maxIfConditions = 256
+
+// parseIf parses an If header value into its lists.
+func parseIf(s string) ([]ifList, error) {
+	var out []ifList
+	conds := 0
+	tag := ""
+	s = strings.TrimSpace(s)
+	for s != "" {
+		switch s[0] {
+		case '<':
+			end := strings.IndexByte(s, '>')
+			if end < 0 {
+				return nil, errBadIf
+			}
+			tag, s = s[1:end], s[end+1:]
+		case '(':
+			end := strings.IndexByte(s, ')')
+			if end < 0 {
+				return nil, errBadIf
+			}
+			cs, err := parseConds(s[1:end])
+			if err != nil {
+				return nil, err
+			}
+			if conds += len(cs); conds > maxIfConditions {
+				return nil, fmt.Errorf("%w: more than %d conditions", errBadIf, maxIfConditions)
+			}
+			out = append(out, ifList{resource: tag, conds: cs})
+			s = s[end+1:]
+		default:
+			return nil, errBadIf
+		}
+		s = strings.TrimSpace(s)
+	}
+	if len(out) == 0 {
+		return nil, errBadIf
+	}
+	return out, nil
+}
+
+func parseConds(s string) ([]ifCond, error) {
+	var out []ifCond
+	s = strings.TrimSpace(s)
+	for s != "" {
+		var c ifCond
+		if len(s) >= 3 && strings.EqualFold(s[:3], "not") {
+			c.not = true
+			s = strings.TrimSpace(s[3:])
+		}
+		if s == "" {
+			return nil, errBadIf
+		}
+		switch s[0] {
+		case '<':
+			end := strings.IndexByte(s, '>')
+			if end < 0 {
+				return nil, errBadIf
+			}
+			c.token, s = s[1:end], s[end+1:]
+		case '[':
+			end := strings.IndexByte(s, ']')
+			if end < 0 {
+				return nil, errBadIf
+			}
+			c.etag, s = s[1:end], s[end+1:]
+		default:
+			return nil, errBadIf
+		}
+		out = append(out, c)
+		s = strings.TrimSpace(s)
+	}
+	if len(out) == 0 {
+		return nil, errBadIf
+	}
+	return out, nil
+}
+
+// submittedTokens are the lock tokens an If header presents: every state
+// token it names outside a Not, whether or not its list held.
+func submittedTokens(lists []ifList) []string {
+	var out []string
+	for _, l := range lists {
+		for _, c := range l.conds {
+			if c.token != "" && !c.not {
+				out = append(out, c.token)
+			}
+		}
+	}
+	return out
+}
+
+// etagMatch compares entity tags strongly, ignoring a weak prefix on
+// either side when weak is true.
+func etagMatch(a, b string, weak bool) bool {
+	if weak {
+		a, b = strings.TrimPrefix(a, "W/"), strings.TrimPrefix(b, "W/")
+	} else if strings.HasPrefix(a, "W/") || strings.HasPrefix(b, "W/") {
+		return false
+	}
+	return a == b
+}
+
+// preconditions checks the If header and If-Match / If-None-Match for the
+// resource n (exists or not) at dav path p.
+func (s *session) preconditions(r *http.Request, p string, n vfs.Node, exists bool) error {
+	if err := s.checkIf(r, p); err != nil {
+		return err
+	}
+	return checkMatch(r, n, exists)
+}
+
+// checkIf evaluates the request's If header (RFC 4918 10.4) against the
+// resource at dav path p: it holds when any one of its lists holds. The
+// tokens the header presents become the session's lock tokens, so vfs lets
+// the write through the locks they name. A failed header is errIfFailed
+// (412); a malformed one errBadIf (400).
+func (s *session) checkIf(r *http.Request, p string) error {
+	h := r.Header.Get("If")
+	if h == "" {
+		return nil
+	}
+	lists, err := parseIf(h)
+	if err != nil {
+		return err
+	}
+	s.opts.LockTokens = append(s.opts.LockTokens, submittedTokens(lists)...)
+	for _, l := range lists {
+		res := p
+		if l.resource != "" {
+			u, err := url.Parse(l.resource)
+			if err != nil {
+				return describe(errBadIf, "malformed resource tag in If header")
+			}
+			if res, err = s.h.davPath(u.EscapedPath()); errors.Is(err, errPathTooDeep) {
+				return describe(errBadIf, "a resource tag in the If header: %v", err)
+			} else if err != nil {
+				continue // a resource not ours is never in the state the list names
+			}
+		}
+		if s.listHolds(res, l.conds) {
+			return nil
+		}
+	}
+	return errIfFailed
+}
+
+func (s *session) listHolds(p string, conds []ifCond) bool {
+	var etag string
+	if t, err := s.resolve(p); err == nil {
+		if n, err := s.node(t); err == nil {
+			etag = fileInfoETag(n)
+		}
+	}
+	for _, c := range conds {
+		var holds bool
+		if c.token != "" {
+			_, _, err := s.findLock(p, c.token)
+			holds = err == nil
+		} else {
+			holds = etag != "" && etagMatch(c.etag, etag, false)
+		}
+		if holds == c.not {
+			return false
+		}
+	}
+	return true
+}
+
+// fileInfoETag is n's entity tag; the list of roots (no node) has a fixed one.
+func fileInfoETag(n vfs.Node) string {
+	if n.ID == 0 {
+		return `"top"`
+	}
+	return n.ETag()
+}
+
+// checkMatch applies If-Match, If-Unmodified-Since and If-None-Match
+// (RFC 9110 13.1, in the order of 13.2.2) to a resource that exists (n,
+// ok) or not. One that does not hold is errPrecondition (412).
+func checkMatch(r *http.Request, n vfs.Node, exists bool) error {
+	etag := ""
+	if exists {
+		etag = fileInfoETag(n)
+	}
+	if im := r.Header.Get("If-Match"); im != "" {
+		if !exists || !etagListHas(im, etag, false) {
+			return describe(errPrecondition, "If-Match does not hold")
+		}
+	} else if ius := r.Header.Get("If-Unmodified-Since"); ius != "" && exists && !n.Modified.IsZero() {
+		// Ignored without a modification date or with a value that is
+		// no date (13.1.4); dates have whole seconds.
+		if since, err := http.ParseTime(ius); err == nil && n.Modified.Truncate(time.Second).After(since) {
+			return describe(errPrecondition, "the resource was modified after If-Unmodified-Since")
+		}
+	}
+	if inm := r.Header.Get("If-None-Match"); inm != "" {
+		if exists && etagListHas(inm, etag, true) {
+			return describe(errPrecondition, "If-None-Match does not hold")
+		}
+	}
+	return nil
+}
+
+// etagListHas reports whether a header's list of entity tags, or "*",
+// matches etag.
+func etagListHas(list, etag string, weak bool) bool {
+	for t := range strings.SplitSeq(list, ",") {
+		t = strings.TrimSpace(t)
+		if t == "*" || etagMatch(t, etag, weak) {
+			return true
+		}
+	}
+	return false
+}

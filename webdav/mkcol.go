@@ -1,0 +1,36 @@
+package webdav
+
+import (
+	"errors"
+	"net/http"
+)
+
+// mkcol creates a collection. A body is refused (415): berth knows no
+// MKCOL body format.
+func (s *session) mkcol(w http.ResponseWriter, r *http.Request) error {
+	if r.ContentLength > 0 || (r.ContentLength < 0 && r.Body != nil && r.Body != http.NoBody) {
+		return errMkcolBody
+	}
+	t, n, exists, err := s.lookup(s.path)
+	if errors.Is(err, errNoRoot) {
+		return noRoot(s.path)
+	}
+	if err != nil {
+		return err
+	}
+	if exists {
+		return describe(errCollectionTarget, "the resource already exists")
+	}
+	parent, name, err := s.parentOrConflict(t, "the parent collection")
+	if err != nil {
+		return err
+	}
+	if err := s.preconditions(r, s.path, n, exists); err != nil {
+		return err
+	}
+	if _, err := s.h.opts.FS.Mkdir(s.ctx, t.m.root.ID, parent.ID, name, s.opts); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusCreated)
+	return nil
+}
