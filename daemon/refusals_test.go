@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"berth/account"
@@ -97,4 +98,81 @@ func TestDataDirectoryNotCreatable(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), file) || !strings.Contains(err.Error(), "not a directory") {
 		t.Fatalf("serve --data %s: %v, want an error naming %s and the cause", data, err, file)
 	}
+}
+
+func TestBadConfigNamesKeyAndValue(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	err := run(t.Context(), []string{"serve", "--data", t.TempDir(), "--listen", "abc"}, &stdout, &stderr)
+	if err == nil || !strings.Contains(err.Error(), `listen: "abc" is not host:port`) {
+		t.Fatalf("want a listen error, got %v", err)
+	}
+}
+
+// TestStartRefusalsNameTheProblem: a start that cannot work fails at once
+// with a message that names what is wrong, and only that.
+func TestStartRefusalsNameTheProblem(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the real binary")
+	}
+	bin := buildBinary(t)
+	data := filepath.Join(t.TempDir(), "data")
+	p := startDaemon(t, bin, data)
+
+	t.Run("data directory in use", func(t *testing.T) {
+		out := startFails(t, bin, nil, "--data", data)
+		if !strings.Contains(out, "in use by another") {
+			t.Errorf("a second berth on the same data directory printed:\n%s", out)
+		}
+	})
+	t.Run("port in use", func(t *testing.T) {
+		out := startFails(t, bin, nil, "--data", filepath.Join(t.TempDir(), "d"), "--listen", p.addrs["https"])
+		if !strings.Contains(out, "https listener") || !strings.Contains(out, "address already in use") {
+			t.Errorf("a taken port printed:\n%s", out)
+		}
+	})
+	p.stop(t)
+
+	t.Run("unreadable data directory", func(t *testing.T) {
+		// A data directory made by another user (root, say, running
+		// berth by hand before the service did).
+		var cred *syscall.Credential
+		if os.Geteuid() == 0 {
+			cred = &syscall.Credential{Uid: 65534, Gid: 65534}
+			// Let nobody reach the binary.
+			for dir := filepath.Dir(bin); dir != os.TempDir() && dir != "/"; dir = filepath.Dir(dir) {
+				os.Chmod(dir, 0o755)
+			}
+		} else {
+			if err := os.Chmod(filepath.Join(data, "meta"), 0); err != nil {
+				t.Fatal(err)
+			}
+			defer os.Chmod(filepath.Join(data, "meta"), 0o700)
+		}
+		out := startFails(t, bin, cred, "--data", data)
+		if !strings.Contains(out, "permission denied") || strings.Contains(out, "another berth") {
+			t.Errorf("a data directory berth may not open printed:\n%s", out)
+		}
+	})
+	t.Run("corrupt TLS key", func(t *testing.T) {
+		key := filepath.Join(data, "tls", "key.pem")
+		good, err := os.ReadFile(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer os.WriteFile(key, good, 0o600)
+		if err := os.WriteFile(key, []byte("not a key\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out := startFails(t, bin, nil, "--data", data)
+		if !strings.Contains(out, key) {
+			t.Errorf("a corrupt TLS key printed a message without its name %s:\n%s", key, out)
+		}
+	})
+	t.Run("missing configured TLS key", func(t *testing.T) {
+		key := filepath.Join(t.TempDir(), "missing.pem")
+		out := startFails(t, bin, nil, "--data", data, "--tls-cert", filepath.Join(data, "tls", "cert.pem"), "--tls-key", key)
+		if !strings.Contains(out, "tls.key") || !strings.Contains(out, key) {
+			t.Errorf("a missing TLS key printed:\n%s", out)
+		}
+	})
 }
