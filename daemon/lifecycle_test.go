@@ -220,87 +220,43 @@ func TestVersionCommand(t *testing.T) {
 	}
 }
 
-// TestStopDuringStart: SIGTERM while berth is still starting (opening its
-// stores, creating the first administrator) is a stop like any other: the
-// process exits 0, as systemd expects of a service it stops, and the next
-// start works.
-func TestStopDuringStart(t *testing.T) {
+// TestSignalDuringFirstStart: a signal at several moments of the first
+// start. SIGTERM while berth is still starting (opening its stores,
+// creating the first administrator) is a stop like any other: the process
+// exits 0, as systemd expects of a service it stops (TestStopDuringStart).
+// SIGKILL after a few milliseconds, once the generated password is on
+// disk (the administrator does not exist yet), once the administrator
+// exists, once the TLS key is written (TestKillDuringFirstStart). Either
+// way the next start ends up with an administrator who logs in with the
+// password in the data directory, and fsck --verify finds nothing wrong.
+func TestSignalDuringFirstStart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the real binary")
 	}
 	bin := buildBinary(t)
-	for _, m := range []struct {
-		name string
-		file string // SIGTERM once it exists in the data directory
-	}{
-		{"stores opening", "meta"},
-		{"first run", initialPasswordFile},
-	} {
-		t.Run(m.name, func(t *testing.T) {
-			data := filepath.Join(t.TempDir(), "data")
-			cmd := exec.Command(bin, "serve", "--data", data, "--listen", "127.0.0.1:0", "--metrics-listen", "")
-			cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
-			var out lockedBuffer
-			cmd.Stderr = &out
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			deadline := time.Now().Add(30 * time.Second)
-			for {
-				if _, err := os.Stat(filepath.Join(data, m.file)); err == nil {
-					break
-				}
-				if time.Now().After(deadline) {
-					cmd.Process.Kill()
-					t.Fatalf("%s never appeared:\n%s", m.file, out.String())
-				}
-				time.Sleep(200 * time.Microsecond)
-			}
-			cmd.Process.Signal(syscall.SIGTERM)
-			if err := cmd.Wait(); err != nil {
-				t.Errorf("SIGTERM during the start: %v\n%s", err, out.String())
-			}
-			p := startDaemon(t, bin, data)
-			newLCClient(t, p, data)
-			p.stop(t)
-			fsck(t, bin, data)
-		})
+	after := func(d time.Duration) func(time.Time, string, string) bool {
+		return func(start time.Time, _, _ string) bool { return time.Since(start) >= d }
 	}
-}
-
-// TestKillDuringFirstStart: SIGKILL at several moments of the first start:
-// after a few milliseconds, once the generated password is on disk (the
-// administrator does not exist yet), once the administrator exists, once
-// the TLS key is written. The next start always ends up with an
-// administrator who logs in with the password in the data directory, and
-// fsck --verify finds nothing wrong.
-func TestKillDuringFirstStart(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the real binary")
-	}
-	bin := buildBinary(t)
-	type moment struct {
-		name string
-		// reached reports whether to kill now, from the data directory
-		// and what berth has logged.
-		reached func(data, log string) bool
-	}
-	after := func(d time.Duration) func(string, string) bool {
-		start := time.Now()
-		return func(string, string) bool { return time.Since(start) >= d }
-	}
-	exists := func(name string) func(string, string) bool {
-		return func(data, _ string) bool {
+	exists := func(name string) func(time.Time, string, string) bool {
+		return func(_ time.Time, data, _ string) bool {
 			_, err := os.Stat(filepath.Join(data, name))
 			return err == nil
 		}
 	}
-	for _, m := range []moment{
-		{"after 10ms", nil},
-		{"after 60ms", nil},
-		{"password written", exists(initialPasswordFile)},
-		{"administrator created", func(_, log string) bool { return strings.Contains(log, "first run: created") }},
-		{"TLS key written", exists("tls/key.pem")},
+	for _, m := range []struct {
+		name string
+		sig  syscall.Signal
+		// reached reports whether to signal now, from the time berth
+		// was started, the data directory and what berth has logged.
+		reached func(start time.Time, data, log string) bool
+	}{
+		{"SIGTERM, stores opening", syscall.SIGTERM, exists("meta")},
+		{"SIGTERM, first run", syscall.SIGTERM, exists(initialPasswordFile)},
+		{"SIGKILL after 10ms", syscall.SIGKILL, after(10 * time.Millisecond)},
+		{"SIGKILL after 60ms", syscall.SIGKILL, after(60 * time.Millisecond)},
+		{"SIGKILL, password written", syscall.SIGKILL, exists(initialPasswordFile)},
+		{"SIGKILL, administrator created", syscall.SIGKILL, func(_ time.Time, _, log string) bool { return strings.Contains(log, "first run: created") }},
+		{"SIGKILL, TLS key written", syscall.SIGKILL, exists("tls/key.pem")},
 	} {
 		t.Run(m.name, func(t *testing.T) {
 			data := filepath.Join(t.TempDir(), "data")
@@ -308,26 +264,24 @@ func TestKillDuringFirstStart(t *testing.T) {
 			cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
 			var out lockedBuffer
 			cmd.Stderr = &out
-			reached := m.reached
-			switch m.name {
-			case "after 10ms":
-				reached = after(10 * time.Millisecond)
-			case "after 60ms":
-				reached = after(60 * time.Millisecond)
-			}
+			start := time.Now()
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
 			deadline := time.Now().Add(30 * time.Second)
-			for !reached(data, out.String()) {
+			for !m.reached(start, data, out.String()) {
 				if time.Now().After(deadline) {
+					cmd.Process.Kill()
 					t.Fatalf("the moment never came:\n%s", out.String())
 				}
 				time.Sleep(200 * time.Microsecond)
 			}
-			cmd.Process.Signal(syscall.SIGKILL)
-			cmd.Wait()
-			t.Logf("killed:\n%s", out.String())
+			cmd.Process.Signal(m.sig)
+			err := cmd.Wait()
+			if m.sig == syscall.SIGTERM && err != nil {
+				t.Errorf("SIGTERM during the start: %v\n%s", err, out.String())
+			}
+			t.Logf("signalled:\n%s", out.String())
 
 			p := startDaemon(t, bin, data)
 			newLCClient(t, p, data) // logs in, finds the sync root
