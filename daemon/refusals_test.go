@@ -17,13 +17,14 @@ import (
 	"berth/config"
 )
 
-// TestFailedStartRunsNoFirstRun: a first start that cannot serve (its
-// port is taken, its configured certificate cannot be read) fails before
-// it creates the organization and prints the one-time password. The
-// operator fixes the setting and starts again, and that start is the
-// first run, with the password printed then, not lost in the scrollback
-// of a failed attempt.
-func TestFailedStartRunsNoFirstRun(t *testing.T) {
+// TestServeRefused: a start that cannot work fails at once, in process,
+// with an error that names the setting or path at fault and the cause.
+// One that fails before it serves (a port is taken, the configured
+// certificate cannot be read) has also created no organization and
+// printed no one-time password: the operator fixes the setting and starts
+// again, and that start is the first run, with the password printed then,
+// not lost in the scrollback of a failed attempt (TestFailedStartRunsNoFirstRun).
+func TestServeRefused(t *testing.T) {
 	taken, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -32,25 +33,48 @@ func TestFailedStartRunsNoFirstRun(t *testing.T) {
 	// A directory passes the configuration's existence check but is no
 	// certificate, as is a key file only root may read under systemd.
 	certDir := t.TempDir()
+	// A data directory below a regular file cannot be made, for root too.
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
 
 	for _, tc := range []struct {
 		name string
+		data string // "" for a new directory, where no first run may happen
 		args []string
-		want string
+		want []string // each in the error
 	}{
 		// The key comes first, as in the configuration's own errors, so
 		// the operator knows which setting to change.
-		{"port in use", []string{"--listen", taken.Addr().String()}, "listen: https listener: listen tcp " + taken.Addr().String() + ": bind: address already in use"},
-		{"metrics port in use", []string{"--listen", "127.0.0.1:0", "--metrics-listen", taken.Addr().String()}, "metrics_listen: metrics listener: listen tcp"},
-		{"unreadable certificate", []string{"--listen", "127.0.0.1:0", "--tls-cert", certDir, "--tls-key", certDir}, certDir},
+		{name: "port in use", args: []string{"--metrics-listen", "", "--http-listen", "", "--listen", taken.Addr().String()},
+			want: []string{"listen: https listener: listen tcp " + taken.Addr().String() + ": bind: address already in use"}},
+		{name: "metrics port in use", args: []string{"--metrics-listen", "", "--http-listen", "", "--listen", "127.0.0.1:0", "--metrics-listen", taken.Addr().String()},
+			want: []string{"metrics_listen: metrics listener: listen tcp"}},
+		{name: "unreadable certificate", args: []string{"--metrics-listen", "", "--http-listen", "", "--listen", "127.0.0.1:0", "--tls-cert", certDir, "--tls-key", certDir},
+			want: []string{certDir}},
+		// TestBadConfigNamesKeyAndValue.
+		{name: "bad listen address", args: []string{"--listen", "abc"},
+			want: []string{`listen: "abc" is not host:port`}},
+		// TestDataDirectoryNotCreatable: the path and the cause.
+		{name: "data directory not creatable", data: filepath.Join(file, "data"), args: []string{"--listen", "127.0.0.1:0", "--metrics-listen", ""},
+			want: []string{file, "not a directory"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			data := filepath.Join(t.TempDir(), "data")
-			args := append([]string{"serve", "--data", data, "--metrics-listen", "", "--http-listen", ""}, tc.args...)
+			data := tc.data
+			if data == "" {
+				data = filepath.Join(t.TempDir(), "data")
+			}
+			args := append([]string{"serve", "--data", data}, tc.args...)
 			var stdout, stderr bytes.Buffer
 			err := run(t.Context(), args, &stdout, &stderr)
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("serve %v: %v, want an error naming %q", tc.args, err, tc.want)
+			for _, want := range tc.want {
+				if err == nil || !strings.Contains(err.Error(), want) {
+					t.Fatalf("serve %v: %v, want an error naming %q", args[1:], err, want)
+				}
+			}
+			if tc.data != "" {
+				return
 			}
 			if strings.Contains(stderr.String(), "first start") {
 				t.Errorf("a failed start printed the first-run message:\n%s", stderr.String())
@@ -81,30 +105,6 @@ func assertNoOrganization(t *testing.T, data string) {
 	}
 	if has {
 		t.Error("a failed start created the first organization")
-	}
-}
-
-// TestDataDirectoryNotCreatable: a data directory that cannot be made
-// (here a path below a regular file, which fails for root too) fails the
-// start with the path and the cause.
-func TestDataDirectoryNotCreatable(t *testing.T) {
-	file := filepath.Join(t.TempDir(), "file")
-	if err := os.WriteFile(file, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	data := filepath.Join(file, "data")
-	var stdout, stderr bytes.Buffer
-	err := run(t.Context(), []string{"serve", "--data", data, "--listen", "127.0.0.1:0", "--metrics-listen", ""}, &stdout, &stderr)
-	if err == nil || !strings.Contains(err.Error(), file) || !strings.Contains(err.Error(), "not a directory") {
-		t.Fatalf("serve --data %s: %v, want an error naming %s and the cause", data, err, file)
-	}
-}
-
-func TestBadConfigNamesKeyAndValue(t *testing.T) {
-	var stdout, stderr bytes.Buffer
-	err := run(t.Context(), []string{"serve", "--data", t.TempDir(), "--listen", "abc"}, &stdout, &stderr)
-	if err == nil || !strings.Contains(err.Error(), `listen: "abc" is not host:port`) {
-		t.Fatalf("want a listen error, got %v", err)
 	}
 }
 
