@@ -21,33 +21,44 @@ import (
 	"berth/rest"
 )
 
-// TestTLSKeyErrorNamesTheKey: a damaged key (the generated one, or a
-// configured one that does not match its certificate) fails the start
-// with a message naming the key file, not only the certificate.
+// TestTLSKeyErrorNamesTheKey: a damaged key fails the start with a
+// message naming the key file, not only the certificate.
 func TestTLSKeyErrorNamesTheKey(t *testing.T) {
-	data := t.TempDir()
 	log := slog.New(slog.DiscardHandler)
-	if _, _, err := tlsConfig(config.TLS{}, data, log); err != nil {
-		t.Fatal(err)
+	// generated makes a data directory with its generated pair.
+	generated := func(t *testing.T) string {
+		data := t.TempDir()
+		if _, _, err := tlsConfig(config.TLS{}, data, log); err != nil {
+			t.Fatal(err)
+		}
+		return data
 	}
-	key := filepath.Join(data, "tls", "key.pem")
-	if err := os.WriteFile(key, []byte("not a key\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	_, _, err := tlsConfig(config.TLS{}, data, log)
-	if err == nil || !strings.Contains(err.Error(), key) {
-		t.Errorf("a corrupt generated key: %v, want an error naming %s", err, key)
-	}
-
-	// A configured pair whose key belongs to another certificate.
-	other := t.TempDir()
-	if _, _, err := tlsConfig(config.TLS{}, other, log); err != nil {
-		t.Fatal(err)
-	}
-	cert, otherKey := filepath.Join(data, "tls", "cert.pem"), filepath.Join(other, "tls", "key.pem")
-	_, _, err = tlsConfig(config.TLS{Cert: cert, Key: otherKey}, data, log)
-	if err == nil || !strings.Contains(err.Error(), otherKey) {
-		t.Errorf("a key of another certificate: %v, want an error naming %s", err, otherKey)
+	for _, tc := range []struct {
+		name string
+		// damage breaks the pair of data and returns the configuration
+		// to start with and the key file the error must name.
+		damage func(t *testing.T, data string) (config.TLS, string)
+	}{
+		{"a corrupt generated key", func(t *testing.T, data string) (config.TLS, string) {
+			key := filepath.Join(data, "tls", "key.pem")
+			if err := os.WriteFile(key, []byte("not a key\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			return config.TLS{}, key
+		}},
+		{"a configured key of another certificate", func(t *testing.T, data string) (config.TLS, string) {
+			otherKey := filepath.Join(generated(t), "tls", "key.pem")
+			return config.TLS{Cert: filepath.Join(data, "tls", "cert.pem"), Key: otherKey}, otherKey
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			data := generated(t)
+			cfg, key := tc.damage(t, data)
+			_, _, err := tlsConfig(cfg, data, log)
+			if err == nil || !strings.Contains(err.Error(), key) {
+				t.Errorf("%s: %v, want an error naming %s", tc.name, err, key)
+			}
+		})
 	}
 }
 
