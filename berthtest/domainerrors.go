@@ -13,15 +13,16 @@ import (
 
 	"berth/account"
 	"berth/kv"
+	"berth/share"
 	"berth/vfs"
 	"berth/vfs/chunk"
 )
 
 // domainPackages are the directories, relative to the module root, of the
-// domain packages whose exported errors every front end maps: only the
+// domain packages (and share, whose access errors the front ends map too) whose exported errors every front end maps: only the
 // directories themselves, not what is below them (kv/badger is an engine,
 // whose errors kv turns into its own).
-func domainPackages() []string { return []string{"vfs", "vfs/chunk", "kv", "account"} }
+func domainPackages() []string { return []string{"vfs", "vfs/chunk", "kv", "account", "share"} }
 
 // DomainErrors returns every exported error value of the domain packages by
 // qualified name ("vfs.ErrNotExist", "chunk.ErrNoSpace"). It is the one
@@ -72,6 +73,8 @@ func DomainErrors() map[string]error {
 		"account.ErrInvalidToken":       account.ErrInvalidToken,
 		"account.ErrInactive":           account.ErrInactive,
 		"account.ErrUserLimitExceeded":  account.ErrUserLimitExceeded,
+
+		"share.ErrNoRoot": share.ErrNoRoot,
 	}
 }
 

@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"go/parser"
+	"go/token"
 	"io"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -26,13 +29,16 @@ func allowedImports() map[string][]string {
 		"account":   {"kv"},
 		"share":     {"kv", "vfs", "account"},
 		"httpserve": {"vfs"},
-		"rest":      {"vfs", "account", "share", "httpserve"},
-		"webdav":    {"vfs", "account", "share", "httpserve"},
-		"web":       {"vfs", "account", "share", "httpserve"},
-		"daemon":    {"*"},
+		// The front ends map every domain error, kv's and the chunk
+		// store's among them, in their one table: that is all they may
+		// take from kv and vfs/chunk (DESIGN.md).
+		"rest":   {"vfs", "account", "share", "httpserve", "kv", "vfs/chunk"},
+		"webdav": {"vfs", "account", "share", "httpserve", "kv", "vfs/chunk"},
+		"web":    {"vfs", "account", "share", "httpserve", "kv", "vfs/chunk"},
+		"daemon": {"*"},
 		// berthtest builds the storage stack for the front ends' tests;
 		// only test files may import it (see TestImportDirection).
-		"berthtest": {"kv", "vfs/chunk", "vfs", "account"},
+		"berthtest": {"kv", "vfs/chunk", "vfs", "account", "share"},
 		"bench":     {"*"},
 	}
 }
@@ -261,6 +267,30 @@ func TestImportRules(t *testing.T) {
 		got := violations(tc.from, []string{tc.imp}, allowedImports()[tc.from])
 		if broken := len(got) > 0; broken != tc.broken {
 			t.Errorf("%s importing %s: violations %q, want broken=%v", tc.from, tc.imp, got, tc.broken)
+		}
+	}
+}
+
+// TestFrontEndsTakeOnlyErrorsFromStores keeps the front ends' licence to
+// import kv and vfs/chunk to what it is for: the one error table of each
+// front end (errors.go) maps their error values; no other file may reach
+// the stores below vfs.
+func TestFrontEndsTakeOnlyErrorsFromStores(t *testing.T) {
+	for _, dir := range []string{"rest", "webdav", "web"} {
+		files, _ := filepath.Glob(filepath.Join("..", dir, "*.go"))
+		for _, name := range files {
+			if strings.HasSuffix(name, "_test.go") || filepath.Base(name) == "errors.go" {
+				continue
+			}
+			f, err := parser.ParseFile(token.NewFileSet(), name, nil, parser.ImportsOnly)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, imp := range f.Imports {
+				if p := strings.Trim(imp.Path.Value, `"`); p == "berth/kv" || p == "berth/vfs/chunk" {
+					t.Errorf("%s imports %s: only the front end's errors.go may, to map its errors", name, p)
+				}
+			}
 		}
 	}
 }

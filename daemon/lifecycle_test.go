@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math/rand/v2"
-	"mime/multipart"
 	"net/http"
 	"net/url"
 	"os"
@@ -20,191 +18,277 @@ import (
 	"time"
 )
 
-// lcClient talks to one running berth as its first administrator.
-type lcClient struct {
-	t        *testing.T
-	c        *http.Client
-	base     string
-	password string
-	token    string
-	root     int
+func TestEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the real binary")
+	}
+	bin := buildBinary(t)
+	data := filepath.Join(t.TempDir(), "data")
+
+	// First start: empty data directory.
+	p := startDaemon(t, bin, data)
+	certFile := filepath.Join(data, "tls", "cert.pem")
+	client := trustingClient(t, certFile)
+
+	status, body := get(t, client, "https://"+p.addrs["https"]+"/api/2/version")
+	if status != 200 || body != `{"version":"2.0.0"}` {
+		t.Errorf("version: %d %s", status, body)
+	}
+	if got := alpn(t, p.addrs["https"]); got != "http/1.1" {
+		t.Errorf("protocol with tls.http2 off (the default) = %q, want http/1.1", got)
+	}
+	// The certificate names localhost too.
+	_, port, _ := strings.Cut(p.addrs["https"], ":")
+	if status, _ := get(t, client, "https://localhost:"+port+"/api/2/version"); status != 200 {
+		t.Errorf("version via localhost: %d", status)
+	}
+	status, body = get(t, http.DefaultClient, "http://"+p.addrs["http"]+"/api/2/version")
+	if status != 400 || body != `{"error":"insecure_transport","error_description":"requests must use HTTPS"}` {
+		t.Errorf("plain HTTP: %d %s", status, body)
+	}
+	// Plain HTTP sent to the HTTPS port gets the same JSON answer.
+	status, body = get(t, http.DefaultClient, "http://"+p.addrs["https"]+"/api/2/version")
+	if status != 400 || body != `{"error":"insecure_transport","error_description":"requests must use HTTPS"}` {
+		t.Errorf("plain HTTP to the HTTPS port: %d %s", status, body)
+	}
+	// WebDAV requests are logged and counted like the API's, under one
+	// route: an unauthenticated one is enough.
+	if status, _ := get(t, client, "https://"+p.addrs["https"]+"/webdav/"); status != http.StatusUnauthorized {
+		t.Errorf("GET /webdav/ without credentials: %d, want 401", status)
+	}
+	// Both are written once the answer has gone: wait for them a little.
+	logged := func() bool {
+		for _, line := range strings.Split(p.stderr(), "\n") {
+			var rec struct {
+				Msg, Route, Method string
+				Status             int
+			}
+			if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "request" && rec.Route == "/webdav/" && rec.Method == "GET" && rec.Status == 401 {
+				return true
+			}
+		}
+		return false
+	}
+	const counted = `berth_http_requests_total{code="401",method="GET",route="/webdav/"} 1`
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		status, body = get(t, http.DefaultClient, "http://"+p.addrs["metrics"]+"/metrics")
+		if logged() && strings.Contains(body, counted) {
+			break
+		}
+	}
+	if !logged() {
+		t.Errorf("no request log line for the WebDAV request:\n%s", p.stderr())
+	}
+	if !strings.Contains(body, counted) {
+		t.Errorf("/metrics does not count the WebDAV request:\n%s", body)
+	}
+	for _, want := range []string{"berth_http_requests_total", "berth_kv_", "berth_vfs_written_bytes_total", "berth_chunks_stored_total", "go_goroutines", "process_cpu_seconds_total"} {
+		if status != 200 || !strings.Contains(body, want) {
+			t.Errorf("/metrics (status %d) lacks %s", status, want)
+		}
+	}
+	if curl, err := exec.LookPath("curl"); err == nil {
+		out, err := exec.Command(curl, "-sk", "https://"+p.addrs["https"]+"/api/2/version").Output()
+		if err != nil || strings.TrimSpace(string(out)) != `{"version":"2.0.0"}` {
+			t.Errorf("curl -k: %v %q", err, out)
+		}
+	} else {
+		t.Log("curl not installed; skipping the curl check")
+	}
+
+	pwFile := filepath.Join(data, initialPasswordFile)
+	fi, err := os.Stat(pwFile)
+	if err != nil {
+		t.Fatalf("initial password file: %v", err)
+	}
+	if fi.Mode().Perm() != 0o600 {
+		t.Errorf("%s has mode %v, want 0600", pwFile, fi.Mode().Perm())
+	}
+	checkFirstLogin(t, client, "https://"+p.addrs["https"], pwFile)
+	password, _ := os.ReadFile(pwFile)
+	if len(strings.TrimSpace(string(password))) < 20 || !strings.Contains(p.stderr(), strings.TrimSpace(string(password))) {
+		t.Errorf("password %q too short or not printed", password)
+	}
+	if fi, err := os.Stat(filepath.Join(data, "tls", "key.pem")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("key.pem: %v %v", err, fi)
+	}
+	if fi, err := os.Stat(data); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("data directory: %v %v", err, fi)
+	}
+	certBefore, _ := os.ReadFile(certFile)
+	p.stop(t)
+	if !strings.Contains(p.stderr(), `"msg":"stopped"`) {
+		t.Errorf("no clean stop logged:\n%s", p.stderr())
+	}
+
+	// fsck on the stopped data directory finds nothing wrong.
+	out, err := exec.Command(bin, "fsck", "--data", data).CombinedOutput()
+	if err != nil {
+		t.Errorf("fsck: %v\n%s", err, out)
+	}
+
+	// Second start: same certificate, no second administrator; HTTP/2
+	// on request.
+	p = startDaemon(t, bin, data, "--tls-http2")
+	if got := alpn(t, p.addrs["https"]); got != "h2" {
+		t.Errorf("protocol with --tls-http2 = %q, want h2", got)
+	}
+	certAfter, _ := os.ReadFile(certFile)
+	if !bytes.Equal(certBefore, certAfter) {
+		t.Error("the certificate was regenerated on the second start")
+	}
+	if strings.Contains(p.stderr(), "first start") || strings.Contains(p.stderr(), "first run") {
+		t.Errorf("second start ran the first-run setup again:\n%s", p.stderr())
+	}
+	if again, _ := os.ReadFile(pwFile); !bytes.Equal(again, password) {
+		t.Error("the initial password file changed on the second start")
+	}
+	status, _ = get(t, trustingClient(t, certFile), "https://"+p.addrs["https"]+"/api/2/version")
+	if status != 200 {
+		t.Errorf("second start: version status %d", status)
+	}
+	p.stop(t)
 }
 
-// newLCClient logs in as the administrator whose password the first run
-// wrote into data.
-func newLCClient(t *testing.T, p *daemonProc, data string) *lcClient {
+// checkFirstLogin logs in as the first administrator with the password the
+// first run wrote, over OAuth2 and over WebDAV, in the real binary: a file
+// PUT over WebDAV is the same file REST lists in the administrator's root.
+func checkFirstLogin(t *testing.T, client *http.Client, base, pwFile string) {
 	t.Helper()
-	pw, err := os.ReadFile(filepath.Join(data, initialPasswordFile))
+	pw, err := os.ReadFile(pwFile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	lc := &lcClient{
-		t:        t,
-		c:        trustingClient(t, filepath.Join(data, "tls", "cert.pem")),
-		base:     "https://" + p.addrs["https"],
-		password: strings.TrimSpace(string(pw)),
-	}
-	lc.token = lc.login()
-	var person struct {
-		RootID int `json:"root_id"`
-	}
-	status, body := lc.do(http.MethodGet, "/api/2/person", nil, "")
-	if status != 200 || json.Unmarshal(body, &person) != nil || person.RootID == 0 {
-		t.Fatalf("GET /api/2/person: %d %s", status, body)
-	}
-	lc.root = person.RootID
-	return lc
-}
-
-func (lc *lcClient) login() string {
-	lc.t.Helper()
-	resp, err := lc.c.PostForm(lc.base+"/oauth/token", url.Values{
-		"grant_type": {"password"}, "client_id": {"anchor"}, "username": {"admin"}, "password": {lc.password},
+	password := strings.TrimSpace(string(pw))
+	resp, err := client.PostForm(base+"/oauth/token", url.Values{
+		"grant_type": {"password"}, "client_id": {"anchor"}, "username": {"admin"}, "password": {password},
 	})
 	if err != nil {
-		lc.t.Fatal(err)
+		t.Fatal(err)
 	}
-	defer resp.Body.Close()
 	var tok struct {
 		AccessToken string `json:"access_token"`
 	}
-	if resp.StatusCode != 200 || json.NewDecoder(resp.Body).Decode(&tok) != nil || tok.AccessToken == "" {
-		lc.t.Fatalf("password grant: %d", resp.StatusCode)
+	json.NewDecoder(resp.Body).Decode(&tok)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || tok.AccessToken == "" {
+		t.Fatalf("password grant: %d", resp.StatusCode)
 	}
-	return tok.AccessToken
+
+	req, _ := http.NewRequest(http.MethodPut, base+"/webdav/admin/hello.txt", strings.NewReader("hello over webdav"))
+	req.SetBasicAuth("admin", password)
+	resp, err = client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("WebDAV PUT: %d", resp.StatusCode)
+	}
+
+	req, _ = http.NewRequest(http.MethodGet, base+"/api/2/person", nil)
+	req.Header.Set("Authorization", "Bearer "+tok.AccessToken)
+	resp, err = client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var person struct {
+		RootID int `json:"root_id"`
+	}
+	json.NewDecoder(resp.Body).Decode(&person)
+	resp.Body.Close()
+	req, _ = http.NewRequest(http.MethodGet, fmt.Sprintf("%s/api/2/files/%d?include_children=true", base, person.RootID), nil)
+	req.Header.Set("Authorization", "Bearer "+tok.AccessToken)
+	resp, err = client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), `"path":"/hello.txt"`) {
+		t.Fatalf("REST listing of the root after a WebDAV PUT: %d %s", resp.StatusCode, body)
+	}
 }
 
-// do sends a REST request with the bearer token; body may be nil.
-func (lc *lcClient) do(method, path string, body io.Reader, contentType string) (int, []byte) {
-	lc.t.Helper()
-	req, err := http.NewRequest(method, lc.base+path, body)
-	if err != nil {
-		lc.t.Fatal(err)
+func TestVersionCommand(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if err := run(t.Context(), []string{"version"}, &stdout, &stderr); err != nil {
+		t.Fatal(err)
 	}
-	req.Header.Set("Authorization", "Bearer "+lc.token)
-	if contentType != "" {
-		req.Header.Set("Content-Type", contentType)
+	if !strings.Contains(stdout.String(), "API 2.0.0") {
+		t.Fatalf("version printed %q", stdout.String())
 	}
-	resp, err := lc.c.Do(req)
-	if err != nil {
-		lc.t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		lc.t.Fatalf("%s %s: reading the answer: %v", method, path, err)
-	}
-	return resp.StatusCode, b
 }
 
-// upload stores data as name in the root, over REST or WebDAV, and returns
-// the status, or an error when no answer came.
-func (lc *lcClient) upload(name string, data []byte, dav bool) (int, error) {
-	var req *http.Request
-	var err error
-	if dav {
-		req, err = http.NewRequest(http.MethodPut, lc.base+"/webdav/admin/"+name, bytes.NewReader(data))
-		if err != nil {
-			return 0, err
-		}
-		req.SetBasicAuth("admin", lc.password)
-	} else {
-		var body bytes.Buffer
-		mw := multipart.NewWriter(&body)
-		fw, err := mw.CreateFormFile("file", name)
-		if err != nil {
-			return 0, err
-		}
-		fw.Write(data)
-		mw.Close()
-		req, err = http.NewRequest(http.MethodPost, fmt.Sprintf("%s/api/2/files/%d/upload", lc.base, lc.root), &body)
-		if err != nil {
-			return 0, err
-		}
-		req.Header.Set("Content-Type", mw.FormDataContentType())
-		req.Header.Set("Authorization", "Bearer "+lc.token)
+// TestSignalDuringFirstStart: a signal at several moments of the first
+// start. SIGTERM while berth is still starting (opening its stores,
+// creating the first administrator) is a stop like any other: the process
+// exits 0, as systemd expects of a service it stops (TestStopDuringStart).
+// SIGKILL after a few milliseconds, once the generated password is on
+// disk (the administrator does not exist yet), once the administrator
+// exists, once the TLS key is written (TestKillDuringFirstStart). Either
+// way the next start ends up with an administrator who logs in with the
+// password in the data directory, and fsck --verify finds nothing wrong.
+func TestSignalDuringFirstStart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the real binary")
 	}
-	resp, err := lc.c.Do(req)
-	if err != nil {
-		return 0, err
+	bin := buildBinary(t)
+	after := func(d time.Duration) func(time.Time, string, string) bool {
+		return func(start time.Time, _, _ string) bool { return time.Since(start) >= d }
 	}
-	defer resp.Body.Close()
-	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
-		return 0, err
-	}
-	return resp.StatusCode, nil
-}
-
-// read returns the file's status and contents over WebDAV.
-func (lc *lcClient) read(name string) (int, []byte) {
-	lc.t.Helper()
-	req, _ := http.NewRequest(http.MethodGet, lc.base+"/webdav/admin/"+name, nil)
-	req.SetBasicAuth("admin", lc.password)
-	resp, err := lc.c.Do(req)
-	if err != nil {
-		lc.t.Fatalf("GET %s: %v", name, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		lc.t.Fatalf("GET %s: %v", name, err)
-	}
-	return resp.StatusCode, b
-}
-
-// listing returns the live files of the root's top folder, name to size,
-// and the root's space_used.
-func (lc *lcClient) listing() (map[string]int64, int64) {
-	lc.t.Helper()
-	status, body := lc.do(http.MethodGet, fmt.Sprintf("/api/2/files/%d?include_children=true", lc.root), nil, "")
-	var root struct {
-		SpaceUsed int64 `json:"space_used"`
-		Children  []struct {
-			Path string `json:"path"`
-			Size int64  `json:"size"`
-			Type string `json:"type"`
-		} `json:"children"`
-	}
-	if status != 200 || json.Unmarshal(body, &root) != nil {
-		lc.t.Fatalf("listing: %d %s", status, body)
-	}
-	files := map[string]int64{}
-	for _, c := range root.Children {
-		if c.Type == "file" {
-			files[strings.TrimPrefix(c.Path, "/")] = c.Size
+	exists := func(name string) func(time.Time, string, string) bool {
+		return func(_ time.Time, data, _ string) bool {
+			_, err := os.Stat(filepath.Join(data, name))
+			return err == nil
 		}
 	}
-	return files, root.SpaceUsed
-}
+	for _, m := range []struct {
+		name string
+		sig  syscall.Signal
+		// reached reports whether to signal now, from the time berth
+		// was started, the data directory and what berth has logged.
+		reached func(start time.Time, data, log string) bool
+	}{
+		{"SIGTERM, stores opening", syscall.SIGTERM, exists("meta")},
+		{"SIGTERM, first run", syscall.SIGTERM, exists(initialPasswordFile)},
+		{"SIGKILL after 10ms", syscall.SIGKILL, after(10 * time.Millisecond)},
+		{"SIGKILL after 60ms", syscall.SIGKILL, after(60 * time.Millisecond)},
+		{"SIGKILL, password written", syscall.SIGKILL, exists(initialPasswordFile)},
+		{"SIGKILL, administrator created", syscall.SIGKILL, func(_ time.Time, _, log string) bool { return strings.Contains(log, "first run: created") }},
+		{"SIGKILL, TLS key written", syscall.SIGKILL, exists("tls/key.pem")},
+	} {
+		t.Run(m.name, func(t *testing.T) {
+			data := filepath.Join(t.TempDir(), "data")
+			cmd := exec.Command(bin, "serve", "--data", data, "--listen", "127.0.0.1:0", "--metrics-listen", "")
+			cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
+			var out lockedBuffer
+			cmd.Stderr = &out
+			start := time.Now()
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			deadline := time.Now().Add(30 * time.Second)
+			for !m.reached(start, data, out.String()) {
+				if time.Now().After(deadline) {
+					cmd.Process.Kill()
+					t.Fatalf("the moment never came:\n%s", out.String())
+				}
+				time.Sleep(200 * time.Microsecond)
+			}
+			cmd.Process.Signal(m.sig)
+			err := cmd.Wait()
+			if m.sig == syscall.SIGTERM && err != nil {
+				t.Errorf("SIGTERM during the start: %v\n%s", err, out.String())
+			}
+			t.Logf("signalled:\n%s", out.String())
 
-// kill sends SIGKILL and waits for the process to be gone.
-func (p *daemonProc) kill(t *testing.T) {
-	t.Helper()
-	p.cmd.Process.Signal(syscall.SIGKILL)
-	select {
-	case <-p.done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("berth did not die after SIGKILL")
+			p := startDaemon(t, bin, data)
+			newLCClient(t, p, data) // logs in, finds the sync root
+			p.stop(t)
+			fsck(t, bin, data)
+		})
 	}
-}
-
-// fsck runs `berth fsck --verify` on the stopped data directory.
-func fsck(t *testing.T, bin, data string) {
-	t.Helper()
-	out, err := exec.Command(bin, "fsck", "--verify", "--data", data).CombinedOutput()
-	if err != nil {
-		t.Errorf("fsck --verify: %v\n%s", err, out)
-	}
-}
-
-// content is the deterministic body of an upload.
-func content(seed uint64, size int) []byte {
-	r := rand.New(rand.NewPCG(seed, seed))
-	b := make([]byte, size)
-	for i := range b {
-		b[i] = byte(r.Uint32())
-	}
-	return b
 }
 
 // TestKillDuringUploads: SIGKILL in the middle of a burst of concurrent
@@ -336,96 +420,6 @@ func TestKillDuringUploads(t *testing.T) {
 	fsck(t, bin, data)
 }
 
-// slowReader yields data in pieces, pausing between them, so a request
-// body takes about d to send.
-type slowReader struct {
-	data  []byte
-	piece int // bytes between pauses
-	left  int // bytes until the next pause
-	pause time.Duration
-}
-
-func newSlowReader(data []byte, d time.Duration) *slowReader {
-	const pieces = 20
-	return &slowReader{data: data, piece: max(1, len(data)/pieces), pause: d / pieces}
-}
-
-func (r *slowReader) Read(p []byte) (int, error) {
-	if len(r.data) == 0 {
-		return 0, io.EOF
-	}
-	if r.left == 0 {
-		time.Sleep(r.pause)
-		r.left = r.piece
-	}
-	n := copy(p[:min(len(p), r.left)], r.data)
-	r.data = r.data[n:]
-	r.left -= n
-	return n, nil
-}
-
-// slowUpload streams data as name over REST or WebDAV in about d.
-func (lc *lcClient) slowUpload(name string, data []byte, d time.Duration, dav bool) (int, error) {
-	return lc.slowUploadCtx(context.Background(), name, data, d, dav)
-}
-
-// slowUploadCtx is slowUpload, abandoned when ctx ends.
-func (lc *lcClient) slowUploadCtx(ctx context.Context, name string, data []byte, d time.Duration, dav bool) (int, error) {
-	var req *http.Request
-	if dav {
-		req, _ = http.NewRequestWithContext(ctx, http.MethodPut, lc.base+"/webdav/admin/"+name, newSlowReader(data, d))
-		req.SetBasicAuth("admin", lc.password)
-	} else {
-		pr, pw := io.Pipe()
-		mw := multipart.NewWriter(pw)
-		go func() {
-			fw, err := mw.CreateFormFile("file", name)
-			if err == nil {
-				_, err = io.Copy(fw, newSlowReader(data, d))
-			}
-			if err == nil {
-				err = mw.Close()
-			}
-			pw.CloseWithError(err)
-		}()
-		req, _ = http.NewRequestWithContext(ctx, http.MethodPost, fmt.Sprintf("%s/api/2/files/%d/upload", lc.base, lc.root), pr)
-		req.Header.Set("Content-Type", mw.FormDataContentType())
-		req.Header.Set("Authorization", "Bearer "+lc.token)
-	}
-	resp, err := lc.c.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	io.Copy(io.Discard, resp.Body)
-	return resp.StatusCode, nil
-}
-
-// slowRead downloads name over WebDAV, taking about d, and returns what
-// arrived.
-func (lc *lcClient) slowRead(name string, d time.Duration) (int, []byte, error) {
-	req, _ := http.NewRequest(http.MethodGet, lc.base+"/webdav/admin/"+name, nil)
-	req.SetBasicAuth("admin", lc.password)
-	resp, err := lc.c.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	var got bytes.Buffer
-	const pieces = 20
-	piece := max(1, resp.ContentLength/pieces)
-	for {
-		n, err := io.CopyN(&got, resp.Body, piece)
-		if err == io.EOF || (err == nil && n == 0) {
-			return resp.StatusCode, got.Bytes(), nil
-		}
-		if err != nil {
-			return resp.StatusCode, got.Bytes(), err
-		}
-		time.Sleep(d / pieces)
-	}
-}
-
 // TestStopWithTransfersInFlight: SIGTERM while uploads (REST and WebDAV)
 // and a download are running. They all finish within the grace period,
 // the process exits 0, what they stored is there after the restart, and
@@ -521,91 +515,40 @@ func TestStopPastGrace(t *testing.T) {
 	fsck(t, bin, data)
 }
 
-// TestKillDuringFirstStart: SIGKILL at several moments of the first start:
-// after a few milliseconds, once the generated password is on disk (the
-// administrator does not exist yet), once the administrator exists, once
-// the TLS key is written. The next start always ends up with an
-// administrator who logs in with the password in the data directory, and
-// fsck --verify finds nothing wrong.
-func TestKillDuringFirstStart(t *testing.T) {
+// TestAbortedUploadThenStop: uploads the client abandons midway (over
+// REST and WebDAV) store nothing; after a clean stop the next start needs
+// no recovery and fsck --verify is clean: their chunks are noted for the
+// collector, not leaked.
+func TestAbortedUploadThenStop(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the real binary")
 	}
 	bin := buildBinary(t)
-	type moment struct {
-		name string
-		// reached reports whether to kill now, from the data directory
-		// and what berth has logged.
-		reached func(data, log string) bool
+	data := filepath.Join(t.TempDir(), "data")
+	p := startDaemon(t, bin, data)
+	lc := newLCClient(t, p, data)
+	for _, dav := range []bool{false, true} {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			lc.slowUploadCtx(ctx, "aborted.bin", content(9, 6<<20), 3*time.Second, dav)
+		}()
+		time.Sleep(1500 * time.Millisecond) // several chunks stored
+		cancel()
+		<-done
 	}
-	after := func(d time.Duration) func(string, string) bool {
-		start := time.Now()
-		return func(string, string) bool { return time.Since(start) >= d }
+	time.Sleep(300 * time.Millisecond)
+	p.stop(t)
+	fsck(t, bin, data)
+	p = startDaemon(t, bin, data)
+	if strings.Contains(p.stderr(), "unclean shutdown") {
+		t.Errorf("the start after a clean stop swept as after a crash:\n%s", p.stderr())
 	}
-	exists := func(name string) func(string, string) bool {
-		return func(data, _ string) bool {
-			_, err := os.Stat(filepath.Join(data, name))
-			return err == nil
-		}
+	if status, _ := newLCClient(t, p, data).read("aborted.bin"); status != http.StatusNotFound {
+		t.Errorf("the aborted upload: GET %d, want 404", status)
 	}
-	for _, m := range []moment{
-		{"after 10ms", nil},
-		{"after 60ms", nil},
-		{"password written", exists(initialPasswordFile)},
-		{"administrator created", func(_, log string) bool { return strings.Contains(log, "first run: created") }},
-		{"TLS key written", exists("tls/key.pem")},
-	} {
-		t.Run(m.name, func(t *testing.T) {
-			data := filepath.Join(t.TempDir(), "data")
-			cmd := exec.Command(bin, "serve", "--data", data, "--listen", "127.0.0.1:0", "--metrics-listen", "")
-			cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
-			var out lockedBuffer
-			cmd.Stderr = &out
-			reached := m.reached
-			switch m.name {
-			case "after 10ms":
-				reached = after(10 * time.Millisecond)
-			case "after 60ms":
-				reached = after(60 * time.Millisecond)
-			}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			deadline := time.Now().Add(30 * time.Second)
-			for !reached(data, out.String()) {
-				if time.Now().After(deadline) {
-					t.Fatalf("the moment never came:\n%s", out.String())
-				}
-				time.Sleep(200 * time.Microsecond)
-			}
-			cmd.Process.Signal(syscall.SIGKILL)
-			cmd.Wait()
-			t.Logf("killed:\n%s", out.String())
-
-			p := startDaemon(t, bin, data)
-			newLCClient(t, p, data) // logs in, finds the sync root
-			p.stop(t)
-			fsck(t, bin, data)
-		})
-	}
-}
-
-// lockedBuffer is a bytes.Buffer a process writes while a test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
+	p.stop(t)
 }
 
 // TestTokensAndLocksSurviveRestart: an access token, a WebDAV lock and a
@@ -693,288 +636,4 @@ func TestTokensAndLocksSurviveRestart(t *testing.T) {
 		t.Errorf("the access token past its lifetime: %d, want 401", status)
 	}
 	p.stop(t)
-}
-
-// fileID returns the id of name in the root's top folder.
-func (lc *lcClient) fileID(name string) int {
-	lc.t.Helper()
-	status, body := lc.do(http.MethodGet, fmt.Sprintf("/api/2/files/%d?include_children=true", lc.root), nil, "")
-	var root struct {
-		Children []struct {
-			ID   int    `json:"id"`
-			Path string `json:"path"`
-		} `json:"children"`
-	}
-	if status != 200 || json.Unmarshal(body, &root) != nil {
-		lc.t.Fatalf("listing: %d %s", status, body)
-	}
-	for _, c := range root.Children {
-		if c.Path == "/"+name {
-			return c.ID
-		}
-	}
-	lc.t.Fatalf("%s is not in the root", name)
-	return 0
-}
-
-// dav sends a WebDAV request as the administrator; headers are name,
-// value pairs.
-func (lc *lcClient) dav(method, path string, body io.Reader, headers ...string) (int, []byte, error) {
-	req, err := http.NewRequest(method, lc.base+"/webdav/admin/"+path, body)
-	if err != nil {
-		return 0, nil, err
-	}
-	req.SetBasicAuth("admin", lc.password)
-	for i := 0; i+1 < len(headers); i += 2 {
-		req.Header.Set(headers[i], headers[i+1])
-	}
-	resp, err := lc.c.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, b, err
-}
-
-// runKilled runs a berth subcommand on data and SIGKILLs it after d, or
-// lets it finish if it is faster; it returns what the command printed.
-func runKilled(t *testing.T, bin string, d time.Duration, args ...string) string {
-	t.Helper()
-	cmd := exec.Command(bin, args...)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
-	var out lockedBuffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		return fmt.Sprintf("finished (%v): %s", err, out.String())
-	case <-time.After(d):
-		cmd.Process.Signal(syscall.SIGKILL)
-		<-done
-		return "killed: " + out.String()
-	}
-}
-
-// TestKillDuringCopyPurgeAndGC: SIGKILL during a WebDAV COPY of a folder
-// too large for one transaction, during `berth purge-deleted` and during
-// `berth gc`. The copy appears whole or not at all, the source and a
-// file kept aside read back byte for byte after each kill, fsck --verify
-// is clean, and in the end the root's space_used is the kept files.
-func TestKillDuringCopyPurgeAndGC(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the real binary")
-	}
-	bin := buildBinary(t)
-	data := filepath.Join(t.TempDir(), "data")
-	p := startDaemon(t, bin, data)
-	lc := newLCClient(t, p, data)
-
-	// Over vfs's 512 references per transaction; chunked, not inline;
-	// files i and i+350 share their chunk.
-	const n = 700
-	body := func(i int) []byte { return content(uint64(100+i%350), 17<<10+i%350) }
-	if status, _, err := lc.dav("MKCOL", "src", nil); err != nil || status != http.StatusCreated {
-		t.Fatalf("MKCOL: %d %v", status, err)
-	}
-	var wg sync.WaitGroup
-	work := make(chan int)
-	for range 8 {
-		wg.Go(func() {
-			for i := range work {
-				if status, _, err := lc.dav(http.MethodPut, fmt.Sprintf("src/f%03d", i), bytes.NewReader(body(i))); err != nil || status != http.StatusCreated {
-					t.Errorf("PUT f%03d: %d %v", i, status, err)
-				}
-			}
-		})
-	}
-	for i := range n {
-		work <- i
-	}
-	close(work)
-	wg.Wait()
-	keep := content(7, 3<<20)
-	if status, err := lc.upload("keep.bin", keep, true); err != nil || status != http.StatusCreated {
-		t.Fatalf("upload keep.bin: %d %v", status, err)
-	}
-	if t.Failed() {
-		t.FailNow()
-	}
-
-	// checkSrc reads every file of folder back.
-	checkFolder := func(when, folder string) {
-		t.Helper()
-		for i := range n {
-			status, b, err := lc.dav(http.MethodGet, fmt.Sprintf("%s/f%03d", folder, i), nil)
-			if err != nil || status != 200 || !bytes.Equal(b, body(i)) {
-				t.Fatalf("%s: %s/f%03d: %d, %d bytes, %v", when, folder, i, status, len(b), err)
-			}
-		}
-		if status, b := lc.read("keep.bin"); status != 200 || !bytes.Equal(b, keep) {
-			t.Fatalf("%s: keep.bin: %d, %d bytes", when, status, len(b))
-		}
-	}
-
-	// A first COPY measures how long one takes; the second is killed
-	// half way.
-	start := time.Now()
-	if status, b, err := lc.dav("COPY", "src", nil, "Destination", lc.base+"/webdav/admin/probe", "Depth", "infinity"); err != nil || status != http.StatusCreated {
-		t.Fatalf("COPY: %d %v %s", status, err, b)
-	}
-	took := time.Since(start)
-	if status, _, err := lc.dav(http.MethodDelete, "probe", nil); err != nil || status != http.StatusNoContent {
-		t.Fatalf("DELETE probe: %d %v", status, err)
-	}
-	go lc.dav("COPY", "src", nil, "Destination", lc.base+"/webdav/admin/dst", "Depth", "infinity")
-	time.Sleep(took / 2)
-	p.kill(t)
-	t.Logf("a COPY of %d files took %v; killed the next after %v", n, took, took/2)
-	p = startDaemon(t, bin, data)
-	lc.base = "https://" + p.addrs["https"]
-	checkFolder("after a COPY was killed", "src")
-	status, b, err := lc.dav("PROPFIND", "dst", nil, "Depth", "1")
-	switch {
-	case err != nil:
-		t.Fatal(err)
-	case status == http.StatusNotFound:
-		t.Log("the killed COPY left nothing")
-	case status == http.StatusMultiStatus:
-		if got := strings.Count(string(b), "<D:response>"); got != n+1 {
-			t.Errorf("the killed COPY left dst with %d entries, want %d or none", got-1, n)
-		}
-		checkFolder("after a COPY was killed", "dst")
-	default:
-		t.Fatalf("PROPFIND dst: %d %s", status, b)
-	}
-	for _, dir := range []string{"src", "dst"} {
-		if status, _, err := lc.dav(http.MethodDelete, dir, nil); err != nil || (status != http.StatusNoContent && status != http.StatusNotFound) {
-			t.Fatalf("DELETE %s: %d %v", dir, status, err)
-		}
-	}
-	p.stop(t)
-
-	for _, d := range []time.Duration{150 * time.Millisecond, 400 * time.Millisecond} {
-		t.Logf("purge-deleted: %s", runKilled(t, bin, d, "purge-deleted", "--older-than", "0s", "--data", data))
-	}
-	t.Logf("gc: %s", runKilled(t, bin, 150*time.Millisecond, "gc", "--data", data))
-	fsck(t, bin, data)
-
-	p = startDaemon(t, bin, data)
-	lc.base = "https://" + p.addrs["https"]
-	if status, b := lc.read("keep.bin"); status != 200 || !bytes.Equal(b, keep) {
-		t.Fatalf("keep.bin: %d, %d bytes", status, len(b))
-	}
-	p.stop(t)
-	t.Logf("purge-deleted: %s", runKilled(t, bin, time.Minute, "purge-deleted", "--older-than", "0s", "--data", data))
-	fsck(t, bin, data)
-	p = startDaemon(t, bin, data)
-	lc.base = "https://" + p.addrs["https"]
-	files, used := lc.listing()
-	if len(files) != 1 || used != int64(len(keep)) {
-		t.Errorf("in the end: files %v, space_used %d, want keep.bin and %d", files, used, len(keep))
-	}
-	p.stop(t)
-	fsck(t, bin, data)
-}
-
-// startFails runs `berth serve` with args, which must fail at start, and
-// returns its exit error and what it printed.
-func startFails(t *testing.T, bin string, cred *syscall.Credential, args ...string) string {
-	t.Helper()
-	cmd := exec.Command(bin, append([]string{"serve", "--listen", "127.0.0.1:0", "--metrics-listen", ""}, args...)...)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
-	if cred != nil {
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
-	}
-	done := make(chan struct{})
-	var out []byte
-	var err error
-	go func() {
-		out, err = cmd.CombinedOutput()
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		cmd.Process.Kill()
-		<-done
-		t.Fatalf("berth %v did not fail; it printed:\n%s", args, out)
-	}
-	if err == nil {
-		t.Fatalf("berth %v exited 0:\n%s", args, out)
-	}
-	return string(out)
-}
-
-// TestStartRefusalsNameTheProblem: a start that cannot work fails at once
-// with a message that names what is wrong, and only that.
-func TestStartRefusalsNameTheProblem(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the real binary")
-	}
-	bin := buildBinary(t)
-	data := filepath.Join(t.TempDir(), "data")
-	p := startDaemon(t, bin, data)
-
-	t.Run("data directory in use", func(t *testing.T) {
-		out := startFails(t, bin, nil, "--data", data)
-		if !strings.Contains(out, "in use by another") {
-			t.Errorf("a second berth on the same data directory printed:\n%s", out)
-		}
-	})
-	t.Run("port in use", func(t *testing.T) {
-		out := startFails(t, bin, nil, "--data", filepath.Join(t.TempDir(), "d"), "--listen", p.addrs["https"])
-		if !strings.Contains(out, "https listener") || !strings.Contains(out, "address already in use") {
-			t.Errorf("a taken port printed:\n%s", out)
-		}
-	})
-	p.stop(t)
-
-	t.Run("unreadable data directory", func(t *testing.T) {
-		// A data directory made by another user (root, say, running
-		// berth by hand before the service did).
-		var cred *syscall.Credential
-		if os.Geteuid() == 0 {
-			cred = &syscall.Credential{Uid: 65534, Gid: 65534}
-			// Let nobody reach the binary.
-			for dir := filepath.Dir(bin); dir != os.TempDir() && dir != "/"; dir = filepath.Dir(dir) {
-				os.Chmod(dir, 0o755)
-			}
-		} else {
-			if err := os.Chmod(filepath.Join(data, "meta"), 0); err != nil {
-				t.Fatal(err)
-			}
-			defer os.Chmod(filepath.Join(data, "meta"), 0o700)
-		}
-		out := startFails(t, bin, cred, "--data", data)
-		if !strings.Contains(out, "permission denied") || strings.Contains(out, "another berth") {
-			t.Errorf("a data directory berth may not open printed:\n%s", out)
-		}
-	})
-	t.Run("corrupt TLS key", func(t *testing.T) {
-		key := filepath.Join(data, "tls", "key.pem")
-		good, err := os.ReadFile(key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer os.WriteFile(key, good, 0o600)
-		if err := os.WriteFile(key, []byte("not a key\n"), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		out := startFails(t, bin, nil, "--data", data)
-		if !strings.Contains(out, key) {
-			t.Errorf("a corrupt TLS key printed a message without its name %s:\n%s", key, out)
-		}
-	})
-	t.Run("missing configured TLS key", func(t *testing.T) {
-		key := filepath.Join(t.TempDir(), "missing.pem")
-		out := startFails(t, bin, nil, "--data", data, "--tls-cert", filepath.Join(data, "tls", "cert.pem"), "--tls-key", key)
-		if !strings.Contains(out, "tls.key") || !strings.Contains(out, key) {
-			t.Errorf("a missing TLS key printed:\n%s", out)
-		}
-	})
 }

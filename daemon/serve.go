@@ -25,6 +25,7 @@ import (
 	"berth/config"
 	"berth/kv"
 	"berth/rest"
+	"berth/share"
 	"berth/vfs"
 	"berth/vfs/chunk"
 	"berth/webdav"
@@ -144,6 +145,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writ
 	reg.MustRegister(st.db.Collector())
 
 	accounts := account.New(st.db, accountOptions(cfg))
+	shares := share.New(share.Options{FS: st.files})
 
 	tlsCfg, certs, err := tlsConfig(cfg.TLS, cfg.Data, log)
 	if err != nil {
@@ -154,6 +156,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writ
 		Registerer: reg,
 		FS:         st.files,
 		Accounts:   accounts,
+		Share:      shares,
 	})
 
 	// Bind every listener before serving any, so a taken port fails the
@@ -216,6 +219,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writ
 		Logger:        log.With("component", "webdav"),
 		FS:            st.files,
 		Accounts:      accounts,
+		Share:         shares,
 		Prefix:        "/webdav",
 		InfiniteDepth: cfg.WebDAV.InfiniteDepth,
 		Registerer:    reg,

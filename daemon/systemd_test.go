@@ -2,11 +2,16 @@ package daemon
 
 import (
 	"bytes"
+	"context"
+	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 const unitFile = "../systemd/berth.service"
@@ -74,5 +79,125 @@ func TestUnitEssentials(t *testing.T) {
 		if _, err := os.Stat(f); err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+// TestSystemdNotify: under systemd (NOTIFY_SOCKET, WATCHDOG_USEC) the real
+// binary sends READY=1 once its listener accepts, WATCHDOG=1 pings at half
+// the watchdog interval, and STOPPING=1 at SIGTERM before it exits 0.
+func TestSystemdNotify(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the real binary")
+	}
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "notify")
+	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: sock, Net: "unixgram"})
+	if err != nil {
+		t.Skipf("no unixgram socket: %v", err)
+	}
+	defer conn.Close()
+	msgs := make(chan string, 100)
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			n, err := conn.Read(buf)
+			if err != nil {
+				close(msgs)
+				return
+			}
+			msgs <- string(buf[:n])
+		}
+	}()
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	cmd := exec.Command(bin, "serve", "--data", filepath.Join(dir, "data"), "--listen", addr, "--metrics-listen", "")
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "NOTIFY_SOCKET=" + sock, "WATCHDOG_USEC=1000000"}
+	var out lockedBuffer
+	cmd.Stderr = &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+
+	next := func(want string) {
+		t.Helper()
+		timeout := time.After(30 * time.Second)
+		for {
+			select {
+			case m := <-msgs:
+				if strings.Contains(m, want) {
+					return
+				}
+			case <-timeout:
+				t.Fatalf("no %s within 30s:\n%s", want, out.String())
+			}
+		}
+	}
+	next("READY=1")
+	// READY means the listener accepts.
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		t.Fatalf("READY=1 sent, but %s refuses: %v", addr, err)
+	}
+	c.Close()
+	start := time.Now()
+	next("WATCHDOG=1")
+	next("WATCHDOG=1")
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("two watchdog pings took %v with WATCHDOG_USEC=1s", d)
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	next("STOPPING=1")
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("exit after SIGTERM: %v\n%s", err, out.String())
+	}
+}
+
+// TestExtendStartTimeout: while the stores open (a recovery sweep can take
+// longer than systemd's start timeout), berth asks systemd for more time
+// at every period, and stops asking once started.
+func TestExtendStartTimeout(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "notify")
+	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: sock, Net: "unixgram"})
+	if err != nil {
+		t.Skipf("no unixgram socket: %v", err)
+	}
+	defer conn.Close()
+	t.Setenv("NOTIFY_SOCKET", sock)
+	ctx, started := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		extendStartTimeout(ctx, 20*time.Millisecond, slog.New(slog.DiscardHandler))
+	}()
+	buf := make([]byte, 4096)
+	for range 2 {
+		conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		n, err := conn.Read(buf)
+		if err != nil {
+			t.Fatalf("no EXTEND_TIMEOUT_USEC message: %v", err)
+		}
+		if m := string(buf[:n]); !strings.Contains(m, "EXTEND_TIMEOUT_USEC=60000\n") || !strings.Contains(m, "STATUS=") {
+			t.Fatalf("message %q, want EXTEND_TIMEOUT_USEC=60000 (three periods) and a STATUS", m)
+		}
+	}
+	started()
+	<-done
+	// Drain what was sent before the stop, then expect silence.
+	for {
+		conn.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+		if _, err := conn.Read(buf); err != nil {
+			break
+		}
+	}
+	conn.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+	if n, err := conn.Read(buf); err == nil {
+		t.Fatalf("still asking after the start: %q", buf[:n])
 	}
 }

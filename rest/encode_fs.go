@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"strconv"
 
+	"berth/share"
 	"berth/vfs"
 )
 
@@ -17,16 +18,32 @@ const (
 )
 
 // Permission values of spec 2.1. The spec shows these three and leaves the
-// full set open; berth uses only these for now.
+// full set open; berth shows only these for now.
 const (
 	permView  = "FILE_VIEW"
 	permRead  = "FILE_READ"
 	permWrite = "FILE_WRITE"
 )
 
+// permissions lists share's permissions p as the spec's values, always in
+// the same order (the listing hash covers them). Those the spec has no
+// value for (delete, reshare) are not shown.
+func permissions(p share.Perm) []string {
+	out := []string{}
+	for _, v := range []struct {
+		perm share.Perm
+		name string
+	}{{share.View, permView}, {share.Read, permRead}, {share.Write, permWrite}} {
+		if p.Has(v.perm) {
+			out = append(out, v.name)
+		}
+	}
+	return out
+}
+
 // ownerPermissions are the permissions of a root's owner on the root and
 // everything in it.
-func ownerPermissions() []string { return []string{permView, permRead, permWrite} }
+func ownerPermissions() []string { return permissions(share.Owner) }
 
 // rootJSON is a root object (spec 2.1).
 type rootJSON struct {

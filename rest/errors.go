@@ -9,6 +9,7 @@ import (
 
 	"berth/account"
 	"berth/kv"
+	"berth/share"
 	"berth/vfs"
 	"berth/vfs/chunk"
 )
@@ -136,6 +137,8 @@ func errorTable() []errorMapping {
 		{account.ErrInactive, http.StatusForbidden, "forbidden", "the account or its organization is disabled"},
 		{account.ErrExists, http.StatusConflict, "name_conflict", "that username or e-mail address is taken"},
 		{account.ErrUserLimitExceeded, http.StatusConflict, "user_limit_exceeded", "the organization has reached its account limit"},
+
+		{share.ErrNoRoot, http.StatusNotFound, "not_found", "no such root"},
 
 		// Further domain errors go here, one line each.
 	}

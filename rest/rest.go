@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"berth/account"
+	"berth/share"
 	"berth/vfs"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -36,6 +37,9 @@ type Options struct {
 	FS *vfs.FS
 	// Accounts authenticates callers and holds persons and policies.
 	Accounts *account.Service
+	// Share says which roots a caller reaches and on what terms. Nil
+	// means share.New over FS.
+	Share *share.Service
 }
 
 // server holds what every handler shares.
@@ -43,6 +47,7 @@ type server struct {
 	opts     Options
 	fs       *vfs.FS
 	accounts *account.Service
+	shares   *share.Service
 	log      *slog.Logger
 	mux      *http.ServeMux
 	metrics  *metrics
@@ -59,10 +64,14 @@ func New(opts Options) http.Handler {
 	if opts.Version == "" {
 		opts.Version = APIVersion
 	}
+	if opts.Share == nil {
+		opts.Share = share.New(share.Options{FS: opts.FS})
+	}
 	s := &server{
 		opts:     opts,
 		fs:       opts.FS,
 		accounts: opts.Accounts,
+		shares:   opts.Share,
 		log:      opts.Logger,
 		mux:      http.NewServeMux(),
 		metrics:  newMetrics(opts.Registerer),

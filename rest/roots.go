@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"berth/account"
+	"berth/share"
 	"berth/vfs"
 )
 
@@ -39,7 +40,8 @@ const (
 )
 
 // fsAccess is what a file-system handler knows once the caller may use the
-// root of the request's path.
+// root of the request's path: share's answer, with the permissions as the
+// spec lists them.
 type fsAccess struct {
 	root   vfs.Root
 	perms  []string
@@ -68,39 +70,28 @@ func parseID(s string) (uint64, bool) {
 	return uint64(id), err == nil && id != 0
 }
 
-// errNoRoot answers any root id the caller may not reach, existing or not,
-// so that the answer does not tell which roots exist.
-var errNoRoot = Describe(ErrNotFound, "no such root")
-
 // access checks that the caller may use the root named by the path's
-// root_id, and loads it with the caller's permissions and policy. A person
-// reaches only their own sync root for now.
+// root_id, and loads it with the caller's permissions and policy (share
+// decides). A root id that is not an id is no root the caller reaches.
 func (s *server) access(r *http.Request) (fsAccess, error) {
-	ctx := r.Context()
-	c := callerOf(r)
 	id, ok := parseID(r.PathValue("root_id"))
-	if !ok || c.Person.RootID == 0 || id != c.Person.RootID {
-		return fsAccess{}, errNoRoot
+	if !ok {
+		return fsAccess{}, share.ErrNoRoot
 	}
-	root, err := s.fs.Root(ctx, id)
-	if errors.Is(err, vfs.ErrNotExist) {
-		return fsAccess{}, errNoRoot
-	}
+	a, err := s.shares.Root(r.Context(), shareCaller(callerOf(r)), id)
 	if err != nil {
 		return fsAccess{}, err
 	}
-	pol := c.Organization.Policy
-	return fsAccess{
-		root:   root,
-		perms:  ownerPermissions(),
-		policy: pol,
-		opts: vfs.WriteOptions{
-			Principal:          c.Person.Principal(),
-			MaxFileSize:        pol.MaxFileSize,
-			SpaceQuota:         c.Person.QuotaUnder(pol),
-			ExcludedExtensions: pol.ExcludedExtensionList(),
-		},
-	}, nil
+	return fsAccess{root: a.Root, perms: permissions(a.Perms), policy: a.Policy, opts: a.Opts}, nil
+}
+
+// shareCaller is the request's caller as share asks for it.
+func shareCaller(c caller) account.Caller {
+	return account.Caller{
+		Principal:    account.Principal{PersonID: c.Person.ID, MachineID: c.MachineID},
+		Person:       c.Person,
+		Organization: c.Organization,
+	}
 }
 
 // item loads the file (dir false) or folder (dir true) named by the path

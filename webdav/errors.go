@@ -14,6 +14,7 @@ import (
 
 	"berth/account"
 	"berth/kv"
+	"berth/share"
 	"berth/vfs"
 	"berth/vfs/chunk"
 )
@@ -131,6 +132,9 @@ func errorTable() []errorMapping {
 		{err: vfs.ErrChanged, status: http.StatusPreconditionFailed, msg: "the resource changed while the request was sent; nothing was stored"},
 		{err: vfs.ErrNotExist, status: http.StatusNotFound, os: os.ErrNotExist, msg: "not found"},
 		{err: vfs.ErrRootDeleted, status: http.StatusNotFound, os: os.ErrNotExist, msg: "not found"},
+		// A root the caller does not reach looks like one that does not
+		// exist (a forbidden object and a missing one look the same).
+		{err: share.ErrNoRoot, status: http.StatusNotFound, os: os.ErrNotExist, msg: "not found"},
 		{err: vfs.ErrNotDir, status: http.StatusConflict, os: os.ErrNotExist, msg: "a parent of the resource is not a collection"},
 		{err: vfs.ErrNameConflict, status: http.StatusConflict, os: os.ErrExist, msg: "%v"},
 		{err: vfs.ErrInvalidName, status: http.StatusBadRequest, os: os.ErrPermission, msg: "%v"},

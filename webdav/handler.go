@@ -21,6 +21,7 @@ import (
 
 	"berth/account"
 	"berth/httpserve"
+	"berth/share"
 	"berth/vfs"
 )
 
@@ -32,6 +33,9 @@ type Options struct {
 	FS *vfs.FS
 	// Accounts authenticates callers and holds their organization's policy.
 	Accounts *account.Service
+	// Share says which roots a caller reaches and on what terms. Nil
+	// means share.New over FS.
+	Share *share.Service
 	// Prefix is the URL path the handler is mounted at, without a trailing
 	// slash; "" means "/webdav".
 	Prefix string
@@ -64,6 +68,9 @@ func New(o Options) *Handler {
 	if o.CredentialTTL == 0 {
 		o.CredentialTTL = 90 * time.Second
 	}
+	if o.Share == nil {
+		o.Share = share.New(share.Options{FS: o.FS})
+	}
 	log := o.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -95,7 +102,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 		h.finish(w, r, errDisabled)
 		return
 	}
-	s, err := h.newSession(r.Context(), c.Person, c.Organization.Policy, p)
+	s, err := h.newSession(r.Context(), c, p)
 	if err != nil {
 		h.serverError(w, r, err)
 		return

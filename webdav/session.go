@@ -2,7 +2,6 @@ package webdav
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"berth/account"
+	"berth/share"
 	"berth/vfs"
 )
 
@@ -33,37 +33,32 @@ type session struct {
 type mount struct {
 	name string
 	root vfs.Root
+	// perms is what the caller may do in the root (share decides).
+	perms share.Perm
 }
 
-func (h *Handler) newSession(ctx context.Context, p account.Person, pol account.Policy, reqPath string) (*session, error) {
-	s := &session{h: h, ctx: ctx, person: p, policy: pol, path: reqPath,
-		opts: vfs.WriteOptions{
-			Principal:          p.Principal(),
-			MaxFileSize:        pol.MaxFileSize,
-			SpaceQuota:         p.QuotaUnder(pol),
-			ExcludedExtensions: pol.ExcludedExtensionList(),
-		}}
-	var roots []vfs.Root
-	if p.RootID != 0 {
-		r, err := h.opts.FS.Root(ctx, p.RootID)
-		switch {
-		case err == nil:
-			roots = append(roots, r)
-		case !errors.Is(err, vfs.ErrNotExist) && !errors.Is(err, vfs.ErrRootDeleted):
-			return nil, err
-		}
+// newSession starts the session of caller c for the request's dav path
+// reqPath. The roots it mounts, and the options of writes, are share's
+// answer for c.
+func (h *Handler) newSession(ctx context.Context, c account.Caller, reqPath string) (*session, error) {
+	s := &session{h: h, ctx: ctx, person: c.Person, policy: c.Organization.Policy, path: reqPath,
+		opts: share.WriteOptions(c)}
+	reach, err := h.opts.Share.Roots(ctx, c)
+	if err != nil {
+		return nil, err
 	}
-	s.mounts = mountNames(roots)
+	s.mounts = mountNames(reach)
 	return s, nil
 }
 
 // mountNames names each root's folder after the root, in id order, so a
 // clash is resolved the same way every time: the later root gets " (id)".
-func mountNames(roots []vfs.Root) []mount {
-	slices.SortFunc(roots, func(a, b vfs.Root) int { return compareID(a.ID, b.ID) })
+func mountNames(reach []share.Access) []mount {
+	slices.SortFunc(reach, func(a, b share.Access) int { return compareID(a.Root.ID, b.Root.ID) })
 	seen := map[string]bool{}
-	out := make([]mount, 0, len(roots))
-	for _, r := range roots {
+	out := make([]mount, 0, len(reach))
+	for _, a := range reach {
+		r := a.Root
 		name := strings.NewReplacer("/", "_", "\\", "_").Replace(r.Name)
 		if name == "" || name == "." || name == ".." {
 			name = "root"
@@ -72,7 +67,7 @@ func mountNames(roots []vfs.Root) []mount {
 			name = fmt.Sprintf("%s (%d)", name, r.ID)
 		}
 		seen[strings.ToLower(name)] = true
-		out = append(out, mount{name: name, root: r})
+		out = append(out, mount{name: name, root: r, perms: a.Perms})
 	}
 	return out
 }

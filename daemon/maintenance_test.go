@@ -1,0 +1,441 @@
+package daemon
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"berth/config"
+	"berth/vfs"
+)
+
+func TestFsckAndGCCommands(t *testing.T) {
+	data := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	if err := run(t.Context(), []string{"gc", "--data", data}, &stdout, &stderr); err != nil {
+		t.Fatalf("gc: %v\n%s", err, stderr.String())
+	}
+	stdout.Reset()
+	err := run(t.Context(), []string{"fsck", "--verify", "--data", data}, &stdout, &stderr)
+	if err != nil || stdout.Len() == 0 {
+		t.Fatalf("fsck: %v, printed %q", err, stdout.String())
+	}
+	if errors.Is(err, errFsckProblems) {
+		t.Fatal("fsck found problems in an empty store")
+	}
+}
+
+// TestFsckNamesTheChunks: fsck lists each chunk it found wrong, not only
+// how many, so the operator can restore that chunk file from a backup.
+func TestFsckNamesTheChunks(t *testing.T) {
+	ctx := t.Context()
+	cfg := config.Default()
+	cfg.Data = t.TempDir()
+	log := slog.New(slog.DiscardHandler)
+	st, err := openStores(ctx, cfg, log, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := st.files.CreateRoot(ctx, "r", vfs.RootSync)
+	if err == nil {
+		// Over vfs.InlineMax, so the contents go to the chunk store.
+		_, err = st.files.WriteFile(ctx, root.ID, root.FolderID, "f.bin", bytes.NewReader(content(1, 100<<10)), vfs.WriteOptions{})
+	}
+	st.close(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunks, err := filepath.Glob(filepath.Join(cfg.Data, "chunks", "*", "*"))
+	if err != nil || len(chunks) == 0 {
+		t.Fatalf("no chunk files: %v", err)
+	}
+	if err := os.Remove(chunks[0]); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	err = run(ctx, []string{"fsck", "--data", cfg.Data}, &stdout, &stderr)
+	if !errors.Is(err, errFsckProblems) {
+		t.Fatalf("fsck of a store missing a chunk: %v", err)
+	}
+	if want := "missing " + filepath.Base(chunks[0]); !strings.Contains(stdout.String(), want) {
+		t.Errorf("fsck printed %q, want a line %q", stdout.String(), want)
+	}
+}
+
+// TestPurgeDeletedCommand: purge-deleted on a stopped data directory
+// purges what was deleted long enough ago and frees its chunks; it refuses
+// to run without --older-than, so an operator never empties the trash by
+// accident.
+func TestPurgeDeletedCommand(t *testing.T) {
+	ctx := context.Background()
+	data := t.TempDir()
+	cfg := config.Default()
+	cfg.Data = data
+	log := slog.New(slog.DiscardHandler)
+	st, err := openStores(ctx, cfg, log, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := st.files.CreateRoot(ctx, "alice", vfs.RootSync)
+	if err != nil {
+		t.Fatal(err)
+	}
+	content := bytes.Repeat([]byte("trash "), 200_000) // chunked, not inline
+	gone, err := st.files.WriteFile(ctx, root.ID, root.FolderID, "gone.txt", bytes.NewReader(content), vfs.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept, err := st.files.WriteFile(ctx, root.ID, root.FolderID, "kept.txt", strings.NewReader("kept"), vfs.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.files.Delete(ctx, root.ID, gone.ID, vfs.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	st.close(log)
+
+	var stdout, stderr bytes.Buffer
+	for _, args := range [][]string{
+		{"purge-deleted", "--data", data},
+		{"purge-deleted", "--data", data, "--older-than", "-1h"},
+	} {
+		if err := run(ctx, args, &stdout, &stderr); err == nil || !strings.Contains(err.Error(), "--older-than") {
+			t.Errorf("%v: %v, want an error naming --older-than", args, err)
+		}
+	}
+	// Deleted a moment ago: not older than an hour.
+	if err := run(ctx, []string{"purge-deleted", "--data", data, "--older-than", "1h"}, &stdout, &stderr); err != nil {
+		t.Fatalf("purge-deleted: %v\n%s", err, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "purged 0 deleted items") {
+		t.Errorf("purge-deleted --older-than 1h printed %q", stdout.String())
+	}
+	stdout.Reset()
+	if err := run(ctx, []string{"purge-deleted", "--data", data, "--older-than", "0s"}, &stdout, &stderr); err != nil {
+		t.Fatalf("purge-deleted: %v\n%s", err, stderr.String())
+	}
+	if out := stdout.String(); !strings.Contains(out, "purged 1 deleted items") || strings.Contains(out, "removed 0") {
+		t.Errorf("purge-deleted --older-than 0s printed %q", out)
+	}
+	stdout.Reset()
+	if err := run(ctx, []string{"fsck", "--verify", "--data", data}, &stdout, &stderr); err != nil {
+		t.Fatalf("fsck after purge-deleted: %v %s", err, stdout.String())
+	}
+
+	st, err = openStores(ctx, cfg, log, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.close(log)
+	if _, err := st.files.Stat(ctx, root.ID, gone.ID); err == nil {
+		t.Error("the purged file is still there")
+	}
+	u, err := st.files.Usage(ctx, root.ID)
+	if err != nil || u.DeletedSize != 0 || u.FileCount != 1 {
+		t.Errorf("usage after the purge: %+v %v", u, err)
+	}
+	if _, err := st.files.Stat(ctx, root.ID, kept.ID); err != nil {
+		t.Errorf("the live file: %v", err)
+	}
+}
+
+// TestCollectorPurgesDeleted: with gc.purge_deleted_after set, the
+// background collection purges what was deleted long enough ago and then
+// frees its chunks, while the daemon runs.
+func TestCollectorPurgesDeleted(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cfg := config.Default()
+	cfg.Data = t.TempDir()
+	log := slog.New(slog.DiscardHandler)
+	st, err := openStores(ctx, cfg, log, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.close(log)
+	root, err := st.files.CreateRoot(ctx, "alice", vfs.RootSync)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone, err := st.files.WriteFile(ctx, root.ID, root.FolderID, "gone.txt", bytes.NewReader(bytes.Repeat([]byte("trash "), 200_000)), vfs.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.files.Delete(ctx, root.ID, gone.ID, vfs.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // gone.txt is now older than 200ms
+
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		collectGarbage(ctx, 10*time.Millisecond, time.Hour, st, log) // purges nothing yet
+	}()
+	time.Sleep(100 * time.Millisecond)
+	cancel()
+	<-done
+	if _, err := st.files.Stat(context.Background(), root.ID, gone.ID); err != nil {
+		t.Fatalf("purged with purge_deleted_after 1h: %v", err)
+	}
+
+	ctx, cancel = context.WithCancel(context.Background())
+	defer cancel()
+	done = make(chan struct{})
+	go func() {
+		defer close(done)
+		collectGarbage(ctx, 10*time.Millisecond, 200*time.Millisecond, st, log)
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, goneErr := st.files.Stat(ctx, root.ID, gone.ID)
+		rep, err := st.files.Fsck(ctx, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if goneErr != nil && rep.Chunks == 0 && rep.OK() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 10 s: stat %v, fsck %s", goneErr, rep)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	<-done
+}
+
+// TestKillDuringCollection: the background collection runs every 100ms
+// and purges what was deleted, while uploads store and delete files whose
+// chunks other uploads store again (deduplicated against chunks the
+// collector is about to remove), then SIGKILL. Every upload answered
+// before the kill succeeds: the collector leaves alone the chunks an
+// upload holds (no 503 over either front end). Files that were kept read
+// back byte for byte while it runs and after the restart, and fsck
+// --verify is clean.
+func TestKillDuringCollection(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the real binary")
+	}
+	bin := buildBinary(t)
+	data := filepath.Join(t.TempDir(), "data")
+	p := startDaemon(t, bin, data, "--gc-interval", "100ms", "--gc-purge-deleted-after", "1ns")
+	lc := newLCClient(t, p, data)
+
+	body := func(k int) []byte { return content(uint64(500+k), 1<<20+k) }
+	var (
+		mu   sync.Mutex
+		kept = map[string]int{} // answered, never deleted: content index
+		// The content a churning worker deleted last, which keeping
+		// workers store again while the collector may be removing it.
+		lastDeleted atomic.Int64
+	)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				k := w*100000 + i // churn: new content every time
+				if w >= 2 {
+					k = int(lastDeleted.Load())
+				}
+				name := fmt.Sprintf("w%d-%d.bin", w, i)
+				status, err := lc.upload(name, body(k), w%2 == 1)
+				if err != nil {
+					return
+				}
+				if status != http.StatusOK && status != http.StatusCreated {
+					t.Errorf("upload %s: %d", name, status)
+					return
+				}
+				if w < 2 {
+					// Churn: delete it again, for the collector.
+					if status, _, err := lc.dav(http.MethodDelete, name, nil); err != nil {
+						return
+					} else if status != http.StatusNoContent {
+						t.Errorf("DELETE %s: %d", name, status)
+						return
+					}
+					lastDeleted.Store(int64(k))
+					continue
+				}
+				mu.Lock()
+				kept[name] = k
+				mu.Unlock()
+				if status, b, err := lc.dav(http.MethodGet, name, nil); err != nil {
+					return
+				} else if status != 200 || !bytes.Equal(b, body(k)) {
+					t.Errorf("%s read back %d, %d bytes while the collector ran", name, status, len(b))
+				}
+			}
+		})
+	}
+	time.Sleep(3 * time.Second)
+	p.kill(t)
+	close(stop)
+	wg.Wait()
+	if !strings.Contains(p.stderr(), "chunk gc") {
+		t.Errorf("the collector never ran:\n%s", p.stderr())
+	}
+	removed := 0
+	for _, line := range strings.Split(p.stderr(), "\n") {
+		if strings.Contains(line, "chunk gc") && !strings.Contains(line, "removed 0") {
+			removed++
+		}
+	}
+	t.Logf("%d collections removed chunks", removed)
+	if t.Failed() {
+		for _, line := range strings.Split(p.stderr(), "\n") {
+			if strings.Contains(line, `"level":"ERROR"`) || strings.Contains(line, `"level":"WARN"`) || strings.Contains(line, `"status":5`) {
+				t.Log(line)
+			}
+		}
+	}
+
+	p = startDaemon(t, bin, data, "--gc-interval", "100ms", "--gc-purge-deleted-after", "1ns")
+	lc = newLCClient(t, p, data)
+	time.Sleep(300 * time.Millisecond) // a collection or two after the restart
+	for name, k := range kept {
+		if status, b := lc.read(name); status != 200 || !bytes.Equal(b, body(k)) {
+			t.Errorf("%s after the restart: %d, %d bytes", name, status, len(b))
+		}
+	}
+	t.Logf("%d files kept", len(kept))
+	p.stop(t)
+	fsck(t, bin, data)
+}
+
+// TestKillDuringCopyPurgeAndGC: SIGKILL during a WebDAV COPY of a folder
+// too large for one transaction, during `berth purge-deleted` and during
+// `berth gc`. The copy appears whole or not at all, the source and a
+// file kept aside read back byte for byte after each kill, fsck --verify
+// is clean, and in the end the root's space_used is the kept files.
+func TestKillDuringCopyPurgeAndGC(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the real binary")
+	}
+	bin := buildBinary(t)
+	data := filepath.Join(t.TempDir(), "data")
+	p := startDaemon(t, bin, data)
+	lc := newLCClient(t, p, data)
+
+	// Over vfs's 512 references per transaction; chunked, not inline;
+	// files i and i+350 share their chunk.
+	const n = 700
+	body := func(i int) []byte { return content(uint64(100+i%350), 17<<10+i%350) }
+	if status, _, err := lc.dav("MKCOL", "src", nil); err != nil || status != http.StatusCreated {
+		t.Fatalf("MKCOL: %d %v", status, err)
+	}
+	var wg sync.WaitGroup
+	work := make(chan int)
+	for range 8 {
+		wg.Go(func() {
+			for i := range work {
+				if status, _, err := lc.dav(http.MethodPut, fmt.Sprintf("src/f%03d", i), bytes.NewReader(body(i))); err != nil || status != http.StatusCreated {
+					t.Errorf("PUT f%03d: %d %v", i, status, err)
+				}
+			}
+		})
+	}
+	for i := range n {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	keep := content(7, 3<<20)
+	if status, err := lc.upload("keep.bin", keep, true); err != nil || status != http.StatusCreated {
+		t.Fatalf("upload keep.bin: %d %v", status, err)
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+
+	// checkSrc reads every file of folder back.
+	checkFolder := func(when, folder string) {
+		t.Helper()
+		for i := range n {
+			status, b, err := lc.dav(http.MethodGet, fmt.Sprintf("%s/f%03d", folder, i), nil)
+			if err != nil || status != 200 || !bytes.Equal(b, body(i)) {
+				t.Fatalf("%s: %s/f%03d: %d, %d bytes, %v", when, folder, i, status, len(b), err)
+			}
+		}
+		if status, b := lc.read("keep.bin"); status != 200 || !bytes.Equal(b, keep) {
+			t.Fatalf("%s: keep.bin: %d, %d bytes", when, status, len(b))
+		}
+	}
+
+	// A first COPY measures how long one takes; the second is killed
+	// half way.
+	start := time.Now()
+	if status, b, err := lc.dav("COPY", "src", nil, "Destination", lc.base+"/webdav/admin/probe", "Depth", "infinity"); err != nil || status != http.StatusCreated {
+		t.Fatalf("COPY: %d %v %s", status, err, b)
+	}
+	took := time.Since(start)
+	if status, _, err := lc.dav(http.MethodDelete, "probe", nil); err != nil || status != http.StatusNoContent {
+		t.Fatalf("DELETE probe: %d %v", status, err)
+	}
+	go lc.dav("COPY", "src", nil, "Destination", lc.base+"/webdav/admin/dst", "Depth", "infinity")
+	time.Sleep(took / 2)
+	p.kill(t)
+	t.Logf("a COPY of %d files took %v; killed the next after %v", n, took, took/2)
+	p = startDaemon(t, bin, data)
+	lc.base = "https://" + p.addrs["https"]
+	checkFolder("after a COPY was killed", "src")
+	status, b, err := lc.dav("PROPFIND", "dst", nil, "Depth", "1")
+	switch {
+	case err != nil:
+		t.Fatal(err)
+	case status == http.StatusNotFound:
+		t.Log("the killed COPY left nothing")
+	case status == http.StatusMultiStatus:
+		if got := strings.Count(string(b), "<D:response>"); got != n+1 {
+			t.Errorf("the killed COPY left dst with %d entries, want %d or none", got-1, n)
+		}
+		checkFolder("after a COPY was killed", "dst")
+	default:
+		t.Fatalf("PROPFIND dst: %d %s", status, b)
+	}
+	for _, dir := range []string{"src", "dst"} {
+		if status, _, err := lc.dav(http.MethodDelete, dir, nil); err != nil || (status != http.StatusNoContent && status != http.StatusNotFound) {
+			t.Fatalf("DELETE %s: %d %v", dir, status, err)
+		}
+	}
+	p.stop(t)
+
+	for _, d := range []time.Duration{150 * time.Millisecond, 400 * time.Millisecond} {
+		t.Logf("purge-deleted: %s", runKilled(t, bin, d, "purge-deleted", "--older-than", "0s", "--data", data))
+	}
+	t.Logf("gc: %s", runKilled(t, bin, 150*time.Millisecond, "gc", "--data", data))
+	fsck(t, bin, data)
+
+	p = startDaemon(t, bin, data)
+	lc.base = "https://" + p.addrs["https"]
+	if status, b := lc.read("keep.bin"); status != 200 || !bytes.Equal(b, keep) {
+		t.Fatalf("keep.bin: %d, %d bytes", status, len(b))
+	}
+	p.stop(t)
+	t.Logf("purge-deleted: %s", runKilled(t, bin, time.Minute, "purge-deleted", "--older-than", "0s", "--data", data))
+	fsck(t, bin, data)
+	p = startDaemon(t, bin, data)
+	lc.base = "https://" + p.addrs["https"]
+	files, used := lc.listing()
+	if len(files) != 1 || used != int64(len(keep)) {
+		t.Errorf("in the end: files %v, space_used %d, want keep.bin and %d", files, used, len(keep))
+	}
+	p.stop(t)
+	fsck(t, bin, data)
+}

@@ -1,0 +1,188 @@
+// Package share decides who may reach what: which roots an authenticated
+// caller reaches, what they may do in each, and the options that carry
+// their organization's policy into every vfs write there. It is the one
+// access API the front ends ask before they touch vfs, so REST, WebDAV and
+// the share-link pages cannot come to disagree about it.
+//
+// Today a caller reaches the sync root they own, with every permission.
+// The sharing issue widens this to share roots and their subscribers: a
+// root reached through a share then comes back from the same calls with
+// its own permissions and options, and the front ends do not change.
+package share
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"berth/account"
+	"berth/vfs"
+)
+
+// Errors returned by the Service, besides those of vfs and account it
+// passes on. They are declared once here and compared with errors.Is; each
+// front end maps them in its error table.
+var (
+	// ErrNoRoot: the caller reaches no root of that id. A root that exists
+	// but is someone else's gets the same answer as one that does not, so
+	// the answer does not tell which roots exist.
+	ErrNoRoot = errors.New("share: no such root")
+)
+
+// Perm is a set of things a caller may do with a root and everything in
+// it, as bits. It is a value, not a role, so a root reached through a
+// share can carry exactly what that share grants.
+type Perm uint8
+
+// The permissions. Front ends show them (REST's permissions lists) and
+// check them before calling vfs.
+const (
+	// View: see the items in listings and read their metadata.
+	View Perm = 1 << iota
+	// Read: read the contents (download, zip).
+	Read
+	// Write: create and change items, rename and move them.
+	Write
+	// Delete: delete items and purge deleted ones.
+	Delete
+	// Reshare: share items onward. The organization's policy still
+	// decides whether its persons share at all (Policy.UserCreateShares).
+	Reshare
+)
+
+// Owner is what a root's owner may do in it: everything. What the
+// organization's policy withholds from its persons (locking, sharing) is
+// in Access.Policy, not taken out of the permissions.
+const Owner = View | Read | Write | Delete | Reshare
+
+// Has reports whether p holds every permission of q.
+func (p Perm) Has(q Perm) bool { return p&q == q }
+
+// String lists the permissions by name, for logs and test failures:
+// "view|read|write".
+func (p Perm) String() string {
+	names := []string{"view", "read", "write", "delete", "reshare"}
+	var out []string
+	for i, n := range names {
+		if p&(1<<i) != 0 {
+			out = append(out, n)
+		}
+	}
+	if rest := p &^ (1<<len(names) - 1); rest != 0 {
+		out = append(out, fmt.Sprintf("%#x", uint8(rest)))
+	}
+	if len(out) == 0 {
+		return "none"
+	}
+	return strings.Join(out, "|")
+}
+
+// Access is a root the caller reaches and on what terms.
+type Access struct {
+	// Root is the root reached, live.
+	Root vfs.Root
+	// Perms is what the caller may do in it.
+	Perms Perm
+	// Policy is the organization policy the caller acts under there (what
+	// it lets its persons do: lock files, share, use WebDAV).
+	Policy account.Policy
+	// Opts carry the caller's principal and the policy's limits (maximum
+	// file size, quota, excluded extensions) to every vfs write in the
+	// root. A front end adds what belongs to one request (lock tokens, a
+	// declared size, preconditions) to a copy.
+	Opts vfs.WriteOptions
+}
+
+// Options are what the Service needs. The daemon fills them.
+type Options struct {
+	// FS holds the roots.
+	FS *vfs.FS
+}
+
+// Service answers who may reach what. Build it with New; it is safe for
+// concurrent use.
+type Service struct {
+	fs *vfs.FS
+}
+
+// New returns the Service over o.
+func New(o Options) *Service {
+	return &Service{fs: o.FS}
+}
+
+// Root returns the access of caller c to root id.
+//
+// Errors: ErrNoRoot when c does not reach a root of that id (someone
+// else's, or none at all); vfs.ErrRootDeleted when c's own root was
+// deleted; account.ErrInactive when c's person or organization is
+// disabled; vfs's errors of reading the root.
+func (s *Service) Root(ctx context.Context, c account.Caller, id uint64) (Access, error) {
+	if err := active(c); err != nil {
+		return Access{}, err
+	}
+	if id == 0 || id != c.Person.RootID {
+		return Access{}, ErrNoRoot
+	}
+	r, err := s.fs.Root(ctx, id)
+	if errors.Is(err, vfs.ErrNotExist) {
+		return Access{}, ErrNoRoot
+	}
+	if err != nil {
+		return Access{}, err
+	}
+	return own(c, r), nil
+}
+
+// Roots returns the access of caller c to every live root c reaches, in
+// no particular order; none is an empty list, not an error. A deleted or
+// missing root is left out.
+//
+// Errors: account.ErrInactive when c's person or organization is
+// disabled; vfs's errors of reading the roots.
+func (s *Service) Roots(ctx context.Context, c account.Caller) ([]Access, error) {
+	if err := active(c); err != nil {
+		return nil, err
+	}
+	var out []Access
+	if id := c.Person.RootID; id != 0 {
+		r, err := s.fs.Root(ctx, id)
+		switch {
+		case err == nil:
+			out = append(out, own(c, r))
+		case !errors.Is(err, vfs.ErrNotExist) && !errors.Is(err, vfs.ErrRootDeleted):
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// WriteOptions are the options of c's writes into a root c owns: c's
+// principal, their organization policy's size and extension limits, and
+// c's quota under that policy. Access.Opts holds them for an own root;
+// a front end that needs c's options outside any one root (WebDAV's
+// session) takes them here.
+func WriteOptions(c account.Caller) vfs.WriteOptions {
+	pol := c.Organization.Policy
+	return vfs.WriteOptions{
+		Principal:          c.Person.Principal(),
+		MaxFileSize:        pol.MaxFileSize,
+		SpaceQuota:         c.Person.QuotaUnder(pol),
+		ExcludedExtensions: pol.ExcludedExtensionList(),
+	}
+}
+
+// own is c's access to root r, which c owns.
+func own(c account.Caller, r vfs.Root) Access {
+	return Access{Root: r, Perms: Owner, Policy: c.Organization.Policy, Opts: WriteOptions(c)}
+}
+
+// active refuses a caller whose person or organization is disabled. The
+// account service hands out no such caller; checking here as well means
+// no front end reaches a root for one, however it came by the caller.
+func active(c account.Caller) error {
+	if !c.Person.Active || !c.Organization.Active {
+		return account.ErrInactive
+	}
+	return nil
+}
