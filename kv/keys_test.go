@@ -29,18 +29,3 @@ func TestKeyHelpers(t *testing.T) {
 		t.Fatal("Key(255) sorts after Key(256)")
 	}
 }
-
-func TestPrefixEnd(t *testing.T) {
-	for _, tc := range []struct{ in, want string }{
-		{"b/", "b0"},
-		{"a\xff", "b"},
-		{"a\xff\xff", "b"},
-		{"\xff", ""},
-		{"", ""},
-	} {
-		got := prefixEnd([]byte(tc.in))
-		if string(got) != tc.want || (tc.want == "" && got != nil) {
-			t.Errorf("prefixEnd(%q) = %q, want %q", tc.in, got, tc.want)
-		}
-	}
-}
