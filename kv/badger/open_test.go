@@ -16,37 +16,42 @@ import (
 	"berth/kv"
 )
 
-// TestOpenNeedsDir: a store on disk needs its directory.
-func TestOpenNeedsDir(t *testing.T) {
-	if _, err := Open(Options{}); err == nil {
-		t.Fatal("Open without Dir or InMemory succeeded")
+// TestOpenRefused: what Open refuses, and with which error. A second
+// open of a database another holder has open is kv.ErrInUse, so the
+// daemon can say the data directory is taken; every other failure is not.
+func TestOpenRefused(t *testing.T) {
+	held := t.TempDir()
+	b := openDisk(t, held, Options{})
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
 	}
-}
-
-// TestOpenInUse: a second open of a database another holder has open is
-// kv.ErrInUse, so the daemon can say the data directory is taken; any other
-// failure (here a directory that is a file) is not.
-func TestOpenInUse(t *testing.T) {
-	dir := t.TempDir()
-	b := openDisk(t, dir, Options{})
-	_, err := Open(Options{Dir: dir, Logger: testLogger(t)})
-	if !errors.Is(err, kv.ErrInUse) {
-		t.Errorf("second open: %v, want kv.ErrInUse", err)
+	tests := []struct {
+		name  string
+		opts  Options
+		inUse bool
+	}{
+		{"neither Dir nor InMemory", Options{}, false},
+		{"a directory another holder has open", Options{Dir: held}, true},
+		{"a Dir that is a file", Options{Dir: file}, false},
+	}
+	for _, tc := range tests {
+		tc.opts.Logger = testLogger(t)
+		s, err := Open(tc.opts)
+		if err == nil {
+			s.Close()
+			t.Errorf("%s: Open succeeded", tc.name)
+			continue
+		}
+		if errors.Is(err, kv.ErrInUse) != tc.inUse {
+			t.Errorf("%s: %v; want kv.ErrInUse: %v", tc.name, err, tc.inUse)
+		}
 	}
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
 	// Closed: free again.
-	openDisk(t, dir, Options{}).Close()
-
-	file := filepath.Join(t.TempDir(), "file")
-	if err := os.WriteFile(file, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	_, err = Open(Options{Dir: file, Logger: testLogger(t)})
-	if err == nil || errors.Is(err, kv.ErrInUse) {
-		t.Errorf("open of a file: %v, want an error other than kv.ErrInUse", err)
-	}
+	openDisk(t, held, Options{}).Close()
 }
 
 // TestOpenAfterCrash: what a crash leaves in the directory opens at the
