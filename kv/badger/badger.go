@@ -75,10 +75,10 @@ const priorityAfter = 4
 // reached the store is never handed out again.
 const seqBandwidth = 100
 
-// seqPrefix starts the keys that hold sequence leases. It begins with 0x00 so
-// that no domain prefix (which starts with a letter, see the package doc) can
-// collide with it.
-const seqPrefix = "\x00seq/"
+// seqPrefix starts the keys that hold sequence leases. It begins with
+// kv.EnginePrefix (0x00), which the registry in kv/prefixes.go keeps
+// apart from every domain prefix.
+const seqPrefix = kv.EnginePrefix + "seq/"
 
 // Options configures Open.
 type Options struct {
@@ -577,7 +577,7 @@ func (b *DB) Close() error {
 // flushKey is the key flushDeletes writes and drops to make Badger flush
 // its memtables. It begins with 0x00, like seqPrefix, so no domain key
 // starts with it.
-const flushKey = "\x00flush"
+const flushKey = kv.EnginePrefix + "flush"
 
 // RunGC gives back the space of deleted and overwritten values: it
 // flushes the memtables and compacts the deletes down the tree
@@ -696,7 +696,7 @@ func deletesAbove(levels []dgraph.LevelInfo) bool {
 	return false
 }
 
-// mapErr translates Badger's errors to this package's. Unknown errors are
+// mapErr translates Badger's errors to kv's. Unknown errors are
 // wrapped, keeping their text for the log.
 func mapErr(err error) error {
 	switch {
