@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"berth/kv"
+	"berth/kv/badger"
 )
 
 // cheap argon2 parameters: tests exercise the format, not the cost.
@@ -24,7 +25,7 @@ func testOptions() Options {
 
 func openDB(t testing.TB) kv.Store {
 	t.Helper()
-	db, err := kv.OpenBadger(kv.BadgerOptions{Dir: t.TempDir()})
+	db, err := badger.Open(badger.Options{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,8 @@ import (
 // Key layout of the account package, following kv's rules (kv package
 // doc): a one-word lowercase name and '/', then 8-byte big-endian integers,
 // then at most one variable-length field. Every name starts with "acct" so
-// no other package's prefix (vfs's "lock/", say) can collide with ours.
+// no other package's prefix (vfs takes one capital letter each) can
+// collide with ours.
 // Values are CBOR (codec.go).
 //
 //	key                                      value           TTL
@@ -35,21 +36,23 @@ import (
 // with one-second resolution, so the TTL is rounded up to outlive the
 // deadline and the deadline decides.
 //
-// Sequences (kv.Store.NextID): "org", "person", "machine".
+// Sequences (kv.Store.NextID): "org", "person", "machine". The
+// prefixes are registered in kv/prefixes.go with every other package's,
+// where a test keeps them apart.
 const (
-	pfxOrg           = "acctorg/"
-	pfxPerson        = "acctperson/"
-	pfxLogin         = "acctlogin/"
-	pfxOrgPerson     = "acctorgperson/"
-	pfxMachine       = "acctmachine/"
-	pfxGUID          = "acctguid/"
-	pfxPersonMachine = "acctpersonmachine/"
-	pfxFail          = "acctfail/"
-	pfxLock          = "acctlock/"
-	pfxAccess        = "accttoka/"
-	pfxRefresh       = "accttokr/"
-	pfxFamily        = "acctfam/"
-	pfxPersonFamily  = "acctpersonfam/"
+	pfxOrg           = kv.AccountOrg
+	pfxPerson        = kv.AccountPerson
+	pfxLogin         = kv.AccountLogin
+	pfxOrgPerson     = kv.AccountOrgPerson
+	pfxMachine       = kv.AccountMachine
+	pfxGUID          = kv.AccountGUID
+	pfxPersonMachine = kv.AccountPersonMachine
+	pfxFail          = kv.AccountFail
+	pfxLock          = kv.AccountLock
+	pfxAccess        = kv.AccountAccess
+	pfxRefresh       = kv.AccountRefresh
+	pfxFamily        = kv.AccountFamily
+	pfxPersonFamily  = kv.AccountPersonFamily
 
 	seqOrg     = "org"
 	seqPerson  = "person"

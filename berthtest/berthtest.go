@@ -14,7 +14,7 @@ import (
 	"testing"
 
 	"berth/account"
-	"berth/kv"
+	"berth/kv/badger"
 	"berth/vfs"
 	"berth/vfs/chunk"
 )
@@ -36,7 +36,7 @@ type Options struct {
 // Stack is the storage side of a berth, closed by the test's cleanup.
 type Stack struct {
 	Dir      string
-	DB       *kv.Badger
+	DB       *badger.DB
 	Chunks   *chunk.Disk
 	FS       *vfs.FS
 	Accounts *account.Service
@@ -54,7 +54,7 @@ func New(t testing.TB, o Options) *Stack {
 	}
 	s := &Stack{Dir: t.TempDir()}
 	var err error
-	s.DB, err = kv.OpenBadger(kv.BadgerOptions{Dir: filepath.Join(s.Dir, "meta"), Logger: log})
+	s.DB, err = badger.Open(badger.Options{Dir: filepath.Join(s.Dir, "meta"), Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,7 @@ import (
 // watchdog pings systemd at half of WATCHDOG_USEC while the metadata store
 // answers and takes writes, so a wedged daemon, or one whose store lost an
 // fsync, is restarted. Without a watchdog it returns.
-func watchdog(ctx context.Context, db *kv.Badger, log *slog.Logger) {
+func watchdog(ctx context.Context, db kv.Store, log *slog.Logger) {
 	interval, err := sd.SdWatchdogEnabled(false)
 	if err != nil {
 		log.Warn("reading the systemd watchdog setting", "error", err)
@@ -38,7 +38,7 @@ func watchdog(ctx context.Context, db *kv.Badger, log *slog.Logger) {
 		}
 		// A store that lost an fsync refuses every write until reopened;
 		// the restart that the missed pings bring replays its log.
-		if err := db.Failed(); err != nil {
+		if err := failed(db); err != nil {
 			log.Error("watchdog: metadata store refuses writes; not pinging, so systemd restarts berth", "error", err)
 			return
 		}
@@ -46,6 +46,23 @@ func watchdog(ctx context.Context, db *kv.Badger, log *slog.Logger) {
 			log.Warn("sd_notify WATCHDOG failed", "error", err)
 		}
 	})
+}
+
+// failed is the error that stopped db's writes, if its engine can fail
+// that way (kv.Failer), else nil.
+func failed(db kv.Store) error {
+	if f, ok := db.(kv.Failer); ok {
+		return f.Failed()
+	}
+	return nil
+}
+
+// runGC gives back db's space, if its engine needs to be asked (kv.GCer).
+func runGC(ctx context.Context, db kv.Store) error {
+	if g, ok := db.(kv.GCer); ok {
+		return g.RunGC(ctx)
+	}
+	return nil
 }
 
 // every calls fn every period, the first time one period from now, until
@@ -103,7 +120,7 @@ func collectOnce(ctx context.Context, purgeAfter time.Duration, st *stores, log 
 			log.Info("purged deleted items", "report", rep.String(), "older_than", purgeAfter)
 		}
 	}
-	if err := st.db.RunGC(ctx); err != nil && ctx.Err() == nil {
+	if err := runGC(ctx, st.db); err != nil && ctx.Err() == nil {
 		log.Error("metadata store gc", "error", err)
 	}
 	rep, err := st.files.GC(ctx)
@@ -164,7 +181,7 @@ func collect(ctx context.Context, st *stores, out io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("gc: %w", err)
 	}
-	if err := st.db.RunGC(ctx); err != nil {
+	if err := runGC(ctx, st.db); err != nil {
 		return fmt.Errorf("gc: metadata store: %w", err)
 	}
 	fmt.Fprintln(out, rep.String())

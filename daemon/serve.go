@@ -24,6 +24,7 @@ import (
 	"berth/account"
 	"berth/config"
 	"berth/kv"
+	"berth/kv/badger"
 	"berth/rest"
 	"berth/share"
 	"berth/vfs"
@@ -33,8 +34,15 @@ import (
 
 // stores are the opened storage layers, closed in reverse order.
 type stores struct {
-	db    *kv.Badger
+	db    kv.Store // the Badger engine; see metricsCollector, kv.GCer, kv.Failer
 	files *vfs.FS
+}
+
+// metricsCollector is a metadata store that reports its own figures to
+// Prometheus (kv/badger: sizes and caches); found by type assertion, like
+// kv.GCer, so nothing after Open names the engine.
+type metricsCollector interface {
+	Collector() prometheus.Collector
 }
 
 // openStores opens the metadata store, the chunk store and the file system
@@ -46,7 +54,7 @@ func openStores(ctx context.Context, cfg config.Config, log *slog.Logger, reg pr
 	if err := checkFormat(cfg.Data); err != nil {
 		return nil, err
 	}
-	db, err := kv.OpenBadger(kv.BadgerOptions{Dir: filepath.Join(cfg.Data, "meta"), Logger: log.With("component", "kv")})
+	db, err := badger.Open(badger.Options{Dir: filepath.Join(cfg.Data, "meta"), Logger: log.With("component", "kv")})
 	if errors.Is(err, kv.ErrInUse) {
 		return nil, fmt.Errorf("data directory %s is in use by another berth (serve, fsck, gc or purge-deleted): %w", cfg.Data, err)
 	}
@@ -142,7 +150,9 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writ
 		return err
 	}
 	defer st.close(log)
-	reg.MustRegister(st.db.Collector())
+	if c, ok := st.db.(metricsCollector); ok {
+		reg.MustRegister(c.Collector())
+	}
 
 	accounts := account.New(st.db, accountOptions(cfg))
 	shares := share.New(share.Options{FS: st.files})

@@ -5,42 +5,30 @@ import (
 	"testing"
 )
 
+// TestKeyHelpers: the key builders write the layout of the package
+// documentation, and integers read back and order numerically.
 func TestKeyHelpers(t *testing.T) {
-	k := Key("node/", 1, 0x0102030405060708)
-	want := []byte("node/\x00\x00\x00\x00\x00\x00\x00\x01\x01\x02\x03\x04\x05\x06\x07\x08")
-	if !bytes.Equal(k, want) {
-		t.Fatalf("Key = %q, want %q", k, want)
+	tests := []struct {
+		name      string
+		got, want []byte
+	}{
+		{"Key", Key("node/", 1, 0x0102030405060708),
+			[]byte("node/\x00\x00\x00\x00\x00\x00\x00\x01\x01\x02\x03\x04\x05\x06\x07\x08")},
+		{"Key without parts is the prefix", Key("rev/"), []byte("rev/")},
+		{"KeyString is Key and the string", KeyString("child/", []uint64{3, 4}, "name.txt"),
+			append(Key("child/", 3, 4), "name.txt"...)},
+		{"AppendUint64 is big-endian", AppendUint64([]byte("x"), 258), []byte("x\x00\x00\x00\x00\x00\x00\x01\x02")},
 	}
-	if got := Uint64At(k, len("node/")+8); got != 0x0102030405060708 {
-		t.Fatalf("Uint64At = %#x", got)
+	for _, tc := range tests {
+		if !bytes.Equal(tc.got, tc.want) {
+			t.Errorf("%s: %q, want %q", tc.name, tc.got, tc.want)
+		}
 	}
-	if !bytes.Equal(Key("rev/"), []byte("rev/")) {
-		t.Fatal("Key without parts is the prefix")
-	}
-	ks := KeyString("child/", []uint64{3, 4}, "name.txt")
-	if !bytes.Equal(ks, append(Key("child/", 3, 4), "name.txt"...)) {
-		t.Fatalf("KeyString = %q", ks)
-	}
-	if !bytes.Equal(AppendUint64([]byte("x"), 258), []byte("x\x00\x00\x00\x00\x00\x00\x01\x02")) {
-		t.Fatal("AppendUint64 is not big-endian")
+	if got := Uint64At(Key("node/", 1, 0x0102030405060708), len("node/")+8); got != 0x0102030405060708 {
+		t.Errorf("Uint64At = %#x", got)
 	}
 	// Big-endian keys order numerically.
 	if bytes.Compare(Key("n/", 255), Key("n/", 256)) >= 0 {
-		t.Fatal("Key(255) sorts after Key(256)")
-	}
-}
-
-func TestPrefixEnd(t *testing.T) {
-	for _, tc := range []struct{ in, want string }{
-		{"b/", "b0"},
-		{"a\xff", "b"},
-		{"a\xff\xff", "b"},
-		{"\xff", ""},
-		{"", ""},
-	} {
-		got := prefixEnd([]byte(tc.in))
-		if string(got) != tc.want || (tc.want == "" && got != nil) {
-			t.Errorf("prefixEnd(%q) = %q, want %q", tc.in, got, tc.want)
-		}
+		t.Error("Key(255) sorts after Key(256)")
 	}
 }

@@ -20,8 +20,9 @@ var (
 	ErrClosed = errors.New("kv: store closed")
 	// ErrReadOnly is returned by Txn.Set, SetTTL and Delete inside View.
 	ErrReadOnly = errors.New("kv: write in a read-only transaction")
-	// ErrInUse is returned by OpenBadger when another process has the
-	// database open.
+	// ErrInUse is returned by an engine's Open when another process holds
+	// the store exclusively (kv/badger: its directory), so the daemon can
+	// tell a second berth on one data directory from every other failure.
 	ErrInUse = errors.New("kv: the database is in use by another process")
 	// ErrNotDurable is returned by Update once making a commit durable
 	// failed (an fsync error): the store takes no more writes until it is
@@ -44,13 +45,15 @@ type Store interface {
 	// bounded number of times, so fn must have no side effects outside the
 	// transaction; after the last try Update returns ErrConflict.
 	Update(ctx context.Context, fn func(Txn) error) error
-	// Generation returns a number that moves with every committed write
-	// transaction (and may move without one). Whatever a transaction
-	// begun after Generation returned g read is still what the store
-	// holds while Generation still returns g to calls that begin later:
-	// keys written with a TTL aside, which expire without a commit. A
-	// reader can so keep what it decoded and check one integer instead
-	// of reading it again.
+	// Generation returns the store's commit version: a number that moves
+	// with every committed write transaction, whichever process or node
+	// committed it (and may move without one), and never goes back.
+	// Whatever a transaction begun after Generation returned g read is
+	// still what the store holds while Generation still returns g to
+	// calls that begin later: keys written with a TTL aside, which
+	// expire without a commit. A reader can so keep what it decoded and
+	// check one integer instead of reading it again (Cache). The package
+	// documentation says what an engine must do to honour it.
 	Generation() uint64
 	// NextID returns the next integer of the named sequence, starting at 1.
 	// Ids are never reused, across restarts and crashes too (a crash may
@@ -85,3 +88,23 @@ type Txn interface {
 
 // ErrStop ends a Scan early without an error.
 var ErrStop = errors.New("kv: stop scan")
+
+// GCer is a Store whose engine needs its space given back from time to
+// time (kv/badger: value-log garbage collection). The daemon finds it by
+// type assertion and calls it on its collection schedule; an engine that
+// reclaims space by itself does not implement it.
+type GCer interface {
+	// RunGC gives back the space of deleted and overwritten values. It
+	// returns ctx's error when ctx ends first, and ErrClosed after Close.
+	RunGC(ctx context.Context) error
+}
+
+// Failer is a Store that can fail for good while it still answers reads
+// (kv/badger: after an fsync error it refuses every write until it is
+// reopened). A health check that only reads would not notice, so the
+// daemon asks Failed and stops reporting healthy.
+type Failer interface {
+	// Failed returns nil while the store takes writes, and the error that
+	// stopped them (ErrNotDurable, wrapping the cause) once one did.
+	Failed() error
+}

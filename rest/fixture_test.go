@@ -34,7 +34,7 @@ const fixturePassword = "correct horse battery"
 type fixture struct {
 	t        testing.TB
 	dir      string
-	db       *kv.Badger
+	db       kv.Store
 	chunks   *chunk.Disk
 	fs       *vfs.FS
 	accounts *account.Service

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"berth/kv"
+	"berth/kv/badger"
 	"berth/vfs"
 	"berth/vfs/chunk"
 )
@@ -57,7 +57,7 @@ func (f *failsAfter) Read(p []byte) (int, error) {
 // must not clear that new note too: the chunk would stay stored,
 // unreferenced and unnoted, until a sweep after a crash.
 func TestFailedUploadNoteSurvivesCollector(t *testing.T) {
-	db, err := kv.OpenBadger(kv.BadgerOptions{Dir: filepath.Join(t.TempDir(), "meta"), NoSync: true})
+	db, err := badger.Open(badger.Options{Dir: filepath.Join(t.TempDir(), "meta"), NoSync: true})
 	if err != nil {
 		t.Fatal(err)
 	}

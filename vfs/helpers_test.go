@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"berth/kv"
+	"berth/kv/badger"
 	"berth/vfs"
 	"berth/vfs/chunk"
 )
@@ -20,7 +20,7 @@ import (
 // in a temp directory.
 type env struct {
 	dir    string
-	db     *kv.Badger
+	db     *badger.DB
 	chunks *chunk.Disk
 	fs     *vfs.FS
 	root   vfs.Root
@@ -33,7 +33,7 @@ func openEnv(t testing.TB, dir string) *env {
 
 func openEnvWith(t testing.TB, dir string, opts vfs.Options) *env {
 	t.Helper()
-	db, err := kv.OpenBadger(kv.BadgerOptions{Dir: filepath.Join(dir, "meta"), NoSync: noSync(t)})
+	db, err := badger.Open(badger.Options{Dir: filepath.Join(dir, "meta"), NoSync: noSync(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

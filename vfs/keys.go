@@ -3,6 +3,7 @@ package vfs
 import (
 	"encoding/binary"
 
+	"berth/kv"
 	"berth/vfs/chunk"
 )
 
@@ -38,24 +39,27 @@ import (
 //	                          after its snapshot)
 //	M/clean                   present while no process has the store open;
 //	                          absent at open means the last run crashed
+//
+// The prefixes are registered in kv/prefixes.go with every other
+// package's, where a test keeps them apart.
 const (
-	pRoot    = "R/"
-	pUsage   = "U/"
-	pQuota   = "Q/"
-	pLoc     = "N/"
-	pTop     = "F/"
-	pChild   = "C/"
-	pDeleted = "D/"
-	pTime    = "T/"
-	pRev     = "V/"
-	pRef     = "K/"
-	pOrphan  = "O/"
-	pProp    = "P/"
-	pIntent  = "I/"
-	pGen     = "G/"
+	pRoot    = kv.VFSRoot
+	pUsage   = kv.VFSUsage
+	pQuota   = kv.VFSQuota
+	pLoc     = kv.VFSLoc
+	pTop     = kv.VFSTop
+	pChild   = kv.VFSChild
+	pDeleted = kv.VFSDeleted
+	pTime    = kv.VFSTime
+	pRev     = kv.VFSRev
+	pRef     = kv.VFSRef
+	pOrphan  = kv.VFSOrphan
+	pProp    = kv.VFSProp
+	pIntent  = kv.VFSIntent
+	pGen     = kv.VFSGen
 )
 
-var keyClean = []byte("M/clean")
+var keyClean = []byte(kv.VFSMarker + "clean")
 
 func key(prefix string, ids ...uint64) []byte {
 	b := make([]byte, 0, len(prefix)+8*len(ids)+1)

@@ -9,7 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"berth/kv"
+	"berth/kv/badger"
 	"berth/vfs"
 	"berth/vfs/chunk"
 )
@@ -29,7 +29,7 @@ func (r *recorder) Observe(ev vfs.Event) {
 // metrics count both by kind and result.
 func TestObserverAndMetrics(t *testing.T) {
 	dir := t.TempDir()
-	db, err := kv.OpenBadger(kv.BadgerOptions{Dir: filepath.Join(dir, "meta")})
+	db, err := badger.Open(badger.Options{Dir: filepath.Join(dir, "meta")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"berth/kv"
+	"berth/kv/badger"
 	"berth/vfs"
 	"berth/vfs/chunk"
 )
@@ -26,12 +27,12 @@ var errCrash = errors.New("crash between transactions")
 // crashKV panics with errCrash right after the commit that brings its
 // countdown to zero, as if the process died there.
 type crashKV struct {
-	*kv.Badger
+	*badger.DB
 	countdown atomic.Int64 // 0: never
 }
 
 func (c *crashKV) Update(ctx context.Context, fn func(kv.Txn) error) error {
-	err := c.Badger.Update(ctx, fn)
+	err := c.DB.Update(ctx, fn)
 	if err == nil && c.countdown.Load() > 0 && c.countdown.Add(-1) == 0 {
 		panic(errCrash)
 	}
@@ -66,12 +67,12 @@ type worldItem struct {
 func newWorld(t *testing.T) *world {
 	w := &world{t: t, clock: newTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))}
 	dir := t.TempDir()
-	bdb, err := kv.OpenBadger(kv.BadgerOptions{Dir: filepath.Join(dir, "meta"), NoSync: true})
+	bdb, err := badger.Open(badger.Options{Dir: filepath.Join(dir, "meta"), NoSync: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { bdb.Close() })
-	w.db = &crashKV{Badger: bdb}
+	w.db = &crashKV{DB: bdb}
 	if w.disk, err = chunk.NewDisk(filepath.Join(dir, "chunks")); err != nil {
 		t.Fatal(err)
 	}

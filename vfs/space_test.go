@@ -12,7 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"berth/kv"
+	"berth/kv/badger"
 	"berth/vfs"
 	"berth/vfs/chunk"
 )
@@ -23,7 +23,7 @@ import (
 func fullEnv(t *testing.T, budget *atomic.Int64) *env {
 	t.Helper()
 	dir := t.TempDir()
-	db, err := kv.OpenBadger(kv.BadgerOptions{Dir: filepath.Join(dir, "meta")})
+	db, err := badger.Open(badger.Options{Dir: filepath.Join(dir, "meta")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +207,7 @@ func TestReserveRefusesGrowthNotCleanup(t *testing.T) {
 func TestLargeCopyStopsAtReserve(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	db, err := kv.OpenBadger(kv.BadgerOptions{Dir: filepath.Join(dir, "meta")})
+	db, err := badger.Open(badger.Options{Dir: filepath.Join(dir, "meta")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,7 +280,7 @@ func TestLargeCopyStopsAtReserve(t *testing.T) {
 func TestNoSpaceCounted(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	db, err := kv.OpenBadger(kv.BadgerOptions{Dir: filepath.Join(dir, "meta")})
+	db, err := badger.Open(badger.Options{Dir: filepath.Join(dir, "meta")})
 	if err != nil {
 		t.Fatal(err)
 	}

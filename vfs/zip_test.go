@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"berth/kv"
+	"berth/kv/badger"
 	"berth/vfs"
 	"berth/vfs/chunk"
 )
@@ -284,7 +284,7 @@ func TestWriteZip64Entries(t *testing.T) {
 	const n = 70000
 	// In-memory Badger: each commit is then not an fsync, and this test is
 	// about the archive, not the store.
-	db, err := kv.OpenBadger(kv.BadgerOptions{InMemory: true})
+	db, err := badger.Open(badger.Options{InMemory: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,7 +26,7 @@ const password = "correct horse battery"
 type fixture struct {
 	t        testing.TB
 	dir      string
-	db       *kv.Badger
+	db       kv.Store
 	fs       *vfs.FS
 	accounts *account.Service
 	srv      *httptest.Server

@@ -1,4 +1,4 @@
-package kv
+package badger
 
 import (
 	"context"
@@ -9,12 +9,14 @@ import (
 	"slices"
 	"sync"
 	"testing"
+
+	"berth/kv"
 )
 
 // Concurrent commits share fsync rounds, and each still returns only after
 // a round that started after it committed.
 func TestGroupSyncShares(t *testing.T) {
-	b, err := OpenBadger(BadgerOptions{Dir: t.TempDir()})
+	b, err := Open(Options{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -23,7 +25,7 @@ func TestGroupSyncShares(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			err := b.Update(context.Background(), func(tx Txn) error {
+			err := b.Update(context.Background(), func(tx kv.Txn) error {
 				return tx.Set([]byte(fmt.Sprint("k", i)), []byte("v"))
 			})
 			if err != nil {
@@ -82,16 +84,16 @@ func TestGroupSyncSettles(t *testing.T) {
 }
 
 // TestSyncFailureStopsWrites: once a commit could not be made durable,
-// Update fails with ErrNotDurable, for that commit and every later one,
+// Update fails with kv.ErrNotDurable, for that commit and every later one,
 // even when fsync works again (Linux reports a writeback error once, then
 // succeeds over the lost pages); a later commit does not even reach the
 // memtable, so no reader sees it. Reads go on.
 func TestSyncFailureStopsWrites(t *testing.T) {
 	ctx := context.Background()
-	s := openDisk(t, t.TempDir(), BadgerOptions{})
+	s := openDisk(t, t.TempDir(), Options{})
 	defer s.Close()
 	put := func(k string) error {
-		return s.Update(ctx, func(tx Txn) error { return tx.Set([]byte(k), []byte("v")) })
+		return s.Update(ctx, func(tx kv.Txn) error { return tx.Set([]byte(k), []byte("v")) })
 	}
 	if err := put("before"); err != nil || s.Failed() != nil {
 		t.Fatalf("healthy store: %v, %v", err, s.Failed())
@@ -100,23 +102,23 @@ func TestSyncFailureStopsWrites(t *testing.T) {
 	s.group.mu.Lock()
 	s.group.syncFile = func(string) error { return eio }
 	s.group.mu.Unlock()
-	if err := put("lost"); !errors.Is(err, ErrNotDurable) || !errors.Is(err, eio) {
-		t.Fatalf("commit whose fsync failed: %v, want ErrNotDurable wrapping the cause", err)
+	if err := put("lost"); !errors.Is(err, kv.ErrNotDurable) || !errors.Is(err, eio) {
+		t.Fatalf("commit whose fsync failed: %v, want kv.ErrNotDurable wrapping the cause", err)
 	}
 	s.group.mu.Lock()
 	s.group.syncFile = fdatasync
 	s.group.mu.Unlock()
-	if err := put("after"); !errors.Is(err, ErrNotDurable) {
-		t.Fatalf("commit after the failure: %v, want ErrNotDurable", err)
+	if err := put("after"); !errors.Is(err, kv.ErrNotDurable) {
+		t.Fatalf("commit after the failure: %v, want kv.ErrNotDurable", err)
 	}
-	if !errors.Is(s.Failed(), ErrNotDurable) {
+	if !errors.Is(s.Failed(), kv.ErrNotDurable) {
 		t.Fatalf("Failed: %v", s.Failed())
 	}
-	err := s.View(ctx, func(tx Txn) error {
+	err := s.View(ctx, func(tx kv.Txn) error {
 		if _, err := tx.Get([]byte("before")); err != nil {
 			return fmt.Errorf("before: %w", err)
 		}
-		if _, err := tx.Get([]byte("after")); !errors.Is(err, ErrNotFound) {
+		if _, err := tx.Get([]byte("after")); !errors.Is(err, kv.ErrNotFound) {
 			return fmt.Errorf("after: %v, want it never committed", err)
 		}
 		return nil

@@ -1,4 +1,4 @@
-package kv
+package badger
 
 import (
 	"github.com/dgraph-io/ristretto/v2"
@@ -12,10 +12,10 @@ import (
 //
 // Sizes come from Badger's size accounting, which Badger refreshes about
 // once a minute. Caches are labelled cache="block" or cache="index"; the
-// index cache appears only when BadgerOptions.IndexCacheSize is set.
-func (b *Badger) Collector() prometheus.Collector {
+// index cache appears only when Options.IndexCacheSize is set.
+func (b *DB) Collector() prometheus.Collector {
 	cacheLabels := []string{"cache"}
-	return &badgerCollector{
+	return &collector{
 		b: b,
 		lsm: prometheus.NewDesc("berth_kv_lsm_size_bytes",
 			"Size of the metadata store's LSM tree files.", nil, nil),
@@ -32,18 +32,18 @@ func (b *Badger) Collector() prometheus.Collector {
 	}
 }
 
-type badgerCollector struct {
-	b                                    *Badger
+type collector struct {
+	b                                    *DB
 	lsm, vlog, hits, misses, ratio, cost *prometheus.Desc
 }
 
-func (c *badgerCollector) Describe(ch chan<- *prometheus.Desc) {
+func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.lsm, c.vlog, c.hits, c.misses, c.ratio, c.cost} {
 		ch <- d
 	}
 }
 
-func (c *badgerCollector) Collect(ch chan<- prometheus.Metric) {
+func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	if c.b.enter() != nil {
 		return
 	}
@@ -55,7 +55,7 @@ func (c *badgerCollector) Collect(ch chan<- prometheus.Metric) {
 	c.cache(ch, "index", c.b.db.IndexCacheMetrics())
 }
 
-func (c *badgerCollector) cache(ch chan<- prometheus.Metric, name string, m *ristretto.Metrics) {
+func (c *collector) cache(ch chan<- prometheus.Metric, name string, m *ristretto.Metrics) {
 	if m == nil {
 		return
 	}

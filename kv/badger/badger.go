@@ -1,4 +1,9 @@
-package kv
+// Package badger is the embedded kv engine, the default: a kv.Store over
+// a Badger database (github.com/dgraph-io/badger) in one directory, for a
+// single node. Open it, hand the result on as a kv.Store; daemon reaches
+// the maintenance that only this engine needs (RunGC, Failed, Collector)
+// through kv's optional interfaces. Only this package imports Badger.
+package badger
 
 import (
 	"bytes"
@@ -15,12 +20,14 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
+	dgraph "github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/options"
 	"golang.org/x/sys/unix"
+
+	"berth/kv"
 )
 
-// Defaults for BadgerOptions fields left at zero.
+// Defaults for Options fields left at zero.
 const (
 	// DefaultConflictRetries bounds how often Update re-runs a conflicting
 	// transaction. Conflicts on a single node are short-lived (two requests
@@ -58,7 +65,7 @@ const valueThreshold = 1 << 10
 const valueLogFileSize = 16 << 20
 
 // priorityAfter is the number of conflicts after which an Update stops
-// competing and makes new transactions wait for it (see Badger.prio).
+// competing and makes new transactions wait for it (see DB.prio).
 const priorityAfter = 4
 
 // seqBandwidth is how many ids one sequence lease reserves. Each lease is
@@ -68,13 +75,13 @@ const priorityAfter = 4
 // reached the store is never handed out again.
 const seqBandwidth = 100
 
-// seqPrefix starts the keys that hold sequence leases. It begins with 0x00 so
-// that no domain prefix (which starts with a letter, see the package doc) can
-// collide with it.
-const seqPrefix = "\x00seq/"
+// seqPrefix starts the keys that hold sequence leases. It begins with
+// kv.EnginePrefix (0x00), which the registry in kv/prefixes.go keeps
+// apart from every domain prefix.
+const seqPrefix = kv.EnginePrefix + "seq/"
 
-// BadgerOptions configures OpenBadger.
-type BadgerOptions struct {
+// Options configures Open.
+type Options struct {
 	// Dir is the directory holding the database. Ignored when InMemory.
 	Dir string
 	// InMemory keeps everything in memory and writes nothing to disk; for tests.
@@ -83,11 +90,11 @@ type BadgerOptions struct {
 	// dropped: it narrates every compaction). Nil means slog.Default().
 	Logger *slog.Logger
 	// ConflictRetries is how many times Update re-runs fn after a conflict
-	// before it returns ErrConflict. Zero means DefaultConflictRetries;
+	// before it returns kv.ErrConflict. Zero means DefaultConflictRetries;
 	// negative means never retry.
 	ConflictRetries int
 	// BlockCacheSize in bytes; zero (the default) means none. Tables are
-	// not compressed (see OpenBadger), so Badger reads their blocks
+	// not compressed (see Open), so Badger reads their blocks
 	// straight from the mapped files and the page cache keeps them; a
 	// block cache would only hold a second copy.
 	BlockCacheSize int64
@@ -102,10 +109,11 @@ type BadgerOptions struct {
 	NoSync bool
 }
 
-// Badger is a Store backed by an embedded Badger database. Create it with
-// OpenBadger; it is safe for concurrent use.
-type Badger struct {
-	db      *badger.DB
+// DB is a kv.Store backed by an embedded Badger database. Create it with
+// Open; it is safe for concurrent use. Beside kv.Store it implements
+// kv.GCer (RunGC) and kv.Failer (Failed), and Collector for its metrics.
+type DB struct {
+	db      *dgraph.DB
 	retries int
 	group   *groupSync // nil: nothing to sync (NoSync, InMemory)
 
@@ -119,7 +127,7 @@ type Badger struct {
 	idle   sync.Cond
 	closed bool
 	active int
-	seqs   map[string]*badger.Sequence
+	seqs   map[string]*dgraph.Sequence
 
 	// prio and prioWaiting keep a hot key from starving a writer. Badger's
 	// conflict detection is optimistic and first-committer-wins, and the
@@ -153,9 +161,13 @@ type Badger struct {
 	afterCommit func()
 }
 
-var _ Store = (*Badger)(nil)
+var (
+	_ kv.Store  = (*DB)(nil)
+	_ kv.GCer   = (*DB)(nil)
+	_ kv.Failer = (*DB)(nil)
+)
 
-// OpenBadger opens (creating if needed) the database described by opts.
+// Open opens (creating if needed) the database described by opts.
 //
 // Commits are fsynced before Update returns (by groupSync, which lets
 // concurrent commits share an fsync), so a committed Update survives a
@@ -168,7 +180,7 @@ var _ Store = (*Badger)(nil)
 // buffers, for metadata that is a sliver of the bytes on disk. The
 // memtables are Go heap that fills as metadata is written: Badger's
 // defaults let a busy daemon reach 300 MiB resident.
-func OpenBadger(opts BadgerOptions) (*Badger, error) {
+func Open(opts Options) (*DB, error) {
 	logger := opts.Logger
 	if logger == nil {
 		logger = slog.Default()
@@ -180,11 +192,11 @@ func OpenBadger(opts BadgerOptions) (*Badger, error) {
 	case retries < 0:
 		retries = 0
 	}
-	bo := badger.DefaultOptions(opts.Dir)
+	bo := dgraph.DefaultOptions(opts.Dir)
 	if opts.InMemory {
-		bo = badger.DefaultOptions("").WithInMemory(true)
+		bo = dgraph.DefaultOptions("").WithInMemory(true)
 	} else if opts.Dir == "" {
-		return nil, errors.New("kv: BadgerOptions.Dir is empty and InMemory is false")
+		return nil, errors.New("kv/badger: Options.Dir is empty and InMemory is false")
 	}
 	bo = bo.
 		// Commits are made durable by groupSync instead: Badger's own
@@ -199,7 +211,7 @@ func OpenBadger(opts BadgerOptions) (*Badger, error) {
 		WithCompression(options.None).
 		WithIndexCacheSize(opts.IndexCacheSize).
 		WithLogger(slogLogger{logger}).
-		WithLoggingLevel(badger.WARNING)
+		WithLoggingLevel(dgraph.WARNING)
 
 	if !opts.InMemory {
 		// In memory there is no value log: every value stays in the tree.
@@ -211,14 +223,14 @@ func OpenBadger(opts BadgerOptions) (*Badger, error) {
 			return nil, openErr(opts.Dir, err)
 		}
 	}
-	db, err := badger.Open(bo)
+	db, err := dgraph.Open(bo)
 	if err != nil {
 		return nil, openErr(opts.Dir, err)
 	}
-	b := &Badger{
+	b := &DB{
 		db:      db,
 		retries: retries,
-		seqs:    make(map[string]*badger.Sequence),
+		seqs:    make(map[string]*dgraph.Sequence),
 	}
 	if !opts.NoSync && !opts.InMemory {
 		b.group = newGroupSync(opts.Dir)
@@ -227,13 +239,13 @@ func OpenBadger(opts BadgerOptions) (*Badger, error) {
 	return b, nil
 }
 
-// openErr explains why the database in dir did not open: ErrInUse when
+// openErr explains why the database in dir did not open: kv.ErrInUse when
 // another process holds it, so callers can tell that from every other
 // failure (a permission, a damaged file). Badger formats the error of its
 // directory lock into text, so the lock is probed again here.
 func openErr(dir string, err error) error {
 	if inUse(dir) {
-		return fmt.Errorf("kv: open badger in %q: %w", dir, ErrInUse)
+		return fmt.Errorf("kv: open badger in %q: %w", dir, kv.ErrInUse)
 	}
 	return fmt.Errorf("kv: open badger in %q: %w", dir, err)
 }
@@ -299,7 +311,7 @@ func removeEmptyLogs(dir string, log *slog.Logger) error {
 // memTableSize was written with today's size. Any other size is a log of
 // an earlier release (64 MiB for its 32 MiB memtables), or one that a
 // replay cut to its end and that may hold what the earlier size allowed.
-func replayLogs(bo badger.Options) error {
+func replayLogs(bo dgraph.Options) error {
 	entries, err := os.ReadDir(bo.Dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -323,26 +335,26 @@ func replayLogs(bo badger.Options) error {
 	if size == 0 {
 		return nil
 	}
-	db, err := badger.Open(bo.WithMemTableSize(size))
+	db, err := dgraph.Open(bo.WithMemTableSize(size))
 	if err != nil {
 		return err
 	}
 	return db.Close()
 }
 
-// enter registers a call in flight, or returns ErrClosed. Every successful
+// enter registers a call in flight, or returns kv.ErrClosed. Every successful
 // enter must be paired with leave.
-func (b *Badger) enter() error {
+func (b *DB) enter() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
-		return ErrClosed
+		return kv.ErrClosed
 	}
 	b.active++
 	return nil
 }
 
-func (b *Badger) leave() {
+func (b *DB) leave() {
 	b.mu.Lock()
 	b.active--
 	if b.active == 0 {
@@ -352,8 +364,8 @@ func (b *Badger) leave() {
 }
 
 // View runs fn in a read-only snapshot transaction. Writes inside fn fail
-// with ErrReadOnly.
-func (b *Badger) View(ctx context.Context, fn func(Txn) error) error {
+// with kv.ErrReadOnly.
+func (b *DB) View(ctx context.Context, fn func(kv.Txn) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -363,7 +375,7 @@ func (b *Badger) View(ctx context.Context, fn func(Txn) error) error {
 	defer b.leave()
 	bt := b.db.NewTransaction(false)
 	defer bt.Discard()
-	return fn(&badgerTxn{t: bt})
+	return fn(&txn{t: bt})
 }
 
 // Update runs fn in a read-write transaction and commits it with an fsync.
@@ -374,7 +386,7 @@ func (b *Badger) View(ctx context.Context, fn func(Txn) error) error {
 // fn must not call Update itself (NextID and View are fine): besides being a
 // side effect outside the transaction, it could wait on its own caller when
 // that caller is a starved transaction holding priority (see priority).
-func (b *Badger) Update(ctx context.Context, fn func(Txn) error) error {
+func (b *DB) Update(ctx context.Context, fn func(kv.Txn) error) error {
 	if err := b.enter(); err != nil {
 		return err
 	}
@@ -401,11 +413,11 @@ func (b *Badger) Update(ctx context.Context, fn func(Txn) error) error {
 			b.prio.Unlock()
 		}
 		err := b.updateOnce(fn)
-		if !errors.Is(err, badger.ErrConflict) {
+		if !errors.Is(err, dgraph.ErrConflict) {
 			return err
 		}
 		if try >= b.retries {
-			return ErrConflict
+			return kv.ErrConflict
 		}
 		if err := backoff(ctx, try); err != nil {
 			return err
@@ -413,22 +425,22 @@ func (b *Badger) Update(ctx context.Context, fn func(Txn) error) error {
 	}
 }
 
-// Failed returns ErrNotDurable (wrapping the fsync error) once a commit
+// Failed returns kv.ErrNotDurable (wrapping the fsync error) once a commit
 // could not be made durable, and nil before: a health check that reads
 // only would not notice that the store refuses every write.
-func (b *Badger) Failed() error {
+func (b *DB) Failed() error {
 	if b.group == nil {
 		return nil
 	}
 	return b.group.broken()
 }
 
-// updateOnce runs one try of Update. It returns badger.ErrConflict as is so
+// updateOnce runs one try of Update. It returns dgraph.ErrConflict as is so
 // the caller can retry, and maps every other engine error.
-func (b *Badger) updateOnce(fn func(Txn) error) error {
+func (b *DB) updateOnce(fn func(kv.Txn) error) error {
 	bt := b.db.NewTransaction(true)
 	defer bt.Discard()
-	if err := fn(&badgerTxn{t: bt}); err != nil {
+	if err := fn(&txn{t: bt}); err != nil {
 		return err
 	}
 	if b.group != nil {
@@ -442,14 +454,14 @@ func (b *Badger) updateOnce(fn func(Txn) error) error {
 	b.writes.RLock()
 	err := bt.Commit()
 	b.writes.RUnlock()
-	if !errors.Is(err, badger.ErrConflict) {
+	if !errors.Is(err, dgraph.ErrConflict) {
 		if b.afterCommit != nil {
 			b.afterCommit()
 		}
 		b.gen.Add(1)
 	}
 	b.committing.Add(-1)
-	if errors.Is(err, badger.ErrConflict) {
+	if errors.Is(err, dgraph.ErrConflict) {
 		return err
 	}
 	if err == nil && b.group != nil {
@@ -464,7 +476,7 @@ func (b *Badger) updateOnce(fn func(Txn) error) error {
 // began before it would let them serve a cache entry older than what a
 // fresh read returns. So each call in that window gets a number of its
 // own, taken from gen, which the commit then moves past.
-func (b *Badger) Generation() uint64 {
+func (b *DB) Generation() uint64 {
 	if b.committing.Load() > 0 {
 		return b.gen.Add(1)
 	}
@@ -490,7 +502,7 @@ func backoff(ctx context.Context, try int) error {
 // Ids come from a Badger sequence that leases seqBandwidth ids at a time;
 // the lease is persisted before any id of it is handed out, so ids are
 // never reused after a restart or crash.
-func (b *Badger) NextID(ctx context.Context, kind string) (uint64, error) {
+func (b *DB) NextID(ctx context.Context, kind string) (uint64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
@@ -517,7 +529,7 @@ func (b *Badger) NextID(ctx context.Context, kind string) (uint64, error) {
 }
 
 // sequence returns the cached sequence of kind, creating it on first use.
-func (b *Badger) sequence(kind string) (*badger.Sequence, error) {
+func (b *DB) sequence(kind string) (*dgraph.Sequence, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if seq, ok := b.seqs[kind]; ok {
@@ -534,9 +546,9 @@ func (b *Badger) sequence(kind string) (*badger.Sequence, error) {
 }
 
 // Close waits for calls in flight, returns the unused part of each sequence
-// lease, and closes the database. Calls made after Close return ErrClosed;
+// lease, and closes the database. Calls made after Close return kv.ErrClosed;
 // closing twice is not an error.
-func (b *Badger) Close() error {
+func (b *DB) Close() error {
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
@@ -565,7 +577,7 @@ func (b *Badger) Close() error {
 // flushKey is the key flushDeletes writes and drops to make Badger flush
 // its memtables. It begins with 0x00, like seqPrefix, so no domain key
 // starts with it.
-const flushKey = "\x00flush"
+const flushKey = kv.EnginePrefix + "flush"
 
 // RunGC gives back the space of deleted and overwritten values: it
 // flushes the memtables and compacts the deletes down the tree
@@ -578,7 +590,7 @@ const flushKey = "\x00flush"
 // wrote: without the flush, a delete still in a memtable (16 MiB holds
 // tens of thousands of them) frees nothing, however often this runs,
 // until enough later writes flush it and fill level 0.
-func (b *Badger) RunGC(ctx context.Context) error {
+func (b *DB) RunGC(ctx context.Context) error {
 	if err := b.enter(); err != nil {
 		return err
 	}
@@ -597,9 +609,9 @@ func (b *Badger) RunGC(ctx context.Context) error {
 		switch {
 		case err == nil:
 			continue
-		case errors.Is(err, badger.ErrNoRewrite),
-			errors.Is(err, badger.ErrRejected),
-			errors.Is(err, badger.ErrGCInMemoryMode):
+		case errors.Is(err, dgraph.ErrNoRewrite),
+			errors.Is(err, dgraph.ErrRejected),
+			errors.Is(err, dgraph.ErrGCInMemoryMode):
 			return nil
 		default:
 			return fmt.Errorf("kv: value log gc: %w", err)
@@ -622,12 +634,12 @@ func (b *Badger) RunGC(ctx context.Context) error {
 // and compacts level 0 before it drops its prefix, and only when some key
 // has it; so a key is written to be dropped. Writes wait meanwhile
 // (b.writes): Badger would refuse them. Flatten lets them go on.
-func (b *Badger) flushDeletes() error {
+func (b *DB) flushDeletes() error {
 	if b.db.Opts().InMemory {
 		return nil
 	}
 	b.writes.Lock()
-	err := b.db.Update(func(t *badger.Txn) error { return t.Set([]byte(flushKey), nil) })
+	err := b.db.Update(func(t *dgraph.Txn) error { return t.Set([]byte(flushKey), nil) })
 	if err == nil {
 		err = b.db.DropPrefix([]byte(flushKey))
 	}
@@ -651,7 +663,7 @@ func (b *Badger) flushDeletes() error {
 
 // flattenDue reports whether flattenEvery has passed since the last
 // Flatten, and if so counts this one.
-func (b *Badger) flattenDue() bool {
+func (b *DB) flattenDue() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if !b.flattened.IsZero() && time.Since(b.flattened) < flattenEvery {
@@ -669,7 +681,7 @@ const flattenEvery = 24 * time.Hour
 // deletesAbove reports whether a level above the deepest one that holds
 // data holds deletes (stale data, in Badger's words): only a compaction
 // down to where their keys are frees what they delete.
-func deletesAbove(levels []badger.LevelInfo) bool {
+func deletesAbove(levels []dgraph.LevelInfo) bool {
 	last := -1
 	for i, l := range levels {
 		if l.Size > 0 {
@@ -684,33 +696,33 @@ func deletesAbove(levels []badger.LevelInfo) bool {
 	return false
 }
 
-// mapErr translates Badger's errors to this package's. Unknown errors are
+// mapErr translates Badger's errors to kv's. Unknown errors are
 // wrapped, keeping their text for the log.
 func mapErr(err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, badger.ErrKeyNotFound):
-		return ErrNotFound
-	case errors.Is(err, badger.ErrTxnTooBig):
-		return ErrTxnTooBig
-	case errors.Is(err, badger.ErrConflict):
-		return ErrConflict
-	case errors.Is(err, badger.ErrReadOnlyTxn):
-		return ErrReadOnly
-	case errors.Is(err, badger.ErrDBClosed):
-		return ErrClosed
+	case errors.Is(err, dgraph.ErrKeyNotFound):
+		return kv.ErrNotFound
+	case errors.Is(err, dgraph.ErrTxnTooBig):
+		return kv.ErrTxnTooBig
+	case errors.Is(err, dgraph.ErrConflict):
+		return kv.ErrConflict
+	case errors.Is(err, dgraph.ErrReadOnlyTxn):
+		return kv.ErrReadOnly
+	case errors.Is(err, dgraph.ErrDBClosed):
+		return kv.ErrClosed
 	default:
 		return fmt.Errorf("kv: badger: %w", err)
 	}
 }
 
-// badgerTxn adapts a badger.Txn to Txn.
-type badgerTxn struct {
-	t *badger.Txn
+// txn adapts a dgraph.Txn to Txn.
+type txn struct {
+	t *dgraph.Txn
 }
 
-func (t *badgerTxn) Get(key []byte) ([]byte, error) {
+func (t *txn) Get(key []byte) ([]byte, error) {
 	item, err := t.t.Get(key)
 	if err != nil {
 		return nil, mapErr(err)
@@ -721,25 +733,25 @@ func (t *badgerTxn) Get(key []byte) ([]byte, error) {
 
 // Set copies key and value: Badger keeps references to them until commit,
 // and callers commonly reuse a key buffer across calls.
-func (t *badgerTxn) Set(key, value []byte) error {
+func (t *txn) Set(key, value []byte) error {
 	return mapErr(t.t.Set(bytes.Clone(key), bytes.Clone(value)))
 }
 
 // SetTTL relies on Badger's per-entry expiry, which has a resolution of one
 // second: the key expires between ttl-1s and ttl after the write.
-func (t *badgerTxn) SetTTL(key, value []byte, ttl time.Duration) error {
+func (t *txn) SetTTL(key, value []byte, ttl time.Duration) error {
 	if ttl <= 0 {
 		return fmt.Errorf("kv: SetTTL with non-positive ttl %v", ttl)
 	}
-	e := badger.NewEntry(bytes.Clone(key), bytes.Clone(value)).WithTTL(ttl)
+	e := dgraph.NewEntry(bytes.Clone(key), bytes.Clone(value)).WithTTL(ttl)
 	return mapErr(t.t.SetEntry(e))
 }
 
-func (t *badgerTxn) Delete(key []byte) error {
+func (t *txn) Delete(key []byte) error {
 	return mapErr(t.t.Delete(bytes.Clone(key)))
 }
 
-func (t *badgerTxn) Scan(prefix, start []byte, fn func(key, value []byte) error) error {
+func (t *txn) Scan(prefix, start []byte, fn func(key, value []byte) error) error {
 	it := t.t.NewIterator(iterOptions(prefix, false))
 	defer it.Close()
 	seek := prefix
@@ -750,7 +762,7 @@ func (t *badgerTxn) Scan(prefix, start []byte, fn func(key, value []byte) error)
 	return visit(it, prefix, fn)
 }
 
-func (t *badgerTxn) ScanReverse(prefix, start []byte, fn func(key, value []byte) error) error {
+func (t *txn) ScanReverse(prefix, start []byte, fn func(key, value []byte) error) error {
 	// No Prefix option here: with it, Badger's Valid hides the key a seek
 	// to the prefix's end lands on, and Rewind seeks to the prefix itself,
 	// which in reverse finds nothing but the prefix.
@@ -785,8 +797,8 @@ func (t *badgerTxn) ScanReverse(prefix, start []byte, fn func(key, value []byte)
 // tree next to their keys, so reading them in fn costs no extra I/O;
 // prefetching would copy every value in advance, and read the larger ones
 // from the value log even when fn stops or ignores them.
-func iterOptions(prefix []byte, reverse bool) badger.IteratorOptions {
-	o := badger.DefaultIteratorOptions
+func iterOptions(prefix []byte, reverse bool) dgraph.IteratorOptions {
+	o := dgraph.DefaultIteratorOptions
 	o.PrefetchValues = false
 	o.Prefix = prefix
 	o.Reverse = reverse
@@ -795,12 +807,12 @@ func iterOptions(prefix []byte, reverse bool) badger.IteratorOptions {
 
 // visit calls fn for each item from the iterator's position while keys
 // keep the prefix.
-func visit(it *badger.Iterator, prefix []byte, fn func(key, value []byte) error) error {
+func visit(it *dgraph.Iterator, prefix []byte, fn func(key, value []byte) error) error {
 	for ; it.ValidForPrefix(prefix); it.Next() {
 		item := it.Item()
 		key := item.Key()
 		err := item.Value(func(v []byte) error { return fn(key, v) })
-		if errors.Is(err, ErrStop) {
+		if errors.Is(err, kv.ErrStop) {
 			return nil
 		}
 		if err != nil {

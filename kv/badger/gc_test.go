@@ -1,4 +1,4 @@
-package kv
+package badger
 
 import (
 	"context"
@@ -9,14 +9,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sys/unix"
+
+	"berth/kv"
 )
 
 // TestWritesDuringRunGC: commits and id leases made while RunGC flushes
 // the memtables wait for it instead of failing (Badger refuses writes
 // while it flushes them for RunGC).
 func TestWritesDuringRunGC(t *testing.T) {
-	s := openDisk(t, t.TempDir(), BadgerOptions{NoSync: true})
+	s := openDisk(t, t.TempDir(), Options{NoSync: true})
 	defer s.Close()
 	ctx := context.Background()
 	var stop atomic.Bool
@@ -25,9 +28,9 @@ func TestWritesDuringRunGC(t *testing.T) {
 		wg.Go(func() {
 			for i := 0; !stop.Load(); i++ {
 				key := fmt.Appendf(nil, "w/%d/%d", w, i)
-				err := s.Update(ctx, func(tx Txn) error { return tx.Set(key, make([]byte, 2<<10)) })
+				err := s.Update(ctx, func(tx kv.Txn) error { return tx.Set(key, make([]byte, 2<<10)) })
 				if err == nil {
-					err = s.Update(ctx, func(tx Txn) error { return tx.Delete(key) })
+					err = s.Update(ctx, func(tx kv.Txn) error { return tx.Delete(key) })
 				}
 				if err == nil {
 					_, err = s.NextID(ctx, fmt.Sprint("kind", i%3))
@@ -76,7 +79,7 @@ func TestRunGCDeepDeletes(t *testing.T) {
 		t.Skip("writes 80 MiB")
 	}
 	dir := t.TempDir()
-	s := openDisk(t, dir, BadgerOptions{NoSync: true})
+	s := openDisk(t, dir, Options{NoSync: true})
 	defer s.Close()
 	ctx := context.Background()
 	// Small records (kept in the tree), and among them values kept in
@@ -85,7 +88,7 @@ func TestRunGCDeepDeletes(t *testing.T) {
 	const records, every = 40000, 12
 	write := func(from, to int) {
 		for start := from; start < to; start += 100 {
-			err := s.Update(ctx, func(tx Txn) error {
+			err := s.Update(ctx, func(tx kv.Txn) error {
 				for i := start; i < start+100; i++ {
 					if err := tx.Set(fmt.Appendf(nil, "a/%08d", i), make([]byte, 700)); err != nil {
 						return err
@@ -119,7 +122,7 @@ func TestRunGCDeepDeletes(t *testing.T) {
 	}
 	full := vlogUsage(t, dir)
 	for start := 0; start < records; start += 1200 {
-		err := s.Update(ctx, func(tx Txn) error {
+		err := s.Update(ctx, func(tx kv.Txn) error {
 			for i := start; i < min(start+1200, records); i += every {
 				if err := tx.Delete(fmt.Appendf(nil, "b/%08d", i)); err != nil {
 					return err
@@ -147,7 +150,7 @@ func TestRunGCDeepDeletes(t *testing.T) {
 // TestFlattenAtMostDaily: RunGC flattens the tree at most once per
 // flattenEvery, so a large tree is not rewritten at every collection.
 func TestFlattenAtMostDaily(t *testing.T) {
-	s := openDisk(t, t.TempDir(), BadgerOptions{})
+	s := openDisk(t, t.TempDir(), Options{})
 	defer s.Close()
 	if !s.flattenDue() {
 		t.Fatal("the first Flatten is not due")
@@ -161,4 +164,58 @@ func TestFlattenAtMostDaily(t *testing.T) {
 	if !s.flattenDue() {
 		t.Fatal("a Flatten a day after the last is not due")
 	}
+}
+
+// TestRunGCAndCollector: RunGC succeeds on a store that holds data, and
+// the collector reports Badger's figures: sizes always, the cache figures
+// when a cache is configured (none is by default).
+func TestRunGCAndCollector(t *testing.T) {
+	sizes := []string{"berth_kv_lsm_size_bytes", "berth_kv_vlog_size_bytes"}
+	tests := []struct {
+		name  string
+		open  func(t *testing.T) *DB
+		runGC bool
+		want  []string
+	}{
+		{"disk", func(t *testing.T) *DB { return openDisk(t, t.TempDir(), Options{}) }, true, sizes},
+		{"memory", func(t *testing.T) *DB { return openMemory(t, Options{}) }, true, sizes},
+		{"block cache", func(t *testing.T) *DB { return openDisk(t, t.TempDir(), Options{BlockCacheSize: 1 << 20}) },
+			false, []string{"berth_kv_cache_hits_total", "berth_kv_cache_hit_ratio"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := tc.open(t)
+			defer s.Close()
+			set(t, s, []byte("g/1"), []byte("v"))
+			if tc.runGC {
+				if err := s.RunGC(context.Background()); err != nil {
+					t.Fatalf("RunGC = %v", err)
+				}
+			}
+			names := metricNames(t, s)
+			for _, want := range tc.want {
+				if !names[want] {
+					t.Errorf("metric %s missing; have %v", want, names)
+				}
+			}
+		})
+	}
+}
+
+// metricNames gathers s's collector and returns the metric names it reports.
+func metricNames(t *testing.T, s *DB) map[string]bool {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	if err := reg.Register(s.Collector()); err != nil {
+		t.Fatal(err)
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := make(map[string]bool)
+	for _, mf := range mfs {
+		names[mf.GetName()] = true
+	}
+	return names
 }

@@ -1,4 +1,4 @@
-package kv
+package badger
 
 import (
 	"fmt"
@@ -9,6 +9,8 @@ import (
 	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"berth/kv"
 )
 
 // groupSync makes committed transactions durable, many at a time.
@@ -85,7 +87,7 @@ func (g *groupSync) wait() error {
 		g.running = false
 		g.done = n
 		if err != nil && g.failed == nil {
-			g.failed = fmt.Errorf("%w: %w", ErrNotDurable, err)
+			g.failed = fmt.Errorf("%w: %w", kv.ErrNotDurable, err)
 		}
 		g.cond.Broadcast()
 	}

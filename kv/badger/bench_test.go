@@ -1,24 +1,26 @@
-package kv
+package badger
 
 import (
 	"bytes"
 	"context"
 	"fmt"
 	"testing"
+
+	"berth/kv"
 )
 
 // benchStore opens an on-disk store holding n keys "bench/<i>" with
 // 150-byte values, the size of a typical CBOR-encoded node record.
-func benchStore(b *testing.B, n int) *Badger {
+func benchStore(b *testing.B, n int) *DB {
 	b.Helper()
-	s := openDisk(b, b.TempDir(), BadgerOptions{})
+	s := openDisk(b, b.TempDir(), Options{})
 	b.Cleanup(func() { s.Close() })
 	val := bytes.Repeat([]byte("v"), 150)
 	ctx := context.Background()
 	for i := 0; i < n; {
-		err := s.Update(ctx, func(tx Txn) error {
+		err := s.Update(ctx, func(tx kv.Txn) error {
 			for j := 0; j < 1000 && i+j < n; j++ {
-				if err := tx.Set(Key("bench/", uint64(i+j)), val); err != nil {
+				if err := tx.Set(kv.Key("bench/", uint64(i+j)), val); err != nil {
 					return err
 				}
 			}
@@ -38,9 +40,9 @@ func BenchmarkGet(b *testing.B) {
 	ctx := context.Background()
 	i := uint64(0)
 	for b.Loop() {
-		key := Key("bench/", i%n)
+		key := kv.Key("bench/", i%n)
 		i += 7919 // a prime: spread the reads
-		err := s.View(ctx, func(tx Txn) error {
+		err := s.View(ctx, func(tx kv.Txn) error {
 			_, err := tx.Get(key)
 			return err
 		})
@@ -55,9 +57,9 @@ func BenchmarkUpdate(b *testing.B) {
 	s := benchStore(b, 0)
 	ctx := context.Background()
 	val := bytes.Repeat([]byte("v"), 150)
-	key := Key("bench/", 1)
+	key := kv.Key("bench/", 1)
 	for b.Loop() {
-		err := s.Update(ctx, func(tx Txn) error { return tx.Set(key, val) })
+		err := s.Update(ctx, func(tx kv.Txn) error { return tx.Set(key, val) })
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -83,7 +85,7 @@ func BenchmarkUpdateParallel(b *testing.B) {
 						b.Error(err)
 						return
 					}
-					err = s.Update(ctx, func(tx Txn) error { return tx.Set(Key("bench/", id), val) })
+					err = s.Update(ctx, func(tx kv.Txn) error { return tx.Set(kv.Key("bench/", id), val) })
 					if err != nil {
 						b.Error(err)
 						return
@@ -107,7 +109,7 @@ func BenchmarkScan10k(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			for b.Loop() {
 				count, size := 0, 0
-				err := s.View(ctx, func(tx Txn) error {
+				err := s.View(ctx, func(tx kv.Txn) error {
 					scan := tx.Scan
 					if reverse {
 						scan = tx.ScanReverse

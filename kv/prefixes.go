@@ -1,0 +1,104 @@
+package kv
+
+// The key prefixes of every package that keeps keys in the store, in one
+// place: a package that adds keys (share, activity, ...) adds its
+// prefixes here, to its own block and to Prefixes, and uses the
+// constants in its keys.go. TestPrefixesDisjoint fails when a prefix is
+// the start of another, which would let one kind's scan return another's
+// keys. The rules are in the package documentation ("Key layout"); what
+// follows each prefix is in the owner's keys.go.
+//
+// vfs took one capital letter each, before this list existed; later
+// packages take a lowercase stem of their own ("acct") and start every
+// prefix with it, so they cannot collide with the letters.
+
+// Prefixes of vfs (vfs/keys.go).
+const (
+	VFSRoot    = "R/" // a root
+	VFSUsage   = "U/" // a root's space accounting, in shards
+	VFSQuota   = "Q/" // a root's quota check
+	VFSLoc     = "N/" // where a node's record lives
+	VFSTop     = "F/" // a root's top folder
+	VFSChild   = "C/" // a live child, by name
+	VFSDeleted = "D/" // a deleted child
+	VFSTime    = "T/" // nodes by modification time
+	VFSRev     = "V/" // a file's revisions
+	VFSRef     = "K/" // a chunk's reference count
+	VFSOrphan  = "O/" // a chunk no revision references
+	VFSProp    = "P/" // dead properties
+	VFSIntent  = "I/" // an operation split over transactions
+	VFSGen     = "G/" // a folder's write marker
+	VFSMarker  = "M/" // markers of the store as a whole (M/clean)
+)
+
+// Prefixes of account (account/keys.go).
+const (
+	AccountOrg           = "acctorg/"
+	AccountPerson        = "acctperson/"
+	AccountLogin         = "acctlogin/"
+	AccountOrgPerson     = "acctorgperson/"
+	AccountMachine       = "acctmachine/"
+	AccountGUID          = "acctguid/"
+	AccountPersonMachine = "acctpersonmachine/"
+	AccountFail          = "acctfail/"
+	AccountLock          = "acctlock/"
+	AccountAccess        = "accttoka/"
+	AccountRefresh       = "accttokr/"
+	AccountFamily        = "acctfam/"
+	AccountPersonFamily  = "acctpersonfam/"
+)
+
+// Prefixes reserved below the domain packages: no domain prefix may start
+// with them.
+const (
+	// EnginePrefix starts the keys an engine keeps for itself (kv/badger:
+	// sequence leases under "\x00seq/").
+	EnginePrefix = "\x00"
+	// BadgerPrefix starts the keys Badger keeps in its own tree.
+	BadgerPrefix = "!badger!"
+)
+
+// Prefix is one registered key prefix and the package that owns it.
+type Prefix struct {
+	Owner  string // the package, as imported below berth/ ("vfs")
+	Prefix string
+}
+
+// Prefixes returns every registered prefix, for the test that keeps them
+// apart and for a newcomer's overview. It returns a new slice each time.
+func Prefixes() []Prefix {
+	return []Prefix{
+		{"kv", EnginePrefix},
+		{"kv/badger", BadgerPrefix},
+
+		{"vfs", VFSRoot},
+		{"vfs", VFSUsage},
+		{"vfs", VFSQuota},
+		{"vfs", VFSLoc},
+		{"vfs", VFSTop},
+		{"vfs", VFSChild},
+		{"vfs", VFSDeleted},
+		{"vfs", VFSTime},
+		{"vfs", VFSRev},
+		{"vfs", VFSRef},
+		{"vfs", VFSOrphan},
+		{"vfs", VFSProp},
+		{"vfs", VFSIntent},
+		{"vfs", VFSGen},
+		{"vfs", VFSMarker},
+
+		{"account", AccountOrg},
+		{"account", AccountPerson},
+		{"account", AccountLogin},
+		{"account", AccountOrgPerson},
+		{"account", AccountMachine},
+		{"account", AccountGUID},
+		{"account", AccountPersonMachine},
+		{"account", AccountFail},
+		{"account", AccountLock},
+		{"account", AccountAccess},
+		{"account", AccountRefresh},
+		{"account", AccountFamily},
+		{"account", AccountPersonFamily},
+	}
+}
