@@ -24,6 +24,10 @@ func allowedImports() map[string][]string {
 		"berth":     {"daemon"}, // main.go
 		"config":    {},
 		"kv":        {},
+		"kv/badger": {"kv"},
+		// kvtest is the conformance suite every engine passes; like
+		// berthtest, only test files may import it.
+		"kv/kvtest": {"kv"},
 		"vfs/chunk": {},
 		"vfs":       {"kv", "vfs/chunk"},
 		"account":   {"kv"},
@@ -38,7 +42,7 @@ func allowedImports() map[string][]string {
 		"daemon": {"*"},
 		// berthtest builds the storage stack for the front ends' tests;
 		// only test files may import it (see TestImportDirection).
-		"berthtest": {"kv", "vfs/chunk", "vfs", "account", "share"},
+		"berthtest": {"kv", "kv/badger", "vfs/chunk", "vfs", "account", "share"},
 		"bench":     {"*"},
 	}
 }
@@ -48,7 +52,7 @@ func allowedImports() map[string][]string {
 // it, and x/net/webdav's types stay out of the other front ends.
 func exclusiveModules() map[string]string {
 	return map[string]string{
-		"github.com/dgraph-io/badger/v4": "kv",
+		"github.com/dgraph-io/badger/v4": "kv/badger",
 		"github.com/spf13/viper":         "config",
 		"github.com/spf13/cobra":         "daemon",
 		"golang.org/x/net/webdav":        "webdav",
@@ -135,7 +139,7 @@ func TestImportDirection(t *testing.T) {
 		// Tests build real stores, so they may also reach the lower lines
 		// of the direction (rest tests open kv and vfs/chunk), never
 		// sideways or up.
-		check(t, p.ImportPath+" (tests)", from, testOnly(slices.Concat(p.TestImports, p.XTestImports)), append(below(from), "berthtest"))
+		check(t, p.ImportPath+" (tests)", from, testOnly(slices.Concat(p.TestImports, p.XTestImports)), append(below(from), "berthtest", "kv/badger", "kv/kvtest"))
 	}
 	if checked < 5 {
 		t.Fatalf("checked only %d berth packages; go list output not understood", checked)
@@ -219,6 +223,8 @@ func TestComponent(t *testing.T) {
 		"berth/vfs":                 "vfs",
 		"berth/vfs/chunk":           "vfs/chunk",
 		"berth/vfs/chunk/chunktest": "vfs/chunk",
+		"berth/kv/badger":           "kv/badger",
+		"berth/kv/kvtest":           "kv/kvtest",
 		"berth/webdav":              "webdav",
 		"berth/web":                 "web",
 		"berth/rest":                "rest",
@@ -255,6 +261,11 @@ func TestImportRules(t *testing.T) {
 		{"daemon", "github.com/prometheus/client_golang/prometheus/promauto", true},
 		{"vfs", "github.com/prometheus/client_golang/prometheus", false},
 		{"vfs", "github.com/dgraph-io/badger/v4", true},
+		{"kv", "github.com/dgraph-io/badger/v4", true},
+		{"kv/badger", "github.com/dgraph-io/badger/v4", false},
+		{"kv/badger", "berth/vfs", true},
+		{"vfs", "berth/kv/badger", true},
+		{"daemon", "berth/kv/badger", false},
 		{"vfs", "berth/rest", true},
 		{"rest", "berth/webdav", true},
 		{"webdav", "berth/vfs", false},
