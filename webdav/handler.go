@@ -144,7 +144,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 			}
 			// The library answers a POST as a GET; a cross-site
 			// form can send one, so it gets the same type.
-			h.get(w, r, p, lib)
+			h.get(&goneWriter{ResponseWriter: w, r: r}, r, p, lib)
 			return
 		}
 		lib.ServeHTTP(&goneWriter{ResponseWriter: w, r: r}, r)
