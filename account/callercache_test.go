@@ -82,3 +82,65 @@ func TestCallerCacheSeesEveryWrite(t *testing.T) {
 	}
 	check("password changed", ErrInvalidToken, nil)
 }
+
+// TestLoginCallerSeesEveryChange: LoginCaller, which a front end asks for
+// credentials it verified before, answers every change at the next call,
+// also the second time (from its cache) and when another Service on the
+// same store made it. Before, WebDAV asked Caller, which knows nothing of
+// the failed-login lock, and a locked account was served for up to 90 s
+// after its last login (issue 11).
+func TestLoginCallerSeesEveryChange(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		name   string
+		change func(t *testing.T, s *Service, org Organization, p Person)
+		want   error
+	}{
+		{"locked by failed logins", func(t *testing.T, s *Service, _ Organization, p Person) {
+			for range s.opts.Lockout.MaxFailures {
+				s.Authenticate(ctx, p.Username, "wrong")
+			}
+		}, ErrAccountLocked},
+		{"person disabled", func(t *testing.T, s *Service, _ Organization, p Person) {
+			if _, err := s.UpdatePerson(ctx, p.ID, func(p *Person) error { p.Active = false; return nil }); err != nil {
+				t.Fatal(err)
+			}
+		}, ErrInactive},
+		{"organization disabled", func(t *testing.T, s *Service, org Organization, _ Person) {
+			if _, err := s.UpdateOrganization(ctx, org.ID, func(o *Organization) error { o.Active = false; return nil }); err != nil {
+				t.Fatal(err)
+			}
+		}, ErrInactive},
+		{"password changed", func(t *testing.T, s *Service, _ Organization, p Person) {
+			if err := s.SetPassword(ctx, p.ID, "another correct horse"); err != nil {
+				t.Fatal(err)
+			}
+		}, ErrInvalidCredentials},
+		{"login renamed", func(t *testing.T, s *Service, _ Organization, p Person) {
+			if _, err := s.UpdatePerson(ctx, p.ID, func(p *Person) error { p.Username = "alice2"; return nil }); err != nil {
+				t.Fatal(err)
+			}
+		}, ErrInvalidCredentials},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			db := openDB(t)
+			s, other := New(db, testOptions()), New(db, testOptions())
+			org, alice := fixture(t, s)
+			p, err := s.Authenticate(ctx, alice.Username, pw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for range 2 {
+				if got, err := s.LoginCaller(ctx, p.ID, alice.Username, p.PasswordHash); err != nil || got.Person.ID != p.ID {
+					t.Fatalf("before the change: %+v, %v", got.Person, err)
+				}
+			}
+			c.change(t, other, org, p)
+			for range 2 {
+				if _, err := s.LoginCaller(ctx, p.ID, alice.Username, p.PasswordHash); !errors.Is(err, c.want) {
+					t.Fatalf("after the change: %v, want %v", err, c.want)
+				}
+			}
+		})
+	}
+}
