@@ -183,8 +183,11 @@ const (
 // net/http does, and a client that does not read while it sends may miss
 // it. This lingering read is what nginx and Apache do before they close
 // (lingering_close), bounded the same way.
+//
+// HTTP/2 needs none of it: its server ends the stream with NO_ERROR, which
+// asks the client to stop sending and keep the answer (RFC 9113 8.1).
 func drainBody(r *http.Request, body *countingReader) {
-	if r.Context().Err() != nil || body.err != nil {
+	if r.ProtoMajor != 1 || r.Context().Err() != nil || body.err != nil {
 		return
 	}
 	if r.ContentLength >= 0 && r.ContentLength-body.n > maxUploadDrain {

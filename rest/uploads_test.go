@@ -71,6 +71,7 @@ func TestRefusedUploadAnswered(t *testing.T) {
 	}{
 		{"go", f.sendExpecting},
 		{"curl", f.curlExpecting(t)},
+		{"go, HTTP/2", f.sendH2},
 	}
 	for _, c := range cases {
 		for _, cl := range clients {
@@ -144,6 +145,13 @@ func (f *fixture) sendExpecting(t *testing.T, file string, size int64) (int, []b
 	return f.postExpecting(t, file, io.LimitReader(zeros{}, size), size)
 }
 
+// sendH2 is sendExpecting over HTTP/2, where berth reads nothing more
+// of a refused body: the stream's end asks the client to stop.
+func (f *fixture) sendH2(t *testing.T, file string, size int64) (int, []byte, error) {
+	t.Helper()
+	return f.post(t, f.client.Transport, file, io.LimitReader(zeros{}, size), size)
+}
+
 // postExpecting uploads content as file over HTTP/1.1 with Expect:
 // 100-continue and returns the answer. size is content's length, or -1
 // to send it chunked without announcing one.
@@ -157,6 +165,12 @@ func (f *fixture) postExpecting(t *testing.T, file string, content io.Reader, si
 		ExpectContinueTimeout: 10 * time.Second,
 	}
 	defer tr.CloseIdleConnections()
+	return f.post(t, tr, file, content, size)
+}
+
+// post uploads content as file through rt, with Expect: 100-continue.
+func (f *fixture) post(t *testing.T, rt http.RoundTripper, file string, content io.Reader, size int64) (int, []byte, error) {
+	t.Helper()
 	const boundary = "berthexpect"
 	head := fmt.Sprintf("--%s\r\nContent-Disposition: form-data; name=\"file\"; filename=%q\r\nContent-Type: application/octet-stream\r\n\r\n", boundary, file)
 	tail := "\r\n--" + boundary + "--\r\n"
@@ -174,7 +188,7 @@ func (f *fixture) postExpecting(t *testing.T, file string, content io.Reader, si
 	req.Header.Set("Content-Type", "multipart/form-data; boundary="+boundary)
 	req.Header.Set("Authorization", "Bearer "+f.token)
 	req.Header.Set("Expect", "100-continue")
-	resp, err := tr.RoundTrip(req)
+	resp, err := rt.RoundTrip(req)
 	if err != nil {
 		return 0, nil, err
 	}
