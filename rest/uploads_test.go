@@ -1,7 +1,9 @@
 package rest
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"crypto/tls"
 	"encoding/pem"
 	"errors"
@@ -9,6 +11,7 @@ import (
 	"io"
 	"io/fs"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"berth/vfs"
 	"berth/vfs/chunk"
 )
 
@@ -239,5 +243,150 @@ func (f *fixture) curlExpecting(t *testing.T) func(t *testing.T, file string, si
 		fmt.Sscan(string(code), &status)
 		b, err := os.ReadFile(out)
 		return status, b, err
+	}
+}
+
+// Part headers before the file count toward the same bound as the
+// fields: mime/multipart alone holds up to 10 MiB of one part's headers.
+func TestUploadPartHeadersBounded(t *testing.T) {
+	f := newFixture(t)
+	up := f.at("/api/2/files/%d/upload")
+	send := func(body string) (int, []byte) {
+		h := http.Header{}
+		h.Set("Content-Type", "multipart/form-data; boundary=XX")
+		return f.readAll(f.request(http.MethodPost, up, f.token, strings.NewReader(body), h))
+	}
+	pad := strings.Repeat("p", 2<<20)
+	for name, body := range map[string]string{
+		"a field's header": multipartRaw("XX",
+			"Content-Disposition: form-data; name=\"other\"\r\nX-Pad: "+pad+"\r\n\r\nv",
+			"Content-Disposition: form-data; name=\"file\"; filename=\"a.txt\"\r\n\r\nx") + "--XX--\r\n",
+		"many fields' headers": multipartRaw("XX",
+			"Content-Disposition: form-data; name=\"f1\"\r\nX-Pad: "+pad[:50000]+"\r\n\r\nv",
+			"Content-Disposition: form-data; name=\"f2\"\r\nX-Pad: "+pad[:50000]+"\r\n\r\nv",
+			"Content-Disposition: form-data; name=\"f3\"\r\nX-Pad: "+pad[:50000]+"\r\n\r\nv",
+			"Content-Disposition: form-data; name=\"file\"; filename=\"a.txt\"\r\n\r\nx") + "--XX--\r\n",
+		"the file's header": multipartRaw("XX",
+			"Content-Disposition: form-data; name=\"file\"; filename=\"b.txt\"\r\nX-Pad: "+pad+"\r\n\r\nx") + "--XX--\r\n",
+	} {
+		st, b := send(body)
+		wantError(t, st, b, http.StatusBadRequest, "invalid_request")
+		if !strings.Contains(string(b), "131072") {
+			t.Fatalf("%s: the description does not name the limit: %s", name, b)
+		}
+	}
+	if _, err := f.fs.Lookup(t.Context(), f.root.ID, "/a.txt"); err == nil {
+		t.Fatal("a.txt was stored")
+	}
+	// Within the bound, the upload goes through.
+	st, b := send(multipartRaw("XX",
+		"Content-Disposition: form-data; name=\"file\"; filename=\"c.txt\"\r\nX-Pad: "+strings.Repeat("p", 1000)+"\r\n\r\nx") + "--XX--\r\n")
+	if st != http.StatusOK {
+		t.Fatalf("upload with a small extra header: %d %s", st, b)
+	}
+}
+
+// TestFullDisk: on a disk down to its reserve, uploads and new folders get
+// 503 temporarily_unavailable (spec 7.2) saying why, and store nothing;
+// downloads, renames, deletes and logins go on; and uploads resume once
+// space is freed.
+func TestFullDisk(t *testing.T) {
+	var free atomic.Int64
+	free.Store(1 << 40)
+	f := newFixtureWith(t, fixtureOptions{Disk: chunk.DiskOptions{
+		Reserve: 1 << 30,
+		Free:    func() (int64, error) { return free.Load(), nil },
+	}})
+	content := bytes.Repeat([]byte("berth "), 500_000) // chunked, not inline
+	status, body := f.upload(f.at("/api/2/files/%d/upload"), "kept.bin", bytes.NewReader(content))
+	if status != http.StatusOK {
+		t.Fatalf("upload with room: %d %s", status, body)
+	}
+	var kept struct {
+		ID uint64 `json:"id"`
+	}
+	decode(t, body, &kept)
+
+	free.Store(1<<30 - 1)
+	full := func(what string, status int, body []byte) {
+		t.Helper()
+		wantError(t, status, body, http.StatusServiceUnavailable, "temporarily_unavailable")
+		if !strings.Contains(string(body), "storage is full") {
+			t.Errorf("%s: %s does not say why", what, body)
+		}
+	}
+	status, body = f.upload(f.at("/api/2/files/%d/upload"), "new.bin", bytes.NewReader(content))
+	full("upload", status, body)
+	status, body = f.upload(f.at("/api/2/files/%d/upload"), "kept.bin", strings.NewReader("a new revision"))
+	full("new revision", status, body)
+	status, body = f.postForm(f.at("/api/2/files/%d/create_folder"), url.Values{"name": {"docs"}})
+	full("create_folder", status, body)
+	for _, p := range []string{"/new.bin", "/docs"} {
+		if _, err := f.fs.Lookup(context.Background(), f.root.ID, p); !errors.Is(err, vfs.ErrNotExist) {
+			t.Errorf("%s was stored on a full disk: %v", p, err)
+		}
+	}
+
+	status, body = f.get(f.at("/api/2/files/%d/%d/download", kept.ID))
+	if status != http.StatusOK || !bytes.Equal(body, content) {
+		t.Fatalf("download on a full disk: %d, identical %v", status, bytes.Equal(body, content))
+	}
+	status, body = f.postForm(f.at("/api/2/files/%d/%d/rename", kept.ID), url.Values{"name": {"renamed.bin"}})
+	if status != http.StatusOK {
+		t.Errorf("rename on a full disk: %d %s", status, body)
+	}
+	status, body = f.postForm("/oauth/token", url.Values{"grant_type": {"password"}, "client_id": {"anchor"},
+		"username": {f.person.Username}, "password": {fixturePassword}})
+	if status != http.StatusOK {
+		t.Errorf("login on a full disk: %d %s", status, body)
+	}
+	status, body = f.postForm(f.at("/api/2/files/%d/%d/delete", kept.ID), nil)
+	if status != http.StatusOK {
+		t.Errorf("delete on a full disk: %d %s", status, body)
+	}
+
+	free.Store(1 << 40)
+	status, body = f.upload(f.at("/api/2/files/%d/upload"), "new.bin", bytes.NewReader(content))
+	if status != http.StatusOK {
+		t.Fatalf("upload after space was freed: %d %s", status, body)
+	}
+}
+
+func TestUploadCutOff(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	orig := randomBytes(1, 3<<20)
+	fj := f.mustUpload(f.at("/api/2/files/%d/upload"), "keep.bin", orig)
+	before, _ := f.fs.Usage(ctx, f.root.ID)
+	sum := sha256.Sum256(orig)
+
+	// The connection dies halfway through a new revision and through a
+	// new file.
+	for _, name := range []string{"keep.bin", "new.bin"} {
+		f.cutUpload(name, 8<<20)
+	}
+	f.cutUpload("keep.bin", 100)
+
+	kids, _, err := f.fs.List(ctx, f.root.ID, f.root.FolderID)
+	if err != nil || len(kids) != 1 || kids[0].Name != "keep.bin" || kids[0].RevisionID != fj.RevisionID {
+		t.Fatalf("after cut uploads: %+v %v", kids, err)
+	}
+	if _, got := f.download(fj.ID, nil); sha256.Sum256(got) != sum {
+		t.Fatal("keep.bin changed")
+	}
+	after, _ := f.fs.Usage(ctx, f.root.ID)
+	if after != before {
+		t.Fatalf("usage changed: %+v -> %+v", before, after)
+	}
+	if _, err := f.fs.GC(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := f.fs.Fsck(ctx, true)
+	if err != nil || !rep.OK() {
+		t.Fatalf("fsck after gc: %v %v", rep, err)
+	}
+	// The server is still up.
+	if st, body := f.get(f.at("/api/2/files/%d")); st != http.StatusOK {
+		t.Fatalf("%d %s", st, body)
 	}
 }
