@@ -84,6 +84,15 @@ func TestAuthChangeTakesEffect(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, map[string]int{"webdav basic": 403, "webdav bearer": 403, "rest bearer": 401}},
+		{"organization disabled", func(t *testing.T, u user) {
+			setOrg := func(active bool) {
+				if _, err := st.Accounts.UpdateOrganization(ctx, st.Org.ID, func(o *account.Organization) error { o.Active = active; return nil }); err != nil {
+					t.Fatal(err)
+				}
+			}
+			setOrg(false)
+			t.Cleanup(func() { setOrg(true) })
+		}, map[string]int{"webdav basic": 403, "webdav bearer": 403, "rest bearer": 401}},
 		{"password changed", func(t *testing.T, u user) {
 			if err := st.Accounts.SetPassword(ctx, u.p.ID, "another correct horse"); err != nil {
 				t.Fatal(err)
