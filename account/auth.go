@@ -169,6 +169,56 @@ func (s *Service) authenticate(ctx context.Context, login, password string) (Per
 	return p, nil
 }
 
+// LoginCaller returns the caller behind login, whose password Authenticate
+// verified earlier against passwordHash, for a front end that remembers
+// verified credentials so as not to hash the password again on every
+// request (WebDAV Basic). Every check of Authenticate but the hash holds
+// on each call, so a change takes effect at the next request, not when
+// the front end forgets the credentials:
+//   - ErrAccountLocked while the login is locked by failed attempts;
+//   - ErrInactive for a disabled person or organization;
+//   - ErrInvalidCredentials once the password changed, or login no longer
+//     names the person;
+//   - ErrNotFound for a person who no longer exists.
+//
+// Answers are kept until the store's next commit, as Caller's are: a lock,
+// like any change that matters here, is a commit. A lock that ends does so
+// without one, and only ever lets more in.
+func (s *Service) LoginCaller(ctx context.Context, personID uint64, login, passwordHash string) (Caller, error) {
+	gen := s.db.Generation()
+	c, ok := s.callers.logins.Get(gen, personID)
+	if !ok {
+		err := s.db.View(ctx, func(tx kv.Txn) error {
+			if err := s.locked(tx, s.loginSubject(login, personID)); err != nil {
+				return err
+			}
+			var err error
+			c, err = s.activeCaller(tx, personID)
+			return err
+		})
+		if err != nil {
+			return Caller{}, err
+		}
+		s.callers.logins.Put(gen, personID, c)
+	}
+	if c.Person.PasswordHash != passwordHash || !c.Person.HasLogin(login) {
+		return Caller{}, ErrInvalidCredentials
+	}
+	return c, nil
+}
+
+// locked returns ErrAccountLocked while subject is locked.
+func (s *Service) locked(tx kv.Txn, subject []byte) error {
+	var lr lockRecord
+	switch err := s.get(tx, keyBytes(pfxLock, subject), &lr, ErrNotFound); {
+	case err == nil && s.now().Before(lr.Until):
+		return ErrAccountLocked
+	case err != nil && !errors.Is(err, ErrNotFound):
+		return err
+	}
+	return nil
+}
+
 // loginSubject names the lockout counter of a login: the person when
 // known, else a hash of the folded login (fixed length, no raw input in keys).
 func (s *Service) loginSubject(login string, personID uint64) []byte {
@@ -189,11 +239,7 @@ func (s *Service) beginAttempt(ctx context.Context, subject []byte) (int, error)
 	n := 0
 	err := s.db.Update(ctx, func(tx kv.Txn) error {
 		now := s.now()
-		var lr lockRecord
-		switch err := s.get(tx, keyBytes(pfxLock, subject), &lr, ErrNotFound); {
-		case err == nil && now.Before(lr.Until):
-			return ErrAccountLocked
-		case err != nil && !errors.Is(err, ErrNotFound):
+		if err := s.locked(tx, subject); err != nil {
 			return err
 		}
 		var fr failRecord

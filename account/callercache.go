@@ -12,22 +12,25 @@ import (
 // what it did for all before the cache.
 const maxCachedCallers = 4096
 
-// callerCache keeps what Caller and AccessCaller read, so a request from a
-// known login or session does not read and decode the person and
-// organization records again: under a load of small GETs that was a tenth
-// of the server's CPU (perf, wrk with 32 connections). Entries hold until
-// the store's next commit (kv.Cache), so a disabled person or
-// organization, a changed password, a revoked session or a new policy take
-// effect at the next request. Token records expire without a commit, so an
-// access entry also ends when its token or session would.
+// callerCache keeps what Caller, LoginCaller and AccessCaller read, so a
+// request from a known login or session does not read and decode the
+// person and organization records again: under a load of small GETs that
+// was a tenth of the server's CPU (perf, wrk with 32 connections). Entries
+// hold until the store's next commit (kv.Cache), so a disabled person or
+// organization, a changed password, a revoked session, a failed-login lock
+// or a new policy take effect at the next request. Token records expire
+// without a commit, so an access entry also ends when its token or
+// session would.
 type callerCache struct {
 	persons *kv.Cache[uint64, Caller]
+	logins  *kv.Cache[uint64, Caller]      // persons whose logins were not locked
 	access  *kv.Cache[string, accessEntry] // by token hash
 }
 
 func newCallerCache() callerCache {
 	return callerCache{
 		persons: kv.NewCache[uint64, Caller](maxCachedCallers),
+		logins:  kv.NewCache[uint64, Caller](maxCachedCallers),
 		access:  kv.NewCache[string, accessEntry](maxCachedCallers),
 	}
 }

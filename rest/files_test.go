@@ -3,7 +3,6 @@ package rest
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -461,74 +460,6 @@ func TestRenameMoveDelete(t *testing.T) {
 	}
 }
 
-func TestLocks(t *testing.T) {
-	f := newFixture(t)
-	ctx := context.Background()
-	d := f.mustMkdir(f.at("/api/2/files/%d/create_folder"), "D")
-	fj := f.mustUpload(f.at("/api/2/files/%d/folder/%d/upload", d.ID), "f.txt", []byte("1"))
-	lockPath := f.at("/api/2/files/%d/%d/lock", fj.ID)
-
-	// The owner's lock shows, and does not block the owner's own writes.
-	for i := 0; i < 2; i++ { // twice: locking what one holds is a success
-		if st, body := f.postForm(lockPath, url.Values{"duration": {"600"}}); st != http.StatusOK {
-			t.Fatalf("lock: %d %s", st, body)
-		}
-	}
-	_, body := f.get(f.at("/api/2/files/%d/%d", fj.ID))
-	var got fileJSON
-	decode(t, body, &got)
-	if !got.IsLocked {
-		t.Fatalf("not locked: %s", body)
-	}
-	f.mustUpload(f.at("/api/2/files/%d/folder/%d/upload", d.ID), "f.txt", []byte("2"))
-	if st, body := f.postForm(f.at("/api/2/files/%d/%d/unlock", fj.ID), nil); st != http.StatusOK {
-		t.Fatalf("unlock: %d %s", st, body)
-	}
-	n, _ := f.fs.Stat(ctx, f.root.ID, fj.ID)
-	if n.Locked() {
-		t.Fatal("still locked after unlock")
-	}
-
-	// Someone else's lock (a WebDAV client's) blocks the person's writes
-	// and their unlock.
-	if _, err := f.fs.Lock(ctx, f.root.ID, fj.ID, vfs.LockRequest{Holder: "webdav:other", TokenRequired: true}); err != nil {
-		t.Fatal(err)
-	}
-	st, body := f.upload(f.at("/api/2/files/%d/folder/%d/upload", d.ID), "f.txt", strings.NewReader("3"))
-	wantError(t, st, body, http.StatusConflict, "resource_locked")
-	st, body = f.postForm(f.at("/api/2/files/%d/%d/rename", fj.ID), url.Values{"name": {"g.txt"}})
-	wantError(t, st, body, http.StatusConflict, "resource_locked")
-	st, body = f.postForm(f.at("/api/2/files/%d/%d/unlock", fj.ID), nil)
-	wantError(t, st, body, http.StatusConflict, "resource_locked")
-	st, body = f.postForm(lockPath, nil)
-	wantError(t, st, body, http.StatusConflict, "resource_locked")
-	// A deep folder lock conflicts with the lock below it.
-	st, body = f.postForm(f.at("/api/2/files/%d/folder/%d/lock", d.ID), nil)
-	wantError(t, st, body, http.StatusConflict, "resource_locked")
-
-	// Root lock and unlock show in the root object (the other lock would
-	// conflict with the deep root lock).
-	if err := f.fs.Unlock(ctx, f.root.ID, fj.ID, ""); err != nil {
-		t.Fatal(err)
-	}
-	if st, body := f.postForm(f.at("/api/2/files/%d/lock"), nil); st != http.StatusOK {
-		t.Fatalf("lock root: %d %s", st, body)
-	}
-	_, body = f.get(f.at("/api/2/files/%d"))
-	if !bytes.Contains(body, []byte(`"is_locked":true`)) {
-		t.Fatalf("root not locked: %s", body)
-	}
-	if st, body := f.postForm(f.at("/api/2/files/%d/unlock"), nil); st != http.StatusOK {
-		t.Fatalf("unlock root: %d %s", st, body)
-	}
-	_, body = f.get(f.at("/api/2/files/%d"))
-	if !bytes.Contains(body, []byte(`"is_locked":false`)) {
-		t.Fatalf("root still locked: %s", body)
-	}
-	st, body = f.postForm(lockPath, url.Values{"duration": {"soon"}})
-	wantError(t, st, body, http.StatusBadRequest, "invalid_request")
-}
-
 // multipartRaw builds a multipart body by hand for bodies a
 // multipart.Writer would not write.
 func multipartRaw(boundary string, parts ...string) string {
@@ -752,45 +683,6 @@ func TestPathTraversal(t *testing.T) {
 			t.Fatalf("%s redirected to %s", p, resp.Request.URL.Path)
 		}
 		wantError(t, st, body, http.StatusNotFound, "not_found")
-	}
-}
-
-func TestUploadCutOff(t *testing.T) {
-	f := newFixture(t)
-	ctx := context.Background()
-	orig := randomBytes(1, 3<<20)
-	fj := f.mustUpload(f.at("/api/2/files/%d/upload"), "keep.bin", orig)
-	before, _ := f.fs.Usage(ctx, f.root.ID)
-	sum := sha256.Sum256(orig)
-
-	// The connection dies halfway through a new revision and through a
-	// new file.
-	for _, name := range []string{"keep.bin", "new.bin"} {
-		f.cutUpload(name, 8<<20)
-	}
-	f.cutUpload("keep.bin", 100)
-
-	kids, _, err := f.fs.List(ctx, f.root.ID, f.root.FolderID)
-	if err != nil || len(kids) != 1 || kids[0].Name != "keep.bin" || kids[0].RevisionID != fj.RevisionID {
-		t.Fatalf("after cut uploads: %+v %v", kids, err)
-	}
-	if _, got := f.download(fj.ID, nil); sha256.Sum256(got) != sum {
-		t.Fatal("keep.bin changed")
-	}
-	after, _ := f.fs.Usage(ctx, f.root.ID)
-	if after != before {
-		t.Fatalf("usage changed: %+v -> %+v", before, after)
-	}
-	if _, err := f.fs.GC(ctx); err != nil {
-		t.Fatal(err)
-	}
-	rep, err := f.fs.Fsck(ctx, true)
-	if err != nil || !rep.OK() {
-		t.Fatalf("fsck after gc: %v %v", rep, err)
-	}
-	// The server is still up.
-	if st, body := f.get(f.at("/api/2/files/%d")); st != http.StatusOK {
-		t.Fatalf("%d %s", st, body)
 	}
 }
 

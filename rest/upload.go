@@ -5,6 +5,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"time"
 
 	"berth/vfs"
 )
@@ -16,7 +17,15 @@ import (
 // stores nothing. Non-file parts before `file` are bounded (fieldBudget);
 // a `name` field among them names the file instead of the part's
 // filename. Parts after `file` are not read.
-func (s *server) upload(r *http.Request, a fsAccess, parent uint64) (any, error) {
+//
+// A refusal decided once the body has begun to arrive (a name taken by a
+// folder, a full disk, a file over the limits) is answered only after
+// the rest of the body has been read and discarded, within bounds
+// (drainBody): a client that sent Expect: 100-continue was told to go on
+// at the first read, and net/http, answering with most of the body
+// unread, would close the connection under the client, which then loses
+// the answer to a reset ("broken pipe").
+func (s *server) upload(r *http.Request, a fsAccess, parent uint64) (_ any, err error) {
 	h := r.Header.Get("Content-Type")
 	ct, params, err := mime.ParseMediaType(h)
 	switch {
@@ -30,11 +39,17 @@ func (s *server) upload(r *http.Request, a fsAccess, parent uint64) (any, error)
 	if params["boundary"] == "" {
 		return nil, Describe(ErrInvalidRequest, "a multipart/form-data body needs a boundary parameter")
 	}
-	head := &headReader{r: r.Body, left: maxUploadHead}
+	orig := &countingReader{r: r.Body}
+	head := &headReader{r: orig, left: maxUploadHead}
 	r.Body = struct {
 		io.Reader
 		io.Closer
 	}{head, r.Body}
+	defer func() {
+		if err != nil {
+			drainBody(r, orig)
+		}
+	}()
 	mr, err := r.MultipartReader()
 	if err != nil {
 		return nil, Describe(ErrInvalidRequest, "the multipart body cannot be read")
@@ -147,5 +162,60 @@ func (h *headReader) Read(b []byte) (int, error) {
 	}
 	n, err := h.r.Read(b)
 	h.left -= int64(n)
+	return n, err
+}
+
+// Bounds of drainBody. The bytes bound what one refused request can make
+// berth read for nothing (well above the 150 MiB that lost their answer
+// before, issue 11), the time a client that sends slowly; a client that
+// stops sending is cut off sooner by the daemon's body idle timeout.
+const (
+	maxUploadDrain     = 256 << 20
+	maxUploadDrainTime = 30 * time.Second
+)
+
+// drainBody reads and discards what is left of a refused upload's body,
+// so that net/http can answer on a connection it keeps, and the client,
+// which may still be sending, reads the answer instead of a reset. It
+// reads nothing when the client left, when the body already failed or
+// ended, and when the body announced more than maxUploadDrain still to
+// come: the answer is then sent at once and the connection closed, as
+// net/http does, and a client that does not read while it sends may miss
+// it. This lingering read is what nginx and Apache do before they close
+// (lingering_close), bounded the same way.
+//
+// HTTP/2 needs none of it: its server ends the stream with NO_ERROR, which
+// asks the client to stop sending and keep the answer (RFC 9113 8.1).
+func drainBody(r *http.Request, body *countingReader) {
+	if r.ProtoMajor != 1 || r.Context().Err() != nil || body.err != nil {
+		return
+	}
+	if r.ContentLength >= 0 && r.ContentLength-body.n > maxUploadDrain {
+		return
+	}
+	end := time.Now().Add(maxUploadDrainTime)
+	buf := make([]byte, 32<<10)
+	for left := int64(maxUploadDrain); left > 0 && body.err == nil && time.Now().Before(end); {
+		n, _ := body.Read(buf[:min(int64(len(buf)), left)])
+		left -= int64(n)
+	}
+}
+
+// countingReader counts the bytes of the request body read so far and
+// keeps its first error (io.EOF included), which tells drainBody whether
+// anything is left to read.
+type countingReader struct {
+	r   io.Reader
+	n   int64
+	err error
+}
+
+func (c *countingReader) Read(b []byte) (int, error) {
+	if c.err != nil {
+		return 0, c.err
+	}
+	n, err := c.r.Read(b)
+	c.n += int64(n)
+	c.err = err
 	return n, err
 }

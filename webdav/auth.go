@@ -19,7 +19,9 @@ var errNoCredentials = errors.New("webdav: authentication required")
 // account.Authenticate, so they count toward the same lockout as the OAuth
 // password grant; a success is remembered briefly by a hash of login and
 // password, because a WebDAV client sends them with every request and
-// argon2 costs a fraction of a second each time. Failures are never
+// argon2 costs a fraction of a second each time. A remembered login still
+// goes through account.LoginCaller on every request, which applies the
+// lock, a disabled account and a new password at once. Failures are never
 // remembered. Requests that bring the same credentials while they are
 // being checked share that check (account.Authenticate does it, for the
 // OAuth password grant too): a client that opens with many requests at
@@ -31,9 +33,15 @@ func (h *Handler) authenticate(r *http.Request) (account.Caller, error) {
 	if login, password, ok := r.BasicAuth(); ok {
 		key := sha256.Sum256([]byte(login + "\x00" + password))
 		if e, ok := h.creds.get(key); ok {
-			c, err := h.opts.Accounts.Caller(ctx, e.person)
-			if err == nil && c.Person.PasswordHash == e.hash && c.Person.HasLogin(login) {
+			c, err := h.opts.Accounts.LoginCaller(ctx, e.person, login, e.hash)
+			switch {
+			case err == nil:
 				return c, nil
+			case errors.Is(err, account.ErrAccountLocked), errors.Is(err, account.ErrInactive):
+				// Right credentials, refused all the same: no
+				// need to hash them again to say so.
+				h.creds.drop(key)
+				return account.Caller{}, err
 			}
 			h.creds.drop(key)
 		}

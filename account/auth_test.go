@@ -1,0 +1,431 @@
+package account
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"berth/kv"
+)
+
+// TestAbandonedLoginLeavesTheHashQueue: a login whose every caller has
+// gone (a client that sends a password and hangs up at once) gives up its
+// place in the queue for an argon2 slot: its attempt counts as failed,
+// and no hash is computed for nobody. The check used to run to its end
+// regardless, so anyone could queue hashes faster than the server computes
+// them, without even holding a connection, and hold the CPU and every
+// later login for as long as the queue took to drain.
+func TestAbandonedLoginLeavesTheHashQueue(t *testing.T) {
+	s := newService(t, testOptions())
+	_, p := fixture(t, s)
+	subject := s.loginSubject("alice", p.ID)
+	failures := func() (int, bool) {
+		var fr failRecord
+		err := s.db.View(context.Background(), func(tx kv.Txn) error {
+			return s.get(tx, keyBytes(pfxFail, subject), &fr, ErrNotFound)
+		})
+		if errors.Is(err, ErrNotFound) {
+			return 0, false
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fr.Count, true
+	}
+
+	// Every slot is busy, as in a burst of logins.
+	for range cap(s.hashSlots) {
+		s.hashSlots <- struct{}{}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Authenticate(ctx, "alice", pw)
+		done <- err
+	}()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		if _, ok := failures(); ok {
+			break // counted: the check waits for a slot
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the attempt was never counted")
+		}
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Authenticate after its caller left: %v, want context.Canceled", err)
+	}
+	time.Sleep(100 * time.Millisecond) // for the check to see it is alone
+	for range cap(s.hashSlots) {
+		<-s.hashSlots
+	}
+	// A check still queued would now take a slot, find the password
+	// right and clear the count: a login made for nobody.
+	time.Sleep(300 * time.Millisecond)
+	if n, ok := failures(); !ok || n != 1 {
+		t.Fatalf("after the caller left: failure count %d (present %v), want the attempt counted once and no login made", n, ok)
+	}
+	// The account works as before.
+	if _, err := s.Authenticate(context.Background(), "alice", pw); err != nil {
+		t.Fatalf("right password afterwards: %v", err)
+	}
+}
+
+// TestLoginCallerSeesEveryChange: LoginCaller, which a front end asks for
+// credentials it verified before, answers every change at the next call,
+// also the second time (from its cache) and when another Service on the
+// same store made it. Before, WebDAV asked Caller, which knows nothing of
+// the failed-login lock, and a locked account was served for up to 90 s
+// after its last login (issue 11).
+func TestLoginCallerSeesEveryChange(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		name   string
+		change func(t *testing.T, s *Service, org Organization, p Person)
+		want   error
+	}{
+		{"locked by failed logins", func(t *testing.T, s *Service, _ Organization, p Person) {
+			for range s.opts.Lockout.MaxFailures {
+				s.Authenticate(ctx, p.Username, "wrong")
+			}
+		}, ErrAccountLocked},
+		{"person disabled", func(t *testing.T, s *Service, _ Organization, p Person) {
+			if _, err := s.UpdatePerson(ctx, p.ID, func(p *Person) error { p.Active = false; return nil }); err != nil {
+				t.Fatal(err)
+			}
+		}, ErrInactive},
+		{"organization disabled", func(t *testing.T, s *Service, org Organization, _ Person) {
+			if _, err := s.UpdateOrganization(ctx, org.ID, func(o *Organization) error { o.Active = false; return nil }); err != nil {
+				t.Fatal(err)
+			}
+		}, ErrInactive},
+		{"password changed", func(t *testing.T, s *Service, _ Organization, p Person) {
+			if err := s.SetPassword(ctx, p.ID, "another correct horse"); err != nil {
+				t.Fatal(err)
+			}
+		}, ErrInvalidCredentials},
+		{"login renamed", func(t *testing.T, s *Service, _ Organization, p Person) {
+			if _, err := s.UpdatePerson(ctx, p.ID, func(p *Person) error { p.Username = "alice2"; return nil }); err != nil {
+				t.Fatal(err)
+			}
+		}, ErrInvalidCredentials},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			db := openDB(t)
+			s, other := New(db, testOptions()), New(db, testOptions())
+			org, alice := fixture(t, s)
+			p, err := s.Authenticate(ctx, alice.Username, pw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for range 2 {
+				if got, err := s.LoginCaller(ctx, p.ID, alice.Username, p.PasswordHash); err != nil || got.Person.ID != p.ID {
+					t.Fatalf("before the change: %+v, %v", got.Person, err)
+				}
+			}
+			c.change(t, other, org, p)
+			for range 2 {
+				if _, err := s.LoginCaller(ctx, p.ID, alice.Username, p.PasswordHash); !errors.Is(err, c.want) {
+					t.Fatalf("after the change: %v, want %v", err, c.want)
+				}
+			}
+		})
+	}
+}
+
+func TestAuthenticate(t *testing.T) {
+	ctx := context.Background()
+	s := newService(t, testOptions())
+	org, alice := fixture(t, s)
+	for _, login := range []string{"alice", "ALICE@acme.EXAMPLE"} {
+		p, err := s.Authenticate(ctx, login, pw)
+		if err != nil || p.ID != alice.ID {
+			t.Fatalf("Authenticate(%q) = %d, %v", login, p.ID, err)
+		}
+	}
+	tests := []struct {
+		name, login, password string
+		err                   error
+	}{
+		{"wrong password", "alice", "wrong password", ErrInvalidCredentials},
+		{"password case matters", "alice", strings.ToUpper(pw), ErrInvalidCredentials},
+		{"unknown login", "mallory", pw, ErrInvalidCredentials},
+		{"empty login", "", pw, ErrInvalidCredentials},
+		{"huge password", "alice", strings.Repeat("x", 5000), ErrInvalidCredentials},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := s.Authenticate(ctx, tt.login, tt.password); !errors.Is(err, tt.err) {
+				t.Fatalf("got %v, want %v", err, tt.err)
+			}
+		})
+	}
+	// The success above reset alice's counter; 4 failures do not lock (default 5).
+	if _, err := s.Authenticate(ctx, "alice", pw); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := s.SetPassword(ctx, alice.ID, "a new password"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Authenticate(ctx, "alice", pw); !errors.Is(err, ErrInvalidCredentials) {
+		t.Fatalf("old password after SetPassword: %v", err)
+	}
+	if _, err := s.Authenticate(ctx, "alice", "a new password"); err != nil {
+		t.Fatalf("new password: %v", err)
+	}
+
+	// Disabled organization, then disabled person: the right password gives ErrInactive.
+	if _, err := s.UpdateOrganization(ctx, org.ID, func(o *Organization) error { o.Active = false; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Authenticate(ctx, "alice", "a new password"); !errors.Is(err, ErrInactive) {
+		t.Fatalf("inactive org: %v", err)
+	}
+	if _, err := s.Authenticate(ctx, "alice", "wrong password"); !errors.Is(err, ErrInvalidCredentials) {
+		t.Fatalf("inactive org, wrong password: %v", err)
+	}
+	if _, err := s.UpdateOrganization(ctx, org.ID, func(o *Organization) error { o.Active = true; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.UpdatePerson(ctx, alice.ID, func(p *Person) error { p.Active = false; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Authenticate(ctx, "alice", "a new password"); !errors.Is(err, ErrInactive) {
+		t.Fatalf("inactive person: %v", err)
+	}
+}
+
+func TestLockout(t *testing.T) {
+	ctx := context.Background()
+	clk := &clock{t: time.Now()}
+	o := testOptions()
+	o.Now = clk.Now
+	o.Lockout = LockoutOptions{MaxFailures: 3, Window: time.Minute, Duration: 10 * time.Minute}
+	s := newService(t, o)
+	fixture(t, s)
+
+	fail := func(login string) error { _, err := s.Authenticate(ctx, login, "wrong password"); return err }
+	for i := 1; i < 3; i++ {
+		if err := fail("alice"); !errors.Is(err, ErrInvalidCredentials) {
+			t.Fatalf("failure %d: %v", i, err)
+		}
+	}
+	// Username and e-mail share one counter: the third failure, by e-mail, locks.
+	if err := fail("ALICE@acme.example"); !errors.Is(err, ErrAccountLocked) {
+		t.Fatalf("failure 3: %v", err)
+	}
+	if _, err := s.Authenticate(ctx, "alice", pw); !errors.Is(err, ErrAccountLocked) {
+		t.Fatalf("right password while locked: %v", err)
+	}
+	clk.Add(10*time.Minute + time.Second)
+	if _, err := s.Authenticate(ctx, "alice", pw); err != nil {
+		t.Fatalf("after the lock: %v", err)
+	}
+
+	// Failures spread wider than the window never lock.
+	for i := range 5 {
+		if err := fail("alice"); !errors.Is(err, ErrInvalidCredentials) {
+			t.Fatalf("spread failure %d: %v", i, err)
+		}
+		if i%2 == 1 {
+			clk.Add(time.Minute)
+		}
+	}
+	// A success resets the counter.
+	clk.Add(time.Minute)
+	fail("alice")
+	fail("alice")
+	if _, err := s.Authenticate(ctx, "alice", pw); err != nil {
+		t.Fatal(err)
+	}
+	fail("alice")
+	if err := fail("alice"); !errors.Is(err, ErrInvalidCredentials) {
+		t.Fatalf("counter not reset by success: %v", err)
+	}
+
+	// Unknown logins lock like known ones.
+	for range 2 {
+		fail("mallory")
+	}
+	if err := fail("MALLORY"); !errors.Is(err, ErrAccountLocked) {
+		t.Fatalf("unknown login: %v", err)
+	}
+}
+
+// The lock is a kv key with a TTL: it goes away by itself on the real clock.
+func TestLockoutExpiresByTTL(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	o := testOptions()
+	o.Lockout = LockoutOptions{MaxFailures: 2, Window: time.Minute, Duration: time.Second}
+	s := newService(t, o)
+	fixture(t, s)
+	s.Authenticate(ctx, "alice", "wrong password")
+	if _, err := s.Authenticate(ctx, "alice", "wrong password"); !errors.Is(err, ErrAccountLocked) {
+		t.Fatalf("second failure: %v", err)
+	}
+	waitFor(t, 5*time.Second, func() bool {
+		_, err := s.Authenticate(ctx, "alice", pw)
+		return err == nil
+	})
+	// The key itself vanishes shortly after its deadline, with no sweeper.
+	waitFor(t, 5*time.Second, func() bool { return countKeys(t, s, pfxLock) == 0 })
+}
+
+// TestLockoutConcurrentGuesses: attempts made at the same time cannot all
+// pass the lock check before any of them has failed. Each attempt is counted
+// before its password is checked, so with MaxFailures in progress a further
+// one is refused at once, and the right password sent among a burst of
+// guesses does not get in once the burst has passed the threshold.
+func TestLockoutConcurrentGuesses(t *testing.T) {
+	ctx := context.Background()
+	const maxFailures, guesses = 3, 9
+	o := testOptions()
+	o.Lockout = LockoutOptions{MaxFailures: maxFailures, Window: time.Hour, Duration: time.Hour}
+	s := newService(t, o)
+	fixture(t, s)
+
+	// Take every argon2 slot, so that each attempt that gets as far as
+	// checking its password waits there.
+	for range cap(s.hashSlots) {
+		s.hashSlots <- struct{}{}
+	}
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			for range cap(s.hashSlots) {
+				<-s.hashSlots
+			}
+		}
+	}
+	defer release()
+
+	results := make(chan error, guesses)
+	for i := range guesses {
+		go func() {
+			// Different passwords: the same one, sent at once, would
+			// wait for a single check (TestAuthenticateSimultaneous).
+			_, err := s.Authenticate(ctx, "alice", fmt.Sprintf("wrong password %d", i))
+			results <- err
+		}()
+	}
+	// Only maxFailures of the guesses may wait for a password check; the
+	// others are refused without one.
+	timeout := time.After(5 * time.Second)
+	for i := range guesses - maxFailures {
+		select {
+		case err := <-results:
+			if !errors.Is(err, ErrAccountLocked) {
+				t.Fatalf("guess beyond the threshold: %v, want ErrAccountLocked", err)
+			}
+		case <-timeout:
+			t.Fatalf("%d guesses at once waited for a password check; at most %d may (got %d refusals)",
+				guesses, maxFailures, i)
+		}
+	}
+	right := make(chan error, 1)
+	go func() {
+		_, err := s.Authenticate(ctx, "alice", pw)
+		right <- err
+	}()
+	release()
+	if err := <-right; !errors.Is(err, ErrAccountLocked) {
+		t.Fatalf("right password after %d concurrent guesses: %v, want ErrAccountLocked", guesses, err)
+	}
+	locked := 0
+	for range maxFailures {
+		err := <-results
+		switch {
+		case errors.Is(err, ErrAccountLocked):
+			locked++
+		case !errors.Is(err, ErrInvalidCredentials):
+			t.Fatalf("guess within the threshold: %v", err)
+		}
+	}
+	// The one that reached the threshold locked (one that failed after it
+	// reports the lock too).
+	if locked == 0 {
+		t.Fatalf("none of the first %d guesses locked the account", maxFailures)
+	}
+	if _, err := s.Authenticate(ctx, "alice", pw); !errors.Is(err, ErrAccountLocked) {
+		t.Fatalf("right password afterwards: %v", err)
+	}
+}
+
+// TestAuthenticateSimultaneous: attempts with the same login and password
+// made while one is being checked wait for that check. With the right
+// password, more of them than MaxFailures all get in and the password is
+// hashed once; with a wrong one, each counts as a failure, so the burst
+// locks the account as a series would.
+func TestAuthenticateSimultaneous(t *testing.T) {
+	ctx := context.Background()
+	const maxFailures, attempts = 3, 12
+	o := testOptions()
+	o.Lockout = LockoutOptions{MaxFailures: maxFailures, Window: time.Hour, Duration: time.Hour}
+	s := newService(t, o)
+	org, _ := fixture(t, s)
+	if _, err := s.CreatePerson(ctx, PersonInput{OrganizationID: org.ID, Username: "bob", Email: "bob@example.com", Password: pw}); err != nil {
+		t.Fatal(err)
+	}
+
+	// burst starts the attempts while every argon2 slot is taken, so the
+	// first one's check waits there until all have started.
+	burst := func(login, password string) []error {
+		for range cap(s.hashSlots) {
+			s.hashSlots <- struct{}{}
+		}
+		results := make(chan error, attempts)
+		for range attempts {
+			go func() {
+				_, err := s.Authenticate(ctx, login, password)
+				results <- err
+			}()
+		}
+		time.Sleep(200 * time.Millisecond) // let them all reach the check
+		for range cap(s.hashSlots) {
+			<-s.hashSlots
+		}
+		errs := make([]error, attempts)
+		for i := range errs {
+			errs[i] = <-results
+		}
+		return errs
+	}
+
+	for i, err := range burst("alice", pw) {
+		if err != nil {
+			t.Errorf("right password, attempt %d of %d at once: %v", i+1, attempts, err)
+		}
+	}
+	// The same wrong password sent at once (a file manager's burst with a
+	// mistyped saved password) is one check and one failure.
+	for i, err := range burst("bob", "wrong password") {
+		if !errors.Is(err, ErrInvalidCredentials) {
+			t.Errorf("the same wrong password, attempt %d of %d at once: %v, want ErrInvalidCredentials", i+1, attempts, err)
+		}
+	}
+	if _, err := s.Authenticate(ctx, "bob", pw); err != nil {
+		t.Fatalf("right password after a burst of one wrong one: %v", err)
+	}
+	// Different wrong passwords at once are guesses, each counted.
+	results := make(chan error, attempts)
+	for i := range attempts {
+		go func() {
+			_, err := s.Authenticate(ctx, "bob", fmt.Sprintf("guess %d", i))
+			results <- err
+		}()
+	}
+	for range attempts {
+		if err := <-results; !errors.Is(err, ErrInvalidCredentials) && !errors.Is(err, ErrAccountLocked) {
+			t.Errorf("a guess: %v", err)
+		}
+	}
+	if _, err := s.Authenticate(ctx, "bob", pw); !errors.Is(err, ErrAccountLocked) {
+		t.Fatalf("right password after %d guesses at once: %v, want ErrAccountLocked", attempts, err)
+	}
+}

@@ -1,0 +1,168 @@
+package account
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+func TestPerson(t *testing.T) {
+	ctx := context.Background()
+	s := newService(t, testOptions())
+	org, alice := fixture(t, s)
+	if alice.ID == 0 || !alice.Active || alice.DisplayName != "Alice Liddell" || !strings.HasPrefix(alice.PasswordHash, "$argon2id$v=19$m=1024,t=1,p=1$") {
+		t.Fatalf("created %+v", alice)
+	}
+	for _, login := range []string{"alice", "ALICE", "Alice", "alice@acme.example", "ALICE@ACME.EXAMPLE"} {
+		p, err := s.PersonByLogin(ctx, login)
+		if err != nil || p.ID != alice.ID {
+			t.Fatalf("PersonByLogin(%q) = %d, %v", login, p.ID, err)
+		}
+	}
+	if err := s.SetPersonRoot(ctx, alice.ID, 77); err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := s.Person(ctx, alice.ID); p.RootID != 77 || p.PasswordHash != alice.PasswordHash {
+		t.Fatalf("after SetPersonRoot %+v", p)
+	}
+
+	in := func(username, email string) PersonInput {
+		return PersonInput{OrganizationID: org.ID, Username: username, Email: email, Password: pw}
+	}
+	tests := []struct {
+		name string
+		in   PersonInput
+		err  error
+	}{
+		{"username taken", in("ALICE", "other@acme.example"), ErrExists},
+		{"email taken", in("bob", "alice@ACME.example"), ErrExists},
+		{"username is someone's email", in("alice@acme.example", "bob@acme.example"), ErrExists},
+		{"empty username", in("", "b@acme.example"), ErrInvalid},
+		{"colon in username", in("a:b", "b@acme.example"), ErrInvalid},
+		{"space in username", in("a b", "b@acme.example"), ErrInvalid},
+		{"bad email", in("bob", "bob"), ErrInvalid},
+		{"short password", PersonInput{OrganizationID: org.ID, Username: "bob", Email: "bob@acme.example", Password: "short"}, ErrInvalid},
+		{"no organization", PersonInput{OrganizationID: 4242, Username: "bob", Email: "bob@acme.example", Password: pw}, ErrInvalid},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := s.CreatePerson(ctx, tt.in); !errors.Is(err, tt.err) {
+				t.Fatalf("got %v, want %v", err, tt.err)
+			}
+		})
+	}
+	if _, err := s.Person(ctx, 999); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("missing person: %v", err)
+	}
+	if _, err := s.PersonByLogin(ctx, "nobody"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("missing login: %v", err)
+	}
+
+	// Renaming moves the index entries: the old login is free again.
+	bob, err := s.CreatePerson(ctx, in("bob", "bob@acme.example"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.UpdatePerson(ctx, bob.ID, func(p *Person) error { p.Username = "Alice"; return nil }); !errors.Is(err, ErrExists) {
+		t.Fatalf("rename to taken: %v", err)
+	}
+	if _, err := s.UpdatePerson(ctx, bob.ID, func(p *Person) error { p.Username = "robert"; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.PersonByLogin(ctx, "bob"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("old username still resolves: %v", err)
+	}
+	if p, err := s.PersonByLogin(ctx, "Robert"); err != nil || p.ID != bob.ID {
+		t.Fatalf("new username: %d, %v", p.ID, err)
+	}
+	if _, err := s.CreatePerson(ctx, in("bob", "bob2@acme.example")); err != nil {
+		t.Fatalf("freed username not reusable: %v", err)
+	}
+}
+
+// Of many concurrent creations with the same username (in different
+// case), exactly one wins and the others get ErrExists.
+func TestCreatePersonConcurrentDuplicate(t *testing.T) {
+	ctx := context.Background()
+	s := newService(t, testOptions())
+	org, _ := fixture(t, s)
+	const n = 8
+	var wins, dups atomic.Int32
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Go(func() {
+			name := "dave"
+			if i%2 == 1 {
+				name = "DAVE"
+			}
+			_, err := s.CreatePerson(ctx, PersonInput{OrganizationID: org.ID, Username: name,
+				Email: "dave" + string(rune('a'+i)) + "@acme.example", Password: pw})
+			switch {
+			case err == nil:
+				wins.Add(1)
+			case errors.Is(err, ErrExists):
+				dups.Add(1)
+			default:
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if wins.Load() != 1 || dups.Load() != n-1 {
+		t.Fatalf("wins %d, duplicates %d", wins.Load(), dups.Load())
+	}
+}
+
+// The quota a person is held to is the smaller one set; 0 is unlimited.
+func TestQuotaUnder(t *testing.T) {
+	pol := DefaultPolicy()
+	cases := []struct {
+		person int64
+		org    string
+		want   int64
+	}{{0, "0", 0}, {100, "0", 100}, {0, "500", 500}, {100, "500", 100}, {900, "500", 500}}
+	for _, c := range cases {
+		pol.SpaceQuota = c.org
+		if got := (Person{SpaceQuota: c.person}).QuotaUnder(pol); got != c.want {
+			t.Errorf("person %d, org %s: %d, want %d", c.person, c.org, got, c.want)
+		}
+	}
+	pol.ExcludedExtensions = " .exe, ,.BAT"
+	if got := pol.ExcludedExtensionList(); len(got) != 2 || got[0] != ".exe" || got[1] != ".BAT" {
+		t.Errorf("ExcludedExtensionList = %q", got)
+	}
+}
+
+func TestLists(t *testing.T) {
+	ctx := context.Background()
+	s := newService(t, testOptions())
+	org, alice := fixture(t, s)
+	for i := range 4 {
+		if _, err := s.CreatePerson(ctx, PersonInput{OrganizationID: org.ID, Username: fmt.Sprintf("u%d", i),
+			Email: fmt.Sprintf("u%d@acme.example", i), Password: pw}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	page, total, err := s.Persons(ctx, org.ID, 1, 2)
+	if err != nil || total != 5 || len(page) != 2 || page[0].Username != "u0" || page[1].Username != "u1" {
+		t.Fatalf("Persons = %v, %d, %v", page, total, err)
+	}
+	if _, _, err := s.Persons(ctx, 999, 0, 10); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Persons of missing org: %v", err)
+	}
+	a, _ := s.UpsertMachine(ctx, alice.ID, MachineInput{DNSName: "a"})
+	b, _ := s.UpsertMachine(ctx, alice.ID, MachineInput{DNSName: "b"})
+	ms, err := s.Machines(ctx, alice.ID)
+	if err != nil || len(ms) != 2 || ms[0].ID != a.ID || ms[1].ID != b.ID {
+		t.Fatalf("Machines = %v, %v", ms, err)
+	}
+}
