@@ -59,22 +59,11 @@ func (h *Handler) authenticate(r *http.Request) (account.Caller, error) {
 	return h.opts.Accounts.AccessCaller(ctx, strings.TrimSpace(token))
 }
 
-// authFailed answers a failed authentication: 401 with a Basic challenge
-// where new credentials can help, 403 where they cannot (a locked or
-// disabled account), so clients stop re-prompting.
+// authFailed answers a failed authentication through the one error table:
+// 401 with a Basic challenge where new credentials can help, 403 where they
+// cannot (a locked or disabled account), so clients stop re-prompting.
 func (h *Handler) authFailed(w http.ResponseWriter, r *http.Request, err error) {
-	switch {
-	case errors.Is(err, account.ErrAccountLocked):
-		plain(w, http.StatusForbidden, "Too many failed logins: the account is locked for a while.")
-	case errors.Is(err, account.ErrInactive):
-		plain(w, http.StatusForbidden, "The account or its organization is disabled.")
-	case errors.Is(err, errNoCredentials), errors.Is(err, account.ErrInvalidCredentials),
-		errors.Is(err, account.ErrInvalidToken), errors.Is(err, account.ErrNotFound):
-		w.Header().Set("WWW-Authenticate", `Basic realm="berth", charset="UTF-8"`)
-		plain(w, http.StatusUnauthorized, "Log in with your berth username (or e-mail address) and password.")
-	default:
-		h.serverError(w, r, err)
-	}
+	h.finish(w, r, err)
 }
 
 // credCache remembers recently verified Basic credentials by hash.
