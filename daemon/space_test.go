@@ -29,7 +29,7 @@ import (
 
 // mountTmpfs mounts a tmpfs of size MiB on a fresh directory, or skips the
 // test where that is not allowed (not root, no mount(8), a container
-// without CAP_SYS_ADMIN). The in-process TestFullDisk of rest, webdav and
+// without CAP_SYS_ADMIN). The in-process TestFullDisk of rest, TestSpace of webdav, and
 // vfs cover the same refusals with a simulated disk everywhere.
 func mountTmpfs(t *testing.T, mib int) string {
 	t.Helper()
