@@ -83,32 +83,6 @@ func TestConformance(t *testing.T) {
 	})
 }
 
-func set(t *testing.T, s kv.Store, kvs ...[]byte) {
-	t.Helper()
-	err := s.Update(context.Background(), func(tx kv.Txn) error {
-		for i := 0; i < len(kvs); i += 2 {
-			if err := tx.Set(kvs[i], kvs[i+1]); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
-func get(t *testing.T, s kv.Store, key []byte) ([]byte, error) {
-	t.Helper()
-	var v []byte
-	err := s.View(context.Background(), func(tx kv.Txn) error {
-		var err error
-		v, err = tx.Get(key)
-		return err
-	})
-	return v, err
-}
-
 // keysUnder returns the keys under prefix, whatever their values.
 func keysUnder(t *testing.T, s kv.Store, prefix []byte) []string {
 	t.Helper()
@@ -181,7 +155,7 @@ func TestUpdateGivesUpWithErrConflict(t *testing.T) {
 	if tries != 4 {
 		t.Fatalf("fn ran %d times, want 1 + 3 retries", tries)
 	}
-	if _, err := get(t, s, []byte("derived")); !errors.Is(err, kv.ErrNotFound) {
+	if _, err := kvtest.Get(t, s, []byte("derived")); !errors.Is(err, kv.ErrNotFound) {
 		t.Fatalf("conflicting write committed: %v", err)
 	}
 }
@@ -302,7 +276,7 @@ func TestCacheDuringCommit(t *testing.T) {
 	eachStore(t, func(t *testing.T, s *DB) {
 		ctx := context.Background()
 		k := []byte("k")
-		set(t, s, k, []byte("old"))
+		kvtest.Set(t, s, k, []byte("old"))
 		c := kv.NewCache[string, string](8)
 		read := func() string {
 			t.Helper()
@@ -335,7 +309,7 @@ func TestCacheDuringCommit(t *testing.T) {
 				t.Errorf("while the commit completes: the cache served %q, a fresh read %q", v, fresh)
 			}
 		}
-		set(t, s, k, []byte("new"))
+		kvtest.Set(t, s, k, []byte("new"))
 		s.afterCommit = nil
 		if v := cached(); v != "new" {
 			t.Fatalf("after the commit: %q", v)

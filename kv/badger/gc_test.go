@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"berth/kv"
+	"berth/kv/kvtest"
 )
 
 // TestWritesDuringRunGC: commits and id leases made while RunGC flushes
@@ -186,7 +187,7 @@ func TestRunGCAndCollector(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := tc.open(t)
 			defer s.Close()
-			set(t, s, []byte("g/1"), []byte("v"))
+			kvtest.Set(t, s, []byte("g/1"), []byte("v"))
 			if tc.runGC {
 				if err := s.RunGC(context.Background()); err != nil {
 					t.Fatalf("RunGC = %v", err)

@@ -14,6 +14,7 @@ import (
 	dgraph "github.com/dgraph-io/badger/v4"
 
 	"berth/kv"
+	"berth/kv/kvtest"
 )
 
 // TestOpenRefused: what Open refuses, and with which error. A second
@@ -215,10 +216,10 @@ func olderReleaseCrash(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v, err := get(t, s, []byte("in/a/table")); err != nil || string(v) != "snappy" {
+	if v, err := kvtest.Get(t, s, []byte("in/a/table")); err != nil || string(v) != "snappy" {
 		t.Fatalf("key from a Snappy table = %q, %v", v, err)
 	}
-	set(t, s, []byte("after"), []byte("upgrade"))
+	kvtest.Set(t, s, []byte("after"), []byte("upgrade"))
 }
 
 func copyDir(t *testing.T, from, to string) {

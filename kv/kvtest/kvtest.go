@@ -51,7 +51,10 @@ func Run(t *testing.T, open func(t *testing.T) kv.Store) {
 	}
 }
 
-func set(t *testing.T, s kv.Store, kvs ...[]byte) {
+// Set stores the pairs of kvs (key, value, key, value...) in one
+// transaction, failing t when it cannot: the set-up step of engines' own
+// tests as of this suite.
+func Set(t *testing.T, s kv.Store, kvs ...[]byte) {
 	t.Helper()
 	err := s.Update(context.Background(), func(tx kv.Txn) error {
 		for i := 0; i < len(kvs); i += 2 {
@@ -66,7 +69,8 @@ func set(t *testing.T, s kv.Store, kvs ...[]byte) {
 	}
 }
 
-func get(t *testing.T, s kv.Store, key []byte) ([]byte, error) {
+// Get reads key in a transaction of its own.
+func Get(t *testing.T, s kv.Store, key []byte) ([]byte, error) {
 	t.Helper()
 	var v []byte
 	err := s.View(context.Background(), func(tx kv.Txn) error {
@@ -79,10 +83,10 @@ func get(t *testing.T, s kv.Store, key []byte) ([]byte, error) {
 
 func testGetSetDelete(t *testing.T, s kv.Store) {
 	ctx := context.Background()
-	if _, err := get(t, s, []byte("a/missing")); !errors.Is(err, kv.ErrNotFound) {
+	if _, err := Get(t, s, []byte("a/missing")); !errors.Is(err, kv.ErrNotFound) {
 		t.Fatalf("get missing: %v, want ErrNotFound", err)
 	}
-	set(t, s, []byte("a/1"), []byte("one"))
+	Set(t, s, []byte("a/1"), []byte("one"))
 	err := s.Update(ctx, func(tx kv.Txn) error {
 		if err := tx.Delete([]byte("a/1")); err != nil {
 			return err
@@ -92,7 +96,7 @@ func testGetSetDelete(t *testing.T, s kv.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := get(t, s, []byte("a/1")); !errors.Is(err, kv.ErrNotFound) {
+	if _, err := Get(t, s, []byte("a/1")); !errors.Is(err, kv.ErrNotFound) {
 		t.Fatalf("get deleted: %v, want ErrNotFound", err)
 	}
 
@@ -127,15 +131,15 @@ func testValuesCopied(t *testing.T, s kv.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := get(t, s, []byte("a/1"))
+	v, err := Get(t, s, []byte("a/1"))
 	if err != nil || string(v) != "one" {
 		t.Fatalf("get a/1 = %q, %v; want one", v, err)
 	}
 	v[0] = 'X' // Get returns a copy: scribbling on it changes nothing
-	if v, _ := get(t, s, []byte("a/1")); string(v) != "one" {
+	if v, _ := Get(t, s, []byte("a/1")); string(v) != "one" {
 		t.Fatalf("a/1 after modifying a returned value = %q", v)
 	}
-	if v, _ := get(t, s, []byte("a/2")); string(v) != "two" {
+	if v, _ := Get(t, s, []byte("a/2")); string(v) != "two" {
 		t.Fatalf("a/2 = %q, want two", v)
 	}
 }
@@ -150,7 +154,7 @@ func testViewIsReadOnly(t *testing.T, s kv.Store) {
 }
 
 func testUpdateErrorRollsBack(t *testing.T, s kv.Store) {
-	set(t, s, []byte("r/1"), []byte("old"))
+	Set(t, s, []byte("r/1"), []byte("old"))
 	boom := errors.New("boom")
 	err := s.Update(context.Background(), func(tx kv.Txn) error {
 		if err := tx.Set([]byte("r/1"), []byte("new")); err != nil {
@@ -164,10 +168,10 @@ func testUpdateErrorRollsBack(t *testing.T, s kv.Store) {
 	if !errors.Is(err, boom) {
 		t.Fatalf("Update = %v, want the error of fn", err)
 	}
-	if v, _ := get(t, s, []byte("r/1")); string(v) != "old" {
+	if v, _ := Get(t, s, []byte("r/1")); string(v) != "old" {
 		t.Fatalf("r/1 = %q after rollback, want old", v)
 	}
-	if _, err := get(t, s, []byte("r/2")); !errors.Is(err, kv.ErrNotFound) {
+	if _, err := Get(t, s, []byte("r/2")); !errors.Is(err, kv.ErrNotFound) {
 		t.Fatalf("r/2 after rollback: %v, want ErrNotFound", err)
 	}
 }
@@ -225,7 +229,7 @@ func testScanOrder(t *testing.T, s kv.Store) {
 	for _, k := range [][]byte{kv.Key("n/", 6, 9), kv.Key("n/", 8, 0), []byte("m/"), []byte("o/")} {
 		kvs = append(kvs, k, append([]byte("v"), k...))
 	}
-	set(t, s, kvs...)
+	Set(t, s, kvs...)
 
 	want := slices.Clone(ids)
 	slices.Sort(want)
@@ -259,7 +263,7 @@ func testScanStart(t *testing.T, s kv.Store) {
 	for _, k := range all {
 		kvs = append(kvs, []byte(k), []byte("v"+k))
 	}
-	set(t, s, kvs...)
+	Set(t, s, kvs...)
 
 	none := []string(nil)
 	tests := []struct {
@@ -341,7 +345,7 @@ func testScanStop(t *testing.T, s kv.Store) {
 	for i := range uint64(10) {
 		kvs = append(kvs, kv.Key("s/", i), []byte("v"))
 	}
-	set(t, s, kvs...)
+	Set(t, s, kvs...)
 	boom := errors.New("boom")
 	for _, reverse := range []bool{false, true} {
 		n := 0
@@ -392,7 +396,7 @@ func testTTL(t *testing.T, s kv.Store) {
 	// already be gone here, so only its eventual disappearance is checked.
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		_, err := get(t, s, []byte("t/token"))
+		_, err := Get(t, s, []byte("t/token"))
 		if errors.Is(err, kv.ErrNotFound) {
 			break
 		}
@@ -482,7 +486,7 @@ func testConflictsRetried(t *testing.T, s kv.Store) {
 		})
 	}
 	wg.Wait()
-	v, err := get(t, s, key)
+	v, err := Get(t, s, key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -498,7 +502,7 @@ func testConflictsRetried(t *testing.T, s kv.Store) {
 func testSerializable(t *testing.T, s kv.Store) {
 	ctx := context.Background()
 	x, y := []byte("x"), []byte("y")
-	set(t, s, x, []byte{1}, y, []byte{1})
+	Set(t, s, x, []byte{1}, y, []byte{1})
 	read := [2]chan struct{}{make(chan struct{}), make(chan struct{})}
 	var wg sync.WaitGroup
 	for i, mine := range [][]byte{x, y} {
@@ -534,8 +538,8 @@ func testSerializable(t *testing.T, s kv.Store) {
 		})
 	}
 	wg.Wait()
-	vx, errx := get(t, s, x)
-	vy, erry := get(t, s, y)
+	vx, errx := Get(t, s, x)
+	vy, erry := Get(t, s, y)
 	if errx != nil || erry != nil {
 		t.Fatal(errx, erry)
 	}
@@ -587,7 +591,7 @@ func testBoundedRetry(t *testing.T, s kv.Store) {
 	if tries < 2 {
 		t.Fatalf("fn ran %d times: a try whose read was overwritten before its commit committed", tries)
 	}
-	_, derr := get(t, s, derived)
+	_, derr := Get(t, s, derived)
 	switch {
 	case errors.Is(err, kv.ErrConflict):
 		if !errors.Is(derr, kv.ErrNotFound) {
@@ -666,7 +670,7 @@ func testGeneration(t *testing.T, s kv.Store) {
 					return
 				}
 				var n uint64
-				v, err := get(t, s, []byte("g/0"))
+				v, err := Get(t, s, []byte("g/0"))
 				switch {
 				case err == nil:
 					n = kv.Uint64At(v, 0)
