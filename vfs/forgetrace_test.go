@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"berth/kv"
 	"berth/vfs"
 	"berth/vfs/chunk"
 )
@@ -57,10 +56,7 @@ func (f *failsAfter) Read(p []byte) (int, error) {
 // must not clear that new note too: the chunk would stay stored,
 // unreferenced and unnoted, until a sweep after a crash.
 func TestFailedUploadNoteSurvivesCollector(t *testing.T) {
-	db, err := kv.OpenBadger(kv.BadgerOptions{Dir: filepath.Join(t.TempDir(), "meta"), NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := openBadger(t, filepath.Join(t.TempDir(), "meta"), true)
 	t.Cleanup(func() { db.Close() })
 	store := &afterDelete{Memory: chunk.NewMemory()}
 	fs, err := vfs.Open(ctx, db, store, vfs.Options{})

@@ -20,7 +20,7 @@ import (
 // in a temp directory.
 type env struct {
 	dir    string
-	db     *kv.Badger
+	db     *badgerDB
 	chunks *chunk.Disk
 	fs     *vfs.FS
 	root   vfs.Root
@@ -33,10 +33,7 @@ func openEnv(t testing.TB, dir string) *env {
 
 func openEnvWith(t testing.TB, dir string, opts vfs.Options) *env {
 	t.Helper()
-	db, err := kv.OpenBadger(kv.BadgerOptions{Dir: filepath.Join(dir, "meta"), NoSync: noSync(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := openBadger(t, filepath.Join(dir, "meta"), noSync(t))
 	chunks, err := chunk.NewDisk(filepath.Join(dir, "chunks"))
 	if err != nil {
 		t.Fatal(err)
@@ -46,6 +43,22 @@ func openEnvWith(t testing.TB, dir string, opts vfs.Options) *env {
 		t.Fatal(err)
 	}
 	return &env{dir: dir, db: db, chunks: chunks, fs: fs}
+}
+
+// badgerDB is the kv engine every test here runs on. It and openBadger are
+// the only places that name the engine, so moving it touches one spot.
+type badgerDB = kv.Badger
+
+// openBadger opens a real Badger in dir, in memory when dir is empty; with
+// noSync its commits skip fsync (for fixtures, never for crash tests). The
+// caller closes it.
+func openBadger(t testing.TB, dir string, noSync bool) *badgerDB {
+	t.Helper()
+	db, err := kv.OpenBadger(kv.BadgerOptions{Dir: dir, InMemory: dir == "", NoSync: noSync})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db
 }
 
 func newEnv(t testing.TB) *env {

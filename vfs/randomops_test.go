@@ -26,12 +26,12 @@ var errCrash = errors.New("crash between transactions")
 // crashKV panics with errCrash right after the commit that brings its
 // countdown to zero, as if the process died there.
 type crashKV struct {
-	*kv.Badger
+	*badgerDB
 	countdown atomic.Int64 // 0: never
 }
 
 func (c *crashKV) Update(ctx context.Context, fn func(kv.Txn) error) error {
-	err := c.Badger.Update(ctx, fn)
+	err := c.badgerDB.Update(ctx, fn)
 	if err == nil && c.countdown.Load() > 0 && c.countdown.Add(-1) == 0 {
 		panic(errCrash)
 	}
@@ -66,12 +66,10 @@ type worldItem struct {
 func newWorld(t *testing.T) *world {
 	w := &world{t: t, clock: newTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))}
 	dir := t.TempDir()
-	bdb, err := kv.OpenBadger(kv.BadgerOptions{Dir: filepath.Join(dir, "meta"), NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	bdb := openBadger(t, filepath.Join(dir, "meta"), true)
 	t.Cleanup(func() { bdb.Close() })
-	w.db = &crashKV{Badger: bdb}
+	w.db = &crashKV{badgerDB: bdb}
+	var err error
 	if w.disk, err = chunk.NewDisk(filepath.Join(dir, "chunks")); err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"berth/kv"
 	"berth/vfs"
 	"berth/vfs/chunk"
 )
@@ -284,10 +283,7 @@ func TestWriteZip64Entries(t *testing.T) {
 	const n = 70000
 	// In-memory Badger: each commit is then not an fsync, and this test is
 	// about the archive, not the store.
-	db, err := kv.OpenBadger(kv.BadgerOptions{InMemory: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := openBadger(t, "", false)
 	t.Cleanup(func() { db.Close() })
 	chunks, err := chunk.NewDisk(filepath.Join(t.TempDir(), "chunks"))
 	if err != nil {
