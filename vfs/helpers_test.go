@@ -140,3 +140,16 @@ func (c *testClock) Now() time.Time { return time.Unix(0, c.ns.Load()) }
 
 // Add moves the clock forward by d.
 func (c *testClock) Add(d time.Duration) { c.ns.Add(int64(d)) }
+
+// ctx is the context of the calls whose cancellation a test is not about.
+var ctx = context.Background()
+
+// mustLookup looks p up in e's root, failing the test when it is missing.
+func mustLookup(t *testing.T, e *env, p string) vfs.Node {
+	t.Helper()
+	n, err := e.fs.Lookup(ctx, e.root.ID, p)
+	if err != nil {
+		t.Fatalf("lookup %s: %v", p, err)
+	}
+	return n
+}
