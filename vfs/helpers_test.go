@@ -20,7 +20,7 @@ import (
 // in a temp directory.
 type env struct {
 	dir    string
-	db     *badger.DB
+	db     *badgerDB
 	chunks *chunk.Disk
 	fs     *vfs.FS
 	root   vfs.Root
@@ -33,10 +33,7 @@ func openEnv(t testing.TB, dir string) *env {
 
 func openEnvWith(t testing.TB, dir string, opts vfs.Options) *env {
 	t.Helper()
-	db, err := badger.Open(badger.Options{Dir: filepath.Join(dir, "meta"), NoSync: noSync(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := openBadger(t, filepath.Join(dir, "meta"), noSync(t))
 	chunks, err := chunk.NewDisk(filepath.Join(dir, "chunks"))
 	if err != nil {
 		t.Fatal(err)
@@ -46,6 +43,22 @@ func openEnvWith(t testing.TB, dir string, opts vfs.Options) *env {
 		t.Fatal(err)
 	}
 	return &env{dir: dir, db: db, chunks: chunks, fs: fs}
+}
+
+// badgerDB is the kv engine every test here runs on. It and openBadger are
+// the only places that name the engine, so moving it touches one spot.
+type badgerDB = badger.DB
+
+// openBadger opens a real Badger in dir, in memory when dir is empty; with
+// noSync its commits skip fsync (for fixtures, never for crash tests). The
+// caller closes it.
+func openBadger(t testing.TB, dir string, noSync bool) *badgerDB {
+	t.Helper()
+	db, err := badger.Open(badger.Options{Dir: dir, InMemory: dir == "", NoSync: noSync})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db
 }
 
 func newEnv(t testing.TB) *env {
@@ -127,3 +140,16 @@ func (c *testClock) Now() time.Time { return time.Unix(0, c.ns.Load()) }
 
 // Add moves the clock forward by d.
 func (c *testClock) Add(d time.Duration) { c.ns.Add(int64(d)) }
+
+// ctx is the context of the calls whose cancellation a test is not about.
+var ctx = context.Background()
+
+// mustLookup looks p up in e's root, failing the test when it is missing.
+func mustLookup(t *testing.T, e *env, p string) vfs.Node {
+	t.Helper()
+	n, err := e.fs.Lookup(ctx, e.root.ID, p)
+	if err != nil {
+		t.Fatalf("lookup %s: %v", p, err)
+	}
+	return n
+}

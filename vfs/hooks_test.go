@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"berth/kv"
-	"berth/kv/badger"
 	"berth/vfs"
 	"berth/vfs/chunk"
 )
@@ -15,14 +14,14 @@ import (
 // hookKV runs test hooks at chosen points of the next View or Update, so a
 // test can interleave another request exactly there. Each hook runs once.
 type hookKV struct {
-	*badger.DB
+	*badgerDB
 	afterView    atomic.Pointer[func()] // after the next View returns
 	beforeCommit atomic.Pointer[func()] // inside the next Update, after its work
 	afterUpdate  atomic.Pointer[func()] // after the next Update returns
 }
 
 func (h *hookKV) View(ctx context.Context, fn func(kv.Txn) error) error {
-	err := h.DB.View(ctx, fn)
+	err := h.badgerDB.View(ctx, fn)
 	if f := h.afterView.Swap(nil); f != nil {
 		(*f)()
 	}
@@ -30,7 +29,7 @@ func (h *hookKV) View(ctx context.Context, fn func(kv.Txn) error) error {
 }
 
 func (h *hookKV) Update(ctx context.Context, fn func(kv.Txn) error) error {
-	err := h.DB.Update(ctx, func(tx kv.Txn) error {
+	err := h.badgerDB.Update(ctx, func(tx kv.Txn) error {
 		if err := fn(tx); err != nil {
 			return err
 		}
@@ -88,16 +87,13 @@ func (h *hookChunks) Delete(ctx context.Context, id chunk.ID) error {
 func openHooked(t *testing.T, opts vfs.Options) (*vfs.FS, vfs.Root, *hookKV, *hookChunks) {
 	t.Helper()
 	dir := t.TempDir()
-	bdb, err := badger.Open(badger.Options{Dir: filepath.Join(dir, "meta"), NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	bdb := openBadger(t, filepath.Join(dir, "meta"), true)
 	t.Cleanup(func() { bdb.Close() })
 	disk, err := chunk.NewDisk(filepath.Join(dir, "chunks"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	db, chunks := &hookKV{DB: bdb}, &hookChunks{Disk: disk}
+	db, chunks := &hookKV{badgerDB: bdb}, &hookChunks{Disk: disk}
 	fs, err := vfs.Open(context.Background(), db, chunks, opts)
 	if err != nil {
 		t.Fatal(err)

@@ -2,12 +2,10 @@ package vfs
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
 
-	"github.com/fxamacker/cbor/v2"
 	"github.com/google/uuid"
 
 	"berth/kv"
@@ -277,44 +275,71 @@ func pruneLocks(locks []lockRec, now int64) []lockRec {
 	return slices.DeleteFunc(locks, func(l lockRec) bool { return l.Expires != 0 && l.Expires <= now })
 }
 
-// walkLive calls fn for every live item below the folder id. It reads (and
-// so watches) each folder's generation, as a delete's count does: a child
-// added after this snapshot, which the scan misses, then conflicts.
-func walkLive(tx kv.Txn, id uint64, fn func(nodeRec) error) error {
-	if _, err := tx.Get(genKey(id)); err != nil && !errors.Is(err, kv.ErrNotFound) {
-		return err
-	}
-	kids, err := records(tx, childPrefix(id))
-	if err != nil {
-		return err
-	}
-	for _, c := range kids {
-		if err := fn(c); err != nil {
-			return err
-		}
-		if c.Dir {
-			if err := walkLive(tx, c.ID, fn); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
 func newToken() string {
 	return "urn:uuid:" + uuid.NewString()
 }
 
-// records decodes every node record under prefix (C/ or D/ of a folder).
-func records(tx kv.Txn, prefix []byte) ([]nodeRec, error) {
-	var out []nodeRec
-	err := tx.Scan(prefix, nil, func(k, v []byte) error {
-		var c nodeRec
-		if err := cbor.Unmarshal(v, &c); err != nil {
-			return fmt.Errorf("vfs: decode %q: %w", k, err)
+// lockHeld reports whether opts hold the lock l. A lock's token counts
+// only when its Holder presents it (RFC 4918 6.4: the server checks the
+// principal as well as the token), so a token seen by someone else is no
+// key; a lock without a Holder is the token's alone. A lock that does not
+// require its token (REST's) is held by its Holder.
+func lockHeld(l lockRec, opts WriteOptions) bool {
+	if l.Holder != "" && l.Holder != opts.Principal {
+		return false
+	}
+	return slices.Contains(opts.LockTokens, l.Token) || (!l.TokenRequired && l.Holder != "")
+}
+
+// blocks reports whether the live locks covering one item refuse a write
+// by opts: an exclusive one opts do not hold, or shared ones of which
+// opts hold none. Of shared locks one is enough: "any principal that has
+// both access privileges and a valid lock can use the locked resource"
+// (RFC 4918 6.2). A lock request never mixes an exclusive lock with
+// others on one item, but a move can bring an item with an exclusive
+// lock under a folder's shared deep locks, and those do not open it.
+func blocks(locks []lockRec, opts WriteOptions, now int64) bool {
+	locked, held := false, false
+	for _, l := range locks {
+		switch {
+		case l.Expires != 0 && l.Expires <= now:
+		case lockHeld(l, opts):
+			held = true
+		case !l.Shared:
+			return true
+		default:
+			locked = true
 		}
-		out = append(out, c)
-		return nil
-	})
-	return out, err
+	}
+	return locked && !held
+}
+
+// checkLocks walks up from id. The first levels items change (the item
+// written and, for a change of membership, its folder); each is covered
+// by its own locks and the deep locks of the folders above it, and is
+// refused unless blocks lets it through.
+func checkLocks(tx kv.Txn, id uint64, levels int, opts WriteOptions, now int64) error {
+	var chain []nodeRec
+	for id != 0 {
+		rec, _, err := loadNode(tx, id)
+		if err != nil {
+			return err
+		}
+		chain = append(chain, rec)
+		id = rec.Parent
+	}
+	for i := 0; i < levels && i < len(chain); i++ {
+		cover := chain[i].Locks
+		for _, above := range chain[i+1:] {
+			for _, l := range above.Locks {
+				if l.Deep {
+					cover = append(cover[:len(cover):len(cover)], l)
+				}
+			}
+		}
+		if blocks(cover, opts, now) {
+			return fmt.Errorf("%w: %q", ErrLocked, chain[i].Name)
+		}
+	}
+	return nil
 }

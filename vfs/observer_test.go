@@ -9,7 +9,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"berth/kv/badger"
 	"berth/vfs"
 	"berth/vfs/chunk"
 )
@@ -29,10 +28,7 @@ func (r *recorder) Observe(ev vfs.Event) {
 // metrics count both by kind and result.
 func TestObserverAndMetrics(t *testing.T) {
 	dir := t.TempDir()
-	db, err := badger.Open(badger.Options{Dir: filepath.Join(dir, "meta")})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := openBadger(t, filepath.Join(dir, "meta"), false)
 	defer db.Close()
 	chunks, _ := chunk.NewDisk(filepath.Join(dir, "chunks"))
 	rec := &recorder{}

@@ -2,17 +2,52 @@ package vfs_test
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"berth/vfs"
 )
 
-// The tests here force one request to run entirely inside another's
-// transaction, just before it commits (hookKV.beforeCommit), and check what
-// both leave: contents byte for byte, fsck, and usage against a recount.
+// TestRaces holds the cases where two requests meet: each row interleaves
+// operations (at a chosen point, through hooks, or many at once) and checks
+// that every answer is one a serial order could give and that the stores
+// stay consistent. A race found later becomes a row here.
+func TestRaces(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		run  func(*testing.T)
+	}{
+		{"MovesRaceIntoACycle", movesRaceIntoACycle},
+		{"SameNameWritesRace", sameNameWritesRace},
+		{"CopyRacesPurgeAndCollect", copyRacesPurgeAndCollect},
+		{"DeleteRacesChangesInside", deleteRacesChangesInside},
+		{"LockRacesWrite", lockRacesWrite},
+		{"UploadRacesCollector", uploadRacesCollector},
+		// was closerace_test.go
+		{"CloseWithUploadInFlight", closeWithUploadInFlight},
+		// was deleterace_test.go
+		{"DeleteRacesCreateInside", deleteRacesCreateInside},
+		// was lockrace_test.go
+		{"DeepLockRacesMoveIn", deepLockRacesMoveIn},
+		// was purgeroot_race_test.go
+		{"PurgeRootRaces", purgeRootRaces},
+		// was stress_test.go
+		{"ConcurrentTreeChanges", concurrentTreeChanges},
+	} {
+		t.Run(tc.name, tc.run)
+	}
+}
 
 // mustMkdir and mustWrite set up fixtures.
 func mustMkdir(t *testing.T, fs *vfs.FS, root, parent uint64, name string) vfs.Node {
@@ -63,7 +98,7 @@ func inside(db *hookKV, fn func()) *bool {
 // the next, all at once (each inside the previous one's transaction), so
 // that together they would close a cycle. All but the outermost commit; it
 // must then see the cycle and refuse, leaving a tree.
-func TestMovesRaceIntoACycle(t *testing.T) {
+func movesRaceIntoACycle(t *testing.T) {
 	for _, n := range []int{2, 3} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
 			fs, root, db, _ := openHooked(t, vfs.Options{})
@@ -111,7 +146,7 @@ func TestMovesRaceIntoACycle(t *testing.T) {
 // becomes the next revision of the one file; nothing is lost, usage counts
 // both, and the revisions list in the order they were committed, the
 // current one last.
-func TestSameNameWritesRace(t *testing.T) {
+func sameNameWritesRace(t *testing.T) {
 	for _, existing := range []bool{false, true} {
 		t.Run(fmt.Sprintf("existing=%v", existing), func(t *testing.T) {
 			fs, root, db, _ := openHooked(t, vfs.Options{})
@@ -167,7 +202,7 @@ func TestSameNameWritesRace(t *testing.T) {
 // its chunks collected while the copy is under way, in one transaction or
 // between the transactions of a copy built in several. The copy either
 // fails or holds every byte; nothing is missing or leaked.
-func TestCopyRacesPurgeAndCollect(t *testing.T) {
+func copyRacesPurgeAndCollect(t *testing.T) {
 	for _, split := range []bool{false, true} {
 		t.Run(fmt.Sprintf("split=%v", split), func(t *testing.T) {
 			opts := vfs.Options{}
@@ -235,7 +270,7 @@ func TestCopyRacesPurgeAndCollect(t *testing.T) {
 // either conflicts with the delete or is counted by it; after the delete
 // and a purge the root's usage matches a recount and every byte outside
 // the folder is intact.
-func TestDeleteRacesChangesInside(t *testing.T) {
+func deleteRacesChangesInside(t *testing.T) {
 	for _, change := range []string{"revision", "rename", "move in", "move out", "copy in", "mkdir"} {
 		t.Run(change, func(t *testing.T) {
 			fs, root, db, _ := openHooked(t, vfs.Options{})
@@ -289,7 +324,7 @@ func TestDeleteRacesChangesInside(t *testing.T) {
 // TestLockRacesWrite: a lock taken on a file, or on its folder, while a
 // write by someone else is about to commit refuses that write; the file
 // keeps its contents and the refused upload leaks nothing.
-func TestLockRacesWrite(t *testing.T) {
+func lockRacesWrite(t *testing.T) {
 	for _, onFolder := range []bool{false, true} {
 		t.Run(fmt.Sprintf("folder=%v", onFolder), func(t *testing.T) {
 			fs, root, db, _ := openHooked(t, vfs.Options{})
@@ -318,4 +353,613 @@ func TestLockRacesWrite(t *testing.T) {
 			checkStore(t, fs, root.ID, []uint64{f.ID})
 		})
 	}
+}
+
+// An upload that found chunks in the store and skipped them succeeds when
+// the collector runs while its body still streams: the chunks it holds
+// stay, the others it stores again.
+func uploadRacesCollector(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	e := openEnvWith(t, t.TempDir(), vfs.Options{Registerer: reg})
+	t.Cleanup(e.close)
+	e.root, _ = e.fs.CreateRoot(ctx, "r", vfs.RootSync)
+	data := randBytes(5, 12<<20)
+	a := e.write(t, e.root.FolderID, "a", data)
+	if err := e.fs.Delete(ctx, e.root.ID, a.ID, vfs.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.fs.Purge(ctx, e.root.ID, a.ID); err != nil {
+		t.Fatal(err)
+	}
+	// The same bytes again: the first chunks are found and skipped, then
+	// the collector runs before the body ends.
+	release := make(chan struct{})
+	body := io.MultiReader(bytes.NewReader(data), gate(release))
+	type result struct {
+		n   vfs.Node
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		n, err := e.fs.WriteFile(ctx, e.root.ID, e.root.FolderID, "b", body, vfs.WriteOptions{})
+		done <- result{n, err}
+	}()
+	// Wait until the upload has found (and skipped) a stored chunk.
+	for deadline := time.Now().Add(20 * time.Second); metricValue(t, reg, "berth_chunks_deduplicated_total") < 1; {
+		if time.Now().After(deadline) {
+			t.Fatal("the upload skipped no chunk")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if _, err := e.fs.GC(ctx); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	b := <-done
+	if b.err != nil {
+		t.Fatalf("upload while the collector ran: %v", b.err)
+	}
+	if !bytes.Equal(e.read(t, b.n.ID), data) {
+		t.Fatal("the upload stored other bytes")
+	}
+	e.fs.GC(ctx)
+	if rep, err := e.fs.Fsck(ctx, true); err != nil || !rep.OK() {
+		t.Fatalf("fsck: %v %v", rep, err)
+	}
+}
+
+// TestCloseWithUploadInFlight: the daemon closes the file system, then the
+// metadata store, after its grace period, while an upload may still be
+// running. The upload then stores its chunks and can neither reference nor
+// note them; a close that recorded a clean shutdown regardless made the
+// next start skip the sweep that removes such chunks, and they leaked for
+// good.
+func closeWithUploadInFlight(t *testing.T) {
+	dir := t.TempDir()
+	e := openEnv(t, dir)
+	root, err := e.fs.CreateRoot(ctx, "r", vfs.RootSync)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := body(1, 700<<10)
+	if _, err := e.fs.WriteFile(ctx, root.ID, root.FolderID, "kept", bytes.NewReader(kept), vfs.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	p := &pausing{r: bytes.NewReader(body(2, 2<<20)), reached: make(chan struct{}), release: make(chan struct{})}
+	done := make(chan error, 1)
+	go func() {
+		_, err := e.fs.WriteFile(ctx, root.ID, root.FolderID, "late", p, vfs.WriteOptions{})
+		done <- err
+	}()
+	<-p.reached
+	if err := e.fs.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	close(p.release)
+	if err := <-done; !errors.Is(err, vfs.ErrBusy) {
+		t.Fatalf("upload across the close: %v", err)
+	}
+	// A write that starts after the close stores nothing either.
+	if _, err := e.fs.WriteFile(ctx, root.ID, root.FolderID, "later", bytes.NewReader(body(3, 700<<10)), vfs.WriteOptions{}); err == nil {
+		t.Fatal("upload after the close succeeded")
+	}
+
+	e = openEnv(t, dir)
+	defer e.close()
+	e.root = root
+	if rep, err := e.fs.Fsck(ctx, true); err != nil || !rep.OK() {
+		t.Fatalf("fsck after restarting: %v (%v)", rep, err)
+	}
+	n, err := e.fs.Lookup(ctx, root.ID, "/kept")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := e.read(t, n.ID); !bytes.Equal(got, kept) {
+		t.Fatal("a file stored before the close differs")
+	}
+	if _, err := e.fs.Lookup(ctx, root.ID, "/late"); !errors.Is(err, vfs.ErrNotExist) {
+		t.Fatalf("the upload that failed: %v", err)
+	}
+}
+
+// TestDeleteRacesCreateInside: a file created in a folder while the
+// folder's delete is counting what it moves to deleted space must be
+// counted too. The delete's scan of the children does not see a key added
+// after its snapshot, so without a key the creation writes and the count
+// reads, both commit and usage keeps the new file as live under a deleted
+// folder (and a purge then drives the deleted counts below zero).
+func deleteRacesCreateInside(t *testing.T) {
+	fs, root, db, _ := openHooked(t, vfs.Options{})
+	for _, create := range []struct {
+		name string
+		fn   func(parent uint64) error
+	}{
+		{"file", func(parent uint64) error {
+			_, err := fs.WriteFile(ctx, root.ID, parent, "late.txt", bytes.NewReader([]byte("late")), vfs.WriteOptions{})
+			return err
+		}},
+		{"folder", func(parent uint64) error {
+			_, err := fs.Mkdir(ctx, root.ID, parent, "late", vfs.WriteOptions{})
+			return err
+		}},
+	} {
+		t.Run(create.name, func(t *testing.T) {
+			d, err := fs.Mkdir(ctx, root.ID, root.FolderID, "d-"+create.name, vfs.WriteOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sub, err := fs.Mkdir(ctx, root.ID, d.ID, "sub", vfs.WriteOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := fs.WriteFile(ctx, root.ID, sub.ID, "early.txt", bytes.NewReader([]byte("early")), vfs.WriteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			before, err := fs.Usage(ctx, root.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ran := false
+			late := func() {
+				ran = true
+				if err := create.fn(sub.ID); err != nil {
+					t.Errorf("create inside: %v", err)
+				}
+			}
+			db.beforeCommit.Store(&late)
+			if err := fs.Delete(ctx, root.ID, d.ID, vfs.WriteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if !ran {
+				t.Fatal("the hook did not run")
+			}
+			if err := fs.Purge(ctx, root.ID, d.ID); err != nil {
+				t.Fatal(err)
+			}
+			u, err := fs.Usage(ctx, root.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The folder and the early file were counted before; after the
+			// delete and purge of the whole tree nothing of it may remain.
+			want := before
+			want.FolderCount -= 2
+			want.FileCount--
+			want.HeadSize -= int64(len("early"))
+			want.PhysicalSize = want.HeadSize + want.RevisionSize + want.DeletedSize
+			if u != want {
+				t.Fatalf("usage after deleting and purging the folder:\n got %+v\nwant %+v", u, want)
+			}
+		})
+	}
+}
+
+// TestDeepLockRacesMoveIn: an exclusive deep lock conflicts with any lock
+// below its folder. An item locked by someone else and moved into the
+// folder while the lock checks the folder's subtree is a child its scan
+// does not see, so without a key the move writes and the lock reads both
+// commit: two holders then each lock the item against the other.
+func deepLockRacesMoveIn(t *testing.T) {
+	fs, root, db, _ := openHooked(t, vfs.Options{})
+	x, err := fs.Mkdir(ctx, root.ID, root.FolderID, "x", vfs.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, err := fs.Mkdir(ctx, root.ID, x.ID, "sub", vfs.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := body(3, 40<<10)
+	f, err := fs.WriteFile(ctx, root.ID, root.FolderID, "f", bytes.NewReader(data), vfs.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fs.Lock(ctx, root.ID, f.ID, vfs.LockRequest{Holder: "bob"}); err != nil {
+		t.Fatal(err)
+	}
+	bob := vfs.WriteOptions{Principal: "bob"}
+	ran := false
+	moveIn := func() {
+		ran = true
+		if _, err := fs.Move(ctx, root.ID, f.ID, sub.ID, "", bob); err != nil {
+			t.Errorf("move in: %v", err)
+		}
+	}
+	db.beforeCommit.Store(&moveIn)
+	_, err = fs.Lock(ctx, root.ID, x.ID, vfs.LockRequest{Holder: "alice", Deep: true})
+	if !ran {
+		t.Fatal("the hook did not run")
+	}
+	if !errors.Is(err, vfs.ErrLocked) {
+		t.Fatalf("deep lock over an item locked by another, moved in meanwhile: %v", err)
+	}
+	// Bob's lock still lets him write his file, and it reads back whole.
+	data = body(4, 40<<10)
+	if _, err := fs.WriteFile(ctx, root.ID, sub.ID, "f", bytes.NewReader(data), bob); err != nil {
+		t.Fatal(err)
+	}
+	file, err := fs.Open(ctx, root.ID, f.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := new(bytes.Buffer)
+	_, err = got.ReadFrom(file)
+	file.Close()
+	if err != nil || !bytes.Equal(got.Bytes(), data) {
+		t.Fatalf("contents after the race differ (%v)", err)
+	}
+	checkStore(t, fs, root.ID, []uint64{f.ID})
+}
+
+// TestPurgeRootRaces: a deleted root is purged (and the collector runs)
+// in the middle of split operations that touch it: a copy staged into it,
+// a copy staged out of it, an upload into it, and an upload into another
+// root that deduplicates against its chunks. Whatever each operation
+// answers, nothing it reports stored is short, and the stores are
+// consistent afterwards.
+func purgeRootRaces(t *testing.T) {
+	far := time.Now().Add(1000 * time.Hour)
+	for _, tc := range []string{"copy into", "copy from", "upload into", "dedup upload"} {
+		t.Run(tc, func(t *testing.T) {
+			var hook func()
+			opts := vfs.WithRefBatch(vfs.WithBatchHook(vfs.Options{}, func(op vfs.Op) {
+				if h := hook; h != nil && (op == vfs.OpCopy || op == vfs.OpWrite) {
+					hook = nil
+					h()
+				}
+			}), 2)
+			fs, live, _, chunks := openHooked(t, opts)
+			doomed, err := fs.CreateRoot(ctx, "doomed", vfs.RootSync)
+			if err != nil {
+				t.Fatal(err)
+			}
+			src, err := fs.Mkdir(ctx, doomed.ID, doomed.FolderID, "src", vfs.WriteOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var files [][]byte
+			for i := range 4 {
+				data := body(uint64(60+i), 3<<20)
+				files = append(files, data)
+				mustWrite(t, fs, doomed.ID, src.ID, fmt.Sprint("f", i), data)
+			}
+			purge := func() {
+				if err := fs.DeleteRoot(ctx, doomed.ID); err != nil {
+					t.Error(err)
+				}
+				if rep, err := fs.PurgeDeleted(ctx, far); err != nil || rep.Roots != 1 {
+					t.Errorf("purge: %s %v", rep, err)
+				}
+				if _, err := fs.GC(ctx); err != nil {
+					t.Error(err)
+				}
+			}
+			ran := false
+			var keep []uint64
+			switch tc {
+			case "copy into":
+				dst, err := fs.Mkdir(ctx, live.ID, live.FolderID, "dst", vfs.WriteOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i, data := range files {
+					keep = append(keep, mustWrite(t, fs, live.ID, dst.ID, fmt.Sprint("f", i), data).ID)
+				}
+				keep = append(keep, dst.ID)
+				hook = func() { ran = true; purge() }
+				_, err = fs.Copy(ctx, live.ID, dst.ID, doomed.ID, doomed.FolderID, "copy", vfs.WriteOptions{})
+				if !errors.Is(err, vfs.ErrRootDeleted) {
+					t.Errorf("copy into a purged root: %v", err)
+				}
+			case "copy from":
+				hook = func() { ran = true; purge() }
+				n, err := fs.Copy(ctx, doomed.ID, src.ID, live.ID, live.FolderID, "copy", vfs.WriteOptions{})
+				if err == nil {
+					keep = append(keep, n.ID)
+					t.Logf("copy from a purged root succeeded")
+				} else {
+					t.Logf("copy from a purged root: %v", err)
+				}
+			case "upload into":
+				hook = func() { ran = true; purge() }
+				_, err := fs.WriteFile(ctx, doomed.ID, src.ID, "new", bytes.NewReader(body(70, 3<<20)), vfs.WriteOptions{})
+				if !errors.Is(err, vfs.ErrRootDeleted) {
+					t.Errorf("upload into a purged root: %v", err)
+				}
+			case "dedup upload":
+				f := func() { ran = true; purge() }
+				chunks.afterHas.Store(&f)
+				n, err := fs.WriteFile(ctx, live.ID, live.FolderID, "dup", bytes.NewReader(files[0]), vfs.WriteOptions{})
+				if err != nil {
+					t.Fatalf("upload deduplicated against a purged root: %v", err)
+				}
+				if !bytes.Equal(contents(t, fs, live.ID, n.ID), files[0]) {
+					t.Fatal("the upload stored other bytes")
+				}
+				keep = append(keep, n.ID)
+			}
+			if !ran {
+				t.Fatal("the hook did not run")
+			}
+			checkStore(t, fs, live.ID, keep)
+			// Only what the live root keeps is left.
+			rep, err := fs.Fsck(ctx, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("after: %s", rep)
+		})
+	}
+}
+
+// concurrentTreeChanges runs random writes, moves, renames, copies,
+// deletes, purges, locks and collections on one small tree at once, with
+// operations split into several transactions from two chunks up, then
+// checks that nothing was lost, leaked, corrupted or miscounted.
+func concurrentTreeChanges(t *testing.T) {
+	fs, root, _, _ := openHooked(t, vfs.WithRefBatch(vfs.Options{}, 2))
+	var mu sync.Mutex
+	ids := []uint64{root.FolderID}
+	dirs := []uint64{root.FolderID}
+	add := func(n vfs.Node) {
+		mu.Lock()
+		ids = append(ids, n.ID)
+		if n.Dir {
+			dirs = append(dirs, n.ID)
+		}
+		mu.Unlock()
+	}
+	// pick prefers live items, as clients mostly name those.
+	pick := func(r *rand.Rand, dir bool) uint64 {
+		var id uint64
+		for range 4 {
+			mu.Lock()
+			if dir || r.IntN(3) == 0 {
+				id = dirs[r.IntN(len(dirs))]
+			} else {
+				id = ids[r.IntN(len(ids))]
+			}
+			mu.Unlock()
+			if n, err := fs.Stat(ctx, root.ID, id); err == nil && !n.Deleted {
+				break
+			}
+		}
+		return id
+	}
+	for _, a := range []string{"a", "b", "c"} {
+		d, err := fs.Mkdir(ctx, root.ID, root.FolderID, a, vfs.WriteOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		add(d)
+		for _, b := range []string{"x", "y"} {
+			sub, err := fs.Mkdir(ctx, root.ID, d.ID, b, vfs.WriteOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			add(sub)
+		}
+	}
+	names := []string{"a", "b", "c", "d"}
+	o := vfs.WriteOptions{}
+	const workers, steps = 6, 60
+	seed := uint64(7)
+	if v := os.Getenv("BERTH_STRESS_SEED"); v != "" {
+		seed, _ = strconv.ParseUint(v, 10, 64)
+	}
+	var ok, failed sync.Map
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			r := rand.New(rand.NewPCG(uint64(w), seed))
+			for range steps {
+				name := names[r.IntN(len(names))]
+				var err error
+				var op string
+				switch k := r.IntN(14); k {
+				case 0, 1:
+					op = "mkdir"
+					var n vfs.Node
+					if n, err = fs.Mkdir(ctx, root.ID, pick(r, true), name, o); err == nil {
+						add(n)
+					}
+				case 2, 3, 4, 12, 13:
+					op = "write"
+					size := []int{100, 20 << 10, 300 << 10, 900 << 10}[r.IntN(4)]
+					var n vfs.Node
+					n, err = fs.WriteFile(ctx, root.ID, pick(r, true), name, bytes.NewReader(body(uint64(r.IntN(6)), size)), o)
+					if err == nil {
+						add(n)
+					}
+				case 5:
+					op = "move"
+					_, err = fs.Move(ctx, root.ID, pick(r, false), pick(r, true), "", o)
+				case 6:
+					op = "rename"
+					_, err = fs.Rename(ctx, root.ID, pick(r, false), name, o)
+				case 7:
+					op = "copy"
+					var n vfs.Node
+					if n, err = fs.Copy(ctx, root.ID, pick(r, false), root.ID, pick(r, true), name, o); err == nil {
+						add(n)
+					}
+				case 8:
+					op = "delete"
+					err = fs.Delete(ctx, root.ID, pick(r, false), o)
+				case 9:
+					op = "purge"
+					mu.Lock()
+					id := ids[r.IntN(len(ids))]
+					mu.Unlock()
+					err = fs.Purge(ctx, root.ID, id)
+				case 10:
+					op = "lock"
+					var l vfs.Lock
+					id := pick(r, false)
+					l, err = fs.Lock(ctx, root.ID, id, vfs.LockRequest{Deep: r.IntN(2) == 0, Shared: r.IntN(2) == 0})
+					if err == nil {
+						err = fs.Unlock(ctx, root.ID, id, l.Token)
+					}
+				case 11:
+					op = "gc"
+					_, err = fs.GC(ctx)
+				}
+				if !expected(err) {
+					t.Errorf("%s: %v", op, err)
+				}
+				m, key := &ok, op
+				if err != nil {
+					m = &failed
+					for _, e := range []error{vfs.ErrNotExist, vfs.ErrNameConflict, vfs.ErrLocked, vfs.ErrBusy,
+						vfs.ErrNotDir, vfs.ErrIsDir, vfs.ErrRootItem} {
+						if errors.Is(err, e) {
+							key = op + " " + e.Error()
+						}
+					}
+				}
+				c, _ := m.LoadOrStore(key, new(atomic.Int64))
+				c.(*atomic.Int64).Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	for _, m := range []*sync.Map{&ok, &failed} {
+		m.Range(func(k, v any) bool {
+			t.Logf("%s: %d", k, v.(*atomic.Int64).Load())
+			return true
+		})
+	}
+	checkStore(t, fs, root.ID, ids)
+}
+
+// pausing reads data, then says so on reached and blocks until release
+// closes, then ends.
+type pausing struct {
+	r       io.Reader
+	reached chan struct{}
+	release chan struct{}
+}
+
+func (p *pausing) Read(b []byte) (int, error) {
+	n, err := p.r.Read(b)
+	if err == io.EOF {
+		close(p.reached)
+		<-p.release
+	}
+	return n, err
+}
+
+// body returns n bytes that describe themselves: a seed and a length,
+// then bytes drawn from the seed. Files with equal seeds share chunks.
+func body(seed uint64, n int) []byte {
+	n = max(n, 16)
+	b := randBytes(seed, n)
+	binary.LittleEndian.PutUint64(b, seed)
+	binary.LittleEndian.PutUint64(b[8:], uint64(n))
+	return b
+}
+
+// checkBody reports whether b is a whole body as body made it.
+func checkBody(b []byte) error {
+	if len(b) < 16 {
+		return fmt.Errorf("%d bytes, too short", len(b))
+	}
+	seed, n := binary.LittleEndian.Uint64(b), binary.LittleEndian.Uint64(b[8:])
+	if uint64(len(b)) != n {
+		return fmt.Errorf("%d bytes, body of seed %d had %d", len(b), seed, n)
+	}
+	if !bytes.Equal(b, body(seed, int(n))) {
+		return fmt.Errorf("%d bytes of seed %d differ", n, seed)
+	}
+	return nil
+}
+
+// checkStore runs the collector, then checks that nothing is missing,
+// leaked or miscounted, that the root's records agree and its usage
+// matches a recount, that no intent is left, and that every revision of
+// every item (live or deleted) reads back whole.
+func checkStore(t *testing.T, fs *vfs.FS, root uint64, ids []uint64) {
+	t.Helper()
+	for range 2 {
+		if _, err := fs.GC(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if rep, err := fs.Fsck(ctx, true); err != nil || !rep.OK() {
+		t.Fatalf("fsck: %v (%v)", rep, err)
+	}
+	if n, err := fs.IntentParts(ctx); err != nil || n != 0 {
+		t.Fatalf("%d intent parts left (%v)", n, err)
+	}
+	want, err := fs.Audit(ctx, root)
+	if err != nil {
+		t.Fatalf("audit: %v", err)
+	}
+	got, err := fs.Usage(ctx, root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != want {
+		t.Fatalf("usage\n got %+v\nrecounted %+v", got, want)
+	}
+	for _, id := range ids {
+		revs, err := fs.Revisions(ctx, root, id)
+		if errors.Is(err, vfs.ErrNotExist) || errors.Is(err, vfs.ErrIsDir) {
+			continue
+		}
+		if err != nil {
+			t.Fatalf("revisions of %d: %v", id, err)
+		}
+		for _, r := range revs {
+			f, err := fs.OpenRevision(ctx, root, id, r.ID)
+			if err != nil {
+				t.Fatalf("open %d revision %d: %v", id, r.ID, err)
+			}
+			b, err := io.ReadAll(f)
+			f.Close()
+			if err != nil {
+				t.Fatalf("read %d revision %d: %v", id, r.ID, err)
+			}
+			if err := checkBody(b); err != nil {
+				t.Fatalf("file %d revision %d: %v", id, r.ID, err)
+			}
+		}
+	}
+}
+
+// expected reports whether err is a refusal a request may meet when
+// others change the tree under it.
+func expected(err error) bool {
+	for _, e := range []error{vfs.ErrNotExist, vfs.ErrNameConflict, vfs.ErrLocked, vfs.ErrBusy,
+		vfs.ErrNotDir, vfs.ErrIsDir, vfs.ErrRootItem, vfs.ErrNoSuchLock} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return err == nil
+}
+
+type gate chan struct{}
+
+func (g gate) Read([]byte) (int, error) {
+	<-g
+	return 0, io.EOF
+}
+
+// metricValue is the value of a counter without labels, 0 when absent.
+func metricValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name && len(mf.GetMetric()) > 0 {
+			return mf.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	return 0
 }

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"berth/kv"
-	"berth/kv/badger"
 	"berth/vfs"
 	"berth/vfs/chunk"
 )
@@ -27,12 +26,12 @@ var errCrash = errors.New("crash between transactions")
 // crashKV panics with errCrash right after the commit that brings its
 // countdown to zero, as if the process died there.
 type crashKV struct {
-	*badger.DB
+	*badgerDB
 	countdown atomic.Int64 // 0: never
 }
 
 func (c *crashKV) Update(ctx context.Context, fn func(kv.Txn) error) error {
-	err := c.DB.Update(ctx, fn)
+	err := c.badgerDB.Update(ctx, fn)
 	if err == nil && c.countdown.Load() > 0 && c.countdown.Add(-1) == 0 {
 		panic(errCrash)
 	}
@@ -67,12 +66,10 @@ type worldItem struct {
 func newWorld(t *testing.T) *world {
 	w := &world{t: t, clock: newTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))}
 	dir := t.TempDir()
-	bdb, err := badger.Open(badger.Options{Dir: filepath.Join(dir, "meta"), NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	bdb := openBadger(t, filepath.Join(dir, "meta"), true)
 	t.Cleanup(func() { bdb.Close() })
-	w.db = &crashKV{DB: bdb}
+	w.db = &crashKV{badgerDB: bdb}
+	var err error
 	if w.disk, err = chunk.NewDisk(filepath.Join(dir, "chunks")); err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"berth/kv/badger"
 	"berth/vfs"
 	"berth/vfs/chunk"
 )
@@ -23,10 +22,7 @@ import (
 func fullEnv(t *testing.T, budget *atomic.Int64) *env {
 	t.Helper()
 	dir := t.TempDir()
-	db, err := badger.Open(badger.Options{Dir: filepath.Join(dir, "meta")})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := openBadger(t, filepath.Join(dir, "meta"), false)
 	chunksDir := filepath.Join(dir, "chunks")
 	used := func() (int64, error) {
 		var n int64
@@ -207,10 +203,7 @@ func TestReserveRefusesGrowthNotCleanup(t *testing.T) {
 func TestLargeCopyStopsAtReserve(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	db, err := badger.Open(badger.Options{Dir: filepath.Join(dir, "meta")})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := openBadger(t, filepath.Join(dir, "meta"), false)
 	var free atomic.Int64
 	free.Store(1 << 40)
 	chunks, err := chunk.OpenDisk(filepath.Join(dir, "chunks"), chunk.DiskOptions{
@@ -280,10 +273,7 @@ func TestLargeCopyStopsAtReserve(t *testing.T) {
 func TestNoSpaceCounted(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	db, err := badger.Open(badger.Options{Dir: filepath.Join(dir, "meta")})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := openBadger(t, filepath.Join(dir, "meta"), false)
 	defer db.Close()
 	var free atomic.Int64
 	free.Store(1 << 40)

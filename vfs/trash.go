@@ -198,3 +198,198 @@ func (fs *FS) purgeRoot(ctx context.Context, root uint64) error {
 		return put(tx, rootKey(root), r)
 	})
 }
+
+// Purge removes a deleted item, and everything below a deleted folder, for
+// good: revisions go, and chunks no longer referenced become garbage. A
+// large tree is removed in several transactions, deepest items first, so an
+// interrupted purge leaves a smaller deleted tree, never a broken one.
+func (fs *FS) Purge(ctx context.Context, root, id uint64) error {
+	err := fs.purgeTree(ctx, root, id, true)
+	fs.done(OpPurge, err, Event{RootID: root, NodeID: id})
+	return err
+}
+
+// postOrder lists the ids of rec's tree, live and deleted items alike,
+// children before their folder: the order a purge removes them in, so
+// that an interrupted one leaves a smaller tree, never a broken one. With
+// skipStaged it leaves out the trees of copies still being staged, which
+// their copy's release purges.
+func postOrder(ctx context.Context, tx kv.Txn, rec nodeRec, skipStaged bool) ([]uint64, error) {
+	var order []uint64
+	var walk func(rec nodeRec) error
+	walk = func(rec nodeRec) error {
+		if skipStaged && rec.Staged {
+			return nil
+		}
+		if rec.Dir {
+			for _, prefix := range [][]byte{childPrefix(rec.ID), deletedPrefix(rec.ID)} {
+				kids, err := records(tx, prefix)
+				if err != nil {
+					return err
+				}
+				for _, c := range kids {
+					if err := walk(c); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		order = append(order, rec.ID)
+		return ctx.Err()
+	}
+	return order, walk(rec)
+}
+
+// purgeBatch is the most items one purge transaction removes; it also
+// stops at fs.refBatch keys' worth of revisions, references and
+// properties.
+const purgeBatch = 256
+
+// purgeTree purges the tree below id, and id. counted says the tree is in
+// the root's usage, which every transaction then corrects; a staged copy
+// (see copyStaged) is not, and is purged whatever the state of its root.
+func (fs *FS) purgeTree(ctx context.Context, root, id uint64, counted bool) error {
+	var order []uint64 // children before their folder
+	err := fs.db.View(ctx, func(tx kv.Txn) error {
+		order = order[:0]
+		var rec nodeRec
+		var err error
+		if counted {
+			rec, _, err = nodeIn(tx, root, id)
+		} else {
+			rec, _, err = loadNode(tx, id)
+		}
+		if err != nil {
+			return err
+		}
+		if rec.Deleted == 0 {
+			return fmt.Errorf("%w: item %d is not deleted", ErrNotExist, id)
+		}
+		order, err = postOrder(ctx, tx, rec, false)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return fs.purgeNodes(ctx, root, order, counted)
+}
+
+// purgeNodes purges the items of order, each after everything below it,
+// in bounded transactions; with counted, each corrects root's usage.
+func (fs *FS) purgeNodes(ctx context.Context, root uint64, order []uint64, counted bool) error {
+	for i := 0; i < len(order); {
+		var n int
+		var parked uint64
+		err := fs.update(ctx, func(tx kv.Txn) error {
+			u := &unref{fs: fs, tx: tx}
+			var d usageRec
+			for n = 0; i+n < len(order) && n < purgeBatch && (n == 0 || u.used < fs.refBatch); n++ {
+				done, err := purgeNode(ctx, tx, order[i+n], &d, u)
+				if err != nil {
+					return err
+				}
+				if !done {
+					// A file with more revisions than one transaction
+					// takes: the next one goes on with it.
+					break
+				}
+			}
+			parked = u.intent
+			if !counted {
+				return nil
+			}
+			return fs.addUsage(ctx, tx, root, d, 0)
+		})
+		if err != nil {
+			return err
+		}
+		i += n
+		if parked != 0 {
+			fs.between(OpPurge)
+			// The items are gone; what is left is giving their chunks
+			// back, which Open finishes if this cannot.
+			fs.releaseFailed(ctx, &intent{id: parked})
+		}
+	}
+	return nil
+}
+
+// purgeNode removes one deleted item whose children are gone already, and
+// its revisions; an item already removed (a concurrent purge) is skipped.
+// done is false when a file had more revisions left than one transaction
+// takes: the caller commits and calls again.
+func purgeNode(ctx context.Context, tx kv.Txn, id uint64, u *usageRec, un *unref) (done bool, err error) {
+	rec, loc, err := loadNode(tx, id)
+	if errors.Is(err, ErrNotExist) {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if !rec.Dir {
+		// At most refBatch revisions go per transaction, the current
+		// one last: a sync client that saved a file every minute for a
+		// month left some 40,000, more than one transaction holds. In
+		// between, the file is a deleted file with fewer revisions, and
+		// usage matches.
+		var revs []revRec
+		var head *revRec
+		more := false
+		err := tx.Scan(revPrefix(rec.ID), nil, func(k, v []byte) error {
+			var r revRec
+			if err := cbor.Unmarshal(v, &r); err != nil {
+				return err
+			}
+			if r.ID == rec.Rev {
+				head = &r
+				return nil
+			}
+			if len(revs) == un.fs.refBatch {
+				more = true
+				return kv.ErrStop
+			}
+			revs = append(revs, r)
+			return nil
+		})
+		if err != nil {
+			return false, err
+		}
+		if !more && head != nil {
+			revs = append(revs, *head)
+		}
+		for _, r := range revs {
+			if err := un.drop(ctx, r.Chunks); err != nil {
+				return false, err
+			}
+			if err := tx.Delete(revKey(rec.ID, r.ID)); err != nil {
+				return false, err
+			}
+			un.used++
+			u.DelRevisions--
+			u.DeletedSize -= r.Size
+		}
+		if more {
+			return false, nil
+		}
+		u.DelFiles--
+	}
+	// An item's properties are keys too, up to MaxProps of them: without
+	// them in the count, a batch of items rich in properties outgrew
+	// what one transaction commits, at every try.
+	props, err := deleteProps(tx, rec.ID)
+	if err != nil {
+		return false, err
+	}
+	un.used += props
+	keys := [][]byte{recKey(rec.ID, loc), locKey(rec.ID), timeKey(rec.Root, rec.Modified, rec.ID)}
+	if rec.Dir {
+		keys = append(keys, genKey(rec.ID))
+	}
+	for _, k := range keys {
+		if err := tx.Delete(k); err != nil {
+			return false, err
+		}
+	}
+	un.used++
+	return true, nil
+}

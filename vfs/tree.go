@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/fxamacker/cbor/v2"
+
 	"berth/kv"
 )
 
@@ -172,71 +174,6 @@ func ancestorOf(tx kv.Txn, anc, id uint64) (bool, error) {
 	return false, nil
 }
 
-// lockHeld reports whether opts hold the lock l. A lock's token counts
-// only when its Holder presents it (RFC 4918 6.4: the server checks the
-// principal as well as the token), so a token seen by someone else is no
-// key; a lock without a Holder is the token's alone. A lock that does not
-// require its token (REST's) is held by its Holder.
-func lockHeld(l lockRec, opts WriteOptions) bool {
-	if l.Holder != "" && l.Holder != opts.Principal {
-		return false
-	}
-	return slices.Contains(opts.LockTokens, l.Token) || (!l.TokenRequired && l.Holder != "")
-}
-
-// blocks reports whether the live locks covering one item refuse a write
-// by opts: an exclusive one opts do not hold, or shared ones of which
-// opts hold none. Of shared locks one is enough: "any principal that has
-// both access privileges and a valid lock can use the locked resource"
-// (RFC 4918 6.2). A lock request never mixes an exclusive lock with
-// others on one item, but a move can bring an item with an exclusive
-// lock under a folder's shared deep locks, and those do not open it.
-func blocks(locks []lockRec, opts WriteOptions, now int64) bool {
-	locked, held := false, false
-	for _, l := range locks {
-		switch {
-		case l.Expires != 0 && l.Expires <= now:
-		case lockHeld(l, opts):
-			held = true
-		case !l.Shared:
-			return true
-		default:
-			locked = true
-		}
-	}
-	return locked && !held
-}
-
-// checkLocks walks up from id. The first levels items change (the item
-// written and, for a change of membership, its folder); each is covered
-// by its own locks and the deep locks of the folders above it, and is
-// refused unless blocks lets it through.
-func checkLocks(tx kv.Txn, id uint64, levels int, opts WriteOptions, now int64) error {
-	var chain []nodeRec
-	for id != 0 {
-		rec, _, err := loadNode(tx, id)
-		if err != nil {
-			return err
-		}
-		chain = append(chain, rec)
-		id = rec.Parent
-	}
-	for i := 0; i < levels && i < len(chain); i++ {
-		cover := chain[i].Locks
-		for _, above := range chain[i+1:] {
-			for _, l := range above.Locks {
-				if l.Deep {
-					cover = append(cover[:len(cover):len(cover)], l)
-				}
-			}
-		}
-		if blocks(cover, opts, now) {
-			return fmt.Errorf("%w: %q", ErrLocked, chain[i].Name)
-		}
-	}
-	return nil
-}
-
 // nameFree returns ErrNameConflict when a live item of the folder parent
 // is called name.
 func nameFree(tx kv.Txn, parent uint64, name string) error {
@@ -314,4 +251,42 @@ func fitsDepth(tx kv.Txn, rec nodeRec, parent uint64) error {
 		return fmt.Errorf("%w: at most %d levels", ErrTooDeep, MaxDepth)
 	}
 	return nil
+}
+
+// walkLive calls fn for every live item below the folder id. It reads (and
+// so watches) each folder's generation, as a delete's count does: a child
+// added after this snapshot, which the scan misses, then conflicts.
+func walkLive(tx kv.Txn, id uint64, fn func(nodeRec) error) error {
+	if _, err := tx.Get(genKey(id)); err != nil && !errors.Is(err, kv.ErrNotFound) {
+		return err
+	}
+	kids, err := records(tx, childPrefix(id))
+	if err != nil {
+		return err
+	}
+	for _, c := range kids {
+		if err := fn(c); err != nil {
+			return err
+		}
+		if c.Dir {
+			if err := walkLive(tx, c.ID, fn); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// records decodes every node record under prefix (C/ or D/ of a folder).
+func records(tx kv.Txn, prefix []byte) ([]nodeRec, error) {
+	var out []nodeRec
+	err := tx.Scan(prefix, nil, func(k, v []byte) error {
+		var c nodeRec
+		if err := cbor.Unmarshal(v, &c); err != nil {
+			return fmt.Errorf("vfs: decode %q: %w", k, err)
+		}
+		out = append(out, c)
+		return nil
+	})
+	return out, err
 }

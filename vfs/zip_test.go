@@ -10,15 +10,40 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
-	"berth/kv/badger"
 	"berth/vfs"
 	"berth/vfs/chunk"
 )
+
+// TestZip holds the cases of WriteZip: what an archive holds, what it
+// leaves out, and how it stops (before the first byte with an error,
+// after it by failing the stream). A zip bug found later becomes a row here.
+func TestZip(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		run  func(*testing.T)
+	}{
+		{"WriteZip", writeZip},
+		{"SubfolderAndFilter", writeZipSubfolderAndFilter},
+		{"ErrorsBeforeWriting", writeZipErrorsBeforeWriting},
+		{"StopsWhenCancelled", writeZipStopsWhenCancelled},
+		{"ReadError", writeZipReadError},
+		{"Zip64Entries", writeZip64Entries},
+		{"Zip64Size", writeZip64Size},
+		// was zipdepth_test.go
+		{"OpensAheadOnlyWithinAFolder", writeZipOpensAheadOnlyWithinAFolder},
+		// was zipmove_test.go
+		{"LeavesOutItemsMovedAway", writeZipLeavesOutItemsMovedAway},
+	} {
+		t.Run(tc.name, tc.run)
+	}
+}
 
 // zipEntry is what a test expects of one archive entry.
 type zipEntry struct {
@@ -127,7 +152,7 @@ func checkZip(t *testing.T, b []byte, want map[string]zipEntry) {
 	}
 }
 
-func TestWriteZip(t *testing.T) {
+func writeZip(t *testing.T) {
 	e := newEnv(t)
 	want := zipTree(t, e)
 	var buf bytes.Buffer
@@ -149,7 +174,7 @@ func TestWriteZip(t *testing.T) {
 	}
 }
 
-func TestWriteZipSubfolderAndFilter(t *testing.T) {
+func writeZipSubfolderAndFilter(t *testing.T) {
 	e := newEnv(t)
 	want := zipTree(t, e)
 	ctx := context.Background()
@@ -183,7 +208,7 @@ func TestWriteZipSubfolderAndFilter(t *testing.T) {
 	})
 }
 
-func TestWriteZipErrorsBeforeWriting(t *testing.T) {
+func writeZipErrorsBeforeWriting(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	f := e.write(t, e.root.FolderID, "f.txt", []byte("x"))
@@ -233,7 +258,7 @@ func (c *cancelAfter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func TestWriteZipStopsWhenCancelled(t *testing.T) {
+func writeZipStopsWhenCancelled(t *testing.T) {
 	e := newEnv(t)
 	// One big file (cancelled inside the copy) and many small ones (between
 	// entries).
@@ -257,7 +282,7 @@ func TestWriteZipStopsWhenCancelled(t *testing.T) {
 	}
 }
 
-func TestWriteZipReadError(t *testing.T) {
+func writeZipReadError(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	e.write(t, e.root.FolderID, "a.txt", []byte("first file, intact"))
@@ -277,17 +302,14 @@ func TestWriteZipReadError(t *testing.T) {
 	}
 }
 
-// TestWriteZip64Entries zips a folder of 70,000 entries (empty folders,
+// writeZip64Entries zips a folder of 70,000 entries (empty folders,
 // the cheapest items to create): past 65,535 entries the archive must end
 // with a Zip64 end of central directory.
-func TestWriteZip64Entries(t *testing.T) {
+func writeZip64Entries(t *testing.T) {
 	const n = 70000
 	// In-memory Badger: each commit is then not an fsync, and this test is
 	// about the archive, not the store.
-	db, err := badger.Open(badger.Options{InMemory: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := openBadger(t, "", false)
 	t.Cleanup(func() { db.Close() })
 	chunks, err := chunk.NewDisk(filepath.Join(t.TempDir(), "chunks"))
 	if err != nil {
@@ -367,11 +389,11 @@ func TestWriteZip64Entries(t *testing.T) {
 	}
 }
 
-// TestWriteZip64Size zips a file of more than 4 GiB: its sizes no longer fit
+// writeZip64Size zips a file of more than 4 GiB: its sizes no longer fit
 // the 32-bit fields, so the data descriptor and the central directory must
 // carry them as Zip64. The file is zeros, which the chunk store keeps once
 // and Deflate shrinks a thousandfold, so the archive fits in memory.
-func TestWriteZip64Size(t *testing.T) {
+func writeZip64Size(t *testing.T) {
 	if testing.Short() {
 		t.Skip("reads and writes 4 GiB")
 	}
@@ -418,4 +440,139 @@ type zeros struct{}
 func (zeros) Read(p []byte) (int, error) {
 	clear(p)
 	return len(p), nil
+}
+
+// TestWriteZipOpensAheadOnlyWithinAFolder: the file that follows a
+// subfolder is not opened ahead while the subfolder's tree is written.
+// Each level of a deep tree then held an open file (its head and the
+// chunks its reader fetches ahead, megabytes) until the archive climbed
+// back, so the memory of one zip grew with the depth of the tree
+// (about 20 MiB a level measured, MaxDepth levels allowed).
+func writeZipOpensAheadOnlyWithinAFolder(t *testing.T) {
+	fs, root, _, chunks := openHooked(t, vfs.Options{})
+	ctx := context.Background()
+	const depth = 8
+	write := func(parent uint64, name string, seed uint64) chunk.ID {
+		t.Helper()
+		// Past InlineMax, so that the contents are a chunk of their own.
+		n, err := fs.WriteFile(ctx, root.ID, parent, name, bytes.NewReader(randBytes(seed, vfs.InlineMax+1)), vfs.WriteOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		revs, err := fs.Revisions(ctx, root.ID, n.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return revs[0].Chunks[0].ID
+	}
+	// Each level holds a.txt, then the folder m with the next level, then
+	// z.bin (name order); the deepest level only a.txt.
+	after := map[chunk.ID]bool{}
+	var deepest chunk.ID
+	parent := root.FolderID
+	for i := range depth {
+		deepest = write(parent, "a.txt", uint64(i))
+		if i == depth-1 {
+			break
+		}
+		after[write(parent, "z.bin", uint64(100+i))] = true
+		m, err := fs.Mkdir(ctx, root.ID, parent, "m", vfs.WriteOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		parent = m.ID
+	}
+	var fetched atomic.Int32
+	open := atomic.Int32{}
+	open.Store(-1)
+	got := func(id chunk.ID) {
+		if after[id] {
+			fetched.Add(1)
+		}
+		if id == deepest {
+			open.Store(fetched.Load())
+		}
+	}
+	chunks.got.Store(&got)
+	if err := fs.WriteZip(ctx, io.Discard, root.ID, root.FolderID, vfs.ZipOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if n := open.Load(); n != 0 {
+		t.Errorf("when the deepest file was read, %d of the %d files after a subfolder had been opened; want none", n, depth-1)
+	}
+	if n := fetched.Load(); n != depth-1 {
+		t.Errorf("%d files after a subfolder read, want %d", n, depth-1)
+	}
+}
+
+// writeZipLeavesOutItemsMovedAway moves a file and a folder from one
+// folder of the archive to another while the archive is written, after
+// the first folder was listed: each must appear once, not at both places.
+// A folder deleted meanwhile leaves no entry.
+func writeZipLeavesOutItemsMovedAway(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	mkdir := func(parent uint64, name string) vfs.Node {
+		n, err := e.fs.Mkdir(ctx, e.root.ID, parent, name, vfs.WriteOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	a := mkdir(e.root.FolderID, "a")
+	b := mkdir(e.root.FolderID, "b")
+	e.write(t, a.ID, "1.bin", randBytes(1, 1<<20))
+	e.write(t, a.ID, "2.txt", []byte("two"))
+	three := e.write(t, a.ID, "3.txt", []byte("three"))
+	empty := e.write(t, a.ID, "4.empty", nil)
+	gone := mkdir(a.ID, "gone")
+	sub := mkdir(a.ID, "sub")
+	e.write(t, sub.ID, "in.txt", []byte("inside"))
+
+	w := &hookWriter{hook: func() {
+		// "a" is listed and its first entries under way.
+		for _, id := range []uint64{three.ID, empty.ID, sub.ID} {
+			if _, err := e.fs.Move(ctx, e.root.ID, id, b.ID, "", vfs.WriteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := e.fs.Delete(ctx, e.root.ID, gone.ID, vfs.WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}}
+	if err := e.fs.WriteZip(ctx, w, e.root.ID, e.root.FolderID, vfs.ZipOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	zr, err := zip.NewReader(bytes.NewReader(w.buf.Bytes()), int64(w.buf.Len()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, zf := range zr.File {
+		names = append(names, zf.Name)
+	}
+	sort.Strings(names)
+	want := []string{"a/", "a/1.bin", "a/2.txt", "b/", "b/3.txt", "b/4.empty", "b/sub/", "b/sub/in.txt"}
+	if len(names) != len(want) {
+		t.Fatalf("entries %q, want %q", names, want)
+	}
+	for i := range want {
+		if names[i] != want[i] {
+			t.Fatalf("entries %q, want %q", names, want)
+		}
+	}
+}
+
+// hookWriter runs hook once, before the first write.
+type hookWriter struct {
+	buf  bytes.Buffer
+	hook func()
+}
+
+func (h *hookWriter) Write(p []byte) (int, error) {
+	if h.hook != nil {
+		h.hook()
+		h.hook = nil
+	}
+	return h.buf.Write(p)
 }

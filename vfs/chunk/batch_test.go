@@ -1,18 +1,32 @@
 package chunk_test
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io/fs"
-	"math/rand/v2"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"berth/vfs/chunk"
 )
+
+// TestBatch holds the cases of the disk store's batches: nothing shows
+// before Commit, Abort and a cancelled or crashed commit leave nothing but
+// temp files. A batch bug found later becomes a row here.
+func TestBatch(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		run  func(*testing.T)
+	}{
+		{"InvisibleUntilCommit", batchInvisibleUntilCommit},
+		{"AbortLeavesNothing", batchAbortLeavesNothing},
+		{"CancelledCommit", batchCancelledCommit},
+		{"CrashLeavesOnlyTemp", batchCrashLeavesOnlyTemp},
+	} {
+		t.Run(tc.name, tc.run)
+	}
+}
 
 // files lists every regular file under d's root, temp or not.
 func files(t *testing.T, d *chunk.Disk) []string {
@@ -63,7 +77,7 @@ func stage(t *testing.T, d *chunk.Disk, n int) (chunk.Batch, []chunk.ID, [][]byt
 	return b, ids, blobs
 }
 
-func TestBatchInvisibleUntilCommit(t *testing.T) {
+func batchInvisibleUntilCommit(t *testing.T) {
 	ctx := context.Background()
 	d := newDisk(t)
 	b, ids, blobs := stage(t, d, 20)
@@ -101,7 +115,7 @@ func TestBatchInvisibleUntilCommit(t *testing.T) {
 	}
 }
 
-func TestBatchAbortLeavesNothing(t *testing.T) {
+func batchAbortLeavesNothing(t *testing.T) {
 	d := newDisk(t)
 	b, _, _ := stage(t, d, 20)
 	b.Abort()
@@ -114,7 +128,7 @@ func TestBatchAbortLeavesNothing(t *testing.T) {
 	}
 }
 
-func TestBatchCancelledCommit(t *testing.T) {
+func batchCancelledCommit(t *testing.T) {
 	d := newDisk(t)
 	b, ids, _ := stage(t, d, 5)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -133,7 +147,7 @@ func TestBatchCancelledCommit(t *testing.T) {
 
 // A crash before Commit leaves only temp-named files, which CleanTemp
 // removes at the next start.
-func TestBatchCrashLeavesOnlyTemp(t *testing.T) {
+func batchCrashLeavesOnlyTemp(t *testing.T) {
 	ctx := context.Background()
 	d := newDisk(t)
 	_, ids, _ := stage(t, d, 20) // never committed nor aborted: the crash
@@ -158,24 +172,6 @@ func TestBatchCrashLeavesOnlyTemp(t *testing.T) {
 	}
 }
 
-func TestWriterCancelLeavesNoFiles(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	d := newDisk(t)
-	w := chunk.NewWriter(d, chunk.WriterOptions{})
-	src := &endless{after: 10 * mib, cancel: cancel, rng: rand.NewChaCha8([32]byte{9})}
-	refs, _, err := w.Write(ctx, src, -1)
-	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("Write after cancel = %v, want context.Canceled", err)
-	}
-	if len(refs) != 0 {
-		t.Fatalf("cancelled batch write returned %d refs of aborted chunks", len(refs))
-	}
-	if got := files(t, d); len(got) != 0 {
-		t.Fatalf("files after a cancelled write: %v", got)
-	}
-}
-
 // failCommit is a Disk whose batches fail at Commit, like an fsync error.
 type failCommit struct{ *chunk.Disk }
 
@@ -184,19 +180,3 @@ func (f failCommit) NewBatch() chunk.Batch { return failingBatch{f.Disk.NewBatch
 type failingBatch struct{ chunk.Batch }
 
 func (failingBatch) Commit(context.Context) error { return errBoom }
-
-func TestWriterCommitError(t *testing.T) {
-	d := newDisk(t)
-	w := chunk.NewWriter(failCommit{d}, chunk.WriterOptions{})
-	refs, _, err := w.Write(context.Background(), bytes.NewReader(randomData(7, 5*mib)), -1)
-	if !errors.Is(err, errBoom) {
-		t.Fatalf("Write with failing Commit = %v, want errBoom", err)
-	}
-	// A failed Commit may have made some chunks visible: all are reported.
-	if len(refs) == 0 {
-		t.Fatal("failed Commit reported no refs for the collector")
-	}
-	if got := files(t, d); len(got) != 0 {
-		t.Fatalf("files after a failed Commit: %v", got)
-	}
-}

@@ -16,7 +16,25 @@ import (
 	"berth/vfs/chunk"
 )
 
-func TestSeekAndReadAtMatchBytesReader(t *testing.T) {
+// TestReader holds the cases of Reader: it reads, seeks and serves like a
+// bytes.Reader over the same bytes, reads ahead only when reading in
+// order, and gives its buffers back on Close. A reader bug found later
+// becomes a row here.
+func TestReader(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		run  func(*testing.T)
+	}{
+		{"SeekAndReadAtMatchBytesReader", seekAndReadAtMatchBytesReader},
+		{"ReadaheadOnlyWhenSequential", readaheadOnlyWhenSequential},
+		{"Close", readerClose},
+		{"ServeContent", serveContent},
+	} {
+		t.Run(tc.name, tc.run)
+	}
+}
+
+func seekAndReadAtMatchBytesReader(t *testing.T) {
 	pool := chunk.NewReadPool()
 	cases := []struct {
 		name  string
@@ -119,7 +137,7 @@ func (c *countingStore) drain() int {
 	}
 }
 
-func TestReadaheadOnlyWhenSequential(t *testing.T) {
+func readaheadOnlyWhenSequential(t *testing.T) {
 	mem := chunk.NewMemory()
 	refs := write(t, chunk.NewWriter(mem, chunk.WriterOptions{}), randomData(8, 20*mib))
 	if len(refs) < 5+chunk.ReadAhead {
@@ -154,7 +172,7 @@ func TestReadaheadOnlyWhenSequential(t *testing.T) {
 	}
 }
 
-func TestReaderClose(t *testing.T) {
+func readerClose(t *testing.T) {
 	s := chunk.NewMemory()
 	refs := write(t, chunk.NewWriter(s, chunk.WriterOptions{}), randomData(2, 3*mib))
 	r := chunk.NewReader(context.Background(), s, refs)
@@ -172,7 +190,7 @@ func TestReaderClose(t *testing.T) {
 	}
 }
 
-func TestServeContent(t *testing.T) {
+func serveContent(t *testing.T) {
 	s := chunk.NewMemory()
 	data := randomData(4, 6*mib)
 	refs := write(t, chunk.NewWriter(s, chunk.WriterOptions{}), data)

@@ -16,6 +16,24 @@ import (
 	"berth/vfs/chunk"
 )
 
+// TestSpace holds the cases of the disk store's free-space rules: the
+// reserve refuses new chunks, and the kernel's ENOSPC becomes ErrNoSpace
+// wherever it strikes. A space bug found later becomes a row here.
+func TestSpace(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		run  func(*testing.T)
+	}{
+		{"ReserveRefusesNewChunks", reserveRefusesNewChunks},
+		{"ReserveUsesTheFileSystem", reserveUsesTheFileSystem},
+		{"KernelNoSpaceIsErrNoSpace", kernelNoSpaceIsErrNoSpace},
+		{"KernelNoSpaceOnMkdir", kernelNoSpaceOnMkdir},
+		{"BuildsOn32BitLinux", buildsOn32BitLinux},
+	} {
+		t.Run(tc.name, tc.run)
+	}
+}
+
 // fillingDisk is a Disk whose free space the test sets.
 func fillingDisk(t *testing.T, reserve int64) (*chunk.Disk, *atomic.Int64) {
 	t.Helper()
@@ -30,7 +48,7 @@ func fillingDisk(t *testing.T, reserve int64) (*chunk.Disk, *atomic.Int64) {
 	return d, &free
 }
 
-func TestReserveRefusesNewChunks(t *testing.T) {
+func reserveRefusesNewChunks(t *testing.T) {
 	ctx := context.Background()
 	d, free := fillingDisk(t, 1000)
 	blob := []byte(strings.Repeat("x", 500))
@@ -70,7 +88,7 @@ func TestReserveRefusesNewChunks(t *testing.T) {
 	}
 }
 
-func TestReserveUsesTheFileSystem(t *testing.T) {
+func reserveUsesTheFileSystem(t *testing.T) {
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "chunks")
 	d, err := chunk.OpenDisk(dir, chunk.DiskOptions{Reserve: 1 << 62})
@@ -98,7 +116,7 @@ func TestReserveUsesTheFileSystem(t *testing.T) {
 	}
 }
 
-func TestKernelNoSpaceIsErrNoSpace(t *testing.T) {
+func kernelNoSpaceIsErrNoSpace(t *testing.T) {
 	for _, e := range []error{unix.ENOSPC, unix.EDQUOT} {
 		err := chunk.NoSpace(&os.PathError{Op: "write", Path: "x", Err: e})
 		if !errors.Is(err, chunk.ErrNoSpace) || !errors.Is(err, e) {
@@ -114,7 +132,7 @@ func TestKernelNoSpaceIsErrNoSpace(t *testing.T) {
 // again by Put; on a file system out of inodes that mkdir fails with
 // ENOSPC, which must be ErrNoSpace like the kernel's other "no space"
 // answers, not an internal error. Needs root to mount a small tmpfs.
-func TestKernelNoSpaceOnMkdir(t *testing.T) {
+func kernelNoSpaceOnMkdir(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "tiny")
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		t.Fatal(err)
@@ -149,7 +167,7 @@ func TestKernelNoSpaceOnMkdir(t *testing.T) {
 // TestBuildsOn32BitLinux: statfs(2)'s field types differ between
 // architectures (f_bsize is 32 bits on 386 and arm), so the free-space
 // figure must convert each field, or the store does not compile there.
-func TestBuildsOn32BitLinux(t *testing.T) {
+func buildsOn32BitLinux(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the go tool")
 	}

@@ -5,11 +5,31 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"berth/vfs/chunk"
 	"berth/vfs/chunk/chunktest"
 )
+
+// TestDisk holds the cases of the disk store beyond the conformance suite
+// (TestDiskConformance runs chunktest): its layout, its temp files, and
+// that a chunk counts as stored only once durable. A disk store bug found
+// later becomes a row here.
+func TestDisk(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		run  func(*testing.T)
+	}{
+		{"LayoutAndCleanTemp", diskLayoutAndCleanTemp},
+		{"LegacyLayout", diskLegacyLayout},
+		// was durable_test.go
+		{"StoredOnlyWhenDurable", storedOnlyWhenDurable},
+	} {
+		t.Run(tc.name, tc.run)
+	}
+}
 
 func newDisk(t *testing.T) *chunk.Disk {
 	t.Helper()
@@ -28,7 +48,7 @@ func TestMemoryConformance(t *testing.T) {
 	chunktest.Run(t, func(t *testing.T) chunk.Store { return chunk.NewMemory() })
 }
 
-func TestDiskLayoutAndCleanTemp(t *testing.T) {
+func diskLayoutAndCleanTemp(t *testing.T) {
 	ctx := context.Background()
 	d := newDisk(t)
 	b := []byte("hello")
@@ -76,7 +96,7 @@ func TestDiskLayoutAndCleanTemp(t *testing.T) {
 }
 
 // Stores written with the two-level layout (ab/cd/<id>) stay readable.
-func TestDiskLegacyLayout(t *testing.T) {
+func diskLegacyLayout(t *testing.T) {
 	ctx := context.Background()
 	d := newDisk(t)
 	b := []byte("old layout")
@@ -110,5 +130,64 @@ func TestDiskLegacyLayout(t *testing.T) {
 	}
 	if has, _ := d.Has(ctx, id); has {
 		t.Fatal("legacy chunk survived Delete")
+	}
+}
+
+// TestStoredOnlyWhenDurable: a chunk renamed into place shows in the
+// directory before the sync of the directory makes the rename durable.
+// Until then neither Has nor a Put of the same id may report it stored: an
+// upload that found it would skip storing it and commit a file that a
+// crash at that moment leaves without the chunk (the rename lost, the temp
+// file removed at the next start).
+func storedOnlyWhenDurable(t *testing.T) {
+	ctx := context.Background()
+	for _, how := range []struct {
+		name  string
+		store func(d *chunk.Disk, id chunk.ID, blob []byte) error
+	}{
+		{"put", func(d *chunk.Disk, id chunk.ID, blob []byte) error { return d.Put(ctx, id, blob) }},
+		{"batch", func(d *chunk.Disk, id chunk.ID, blob []byte) error {
+			b := d.NewBatch()
+			defer b.Abort()
+			if err := b.Add(ctx, id, blob); err != nil {
+				return err
+			}
+			return b.Commit(ctx)
+		}},
+	} {
+		t.Run(how.name, func(t *testing.T) {
+			d := newDisk(t)
+			blob := []byte("a chunk")
+			id := chunk.Sum(blob)
+			renamed, resume := make(chan struct{}), make(chan struct{})
+			var once sync.Once
+			chunk.SetBeforeSync(d, func() {
+				once.Do(func() {
+					close(renamed)
+					<-resume
+				})
+			})
+			stored := make(chan error, 1)
+			go func() { stored <- how.store(d, id, blob) }()
+			<-renamed
+			short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+			if has, err := d.Has(short, id); has && err == nil {
+				t.Error("Has reported a chunk whose rename is not durable yet")
+			}
+			if err := d.Put(short, id, blob); err == nil {
+				t.Error("Put returned on a chunk whose rename is not durable yet")
+			}
+			cancel()
+			close(resume)
+			if err := <-stored; err != nil {
+				t.Fatal(err)
+			}
+			if has, err := d.Has(ctx, id); !has || err != nil {
+				t.Fatalf("Has after the store returned = %v, %v", has, err)
+			}
+			if got, err := d.Get(ctx, id); err != nil || string(got) != string(blob) {
+				t.Fatalf("Get = %q, %v", got, err)
+			}
+		})
 	}
 }

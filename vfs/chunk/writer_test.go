@@ -8,13 +8,42 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"sync"
 	"sync/atomic"
 	"testing"
 
-	"github.com/klauspost/compress/zstd"
-
 	"berth/vfs/chunk"
 )
+
+// TestWriter holds the cases of Writer: what a stream of bytes becomes
+// (chunks of the sizes asked, compressed where that pays, stored once), how
+// it stops on a cancel or an error of the reader or the store, and what it
+// pins. A writer bug found later becomes a row here.
+func TestWriter(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		run  func(*testing.T)
+	}{
+		{"RoundTrip", roundTrip},
+		{"CompressionShrinksText", compressionShrinksText},
+		{"Dedup", dedup},
+		{"ChunkSizes", chunkSizes},
+		{"TooLarge", tooLarge},
+		{"CancelMidWrite", cancelMidWrite},
+		{"ReadErrorStopsWrite", readErrorStopsWrite},
+		{"StoreErrorStopsWrite", storeErrorStopsWrite},
+		{"ConcurrentWrites", concurrentWrites},
+		{"CorruptAndMissing", corruptAndMissing},
+		// was in batch_test.go
+		{"CancelLeavesNoFiles", writerCancelLeavesNoFiles},
+		// was in batch_test.go
+		{"CommitError", writerCommitError},
+		// was pins_test.go
+		{"Pins", writerPins},
+	} {
+		t.Run(tc.name, tc.run)
+	}
+}
 
 const mib = 1 << 20
 
@@ -88,7 +117,7 @@ func readAll(t *testing.T, s chunk.Store, refs []chunk.Ref) []byte {
 	return buf.Bytes()
 }
 
-func TestRoundTrip(t *testing.T) {
+func roundTrip(t *testing.T) {
 	sizes := []int{0, 1, mib - 1, mib + 1, 20 * mib}
 	kinds := map[string]func(uint64, int) []byte{"random": randomData, "text": textData}
 	s := newDisk(t)
@@ -107,7 +136,7 @@ func TestRoundTrip(t *testing.T) {
 	}
 }
 
-func TestCompressionShrinksText(t *testing.T) {
+func compressionShrinksText(t *testing.T) {
 	var c counts
 	s := chunk.NewMemory()
 	w := chunk.NewWriter(s, chunk.WriterOptions{Observer: c.observe})
@@ -124,7 +153,7 @@ func TestCompressionShrinksText(t *testing.T) {
 	}
 }
 
-func TestDedup(t *testing.T) {
+func dedup(t *testing.T) {
 	ctx := context.Background()
 	s := newDisk(t)
 	var c counts
@@ -171,7 +200,7 @@ func TestDedup(t *testing.T) {
 	}
 }
 
-func TestChunkSizes(t *testing.T) {
+func chunkSizes(t *testing.T) {
 	s := chunk.NewMemory()
 	w := chunk.NewWriter(s, chunk.WriterOptions{})
 	refs := write(t, w, randomData(7, 64*mib))
@@ -182,7 +211,7 @@ func TestChunkSizes(t *testing.T) {
 	}
 }
 
-func TestTooLarge(t *testing.T) {
+func tooLarge(t *testing.T) {
 	s := chunk.NewMemory()
 	w := chunk.NewWriter(s, chunk.WriterOptions{})
 	data := randomData(3, 3*mib)
@@ -220,7 +249,7 @@ func (e *endless) Read(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func TestCancelMidWrite(t *testing.T) {
+func cancelMidWrite(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	w := chunk.NewWriter(newDisk(t), chunk.WriterOptions{})
@@ -251,7 +280,7 @@ func (f *failingReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-func TestReadErrorStopsWrite(t *testing.T) {
+func readErrorStopsWrite(t *testing.T) {
 	w := chunk.NewWriter(chunk.NewMemory(), chunk.WriterOptions{})
 	src := &failingReader{r: bytes.NewReader(randomData(5, 20*mib)), after: 7 * mib}
 	if _, _, err := w.Write(context.Background(), src, -1); !errors.Is(err, errBoom) {
@@ -264,7 +293,7 @@ type failingStore struct{ chunk.Store }
 
 func (failingStore) Put(context.Context, chunk.ID, []byte) error { return errBoom }
 
-func TestStoreErrorStopsWrite(t *testing.T) {
+func storeErrorStopsWrite(t *testing.T) {
 	w := chunk.NewWriter(failingStore{chunk.NewMemory()}, chunk.WriterOptions{})
 	src := &endless{after: 1 << 62, cancel: func() {}, rng: rand.NewChaCha8([32]byte{1})}
 	if _, _, err := w.Write(context.Background(), src, -1); !errors.Is(err, errBoom) {
@@ -272,7 +301,7 @@ func TestStoreErrorStopsWrite(t *testing.T) {
 	}
 }
 
-func TestConcurrentWrites(t *testing.T) {
+func concurrentWrites(t *testing.T) {
 	s := newDisk(t)
 	w := chunk.NewWriter(s, chunk.WriterOptions{Workers: 3})
 	errs := make(chan error, 4)
@@ -299,7 +328,7 @@ func TestConcurrentWrites(t *testing.T) {
 	}
 }
 
-func TestCorruptAndMissing(t *testing.T) {
+func corruptAndMissing(t *testing.T) {
 	s := newDisk(t)
 	w := chunk.NewWriter(s, chunk.WriterOptions{})
 	data := randomData(11, 5*mib)
@@ -353,88 +382,187 @@ func TestCorruptAndMissing(t *testing.T) {
 	r.Close()
 }
 
-func TestEncodeDecode(t *testing.T) {
-	enc, dec := chunk.NewEncoder(), chunk.NewDecoder()
-	defer dec.Close()
-	for _, plain := range [][]byte{nil, []byte("x"), textData(1, mib), randomData(1, mib)} {
-		id := chunk.Sum(plain)
-		blob := chunk.Encode(nil, enc, id, plain)
-		got, err := chunk.Decode(id, blob, dec)
-		if err != nil || !bytes.Equal(got, plain) {
-			t.Fatalf("Decode(Encode(%d bytes)) = %d bytes, %v", len(plain), len(got), err)
-		}
-		if err := chunk.Verify(id, blob, dec); err != nil {
-			t.Fatalf("Verify(Encode(%d bytes)) = %v", len(plain), err)
-		}
-		if _, err := chunk.Decode(chunk.Sum([]byte("other")), blob, dec); !errors.Is(err, chunk.ErrCorrupt) {
-			t.Fatalf("Decode with wrong id = %v, want ErrCorrupt", err)
-		}
+func writerCancelLeavesNoFiles(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	d := newDisk(t)
+	w := chunk.NewWriter(d, chunk.WriterOptions{})
+	src := &endless{after: 10 * mib, cancel: cancel, rng: rand.NewChaCha8([32]byte{9})}
+	refs, _, err := w.Write(ctx, src, -1)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Write after cancel = %v, want context.Canceled", err)
 	}
-	for _, blob := range [][]byte{nil, {7, 1, 2}, {1, 0xde, 0xad}, {2, 0xde, 0xad}} {
-		if _, err := chunk.Decode(chunk.ID{}, blob, dec); !errors.Is(err, chunk.ErrCorrupt) {
-			t.Fatalf("Decode(%v) = %v, want ErrCorrupt", blob, err)
-		}
+	if len(refs) != 0 {
+		t.Fatalf("cancelled batch write returned %d refs of aborted chunks", len(refs))
+	}
+	if got := files(t, d); len(got) != 0 {
+		t.Fatalf("files after a cancelled write: %v", got)
 	}
 }
 
-// TestSealedCorruption flips one bit at a time across a compressed blob:
-// every flip, in the header, the seal or the frame, is ErrCorrupt.
-func TestSealedCorruption(t *testing.T) {
-	enc, dec := chunk.NewEncoder(), chunk.NewDecoder()
-	defer dec.Close()
-	plain := textData(3, mib)
-	id := chunk.Sum(plain)
-	blob := chunk.Encode(nil, enc, id, plain)
-	if len(blob) > len(plain)/2 {
-		t.Fatalf("text did not compress: %d of %d bytes", len(blob), len(plain))
+func writerCommitError(t *testing.T) {
+	d := newDisk(t)
+	w := chunk.NewWriter(failCommit{d}, chunk.WriterOptions{})
+	refs, _, err := w.Write(context.Background(), bytes.NewReader(randomData(7, 5*mib)), -1)
+	if !errors.Is(err, errBoom) {
+		t.Fatalf("Write with failing Commit = %v, want errBoom", err)
 	}
-	step := len(blob)/200 + 1
-	for i := 0; i < len(blob); i += step {
-		bad := bytes.Clone(blob)
-		bad[i] ^= 0x10
-		if _, err := chunk.Decode(id, bad, dec); !errors.Is(err, chunk.ErrCorrupt) {
-			t.Fatalf("bit flipped at %d of %d: Decode = %v, want ErrCorrupt", i, len(blob), err)
-		}
+	// A failed Commit may have made some chunks visible: all are reported.
+	if len(refs) == 0 {
+		t.Fatal("failed Commit reported no refs for the collector")
 	}
-	if _, err := chunk.Decode(id, blob[:len(blob)-1], dec); !errors.Is(err, chunk.ErrCorrupt) {
-		t.Fatalf("truncated blob: Decode = %v, want ErrCorrupt", err)
+	if got := files(t, d); len(got) != 0 {
+		t.Fatalf("files after a failed Commit: %v", got)
 	}
 }
 
-// TestLegacyZstdBlob reads the encoding earlier versions wrote: header 1 and
-// a checksummed zstd frame, verified by hashing the plain bytes.
-func TestLegacyZstdBlob(t *testing.T) {
-	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest))
-	if err != nil {
-		t.Fatal(err)
+// TestWriterPins: whatever the outcome of a Write, the chunks pinned when
+// it returns are exactly those of the refs it returned, once per ref, and
+// it pinned each chunk before asking the store for it.
+func writerPins(t *testing.T) {
+	half := randomData(21, 6*mib)
+	twice := append(bytes.Clone(half), half...)
+	// Half found in the store, half new: the failure comes with new
+	// chunks staged or stored.
+	mixed := append(bytes.Clone(half), randomData(22, 6*mib)...)
+	cases := []struct {
+		name  string
+		store func(t *testing.T) chunk.Store
+		src   func(ready <-chan struct{}) io.Reader
+		fails bool
+	}{
+		{"disk", func(t *testing.T) chunk.Store { return newDisk(t) },
+			func(<-chan struct{}) io.Reader { return bytes.NewReader(twice) }, false},
+		{"disk read error", func(t *testing.T) chunk.Store { return newDisk(t) },
+			func(ready <-chan struct{}) io.Reader { return &waitReader{bytes.NewReader(mixed), ready} }, true},
+		{"put read error", func(t *testing.T) chunk.Store { return batchless{newDisk(t)} },
+			func(ready <-chan struct{}) io.Reader { return &waitReader{bytes.NewReader(mixed), ready} }, true},
+		{"put error", func(t *testing.T) chunk.Store { return failingStore{chunk.NewMemory()} },
+			func(<-chan struct{}) io.Reader { return bytes.NewReader(mixed) }, true},
 	}
-	dec := chunk.NewDecoder()
-	defer dec.Close()
-	plain := textData(4, mib)
-	id := chunk.Sum(plain)
-	blob := enc.EncodeAll(plain, []byte{1})
-	got, err := chunk.Decode(id, blob, dec)
-	if err != nil || !bytes.Equal(got, plain) {
-		t.Fatalf("legacy blob: %d bytes, %v", len(got), err)
-	}
-	if _, err := chunk.Decode(chunk.Sum(nil), blob, dec); !errors.Is(err, chunk.ErrCorrupt) {
-		t.Fatalf("legacy blob with wrong id = %v, want ErrCorrupt", err)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			pins := &pinLog{n: map[chunk.ID]int{}}
+			inner := c.store(t)
+			var store chunk.Store = pinCheckStore{inner, pins}
+			if b, ok := inner.(chunk.Batcher); ok {
+				store = pinCheckBatcher{pinCheckStore{inner, pins}, b}
+			}
+			ready := make(chan struct{})
+			var once sync.Once
+			w := chunk.NewWriter(store, chunk.WriterOptions{Pins: pins, Observer: func(stored bool, _, _ int) {
+				if stored {
+					once.Do(func() { close(ready) })
+				}
+			}})
+			// Half the stream is in the store already: the second Write
+			// finds those chunks.
+			first, _, err := w.Write(context.Background(), bytes.NewReader(half), -1)
+			if err != nil && !c.fails {
+				t.Fatal(err)
+			}
+			for _, r := range first {
+				pins.Unpin(r.ID)
+			}
+			ready = make(chan struct{})
+			once = sync.Once{}
+			refs, _, err := w.Write(context.Background(), c.src(ready), -1)
+			if (err != nil) != c.fails {
+				t.Fatalf("Write: %v", err)
+			}
+			if c.fails && !errors.Is(err, errBoom) {
+				t.Fatalf("Write: %v, want errBoom", err)
+			}
+			want := map[chunk.ID]int{}
+			for _, r := range refs {
+				want[r.ID]++
+			}
+			pins.mu.Lock()
+			defer pins.mu.Unlock()
+			if pins.negative {
+				t.Error("a chunk was unpinned more often than pinned")
+			}
+			if pins.unpinned > 0 {
+				t.Errorf("%d chunks looked up before they were pinned", pins.unpinned)
+			}
+			if len(pins.n) != len(want) {
+				t.Errorf("%d chunks pinned, %d returned", len(pins.n), len(want))
+			}
+			for id, n := range want {
+				if pins.n[id] != n {
+					t.Errorf("chunk %s pinned %d times, returned %d", id, pins.n[id], n)
+				}
+			}
+		})
 	}
 }
 
-// TestVerifyPlain: a frame sealed for an id whose plain bytes it does not
-// hold passes the fast check (only a writer bug could make one) but not
-// fsck's deep one.
-func TestVerifyPlain(t *testing.T) {
-	enc, dec := chunk.NewEncoder(), chunk.NewDecoder()
-	defer dec.Close()
-	plain := textData(5, mib)
-	wrong := chunk.Sum([]byte("not these bytes"))
-	blob := chunk.Encode(nil, enc, wrong, plain)
-	if _, err := chunk.Decode(wrong, blob, dec); err != nil {
-		t.Fatalf("Decode = %v, want the seal to hold", err)
+// pinLog is a chunk.Pinner that counts pins and notes any Has of a chunk
+// not pinned.
+type pinLog struct {
+	mu       sync.Mutex
+	n        map[chunk.ID]int
+	unpinned int // Has calls for a chunk not pinned
+	negative bool
+}
+
+func (p *pinLog) Pin(id chunk.ID) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.n[id]++
+}
+
+func (p *pinLog) Unpin(id chunk.ID) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.n[id]--
+	if p.n[id] < 0 {
+		p.negative = true
 	}
-	if err := chunk.Verify(wrong, blob, dec); !errors.Is(err, chunk.ErrCorrupt) {
-		t.Fatalf("Verify = %v, want ErrCorrupt", err)
+	if p.n[id] == 0 {
+		delete(p.n, id)
 	}
 }
+
+// pinCheckStore fails the test's check when the writer asks for a chunk
+// it has not pinned first.
+type pinCheckStore struct {
+	chunk.Store
+	pins *pinLog
+}
+
+func (s pinCheckStore) Has(ctx context.Context, id chunk.ID) (bool, error) {
+	s.pins.mu.Lock()
+	if s.pins.n[id] == 0 {
+		s.pins.unpinned++
+	}
+	s.pins.mu.Unlock()
+	return s.Store.Has(ctx, id)
+}
+
+// pinCheckBatcher is a pinCheckStore over a store that batches.
+type pinCheckBatcher struct {
+	pinCheckStore
+	b chunk.Batcher
+}
+
+func (s pinCheckBatcher) NewBatch() chunk.Batch { return s.b.NewBatch() }
+
+// waitReader reads r, then waits until ready is closed before it fails:
+// the new chunks read so far are staged or stored by then.
+type waitReader struct {
+	r     io.Reader
+	ready <-chan struct{}
+}
+
+func (w *waitReader) Read(p []byte) (int, error) {
+	n, err := w.r.Read(p)
+	if err == io.EOF {
+		<-w.ready
+		return n, errBoom
+	}
+	return n, err
+}
+
+// batchless hides a store's Batcher, so Write takes the Put path.
+type batchless struct{ chunk.Store }

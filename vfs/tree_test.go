@@ -1,0 +1,301 @@
+package vfs_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"berth/vfs"
+)
+
+// TestTree holds the cases of changing the tree's shape that need more
+// than a script line (TestScripts has those): replacing on Copy and Move,
+// the depth limit whichever way an item gets deep, and copies built out of
+// sight. A bug found later becomes a row here.
+func TestTree(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		run  func(*testing.T)
+	}{
+		// was overwrite_test.go
+		{"Overwrite", overwrite},
+		// was depth_test.go
+		{"MaxDepth", maxDepth},
+		// was staged_test.go
+		{"StagedCopyHiddenByID", stagedCopyHiddenByID},
+		// was batchbound_test.go
+		{"CopyAtDefaultBatch", copyAtDefaultBatch},
+	} {
+		t.Run(tc.name, tc.run)
+	}
+}
+
+// TestOverwrite: Copy, CopyEmpty and Move with Overwrite replace the item of
+// that name in the same transaction, so one that is refused (a lock on
+// what moves, the quota, the policy, the destination holding the source)
+// leaves the item in place, and the usage agrees with a recount.
+func overwrite(t *testing.T) {
+	for _, large := range []bool{false, true} {
+		name := "one transaction"
+		if large {
+			name = "staged"
+		}
+		t.Run(name, func(t *testing.T) {
+			opts := vfs.Options{}
+			if large {
+				opts = vfs.WithRefBatch(opts, 1) // every copy of more than an inline file is staged
+			}
+			e := openEnvWith(t, t.TempDir(), opts)
+			t.Cleanup(e.close)
+			ctx := context.Background()
+			root, err := e.fs.CreateRoot(ctx, "alice", vfs.RootSync)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.root = root
+			top := root.FolderID
+			kept := func(what string, id uint64, want string) {
+				t.Helper()
+				n, err := e.fs.Lookup(ctx, root.ID, "/b.txt")
+				if err != nil || n.ID != id || string(e.read(t, id)) != want {
+					t.Fatalf("%s: b.txt is %+v, %v; want item %d with %q", what, n, err, id, want)
+				}
+			}
+			a := e.write(t, top, "a.txt", randBytes(1, 100_000))
+			b := e.write(t, top, "b.txt", []byte("b"))
+			over := vfs.WriteOptions{Overwrite: true}
+
+			if _, err := e.fs.Copy(ctx, root.ID, a.ID, root.ID, top, "b.txt", vfs.WriteOptions{}); !errors.Is(err, vfs.ErrNameConflict) {
+				t.Fatalf("Copy onto b.txt without Overwrite: %v, want ErrNameConflict", err)
+			}
+			if _, err := e.fs.Move(ctx, root.ID, a.ID, top, "b.txt", vfs.WriteOptions{}); !errors.Is(err, vfs.ErrNameConflict) {
+				t.Fatalf("Move onto b.txt without Overwrite: %v, want ErrNameConflict", err)
+			}
+			q := over
+			q.SpaceQuota = 150_000
+			if _, err := e.fs.Copy(ctx, root.ID, a.ID, root.ID, top, "b.txt", q); !errors.Is(err, vfs.ErrQuotaExceeded) {
+				t.Fatalf("Copy over quota: %v", err)
+			}
+			kept("Copy over quota", b.ID, "b")
+			x := over
+			x.ExcludedExtensions = []string{".txt"}
+			if _, err := e.fs.Copy(ctx, root.ID, a.ID, root.ID, top, "b.txt", x); !errors.Is(err, vfs.ErrExtensionExcluded) {
+				t.Fatalf("Copy to an excluded name: %v", err)
+			}
+			kept("Copy to an excluded name", b.ID, "b")
+			lk, err := e.fs.Lock(ctx, root.ID, a.ID, vfs.LockRequest{Holder: "person:9", Duration: time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.fs.Move(ctx, root.ID, a.ID, top, "b.txt", over); !errors.Is(err, vfs.ErrLocked) {
+				t.Fatalf("Move of a locked item: %v", err)
+			}
+			kept("Move of a locked item", b.ID, "b")
+			if err := e.fs.Unlock(ctx, root.ID, a.ID, lk.Token); err != nil {
+				t.Fatal(err)
+			}
+
+			// A folder holding the source cannot be replaced by it.
+			p, err := e.fs.Mkdir(ctx, root.ID, top, "p", vfs.WriteOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := e.write(t, p.ID, "c.txt", []byte("c"))
+			if _, err := e.fs.Copy(ctx, root.ID, c.ID, root.ID, top, "p", over); !errors.Is(err, vfs.ErrNameConflict) {
+				t.Fatalf("Copy onto the folder above: %v", err)
+			}
+			if _, err := e.fs.Move(ctx, root.ID, c.ID, top, "p", over); !errors.Is(err, vfs.ErrNameConflict) {
+				t.Fatalf("Move onto the folder above: %v", err)
+			}
+			if got := string(e.read(t, c.ID)); got != "c" {
+				t.Fatalf("c.txt after refusals: %q", got)
+			}
+
+			// Replacements that go through.
+			cp, err := e.fs.Copy(ctx, root.ID, a.ID, root.ID, top, "b.txt", over)
+			if err != nil {
+				t.Fatalf("Copy with Overwrite: %v", err)
+			}
+			kept("Copy with Overwrite", cp.ID, string(randBytes(1, 100_000)))
+			if _, err := e.fs.Move(ctx, root.ID, a.ID, top, "b.txt", over); err != nil {
+				t.Fatalf("Move with Overwrite: %v", err)
+			}
+			kept("Move with Overwrite", a.ID, string(randBytes(1, 100_000)))
+			if _, err := e.fs.Copy(ctx, root.ID, p.ID, root.ID, top, "b.txt", over); err != nil {
+				t.Fatalf("Copy of a folder over a file: %v", err)
+			}
+			if err := e.fs.PatchProps(ctx, root.ID, p.ID, map[string][]byte{"{urn:z}a": []byte("1")}, nil, vfs.WriteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.fs.CopyEmpty(ctx, root.ID, p.ID, root.ID, top, "b.txt", vfs.WriteOptions{}); !errors.Is(err, vfs.ErrNameConflict) {
+				t.Fatalf("CopyEmpty onto b.txt without Overwrite: %v, want ErrNameConflict", err)
+			}
+			ce, err := e.fs.CopyEmpty(ctx, root.ID, p.ID, root.ID, top, "b.txt", over)
+			if err != nil || !ce.Dir {
+				t.Fatalf("CopyEmpty with Overwrite: %+v %v", ce, err)
+			}
+			if kids, _, err := e.fs.List(ctx, root.ID, ce.ID); err != nil || len(kids) != 0 {
+				t.Fatalf("CopyEmpty copied %d items, %v", len(kids), err)
+			}
+			if props, err := e.fs.Props(ctx, root.ID, ce.ID); err != nil || string(props["{urn:z}a"]) != "1" {
+				t.Fatalf("CopyEmpty's properties: %v %v", props, err)
+			}
+			if kids, _, err := e.fs.List(ctx, root.ID, top); err != nil || len(kids) != 2 {
+				t.Fatalf("top folder after replacements: %d items, %v; want p and b.txt", len(kids), err)
+			}
+			u, err := e.fs.Usage(ctx, root.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if recount, err := e.fs.Audit(ctx, root.ID); err != nil || recount != u {
+				t.Fatalf("usage %+v, recount %+v, %v", u, recount, err)
+			}
+		})
+	}
+}
+
+// Folders nest at most MaxDepth deep, whichever way an item gets there:
+// every operation on an item walks the folders above it, so a chain of
+// 100,000 folders made each request on its bottom cost 100,000 reads.
+func maxDepth(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	top := e.root.FolderID
+	a := chain(t, e, top, "a", 1)
+	b := chain(t, e, top, "b", vfs.MaxDepth)
+	if _, err := e.fs.WriteFile(ctx, e.root.ID, b.ID, "deepest.txt", strings.NewReader("x"), vfs.WriteOptions{}); !errors.Is(err, vfs.ErrTooDeep) {
+		t.Fatalf("a file at depth %d: %v, want ErrTooDeep", vfs.MaxDepth+1, err)
+	}
+	if _, err := e.fs.Mkdir(ctx, e.root.ID, b.ID, "deeper", vfs.WriteOptions{}); !errors.Is(err, vfs.ErrTooDeep) {
+		t.Fatalf("a folder at depth %d: %v, want ErrTooDeep", vfs.MaxDepth+1, err)
+	}
+	if _, _, err := e.fs.CreateLocked(ctx, e.root.ID, b.ID, "locked.txt", vfs.LockRequest{Holder: "x"}, vfs.WriteOptions{}); !errors.Is(err, vfs.ErrTooDeep) {
+		t.Fatalf("a locked new file at depth %d: %v, want ErrTooDeep", vfs.MaxDepth+1, err)
+	}
+	// b0 is the top of a chain MaxDepth deep; in a, it would be one
+	// level deeper.
+	b0, err := e.fs.Lookup(ctx, e.root.ID, "/b0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.fs.Move(ctx, e.root.ID, b0.ID, a.ID, "", vfs.WriteOptions{}); !errors.Is(err, vfs.ErrTooDeep) {
+		t.Fatalf("move of a deep chain below another: %v, want ErrTooDeep", err)
+	}
+	if _, err := e.fs.Copy(ctx, e.root.ID, b0.ID, e.root.ID, a.ID, "b0", vfs.WriteOptions{}); !errors.Is(err, vfs.ErrTooDeep) {
+		t.Fatalf("copy of a deep chain below another: %v, want ErrTooDeep", err)
+	}
+	// Nothing moved or was copied, and the limit itself is allowed.
+	if _, err := e.fs.Lookup(ctx, e.root.ID, "/b0"); err != nil {
+		t.Fatalf("b0 after the refused move: %v", err)
+	}
+	if kids, _, err := e.fs.List(ctx, e.root.ID, a.ID); err != nil || len(kids) != 0 {
+		t.Fatalf("a holds %d items (%v), want none", len(kids), err)
+	}
+	if _, err := e.fs.WriteFile(ctx, e.root.ID, a.ID, "ok.txt", strings.NewReader("x"), vfs.WriteOptions{}); err != nil {
+		t.Fatalf("a file at depth 2: %v", err)
+	}
+	// Moving an item up, or a file to the deepest folder but one, is fine.
+	if _, err := e.fs.Move(ctx, e.root.ID, b.ID, top, "", vfs.WriteOptions{}); err != nil {
+		t.Fatalf("move of the deepest folder to the top: %v", err)
+	}
+}
+
+// TestStagedCopyHiddenByID: the items of a copy still being staged are
+// not the user's yet, whatever their ids; a node id is a counter anyone
+// can guess, so Stat, Revisions, OpenRevision and Unlock must not find
+// them any more than a path does.
+func stagedCopyHiddenByID(t *testing.T) {
+	e := newSplitEnv(t)
+	d := buildTree(t, e)
+	mark, err := e.fs.Mkdir(ctx, e.root.ID, e.root.FolderID, "mark", vfs.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	e.onBatch(t, vfs.OpCopy, func() {
+		// The copy's items take the next node ids.
+		for id := mark.ID + 1; id <= mark.ID+16; id++ {
+			if n, err := e.fs.Stat(ctx, e.root.ID, id); !errors.Is(err, vfs.ErrNotExist) {
+				t.Errorf("stat of staged item %d: %+v, %v", id, n, err)
+			}
+			if revs, err := e.fs.Revisions(ctx, e.root.ID, id); !errors.Is(err, vfs.ErrNotExist) {
+				t.Errorf("revisions of staged item %d: %d, %v", id, len(revs), err)
+			}
+			for rev := uint64(1); rev <= 32; rev++ {
+				if f, err := e.fs.OpenRevision(ctx, e.root.ID, id, rev); err == nil {
+					f.Close()
+					t.Errorf("revision %d of staged item %d opens", rev, id)
+				}
+			}
+			if err := e.fs.Unlock(ctx, e.root.ID, id, ""); !errors.Is(err, vfs.ErrNotExist) {
+				t.Errorf("unlock of staged item %d: %v", id, err)
+			}
+			checked++
+		}
+	})
+	c, err := e.fs.Copy(ctx, e.root.ID, d.ID, e.root.ID, e.root.FolderID, "d2", vfs.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if checked == 0 || c.ID <= mark.ID || c.ID > mark.ID+16 {
+		t.Fatalf("checked %d ids, the copy is %d after %d", checked, c.ID, mark.ID)
+	}
+	if _, err := e.fs.Stat(ctx, e.root.ID, c.ID+1); err != nil {
+		t.Fatalf("an item of the finished copy: %v", err)
+	}
+	checkClean(t, e.env, "copy")
+}
+
+// copyAtDefaultBatch copies, with the production batch size and kv
+// settings, a folder just under the weight one transaction takes, made of
+// the heaviest items: names of 255 bytes, bodies and dead properties just
+// small enough to stay in kv's tree. It guards the margin between
+// defaultRefBatch and Badger's transaction bound, which follows kv's
+// memtable size.
+func copyAtDefaultBatch(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	src, err := e.fs.Mkdir(ctx, e.root.ID, e.root.FolderID, "src", vfs.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const files = 255 // with one property each and the folder: weight 511
+	body := strings.Repeat("b", 1000)
+	prop := []byte(strings.Repeat("v", 900))
+	for i := range files {
+		name := fmt.Sprintf("%04d-%s", i, strings.Repeat("n", 250))
+		n, err := e.fs.WriteFile(ctx, e.root.ID, src.ID, name, strings.NewReader(body), vfs.WriteOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.fs.PatchProps(ctx, e.root.ID, n.ID, map[string][]byte{"urn:x " + strings.Repeat("p", 100): prop}, nil, vfs.WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cp, err := e.fs.Copy(ctx, e.root.ID, src.ID, e.root.ID, e.root.FolderID, "copy", vfs.WriteOptions{})
+	if err != nil {
+		t.Fatalf("Copy: %v", err)
+	}
+	kids, _, err := e.fs.List(ctx, e.root.ID, cp.ID)
+	if err != nil || len(kids) != files {
+		t.Fatalf("the copy lists %d items, %v", len(kids), err)
+	}
+}
+
+// chain makes n folders, each in the one before, below the folder parent
+// and returns the last.
+func chain(t *testing.T, e *env, parent uint64, prefix string, n int) vfs.Node {
+	t.Helper()
+	var d vfs.Node
+	for i := range n {
+		var err error
+		if d, err = e.fs.Mkdir(context.Background(), e.root.ID, parent, fmt.Sprintf("%s%d", prefix, i), vfs.WriteOptions{}); err != nil {
+			t.Fatalf("folder %d: %v", i, err)
+		}
+		parent = d.ID
+	}
+	return d
+}

@@ -1,0 +1,218 @@
+package vfs_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+
+	"berth/vfs"
+	"berth/vfs/chunk"
+)
+
+// TestWrite holds the cases of storing a file (WriteFile): what a write
+// keeps (revisions, deduplicated chunks, small files inline), what it
+// refuses before storing a byte, and that a write that fails stores
+// nothing. A write bug found later becomes a row here.
+func TestWrite(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		run  func(*testing.T)
+	}{
+		{"WriteReadRevisions", writeReadRevisions},
+		{"CancelledUploadStoresNothing", cancelledUploadStoresNothing},
+		{"Deduplication", deduplication},
+		{"InlineSmallFiles", inlineSmallFiles},
+		{"BrokenSmallBodyStoresNothing", brokenSmallBodyStoresNothing},
+		{"DeclaredSizeRefusedUnread", declaredSizeRefusedUnread},
+		{"ExcludedExtensions", excludedExtensions},
+	} {
+		t.Run(tc.name, tc.run)
+	}
+}
+
+func writeReadRevisions(t *testing.T) {
+	e := newEnv(t)
+	top := e.root.FolderID
+	for _, size := range []int{0, 1, 1 << 20, 3<<20 + 17} {
+		data := randBytes(uint64(size), size)
+		n := e.write(t, top, "f.bin", data)
+		if n.Size != int64(size) || n.Path != "/f.bin" || n.Dir {
+			t.Fatalf("node %+v", n)
+		}
+		if got := e.read(t, n.ID); !bytes.Equal(got, data) {
+			t.Fatalf("size %d: contents differ", size)
+		}
+	}
+	revs, err := e.fs.Revisions(ctx, e.root.ID, mustLookup(t, e, "/f.bin").ID)
+	if err != nil || len(revs) != 4 {
+		t.Fatalf("revisions %d %v", len(revs), err)
+	}
+	// An old revision stays readable.
+	f, err := e.fs.OpenRevision(ctx, e.root.ID, revs[1].FileID, revs[1].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(f)
+	f.Close()
+	if !bytes.Equal(b, randBytes(1, 1)) {
+		t.Fatal("old revision differs")
+	}
+	u, err := e.fs.Usage(ctx, e.root.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := vfs.Usage{FileCount: 1, HeadSize: 3<<20 + 17, RevisionCount: 3, RevisionSize: 1 + 1<<20,
+		PhysicalSize: 3<<20 + 17 + 1 + 1<<20, RootCount: 1}
+	if u != want {
+		t.Fatalf("usage %+v, want %+v", u, want)
+	}
+}
+
+func cancelledUploadStoresNothing(t *testing.T) {
+	e := newEnv(t)
+	old := e.write(t, e.root.FolderID, "f", []byte("keep me"))
+	// Long enough that chunks are stored before the body breaks.
+	r := io.MultiReader(bytes.NewReader(randBytes(7, 24<<20)), errReader{})
+	if _, err := e.fs.WriteFile(ctx, e.root.ID, e.root.FolderID, "f", r, vfs.WriteOptions{}); err == nil {
+		t.Fatal("broken body accepted")
+	}
+	if got := e.read(t, old.ID); string(got) != "keep me" {
+		t.Fatalf("previous contents lost: %q", got)
+	}
+	if _, err := e.fs.GC(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := countChunkFiles(t, e.dir); n != 0 {
+		t.Fatalf("the broken upload left %d chunk files", n)
+	}
+	rep, err := e.fs.Fsck(ctx, true)
+	if err != nil || !rep.OK() {
+		t.Fatalf("fsck: %v %v", rep, err)
+	}
+}
+
+func deduplication(t *testing.T) {
+	if testing.Short() {
+		t.Skip("64 MiB")
+	}
+	e := newEnv(t)
+	data := randBytes(42, 64<<20)
+	e.write(t, e.root.FolderID, "one", data)
+	s1, _ := e.chunks.Size(ctx)
+	e.write(t, e.root.FolderID, "two", data)
+	s2, _ := e.chunks.Size(ctx)
+	if grow := float64(s2-s1) / float64(s1); grow >= 0.01 {
+		t.Fatalf("same 64 MiB under a second name grew the store by %.2f%%", 100*grow)
+	}
+	var n1 int
+	e.chunks.Walk(ctx, func(chunk.ID) error { n1++; return nil })
+	data[32<<20] ^= 0xff
+	e.write(t, e.root.FolderID, "three", data)
+	var n2 int
+	e.chunks.Walk(ctx, func(chunk.ID) error { n2++; return nil })
+	t.Logf("one-byte edit of 64 MiB: %d new chunks (of %d)", n2-n1, n1)
+	if n2-n1 > 3 {
+		t.Fatalf("one-byte edit added %d chunks", n2-n1)
+	}
+}
+
+// Small files live in their revision record: no chunk is stored, and they
+// read, copy, limit and purge like any other.
+func inlineSmallFiles(t *testing.T) {
+	e := newEnv(t)
+	top := e.root.FolderID
+	for _, size := range []int{0, 1, vfs.InlineMax} {
+		data := randBytes(uint64(size)+3, size)
+		n := e.write(t, top, fmt.Sprint("s", size), data)
+		if !bytes.Equal(e.read(t, n.ID), data) {
+			t.Fatalf("inline %d bytes differ", size)
+		}
+	}
+	if n, _ := e.chunks.Size(ctx); n != 0 {
+		t.Fatalf("small files stored %d bytes of chunks", n)
+	}
+	big := e.write(t, top, "big", randBytes(9, vfs.InlineMax+1))
+	if n, _ := e.chunks.Size(ctx); n == 0 {
+		t.Fatal("a file over InlineMax stored no chunk")
+	}
+	cp, err := e.fs.Copy(ctx, e.root.ID, mustLookup(t, e, "/s1").ID, e.root.ID, top, "copy", vfs.WriteOptions{})
+	if err != nil || !bytes.Equal(e.read(t, cp.ID), randBytes(4, 1)) {
+		t.Fatalf("copy of an inline file: %v", err)
+	}
+	f, err := e.fs.Open(ctx, e.root.ID, big.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 10)
+	if _, err := f.ReadAt(buf, 100); err != nil || !bytes.Equal(buf, randBytes(9, vfs.InlineMax+1)[100:110]) {
+		t.Fatalf("ReadAt: %v", err)
+	}
+	f.Close()
+	_, err = e.fs.WriteFile(ctx, e.root.ID, top, "x", strings.NewReader("12345"), vfs.WriteOptions{MaxFileSize: 4})
+	if !errors.Is(err, vfs.ErrFileTooLarge) {
+		t.Fatalf("inline over max size: %v", err)
+	}
+	if r, err := e.fs.Fsck(ctx, true); err != nil || !r.OK() {
+		t.Fatalf("fsck %v %v", r, err)
+	}
+}
+
+// A body that breaks before InlineMax bytes (a cut-off upload) stores
+// nothing, even though it is short enough to be kept inline.
+func brokenSmallBodyStoresNothing(t *testing.T) {
+	e := newEnv(t)
+	old := e.write(t, e.root.FolderID, "f", []byte("keep me"))
+	for _, brk := range []error{io.ErrUnexpectedEOF, errors.New("connection reset")} {
+		r := io.MultiReader(strings.NewReader("half a bo"), failing{brk})
+		if _, err := e.fs.WriteFile(ctx, e.root.ID, e.root.FolderID, "f", r, vfs.WriteOptions{}); !errors.Is(err, brk) {
+			t.Fatalf("broken small body: %v", err)
+		}
+	}
+	if got := e.read(t, old.ID); string(got) != "keep me" {
+		t.Fatalf("previous contents lost: %q", got)
+	}
+}
+
+// A body announced over the limits is refused before a byte of it is read.
+func declaredSizeRefusedUnread(t *testing.T) {
+	e := newEnv(t)
+	e.write(t, e.root.FolderID, "used", []byte("12345"))
+	unread := failing{errors.New("body was read")}
+	for _, c := range []struct {
+		opts vfs.WriteOptions
+		want error
+	}{
+		{vfs.WriteOptions{MaxFileSize: 10, DeclaredSize: 11}, vfs.ErrFileTooLarge},
+		{vfs.WriteOptions{SpaceQuota: 10, DeclaredSize: 6}, vfs.ErrQuotaExceeded},
+	} {
+		if _, err := e.fs.WriteFile(ctx, e.root.ID, e.root.FolderID, "x", unread, c.opts); !errors.Is(err, c.want) {
+			t.Errorf("%+v: %v, want %v", c.opts, err, c.want)
+		}
+	}
+}
+
+// Excluded extensions follow the policy's rule: a suffix, any case, with or
+// without its dot, possibly of several parts; a bare ".exe" is a name.
+func excludedExtensions(t *testing.T) {
+	e := newEnv(t)
+	opts := vfs.WriteOptions{ExcludedExtensions: []string{".tar.gz", "EXE"}}
+	for name, refused := range map[string]bool{
+		"a.tar.gz": true, "A.TAR.GZ": true, "setup.exe": true, "b.gz": false, ".exe": false, "exe": false,
+	} {
+		_, err := e.fs.WriteFile(ctx, e.root.ID, e.root.FolderID, name, strings.NewReader("x"), opts)
+		if got := errors.Is(err, vfs.ErrExtensionExcluded); got != refused || (!refused && err != nil) {
+			t.Errorf("%q: %v", name, err)
+		}
+	}
+}
+
+type errReader struct{}
+
+func (errReader) Read([]byte) (int, error) { return 0, io.ErrUnexpectedEOF }
+
+type failing struct{ err error }
+
+func (f failing) Read([]byte) (int, error) { return 0, f.err }
