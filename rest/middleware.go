@@ -3,26 +3,8 @@ package rest
 import (
 	"net/http"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"berth/httpserve"
 )
-
-// metrics are the HTTP figures every front end shares (httpserve), built
-// once per registry: a WebDAV handler on the same registry counts into the
-// same families, told apart by route.
-type metrics struct {
-	*httpserve.Metrics
-	// requests and abortedStreams name two of the families as rest's
-	// tests read them.
-	requests       *prometheus.CounterVec
-	abortedStreams prometheus.Counter
-}
-
-func newMetrics(reg prometheus.Registerer) *metrics {
-	m := httpserve.NewMetrics(reg)
-	return &metrics{Metrics: m, requests: m.Requests, abortedStreams: m.AbortedStreams}
-}
 
 // observe wraps the whole API: one log line and one metric sample per
 // request, labelled with the route pattern, and panics recovered as a
