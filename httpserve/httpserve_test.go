@@ -20,6 +20,8 @@ import (
 	"berth/httpserve"
 )
 
+// TestContentDisposition: the first four rows were rest's own
+// TestContentDisposition, from when the header was built in rest.
 func TestContentDisposition(t *testing.T) {
 	for _, tc := range []struct{ name, want string }{
 		{"a b.txt", `attachment; filename="a b.txt"; filename*=UTF-8''a%20b.txt`},

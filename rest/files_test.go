@@ -350,19 +350,6 @@ func TestDownloadHeaders(t *testing.T) {
 	}
 }
 
-func TestContentDisposition(t *testing.T) {
-	for name, want := range map[string]string{
-		"a b.txt":  `attachment; filename="a b.txt"; filename*=UTF-8''a%20b.txt`,
-		`q"x\y%`:   `attachment; filename="q_x_y_"; filename*=UTF-8''q%22x%5Cy%25`,
-		"日本.txt":   `attachment; filename="__.txt"; filename*=UTF-8''%E6%97%A5%E6%9C%AC.txt`,
-		"plain.go": `attachment; filename="plain.go"; filename*=UTF-8''plain.go`,
-	} {
-		if got := contentDisposition(name); got != want {
-			t.Errorf("%q:\n got %s\nwant %s", name, got, want)
-		}
-	}
-}
-
 func TestRenameMoveDelete(t *testing.T) {
 	f := newFixture(t)
 	a := f.mustMkdir(f.at("/api/2/files/%d/create_folder"), "A")
