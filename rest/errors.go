@@ -56,7 +56,7 @@ type errorMapping struct {
 //
 //	{vfs.ErrNameConflict, http.StatusConflict, "name_conflict", ""},
 //
-// Every exported error of vfs, vfs/chunk, kv and account has a row
+// Every exported error of vfs, vfs/chunk, kv, account and share has a row
 // (errortable_test.go checks). One that is the server's own fault gets an
 // explicit 500 "unknown" row: it is answered and logged as an unmatched
 // error is, but the choice is written down.
@@ -158,6 +158,10 @@ var errPreconditionFailed = errors.New("precondition failed")
 // errServeContent is any other error answer of http.ServeContent (a file
 // that cannot seek); it matches no table entry, so it is 500 unknown.
 var errServeContent = errors.New("serving the file failed")
+
+// errPanicked is a handler's panic, recovered (see panicked); like
+// errServeContent it matches no table entry, so it is 500 unknown.
+var errPanicked = errors.New("handler panicked")
 
 // describedError carries an error_description for the client next to the
 // error it wraps.

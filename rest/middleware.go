@@ -13,7 +13,9 @@ func (s *server) observe(next http.Handler) http.Handler {
 	return s.metrics.Observe(s.log, httpserve.Pattern, s.metrics.Recover(s.log, httpserve.Pattern, panicked, next))
 }
 
-// panicked answers a request whose handler panicked before writing.
+// panicked answers a request whose handler panicked before writing,
+// through the error table like every other error answer.
 func panicked(w http.ResponseWriter, _ *http.Request) {
-	writeErrorBody(w, http.StatusInternalServerError, errorBody{Error: "unknown"})
+	status, body, _ := classify(errPanicked)
+	writeErrorBody(w, status, body)
 }
