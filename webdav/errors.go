@@ -243,16 +243,6 @@ func classify(err error) errorMapping {
 	return unknownError
 }
 
-// status is err's WebDAV status as errorTable gives it, with err; 0 for
-// nil. It keeps the (status, error) shape the handlers returned before
-// the table, which tests of single rows still use.
-func status(err error) (int, error) {
-	if err == nil {
-		return 0, nil
-	}
-	return classify(err).status, err
-}
-
 // describedErr is an error class (a value of errorTable) with the message
 // the client sees; its text is that message.
 type describedErr struct {
@@ -311,13 +301,6 @@ func (h *Handler) finish(w http.ResponseWriter, r *http.Request, err error) {
 		}
 		plain(w, m.status, m.message(err))
 	}
-}
-
-// serverError answers an error of the set-up around the method (a
-// session that could not be built, a failed login the table knows no
-// better answer to): through the table like any other.
-func (h *Handler) serverError(w http.ResponseWriter, r *http.Request, err error) {
-	h.finish(w, r, err)
 }
 
 // plain writes a short text/plain answer.

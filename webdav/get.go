@@ -34,7 +34,7 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, p string, lib *xwe
 	if !g.stream.Started() {
 		// ServeContent writes its status before it reads a byte; should
 		// that change, the error still gets an answer.
-		h.serverError(g, r, err)
+		h.finish(g, r, err)
 		return
 	}
 	gone := g.stream.WriteFailed() ||

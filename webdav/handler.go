@@ -104,7 +104,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	s, err := h.newSession(r.Context(), c, p)
 	if err != nil {
-		h.serverError(w, r, err)
+		h.finish(w, r, err)
 		return
 	}
 	if err := s.fileAsCollection(r); err != nil {
