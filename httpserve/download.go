@@ -1,6 +1,8 @@
 package httpserve
 
 import (
+	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"mime"
@@ -191,6 +193,15 @@ func (m *Metrics) Abort(log *slog.Logger, r *http.Request, route string, clientG
 	}
 	m.AbortedStreams.Inc()
 	panic(http.ErrAbortHandler)
+}
+
+// ClientGone reports whether err only says that the client went away (r's
+// context is done, and err is its cancellation or deadline): nobody is
+// left to read an answer, and the failure is not the server's. Every
+// front end decides by it between an error answer, or a logged abort, and
+// silence.
+func ClientGone(r *http.Request, err error) bool {
+	return r.Context().Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded))
 }
 
 // ContentType is the media type of a file name's extension, or

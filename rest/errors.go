@@ -1,7 +1,6 @@
 package rest
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -214,10 +213,4 @@ func classify(err error) (status int, body errorBody, known bool) {
 		return m.status, body, true
 	}
 	return http.StatusInternalServerError, errorBody{Error: "unknown"}, false
-}
-
-// clientGone reports whether err only says that the client went away, in
-// which case nobody is left to read an answer.
-func clientGone(r *http.Request, err error) bool {
-	return r.Context().Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded))
 }

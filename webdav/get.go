@@ -2,7 +2,6 @@ package webdav
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"os"
 	"path"
@@ -37,9 +36,7 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, p string, lib *xwe
 		h.finish(g, r, err)
 		return
 	}
-	gone := g.stream.WriteFailed() ||
-		(r.Context().Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)))
-	h.metrics.Abort(h.log, r, route, gone, err)
+	h.metrics.Abort(h.log, r, route, g.stream.WriteFailed() || httpserve.ClientGone(r, err), err)
 }
 
 // getWriter is the ResponseWriter of a GET, HEAD or POST served by x/net/webdav
