@@ -58,7 +58,7 @@ type getWriter struct {
 // before it starts ("bytes 11-10/11").
 func newGetWriter(w http.ResponseWriter, r *http.Request, p string) *getWriter {
 	h := w.Header()
-	h.Set("Content-Type", contentType(path.Base(p)))
+	h.Set("Content-Type", httpserve.ContentType(path.Base(p)))
 	h.Set("X-Content-Type-Options", "nosniff")
 	if rng := r.Header.Get("Range"); rng != "" {
 		r.Header.Set("Range", vfs.ServableRange(rng))
