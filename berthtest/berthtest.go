@@ -35,12 +35,12 @@ type Options struct {
 
 // Stack is the storage side of a berth, closed by the test's cleanup.
 type Stack struct {
-	Dir      string
-	DB       *badger.DB
-	Chunks   *chunk.Disk
-	FS       *vfs.FS
-	Accounts *account.Service
-	Org      account.Organization
+	Dir      string               // the data directory, a t.TempDir()
+	DB       *badger.DB           // the metadata store, real Badger in Dir
+	Chunks   *chunk.Disk          // the content store, on disk in Dir
+	FS       *vfs.FS              // vfs over DB and Chunks
+	Accounts *account.Service     // the account service over DB
+	Org      account.Organization // "Acme", the organization AddPerson puts persons in
 }
 
 // New builds a Stack in t.TempDir(); t.Cleanup closes it, after whatever

@@ -74,6 +74,9 @@ type failWriter struct {
 	failed bool
 }
 
+// WriteHeader passes a success or a redirect on, and hands an error status
+// to the front end's writer instead, without the headers set for the body
+// it replaces.
 func (f *failWriter) WriteHeader(code int) {
 	if code < 400 {
 		f.ResponseWriter.WriteHeader(code)
@@ -87,6 +90,7 @@ func (f *failWriter) WriteHeader(code int) {
 	f.fail(f.ResponseWriter, code)
 }
 
+// Write drops ServeContent's own error text once fail has answered.
 func (f *failWriter) Write(b []byte) (int, error) {
 	if f.failed {
 		return len(b), nil // ServeContent's text body; the front end's is out

@@ -250,7 +250,11 @@ type describedErr struct {
 	msg string
 }
 
+// Error is the client's message: what finish sends when the row asks for
+// the error's text.
 func (e *describedErr) Error() string { return e.msg }
+
+// Unwrap is the error class, which alone picks the row.
 func (e *describedErr) Unwrap() error { return e.err }
 
 // describe wraps err, an error of the table, with a message for the
@@ -339,6 +343,7 @@ type goneWriter struct {
 	dropped bool
 }
 
+// WriteHeader drops an error status once the client's request is done.
 func (g *goneWriter) WriteHeader(code int) {
 	if code >= 400 && g.r.Context().Err() != nil {
 		g.dropped = true
@@ -347,6 +352,7 @@ func (g *goneWriter) WriteHeader(code int) {
 	g.ResponseWriter.WriteHeader(code)
 }
 
+// Write drops the body of a dropped error answer.
 func (g *goneWriter) Write(b []byte) (int, error) {
 	if g.dropped {
 		return len(b), nil

@@ -67,6 +67,7 @@ func newGetWriter(w http.ResponseWriter, r *http.Request, p string) *getWriter {
 	return &getWriter{ResponseWriter: s, stream: s}
 }
 
+// WriteHeader marks an error answer as plain text before it is sent.
 func (g *getWriter) WriteHeader(code int) {
 	if code >= 400 {
 		// x/net/webdav's own error answers (404, 405) and ServeContent's
@@ -87,6 +88,8 @@ type getFS struct {
 	body *httpserve.Body
 }
 
+// OpenFile wraps a file opened for reading so that its read errors are
+// kept; anything else is x/net's FileSystem's as it is.
 func (g *getFS) OpenFile(ctx context.Context, name string, flag int, perm os.FileMode) (xwebdav.File, error) {
 	f, err := g.FileSystem.OpenFile(ctx, name, flag, perm)
 	if err != nil || flag != os.O_RDONLY {
@@ -102,6 +105,8 @@ type getFile struct {
 	body *httpserve.Body
 }
 
+// Read reads through the Body, which keeps the first error.
 func (f *getFile) Read(p []byte) (int, error) { return f.body.Read(p) }
 
+// Seek seeks through the Body, so that reads and seeks meet one offset.
 func (f *getFile) Seek(off int64, whence int) (int64, error) { return f.body.Seek(off, whence) }
