@@ -8,7 +8,9 @@ package berthtest
 import (
 	"bytes"
 	"context"
+	"io/fs"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -124,4 +126,20 @@ func (l *LogBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// LoseChunks removes every chunk file of the Stack whose Dir is dir,
+// leaving the metadata as it is: every file then fails at its first read
+// of contents, after its download has started, which is how the front
+// ends' tests make a download fail half way.
+func LoseChunks(t testing.TB, dir string) {
+	t.Helper()
+	if err := filepath.WalkDir(filepath.Join(dir, "chunks"), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			err = os.Remove(p)
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
 }

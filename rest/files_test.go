@@ -6,19 +6,17 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
-	"io/fs"
 	"math/rand/v2"
 	"mime/multipart"
 	"net/http"
 	"net/url"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"berth/account"
+	"berth/berthtest"
 	"berth/vfs"
 )
 
@@ -731,14 +729,7 @@ func TestDownloadFailsLoudly(t *testing.T) {
 	f := newFixture(t)
 	fj := f.mustUpload(f.at("/api/2/files/%d/upload"), "lost.bin", randomBytes(3, 1<<20))
 	// Lose the contents underneath the metadata.
-	if err := filepath.WalkDir(filepath.Join(f.dir, "chunks"), func(p string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
-			err = os.Remove(p)
-		}
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	berthtest.LoseChunks(t, f.dir)
 	req, _ := http.NewRequest(http.MethodGet, f.url(f.at("/api/2/files/%d/%d/download", fj.ID)), nil)
 	req.Header.Set("Authorization", "Bearer "+f.token)
 	resp, err := f.client.Do(req)
