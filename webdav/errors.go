@@ -117,7 +117,7 @@ type errorMapping struct {
 // errorTable is webdav's one table from error values to answers: no
 // handler picks a status or writes an error body itself. It is ordered:
 // the first entry whose err matches (errors.Is) wins. Every exported
-// error of vfs, vfs/chunk, kv and account has a row (errors_test.go
+// error of vfs, vfs/chunk, kv, account and share has a row (errors_test.go
 // checks), errors genuinely the server's with an explicit 500.
 //
 // It is a function so the table cannot be changed at run time.
