@@ -179,10 +179,10 @@ func errorTable() []errorMapping {
 		{err: chunk.ErrTooLarge, status: http.StatusInternalServerError},
 		// chunk.ErrNoSpace is vfs.ErrNoSpace, matched above.
 
-		// account, as authentication meets it (authFailed): 401 with a
-		// challenge where new credentials can help, 403 where they
-		// cannot, so clients stop re-prompting. WebDAV changes no
-		// account, so the rest are the server's.
+		// account, as authentication meets it (serve, after
+		// authenticate): 401 with a challenge where new credentials can
+		// help, 403 where they cannot, so clients stop re-prompting.
+		// WebDAV changes no account, so the rest are the server's.
 		{err: account.ErrAccountLocked, status: http.StatusForbidden, msg: "Too many failed logins: the account is locked for a while."},
 		{err: account.ErrInactive, status: http.StatusForbidden, msg: "The account or its organization is disabled."},
 		{err: errNoCredentials, status: http.StatusUnauthorized, msg: loginMessage, challenge: true},

@@ -95,7 +95,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	c, err := h.authenticate(r)
 	if err != nil {
-		h.authFailed(w, r, err)
+		h.finish(w, r, err)
 		return
 	}
 	if !c.Organization.Policy.WebDAVEnabled {
