@@ -204,22 +204,7 @@ func TestClose(t *testing.T) {
 		if err := <-closed; err != nil {
 			t.Fatal(err)
 		}
-		fn := func(kv.Txn) error { return nil }
-		if err := s.View(ctx, fn); !errors.Is(err, kv.ErrClosed) {
-			t.Errorf("View after Close = %v", err)
-		}
-		if err := s.Update(ctx, fn); !errors.Is(err, kv.ErrClosed) {
-			t.Errorf("Update after Close = %v", err)
-		}
-		if _, err := s.NextID(ctx, "x"); !errors.Is(err, kv.ErrClosed) {
-			t.Errorf("NextID after Close = %v", err)
-		}
-		if err := s.RunGC(ctx); !errors.Is(err, kv.ErrClosed) {
-			t.Errorf("RunGC after Close = %v", err)
-		}
-		if err := s.Close(); err != nil {
-			t.Errorf("second Close = %v", err)
-		}
+		kvtest.CheckClosed(t, s)
 	})
 }
 

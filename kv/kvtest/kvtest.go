@@ -734,6 +734,16 @@ func testClose(t *testing.T, s kv.Store) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
+	CheckClosed(t, s)
+}
+
+// CheckClosed fails t unless every call on s, which was closed, returns
+// kv.ErrClosed (the optional kv.GCer's too) and a second Close is no
+// error: the end of the suite's Close test, and of an engine's own tests
+// of how it closes.
+func CheckClosed(t *testing.T, s kv.Store) {
+	t.Helper()
+	ctx := context.Background()
 	fn := func(kv.Txn) error { return nil }
 	if err := s.View(ctx, fn); !errors.Is(err, kv.ErrClosed) {
 		t.Errorf("View after Close = %v", err)
