@@ -13,8 +13,8 @@ import (
 )
 
 // TestErrorTableCoversDomainErrors: every exported error of vfs,
-// vfs/chunk, kv, account and share, as their source declares them, has a row of
-// its own in errorTable, and a wrapped one is answered as the bare one.
+// vfs/chunk, kv, account and share, as their source declares them, has a
+// row of its own in errorTable, and a wrapped one is answered as the bare one.
 // vfs.ErrChanged and vfs.ErrMetadataLimit once had none and became 500s;
 // a new domain error fails here until it gets its row.
 func TestErrorTableCoversDomainErrors(t *testing.T) {

@@ -21,8 +21,8 @@ import (
 )
 
 // TestErrorTableCoversDomainErrors: every exported error of vfs,
-// vfs/chunk, kv, account and share, as their source declares them, has a row of
-// its own in errorTable, which classify finds for it bare and wrapped,
+// vfs/chunk, kv, account and share, as their source declares them, has a
+// row of its own in errorTable, which classify finds for it bare and wrapped,
 // and osErr hands x/net/webdav the row's os value. A new domain error
 // fails here until it gets its row.
 func TestErrorTableCoversDomainErrors(t *testing.T) {
