@@ -8,7 +8,9 @@ package berthtest
 import (
 	"bytes"
 	"context"
+	"io/fs"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -35,12 +37,12 @@ type Options struct {
 
 // Stack is the storage side of a berth, closed by the test's cleanup.
 type Stack struct {
-	Dir      string
-	DB       *badger.DB
-	Chunks   *chunk.Disk
-	FS       *vfs.FS
-	Accounts *account.Service
-	Org      account.Organization
+	Dir      string               // the data directory, a t.TempDir()
+	DB       *badger.DB           // the metadata store, real Badger in Dir
+	Chunks   *chunk.Disk          // the content store, on disk in Dir
+	FS       *vfs.FS              // vfs over DB and Chunks
+	Accounts *account.Service     // the account service over DB
+	Org      account.Organization // "Acme", the organization AddPerson puts persons in
 }
 
 // New builds a Stack in t.TempDir(); t.Cleanup closes it, after whatever
@@ -124,4 +126,20 @@ func (l *LogBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// LoseChunks removes every chunk file of the Stack whose Dir is dir,
+// leaving the metadata as it is: every file then fails at its first read
+// of contents, after its download has started, which is how the front
+// ends' tests make a download fail half way.
+func LoseChunks(t testing.TB, dir string) {
+	t.Helper()
+	if err := filepath.WalkDir(filepath.Join(dir, "chunks"), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			err = os.Remove(p)
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
 }

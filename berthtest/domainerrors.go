@@ -19,9 +19,10 @@ import (
 )
 
 // domainPackages are the directories, relative to the module root, of the
-// domain packages (and share, whose access errors the front ends map too) whose exported errors every front end maps: only the
-// directories themselves, not what is below them (kv/badger is an engine,
-// whose errors kv turns into its own).
+// domain packages (and share, whose access errors the front ends map too)
+// whose exported errors every front end maps: only the directories
+// themselves, not what is below them (kv/badger is an engine, whose errors
+// kv turns into its own).
 func domainPackages() []string { return []string{"vfs", "vfs/chunk", "kv", "account", "share"} }
 
 // DomainErrors returns every exported error value of the domain packages by
@@ -90,33 +91,9 @@ func DomainErrorNames(t testing.TB) []string {
 	root := filepath.Dir(filepath.Dir(self))
 	var names []string
 	for _, dir := range domainPackages() {
-		entries, err := os.ReadDir(filepath.Join(root, dir))
-		if err != nil {
-			t.Fatalf("berthtest: reading %s: %v", dir, err)
-		}
-		fset := token.NewFileSet()
-		for _, e := range entries {
-			n := e.Name()
-			if e.IsDir() || !strings.HasSuffix(n, ".go") || strings.HasSuffix(n, "_test.go") {
-				continue
-			}
-			f, err := parser.ParseFile(fset, filepath.Join(root, dir, n), nil, parser.SkipObjectResolution)
-			if err != nil {
-				t.Fatalf("berthtest: parsing %s/%s: %v", dir, n, err)
-			}
-			for _, d := range f.Decls {
-				g, ok := d.(*ast.GenDecl)
-				if !ok || g.Tok != token.VAR {
-					continue
-				}
-				for _, s := range g.Specs {
-					for _, id := range s.(*ast.ValueSpec).Names {
-						if id.IsExported() && strings.HasPrefix(id.Name, "Err") {
-							names = append(names, f.Name.Name+"."+id.Name)
-						}
-					}
-				}
-			}
+		pkg, vars := VarNames(t, filepath.Join(root, dir), "Err")
+		for _, v := range vars {
+			names = append(names, pkg+"."+v)
 		}
 	}
 	slices.Sort(names)
@@ -124,6 +101,46 @@ func DomainErrorNames(t testing.TB) []string {
 		t.Fatal("berthtest: found no exported Err* variables; is the module layout as domainPackages says?")
 	}
 	return names
+}
+
+// VarNames parses the non-test Go files in dir and returns their package's
+// name and the names of its package-level variables that start with
+// prefix, sorted. The error-table tests read the error values a package
+// declares from its source, so that a new one cannot slip past its table
+// (a front end reads its own unexported err* values this way too).
+func VarNames(t testing.TB, dir, prefix string) (pkg string, names []string) {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatalf("berthtest: reading %s: %v", dir, err)
+	}
+	fset := token.NewFileSet()
+	for _, e := range entries {
+		n := e.Name()
+		if e.IsDir() || !strings.HasSuffix(n, ".go") || strings.HasSuffix(n, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, filepath.Join(dir, n), nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatalf("berthtest: parsing %s/%s: %v", dir, n, err)
+		}
+		pkg = f.Name.Name
+		for _, d := range f.Decls {
+			g, ok := d.(*ast.GenDecl)
+			if !ok || g.Tok != token.VAR {
+				continue
+			}
+			for _, s := range g.Specs {
+				for _, id := range s.(*ast.ValueSpec).Names {
+					if strings.HasPrefix(id.Name, prefix) {
+						names = append(names, id.Name)
+					}
+				}
+			}
+		}
+	}
+	slices.Sort(names)
+	return pkg, names
 }
 
 // DomainErrorValues returns every exported error of the domain packages, by
@@ -148,4 +165,15 @@ func DomainErrorValues(t testing.TB) map[string]error {
 		}
 	}
 	return out
+}
+
+// ForEachDomainError runs check as a subtest of t, named by the error's
+// qualified name, for every exported error of the domain packages
+// (DomainErrorValues). It is the one set-up of every front end's
+// table-coverage test, so each checks its own table against one list.
+func ForEachDomainError(t *testing.T, check func(t *testing.T, name string, err error)) {
+	t.Helper()
+	for name, err := range DomainErrorValues(t) {
+		t.Run(name, func(t *testing.T) { check(t, name, err) })
+	}
 }

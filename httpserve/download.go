@@ -1,6 +1,8 @@
 package httpserve
 
 import (
+	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"mime"
@@ -72,6 +74,9 @@ type failWriter struct {
 	failed bool
 }
 
+// WriteHeader passes a success or a redirect on, and hands an error status
+// to the front end's writer instead, without the headers set for the body
+// it replaces.
 func (f *failWriter) WriteHeader(code int) {
 	if code < 400 {
 		f.ResponseWriter.WriteHeader(code)
@@ -85,6 +90,7 @@ func (f *failWriter) WriteHeader(code int) {
 	f.fail(f.ResponseWriter, code)
 }
 
+// Write drops ServeContent's own error text once fail has answered.
 func (f *failWriter) Write(b []byte) (int, error) {
 	if f.failed {
 		return len(b), nil // ServeContent's text body; the front end's is out
@@ -191,6 +197,15 @@ func (m *Metrics) Abort(log *slog.Logger, r *http.Request, route string, clientG
 	}
 	m.AbortedStreams.Inc()
 	panic(http.ErrAbortHandler)
+}
+
+// ClientGone reports whether err only says that the client went away (r's
+// context is done, and err is its cancellation or deadline): nobody is
+// left to read an answer, and the failure is not the server's. Every
+// front end decides by it between an error answer, or a logged abort, and
+// silence.
+func ClientGone(r *http.Request, err error) bool {
+	return r.Context().Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded))
 }
 
 // ContentType is the media type of a file name's extension, or

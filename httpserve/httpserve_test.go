@@ -20,6 +20,8 @@ import (
 	"berth/httpserve"
 )
 
+// TestContentDisposition: the first four rows were rest's own
+// TestContentDisposition, from when the header was built in rest.
 func TestContentDisposition(t *testing.T) {
 	for _, tc := range []struct{ name, want string }{
 		{"a b.txt", `attachment; filename="a b.txt"; filename*=UTF-8''a%20b.txt`},
@@ -402,4 +404,29 @@ func counter(t *testing.T, c prometheus.Counter) float64 {
 		t.Fatal(err)
 	}
 	return m.GetCounter().GetValue()
+}
+
+// TestClientGone: only a cancellation whose request's context is done is
+// the client leaving; the same error from a request still open is a
+// failure to answer (rest's clientGone and webdav's GET each had it).
+func TestClientGone(t *testing.T) {
+	open := httptest.NewRequest("GET", "/", nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	gone := open.WithContext(ctx)
+	for _, tc := range []struct {
+		name string
+		r    *http.Request
+		err  error
+		want bool
+	}{
+		{"cancelled and gone", gone, context.Canceled, true},
+		{"deadline, wrapped, gone", gone, fmt.Errorf("reading: %w", context.DeadlineExceeded), true},
+		{"another error while gone", gone, io.ErrUnexpectedEOF, false},
+		{"cancelled but still open", open, context.Canceled, false},
+	} {
+		if got := httpserve.ClientGone(tc.r, tc.err); got != tc.want {
+			t.Errorf("%s: ClientGone = %v, want %v", tc.name, got, tc.want)
+		}
+	}
 }

@@ -61,7 +61,7 @@ const (
 // Prefix is one registered key prefix and the package that owns it.
 type Prefix struct {
 	Owner  string // the package, as imported below berth/ ("vfs")
-	Prefix string
+	Prefix string // the bytes every key of Owner starts with
 }
 
 // Prefixes returns every registered prefix, for the test that keeps them

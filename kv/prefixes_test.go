@@ -2,6 +2,10 @@ package kv
 
 import (
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -50,5 +54,47 @@ func TestPrefixesDisjoint(t *testing.T) {
 		if len(got) != tc.want {
 			t.Errorf("%s: %d clashes, want %d: %q", tc.name, len(got), tc.want, got)
 		}
+	}
+}
+
+// TestPrefixesListed: every prefix constant declared in prefixes.go is in
+// Prefixes, so none escapes TestPrefixesDisjoint by being declared and
+// used in a keys.go but left out of the list.
+func TestPrefixesListed(t *testing.T) {
+	f, err := parser.ParseFile(token.NewFileSet(), "prefixes.go", nil, parser.SkipObjectResolution)
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := map[string]bool{}
+	for _, p := range Prefixes() {
+		listed[p.Prefix] = true
+	}
+	n := 0
+	for _, d := range f.Decls {
+		g, ok := d.(*ast.GenDecl)
+		if !ok || g.Tok != token.CONST {
+			continue
+		}
+		for _, s := range g.Specs {
+			vs := s.(*ast.ValueSpec)
+			for i, id := range vs.Names {
+				lit, ok := vs.Values[i].(*ast.BasicLit)
+				if !ok || lit.Kind != token.STRING {
+					t.Errorf("%s is not a string literal; list its value in Prefixes by hand and here", id.Name)
+					continue
+				}
+				v, err := strconv.Unquote(lit.Value)
+				if err != nil {
+					t.Fatalf("%s: %v", id.Name, err)
+				}
+				n++
+				if !listed[v] {
+					t.Errorf("%s (%q) is declared in prefixes.go but missing from Prefixes", id.Name, v)
+				}
+			}
+		}
+	}
+	if n != len(Prefixes()) {
+		t.Errorf("prefixes.go declares %d prefixes, Prefixes lists %d", n, len(Prefixes()))
 	}
 }

@@ -58,7 +58,3 @@ func jsonStatusError(w http.ResponseWriter, code int) {
 	status, body, _ := classify(err)
 	writeBody(w, status, body.json())
 }
-
-// contentDisposition is httpserve's attachment header, under the name
-// rest's tests know it by.
-func contentDisposition(name string) string { return httpserve.ContentDisposition(name) }

@@ -1,7 +1,6 @@
 package rest
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -56,7 +55,7 @@ type errorMapping struct {
 //
 //	{vfs.ErrNameConflict, http.StatusConflict, "name_conflict", ""},
 //
-// Every exported error of vfs, vfs/chunk, kv and account has a row
+// Every exported error of vfs, vfs/chunk, kv, account and share has a row
 // (errortable_test.go checks). One that is the server's own fault gets an
 // explicit 500 "unknown" row: it is answered and logged as an unmatched
 // error is, but the choice is written down.
@@ -159,6 +158,10 @@ var errPreconditionFailed = errors.New("precondition failed")
 // that cannot seek); it matches no table entry, so it is 500 unknown.
 var errServeContent = errors.New("serving the file failed")
 
+// errPanicked is a handler's panic, recovered (see panicked); like
+// errServeContent it matches no table entry, so it is 500 unknown.
+var errPanicked = errors.New("handler panicked")
+
 // describedError carries an error_description for the client next to the
 // error it wraps.
 type describedError struct {
@@ -210,10 +213,4 @@ func classify(err error) (status int, body errorBody, known bool) {
 		return m.status, body, true
 	}
 	return http.StatusInternalServerError, errorBody{Error: "unknown"}, false
-}
-
-// clientGone reports whether err only says that the client went away, in
-// which case nobody is left to read an answer.
-func clientGone(r *http.Request, err error) bool {
-	return r.Context().Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded))
 }

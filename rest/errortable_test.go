@@ -13,35 +13,33 @@ import (
 )
 
 // TestErrorTableCoversDomainErrors: every exported error of vfs,
-// vfs/chunk, kv and account, as their source declares them, has a row of
-// its own in errorTable, and a wrapped one is answered as the bare one.
+// vfs/chunk, kv, account and share, as their source declares them, has a
+// row of its own in errorTable, and a wrapped one is answered as the bare one.
 // vfs.ErrChanged and vfs.ErrMetadataLimit once had none and became 500s;
 // a new domain error fails here until it gets its row.
 func TestErrorTableCoversDomainErrors(t *testing.T) {
 	table := errorTable()
-	for name, err := range berthtest.DomainErrorValues(t) {
-		t.Run(name, func(t *testing.T) {
-			i := slices.IndexFunc(table, func(m errorMapping) bool { return m.err == err })
-			if i < 0 {
-				t.Fatalf("%s has no row in rest's errorTable (an internal error gets an explicit 500 unknown row)", name)
-			}
-			status, body, known := classify(err)
-			row := table[i]
-			if status != row.status {
-				t.Errorf("%s: classify gives %d, its row says %d: an earlier row matches it", name, status, row.status)
-			}
-			if want := row.status != http.StatusInternalServerError; known != want {
-				t.Errorf("%s: known = %v, want %v", name, known, want)
-			}
-			if row.status == http.StatusInternalServerError && (row.code != "unknown" || body.Error != "unknown" || body.Description != "") {
-				t.Errorf("%s: a 500 row answers %+v (code %q), want a bare unknown", name, body, row.code)
-			}
-			ws, wb, wk := classify(fmt.Errorf("op on item 7: %w", err))
-			if ws != status || wb != body || wk != known {
-				t.Errorf("%s wrapped: %d %+v %v, bare: %d %+v %v", name, ws, wb, wk, status, body, known)
-			}
-		})
-	}
+	berthtest.ForEachDomainError(t, func(t *testing.T, name string, err error) {
+		i := slices.IndexFunc(table, func(m errorMapping) bool { return m.err == err })
+		if i < 0 {
+			t.Fatalf("%s has no row in rest's errorTable (an internal error gets an explicit 500 unknown row)", name)
+		}
+		status, body, known := classify(err)
+		row := table[i]
+		if status != row.status {
+			t.Errorf("%s: classify gives %d, its row says %d: an earlier row matches it", name, status, row.status)
+		}
+		if want := row.status != http.StatusInternalServerError; known != want {
+			t.Errorf("%s: known = %v, want %v", name, known, want)
+		}
+		if row.status == http.StatusInternalServerError && (row.code != "unknown" || body.Error != "unknown" || body.Description != "") {
+			t.Errorf("%s: a 500 row answers %+v (code %q), want a bare unknown", name, body, row.code)
+		}
+		ws, wb, wk := classify(fmt.Errorf("op on item 7: %w", err))
+		if ws != status || wb != body || wk != known {
+			t.Errorf("%s wrapped: %d %+v %v, bare: %d %+v %v", name, ws, wb, wk, status, body, known)
+		}
+	})
 }
 
 // TestErrorTableRows pins the answers chosen for the domain errors that

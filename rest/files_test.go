@@ -6,19 +6,17 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
-	"io/fs"
 	"math/rand/v2"
 	"mime/multipart"
 	"net/http"
 	"net/url"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"berth/account"
+	"berth/berthtest"
 	"berth/vfs"
 )
 
@@ -347,19 +345,6 @@ func TestDownloadHeaders(t *testing.T) {
 	resp, _ = f.download(html.ID, nil)
 	if ct := resp.Header.Get("Content-Type"); ct != "application/octet-stream" || resp.Header.Get("X-Content-Type-Options") != "nosniff" {
 		t.Fatalf("Content-Type %q", ct)
-	}
-}
-
-func TestContentDisposition(t *testing.T) {
-	for name, want := range map[string]string{
-		"a b.txt":  `attachment; filename="a b.txt"; filename*=UTF-8''a%20b.txt`,
-		`q"x\y%`:   `attachment; filename="q_x_y_"; filename*=UTF-8''q%22x%5Cy%25`,
-		"日本.txt":   `attachment; filename="__.txt"; filename*=UTF-8''%E6%97%A5%E6%9C%AC.txt`,
-		"plain.go": `attachment; filename="plain.go"; filename*=UTF-8''plain.go`,
-	} {
-		if got := contentDisposition(name); got != want {
-			t.Errorf("%q:\n got %s\nwant %s", name, got, want)
-		}
 	}
 }
 
@@ -744,14 +729,7 @@ func TestDownloadFailsLoudly(t *testing.T) {
 	f := newFixture(t)
 	fj := f.mustUpload(f.at("/api/2/files/%d/upload"), "lost.bin", randomBytes(3, 1<<20))
 	// Lose the contents underneath the metadata.
-	if err := filepath.WalkDir(filepath.Join(f.dir, "chunks"), func(p string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
-			err = os.Remove(p)
-		}
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	berthtest.LoseChunks(t, f.dir)
 	req, _ := http.NewRequest(http.MethodGet, f.url(f.at("/api/2/files/%d/%d/download", fj.ID)), nil)
 	req.Header.Set("Authorization", "Bearer "+f.token)
 	resp, err := f.client.Do(req)

@@ -6,9 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"mime"
-	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -17,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"berth/berthtest"
 	"berth/vfs"
 )
 
@@ -68,7 +66,7 @@ func TestDownloadRanges(t *testing.T) {
 		rngOf        func(*rangeFile) string // the Range, where it depends on the file
 		gone         bool                    // the client goes away after the first part
 		status       int
-		parts        []string // "<Content-Range> <body>" of each part (rangeParts), when set
+		parts        []string // "<Content-Range> <body>" of each part (berthtest.RangeParts), when set
 		nparts       int      // the number of parts, when set
 		tail         int      // the body is the file's last tail bytes, when set
 		runs         int      // gone: times to run it (with -race)
@@ -150,7 +148,7 @@ func TestDownloadRanges(t *testing.T) {
 			method := cmp.Or(c.method, http.MethodGet)
 			resp := f.request(method, path, f.token, nil, h)
 			status, body := f.readAll(resp)
-			got := rangeParts(t, resp, body)
+			got := berthtest.RangeParts(t, resp.StatusCode, resp.Header, string(body))
 			if status != c.status {
 				t.Fatalf("%s Range %q (If-Range %q): %d %q, want %d", method, h.Get("Range"), c.ifRange, status, got, c.status)
 			}
@@ -235,34 +233,4 @@ func (w *failingWriter) Write(p []byte) (int, error) {
 	}
 	w.ok--
 	return w.ResponseRecorder.Write(p)
-}
-
-// rangeParts lists the parts of a 206 (or the Content-Range of a 416) as
-// "<Content-Range> <body>".
-func rangeParts(t *testing.T, resp *http.Response, body []byte) []string {
-	t.Helper()
-	switch resp.StatusCode {
-	case http.StatusRequestedRangeNotSatisfiable:
-		return []string{resp.Header.Get("Content-Range")}
-	case http.StatusPartialContent:
-	default:
-		return nil
-	}
-	mt, params, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	if mt != "multipart/byteranges" {
-		return []string{resp.Header.Get("Content-Range") + " " + string(body)}
-	}
-	var parts []string
-	mr := multipart.NewReader(strings.NewReader(string(body)), params["boundary"])
-	for {
-		p, err := mr.NextPart()
-		if err == io.EOF {
-			return parts
-		}
-		if err != nil {
-			t.Fatalf("multipart/byteranges: %v", err)
-		}
-		b, _ := io.ReadAll(p)
-		parts = append(parts, p.Header.Get("Content-Range")+" "+string(b))
-	}
 }

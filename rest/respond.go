@@ -66,7 +66,7 @@ func (s *server) serveStream(h StreamHandler) http.Handler {
 			s.writeError(w, r, err)
 			return
 		}
-		s.metrics.Abort(s.log, r, r.Pattern, clientGone(r, err) || tw.WriteFailed(), err)
+		s.metrics.Abort(s.log, r, r.Pattern, httpserve.ClientGone(r, err) || tw.WriteFailed(), err)
 	})
 }
 
@@ -74,7 +74,7 @@ func (s *server) serveStream(h StreamHandler) http.Handler {
 // nothing; an unknown error is logged with its detail and answered with a
 // bare 500 unknown.
 func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
-	if clientGone(r, err) {
+	if httpserve.ClientGone(r, err) {
 		s.log.Debug("request cancelled by the client", "route", r.Pattern, "error", err)
 		return
 	}

@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"berth/account"
+	"berth/httpserve"
 	"berth/share"
 	"berth/vfs"
 
@@ -50,7 +51,10 @@ type server struct {
 	shares   *share.Service
 	log      *slog.Logger
 	mux      *http.ServeMux
-	metrics  *metrics
+	// metrics are the HTTP families every front end shares, built once
+	// per registry: a WebDAV handler on the same registry counts into the
+	// same families, told apart by route.
+	metrics *httpserve.Metrics
 }
 
 // New returns the REST API handler.
@@ -74,7 +78,7 @@ func New(opts Options) http.Handler {
 		shares:   opts.Share,
 		log:      opts.Logger,
 		mux:      http.NewServeMux(),
-		metrics:  newMetrics(opts.Registerer),
+		metrics:  httpserve.NewMetrics(opts.Registerer),
 	}
 	s.routes()
 	return s.observe(s.routable(s.mux))

@@ -17,6 +17,7 @@ import (
 
 	"berth/account"
 	"berth/berthtest"
+	"berth/httpserve"
 	"berth/vfs"
 	dto "github.com/prometheus/client_model/go"
 )
@@ -31,7 +32,7 @@ func testServer(t *testing.T, add func(s *server)) (http.Handler, *berthtest.Log
 	h := New(opts)
 	if add != nil {
 		// Rebuild with the extra routes; New's own routes stay.
-		s := &server{opts: opts, log: opts.Logger, mux: http.NewServeMux(), metrics: newMetrics(reg)}
+		s := &server{opts: opts, log: opts.Logger, mux: http.NewServeMux(), metrics: httpserve.NewMetrics(reg)}
 		s.opts.Version = APIVersion
 		add(s)
 		s.routes()
@@ -93,9 +94,9 @@ func counterValue(t *testing.T, c prometheus.Collector) float64 {
 // must returns the requests counter of reg's REST metrics.
 func must(t *testing.T, reg *prometheus.Registry) func(route, method, code string) prometheus.Collector {
 	t.Helper()
-	m := newMetrics(reg) // returns the already registered collectors
+	m := httpserve.NewMetrics(reg) // returns the already registered collectors
 	return func(route, method, code string) prometheus.Collector {
-		return m.requests.WithLabelValues(route, method, code)
+		return m.Requests.WithLabelValues(route, method, code)
 	}
 }
 
@@ -272,7 +273,7 @@ func TestStreams(t *testing.T) {
 	if !strings.Contains(logs.String(), "on fire") {
 		t.Errorf("late error not logged: %s", logs)
 	}
-	if n := counterValue(t, newMetrics(reg).abortedStreams); n != 1 {
+	if n := counterValue(t, httpserve.NewMetrics(reg).AbortedStreams); n != 1 {
 		t.Errorf("aborted streams = %v, want 1", n)
 	}
 

@@ -210,6 +210,8 @@ type countingReader struct {
 	err error
 }
 
+// Read reads on until the first error, then repeats it, so a drain after
+// the handler read to the end reads nothing more.
 func (c *countingReader) Read(b []byte) (int, error) {
 	if c.err != nil {
 		return 0, c.err

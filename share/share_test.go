@@ -89,6 +89,29 @@ func caller(t *testing.T, st *berthtest.Stack, id uint64) account.Caller {
 	return c
 }
 
+// setPolicy changes Acme's policy as an administrator would.
+func (w *world) setPolicy(t *testing.T, change func(p *account.Policy)) {
+	t.Helper()
+	if _, err := w.st.Accounts.UpdatePolicy(context.Background(), w.st.Org.ID, func(p *account.Policy) error {
+		change(p)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// aliceNow reads alice afresh, as her next request would after a change
+// to her or her organization, and share's answer for her own root.
+func (w *world) aliceNow(t *testing.T) (account.Caller, share.Access) {
+	t.Helper()
+	c := caller(t, w.st, w.alice.Person.ID)
+	a, err := w.svc.Root(context.Background(), c, w.aliceRoot.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, a
+}
+
 // disabled is c as it would read after its person (or, with org, its
 // organization) was disabled. The account service hands out no such
 // caller; share refuses it all the same.
@@ -228,23 +251,16 @@ func TestWriteOptions(t *testing.T) {
 			excluded: ".exe, .TMP", wantExcluded: []string{".exe", ".TMP"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, err := w.st.Accounts.UpdatePolicy(ctx, w.st.Org.ID, func(p *account.Policy) error {
+			w.setPolicy(t, func(p *account.Policy) {
 				p.MaxFileSize, p.SpaceQuota, p.ExcludedExtensions = tc.maxFileSize, tc.orgQuota, tc.excluded
-				return nil
-			}); err != nil {
-				t.Fatal(err)
-			}
+			})
 			if _, err := w.st.Accounts.UpdatePerson(ctx, w.alice.Person.ID, func(p *account.Person) error {
 				p.SpaceQuota = tc.personQuota
 				return nil
 			}); err != nil {
 				t.Fatal(err)
 			}
-			c := caller(t, w.st, w.alice.Person.ID)
-			a, err := w.svc.Root(ctx, c, w.aliceRoot.ID)
-			if err != nil {
-				t.Fatal(err)
-			}
+			c, a := w.aliceNow(t)
 			want := vfs.WriteOptions{
 				Principal:          c.Person.Principal(),
 				MaxFileSize:        tc.maxFileSize,
@@ -277,18 +293,10 @@ func TestWriteOptions(t *testing.T) {
 // permissions: a root's owner still holds every permission.
 func TestPolicyCarried(t *testing.T) {
 	w := newWorld(t)
-	ctx := context.Background()
-	if _, err := w.st.Accounts.UpdatePolicy(ctx, w.st.Org.ID, func(p *account.Policy) error {
+	w.setPolicy(t, func(p *account.Policy) {
 		p.UserLockFiles, p.UserCreateShares, p.WebDAVEnabled = false, false, false
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	c := caller(t, w.st, w.alice.Person.ID)
-	a, err := w.svc.Root(ctx, c, w.aliceRoot.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	})
+	_, a := w.aliceNow(t)
 	if a.Policy.UserLockFiles || a.Policy.UserCreateShares || a.Policy.WebDAVEnabled {
 		t.Errorf("Access.Policy = %+v, want the locking, sharing and WebDAV switches off", a.Policy)
 	}

@@ -59,13 +59,6 @@ func (h *Handler) authenticate(r *http.Request) (account.Caller, error) {
 	return h.opts.Accounts.AccessCaller(ctx, strings.TrimSpace(token))
 }
 
-// authFailed answers a failed authentication through the one error table:
-// 401 with a Basic challenge where new credentials can help, 403 where they
-// cannot (a locked or disabled account), so clients stop re-prompting.
-func (h *Handler) authFailed(w http.ResponseWriter, r *http.Request, err error) {
-	h.finish(w, r, err)
-}
-
 // credCache remembers recently verified Basic credentials by hash.
 type credCache struct {
 	ttl time.Duration

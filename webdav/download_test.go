@@ -4,15 +4,12 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"io"
-	"mime"
-	"mime/multipart"
 	"net/http"
 	"regexp"
 	"slices"
-	"strings"
 	"testing"
 
+	"berth/berthtest"
 	"berth/vfs"
 )
 
@@ -105,42 +102,12 @@ func TestRange(t *testing.T) {
 			hdr = append(hdr, "If-Range", tc.ifRange)
 		}
 		st, h, body := f.do(method, "/f.txt", nil, hdr...)
-		got := rangeParts(t, st, h, body)
+		got := berthtest.RangeParts(t, st, h, body)
 		if st != tc.status || !slices.Equal(got, tc.parts) {
 			t.Errorf("%s Range %q (If-Range %q): %d %q, want %d %q", method, tc.rng, tc.ifRange, st, got, tc.status, tc.parts)
 		}
 		if tc.status == 200 && body != data {
 			t.Errorf("Range %q with a failed If-Range: body %q, want the whole file", tc.rng, body)
 		}
-	}
-}
-
-// rangeParts lists the parts of a 206 (or the Content-Range of a 416) as
-// "<Content-Range> <body>".
-func rangeParts(t *testing.T, status int, h http.Header, body string) []string {
-	t.Helper()
-	switch status {
-	case http.StatusRequestedRangeNotSatisfiable:
-		return []string{h.Get("Content-Range")}
-	case http.StatusPartialContent:
-	default:
-		return nil
-	}
-	mt, params, _ := mime.ParseMediaType(h.Get("Content-Type"))
-	if mt != "multipart/byteranges" {
-		return []string{h.Get("Content-Range") + " " + body}
-	}
-	var parts []string
-	mr := multipart.NewReader(strings.NewReader(body), params["boundary"])
-	for {
-		p, err := mr.NextPart()
-		if err == io.EOF {
-			return parts
-		}
-		if err != nil {
-			t.Fatalf("multipart/byteranges: %v", err)
-		}
-		b, _ := io.ReadAll(p)
-		parts = append(parts, p.Header.Get("Content-Range")+" "+string(b))
 	}
 }

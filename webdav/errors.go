@@ -117,7 +117,7 @@ type errorMapping struct {
 // errorTable is webdav's one table from error values to answers: no
 // handler picks a status or writes an error body itself. It is ordered:
 // the first entry whose err matches (errors.Is) wins. Every exported
-// error of vfs, vfs/chunk, kv and account has a row (errors_test.go
+// error of vfs, vfs/chunk, kv, account and share has a row (errors_test.go
 // checks), errors genuinely the server's with an explicit 500.
 //
 // It is a function so the table cannot be changed at run time.
@@ -179,10 +179,10 @@ func errorTable() []errorMapping {
 		{err: chunk.ErrTooLarge, status: http.StatusInternalServerError},
 		// chunk.ErrNoSpace is vfs.ErrNoSpace, matched above.
 
-		// account, as authentication meets it (authFailed): 401 with a
-		// challenge where new credentials can help, 403 where they
-		// cannot, so clients stop re-prompting. WebDAV changes no
-		// account, so the rest are the server's.
+		// account, as authentication meets it (serve, after
+		// authenticate): 401 with a challenge where new credentials can
+		// help, 403 where they cannot, so clients stop re-prompting.
+		// WebDAV changes no account, so the rest are the server's.
 		{err: account.ErrAccountLocked, status: http.StatusForbidden, msg: "Too many failed logins: the account is locked for a while."},
 		{err: account.ErrInactive, status: http.StatusForbidden, msg: "The account or its organization is disabled."},
 		{err: errNoCredentials, status: http.StatusUnauthorized, msg: loginMessage, challenge: true},
@@ -243,16 +243,6 @@ func classify(err error) errorMapping {
 	return unknownError
 }
 
-// status is err's WebDAV status as errorTable gives it, with err; 0 for
-// nil. It keeps the (status, error) shape the handlers returned before
-// the table, which tests of single rows still use.
-func status(err error) (int, error) {
-	if err == nil {
-		return 0, nil
-	}
-	return classify(err).status, err
-}
-
 // describedErr is an error class (a value of errorTable) with the message
 // the client sees; its text is that message.
 type describedErr struct {
@@ -260,7 +250,11 @@ type describedErr struct {
 	msg string
 }
 
+// Error is the client's message: what finish sends when the row asks for
+// the error's text.
 func (e *describedErr) Error() string { return e.msg }
+
+// Unwrap is the error class, which alone picks the row.
 func (e *describedErr) Unwrap() error { return e.err }
 
 // describe wraps err, an error of the table, with a message for the
@@ -313,13 +307,6 @@ func (h *Handler) finish(w http.ResponseWriter, r *http.Request, err error) {
 	}
 }
 
-// serverError answers an error of the set-up around the method (a
-// session that could not be built, a failed login the table knows no
-// better answer to): through the table like any other.
-func (h *Handler) serverError(w http.ResponseWriter, r *http.Request, err error) {
-	h.finish(w, r, err)
-}
-
 // plain writes a short text/plain answer.
 func plain(w http.ResponseWriter, status int, msg string) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -356,6 +343,7 @@ type goneWriter struct {
 	dropped bool
 }
 
+// WriteHeader drops an error status once the client's request is done.
 func (g *goneWriter) WriteHeader(code int) {
 	if code >= 400 && g.r.Context().Err() != nil {
 		g.dropped = true
@@ -364,6 +352,7 @@ func (g *goneWriter) WriteHeader(code int) {
 	g.ResponseWriter.WriteHeader(code)
 }
 
+// Write drops the body of a dropped error answer.
 func (g *goneWriter) Write(b []byte) (int, error) {
 	if g.dropped {
 		return len(b), nil

@@ -47,14 +47,11 @@ func (fi fileInfo) Sys() any           { return fi.n }
 // ETag is vfs's entity tag, the same value REST sends for the revision.
 func (fi fileInfo) ETag(context.Context) (string, error) { return fileInfoETag(fi.n), nil }
 
-// ContentType guesses from the name only: contents are never read.
+// ContentType guesses from the name only: contents are never read. It is
+// the type REST and WebDAV downloads are sent with (httpserve.ContentType).
 func (fi fileInfo) ContentType(context.Context) (string, error) {
-	return contentType(fi.n.Name), nil
+	return httpserve.ContentType(fi.n.Name), nil
 }
-
-// contentType is the media type of a file name's extension, the one REST
-// downloads are sent with too (httpserve.ContentType).
-func contentType(name string) string { return httpserve.ContentType(name) }
 
 // readFile is an open file for reading: vfs's ReadSeeker over the chunks.
 type readFile struct {

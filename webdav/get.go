@@ -2,7 +2,6 @@ package webdav
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"os"
 	"path"
@@ -34,12 +33,10 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, p string, lib *xwe
 	if !g.stream.Started() {
 		// ServeContent writes its status before it reads a byte; should
 		// that change, the error still gets an answer.
-		h.serverError(g, r, err)
+		h.finish(g, r, err)
 		return
 	}
-	gone := g.stream.WriteFailed() ||
-		(r.Context().Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)))
-	h.metrics.Abort(h.log, r, route, gone, err)
+	h.metrics.Abort(h.log, r, route, g.stream.WriteFailed() || httpserve.ClientGone(r, err), err)
 }
 
 // getWriter is the ResponseWriter of a GET, HEAD or POST served by x/net/webdav
@@ -61,7 +58,7 @@ type getWriter struct {
 // before it starts ("bytes 11-10/11").
 func newGetWriter(w http.ResponseWriter, r *http.Request, p string) *getWriter {
 	h := w.Header()
-	h.Set("Content-Type", contentType(path.Base(p)))
+	h.Set("Content-Type", httpserve.ContentType(path.Base(p)))
 	h.Set("X-Content-Type-Options", "nosniff")
 	if rng := r.Header.Get("Range"); rng != "" {
 		r.Header.Set("Range", vfs.ServableRange(rng))
@@ -70,6 +67,7 @@ func newGetWriter(w http.ResponseWriter, r *http.Request, p string) *getWriter {
 	return &getWriter{ResponseWriter: s, stream: s}
 }
 
+// WriteHeader marks an error answer as plain text before it is sent.
 func (g *getWriter) WriteHeader(code int) {
 	if code >= 400 {
 		// x/net/webdav's own error answers (404, 405) and ServeContent's
@@ -90,6 +88,8 @@ type getFS struct {
 	body *httpserve.Body
 }
 
+// OpenFile wraps a file opened for reading so that its read errors are
+// kept; anything else is x/net's FileSystem's as it is.
 func (g *getFS) OpenFile(ctx context.Context, name string, flag int, perm os.FileMode) (xwebdav.File, error) {
 	f, err := g.FileSystem.OpenFile(ctx, name, flag, perm)
 	if err != nil || flag != os.O_RDONLY {
@@ -105,6 +105,8 @@ type getFile struct {
 	body *httpserve.Body
 }
 
+// Read reads through the Body, which keeps the first error.
 func (f *getFile) Read(p []byte) (int, error) { return f.body.Read(p) }
 
+// Seek seeks through the Body, so that reads and seeks meet one offset.
 func (f *getFile) Seek(off int64, whence int) (int64, error) { return f.body.Seek(off, whence) }

@@ -5,12 +5,9 @@ import (
 	"crypto/rand"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -41,14 +38,7 @@ func TestGetFailsLoudly(t *testing.T) {
 			st, _, body := f.do("PUT", "/lost.bin", bytes.NewReader(data))
 			want(t, "PUT", st, http.StatusCreated, body)
 			// Lose the contents underneath the metadata.
-			if err := filepath.WalkDir(filepath.Join(f.dir, "chunks"), func(p string, d fs.DirEntry, err error) error {
-				if err == nil && !d.IsDir() {
-					err = os.Remove(p)
-				}
-				return err
-			}); err != nil {
-				t.Fatal(err)
-			}
+			berthtest.LoseChunks(t, f.dir)
 
 			// A handler of its own, to read its registry and log.
 			logs := &berthtest.LogBuffer{}

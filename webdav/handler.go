@@ -95,7 +95,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	c, err := h.authenticate(r)
 	if err != nil {
-		h.authFailed(w, r, err)
+		h.finish(w, r, err)
 		return
 	}
 	if !c.Organization.Policy.WebDAVEnabled {
@@ -104,7 +104,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	s, err := h.newSession(r.Context(), c, p)
 	if err != nil {
-		h.serverError(w, r, err)
+		h.finish(w, r, err)
 		return
 	}
 	if err := s.fileAsCollection(r); err != nil {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"berth/httpserve"
 	"berth/vfs"
 )
 
@@ -382,7 +383,7 @@ func (pw *propWriter) live(res *resource, name string, write bool) bool {
 		if n.Dir {
 			return false
 		}
-		v = escape(contentType(n.Name))
+		v = escape(httpserve.ContentType(n.Name))
 	case "supportedlock":
 		if res.m == nil {
 			return false

@@ -33,8 +33,6 @@ type session struct {
 type mount struct {
 	name string
 	root vfs.Root
-	// perms is what the caller may do in the root (share decides).
-	perms share.Perm
 }
 
 // newSession starts the session of caller c for the request's dav path
@@ -67,7 +65,7 @@ func mountNames(reach []share.Access) []mount {
 			name = fmt.Sprintf("%s (%d)", name, r.ID)
 		}
 		seen[strings.ToLower(name)] = true
-		out = append(out, mount{name: name, root: r, perms: a.Perms})
+		out = append(out, mount{name: name, root: r})
 	}
 	return out
 }

@@ -83,22 +83,6 @@ func TestConformance(t *testing.T) {
 	})
 }
 
-// keysUnder returns the keys under prefix, whatever their values.
-func keysUnder(t *testing.T, s kv.Store, prefix []byte) []string {
-	t.Helper()
-	var keys []string
-	err := s.View(context.Background(), func(tx kv.Txn) error {
-		return tx.Scan(prefix, nil, func(k, _ []byte) error {
-			keys = append(keys, string(k))
-			return nil
-		})
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return keys
-}
-
 // TestNextIDAcrossReopen: ids never repeat across a reopen, and Close
 // gives back the unused part of each lease.
 func TestNextIDAcrossReopen(t *testing.T) {
@@ -179,7 +163,7 @@ func TestErrTxnTooBig(t *testing.T) {
 		if !errors.Is(err, kv.ErrTxnTooBig) {
 			t.Fatalf("Update = %v, want ErrTxnTooBig", err)
 		}
-		if keys := keysUnder(t, s, []byte("big/")); len(keys) != 0 {
+		if keys := kvtest.KeysUnder(t, s, []byte("big/")); len(keys) != 0 {
 			t.Fatalf("%d keys of a failed transaction are visible", len(keys))
 		}
 	})
@@ -220,22 +204,7 @@ func TestClose(t *testing.T) {
 		if err := <-closed; err != nil {
 			t.Fatal(err)
 		}
-		fn := func(kv.Txn) error { return nil }
-		if err := s.View(ctx, fn); !errors.Is(err, kv.ErrClosed) {
-			t.Errorf("View after Close = %v", err)
-		}
-		if err := s.Update(ctx, fn); !errors.Is(err, kv.ErrClosed) {
-			t.Errorf("Update after Close = %v", err)
-		}
-		if _, err := s.NextID(ctx, "x"); !errors.Is(err, kv.ErrClosed) {
-			t.Errorf("NextID after Close = %v", err)
-		}
-		if err := s.RunGC(ctx); !errors.Is(err, kv.ErrClosed) {
-			t.Errorf("RunGC after Close = %v", err)
-		}
-		if err := s.Close(); err != nil {
-			t.Errorf("second Close = %v", err)
-		}
+		kvtest.CheckClosed(t, s)
 	})
 }
 

@@ -200,8 +200,10 @@ func collect(t *testing.T, s kv.Store, reverse bool, prefix, start []byte) [][]b
 	return keys
 }
 
-// keysUnder returns the keys under prefix, whatever their values.
-func keysUnder(t *testing.T, s kv.Store, prefix []byte) []string {
+// KeysUnder returns the keys under prefix, whatever their values, in
+// key order: how a test, the suite's or an engine's own, sees what a
+// prefix holds.
+func KeysUnder(t *testing.T, s kv.Store, prefix []byte) []string {
 	t.Helper()
 	var keys []string
 	err := s.View(context.Background(), func(tx kv.Txn) error {
@@ -408,7 +410,7 @@ func testTTL(t *testing.T, s kv.Store) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	got := keysUnder(t, s, []byte("t/"))
+	got := KeysUnder(t, s, []byte("t/"))
 	if !slices.Equal(got, []string{"t/keep"}) {
 		t.Fatalf("scan after expiry = %q, want only t/keep", got)
 	}
@@ -732,6 +734,16 @@ func testClose(t *testing.T, s kv.Store) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
+	CheckClosed(t, s)
+}
+
+// CheckClosed fails t unless every call on s, which was closed, returns
+// kv.ErrClosed (the optional kv.GCer's too) and a second Close is no
+// error: the end of the suite's Close test, and of an engine's own tests
+// of how it closes.
+func CheckClosed(t *testing.T, s kv.Store) {
+	t.Helper()
+	ctx := context.Background()
 	fn := func(kv.Txn) error { return nil }
 	if err := s.View(ctx, fn); !errors.Is(err, kv.ErrClosed) {
 		t.Errorf("View after Close = %v", err)
