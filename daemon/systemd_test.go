@@ -3,6 +3,7 @@ package daemon
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
 	"net"
 	"os"
@@ -12,6 +13,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"berth/kv"
+	"berth/kv/badger"
 )
 
 const unitFile = "../systemd/berth.service"
@@ -201,3 +205,81 @@ func TestExtendStartTimeout(t *testing.T) {
 		t.Fatalf("still asking after the start: %q", buf[:n])
 	}
 }
+
+// TestWatchdog: the watchdog pings systemd while the metadata store
+// answers and takes writes, and stops pinging, so that systemd restarts
+// berth, once the store is closed or its engine reports that it stopped
+// taking writes (kv.Failer: Badger after a lost fsync). An engine without
+// that ability (kv.Store alone, as a SQL engine may be) is judged by its
+// answers only. The store is a real Badger in every row.
+func TestWatchdog(t *testing.T) {
+	errLost := errors.New("fsync lost")
+	for _, tc := range []struct {
+		name  string
+		store func(db *badger.DB) kv.Store
+		pings bool
+		// failure is what failed reports for the store.
+		failure error
+	}{
+		{"a healthy Badger", func(db *badger.DB) kv.Store { return db }, true, nil},
+		{"an engine without Failed or RunGC", func(db *badger.DB) kv.Store { return struct{ kv.Store }{db} }, true, nil},
+		{"an engine that stopped taking writes", func(db *badger.DB) kv.Store { return failedStore{db, errLost} }, false, errLost},
+		{"a closed store", func(db *badger.DB) kv.Store { db.Close(); return db }, false, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sock := filepath.Join(t.TempDir(), "notify")
+			conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: sock, Net: "unixgram"})
+			if err != nil {
+				t.Skipf("no unixgram socket: %v", err)
+			}
+			defer conn.Close()
+			t.Setenv("NOTIFY_SOCKET", sock)
+			t.Setenv("WATCHDOG_USEC", "40000") // a ping every 20 ms
+			t.Setenv("WATCHDOG_PID", "")
+			db, err := badger.Open(badger.Options{InMemory: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			s := tc.store(db)
+			ctx, cancel := context.WithCancel(t.Context())
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				watchdog(ctx, s, slog.New(slog.DiscardHandler))
+			}()
+			defer func() { cancel(); <-done }()
+			if got := failed(s); !errors.Is(got, tc.failure) {
+				t.Errorf("failed = %v, want %v", got, tc.failure)
+			}
+			buf := make([]byte, 4096)
+			if tc.pings {
+				for range 2 {
+					conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+					n, err := conn.Read(buf)
+					if err != nil || string(buf[:n]) != "WATCHDOG=1" {
+						t.Fatalf("no WATCHDOG=1: %q %v", buf[:n], err)
+					}
+				}
+				if err := runGC(ctx, s); err != nil {
+					t.Errorf("runGC: %v", err)
+				}
+				return
+			}
+			// Ten periods of silence.
+			conn.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+			if n, err := conn.Read(buf); err == nil {
+				t.Errorf("pinged %q with a store that cannot write", buf[:n])
+			}
+		})
+	}
+}
+
+// failedStore is a real store whose engine reports, as Badger does after
+// a lost fsync, that it takes no more writes.
+type failedStore struct {
+	kv.Store
+	err error
+}
+
+func (f failedStore) Failed() error { return f.err }
