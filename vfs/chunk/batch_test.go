@@ -2,6 +2,7 @@ package chunk_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"path/filepath"
@@ -22,6 +23,7 @@ func TestBatch(t *testing.T) {
 		{"InvisibleUntilCommit", batchInvisibleUntilCommit},
 		{"AbortLeavesNothing", batchAbortLeavesNothing},
 		{"CancelledCommit", batchCancelledCommit},
+		{"CancelledAdd", batchCancelledAdd},
 		{"CrashLeavesOnlyTemp", batchCrashLeavesOnlyTemp},
 	} {
 		t.Run(tc.name, tc.run)
@@ -142,6 +144,23 @@ func batchCancelledCommit(t *testing.T) {
 	}
 	if has, _ := d.Has(context.Background(), ids[0]); has {
 		t.Fatal("chunk of a cancelled batch is visible")
+	}
+}
+
+// An upload cancelled between two chunks stages nothing more: Add checks
+// the context before it writes. (Only a race reached this before.)
+func batchCancelledAdd(t *testing.T) {
+	d := newDisk(t)
+	b := d.NewBatch()
+	defer b.Abort()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	blob := []byte("a chunk that never lands")
+	if err := b.Add(ctx, chunk.Sum(blob), blob); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Add with a cancelled context: %v, want context.Canceled", err)
+	}
+	if got := files(t, d); len(got) != 0 {
+		t.Fatalf("files after a cancelled Add: %v", got)
 	}
 }
 
