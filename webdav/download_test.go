@@ -2,11 +2,10 @@ package webdav_test
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"net/http"
 	"regexp"
-	"slices"
+	"strings"
 	"testing"
 
 	"berth/berthtest"
@@ -59,55 +58,35 @@ func TestDownload(t *testing.T) {
 	})
 }
 
-// TestRange: GET and HEAD with a Range header, one row per Range (and
-// If-Range) sent, over an 11-byte file. Each row names the status and
-// lists the parts answered as "<Content-Range> <body>" (a 416 lists its
-// Content-Range). A chunked upload's range read back is a row of TestPut.
+// TestRange runs the Range table (berthtest.RangeCases, which rest's
+// TestDownloadRanges runs too) over WebDAV GET and HEAD: each row's common
+// answer, and WebDAV's own, a 416 in plain text and nosniff on every
+// answer (newGetWriter). A chunked upload's range read back is a row of
+// TestPut. Formerly this table held 9 rows of its own over an 11-byte
+// f.txt, from TestGetZeroSuffixRange (emptyrange_test.go) and
+// TestGetMultiRangeWithZeroSuffix (multirange_test.go); they are rows of
+// the shared table now.
 func TestRange(t *testing.T) {
 	f := newFixture(t)
-	data := "hello world"
-	if _, err := f.fs.WriteFile(context.Background(), f.root.ID, f.root.FolderID, "f.txt", bytes.NewReader([]byte(data)), vfs.WriteOptions{}); err != nil {
-		t.Fatal(err)
+	for _, rf := range berthtest.RangeFiles() {
+		if _, err := f.fs.WriteFile(context.Background(), f.root.ID, f.root.FolderID, rf.Name, bytes.NewReader(rf.Data()), vfs.WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	}
-	for _, tc := range []struct {
-		method       string // GET unless set
-		rng, ifRange string
-		status       int
-		parts        []string // Content-Range and body of each part
-	}{
-		// A suffix range of no byte (bytes=-0) is 416 with Content-Range
-		// bytes */size (RFC 9110 14.1.1), not the 206 with "bytes 11-10/11"
-		// that http.ServeContent writes for it; a suffix of 5 bytes is the
-		// last 5. Formerly TestGetZeroSuffixRange (emptyrange_test.go).
-		{rng: "bytes=-0", status: 416, parts: []string{"bytes */11"}},
-		{method: "HEAD", rng: "bytes=-0", status: 416, parts: []string{"bytes */11"}},
-		{rng: "bytes=-5", status: 206, parts: []string{"bytes 6-10/11 world"}},
-
-		// A multi-range GET with a zero-length suffix part is served as if
-		// that part were not there (RFC 9110 14.1.1: a part no byte
-		// satisfies is ignored when others are satisfiable), not with a part
-		// whose Content-Range ends before it starts; with no other part it
-		// is 416. A failed If-Range sends the whole file. Formerly
-		// TestGetMultiRangeWithZeroSuffix (multirange_test.go).
-		{rng: "bytes=0-1,-0", status: 206, parts: []string{"bytes 0-1/11 he"}},
-		{rng: "bytes=-0,0-1", status: 206, parts: []string{"bytes 0-1/11 he"}},
-		{rng: "bytes=0-1, -00 ,4-5", status: 206, parts: []string{"bytes 0-1/11 he", "bytes 4-5/11 o "}},
-		{rng: "bytes=-0,-5", status: 206, parts: []string{"bytes 6-10/11 world"}},
-		{rng: "bytes=-0,-0", status: 416, parts: []string{"bytes */11"}},
-		{rng: "bytes=0-1,-0", ifRange: `"r0"`, status: 200},
-	} {
-		method := cmp.Or(tc.method, "GET")
-		hdr := []string{"Range", tc.rng}
-		if tc.ifRange != "" {
-			hdr = append(hdr, "If-Range", tc.ifRange)
-		}
-		st, h, body := f.do(method, "/f.txt", nil, hdr...)
-		got := berthtest.RangeParts(t, st, h, body)
-		if st != tc.status || !slices.Equal(got, tc.parts) {
-			t.Errorf("%s Range %q (If-Range %q): %d %q, want %d %q", method, tc.rng, tc.ifRange, st, got, tc.status, tc.parts)
-		}
-		if tc.status == 200 && body != data {
-			t.Errorf("Range %q with a failed If-Range: body %q, want the whole file", tc.rng, body)
-		}
+	for _, c := range berthtest.RangeCases() {
+		t.Run(c.Name, func(t *testing.T) {
+			var hdr []string
+			for k, v := range c.Header() {
+				hdr = append(hdr, k, v[0])
+			}
+			st, h, body := f.do(c.RangeMethod(), "/"+c.File.Name, nil, hdr...)
+			berthtest.CheckRange(t, c, st, h, []byte(body))
+			if ct := h.Get("Content-Type"); st == http.StatusRequestedRangeNotSatisfiable && !strings.HasPrefix(ct, "text/plain") {
+				t.Errorf("416 with Content-Type %q, want plain text", ct)
+			}
+			if h.Get("X-Content-Type-Options") != "nosniff" {
+				t.Errorf("X-Content-Type-Options %q, want nosniff", h.Get("X-Content-Type-Options"))
+			}
+		})
 	}
 }
