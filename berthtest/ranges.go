@@ -66,12 +66,18 @@ func (f RangeFile) Data() []byte {
 	if f.Text != "" {
 		return []byte(f.Text)
 	}
-	r := rand.New(rand.NewPCG(f.Seed, f.Seed+1))
-	b := make([]byte, f.Size+8)
-	for i := 0; i < f.Size; i += 8 {
+	return RandomBytes(f.Seed, f.Size)
+}
+
+// RandomBytes returns n pseudo-random bytes that depend on seed alone, so
+// a test's files are the same in every run and no two seeds share chunks.
+func RandomBytes(seed uint64, n int) []byte {
+	r := rand.New(rand.NewPCG(seed, seed+1))
+	b := make([]byte, n+8)
+	for i := 0; i < n; i += 8 {
 		binary.LittleEndian.PutUint64(b[i:], r.Uint64())
 	}
-	return b[:f.Size]
+	return b[:n]
 }
 
 // The files of the Range table: short texts whose parts read well in a

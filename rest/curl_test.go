@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"berth/berthtest"
 )
 
 // TestCurlUploadDownload moves a file through the API with curl, the
@@ -24,7 +26,7 @@ func TestCurlUploadDownload(t *testing.T) {
 	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: f.srv.Certificate().Raw}), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	data := randomBytes(9, 5<<20+123)
+	data := berthtest.RandomBytes(9, 5<<20+123)
 	name := "ünï côdé file.bin"
 	src := filepath.Join(dir, name)
 	if err := os.WriteFile(src, data, 0o600); err != nil {

@@ -3,10 +3,8 @@ package rest
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"mime/multipart"
 	"net/http"
 	"net/url"
@@ -89,15 +87,6 @@ func (f *fixture) download(fileID uint64, header http.Header) (*http.Response, [
 		f.t.Fatalf("download: %v", err)
 	}
 	return resp, b
-}
-
-func randomBytes(seed uint64, n int) []byte {
-	r := rand.New(rand.NewPCG(seed, seed+1))
-	b := make([]byte, n+8)
-	for i := 0; i < n; i += 8 {
-		binary.LittleEndian.PutUint64(b[i:], r.Uint64())
-	}
-	return b[:n]
 }
 
 var (
@@ -243,7 +232,7 @@ func TestUploadDownloadRoundTrip(t *testing.T) {
 		name string
 		size int
 	}{{"empty.bin", 0}, {"big.bin", 64 << 20}} {
-		data := randomBytes(uint64(tc.size), tc.size)
+		data := berthtest.RandomBytes(uint64(tc.size), tc.size)
 		fj := f.mustUpload(f.at("/api/2/files/%d/upload"), tc.name, data)
 		if fj.Size != int64(tc.size) || fj.Path != "/"+tc.name || fj.Type != "file" {
 			t.Fatalf("%s: %+v", tc.name, fj)
@@ -273,7 +262,7 @@ func TestUploadDownloadRoundTrip(t *testing.T) {
 
 func TestDownloadHeaders(t *testing.T) {
 	f := newFixture(t)
-	data := randomBytes(7, 100_000)
+	data := berthtest.RandomBytes(7, 100_000)
 	name := "Grüße aus Köln – résumé 2024.pdf"
 	fj := f.mustUpload(f.at("/api/2/files/%d/upload"), name, data)
 	if fj.Path != "/"+name {
@@ -682,7 +671,7 @@ func (f *fixture) cutUpload(name string, size int) {
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
 		if part, err := mw.CreateFormFile("file", name); err == nil {
-			part.Write(randomBytes(2, size/2))
+			part.Write(berthtest.RandomBytes(2, size/2))
 		}
 		// Give up midway: the client's transport aborts the request.
 		cancel()
@@ -727,7 +716,7 @@ func (f *fixture) requestsDone() float64 {
 
 func TestDownloadFailsLoudly(t *testing.T) {
 	f := newFixture(t)
-	fj := f.mustUpload(f.at("/api/2/files/%d/upload"), "lost.bin", randomBytes(3, 1<<20))
+	fj := f.mustUpload(f.at("/api/2/files/%d/upload"), "lost.bin", berthtest.RandomBytes(3, 1<<20))
 	// Lose the contents underneath the metadata.
 	berthtest.LoseChunks(t, f.dir)
 	req, _ := http.NewRequest(http.MethodGet, f.url(f.at("/api/2/files/%d/%d/download", fj.ID)), nil)

@@ -68,7 +68,7 @@ func (f *fixture) damagedFile(t *testing.T) *rangeFile {
 	t.Helper()
 	ctx := context.Background()
 	const size = 16 << 20
-	data := randomBytes(15, size)
+	data := berthtest.RandomBytes(15, size)
 	n, err := f.fs.WriteFile(ctx, f.root.ID, f.root.FolderID, "damaged.bin", bytes.NewReader(data), vfs.WriteOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -87,7 +87,7 @@ func (f *fixture) damagedFile(t *testing.T) *rangeFile {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(p, randomBytes(6, len(blob)), 0o644); err != nil {
+	if err := os.WriteFile(p, berthtest.RandomBytes(6, len(blob)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return &rangeFile{id: n.ID, data: data, bad: off}

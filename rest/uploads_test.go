@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"berth/berthtest"
 	"berth/vfs"
 	"berth/vfs/chunk"
 )
@@ -355,7 +356,7 @@ func TestFullDisk(t *testing.T) {
 func TestUploadCutOff(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	orig := randomBytes(1, 3<<20)
+	orig := berthtest.RandomBytes(1, 3<<20)
 	fj := f.mustUpload(f.at("/api/2/files/%d/upload"), "keep.bin", orig)
 	before, _ := f.fs.Usage(ctx, f.root.ID)
 	sum := sha256.Sum256(orig)

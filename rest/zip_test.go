@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"berth/berthtest"
 	"berth/vfs"
 )
 
@@ -34,7 +35,7 @@ func TestFolderDownloadZip(t *testing.T) {
 		return f.mustMkdir(f.at("/api/2/files/%d/folder/%d/create_folder", parent), name)
 	}
 	text := []byte(strings.Repeat("berth keeps files; the zip keeps names.\n", 4000))
-	random := randomBytes(7, 2<<20+123)
+	random := berthtest.RandomBytes(7, 2<<20+123)
 	want := map[string][]byte{
 		"notes and thoughts.txt":  text,
 		"データ 日本語.bin":             random,
@@ -167,7 +168,7 @@ func TestFolderDownloadClientGone(t *testing.T) {
 	}
 	// 256 MiB of a repeated random block: cheap to store (its chunks
 	// repeat), incompressible, and far more than loopback buffers hold.
-	block := randomBytes(9, 4<<20)
+	block := berthtest.RandomBytes(9, 4<<20)
 	if _, err := f.fs.WriteFile(ctx, f.root.ID, d.ID, "big.bin", &repeatReader{b: block, left: 256 << 20}, vfs.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -209,8 +210,8 @@ func TestFolderDownloadReadError(t *testing.T) {
 	in := f.at("/api/2/files/%d/folder/%d/upload", d.ID)
 	// The first file fills the buffers, so the response has started when
 	// the second one fails.
-	f.mustUpload(in, "a.bin", randomBytes(1, 1<<20))
-	bad := f.mustUpload(in, "b.bin", randomBytes(2, 3<<20))
+	f.mustUpload(in, "a.bin", berthtest.RandomBytes(1, 1<<20))
+	bad := f.mustUpload(in, "b.bin", berthtest.RandomBytes(2, 3<<20))
 	revs, err := f.fs.Revisions(ctx, f.root.ID, bad.ID)
 	if err != nil {
 		t.Fatal(err)
