@@ -67,8 +67,9 @@ func TestNonCanonicalPaths(t *testing.T) {
 		t.Fatalf("file renamed through an unclean path: %s", body)
 	}
 	// A canonical path with a trailing slash is routed as before (no route
-	// has one, so it is a plain 404), and canonical paths work.
-	st, _, body := f.rawRequest("GET /api/2/version/ HTTP/1.1\r\nHost: x\r\n\r\n")
+	// has one, so it is a plain 404 behind a valid token, as every unknown
+	// /api/2 path is since issue 12), and canonical paths work.
+	st, _, body := f.rawRequest("GET /api/2/version/ HTTP/1.1\r\nHost: x\r\n" + auth + "\r\n")
 	wantError(t, st, body, http.StatusNotFound, "not_found")
 	st, _, body = f.rawRequest("GET /api/2/version HTTP/1.1\r\nHost: x\r\n\r\n")
 	if st != http.StatusOK || !strings.Contains(string(body), `"version"`) {

@@ -33,6 +33,9 @@ var (
 	ErrForbidden = errors.New("forbidden")
 	// ErrNotFound is a path no route serves (404 not_found).
 	ErrNotFound = errors.New("not found")
+	// ErrMethodNotAllowed is a method no route serves on a path some route
+	// serves with others (405 invalid_request; the spec has no code for it).
+	ErrMethodNotAllowed = errors.New("method not allowed")
 	// ErrUnavailable is a temporary inability to serve, such as during
 	// shutdown (503 temporarily_unavailable).
 	ErrUnavailable = errors.New("temporarily unavailable")
@@ -72,6 +75,7 @@ func errorTable() []errorMapping {
 		{ErrAccessDenied, http.StatusUnauthorized, "access_denied", ""},
 		{ErrForbidden, http.StatusForbidden, "forbidden", ""},
 		{ErrNotFound, http.StatusNotFound, "not_found", ""},
+		{ErrMethodNotAllowed, http.StatusMethodNotAllowed, "invalid_request", "the method is not allowed on this path"},
 		{ErrUnavailable, http.StatusServiceUnavailable, "temporarily_unavailable", "the service is temporarily unavailable"},
 		// OAuth2 token and revoke endpoints (RFC 6749 5.2).
 		{ErrUnsupportedGrantType, http.StatusBadRequest, "unsupported_grant_type", ""},

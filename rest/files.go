@@ -30,7 +30,9 @@ func (s *server) fileRoutes() {
 func (s *server) itemGet() http.Handler {
 	folder := s.serveStream(s.authedStream(s.getFolder))
 	download := s.serveStream(s.authedStream(s.download))
-	notFound := s.serveJSON(func(*http.Request) (any, error) { return nil, ErrNotFound })
+	// Any other item/sub is a path no route serves: answered as one (a
+	// token first), so it maps no more than an unknown path does.
+	notFound := s.serveJSON(func(r *http.Request) (any, error) { return nil, s.unknownPath(r) })
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case r.PathValue("item") == "folder":

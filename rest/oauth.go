@@ -48,8 +48,8 @@ type tokenResponse struct {
 // oauthRoutes registers the OAuth2 endpoints (spec 4.1, 5). They are not
 // tied to an API version and need no bearer token.
 func (s *server) oauthRoutes() {
-	s.handle("POST /oauth/token", s.token)
-	s.handle("POST /oauth/revoke", s.revoke)
+	s.handlePublic("POST /oauth/token", s.token)
+	s.handlePublic("POST /oauth/revoke", s.revoke)
 }
 
 // token serves both grants of spec 5.1 and 5.2.

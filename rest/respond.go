@@ -2,8 +2,10 @@ package rest
 
 import (
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"net/http"
+	"strings"
 
 	"berth/httpserve"
 )
@@ -83,6 +85,11 @@ func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		s.log.Error("request failed", "route", r.Pattern, "method", r.Method, "error", err)
 	} else if status >= 500 {
 		s.log.Warn("request failed", "route", r.Pattern, "method", r.Method, "status", status, "error", err)
+	}
+	var mna *methodNotAllowed
+	if errors.As(err, &mna) {
+		// RFC 9110 15.5.6: a 405 names the methods the path serves.
+		w.Header().Set("Allow", strings.Join(mna.allow, ", "))
 	}
 	switch {
 	case status != http.StatusUnauthorized:

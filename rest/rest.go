@@ -55,6 +55,11 @@ type server struct {
 	// per registry: a WebDAV handler on the same registry counts into the
 	// same families, told apart by route.
 	metrics *httpserve.Metrics
+	// methods are those routes were registered with (HEAD with GET), and
+	// public the patterns of routes that take no token: what unrouted
+	// asks the mux about and answers by.
+	methods []string
+	public  map[string]bool
 }
 
 // New returns the REST API handler.
@@ -86,7 +91,7 @@ func New(opts Options) http.Handler {
 
 // routes registers every route group.
 func (s *server) routes() {
-	s.handle("GET /api/2/version", s.version)
+	s.handlePublic("GET /api/2/version", s.version)
 	s.oauthRoutes()
 	s.personRoutes()
 	s.rootRoutes()
@@ -94,8 +99,9 @@ func (s *server) routes() {
 	s.folderRoutes()
 	s.zipRoutes()
 
-	// Anything no pattern matches is a JSON 404, not ServeMux's text one.
-	s.handle("/", func(*http.Request) (any, error) { return nil, ErrNotFound })
+	// Anything no pattern matches goes through the error table, not
+	// ServeMux's text 404 and 405.
+	s.handle("/", s.unrouted)
 }
 
 // routable answers with a JSON 404 the requests ServeMux would answer
@@ -154,13 +160,24 @@ func canonicalPath(p string) bool {
 	return p == c || (c != "/" && p == c+"/")
 }
 
-// handle registers a JSON handler.
+// handle registers a JSON handler of a route that takes a token (h checks
+// it, through authed); unrouted counts on that to ask for one first.
 func (s *server) handle(pattern string, h JSONHandler) {
+	s.registered(pattern, false)
+	s.mux.Handle(pattern, s.serveJSON(h))
+}
+
+// handlePublic registers a JSON handler of a route that takes no token
+// (GET /api/2/version, /oauth), so that a wrong method there answers 405
+// without one.
+func (s *server) handlePublic(pattern string, h JSONHandler) {
+	s.registered(pattern, true)
 	s.mux.Handle(pattern, s.serveJSON(h))
 }
 
 // handleStream registers a download handler.
 func (s *server) handleStream(pattern string, h StreamHandler) {
+	s.registered(pattern, false)
 	s.mux.Handle(pattern, s.serveStream(h))
 }
 

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -100,12 +101,112 @@ func must(t *testing.T, reg *prometheus.Registry) func(route, method, code strin
 	}
 }
 
-func TestUnknownRouteIsJSON404(t *testing.T) {
-	h, logs, _ := testServer(t, nil)
-	wantJSON(t, do(t, h, "GET", "/api/2/nothing/here"), 404, `{"error":"not_found"}`)
-	wantJSON(t, do(t, h, "DELETE", "/api/2/version"), 404, `{"error":"not_found"}`)
-	if !strings.Contains(logs.String(), "status=404") {
-		t.Errorf("404 not logged: %s", logs)
+// TestUnroutedRequests checks what no route serves (issue 12): it goes
+// through the error table, JSON like every answer. Once a catch-all 404
+// for everything, wrong methods included (TestUnknownRouteIsJSON404): now
+// an unknown /api/2 path without a valid token answers the very 401 a real
+// route does, so an anonymous caller cannot map the routes, and a known
+// path with another method answers 405 with Allow, after the token where
+// the path's routes take one.
+func TestUnroutedRequests(t *testing.T) {
+	f := newFixture(t)
+	const (
+		none = ""
+		bad  = "not-a-token"
+	)
+	good := f.token
+	notFound := `{"error":"not_found"}`
+	noToken := `{"error":"access_denied","error_description":"an access token is required: Authorization: Bearer \u003ctoken\u003e"}`
+	badToken := `{"error":"access_denied","error_description":"the access token is invalid or expired"}`
+	only := func(allow string) string {
+		return `{"error":"invalid_request","error_description":"this path answers only ` + allow + `"}`
+	}
+	rows := []struct {
+		name          string
+		method, path  string
+		token         string
+		status        int
+		allow, body   string
+		sameAsPersonG bool // byte for byte GET /api/2/person's answer with the same token
+	}{
+		// Unknown paths under /api/2: the token first.
+		{"unknown path, no token", "GET", "/api/2/nothing/here", none, 401, "", noToken, true},
+		{"unknown path, bad token", "GET", "/api/2/nothing/here", bad, 401, "", badToken, true},
+		// The old catch-all's row, now behind a valid token.
+		{"unknown path, good token", "GET", "/api/2/nothing/here", good, 404, "", notFound, false},
+		{"unknown /api/2 itself, no token", "GET", "/api/2", none, 401, "", noToken, true},
+		{"unknown POST path, no token", "POST", "/api/2/nothing", none, 401, "", noToken, true},
+		// GET /api/2/files/{root}/{item}/{sub} serves only folder/x and
+		// x/download; any other pair is an unknown path too.
+		{"unknown item sub, no token", "GET", f.at("/api/2/files/%d/1/nothing"), none, 401, "", noToken, true},
+		{"unknown item sub, good token", "GET", f.at("/api/2/files/%d/1/nothing"), good, 404, "", notFound, false},
+		// Outside /api/2 no route takes a token: a 401 would say one helps.
+		{"unknown oauth path, no token", "GET", "/oauth/nothing", none, 404, "", notFound, false},
+		{"unknown top path, no token", "GET", "/nothing", none, 404, "", notFound, false},
+
+		// Known paths, other methods: routes that take a token check it first.
+		{"PUT person, no token", "PUT", "/api/2/person", none, 401, "", noToken, true},
+		{"PUT person, bad token", "PUT", "/api/2/person", bad, 401, "", badToken, true},
+		{"PUT person, good token", "PUT", "/api/2/person", good, 405, "GET, HEAD", only("GET, HEAD"), false},
+		{"OPTIONS person, good token", "OPTIONS", "/api/2/person", good, 405, "GET, HEAD", only("GET, HEAD"), false},
+		{"POST file, no token", "POST", f.at("/api/2/files/%d/1"), none, 401, "", noToken, true},
+		{"POST file, good token", "POST", f.at("/api/2/files/%d/1"), good, 405, "GET, HEAD", only("GET, HEAD"), false},
+		// GET {root}/{file_id} and POST {root}/lock share the path.
+		{"PUT lock, good token", "PUT", f.at("/api/2/files/%d/lock"), good, 405, "GET, HEAD, POST", only("GET, HEAD, POST"), false},
+		{"GET upload-to-folder, good token", "GET", f.at("/api/2/files/%d/folder/1/upload"), good, 405, "POST", only("POST"), false},
+		// Public routes answer 405 at once, whatever the token. DELETE
+		// /api/2/version was the old catch-all's 404.
+		{"DELETE version, no token", "DELETE", "/api/2/version", none, 405, "GET, HEAD", only("GET, HEAD"), false},
+		{"DELETE version, good token", "DELETE", "/api/2/version", good, 405, "GET, HEAD", only("GET, HEAD"), false},
+		{"GET oauth token, no token", "GET", "/oauth/token", none, 405, "POST", only("POST"), false},
+		{"GET oauth revoke, bad token", "GET", "/oauth/revoke", bad, 405, "POST", only("POST"), false},
+		{"HEAD oauth token, no token", "HEAD", "/oauth/token", none, 405, "POST", "", false},
+
+		// HEAD is served wherever GET is.
+		{"HEAD person, good token", "HEAD", "/api/2/person", good, 200, "", "", false},
+		{"HEAD version, no token", "HEAD", "/api/2/version", none, 200, "", "", false},
+	}
+	// answer is a response without its Date, which may tick between two.
+	type answer struct {
+		status int
+		header http.Header
+		body   string
+	}
+	get := func(method, path, token string) answer {
+		resp := f.request(method, path, token, nil, nil)
+		st, b := f.readAll(resp)
+		resp.Header.Del("Date")
+		return answer{st, resp.Header, string(b)}
+	}
+	for _, row := range rows {
+		t.Run(row.name, func(t *testing.T) {
+			got := get(row.method, row.path, row.token)
+			if got.status != row.status {
+				t.Errorf("status = %d, want %d (body %s)", got.status, row.status, got.body)
+			}
+			if a := got.header.Get("Allow"); a != row.allow {
+				t.Errorf("Allow = %q, want %q", a, row.allow)
+			}
+			if ct := got.header.Get("Content-Type"); ct != "application/json" {
+				t.Errorf("Content-Type = %q, want application/json", ct)
+			}
+			if row.method != "HEAD" {
+				if b := strings.TrimSpace(got.body); b != row.body {
+					t.Errorf("body = %s, want %s", b, row.body)
+				}
+			} else if got.body != "" {
+				t.Errorf("HEAD answered a body: %q", got.body)
+			}
+			if row.sameAsPersonG {
+				real := get("GET", "/api/2/person", row.token)
+				if !reflect.DeepEqual(got, real) {
+					t.Errorf("answer differs from a real route's:\n got %+v\nreal %+v", got, real)
+				}
+			}
+			if want := fmt.Sprintf("status=%d", row.status); !strings.Contains(f.logs.String(), want) {
+				t.Errorf("%s not logged: %s", want, f.logs)
+			}
+		})
 	}
 }
 
