@@ -62,8 +62,9 @@ type lockRecord struct {
 // A successful login resets the failure counter. Each failed check (one
 // per distinct attempt, however many callers shared it) is logged at warn
 // with the login, never the password, and counted in
-// berth_login_failures_total by reason; a check that locks the login is
-// logged too and counted in berth_account_lockouts_total.
+// berth_login_failures_total by reason (a check all its callers left is
+// not: no password was judged); a check that locks the login is logged
+// too and counted in berth_account_lockouts_total.
 func (s *Service) Authenticate(ctx context.Context, login, password string) (Person, error) {
 	sum := sha256.Sum256([]byte(login + "\x00" + password))
 	key := string(sum[:])
