@@ -45,7 +45,8 @@ type lockRecord struct {
 // Errors:
 //   - ErrInvalidCredentials: unknown login or wrong password. An unknown
 //     login costs the same argon2 work as a known one.
-//   - ErrAccountLocked: Options.Lockout.MaxFailures failures within
+//   - ErrAccountLocked, inside a *LockedError that says until when:
+//     Options.Lockout.MaxFailures failures within
 //     Lockout.Window lock the login for Lockout.Duration; the failure that
 //     reaches the threshold already returns ErrAccountLocked, and while the
 //     lock holds no password is checked. Unknown logins lock the same way,
@@ -58,7 +59,12 @@ type lockRecord struct {
 //     organization is disabled (checked only after the password, so it
 //     tells nothing to someone guessing).
 //
-// A successful login resets the failure counter.
+// A successful login resets the failure counter. Each failed check (one
+// per distinct attempt, however many callers shared it) is logged at warn
+// with the login, never the password, and counted in
+// berth_login_failures_total by reason (a check all its callers left is
+// not: no password was judged); a check that locks the login is logged
+// too and counted in berth_account_lockouts_total.
 func (s *Service) Authenticate(ctx context.Context, login, password string) (Person, error) {
 	sum := sha256.Sum256([]byte(login + "\x00" + password))
 	key := string(sum[:])
@@ -136,6 +142,9 @@ func (s *Service) authenticate(ctx context.Context, login, password string) (Per
 	}
 	n, err := s.beginAttempt(ctx, subject)
 	if err != nil {
+		if errors.Is(err, ErrAccountLocked) {
+			s.loginFailed(login, reasonLocked, err)
+		}
 		return Person{}, err
 	}
 	// From here the attempt counts as a failure unless it succeeds, also
@@ -153,17 +162,31 @@ func (s *Service) authenticate(ctx context.Context, login, password string) (Per
 		if ctx.Err() != nil {
 			// The failure may be the one that locks the login; a
 			// store that could not count it says so beside ctx's error.
-			err = errors.Join(err, s.recordFailure(settle, subject, n))
+			ferr, locking := s.recordFailure(settle, subject, n)
+			if locking {
+				s.lockedOut(login, ferr)
+			}
+			err = errors.Join(err, ferr)
 		}
 		return Person{}, err
 	}
 	if !ok {
-		return Person{}, s.recordFailure(settle, subject, n)
+		reason := reasonBadPassword
+		if !known {
+			reason = reasonUnknownLogin
+		}
+		ferr, locking := s.recordFailure(settle, subject, n)
+		s.loginFailed(login, reason, ferr)
+		if locking {
+			s.lockedOut(login, ferr)
+		}
+		return Person{}, ferr
 	}
 	if err := s.db.Update(settle, func(tx kv.Txn) error { return tx.Delete(keyBytes(pfxFail, subject)) }); err != nil {
 		return Person{}, err
 	}
 	if !p.Active || !org.Active {
+		s.loginFailed(login, reasonInactive, ErrInactive)
 		return Person{}, ErrInactive
 	}
 	return p, nil
@@ -207,12 +230,12 @@ func (s *Service) LoginCaller(ctx context.Context, personID uint64, login, passw
 	return c, nil
 }
 
-// locked returns ErrAccountLocked while subject is locked.
+// locked returns a *LockedError while subject is locked.
 func (s *Service) locked(tx kv.Txn, subject []byte) error {
 	var lr lockRecord
 	switch err := s.get(tx, keyBytes(pfxLock, subject), &lr, ErrNotFound); {
 	case err == nil && s.now().Before(lr.Until):
-		return ErrAccountLocked
+		return lockedError(lr.Until, s.now())
 	case err != nil && !errors.Is(err, ErrNotFound):
 		return err
 	}
@@ -251,7 +274,9 @@ func (s *Service) beginAttempt(ctx context.Context, subject []byte) (int, error)
 			fr = failRecord{First: now}
 		}
 		if fr.Count >= lo.MaxFailures {
-			return ErrAccountLocked
+			// Attempts still being checked will lock the subject for
+			// Duration once one of them fails: that is the wait to tell.
+			return lockedError(now.Add(lo.Duration), now)
 		}
 		fr.Count++
 		n = fr.Count
@@ -262,18 +287,19 @@ func (s *Service) beginAttempt(ctx context.Context, subject []byte) (int, error)
 
 // recordFailure settles a failed attempt, already counted by beginAttempt
 // as number attempt: the one that reaches the threshold locks the subject.
-// It returns the error the caller should report.
-func (s *Service) recordFailure(ctx context.Context, subject []byte, attempt int) error {
+// It returns the error the caller should report (a *LockedError once the
+// subject is locked) and whether this attempt is the one that locked it.
+func (s *Service) recordFailure(ctx context.Context, subject []byte, attempt int) (reported error, locking bool) {
 	lo := s.opts.Lockout
-	lockNow := false
+	var lockErr error
 	err := s.db.Update(ctx, func(tx kv.Txn) error {
-		lockNow = false
+		lockErr, locking = nil, false
 		now := s.now()
 		// A concurrent attempt may have locked the subject since ours began.
 		var lr lockRecord
 		switch err := s.get(tx, keyBytes(pfxLock, subject), &lr, ErrNotFound); {
 		case err == nil && now.Before(lr.Until):
-			lockNow = true
+			lockErr = lockedError(lr.Until, now)
 			return nil
 		case err != nil && !errors.Is(err, ErrNotFound):
 			return err
@@ -281,17 +307,17 @@ func (s *Service) recordFailure(ctx context.Context, subject []byte, attempt int
 		if attempt < lo.MaxFailures {
 			return nil
 		}
-		lockNow = true
+		lockErr, locking = lockedError(now.Add(lo.Duration), now), true
 		if err := tx.Delete(keyBytes(pfxFail, subject)); err != nil {
 			return err
 		}
 		return s.putTTL(tx, keyBytes(pfxLock, subject), lockRecord{Until: now.Add(lo.Duration)}, lo.Duration)
 	})
 	if err != nil {
-		return err
+		return err, false
 	}
-	if lockNow {
-		return ErrAccountLocked
+	if lockErr != nil {
+		return lockErr, locking
 	}
-	return ErrInvalidCredentials
+	return ErrInvalidCredentials, false
 }

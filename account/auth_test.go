@@ -1,12 +1,16 @@
 package account
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"berth/kv"
 )
@@ -428,4 +432,219 @@ func TestAuthenticateSimultaneous(t *testing.T) {
 	if _, err := s.Authenticate(ctx, "bob", pw); !errors.Is(err, ErrAccountLocked) {
 		t.Fatalf("right password after %d guesses at once: %v, want ErrAccountLocked", attempts, err)
 	}
+}
+
+// TestLockoutTellsAndCounts: a lock says until when and about how long
+// (*LockedError, for the front ends' error_description), and every refused
+// login is logged at warn with the login, never the password, and counted
+// by reason; the failure that locks counts a lockout too. The steps run in
+// order against one Service.
+func TestLockoutTellsAndCounts(t *testing.T) {
+	ctx := context.Background()
+	start := time.Date(2026, 11, 26, 13, 53, 0, 0, time.UTC)
+	clk := &clock{t: start}
+	reg := prometheus.NewRegistry()
+	var logs bytes.Buffer
+	o := testOptions()
+	o.Now = clk.Now
+	o.Lockout = LockoutOptions{MaxFailures: 3, Window: time.Minute, Duration: 12 * time.Minute}
+	o.Registerer = reg
+	o.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
+	s := newService(t, o)
+	org, _ := fixture(t, s)
+	bob, err := s.CreatePerson(ctx, PersonInput{OrganizationID: org.ID, Username: "bob", Email: "bob@acme.example", Password: pw})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.UpdatePerson(ctx, bob.ID, func(p *Person) error { p.Active = false; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	const wrong = "wrong password 1234"
+	until := start.Add(12 * time.Minute)
+
+	steps := []struct {
+		name            string
+		advance         time.Duration
+		login, password string
+		want            error
+		reason          string
+		lockouts        float64
+		locked          *LockedError // the lock the error must carry
+		description     string
+	}{
+		{name: "first failure", login: "alice", password: wrong, want: ErrInvalidCredentials, reason: "bad_password"},
+		{name: "second failure", login: "alice", password: wrong, want: ErrInvalidCredentials, reason: "bad_password"},
+		{name: "the failure that locks says for how long", login: "alice", password: wrong, want: ErrAccountLocked,
+			reason: "bad_password", lockouts: 1, locked: &LockedError{Until: until, Left: 12 * time.Minute},
+			description: "too many failed logins; the account is locked until 14:05:00 UTC (about 12 minutes)"},
+		{name: "the right password while locked: the time left shrinks", advance: 2 * time.Minute, login: "alice", password: pw,
+			want: ErrAccountLocked, reason: "locked", lockouts: 1, locked: &LockedError{Until: until, Left: 10 * time.Minute},
+			description: "too many failed logins; the account is locked until 14:05:00 UTC (about 10 minutes)"},
+		{name: "in the lock's last seconds", advance: 9*time.Minute + 40*time.Second, login: "ALICE@acme.example", password: pw,
+			want: ErrAccountLocked, reason: "locked", lockouts: 1, locked: &LockedError{Until: until, Left: 20 * time.Second},
+			description: "too many failed logins; the account is locked until 14:05:00 UTC (less than a minute)"},
+		{name: "unknown login", login: "nobody", password: wrong, want: ErrInvalidCredentials, reason: "unknown_login", lockouts: 1},
+		{name: "disabled person, right password", login: "bob", password: pw, want: ErrInactive, reason: "inactive", lockouts: 1},
+		{name: "after the lock", advance: time.Minute, login: "alice", password: pw, lockouts: 1},
+	}
+	counts := map[string]float64{}
+	for _, st := range steps {
+		clk.Add(st.advance)
+		logs.Reset()
+		_, err := s.Authenticate(ctx, st.login, st.password)
+		if !errors.Is(err, st.want) || (st.want == nil && err != nil) {
+			t.Fatalf("%s: %v, want %v", st.name, err, st.want)
+		}
+		var le *LockedError
+		if got := errors.As(err, &le); got != (st.locked != nil) {
+			t.Fatalf("%s: %v is a *LockedError: %v", st.name, err, got)
+		}
+		if le != nil {
+			if !le.Until.Equal(st.locked.Until) || le.Left != st.locked.Left {
+				t.Errorf("%s: locked until %v (%v left), want %v (%v)", st.name, le.Until, le.Left, st.locked.Until, st.locked.Left)
+			}
+			if d := le.Description(); d != st.description {
+				t.Errorf("%s: description %q, want %q", st.name, d, st.description)
+			}
+		}
+		if st.reason != "" {
+			counts[st.reason]++
+		}
+		for _, r := range []string{"bad_password", "unknown_login", "locked", "inactive"} {
+			if got := counterValue(t, reg, "berth_login_failures_total", r); got != counts[r] {
+				t.Errorf("%s: berth_login_failures_total{reason=%q} = %v, want %v", st.name, r, got, counts[r])
+			}
+		}
+		if got := counterValue(t, reg, "berth_account_lockouts_total", ""); got != st.lockouts {
+			t.Errorf("%s: berth_account_lockouts_total = %v, want %v", st.name, got, st.lockouts)
+		}
+		out := logs.String()
+		if strings.Contains(out, st.password) {
+			t.Errorf("%s: the password is in the log:\n%s", st.name, out)
+		}
+		if st.reason != "" && (!strings.Contains(out, `"level":"WARN","msg":"login failed"`) || !strings.Contains(out, `"login":"`+st.login+`"`) || !strings.Contains(out, `"reason":"`+st.reason+`"`)) {
+			t.Errorf("%s: no warning with the login and reason:\n%s", st.name, out)
+		}
+		if locking := st.name == "the failure that locks says for how long"; locking != strings.Contains(out, "account locked") {
+			t.Errorf("%s: lockout logged: %v, want %v:\n%s", st.name, !locking, locking, out)
+		}
+		if st.reason == "" && out != "" {
+			t.Errorf("%s: a successful login logged:\n%s", st.name, out)
+		}
+	}
+}
+
+// TestLockedErrorDescription: how the time left reads, and that a lock
+// longer than most of a day names its date.
+func TestLockedErrorDescription(t *testing.T) {
+	until := time.Date(2026, 11, 27, 9, 30, 0, 0, time.UTC)
+	for _, c := range []struct {
+		left time.Duration
+		want string
+	}{
+		{59 * time.Second, "until 09:30:00 UTC (less than a minute)"},
+		{time.Minute, "until 09:30:00 UTC (about 1 minute)"},
+		{15*time.Minute + 29*time.Second, "until 09:30:00 UTC (about 15 minutes)"},
+		{15*time.Minute + 30*time.Second, "until 09:30:00 UTC (about 16 minutes)"},
+		{119 * time.Minute, "until 09:30:00 UTC (about 119 minutes)"},
+		{5*time.Hour + 10*time.Minute, "until 09:30:00 UTC (about 5 hours)"},
+		{30 * time.Hour, "until 2026-11-27 09:30:00 UTC (about 30 hours)"},
+	} {
+		e := &LockedError{Until: until.In(time.FixedZone("CET", 3600)), Left: c.left}
+		if got := e.Description(); got != "too many failed logins; the account is locked "+c.want {
+			t.Errorf("%v left: %q, want ...%q", c.left, got, c.want)
+		}
+		if !errors.Is(e, ErrAccountLocked) || !strings.Contains(e.Error(), "2026-11-27T09:30:00Z") {
+			t.Errorf("%v left: Error %q, Is ErrAccountLocked %v", c.left, e.Error(), errors.Is(e, ErrAccountLocked))
+		}
+	}
+}
+
+// TestResetPasswordAndUnlock: the operator's way back into an account
+// (berth reset-password) sets the password, clears the lock and ends the
+// sessions, for any person; Unlock clears the lock alone.
+func TestResetPasswordAndUnlock(t *testing.T) {
+	ctx := context.Background()
+	o := testOptions()
+	o.Lockout = LockoutOptions{MaxFailures: 2, Window: time.Minute, Duration: time.Hour}
+	s := newService(t, o)
+	_, alice := fixture(t, s)
+	lock := func() {
+		t.Helper()
+		s.Authenticate(ctx, "alice", "wrong password")
+		if _, err := s.Authenticate(ctx, "alice", "wrong password"); !errors.Is(err, ErrAccountLocked) {
+			t.Fatalf("not locked: %v", err)
+		}
+	}
+	const newPW = "a brand new password"
+	for _, c := range []struct {
+		name string
+		do   func() error
+		want error
+		// after: the password that logs in afterwards ("" none checked).
+		after string
+	}{
+		{"Unlock clears the lock and keeps the password", func() error { lock(); return s.Unlock(ctx, alice.ID) }, nil, pw},
+		{"Unlock of nobody", func() error { return s.Unlock(ctx, alice.ID+100) }, ErrNotFound, ""},
+		{"reset by e-mail: locked person, live session", func() error {
+			tok, err := s.IssueTokens(ctx, alice.ID, 0)
+			if err != nil {
+				return err
+			}
+			lock()
+			p, err := s.ResetPassword(ctx, "ALICE@acme.example", newPW)
+			if err != nil {
+				return err
+			}
+			if p.ID != alice.ID {
+				t.Errorf("reset person %d, want %d", p.ID, alice.ID)
+			}
+			if _, err := s.ValidateAccess(ctx, tok.AccessToken); !errors.Is(err, ErrInvalidToken) {
+				t.Errorf("access token after the reset: %v", err)
+			}
+			if _, _, err := s.Refresh(ctx, tok.RefreshToken); !errors.Is(err, ErrInvalidToken) {
+				t.Errorf("refresh token after the reset: %v", err)
+			}
+			if _, err := s.Authenticate(ctx, "alice", pw); !errors.Is(err, ErrInvalidCredentials) {
+				t.Errorf("old password after the reset: %v", err)
+			}
+			return nil
+		}, nil, newPW},
+		{"reset of an unknown login", func() error { _, err := s.ResetPassword(ctx, "nobody", newPW); return err }, ErrNotFound, ""},
+		{"reset with a short password", func() error { _, err := s.ResetPassword(ctx, "alice", "short"); return err }, ErrInvalid, ""},
+	} {
+		if err := c.do(); !errors.Is(err, c.want) || (c.want == nil && err != nil) {
+			t.Fatalf("%s: %v, want %v", c.name, err, c.want)
+		}
+		if c.after != "" {
+			if _, err := s.Authenticate(ctx, "alice", c.after); err != nil {
+				t.Fatalf("%s: login afterwards: %v", c.name, err)
+			}
+		}
+	}
+	if n := countKeys(t, s, pfxLock); n != 0 {
+		t.Errorf("%d lock keys left", n)
+	}
+}
+
+// counterValue reads a counter of reg; label is the value of its one
+// label, "" for a counter without labels.
+func counterValue(t *testing.T, reg *prometheus.Registry, name, label string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if label == "" || (len(m.GetLabel()) == 1 && m.GetLabel()[0].GetValue() == label) {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	t.Fatalf("no %s{%s} in the registry", name, label)
+	return 0
 }

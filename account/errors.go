@@ -3,6 +3,7 @@ package account
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Errors returned by the Service. They are declared once here and compared
@@ -21,7 +22,8 @@ var (
 	// are deliberately indistinguishable, in the error and in time spent.
 	ErrInvalidCredentials = errors.New("account: invalid credentials")
 	// ErrAccountLocked: too many failed logins in the lockout window; no
-	// password is checked until the lock expires.
+	// password is checked until the lock expires. The Service returns it
+	// inside a *LockedError, which says until when.
 	ErrAccountLocked = errors.New("account: account locked")
 	// ErrInvalidToken: the access or refresh token is unknown, expired or revoked.
 	ErrInvalidToken = errors.New("account: invalid token")
@@ -49,3 +51,51 @@ func (e *FieldError) Error() string {
 func (e *FieldError) Unwrap() error { return ErrInvalid }
 
 func invalid(field, reason string) error { return &FieldError{Field: field, Reason: reason} }
+
+// LockedError is a refused login's lock: it says how long the lock lasts,
+// for the front ends to tell the person (error_description). It unwraps
+// to ErrAccountLocked, so errors.Is(err, ErrAccountLocked) holds.
+type LockedError struct {
+	// Until is when the lock ends (UTC).
+	Until time.Time
+	// Left is how much of the lock remained when the login was refused,
+	// by the Service's clock: the figure to show, fixed at the refusal.
+	Left time.Duration
+}
+
+// Error says until when, for logs.
+func (e *LockedError) Error() string {
+	return "account: account locked until " + e.Until.UTC().Format(time.RFC3339)
+}
+
+// Unwrap makes errors.Is(err, ErrAccountLocked) true.
+func (e *LockedError) Unwrap() error { return ErrAccountLocked }
+
+// Description is the lock told to the person who was refused, the same
+// over every front end: until when (UTC) and about how long that is.
+func (e *LockedError) Description() string {
+	until := e.Until.UTC().Format("15:04:05 UTC")
+	if e.Left >= 20*time.Hour {
+		until = e.Until.UTC().Format("2006-01-02 15:04:05 UTC")
+	}
+	return "too many failed logins; the account is locked until " + until + " (" + about(e.Left) + ")"
+}
+
+// about rounds d for a person to read.
+func about(d time.Duration) string {
+	switch m := int((d + 30*time.Second) / time.Minute); {
+	case d < time.Minute:
+		return "less than a minute"
+	case m == 1:
+		return "about 1 minute"
+	case m < 120:
+		return fmt.Sprintf("about %d minutes", m)
+	default:
+		return fmt.Sprintf("about %d hours", (m+30)/60)
+	}
+}
+
+// lockedError is the error of a lock that ends at until, refused at now.
+func lockedError(until, now time.Time) error {
+	return &LockedError{Until: until.UTC(), Left: until.Sub(now)}
+}

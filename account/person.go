@@ -345,6 +345,71 @@ func (s *Service) SetPassword(ctx context.Context, personID uint64, password str
 	})
 }
 
+// ResetPassword is the way back into a lost account, for the operator of
+// a stopped data directory (berth reset-password): it gives the person
+// behind login (username or e-mail address) the password, clears the
+// login's lockout (failed attempts and lock) and ends every session, as
+// SetPassword does, in one transaction. It works for any person, not
+// only administrators, and also for a disabled one (the flag stays).
+// Errors: ErrNotFound (no person has that login), ErrInvalid (a
+// *FieldError for a password that is too short or too long).
+func (s *Service) ResetPassword(ctx context.Context, login, password string) (Person, error) {
+	if err := s.checkPassword(password); err != nil {
+		return Person{}, err
+	}
+	p, err := s.PersonByLogin(ctx, login)
+	if err != nil {
+		return Person{}, err
+	}
+	hash, err := s.hashPassword(ctx, password)
+	if err != nil {
+		return Person{}, err
+	}
+	err = s.db.Update(ctx, func(tx kv.Txn) error {
+		if err := s.get(tx, key(pfxPerson, p.ID), &p, notFoundf("person %d", p.ID)); err != nil {
+			return err
+		}
+		p.PasswordHash, p.PasswordChanged = hash, s.now()
+		if err := s.put(tx, key(pfxPerson, p.ID), &p); err != nil {
+			return err
+		}
+		if err := s.unlock(tx, p.ID); err != nil {
+			return err
+		}
+		return s.revokeAll(tx, p.ID)
+	})
+	if err != nil {
+		return Person{}, err
+	}
+	return p, nil
+}
+
+// Unlock clears the person's lockout: the lock and the count of failed
+// attempts, so the next login gets every attempt again. The password and
+// the sessions stay. Errors: ErrNotFound.
+func (s *Service) Unlock(ctx context.Context, personID uint64) error {
+	return s.db.Update(ctx, func(tx kv.Txn) error {
+		ok, err := exists(tx, key(pfxPerson, personID))
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return notFoundf("person %d", personID)
+		}
+		return s.unlock(tx, personID)
+	})
+}
+
+// unlock deletes the person's lockout keys (Authenticate counts a known
+// login under the person, whichever of their logins was typed).
+func (s *Service) unlock(tx kv.Txn, personID uint64) error {
+	subject := s.loginSubject("", personID)
+	if err := tx.Delete(keyBytes(pfxFail, subject)); err != nil {
+		return err
+	}
+	return tx.Delete(keyBytes(pfxLock, subject))
+}
+
 func defaultDisplayName(p Person) string {
 	if n := strings.TrimSpace(p.FirstName + " " + p.LastName); n != "" {
 		return n

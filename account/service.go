@@ -10,9 +10,12 @@ package account
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"runtime"
 	"sync"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"berth/kv"
 )
@@ -43,8 +46,14 @@ type Options struct {
 	// at once. Default 100.
 	MaxSessions int
 	// MinPasswordLength is the shortest password, in characters, that
-	// CreatePerson and SetPassword accept. Default 8.
+	// CreatePerson, SetPassword and ResetPassword accept. Default 8.
 	MinPasswordLength int
+	// Logger receives failed logins and lockouts, at warn. Nil: nothing
+	// is logged.
+	Logger *slog.Logger
+	// Registerer takes the login metrics (berth_login_failures_total,
+	// berth_account_lockouts_total). Nil: no metrics.
+	Registerer prometheus.Registerer
 }
 
 // LockoutOptions configure the failed-login lock. The spec leaves the
@@ -89,6 +98,9 @@ type Service struct {
 	// (Authenticate). checksMu guards the map and each check's waiters.
 	checksMu sync.Mutex
 	checks   map[string]*loginCheck
+	// log and metrics record failed logins and lockouts (metrics.go).
+	log     *slog.Logger
+	metrics *loginMetrics
 }
 
 // New returns a Service over db. Zero fields of opts take their defaults.
@@ -127,7 +139,13 @@ func New(db kv.Store, opts Options) *Service {
 	if opts.MaxSessions <= 0 {
 		opts.MaxSessions = def.MaxSessions
 	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	return &Service{
+		log:       log,
+		metrics:   newLoginMetrics(opts.Registerer),
 		db:        db,
 		opts:      opts,
 		codec:     newCodec(),

@@ -61,7 +61,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 }
 
 // newRootCommand builds the cobra tree: serve (the default), fsck, gc,
-// purge-deleted, version. The configuration flags are persistent, so every subcommand
+// purge-deleted, reset-password, version. The configuration flags are persistent, so every subcommand
 // reads the same data directory the same way.
 func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{
@@ -142,6 +142,25 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	}
 	purge.Flags().DurationVar(&olderThan, "older-than", 0, "purge items deleted longer ago than this (720h: 30 days)")
 
+	reset := &cobra.Command{
+		Use:   "reset-password LOGIN",
+		Short: "Give a person of a stopped data directory a new password, unlocked, with every session ended",
+		Long: "reset-password is the way back into a lost account, the administrator's too. It\n" +
+			"sets a new password for the person whose username or e-mail address is LOGIN,\n" +
+			"clears the login's lockout (failed attempts and lock) and ends the person's\n" +
+			"sessions. The password is random and printed once on standard error, or taken\n" +
+			"from " + resetPasswordEnv + " (never a flag: ps would show it). berth must be\n" +
+			"stopped: a running berth holds the data directory.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, log, err := setup(cmd, stderr)
+			if err != nil {
+				return err
+			}
+			return resetPasswordCommand(cmd.Context(), cfg, log, stderr, args[0], os.Getenv(resetPasswordEnv))
+		},
+	}
+
 	version := &cobra.Command{
 		Use:   "version",
 		Short: "Print the version",
@@ -152,7 +171,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 		},
 	}
 
-	root.AddCommand(serve, fsck, gc, purge, version)
+	root.AddCommand(serve, fsck, gc, purge, reset, version)
 	return root
 }
 

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 
 	sd "github.com/coreos/go-systemd/v22/daemon"
 
+	"berth/account"
 	"berth/config"
 	"berth/kv"
 	"berth/vfs/chunk"
@@ -208,6 +210,45 @@ func purgeCommand(ctx context.Context, cfg config.Config, log *slog.Logger, out 
 	}
 	if purgeErr != nil {
 		return fmt.Errorf("purge-deleted: %w", purgeErr)
+	}
+	return nil
+}
+
+// resetPasswordEnv names the environment variable that gives
+// reset-password the new password instead of a random one, as
+// BERTH_ADMIN_PASSWORD does for the first start. It is not a configuration
+// key: it belongs to one command, once.
+const resetPasswordEnv = "BERTH_RESET_PASSWORD"
+
+// resetPasswordCommand gives the person behind login, in a stopped data
+// directory, a new password (password, or a random one when empty),
+// clears the login's lockout and ends the person's sessions
+// (account.ResetPassword). A random password is printed once, on out.
+func resetPasswordCommand(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writer, login, password string) error {
+	generated := password == ""
+	if generated {
+		// 26 base32 characters, 128 bits, as the first start's.
+		password = rand.Text()
+	}
+	st, err := openStores(ctx, cfg, log, nil)
+	if err != nil {
+		return fmt.Errorf("reset-password: %w", err)
+	}
+	defer st.close(log)
+	p, err := account.New(st.db, accountOptions(cfg)).ResetPassword(ctx, login, password)
+	switch {
+	case errors.Is(err, account.ErrNotFound):
+		return fmt.Errorf("reset-password: no person in %s has the username or e-mail address %q", cfg.Data, login)
+	case errors.Is(err, account.ErrInvalid) && !generated:
+		return fmt.Errorf("reset-password: the password in %s: %w", resetPasswordEnv, err)
+	case err != nil:
+		return fmt.Errorf("reset-password: %w", err)
+	}
+	log.Info("reset-password: password reset, lockout cleared, sessions ended", "login", p.Username, "person_id", p.ID)
+	if generated {
+		fmt.Fprintf(out, "\nberth: new password for %s: %s\nberth: (this is the only time it is printed; the lockout is cleared and every session ended)\n\n", p.Username, password)
+	} else {
+		fmt.Fprintf(out, "\nberth: password for %s set from %s; the lockout is cleared and every session ended\n\n", p.Username, resetPasswordEnv)
 	}
 	return nil
 }

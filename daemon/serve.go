@@ -56,7 +56,7 @@ func openStores(ctx context.Context, cfg config.Config, log *slog.Logger, reg pr
 	}
 	db, err := badger.Open(badger.Options{Dir: filepath.Join(cfg.Data, "meta"), Logger: log.With("component", "kv")})
 	if errors.Is(err, kv.ErrInUse) {
-		return nil, fmt.Errorf("data directory %s is in use by another berth (serve, fsck, gc or purge-deleted): %w", cfg.Data, err)
+		return nil, fmt.Errorf("data directory %s is in use by another berth (serve, fsck, gc, purge-deleted or reset-password); stop it first: %w", cfg.Data, err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("opening metadata store in %s: %w", cfg.Data, err)
@@ -154,7 +154,9 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writ
 		reg.MustRegister(c.Collector())
 	}
 
-	accounts := account.New(st.db, accountOptions(cfg))
+	ao := accountOptions(cfg)
+	ao.Logger, ao.Registerer = log.With("component", "account"), reg
+	accounts := account.New(st.db, ao)
 	shares := share.New(share.Options{FS: st.files})
 
 	tlsCfg, certs, err := tlsConfig(cfg.TLS, cfg.Data, log)

@@ -43,7 +43,7 @@ var (
 
 // errorMapping maps one error value to its status and spec code (section
 // 7). description is the default error_description; an error wrapped by
-// Describe carries its own.
+// Describe carries its own, and so does a domain error that is a describer.
 type errorMapping struct {
 	err         error
 	status      int
@@ -134,7 +134,8 @@ func errorTable() []errorMapping {
 		// account (spec 7.1, 7.4).
 		{account.ErrNotFound, http.StatusNotFound, "not_found", ""},
 		{account.ErrInvalid, http.StatusBadRequest, "invalid_request", ""},
-		{account.ErrAccountLocked, http.StatusForbidden, "account_locked", ""},
+		// An *account.LockedError says until when (describer).
+		{account.ErrAccountLocked, http.StatusForbidden, "account_locked", "too many failed logins; the account is locked for a while"},
 		{account.ErrInvalidCredentials, http.StatusBadRequest, "invalid_grant", "the username or password is wrong"},
 		{account.ErrInvalidToken, http.StatusUnauthorized, "access_denied", ""},
 		{account.ErrInactive, http.StatusForbidden, "forbidden", "the account or its organization is disabled"},
@@ -183,6 +184,14 @@ func Describe(err error, format string, args ...any) error {
 	return &describedError{err: err, description: fmt.Sprintf(format, args...)}
 }
 
+// describer is a domain error that carries its own error_description,
+// built from its fields (account.LockedError: until when the lock lasts).
+// classify consults it after Describe's text and before the row's: the
+// row keeps the status and code, the error says the specifics.
+type describer interface {
+	Description() string
+}
+
 // errorBody is the JSON of every error response (spec 7).
 type errorBody struct {
 	Error       string `json:"error"`
@@ -207,12 +216,15 @@ func classify(err error) (status int, body errorBody, known bool) {
 		body = errorBody{Error: m.code, Description: m.description}
 		var de *describedError
 		var fe *account.FieldError
+		var d describer
 		switch {
 		case errors.As(err, &de) && de.description != "":
 			body.Description = de.description
 		case errors.As(err, &fe):
 			// The field name and reason are written for the client.
 			body.Description = fe.Field + ": " + fe.Reason
+		case errors.As(err, &d):
+			body.Description = d.Description()
 		}
 		return m.status, body, true
 	}

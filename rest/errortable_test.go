@@ -5,7 +5,9 @@ import (
 	"net/http"
 	"slices"
 	"testing"
+	"time"
 
+	"berth/account"
 	"berth/berthtest"
 	"berth/kv"
 	"berth/vfs"
@@ -50,25 +52,41 @@ func TestErrorTableRows(t *testing.T) {
 		status int
 		code   string
 		known  bool
+		// description, when set, is the error_description owed.
+		description string
 	}{
 		// A conditional write whose file changed before the commit: as an
 		// If-Match that fails at once.
-		{vfs.ErrChanged, http.StatusPreconditionFailed, "invalid_request", true},
+		{vfs.ErrChanged, http.StatusPreconditionFailed, "invalid_request", true, ""},
 		// A lock over vfs.MaxLocks: the item cannot take another lock.
-		{vfs.ErrMetadataLimit, http.StatusConflict, "resource_locked", true},
+		{vfs.ErrMetadataLimit, http.StatusConflict, "resource_locked", true, ""},
 		// vfs answers these as ErrBusy; bare they mean the same.
-		{kv.ErrConflict, http.StatusServiceUnavailable, "temporarily_unavailable", true},
-		{kv.ErrClosed, http.StatusServiceUnavailable, "temporarily_unavailable", true},
-		{fmt.Errorf("%w: %w", vfs.ErrBusy, kv.ErrConflict), http.StatusServiceUnavailable, "temporarily_unavailable", true},
-		{chunk.ErrNoSpace, http.StatusServiceUnavailable, "temporarily_unavailable", true},
+		{kv.ErrConflict, http.StatusServiceUnavailable, "temporarily_unavailable", true, ""},
+		{kv.ErrClosed, http.StatusServiceUnavailable, "temporarily_unavailable", true, ""},
+		{fmt.Errorf("%w: %w", vfs.ErrBusy, kv.ErrConflict), http.StatusServiceUnavailable, "temporarily_unavailable", true, ""},
+		{chunk.ErrNoSpace, http.StatusServiceUnavailable, "temporarily_unavailable", true, ""},
 		// The server's own faults: logged, answered without detail.
-		{kv.ErrNotDurable, http.StatusInternalServerError, "unknown", false},
-		{chunk.ErrCorrupt, http.StatusInternalServerError, "unknown", false},
-		{fmt.Errorf("reading chunk: %w", chunk.ErrNotFound), http.StatusInternalServerError, "unknown", false},
+		{kv.ErrNotDurable, http.StatusInternalServerError, "unknown", false, ""},
+		{chunk.ErrCorrupt, http.StatusInternalServerError, "unknown", false, ""},
+		{fmt.Errorf("reading chunk: %w", chunk.ErrNotFound), http.StatusInternalServerError, "unknown", false, ""},
+		// A lock says until when and about how long (issue 12: the
+		// description used to be empty), wrapped or not; a bare
+		// ErrAccountLocked, which the account service no longer returns,
+		// gets the row's text.
+		{&account.LockedError{Until: time.Date(2026, 11, 26, 14, 5, 0, 0, time.UTC), Left: 12 * time.Minute},
+			http.StatusForbidden, "account_locked", true,
+			"too many failed logins; the account is locked until 14:05:00 UTC (about 12 minutes)"},
+		{fmt.Errorf("login: %w", &account.LockedError{Until: time.Date(2026, 11, 26, 14, 5, 0, 0, time.UTC), Left: 40 * time.Second}),
+			http.StatusForbidden, "account_locked", true,
+			"too many failed logins; the account is locked until 14:05:00 UTC (less than a minute)"},
+		{account.ErrAccountLocked, http.StatusForbidden, "account_locked", true, "too many failed logins; the account is locked for a while"},
 	} {
 		status, body, known := classify(c.err)
 		if status != c.status || body.Error != c.code || known != c.known {
 			t.Errorf("%v: %d %q known=%v, want %d %q known=%v", c.err, status, body.Error, known, c.status, c.code, c.known)
+		}
+		if c.description != "" && body.Description != c.description {
+			t.Errorf("%v: error_description %q, want %q", c.err, body.Description, c.description)
 		}
 	}
 }

@@ -397,9 +397,13 @@ func TestOAuthLockout(t *testing.T) {
 	// The failure that reaches the threshold already locks.
 	status, body := f.oauthPost("/oauth/token", wrong)
 	wantError(t, status, body, http.StatusForbidden, "account_locked")
-	// While locked, even the right password is refused.
+	// While locked, even the right password is refused; the answer says
+	// for how long (a one-minute lock: under a minute left).
 	status, body = f.oauthPost("/oauth/token", passwordForm())
 	wantError(t, status, body, http.StatusForbidden, "account_locked")
+	if !strings.Contains(string(body), "the account is locked until ") || !strings.Contains(string(body), " UTC (") {
+		t.Errorf("account_locked body %s does not say until when", body)
+	}
 }
 
 // TestBearerRequired: a request without a valid bearer token is 401

@@ -65,6 +65,9 @@ func TestAuth(t *testing.T) {
 			st, _, body = f.do("PROPFIND", "/", nil, "Depth", "0")
 			want(t, "right password after lockout", st, http.StatusForbidden, body)
 			contains(t, body, "locked")
+			// It says until when (an hour's lock).
+			contains(t, body, "Too many failed logins; the account is locked until ")
+			contains(t, body, " UTC (about 60 minutes).")
 			// The same lock holds for the OAuth password grant (REST).
 			if _, err := f.accounts.Authenticate(context.Background(), "alice", password); !errors.Is(err, account.ErrAccountLocked) {
 				t.Fatalf("REST login after WebDAV lockout: %v, want ErrAccountLocked", err)

@@ -183,6 +183,7 @@ func errorTable() []errorMapping {
 		// authenticate): 401 with a challenge where new credentials can
 		// help, 403 where they cannot, so clients stop re-prompting.
 		// WebDAV changes no account, so the rest are the server's.
+		// An *account.LockedError says until when (describer).
 		{err: account.ErrAccountLocked, status: http.StatusForbidden, msg: "Too many failed logins: the account is locked for a while."},
 		{err: account.ErrInactive, status: http.StatusForbidden, msg: "The account or its organization is disabled."},
 		{err: errNoCredentials, status: http.StatusUnauthorized, msg: loginMessage, challenge: true},
@@ -264,10 +265,21 @@ func describe(err error, format string, args ...any) error {
 	return &describedErr{err: err, msg: fmt.Sprintf(format, args...)}
 }
 
+// describer is a domain error that carries its own message for the
+// client, built from its fields (account.LockedError: until when the lock
+// lasts). message consults it after describe's text and before the row's:
+// the row keeps the status, the error says the specifics.
+type describer interface {
+	Description() string
+}
+
 // message is the text/plain body of m's answer to err.
 func (m errorMapping) message(err error) string {
 	if d := (*describedErr)(nil); errors.As(err, &d) {
 		return d.msg
+	}
+	if d := describer(nil); errors.As(err, &d) {
+		return sentence(d.Description())
 	}
 	switch {
 	case m.msg == "":
@@ -276,6 +288,15 @@ func (m errorMapping) message(err error) string {
 		return fmt.Sprintf(m.msg, err)
 	}
 	return m.msg
+}
+
+// sentence writes a description as this package's messages read: a
+// capital first letter and a full stop.
+func sentence(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:] + "."
 }
 
 // finish answers err (nil: the handler answered itself) through

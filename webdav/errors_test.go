@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"testing"
+	"time"
 
 	xwebdav "golang.org/x/net/webdav"
 
@@ -219,6 +220,11 @@ func TestErrorAnswers(t *testing.T) {
 		{"no credentials", errNoCredentials, 401, loginMessage + "\n", "text/plain; charset=utf-8", `Basic realm="berth", charset="UTF-8"`},
 		{"path too deep", errPathTooDeep, 414, errPathTooDeep.Error() + "\n", "text/plain; charset=utf-8", ""},
 		{"stalled", errStalled, 408, "the request body stopped arriving; nothing was stored\n", "text/plain; charset=utf-8", ""},
+		// A lock says until when, from the error (issue 12: it said "for
+		// a while"); a bare ErrAccountLocked keeps the row's message.
+		{"lock says until when", fmt.Errorf("login: %w", &account.LockedError{Until: time.Date(2026, 11, 26, 14, 5, 0, 0, time.UTC), Left: 12 * time.Minute}),
+			403, "Too many failed logins; the account is locked until 14:05:00 UTC (about 12 minutes).\n", "text/plain; charset=utf-8", ""},
+		{"bare lock", account.ErrAccountLocked, 403, "Too many failed logins: the account is locked for a while.\n", "text/plain; charset=utf-8", ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			w := httptest.NewRecorder()
@@ -246,6 +252,7 @@ func TestAuthFailedAgreesWithTable(t *testing.T) {
 		account.ErrAccountLocked, account.ErrInactive, errNoCredentials, account.ErrInvalidCredentials,
 		account.ErrInvalidToken, account.ErrNotFound, account.ErrExists, account.ErrInvalid,
 		account.ErrUserLimitExceeded, fmt.Errorf("login: %w", account.ErrAccountLocked),
+		&account.LockedError{Until: time.Now().Add(time.Minute), Left: time.Minute},
 	} {
 		r := httptest.NewRequest("PROPFIND", "/webdav/", nil)
 		got := httptest.NewRecorder()
