@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"berth/kv"
 )
 
 func TestTokens(t *testing.T) {
@@ -661,6 +663,53 @@ func TestDeactivateTokenFrequency(t *testing.T) {
 			}
 		})
 	}
+
+	// A session stored before berth recorded the sign-in time counts
+	// from its last refresh, and its next refresh keeps that as its
+	// sign-in.
+	t.Run("session stored without a sign-in time", func(t *testing.T) {
+		t.Parallel()
+		clk := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+		o := testOptions()
+		o.Now = clk.Now
+		o.AccessTTL = 72 * time.Hour
+		s := newService(t, o)
+		org, alice := fixture(t, s)
+		toks, err := s.IssueTokens(ctx, alice.ID, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = s.db.Update(ctx, func(tx kv.Txn) error {
+			var ar accessRecord
+			if err := s.get(tx, keyBytes(pfxAccess, tokenHash(toks.AccessToken)), &ar, ErrNotFound); err != nil {
+				return err
+			}
+			var fam familyRecord
+			if err := s.get(tx, keyBytes(pfxFamily, ar.Family), &fam, ErrNotFound); err != nil {
+				return err
+			}
+			fam.SignedIn = time.Time{}
+			return s.putTTL(tx, keyBytes(pfxFamily, ar.Family), &fam, o.RefreshTTL)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.UpdatePolicy(ctx, org.ID, func(p *Policy) error { p.DeactivateTokenFrequency = "24h"; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		clk.Add(12 * time.Hour)
+		if toks, _, err = s.Refresh(ctx, toks.RefreshToken); err != nil {
+			t.Fatalf("refresh at 12h: %v", err)
+		}
+		clk.Add(12*time.Hour - time.Second)
+		if _, err := s.ValidateAccess(ctx, toks.AccessToken); err != nil {
+			t.Fatalf("access token just before 24h: %v", err)
+		}
+		clk.Add(time.Second)
+		if _, err := s.ValidateAccess(ctx, toks.AccessToken); !errors.Is(err, ErrInvalidToken) {
+			t.Errorf("access token at 24h: %v, want ErrInvalidToken", err)
+		}
+	})
 
 	t.Run("values", func(t *testing.T) {
 		t.Parallel()
