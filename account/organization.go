@@ -62,7 +62,11 @@ type Policy struct {
 	// stores a Go duration string ("720h"); nil means never (default).
 	ChangePasswordFrequency *string `cbor:"8,keyasint"`
 	// DeactivateTokenFrequency: format not shown; berth stores a Go
-	// duration string, "" meaning never (default).
+	// duration string ("720h"), "" meaning never (default; "0" is taken
+	// as ""). A session, one sign-in and the refreshes that carry it on,
+	// ends this long after the sign-in: its tokens are refused at their
+	// next use and the person signs in again. DeactivateTokenAfter
+	// parses it.
 	DeactivateTokenFrequency string `cbor:"9,keyasint"`
 	// ExcludedExtensions: comma-separated, each with a leading dot
 	// (".exe,.tmp"), compared case-insensitively; uploads of these are
@@ -134,6 +138,16 @@ func (p Policy) SpaceQuotaBytes() int64 {
 	return n
 }
 
+// DeactivateTokenAfter returns DeactivateTokenFrequency as a duration: how
+// long after its sign-in a session ends. 0 means never.
+func (p Policy) DeactivateTokenAfter() time.Duration {
+	d, err := time.ParseDuration(p.DeactivateTokenFrequency)
+	if err != nil || d < 0 {
+		return 0 // "" (never); validate refuses the rest
+	}
+	return d
+}
+
 // ExtensionExcluded reports whether name ends in one of ExcludedExtensions,
 // case-insensitively.
 func (p Policy) ExtensionExcluded(name string) bool {
@@ -200,6 +214,11 @@ func (p *Policy) validate() error {
 	}
 	if p.NumUsersMaximum > 0 && p.NumUsersMinimum > p.NumUsersMaximum {
 		return invalid("num_users_minimum", "greater than num_users_maximum")
+	}
+	if d, err := time.ParseDuration(p.DeactivateTokenFrequency); err == nil && d == 0 {
+		// "0" reads as "never", like space_quota's "0" (unlimited); one
+		// stored form for it.
+		p.DeactivateTokenFrequency = ""
 	}
 	for _, f := range []struct {
 		name string

@@ -86,6 +86,33 @@ type familyRecord struct {
 	// prefix scan does not see). Empty in families stored before berth
 	// recorded it.
 	Password []byte `cbor:"4,keyasint,omitempty"`
+	// SignedIn is when the session began (Created moves with each
+	// refresh), for the policy's deactivate_token_frequency. Zero in
+	// families stored before berth recorded it: their first refresh
+	// takes Created, the best known bound, as it.
+	SignedIn time.Time `cbor:"5,keyasint,omitempty"`
+}
+
+// end returns when the session ends under pol's deactivate_token_frequency,
+// and false when the policy never ends sessions. It is checked at every
+// use of the session's tokens, not fixed at issue, so a policy change
+// applies at once to sessions already open, both ways.
+func (f familyRecord) end(pol Policy) (time.Time, bool) {
+	d := pol.DeactivateTokenAfter()
+	if d <= 0 {
+		return time.Time{}, false
+	}
+	start := f.SignedIn
+	if start.IsZero() {
+		start = f.Created
+	}
+	return start.Add(d), true
+}
+
+// endedBy reports whether the session is over at now under pol.
+func (f familyRecord) endedBy(pol Policy, now time.Time) bool {
+	end, ok := f.end(pol)
+	return ok && !now.Before(end)
 }
 
 // passwordStamp identifies p's current password (a digest of its salted
@@ -171,7 +198,7 @@ func (s *Service) issueTokens(ctx context.Context, personID, machineID uint64, c
 			return err
 		}
 		now := s.now()
-		fam := familyRecord{PersonID: personID, MachineID: machineID, Created: now, Password: passwordStamp(c.Person)}
+		fam := familyRecord{PersonID: personID, MachineID: machineID, Created: now, SignedIn: now, Password: passwordStamp(c.Person)}
 		if err := s.putTTL(tx, keyBytes(pfxFamily, family), &fam, s.opts.RefreshTTL); err != nil {
 			return err
 		}
@@ -305,7 +332,8 @@ func (s *Service) Caller(ctx context.Context, personID uint64) (Caller, error) {
 // Refresh exchanges a refresh token for new tokens of the same session
 // (spec 5.2). The old refresh token stops working; access tokens issued
 // before stay valid until they expire. Presenting an already rotated
-// refresh token again revokes the whole session. Errors: ErrInvalidToken,
+// refresh token again revokes the whole session. A session older than the
+// policy's deactivate_token_frequency is refused. Errors: ErrInvalidToken,
 // ErrInactive.
 func (s *Service) Refresh(ctx context.Context, refreshToken string) (Tokens, Person, error) {
 	var (
@@ -351,7 +379,15 @@ func (s *Service) Refresh(ctx context.Context, refreshToken string) (Tokens, Per
 		if !fam.passwordOf(c.Person) {
 			return ErrInvalidToken
 		}
+		// Refused, not deleted: a policy that allows longer again
+		// gives the session back.
+		if fam.endedBy(c.Organization.Policy, now) {
+			return ErrInvalidToken
+		}
 		p = c.Person
+		if fam.SignedIn.IsZero() {
+			fam.SignedIn = fam.Created
+		}
 		fam.Created = now
 		if err := s.putTTL(tx, keyBytes(pfxFamily, rr.Family), &fam, s.opts.RefreshTTL); err != nil {
 			return err
@@ -418,8 +454,9 @@ func (s *Service) retriedRotation(tx kv.Txn, rr refreshRecord, now time.Time) (b
 }
 
 // ValidateAccess returns who an access token speaks for. Errors:
-// ErrInvalidToken (unknown, expired or revoked, its session revoked, or its
-// person's password changed since the session began),
+// ErrInvalidToken (unknown, expired or revoked, its session revoked, its
+// person's password changed since the session began, or the session older
+// than the policy's deactivate_token_frequency),
 // ErrInactive (person or organization disabled since the token was issued).
 func (s *Service) ValidateAccess(ctx context.Context, accessToken string) (Principal, error) {
 	c, err := s.AccessCaller(ctx, accessToken)
@@ -461,12 +498,22 @@ func (s *Service) AccessCaller(ctx context.Context, accessToken string) (Caller,
 		if !fam.passwordOf(c.Person) {
 			return ErrInvalidToken
 		}
+		now := s.now()
+		if fam.endedBy(c.Organization.Policy, now) {
+			return ErrInvalidToken
+		}
 		c.MachineID = ar.MachineID
 		// The session ends when its family expires, which a kv TTL
 		// does without a commit (no later than RefreshTTL after it
-		// was last renewed).
+		// was last renewed), or when the policy's
+		// deactivate_token_frequency runs out, which needs no
+		// commit either. A policy change commits, which drops the
+		// entry.
 		until = ar.Expires
 		if end := fam.Created.Add(s.opts.RefreshTTL); end.Before(until) {
+			until = end
+		}
+		if end, ok := fam.end(c.Organization.Policy); ok && end.Before(until) {
 			until = end
 		}
 		return nil

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"berth/kv"
 )
 
 func TestTokens(t *testing.T) {
@@ -563,4 +565,178 @@ func TestRefreshRetry(t *testing.T) {
 	if _, err := s0.ValidateAccess(ctx, m1.AccessToken); !errors.Is(err, ErrInvalidToken) {
 		t.Fatalf("session after reuse with no grace: %v", err)
 	}
+}
+
+// TestDeactivateTokenFrequency: the policy's deactivate_token_frequency
+// ends a session (one sign-in and the refreshes that carry it on) that
+// long after the sign-in. It is checked at each use of the session's
+// tokens, through the cached answers too, so a policy change applies at
+// once to sessions already open, both ways.
+func TestDeactivateTokenFrequency(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	str := func(s string) *string { return &s }
+	for _, tc := range []struct {
+		name    string
+		freq    string        // policy when the session begins
+		refresh time.Duration // > 0: refresh this long after the sign-in, then go on with the new pair
+		advance time.Duration // time from the sign-in (or the refresh) to the check
+		change  *string       // policy set just before the check
+		want    bool          // access and refresh tokens work
+	}{
+		{name: "never (default)", freq: "", advance: 47 * time.Hour, want: true},
+		{name: "0 is never", freq: "0", advance: 47 * time.Hour, want: true},
+		{name: "not yet", freq: "24h", advance: 24*time.Hour - time.Second, want: true},
+		{name: "past, at the deadline", freq: "24h", advance: 24 * time.Hour, want: false},
+		{name: "past, long after", freq: "24h", advance: 40 * time.Hour, want: false},
+		// The sign-in counts, not the last refresh (which renews the
+		// refresh token's own lifetime).
+		{name: "refresh does not restart it", freq: "24h", refresh: 12 * time.Hour, advance: 12 * time.Hour, want: false},
+		{name: "refreshed, not yet", freq: "24h", refresh: 12 * time.Hour, advance: 12*time.Hour - time.Second, want: true},
+		{name: "tightened after issue", freq: "", advance: 2 * time.Hour, change: str("1h"), want: false},
+		{name: "tightened after issue, not yet", freq: "", advance: 2 * time.Hour, change: str("3h"), want: true},
+		// Refused, not deleted: the session comes back.
+		{name: "loosened after issue", freq: "1h", advance: 2 * time.Hour, change: str(""), want: true},
+		{name: "lengthened after issue", freq: "1h", advance: 2 * time.Hour, change: str("72h"), want: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			clk := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+			o := testOptions()
+			o.Now = clk.Now
+			// Long enough that the tokens' own expiry never decides.
+			o.AccessTTL = 72 * time.Hour
+			o.RefreshTTL = 90 * 24 * time.Hour
+			s := newService(t, o)
+			org, alice := fixture(t, s)
+			setPolicy := func(v string) {
+				t.Helper()
+				if _, err := s.UpdatePolicy(ctx, org.ID, func(p *Policy) error {
+					p.DeactivateTokenFrequency = v
+					return nil
+				}); err != nil {
+					t.Fatalf("policy %q: %v", v, err)
+				}
+			}
+			setPolicy(tc.freq)
+			toks, err := s.IssueTokens(ctx, alice.ID, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.refresh > 0 {
+				clk.Add(tc.refresh)
+				if toks, _, err = s.Refresh(ctx, toks.RefreshToken); err != nil {
+					t.Fatalf("refresh within the limit: %v", err)
+				}
+			}
+			// A first use fills the cache of answers, which the
+			// check below must not outlive.
+			if _, err := s.ValidateAccess(ctx, toks.AccessToken); err != nil {
+				t.Fatalf("access token when issued: %v", err)
+			}
+			clk.Add(tc.advance)
+			if tc.change != nil {
+				if tc.freq != "" {
+					// A session refused before a loosening is
+					// refused first, so its return is tested.
+					if _, err := s.ValidateAccess(ctx, toks.AccessToken); !errors.Is(err, ErrInvalidToken) {
+						t.Fatalf("access token before the change: %v, want ErrInvalidToken", err)
+					}
+				}
+				setPolicy(*tc.change)
+			}
+			_, err = s.ValidateAccess(ctx, toks.AccessToken)
+			if tc.want && err != nil || !tc.want && !errors.Is(err, ErrInvalidToken) {
+				t.Errorf("access token: %v, want working %v", err, tc.want)
+			}
+			_, _, err = s.Refresh(ctx, toks.RefreshToken)
+			if tc.want && err != nil || !tc.want && !errors.Is(err, ErrInvalidToken) {
+				t.Errorf("refresh: %v, want working %v", err, tc.want)
+			}
+			// A new sign-in is always a new session.
+			fresh, err := s.IssueTokens(ctx, alice.ID, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.ValidateAccess(ctx, fresh.AccessToken); err != nil {
+				t.Errorf("access token of a new sign-in: %v", err)
+			}
+		})
+	}
+
+	// A session stored before berth recorded the sign-in time counts
+	// from its last refresh, and its next refresh keeps that as its
+	// sign-in.
+	t.Run("session stored without a sign-in time", func(t *testing.T) {
+		t.Parallel()
+		clk := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+		o := testOptions()
+		o.Now = clk.Now
+		o.AccessTTL = 72 * time.Hour
+		s := newService(t, o)
+		org, alice := fixture(t, s)
+		toks, err := s.IssueTokens(ctx, alice.ID, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = s.db.Update(ctx, func(tx kv.Txn) error {
+			var ar accessRecord
+			if err := s.get(tx, keyBytes(pfxAccess, tokenHash(toks.AccessToken)), &ar, ErrNotFound); err != nil {
+				return err
+			}
+			var fam familyRecord
+			if err := s.get(tx, keyBytes(pfxFamily, ar.Family), &fam, ErrNotFound); err != nil {
+				return err
+			}
+			fam.SignedIn = time.Time{}
+			return s.putTTL(tx, keyBytes(pfxFamily, ar.Family), &fam, o.RefreshTTL)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.UpdatePolicy(ctx, org.ID, func(p *Policy) error { p.DeactivateTokenFrequency = "24h"; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		clk.Add(12 * time.Hour)
+		if toks, _, err = s.Refresh(ctx, toks.RefreshToken); err != nil {
+			t.Fatalf("refresh at 12h: %v", err)
+		}
+		clk.Add(12*time.Hour - time.Second)
+		if _, err := s.ValidateAccess(ctx, toks.AccessToken); err != nil {
+			t.Fatalf("access token just before 24h: %v", err)
+		}
+		clk.Add(time.Second)
+		if _, err := s.ValidateAccess(ctx, toks.AccessToken); !errors.Is(err, ErrInvalidToken) {
+			t.Errorf("access token at 24h: %v, want ErrInvalidToken", err)
+		}
+	})
+
+	t.Run("values", func(t *testing.T) {
+		t.Parallel()
+		s := newService(t, testOptions())
+		org, _ := fixture(t, s)
+		for _, v := range []struct{ in, stored string }{
+			{"", ""}, {"0", ""}, {"0s", ""}, {"720h", "720h"}, {"90m", "90m"},
+			// Refused with the field named: no unit, negative, words, days.
+			{"30", "!"}, {"-1h", "!"}, {"soon", "!"}, {"1d", "!"},
+		} {
+			got, err := s.UpdatePolicy(ctx, org.ID, func(p *Policy) error {
+				p.DeactivateTokenFrequency = v.in
+				return nil
+			})
+			if v.stored == "!" {
+				var fe *FieldError
+				if !errors.As(err, &fe) || fe.Field != "deactivate_token_frequency" {
+					t.Errorf("%q: %v, want a deactivate_token_frequency FieldError", v.in, err)
+				}
+				continue
+			}
+			if err != nil || got.Policy.DeactivateTokenFrequency != v.stored {
+				t.Errorf("%q: stored %q, %v; want %q", v.in, got.Policy.DeactivateTokenFrequency, err, v.stored)
+			}
+		}
+		if _, err := s.CreateOrganization(ctx, OrganizationInput{Name: "Bad", Policy: &Policy{SpaceQuota: "0", DeactivateTokenFrequency: "week"}}); !errors.Is(err, ErrInvalid) {
+			t.Errorf("create with a bad value: %v, want ErrInvalid", err)
+		}
+	})
 }
