@@ -225,6 +225,12 @@ func testCancelled(t *testing.T, s chunk.Store) {
 	if _, err := s.Get(ctx, id); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Get with cancelled ctx = %v, want context.Canceled", err)
 	}
+	if _, err := s.Has(ctx, id); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Has with cancelled ctx = %v, want context.Canceled", err)
+	}
+	if err := s.Delete(ctx, id); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Delete with cancelled ctx = %v, want context.Canceled", err)
+	}
 }
 
 func testConcurrent(t *testing.T, s chunk.Store) {
