@@ -471,6 +471,7 @@ func TestLockoutTellsAndCounts(t *testing.T) {
 		lockouts        float64
 		locked          *LockedError // the lock the error must carry
 		description     string
+		logged          string // the login as logged, when not login itself
 	}{
 		{name: "first failure", login: "alice", password: wrong, want: ErrInvalidCredentials, reason: "bad_password"},
 		{name: "second failure", login: "alice", password: wrong, want: ErrInvalidCredentials, reason: "bad_password"},
@@ -484,6 +485,12 @@ func TestLockoutTellsAndCounts(t *testing.T) {
 			want: ErrAccountLocked, reason: "locked", lockouts: 1, locked: &LockedError{Until: until, Left: 20 * time.Second},
 			description: "too many failed logins; the account is locked until 14:05:00 UTC (less than a minute)"},
 		{name: "unknown login", login: "nobody", password: wrong, want: ErrInvalidCredentials, reason: "unknown_login", lockouts: 1},
+		// A login no person can have (over 255 bytes) is logged cut
+		// short: each refused attempt, locked or not, would otherwise
+		// write what the client sent, up to a form's or a header's limit.
+		// It is cut before a character the limit would split.
+		{name: "an over-long login is logged cut short", login: strings.Repeat("x", 254) + "é" + strings.Repeat("x", 64<<10), password: wrong,
+			want: ErrInvalidCredentials, reason: "unknown_login", lockouts: 1, logged: strings.Repeat("x", 254)},
 		{name: "disabled person, right password", login: "bob", password: pw, want: ErrInactive, reason: "inactive", lockouts: 1},
 		{name: "after the lock", advance: time.Minute, login: "alice", password: pw, lockouts: 1},
 	}
@@ -519,10 +526,20 @@ func TestLockoutTellsAndCounts(t *testing.T) {
 			t.Errorf("%s: berth_account_lockouts_total = %v, want %v", st.name, got, st.lockouts)
 		}
 		out := logs.String()
+		logged := st.login
+		if st.logged != "" {
+			logged = st.logged
+			if !strings.Contains(out, fmt.Sprintf(`"login_bytes":%d`, len(st.login))) {
+				t.Errorf("%s: the login's length is not logged:\n%.300s", st.name, out)
+			}
+		}
+		if len(out) > 1024 {
+			t.Errorf("%s: %d bytes logged", st.name, len(out))
+		}
 		if strings.Contains(out, st.password) {
 			t.Errorf("%s: the password is in the log:\n%s", st.name, out)
 		}
-		if st.reason != "" && (!strings.Contains(out, `"level":"WARN","msg":"login failed"`) || !strings.Contains(out, `"login":"`+st.login+`"`) || !strings.Contains(out, `"reason":"`+st.reason+`"`)) {
+		if st.reason != "" && (!strings.Contains(out, `"level":"WARN","msg":"login failed"`) || !strings.Contains(out, `"login":"`+logged+`"`) || !strings.Contains(out, `"reason":"`+st.reason+`"`)) {
 			t.Errorf("%s: no warning with the login and reason:\n%s", st.name, out)
 		}
 		if locking := st.name == "the failure that locks says for how long"; locking != strings.Contains(out, "account locked") {

@@ -2,6 +2,7 @@ package account
 
 import (
 	"errors"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -44,11 +45,31 @@ func newLoginMetrics(reg prometheus.Registerer) *loginMetrics {
 	return m
 }
 
+// maxLoggedLogin is the most of a refused login a log line keeps: no
+// username is longer than 255 bytes and no e-mail address than 254, so a
+// longer login names nobody, and the client sent it (up to a form's or a
+// header's limit, per attempt, locked or not) only to fill the log.
+const maxLoggedLogin = 255
+
+// loginAttrs is the login as a log line gives it: cut at maxLoggedLogin
+// bytes (on a character boundary), with its full length beside it then.
+func loginAttrs(login string) []any {
+	if len(login) <= maxLoggedLogin {
+		return []any{"login", login}
+	}
+	cut := maxLoggedLogin
+	for cut > 0 && !utf8.RuneStart(login[cut]) {
+		cut--
+	}
+	return []any{"login", login[:cut], "login_bytes", len(login)}
+}
+
 // loginFailed logs and counts a refused login. The login is what the
-// client sent (slog quotes it); the password is never logged.
+// client sent (slog quotes it; loginAttrs cuts it short); the password is
+// never logged.
 func (s *Service) loginFailed(login, reason string, err error) {
 	s.metrics.failures.WithLabelValues(reason).Inc()
-	attrs := []any{"login", login, "reason", reason}
+	attrs := append(loginAttrs(login), "reason", reason)
 	var le *LockedError
 	if errors.As(err, &le) {
 		attrs = append(attrs, "locked_until", le.Until)
@@ -59,7 +80,7 @@ func (s *Service) loginFailed(login, reason string, err error) {
 // lockedOut logs and counts a login that one more failure locked.
 func (s *Service) lockedOut(login string, err error) {
 	s.metrics.lockouts.Inc()
-	attrs := []any{"login", login, "max_failures", s.opts.Lockout.MaxFailures}
+	attrs := append(loginAttrs(login), "max_failures", s.opts.Lockout.MaxFailures)
 	var le *LockedError
 	if errors.As(err, &le) {
 		attrs = append(attrs, "locked_until", le.Until)

@@ -246,7 +246,12 @@ func resetPasswordCommand(ctx context.Context, cfg config.Config, log *slog.Logg
 	}
 	log.Info("reset-password: password reset, lockout cleared, sessions ended", "login", p.Username, "person_id", p.ID)
 	if generated {
-		fmt.Fprintf(out, "\nberth: new password for %s: %s\nberth: (this is the only time it is printed; the lockout is cleared and every session ended)\n\n", p.Username, password)
+		_, err := fmt.Fprintf(out, "\nberth: new password for %s: %s\nberth: (this is the only time it is printed; the lockout is cleared and every session ended)\n\n", p.Username, password)
+		if err != nil {
+			// The password is set and nobody saw it: the account is
+			// as lost as before, which the exit status must say.
+			return fmt.Errorf("reset-password: the new password of %s is set but could not be printed (run reset-password again): %w", p.Username, err)
+		}
 	} else {
 		fmt.Fprintf(out, "\nberth: password for %s set from %s; the lockout is cleared and every session ended\n\n", p.Username, resetPasswordEnv)
 	}

@@ -511,17 +511,26 @@ func TestResetPassword(t *testing.T) {
 		args      []string
 		// fails: a part of the error; "" for success.
 		fails string
+		// unprintable: standard error refuses writes (closed, a full disk).
+		unprintable bool
 	}{
-		{"unknown login", "", []string{"reset-password", "--data", data, "nobody"}, `no person in ` + data + ` has the username or e-mail address "nobody"`},
-		{"short password from the environment", "short", resetArgs, "BERTH_RESET_PASSWORD"},
-		{"no login", "", []string{"reset-password", "--data", data}, "accepts 1 arg(s)"},
-		{"password from the environment", "a password from the environment", resetArgs, ""},
-		{"random password, by e-mail address", "", []string{"reset-password", "--data", data, "ADMIN@localhost"}, ""},
+		{"unknown login", "", []string{"reset-password", "--data", data, "nobody"}, `no person in ` + data + ` has the username or e-mail address "nobody"`, false},
+		{"short password from the environment", "short", resetArgs, "BERTH_RESET_PASSWORD", false},
+		{"no login", "", []string{"reset-password", "--data", data}, "accepts 1 arg(s)", false},
+		// The random password was set and lost, with a success: the
+		// account as lost as before and the operator told it was not.
+		{"random password, standard error unwritable", "", resetArgs, "set but could not be printed (run reset-password again)", true},
+		{"password from the environment", "a password from the environment", resetArgs, "", false},
+		{"random password, by e-mail address", "", []string{"reset-password", "--data", data, "ADMIN@localhost"}, "", false},
 	} {
 		t.Setenv(resetPasswordEnv, c.env)
 		stdout.Reset()
 		stderr.Reset()
-		err := run(t.Context(), c.args, &stdout, &stderr)
+		var errOut io.Writer = &stderr
+		if c.unprintable {
+			errOut = unwritable{}
+		}
+		err := run(t.Context(), c.args, &stdout, errOut)
 		if c.fails != "" {
 			if err == nil || !strings.Contains(err.Error(), c.fails) {
 				t.Errorf("%s: %v, want an error naming %q", c.name, err, c.fails)
@@ -567,4 +576,11 @@ func TestResetPassword(t *testing.T) {
 		t.Fatalf("new password: %d %s, want 200 with a token", status, body)
 	}
 	p.stop(t)
+}
+
+// unwritable is a standard error that refuses every write.
+type unwritable struct{}
+
+func (unwritable) Write([]byte) (int, error) {
+	return 0, errors.New("write /dev/stderr: bad file descriptor")
 }

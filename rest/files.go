@@ -16,13 +16,22 @@ import (
 // serves both and dispatches on the literal segment.
 func (s *server) fileRoutes() {
 	s.handle("GET /api/2/files/{root_id}/{file_id}", s.authed(s.getFile))
-	s.mux.Handle("GET /api/2/files/{root_id}/{item}/{sub}", s.itemGet())
+	s.mux.Handle(itemGetPattern, s.itemGet())
 	s.handle("POST /api/2/files/{root_id}/{file_id}/rename", s.authed(s.renameFile))
 	s.handle("POST /api/2/files/{root_id}/{file_id}/move", s.authed(s.moveFile))
 	s.handle("POST /api/2/files/{root_id}/{file_id}/lock", s.authed(s.lockFile))
 	s.handle("POST /api/2/files/{root_id}/{file_id}/unlock", s.authed(s.unlockFile))
 	s.handle("POST /api/2/files/{root_id}/{file_id}/delete", s.authed(s.deleteFile))
 }
+
+// itemGetPattern is the one pattern of itemGet's two routes.
+const itemGetPattern = "GET /api/2/files/{root_id}/{item}/{sub}"
+
+// itemGetServes reports whether itemGet serves the item and sub segments
+// of its pattern with a route (a folder, a download) rather than 404:
+// unrouted asks it too, so that no method's 405 names GET where GET is a
+// 404.
+func itemGetServes(item, sub string) bool { return item == "folder" || sub == "download" }
 
 // itemGet serves GET /api/2/files/{root_id}/folder/{folder_id} (a folder
 // object) and GET /api/2/files/{root_id}/{file_id}/download (a file's
@@ -34,15 +43,15 @@ func (s *server) itemGet() http.Handler {
 	// token first), so it maps no more than an unknown path does.
 	notFound := s.serveJSON(func(r *http.Request) (any, error) { return nil, s.unknownPath(r) })
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch {
-		case r.PathValue("item") == "folder":
-			r.SetPathValue("folder_id", r.PathValue("sub"))
-			folder.ServeHTTP(w, r)
-		case r.PathValue("sub") == "download":
-			r.SetPathValue("file_id", r.PathValue("item"))
-			download.ServeHTTP(w, r)
-		default:
+		switch item, sub := r.PathValue("item"), r.PathValue("sub"); {
+		case !itemGetServes(item, sub):
 			notFound.ServeHTTP(w, r)
+		case item == "folder":
+			r.SetPathValue("folder_id", sub)
+			folder.ServeHTTP(w, r)
+		default:
+			r.SetPathValue("file_id", item)
+			download.ServeHTTP(w, r)
 		}
 	})
 }

@@ -140,6 +140,12 @@ func TestUnroutedRequests(t *testing.T) {
 		// x/download; any other pair is an unknown path too.
 		{"unknown item sub, no token", "GET", f.at("/api/2/files/%d/1/nothing"), none, 401, "", noToken, true},
 		{"unknown item sub, good token", "GET", f.at("/api/2/files/%d/1/nothing"), good, 404, "", notFound, false},
+		// Other methods there were a 405 naming GET, which answers 404.
+		{"unknown item sub, PUT, no token", "PUT", f.at("/api/2/files/%d/1/nothing"), none, 401, "", noToken, true},
+		{"unknown item sub, PUT, good token", "PUT", f.at("/api/2/files/%d/1/nothing"), good, 404, "", notFound, false},
+		{"unknown item sub, HEAD, good token", "HEAD", f.at("/api/2/files/%d/1/nothing"), good, 404, "", "", false},
+		{"folder, POST, good token", "POST", f.at("/api/2/files/%d/folder/1"), good, 405, "GET, HEAD", only("GET, HEAD"), false},
+		{"download, PUT, good token", "PUT", f.at("/api/2/files/%d/1/download"), good, 405, "GET, HEAD", only("GET, HEAD"), false},
 		// Outside /api/2 no route takes a token: a 401 would say one helps.
 		{"unknown oauth path, no token", "GET", "/oauth/nothing", none, 404, "", notFound, false},
 		{"unknown top path, no token", "GET", "/nothing", none, 404, "", notFound, false},

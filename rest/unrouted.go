@@ -2,6 +2,7 @@ package rest
 
 import (
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 )
@@ -57,7 +58,7 @@ func (s *server) methodsAt(r *http.Request) (allow []string, public bool) {
 		probe := r.Clone(r.Context())
 		probe.Method = m
 		_, pattern := s.mux.Handler(probe)
-		if pattern == "" || pattern == "/" {
+		if pattern == "" || pattern == "/" || (pattern == itemGetPattern && !itemGetPathServed(r)) {
 			continue
 		}
 		allow = append(allow, m)
@@ -102,3 +103,16 @@ type methodNotAllowed struct {
 
 func (e *methodNotAllowed) Error() string { return e.err.Error() }
 func (e *methodNotAllowed) Unwrap() error { return e.err }
+
+// itemGetPathServed reports whether itemGet serves r's path with a route:
+// the mux matched its pattern, so the path is /api/2/files/{root_id}/
+// {item}/{sub}, and its segments unescape as the mux's path values do.
+func itemGetPathServed(r *http.Request) bool {
+	seg := strings.Split(r.URL.EscapedPath(), "/")
+	if len(seg) != 7 {
+		return false
+	}
+	item, err1 := url.PathUnescape(seg[5])
+	sub, err2 := url.PathUnescape(seg[6])
+	return err1 == nil && err2 == nil && itemGetServes(item, sub)
+}
