@@ -435,13 +435,7 @@ func (pw *propWriter) live(res *resource, name string, write bool) bool {
 		} else {
 			left, ok := pw.available()
 			if q := pw.s.opts.SpaceQuota; q > 0 {
-				// A store that cannot tell its room leaves the quota
-				// alone to answer: its unknown room is not 0.
-				byQuota := max(q-u.PhysicalSize, 0)
-				if ok {
-					byQuota = min(left, byQuota)
-				}
-				left, ok = byQuota, true
+				left, ok = min(left, max(q-u.PhysicalSize, 0)), true
 			}
 			if !ok {
 				return false // no quota and no limit known: RFC 4331 lets the server not report it
