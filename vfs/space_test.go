@@ -78,37 +78,6 @@ func (e *env) checkClean(t *testing.T) {
 	}
 }
 
-// TestAvailable: the room vfs reports is the chunk store's free space
-// above its reserve, shrinking as files are written; a store that reports
-// no limit (the memory store) gives none.
-func TestAvailable(t *testing.T) {
-	var budget atomic.Int64
-	budget.Store(8 << 20)
-	e := fullEnv(t, &budget)
-	ctx := context.Background()
-	before, ok, err := e.fs.Available()
-	if err != nil || !ok || before <= 0 || before > 7<<20 {
-		t.Fatalf("Available = %d, %v, %v; want at most the 7 MiB above the reserve", before, ok, err)
-	}
-	e.write(t, e.root.FolderID, "f.bin", randBytes(3, 2<<20))
-	after, _, _ := e.fs.Available()
-	if after > before-2<<20 {
-		t.Errorf("Available after a 2 MiB file: %d, before %d", after, before)
-	}
-	budget.Store(1 << 19)
-	if n, ok, err := e.fs.Available(); n != 0 || !ok || err != nil {
-		t.Errorf("Available below the reserve = %d, %v, %v; want 0", n, ok, err)
-	}
-	mem, err := vfs.Open(ctx, openBadger(t, "", true), chunk.NewMemory(), vfs.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mem.Close()
-	if _, ok, err := mem.Available(); ok || err != nil {
-		t.Errorf("a store without a limit reports one: %v, %v", ok, err)
-	}
-}
-
 // TestWriteStopsAtReserve fills a disk midway through an upload: the
 // upload fails with ErrNoSpace, stores nothing, and leaves what was there
 // intact and the usage as it was.

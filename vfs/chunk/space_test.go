@@ -29,7 +29,6 @@ func TestSpace(t *testing.T) {
 		{"KernelNoSpaceIsErrNoSpace", kernelNoSpaceIsErrNoSpace},
 		{"KernelNoSpaceOnMkdir", kernelNoSpaceOnMkdir},
 		{"BuildsOn32BitLinux", buildsOn32BitLinux},
-		{"AvailableIsWhatTheReserveLeaves", availableIsWhatTheReserveLeaves},
 	} {
 		t.Run(tc.name, tc.run)
 	}
@@ -181,24 +180,6 @@ func buildsOn32BitLinux(t *testing.T) {
 		cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH="+arch, "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Errorf("GOARCH=%s: %v\n%s", arch, err, out)
-		}
-	}
-}
-
-// Available is the free space above the reserve, never below zero, what a
-// WebDAV client is shown as free (RFC 4331 quota-available-bytes).
-func availableIsWhatTheReserveLeaves(t *testing.T) {
-	d, free := fillingDisk(t, 1000)
-	var _ chunk.SpaceReporter = d
-	for _, c := range []struct{ free, want int64 }{
-		{5000, 4000},
-		{1001, 1},
-		{1000, 0},
-		{10, 0},
-	} {
-		free.Store(c.free)
-		if got, err := d.Available(); err != nil || got != c.want {
-			t.Errorf("free %d, reserve %d: Available %d, %v; want %d", c.free, d.Reserve(), got, err, c.want)
 		}
 	}
 }
