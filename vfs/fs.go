@@ -224,19 +224,6 @@ func (fs *FS) roomFor() error {
 	return nil
 }
 
-// Available returns how many more bytes the chunk store may take before
-// its storage is down to its reserve, and false when the store reports no
-// limit (chunk.SpaceReporter). It is the server's share of the free space
-// a client is shown; quotas are the caller's to apply.
-func (fs *FS) Available() (int64, bool, error) {
-	sr, ok := fs.chunks.(chunk.SpaceReporter)
-	if !ok {
-		return 0, false, nil
-	}
-	n, err := sr.Available()
-	return n, err == nil, err
-}
-
 // Close marks the store as cleanly closed. It does not close the kv or chunk
 // store, which belong to the caller. Uploads still running fail at commit,
 // and new ones with ErrBusy; with any running, the store is not marked

@@ -263,22 +263,6 @@ type propWriter struct {
 	include []string
 	usage   map[uint64]vfs.Usage
 	tmp     []byte // scratch for formatting, reused from entry to entry
-	// space is the store's room above its reserve, asked once per
-	// answer (a statfs): spaceKnown tells it was asked, spaceOK that the
-	// store reports one.
-	space               int64
-	spaceKnown, spaceOK bool
-}
-
-// available is what the server may still store (vfs.FS.Available), asked
-// once per PROPFIND; false when the store reports no limit or cannot tell.
-func (pw *propWriter) available() (int64, bool) {
-	if !pw.spaceKnown {
-		pw.spaceKnown = true
-		n, ok, err := pw.s.h.opts.FS.Available()
-		pw.space, pw.spaceOK = n, ok && err == nil
-	}
-	return pw.space, pw.spaceOK
 }
 
 // needDead reports whether the request asks for dead properties.
@@ -433,14 +417,10 @@ func (pw *propWriter) live(res *resource, name string, write bool) bool {
 		if name == "quota-used-bytes" {
 			v = strconv.FormatInt(u.PhysicalSize, 10)
 		} else {
-			left, ok := pw.available()
-			if q := pw.s.opts.SpaceQuota; q > 0 {
-				left, ok = min(left, max(q-u.PhysicalSize, 0)), true
+			if pw.s.opts.SpaceQuota <= 0 {
+				return false // unlimited: RFC 4331 lets the server not report it
 			}
-			if !ok {
-				return false // no quota and no limit known: RFC 4331 lets the server not report it
-			}
-			v = strconv.FormatInt(left, 10)
+			v = strconv.FormatInt(max(pw.s.opts.SpaceQuota-u.PhysicalSize, 0), 10)
 		}
 	default:
 		return false

@@ -7,12 +7,9 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"sync/atomic"
 	"testing"
 
-	"berth/account"
 	"berth/vfs"
-	"berth/vfs/chunk"
 )
 
 // TestProps: PROPFIND and PROPPATCH. Depth, allprop and include, live and
@@ -350,44 +347,6 @@ func TestProps(t *testing.T) {
 				}
 				contains(t, body, `xml:lang="fr"`, `:attr="v">bonjour</q>`)
 			}
-		}},
-		// RFC 4331 quota-available-bytes is always answered where the
-		// store knows its room, so df on a mount and a file manager's free
-		// space tell the truth: the store's free space above its reserve,
-		// or what the quota leaves when that is less (issue 12; it was
-		// absent without a quota).
-		{"quota-available-bytes is what the quota and the disk leave", func(t *testing.T) {
-			var free atomic.Int64
-			free.Store(5<<30 + 1000)
-			quota := func(q string) *account.Policy {
-				p := account.DefaultPolicy()
-				p.SpaceQuota = q
-				return &p
-			}
-			const ask = `<D:propfind xmlns:D="DAV:"><D:prop><D:quota-available-bytes/><D:quota-used-bytes/></D:prop></D:propfind>`
-			for _, c := range []struct {
-				name, quota string
-				want        []string
-			}{
-				{"no quota: the disk above its reserve", "0", []string{"<D:quota-available-bytes>4294968296</D:quota-available-bytes>", "<D:quota-used-bytes>3</D:quota-used-bytes>"}},
-				{"a quota under the disk's room", "1000", []string{"<D:quota-available-bytes>997</D:quota-available-bytes>"}},
-				{"a quota over the disk's room", "8589934592", []string{"<D:quota-available-bytes>4294968296</D:quota-available-bytes>"}},
-			} {
-				f := newFixtureWith(t, fixtureOptions{Policy: quota(c.quota), Disk: chunk.DiskOptions{
-					Reserve: 1 << 30,
-					Free:    func() (int64, error) { return free.Load(), nil },
-				}})
-				st, _, body := f.do("PUT", "/a.txt", strings.NewReader("abc"))
-				want(t, c.name+": PUT", st, http.StatusCreated, body)
-				st, _, body = f.do("PROPFIND", "/", strings.NewReader(ask), "Depth", "0")
-				want(t, c.name+": PROPFIND", st, http.StatusMultiStatus, body)
-				contains(t, body, c.want...)
-			}
-			// A disk at or below its reserve leaves nothing.
-			f := newFixtureWith(t, fixtureOptions{Disk: chunk.DiskOptions{Reserve: 1 << 30, Free: func() (int64, error) { return free.Load(), nil }}})
-			free.Store(1 << 29)
-			_, _, body := f.do("PROPFIND", "/", strings.NewReader(ask), "Depth", "0")
-			contains(t, body, "<D:quota-available-bytes>0</D:quota-available-bytes>")
 		}},
 	})
 }

@@ -65,16 +65,6 @@ type SpaceChecker interface {
 	CheckSpace(need int64) error
 }
 
-// SpaceReporter is a Store that can tell how much more it may store
-// before its storage is down to its reserve: what a WebDAV client shows as
-// free space (RFC 4331 quota-available-bytes). Found by type assertion;
-// stores without a limit do not implement it.
-type SpaceReporter interface {
-	// Available returns the bytes that may still be stored, 0 when the
-	// storage is at or below its reserve.
-	Available() (int64, error)
-}
-
 // Store keeps encoded chunk blobs by ID. It knows nothing of chunking or
 // compression: callers hand it the already-encoded blob (see Encode) and get
 // the same bytes back. Implementations are safe for concurrent use. Put does

@@ -186,16 +186,6 @@ func (d *Disk) Free() (int64, error) { return d.free() }
 // Reserve returns the free space the store leaves (DiskOptions.Reserve).
 func (d *Disk) Reserve() int64 { return d.reserve }
 
-// Available implements SpaceReporter: the file system's free bytes above
-// the reserve. It costs one statfs(2).
-func (d *Disk) Available() (int64, error) {
-	free, err := d.free()
-	if err != nil {
-		return 0, err
-	}
-	return max(free-d.reserve, 0), nil
-}
-
 // CheckSpace implements SpaceChecker. It costs one statfs(2), about a
 // microsecond, so it runs before every new chunk.
 func (d *Disk) CheckSpace(need int64) error {
@@ -364,8 +354,6 @@ func (d *Disk) GetInto(ctx context.Context, id ID, dst []byte) ([]byte, error) {
 }
 
 var _ BufferGetter = (*Disk)(nil)
-
-var _ SpaceReporter = (*Disk)(nil)
 
 // Has reports whether id's file exists, durably: while a rename of id
 // into place waits for its directory's sync, Has waits too.
