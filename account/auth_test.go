@@ -665,3 +665,51 @@ func counterValue(t *testing.T, reg *prometheus.Registry, name, label string) fl
 	t.Fatalf("no %s{%s} in the registry", name, label)
 	return 0
 }
+
+// TestLockRefusesTokens: while a person is locked by failed logins, the
+// access and refresh tokens issued before are refused with the lock's
+// error (issues 11 and 12: a locked person is refused on the very next
+// request, tokens included); the refusal uses nothing up, and once the
+// lock is over the same tokens serve again.
+func TestLockRefusesTokens(t *testing.T) {
+	ctx := context.Background()
+	clk := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	o := testOptions()
+	o.Now = clk.Now
+	o.AccessTTL = 24 * time.Hour
+	o.Lockout = LockoutOptions{MaxFailures: 2, Window: time.Minute, Duration: 10 * time.Minute}
+	s := newService(t, o)
+	_, alice := fixture(t, s)
+	toks, err := s.IssueTokens(ctx, alice.ID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, err := s.Authenticate(ctx, "alice", "wrong password"); err == nil {
+			t.Fatal("a wrong password was accepted")
+		}
+	}
+	for _, step := range []struct {
+		name   string
+		after  time.Duration
+		locked bool
+	}{
+		{"at once", 0, true},
+		{"within the lock", 9 * time.Minute, true},
+		{"after the lock", 2 * time.Minute, false},
+	} {
+		clk.Add(step.after)
+		_, aerr := s.AccessCaller(ctx, toks.AccessToken)
+		_, _, rerr := s.Refresh(ctx, toks.RefreshToken)
+		if step.locked {
+			var le *LockedError
+			if !errors.As(aerr, &le) || !errors.Is(rerr, ErrAccountLocked) {
+				t.Errorf("%s: access %v, refresh %v; want the lock's error for both", step.name, aerr, rerr)
+			}
+			continue
+		}
+		if aerr != nil || rerr != nil {
+			t.Errorf("%s: access %v, refresh %v; want both served", step.name, aerr, rerr)
+		}
+	}
+}

@@ -334,7 +334,8 @@ func (s *Service) Caller(ctx context.Context, personID uint64) (Caller, error) {
 // before stay valid until they expire. Presenting an already rotated
 // refresh token again revokes the whole session. A session older than the
 // policy's deactivate_token_frequency is refused. Errors: ErrInvalidToken,
-// ErrInactive.
+// ErrInactive, and a *LockedError (ErrAccountLocked) while the person is
+// locked by failed logins (the refresh token is not used up then).
 func (s *Service) Refresh(ctx context.Context, refreshToken string) (Tokens, Person, error) {
 	var (
 		toks  Tokens
@@ -383,6 +384,9 @@ func (s *Service) Refresh(ctx context.Context, refreshToken string) (Tokens, Per
 		// gives the session back.
 		if fam.endedBy(c.Organization.Policy, now) {
 			return ErrInvalidToken
+		}
+		if err := s.locked(tx, s.loginSubject("", rr.PersonID)); err != nil {
+			return err
 		}
 		p = c.Person
 		if fam.SignedIn.IsZero() {
@@ -457,7 +461,9 @@ func (s *Service) retriedRotation(tx kv.Txn, rr refreshRecord, now time.Time) (b
 // ErrInvalidToken (unknown, expired or revoked, its session revoked, its
 // person's password changed since the session began, or the session older
 // than the policy's deactivate_token_frequency),
-// ErrInactive (person or organization disabled since the token was issued).
+// ErrInactive (person or organization disabled since the token was issued),
+// a *LockedError (ErrAccountLocked) while the person is locked by failed
+// logins: the token is refused, not ended, and serves again after the lock.
 func (s *Service) ValidateAccess(ctx context.Context, accessToken string) (Principal, error) {
 	c, err := s.AccessCaller(ctx, accessToken)
 	return c.Principal, err
@@ -501,6 +507,11 @@ func (s *Service) AccessCaller(ctx context.Context, accessToken string) (Caller,
 		now := s.now()
 		if fam.endedBy(c.Organization.Policy, now) {
 			return ErrInvalidToken
+		}
+		// A locked account is refused over its tokens too, while the
+		// lock lasts; the tokens are not ended and serve again after.
+		if err := s.locked(tx, s.loginSubject("", ar.PersonID)); err != nil {
+			return err
 		}
 		c.MachineID = ar.MachineID
 		// The session ends when its family expires, which a kv TTL

@@ -21,10 +21,11 @@ import (
 // warm). Before, a WebDAV Basic login remembered for 90 s skipped the
 // lockout check, and a locked account went on being served (issue 11).
 //
-// A failed-login lock guards password checks: it refuses Basic, whose
-// every request is one, but not a bearer token issued before it, which
-// a guesser does not hold; ending those would let anyone who knows a
-// login log all of its devices out (docs/api.md, "Locked account").
+// A failed-login lock refuses the person over every way in while it lasts,
+// bearer tokens issued before it included (issues 11 and 12: "a person
+// ... locked is refused on the very next request ... with tokens"); the
+// tokens are refused, not ended, and serve again once the lock is over
+// (docs/api.md, "Locked account").
 func TestAuthChangeTakesEffect(t *testing.T) {
 	const password = "correct horse battery"
 	st := berthtest.New(t, berthtest.Options{})
@@ -78,7 +79,7 @@ func TestAuthChangeTakesEffect(t *testing.T) {
 			if _, err := st.Accounts.Authenticate(ctx, u.p.Username, password); !errors.Is(err, account.ErrAccountLocked) {
 				t.Fatalf("after the failures: %v, want the account locked", err)
 			}
-		}, map[string]int{"webdav basic": 403, "webdav bearer": 0, "rest bearer": 0}},
+		}, map[string]int{"webdav basic": 403, "webdav bearer": 403, "rest bearer": 403}},
 		{"person disabled", func(t *testing.T, u user) {
 			if _, err := st.Accounts.UpdatePerson(ctx, u.p.ID, func(p *account.Person) error { p.Active = false; return nil }); err != nil {
 				t.Fatal(err)
