@@ -20,6 +20,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"berth/berthtest"
 )
 
 // daemon is the real berth binary running on a temp data directory.
@@ -33,18 +35,6 @@ type daemon struct {
 }
 
 const daemonPassword = "correct horse battery staple"
-
-// buildDaemon builds the module's main package into a temp dir.
-func buildDaemon(b *testing.B) string {
-	b.Helper()
-	bin := filepath.Join(b.TempDir(), "berth")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Dir = ".."
-	if out, err := build.CombinedOutput(); err != nil {
-		b.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
 
 // startDaemon starts `berth serve` on the data directory with every
 // listener on a loopback port (the first start creates the data
@@ -206,7 +196,7 @@ func procStatus(b *testing.B, pid int, field string) int64 {
 // start through the zip; target < 100 MiB), with the peak of the upload
 // phase for comparison. Run with -benchtime=1x.
 func BenchmarkDaemonZipRSS(b *testing.B) {
-	bin := buildDaemon(b)
+	bin := berthtest.BuildBerth(b)
 	data := filepath.Join(b.TempDir(), "data")
 	d := startDaemon(b, bin, data, "")
 	var person struct {

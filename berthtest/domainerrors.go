@@ -6,7 +6,6 @@ import (
 	"go/token"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -84,11 +83,7 @@ func DomainErrors() map[string]error {
 // whose name starts with "Err", sorted.
 func DomainErrorNames(t testing.TB) []string {
 	t.Helper()
-	_, self, _, ok := runtime.Caller(0)
-	if !ok {
-		t.Fatal("berthtest: cannot find its own source to locate the module")
-	}
-	root := filepath.Dir(filepath.Dir(self))
+	root := ModuleRoot(t)
 	var names []string
 	for _, dir := range domainPackages() {
 		pkg, vars := VarNames(t, filepath.Join(root, dir), "Err")

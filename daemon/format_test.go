@@ -14,6 +14,8 @@ import (
 
 	"berth/config"
 	"berth/vfs"
+
+	"berth/berthtest"
 )
 
 // TestDataFormatMarker: a new data directory gets the marker; one from
@@ -97,7 +99,7 @@ func TestDataFormatMarker(t *testing.T) {
 // TestServeRefusesNewerFormat: the real binary, pointed at a directory a
 // newer berth wrote, exits non-zero at once and says why.
 func TestServeRefusesNewerFormat(t *testing.T) {
-	bin := buildBinary(t)
+	bin := berthtest.BuildBerth(t)
 	data := t.TempDir()
 	if err := os.WriteFile(filepath.Join(data, formatFile), []byte("7\n"), 0o600); err != nil {
 		t.Fatal(err)

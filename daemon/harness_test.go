@@ -22,19 +22,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
-)
 
-// buildBinary compiles the real berth binary into a temporary directory.
-func buildBinary(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "berth")
-	cmd := exec.Command("go", "build", "-o", bin, ".")
-	cmd.Dir = ".."
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
+	"berth/berthtest"
+)
 
 // daemonProc is a running berth and what it said.
 type daemonProc struct {
@@ -194,6 +184,20 @@ type lcClient struct {
 	password string
 	token    string
 	root     int
+}
+
+// runningDaemon builds berth, starts it on a new data directory with the
+// extra flags, and logs in as its first administrator: the opening of
+// every test that drives the real binary (skipped with -short).
+func runningDaemon(t *testing.T, extra ...string) (bin, data string, p *daemonProc, lc *lcClient) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds and runs the real binary")
+	}
+	bin = berthtest.BuildBerth(t)
+	data = filepath.Join(t.TempDir(), "data")
+	p = startDaemon(t, bin, data, extra...)
+	return bin, data, p, newLCClient(t, p, data)
 }
 
 // newLCClient logs in as the administrator whose password the first run

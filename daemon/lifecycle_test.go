@@ -16,13 +16,15 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"berth/berthtest"
 )
 
 func TestEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the real binary")
 	}
-	bin := buildBinary(t)
+	bin := berthtest.BuildBerth(t)
 	data := filepath.Join(t.TempDir(), "data")
 
 	// First start: empty data directory.
@@ -233,7 +235,7 @@ func TestSignalDuringFirstStart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the real binary")
 	}
-	bin := buildBinary(t)
+	bin := berthtest.BuildBerth(t)
 	after := func(d time.Duration) func(time.Time, string, string) bool {
 		return func(start time.Time, _, _ string) bool { return time.Since(start) >= d }
 	}
@@ -299,13 +301,7 @@ func TestSignalDuringFirstStart(t *testing.T) {
 // other new file is visible, the root's space_used is what the committed
 // revisions add up to, and fsck --verify finds nothing wrong.
 func TestKillDuringUploads(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the real binary")
-	}
-	bin := buildBinary(t)
-	data := filepath.Join(t.TempDir(), "data")
-	p := startDaemon(t, bin, data)
-	lc := newLCClient(t, p, data)
+	bin, data, p, lc := runningDaemon(t)
 
 	sizes := []int{0, 100, 16 << 10, 16<<10 + 1, 300 << 10, 3 << 20, 9 << 20}
 	type attempt struct {
@@ -425,13 +421,7 @@ func TestKillDuringUploads(t *testing.T) {
 // the process exits 0, what they stored is there after the restart, and
 // that start finds a clean shutdown (no recovery sweep).
 func TestStopWithTransfersInFlight(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the real binary")
-	}
-	bin := buildBinary(t)
-	data := filepath.Join(t.TempDir(), "data")
-	p := startDaemon(t, bin, data)
-	lc := newLCClient(t, p, data)
+	bin, data, p, lc := runningDaemon(t)
 	big := content(1, 6<<20)
 	if status, err := lc.upload("big.bin", big, true); err != nil || status != http.StatusCreated {
 		t.Fatalf("upload big.bin: %d %v", status, err)
@@ -483,13 +473,7 @@ func TestStopWithTransfersInFlight(t *testing.T) {
 // is cut off and stores nothing; the process still exits 0, and the next
 // start finds nothing of it.
 func TestStopPastGrace(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the real binary")
-	}
-	bin := buildBinary(t)
-	data := filepath.Join(t.TempDir(), "data")
-	p := startDaemon(t, bin, data, "--shutdown-grace", "1s")
-	lc := newLCClient(t, p, data)
+	bin, data, p, lc := runningDaemon(t, "--shutdown-grace", "1s")
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -520,13 +504,7 @@ func TestStopPastGrace(t *testing.T) {
 // no recovery and fsck --verify is clean: their chunks are noted for the
 // collector, not leaked.
 func TestAbortedUploadThenStop(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the real binary")
-	}
-	bin := buildBinary(t)
-	data := filepath.Join(t.TempDir(), "data")
-	p := startDaemon(t, bin, data)
-	lc := newLCClient(t, p, data)
+	bin, data, p, lc := runningDaemon(t)
 	for _, dav := range []bool{false, true} {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
@@ -558,7 +536,7 @@ func TestTokensAndLocksSurviveRestart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the real binary")
 	}
-	bin := buildBinary(t)
+	bin := berthtest.BuildBerth(t)
 	data := filepath.Join(t.TempDir(), "data")
 	const ttl = 6 * time.Second
 	args := []string{"--oauth-access-token-ttl", ttl.String()}

@@ -225,13 +225,7 @@ func TestCollectorPurgesDeleted(t *testing.T) {
 // back byte for byte while it runs and after the restart, and fsck
 // --verify is clean.
 func TestKillDuringCollection(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the real binary")
-	}
-	bin := buildBinary(t)
-	data := filepath.Join(t.TempDir(), "data")
-	p := startDaemon(t, bin, data, "--gc-interval", "100ms", "--gc-purge-deleted-after", "1ns")
-	lc := newLCClient(t, p, data)
+	bin, data, p, lc := runningDaemon(t, "--gc-interval", "100ms", "--gc-purge-deleted-after", "1ns")
 
 	body := func(k int) []byte { return content(uint64(500+k), 1<<20+k) }
 	var (
@@ -327,13 +321,7 @@ func TestKillDuringCollection(t *testing.T) {
 // file kept aside read back byte for byte after each kill, fsck --verify
 // is clean, and in the end the root's space_used is the kept files.
 func TestKillDuringCopyPurgeAndGC(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the real binary")
-	}
-	bin := buildBinary(t)
-	data := filepath.Join(t.TempDir(), "data")
-	p := startDaemon(t, bin, data)
-	lc := newLCClient(t, p, data)
+	bin, data, p, lc := runningDaemon(t)
 
 	// Over vfs's 512 references per transaction; chunked, not inline;
 	// files i and i+350 share their chunk.
@@ -451,13 +439,7 @@ func TestKillDuringCopyPurgeAndGC(t *testing.T) {
 // old password and the old token are refused and the new password logs in
 // at once, the lock cleared.
 func TestResetPassword(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the real binary")
-	}
-	bin := buildBinary(t)
-	data := t.TempDir()
-	p := startDaemon(t, bin, data, "--lockout-max-failures", "3")
-	lc := newLCClient(t, p, data)
+	bin, data, p, lc := runningDaemon(t, "--lockout-max-failures", "3")
 	oldPassword, oldToken := lc.password, lc.token
 	grant := func(base, password string) (int, string) {
 		t.Helper()

@@ -15,6 +15,8 @@ import (
 
 	"berth/account"
 	"berth/config"
+
+	"berth/berthtest"
 )
 
 // TestServeRefused: a start that cannot work fails at once, in process,
@@ -114,7 +116,7 @@ func TestStartRefusalsNameTheProblem(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the real binary")
 	}
-	bin := buildBinary(t)
+	bin := berthtest.BuildBerth(t)
 	data := filepath.Join(t.TempDir(), "data")
 	p := startDaemon(t, bin, data)
 

@@ -25,6 +25,8 @@ import (
 
 	"berth/config"
 	"berth/vfs"
+
+	"berth/berthtest"
 )
 
 // mountTmpfs mounts a tmpfs of size MiB on a fresh directory, or skips the
@@ -61,7 +63,7 @@ func TestFullDisk(t *testing.T) {
 		t.Skip("builds and runs the real binary")
 	}
 	disk := mountTmpfs(t, 128)
-	bin := buildBinary(t)
+	bin := berthtest.BuildBerth(t)
 	// Space that something else on the disk holds, freed later.
 	filler := filepath.Join(disk, "filler")
 	if err := os.WriteFile(filler, make([]byte, 40<<20), 0o600); err != nil {

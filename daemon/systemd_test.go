@@ -16,6 +16,8 @@ import (
 
 	"berth/kv"
 	"berth/kv/badger"
+
+	"berth/berthtest"
 )
 
 const unitFile = "../systemd/berth.service"
@@ -93,7 +95,7 @@ func TestSystemdNotify(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the real binary")
 	}
-	bin := buildBinary(t)
+	bin := berthtest.BuildBerth(t)
 	dir := t.TempDir()
 	sock := filepath.Join(dir, "notify")
 	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: sock, Net: "unixgram"})
@@ -163,17 +165,26 @@ func TestSystemdNotify(t *testing.T) {
 	}
 }
 
-// TestExtendStartTimeout: while the stores open (a recovery sweep can take
-// longer than systemd's start timeout), berth asks systemd for more time
-// at every period, and stops asking once started.
-func TestExtendStartTimeout(t *testing.T) {
+// notifySocket listens where sd_notify writes, for the test's duration,
+// and points NOTIFY_SOCKET at it, as systemd does for a Type=notify unit;
+// it skips where unixgram sockets are not allowed.
+func notifySocket(t *testing.T) *net.UnixConn {
+	t.Helper()
 	sock := filepath.Join(t.TempDir(), "notify")
 	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: sock, Net: "unixgram"})
 	if err != nil {
 		t.Skipf("no unixgram socket: %v", err)
 	}
-	defer conn.Close()
+	t.Cleanup(func() { conn.Close() })
 	t.Setenv("NOTIFY_SOCKET", sock)
+	return conn
+}
+
+// TestExtendStartTimeout: while the stores open (a recovery sweep can take
+// longer than systemd's start timeout), berth asks systemd for more time
+// at every period, and stops asking once started.
+func TestExtendStartTimeout(t *testing.T) {
+	conn := notifySocket(t)
 	ctx, started := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -227,13 +238,7 @@ func TestWatchdog(t *testing.T) {
 		{"a closed store", func(db *badger.DB) kv.Store { db.Close(); return db }, false, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			sock := filepath.Join(t.TempDir(), "notify")
-			conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: sock, Net: "unixgram"})
-			if err != nil {
-				t.Skipf("no unixgram socket: %v", err)
-			}
-			defer conn.Close()
-			t.Setenv("NOTIFY_SOCKET", sock)
+			conn := notifySocket(t)
 			t.Setenv("WATCHDOG_USEC", "40000") // a ping every 20 ms
 			t.Setenv("WATCHDOG_PID", "")
 			db, err := badger.Open(badger.Options{InMemory: true})

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"berth/berthtest"
 )
 
 // TestBodyIdleTimeout: a request body that stops arriving is bounded by
@@ -40,7 +42,7 @@ func TestBodyIdleTimeout(t *testing.T) {
 		t.Skip("builds and runs the real binary")
 	}
 	const idle = time.Second
-	bin := buildBinary(t)
+	bin := berthtest.BuildBerth(t)
 	data := filepath.Join(t.TempDir(), "data")
 	p := startDaemon(t, bin, data, "--http-body-idle-timeout", idle.String())
 	lc := newLCClient(t, p, data)
@@ -195,7 +197,7 @@ func TestStalledReaderDropped(t *testing.T) {
 		t.Skip("builds and runs the real binary")
 	}
 	const idle = 2 * time.Second
-	bin := buildBinary(t)
+	bin := berthtest.BuildBerth(t)
 	data := filepath.Join(t.TempDir(), "data")
 	p := startDaemon(t, bin, data, "--http-send-idle-timeout", idle.String())
 	lc := newLCClient(t, p, data)

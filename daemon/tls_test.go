@@ -19,6 +19,8 @@ import (
 
 	"berth/config"
 	"berth/rest"
+
+	"berth/berthtest"
 )
 
 // TestTLSKeyErrorNamesTheKey: a damaged key fails the start with a
@@ -78,7 +80,7 @@ func servedSerial(t *testing.T, addr string) *big.Int {
 // renewed certificate to new connections, a broken renewal keeps the one
 // in use (and says so), and the daemon neither exits nor restarts.
 func TestHangupReloadsCertificate(t *testing.T) {
-	bin := buildBinary(t)
+	bin := berthtest.BuildBerth(t)
 	data := t.TempDir()
 	p := startDaemon(t, bin, data)
 	addr := p.addrs["https"]
