@@ -118,9 +118,9 @@ type loginCheck struct {
 // authenticate is Authenticate's check of one attempt.
 func (s *Service) authenticate(ctx context.Context, login, password string) (Person, error) {
 	var (
-		p     Person
-		known bool
-		org   Organization
+		p       Person
+		known   bool
+		orgLive bool // the organization and every ancestor active and not deleted
 	)
 	subject := s.loginSubject(login, 0)
 	err := s.db.View(ctx, func(tx kv.Txn) error {
@@ -135,7 +135,12 @@ func (s *Service) authenticate(ctx context.Context, login, password string) (Per
 		}
 		known = true
 		subject = s.loginSubject(login, p.ID)
-		return s.get(tx, key(pfxOrg, p.OrganizationID), &org, notFoundf("organization %d", p.OrganizationID))
+		orgs, err := s.chain(tx, p.OrganizationID, notFoundf("organization %d", p.OrganizationID))
+		if err != nil {
+			return err
+		}
+		orgLive = live(orgs) == nil
+		return nil
 	})
 	if err != nil {
 		return Person{}, err
@@ -185,7 +190,7 @@ func (s *Service) authenticate(ctx context.Context, login, password string) (Per
 	if err := s.db.Update(settle, func(tx kv.Txn) error { return tx.Delete(keyBytes(pfxFail, subject)) }); err != nil {
 		return Person{}, err
 	}
-	if !p.Active || !org.Active {
+	if !p.Active || !orgLive {
 		s.loginFailed(login, reasonInactive, ErrInactive)
 		return Person{}, ErrInactive
 	}

@@ -32,6 +32,9 @@ var (
 	// ErrUserLimitExceeded: creating the person would pass the organization
 	// policy's NumUsersMaximum (spec 7.3 user_limit_exceeded).
 	ErrUserLimitExceeded = errors.New("account: user limit exceeded")
+	// ErrOrgLimitExceeded: creating the organization would pass its
+	// parent policy's NumOrgsMaximum.
+	ErrOrgLimitExceeded = errors.New("account: organization limit exceeded")
 )
 
 // FieldError says which input field is invalid and why. It unwraps to

@@ -27,6 +27,11 @@ import (
 //	accttokr/<sha256(refresh token)>         refreshRecord   RefreshTTL (kept as a "used" tombstone after rotation)
 //	acctfam/<family id, 16 bytes>            familyRecord    RefreshTTL, renewed on every refresh
 //	acctpersonfam/<person><family id>        empty           like its family; for RevokeAll
+//	acctorgchild/<parent><child>             empty           -   child organizations (tree.go)
+//	acctcount/<org>                          countRec        -   what an organization holds, itself and with its descendants (counts.go)
+//	acctroot/<root>                          RootOwner       -   who owns a vfs root (roots.go)
+//	acctorgroot/<org><root>                  empty           -   roots owned in an organization
+//	acctorgguest/<org><guest>                empty           -   guests of an organization (acctorgperson/ holds the rest)
 //
 // <subject> is "p"<person> for a known login and "l"<sha256(lower(login))>
 // for an unknown one, so unknown logins lock exactly like known ones and
@@ -53,6 +58,11 @@ const (
 	pfxRefresh       = kv.AccountRefresh
 	pfxFamily        = kv.AccountFamily
 	pfxPersonFamily  = kv.AccountPersonFamily
+	pfxOrgChild      = kv.AccountOrgChild
+	pfxCount         = kv.AccountCount
+	pfxRoot          = kv.AccountRoot
+	pfxOrgRoot       = kv.AccountOrgRoot
+	pfxOrgGuest      = kv.AccountOrgGuest
 
 	seqOrg     = "org"
 	seqPerson  = "person"

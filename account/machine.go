@@ -134,6 +134,13 @@ func (s *Service) UpsertMachine(ctx context.Context, personID uint64, in Machine
 		if err := tx.Set(key(pfxPersonMachine, personID, id), nil); err != nil {
 			return err
 		}
+		var p Person
+		if err := s.get(tx, key(pfxPerson, personID), &p, notFoundf("person %d", personID)); err != nil {
+			return err
+		}
+		if err := s.countIn(tx, p.OrganizationID, Counts{Machines: 1}, 1); err != nil {
+			return err
+		}
 		return s.put(tx, key(pfxMachine, id), &m)
 	})
 	if err != nil {

@@ -45,6 +45,10 @@ type Organization struct {
 	ThrottleExceptionEnd      *string `cbor:"23,keyasint"`
 	ThrottleExceptionStart    *string `cbor:"24,keyasint"`
 	ThrottleExceptionThrottle *int64  `cbor:"25,keyasint"`
+	// Deleted organizations stay stored, so that their roots can answer
+	// 410 root_deleted and their ids are never reused; nobody in them
+	// or below them signs in (ErrInactive).
+	Deleted bool `cbor:"26,keyasint"`
 }
 
 // Policy holds an organization's access control, limits and settings
@@ -318,15 +322,38 @@ func (s *Service) newOrganization(ctx context.Context, in OrganizationInput) (Or
 	return org, nil
 }
 
-// insertOrganization stores org, built by newOrganization, in tx.
+// insertOrganization stores org, built by newOrganization, in tx: under
+// a live parent with room for another child (num_orgs_maximum), no
+// deeper than MaxOrgDepth, with the parent's child index and the counts
+// of every ancestor.
 func (s *Service) insertOrganization(tx kv.Txn, org *Organization) error {
+	var chain []uint64
 	if org.ParentID != 0 {
-		ok, err := exists(tx, key(pfxOrg, org.ParentID))
+		parents, err := s.chain(tx, org.ParentID, invalid("parent_id", "no such organization"))
 		if err != nil {
 			return err
 		}
-		if !ok {
-			return invalid("parent_id", "no such organization")
+		if err := live(parents); err != nil {
+			return invalid("parent_id", "the organization or one above it is disabled or deleted")
+		}
+		if len(parents) >= MaxOrgDepth {
+			return invalid("parent_id", fmt.Sprintf("organizations nest at most %d deep", MaxOrgDepth))
+		}
+		if max := parents[0].Policy.NumOrgsMaximum; max > 0 {
+			cr, err := s.loadCounts(tx, org.ParentID, false)
+			if err != nil {
+				return err
+			}
+			if cr.Direct.Organizations >= max {
+				return fmt.Errorf("%w: the parent organization holds its maximum of %d organizations", ErrOrgLimitExceeded, max)
+			}
+		}
+		chain = chainIDs(parents)
+		if err := tx.Set(key(pfxOrgChild, org.ParentID, org.ID), nil); err != nil {
+			return err
+		}
+		if err := s.count(tx, chain, Counts{Organizations: 1}, 1); err != nil {
+			return err
 		}
 	}
 	return s.put(tx, key(pfxOrg, org.ID), org)
@@ -396,8 +423,8 @@ func (s *Service) HasOrganizations(ctx context.Context) (bool, error) {
 // UpdateOrganization applies fn to the stored organization and stores the
 // result in one transaction; use it for update, enable and disable. fn may
 // run more than once (on a transaction conflict), so it must only change
-// the value it is given. ID, Created and Policy.CompanyID cannot be
-// changed. Errors: ErrNotFound, ErrInvalid, or fn's own error.
+// the value it is given. ID, ParentID, Created, Deleted and
+// Policy.CompanyID cannot be changed. Errors: ErrNotFound, ErrInvalid, or fn's own error.
 func (s *Service) UpdateOrganization(ctx context.Context, id uint64, fn func(*Organization) error) (Organization, error) {
 	var org Organization
 	err := s.db.Update(ctx, func(tx kv.Txn) error {
@@ -413,32 +440,19 @@ func (s *Service) UpdateOrganization(ctx context.Context, id uint64, fn func(*Or
 		if err := org.validate(); err != nil {
 			return err
 		}
-		if org.ParentID != cur.ParentID && org.ParentID != 0 {
-			if err := s.checkParent(tx, id, org.ParentID); err != nil {
-				return err
-			}
+		if org.ParentID != cur.ParentID {
+			// Usage ledgers and counts follow the tree as it was when
+			// each root and person was made; a move would leave them
+			// counted under the old parent.
+			return invalid("parent_id", "an organization cannot move to another parent")
 		}
+		org.Deleted = cur.Deleted
 		return s.put(tx, key(pfxOrg, id), &org)
 	})
 	if err != nil {
 		return Organization{}, err
 	}
 	return org, nil
-}
-
-// checkParent refuses a parent that does not exist or would make a cycle.
-func (s *Service) checkParent(tx kv.Txn, id, parent uint64) error {
-	for p := parent; p != 0; {
-		if p == id {
-			return invalid("parent_id", "would make a cycle")
-		}
-		var o Organization
-		if err := s.get(tx, key(pfxOrg, p), &o, invalid("parent_id", "no such organization")); err != nil {
-			return err
-		}
-		p = o.ParentID
-	}
-	return nil
 }
 
 // UpdatePolicy applies fn to the organization's policy in one transaction

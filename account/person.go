@@ -37,6 +37,13 @@ type Person struct {
 	// PasswordHash is an argon2id PHC string; never sent to clients.
 	PasswordHash    string    `cbor:"13,keyasint"`
 	PasswordChanged time.Time `cbor:"14,keyasint"`
+	// Guest marks a guest (spec 2.10): a restricted account that reaches
+	// only what is shared with it. Guests and persons share one id
+	// sequence and one login namespace, so converting a guest to a
+	// person keeps its id, login and sessions.
+	Guest bool `cbor:"15,keyasint"`
+	// CreatorID is the person who created a guest (spec creator_id).
+	CreatorID uint64 `cbor:"16,keyasint"`
 }
 
 // Principal is the person's identity as the file system records it, for
@@ -143,27 +150,63 @@ func (s *Service) newPerson(ctx context.Context, in PersonInput) (Person, error)
 // insertPerson stores p, built by newPerson, in tx, once its organization
 // exists and takes another person and its logins are free.
 func (s *Service) insertPerson(tx kv.Txn, p *Person) error {
-	var org Organization
-	if err := s.get(tx, key(pfxOrg, p.OrganizationID), &org, invalid("company_id", "no such organization")); err != nil {
-		return err
-	}
 	if err := s.checkLoginsFree(tx, 0, p.Username, p.Email); err != nil {
 		return err
 	}
-	if max := org.Policy.NumUsersMaximum; max > 0 {
-		n, err := countPersons(tx, p.OrganizationID)
-		if err != nil {
-			return err
-		}
-		if n >= max {
-			return ErrUserLimitExceeded
-		}
+	if err := s.checkUserLimits(tx, p.OrganizationID); err != nil {
+		return err
 	}
 	return s.putPerson(tx, p, nil)
 }
 
-// putPerson writes p and its index entries; old is the stored version
-// whose index entries it replaces, or nil.
+// checkUserLimits refuses another person in organization orgID when it or
+// an ancestor holds its policy's num_users_maximum already: a parent's
+// maximum bounds its whole subtree. Errors: ErrInvalid (no such
+// organization), ErrUserLimitExceeded.
+func (s *Service) checkUserLimits(tx kv.Txn, orgID uint64) error {
+	orgs, err := s.chain(tx, orgID, invalid("company_id", "no such organization"))
+	if err != nil {
+		return err
+	}
+	for _, o := range orgs {
+		max := o.Policy.NumUsersMaximum
+		if max <= 0 {
+			continue
+		}
+		cr, err := s.loadCounts(tx, o.ID, false)
+		if err != nil {
+			return err
+		}
+		if cr.Subtree.Accounts >= max {
+			return fmt.Errorf("%w: organization %d holds its maximum of %d users", ErrUserLimitExceeded, o.ID, max)
+		}
+	}
+	return nil
+}
+
+// memberKey is p's entry in its organization's list of persons, or of
+// guests for a guest.
+func memberKey(p *Person) []byte {
+	if p.Guest {
+		return key(pfxOrgGuest, p.OrganizationID, p.ID)
+	}
+	return key(pfxOrgPerson, p.OrganizationID, p.ID)
+}
+
+// personCounts is what person p adds to their organization's counts.
+func personCounts(p *Person) Counts {
+	if p.Guest {
+		return Counts{Guests: 1}
+	}
+	c := Counts{Accounts: 1}
+	if p.Admin {
+		c.AdminAccounts = 1
+	}
+	return c
+}
+
+// putPerson writes p and its index entries and counts; old is the stored
+// version whose index entries and counts it replaces, or nil.
 func (s *Service) putPerson(tx kv.Txn, p *Person, old *Person) error {
 	ref, err := s.codec.marshal(loginRef{PersonID: p.ID})
 	if err != nil {
@@ -175,8 +218,8 @@ func (s *Service) putPerson(tx kv.Txn, p *Person, old *Person) error {
 				return err
 			}
 		}
-		if old.OrganizationID != p.OrganizationID {
-			if err := tx.Delete(key(pfxOrgPerson, old.OrganizationID, p.ID)); err != nil {
+		if old.OrganizationID != p.OrganizationID || old.Guest != p.Guest {
+			if err := tx.Delete(memberKey(old)); err != nil {
 				return err
 			}
 		}
@@ -186,8 +229,23 @@ func (s *Service) putPerson(tx kv.Txn, p *Person, old *Person) error {
 			return err
 		}
 	}
-	if err := tx.Set(key(pfxOrgPerson, p.OrganizationID, p.ID), nil); err != nil {
+	if err := tx.Set(memberKey(p), nil); err != nil {
 		return err
+	}
+	if old == nil || old.OrganizationID != p.OrganizationID || personCounts(old) != personCounts(p) {
+		if old != nil {
+			if err := s.countIn(tx, old.OrganizationID, personCounts(old), -1); err != nil {
+				return err
+			}
+		}
+		if err := s.countIn(tx, p.OrganizationID, personCounts(p), 1); err != nil {
+			return err
+		}
+	}
+	if p.RootID != 0 && (old == nil || old.RootID != p.RootID) {
+		if err := s.putRoot(tx, RootOwner{RootID: p.RootID, PersonID: p.ID, OrganizationID: p.OrganizationID, Type: "sync"}); err != nil {
+			return err
+		}
 	}
 	return s.put(tx, key(pfxPerson, p.ID), p)
 }
@@ -215,15 +273,6 @@ func loginField(l string) string {
 		return "email"
 	}
 	return "username"
-}
-
-func countPersons(tx kv.Txn, orgID uint64) (int64, error) {
-	var n int64
-	err := tx.Scan(key(pfxOrgPerson, orgID), nil, func(_, _ []byte) error {
-		n++
-		return nil
-	})
-	return n, err
 }
 
 // Person returns the person with id, or ErrNotFound.
@@ -448,41 +497,30 @@ func (p *Person) validate() error {
 }
 
 // Persons returns one page of the organization's persons in id order and
-// the total number of them (spec 4.5: at most 100 per page is the
-// caller's rule). Errors: ErrNotFound (organization).
+// how many it has (spec 4.5: at most 100 per page is the caller's rule).
+// Errors: ErrNotFound (organization).
 func (s *Service) Persons(ctx context.Context, orgID uint64, offset, limit int) ([]Person, int, error) {
 	var (
 		out   []Person
 		total int
 	)
 	err := s.db.View(ctx, func(tx kv.Txn) error {
-		out, total = nil, 0
-		if ok, err := exists(tx, key(pfxOrg, orgID)); err != nil || !ok {
-			if err == nil {
-				err = notFoundf("organization %d", orgID)
-			}
-			return err
-		}
-		prefix := key(pfxOrgPerson, orgID)
-		var ids []uint64
-		err := tx.Scan(prefix, nil, func(k, _ []byte) error {
-			if total >= offset && len(ids) < limit {
-				ids = append(ids, kv.Uint64At(k, len(prefix)))
-			}
-			total++
-			return nil
-		})
+		out = nil
+		cr, err := s.loadCounts(tx, orgID, true)
 		if err != nil {
 			return err
 		}
-		for _, id := range ids {
+		total = int(cr.Direct.Accounts)
+		prefix := key(pfxOrgPerson, orgID)
+		return scanPage(tx, prefix, offset, limit, func(k []byte) error {
+			id := kv.Uint64At(k, len(prefix))
 			var p Person
 			if err := s.get(tx, key(pfxPerson, id), &p, notFoundf("person %d", id)); err != nil {
 				return err
 			}
 			out = append(out, p)
-		}
-		return nil
+			return nil
+		})
 	})
 	return out, total, err
 }

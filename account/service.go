@@ -51,6 +51,9 @@ type Options struct {
 	// Logger receives failed logins and lockouts, at warn. Nil: nothing
 	// is logged.
 	Logger *slog.Logger
+	// Journal records every account change in the transaction that
+	// makes it (the activity log). Nil: changes are not recorded.
+	Journal Journal
 	// Registerer takes the login metrics (berth_login_failures_total,
 	// berth_account_lockouts_total). Nil: no metrics.
 	Registerer prometheus.Registerer

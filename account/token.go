@@ -38,6 +38,10 @@ type Caller struct {
 	Principal
 	Person       Person
 	Organization Organization
+	// Chain is the ids of the person's organization and its ancestors,
+	// the organization first (see Chain): those the caller is within,
+	// and, for an administrator, the root of what they manage.
+	Chain []uint64
 }
 
 // Token records. Tokens themselves are never stored, only their SHA-256:
@@ -291,19 +295,25 @@ func (s *Service) mint(tx kv.Txn, personID, machineID uint64, family []byte, now
 	return Tokens{AccessToken: access, RefreshToken: refresh, ExpiresIn: s.opts.AccessTTL, MachineID: machineID}, nil
 }
 
-// activeCaller reads person personID and their organization, both of
-// which must be active: ErrNotFound for a missing person, ErrInactive for
-// a disabled person or organization.
+// activeCaller reads person personID and their organization's chain, all
+// of which must be active: ErrNotFound for a missing person, ErrInactive
+// for a disabled person, or a disabled or deleted organization or
+// ancestor of it (disabling an organization disables its subtree).
 func (s *Service) activeCaller(tx kv.Txn, personID uint64) (Caller, error) {
 	c := Caller{Principal: Principal{PersonID: personID}}
 	if err := s.get(tx, key(pfxPerson, personID), &c.Person, notFoundf("person %d", personID)); err != nil {
 		return Caller{}, err
 	}
-	if err := s.get(tx, key(pfxOrg, c.Person.OrganizationID), &c.Organization, notFoundf("organization %d", c.Person.OrganizationID)); err != nil {
+	orgs, err := s.chain(tx, c.Person.OrganizationID, notFoundf("organization %d", c.Person.OrganizationID))
+	if err != nil {
 		return Caller{}, err
 	}
-	if !c.Person.Active || !c.Organization.Active {
+	c.Organization, c.Chain = orgs[0], chainIDs(orgs)
+	if !c.Person.Active {
 		return Caller{}, ErrInactive
+	}
+	if err := live(orgs); err != nil {
+		return Caller{}, err
 	}
 	return c, nil
 }

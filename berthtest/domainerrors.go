@@ -73,8 +73,11 @@ func DomainErrors() map[string]error {
 		"account.ErrInvalidToken":       account.ErrInvalidToken,
 		"account.ErrInactive":           account.ErrInactive,
 		"account.ErrUserLimitExceeded":  account.ErrUserLimitExceeded,
+		"account.ErrOrgLimitExceeded":   account.ErrOrgLimitExceeded,
 
-		"share.ErrNoRoot": share.ErrNoRoot,
+		"share.ErrNoRoot":    share.ErrNoRoot,
+		"share.ErrForbidden": share.ErrForbidden,
+		"share.ErrNotFound":  share.ErrNotFound,
 	}
 }
 

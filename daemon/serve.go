@@ -157,7 +157,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writ
 	ao := accountOptions(cfg)
 	ao.Logger, ao.Registerer = log.With("component", "account"), reg
 	accounts := account.New(st.db, ao)
-	shares := share.New(share.Options{FS: st.files})
+	shares := share.New(share.Options{FS: st.files, Accounts: accounts})
 
 	tlsCfg, certs, err := tlsConfig(cfg.TLS, cfg.Data, log)
 	if err != nil {

@@ -46,6 +46,11 @@ const (
 	AccountRefresh       = "accttokr/"
 	AccountFamily        = "acctfam/"
 	AccountPersonFamily  = "acctpersonfam/"
+	AccountOrgChild      = "acctorgchild/"
+	AccountCount         = "acctcount/"
+	AccountRoot          = "acctroot/"
+	AccountOrgRoot       = "acctorgroot/"
+	AccountOrgGuest      = "acctorgguest/"
 )
 
 // Prefixes reserved below the domain packages: no domain prefix may start
@@ -100,5 +105,10 @@ func Prefixes() []Prefix {
 		{"account", AccountRefresh},
 		{"account", AccountFamily},
 		{"account", AccountPersonFamily},
+		{"account", AccountOrgChild},
+		{"account", AccountCount},
+		{"account", AccountRoot},
+		{"account", AccountOrgRoot},
+		{"account", AccountOrgGuest},
 	}
 }

@@ -9,13 +9,10 @@ import (
 	"berth/account"
 )
 
-// caller is the authenticated person of a request and the machine its token
-// was issued to.
-type caller struct {
-	Person       account.Person
-	Organization account.Organization // the person's, read with the token
-	MachineID    uint64
-}
+// caller is the authenticated person of a request, their organization's
+// chain, and the machine their token was issued to: account's Caller,
+// which share's access checks take as it is.
+type caller = account.Caller
 
 type callerKey struct{}
 
@@ -62,8 +59,8 @@ func (s *server) authenticate(r *http.Request) (*http.Request, error) {
 		}
 		return r, err
 	}
-	c := caller{Person: ac.Person, Organization: ac.Organization, MachineID: ac.MachineID}
-	return r.WithContext(context.WithValue(r.Context(), callerKey{}, c)), nil
+	ctx := account.WithActor(context.WithValue(r.Context(), callerKey{}, ac), ac.Actor())
+	return r.WithContext(ctx), nil
 }
 
 // bearer extracts the token of an `Authorization: Bearer` header.

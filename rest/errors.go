@@ -141,8 +141,12 @@ func errorTable() []errorMapping {
 		{account.ErrInactive, http.StatusForbidden, "forbidden", "the account or its organization is disabled"},
 		{account.ErrExists, http.StatusConflict, "name_conflict", "that username or e-mail address is taken"},
 		{account.ErrUserLimitExceeded, http.StatusConflict, "user_limit_exceeded", "the organization has reached its account limit"},
+		{account.ErrOrgLimitExceeded, http.StatusConflict, "policy_error", "the organization holds as many child organizations as its policy allows (num_orgs_maximum)"},
 
 		{share.ErrNoRoot, http.StatusNotFound, "not_found", "no such root"},
+		// A *share.Refusal says why (describer).
+		{share.ErrForbidden, http.StatusForbidden, "forbidden", ""},
+		{share.ErrNotFound, http.StatusNotFound, "not_found", ""},
 
 		// Further domain errors go here, one line each.
 	}

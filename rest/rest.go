@@ -74,7 +74,7 @@ func New(opts Options) http.Handler {
 		opts.Version = APIVersion
 	}
 	if opts.Share == nil {
-		opts.Share = share.New(share.Options{FS: opts.FS})
+		opts.Share = share.New(share.Options{FS: opts.FS, Accounts: opts.Accounts})
 	}
 	s := &server{
 		opts:     opts,

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"berth/account"
@@ -78,20 +79,28 @@ func (s *server) access(r *http.Request) (fsAccess, error) {
 	if !ok {
 		return fsAccess{}, share.ErrNoRoot
 	}
-	a, err := s.shares.Root(r.Context(), shareCaller(callerOf(r)), id)
+	a, err := s.shares.Root(r.Context(), callerOf(r), id)
 	if err != nil {
 		return fsAccess{}, err
+	}
+	if need := neededPerms(r); !a.Perms.Has(need) {
+		return fsAccess{}, &share.Refusal{Reason: "this root is yours to read, not to change (" + need.String() + ")"}
 	}
 	return fsAccess{root: a.Root, perms: permissions(a.Perms), policy: a.Policy, opts: a.Opts}, nil
 }
 
-// shareCaller is the request's caller as share asks for it.
-func shareCaller(c caller) account.Caller {
-	return account.Caller{
-		Principal:    account.Principal{PersonID: c.Person.ID, MachineID: c.MachineID},
-		Person:       c.Person,
-		Organization: c.Organization,
+// neededPerms is what a file-system request asks of its root: a read
+// (GET, HEAD) needs view and read, anything else write, and a delete
+// delete too. Every file route changes only by POST, so the method and
+// the path's last segment decide it in one place.
+func neededPerms(r *http.Request) share.Perm {
+	switch {
+	case r.Method == http.MethodGet || r.Method == http.MethodHead:
+		return share.View | share.Read
+	case strings.HasSuffix(r.URL.Path, "/delete"):
+		return share.Write | share.Delete
 	}
+	return share.Write
 }
 
 // item loads the file (dir false) or folder (dir true) named by the path

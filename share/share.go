@@ -98,17 +98,20 @@ type Access struct {
 type Options struct {
 	// FS holds the roots.
 	FS *vfs.FS
+	// Accounts holds organizations, persons and who owns each root.
+	Accounts *account.Service
 }
 
 // Service answers who may reach what. Build it with New; it is safe for
 // concurrent use.
 type Service struct {
-	fs *vfs.FS
+	fs       *vfs.FS
+	accounts *account.Service
 }
 
 // New returns the Service over o.
 func New(o Options) *Service {
-	return &Service{fs: o.FS}
+	return &Service{fs: o.FS, accounts: o.Accounts}
 }
 
 // Root returns the access of caller c to root id.
@@ -121,8 +124,16 @@ func (s *Service) Root(ctx context.Context, c account.Caller, id uint64) (Access
 	if err := active(c); err != nil {
 		return Access{}, err
 	}
-	if id == 0 || id != c.Person.RootID {
+	if id == 0 {
 		return Access{}, ErrNoRoot
+	}
+	a := Access{Perms: Owner, Policy: c.Organization.Policy, Opts: WriteOptions(c)}
+	if id != c.Person.RootID {
+		perms, pol, err := s.othersRoot(ctx, c, id)
+		if err != nil {
+			return Access{}, err
+		}
+		a.Perms, a.Policy = perms, pol
 	}
 	r, err := s.fs.Root(ctx, id)
 	if errors.Is(err, vfs.ErrNotExist) {
@@ -131,7 +142,49 @@ func (s *Service) Root(ctx context.Context, c account.Caller, id uint64) (Access
 	if err != nil {
 		return Access{}, err
 	}
-	return own(c, r), nil
+	a.Root = r
+	return a, nil
+}
+
+// othersRoot decides c's access to root id, which is not c's sync root:
+// another root c owns, or a root of a person in an organization c
+// administers whose policy has admin_browse_files (read only, under the
+// owner's policy). Anything else is ErrNoRoot.
+func (s *Service) othersRoot(ctx context.Context, c account.Caller, id uint64) (Perm, account.Policy, error) {
+	if s.accounts == nil {
+		return 0, account.Policy{}, ErrNoRoot
+	}
+	o, err := s.accounts.RootOwnerOf(ctx, id)
+	if errors.Is(err, account.ErrNotFound) {
+		return 0, account.Policy{}, ErrNoRoot
+	}
+	if err != nil {
+		return 0, account.Policy{}, err
+	}
+	if o.PersonID != 0 && o.PersonID == c.Person.ID {
+		return Owner, c.Organization.Policy, nil
+	}
+	if !c.Person.Admin || c.Person.Guest || o.PersonID == 0 {
+		return 0, account.Policy{}, ErrNoRoot
+	}
+	chain, err := s.accounts.Chain(ctx, o.OrganizationID)
+	if errors.Is(err, account.ErrNotFound) {
+		return 0, account.Policy{}, ErrNoRoot
+	}
+	if err != nil {
+		return 0, account.Policy{}, err
+	}
+	if !account.Within(chain, c.Person.OrganizationID) {
+		return 0, account.Policy{}, ErrNoRoot
+	}
+	org, err := s.accounts.Organization(ctx, o.OrganizationID)
+	if err != nil {
+		return 0, account.Policy{}, err
+	}
+	if !org.Policy.AdminBrowseFiles {
+		return 0, account.Policy{}, ErrNoRoot
+	}
+	return View | Read, org.Policy, nil
 }
 
 // Roots returns the access of caller c to every live root c reaches, in

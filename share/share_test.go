@@ -33,7 +33,7 @@ func newWorld(t *testing.T) *world {
 	t.Helper()
 	ctx := context.Background()
 	w := &world{st: berthtest.New(t, berthtest.Options{})}
-	w.svc = share.New(share.Options{FS: w.st.FS})
+	w.svc = share.New(share.Options{FS: w.st.FS, Accounts: w.st.Accounts})
 	var p account.Person
 	p, w.aliceRoot, _ = w.st.AddPerson(t, "alice", password)
 	w.alice = caller(t, w.st, p.ID)

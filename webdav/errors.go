@@ -135,6 +135,10 @@ func errorTable() []errorMapping {
 		// A root the caller does not reach looks like one that does not
 		// exist (a forbidden object and a missing one look the same).
 		{err: share.ErrNoRoot, status: http.StatusNotFound, os: os.ErrNotExist, msg: "not found"},
+		// WebDAV reaches no organization or person route; these are
+		// answered as REST answers them, should one come through.
+		{err: share.ErrForbidden, status: http.StatusForbidden, os: os.ErrPermission},
+		{err: share.ErrNotFound, status: http.StatusNotFound, os: os.ErrNotExist, msg: "not found"},
 		{err: vfs.ErrNotDir, status: http.StatusConflict, os: os.ErrNotExist, msg: "a parent of the resource is not a collection"},
 		{err: vfs.ErrNameConflict, status: http.StatusConflict, os: os.ErrExist, msg: "%v"},
 		{err: vfs.ErrInvalidName, status: http.StatusBadRequest, os: os.ErrPermission, msg: "%v"},
@@ -193,6 +197,7 @@ func errorTable() []errorMapping {
 		{err: account.ErrExists, status: http.StatusInternalServerError},
 		{err: account.ErrInvalid, status: http.StatusInternalServerError},
 		{err: account.ErrUserLimitExceeded, status: http.StatusInternalServerError},
+		{err: account.ErrOrgLimitExceeded, status: http.StatusInternalServerError},
 
 		// The request itself.
 		{err: errPathTooDeep, status: http.StatusRequestURITooLong, msg: "%v"},

@@ -69,7 +69,7 @@ func New(o Options) *Handler {
 		o.CredentialTTL = 90 * time.Second
 	}
 	if o.Share == nil {
-		o.Share = share.New(share.Options{FS: o.FS})
+		o.Share = share.New(share.Options{FS: o.FS, Accounts: o.Accounts})
 	}
 	log := o.Logger
 	if log == nil {

@@ -1,0 +1,105 @@
+package account
+
+import (
+	"context"
+
+	"berth/kv"
+)
+
+// RootOwner says whose a vfs root is. vfs knows nothing of people, so
+// account keeps the link: it is what lets an administrator's request for
+// a root be checked against the owner's organization, and an
+// organization list its roots.
+type RootOwner struct {
+	RootID         uint64 `cbor:"1,keyasint"`
+	PersonID       uint64 `cbor:"2,keyasint"` // 0: the organization's own (a share root)
+	OrganizationID uint64 `cbor:"3,keyasint"`
+	// Type is the vfs root type ("sync", "share", "backup").
+	Type string `cbor:"4,keyasint"`
+}
+
+// AddRoot records that root o.RootID, created by the caller in vfs, is
+// owned by o.PersonID (or by organization o.OrganizationID when PersonID
+// is 0). The organization is the person's; a person's first sync root
+// becomes their RootID. Errors: ErrNotFound (person or organization),
+// ErrInvalid (no root id).
+func (s *Service) AddRoot(ctx context.Context, o RootOwner) (RootOwner, error) {
+	if o.RootID == 0 {
+		return RootOwner{}, invalid("root_id", "required")
+	}
+	err := s.db.Update(ctx, func(tx kv.Txn) error {
+		if o.PersonID != 0 {
+			var p Person
+			if err := s.get(tx, key(pfxPerson, o.PersonID), &p, notFoundf("person %d", o.PersonID)); err != nil {
+				return err
+			}
+			o.OrganizationID = p.OrganizationID
+			if o.Type == "sync" && p.RootID == 0 {
+				old := p
+				p.RootID = o.RootID
+				if err := s.putPerson(tx, &p, &old); err != nil {
+					return err
+				}
+			}
+		} else if ok, err := exists(tx, key(pfxOrg, o.OrganizationID)); err != nil || !ok {
+			if err == nil {
+				err = notFoundf("organization %d", o.OrganizationID)
+			}
+			return err
+		}
+		return s.putRoot(tx, o)
+	})
+	return o, err
+}
+
+func (s *Service) putRoot(tx kv.Txn, o RootOwner) error {
+	if err := tx.Set(key(pfxOrgRoot, o.OrganizationID, o.RootID), nil); err != nil {
+		return err
+	}
+	return s.put(tx, key(pfxRoot, o.RootID), &o)
+}
+
+// RootOwnerOf returns who owns root id. Errors: ErrNotFound (no owner
+// recorded: not a root of any person or organization).
+func (s *Service) RootOwnerOf(ctx context.Context, id uint64) (RootOwner, error) {
+	var o RootOwner
+	err := s.db.View(ctx, func(tx kv.Txn) error {
+		return s.get(tx, key(pfxRoot, id), &o, notFoundf("root %d", id))
+	})
+	return o, err
+}
+
+// OrganizationRoots returns one page of the ids of the roots owned in
+// organization id (by its persons or itself), in id order, and how many
+// there are in all. Errors: ErrNotFound.
+func (s *Service) OrganizationRoots(ctx context.Context, id uint64, offset, limit int) ([]RootOwner, int, error) {
+	var (
+		out   []RootOwner
+		total int
+	)
+	err := s.db.View(ctx, func(tx kv.Txn) error {
+		out, total = nil, 0
+		if ok, err := exists(tx, key(pfxOrg, id)); err != nil || !ok {
+			if err == nil {
+				err = notFoundf("organization %d", id)
+			}
+			return err
+		}
+		prefix := key(pfxOrgRoot, id)
+		// Roots are not counted in countRec (vfs, not account, creates
+		// and deletes them), so the total is a key-only scan.
+		return tx.Scan(prefix, nil, func(k, _ []byte) error {
+			if total >= offset && len(out) < limit {
+				var o RootOwner
+				rid := kv.Uint64At(k, len(prefix))
+				if err := s.get(tx, key(pfxRoot, rid), &o, notFoundf("root %d", rid)); err != nil {
+					return err
+				}
+				out = append(out, o)
+			}
+			total++
+			return nil
+		})
+	})
+	return out, total, err
+}

@@ -1,0 +1,144 @@
+package account
+
+import (
+	"context"
+	"fmt"
+
+	"berth/kv"
+)
+
+// MaxOrgDepth bounds how deep organizations nest: a top-level
+// organization is at depth 1. Every request walks its caller's chain of
+// organizations to the top (a disabled ancestor disables its whole
+// subtree), so the bound is what keeps that walk cheap; no real company
+// nests its departments 16 deep.
+const MaxOrgDepth = 16
+
+// chain returns organization id and its ancestors, itself first and the
+// top-level organization last. Errors: notFound when id does not exist.
+func (s *Service) chain(tx kv.Txn, id uint64, notFound error) ([]Organization, error) {
+	var out []Organization
+	for p := id; p != 0; {
+		if len(out) > MaxOrgDepth {
+			return nil, fmt.Errorf("account: organization %d nests deeper than %d", id, MaxOrgDepth)
+		}
+		var o Organization
+		if err := s.get(tx, key(pfxOrg, p), &o, notFound); err != nil {
+			return nil, err
+		}
+		out = append(out, o)
+		p = o.ParentID
+		notFound = fmt.Errorf("account: organization %d has a missing ancestor %d", id, p)
+	}
+	return out, nil
+}
+
+// chainIDs is chain's organization ids.
+func chainIDs(orgs []Organization) []uint64 {
+	ids := make([]uint64, len(orgs))
+	for i, o := range orgs {
+		ids[i] = o.ID
+	}
+	return ids
+}
+
+// Chain returns the ids of organization id and its ancestors, itself
+// first and the top-level organization last: the organizations whose
+// administrators manage id. Errors: ErrNotFound.
+func (s *Service) Chain(ctx context.Context, id uint64) ([]uint64, error) {
+	var ids []uint64
+	err := s.db.View(ctx, func(tx kv.Txn) error {
+		orgs, err := s.chain(tx, id, notFoundf("organization %d", id))
+		ids = chainIDs(orgs)
+		return err
+	})
+	return ids, err
+}
+
+// ChainLive is Chain for an organization that must be live: it and every
+// ancestor active and not deleted. Errors: ErrNotFound, ErrInactive.
+func (s *Service) ChainLive(ctx context.Context, id uint64) ([]uint64, error) {
+	var ids []uint64
+	err := s.db.View(ctx, func(tx kv.Txn) error {
+		orgs, err := s.chain(tx, id, notFoundf("organization %d", id))
+		if err != nil {
+			return err
+		}
+		if err := live(orgs); err != nil {
+			return err
+		}
+		ids = chainIDs(orgs)
+		return nil
+	})
+	return ids, err
+}
+
+// live refuses a chain with a disabled or deleted organization in it: a
+// disabled organization disables its descendants too.
+func live(orgs []Organization) error {
+	for _, o := range orgs {
+		if !o.Active || o.Deleted {
+			return ErrInactive
+		}
+	}
+	return nil
+}
+
+// Within reports whether chain (as Chain returns it) passes through
+// organization id: whether id is the organization or one of its ancestors.
+func Within(chain []uint64, id uint64) bool {
+	for _, c := range chain {
+		if c == id {
+			return true
+		}
+	}
+	return false
+}
+
+// ChildOrganizations returns one page of organization id's direct
+// children in id order and how many it has. Errors: ErrNotFound.
+func (s *Service) ChildOrganizations(ctx context.Context, id uint64, offset, limit int) ([]Organization, int, error) {
+	var (
+		out   []Organization
+		total int
+	)
+	err := s.db.View(ctx, func(tx kv.Txn) error {
+		out = nil
+		cr, err := s.loadCounts(tx, id, true)
+		if err != nil {
+			return err
+		}
+		total = int(cr.Direct.Organizations)
+		return scanPage(tx, key(pfxOrgChild, id), offset, limit, func(k []byte) error {
+			var o Organization
+			child := kv.Uint64At(k, len(pfxOrgChild)+8)
+			if err := s.get(tx, key(pfxOrg, child), &o, notFoundf("organization %d", child)); err != nil {
+				return err
+			}
+			out = append(out, o)
+			return nil
+		})
+	})
+	return out, total, err
+}
+
+// scanPage calls fn with the keys under prefix from the offset-th (0
+// first) on, at most limit of them, in key order. It reads keys only as
+// far as the page's end: a deep page costs a scan to its offset, never
+// the whole list.
+func scanPage(tx kv.Txn, prefix []byte, offset, limit int, fn func(key []byte) error) error {
+	if limit <= 0 {
+		return nil
+	}
+	i := 0
+	return tx.Scan(prefix, nil, func(k, _ []byte) error {
+		if i >= offset+limit {
+			return kv.ErrStop
+		}
+		i++
+		if i <= offset {
+			return nil
+		}
+		return fn(k)
+	})
+}

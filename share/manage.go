@@ -1,0 +1,227 @@
+package share
+
+import (
+	"context"
+	"errors"
+
+	"berth/account"
+	"berth/vfs"
+)
+
+// The permission model of organizations and the people in them (the
+// spec leaves roles open, 5.6; docs/api.md "Who may do what" is the same
+// rule in prose). Every route of the accounts API asks one of the
+// functions below before it acts, and gets what it may act on back:
+//
+//   - An administrator (Person.Admin) of organization O manages O and
+//     every organization below it: reads them, updates them, lists what
+//     they hold, creates child organizations, persons, guests and groups
+//     in them. Never O's parent or siblings: those do not exist for them
+//     (ErrNotFound, as for an id that does not exist).
+//   - What an organization's own administrators cannot do to it: change
+//     its policy, disable, enable or delete it. Those belong to the
+//     administrators above it, so a child cannot lift the limits its
+//     parent set; the administrators of a top-level organization change
+//     its policy themselves, and nobody disables or deletes it over the API.
+//   - A person (and a guest) reads their own organization, and reads and
+//     updates themselves (names, e-mail, password with the current one).
+//     Quota, the administrator flag and active are the administrators'.
+//   - admin_create_users false in O's policy: O's own administrators do
+//     not create or delete persons and guests in O; those above O still do.
+//   - admin_browse_files true in O's policy: O's administrators and those
+//     above it may read (never change) the roots of O's persons.
+//   - A guest reaches only what is shared with it.
+//
+// A caller who may see a thing but not do what was asked gets ErrForbidden.
+
+// ErrForbidden: the caller sees the organization or person but may not do
+// what was asked (spec 7.1 403 forbidden).
+var ErrForbidden = errors.New("share: forbidden")
+
+// Refusal is ErrForbidden with the reason, which front ends show the
+// caller (its Description).
+type Refusal struct{ Reason string }
+
+func (e *Refusal) Error() string { return "share: forbidden: " + e.Reason }
+
+// Unwrap makes a Refusal match ErrForbidden.
+func (e *Refusal) Unwrap() error { return ErrForbidden }
+
+// Description is the reason, for the error_description.
+func (e *Refusal) Description() string { return e.Reason }
+
+func refuse(reason string) error { return &Refusal{Reason: reason} }
+
+// ErrNotFound: there is no such organization or person, or the caller
+// may not see it; the two look the same so ids cannot be probed.
+var ErrNotFound = errors.New("share: not found")
+
+// OrgAction is what a caller asks to do with an organization.
+type OrgAction int
+
+// The organization actions, from least to most.
+const (
+	// OrgRead: read the organization object.
+	OrgRead OrgAction = iota
+	// OrgManage: update its fields, list what it holds (organizations,
+	// roots, machines, persons, guests, groups, activity, usage), create
+	// child organizations and groups in it.
+	OrgManage
+	// OrgCreateUsers: create persons and guests in it, delete them.
+	OrgCreateUsers
+	// OrgGovern: update its policy, disable, enable or delete it.
+	OrgGovern
+)
+
+// Organization returns organization id if caller c may do act with it.
+//
+// Errors: ErrNotFound (no such organization, or out of c's sight);
+// ErrForbidden; account.ErrInactive for a disabled caller.
+func (s *Service) Organization(ctx context.Context, c account.Caller, id uint64, act OrgAction) (account.Organization, error) {
+	if err := active(c); err != nil {
+		return account.Organization{}, err
+	}
+	chain, err := s.accounts.Chain(ctx, id)
+	if errors.Is(err, account.ErrNotFound) {
+		return account.Organization{}, ErrNotFound
+	}
+	if err != nil {
+		return account.Organization{}, err
+	}
+	own := id == c.Person.OrganizationID
+	manages := c.Person.Admin && !c.Person.Guest && account.Within(chain, c.Person.OrganizationID)
+	if !own && !manages {
+		return account.Organization{}, ErrNotFound
+	}
+	org, err := s.accounts.Organization(ctx, id)
+	if err != nil {
+		return account.Organization{}, err
+	}
+	if err := orgAllows(c, org, manages, act); err != nil {
+		return account.Organization{}, err
+	}
+	return org, nil
+}
+
+// orgAllows applies the model to a caller who sees org; manages says
+// whether c administers it or an organization above it.
+func orgAllows(c account.Caller, org account.Organization, manages bool, act OrgAction) error {
+	above := manages && org.ID != c.Person.OrganizationID
+	switch act {
+	case OrgRead:
+		return nil
+	case OrgManage:
+		if manages {
+			return nil
+		}
+		return refuse("only administrators manage an organization")
+	case OrgCreateUsers:
+		if above || (manages && org.Policy.AdminCreateUsers) {
+			return nil
+		}
+		if manages {
+			return refuse("the organization's policy does not let its administrators create or delete users (admin_create_users)")
+		}
+		return refuse("only administrators create and delete users")
+	case OrgGovern:
+		if above || (manages && org.ParentID == 0) {
+			return nil
+		}
+		if manages {
+			return refuse("an organization's policy and state are changed by the administrators of the organization above it")
+		}
+		return refuse("only administrators manage an organization")
+	}
+	return refuse("unknown action")
+}
+
+// PersonAction is what a caller asks to do with a person or guest.
+type PersonAction int
+
+// The person actions.
+const (
+	// PersonRead: read the person or guest object and their activity.
+	PersonRead PersonAction = iota
+	// PersonUpdateSelf: change the fields a person changes about
+	// themselves (names, e-mail, their password with the current one).
+	PersonUpdateSelf
+	// PersonAdminister: change what only administrators change (quota,
+	// administrator flag, active, another's password), create their roots.
+	PersonAdminister
+	// PersonDelete: delete them (or convert a guest).
+	PersonDelete
+)
+
+// Person returns person or guest id if caller c may do act with them.
+// The caller's own record is read fresh, like any other.
+//
+// Errors: ErrNotFound (no such person, or out of c's sight);
+// ErrForbidden; account.ErrInactive for a disabled caller.
+func (s *Service) Person(ctx context.Context, c account.Caller, id uint64, act PersonAction) (account.Person, error) {
+	if err := active(c); err != nil {
+		return account.Person{}, err
+	}
+	p, err := s.accounts.Person(ctx, id)
+	if errors.Is(err, account.ErrNotFound) {
+		return account.Person{}, ErrNotFound
+	}
+	if err != nil {
+		return account.Person{}, err
+	}
+	self := p.ID == c.Person.ID
+	manages := false
+	if c.Person.Admin && !c.Person.Guest {
+		chain, err := s.accounts.Chain(ctx, p.OrganizationID)
+		if err != nil {
+			return account.Person{}, err
+		}
+		manages = account.Within(chain, c.Person.OrganizationID)
+	}
+	if !self && !manages {
+		return account.Person{}, ErrNotFound
+	}
+	switch act {
+	case PersonRead:
+		return p, nil
+	case PersonUpdateSelf:
+		if self || manages {
+			return p, nil
+		}
+	case PersonAdminister:
+		if manages {
+			return p, nil
+		}
+		return account.Person{}, refuse("only administrators change that")
+	case PersonDelete:
+		if self {
+			return account.Person{}, refuse("nobody deletes their own account; another administrator does")
+		}
+		org, err := s.accounts.Organization(ctx, p.OrganizationID)
+		if err != nil {
+			return account.Person{}, err
+		}
+		if err := orgAllows(c, org, manages, OrgCreateUsers); err != nil {
+			return account.Person{}, err
+		}
+		return p, nil
+	}
+	return account.Person{}, refuse("only administrators change that")
+}
+
+// NewRoot creates a root of type typ named name in vfs and records its
+// owner: person owner, or owner's organization alone when shared is true
+// (a share root). A person's first sync root becomes their root_id.
+// Permission is the caller's to check first (Person, PersonAdminister).
+func (s *Service) NewRoot(ctx context.Context, owner account.Person, name string, typ vfs.RootType) (vfs.Root, error) {
+	r, err := s.fs.CreateRoot(ctx, name, typ)
+	if err != nil {
+		return vfs.Root{}, err
+	}
+	o := account.RootOwner{RootID: r.ID, PersonID: owner.ID, OrganizationID: owner.OrganizationID, Type: string(typ)}
+	if _, err := s.accounts.AddRoot(ctx, o); err != nil {
+		// The empty root is left behind unowned: nobody reaches it,
+		// and it holds nothing.
+		return vfs.Root{}, err
+	}
+	return r, nil
+}
