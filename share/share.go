@@ -219,6 +219,7 @@ func WriteOptions(c account.Caller) vfs.WriteOptions {
 	pol := c.Organization.Policy
 	return vfs.WriteOptions{
 		Principal:          c.Person.Principal(),
+		Actor:              c.Actor(),
 		MaxFileSize:        pol.MaxFileSize,
 		SpaceQuota:         c.Person.QuotaUnder(pol),
 		ExcludedExtensions: pol.ExcludedExtensionList(),

@@ -50,6 +50,9 @@ type Event struct {
 	Dir      bool
 	Size     int64
 	Time     time.Time
+	// Actor is WriteOptions.Actor of the change, nil for changes made
+	// without one (background jobs).
+	Actor any
 }
 
 // Observer is told about every committed change, after the commit, on the

@@ -111,6 +111,10 @@ type Usage struct {
 type WriteOptions struct {
 	// Principal is the caller's identity, matched against Lock.Holder.
 	Principal string
+	// Actor is who makes the change, opaque to vfs: it is passed on in
+	// the change's Event for the activity log (the front ends put an
+	// account.Actor here).
+	Actor any
 	// LockTokens the caller presents (WebDAV If header). A token lets the
 	// write through its lock only when Principal is the lock's Holder (or
 	// the lock has none).
