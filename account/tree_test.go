@@ -1,0 +1,236 @@
+package account
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+
+	"berth/kv"
+)
+
+// tree is three levels: top > mid > leaf, with a sibling of mid.
+type tree struct {
+	top, mid, leaf, sibling Organization
+}
+
+func newTree(t *testing.T, s *Service, top *Policy) tree {
+	t.Helper()
+	ctx := context.Background()
+	var tr tree
+	var err error
+	if tr.top, err = s.CreateOrganization(ctx, OrganizationInput{Name: "Top", Policy: top}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		dst    *Organization
+		parent uint64
+		name   string
+	}{{&tr.mid, tr.top.ID, "Mid"}, {&tr.leaf, 0, "Leaf"}, {&tr.sibling, tr.top.ID, "Sibling"}} {
+		if c.dst == &tr.leaf {
+			c.parent = tr.mid.ID
+		}
+		if *c.dst, err = s.CreateOrganization(ctx, OrganizationInput{Name: c.name, ParentID: c.parent}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return tr
+}
+
+func TestChain(t *testing.T) {
+	ctx := context.Background()
+	s := newService(t, testOptions())
+	tr := newTree(t, s, nil)
+	for _, tt := range []struct {
+		name string
+		id   uint64
+		want []uint64
+		err  error
+	}{
+		{"top-level", tr.top.ID, []uint64{tr.top.ID}, nil},
+		{"child", tr.mid.ID, []uint64{tr.mid.ID, tr.top.ID}, nil},
+		{"grandchild", tr.leaf.ID, []uint64{tr.leaf.ID, tr.mid.ID, tr.top.ID}, nil},
+		{"missing", 999, nil, ErrNotFound},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := s.Chain(ctx, tt.id)
+			if !errors.Is(err, tt.err) || !slices.Equal(got, tt.want) {
+				t.Fatalf("Chain(%d) = %v, %v; want %v, %v", tt.id, got, err, tt.want, tt.err)
+			}
+		})
+	}
+	if !Within([]uint64{tr.leaf.ID, tr.mid.ID, tr.top.ID}, tr.mid.ID) || Within([]uint64{tr.leaf.ID, tr.mid.ID}, tr.sibling.ID) {
+		t.Fatal("Within answers wrongly")
+	}
+}
+
+// TestTreeLimits: depth, num_orgs_maximum of the parent, a parent that
+// cannot move or be missing.
+func TestTreeLimits(t *testing.T) {
+	ctx := context.Background()
+	s := newService(t, testOptions())
+	pol := DefaultPolicy()
+	pol.NumOrgsMaximum = 2
+	tr := newTree(t, s, &pol)
+
+	if _, err := s.CreateOrganization(ctx, OrganizationInput{Name: "Third", ParentID: tr.top.ID}); !errors.Is(err, ErrOrgLimitExceeded) {
+		t.Fatalf("a third child under num_orgs_maximum 2: %v, want ErrOrgLimitExceeded", err)
+	}
+	// The limit is on direct children: mid still takes more.
+	if _, err := s.CreateOrganization(ctx, OrganizationInput{Name: "Leaf 2", ParentID: tr.mid.ID}); err != nil {
+		t.Fatalf("a second child of mid: %v", err)
+	}
+	if _, err := s.UpdateOrganization(ctx, tr.leaf.ID, func(o *Organization) error { o.ParentID = tr.sibling.ID; return nil }); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("moving an organization: %v, want ErrInvalid", err)
+	}
+	if _, err := s.UpdateOrganization(ctx, tr.leaf.ID, func(o *Organization) error { o.Deleted = true; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if o, _ := s.Organization(ctx, tr.leaf.ID); o.Deleted {
+		t.Fatal("UpdateOrganization changed Deleted")
+	}
+
+	// MaxOrgDepth levels, and not one more.
+	parent := tr.leaf.ID // depth 3
+	for d := 4; d <= MaxOrgDepth; d++ {
+		o, err := s.CreateOrganization(ctx, OrganizationInput{Name: fmt.Sprintf("Depth %d", d), ParentID: parent})
+		if err != nil {
+			t.Fatalf("depth %d: %v", d, err)
+		}
+		parent = o.ID
+	}
+	var fe *FieldError
+	if _, err := s.CreateOrganization(ctx, OrganizationInput{Name: "Too deep", ParentID: parent}); !errors.As(err, &fe) || fe.Field != "parent_id" {
+		t.Fatalf("depth %d: %v, want a parent_id FieldError", MaxOrgDepth+1, err)
+	}
+}
+
+// TestCounts: what an organization holds is counted directly and in
+// every ancestor's subtree, in the transactions that change it.
+func TestCounts(t *testing.T) {
+	ctx := context.Background()
+	s := newService(t, testOptions())
+	tr := newTree(t, s, nil)
+	mk := func(org uint64, name string, admin bool) Person {
+		t.Helper()
+		p, err := s.CreatePerson(ctx, PersonInput{OrganizationID: org, Username: name, Email: name + "@example.com", Password: pw, Admin: admin})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	mk(tr.top.ID, "t1", true)
+	mk(tr.mid.ID, "m1", false)
+	m2 := mk(tr.mid.ID, "m2", true)
+	l1 := mk(tr.leaf.ID, "l1", false)
+	if _, err := s.UpsertMachine(ctx, l1.ID, MachineInput{DNSName: "laptop"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.UpdatePerson(ctx, m2.ID, func(p *Person) error { p.Admin = false; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name            string
+		org             uint64
+		direct, subtree Counts
+	}{
+		{"top", tr.top.ID, Counts{Accounts: 1, AdminAccounts: 1, Organizations: 2}, Counts{Accounts: 4, AdminAccounts: 1, Machines: 1, Organizations: 3}},
+		{"mid", tr.mid.ID, Counts{Accounts: 2, Organizations: 1}, Counts{Accounts: 3, Machines: 1, Organizations: 1}},
+		{"leaf", tr.leaf.ID, Counts{Accounts: 1, Machines: 1}, Counts{Accounts: 1, Machines: 1}},
+		{"sibling", tr.sibling.ID, Counts{}, Counts{}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			d, sub, err := s.Counts(ctx, tt.org)
+			if err != nil || d != tt.direct || sub != tt.subtree {
+				t.Fatalf("Counts = %+v, %+v, %v; want %+v, %+v", d, sub, err, tt.direct, tt.subtree)
+			}
+		})
+	}
+	if _, _, err := s.Counts(ctx, 999); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Counts of a missing organization: %v", err)
+	}
+	persons, total, err := s.Persons(ctx, tr.mid.ID, 1, 10)
+	if err != nil || total != 2 || len(persons) != 1 || persons[0].ID != m2.ID {
+		t.Fatalf("Persons(mid, 1, 10) = %v, %d, %v", persons, total, err)
+	}
+	kids, total, err := s.ChildOrganizations(ctx, tr.top.ID, 0, 1)
+	if err != nil || total != 2 || len(kids) != 1 || kids[0].ID != tr.mid.ID {
+		t.Fatalf("ChildOrganizations(top, 0, 1) = %v, %d, %v", kids, total, err)
+	}
+}
+
+// TestUserLimitOfAncestors: a parent's num_users_maximum bounds its whole
+// subtree, not only its own persons.
+func TestUserLimitOfAncestors(t *testing.T) {
+	ctx := context.Background()
+	s := newService(t, testOptions())
+	pol := DefaultPolicy()
+	pol.NumUsersMaximum = 2
+	tr := newTree(t, s, &pol)
+	for i, org := range []uint64{tr.leaf.ID, tr.sibling.ID, tr.mid.ID} {
+		_, err := s.CreatePerson(ctx, PersonInput{OrganizationID: org, Username: fmt.Sprint("u", i), Email: fmt.Sprint("u", i, "@example.com"), Password: pw})
+		if want := i >= 2; errors.Is(err, ErrUserLimitExceeded) != want || (!want && err != nil) {
+			t.Fatalf("person %d: %v, want limit %v", i, err, want)
+		}
+	}
+}
+
+// TestDisabledAncestor: disabling or deleting an organization refuses its
+// descendants' persons at login, over their tokens and over remembered
+// credentials, and enabling it lets them back.
+func TestDisabledAncestor(t *testing.T) {
+	ctx := context.Background()
+	s := newService(t, testOptions())
+	tr := newTree(t, s, nil)
+	p, err := s.CreatePerson(ctx, PersonInput{OrganizationID: tr.leaf.ID, Username: "leafy", Email: "leafy@example.com", Password: pw})
+	if err != nil {
+		t.Fatal(err)
+	}
+	toks, err := s.IssueTokens(ctx, p.ID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := func(id uint64, f func(*Organization)) {
+		t.Helper()
+		if _, err := s.UpdateOrganization(ctx, id, func(o *Organization) error { f(o); return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(want error) {
+		t.Helper()
+		if _, err := s.Authenticate(ctx, "leafy", pw); !errors.Is(err, want) {
+			t.Fatalf("Authenticate: %v, want %v", err, want)
+		}
+		if _, err := s.AccessCaller(ctx, toks.AccessToken); !errors.Is(err, want) {
+			t.Fatalf("AccessCaller: %v, want %v", err, want)
+		}
+		if _, err := s.LoginCaller(ctx, p.ID, "leafy", p.PasswordHash); !errors.Is(err, want) {
+			t.Fatalf("LoginCaller: %v, want %v", err, want)
+		}
+		if _, err := s.ChainLive(ctx, tr.leaf.ID); !errors.Is(err, want) {
+			t.Fatalf("ChainLive: %v, want %v", err, want)
+		}
+	}
+	check(nil)
+	if c, _ := s.AccessCaller(ctx, toks.AccessToken); !slices.Equal(c.Chain, []uint64{tr.leaf.ID, tr.mid.ID, tr.top.ID}) {
+		t.Fatalf("caller chain %v", c.Chain)
+	}
+	set(tr.mid.ID, func(o *Organization) { o.Active = false })
+	check(ErrInactive)
+	set(tr.mid.ID, func(o *Organization) { o.Active = true })
+	check(nil)
+	// Deleted is not for UpdateOrganization to set; write it as the
+	// deletion does.
+	if err := s.db.Update(ctx, func(tx kv.Txn) error {
+		var o Organization
+		if err := s.get(tx, key(pfxOrg, tr.top.ID), &o, nil); err != nil {
+			return err
+		}
+		o.Deleted = true
+		return s.put(tx, key(pfxOrg, o.ID), &o)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	check(ErrInactive)
+}

@@ -1,0 +1,179 @@
+package share_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"berth/account"
+	"berth/berthtest"
+	"berth/share"
+	"berth/vfs"
+)
+
+// tenants is the permission model's cast: a top-level organization with
+// an administrator and a plain person, a child organization with the
+// same, and another top-level organization with its administrator.
+type tenants struct {
+	st                   *berthtest.Stack
+	svc                  *share.Service
+	top, child, other    account.Organization
+	topAdmin, topPerson  account.Caller
+	kidAdmin, kidPerson  account.Caller
+	otherAdmin           account.Caller
+	kidPersonRoot        vfs.Root
+	nobodyCreatesInChild account.Organization // a child with admin_create_users false
+}
+
+func newTenants(t *testing.T) *tenants {
+	t.Helper()
+	ctx := context.Background()
+	w := &tenants{st: berthtest.New(t, berthtest.Options{})}
+	w.svc = share.New(share.Options{FS: w.st.FS, Accounts: w.st.Accounts})
+	w.top = w.st.Org
+	org := func(name string, parent uint64, pol *account.Policy) account.Organization {
+		t.Helper()
+		o, err := w.st.Accounts.CreateOrganization(ctx, account.OrganizationInput{Name: name, ParentID: parent, Policy: pol})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return o
+	}
+	w.child = org("Child", w.top.ID, nil)
+	w.other = org("Other", 0, nil)
+	pol := account.DefaultPolicy()
+	pol.AdminCreateUsers = false
+	w.nobodyCreatesInChild = org("Strict", w.top.ID, &pol)
+	person := func(name string, org uint64, admin bool) account.Caller {
+		t.Helper()
+		p, err := w.st.Accounts.CreatePerson(ctx, account.PersonInput{OrganizationID: org, Username: name, Email: name + "@example.com", Password: password, Admin: admin})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return caller(t, w.st, p.ID)
+	}
+	w.topAdmin = person("topadmin", w.top.ID, true)
+	w.topPerson = person("topperson", w.top.ID, false)
+	w.kidAdmin = person("kidadmin", w.child.ID, true)
+	w.kidPerson = person("kidperson", w.child.ID, false)
+	w.otherAdmin = person("otheradmin", w.other.ID, true)
+	var err error
+	w.kidPersonRoot, err = w.svc.NewRoot(ctx, w.kidPerson.Person, "kidperson", vfs.RootSync)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.kidPerson = caller(t, w.st, w.kidPerson.Person.ID)
+	return w
+}
+
+// TestOrganizationModel walks every organization action as every kind of
+// caller (docs/api.md "Who may do what").
+func TestOrganizationModel(t *testing.T) {
+	ctx := context.Background()
+	w := newTenants(t)
+	const ok, forbidden, notFound = "ok", "forbidden", "not found"
+	for _, tt := range []struct {
+		who  string
+		c    account.Caller
+		org  account.Organization
+		want [4]string // OrgRead, OrgManage, OrgCreateUsers, OrgGovern
+	}{
+		{"top admin, own top-level org", w.topAdmin, w.top, [4]string{ok, ok, ok, ok}},
+		{"top admin, child", w.topAdmin, w.child, [4]string{ok, ok, ok, ok}},
+		{"top admin, child without admin_create_users", w.topAdmin, w.nobodyCreatesInChild, [4]string{ok, ok, ok, ok}},
+		{"top admin, other tenant", w.topAdmin, w.other, [4]string{notFound, notFound, notFound, notFound}},
+		{"plain person, own org", w.topPerson, w.top, [4]string{ok, forbidden, forbidden, forbidden}},
+		{"plain person, child org", w.topPerson, w.child, [4]string{notFound, notFound, notFound, notFound}},
+		{"child admin, own org", w.kidAdmin, w.child, [4]string{ok, ok, ok, forbidden}},
+		{"child admin, parent", w.kidAdmin, w.top, [4]string{notFound, notFound, notFound, notFound}},
+		{"child admin, sibling", w.kidAdmin, w.nobodyCreatesInChild, [4]string{notFound, notFound, notFound, notFound}},
+		{"child person, own org", w.kidPerson, w.child, [4]string{ok, forbidden, forbidden, forbidden}},
+		{"other admin, our top", w.otherAdmin, w.top, [4]string{notFound, notFound, notFound, notFound}},
+	} {
+		t.Run(tt.who, func(t *testing.T) {
+			for act, want := range tt.want {
+				_, err := w.svc.Organization(ctx, tt.c, tt.org.ID, share.OrgAction(act))
+				if got := outcome(err); got != want {
+					t.Errorf("action %d: %s (%v), want %s", act, got, err, want)
+				}
+			}
+		})
+	}
+	if _, err := w.svc.Organization(ctx, w.topAdmin, 999, share.OrgRead); !errors.Is(err, share.ErrNotFound) {
+		t.Errorf("a missing organization: %v, want ErrNotFound", err)
+	}
+	// A refusal says why.
+	_, err := w.svc.Organization(ctx, w.kidAdmin, w.child.ID, share.OrgGovern)
+	var r *share.Refusal
+	if !errors.As(err, &r) || r.Description() == "" {
+		t.Errorf("refusal %v carries no reason", err)
+	}
+}
+
+// TestPersonModel walks the person actions.
+func TestPersonModel(t *testing.T) {
+	ctx := context.Background()
+	w := newTenants(t)
+	const ok, forbidden, notFound = "ok", "forbidden", "not found"
+	for _, tt := range []struct {
+		who    string
+		c      account.Caller
+		target account.Person
+		want   [4]string // PersonRead, PersonUpdateSelf, PersonAdminister, PersonDelete
+	}{
+		{"self", w.kidPerson, w.kidPerson.Person, [4]string{ok, ok, forbidden, forbidden}},
+		{"admin, self", w.kidAdmin, w.kidAdmin.Person, [4]string{ok, ok, ok, forbidden}},
+		{"child admin, child person", w.kidAdmin, w.kidPerson.Person, [4]string{ok, ok, ok, ok}},
+		{"top admin, child person", w.topAdmin, w.kidPerson.Person, [4]string{ok, ok, ok, ok}},
+		{"child admin, top person", w.kidAdmin, w.topPerson.Person, [4]string{notFound, notFound, notFound, notFound}},
+		{"plain person, colleague", w.topPerson, w.topAdmin.Person, [4]string{notFound, notFound, notFound, notFound}},
+		{"other tenant's admin", w.otherAdmin, w.kidPerson.Person, [4]string{notFound, notFound, notFound, notFound}},
+	} {
+		t.Run(tt.who, func(t *testing.T) {
+			for act, want := range tt.want {
+				_, err := w.svc.Person(ctx, tt.c, tt.target.ID, share.PersonAction(act))
+				if got := outcome(err); got != want {
+					t.Errorf("action %d: %s (%v), want %s", act, got, err, want)
+				}
+			}
+		})
+	}
+}
+
+// TestAdminBrowseFiles: with admin_browse_files, the administrators of a
+// person's organization and those above it read (never change) the
+// person's roots; without it, or from outside, the roots do not exist.
+func TestAdminBrowseFiles(t *testing.T) {
+	ctx := context.Background()
+	w := newTenants(t)
+	root := w.kidPersonRoot.ID
+	want := func(c account.Caller, perms share.Perm, werr error) {
+		t.Helper()
+		a, err := w.svc.Root(ctx, c, root)
+		if !errors.Is(err, werr) || (err == nil && a.Perms != perms) {
+			t.Fatalf("%s: %v %v, want %v %v", c.Person.Username, a.Perms, err, perms, werr)
+		}
+	}
+	want(w.kidPerson, share.Owner, nil)
+	want(w.kidAdmin, 0, share.ErrNoRoot)
+	want(w.topAdmin, 0, share.ErrNoRoot)
+	if _, err := w.st.Accounts.UpdatePolicy(ctx, w.child.ID, func(p *account.Policy) error { p.AdminBrowseFiles = true; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	want(w.kidAdmin, share.View|share.Read, nil)
+	want(w.topAdmin, share.View|share.Read, nil)
+	want(w.topPerson, 0, share.ErrNoRoot)
+	want(w.otherAdmin, 0, share.ErrNoRoot)
+}
+
+func outcome(err error) string {
+	switch {
+	case err == nil:
+		return "ok"
+	case errors.Is(err, share.ErrForbidden):
+		return "forbidden"
+	case errors.Is(err, share.ErrNotFound):
+		return "not found"
+	}
+	return err.Error()
+}
