@@ -25,6 +25,7 @@ type callerCache struct {
 	persons *kv.Cache[uint64, Caller]
 	logins  *kv.Cache[uint64, Caller]      // persons whose logins were not locked
 	access  *kv.Cache[string, accessEntry] // by token hash
+	roots   *kv.Cache[uint64, RootPlace]   // RootPlaceOf
 }
 
 func newCallerCache() callerCache {
@@ -32,6 +33,7 @@ func newCallerCache() callerCache {
 		persons: kv.NewCache[uint64, Caller](maxCachedCallers),
 		logins:  kv.NewCache[uint64, Caller](maxCachedCallers),
 		access:  kv.NewCache[string, accessEntry](maxCachedCallers),
+		roots:   kv.NewCache[uint64, RootPlace](maxCachedCallers),
 	}
 }
 

@@ -103,3 +103,39 @@ func (s *Service) OrganizationRoots(ctx context.Context, id uint64, offset, limi
 	})
 	return out, total, err
 }
+
+// RootPlace is where a root sits in the tree: its owner, the chain of
+// its owner's organization (as Chain returns it) and that organization,
+// whose policy governs the root.
+type RootPlace struct {
+	Owner        RootOwner
+	Chain        []uint64
+	Organization Organization
+}
+
+// RootPlaceOf returns where root id sits, read in one transaction and
+// kept until the store's next commit: share asks it on every request an
+// administrator makes for another's root. Errors: ErrNotFound.
+func (s *Service) RootPlaceOf(ctx context.Context, id uint64) (RootPlace, error) {
+	gen := s.db.Generation()
+	if p, ok := s.callers.roots.Get(gen, id); ok {
+		return p, nil
+	}
+	var p RootPlace
+	err := s.db.View(ctx, func(tx kv.Txn) error {
+		if err := s.get(tx, key(pfxRoot, id), &p.Owner, notFoundf("root %d", id)); err != nil {
+			return err
+		}
+		orgs, err := s.chain(tx, p.Owner.OrganizationID, notFoundf("organization %d", p.Owner.OrganizationID))
+		if err != nil {
+			return err
+		}
+		p.Chain, p.Organization = chainIDs(orgs), orgs[0]
+		return nil
+	})
+	if err != nil {
+		return RootPlace{}, err
+	}
+	s.callers.roots.Put(gen, id, p)
+	return p, nil
+}

@@ -154,37 +154,21 @@ func (s *Service) othersRoot(ctx context.Context, c account.Caller, id uint64) (
 	if s.accounts == nil {
 		return 0, account.Policy{}, ErrNoRoot
 	}
-	o, err := s.accounts.RootOwnerOf(ctx, id)
+	p, err := s.accounts.RootPlaceOf(ctx, id)
 	if errors.Is(err, account.ErrNotFound) {
 		return 0, account.Policy{}, ErrNoRoot
 	}
 	if err != nil {
 		return 0, account.Policy{}, err
 	}
-	if o.PersonID != 0 && o.PersonID == c.Person.ID {
+	if o := p.Owner; o.PersonID != 0 && o.PersonID == c.Person.ID {
 		return Owner, c.Organization.Policy, nil
 	}
-	if !c.Person.Admin || c.Person.Guest || o.PersonID == 0 {
+	if !c.Person.Admin || c.Person.Guest || p.Owner.PersonID == 0 ||
+		!account.Within(p.Chain, c.Person.OrganizationID) || !p.Organization.Policy.AdminBrowseFiles {
 		return 0, account.Policy{}, ErrNoRoot
 	}
-	chain, err := s.accounts.Chain(ctx, o.OrganizationID)
-	if errors.Is(err, account.ErrNotFound) {
-		return 0, account.Policy{}, ErrNoRoot
-	}
-	if err != nil {
-		return 0, account.Policy{}, err
-	}
-	if !account.Within(chain, c.Person.OrganizationID) {
-		return 0, account.Policy{}, ErrNoRoot
-	}
-	org, err := s.accounts.Organization(ctx, o.OrganizationID)
-	if err != nil {
-		return 0, account.Policy{}, err
-	}
-	if !org.Policy.AdminBrowseFiles {
-		return 0, account.Policy{}, ErrNoRoot
-	}
-	return View | Read, org.Policy, nil
+	return View | Read, p.Organization.Policy, nil
 }
 
 // Roots returns the access of caller c to every live root c reaches, in
