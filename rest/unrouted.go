@@ -74,6 +74,7 @@ func (s *server) methodsAt(r *http.Request) (allow []string, public bool) {
 // (and HEAD with GET, which ServeMux serves alike), and whether its route
 // is public, that is takes no token.
 func (s *server) registered(pattern string, public bool) {
+	s.patterns = append(s.patterns, pattern)
 	method, _, ok := strings.Cut(pattern, " ")
 	if !ok {
 		return
