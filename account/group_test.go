@@ -45,7 +45,7 @@ type groupWorld struct {
 	log                     *changeLog
 }
 
-func newGroupWorld(t *testing.T) *groupWorld {
+func newGroupWorld(t testing.TB) *groupWorld {
 	t.Helper()
 	ctx := context.Background()
 	w := &groupWorld{log: &changeLog{}}
@@ -537,4 +537,83 @@ func TestConcurrentCycle(t *testing.T) {
 			t.Fatalf("round %d: %d of the two changes succeeded (%v)", i, ok, errs)
 		}
 	}
+}
+
+// fillGroup gives group id n member persons with ids from first on,
+// writing the membership keys directly: the persons need not exist for
+// what reads and deletes memberships, and creating thousands would cost
+// thousands of password hashes.
+func fillGroup(t testing.TB, s *Service, id, first uint64, n int) {
+	t.Helper()
+	for done := 0; done < n; {
+		err := s.db.Update(context.Background(), func(tx kv.Txn) error {
+			for i := done; i < min(n, done+1000); i++ {
+				p := first + uint64(i)
+				if err := tx.Set(key(pfxGroupPerson, id, p), nil); err != nil {
+					return err
+				}
+				if err := tx.Set(key(pfxPersonGroup, p, id), nil); err != nil {
+					return err
+				}
+			}
+			return s.adjustGroup(tx, id, int64(min(n, done+1000)-done), 0)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		done = min(n, done+1000)
+	}
+}
+
+// TestDeleteFullGroup: a group with MaxGroupMembers members is deleted
+// in one transaction.
+func TestDeleteFullGroup(t *testing.T) {
+	w := newGroupWorld(t)
+	ctx := context.Background()
+	a := w.group(t, w.acme.ID, "A")
+	fillGroup(t, w.s, a.ID, 1000, MaxGroupMembers)
+	if err := w.s.DeleteGroup(ctx, a.ID); err != nil {
+		t.Fatal(err)
+	}
+	if n := countKeys(t, w.s, pfxPersonGroup); n != 0 {
+		t.Errorf("%d memberships left", n)
+	}
+}
+
+// BenchmarkMembers: GET members with include_from_group of a group
+// over a chain of 100 nested groups of 100 persons each (10,000 persons
+// reached), and the cycle check that refuses closing that chain.
+func BenchmarkMembers(b *testing.B) {
+	w := newGroupWorld(b)
+	ctx := context.Background()
+	var ids []uint64
+	for i := range 100 {
+		g, err := w.s.CreateGroup(ctx, GroupInput{OrganizationID: w.acme.ID, Name: fmt.Sprint("G", i)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		fillGroup(b, w.s, g.ID, uint64(1000+100*i), 100)
+		if i > 0 {
+			if _, err := w.s.UpdateMembers(ctx, ids[i-1], MembersChange{AddGroups: []uint64{g.ID}}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		ids = append(ids, g.ID)
+	}
+	b.Run("include_from_group", func(b *testing.B) {
+		for b.Loop() {
+			m, err := w.s.Members(ctx, ids[0], true)
+			if err != nil || len(m.PersonsFromGroups) != 9900 {
+				b.Fatal(len(m.PersonsFromGroups), err)
+			}
+		}
+	})
+	b.Run("cycle refused", func(b *testing.B) {
+		for b.Loop() {
+			_, err := w.s.UpdateMembers(ctx, ids[99], MembersChange{AddGroups: []uint64{ids[0]}})
+			if !errors.Is(err, ErrGroupCycle) {
+				b.Fatal(err)
+			}
+		}
+	})
 }
