@@ -35,6 +35,10 @@ var (
 	// ErrOrgLimitExceeded: creating the organization would pass its
 	// parent policy's NumOrgsMaximum.
 	ErrOrgLimitExceeded = errors.New("account: organization limit exceeded")
+	// ErrGroupCycle: the membership change would make a group contain
+	// itself, directly or through other groups. The Service returns it
+	// inside a *GroupCycleError, which names the cycle.
+	ErrGroupCycle = errors.New("account: group membership cycle")
 )
 
 // FieldError says which input field is invalid and why. It unwraps to

@@ -32,6 +32,12 @@ import (
 //	acctroot/<root>                          RootOwner       -   who owns a vfs root (roots.go)
 //	acctorgroot/<org><root>                  empty           -   roots owned in an organization
 //	acctorgguest/<org><guest>                empty           -   guests of an organization (acctorgperson/ holds the rest)
+//	acctgroup/<group>                        Group           -   (group.go)
+//	acctorggroup/<org><group>                empty           -   groups of an organization
+//	acctgroupperson/<group><person>          empty           -   a group's member persons
+//	acctgroupgroup/<group><member group>     empty           -   a group's member groups
+//	acctpersongroup/<person><group>          empty           -   the groups a person is a direct member of
+//	acctgroupparent/<member group><group>    empty           -   the groups a group is a direct member of
 //
 // <subject> is "p"<person> for a known login and "l"<sha256(lower(login))>
 // for an unknown one, so unknown logins lock exactly like known ones and
@@ -41,7 +47,7 @@ import (
 // with one-second resolution, so the TTL is rounded up to outlive the
 // deadline and the deadline decides.
 //
-// Sequences (kv.Store.NextID): "org", "person", "machine". The
+// Sequences (kv.Store.NextID): "org", "person", "machine", "group". The
 // prefixes are registered in kv/prefixes.go with every other package's,
 // where a test keeps them apart.
 const (
@@ -63,10 +69,17 @@ const (
 	pfxRoot          = kv.AccountRoot
 	pfxOrgRoot       = kv.AccountOrgRoot
 	pfxOrgGuest      = kv.AccountOrgGuest
+	pfxGroup         = kv.AccountGroup
+	pfxOrgGroup      = kv.AccountOrgGroup
+	pfxGroupPerson   = kv.AccountGroupPerson
+	pfxGroupGroup    = kv.AccountGroupGroup
+	pfxPersonGroup   = kv.AccountPersonGroup
+	pfxGroupParent   = kv.AccountGroupParent
 
 	seqOrg     = "org"
 	seqPerson  = "person"
 	seqMachine = "machine"
+	seqGroup   = "group"
 )
 
 // key is prefix followed by each part as 8 big-endian bytes.

@@ -74,6 +74,7 @@ func DomainErrors() map[string]error {
 		"account.ErrInactive":           account.ErrInactive,
 		"account.ErrUserLimitExceeded":  account.ErrUserLimitExceeded,
 		"account.ErrOrgLimitExceeded":   account.ErrOrgLimitExceeded,
+		"account.ErrGroupCycle":         account.ErrGroupCycle,
 
 		"share.ErrNoRoot":    share.ErrNoRoot,
 		"share.ErrForbidden": share.ErrForbidden,

@@ -51,6 +51,12 @@ const (
 	AccountRoot          = "acctroot/"
 	AccountOrgRoot       = "acctorgroot/"
 	AccountOrgGuest      = "acctorgguest/"
+	AccountGroup         = "acctgroup/"
+	AccountOrgGroup      = "acctorggroup/"
+	AccountGroupPerson   = "acctgroupperson/"
+	AccountGroupGroup    = "acctgroupgroup/"
+	AccountPersonGroup   = "acctpersongroup/"
+	AccountGroupParent   = "acctgroupparent/"
 )
 
 // Prefixes reserved below the domain packages: no domain prefix may start
@@ -110,5 +116,11 @@ func Prefixes() []Prefix {
 		{"account", AccountRoot},
 		{"account", AccountOrgRoot},
 		{"account", AccountOrgGuest},
+		{"account", AccountGroup},
+		{"account", AccountOrgGroup},
+		{"account", AccountGroupPerson},
+		{"account", AccountGroupGroup},
+		{"account", AccountPersonGroup},
+		{"account", AccountGroupParent},
 	}
 }

@@ -142,6 +142,8 @@ func errorTable() []errorMapping {
 		{account.ErrExists, http.StatusConflict, "name_conflict", "that username or e-mail address is taken"},
 		{account.ErrUserLimitExceeded, http.StatusConflict, "user_limit_exceeded", "the organization has reached its account limit"},
 		{account.ErrOrgLimitExceeded, http.StatusConflict, "policy_error", "the organization holds as many child organizations as its policy allows (num_orgs_maximum)"},
+		// An *account.GroupCycleError names the cycle (describer).
+		{account.ErrGroupCycle, http.StatusBadRequest, "invalid_request", "a group cannot contain itself, directly or through other groups"},
 
 		{share.ErrNoRoot, http.StatusNotFound, "not_found", "no such root"},
 		// A *share.Refusal says why (describer).

@@ -108,6 +108,7 @@ func (s *server) routes() {
 	s.fileRoutes()
 	s.folderRoutes()
 	s.zipRoutes()
+	s.groupRoutes()
 
 	// Anything no pattern matches goes through the error table, not
 	// ServeMux's text 404 and 405.

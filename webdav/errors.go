@@ -198,6 +198,7 @@ func errorTable() []errorMapping {
 		{err: account.ErrInvalid, status: http.StatusInternalServerError},
 		{err: account.ErrUserLimitExceeded, status: http.StatusInternalServerError},
 		{err: account.ErrOrgLimitExceeded, status: http.StatusInternalServerError},
+		{err: account.ErrGroupCycle, status: http.StatusInternalServerError},
 
 		// The request itself.
 		{err: errPathTooDeep, status: http.StatusRequestURITooLong, msg: "%v"},

@@ -1,0 +1,734 @@
+package account
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"berth/kv"
+)
+
+// Group is a collection of persons and of other groups (spec 2.11),
+// for sharing with many people at once. A group belongs to one
+// organization; its members are persons (not guests) and groups of that
+// organization or of the organizations below it, so that a department's
+// group can gather people from its sub-departments, while nothing of a
+// parent or sibling organization, which the group's administrators do
+// not see, can be put in it.
+//
+// Groups nest: the persons of a member group are members of the group
+// through it (spec members_from_group), at any depth. A group never
+// contains itself, directly or through other groups (ErrGroupCycle).
+type Group struct {
+	ID             uint64    `cbor:"1,keyasint"`
+	OrganizationID uint64    `cbor:"2,keyasint"` // spec company_id
+	Name           string    `cbor:"3,keyasint"`
+	Created        time.Time `cbor:"4,keyasint"`
+	// Active false keeps the group and its members but marks it
+	// disabled; what that withholds is decided where groups are used
+	// (group shares, the sharing issue).
+	Active bool `cbor:"5,keyasint"`
+	// Persons and Groups count the direct members, kept in the
+	// transactions that change them, so that MaxGroupMembers is checked
+	// without a scan.
+	Persons int64 `cbor:"6,keyasint"`
+	Groups  int64 `cbor:"7,keyasint"`
+}
+
+// MaxGroupMembers bounds a group's direct members, persons and groups
+// together. Deleting a group removes every membership in one
+// transaction, and GET members answers them in one unpaged array (spec
+// 4.10), so both stay bounded; larger sets are built by nesting groups.
+const MaxGroupMembers = 10000
+
+// GroupInput are the fields set when creating a group.
+type GroupInput struct {
+	OrganizationID uint64 // required, an existing organization not deleted
+	Name           string // required; trimmed; at most 255 bytes, no control characters
+}
+
+// GroupUpdate are the fields UpdateGroup changes; nil leaves one as it is.
+type GroupUpdate struct {
+	Name   *string
+	Active *bool
+}
+
+// MembersChange is one change of a group's direct members. Removals
+// apply before additions; removing what is not a member and adding what
+// is already one change nothing. An id may not be both added and removed.
+type MembersChange struct {
+	AddPersons    []uint64
+	RemovePersons []uint64
+	AddGroups     []uint64
+	RemoveGroups  []uint64
+}
+
+// Members are a group's members (spec 4.10 GET members), each list
+// sorted by id and never nil.
+type Members struct {
+	Persons []uint64 // spec members: the direct member persons
+	// PersonsFromGroups (spec members_from_group) are the persons who are
+	// members through member groups, at any depth, but not directly.
+	PersonsFromGroups []uint64
+	Groups            []uint64 // spec member_groups: the direct member groups
+	// GroupsFromGroups (spec member_groups_from_group) are the groups
+	// contained through member groups, at any depth, but not directly.
+	GroupsFromGroups []uint64
+}
+
+// GroupCycleError is ErrGroupCycle with the cycle the refused change
+// would have made. It unwraps to ErrGroupCycle.
+type GroupCycleError struct {
+	// Path is the cycle, from the group being changed back to itself:
+	// Path[i] would contain Path[i+1]. [A, A] is a group added to itself.
+	Path []uint64
+}
+
+// Error names the cycle, for logs.
+func (e *GroupCycleError) Error() string { return "account: group membership cycle: " + e.cycle() }
+
+// Unwrap makes errors.Is(err, ErrGroupCycle) true.
+func (e *GroupCycleError) Unwrap() error { return ErrGroupCycle }
+
+// Description names the cycle for the client who asked for it.
+func (e *GroupCycleError) Description() string {
+	if len(e.Path) <= 2 {
+		return fmt.Sprintf("group %d cannot contain itself", e.Path[0])
+	}
+	return "a group cannot contain itself, directly or through other groups: " + e.cycle()
+}
+
+func (e *GroupCycleError) cycle() string {
+	var b strings.Builder
+	for i, id := range e.Path {
+		switch {
+		case i == 0:
+			b.WriteString("group ")
+		case i == 1:
+			b.WriteString(" would contain group ")
+		default:
+			b.WriteString(", which contains group ")
+		}
+		b.WriteString(strconv.FormatUint(id, 10))
+	}
+	return b.String()
+}
+
+// groupChange is a Change acting on group g.
+func groupChange(activity string, g Group) Change {
+	return Change{Activity: activity, OnType: "group", OnText: g.Name, OnCompanyID: g.OrganizationID, OnGroupID: g.ID}
+}
+
+func validGroupName(name string) (string, error) {
+	name = strings.TrimSpace(name)
+	if name == "" {
+		return "", invalid("name", "required")
+	}
+	if len(name) > 255 || hasControl(name) {
+		return "", invalid("name", "longer than 255 bytes or has control characters")
+	}
+	return name, nil
+}
+
+// CreateGroup stores a new active group without members. Names need not
+// be unique: the id tells groups apart. Errors: ErrInvalid (a
+// *FieldError: the name, or a company_id that names no organization or a
+// deleted one).
+func (s *Service) CreateGroup(ctx context.Context, in GroupInput) (Group, error) {
+	name, err := validGroupName(in.Name)
+	if err != nil {
+		return Group{}, err
+	}
+	if in.OrganizationID == 0 {
+		return Group{}, invalid("company_id", "required")
+	}
+	id, err := s.db.NextID(ctx, seqGroup)
+	if err != nil {
+		return Group{}, err
+	}
+	g := Group{ID: id, OrganizationID: in.OrganizationID, Name: name, Created: s.now(), Active: true}
+	err = s.db.Update(ctx, func(tx kv.Txn) error {
+		orgs, err := s.chain(tx, g.OrganizationID, invalid("company_id", "no such organization"))
+		if err != nil {
+			return err
+		}
+		for _, o := range orgs {
+			if o.Deleted {
+				return invalid("company_id", "the organization or one above it is deleted")
+			}
+		}
+		if err := tx.Set(key(pfxOrgGroup, g.OrganizationID, g.ID), nil); err != nil {
+			return err
+		}
+		if err := s.count(tx, chainIDs(orgs), Counts{Groups: 1}, 1); err != nil {
+			return err
+		}
+		if err := s.put(tx, key(pfxGroup, g.ID), &g); err != nil {
+			return err
+		}
+		return s.record(ctx, tx, groupChange(ActGroupCreated, g))
+	})
+	if err != nil {
+		return Group{}, err
+	}
+	return g, nil
+}
+
+// Group returns the group with id, or ErrNotFound.
+func (s *Service) Group(ctx context.Context, id uint64) (Group, error) {
+	var g Group
+	err := s.db.View(ctx, func(tx kv.Txn) error {
+		return s.get(tx, key(pfxGroup, id), &g, notFoundf("group %d", id))
+	})
+	return g, err
+}
+
+// UpdateGroup changes the group's name or active flag. A change that
+// changes nothing is not stored nor recorded. Errors: ErrNotFound,
+// ErrInvalid.
+func (s *Service) UpdateGroup(ctx context.Context, id uint64, u GroupUpdate) (Group, error) {
+	var name string
+	if u.Name != nil {
+		var err error
+		if name, err = validGroupName(*u.Name); err != nil {
+			return Group{}, err
+		}
+	}
+	var g Group
+	err := s.db.Update(ctx, func(tx kv.Txn) error {
+		if err := s.get(tx, key(pfxGroup, id), &g, notFoundf("group %d", id)); err != nil {
+			return err
+		}
+		var changed []string
+		if u.Name != nil && name != g.Name {
+			g.Name = name
+			changed = append(changed, "name")
+		}
+		if u.Active != nil && *u.Active != g.Active {
+			g.Active = *u.Active
+			changed = append(changed, "active")
+		}
+		if len(changed) == 0 {
+			return nil
+		}
+		if err := s.put(tx, key(pfxGroup, id), &g); err != nil {
+			return err
+		}
+		c := groupChange(ActGroupUpdated, g)
+		c.Data = strings.Join(changed, ", ")
+		return s.record(ctx, tx, c)
+	})
+	if err != nil {
+		return Group{}, err
+	}
+	return g, nil
+}
+
+// DeleteGroup removes the group and every membership it is part of: its
+// members' entries, both ways, and its own entries in the groups that
+// contain it. Its id is never given again. Errors: ErrNotFound.
+func (s *Service) DeleteGroup(ctx context.Context, id uint64) error {
+	return s.db.Update(ctx, func(tx kv.Txn) error {
+		var g Group
+		if err := s.get(tx, key(pfxGroup, id), &g, notFoundf("group %d", id)); err != nil {
+			return err
+		}
+		persons, err := scanIDs(tx, key(pfxGroupPerson, id))
+		if err != nil {
+			return err
+		}
+		for _, p := range persons {
+			if err := deleteKeys(tx, key(pfxGroupPerson, id, p), key(pfxPersonGroup, p, id)); err != nil {
+				return err
+			}
+		}
+		members, err := scanIDs(tx, key(pfxGroupGroup, id))
+		if err != nil {
+			return err
+		}
+		for _, m := range members {
+			if err := deleteKeys(tx, key(pfxGroupGroup, id, m), key(pfxGroupParent, m, id)); err != nil {
+				return err
+			}
+		}
+		parents, err := scanIDs(tx, key(pfxGroupParent, id))
+		if err != nil {
+			return err
+		}
+		for _, p := range parents {
+			if err := deleteKeys(tx, key(pfxGroupParent, id, p), key(pfxGroupGroup, p, id)); err != nil {
+				return err
+			}
+			if err := s.adjustGroup(tx, p, 0, -1); err != nil {
+				return err
+			}
+		}
+		if err := deleteKeys(tx, key(pfxGroup, id), key(pfxOrgGroup, g.OrganizationID, id)); err != nil {
+			return err
+		}
+		if err := s.countIn(tx, g.OrganizationID, Counts{Groups: 1}, -1); err != nil {
+			return err
+		}
+		return s.record(ctx, tx, groupChange(ActGroupDeleted, g))
+	})
+}
+
+// dropMemberships removes person personID from every group they are a
+// direct member of, in tx. DeletePerson must call it in its transaction
+// (for the lead: person.go's DeletePerson is written elsewhere; add
+// `if err := s.dropMemberships(tx, p.ID); err != nil { return err }`
+// there), so that a deleted person's id is left in no group.
+func (s *Service) dropMemberships(tx kv.Txn, personID uint64) error {
+	groups, err := scanIDs(tx, key(pfxPersonGroup, personID))
+	if err != nil {
+		return err
+	}
+	for _, g := range groups {
+		if err := deleteKeys(tx, key(pfxPersonGroup, personID, g), key(pfxGroupPerson, g, personID)); err != nil {
+			return err
+		}
+		if err := s.adjustGroup(tx, g, -1, 0); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// adjustGroup adds to the direct member counts of group id.
+func (s *Service) adjustGroup(tx kv.Txn, id uint64, persons, groups int64) error {
+	var g Group
+	if err := s.get(tx, key(pfxGroup, id), &g, fmt.Errorf("account: group %d is indexed but missing", id)); err != nil {
+		return err
+	}
+	g.Persons += persons
+	g.Groups += groups
+	return s.put(tx, key(pfxGroup, id), &g)
+}
+
+// Groups returns one page of the organization's groups in id order and
+// how many it has. Errors: ErrNotFound (organization).
+func (s *Service) Groups(ctx context.Context, orgID uint64, offset, limit int) ([]Group, int, error) {
+	var (
+		out   []Group
+		total int
+	)
+	err := s.db.View(ctx, func(tx kv.Txn) error {
+		out = nil
+		cr, err := s.loadCounts(tx, orgID, true)
+		if err != nil {
+			return err
+		}
+		total = int(cr.Direct.Groups)
+		prefix := key(pfxOrgGroup, orgID)
+		return scanPage(tx, prefix, offset, limit, func(k []byte) error {
+			id := kv.Uint64At(k, len(prefix))
+			var g Group
+			if err := s.get(tx, key(pfxGroup, id), &g, fmt.Errorf("account: group %d is indexed but missing", id)); err != nil {
+				return err
+			}
+			out = append(out, g)
+			return nil
+		})
+	})
+	return out, total, err
+}
+
+// UpdateMembers applies ch to the group's direct members in one
+// transaction and returns the group. Added persons and groups must be of
+// the group's organization or one below it; guests are not members.
+// Errors: ErrNotFound (the group); ErrInvalid (a *FieldError naming
+// add_members, add_groups or remove_*: an id in both lists, an unknown
+// id or one outside those organizations, which look the same, a guest,
+// more than MaxGroupMembers); ErrGroupCycle (a *GroupCycleError).
+func (s *Service) UpdateMembers(ctx context.Context, groupID uint64, ch MembersChange) (Group, error) {
+	if err := disjoint("add_members", ch.AddPersons, "remove_members", ch.RemovePersons); err != nil {
+		return Group{}, err
+	}
+	if err := disjoint("add_groups", ch.AddGroups, "remove_groups", ch.RemoveGroups); err != nil {
+		return Group{}, err
+	}
+	var g Group
+	err := s.db.Update(ctx, func(tx kv.Txn) error {
+		if err := s.get(tx, key(pfxGroup, groupID), &g, notFoundf("group %d", groupID)); err != nil {
+			return err
+		}
+		m := membersTxn{s: s, tx: tx, g: &g, chains: map[uint64][]uint64{}}
+		if err := m.apply(ch); err != nil {
+			return err
+		}
+		if m.changes.Len() == 0 {
+			return nil
+		}
+		if g.Persons+g.Groups > MaxGroupMembers {
+			return invalid("add_members", fmt.Sprintf("a group holds at most %d direct members, persons and groups together", MaxGroupMembers))
+		}
+		// Written whenever members change: with the group records the
+		// cycle check reads, this makes two concurrent changes that
+		// would close a cycle between them conflict (see cyclePath).
+		if err := s.put(tx, key(pfxGroup, g.ID), &g); err != nil {
+			return err
+		}
+		c := groupChange(ActGroupMembersUpdated, g)
+		c.Data = m.changes.String()
+		return s.record(ctx, tx, c)
+	})
+	if err != nil {
+		return Group{}, err
+	}
+	return g, nil
+}
+
+// disjoint refuses an id named in both lists.
+func disjoint(addField string, add []uint64, removeField string, remove []uint64) error {
+	for _, id := range add {
+		if slices.Contains(remove, id) {
+			return invalid(addField, fmt.Sprintf("%d is also in %s", id, removeField))
+		}
+	}
+	return nil
+}
+
+// membersTxn is one UpdateMembers in its transaction.
+type membersTxn struct {
+	s       *Service
+	tx      kv.Txn
+	g       *Group
+	chains  map[uint64][]uint64 // organization -> its chain, read once
+	changes strings.Builder     // what changed, for the journal's data_text
+}
+
+func (m *membersTxn) apply(ch MembersChange) error {
+	g := m.g
+	for _, p := range ch.RemovePersons {
+		ok, err := m.unlink(key(pfxGroupPerson, g.ID, p), key(pfxPersonGroup, p, g.ID))
+		if err != nil {
+			return err
+		}
+		if ok {
+			g.Persons--
+			m.note("removed person", p)
+		}
+	}
+	for _, c := range ch.RemoveGroups {
+		ok, err := m.unlink(key(pfxGroupGroup, g.ID, c), key(pfxGroupParent, c, g.ID))
+		if err != nil {
+			return err
+		}
+		if ok {
+			g.Groups--
+			m.note("removed group", c)
+		}
+	}
+	for _, p := range ch.AddPersons {
+		if err := m.addPerson(p); err != nil {
+			return err
+		}
+	}
+	for _, c := range ch.AddGroups {
+		if err := m.addGroup(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (m *membersTxn) addPerson(id uint64) error {
+	g := m.g
+	k := key(pfxGroupPerson, g.ID, id)
+	if ok, err := exists(m.tx, k); err != nil || ok {
+		return err
+	}
+	refused := invalid("add_members", fmt.Sprintf("no person %d in the group's organization or below it", id))
+	var p Person
+	if err := m.s.get(m.tx, key(pfxPerson, id), &p, refused); err != nil {
+		return err
+	}
+	if in, err := m.within(p.OrganizationID); err != nil || !in {
+		if err == nil {
+			err = refused
+		}
+		return err
+	}
+	if p.Guest {
+		return invalid("add_members", fmt.Sprintf("%d is a guest; groups hold persons and groups", id))
+	}
+	if err := m.link(k, key(pfxPersonGroup, id, g.ID)); err != nil {
+		return err
+	}
+	g.Persons++
+	m.note("added person", id)
+	return nil
+}
+
+func (m *membersTxn) addGroup(id uint64) error {
+	g := m.g
+	if id == g.ID {
+		return &GroupCycleError{Path: []uint64{g.ID, g.ID}}
+	}
+	k := key(pfxGroupGroup, g.ID, id)
+	if ok, err := exists(m.tx, k); err != nil || ok {
+		return err
+	}
+	refused := invalid("add_groups", fmt.Sprintf("no group %d in the group's organization or below it", id))
+	var c Group
+	if err := m.s.get(m.tx, key(pfxGroup, id), &c, refused); err != nil {
+		return err
+	}
+	if in, err := m.within(c.OrganizationID); err != nil || !in {
+		if err == nil {
+			err = refused
+		}
+		return err
+	}
+	path, err := m.s.cyclePath(m.tx, g.ID, id)
+	if err != nil {
+		return err
+	}
+	if path != nil {
+		return &GroupCycleError{Path: path}
+	}
+	if err := m.link(k, key(pfxGroupParent, id, g.ID)); err != nil {
+		return err
+	}
+	g.Groups++
+	m.note("added group", id)
+	return nil
+}
+
+// within reports whether organization orgID is the group's organization
+// or below it.
+func (m *membersTxn) within(orgID uint64) (bool, error) {
+	chain, ok := m.chains[orgID]
+	if !ok {
+		orgs, err := m.s.chain(m.tx, orgID, fmt.Errorf("account: organization %d is missing", orgID))
+		if err != nil {
+			return false, err
+		}
+		chain = chainIDs(orgs)
+		m.chains[orgID] = chain
+	}
+	return Within(chain, m.g.OrganizationID), nil
+}
+
+func (m *membersTxn) link(keys ...[]byte) error {
+	for _, k := range keys {
+		if err := m.tx.Set(k, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// unlink deletes a membership's two keys and reports whether it existed.
+func (m *membersTxn) unlink(forward, back []byte) (bool, error) {
+	ok, err := exists(m.tx, forward)
+	if err != nil || !ok {
+		return false, err
+	}
+	return true, deleteKeys(m.tx, forward, back)
+}
+
+func (m *membersTxn) note(what string, id uint64) {
+	if m.changes.Len() > 0 {
+		m.changes.WriteString(", ")
+	}
+	m.changes.WriteString(what + " " + strconv.FormatUint(id, 10))
+}
+
+// cyclePath returns the cycle that adding group member to group parent
+// would close, [parent, member, ..., parent], or nil when parent is not
+// reachable from member through the member-group index.
+//
+// It reads the record of every group it walks through. Every change of
+// members writes the changed group's record, so of two concurrent
+// changes that would close a cycle only between them (A gets B while B
+// gets A, at any depth), the second to commit read a record the first
+// wrote and conflicts; kv retries it, and the retry sees the cycle.
+func (s *Service) cyclePath(tx kv.Txn, parent, member uint64) ([]uint64, error) {
+	from := map[uint64]uint64{member: 0} // group -> the group that contains it on the walk
+	stack := []uint64{member}
+	found := false
+	for len(stack) > 0 && !found {
+		cur := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if _, err := tx.Get(key(pfxGroup, cur)); err != nil && !errors.Is(err, kv.ErrNotFound) {
+			return nil, err
+		}
+		err := tx.Scan(key(pfxGroupGroup, cur), nil, func(k, _ []byte) error {
+			c := kv.Uint64At(k, len(pfxGroupGroup)+8)
+			if _, seen := from[c]; seen {
+				return nil
+			}
+			from[c] = cur
+			if c == parent {
+				found = true
+				return kv.ErrStop
+			}
+			stack = append(stack, c)
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	if !found {
+		return nil, nil
+	}
+	var back []uint64 // parent, the group containing it, ..., member
+	for c := parent; ; c = from[c] {
+		back = append(back, c)
+		if c == member {
+			break
+		}
+	}
+	path := []uint64{parent}
+	for i := len(back) - 1; i >= 0; i-- {
+		path = append(path, back[i])
+	}
+	return path, nil
+}
+
+// Members returns the group's members. With fromGroups false,
+// PersonsFromGroups and GroupsFromGroups are empty (spec
+// include_from_group). Errors: ErrNotFound.
+func (s *Service) Members(ctx context.Context, groupID uint64, fromGroups bool) (Members, error) {
+	var m Members
+	err := s.db.View(ctx, func(tx kv.Txn) error {
+		m = Members{PersonsFromGroups: []uint64{}, GroupsFromGroups: []uint64{}}
+		if ok, err := exists(tx, key(pfxGroup, groupID)); err != nil || !ok {
+			if err == nil {
+				err = notFoundf("group %d", groupID)
+			}
+			return err
+		}
+		var err error
+		if m.Persons, err = scanIDs(tx, key(pfxGroupPerson, groupID)); err != nil {
+			return err
+		}
+		if m.Groups, err = scanIDs(tx, key(pfxGroupGroup, groupID)); err != nil {
+			return err
+		}
+		if !fromGroups {
+			return nil
+		}
+		persons := map[uint64]bool{}
+		for _, p := range m.Persons {
+			persons[p] = true
+		}
+		seen := map[uint64]bool{groupID: true}
+		for _, c := range m.Groups {
+			seen[c] = true
+		}
+		queue := slices.Clone(m.Groups)
+		for len(queue) > 0 {
+			cur := queue[0]
+			queue = queue[1:]
+			err := tx.Scan(key(pfxGroupPerson, cur), nil, func(k, _ []byte) error {
+				if p := kv.Uint64At(k, len(pfxGroupPerson)+8); !persons[p] {
+					persons[p] = true
+					m.PersonsFromGroups = append(m.PersonsFromGroups, p)
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			err = tx.Scan(key(pfxGroupGroup, cur), nil, func(k, _ []byte) error {
+				if c := kv.Uint64At(k, len(pfxGroupGroup)+8); !seen[c] {
+					seen[c] = true
+					m.GroupsFromGroups = append(m.GroupsFromGroups, c)
+					queue = append(queue, c)
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+		}
+		slices.Sort(m.PersonsFromGroups)
+		slices.Sort(m.GroupsFromGroups)
+		return nil
+	})
+	return m, err
+}
+
+// PersonGroups returns the ids of every group person personID is a
+// member of, directly or through groups that contain their groups, in
+// id order: the groups whose shares reach them.
+func (s *Service) PersonGroups(ctx context.Context, personID uint64) ([]uint64, error) {
+	var out []uint64
+	err := s.db.View(ctx, func(tx kv.Txn) error {
+		var err error
+		out, err = s.groupsAbove(tx, personID, 0)
+		return err
+	})
+	return out, err
+}
+
+// InGroup reports whether person personID is a member of group groupID,
+// directly or through member groups.
+func (s *Service) InGroup(ctx context.Context, groupID, personID uint64) (bool, error) {
+	in := false
+	err := s.db.View(ctx, func(tx kv.Txn) error {
+		groups, err := s.groupsAbove(tx, personID, groupID)
+		in = slices.Contains(groups, groupID)
+		return err
+	})
+	return in, err
+}
+
+// groupsAbove walks up from the person's groups through the groups that
+// contain them and returns every group reached, sorted; it stops early
+// once it reaches stop (0: never).
+func (s *Service) groupsAbove(tx kv.Txn, personID, stop uint64) ([]uint64, error) {
+	queue, err := scanIDs(tx, key(pfxPersonGroup, personID))
+	if err != nil {
+		return nil, err
+	}
+	seen := map[uint64]bool{}
+	for _, g := range queue {
+		seen[g] = true
+	}
+	out := slices.Clone(queue)
+	for len(queue) > 0 && !seen[stop] {
+		cur := queue[0]
+		queue = queue[1:]
+		err := tx.Scan(key(pfxGroupParent, cur), nil, func(k, _ []byte) error {
+			if p := kv.Uint64At(k, len(pfxGroupParent)+8); !seen[p] {
+				seen[p] = true
+				out = append(out, p)
+				queue = append(queue, p)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// scanIDs returns the id that follows prefix in each key under it, in
+// key order; never nil.
+func scanIDs(tx kv.Txn, prefix []byte) ([]uint64, error) {
+	out := []uint64{}
+	err := tx.Scan(prefix, nil, func(k, _ []byte) error {
+		out = append(out, kv.Uint64At(k, len(prefix)))
+		return nil
+	})
+	return out, err
+}
+
+func deleteKeys(tx kv.Txn, keys ...[]byte) error {
+	for _, k := range keys {
+		if err := tx.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,619 @@
+package account
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+
+	"berth/kv"
+)
+
+// changeLog is a Journal that keeps what it is given.
+type changeLog struct {
+	mu      sync.Mutex
+	changes []Change
+}
+
+func (l *changeLog) Record(_ kv.Txn, c Change) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.changes = append(l.changes, c)
+	return nil
+}
+
+func (l *changeLog) activities() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, c := range l.changes {
+		out = append(out, c.Activity)
+	}
+	return out
+}
+
+// groupWorld is an organization Acme with a child Acme/Sales, an
+// unrelated tenant Globex, persons in each and a guest in Acme.
+type groupWorld struct {
+	s                       *Service
+	acme, sales, globex     Organization
+	alice, bob, carol, dave Person // alice, bob: Acme; carol: Sales; dave: Globex
+	guest                   Person // of Acme
+	log                     *changeLog
+}
+
+func newGroupWorld(t testing.TB) *groupWorld {
+	t.Helper()
+	ctx := context.Background()
+	w := &groupWorld{log: &changeLog{}}
+	o := testOptions()
+	o.Journal = w.log
+	w.s = newService(t, o)
+	var err error
+	mustOrg := func(in OrganizationInput) Organization {
+		org, err := w.s.CreateOrganization(ctx, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return org
+	}
+	w.acme = mustOrg(OrganizationInput{Name: "Acme"})
+	w.sales = mustOrg(OrganizationInput{Name: "Sales", ParentID: w.acme.ID})
+	w.globex = mustOrg(OrganizationInput{Name: "Globex"})
+	mustPerson := func(org uint64, name string) Person {
+		p, err := w.s.CreatePerson(ctx, PersonInput{OrganizationID: org, Username: name, Email: name + "@example.com", Password: pw})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	w.alice = mustPerson(w.acme.ID, "alice")
+	w.bob = mustPerson(w.acme.ID, "bob")
+	w.carol = mustPerson(w.sales.ID, "carol")
+	w.dave = mustPerson(w.globex.ID, "dave")
+	w.guest = mustPerson(w.acme.ID, "gus")
+	if w.guest, err = w.s.UpdatePerson(ctx, w.guest.ID, func(p *Person) error { p.Guest = true; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+func (w *groupWorld) group(t *testing.T, org uint64, name string) Group {
+	t.Helper()
+	g, err := w.s.CreateGroup(context.Background(), GroupInput{OrganizationID: org, Name: name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+func (w *groupWorld) members(t *testing.T, g uint64, ch MembersChange) Group {
+	t.Helper()
+	out, err := w.s.UpdateMembers(context.Background(), g, ch)
+	if err != nil {
+		t.Fatalf("UpdateMembers(%d, %+v): %v", g, ch, err)
+	}
+	return out
+}
+
+func TestCreateGroup(t *testing.T) {
+	w := newGroupWorld(t)
+	ctx := context.Background()
+	deleted, err := w.s.CreateOrganization(ctx, OrganizationInput{Name: "Gone", ParentID: w.acme.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = w.s.db.Update(ctx, func(tx kv.Txn) error {
+		deleted.Deleted = true
+		return w.s.put(tx, key(pfxOrg, deleted.ID), &deleted)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name      string
+		in        GroupInput
+		wantName  string
+		wantField string // "" means success
+	}{
+		{"plain", GroupInput{OrganizationID: w.acme.ID, Name: "Engineering"}, "Engineering", ""},
+		{"trimmed", GroupInput{OrganizationID: w.sales.ID, Name: "  Field sales \t"}, "Field sales", ""},
+		{"same name twice is fine", GroupInput{OrganizationID: w.acme.ID, Name: "Engineering"}, "Engineering", ""},
+		{"empty name", GroupInput{OrganizationID: w.acme.ID, Name: ""}, "", "name"},
+		{"blank name", GroupInput{OrganizationID: w.acme.ID, Name: "   "}, "", "name"},
+		{"long name", GroupInput{OrganizationID: w.acme.ID, Name: strings.Repeat("x", 256)}, "", "name"},
+		{"control characters", GroupInput{OrganizationID: w.acme.ID, Name: "a\x00b"}, "", "name"},
+		{"no organization", GroupInput{Name: "x"}, "", "company_id"},
+		{"unknown organization", GroupInput{OrganizationID: 999, Name: "x"}, "", "company_id"},
+		{"deleted organization", GroupInput{OrganizationID: deleted.ID, Name: "x"}, "", "company_id"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g, err := w.s.CreateGroup(ctx, tt.in)
+			if tt.wantField != "" {
+				var fe *FieldError
+				if !errors.As(err, &fe) || fe.Field != tt.wantField || !errors.Is(err, ErrInvalid) {
+					t.Fatalf("err = %v, want a FieldError for %s", err, tt.wantField)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if g.ID == 0 || g.Name != tt.wantName || !g.Active || g.OrganizationID != tt.in.OrganizationID || g.Created.IsZero() {
+				t.Fatalf("created %+v", g)
+			}
+			got, err := w.s.Group(ctx, g.ID)
+			if err != nil || !reflect.DeepEqual(got, g) {
+				t.Fatalf("Group(%d) = %+v, %v; want %+v", g.ID, got, err, g)
+			}
+		})
+	}
+	// Counts: two in Acme itself, one in Sales, three in Acme's subtree.
+	for _, c := range []struct {
+		org             uint64
+		direct, subtree int64
+	}{{w.acme.ID, 2, 3}, {w.sales.ID, 1, 1}, {w.globex.ID, 0, 0}} {
+		d, s, err := w.s.Counts(ctx, c.org)
+		if err != nil || d.Groups != c.direct || s.Groups != c.subtree {
+			t.Errorf("organization %d counts groups %d/%d (%v), want %d/%d", c.org, d.Groups, s.Groups, err, c.direct, c.subtree)
+		}
+	}
+	if _, err := w.s.Group(ctx, 12345); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Group(unknown) = %v, want ErrNotFound", err)
+	}
+}
+
+func TestUpdateGroup(t *testing.T) {
+	w := newGroupWorld(t)
+	ctx := context.Background()
+	g := w.group(t, w.acme.ID, "Eng")
+	str := func(s string) *string { return &s }
+	no := false
+	tests := []struct {
+		name       string
+		id         uint64
+		u          GroupUpdate
+		wantName   string
+		wantActive bool
+		wantErr    error
+	}{
+		{"nothing", g.ID, GroupUpdate{}, "Eng", true, nil},
+		{"rename", g.ID, GroupUpdate{Name: str(" Engineering ")}, "Engineering", true, nil},
+		{"disable", g.ID, GroupUpdate{Active: &no}, "Engineering", false, nil},
+		{"empty name", g.ID, GroupUpdate{Name: str("")}, "", false, ErrInvalid},
+		{"unknown group", 999, GroupUpdate{Name: str("x")}, "", false, ErrNotFound},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := w.s.UpdateGroup(ctx, tt.id, tt.u)
+			if tt.wantErr != nil {
+				if !errors.Is(err, tt.wantErr) {
+					t.Fatalf("err = %v, want %v", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || got.Name != tt.wantName || got.Active != tt.wantActive {
+				t.Fatalf("got %+v, %v", got, err)
+			}
+		})
+	}
+	// Only the two real changes are recorded.
+	want := []string{ActGroupCreated, ActGroupUpdated, ActGroupUpdated}
+	if got := w.log.activities()[len(w.log.activities())-3:]; !reflect.DeepEqual(got, want) {
+		t.Errorf("journal %v, want %v at its end", got, want)
+	}
+}
+
+func TestUpdateMembersRefused(t *testing.T) {
+	w := newGroupWorld(t)
+	ctx := context.Background()
+	a := w.group(t, w.acme.ID, "A")
+	b := w.group(t, w.acme.ID, "B")
+	c := w.group(t, w.acme.ID, "C")
+	inSales := w.group(t, w.sales.ID, "Sales team")
+	other := w.group(t, w.globex.ID, "Globex")
+	w.members(t, a.ID, MembersChange{AddGroups: []uint64{b.ID}})
+	w.members(t, b.ID, MembersChange{AddGroups: []uint64{c.ID}})
+
+	tests := []struct {
+		name      string
+		group     uint64
+		ch        MembersChange
+		wantErr   error
+		wantField string   // for ErrInvalid
+		wantCycle []uint64 // for ErrGroupCycle
+	}{
+		{"unknown group", 999, MembersChange{AddPersons: []uint64{w.alice.ID}}, ErrNotFound, "", nil},
+		{"unknown person", a.ID, MembersChange{AddPersons: []uint64{999}}, ErrInvalid, "add_members", nil},
+		{"person of another tenant", a.ID, MembersChange{AddPersons: []uint64{w.dave.ID}}, ErrInvalid, "add_members", nil},
+		{"person of the parent organization", inSales.ID, MembersChange{AddPersons: []uint64{w.alice.ID}}, ErrInvalid, "add_members", nil},
+		{"guest", a.ID, MembersChange{AddPersons: []uint64{w.guest.ID}}, ErrInvalid, "add_members", nil},
+		{"unknown member group", a.ID, MembersChange{AddGroups: []uint64{999}}, ErrInvalid, "add_groups", nil},
+		{"group of another tenant", a.ID, MembersChange{AddGroups: []uint64{other.ID}}, ErrInvalid, "add_groups", nil},
+		{"group of the parent organization", inSales.ID, MembersChange{AddGroups: []uint64{a.ID}}, ErrInvalid, "add_groups", nil},
+		{"person added and removed", a.ID, MembersChange{AddPersons: []uint64{w.bob.ID}, RemovePersons: []uint64{w.bob.ID}}, ErrInvalid, "add_members", nil},
+		{"group added and removed", a.ID, MembersChange{AddGroups: []uint64{c.ID}, RemoveGroups: []uint64{c.ID}}, ErrInvalid, "add_groups", nil},
+		{"itself", a.ID, MembersChange{AddGroups: []uint64{a.ID}}, ErrGroupCycle, "", []uint64{a.ID, a.ID}},
+		{"direct cycle", b.ID, MembersChange{AddGroups: []uint64{a.ID}}, ErrGroupCycle, "", []uint64{b.ID, a.ID, b.ID}},
+		{"indirect cycle", c.ID, MembersChange{AddGroups: []uint64{a.ID}}, ErrGroupCycle, "", []uint64{c.ID, a.ID, b.ID, c.ID}},
+		{"a valid change before the refused one stores nothing", a.ID, MembersChange{AddPersons: []uint64{w.alice.ID, w.dave.ID}}, ErrInvalid, "add_members", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := w.s.UpdateMembers(ctx, tt.group, tt.ch)
+			if !errors.Is(err, tt.wantErr) {
+				t.Fatalf("err = %v, want %v", err, tt.wantErr)
+			}
+			var fe *FieldError
+			if tt.wantField != "" && (!errors.As(err, &fe) || fe.Field != tt.wantField) {
+				t.Fatalf("err = %v, want a FieldError for %s", err, tt.wantField)
+			}
+			var ce *GroupCycleError
+			if tt.wantCycle != nil {
+				if !errors.As(err, &ce) || !reflect.DeepEqual(ce.Path, tt.wantCycle) {
+					t.Fatalf("err = %#v, want the cycle %v", err, tt.wantCycle)
+				}
+				for _, id := range tt.wantCycle {
+					if !strings.Contains(ce.Description(), fmt.Sprint(id)) {
+						t.Errorf("description %q does not name group %d", ce.Description(), id)
+					}
+				}
+			}
+		})
+	}
+	m, err := w.s.Members(ctx, a.ID, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Members{Persons: []uint64{}, PersonsFromGroups: []uint64{}, Groups: []uint64{b.ID}, GroupsFromGroups: []uint64{c.ID}}
+	if !reflect.DeepEqual(m, want) {
+		t.Errorf("after refusals, members of A = %+v, want %+v", m, want)
+	}
+}
+
+func TestMembers(t *testing.T) {
+	w := newGroupWorld(t)
+	ctx := context.Background()
+	// A holds alice and B; B holds bob, C and D; C (in Sales) holds
+	// carol; D holds alice again and C, so C is reached twice from A.
+	a := w.group(t, w.acme.ID, "A")
+	b := w.group(t, w.acme.ID, "B")
+	c := w.group(t, w.sales.ID, "C")
+	d := w.group(t, w.acme.ID, "D")
+	w.members(t, c.ID, MembersChange{AddPersons: []uint64{w.carol.ID}})
+	w.members(t, d.ID, MembersChange{AddPersons: []uint64{w.alice.ID}, AddGroups: []uint64{c.ID}})
+	w.members(t, b.ID, MembersChange{AddPersons: []uint64{w.bob.ID}, AddGroups: []uint64{c.ID, d.ID}})
+	got := w.members(t, a.ID, MembersChange{AddPersons: []uint64{w.alice.ID}, AddGroups: []uint64{b.ID}})
+	if got.Persons != 1 || got.Groups != 1 {
+		t.Errorf("A counts %d persons, %d groups; want 1, 1", got.Persons, got.Groups)
+	}
+	// Adding again changes nothing.
+	if again := w.members(t, a.ID, MembersChange{AddPersons: []uint64{w.alice.ID}, AddGroups: []uint64{b.ID}}); again != got {
+		t.Errorf("adding members again changed A: %+v to %+v", got, again)
+	}
+	e := []uint64{}
+	tests := []struct {
+		name       string
+		group      uint64
+		fromGroups bool
+		want       Members
+	}{
+		{"A direct", a.ID, false, Members{[]uint64{w.alice.ID}, e, []uint64{b.ID}, e}},
+		{"A with nested", a.ID, true, Members{[]uint64{w.alice.ID}, []uint64{w.bob.ID, w.carol.ID}, []uint64{b.ID}, []uint64{c.ID, d.ID}}},
+		{"B with nested", b.ID, true, Members{[]uint64{w.bob.ID}, []uint64{w.alice.ID, w.carol.ID}, []uint64{c.ID, d.ID}, e}},
+		{"C with nested", c.ID, true, Members{[]uint64{w.carol.ID}, e, e, e}},
+		{"D with nested", d.ID, true, Members{[]uint64{w.alice.ID}, []uint64{w.carol.ID}, []uint64{c.ID}, e}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m, err := w.s.Members(ctx, tt.group, tt.fromGroups)
+			if err != nil || !reflect.DeepEqual(m, tt.want) {
+				t.Fatalf("Members = %+v, %v; want %+v", m, err, tt.want)
+			}
+		})
+	}
+	if _, err := w.s.Members(ctx, 999, true); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Members(unknown) = %v, want ErrNotFound", err)
+	}
+
+	groupsOf := []struct {
+		person Person
+		want   []uint64
+	}{
+		{w.alice, []uint64{a.ID, b.ID, d.ID}},
+		{w.bob, []uint64{a.ID, b.ID}},
+		{w.carol, []uint64{a.ID, b.ID, c.ID, d.ID}},
+		{w.dave, []uint64{}},
+	}
+	for _, g := range groupsOf {
+		got, err := w.s.PersonGroups(ctx, g.person.ID)
+		if err != nil || !reflect.DeepEqual(got, g.want) {
+			t.Errorf("PersonGroups(%s) = %v, %v; want %v", g.person.Username, got, err, g.want)
+		}
+		for _, grp := range []uint64{a.ID, b.ID, c.ID, d.ID} {
+			in, err := w.s.InGroup(ctx, grp, g.person.ID)
+			if want := contains(g.want, grp); err != nil || in != want {
+				t.Errorf("InGroup(%d, %s) = %v, %v; want %v", grp, g.person.Username, in, err, want)
+			}
+		}
+	}
+
+	// Removing: bob leaves B, C leaves B (still reached through D).
+	got = w.members(t, b.ID, MembersChange{RemovePersons: []uint64{w.bob.ID, w.dave.ID}, RemoveGroups: []uint64{c.ID}})
+	if got.Persons != 0 || got.Groups != 1 {
+		t.Errorf("B counts %d persons, %d groups; want 0, 1", got.Persons, got.Groups)
+	}
+	m, err := w.s.Members(ctx, a.ID, true)
+	want := Members{[]uint64{w.alice.ID}, []uint64{w.carol.ID}, []uint64{b.ID}, []uint64{c.ID, d.ID}}
+	if err != nil || !reflect.DeepEqual(m, want) {
+		t.Errorf("after removals, A = %+v, %v; want %+v", m, err, want)
+	}
+	if acts := w.log.activities(); acts[len(acts)-1] != ActGroupMembersUpdated {
+		t.Errorf("journal ends with %v", acts)
+	}
+	w.log.mu.Lock()
+	last := w.log.changes[len(w.log.changes)-1]
+	w.log.mu.Unlock()
+	if last.OnGroupID != b.ID || last.OnType != "group" || last.Data != fmt.Sprintf("removed person %d, removed group %d", w.bob.ID, c.ID) {
+		t.Errorf("last change %+v", last)
+	}
+}
+
+func contains(ids []uint64, id uint64) bool {
+	for _, x := range ids {
+		if x == id {
+			return true
+		}
+	}
+	return false
+}
+
+func TestMaxGroupMembers(t *testing.T) {
+	w := newGroupWorld(t)
+	ctx := context.Background()
+	a := w.group(t, w.acme.ID, "A")
+	b := w.group(t, w.acme.ID, "B")
+	// Set the count near the bound rather than creating 10,000 persons.
+	err := w.s.db.Update(ctx, func(tx kv.Txn) error { return w.s.adjustGroup(tx, a.ID, MaxGroupMembers-1, 0) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.members(t, a.ID, MembersChange{AddPersons: []uint64{w.alice.ID}})
+	if _, err := w.s.UpdateMembers(ctx, a.ID, MembersChange{AddGroups: []uint64{b.ID}}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("member %d: %v, want ErrInvalid", MaxGroupMembers+1, err)
+	}
+}
+
+func TestDeleteGroup(t *testing.T) {
+	w := newGroupWorld(t)
+	ctx := context.Background()
+	a := w.group(t, w.acme.ID, "A")
+	b := w.group(t, w.acme.ID, "B")
+	c := w.group(t, w.sales.ID, "C")
+	w.members(t, c.ID, MembersChange{AddPersons: []uint64{w.carol.ID}})
+	w.members(t, b.ID, MembersChange{AddPersons: []uint64{w.alice.ID, w.bob.ID}, AddGroups: []uint64{c.ID}})
+	w.members(t, a.ID, MembersChange{AddGroups: []uint64{b.ID}})
+
+	if err := w.s.DeleteGroup(ctx, b.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.s.Group(ctx, b.ID); !errors.Is(err, ErrNotFound) {
+		t.Errorf("deleted group: %v", err)
+	}
+	if err := w.s.DeleteGroup(ctx, b.ID); !errors.Is(err, ErrNotFound) {
+		t.Errorf("deleting again: %v", err)
+	}
+	ga, _ := w.s.Group(ctx, a.ID)
+	if ga.Groups != 0 {
+		t.Errorf("A still counts %d member groups", ga.Groups)
+	}
+	m, err := w.s.Members(ctx, a.ID, true)
+	if e := []uint64{}; err != nil || !reflect.DeepEqual(m, Members{e, e, e, e}) {
+		t.Errorf("A = %+v, %v; want empty", m, err)
+	}
+	m, err = w.s.Members(ctx, c.ID, true)
+	if err != nil || !reflect.DeepEqual(m.Persons, []uint64{w.carol.ID}) {
+		t.Errorf("C = %+v, %v; want carol still", m, err)
+	}
+	if g, _ := w.s.PersonGroups(ctx, w.alice.ID); len(g) != 0 {
+		t.Errorf("alice still in %v", g)
+	}
+	if g, _ := w.s.PersonGroups(ctx, w.carol.ID); !reflect.DeepEqual(g, []uint64{c.ID}) {
+		t.Errorf("carol in %v, want only C", g)
+	}
+	for _, p := range []string{pfxGroupPerson, pfxPersonGroup, pfxGroupGroup, pfxGroupParent} {
+		want := 0
+		if p == pfxGroupPerson || p == pfxPersonGroup {
+			want = 1 // carol in C
+		}
+		if n := countKeys(t, w.s, p); n != want {
+			t.Errorf("%s holds %d keys, want %d", p, n, want)
+		}
+	}
+	if d, _, _ := w.s.Counts(ctx, w.acme.ID); d.Groups != 1 {
+		t.Errorf("Acme counts %d groups, want 1", d.Groups)
+	}
+	if acts := w.log.activities(); acts[len(acts)-1] != ActGroupDeleted {
+		t.Errorf("journal ends with %v", acts)
+	}
+}
+
+func TestDropMemberships(t *testing.T) {
+	w := newGroupWorld(t)
+	ctx := context.Background()
+	a := w.group(t, w.acme.ID, "A")
+	b := w.group(t, w.acme.ID, "B")
+	w.members(t, a.ID, MembersChange{AddPersons: []uint64{w.alice.ID, w.bob.ID}})
+	w.members(t, b.ID, MembersChange{AddPersons: []uint64{w.alice.ID}})
+	if err := w.s.db.Update(ctx, func(tx kv.Txn) error { return w.s.dropMemberships(tx, w.alice.ID) }); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		g    Group
+		want []uint64
+	}{{a, []uint64{w.bob.ID}}, {b, []uint64{}}} {
+		m, err := w.s.Members(ctx, c.g.ID, false)
+		g, _ := w.s.Group(ctx, c.g.ID)
+		if err != nil || !reflect.DeepEqual(m.Persons, c.want) || g.Persons != int64(len(c.want)) {
+			t.Errorf("group %s: %v (count %d), %v; want %v", c.g.Name, m.Persons, g.Persons, err, c.want)
+		}
+	}
+	if g, _ := w.s.PersonGroups(ctx, w.alice.ID); len(g) != 0 {
+		t.Errorf("alice still in %v", g)
+	}
+}
+
+func TestGroupsPaged(t *testing.T) {
+	w := newGroupWorld(t)
+	ctx := context.Background()
+	var ids []uint64
+	for i := range 5 {
+		ids = append(ids, w.group(t, w.acme.ID, fmt.Sprint("G", i)).ID)
+	}
+	w.group(t, w.sales.ID, "not Acme's own")
+	tests := []struct {
+		offset, limit int
+		want          []uint64
+	}{
+		{0, 100, ids},
+		{0, 2, ids[:2]},
+		{2, 2, ids[2:4]},
+		{4, 2, ids[4:]},
+		{5, 2, nil},
+		{50, 2, nil},
+	}
+	for _, tt := range tests {
+		got, total, err := w.s.Groups(ctx, w.acme.ID, tt.offset, tt.limit)
+		var gotIDs []uint64
+		for _, g := range got {
+			gotIDs = append(gotIDs, g.ID)
+		}
+		if err != nil || total != 5 || !reflect.DeepEqual(gotIDs, tt.want) {
+			t.Errorf("Groups(%d, %d) = %v, %d, %v; want %v, 5", tt.offset, tt.limit, gotIDs, total, err, tt.want)
+		}
+	}
+	if _, _, err := w.s.Groups(ctx, 999, 0, 10); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Groups(unknown organization) = %v", err)
+	}
+}
+
+// TestConcurrentCycle: two changes that would close a cycle only
+// between them, made at the same time, never both succeed.
+func TestConcurrentCycle(t *testing.T) {
+	w := newGroupWorld(t)
+	ctx := context.Background()
+	for i := range 20 {
+		// A ⊃ X, and concurrently X gets B and B gets A: with both,
+		// A ⊃ X ⊃ B ⊃ A.
+		a := w.group(t, w.acme.ID, "A")
+		x := w.group(t, w.acme.ID, "X")
+		b := w.group(t, w.acme.ID, "B")
+		w.members(t, a.ID, MembersChange{AddGroups: []uint64{x.ID}})
+		var wg sync.WaitGroup
+		errs := make([]error, 2)
+		for j, ch := range []struct{ g, m uint64 }{{x.ID, b.ID}, {b.ID, a.ID}} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, errs[j] = w.s.UpdateMembers(ctx, ch.g, MembersChange{AddGroups: []uint64{ch.m}})
+			}()
+		}
+		wg.Wait()
+		ok := 0
+		for _, err := range errs {
+			switch {
+			case err == nil:
+				ok++
+			case errors.Is(err, ErrGroupCycle), errors.Is(err, kv.ErrConflict):
+			default:
+				t.Fatalf("round %d: %v", i, err)
+			}
+		}
+		if ok != 1 {
+			t.Fatalf("round %d: %d of the two changes succeeded (%v)", i, ok, errs)
+		}
+	}
+}
+
+// fillGroup gives group id n member persons with ids from first on,
+// writing the membership keys directly: the persons need not exist for
+// what reads and deletes memberships, and creating thousands would cost
+// thousands of password hashes.
+func fillGroup(t testing.TB, s *Service, id, first uint64, n int) {
+	t.Helper()
+	for done := 0; done < n; {
+		err := s.db.Update(context.Background(), func(tx kv.Txn) error {
+			for i := done; i < min(n, done+1000); i++ {
+				p := first + uint64(i)
+				if err := tx.Set(key(pfxGroupPerson, id, p), nil); err != nil {
+					return err
+				}
+				if err := tx.Set(key(pfxPersonGroup, p, id), nil); err != nil {
+					return err
+				}
+			}
+			return s.adjustGroup(tx, id, int64(min(n, done+1000)-done), 0)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		done = min(n, done+1000)
+	}
+}
+
+// TestDeleteFullGroup: a group with MaxGroupMembers members is deleted
+// in one transaction.
+func TestDeleteFullGroup(t *testing.T) {
+	w := newGroupWorld(t)
+	ctx := context.Background()
+	a := w.group(t, w.acme.ID, "A")
+	fillGroup(t, w.s, a.ID, 1000, MaxGroupMembers)
+	if err := w.s.DeleteGroup(ctx, a.ID); err != nil {
+		t.Fatal(err)
+	}
+	if n := countKeys(t, w.s, pfxPersonGroup); n != 0 {
+		t.Errorf("%d memberships left", n)
+	}
+}
+
+// BenchmarkMembers: GET members with include_from_group of a group
+// over a chain of 100 nested groups of 100 persons each (10,000 persons
+// reached), and the cycle check that refuses closing that chain.
+func BenchmarkMembers(b *testing.B) {
+	w := newGroupWorld(b)
+	ctx := context.Background()
+	var ids []uint64
+	for i := range 100 {
+		g, err := w.s.CreateGroup(ctx, GroupInput{OrganizationID: w.acme.ID, Name: fmt.Sprint("G", i)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		fillGroup(b, w.s, g.ID, uint64(1000+100*i), 100)
+		if i > 0 {
+			if _, err := w.s.UpdateMembers(ctx, ids[i-1], MembersChange{AddGroups: []uint64{g.ID}}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		ids = append(ids, g.ID)
+	}
+	b.Run("include_from_group", func(b *testing.B) {
+		for b.Loop() {
+			m, err := w.s.Members(ctx, ids[0], true)
+			if err != nil || len(m.PersonsFromGroups) != 9900 {
+				b.Fatal(len(m.PersonsFromGroups), err)
+			}
+		}
+	})
+	b.Run("cycle refused", func(b *testing.B) {
+		for b.Loop() {
+			_, err := w.s.UpdateMembers(ctx, ids[99], MembersChange{AddGroups: []uint64{ids[0]}})
+			if !errors.Is(err, ErrGroupCycle) {
+				b.Fatal(err)
+			}
+		}
+	})
+}
