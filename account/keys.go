@@ -32,6 +32,8 @@ import (
 //	acctroot/<root>                          RootOwner       -   who owns a vfs root (roots.go)
 //	acctorgroot/<org><root>                  empty           -   roots owned in an organization
 //	acctorgguest/<org><guest>                empty           -   guests of an organization (acctorgperson/ holds the rest)
+//	acctlicense/<license key>                orgRef          -   an organization by its license key (license.go), upper case without dashes
+//	acctorgmachine/<org><machine>            empty           -   machines of an organization's persons
 //
 // <subject> is "p"<person> for a known login and "l"<sha256(lower(login))>
 // for an unknown one, so unknown logins lock exactly like known ones and
@@ -63,6 +65,8 @@ const (
 	pfxRoot          = kv.AccountRoot
 	pfxOrgRoot       = kv.AccountOrgRoot
 	pfxOrgGuest      = kv.AccountOrgGuest
+	pfxLicense       = kv.AccountLicense
+	pfxOrgMachine    = kv.AccountOrgMachine
 
 	seqOrg     = "org"
 	seqPerson  = "person"

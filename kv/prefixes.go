@@ -51,6 +51,8 @@ const (
 	AccountRoot          = "acctroot/"
 	AccountOrgRoot       = "acctorgroot/"
 	AccountOrgGuest      = "acctorgguest/"
+	AccountLicense       = "acctlicense/"
+	AccountOrgMachine    = "acctorgmachine/"
 )
 
 // Prefixes reserved below the domain packages: no domain prefix may start
@@ -110,5 +112,7 @@ func Prefixes() []Prefix {
 		{"account", AccountRoot},
 		{"account", AccountOrgRoot},
 		{"account", AccountOrgGuest},
+		{"account", AccountLicense},
+		{"account", AccountOrgMachine},
 	}
 }
