@@ -538,6 +538,9 @@ func (s *Service) DeleteOrganization(ctx context.Context, id uint64) (Organizati
 			if err := s.put(tx, key(pfxCount, p.ID), &pc); err != nil {
 				return err
 			}
+			if p.Deleted {
+				break // detached from those above already (as countIn)
+			}
 		}
 		return tx.Delete(key(pfxOrgChild, cur.ParentID, cur.ID))
 	})

@@ -320,6 +320,16 @@ func TestDeleteOrganization(t *testing.T) {
 	if _, sub, _ := s.Counts(ctx, top.ID); sub != (Counts{}) {
 		t.Fatalf("top's subtree counts after a change below a deleted organization: %+v", sub)
 	}
+	// Deleting below a deleted organization leaves top's counts alone.
+	if _, err := s.DeleteOrganization(ctx, grand.ID); err != nil {
+		t.Fatal(err)
+	}
+	if d, sub, _ := s.Counts(ctx, top.ID); sub != (Counts{}) || d != (Counts{}) {
+		t.Fatalf("top's counts after a delete below a deleted organization: %+v %+v", d, sub)
+	}
+	if d, _, _ := s.Counts(ctx, child.ID); d.Organizations != 0 {
+		t.Fatalf("the deleted child still counts its deleted child: %+v", d)
+	}
 	// The place is free again.
 	if _, err := s.CreateOrganization(ctx, OrganizationInput{Name: "Second", ParentID: top.ID}); err != nil {
 		t.Fatalf("a child after the delete: %v", err)
