@@ -304,7 +304,10 @@ func TestDeleteOrganization(t *testing.T) {
 		t.Fatalf("ChainUndeleted below a deleted organization: %v", err)
 	}
 	for name, call := range map[string]func() error{
-		"update":  func() error { _, err := s.UpdateOrganization(ctx, child.ID, func(*Organization) error { return nil }); return err },
+		"update": func() error {
+			_, err := s.UpdateOrganization(ctx, child.ID, func(*Organization) error { return nil })
+			return err
+		},
 		"enable":  func() error { _, err := s.EnableOrganization(ctx, child.ID); return err },
 		"delete":  func() error { _, err := s.DeleteOrganization(ctx, child.ID); return err },
 		"license": func() error { _, err := s.OrganizationByLicenseKey(ctx, child.LicenseKey); return err },
