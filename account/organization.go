@@ -581,6 +581,9 @@ func (s *Service) changeOrganization(ctx context.Context, id uint64, activity st
 		c := orgChange(activity, org)
 		if activity == ActOrganizationUpdated || activity == ActPolicyUpdated {
 			c.Data = strings.Join(changedFields(cur, org), ",")
+			if c.Data == "" {
+				return nil // nothing changed: nothing to record
+			}
 		}
 		return s.record(ctx, tx, c)
 	})

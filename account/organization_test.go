@@ -249,10 +249,14 @@ func TestOrganizationJournal(t *testing.T) {
 			t.Fatalf("%s recorded %d changes, last %+v", st.name, len(j.changes)-n, c)
 		}
 	}
-	// Enabling an enabled organization changes and records nothing.
+	// Enabling an enabled organization, or an update that changes no
+	// field, changes and records nothing.
 	n := len(j.changes)
 	if _, err := s.EnableOrganization(ctx, top.ID); err != nil || len(j.changes) != n {
 		t.Fatalf("enable of an enabled organization: %v, %d records", err, len(j.changes)-n)
+	}
+	if _, err := s.UpdatePolicy(ctx, top.ID, func(p *Policy) error { p.WebDAVEnabled = true; return nil }); err != nil || len(j.changes) != n {
+		t.Fatalf("a policy update that changes nothing: %v, %d records", err, len(j.changes)-n)
 	}
 }
 
