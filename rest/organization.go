@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"berth/account"
 	"berth/share"
 	"berth/vfs"
@@ -392,6 +394,10 @@ func (s *server) deleteOrganization(r *http.Request) (any, error) {
 	return nil, err
 }
 
+// deleteRootsAtOnce bounds the root deletes one organization delete has
+// in flight.
+const deleteRootsAtOnce = 16
+
 // deleteSubtreeRoots deletes in vfs every root owned in organization id
 // and in its descendants, page by page, depth first. The tree is at most
 // account.MaxOrgDepth deep.
@@ -401,11 +407,21 @@ func (s *server) deleteSubtreeRoots(ctx context.Context, id uint64) error {
 		if err != nil {
 			return err
 		}
+		// Each delete is its own transaction, and each commit waits for
+		// the disk: concurrent ones share their syncs.
+		g, gctx := errgroup.WithContext(ctx)
+		g.SetLimit(deleteRootsAtOnce)
 		for _, ro := range roots {
-			err := s.fs.DeleteRoot(ctx, ro.RootID)
-			if err != nil && !errors.Is(err, vfs.ErrRootDeleted) && !errors.Is(err, vfs.ErrNotExist) {
-				return err
-			}
+			g.Go(func() error {
+				err := s.fs.DeleteRoot(gctx, ro.RootID)
+				if err != nil && !errors.Is(err, vfs.ErrRootDeleted) && !errors.Is(err, vfs.ErrNotExist) {
+					return err
+				}
+				return nil
+			})
+		}
+		if err := g.Wait(); err != nil {
+			return err
 		}
 		if off+MaxPageSize >= total {
 			break
