@@ -268,6 +268,7 @@ func (f orgFields) apply(o *account.Organization) {
 		}
 	}
 	set(&o.Name, f.name)
+	o.Name = strings.TrimSpace(o.Name) // as create trims it
 	set(&o.Slug, f.slug)
 	set(&o.Description, f.description)
 	set(&o.Email, f.email)

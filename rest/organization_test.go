@@ -256,7 +256,7 @@ func TestOrganizationObjects(t *testing.T) {
 		t.Fatalf("created %+v", made)
 	}
 	st, body = w.send("POST", orgPath(made.ID, "/update"), pa, url.Values{
-		"name": {"Lab Nine"}, "trial_until": {""}, "parent_id": {fmt.Sprint(w.child.ID)},
+		"name": {" Lab Nine "}, "trial_until": {""}, "parent_id": {fmt.Sprint(w.child.ID)},
 	})
 	var upd organizationBody
 	decode(t, body, &upd)
