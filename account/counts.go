@@ -75,11 +75,20 @@ func (s *Service) count(tx kv.Txn, chain []uint64, d Counts, sign int64) error {
 	return nil
 }
 
-// countIn is count for organization orgID, whose chain it reads.
+// countIn is count for organization orgID, whose chain it reads. The
+// chain stops at a deleted organization: DeleteOrganization took its
+// subtree's counts away from its ancestors, so a later change inside
+// that subtree is not theirs either.
 func (s *Service) countIn(tx kv.Txn, orgID uint64, d Counts, sign int64) error {
 	orgs, err := s.chain(tx, orgID, notFoundf("organization %d", orgID))
 	if err != nil {
 		return err
+	}
+	for i, o := range orgs {
+		if o.Deleted {
+			orgs = orgs[:i+1]
+			break
+		}
 	}
 	return s.count(tx, chainIDs(orgs), d, sign)
 }

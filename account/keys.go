@@ -38,6 +38,8 @@ import (
 //	acctgroupgroup/<group><member group>     empty           -   a group's member groups
 //	acctpersongroup/<person><group>          empty           -   the groups a person is a direct member of
 //	acctgroupparent/<member group><group>    empty           -   the groups a group is a direct member of
+//	acctlicense/<license key>                orgRef          -   an organization by its license key (license.go), upper case without dashes
+//	acctorgmachine/<org><machine>            empty           -   machines of an organization's persons
 //
 // <subject> is "p"<person> for a known login and "l"<sha256(lower(login))>
 // for an unknown one, so unknown logins lock exactly like known ones and
@@ -75,6 +77,8 @@ const (
 	pfxGroupGroup    = kv.AccountGroupGroup
 	pfxPersonGroup   = kv.AccountPersonGroup
 	pfxGroupParent   = kv.AccountGroupParent
+	pfxLicense       = kv.AccountLicense
+	pfxOrgMachine    = kv.AccountOrgMachine
 
 	seqOrg     = "org"
 	seqPerson  = "person"

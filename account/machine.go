@@ -138,6 +138,9 @@ func (s *Service) UpsertMachine(ctx context.Context, personID uint64, in Machine
 		if err := s.get(tx, key(pfxPerson, personID), &p, notFoundf("person %d", personID)); err != nil {
 			return err
 		}
+		if err := tx.Set(key(pfxOrgMachine, p.OrganizationID, id), nil); err != nil {
+			return err
+		}
 		if err := s.countIn(tx, p.OrganizationID, Counts{Machines: 1}, 1); err != nil {
 			return err
 		}
@@ -201,4 +204,33 @@ func (s *Service) Machines(ctx context.Context, personID uint64) ([]Machine, err
 		return nil
 	})
 	return out, err
+}
+
+// OrganizationMachines returns one page of the machines of organization
+// id's persons and guests, in id order, and how many there are (its
+// direct machine count). Errors: ErrNotFound.
+func (s *Service) OrganizationMachines(ctx context.Context, id uint64, offset, limit int) ([]Machine, int, error) {
+	var (
+		out   []Machine
+		total int
+	)
+	err := s.db.View(ctx, func(tx kv.Txn) error {
+		out = nil
+		cr, err := s.loadCounts(tx, id, true)
+		if err != nil {
+			return err
+		}
+		total = int(cr.Direct.Machines)
+		prefix := key(pfxOrgMachine, id)
+		return scanPage(tx, prefix, offset, limit, func(k []byte) error {
+			var m Machine
+			mid := kv.Uint64At(k, len(prefix))
+			if err := s.get(tx, key(pfxMachine, mid), &m, notFoundf("machine %d", mid)); err != nil {
+				return err
+			}
+			out = append(out, m)
+			return nil
+		})
+	})
+	return out, total, err
 }

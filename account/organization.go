@@ -2,8 +2,10 @@ package account
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/mail"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -49,6 +51,10 @@ type Organization struct {
 	// 410 root_deleted and their ids are never reused; nobody in them
 	// or below them signs in (ErrInactive).
 	Deleted bool `cbor:"26,keyasint"`
+	// LicenseKey names the organization in GET /api/2/organization/<key>
+	// (spec 4.6); its form is berth's choice (NewLicenseKey). "" for an
+	// organization made before keys existed: LicenseKey gives it one.
+	LicenseKey string `cbor:"27,keyasint"`
 }
 
 // Policy holds an organization's access control, limits and settings
@@ -279,7 +285,10 @@ func (s *Service) CreateOrganization(ctx context.Context, in OrganizationInput) 
 		return Organization{}, err
 	}
 	err = s.db.Update(ctx, func(tx kv.Txn) error {
-		return s.insertOrganization(tx, &org)
+		if err := s.insertOrganization(tx, &org); err != nil {
+			return err
+		}
+		return s.record(ctx, tx, orgChange(ActOrganizationCreated, org))
 	})
 	if err != nil {
 		return Organization{}, err
@@ -314,6 +323,11 @@ func (s *Service) newOrganization(ctx context.Context, in OrganizationInput) (Or
 	if err := org.validate(); err != nil {
 		return Organization{}, err
 	}
+	lk, err := NewLicenseKey()
+	if err != nil {
+		return Organization{}, err
+	}
+	org.LicenseKey = lk
 	id, err := s.db.NextID(ctx, seqOrg)
 	if err != nil {
 		return Organization{}, err
@@ -356,6 +370,9 @@ func (s *Service) insertOrganization(tx kv.Txn, org *Organization) error {
 			return err
 		}
 	}
+	if err := s.putLicenseKey(tx, org); err != nil {
+		return err
+	}
 	return s.put(tx, key(pfxOrg, org.ID), org)
 }
 
@@ -390,6 +407,9 @@ func (s *Service) Bootstrap(ctx context.Context, org OrganizationInput, admin Pe
 		if err := s.insertOrganization(tx, &o); err != nil {
 			return err
 		}
+		if err := s.record(ctx, tx, orgChange(ActOrganizationCreated, o)); err != nil {
+			return err
+		}
 		return s.insertPerson(tx, &p)
 	})
 	if err != nil {
@@ -421,23 +441,18 @@ func (s *Service) HasOrganizations(ctx context.Context) (bool, error) {
 }
 
 // UpdateOrganization applies fn to the stored organization and stores the
-// result in one transaction; use it for update, enable and disable. fn may
-// run more than once (on a transaction conflict), so it must only change
-// the value it is given. ID, ParentID, Created, Deleted and
-// Policy.CompanyID cannot be changed. Errors: ErrNotFound, ErrInvalid, or fn's own error.
+// result in one transaction, recorded as ActOrganizationUpdated with the
+// names of the changed fields. fn may run more than once (on a
+// transaction conflict), so it must only change the value it is given.
+// ID, ParentID, Created, Deleted, LicenseKey and Policy.CompanyID cannot
+// be changed; the API changes Active and the policy through
+// DisableOrganization, EnableOrganization and UpdatePolicy, which record
+// their own activities. Errors:
+// ErrNotFound (also for a deleted organization), ErrInvalid, or fn's own
+// error.
 func (s *Service) UpdateOrganization(ctx context.Context, id uint64, fn func(*Organization) error) (Organization, error) {
-	var org Organization
-	err := s.db.Update(ctx, func(tx kv.Txn) error {
-		var cur Organization
-		if err := s.get(tx, key(pfxOrg, id), &cur, notFoundf("organization %d", id)); err != nil {
-			return err
-		}
-		org = cur
-		if err := fn(&org); err != nil {
-			return err
-		}
-		org.ID, org.Created, org.Policy.CompanyID = cur.ID, cur.Created, cur.ID
-		if err := org.validate(); err != nil {
+	return s.changeOrganization(ctx, id, ActOrganizationUpdated, func(tx kv.Txn, cur Organization, org *Organization) error {
+		if err := fn(org); err != nil {
 			return err
 		}
 		if org.ParentID != cur.ParentID {
@@ -446,20 +461,139 @@ func (s *Service) UpdateOrganization(ctx context.Context, id uint64, fn func(*Or
 			// counted under the old parent.
 			return invalid("parent_id", "an organization cannot move to another parent")
 		}
-		org.Deleted = cur.Deleted
-		return s.put(tx, key(pfxOrg, id), &org)
+		return nil
 	})
+}
+
+// UpdatePolicy applies fn to the organization's policy in one transaction
+// and returns the updated organization (spec 4.6 policy/update), recorded
+// as ActPolicyUpdated with the names of the changed fields. fn may run
+// more than once. Errors: ErrNotFound, ErrInvalid, or fn's own error.
+func (s *Service) UpdatePolicy(ctx context.Context, orgID uint64, fn func(*Policy) error) (Organization, error) {
+	return s.changeOrganization(ctx, orgID, ActPolicyUpdated, func(_ kv.Txn, _ Organization, o *Organization) error {
+		return fn(&o.Policy)
+	})
+}
+
+// DisableOrganization disables organization id: nobody in it or below it
+// signs in, and their tokens and WebDAV credentials are refused from the
+// next request on (the chain check of every caller). Disabling a disabled
+// organization changes nothing and records nothing. Errors: ErrNotFound.
+func (s *Service) DisableOrganization(ctx context.Context, id uint64) (Organization, error) {
+	return s.setActive(ctx, id, false, ActOrganizationDisabled)
+}
+
+// EnableOrganization undoes DisableOrganization. Errors: ErrNotFound.
+func (s *Service) EnableOrganization(ctx context.Context, id uint64) (Organization, error) {
+	return s.setActive(ctx, id, true, ActOrganizationEnabled)
+}
+
+func (s *Service) setActive(ctx context.Context, id uint64, active bool, activity string) (Organization, error) {
+	return s.changeOrganization(ctx, id, activity, func(_ kv.Txn, cur Organization, o *Organization) error {
+		if cur.Active == active {
+			return errUnchanged
+		}
+		o.Active = active
+		return nil
+	})
+}
+
+// DeleteOrganization deletes organization id (spec 4.6 delete): it stays
+// stored, marked Deleted, so that nobody in it or below it signs in and
+// its id is never reused; Active keeps its value. It leaves its parent's
+// list of organizations and counts (num_orgs_maximum has a free place
+// again, and its persons no longer count toward its ancestors'
+// num_users_maximum); its own subtree keeps its counts. Its roots and
+// those of its descendants are the caller's to delete in vfs (account
+// does not know vfs; OrganizationRoots and ChildOrganizations page
+// through them). A top-level organization cannot be deleted.
+// Errors: ErrNotFound (no such organization, or deleted already), ErrInvalid.
+func (s *Service) DeleteOrganization(ctx context.Context, id uint64) (Organization, error) {
+	return s.changeOrganization(ctx, id, ActOrganizationDeleted, func(tx kv.Txn, cur Organization, o *Organization) error {
+		if cur.ParentID == 0 {
+			return invalid("id", "a top-level organization cannot be deleted")
+		}
+		o.Deleted = true
+		parents, err := s.chain(tx, cur.ParentID, notFoundf("organization %d", cur.ParentID))
+		if err != nil {
+			return err
+		}
+		cr, err := s.loadCounts(tx, cur.ID, false)
+		if err != nil {
+			return err
+		}
+		// Detach the subtree's counts from every ancestor: what it holds
+		// (cr.Subtree) and the organization itself.
+		gone := cr.Subtree
+		gone.Organizations++
+		for i, p := range parents {
+			pc, err := s.loadCounts(tx, p.ID, false)
+			if err != nil {
+				return err
+			}
+			if i == 0 {
+				pc.Direct.Organizations--
+			}
+			pc.Subtree.add(gone, -1)
+			if err := s.put(tx, key(pfxCount, p.ID), &pc); err != nil {
+				return err
+			}
+			if p.Deleted {
+				break // detached from those above already (as countIn)
+			}
+		}
+		return tx.Delete(key(pfxOrgChild, cur.ParentID, cur.ID))
+	})
+}
+
+// errUnchanged stops changeOrganization without storing or recording:
+// the change asked for is the state already.
+var errUnchanged = errors.New("account: unchanged")
+
+// changeOrganization is every change of a stored organization: it reads
+// it, lets fn change a copy (fn may run more than once), keeps the fields
+// nobody changes, validates, stores, and records activity with the names
+// of the fields that changed. A deleted organization is ErrNotFound.
+func (s *Service) changeOrganization(ctx context.Context, id uint64, activity string, fn func(tx kv.Txn, cur Organization, o *Organization) error) (Organization, error) {
+	var org Organization
+	err := s.db.Update(ctx, func(tx kv.Txn) error {
+		var cur Organization
+		if err := s.get(tx, key(pfxOrg, id), &cur, notFoundf("organization %d", id)); err != nil {
+			return err
+		}
+		if cur.Deleted {
+			return notFoundf("organization %d (deleted)", id)
+		}
+		org = cur
+		if err := fn(tx, cur, &org); err != nil {
+			return err
+		}
+		org.ID, org.Created, org.Policy.CompanyID, org.LicenseKey = cur.ID, cur.Created, cur.ID, cur.LicenseKey
+		if activity != ActOrganizationDeleted {
+			org.Deleted = cur.Deleted
+		}
+		if err := org.validate(); err != nil {
+			return err
+		}
+		if err := s.put(tx, key(pfxOrg, id), &org); err != nil {
+			return err
+		}
+		c := orgChange(activity, org)
+		if activity == ActOrganizationUpdated || activity == ActPolicyUpdated {
+			c.Data = strings.Join(changedFields(cur, org), ",")
+			if c.Data == "" {
+				return nil // nothing changed: nothing to record
+			}
+		}
+		return s.record(ctx, tx, c)
+	})
+	if errors.Is(err, errUnchanged) {
+		return org, nil
+	}
 	if err != nil {
 		return Organization{}, err
 	}
 	return org, nil
-}
-
-// UpdatePolicy applies fn to the organization's policy in one transaction
-// and returns the updated organization (spec 4.6 policy/update). fn may run
-// more than once. Errors: ErrNotFound, ErrInvalid, or fn's own error.
-func (s *Service) UpdatePolicy(ctx context.Context, orgID uint64, fn func(*Policy) error) (Organization, error) {
-	return s.UpdateOrganization(ctx, orgID, func(o *Organization) error { return fn(&o.Policy) })
 }
 
 func (o *Organization) validate() error {
@@ -516,4 +650,66 @@ func validateEmail(addr string) error {
 		return invalid("email", "not a plain e-mail address")
 	}
 	return nil
+}
+
+// changedFields names the fields that differ between a and b, as the
+// spec spells them (2.6; a policy field as "policy.<name>", 2.7), for
+// the activity record's data_text.
+func changedFields(a, b Organization) []string {
+	var out []string
+	diffFields(reflect.ValueOf(a), reflect.ValueOf(b), "", &out)
+	return out
+}
+
+func diffFields(a, b reflect.Value, prefix string, out *[]string) {
+	t := a.Type()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if f.Type == reflect.TypeFor[Policy]() {
+			diffFields(a.Field(i), b.Field(i), "policy.", out)
+			continue
+		}
+		if !reflect.DeepEqual(a.Field(i).Interface(), b.Field(i).Interface()) {
+			*out = append(*out, prefix+snakeCase(f.Name))
+		}
+	}
+}
+
+// snakeCase spells a Go field name as the spec spells the field:
+// "ADEnabled" is "ad_enabled", "TrimRevisionsX" "trim_revisions_x".
+func snakeCase(name string) string {
+	if name == "WebDAVEnabled" {
+		return "webdav_enabled"
+	}
+	var b strings.Builder
+	rs := []rune(name)
+	for i, r := range rs {
+		upper := unicode.IsUpper(r)
+		if upper && i > 0 && (!unicode.IsUpper(rs[i-1]) || i+1 < len(rs) && unicode.IsLower(rs[i+1])) {
+			b.WriteByte('_')
+		}
+		b.WriteRune(unicode.ToLower(r))
+	}
+	return b.String()
+}
+
+// ChainUndeleted is Chain for an organization that must not be deleted:
+// a deleted organization, and everything below one, is gone for the API
+// (ErrNotFound), though disabled ones are not. Errors: ErrNotFound.
+func (s *Service) ChainUndeleted(ctx context.Context, id uint64) ([]uint64, error) {
+	var ids []uint64
+	err := s.db.View(ctx, func(tx kv.Txn) error {
+		orgs, err := s.chain(tx, id, notFoundf("organization %d", id))
+		if err != nil {
+			return err
+		}
+		for _, o := range orgs {
+			if o.Deleted {
+				return notFoundf("organization %d (deleted)", o.ID)
+			}
+		}
+		ids = chainIDs(orgs)
+		return nil
+	})
+	return ids, err
 }

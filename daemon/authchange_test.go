@@ -11,6 +11,7 @@ import (
 	"berth/account"
 	"berth/berthtest"
 	"berth/rest"
+	"berth/vfs"
 	"berth/webdav"
 )
 
@@ -25,7 +26,8 @@ import (
 // bearer tokens issued before it included (issues 11 and 12: "a person
 // ... locked is refused on the very next request ... with tokens"); the
 // tokens are refused, not ended, and serve again once the lock is over
-// (docs/api.md, "Locked account").
+// (docs/api.md, "Locked account"). A disabled or deleted organization
+// refuses the persons of its descendants the same way.
 func TestAuthChangeTakesEffect(t *testing.T) {
 	const password = "correct horse battery"
 	st := berthtest.New(t, berthtest.Options{})
@@ -37,6 +39,9 @@ func TestAuthChangeTakesEffect(t *testing.T) {
 	type user struct {
 		p     account.Person
 		token string
+		// above is the organization above the person's own, for the
+		// changes that act on an ancestor (0 for a person of st.Org).
+		above uint64
 	}
 	type way struct {
 		name string
@@ -65,12 +70,15 @@ func TestAuthChangeTakesEffect(t *testing.T) {
 		}},
 	}
 	changes := []struct {
-		name   string
+		name string
+		// below puts the person in a grandchild of st.Org, under the
+		// organization u.above.
+		below  bool
 		change func(t *testing.T, u user)
 		// want is the next answer per way in: 0 means still served.
 		want map[string]int
 	}{
-		{"locked by failed logins", func(t *testing.T, u user) {
+		{"locked by failed logins", false, func(t *testing.T, u user) {
 			for range account.DefaultOptions().Lockout.MaxFailures {
 				if _, err := st.Accounts.Authenticate(ctx, u.p.Username, "wrong"); err == nil {
 					t.Fatal("a wrong password was accepted")
@@ -80,12 +88,12 @@ func TestAuthChangeTakesEffect(t *testing.T) {
 				t.Fatalf("after the failures: %v, want the account locked", err)
 			}
 		}, map[string]int{"webdav basic": 403, "webdav bearer": 403, "rest bearer": 403}},
-		{"person disabled", func(t *testing.T, u user) {
+		{"person disabled", false, func(t *testing.T, u user) {
 			if _, err := st.Accounts.UpdatePerson(ctx, u.p.ID, func(p *account.Person) error { p.Active = false; return nil }); err != nil {
 				t.Fatal(err)
 			}
 		}, map[string]int{"webdav basic": 403, "webdav bearer": 403, "rest bearer": 401}},
-		{"organization disabled", func(t *testing.T, u user) {
+		{"organization disabled", false, func(t *testing.T, u user) {
 			setOrg := func(active bool) {
 				if _, err := st.Accounts.UpdateOrganization(ctx, st.Org.ID, func(o *account.Organization) error { o.Active = active; return nil }); err != nil {
 					t.Fatal(err)
@@ -94,29 +102,72 @@ func TestAuthChangeTakesEffect(t *testing.T) {
 			setOrg(false)
 			t.Cleanup(func() { setOrg(true) })
 		}, map[string]int{"webdav basic": 403, "webdav bearer": 403, "rest bearer": 401}},
-		{"password changed", func(t *testing.T, u user) {
+		{"organization above disabled", true, func(t *testing.T, u user) {
+			if _, err := st.Accounts.DisableOrganization(ctx, u.above); err != nil {
+				t.Fatal(err)
+			}
+		}, map[string]int{"webdav basic": 403, "webdav bearer": 403, "rest bearer": 401}},
+		{"organization above deleted", true, func(t *testing.T, u user) {
+			if _, err := st.Accounts.DeleteOrganization(ctx, u.above); err != nil {
+				t.Fatal(err)
+			}
+		}, map[string]int{"webdav basic": 403, "webdav bearer": 403, "rest bearer": 401}},
+		{"password changed", false, func(t *testing.T, u user) {
 			if err := st.Accounts.SetPassword(ctx, u.p.ID, "another correct horse"); err != nil {
 				t.Fatal(err)
 			}
 		}, map[string]int{"webdav basic": 401, "webdav bearer": 401, "rest bearer": 401}},
-		{"token revoked", func(t *testing.T, u user) {
+		{"token revoked", false, func(t *testing.T, u user) {
 			if err := st.Accounts.Revoke(ctx, u.token); err != nil {
 				t.Fatal(err)
 			}
 		}, map[string]int{"webdav basic": 0, "webdav bearer": 401, "rest bearer": 401}},
-		{"all sessions revoked", func(t *testing.T, u user) {
+		{"all sessions revoked", false, func(t *testing.T, u user) {
 			if err := st.Accounts.RevokeAll(ctx, u.p.ID); err != nil {
 				t.Fatal(err)
 			}
 		}, map[string]int{"webdav basic": 0, "webdav bearer": 401, "rest bearer": 401}},
+	}
+	// memberBelow makes a person with a sync root in a new grandchild of
+	// st.Org, whose parent is u.above.
+	memberBelow := func(t *testing.T, username string) user {
+		t.Helper()
+		mid, err := st.Accounts.CreateOrganization(ctx, account.OrganizationInput{Name: username + " mid", ParentID: st.Org.ID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		own, err := st.Accounts.CreateOrganization(ctx, account.OrganizationInput{Name: username + " own", ParentID: mid.ID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		root, err := st.FS.CreateRoot(ctx, username, vfs.RootSync)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := st.Accounts.CreatePerson(ctx, account.PersonInput{
+			OrganizationID: own.ID, Username: username, Email: username + "@example.com", Password: password, RootID: root.ID,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		toks, err := st.Accounts.IssueTokens(ctx, p.ID, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return user{p: p, token: toks.AccessToken, above: mid.ID}
 	}
 	n := 0
 	for _, c := range changes {
 		for _, w := range ways {
 			t.Run(c.name+"/"+w.name, func(t *testing.T) {
 				n++
-				p, _, token := st.AddPerson(t, fmt.Sprintf("user%d", n), password)
-				u := user{p, token}
+				var u user
+				if c.below {
+					u = memberBelow(t, fmt.Sprintf("user%d", n))
+				} else {
+					p, _, token := st.AddPerson(t, fmt.Sprintf("user%d", n), password)
+					u = user{p: p, token: token}
+				}
 				send := func() int {
 					t.Helper()
 					resp, err := client.Do(w.do(u))

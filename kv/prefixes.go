@@ -57,6 +57,8 @@ const (
 	AccountGroupGroup    = "acctgroupgroup/"
 	AccountPersonGroup   = "acctpersongroup/"
 	AccountGroupParent   = "acctgroupparent/"
+	AccountLicense       = "acctlicense/"
+	AccountOrgMachine    = "acctorgmachine/"
 )
 
 // Prefixes reserved below the domain packages: no domain prefix may start
@@ -122,5 +124,7 @@ func Prefixes() []Prefix {
 		{"account", AccountGroupGroup},
 		{"account", AccountPersonGroup},
 		{"account", AccountGroupParent},
+		{"account", AccountLicense},
+		{"account", AccountOrgMachine},
 	}
 }

@@ -104,6 +104,7 @@ func (s *server) routes() {
 	s.handlePublic("GET /api/2/version", s.version)
 	s.oauthRoutes()
 	s.personRoutes()
+	s.organizationRoutes()
 	s.rootRoutes()
 	s.fileRoutes()
 	s.folderRoutes()

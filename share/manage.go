@@ -81,7 +81,9 @@ func (s *Service) Organization(ctx context.Context, c account.Caller, id uint64,
 	if err := active(c); err != nil {
 		return account.Organization{}, err
 	}
-	chain, err := s.accounts.Chain(ctx, id)
+	// A deleted organization, and what is below it, no longer exists
+	// for the API (its roots answer root_deleted through Root).
+	chain, err := s.accounts.ChainUndeleted(ctx, id)
 	if errors.Is(err, account.ErrNotFound) {
 		return account.Organization{}, ErrNotFound
 	}
@@ -171,7 +173,10 @@ func (s *Service) Person(ctx context.Context, c account.Caller, id uint64, act P
 	self := p.ID == c.Person.ID
 	manages := false
 	if c.Person.Admin && !c.Person.Guest {
-		chain, err := s.accounts.Chain(ctx, p.OrganizationID)
+		chain, err := s.accounts.ChainUndeleted(ctx, p.OrganizationID)
+		if errors.Is(err, account.ErrNotFound) {
+			return account.Person{}, ErrNotFound
+		}
 		if err != nil {
 			return account.Person{}, err
 		}
