@@ -385,6 +385,11 @@ func (s *Service) updateAccount(ctx context.Context, id uint64, guest *bool, fn 
 		}
 		p.ID, p.Created, p.PasswordHash, p.PasswordChanged = cur.ID, cur.Created, cur.PasswordHash, cur.PasswordChanged
 		p.Guest, p.CreatorID = cur.Guest, cur.CreatorID
+		// A display name that was derived follows the names it came
+		// from, unless fn set one of its own.
+		if p.DisplayName == "" || (p.DisplayName == cur.DisplayName && cur.DisplayName == defaultDisplayName(cur)) {
+			p.DisplayName = defaultDisplayName(p)
+		}
 		if err := p.validate(); err != nil {
 			return err
 		}
@@ -479,6 +484,12 @@ func (s *Service) SetPassword(ctx context.Context, personID uint64, password str
 		return s.record(ctx, tx, personChange(act, p))
 	})
 }
+
+// CheckPassword says whether password would be accepted as a new
+// password (its length), so that a front end changing several things
+// at once can refuse a bad one before it changes anything. Errors:
+// ErrInvalid (a *FieldError naming "password").
+func (s *Service) CheckPassword(password string) error { return s.checkPassword(password) }
 
 // ResetPassword is the way back into a lost account, for the operator of
 // a stopped data directory (berth reset-password): it gives the person

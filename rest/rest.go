@@ -94,6 +94,7 @@ func (s *server) routes() {
 	s.handlePublic("GET /api/2/version", s.version)
 	s.oauthRoutes()
 	s.personRoutes()
+	s.guestRoutes()
 	s.rootRoutes()
 	s.fileRoutes()
 	s.folderRoutes()
