@@ -235,7 +235,7 @@ func TestPersonJournal(t *testing.T) {
 	if acts := j.acts(); strings.Join(acts, " ") != strings.Join(want, " ") {
 		t.Fatalf("recorded %v, want %v", acts, want)
 	}
-	if got[1].Data != "first_name,admin" || got[1].Actor.PersonID != alice.ID || got[1].OnPersonID != bob.ID || got[1].OnType != "person" {
+	if got[1].Data != "first_name,display_name,admin" || got[1].Actor.PersonID != alice.ID || got[1].OnPersonID != bob.ID || got[1].OnType != "person" {
 		t.Fatalf("update record %+v", got[1])
 	}
 	if got[4].Actor != System {
