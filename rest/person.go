@@ -558,7 +558,7 @@ func (s *server) encodePersonIn(ctx context.Context, c caller, p account.Person,
 			body.Roots = append(body.Roots, root)
 		}
 	}
-	usage, err := s.personUsage(ctx, p)
+	usage, err := s.personUsage(ctx, p, body.Roots)
 	if err != nil {
 		return personBody{}, err
 	}
@@ -566,23 +566,16 @@ func (s *server) encodePersonIn(ctx context.Context, c caller, p account.Person,
 	return body, nil
 }
 
-// personUsage is the person's space_usage: for now the sum of their live
-// roots' space_used. It is the one place that computes it, so that a
+// personUsage is the person's space_usage: for now the sum of the
+// space_used of roots, the root objects of their live roots, already read
+// for the person object. It is the one place that computes it, so that a
 // usage ledger replaces it here alone.
-func (s *server) personUsage(ctx context.Context, p account.Person) (int64, error) {
-	if p.RootID == 0 {
-		return 0, nil
+func (s *server) personUsage(_ context.Context, _ account.Person, roots []rootJSON) (int64, error) {
+	var n int64
+	for _, r := range roots {
+		n += r.SpaceUsed
 	}
-	if _, err := s.fs.Root(ctx, p.RootID); errors.Is(err, vfs.ErrRootDeleted) || errors.Is(err, vfs.ErrNotExist) {
-		return 0, nil
-	} else if err != nil {
-		return 0, err
-	}
-	u, err := s.fs.Usage(ctx, p.RootID)
-	if err != nil {
-		return 0, err
-	}
-	return u.PhysicalSize, nil
+	return n, nil
 }
 
 // personRoot returns the root object of root id, which person p owns, as

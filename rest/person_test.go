@@ -637,3 +637,26 @@ func TestOrganizationPersons(t *testing.T) {
 	st, body = f.send("GET", "/api/2/organization/x/persons", tn.parentAdmin.token, nil)
 	wantError(t, st, body, 404, "not_found")
 }
+
+// BenchmarkOrganizationPersonsPage measures a full page (100 persons,
+// each with a sync root) of GET /api/2/organization/<id>/persons, as an
+// administrator above the organization sees it.
+func BenchmarkOrganizationPersonsPage(b *testing.B) {
+	f := newFixture(b)
+	ctx := context.Background()
+	if _, err := f.accounts.UpdatePolicy(ctx, f.org.ID, func(p *account.Policy) error { p.AdminBrowseFiles = true; return nil }); err != nil {
+		b.Fatal(err)
+	}
+	for i := range MaxPageSize {
+		f.addPerson(fmt.Sprintf("p%03d", i))
+	}
+	admin := f.personToken(account.PersonInput{OrganizationID: f.org.ID, Username: "boss", Email: "boss@example.com",
+		Password: fixturePassword, Admin: true})
+	path := fmt.Sprintf("/api/2/organization/%d/persons", f.org.ID)
+	b.ResetTimer()
+	for b.Loop() {
+		if st, body := f.send("GET", path, admin, nil); st != 200 {
+			b.Fatalf("%d %s", st, body)
+		}
+	}
+}
