@@ -3,6 +3,7 @@ package account
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 )
 
@@ -145,5 +146,48 @@ func TestConvertGuest(t *testing.T) {
 	}
 	if ps, total, _ := s.Persons(ctx, child.ID, 0, 10); total != 1 || len(ps) != 1 || ps[0].ID != g1.ID {
 		t.Fatalf("child persons %v %d", ps, total)
+	}
+}
+
+// Every change to a guest is one record of the guest's kind.
+func TestGuestJournal(t *testing.T) {
+	ctx := context.Background()
+	j := &journal{}
+	o := testOptions()
+	o.Journal = j
+	s := newService(t, o)
+	org, alice := fixture(t, s)
+	ctx = WithActor(ctx, Caller{Person: alice}.Actor())
+	j.acts()
+	g, err := s.CreateGuest(ctx, GuestInput{CreatorID: alice.ID, OrganizationID: org.ID, Email: "g@x.example"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.UpdateGuest(ctx, g.ID, func(p *Person) error { p.LastName = "Gee"; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	j.mu.Lock()
+	upd := j.got[1]
+	j.mu.Unlock()
+	if upd.OnType != "guest" || upd.OnGuestID != g.ID || upd.OnPersonID != 0 || upd.Data != "last_name,display_name" {
+		t.Fatalf("guest update record %+v", upd)
+	}
+	g2, err := s.CreateGuest(ctx, GuestInput{CreatorID: alice.ID, OrganizationID: org.ID, Email: "g2@x.example"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ConvertGuest(ctx, g.ID); err != nil {
+		t.Fatal(err)
+	}
+	// A guest created without a password cannot log in.
+	if _, err := s.Authenticate(ctx, "g2@x.example", ""); !errors.Is(err, ErrInvalidCredentials) {
+		t.Fatalf("login without a password: %v", err)
+	}
+	if err := s.DeleteGuest(ctx, g2.ID); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{ActGuestCreated, ActGuestUpdated, ActGuestCreated, ActGuestConverted, ActGuestDeleted}
+	if got := j.acts(); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("recorded %v, want %v", got, want)
 	}
 }

@@ -629,7 +629,7 @@ func (s *Service) Persons(ctx context.Context, orgID uint64, offset, limit int) 
 
 // DeletePerson removes person id (not a guest: DeleteGuest), their
 // logins, their entry in their organization's list and counts, their
-// lockout, and every session, in one transaction, recording
+// lockout, their machines, and every session, in one transaction, recording
 // ActPersonDeleted: their tokens and the WebDAV credentials a front end
 // remembers (LoginCaller) fail from the next request on. Their roots are
 // vfs's: the caller deletes them first (rest does, with vfs.DeleteRoot);
@@ -666,6 +666,9 @@ func (s *Service) deleteAccount(ctx context.Context, id uint64, guest bool) erro
 		if err := s.unlock(tx, id); err != nil {
 			return err
 		}
+		if err := s.deleteMachines(tx, &p); err != nil {
+			return err
+		}
 		if err := tx.Delete(key(pfxPerson, id)); err != nil {
 			return err
 		}
@@ -675,6 +678,41 @@ func (s *Service) deleteAccount(ctx context.Context, id uint64, guest bool) erro
 		}
 		return s.record(ctx, tx, personChange(act, p))
 	})
+}
+
+// deleteMachines removes person p's machines, their GUIDs and their count
+// in p's organization: a machine is its person's, and goes with them.
+func (s *Service) deleteMachines(tx kv.Txn, p *Person) error {
+	prefix := key(pfxPersonMachine, p.ID)
+	var ids []uint64
+	if err := tx.Scan(prefix, nil, func(k, _ []byte) error {
+		ids = append(ids, kv.Uint64At(k, len(prefix)))
+		return nil
+	}); err != nil {
+		return err
+	}
+	for _, mid := range ids {
+		var m Machine
+		err := s.get(tx, key(pfxMachine, mid), &m, ErrNotFound)
+		if err != nil && !errors.Is(err, ErrNotFound) {
+			return err
+		}
+		if err == nil {
+			if err := tx.Delete(guidKey(m.GUID)); err != nil {
+				return err
+			}
+			if err := tx.Delete(key(pfxMachine, mid)); err != nil {
+				return err
+			}
+		}
+		if err := tx.Delete(key(pfxPersonMachine, p.ID, mid)); err != nil {
+			return err
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	return s.countIn(tx, p.OrganizationID, Counts{Machines: int64(len(ids))}, -1)
 }
 
 // PersonRoots returns the ids of the roots person p owns: their sync root

@@ -253,7 +253,11 @@ func TestDeletePerson(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	toks, err := s.IssueTokens(ctx, bob.ID, 0)
+	m, err := s.UpsertMachine(ctx, bob.ID, MachineInput{DNSName: "bobs-laptop"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	toks, err := s.IssueTokens(ctx, bob.ID, m.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -279,8 +283,11 @@ func TestDeletePerson(t *testing.T) {
 		t.Fatalf("login after delete: %v", err)
 	}
 	direct, _, err := s.Counts(ctx, org.ID)
-	if err != nil || direct.Accounts != 1 || direct.AdminAccounts != 0 {
+	if err != nil || direct.Accounts != 1 || direct.AdminAccounts != 0 || direct.Machines != 0 {
 		t.Fatalf("counts after delete %+v, %v", direct, err)
+	}
+	if _, err := s.MachineByGUID(ctx, m.GUID); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("machine after delete: %v", err)
 	}
 	if ps, total, _ := s.Persons(ctx, org.ID, 0, 10); total != 1 || len(ps) != 1 || ps[0].ID != alice.ID {
 		t.Fatalf("persons after delete %v %d", ps, total)
