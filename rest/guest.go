@@ -49,7 +49,7 @@ func encodeGuest(p account.Person) guestBody {
 // the administrators of its organization read it (share.Person); a
 // person's id is 404 here.
 func (s *server) getGuest(r *http.Request) (any, error) {
-	g, err := s.account(r, r.PathValue("ref"), true, share.PersonRead)
+	g, err := s.personOrGuest(r, r.PathValue("ref"), true, share.PersonRead)
 	if err != nil {
 		return nil, err
 	}
@@ -65,7 +65,7 @@ func (s *server) getGuest(r *http.Request) (any, error) {
 func (s *server) createGuest(r *http.Request) (any, error) {
 	c := callerOf(r)
 	ctx := r.Context()
-	f, err := form(r)
+	f, err := accountForm(r)
 	if err != nil {
 		return nil, err
 	}
@@ -102,11 +102,11 @@ func (s *server) createGuest(r *http.Request) (any, error) {
 // administrators); active (administrators); password (as for persons:
 // the guest's own with current_password, another's by an administrator).
 func (s *server) updateGuest(r *http.Request) (any, error) {
-	f, err := form(r)
+	f, err := accountForm(r)
 	if err != nil {
 		return nil, err
 	}
-	g, err := s.account(r, r.PathValue("id"), true, share.PersonUpdateSelf)
+	g, err := s.personOrGuest(r, r.PathValue("id"), true, share.PersonUpdateSelf)
 	if err != nil {
 		return nil, err
 	}
@@ -128,7 +128,7 @@ func (s *server) updateGuest(r *http.Request) (any, error) {
 // deleteGuest answers POST /api/2/guest/{id}/delete, for those who may
 // delete persons there; the guest's sessions end with it.
 func (s *server) deleteGuest(r *http.Request) (any, error) {
-	g, err := s.account(r, r.PathValue("id"), true, share.PersonDelete)
+	g, err := s.personOrGuest(r, r.PathValue("id"), true, share.PersonDelete)
 	if err != nil {
 		return nil, err
 	}
@@ -141,7 +141,7 @@ func (s *server) deleteGuest(r *http.Request) (any, error) {
 // organization, or one above it, holds its num_users_maximum.
 func (s *server) convertGuest(r *http.Request) (any, error) {
 	ctx := r.Context()
-	g, err := s.account(r, r.PathValue("id"), true, share.PersonDelete)
+	g, err := s.personOrGuest(r, r.PathValue("id"), true, share.PersonDelete)
 	if err != nil {
 		return nil, err
 	}

@@ -106,19 +106,19 @@ func (s *server) getSelf(r *http.Request) (any, error) {
 // like an id that does not exist, so the route does not reveal which ids
 // and addresses are taken.
 func (s *server) getPerson(r *http.Request) (any, error) {
-	p, err := s.account(r, r.PathValue("ref"), false, share.PersonRead)
+	p, err := s.personOrGuest(r, r.PathValue("ref"), false, share.PersonRead)
 	if err != nil {
 		return nil, err
 	}
 	return s.encodePerson(r.Context(), callerOf(r), p)
 }
 
-// account resolves ref, a decimal id or an e-mail address, to the person
+// personOrGuest resolves ref, a decimal id or an e-mail address, to the person
 // (guest false) or guest (guest true) it names, if the caller may do act
 // with them. The kind is checked once the caller is known to see the
 // account, and before what act demands, so an account of the other kind
 // is 404 whatever act is.
-func (s *server) account(r *http.Request, ref string, guest bool, act share.PersonAction) (account.Person, error) {
+func (s *server) personOrGuest(r *http.Request, ref string, guest bool, act share.PersonAction) (account.Person, error) {
 	ctx := r.Context()
 	var id uint64
 	if strings.Contains(ref, "@") {
@@ -161,7 +161,7 @@ func (s *server) account(r *http.Request, ref string, guest bool, act share.Pers
 func (s *server) createPerson(r *http.Request) (any, error) {
 	c := callerOf(r)
 	ctx := r.Context()
-	f, err := form(r)
+	f, err := accountForm(r)
 	if err != nil {
 		return nil, err
 	}
@@ -209,6 +209,22 @@ func (s *server) withSyncRoot(ctx context.Context, c caller, p account.Person) (
 	return s.encodePerson(ctx, c, p)
 }
 
+// accountForm reads the form of a request that may carry a password:
+// form's fields, with password and current_password refused in the
+// query string, since URLs end up in logs and histories.
+func accountForm(r *http.Request) (url.Values, error) {
+	q, err := query(r)
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range []string{"password", "current_password"} {
+		if q.Has(name) {
+			return nil, Describe(ErrInvalidRequest, "%s is taken from the request body only, never from the URL", name)
+		}
+	}
+	return form(r)
+}
+
 // companyID reads the form's company_id, the caller's organization when
 // it is absent.
 func companyID(f url.Values, c caller) (uint64, error) {
@@ -254,11 +270,11 @@ func formQuota(f url.Values) (n int64, ok bool, err error) {
 // password (an administrator sets another's; a person changes their own
 // with current_password). company_id is refused: a person does not move.
 func (s *server) updatePerson(r *http.Request) (any, error) {
-	f, err := form(r)
+	f, err := accountForm(r)
 	if err != nil {
 		return nil, err
 	}
-	p, err := s.account(r, r.PathValue("id"), false, share.PersonUpdateSelf)
+	p, err := s.personOrGuest(r, r.PathValue("id"), false, share.PersonUpdateSelf)
 	if err != nil {
 		return nil, err
 	}
@@ -409,7 +425,7 @@ func (s *server) checkCurrentPassword(ctx context.Context, p account.Person, cur
 // the person, whose sessions end with them.
 func (s *server) deletePerson(r *http.Request) (any, error) {
 	ctx := r.Context()
-	p, err := s.account(r, r.PathValue("id"), false, share.PersonDelete)
+	p, err := s.personOrGuest(r, r.PathValue("id"), false, share.PersonDelete)
 	if err != nil {
 		return nil, err
 	}
@@ -433,7 +449,7 @@ func (s *server) deletePerson(r *http.Request) (any, error) {
 func (s *server) createPersonRoot(r *http.Request) (any, error) {
 	ctx := r.Context()
 	c := callerOf(r)
-	p, err := s.account(r, r.PathValue("id"), false, share.PersonUpdateSelf)
+	p, err := s.personOrGuest(r, r.PathValue("id"), false, share.PersonUpdateSelf)
 	if err != nil {
 		return nil, err
 	}
@@ -466,7 +482,7 @@ func (s *server) createPersonRoot(r *http.Request) (any, error) {
 // route): an administrator ends the lock that failed logins put on the
 // person, and clears the count, so the next login gets every attempt.
 func (s *server) unlockPerson(r *http.Request) (any, error) {
-	p, err := s.account(r, r.PathValue("id"), false, share.PersonAdminister)
+	p, err := s.personOrGuest(r, r.PathValue("id"), false, share.PersonAdminister)
 	if err != nil {
 		return nil, err
 	}

@@ -487,6 +487,11 @@ func TestPersonUpdate(t *testing.T) {
 			wantError(t, st, body, c.status, c.code)
 		})
 	}
+	// A password in the URL is refused, whoever sends it.
+	st, body = f.send("POST", fmt.Sprintf("/api/2/person/%d/update?password=in+the+url+is+bad", me.p.ID), tn.midAdmin.token, nil)
+	wantError(t, st, body, 400, "invalid_request")
+	st, body = f.send("POST", "/api/2/guest/create?password=in+the+url+is+bad", tn.midAdmin.token, url.Values{"email": {"q@guest.example"}})
+	wantError(t, st, body, 400, "invalid_request")
 	// An administrator sets quota, flags and another's password.
 	st, body = upd(me, tn.midAdmin.token, "space_quota", "2000000", "admin", "true", "password", "set by the admin")
 	decode(t, body, &p)
