@@ -278,10 +278,8 @@ func (s *Service) DeleteGroup(ctx context.Context, id uint64) error {
 }
 
 // dropMemberships removes person personID from every group they are a
-// direct member of, in tx. DeletePerson must call it in its transaction
-// (for the lead: person.go's DeletePerson is written elsewhere; add
-// `if err := s.dropMemberships(tx, p.ID); err != nil { return err }`
-// there), so that a deleted person's id is left in no group.
+// direct member of, in tx. DeletePerson calls it in its transaction, so
+// that a deleted person's id is left in no group.
 func (s *Service) dropMemberships(tx kv.Txn, personID uint64) error {
 	groups, err := scanIDs(tx, key(pfxPersonGroup, personID))
 	if err != nil {

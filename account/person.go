@@ -2,6 +2,8 @@ package account
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"strconv"
@@ -74,10 +76,13 @@ type PersonInput struct {
 	FirstName      string
 	LastName       string
 	DisplayName    string // "" derives it
-	Password       string // at least Options.MinPasswordLength characters
-	Admin          bool
-	RootID         uint64 // 0 when the sync root is created afterwards
-	SpaceQuota     int64  // bytes, 0: organization quota only
+	Password       string // at least Options.MinPasswordLength characters, unless NoPassword
+	// NoPassword creates the person without a password: nobody can log
+	// in as them until SetPassword gives them one. Password must be "".
+	NoPassword bool
+	Admin      bool
+	RootID     uint64 // 0 when the sync root is created afterwards
+	SpaceQuota int64  // bytes, 0: organization quota only
 }
 
 type loginRef struct {
@@ -94,7 +99,10 @@ func (s *Service) CreatePerson(ctx context.Context, in PersonInput) (Person, err
 		return Person{}, err
 	}
 	err = s.db.Update(ctx, func(tx kv.Txn) error {
-		return s.insertPerson(tx, &p)
+		if err := s.insertPerson(tx, &p); err != nil {
+			return err
+		}
+		return s.record(ctx, tx, personChange(ActPersonCreated, p))
 	})
 	if err != nil {
 		return Person{}, err
@@ -127,14 +135,23 @@ func (s *Service) newPerson(ctx context.Context, in PersonInput) (Person, error)
 	if err := p.validate(); err != nil {
 		return Person{}, err
 	}
-	if err := s.checkPassword(in.Password); err != nil {
+	password := in.Password
+	if in.NoPassword {
+		if password != "" {
+			return Person{}, invalid("password", "given for a person created without one")
+		}
+		var err error
+		if password, err = unusablePassword(); err != nil {
+			return Person{}, err
+		}
+	} else if err := s.checkPassword(password); err != nil {
 		return Person{}, err
 	}
 	// Cheap existence checks first, so a taken login costs no hashing.
 	if err := s.db.View(ctx, func(tx kv.Txn) error { return s.checkLoginsFree(tx, 0, p.Username, p.Email) }); err != nil {
 		return Person{}, err
 	}
-	hash, err := s.hashPassword(ctx, in.Password)
+	hash, err := s.hashPassword(ctx, password)
 	if err != nil {
 		return Person{}, err
 	}
@@ -268,6 +285,18 @@ func (s *Service) checkLoginsFree(tx kv.Txn, self uint64, logins ...string) erro
 	return nil
 }
 
+// unusablePassword is a random secret nobody is told: the password of a
+// person created without one. Storing its hash, not an empty one, keeps
+// every login path the same (a wrong password, counted as such) and
+// needs no special case where hashes are checked.
+func unusablePassword() (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return base64.RawURLEncoding.EncodeToString(b), nil
+}
+
 func loginField(l string) string {
 	if strings.Contains(l, "@") {
 		return "email"
@@ -328,22 +357,39 @@ func (p Person) HasLogin(login string) bool {
 	return l == foldLogin(p.Username) || (p.Email != "" && l == foldLogin(p.Email))
 }
 
-// UpdatePerson applies fn to the stored person and stores the result with
-// its index entries in one transaction. fn may run more than once. ID,
-// Created and the password fields cannot be changed here (use SetPassword).
-// Errors: ErrNotFound, ErrInvalid, ErrExists, or fn's own error.
+// UpdatePerson applies fn to the stored person or guest and stores the
+// result with its index entries in one transaction, recording
+// ActPersonUpdated (ActGuestUpdated for a guest). fn may run more than
+// once. ID, Created, the password fields, Guest and CreatorID cannot be
+// changed here (use SetPassword, ConvertGuest). Errors: ErrNotFound,
+// ErrInvalid, ErrExists, or fn's own error.
 func (s *Service) UpdatePerson(ctx context.Context, id uint64, fn func(*Person) error) (Person, error) {
+	return s.updateAccount(ctx, id, nil, fn)
+}
+
+// updateAccount is UpdatePerson; guest, when not nil, says which kind the
+// account must be (the other kind is ErrNotFound).
+func (s *Service) updateAccount(ctx context.Context, id uint64, guest *bool, fn func(*Person) error) (Person, error) {
 	var p Person
 	err := s.db.Update(ctx, func(tx kv.Txn) error {
 		var cur Person
 		if err := s.get(tx, key(pfxPerson, id), &cur, notFoundf("person %d", id)); err != nil {
 			return err
 		}
+		if guest != nil && cur.Guest != *guest {
+			return notFoundf("person %d", id)
+		}
 		p = cur
 		if err := fn(&p); err != nil {
 			return err
 		}
 		p.ID, p.Created, p.PasswordHash, p.PasswordChanged = cur.ID, cur.Created, cur.PasswordHash, cur.PasswordChanged
+		p.Guest, p.CreatorID = cur.Guest, cur.CreatorID
+		// A display name that was derived follows the names it came
+		// from, unless fn set one of its own.
+		if p.DisplayName == "" || (p.DisplayName == cur.DisplayName && cur.DisplayName == defaultDisplayName(cur)) {
+			p.DisplayName = defaultDisplayName(p)
+		}
 		if err := p.validate(); err != nil {
 			return err
 		}
@@ -359,7 +405,16 @@ func (s *Service) UpdatePerson(ctx context.Context, id uint64, fn func(*Person) 
 		if err := s.checkLoginsFree(tx, id, p.Username, p.Email); err != nil {
 			return err
 		}
-		return s.putPerson(tx, &p, &cur)
+		if err := s.putPerson(tx, &p, &cur); err != nil {
+			return err
+		}
+		act := ActPersonUpdated
+		if p.Guest {
+			act = ActGuestUpdated
+		}
+		c := personChange(act, p)
+		c.Data = personChangedFields(cur, p)
+		return s.record(ctx, tx, c)
 	})
 	if err != nil {
 		return Person{}, err
@@ -367,9 +422,38 @@ func (s *Service) UpdatePerson(ctx context.Context, id uint64, fn func(*Person) 
 	return p, nil
 }
 
+// personChangedFields names the fields an update changed, as the spec names
+// them, for the activity record's data_text. Values are left out: an
+// e-mail address or a name is the person's, not the log's.
+func personChangedFields(a, b Person) string {
+	var out []string
+	for _, f := range []struct {
+		name string
+		same bool
+	}{
+		{"company_id", a.OrganizationID == b.OrganizationID},
+		{"username", a.Username == b.Username},
+		{"email", a.Email == b.Email},
+		{"first_name", a.FirstName == b.FirstName},
+		{"last_name", a.LastName == b.LastName},
+		{"display_name", a.DisplayName == b.DisplayName},
+		{"root_id", a.RootID == b.RootID},
+		{"space_quota", a.SpaceQuota == b.SpaceQuota},
+		{"admin", a.Admin == b.Admin},
+		{"active", a.Active == b.Active},
+	} {
+		if !f.same {
+			out = append(out, f.name)
+		}
+	}
+	return strings.Join(out, ",")
+}
+
 // SetPassword replaces the person's password and revokes all their tokens,
-// so that a changed password ends every session. Errors: ErrNotFound,
-// ErrInvalid.
+// so that a changed password ends every session. It records
+// ActPasswordChanged when the actor of ctx is the person themself and
+// ActPasswordReset when it is someone else (an administrator). Errors:
+// ErrNotFound, ErrInvalid.
 func (s *Service) SetPassword(ctx context.Context, personID uint64, password string) error {
 	if err := s.checkPassword(password); err != nil {
 		return err
@@ -390,9 +474,22 @@ func (s *Service) SetPassword(ctx context.Context, personID uint64, password str
 		if err := s.put(tx, key(pfxPerson, personID), &p); err != nil {
 			return err
 		}
-		return s.revokeAll(tx, personID)
+		if err := s.revokeAll(tx, personID); err != nil {
+			return err
+		}
+		act := ActPasswordReset
+		if a := ActorFrom(ctx); a.PersonID == personID && a.Type != System.Type {
+			act = ActPasswordChanged
+		}
+		return s.record(ctx, tx, personChange(act, p))
 	})
 }
+
+// CheckPassword says whether password would be accepted as a new
+// password (its length), so that a front end changing several things
+// at once can refuse a bad one before it changes anything. Errors:
+// ErrInvalid (a *FieldError naming "password").
+func (s *Service) CheckPassword(password string) error { return s.checkPassword(password) }
 
 // ResetPassword is the way back into a lost account, for the operator of
 // a stopped data directory (berth reset-password): it gives the person
@@ -425,7 +522,12 @@ func (s *Service) ResetPassword(ctx context.Context, login, password string) (Pe
 		if err := s.unlock(tx, p.ID); err != nil {
 			return err
 		}
-		return s.revokeAll(tx, p.ID)
+		if err := s.revokeAll(tx, p.ID); err != nil {
+			return err
+		}
+		c := personChange(ActPasswordReset, p)
+		c.Action = "the lockout was cleared too"
+		return s.record(ctx, tx, c)
 	})
 	if err != nil {
 		return Person{}, err
@@ -438,14 +540,14 @@ func (s *Service) ResetPassword(ctx context.Context, login, password string) (Pe
 // the sessions stay. Errors: ErrNotFound.
 func (s *Service) Unlock(ctx context.Context, personID uint64) error {
 	return s.db.Update(ctx, func(tx kv.Txn) error {
-		ok, err := exists(tx, key(pfxPerson, personID))
-		if err != nil {
+		var p Person
+		if err := s.get(tx, key(pfxPerson, personID), &p, notFoundf("person %d", personID)); err != nil {
 			return err
 		}
-		if !ok {
-			return notFoundf("person %d", personID)
+		if err := s.unlock(tx, personID); err != nil {
+			return err
 		}
-		return s.unlock(tx, personID)
+		return s.record(ctx, tx, personChange(ActPersonUnlocked, p))
 	})
 }
 
@@ -523,4 +625,125 @@ func (s *Service) Persons(ctx context.Context, orgID uint64, offset, limit int) 
 		})
 	})
 	return out, total, err
+}
+
+// DeletePerson removes person id (not a guest: DeleteGuest), their
+// logins, their entry in their organization's list and counts, their
+// lockout, their machines, and every session, in one transaction, recording
+// ActPersonDeleted: their tokens and the WebDAV credentials a front end
+// remembers (LoginCaller) fail from the next request on. Their roots are
+// vfs's: the caller deletes them first (rest does, with vfs.DeleteRoot);
+// the records of who owned them stay, so an administrator who asks for
+// one learns it was deleted rather than that it never existed.
+// Errors: ErrNotFound.
+func (s *Service) DeletePerson(ctx context.Context, id uint64) error {
+	return s.deleteAccount(ctx, id, false)
+}
+
+func (s *Service) deleteAccount(ctx context.Context, id uint64, guest bool) error {
+	return s.db.Update(ctx, func(tx kv.Txn) error {
+		var p Person
+		if err := s.get(tx, key(pfxPerson, id), &p, notFoundf("person %d", id)); err != nil {
+			return err
+		}
+		if p.Guest != guest {
+			return notFoundf("person %d", id)
+		}
+		for _, l := range []string{p.Username, p.Email} {
+			if err := tx.Delete(loginKey(l)); err != nil {
+				return err
+			}
+		}
+		if err := tx.Delete(memberKey(&p)); err != nil {
+			return err
+		}
+		if err := s.countIn(tx, p.OrganizationID, personCounts(&p), -1); err != nil {
+			return err
+		}
+		if err := s.revokeAll(tx, id); err != nil {
+			return err
+		}
+		if err := s.unlock(tx, id); err != nil {
+			return err
+		}
+		if err := s.deleteMachines(tx, &p); err != nil {
+			return err
+		}
+		if err := s.dropMemberships(tx, id); err != nil {
+			return err
+		}
+		if err := tx.Delete(key(pfxPerson, id)); err != nil {
+			return err
+		}
+		act := ActPersonDeleted
+		if guest {
+			act = ActGuestDeleted
+		}
+		return s.record(ctx, tx, personChange(act, p))
+	})
+}
+
+// deleteMachines removes person p's machines, their GUIDs and their count
+// in p's organization: a machine is its person's, and goes with them.
+func (s *Service) deleteMachines(tx kv.Txn, p *Person) error {
+	prefix := key(pfxPersonMachine, p.ID)
+	var ids []uint64
+	if err := tx.Scan(prefix, nil, func(k, _ []byte) error {
+		ids = append(ids, kv.Uint64At(k, len(prefix)))
+		return nil
+	}); err != nil {
+		return err
+	}
+	for _, mid := range ids {
+		var m Machine
+		err := s.get(tx, key(pfxMachine, mid), &m, ErrNotFound)
+		if err != nil && !errors.Is(err, ErrNotFound) {
+			return err
+		}
+		if err == nil {
+			if err := tx.Delete(guidKey(m.GUID)); err != nil {
+				return err
+			}
+			if err := tx.Delete(key(pfxMachine, mid)); err != nil {
+				return err
+			}
+		}
+		if err := tx.Delete(key(pfxPersonMachine, p.ID, mid)); err != nil {
+			return err
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	return s.countIn(tx, p.OrganizationID, Counts{Machines: int64(len(ids))}, -1)
+}
+
+// PersonRoots returns the ids of the roots person p owns: their sync root
+// and any other root recorded as theirs. It reads the organization's
+// root index, so it is for rare operations (deleting the person), not
+// for every request.
+func (s *Service) PersonRoots(ctx context.Context, p Person) ([]uint64, error) {
+	var out []uint64
+	err := s.db.View(ctx, func(tx kv.Txn) error {
+		out = nil
+		if p.RootID != 0 {
+			out = append(out, p.RootID)
+		}
+		prefix := key(pfxOrgRoot, p.OrganizationID)
+		return tx.Scan(prefix, nil, func(k, _ []byte) error {
+			rid := kv.Uint64At(k, len(prefix))
+			if rid == p.RootID {
+				return nil
+			}
+			var o RootOwner
+			if err := s.get(tx, key(pfxRoot, rid), &o, notFoundf("root %d", rid)); err != nil {
+				return err
+			}
+			if o.PersonID == p.ID {
+				out = append(out, rid)
+			}
+			return nil
+		})
+	})
+	return out, err
 }

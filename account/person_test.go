@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"berth/kv"
 )
 
 func TestPerson(t *testing.T) {
@@ -164,5 +166,164 @@ func TestLists(t *testing.T) {
 	ms, err := s.Machines(ctx, alice.ID)
 	if err != nil || len(ms) != 2 || ms[0].ID != a.ID || ms[1].ID != b.ID {
 		t.Fatalf("Machines = %v, %v", ms, err)
+	}
+}
+
+// journal keeps the changes recorded, for tests that check the records.
+type journal struct {
+	mu  sync.Mutex
+	got []Change
+}
+
+func (j *journal) Record(_ kv.Txn, c Change) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.got = append(j.got, c)
+	return nil
+}
+
+// acts returns the activity names recorded since the last call.
+func (j *journal) acts() []string {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	var out []string
+	for _, c := range j.got {
+		out = append(out, c.Activity)
+	}
+	j.got = nil
+	return out
+}
+
+// Every change to a person is one record of its kind, written in the
+// change's transaction, with the actor of the context.
+func TestPersonJournal(t *testing.T) {
+	ctx := context.Background()
+	j := &journal{}
+	o := testOptions()
+	o.Journal = j
+	s := newService(t, o)
+	org, alice := fixture(t, s)
+	j.acts()
+	as := func(p Person) context.Context { return WithActor(ctx, Caller{Person: p}.Actor()) }
+
+	bob, err := s.CreatePerson(as(alice), PersonInput{OrganizationID: org.ID, Username: "bob", Email: "bob@acme.example", Password: pw})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.UpdatePerson(as(alice), bob.ID, func(p *Person) error { p.FirstName, p.Admin = "Bob", true; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetPassword(as(bob), bob.ID, pw+"2"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetPassword(as(alice), bob.ID, pw+"3"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ResetPassword(ctx, "bob", pw); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Unlock(as(alice), bob.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeletePerson(as(alice), bob.ID); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{ActPersonCreated, ActPersonUpdated, ActPasswordChanged, ActPasswordReset, ActPasswordReset, ActPersonUnlocked, ActPersonDeleted}
+	j.mu.Lock()
+	got := append([]Change(nil), j.got...)
+	j.mu.Unlock()
+	if acts := j.acts(); strings.Join(acts, " ") != strings.Join(want, " ") {
+		t.Fatalf("recorded %v, want %v", acts, want)
+	}
+	if got[1].Data != "first_name,display_name,admin" || got[1].Actor.PersonID != alice.ID || got[1].OnPersonID != bob.ID || got[1].OnType != "person" {
+		t.Fatalf("update record %+v", got[1])
+	}
+	if got[4].Actor != System {
+		t.Fatalf("reset on a stopped store is the system's: %+v", got[4].Actor)
+	}
+}
+
+// Deleting a person ends everything of theirs in account at once: the
+// logins are free, the sessions end, the counts drop.
+func TestDeletePerson(t *testing.T) {
+	ctx := context.Background()
+	s := newService(t, testOptions())
+	org, alice := fixture(t, s)
+	bob, err := s.CreatePerson(ctx, PersonInput{OrganizationID: org.ID, Username: "bob", Email: "bob@acme.example", Password: pw, Admin: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := s.UpsertMachine(ctx, bob.ID, MachineInput{DNSName: "bobs-laptop"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	toks, err := s.IssueTokens(ctx, bob.ID, m.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AccessCaller(ctx, toks.AccessToken); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.LoginCaller(ctx, bob.ID, "bob", bob.PasswordHash); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeletePerson(ctx, bob.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AccessCaller(ctx, toks.AccessToken); !errors.Is(err, ErrInvalidToken) {
+		t.Fatalf("token after delete: %v", err)
+	}
+	if _, _, err := s.Refresh(ctx, toks.RefreshToken); !errors.Is(err, ErrInvalidToken) {
+		t.Fatalf("refresh after delete: %v", err)
+	}
+	if _, err := s.LoginCaller(ctx, bob.ID, "bob", bob.PasswordHash); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("remembered credentials after delete: %v", err)
+	}
+	if _, err := s.Authenticate(ctx, "bob", pw); !errors.Is(err, ErrInvalidCredentials) {
+		t.Fatalf("login after delete: %v", err)
+	}
+	direct, _, err := s.Counts(ctx, org.ID)
+	if err != nil || direct.Accounts != 1 || direct.AdminAccounts != 0 || direct.Machines != 0 {
+		t.Fatalf("counts after delete %+v, %v", direct, err)
+	}
+	if _, err := s.MachineByGUID(ctx, m.GUID); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("machine after delete: %v", err)
+	}
+	if ps, total, _ := s.Persons(ctx, org.ID, 0, 10); total != 1 || len(ps) != 1 || ps[0].ID != alice.ID {
+		t.Fatalf("persons after delete %v %d", ps, total)
+	}
+	if _, err := s.CreatePerson(ctx, PersonInput{OrganizationID: org.ID, Username: "bob", Email: "bob@acme.example", Password: pw}); err != nil {
+		t.Fatalf("login not freed: %v", err)
+	}
+	if err := s.DeletePerson(ctx, bob.ID); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("second delete: %v", err)
+	}
+}
+
+// A person created without a password exists but cannot log in until
+// one is set.
+func TestPersonWithoutPassword(t *testing.T) {
+	ctx := context.Background()
+	s := newService(t, testOptions())
+	org, _ := fixture(t, s)
+	in := PersonInput{OrganizationID: org.ID, Username: "carol", Email: "carol@acme.example", NoPassword: true}
+	carol, err := s.CreatePerson(ctx, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, try := range []string{"", pw} {
+		if _, err := s.Authenticate(ctx, "carol", try); !errors.Is(err, ErrInvalidCredentials) {
+			t.Fatalf("login with %q: %v", try, err)
+		}
+	}
+	if err := s.SetPassword(ctx, carol.ID, pw); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := s.Authenticate(ctx, "carol", pw); err != nil || p.ID != carol.ID {
+		t.Fatalf("login after set: %v", err)
+	}
+	in.Username, in.Email, in.Password = "dan", "dan@acme.example", pw
+	if _, err := s.CreatePerson(ctx, in); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("password with NoPassword: %v", err)
 	}
 }

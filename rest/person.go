@@ -4,17 +4,26 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 
 	"berth/account"
+	"berth/share"
 	"berth/vfs"
 )
 
-// personRoutes registers the person routes of spec 4.8 built so far.
+// personRoutes registers the person routes of spec 4.8 (activity is the
+// activity log's) and the organization's list of persons.
 func (s *server) personRoutes() {
 	s.handle("GET /api/2/person", s.authed(s.getSelf))
 	s.handle("GET /api/2/person/{ref}", s.authed(s.getPerson))
+	s.handle("POST /api/2/person/create", s.authed(s.createPerson))
+	s.handle("POST /api/2/person/{id}/update", s.authed(s.updatePerson))
+	s.handle("POST /api/2/person/{id}/delete", s.authed(s.deletePerson))
+	s.handle("POST /api/2/person/{id}/roots/create", s.authed(s.createPersonRoot))
+	s.handle("POST /api/2/person/{id}/unlock", s.authed(s.unlockPerson))
+	s.handle("GET /api/2/organization/{org}/persons", s.authed(s.organizationPersons))
 }
 
 // personBody is the person object of spec 2.9, exactly these fields.
@@ -80,56 +89,446 @@ type policyBody struct {
 	Type                     string  `json:"type"`
 }
 
-// getSelf answers GET /api/2/person: the caller.
+// getSelf answers GET /api/2/person: the caller. A guest is answered its
+// guest object (type "guest"): it is the authenticated user, and has no
+// person object.
 func (s *server) getSelf(r *http.Request) (any, error) {
 	c := callerOf(r)
-	return s.encodePerson(r.Context(), c.Person, c.Organization)
+	if c.Person.Guest {
+		return encodeGuest(c.Person), nil
+	}
+	return s.encodePerson(r.Context(), c, c.Person)
 }
 
-// getPerson answers GET /api/2/person/{id or e-mail}. A person reads
-// themself; an administrator also reads the persons of their own
-// organization. Anyone else is 404, like an id that does not exist, so
-// the route does not reveal which ids and addresses are taken.
+// getPerson answers GET /api/2/person/{id or e-mail}: a person reads
+// themself, an administrator the persons of their organization and of
+// those below it (share.Person). Anyone else, and a guest's id, is 404,
+// like an id that does not exist, so the route does not reveal which ids
+// and addresses are taken.
 func (s *server) getPerson(r *http.Request) (any, error) {
-	me := callerOf(r).Person
-	ref := r.PathValue("ref")
-	var (
-		p   account.Person
-		err error
-	)
-	if strings.Contains(ref, "@") {
-		p, err = s.accounts.PersonByLogin(r.Context(), ref)
-		// Logins share one namespace: make sure ref named an e-mail address.
-		if err == nil && !strings.EqualFold(p.Email, ref) {
-			err = account.ErrNotFound
-		}
-	} else {
-		id, perr := strconv.ParseUint(ref, 10, 64)
-		if perr != nil {
-			return nil, ErrNotFound
-		}
-		if id == me.ID {
-			p = me
-		} else {
-			p, err = s.accounts.Person(r.Context(), id)
-		}
-	}
-	if errors.Is(err, account.ErrNotFound) {
-		return nil, ErrNotFound
-	}
+	p, err := s.personOrGuest(r, r.PathValue("ref"), false, share.PersonRead)
 	if err != nil {
 		return nil, err
 	}
-	if p.ID != me.ID && !(me.Admin && me.OrganizationID == p.OrganizationID) {
-		return nil, ErrNotFound
-	}
-	return s.encodePerson(r.Context(), p, callerOf(r).Organization)
+	return s.encodePerson(r.Context(), callerOf(r), p)
 }
 
-// encodePerson builds the person object: roots and usage from vfs, the
-// policy from org, the person's organization. A caller sees only people of
-// their own organization, so that is the one authentication read.
-func (s *server) encodePerson(ctx context.Context, p account.Person, org account.Organization) (personBody, error) {
+// personOrGuest resolves ref, a decimal id or an e-mail address, to the person
+// (guest false) or guest (guest true) it names, if the caller may do act
+// with them. The kind is checked once the caller is known to see the
+// account, and before what act demands, so an account of the other kind
+// is 404 whatever act is.
+func (s *server) personOrGuest(r *http.Request, ref string, guest bool, act share.PersonAction) (account.Person, error) {
+	ctx := r.Context()
+	var id uint64
+	if strings.Contains(ref, "@") {
+		p, err := s.accounts.PersonByLogin(ctx, ref)
+		// Logins share one namespace: make sure ref named an e-mail address.
+		if errors.Is(err, account.ErrNotFound) || (err == nil && !strings.EqualFold(p.Email, ref)) {
+			return account.Person{}, ErrNotFound
+		}
+		if err != nil {
+			return account.Person{}, err
+		}
+		id = p.ID
+	} else {
+		n, err := strconv.ParseUint(ref, 10, 64)
+		if err != nil || n == 0 {
+			return account.Person{}, ErrNotFound
+		}
+		id = n
+	}
+	c := callerOf(r)
+	p, err := s.shares.Person(ctx, c, id, share.PersonRead)
+	if err != nil {
+		return account.Person{}, err
+	}
+	if p.Guest != guest {
+		return account.Person{}, share.ErrNotFound
+	}
+	if act != share.PersonRead {
+		return s.shares.Person(ctx, c, id, act)
+	}
+	return p, nil
+}
+
+// createPerson answers POST /api/2/person/create: it creates the person,
+// then their sync root (two domains, so rest orchestrates). Form fields:
+// company_id (default: the caller's organization), username, email,
+// first_name, last_name, display_name, password (optional: without one
+// the person cannot log in until an administrator sets one with update),
+// admin, space_quota.
+func (s *server) createPerson(r *http.Request) (any, error) {
+	c := callerOf(r)
+	ctx := r.Context()
+	f, err := accountForm(r)
+	if err != nil {
+		return nil, err
+	}
+	orgID, err := companyID(f, c)
+	if err != nil {
+		return nil, err
+	}
+	in := account.PersonInput{
+		OrganizationID: orgID,
+		Username:       f.Get("username"),
+		Email:          f.Get("email"),
+		FirstName:      f.Get("first_name"),
+		LastName:       f.Get("last_name"),
+		DisplayName:    f.Get("display_name"),
+		Password:       f.Get("password"),
+		NoPassword:     !f.Has("password"),
+	}
+	if in.Admin, _, err = formFlag(f, "admin"); err != nil {
+		return nil, err
+	}
+	if in.SpaceQuota, _, err = formQuota(f); err != nil {
+		return nil, err
+	}
+	if _, err := s.shares.Organization(ctx, c, orgID, share.OrgCreateUsers); err != nil {
+		return nil, err
+	}
+	p, err := s.accounts.CreatePerson(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	return s.withSyncRoot(ctx, c, p)
+}
+
+// withSyncRoot creates new person p's sync root and answers the person
+// object. A root that could not be created leaves the person in place,
+// and the error says so and how to make the root later.
+func (s *server) withSyncRoot(ctx context.Context, c caller, p account.Person) (any, error) {
+	if _, err := s.shares.NewRoot(ctx, p, p.Username, vfs.RootSync); err != nil {
+		return nil, Describe(err, "person %d was created, but their sync root was not; POST /api/2/person/%d/roots/create makes it", p.ID, p.ID)
+	}
+	p, err := s.accounts.Person(ctx, p.ID)
+	if err != nil {
+		return nil, err
+	}
+	return s.encodePerson(ctx, c, p)
+}
+
+// accountForm reads the form of a request that may carry a password:
+// form's fields, with password and current_password refused in the
+// query string, since URLs end up in logs and histories.
+func accountForm(r *http.Request) (url.Values, error) {
+	q, err := query(r)
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range []string{"password", "current_password"} {
+		if q.Has(name) {
+			return nil, Describe(ErrInvalidRequest, "%s is taken from the request body only, never from the URL", name)
+		}
+	}
+	return form(r)
+}
+
+// companyID reads the form's company_id, the caller's organization when
+// it is absent.
+func companyID(f url.Values, c caller) (uint64, error) {
+	if !f.Has("company_id") {
+		return c.Person.OrganizationID, nil
+	}
+	id, err := strconv.ParseUint(f.Get("company_id"), 10, 64)
+	if err != nil || id == 0 {
+		return 0, Describe(ErrInvalidRequest, "company_id must be an organization id")
+	}
+	return id, nil
+}
+
+// formFlag reads boolean field name ("true", "false", "1", "0"); ok is
+// false when it is absent.
+func formFlag(f url.Values, name string) (v, ok bool, err error) {
+	if !f.Has(name) {
+		return false, false, nil
+	}
+	v, err = strconv.ParseBool(f.Get(name))
+	if err != nil {
+		return false, false, Describe(ErrInvalidRequest, "%s must be true or false", name)
+	}
+	return v, true, nil
+}
+
+// formQuota reads space_quota, a whole number of bytes (0: the
+// organization's quota alone); ok is false when it is absent.
+func formQuota(f url.Values) (n int64, ok bool, err error) {
+	if !f.Has("space_quota") {
+		return 0, false, nil
+	}
+	n, err = strconv.ParseInt(f.Get("space_quota"), 10, 64)
+	if err != nil || n < 0 {
+		return 0, false, Describe(ErrInvalidRequest, "space_quota must be a whole number of bytes, 0 or more")
+	}
+	return n, true, nil
+}
+
+// updatePerson answers POST /api/2/person/{id}/update. Form fields:
+// username, email, first_name, last_name, display_name (the person and
+// their administrators); space_quota, admin, active (administrators);
+// password (an administrator sets another's; a person changes their own
+// with current_password). company_id is refused: a person does not move.
+func (s *server) updatePerson(r *http.Request) (any, error) {
+	f, err := accountForm(r)
+	if err != nil {
+		return nil, err
+	}
+	p, err := s.personOrGuest(r, r.PathValue("id"), false, share.PersonUpdateSelf)
+	if err != nil {
+		return nil, err
+	}
+	if f.Has("company_id") {
+		return nil, Describe(ErrInvalidRequest, "company_id cannot change: a person does not move to another organization")
+	}
+	ch, err := readChanges(f, false)
+	if err != nil {
+		return nil, err
+	}
+	p, err = s.applyChanges(r, p, ch)
+	if err != nil {
+		return nil, err
+	}
+	return s.encodePerson(r.Context(), callerOf(r), p)
+}
+
+// changes are the fields an update form sets; nil fields are absent.
+type changes struct {
+	username, email, firstName, lastName, displayName *string
+	quota                                             *int64
+	admin, active                                     *bool
+	password, current                                 *string
+}
+
+// administrative reports whether ch sets a field only administrators
+// set, the password of someone other than self aside.
+func (ch changes) administrative() bool {
+	return ch.quota != nil || ch.admin != nil || ch.active != nil
+}
+
+// readChanges reads an update form. A guest has no username, display
+// name, quota or administrator flag.
+func readChanges(f url.Values, guest bool) (changes, error) {
+	var ch changes
+	str := func(name string) *string {
+		if !f.Has(name) {
+			return nil
+		}
+		v := f.Get(name)
+		return &v
+	}
+	ch.email, ch.firstName, ch.lastName = str("email"), str("first_name"), str("last_name")
+	ch.password, ch.current = str("password"), str("current_password")
+	if v, ok, err := formFlag(f, "active"); err != nil {
+		return ch, err
+	} else if ok {
+		ch.active = &v
+	}
+	if guest {
+		return ch, nil
+	}
+	ch.username, ch.displayName = str("username"), str("display_name")
+	if v, ok, err := formFlag(f, "admin"); err != nil {
+		return ch, err
+	} else if ok {
+		ch.admin = &v
+	}
+	if v, ok, err := formQuota(f); err != nil {
+		return ch, err
+	} else if ok {
+		ch.quota = &v
+	}
+	return ch, nil
+}
+
+// applyChanges checks who may make ch to p, then makes them: first the
+// fields, then the password, each checked before anything is stored.
+func (s *server) applyChanges(r *http.Request, p account.Person, ch changes) (account.Person, error) {
+	ctx := r.Context()
+	c := callerOf(r)
+	self := p.ID == c.Person.ID
+	if ch.administrative() || (ch.password != nil && !self) {
+		if _, err := s.shares.Person(ctx, c, p.ID, share.PersonAdminister); err != nil {
+			return account.Person{}, err
+		}
+	}
+	if self && ch.admin != nil && !*ch.admin && p.Admin {
+		return account.Person{}, Describe(ErrForbidden, "an administrator cannot take away their own administrator flag; another administrator does")
+	}
+	if self && ch.active != nil && !*ch.active {
+		return account.Person{}, Describe(ErrForbidden, "nobody disables their own account; an administrator does")
+	}
+	if ch.password != nil {
+		if err := s.accounts.CheckPassword(*ch.password); err != nil {
+			return account.Person{}, err
+		}
+		if self {
+			if err := s.checkCurrentPassword(ctx, p, ch.current); err != nil {
+				return account.Person{}, err
+			}
+		}
+	}
+	set := func(dst *string, v *string) {
+		if v != nil {
+			*dst = *v
+		}
+	}
+	update := s.accounts.UpdatePerson
+	if p.Guest {
+		update = s.accounts.UpdateGuest
+	}
+	p, err := update(ctx, p.ID, func(q *account.Person) error {
+		set(&q.Username, ch.username)
+		set(&q.Email, ch.email)
+		set(&q.FirstName, ch.firstName)
+		set(&q.LastName, ch.lastName)
+		set(&q.DisplayName, ch.displayName)
+		if ch.quota != nil {
+			q.SpaceQuota = *ch.quota
+		}
+		if ch.admin != nil {
+			q.Admin = *ch.admin
+		}
+		if ch.active != nil {
+			q.Active = *ch.active
+		}
+		return nil
+	})
+	if err != nil {
+		return account.Person{}, err
+	}
+	if ch.password != nil {
+		if err := s.accounts.SetPassword(ctx, p.ID, *ch.password); err != nil {
+			return account.Person{}, err
+		}
+	}
+	return p, nil
+}
+
+// checkCurrentPassword verifies the current password a person gives to
+// change their own. It goes through the login check, so wrong guesses
+// count towards the lockout as wrong logins do: a stolen token cannot be
+// used to guess the password. A wrong one is 403 forbidden.
+func (s *server) checkCurrentPassword(ctx context.Context, p account.Person, current *string) error {
+	if current == nil || *current == "" {
+		return Describe(ErrInvalidRequest, "current_password is required to change your own password")
+	}
+	q, err := s.accounts.Authenticate(ctx, p.Username, *current)
+	if errors.Is(err, account.ErrInvalidCredentials) || (err == nil && q.ID != p.ID) {
+		return Describe(ErrForbidden, "current_password is wrong")
+	}
+	return err
+}
+
+// deletePerson answers POST /api/2/person/{id}/delete: the person's roots
+// are deleted in vfs (they answer 410 root_deleted from then on), then
+// the person, whose sessions end with them.
+func (s *server) deletePerson(r *http.Request) (any, error) {
+	ctx := r.Context()
+	p, err := s.personOrGuest(r, r.PathValue("id"), false, share.PersonDelete)
+	if err != nil {
+		return nil, err
+	}
+	roots, err := s.accounts.PersonRoots(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	for _, id := range roots {
+		err := s.fs.DeleteRoot(ctx, id)
+		if err != nil && !errors.Is(err, vfs.ErrRootDeleted) && !errors.Is(err, vfs.ErrNotExist) {
+			return nil, err
+		}
+	}
+	return nil, s.accounts.DeletePerson(ctx, p.ID)
+}
+
+// createPersonRoot answers POST /api/2/person/{id}/roots/create, for the
+// person themself and their administrators: the person's sync root,
+// created when they have none (or theirs was deleted), or the one they
+// have.
+func (s *server) createPersonRoot(r *http.Request) (any, error) {
+	ctx := r.Context()
+	c := callerOf(r)
+	p, err := s.personOrGuest(r, r.PathValue("id"), false, share.PersonUpdateSelf)
+	if err != nil {
+		return nil, err
+	}
+	if p.RootID != 0 {
+		root, err := s.fs.Root(ctx, p.RootID)
+		switch {
+		case err == nil:
+			u, err := s.fs.Usage(ctx, root.ID)
+			if err != nil {
+				return nil, err
+			}
+			return encodeRoot(root, u, s.rootPermissions(ctx, c, p, root.ID)), nil
+		case errors.Is(err, vfs.ErrRootDeleted) || errors.Is(err, vfs.ErrNotExist):
+			if err := s.accounts.SetPersonRoot(ctx, p.ID, 0); err != nil {
+				return nil, err
+			}
+			p.RootID = 0
+		default:
+			return nil, err
+		}
+	}
+	root, err := s.shares.NewRoot(ctx, p, p.Username, vfs.RootSync)
+	if err != nil {
+		return nil, err
+	}
+	return encodeRoot(root, vfs.Usage{}, s.rootPermissions(ctx, c, p, root.ID)), nil
+}
+
+// unlockPerson answers POST /api/2/person/{id}/unlock (berth's own
+// route): an administrator ends the lock that failed logins put on the
+// person, and clears the count, so the next login gets every attempt.
+func (s *server) unlockPerson(r *http.Request) (any, error) {
+	p, err := s.personOrGuest(r, r.PathValue("id"), false, share.PersonAdminister)
+	if err != nil {
+		return nil, err
+	}
+	return nil, s.accounts.Unlock(r.Context(), p.ID)
+}
+
+// organizationPersons answers GET /api/2/organization/{org}/persons, one
+// page, for the organization's administrators and those above them.
+func (s *server) organizationPersons(r *http.Request) (any, error) {
+	ctx := r.Context()
+	c := callerOf(r)
+	org, pg, err := s.orgPage(r)
+	if err != nil {
+		return nil, err
+	}
+	ps, total, err := s.accounts.Persons(ctx, org.ID, pg.Offset, pg.Limit)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]personBody, 0, len(ps))
+	for _, p := range ps {
+		b, err := s.encodePersonIn(ctx, c, p, org)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, b)
+	}
+	return paged(pg, out, total), nil
+}
+
+
+// encodePerson builds the person object of p for caller c.
+func (s *server) encodePerson(ctx context.Context, c caller, p account.Person) (personBody, error) {
+	org := c.Organization
+	if p.OrganizationID != org.ID {
+		var err error
+		if org, err = s.accounts.Organization(ctx, p.OrganizationID); err != nil {
+			return personBody{}, err
+		}
+	}
+	return s.encodePersonIn(ctx, c, p, org)
+}
+
+// encodePersonIn builds the person object of p, a person of org, for
+// caller c: the policy is org's, the roots' permissions are c's.
+func (s *server) encodePersonIn(ctx context.Context, c caller, p account.Person, org account.Organization) (personBody, error) {
 	pol := org.Policy
 	quota := p.QuotaUnder(pol)
 	body := personBody{
@@ -150,7 +549,7 @@ func (s *server) encodePerson(ctx context.Context, p account.Person, org account
 	if p.RootID != 0 {
 		id := p.RootID
 		body.RootID = &id
-		root, usage, err := s.personRoot(ctx, id)
+		root, err := s.personRoot(ctx, c, p, id)
 		switch {
 		case errors.Is(err, vfs.ErrRootDeleted) || errors.Is(err, vfs.ErrNotExist):
 			// A deleted sync root is no longer reachable; root_id still
@@ -159,25 +558,54 @@ func (s *server) encodePerson(ctx context.Context, p account.Person, org account
 			return personBody{}, err
 		default:
 			body.Roots = append(body.Roots, root)
-			body.SpaceUsage += usage
 		}
 	}
-	body.SpaceUsageFormatted = formatSize(body.SpaceUsage)
+	usage, err := s.personUsage(ctx, p, body.Roots)
+	if err != nil {
+		return personBody{}, err
+	}
+	body.SpaceUsage, body.SpaceUsageFormatted = usage, formatSize(usage)
 	return body, nil
 }
 
-// personRoot returns the root object of a root the person owns and its
-// physical usage.
-func (s *server) personRoot(ctx context.Context, id uint64) (rootJSON, int64, error) {
+// personUsage is the person's space_usage: for now the sum of the
+// space_used of roots, the root objects of their live roots, already read
+// for the person object. It is the one place that computes it, so that a
+// usage ledger replaces it here alone.
+func (s *server) personUsage(_ context.Context, _ account.Person, roots []rootJSON) (int64, error) {
+	var n int64
+	for _, r := range roots {
+		n += r.SpaceUsed
+	}
+	return n, nil
+}
+
+// personRoot returns the root object of root id, which person p owns, as
+// caller c sees it.
+func (s *server) personRoot(ctx context.Context, c caller, p account.Person, id uint64) (rootJSON, error) {
 	root, err := s.fs.Root(ctx, id)
 	if err != nil {
-		return rootJSON{}, 0, err
+		return rootJSON{}, err
 	}
 	u, err := s.fs.Usage(ctx, id)
 	if err != nil {
-		return rootJSON{}, 0, err
+		return rootJSON{}, err
 	}
-	return encodeRoot(root, u, ownerPermissions()), u.PhysicalSize, nil
+	return encodeRoot(root, u, s.rootPermissions(ctx, c, p, id)), nil
+}
+
+// rootPermissions are caller c's permissions on root id of person p (spec
+// 2.1: the authenticated user's): an owner's, an administrator's under
+// admin_browse_files, or none.
+func (s *server) rootPermissions(ctx context.Context, c caller, p account.Person, id uint64) []string {
+	if p.ID == c.Person.ID {
+		return ownerPermissions()
+	}
+	a, err := s.shares.Root(ctx, c, id)
+	if err != nil {
+		return []string{}
+	}
+	return permissions(a.Perms)
 }
 
 // formatQuota is formatSize with 0 written as "unlimited", which is what a

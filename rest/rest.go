@@ -105,6 +105,7 @@ func (s *server) routes() {
 	s.oauthRoutes()
 	s.personRoutes()
 	s.organizationRoutes()
+	s.guestRoutes()
 	s.rootRoutes()
 	s.fileRoutes()
 	s.folderRoutes()
