@@ -74,8 +74,7 @@ func newGroupWorld(t testing.TB) *groupWorld {
 	w.bob = mustPerson(w.acme.ID, "bob")
 	w.carol = mustPerson(w.sales.ID, "carol")
 	w.dave = mustPerson(w.globex.ID, "dave")
-	w.guest = mustPerson(w.acme.ID, "gus")
-	if w.guest, err = w.s.UpdatePerson(ctx, w.guest.ID, func(p *Person) error { p.Guest = true; return nil }); err != nil {
+	if w.guest, err = w.s.CreateGuest(ctx, GuestInput{CreatorID: w.alice.ID, OrganizationID: w.acme.ID, Email: "gus@example.com", Password: pw}); err != nil {
 		t.Fatal(err)
 	}
 	return w
