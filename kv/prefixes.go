@@ -53,6 +53,13 @@ const (
 	AccountOrgGuest      = "acctorgguest/"
 )
 
+// Prefixes of activity (activity/keys.go).
+const (
+	ActivityRecord = "actrec/"
+	ActivityOrg    = "actorg/"
+	ActivityPerson = "actperson/"
+)
+
 // Prefixes reserved below the domain packages: no domain prefix may start
 // with them.
 const (
@@ -110,5 +117,9 @@ func Prefixes() []Prefix {
 		{"account", AccountRoot},
 		{"account", AccountOrgRoot},
 		{"account", AccountOrgGuest},
+
+		{"activity", ActivityRecord},
+		{"activity", ActivityOrg},
+		{"activity", ActivityPerson},
 	}
 }
