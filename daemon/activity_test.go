@@ -3,15 +3,22 @@ package daemon
 import (
 	"encoding/json"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"berth/account"
 	"berth/activity"
+	"berth/berthtest"
 	"berth/vfs"
 )
 
@@ -175,5 +182,53 @@ func TestActivityOfEveryChange(t *testing.T) {
 	}
 	if counts[account.ActLoginFailed] != 2 || counts[account.ActAccountLocked] != 1 {
 		t.Errorf("failed logins and lockouts recorded: %v, want 2 and 1", counts)
+	}
+}
+
+// TestActivityTypesCoverChanges: every account change name (account's
+// Act constants) and every vfs operation that changes something has an
+// activity type, or the change would fail at its record. Read from the
+// source, so a name added in either package fails here first.
+func TestActivityTypesCoverChanges(t *testing.T) {
+	root := berthtest.ModuleRoot(t)
+	for _, c := range []struct{ dir, prefix string }{{"account", "Act"}, {"vfs", "Op"}} {
+		fset := token.NewFileSet()
+		pkgs, err := parser.ParseDir(fset, filepath.Join(root, c.dir), func(fi fs.FileInfo) bool {
+			return !strings.HasSuffix(fi.Name(), "_test.go")
+		}, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, pkg := range pkgs {
+			for _, f := range pkg.Files {
+				for _, d := range f.Decls {
+					g, ok := d.(*ast.GenDecl)
+					if !ok || g.Tok != token.CONST {
+						continue
+					}
+					for _, s := range g.Specs {
+						vs := s.(*ast.ValueSpec)
+						for i, id := range vs.Names {
+							if !strings.HasPrefix(id.Name, c.prefix) || !id.IsExported() || i >= len(vs.Values) {
+								continue
+							}
+							lit, ok := vs.Values[i].(*ast.BasicLit)
+							if !ok || lit.Kind != token.STRING || id.Name == "OpRead" {
+								continue
+							}
+							n++
+							name, _ := strconv.Unquote(lit.Value)
+							if _, ok := activity.TypeNamed(name); !ok {
+								t.Errorf("%s.%s (%q) has no activity type (activity/types.go)", c.dir, id.Name, name)
+							}
+						}
+					}
+				}
+			}
+		}
+		if n == 0 {
+			t.Errorf("found no %s constants in %s", c.prefix, c.dir)
+		}
 	}
 }
