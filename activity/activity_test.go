@@ -12,12 +12,19 @@ import (
 
 func openLog(t *testing.T, o activity.Options) (*activity.Log, kv.Store) {
 	t.Helper()
+	db := openBench(t)
+	return activity.New(db, o), db
+}
+
+// openBench opens a real Badger in a temp directory, commits unsynced.
+func openBench(t testing.TB) kv.Store {
+	t.Helper()
 	db, err := badger.Open(badger.Options{Dir: t.TempDir(), NoSync: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	return activity.New(db, o), db
+	return db
 }
 
 func note(t *testing.T) uint64 {
