@@ -38,16 +38,19 @@ type stores struct {
 	db    kv.Store // the Badger engine; see metricsCollector, kv.GCer, kv.Failer
 	files *vfs.FS
 	// activity is the log, and journal its hook in files, which learns
-	// root owners once the account service exists (setAccounts).
+	// root owners once the account service exists (newAccounts).
 	activity *activity.Log
 	journal  *fileJournal
 }
 
-// setAccounts wires the account service to the activity log: its changes
-// are recorded, and the file system's records name the owners of roots.
-func (s *stores) setAccounts(o *account.Options) func(*account.Service) {
+// newAccounts returns the account service over the stores, wired to the
+// activity log: its changes are recorded, and the file system's records
+// name the owners of roots.
+func (s *stores) newAccounts(o account.Options) *account.Service {
 	o.Journal = accountJournal{s.activity}
-	return func(a *account.Service) { s.journal.owners.Store(a) }
+	a := account.New(s.db, o)
+	s.journal.owners.Store(a)
+	return a
 }
 
 // metricsCollector is a metadata store that reports its own figures to
@@ -170,9 +173,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writ
 
 	ao := accountOptions(cfg)
 	ao.Logger, ao.Registerer = log.With("component", "account"), reg
-	owners := st.setAccounts(&ao)
-	accounts := account.New(st.db, ao)
-	owners(accounts)
+	accounts := st.newAccounts(ao)
 	shares := share.New(share.Options{FS: st.files, Accounts: accounts})
 
 	tlsCfg, certs, err := tlsConfig(cfg.TLS, cfg.Data, log)
