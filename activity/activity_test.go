@@ -42,6 +42,7 @@ func TestAppendIndexesAndPages(t *testing.T) {
 	nt := note(t)
 	// org 1 person 10 acts on person 20 of org 2, and on themselves.
 	var ids []uint64
+	var created []time.Time
 	for i := range 5 {
 		r := activity.Record{ActorType: "person", ActorCompanyID: 1, ActorPersonID: 10, ActedOnType: "person",
 			ActedOnCompanyID: 2, ActedOnPersonID: 20, ActivityTypeID: nt, DataText: "x"}
@@ -56,6 +57,7 @@ func TestAppendIndexesAndPages(t *testing.T) {
 			t.Fatalf("created %+v", got)
 		}
 		ids = append(ids, got.ID)
+		created = append(created, got.Created)
 	}
 	newestFirst := func(idx ...int) []uint64 {
 		var out []uint64
@@ -100,7 +102,7 @@ func TestAppendIndexesAndPages(t *testing.T) {
 		})
 	}
 	r, found, err := l.Get(ctx, ids[1])
-	if err != nil || !found || r.ActedOnPersonID != 10 || r.DataText != "x" {
+	if err != nil || !found || r.ActedOnPersonID != 10 || r.DataText != "x" || r.ID != ids[1] || !r.Created.Equal(created[1]) {
 		t.Fatalf("Get = %+v %v %v", r, found, err)
 	}
 	if _, found, err := l.Get(ctx, 12345); err != nil || found {
