@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"time"
 
 	"berth/kv"
@@ -167,7 +168,7 @@ func (s *Service) authenticate(ctx context.Context, login, password string) (Per
 		if ctx.Err() != nil {
 			// The failure may be the one that locks the login; a
 			// store that could not count it says so beside ctx's error.
-			ferr, locking := s.recordFailure(settle, subject, n)
+			ferr, locking := s.recordFailure(settle, subject, n, known, p, "abandoned")
 			if locking {
 				s.lockedOut(login, ferr)
 			}
@@ -180,14 +181,26 @@ func (s *Service) authenticate(ctx context.Context, login, password string) (Per
 		if !known {
 			reason = reasonUnknownLogin
 		}
-		ferr, locking := s.recordFailure(settle, subject, n)
+		ferr, locking := s.recordFailure(settle, subject, n, known, p, reason)
 		s.loginFailed(login, reason, ferr)
 		if locking {
 			s.lockedOut(login, ferr)
 		}
 		return Person{}, ferr
 	}
-	if err := s.db.Update(settle, func(tx kv.Txn) error { return tx.Delete(keyBytes(pfxFail, subject)) }); err != nil {
+	// The login, or the refusal of a disabled person, is recorded in
+	// the transaction that settles the attempt.
+	if err := s.db.Update(settle, func(tx kv.Txn) error {
+		if err := tx.Delete(keyBytes(pfxFail, subject)); err != nil {
+			return err
+		}
+		if !p.Active || !orgLive {
+			return s.record(settle, tx, loginFailedChange(p, reasonInactive))
+		}
+		c := personChange(ActLogin, p)
+		c.Actor = Caller{Person: p}.Actor()
+		return s.record(settle, tx, c)
+	}); err != nil {
 		return Person{}, err
 	}
 	if !p.Active || !orgLive {
@@ -294,7 +307,16 @@ func (s *Service) beginAttempt(ctx context.Context, subject []byte) (int, error)
 // as number attempt: the one that reaches the threshold locks the subject.
 // It returns the error the caller should report (a *LockedError once the
 // subject is locked) and whether this attempt is the one that locked it.
-func (s *Service) recordFailure(ctx context.Context, subject []byte, attempt int) (reported error, locking bool) {
+//
+// For a known login (p), the failure, and the lock it brings, go to the
+// activity log in the same transaction, for reason. The lockout bounds
+// them: at most MaxFailures failures and one lock per subject for each
+// lock's Duration, since an attempt refused by a lock writes nothing
+// (beginAttempt) and one that finds the subject locked by a concurrent
+// attempt records nothing here. Unknown logins are not recorded: they
+// name no person or organization whose activity lists would show them,
+// and an anonymous client could otherwise fill the log for a year.
+func (s *Service) recordFailure(ctx context.Context, subject []byte, attempt int, known bool, p Person, reason string) (reported error, locking bool) {
 	lo := s.opts.Lockout
 	var lockErr error
 	err := s.db.Update(ctx, func(tx kv.Txn) error {
@@ -309,12 +331,24 @@ func (s *Service) recordFailure(ctx context.Context, subject []byte, attempt int
 		case err != nil && !errors.Is(err, ErrNotFound):
 			return err
 		}
+		if known {
+			if err := s.record(ctx, tx, loginFailedChange(p, reason)); err != nil {
+				return err
+			}
+		}
 		if attempt < lo.MaxFailures {
 			return nil
 		}
 		lockErr, locking = lockedError(now.Add(lo.Duration), now), true
 		if err := tx.Delete(keyBytes(pfxFail, subject)); err != nil {
 			return err
+		}
+		if known {
+			c := personChange(ActAccountLocked, p)
+			c.Actor, c.Data = System, fmt.Sprintf("locked until %s after %d failed logins", now.Add(lo.Duration).UTC().Format(time.RFC3339), attempt)
+			if err := s.record(ctx, tx, c); err != nil {
+				return err
+			}
 		}
 		return s.putTTL(tx, keyBytes(pfxLock, subject), lockRecord{Until: now.Add(lo.Duration)}, lo.Duration)
 	})
@@ -325,4 +359,13 @@ func (s *Service) recordFailure(ctx context.Context, subject []byte, attempt int
 		return lockErr, locking
 	}
 	return ErrInvalidCredentials, false
+}
+
+// loginFailedChange is the record of a failed login of p. Who tried is
+// not known, so the actor is the system; the reason (a metrics reason:
+// bad_password, inactive) is the action text.
+func loginFailedChange(p Person, reason string) Change {
+	c := personChange(ActLoginFailed, p)
+	c.Actor, c.Action = System, reason
+	return c
 }

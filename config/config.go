@@ -60,6 +60,8 @@ type Config struct {
 	OAuth OAuth `mapstructure:"oauth"`
 	// Lockout sets the failed-login lockout.
 	Lockout Lockout `mapstructure:"lockout"`
+	// Activity sets the activity log.
+	Activity Activity `mapstructure:"activity"`
 	// GC sets the background garbage collection.
 	GC GC `mapstructure:"gc"`
 	// WebDAV sets the WebDAV front end.
@@ -142,6 +144,14 @@ type Lockout struct {
 	MaxFailures int `mapstructure:"max_failures"`
 	// Duration is how long the lock lasts.
 	Duration time.Duration `mapstructure:"duration"`
+}
+
+// Activity sets the activity log.
+type Activity struct {
+	// Retention is how long a record of the log is kept; 0 keeps
+	// records forever. Records expire by the store's TTL, without a
+	// sweeper.
+	Retention time.Duration `mapstructure:"retention"`
 }
 
 // GC sets background garbage collection.
@@ -228,6 +238,7 @@ func options() []option {
 		{key: "oauth.refresh_reuse_grace", def: 30 * time.Second, usage: "how long a rotated refresh token may be retried without revoking its session (0: never)"},
 		{key: "lockout.max_failures", def: 5, usage: "failed logins that lock an account"},
 		{key: "lockout.duration", def: 15 * time.Minute, usage: "how long a locked account stays locked"},
+		{key: "activity.retention", def: 365 * 24 * time.Hour, usage: "how long activity log records are kept (0: forever)"},
 		{key: "gc.interval", def: time.Hour, usage: "time between garbage collections (0: off)"},
 		{key: "gc.purge_deleted_after", def: time.Duration(0), usage: "purge items deleted longer ago than this at each collection (0: never)"},
 		{key: "webdav.infinite_depth", def: false, usage: "allow WebDAV PROPFIND with Depth: infinity"},
@@ -532,6 +543,9 @@ func (c Config) Validate() error {
 	}
 	if c.Lockout.Duration <= 0 {
 		bad("lockout.duration", c.Lockout.Duration, "must be positive")
+	}
+	if c.Activity.Retention < 0 {
+		bad("activity.retention", c.Activity.Retention, "must not be negative (0 keeps records forever)")
 	}
 	if c.Storage.Reserve < 0 {
 		bad("storage.reserve", c.Storage.Reserve, "must not be negative (0 keeps no reserve)")

@@ -43,7 +43,7 @@ func TestDefaults(t *testing.T) {
 		c.MetricsListen != "127.0.0.1:9464" || c.ShutdownGrace != 30*time.Second ||
 		c.Admin.Login != "admin" || c.Organization.Name != "Default" ||
 		c.OAuth.AccessTokenTTL != time.Hour || c.OAuth.RefreshTokenTTL != 720*time.Hour ||
-		c.Lockout.MaxFailures != 5 || c.Lockout.Duration != 15*time.Minute ||
+		c.Lockout.MaxFailures != 5 || c.Lockout.Duration != 15*time.Minute || c.Activity.Retention != 365*24*time.Hour ||
 		c.GC.Interval != time.Hour || c.WebDAV.InfiniteDepth || c.Log.Format != "text" ||
 		c.Storage.Reserve != 1<<30 || c.GC.PurgeDeletedAfter != 0 || c.HTTP.BodyIdleTimeout != time.Minute {
 		t.Fatalf("unexpected defaults: %+v", c)
@@ -157,6 +157,7 @@ func TestValidationNamesKeyAndValue(t *testing.T) {
 		{name: "duration env", env: map[string]string{"BERTH_SHUTDOWN_GRACE": "soon"}, want: []string{`shutdown_grace: "soon" is not a duration`}},
 		{name: "duration file", file: "gc:\n  interval: 5\n", want: []string{`gc.interval: 5 is not a duration`}},
 		{name: "negative duration", file: "lockout:\n  duration: -1m\n", want: []string{`lockout.duration: "-1m0s" must be positive`}},
+		{name: "negative retention", file: "activity:\n  retention: -1h\n", want: []string{`activity.retention: "-1h0m0s" must not be negative (0 keeps records forever)`}},
 		{name: "zero body idle timeout", env: map[string]string{"BERTH_HTTP_BODY_IDLE_TIMEOUT": "0s"}, want: []string{`http.body_idle_timeout: "0s" must be positive`}},
 		{name: "integer", env: map[string]string{"BERTH_LOCKOUT_MAX_FAILURES": "many"}, want: []string{`lockout.max_failures: "many" is not an integer`}},
 		// expires_in is whole seconds: 0 reads as "never expires" to

@@ -31,14 +31,15 @@ func allowedImports() map[string][]string {
 		"vfs/chunk": {},
 		"vfs":       {"kv", "vfs/chunk"},
 		"account":   {"kv"},
+		"activity":  {"kv"},
 		"share":     {"kv", "vfs", "account"},
 		"httpserve": {"vfs"},
 		// The front ends map every domain error, kv's and the chunk
 		// store's among them, in their one table: that is all they may
 		// take from kv and vfs/chunk (DESIGN.md).
-		"rest":   {"vfs", "account", "share", "httpserve", "kv", "vfs/chunk"},
-		"webdav": {"vfs", "account", "share", "httpserve", "kv", "vfs/chunk"},
-		"web":    {"vfs", "account", "share", "httpserve", "kv", "vfs/chunk"},
+		"rest":   {"vfs", "account", "activity", "share", "httpserve", "kv", "vfs/chunk"},
+		"webdav": {"vfs", "account", "activity", "share", "httpserve", "kv", "vfs/chunk"},
+		"web":    {"vfs", "account", "activity", "share", "httpserve", "kv", "vfs/chunk"},
 		"daemon": {"*"},
 		// berthtest builds the storage stack for the front ends' tests;
 		// only test files may import it (see TestImportDirection).
@@ -67,7 +68,7 @@ func forbiddenImports() map[string]struct {
 	from   []string
 	reason string
 } {
-	domain := []string{"config", "kv", "vfs", "vfs/chunk", "account"}
+	domain := []string{"config", "kv", "vfs", "vfs/chunk", "account", "activity"}
 	return map[string]struct {
 		from   []string
 		reason string
@@ -236,7 +237,7 @@ func TestComponent(t *testing.T) {
 			t.Errorf("component(%q) = %q, want %q", path, got, want)
 		}
 	}
-	if got, want := below("rest"), []string{"account", "httpserve", "kv", "share", "vfs", "vfs/chunk"}; !slices.Equal(got, want) {
+	if got, want := below("rest"), []string{"account", "activity", "httpserve", "kv", "share", "vfs", "vfs/chunk"}; !slices.Equal(got, want) {
 		t.Errorf("below(rest) = %v, want %v", got, want)
 	}
 }

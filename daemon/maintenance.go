@@ -235,7 +235,7 @@ func resetPasswordCommand(ctx context.Context, cfg config.Config, log *slog.Logg
 		return fmt.Errorf("reset-password: %w", err)
 	}
 	defer st.close(log)
-	p, err := account.New(st.db, accountOptions(cfg)).ResetPassword(ctx, login, password)
+	p, err := st.newAccounts(accountOptions(cfg)).ResetPassword(ctx, login, password)
 	switch {
 	case errors.Is(err, account.ErrNotFound):
 		return fmt.Errorf("reset-password: no person in %s has the username or e-mail address %q", cfg.Data, login)

@@ -22,6 +22,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"berth/account"
+	"berth/activity"
 	"berth/config"
 	"berth/kv"
 	"berth/kv/badger"
@@ -36,6 +37,20 @@ import (
 type stores struct {
 	db    kv.Store // the Badger engine; see metricsCollector, kv.GCer, kv.Failer
 	files *vfs.FS
+	// activity is the log, and journal its hook in files, which learns
+	// root owners once the account service exists (newAccounts).
+	activity *activity.Log
+	journal  *fileJournal
+}
+
+// newAccounts returns the account service over the stores, wired to the
+// activity log: its changes are recorded, and the file system's records
+// name the owners of roots.
+func (s *stores) newAccounts(o account.Options) *account.Service {
+	o.Journal = accountJournal{s.activity}
+	a := account.New(s.db, o)
+	s.journal.owners.Store(a)
+	return a
 }
 
 // metricsCollector is a metadata store that reports its own figures to
@@ -92,12 +107,14 @@ func openStores(ctx context.Context, cfg config.Config, log *slog.Logger, reg pr
 		db.Close()
 		return nil, fmt.Errorf("cleaning chunk store: %w", err)
 	}
-	files, err := vfs.Open(ctx, db, chunks, vfs.Options{Logger: log.With("component", "vfs"), Registerer: reg})
+	acts := activity.New(db, activity.Options{Retention: cfg.Activity.Retention})
+	journal := &fileJournal{log: acts}
+	files, err := vfs.Open(ctx, db, chunks, vfs.Options{Logger: log.With("component", "vfs"), Registerer: reg, Journal: journal})
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("opening file system: %w", err)
 	}
-	return &stores{db: db, files: files}, nil
+	return &stores{db: db, files: files, activity: acts, journal: journal}, nil
 }
 
 // close closes the file system, then the metadata store.
@@ -156,7 +173,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writ
 
 	ao := accountOptions(cfg)
 	ao.Logger, ao.Registerer = log.With("component", "account"), reg
-	accounts := account.New(st.db, ao)
+	accounts := st.newAccounts(ao)
 	shares := share.New(share.Options{FS: st.files, Accounts: accounts})
 
 	tlsCfg, certs, err := tlsConfig(cfg.TLS, cfg.Data, log)
@@ -169,6 +186,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writ
 		FS:         st.files,
 		Accounts:   accounts,
 		Share:      shares,
+		Activity:   st.activity,
 	})
 
 	// Bind every listener before serving any, so a taken port fails the

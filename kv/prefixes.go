@@ -61,6 +61,13 @@ const (
 	AccountOrgMachine    = "acctorgmachine/"
 )
 
+// Prefixes of activity (activity/keys.go).
+const (
+	ActivityRecord = "actrec/"
+	ActivityOrg    = "actorg/"
+	ActivityPerson = "actperson/"
+)
+
 // Prefixes reserved below the domain packages: no domain prefix may start
 // with them.
 const (
@@ -126,5 +133,9 @@ func Prefixes() []Prefix {
 		{"account", AccountGroupParent},
 		{"account", AccountLicense},
 		{"account", AccountOrgMachine},
+
+		{"activity", ActivityRecord},
+		{"activity", ActivityOrg},
+		{"activity", ActivityPerson},
 	}
 }

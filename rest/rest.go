@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"berth/account"
+	"berth/activity"
 	"berth/httpserve"
 	"berth/share"
 	"berth/vfs"
@@ -41,6 +42,9 @@ type Options struct {
 	// Share says which roots a caller reaches and on what terms. Nil
 	// means share.New over FS.
 	Share *share.Service
+	// Activity is the activity log the activity routes read and write.
+	// Nil: the log holds nothing and activity/create is refused.
+	Activity *activity.Log
 }
 
 // server holds what every handler shares.
@@ -111,6 +115,7 @@ func (s *server) routes() {
 	s.folderRoutes()
 	s.zipRoutes()
 	s.groupRoutes()
+	s.activityRoutes()
 
 	// Anything no pattern matches goes through the error table, not
 	// ServeMux's text 404 and 405.

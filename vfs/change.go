@@ -13,7 +13,7 @@ import (
 
 // Rename gives an item a new name in its folder.
 func (fs *FS) Rename(ctx context.Context, root, id uint64, name string, opts WriteOptions) (Node, error) {
-	n, err := fs.move(ctx, root, id, 0, name, opts)
+	n, err := fs.move(ctx, OpRename, root, id, 0, name, opts)
 	fs.done(OpRename, err, Event{RootID: root, NodeID: id, ParentID: n.ParentID, Name: name, Dir: n.Dir})
 	return n, err
 }
@@ -26,12 +26,12 @@ func (fs *FS) Rename(ctx context.Context, root, id uint64, name string, opts Wri
 // below it end with the move, as RFC 4918 7.6 wants; a holder's lock
 // (REST's, on the item) goes with it. Rename is a move too.
 func (fs *FS) Move(ctx context.Context, root, id, parent uint64, name string, opts WriteOptions) (Node, error) {
-	n, err := fs.move(ctx, root, id, parent, name, opts)
+	n, err := fs.move(ctx, OpMove, root, id, parent, name, opts)
 	fs.done(OpMove, err, Event{RootID: root, NodeID: id, ParentID: parent, Name: n.Name, Dir: n.Dir})
 	return n, err
 }
 
-func (fs *FS) move(ctx context.Context, root, id, parent uint64, name string, opts WriteOptions) (Node, error) {
+func (fs *FS) move(ctx context.Context, op Op, root, id, parent uint64, name string, opts WriteOptions) (Node, error) {
 	if name != "" {
 		if err := ValidateName(name); err != nil {
 			return Node{}, err
@@ -129,7 +129,10 @@ func (fs *FS) move(ctx context.Context, root, id, parent uint64, name string, op
 		if err := takeOverLocks(tx, id, replaced, now); err != nil {
 			return err
 		}
-		return fs.addUsage(ctx, tx, root, replaced.usage, 0)
+		if err := fs.addUsage(ctx, tx, root, replaced.usage, 0); err != nil {
+			return err
+		}
+		return fs.journal(ctx, tx, op, opts.Actor, Event{RootID: root, NodeID: id, ParentID: dst, Name: newName, Dir: rec.Dir})
 	})
 	if err != nil {
 		return Node{}, err
@@ -169,7 +172,10 @@ func (fs *FS) Delete(ctx context.Context, root, id uint64, opts WriteOptions) er
 		if err := saveNode(tx, rec, locRec{Root: root, Parent: rec.Parent, Name: rec.Name, Deleted: true}); err != nil {
 			return err
 		}
-		return fs.addUsage(ctx, tx, root, d, 0)
+		if err := fs.addUsage(ctx, tx, root, d, 0); err != nil {
+			return err
+		}
+		return fs.journal(ctx, tx, OpDelete, opts.Actor, Event{RootID: root, NodeID: id, ParentID: rec.Parent, Name: rec.Name, Dir: rec.Dir, Size: rec.Size})
 	})
 	fs.done(OpDelete, err, Event{RootID: root, NodeID: id, ParentID: rec.Parent, Name: rec.Name, Dir: rec.Dir, Size: rec.Size})
 	return err

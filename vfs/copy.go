@@ -46,7 +46,10 @@ func (fs *FS) Copy(ctx context.Context, root, id, dst, parent uint64, name strin
 			if err := takeOverLocks(tx, newID, replaced, now); err != nil {
 				return err
 			}
-			return fs.addUsage(ctx, tx, dst, d, opts.SpaceQuota)
+			if err := fs.addUsage(ctx, tx, dst, d, opts.SpaceQuota); err != nil {
+				return err
+			}
+			return fs.journal(ctx, tx, OpCopy, opts.Actor, Event{RootID: dst, NodeID: newID, ParentID: parent, Name: name, Dir: src.Dir})
 		})
 	}
 	if err == nil {
@@ -96,7 +99,10 @@ func (fs *FS) CopyEmpty(ctx context.Context, root, id, dst, parent uint64, name 
 		}
 		d := replaced.usage
 		d.Folders++
-		return fs.addUsage(ctx, tx, dst, d, 0)
+		if err := fs.addUsage(ctx, tx, dst, d, 0); err != nil {
+			return err
+		}
+		return fs.journal(ctx, tx, OpCopy, opts.Actor, Event{RootID: dst, NodeID: newID, ParentID: parent, Name: name, Dir: true})
 	})
 	if err == nil {
 		fs.replaced(dst, replaced)
@@ -464,7 +470,10 @@ func (fs *FS) copyStaged(ctx context.Context, root, id, dst, parent uint64, name
 		}
 		u := d
 		u.add(replaced.usage)
-		return fs.addUsage(ctx, tx, dst, u, opts.SpaceQuota)
+		if err := fs.addUsage(ctx, tx, dst, u, opts.SpaceQuota); err != nil {
+			return err
+		}
+		return fs.journal(ctx, tx, OpCopy, opts.Actor, Event{RootID: dst, NodeID: top, ParentID: parent, Name: name, Dir: rec.Dir})
 	})
 	if err != nil {
 		return fail(err)

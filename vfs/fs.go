@@ -51,8 +51,22 @@ type Event struct {
 	Size     int64
 	Time     time.Time
 	// Actor is WriteOptions.Actor of the change, nil for changes made
-	// without one (background jobs).
+	// without one (background jobs, and the operations that take no
+	// WriteOptions: their Journal finds the actor in the context).
 	Actor any
+	// Created is set for an OpWrite that made a new file rather than a
+	// new revision of one.
+	Created bool
+}
+
+// Journal records every change inside the transaction that commits it,
+// so an acknowledged change always has its record, after a crash too (the
+// daemon wires it to the activity log). Record runs once per try of the
+// transaction and must not change anything outside tx; an error aborts
+// the change. For an operation split over several transactions (see
+// intent.go) it runs in the one that makes the change visible.
+type Journal interface {
+	Record(ctx context.Context, tx kv.Txn, ev Event) error
 }
 
 // Observer is told about every committed change, after the commit, on the
@@ -66,6 +80,7 @@ type Options struct {
 	Logger     *slog.Logger
 	Registerer prometheus.Registerer // nil: no metrics
 	Observer   Observer              // nil: no events
+	Journal    Journal               // nil: changes are not recorded
 	Now        func() time.Time      // nil: time.Now
 	// Workers that hash, compress and store chunks of one upload; 0 means
 	// GOMAXPROCS.
@@ -88,6 +103,7 @@ type FS struct {
 	reads  *chunk.ReadPool
 	log    *slog.Logger
 	obs    Observer
+	jnl    Journal
 	now    func() time.Time
 	m      *metrics
 
@@ -138,7 +154,7 @@ type FS struct {
 // without references, so a crash leaks nothing.
 func Open(ctx context.Context, db kv.Store, chunks chunk.Store, opts Options) (*FS, error) {
 	fs := &FS{
-		db: db, chunks: chunks, obs: opts.Observer, now: opts.Now, log: opts.Logger,
+		db: db, chunks: chunks, obs: opts.Observer, jnl: opts.Journal, now: opts.Now, log: opts.Logger,
 		m: newMetrics(opts.Registerer), refBatch: opts.refBatch, batchHook: opts.batchHook,
 		roots: kv.NewCache[uint64, cachedRoot](maxCachedRoots),
 		paths: kv.NewCache[pathKey, cachedPath](maxCachedPaths),
@@ -278,6 +294,19 @@ func (fs *FS) done(op Op, err error, ev Event) {
 		}
 		fs.obs.Observe(ev)
 	}
+}
+
+// journal hands ev, op's change by actor, to the Journal in tx, the
+// transaction that commits the change.
+func (fs *FS) journal(ctx context.Context, tx kv.Txn, op Op, actor any, ev Event) error {
+	if fs.jnl == nil {
+		return nil
+	}
+	ev.Op, ev.Actor = op, actor
+	if ev.Time.IsZero() {
+		ev.Time = fs.now().UTC()
+	}
+	return fs.jnl.Record(ctx, tx, ev)
 }
 
 // update runs fn in a kv write transaction. A conflict that outlasted the

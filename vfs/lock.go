@@ -78,7 +78,10 @@ func (fs *FS) Lock(ctx context.Context, root, id uint64, req LockRequest) (Lock,
 			l.Expires = now + int64(req.Duration)
 		}
 		rec.Locks = append(rec.Locks, l)
-		return saveNode(tx, rec, loc)
+		if err := saveNode(tx, rec, loc); err != nil {
+			return err
+		}
+		return fs.journal(ctx, tx, OpLock, nil, Event{RootID: root, NodeID: id, Name: rec.Name, Dir: rec.Dir})
 	})
 	fs.done(OpLock, err, Event{RootID: root, NodeID: id})
 	if err != nil {
@@ -176,8 +179,14 @@ func (fs *FS) createLocked(ctx context.Context, root, parent uint64, name string
 		if err := fs.addChild(ctx, tx, rec, usageRec{Files: 1}); err != nil {
 			return err
 		}
-		path, err = pathOf(tx, rec)
-		return err
+		if path, err = pathOf(tx, rec); err != nil {
+			return err
+		}
+		// Two changes, as the observer hears them: a new file, locked.
+		if err := fs.journal(ctx, tx, OpWrite, opts.Actor, Event{RootID: root, NodeID: id, ParentID: parent, Name: name, Created: true}); err != nil {
+			return err
+		}
+		return fs.journal(ctx, tx, OpLock, opts.Actor, Event{RootID: root, NodeID: id, Name: name})
 	})
 	if err != nil {
 		return Node{}, Lock{}, err
@@ -234,7 +243,10 @@ func (fs *FS) Unlock(ctx context.Context, root, id uint64, token string) error {
 			}
 			rec.Locks = slices.Delete(rec.Locks, i, i+1)
 		}
-		return saveNode(tx, rec, loc)
+		if err := saveNode(tx, rec, loc); err != nil {
+			return err
+		}
+		return fs.journal(ctx, tx, OpUnlock, nil, Event{RootID: root, NodeID: id, Name: rec.Name, Dir: rec.Dir})
 	})
 	fs.done(OpUnlock, err, Event{RootID: root, NodeID: id})
 	return err

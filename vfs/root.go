@@ -36,7 +36,10 @@ func (fs *FS) CreateRoot(ctx context.Context, name string, typ RootType) (Root, 
 		if err := saveNode(tx, top, locRec{Root: id}); err != nil {
 			return err
 		}
-		return setModified(tx, top, nil)
+		if err := setModified(tx, top, nil); err != nil {
+			return err
+		}
+		return fs.journal(ctx, tx, OpCreateRoot, nil, Event{RootID: id, NodeID: folder, Name: name, Dir: true})
 	})
 	fs.done(OpCreateRoot, err, Event{RootID: id, NodeID: folder, Name: name, Dir: true})
 	if err != nil {
@@ -116,7 +119,10 @@ func (fs *FS) DeleteRoot(ctx context.Context, id uint64) error {
 			return err
 		}
 		r.Deleted, r.DeletedAt = true, fs.nowNs()
-		return put(tx, rootKey(id), r)
+		if err := put(tx, rootKey(id), r); err != nil {
+			return err
+		}
+		return fs.journal(ctx, tx, OpDeleteRoot, nil, Event{RootID: id, Name: r.Name})
 	})
 	fs.done(OpDeleteRoot, err, Event{RootID: id})
 	return err

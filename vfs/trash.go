@@ -298,6 +298,13 @@ func (fs *FS) purgeNodes(ctx context.Context, root uint64, order []uint64, count
 			if !counted {
 				return nil
 			}
+			// The transaction that removes the last item, the one
+			// asked for, is the purge that clients see.
+			if i+n == len(order) {
+				if err := fs.journal(ctx, tx, OpPurge, nil, Event{RootID: root, NodeID: order[len(order)-1]}); err != nil {
+					return err
+				}
+			}
 			return fs.addUsage(ctx, tx, root, d, 0)
 		})
 		if err != nil {

@@ -30,7 +30,10 @@ func (fs *FS) Mkdir(ctx context.Context, root, parent uint64, name string, opts 
 			return err
 		}
 		rec = nodeRec{ID: id, Root: root, Parent: parent, Name: name, Dir: true, Created: now, Modified: now}
-		return fs.addChild(ctx, tx, rec, usageRec{Folders: 1})
+		if err := fs.addChild(ctx, tx, rec, usageRec{Folders: 1}); err != nil {
+			return err
+		}
+		return fs.journal(ctx, tx, OpMkdir, opts.Actor, Event{RootID: root, NodeID: id, ParentID: parent, Name: name, Dir: true})
 	})
 	fs.done(OpMkdir, err, Event{RootID: root, NodeID: id, ParentID: parent, Name: name, Dir: true})
 	if err != nil {
@@ -226,8 +229,10 @@ func (fs *FS) writeFile(ctx context.Context, root, parent uint64, name string, r
 		if err := setModified(tx, rec, old); err != nil {
 			return err
 		}
-		path, err = pathOf(tx, rec)
-		return err
+		if path, err = pathOf(tx, rec); err != nil {
+			return err
+		}
+		return fs.journal(ctx, tx, OpWrite, opts.Actor, Event{RootID: root, NodeID: rec.ID, ParentID: parent, Name: name, Size: size, Created: old == nil})
 	})
 	if in == nil {
 		fs.gcMu.RUnlock()

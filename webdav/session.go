@@ -39,6 +39,9 @@ type mount struct {
 // reqPath. The roots it mounts, and the options of writes, are share's
 // answer for c.
 func (h *Handler) newSession(ctx context.Context, c account.Caller, reqPath string) (*session, error) {
+	// The changes that take no WriteOptions (locks) find their actor
+	// here, for the activity log.
+	ctx = account.WithActor(ctx, c.Actor())
 	s := &session{h: h, ctx: ctx, person: c.Person, policy: c.Organization.Policy, path: reqPath,
 		opts: share.WriteOptions(c)}
 	reach, err := h.opts.Share.Roots(ctx, c)

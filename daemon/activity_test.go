@@ -1,0 +1,234 @@
+package daemon
+
+import (
+	"encoding/json"
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"berth/account"
+	"berth/activity"
+	"berth/berthtest"
+	"berth/vfs"
+)
+
+// activityRec is the part of an activity object the tests check.
+type activityRec struct {
+	ID             uint64  `json:"id"`
+	TypeID         uint64  `json:"activity_type_id"`
+	ActorType      string  `json:"actor_type"`
+	ActorPersonID  *uint64 `json:"actor_person_id"`
+	ActorCompanyID *uint64 `json:"actor_company_id"`
+	ActedOnRootID  *uint64 `json:"acted_on_root_id"`
+	ActedOnPerson  *uint64 `json:"acted_on_person_id"`
+	ActedOnText    string  `json:"acted_on_text"`
+}
+
+// personActivity returns the whole activity of person id, oldest first.
+func (lc *lcClient) personActivity(id uint64) []activityRec {
+	lc.t.Helper()
+	var all []activityRec
+	for offset := 0; ; offset += 100 {
+		st, body := lc.do(http.MethodGet, fmt.Sprintf("/api/2/person/%d/activity?offset=%d", id, offset), nil, "")
+		var page struct {
+			Total   int           `json:"total"`
+			Results []activityRec `json:"results"`
+		}
+		if st != 200 || json.Unmarshal(body, &page) != nil {
+			lc.t.Fatalf("activity: %d %s", st, body)
+		}
+		all = append(all, page.Results...)
+		if len(page.Results) == 0 || len(all) >= page.Total {
+			break
+		}
+	}
+	slices.Reverse(all)
+	return all
+}
+
+// TestActivityOfEveryChange: every change to files over REST and WebDAV
+// is one record naming its actor and the root; a login, a failed login
+// and a lockout are recorded; the records of acknowledged changes are
+// there after a SIGKILL.
+func TestActivityOfEveryChange(t *testing.T) {
+	bin, data, p, lc := runningDaemon(t, "--lockout-max-failures", "2", "--lockout-duration", "2s")
+	var me struct {
+		ID        uint64 `json:"id"`
+		CompanyID uint64 `json:"company_id"`
+	}
+	if st, body := lc.do(http.MethodGet, "/api/2/person", nil, ""); st != 200 || json.Unmarshal(body, &me) != nil {
+		t.Fatalf("person: %d %s", st, body)
+	}
+	form := func(path string, v url.Values) {
+		t.Helper()
+		if st, body := lc.do(http.MethodPost, path, strings.NewReader(v.Encode()), "application/x-www-form-urlencoded"); st != 200 {
+			t.Fatalf("POST %s: %d %s", path, st, body)
+		}
+	}
+	dav := func(method, path string, body string, want int, headers ...string) []byte {
+		t.Helper()
+		st, b, err := lc.dav(method, path, strings.NewReader(body), headers...)
+		if err != nil || st != want {
+			t.Fatalf("%s %s: %d %s %v, want %d", method, path, st, b, err, want)
+		}
+		return b
+	}
+	upload := func(name string, dav bool) {
+		t.Helper()
+		if st, err := lc.upload(name, []byte("contents of "+name), dav); err != nil || st/100 != 2 {
+			t.Fatalf("upload %s: %d %v", name, st, err)
+		}
+	}
+	root := lc.root
+	// REST.
+	form(fmt.Sprintf("/api/2/files/%d/create_folder", root), url.Values{"name": {"D"}})
+	upload("a.txt", false)
+	upload("a.txt", false)
+	a := lc.fileID("a.txt")
+	d := lc.fileID("D")
+	form(fmt.Sprintf("/api/2/files/%d/%d/rename", root, a), url.Values{"name": {"b.txt"}})
+	form(fmt.Sprintf("/api/2/files/%d/%d/move", root, a), url.Values{"folder_id": {fmt.Sprint(d)}})
+	form(fmt.Sprintf("/api/2/files/%d/%d/lock", root, a), nil)
+	form(fmt.Sprintf("/api/2/files/%d/%d/unlock", root, a), nil)
+	form(fmt.Sprintf("/api/2/files/%d/%d/delete", root, a), nil)
+	// WebDAV.
+	dav("MKCOL", "W", "", 201)
+	upload("w.txt", true)
+	upload("w.txt", true)
+	dav("MOVE", "w.txt", "", 201, "Destination", lc.base+"/webdav/admin/x.txt")
+	dav("MOVE", "x.txt", "", 201, "Destination", lc.base+"/webdav/admin/W/x.txt")
+	lockBody := `<?xml version="1.0"?><D:lockinfo xmlns:D="DAV:"><D:lockscope><D:exclusive/></D:lockscope><D:locktype><D:write/></D:locktype></D:lockinfo>`
+	st, _, err := lc.dav("LOCK", "W/x.txt", strings.NewReader(lockBody), "Timeout", "Second-60")
+	if err != nil || st != 200 {
+		t.Fatalf("LOCK: %d %v", st, err)
+	}
+	// The lock's token, from lockdiscovery.
+	pf := dav("PROPFIND", "W/x.txt", `<?xml version="1.0"?><D:propfind xmlns:D="DAV:"><D:prop><D:lockdiscovery/></D:prop></D:propfind>`, 207, "Depth", "0")
+	i := strings.Index(string(pf), "urn:uuid:")
+	if i < 0 {
+		t.Fatalf("no lock token in %s", pf)
+	}
+	token := string(pf[i : i+len("urn:uuid:")+36])
+	dav("UNLOCK", "W/x.txt", "", 204, "Lock-Token", "<"+token+">")
+	dav("DELETE", "W/x.txt", "", 204)
+
+	// Acknowledged, so recorded: kill without a chance to flush anything.
+	p.kill(t)
+	p = startDaemon(t, bin, data, "--lockout-max-failures", "2", "--lockout-duration", "2s")
+	lc = newLCClient(t, p, data)
+
+	fileOps := map[uint64]string{}
+	for _, op := range []vfs.Op{vfs.OpMkdir, vfs.OpWrite, vfs.OpRename, vfs.OpMove, vfs.OpDelete, vfs.OpLock, vfs.OpUnlock, vfs.OpCopy, vfs.OpPurge} {
+		typ, _ := activity.TypeNamed(string(op))
+		fileOps[typ.ID] = string(op)
+	}
+	var got []string
+	logins := 0
+	for _, r := range lc.personActivity(me.ID) {
+		if typ, _ := activity.TypeNamed(account.ActLogin); r.TypeID == typ.ID {
+			logins++
+			continue
+		}
+		op, ok := fileOps[r.TypeID]
+		if !ok {
+			continue
+		}
+		got = append(got, op)
+		if r.ActorType != "person" || r.ActorPersonID == nil || *r.ActorPersonID != me.ID || r.ActorCompanyID == nil || *r.ActorCompanyID != me.CompanyID ||
+			r.ActedOnRootID == nil || *r.ActedOnRootID != uint64(root) || r.ActedOnPerson == nil || *r.ActedOnPerson != me.ID {
+			t.Errorf("%s record %+v: want actor person %d of %d on root %d of person %d", op, r, me.ID, me.CompanyID, root, me.ID)
+		}
+	}
+	want := []string{
+		"mkdir", "write", "write", "rename", "move", "lock", "unlock", "delete", // REST
+		"mkdir", "write", "write", "move", "move", "lock", "unlock", "delete", // WebDAV
+	}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("file records:\n got %v\nwant %v", got, want)
+	}
+	// The first run's, this test's two and WebDAV's Basic sign-in (its
+	// credentials are then remembered).
+	if logins < 3 {
+		t.Errorf("%d login records, want at least 3", logins)
+	}
+
+	// Failed logins, then the lockout; read once the lock is over.
+	for range 2 {
+		resp, err := lc.c.PostForm(lc.base+"/oauth/token", url.Values{"grant_type": {"password"}, "client_id": {"anchor"},
+			"username": {"admin"}, "password": {"wrong"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	time.Sleep(2500 * time.Millisecond)
+	counts := map[string]int{}
+	for _, r := range lc.personActivity(me.ID) {
+		for _, name := range []string{account.ActLoginFailed, account.ActAccountLocked} {
+			if typ, _ := activity.TypeNamed(name); typ.ID == r.TypeID {
+				counts[name]++
+			}
+		}
+	}
+	if counts[account.ActLoginFailed] != 2 || counts[account.ActAccountLocked] != 1 {
+		t.Errorf("failed logins and lockouts recorded: %v, want 2 and 1", counts)
+	}
+}
+
+// TestActivityTypesCoverChanges: every account change name (account's
+// Act constants) and every vfs operation that changes something has an
+// activity type, or the change would fail at its record. Read from the
+// source, so a name added in either package fails here first.
+func TestActivityTypesCoverChanges(t *testing.T) {
+	root := berthtest.ModuleRoot(t)
+	for _, c := range []struct{ dir, prefix string }{{"account", "Act"}, {"vfs", "Op"}} {
+		fset := token.NewFileSet()
+		pkgs, err := parser.ParseDir(fset, filepath.Join(root, c.dir), func(fi fs.FileInfo) bool {
+			return !strings.HasSuffix(fi.Name(), "_test.go")
+		}, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, pkg := range pkgs {
+			for _, f := range pkg.Files {
+				for _, d := range f.Decls {
+					g, ok := d.(*ast.GenDecl)
+					if !ok || g.Tok != token.CONST {
+						continue
+					}
+					for _, s := range g.Specs {
+						vs := s.(*ast.ValueSpec)
+						for i, id := range vs.Names {
+							if !strings.HasPrefix(id.Name, c.prefix) || !id.IsExported() || i >= len(vs.Values) {
+								continue
+							}
+							lit, ok := vs.Values[i].(*ast.BasicLit)
+							if !ok || lit.Kind != token.STRING || id.Name == "OpRead" {
+								continue
+							}
+							n++
+							name, _ := strconv.Unquote(lit.Value)
+							if _, ok := activity.TypeNamed(name); !ok {
+								t.Errorf("%s.%s (%q) has no activity type (activity/types.go)", c.dir, id.Name, name)
+							}
+						}
+					}
+				}
+			}
+		}
+		if n == 0 {
+			t.Errorf("found no %s constants in %s", c.prefix, c.dir)
+		}
+	}
+}
