@@ -83,6 +83,8 @@ func TestLoginJournal(t *testing.T) {
 		}
 	}
 	want := []string{
+		fmt.Sprintf("organization_created by system on organization %d/0 ", org.ID),
+		"person_created by system on " + on + " ",
 		"login by person on " + on + " ",
 		"login_failed by system on " + on + " bad_password",
 		"login_failed by system on " + on + " bad_password",
