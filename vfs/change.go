@@ -129,7 +129,7 @@ func (fs *FS) move(ctx context.Context, root, id, parent uint64, name string, op
 		if err := takeOverLocks(tx, id, replaced, now); err != nil {
 			return err
 		}
-		return fs.addUsage(ctx, tx, root, replaced.usage, 0)
+		return fs.addUsage(ctx, tx, root, replaced.usage, limits{})
 	})
 	if err != nil {
 		return Node{}, err
@@ -169,7 +169,7 @@ func (fs *FS) Delete(ctx context.Context, root, id uint64, opts WriteOptions) er
 		if err := saveNode(tx, rec, locRec{Root: root, Parent: rec.Parent, Name: rec.Name, Deleted: true}); err != nil {
 			return err
 		}
-		return fs.addUsage(ctx, tx, root, d, 0)
+		return fs.addUsage(ctx, tx, root, d, limits{})
 	})
 	fs.done(OpDelete, err, Event{RootID: root, NodeID: id, ParentID: rec.Parent, Name: rec.Name, Dir: rec.Dir, Size: rec.Size})
 	return err

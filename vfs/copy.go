@@ -46,7 +46,7 @@ func (fs *FS) Copy(ctx context.Context, root, id, dst, parent uint64, name strin
 			if err := takeOverLocks(tx, newID, replaced, now); err != nil {
 				return err
 			}
-			return fs.addUsage(ctx, tx, dst, d, opts.SpaceQuota)
+			return fs.addUsage(ctx, tx, dst, d, limitsOf(opts))
 		})
 	}
 	if err == nil {
@@ -96,7 +96,7 @@ func (fs *FS) CopyEmpty(ctx context.Context, root, id, dst, parent uint64, name 
 		}
 		d := replaced.usage
 		d.Folders++
-		return fs.addUsage(ctx, tx, dst, d, 0)
+		return fs.addUsage(ctx, tx, dst, d, limits{})
 	})
 	if err == nil {
 		fs.replaced(dst, replaced)
@@ -335,13 +335,10 @@ func (fs *FS) copyStaged(ctx context.Context, root, id, dst, parent uint64, name
 		if err := walk(src, -1); err != nil {
 			return err
 		}
-		if opts.SpaceQuota <= 0 {
-			return nil
-		}
 		// Refuse early what the last transaction would refuse.
-		u, err := loadUsage(tx, dst)
-		if err == nil && u.physical()+d.physical() > opts.SpaceQuota {
-			err = fmt.Errorf("%w: %d of %d bytes used", ErrQuotaExceeded, u.physical(), opts.SpaceQuota)
+		left, bound, err := limitsOf(opts).left(tx, dst)
+		if err == nil && bound && d.physical() > left {
+			err = fmt.Errorf("%w: %d bytes to copy, %d left", ErrQuotaExceeded, d.physical(), left)
 		}
 		return err
 	})
@@ -464,7 +461,7 @@ func (fs *FS) copyStaged(ctx context.Context, root, id, dst, parent uint64, name
 		}
 		u := d
 		u.add(replaced.usage)
-		return fs.addUsage(ctx, tx, dst, u, opts.SpaceQuota)
+		return fs.addUsage(ctx, tx, dst, u, limitsOf(opts))
 	})
 	if err != nil {
 		return fail(err)

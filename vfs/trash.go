@@ -298,7 +298,7 @@ func (fs *FS) purgeNodes(ctx context.Context, root uint64, order []uint64, count
 			if !counted {
 				return nil
 			}
-			return fs.addUsage(ctx, tx, root, d, 0)
+			return fs.addUsage(ctx, tx, root, d, limits{})
 		})
 		if err != nil {
 			return err
