@@ -150,7 +150,7 @@ func (s *server) encodePerson(ctx context.Context, p account.Person, org account
 	if p.RootID != 0 {
 		id := p.RootID
 		body.RootID = &id
-		root, usage, err := s.personRoot(ctx, id)
+		root, _, err := s.personRoot(ctx, id)
 		switch {
 		case errors.Is(err, vfs.ErrRootDeleted) || errors.Is(err, vfs.ErrNotExist):
 			// A deleted sync root is no longer reachable; root_id still
@@ -159,9 +159,14 @@ func (s *server) encodePerson(ctx context.Context, p account.Person, org account
 			return personBody{}, err
 		default:
 			body.Roots = append(body.Roots, root)
-			body.SpaceUsage += usage
 		}
 	}
+	// Every live root of the person, of every type, from the ledger.
+	u, err := s.fs.TallyUsage(ctx, account.TallyPerson(p.ID))
+	if err != nil {
+		return personBody{}, err
+	}
+	body.SpaceUsage = u.PhysicalSize
 	body.SpaceUsageFormatted = formatSize(body.SpaceUsage)
 	return body, nil
 }

@@ -98,6 +98,7 @@ func (s *server) routes() {
 	s.fileRoutes()
 	s.folderRoutes()
 	s.zipRoutes()
+	s.usageRoutes()
 
 	// Anything no pattern matches goes through the error table, not
 	// ServeMux's text 404 and 405.
