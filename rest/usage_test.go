@@ -237,3 +237,59 @@ func TestParentQuotaBoundsChild(t *testing.T) {
 		t.Fatalf("upload to the person's quota: %d %s", st, body)
 	}
 }
+
+// BenchmarkOrgUsage: metrics/usage of an organization with 100 children
+// and 10,000 roots among them, besides alice's and the administrator's
+// (issue 12: under 5 ms). The answer reads four tallies and one count
+// record, so it costs the same at any size.
+func BenchmarkOrgUsage(b *testing.B) {
+	f := newFixture(b)
+	ctx := context.Background()
+	admin := f.addTenant(f.org.ID, "root-admin", true, vfs.RootSync)
+	const children, roots = 100, 10_000
+	kids := make([]account.Organization, children)
+	for i := range kids {
+		var err error
+		if kids[i], err = f.accounts.CreateOrganization(ctx, account.OrganizationInput{ParentID: f.org.ID, Name: fmt.Sprint("child ", i)}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	types := []vfs.RootType{vfs.RootSync, vfs.RootShare, vfs.RootBackup}
+	errs := make(chan error, 8)
+	for g := range 8 {
+		go func() {
+			for i := g; i < roots; i += 8 {
+				owner := account.Person{OrganizationID: kids[i%children].ID} // the organization's own
+				tallies, err := f.accounts.RootTallies(ctx, owner, string(types[i%3]))
+				if err == nil {
+					_, err = f.fs.CreateRootWith(ctx, fmt.Sprint("r", i), types[i%3], vfs.RootOptions{Tallies: tallies})
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			b.Fatal(err)
+		}
+	}
+	path := fmt.Sprintf("/api/2/organization/%d/metrics/usage", f.org.ID)
+	var body orgUsage
+	st, raw := f.send("GET", path, admin.token, nil)
+	if st != 200 {
+		b.Fatalf("%d %s", st, raw)
+	}
+	decode(b, raw, &body)
+	if body.TotalSpaceUsage.RootCount != roots+2 || body.Counts.Organizations != children {
+		b.Fatalf("usage of %d roots and %d organizations, want %d and %d", body.TotalSpaceUsage.RootCount, body.Counts.Organizations, roots+2, children)
+	}
+	for b.Loop() {
+		if st, raw := f.send("GET", path, admin.token, nil); st != 200 {
+			b.Fatalf("%d %s", st, raw)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package vfs
 import (
 	"context"
 	"slices"
+	"testing"
 
 	"github.com/fxamacker/cbor/v2"
 
@@ -44,4 +45,19 @@ func (fs *FS) TallyRecount(ctx context.Context, tally uint64) (Usage, error) {
 	p := sum.public()
 	p.RootCount = n
 	return p, err
+}
+
+// coarseRoom keeps at least 1 GiB steps and at most 1/64 of the figure in
+// precision, and never goes below 0.
+func TestCoarseRoom(t *testing.T) {
+	const gib = 1 << 30
+	for _, c := range []struct{ in, want int64 }{
+		{-5, 0}, {0, 0}, {gib - 1, 0}, {gib, gib}, {3*gib + 12345, 3 * gib},
+		{127 * gib, 127 * gib}, {128 * gib, 128 * gib}, {255*gib + 1, 254 * gib},
+		{1001 * gib, 1000 * gib}, {1007 * gib, 1000 * gib},
+	} {
+		if got := coarseRoom(c.in); got != c.want {
+			t.Errorf("coarseRoom(%d) = %d, want %d", c.in, got, c.want)
+		}
+	}
 }
