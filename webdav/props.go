@@ -263,7 +263,7 @@ type propWriter struct {
 	// asked for in DAV:include.
 	include []string
 	quota   map[uint64]quotaFigures // by root, computed once per request
-	tmp     []byte // scratch for formatting, reused from entry to entry
+	tmp     []byte                  // scratch for formatting, reused from entry to entry
 }
 
 // needDead reports whether the request asks for dead properties.
