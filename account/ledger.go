@@ -3,8 +3,6 @@ package account
 import (
 	"context"
 	"fmt"
-
-	"berth/kv"
 )
 
 // Tallies are the ledger ids under which vfs sums the usage of many roots
@@ -111,16 +109,4 @@ func chainQuotas(orgs []Organization) []int64 {
 		q[i] = o.Policy.SpaceQuotaBytes()
 	}
 	return q
-}
-
-// ChainQuotas returns the space_quota in bytes of organization id and of
-// each of its ancestors, in Chain's order. Errors: ErrNotFound.
-func (s *Service) ChainQuotas(ctx context.Context, id uint64) ([]int64, error) {
-	var q []int64
-	err := s.db.View(ctx, func(tx kv.Txn) error {
-		orgs, err := s.chain(tx, id, notFoundf("organization %d", id))
-		q = chainQuotas(orgs)
-		return err
-	})
-	return q, err
 }
