@@ -94,8 +94,10 @@ func firstRun(ctx context.Context, cfg config.Config, files *vfs.FS, accounts *a
 // adminTallies counts the first run's root into the tallies of its
 // administrator and organization (account.RootTallies), which a root
 // created before them could not name. It runs on every start, so that a
-// first run cut short between Bootstrap and this still ends counted; a
-// root that has its tallies is left as it is.
+// first run cut short between Bootstrap and this still ends counted, and
+// so does the root of a data directory made before the ledger (the first
+// run's was its only root: no other person could be added then); a root
+// that has its tallies is left as it is.
 func adminTallies(ctx context.Context, cfg config.Config, files *vfs.FS, accounts *account.Service) error {
 	p, err := accounts.PersonByLogin(ctx, cfg.Admin.Login)
 	if errors.Is(err, account.ErrNotFound) || (err == nil && p.RootID == 0) {
