@@ -42,6 +42,9 @@ type Caller struct {
 	// the organization first (see Chain): those the caller is within,
 	// and, for an administrator, the root of what they manage.
 	Chain []uint64
+	// ChainQuotas are the space_quota in bytes of each organization of
+	// Chain, in its order (see Quotas).
+	ChainQuotas []int64
 }
 
 // Token records. Tokens themselves are never stored, only their SHA-256:
@@ -308,7 +311,7 @@ func (s *Service) activeCaller(tx kv.Txn, personID uint64) (Caller, error) {
 	if err != nil {
 		return Caller{}, err
 	}
-	c.Organization, c.Chain = orgs[0], chainIDs(orgs)
+	c.Organization, c.Chain, c.ChainQuotas = orgs[0], chainIDs(orgs), chainQuotas(orgs)
 	if !c.Person.Active {
 		return Caller{}, ErrInactive
 	}

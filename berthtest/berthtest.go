@@ -100,6 +100,14 @@ func (s *Stack) AddPerson(t testing.TB, username, password string) (account.Pers
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Counted as share.Service.NewRoot counts a root (account.RootTallies).
+	tallies, err := s.Accounts.RootTallies(ctx, p, string(vfs.RootSync))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.FS.SetRootTallies(ctx, root.ID, vfs.RootOptions{Tallies: tallies}); err != nil {
+		t.Fatal(err)
+	}
 	toks, err := s.Accounts.IssueTokens(ctx, p.ID, 0)
 	if err != nil {
 		t.Fatal(err)

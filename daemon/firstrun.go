@@ -29,7 +29,7 @@ func firstRun(ctx context.Context, cfg config.Config, files *vfs.FS, accounts *a
 		return fmt.Errorf("first run: %w", err)
 	}
 	if has {
-		return nil
+		return adminTallies(ctx, cfg, files, accounts)
 	}
 
 	password, generated := cfg.Admin.Password, false
@@ -76,6 +76,9 @@ func firstRun(ctx context.Context, cfg config.Config, files *vfs.FS, accounts *a
 	if err != nil {
 		return fmt.Errorf("first run: creating organization %q and administrator %q: %w", cfg.Organization.Name, cfg.Admin.Login, err)
 	}
+	if err := adminTallies(ctx, cfg, files, accounts); err != nil {
+		return fmt.Errorf("first run: counting the administrator's root: %w", err)
+	}
 	log.Info("first run: created the organization and its administrator",
 		"organization", org.Name, "organization_id", org.ID, "login", person.Username, "root_id", root.ID)
 
@@ -86,4 +89,30 @@ func firstRun(ctx context.Context, cfg config.Config, files *vfs.FS, accounts *a
 		fmt.Fprintf(out, "\nberth: first start. Administrator login: %s (password from admin.password)\n\n", person.Username)
 	}
 	return nil
+}
+
+// adminTallies counts the first run's root into the tallies of its
+// administrator and organization (account.RootTallies), which a root
+// created before them could not name. It runs on every start, so that a
+// first run cut short between Bootstrap and this still ends counted, and
+// so does the root of a data directory made before the ledger (the first
+// run's was its only root: no other person could be added then); a root
+// that has its tallies is left as it is.
+func adminTallies(ctx context.Context, cfg config.Config, files *vfs.FS, accounts *account.Service) error {
+	p, err := accounts.PersonByLogin(ctx, cfg.Admin.Login)
+	if errors.Is(err, account.ErrNotFound) || (err == nil && p.RootID == 0) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	tallies, err := accounts.RootTallies(ctx, p, string(vfs.RootSync))
+	if err != nil {
+		return err
+	}
+	err = files.SetRootTallies(ctx, p.RootID, vfs.RootOptions{Tallies: tallies})
+	if errors.Is(err, vfs.ErrRootDeleted) || errors.Is(err, vfs.ErrNotExist) {
+		return nil
+	}
+	return err
 }

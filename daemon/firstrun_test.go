@@ -130,3 +130,49 @@ func TestFirstRunRetried(t *testing.T) {
 		})
 	}
 }
+
+// TestFirstRunCountsTheAdministratorsRoot: the first run's root counts
+// into the administrator's and the organization's tallies; so does the
+// root of a data directory made before the ledger (its only root is the
+// first run's: no other person could be added), at the next start, once.
+func TestFirstRunCountsTheAdministratorsRoot(t *testing.T) {
+	ctx := context.Background()
+	for _, old := range []bool{false, true} {
+		cfg := config.Default()
+		cfg.Data = t.TempDir()
+		cfg.Admin.Password = "correct horse battery"
+		log := slog.New(slog.DiscardHandler)
+		st, err := openStores(ctx, cfg, log, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		accounts := account.New(st.db, accountOptions(cfg))
+		if old {
+			// What a first run before the ledger left.
+			root, err := st.files.CreateRoot(ctx, cfg.Admin.Login, vfs.RootSync)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := accounts.Bootstrap(ctx, account.OrganizationInput{Name: "Old"}, account.PersonInput{
+				Username: cfg.Admin.Login, Email: "admin@localhost", Password: cfg.Admin.Password, Admin: true, RootID: root.ID,
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for range 2 {
+			if err := firstRun(ctx, cfg, st.files, accounts, log, io.Discard); err != nil {
+				t.Fatal(err)
+			}
+		}
+		p, err := accounts.PersonByLogin(ctx, cfg.Admin.Login)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tally := range []uint64{account.TallyPerson(p.ID), account.TallyOrg(p.OrganizationID, "sync"), account.TallyOrg(p.OrganizationID, "")} {
+			if u, err := st.files.TallyUsage(ctx, tally); err != nil || u.RootCount != 1 {
+				t.Errorf("old data directory %v: tally %#x counts %d roots (%v), want 1", old, tally, u.RootCount, err)
+			}
+		}
+		st.close(log)
+	}
+}

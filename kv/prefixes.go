@@ -29,6 +29,8 @@ const (
 	VFSIntent  = "I/" // an operation split over transactions
 	VFSGen     = "G/" // a folder's write marker
 	VFSMarker  = "M/" // markers of the store as a whole (M/clean)
+	VFSTally   = "Y/" // a tally's space accounting, in shards
+	VFSTallyQ  = "Z/" // a tally's quota check
 )
 
 // Prefixes of account (account/keys.go).
@@ -106,6 +108,8 @@ func Prefixes() []Prefix {
 		{"vfs", VFSIntent},
 		{"vfs", VFSGen},
 		{"vfs", VFSMarker},
+		{"vfs", VFSTally},
+		{"vfs", VFSTallyQ},
 
 		{"account", AccountOrg},
 		{"account", AccountPerson},

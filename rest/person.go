@@ -513,7 +513,6 @@ func (s *server) organizationPersons(r *http.Request) (any, error) {
 	return paged(pg, out, total), nil
 }
 
-
 // encodePerson builds the person object of p for caller c.
 func (s *server) encodePerson(ctx context.Context, c caller, p account.Person) (personBody, error) {
 	org := c.Organization
@@ -572,12 +571,13 @@ func (s *server) encodePersonIn(ctx context.Context, c caller, p account.Person,
 // space_used of roots, the root objects of their live roots, already read
 // for the person object. It is the one place that computes it, so that a
 // usage ledger replaces it here alone.
-func (s *server) personUsage(_ context.Context, _ account.Person, roots []rootJSON) (int64, error) {
-	var n int64
-	for _, r := range roots {
-		n += r.SpaceUsed
+func (s *server) personUsage(ctx context.Context, p account.Person, _ []rootJSON) (int64, error) {
+	// Every live root of the person, of every type, from the ledger.
+	u, err := s.fs.TallyUsage(ctx, account.TallyPerson(p.ID))
+	if err != nil {
+		return 0, err
 	}
-	return n, nil
+	return u.PhysicalSize, nil
 }
 
 // personRoot returns the root object of root id, which person p owns, as

@@ -116,6 +116,7 @@ func (s *server) routes() {
 	s.zipRoutes()
 	s.groupRoutes()
 	s.activityRoutes()
+	s.usageRoutes()
 
 	// Anything no pattern matches goes through the error table, not
 	// ServeMux's text 404 and 405.

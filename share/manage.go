@@ -217,8 +217,15 @@ func (s *Service) Person(ctx context.Context, c account.Caller, id uint64, act P
 // owner: person owner, or owner's organization alone when shared is true
 // (a share root). A person's first sync root becomes their root_id.
 // Permission is the caller's to check first (Person, PersonAdminister).
+// The root counts, from its creation, into the tallies of owner, owner's
+// organization and every ancestor (account.RootTallies): what
+// space_usage, metrics/usage and the quotas read.
 func (s *Service) NewRoot(ctx context.Context, owner account.Person, name string, typ vfs.RootType) (vfs.Root, error) {
-	r, err := s.fs.CreateRoot(ctx, name, typ)
+	tallies, err := s.accounts.RootTallies(ctx, owner, string(typ))
+	if err != nil {
+		return vfs.Root{}, err
+	}
+	r, err := s.fs.CreateRootWith(ctx, name, typ, vfs.RootOptions{Tallies: tallies})
 	if err != nil {
 		return vfs.Root{}, err
 	}

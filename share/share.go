@@ -196,18 +196,23 @@ func (s *Service) Roots(ctx context.Context, c account.Caller) ([]Access, error)
 
 // WriteOptions are the options of c's writes into a root c owns: c's
 // principal, their organization policy's size and extension limits, and
-// c's quota under that policy. Access.Opts holds them for an own root;
-// a front end that needs c's options outside any one root (WebDAV's
-// session) takes them here.
+// the quotas on the tallies such a root counts into (account.Caller.Quotas:
+// c's own space_quota, and that of their organization and of every
+// ancestor, each on the sum over its subtree). Access.Opts holds them for
+// an own root; a front end that needs c's options outside any one root
+// (WebDAV's session) takes them here.
 func WriteOptions(c account.Caller) vfs.WriteOptions {
 	pol := c.Organization.Policy
-	return vfs.WriteOptions{
+	o := vfs.WriteOptions{
 		Principal:          c.Person.Principal(),
 		Actor:              c.Actor(),
 		MaxFileSize:        pol.MaxFileSize,
-		SpaceQuota:         c.Person.QuotaUnder(pol),
 		ExcludedExtensions: pol.ExcludedExtensionList(),
 	}
+	for _, q := range c.Quotas() {
+		o.Quotas = append(o.Quotas, vfs.Quota{Tally: q.Tally, Bytes: q.Bytes})
+	}
+	return o
 }
 
 // own is c's access to root r, which c owns.

@@ -213,7 +213,7 @@ func TestRoots(t *testing.T) {
 					t.Fatalf("Root(%d) of a root Roots listed: %v", a.Root.ID, err)
 				}
 				if one.Perms != a.Perms || one.Policy != a.Policy || one.Opts.Principal != a.Opts.Principal ||
-					one.Opts.SpaceQuota != a.Opts.SpaceQuota || one.Opts.MaxFileSize != a.Opts.MaxFileSize ||
+					!slices.Equal(one.Opts.Quotas, a.Opts.Quotas) || one.Opts.MaxFileSize != a.Opts.MaxFileSize ||
 					!slices.Equal(one.Opts.ExcludedExtensions, a.Opts.ExcludedExtensions) {
 					t.Errorf("Roots says %+v of root %d, Root says %+v", a, a.Root.ID, one)
 				}
@@ -238,15 +238,16 @@ func TestWriteOptions(t *testing.T) {
 		excluded    string
 		personQuota int64
 
-		wantQuota    int64
+		wantPerson   int64 // quota on the person's tally; 0 none
+		wantOrg      int64 // quota on the organization's tally of all types; 0 none
 		wantExcluded []string
 	}{
 		{name: "default policy: no limits", orgQuota: "0"},
 		{name: "max file size", maxFileSize: 1 << 20, orgQuota: "0"},
-		{name: "organization quota", orgQuota: "1000", wantQuota: 1000},
-		{name: "person quota alone", orgQuota: "0", personQuota: 300, wantQuota: 300},
-		{name: "person quota under the organization's", orgQuota: "1000", personQuota: 500, wantQuota: 500},
-		{name: "organization quota under the person's", orgQuota: "1000", personQuota: 2000, wantQuota: 1000},
+		{name: "organization quota", orgQuota: "1000", wantOrg: 1000},
+		{name: "person quota alone", orgQuota: "0", personQuota: 300, wantPerson: 300},
+		{name: "person quota under the organization's", orgQuota: "1000", personQuota: 500, wantPerson: 500, wantOrg: 1000},
+		{name: "organization quota under the person's", orgQuota: "1000", personQuota: 2000, wantPerson: 2000, wantOrg: 1000},
 		{name: "excluded extensions, spaces trimmed", orgQuota: "0",
 			excluded: ".exe, .TMP", wantExcluded: []string{".exe", ".TMP"}},
 	} {
@@ -264,15 +265,20 @@ func TestWriteOptions(t *testing.T) {
 			want := vfs.WriteOptions{
 				Principal:          c.Person.Principal(),
 				MaxFileSize:        tc.maxFileSize,
-				SpaceQuota:         tc.wantQuota,
 				ExcludedExtensions: tc.wantExcluded,
+			}
+			if tc.wantPerson > 0 {
+				want.Quotas = append(want.Quotas, vfs.Quota{Tally: account.TallyPerson(c.Person.ID), Bytes: tc.wantPerson})
+			}
+			if tc.wantOrg > 0 {
+				want.Quotas = append(want.Quotas, vfs.Quota{Tally: account.TallyOrg(c.Organization.ID, ""), Bytes: tc.wantOrg})
 			}
 			for _, got := range []struct {
 				how  string
 				opts vfs.WriteOptions
 			}{{"Access.Opts", a.Opts}, {"WriteOptions", share.WriteOptions(c)}} {
 				o := got.opts
-				if o.Principal != want.Principal || o.MaxFileSize != want.MaxFileSize || o.SpaceQuota != want.SpaceQuota ||
+				if o.Principal != want.Principal || o.MaxFileSize != want.MaxFileSize || o.SpaceQuota != 0 || !slices.Equal(o.Quotas, want.Quotas) ||
 					!slices.Equal(o.ExcludedExtensions, want.ExcludedExtensions) {
 					t.Errorf("%s = %+v, want %+v", got.how, o, want)
 				}

@@ -129,7 +129,7 @@ func (fs *FS) move(ctx context.Context, op Op, root, id, parent uint64, name str
 		if err := takeOverLocks(tx, id, replaced, now); err != nil {
 			return err
 		}
-		if err := fs.addUsage(ctx, tx, root, replaced.usage, 0); err != nil {
+		if err := fs.addUsage(ctx, tx, root, replaced.usage, limits{}); err != nil {
 			return err
 		}
 		return fs.journal(ctx, tx, op, opts.Actor, Event{RootID: root, NodeID: id, ParentID: dst, Name: newName, Dir: rec.Dir})
@@ -172,7 +172,7 @@ func (fs *FS) Delete(ctx context.Context, root, id uint64, opts WriteOptions) er
 		if err := saveNode(tx, rec, locRec{Root: root, Parent: rec.Parent, Name: rec.Name, Deleted: true}); err != nil {
 			return err
 		}
-		if err := fs.addUsage(ctx, tx, root, d, 0); err != nil {
+		if err := fs.addUsage(ctx, tx, root, d, limits{}); err != nil {
 			return err
 		}
 		return fs.journal(ctx, tx, OpDelete, opts.Actor, Event{RootID: root, NodeID: id, ParentID: rec.Parent, Name: rec.Name, Dir: rec.Dir, Size: rec.Size})

@@ -46,7 +46,7 @@ func (fs *FS) Copy(ctx context.Context, root, id, dst, parent uint64, name strin
 			if err := takeOverLocks(tx, newID, replaced, now); err != nil {
 				return err
 			}
-			if err := fs.addUsage(ctx, tx, dst, d, opts.SpaceQuota); err != nil {
+			if err := fs.addUsage(ctx, tx, dst, d, limitsOf(opts)); err != nil {
 				return err
 			}
 			return fs.journal(ctx, tx, OpCopy, opts.Actor, Event{RootID: dst, NodeID: newID, ParentID: parent, Name: name, Dir: src.Dir})
@@ -99,7 +99,7 @@ func (fs *FS) CopyEmpty(ctx context.Context, root, id, dst, parent uint64, name 
 		}
 		d := replaced.usage
 		d.Folders++
-		if err := fs.addUsage(ctx, tx, dst, d, 0); err != nil {
+		if err := fs.addUsage(ctx, tx, dst, d, limits{}); err != nil {
 			return err
 		}
 		return fs.journal(ctx, tx, OpCopy, opts.Actor, Event{RootID: dst, NodeID: newID, ParentID: parent, Name: name, Dir: true})
@@ -341,13 +341,10 @@ func (fs *FS) copyStaged(ctx context.Context, root, id, dst, parent uint64, name
 		if err := walk(src, -1); err != nil {
 			return err
 		}
-		if opts.SpaceQuota <= 0 {
-			return nil
-		}
 		// Refuse early what the last transaction would refuse.
-		u, err := loadUsage(tx, dst)
-		if err == nil && u.physical()+d.physical() > opts.SpaceQuota {
-			err = fmt.Errorf("%w: %d of %d bytes used", ErrQuotaExceeded, u.physical(), opts.SpaceQuota)
+		left, bound, err := limitsOf(opts).left(tx, dst)
+		if err == nil && bound && d.physical() > left {
+			err = fmt.Errorf("%w: %d bytes to copy, %d left", ErrQuotaExceeded, d.physical(), left)
 		}
 		return err
 	})
@@ -470,7 +467,7 @@ func (fs *FS) copyStaged(ctx context.Context, root, id, dst, parent uint64, name
 		}
 		u := d
 		u.add(replaced.usage)
-		if err := fs.addUsage(ctx, tx, dst, u, opts.SpaceQuota); err != nil {
+		if err := fs.addUsage(ctx, tx, dst, u, limitsOf(opts)); err != nil {
 			return err
 		}
 		return fs.journal(ctx, tx, OpCopy, opts.Actor, Event{RootID: dst, NodeID: top, ParentID: parent, Name: name, Dir: rec.Dir})

@@ -15,6 +15,11 @@ import (
 //	                          accounting; their sum is its usage
 //	Q/<root>                  empty: written by every quota-checked write,
 //	                          so two of them cannot both pass on one sum
+//	Y/<tally>/<shard>         usageRec: one of 16 parts of a tally, the sum
+//	                          of the live roots created with it (Roots
+//	                          counts them); see RootOptions.Tallies
+//	Z/<tally>                 empty: written by every write checked
+//	                          against a quota on the tally, as Q/ for a root
 //	N/<node>                  locRec: where a node's record lives
 //	F/<root>                  nodeRec of the root's top folder
 //	C/<parent>/<name>         nodeRec of a live child; the name index itself,
@@ -57,6 +62,8 @@ const (
 	pProp    = kv.VFSProp
 	pIntent  = kv.VFSIntent
 	pGen     = kv.VFSGen
+	pTally   = kv.VFSTally
+	pTallyQ  = kv.VFSTallyQ
 )
 
 var keyClean = []byte(kv.VFSMarker + "clean")
@@ -103,6 +110,9 @@ func propPrefix(node uint64) []byte { return key(pProp, node) }
 func propKey(node uint64, name string) []byte {
 	return append(propPrefix(node), name...)
 }
+
+func tallyKey(tally, shard uint64) []byte { return key(pTally, tally, shard) }
+func tallyQuotaKey(tally uint64) []byte   { return key(pTallyQ, tally) }
 
 func intentPrefix(id uint64) []byte    { return key(pIntent, id) }
 func intentKey(id, part uint64) []byte { return key(pIntent, id, part) }

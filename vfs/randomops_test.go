@@ -112,7 +112,7 @@ func (w *world) newRoot() {
 	w.mu.Lock()
 	n := len(w.roots)
 	w.mu.Unlock()
-	rt, err := w.files().CreateRoot(ctx, fmt.Sprint("r", n), vfs.RootSync)
+	rt, err := w.files().CreateRootWith(ctx, fmt.Sprint("r", n), vfs.RootSync, vfs.RootOptions{Tallies: worldTallies(n)})
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -182,6 +182,14 @@ func (w *world) step(ctx context.Context, r *rand.Rand, op *string) error {
 	if r.IntN(6) == 0 {
 		if u, err := fs.Usage(ctx, rt.ID); err == nil {
 			o.SpaceQuota = u.PhysicalSize + int64(r.IntN(4<<20)) + 1
+		}
+	}
+	if r.IntN(6) == 0 {
+		// A quota on one of the root's tallies, a little over its usage.
+		for i, t := range worldTallies(w.rootIndex(rt.ID)) {
+			if u, err := fs.TallyUsage(ctx, t); err == nil && r.IntN(2) == i {
+				o.Quotas = append(o.Quotas, vfs.Quota{Tally: t, Bytes: u.PhysicalSize + int64(r.IntN(4<<20)) + 1})
+			}
 		}
 	}
 	name := worldNames[r.IntN(len(worldNames))]
@@ -322,6 +330,7 @@ func (w *world) check(where string, deep bool) {
 			t.Fatalf("%s: usage of root %d\n      got %+v\nrecounted %+v", where, rt.ID, got, want)
 		}
 	}
+	w.checkTallies(where)
 	if strays, err := fs.Strays(ctx); err != nil || len(strays) > 0 {
 		t.Fatalf("%s: records of nothing: %v (%v)", where, strays, err)
 	}

@@ -26,6 +26,9 @@ type rootRec struct {
 	// Purged says a deleted root's contents are gone; the record stays,
 	// so its id keeps answering ErrRootDeleted.
 	Purged bool `cbor:"8,keyasint,omitempty"`
+	// Tallies the root's usage is also added to while it is live (see
+	// RootOptions.Tallies); fixed at creation.
+	Tallies []uint64 `cbor:"9,keyasint,omitempty"`
 }
 
 type locRec struct {
@@ -82,6 +85,8 @@ type usageRec struct {
 	DelRevisions int64 `cbor:"6,keyasint,omitempty"`
 	DeletedSize  int64 `cbor:"7,keyasint,omitempty"`
 	Folders      int64 `cbor:"8,keyasint,omitempty"`
+	// Roots counts the live roots summed into a tally; 0 in a root's own.
+	Roots int64 `cbor:"9,keyasint,omitempty"`
 }
 
 func (u usageRec) physical() int64 { return u.HeadSize + u.RevisionSize + u.DeletedSize }

@@ -9,6 +9,12 @@ import (
 
 // CreateRoot creates an empty root with its top folder.
 func (fs *FS) CreateRoot(ctx context.Context, name string, typ RootType) (Root, error) {
+	return fs.CreateRootWith(ctx, name, typ, RootOptions{})
+}
+
+// CreateRootWith is CreateRoot with options: the root is counted into
+// opts.Tallies (their RootCount included) in the transaction that creates it.
+func (fs *FS) CreateRootWith(ctx context.Context, name string, typ RootType, opts RootOptions) (Root, error) {
 	if !typ.Valid() {
 		return Root{}, fmt.Errorf("vfs: root type %q is not sync, share or backup", typ)
 	}
@@ -28,12 +34,18 @@ func (fs *FS) CreateRoot(ctx context.Context, name string, typ RootType) (Root, 
 	}
 	now := fs.nowNs()
 	r := rootRec{ID: id, Name: name, Type: typ, Created: now, Folder: folder}
+	if len(opts.Tallies) > 0 {
+		r.Tallies = uniqueTallies(opts.Tallies)
+	}
 	top := nodeRec{ID: folder, Root: id, Dir: true, Created: now, Modified: now}
 	err = fs.update(ctx, func(tx kv.Txn) error {
 		if err := put(tx, rootKey(id), r); err != nil {
 			return err
 		}
 		if err := saveNode(tx, top, locRec{Root: id}); err != nil {
+			return err
+		}
+		if err := addTallies(tx, r.Tallies, usageRec{Roots: 1}); err != nil {
 			return err
 		}
 		if err := setModified(tx, top, nil); err != nil {
@@ -46,6 +58,31 @@ func (fs *FS) CreateRoot(ctx context.Context, name string, typ RootType) (Root, 
 		return Root{}, err
 	}
 	return Root{ID: id, Name: name, Type: typ, Created: fromNs(now), FolderID: folder}, nil
+}
+
+// SetRootTallies gives a live root created without tallies the tallies
+// of opts, counting what it holds (and itself) into them in the same
+// transaction. Tallies are set once: a root that has some keeps them, and
+// the call does nothing. It serves roots created before their owner's ids
+// were known (the first run's, made before its organization so that a full
+// disk refuses the first run whole). Errors: ErrNotExist, ErrRootDeleted.
+func (fs *FS) SetRootTallies(ctx context.Context, id uint64, opts RootOptions) error {
+	return fs.update(ctx, func(tx kv.Txn) error {
+		r, err := loadRoot(tx, id)
+		if err != nil || len(r.Tallies) > 0 || len(opts.Tallies) == 0 {
+			return err
+		}
+		u, err := loadUsage(tx, id)
+		if err != nil {
+			return err
+		}
+		u.Roots = 1
+		r.Tallies = uniqueTallies(opts.Tallies)
+		if err := addTallies(tx, r.Tallies, u); err != nil {
+			return err
+		}
+		return put(tx, rootKey(id), r)
+	})
 }
 
 // Root returns a live root; a deleted one is ErrRootDeleted.
@@ -111,12 +148,25 @@ func (fs *FS) RenameRoot(ctx context.Context, id uint64, name string) (Root, err
 }
 
 // DeleteRoot marks a root deleted: every later operation on it fails with
-// ErrRootDeleted. Its contents stay until purged (see PurgeDeleted).
+// ErrRootDeleted. Its contents stay until purged (see PurgeDeleted), but
+// leave its tallies now: a deleted root counts for nobody.
 func (fs *FS) DeleteRoot(ctx context.Context, id uint64) error {
 	err := fs.update(ctx, func(tx kv.Txn) error {
 		r, err := loadRoot(tx, id)
 		if err != nil {
 			return err
+		}
+		if len(r.Tallies) > 0 {
+			// Reading every shard makes a change of the root committed
+			// meanwhile conflict with this transaction.
+			u, err := loadUsage(tx, id)
+			if err != nil {
+				return err
+			}
+			u.Roots = 1
+			if err := addTallies(tx, r.Tallies, u.neg()); err != nil {
+				return err
+			}
 		}
 		r.Deleted, r.DeletedAt = true, fs.nowNs()
 		if err := put(tx, rootKey(id), r); err != nil {

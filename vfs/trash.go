@@ -305,7 +305,7 @@ func (fs *FS) purgeNodes(ctx context.Context, root uint64, order []uint64, count
 					return err
 				}
 			}
-			return fs.addUsage(ctx, tx, root, d, 0)
+			return fs.addUsage(ctx, tx, root, d, limits{})
 		})
 		if err != nil {
 			return err

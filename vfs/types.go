@@ -123,6 +123,11 @@ type WriteOptions struct {
 	MaxFileSize int64
 	// SpaceQuota of the root in bytes (PhysicalSize after the write); 0 means no limit.
 	SpaceQuota int64
+	// Quotas bound tallies of the root written to (see RootOptions): a
+	// change that would grow a listed tally's PhysicalSize past its Bytes
+	// is ErrQuotaExceeded and stores nothing. vfs does not check that the
+	// root counts into the tally: that is the caller's to match.
+	Quotas []Quota
 	// ExcludedExtensions, each like ".exe", may not be written or renamed to.
 	ExcludedExtensions []string
 	// Modified sets the new revision's modification time; zero means now.
@@ -146,6 +151,24 @@ type WriteOptions struct {
 	// that item is ErrNameConflict, as it is when the item replaced would
 	// be the one moved or copied, or a folder above it.
 	Overwrite bool
+}
+
+// Quota bounds the PhysicalSize of one tally; Bytes 0 or less means no
+// limit.
+type Quota struct {
+	Tally uint64
+	Bytes int64
+}
+
+// RootOptions are the options of a new root.
+type RootOptions struct {
+	// Tallies are opaque ledger ids the root's usage is also added to,
+	// in the transaction of every change, for as long as the root is
+	// live: the sum over many roots (a person's, an organization's) is
+	// then a few reads (FS.TallyUsage), and a quota on it (Quota) is
+	// checked as exactly as a root's own. Deleting the root takes its
+	// usage out of them. Fixed at creation; duplicates are dropped.
+	Tallies []uint64
 }
 
 // ETag is the entity tag of an item's current contents, one value for REST

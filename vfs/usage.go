@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 
 	"berth/kv"
 )
@@ -15,7 +16,9 @@ import (
 // would make every pair of their transactions conflict and serialize
 // their commits. A fixed set of records, overwritten in place, keeps reads
 // to a few point lookups (an append-only log of changes would leave
-// tombstones that every later scan must step over).
+// tombstones that every later scan must step over). A tally (see
+// RootOptions.Tallies) is kept the same way, for the same reason: the
+// roots of one organization all add to it.
 const usageShards = 16
 
 func (u *usageRec) add(d usageRec) {
@@ -27,49 +30,260 @@ func (u *usageRec) add(d usageRec) {
 	u.DelRevisions += d.DelRevisions
 	u.DeletedSize += d.DeletedSize
 	u.Folders += d.Folders
+	u.Roots += d.Roots
 }
 
-// loadUsage sums a root's shards.
-func loadUsage(tx kv.Txn, root uint64) (usageRec, error) {
+// neg is -u, what takes u out of a sum.
+func (u usageRec) neg() usageRec {
+	return usageRec{
+		Files: -u.Files, HeadSize: -u.HeadSize, Revisions: -u.Revisions, RevisionSize: -u.RevisionSize,
+		DelFiles: -u.DelFiles, DelRevisions: -u.DelRevisions, DeletedSize: -u.DeletedSize,
+		Folders: -u.Folders, Roots: -u.Roots,
+	}
+}
+
+// sumShards sums the usage records key(shard) for every shard.
+func sumShards(tx kv.Txn, key func(shard uint64) []byte) (usageRec, error) {
 	var u usageRec
 	for s := range uint64(usageShards) {
 		var d usageRec
-		if err := get(tx, usageKey(root, s), &d, nil); err != nil {
-			return u, fmt.Errorf("vfs: usage of root %d: %w", root, err)
+		if err := get(tx, key(s), &d, nil); err != nil {
+			return u, err
 		}
 		u.add(d)
 	}
 	return u, nil
 }
 
-// addUsage records the change d of a root's accounting. With a quota, it
-// refuses a change that grows the root past it, and makes concurrent
-// quota-checked changes of the root conflict so they are checked one after
-// the other.
-func (fs *FS) addUsage(ctx context.Context, tx kv.Txn, root uint64, d usageRec, quota int64) error {
-	if quota > 0 && d.physical() > 0 {
-		if _, err := tx.Get(quotaKey(root)); err != nil && !errors.Is(err, kv.ErrNotFound) {
-			return err
-		}
-		u, err := loadUsage(tx, root)
-		if err != nil {
-			return err
-		}
-		if u.physical()+d.physical() > quota {
-			return fmt.Errorf("%w: %d of %d bytes used", ErrQuotaExceeded, u.physical(), quota)
-		}
-		if err := tx.Set(quotaKey(root), nil); err != nil {
-			return err
-		}
+// loadUsage sums a root's shards.
+func loadUsage(tx kv.Txn, root uint64) (usageRec, error) {
+	u, err := sumShards(tx, func(s uint64) []byte { return usageKey(root, s) })
+	if err != nil {
+		return u, fmt.Errorf("vfs: usage of root %d: %w", root, err)
 	}
-	if d == (usageRec{}) {
-		return nil
+	return u, nil
+}
+
+// loadTally sums a tally's shards.
+func loadTally(tx kv.Txn, tally uint64) (usageRec, error) {
+	u, err := sumShards(tx, func(s uint64) []byte { return tallyKey(tally, s) })
+	if err != nil {
+		return u, fmt.Errorf("vfs: usage of tally %d: %w", tally, err)
 	}
-	k := usageKey(root, rand.Uint64N(usageShards))
+	return u, nil
+}
+
+// addShard adds d to one shard of a sum, picked at random.
+func addShard(tx kv.Txn, k []byte, d usageRec) error {
 	var u usageRec
 	if err := get(tx, k, &u, nil); err != nil {
 		return err
 	}
 	u.add(d)
 	return put(tx, k, u)
+}
+
+// addTallies adds d to each of tallies.
+func addTallies(tx kv.Txn, tallies []uint64, d usageRec) error {
+	for _, t := range tallies {
+		if err := addShard(tx, tallyKey(t, rand.Uint64N(usageShards)), d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// limits are the quotas a change is checked against: its root's own and
+// those of tallies. The zero value checks none.
+type limits struct {
+	space  int64
+	quotas []Quota
+}
+
+func limitsOf(opts WriteOptions) limits {
+	return limits{space: opts.SpaceQuota, quotas: opts.Quotas}
+}
+
+// left returns what l leaves for root to grow by, and false when no
+// quota of l bounds it.
+func (l limits) left(tx kv.Txn, root uint64) (int64, bool, error) {
+	left, bound := int64(0), false
+	take := func(quota, used int64) {
+		if n := max(quota-used, 0); !bound || n < left {
+			left, bound = n, true
+		}
+	}
+	if l.space > 0 {
+		u, err := loadUsage(tx, root)
+		if err != nil {
+			return 0, false, err
+		}
+		take(l.space, u.physical())
+	}
+	for _, q := range l.quotas {
+		if q.Bytes <= 0 {
+			continue
+		}
+		u, err := loadTally(tx, q.Tally)
+		if err != nil {
+			return 0, false, err
+		}
+		take(q.Bytes, u.physical())
+	}
+	return left, bound, nil
+}
+
+// check refuses a change of root that grows it by grow bytes past a quota
+// of l, and makes concurrent checked changes under one quota conflict, so
+// they are checked one after the other: each reads and writes the quota's
+// marker key (two snapshots could otherwise both pass one sum). A change
+// that does not grow is never refused: it is what frees space.
+func (l limits) check(tx kv.Txn, root uint64, grow int64) error {
+	if grow <= 0 {
+		return nil
+	}
+	mark := func(k []byte) error {
+		if _, err := tx.Get(k); err != nil && !errors.Is(err, kv.ErrNotFound) {
+			return err
+		}
+		return tx.Set(k, nil)
+	}
+	if l.space > 0 {
+		if err := mark(quotaKey(root)); err != nil {
+			return err
+		}
+		u, err := loadUsage(tx, root)
+		if err != nil {
+			return err
+		}
+		if u.physical()+grow > l.space {
+			return fmt.Errorf("%w: %d of %d bytes used", ErrQuotaExceeded, u.physical(), l.space)
+		}
+	}
+	for _, q := range l.quotas {
+		if q.Bytes <= 0 {
+			continue
+		}
+		if err := mark(tallyQuotaKey(q.Tally)); err != nil {
+			return err
+		}
+		u, err := loadTally(tx, q.Tally)
+		if err != nil {
+			return err
+		}
+		if u.physical()+grow > q.Bytes {
+			return fmt.Errorf("%w: %d of %d bytes used", ErrQuotaExceeded, u.physical(), q.Bytes)
+		}
+	}
+	return nil
+}
+
+// addUsage records the change d of a root's accounting, in the root's
+// shards and, while the root is live, in its tallies'. It first refuses,
+// with lim, a change that grows the root past a quota.
+func (fs *FS) addUsage(ctx context.Context, tx kv.Txn, root uint64, d usageRec, lim limits) error {
+	if err := lim.check(tx, root, d.physical()); err != nil {
+		return err
+	}
+	if d == (usageRec{}) {
+		return nil
+	}
+	if err := addShard(tx, usageKey(root, rand.Uint64N(usageShards)), d); err != nil {
+		return err
+	}
+	// Reading the root also makes the change conflict with DeleteRoot's,
+	// which takes the root's usage out of its tallies: one of the two
+	// then runs again on the other's result.
+	var r rootRec
+	if err := get(tx, rootKey(root), &r, fmt.Errorf("%w: root %d", ErrNotExist, root)); err != nil {
+		return err
+	}
+	if r.Deleted {
+		return nil // its usage left its tallies when it was deleted
+	}
+	return addTallies(tx, r.Tallies, d)
+}
+
+// TallyUsage returns the sum of the usage of the live roots created with
+// tally among their RootOptions.Tallies; RootCount is how many they are.
+// A tally no root ever named is all zeros.
+func (fs *FS) TallyUsage(ctx context.Context, tally uint64) (Usage, error) {
+	var u usageRec
+	err := fs.db.View(ctx, func(tx kv.Txn) error {
+		var err error
+		u, err = loadTally(tx, tally)
+		return err
+	})
+	p := u.public()
+	p.RootCount = u.Roots
+	return p, err
+}
+
+// QuotaLeft returns the bytes that the quotas of opts (SpaceQuota and
+// Quotas) leave for root to grow by, the least of them, and false when
+// none bounds it.
+func (fs *FS) QuotaLeft(ctx context.Context, root uint64, opts WriteOptions) (int64, bool, error) {
+	var left int64
+	var bound bool
+	err := fs.db.View(ctx, func(tx kv.Txn) error {
+		var err error
+		left, bound, err = limitsOf(opts).left(tx, root)
+		return err
+	})
+	return left, bound, err
+}
+
+// roomReporter is a chunk store that can tell its free space and the
+// reserve it keeps (chunk.Disk).
+type roomReporter interface {
+	Free() (int64, error)
+	Reserve() int64
+}
+
+// roomUnit is the least step of StoreRoom.
+const roomUnit = 1 << 30
+
+// StoreRoom returns the free space of the chunk store above its reserve,
+// coarsened, and false when the store cannot tell. Chunks are stored once
+// across every tenant, so an exact figure would tell anyone who uploads a
+// file whether somebody had stored it before (the figure would not move).
+// It is rounded down to a unit of at least 1 GiB and at least 1/128 of the
+// figure (a power of two times 1 GiB): one upload then moves it only when
+// it happens to cross a step, with a chance of its size over the step,
+// whether or not it was stored before; a file must be a sizeable part of
+// the free space to be told apart with any confidence, and every try
+// counts against the prober's own quota.
+func (fs *FS) StoreRoom() (int64, bool) {
+	rr, ok := fs.chunks.(roomReporter)
+	if !ok {
+		return 0, false
+	}
+	free, err := rr.Free()
+	if err != nil {
+		return 0, false
+	}
+	return coarseRoom(free - rr.Reserve()), true
+}
+
+// coarseRoom rounds n down as StoreRoom says; never below 0.
+func coarseRoom(n int64) int64 {
+	if n <= 0 {
+		return 0
+	}
+	unit := int64(roomUnit)
+	for unit <= n/128 {
+		unit *= 2
+	}
+	return n - n%unit
+}
+
+// uniqueTallies drops repeated ids, keeping the order.
+func uniqueTallies(ts []uint64) []uint64 {
+	out := make([]uint64, 0, len(ts))
+	for _, t := range ts {
+		if !slices.Contains(out, t) {
+			out = append(out, t)
+		}
+	}
+	return out
 }

@@ -68,7 +68,7 @@ func (fs *FS) addChild(ctx context.Context, tx kv.Txn, rec nodeRec, u usageRec) 
 	if err := setModified(tx, rec, nil); err != nil {
 		return err
 	}
-	return fs.addUsage(ctx, tx, rec.Root, u, 0)
+	return fs.addUsage(ctx, tx, rec.Root, u, limits{})
 }
 
 // WriteFile stores the contents of r as the file name in the folder parent:
@@ -100,21 +100,22 @@ func (fs *FS) writeFile(ctx context.Context, root, parent uint64, name string, r
 	if opts.MaxFileSize > 0 && opts.DeclaredSize > opts.MaxFileSize {
 		return Node{}, fmt.Errorf("%w: %d bytes announced, at most %d", ErrFileTooLarge, opts.DeclaredSize, opts.MaxFileSize)
 	}
-	var used int64
+	lim := limitsOf(opts)
+	var left int64 // what the quotas leave, when bound
+	var bound bool
 	err := fs.db.View(ctx, func(tx kv.Txn) error {
 		_, err := fs.checkWrite(tx, root, parent, name, opts, fs.nowNs())
-		if err != nil || opts.SpaceQuota <= 0 {
+		if err != nil {
 			return err
 		}
-		u, err := loadUsage(tx, root)
-		used = u.physical()
+		left, bound, err = lim.left(tx, root)
 		return err
 	})
 	if err != nil {
 		return Node{}, err
 	}
-	if opts.SpaceQuota > 0 && used+opts.DeclaredSize > opts.SpaceQuota {
-		return Node{}, fmt.Errorf("%w: %d bytes announced, %d of %d used", ErrQuotaExceeded, opts.DeclaredSize, used, opts.SpaceQuota)
+	if bound && opts.DeclaredSize > left {
+		return Node{}, fmt.Errorf("%w: %d bytes announced, %d left", ErrQuotaExceeded, opts.DeclaredSize, left)
 	}
 	// Each new chunk checks the space again (chunk.Disk); this refuses a
 	// small file, kept in the metadata store, and saves reading the body
@@ -126,11 +127,8 @@ func (fs *FS) writeFile(ctx context.Context, root, parent uint64, name string, r
 	if opts.MaxFileSize > 0 {
 		limit = opts.MaxFileSize
 	}
-	if opts.SpaceQuota > 0 {
-		left := max(opts.SpaceQuota-used, 0)
-		if limit < 0 || left < limit {
-			limit, quotaBound = left, true
-		}
+	if bound && (limit < 0 || left < limit) {
+		limit, quotaBound = left, true
 	}
 
 	inline, refs, size, err := fs.store(ctx, r, limit)
@@ -195,7 +193,7 @@ func (fs *FS) writeFile(ctx context.Context, root, parent uint64, name string, r
 			d.Files++
 			d.HeadSize += size
 		}
-		if err := fs.addUsage(ctx, tx, root, d, opts.SpaceQuota); err != nil {
+		if err := fs.addUsage(ctx, tx, root, d, lim); err != nil {
 			return err
 		}
 		// The revision's id is taken in the transaction that commits it,

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"berth/account"
 	"berth/httpserve"
 	"berth/vfs"
 )
@@ -129,7 +130,7 @@ func (s *session) propfind(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	pw := &propWriter{s: s, mode: mode, names: names, include: include, usage: map[uint64]vfs.Usage{}}
+	pw := &propWriter{s: s, mode: mode, names: names, include: include, quota: map[uint64]quotaFigures{}}
 	s.wantDead = pw.needDead
 	w.Header().Set("Content-Type", "application/xml; charset=utf-8")
 	w.WriteHeader(http.StatusMultiStatus)
@@ -261,8 +262,8 @@ type propWriter struct {
 	// include are the live properties beyond allprop's that an allprop
 	// asked for in DAV:include.
 	include []string
-	usage   map[uint64]vfs.Usage
-	tmp     []byte // scratch for formatting, reused from entry to entry
+	quota   map[uint64]quotaFigures // by root, computed once per request
+	tmp     []byte                  // scratch for formatting, reused from entry to entry
 }
 
 // needDead reports whether the request asks for dead properties.
@@ -406,21 +407,21 @@ func (pw *propWriter) live(res *resource, name string, write bool) bool {
 		if res.m == nil || !n.Dir {
 			return false
 		}
-		u, ok := pw.usage[res.m.root.ID]
+		q, ok := pw.quota[res.m.root.ID]
 		if !ok {
 			var err error
-			if u, err = pw.s.h.opts.FS.Usage(pw.s.ctx, res.m.root.ID); err != nil {
+			if q, err = pw.s.quotaFigures(res.m.root.ID); err != nil {
 				return false
 			}
-			pw.usage[res.m.root.ID] = u
+			pw.quota[res.m.root.ID] = q
 		}
 		if name == "quota-used-bytes" {
-			v = strconv.FormatInt(u.PhysicalSize, 10)
+			v = strconv.FormatInt(q.used, 10)
 		} else {
-			if pw.s.opts.SpaceQuota <= 0 {
-				return false // unlimited: RFC 4331 lets the server not report it
+			if q.available < 0 {
+				return false // no quota, and a store that cannot tell its room
 			}
-			v = strconv.FormatInt(max(pw.s.opts.SpaceQuota-u.PhysicalSize, 0), 10)
+			v = strconv.FormatInt(q.available, 10)
 		}
 	default:
 		return false
@@ -615,3 +616,37 @@ func escapeSegment(name string) string {
 // stopped reading gets nothing more, and there is no answer left to give
 // it instead.
 func flushAnswer(b *bufio.Writer) { _ = b.Flush() }
+
+// quotaFigures are the RFC 4331 figures of a root; available is -1 when
+// nothing bounds it that berth can tell.
+type quotaFigures struct {
+	used, available int64
+}
+
+// quotaFigures computes the RFC 4331 figures of root for the session's
+// person. Used is what the person's own quota counts: every live root of
+// theirs, from the ledger. Available is the least of what each quota of
+// the session's writes leaves (the person's, their organization's and
+// every ancestor's) and the store's free space above its reserve, the
+// latter coarsened by vfs.FS.StoreRoom (chunks are stored once across
+// tenants, so an exact figure would tell whether someone else had
+// stored a file: see docs/webdav.md).
+func (s *session) quotaFigures(root uint64) (quotaFigures, error) {
+	fs := s.h.opts.FS
+	u, err := fs.TallyUsage(s.ctx, account.TallyPerson(s.person.ID))
+	if err != nil {
+		return quotaFigures{}, err
+	}
+	q := quotaFigures{used: u.PhysicalSize, available: -1}
+	left, bound, err := fs.QuotaLeft(s.ctx, root, s.opts)
+	if err != nil {
+		return quotaFigures{}, err
+	}
+	if bound {
+		q.available = left
+	}
+	if room, ok := fs.StoreRoom(); ok && (q.available < 0 || room < q.available) {
+		q.available = room
+	}
+	return q, nil
+}

@@ -1,0 +1,63 @@
+package vfs
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/fxamacker/cbor/v2"
+
+	"berth/kv"
+)
+
+// TallyRecount recounts a tally from the store: the sum of Audit over
+// every live root created with it, whether or not a test knows of the root
+// (a crash right after CreateRootWith's commit leaves one it does not).
+func (fs *FS) TallyRecount(ctx context.Context, tally uint64) (Usage, error) {
+	var roots []uint64
+	err := fs.db.View(ctx, func(tx kv.Txn) error {
+		roots = roots[:0]
+		return tx.Scan([]byte(pRoot), nil, func(k, v []byte) error {
+			var r rootRec
+			if err := cbor.Unmarshal(v, &r); err != nil {
+				return err
+			}
+			if !r.Deleted && slices.Contains(r.Tallies, tally) {
+				roots = append(roots, r.ID)
+			}
+			return nil
+		})
+	})
+	var sum usageRec
+	n := int64(0)
+	for _, id := range roots {
+		if err != nil {
+			break
+		}
+		var a Usage
+		if a, err = fs.Audit(ctx, id); err == nil {
+			n++
+			sum.add(usageRec{Files: a.FileCount, HeadSize: a.HeadSize, Revisions: a.RevisionCount,
+				RevisionSize: a.RevisionSize, DelFiles: a.DelFileCount, DelRevisions: a.DelRevisionCount,
+				DeletedSize: a.DeletedSize, Folders: a.FolderCount})
+		}
+	}
+	p := sum.public()
+	p.RootCount = n
+	return p, err
+}
+
+// coarseRoom keeps at least 1 GiB steps and at most 1/64 of the figure in
+// precision, and never goes below 0.
+func TestCoarseRoom(t *testing.T) {
+	const gib = 1 << 30
+	for _, c := range []struct{ in, want int64 }{
+		{-5, 0}, {0, 0}, {gib - 1, 0}, {gib, gib}, {3*gib + 12345, 3 * gib},
+		{127 * gib, 127 * gib}, {128 * gib, 128 * gib}, {255*gib + 1, 254 * gib},
+		{1001 * gib, 1000 * gib}, {1007 * gib, 1000 * gib},
+	} {
+		if got := coarseRoom(c.in); got != c.want {
+			t.Errorf("coarseRoom(%d) = %d, want %d", c.in, got, c.want)
+		}
+	}
+}
