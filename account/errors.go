@@ -35,6 +35,15 @@ var (
 	// ErrOrgLimitExceeded: creating the organization would pass its
 	// parent policy's NumOrgsMaximum.
 	ErrOrgLimitExceeded = errors.New("account: organization limit exceeded")
+	// ErrExtensionLocked: the file's extension is in the organization
+	// policy's locked_extensions, which makes such a file read-only once
+	// it has contents: no overwrite, rename, move or delete by anyone the
+	// policy binds (Policy.Binds).
+	ErrExtensionLocked = errors.New("account: the file's extension is locked by the organization's policy")
+	// ErrPasswordExpired: the password is right but older than the
+	// organization policy's change_password_frequency allows; the
+	// person signs in with a new one (the password grant's new_password).
+	ErrPasswordExpired = errors.New("account: password expired")
 )
 
 // FieldError says which input field is invalid and why. It unwraps to

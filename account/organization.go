@@ -573,3 +573,17 @@ func (p Policy) PasswordExpired(changed, now time.Time) bool {
 	d := p.ChangePasswordAfter()
 	return d > 0 && now.Sub(changed) >= d
 }
+
+// ExtensionReadOnly refuses, with ErrExtensionLocked, a change by pe to
+// the file named name holding size bytes, when locked_extensions makes
+// it read-only for pe: a file with a locked extension may be created,
+// and written while it is still empty (WebDAV clients create a file with
+// an empty PUT or a LOCK, then send its contents), but once it has
+// contents nobody the policy binds overwrites, renames, moves or deletes
+// it. Administrators are not bound (Binds).
+func (p Policy) ExtensionReadOnly(pe Person, name string, size int64) error {
+	if size == 0 || !p.Binds(pe) || !p.ExtensionLocked(name) {
+		return nil
+	}
+	return fmt.Errorf("%w: %q", ErrExtensionLocked, name)
+}

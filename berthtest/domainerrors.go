@@ -74,6 +74,8 @@ func DomainErrors() map[string]error {
 		"account.ErrInactive":           account.ErrInactive,
 		"account.ErrUserLimitExceeded":  account.ErrUserLimitExceeded,
 		"account.ErrOrgLimitExceeded":   account.ErrOrgLimitExceeded,
+		"account.ErrExtensionLocked":    account.ErrExtensionLocked,
+		"account.ErrPasswordExpired":    account.ErrPasswordExpired,
 
 		"share.ErrNoRoot":    share.ErrNoRoot,
 		"share.ErrForbidden": share.ErrForbidden,
