@@ -4,8 +4,8 @@ import (
 	"errors"
 	"io"
 	"mime"
-	"strings"
 	"net/http"
+	"strings"
 	"time"
 
 	"berth/vfs"
