@@ -125,3 +125,46 @@ func TestUserLockFiles(t *testing.T) {
 		}
 	}
 }
+
+// TestChangePasswordFrequency: a password older than
+// change_password_frequency is refused by the password grant with 403
+// password_expired and a description that says how to set a new one;
+// the grant with new_password beside the expired password succeeds, sets
+// it, and the old one stops working; a bad new_password is 400.
+func TestChangePasswordFrequency(t *testing.T) {
+	pol := account.DefaultPolicy()
+	always := "1ns" // every password is older than that
+	pol.ChangePasswordFrequency = &always
+	f := newFixtureWith(t, fixtureOptions{Policy: &pol})
+	st, body := f.oauthPost("/oauth/token", passwordForm())
+	wantError(t, st, body, http.StatusForbidden, "password_expired")
+	if !bytes.Contains(body, []byte("new_password")) {
+		t.Fatalf("the description does not say how: %s", body)
+	}
+	for _, tc := range []struct {
+		name string
+		form url.Values
+		st   int
+		code string
+	}{
+		{"new password too short", passwordForm("new_password", "x"), 400, "invalid_request"},
+		{"new password the same", passwordForm("new_password", fixturePassword), 400, "invalid_request"},
+		{"wrong current password", passwordForm("password", "not the password", "new_password", "a brand new password"), 400, "invalid_grant"},
+	} {
+		st, body := f.oauthPost("/oauth/token", tc.form)
+		wantError(t, st, body, tc.st, tc.code)
+	}
+	tr := f.grant(passwordForm("new_password", "a brand new password"))
+	if st, body := f.personStatus(tr.AccessToken); st != http.StatusOK {
+		t.Fatalf("token of the new password: %d %s", st, body)
+	}
+	if _, err := f.accounts.UpdatePolicy(context.Background(), f.org.ID, func(p *account.Policy) error {
+		p.ChangePasswordFrequency = nil
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	f.grant(passwordForm("password", "a brand new password"))
+	st, body = f.oauthPost("/oauth/token", passwordForm())
+	wantError(t, st, body, http.StatusBadRequest, "invalid_grant")
+}

@@ -110,3 +110,28 @@ func TestUserLockFiles(t *testing.T) {
 	st, _, body = f.do("LOCK", "/a.txt", strings.NewReader(lockBody))
 	want(t, "administrator LOCK", st, http.StatusOK, body)
 }
+
+// TestChangePasswordFrequency: Basic credentials whose password is older
+// than change_password_frequency are refused with 403 (no challenge: a
+// new password is set over the OAuth password grant), remembered ones
+// too, at the next request after the policy changes.
+func TestChangePasswordFrequency(t *testing.T) {
+	f := newFixture(t)
+	st, _, body := f.do("PUT", "/a.txt", strings.NewReader("a"))
+	want(t, "before", st, http.StatusCreated, body)
+	always := "1ns"
+	if _, err := f.accounts.UpdatePolicy(context.Background(), f.org.ID, func(p *account.Policy) error {
+		p.ChangePasswordFrequency = &always
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 { // remembered credentials, then a fresh check
+		st, hdr, body := f.do("GET", "/a.txt", nil)
+		want(t, "expired password", st, http.StatusForbidden, body)
+		contains(t, body, "new_password")
+		if hdr.Get("WWW-Authenticate") != "" {
+			t.Fatalf("request %d: a challenge for an expired password", i)
+		}
+	}
+}
