@@ -34,8 +34,8 @@ func extensionReadOnly(r *http.Request, a fsAccess, n vfs.Node) error {
 func (s *server) uploadOptions(ctx context.Context, r *http.Request, a fsAccess, parent uint64, name string) (vfs.WriteOptions, error) {
 	opts := a.opts
 	pe := callerOf(r).Person
-	if !a.policy.Binds(pe) || !a.policy.ExtensionLocked(name) {
-		return opts, nil
+	if !a.policy.Binds(pe) || !a.policy.ExtensionLocked(name) || vfs.ValidateName(name) != nil {
+		return opts, nil // a bad name is vfs's to refuse, by its own code
 	}
 	dir, err := s.fs.Stat(ctx, a.root.ID, parent)
 	if err != nil {
