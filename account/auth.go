@@ -59,6 +59,10 @@ type lockRecord struct {
 //   - ErrInactive: the password is right but the person or the
 //     organization is disabled (checked only after the password, so it
 //     tells nothing to someone guessing).
+//   - ErrPasswordExpired, with the person: the password is right but
+//     older than the organization policy's change_password_frequency
+//     (Policy.PasswordExpired); the person signs in with
+//     SignInWithNewPassword.
 //
 // A successful login resets the failure counter. Each failed check (one
 // per distinct attempt, however many callers shared it) is logged at warn
@@ -121,7 +125,8 @@ func (s *Service) authenticate(ctx context.Context, login, password string) (Per
 	var (
 		p       Person
 		known   bool
-		orgLive bool // the organization and every ancestor active and not deleted
+		orgLive bool   // the organization and every ancestor active and not deleted
+		pol     Policy // the person's organization's
 	)
 	subject := s.loginSubject(login, 0)
 	err := s.db.View(ctx, func(tx kv.Txn) error {
@@ -141,6 +146,9 @@ func (s *Service) authenticate(ctx context.Context, login, password string) (Per
 			return err
 		}
 		orgLive = live(orgs) == nil
+		if len(orgs) > 0 {
+			pol = orgs[0].Policy
+		}
 		return nil
 	})
 	if err != nil {
@@ -207,7 +215,46 @@ func (s *Service) authenticate(ctx context.Context, login, password string) (Per
 		s.loginFailed(login, reasonInactive, ErrInactive)
 		return Person{}, ErrInactive
 	}
+	if pol.PasswordExpired(p.PasswordChanged, s.now()) {
+		// The person is returned with the error: the password was
+		// right, and SignInWithNewPassword goes on from here.
+		return p, fmt.Errorf("%w: it was set %s and the policy asks for a new one every %s",
+			ErrPasswordExpired, p.PasswordChanged.UTC().Format(time.DateOnly), pol.ChangePasswordAfter())
+	}
 	return p, nil
+}
+
+// SignInWithNewPassword is Authenticate that also replaces the person's
+// password with newPassword, as one sign-in: the way a person whose
+// password change_password_frequency has expired gets back in (the OAuth
+// password grant's new_password), and open to anyone at any sign-in. It
+// checks login and password exactly as Authenticate does (the lockout
+// counts them), accepts an expired password, then sets newPassword as
+// SetPassword does, which ends the person's other sessions. It returns the
+// person with the new password.
+//
+// Errors: those of Authenticate but ErrPasswordExpired; ErrInvalid (field
+// new_password) when newPassword is too short or too long, or the same
+// as the current one.
+func (s *Service) SignInWithNewPassword(ctx context.Context, login, password, newPassword string) (Person, error) {
+	p, err := s.Authenticate(ctx, login, password)
+	if err != nil && !errors.Is(err, ErrPasswordExpired) {
+		return Person{}, err
+	}
+	if newPassword == password {
+		return Person{}, invalid("new_password", "the same as the current password")
+	}
+	if err := s.checkPassword(newPassword); err != nil {
+		var fe *FieldError
+		if errors.As(err, &fe) {
+			return Person{}, invalid("new_password", fe.Reason)
+		}
+		return Person{}, err
+	}
+	if err := s.SetPassword(ctx, p.ID, newPassword); err != nil {
+		return Person{}, err
+	}
+	return s.Person(ctx, p.ID)
 }
 
 // LoginCaller returns the caller behind login, whose password Authenticate
@@ -220,7 +267,9 @@ func (s *Service) authenticate(ctx context.Context, login, password string) (Per
 //   - ErrInactive for a disabled person or organization;
 //   - ErrInvalidCredentials once the password changed, or login no longer
 //     names the person;
-//   - ErrNotFound for a person who no longer exists.
+//   - ErrNotFound for a person who no longer exists;
+//   - ErrPasswordExpired once the password grows older than
+//     change_password_frequency allows.
 //
 // Answers are kept until the store's next commit, as Caller's are: a lock,
 // like any change that matters here, is a commit. A lock that ends does so
@@ -244,6 +293,9 @@ func (s *Service) LoginCaller(ctx context.Context, personID uint64, login, passw
 	}
 	if c.Person.PasswordHash != passwordHash || !c.Person.HasLogin(login) {
 		return Caller{}, ErrInvalidCredentials
+	}
+	if pol := c.Organization.Policy; pol.PasswordExpired(c.Person.PasswordChanged, s.now()) {
+		return Caller{}, fmt.Errorf("%w: the policy asks for a new one every %s", ErrPasswordExpired, pol.ChangePasswordAfter())
 	}
 	return c, nil
 }

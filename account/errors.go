@@ -39,6 +39,15 @@ var (
 	// itself, directly or through other groups. The Service returns it
 	// inside a *GroupCycleError, which names the cycle.
 	ErrGroupCycle = errors.New("account: group membership cycle")
+	// ErrExtensionLocked: the file's extension is in the organization
+	// policy's locked_extensions, which makes such a file read-only once
+	// it has contents: no overwrite, rename, move or delete by anyone the
+	// policy binds (Policy.Binds).
+	ErrExtensionLocked = errors.New("account: the file's extension is locked by the organization's policy")
+	// ErrPasswordExpired: the password is right but older than the
+	// organization policy's change_password_frequency allows; the
+	// person signs in with a new one (the password grant's new_password).
+	ErrPasswordExpired = errors.New("account: password expired")
 )
 
 // FieldError says which input field is invalid and why. It unwraps to

@@ -713,3 +713,73 @@ func (s *Service) ChainUndeleted(ctx context.Context, id uint64) ([]uint64, erro
 	})
 	return ids, err
 }
+
+// Binds reports whether the policy's user_* switches (user_lock_files,
+// user_purge_deleted, user_trim_revisions, user_create_backups) and its
+// locked_extensions bind person pe. They bind persons and guests; the
+// organization's administrators, who set the policy and may change it at
+// any time, are not held by it, so they can still lock, replace or
+// remove what it protects from everyone else.
+func (p Policy) Binds(pe Person) bool { return !pe.Admin || pe.Guest }
+
+// TrimKeep is the number of revisions of each file that trim_revisions
+// keeps (trim_revisions_x, the current revision included); 0 when
+// trim_revisions is off or trim_revisions_x is empty.
+func (p Policy) TrimKeep() int {
+	if !p.TrimRevisions {
+		return 0
+	}
+	n, err := strconv.ParseUint(p.TrimRevisionsX, 10, 32)
+	if err != nil {
+		return 0 // "" (no count); validate refuses the rest
+	}
+	return int(n)
+}
+
+// PurgeDeletedAfter is how long after its deletion purge_deleted purges
+// an item (purge_deleted_frequency); 0 when purge_deleted is off or the
+// frequency is empty.
+func (p Policy) PurgeDeletedAfter() time.Duration {
+	if !p.PurgeDeleted {
+		return 0
+	}
+	d, err := time.ParseDuration(p.PurgeDeletedFrequency)
+	if err != nil || d <= 0 {
+		return 0
+	}
+	return d
+}
+
+// ChangePasswordAfter is how long a password serves before its person
+// must change it (change_password_frequency); 0 means never.
+func (p Policy) ChangePasswordAfter() time.Duration {
+	if p.ChangePasswordFrequency == nil {
+		return 0
+	}
+	d, err := time.ParseDuration(*p.ChangePasswordFrequency)
+	if err != nil || d <= 0 {
+		return 0
+	}
+	return d
+}
+
+// PasswordExpired reports whether a password set at changed is older, at
+// now, than change_password_frequency allows.
+func (p Policy) PasswordExpired(changed, now time.Time) bool {
+	d := p.ChangePasswordAfter()
+	return d > 0 && now.Sub(changed) >= d
+}
+
+// ExtensionReadOnly refuses, with ErrExtensionLocked, a change by pe to
+// the file named name holding size bytes, when locked_extensions makes
+// it read-only for pe: a file with a locked extension may be created,
+// and written while it is still empty (WebDAV clients create a file with
+// an empty PUT or a LOCK, then send its contents), but once it has
+// contents nobody the policy binds overwrites, renames, moves or deletes
+// it. Administrators are not bound (Binds).
+func (p Policy) ExtensionReadOnly(pe Person, name string, size int64) error {
+	if size == 0 || !p.Binds(pe) || !p.ExtensionLocked(name) {
+		return nil
+	}
+	return fmt.Errorf("%w: %q", ErrExtensionLocked, name)
+}

@@ -75,6 +75,8 @@ func DomainErrors() map[string]error {
 		"account.ErrUserLimitExceeded":  account.ErrUserLimitExceeded,
 		"account.ErrOrgLimitExceeded":   account.ErrOrgLimitExceeded,
 		"account.ErrGroupCycle":         account.ErrGroupCycle,
+		"account.ErrExtensionLocked":    account.ErrExtensionLocked,
+		"account.ErrPasswordExpired":    account.ErrPasswordExpired,
 
 		"share.ErrNoRoot":    share.ErrNoRoot,
 		"share.ErrForbidden": share.ErrForbidden,

@@ -64,6 +64,9 @@ type Config struct {
 	Activity Activity `mapstructure:"activity"`
 	// GC sets the background garbage collection.
 	GC GC `mapstructure:"gc"`
+	// Policy sets the background jobs that apply the organizations'
+	// trim_revisions and purge_deleted policies.
+	Policy PolicyJobs `mapstructure:"policy"`
 	// WebDAV sets the WebDAV front end.
 	WebDAV WebDAV `mapstructure:"webdav"`
 	// Storage sets how berth uses the data directory's disk.
@@ -164,6 +167,17 @@ type GC struct {
 	PurgeDeletedAfter time.Duration `mapstructure:"purge_deleted_after"`
 }
 
+// PolicyJobs sets the background jobs that apply each organization's
+// trim_revisions and purge_deleted policies to its roots.
+type PolicyJobs struct {
+	// Interval is the time between runs (the first runs at start); 0
+	// turns them off, and the policies are then stored only.
+	Interval time.Duration `mapstructure:"interval"`
+	// Batch bounds one run: at most this many revisions trimmed and this
+	// many deleted items purged; the next run goes on where it stopped.
+	Batch int `mapstructure:"batch"`
+}
+
 // WebDAV sets the WebDAV front end.
 type WebDAV struct {
 	// InfiniteDepth allows PROPFIND with Depth: infinity.
@@ -241,6 +255,8 @@ func options() []option {
 		{key: "activity.retention", def: 365 * 24 * time.Hour, usage: "how long activity log records are kept (0: forever)"},
 		{key: "gc.interval", def: time.Hour, usage: "time between garbage collections (0: off)"},
 		{key: "gc.purge_deleted_after", def: time.Duration(0), usage: "purge items deleted longer ago than this at each collection (0: never)"},
+		{key: "policy.interval", def: time.Hour, usage: "time between runs of the trim_revisions and purge_deleted policy jobs (0: off)"},
+		{key: "policy.batch", def: 10000, usage: "most revisions trimmed, and deleted items purged, by one policy run"},
 		{key: "webdav.infinite_depth", def: false, usage: "allow WebDAV PROPFIND with Depth: infinity"},
 		{key: "storage.reserve", def: ByteSize(1 << 30), usage: "free space to leave on the data directory's disk; writes stop there (0: none)"},
 		{key: "http.body_idle_timeout", def: time.Minute, usage: "time a request body may send nothing before the request fails with 408"},
@@ -558,6 +574,12 @@ func (c Config) Validate() error {
 	}
 	if c.GC.Interval < 0 {
 		bad("gc.interval", c.GC.Interval, "must not be negative (0 turns it off)")
+	}
+	if c.Policy.Interval < 0 {
+		bad("policy.interval", c.Policy.Interval, "must not be negative (0 turns it off)")
+	}
+	if c.Policy.Batch < 1 {
+		bad("policy.batch", c.Policy.Batch, "must be at least 1")
 	}
 	if c.GC.PurgeDeletedAfter < 0 {
 		bad("gc.purge_deleted_after", c.GC.PurgeDeletedAfter, "must not be negative (0 never purges)")

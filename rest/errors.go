@@ -89,6 +89,7 @@ func errorTable() []errorMapping {
 		{os.ErrDeadlineExceeded, http.StatusRequestTimeout, "invalid_request", "the request body stopped arriving; nothing was stored"},
 		{errRangeNotSatisfiable, http.StatusRequestedRangeNotSatisfiable, "invalid_request", "the requested range is not satisfiable"},
 		{errPreconditionFailed, http.StatusPreconditionFailed, "invalid_request", "the file does not match If-Match or If-Unmodified-Since"},
+		{errUploadExcluded, http.StatusConflict, "policy_error", "the organization's policy does not allow uploads of files with this extension (excluded_extensions)"},
 
 		// vfs (spec 7.2, 7.3).
 		{vfs.ErrNotExist, http.StatusNotFound, "not_found", "no such file or folder"},
@@ -144,6 +145,8 @@ func errorTable() []errorMapping {
 		{account.ErrOrgLimitExceeded, http.StatusConflict, "policy_error", "the organization holds as many child organizations as its policy allows (num_orgs_maximum)"},
 		// An *account.GroupCycleError names the cycle (describer).
 		{account.ErrGroupCycle, http.StatusBadRequest, "invalid_request", "a group cannot contain itself, directly or through other groups"},
+		{account.ErrExtensionLocked, http.StatusForbidden, "forbidden", "files with this extension are read-only under the organization's policy (locked_extensions)"},
+		{account.ErrPasswordExpired, http.StatusForbidden, "password_expired", "the password is older than the organization's policy allows (change_password_frequency); sign in again with the form field new_password beside password to set a new one"},
 
 		{share.ErrNoRoot, http.StatusNotFound, "not_found", "no such root"},
 		// A *share.Refusal says why (describer).
@@ -164,6 +167,11 @@ var errRangeNotSatisfiable = errors.New("range not satisfiable")
 // errPreconditionFailed is an If-Match or If-Unmodified-Since that the
 // file fails, which http.ServeContent finds (see jsonStatusError).
 var errPreconditionFailed = errors.New("precondition failed")
+
+// errUploadExcluded is an upload of a file whose extension the policy's
+// excluded_extensions refuses: 409 policy_error, where a rename or move
+// to such a name is vfs.ErrExtensionExcluded's 400 invalid_extension.
+var errUploadExcluded = errors.New("upload of an excluded extension")
 
 // errServeContent is any other error answer of http.ServeContent (a file
 // that cannot seek); it matches no table entry, so it is 500 unknown.

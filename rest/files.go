@@ -79,12 +79,18 @@ func (s *server) renameFile(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := extensionReadOnly(r, a, n); err != nil {
+		return nil, err
+	}
 	return s.rename(r, a, n)
 }
 
 func (s *server) moveFile(r *http.Request) (any, error) {
 	a, n, err := s.file(r)
 	if err != nil {
+		return nil, err
+	}
+	if err := extensionReadOnly(r, a, n); err != nil {
 		return nil, err
 	}
 	return s.move(r, a, n)
@@ -109,6 +115,9 @@ func (s *server) unlockFile(r *http.Request) (any, error) {
 func (s *server) deleteFile(r *http.Request) (any, error) {
 	a, n, err := s.file(r)
 	if err != nil {
+		return nil, err
+	}
+	if err := extensionReadOnly(r, a, n); err != nil {
 		return nil, err
 	}
 	return nil, s.delete(r, a, n)

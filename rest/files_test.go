@@ -546,7 +546,7 @@ func TestFSErrors(t *testing.T) {
 		{"upload name field slash", upload(up, "ok.txt", 1, uploadField{"name", "../x.txt"}), 400, "invalid_name"},
 		{"upload long", upload(up, long, 1), 400, "invalid_name"},
 		{"upload long name field", upload(up, "ok.txt", 1, uploadField{"name", long}), 400, "invalid_name"},
-		{"upload exe", upload(up, "setup.exe", 1), 400, "invalid_extension"},
+		{"upload exe", upload(up, "setup.exe", 1), 409, "policy_error"},
 		{"upload over folder", upload(up, "D", 1), 409, "name_conflict"},
 		{"upload too large", upload(up, "big.txt", 1001), 409, "policy_error"},
 		{"upload fields too large", upload(up, "x.txt", 1, uploadField{"pad", strings.Repeat("p", maxFormBytes+1)}), 400, "invalid_request"},

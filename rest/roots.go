@@ -441,7 +441,7 @@ func (s *server) unlockRoot(r *http.Request) (any, error) {
 // `duration` in seconds. Locking what the caller already holds is a
 // success (and renews the duration when one is given).
 func (s *server) lock(r *http.Request, a fsAccess, n vfs.Node) error {
-	if !a.policy.UserLockFiles {
+	if !a.policy.UserLockFiles && a.policy.Binds(callerOf(r).Person) {
 		return Describe(ErrForbidden, "the organization's policy does not let users lock files")
 	}
 	vals, err := form(r)

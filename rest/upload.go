@@ -5,6 +5,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"strings"
 	"time"
 
 	"berth/vfs"
@@ -84,11 +85,21 @@ func (s *server) upload(r *http.Request, a fsAccess, parent uint64) (_ any, err 
 		if name == "" {
 			return nil, Describe(vfs.ErrInvalidName, "the part `file` has no filename and no field `name` came before it")
 		}
+		opts, err := s.uploadOptions(r.Context(), r, a, parent, name)
+		if err != nil {
+			return nil, nameError(false, err)
+		}
 		head.left = -1 // the file's contents: the policy's limits apply
 		body := &partReader{r: p}
-		n, err := s.fs.WriteFile(r.Context(), a.root.ID, parent, name, body, a.opts)
+		n, err := s.fs.WriteFile(r.Context(), a.root.ID, parent, name, body, opts)
 		if err != nil && body.err != nil {
 			return nil, bodyError(r, body.err)
+		}
+		if errors.Is(err, vfs.ErrExtensionExcluded) {
+			// An upload the policy refuses is policy_error (issue 12,
+			// spec 8's "409 policy_error or 400 invalid_extension"):
+			// invalid_extension is a rename's or move's answer.
+			return nil, Describe(errUploadExcluded, "the organization's policy does not allow uploads of files with this extension (excluded_extensions: %s)", strings.Join(a.opts.ExcludedExtensions, ","))
 		}
 		if err != nil {
 			return nil, nameError(false, err)

@@ -37,7 +37,8 @@ func (h *Handler) authenticate(r *http.Request) (account.Caller, error) {
 			switch {
 			case err == nil:
 				return c, nil
-			case errors.Is(err, account.ErrAccountLocked), errors.Is(err, account.ErrInactive):
+			case errors.Is(err, account.ErrAccountLocked), errors.Is(err, account.ErrInactive),
+				errors.Is(err, account.ErrPasswordExpired):
 				// Right credentials, refused all the same: no
 				// need to hash them again to say so.
 				h.creds.drop(key)

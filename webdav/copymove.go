@@ -103,6 +103,16 @@ func (s *session) copyMove(w http.ResponseWriter, r *http.Request) error {
 	if err := s.preconditions(r, s.path, sn, exists); err != nil {
 		return err
 	}
+	if move {
+		if err := s.readOnly(sn); err != nil {
+			return err
+		}
+	}
+	if dstExists {
+		if err := s.readOnly(dn); err != nil {
+			return err
+		}
+	}
 	parent, name, err := s.parentOrConflict(dst, "the destination's parent collection")
 	if err != nil {
 		return err

@@ -27,6 +27,9 @@ func (s *session) delete(w http.ResponseWriter, r *http.Request) error {
 	if err := s.preconditions(r, s.path, n, exists); err != nil {
 		return err
 	}
+	if err := s.readOnly(n); err != nil {
+		return err
+	}
 	if err := s.h.opts.FS.Delete(s.ctx, t.m.root.ID, n.ID, s.opts); err != nil {
 		return err
 	}

@@ -199,6 +199,12 @@ func errorTable() []errorMapping {
 		{err: account.ErrUserLimitExceeded, status: http.StatusInternalServerError},
 		{err: account.ErrOrgLimitExceeded, status: http.StatusInternalServerError},
 		{err: account.ErrGroupCycle, status: http.StatusInternalServerError},
+		// The policy's locked_extensions: a file that has contents is
+		// read-only to persons (not to administrators).
+		{err: account.ErrExtensionLocked, status: http.StatusForbidden, os: os.ErrPermission, msg: "files with this extension are read-only under your organization's policy (locked_extensions)"},
+		// New credentials cannot help until the person sets a new
+		// password, which WebDAV cannot do: 403, no challenge.
+		{err: account.ErrPasswordExpired, status: http.StatusForbidden, msg: "Your password has expired under your organization's policy: set a new one by signing in to berth (the OAuth password grant with new_password), then use it here."},
 
 		// The request itself.
 		{err: errPathTooDeep, status: http.StatusRequestURITooLong, msg: "%v"},

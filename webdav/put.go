@@ -33,6 +33,12 @@ func (s *session) put(w http.ResponseWriter, r *http.Request) error {
 	if err := s.preconditions(r, s.path, n, exists); err != nil {
 		return err
 	}
+	locked := s.policy.Binds(s.person) && s.policy.ExtensionLocked(name)
+	if exists && locked {
+		if err := s.policy.ExtensionReadOnly(s.person, n.Name, n.Size); err != nil {
+			return err
+		}
+	}
 	// vfs refuses a body announced over the limits before reading it.
 	opts := s.opts
 	opts.DeclaredSize = declaredSize(r)
@@ -40,6 +46,12 @@ func (s *session) put(w http.ResponseWriter, r *http.Request) error {
 		r.Header.Get("If-Unmodified-Since") != "" {
 		// The conditions held for the file as it is now; vfs commits
 		// the upload only if it still is, however long the body takes.
+		opts.IfRevision, opts.IfAbsent = n.RevisionID, !exists
+	}
+	if locked {
+		// locked_extensions: commit only over the file as checked above
+		// (absent, or empty at that revision), so two PUTs cannot both
+		// pass the check.
 		opts.IfRevision, opts.IfAbsent = n.RevisionID, !exists
 	}
 	written, err := s.h.opts.FS.WriteFile(s.ctx, t.m.root.ID, parent.ID, name, r.Body, opts)

@@ -1,0 +1,194 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"berth/account"
+	"berth/vfs"
+)
+
+// policyJobs apply, in the background, the parts of each organization's
+// policy that act on stored files rather than on requests: trim_revisions
+// (keep trim_revisions_x revisions of each file) and purge_deleted (purge
+// what was deleted longer ago than purge_deleted_frequency). Each
+// organization's policy applies to the roots it owns itself (its
+// persons' and its own); its children have their own policies.
+type policyJobs struct {
+	files    *vfs.FS
+	accounts *account.Service
+	log      *slog.Logger
+	now      func() time.Time
+	// batch bounds one run: at most this many revisions trimmed and this
+	// many deleted items purged. What is left waits for the next run,
+	// which walks from the start again: what earlier runs trimmed costs
+	// it a count of keys, no more.
+	batch int
+
+	runs    *prometheus.CounterVec // by result: ok, error
+	trimmed prometheus.Counter
+	purged  prometheus.Counter
+}
+
+// Page sizes of the walk: organizations read per transaction, roots of
+// one organization per transaction, and roots whose trash is purged by
+// one scan of the store's deleted items.
+const (
+	policyOrgPage   = 100
+	policyRootPage  = 1000
+	policyPurgeScan = 10000
+)
+
+// newPolicyJobs builds the jobs; reg may be nil.
+func newPolicyJobs(files *vfs.FS, accounts *account.Service, log *slog.Logger, reg prometheus.Registerer, batch int) *policyJobs {
+	j := &policyJobs{
+		files: files, accounts: accounts, log: log, now: time.Now, batch: batch,
+		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "berth_policy_runs_total",
+			Help: "Runs of the trim_revisions and purge_deleted policy jobs, by result.",
+		}, []string{"result"}),
+		trimmed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "berth_policy_trimmed_revisions_total",
+			Help: "Revisions dropped by the organizations' trim_revisions policies.",
+		}),
+		purged: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "berth_policy_purged_items_total",
+			Help: "Deleted items purged by the organizations' purge_deleted policies.",
+		}),
+	}
+	if reg != nil {
+		reg.MustRegister(j.runs, j.trimmed, j.purged)
+	}
+	return j
+}
+
+// loop runs the jobs once at once, then every interval until ctx ends;
+// interval 0 turns them off.
+func (j *policyJobs) loop(ctx context.Context, interval time.Duration) {
+	if interval <= 0 {
+		return
+	}
+	j.runLogged(ctx)
+	every(ctx, interval, func() { j.runLogged(ctx) })
+}
+
+func (j *policyJobs) runLogged(ctx context.Context) {
+	rep, err := j.run(ctx)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		// Shutting down: the next start runs again.
+	case err != nil:
+		j.runs.WithLabelValues("error").Inc()
+		j.log.Error("policy jobs", "error", err, "report", rep.String())
+	default:
+		j.runs.WithLabelValues("ok").Inc()
+		if rep.Trim.Revisions > 0 || rep.Purge.Purged > 0 {
+			j.log.Info("policy jobs", "report", rep.String())
+		}
+	}
+}
+
+// policyReport says what one run did.
+type policyReport struct {
+	Organizations int // organizations whose policy asked for work
+	Roots         int // their roots visited
+	Trim          vfs.TrimReport
+	Purge         vfs.PurgeReport
+}
+
+func (r policyReport) String() string {
+	return fmt.Sprintf("%d organizations, %d roots: %s; %s", r.Organizations, r.Roots, r.Trim, r.Purge)
+}
+
+// run walks every organization once and applies its policy to its roots.
+// A root that fails is logged and the walk goes on, so one damaged root
+// does not stop every other organization's policy; a cancelled ctx stops
+// it.
+func (j *policyJobs) run(ctx context.Context) (policyReport, error) {
+	var rep policyReport
+	var errs []error
+	cutoffs := map[uint64]time.Time{}
+	flush := func() {
+		if len(cutoffs) == 0 {
+			return
+		}
+		left := j.batch - rep.Purge.Purged
+		if left <= 0 {
+			clear(cutoffs)
+			return
+		}
+		pr, err := j.files.PurgeDeletedIn(ctx, cutoffs, left)
+		clear(cutoffs)
+		rep.Purge.Purged += pr.Purged
+		rep.Purge.Skipped += pr.Skipped
+		rep.Purge.Failed += pr.Failed
+		j.purged.Add(float64(pr.Purged))
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	var after uint64
+	for ctx.Err() == nil {
+		orgs, err := j.accounts.OrganizationsAfter(ctx, after, policyOrgPage)
+		if err != nil {
+			return rep, errors.Join(append(errs, err)...)
+		}
+		if len(orgs) == 0 {
+			break
+		}
+		after = orgs[len(orgs)-1].ID
+		for _, o := range orgs {
+			keep, purgeAfter := o.Policy.TrimKeep(), o.Policy.PurgeDeletedAfter()
+			if o.Deleted || (keep == 0 && purgeAfter == 0) {
+				continue
+			}
+			rep.Organizations++
+			cutoff := j.now().Add(-purgeAfter)
+			for offset := 0; ctx.Err() == nil; offset += policyRootPage {
+				roots, _, err := j.accounts.OrganizationRoots(ctx, o.ID, offset, policyRootPage)
+				if err != nil {
+					errs = append(errs, fmt.Errorf("roots of organization %d: %w", o.ID, err))
+					break
+				}
+				for _, r := range roots {
+					rep.Roots++
+					if left := j.batch - rep.Trim.Revisions; keep > 0 && left > 0 {
+						tr, err := j.files.TrimRevisions(ctx, r.RootID, keep, left)
+						rep.Trim.Files += tr.Files
+						rep.Trim.Revisions += tr.Revisions
+						rep.Trim.Bytes += tr.Bytes
+						rep.Trim.More = rep.Trim.More || tr.More
+						j.trimmed.Add(float64(tr.Revisions))
+						if err != nil && !errors.Is(err, vfs.ErrRootDeleted) && !errors.Is(err, vfs.ErrNotExist) {
+							errs = append(errs, fmt.Errorf("organization %d: %w", o.ID, err))
+						}
+					} else if keep > 0 {
+						rep.Trim.More = true
+					}
+					if purgeAfter > 0 {
+						cutoffs[r.RootID] = cutoff
+						if len(cutoffs) >= policyPurgeScan {
+							flush()
+						}
+					}
+				}
+				if len(roots) < policyRootPage {
+					break
+				}
+			}
+		}
+		if len(orgs) < policyOrgPage {
+			break
+		}
+	}
+	flush()
+	if err := ctx.Err(); err != nil {
+		errs = append(errs, err)
+	}
+	return rep, errors.Join(errs...)
+}

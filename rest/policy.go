@@ -1,0 +1,59 @@
+package rest
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"path"
+
+	"berth/vfs"
+)
+
+// The organization policy's locked_extensions over REST (the same rule
+// as WebDAV's, in account.Policy.ExtensionReadOnly): a file with a locked
+// extension may be created, and written while still empty, but once it
+// has contents nobody the policy binds overwrites, renames, moves or
+// deletes it. Administrators are not bound.
+
+// extensionReadOnly refuses a change by the caller to file n that
+// locked_extensions forbids; folders are not refused (what a folder
+// holds goes with it: docs/api.md says why).
+func extensionReadOnly(r *http.Request, a fsAccess, n vfs.Node) error {
+	if n.Dir {
+		return nil
+	}
+	return a.policy.ExtensionReadOnly(callerOf(r).Person, n.Name, n.Size)
+}
+
+// uploadOptions are the options of an upload of name into parent: when
+// locked_extensions makes such a file read-only for the caller, an
+// existing one with contents is refused before the body is read, and
+// the write commits only if the file is still as it was found (absent,
+// or empty at that revision), so two uploads cannot slip past the check
+// together.
+func (s *server) uploadOptions(ctx context.Context, r *http.Request, a fsAccess, parent uint64, name string) (vfs.WriteOptions, error) {
+	opts := a.opts
+	pe := callerOf(r).Person
+	if !a.policy.Binds(pe) || !a.policy.ExtensionLocked(name) || vfs.ValidateName(name) != nil {
+		return opts, nil // a bad name is vfs's to refuse, by its own code
+	}
+	dir, err := s.fs.Stat(ctx, a.root.ID, parent)
+	if err != nil {
+		return opts, err
+	}
+	old, err := s.fs.Lookup(ctx, a.root.ID, path.Join(dir.Path, name))
+	switch {
+	case errors.Is(err, vfs.ErrNotExist):
+		opts.IfAbsent = true
+		return opts, nil
+	case err != nil:
+		return opts, err
+	case old.Dir:
+		return opts, nil // vfs answers name_conflict
+	}
+	if err := a.policy.ExtensionReadOnly(pe, old.Name, old.Size); err != nil {
+		return opts, err
+	}
+	opts.IfRevision = old.RevisionID
+	return opts, nil
+}

@@ -1,0 +1,233 @@
+package vfs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/fxamacker/cbor/v2"
+
+	"berth/kv"
+)
+
+// TrimReport says what TrimRevisions did.
+type TrimReport struct {
+	Files     int   // files that lost revisions
+	Revisions int   // revisions dropped
+	Bytes     int64 // their sizes, taken off the root's revision_size
+	// More says the limit stopped the run before every file was trimmed:
+	// the next run goes on.
+	More bool
+}
+
+// String reads like a log line.
+func (r TrimReport) String() string {
+	return fmt.Sprintf("trimmed %d revisions (%d bytes) of %d files, more %t", r.Revisions, r.Bytes, r.Files, r.More)
+}
+
+// TrimRevisions drops, in every live file of root, the oldest revisions
+// beyond keep: the current revision counts among the keep, so keep 5
+// leaves the current one and the 4 written just before it. It is how an
+// organization's trim_revisions policy keeps a file saved every minute
+// from growing without bound. At most limit revisions go in one call (0:
+// no limit), so a run over many roots does bounded work; TrimReport.More
+// then says there is more to do. Deleted files, and files below a deleted
+// folder, are left alone: their revisions go when they are purged.
+//
+// The revisions go in bounded transactions, oldest first, each with the
+// root's usage corrected, so an interrupted trim leaves a file with fewer
+// revisions, never a broken one; their chunks no longer referenced become
+// garbage for the next GC. It emits no event: it is the system's own
+// housekeeping, not a change anyone made.
+//
+// keep < 1 is a programming error and panics (a policy's trim_revisions_x
+// is validated positive). Errors: ErrNotExist or ErrRootDeleted for a
+// root that is missing or deleted; a cancelled ctx's error.
+func (fs *FS) TrimRevisions(ctx context.Context, root uint64, keep, limit int) (TrimReport, error) {
+	var rep TrimReport
+	if keep < 1 {
+		panic(fmt.Sprintf("vfs: TrimRevisions keeps %d revisions", keep))
+	}
+	var ids []uint64
+	err := fs.db.View(ctx, func(tx kv.Txn) error {
+		ids = ids[:0]
+		if _, err := loadRoot(tx, root); err != nil {
+			return err
+		}
+		// Every node of the root, files and folders, live and deleted:
+		// the time index is the one per-root list of them.
+		return tx.Scan(timePrefix(root), nil, func(k, _ []byte) error {
+			ids = append(ids, timeKeyNode(k))
+			return ctx.Err()
+		})
+	})
+	if err != nil {
+		return rep, err
+	}
+	for _, id := range ids {
+		if limit > 0 && rep.Revisions >= limit {
+			rep.More = true
+			break
+		}
+		budget := 0
+		if limit > 0 {
+			budget = limit - rep.Revisions
+		}
+		n, size, err := fs.trimFile(ctx, root, id, keep, budget)
+		if err != nil {
+			return rep, fmt.Errorf("vfs: trimming the revisions of item %d of root %d: %w", id, root, err)
+		}
+		if n > 0 {
+			rep.Files++
+			rep.Revisions += n
+			rep.Bytes += size
+		}
+	}
+	return rep, nil
+}
+
+// trimFile drops the oldest revisions of file id beyond keep, at most
+// budget of them (0: no bound), in transactions of at most refBatch
+// revisions; anything but a live file of root is skipped.
+func (fs *FS) trimFile(ctx context.Context, root, id uint64, keep, budget int) (dropped int, size int64, err error) {
+	for {
+		var n int
+		var bytes int64
+		var parked uint64
+		more := false
+		err := fs.update(ctx, func(tx kv.Txn) error {
+			n, bytes, parked, more = 0, 0, 0, false
+			rec, _, err := liveNodeIn(tx, root, id)
+			if errors.Is(err, ErrNotExist) {
+				return nil // deleted, purged, or not a file of this root
+			}
+			if err != nil {
+				return err
+			}
+			if rec.Dir {
+				return nil
+			}
+			// First count the older revisions by key alone: most files
+			// have no more than keep, and then nothing is decoded.
+			older := 0
+			if err := tx.Scan(revPrefix(id), nil, func(k, _ []byte) error {
+				if kv.Uint64At(k, len(revPrefix(id))) != rec.Rev {
+					older++
+				}
+				return nil
+			}); err != nil {
+				return err
+			}
+			drop := older - (keep - 1)
+			if drop <= 0 {
+				return nil
+			}
+			if budget > 0 {
+				drop = min(drop, budget-dropped)
+			}
+			if drop > fs.refBatch {
+				drop, more = fs.refBatch, true
+			}
+			un := &unref{fs: fs, tx: tx}
+			var d usageRec
+			err = tx.Scan(revPrefix(id), nil, func(k, v []byte) error {
+				if n == drop || un.used >= fs.refBatch {
+					more = more || n < drop
+					return kv.ErrStop
+				}
+				var r revRec
+				if err := cbor.Unmarshal(v, &r); err != nil {
+					return fmt.Errorf("vfs: decode %q: %w", k[:2], err)
+				}
+				if r.ID == rec.Rev {
+					return nil // never the current one, whatever its place
+				}
+				if err := un.drop(ctx, r.Chunks); err != nil {
+					return err
+				}
+				if err := tx.Delete(revKey(id, r.ID)); err != nil {
+					return err
+				}
+				un.used++
+				n++
+				bytes += r.Size
+				d.Revisions--
+				d.RevisionSize -= r.Size
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			parked = un.intent
+			return fs.addUsage(ctx, tx, root, d, limits{})
+		})
+		if err != nil {
+			return dropped, size, err
+		}
+		dropped += n
+		size += bytes
+		if parked != 0 {
+			fs.releaseFailed(ctx, &intent{id: parked})
+		}
+		if !more || n == 0 || (budget > 0 && dropped >= budget) {
+			return dropped, size, nil
+		}
+	}
+}
+
+// PurgeDeletedIn purges, in each root of cutoffs, the items deleted
+// before that root's cutoff, with everything below them (see Purge): how
+// an organization's purge_deleted policy empties its roots' trash, each
+// organization on its own schedule. At most limit items go in one call
+// (0: no limit), a folder with its tree counting as one; PurgeReport.Skipped
+// counts those left for the next call as well as those gone meanwhile.
+// Roots not in cutoffs, deleted roots and the trees of copies still being
+// staged are left alone. It reads the deleted items of the whole store in
+// one scan, whatever the number of roots.
+func (fs *FS) PurgeDeletedIn(ctx context.Context, cutoffs map[uint64]time.Time, limit int) (PurgeReport, error) {
+	var rep PurgeReport
+	if len(cutoffs) == 0 {
+		return rep, nil
+	}
+	type item struct{ root, id uint64 }
+	var due []item
+	err := fs.db.View(ctx, func(tx kv.Txn) error {
+		due = due[:0]
+		return tx.Scan([]byte(pDeleted), nil, func(k, v []byte) error {
+			var rec nodeRec
+			if err := cbor.Unmarshal(v, &rec); err != nil {
+				return fmt.Errorf("vfs: decode %q: %w", k[:2], err)
+			}
+			cut, ok := cutoffs[rec.Root]
+			if ok && rec.Deleted != 0 && rec.Deleted < cut.UnixNano() && !rec.Staged {
+				due = append(due, item{rec.Root, rec.ID})
+			}
+			return ctx.Err()
+		})
+	})
+	if err != nil {
+		return rep, err
+	}
+	var errs []error
+	for _, it := range due {
+		if limit > 0 && rep.Purged >= limit {
+			rep.Skipped++
+			continue
+		}
+		err := fs.Purge(ctx, it.root, it.id)
+		switch {
+		case err == nil:
+			rep.Purged++
+		case errors.Is(err, ErrNotExist), errors.Is(err, ErrRootDeleted):
+			rep.Skipped++
+		default:
+			rep.Failed++
+			errs = append(errs, fmt.Errorf("vfs: purging deleted item %d of root %d: %w", it.id, it.root, err))
+			if ctx.Err() != nil {
+				return rep, errors.Join(errs...)
+			}
+		}
+	}
+	return rep, errors.Join(errs...)
+}
