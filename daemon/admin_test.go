@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"math/big"
 	"net"
 	"net/http"
@@ -75,7 +76,10 @@ type adminBerth struct {
 func newAdminBerth(t *testing.T) *adminBerth {
 	t.Helper()
 	st := berthtest.New(t, berthtest.Options{})
-	srv := httptest.NewTLSServer(rest.New(rest.Options{FS: st.FS, Accounts: st.Accounts}))
+	srv := httptest.NewUnstartedServer(rest.New(rest.Options{FS: st.FS, Accounts: st.Accounts}))
+	// The tests of certificates make handshakes fail on purpose.
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
+	srv.StartTLS()
 	t.Cleanup(srv.Close)
 	p, err := st.Accounts.CreatePerson(context.Background(), account.PersonInput{
 		OrganizationID: st.Org.ID, Username: "boss", Email: "boss@example.com", Password: adminPassword, Admin: true,
@@ -215,6 +219,26 @@ func TestAdminLoginFails(t *testing.T) {
 				t.Errorf("a failed login left a session file (%v)", err)
 			}
 		})
+	}
+}
+
+// TestAdminLocked: a login locked by failed attempts is exit 3 with
+// berth's account_locked and its description, at login and for a session
+// opened before the lock.
+func TestAdminLocked(t *testing.T) {
+	b := newAdminBerth(t)
+	b.login(t)
+	for range 5 {
+		runAdmin(t, map[string]string{adminPasswordEnv: "wrong"}, "login", "--url", b.srv.URL, "--user", "boss", "--ca", b.ca,
+			"--config", filepath.Join(t.TempDir(), "admin.json"))
+	}
+	r := runAdmin(t, map[string]string{adminPasswordEnv: adminPassword}, "login", "--url", b.srv.URL, "--user", "boss", "--ca", b.ca,
+		"--config", filepath.Join(t.TempDir(), "admin.json"))
+	if r.code != exitNoAccess || !strings.Contains(r.err, "account_locked (HTTP 403): ") {
+		t.Errorf("login while locked: exit %d, %q", r.code, r.err)
+	}
+	if r := b.run(t, "person", "show"); r.code != exitNoAccess || !strings.Contains(r.err, "account_locked (HTTP 403): ") {
+		t.Errorf("a session of a locked login: exit %d, %q", r.code, r.err)
 	}
 }
 

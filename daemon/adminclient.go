@@ -369,7 +369,9 @@ func doJSON(ctx context.Context, client *http.Client, base, token, method, path 
 		if json.Unmarshal(b, ae) != nil {
 			ae.Code, ae.Description = "", ""
 		}
-		if resp.StatusCode == http.StatusUnauthorized {
+		// A refused token and a locked account are the session failing,
+		// not the call: the same status as a failed login.
+		if resp.StatusCode == http.StatusUnauthorized || ae.Code == "account_locked" {
 			return &exitError{code: exitNoAccess, err: ae}
 		}
 		return &exitError{code: exitAPIError, err: ae}
