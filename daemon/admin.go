@@ -136,36 +136,55 @@ func (a *adminCLI) session() (*adminSession, error) {
 }
 
 // readSecret reads a password from the terminal without echo; prompt
-// goes to standard error so standard output stays the answer.
-func (a *adminCLI) readSecret(prompt string) (string, error) {
+// goes to standard error so standard output stays the answer. Main
+// catches SIGINT into ctx, so ^C at the prompt ends the wait here and
+// gives the terminal its echo back.
+func (a *adminCLI) readSecret(ctx context.Context, prompt string) (string, error) {
 	if a.io.in == nil || !term.IsTerminal(int(a.io.in.Fd())) {
 		return "", errNoTerminal
 	}
-	fmt.Fprint(a.io.errw, prompt)
-	b, err := term.ReadPassword(int(a.io.in.Fd()))
-	fmt.Fprintln(a.io.errw)
+	fd := int(a.io.in.Fd())
+	state, err := term.GetState(fd)
 	if err != nil {
 		return "", err
 	}
-	return string(b), nil
+	fmt.Fprint(a.io.errw, prompt)
+	type read struct {
+		b   []byte
+		err error
+	}
+	ch := make(chan read, 1)
+	go func() {
+		b, err := term.ReadPassword(fd)
+		ch <- read{b, err}
+	}()
+	select {
+	case r := <-ch:
+		fmt.Fprintln(a.io.errw)
+		return string(r.b), r.err
+	case <-ctx.Done():
+		_ = term.Restore(fd, state)
+		fmt.Fprintln(a.io.errw)
+		return "", ctx.Err()
+	}
 }
 
 var errNoTerminal = errors.New("no terminal to read it from")
 
 // newPassword is a password to set: from BERTH_NEW_PASSWORD, or typed
 // twice on the terminal.
-func (a *adminCLI) newPassword() (string, error) {
+func (a *adminCLI) newPassword(ctx context.Context) (string, error) {
 	if p := a.io.getenv(adminNewPasswordEnv); p != "" {
 		return p, nil
 	}
-	p, err := a.readSecret("New password: ")
+	p, err := a.readSecret(ctx, "New password: ")
 	if errors.Is(err, errNoTerminal) {
 		return "", usageErrorf("a new password: set %s or run on a terminal", adminNewPasswordEnv)
 	}
 	if err != nil {
 		return "", err
 	}
-	again, err := a.readSecret("Again: ")
+	again, err := a.readSecret(ctx, "Again: ")
 	if err != nil {
 		return "", err
 	}
@@ -223,7 +242,7 @@ func (a *adminCLI) login(ctx context.Context, base, user, ca string, insecure bo
 	}
 	password := a.io.getenv(adminPasswordEnv)
 	if password == "" {
-		password, err = a.readSecret("Password for " + user + ": ")
+		password, err = a.readSecret(ctx, "Password for "+user+": ")
 		if errors.Is(err, errNoTerminal) {
 			return usageErrorf("login: a password: set %s or run on a terminal", adminPasswordEnv)
 		}
@@ -249,12 +268,8 @@ func (a *adminCLI) login(ctx context.Context, base, user, ca string, insecure bo
 		// The session this one replaces would otherwise stay live until
 		// its refresh token expires. Best effort: it may be another
 		// berth's, or that berth may be gone.
-		if s, err := openAdminSession(path); err == nil {
-			s.cfg = prev
-			if c, err := prev.httpClient(); err == nil {
-				s.client = c
-				_ = s.revoke(ctx)
-			}
+		if c, err := prev.httpClient(); err == nil {
+			_ = (&adminSession{path: path, cfg: prev, client: c}).revoke(ctx)
 		}
 	}
 	s := &adminSession{path: path, cfg: cfg, client: client}
@@ -324,7 +339,7 @@ func ctxTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, 10*time.Minute)
 }
 
-// kindOf names what a route answers, for the table printers.
+// kind names what a route answers, for the table printers.
 type kind string
 
 const (

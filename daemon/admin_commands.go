@@ -137,7 +137,7 @@ func (a *adminCLI) personCommand() *cobra.Command {
 				form.Set("admin", "true")
 			}
 			if setPw {
-				pw, err := a.newPassword()
+				pw, err := a.newPassword(ctx)
 				if err != nil {
 					return request{}, "", err
 				}
@@ -167,7 +167,7 @@ func (a *adminCLI) personCommand() *cobra.Command {
 			if err != nil {
 				return request{}, "", err
 			}
-			pw, err := a.newPassword()
+			pw, err := a.newPassword(ctx)
 			return postReq("/api/2/person/"+id+"/update", url.Values{"password": {pw}}), "password of person " + id + " set", err
 		})
 
