@@ -203,15 +203,24 @@ func (a *adminCLI) guestCommand() *cobra.Command {
 		func(_ context.Context, _ *adminSession, args []string) (request, string, error) {
 			return getReq("/api/2/guest/" + url.PathEscape(args[0])), "", nil
 		})
+	var setPw bool
 	create := a.simple("create EMAIL [KEY=VALUE...]", "Create a guest (first_name=, last_name=)", cobra.MinimumNArgs(1), kindGuest,
-		func(_ context.Context, _ *adminSession, args []string) (request, string, error) {
-			form, err := fields(args[1:], "email")
+		func(ctx context.Context, _ *adminSession, args []string) (request, string, error) {
+			form, err := fields(args[1:], "email", "password")
 			if err != nil {
 				return request{}, "", err
 			}
 			form.Set("email", args[0])
+			if setPw {
+				pw, err := a.newPassword(ctx)
+				if err != nil {
+					return request{}, "", err
+				}
+				form.Set("password", pw)
+			}
 			return postReq("/api/2/guest/create", form), "", nil
 		})
+	create.Flags().BoolVar(&setPw, "password", false, "set a password to log in with: from "+adminNewPasswordEnv+" or typed twice")
 	convert := a.simple("convert ID|EMAIL", "Convert a guest into a person with a sync root", cobra.ExactArgs(1), kindPerson,
 		func(ctx context.Context, s *adminSession, args []string) (request, string, error) {
 			id, err := a.personID(ctx, s, args[0], "guest")

@@ -517,6 +517,7 @@ func TestAdminRequests(t *testing.T) {
 		{[]string{"guest", "show", "4"}, []string{"GET /api/2/guest/4"}},
 		{[]string{"guest", "show", "g@example.com"}, []string{"GET /api/2/guest/g@example.com"}},
 		{[]string{"guest", "create", "g@example.com", "first_name=G"}, []string{"POST /api/2/guest/create email=g%40example.com&first_name=G"}},
+		{[]string{"guest", "create", "g@example.com", "--password"}, []string{"POST /api/2/guest/create email=g%40example.com&password=new+secret+pass"}},
 		{[]string{"guest", "delete", "4", "--yes"}, []string{"POST /api/2/guest/4/delete "}},
 		{[]string{"guest", "convert", "g@example.com"}, []string{"GET /api/2/guest/g@example.com", "POST /api/2/guest/42/convert "}},
 		{[]string{"guest", "list"}, []string{me, "GET /api/2/organization/3/guests?limit=100&offset=0"}},
@@ -577,6 +578,8 @@ func TestAdminUsage(t *testing.T) {
 		{[]string{"person", "passwd", "12"}, nil, adminNewPasswordEnv},
 		{[]string{"person", "delete", "12"}, nil, "add --yes"},
 		{[]string{"guest", "delete", "4"}, nil, "add --yes"},
+		{[]string{"guest", "create", "g@example.com", "password=x"}, nil, "field password is not a KEY=VALUE here"},
+		{[]string{"guest", "create", "g@example.com", "--password"}, nil, adminNewPasswordEnv},
 		{[]string{"guest", "convert", "someone"}, nil, "neither a guest id nor an e-mail address"},
 		{[]string{"group", "show", "eng"}, nil, `"eng" is not a group id`},
 		{[]string{"group", "members"}, nil, "accepts 1 arg"},
@@ -593,6 +596,26 @@ func TestAdminUsage(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestAdminHelp: admin's help lists its own flags, not the server's,
+// which are persistent on the root and mean nothing to a client.
+func TestAdminHelp(t *testing.T) {
+	root := newRootCommand(io.Discard, io.Discard)
+	var out bytes.Buffer
+	root.SetOut(&out)
+	root.SetArgs([]string{"admin", "person", "create", "--help"})
+	if err := root.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"USERNAME EMAIL", "--password", "--config", "--json"} {
+		if !strings.Contains(out.String(), s) {
+			t.Errorf("help lacks %q:\n%s", s, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "--data") {
+		t.Errorf("help lists the server's flags:\n%s", out.String())
 	}
 }
 
