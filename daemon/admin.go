@@ -17,6 +17,8 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/oauth2"
 	"golang.org/x/term"
+
+	"berth/rest"
 )
 
 // `berth admin` is the administrator's everyday tool over a running
@@ -320,7 +322,7 @@ type pageFlags struct {
 
 func (p *pageFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&p.offset, "offset", 0, "index of the first item")
-	fs.IntVar(&p.limit, "limit", 100, "items per page, 1 to 100")
+	fs.IntVar(&p.limit, "limit", rest.MaxPageSize, fmt.Sprintf("items per page, 1 to %d", rest.MaxPageSize))
 	fs.BoolVar(&p.all, "all", false, "every page, not one")
 }
 
@@ -328,8 +330,8 @@ func (p *pageFlags) check() error {
 	if p.offset < 0 {
 		return usageErrorf("--offset must be 0 or more")
 	}
-	if p.limit < 1 || p.limit > 100 {
-		return usageErrorf("--limit must be from 1 to 100")
+	if p.limit < 1 || p.limit > rest.MaxPageSize {
+		return usageErrorf("--limit must be from 1 to %d", rest.MaxPageSize)
 	}
 	return nil
 }
