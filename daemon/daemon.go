@@ -44,7 +44,7 @@ func Main(args []string) int {
 	}
 	if err := run(ctx, args, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "berth:", err)
-		return 1
+		return exitCode(err)
 	}
 	return 0
 }
@@ -61,7 +61,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 }
 
 // newRootCommand builds the cobra tree: serve (the default), fsck, gc,
-// purge-deleted, reset-password, version. The configuration flags are persistent, so every subcommand
+// purge-deleted, reset-password, version, admin. The configuration flags are persistent, so every subcommand
 // reads the same data directory the same way.
 func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{
@@ -171,7 +171,8 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 		},
 	}
 
-	root.AddCommand(serve, fsck, gc, purge, reset, version)
+	admin := newAdminCommand(adminIO{in: os.Stdin, out: stdout, errw: stderr, getenv: os.Getenv})
+	root.AddCommand(serve, fsck, gc, purge, reset, version, admin)
 	return root
 }
 
