@@ -22,8 +22,8 @@ import (
 
 // The isolation walk (issue 12, "Done when"): every route of the API, as
 // no token, a person and an administrator of another organization, a
-// plain person of the parent organization, a plain person and an
-// administrator of a child organization, and an administrator of the
+// plain person of the parent organization, a guest, a plain person and
+// an administrator of a child organization, and an administrator of the
 // parent. Each gets what docs/api.md "Who may do what" says, and no
 // response ever carries a marker of a tenant the caller may not see.
 //
@@ -43,6 +43,7 @@ type isoTenant struct {
 	root             uint64 // the plain person's sync root
 	file, folder     uint64
 	guest            account.Person
+	guestTok         string
 	group            account.Group
 	note             activity.Record
 	key              string // license key, read on first use
@@ -150,6 +151,11 @@ func (k *isoCast) tenant(tag string, parent uint64, policy func(*account.Policy)
 		Email: m("guest") + "@example.com", FirstName: m("guest")}); err != nil {
 		t.Fatal(err)
 	}
+	toks, err := f.accounts.IssueTokens(ctx, n.guest.ID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.guestTok = toks.AccessToken
 	if n.group, err = f.accounts.CreateGroup(ctx, account.GroupInput{OrganizationID: n.org.ID, Name: m("group")}); err != nil {
 		t.Fatal(err)
 	}
@@ -255,7 +261,7 @@ func (k *isoCast) licenseKey(n *isoTenant) string {
 
 // The callers of the walk, in the order they ask: those a row refuses
 // first, so that the ones it lets act find the state the row assumes.
-var isoCallers = []string{"none", "OP", "OA", "PP", "CP", "CA", "PA"}
+var isoCallers = []string{"none", "OP", "OA", "PP", "CG", "CP", "CA", "PA"}
 
 // token returns caller's token; c is the child tenant of the row.
 func (k *isoCast) token(caller string, c *isoTenant) string {
@@ -270,6 +276,8 @@ func (k *isoCast) token(caller string, c *isoTenant) string {
 		return k.p.adminTok
 	case "CP":
 		return c.plnTok
+	case "CG":
+		return c.guestTok
 	case "CA":
 		return c.adminTok
 	}
@@ -301,6 +309,8 @@ func (k *isoCast) sees(caller string, c *isoTenant, tag, kind string, log bool) 
 		return tag == c.tag
 	case "CP":
 		return tag == c.tag && slices.Contains(plainSees, kind)
+	case "CG":
+		return tag == c.tag && (kind == "org" || kind == "guest")
 	}
 	return false
 }
@@ -320,8 +330,9 @@ type isoRow struct {
 	method  string // UPLOAD: a POST of a small file
 	path    func(q isoReq) string
 	form    func(q isoReq) url.Values
-	// want is "CALLER=status ..."; a caller left out gets 401 (none) or
-	// 404 (OP, OA, PP); "-" skips the caller (the row would destroy what
+	// want is "CALLER=status ...", a later one for the same caller
+	// winning; a caller left out gets 401 (none) or 404 (OP, OA, PP, CG,
+	// the child's guest, whom nothing is shared with); "-" skips the caller (the row would destroy what
 	// the others need).
 	want string
 	// tenant picks the child tenant: "" the shared one (c1), "browse"
@@ -331,7 +342,7 @@ type isoRow struct {
 }
 
 func (r isoRow) wants() map[string]int {
-	w := map[string]int{"none": 401, "OP": 404, "OA": 404, "PP": 404}
+	w := map[string]int{"none": 401, "OP": 404, "OA": 404, "PP": 404, "CG": 404}
 	for f := range strings.FieldsSeq(r.want) {
 		c, v, _ := strings.Cut(f, "=")
 		if v == "-" {
@@ -424,13 +435,13 @@ func newPersonForm(org func(isoReq) any) func(q isoReq) url.Values {
 // parent's (which CP and CA must not see), then the file system.
 func isoRows() []isoRow {
 	const (
-		childAdmin   = "CP=403 CA=200 PA=200" // administration of the child
+		childAdmin   = "CG=403 CP=403 CA=200 PA=200" // administration of the child
 		childRead    = "CP=200 CA=200 PA=200" // also for the child's plain person
 		childHidden  = "CP=404 CA=200 PA=200" // another person's things
-		childGovern  = "CP=403 CA=403 PA=200" // the parent's over the child
+		childGovern  = "CG=403 CP=403 CA=403 PA=200" // the parent's over the child
 		parentAdmin  = "PP=403 CP=404 CA=404 PA=200"
 		parentHidden = "PP=404 CP=404 CA=404 PA=200"
-		allRead      = "OP=200 OA=200 PP=200 CP=200 CA=200 PA=200"
+		allRead      = "OP=200 OA=200 PP=200 CG=200 CP=200 CA=200 PA=200"
 		fsOwner      = "CP=200 CA=404 PA=404" // a root without admin_browse_files
 		fsBrowse     = "CP=200 CA=200 PA=200" // reads with admin_browse_files
 		fsBrowseW    = "CP=200 CA=403 PA=403" // writes with admin_browse_files
@@ -451,11 +462,11 @@ func isoRows() []isoRow {
 		{pattern: "POST /api/2/person/create", name: "in the parent", method: "POST", path: pf("/api/2/person/create"),
 			form: newPersonForm(pOrg), want: parentAdmin},
 		{pattern: "POST /api/2/person/create", name: "admin_create_users off", method: "POST", path: pf("/api/2/person/create"),
-			form: newPersonForm(cOrg), want: "CP=403 CA=403 PA=200", tenant: "browse"},
+			form: newPersonForm(cOrg), want: "CG=403 CP=403 CA=403 PA=200", tenant: "browse"},
 		{pattern: "POST /api/2/person/{id}/update", name: "names", method: "POST", path: pf("/api/2/person/%d/update", cPlain),
 			form: fields("first_name", "Frank"), want: childRead},
 		{pattern: "POST /api/2/person/{id}/update", name: "quota", method: "POST", path: pf("/api/2/person/%d/update", cPlain),
-			form: fields("space_quota", "0"), want: childAdmin},
+			form: fields("space_quota", "0"), want: childAdmin + " CG=404"},
 		{pattern: "POST /api/2/person/{id}/update", name: "another person of the child", method: "POST", path: pf("/api/2/person/%d/update", cAdmin),
 			form: fields("first_name", "Erin"), want: childHidden},
 		{pattern: "POST /api/2/person/{id}/update", name: "the parent's plain person", method: "POST", path: pf("/api/2/person/%d/update", pPlain),
@@ -468,14 +479,14 @@ func isoRows() []isoRow {
 		{pattern: "POST /api/2/person/{id}/roots/create", name: "a person of the child", method: "POST", path: pf("/api/2/person/%d/roots/create", newCPerson), want: childHidden},
 		{pattern: "POST /api/2/person/{id}/roots/create", name: "oneself (the root there)", method: "POST", path: pf("/api/2/person/%d/roots/create", cPlain), want: childRead},
 		{pattern: "POST /api/2/person/{id}/roots/create", name: "a person of the parent", method: "POST", path: pf("/api/2/person/%d/roots/create", newPPerson), want: parentHidden},
-		{pattern: "POST /api/2/person/{id}/unlock", method: "POST", path: pf("/api/2/person/%d/unlock", cPlain), want: childAdmin},
+		{pattern: "POST /api/2/person/{id}/unlock", method: "POST", path: pf("/api/2/person/%d/unlock", cPlain), want: childAdmin + " CG=404"},
 		{pattern: "POST /api/2/person/{id}/unlock", name: "the parent's plain person", method: "POST", path: pf("/api/2/person/%d/unlock", pPlain), want: parentAdmin},
 		{pattern: "GET /api/2/organization/{org}/persons", path: pf("/api/2/organization/%d/persons", cOrg), want: childAdmin},
 		{pattern: "GET /api/2/organization/{org}/persons", name: "the parent", path: pf("/api/2/organization/%d/persons", pOrg), want: parentAdmin},
 
 		// Organizations (4.6).
-		{pattern: "GET /api/2/organization/{org}", path: pf("/api/2/organization/%d", cOrg), want: childRead},
-		{pattern: "GET /api/2/organization/{org}", name: "by license key", path: pf("/api/2/organization/%s", key), want: childRead},
+		{pattern: "GET /api/2/organization/{org}", path: pf("/api/2/organization/%d", cOrg), want: childRead + " CG=200"},
+		{pattern: "GET /api/2/organization/{org}", name: "by license key", path: pf("/api/2/organization/%s", key), want: childRead + " CG=200"},
 		{pattern: "GET /api/2/organization/{org}", name: "the parent", path: pf("/api/2/organization/%d", pOrg), want: "PP=200 CP=404 CA=404 PA=200"},
 		{pattern: "GET /api/2/organization/{org}/license_key", path: pf("/api/2/organization/%d/license_key", cOrg), want: childAdmin},
 		{pattern: "GET /api/2/organization/{org}/license_key", name: "the parent", path: pf("/api/2/organization/%d/license_key", pOrg), want: parentAdmin},
@@ -502,7 +513,7 @@ func isoRows() []isoRow {
 		{pattern: "GET /api/2/organization/{org}/roots", path: pf("/api/2/organization/%d/roots", cOrg), want: childAdmin},
 		{pattern: "GET /api/2/organization/{org}/roots", name: "the parent", path: pf("/api/2/organization/%d/roots", pOrg), want: parentAdmin},
 		{pattern: "GET /api/2/organization/{org}/root/{root_id}", path: pf("/api/2/organization/%d/root/%d", cOrg, cRoot), want: childAdmin},
-		{pattern: "GET /api/2/organization/{org}/root/{root_id}", name: "the parent's root through the child", path: pf("/api/2/organization/%d/root/%d", cOrg, pRoot), want: "CP=403 CA=404 PA=404"},
+		{pattern: "GET /api/2/organization/{org}/root/{root_id}", name: "the parent's root through the child", path: pf("/api/2/organization/%d/root/%d", cOrg, pRoot), want: "CG=403 CP=403 CA=404 PA=404"},
 		{pattern: "GET /api/2/organization/{org}/root/{root_id}", name: "the child's root through the parent", path: pf("/api/2/organization/%d/root/%d", pOrg, cRoot), want: "PP=403 CP=404 CA=404 PA=404"},
 		{pattern: "GET /api/2/organization/{org}/machines", path: pf("/api/2/organization/%d/machines", cOrg), want: childAdmin},
 		{pattern: "GET /api/2/organization/{org}/machines", name: "the parent", path: pf("/api/2/organization/%d/machines", pOrg), want: parentAdmin},
@@ -510,14 +521,14 @@ func isoRows() []isoRow {
 		{pattern: "GET /api/2/organization/{org}/auth_sources", name: "the parent", path: pf("/api/2/organization/%d/auth_sources", pOrg), want: parentAdmin},
 
 		// Guests (4.9).
-		{pattern: "GET /api/2/guest/{ref}", path: pf("/api/2/guest/%d", cGuest), want: childHidden},
-		{pattern: "GET /api/2/guest/{ref}", name: "by e-mail", path: pf("/api/2/guest/%s", guestEmail), want: childHidden},
+		{pattern: "GET /api/2/guest/{ref}", path: pf("/api/2/guest/%d", cGuest), want: childHidden + " CG=200"},
+		{pattern: "GET /api/2/guest/{ref}", name: "by e-mail", path: pf("/api/2/guest/%s", guestEmail), want: childHidden + " CG=200"},
 		{pattern: "GET /api/2/guest/{ref}", name: "a person is no guest", path: pf("/api/2/guest/%d", cPlain), want: "CP=404 CA=404 PA=404"},
 		{pattern: "POST /api/2/guest/create", name: "in the child (its persons share)", method: "POST", path: pf("/api/2/guest/create"),
-			form: newNamed("email", cOrg), want: childRead},
+			form: newNamed("email", cOrg), want: childRead + " CG=403"},
 		{pattern: "POST /api/2/guest/create", name: "in the parent", method: "POST", path: pf("/api/2/guest/create"),
 			form: newNamed("email", pOrg), want: "PP=200 CP=404 CA=404 PA=200"},
-		{pattern: "POST /api/2/guest/{id}/update", method: "POST", path: pf("/api/2/guest/%d/update", cGuest), form: fields("first_name", "G"), want: childHidden},
+		{pattern: "POST /api/2/guest/{id}/update", method: "POST", path: pf("/api/2/guest/%d/update", cGuest), form: fields("first_name", "G"), want: childHidden + " CG=200"},
 		{pattern: "POST /api/2/guest/{id}/delete", method: "POST", path: pf("/api/2/guest/%d/delete", newCGuest), want: childHidden},
 		{pattern: "POST /api/2/guest/{id}/convert", method: "POST", path: pf("/api/2/guest/%d/convert", newCGuest), want: childHidden},
 		{pattern: "GET /api/2/organization/{org}/guests", path: pf("/api/2/organization/%d/guests", cOrg), want: childAdmin},
@@ -535,11 +546,11 @@ func isoRows() []isoRow {
 		{pattern: "POST /api/2/group/{group_id}/members/update", method: "POST", path: pf("/api/2/group/%d/members/update", cGroup),
 			form: func(q isoReq) url.Values { return url.Values{"add_members": {fmt.Sprint(newCPerson(q))}} }, want: childAdmin},
 		{pattern: "POST /api/2/group/{group_id}/members/update", name: "adding another tenant's person", method: "POST", path: pf("/api/2/group/%d/members/update", cGroup),
-			form: func(q isoReq) url.Values { return url.Values{"add_members": {fmt.Sprint(q.k.o.plain.ID)}} }, want: "CP=403 CA=400 PA=400"},
+			form: func(q isoReq) url.Values { return url.Values{"add_members": {fmt.Sprint(q.k.o.plain.ID)}} }, want: "CG=403 CP=403 CA=400 PA=400"},
 		{pattern: "POST /api/2/group/{group_id}/members/update", name: "adding a person who does not exist", method: "POST", path: pf("/api/2/group/%d/members/update", cGroup),
-			form: fields("add_members", "99999"), want: "CP=403 CA=400 PA=400"},
+			form: fields("add_members", "99999"), want: "CG=403 CP=403 CA=400 PA=400"},
 		{pattern: "POST /api/2/group/{group_id}/members/update", name: "adding the parent's person to the child's group", method: "POST", path: pf("/api/2/group/%d/members/update", cGroup),
-			form: func(q isoReq) url.Values { return url.Values{"add_members": {fmt.Sprint(q.k.p.plain.ID)}} }, want: "CP=403 CA=400 PA=400"},
+			form: func(q isoReq) url.Values { return url.Values{"add_members": {fmt.Sprint(q.k.p.plain.ID)}} }, want: "CG=403 CP=403 CA=400 PA=400"},
 		{pattern: "POST /api/2/group/{group_id}/delete", method: "POST", path: pf("/api/2/group/%d/delete", newCGroup), want: childAdmin},
 		{pattern: "GET /api/2/organization/{organization_id}/groups", path: pf("/api/2/organization/%d/groups", cOrg), want: childAdmin},
 		{pattern: "GET /api/2/organization/{organization_id}/groups", name: "the parent", path: pf("/api/2/organization/%d/groups", pOrg), want: parentAdmin},
@@ -633,7 +644,7 @@ func isoRows() []isoRow {
 		isoRow{pattern: "POST /api/2/activity/create", name: "about the child's plain person", method: "POST", path: pf("/api/2/activity/create"),
 			form: func(q isoReq) url.Values { return url.Values{"acted_on_person_id": {fmt.Sprint(q.c.plain.ID)}} }, want: childRead},
 		isoRow{pattern: "POST /api/2/activity/create", name: "about the child", method: "POST", path: pf("/api/2/activity/create"),
-			form: func(q isoReq) url.Values { return url.Values{"acted_on_company_id": {fmt.Sprint(q.c.org.ID)}} }, want: childRead},
+			form: func(q isoReq) url.Values { return url.Values{"acted_on_company_id": {fmt.Sprint(q.c.org.ID)}} }, want: childRead + " CG=200"},
 		isoRow{pattern: "POST /api/2/activity/create", name: "about the parent's plain person", method: "POST", path: pf("/api/2/activity/create"),
 			form: func(q isoReq) url.Values { return url.Values{"acted_on_person_id": {fmt.Sprint(q.k.p.plain.ID)}} }, want: "PP=200 CP=404 CA=404 PA=200"},
 		isoRow{pattern: "POST /api/2/activity/create", name: "about the child's root", method: "POST", path: pf("/api/2/activity/create"),
