@@ -436,8 +436,8 @@ func newPersonForm(org func(isoReq) any) func(q isoReq) url.Values {
 func isoRows() []isoRow {
 	const (
 		childAdmin   = "CG=403 CP=403 CA=200 PA=200" // administration of the child
-		childRead    = "CP=200 CA=200 PA=200" // also for the child's plain person
-		childHidden  = "CP=404 CA=200 PA=200" // another person's things
+		childRead    = "CP=200 CA=200 PA=200"        // also for the child's plain person
+		childHidden  = "CP=404 CA=200 PA=200"        // another person's things
 		childGovern  = "CG=403 CP=403 CA=403 PA=200" // the parent's over the child
 		parentAdmin  = "PP=403 CP=404 CA=404 PA=200"
 		parentHidden = "PP=404 CP=404 CA=404 PA=200"
