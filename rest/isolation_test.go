@@ -633,6 +633,30 @@ func isoRows() []isoRow {
 	rows = append(rows, isoRow{pattern: "GET /api/2/organization/{org}", name: "the other tenant's, to its own", path: pf("/api/2/organization/%d", oOrg),
 		want: "OP=200 OA=200 PP=404 CP=404 CA=404 PA=404"})
 
+	// Another tenant's things named in a form or a path next to the
+	// child's: never reached, and no different from what does not exist.
+	oOwn := "OP=403 OA=200 PP=404 CP=404 CA=404 PA=404"
+	rows = append(rows,
+		isoRow{pattern: "GET /api/2/person/{ref}", name: "the other tenant's plain person by e-mail",
+			path: pf("/api/2/person/%s", func(q isoReq) any { return url.PathEscape(q.k.o.plain.Email) }), want: "OP=200 OA=200 PP=404 CP=404 CA=404 PA=404"},
+		isoRow{pattern: "POST /api/2/person/create", name: "in the other tenant", method: "POST", path: pf("/api/2/person/create"),
+			form: newPersonForm(oOrg), want: oOwn},
+		isoRow{pattern: "POST /api/2/group/create", name: "in the other tenant", method: "POST", path: pf("/api/2/group/create"),
+			form: newNamed("name", oOrg), want: oOwn},
+		isoRow{pattern: "POST /api/2/guest/create", name: "in the other tenant", method: "POST", path: pf("/api/2/guest/create"),
+			form: newNamed("email", oOrg), want: "OP=200 OA=200 PP=404 CP=404 CA=404 PA=404"},
+		isoRow{pattern: "POST /api/2/group/{group_id}/members/update", name: "adding another tenant's group", method: "POST", path: pf("/api/2/group/%d/members/update", cGroup),
+			form: func(q isoReq) url.Values { return url.Values{"add_groups": {fmt.Sprint(q.k.o.group.ID)}} }, want: "CG=403 CP=403 CA=400 PA=400"},
+		isoRow{pattern: "POST /api/2/files/{root_id}/{file_id}/move", name: "into another tenant's folder", method: "POST", path: pf("/api/2/files/%d/%d/move", cRoot, cFile),
+			form: func(q isoReq) url.Values { return url.Values{"folder_id": {fmt.Sprint(q.k.o.folder)}} }, want: "CP=404 CA=404 PA=404"},
+		isoRow{pattern: "POST /api/2/files/{root_id}/folder/{folder_id}/move", name: "into another tenant's folder", method: "POST", path: pf("/api/2/files/%d/folder/%d/move", cRoot, cFolder),
+			form: func(q isoReq) url.Values { return url.Values{"folder_id": {fmt.Sprint(q.k.o.folder)}} }, want: "CP=404 CA=404 PA=404"},
+		isoRow{pattern: "GET /api/2/files/{root_id}/{file_id}", name: "another tenant's file through the child's root", path: pf("/api/2/files/%d/%d", cRoot, func(q isoReq) any { return q.k.o.file }),
+			want: "CP=404 CA=404 PA=404"},
+		isoRow{pattern: itemGetPattern, name: "another tenant's folder through the child's root", path: pf("/api/2/files/%d/folder/%d", cRoot, func(q isoReq) any { return q.k.o.folder }),
+			want: "CP=404 CA=404 PA=404"},
+	)
+
 	// The parent's plain person's root, to the child's people.
 	rows = append(rows, isoRow{pattern: "GET /api/2/files/{root_id}", name: "the parent's plain person's root",
 		path: pf("/api/2/files/%d", pRoot), want: "PP=200 CP=404 CA=404 PA=404"})
@@ -647,6 +671,12 @@ func isoRows() []isoRow {
 			form: func(q isoReq) url.Values { return url.Values{"acted_on_company_id": {fmt.Sprint(q.c.org.ID)}} }, want: childRead + " CG=200"},
 		isoRow{pattern: "POST /api/2/activity/create", name: "about the parent's plain person", method: "POST", path: pf("/api/2/activity/create"),
 			form: func(q isoReq) url.Values { return url.Values{"acted_on_person_id": {fmt.Sprint(q.k.p.plain.ID)}} }, want: "PP=200 CP=404 CA=404 PA=200"},
+		isoRow{pattern: "POST /api/2/activity/create", name: "about the child's guest", method: "POST", path: pf("/api/2/activity/create"),
+			form: func(q isoReq) url.Values { return url.Values{"acted_on_guest_id": {fmt.Sprint(q.c.guest.ID)}} }, want: childHidden + " CG=200"},
+		isoRow{pattern: "POST /api/2/activity/create", name: "about the parent", method: "POST", path: pf("/api/2/activity/create"),
+			form: func(q isoReq) url.Values { return url.Values{"acted_on_company_id": {fmt.Sprint(q.k.p.org.ID)}} }, want: "PP=200 CP=404 CA=404 PA=200"},
+		isoRow{pattern: "POST /api/2/activity/create", name: "about the other tenant", method: "POST", path: pf("/api/2/activity/create"),
+			form: func(q isoReq) url.Values { return url.Values{"acted_on_company_id": {fmt.Sprint(q.k.o.org.ID)}} }, want: "OP=200 OA=200 PP=404 CP=404 CA=404 PA=404"},
 		isoRow{pattern: "POST /api/2/activity/create", name: "about the child's root", method: "POST", path: pf("/api/2/activity/create"),
 			form: func(q isoReq) url.Values { return url.Values{"acted_on_root_id": {fmt.Sprint(q.c.root)}} }, want: fsOwner},
 	)
