@@ -148,7 +148,11 @@ func (s *server) getActivity(r *http.Request) (any, error) {
 	if err := s.seesActivity(r.Context(), callerOf(r), rec); err != nil {
 		return nil, err
 	}
-	return encodeActivity(rec), nil
+	recs := []activity.Record{rec}
+	if err := s.hideActors(r.Context(), callerOf(r), recs); err != nil {
+		return nil, err
+	}
+	return encodeActivity(recs[0]), nil
 }
 
 // seesActivity returns nil when c may read rec, share.ErrNotFound when not.
@@ -187,7 +191,7 @@ func (s *server) organizationActivity(r *http.Request) (any, error) {
 	if _, err := s.shares.Organization(r.Context(), callerOf(r), id, share.OrgManage); err != nil {
 		return nil, err
 	}
-	return s.activityPage(r.Context(), p, func(ctx context.Context) ([]activity.Record, int, error) {
+	return s.activityPage(r.Context(), callerOf(r), p, func(ctx context.Context) ([]activity.Record, int, error) {
 		return s.opts.Activity.Organization(ctx, id, p.Offset, p.Limit)
 	})
 }
@@ -207,12 +211,12 @@ func (s *server) personActivity(r *http.Request) (any, error) {
 	if _, err := s.shares.Person(r.Context(), callerOf(r), id, share.PersonRead); err != nil {
 		return nil, err
 	}
-	return s.activityPage(r.Context(), p, func(ctx context.Context) ([]activity.Record, int, error) {
+	return s.activityPage(r.Context(), callerOf(r), p, func(ctx context.Context) ([]activity.Record, int, error) {
 		return s.opts.Activity.Person(ctx, id, p.Offset, p.Limit)
 	})
 }
 
-func (s *server) activityPage(ctx context.Context, p page, list func(context.Context) ([]activity.Record, int, error)) (any, error) {
+func (s *server) activityPage(ctx context.Context, c caller, p page, list func(context.Context) ([]activity.Record, int, error)) (any, error) {
 	if s.opts.Activity == nil {
 		return paged(p, []activityBody{}, 0), nil
 	}
@@ -220,7 +224,46 @@ func (s *server) activityPage(ctx context.Context, p page, list func(context.Con
 	if err != nil {
 		return nil, err
 	}
+	if err := s.hideActors(ctx, c, recs); err != nil {
+		return nil, err
+	}
 	return paged(p, encodeActivities(recs), total), nil
+}
+
+// hiddenActor is the actor_text of a record whose actor is of an
+// organization the caller does not see: an administrator above theirs.
+const hiddenActor = "an administrator of an organization above"
+
+// hideActors takes out of recs the actors of organizations c does not
+// see (share.OrgRead): a child organization's people read the records of
+// what its parent's administrators did to it, but those administrators,
+// like everything of the parent, do not exist for them (docs/api.md "Who
+// may do what"). One check per organization, however many records.
+func (s *server) hideActors(ctx context.Context, c caller, recs []activity.Record) error {
+	seen := map[uint64]bool{}
+	for i := range recs {
+		r := &recs[i]
+		org := r.ActorCompanyID
+		if org == 0 || org == c.Person.OrganizationID {
+			continue
+		}
+		sees, ok := seen[org]
+		if !ok {
+			_, err := s.shares.Organization(ctx, c, org, share.OrgRead)
+			switch {
+			case err == nil:
+				sees = true
+			case errors.Is(err, share.ErrNotFound) || errors.Is(err, share.ErrForbidden):
+			default:
+				return err
+			}
+			seen[org] = sees
+		}
+		if !sees {
+			r.ActorText, r.ActorCompanyID, r.ActorPersonID, r.ActorGuestID, r.ActorMachineID = hiddenActor, 0, 0, 0, 0
+		}
+	}
+	return nil
 }
 
 // maxActivityText bounds action_text and data_text of activity/create.

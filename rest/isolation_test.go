@@ -1,0 +1,818 @@
+package rest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"berth/account"
+	"berth/activity"
+	"berth/kv"
+	"berth/share"
+	"berth/vfs"
+)
+
+// The isolation walk (issue 12, "Done when"): every route of the API, as
+// no token, a person and an administrator of another organization, a
+// plain person of the parent organization, a guest, a plain person and
+// an administrator of a child organization, and an administrator of the
+// parent. Each gets what docs/api.md "Who may do what" says, and no
+// response ever carries a marker of a tenant the caller may not see.
+//
+// Every name and address of the cast carries a marker zq<tag>-<kind>:
+// tag names the tenant (o, p, c1, b, or a fresh child), kind the thing
+// (org, admin, plain, file, folder, guest, group, note). Things the walk
+// creates have no marker.
+
+// isoTenant is one organization of the cast with its administrator, a
+// plain person with a sync root holding a file and a folder, a guest, a
+// group and an activity record about the plain person.
+type isoTenant struct {
+	tag              string
+	org              account.Organization
+	admin, plain     account.Person
+	adminTok, plnTok string
+	root             uint64 // the plain person's sync root
+	file, folder     uint64
+	guest            account.Person
+	guestTok         string
+	group            account.Group
+	note             activity.Record
+	key              string // license key, read on first use
+}
+
+// isoCast is the whole cast over one server.
+type isoCast struct {
+	t      *testing.T
+	f      *fixture
+	log    *activity.Log
+	shares *share.Service
+	o, p   *isoTenant
+	seq    int
+}
+
+// next returns a fresh name with no marker.
+func (k *isoCast) next() string {
+	k.seq++
+	return fmt.Sprintf("n%d", k.seq)
+}
+
+// isoJournal records account changes in the activity log as the daemon
+// does (daemon/activity.go accountJournal, which rest cannot import), so
+// that what the walk changes shows in the activity it reads. log is set
+// once the fixture's database is open; until then nothing is recorded.
+type isoJournal struct{ log *activity.Log }
+
+func (j *isoJournal) Record(tx kv.Txn, c account.Change) error {
+	if j.log == nil {
+		return nil
+	}
+	typ, ok := j.log.Type(c.Activity)
+	if !ok {
+		return fmt.Errorf("no activity type for the account change %q", c.Activity)
+	}
+	a := c.Actor
+	r := activity.Record{ActorType: a.Type, ActorText: a.Text, ActorCompanyID: a.CompanyID, ActorMachineID: a.MachineID,
+		Processed: true, ActivityTypeID: typ.ID, Created: c.Time, ActedOnType: c.OnType, ActedOnText: c.OnText,
+		ActedOnCompanyID: c.OnCompanyID, ActedOnGroupID: c.OnGroupID, ActedOnGuestID: c.OnGuestID,
+		ActedOnMachineID: c.OnMachineID, ActedOnPersonID: c.OnPersonID, ActedOnRootID: c.OnRootID,
+		ActionText: c.Action, DataText: c.Data}
+	if a.Type == "guest" {
+		r.ActorGuestID = a.PersonID
+	} else {
+		r.ActorPersonID = a.PersonID
+	}
+	_, err := j.log.Append(context.Background(), tx, r)
+	return err
+}
+
+func newIsoCast(t *testing.T) *isoCast {
+	t.Helper()
+	j := &isoJournal{}
+	f := newFixtureWith(t, fixtureOptions{Accounts: account.Options{Journal: j}})
+	k := &isoCast{t: t, f: f, log: activity.New(f.db, activity.Options{}),
+		shares: share.New(share.Options{FS: f.fs, Accounts: f.accounts})}
+	j.log = k.log
+	srv := httptest.NewUnstartedServer(New(Options{FS: f.fs, Accounts: f.accounts, Activity: k.log, Share: k.shares}))
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	f.srv, f.client = srv, srv.Client()
+	k.o = k.tenant("o", 0, nil)
+	k.p = k.tenant("p", 0, nil)
+	return k
+}
+
+// tenant builds organization zq<tag>-org below parent (0: top level)
+// with its people and things; policy, when set, changes its policy first.
+func (k *isoCast) tenant(tag string, parent uint64, policy func(*account.Policy)) *isoTenant {
+	t, f, ctx := k.t, k.f, context.Background()
+	t.Helper()
+	m := func(kind string) string { return "zq" + tag + "-" + kind }
+	n := &isoTenant{tag: tag}
+	var err error
+	if n.org, err = f.accounts.CreateOrganization(ctx, account.OrganizationInput{ParentID: parent, Name: m("org")}); err != nil {
+		t.Fatal(err)
+	}
+	if policy != nil {
+		if n.org, err = f.accounts.UpdatePolicy(ctx, n.org.ID, func(p *account.Policy) error { policy(p); return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	person := func(kind string, admin bool) (account.Person, string) {
+		p, err := f.accounts.CreatePerson(ctx, account.PersonInput{OrganizationID: n.org.ID, Username: m(kind),
+			Email: m(kind) + "@example.com", Password: fixturePassword, Admin: admin})
+		if err != nil {
+			t.Fatal(err)
+		}
+		toks, err := f.accounts.IssueTokens(ctx, p.ID, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p, toks.AccessToken
+	}
+	n.admin, n.adminTok = person("admin", true)
+	n.plain, n.plnTok = person("plain", false)
+	root, err := k.shares.NewRoot(ctx, n.plain, n.plain.Username, vfs.RootSync)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.root = root.ID
+	n.file = k.upload(n, fmt.Sprintf("/api/2/files/%d/upload", n.root), m("file")+".txt")
+	n.folder = k.mkdir(n, fmt.Sprintf("/api/2/files/%d/create_folder", n.root), m("folder"))
+	if n.guest, err = f.accounts.CreateGuest(ctx, account.GuestInput{CreatorID: n.admin.ID, OrganizationID: n.org.ID,
+		Email: m("guest") + "@example.com", FirstName: m("guest")}); err != nil {
+		t.Fatal(err)
+	}
+	toks, err := f.accounts.IssueTokens(ctx, n.guest.ID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.guestTok = toks.AccessToken
+	if n.group, err = f.accounts.CreateGroup(ctx, account.GroupInput{OrganizationID: n.org.ID, Name: m("group")}); err != nil {
+		t.Fatal(err)
+	}
+	note, _ := activity.TypeNamed(activity.Note)
+	p := n.plain
+	if n.note, err = k.log.Create(ctx, activity.Record{ActorType: "person", ActorText: p.Username,
+		ActorCompanyID: p.OrganizationID, ActorPersonID: p.ID, ActedOnType: "person", ActedOnText: p.Username,
+		ActedOnCompanyID: p.OrganizationID, ActedOnPersonID: p.ID, ActivityTypeID: note.ID, Processed: true,
+		ActionText: m("note")}); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// noteBy records a note by actor about p and returns its id.
+func (k *isoCast) noteBy(actor, p account.Person) uint64 {
+	k.t.Helper()
+	note, _ := activity.TypeNamed(activity.Note)
+	r, err := k.log.Create(context.Background(), activity.Record{ActorType: "person", ActorText: actor.Username,
+		ActorCompanyID: actor.OrganizationID, ActorPersonID: actor.ID, ActedOnType: "person", ActedOnText: p.Username,
+		ActedOnCompanyID: p.OrganizationID, ActedOnPersonID: p.ID, ActivityTypeID: note.ID, Processed: true})
+	if err != nil {
+		k.t.Fatal(err)
+	}
+	return r.ID
+}
+
+// upload stores a small file named name as n's plain person and returns its id.
+func (k *isoCast) upload(n *isoTenant, path, name string) uint64 {
+	k.t.Helper()
+	body, ct := multipartBody(name, strings.NewReader("contents of "+name))
+	st, b := k.f.readAll(k.f.request(http.MethodPost, path, n.plnTok, body, http.Header{"Content-Type": {ct}}))
+	return k.id(st, b)
+}
+
+// mkdir creates a folder named name as n's plain person and returns its id.
+func (k *isoCast) mkdir(n *isoTenant, path, name string) uint64 {
+	k.t.Helper()
+	st, b := k.f.send(http.MethodPost, path, n.plnTok, url.Values{"name": {name}})
+	return k.id(st, b)
+}
+
+func (k *isoCast) id(st int, b []byte) uint64 {
+	k.t.Helper()
+	if st != http.StatusOK {
+		k.t.Fatalf("setup: %d %s", st, b)
+	}
+	var v struct {
+		ID uint64 `json:"id"`
+	}
+	decode(k.t, b, &v)
+	return v.ID
+}
+
+// person creates a person of n with no password and no root.
+func (k *isoCast) person(n *isoTenant) account.Person {
+	k.t.Helper()
+	p, err := k.f.accounts.CreatePerson(context.Background(), account.PersonInput{OrganizationID: n.org.ID,
+		Username: k.next(), Email: k.next() + "@example.com", NoPassword: true})
+	if err != nil {
+		k.t.Fatal(err)
+	}
+	return p
+}
+
+// guest creates a guest of n.
+func (k *isoCast) guest(n *isoTenant) account.Person {
+	k.t.Helper()
+	g, err := k.f.accounts.CreateGuest(context.Background(), account.GuestInput{CreatorID: n.admin.ID,
+		OrganizationID: n.org.ID, Email: k.next() + "@example.com"})
+	if err != nil {
+		k.t.Fatal(err)
+	}
+	return g
+}
+
+// group creates a group of n.
+func (k *isoCast) group(n *isoTenant) account.Group {
+	k.t.Helper()
+	g, err := k.f.accounts.CreateGroup(context.Background(), account.GroupInput{OrganizationID: n.org.ID, Name: k.next()})
+	if err != nil {
+		k.t.Fatal(err)
+	}
+	return g
+}
+
+// licenseKey returns n's license key, read by the parent's administrator.
+func (k *isoCast) licenseKey(n *isoTenant) string {
+	k.t.Helper()
+	if n.key == "" {
+		st, b := k.f.send(http.MethodGet, fmt.Sprintf("/api/2/organization/%d/license_key", n.org.ID), k.p.adminTok, nil)
+		if st != http.StatusOK {
+			k.t.Fatalf("license key: %d %s", st, b)
+		}
+		var v struct {
+			Key string `json:"license_key"`
+		}
+		decode(k.t, b, &v)
+		n.key = v.Key
+	}
+	return n.key
+}
+
+// The callers of the walk, in the order they ask: those a row refuses
+// first, so that the ones it lets act find the state the row assumes.
+var isoCallers = []string{"none", "OP", "OA", "PP", "CG", "CP", "CA", "PA"}
+
+// token returns caller's token; c is the child tenant of the row.
+func (k *isoCast) token(caller string, c *isoTenant) string {
+	switch caller {
+	case "OP":
+		return k.o.plnTok
+	case "OA":
+		return k.o.adminTok
+	case "PP":
+		return k.p.plnTok
+	case "PA":
+		return k.p.adminTok
+	case "CP":
+		return c.plnTok
+	case "CG":
+		return c.guestTok
+	case "CA":
+		return c.adminTok
+	}
+	return ""
+}
+
+// plainSees are the kinds of its own tenant a plain person sees: the
+// organization, themself, their files, the record about them.
+var plainSees = []string{"org", "plain", "file", "folder", "note"}
+
+// sees reports whether caller may see marker zq<tag>-<kind>; c is the
+// child tenant of the row (CP and CA are its people). In the activity
+// log, a plain person also reads the name of their own organization's
+// administrator, who acted on them.
+func (k *isoCast) sees(caller string, c *isoTenant, tag, kind string, log bool) bool {
+	if log && kind == "admin" && (caller == "CP" && tag == c.tag || caller == "PP" && tag == "p" || caller == "OP" && tag == "o") {
+		return true
+	}
+	switch caller {
+	case "OA":
+		return tag == "o"
+	case "OP":
+		return tag == "o" && slices.Contains(plainSees, kind)
+	case "PA":
+		return tag != "o"
+	case "PP":
+		return tag == "p" && slices.Contains(plainSees, kind)
+	case "CA":
+		return tag == c.tag
+	case "CP":
+		return tag == c.tag && slices.Contains(plainSees, kind)
+	case "CG":
+		return tag == c.tag && (kind == "org" || kind == "guest")
+	}
+	return false
+}
+
+// isoReq is what one caller sends: k is the cast, c the child tenant.
+type isoReq struct {
+	k *isoCast
+	c *isoTenant
+}
+
+// isoRow is one request of the walk, sent by every caller. path and form
+// are built again for each caller, so a row that destroys what it names
+// makes a fresh one each time.
+type isoRow struct {
+	pattern string // the route's pattern, as registered
+	name    string // what the row is about
+	method  string // UPLOAD: a POST of a small file
+	path    func(q isoReq) string
+	form    func(q isoReq) url.Values
+	// want is "CALLER=status ...", a later one for the same caller
+	// winning; a caller left out gets 401 (none) or 404 (OP, OA, PP, CG,
+	// the child's guest, whom nothing is shared with); "-" skips the caller (the row would destroy what
+	// the others need).
+	want string
+	// tenant picks the child tenant: "" the shared one (c1), "browse"
+	// the one whose policy has admin_browse_files on and
+	// admin_create_users off, "fresh" one built for this row.
+	tenant string
+}
+
+func (r isoRow) wants() map[string]int {
+	w := map[string]int{"none": 401, "OP": 404, "OA": 404, "PP": 404, "CG": 404}
+	for f := range strings.FieldsSeq(r.want) {
+		c, v, _ := strings.Cut(f, "=")
+		if v == "-" {
+			w[c] = -1
+			continue
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			panic("bad want " + r.want)
+		}
+		w[c] = n
+	}
+	return w
+}
+
+// Helpers of the table.
+func pf(format string, args ...func(q isoReq) any) func(q isoReq) string {
+	return func(q isoReq) string {
+		vals := make([]any, len(args))
+		for i, a := range args {
+			vals[i] = a(q)
+		}
+		return fmt.Sprintf(format, vals...)
+	}
+}
+
+func cOrg(q isoReq) any    { return q.c.org.ID }
+func pOrg(q isoReq) any    { return q.k.p.org.ID }
+func cPlain(q isoReq) any  { return q.c.plain.ID }
+func cAdmin(q isoReq) any  { return q.c.admin.ID }
+func pPlain(q isoReq) any  { return q.k.p.plain.ID }
+func cRoot(q isoReq) any   { return q.c.root }
+func pRoot(q isoReq) any   { return q.k.p.root }
+func cFile(q isoReq) any   { return q.c.file }
+func cFolder(q isoReq) any { return q.c.folder }
+func cGuest(q isoReq) any  { return q.c.guest.ID }
+func cGroup(q isoReq) any  { return q.c.group.ID }
+func pGroup(q isoReq) any  { return q.k.p.group.ID }
+func newCPerson(q isoReq) any {
+	return q.k.person(q.c).ID
+}
+func newPPerson(q isoReq) any { return q.k.person(q.k.p).ID }
+func newCGuest(q isoReq) any  { return q.k.guest(q.c).ID }
+func newCGroup(q isoReq) any  { return q.k.group(q.c).ID }
+func newCFile(q isoReq) any {
+	return q.k.upload(q.c, fmt.Sprintf("/api/2/files/%d/upload", q.c.root), q.k.next()+".txt")
+}
+func newCFolder(q isoReq) any {
+	return q.k.mkdir(q.c, fmt.Sprintf("/api/2/files/%d/create_folder", q.c.root), q.k.next())
+}
+
+func fields(kv ...string) func(q isoReq) url.Values {
+	return func(isoReq) url.Values {
+		v := url.Values{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			v.Set(kv[i], kv[i+1])
+		}
+		return v
+	}
+}
+
+// named returns the form kv... with name (or the field given) set to a
+// fresh marker-free name, and company_id set to org.
+func newNamed(field string, org func(isoReq) any, kv ...string) func(q isoReq) url.Values {
+	return func(q isoReq) url.Values {
+		v := fields(kv...)(q)
+		switch field {
+		case "email":
+			v.Set(field, q.k.next()+"@example.com")
+		case "":
+		default:
+			v.Set(field, q.k.next())
+		}
+		if org != nil {
+			v.Set("company_id", fmt.Sprint(org(q)))
+		}
+		return v
+	}
+}
+
+// newPersonForm is a person/create form of a fresh person of org.
+func newPersonForm(org func(isoReq) any) func(q isoReq) url.Values {
+	return func(q isoReq) url.Values {
+		n := q.k.next()
+		return url.Values{"username": {n}, "email": {n + "@example.com"}, "company_id": {fmt.Sprint(org(q))}}
+	}
+}
+
+// isoRows is the table: requests at the child's things, then at the
+// parent's (which CP and CA must not see), then the file system.
+func isoRows() []isoRow {
+	const (
+		childAdmin   = "CG=403 CP=403 CA=200 PA=200" // administration of the child
+		childRead    = "CP=200 CA=200 PA=200"        // also for the child's plain person
+		childHidden  = "CP=404 CA=200 PA=200"        // another person's things
+		childGovern  = "CG=403 CP=403 CA=403 PA=200" // the parent's over the child
+		parentAdmin  = "PP=403 CP=404 CA=404 PA=200"
+		parentHidden = "PP=404 CP=404 CA=404 PA=200"
+		allRead      = "OP=200 OA=200 PP=200 CG=200 CP=200 CA=200 PA=200"
+		fsOwner      = "CP=200 CA=404 PA=404" // a root without admin_browse_files
+		fsBrowse     = "CP=200 CA=200 PA=200" // reads with admin_browse_files
+		fsBrowseW    = "CP=200 CA=403 PA=403" // writes with admin_browse_files
+	)
+	byEmail := func(q isoReq) any { return url.PathEscape(q.c.plain.Email) }
+	guestEmail := func(q isoReq) any { return url.PathEscape(q.c.guest.Email) }
+	key := func(q isoReq) any { return q.k.licenseKey(q.c) }
+	rows := []isoRow{
+		// Persons (4.8).
+		{pattern: "GET /api/2/person", name: "self", path: pf("/api/2/person"), want: allRead},
+		{pattern: "GET /api/2/person/{ref}", name: "the child's plain person", path: pf("/api/2/person/%d", cPlain), want: childRead},
+		{pattern: "GET /api/2/person/{ref}", name: "by e-mail", path: pf("/api/2/person/%s", byEmail), want: childRead},
+		{pattern: "GET /api/2/person/{ref}", name: "the child's administrator", path: pf("/api/2/person/%d", cAdmin), want: childHidden},
+		{pattern: "GET /api/2/person/{ref}", name: "a guest is no person", path: pf("/api/2/person/%d", cGuest), want: "CP=404 CA=404 PA=404"},
+		{pattern: "GET /api/2/person/{ref}", name: "the parent's plain person", path: pf("/api/2/person/%d", pPlain), want: "PP=200 CP=404 CA=404 PA=200"},
+		{pattern: "POST /api/2/person/create", name: "in the child", method: "POST", path: pf("/api/2/person/create"),
+			form: newPersonForm(cOrg), want: childAdmin},
+		{pattern: "POST /api/2/person/create", name: "in the parent", method: "POST", path: pf("/api/2/person/create"),
+			form: newPersonForm(pOrg), want: parentAdmin},
+		{pattern: "POST /api/2/person/create", name: "admin_create_users off", method: "POST", path: pf("/api/2/person/create"),
+			form: newPersonForm(cOrg), want: "CG=403 CP=403 CA=403 PA=200", tenant: "browse"},
+		{pattern: "POST /api/2/person/{id}/update", name: "names", method: "POST", path: pf("/api/2/person/%d/update", cPlain),
+			form: fields("first_name", "Frank"), want: childRead},
+		{pattern: "POST /api/2/person/{id}/update", name: "quota", method: "POST", path: pf("/api/2/person/%d/update", cPlain),
+			form: fields("space_quota", "0"), want: childAdmin + " CG=404"},
+		{pattern: "POST /api/2/person/{id}/update", name: "another person of the child", method: "POST", path: pf("/api/2/person/%d/update", cAdmin),
+			form: fields("first_name", "Erin"), want: childHidden},
+		{pattern: "POST /api/2/person/{id}/update", name: "the parent's plain person", method: "POST", path: pf("/api/2/person/%d/update", pPlain),
+			form: fields("first_name", "Bob"), want: "PP=200 CP=404 CA=404 PA=200"},
+		{pattern: "POST /api/2/person/{id}/delete", name: "a person of the child", method: "POST", path: pf("/api/2/person/%d/delete", newCPerson), want: childHidden},
+		{pattern: "POST /api/2/person/{id}/delete", name: "oneself", method: "POST", path: pf("/api/2/person/%d/delete", cPlain), want: "CP=403 CA=- PA=-"},
+		{pattern: "POST /api/2/person/{id}/delete", name: "a person of the parent", method: "POST", path: pf("/api/2/person/%d/delete", newPPerson), want: parentHidden},
+		{pattern: "POST /api/2/person/{id}/delete", name: "admin_create_users off", method: "POST", path: pf("/api/2/person/%d/delete", newCPerson),
+			want: "CP=404 CA=403 PA=200", tenant: "browse"},
+		{pattern: "POST /api/2/person/{id}/roots/create", name: "a person of the child", method: "POST", path: pf("/api/2/person/%d/roots/create", newCPerson), want: childHidden},
+		{pattern: "POST /api/2/person/{id}/roots/create", name: "oneself (the root there)", method: "POST", path: pf("/api/2/person/%d/roots/create", cPlain), want: childRead},
+		{pattern: "POST /api/2/person/{id}/roots/create", name: "a person of the parent", method: "POST", path: pf("/api/2/person/%d/roots/create", newPPerson), want: parentHidden},
+		{pattern: "POST /api/2/person/{id}/unlock", method: "POST", path: pf("/api/2/person/%d/unlock", cPlain), want: childAdmin + " CG=404"},
+		{pattern: "POST /api/2/person/{id}/unlock", name: "the parent's plain person", method: "POST", path: pf("/api/2/person/%d/unlock", pPlain), want: parentAdmin},
+		{pattern: "GET /api/2/organization/{org}/persons", path: pf("/api/2/organization/%d/persons", cOrg), want: childAdmin},
+		{pattern: "GET /api/2/organization/{org}/persons", name: "the parent", path: pf("/api/2/organization/%d/persons", pOrg), want: parentAdmin},
+
+		// Organizations (4.6).
+		{pattern: "GET /api/2/organization/{org}", path: pf("/api/2/organization/%d", cOrg), want: childRead + " CG=200"},
+		{pattern: "GET /api/2/organization/{org}", name: "by license key", path: pf("/api/2/organization/%s", key), want: childRead + " CG=200"},
+		{pattern: "GET /api/2/organization/{org}", name: "the parent", path: pf("/api/2/organization/%d", pOrg), want: "PP=200 CP=404 CA=404 PA=200"},
+		{pattern: "GET /api/2/organization/{org}/license_key", path: pf("/api/2/organization/%d/license_key", cOrg), want: childAdmin},
+		{pattern: "GET /api/2/organization/{org}/license_key", name: "the parent", path: pf("/api/2/organization/%d/license_key", pOrg), want: parentAdmin},
+		{pattern: "POST /api/2/organization/{org}/organizations/create", method: "POST", path: pf("/api/2/organization/%d/organizations/create", cOrg),
+			form: newNamed("name", nil), want: childAdmin},
+		{pattern: "POST /api/2/organization/{org}/organizations/create", name: "the parent", method: "POST", path: pf("/api/2/organization/%d/organizations/create", pOrg),
+			form: newNamed("name", nil), want: parentAdmin},
+		{pattern: "POST /api/2/organization/{org}/update", method: "POST", path: pf("/api/2/organization/%d/update", cOrg),
+			form: fields("description", "d"), want: childAdmin},
+		{pattern: "POST /api/2/organization/{org}/update", name: "the parent", method: "POST", path: pf("/api/2/organization/%d/update", pOrg),
+			form: fields("description", "d"), want: parentAdmin},
+		{pattern: "POST /api/2/organization/{org}/disable", method: "POST", path: pf("/api/2/organization/%d/disable", cOrg), want: childGovern, tenant: "fresh"},
+		{pattern: "POST /api/2/organization/{org}/disable", name: "the top-level parent", method: "POST", path: pf("/api/2/organization/%d/disable", pOrg), want: "PP=403 CP=404 CA=404 PA=403"},
+		{pattern: "POST /api/2/organization/{org}/enable", method: "POST", path: pf("/api/2/organization/%d/enable", cOrg), want: childGovern},
+		{pattern: "POST /api/2/organization/{org}/enable", name: "the top-level parent", method: "POST", path: pf("/api/2/organization/%d/enable", pOrg), want: "PP=403 CP=404 CA=404 PA=403"},
+		{pattern: "POST /api/2/organization/{org}/delete", method: "POST", path: pf("/api/2/organization/%d/delete", cOrg), want: childGovern, tenant: "fresh"},
+		{pattern: "POST /api/2/organization/{org}/delete", name: "the top-level parent", method: "POST", path: pf("/api/2/organization/%d/delete", pOrg), want: "PP=403 CP=404 CA=404 PA=403"},
+		{pattern: "POST /api/2/organization/{org}/policy/update", method: "POST", path: pf("/api/2/organization/%d/policy/update", cOrg),
+			form: fields("user_create_shares", "true"), want: childGovern},
+		{pattern: "POST /api/2/organization/{org}/policy/update", name: "the top-level parent", method: "POST", path: pf("/api/2/organization/%d/policy/update", pOrg),
+			form: fields("user_create_shares", "true"), want: parentAdmin},
+		{pattern: "GET /api/2/organization/{org}/organizations", path: pf("/api/2/organization/%d/organizations", cOrg), want: childAdmin},
+		{pattern: "GET /api/2/organization/{org}/organizations", name: "the parent", path: pf("/api/2/organization/%d/organizations", pOrg), want: parentAdmin},
+		{pattern: "GET /api/2/organization/{org}/roots", path: pf("/api/2/organization/%d/roots", cOrg), want: childAdmin},
+		{pattern: "GET /api/2/organization/{org}/roots", name: "the parent", path: pf("/api/2/organization/%d/roots", pOrg), want: parentAdmin},
+		{pattern: "GET /api/2/organization/{org}/root/{root_id}", path: pf("/api/2/organization/%d/root/%d", cOrg, cRoot), want: childAdmin},
+		{pattern: "GET /api/2/organization/{org}/root/{root_id}", name: "the parent's root through the child", path: pf("/api/2/organization/%d/root/%d", cOrg, pRoot), want: "CG=403 CP=403 CA=404 PA=404"},
+		{pattern: "GET /api/2/organization/{org}/root/{root_id}", name: "the child's root through the parent", path: pf("/api/2/organization/%d/root/%d", pOrg, cRoot), want: "PP=403 CP=404 CA=404 PA=404"},
+		{pattern: "GET /api/2/organization/{org}/machines", path: pf("/api/2/organization/%d/machines", cOrg), want: childAdmin},
+		{pattern: "GET /api/2/organization/{org}/machines", name: "the parent", path: pf("/api/2/organization/%d/machines", pOrg), want: parentAdmin},
+		{pattern: "GET /api/2/organization/{org}/auth_sources", path: pf("/api/2/organization/%d/auth_sources", cOrg), want: childAdmin},
+		{pattern: "GET /api/2/organization/{org}/auth_sources", name: "the parent", path: pf("/api/2/organization/%d/auth_sources", pOrg), want: parentAdmin},
+
+		// Guests (4.9).
+		{pattern: "GET /api/2/guest/{ref}", path: pf("/api/2/guest/%d", cGuest), want: childHidden + " CG=200"},
+		{pattern: "GET /api/2/guest/{ref}", name: "by e-mail", path: pf("/api/2/guest/%s", guestEmail), want: childHidden + " CG=200"},
+		{pattern: "GET /api/2/guest/{ref}", name: "a person is no guest", path: pf("/api/2/guest/%d", cPlain), want: "CP=404 CA=404 PA=404"},
+		{pattern: "POST /api/2/guest/create", name: "in the child (its persons share)", method: "POST", path: pf("/api/2/guest/create"),
+			form: newNamed("email", cOrg), want: childRead + " CG=403"},
+		{pattern: "POST /api/2/guest/create", name: "in the parent", method: "POST", path: pf("/api/2/guest/create"),
+			form: newNamed("email", pOrg), want: "PP=200 CP=404 CA=404 PA=200"},
+		{pattern: "POST /api/2/guest/{id}/update", method: "POST", path: pf("/api/2/guest/%d/update", cGuest), form: fields("first_name", "G"), want: childHidden + " CG=200"},
+		{pattern: "POST /api/2/guest/{id}/delete", method: "POST", path: pf("/api/2/guest/%d/delete", newCGuest), want: childHidden},
+		{pattern: "POST /api/2/guest/{id}/convert", method: "POST", path: pf("/api/2/guest/%d/convert", newCGuest), want: childHidden},
+		{pattern: "GET /api/2/organization/{org}/guests", path: pf("/api/2/organization/%d/guests", cOrg), want: childAdmin},
+		{pattern: "GET /api/2/organization/{org}/guests", name: "the parent", path: pf("/api/2/organization/%d/guests", pOrg), want: parentAdmin},
+
+		// Groups (4.10).
+		{pattern: "POST /api/2/group/create", method: "POST", path: pf("/api/2/group/create"), form: newNamed("name", cOrg), want: childAdmin},
+		{pattern: "POST /api/2/group/create", name: "in the parent", method: "POST", path: pf("/api/2/group/create"), form: newNamed("name", pOrg), want: parentAdmin},
+		{pattern: "GET /api/2/group/{group_id}", path: pf("/api/2/group/%d", cGroup), want: childAdmin},
+		{pattern: "GET /api/2/group/{group_id}", name: "the parent's", path: pf("/api/2/group/%d", pGroup), want: parentAdmin},
+		{pattern: "POST /api/2/group/{group_id}/update", method: "POST", path: pf("/api/2/group/%d/update", cGroup), form: newNamed("name", nil), want: childAdmin},
+		{pattern: "POST /api/2/group/{group_id}/update", name: "the parent's", method: "POST", path: pf("/api/2/group/%d/update", pGroup), form: newNamed("name", nil), want: parentAdmin},
+		{pattern: "GET /api/2/group/{group_id}/members", path: pf("/api/2/group/%d/members", cGroup), want: childAdmin},
+		{pattern: "GET /api/2/group/{group_id}/members", name: "the parent's", path: pf("/api/2/group/%d/members", pGroup), want: parentAdmin},
+		{pattern: "POST /api/2/group/{group_id}/members/update", method: "POST", path: pf("/api/2/group/%d/members/update", cGroup),
+			form: func(q isoReq) url.Values { return url.Values{"add_members": {fmt.Sprint(newCPerson(q))}} }, want: childAdmin},
+		{pattern: "POST /api/2/group/{group_id}/members/update", name: "adding another tenant's person", method: "POST", path: pf("/api/2/group/%d/members/update", cGroup),
+			form: func(q isoReq) url.Values { return url.Values{"add_members": {fmt.Sprint(q.k.o.plain.ID)}} }, want: "CG=403 CP=403 CA=400 PA=400"},
+		{pattern: "POST /api/2/group/{group_id}/members/update", name: "adding a person who does not exist", method: "POST", path: pf("/api/2/group/%d/members/update", cGroup),
+			form: fields("add_members", "99999"), want: "CG=403 CP=403 CA=400 PA=400"},
+		{pattern: "POST /api/2/group/{group_id}/members/update", name: "adding the parent's person to the child's group", method: "POST", path: pf("/api/2/group/%d/members/update", cGroup),
+			form: func(q isoReq) url.Values { return url.Values{"add_members": {fmt.Sprint(q.k.p.plain.ID)}} }, want: "CG=403 CP=403 CA=400 PA=400"},
+		{pattern: "POST /api/2/group/{group_id}/delete", method: "POST", path: pf("/api/2/group/%d/delete", newCGroup), want: childAdmin},
+		{pattern: "GET /api/2/organization/{organization_id}/groups", path: pf("/api/2/organization/%d/groups", cOrg), want: childAdmin},
+		{pattern: "GET /api/2/organization/{organization_id}/groups", name: "the parent", path: pf("/api/2/organization/%d/groups", pOrg), want: parentAdmin},
+
+		// Activity (4.12). Notes are created last (below), so the reads
+		// see only the cast's records.
+		{pattern: "GET /api/2/activity/types", path: pf("/api/2/activity/types"), want: allRead},
+		{pattern: "GET /api/2/activity/{activity_id}", path: pf("/api/2/activity/%d", func(q isoReq) any { return q.c.note.ID }), want: childRead},
+		{pattern: "GET /api/2/activity/{activity_id}", name: "the parent's administrator's, about the child's plain person",
+			path: pf("/api/2/activity/%d", func(q isoReq) any { return q.k.noteBy(q.k.p.admin, q.c.plain) }), want: childRead},
+		{pattern: "GET /api/2/activity/{activity_id}", name: "the parent's", path: pf("/api/2/activity/%d", func(q isoReq) any { return q.k.p.note.ID }), want: "PP=200 CP=404 CA=404 PA=200"},
+		{pattern: "GET /api/2/organization/{organization_id}/activity", path: pf("/api/2/organization/%d/activity", cOrg), want: childAdmin},
+		{pattern: "GET /api/2/organization/{organization_id}/activity", name: "the parent", path: pf("/api/2/organization/%d/activity", pOrg), want: parentAdmin},
+		{pattern: "GET /api/2/person/{person_id}/activity", path: pf("/api/2/person/%d/activity", cPlain), want: childRead},
+		{pattern: "GET /api/2/person/{person_id}/activity", name: "the parent's plain person", path: pf("/api/2/person/%d/activity", pPlain), want: "PP=200 CP=404 CA=404 PA=200"},
+	}
+
+	// The file system (4.2 to 4.4), on the child's plain person's root:
+	// theirs alone without admin_browse_files; readable, never writable,
+	// by the administrators with it.
+	fsRows := []isoRow{
+		{pattern: "GET /api/2/files/{root_id}", path: pf("/api/2/files/%d", cRoot)},
+		{pattern: "GET /api/2/files/{root_id}/search", path: pf("/api/2/files/%d/search?query=zq", cRoot)},
+		{pattern: "GET /api/2/files/{root_id}/modified_since", path: pf("/api/2/files/%d/modified_since?since=2024-01-01T00:00:00", cRoot)},
+		{pattern: "GET /api/2/files/{root_id}/{file_id}", path: pf("/api/2/files/%d/%d", cRoot, cFile)},
+		{pattern: itemGetPattern, name: "a file's download", path: pf("/api/2/files/%d/%d/download", cRoot, cFile)},
+		{pattern: itemGetPattern, name: "a folder", path: pf("/api/2/files/%d/folder/%d", cRoot, cFolder)},
+		{pattern: "GET /api/2/files/{root_id}/folder/{folder_id}/download", path: pf("/api/2/files/%d/folder/%d/download", cRoot, cFolder)},
+	}
+	for i := range fsRows {
+		fsRows[i].want = fsOwner
+	}
+	fsWrites := []isoRow{
+		{pattern: "POST /api/2/files/{root_id}/upload", method: "UPLOAD", path: pf("/api/2/files/%d/upload", cRoot)},
+		{pattern: "POST /api/2/files/{root_id}/create_folder", path: pf("/api/2/files/%d/create_folder", cRoot), form: newNamed("name", nil)},
+		{pattern: "POST /api/2/files/{root_id}/lock", path: pf("/api/2/files/%d/lock", cRoot)},
+		{pattern: "POST /api/2/files/{root_id}/unlock", path: pf("/api/2/files/%d/unlock", cRoot)},
+		{pattern: "POST /api/2/files/{root_id}/{file_id}/rename", path: pf("/api/2/files/%d/%d/rename", cRoot, newCFile), form: newNamed("name", nil)},
+		{pattern: "POST /api/2/files/{root_id}/{file_id}/move", path: pf("/api/2/files/%d/%d/move", cRoot, newCFile),
+			form: func(q isoReq) url.Values { return url.Values{"folder_id": {fmt.Sprint(q.c.folder)}} }},
+		{pattern: "POST /api/2/files/{root_id}/{file_id}/lock", path: pf("/api/2/files/%d/%d/lock", cRoot, cFile)},
+		{pattern: "POST /api/2/files/{root_id}/{file_id}/unlock", path: pf("/api/2/files/%d/%d/unlock", cRoot, cFile)},
+		{pattern: "POST /api/2/files/{root_id}/{file_id}/delete", path: pf("/api/2/files/%d/%d/delete", cRoot, newCFile)},
+		{pattern: "POST /api/2/files/{root_id}/folder/{folder_id}/upload", method: "UPLOAD", path: pf("/api/2/files/%d/folder/%d/upload", cRoot, newCFolder)},
+		{pattern: "POST /api/2/files/{root_id}/folder/{folder_id}/create_folder", path: pf("/api/2/files/%d/folder/%d/create_folder", cRoot, cFolder), form: newNamed("name", nil)},
+		{pattern: "POST /api/2/files/{root_id}/folder/{folder_id}/rename", path: pf("/api/2/files/%d/folder/%d/rename", cRoot, newCFolder), form: newNamed("name", nil)},
+		{pattern: "POST /api/2/files/{root_id}/folder/{folder_id}/move", path: pf("/api/2/files/%d/folder/%d/move", cRoot, newCFolder),
+			form: newNamed("name", nil, "folder_id", "0")},
+		{pattern: "POST /api/2/files/{root_id}/folder/{folder_id}/lock", path: pf("/api/2/files/%d/folder/%d/lock", cRoot, cFolder)},
+		{pattern: "POST /api/2/files/{root_id}/folder/{folder_id}/unlock", path: pf("/api/2/files/%d/folder/%d/unlock", cRoot, cFolder)},
+		{pattern: "POST /api/2/files/{root_id}/folder/{folder_id}/delete", path: pf("/api/2/files/%d/folder/%d/delete", cRoot, newCFolder)},
+	}
+	for i := range fsWrites {
+		if fsWrites[i].method == "" {
+			fsWrites[i].method = "POST"
+		}
+		fsWrites[i].want = fsOwner
+	}
+	for _, r := range fsRows {
+		rows = append(rows, r)
+		r.name, r.tenant, r.want = strings.TrimSpace(r.name+" admin_browse_files"), "browse", fsBrowse
+		rows = append(rows, r)
+	}
+	for _, r := range fsWrites {
+		rows = append(rows, r)
+		r.name, r.tenant, r.want = strings.TrimSpace(r.name+" admin_browse_files"), "browse", fsBrowseW
+		rows = append(rows, r)
+	}
+	// The other tenant's own lists, to its administrator: none of the
+	// parent's or the child's things are in them.
+	oOrg := func(q isoReq) any { return q.k.o.org.ID }
+	for _, l := range []string{"persons", "guests", "groups", "roots", "organizations", "machines", "auth_sources", "activity"} {
+		pattern := "GET /api/2/organization/{org}/" + l
+		if l == "groups" || l == "activity" {
+			pattern = "GET /api/2/organization/{organization_id}/" + l
+		}
+		rows = append(rows, isoRow{pattern: pattern, name: "the other tenant's, to its own", path: pf("/api/2/organization/%d/"+l, oOrg),
+			want: "OP=403 OA=200 PP=404 CP=404 CA=404 PA=404"})
+	}
+	rows = append(rows, isoRow{pattern: "GET /api/2/organization/{org}", name: "the other tenant's, to its own", path: pf("/api/2/organization/%d", oOrg),
+		want: "OP=200 OA=200 PP=404 CP=404 CA=404 PA=404"})
+
+	// Another tenant's things named in a form or a path next to the
+	// child's: never reached, and no different from what does not exist.
+	oOwn := "OP=403 OA=200 PP=404 CP=404 CA=404 PA=404"
+	rows = append(rows,
+		isoRow{pattern: "GET /api/2/person/{ref}", name: "the other tenant's plain person by e-mail",
+			path: pf("/api/2/person/%s", func(q isoReq) any { return url.PathEscape(q.k.o.plain.Email) }), want: "OP=200 OA=200 PP=404 CP=404 CA=404 PA=404"},
+		isoRow{pattern: "POST /api/2/person/create", name: "in the other tenant", method: "POST", path: pf("/api/2/person/create"),
+			form: newPersonForm(oOrg), want: oOwn},
+		isoRow{pattern: "POST /api/2/group/create", name: "in the other tenant", method: "POST", path: pf("/api/2/group/create"),
+			form: newNamed("name", oOrg), want: oOwn},
+		isoRow{pattern: "POST /api/2/guest/create", name: "in the other tenant", method: "POST", path: pf("/api/2/guest/create"),
+			form: newNamed("email", oOrg), want: "OP=200 OA=200 PP=404 CP=404 CA=404 PA=404"},
+		isoRow{pattern: "POST /api/2/group/{group_id}/members/update", name: "adding another tenant's group", method: "POST", path: pf("/api/2/group/%d/members/update", cGroup),
+			form: func(q isoReq) url.Values { return url.Values{"add_groups": {fmt.Sprint(q.k.o.group.ID)}} }, want: "CG=403 CP=403 CA=400 PA=400"},
+		isoRow{pattern: "POST /api/2/files/{root_id}/{file_id}/move", name: "into another tenant's folder", method: "POST", path: pf("/api/2/files/%d/%d/move", cRoot, cFile),
+			form: func(q isoReq) url.Values { return url.Values{"folder_id": {fmt.Sprint(q.k.o.folder)}} }, want: "CP=404 CA=404 PA=404"},
+		isoRow{pattern: "POST /api/2/files/{root_id}/folder/{folder_id}/move", name: "into another tenant's folder", method: "POST", path: pf("/api/2/files/%d/folder/%d/move", cRoot, cFolder),
+			form: func(q isoReq) url.Values { return url.Values{"folder_id": {fmt.Sprint(q.k.o.folder)}} }, want: "CP=404 CA=404 PA=404"},
+		isoRow{pattern: "GET /api/2/files/{root_id}/{file_id}", name: "another tenant's file through the child's root", path: pf("/api/2/files/%d/%d", cRoot, func(q isoReq) any { return q.k.o.file }),
+			want: "CP=404 CA=404 PA=404"},
+		isoRow{pattern: itemGetPattern, name: "another tenant's folder through the child's root", path: pf("/api/2/files/%d/folder/%d", cRoot, func(q isoReq) any { return q.k.o.folder }),
+			want: "CP=404 CA=404 PA=404"},
+	)
+
+	// The parent's plain person's root, to the child's people.
+	rows = append(rows, isoRow{pattern: "GET /api/2/files/{root_id}", name: "the parent's plain person's root",
+		path: pf("/api/2/files/%d", pRoot), want: "PP=200 CP=404 CA=404 PA=404"})
+
+	// Notes last: the records they make are about the people they name.
+	rows = append(rows,
+		isoRow{pattern: "POST /api/2/activity/create", name: "about oneself", method: "POST", path: pf("/api/2/activity/create"),
+			form: fields("action_text", "a note"), want: allRead},
+		isoRow{pattern: "POST /api/2/activity/create", name: "about the child's plain person", method: "POST", path: pf("/api/2/activity/create"),
+			form: func(q isoReq) url.Values { return url.Values{"acted_on_person_id": {fmt.Sprint(q.c.plain.ID)}} }, want: childRead},
+		isoRow{pattern: "POST /api/2/activity/create", name: "about the child", method: "POST", path: pf("/api/2/activity/create"),
+			form: func(q isoReq) url.Values { return url.Values{"acted_on_company_id": {fmt.Sprint(q.c.org.ID)}} }, want: childRead + " CG=200"},
+		isoRow{pattern: "POST /api/2/activity/create", name: "about the parent's plain person", method: "POST", path: pf("/api/2/activity/create"),
+			form: func(q isoReq) url.Values { return url.Values{"acted_on_person_id": {fmt.Sprint(q.k.p.plain.ID)}} }, want: "PP=200 CP=404 CA=404 PA=200"},
+		isoRow{pattern: "POST /api/2/activity/create", name: "about the child's guest", method: "POST", path: pf("/api/2/activity/create"),
+			form: func(q isoReq) url.Values { return url.Values{"acted_on_guest_id": {fmt.Sprint(q.c.guest.ID)}} }, want: childHidden + " CG=200"},
+		isoRow{pattern: "POST /api/2/activity/create", name: "about the parent", method: "POST", path: pf("/api/2/activity/create"),
+			form: func(q isoReq) url.Values { return url.Values{"acted_on_company_id": {fmt.Sprint(q.k.p.org.ID)}} }, want: "PP=200 CP=404 CA=404 PA=200"},
+		isoRow{pattern: "POST /api/2/activity/create", name: "about the other tenant", method: "POST", path: pf("/api/2/activity/create"),
+			form: func(q isoReq) url.Values { return url.Values{"acted_on_company_id": {fmt.Sprint(q.k.o.org.ID)}} }, want: "OP=200 OA=200 PP=404 CP=404 CA=404 PA=404"},
+		isoRow{pattern: "POST /api/2/activity/create", name: "about the child's root", method: "POST", path: pf("/api/2/activity/create"),
+			form: func(q isoReq) url.Values { return url.Values{"acted_on_root_id": {fmt.Sprint(q.c.root)}} }, want: fsOwner},
+	)
+	return rows
+}
+
+// isoExempt are the routes that take no token: nothing of a tenant's is
+// behind them.
+var isoExempt = map[string]string{
+	"GET /api/2/version": "public: the API version",
+	"POST /oauth/token":  "public: the login itself (oauth_test.go covers refusals)",
+	"POST /oauth/revoke": "public: revokes the token it is given, nothing else",
+	"/":                  "the catch-all: unknown paths (unrouted_test and rest_test cover its 401 and 404)",
+}
+
+// TestIsolationCoversEveryRoute fails for a route the walk leaves out.
+func TestIsolationCoversEveryRoute(t *testing.T) {
+	f := newFixture(t)
+	s := newServer(Options{FS: f.fs, Accounts: f.accounts})
+	walked := map[string]bool{}
+	for _, r := range isoRows() {
+		walked[r.pattern] = true
+	}
+	registered := map[string]bool{}
+	var missing []string
+	for _, p := range s.patterns {
+		registered[p] = true
+		if !walked[p] && isoExempt[p] == "" {
+			missing = append(missing, p)
+		}
+	}
+	if len(missing) > 0 {
+		t.Errorf("routes with no row in the isolation walk (isoRows) nor in isoExempt:\n%s", strings.Join(missing, "\n"))
+	}
+	for p := range walked {
+		if !registered[p] {
+			t.Errorf("row pattern %q is no registered route", p)
+		}
+	}
+}
+
+var isoMarker = regexp.MustCompile(`zq([a-z0-9]+)-([a-z]+)`)
+
+// TestIsolation walks every route as every caller.
+func TestIsolation(t *testing.T) {
+	k := newIsoCast(t)
+	shared := k.tenant("c1", k.p.org.ID, nil)
+	browse := k.tenant("b", k.p.org.ID, func(p *account.Policy) { p.AdminBrowseFiles, p.AdminCreateUsers = true, false })
+	rows := isoRows()
+	fresh, requests, markers := 0, 0, 0
+	for _, r := range rows {
+		c := shared
+		switch r.tenant {
+		case "browse":
+			c = browse
+		case "fresh":
+			fresh++
+			c = k.tenant(fmt.Sprintf("f%d", fresh), k.p.org.ID, nil)
+		}
+		want := r.wants()
+		order := slices.Clone(isoCallers)
+		slices.SortStableFunc(order, func(a, b string) int {
+			ok := func(c string) int {
+				if want[c] < 300 {
+					return 1
+				}
+				return 0
+			}
+			return ok(a) - ok(b)
+		})
+		for _, caller := range order {
+			w, set := want[caller]
+			if !set {
+				t.Fatalf("%s %s: no status for %s", r.pattern, r.name, caller)
+			}
+			if w < 0 {
+				continue
+			}
+			q := isoReq{k: k, c: c}
+			path := r.path(q)
+			var form url.Values
+			if r.form != nil {
+				form = r.form(q)
+			}
+			method := r.method
+			if method == "" {
+				method = http.MethodGet
+			}
+			st, body := k.send(method, path, k.token(caller, c), form)
+			requests++
+			label := fmt.Sprintf("%s (%s) %s %s as %s", r.pattern, r.name, method, path, caller)
+			if st != w {
+				t.Errorf("%s: %d %.300s, want %d", label, st, body, w)
+			}
+			if st >= 400 {
+				checkRefusal(t, label, st, body)
+			}
+			found := isoMarker.FindAllSubmatch(body, -1)
+			markers += len(found)
+			for _, m := range found {
+				if !k.sees(caller, c, string(m[1]), string(m[2]), strings.Contains(path, "/activity")) {
+					t.Errorf("%s: the answer (%d) carries %s: %.300s", label, st, m[0], body)
+					break
+				}
+			}
+		}
+	}
+	t.Logf("%d rows, %d requests, %d markers in the answers, each one the caller's to see", len(rows), requests, markers)
+}
+
+// send is fixture.send with a unique file name for UPLOAD.
+func (k *isoCast) send(method, path, token string, form url.Values) (int, []byte) {
+	k.t.Helper()
+	if method != "UPLOAD" {
+		return k.f.send(method, path, token, form)
+	}
+	body, ct := multipartBody(k.next()+".txt", strings.NewReader("up"))
+	return k.f.readAll(k.f.request(http.MethodPost, path, token, body, http.Header{"Content-Type": {ct}}))
+}
+
+// checkRefusal checks that a refusal is the error body alone, with the
+// code of its status.
+func checkRefusal(t *testing.T, label string, st int, body []byte) {
+	t.Helper()
+	var e map[string]json.RawMessage
+	if err := json.Unmarshal(body, &e); err != nil {
+		t.Errorf("%s: %d body %.300q is not JSON", label, st, body)
+		return
+	}
+	for name := range e {
+		if name != "error" && name != "error_description" {
+			t.Errorf("%s: the refusal carries %q: %s", label, name, body)
+		}
+	}
+	code := map[int]string{401: "access_denied", 403: "forbidden", 404: "not_found"}[st]
+	if code != "" && string(e["error"]) != strconv.Quote(code) {
+		t.Errorf("%s: error %s, want %q", label, e["error"], code)
+	}
+}
