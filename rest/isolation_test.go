@@ -517,6 +517,8 @@ func isoRows() []isoRow {
 		{pattern: "GET /api/2/organization/{org}/root/{root_id}", name: "the child's root through the parent", path: pf("/api/2/organization/%d/root/%d", pOrg, cRoot), want: "PP=403 CP=404 CA=404 PA=404"},
 		{pattern: "GET /api/2/organization/{org}/machines", path: pf("/api/2/organization/%d/machines", cOrg), want: childAdmin},
 		{pattern: "GET /api/2/organization/{org}/machines", name: "the parent", path: pf("/api/2/organization/%d/machines", pOrg), want: parentAdmin},
+		{pattern: "GET /api/2/organization/{org}/metrics/usage", path: pf("/api/2/organization/%d/metrics/usage", cOrg), want: childAdmin},
+		{pattern: "GET /api/2/organization/{org}/metrics/usage", name: "the parent", path: pf("/api/2/organization/%d/metrics/usage", pOrg), want: parentAdmin},
 		{pattern: "GET /api/2/organization/{org}/auth_sources", path: pf("/api/2/organization/%d/auth_sources", cOrg), want: childAdmin},
 		{pattern: "GET /api/2/organization/{org}/auth_sources", name: "the parent", path: pf("/api/2/organization/%d/auth_sources", pOrg), want: parentAdmin},
 

@@ -10,7 +10,7 @@ import (
 
 // usageRoutes registers the organization's metrics (spec 4.6).
 func (s *server) usageRoutes() {
-	s.handle("GET /api/2/organization/{id}/metrics/usage", s.authed(s.orgUsage))
+	s.handle("GET /api/2/organization/{org}/metrics/usage", s.authed(s.orgUsage))
 }
 
 // rootSpaceUsage is spec 2.5's root_space_usage.
@@ -78,7 +78,7 @@ type orgUsage struct {
 // tally kept in the transactions that change it (account.TallyOrg), so the
 // answer is a few reads whatever the organization holds.
 func (s *server) orgUsage(r *http.Request) (any, error) {
-	id, ok := parseID(r.PathValue("id"))
+	id, ok := parseID(r.PathValue("org"))
 	if !ok {
 		return nil, ErrNotFound
 	}
