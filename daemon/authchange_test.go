@@ -112,6 +112,11 @@ func TestAuthChangeTakesEffect(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, map[string]int{"webdav basic": 403, "webdav bearer": 403, "rest bearer": 401}},
+		{"person deleted", false, func(t *testing.T, u user) {
+			if err := st.Accounts.DeletePerson(ctx, u.p.ID); err != nil {
+				t.Fatal(err)
+			}
+		}, map[string]int{"webdav basic": 401, "webdav bearer": 401, "rest bearer": 401}},
 		{"password changed", false, func(t *testing.T, u user) {
 			if err := st.Accounts.SetPassword(ctx, u.p.ID, "another correct horse"); err != nil {
 				t.Fatal(err)
