@@ -310,29 +310,7 @@ func (s *Service) adjustGroup(tx kv.Txn, id uint64, persons, groups int64) error
 // Groups returns one page of the organization's groups in id order and
 // how many it has. Errors: ErrNotFound (organization).
 func (s *Service) Groups(ctx context.Context, orgID uint64, offset, limit int) ([]Group, int, error) {
-	var (
-		out   []Group
-		total int
-	)
-	err := s.db.View(ctx, func(tx kv.Txn) error {
-		out = nil
-		cr, err := s.loadCounts(tx, orgID, true)
-		if err != nil {
-			return err
-		}
-		total = int(cr.Direct.Groups)
-		prefix := key(pfxOrgGroup, orgID)
-		return scanPage(tx, prefix, offset, limit, func(k []byte) error {
-			id := kv.Uint64At(k, len(prefix))
-			var g Group
-			if err := s.get(tx, key(pfxGroup, id), &g, fmt.Errorf("account: group %d is indexed but missing", id)); err != nil {
-				return err
-			}
-			out = append(out, g)
-			return nil
-		})
-	})
-	return out, total, err
+	return listPage[Group](ctx, s, orgID, pfxOrgGroup, pfxGroup, func(c Counts) int64 { return c.Groups }, offset, limit)
 }
 
 // UpdateMembers applies ch to the group's direct members in one

@@ -74,29 +74,7 @@ func (s *Service) Guest(ctx context.Context, id uint64) (Person, error) {
 // Guests returns one page of the organization's guests in id order and
 // how many it has. Errors: ErrNotFound (organization).
 func (s *Service) Guests(ctx context.Context, orgID uint64, offset, limit int) ([]Person, int, error) {
-	var (
-		out   []Person
-		total int
-	)
-	err := s.db.View(ctx, func(tx kv.Txn) error {
-		out = nil
-		cr, err := s.loadCounts(tx, orgID, true)
-		if err != nil {
-			return err
-		}
-		total = int(cr.Direct.Guests)
-		prefix := key(pfxOrgGuest, orgID)
-		return scanPage(tx, prefix, offset, limit, func(k []byte) error {
-			id := kv.Uint64At(k, len(prefix))
-			var p Person
-			if err := s.get(tx, key(pfxPerson, id), &p, notFoundf("guest %d", id)); err != nil {
-				return err
-			}
-			out = append(out, p)
-			return nil
-		})
-	})
-	return out, total, err
+	return listPage[Person](ctx, s, orgID, pfxOrgGuest, pfxPerson, func(c Counts) int64 { return c.Guests }, offset, limit)
 }
 
 // UpdateGuest is UpdatePerson for a guest: a person's id is ErrNotFound.

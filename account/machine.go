@@ -210,27 +210,5 @@ func (s *Service) Machines(ctx context.Context, personID uint64) ([]Machine, err
 // id's persons and guests, in id order, and how many there are (its
 // direct machine count). Errors: ErrNotFound.
 func (s *Service) OrganizationMachines(ctx context.Context, id uint64, offset, limit int) ([]Machine, int, error) {
-	var (
-		out   []Machine
-		total int
-	)
-	err := s.db.View(ctx, func(tx kv.Txn) error {
-		out = nil
-		cr, err := s.loadCounts(tx, id, true)
-		if err != nil {
-			return err
-		}
-		total = int(cr.Direct.Machines)
-		prefix := key(pfxOrgMachine, id)
-		return scanPage(tx, prefix, offset, limit, func(k []byte) error {
-			var m Machine
-			mid := kv.Uint64At(k, len(prefix))
-			if err := s.get(tx, key(pfxMachine, mid), &m, notFoundf("machine %d", mid)); err != nil {
-				return err
-			}
-			out = append(out, m)
-			return nil
-		})
-	})
-	return out, total, err
+	return listPage[Machine](ctx, s, id, pfxOrgMachine, pfxMachine, func(c Counts) int64 { return c.Machines }, offset, limit)
 }

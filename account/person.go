@@ -602,29 +602,7 @@ func (p *Person) validate() error {
 // how many it has (spec 4.5: at most 100 per page is the caller's rule).
 // Errors: ErrNotFound (organization).
 func (s *Service) Persons(ctx context.Context, orgID uint64, offset, limit int) ([]Person, int, error) {
-	var (
-		out   []Person
-		total int
-	)
-	err := s.db.View(ctx, func(tx kv.Txn) error {
-		out = nil
-		cr, err := s.loadCounts(tx, orgID, true)
-		if err != nil {
-			return err
-		}
-		total = int(cr.Direct.Accounts)
-		prefix := key(pfxOrgPerson, orgID)
-		return scanPage(tx, prefix, offset, limit, func(k []byte) error {
-			id := kv.Uint64At(k, len(prefix))
-			var p Person
-			if err := s.get(tx, key(pfxPerson, id), &p, notFoundf("person %d", id)); err != nil {
-				return err
-			}
-			out = append(out, p)
-			return nil
-		})
-	})
-	return out, total, err
+	return listPage[Person](ctx, s, orgID, pfxOrgPerson, pfxPerson, func(c Counts) int64 { return c.Accounts }, offset, limit)
 }
 
 // DeletePerson removes person id (not a guest: DeleteGuest), their

@@ -98,24 +98,34 @@ func Within(chain []uint64, id uint64) bool {
 // ChildOrganizations returns one page of organization id's direct
 // children in id order and how many it has. Errors: ErrNotFound.
 func (s *Service) ChildOrganizations(ctx context.Context, id uint64, offset, limit int) ([]Organization, int, error) {
+	return listPage[Organization](ctx, s, id, pfxOrgChild, pfxOrg, func(c Counts) int64 { return c.Organizations }, offset, limit)
+}
+
+// listPage returns one page of what organization orgID lists under the
+// index prefix index (keys index<org><id>), each record read from
+// records<id>, in id order, and the list's length, which count picks
+// from the organization's direct counts: the total is a read, and the
+// page a scan to its end. Errors: ErrNotFound (the organization).
+func listPage[T any](ctx context.Context, s *Service, orgID uint64, index, records string, count func(Counts) int64, offset, limit int) ([]T, int, error) {
 	var (
-		out   []Organization
+		out   []T
 		total int
 	)
 	err := s.db.View(ctx, func(tx kv.Txn) error {
 		out = nil
-		cr, err := s.loadCounts(tx, id, true)
+		cr, err := s.loadCounts(tx, orgID, true)
 		if err != nil {
 			return err
 		}
-		total = int(cr.Direct.Organizations)
-		return scanPage(tx, key(pfxOrgChild, id), offset, limit, func(k []byte) error {
-			var o Organization
-			child := kv.Uint64At(k, len(pfxOrgChild)+8)
-			if err := s.get(tx, key(pfxOrg, child), &o, notFoundf("organization %d", child)); err != nil {
+		total = int(count(cr.Direct))
+		prefix := key(index, orgID)
+		return scanPage(tx, prefix, offset, limit, func(k []byte) error {
+			id := kv.Uint64At(k, len(prefix))
+			var v T
+			if err := s.get(tx, key(records, id), &v, fmt.Errorf("account: %s%d is listed under %s%d but missing", records, id, index, orgID)); err != nil {
 				return err
 			}
-			out = append(out, o)
+			out = append(out, v)
 			return nil
 		})
 	})
