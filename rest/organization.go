@@ -495,7 +495,7 @@ func (e errFieldValue) Error() string { return string(e) }
 
 func boolField(name string, dst func(*account.Policy) *bool) policyField {
 	return policyField{name, func(v string) (func(*account.Policy), error) {
-		b, ok := formBool(v)
+		b, ok := parseBool(v)
 		if !ok {
 			return nil, errFieldValue("must be true or false (or 1 or 0)")
 		}
@@ -518,17 +518,6 @@ func stringField(name string, dst func(*account.Policy) *string) policyField {
 	return policyField{name, func(v string) (func(*account.Policy), error) {
 		return func(p *account.Policy) { *dst(p) = v }, nil
 	}}
-}
-
-// formBool reads a boolean form field: true or 1, false or 0.
-func formBool(v string) (bool, bool) {
-	switch strings.ToLower(v) {
-	case "true", "1":
-		return true, true
-	case "false", "0":
-		return false, true
-	}
-	return false, false
 }
 
 // policyFields are the policy fields a form may set: every field of spec

@@ -266,7 +266,7 @@ func TestOrganizationObjects(t *testing.T) {
 
 	// Policy: every field by its name.
 	pol := url.Values{
-		"ad_enabled": {"true"}, "admin_browse_files": {"1"}, "admin_browse_remote": {"TRUE"}, "admin_create_users": {"false"},
+		"ad_enabled": {"true"}, "admin_browse_files": {"1"}, "admin_browse_remote": {"true"}, "admin_create_users": {"false"},
 		"backups_enabled": {"0"}, "branding_enabled": {"true"}, "change_password_frequency": {"720h"},
 		"deactivate_token_frequency": {"24h"}, "excluded_extensions": {".exe,.bat"}, "locked_extensions": {".psd"},
 		"file_server_enabled": {"true"}, "max_file_size": {"1048576"}, "monthly_cost_cents": {"999"},
@@ -439,6 +439,9 @@ func TestOrganizationBadInputs(t *testing.T) {
 		{"update with a parent_id that is no id", "POST", orgPath(w.child.ID, "/update"), url.Values{"parent_id": {"x"}}, 400, "invalid_request", "parent_id"},
 		{"update with a bad trial_until", "POST", orgPath(w.child.ID, "/update"), url.Values{"trial_until": {"2031-02-03 04:05:06"}}, 400, "invalid_datetime_format", "trial_until"},
 		{"policy with a bad boolean", "POST", orgPath(w.child.ID, "/policy/update"), url.Values{"webdav_enabled": {"yes"}}, 400, "invalid_request", "webdav_enabled"},
+		// One reading of booleans everywhere (parseBool): TRUE is refused,
+		// as include_children=TRUE is, not guessed at.
+		{"policy with an upper-case boolean", "POST", orgPath(w.child.ID, "/policy/update"), url.Values{"webdav_enabled": {"TRUE"}}, 400, "invalid_request", "webdav_enabled"},
 		{"policy with a bad number", "POST", orgPath(w.child.ID, "/policy/update"), url.Values{"max_file_size": {"1 MB"}}, 400, "invalid_request", "max_file_size"},
 		{"policy with a negative number", "POST", orgPath(w.child.ID, "/policy/update"), url.Values{"num_users_maximum": {"-1"}}, 400, "invalid_request", "num_users_maximum"},
 		{"policy with a bad quota", "POST", orgPath(w.child.ID, "/policy/update"), url.Values{"space_quota": {"10 GB"}}, 400, "invalid_request", "space_quota"},

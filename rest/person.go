@@ -244,11 +244,8 @@ func formFlag(f url.Values, name string) (v, ok bool, err error) {
 	if !f.Has(name) {
 		return false, false, nil
 	}
-	v, err = strconv.ParseBool(f.Get(name))
-	if err != nil {
-		return false, false, Describe(ErrInvalidRequest, "%s must be true or false", name)
-	}
-	return v, true, nil
+	v, err = boolParam(f, name)
+	return v, err == nil, err
 }
 
 // formQuota reads space_quota, a whole number of bytes (0: the

@@ -235,19 +235,29 @@ func query(r *http.Request) (url.Values, error) {
 	return q, nil
 }
 
-// boolParam reads an optional true/false query parameter: true or 1,
-// false or 0 (docs/api.md); absent is false.
+// boolParam reads an optional boolean parameter (parseBool); absent is
+// false.
 func boolParam(q url.Values, name string) (bool, error) {
 	if !q.Has(name) {
 		return false, nil
 	}
-	switch q.Get(name) {
-	case "true", "1":
-		return true, nil
-	case "false", "0":
-		return false, nil
+	if b, ok := parseBool(q.Get(name)); ok {
+		return b, nil
 	}
 	return false, Describe(ErrInvalidRequest, "%s must be true or false", name)
+}
+
+// parseBool is the one reading of a boolean parameter, in a query or a
+// form: true or 1, false or 0, exactly (docs/api.md); TRUE, t or yes
+// are refused rather than guessed at.
+func parseBool(v string) (b, ok bool) {
+	switch v {
+	case "true", "1":
+		return true, true
+	case "false", "0":
+		return false, true
+	}
+	return false, false
 }
 
 // limitParam reads the optional `limit` of search and modified_since.
