@@ -157,6 +157,13 @@ func logPermissionCost(b *testing.B, perOp map[string]time.Duration) {
 			b.Logf("%s: %v per check, %.2f%% of a 4 KiB GET (%v; %.0f GETs/s); target under 5%%", k, d, 100*float64(d)/float64(get), get, float64(time.Second)/float64(get))
 		}
 	}
+	// The organization routes pay org-manage instead of a root's check;
+	// next to their own answer it is what they pay for permission.
+	if d, ok := perOp["org-manage"]; ok {
+		if u, ok := perOp["org-usage"]; ok {
+			b.Logf("token+org-manage: %v per GET, %.2f%% of a metrics/usage GET (%v)", perOp["token"]+d, 100*float64(perOp["token"]+d)/float64(u), u)
+		}
+	}
 	// What one download pays in all: its token, then its root.
 	for _, root := range []string{"root-owner", "root-admin-browse"} {
 		tok, ok1 := perOp["token"]
