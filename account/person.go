@@ -114,6 +114,32 @@ func (s *Service) CreatePerson(ctx context.Context, in PersonInput) (Person, err
 // password and gives it an id; insertPerson stores it. The hashing (tens
 // of milliseconds by design) happens here, outside any transaction.
 func (s *Service) newPerson(ctx context.Context, in PersonInput) (Person, error) {
+	p, password, err := s.personOf(in)
+	if err != nil {
+		return Person{}, err
+	}
+	// Cheap existence checks first, so a taken login costs no hashing.
+	if err := s.db.View(ctx, func(tx kv.Txn) error { return s.checkLoginsFree(tx, 0, p.Username, p.Email) }); err != nil {
+		return Person{}, err
+	}
+	hash, err := s.hashPassword(ctx, password)
+	if err != nil {
+		return Person{}, err
+	}
+	p.PasswordHash = hash
+	id, err := s.db.NextID(ctx, seqPerson)
+	if err != nil {
+		return Person{}, err
+	}
+	p.ID = id
+	return p, nil
+}
+
+// personOf builds and validates the person in describes, without an id
+// or a password hash, and returns the password to hash: in's, or a
+// random one nobody is told for NoPassword. CreatePerson and
+// CreatePersons share it, so both accept and refuse the same inputs.
+func (s *Service) personOf(in PersonInput) (Person, string, error) {
 	now := s.now()
 	p := Person{
 		OrganizationID:  in.OrganizationID,
@@ -133,35 +159,21 @@ func (s *Service) newPerson(ctx context.Context, in PersonInput) (Person, error)
 		p.DisplayName = defaultDisplayName(p)
 	}
 	if err := p.validate(); err != nil {
-		return Person{}, err
+		return Person{}, "", err
 	}
 	password := in.Password
 	if in.NoPassword {
 		if password != "" {
-			return Person{}, invalid("password", "given for a person created without one")
+			return Person{}, "", invalid("password", "given for a person created without one")
 		}
 		var err error
 		if password, err = unusablePassword(); err != nil {
-			return Person{}, err
+			return Person{}, "", err
 		}
 	} else if err := s.checkPassword(password); err != nil {
-		return Person{}, err
+		return Person{}, "", err
 	}
-	// Cheap existence checks first, so a taken login costs no hashing.
-	if err := s.db.View(ctx, func(tx kv.Txn) error { return s.checkLoginsFree(tx, 0, p.Username, p.Email) }); err != nil {
-		return Person{}, err
-	}
-	hash, err := s.hashPassword(ctx, password)
-	if err != nil {
-		return Person{}, err
-	}
-	p.PasswordHash = hash
-	id, err := s.db.NextID(ctx, seqPerson)
-	if err != nil {
-		return Person{}, err
-	}
-	p.ID = id
-	return p, nil
+	return p, password, nil
 }
 
 // insertPerson stores p, built by newPerson, in tx, once its organization
