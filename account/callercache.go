@@ -26,6 +26,7 @@ type callerCache struct {
 	logins  *kv.Cache[uint64, Caller]      // persons whose logins were not locked
 	access  *kv.Cache[string, accessEntry] // by token hash
 	roots   *kv.Cache[uint64, RootPlace]   // RootPlaceOf
+	orgs    *kv.Cache[uint64, OrgPlace]    // OrgPlaceOf
 }
 
 func newCallerCache() callerCache {
@@ -34,6 +35,7 @@ func newCallerCache() callerCache {
 		logins:  kv.NewCache[uint64, Caller](maxCachedCallers),
 		access:  kv.NewCache[string, accessEntry](maxCachedCallers),
 		roots:   kv.NewCache[uint64, RootPlace](maxCachedCallers),
+		orgs:    kv.NewCache[uint64, OrgPlace](maxCachedCallers),
 	}
 }
 

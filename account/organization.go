@@ -693,27 +693,6 @@ func snakeCase(name string) string {
 	return b.String()
 }
 
-// ChainUndeleted is Chain for an organization that must not be deleted:
-// a deleted organization, and everything below one, is gone for the API
-// (ErrNotFound), though disabled ones are not. Errors: ErrNotFound.
-func (s *Service) ChainUndeleted(ctx context.Context, id uint64) ([]uint64, error) {
-	var ids []uint64
-	err := s.db.View(ctx, func(tx kv.Txn) error {
-		orgs, err := s.chain(tx, id, notFoundf("organization %d", id))
-		if err != nil {
-			return err
-		}
-		for _, o := range orgs {
-			if o.Deleted {
-				return notFoundf("organization %d (deleted)", o.ID)
-			}
-		}
-		ids = chainIDs(orgs)
-		return nil
-	})
-	return ids, err
-}
-
 // Binds reports whether the policy's user_* switches (user_lock_files,
 // user_purge_deleted, user_trim_revisions, user_create_backups) and its
 // locked_extensions bind person pe. They bind persons and guests; the

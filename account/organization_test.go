@@ -304,8 +304,8 @@ func TestDeleteOrganization(t *testing.T) {
 	if _, err := s.Authenticate(ctx, "g", pw); !errors.Is(err, ErrInactive) {
 		t.Fatalf("sign-in below a deleted organization: %v", err)
 	}
-	if _, err := s.ChainUndeleted(ctx, grand.ID); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("ChainUndeleted below a deleted organization: %v", err)
+	if _, err := s.OrgPlaceOf(ctx, grand.ID); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("OrgPlaceOf below a deleted organization: %v", err)
 	}
 	for name, call := range map[string]func() error{
 		"update": func() error {

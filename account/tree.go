@@ -152,3 +152,41 @@ func scanPage(tx kv.Txn, prefix []byte, offset, limit int, fn func(key []byte) e
 		return fn(k)
 	})
 }
+
+// OrgPlace is an organization with the ids of its chain (itself first, as
+// Chain returns them).
+type OrgPlace struct {
+	Organization Organization
+	Chain        []uint64
+}
+
+// OrgPlaceOf returns organization id with its chain, when neither it nor
+// an ancestor is deleted (a deleted organization, and everything below
+// one, is gone for the API). It is read in one transaction and kept until
+// the store's next commit: share asks it on every request of the
+// organization routes. Errors: ErrNotFound.
+func (s *Service) OrgPlaceOf(ctx context.Context, id uint64) (OrgPlace, error) {
+	gen := s.db.Generation()
+	if p, ok := s.callers.orgs.Get(gen, id); ok {
+		return p, nil
+	}
+	var p OrgPlace
+	err := s.db.View(ctx, func(tx kv.Txn) error {
+		orgs, err := s.chain(tx, id, notFoundf("organization %d", id))
+		if err != nil {
+			return err
+		}
+		for _, o := range orgs {
+			if o.Deleted {
+				return notFoundf("organization %d (deleted)", o.ID)
+			}
+		}
+		p = OrgPlace{Organization: orgs[0], Chain: chainIDs(orgs)}
+		return nil
+	})
+	if err != nil {
+		return OrgPlace{}, err
+	}
+	s.callers.orgs.Put(gen, id, p)
+	return p, nil
+}

@@ -83,7 +83,7 @@ func (s *Service) Organization(ctx context.Context, c account.Caller, id uint64,
 	}
 	// A deleted organization, and what is below it, no longer exists
 	// for the API (its roots answer root_deleted through Root).
-	chain, err := s.accounts.ChainUndeleted(ctx, id)
+	place, err := s.accounts.OrgPlaceOf(ctx, id)
 	if errors.Is(err, account.ErrNotFound) {
 		return account.Organization{}, ErrNotFound
 	}
@@ -91,14 +91,11 @@ func (s *Service) Organization(ctx context.Context, c account.Caller, id uint64,
 		return account.Organization{}, err
 	}
 	own := id == c.Person.OrganizationID
-	manages := c.Person.Admin && !c.Person.Guest && account.Within(chain, c.Person.OrganizationID)
+	manages := c.Person.Admin && !c.Person.Guest && account.Within(place.Chain, c.Person.OrganizationID)
 	if !own && !manages {
 		return account.Organization{}, ErrNotFound
 	}
-	org, err := s.accounts.Organization(ctx, id)
-	if err != nil {
-		return account.Organization{}, err
-	}
+	org := place.Organization
 	if err := orgAllows(c, org, manages, act); err != nil {
 		return account.Organization{}, err
 	}
@@ -173,14 +170,14 @@ func (s *Service) Person(ctx context.Context, c account.Caller, id uint64, act P
 	self := p.ID == c.Person.ID
 	manages := false
 	if c.Person.Admin && !c.Person.Guest {
-		chain, err := s.accounts.ChainUndeleted(ctx, p.OrganizationID)
+		place, err := s.accounts.OrgPlaceOf(ctx, p.OrganizationID)
 		if errors.Is(err, account.ErrNotFound) {
 			return account.Person{}, ErrNotFound
 		}
 		if err != nil {
 			return account.Person{}, err
 		}
-		manages = account.Within(chain, c.Person.OrganizationID)
+		manages = account.Within(place.Chain, c.Person.OrganizationID)
 	}
 	if !self && !manages {
 		return account.Person{}, ErrNotFound
