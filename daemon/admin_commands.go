@@ -17,7 +17,7 @@ import (
 // of the spec from its arguments and prints the answer.
 
 func (a *adminCLI) orgCommand() *cobra.Command {
-	org := groupCommand("org", "Organizations: show, create, update, disable, enable, delete, list, policy", "")
+	org := groupCommand("org", "Organizations: show, create, update, license-key, disable, enable, delete, list, policy", "")
 
 	show := a.simple("show [ORG]", "Show an organization (by id or license key; default: your own)", cobra.MaximumNArgs(1), kindOrg,
 		func(ctx context.Context, s *adminSession, args []string) (request, string, error) {
@@ -48,7 +48,13 @@ func (a *adminCLI) orgCommand() *cobra.Command {
 			return postReq("/api/2/organization/"+id+"/update", form), "", err
 		})
 
-	org.AddCommand(show, create, update,
+	licenseKey := a.simple("license-key [ORG]", "Show an organization's license key (default: your own's), which names it wherever an ORG is asked for", cobra.MaximumNArgs(1), kindOrg,
+		func(ctx context.Context, s *adminSession, args []string) (request, string, error) {
+			id, err := a.orgID(ctx, s, first(args))
+			return getReq("/api/2/organization/" + id + "/license_key"), "", err
+		})
+
+	org.AddCommand(show, create, update, licenseKey,
 		a.orgAction("disable", "Disable an organization and its children: their persons cannot log in", "disabled"),
 		a.orgAction("enable", "Enable a disabled organization", "enabled"),
 		a.orgDelete(),

@@ -33,6 +33,8 @@ type adminDayStep struct {
 	// capture names values of the --json answer on standard output:
 	// var name -> top-level field.
 	capture map[string]string
+	// as names another session file than the administrator's.
+	as string
 	// after checks what the command did through the API itself.
 	after func(t *testing.T, v map[string]string)
 }
@@ -108,6 +110,9 @@ func TestAdminDay(t *testing.T) {
 		{name: "org update", args: []string{"org", "update", "{child}", "description=sales and marketing"}, out: []string{"sales and marketing"}},
 		{name: "org list", args: []string{"org", "list"}, out: []string{"ID", "PARENT", "{child}", "Sales"}},
 		{name: "org list --json", args: []string{"org", "list", "--json"}, out: []string{`"total": 1`, `"name": "Sales"`}},
+		{name: "license key", args: []string{"org", "license-key", "{child}", "--json"}, out: []string{`"type": "license_key"`}, capture: map[string]string{"key": "license_key"}},
+		{name: "org show by license key", args: []string{"org", "show", "{key}", "--json"}, out: []string{`"id": {child}`}},
+		{name: "org update by license key", args: []string{"org", "update", "{key}", "email=team@example.com"}, out: []string{"team@example.com"}},
 		{name: "policy set", args: []string{"org", "policy", "set", "{child}", "space_quota=2GiB", "max_file_size=100 MiB", "webdav_enabled=false", "excluded_extensions=.exe,.bat"},
 			out: []string{"space_quota ", "2147483648", "max_file_size", "104857600", "webdav_enabled", "false", ".exe,.bat"}},
 		{name: "policy get", args: []string{"org", "policy", "get", "{child}", "--json"},
@@ -134,9 +139,10 @@ func TestAdminDay(t *testing.T) {
 		{name: "person create, taken", args: []string{"person", "create", "bob", "bob2@example.com", "--org", "{child}"}, code: exitAPIError, errOut: "(HTTP 409): "},
 		{name: "person list", args: []string{"person", "list", "--org", "{child}"}, out: []string{"USERNAME", "bob", "carol", "dave", "1.1 GB"}},
 		{name: "person list, one page", args: []string{"person", "list", "--org", "{child}", "--limit", "1", "--offset", "1"}, out: []string{"carol"}, errOut: "2 to 2 of 3"},
+		{name: "person list by license key", args: []string{"person", "list", "--org", "{key}", "--json"}, out: []string{`"total": 3`}},
 		{name: "person list --all", args: []string{"person", "list", "--org", "{child}", "--limit", "1", "--all"}, out: []string{"bob", "carol", "dave"}},
 		{name: "person list --json", args: []string{"person", "list", "--org", "{child}", "--limit", "2", "--json"}, out: []string{`"offset": 0`, `"total": 3`, `"username": "carol"`}},
-		{name: "person show by id", args: []string{"person", "show", "{carol}"}, out: []string{"carol@example.com"}},
+		{name: "person show by id", args: []string{"person", "show", "{carol}"}, out: []string{"carol@example.com", "roots  ", "1 item (--json shows it)"}},
 		{name: "person show by e-mail", args: []string{"person", "show", "bob@example.com"}, out: []string{"username", "bob", "first_name", "Bob"}},
 		{name: "person show, none", args: []string{"person", "show", "nobody@example.com"}, code: exitAPIError, errOut: "not_found (HTTP 404)"},
 		{name: "person update", args: []string{"person", "update", "carol@example.com", "first_name=Carol", "last_name=Jones", "space_quota=500MB"},
@@ -145,6 +151,15 @@ func TestAdminDay(t *testing.T) {
 		{name: "passwd", args: []string{"person", "passwd", "carol@example.com"}, env: []string{adminNewPasswordEnv + "=carol's new password"},
 			out: []string{"password of person {carol} set"}, after: wantGrant("carol", "carol's new password", http.StatusOK, "after passwd")},
 		{name: "passwd, too short", args: []string{"person", "passwd", "{carol}"}, env: []string{adminNewPasswordEnv + "=short"}, code: exitAPIError, errOut: "(HTTP 400): "},
+
+		// bob is no administrator: berth refuses him what it allows the administrator.
+		{name: "bob logs in", as: ".bob", args: []string{"login", "--url", lc.base, "--user", "bob@example.com", "--ca", filepath.Join(data, "tls", "cert.pem")},
+			env: []string{adminPasswordEnv + "=" + pw}, out: []string{"as bob"}},
+		{name: "bob shows himself", as: ".bob", args: []string{"person", "show"}, out: []string{"bob@example.com"}},
+		{name: "bob creates an organization", as: ".bob", args: []string{"org", "create", "Mine"}, code: exitAPIError, errOut: "forbidden (HTTP 403)"},
+		{name: "bob creates a person", as: ".bob", args: []string{"person", "create", "eve", "eve@example.com", "--json"}, code: exitAPIError, errOut: "forbidden (HTTP 403)"},
+		{name: "bob unlocks himself", as: ".bob", args: []string{"person", "unlock", "{bob}"}, code: exitAPIError, errOut: "forbidden (HTTP 403)"},
+		{name: "bob logs out", as: ".bob", args: []string{"logout"}, out: []string{"logged out"}},
 
 		// A lockout and its end.
 		{name: "lock bob", args: []string{"person", "show", "{bob}"}, out: []string{"bob"}, after: func(t *testing.T, v map[string]string) {
@@ -252,7 +267,7 @@ func TestAdminDay(t *testing.T) {
 		for i, a := range st.args {
 			args[i] = subst(a)
 		}
-		cmd := exec.Command(bin, append(append([]string{"admin"}, args...), "--config", config)...)
+		cmd := exec.Command(bin, append(append([]string{"admin"}, args...), "--config", config+st.as)...)
 		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
 		for _, e := range st.env {
 			cmd.Env = append(cmd.Env, subst(e))
@@ -296,11 +311,14 @@ func TestAdminDay(t *testing.T) {
 				fail("not JSON: %v", err)
 			}
 			for name, field := range st.capture {
-				val, ok := obj[field].(json.Number)
-				if !ok {
-					fail("no number %s", field)
+				switch val := obj[field].(type) {
+				case json.Number:
+					v[name] = val.String()
+				case string:
+					v[name] = val
+				default:
+					fail("no number or string %s", field)
 				}
-				v[name] = val.String()
 			}
 		}
 		if st.after != nil {

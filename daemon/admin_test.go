@@ -489,6 +489,8 @@ func TestAdminRequests(t *testing.T) {
 		{[]string{"org", "create", "Sales", "--parent", "5"}, []string{"POST /api/2/organization/5/organizations/create name=Sales"}},
 		{[]string{"org", "update", "5", "name=New", "hostname=files.example.com"}, []string{"POST /api/2/organization/5/update hostname=files.example.com&name=New"}},
 		{[]string{"org", "update", "KEY", "name=New"}, []string{"GET /api/2/organization/KEY", "POST /api/2/organization/42/update name=New"}},
+		{[]string{"org", "license-key"}, []string{me, "GET /api/2/organization/3/license_key"}},
+		{[]string{"org", "license-key", "5"}, []string{"GET /api/2/organization/5/license_key"}},
 		{[]string{"org", "disable", "5"}, []string{"POST /api/2/organization/5/disable "}},
 		{[]string{"org", "enable", "5"}, []string{"POST /api/2/organization/5/enable "}},
 		{[]string{"org", "delete", "5", "--yes"}, []string{"POST /api/2/organization/5/delete "}},
