@@ -137,6 +137,10 @@ func TestAdminDay(t *testing.T) {
 				}
 			}},
 		{name: "person create, taken", args: []string{"person", "create", "bob", "bob2@example.com", "--org", "{child}"}, code: exitAPIError, errOut: "(HTTP 409): "},
+		{name: "user limit", args: []string{"org", "policy", "set", "{child}", "num_users_maximum=3"}, out: []string{"num_users_maximum", "3"}},
+		{name: "person create past the limit", args: []string{"person", "create", "erin", "erin@example.com", "--org", "{child}"},
+			code: exitAPIError, errOut: "user_limit_exceeded (HTTP 409): "},
+		{name: "no user limit", args: []string{"org", "policy", "set", "{child}", "num_users_maximum=0", "--json"}, out: []string{`"num_users_maximum": 0`}},
 		{name: "person list", args: []string{"person", "list", "--org", "{child}"}, out: []string{"USERNAME", "bob", "carol", "dave", "1.1 GB"}},
 		{name: "person list, one page", args: []string{"person", "list", "--org", "{child}", "--limit", "1", "--offset", "1"}, out: []string{"carol"}, errOut: "2 to 2 of 3"},
 		{name: "person list by license key", args: []string{"person", "list", "--org", "{key}", "--json"}, out: []string{`"total": 3`}},
@@ -160,6 +164,16 @@ func TestAdminDay(t *testing.T) {
 		{name: "bob creates a person", as: ".bob", args: []string{"person", "create", "eve", "eve@example.com", "--json"}, code: exitAPIError, errOut: "forbidden (HTTP 403)"},
 		{name: "bob unlocks himself", as: ".bob", args: []string{"person", "unlock", "{bob}"}, code: exitAPIError, errOut: "forbidden (HTTP 403)"},
 		{name: "bob logs out", as: ".bob", args: []string{"logout"}, out: []string{"logged out"}},
+
+		// A person disabled and enabled again.
+		{name: "person disable", args: []string{"person", "update", "bob@example.com", "active=false", "--json"}, out: []string{`"username": "bob"`},
+			after: func(t *testing.T, v map[string]string) {
+				if s, code := grant(t, "bob", pw); s == http.StatusOK {
+					t.Errorf("a disabled bob logs in: %d %s", s, code)
+				}
+			}},
+		{name: "person enable", args: []string{"person", "update", "{bob}", "active=true"}, out: []string{"bob@example.com"},
+			after: wantGrant("bob", pw, http.StatusOK, "enabled again")},
 
 		// A lockout and its end.
 		{name: "lock bob", args: []string{"person", "show", "{bob}"}, out: []string{"bob"}, after: func(t *testing.T, v map[string]string) {
