@@ -209,6 +209,9 @@ func TestAdminDay(t *testing.T) {
 		{name: "group create 2", args: []string{"group", "create", "Team", "--org", "{child}", "--json"}, capture: map[string]string{"team": "id"}},
 		{name: "group add members", args: []string{"group", "add", "{closers}", "bob@example.com", "{carol}"}, out: []string{"group {closers}: members updated"}},
 		{name: "group add a group", args: []string{"group", "add", "{team}", "{dave}", "--group", "{closers}"}, out: []string{"group {team}: members updated"}},
+		{name: "guest for a group", args: []string{"guest", "create", "gail@example.com", "--org", "{child}", "--json"}, capture: map[string]string{"gail": "id"}},
+		{name: "group add a guest", args: []string{"group", "add", "{closers}", "{gail}"}, code: exitAPIError, errOut: "invalid_request (HTTP 400): "},
+		{name: "group add an unknown person", args: []string{"group", "add", "{closers}", "999999"}, code: exitAPIError, errOut: "invalid_request (HTTP 400): "},
 		{name: "group add a cycle", args: []string{"group", "add", "{closers}", "--group", "{team}"}, code: exitAPIError, errOut: "invalid_request (HTTP 400): a group cannot contain itself"},
 		{name: "group members", args: []string{"group", "members", "{team}", "--json"}, out: []string{`"members": [
     {dave}
@@ -267,6 +270,7 @@ func TestAdminDay(t *testing.T) {
 			env: []string{adminNewPasswordEnv + "=the admin's new password", adminPasswordEnv + "=" + lc.password}, out: []string{"run berth admin login again"},
 			after: wantGrant("admin", "the admin's new password", http.StatusOK, "after changing their own password")},
 		{name: "session ended", args: []string{"person", "show"}, code: exitNoAccess, errOut: "berth admin login again"},
+		{name: "logout of an ended session", args: []string{"logout"}, out: []string{"logged out of " + lc.base}},
 		{name: "login again", args: []string{"login", "--url", lc.base, "--user", "admin@localhost", "--ca", filepath.Join(data, "tls", "cert.pem")},
 			env: []string{adminPasswordEnv + "=the admin's new password"}, out: []string{"as admin"}},
 
