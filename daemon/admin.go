@@ -199,6 +199,19 @@ func (a *adminCLI) newPassword(ctx context.Context) (string, error) {
 	return p, nil
 }
 
+// currentPassword is the logged-in person's password, which berth asks
+// for to change it: from BERTH_PASSWORD, or typed on the terminal.
+func (a *adminCLI) currentPassword(ctx context.Context) (string, error) {
+	if p := a.io.getenv(adminPasswordEnv); p != "" {
+		return p, nil
+	}
+	p, err := a.readSecret(ctx, "Current password: ")
+	if errors.Is(err, errNoTerminal) {
+		return "", usageErrorf("your current password: set %s or run on a terminal", adminPasswordEnv)
+	}
+	return p, err
+}
+
 func (a *adminCLI) loginCommand() *cobra.Command {
 	var (
 		base, user, ca string

@@ -17,7 +17,7 @@ import (
 // of the spec from its arguments and prints the answer.
 
 func (a *adminCLI) orgCommand() *cobra.Command {
-	org := groupCommand("org", "Organizations: show, create, update, disable, enable, delete, list, policy", "")
+	org := groupCommand("org", "Organizations: show, create, update, license-key, disable, enable, delete, list, policy", "")
 
 	show := a.simple("show [ORG]", "Show an organization (by id or license key; default: your own)", cobra.MaximumNArgs(1), kindOrg,
 		func(ctx context.Context, s *adminSession, args []string) (request, string, error) {
@@ -48,7 +48,13 @@ func (a *adminCLI) orgCommand() *cobra.Command {
 			return postReq("/api/2/organization/"+id+"/update", form), "", err
 		})
 
-	org.AddCommand(show, create, update,
+	licenseKey := a.simple("license-key [ORG]", "Show an organization's license key (default: your own's), which names it wherever an ORG is asked for", cobra.MaximumNArgs(1), kindOrg,
+		func(ctx context.Context, s *adminSession, args []string) (request, string, error) {
+			id, err := a.orgID(ctx, s, first(args))
+			return getReq("/api/2/organization/" + id + "/license_key"), "", err
+		})
+
+	org.AddCommand(show, create, update, licenseKey,
 		a.orgAction("disable", "Disable an organization and its children: their persons cannot log in", "disabled"),
 		a.orgAction("enable", "Enable a disabled organization", "enabled"),
 		a.orgDelete(),
@@ -161,14 +167,32 @@ func (a *adminCLI) personCommand() *cobra.Command {
 			return postReq("/api/2/person/"+id+"/update", form), "", err
 		})
 
-	passwd := a.simple("passwd ID|EMAIL", "Set another person's password (from "+adminNewPasswordEnv+" or typed twice)", cobra.ExactArgs(1), kindStatus,
+	passwd := a.simple("passwd ID|EMAIL", "Set a person's password (from "+adminNewPasswordEnv+" or typed twice; your own also takes the current one)", cobra.ExactArgs(1), kindStatus,
 		func(ctx context.Context, s *adminSession, args []string) (request, string, error) {
 			id, err := a.personID(ctx, s, args[0], "person")
 			if err != nil {
 				return request{}, "", err
 			}
+			self, err := a.selfID(ctx, s)
+			if err != nil {
+				return request{}, "", err
+			}
+			form := url.Values{}
+			done := "password of person " + id + " set"
+			if id == self {
+				// berth asks for the current password to change one's
+				// own, and the change ends every session of the person,
+				// this one included.
+				cur, err := a.currentPassword(ctx)
+				if err != nil {
+					return request{}, "", err
+				}
+				form.Set("current_password", cur)
+				done = "your password is set; it ended your sessions, this one too: run berth admin login again"
+			}
 			pw, err := a.newPassword(ctx)
-			return postReq("/api/2/person/"+id+"/update", url.Values{"password": {pw}}), "password of person " + id + " set", err
+			form.Set("password", pw)
+			return postReq("/api/2/person/"+id+"/update", form), done, err
 		})
 
 	unlock := a.simple("unlock ID|EMAIL", "Clear a person's login lockout", cobra.ExactArgs(1), kindStatus,
@@ -198,15 +222,18 @@ func (a *adminCLI) deleteCommand(what string) *cobra.Command {
 }
 
 func (a *adminCLI) guestCommand() *cobra.Command {
-	guest := groupCommand("guest", "Guests: show, create, delete, convert, list", "")
+	guest := groupCommand("guest", "Guests: show, create, update, delete, convert, list", "")
 	show := a.simple("show ID|EMAIL", "Show a guest", cobra.ExactArgs(1), kindGuest,
 		func(_ context.Context, _ *adminSession, args []string) (request, string, error) {
 			return getReq("/api/2/guest/" + url.PathEscape(args[0])), "", nil
 		})
-	var setPw bool
+	var (
+		setPw bool
+		org   string
+	)
 	create := a.simple("create EMAIL [KEY=VALUE...]", "Create a guest (first_name=, last_name=)", cobra.MinimumNArgs(1), kindGuest,
-		func(ctx context.Context, _ *adminSession, args []string) (request, string, error) {
-			form, err := fields(args[1:], "email", "password")
+		func(ctx context.Context, s *adminSession, args []string) (request, string, error) {
+			form, err := fields(args[1:], "email", "password", "company_id")
 			if err != nil {
 				return request{}, "", err
 			}
@@ -218,21 +245,33 @@ func (a *adminCLI) guestCommand() *cobra.Command {
 				}
 				form.Set("password", pw)
 			}
-			return postReq("/api/2/guest/create", form), "", nil
+			id, err := a.orgID(ctx, s, org)
+			form.Set("company_id", id)
+			return postReq("/api/2/guest/create", form), "", err
 		})
 	create.Flags().BoolVar(&setPw, "password", false, "set a password to log in with: from "+adminNewPasswordEnv+" or typed twice")
+	create.Flags().StringVar(&org, "org", "", "the organization (default: your own)")
+	update := a.simple("update ID|EMAIL KEY=VALUE...", "Change a guest's fields (first_name=, last_name=, email=, active=)", cobra.MinimumNArgs(2), kindGuest,
+		func(ctx context.Context, s *adminSession, args []string) (request, string, error) {
+			form, err := fields(args[1:], "password")
+			if err != nil {
+				return request{}, "", err
+			}
+			id, err := a.personID(ctx, s, args[0], "guest")
+			return postReq("/api/2/guest/"+id+"/update", form), "", err
+		})
 	convert := a.simple("convert ID|EMAIL", "Convert a guest into a person with a sync root", cobra.ExactArgs(1), kindPerson,
 		func(ctx context.Context, s *adminSession, args []string) (request, string, error) {
 			id, err := a.personID(ctx, s, args[0], "guest")
 			return postReq("/api/2/guest/"+id+"/convert", nil), "", err
 		})
-	guest.AddCommand(show, create, a.deleteCommand("guest"), convert,
+	guest.AddCommand(show, create, update, a.deleteCommand("guest"), convert,
 		a.listCommand("list", "List the guests of --org", "guests", kindGuest))
 	return guest
 }
 
 func (a *adminCLI) groupCommand() *cobra.Command {
-	group := groupCommand("group", "Groups: show, create, members, list", "")
+	group := groupCommand("group", "Groups: show, create, update, delete, members, add, remove, list", "")
 	show := a.simple("show ID", "Show a group", cobra.ExactArgs(1), kindGroup,
 		func(_ context.Context, _ *adminSession, args []string) (request, string, error) {
 			id, err := numericID(args[0], "group")
@@ -262,8 +301,79 @@ func (a *adminCLI) groupCommand() *cobra.Command {
 			return r, "", err
 		})
 	members.Flags().BoolVar(&fromGroup, "include-from-group", false, "also the members that come through member groups")
-	group.AddCommand(show, create, members, a.listCommand("list", "List the groups of --org", "groups", kindGroup))
+	update := a.simple("update ID KEY=VALUE...", "Change a group's fields (name=, active=)", cobra.MinimumNArgs(2), kindGroup,
+		func(_ context.Context, _ *adminSession, args []string) (request, string, error) {
+			form, err := fields(args[1:])
+			if err != nil {
+				return request{}, "", err
+			}
+			id, err := numericID(args[0], "group")
+			return postReq("/api/2/group/"+id+"/update", form), "", err
+		})
+	var yes *bool
+	del := a.simple("delete ID --yes", "Delete a group (its members stay)", cobra.ExactArgs(1), kindStatus,
+		func(_ context.Context, _ *adminSession, args []string) (request, string, error) {
+			id, err := numericID(args[0], "group")
+			if err == nil && !*yes {
+				err = usageErrorf("group delete: deleting group %s cannot be undone: add --yes", id)
+			}
+			return postReq("/api/2/group/"+id+"/delete", nil), "group " + id + " deleted", err
+		})
+	yes = confirmFlag(del)
+	group.AddCommand(show, create, update, del, members,
+		a.membersCommand("add", "Add persons (by id or e-mail) and, with --group, groups to a group"),
+		a.membersCommand("remove", "Remove persons (by id or e-mail) and, with --group, groups from a group"),
+		a.listCommand("list", "List the groups of --org", "groups", kindGroup))
 	return group
+}
+
+// membersCommand is `group add|remove GROUP [PERSON...] [--group ID...]`:
+// one POST /api/2/group/<id>/members/update with add_members and
+// add_groups (or remove_members and remove_groups), persons named by id
+// or e-mail address.
+func (a *adminCLI) membersCommand(op, short string) *cobra.Command {
+	var groups []string
+	cmd := a.simple(op+" GROUP [ID|EMAIL...] [--group ID...]", short, cobra.MinimumNArgs(1), kindStatus,
+		func(ctx context.Context, s *adminSession, args []string) (request, string, error) {
+			id, err := numericID(args[0], "group")
+			if err != nil {
+				return request{}, "", err
+			}
+			if len(args) == 1 && len(groups) == 0 {
+				return request{}, "", usageErrorf("group %s: no person or --group to %s", op, op)
+			}
+			var gids []string
+			for _, g := range groups {
+				gid, err := numericID(g, "group")
+				if err != nil {
+					return request{}, "", err
+				}
+				gids = append(gids, gid)
+			}
+			var pids []string
+			for _, ref := range args[1:] {
+				if !digits.MatchString(ref) && !strings.Contains(ref, "@") {
+					return request{}, "", usageErrorf("%q is neither a person id nor an e-mail address", ref)
+				}
+			}
+			for _, ref := range args[1:] {
+				pid, err := a.personID(ctx, s, ref, "person")
+				if err != nil {
+					return request{}, "", err
+				}
+				pids = append(pids, pid)
+			}
+			form := url.Values{}
+			if len(pids) > 0 {
+				form.Set(op+"_members", strings.Join(pids, ","))
+			}
+			if len(gids) > 0 {
+				form.Set(op+"_groups", strings.Join(gids, ","))
+			}
+			return postReq("/api/2/group/"+id+"/members/update", form), "group " + id + ": members updated", nil
+		})
+	cmd.Flags().StringSliceVar(&groups, "group", nil, "a group id to "+op+" as a member group (repeat, or separate with commas)")
+	return cmd
 }
 
 func first(args []string) string {
@@ -312,6 +422,17 @@ func (a *adminCLI) orgID(ctx context.Context, s *adminSession, ref string) (stri
 		return "", err
 	}
 	return obj.ID.String(), nil
+}
+
+// selfID is the logged-in person's id.
+func (a *adminCLI) selfID(ctx context.Context, s *adminSession) (string, error) {
+	var me struct {
+		ID json.Number `json:"id"`
+	}
+	if err := s.call(ctx, http.MethodGet, "/api/2/person", nil, nil, &me); err != nil {
+		return "", err
+	}
+	return me.ID.String(), nil
 }
 
 // personID is the numeric id of a person or guest (what) named by id or

@@ -160,6 +160,9 @@ func cell(v json.RawMessage) string {
 			return "none"
 		}
 		if len(items) > maxCellItems || bytes.ContainsAny(v[1:], "[{") {
+			if len(items) == 1 {
+				return "1 item (--json shows it)"
+			}
 			return fmt.Sprintf("%d items (--json shows them)", len(items))
 		}
 		s := make([]string, len(items))

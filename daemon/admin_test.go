@@ -489,6 +489,8 @@ func TestAdminRequests(t *testing.T) {
 		{[]string{"org", "create", "Sales", "--parent", "5"}, []string{"POST /api/2/organization/5/organizations/create name=Sales"}},
 		{[]string{"org", "update", "5", "name=New", "hostname=files.example.com"}, []string{"POST /api/2/organization/5/update hostname=files.example.com&name=New"}},
 		{[]string{"org", "update", "KEY", "name=New"}, []string{"GET /api/2/organization/KEY", "POST /api/2/organization/42/update name=New"}},
+		{[]string{"org", "license-key"}, []string{me, "GET /api/2/organization/3/license_key"}},
+		{[]string{"org", "license-key", "5"}, []string{"GET /api/2/organization/5/license_key"}},
 		{[]string{"org", "disable", "5"}, []string{"POST /api/2/organization/5/disable "}},
 		{[]string{"org", "enable", "5"}, []string{"POST /api/2/organization/5/enable "}},
 		{[]string{"org", "delete", "5", "--yes"}, []string{"POST /api/2/organization/5/delete "}},
@@ -510,14 +512,16 @@ func TestAdminRequests(t *testing.T) {
 		{[]string{"person", "update", "12", "last_name=X", "active=false", "space_quota=0"}, []string{"POST /api/2/person/12/update active=false&last_name=X&space_quota=0"}},
 		{[]string{"person", "update", "bob@example.com", "admin=true"}, []string{"GET /api/2/person/bob@example.com", "POST /api/2/person/42/update admin=true"}},
 		{[]string{"person", "delete", "12", "--yes"}, []string{"POST /api/2/person/12/delete "}},
-		{[]string{"person", "passwd", "12"}, []string{"POST /api/2/person/12/update password=new+secret+pass"}},
+		{[]string{"person", "passwd", "12"}, []string{me, "POST /api/2/person/12/update password=new+secret+pass"}},
+		{[]string{"person", "passwd", "7"}, []string{me, "POST /api/2/person/7/update current_password=current+pass&password=new+secret+pass"}},
 		{[]string{"person", "unlock", "bob@example.com"}, []string{"GET /api/2/person/bob@example.com", "POST /api/2/person/42/unlock "}},
 		{[]string{"person", "list", "--org", "5", "--limit", "10"}, []string{"GET /api/2/organization/5/persons?limit=10&offset=0"}},
 		{[]string{"person", "list", "--org", "LICENSE"}, []string{"GET /api/2/organization/LICENSE", "GET /api/2/organization/42/persons?limit=100&offset=0"}},
 		{[]string{"guest", "show", "4"}, []string{"GET /api/2/guest/4"}},
 		{[]string{"guest", "show", "g@example.com"}, []string{"GET /api/2/guest/g@example.com"}},
-		{[]string{"guest", "create", "g@example.com", "first_name=G"}, []string{"POST /api/2/guest/create email=g%40example.com&first_name=G"}},
-		{[]string{"guest", "create", "g@example.com", "--password"}, []string{"POST /api/2/guest/create email=g%40example.com&password=new+secret+pass"}},
+		{[]string{"guest", "create", "g@example.com", "first_name=G"}, []string{me, "POST /api/2/guest/create company_id=3&email=g%40example.com&first_name=G"}},
+		{[]string{"guest", "create", "g@example.com", "--password", "--org", "5"}, []string{"POST /api/2/guest/create company_id=5&email=g%40example.com&password=new+secret+pass"}},
+		{[]string{"guest", "update", "g@example.com", "last_name=H"}, []string{"GET /api/2/guest/g@example.com", "POST /api/2/guest/42/update last_name=H"}},
 		{[]string{"guest", "delete", "4", "--yes"}, []string{"POST /api/2/guest/4/delete "}},
 		{[]string{"guest", "convert", "g@example.com"}, []string{"GET /api/2/guest/g@example.com", "POST /api/2/guest/42/convert "}},
 		{[]string{"guest", "list"}, []string{me, "GET /api/2/organization/3/guests?limit=100&offset=0"}},
@@ -526,10 +530,15 @@ func TestAdminRequests(t *testing.T) {
 		{[]string{"group", "members", "6"}, []string{"GET /api/2/group/6/members"}},
 		{[]string{"group", "members", "6", "--include-from-group"}, []string{"GET /api/2/group/6/members?include_from_group=true"}},
 		{[]string{"group", "list", "--org", "5"}, []string{"GET /api/2/organization/5/groups?limit=100&offset=0"}},
+		{[]string{"group", "update", "6", "name=Eng", "active=false"}, []string{"POST /api/2/group/6/update active=false&name=Eng"}},
+		{[]string{"group", "delete", "6", "--yes"}, []string{"POST /api/2/group/6/delete "}},
+		{[]string{"group", "add", "6", "12", "b@example.com", "--group", "8,9"},
+			[]string{"GET /api/2/person/b@example.com", "POST /api/2/group/6/members/update add_groups=8%2C9&add_members=12%2C42"}},
+		{[]string{"group", "remove", "6", "--group", "8"}, []string{"POST /api/2/group/6/members/update remove_groups=8"}},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			rec, config := recordingSession(t)
-			r := runAdmin(t, map[string]string{adminNewPasswordEnv: "new secret pass"}, append(tc.args, "--config", config)...)
+			r := runAdmin(t, map[string]string{adminNewPasswordEnv: "new secret pass", adminPasswordEnv: "current pass"}, append(tc.args, "--config", config)...)
 			if r.code != 0 {
 				t.Fatalf("exit %d\n%s", r.code, r.err)
 			}
@@ -583,6 +592,13 @@ func TestAdminUsage(t *testing.T) {
 		{[]string{"guest", "convert", "someone"}, nil, "neither a guest id nor an e-mail address"},
 		{[]string{"group", "show", "eng"}, nil, `"eng" is not a group id`},
 		{[]string{"group", "members"}, nil, "accepts 1 arg"},
+		{[]string{"group", "delete", "6"}, nil, "add --yes"},
+		{[]string{"group", "update", "6"}, nil, "requires at least 2 arg"},
+		{[]string{"group", "add", "6"}, nil, "no person or --group to add"},
+		{[]string{"group", "add", "6", "bob"}, nil, "neither a person id nor an e-mail address"},
+		{[]string{"group", "remove", "6", "--group", "eng"}, nil, `"eng" is not a group id`},
+		{[]string{"guest", "update", "g@example.com", "password=x"}, nil, "field password is not a KEY=VALUE here"},
+		{[]string{"person", "passwd", "7"}, map[string]string{adminNewPasswordEnv: "new secret pass"}, adminPasswordEnv},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			rec, config := recordingSession(t)
