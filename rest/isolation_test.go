@@ -46,6 +46,7 @@ type isoTenant struct {
 	guestTok         string
 	group            account.Group
 	note             activity.Record
+	fileRec, dirRec  uint64 // the log's records of the plain person's upload and folder rename
 	key              string // license key, read on first use
 }
 
@@ -166,6 +167,23 @@ func (k *isoCast) tenant(tag string, parent uint64, policy func(*account.Policy)
 		ActedOnCompanyID: p.OrganizationID, ActedOnPersonID: p.ID, ActivityTypeID: note.ID, Processed: true,
 		ActionText: m("note")}); err != nil {
 		t.Fatal(err)
+	}
+	// The records the daemon's file journal makes of an upload and a
+	// rename in the plain person's root (daemon/activity.go fileJournal):
+	// the names are the person's, shown only to who may browse the root.
+	for _, f := range []struct {
+		op, typ, name, data string
+		id                  *uint64
+	}{{"write", "file", m("file") + ".txt", "12 bytes", &n.fileRec}, {"rename", "folder", m("folder"), m("folder"), &n.dirRec}} {
+		typ, _ := activity.TypeNamed(f.op)
+		r, err := k.log.Create(ctx, activity.Record{ActorType: "person", ActorText: p.Username,
+			ActorCompanyID: p.OrganizationID, ActorPersonID: p.ID, ActedOnType: f.typ, ActedOnText: f.name,
+			ActedOnCompanyID: p.OrganizationID, ActedOnPersonID: p.ID, ActedOnRootID: n.root, ActivityTypeID: typ.ID,
+			Processed: true, DataText: f.data})
+		if err != nil {
+			t.Fatal(err)
+		}
+		*f.id = r.ID
 	}
 	return n
 }
@@ -293,6 +311,13 @@ var plainSees = []string{"org", "plain", "file", "folder", "note"}
 // log, a plain person also reads the name of their own organization's
 // administrator, who acted on them.
 func (k *isoCast) sees(caller string, c *isoTenant, tag, kind string, log bool) bool {
+	if log && (kind == "file" || kind == "folder") {
+		// The names of files and folders in the log: for their owner,
+		// and for the administrators who may browse the root (those of
+		// b, whose policy has admin_browse_files, and those above it).
+		owner := caller == "CP" && tag == c.tag || caller == "PP" && tag == "p" || caller == "OP" && tag == "o"
+		return owner || tag == "b" && (caller == "CA" && c.tag == "b" || caller == "PA")
+	}
 	if log && kind == "admin" && (caller == "CP" && tag == c.tag || caller == "PP" && tag == "p" || caller == "OP" && tag == "o") {
 		return true
 	}
@@ -567,6 +592,14 @@ func isoRows() []isoRow {
 		{pattern: "GET /api/2/organization/{organization_id}/activity", path: pf("/api/2/organization/%d/activity", cOrg), want: childAdmin},
 		{pattern: "GET /api/2/organization/{organization_id}/activity", name: "the parent", path: pf("/api/2/organization/%d/activity", pOrg), want: parentAdmin},
 		{pattern: "GET /api/2/person/{person_id}/activity", path: pf("/api/2/person/%d/activity", cPlain), want: childRead},
+		{pattern: "GET /api/2/activity/{activity_id}", name: "an upload in the child's plain person's root (file names hidden)",
+			path: pf("/api/2/activity/%d", func(q isoReq) any { return q.c.fileRec }), want: childRead},
+		{pattern: "GET /api/2/activity/{activity_id}", name: "a folder renamed in the child's plain person's root (names hidden)",
+			path: pf("/api/2/activity/%d", func(q isoReq) any { return q.c.dirRec }), want: childRead},
+		{pattern: "GET /api/2/activity/{activity_id}", name: "an upload, admin_browse_files (names shown)",
+			path: pf("/api/2/activity/%d", func(q isoReq) any { return q.c.fileRec }), want: childRead, tenant: "browse"},
+		{pattern: "GET /api/2/organization/{organization_id}/activity", name: "admin_browse_files", path: pf("/api/2/organization/%d/activity", cOrg), want: childAdmin, tenant: "browse"},
+		{pattern: "GET /api/2/person/{person_id}/activity", name: "admin_browse_files", path: pf("/api/2/person/%d/activity", cPlain), want: childRead, tenant: "browse"},
 		{pattern: "GET /api/2/person/{person_id}/activity", name: "the parent's plain person", path: pf("/api/2/person/%d/activity", pPlain), want: "PP=200 CP=404 CA=404 PA=200"},
 	}
 
