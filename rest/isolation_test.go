@@ -239,6 +239,17 @@ func (k *isoCast) person(n *isoTenant) account.Person {
 	return p
 }
 
+// personIn creates a person of organization org with no password and no root.
+func (k *isoCast) personIn(org uint64) account.Person {
+	k.t.Helper()
+	p, err := k.f.accounts.CreatePerson(context.Background(), account.PersonInput{OrganizationID: org,
+		Username: k.next(), Email: k.next() + "@example.com", NoPassword: true})
+	if err != nil {
+		k.t.Fatal(err)
+	}
+	return p
+}
+
 // guest creates a guest of n.
 func (k *isoCast) guest(n *isoTenant) account.Person {
 	k.t.Helper()
@@ -410,8 +421,18 @@ func newCPerson(q isoReq) any {
 	return q.k.person(q.c).ID
 }
 func newPPerson(q isoReq) any { return q.k.person(q.k.p).ID }
-func newCGuest(q isoReq) any  { return q.k.guest(q.c).ID }
-func newCGroup(q isoReq) any  { return q.k.group(q.c).ID }
+
+// newGrandchild is a fresh organization below the child, as its
+// administrator would make one.
+func newGrandchild(q isoReq) any {
+	o, err := q.k.f.accounts.CreateOrganization(context.Background(), account.OrganizationInput{ParentID: q.c.org.ID, Name: q.k.next()})
+	if err != nil {
+		q.k.t.Fatal(err)
+	}
+	return o.ID
+}
+func newCGuest(q isoReq) any { return q.k.guest(q.c).ID }
+func newCGroup(q isoReq) any { return q.k.group(q.c).ID }
 func newCFile(q isoReq) any {
 	return q.k.upload(q.c, fmt.Sprintf("/api/2/files/%d/upload", q.c.root), q.k.next()+".txt")
 }
@@ -500,6 +521,17 @@ func isoRows() []isoRow {
 		{pattern: "POST /api/2/person/{id}/delete", name: "oneself", method: "POST", path: pf("/api/2/person/%d/delete", cPlain), want: "CP=403 CA=- PA=-"},
 		{pattern: "POST /api/2/person/{id}/delete", name: "a person of the parent", method: "POST", path: pf("/api/2/person/%d/delete", newPPerson), want: parentHidden},
 		{pattern: "POST /api/2/person/{id}/delete", name: "admin_create_users off", method: "POST", path: pf("/api/2/person/%d/delete", newCPerson),
+			want: "CP=404 CA=403 PA=200", tenant: "browse"},
+		// admin_create_users off binds the child's administrators below
+		// the child too: an organization of their own making is no way
+		// around it (found in review).
+		{pattern: "POST /api/2/person/create", name: "admin_create_users off, in a grandchild", method: "POST", path: pf("/api/2/person/create"),
+			form: newPersonForm(newGrandchild), want: "CP=404 CA=403 PA=200", tenant: "browse"},
+		{pattern: "POST /api/2/guest/create", name: "admin_create_users off, in a grandchild", method: "POST", path: pf("/api/2/guest/create"),
+			form: newNamed("email", newGrandchild), want: "CP=404 CA=403 PA=200", tenant: "browse"},
+		{pattern: "POST /api/2/person/{id}/delete", name: "admin_create_users off, in a grandchild", method: "POST",
+			path: pf("/api/2/person/%d/delete", func(q isoReq) any { return q.k.personIn(newGrandchild(q).(uint64)).ID }), want: "CP=404 CA=403 PA=200", tenant: "browse"},
+		{pattern: "POST /api/2/guest/{id}/convert", name: "admin_create_users off", method: "POST", path: pf("/api/2/guest/%d/convert", newCGuest),
 			want: "CP=404 CA=403 PA=200", tenant: "browse"},
 		{pattern: "POST /api/2/person/{id}/roots/create", name: "a person of the child", method: "POST", path: pf("/api/2/person/%d/roots/create", newCPerson), want: childHidden},
 		{pattern: "POST /api/2/person/{id}/roots/create", name: "oneself (the root there)", method: "POST", path: pf("/api/2/person/%d/roots/create", cPlain), want: childRead},
