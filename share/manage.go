@@ -241,8 +241,13 @@ func (s *Service) NewRoot(ctx context.Context, owner account.Person, name string
 	}
 	o := account.RootOwner{RootID: r.ID, PersonID: owner.ID, OrganizationID: owner.OrganizationID, Type: string(typ)}
 	if _, err := s.accounts.AddRoot(ctx, o); err != nil {
-		// The empty root is left behind unowned: nobody reaches it,
-		// and it holds nothing.
+		// The owner went meanwhile (a delete racing roots/create):
+		// the empty root is deleted again, so that it leaves the
+		// tallies it was counted into; nobody could reach or delete
+		// it otherwise.
+		if derr := s.fs.DeleteRoot(context.WithoutCancel(ctx), r.ID); derr != nil {
+			return vfs.Root{}, errors.Join(err, derr)
+		}
 		return vfs.Root{}, err
 	}
 	return r, nil
