@@ -513,6 +513,20 @@ func isoRows() []isoRow {
 			form: fields("first_name", "Frank"), want: childRead},
 		{pattern: "POST /api/2/person/{id}/update", name: "quota", method: "POST", path: pf("/api/2/person/%d/update", cPlain),
 			form: fields("space_quota", "0"), want: childAdmin + " CG=404"},
+		// Escalation: a plain person making themselves an administrator
+		// or lifting their quota; the child's administrator making the
+		// parent's person one (the parent's administrator would succeed
+		// and change the cast, so is left out).
+		{pattern: "POST /api/2/person/{id}/update", name: "a plain person makes themselves an administrator", method: "POST", path: pf("/api/2/person/%d/update", cPlain),
+			form: fields("admin", "true"), want: "CG=404 CP=403 CA=- PA=-"},
+		{pattern: "POST /api/2/person/{id}/update", name: "a plain person sets their own password without the current one", method: "POST", path: pf("/api/2/person/%d/update", cPlain),
+			form: fields("password", "another long password"), want: "CG=404 CP=400 CA=- PA=-"},
+		{pattern: "POST /api/2/person/{id}/update", name: "the child's administrator makes the parent's person one", method: "POST", path: pf("/api/2/person/%d/update", pPlain),
+			form: fields("admin", "true"), want: "PP=403 CP=404 CA=404 PA=-"},
+		{pattern: "POST /api/2/person/{id}/update", name: "the child's administrator resets the parent's administrator's password", method: "POST",
+			path: pf("/api/2/person/%d/update", func(q isoReq) any { return q.k.p.admin.ID }), form: fields("password", "another long password"), want: "PP=404 CP=404 CA=404 PA=-"},
+		{pattern: "POST /api/2/guest/{id}/update", name: "a guest makes itself active", method: "POST", path: pf("/api/2/guest/%d/update", cGuest),
+			form: fields("active", "true"), want: "CG=403 CP=404 CA=- PA=-"},
 		{pattern: "POST /api/2/person/{id}/update", name: "another person of the child", method: "POST", path: pf("/api/2/person/%d/update", cAdmin),
 			form: fields("first_name", "Erin"), want: childHidden},
 		{pattern: "POST /api/2/person/{id}/update", name: "the parent's plain person", method: "POST", path: pf("/api/2/person/%d/update", pPlain),
