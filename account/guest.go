@@ -48,7 +48,7 @@ func (s *Service) CreateGuest(ctx context.Context, in GuestInput) (Person, error
 			return err
 		}
 		// The organization must exist (and so its chain, which countIn walks).
-		if _, err := s.chain(tx, p.OrganizationID, invalid("company_id", "no such organization")); err != nil {
+		if _, err := s.undeletedChain(tx, p.OrganizationID, invalid("company_id", "no such organization")); err != nil {
 			return err
 		}
 		if err := s.putPerson(tx, &p, nil); err != nil {

@@ -58,12 +58,12 @@ func TallyOrg(id uint64, rootType string) uint64 {
 // counts into: the person's (when owner.ID is not 0; 0 is a root of the
 // organization's own) and, for owner's organization and each ancestor,
 // the one of the type and the one of all types. Errors: ErrNotFound for
-// a missing organization.
+// a missing organization, or a deleted one (no root is made in it).
 func (s *Service) RootTallies(ctx context.Context, owner Person, rootType string) ([]uint64, error) {
 	if t, ok := tallyType(rootType); !ok || t == 0 {
 		return nil, fmt.Errorf("account: root type %q has no tally", rootType)
 	}
-	chain, err := s.Chain(ctx, owner.OrganizationID)
+	chain, err := s.ChainUndeleted(ctx, owner.OrganizationID)
 	if err != nil {
 		return nil, err
 	}

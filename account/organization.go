@@ -353,13 +353,21 @@ func (s *Service) insertOrganization(tx kv.Txn, org *Organization) error {
 		if len(parents) >= MaxOrgDepth {
 			return invalid("parent_id", fmt.Sprintf("organizations nest at most %d deep", MaxOrgDepth))
 		}
-		if max := parents[0].Policy.NumOrgsMaximum; max > 0 {
-			cr, err := s.loadCounts(tx, org.ParentID, false)
+		// num_orgs_maximum bounds every organization below, at any
+		// depth, as num_users_maximum does: the administrators of a
+		// child set the policies of the organizations they make, so a
+		// bound on direct children alone would be lifted by nesting.
+		for _, o := range parents {
+			max := o.Policy.NumOrgsMaximum
+			if max <= 0 {
+				continue
+			}
+			cr, err := s.loadCounts(tx, o.ID, false)
 			if err != nil {
 				return err
 			}
-			if cr.Direct.Organizations >= max {
-				return fmt.Errorf("%w: the parent organization holds its maximum of %d organizations", ErrOrgLimitExceeded, max)
+			if cr.Subtree.Organizations >= max {
+				return fmt.Errorf("%w: organization %d holds its maximum of %d organizations below it", ErrOrgLimitExceeded, o.ID, max)
 			}
 		}
 		chain = chainIDs(parents)

@@ -267,7 +267,7 @@ func TestDeleteOrganization(t *testing.T) {
 	ctx := context.Background()
 	s := newService(t, testOptions())
 	pol := DefaultPolicy()
-	pol.NumOrgsMaximum = 1
+	pol.NumOrgsMaximum = 2 // the child and the grandchild: the whole subtree counts
 	top, err := s.CreateOrganization(ctx, OrganizationInput{Name: "Top", Policy: &pol})
 	if err != nil {
 		t.Fatal(err)
@@ -285,7 +285,7 @@ func TestDeleteOrganization(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := s.CreateOrganization(ctx, OrganizationInput{Name: "Second", ParentID: top.ID}); !errors.Is(err, ErrOrgLimitExceeded) {
-		t.Fatalf("second child past num_orgs_maximum 1: %v", err)
+		t.Fatalf("second child past num_orgs_maximum 2: %v", err)
 	}
 	if _, err := s.DeleteOrganization(ctx, top.ID); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("delete of a top-level organization: %v, want ErrInvalid", err)

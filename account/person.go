@@ -193,7 +193,7 @@ func (s *Service) insertPerson(tx kv.Txn, p *Person) error {
 // maximum bounds its whole subtree. Errors: ErrInvalid (no such
 // organization), ErrUserLimitExceeded.
 func (s *Service) checkUserLimits(tx kv.Txn, orgID uint64) error {
-	orgs, err := s.chain(tx, orgID, invalid("company_id", "no such organization"))
+	orgs, err := s.undeletedChain(tx, orgID, invalid("company_id", "no such organization"))
 	if err != nil {
 		return err
 	}

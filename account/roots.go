@@ -21,7 +21,8 @@ type RootOwner struct {
 // AddRoot records that root o.RootID, created by the caller in vfs, is
 // owned by o.PersonID (or by organization o.OrganizationID when PersonID
 // is 0). The organization is the person's; a person's first sync root
-// becomes their RootID. Errors: ErrNotFound (person or organization),
+// becomes their RootID. Errors: ErrNotFound (person or organization, or
+// an organization deleted, or below a deleted one),
 // ErrInvalid (no root id).
 func (s *Service) AddRoot(ctx context.Context, o RootOwner) (RootOwner, error) {
 	if o.RootID == 0 {
@@ -34,6 +35,9 @@ func (s *Service) AddRoot(ctx context.Context, o RootOwner) (RootOwner, error) {
 				return err
 			}
 			o.OrganizationID = p.OrganizationID
+			if _, err := s.undeletedChain(tx, p.OrganizationID, notFoundf("organization %d", p.OrganizationID)); err != nil {
+				return err
+			}
 			if o.Type == "sync" && p.RootID == 0 {
 				old := p
 				p.RootID = o.RootID
@@ -41,10 +45,7 @@ func (s *Service) AddRoot(ctx context.Context, o RootOwner) (RootOwner, error) {
 					return err
 				}
 			}
-		} else if ok, err := exists(tx, key(pfxOrg, o.OrganizationID)); err != nil || !ok {
-			if err == nil {
-				err = notFoundf("organization %d", o.OrganizationID)
-			}
+		} else if _, err := s.undeletedChain(tx, o.OrganizationID, notFoundf("organization %d", o.OrganizationID)); err != nil {
 			return err
 		}
 		return s.putRoot(tx, o)

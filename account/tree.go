@@ -33,6 +33,24 @@ func (s *Service) chain(tx kv.Txn, id uint64, notFound error) ([]Organization, e
 	return out, nil
 }
 
+// undeletedChain is chain for an organization that must not be deleted,
+// nor any above it: nothing new goes into a deleted organization's
+// subtree (a create that raced the delete after its permission check
+// would leave an account nobody reaches, or a root counted into the
+// tallies above for ever). Errors: notFound, for a deleted one too.
+func (s *Service) undeletedChain(tx kv.Txn, id uint64, notFound error) ([]Organization, error) {
+	orgs, err := s.chain(tx, id, notFound)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range orgs {
+		if o.Deleted {
+			return nil, notFound
+		}
+	}
+	return orgs, nil
+}
+
 // chainIDs is chain's organization ids.
 func chainIDs(orgs []Organization) []uint64 {
 	ids := make([]uint64, len(orgs))

@@ -65,19 +65,26 @@ func TestChain(t *testing.T) {
 	}
 }
 
-// TestTreeLimits: depth, num_orgs_maximum of the parent, a parent that
+// TestTreeLimits: depth, num_orgs_maximum over the subtree, a parent that
 // cannot move or be missing.
 func TestTreeLimits(t *testing.T) {
 	ctx := context.Background()
 	s := newService(t, testOptions())
 	pol := DefaultPolicy()
-	pol.NumOrgsMaximum = 2
-	tr := newTree(t, s, &pol)
+	pol.NumOrgsMaximum = 3
+	tr := newTree(t, s, &pol) // top holds mid, leaf and sibling
 
 	if _, err := s.CreateOrganization(ctx, OrganizationInput{Name: "Third", ParentID: tr.top.ID}); !errors.Is(err, ErrOrgLimitExceeded) {
-		t.Fatalf("a third child under num_orgs_maximum 2: %v, want ErrOrgLimitExceeded", err)
+		t.Fatalf("a fourth organization under num_orgs_maximum 3: %v, want ErrOrgLimitExceeded", err)
 	}
-	// The limit is on direct children: mid still takes more.
+	// The limit is on the whole subtree: mid, whose own policy has no
+	// limit, takes no more either (nesting is no way around it).
+	if _, err := s.CreateOrganization(ctx, OrganizationInput{Name: "Leaf 2", ParentID: tr.mid.ID}); !errors.Is(err, ErrOrgLimitExceeded) {
+		t.Fatalf("a child of mid under top's num_orgs_maximum 3: %v, want ErrOrgLimitExceeded", err)
+	}
+	if _, err := s.UpdatePolicy(ctx, tr.top.ID, func(p *Policy) error { p.NumOrgsMaximum = 4; return nil }); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := s.CreateOrganization(ctx, OrganizationInput{Name: "Leaf 2", ParentID: tr.mid.ID}); err != nil {
 		t.Fatalf("a second child of mid: %v", err)
 	}
@@ -92,6 +99,9 @@ func TestTreeLimits(t *testing.T) {
 	}
 
 	// MaxOrgDepth levels, and not one more.
+	if _, err := s.UpdatePolicy(ctx, tr.top.ID, func(p *Policy) error { p.NumOrgsMaximum = 0; return nil }); err != nil {
+		t.Fatal(err)
+	}
 	parent := tr.leaf.ID // depth 3
 	for d := 4; d <= MaxOrgDepth; d++ {
 		o, err := s.CreateOrganization(ctx, OrganizationInput{Name: fmt.Sprintf("Depth %d", d), ParentID: parent})

@@ -10,6 +10,7 @@ import (
 	"berth/account"
 	"berth/activity"
 	"berth/share"
+	"berth/vfs"
 )
 
 // activityRoutes registers the activity routes of spec 4.12 and the
@@ -149,7 +150,7 @@ func (s *server) getActivity(r *http.Request) (any, error) {
 		return nil, err
 	}
 	recs := []activity.Record{rec}
-	if err := s.hideActors(r.Context(), callerOf(r), recs); err != nil {
+	if err := s.redact(r.Context(), callerOf(r), recs); err != nil {
 		return nil, err
 	}
 	return encodeActivity(recs[0]), nil
@@ -224,10 +225,63 @@ func (s *server) activityPage(ctx context.Context, c caller, p page, list func(c
 	if err != nil {
 		return nil, err
 	}
-	if err := s.hideActors(ctx, c, recs); err != nil {
+	if err := s.redact(ctx, c, recs); err != nil {
 		return nil, err
 	}
 	return paged(p, encodeActivities(recs), total), nil
+}
+
+// redact takes out of recs, read by c, what c may not see: the actors
+// of organizations above theirs (hideActors) and the names of files and
+// folders in roots c may not browse (hideNames).
+func (s *server) redact(ctx context.Context, c caller, recs []activity.Record) error {
+	if err := s.hideActors(ctx, c, recs); err != nil {
+		return err
+	}
+	return s.hideNames(ctx, c, recs)
+}
+
+// hideNames replaces, in the records of files and folders, the item's
+// name (acted_on_text "a file" or "a folder") and a name in data_text
+// (a rename's, move's or copy's; an upload's size stays) for a reader
+// who is neither the record's actor nor the root's owner and may not
+// browse the root: an administrator whose organization's policy has
+// admin_browse_files false reads that a person changed a file, never
+// which (docs/api.md "File names in the activity log"). Whether c
+// browses a root is share's answer (share.Root), once per root.
+func (s *server) hideNames(ctx context.Context, c caller, recs []activity.Record) error {
+	browses := map[uint64]bool{}
+	write, _ := activity.TypeNamed(string(vfs.OpWrite))
+	for i := range recs {
+		r := &recs[i]
+		if r.ActedOnType != "file" && r.ActedOnType != "folder" {
+			continue
+		}
+		me := c.Person.ID
+		if me != 0 && (me == r.ActorPersonID || me == r.ActorGuestID || me == r.ActedOnPersonID) {
+			continue
+		}
+		sees, ok := browses[r.ActedOnRootID]
+		if !ok {
+			_, err := s.shares.Root(ctx, c, r.ActedOnRootID)
+			switch {
+			case err == nil:
+				sees = true
+			case errors.Is(err, share.ErrNoRoot) || errors.Is(err, vfs.ErrRootDeleted) || errors.Is(err, vfs.ErrNotExist):
+			default:
+				return err
+			}
+			browses[r.ActedOnRootID] = sees
+		}
+		if sees {
+			continue
+		}
+		r.ActedOnText = "a " + r.ActedOnType
+		if r.ActivityTypeID != write.ID {
+			r.DataText = ""
+		}
+	}
+	return nil
 }
 
 // hiddenActor is the actor_text of a record whose actor is of an

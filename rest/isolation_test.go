@@ -46,6 +46,7 @@ type isoTenant struct {
 	guestTok         string
 	group            account.Group
 	note             activity.Record
+	fileRec, dirRec  uint64 // the log's records of the plain person's upload and folder rename
 	key              string // license key, read on first use
 }
 
@@ -167,6 +168,23 @@ func (k *isoCast) tenant(tag string, parent uint64, policy func(*account.Policy)
 		ActionText: m("note")}); err != nil {
 		t.Fatal(err)
 	}
+	// The records the daemon's file journal makes of an upload and a
+	// rename in the plain person's root (daemon/activity.go fileJournal):
+	// the names are the person's, shown only to who may browse the root.
+	for _, f := range []struct {
+		op, typ, name, data string
+		id                  *uint64
+	}{{"write", "file", m("file") + ".txt", "12 bytes", &n.fileRec}, {"rename", "folder", m("folder"), m("folder"), &n.dirRec}} {
+		typ, _ := activity.TypeNamed(f.op)
+		r, err := k.log.Create(ctx, activity.Record{ActorType: "person", ActorText: p.Username,
+			ActorCompanyID: p.OrganizationID, ActorPersonID: p.ID, ActedOnType: f.typ, ActedOnText: f.name,
+			ActedOnCompanyID: p.OrganizationID, ActedOnPersonID: p.ID, ActedOnRootID: n.root, ActivityTypeID: typ.ID,
+			Processed: true, DataText: f.data})
+		if err != nil {
+			t.Fatal(err)
+		}
+		*f.id = r.ID
+	}
 	return n
 }
 
@@ -214,6 +232,17 @@ func (k *isoCast) id(st int, b []byte) uint64 {
 func (k *isoCast) person(n *isoTenant) account.Person {
 	k.t.Helper()
 	p, err := k.f.accounts.CreatePerson(context.Background(), account.PersonInput{OrganizationID: n.org.ID,
+		Username: k.next(), Email: k.next() + "@example.com", NoPassword: true})
+	if err != nil {
+		k.t.Fatal(err)
+	}
+	return p
+}
+
+// personIn creates a person of organization org with no password and no root.
+func (k *isoCast) personIn(org uint64) account.Person {
+	k.t.Helper()
+	p, err := k.f.accounts.CreatePerson(context.Background(), account.PersonInput{OrganizationID: org,
 		Username: k.next(), Email: k.next() + "@example.com", NoPassword: true})
 	if err != nil {
 		k.t.Fatal(err)
@@ -293,6 +322,13 @@ var plainSees = []string{"org", "plain", "file", "folder", "note"}
 // log, a plain person also reads the name of their own organization's
 // administrator, who acted on them.
 func (k *isoCast) sees(caller string, c *isoTenant, tag, kind string, log bool) bool {
+	if log && (kind == "file" || kind == "folder") {
+		// The names of files and folders in the log: for their owner,
+		// and for the administrators who may browse the root (those of
+		// b, whose policy has admin_browse_files, and those above it).
+		owner := caller == "CP" && tag == c.tag || caller == "PP" && tag == "p" || caller == "OP" && tag == "o"
+		return owner || tag == "b" && (caller == "CA" && c.tag == "b" || caller == "PA")
+	}
 	if log && kind == "admin" && (caller == "CP" && tag == c.tag || caller == "PP" && tag == "p" || caller == "OP" && tag == "o") {
 		return true
 	}
@@ -385,8 +421,18 @@ func newCPerson(q isoReq) any {
 	return q.k.person(q.c).ID
 }
 func newPPerson(q isoReq) any { return q.k.person(q.k.p).ID }
-func newCGuest(q isoReq) any  { return q.k.guest(q.c).ID }
-func newCGroup(q isoReq) any  { return q.k.group(q.c).ID }
+
+// newGrandchild is a fresh organization below the child, as its
+// administrator would make one.
+func newGrandchild(q isoReq) any {
+	o, err := q.k.f.accounts.CreateOrganization(context.Background(), account.OrganizationInput{ParentID: q.c.org.ID, Name: q.k.next()})
+	if err != nil {
+		q.k.t.Fatal(err)
+	}
+	return o.ID
+}
+func newCGuest(q isoReq) any { return q.k.guest(q.c).ID }
+func newCGroup(q isoReq) any { return q.k.group(q.c).ID }
 func newCFile(q isoReq) any {
 	return q.k.upload(q.c, fmt.Sprintf("/api/2/files/%d/upload", q.c.root), q.k.next()+".txt")
 }
@@ -467,6 +513,20 @@ func isoRows() []isoRow {
 			form: fields("first_name", "Frank"), want: childRead},
 		{pattern: "POST /api/2/person/{id}/update", name: "quota", method: "POST", path: pf("/api/2/person/%d/update", cPlain),
 			form: fields("space_quota", "0"), want: childAdmin + " CG=404"},
+		// Escalation: a plain person making themselves an administrator
+		// or lifting their quota; the child's administrator making the
+		// parent's person one (the parent's administrator would succeed
+		// and change the cast, so is left out).
+		{pattern: "POST /api/2/person/{id}/update", name: "a plain person makes themselves an administrator", method: "POST", path: pf("/api/2/person/%d/update", cPlain),
+			form: fields("admin", "true"), want: "CG=404 CP=403 CA=- PA=-"},
+		{pattern: "POST /api/2/person/{id}/update", name: "a plain person sets their own password without the current one", method: "POST", path: pf("/api/2/person/%d/update", cPlain),
+			form: fields("password", "another long password"), want: "CG=404 CP=400 CA=- PA=-"},
+		{pattern: "POST /api/2/person/{id}/update", name: "the child's administrator makes the parent's person one", method: "POST", path: pf("/api/2/person/%d/update", pPlain),
+			form: fields("admin", "true"), want: "PP=403 CP=404 CA=404 PA=-"},
+		{pattern: "POST /api/2/person/{id}/update", name: "the child's administrator resets the parent's administrator's password", method: "POST",
+			path: pf("/api/2/person/%d/update", func(q isoReq) any { return q.k.p.admin.ID }), form: fields("password", "another long password"), want: "PP=404 CP=404 CA=404 PA=-"},
+		{pattern: "POST /api/2/guest/{id}/update", name: "a guest makes itself active", method: "POST", path: pf("/api/2/guest/%d/update", cGuest),
+			form: fields("active", "true"), want: "CG=403 CP=404 CA=- PA=-"},
 		{pattern: "POST /api/2/person/{id}/update", name: "another person of the child", method: "POST", path: pf("/api/2/person/%d/update", cAdmin),
 			form: fields("first_name", "Erin"), want: childHidden},
 		{pattern: "POST /api/2/person/{id}/update", name: "the parent's plain person", method: "POST", path: pf("/api/2/person/%d/update", pPlain),
@@ -475,6 +535,17 @@ func isoRows() []isoRow {
 		{pattern: "POST /api/2/person/{id}/delete", name: "oneself", method: "POST", path: pf("/api/2/person/%d/delete", cPlain), want: "CP=403 CA=- PA=-"},
 		{pattern: "POST /api/2/person/{id}/delete", name: "a person of the parent", method: "POST", path: pf("/api/2/person/%d/delete", newPPerson), want: parentHidden},
 		{pattern: "POST /api/2/person/{id}/delete", name: "admin_create_users off", method: "POST", path: pf("/api/2/person/%d/delete", newCPerson),
+			want: "CP=404 CA=403 PA=200", tenant: "browse"},
+		// admin_create_users off binds the child's administrators below
+		// the child too: an organization of their own making is no way
+		// around it (found in review).
+		{pattern: "POST /api/2/person/create", name: "admin_create_users off, in a grandchild", method: "POST", path: pf("/api/2/person/create"),
+			form: newPersonForm(newGrandchild), want: "CP=404 CA=403 PA=200", tenant: "browse"},
+		{pattern: "POST /api/2/guest/create", name: "admin_create_users off, in a grandchild", method: "POST", path: pf("/api/2/guest/create"),
+			form: newNamed("email", newGrandchild), want: "CP=404 CA=403 PA=200", tenant: "browse"},
+		{pattern: "POST /api/2/person/{id}/delete", name: "admin_create_users off, in a grandchild", method: "POST",
+			path: pf("/api/2/person/%d/delete", func(q isoReq) any { return q.k.personIn(newGrandchild(q).(uint64)).ID }), want: "CP=404 CA=403 PA=200", tenant: "browse"},
+		{pattern: "POST /api/2/guest/{id}/convert", name: "admin_create_users off", method: "POST", path: pf("/api/2/guest/%d/convert", newCGuest),
 			want: "CP=404 CA=403 PA=200", tenant: "browse"},
 		{pattern: "POST /api/2/person/{id}/roots/create", name: "a person of the child", method: "POST", path: pf("/api/2/person/%d/roots/create", newCPerson), want: childHidden},
 		{pattern: "POST /api/2/person/{id}/roots/create", name: "oneself (the root there)", method: "POST", path: pf("/api/2/person/%d/roots/create", cPlain), want: childRead},
@@ -567,6 +638,14 @@ func isoRows() []isoRow {
 		{pattern: "GET /api/2/organization/{organization_id}/activity", path: pf("/api/2/organization/%d/activity", cOrg), want: childAdmin},
 		{pattern: "GET /api/2/organization/{organization_id}/activity", name: "the parent", path: pf("/api/2/organization/%d/activity", pOrg), want: parentAdmin},
 		{pattern: "GET /api/2/person/{person_id}/activity", path: pf("/api/2/person/%d/activity", cPlain), want: childRead},
+		{pattern: "GET /api/2/activity/{activity_id}", name: "an upload in the child's plain person's root (file names hidden)",
+			path: pf("/api/2/activity/%d", func(q isoReq) any { return q.c.fileRec }), want: childRead},
+		{pattern: "GET /api/2/activity/{activity_id}", name: "a folder renamed in the child's plain person's root (names hidden)",
+			path: pf("/api/2/activity/%d", func(q isoReq) any { return q.c.dirRec }), want: childRead},
+		{pattern: "GET /api/2/activity/{activity_id}", name: "an upload, admin_browse_files (names shown)",
+			path: pf("/api/2/activity/%d", func(q isoReq) any { return q.c.fileRec }), want: childRead, tenant: "browse"},
+		{pattern: "GET /api/2/organization/{organization_id}/activity", name: "admin_browse_files", path: pf("/api/2/organization/%d/activity", cOrg), want: childAdmin, tenant: "browse"},
+		{pattern: "GET /api/2/person/{person_id}/activity", name: "admin_browse_files", path: pf("/api/2/person/%d/activity", cPlain), want: childRead, tenant: "browse"},
 		{pattern: "GET /api/2/person/{person_id}/activity", name: "the parent's plain person", path: pf("/api/2/person/%d/activity", pPlain), want: "PP=200 CP=404 CA=404 PA=200"},
 	}
 

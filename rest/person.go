@@ -426,17 +426,32 @@ func (s *server) deletePerson(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := s.deletePersonRoots(ctx, p); err != nil {
+		return nil, err
+	}
+	if err := s.accounts.DeletePerson(ctx, p.ID); err != nil {
+		return nil, err
+	}
+	// A root made while the roots above were deleted (roots/create
+	// racing this delete) is recorded as theirs by now: delete it too,
+	// so no live root outlives its owner. One made later is refused
+	// (share.NewRoot: the owner is gone).
+	return nil, s.deletePersonRoots(ctx, p)
+}
+
+// deletePersonRoots deletes in vfs every root recorded as p's.
+func (s *server) deletePersonRoots(ctx context.Context, p account.Person) error {
 	roots, err := s.accounts.PersonRoots(ctx, p)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	for _, id := range roots {
 		err := s.fs.DeleteRoot(ctx, id)
 		if err != nil && !errors.Is(err, vfs.ErrRootDeleted) && !errors.Is(err, vfs.ErrNotExist) {
-			return nil, err
+			return err
 		}
 	}
-	return nil, s.accounts.DeletePerson(ctx, p.ID)
+	return nil
 }
 
 // createPersonRoot answers POST /api/2/person/{id}/roots/create, for the

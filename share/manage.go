@@ -27,7 +27,9 @@ import (
 //     updates themselves (names, e-mail, password with the current one).
 //     Quota, the administrator flag and active are the administrators'.
 //   - admin_create_users false in O's policy: O's own administrators do
-//     not create or delete persons and guests in O; those above O still do.
+//     not create or delete persons and guests in O, nor in any
+//     organization below O (whose policies they set themselves); those
+//     above O still do.
 //   - admin_browse_files true in O's policy: O's administrators and those
 //     above it may read (never change) the roots of O's persons.
 //   - A guest reaches only what is shared with it.
@@ -115,13 +117,21 @@ func orgAllows(c account.Caller, org account.Organization, manages bool, act Org
 		}
 		return refuse("only administrators manage an organization")
 	case OrgCreateUsers:
-		if above || (manages && org.Policy.AdminCreateUsers) {
+		if !manages {
+			return refuse("only administrators create and delete users")
+		}
+		// The caller's own organization's admin_create_users binds
+		// its administrators everywhere they manage: a child
+		// organization of their own making (whose policy they set)
+		// is no way around it. Those above still create users in it.
+		own := c.Organization.Policy
+		if org.ID == c.Person.OrganizationID {
+			own = org.Policy
+		}
+		if own.AdminCreateUsers {
 			return nil
 		}
-		if manages {
-			return refuse("the organization's policy does not let its administrators create or delete users (admin_create_users)")
-		}
-		return refuse("only administrators create and delete users")
+		return refuse("your organization's policy does not let its administrators create or delete users (admin_create_users), in it or below it")
 	case OrgGovern:
 		if above || (manages && org.ParentID == 0) {
 			return nil
@@ -228,8 +238,13 @@ func (s *Service) NewRoot(ctx context.Context, owner account.Person, name string
 	}
 	o := account.RootOwner{RootID: r.ID, PersonID: owner.ID, OrganizationID: owner.OrganizationID, Type: string(typ)}
 	if _, err := s.accounts.AddRoot(ctx, o); err != nil {
-		// The empty root is left behind unowned: nobody reaches it,
-		// and it holds nothing.
+		// The owner went meanwhile (a delete racing roots/create):
+		// the empty root is deleted again, so that it leaves the
+		// tallies it was counted into; nobody could reach or delete
+		// it otherwise.
+		if derr := s.fs.DeleteRoot(context.WithoutCancel(ctx), r.ID); derr != nil {
+			return vfs.Root{}, errors.Join(err, derr)
+		}
 		return vfs.Root{}, err
 	}
 	return r, nil
