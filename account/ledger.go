@@ -63,10 +63,11 @@ func (s *Service) RootTallies(ctx context.Context, owner Person, rootType string
 	if t, ok := tallyType(rootType); !ok || t == 0 {
 		return nil, fmt.Errorf("account: root type %q has no tally", rootType)
 	}
-	chain, err := s.ChainUndeleted(ctx, owner.OrganizationID)
+	place, err := s.OrgPlaceOf(ctx, owner.OrganizationID)
 	if err != nil {
 		return nil, err
 	}
+	chain := place.Chain
 	out := make([]uint64, 0, 1+2*len(chain))
 	if owner.ID != 0 {
 		out = append(out, TallyPerson(owner.ID))
