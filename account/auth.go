@@ -147,7 +147,7 @@ func (s *Service) authenticate(ctx context.Context, login, password string) (Per
 		}
 		orgLive = live(orgs) == nil
 		if len(orgs) > 0 {
-			pol = orgs[0].Policy
+			pol = effectivePolicy(orgs)
 		}
 		return nil
 	})

@@ -36,7 +36,10 @@ type Principal struct {
 // for the token, the person and the organization.
 type Caller struct {
 	Principal
-	Person       Person
+	Person Person
+	// Organization is the person's, with the policy they act under in
+	// Policy: the organization's own, tightened by every ancestor's
+	// (effectivePolicy). The stored policy is Service.Organization's.
 	Organization Organization
 	// Chain is the ids of the person's organization and its ancestors,
 	// the organization first (see Chain): those the caller is within,
@@ -312,6 +315,9 @@ func (s *Service) activeCaller(tx kv.Txn, personID uint64) (Caller, error) {
 		return Caller{}, err
 	}
 	c.Organization, c.Chain, c.ChainQuotas = orgs[0], chainIDs(orgs), chainQuotas(orgs)
+	// What the person acts under: the organization's policy tightened
+	// by every ancestor's (effectivePolicy).
+	c.Organization.Policy = effectivePolicy(orgs)
 	if !c.Person.Active {
 		return Caller{}, ErrInactive
 	}

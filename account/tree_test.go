@@ -244,3 +244,72 @@ func TestDisabledAncestor(t *testing.T) {
 	}
 	check(ErrInactive)
 }
+
+// TestEffectivePolicy: a person acts under their organization's policy
+// tightened by every ancestor's, so a child's administrators cannot make
+// a grandchild with looser limits and put users there (found in review:
+// only the person's own organization counted).
+func TestEffectivePolicy(t *testing.T) {
+	ctx := context.Background()
+	s := newService(t, testOptions())
+	tr := newTree(t, s, nil)
+	set := func(id uint64, f func(*Policy)) {
+		t.Helper()
+		if _, err := s.UpdatePolicy(ctx, id, func(p *Policy) error { f(p); return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	set(tr.top.ID, func(p *Policy) {
+		p.MaxFileSize = 1000
+		p.ExcludedExtensions = ".exe"
+		p.WebDAVEnabled = false
+		p.DeactivateTokenFrequency = "2h"
+	})
+	set(tr.mid.ID, func(p *Policy) {
+		p.MaxFileSize = 5000
+		p.ExcludedExtensions = ".bat,.EXE"
+		p.LockedExtensions = ".pdf"
+		p.RequireTwoStepAuth = true
+		p.DeactivateTokenFrequency = "1h"
+	})
+	set(tr.leaf.ID, func(p *Policy) {
+		p.MaxFileSize = 0 // as loose as it gets
+		p.UserLockFiles = false
+		p.WebDAVEnabled = true
+		p.DeactivateTokenFrequency = "24h"
+	})
+	p, err := s.CreatePerson(ctx, PersonInput{OrganizationID: tr.leaf.ID, Username: "leafy", Email: "leafy@example.com", Password: pw})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.Caller(ctx, p.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := c.Organization.Policy
+	for _, tt := range []struct {
+		field    string
+		got, want any
+	}{
+		{"max_file_size", got.MaxFileSize, int64(1000)},
+		{"excluded_extensions", got.ExcludedExtensions, ".bat,.EXE"},
+		{"locked_extensions", got.LockedExtensions, ".pdf"},
+		{"webdav_enabled", got.WebDAVEnabled, false},
+		{"user_lock_files", got.UserLockFiles, false},
+		{"user_create_shares", got.UserCreateShares, true},
+		{"require_two_step_auth", got.RequireTwoStepAuth, true},
+		{"deactivate_token_frequency", got.DeactivateTokenFrequency, "1h"},
+		{"company_id", got.CompanyID, tr.leaf.ID},
+	} {
+		if tt.got != tt.want {
+			t.Errorf("%s = %v, want %v", tt.field, tt.got, tt.want)
+		}
+	}
+	if !got.ExtensionExcluded("setup.exe") {
+		t.Error("the top's .exe is not excluded for a grandchild's person")
+	}
+	// The organizations' own policies stay as they were set.
+	if o, _ := s.Organization(ctx, tr.leaf.ID); o.Policy.MaxFileSize != 0 || !o.Policy.WebDAVEnabled {
+		t.Errorf("the leaf's stored policy changed: %+v", o.Policy)
+	}
+}

@@ -1,0 +1,70 @@
+package account
+
+import "strings"
+
+// effectivePolicy is the policy a person of orgs[0] acts under: their
+// organization's, tightened by every ancestor's (orgs as chain returns
+// them). The administrators of an organization set its children's
+// policies; were only the person's own organization's policy to count, a
+// child's administrators could make a grandchild with looser limits and
+// put users there, as nesting once lifted num_orgs_maximum. So every
+// limit and switch that restricts persons takes the strictest value along
+// the chain: the smallest maximum file size, the union of excluded and
+// locked extensions, a switch that withholds something withheld if any
+// organization withholds it, the shortest password and session lifetimes,
+// two-step and secure shares required if any requires them. Space quotas
+// bound the chain through the ledger (ChainQuotas), and what an
+// organization's own administrators may do (admin_*), its counts, its
+// billing and its background jobs stay the organization's own.
+func effectivePolicy(orgs []Organization) Policy {
+	p := orgs[0].Policy
+	for _, o := range orgs[1:] {
+		a := o.Policy
+		if a.MaxFileSize > 0 && (p.MaxFileSize == 0 || a.MaxFileSize < p.MaxFileSize) {
+			p.MaxFileSize = a.MaxFileSize
+		}
+		p.ExcludedExtensions = unionExtensions(p.ExcludedExtensions, a.ExcludedExtensions)
+		p.LockedExtensions = unionExtensions(p.LockedExtensions, a.LockedExtensions)
+		for _, f := range []struct{ dst, src *bool }{
+			{&p.WebDAVEnabled, &a.WebDAVEnabled},
+			{&p.UserLockFiles, &a.UserLockFiles},
+			{&p.UserCreateShares, &a.UserCreateShares},
+			{&p.UserPurgeDeleted, &a.UserPurgeDeleted},
+			{&p.UserTrimRevisions, &a.UserTrimRevisions},
+			{&p.UserCreateBackups, &a.UserCreateBackups},
+			{&p.BackupsEnabled, &a.BackupsEnabled},
+		} {
+			*f.dst = *f.dst && *f.src
+		}
+		p.RequireTwoStepAuth = p.RequireTwoStepAuth || a.RequireTwoStepAuth
+		p.SecureShares = p.SecureShares || a.SecureShares
+		p.RequireMobileLock = p.RequireMobileLock || a.RequireMobileLock
+		if d := a.DeactivateTokenAfter(); d > 0 && (p.DeactivateTokenAfter() == 0 || d < p.DeactivateTokenAfter()) {
+			p.DeactivateTokenFrequency = a.DeactivateTokenFrequency
+		}
+		if d := a.ChangePasswordAfter(); d > 0 && (p.ChangePasswordAfter() == 0 || d < p.ChangePasswordAfter()) {
+			p.ChangePasswordFrequency = a.ChangePasswordFrequency
+		}
+	}
+	return p
+}
+
+// unionExtensions joins two comma-separated extension lists, each
+// extension once (compared as ExtensionExcluded compares them).
+func unionExtensions(a, b string) string {
+	if b == "" {
+		return a
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, list := range []string{a, b} {
+		for e := range strings.SplitSeq(list, ",") {
+			e = strings.TrimSpace(e)
+			if e != "" && !seen[strings.ToLower(e)] {
+				seen[strings.ToLower(e)] = true
+				out = append(out, e)
+			}
+		}
+	}
+	return strings.Join(out, ",")
+}
