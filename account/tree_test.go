@@ -288,7 +288,7 @@ func TestEffectivePolicy(t *testing.T) {
 	}
 	got := c.Organization.Policy
 	for _, tt := range []struct {
-		field    string
+		field     string
 		got, want any
 	}{
 		{"max_file_size", got.MaxFileSize, int64(1000)},
