@@ -81,6 +81,12 @@ func DomainErrors() map[string]error {
 		"share.ErrNoRoot":    share.ErrNoRoot,
 		"share.ErrForbidden": share.ErrForbidden,
 		"share.ErrNotFound":  share.ErrNotFound,
+
+		"share.ErrLinkExpired":   share.ErrLinkExpired,
+		"share.ErrDownloadLimit": share.ErrDownloadLimit,
+		"share.ErrLoginRequired": share.ErrLoginRequired,
+		"share.ErrInvalidDate":   share.ErrInvalidDate,
+		"share.ErrNoLinks":       share.ErrNoLinks,
 	}
 }
 

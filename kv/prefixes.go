@@ -141,5 +141,20 @@ func Prefixes() []Prefix {
 		{"activity", ActivityRecord},
 		{"activity", ActivityOrg},
 		{"activity", ActivityPerson},
+
+		{"share", ShareLink},
+		{"share", ShareLinkHash},
+		{"share", ShareLinkCreator},
+		{"share", ShareLinkSubject},
 	}
 }
+
+// Prefixes of share's links (share/link.go): file and folder share links
+// and their subscribers. The stem is "shl", apart from organization
+// shares' "shr".
+const (
+	ShareLink        = "shllink/"    // a link, with its subscribers and counters
+	ShareLinkHash    = "shlhash/"    // a link's or a subscriber's hash: the link id
+	ShareLinkCreator = "shlcreator/" // links by creator
+	ShareLinkSubject = "shlsubject/" // links by subscribed person or guest
+)

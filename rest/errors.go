@@ -152,6 +152,11 @@ func errorTable() []errorMapping {
 		// A *share.Refusal says why (describer).
 		{share.ErrForbidden, http.StatusForbidden, "forbidden", ""},
 		{share.ErrNotFound, http.StatusNotFound, "not_found", ""},
+		{share.ErrLinkExpired, http.StatusGone, "link_expired", "the share link has expired"},
+		{share.ErrDownloadLimit, http.StatusForbidden, "forbidden", "download limit reached: the share link's download_limit has been used up"},
+		{share.ErrLoginRequired, http.StatusUnauthorized, "access_denied", "this share link requires signing in (Authorization: Bearer <token>) as its creator or a subscriber"},
+		{share.ErrInvalidDate, http.StatusBadRequest, "invalid_date_format", "dates must be formatted YYYY-MM-DD"},
+		{share.ErrNoLinks, http.StatusInternalServerError, "unknown", ""},
 
 		// Further domain errors go here, one line each.
 	}

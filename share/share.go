@@ -17,6 +17,7 @@ import (
 	"strings"
 
 	"berth/account"
+	"berth/kv"
 	"berth/vfs"
 )
 
@@ -100,6 +101,12 @@ type Options struct {
 	FS *vfs.FS
 	// Accounts holds organizations, persons and who owns each root.
 	Accounts *account.Service
+	// Store keeps share links (link.go). Nil: link calls answer
+	// ErrNoLinks.
+	Store kv.Store
+	// Notifier sends the creator's download and upload notices of links
+	// with download_notify or upload_notify. Nil sends none.
+	Notifier Notifier
 }
 
 // Service answers who may reach what. Build it with New; it is safe for
@@ -107,11 +114,13 @@ type Options struct {
 type Service struct {
 	fs       *vfs.FS
 	accounts *account.Service
+	db       kv.Store
+	notify   Notifier
 }
 
 // New returns the Service over o.
 func New(o Options) *Service {
-	return &Service{fs: o.FS, accounts: o.Accounts}
+	return &Service{fs: o.FS, accounts: o.Accounts, db: o.Store, notify: o.Notifier}
 }
 
 // Root returns the access of caller c to root id.

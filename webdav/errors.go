@@ -139,6 +139,11 @@ func errorTable() []errorMapping {
 		// answered as REST answers them, should one come through.
 		{err: share.ErrForbidden, status: http.StatusForbidden, os: os.ErrPermission},
 		{err: share.ErrNotFound, status: http.StatusNotFound, os: os.ErrNotExist, msg: "not found"},
+		{err: share.ErrLinkExpired, status: http.StatusGone, os: os.ErrNotExist, msg: "the share link has expired"},
+		{err: share.ErrDownloadLimit, status: http.StatusForbidden, os: os.ErrPermission},
+		{err: share.ErrLoginRequired, status: http.StatusForbidden, os: os.ErrPermission},
+		{err: share.ErrInvalidDate, status: http.StatusBadRequest, os: os.ErrInvalid, msg: "%v"},
+		{err: share.ErrNoLinks, status: http.StatusInternalServerError},
 		{err: vfs.ErrNotDir, status: http.StatusConflict, os: os.ErrNotExist, msg: "a parent of the resource is not a collection"},
 		{err: vfs.ErrNameConflict, status: http.StatusConflict, os: os.ErrExist, msg: "%v"},
 		{err: vfs.ErrInvalidName, status: http.StatusBadRequest, os: os.ErrPermission, msg: "%v"},

@@ -1,0 +1,673 @@
+package share
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"berth/account"
+	"berth/kv"
+	"berth/vfs"
+)
+
+// Errors of share links, besides ErrForbidden and ErrNotFound.
+var (
+	// ErrLinkExpired: the link's expiry date has passed (it is usable
+	// through the whole day it names, in UTC).
+	ErrLinkExpired = errors.New("share: the share link has expired")
+	// ErrDownloadLimit: the link's download_limit is reached; nothing is
+	// served.
+	ErrDownloadLimit = errors.New("share: the share link's download limit is reached")
+	// ErrLoginRequired: the link has login_required and the caller is not
+	// signed in as its creator or one of its subscribers.
+	ErrLoginRequired = errors.New("share: the share link requires signing in as a subscriber")
+	// ErrInvalidDate: an expiry date that is not YYYY-MM-DD.
+	ErrInvalidDate = errors.New("share: the date is not in the form YYYY-MM-DD")
+	// ErrNoLinks: the Service was built without a Store.
+	ErrNoLinks = errors.New("share: share links are not kept by this service")
+)
+
+// Notifier sends the notices of download_notify and upload_notify to a
+// link's creator. The daemon wires a mail sender; sending is best effort.
+type Notifier interface {
+	Notify(ctx context.Context, to, subject, body string) error
+}
+
+// DateLayout is the form of a link's expiry date.
+const DateLayout = "2006-01-02"
+
+// Link is a file or folder share link (spec 2.18). Its subscribers and
+// counters live in the same record, so one transaction checks and moves
+// the download count against the limit.
+type Link struct {
+	ID        uint64    `json:"id"`
+	Hash      string    `json:"hash"`
+	RootID    uint64    `json:"root_id"`
+	FileID    uint64    `json:"file_id,omitempty"`
+	FolderID  uint64    `json:"folder_id,omitempty"`
+	CreatorID uint64    `json:"creator_id"`
+	Created   time.Time `json:"created"`
+	// Expires is the last day the link works (YYYY-MM-DD, UTC); "" never.
+	Expires         string `json:"expires,omitempty"`
+	LoginRequired   bool   `json:"login_required"`
+	DownloadLimit   *int64 `json:"download_limit,omitempty"`
+	DownloadNotify  bool   `json:"download_notify"`
+	UploadNotify    bool   `json:"upload_notify"`
+	AnonEdit        bool   `json:"anon_edit"`
+	ReadAccess      bool   `json:"read_access"`
+	WriteAccess     bool   `json:"write_access"`
+	DeleteAccess    bool   `json:"delete_access"`
+	TimesDownloaded int64  `json:"times_downloaded"`
+	TimesViewed     int64  `json:"times_viewed"`
+	// NextSub numbers the subscribers.
+	NextSub     uint64       `json:"next_sub"`
+	Subscribers []Subscriber `json:"subscribers,omitempty"`
+}
+
+// Folder reports whether the link shares a folder.
+func (l Link) Folder() bool { return l.FolderID != 0 }
+
+// ItemID is the shared file's or folder's id.
+func (l Link) ItemID() uint64 {
+	if l.FolderID != 0 {
+		return l.FolderID
+	}
+	return l.FileID
+}
+
+// Expired reports whether the link's last day is before now's (UTC).
+func (l Link) Expired(now time.Time) bool {
+	return l.Expires != "" && now.UTC().Format(DateLayout) > l.Expires
+}
+
+// Subscriber is one subscriber of a link (spec 2.19), with its own hash
+// and counters.
+type Subscriber struct {
+	ID   uint64 `json:"id"`
+	Hash string `json:"hash"`
+	// Kind is person, guest, group or email.
+	Kind string `json:"kind"`
+	// SubjectID is the person's, guest's or group's id; Email the address
+	// of an email subscriber.
+	SubjectID       uint64 `json:"subject_id,omitempty"`
+	Email           string `json:"email,omitempty"`
+	ReadAccess      bool   `json:"read_access"`
+	WriteAccess     bool   `json:"write_access"`
+	DeleteAccess    bool   `json:"delete_access"`
+	TimesDownloaded int64  `json:"times_downloaded"`
+	TimesViewed     int64  `json:"times_viewed"`
+}
+
+// LinkSettings are what a creator sets on a link; a nil field is left as
+// it is (on creation: the default).
+type LinkSettings struct {
+	Expires        *string // "" removes the expiry
+	LoginRequired  *bool
+	DownloadLimit  **int64 // a nil *int64 removes the limit
+	DownloadNotify *bool
+	UploadNotify   *bool
+	AnonEdit       *bool
+	ReadAccess     *bool
+	WriteAccess    *bool
+	DeleteAccess   *bool
+}
+
+// apply sets s on l, checking the date.
+func (s LinkSettings) apply(l *Link) error {
+	if s.Expires != nil {
+		if *s.Expires != "" {
+			d, err := time.Parse(DateLayout, *s.Expires)
+			if err != nil || d.Format(DateLayout) != *s.Expires {
+				return ErrInvalidDate
+			}
+		}
+		l.Expires = *s.Expires
+	}
+	set := func(dst *bool, v *bool) {
+		if v != nil {
+			*dst = *v
+		}
+	}
+	set(&l.LoginRequired, s.LoginRequired)
+	set(&l.DownloadNotify, s.DownloadNotify)
+	set(&l.UploadNotify, s.UploadNotify)
+	set(&l.AnonEdit, s.AnonEdit)
+	set(&l.ReadAccess, s.ReadAccess)
+	set(&l.WriteAccess, s.WriteAccess)
+	set(&l.DeleteAccess, s.DeleteAccess)
+	if s.DownloadLimit != nil {
+		if v := *s.DownloadLimit; v != nil && *v < 0 {
+			return fmt.Errorf("%w: download_limit is negative", account.ErrInvalid)
+		}
+		l.DownloadLimit = *s.DownloadLimit
+	}
+	if l.Folder() {
+		return nil
+	}
+	l.UploadNotify = false
+	return nil
+}
+
+func linkKey(id uint64) []byte { return kv.Key(kv.ShareLink, id) }
+func hashKey(h string) []byte  { return append([]byte(kv.ShareLinkHash), h...) }
+func creatorKey(c, id uint64) []byte {
+	return kv.Key(kv.ShareLinkCreator, c, id)
+}
+func subjectKey(p, id uint64) []byte { return kv.Key(kv.ShareLinkSubject, p, id) }
+
+// newHash returns 144 random bits, URL-safe, with at least one letter so
+// that a hash never reads as an id.
+func newHash() (string, error) {
+	for {
+		b := make([]byte, 18)
+		if _, err := rand.Read(b); err != nil {
+			return "", err
+		}
+		h := base64.RawURLEncoding.EncodeToString(b)
+		if _, err := strconv.ParseUint(h, 10, 64); err != nil {
+			return h, nil
+		}
+	}
+}
+
+func (s *Service) links() error {
+	if s.db == nil {
+		return ErrNoLinks
+	}
+	return nil
+}
+
+// CreateLink shares the file (dir false) or folder itemID of root rootID
+// as a link of c's. c needs Reshare there and a policy with
+// user_create_shares; secure_shares forces login_required.
+func (s *Service) CreateLink(ctx context.Context, c account.Caller, rootID, itemID uint64, dir bool, set LinkSettings) (Link, error) {
+	if err := s.links(); err != nil {
+		return Link{}, err
+	}
+	a, err := s.Root(ctx, c, rootID)
+	if err != nil {
+		return Link{}, err
+	}
+	if !a.Perms.Has(Reshare) {
+		return Link{}, refuse("you may not share items of this root")
+	}
+	if !c.Person.CanShare(c.Organization.Policy) {
+		return Link{}, refuse("your organization's policy does not let its persons create shares (can_share is false)")
+	}
+	n, err := s.fs.Stat(ctx, rootID, itemID)
+	if err != nil {
+		return Link{}, err
+	}
+	if n.Dir != dir {
+		return Link{}, vfs.ErrNotExist
+	}
+	l := Link{RootID: rootID, CreatorID: c.Person.ID, Created: time.Now().UTC(), ReadAccess: true}
+	if dir {
+		l.FolderID = itemID
+	} else {
+		l.FileID = itemID
+	}
+	if err := set.apply(&l); err != nil {
+		return Link{}, err
+	}
+	if c.Organization.Policy.SecureShares || a.Policy.SecureShares {
+		l.LoginRequired = true
+	}
+	if l.ID, err = s.db.NextID(ctx, "sharelink"); err != nil {
+		return Link{}, err
+	}
+	if l.Hash, err = newHash(); err != nil {
+		return Link{}, err
+	}
+	err = s.db.Update(ctx, func(tx kv.Txn) error {
+		if err := s.putLink(tx, l); err != nil {
+			return err
+		}
+		if err := tx.Set(hashKey(l.Hash), kv.Key("", l.ID)); err != nil {
+			return err
+		}
+		return tx.Set(creatorKey(l.CreatorID, l.ID), nil)
+	})
+	return l, err
+}
+
+func (s *Service) putLink(tx kv.Txn, l Link) error {
+	b, err := json.Marshal(l)
+	if err != nil {
+		return err
+	}
+	return tx.Set(linkKey(l.ID), b)
+}
+
+func getLink(tx kv.Txn, id uint64) (Link, error) {
+	b, err := tx.Get(linkKey(id))
+	if errors.Is(err, kv.ErrNotFound) {
+		return Link{}, ErrNotFound
+	}
+	if err != nil {
+		return Link{}, err
+	}
+	var l Link
+	return l, json.Unmarshal(b, &l)
+}
+
+// resolve finds the link of ref: an id (digits) or a link's or
+// subscriber's hash. sub is the subscriber's index when ref is one's hash,
+// else -1.
+func resolve(tx kv.Txn, ref string) (l Link, sub int, byHash bool, err error) {
+	if id, perr := strconv.ParseUint(ref, 10, 64); perr == nil {
+		l, err = getLink(tx, id)
+		return l, -1, false, err
+	}
+	b, err := tx.Get(hashKey(ref))
+	if errors.Is(err, kv.ErrNotFound) || len(b) != 8 {
+		return Link{}, -1, true, ErrNotFound
+	}
+	if err != nil {
+		return Link{}, -1, true, err
+	}
+	l, err = getLink(tx, binary.BigEndian.Uint64(b))
+	if err != nil {
+		return Link{}, -1, true, err
+	}
+	if l.Hash == ref {
+		return l, -1, true, nil
+	}
+	for i, sb := range l.Subscribers {
+		if sb.Hash == ref {
+			return l, i, true, nil
+		}
+	}
+	return Link{}, -1, true, ErrNotFound
+}
+
+// ManagedLink returns link ref (id or hash) for its creator to manage.
+// Anyone else gets ErrNotFound, so ids cannot be probed.
+func (s *Service) ManagedLink(ctx context.Context, c account.Caller, ref string) (Link, error) {
+	if err := s.links(); err != nil {
+		return Link{}, err
+	}
+	var l Link
+	err := s.db.View(ctx, func(tx kv.Txn) error {
+		var err error
+		l, _, _, err = resolve(tx, ref)
+		return err
+	})
+	if err != nil {
+		return Link{}, err
+	}
+	if l.CreatorID != c.Person.ID || !c.Person.Active {
+		return Link{}, ErrNotFound
+	}
+	return l, nil
+}
+
+// UpdateLink changes link id of c's.
+func (s *Service) UpdateLink(ctx context.Context, c account.Caller, id uint64, set LinkSettings) (Link, error) {
+	return s.changeLink(ctx, c, id, func(l *Link) error {
+		if err := set.apply(l); err != nil {
+			return err
+		}
+		if c.Organization.Policy.SecureShares {
+			l.LoginRequired = true
+		}
+		return nil
+	})
+}
+
+// changeLink runs fn on link id of c's in one transaction.
+func (s *Service) changeLink(ctx context.Context, c account.Caller, id uint64, fn func(*Link) error) (Link, error) {
+	if err := s.links(); err != nil {
+		return Link{}, err
+	}
+	var out Link
+	err := s.db.Update(ctx, func(tx kv.Txn) error {
+		l, err := getLink(tx, id)
+		if err != nil {
+			return err
+		}
+		if l.CreatorID != c.Person.ID {
+			return ErrNotFound
+		}
+		if err := fn(&l); err != nil {
+			return err
+		}
+		out = l
+		return s.putLink(tx, l)
+	})
+	return out, err
+}
+
+// DeleteLink removes link id of c's with its hashes and indexes.
+func (s *Service) DeleteLink(ctx context.Context, c account.Caller, id uint64) error {
+	if err := s.links(); err != nil {
+		return err
+	}
+	return s.db.Update(ctx, func(tx kv.Txn) error {
+		l, err := getLink(tx, id)
+		if err != nil {
+			return err
+		}
+		if l.CreatorID != c.Person.ID {
+			return ErrNotFound
+		}
+		keys := [][]byte{linkKey(id), hashKey(l.Hash), creatorKey(l.CreatorID, id)}
+		for _, sb := range l.Subscribers {
+			keys = append(keys, hashKey(sb.Hash))
+			if sb.SubjectID != 0 && (sb.Kind == "person" || sb.Kind == "guest") {
+				keys = append(keys, subjectKey(sb.SubjectID, id))
+			}
+		}
+		for _, k := range keys {
+			if err := tx.Delete(k); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// SubscriberKinds are the kinds of subscriber a link takes.
+var SubscriberKinds = []string{"person", "guest", "group", "email"}
+
+// AddSubscriber adds a subscriber to link id of c's. Persons and guests
+// must exist; the new subscriber's access defaults to the link's.
+func (s *Service) AddSubscriber(ctx context.Context, c account.Caller, id uint64, sb Subscriber) (Subscriber, error) {
+	switch sb.Kind {
+	case "person", "guest", "group":
+		if sb.SubjectID == 0 {
+			return Subscriber{}, fmt.Errorf("%w: subscriber_id is required", account.ErrInvalid)
+		}
+	case "email":
+		if !strings.Contains(sb.Email, "@") {
+			return Subscriber{}, fmt.Errorf("%w: email is not an e-mail address", account.ErrInvalid)
+		}
+	default:
+		return Subscriber{}, fmt.Errorf("%w: subscriber_type is one of person, guest, group, email", account.ErrInvalid)
+	}
+	if (sb.Kind == "person" || sb.Kind == "guest") && s.accounts != nil {
+		p, err := s.accounts.Person(ctx, sb.SubjectID)
+		if err != nil || p.Guest != (sb.Kind == "guest") {
+			return Subscriber{}, ErrNotFound
+		}
+		sb.Email = p.Email
+	}
+	h, err := newHash()
+	if err != nil {
+		return Subscriber{}, err
+	}
+	var out Subscriber
+	_, err = s.changeLink(ctx, c, id, func(l *Link) error {
+		l.NextSub++
+		out = sb
+		out.ID, out.Hash, out.TimesDownloaded, out.TimesViewed = l.NextSub, h, 0, 0
+		l.Subscribers = append(l.Subscribers, out)
+		return nil
+	})
+	if err != nil {
+		return Subscriber{}, err
+	}
+	err = s.db.Update(ctx, func(tx kv.Txn) error {
+		if err := tx.Set(hashKey(h), kv.Key("", id)); err != nil {
+			return err
+		}
+		if out.SubjectID != 0 && (out.Kind == "person" || out.Kind == "guest") {
+			return tx.Set(subjectKey(out.SubjectID, id), nil)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// UpdateSubscriber sets a subscriber's access flags (nil leaves one).
+func (s *Service) UpdateSubscriber(ctx context.Context, c account.Caller, id, subID uint64, read, write, del *bool) (Subscriber, error) {
+	var out Subscriber
+	_, err := s.changeLink(ctx, c, id, func(l *Link) error {
+		for i := range l.Subscribers {
+			if sb := &l.Subscribers[i]; sb.ID == subID {
+				for _, f := range []struct {
+					dst *bool
+					v   *bool
+				}{{&sb.ReadAccess, read}, {&sb.WriteAccess, write}, {&sb.DeleteAccess, del}} {
+					if f.v != nil {
+						*f.dst = *f.v
+					}
+				}
+				out = *sb
+				return nil
+			}
+		}
+		return ErrNotFound
+	})
+	return out, err
+}
+
+// RemoveSubscriber removes subscriber subID of link id of c's.
+func (s *Service) RemoveSubscriber(ctx context.Context, c account.Caller, id, subID uint64) error {
+	var gone Subscriber
+	_, err := s.changeLink(ctx, c, id, func(l *Link) error {
+		for i, sb := range l.Subscribers {
+			if sb.ID == subID {
+				gone = sb
+				l.Subscribers = append(l.Subscribers[:i], l.Subscribers[i+1:]...)
+				return nil
+			}
+		}
+		return ErrNotFound
+	})
+	if err != nil {
+		return err
+	}
+	return s.db.Update(ctx, func(tx kv.Txn) error {
+		if err := tx.Delete(hashKey(gone.Hash)); err != nil {
+			return err
+		}
+		if gone.SubjectID != 0 {
+			return tx.Delete(subjectKey(gone.SubjectID, id))
+		}
+		return nil
+	})
+}
+
+// SubjectLinks returns the links person or guest pid subscribes to.
+func (s *Service) SubjectLinks(ctx context.Context, pid uint64) ([]Link, error) {
+	if err := s.links(); err != nil {
+		return nil, err
+	}
+	var out []Link
+	err := s.db.View(ctx, func(tx kv.Txn) error {
+		prefix := kv.Key(kv.ShareLinkSubject, pid)
+		var ids []uint64
+		if err := tx.Scan(prefix, nil, func(k, _ []byte) error {
+			ids = append(ids, binary.BigEndian.Uint64(k[len(prefix):]))
+			return nil
+		}); err != nil {
+			return err
+		}
+		for _, id := range ids {
+			l, err := getLink(tx, id)
+			if errors.Is(err, ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			out = append(out, l)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// LinkAccess is a link opened by someone using it: the link, the
+// subscriber whose hash was used (nil for the link's own hash or id), the
+// shared root and what the user may do there.
+type LinkAccess struct {
+	Link       Link
+	Subscriber *Subscriber
+	Root       vfs.Root
+	Perms      Perm
+}
+
+// OpenLink opens link ref for use. ref is a hash (anyone holding it, when
+// the link does not require login) or an id (only its creator or a
+// subscriber signed in: an id is guessable). c is nil when no token came.
+//
+// Errors: ErrNotFound; ErrLinkExpired; ErrLoginRequired.
+func (s *Service) OpenLink(ctx context.Context, ref string, c *account.Caller) (LinkAccess, error) {
+	if err := s.links(); err != nil {
+		return LinkAccess{}, err
+	}
+	var (
+		l      Link
+		sub    int
+		byHash bool
+	)
+	err := s.db.View(ctx, func(tx kv.Txn) error {
+		var err error
+		l, sub, byHash, err = resolve(tx, ref)
+		return err
+	})
+	if err != nil {
+		return LinkAccess{}, err
+	}
+	member := c != nil && c.Person.Active && (c.Person.ID == l.CreatorID || subscribed(l, *c))
+	if !byHash && !member {
+		return LinkAccess{}, ErrNotFound
+	}
+	if l.LoginRequired && !member {
+		return LinkAccess{}, ErrLoginRequired
+	}
+	if l.Expired(time.Now()) {
+		return LinkAccess{}, ErrLinkExpired
+	}
+	la := LinkAccess{Link: l, Perms: View}
+	read, write, del := l.ReadAccess, l.WriteAccess, l.DeleteAccess
+	if sub >= 0 {
+		sb := l.Subscribers[sub]
+		la.Subscriber = &sb
+		read, write, del = sb.ReadAccess, sb.WriteAccess, sb.DeleteAccess
+	}
+	if read {
+		la.Perms |= Read
+	}
+	if write {
+		la.Perms |= Write
+	}
+	if del {
+		la.Perms |= Delete
+	}
+	r, err := s.fs.Root(ctx, l.RootID)
+	if errors.Is(err, vfs.ErrNotExist) || errors.Is(err, vfs.ErrRootDeleted) {
+		return LinkAccess{}, ErrNotFound
+	}
+	if err != nil {
+		return LinkAccess{}, err
+	}
+	la.Root = r
+	return la, nil
+}
+
+// subscribed reports whether c is a person or guest subscriber of l, or
+// an email subscriber by c's address. Group subscribers are not resolved
+// to their members.
+func subscribed(l Link, c account.Caller) bool {
+	for _, sb := range l.Subscribers {
+		switch {
+		case (sb.Kind == "person" || sb.Kind == "guest") && sb.SubjectID == c.Person.ID:
+			return true
+		case sb.Kind == "email" && sb.Email != "" && strings.EqualFold(sb.Email, c.Person.Email):
+			return true
+		}
+	}
+	return false
+}
+
+// CountDownload reserves one download of la's link before anything is
+// streamed: in one transaction it checks download_limit and moves
+// times_downloaded (the link's and the subscriber's). Concurrent
+// reservations conflict and are run again, so the limit is never passed.
+// A notice goes to the creator when download_notify is set.
+//
+// Errors: ErrDownloadLimit; ErrNotFound when the link was deleted.
+func (s *Service) CountDownload(ctx context.Context, la LinkAccess) error {
+	l, err := s.count(ctx, la, true)
+	if err == nil && l.DownloadNotify {
+		s.notice(ctx, l, "A download of your share link", fmt.Sprintf("Share link %d was downloaded.", l.ID))
+	}
+	return err
+}
+
+// CountView moves times_viewed of la's link (and its subscriber's).
+func (s *Service) CountView(ctx context.Context, la LinkAccess) error {
+	_, err := s.count(ctx, la, false)
+	return err
+}
+
+func (s *Service) count(ctx context.Context, la LinkAccess, download bool) (Link, error) {
+	var out Link
+	for try := 0; ; try++ {
+		err := s.db.Update(ctx, func(tx kv.Txn) error {
+			l, err := getLink(tx, la.Link.ID)
+			if err != nil {
+				return err
+			}
+			if download {
+				if l.DownloadLimit != nil && l.TimesDownloaded >= *l.DownloadLimit {
+					return ErrDownloadLimit
+				}
+				l.TimesDownloaded++
+			} else {
+				l.TimesViewed++
+			}
+			if la.Subscriber != nil {
+				for i := range l.Subscribers {
+					if sb := &l.Subscribers[i]; sb.ID == la.Subscriber.ID {
+						if download {
+							sb.TimesDownloaded++
+						} else {
+							sb.TimesViewed++
+						}
+					}
+				}
+			}
+			out = l
+			return s.putLink(tx, l)
+		})
+		// Update retries conflicts a bounded number of times; a burst of
+		// downloads of one link can outlast that, and each must still
+		// get its exact answer.
+		if errors.Is(err, kv.ErrConflict) && try < 1000 && ctx.Err() == nil {
+			time.Sleep(time.Millisecond)
+			continue
+		}
+		return out, err
+	}
+}
+
+// CountUpload tells the creator of an upload through la's link when
+// upload_notify is set.
+func (s *Service) CountUpload(ctx context.Context, la LinkAccess, name string) {
+	if la.Link.UploadNotify {
+		s.notice(ctx, la.Link, "An upload through your share link", fmt.Sprintf("%q was uploaded through share link %d.", name, la.Link.ID))
+	}
+}
+
+// notice sends the creator of l a notice, best effort.
+func (s *Service) notice(ctx context.Context, l Link, subject, body string) {
+	if s.notify == nil || s.accounts == nil {
+		return
+	}
+	p, err := s.accounts.Person(ctx, l.CreatorID)
+	if err != nil || p.Email == "" {
+		return
+	}
+	_ = s.notify.Notify(ctx, p.Email, subject, body)
+}

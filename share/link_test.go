@@ -1,0 +1,125 @@
+package share_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+
+	"berth/account"
+	"berth/share"
+)
+
+// linkWorld is newWorld with a store for links and a file of alice's.
+func linkWorld(t *testing.T) (*world, uint64) {
+	t.Helper()
+	w := newWorld(t)
+	w.svc = share.New(share.Options{FS: w.st.FS, Accounts: w.st.Accounts, Store: w.st.DB})
+	n, err := w.st.FS.WriteFile(context.Background(), w.aliceRoot.ID, w.aliceRoot.FolderID, "a.txt", strings.NewReader("hello"), share.WriteOptions(w.alice))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w, n.ID
+}
+
+// TestCreateLink walks who may create a link and what the settings do.
+func TestCreateLink(t *testing.T) {
+	w, file := linkWorld(t)
+	ctx := context.Background()
+	bad := "2026-13-01"
+	tests := []struct {
+		name string
+		c    account.Caller
+		root uint64
+		set  share.LinkSettings
+		want error
+	}{
+		{"owner", w.alice, w.aliceRoot.ID, share.LinkSettings{}, nil},
+		{"same organization, not the root's", w.bob, w.aliceRoot.ID, share.LinkSettings{}, share.ErrNoRoot},
+		{"other organization", w.carol, w.aliceRoot.ID, share.LinkSettings{}, share.ErrNoRoot},
+		{"bad date", w.alice, w.aliceRoot.ID, share.LinkSettings{Expires: &bad}, share.ErrInvalidDate},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l, err := w.svc.CreateLink(ctx, tt.c, tt.root, file, false, tt.set)
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("got %v, want %v", err, tt.want)
+			}
+			if err == nil && (len(l.Hash) < 22 || l.ID == 0 || !l.ReadAccess) {
+				t.Errorf("link %+v", l)
+			}
+		})
+	}
+	w.setPolicy(t, func(p *account.Policy) { p.UserCreateShares = false })
+	c, _ := w.aliceNow(t)
+	if _, err := w.svc.CreateLink(ctx, c, w.aliceRoot.ID, file, false, share.LinkSettings{}); !errors.Is(err, share.ErrForbidden) {
+		t.Errorf("user_create_shares false: %v", err)
+	}
+	w.setPolicy(t, func(p *account.Policy) { p.UserCreateShares, p.SecureShares = true, true })
+	c, _ = w.aliceNow(t)
+	l, err := w.svc.CreateLink(ctx, c, w.aliceRoot.ID, file, false, share.LinkSettings{})
+	if err != nil || !l.LoginRequired {
+		t.Errorf("secure_shares: %+v %v", l, err)
+	}
+	if _, err := w.svc.OpenLink(ctx, l.Hash, nil); !errors.Is(err, share.ErrLoginRequired) {
+		t.Errorf("login required, anonymous: %v", err)
+	}
+	if _, err := w.svc.OpenLink(ctx, l.Hash, &w.bob); !errors.Is(err, share.ErrLoginRequired) {
+		t.Errorf("login required, not a subscriber: %v", err)
+	}
+	if _, err := w.svc.AddSubscriber(ctx, c, l.ID, share.Subscriber{Kind: "person", SubjectID: w.bob.Person.ID, ReadAccess: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.svc.OpenLink(ctx, l.Hash, &w.bob); err != nil {
+		t.Errorf("login required, subscriber: %v", err)
+	}
+	if ls, err := w.svc.SubjectLinks(ctx, w.bob.Person.ID); err != nil || len(ls) != 1 {
+		t.Errorf("bob's links: %v %v", ls, err)
+	}
+}
+
+// TestDownloadLimitConcurrent: 20 parallel reservations of a link with a
+// limit of 5 give exactly 5.
+func TestDownloadLimitConcurrent(t *testing.T) {
+	w, file := linkWorld(t)
+	ctx := context.Background()
+	five := int64(5)
+	lim := &five
+	l, err := w.svc.CreateLink(ctx, w.alice, w.aliceRoot.ID, file, false, share.LinkSettings{DownloadLimit: &lim})
+	if err != nil {
+		t.Fatal(err)
+	}
+	la, err := w.svc.OpenLink(ctx, l.Hash, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		ok, over int
+	)
+	for range 20 {
+		wg.Go(func() {
+			err := w.svc.CountDownload(ctx, la)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				ok++
+			case errors.Is(err, share.ErrDownloadLimit):
+				over++
+			default:
+				t.Errorf("reservation: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	if ok != 5 || over != 15 {
+		t.Errorf("%d downloads, %d refused; want 5 and 15", ok, over)
+	}
+	got, err := w.svc.ManagedLink(ctx, w.alice, l.Hash)
+	if err != nil || got.TimesDownloaded != 5 {
+		t.Errorf("times_downloaded %d %v", got.TimesDownloaded, err)
+	}
+}
