@@ -174,7 +174,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writ
 	ao := accountOptions(cfg)
 	ao.Logger, ao.Registerer = log.With("component", "account"), reg
 	accounts := st.newAccounts(ao)
-	shares := share.New(share.Options{FS: st.files, Accounts: accounts})
+	shares := share.New(share.Options{FS: st.files, Accounts: accounts, Store: st.db})
 
 	tlsCfg, certs, err := tlsConfig(cfg.TLS, cfg.Data, log)
 	if err != nil {

@@ -100,7 +100,7 @@ func newIsoCast(t *testing.T) *isoCast {
 	j := &isoJournal{}
 	f := newFixtureWith(t, fixtureOptions{Accounts: account.Options{Journal: j}})
 	k := &isoCast{t: t, f: f, log: activity.New(f.db, activity.Options{}),
-		shares: share.New(share.Options{FS: f.fs, Accounts: f.accounts})}
+		shares: share.New(share.Options{FS: f.fs, Accounts: f.accounts, Store: f.db})}
 	j.log = k.log
 	srv := httptest.NewUnstartedServer(New(Options{FS: f.fs, Accounts: f.accounts, Activity: k.log, Share: k.shares}))
 	srv.StartTLS()
@@ -741,6 +741,8 @@ func isoRows() []isoRow {
 	// The parent's plain person's root, to the child's people.
 	rows = append(rows, isoRow{pattern: "GET /api/2/files/{root_id}", name: "the parent's plain person's root",
 		path: pf("/api/2/files/%d", pRoot), want: "PP=200 CP=404 CA=404 PA=404"})
+
+	rows = append(rows, linkIsoRows()...)
 
 	// Notes last: the records they make are about the people they name.
 	rows = append(rows,

@@ -17,6 +17,7 @@ import (
 	"berth/account"
 	"berth/activity"
 	"berth/httpserve"
+	"berth/kv"
 	"berth/share"
 	"berth/vfs"
 
@@ -45,6 +46,11 @@ type Options struct {
 	// Activity is the activity log the activity routes read and write.
 	// Nil: the log holds nothing and activity/create is refused.
 	Activity *activity.Log
+	// Store keeps share links when Share is nil (share.Options.Store).
+	Store kv.Store
+	// PublicURL is the base of share link URLs (url: PublicURL + "/s/" +
+	// hash). Empty: https:// and the request's Host.
+	PublicURL string
 }
 
 // server holds what every handler shares.
@@ -88,7 +94,7 @@ func newServer(opts Options) *server {
 		opts.Version = APIVersion
 	}
 	if opts.Share == nil {
-		opts.Share = share.New(share.Options{FS: opts.FS, Accounts: opts.Accounts})
+		opts.Share = share.New(share.Options{FS: opts.FS, Accounts: opts.Accounts, Store: opts.Store})
 	}
 	s := &server{
 		opts:     opts,
@@ -117,6 +123,7 @@ func (s *server) routes() {
 	s.groupRoutes()
 	s.activityRoutes()
 	s.usageRoutes()
+	s.sharelinkRoutes()
 
 	// Anything no pattern matches goes through the error table, not
 	// ServeMux's text 404 and 405.
