@@ -1,0 +1,262 @@
+package rest
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+
+	"berth/account"
+)
+
+// linkFixture is a fixture with a file (contents body) and a folder of
+// the fixture person's holding it.
+func linkFixture(t *testing.T, o fixtureOptions) (f *fixture, file, folder uint64, body string) {
+	t.Helper()
+	f = newFixtureWith(t, o)
+	body = strings.Repeat("0123456789", 100)
+	st, b := f.postForm(f.at("/api/2/files/%d/create_folder"), url.Values{"name": {"docs"}})
+	var v struct {
+		ID uint64 `json:"id"`
+	}
+	if st != 200 {
+		t.Fatalf("create_folder: %d %s", st, b)
+	}
+	decode(t, b, &v)
+	folder = v.ID
+	st, b = f.upload(f.at("/api/2/files/%d/folder/%d/upload", folder), "a.txt", strings.NewReader(body))
+	if st != 200 {
+		t.Fatalf("upload: %d %s", st, b)
+	}
+	decode(t, b, &v)
+	return f, v.ID, folder, body
+}
+
+type linkJSON struct {
+	ID              uint64  `json:"id"`
+	Hash            string  `json:"hash"`
+	Type            string  `json:"type"`
+	URL             string  `json:"url"`
+	Expires         *string `json:"expires"`
+	LoginRequired   bool    `json:"login_required"`
+	DownloadLimit   *int64  `json:"download_limit"`
+	TimesDownloaded int64   `json:"times_downloaded"`
+	TimesViewed     int64   `json:"times_viewed"`
+	CreatorName     string  `json:"creator_name"`
+	File            *struct {
+		ID uint64 `json:"id"`
+	} `json:"file"`
+}
+
+func (f *fixture) createLink(t *testing.T, path string, form url.Values) linkJSON {
+	t.Helper()
+	st, b := f.postForm(path, form)
+	if st != 200 {
+		t.Fatalf("share: %d %s", st, b)
+	}
+	var l linkJSON
+	decode(t, b, &l)
+	return l
+}
+
+func (f *fixture) link(t *testing.T, id uint64) linkJSON {
+	t.Helper()
+	st, b := f.get(fmt.Sprintf("/api/2/sharelinks/%d", id))
+	if st != 200 {
+		t.Fatalf("get link: %d %s", st, b)
+	}
+	var l linkJSON
+	decode(t, b, &l)
+	return l
+}
+
+// TestCreateShareLink walks the share routes' inputs.
+func TestCreateShareLink(t *testing.T) {
+	f, file, folder, _ := linkFixture(t, fixtureOptions{})
+	filePath := f.at("/api/2/files/%d/%d/share", file)
+	tests := []struct {
+		name   string
+		path   string
+		form   url.Values
+		status int
+		code   string
+	}{
+		{"bad date", filePath, url.Values{"expires": {"31.12.2099"}}, 400, "invalid_date_format"},
+		{"impossible date", filePath, url.Values{"expires": {"2099-02-30"}}, 400, "invalid_date_format"},
+		{"bad limit", filePath, url.Values{"download_limit": {"-1"}}, 400, "invalid_request"},
+		{"bad bool", filePath, url.Values{"login_required": {"yes"}}, 400, "invalid_request"},
+		{"a folder as a file", f.at("/api/2/files/%d/%d/share", folder), nil, 404, "not_found"},
+		{"no such file", f.at("/api/2/files/%d/999999/share"), nil, 404, "not_found"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st, b := f.postForm(tt.path, tt.form)
+			wantError(t, st, b, tt.status, tt.code)
+		})
+	}
+	l := f.createLink(t, filePath, url.Values{"expires": {"2099-12-31"}, "download_limit": {"2"}})
+	if l.Type != "file_sharelink" || l.File == nil || l.File.ID != file || l.Expires == nil || *l.Expires != "2099-12-31" ||
+		l.DownloadLimit == nil || *l.DownloadLimit != 2 || !strings.HasSuffix(l.URL, "/s/"+l.Hash) || l.CreatorName == "" {
+		t.Errorf("file link %+v", l)
+	}
+	fl := f.createLink(t, f.at("/api/2/files/%d/folder/%d/share", folder), nil)
+	if fl.Type != "folder_sharelink" {
+		t.Errorf("folder link %+v", fl)
+	}
+	// Update and delete.
+	st, b := f.readAll(f.request(http.MethodPut, fmt.Sprintf("/api/2/sharelinks/%d", l.ID), f.token,
+		strings.NewReader("download_limit=&expires=null"), http.Header{"Content-Type": {"application/x-www-form-urlencoded"}}))
+	if st != 200 {
+		t.Fatalf("put: %d %s", st, b)
+	}
+	if u := f.link(t, l.ID); u.DownloadLimit != nil || u.Expires != nil {
+		t.Errorf("after update %+v", u)
+	}
+	st, b = f.readAll(f.request(http.MethodDelete, fmt.Sprintf("/api/2/sharelinks/%d", l.ID), f.token, nil, nil))
+	if st != 200 {
+		t.Fatalf("delete: %d %s", st, b)
+	}
+	st, b = f.readAll(f.request(http.MethodGet, "/api/2/sharelinks/"+l.Hash+"/download", "", nil, nil))
+	wantError(t, st, b, 404, "not_found")
+}
+
+// TestShareLinkPolicy: user_create_shares off refuses, secure_shares
+// forces login_required.
+func TestShareLinkPolicy(t *testing.T) {
+	pol := account.DefaultPolicy()
+	pol.UserCreateShares = false
+	f, file, _, _ := linkFixture(t, fixtureOptions{Policy: &pol})
+	st, b := f.postForm(f.at("/api/2/files/%d/%d/share", file), nil)
+	wantError(t, st, b, 403, "forbidden")
+
+	pol = account.DefaultPolicy()
+	pol.SecureShares = true
+	f, file, _, _ = linkFixture(t, fixtureOptions{Policy: &pol})
+	l := f.createLink(t, f.at("/api/2/files/%d/%d/share", file), url.Values{"login_required": {"false"}})
+	if !l.LoginRequired {
+		t.Errorf("secure_shares: %+v", l)
+	}
+	st, b = f.readAll(f.request(http.MethodGet, "/api/2/sharelinks/"+l.Hash+"/download", "", nil, nil))
+	wantError(t, st, b, 401, "access_denied")
+	if st, _ := f.readAll(f.request(http.MethodGet, "/api/2/sharelinks/"+l.Hash+"/download", f.token, nil, nil)); st != 200 {
+		t.Errorf("creator through a login_required link: %d", st)
+	}
+}
+
+// TestShareLinkUse walks the use of a link by hash, without a token.
+func TestShareLinkUse(t *testing.T) {
+	f, file, folder, body := linkFixture(t, fixtureOptions{})
+	fl := f.createLink(t, f.at("/api/2/files/%d/folder/%d/share", folder), nil)
+	l := f.createLink(t, f.at("/api/2/files/%d/%d/share", file), nil)
+	old := f.createLink(t, f.at("/api/2/files/%d/%d/share", file), url.Values{"expires": {"2000-01-01"}})
+	noRead := f.createLink(t, f.at("/api/2/files/%d/%d/share", file), url.Values{"read_access": {"false"}})
+	top := f.root.FolderID
+	tests := []struct {
+		name        string
+		path        string
+		status      int
+		code        string // for errors
+		contains    string // for successes
+		disposition string
+	}{
+		{"file download", "/api/2/sharelinks/" + l.Hash + "/download", 200, "", body, "attachment"},
+		{"file view", "/api/2/sharelinks/" + l.Hash + "/view", 200, "", body, "inline"},
+		{"folder view", "/api/2/sharelinks/" + fl.Hash + "/view", 404, "not_found", "", ""},
+		{"folder zip", "/api/2/sharelinks/" + fl.Hash + "/download", 200, "", "a.txt", "attachment"},
+		{"folder zip narrowed", fmt.Sprintf("/api/2/sharelinks/%s/download?file_ids=%d", fl.Hash, file), 200, "", "a.txt", ""},
+		{"bad file_ids", "/api/2/sharelinks/" + fl.Hash + "/download?file_ids=x", 400, "invalid_request", "", ""},
+		{"folder", "/api/2/sharelinks/" + fl.Hash + "/files?include_children=true", 200, "", `a.txt"`, ""},
+		{"children", "/api/2/sharelinks/" + fl.Hash + "/files/children?page=1&page_size=10&sort=size&order=desc", 200, "", `"total":1`, ""},
+		{"bad sort", "/api/2/sharelinks/" + fl.Hash + "/files/children?sort=colour", 400, "invalid_request", "", ""},
+		{"file in folder", fmt.Sprintf("/api/2/sharelinks/%s/files/%d", fl.Hash, file), 200, "", `a.txt"`, ""},
+		{"file in folder download", fmt.Sprintf("/api/2/sharelinks/%s/files/%d/download", fl.Hash, file), 200, "", body, "attachment"},
+		{"subfolder zip", fmt.Sprintf("/api/2/sharelinks/%s/files/folder/%d/download", fl.Hash, folder), 200, "", "a.txt", ""},
+		{"outside the share", fmt.Sprintf("/api/2/sharelinks/%s/files/folder/%d", fl.Hash, top), 404, "not_found", "", ""},
+		{"outside the share, children", fmt.Sprintf("/api/2/sharelinks/%s/files/folder/%d/children", fl.Hash, top), 404, "not_found", "", ""},
+		{"by id without a token", fmt.Sprintf("/api/2/sharelinks/%d/download", l.ID), 404, "not_found", "", ""},
+		{"unknown hash", "/api/2/sharelinks/nosuchhashatallxyz/download", 404, "not_found", "", ""},
+		{"expired", "/api/2/sharelinks/" + old.Hash + "/download", 410, "link_expired", "", ""},
+		{"no read access", "/api/2/sharelinks/" + noRead.Hash + "/download", 403, "forbidden", "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp := f.request(http.MethodGet, tt.path, "", nil, nil)
+			cd := resp.Header.Get("Content-Disposition")
+			st, b := f.readAll(resp)
+			if tt.code != "" {
+				wantError(t, st, b, tt.status, tt.code)
+				return
+			}
+			if st != tt.status || !strings.Contains(string(b), tt.contains) {
+				t.Fatalf("%d %.200s", st, b)
+			}
+			if tt.disposition != "" && !strings.HasPrefix(cd, tt.disposition) {
+				t.Errorf("Content-Disposition %q, want %s", cd, tt.disposition)
+			}
+		})
+	}
+	if got := f.link(t, l.ID); got.TimesDownloaded != 1 || got.TimesViewed != 1 {
+		t.Errorf("file link counted %d downloads, %d views; want 1 and 1", got.TimesDownloaded, got.TimesViewed)
+	}
+}
+
+// TestShareLinkDownloadLimitConcurrent: 20 parallel downloads of a link
+// with a limit of 5 give exactly 5 files and 15 refusals.
+func TestShareLinkDownloadLimitConcurrent(t *testing.T) {
+	f, file, _, body := linkFixture(t, fixtureOptions{})
+	l := f.createLink(t, f.at("/api/2/files/%d/%d/share", file), url.Values{"download_limit": {"5"}})
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		ok, over int
+	)
+	for range 20 {
+		wg.Go(func() {
+			st, b := f.readAll(f.request(http.MethodGet, "/api/2/sharelinks/"+l.Hash+"/download", "", nil, nil))
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case st == 200 && string(b) == body:
+				ok++
+			case st == 403 && strings.Contains(string(b), "download limit reached"):
+				over++
+			default:
+				t.Errorf("%d %.200s", st, b)
+			}
+		})
+	}
+	wg.Wait()
+	if ok != 5 || over != 15 {
+		t.Errorf("%d downloads, %d refusals; want 5 and 15", ok, over)
+	}
+	if got := f.link(t, l.ID); got.TimesDownloaded != 5 {
+		t.Errorf("times_downloaded %d, want 5", got.TimesDownloaded)
+	}
+}
+
+// TestShareLinkResumeCountsOnce: a download resumed over three Range
+// requests counts once; HEAD counts nothing.
+func TestShareLinkResumeCountsOnce(t *testing.T) {
+	f, file, _, body := linkFixture(t, fixtureOptions{})
+	l := f.createLink(t, f.at("/api/2/files/%d/%d/share", file), nil)
+	path := "/api/2/sharelinks/" + l.Hash + "/download"
+	var got strings.Builder
+	for _, rng := range []string{"bytes=0-299", "bytes=300-699", "bytes=700-"} {
+		st, b := f.readAll(f.request(http.MethodGet, path, "", nil, http.Header{"Range": {rng}}))
+		if st != http.StatusPartialContent {
+			t.Fatalf("%s: %d %s", rng, st, b)
+		}
+		got.Write(b)
+	}
+	if got.String() != body {
+		t.Fatalf("resumed download differs")
+	}
+	if st, _ := f.readAll(f.request(http.MethodHead, path, "", nil, nil)); st != 200 {
+		t.Fatalf("HEAD: %d", st)
+	}
+	if n := f.link(t, l.ID).TimesDownloaded; n != 1 {
+		t.Errorf("times_downloaded %d, want 1", n)
+	}
+}
