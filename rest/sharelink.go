@@ -40,6 +40,10 @@ func (s *server) sharelinkRoutes() {
 	s.handlePublicStream("GET /api/2/sharelinks/{ref}/files/folder/{folder_id}/download", s.linkFolderDownload)
 	s.handlePublicStream("GET /api/2/sharelinks/{ref}/download", s.linkDownload(false))
 	s.handlePublicStream("GET /api/2/sharelinks/{ref}/view", s.linkDownload(true))
+	s.handlePublic("POST /api/2/sharelinks/{ref}/files/create_folder", s.linkCreateFolder)
+	s.handlePublic("POST /api/2/sharelinks/{ref}/files/folder/{folder_id}/create_folder", s.linkCreateFolder)
+	s.handlePublic("POST /api/2/sharelinks/{ref}/files/upload", s.linkUpload)
+	s.handlePublic("POST /api/2/sharelinks/{ref}/files/folder/{folder_id}/upload", s.linkUpload)
 }
 
 // handlePublicStream registers a download handler that takes no token
@@ -894,3 +898,63 @@ func (w *inlineWriter) Write(b []byte) (int, error) {
 
 // Unwrap lets http.ResponseController reach the connection's writer.
 func (w *inlineWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// linkWriteTarget opens the link for a write into the folder of the path
+// (the shared folder when the path names none).
+func (s *server) linkWriteTarget(r *http.Request) (share.LinkAccess, fsAccess, vfs.Node, error) {
+	c, err := s.optionalCaller(r)
+	if err != nil {
+		return share.LinkAccess{}, fsAccess{}, vfs.Node{}, err
+	}
+	la, err := s.shares.OpenLink(r.Context(), r.PathValue("ref"), c)
+	if err != nil {
+		return la, fsAccess{}, vfs.Node{}, err
+	}
+	if !la.Link.Folder() {
+		return la, fsAccess{}, vfs.Node{}, Describe(ErrNotFound, "a file share link has no folder to write into")
+	}
+	id := r.PathValue("folder_id")
+	if id == "" {
+		id = strconv.FormatUint(la.Link.FolderID, 10)
+	}
+	n, err := s.linkNode(r.Context(), la, id, true)
+	if err != nil {
+		return la, fsAccess{}, vfs.Node{}, err
+	}
+	a, err := s.shares.LinkWrite(r.Context(), la, c)
+	if err != nil {
+		return la, fsAccess{}, vfs.Node{}, err
+	}
+	return la, fsAccess{root: a.Root, perms: permissions(a.Perms), policy: a.Policy, opts: a.Opts}, n, nil
+}
+
+// linkCreateFolder answers POST .../sharelinks/{ref}/files/create_folder
+// and .../files/folder/{folder_id}/create_folder (form field name).
+func (s *server) linkCreateFolder(r *http.Request) (any, error) {
+	_, a, n, err := s.linkWriteTarget(r)
+	if err != nil {
+		return nil, err
+	}
+	return s.createFolder(r, a, n.ID)
+}
+
+// linkUpload answers POST .../sharelinks/{ref}/files/upload and
+// .../files/folder/{folder_id}/upload (berth's: the spec has no upload
+// through a link), as the root's upload does; the creator is told when
+// the link has upload_notify.
+func (s *server) linkUpload(r *http.Request) (any, error) {
+	la, a, n, err := s.linkWriteTarget(r)
+	if err != nil {
+		return nil, err
+	}
+	v, err := s.upload(r, a, n.ID)
+	if err != nil {
+		return nil, err
+	}
+	name := ""
+	if fj, ok := v.(fileJSON); ok {
+		name = fj.Path
+	}
+	s.shares.CountUpload(r.Context(), la, name)
+	return v, nil
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"strings"
 
 	"berth/share"
 )
@@ -76,7 +77,22 @@ func linkIsoRows() []isoRow {
 			return fmt.Sprintf("/api/2/sharelinks/%s/files/"+format, l.Hash, l.FolderID)
 		}
 	}
+	writeLink := func(anon bool, suffix string) func(isoReq) string {
+		return func(q isoReq) string {
+			l := q.k.isoWriteLink(q, anon)
+			if !strings.Contains(suffix, "%d") {
+				return "/api/2/sharelinks/" + l.Hash + "/files" + suffix
+			}
+			return fmt.Sprintf("/api/2/sharelinks/%s/files"+suffix, l.Hash, l.FolderID)
+		}
+	}
+	const writer = "none=403 OP=403 OA=403 PP=403 CG=403 CP=200 CA=403 PA=403"
 	return []isoRow{
+		{pattern: "POST /api/2/sharelinks/{ref}/files/create_folder", method: "POST", path: writeLink(false, "/create_folder"), form: newNamed("name", nil), want: writer},
+		{pattern: "POST /api/2/sharelinks/{ref}/files/create_folder", name: "anon_edit", method: "POST", path: writeLink(true, "/create_folder"), form: newNamed("name", nil), want: anyone},
+		{pattern: "POST /api/2/sharelinks/{ref}/files/folder/{folder_id}/create_folder", method: "POST", path: writeLink(false, "/folder/%d/create_folder"), form: newNamed("name", nil), want: writer},
+		{pattern: "POST /api/2/sharelinks/{ref}/files/upload", method: "UPLOAD", path: writeLink(false, "/upload"), want: writer},
+		{pattern: "POST /api/2/sharelinks/{ref}/files/folder/{folder_id}/upload", method: "UPLOAD", path: writeLink(true, "/folder/%d/upload"), want: anyone},
 		{pattern: "POST /api/2/files/{root_id}/{file_id}/share", method: "POST", path: pf("/api/2/files/%d/%d/share", cRoot, cFile), want: creator},
 		{pattern: "POST /api/2/files/{root_id}/{file_id}/share", name: "admin_browse_files", method: "POST", path: pf("/api/2/files/%d/%d/share", cRoot, cFile),
 			want: "CP=200 CA=403 PA=403", tenant: "browse"},
@@ -109,4 +125,21 @@ func linkIsoRows() []isoRow {
 		{pattern: "GET /api/2/sharelinks/{ref}/download", path: hashOf(fileLink, "/download"), want: anyone},
 		{pattern: "GET /api/2/sharelinks/{ref}/view", path: hashOf(fileLink, "/view"), want: anyone},
 	}
+}
+
+// isoWriteLink creates a folder link with write access (and anon_edit
+// when anon) of a fresh folder of the child's plain person.
+func (k *isoCast) isoWriteLink(q isoReq, anon bool) share.Link {
+	k.t.Helper()
+	ctx := context.Background()
+	c, err := k.f.accounts.Caller(ctx, q.c.plain.ID)
+	if err != nil {
+		k.t.Fatal(err)
+	}
+	yes := true
+	l, err := k.shares.CreateLink(ctx, c, q.c.root, newCFolder(q).(uint64), true, share.LinkSettings{WriteAccess: &yes, AnonEdit: &anon})
+	if err != nil {
+		k.t.Fatal(err)
+	}
+	return l
 }

@@ -260,3 +260,47 @@ func TestShareLinkResumeCountsOnce(t *testing.T) {
 		t.Errorf("times_downloaded %d, want 1", n)
 	}
 }
+
+// TestShareLinkWrite: create_folder and upload through a folder link with
+// write access: anonymous only with anon_edit; never without write access.
+func TestShareLinkWrite(t *testing.T) {
+	f, _, folder, _ := linkFixture(t, fixtureOptions{})
+	share := func(form url.Values) string {
+		return f.createLink(t, f.at("/api/2/files/%d/folder/%d/share", folder), form).Hash
+	}
+	readOnly := share(nil)
+	writer := share(url.Values{"write_access": {"true"}})
+	anon := share(url.Values{"write_access": {"true"}, "anon_edit": {"true"}})
+	tests := []struct {
+		name   string
+		hash   string
+		token  string
+		status int
+		code   string
+	}{
+		{"read-only link", readOnly, "", 403, "forbidden"},
+		{"read-only link, creator", readOnly, f.token, 403, "forbidden"},
+		{"write link, anonymous", writer, "", 403, "forbidden"},
+		{"write link, creator", writer, f.token, 200, ""},
+		{"anon_edit, anonymous", anon, "", 200, ""},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := http.Header{"Content-Type": {"application/x-www-form-urlencoded"}}
+			st, b := f.readAll(f.request(http.MethodPost, "/api/2/sharelinks/"+tt.hash+"/files/create_folder", tt.token,
+				strings.NewReader(url.Values{"name": {fmt.Sprintf("sub%d", i)}}.Encode()), h))
+			if tt.code != "" {
+				wantError(t, st, b, tt.status, tt.code)
+				return
+			}
+			if st != tt.status {
+				t.Fatalf("create_folder: %d %s", st, b)
+			}
+			body, ct := multipartBody(fmt.Sprintf("up%d.txt", i), strings.NewReader("up"))
+			st, b = f.readAll(f.request(http.MethodPost, "/api/2/sharelinks/"+tt.hash+"/files/upload", tt.token, body, http.Header{"Content-Type": {ct}}))
+			if st != 200 || !strings.Contains(string(b), fmt.Sprintf("/docs/up%d.txt", i)) {
+				t.Fatalf("upload: %d %s", st, b)
+			}
+		})
+	}
+}

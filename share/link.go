@@ -671,3 +671,30 @@ func (s *Service) notice(ctx context.Context, l Link, subject, body string) {
 	}
 	_ = s.notify.Notify(ctx, p.Email, subject, body)
 }
+
+// LinkWrite returns the terms of a write through la's link by c (nil: no
+// token): the link (or the subscriber's hash) must grant write access, and
+// a user who is neither the creator nor a subscriber writes only with
+// anon_edit. The write is made with the creator's options: their
+// principal, their policy's limits and their quotas, since the root is
+// theirs.
+//
+// Errors: ErrForbidden (a *Refusal) when the write is not allowed;
+// account's errors reading the creator (an inactive creator is refused).
+func (s *Service) LinkWrite(ctx context.Context, la LinkAccess, c *account.Caller) (Access, error) {
+	if !la.Perms.Has(Write) {
+		return Access{}, refuse("this share link does not allow writing")
+	}
+	member := c != nil && (c.Person.ID == la.Link.CreatorID || subscribed(la.Link, *c))
+	if !member && !la.Link.AnonEdit {
+		return Access{}, refuse("this share link allows writing only to its creator and subscribers (anon_edit is off)")
+	}
+	if s.accounts == nil {
+		return Access{}, ErrNoLinks
+	}
+	cr, err := s.accounts.Caller(ctx, la.Link.CreatorID)
+	if err != nil {
+		return Access{}, refuse("the share link's creator can no longer write here")
+	}
+	return Access{Root: la.Root, Perms: la.Perms, Policy: cr.Organization.Policy, Opts: WriteOptions(cr)}, nil
+}

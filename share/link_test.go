@@ -123,3 +123,42 @@ func TestDownloadLimitConcurrent(t *testing.T) {
 		t.Errorf("times_downloaded %d %v", got.TimesDownloaded, err)
 	}
 }
+
+// notices records what a Notifier is asked to send.
+type notices struct {
+	mu   sync.Mutex
+	sent []string
+}
+
+func (n *notices) Notify(_ context.Context, to, subject, _ string) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.sent = append(n.sent, to+": "+subject)
+	return nil
+}
+
+// TestLinkNotify: a counted download of a link with download_notify tells
+// the creator; one without tells no one.
+func TestLinkNotify(t *testing.T) {
+	w, file := linkWorld(t)
+	n := &notices{}
+	w.svc = share.New(share.Options{FS: w.st.FS, Accounts: w.st.Accounts, Store: w.st.DB, Notifier: n})
+	ctx := context.Background()
+	yes := true
+	for _, notify := range []*bool{nil, &yes} {
+		l, err := w.svc.CreateLink(ctx, w.alice, w.aliceRoot.ID, file, false, share.LinkSettings{DownloadNotify: notify})
+		if err != nil {
+			t.Fatal(err)
+		}
+		la, err := w.svc.OpenLink(ctx, l.Hash, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.svc.CountDownload(ctx, la); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(n.sent) != 1 || !strings.HasPrefix(n.sent[0], w.alice.Person.Email+": ") {
+		t.Errorf("notices %q, want one to alice", n.sent)
+	}
+}
