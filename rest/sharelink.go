@@ -770,34 +770,63 @@ func (s *server) linkFolderDownload(w http.ResponseWriter, r *http.Request) erro
 	return s.serveLinkZip(w, r, la, n)
 }
 
-// startsAtZero reports whether r's answer covers the first byte: no Range,
-// or one whose first range starts at 0. Such a request is one download
-// (or view); the Range requests that resume it are not counted again.
-func startsAtZero(r *http.Request) bool {
+// coversStart reports whether r's answer may cover the first byte of a
+// file with entity tag etag, and so is a download (or view) of its own:
+// no Range; a Range with a part starting at 0 or a suffix part (-N); or
+// an If-Range that is not etag, which makes ServeContent send the whole
+// file when it does not match (a date If-Range is counted, to be safe).
+// The Range requests that resume a download are not counted again.
+func coversStart(r *http.Request, etag string) bool {
 	rng := strings.TrimSpace(r.Header.Get("Range"))
 	if rng == "" {
+		return true
+	}
+	if ir := r.Header.Get("If-Range"); ir != "" && ir != etag {
 		return true
 	}
 	spec, ok := strings.CutPrefix(rng, "bytes=")
 	if !ok {
 		return true // ServeContent ignores it and sends the whole file
 	}
-	first, _, _ := strings.Cut(spec, ",")
-	start, _, _ := strings.Cut(strings.TrimSpace(first), "-")
-	return strings.TrimSpace(start) == "0"
+	for part := range strings.SplitSeq(spec, ",") {
+		start, _, _ := strings.Cut(strings.TrimSpace(part), "-")
+		if start = strings.TrimSpace(start); start == "" || strings.TrimLeft(start, "0") == "" {
+			return true
+		}
+	}
+	return false
+}
+
+// notModified reports whether ServeContent will answer r with 304 for
+// etag (If-None-Match): nothing is sent, so nothing is counted.
+func notModified(r *http.Request, etag string) bool {
+	inm := r.Header.Get("If-None-Match")
+	if inm == "" || r.Method != http.MethodGet {
+		return false
+	}
+	if strings.TrimSpace(inm) == "*" {
+		return true
+	}
+	for t := range strings.SplitSeq(inm, ",") {
+		if strings.TrimPrefix(strings.TrimSpace(t), "W/") == strings.TrimPrefix(etag, "W/") {
+			return true
+		}
+	}
+	return false
 }
 
 // count reserves the download (or view) of r before anything is written:
-// a GET covering byte 0 counts; HEAD and resumptions count nothing, but a
-// resumption is refused once the link's download_limit is used up.
-func (s *server) count(r *http.Request, la share.LinkAccess, view bool) error {
+// a GET whose answer may cover byte 0 counts (coversStart; whole: the
+// answer is always whole, as a zip's); HEAD, a 304 and resumptions count
+// nothing, but a resumption is refused once download_limit is used up.
+func (s *server) count(r *http.Request, la share.LinkAccess, view, whole bool, etag string) error {
 	if !la.Perms.Has(share.Read) {
 		return &share.Refusal{Reason: "this share link does not allow reading the contents"}
 	}
-	if r.Method != http.MethodGet {
+	if r.Method != http.MethodGet || (!whole && notModified(r, etag)) {
 		return nil
 	}
-	if !startsAtZero(r) {
+	if !whole && !coversStart(r, etag) {
 		if l := la.Link; !view && l.DownloadLimit != nil && l.TimesDownloaded >= *l.DownloadLimit {
 			return share.ErrDownloadLimit
 		}
@@ -817,7 +846,7 @@ func (s *server) serveLinkFile(w http.ResponseWriter, r *http.Request, la share.
 		return err
 	}
 	defer f.Close()
-	if err := s.count(r, la, view); err != nil {
+	if err := s.count(r, la, view, false, f.Node.ETag()); err != nil {
 		return err
 	}
 	if view {
@@ -853,7 +882,7 @@ func (s *server) serveLinkZip(w http.ResponseWriter, r *http.Request, la share.L
 			*p.dst = append(*p.dst, id)
 		}
 	}
-	if err := s.count(r, la, false); err != nil {
+	if err := s.count(r, la, false, true, ""); err != nil {
 		return err
 	}
 	name := n.Name

@@ -304,3 +304,41 @@ func TestShareLinkWrite(t *testing.T) {
 		})
 	}
 }
+
+// TestShareLinkCounting: which requests count as a download.
+func TestShareLinkCounting(t *testing.T) {
+	f, file, folder, _ := linkFixture(t, fixtureOptions{})
+	l := f.createLink(t, f.at("/api/2/files/%d/%d/share", file), nil)
+	fl := f.createLink(t, f.at("/api/2/files/%d/folder/%d/share", folder), nil)
+	resp := f.request(http.MethodHead, "/api/2/sharelinks/"+l.Hash+"/download", "", nil, nil)
+	etag := resp.Header.Get("ETag")
+	f.readAll(resp)
+	tests := []struct {
+		name   string
+		link   linkJSON
+		header http.Header
+		counts int64
+	}{
+		{"whole", l, nil, 1},
+		{"a range from 0", l, http.Header{"Range": {"bytes=0-9"}}, 1},
+		{"a resumption", l, http.Header{"Range": {"bytes=10-"}}, 0},
+		{"byte 0 in a later part", l, http.Header{"Range": {"bytes=5-,0-4"}}, 1},
+		{"a suffix range", l, http.Header{"Range": {"bytes=-2000"}}, 1},
+		{"If-Range not matching", l, http.Header{"Range": {"bytes=10-"}, "If-Range": {`"other"`}}, 1},
+		{"If-Range matching", l, http.Header{"Range": {"bytes=10-"}, "If-Range": {etag}}, 0},
+		{"not modified", l, http.Header{"If-None-Match": {etag}}, 0},
+		{"a zip ignores Range", fl, http.Header{"Range": {"bytes=10-"}}, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := f.link(t, tt.link.ID).TimesDownloaded
+			st, b := f.readAll(f.request(http.MethodGet, "/api/2/sharelinks/"+tt.link.Hash+"/download", "", nil, tt.header))
+			if st >= 400 {
+				t.Fatalf("%d %s", st, b)
+			}
+			if got := f.link(t, tt.link.ID).TimesDownloaded - before; got != tt.counts {
+				t.Errorf("counted %d, want %d (status %d)", got, tt.counts, st)
+			}
+		})
+	}
+}
