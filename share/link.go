@@ -392,12 +392,21 @@ func (s *Service) AddSubscriber(ctx context.Context, c account.Caller, id uint64
 	default:
 		return Subscriber{}, fmt.Errorf("%w: subscriber_type is one of person, guest, group, email", account.ErrInvalid)
 	}
+	// Persons, guests and groups are the creator's organization's: one
+	// of another is subscribed by e-mail, so ids of others cannot be
+	// probed here.
 	if (sb.Kind == "person" || sb.Kind == "guest") && s.accounts != nil {
 		p, err := s.accounts.Person(ctx, sb.SubjectID)
-		if err != nil || p.Guest != (sb.Kind == "guest") {
+		if err != nil || p.Guest != (sb.Kind == "guest") || p.OrganizationID != c.Person.OrganizationID {
 			return Subscriber{}, ErrNotFound
 		}
 		sb.Email = p.Email
+	}
+	if sb.Kind == "group" && s.accounts != nil {
+		g, err := s.accounts.Group(ctx, sb.SubjectID)
+		if err != nil || g.OrganizationID != c.Person.OrganizationID {
+			return Subscriber{}, ErrNotFound
+		}
 	}
 	h, err := newHash()
 	if err != nil {
@@ -538,7 +547,7 @@ func (s *Service) OpenLink(ctx context.Context, ref string, c *account.Caller) (
 	if err != nil {
 		return LinkAccess{}, err
 	}
-	member := c != nil && c.Person.Active && (c.Person.ID == l.CreatorID || subscribed(l, *c))
+	member := c != nil && c.Person.Active && (c.Person.ID == l.CreatorID || s.subscribed(ctx, l, *c))
 	if !byHash && !member {
 		return LinkAccess{}, ErrNotFound
 	}
@@ -575,16 +584,20 @@ func (s *Service) OpenLink(ctx context.Context, ref string, c *account.Caller) (
 	return la, nil
 }
 
-// subscribed reports whether c is a person or guest subscriber of l, or
-// an email subscriber by c's address. Group subscribers are not resolved
-// to their members.
-func subscribed(l Link, c account.Caller) bool {
+// subscribed reports whether c is a person or guest subscriber of l, an
+// email subscriber by c's address, or a member of a group subscriber
+// (directly or through member groups).
+func (s *Service) subscribed(ctx context.Context, l Link, c account.Caller) bool {
 	for _, sb := range l.Subscribers {
 		switch {
 		case (sb.Kind == "person" || sb.Kind == "guest") && sb.SubjectID == c.Person.ID:
 			return true
 		case sb.Kind == "email" && sb.Email != "" && strings.EqualFold(sb.Email, c.Person.Email):
 			return true
+		case sb.Kind == "group" && s.accounts != nil:
+			if in, err := s.accounts.InGroup(ctx, sb.SubjectID, c.Person.ID); err == nil && in {
+				return true
+			}
 		}
 	}
 	return false
@@ -685,7 +698,7 @@ func (s *Service) LinkWrite(ctx context.Context, la LinkAccess, c *account.Calle
 	if !la.Perms.Has(Write) {
 		return Access{}, refuse("this share link does not allow writing")
 	}
-	member := c != nil && (c.Person.ID == la.Link.CreatorID || subscribed(la.Link, *c))
+	member := c != nil && (c.Person.ID == la.Link.CreatorID || s.subscribed(ctx, la.Link, *c))
 	if !member && !la.Link.AnonEdit {
 		return Access{}, refuse("this share link allows writing only to its creator and subscribers (anon_edit is off)")
 	}

@@ -162,3 +162,53 @@ func TestLinkNotify(t *testing.T) {
 		t.Errorf("notices %q, want one to alice", n.sent)
 	}
 }
+
+// TestLinkSubscribers: who a login_required link admits, by subscriber
+// kind, and which subscribers may be added.
+func TestLinkSubscribers(t *testing.T) {
+	w, file := linkWorld(t)
+	ctx := context.Background()
+	yes := true
+	l, err := w.svc.CreateLink(ctx, w.alice, w.aliceRoot.ID, file, false, share.LinkSettings{LoginRequired: &yes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := w.st.Accounts.CreateGroup(ctx, account.GroupInput{OrganizationID: w.st.Org.ID, Name: "team"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.st.Accounts.UpdateMembers(ctx, g.ID, account.MembersChange{AddPersons: []uint64{w.bob.Person.ID}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.svc.OpenLink(ctx, l.Hash, &w.bob); !errors.Is(err, share.ErrLoginRequired) {
+		t.Fatalf("bob before: %v", err)
+	}
+	adds := []struct {
+		name string
+		sb   share.Subscriber
+		want error
+	}{
+		{"group of the organization", share.Subscriber{Kind: "group", SubjectID: g.ID}, nil},
+		{"person of another organization", share.Subscriber{Kind: "person", SubjectID: w.carol.Person.ID}, share.ErrNotFound},
+		{"no such group", share.Subscriber{Kind: "group", SubjectID: 99999}, share.ErrNotFound},
+		{"a person as a guest", share.Subscriber{Kind: "guest", SubjectID: w.bob.Person.ID}, share.ErrNotFound},
+		{"bad e-mail", share.Subscriber{Kind: "email", Email: "nobody"}, account.ErrInvalid},
+		{"bad kind", share.Subscriber{Kind: "robot"}, account.ErrInvalid},
+		{"e-mail of another organization's person", share.Subscriber{Kind: "email", Email: w.carol.Person.Email}, nil},
+	}
+	for _, tt := range adds {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := w.svc.AddSubscriber(ctx, w.alice, l.ID, tt.sb); !errors.Is(err, tt.want) {
+				t.Errorf("got %v, want %v", err, tt.want)
+			}
+		})
+	}
+	for _, c := range []account.Caller{w.bob, w.carol} {
+		if _, err := w.svc.OpenLink(ctx, l.Hash, &c); err != nil {
+			t.Errorf("%s after: %v", c.Person.Username, err)
+		}
+	}
+	if _, err := w.svc.AddSubscriber(ctx, w.bob, l.ID, share.Subscriber{Kind: "email", Email: "x@example.com"}); !errors.Is(err, share.ErrNotFound) {
+		t.Errorf("a subscriber added by someone else: %v", err)
+	}
+}
