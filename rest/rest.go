@@ -109,6 +109,7 @@ func (s *server) routes() {
 	s.oauthRoutes()
 	s.personRoutes()
 	s.organizationRoutes()
+	s.orgShareRoutes()
 	s.guestRoutes()
 	s.rootRoutes()
 	s.fileRoutes()
