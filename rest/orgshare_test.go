@@ -66,7 +66,7 @@ func TestOrgShareLifecycle(t *testing.T) {
 		}
 	}
 	st, body = w.postAs(w.childAdmin, sharePath+"/subscribers/update", url.Values{
-		"subscribers": {fmt.Sprintf(`[[%d, "web", "COLLABORATOR"], [%d, "webdav", "COLLABORATOR"]]`, w.carol.ID, dave.ID)},
+		"subscribers":          {fmt.Sprintf(`[[%d, "web", "COLLABORATOR"], [%d, "webdav", "COLLABORATOR"]]`, w.carol.ID, dave.ID)},
 		"group_subscribers":    {fmt.Sprintf(`[[%d, "web", "VIEWER"]]`, g.ID)},
 		"external_subscribers": {`["Guest@Example.com"]`},
 	})
