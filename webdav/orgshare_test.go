@@ -91,4 +91,18 @@ func TestOrgShareOverWebDAV(t *testing.T) {
 	want(t, "LOCK as collaborator", st, http.StatusOK, b)
 	st, b = as("alice", "PUT", "/webdav/Team/a.txt", "overwrite")
 	want(t, "PUT into another subscriber's lock", st, http.StatusLocked, b)
+
+	// Writes into the share are held to the organization's quota, not
+	// the writer's own: collab's 1-byte quota does not stop a 5-byte
+	// file, the organization's 64 KiB stops a bigger one.
+	if _, err := f.accounts.UpdatePerson(ctx, collab.ID, func(p *account.Person) error { p.SpaceQuota = 1; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.accounts.UpdatePolicy(ctx, f.org.ID, func(p *account.Policy) error { p.SpaceQuota = "65536"; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	st, b = as("collab", "PUT", "/webdav/Team/small.txt", "hello")
+	want(t, "PUT past the writer's own quota, into the share", st, http.StatusCreated, b)
+	st, b = as("collab", "PUT", "/webdav/Team/big.bin", strings.Repeat("x", 1<<17))
+	want(t, "PUT past the organization's quota", st, http.StatusInsufficientStorage, b)
 }
