@@ -20,6 +20,7 @@ func (s *server) orgShareRoutes() {
 	s.handle("GET /api/2/organization/{org}/share/{root_id}/subscribers", s.authed(s.getOrgShareSubscribers))
 	s.handle("POST /api/2/organization/{org}/share/{root_id}/subscribers/update", s.authed(s.updateOrgShareSubscribers))
 	s.handle("POST /api/2/organization/{org}/share/{root_id}/delete", s.authed(s.deleteOrgShare))
+	s.handlePublic("POST /api/2/shares/accept", s.acceptInvitation)
 }
 
 // orgShareIDs are the path's organization and share ids; one that is not
@@ -216,12 +217,41 @@ func (s *server) updateOrgShareSubscribers(r *http.Request) (any, error) {
 		}
 		subs.External = ext
 	}
-	// The invitations of new addresses are for the mail sender to
-	// deliver (share.Invitation); berth sends no mail yet.
-	if _, err := s.shares.SetSubscribers(r.Context(), callerOf(r), org, id, subs); err != nil {
+	invites, err := s.shares.SetSubscribers(r.Context(), callerOf(r), org, id, subs)
+	if err != nil {
 		return nil, err
 	}
+	if s.opts.Invite != nil {
+		for _, inv := range invites {
+			if err := s.opts.Invite(r.Context(), inv); err != nil {
+				s.log.Error("share invitation not delivered", "root_id", inv.RootID, "err", err)
+			}
+		}
+	}
 	return s.subscribersBody(r, id)
+}
+
+// acceptInvitation answers POST /api/2/shares/accept with form field
+// token, the invitation an external subscriber was sent: it takes no
+// access token (the invitation is the credential) and answers
+// {root_id, email}; an unknown or revoked token is 404 not_found.
+func (s *server) acceptInvitation(r *http.Request) (any, error) {
+	vals, err := form(r)
+	if err != nil {
+		return nil, err
+	}
+	tok, err := required(vals, "token")
+	if err != nil {
+		return nil, err
+	}
+	inv, err := s.shares.AcceptInvitation(r.Context(), tok)
+	if err != nil {
+		return nil, err
+	}
+	return struct {
+		RootID uint64 `json:"root_id"`
+		Email  string `json:"email"`
+	}{inv.RootID, inv.Email}, nil
 }
 
 // triplesField reads form field name as a JSON array of [id, channel,

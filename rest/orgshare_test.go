@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"berth/account"
+	"berth/share"
 )
 
 func (f *fixture) postAs(token, path string, form url.Values) (int, []byte) {
@@ -145,4 +146,48 @@ func TestOrgShareLifecycle(t *testing.T) {
 	wantError(t, st, body, http.StatusNotFound, "not_found")
 	st, body = w.getAs(w.childAdmin, sharePath)
 	wantError(t, st, body, http.StatusGone, "root_deleted")
+}
+
+func init() {
+	isoExempt["POST /api/2/shares/accept"] = "public: accepts the share invitation of the token it is given (TestOrgShareInvitation)"
+}
+
+// TestOrgShareInvitation: a new external subscriber's invitation goes to
+// Options.Invite; its token, at POST /api/2/shares/accept without an
+// access token, makes the address accepted; a bad token is 404, none 400.
+func TestOrgShareInvitation(t *testing.T) {
+	w := newOrgWorld(t)
+	var sent []share.Invitation
+	w.srv.Config.Handler = New(Options{FS: w.fs, Accounts: w.accounts, Invite: func(_ context.Context, inv share.Invitation) error {
+		sent = append(sent, inv)
+		return nil
+	}})
+	st, body := w.postAs(w.childAdmin, orgPath(w.child.ID, "/shares/create"), url.Values{"name": {"Team"}})
+	if st != http.StatusOK {
+		t.Fatalf("create: %d %s", st, body)
+	}
+	var root rootJSON
+	json.Unmarshal(body, &root)
+	sharePath := orgPath(w.child.ID, fmt.Sprintf("/share/%d", root.ID))
+	st, body = w.postAs(w.childAdmin, sharePath+"/subscribers/update", url.Values{"external_subscribers": {`["a@example.com"]`}})
+	if st != http.StatusOK || len(sent) != 1 || sent[0].Email != "a@example.com" || sent[0].RootID != root.ID {
+		t.Fatalf("subscribers/update: %d %s, sent %+v", st, body, sent)
+	}
+	// Sent again, the address is not invited again.
+	w.postAs(w.childAdmin, sharePath+"/subscribers/update", url.Values{"external_subscribers": {`["a@example.com"]`}})
+	if len(sent) != 1 {
+		t.Fatalf("invited twice: %+v", sent)
+	}
+	st, body = w.postAs("", "/api/2/shares/accept", url.Values{"token": {"nope"}})
+	wantError(t, st, body, http.StatusNotFound, "not_found")
+	st, body = w.postAs("", "/api/2/shares/accept", nil)
+	wantError(t, st, body, http.StatusBadRequest, "invalid_request")
+	st, body = w.postAs("", "/api/2/shares/accept", url.Values{"token": {sent[0].Token}})
+	if st != http.StatusOK || !bytes.Contains(body, []byte(`"email":"a@example.com"`)) {
+		t.Fatalf("accept: %d %s", st, body)
+	}
+	_, body = w.getAs(w.childAdmin, sharePath+"/subscribers")
+	if !bytes.Contains(body, []byte(`"a@example.com":"accepted"`)) {
+		t.Fatalf("after accept: %s", body)
+	}
 }

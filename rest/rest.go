@@ -9,6 +9,7 @@
 package rest
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 	"path"
@@ -45,6 +46,12 @@ type Options struct {
 	// Activity is the activity log the activity routes read and write.
 	// Nil: the log holds nothing and activity/create is refused.
 	Activity *activity.Log
+	// Invite delivers an organization share's invitation to a new
+	// external subscriber (by mail: the token goes to the address, which
+	// accepts it at POST /api/2/shares/accept). Nil delivers nothing: the
+	// address stays invited. A failure is logged; the subscribers are
+	// stored regardless.
+	Invite func(ctx context.Context, inv share.Invitation) error
 }
 
 // server holds what every handler shares.
