@@ -44,6 +44,21 @@ func TestOrgShareLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	mgr, mgrTok, _ := w.member(w.child.ID, "mgr", false)
+	guestTok := func(email string) (account.Person, string) {
+		g, err := w.accounts.CreateGuest(ctx, account.GuestInput{CreatorID: w.childAdminUser.ID, OrganizationID: w.child.ID, Email: email, Password: fixturePassword})
+		if err != nil {
+			t.Fatal(err)
+		}
+		toks, err := w.accounts.IssueTokens(ctx, g.ID, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g, toks.AccessToken
+	}
+	gus, gusTok := guestTok("gus@example.com")
+	_, gilTok := guestTok("gil@example.com")
+
 	st, body := w.postAs(w.childAdmin, orgPath(w.child.ID, "/shares/create"), url.Values{"name": {"Team"}})
 	if st != http.StatusOK {
 		t.Fatalf("create: %d %s", st, body)
@@ -81,6 +96,16 @@ func TestOrgShareLifecycle(t *testing.T) {
 		t.Fatalf("subscribers: %d %s\nwant %s", st, body, want)
 	}
 
+	// A guest subscriber and a MANAGER, added by a second update that
+	// leaves the groups and addresses as they are.
+	st, body = w.postAs(w.childAdmin, sharePath+"/subscribers/update", url.Values{
+		"subscribers": {fmt.Sprintf(`[[%d, "web", "COLLABORATOR"], [%d, "webdav", "COLLABORATOR"], [%d, "web", "VIEWER"], [%d, "web", "MANAGER"]]`,
+			w.carol.ID, dave.ID, gus.ID, mgr.ID)},
+	})
+	if st != http.StatusOK || !bytes.Contains(body, []byte(`"group_subscribers":[[`)) || !bytes.Contains(body, []byte(`"guest@example.com":"invited"`)) {
+		t.Fatalf("subscribers/update: %d %s", st, body)
+	}
+
 	// Permissions as each sees them.
 	for _, tc := range []struct {
 		name   string
@@ -91,6 +116,9 @@ func TestOrgShareLifecycle(t *testing.T) {
 		{"administrator", w.childAdmin, 200, []string{permView, permRead, permWrite}},
 		{"collaborator", w.carolToken, 200, []string{permView, permRead, permWrite}},
 		{"viewer through a group", erinTok, 200, []string{permView, permRead}},
+		{"manager", mgrTok, 200, []string{permView, permRead, permWrite}},
+		{"guest viewer", gusTok, 200, []string{permView, permRead}},
+		{"guest, not subscribed", gilTok, 404, nil},
 		{"same organization, not subscribed", frankTok, 404, nil},
 		{"another tenant", w.otherAdmin, 404, nil},
 		{"no token", "", 401, nil},
