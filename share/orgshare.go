@@ -498,6 +498,10 @@ func (s *Service) groupActive(ctx context.Context, id uint64) bool {
 // subscribedRoots returns the ids of the shares c subscribes to, directly
 // or through a group, in id order.
 func (s *Service) subscribedRoots(ctx context.Context, c account.Caller) ([]uint64, error) {
+	gen := s.store().Generation()
+	if ids, ok := s.subscribed.Get(gen, c.Person.ID); ok {
+		return ids, nil
+	}
 	groups, err := s.accounts.PersonGroups(ctx, c.Person.ID)
 	if err != nil {
 		return nil, err
@@ -521,8 +525,13 @@ func (s *Service) subscribedRoots(ctx context.Context, c account.Caller) ([]uint
 		}
 		return nil
 	})
+	if err != nil {
+		return nil, err
+	}
 	slices.Sort(ids)
-	return slices.Compact(ids), err
+	ids = slices.Compact(ids)
+	s.subscribed.Put(gen, c.Person.ID, ids)
+	return ids, nil
 }
 
 // shareAccess is c's access to share root place p: the organization's

@@ -17,6 +17,7 @@ import (
 	"strings"
 
 	"berth/account"
+	"berth/kv"
 	"berth/vfs"
 )
 
@@ -111,11 +112,14 @@ type Options struct {
 type Service struct {
 	fs       *vfs.FS
 	accounts *account.Service
+	// subscribed keeps each person's subscribed shares until the store's
+	// next commit: WebDAV asks Roots on every request.
+	subscribed *kv.Cache[uint64, []uint64]
 }
 
 // New returns the Service over o.
 func New(o Options) *Service {
-	return &Service{fs: o.FS, accounts: o.Accounts}
+	return &Service{fs: o.FS, accounts: o.Accounts, subscribed: kv.NewCache[uint64, []uint64](4096)}
 }
 
 // Root returns the access of caller c to root id.
