@@ -140,3 +140,8 @@ func (s *Service) RootPlaceOf(ctx context.Context, id uint64) (RootPlace, error)
 	s.callers.roots.Put(gen, id, p)
 	return p, nil
 }
+
+// Store is the key-value store the account records live in. share keeps
+// its organization shares' subscribers in it, beside the roots' owners
+// they belong to, so one store holds who reaches what.
+func (s *Service) Store() kv.Store { return s.db }

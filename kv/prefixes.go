@@ -70,6 +70,14 @@ const (
 	ActivityPerson = "actperson/"
 )
 
+// Prefixes of share's organization shares (share/orgshare.go).
+const (
+	ShareSubscribers = "shrsubs/"   // a share root's subscribers
+	SharePerson      = "shrperson/" // the share roots a person subscribes to directly
+	ShareGroup       = "shrgroup/"  // the share roots a group subscribes to
+	ShareInvite      = "shrinvite/" // an external subscriber's invitation, by token hash
+)
+
 // Prefixes reserved below the domain packages: no domain prefix may start
 // with them.
 const (
@@ -146,6 +154,10 @@ func Prefixes() []Prefix {
 		{"share", ShareLinkHash},
 		{"share", ShareLinkCreator},
 		{"share", ShareLinkSubject},
+		{"share", ShareSubscribers},
+		{"share", SharePerson},
+		{"share", ShareGroup},
+		{"share", ShareInvite},
 	}
 }
 

@@ -432,6 +432,42 @@ func newGrandchild(q isoReq) any {
 	return o.ID
 }
 func newCGuest(q isoReq) any { return q.k.guest(q.c).ID }
+
+// newCShare is a fresh organization share of the child, made by its
+// administrator, with no subscribers; newPShare one of the parent.
+func newCShare(q isoReq) any { return q.k.orgShare(q.c, nil) }
+func newPShare(q isoReq) any { return q.k.orgShare(q.k.p, nil) }
+
+// cViewerShare is a fresh share of the child whose plain person is a
+// VIEWER on the web channel; deletedViewerShare one deleted since.
+func cViewerShare(q isoReq) any {
+	return q.k.orgShare(q.c, []share.Entry{{ID: q.c.plain.ID, Channel: share.ChannelWeb, Role: share.RoleViewer}})
+}
+func deletedViewerShare(q isoReq) any {
+	id := cViewerShare(q).(uint64)
+	if err := q.k.f.fs.DeleteRoot(context.Background(), id); err != nil {
+		q.k.t.Fatal(err)
+	}
+	return id
+}
+
+// orgShare creates a share of n as its administrator, with subscribers subs.
+func (k *isoCast) orgShare(n *isoTenant, subs []share.Entry) uint64 {
+	k.t.Helper()
+	ctx := context.Background()
+	c, err := k.f.accounts.Caller(ctx, n.admin.ID)
+	if err != nil {
+		k.t.Fatal(err)
+	}
+	r, err := k.shares.CreateOrgShare(ctx, c, n.org.ID, k.next())
+	if err != nil {
+		k.t.Fatal(err)
+	}
+	if _, err := k.shares.SetSubscribers(ctx, c, n.org.ID, r.ID, share.Subscribers{Persons: subs}); err != nil {
+		k.t.Fatal(err)
+	}
+	return r.ID
+}
 func newCGroup(q isoReq) any { return q.k.group(q.c).ID }
 func newCFile(q isoReq) any {
 	return q.k.upload(q.c, fmt.Sprintf("/api/2/files/%d/upload", q.c.root), q.k.next()+".txt")
@@ -736,6 +772,53 @@ func isoRows() []isoRow {
 			want: "CP=404 CA=404 PA=404"},
 		isoRow{pattern: itemGetPattern, name: "another tenant's folder through the child's root", path: pf("/api/2/files/%d/folder/%d", cRoot, func(q isoReq) any { return q.k.o.folder }),
 			want: "CP=404 CA=404 PA=404"},
+	)
+
+	// Organization shares (4.7): the organization's administrators
+	// manage them; a subscriber reaches the share's files with their
+	// role's permissions, a non-subscriber of the same organization not
+	// at all (CG, the child's guest, is subscribed to nothing).
+	subsForm := func(q isoReq) url.Values {
+		return url.Values{"subscribers": {fmt.Sprintf(`[[%d, "web", "VIEWER"]]`, q.c.plain.ID)}, "external_subscribers": {`["x@example.com"]`}}
+	}
+	rows = append(rows,
+		isoRow{pattern: "GET /api/2/organization/{org}/shares", path: pf("/api/2/organization/%d/shares", cOrg), want: childAdmin},
+		isoRow{pattern: "GET /api/2/organization/{org}/shares", name: "the parent", path: pf("/api/2/organization/%d/shares", pOrg), want: parentAdmin},
+		isoRow{pattern: "POST /api/2/organization/{org}/shares/create", method: "POST", path: pf("/api/2/organization/%d/shares/create", cOrg),
+			form: newNamed("name", nil), want: childAdmin},
+		isoRow{pattern: "POST /api/2/organization/{org}/shares/create", name: "the parent", method: "POST", path: pf("/api/2/organization/%d/shares/create", pOrg),
+			form: newNamed("name", nil), want: parentAdmin},
+		isoRow{pattern: "POST /api/2/organization/{org}/shares/create", name: "no name", method: "POST", path: pf("/api/2/organization/%d/shares/create", cOrg),
+			want: "CG=403 CP=403 CA=400 PA=400"},
+		isoRow{pattern: "GET /api/2/organization/{org}/share/{root_id}", path: pf("/api/2/organization/%d/share/%d", cOrg, newCShare), want: childAdmin},
+		isoRow{pattern: "GET /api/2/organization/{org}/share/{root_id}", name: "the parent's share through the child",
+			path: pf("/api/2/organization/%d/share/%d", cOrg, newPShare), want: "CG=403 CP=403 CA=404 PA=404"},
+		isoRow{pattern: "GET /api/2/organization/{org}/share/{root_id}", name: "a sync root is no share",
+			path: pf("/api/2/organization/%d/share/%d", cOrg, cRoot), want: "CG=403 CP=403 CA=404 PA=404"},
+		isoRow{pattern: "POST /api/2/organization/{org}/share/{root_id}/update", method: "POST", path: pf("/api/2/organization/%d/share/%d/update", cOrg, newCShare),
+			form: newNamed("name", nil), want: childAdmin},
+		isoRow{pattern: "GET /api/2/organization/{org}/share/{root_id}/subscribers", path: pf("/api/2/organization/%d/share/%d/subscribers", cOrg, cViewerShare), want: childAdmin},
+		isoRow{pattern: "POST /api/2/organization/{org}/share/{root_id}/subscribers/update", method: "POST",
+			path: pf("/api/2/organization/%d/share/%d/subscribers/update", cOrg, newCShare), form: subsForm, want: childAdmin},
+		isoRow{pattern: "POST /api/2/organization/{org}/share/{root_id}/subscribers/update", name: "not JSON", method: "POST",
+			path: pf("/api/2/organization/%d/share/%d/subscribers/update", cOrg, newCShare), form: fields("subscribers", "12:web:VIEWER"), want: "CG=403 CP=403 CA=400 PA=400"},
+		isoRow{pattern: "POST /api/2/organization/{org}/share/{root_id}/subscribers/update", name: "the parent's person into the child's share", method: "POST",
+			path: pf("/api/2/organization/%d/share/%d/subscribers/update", cOrg, newCShare),
+			form: func(q isoReq) url.Values {
+				return url.Values{"subscribers": {fmt.Sprintf(`[[%d, "web", "VIEWER"]]`, q.k.p.plain.ID)}}
+			}, want: "CG=403 CP=403 CA=400 PA=400"},
+		isoRow{pattern: "POST /api/2/organization/{org}/share/{root_id}/subscribers/update", name: "another tenant's group", method: "POST",
+			path: pf("/api/2/organization/%d/share/%d/subscribers/update", cOrg, newCShare),
+			form: func(q isoReq) url.Values {
+				return url.Values{"group_subscribers": {fmt.Sprintf(`[[%d, "web", "VIEWER"]]`, q.k.o.group.ID)}}
+			}, want: "CG=403 CP=403 CA=400 PA=400"},
+		isoRow{pattern: "POST /api/2/organization/{org}/share/{root_id}/delete", method: "POST", path: pf("/api/2/organization/%d/share/%d/delete", cOrg, newCShare), want: childAdmin},
+		// The share's files: the plain person is its VIEWER.
+		isoRow{pattern: "GET /api/2/files/{root_id}", name: "a share, the plain person its viewer", path: pf("/api/2/files/%d", cViewerShare), want: "CP=200 CA=200 PA=200"},
+		isoRow{pattern: "POST /api/2/files/{root_id}/upload", name: "a share, the plain person its viewer", method: "UPLOAD",
+			path: pf("/api/2/files/%d/upload", cViewerShare), want: "CP=403 CA=200 PA=200"},
+		isoRow{pattern: "GET /api/2/files/{root_id}", name: "a share, the plain person not subscribed", path: pf("/api/2/files/%d", newCShare), want: "CP=404 CA=200 PA=200"},
+		isoRow{pattern: "GET /api/2/files/{root_id}", name: "a deleted share, the plain person its viewer", path: pf("/api/2/files/%d", deletedViewerShare), want: "CP=410 CA=410 PA=410"},
 	)
 
 	// The parent's plain person's root, to the child's people.

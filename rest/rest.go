@@ -9,6 +9,7 @@
 package rest
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 	"path"
@@ -51,6 +52,12 @@ type Options struct {
 	// PublicURL is the base of share link URLs (url: PublicURL + "/s/" +
 	// hash). Empty: https:// and the request's Host.
 	PublicURL string
+	// Invite delivers an organization share's invitation to a new
+	// external subscriber (by mail: the token goes to the address, which
+	// accepts it at POST /api/2/shares/accept). Nil delivers nothing: the
+	// address stays invited. A failure is logged; the subscribers are
+	// stored regardless.
+	Invite func(ctx context.Context, inv share.Invitation) error
 }
 
 // server holds what every handler shares.
@@ -115,6 +122,7 @@ func (s *server) routes() {
 	s.oauthRoutes()
 	s.personRoutes()
 	s.organizationRoutes()
+	s.orgShareRoutes()
 	s.guestRoutes()
 	s.rootRoutes()
 	s.fileRoutes()

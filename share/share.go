@@ -93,6 +93,10 @@ type Access struct {
 	// root. A front end adds what belongs to one request (lock tokens, a
 	// declared size, preconditions) to a copy.
 	Opts vfs.WriteOptions
+	// WebDAV says whether WebDAV shows the root as a folder: every root
+	// the caller owns, and an organization share only when one of the
+	// caller's subscriptions names the webdav channel.
+	WebDAV bool
 }
 
 // Options are what the Service needs. The daemon fills them.
@@ -116,11 +120,18 @@ type Service struct {
 	accounts *account.Service
 	db       kv.Store
 	notify   Notifier
+	// subscriptions keeps each person's subscribed shares until the store's
+	// next commit: WebDAV asks Roots on every request.
+	subscriptions *kv.Cache[uint64, []uint64]
 }
 
 // New returns the Service over o.
 func New(o Options) *Service {
-	return &Service{fs: o.FS, accounts: o.Accounts, db: o.Store, notify: o.Notifier}
+	db := o.Store
+	if db == nil && o.Accounts != nil {
+		db = o.Accounts.Store()
+	}
+	return &Service{fs: o.FS, accounts: o.Accounts, db: db, notify: o.Notifier, subscriptions: kv.NewCache[uint64, []uint64](4096)}
 }
 
 // Root returns the access of caller c to root id.
@@ -136,13 +147,13 @@ func (s *Service) Root(ctx context.Context, c account.Caller, id uint64) (Access
 	if id == 0 {
 		return Access{}, ErrNoRoot
 	}
-	a := Access{Perms: Owner, Policy: c.Organization.Policy, Opts: WriteOptions(c)}
+	a := Access{Perms: Owner, Policy: c.Organization.Policy, Opts: WriteOptions(c), WebDAV: true}
 	if id != c.Person.RootID {
-		perms, pol, err := s.othersRoot(ctx, c, id)
+		o, err := s.othersRoot(ctx, c, id)
 		if err != nil {
 			return Access{}, err
 		}
-		a.Perms, a.Policy = perms, pol
+		a = o
 	}
 	r, err := s.fs.Root(ctx, id)
 	if errors.Is(err, vfs.ErrNotExist) {
@@ -159,25 +170,36 @@ func (s *Service) Root(ctx context.Context, c account.Caller, id uint64) (Access
 // another root c owns, or a root of a person in an organization c
 // administers whose policy has admin_browse_files (read only, under the
 // owner's policy). Anything else is ErrNoRoot.
-func (s *Service) othersRoot(ctx context.Context, c account.Caller, id uint64) (Perm, account.Policy, error) {
+//
+// A share root of an organization (owned by no person) is reached by
+// its subscribers and by the administrators of its organization and of
+// those above, under that organization's policy and quotas (shareAccess).
+func (s *Service) othersRoot(ctx context.Context, c account.Caller, id uint64) (Access, error) {
 	if s.accounts == nil {
-		return 0, account.Policy{}, ErrNoRoot
+		return Access{}, ErrNoRoot
 	}
 	p, err := s.accounts.RootPlaceOf(ctx, id)
 	if errors.Is(err, account.ErrNotFound) {
-		return 0, account.Policy{}, ErrNoRoot
+		return Access{}, ErrNoRoot
 	}
 	if err != nil {
-		return 0, account.Policy{}, err
+		return Access{}, err
 	}
 	if o := p.Owner; o.PersonID != 0 && o.PersonID == c.Person.ID {
-		return Owner, c.Organization.Policy, nil
+		return Access{Perms: Owner, Policy: c.Organization.Policy, Opts: WriteOptions(c), WebDAV: true}, nil
+	}
+	if p.Owner.PersonID == 0 && p.Owner.Type == string(vfs.RootShare) {
+		perms, dav, opts, err := s.shareAccess(ctx, c, p)
+		if err != nil {
+			return Access{}, err
+		}
+		return Access{Perms: perms, Policy: p.Organization.Policy, Opts: opts, WebDAV: dav}, nil
 	}
 	if !c.Person.Admin || c.Person.Guest || p.Owner.PersonID == 0 ||
 		!account.Within(p.Chain, c.Person.OrganizationID) || !p.Organization.Policy.AdminBrowseFiles {
-		return 0, account.Policy{}, ErrNoRoot
+		return Access{}, ErrNoRoot
 	}
-	return View | Read, p.Organization.Policy, nil
+	return Access{Perms: View | Read, Policy: p.Organization.Policy, Opts: WriteOptions(c)}, nil
 }
 
 // Roots returns the access of caller c to every live root c reaches, in
@@ -197,6 +219,24 @@ func (s *Service) Roots(ctx context.Context, c account.Caller) ([]Access, error)
 		case err == nil:
 			out = append(out, own(c, r))
 		case !errors.Is(err, vfs.ErrNotExist) && !errors.Is(err, vfs.ErrRootDeleted):
+			return nil, err
+		}
+	}
+	if s.accounts == nil {
+		return out, nil
+	}
+	// The organization shares c subscribes to (those c reaches only as
+	// an administrator are listed under the organization, not here).
+	ids, err := s.subscribedRoots(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	for _, id := range ids {
+		a, err := s.Root(ctx, c, id)
+		switch {
+		case err == nil:
+			out = append(out, a)
+		case !errors.Is(err, ErrNoRoot) && !errors.Is(err, vfs.ErrNotExist) && !errors.Is(err, vfs.ErrRootDeleted):
 			return nil, err
 		}
 	}
@@ -226,7 +266,7 @@ func WriteOptions(c account.Caller) vfs.WriteOptions {
 
 // own is c's access to root r, which c owns.
 func own(c account.Caller, r vfs.Root) Access {
-	return Access{Root: r, Perms: Owner, Policy: c.Organization.Policy, Opts: WriteOptions(c)}
+	return Access{Root: r, Perms: Owner, Policy: c.Organization.Policy, Opts: WriteOptions(c), WebDAV: true}
 }
 
 // active refuses a caller whose person or organization is disabled. The

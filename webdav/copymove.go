@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strings"
 
+	"berth/share"
 	"berth/vfs"
 )
 
@@ -44,6 +45,9 @@ func (s *session) copyMove(w http.ResponseWriter, r *http.Request) error {
 	dstPath, err := s.h.davPath(u.EscapedPath())
 	if err != nil {
 		return describe(errBadDestination, "Destination: %v", err)
+	}
+	if err := s.permitted(dstPath, share.Write); err != nil {
+		return err
 	}
 	depth := r.Header.Get("Depth")
 	switch {
@@ -128,7 +132,7 @@ func (s *session) copyMove(w http.ResponseWriter, r *http.Request) error {
 	// vfs deletes an existing destination in the transaction that puts
 	// the copy or the moved item in its place: a refused or failed COPY
 	// or MOVE leaves it as it was.
-	fs, opts := s.h.opts.FS, s.opts
+	fs, opts := s.h.opts.FS, s.optsFor(dst.m.root.ID)
 	opts.Overwrite = dstExists
 	switch {
 	case move && src.m == dst.m:
@@ -139,7 +143,7 @@ func (s *session) copyMove(w http.ResponseWriter, r *http.Request) error {
 	default:
 		_, err = fs.Copy(s.ctx, src.m.root.ID, sn.ID, dst.m.root.ID, parent.ID, name, opts)
 		if err == nil && move {
-			err = fs.Delete(s.ctx, src.m.root.ID, sn.ID, s.opts)
+			err = fs.Delete(s.ctx, src.m.root.ID, sn.ID, s.optsFor(src.m.root.ID))
 		}
 	}
 	if err != nil {

@@ -30,7 +30,7 @@ func (s *session) delete(w http.ResponseWriter, r *http.Request) error {
 	if err := s.readOnly(n); err != nil {
 		return err
 	}
-	if err := s.h.opts.FS.Delete(s.ctx, t.m.root.ID, n.ID, s.opts); err != nil {
+	if err := s.h.opts.FS.Delete(s.ctx, t.m.root.ID, n.ID, s.optsFor(t.m.root.ID)); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)

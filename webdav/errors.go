@@ -33,6 +33,9 @@ var (
 	// errRootsNotCreated is a write that would create something directly
 	// below the mount's top, where only roots live (403).
 	errRootsNotCreated = errors.New("only roots live at the top of the WebDAV mount, and they are not created over WebDAV; put files and folders inside one")
+	// errShareReadOnly is a change in a root the caller's share role
+	// does not let them change (403): a VIEWER subscriber's PUT, say.
+	errShareReadOnly = errors.New("your role in this share does not let you change it")
 	// errRootsList is a change to the list of roots, the mount's top (403).
 	errRootsList = errors.New("the list of roots cannot be changed")
 	// errParentMissing is a resource whose parent collection does not
@@ -231,6 +234,7 @@ func errorTable() []errorMapping {
 		{err: errSameResource, status: http.StatusForbidden, msg: "%v"},
 		{err: errInsideItself, status: http.StatusForbidden, msg: "%v"},
 		{err: errRootsNotCreated, status: http.StatusForbidden, msg: "%v"},
+		{err: errShareReadOnly, status: http.StatusForbidden, msg: "%v"},
 		{err: errRootsList, status: http.StatusForbidden, msg: "%v"},
 		{err: errParentMissing, status: http.StatusConflict, msg: "%v"},
 		{err: errFileAsCollection, status: http.StatusConflict, msg: "%v"},

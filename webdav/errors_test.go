@@ -163,6 +163,7 @@ func TestErrorTableOrder(t *testing.T) {
 		"errPrecondition":      errPrecondition,
 		"errRootsList":         errRootsList,
 		"errRootsNotCreated":   errRootsNotCreated,
+		"errShareReadOnly":     errShareReadOnly,
 		"errSameResource":      errSameResource,
 		"errStalled":           errStalled,
 		"errXMLTooLarge":       errXMLTooLarge,

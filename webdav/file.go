@@ -131,7 +131,7 @@ func newWriteFile(ctx context.Context, s *session, root, parent uint64, name str
 	w := &writeFile{pw: pw, done: make(chan struct{}), old: old}
 	go func() {
 		defer close(w.done)
-		w.node, w.err = s.h.opts.FS.WriteFile(ctx, root, parent, name, pr, s.opts)
+		w.node, w.err = s.h.opts.FS.WriteFile(ctx, root, parent, name, pr, s.optsFor(root))
 		pr.CloseWithError(w.err) // unblocks a writer if vfs gave up early
 	}()
 	return w

@@ -30,7 +30,7 @@ func (f *fileSystem) Mkdir(ctx context.Context, name string, perm os.FileMode) e
 	if err != nil {
 		return osErr("mkdir", name, err)
 	}
-	_, err = f.s.h.opts.FS.Mkdir(ctx, t.m.root.ID, parent.ID, base, f.s.opts)
+	_, err = f.s.h.opts.FS.Mkdir(ctx, t.m.root.ID, parent.ID, base, f.s.optsFor(t.m.root.ID))
 	return osErr("mkdir", name, err)
 }
 
@@ -100,7 +100,7 @@ func (f *fileSystem) RemoveAll(ctx context.Context, name string) error {
 	if err != nil {
 		return osErr("remove", name, err)
 	}
-	return osErr("remove", name, f.s.h.opts.FS.Delete(ctx, t.m.root.ID, n.ID, f.s.opts))
+	return osErr("remove", name, f.s.h.opts.FS.Delete(ctx, t.m.root.ID, n.ID, f.s.optsFor(t.m.root.ID)))
 }
 
 func (f *fileSystem) Rename(ctx context.Context, oldName, newName string) error {
@@ -123,7 +123,7 @@ func (f *fileSystem) Rename(ctx context.Context, oldName, newName string) error 
 	if err != nil {
 		return osErr("rename", newName, err)
 	}
-	_, err = f.s.h.opts.FS.Move(ctx, from.m.root.ID, n.ID, parent.ID, base, f.s.opts)
+	_, err = f.s.h.opts.FS.Move(ctx, from.m.root.ID, n.ID, parent.ID, base, f.s.optsFor(from.m.root.ID))
 	return osErr("rename", oldName, err)
 }
 

@@ -111,6 +111,12 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 		h.finish(w, r, err)
 		return
 	}
+	if need, ok := changes[r.Method]; ok {
+		if err := s.permitted(p, need); err != nil {
+			h.finish(w, r, err)
+			return
+		}
+	}
 	body := r.Body
 	switch r.Method {
 	case http.MethodPut:
@@ -216,3 +222,16 @@ func (h *Handler) href(p string, dir bool) string {
 type urlPath struct{ p string }
 
 func (u *urlPath) escaped() string { return (&url.URL{Path: "/" + u.p}).EscapedPath() }
+
+// changes are the methods that change what the request path names, and
+// the permission each needs in its root (COPY's and MOVE's destination is
+// checked in copyMove).
+var changes = map[string]share.Perm{
+	http.MethodPut:    share.Write,
+	http.MethodDelete: share.Delete,
+	"MKCOL":           share.Write,
+	"MOVE":            share.Write | share.Delete,
+	"PROPPATCH":       share.Write,
+	"LOCK":            share.Write,
+	"UNLOCK":          share.Write,
+}

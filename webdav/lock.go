@@ -80,7 +80,7 @@ func (s *session) lock(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		req.Holder, req.TokenRequired = s.opts.Principal, true
-		n, lk, err = s.h.opts.FS.CreateLocked(s.ctx, t.m.root.ID, parent.ID, name, req, s.opts)
+		n, lk, err = s.h.opts.FS.CreateLocked(s.ctx, t.m.root.ID, parent.ID, name, req, s.optsFor(t.m.root.ID))
 		switch {
 		case err == nil:
 			created = true

@@ -28,7 +28,7 @@ func (s *session) mkcol(w http.ResponseWriter, r *http.Request) error {
 	if err := s.preconditions(r, s.path, n, exists); err != nil {
 		return err
 	}
-	if _, err := s.h.opts.FS.Mkdir(s.ctx, t.m.root.ID, parent.ID, name, s.opts); err != nil {
+	if _, err := s.h.opts.FS.Mkdir(s.ctx, t.m.root.ID, parent.ID, name, s.optsFor(t.m.root.ID)); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusCreated)

@@ -580,7 +580,7 @@ func (s *session) proppatch(w http.ResponseWriter, r *http.Request) error {
 				set[k] = o.value
 			}
 		}
-		if err := s.h.opts.FS.PatchProps(s.ctx, t.m.root.ID, n.ID, set, remove, s.opts); err != nil {
+		if err := s.h.opts.FS.PatchProps(s.ctx, t.m.root.ID, n.ID, set, remove, s.optsFor(t.m.root.ID)); err != nil {
 			return err
 		}
 	}
@@ -638,7 +638,7 @@ func (s *session) quotaFigures(root uint64) (quotaFigures, error) {
 		return quotaFigures{}, err
 	}
 	q := quotaFigures{used: u.PhysicalSize, available: -1}
-	left, bound, err := fs.QuotaLeft(s.ctx, root, s.opts)
+	left, bound, err := fs.QuotaLeft(s.ctx, root, s.optsFor(root))
 	if err != nil {
 		return quotaFigures{}, err
 	}

@@ -40,7 +40,7 @@ func (s *session) put(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	// vfs refuses a body announced over the limits before reading it.
-	opts := s.opts
+	opts := s.optsFor(t.m.root.ID)
 	opts.DeclaredSize = declaredSize(r)
 	if r.Header.Get("If-Match") != "" || r.Header.Get("If-None-Match") != "" || r.Header.Get("If") != "" ||
 		r.Header.Get("If-Unmodified-Since") != "" {

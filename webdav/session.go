@@ -29,10 +29,14 @@ type session struct {
 	wantDead func() bool
 }
 
-// mount is a root shown as a top-level folder.
+// mount is a root shown as a top-level folder, with what the caller may
+// do in it and the options of their writes there (an organization share
+// is held to its organization's limits and quotas, not the caller's).
 type mount struct {
-	name string
-	root vfs.Root
+	name  string
+	root  vfs.Root
+	perms share.Perm
+	opts  vfs.WriteOptions
 }
 
 // newSession starts the session of caller c for the request's dav path
@@ -48,8 +52,38 @@ func (h *Handler) newSession(ctx context.Context, c account.Caller, reqPath stri
 	if err != nil {
 		return nil, err
 	}
+	// An organization share is shown only to a subscriber whose
+	// subscription names the webdav channel.
+	reach = slices.DeleteFunc(reach, func(a share.Access) bool { return !a.WebDAV })
 	s.mounts = mountNames(reach)
 	return s, nil
+}
+
+// optsFor are the options of a write into root id: the mount's, with the
+// lock tokens the request submitted.
+func (s *session) optsFor(id uint64) vfs.WriteOptions {
+	for i := range s.mounts {
+		if s.mounts[i].root.ID == id {
+			o := s.mounts[i].opts
+			o.LockTokens = s.opts.LockTokens
+			return o
+		}
+	}
+	return s.opts
+}
+
+// permitted refuses a change at dav path p that the caller's permissions
+// in its root do not allow (errShareReadOnly); the top and unknown roots
+// are left to the methods, which answer them as before.
+func (s *session) permitted(p string, need share.Perm) error {
+	t, err := s.resolve(p)
+	if err != nil || t.top() {
+		return nil
+	}
+	if !t.m.perms.Has(need) {
+		return errShareReadOnly
+	}
+	return nil
 }
 
 // mountNames names each root's folder after the root, in id order, so a
@@ -68,7 +102,7 @@ func mountNames(reach []share.Access) []mount {
 			name = fmt.Sprintf("%s (%d)", name, r.ID)
 		}
 		seen[strings.ToLower(name)] = true
-		out = append(out, mount{name: name, root: r})
+		out = append(out, mount{name: name, root: r, perms: a.Perms, opts: a.Opts})
 	}
 	return out
 }

@@ -1,0 +1,605 @@
+package share
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"slices"
+	"strings"
+
+	"github.com/fxamacker/cbor/v2"
+
+	"berth/account"
+	"berth/kv"
+	"berth/vfs"
+)
+
+// Organization shares (spec 4.7). A share is a vfs root of type share owned
+// by an organization alone (account.RootOwner with PersonID 0): its bytes
+// count to the organization and its ancestors, never to a person, and
+// writes into it are held to their quotas, whoever writes. Who reaches it
+// is its subscribers: persons and groups of the organization (or of an
+// organization below it), each with a channel and a role, and people
+// outside it by e-mail address, invited until they accept.
+//
+// Key layout (prefixes in kv/prefixes.go):
+//
+//	shrsubs/<root>             subsRec    the share's subscribers
+//	shrperson/<person><root>   empty      shares a person subscribes to directly
+//	shrgroup/<group><root>     empty      shares a group subscribes to
+//	shrinvite/<sha256(token)>  inviteRec  an external subscriber's invitation
+const (
+	pfxSubs   = kv.ShareSubscribers
+	pfxPerson = kv.SharePerson
+	pfxGroup  = kv.ShareGroup
+	pfxInvite = kv.ShareInvite
+)
+
+// The channels a subscription names (spec 4.7's values seen). A share is
+// reached over every front end whatever the channel; the channel decides
+// where it is shown: ChannelWebDAV mounts it as a folder under /webdav/.
+const (
+	ChannelWeb      = "web"
+	ChannelWebDAV   = "webdav"
+	ChannelMachines = "machines"
+	ChannelFuture   = "future"
+)
+
+// The roles a subscription names (the spec shows COLLABORATOR only; the
+// others are berth's, written in docs/api.md). A person reached by more
+// than one entry (directly and through groups) gets the union.
+const (
+	// RoleViewer sees and reads the share's items.
+	RoleViewer = "VIEWER"
+	// RoleCollaborator also creates, changes and deletes them.
+	RoleCollaborator = "COLLABORATOR"
+	// RoleManager also shares them onward.
+	RoleManager = "MANAGER"
+)
+
+// RolePerms is what role grants; an unknown role grants nothing.
+func RolePerms(role string) Perm {
+	switch role {
+	case RoleViewer:
+		return View | Read
+	case RoleCollaborator:
+		return View | Read | Write | Delete
+	case RoleManager:
+		return Owner
+	}
+	return 0
+}
+
+// Entry is one [id, channel, role] triple of spec 4.7: a person or a
+// group, by the list it is in.
+type Entry struct {
+	ID      uint64 `cbor:"1,keyasint"`
+	Channel string `cbor:"2,keyasint"`
+	Role    string `cbor:"3,keyasint"`
+}
+
+// External subscriber states (spec 3).
+const (
+	ExternalInvited  = "invited"
+	ExternalAccepted = "accepted"
+)
+
+// Subscribers are a share's subscribers.
+type Subscribers struct {
+	Persons []Entry
+	Groups  []Entry
+	// External maps a lower-case e-mail address to its state.
+	External map[string]string
+}
+
+// Invitation is what the caller sends an external subscriber: berth
+// sends no mail itself. The token is shown once; AcceptInvitation takes it.
+type Invitation struct {
+	RootID uint64
+	Email  string
+	Token  string
+}
+
+type subsRec struct {
+	Persons  []Entry           `cbor:"1,keyasint"`
+	Groups   []Entry           `cbor:"2,keyasint"`
+	External map[string]string `cbor:"3,keyasint"`
+}
+
+type inviteRec struct {
+	RootID uint64 `cbor:"1,keyasint"`
+	Email  string `cbor:"2,keyasint"`
+}
+
+func (s *Service) store() kv.Store { return s.accounts.Store() }
+
+// CreateOrgShare creates share root name owned by organization orgID,
+// which c must manage (OrgManage).
+//
+// Errors: ErrNotFound, ErrForbidden, vfs's errors of a bad name.
+func (s *Service) CreateOrgShare(ctx context.Context, c account.Caller, orgID uint64, name string) (vfs.Root, error) {
+	if _, err := s.Organization(ctx, c, orgID, OrgManage); err != nil {
+		return vfs.Root{}, err
+	}
+	if strings.TrimSpace(name) == "" {
+		return vfs.Root{}, &account.FieldError{Field: "name", Reason: "required"}
+	}
+	return s.NewRoot(ctx, account.Person{OrganizationID: orgID}, name, vfs.RootShare)
+}
+
+// OrgShares returns one page of organization orgID's own shares (not
+// those of organizations below it), live and deleted alike being left to
+// the caller: a deleted one is left out. c must manage orgID.
+func (s *Service) OrgShares(ctx context.Context, c account.Caller, orgID uint64, offset, limit int) ([]vfs.Root, int, error) {
+	if _, err := s.Organization(ctx, c, orgID, OrgManage); err != nil {
+		return nil, 0, err
+	}
+	owners, _, err := s.accounts.OrganizationRoots(ctx, orgID, 0, 1<<31-1)
+	if err != nil {
+		return nil, 0, err
+	}
+	var all []vfs.Root
+	for _, o := range owners {
+		if o.PersonID != 0 || o.Type != string(vfs.RootShare) {
+			continue
+		}
+		r, err := s.fs.Root(ctx, o.RootID)
+		if errors.Is(err, vfs.ErrRootDeleted) || errors.Is(err, vfs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, 0, err
+		}
+		all = append(all, r)
+	}
+	total := len(all)
+	if offset > total {
+		offset = total
+	}
+	end := min(total, offset+limit)
+	return all[offset:end], total, nil
+}
+
+// OrgShare returns share rootID of organization orgID, which c must
+// manage. A root that is not one of orgID's shares is ErrNoRoot.
+// Errors: ErrNotFound, ErrForbidden, ErrNoRoot, vfs.ErrRootDeleted.
+func (s *Service) OrgShare(ctx context.Context, c account.Caller, orgID, rootID uint64) (vfs.Root, error) {
+	if _, err := s.Organization(ctx, c, orgID, OrgManage); err != nil {
+		return vfs.Root{}, err
+	}
+	o, err := s.accounts.RootOwnerOf(ctx, rootID)
+	if errors.Is(err, account.ErrNotFound) || (err == nil && (o.PersonID != 0 || o.OrganizationID != orgID || o.Type != string(vfs.RootShare))) {
+		return vfs.Root{}, ErrNoRoot
+	}
+	if err != nil {
+		return vfs.Root{}, err
+	}
+	r, err := s.fs.Root(ctx, rootID)
+	if errors.Is(err, vfs.ErrNotExist) {
+		return vfs.Root{}, ErrNoRoot
+	}
+	return r, err
+}
+
+// RenameOrgShare renames share rootID of orgID.
+func (s *Service) RenameOrgShare(ctx context.Context, c account.Caller, orgID, rootID uint64, name string) (vfs.Root, error) {
+	if _, err := s.OrgShare(ctx, c, orgID, rootID); err != nil {
+		return vfs.Root{}, err
+	}
+	if strings.TrimSpace(name) == "" {
+		return vfs.Root{}, &account.FieldError{Field: "name", Reason: "required"}
+	}
+	return s.fs.RenameRoot(ctx, rootID, name)
+}
+
+// DeleteOrgShare deletes share rootID of orgID: its subscribers keep
+// their subscriptions, so its files answer them root_deleted (spec 7)
+// rather than not found.
+func (s *Service) DeleteOrgShare(ctx context.Context, c account.Caller, orgID, rootID uint64) error {
+	if _, err := s.OrgShare(ctx, c, orgID, rootID); err != nil {
+		return err
+	}
+	return s.fs.DeleteRoot(ctx, rootID)
+}
+
+// Subscribers returns share rootID's subscribers (empty lists, not nil).
+func (s *Service) Subscribers(ctx context.Context, rootID uint64) (Subscribers, error) {
+	var rec subsRec
+	err := s.store().View(ctx, func(tx kv.Txn) error {
+		var err error
+		rec, err = getSubs(tx, rootID)
+		return err
+	})
+	out := Subscribers{Persons: rec.Persons, Groups: rec.Groups, External: rec.External}
+	if out.Persons == nil {
+		out.Persons = []Entry{}
+	}
+	if out.Groups == nil {
+		out.Groups = []Entry{}
+	}
+	if out.External == nil {
+		out.External = map[string]string{}
+	}
+	return out, err
+}
+
+// FromGroup returns the triples of the persons a share reaches through its
+// group subscribers, not directly: each with the channel and role of the
+// group entry that reaches them, persons in id order.
+func (s *Service) FromGroup(ctx context.Context, subs Subscribers) ([]Entry, error) {
+	direct := map[uint64]bool{}
+	for _, p := range subs.Persons {
+		direct[p.ID] = true
+	}
+	seen := map[Entry]bool{}
+	out := []Entry{}
+	for _, g := range subs.Groups {
+		m, err := s.accounts.Members(ctx, g.ID, true)
+		if errors.Is(err, account.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		for _, id := range append(slices.Clone(m.Persons), m.PersonsFromGroups...) {
+			t := Entry{ID: id, Channel: g.Channel, Role: g.Role}
+			if direct[id] || seen[t] {
+				continue
+			}
+			seen[t] = true
+			out = append(out, t)
+		}
+	}
+	slices.SortFunc(out, func(a, b Entry) int { return compareSub(a, b) })
+	return out, nil
+}
+
+func compareSub(a, b Entry) int {
+	if a.ID != b.ID {
+		if a.ID < b.ID {
+			return -1
+		}
+		return 1
+	}
+	return strings.Compare(a.Channel+"\x00"+a.Role, b.Channel+"\x00"+b.Role)
+}
+
+// SetSubscribers replaces share rootID's subscribers with subs, which c
+// must manage (as OrgShare). Persons and groups must belong to orgID or an
+// organization below it. An e-mail address new to External is invited (its
+// state is set to invited whatever was asked); one already there keeps
+// its state; one left out is dropped with its invitation. The returned
+// invitations are for the caller to send.
+//
+// Errors: those of OrgShare; an account.FieldError naming the bad entry.
+func (s *Service) SetSubscribers(ctx context.Context, c account.Caller, orgID, rootID uint64, subs Subscribers) ([]Invitation, error) {
+	if _, err := s.OrgShare(ctx, c, orgID, rootID); err != nil {
+		return nil, err
+	}
+	if err := s.checkSubscribers(ctx, orgID, &subs); err != nil {
+		return nil, err
+	}
+	var invites []Invitation
+	err := s.store().Update(ctx, func(tx kv.Txn) error {
+		invites = nil
+		old, err := getSubs(tx, rootID)
+		if err != nil {
+			return err
+		}
+		for _, p := range old.Persons {
+			if err := tx.Delete(kv.Key(pfxPerson, p.ID, rootID)); err != nil {
+				return err
+			}
+		}
+		for _, g := range old.Groups {
+			if err := tx.Delete(kv.Key(pfxGroup, g.ID, rootID)); err != nil {
+				return err
+			}
+		}
+		rec := subsRec{Persons: subs.Persons, Groups: subs.Groups, External: map[string]string{}}
+		for _, p := range rec.Persons {
+			if err := tx.Set(kv.Key(pfxPerson, p.ID, rootID), nil); err != nil {
+				return err
+			}
+		}
+		for _, g := range rec.Groups {
+			if err := tx.Set(kv.Key(pfxGroup, g.ID, rootID), nil); err != nil {
+				return err
+			}
+		}
+		for email := range subs.External {
+			if st, ok := old.External[email]; ok {
+				rec.External[email] = st
+				continue
+			}
+			tok := newToken()
+			b, err := cbor.Marshal(inviteRec{RootID: rootID, Email: email})
+			if err != nil {
+				return err
+			}
+			if err := tx.Set(inviteKey(tok), b); err != nil {
+				return err
+			}
+			rec.External[email] = ExternalInvited
+			invites = append(invites, Invitation{RootID: rootID, Email: email, Token: tok})
+		}
+		// Invitations of dropped addresses are found by scanning: they
+		// are few, and a dropped address's token must stop working.
+		if err := tx.Scan([]byte(pfxInvite), nil, func(k, v []byte) error {
+			var in inviteRec
+			if err := cbor.Unmarshal(v, &in); err != nil {
+				return err
+			}
+			if in.RootID != rootID {
+				return nil
+			}
+			if _, keep := subs.External[in.Email]; keep {
+				return nil
+			}
+			return tx.Delete(slices.Clone(k))
+		}); err != nil {
+			return err
+		}
+		b, err := cbor.Marshal(rec)
+		if err != nil {
+			return err
+		}
+		return tx.Set(kv.Key(pfxSubs, rootID), b)
+	})
+	return invites, err
+}
+
+// checkSubscribers validates and normalizes subs: channels and roles
+// known, persons and groups in orgID's subtree, addresses lower case.
+func (s *Service) checkSubscribers(ctx context.Context, orgID uint64, subs *Subscribers) error {
+	check := func(field string, t Entry) error {
+		switch t.Channel {
+		case ChannelWeb, ChannelWebDAV, ChannelMachines, ChannelFuture:
+		default:
+			return &account.FieldError{Field: field, Reason: "channel must be web, webdav, machines or future"}
+		}
+		if RolePerms(t.Role) == 0 {
+			return &account.FieldError{Field: field, Reason: "role must be VIEWER, COLLABORATOR or MANAGER"}
+		}
+		return nil
+	}
+	within := func(org uint64) (bool, error) {
+		place, err := s.accounts.OrgPlaceOf(ctx, org)
+		if errors.Is(err, account.ErrNotFound) {
+			return false, nil
+		}
+		return err == nil && account.Within(place.Chain, orgID), err
+	}
+	for _, t := range subs.Persons {
+		if err := check("subscribers", t); err != nil {
+			return err
+		}
+		p, err := s.accounts.Person(ctx, t.ID)
+		ok := err == nil
+		if err != nil && !errors.Is(err, account.ErrNotFound) {
+			return err
+		}
+		if ok {
+			if ok, err = within(p.OrganizationID); err != nil {
+				return err
+			}
+		}
+		if !ok {
+			return &account.FieldError{Field: "subscribers", Reason: "no person " + itoa(t.ID) + " in the share's organization"}
+		}
+	}
+	for _, t := range subs.Groups {
+		if err := check("group_subscribers", t); err != nil {
+			return err
+		}
+		g, err := s.accounts.Group(ctx, t.ID)
+		ok := err == nil
+		if err != nil && !errors.Is(err, account.ErrNotFound) {
+			return err
+		}
+		if ok {
+			if ok, err = within(g.OrganizationID); err != nil {
+				return err
+			}
+		}
+		if !ok {
+			return &account.FieldError{Field: "group_subscribers", Reason: "no group " + itoa(t.ID) + " in the share's organization"}
+		}
+	}
+	ext := map[string]string{}
+	for e, st := range subs.External {
+		e = strings.ToLower(strings.TrimSpace(e))
+		at := strings.IndexByte(e, '@')
+		if at <= 0 || at == len(e)-1 || strings.ContainsAny(e, " \t\r\n,;<>") {
+			return &account.FieldError{Field: "external_subscribers", Reason: "not an e-mail address: " + e}
+		}
+		ext[e] = st
+	}
+	subs.External = ext
+	return nil
+}
+
+// AcceptInvitation marks the invitation of token accepted and returns the
+// share and address it was for. Errors: ErrNotFound for an unknown token
+// (or one whose address was dropped since).
+func (s *Service) AcceptInvitation(ctx context.Context, token string) (Invitation, error) {
+	var in inviteRec
+	err := s.store().Update(ctx, func(tx kv.Txn) error {
+		v, err := tx.Get(inviteKey(token))
+		if errors.Is(err, kv.ErrNotFound) {
+			return ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		if err := cbor.Unmarshal(v, &in); err != nil {
+			return err
+		}
+		rec, err := getSubs(tx, in.RootID)
+		if err != nil {
+			return err
+		}
+		if _, ok := rec.External[in.Email]; !ok {
+			return ErrNotFound
+		}
+		rec.External[in.Email] = ExternalAccepted
+		b, err := cbor.Marshal(rec)
+		if err != nil {
+			return err
+		}
+		return tx.Set(kv.Key(pfxSubs, in.RootID), b)
+	})
+	return Invitation{RootID: in.RootID, Email: in.Email}, err
+}
+
+// subscription is what c's entries on share rootID grant: the union of
+// the roles of c's direct entries and of the groups c is in, and whether
+// one of them names the webdav channel.
+func (s *Service) subscription(ctx context.Context, c account.Caller, rootID uint64) (Perm, bool, error) {
+	var rec subsRec
+	if err := s.store().View(ctx, func(tx kv.Txn) error {
+		var err error
+		rec, err = getSubs(tx, rootID)
+		return err
+	}); err != nil {
+		return 0, false, err
+	}
+	var perms Perm
+	dav := false
+	for _, p := range rec.Persons {
+		if p.ID == c.Person.ID {
+			perms |= RolePerms(p.Role)
+			dav = dav || p.Channel == ChannelWebDAV
+		}
+	}
+	if len(rec.Groups) > 0 {
+		groups, err := s.accounts.PersonGroups(ctx, c.Person.ID)
+		if err != nil {
+			return 0, false, err
+		}
+		for _, g := range rec.Groups {
+			if slices.Contains(groups, g.ID) && s.groupActive(ctx, g.ID) {
+				perms |= RolePerms(g.Role)
+				dav = dav || g.Channel == ChannelWebDAV
+			}
+		}
+	}
+	return perms, dav, nil
+}
+
+// groupActive: a disabled group reaches nobody.
+func (s *Service) groupActive(ctx context.Context, id uint64) bool {
+	g, err := s.accounts.Group(ctx, id)
+	return err == nil && g.Active
+}
+
+// subscribedRoots returns the ids of the shares c subscribes to, directly
+// or through a group, in id order.
+func (s *Service) subscribedRoots(ctx context.Context, c account.Caller) ([]uint64, error) {
+	gen := s.store().Generation()
+	if ids, ok := s.subscriptions.Get(gen, c.Person.ID); ok {
+		return ids, nil
+	}
+	groups, err := s.accounts.PersonGroups(ctx, c.Person.ID)
+	if err != nil {
+		return nil, err
+	}
+	var ids []uint64
+	err = s.store().View(ctx, func(tx kv.Txn) error {
+		ids = nil
+		scan := func(prefix []byte) error {
+			return tx.Scan(prefix, nil, func(k, _ []byte) error {
+				ids = append(ids, kv.Uint64At(k, len(prefix)))
+				return nil
+			})
+		}
+		if err := scan(kv.Key(pfxPerson, c.Person.ID)); err != nil {
+			return err
+		}
+		for _, g := range groups {
+			if err := scan(kv.Key(pfxGroup, g)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	s.subscriptions.Put(gen, c.Person.ID, ids)
+	return ids, nil
+}
+
+// shareAccess is c's access to share root place p: the organization's
+// administrators (and those above) hold every permission; a subscriber
+// what their entries grant; anyone else ErrNoRoot. The policy and the
+// quotas are the owning organization's, the principal c's.
+func (s *Service) shareAccess(ctx context.Context, c account.Caller, p account.RootPlace) (Perm, bool, vfs.WriteOptions, error) {
+	perms, dav, err := s.subscription(ctx, c, p.Owner.RootID)
+	if err != nil {
+		return 0, false, vfs.WriteOptions{}, err
+	}
+	if c.Person.Admin && !c.Person.Guest && account.Within(p.Chain, c.Person.OrganizationID) {
+		perms = Owner
+	}
+	if perms == 0 {
+		return 0, false, vfs.WriteOptions{}, ErrNoRoot
+	}
+	pol := p.Organization.Policy
+	o := vfs.WriteOptions{
+		Principal:          c.Person.Principal(),
+		Actor:              c.Actor(),
+		MaxFileSize:        pol.MaxFileSize,
+		ExcludedExtensions: pol.ExcludedExtensionList(),
+	}
+	for _, id := range p.Chain {
+		org, err := s.accounts.Organization(ctx, id)
+		if err != nil {
+			return 0, false, vfs.WriteOptions{}, err
+		}
+		if q := org.Policy.SpaceQuotaBytes(); q > 0 {
+			o.Quotas = append(o.Quotas, vfs.Quota{Tally: account.TallyOrg(id, ""), Bytes: q})
+		}
+	}
+	return perms, dav, o, nil
+}
+
+func getSubs(tx kv.Txn, rootID uint64) (subsRec, error) {
+	var rec subsRec
+	v, err := tx.Get(kv.Key(pfxSubs, rootID))
+	if errors.Is(err, kv.ErrNotFound) {
+		return rec, nil
+	}
+	if err != nil {
+		return rec, err
+	}
+	return rec, cbor.Unmarshal(v, &rec)
+}
+
+func newToken() string {
+	var b [24]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func inviteKey(token string) []byte {
+	h := sha256.Sum256([]byte(token))
+	return kv.KeyString(pfxInvite, nil, string(h[:]))
+}
+
+func itoa(n uint64) string {
+	var b [20]byte
+	i := len(b)
+	for {
+		i--
+		b[i] = byte('0' + n%10)
+		n /= 10
+		if n == 0 {
+			return string(b[i:])
+		}
+	}
+}

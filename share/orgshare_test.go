@@ -1,0 +1,217 @@
+package share_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"berth/account"
+	"berth/share"
+	"berth/vfs"
+)
+
+// shareWorld is Acme with an administrator, an organization share and a
+// person for every relation to it.
+type shareWorld struct {
+	*world
+	admin, viewer, collab, grouped, plain account.Caller
+	root                                  vfs.Root
+	group                                 account.Group
+}
+
+func newShareWorld(t *testing.T) *shareWorld {
+	t.Helper()
+	ctx := context.Background()
+	w := &shareWorld{world: newWorld(t)}
+	mk := func(name string, admin bool) account.Caller {
+		p, err := w.st.Accounts.CreatePerson(ctx, account.PersonInput{
+			OrganizationID: w.st.Org.ID, Username: name, Email: name + "@example.com", Password: password, Admin: admin,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return caller(t, w.st, p.ID)
+	}
+	w.admin, w.viewer, w.collab, w.grouped, w.plain = mk("adm", true), mk("viewer", false), mk("collab", false), mk("grouped", false), mk("plain", false)
+	var err error
+	w.root, err = w.svc.CreateOrgShare(ctx, w.admin, w.st.Org.ID, "Team")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.group, err = w.st.Accounts.CreateGroup(ctx, account.GroupInput{OrganizationID: w.st.Org.ID, Name: "g"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.st.Accounts.UpdateMembers(ctx, w.group.ID, account.MembersChange{AddPersons: []uint64{w.grouped.Person.ID, w.viewer.Person.ID}}); err != nil {
+		t.Fatal(err)
+	}
+	inv, err := w.svc.SetSubscribers(ctx, w.admin, w.st.Org.ID, w.root.ID, share.Subscribers{
+		Persons: []share.Entry{
+			{ID: w.viewer.Person.ID, Channel: share.ChannelWeb, Role: share.RoleViewer},
+			{ID: w.collab.Person.ID, Channel: share.ChannelWebDAV, Role: share.RoleCollaborator},
+		},
+		Groups:   []share.Entry{{ID: w.group.ID, Channel: share.ChannelWeb, Role: share.RoleViewer}},
+		External: map[string]string{"Ext@Example.com": ""},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(inv) != 1 || inv[0].Email != "ext@example.com" || inv[0].Token == "" {
+		t.Fatalf("invitations %+v", inv)
+	}
+	return w
+}
+
+func TestOrgShareAccess(t *testing.T) {
+	ctx := context.Background()
+	w := newShareWorld(t)
+	for _, tc := range []struct {
+		name   string
+		c      account.Caller
+		perms  share.Perm
+		err    error
+		listed bool
+		dav    bool
+	}{
+		{"administrator", w.admin, share.Owner, nil, false, false},
+		{"viewer", w.viewer, share.View | share.Read, nil, true, false},
+		{"collaborator", w.collab, share.View | share.Read | share.Write | share.Delete, nil, true, true},
+		{"through group", w.grouped, share.View | share.Read, nil, true, false},
+		{"same org not subscribed", w.plain, 0, share.ErrNoRoot, false, false},
+		{"other tenant", w.carol, 0, share.ErrNoRoot, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, err := w.svc.Root(ctx, tc.c, w.root.ID)
+			if !errors.Is(err, tc.err) {
+				t.Fatalf("Root: %v, want %v", err, tc.err)
+			}
+			if err == nil {
+				if a.Perms != tc.perms {
+					t.Fatalf("perms %v, want %v", a.Perms, tc.perms)
+				}
+				if a.Opts.Principal != tc.c.Person.Principal() {
+					t.Fatalf("principal %q", a.Opts.Principal)
+				}
+				for _, q := range a.Opts.Quotas {
+					if q.Tally == account.TallyPerson(tc.c.Person.ID) {
+						t.Fatalf("a share write is held to the subscriber's own quota")
+					}
+				}
+				if a.WebDAV != tc.dav {
+					t.Fatalf("WebDAV %v, want %v", a.WebDAV, tc.dav)
+				}
+			}
+			all, err := w.svc.Roots(ctx, tc.c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			listed := false
+			for _, a := range all {
+				listed = listed || a.Root.ID == w.root.ID
+			}
+			if listed != tc.listed {
+				t.Fatalf("listed %v, want %v", listed, tc.listed)
+			}
+		})
+	}
+}
+
+// A share's bytes count to the organization, and its quota holds a
+// subscriber's writes; the subscriber's own quota does not.
+func TestOrgShareQuota(t *testing.T) {
+	ctx := context.Background()
+	w := newShareWorld(t)
+	w.setPolicy(t, func(p *account.Policy) { p.SpaceQuota = "1024" })
+	c := caller(t, w.st, w.collab.Person.ID)
+	a, err := w.svc.Root(ctx, c, w.root.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, q := range a.Opts.Quotas {
+		found = found || q.Tally == account.TallyOrg(w.st.Org.ID, "")
+	}
+	if !found {
+		t.Fatalf("quotas %+v lack the organization's", a.Opts.Quotas)
+	}
+	if _, err := w.st.FS.WriteFile(ctx, w.root.ID, a.Root.FolderID, "big", strings.NewReader(strings.Repeat("x", 1<<16)), a.Opts); err == nil {
+		t.Fatal("a write past the organization's quota succeeded")
+	}
+}
+
+func TestOrgShareManage(t *testing.T) {
+	ctx := context.Background()
+	w := newShareWorld(t)
+	org := w.st.Org.ID
+	if _, err := w.svc.CreateOrgShare(ctx, w.plain, org, "x"); !errors.Is(err, share.ErrForbidden) {
+		t.Fatalf("plain create: %v", err)
+	}
+	if _, err := w.svc.CreateOrgShare(ctx, w.carol, org, "x"); !errors.Is(err, share.ErrNotFound) {
+		t.Fatalf("other tenant create: %v", err)
+	}
+	if _, err := w.svc.OrgShare(ctx, w.admin, org, w.alice.Person.RootID); !errors.Is(err, share.ErrNoRoot) {
+		t.Fatalf("a sync root as a share: %v", err)
+	}
+	list, total, err := w.svc.OrgShares(ctx, w.admin, org, 0, 10)
+	if err != nil || total != 1 || list[0].ID != w.root.ID {
+		t.Fatalf("OrgShares %v %d %v", list, total, err)
+	}
+	if r, err := w.svc.RenameOrgShare(ctx, w.admin, org, w.root.ID, "Renamed"); err != nil || r.Name != "Renamed" {
+		t.Fatalf("rename %v %v", r, err)
+	}
+	subs, err := w.svc.Subscribers(ctx, w.root.ID)
+	if err != nil || subs.External["ext@example.com"] != share.ExternalInvited {
+		t.Fatalf("subscribers %+v %v", subs, err)
+	}
+	from, err := w.svc.FromGroup(ctx, subs)
+	if err != nil || len(from) != 1 || from[0].ID != w.grouped.Person.ID {
+		t.Fatalf("from_group %+v %v (viewer is direct, grouped through the group)", from, err)
+	}
+	for _, bad := range []share.Subscribers{
+		{Persons: []share.Entry{{ID: w.carol.Person.ID, Channel: "web", Role: "VIEWER"}}},
+		{Persons: []share.Entry{{ID: w.plain.Person.ID, Channel: "fax", Role: "VIEWER"}}},
+		{Persons: []share.Entry{{ID: w.plain.Person.ID, Channel: "web", Role: "KING"}}},
+		{Groups: []share.Entry{{ID: 1 << 40, Channel: "web", Role: "VIEWER"}}},
+		{External: map[string]string{"nobody": ""}},
+	} {
+		if _, err := w.svc.SetSubscribers(ctx, w.admin, org, w.root.ID, bad); !errors.Is(err, account.ErrInvalid) {
+			t.Fatalf("SetSubscribers(%+v): %v", bad, err)
+		}
+	}
+	if err := w.svc.DeleteOrgShare(ctx, w.admin, org, w.root.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.svc.Root(ctx, w.viewer, w.root.ID); !errors.Is(err, vfs.ErrRootDeleted) {
+		t.Fatalf("deleted share to a subscriber: %v", err)
+	}
+	if _, err := w.svc.Root(ctx, w.plain, w.root.ID); !errors.Is(err, share.ErrNoRoot) {
+		t.Fatalf("deleted share to a non-subscriber: %v", err)
+	}
+}
+
+func TestOrgShareInvitation(t *testing.T) {
+	ctx := context.Background()
+	w := newShareWorld(t)
+	if _, err := w.svc.AcceptInvitation(ctx, "nope"); !errors.Is(err, share.ErrNotFound) {
+		t.Fatalf("unknown token: %v", err)
+	}
+	inv, err := w.svc.SetSubscribers(ctx, w.admin, w.st.Org.ID, w.root.ID, share.Subscribers{External: map[string]string{"ext@example.com": "", "new@example.com": ""}})
+	if err != nil || len(inv) != 1 || inv[0].Email != "new@example.com" {
+		t.Fatalf("%+v %v", inv, err)
+	}
+	got, err := w.svc.AcceptInvitation(ctx, inv[0].Token)
+	if err != nil || got.RootID != w.root.ID {
+		t.Fatalf("accept %+v %v", got, err)
+	}
+	subs, _ := w.svc.Subscribers(ctx, w.root.ID)
+	if subs.External["new@example.com"] != share.ExternalAccepted || subs.External["ext@example.com"] != share.ExternalInvited {
+		t.Fatalf("%+v", subs.External)
+	}
+	if _, err := w.svc.SetSubscribers(ctx, w.admin, w.st.Org.ID, w.root.ID, share.Subscribers{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.svc.AcceptInvitation(ctx, inv[0].Token); !errors.Is(err, share.ErrNotFound) {
+		t.Fatalf("a dropped address's token: %v", err)
+	}
+}
