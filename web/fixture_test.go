@@ -93,10 +93,15 @@ func get(t *testing.T, url string) (*http.Response, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return resp, readAll(t, resp)
+}
+
+func readAll(t *testing.T, resp *http.Response) string {
+	t.Helper()
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return resp, string(b)
+	return string(b)
 }

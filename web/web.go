@@ -56,8 +56,8 @@ type Options struct {
 	Share *share.Service
 	// FS holds the shared files.
 	FS *vfs.FS
-	// Accounts is kept for signing in to login_required links (not yet
-	// offered: such links answer a page that says to use the app).
+	// Accounts signs in the creator or a subscriber of a login_required
+	// link through the page's form. Nil: such links cannot be opened here.
 	Accounts *account.Service
 	// Logger gets failures that reach no page. Nil: slog.Default().
 	Logger *slog.Logger
@@ -82,6 +82,7 @@ func New(o Options) http.Handler {
 	m.HandleFunc("GET /s/{hash}", h.page)
 	m.HandleFunc("GET /s/{hash}/download", h.download)
 	m.HandleFunc("GET /s/{hash}/file/{id}", h.fileDownload)
+	m.HandleFunc("POST /s/{hash}/login", h.login)
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		h.problem(w, r, http.StatusNotFound, "Not found", "There is nothing at this address.")
 	})
@@ -99,7 +100,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hd.Set("Strict-Transport-Security", hsts)
 	hd.Set("Cross-Origin-Opener-Policy", "same-origin")
 	hd.Set("Cross-Origin-Resource-Policy", "same-origin")
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead && !(r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/login")) {
 		hd.Set("Allow", "GET, HEAD")
 		h.problem(w, r, http.StatusMethodNotAllowed, "Method not allowed", "These pages are only read.")
 		return
@@ -122,14 +123,15 @@ func (h *handler) style(w http.ResponseWriter, r *http.Request) {
 	w.Write(b)
 }
 
-// open opens the link of r's hash. Pages are opened without a token: a
-// browser holds none here, and a link id (guessable) is never accepted.
+// open opens the link of r's hash, as the person signed in through the
+// page's form (login_required links) or as no one. A link id (guessable)
+// is never accepted here.
 func (h *handler) open(r *http.Request) (share.LinkAccess, error) {
 	ref := r.PathValue("hash")
 	if len(ref) < 16 {
 		return share.LinkAccess{}, share.ErrNotFound
 	}
-	return h.opts.Share.OpenLink(r.Context(), ref, nil)
+	return h.opts.Share.OpenLink(r.Context(), ref, h.caller(r))
 }
 
 // fail writes the page for err.
@@ -143,7 +145,7 @@ func (h *handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, share.ErrDownloadLimit):
 		h.problem(w, r, http.StatusForbidden, "Download limit reached", "This share link has been downloaded as many times as its owner allowed.")
 	case errors.Is(err, share.ErrLoginRequired):
-		h.problem(w, r, http.StatusUnauthorized, "Sign-in required", "This share link is only for the people it was shared with. Open it in the berth app, signed in.")
+		h.loginPage(w, r, http.StatusUnauthorized, "This share link is only for the people it was shared with. Sign in to open it.")
 	case errors.As(err, &ref):
 		h.problem(w, r, http.StatusForbidden, "Not allowed", ref.Reason)
 	case errors.Is(err, errBadQuery):
