@@ -83,6 +83,7 @@ func New(o Options) http.Handler {
 	m.HandleFunc("GET /s/{hash}/download", h.download)
 	m.HandleFunc("GET /s/{hash}/file/{id}", h.fileDownload)
 	m.HandleFunc("POST /s/{hash}/login", h.login)
+	m.HandleFunc("POST /s/{hash}/upload", h.upload)
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		h.problem(w, r, http.StatusNotFound, "Not found", "There is nothing at this address.")
 	})
@@ -100,7 +101,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hd.Set("Strict-Transport-Security", hsts)
 	hd.Set("Cross-Origin-Opener-Policy", "same-origin")
 	hd.Set("Cross-Origin-Resource-Policy", "same-origin")
-	if r.Method != http.MethodGet && r.Method != http.MethodHead && !(r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/login")) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead && !(r.Method == http.MethodPost && (strings.HasSuffix(r.URL.Path, "/login") || strings.HasSuffix(r.URL.Path, "/upload"))) {
 		hd.Set("Allow", "GET, HEAD")
 		h.problem(w, r, http.StatusMethodNotAllowed, "Method not allowed", "These pages are only read.")
 		return
@@ -335,13 +336,17 @@ func (h *handler) page(w http.ResponseWriter, r *http.Request) {
 		}
 		items = append(items, it)
 	}
-	zip := base + "/download"
+	zip, up := base+"/download", base+"/upload"
 	if n.ID != la.Link.FolderID {
 		zip += "?folder=" + strconv.FormatUint(n.ID, 10)
+		up += "?folder=" + strconv.FormatUint(n.ID, 10)
 	}
 	data := map[string]any{
 		"Title": name(n), "Folder": name(n), "Crumbs": crumbs, "Items": items, "CanRead": canRead,
-		"Zip": zip, "Page": page, "MaxPage": maxPage, "Prev": "", "Next": "",
+		"Zip": zip, "Upload": "", "Page": page, "MaxPage": maxPage, "Prev": "", "Next": "",
+	}
+	if h.canWrite(r, la) {
+		data["Upload"], data["CSRF"] = up, csrfToken(w, r)
 	}
 	if page > 1 {
 		data["Prev"] = folderURL(n.ID, page-1)
