@@ -13,15 +13,17 @@ import (
 	"berth/share"
 )
 
-// Cookies of the sign-in for login_required links. Both are HttpOnly and
-// SameSite=Strict, Secure over TLS, and scoped to the pages.
+// Cookies of the sign-in for login_required links. Both are HttpOnly,
+// Secure over TLS, and scoped to the pages.
 const (
-	// csrfCookie holds the token the sign-in form must repeat (double
-	// submit): a cross-site form can neither read the cookie nor, under
-	// SameSite=Strict, have it sent.
+	// csrfCookie holds the token the sign-in and upload forms must repeat
+	// (double submit): a cross-site form can neither read the cookie nor,
+	// under SameSite=Strict, have it sent.
 	csrfCookie = "berth_csrf"
 	// sessionCookie holds the access token of the signed-in person,
-	// scoped to the one link signed in to.
+	// scoped to the one link signed in to. SameSite=Lax: a link opened
+	// from a mail is a cross-site GET and should find the session; every
+	// POST needs the Strict CSRF token besides.
 	sessionCookie = "berth_link"
 )
 
@@ -136,6 +138,6 @@ func (h *handler) login(w http.ResponseWriter, r *http.Request) {
 	}
 	page := Prefix + url.PathEscape(hash)
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: toks.AccessToken, Path: page,
-		MaxAge: int(toks.ExpiresIn.Seconds()), HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
+		MaxAge: int(toks.ExpiresIn.Seconds()), HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteLaxMode})
 	http.Redirect(w, r, page, http.StatusSeeOther)
 }
