@@ -225,3 +225,46 @@ func TestPaging(t *testing.T) {
 		}
 	}
 }
+
+// TestDownloadCountRanges counts by the REST API's rule: any answer that
+// may hold byte 0 is a download; resuming and 304 are not.
+func TestDownloadCountRanges(t *testing.T) {
+	s := newSite(t)
+	tests := []struct {
+		name    string
+		headers map[string]string
+		status  int
+		counted int64
+	}{
+		{"whole", nil, 200, 1},
+		{"resume", map[string]string{"Range": "bytes=10-"}, 206, 0},
+		{"suffix", map[string]string{"Range": "bytes=-5"}, 206, 1},
+		{"a later part from 0", map[string]string{"Range": "bytes=10-12,0-3"}, 206, 1},
+		{"If-Range of another tag", map[string]string{"Range": "bytes=10-", "If-Range": `"other"`}, 200, 1},
+		{"not modified", map[string]string{"If-None-Match": "*"}, 304, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l, u := s.link(t, s.file, share.LinkSettings{})
+			req, _ := http.NewRequest(http.MethodGet, u+"/download", nil)
+			for k, v := range tt.headers {
+				req.Header.Set(k, v)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			readAll(t, resp)
+			if resp.StatusCode != tt.status {
+				t.Errorf("status %d, want %d", resp.StatusCode, tt.status)
+			}
+			got, err := s.shares.ManagedLink(context.Background(), s.alice, strconv.FormatUint(l.ID, 10))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.TimesDownloaded != tt.counted {
+				t.Errorf("times_downloaded %d, want %d", got.TimesDownloaded, tt.counted)
+			}
+		})
+	}
+}
