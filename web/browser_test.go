@@ -184,3 +184,42 @@ func TestBrowserExpiredLink(t *testing.T) {
 	}
 	screenshot(t, ctx, "expired")
 }
+
+// TestBrowserSignInAndUpload signs in to a login_required folder link
+// through its form, then uploads a file through the page's upload form:
+// both forms post with their CSRF token and no JavaScript.
+func TestBrowserSignInAndUpload(t *testing.T) {
+	ctx := chrome(t)
+	s := newSite(t)
+	_, u := s.link(t, s.docs, share.LinkSettings{LoginRequired: ptr(true), WriteAccess: ptr(true)})
+	step(t, ctx, chromedp.Navigate(u), chromedp.WaitVisible(chromedp.CSS("#signin")))
+	screenshot(t, ctx, "signin")
+	step(t, ctx,
+		chromedp.SendKeys(chromedp.CSS(`input[name="username"]`), "alice"),
+		chromedp.SendKeys(chromedp.CSS(`input[name="password"]`), "correct horse battery"),
+		chromedp.Click(chromedp.CSS("#signin")),
+		chromedp.WaitVisible(chromedp.CSS("#listing")),
+	)
+	if got := text(t, ctx, "#listing"); !strings.Contains(got, "notes.txt") {
+		t.Fatalf("listing after sign-in %q", got)
+	}
+	file := filepath.Join(t.TempDir(), "from-browser.txt")
+	if err := os.WriteFile(file, []byte("sent by chromium"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	step(t, ctx,
+		chromedp.SetUploadFiles(chromedp.CSS("#file"), []string{file}),
+		chromedp.Click(chromedp.CSS("#upload")),
+		chromedp.WaitVisible(chromedp.CSS("#listing")),
+	)
+	// The page after the redirect lists the new file.
+	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for !strings.Contains(text(t, sctx, "#listing"), "from-browser.txt") {
+		if sctx.Err() != nil {
+			t.Fatalf("uploaded file not listed: %q", text(t, ctx, "#listing"))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	screenshot(t, ctx, "uploaded")
+}

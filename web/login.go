@@ -65,11 +65,17 @@ func (h *handler) loginPage(w http.ResponseWriter, r *http.Request, status int, 
 	})
 }
 
-// sameOrigin reports whether r's Origin (when the browser sent one) is
-// the pages' own: a second check besides the token.
+// sameOrigin reports whether r came from the pages' own origin, as far
+// as the browser says: a second check besides the token. Sec-Fetch-Site
+// is trusted where sent (browsers set it; a page cannot). Origin is
+// compared otherwise, except "null": under Referrer-Policy: no-referrer
+// a browser sends "null" for its own same-origin form posts.
 func sameOrigin(r *http.Request) bool {
+	if site := r.Header.Get("Sec-Fetch-Site"); site != "" {
+		return site == "same-origin" || site == "none"
+	}
 	o := r.Header.Get("Origin")
-	if o == "" {
+	if o == "" || o == "null" {
 		return true
 	}
 	u, err := url.Parse(o)

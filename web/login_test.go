@@ -33,11 +33,14 @@ func TestLogin(t *testing.T) {
 		t.Fatalf("no csrf field: %s", body)
 	}
 	csrf := m[1]
-	post := func(client *http.Client, form url.Values, origin string) (*http.Response, string) {
+	post := func(client *http.Client, form url.Values, origin, site string) (*http.Response, string) {
 		req, _ := http.NewRequest(http.MethodPost, u+"/login", strings.NewReader(form.Encode()))
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 		if origin != "" {
 			req.Header.Set("Origin", origin)
+		}
+		if site != "" {
+			req.Header.Set("Sec-Fetch-Site", site)
 		}
 		resp, err := client.Do(req)
 		if err != nil {
@@ -54,20 +57,22 @@ func TestLogin(t *testing.T) {
 		client *http.Client
 		form   url.Values
 		origin string
+		site   string
 		status int
 		want   string
 	}{
-		{"no csrf field", c, form("alice", "correct horse battery", ""), "", 403, "Form expired"},
-		{"wrong csrf field", c, form("alice", "correct horse battery", strings.Repeat("A", 24)), "", 403, "Form expired"},
-		{"no csrf cookie", noJar, form("alice", "correct horse battery", csrf), "", 403, "Form expired"},
-		{"other origin", c, form("alice", "correct horse battery", csrf), "https://evil.example", 403, "Form expired"},
-		{"wrong password", c, form("alice", "wrong", csrf), "", 401, "Wrong username or password"},
-		{"not shared with", c, form("bob", "another good password", csrf), "", 403, "not shared with you"},
-		{"creator", c, form("alice", "correct horse battery", csrf), s.srv.URL, 303, ""},
+		{"no csrf field", c, form("alice", "correct horse battery", ""), "", "", 403, "Form expired"},
+		{"wrong csrf field", c, form("alice", "correct horse battery", strings.Repeat("A", 24)), "", "", 403, "Form expired"},
+		{"no csrf cookie", noJar, form("alice", "correct horse battery", csrf), "", "", 403, "Form expired"},
+		{"other origin", c, form("alice", "correct horse battery", csrf), "https://evil.example", "", 403, "Form expired"},
+		{"cross-site fetch", c, form("alice", "correct horse battery", csrf), "", "cross-site", 403, "Form expired"},
+		{"wrong password, Origin null (no-referrer)", c, form("alice", "wrong", csrf), "null", "", 401, "Wrong username or password"},
+		{"not shared with", c, form("bob", "another good password", csrf), "", "same-origin", 403, "not shared with you"},
+		{"creator", c, form("alice", "correct horse battery", csrf), s.srv.URL, "same-origin", 303, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			resp, body := post(tt.client, tt.form, tt.origin)
+			resp, body := post(tt.client, tt.form, tt.origin, tt.site)
 			if resp.StatusCode != tt.status || !strings.Contains(body, tt.want) {
 				t.Fatalf("%d, want %d: %s", resp.StatusCode, tt.status, body)
 			}
