@@ -88,7 +88,11 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 func download(t *testing.T, ctx context.Context, sel string) []byte {
 	t.Helper()
 	dir := t.TempDir()
-	progress := chromedp.Events(ctx, browser.DownloadProgress)
+	// The events end with dctx, so a download that never completes fails
+	// the test instead of hanging it.
+	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	progress := chromedp.Events(dctx, browser.DownloadProgress)
 	step(t, ctx,
 		chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
 			_, err := chromedp.Call(ctx, browser.SetDownloadBehavior, browser.SetDownloadBehaviorParams{
@@ -98,11 +102,9 @@ func download(t *testing.T, ctx context.Context, sel string) []byte {
 		}),
 		chromedp.Click(chromedp.CSS(sel)),
 	)
-	deadline := time.AfterFunc(30*time.Second, func() { t.Error("download did not complete") })
-	defer deadline.Stop()
 	for ev, err := range progress {
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("download of %s: %v", sel, err)
 		}
 		switch ev.State {
 		case browser.DownloadProgressStateCanceled:
