@@ -24,9 +24,9 @@ type site struct {
 	alice  account.Caller
 	root   vfs.Root
 	srv    *httptest.Server
-	// file is report.pdf (fileBody), docs a folder holding notes.txt and
-	// sub/, sub holding deep.txt.
-	file, docs, sub, notes, deep vfs.Node
+	// file is report.pdf (fileBody), docs a folder holding notes.txt,
+	// page.html (with a script) and sub/, sub holding deep.txt.
+	file, docs, sub, notes, deep, html vfs.Node
 }
 
 const fileBody = "%PDF-1.4 not really a pdf, 48 bytes of content.\n"
@@ -53,6 +53,7 @@ func newSite(t *testing.T) *site {
 	s.file = must(st.FS.WriteFile(ctx, root.ID, root.FolderID, "report.pdf", strings.NewReader(fileBody), wo))
 	s.docs = must(st.FS.Mkdir(ctx, root.ID, root.FolderID, "docs", wo))
 	s.notes = must(st.FS.WriteFile(ctx, root.ID, s.docs.ID, "notes.txt", strings.NewReader("<script>alert(1)</script>"), wo))
+	s.html = must(st.FS.WriteFile(ctx, root.ID, s.docs.ID, "page.html", strings.NewReader("<html><script>alert(document.cookie)</script></html>"), wo))
 	s.sub = must(st.FS.Mkdir(ctx, root.ID, s.docs.ID, "sub", wo))
 	s.deep = must(st.FS.WriteFile(ctx, root.ID, s.sub.ID, "deep.txt", strings.NewReader("deep down"), wo))
 	s.srv = httptest.NewServer(web.New(web.Options{Share: s.shares, FS: st.FS, Accounts: st.Accounts}))

@@ -85,7 +85,7 @@ func TestSecurityHeaders(t *testing.T) {
 	_, fileURL := s.link(t, s.file, share.LinkSettings{})
 	_, folderURL := s.link(t, s.docs, share.LinkSettings{})
 	for _, u := range []string{fileURL, fileURL + "/download", folderURL, folderURL + "/download",
-		folderURL + "/file/" + strconv.FormatUint(s.notes.ID, 10), s.srv.URL + "/s/nope-nope-nope-nope-nope", s.srv.URL + "/s/static/style.css"} {
+		folderURL + "/file/" + strconv.FormatUint(s.notes.ID, 10), folderURL + "/file/" + strconv.FormatUint(s.html.ID, 10), s.srv.URL + "/s/nope-nope-nope-nope-nope", s.srv.URL + "/s/static/style.css"} {
 		resp, _ := get(t, u)
 		h := resp.Header
 		csp := h.Get("Content-Security-Policy")
