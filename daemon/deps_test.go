@@ -275,6 +275,11 @@ func TestImportRules(t *testing.T) {
 		{"httpserve", "berth/rest", true},
 		{"httpserve", "berth/account", true},
 		{"httpserve", "net/http", false},
+		{"web", "berth/rest", true},
+		{"web", "berth/webdav", true},
+		{"web", "berth/share", false},
+		{"web", "berth/httpserve", false},
+		{"rest", "berth/web", true},
 	} {
 		got := violations(tc.from, []string{tc.imp}, allowedImports()[tc.from])
 		if broken := len(got) > 0; broken != tc.broken {

@@ -30,6 +30,7 @@ import (
 	"berth/share"
 	"berth/vfs"
 	"berth/vfs/chunk"
+	"berth/web"
 	"berth/webdav"
 )
 
@@ -254,7 +255,13 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writ
 		InfiniteDepth: cfg.WebDAV.InfiniteDepth,
 		Registerer:    reg,
 	})
-	if err := bind("https", "listen", cfg.Listen, withWebDAV(dav, api), true); err != nil {
+	pages := web.New(web.Options{
+		Logger:   log.With("component", "web"),
+		FS:       st.files,
+		Accounts: accounts,
+		Share:    shares,
+	})
+	if err := bind("https", "listen", cfg.Listen, withWebDAV(dav, withPages(pages, api)), true); err != nil {
 		return err
 	}
 	if err := bind("http", "http_listen", cfg.HTTPListen, rest.InsecureHandler(), false); err != nil {
@@ -326,6 +333,18 @@ func withWebDAV(dav, api http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if p := r.URL.Path; p == "/webdav" || strings.HasPrefix(p, "/webdav/") {
 			dav.ServeHTTP(w, r)
+			return
+		}
+		api.ServeHTTP(w, r)
+	})
+}
+
+// withPages sends the share-link pages (web.Prefix, where links' url
+// fields point) to pages, the rest to api.
+func withPages(pages, api http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, web.Prefix) {
+			pages.ServeHTTP(w, r)
 			return
 		}
 		api.ServeHTTP(w, r)

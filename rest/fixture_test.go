@@ -72,7 +72,7 @@ func newFixtureWith(t testing.TB, o fixtureOptions) *fixture {
 	f.stack = st
 	f.person, f.root, f.token = f.addPerson("alice")
 
-	f.srv = httptest.NewUnstartedServer(New(Options{Logger: log, Registerer: f.reg, FS: f.fs, Accounts: f.accounts, Store: f.db}))
+	f.srv = httptest.NewUnstartedServer(New(Options{Logger: log, Registerer: f.reg, FS: f.fs, Accounts: f.accounts}))
 	f.srv.EnableHTTP2 = true
 	f.srv.StartTLS()
 	f.client = f.srv.Client()

@@ -18,7 +18,6 @@ import (
 	"berth/account"
 	"berth/activity"
 	"berth/httpserve"
-	"berth/kv"
 	"berth/share"
 	"berth/vfs"
 
@@ -47,8 +46,6 @@ type Options struct {
 	// Activity is the activity log the activity routes read and write.
 	// Nil: the log holds nothing and activity/create is refused.
 	Activity *activity.Log
-	// Store keeps share links when Share is nil (share.Options.Store).
-	Store kv.Store
 	// PublicURL is the base of share link URLs (url: PublicURL + "/s/" +
 	// hash). Empty: https:// and the request's Host.
 	PublicURL string
@@ -101,7 +98,7 @@ func newServer(opts Options) *server {
 		opts.Version = APIVersion
 	}
 	if opts.Share == nil {
-		opts.Share = share.New(share.Options{FS: opts.FS, Accounts: opts.Accounts, Store: opts.Store})
+		opts.Share = share.New(share.Options{FS: opts.FS, Accounts: opts.Accounts})
 	}
 	s := &server{
 		opts:     opts,

@@ -1,0 +1,227 @@
+package web_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/browser"
+	"github.com/chromedp/chromedp"
+
+	"berth/share"
+)
+
+// chrome starts a headless Chromium for t, at a phone's width, or skips
+// t when none is installed (fails instead under BERTH_INTEROP=required,
+// as the other interoperability tests do).
+func chrome(t *testing.T) context.Context {
+	t.Helper()
+	var path string
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			path = p
+			break
+		}
+	}
+	if path == "" {
+		if os.Getenv("BERTH_INTEROP") == "required" {
+			t.Fatal("BERTH_INTEROP=required but no chromium is installed (apt-get install chromium)")
+		}
+		t.Skip("no chromium installed (apt-get install chromium); skipping the browser test")
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(path), chromedp.NoSandbox, chromedp.UserDataDir(t.TempDir()))
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(actx)
+	t.Cleanup(func() { cancel(); cancelAlloc() })
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(390, 844)); err != nil {
+		t.Fatal(err)
+	}
+	return ctx
+}
+
+// step bounds one browser step, so a hang fails the test rather than
+// the package's timeout.
+func step(t *testing.T, ctx context.Context, steps ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := chromedp.Do(sctx, steps...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func text(t *testing.T, ctx context.Context, sel string) string {
+	t.Helper()
+	s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+	if err != nil {
+		t.Fatalf("text of %s: %v", sel, err)
+	}
+	return strings.TrimSpace(s)
+}
+
+// screenshot takes a PNG of the page, checks it, and keeps it in a
+// temporary directory (the path is logged).
+func screenshot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(png) < 100 || !bytes.HasPrefix(png, []byte("\x89PNG\r\n\x1a\n")) {
+		t.Fatalf("screenshot is not a PNG (%d bytes)", len(png))
+	}
+	p := filepath.Join(t.TempDir(), name+".png")
+	if err := os.WriteFile(p, png, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot %s (%d bytes)", p, len(png))
+}
+
+// download clicks sel in the browser and returns the bytes it saved.
+func download(t *testing.T, ctx context.Context, sel string) []byte {
+	t.Helper()
+	dir := t.TempDir()
+	// The events end with dctx, so a download that never completes fails
+	// the test instead of hanging it.
+	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	progress := chromedp.Events(dctx, browser.DownloadProgress)
+	step(t, ctx,
+		chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+			_, err := chromedp.Call(ctx, browser.SetDownloadBehavior, browser.SetDownloadBehaviorParams{
+				Behavior: browser.SetDownloadBehaviorBehaviorAllowAndName, DownloadPath: dir, EventsEnabled: ptr(true),
+			})
+			return err
+		}),
+		chromedp.Click(chromedp.CSS(sel)),
+	)
+	for ev, err := range progress {
+		if err != nil {
+			t.Fatalf("download of %s: %v", sel, err)
+		}
+		switch ev.State {
+		case browser.DownloadProgressStateCanceled:
+			t.Fatalf("download of %s cancelled", sel)
+		case browser.DownloadProgressStateCompleted:
+			b, err := os.ReadFile(filepath.Join(dir, ev.GUID))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return b
+		}
+	}
+	t.Fatal("no download")
+	return nil
+}
+
+// TestBrowserFileLink opens a file link: the page shows the name and
+// size, and its download button saves the file's bytes.
+func TestBrowserFileLink(t *testing.T) {
+	ctx := chrome(t)
+	s := newSite(t)
+	_, u := s.link(t, s.file, share.LinkSettings{})
+	step(t, ctx, chromedp.Navigate(u), chromedp.WaitVisible(chromedp.CSS("#download")))
+	if got := text(t, ctx, "#name"); got != "report.pdf" {
+		t.Errorf("name %q", got)
+	}
+	if got := text(t, ctx, "#size"); got != "48 bytes" {
+		t.Errorf("size %q", got)
+	}
+	screenshot(t, ctx, "file")
+	if got := download(t, ctx, "#download"); string(got) != fileBody {
+		t.Errorf("downloaded %q, want %q", got, fileBody)
+	}
+}
+
+// TestBrowserFolderLink walks a folder link into its subfolder and
+// downloads the subfolder's zip.
+func TestBrowserFolderLink(t *testing.T) {
+	ctx := chrome(t)
+	s := newSite(t)
+	_, u := s.link(t, s.docs, share.LinkSettings{})
+	step(t, ctx, chromedp.Navigate(u), chromedp.WaitVisible(chromedp.CSS("#listing")))
+	if got := text(t, ctx, "#listing"); !strings.Contains(got, "notes.txt") || !strings.Contains(got, "sub/") {
+		t.Errorf("listing %q", got)
+	}
+	screenshot(t, ctx, "folder")
+	step(t, ctx, chromedp.Click(chromedp.CSS("a.folder")), chromedp.WaitVisible(chromedp.CSS("#crumbs a")))
+	if got := text(t, ctx, "#name"); got != "sub" {
+		t.Errorf("subfolder page named %q", got)
+	}
+	if got := text(t, ctx, "#listing"); !strings.Contains(got, "deep.txt") || strings.Contains(got, "notes.txt") {
+		t.Errorf("subfolder listing %q", got)
+	}
+	loc, err := chromedp.Run(ctx, chromedp.Location())
+	if err != nil || !strings.Contains(loc, "folder="+strconv.FormatUint(s.sub.ID, 10)) {
+		t.Errorf("location %q %v", loc, err)
+	}
+	screenshot(t, ctx, "subfolder")
+	names := zipNames(t, download(t, ctx, "#zip"))
+	if len(names) != 1 || names[0] != "deep.txt" {
+		t.Errorf("zip holds %v, want [deep.txt]", names)
+	}
+}
+
+// TestBrowserExpiredLink sees the expired page.
+func TestBrowserExpiredLink(t *testing.T) {
+	ctx := chrome(t)
+	s := newSite(t)
+	_, u := s.link(t, s.file, share.LinkSettings{Expires: ptr("2020-01-01")})
+	resp, err := chromedp.Run(ctx, chromedp.NavigateResponse(u))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Status != 410 {
+		t.Errorf("status %d, want 410", resp.Status)
+	}
+	if got := text(t, ctx, "#problem"); got != "Link expired" {
+		t.Errorf("problem %q", got)
+	}
+	screenshot(t, ctx, "expired")
+}
+
+// TestBrowserSignInAndUpload signs in to a login_required folder link
+// through its form, then uploads a file through the page's upload form:
+// both forms post with their CSRF token and no JavaScript.
+func TestBrowserSignInAndUpload(t *testing.T) {
+	ctx := chrome(t)
+	s := newSite(t)
+	_, u := s.link(t, s.docs, share.LinkSettings{LoginRequired: ptr(true), WriteAccess: ptr(true)})
+	step(t, ctx, chromedp.Navigate(u), chromedp.WaitVisible(chromedp.CSS("#signin")))
+	screenshot(t, ctx, "signin")
+	step(t, ctx,
+		chromedp.SendKeys(chromedp.CSS(`input[name="username"]`), "alice"),
+		chromedp.SendKeys(chromedp.CSS(`input[name="password"]`), "correct horse battery"),
+		chromedp.Click(chromedp.CSS("#signin")),
+		chromedp.WaitVisible(chromedp.CSS("#listing")),
+	)
+	if got := text(t, ctx, "#listing"); !strings.Contains(got, "notes.txt") {
+		t.Fatalf("listing after sign-in %q", got)
+	}
+	file := filepath.Join(t.TempDir(), "from-browser.txt")
+	if err := os.WriteFile(file, []byte("sent by chromium"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	step(t, ctx,
+		chromedp.SetUploadFiles(chromedp.CSS("#file"), []string{file}),
+		chromedp.Click(chromedp.CSS("#upload")),
+		chromedp.WaitVisible(chromedp.CSS("#listing")),
+	)
+	// The page after the redirect lists the new file.
+	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for !strings.Contains(text(t, sctx, "#listing"), "from-browser.txt") {
+		if sctx.Err() != nil {
+			t.Fatalf("uploaded file not listed: %q", text(t, ctx, "#listing"))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	screenshot(t, ctx, "uploaded")
+}

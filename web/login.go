@@ -1,0 +1,149 @@
+package web
+
+import (
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/base64"
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"berth/account"
+	"berth/share"
+)
+
+// Cookies of the sign-in for login_required links. Both are HttpOnly,
+// Secure over TLS, and scoped to the pages.
+const (
+	// csrfCookie holds the token the sign-in and upload forms must repeat
+	// (double submit): a cross-site form can neither read the cookie nor,
+	// under SameSite=Strict, have it sent.
+	csrfCookie = "berth_csrf"
+	// sessionCookie holds the access token of the signed-in person,
+	// scoped to the one link signed in to. SameSite=Lax: a link opened
+	// from a mail is a cross-site GET and should find the session; every
+	// POST needs the Strict CSRF token besides.
+	sessionCookie = "berth_link"
+)
+
+// caller is the person signed in through the page's form, or nil.
+func (h *handler) caller(r *http.Request) *account.Caller {
+	ck, err := r.Cookie(sessionCookie)
+	if err != nil || ck.Value == "" || h.opts.Accounts == nil {
+		return nil
+	}
+	c, err := h.opts.Accounts.AccessCaller(r.Context(), ck.Value)
+	if err != nil {
+		return nil
+	}
+	return &c
+}
+
+// csrfToken returns r's CSRF token, setting a new cookie when r has none.
+func csrfToken(w http.ResponseWriter, r *http.Request) string {
+	if ck, err := r.Cookie(csrfCookie); err == nil && len(ck.Value) >= 22 {
+		return ck.Value
+	}
+	b := make([]byte, 18)
+	rand.Read(b)
+	tok := base64.RawURLEncoding.EncodeToString(b)
+	http.SetCookie(w, &http.Cookie{Name: csrfCookie, Value: tok, Path: Prefix, HttpOnly: true,
+		Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
+	return tok
+}
+
+// loginPage answers a login_required link's page: 401 with the form.
+func (h *handler) loginPage(w http.ResponseWriter, r *http.Request, status int, msg string) {
+	if h.opts.Accounts == nil {
+		h.problem(w, r, status, "Sign-in required", "This share link is only for the people it was shared with.")
+		return
+	}
+	h.render(w, r, status, "login.html", map[string]any{
+		"Title": "Sign-in required", "Message": msg, "CSRF": csrfToken(w, r),
+		"Action": Prefix + url.PathEscape(r.PathValue("hash")) + "/login",
+	})
+}
+
+// sameOrigin reports whether r came from the pages' own origin, as far
+// as the browser says: a second check besides the token. Sec-Fetch-Site
+// is trusted where sent (browsers set it; a page cannot). Origin is
+// compared otherwise, except "null": under Referrer-Policy: no-referrer
+// a browser sends "null" for its own same-origin form posts.
+func sameOrigin(r *http.Request) bool {
+	if site := r.Header.Get("Sec-Fetch-Site"); site != "" {
+		return site == "same-origin" || site == "none"
+	}
+	o := r.Header.Get("Origin")
+	if o == "" || o == "null" {
+		return true
+	}
+	u, err := url.Parse(o)
+	return err == nil && strings.EqualFold(u.Host, r.Host)
+}
+
+// login handles the sign-in form's POST /s/<hash>/login: the CSRF token
+// must match its cookie; a right password of the link's creator or a
+// subscriber sets the session cookie and goes back to the link's page.
+func (h *handler) login(w http.ResponseWriter, r *http.Request) {
+	if h.opts.Accounts == nil {
+		h.fail(w, r, share.ErrNotFound)
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
+	if err := r.ParseForm(); err != nil {
+		h.problem(w, r, http.StatusBadRequest, "Bad request", "The form could not be read.")
+		return
+	}
+	ck, err := r.Cookie(csrfCookie)
+	if err != nil || !sameOrigin(r) || len(ck.Value) < 22 ||
+		subtle.ConstantTimeCompare([]byte(ck.Value), []byte(r.PostForm.Get("csrf"))) != 1 {
+		h.problem(w, r, http.StatusForbidden, "Form expired", "The sign-in form was not sent from this page. Open the link again and sign in.")
+		return
+	}
+	hash := r.PathValue("hash")
+	if len(hash) < 16 {
+		h.fail(w, r, share.ErrNotFound)
+		return
+	}
+	// The link must exist (and not be expired) before a password is tried.
+	if _, err := h.opts.Share.OpenLink(r.Context(), hash, nil); err != nil && !errors.Is(err, share.ErrLoginRequired) {
+		h.fail(w, r, err)
+		return
+	}
+	p, err := h.opts.Accounts.Authenticate(r.Context(), r.PostForm.Get("username"), r.PostForm.Get("password"))
+	if err != nil {
+		msg := "Wrong username or password."
+		if errors.Is(err, account.ErrAccountLocked) {
+			msg = "Too many failed sign-ins: this account is locked for a while."
+		} else if errors.Is(err, account.ErrPasswordExpired) {
+			msg = "Your password has expired: change it in the berth app first."
+		}
+		h.loginPage(w, r, http.StatusUnauthorized, msg)
+		return
+	}
+	toks, err := h.opts.Accounts.IssueLoginTokens(r.Context(), p, 0)
+	if err != nil {
+		h.loginPage(w, r, http.StatusUnauthorized, "Wrong username or password.")
+		return
+	}
+	c, err := h.opts.Accounts.AccessCaller(r.Context(), toks.AccessToken)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if _, err := h.opts.Share.OpenLink(r.Context(), hash, &c); err != nil {
+		// Signed in, but not one the link is shared with: keep no session.
+		h.opts.Accounts.Revoke(r.Context(), toks.RefreshToken)
+		if errors.Is(err, share.ErrLoginRequired) {
+			h.loginPage(w, r, http.StatusForbidden, "This share link is not shared with you.")
+			return
+		}
+		h.fail(w, r, err)
+		return
+	}
+	page := Prefix + url.PathEscape(hash)
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: toks.AccessToken, Path: page,
+		MaxAge: int(toks.ExpiresIn.Seconds()), HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteLaxMode})
+	http.Redirect(w, r, page, http.StatusSeeOther)
+}

@@ -1,0 +1,270 @@
+package web_test
+
+import (
+	"archive/zip"
+	"bytes"
+	"context"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+
+	"berth/share"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+// TestPages walks the pages' answers: status, type and what they show.
+func TestPages(t *testing.T) {
+	s := newSite(t)
+	_, fileURL := s.link(t, s.file, share.LinkSettings{})
+	_, folderURL := s.link(t, s.docs, share.LinkSettings{})
+	_, expiredURL := s.link(t, s.file, share.LinkSettings{Expires: ptr("2020-01-01")})
+	_, loginURL := s.link(t, s.file, share.LinkSettings{LoginRequired: ptr(true)})
+	_, noReadURL := s.link(t, s.file, share.LinkSettings{ReadAccess: ptr(false)})
+	other := s.mkfiles(t, "elsewhere", 1)
+	id := func(n uint64) string { return strconv.FormatUint(n, 10) }
+	tests := []struct {
+		name   string
+		url    string
+		status int
+		ctype  string
+		want   []string
+		absent []string
+	}{
+		{"file page", fileURL, 200, "text/html; charset=utf-8", []string{"report.pdf", "48 bytes", `href="/s/`, "/download"}, nil},
+		{"file download", fileURL + "/download", 200, "application/pdf", []string{fileBody}, nil},
+		{"folder page", folderURL, 200, "text/html; charset=utf-8", []string{"notes.txt", "sub/", "?folder=" + id(s.sub.ID), "Download all (zip)"}, nil},
+		{"subfolder page", folderURL + "?folder=" + id(s.sub.ID), 200, "text/html; charset=utf-8", []string{"deep.txt", ">docs</a>", "/download?folder=" + id(s.sub.ID)}, []string{"notes.txt"}},
+		{"user content escaped", folderURL + "?folder=" + id(s.docs.ID), 200, "text/html; charset=utf-8", []string{"notes.txt"}, []string{"<script"}},
+		{"file of the folder", folderURL + "/file/" + id(s.deep.ID), 200, "text/plain; charset=utf-8", []string{"deep down"}, nil},
+		{"folder outside the share", folderURL + "?folder=" + id(other.ID), 404, "text/html; charset=utf-8", []string{"Link not found"}, nil},
+		{"file outside the share", folderURL + "/file/" + id(s.file.ID), 404, "text/html; charset=utf-8", nil, nil},
+		{"folder id of a file", folderURL + "?folder=" + id(s.notes.ID), 404, "text/html; charset=utf-8", nil, nil},
+		{"bad folder id", folderURL + "?folder=abc", 404, "text/html; charset=utf-8", nil, nil},
+		{"bad page", folderURL + "?page=0", 400, "text/html; charset=utf-8", []string{"Bad address"}, nil},
+		{"page past the end", folderURL + "?page=2", 400, "text/html; charset=utf-8", nil, nil},
+		{"file link has no files", fileURL + "/file/" + id(s.file.ID), 404, "text/html; charset=utf-8", nil, nil},
+		{"wrong hash", s.srv.URL + "/s/AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", 404, "text/html; charset=utf-8", []string{"Link not found"}, nil},
+		{"link id instead of hash", s.srv.URL + "/s/1", 404, "text/html; charset=utf-8", nil, nil},
+		{"nothing there", s.srv.URL + "/s/", 404, "text/html; charset=utf-8", nil, nil},
+		{"expired", expiredURL, 410, "text/html; charset=utf-8", []string{"Link expired"}, nil},
+		{"expired download", expiredURL + "/download", 410, "text/html; charset=utf-8", nil, nil},
+		{"login required", loginURL, 401, "text/html; charset=utf-8", []string{"Sign-in required"}, nil},
+		{"no read access: page", noReadURL, 200, "text/html; charset=utf-8", []string{"report.pdf"}, []string{"/download"}},
+		{"no read access: download", noReadURL + "/download", 403, "text/html; charset=utf-8", nil, nil},
+		{"style sheet", s.srv.URL + "/s/static/style.css", 200, "text/css; charset=utf-8", []string{"body{"}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, body := get(t, tt.url)
+			if resp.StatusCode != tt.status {
+				t.Fatalf("status %d, want %d: %s", resp.StatusCode, tt.status, body)
+			}
+			if got := resp.Header.Get("Content-Type"); got != tt.ctype {
+				t.Errorf("Content-Type %q, want %q", got, tt.ctype)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(body, w) {
+					t.Errorf("body lacks %q:\n%s", w, body)
+				}
+			}
+			for _, w := range tt.absent {
+				if strings.Contains(body, w) {
+					t.Errorf("body has %q:\n%s", w, body)
+				}
+			}
+		})
+	}
+}
+
+// TestSecurityHeaders checks every kind of answer carries the headers,
+// and downloads are sandboxed attachments.
+func TestSecurityHeaders(t *testing.T) {
+	s := newSite(t)
+	_, fileURL := s.link(t, s.file, share.LinkSettings{})
+	_, folderURL := s.link(t, s.docs, share.LinkSettings{})
+	for _, u := range []string{fileURL, fileURL + "/download", folderURL, folderURL + "/download",
+		folderURL + "/file/" + strconv.FormatUint(s.notes.ID, 10), folderURL + "/file/" + strconv.FormatUint(s.html.ID, 10), s.srv.URL + "/s/nope-nope-nope-nope-nope", s.srv.URL + "/s/static/style.css"} {
+		resp, _ := get(t, u)
+		h := resp.Header
+		csp := h.Get("Content-Security-Policy")
+		if !strings.Contains(csp, "frame-ancestors 'none'") || strings.Contains(csp, "unsafe-inline") {
+			t.Errorf("%s: CSP %q", u, csp)
+		}
+		for k, v := range map[string]string{
+			"Referrer-Policy": "no-referrer", "X-Content-Type-Options": "nosniff",
+			"Strict-Transport-Security": "max-age=31536000", "X-Frame-Options": "DENY",
+		} {
+			if h.Get(k) != v {
+				t.Errorf("%s: %s %q, want %q", u, k, h.Get(k), v)
+			}
+		}
+		if strings.Contains(u, "download") || strings.Contains(u, "/file/") {
+			if !strings.HasPrefix(h.Get("Content-Disposition"), "attachment") || !strings.Contains(csp, "sandbox") {
+				t.Errorf("%s: a download must be a sandboxed attachment: %q, CSP %q", u, h.Get("Content-Disposition"), csp)
+			}
+		} else if !strings.HasPrefix(csp, "default-src 'self'") || !strings.Contains(csp, "script-src 'none'") {
+			t.Errorf("%s: page CSP %q", u, csp)
+		}
+	}
+	req, _ := http.NewRequest(http.MethodPost, fileURL, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Content-Security-Policy") == "" {
+		t.Errorf("POST: %d, CSP %q", resp.StatusCode, resp.Header.Get("Content-Security-Policy"))
+	}
+}
+
+// TestDownloadLimit counts the page's downloads through share, so the
+// limit set over REST holds here: two downloads, then the limit page;
+// resuming with a Range is not counted.
+func TestDownloadLimit(t *testing.T) {
+	s := newSite(t)
+	l, u := s.link(t, s.file, share.LinkSettings{DownloadLimit: ptr(ptr(int64(2)))})
+	for i := range 2 {
+		if resp, body := get(t, u+"/download"); resp.StatusCode != 200 || body != fileBody {
+			t.Fatalf("download %d: %d %q", i, resp.StatusCode, body)
+		}
+	}
+	resp, body := get(t, u+"/download")
+	if resp.StatusCode != http.StatusForbidden || !strings.Contains(body, "Download limit reached") {
+		t.Errorf("third download: %d %s", resp.StatusCode, body)
+	}
+	get(t, u) // a view
+	got, err := s.shares.ManagedLink(context.Background(), s.alice, strconv.FormatUint(l.ID, 10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.TimesDownloaded != 2 || got.TimesViewed != 1 {
+		t.Errorf("times_downloaded %d, times_viewed %d; want 2, 1", got.TimesDownloaded, got.TimesViewed)
+	}
+	// A range that does not start at 0 resumes a counted download.
+	_, u2 := s.link(t, s.file, share.LinkSettings{DownloadLimit: ptr(ptr(int64(1)))})
+	req, _ := http.NewRequest(http.MethodGet, u2+"/download", nil)
+	req.Header.Set("Range", "bytes=10-")
+	for i := range 2 {
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusPartialContent {
+			t.Errorf("resume %d: %d", i, resp.StatusCode)
+		}
+	}
+}
+
+// TestZip fetches the zip of a subfolder and of the shared folder.
+func TestZip(t *testing.T) {
+	s := newSite(t)
+	_, u := s.link(t, s.docs, share.LinkSettings{})
+	for _, tt := range []struct {
+		url   string
+		files []string
+	}{
+		{u + "/download", []string{"notes.txt", "sub/deep.txt"}},
+		{u + "/download?folder=" + strconv.FormatUint(s.sub.ID, 10), []string{"deep.txt"}},
+	} {
+		resp, body := get(t, tt.url)
+		if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "application/zip" {
+			t.Fatalf("%s: %d %s", tt.url, resp.StatusCode, resp.Header.Get("Content-Type"))
+		}
+		names := zipNames(t, []byte(body))
+		for _, f := range tt.files {
+			if !strings.Contains(strings.Join(names, "\n"), f) {
+				t.Errorf("%s: zip %v lacks %s", tt.url, names, f)
+			}
+		}
+	}
+}
+
+func zipNames(t *testing.T, b []byte) []string {
+	t.Helper()
+	zr, err := zip.NewReader(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, f := range zr.File {
+		names = append(names, f.Name)
+	}
+	return names
+}
+
+// TestPaging lists a folder of 250 files over three pages of 100.
+func TestPaging(t *testing.T) {
+	s := newSite(t)
+	d := s.mkfiles(t, "many", 250)
+	_, u := s.link(t, d, share.LinkSettings{})
+	for _, tt := range []struct {
+		page        string
+		rows        int
+		first, last string
+		prev, next  bool
+	}{
+		{"", 100, "f000.txt", "f099.txt", false, true},
+		{"?page=2", 100, "f100.txt", "f199.txt", true, true},
+		{"?page=3", 50, "f200.txt", "f249.txt", true, false},
+	} {
+		resp, body := get(t, u+tt.page)
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s: %d", tt.page, resp.StatusCode)
+		}
+		if n := strings.Count(body, `class="file"`); n != tt.rows {
+			t.Errorf("%s: %d rows", tt.page, n)
+		}
+		if !strings.Contains(body, tt.first) || !strings.Contains(body, tt.last) {
+			t.Errorf("%s: lacks %s or %s", tt.page, tt.first, tt.last)
+		}
+		if strings.Contains(body, `id="prev"`) != tt.prev || strings.Contains(body, `id="next"`) != tt.next {
+			t.Errorf("%s: prev/next links wrong", tt.page)
+		}
+	}
+}
+
+// TestDownloadCountRanges counts by the REST API's rule: any answer that
+// may hold byte 0 is a download; resuming and 304 are not.
+func TestDownloadCountRanges(t *testing.T) {
+	s := newSite(t)
+	tests := []struct {
+		name    string
+		headers map[string]string
+		status  int
+		counted int64
+	}{
+		{"whole", nil, 200, 1},
+		{"resume", map[string]string{"Range": "bytes=10-"}, 206, 0},
+		{"suffix", map[string]string{"Range": "bytes=-5"}, 206, 1},
+		{"a later part from 0", map[string]string{"Range": "bytes=10-12,0-3"}, 206, 1},
+		{"If-Range of another tag", map[string]string{"Range": "bytes=10-", "If-Range": `"other"`}, 200, 1},
+		{"not modified", map[string]string{"If-None-Match": "*"}, 304, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l, u := s.link(t, s.file, share.LinkSettings{})
+			req, _ := http.NewRequest(http.MethodGet, u+"/download", nil)
+			for k, v := range tt.headers {
+				req.Header.Set(k, v)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			readAll(t, resp)
+			if resp.StatusCode != tt.status {
+				t.Errorf("status %d, want %d", resp.StatusCode, tt.status)
+			}
+			got, err := s.shares.ManagedLink(context.Background(), s.alice, strconv.FormatUint(l.ID, 10))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.TimesDownloaded != tt.counted {
+				t.Errorf("times_downloaded %d, want %d", got.TimesDownloaded, tt.counted)
+			}
+		})
+	}
+}

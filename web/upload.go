@@ -1,0 +1,115 @@
+package web
+
+import (
+	"crypto/subtle"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+
+	"berth/share"
+	"berth/vfs"
+)
+
+// maxUploadFields bounds what a form may send before the file: the CSRF
+// token and its part headers take some hundred bytes.
+const maxUploadFields = 4 << 10
+
+// canWrite reports whether the visitor may upload through la.
+func (h *handler) canWrite(r *http.Request, la share.LinkAccess) bool {
+	if !la.Link.Folder() || !la.Perms.Has(share.Write) || h.opts.Accounts == nil {
+		return false
+	}
+	_, err := h.opts.Share.LinkWrite(r.Context(), la, h.caller(r))
+	return err == nil
+}
+
+// upload handles POST /s/<hash>/upload[?folder=id]: a multipart form whose
+// first part is the CSRF token and whose next is the file. It writes
+// through share.LinkWrite, under the link creator's policy and quota, and
+// never replaces a file: a taken name is 409. The creator is told when
+// the link has upload_notify. Success goes back to the folder's page.
+func (h *handler) upload(w http.ResponseWriter, r *http.Request) {
+	la, err := h.open(r)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if !la.Link.Folder() {
+		h.fail(w, r, errNoItem)
+		return
+	}
+	id, err := folderParam(r, la)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	n, _, err := h.node(r.Context(), la, id, true)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	a, err := h.opts.Share.LinkWrite(r.Context(), la, h.caller(r))
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	ck, cerr := r.Cookie(csrfCookie)
+	if ct, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || ct != "multipart/form-data" {
+		h.problem(w, r, http.StatusBadRequest, "Bad request", "An upload is a multipart form.")
+		return
+	}
+	mr, err := r.MultipartReader()
+	if err != nil {
+		h.problem(w, r, http.StatusBadRequest, "Bad request", "The form could not be read.")
+		return
+	}
+	p, err := mr.NextPart()
+	var tok []byte
+	if err == nil && p.FormName() == "csrf" {
+		tok, _ = io.ReadAll(io.LimitReader(p, maxUploadFields))
+	}
+	if cerr != nil || !sameOrigin(r) || len(ck.Value) < 22 || subtle.ConstantTimeCompare([]byte(ck.Value), tok) != 1 {
+		h.problem(w, r, http.StatusForbidden, "Form expired", "The upload form was not sent from this page. Open the link again and upload.")
+		return
+	}
+	p, err = mr.NextPart()
+	if err != nil || p.FormName() != "file" || p.FileName() == "" {
+		h.problem(w, r, http.StatusBadRequest, "No file", "Choose a file to upload.")
+		return
+	}
+	opts := a.Opts
+	opts.IfAbsent = true
+	f, err := h.opts.FS.WriteFile(r.Context(), a.Root.ID, n.ID, p.FileName(), p, opts)
+	switch {
+	case err == nil:
+	case errors.Is(err, vfs.ErrChanged), errors.Is(err, vfs.ErrNameConflict):
+		h.problem(w, r, http.StatusConflict, "Name taken", "Something of that name is already here; rename the file and upload it again.")
+		return
+	case errors.Is(err, vfs.ErrInvalidName), errors.Is(err, vfs.ErrNameTooLong):
+		h.problem(w, r, http.StatusBadRequest, "Bad file name", "That file name cannot be stored here.")
+		return
+	case errors.Is(err, vfs.ErrExtensionExcluded), errors.Is(err, vfs.ErrFileTooLarge):
+		h.problem(w, r, http.StatusForbidden, "Not allowed", "The owner's policy does not allow this file (its type or its size).")
+		return
+	case errors.Is(err, vfs.ErrQuotaExceeded), errors.Is(err, vfs.ErrNoSpace):
+		h.problem(w, r, http.StatusInsufficientStorage, "No space", "There is no room left for this file.")
+		return
+	case errors.Is(err, vfs.ErrLocked):
+		h.problem(w, r, http.StatusLocked, "Locked", "This folder is locked.")
+		return
+	default:
+		if r.Context().Err() == nil {
+			h.log.Warn("share-link upload", "link", la.Link.ID, "error", err)
+		}
+		h.problem(w, r, http.StatusBadRequest, "Upload failed", "The file could not be stored. Try again.")
+		return
+	}
+	h.opts.Share.CountUpload(r.Context(), la, f.Name)
+	back := Prefix + la.Link.Hash
+	if n.ID != la.Link.FolderID {
+		back += "?folder=" + strconv.FormatUint(n.ID, 10)
+	}
+	http.Redirect(w, r, back, http.StatusSeeOther)
+}

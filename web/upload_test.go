@@ -1,0 +1,92 @@
+package web_test
+
+import (
+	"bytes"
+	"context"
+	"mime/multipart"
+	"net/http"
+	"net/http/cookiejar"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"berth/share"
+)
+
+// TestUpload uploads through a folder link's page: the form's CSRF token
+// must come back first, a taken name is 409, and a link without write
+// access (or without anon_edit, for someone not signed in) offers no
+// form and refuses the POST.
+func TestUpload(t *testing.T) {
+	s := newSite(t)
+	_, u := s.link(t, s.docs, share.LinkSettings{WriteAccess: ptr(true), AnonEdit: ptr(true)})
+	_, readOnly := s.link(t, s.docs, share.LinkSettings{})
+	_, noAnon := s.link(t, s.docs, share.LinkSettings{WriteAccess: ptr(true)})
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	page := u + "?folder=" + strconv.FormatUint(s.sub.ID, 10)
+	resp, err := c.Get(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := readAll(t, resp)
+	m := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindStringSubmatch(body)
+	if m == nil || !strings.Contains(body, `enctype="multipart/form-data"`) {
+		t.Fatalf("no upload form: %s", body)
+	}
+	send := func(url, csrf, name, content string) (int, string) {
+		var b bytes.Buffer
+		mw := multipart.NewWriter(&b)
+		if csrf != "" {
+			mw.WriteField("csrf", csrf)
+		}
+		fw, _ := mw.CreateFormFile("file", name)
+		fw.Write([]byte(content))
+		mw.Close()
+		req, _ := http.NewRequest(http.MethodPost, url, &b)
+		req.Header.Set("Content-Type", mw.FormDataContentType())
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.StatusCode, resp.Header.Get("Location") + readAll(t, resp)
+	}
+	up := u + "/upload?folder=" + strconv.FormatUint(s.sub.ID, 10)
+	tests := []struct {
+		name, url, csrf, file string
+		status                int
+		want                  string
+	}{
+		{"upload", up, m[1], "new.txt", 303, "?folder=" + strconv.FormatUint(s.sub.ID, 10)},
+		{"name taken", up, m[1], "new.txt", 409, "Name taken"},
+		{"no csrf", up, "", "other.txt", 403, "Form expired"},
+		{"wrong csrf", up, strings.Repeat("B", 24), "other.txt", 403, "Form expired"},
+		{"read-only link", readOnly + "/upload", m[1], "other.txt", 403, "Not allowed"},
+		{"no anon_edit", noAnon + "/upload", m[1], "other.txt", 403, "Not allowed"},
+		{"folder outside", u + "/upload?folder=" + strconv.FormatUint(s.root.FolderID, 10), m[1], "other.txt", 404, "Link not found"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if status, body := send(tt.url, tt.csrf, tt.file, "uploaded"); status != tt.status || !strings.Contains(body, tt.want) {
+				t.Fatalf("%d, want %d: %s", status, tt.status, body)
+			}
+		})
+	}
+	kids, _, err := s.st.FS.List(context.Background(), s.root.ID, s.sub.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, k := range kids {
+		names = append(names, k.Name)
+	}
+	if strings.Join(names, ",") != "deep.txt,new.txt" && strings.Join(names, ",") != "new.txt,deep.txt" {
+		t.Errorf("subfolder holds %v", names)
+	}
+	for _, l := range []string{readOnly, noAnon} {
+		if _, body := get(t, l); strings.Contains(body, "multipart/form-data") {
+			t.Errorf("%s offers an upload form", l)
+		}
+	}
+}

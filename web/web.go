@@ -1,0 +1,547 @@
+// Package web serves the share-link pages a browser opens: /s/<hash> shows
+// a shared file with a download button, or a shared folder as a listing
+// with navigation, paging and zip downloads. Pages are server-rendered
+// (html/template), need no JavaScript, and load nothing but the one
+// embedded style sheet. Downloads go through share's counters, the same
+// the REST API's link downloads use, so times_downloaded and
+// download_limit hold across both.
+package web
+
+import (
+	"cmp"
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"html/template"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"berth/account"
+	"berth/httpserve"
+	"berth/share"
+	"berth/vfs"
+)
+
+//go:embed assets templates
+var files embed.FS
+
+// Prefix is where the pages live: share links' url fields are built as
+// the public base URL, Prefix and the hash (rest's linkURL).
+const Prefix = "/s/"
+
+// PageSize is how many items a folder page lists.
+const PageSize = 100
+
+// Security headers of every page. Pages carry no script at all, so
+// script-src is 'none'; styles come only from the embedded sheet.
+const (
+	pageCSP = "default-src 'self'; script-src 'none'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+	// downloadCSP sandboxes whatever a browser might still render of a
+	// user's file (it is sent as an attachment, never sniffed), so it can
+	// never run on berth's origin.
+	downloadCSP = "default-src 'none'; sandbox; frame-ancestors 'none'"
+	hsts        = "max-age=31536000"
+)
+
+// Options are what the pages need.
+type Options struct {
+	// Share opens links and counts their downloads and views.
+	Share *share.Service
+	// FS holds the shared files.
+	FS *vfs.FS
+	// Accounts signs in the creator or a subscriber of a login_required
+	// link through the page's form. Nil: such links cannot be opened here.
+	Accounts *account.Service
+	// Logger gets failures that reach no page. Nil: slog.Default().
+	Logger *slog.Logger
+}
+
+type handler struct {
+	opts Options
+	tmpl *template.Template
+	mux  *http.ServeMux
+	log  *slog.Logger
+}
+
+// New returns the handler of everything under /s/.
+func New(o Options) http.Handler {
+	h := &handler{opts: o, log: cmp.Or(o.Logger, slog.Default())}
+	h.tmpl = template.Must(template.New("").Funcs(template.FuncMap{
+		"size": humanSize,
+		"date": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") },
+	}).ParseFS(files, "templates/*.html"))
+	m := http.NewServeMux()
+	m.HandleFunc("GET /s/static/style.css", h.style)
+	m.HandleFunc("GET /s/{hash}", h.page)
+	m.HandleFunc("GET /s/{hash}/download", h.download)
+	m.HandleFunc("GET /s/{hash}/file/{id}", h.fileDownload)
+	m.HandleFunc("POST /s/{hash}/login", h.login)
+	m.HandleFunc("POST /s/{hash}/upload", h.upload)
+	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		h.problem(w, r, http.StatusNotFound, "Not found", "There is nothing at this address.")
+	})
+	h.mux = m
+	return h
+}
+
+// ServeHTTP sets the security headers every answer carries, then routes.
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	hd := w.Header()
+	hd.Set("Content-Security-Policy", pageCSP)
+	hd.Set("X-Frame-Options", "DENY")
+	hd.Set("Referrer-Policy", "no-referrer")
+	hd.Set("X-Content-Type-Options", "nosniff")
+	hd.Set("Strict-Transport-Security", hsts)
+	hd.Set("Cross-Origin-Opener-Policy", "same-origin")
+	hd.Set("Cross-Origin-Resource-Policy", "same-origin")
+	if r.Method != http.MethodGet && r.Method != http.MethodHead && !(r.Method == http.MethodPost && (strings.HasSuffix(r.URL.Path, "/login") || strings.HasSuffix(r.URL.Path, "/upload"))) {
+		hd.Set("Allow", "GET, HEAD")
+		h.problem(w, r, http.StatusMethodNotAllowed, "Method not allowed", "These pages are only read.")
+		return
+	}
+	h.mux.ServeHTTP(w, r)
+}
+
+func (h *handler) style(w http.ResponseWriter, r *http.Request) {
+	b, err := files.ReadFile("assets/style.css")
+	if err != nil {
+		http.Error(w, "missing", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/css; charset=utf-8")
+	w.Header().Set("Cache-Control", "public, max-age=3600")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	if r.Method == http.MethodHead {
+		return
+	}
+	w.Write(b)
+}
+
+// open opens the link of r's hash, as the person signed in through the
+// page's form (login_required links) or as no one. A link id (guessable)
+// is never accepted here.
+func (h *handler) open(r *http.Request) (share.LinkAccess, error) {
+	ref := r.PathValue("hash")
+	if len(ref) < 16 {
+		return share.LinkAccess{}, share.ErrNotFound
+	}
+	return h.opts.Share.OpenLink(r.Context(), ref, h.caller(r))
+}
+
+// fail writes the page for err.
+func (h *handler) fail(w http.ResponseWriter, r *http.Request, err error) {
+	var ref *share.Refusal
+	switch {
+	case errors.Is(err, share.ErrNotFound), errors.Is(err, errNoItem):
+		h.problem(w, r, http.StatusNotFound, "Link not found", "This share link does not exist, or what it shared is gone.")
+	case errors.Is(err, share.ErrLinkExpired):
+		h.problem(w, r, http.StatusGone, "Link expired", "This share link has expired. Ask the person who shared it for a new one.")
+	case errors.Is(err, share.ErrDownloadLimit):
+		h.problem(w, r, http.StatusForbidden, "Download limit reached", "This share link has been downloaded as many times as its owner allowed.")
+	case errors.Is(err, share.ErrLoginRequired):
+		h.loginPage(w, r, http.StatusUnauthorized, "This share link is only for the people it was shared with. Sign in to open it.")
+	case errors.As(err, &ref):
+		h.problem(w, r, http.StatusForbidden, "Not allowed", ref.Reason)
+	case errors.Is(err, errBadQuery):
+		h.problem(w, r, http.StatusBadRequest, "Bad address", err.Error())
+	default:
+		h.log.Error("share-link page", "path", r.URL.Path, "error", err)
+		h.problem(w, r, http.StatusInternalServerError, "Something went wrong", "The page could not be shown. Try again later.")
+	}
+}
+
+func (h *handler) problem(w http.ResponseWriter, r *http.Request, status int, title, msg string) {
+	h.render(w, r, status, "problem.html", struct{ Title, Message string }{title, msg})
+}
+
+func (h *handler) render(w http.ResponseWriter, r *http.Request, status int, name string, data any) {
+	hd := w.Header()
+	hd.Set("Content-Type", "text/html; charset=utf-8")
+	hd.Set("Cache-Control", "no-store")
+	var sb strings.Builder
+	if err := h.tmpl.ExecuteTemplate(&sb, name, data); err != nil {
+		h.log.Error("share-link page template", "template", name, "error", err)
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	}
+	hd.Set("Content-Length", strconv.Itoa(sb.Len()))
+	w.WriteHeader(status)
+	if r.Method != http.MethodHead {
+		io.WriteString(w, sb.String())
+	}
+}
+
+var (
+	errNoItem   = errors.New("web: no such item in this share link")
+	errBadQuery = errors.New("web: bad query")
+)
+
+// node returns item id of la's root when it is the shared file or inside
+// the shared folder; chain is the folders from the shared one down to it.
+func (h *handler) node(ctx context.Context, la share.LinkAccess, id uint64, dir bool) (vfs.Node, []vfs.Node, error) {
+	n, err := h.opts.FS.Stat(ctx, la.Root.ID, id)
+	if err != nil || n.Dir != dir || n.Deleted {
+		return vfs.Node{}, nil, errNoItem
+	}
+	if !la.Link.Folder() {
+		if n.ID != la.Link.FileID {
+			return vfs.Node{}, nil, errNoItem
+		}
+		return n, nil, nil
+	}
+	chain := []vfs.Node{n}
+	for p := n; p.ID != la.Link.FolderID; {
+		if p.ParentID == 0 {
+			return vfs.Node{}, nil, errNoItem
+		}
+		if p, err = h.opts.FS.Stat(ctx, la.Root.ID, p.ParentID); err != nil || p.Deleted {
+			return vfs.Node{}, nil, errNoItem
+		}
+		chain = append(chain, p)
+	}
+	slices.Reverse(chain)
+	return n, chain, nil
+}
+
+// folderParam is the folder a request names (?folder=id), or the shared one.
+func folderParam(r *http.Request, la share.LinkAccess) (uint64, error) {
+	v := r.URL.Query().Get("folder")
+	if v == "" {
+		return la.Link.FolderID, nil
+	}
+	id, err := strconv.ParseUint(v, 10, 64)
+	if err != nil || id == 0 {
+		return 0, errNoItem
+	}
+	return id, nil
+}
+
+type crumb struct{ Name, Href string }
+
+type item struct {
+	Name     string
+	Dir      bool
+	Size     int64
+	Modified time.Time
+	Href     string
+}
+
+func (h *handler) page(w http.ResponseWriter, r *http.Request) {
+	la, err := h.open(r)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	q := r.URL.Query()
+	base := Prefix + url.PathEscape(la.Link.Hash)
+	// A view is the link's own page opened; navigating and paging in it
+	// are not counted again.
+	if r.Method == http.MethodGet && len(q) == 0 {
+		if err := h.opts.Share.CountView(r.Context(), la); err != nil && !errors.Is(err, share.ErrNotFound) {
+			h.log.Warn("share-link view count", "link", la.Link.ID, "error", err)
+		}
+	}
+	canRead := la.Perms.Has(share.Read)
+	if !la.Link.Folder() {
+		n, _, err := h.node(r.Context(), la, la.Link.FileID, false)
+		if err != nil {
+			h.fail(w, r, err)
+			return
+		}
+		h.render(w, r, http.StatusOK, "file.html", map[string]any{
+			"Title": n.Name, "File": n, "CanRead": canRead, "Download": base + "/download", "Expires": la.Link.Expires,
+		})
+		return
+	}
+	id, err := folderParam(r, la)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	n, chain, err := h.node(r.Context(), la, id, true)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	page := 1
+	if v := q.Get("page"); v != "" {
+		if page, err = strconv.Atoi(v); err != nil || page < 1 {
+			h.fail(w, r, fmt.Errorf("%w: page must be a whole number from 1", errBadQuery))
+			return
+		}
+	}
+	kids, _, err := h.opts.FS.List(r.Context(), la.Root.ID, n.ID)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	kids = slices.Clone(kids)
+	// Folders first, then by name, as a file manager lists them.
+	slices.SortFunc(kids, func(a, b vfs.Node) int {
+		if a.Dir != b.Dir {
+			if a.Dir {
+				return -1
+			}
+			return 1
+		}
+		return cmp.Or(strings.Compare(strings.ToLower(a.Name), strings.ToLower(b.Name)), strings.Compare(a.Name, b.Name))
+	})
+	maxPage := max(1, (len(kids)+PageSize-1)/PageSize)
+	if page > maxPage {
+		h.fail(w, r, fmt.Errorf("%w: this folder has %d pages", errBadQuery, maxPage))
+		return
+	}
+	lo, hi := (page-1)*PageSize, min(page*PageSize, len(kids))
+	folderURL := func(id uint64, page int) string {
+		v := url.Values{}
+		if id != la.Link.FolderID {
+			v.Set("folder", strconv.FormatUint(id, 10))
+		}
+		if page > 1 {
+			v.Set("page", strconv.Itoa(page))
+		}
+		if len(v) == 0 {
+			return base
+		}
+		return base + "?" + v.Encode()
+	}
+	name := func(f vfs.Node) string {
+		if f.ID == la.Root.FolderID || f.Name == "" {
+			return la.Root.Name
+		}
+		return f.Name
+	}
+	var crumbs []crumb
+	for i, c := range chain {
+		cr := crumb{Name: name(c)}
+		if i < len(chain)-1 {
+			cr.Href = folderURL(c.ID, 1)
+		}
+		crumbs = append(crumbs, cr)
+	}
+	items := make([]item, 0, hi-lo)
+	for _, k := range kids[lo:hi] {
+		it := item{Name: k.Name, Dir: k.Dir, Size: k.Size, Modified: k.Modified}
+		if k.Dir {
+			it.Href = folderURL(k.ID, 1)
+		} else {
+			it.Href = base + "/file/" + strconv.FormatUint(k.ID, 10)
+		}
+		items = append(items, it)
+	}
+	zip, up := base+"/download", base+"/upload"
+	if n.ID != la.Link.FolderID {
+		zip += "?folder=" + strconv.FormatUint(n.ID, 10)
+		up += "?folder=" + strconv.FormatUint(n.ID, 10)
+	}
+	data := map[string]any{
+		"Title": name(n), "Folder": name(n), "Crumbs": crumbs, "Items": items, "CanRead": canRead,
+		"Zip": zip, "Upload": "", "Page": page, "MaxPage": maxPage, "Prev": "", "Next": "",
+	}
+	if h.canWrite(r, la) {
+		data["Upload"], data["CSRF"] = up, csrfToken(w, r)
+	}
+	if page > 1 {
+		data["Prev"] = folderURL(n.ID, page-1)
+	}
+	if page < maxPage {
+		data["Next"] = folderURL(n.ID, page+1)
+	}
+	h.render(w, r, http.StatusOK, "folder.html", data)
+}
+
+// download serves /s/<hash>/download: the shared file, or a zip of the
+// shared folder (or of the subfolder ?folder= names).
+func (h *handler) download(w http.ResponseWriter, r *http.Request) {
+	la, err := h.open(r)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if !la.Link.Folder() {
+		n, _, err := h.node(r.Context(), la, la.Link.FileID, false)
+		if err != nil {
+			h.fail(w, r, err)
+			return
+		}
+		h.serveFile(w, r, la, n)
+		return
+	}
+	id, err := folderParam(r, la)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	n, _, err := h.node(r.Context(), la, id, true)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.serveZip(w, r, la, n)
+}
+
+// fileDownload serves /s/<hash>/file/<id>: one file of a shared folder.
+func (h *handler) fileDownload(w http.ResponseWriter, r *http.Request) {
+	la, err := h.open(r)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	id, err := strconv.ParseUint(r.PathValue("id"), 10, 64)
+	if err != nil || !la.Link.Folder() {
+		h.fail(w, r, errNoItem)
+		return
+	}
+	n, _, err := h.node(r.Context(), la, id, false)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.serveFile(w, r, la, n)
+}
+
+// coversStart reports whether r's answer may cover the first byte of a
+// file with entity tag etag, and so is a download of its own: no Range; a
+// Range with a part starting at 0 or a suffix part (-N); or an If-Range
+// that is not etag, which makes ServeContent send the whole file. The
+// Range requests that resume a download are not counted again. The same
+// rule as the REST API's link downloads.
+func coversStart(r *http.Request, etag string) bool {
+	rng := strings.TrimSpace(r.Header.Get("Range"))
+	if rng == "" {
+		return true
+	}
+	if ir := r.Header.Get("If-Range"); ir != "" && ir != etag {
+		return true
+	}
+	spec, ok := strings.CutPrefix(rng, "bytes=")
+	if !ok {
+		return true // ServeContent ignores it and sends the whole file
+	}
+	for part := range strings.SplitSeq(spec, ",") {
+		start, _, _ := strings.Cut(strings.TrimSpace(part), "-")
+		if start = strings.TrimSpace(start); start == "" || strings.TrimLeft(start, "0") == "" {
+			return true
+		}
+	}
+	return false
+}
+
+// notModified reports whether ServeContent will answer r with 304 for
+// etag (If-None-Match): nothing is sent, so nothing is counted.
+func notModified(r *http.Request, etag string) bool {
+	inm := r.Header.Get("If-None-Match")
+	if inm == "" || r.Method != http.MethodGet {
+		return false
+	}
+	if strings.TrimSpace(inm) == "*" {
+		return true
+	}
+	for t := range strings.SplitSeq(inm, ",") {
+		if strings.TrimPrefix(strings.TrimSpace(t), "W/") == strings.TrimPrefix(etag, "W/") {
+			return true
+		}
+	}
+	return false
+}
+
+// count reserves the download of r before anything is written, through
+// share.CountDownload as the REST API does: a GET whose answer may cover
+// byte 0 counts (whole: the answer is always whole, as a zip's); HEAD, a
+// 304 and resumptions count nothing, but a resumption is refused once the
+// limit is used up.
+func (h *handler) count(r *http.Request, la share.LinkAccess, whole bool, etag string) error {
+	if !la.Perms.Has(share.Read) {
+		return &share.Refusal{Reason: "This share link lets you see what it shares, but not download it."}
+	}
+	if r.Method != http.MethodGet || (!whole && notModified(r, etag)) {
+		return nil
+	}
+	if !whole && !coversStart(r, etag) {
+		if l := la.Link; l.DownloadLimit != nil && l.TimesDownloaded >= *l.DownloadLimit {
+			return share.ErrDownloadLimit
+		}
+		return nil
+	}
+	return h.opts.Share.CountDownload(r.Context(), la)
+}
+
+func downloadHeaders(w http.ResponseWriter) {
+	w.Header().Set("Content-Security-Policy", downloadCSP)
+}
+
+func (h *handler) serveFile(w http.ResponseWriter, r *http.Request, la share.LinkAccess, n vfs.Node) {
+	f, err := h.opts.FS.Open(r.Context(), la.Root.ID, n.ID)
+	if err != nil {
+		h.fail(w, r, errNoItem)
+		return
+	}
+	defer f.Close()
+	if err := h.count(r, la, false, f.Node.ETag()); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	downloadHeaders(w)
+	err = httpserve.ServeContent(w, r, httpserve.Content{
+		Name: f.Node.Name, ETag: f.Node.ETag(), Modified: f.Node.Modified, Body: f,
+	})
+	if err != nil {
+		h.abort(r, err)
+	}
+}
+
+func (h *handler) serveZip(w http.ResponseWriter, r *http.Request, la share.LinkAccess, n vfs.Node) {
+	if err := h.count(r, la, true, ""); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	name := n.Name
+	if n.ID == la.Root.FolderID || name == "" {
+		name = la.Root.Name
+	}
+	hd := w.Header()
+	downloadHeaders(w)
+	hd.Set("Content-Type", "application/zip")
+	hd.Set("Content-Disposition", httpserve.ContentDisposition(name+".zip"))
+	hd.Set("Cache-Control", "private, no-store")
+	if r.Method == http.MethodHead {
+		w.WriteHeader(http.StatusOK)
+		return
+	}
+	if err := h.opts.FS.WriteZip(r.Context(), w, la.Root.ID, n.ID, vfs.ZipOptions{}); err != nil {
+		h.abort(r, err)
+	}
+}
+
+// abort ends a download that failed after its status was sent: the
+// connection is cut (http.ErrAbortHandler), so the client sees a broken
+// transfer rather than a short file that looks whole.
+func (h *handler) abort(r *http.Request, err error) {
+	if !httpserve.ClientGone(r, err) {
+		h.log.Warn("share-link download aborted", "path", r.URL.Path, "error", err)
+	}
+	panic(http.ErrAbortHandler)
+}
+
+// humanSize writes n bytes as people read sizes (1.5 MB), in powers of
+// 1000 as file managers on phones show them.
+func humanSize(n int64) string {
+	if n < 1000 {
+		return fmt.Sprintf("%d bytes", n)
+	}
+	f := float64(n)
+	for _, u := range []string{"kB", "MB", "GB", "TB"} {
+		f /= 1000
+		if f < 1000 || u == "TB" {
+			return fmt.Sprintf("%.1f %s", f, u)
+		}
+	}
+	return ""
+}
