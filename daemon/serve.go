@@ -174,6 +174,17 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writ
 	ao := accountOptions(cfg)
 	ao.Logger, ao.Registerer = log.With("component", "account"), reg
 	accounts := st.newAccounts(ao)
+	mailer, err := newMailNotifier(cfg.SMTP, log.With("component", "mail"))
+	if err != nil {
+		return err
+	}
+	// A start that fails below stops the senders; after a stop this
+	// returns at once (Close below has run).
+	defer mailer.Close(context.Background())
+	// At merge: share.Options{..., Notifier: mailer} (share links'
+	// download and upload notices) and rest.Options.Invite (organization
+	// share invitations) take it; until then it only says at start
+	// whether e-mail goes out.
 	shares := share.New(share.Options{FS: st.files, Accounts: accounts})
 
 	tlsCfg, certs, err := tlsConfig(cfg.TLS, cfg.Data, log)
@@ -315,6 +326,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writ
 	}
 	wg.Wait()
 	bg.Wait()
+	mailer.Close(shutdownCtx)
 	log.Info("stopped")
 	return runErr
 }

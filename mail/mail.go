@@ -111,6 +111,23 @@ type Message struct {
 	Text string
 }
 
+// Check reports what Send would refuse in m before connecting: a
+// recipient that is not one address (ErrBadAddress), a subject with a
+// line break, too long or not UTF-8 (ErrBadSubject). A caller that sends
+// later checks now, while it can still tell its own caller.
+func (m Message) Check() error {
+	if _, err := parseAddress(m.To); err != nil {
+		return err
+	}
+	if strings.ContainsAny(m.Subject, "\r\n") {
+		return fmt.Errorf("%w: a line break in the subject", ErrBadSubject)
+	}
+	if len(m.Subject) > maxSubject || !utf8.ValidString(m.Subject) {
+		return fmt.Errorf("%w: longer than %d bytes or not UTF-8", ErrBadSubject, maxSubject)
+	}
+	return nil
+}
+
 // Sender sends messages through one SMTP server. It is safe for
 // concurrent use: each Send opens its own connection.
 type Sender struct {
@@ -192,16 +209,10 @@ func (s *Sender) Addr() string { return s.addr }
 // the message (250 after DATA) or with an error wrapping one of the
 // package's errors.
 func (s *Sender) Send(ctx context.Context, m Message) error {
-	to, err := parseAddress(m.To)
-	if err != nil {
+	if err := m.Check(); err != nil {
 		return err
 	}
-	if strings.ContainsAny(m.Subject, "\r\n") {
-		return fmt.Errorf("%w: a line break in the subject", ErrBadSubject)
-	}
-	if len(m.Subject) > maxSubject || !utf8.ValidString(m.Subject) {
-		return fmt.Errorf("%w: longer than %d bytes or not UTF-8", ErrBadSubject, maxSubject)
-	}
+	to, _ := parseAddress(m.To)
 	var msg bytes.Buffer
 	if err := s.write(&msg, to, m, time.Now()); err != nil {
 		return err
