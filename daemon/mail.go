@@ -8,6 +8,8 @@ import (
 
 	"berth/config"
 	"berth/mail"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // mailInFlight bounds the notices being sent at once; past it, and past
@@ -29,8 +31,11 @@ const (
 type mailNotifier struct {
 	sender *mail.Sender // nil: no SMTP server configured
 	log    *slog.Logger
-	queue  chan mail.Message
-	wg     sync.WaitGroup
+	// mails counts each mail by result: sent, failed, dropped (queue
+	// full or stopping), unsent (no SMTP server configured).
+	mails *prometheus.CounterVec
+	queue chan mail.Message
+	wg    sync.WaitGroup
 	// mu guards closed: a request finishing during shutdown may still
 	// notify, and must not send on the closed queue.
 	mu     sync.RWMutex
@@ -40,8 +45,17 @@ type mailNotifier struct {
 // newMailNotifier builds the notifier of cfg, reading its password and
 // CA files now so a bad one stops the start. It says at start whether
 // e-mail goes out. Close stops it.
-func newMailNotifier(cfg config.SMTP, log *slog.Logger) (*mailNotifier, error) {
-	n := &mailNotifier{log: log}
+func newMailNotifier(cfg config.SMTP, log *slog.Logger, reg prometheus.Registerer) (*mailNotifier, error) {
+	n := &mailNotifier{log: log, mails: prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "berth_mail_total",
+		Help: "E-mail notices and invitations, by result: sent, failed, dropped (queue full or stopping), unsent (no SMTP server configured).",
+	}, []string{"result"})}
+	for _, r := range []string{"sent", "failed", "dropped", "unsent"} {
+		n.mails.WithLabelValues(r) // every series from the start, for rate()
+	}
+	if err := reg.Register(n.mails); err != nil {
+		return nil, err
+	}
 	if cfg.Host == "" {
 		log.Info("no SMTP server configured: e-mail notifications are not sent")
 		return n, nil
@@ -80,18 +94,21 @@ func (n *mailNotifier) Notify(ctx context.Context, to, subject, body string) err
 	}
 	if n.sender == nil {
 		n.log.Info("e-mail not sent: no SMTP server configured", "to", to, "subject", subject)
+		n.mails.WithLabelValues("unsent").Inc()
 		return nil
 	}
 	n.mu.RLock()
 	defer n.mu.RUnlock()
 	if n.closed {
 		n.log.Warn("e-mail dropped: berth is stopping", "to", to, "subject", subject)
+		n.mails.WithLabelValues("dropped").Inc()
 		return nil
 	}
 	select {
 	case n.queue <- m:
 	default:
 		n.log.Warn("e-mail dropped: too many waiting for the SMTP server", "to", to, "subject", subject)
+		n.mails.WithLabelValues("dropped").Inc()
 	}
 	return nil
 }
@@ -103,8 +120,10 @@ func (n *mailNotifier) run() {
 		// Not the request's context: the notice outlives the request.
 		if err := n.sender.Send(context.Background(), m); err != nil {
 			n.log.Warn("e-mail not sent", "to", m.To, "subject", m.Subject, "err", err)
+			n.mails.WithLabelValues("failed").Inc()
 			continue
 		}
+		n.mails.WithLabelValues("sent").Inc()
 		n.log.Info("e-mail sent", "to", m.To, "subject", m.Subject, "took", time.Since(start).Round(time.Millisecond))
 	}
 }

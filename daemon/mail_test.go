@@ -17,6 +17,8 @@ import (
 	"berth/config"
 	"berth/mail"
 	"berth/mail/mailtest"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // TestMailNotifier drives the daemon's notifier as share calls it: with
@@ -47,11 +49,13 @@ func TestMailNotifier(t *testing.T) {
 		name     string
 		cfg      config.SMTP
 		arrives  bool
+		result   string // the berth_mail_total series that counts the first Notify
 		wantLogs []string
 	}{
 		{
 			name:     "no server",
 			cfg:      config.Default().SMTP,
+			result:   "unsent",
 			wantLogs: []string{`msg="no SMTP server configured: e-mail notifications are not sent"`, `msg="e-mail not sent: no SMTP server configured" to=alice@example.org subject="` + subject + `"`},
 		},
 		{
@@ -61,6 +65,7 @@ func TestMailNotifier(t *testing.T) {
 				c.From, c.CAFile, c.Timeout = "Berth <berth@files.example.org>", srv.CAFile, 5*time.Second
 			}),
 			arrives:  true,
+			result:   "sent",
 			wantLogs: []string{`msg="e-mail goes through SMTP server" server=` + srv.Addr() + ` security=starttls auth=true`, `msg="e-mail sent" to=alice@example.org`},
 		},
 		{
@@ -68,13 +73,15 @@ func TestMailNotifier(t *testing.T) {
 			cfg: smtpOf(func(c *config.SMTP) {
 				c.Host, c.Port, c.Security, c.From, c.Timeout = "127.0.0.1", deadPort, "none", "berth@example.org", time.Second
 			}),
+			result:   "failed",
 			wantLogs: []string{`msg="e-mail not sent" to=alice@example.org`, "SMTP server unreachable", "connection refused"},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var logs lockedBuffer
 			log := slog.New(slog.NewTextHandler(&logs, nil))
-			n, err := newMailNotifier(tc.cfg, log)
+			reg := prometheus.NewRegistry()
+			n, err := newMailNotifier(tc.cfg, log, reg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -95,6 +102,14 @@ func TestMailNotifier(t *testing.T) {
 			n.Close(ctx) // twice is harmless
 			if err := n.Notify(context.Background(), "alice@example.org", subject, body); err != nil {
 				t.Errorf("Notify after Close: %v", err)
+			}
+			// Without a server the Notify after Close is logged too.
+			if got, want := counterValue(t, n.mails.WithLabelValues(tc.result)), map[bool]float64{true: 2, false: 1}[tc.result == "unsent"]; got != want {
+				t.Errorf("berth_mail_total{result=%q} = %v, want %v", tc.result, got, want)
+			}
+			// The Notify after Close.
+			if got := counterValue(t, n.mails.WithLabelValues("dropped")); tc.result != "unsent" && got != 1 {
+				t.Errorf("berth_mail_total{result=\"dropped\"} = %v, want 1", got)
 			}
 			for _, w := range tc.wantLogs {
 				if !strings.Contains(logs.String(), w) {

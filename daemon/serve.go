@@ -174,7 +174,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writ
 	ao := accountOptions(cfg)
 	ao.Logger, ao.Registerer = log.With("component", "account"), reg
 	accounts := st.newAccounts(ao)
-	mailer, err := newMailNotifier(cfg.SMTP, log.With("component", "mail"))
+	mailer, err := newMailNotifier(cfg.SMTP, log.With("component", "mail"), reg)
 	if err != nil {
 		return err
 	}
