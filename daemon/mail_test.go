@@ -8,12 +8,16 @@ import (
 	"mime"
 	"mime/quotedprintable"
 	"net"
+	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"berth/berthtest"
 	"berth/config"
 	"berth/mail"
 	"berth/mail/mailtest"
@@ -143,5 +147,48 @@ func TestMailNotifier(t *testing.T) {
 				t.Errorf("body %q (%v)", text, err)
 			}
 		})
+	}
+}
+
+// TestMailAtStart runs the binary: it says at start whether e-mail goes
+// out, exposes berth_mail_total, and refuses an smtp section it could
+// never send with.
+func TestMailAtStart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the real binary")
+	}
+	bin := berthtest.BuildBerth(t)
+	data := filepath.Join(t.TempDir(), "data")
+
+	p := startDaemon(t, bin, data)
+	if !strings.Contains(p.stderr(), `"msg":"no SMTP server configured: e-mail notifications are not sent"`) {
+		t.Errorf("no start line saying e-mail is off:\n%s", p.stderr())
+	}
+	resp, err := http.Get("http://" + p.addrs["metrics"] + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(metrics), `berth_mail_total{result="unsent"} 0`) {
+		t.Errorf("/metrics lacks berth_mail_total")
+	}
+	p.stop(t)
+
+	srv := mailtest.Start(t, mailtest.Options{TLS: mailtest.Implicit, Username: "berth", Password: "pw"})
+	pwFile := filepath.Join(t.TempDir(), "pw")
+	if err := os.WriteFile(pwFile, []byte("pw\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p = startDaemon(t, bin, data, "--smtp-host", srv.Host, "--smtp-port", strconv.Itoa(srv.Port), "--smtp-security", "tls",
+		"--smtp-username", "berth", "--smtp-password-file", pwFile, "--smtp-ca-file", srv.CAFile, "--smtp-from", "berth@example.org")
+	if want := `"msg":"e-mail goes through SMTP server","component":"mail","server":"` + srv.Addr() + `","security":"tls","auth":true`; !strings.Contains(p.stderr(), want) {
+		t.Errorf("no start line %s:\n%s", want, p.stderr())
+	}
+	p.stop(t)
+
+	out, err := exec.Command(bin, "serve", "--data", data, "--smtp-host", "smtp.example.org").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), `smtp.from: "" must be set when smtp.host is set`) {
+		t.Errorf("serve with smtp.host and no smtp.from: %v\n%s", err, out)
 	}
 }
