@@ -73,6 +73,37 @@ type Config struct {
 	Storage Storage `mapstructure:"storage"`
 	// HTTP sets limits of the requests of every listener.
 	HTTP HTTP `mapstructure:"http"`
+	// SMTP is the server berth sends e-mail through (share invitations,
+	// download and upload notifications); no host turns e-mail off.
+	SMTP SMTP `mapstructure:"smtp"`
+}
+
+// SMTP is the mail submission server berth sends e-mail through.
+type SMTP struct {
+	// Host is the server's name or address; empty sends no e-mail (the
+	// daemon says so at start and logs each mail it would have sent).
+	Host string `mapstructure:"host"`
+	// Port is the server's port: 587 for STARTTLS, 465 for TLS.
+	Port int `mapstructure:"port"`
+	// Security is "starttls", "tls" (implicit, from the first byte) or
+	// "none" (no encryption; AUTH then only to a loopback server).
+	Security string `mapstructure:"security"`
+	// Username turns AUTH PLAIN on; empty sends without authentication.
+	Username string `mapstructure:"username"`
+	// Password is the AUTH password; PasswordFile names a file holding
+	// it instead, which keeps the secret out of the configuration.
+	Password     string `mapstructure:"password"`
+	PasswordFile string `mapstructure:"password_file"`
+	// From is the sender address, optionally with a display name.
+	From string `mapstructure:"from"`
+	// Timeout bounds sending one message (connect, TLS, exchange).
+	Timeout time.Duration `mapstructure:"timeout"`
+	// CAFile is a PEM file of the authorities that sign the server's
+	// certificate; empty trusts the system's.
+	CAFile string `mapstructure:"ca_file"`
+	// InsecureSkipVerify accepts any server certificate: for tests, never
+	// for a real server, whose password would go to whoever answers.
+	InsecureSkipVerify bool `mapstructure:"insecure_skip_verify"`
 }
 
 // HTTP sets limits of the requests of every listener.
@@ -261,6 +292,16 @@ func options() []option {
 		{key: "storage.reserve", def: ByteSize(1 << 30), usage: "free space to leave on the data directory's disk; writes stop there (0: none)"},
 		{key: "http.body_idle_timeout", def: time.Minute, usage: "time a request body may send nothing before the request fails with 408"},
 		{key: "http.send_idle_timeout", def: time.Minute, usage: "time a client may take nothing of an answer before the request is ended"},
+		{key: "smtp.host", def: "", usage: "SMTP server that e-mail goes through (empty: no e-mail is sent)"},
+		{key: "smtp.port", def: 587, usage: "SMTP server port (587 for starttls, 465 for tls)"},
+		{key: "smtp.security", def: "starttls", usage: "SMTP connection security: starttls, tls or none"},
+		{key: "smtp.username", def: "", usage: "SMTP AUTH username (empty: no authentication)"},
+		{key: "smtp.password", def: "", usage: "SMTP AUTH password", noFlag: true},
+		{key: "smtp.password_file", def: "", usage: "file holding the SMTP AUTH password"},
+		{key: "smtp.from", def: "", usage: "sender address of berth's e-mail, like \"Berth <berth@example.org>\""},
+		{key: "smtp.timeout", def: 30 * time.Second, usage: "time one e-mail may take to send"},
+		{key: "smtp.ca_file", def: "", usage: "PEM file of the authorities that sign the SMTP server's certificate (empty: the system's)"},
+		{key: "smtp.insecure_skip_verify", def: false, usage: "accept any SMTP server certificate (tests only)"},
 	}
 }
 
@@ -584,7 +625,57 @@ func (c Config) Validate() error {
 	if c.GC.PurgeDeletedAfter < 0 {
 		bad("gc.purge_deleted_after", c.GC.PurgeDeletedAfter, "must not be negative (0 never purges)")
 	}
+	errs = append(errs, c.SMTP.validate()...)
 	return errors.Join(errs...)
+}
+
+// validate checks the SMTP section when a host is set; without one the
+// other keys are unused and may hold anything.
+func (m SMTP) validate() []error {
+	if m.Host == "" {
+		return nil
+	}
+	var errs []error
+	bad := func(key string, val any, why string) {
+		errs = append(errs, fmt.Errorf("config: smtp.%s: %q %s", key, fmt.Sprint(val), why))
+	}
+	if strings.ContainsFunc(m.Host, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) || strings.Contains(m.Host, ":") && net.ParseIP(m.Host) == nil {
+		bad("host", m.Host, "is not a host name or address (the port goes in smtp.port)")
+	}
+	if m.Port < 1 || m.Port > 65535 {
+		bad("port", m.Port, "is not a port (1 to 65535)")
+	}
+	switch m.Security {
+	case "starttls", "tls", "none":
+	default:
+		bad("security", m.Security, "is not starttls, tls or none")
+	}
+	if m.From == "" {
+		bad("from", m.From, "must be set when smtp.host is set")
+	} else if a, err := mail.ParseAddress(m.From); err != nil || strings.ContainsAny(m.From, "\r\n") || !strings.Contains(a.Address, "@") {
+		bad("from", m.From, "is not an e-mail address")
+	}
+	if m.Password != "" && m.PasswordFile != "" {
+		errs = append(errs, errors.New("config: smtp.password and smtp.password_file: set one, not both"))
+	}
+	if m.Username == "" && (m.Password != "" || m.PasswordFile != "") {
+		bad("username", m.Username, "must be set when a password is")
+	}
+	if m.Username != "" && m.Password == "" && m.PasswordFile == "" {
+		errs = append(errs, errors.New("config: smtp.password: smtp.username is set but neither smtp.password nor smtp.password_file"))
+	}
+	for _, f := range []struct{ key, path string }{{"password_file", m.PasswordFile}, {"ca_file", m.CAFile}} {
+		if f.path == "" {
+			continue
+		}
+		if _, err := os.Stat(f.path); err != nil {
+			bad(f.key, f.path, "cannot be read: "+errorsCause(err))
+		}
+	}
+	if m.Timeout <= 0 {
+		bad("timeout", m.Timeout, "must be positive")
+	}
+	return errs
 }
 
 // badLoginRune reports characters a login cannot hold: Basic auth splits

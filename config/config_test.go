@@ -177,6 +177,16 @@ func TestValidationNamesKeyAndValue(t *testing.T) {
 		{name: "email", env: map[string]string{"BERTH_ADMIN_EMAIL": "nobody"}, want: []string{`admin.email: "nobody"`}},
 		{name: "unknown key", file: "listne: 127.0.0.1:1\n", want: []string{`unknown key "listne"`}},
 		{name: "section as a value", file: "tls: /etc/ssl/berth.pem\n", want: []string{`tls: "/etc/ssl/berth.pem" is not a value but a section of keys: tls.cert, tls.key, tls.http2`}},
+		{name: "smtp without from", env: map[string]string{"BERTH_SMTP_HOST": "smtp.example.org"}, want: []string{`smtp.from: "" must be set when smtp.host is set`}},
+		{name: "smtp bad from", env: map[string]string{"BERTH_SMTP_HOST": "smtp.example.org", "BERTH_SMTP_FROM": "berth"}, want: []string{`smtp.from: "berth" is not an e-mail address`}},
+		{name: "smtp port in host", file: "smtp:\n  host: smtp.example.org:587\n  from: berth@example.org\n", want: []string{`smtp.host: "smtp.example.org:587" is not a host name or address (the port goes in smtp.port)`}},
+		{name: "smtp port", env: map[string]string{"BERTH_SMTP_HOST": "smtp.example.org", "BERTH_SMTP_FROM": "berth@example.org", "BERTH_SMTP_PORT": "0"}, want: []string{`smtp.port: "0" is not a port`}},
+		{name: "smtp security", env: map[string]string{"BERTH_SMTP_HOST": "smtp.example.org", "BERTH_SMTP_FROM": "berth@example.org", "BERTH_SMTP_SECURITY": "ssl"}, want: []string{`smtp.security: "ssl" is not starttls, tls or none`}},
+		{name: "smtp username without password", env: map[string]string{"BERTH_SMTP_HOST": "smtp.example.org", "BERTH_SMTP_FROM": "berth@example.org", "BERTH_SMTP_USERNAME": "berth"}, want: []string{`smtp.username is set but neither smtp.password nor smtp.password_file`}},
+		{name: "smtp both passwords", env: map[string]string{"BERTH_SMTP_HOST": "smtp.example.org", "BERTH_SMTP_FROM": "berth@example.org", "BERTH_SMTP_USERNAME": "berth", "BERTH_SMTP_PASSWORD": "secret99", "BERTH_SMTP_PASSWORD_FILE": "/etc/hostname"}, want: []string{`set one, not both`}},
+		{name: "smtp password file", env: map[string]string{"BERTH_SMTP_HOST": "smtp.example.org", "BERTH_SMTP_FROM": "berth@example.org", "BERTH_SMTP_USERNAME": "berth", "BERTH_SMTP_PASSWORD_FILE": "/nonexistent/pw"}, want: []string{`smtp.password_file: "/nonexistent/pw" cannot be read`}},
+		{name: "smtp ca file", env: map[string]string{"BERTH_SMTP_HOST": "smtp.example.org", "BERTH_SMTP_FROM": "berth@example.org", "BERTH_SMTP_CA_FILE": "/nonexistent/ca.pem"}, want: []string{`smtp.ca_file: "/nonexistent/ca.pem" cannot be read`}},
+		{name: "smtp timeout", env: map[string]string{"BERTH_SMTP_HOST": "smtp.example.org", "BERTH_SMTP_FROM": "berth@example.org", "BERTH_SMTP_TIMEOUT": "0s"}, want: []string{`smtp.timeout: "0s" must be positive`}},
 		{name: "two errors", env: map[string]string{"BERTH_LISTEN": "x", "BERTH_LOG_FORMAT": "y"}, want: []string{`listen: "x"`, `log.format: "y"`}},
 	}
 	for _, tt := range tests {

@@ -45,6 +45,11 @@ func allowedImports() map[string][]string {
 		// only test files may import it (see TestImportDirection).
 		"berthtest": {"kv", "kv/badger", "vfs/chunk", "vfs", "account", "share"},
 		"bench":     {"*"},
+
+		// mail sends through an SMTP server and knows nothing of berth;
+		// mailtest, its test server, only test files may import.
+		"mail":          {},
+		"mail/mailtest": {},
 	}
 }
 
@@ -140,7 +145,7 @@ func TestImportDirection(t *testing.T) {
 		// Tests build real stores, so they may also reach the lower lines
 		// of the direction (rest tests open kv and vfs/chunk), never
 		// sideways or up.
-		check(t, p.ImportPath+" (tests)", from, testOnly(slices.Concat(p.TestImports, p.XTestImports)), append(below(from), "berthtest", "kv/badger", "kv/kvtest"))
+		check(t, p.ImportPath+" (tests)", from, testOnly(slices.Concat(p.TestImports, p.XTestImports)), append(below(from), "berthtest", "kv/badger", "kv/kvtest", "mail/mailtest"))
 	}
 	if checked < 5 {
 		t.Fatalf("checked only %d berth packages; go list output not understood", checked)

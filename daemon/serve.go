@@ -175,7 +175,17 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writ
 	ao := accountOptions(cfg)
 	ao.Logger, ao.Registerer = log.With("component", "account"), reg
 	accounts := st.newAccounts(ao)
-	shares := share.New(share.Options{FS: st.files, Accounts: accounts, Store: st.db})
+	mailer, err := newMailNotifier(cfg.SMTP, log.With("component", "mail"), reg)
+	if err != nil {
+		return err
+	}
+	// A start that fails below stops the senders; after a stop this
+	// returns at once (Close below has run).
+	defer mailer.Close(context.Background())
+	// Share links' download and upload notices and organization share
+	// invitations go out through it (or are logged when no SMTP server
+	// is configured).
+	shares := share.New(share.Options{FS: st.files, Accounts: accounts, Store: st.db, Notifier: mailer})
 
 	tlsCfg, certs, err := tlsConfig(cfg.TLS, cfg.Data, log)
 	if err != nil {
@@ -188,6 +198,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writ
 		Accounts:   accounts,
 		Share:      shares,
 		Activity:   st.activity,
+		Invite:     mailer.invite,
 	})
 
 	// Bind every listener before serving any, so a taken port fails the
@@ -322,6 +333,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writ
 	}
 	wg.Wait()
 	bg.Wait()
+	mailer.Close(shutdownCtx)
 	log.Info("stopped")
 	return runErr
 }
