@@ -613,7 +613,9 @@ func (s *Service) subscribed(ctx context.Context, l Link, c account.Caller) bool
 func (s *Service) CountDownload(ctx context.Context, la LinkAccess) error {
 	l, err := s.count(ctx, la, true)
 	if err == nil && l.DownloadNotify {
-		s.notice(ctx, l, "A download of your share link", fmt.Sprintf("Share link %d was downloaded.", l.ID))
+		name := s.itemName(ctx, l)
+		s.notice(ctx, l, fmt.Sprintf("%q was downloaded through your share link", name),
+			fmt.Sprintf("%q was downloaded through your share link %s (link %d).\n", name, s.linkURL(l), l.ID))
 	}
 	return err
 }
@@ -669,8 +671,26 @@ func (s *Service) count(ctx context.Context, la LinkAccess, download bool) (Link
 // upload_notify is set.
 func (s *Service) CountUpload(ctx context.Context, la LinkAccess, name string) {
 	if la.Link.UploadNotify {
-		s.notice(ctx, la.Link, "An upload through your share link", fmt.Sprintf("%q was uploaded through share link %d.", name, la.Link.ID))
+		s.notice(ctx, la.Link, fmt.Sprintf("%q was uploaded through your share link", name),
+			fmt.Sprintf("%q was uploaded to %q through your share link %s (link %d).\n", name, s.itemName(ctx, la.Link), s.linkURL(la.Link), la.Link.ID))
 	}
+}
+
+// itemName is the name of the file or folder l shares, for a notice: the
+// creator must see which of their links was used without looking it up.
+func (s *Service) itemName(ctx context.Context, l Link) string {
+	n, err := s.fs.Stat(ctx, l.RootID, l.ItemID())
+	if err != nil {
+		return fmt.Sprintf("item %d", l.ItemID())
+	}
+	return n.Name
+}
+
+// linkURL is l's address as the REST API's url shows it when the public
+// base URL is configured; without it, the path, which the creator's
+// server completes.
+func (s *Service) linkURL(l Link) string {
+	return strings.TrimRight(s.publicURL, "/") + "/s/" + l.Hash
 }
 
 // notice sends the creator of l a notice, best effort.

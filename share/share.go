@@ -111,6 +111,9 @@ type Options struct {
 	// Notifier sends the creator's download and upload notices of links
 	// with download_notify or upload_notify. Nil sends none.
 	Notifier Notifier
+	// PublicURL is the base of link urls in those notices (as
+	// rest.Options.PublicURL); empty: the notice gives the path /s/<hash>.
+	PublicURL string
 }
 
 // Service answers who may reach what. Build it with New; it is safe for
@@ -120,6 +123,8 @@ type Service struct {
 	accounts *account.Service
 	db       kv.Store
 	notify   Notifier
+	// publicURL: Options.PublicURL.
+	publicURL string
 	// subscriptions keeps each person's subscribed shares until the store's
 	// next commit: WebDAV asks Roots on every request.
 	subscriptions *kv.Cache[uint64, []uint64]
@@ -131,7 +136,7 @@ func New(o Options) *Service {
 	if db == nil && o.Accounts != nil {
 		db = o.Accounts.Store()
 	}
-	return &Service{fs: o.FS, accounts: o.Accounts, db: db, notify: o.Notifier, subscriptions: kv.NewCache[uint64, []uint64](4096)}
+	return &Service{fs: o.FS, accounts: o.Accounts, db: db, notify: o.Notifier, publicURL: o.PublicURL, subscriptions: kv.NewCache[uint64, []uint64](4096)}
 }
 
 // Root returns the access of caller c to root id.
