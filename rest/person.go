@@ -571,12 +571,51 @@ func (s *server) encodePersonIn(ctx context.Context, c caller, p account.Person,
 			body.Roots = append(body.Roots, root)
 		}
 	}
+	shared, err := s.subscribedRoots(ctx, p)
+	if err != nil {
+		return personBody{}, err
+	}
+	body.Roots = append(body.Roots, shared...)
 	usage, err := s.personUsage(ctx, p, body.Roots)
 	if err != nil {
 		return personBody{}, err
 	}
 	body.SpaceUsage, body.SpaceUsageFormatted = usage, formatSize(usage)
 	return body, nil
+}
+
+// subscribedRoots are the root objects of the organization shares p
+// subscribes to (spec 2.9's roots: "root objects the person is subscribed
+// to"), with p's permissions on each, not the asking administrator's: the
+// object says what the person can do (docs/api.md "Person roots"). A
+// disabled person reaches nothing, so lists none.
+func (s *server) subscribedRoots(ctx context.Context, p account.Person) ([]rootJSON, error) {
+	pc, err := s.accounts.Caller(ctx, p.ID)
+	if errors.Is(err, account.ErrInactive) || errors.Is(err, account.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	all, err := s.shares.Roots(ctx, pc)
+	if errors.Is(err, account.ErrInactive) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []rootJSON
+	for _, a := range all {
+		if a.Root.ID == p.RootID {
+			continue // the sync root, listed first with the viewer's permissions
+		}
+		u, err := s.fs.Usage(ctx, a.Root.ID)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, encodeRoot(a.Root, u, permissions(a.Perms)))
+	}
+	return out, nil
 }
 
 // personUsage is the person's space_usage: for now the sum of the
