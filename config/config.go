@@ -13,6 +13,7 @@ import (
 	"math"
 	"net"
 	"net/mail"
+	"net/url"
 	"os"
 	"sort"
 	"strconv"
@@ -42,6 +43,10 @@ type Config struct {
 	// HTTPListen is an optional plain-HTTP address whose every answer is
 	// 400 insecure_transport; empty turns it off.
 	HTTPListen string `mapstructure:"http_listen"`
+	// PublicURL is the base URL clients reach berth at ("https://files.example.com"),
+	// which share-link urls and e-mail notices are built on; empty takes
+	// https:// and the request's Host, and notices give the bare path.
+	PublicURL string `mapstructure:"public_url"`
 	// MetricsListen is the address of the Prometheus /metrics listener;
 	// empty turns it off.
 	MetricsListen string `mapstructure:"metrics_listen"`
@@ -268,6 +273,7 @@ func options() []option {
 		{key: "listen", def: "127.0.0.1:8443", usage: "HTTPS listen address"},
 		{key: "http_listen", def: "", usage: "plain-HTTP listen address that answers insecure_transport (empty: off)"},
 		{key: "metrics_listen", def: "127.0.0.1:9464", usage: "Prometheus /metrics listen address (empty: off)"},
+		{key: "public_url", def: "", usage: "base URL clients reach berth at, for share-link urls and e-mail (empty: https:// and the request's host)"},
 		{key: "tls.cert", def: "", usage: "TLS certificate file (empty: self-signed in the data directory)"},
 		{key: "tls.key", def: "", usage: "TLS private key file"},
 		{key: "tls.http2", def: false, usage: "offer HTTP/2 besides HTTP/1.1"},
@@ -533,6 +539,12 @@ func (c Config) Validate() error {
 	}
 	if c.HTTPListen != "" && !isHostPort(c.HTTPListen) {
 		bad("http_listen", c.HTTPListen, "is not host:port (or empty to turn it off)")
+	}
+	if c.PublicURL != "" {
+		u, err := url.Parse(c.PublicURL)
+		if err != nil || u.Scheme != "https" || u.Host == "" || u.Path != "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+			bad("public_url", c.PublicURL, "is not an https URL of a host alone, such as https://files.example.com (no path, no trailing slash)")
+		}
 	}
 	if c.MetricsListen != "" && !isHostPort(c.MetricsListen) {
 		bad("metrics_listen", c.MetricsListen, "is not host:port (or empty to turn it off)")

@@ -185,7 +185,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writ
 	// Share links' download and upload notices and organization share
 	// invitations go out through it (or are logged when no SMTP server
 	// is configured).
-	shares := share.New(share.Options{FS: st.files, Accounts: accounts, Store: st.db, Notifier: mailer})
+	shares := share.New(share.Options{FS: st.files, Accounts: accounts, Store: st.db, Notifier: mailer, PublicURL: cfg.PublicURL})
 
 	tlsCfg, certs, err := tlsConfig(cfg.TLS, cfg.Data, log)
 	if err != nil {
@@ -199,6 +199,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writ
 		Share:      shares,
 		Activity:   st.activity,
 		Invite:     mailer.invite,
+		PublicURL:  cfg.PublicURL,
 	})
 
 	// Bind every listener before serving any, so a taken port fails the
