@@ -93,6 +93,11 @@ const (
 	ActLogin                = "login"
 	ActLoginFailed          = "login_failed"
 	ActAccountLocked        = "account_locked"
+	// Sharing (package share records these through Service.Record).
+	ActShareLinkCreated        = "sharelink_created"
+	ActShareLinkUpdated        = "sharelink_updated"
+	ActShareLinkDeleted        = "sharelink_deleted"
+	ActShareSubscribersUpdated = "share_subscribers_updated"
 )
 
 // Change is one account change as the activity log records it: written
@@ -139,6 +144,13 @@ func (s *Service) record(ctx context.Context, tx kv.Txn, c Change) error {
 		c.Time = s.now()
 	}
 	return s.opts.Journal.Record(tx, c)
+}
+
+// Record hands c to the journal inside tx, as the Service's own changes
+// are: for the domains above account (share) whose changes belong in the
+// same log. The actor is ctx's when c names none.
+func (s *Service) Record(ctx context.Context, tx kv.Txn, c Change) error {
+	return s.record(ctx, tx, c)
 }
 
 // personChange is a Change acting on person p.

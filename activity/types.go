@@ -74,6 +74,12 @@ func table() []Type {
 		{61, "login_failed", "A sign-in failed", true, true, true},
 		{62, "account_locked", "An account was locked after failed sign-ins", true, true, true},
 
+		// Sharing.
+		{70, "sharelink_created", "A share link was created", false, true, false},
+		{71, "sharelink_updated", "A share link or its subscribers were changed", false, true, false},
+		{72, "sharelink_deleted", "A share link was deleted", false, true, false},
+		{73, "share_subscribers_updated", "An organization share's subscribers were changed", false, true, true},
+
 		// Added by clients.
 		{100, Note, "A note added through activity/create", true, true, true},
 	}

@@ -233,7 +233,10 @@ func (s *Service) CreateLink(ctx context.Context, c account.Caller, rootID, item
 		if err := tx.Set(hashKey(l.Hash), kv.Key("", l.ID)); err != nil {
 			return err
 		}
-		return tx.Set(creatorKey(l.CreatorID, l.ID), nil)
+		if err := tx.Set(creatorKey(l.CreatorID, l.ID), nil); err != nil {
+			return err
+		}
+		return s.recordLink(ctx, tx, account.ActShareLinkCreated, c, l)
 	})
 	return l, err
 }
@@ -340,7 +343,10 @@ func (s *Service) changeLink(ctx context.Context, c account.Caller, id uint64, f
 			return err
 		}
 		out = l
-		return s.putLink(tx, l)
+		if err := s.putLink(tx, l); err != nil {
+			return err
+		}
+		return s.recordLink(ctx, tx, account.ActShareLinkUpdated, c, l)
 	})
 	return out, err
 }
@@ -357,6 +363,9 @@ func (s *Service) DeleteLink(ctx context.Context, c account.Caller, id uint64) e
 		}
 		if l.CreatorID != c.Person.ID {
 			return ErrNotFound
+		}
+		if err := s.recordLink(ctx, tx, account.ActShareLinkDeleted, c, l); err != nil {
+			return err
 		}
 		keys := [][]byte{linkKey(id), hashKey(l.Hash), creatorKey(l.CreatorID, id)}
 		for _, sb := range l.Subscribers {
@@ -730,4 +739,19 @@ func (s *Service) LinkWrite(ctx context.Context, la LinkAccess, c *account.Calle
 		return Access{}, refuse("the share link's creator can no longer write here")
 	}
 	return Access{Root: la.Root, Perms: la.Perms, Policy: cr.Organization.Policy, Opts: WriteOptions(cr)}, nil
+}
+
+// recordLink writes the activity record of a change to link l by c, in
+// the change's transaction. The hash is left out: it is the link's key.
+func (s *Service) recordLink(ctx context.Context, tx kv.Txn, act string, c account.Caller, l Link) error {
+	if s.accounts == nil {
+		return nil
+	}
+	return s.accounts.Record(ctx, tx, account.Change{
+		Activity:    act,
+		OnType:      "sharelink",
+		OnText:      fmt.Sprintf("share link %d", l.ID),
+		OnCompanyID: c.Person.OrganizationID,
+		OnRootID:    l.RootID,
+	})
 }

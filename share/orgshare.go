@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -346,7 +347,19 @@ func (s *Service) SetSubscribers(ctx context.Context, c account.Caller, orgID, r
 		if err != nil {
 			return err
 		}
-		return tx.Set(kv.Key(pfxSubs, rootID), b)
+		if err := tx.Set(kv.Key(pfxSubs, rootID), b); err != nil {
+			return err
+		}
+		if s.accounts == nil {
+			return nil
+		}
+		return s.accounts.Record(ctx, tx, account.Change{
+			Activity:    account.ActShareSubscribersUpdated,
+			OnType:      "root",
+			OnText:      fmt.Sprintf("share %d", rootID),
+			OnCompanyID: orgID,
+			OnRootID:    rootID,
+		})
 	})
 	return invites, err
 }
