@@ -253,3 +253,53 @@ func isAttrChar(c byte) bool {
 	}
 	return strings.IndexByte("!#$&+-.^_`|~", c) >= 0
 }
+
+// Sends reports what http.ServeContent's answer to r for a file with
+// entity tag etag sends: sends is false for a HEAD and for a GET answered
+// 304 (If-None-Match), which send no content; fromStart is whether the
+// content sent includes the file's first byte, so that the request is a
+// download (or view) of its own rather than the resumption of one: no
+// Range, a part starting at 0 or a suffix part (-N), or an If-Range that
+// is not etag (ServeContent then sends the whole file; a date If-Range
+// counts, to be safe).
+func Sends(r *http.Request, etag string) (sends, fromStart bool) {
+	if r.Method != http.MethodGet || notModified(r, etag) {
+		return false, false
+	}
+	rng := strings.TrimSpace(r.Header.Get("Range"))
+	if rng == "" {
+		return true, true
+	}
+	if ir := r.Header.Get("If-Range"); ir != "" && ir != etag {
+		return true, true
+	}
+	spec, ok := strings.CutPrefix(rng, "bytes=")
+	if !ok {
+		return true, true // ServeContent ignores it and sends the whole file
+	}
+	for part := range strings.SplitSeq(spec, ",") {
+		start, _, _ := strings.Cut(strings.TrimSpace(part), "-")
+		if start = strings.TrimSpace(start); start == "" || strings.TrimLeft(start, "0") == "" {
+			return true, true
+		}
+	}
+	return true, false
+}
+
+// notModified reports whether ServeContent answers r with 304 for etag
+// (If-None-Match).
+func notModified(r *http.Request, etag string) bool {
+	inm := r.Header.Get("If-None-Match")
+	if inm == "" {
+		return false
+	}
+	if strings.TrimSpace(inm) == "*" {
+		return true
+	}
+	for t := range strings.SplitSeq(inm, ",") {
+		if strings.TrimPrefix(strings.TrimSpace(t), "W/") == strings.TrimPrefix(etag, "W/") {
+			return true
+		}
+	}
+	return false
+}

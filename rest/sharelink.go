@@ -770,72 +770,18 @@ func (s *server) linkFolderDownload(w http.ResponseWriter, r *http.Request) erro
 	return s.serveLinkZip(w, r, la, n)
 }
 
-// coversStart reports whether r's answer may cover the first byte of a
-// file with entity tag etag, and so is a download (or view) of its own:
-// no Range; a Range with a part starting at 0 or a suffix part (-N); or
-// an If-Range that is not etag, which makes ServeContent send the whole
-// file when it does not match (a date If-Range is counted, to be safe).
-// The Range requests that resume a download are not counted again.
-func coversStart(r *http.Request, etag string) bool {
-	rng := strings.TrimSpace(r.Header.Get("Range"))
-	if rng == "" {
-		return true
-	}
-	if ir := r.Header.Get("If-Range"); ir != "" && ir != etag {
-		return true
-	}
-	spec, ok := strings.CutPrefix(rng, "bytes=")
-	if !ok {
-		return true // ServeContent ignores it and sends the whole file
-	}
-	for part := range strings.SplitSeq(spec, ",") {
-		start, _, _ := strings.Cut(strings.TrimSpace(part), "-")
-		if start = strings.TrimSpace(start); start == "" || strings.TrimLeft(start, "0") == "" {
-			return true
-		}
-	}
-	return false
-}
-
-// notModified reports whether ServeContent will answer r with 304 for
-// etag (If-None-Match): nothing is sent, so nothing is counted.
-func notModified(r *http.Request, etag string) bool {
-	inm := r.Header.Get("If-None-Match")
-	if inm == "" || r.Method != http.MethodGet {
-		return false
-	}
-	if strings.TrimSpace(inm) == "*" {
-		return true
-	}
-	for t := range strings.SplitSeq(inm, ",") {
-		if strings.TrimPrefix(strings.TrimSpace(t), "W/") == strings.TrimPrefix(etag, "W/") {
-			return true
-		}
-	}
-	return false
-}
-
-// count reserves the download (or view) of r before anything is written:
-// a GET whose answer may cover byte 0 counts (coversStart; whole: the
-// answer is always whole, as a zip's); HEAD, a 304 and resumptions count
-// nothing, but a resumption is refused once download_limit is used up.
+// count reserves the download (or view) of r before anything is written,
+// by share's one counting rule (share.CountRequest; whole: the answer is
+// always whole from its start, as a zip's).
 func (s *server) count(r *http.Request, la share.LinkAccess, view, whole bool, etag string) error {
 	if !la.Perms.Has(share.Read) {
 		return &share.Refusal{Reason: "this share link does not allow reading the contents"}
 	}
-	if r.Method != http.MethodGet || (!whole && notModified(r, etag)) {
-		return nil
+	sends, fromStart := httpserve.Sends(r, etag)
+	if whole {
+		sends, fromStart = r.Method == http.MethodGet, true
 	}
-	if !whole && !coversStart(r, etag) {
-		if l := la.Link; !view && l.DownloadLimit != nil && l.TimesDownloaded >= *l.DownloadLimit {
-			return share.ErrDownloadLimit
-		}
-		return nil
-	}
-	if view {
-		return s.shares.CountView(r.Context(), la)
-	}
-	return s.shares.CountDownload(r.Context(), la)
+	return s.shares.CountRequest(r.Context(), la, view, sends, fromStart)
 }
 
 // serveLinkFile serves file n through link la (httpserve.ServeContent:

@@ -629,6 +629,31 @@ func (s *Service) CountDownload(ctx context.Context, la LinkAccess) error {
 	return err
 }
 
+// CountRequest is the counting rule of a request for la's contents, the
+// same for every front end (which reads sends and fromStart from the
+// request: httpserve.Sends; a zip always sends from the start). An answer
+// that sends nothing (HEAD, 304) counts nothing. One that sends the
+// content from its start is a download (or, with view, a view) and is
+// counted, reserved before a byte is sent. One that resumes a download
+// counts nothing, but is refused once download_limit is used up, so a
+// limit cannot be dodged with ranges.
+//
+// Errors: those of CountDownload.
+func (s *Service) CountRequest(ctx context.Context, la LinkAccess, view, sends, fromStart bool) error {
+	switch {
+	case !sends:
+		return nil
+	case !fromStart:
+		if l := la.Link; !view && l.DownloadLimit != nil && l.TimesDownloaded >= *l.DownloadLimit {
+			return ErrDownloadLimit
+		}
+		return nil
+	case view:
+		return s.CountView(ctx, la)
+	}
+	return s.CountDownload(ctx, la)
+}
+
 // CountView moves times_viewed of la's link (and its subscriber's).
 func (s *Service) CountView(ctx context.Context, la LinkAccess) error {
 	_, err := s.count(ctx, la, false)

@@ -407,70 +407,18 @@ func (h *handler) fileDownload(w http.ResponseWriter, r *http.Request) {
 	h.serveFile(w, r, la, n)
 }
 
-// coversStart reports whether r's answer may cover the first byte of a
-// file with entity tag etag, and so is a download of its own: no Range; a
-// Range with a part starting at 0 or a suffix part (-N); or an If-Range
-// that is not etag, which makes ServeContent send the whole file. The
-// Range requests that resume a download are not counted again. The same
-// rule as the REST API's link downloads.
-func coversStart(r *http.Request, etag string) bool {
-	rng := strings.TrimSpace(r.Header.Get("Range"))
-	if rng == "" {
-		return true
-	}
-	if ir := r.Header.Get("If-Range"); ir != "" && ir != etag {
-		return true
-	}
-	spec, ok := strings.CutPrefix(rng, "bytes=")
-	if !ok {
-		return true // ServeContent ignores it and sends the whole file
-	}
-	for part := range strings.SplitSeq(spec, ",") {
-		start, _, _ := strings.Cut(strings.TrimSpace(part), "-")
-		if start = strings.TrimSpace(start); start == "" || strings.TrimLeft(start, "0") == "" {
-			return true
-		}
-	}
-	return false
-}
-
-// notModified reports whether ServeContent will answer r with 304 for
-// etag (If-None-Match): nothing is sent, so nothing is counted.
-func notModified(r *http.Request, etag string) bool {
-	inm := r.Header.Get("If-None-Match")
-	if inm == "" || r.Method != http.MethodGet {
-		return false
-	}
-	if strings.TrimSpace(inm) == "*" {
-		return true
-	}
-	for t := range strings.SplitSeq(inm, ",") {
-		if strings.TrimPrefix(strings.TrimSpace(t), "W/") == strings.TrimPrefix(etag, "W/") {
-			return true
-		}
-	}
-	return false
-}
-
-// count reserves the download of r before anything is written, through
-// share.CountDownload as the REST API does: a GET whose answer may cover
-// byte 0 counts (whole: the answer is always whole, as a zip's); HEAD, a
-// 304 and resumptions count nothing, but a resumption is refused once the
-// limit is used up.
+// count reserves the download of r before anything is written, by the
+// counting rule the REST API's link downloads use (share.CountRequest;
+// whole: the answer is always whole from its start, as a zip's).
 func (h *handler) count(r *http.Request, la share.LinkAccess, whole bool, etag string) error {
 	if !la.Perms.Has(share.Read) {
 		return &share.Refusal{Reason: "This share link lets you see what it shares, but not download it."}
 	}
-	if r.Method != http.MethodGet || (!whole && notModified(r, etag)) {
-		return nil
+	sends, fromStart := httpserve.Sends(r, etag)
+	if whole {
+		sends, fromStart = r.Method == http.MethodGet, true
 	}
-	if !whole && !coversStart(r, etag) {
-		if l := la.Link; l.DownloadLimit != nil && l.TimesDownloaded >= *l.DownloadLimit {
-			return share.ErrDownloadLimit
-		}
-		return nil
-	}
-	return h.opts.Share.CountDownload(r.Context(), la)
+	return h.opts.Share.CountRequest(r.Context(), la, false, sends, fromStart)
 }
 
 func downloadHeaders(w http.ResponseWriter) {
