@@ -38,6 +38,17 @@ func orgShareIDs(r *http.Request) (org, root uint64, err error) {
 	return org, root, nil
 }
 
+// orgShare reads the path's organization and share and checks, through
+// share.OrgShare, that the caller manages that share, before anything of
+// the request is read.
+func (s *server) orgShare(r *http.Request) (org, root uint64, err error) {
+	if org, root, err = orgShareIDs(r); err != nil {
+		return 0, 0, err
+	}
+	_, err = s.shares.OrgShare(r.Context(), callerOf(r), org, root)
+	return org, root, err
+}
+
 // listOrgShares answers GET .../shares: the organization's own shares,
 // paged in id order, as root objects.
 func (s *server) listOrgShares(r *http.Request) (any, error) {
@@ -90,11 +101,8 @@ func (s *server) createOrgShare(r *http.Request) (any, error) {
 
 // getOrgShare answers GET .../share/{root_id}.
 func (s *server) getOrgShare(r *http.Request) (any, error) {
-	org, id, err := orgShareIDs(r)
+	_, id, err := s.orgShare(r)
 	if err != nil {
-		return nil, err
-	}
-	if _, err := s.shares.OrgShare(r.Context(), callerOf(r), org, id); err != nil {
 		return nil, err
 	}
 	return s.orgRoot(r.Context(), callerOf(r), id)
@@ -103,11 +111,8 @@ func (s *server) getOrgShare(r *http.Request) (any, error) {
 // updateOrgShare answers POST .../share/{root_id}/update with form field
 // name.
 func (s *server) updateOrgShare(r *http.Request) (any, error) {
-	org, id, err := orgShareIDs(r)
+	org, id, err := s.orgShare(r)
 	if err != nil {
-		return nil, err
-	}
-	if _, err := s.shares.OrgShare(r.Context(), callerOf(r), org, id); err != nil {
 		return nil, err
 	}
 	vals, err := form(r)
@@ -152,11 +157,8 @@ func triples(subs []share.Entry) [][3]any {
 
 // getOrgShareSubscribers answers GET .../share/{root_id}/subscribers.
 func (s *server) getOrgShareSubscribers(r *http.Request) (any, error) {
-	org, id, err := orgShareIDs(r)
+	_, id, err := s.orgShare(r)
 	if err != nil {
-		return nil, err
-	}
-	if _, err := s.shares.OrgShare(r.Context(), callerOf(r), org, id); err != nil {
 		return nil, err
 	}
 	return s.subscribersBody(r, id)
@@ -185,11 +187,8 @@ func (s *server) subscribersBody(r *http.Request, id uint64) (any, error) {
 // JSON array of e-mail addresses; each one sent replaces that list, one
 // left out keeps it. It answers the subscribers shape, as GET does.
 func (s *server) updateOrgShareSubscribers(r *http.Request) (any, error) {
-	org, id, err := orgShareIDs(r)
+	org, id, err := s.orgShare(r)
 	if err != nil {
-		return nil, err
-	}
-	if _, err := s.shares.OrgShare(r.Context(), callerOf(r), org, id); err != nil {
 		return nil, err
 	}
 	vals, err := form(r)
