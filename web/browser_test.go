@@ -212,16 +212,20 @@ func TestBrowserSignInAndUpload(t *testing.T) {
 	step(t, ctx,
 		chromedp.SetUploadFiles(chromedp.CSS("#file"), []string{file}),
 		chromedp.Click(chromedp.CSS("#upload")),
-		chromedp.WaitVisible(chromedp.CSS("#listing")),
 	)
-	// The page after the redirect lists the new file.
+	// The page after the redirect lists the new file. The old page's
+	// listing can vanish between a query and a read while the browser
+	// navigates, so the poll reads through one script that tolerates it.
 	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	for !strings.Contains(text(t, sctx, "#listing"), "from-browser.txt") {
+	var got string
+	for !strings.Contains(got, "from-browser.txt") {
 		if sctx.Err() != nil {
-			t.Fatalf("uploaded file not listed: %q", text(t, ctx, "#listing"))
+			t.Fatalf("uploaded file not listed: %q", got)
 		}
 		time.Sleep(100 * time.Millisecond)
+		got, _ = chromedp.Run(sctx, chromedp.Evaluate[string](
+			`(document.querySelector("#listing") || {}).innerText || ""`))
 	}
 	screenshot(t, ctx, "uploaded")
 }
