@@ -168,7 +168,7 @@ func (s *Service) authenticate(ctx context.Context, login, password string) (Per
 	settle := context.WithoutCancel(ctx)
 	ok := false
 	if known && len(password) <= maxPasswordSize {
-		ok, err = s.verifyPassword(ctx, p.PasswordHash, password)
+		ok, err = s.verifySecret(ctx, p, password)
 	} else {
 		err = s.dummyVerify(ctx, password)
 	}
