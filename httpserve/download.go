@@ -1,6 +1,7 @@
 package httpserve
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"io"
@@ -26,6 +27,12 @@ type Content struct {
 	Modified time.Time
 	// Body is read only where the request asks (Range).
 	Body io.ReadSeeker
+	// Inline asks a browser to show the content rather than save it
+	// (Content-Disposition: inline), for a view or a preview.
+	Inline bool
+	// CSP replaces DownloadCSP as the answer's Content-Security-Policy,
+	// for a preview a page of berth's own embeds.
+	CSP string
 	// Fail writes the answer to an error http.ServeContent finds itself:
 	// 416 for an unsatisfiable Range, 412 for a failed If-Match or
 	// If-Unmodified-Since, 500 should seeking Body fail. It is handed the
@@ -35,10 +42,18 @@ type Content struct {
 	Fail func(w http.ResponseWriter, status int)
 }
 
+// DownloadCSP is the Content-Security-Policy of every file's contents
+// served on berth's origin: whatever a browser renders of a user's file
+// (an .html or .svg shown inline by a link's view) runs in a sandbox of
+// no origin, with no script and nothing loaded, so a shared file can
+// never act as berth's own page toward the credentials a browser keeps
+// for the origin (WebDAV Basic, share-link cookies).
+const DownloadCSP = "default-src 'none'; sandbox; frame-ancestors 'none'"
+
 // ServeContent answers r with c through http.ServeContent: Range (206),
 // If-None-Match and If-Modified-Since (304), If-Range, HEAD. The answer is
-// an attachment of a type chosen by the name's extension and is never
-// sniffed; a Range with zero-length suffix parts loses them first
+// an attachment (or, with Inline, inline) of a type chosen by the name's
+// extension, is never sniffed, and carries DownloadCSP; a Range with zero-length suffix parts loses them first
 // (vfs.ServableRange): ServeContent would send each as a part that ends
 // before it starts.
 //
@@ -49,8 +64,13 @@ func ServeContent(w http.ResponseWriter, r *http.Request, c Content) error {
 	h := w.Header()
 	h.Set("ETag", c.ETag)
 	h.Set("Content-Type", ContentType(c.Name))
-	h.Set("Content-Disposition", ContentDisposition(c.Name))
+	cd := ContentDisposition(c.Name)
+	if c.Inline {
+		cd = "inline" + strings.TrimPrefix(cd, "attachment")
+	}
+	h.Set("Content-Disposition", cd)
 	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Content-Security-Policy", cmp.Or(c.CSP, DownloadCSP))
 	// Private: a download is behind authentication. no-cache: a client
 	// keeps it, but revalidates its ETag before reuse, since a new
 	// revision may replace it at any time.
@@ -64,6 +84,18 @@ func ServeContent(w http.ResponseWriter, r *http.Request, c Content) error {
 	}
 	http.ServeContent(w, r, "", c.Modified, body)
 	return body.Err()
+}
+
+// ZipHeaders sets the headers of a zip of a folder named name (".zip" is
+// added): an attachment, never sniffed, under DownloadCSP, and not kept
+// by caches, since the archive is made anew for each request.
+func ZipHeaders(w http.ResponseWriter, name string) {
+	h := w.Header()
+	h.Set("Content-Type", "application/zip")
+	h.Set("Content-Disposition", ContentDisposition(name+".zip"))
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Content-Security-Policy", DownloadCSP)
+	h.Set("Cache-Control", "private, no-store")
 }
 
 // failWriter hands the error answers http.ServeContent writes (in plain

@@ -290,30 +290,44 @@ func TestServeContentAnswers(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		fail    bool
+		content func(*httpserve.Content) // changes the row's Content; nil: none
 		header  []string
 		status  int
 		body    string
 		headers map[string]string // "" means absent
 	}{
-		{"whole", true, nil, 200, "hello world", map[string]string{
+		{"whole", true, nil, nil, 200, "hello world", map[string]string{
 			"Content-Type": "text/plain; charset=utf-8", "ETag": `"v1"`, "X-Content-Type-Options": "nosniff",
 			"Cache-Control": "private, no-cache", "Content-Length": "11",
-			"Content-Disposition": `attachment; filename="a b.txt"; filename*=UTF-8''a%20b.txt`,
+			"Content-Disposition":     `attachment; filename="a b.txt"; filename*=UTF-8''a%20b.txt`,
+			"Content-Security-Policy": httpserve.DownloadCSP,
 		}},
-		{"range", true, []string{"Range", "bytes=6-"}, 206, "world", map[string]string{"Content-Range": "bytes 6-10/11"}},
+		// A link's view: inline, sandboxed all the same (an .html shown
+		// runs nothing on berth's origin).
+		{"inline", true, func(c *httpserve.Content) { c.Inline, c.Name = true, "x.html" }, nil, 200, "hello world", map[string]string{
+			"Content-Type": "text/html; charset=utf-8", "Content-Security-Policy": httpserve.DownloadCSP,
+			"Content-Disposition": `inline; filename="x.html"; filename*=UTF-8''x.html`,
+		}},
+		{"a page's own preview", true, func(c *httpserve.Content) { c.Inline, c.CSP = true, "default-src 'none'" }, nil, 200, "hello world", map[string]string{
+			"Content-Security-Policy": "default-src 'none'",
+		}},
+		{"range", true, nil, []string{"Range", "bytes=6-"}, 206, "world", map[string]string{"Content-Range": "bytes 6-10/11"}},
 		// vfs.ServableRange drops the zero-length suffix part.
-		{"range with bytes=-0", true, []string{"Range", "bytes=-0,0-4"}, 206, "hello", nil},
-		{"not modified", true, []string{"If-None-Match", `"v1"`}, 304, "", nil},
-		{"416 to Fail", true, []string{"Range", "bytes=50-"}, 416, "FAIL 416\n", map[string]string{
+		{"range with bytes=-0", true, nil, []string{"Range", "bytes=-0,0-4"}, 206, "hello", nil},
+		{"not modified", true, nil, []string{"If-None-Match", `"v1"`}, 304, "", nil},
+		{"416 to Fail", true, nil, []string{"Range", "bytes=50-"}, 416, "FAIL 416\n", map[string]string{
 			"Content-Range": "bytes */11", "Content-Disposition": "", "Content-Length": "",
 		}},
-		{"412 to Fail", true, []string{"If-Match", `"other"`}, 412, "FAIL 412\n", map[string]string{"Content-Disposition": ""}},
-		{"416 in plain text without Fail", false, []string{"Range", "bytes=50-"}, 416, "invalid range: failed to overlap\n", map[string]string{
+		{"412 to Fail", true, nil, []string{"If-Match", `"other"`}, 412, "FAIL 412\n", map[string]string{"Content-Disposition": ""}},
+		{"416 in plain text without Fail", false, nil, []string{"Range", "bytes=50-"}, 416, "invalid range: failed to overlap\n", map[string]string{
 			"Content-Type": "text/plain; charset=utf-8",
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := httpserve.Content{Name: "a b.txt", ETag: `"v1"`, Modified: modified, Body: strings.NewReader("hello world")}
+			if tc.content != nil {
+				tc.content(&c)
+			}
 			if tc.fail {
 				c.Fail = func(w http.ResponseWriter, status int) {
 					w.WriteHeader(status)

@@ -795,11 +795,8 @@ func (s *server) serveLinkFile(w http.ResponseWriter, r *http.Request, la share.
 	if err := s.count(r, la, view, false, f.Node.ETag()); err != nil {
 		return err
 	}
-	if view {
-		w = &inlineWriter{ResponseWriter: w}
-	}
 	return httpserve.ServeContent(w, r, httpserve.Content{
-		Name: f.Node.Name, ETag: f.Node.ETag(), Modified: f.Node.Modified, Body: f,
+		Name: f.Node.Name, ETag: f.Node.ETag(), Modified: f.Node.Modified, Body: f, Inline: view,
 		Fail: func(w http.ResponseWriter, status int) { jsonStatusError(w, status) },
 	})
 }
@@ -835,44 +832,13 @@ func (s *server) serveLinkZip(w http.ResponseWriter, r *http.Request, la share.L
 	if n.ID == la.Root.FolderID {
 		name = la.Root.Name
 	}
-	h := w.Header()
-	h.Set("Content-Type", "application/zip")
-	h.Set("Content-Disposition", httpserve.ContentDisposition(name+".zip"))
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Cache-Control", "private, no-store")
+	httpserve.ZipHeaders(w, name)
 	if r.Method == http.MethodHead {
 		w.WriteHeader(http.StatusOK)
 		return nil
 	}
 	return s.fs.WriteZip(r.Context(), w, la.Root.ID, n.ID, zo)
 }
-
-// inlineWriter turns the attachment disposition ServeContent sets into
-// inline, for view.
-type inlineWriter struct {
-	http.ResponseWriter
-	wrote bool
-}
-
-func (w *inlineWriter) WriteHeader(code int) {
-	if w.wrote {
-		return
-	}
-	w.wrote = true
-	h := w.Header()
-	if cd, ok := strings.CutPrefix(h.Get("Content-Disposition"), "attachment"); ok {
-		h.Set("Content-Disposition", "inline"+cd)
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *inlineWriter) Write(b []byte) (int, error) {
-	w.WriteHeader(http.StatusOK)
-	return w.ResponseWriter.Write(b)
-}
-
-// Unwrap lets http.ResponseController reach the connection's writer.
-func (w *inlineWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // linkWriteTarget opens the link for a write into the folder of the path
 // (the shared folder when the path names none).

@@ -1,6 +1,7 @@
 package rest
 
 import (
+	"berth/httpserve"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -194,6 +195,11 @@ func TestShareLinkUse(t *testing.T) {
 			}
 			if tt.disposition != "" && !strings.HasPrefix(cd, tt.disposition) {
 				t.Errorf("Content-Disposition %q, want %s", cd, tt.disposition)
+			}
+			// What a browser shows of a shared file (a view of an
+			// .html) runs nothing on berth's origin.
+			if tt.disposition != "" && resp.Header.Get("Content-Security-Policy") != httpserve.DownloadCSP {
+				t.Errorf("Content-Security-Policy %q", resp.Header.Get("Content-Security-Policy"))
 			}
 		})
 	}

@@ -32,11 +32,7 @@ func (s *server) downloadFolder(w http.ResponseWriter, r *http.Request) error {
 	if n.ID == a.root.FolderID {
 		name = a.root.Name // the top folder has no name of its own
 	}
-	h := w.Header()
-	h.Set("Content-Type", "application/zip")
-	h.Set("Content-Disposition", httpserve.ContentDisposition(name+".zip"))
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Cache-Control", "private, no-store")
+	httpserve.ZipHeaders(w, name)
 	if r.Method == http.MethodHead {
 		// The archive's size is unknown without building it.
 		w.WriteHeader(http.StatusOK)

@@ -43,11 +43,7 @@ const PageSize = 100
 // script-src is 'none'; styles come only from the embedded sheet.
 const (
 	pageCSP = "default-src 'self'; script-src 'none'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
-	// downloadCSP sandboxes whatever a browser might still render of a
-	// user's file (it is sent as an attachment, never sniffed), so it can
-	// never run on berth's origin.
-	downloadCSP = "default-src 'none'; sandbox; frame-ancestors 'none'"
-	hsts        = "max-age=31536000"
+	hsts    = "max-age=31536000"
 )
 
 // Options are what the pages need.
@@ -421,10 +417,6 @@ func (h *handler) count(r *http.Request, la share.LinkAccess, whole bool, etag s
 	return h.opts.Share.CountRequest(r.Context(), la, false, sends, fromStart)
 }
 
-func downloadHeaders(w http.ResponseWriter) {
-	w.Header().Set("Content-Security-Policy", downloadCSP)
-}
-
 func (h *handler) serveFile(w http.ResponseWriter, r *http.Request, la share.LinkAccess, n vfs.Node) {
 	f, err := h.opts.FS.Open(r.Context(), la.Root.ID, n.ID)
 	if err != nil {
@@ -436,7 +428,6 @@ func (h *handler) serveFile(w http.ResponseWriter, r *http.Request, la share.Lin
 		h.fail(w, r, err)
 		return
 	}
-	downloadHeaders(w)
 	err = httpserve.ServeContent(w, r, httpserve.Content{
 		Name: f.Node.Name, ETag: f.Node.ETag(), Modified: f.Node.Modified, Body: f,
 	})
@@ -454,11 +445,7 @@ func (h *handler) serveZip(w http.ResponseWriter, r *http.Request, la share.Link
 	if n.ID == la.Root.FolderID || name == "" {
 		name = la.Root.Name
 	}
-	hd := w.Header()
-	downloadHeaders(w)
-	hd.Set("Content-Type", "application/zip")
-	hd.Set("Content-Disposition", httpserve.ContentDisposition(name+".zip"))
-	hd.Set("Cache-Control", "private, no-store")
+	httpserve.ZipHeaders(w, name)
 	if r.Method == http.MethodHead {
 		w.WriteHeader(http.StatusOK)
 		return

@@ -1,6 +1,7 @@
 package webdav_test
 
 import (
+	"berth/httpserve"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -40,6 +41,7 @@ func TestDownload(t *testing.T) {
 				"notes":           "plain words, no extension",
 				"a.PDF":           "%PDF-1.4 not really",
 				"b.txt":           "<html>text file</html>",
+				"page.html":       "<html><script>alert(document.domain)</script></html>",
 			} {
 				if _, err := f.fs.WriteFile(ctx, f.root.ID, f.root.FolderID, name, bytes.NewReader([]byte(body)), vfs.WriteOptions{}); err != nil {
 					t.Fatal(err)
@@ -55,6 +57,11 @@ func TestDownload(t *testing.T) {
 					want(t, method+" "+name, st, http.StatusOK, got)
 					if ct := h.Get("Content-Type"); ct != m[1] || h.Get("X-Content-Type-Options") != "nosniff" {
 						t.Errorf("%s %s: Content-Type %q (nosniff %q), getcontenttype %q", method, name, ct, h.Get("X-Content-Type-Options"), m[1])
+					}
+					// A browser opening the file over the mount runs
+					// nothing of it on berth's origin.
+					if csp := h.Get("Content-Security-Policy"); csp != httpserve.DownloadCSP {
+						t.Errorf("%s %s: Content-Security-Policy %q", method, name, csp)
 					}
 				}
 			}

@@ -60,6 +60,9 @@ func newGetWriter(w http.ResponseWriter, r *http.Request, p string) *getWriter {
 	h := w.Header()
 	h.Set("Content-Type", httpserve.ContentType(path.Base(p)))
 	h.Set("X-Content-Type-Options", "nosniff")
+	// A browser opening a shared .html over the mount must not run it as
+	// berth's page, with the Basic credentials it keeps for the origin.
+	h.Set("Content-Security-Policy", httpserve.DownloadCSP)
 	if rng := r.Header.Get("Range"); rng != "" {
 		r.Header.Set("Range", vfs.ServableRange(rng))
 	}
