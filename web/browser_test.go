@@ -3,6 +3,7 @@ package web_test
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -228,4 +229,82 @@ func TestBrowserSignInAndUpload(t *testing.T) {
 			`(document.querySelector("#listing") || {}).innerText || ""`))
 	}
 	screenshot(t, ctx, "uploaded")
+}
+
+// TestBrowserPreviews opens the pages of an image, a text and a PDF link:
+// the image is drawn under the page's policy, the text shows escaped, and
+// the PDF's frame is allowed to load on the page.
+func TestBrowserPreviews(t *testing.T) {
+	ctx := chrome(t)
+	s := newSite(t)
+	_, img := s.link(t, s.write(t, "photo.png", pngBytes(t)), share.LinkSettings{})
+	step(t, ctx, chromedp.Navigate(img), chromedp.WaitVisible(chromedp.CSS("#preview")))
+	w, err := chromedp.Run(ctx, chromedp.Evaluate[int](`new Promise(done => {
+		const i = document.getElementById("preview");
+		if (i.complete) { done(i.naturalWidth); } else { i.onload = () => done(i.naturalWidth); i.onerror = () => done(-1); }
+	})`, chromedp.EvalAwaitPromise))
+	if err != nil || w != 40 {
+		t.Errorf("image preview drawn %d wide (%v), want 40", w, err)
+	}
+	screenshot(t, ctx, "image-preview")
+	_, txt := s.link(t, s.notes, share.LinkSettings{})
+	step(t, ctx, chromedp.Navigate(txt), chromedp.WaitVisible(chromedp.CSS("#preview")))
+	if got := text(t, ctx, "#preview"); got != "<script>alert(1)</script>" {
+		t.Errorf("text preview %q", got)
+	}
+	screenshot(t, ctx, "text-preview")
+	_, pdf := s.link(t, s.file, share.LinkSettings{})
+	step(t, ctx, chromedp.Navigate(pdf), chromedp.WaitVisible(chromedp.CSS("#preview")))
+	typ, err := chromedp.Run(ctx, chromedp.Evaluate[string](`new Promise(done => {
+		const f = document.getElementById("preview");
+		const look = () => { try { const d = f.contentDocument; return d ? d.contentType : "blocked"; } catch (e) { return "error " + e; } };
+		if (f.contentDocument && f.contentDocument.readyState === "complete" && look() !== "about:blank") { done(look()); } else { f.onload = () => done(look()); }
+	})`, chromedp.EvalAwaitPromise))
+	t.Logf("pdf frame: %q %v", typ, err)
+	if err != nil || typ != "application/pdf" {
+		t.Errorf("pdf frame holds %q (%v), want application/pdf", typ, err)
+	}
+	screenshot(t, ctx, "pdf-preview")
+}
+
+// TestBrowserDropUpload drops two files on an upload link's page, as a
+// user dragging them from a file manager does: the page's script (allowed
+// by its hash under the page's policy) sends them through the form, and
+// the page after the redirect lists both.
+func TestBrowserDropUpload(t *testing.T) {
+	ctx := chrome(t)
+	s := newSite(t)
+	_, u := s.link(t, s.docs, share.LinkSettings{WriteAccess: ptr(true), AnonEdit: ptr(true)})
+	step(t, ctx, chromedp.Navigate(u), chromedp.WaitVisible(chromedp.CSS(".drop-hint")))
+	screenshot(t, ctx, "drop-target")
+	// A drop with files, as the browser builds one from a real drag.
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(() => {
+		const dt = new DataTransfer();
+		dt.items.add(new File(["dropped one"], "dropped-1.txt", {type: "text/plain"}));
+		dt.items.add(new File(["dropped two"], "dropped-2.txt", {type: "text/plain"}));
+		document.body.dispatchEvent(new DragEvent("dragover", {dataTransfer: dt, bubbles: true, cancelable: true}));
+		return document.body.dispatchEvent(new DragEvent("drop", {dataTransfer: dt, bubbles: true, cancelable: true}));
+	})()`)); err != nil {
+		t.Fatal(err)
+	}
+	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	var got string
+	for !strings.Contains(got, "dropped-1.txt") || !strings.Contains(got, "dropped-2.txt") {
+		if sctx.Err() != nil {
+			t.Fatalf("dropped files not listed: %q", got)
+		}
+		time.Sleep(100 * time.Millisecond)
+		got, _ = chromedp.Run(sctx, chromedp.Evaluate[string](
+			`(document.querySelector("#listing") || {}).innerText || ""`))
+	}
+	screenshot(t, ctx, "dropped")
+	_, f, err := s.st.FS.OpenPath(context.Background(), s.root.ID, "/docs/dropped-2.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if b, _ := io.ReadAll(f); string(b) != "dropped two" {
+		t.Errorf("dropped-2.txt holds %q", b)
+	}
 }

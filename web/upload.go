@@ -3,6 +3,7 @@ package web
 import (
 	"crypto/subtle"
 	"errors"
+	"fmt"
 	"io"
 	"mime"
 	"net/http"
@@ -26,7 +27,7 @@ func (h *handler) canWrite(r *http.Request, la share.LinkAccess) bool {
 }
 
 // upload handles POST /s/<hash>/upload[?folder=id]: a multipart form whose
-// first part is the CSRF token and whose next is the file. It writes
+// first part is the CSRF token and whose next are the files. It writes
 // through share.LinkWrite, under the link creator's policy and quota, and
 // never replaces a file: a taken name is 409. The creator is told when
 // the link has upload_notify. Success goes back to the folder's page.
@@ -74,42 +75,67 @@ func (h *handler) upload(w http.ResponseWriter, r *http.Request) {
 		h.problem(w, r, http.StatusForbidden, "Form expired", "The upload form was not sent from this page. Open the link again and upload.")
 		return
 	}
-	p, err = mr.NextPart()
-	if err != nil || p.FormName() != "file" || p.FileName() == "" {
-		h.problem(w, r, http.StatusBadRequest, "No file", "Choose a file to upload.")
-		return
-	}
-	opts := a.Opts
-	opts.IfAbsent = true
-	f, err := h.opts.FS.WriteFile(r.Context(), a.Root.ID, n.ID, p.FileName(), p, opts)
-	switch {
-	case err == nil:
-	case errors.Is(err, vfs.ErrChanged), errors.Is(err, vfs.ErrNameConflict):
-		h.problem(w, r, http.StatusConflict, "Name taken", "Something of that name is already here; rename the file and upload it again.")
-		return
-	case errors.Is(err, vfs.ErrInvalidName), errors.Is(err, vfs.ErrNameTooLong):
-		h.problem(w, r, http.StatusBadRequest, "Bad file name", "That file name cannot be stored here.")
-		return
-	case errors.Is(err, vfs.ErrExtensionExcluded), errors.Is(err, vfs.ErrFileTooLarge):
-		h.problem(w, r, http.StatusForbidden, "Not allowed", "The owner's policy does not allow this file (its type or its size).")
-		return
-	case errors.Is(err, vfs.ErrQuotaExceeded), errors.Is(err, vfs.ErrNoSpace):
-		h.problem(w, r, http.StatusInsufficientStorage, "No space", "There is no room left for this file.")
-		return
-	case errors.Is(err, vfs.ErrLocked):
-		h.problem(w, r, http.StatusLocked, "Locked", "This folder is locked.")
-		return
-	default:
-		if r.Context().Err() == nil {
-			h.log.Warn("share-link upload", "link", la.Link.ID, "error", err)
+	// Each further part is a file (the form's input takes several, and
+	// a drop sends them all), written in order; one that fails ends the
+	// upload, and the page says how many went before it, which stay.
+	done := 0
+	for {
+		p, err = mr.NextPart()
+		if errors.Is(err, io.EOF) && done > 0 {
+			break
 		}
-		h.problem(w, r, http.StatusBadRequest, "Upload failed", "The file could not be stored. Try again.")
-		return
+		if err != nil || p.FormName() != "file" || p.FileName() == "" {
+			h.problem(w, r, http.StatusBadRequest, "No file", "Choose a file to upload."+uploadedBefore(done))
+			return
+		}
+		opts := a.Opts
+		opts.IfAbsent = true
+		f, err := h.opts.FS.WriteFile(r.Context(), a.Root.ID, n.ID, p.FileName(), p, opts)
+		if err != nil {
+			h.uploadFailed(w, r, la, err, done)
+			return
+		}
+		done++
+		h.opts.Share.CountUpload(r.Context(), la, f.Name)
 	}
-	h.opts.Share.CountUpload(r.Context(), la, f.Name)
 	back := Prefix + la.Link.Hash
 	if n.ID != la.Link.FolderID {
 		back += "?folder=" + strconv.FormatUint(n.ID, 10)
 	}
 	http.Redirect(w, r, back, http.StatusSeeOther)
+}
+
+// uploadFailed writes the page of a file upload that failed with err,
+// after done files of the same form were stored.
+func (h *handler) uploadFailed(w http.ResponseWriter, r *http.Request, la share.LinkAccess, err error, done int) {
+	before := uploadedBefore(done)
+	switch {
+	case errors.Is(err, vfs.ErrChanged), errors.Is(err, vfs.ErrNameConflict):
+		h.problem(w, r, http.StatusConflict, "Name taken", "Something of that name is already here; rename the file and upload it again."+before)
+	case errors.Is(err, vfs.ErrInvalidName), errors.Is(err, vfs.ErrNameTooLong):
+		h.problem(w, r, http.StatusBadRequest, "Bad file name", "That file name cannot be stored here."+before)
+	case errors.Is(err, vfs.ErrExtensionExcluded), errors.Is(err, vfs.ErrFileTooLarge):
+		h.problem(w, r, http.StatusForbidden, "Not allowed", "The owner's policy does not allow this file (its type or its size)."+before)
+	case errors.Is(err, vfs.ErrQuotaExceeded), errors.Is(err, vfs.ErrNoSpace):
+		h.problem(w, r, http.StatusInsufficientStorage, "No space", "There is no room left for this file."+before)
+	case errors.Is(err, vfs.ErrLocked):
+		h.problem(w, r, http.StatusLocked, "Locked", "This folder is locked."+before)
+	default:
+		if r.Context().Err() == nil {
+			h.log.Warn("share-link upload", "link", la.Link.ID, "error", err)
+		}
+		h.problem(w, r, http.StatusBadRequest, "Upload failed", "The file could not be stored. Try again."+before)
+	}
+}
+
+// uploadedBefore tells how many files of a form were stored before the
+// one that failed.
+func uploadedBefore(done int) string {
+	switch done {
+	case 0:
+		return ""
+	case 1:
+		return " The file before it was uploaded."
+	}
+	return fmt.Sprintf(" The %d files before it were uploaded.", done)
 }

@@ -1,8 +1,9 @@
 // Package web serves the share-link pages a browser opens: /s/<hash> shows
 // a shared file with a download button, or a shared folder as a listing
-// with navigation, paging and zip downloads. Pages are server-rendered
-// (html/template), need no JavaScript, and load nothing but the one
-// embedded style sheet. Downloads go through share's counters, the same
+// with navigation, paging and zip downloads, and previews of images, PDFs
+// and text. Pages are server-rendered (html/template), need no JavaScript
+// (one small embedded script adds drag-and-drop to upload forms), and
+// load nothing but the one embedded style sheet. Downloads go through share's counters, the same
 // the REST API's link downloads use, so times_downloaded and
 // download_limit hold across both.
 package web
@@ -10,7 +11,9 @@ package web
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
 	"embed"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"html/template"
@@ -39,12 +42,19 @@ const Prefix = "/s/"
 // PageSize is how many items a folder page lists.
 const PageSize = 100
 
-// Security headers of every page. Pages carry no script at all, so
-// script-src is 'none'; styles come only from the embedded sheet.
-const (
-	pageCSP = "default-src 'self'; script-src 'none'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
-	hsts    = "max-age=31536000"
-)
+// hsts is the Strict-Transport-Security of every answer.
+const hsts = "max-age=31536000"
+
+// pagePolicy is the Content-Security-Policy of every page. The one script
+// a page may run is the embedded drag-and-drop helper, inline and allowed
+// by its hash alone (never 'self', under which a shared .js served by
+// berth could be run by an injected tag); styles come only from the
+// embedded sheet.
+func pagePolicy(script []byte) string {
+	sum := sha256.Sum256(script)
+	return "default-src 'self'; script-src 'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) +
+		"'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+}
 
 // Options are what the pages need.
 type Options struct {
@@ -60,15 +70,21 @@ type Options struct {
 }
 
 type handler struct {
-	opts Options
-	tmpl *template.Template
-	mux  *http.ServeMux
-	log  *slog.Logger
+	opts   Options
+	csp    string      // pagePolicy of the embedded script
+	script template.JS // assets/drop.js, inlined where a page has an upload form
+	tmpl   *template.Template
+	mux    *http.ServeMux
+	log    *slog.Logger
 }
 
 // New returns the handler of everything under /s/.
 func New(o Options) http.Handler {
-	h := &handler{opts: o, log: cmp.Or(o.Logger, slog.Default())}
+	script, err := files.ReadFile("assets/drop.js")
+	if err != nil {
+		panic(err) // embedded at build time
+	}
+	h := &handler{opts: o, log: cmp.Or(o.Logger, slog.Default()), csp: pagePolicy(script), script: template.JS(script)}
 	h.tmpl = template.Must(template.New("").Funcs(template.FuncMap{
 		"size": humanSize,
 		"date": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") },
@@ -77,6 +93,7 @@ func New(o Options) http.Handler {
 	m.HandleFunc("GET /s/static/style.css", h.style)
 	m.HandleFunc("GET /s/{hash}", h.page)
 	m.HandleFunc("GET /s/{hash}/download", h.download)
+	m.HandleFunc("GET /s/{hash}/preview", h.preview)
 	m.HandleFunc("GET /s/{hash}/file/{id}", h.fileDownload)
 	m.HandleFunc("POST /s/{hash}/login", h.login)
 	m.HandleFunc("POST /s/{hash}/upload", h.upload)
@@ -90,7 +107,7 @@ func New(o Options) http.Handler {
 // ServeHTTP sets the security headers every answer carries, then routes.
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hd := w.Header()
-	hd.Set("Content-Security-Policy", pageCSP)
+	hd.Set("Content-Security-Policy", h.csp)
 	hd.Set("X-Frame-Options", "DENY")
 	hd.Set("Referrer-Policy", "no-referrer")
 	hd.Set("X-Content-Type-Options", "nosniff")
@@ -251,9 +268,20 @@ func (h *handler) page(w http.ResponseWriter, r *http.Request) {
 			h.fail(w, r, err)
 			return
 		}
-		h.render(w, r, http.StatusOK, "file.html", map[string]any{
+		data := map[string]any{
 			"Title": n.Name, "File": n, "CanRead": canRead, "Download": base + "/download", "Expires": la.Link.Expires,
-		})
+		}
+		if kind := previewKind(n.Name); kind != "" && mayPreview(la) {
+			data["Preview"], data["PreviewURL"] = kind, base+"/preview"
+			if kind == previewText {
+				text, more, ok := h.previewText(r, la, n)
+				if !ok {
+					delete(data, "Preview")
+				}
+				data["Text"], data["TextMore"], data["TextMax"] = text, more, int64(PreviewTextMax)
+			}
+		}
+		h.render(w, r, http.StatusOK, "file.html", data)
 		return
 	}
 	id, err := folderParam(r, la)
@@ -342,7 +370,7 @@ func (h *handler) page(w http.ResponseWriter, r *http.Request) {
 		"Zip": zip, "Upload": "", "Page": page, "MaxPage": maxPage, "Prev": "", "Next": "",
 	}
 	if h.canWrite(r, la) {
-		data["Upload"], data["CSRF"] = up, csrfToken(w, r)
+		data["Upload"], data["CSRF"], data["Script"] = up, csrfToken(w, r), h.script
 	}
 	if page > 1 {
 		data["Prev"] = folderURL(n.ID, page-1)
