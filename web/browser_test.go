@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -65,6 +66,27 @@ func text(t *testing.T, ctx context.Context, sel string) string {
 		t.Fatalf("text of %s: %v", sel, err)
 	}
 	return strings.TrimSpace(s)
+}
+
+// waitListed waits until the page after a form's redirect lists every
+// name. The old page's listing can vanish between a query and a read
+// while the browser navigates, so the poll reads through one script that
+// tolerates it.
+func waitListed(t *testing.T, ctx context.Context, names ...string) {
+	t.Helper()
+	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for {
+		got, _ := chromedp.Run(sctx, chromedp.Evaluate[string](
+			`(document.querySelector("#listing") || {}).innerText || ""`))
+		if !slices.ContainsFunc(names, func(n string) bool { return !strings.Contains(got, n) }) {
+			return
+		}
+		if sctx.Err() != nil {
+			t.Fatalf("%v not listed: %q", names, got)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // screenshot takes a PNG of the page, checks it, and keeps it in a
@@ -214,20 +236,7 @@ func TestBrowserSignInAndUpload(t *testing.T) {
 		chromedp.SetUploadFiles(chromedp.CSS("#file"), []string{file}),
 		chromedp.Click(chromedp.CSS("#upload")),
 	)
-	// The page after the redirect lists the new file. The old page's
-	// listing can vanish between a query and a read while the browser
-	// navigates, so the poll reads through one script that tolerates it.
-	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	var got string
-	for !strings.Contains(got, "from-browser.txt") {
-		if sctx.Err() != nil {
-			t.Fatalf("uploaded file not listed: %q", got)
-		}
-		time.Sleep(100 * time.Millisecond)
-		got, _ = chromedp.Run(sctx, chromedp.Evaluate[string](
-			`(document.querySelector("#listing") || {}).innerText || ""`))
-	}
+	waitListed(t, ctx, "from-browser.txt")
 	screenshot(t, ctx, "uploaded")
 }
 
@@ -287,17 +296,7 @@ func TestBrowserDropUpload(t *testing.T) {
 	})()`)); err != nil {
 		t.Fatal(err)
 	}
-	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	var got string
-	for !strings.Contains(got, "dropped-1.txt") || !strings.Contains(got, "dropped-2.txt") {
-		if sctx.Err() != nil {
-			t.Fatalf("dropped files not listed: %q", got)
-		}
-		time.Sleep(100 * time.Millisecond)
-		got, _ = chromedp.Run(sctx, chromedp.Evaluate[string](
-			`(document.querySelector("#listing") || {}).innerText || ""`))
-	}
+	waitListed(t, ctx, "dropped-1.txt", "dropped-2.txt")
 	screenshot(t, ctx, "dropped")
 	_, f, err := s.st.FS.OpenPath(context.Background(), s.root.ID, "/docs/dropped-2.txt")
 	if err != nil {

@@ -106,3 +106,19 @@ func readAll(t *testing.T, resp *http.Response) string {
 	}
 	return string(b)
 }
+
+// checkBody fails t for each of want that body lacks and each of absent
+// that it holds.
+func checkBody(t *testing.T, body string, want, absent []string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(body, w) {
+			t.Errorf("body lacks %q:\n%.600s", w, body)
+		}
+	}
+	for _, w := range absent {
+		if strings.Contains(body, w) {
+			t.Errorf("body has %q:\n%.600s", w, body)
+		}
+	}
+}

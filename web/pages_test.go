@@ -64,16 +64,7 @@ func TestPages(t *testing.T) {
 			if got := resp.Header.Get("Content-Type"); got != tt.ctype {
 				t.Errorf("Content-Type %q, want %q", got, tt.ctype)
 			}
-			for _, w := range tt.want {
-				if !strings.Contains(body, w) {
-					t.Errorf("body lacks %q:\n%s", w, body)
-				}
-			}
-			for _, w := range tt.absent {
-				if strings.Contains(body, w) {
-					t.Errorf("body has %q:\n%s", w, body)
-				}
-			}
+			checkBody(t, body, tt.want, tt.absent)
 		})
 	}
 }

@@ -106,16 +106,7 @@ func TestPreviews(t *testing.T) {
 			if got := h.Get("Content-Type"); got != tt.ctype {
 				t.Errorf("Content-Type %q, want %q", got, tt.ctype)
 			}
-			for _, w := range tt.want {
-				if !strings.Contains(body, w) {
-					t.Errorf("body lacks %q: %.300s", w, body)
-				}
-			}
-			for _, w := range tt.absent {
-				if strings.Contains(body, w) {
-					t.Errorf("body has %q: %.300s", w, body)
-				}
-			}
+			checkBody(t, body, tt.want, tt.absent)
 			if tt.disposition != "" && !strings.HasPrefix(h.Get("Content-Disposition"), tt.disposition) {
 				t.Errorf("Content-Disposition %q", h.Get("Content-Disposition"))
 			}
