@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"berth/kv"
 )
 
 // TestDevicePasswordLifecycle: a device password is made with a machine of
@@ -302,4 +304,38 @@ func TestNeedsDevicePassword(t *testing.T) {
 			t.Fatalf("require_two_step_auth %v: %v, %v", require, got, err)
 		}
 	}
+}
+
+// BenchmarkDeviceCaller measures the per-request device password check
+// of WebDAV Basic: "cached" between two commits, "after a commit" with
+// the read a commit costs it.
+func BenchmarkDeviceCaller(b *testing.B) {
+	ctx := context.Background()
+	s := newService(b, testOptions())
+	_, alice := fixture(b, s)
+	_, secret, err := s.CreateDevicePassword(ctx, alice.ID, DevicePasswordInput{Name: "laptop"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("cached", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, ok, err := s.DeviceCaller(ctx, "alice", secret); !ok || err != nil {
+				b.Fatal(ok, err)
+			}
+		}
+	})
+	b.Run("after a commit", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			b.StopTimer()
+			if err := s.db.Update(ctx, func(tx kv.Txn) error { return tx.Set([]byte("zbench"), nil) }); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+			if _, ok, err := s.DeviceCaller(ctx, "alice", secret); !ok || err != nil {
+				b.Fatal(ok, err)
+			}
+		}
+	})
 }
