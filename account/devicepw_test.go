@@ -277,6 +277,9 @@ func TestDevicePasswordEnds(t *testing.T) {
 		if err := works(secret); !errors.Is(err, ErrInvalidCredentials) {
 			t.Fatalf("after the person went: %v", err)
 		}
+		if ms, _, err := s.OrganizationMachines(ctx, org.ID, 0, 100); err != nil || len(ms) != 0 {
+			t.Errorf("the organization's machines after its person went: %v, %v", ms, err)
+		}
 		for _, p := range []string{pfxDevicePassword, pfxPersonDevicePassword} {
 			if n := countKeys(t, s, p); n != 0 {
 				t.Errorf("%d keys left under %s", n, p)

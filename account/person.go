@@ -705,6 +705,9 @@ func (s *Service) deleteMachines(tx kv.Txn, p *Person) error {
 		if err := tx.Delete(key(pfxPersonMachine, p.ID, mid)); err != nil {
 			return err
 		}
+		if err := tx.Delete(key(pfxOrgMachine, p.OrganizationID, mid)); err != nil {
+			return err
+		}
 	}
 	if len(ids) == 0 {
 		return nil
