@@ -52,10 +52,10 @@ import (
 // with one-second resolution, so the TTL is rounded up to outlive the
 // deadline and the deadline decides.
 //
-// Sequences (kv.Store.NextID): "org", "person", "machine", "group",
-// "devicepw". The
+// Sequences (kv.Store.NextID): "org", "person", "machine", "group". The
 // prefixes are registered in kv/prefixes.go with every other package's,
 // where a test keeps them apart.
+// Device passwords (devicepw.go) take the sequence "devicepw".
 const (
 	pfxOrg           = kv.AccountOrg
 	pfxPerson        = kv.AccountPerson
