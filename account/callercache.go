@@ -27,6 +27,8 @@ type callerCache struct {
 	access  *kv.Cache[string, accessEntry] // by token hash
 	roots   *kv.Cache[uint64, RootPlace]   // RootPlaceOf
 	orgs    *kv.Cache[uint64, OrgPlace]    // OrgPlaceOf
+	devices *kv.Cache[string, Caller]      // DeviceCaller, by device password hash
+	twoStep *kv.Cache[uint64, bool]        // NeedsDevicePassword's TwoStepMode, by person
 }
 
 func newCallerCache() callerCache {
@@ -36,6 +38,8 @@ func newCallerCache() callerCache {
 		access:  kv.NewCache[string, accessEntry](maxCachedCallers),
 		roots:   kv.NewCache[uint64, RootPlace](maxCachedCallers),
 		orgs:    kv.NewCache[uint64, OrgPlace](maxCachedCallers),
+		devices: kv.NewCache[string, Caller](maxCachedCallers),
+		twoStep: kv.NewCache[uint64, bool](maxCachedCallers),
 	}
 }
 

@@ -48,6 +48,11 @@ var (
 	// organization policy's change_password_frequency allows; the
 	// person signs in with a new one (the password grant's new_password).
 	ErrPasswordExpired = errors.New("account: password expired")
+	// ErrDevicePasswordRequired: the person's main password was offered
+	// where no two-step code can follow it (WebDAV Basic), and the person
+	// uses two-step verification: only a device password is accepted
+	// there (devicepw.go).
+	ErrDevicePasswordRequired = errors.New("account: a device password is required")
 )
 
 // FieldError says which input field is invalid and why. It unwraps to

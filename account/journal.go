@@ -98,6 +98,10 @@ const (
 	ActShareLinkUpdated        = "sharelink_updated"
 	ActShareLinkDeleted        = "sharelink_deleted"
 	ActShareSubscribersUpdated = "share_subscribers_updated"
+	// Device passwords and machines (devicepw.go).
+	ActDevicePasswordCreated = "device_password_created"
+	ActDevicePasswordRevoked = "device_password_revoked"
+	ActMachineDeleted        = "machine_deleted"
 )
 
 // Change is one account change as the activity log records it: written

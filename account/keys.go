@@ -40,6 +40,9 @@ import (
 //	acctgroupparent/<member group><group>    empty           -   the groups a group is a direct member of
 //	acctlicense/<license key>                orgRef          -   an organization by its license key (license.go), upper case without dashes
 //	acctorgmachine/<org><machine>            empty           -   machines of an organization's persons
+//	acctdevpw/<device password>              devicePasswordRecord -   (devicepw.go)
+//	acctdevhash/<sha256(device password)>    devicePasswordRef    -   live; a revoked one stays, marked, for RevokedDeviceTTL
+//	acctpersondevpw/<person><device password> empty          -   device passwords of a person
 //
 // <subject> is "p"<person> for a known login and "l"<sha256(lower(login))>
 // for an unknown one, so unknown logins lock exactly like known ones and
@@ -52,6 +55,7 @@ import (
 // Sequences (kv.Store.NextID): "org", "person", "machine", "group". The
 // prefixes are registered in kv/prefixes.go with every other package's,
 // where a test keeps them apart.
+// Device passwords (devicepw.go) take the sequence "devicepw".
 const (
 	pfxOrg           = kv.AccountOrg
 	pfxPerson        = kv.AccountPerson
@@ -79,6 +83,11 @@ const (
 	pfxGroupParent   = kv.AccountGroupParent
 	pfxLicense       = kv.AccountLicense
 	pfxOrgMachine    = kv.AccountOrgMachine
+	// Device passwords (devicepw.go).
+	pfxDevicePassword       = kv.AccountDevicePassword
+	pfxDevicePasswordHash   = kv.AccountDevicePasswordHash
+	pfxPersonDevicePassword = kv.AccountPersonDevicePassword
+	seqDevicePassword       = "devicepw"
 
 	seqOrg     = "org"
 	seqPerson  = "person"

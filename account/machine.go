@@ -3,6 +3,7 @@ package account
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"time"
 
@@ -123,33 +124,37 @@ func (s *Service) UpsertMachine(ctx context.Context, personID uint64, in Machine
 		OSType:    in.OSType,
 		OSVersion: in.OSVersion,
 	}
-	err = s.db.Update(ctx, func(tx kv.Txn) error {
-		ref, err := s.codec.marshal(machineRef{MachineID: id})
-		if err != nil {
-			return err
-		}
-		if err := tx.Set(guidKey(m.GUID), ref); err != nil {
-			return err
-		}
-		if err := tx.Set(key(pfxPersonMachine, personID, id), nil); err != nil {
-			return err
-		}
-		var p Person
-		if err := s.get(tx, key(pfxPerson, personID), &p, notFoundf("person %d", personID)); err != nil {
-			return err
-		}
-		if err := tx.Set(key(pfxOrgMachine, p.OrganizationID, id), nil); err != nil {
-			return err
-		}
-		if err := s.countIn(tx, p.OrganizationID, Counts{Machines: 1}, 1); err != nil {
-			return err
-		}
-		return s.put(tx, key(pfxMachine, id), &m)
-	})
+	err = s.db.Update(ctx, func(tx kv.Txn) error { return s.insertMachine(tx, &m) })
 	if err != nil {
 		return Machine{}, err
 	}
 	return m, nil
+}
+
+// insertMachine stores new machine m of m.PersonID with its GUID and its
+// place in the person's and the organization's lists and counts.
+func (s *Service) insertMachine(tx kv.Txn, m *Machine) error {
+	ref, err := s.codec.marshal(machineRef{MachineID: m.ID})
+	if err != nil {
+		return err
+	}
+	if err := tx.Set(guidKey(m.GUID), ref); err != nil {
+		return err
+	}
+	if err := tx.Set(key(pfxPersonMachine, m.PersonID, m.ID), nil); err != nil {
+		return err
+	}
+	var p Person
+	if err := s.get(tx, key(pfxPerson, m.PersonID), &p, notFoundf("person %d", m.PersonID)); err != nil {
+		return err
+	}
+	if err := tx.Set(key(pfxOrgMachine, p.OrganizationID, m.ID), nil); err != nil {
+		return err
+	}
+	if err := s.countIn(tx, p.OrganizationID, Counts{Machines: 1}, 1); err != nil {
+		return err
+	}
+	return s.put(tx, key(pfxMachine, m.ID), m)
 }
 
 func setIf(dst *string, v string) {
@@ -211,4 +216,71 @@ func (s *Service) Machines(ctx context.Context, personID uint64) ([]Machine, err
 // direct machine count). Errors: ErrNotFound.
 func (s *Service) OrganizationMachines(ctx context.Context, id uint64, offset, limit int) ([]Machine, int, error) {
 	return listPage[Machine](ctx, s, id, pfxOrgMachine, pfxMachine, func(c Counts) int64 { return c.Machines }, offset, limit)
+}
+
+// DeleteMachine removes machine id: its GUID, its place in its person's
+// and organization's lists and counts, the sessions signed in from it
+// and its device passwords, in one transaction, recording
+// ActMachineDeleted. Its tokens and device passwords fail from the next
+// request on. Errors: ErrNotFound.
+func (s *Service) DeleteMachine(ctx context.Context, id uint64) error {
+	return s.db.Update(ctx, func(tx kv.Txn) error {
+		var m Machine
+		if err := s.get(tx, key(pfxMachine, id), &m, notFoundf("machine %d", id)); err != nil {
+			return err
+		}
+		var p Person
+		if err := s.get(tx, key(pfxPerson, m.PersonID), &p, notFoundf("person %d", m.PersonID)); err != nil {
+			return err
+		}
+		for _, k := range [][]byte{guidKey(m.GUID), key(pfxMachine, id), key(pfxPersonMachine, p.ID, id), key(pfxOrgMachine, p.OrganizationID, id)} {
+			if err := tx.Delete(k); err != nil {
+				return err
+			}
+		}
+		if err := s.countIn(tx, p.OrganizationID, Counts{Machines: 1}, -1); err != nil {
+			return err
+		}
+		if err := s.endMachineSessions(tx, p.ID, id); err != nil {
+			return err
+		}
+		if _, err := s.endDevicePasswords(tx, p.ID, id); err != nil {
+			return err
+		}
+		return s.record(ctx, tx, machineChange(ActMachineDeleted, p, m))
+	})
+}
+
+// endMachineSessions ends person personID's sessions signed in from
+// machine machineID.
+func (s *Service) endMachineSessions(tx kv.Txn, personID, machineID uint64) error {
+	fams, err := families(tx, personID)
+	if err != nil {
+		return err
+	}
+	for _, f := range fams {
+		var fam familyRecord
+		switch err := s.get(tx, keyBytes(pfxFamily, f), &fam, ErrNotFound); {
+		case errors.Is(err, ErrNotFound):
+			continue
+		case err != nil:
+			return err
+		}
+		if fam.MachineID == machineID {
+			if err := s.deleteFamily(tx, personID, f); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// machineChange is a Change acting on machine m of person p.
+func machineChange(activity string, p Person, m Machine) Change {
+	text := m.DNSName
+	if text == "" {
+		text = "machine " + strconv.FormatUint(m.ID, 10)
+	}
+	return Change{Activity: activity, OnType: "machine", OnText: text, OnCompanyID: p.OrganizationID,
+		OnMachineID: m.ID, OnPersonID: p.ID}
 }

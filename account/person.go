@@ -619,7 +619,8 @@ func (s *Service) Persons(ctx context.Context, orgID uint64, offset, limit int) 
 
 // DeletePerson removes person id (not a guest: DeleteGuest), their
 // logins, their entry in their organization's list and counts, their
-// lockout, their machines, and every session, in one transaction, recording
+// lockout, their machines and device passwords, and every session, in one
+// transaction, recording
 // ActPersonDeleted: their tokens and the WebDAV credentials a front end
 // remembers (LoginCaller) fail from the next request on. Their roots are
 // vfs's: the caller deletes them first (rest does, with vfs.DeleteRoot);
@@ -654,6 +655,9 @@ func (s *Service) deleteAccount(ctx context.Context, id uint64, guest bool) erro
 			return err
 		}
 		if err := s.unlock(tx, id); err != nil {
+			return err
+		}
+		if _, err := s.endDevicePasswords(tx, id, 0); err != nil {
 			return err
 		}
 		if err := s.deleteMachines(tx, &p); err != nil {
@@ -699,6 +703,9 @@ func (s *Service) deleteMachines(tx kv.Txn, p *Person) error {
 			}
 		}
 		if err := tx.Delete(key(pfxPersonMachine, p.ID, mid)); err != nil {
+			return err
+		}
+		if err := tx.Delete(key(pfxOrgMachine, p.OrganizationID, mid)); err != nil {
 			return err
 		}
 	}

@@ -80,6 +80,11 @@ func table() []Type {
 		{72, "sharelink_deleted", "A share link was deleted", false, true, false},
 		{73, "share_subscribers_updated", "An organization share's subscribers were changed", false, true, true},
 
+		// Device passwords and machines.
+		{90, "device_password_created", "A device password was created", false, true, false},
+		{91, "device_password_revoked", "A device password was revoked", false, true, true},
+		{92, "machine_deleted", "A machine was deleted", false, true, true},
+
 		// Added by clients.
 		{100, Note, "A note added through activity/create", true, true, true},
 	}

@@ -77,6 +77,8 @@ func DomainErrors() map[string]error {
 		"account.ErrGroupCycle":         account.ErrGroupCycle,
 		"account.ErrExtensionLocked":    account.ErrExtensionLocked,
 		"account.ErrPasswordExpired":    account.ErrPasswordExpired,
+		// Two-step verification's device passwords (identity issue).
+		"account.ErrDevicePasswordRequired": account.ErrDevicePasswordRequired,
 
 		"share.ErrNoRoot":    share.ErrNoRoot,
 		"share.ErrForbidden": share.ErrForbidden,

@@ -61,6 +61,10 @@ const (
 	AccountGroupParent   = "acctgroupparent/"
 	AccountLicense       = "acctlicense/"
 	AccountOrgMachine    = "acctorgmachine/"
+	// Device passwords (account/devicepw.go).
+	AccountDevicePassword       = "acctdevpw/"
+	AccountDevicePasswordHash   = "acctdevhash/"
+	AccountPersonDevicePassword = "acctpersondevpw/"
 )
 
 // Prefixes of activity (activity/keys.go).
@@ -145,6 +149,9 @@ func Prefixes() []Prefix {
 		{"account", AccountGroupParent},
 		{"account", AccountLicense},
 		{"account", AccountOrgMachine},
+		{"account", AccountDevicePassword},
+		{"account", AccountDevicePasswordHash},
+		{"account", AccountPersonDevicePassword},
 
 		{"activity", ActivityRecord},
 		{"activity", ActivityOrg},

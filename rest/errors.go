@@ -146,6 +146,7 @@ func errorTable() []errorMapping {
 		// An *account.GroupCycleError names the cycle (describer).
 		{account.ErrGroupCycle, http.StatusBadRequest, "invalid_request", "a group cannot contain itself, directly or through other groups"},
 		{account.ErrExtensionLocked, http.StatusForbidden, "forbidden", "files with this extension are read-only under the organization's policy (locked_extensions)"},
+		{account.ErrDevicePasswordRequired, http.StatusUnauthorized, "access_denied", "this account uses two-step verification: its password alone is refused where no code can follow it; use a device password"},
 		{account.ErrPasswordExpired, http.StatusForbidden, "password_expired", "the password is older than the organization's policy allows (change_password_frequency); sign in again with the form field new_password beside password to set a new one"},
 
 		{share.ErrNoRoot, http.StatusNotFound, "not_found", "no such root"},

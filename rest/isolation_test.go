@@ -422,6 +422,29 @@ func newCPerson(q isoReq) any {
 }
 func newPPerson(q isoReq) any { return q.k.person(q.k.p).ID }
 
+// newMachine makes a fresh machine of the account whose id of returns.
+func newMachine(of func(isoReq) any) func(isoReq) any {
+	return func(q isoReq) any {
+		m, err := q.k.f.accounts.UpsertMachine(context.Background(), of(q).(uint64), account.MachineInput{})
+		if err != nil {
+			q.k.t.Fatal(err)
+		}
+		return m.ID
+	}
+}
+
+// newDevicePassword makes a fresh device password of the account whose
+// id of returns.
+func newDevicePassword(of func(isoReq) any) func(isoReq) any {
+	return func(q isoReq) any {
+		dp, _, err := q.k.f.accounts.CreateDevicePassword(context.Background(), of(q).(uint64), account.DevicePasswordInput{Name: "laptop"})
+		if err != nil {
+			q.k.t.Fatal(err)
+		}
+		return dp.ID
+	}
+}
+
 // newGrandchild is a fresh organization below the child, as its
 // administrator would make one.
 func newGrandchild(q isoReq) any {
@@ -588,6 +611,30 @@ func isoRows() []isoRow {
 		{pattern: "POST /api/2/person/{id}/roots/create", name: "a person of the parent", method: "POST", path: pf("/api/2/person/%d/roots/create", newPPerson), want: parentHidden},
 		{pattern: "POST /api/2/person/{id}/unlock", method: "POST", path: pf("/api/2/person/%d/unlock", cPlain), want: childAdmin + " CG=404"},
 		{pattern: "POST /api/2/person/{id}/unlock", name: "the parent's plain person", method: "POST", path: pf("/api/2/person/%d/unlock", pPlain), want: parentAdmin},
+		// Device passwords (docs/api.md "Device passwords"): the account
+		// makes them, its administrators list and revoke them.
+		{pattern: "GET /api/2/person/{id}/device_passwords", path: pf("/api/2/person/%d/device_passwords", cPlain), want: childRead},
+		{pattern: "GET /api/2/person/{id}/device_passwords", name: "the parent's plain person", path: pf("/api/2/person/%d/device_passwords", pPlain), want: "PP=200 CP=404 CA=404 PA=200"},
+		{pattern: "POST /api/2/person/{id}/device_passwords/create", method: "POST", path: pf("/api/2/person/%d/device_passwords/create", cPlain),
+			form: fields("name", "laptop"), want: "CP=200 CA=403 PA=403"},
+		{pattern: "POST /api/2/person/{id}/device_passwords/create", name: "no name", method: "POST", path: pf("/api/2/person/%d/device_passwords/create", cPlain),
+			want: "CP=400 CA=403 PA=403"},
+		{pattern: "POST /api/2/person/{id}/device_passwords/create", name: "the guest, for itself", method: "POST", path: pf("/api/2/person/%d/device_passwords/create", cGuest),
+			form: fields("name", "laptop"), want: "CG=200 CP=404 CA=403 PA=403"},
+		{pattern: "POST /api/2/person/{id}/device_passwords/create", name: "the parent's plain person", method: "POST", path: pf("/api/2/person/%d/device_passwords/create", pPlain),
+			form: fields("name", "laptop"), want: "PP=200 CP=404 CA=404 PA=403"},
+		{pattern: "POST /api/2/person/{id}/device_password/{device_password_id}/delete", method: "POST",
+			path: pf("/api/2/person/%d/device_password/%d/delete", cPlain, newDevicePassword(cPlain)), want: childRead},
+		{pattern: "POST /api/2/person/{id}/device_password/{device_password_id}/delete", name: "the parent's plain person's", method: "POST",
+			path: pf("/api/2/person/%d/device_password/%d/delete", pPlain, newDevicePassword(pPlain)), want: "PP=200 CP=404 CA=404 PA=200"},
+		{pattern: "POST /api/2/person/{id}/device_password/{device_password_id}/delete", name: "another person's, through the plain person", method: "POST",
+			path: pf("/api/2/person/%d/device_password/%d/delete", cPlain, newDevicePassword(cAdmin)), want: "CP=404 CA=404 PA=404"},
+		{pattern: "POST /api/2/machine/{machine_id}/delete", name: "the plain person's", method: "POST",
+			path: pf("/api/2/machine/%d/delete", newMachine(cPlain)), want: childRead},
+		{pattern: "POST /api/2/machine/{machine_id}/delete", name: "the parent's plain person's", method: "POST",
+			path: pf("/api/2/machine/%d/delete", newMachine(pPlain)), want: "PP=200 CP=404 CA=404 PA=200"},
+		{pattern: "POST /api/2/machine/{machine_id}/delete", name: "the guest's", method: "POST",
+			path: pf("/api/2/machine/%d/delete", newMachine(cGuest)), want: "CG=200 CP=404 CA=200 PA=200"},
 		{pattern: "GET /api/2/organization/{org}/persons", path: pf("/api/2/organization/%d/persons", cOrg), want: childAdmin},
 		{pattern: "GET /api/2/organization/{org}/persons", name: "the parent", path: pf("/api/2/organization/%d/persons", pOrg), want: parentAdmin},
 

@@ -1,6 +1,7 @@
 package webdav
 
 import (
+	"context"
 	"crypto/sha256"
 	"errors"
 	"net/http"
@@ -15,49 +16,93 @@ import (
 var errNoCredentials = errors.New("webdav: authentication required")
 
 // authenticate returns the caller behind the request's Basic credentials
-// or Bearer token, with their organization. Basic logins go through
-// account.Authenticate, so they count toward the same lockout as the OAuth
-// password grant; a success is remembered briefly by a hash of login and
-// password, because a WebDAV client sends them with every request and
-// argon2 costs a fraction of a second each time. A remembered login still
-// goes through account.LoginCaller on every request, which applies the
-// lock, a disabled account and a new password at once. Failures are never
-// remembered. Requests that bring the same credentials while they are
-// being checked share that check (account.Authenticate does it, for the
-// OAuth password grant too): a client that opens with many requests at
-// once with the right password costs one argon2 hash and one login
-// attempt toward the lockout, not one per request (which would lock it
-// out by itself); with a wrong one, each request counts as a failure.
+// or Bearer token, with their organization.
+//
+// Basic credentials are a login with a device password (account
+// devicepw.go) or with the account's main password. A device password is
+// checked first, on every request, by its SHA-256 (no argon2), so its
+// revocation, like the end of its machine or its person, takes effect at
+// the next request. Anything else is judged as the main password.
+//
+// Main passwords go through account.Authenticate, so they count toward
+// the same lockout as the OAuth password grant (a wrong device password
+// is such a wrong password); a success is remembered briefly by a hash of
+// login and password, because a WebDAV client sends them with every
+// request and argon2 costs a fraction of a second each time. A remembered
+// login still goes through account.LoginCaller on every request, which
+// applies the lock, a disabled account and a new password at once.
+// Failures are never remembered. Requests that bring the same credentials
+// while they are being checked share that check (account.Authenticate
+// does it, for the OAuth password grant too): a client that opens with
+// many requests at once with the right password costs one argon2 hash and
+// one login attempt toward the lockout, not one per request (which would
+// lock it out by itself); with a wrong one, each request counts as a
+// failure.
+//
+// A person who must use device passwords (account.NeedsDevicePassword:
+// two-step verification) is refused with their right main password, with
+// a 401 that says how to make a device password (a wrong one is a wrong
+// password like any other); the right one is remembered all the same, so
+// that a client that keeps sending it is refused without another argon2
+// hash, and a person who gives up two-step verification gets in with it
+// at once.
 func (h *Handler) authenticate(r *http.Request) (account.Caller, error) {
 	ctx := r.Context()
 	if login, password, ok := r.BasicAuth(); ok {
-		key := sha256.Sum256([]byte(login + "\x00" + password))
-		if e, ok := h.creds.get(key); ok {
-			c, err := h.opts.Accounts.LoginCaller(ctx, e.person, login, e.hash)
-			switch {
-			case err == nil:
-				return c, nil
-			case errors.Is(err, account.ErrAccountLocked), errors.Is(err, account.ErrInactive),
-				errors.Is(err, account.ErrPasswordExpired):
-				// Right credentials, refused all the same: no
-				// need to hash them again to say so.
-				h.creds.drop(key)
-				return account.Caller{}, err
-			}
-			h.creds.drop(key)
-		}
-		p, err := h.opts.Accounts.Authenticate(ctx, login, password)
-		if err != nil {
-			return account.Caller{}, err
-		}
-		h.creds.put(key, credEntry{person: p.ID, hash: p.PasswordHash})
-		return h.opts.Accounts.Caller(ctx, p.ID)
+		return h.basic(ctx, login, password)
 	}
 	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
 		return account.Caller{}, errNoCredentials
 	}
 	return h.opts.Accounts.AccessCaller(ctx, strings.TrimSpace(token))
+}
+
+// basic is authenticate for Basic credentials.
+func (h *Handler) basic(ctx context.Context, login, password string) (account.Caller, error) {
+	key := sha256.Sum256([]byte(login + "\x00" + password))
+	if e, ok := h.creds.get(key); ok {
+		c, err := h.opts.Accounts.LoginCaller(ctx, e.person, login, e.hash)
+		switch {
+		case err == nil:
+			return h.mainPassword(ctx, c, login)
+		case errors.Is(err, account.ErrAccountLocked), errors.Is(err, account.ErrInactive),
+			errors.Is(err, account.ErrPasswordExpired):
+			// Right credentials, refused all the same: no
+			// need to hash them again to say so.
+			h.creds.drop(key)
+			return account.Caller{}, err
+		}
+		h.creds.drop(key)
+	}
+	if c, ok, err := h.opts.Accounts.DeviceCaller(ctx, login, password); ok || err != nil {
+		return c, err
+	}
+	p, err := h.opts.Accounts.Authenticate(ctx, login, password)
+	if err != nil {
+		return account.Caller{}, err
+	}
+	h.creds.put(key, credEntry{person: p.ID, hash: p.PasswordHash})
+	c, err := h.opts.Accounts.Caller(ctx, p.ID)
+	if err != nil {
+		return account.Caller{}, err
+	}
+	return h.mainPassword(ctx, c, login)
+}
+
+// mainPassword lets c in with their main password unless they must use a
+// device password.
+func (h *Handler) mainPassword(ctx context.Context, c account.Caller, login string) (account.Caller, error) {
+	need, err := h.opts.Accounts.NeedsDevicePassword(ctx, c)
+	if err != nil {
+		return account.Caller{}, err
+	}
+	if need {
+		h.log.Warn("webdav: main password refused: the account uses two-step verification and signs in over WebDAV with a device password",
+			"login", login, "person", c.Person.ID)
+		return account.Caller{}, account.ErrDevicePasswordRequired
+	}
+	return c, nil
 }
 
 // credCache remembers recently verified Basic credentials by hash.

@@ -212,6 +212,9 @@ func errorTable() []errorMapping {
 		{err: account.ErrExtensionLocked, status: http.StatusForbidden, os: os.ErrPermission, msg: "files with this extension are read-only under your organization's policy (locked_extensions)"},
 		// New credentials cannot help until the person sets a new
 		// password, which WebDAV cannot do: 403, no challenge.
+		// Two-step verification: new credentials (a device password)
+		// help, so 401 with a challenge, and the text says how to get one.
+		{err: account.ErrDevicePasswordRequired, status: http.StatusUnauthorized, msg: devicePasswordMessage, challenge: true},
 		{err: account.ErrPasswordExpired, status: http.StatusForbidden, msg: "Your password has expired under your organization's policy: set a new one by signing in to berth (the OAuth password grant with new_password), then use it here."},
 
 		// The request itself.
@@ -251,6 +254,10 @@ func errorTable() []errorMapping {
 
 // loginMessage is the body of a 401: what to log in with.
 const loginMessage = "Log in with your berth username (or e-mail address) and password."
+
+// devicePasswordMessage is the body of the 401 that refuses the main
+// password of an account with two-step verification.
+const devicePasswordMessage = "This account uses two-step verification, so its password is not accepted over WebDAV, which cannot ask for a code. Sign in to berth on the web or with the API, create a device password for this device (POST /api/2/person/<your id>/device_passwords/create), and log in here with your username and that device password."
 
 // unknownError is the answer to an error no row matches.
 var unknownError = errorMapping{status: http.StatusInternalServerError}

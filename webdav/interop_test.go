@@ -59,11 +59,17 @@ func TestLitmus(t *testing.T) {
 // rcloneRemote is an on-the-fly rclone WebDAV remote for the fixture.
 func rcloneRemote(t *testing.T, bin string, f *fixture) string {
 	t.Helper()
-	out, err := exec.Command(bin, "obscure", password).Output()
+	return rcloneRemoteAs(t, bin, f, "alice", password)
+}
+
+// rcloneRemoteAs is rcloneRemote with other credentials.
+func rcloneRemoteAs(t *testing.T, bin string, f *fixture, user, pass string) string {
+	t.Helper()
+	out, err := exec.Command(bin, "obscure", pass).Output()
 	if err != nil {
 		t.Fatalf("rclone obscure: %v", err)
 	}
-	return fmt.Sprintf(":webdav,url='%s',vendor=other,user=alice,pass='%s':", f.url("/"), strings.TrimSpace(string(out)))
+	return fmt.Sprintf(":webdav,url='%s',vendor=other,user=%s,pass='%s':", f.url("/"), user, strings.TrimSpace(string(out)))
 }
 
 // TestRclone copies a tree of 200 small files and one large file up with

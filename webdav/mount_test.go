@@ -148,6 +148,12 @@ func mountDavfs(t *testing.T, f *fixture) (string, func() error, error) {
 // FUSE, without a local cache, so that close waits for the upload.
 func mountRclone(t *testing.T, f *fixture, bin, fusermount string) (string, func() error, error) {
 	t.Helper()
+	return mountRcloneRemote(t, bin, fusermount, rcloneRemote(t, bin, f))
+}
+
+// mountRcloneRemote is mountRclone of an rclone remote.
+func mountRcloneRemote(t *testing.T, bin, fusermount, remote string) (string, func() error, error) {
+	t.Helper()
 	if _, err := os.Stat("/dev/fuse"); err != nil {
 		return "", nil, fmt.Errorf("%w: rclone mount needs /dev/fuse: %v", errRefused, err)
 	}
@@ -156,7 +162,7 @@ func mountRclone(t *testing.T, f *fixture, bin, fusermount string) (string, func
 	var logs bytes.Buffer
 	cmd := exec.CommandContext(ctx, bin, "mount", "--no-check-certificate", "--config", "/dev/null",
 		"--vfs-cache-mode", "off", "--dir-cache-time", "0s", "--poll-interval", "0",
-		rcloneRemote(t, bin, f), mnt)
+		remote, mnt)
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {
 		cancel()

@@ -1,0 +1,344 @@
+package account
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"berth/kv"
+)
+
+// TestDevicePasswordLifecycle: a device password is made with a machine of
+// its own, shown once, listed without its secret, accepted for its
+// person's logins only, and refused from the revocation on, with a
+// description and without a lockout count.
+func TestDevicePasswordLifecycle(t *testing.T) {
+	ctx := context.Background()
+	o := testOptions()
+	o.Lockout = LockoutOptions{MaxFailures: 2, Window: time.Minute, Duration: time.Minute}
+	j := &txJournal{changes: map[string]Change{}}
+	o.Journal = j
+	s := newService(t, o)
+	org, alice := fixture(t, s)
+	bob, err := s.CreatePerson(ctx, PersonInput{OrganizationID: org.ID, Username: "bob", Email: "bob@acme.example", Password: pw})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	dp, secret, err := s.CreateDevicePassword(ctx, alice.ID, DevicePasswordInput{Name: "laptop", Machine: MachineInput{DNSName: "laptop.local", OSType: "linux"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !devicePasswordShape(secret) || len(secret) != 32 {
+		t.Fatalf("secret %q is not 32 characters of base32", secret)
+	}
+	m, err := s.Machine(ctx, dp.MachineID)
+	if err != nil || m.PersonID != alice.ID || m.DNSName != "laptop.local" || m.OSType != "linux" || m.GUID == "" {
+		t.Fatalf("machine %+v, %v", m, err)
+	}
+	list, err := s.DevicePasswords(ctx, alice.ID)
+	if err != nil || len(list) != 1 || list[0] != dp {
+		t.Fatalf("list %+v, %v; want [%+v]", list, err, dp)
+	}
+	if countKeys(t, s, pfxDevicePasswordHash) != 1 {
+		t.Fatal("the hash index should hold one entry")
+	}
+
+	// A second one, on the same machine.
+	dp2, secret2, err := s.CreateDevicePassword(ctx, alice.ID, DevicePasswordInput{Name: "phone", MachineID: dp.MachineID})
+	if err != nil || dp2.MachineID != dp.MachineID || secret2 == secret {
+		t.Fatalf("second: %+v %v", dp2, err)
+	}
+
+	for _, tc := range []struct {
+		name, login, password string
+		ok                    bool
+	}{
+		{"the username", "alice", secret, true},
+		{"the e-mail address, another case", "ALICE@acme.example", secret, true},
+		{"the second", "alice", secret2, true},
+		{"another person's login", "bob", secret, false},
+		{"an unknown login", "nobody", secret, false},
+		{"the main password", "alice", pw, false},
+		{"a password of the shape, unknown", "alice", strings.Repeat("a", 32), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, ok, err := s.DeviceCaller(ctx, tc.login, tc.password)
+			if err != nil || ok != tc.ok {
+				t.Fatalf("ok %v, err %v; want ok %v", ok, err, tc.ok)
+			}
+			if ok && (c.Person.ID != alice.ID || c.MachineID != dp.MachineID || c.Organization.ID != org.ID) {
+				t.Fatalf("caller %+v", c.Principal)
+			}
+		})
+	}
+
+	// Only the owner revokes it through RevokeDevicePassword.
+	if err := s.RevokeDevicePassword(ctx, bob.ID, dp.ID); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("revoke as another person: %v", err)
+	}
+	if err := s.RevokeDevicePassword(ctx, alice.ID, dp.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RevokeDevicePassword(ctx, alice.ID, dp.ID); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("revoke twice: %v", err)
+	}
+	// Revoked: refused, described, and many times without locking alice.
+	for range 5 {
+		_, ok, err := s.DeviceCaller(ctx, "alice", secret)
+		var d interface{ Description() string }
+		if ok || !errors.Is(err, ErrInvalidCredentials) || !errors.As(err, &d) || !strings.Contains(d.Description(), "revoked") {
+			t.Fatalf("revoked: ok %v, %v", ok, err)
+		}
+	}
+	if _, ok, err := s.DeviceCaller(ctx, "alice", secret2); !ok || err != nil {
+		t.Fatalf("the other device password after revoking one: %v %v", ok, err)
+	}
+	if _, err := s.Authenticate(ctx, "alice", pw); err != nil {
+		t.Fatalf("revoked device passwords must not lock the person: %v", err)
+	}
+	list, _ = s.DevicePasswords(ctx, alice.ID)
+	if len(list) != 1 || list[0].ID != dp2.ID {
+		t.Fatalf("after revoking: %+v", list)
+	}
+	if _, err := s.Machine(ctx, dp.MachineID); err != nil {
+		t.Fatalf("the machine stays after a revocation: %v", err)
+	}
+	on := fmt.Sprintf("person %d/%d", org.ID, alice.ID)
+	want := []string{"device_password_created by system on " + on, "device_password_created by system on " + on, "device_password_revoked by system on " + on}
+	var got []string
+	for _, c := range j.committed(t, s.db) {
+		if strings.HasPrefix(c, "device_password") {
+			got = append(got, strings.TrimSpace(c))
+		}
+	}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("journal %q, want %q", got, want)
+	}
+}
+
+// TestCreateDevicePasswordRefuses: bad inputs, a machine that is not the
+// person's, an unknown person and the limit.
+func TestCreateDevicePasswordRefuses(t *testing.T) {
+	ctx := context.Background()
+	s := newService(t, testOptions())
+	org, alice := fixture(t, s)
+	bob, err := s.CreatePerson(ctx, PersonInput{OrganizationID: org.ID, Username: "bob", Email: "bob@acme.example", Password: pw})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bobs, err := s.UpsertMachine(ctx, bob.ID, MachineInput{DNSName: "bob-pc"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		person uint64
+		in     DevicePasswordInput
+		want   error
+		field  string
+	}{
+		{"no name", alice.ID, DevicePasswordInput{}, ErrInvalid, "name"},
+		{"a blank name", alice.ID, DevicePasswordInput{Name: "   "}, ErrInvalid, "name"},
+		{"a long name", alice.ID, DevicePasswordInput{Name: strings.Repeat("x", 101)}, ErrInvalid, "name"},
+		{"a control character", alice.ID, DevicePasswordInput{Name: "a\nb"}, ErrInvalid, "name"},
+		{"a long dns_name", alice.ID, DevicePasswordInput{Name: "x", Machine: MachineInput{DNSName: strings.Repeat("x", 256)}}, ErrInvalid, "dns_name"},
+		{"another person's machine", alice.ID, DevicePasswordInput{Name: "x", MachineID: bobs.ID}, ErrNotFound, ""},
+		{"an unknown machine", alice.ID, DevicePasswordInput{Name: "x", MachineID: 9999}, ErrNotFound, ""},
+		{"an unknown person", 9999, DevicePasswordInput{Name: "x"}, ErrNotFound, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := s.CreateDevicePassword(ctx, tc.person, tc.in)
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("%v, want %v", err, tc.want)
+			}
+			var fe *FieldError
+			if tc.field != "" && (!errors.As(err, &fe) || fe.Field != tc.field) {
+				t.Fatalf("%v does not name %s", err, tc.field)
+			}
+		})
+	}
+	if n := countKeys(t, s, pfxDevicePassword); n != 0 {
+		t.Fatalf("refusals left %d device passwords", n)
+	}
+	machines, _ := s.Machines(ctx, alice.ID)
+	if len(machines) != 0 {
+		t.Fatalf("refusals left machines: %+v", machines)
+	}
+	t.Run("the limit", func(t *testing.T) {
+		m, err := s.UpsertMachine(ctx, alice.ID, MachineInput{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range MaxDevicePasswords {
+			if _, _, err := s.CreateDevicePassword(ctx, alice.ID, DevicePasswordInput{Name: fmt.Sprint(i), MachineID: m.ID}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, _, err := s.CreateDevicePassword(ctx, alice.ID, DevicePasswordInput{Name: "one more", MachineID: m.ID}); !errors.Is(err, ErrInvalid) {
+			t.Fatalf("past the limit: %v", err)
+		}
+	})
+}
+
+// TestDevicePasswordEnds: a device password ends with its machine, with
+// its person, and is refused while its person is locked or disabled.
+func TestDevicePasswordEnds(t *testing.T) {
+	ctx := context.Background()
+	o := testOptions()
+	o.Lockout = LockoutOptions{MaxFailures: 1, Window: time.Minute, Duration: time.Minute}
+	s := newService(t, o)
+	org, alice := fixture(t, s)
+	mk := func(name string, machine uint64) (DevicePassword, string) {
+		t.Helper()
+		dp, secret, err := s.CreateDevicePassword(ctx, alice.ID, DevicePasswordInput{Name: name, MachineID: machine})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return dp, secret
+	}
+	works := func(secret string) error {
+		t.Helper()
+		_, ok, err := s.DeviceCaller(ctx, "alice", secret)
+		if err == nil && !ok {
+			err = errors.New("not a device password")
+		}
+		return err
+	}
+
+	t.Run("with its machine", func(t *testing.T) {
+		a, sa := mk("a", 0)
+		_, sb := mk("b", 0)
+		toks, err := s.IssueTokens(ctx, alice.ID, a.MachineID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before, _, err := s.Counts(ctx, org.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.DeleteMachine(ctx, a.MachineID); err != nil {
+			t.Fatal(err)
+		}
+		if err := works(sa); !errors.Is(err, ErrInvalidCredentials) {
+			t.Fatalf("a's password after its machine went: %v", err)
+		}
+		if err := works(sb); err != nil {
+			t.Fatalf("b's password after a's machine went: %v", err)
+		}
+		if _, err := s.AccessCaller(ctx, toks.AccessToken); !errors.Is(err, ErrInvalidToken) {
+			t.Fatalf("a session of the deleted machine: %v", err)
+		}
+		if _, err := s.Machine(ctx, a.MachineID); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("machine: %v", err)
+		}
+		if err := s.DeleteMachine(ctx, a.MachineID); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("delete twice: %v", err)
+		}
+		after, _, _ := s.Counts(ctx, org.ID)
+		if after.Machines != before.Machines-1 {
+			t.Fatalf("machine count %d, then %d", before.Machines, after.Machines)
+		}
+	})
+
+	t.Run("while locked or disabled", func(t *testing.T) {
+		_, secret := mk("c", 0)
+		if _, err := s.Authenticate(ctx, "alice", "wrong"); !errors.Is(err, ErrAccountLocked) {
+			t.Fatal(err)
+		}
+		if err := works(secret); !errors.Is(err, ErrAccountLocked) {
+			t.Fatalf("locked: %v", err)
+		}
+		if err := s.Unlock(ctx, alice.ID); err != nil {
+			t.Fatal(err)
+		}
+		if err := works(secret); err != nil {
+			t.Fatalf("unlocked: %v", err)
+		}
+		if _, err := s.UpdatePerson(ctx, alice.ID, func(p *Person) error { p.Active = false; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if err := works(secret); !errors.Is(err, ErrInactive) {
+			t.Fatalf("disabled: %v", err)
+		}
+		if _, err := s.UpdatePerson(ctx, alice.ID, func(p *Person) error { p.Active = true; return nil }); err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	t.Run("with its person", func(t *testing.T) {
+		_, secret := mk("d", 0)
+		if err := s.DeletePerson(ctx, alice.ID); err != nil {
+			t.Fatal(err)
+		}
+		if err := works(secret); !errors.Is(err, ErrInvalidCredentials) {
+			t.Fatalf("after the person went: %v", err)
+		}
+		if ms, _, err := s.OrganizationMachines(ctx, org.ID, 0, 100); err != nil || len(ms) != 0 {
+			t.Errorf("the organization's machines after its person went: %v, %v", ms, err)
+		}
+		for _, p := range []string{pfxDevicePassword, pfxPersonDevicePassword} {
+			if n := countKeys(t, s, p); n != 0 {
+				t.Errorf("%d keys left under %s", n, p)
+			}
+		}
+	})
+}
+
+// TestNeedsDevicePassword: the organization's require_two_step_auth
+// makes a device password necessary over Basic; without it and without
+// enrollment (TwoStepMode ""), the main password serves.
+func TestNeedsDevicePassword(t *testing.T) {
+	ctx := context.Background()
+	s := newService(t, testOptions())
+	org, alice := fixture(t, s)
+	for _, require := range []bool{false, true, false} {
+		if _, err := s.UpdatePolicy(ctx, org.ID, func(p *Policy) error { p.RequireTwoStepAuth = require; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		c, err := s.Caller(ctx, alice.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := s.NeedsDevicePassword(ctx, c); err != nil || got != require {
+			t.Fatalf("require_two_step_auth %v: %v, %v", require, got, err)
+		}
+	}
+}
+
+// BenchmarkDeviceCaller measures the per-request device password check
+// of WebDAV Basic: "cached" between two commits, "after a commit" with
+// the read a commit costs it.
+func BenchmarkDeviceCaller(b *testing.B) {
+	ctx := context.Background()
+	s := newService(b, testOptions())
+	_, alice := fixture(b, s)
+	_, secret, err := s.CreateDevicePassword(ctx, alice.ID, DevicePasswordInput{Name: "laptop"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("cached", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, ok, err := s.DeviceCaller(ctx, "alice", secret); !ok || err != nil {
+				b.Fatal(ok, err)
+			}
+		}
+	})
+	b.Run("after a commit", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			b.StopTimer()
+			if err := s.db.Update(ctx, func(tx kv.Txn) error { return tx.Set([]byte("zbench"), nil) }); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+			if _, ok, err := s.DeviceCaller(ctx, "alice", secret); !ok || err != nil {
+				b.Fatal(ok, err)
+			}
+		}
+	})
+}
