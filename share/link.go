@@ -573,6 +573,23 @@ func (s *Service) OpenLink(ctx context.Context, ref string, c *account.Caller) (
 		la.Subscriber = &sb
 		read, write, del = sb.ReadAccess, sb.WriteAccess, sb.DeleteAccess
 	}
+	// Reached by who the caller is (an id, or a link that requires
+	// signing in), not by a hash anyone may hold: a subscriber then uses
+	// their own entries (the union, counted on the first), never the
+	// link's or another subscriber's access, which may be more.
+	if member && (!byHash || l.LoginRequired) && c.Person.ID != l.CreatorID {
+		read, write, del = false, false, false
+		la.Subscriber = nil
+		for _, sb := range l.Subscribers {
+			if !s.matches(ctx, sb, *c) {
+				continue
+			}
+			if la.Subscriber == nil {
+				la.Subscriber = &sb
+			}
+			read, write, del = read || sb.ReadAccess, write || sb.WriteAccess, del || sb.DeleteAccess
+		}
+	}
 	if read {
 		la.Perms |= Read
 	}
@@ -598,16 +615,23 @@ func (s *Service) OpenLink(ctx context.Context, ref string, c *account.Caller) (
 // (directly or through member groups).
 func (s *Service) subscribed(ctx context.Context, l Link, c account.Caller) bool {
 	for _, sb := range l.Subscribers {
-		switch {
-		case (sb.Kind == "person" || sb.Kind == "guest") && sb.SubjectID == c.Person.ID:
+		if s.matches(ctx, sb, c) {
 			return true
-		case sb.Kind == "email" && sb.Email != "" && strings.EqualFold(sb.Email, c.Person.Email):
-			return true
-		case sb.Kind == "group" && s.accounts != nil:
-			if in, err := s.accounts.InGroup(ctx, sb.SubjectID, c.Person.ID); err == nil && in {
-				return true
-			}
 		}
+	}
+	return false
+}
+
+// matches reports whether subscriber entry sb admits c.
+func (s *Service) matches(ctx context.Context, sb Subscriber, c account.Caller) bool {
+	switch {
+	case (sb.Kind == "person" || sb.Kind == "guest") && sb.SubjectID == c.Person.ID:
+		return true
+	case sb.Kind == "email" && sb.Email != "" && strings.EqualFold(sb.Email, c.Person.Email):
+		return true
+	case sb.Kind == "group" && s.accounts != nil:
+		in, err := s.accounts.InGroup(ctx, sb.SubjectID, c.Person.ID)
+		return err == nil && in
 	}
 	return false
 }

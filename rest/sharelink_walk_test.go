@@ -1,0 +1,661 @@
+package rest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"berth/account"
+	"berth/share"
+)
+
+// The share-link permission walk (issue 13, "Done when"): every sharing
+// route, asked by every kind of caller, for links with login_required on
+// and off, anon_edit on and off and the link's own read and write access
+// on and off. What each caller gets is computed by walkExpect from the
+// model of docs/api.md ("Share links"), never typed per cell, and a
+// refusal is checked to have changed nothing: the shared folder's tree,
+// the link's record, its counters.
+
+// walkFlags are read, write and delete access.
+type walkFlags struct{ read, write, del bool }
+
+func (f walkFlags) perm() share.Perm {
+	p := share.View
+	if f.read {
+		p |= share.Read
+	}
+	if f.write {
+		p |= share.Write
+	}
+	if f.del {
+		p |= share.Delete
+	}
+	return p
+}
+
+// walkSubs are the subscribers of every walked link: a person of the
+// creator's organization for each combination of read, write and delete
+// (named s<r><w><d>), and a guest of that organization with read and write.
+var walkSubs = func() []string {
+	var out []string
+	for i := range 8 {
+		out = append(out, fmt.Sprintf("s%d%d%d", i>>2&1, i>>1&1, i&1))
+	}
+	return append(out, "gsub")
+}()
+
+// subFlags are subscriber name's access flags.
+func subFlags(name string) walkFlags {
+	if name == "gsub" {
+		return walkFlags{read: true, write: true}
+	}
+	return walkFlags{read: name[1] == '1', write: name[2] == '1', del: name[3] == '1'}
+}
+
+// walkCaller is one way of asking: whose token (who; "" none) and which
+// reference to the link (ref: id, link (its hash), own (the caller's
+// subscriber hash, or hashOf's), wrong (a hash of no link)).
+type walkCaller struct {
+	who, ref string
+	hashOf   string // for a caller with no token and ref own: whose hash
+}
+
+func (c walkCaller) String() string {
+	who := cmpOr(c.who, "anonymous")
+	if c.hashOf != "" {
+		return who + "/" + c.hashOf + "'s hash"
+	}
+	return who + "/" + c.ref
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// walkCallers: every subscriber with its token by its own hash, the id
+// and the link's hash, and its own hash without a token; the creator;
+// a person of the same organization who is not subscribed, one of
+// another organization and a guest who is not subscribed, by hash and by
+// id; anyone with no token by the link's hash, a wrong hash and the id.
+// The creator asks last, so that what it may delete is there for the
+// others to be refused first.
+func walkCallers() []walkCaller {
+	var out []walkCaller
+	for _, s := range walkSubs {
+		out = append(out, walkCaller{who: s, ref: "own"}, walkCaller{who: s, ref: "id"},
+			walkCaller{who: s, ref: "link"}, walkCaller{ref: "own", hashOf: s})
+	}
+	for _, who := range []string{"same", "other", "gnot"} {
+		out = append(out, walkCaller{who: who, ref: "link"}, walkCaller{who: who, ref: "id"}, walkCaller{who: who, ref: "wrong"})
+	}
+	out = append(out, walkCaller{ref: "link"}, walkCaller{ref: "wrong"}, walkCaller{ref: "id"})
+	return append(out, walkCaller{who: "creator", ref: "wrong"}, walkCaller{who: "creator", ref: "link"}, walkCaller{who: "creator", ref: "id"})
+}
+
+// walkLinkCase is how a walked link is set.
+type walkLinkCase struct {
+	folder, login, anon bool
+	flags               walkFlags // the link's own read and write access
+}
+
+func (lc walkLinkCase) String() string {
+	kind := "file"
+	if lc.folder {
+		kind = "folder"
+	}
+	return fmt.Sprintf("%s login=%t anon_edit=%t read=%t write=%t", kind, lc.login, lc.anon, lc.flags.read, lc.flags.write)
+}
+
+// Route kinds, by what the model asks of the caller.
+const (
+	kManage   = iota // the creator's alone (authed: no token 401)
+	kGet             // GET of the link: the creator's view, or a user's
+	kList            // a use that needs the link opened (View)
+	kRead            // a use that needs read access
+	kWrite           // a write: write access, and a member or anon_edit
+	kNotFound        // a use the link has no such item for: 404 once opened
+)
+
+// walkRoute is one sharing route as the walk asks it.
+type walkRoute struct {
+	name   string
+	kind   int
+	method string                               // GET, POST, PUT, DELETE, UPLOAD
+	path   func(w *walkLink, ref string) string // ref is the id or hash asked with
+	form   func(k *walkCast) url.Values
+	counts string // download or view: what an allowed use counts
+	// gone: an allowed call removes what the path names (DELETE); the
+	// walk remakes it for the next caller.
+	gone bool
+	// lacks: a name the answer must not carry (an item outside the
+	// request's reach).
+	lacks func(w *walkLink) string
+}
+
+// walkStatus is the answer the model gives caller c on route r of link
+// lc: a status and, for a refusal, the error code; perm is the access
+// the caller uses the link with.
+func walkExpect(lc walkLinkCase, r walkRoute, c walkCaller) (status int, code string, perm share.Perm) {
+	if r.kind == kManage {
+		switch {
+		case c.who == "":
+			return 401, "access_denied", 0
+		case c.who != "creator" || c.ref == "wrong":
+			return 404, "not_found", 0
+		}
+		return 200, "", 0
+	}
+	if r.kind == kGet && c.who == "creator" && c.ref != "wrong" {
+		return 200, "", lc.flags.perm()
+	}
+	// share.OpenLink: who is the creator or a subscriber (a member)?
+	member := c.who == "creator" || c.who != "" && slices.Contains(walkSubs, c.who)
+	switch {
+	case c.ref == "wrong":
+		return 404, "not_found", 0
+	case c.ref == "id" && !member:
+		return 404, "not_found", 0 // an id is guessable: members only
+	case lc.login && !member:
+		return 401, "access_denied", 0
+	}
+	// The access: a hash anyone may hold (login_required off) gives its
+	// own flags, the link's or its subscriber's. Where the link is reached
+	// by who the caller is (an id, or login_required), a subscriber has
+	// their own entry's flags and the creator the link's.
+	flags := lc.flags
+	switch {
+	case c.who != "creator" && member && (c.ref == "id" || lc.login):
+		flags = subFlags(c.who)
+	case c.ref == "own":
+		flags = subFlags(cmpOr(c.hashOf, c.who))
+	}
+	perm = flags.perm()
+	switch r.kind {
+	case kNotFound:
+		return 404, "not_found", perm
+	case kRead:
+		if !perm.Has(share.Read) {
+			return 403, "forbidden", perm
+		}
+	case kWrite:
+		if !perm.Has(share.Write) || !member && !lc.anon {
+			return 403, "forbidden", perm
+		}
+	}
+	return 200, "", perm
+}
+
+// walkCast is the walk's server and people.
+type walkCast struct {
+	t       *testing.T
+	f       *fixture
+	shares  *share.Service
+	creator account.Caller
+	tokens  map[string]string         // who: access token
+	people  map[string]account.Person // who: person or guest
+	seq     int
+}
+
+func (k *walkCast) next() string {
+	k.seq++
+	return fmt.Sprintf("w%d", k.seq)
+}
+
+func newWalkCast(t *testing.T) *walkCast {
+	t.Helper()
+	ctx := context.Background()
+	f := newFixture(t)
+	k := &walkCast{t: t, f: f, shares: share.New(share.Options{FS: f.fs, Accounts: f.accounts, Store: f.db}),
+		tokens: map[string]string{"creator": f.token}, people: map[string]account.Person{"creator": f.person}}
+	srv := httptest.NewUnstartedServer(New(Options{FS: f.fs, Accounts: f.accounts, Share: k.shares}))
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	f.srv, f.client = srv, srv.Client()
+	var err error
+	if k.creator, err = f.accounts.Caller(ctx, f.person.ID); err != nil {
+		t.Fatal(err)
+	}
+	other, err := f.accounts.CreateOrganization(ctx, account.OrganizationInput{Name: "Other"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	add := func(who string, p account.Person, err error) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		toks, err := f.accounts.IssueTokens(ctx, p.ID, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k.tokens[who], k.people[who] = toks.AccessToken, p
+	}
+	person := func(who string, org uint64) {
+		p, err := f.accounts.CreatePerson(ctx, account.PersonInput{OrganizationID: org, Username: who,
+			Email: who + "@example.com", Password: fixturePassword})
+		add(who, p, err)
+	}
+	for _, s := range walkSubs[:8] {
+		person(s, f.org.ID)
+	}
+	person("same", f.org.ID)
+	person("other", other.ID)
+	for _, g := range []string{"gsub", "gnot"} {
+		p, err := f.accounts.CreateGuest(ctx, account.GuestInput{CreatorID: f.person.ID, OrganizationID: f.org.ID,
+			Email: g + "@example.com", FirstName: g})
+		add(g, p, err)
+	}
+	return k
+}
+
+// walkLink is a walked link: for a folder link, the folder with a file
+// (inner) and a subfolder (sub) holding another; for a file link, the
+// file. outside is a file of the same root outside the share.
+type walkLink struct {
+	lc                    walkLinkCase
+	link                  share.Link
+	hashes                map[string]string // subscriber name: hash
+	victim                uint64            // an email subscriber for the subscriber routes to change
+	item, inner, sub      uint64
+	outside, top          uint64 // top: the root's top folder, outside the share
+	innerName, outsideNam string
+}
+
+func (k *walkCast) mkdir(parent uint64, name string) uint64 {
+	k.t.Helper()
+	st, b := k.f.postForm(k.f.at("/api/2/files/%d/folder/%d/create_folder", parent), url.Values{"name": {name}})
+	return k.id(st, b)
+}
+
+func (k *walkCast) put(parent uint64, name string) uint64 {
+	k.t.Helper()
+	st, b := k.f.upload(k.f.at("/api/2/files/%d/folder/%d/upload", parent), name, strings.NewReader("walk "+name))
+	return k.id(st, b)
+}
+
+func (k *walkCast) id(st int, b []byte) uint64 {
+	k.t.Helper()
+	if st != 200 {
+		k.t.Fatalf("%d %s", st, b)
+	}
+	var v struct {
+		ID uint64 `json:"id"`
+	}
+	decode(k.t, b, &v)
+	return v.ID
+}
+
+// newLink makes the items and the link of lc, with every walk
+// subscriber and a victim.
+func (k *walkCast) newLink(lc walkLinkCase) *walkLink {
+	k.t.Helper()
+	ctx := context.Background()
+	top := k.f.root.FolderID
+	w := &walkLink{lc: lc, hashes: map[string]string{}, outsideNam: k.next() + "-outside.txt", top: top}
+	w.outside = k.put(top, w.outsideNam)
+	if lc.folder {
+		w.item = k.mkdir(top, k.next())
+		w.innerName = k.next() + "-inner.txt"
+		w.inner = k.put(w.item, w.innerName)
+		w.sub = k.mkdir(w.item, "sub")
+		k.put(w.sub, "b.txt")
+	} else {
+		w.innerName = k.next() + "-file.txt"
+		w.item = k.put(top, w.innerName)
+		w.inner = w.item
+	}
+	l, err := k.shares.CreateLink(ctx, k.creator, k.f.root.ID, w.item, lc.folder, share.LinkSettings{
+		LoginRequired: &lc.login, AnonEdit: &lc.anon, ReadAccess: &lc.flags.read, WriteAccess: &lc.flags.write})
+	if err != nil {
+		k.t.Fatal(err)
+	}
+	w.link = l
+	for _, s := range walkSubs {
+		fl, kind := subFlags(s), "person"
+		if s == "gsub" {
+			kind = "guest"
+		}
+		sb, err := k.shares.AddSubscriber(ctx, k.creator, l.ID, share.Subscriber{Kind: kind, SubjectID: k.people[s].ID,
+			ReadAccess: fl.read, WriteAccess: fl.write, DeleteAccess: fl.del})
+		if err != nil {
+			k.t.Fatal(err)
+		}
+		w.hashes[s] = sb.Hash
+	}
+	k.addVictim(w)
+	w.link, _ = k.linkNow(w)
+	return w
+}
+
+func (k *walkCast) addVictim(w *walkLink) {
+	k.t.Helper()
+	sb, err := k.shares.AddSubscriber(context.Background(), k.creator, w.link.ID, share.Subscriber{Kind: "email", Email: k.next() + "@example.org"})
+	if err != nil {
+		k.t.Fatal(err)
+	}
+	w.victim = sb.ID
+}
+
+// linkNow reads w's link as stored (ok false: it is gone).
+func (k *walkCast) linkNow(w *walkLink) (share.Link, bool) {
+	k.t.Helper()
+	l, err := k.shares.ManagedLink(context.Background(), k.creator, strconv.FormatUint(w.link.ID, 10))
+	if errors.Is(err, share.ErrNotFound) {
+		return l, false
+	}
+	if err != nil {
+		k.t.Fatal(err)
+	}
+	return l, true
+}
+
+// tree lists what is under w's shared folder (or what is in the root's
+// top folder, for a file link), names and revisions, to show that a
+// refused write changed nothing.
+func (k *walkCast) tree(w *walkLink) string {
+	k.t.Helper()
+	ctx := context.Background()
+	var b strings.Builder
+	var walk func(id uint64, indent string)
+	walk = func(id uint64, indent string) {
+		kids, _, err := k.f.fs.List(ctx, k.f.root.ID, id)
+		if err != nil {
+			k.t.Fatal(err)
+		}
+		for _, n := range kids {
+			fmt.Fprintf(&b, "%s%s %d\n", indent, n.Name, n.RevisionID)
+			if n.Dir && w.lc.folder {
+				walk(n.ID, indent+"  ")
+			}
+		}
+	}
+	top := w.item
+	if !w.lc.folder {
+		top = k.f.root.FolderID
+	}
+	walk(top, "")
+	return b.String()
+}
+
+// ref is the reference c asks w's link by.
+func (w *walkLink) ref(c walkCaller) string {
+	switch c.ref {
+	case "id":
+		return strconv.FormatUint(w.link.ID, 10)
+	case "link":
+		return w.link.Hash
+	case "own":
+		return w.hashes[cmpOr(c.hashOf, c.who)]
+	}
+	return "wrongwrongwrongwrongwron"
+}
+
+// walkRoutes are the routes of a folder link (folder) or a file link.
+func walkRoutes(folder bool) []walkRoute {
+	base := func(suffix string) func(*walkLink, string) string {
+		return func(w *walkLink, ref string) string { return "/api/2/sharelinks/" + ref + suffix }
+	}
+	withID := func(format string, which func(*walkLink) uint64) func(*walkLink, string) string {
+		return func(w *walkLink, ref string) string {
+			return "/api/2/sharelinks/" + ref + fmt.Sprintf(format, which(w))
+		}
+	}
+	inner := func(w *walkLink) uint64 { return w.inner }
+	outside := func(w *walkLink) uint64 { return w.outside }
+	sub := func(w *walkLink) uint64 { return w.sub }
+	victim := func(w *walkLink) uint64 { return w.victim }
+	named := func(k *walkCast) url.Values { return url.Values{"name": {k.next()}} }
+	outsideName := func(w *walkLink) string { return w.outsideNam }
+	rs := []walkRoute{
+		{name: "GET link", kind: kGet, method: "GET", path: base(""), counts: "view"},
+		{name: "files", kind: kList, method: "GET", path: base("/files")},
+		{name: "files/<inner>", kind: kList, method: "GET", path: withID("/files/%d", inner)},
+		{name: "files/<outside>", kind: kNotFound, method: "GET", path: withID("/files/%d", outside)},
+		{name: "files/<inner>/download", kind: kRead, method: "GET", path: withID("/files/%d/download", inner), counts: "download"},
+		{name: "files/<inner>/view", kind: kRead, method: "GET", path: withID("/files/%d/view", inner), counts: "view"},
+		{name: "files/<outside>/download", kind: kNotFound, method: "GET", path: withID("/files/%d/download", outside)},
+		{name: "PUT link", kind: kManage, method: "PUT", path: base(""), form: func(*walkCast) url.Values { return url.Values{"download_notify": {"false"}} }},
+		{name: "POST subscribers", kind: kManage, method: "POST", path: base("/subscribers"),
+			form: func(k *walkCast) url.Values {
+				return url.Values{"subscriber_type": {"email"}, "email": {k.next() + "@example.net"}}
+			}},
+		{name: "PUT subscribers/<id>", kind: kManage, method: "PUT", path: withID("/subscribers/%d", victim),
+			form: func(*walkCast) url.Values { return url.Values{"read_access": {"true"}} }},
+		{name: "DELETE subscribers/<id>", kind: kManage, method: "DELETE", path: withID("/subscribers/%d", victim), gone: true},
+	}
+	if folder {
+		rs = append(rs,
+			walkRoute{name: "files?include_children", kind: kList, method: "GET", path: base("/files?include_children=true"), lacks: outsideName},
+			walkRoute{name: "files/children", kind: kList, method: "GET", path: base("/files/children"), lacks: outsideName},
+			walkRoute{name: "files/folder/<sub>", kind: kList, method: "GET", path: withID("/files/folder/%d", sub)},
+			walkRoute{name: "files/folder/<sub>/children", kind: kList, method: "GET", path: withID("/files/folder/%d/children", sub)},
+			walkRoute{name: "files/folder/<outside>/children", kind: kNotFound, method: "GET", path: func(w *walkLink, ref string) string {
+				return fmt.Sprintf("/api/2/sharelinks/%s/files/folder/%d/children", ref, w.top)
+			}},
+			walkRoute{name: "download (zip)", kind: kRead, method: "GET", path: base("/download"), counts: "download", lacks: outsideName},
+			walkRoute{name: "download?file_ids=<inner>,<outside>", kind: kRead, method: "GET", counts: "download", lacks: outsideName,
+				path: func(w *walkLink, ref string) string {
+					return fmt.Sprintf("/api/2/sharelinks/%s/download?file_ids=%d,%d&folder_ids=%d", ref, w.inner, w.outside, w.sub)
+				}},
+			walkRoute{name: "files/folder/<sub>/download", kind: kRead, method: "GET", path: withID("/files/folder/%d/download", sub), counts: "download"},
+			walkRoute{name: "view (a folder)", kind: kNotFound, method: "GET", path: base("/view")},
+			walkRoute{name: "files/create_folder", kind: kWrite, method: "POST", path: base("/files/create_folder"), form: named},
+			walkRoute{name: "files/folder/<sub>/create_folder", kind: kWrite, method: "POST", path: withID("/files/folder/%d/create_folder", sub), form: named},
+			walkRoute{name: "files/upload", kind: kWrite, method: "UPLOAD", path: base("/files/upload")},
+			walkRoute{name: "files/folder/<sub>/upload", kind: kWrite, method: "UPLOAD", path: withID("/files/folder/%d/upload", sub)},
+			walkRoute{name: "files/folder/<outside>/upload", kind: kNotFound, method: "UPLOAD", path: func(w *walkLink, ref string) string {
+				return fmt.Sprintf("/api/2/sharelinks/%s/files/folder/%d/upload", ref, w.outside)
+			}},
+		)
+	} else {
+		rs = append(rs,
+			walkRoute{name: "download", kind: kRead, method: "GET", path: base("/download"), counts: "download"},
+			walkRoute{name: "view", kind: kRead, method: "GET", path: base("/view"), counts: "view"},
+			walkRoute{name: "files/children (a file link)", kind: kNotFound, method: "GET", path: base("/files/children")},
+			walkRoute{name: "files/create_folder (a file link)", kind: kNotFound, method: "POST", path: base("/files/create_folder"), form: named},
+			walkRoute{name: "files/upload (a file link)", kind: kNotFound, method: "UPLOAD", path: base("/files/upload")},
+		)
+	}
+	return append(rs, walkRoute{name: "DELETE link", kind: kManage, method: "DELETE", path: base(""), gone: true})
+}
+
+// walkLinkCases: folder links with login_required, anon_edit and the
+// link's read and write access each on and off; file links (which take
+// no writes, so anon_edit is moot) with login_required and access.
+func walkLinkCases() []walkLinkCase {
+	var out []walkLinkCase
+	for _, login := range []bool{false, true} {
+		for _, on := range []bool{true, false} {
+			fl := walkFlags{read: on, write: on}
+			out = append(out, walkLinkCase{folder: true, login: login, flags: fl},
+				walkLinkCase{folder: true, login: login, anon: true, flags: fl},
+				walkLinkCase{login: login, flags: fl})
+		}
+	}
+	return out
+}
+
+// TestShareLinkWalk walks every share-link route as every caller.
+func TestShareLinkWalk(t *testing.T) {
+	k := newWalkCast(t)
+	rows := 0
+	for _, lc := range walkLinkCases() {
+		w := k.newLink(lc)
+		for _, r := range walkRoutes(lc.folder) {
+			for _, c := range walkCallers() {
+				rows++
+				k.ask(w, r, c)
+			}
+		}
+	}
+	t.Logf("%d rows (link settings × route × caller)", rows)
+}
+
+// ask sends route r as caller c to w's link and checks the answer
+// against walkExpect, and what changed against what the answer allows.
+func (k *walkCast) ask(w *walkLink, r walkRoute, c walkCaller) {
+	t := k.t
+	t.Helper()
+	ref := w.ref(c)
+	path := r.path(w, ref)
+	label := fmt.Sprintf("%s | %s %s | %s", w.lc, r.method, r.name, c)
+	status, code, perm := walkExpect(w.lc, r, c)
+	tree := ""
+	if r.method != http.MethodGet {
+		tree = k.tree(w) // a GET writes nothing: the walk spares the listing
+	}
+	before, _ := k.linkNow(w)
+
+	var form url.Values
+	if r.form != nil {
+		form = r.form(k)
+	}
+	name := ""
+	if form != nil {
+		name = form.Get("name")
+	}
+	h := http.Header{}
+	var req *http.Response
+	switch r.method {
+	case "UPLOAD":
+		name = k.next() + ".txt"
+		body, ct := multipartBody(name, strings.NewReader("up"))
+		h.Set("Content-Type", ct)
+		req = k.f.request(http.MethodPost, path, k.tokens[c.who], body, h)
+	default:
+		var body *strings.Reader
+		if form != nil {
+			h.Set("Content-Type", "application/x-www-form-urlencoded")
+			body = strings.NewReader(form.Encode())
+		}
+		if body == nil {
+			req = k.f.request(r.method, path, k.tokens[c.who], nil, h)
+		} else {
+			req = k.f.request(r.method, path, k.tokens[c.who], body, h)
+		}
+	}
+	st, b := k.f.readAll(req)
+	if st != status {
+		t.Errorf("%s: %d %.200s, want %d %s", label, st, b, status, code)
+		return
+	}
+	after, live := k.linkNow(w)
+	if status != 200 {
+		var e struct {
+			Error string `json:"error"`
+		}
+		if json.Unmarshal(b, &e) != nil || e.Error != code {
+			t.Errorf("%s: %d %.200s, want error %q", label, st, b, code)
+		}
+		if r.method != http.MethodGet {
+			if got := k.tree(w); got != tree {
+				t.Errorf("%s: refused, yet the shared tree changed:\n%s\nwas\n%s", label, got, tree)
+			}
+		}
+		if !live || !equalJSON(before, after) {
+			t.Errorf("%s: refused, yet the link changed: %+v, was %+v", label, after, before)
+		}
+		return
+	}
+	if r.lacks != nil && strings.Contains(string(b), r.lacks(w)) {
+		t.Errorf("%s: the answer carries %q, outside the share", label, r.lacks(w))
+	}
+	k.checkCounts(label, w, r, c, before, after)
+	switch {
+	case r.kind == kWrite:
+		if !strings.Contains(k.tree(w), name) {
+			t.Errorf("%s: %d, yet %q is not in the shared folder", label, st, name)
+		}
+	case r.kind == kGet && c.who != "creator":
+		// A user sees no subscriber but the one they ask as.
+		var v struct {
+			Subscribers []struct {
+				Hash string `json:"hash"`
+			} `json:"subscribers"`
+		}
+		decode(t, b, &v)
+		for _, sb := range v.Subscribers {
+			if sb.Hash != ref && sb.Hash != w.hashes[c.who] {
+				t.Errorf("%s: the answer shows another subscriber's entry (%s)", label, sb.Hash)
+			}
+		}
+	case r.kind == kList && r.name == "files":
+		var v struct {
+			Permissions []string `json:"permissions"`
+		}
+		decode(t, b, &v)
+		if want := permissions(perm); !slices.Equal(v.Permissions, want) {
+			t.Errorf("%s: permissions %v, want %v", label, v.Permissions, want)
+		}
+	}
+	if r.gone {
+		if strings.Contains(r.name, "subscribers") {
+			k.addVictim(w)
+		} else {
+			*w = *k.newLink(w.lc)
+		}
+	}
+}
+
+// checkCounts checks that an allowed use moved the link's counters by
+// exactly what it counts, and the subscriber's whose hash (or, reached by
+// who they are, whose own entry) it was asked by.
+func (k *walkCast) checkCounts(label string, w *walkLink, r walkRoute, c walkCaller, before, after share.Link) {
+	if r.kind == kManage {
+		return
+	}
+	counts := r.counts
+	if r.kind == kGet && c.who == "creator" {
+		counts = "" // the creator's view of their own link
+	}
+	dl, vw := 0, 0
+	switch counts {
+	case "download":
+		dl = 1
+	case "view":
+		vw = 1
+	}
+	if after.TimesDownloaded-before.TimesDownloaded != int64(dl) || after.TimesViewed-before.TimesViewed != int64(vw) {
+		k.t.Errorf("%s: counted %d downloads and %d views, want %d and %d", label,
+			after.TimesDownloaded-before.TimesDownloaded, after.TimesViewed-before.TimesViewed, dl, vw)
+	}
+	// Whose subscriber counters move.
+	counted := ""
+	switch {
+	case c.ref == "own":
+		counted = cmpOr(c.hashOf, c.who)
+	case c.who != "creator" && c.who != "" && slices.Contains(walkSubs, c.who) && (c.ref == "id" || w.lc.login):
+		counted = c.who
+	}
+	for i, sb := range after.Subscribers {
+		if i >= len(before.Subscribers) || before.Subscribers[i].ID != sb.ID {
+			break
+		}
+		d := sb.TimesDownloaded - before.Subscribers[i].TimesDownloaded
+		v := sb.TimesViewed - before.Subscribers[i].TimesViewed
+		wd, wv := int64(0), int64(0)
+		if counted != "" && sb.Hash == w.hashes[counted] {
+			wd, wv = int64(dl), int64(vw)
+		}
+		if d != wd || v != wv {
+			k.t.Errorf("%s: subscriber %d counted %d downloads and %d views, want %d and %d", label, sb.ID, d, v, wd, wv)
+		}
+	}
+}
+
+func equalJSON(a, b any) bool {
+	x, err1 := json.Marshal(a)
+	y, err2 := json.Marshal(b)
+	return err1 == nil && err2 == nil && string(x) == string(y)
+}
