@@ -86,9 +86,12 @@ func cmpOr(a, b string) string {
 
 // walkCallers: every subscriber with its token by its own hash, the id
 // and the link's hash, and its own hash without a token; the creator;
-// a person of the same organization who is not subscribed, one of
-// another organization and a guest who is not subscribed, by hash and by
-// id; anyone with no token by the link's hash, a wrong hash and the id.
+// a person of the same organization who is not subscribed, an
+// administrator of it (not subscribed either), one of another
+// organization, a guest who is not subscribed and a person whose
+// subscription was removed (sgone, also by the hash it had), by hash, by
+// id and by a wrong hash; anyone with no token by the link's hash, a
+// wrong hash and the id.
 // The creator asks last, so that what it may delete is there for the
 // others to be refused first.
 func walkCallers() []walkCaller {
@@ -97,9 +100,10 @@ func walkCallers() []walkCaller {
 		out = append(out, walkCaller{who: s, ref: "own"}, walkCaller{who: s, ref: "id"},
 			walkCaller{who: s, ref: "link"}, walkCaller{ref: "own", hashOf: s})
 	}
-	for _, who := range []string{"same", "other", "gnot"} {
+	for _, who := range []string{"same", "admin", "other", "gnot", "sgone"} {
 		out = append(out, walkCaller{who: who, ref: "link"}, walkCaller{who: who, ref: "id"}, walkCaller{who: who, ref: "wrong"})
 	}
+	out = append(out, walkCaller{who: "sgone", ref: "own"}, walkCaller{ref: "own", hashOf: "sgone"})
 	out = append(out, walkCaller{ref: "link"}, walkCaller{ref: "wrong"}, walkCaller{ref: "id"})
 	return append(out, walkCaller{who: "creator", ref: "wrong"}, walkCaller{who: "creator", ref: "link"}, walkCaller{who: "creator", ref: "id"})
 }
@@ -108,6 +112,7 @@ func walkCallers() []walkCaller {
 type walkLinkCase struct {
 	folder, login, anon bool
 	flags               walkFlags // the link's own read and write access
+	expired             bool      // expires is a day gone by
 }
 
 func (lc walkLinkCase) String() string {
@@ -115,7 +120,7 @@ func (lc walkLinkCase) String() string {
 	if lc.folder {
 		kind = "folder"
 	}
-	return fmt.Sprintf("%s login=%t anon_edit=%t read=%t write=%t", kind, lc.login, lc.anon, lc.flags.read, lc.flags.write)
+	return fmt.Sprintf("%s login=%t anon_edit=%t read=%t write=%t expired=%t", kind, lc.login, lc.anon, lc.flags.read, lc.flags.write, lc.expired)
 }
 
 // Route kinds, by what the model asks of the caller.
@@ -163,12 +168,14 @@ func walkExpect(lc walkLinkCase, r walkRoute, c walkCaller) (status int, code st
 	// share.OpenLink: who is the creator or a subscriber (a member)?
 	member := c.who == "creator" || c.who != "" && slices.Contains(walkSubs, c.who)
 	switch {
-	case c.ref == "wrong":
-		return 404, "not_found", 0
+	case c.ref == "wrong", c.ref == "own" && cmpOr(c.hashOf, c.who) == "sgone":
+		return 404, "not_found", 0 // no such hash (any more)
 	case c.ref == "id" && !member:
 		return 404, "not_found", 0 // an id is guessable: members only
 	case lc.login && !member:
 		return 401, "access_denied", 0
+	case lc.expired:
+		return 410, "link_expired", 0
 	}
 	// The access: a hash anyone may hold (login_required off) gives its
 	// own flags, the link's or its subscriber's. Where the link is reached
@@ -250,7 +257,11 @@ func newWalkCast(t *testing.T) *walkCast {
 		person(s, f.org.ID)
 	}
 	person("same", f.org.ID)
+	person("sgone", f.org.ID)
 	person("other", other.ID)
+	p, err := f.accounts.CreatePerson(ctx, account.PersonInput{OrganizationID: f.org.ID, Username: "admin",
+		Email: "admin@example.com", Password: fixturePassword, Admin: true})
+	add("admin", p, err)
 	for _, g := range []string{"gsub", "gnot"} {
 		p, err := f.accounts.CreateGuest(ctx, account.GuestInput{CreatorID: f.person.ID, OrganizationID: f.org.ID,
 			Email: g + "@example.com", FirstName: g})
@@ -269,6 +280,7 @@ type walkLink struct {
 	victim                uint64            // an email subscriber for the subscriber routes to change
 	item, inner, sub      uint64
 	outside, top          uint64 // top: the root's top folder, outside the share
+	parent                uint64 // a file link's: the file's folder
 	innerName, outsideNam string
 }
 
@@ -311,12 +323,18 @@ func (k *walkCast) newLink(lc walkLinkCase) *walkLink {
 		w.sub = k.mkdir(w.item, "sub")
 		k.put(w.sub, "b.txt")
 	} else {
+		// The file alone in a folder of its own, which the walk lists.
+		w.parent = k.mkdir(top, k.next())
 		w.innerName = k.next() + "-file.txt"
-		w.item = k.put(top, w.innerName)
+		w.item = k.put(w.parent, w.innerName)
 		w.inner = w.item
 	}
-	l, err := k.shares.CreateLink(ctx, k.creator, k.f.root.ID, w.item, lc.folder, share.LinkSettings{
-		LoginRequired: &lc.login, AnonEdit: &lc.anon, ReadAccess: &lc.flags.read, WriteAccess: &lc.flags.write})
+	set := share.LinkSettings{LoginRequired: &lc.login, AnonEdit: &lc.anon, ReadAccess: &lc.flags.read, WriteAccess: &lc.flags.write}
+	if lc.expired {
+		day := "2000-01-01"
+		set.Expires = &day
+	}
+	l, err := k.shares.CreateLink(ctx, k.creator, k.f.root.ID, w.item, lc.folder, set)
 	if err != nil {
 		k.t.Fatal(err)
 	}
@@ -333,6 +351,15 @@ func (k *walkCast) newLink(lc walkLinkCase) *walkLink {
 		}
 		w.hashes[s] = sb.Hash
 	}
+	// sgone was a subscriber, with a hash, and is no more.
+	gone, err := k.shares.AddSubscriber(ctx, k.creator, l.ID, share.Subscriber{Kind: "person", SubjectID: k.people["sgone"].ID, ReadAccess: true, WriteAccess: true})
+	if err != nil {
+		k.t.Fatal(err)
+	}
+	if err := k.shares.RemoveSubscriber(ctx, k.creator, l.ID, gone.ID); err != nil {
+		k.t.Fatal(err)
+	}
+	w.hashes["sgone"] = gone.Hash
 	k.addVictim(w)
 	w.link, _ = k.linkNow(w)
 	return w
@@ -360,9 +387,9 @@ func (k *walkCast) linkNow(w *walkLink) (share.Link, bool) {
 	return l, true
 }
 
-// tree lists what is under w's shared folder (or what is in the root's
-// top folder, for a file link), names and revisions, to show that a
-// refused write changed nothing.
+// tree lists what is under w's shared folder (or in a file link's
+// file's folder), names and revisions, to show that a refused write
+// changed nothing.
 func (k *walkCast) tree(w *walkLink) string {
 	k.t.Helper()
 	ctx := context.Background()
@@ -375,14 +402,14 @@ func (k *walkCast) tree(w *walkLink) string {
 		}
 		for _, n := range kids {
 			fmt.Fprintf(&b, "%s%s %d\n", indent, n.Name, n.RevisionID)
-			if n.Dir && w.lc.folder {
+			if n.Dir {
 				walk(n.ID, indent+"  ")
 			}
 		}
 	}
 	top := w.item
 	if !w.lc.folder {
-		top = k.f.root.FolderID
+		top = w.parent
 	}
 	walk(top, "")
 	return b.String()
@@ -472,7 +499,8 @@ func walkRoutes(folder bool) []walkRoute {
 
 // walkLinkCases: folder links with login_required, anon_edit and the
 // link's read and write access each on and off; file links (which take
-// no writes, so anon_edit is moot) with login_required and access.
+// no writes, so anon_edit is moot) with login_required and access; an
+// expired folder link and an expired login_required file link.
 func walkLinkCases() []walkLinkCase {
 	var out []walkLinkCase
 	for _, login := range []bool{false, true} {
@@ -483,7 +511,8 @@ func walkLinkCases() []walkLinkCase {
 				walkLinkCase{login: login, flags: fl})
 		}
 	}
-	return out
+	return append(out, walkLinkCase{folder: true, anon: true, flags: walkFlags{read: true, write: true}, expired: true},
+		walkLinkCase{login: true, flags: walkFlags{read: true}, expired: true})
 }
 
 // TestShareLinkWalk walks every share-link route as every caller.
@@ -511,9 +540,12 @@ func (k *walkCast) ask(w *walkLink, r walkRoute, c walkCaller) {
 	path := r.path(w, ref)
 	label := fmt.Sprintf("%s | %s %s | %s", w.lc, r.method, r.name, c)
 	status, code, perm := walkExpect(w.lc, r, c)
+	// Only a write could change the tree: the walk spares the listing
+	// of the others (it is most of its time).
+	writes := r.method != http.MethodGet && r.kind != kManage
 	tree := ""
-	if r.method != http.MethodGet {
-		tree = k.tree(w) // a GET writes nothing: the walk spares the listing
+	if writes {
+		tree = k.tree(w)
 	}
 	before, _ := k.linkNow(w)
 
@@ -558,7 +590,7 @@ func (k *walkCast) ask(w *walkLink, r walkRoute, c walkCaller) {
 		if json.Unmarshal(b, &e) != nil || e.Error != code {
 			t.Errorf("%s: %d %.200s, want error %q", label, st, b, code)
 		}
-		if r.method != http.MethodGet {
+		if writes {
 			if got := k.tree(w); got != tree {
 				t.Errorf("%s: refused, yet the shared tree changed:\n%s\nwas\n%s", label, got, tree)
 			}
