@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"berth/account"
+	"berth/kv"
 	"berth/share"
 )
 
@@ -690,4 +691,101 @@ func equalJSON(a, b any) bool {
 	x, err1 := json.Marshal(a)
 	y, err2 := json.Marshal(b)
 	return err1 == nil && err2 == nil && string(x) == string(y)
+}
+
+// TestShareLinkWalkCreateAndGuest walks the sharing routes outside
+// /sharelinks as the walk's callers: creating a file or folder link (4.2
+// and 4.3 share: the root's owner only; an administrator without
+// admin_browse_files does not reach the root, 404) and a guest's shares
+// (4.9: the guest and its organization's administrators; the guest sees
+// its own subscriber hashes, never the link's). A refused creation makes
+// no link.
+func TestShareLinkWalkCreateAndGuest(t *testing.T) {
+	k := newWalkCast(t)
+	w := k.newLink(walkLinkCase{folder: true, flags: walkFlags{read: true}})
+	file := k.put(k.f.root.FolderID, k.next()+".txt")
+	folder := k.mkdir(k.f.root.FolderID, k.next())
+	callers := []string{"", "s000", "s111", "gsub", "gnot", "same", "admin", "other", "sgone", "creator"}
+	type route struct {
+		name, path string
+		owner      string // who the route is about: the root's owner, or the guest
+	}
+	routes := []route{
+		{"POST files/<file>/share", k.f.at("/api/2/files/%d/%d/share", file), "creator"},
+		{"POST files/folder/<folder>/share", k.f.at("/api/2/files/%d/folder/%d/share", folder), "creator"},
+		{"GET guest/<gsub>/shares", fmt.Sprintf("/api/2/guest/%d/shares", k.people["gsub"].ID), "gsub"},
+		{"GET guest/<gnot>/shares", fmt.Sprintf("/api/2/guest/%d/shares", k.people["gnot"].ID), "gnot"},
+	}
+	// expect is the model: no token 401; the owner (the root's, the
+	// guest itself) 200; the organization's administrator reads a guest
+	// (200) and, without admin_browse_files, does not reach a person's
+	// root (404); anyone else 404, as for what does not exist.
+	expect := func(r route, who string) (int, string) {
+		switch {
+		case who == "":
+			return 401, "access_denied"
+		case who == r.owner, who == "admin" && r.owner != "creator":
+			return 200, ""
+		}
+		return 404, "not_found"
+	}
+	for _, r := range routes {
+		for _, who := range callers {
+			label := r.name + " | " + cmpOr(who, "anonymous")
+			status, code := expect(r, who)
+			before := k.linkCount()
+			method := http.MethodPost
+			if strings.HasPrefix(r.name, "GET") {
+				method = http.MethodGet
+			}
+			st, b := k.f.send(method, r.path, k.tokens[who], nil)
+			if st != status {
+				t.Errorf("%s: %d %.200s, want %d %s", label, st, b, status, code)
+				continue
+			}
+			made := k.linkCount() - before
+			switch {
+			case status != 200:
+				wantError(t, st, b, status, code)
+				if made != 0 {
+					t.Errorf("%s: refused, yet %d links were made", label, made)
+				}
+			case method == http.MethodPost:
+				if made != 1 {
+					t.Errorf("%s: %d links made, want 1", label, made)
+				}
+			default:
+				var v struct {
+					Results []struct {
+						Hash string `json:"hash"`
+					} `json:"results"`
+				}
+				decode(t, b, &v)
+				var got []string
+				for _, e := range v.Results {
+					got = append(got, e.Hash)
+				}
+				var want []string
+				if h, ok := w.hashes[r.owner]; ok {
+					want = []string{h}
+				}
+				if !slices.Equal(got, want) {
+					t.Errorf("%s: hashes %v, want the guest's own %v", label, got, want)
+				}
+			}
+		}
+	}
+}
+
+// linkCount is how many links there are.
+func (k *walkCast) linkCount() int {
+	k.t.Helper()
+	n := 0
+	err := k.f.db.View(context.Background(), func(tx kv.Txn) error {
+		return tx.Scan([]byte(kv.ShareLink), nil, func(_, _ []byte) error { n++; return nil })
+	})
+	if err != nil {
+		k.t.Fatal(err)
+	}
+	return n
 }
