@@ -612,16 +612,28 @@ func (k *walkCast) ask(w *walkLink, r walkRoute, c walkCaller) {
 		}
 	case r.kind == kGet && c.who != "creator":
 		// A user sees no subscriber but the one they ask as.
+		// The item's permissions are theirs, as on every file object.
+		type item struct {
+			Permissions []string `json:"permissions"`
+		}
 		var v struct {
 			Subscribers []struct {
 				Hash string `json:"hash"`
 			} `json:"subscribers"`
+			File, Folder *item
 		}
 		decode(t, b, &v)
 		for _, sb := range v.Subscribers {
 			if sb.Hash != ref && sb.Hash != w.hashes[c.who] {
 				t.Errorf("%s: the answer shows another subscriber's entry (%s)", label, sb.Hash)
 			}
+		}
+		it := v.File
+		if it == nil {
+			it = v.Folder
+		}
+		if want := permissions(perm); it == nil || !slices.Equal(it.Permissions, want) {
+			t.Errorf("%s: the item's permissions %+v, want %v", label, it, want)
 		}
 	case r.kind == kList && r.name == "files":
 		var v struct {
