@@ -801,3 +801,167 @@ func (k *walkCast) linkCount() int {
 	}
 	return n
 }
+
+// TestShareLinkWalkOrgShare is the walk's smaller part for organization
+// shares (4.7): their file routes and link creation (4.2, 4.3 share) as
+// subscribers of each role, a subscribed guest, a person of the same
+// organization and a guest who are not subscribed, the organization's
+// and its parent's administrators, another tenant's and no one. What each
+// may is the role's permissions (docs/api.md "Organization shares":
+// VIEWER sees and reads, COLLABORATOR also changes and deletes, MANAGER
+// and the administrators also share onward); a refusal changes nothing
+// and makes no link. Then a link its MANAGER made stops answering once
+// its creator may no longer share the item.
+func TestShareLinkWalkOrgShare(t *testing.T) {
+	w := newOrgWorld(t)
+	ctx := context.Background()
+	tokens := map[string]string{"cadmin": w.childAdmin, "padmin": w.parentAdmin, "oadmin": w.otherAdmin}
+	ids := map[string]uint64{}
+	for _, who := range []string{"viewer", "collab", "manager", "plain"} {
+		p, tok, _ := w.member(w.child.ID, who, false)
+		tokens[who], ids[who] = tok, p.ID
+	}
+	for _, who := range []string{"gview", "gnot"} {
+		g, err := w.accounts.CreateGuest(ctx, account.GuestInput{CreatorID: w.childAdminUser.ID, OrganizationID: w.child.ID,
+			Email: who + "@example.com", Password: fixturePassword})
+		if err != nil {
+			t.Fatal(err)
+		}
+		toks, err := w.accounts.IssueTokens(ctx, g.ID, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tokens[who], ids[who] = toks.AccessToken, g.ID
+	}
+	st, b := w.postAs(w.childAdmin, orgPath(w.child.ID, "/shares/create"), url.Values{"name": {"Walk"}})
+	if st != 200 {
+		t.Fatalf("create: %d %s", st, b)
+	}
+	var root rootJSON
+	decode(t, b, &root)
+	sharePath := orgPath(w.child.ID, fmt.Sprintf("/share/%d", root.ID))
+	subscribe := func(managerRole string) {
+		t.Helper()
+		subs := fmt.Sprintf(`[[%d,"web","VIEWER"],[%d,"web","COLLABORATOR"],[%d,"web","VIEWER"]`, ids["viewer"], ids["collab"], ids["gview"])
+		if managerRole != "" {
+			subs += fmt.Sprintf(`,[%d,"web",%q]`, ids["manager"], managerRole)
+		}
+		if st, b := w.postAs(w.childAdmin, sharePath+"/subscribers/update", url.Values{"subscribers": {subs + "]"}}); st != 200 {
+			t.Fatalf("subscribers: %d %s", st, b)
+		}
+	}
+	subscribe("MANAGER")
+	k := &walkCast{t: t, f: w.fixture}
+	fresh := func() uint64 {
+		st, b := w.uploadAs(w.childAdmin, root.ID, k.next()+".txt", 3)
+		return k.id(st, b)
+	}
+	seed := fresh()
+	st, b = w.postAs(w.childAdmin, fmt.Sprintf("/api/2/files/%d/create_folder", root.ID), url.Values{"name": {"dir"}})
+	dir := k.id(st, b)
+
+	roles := map[string]share.Perm{"viewer": share.RolePerms(share.RoleViewer), "gview": share.RolePerms(share.RoleViewer),
+		"collab": share.RolePerms(share.RoleCollaborator), "manager": share.RolePerms(share.RoleManager),
+		"cadmin": share.Owner, "padmin": share.Owner}
+	// expect: no token 401; someone the share is not for 404, as for a
+	// root that does not exist; a subscriber or administrator without the
+	// permission the route needs 403.
+	expect := func(who string, need share.Perm) (int, string) {
+		perm, ok := roles[who]
+		switch {
+		case who == "":
+			return 401, "access_denied"
+		case !ok:
+			return 404, "not_found"
+		case !perm.Has(need):
+			return 403, "forbidden"
+		}
+		return 200, ""
+	}
+	type route struct {
+		name, method string
+		need         share.Perm
+		path         func() string
+	}
+	fixed := func(format string, args ...any) func() string {
+		return func() string { return fmt.Sprintf(format, args...) }
+	}
+	routes := []route{
+		{"GET root", "GET", share.View, fixed("/api/2/files/%d", root.ID)},
+		{"download", "GET", share.Read, fixed("/api/2/files/%d/%d/download", root.ID, seed)},
+		{"upload", "UPLOAD", share.Write, fixed("/api/2/files/%d/upload", root.ID)},
+		{"create_folder", "POST", share.Write, fixed("/api/2/files/%d/create_folder", root.ID)},
+		{"rename", "POST", share.Write, func() string { return fmt.Sprintf("/api/2/files/%d/%d/rename", root.ID, fresh()) }},
+		{"delete", "POST", share.Delete, func() string { return fmt.Sprintf("/api/2/files/%d/%d/delete", root.ID, fresh()) }},
+		{"file share", "POST", share.Reshare, fixed("/api/2/files/%d/%d/share", root.ID, seed)},
+		{"folder share", "POST", share.Reshare, fixed("/api/2/files/%d/folder/%d/share", root.ID, dir)},
+	}
+	tree := func() string {
+		var sb strings.Builder
+		var walk func(id uint64)
+		walk = func(id uint64) {
+			kids, _, err := w.fs.List(ctx, root.ID, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, n := range kids {
+				fmt.Fprintf(&sb, "%s %d %t\n", n.Path, n.RevisionID, n.Deleted)
+				if n.Dir {
+					walk(n.ID)
+				}
+			}
+		}
+		r, err := w.fs.Root(ctx, root.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		walk(r.FolderID)
+		return sb.String()
+	}
+	rows := 0
+	for _, r := range routes {
+		for _, who := range []string{"", "plain", "gnot", "oadmin", "viewer", "gview", "collab", "manager", "cadmin", "padmin"} {
+			rows++
+			label := r.name + " | " + cmpOr(who, "anonymous")
+			status, code := expect(who, r.need)
+			path := r.path()
+			before, links := tree(), k.linkCount()
+			form := url.Values{"name": {k.next()}}
+			if r.name == "file share" || r.name == "folder share" {
+				form = nil
+			}
+			st, b := w.send(r.method, path, tokens[who], form)
+			if st != status {
+				t.Errorf("%s: %d %.200s, want %d %s", label, st, b, status, code)
+				continue
+			}
+			if status != 200 {
+				wantError(t, st, b, status, code)
+				if tree() != before || k.linkCount() != links {
+					t.Errorf("%s: refused, yet the share or its links changed", label)
+				}
+			}
+		}
+	}
+	t.Logf("%d rows", rows)
+
+	// A MANAGER's link answers while its creator may share the item;
+	// unsubscribed, or only a VIEWER, the link is as gone (404), and
+	// answers again once they are MANAGER again.
+	st, b = w.postAs(tokens["manager"], fmt.Sprintf("/api/2/files/%d/%d/share", root.ID, seed), nil)
+	if st != 200 {
+		t.Fatalf("manager's link: %d %s", st, b)
+	}
+	var l linkJSON
+	decode(t, b, &l)
+	for _, tc := range []struct {
+		role   string // the manager's role now; "" unsubscribed
+		status int
+	}{{"MANAGER", 200}, {"", 404}, {"VIEWER", 404}, {"COLLABORATOR", 404}, {"MANAGER", 200}} {
+		subscribe(tc.role)
+		st, b := w.readAll(w.request(http.MethodGet, "/api/2/sharelinks/"+l.Hash+"/download", "", nil, nil))
+		if st != tc.status {
+			t.Errorf("link of a manager now %q: %d %.200s, want %d", tc.role, st, b, tc.status)
+		}
+	}
+}

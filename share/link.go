@@ -556,6 +556,9 @@ func (s *Service) OpenLink(ctx context.Context, ref string, c *account.Caller) (
 	if err != nil {
 		return LinkAccess{}, err
 	}
+	if err := s.creatorShares(ctx, l); err != nil {
+		return LinkAccess{}, err
+	}
 	member := c != nil && c.Person.Active && (c.Person.ID == l.CreatorID || s.subscribed(ctx, l, *c))
 	if !byHash && !member {
 		return LinkAccess{}, ErrNotFound
@@ -608,6 +611,36 @@ func (s *Service) OpenLink(ctx context.Context, ref string, c *account.Caller) (
 	}
 	la.Root = r
 	return la, nil
+}
+
+// creatorShares checks that l's creator may still share its root (the
+// Reshare a link is created with): a link shares no more than its creator
+// may, so once they may not (they left an organization share, or are no
+// longer its MANAGER; they or their organization are disabled) it is as
+// gone, and answers again if they regain it.
+//
+// Errors: ErrNotFound; the store's.
+func (s *Service) creatorShares(ctx context.Context, l Link) error {
+	if s.accounts == nil {
+		return nil
+	}
+	cr, err := s.accounts.Caller(ctx, l.CreatorID)
+	if errors.Is(err, account.ErrNotFound) || errors.Is(err, account.ErrInactive) {
+		return ErrNotFound
+	}
+	if err != nil {
+		return err
+	}
+	a, err := s.Root(ctx, cr, l.RootID)
+	switch {
+	case errors.Is(err, ErrNoRoot), errors.Is(err, account.ErrInactive), errors.Is(err, vfs.ErrRootDeleted), errors.Is(err, vfs.ErrNotExist):
+		return ErrNotFound
+	case err != nil:
+		return err
+	case !a.Perms.Has(Reshare):
+		return ErrNotFound
+	}
+	return nil
 }
 
 // subscribed reports whether c is a person or guest subscriber of l, an
