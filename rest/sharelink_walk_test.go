@@ -964,4 +964,34 @@ func TestShareLinkWalkOrgShare(t *testing.T) {
 			t.Errorf("link of a manager now %q: %d %.200s, want %d", tc.role, st, b, tc.status)
 		}
 	}
+
+	// A write through a link is the creator's write into the share: held
+	// to the share's organization's policy, as the creator's own upload
+	// is, never to the creator's own organization's (here the parent's,
+	// which excludes nothing).
+	if _, err := w.accounts.UpdatePolicy(ctx, w.child.ID, func(p *account.Policy) error { p.ExcludedExtensions = ".exe"; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	st, b = w.postAs(w.parentAdmin, fmt.Sprintf("/api/2/files/%d/folder/%d/share", root.ID, dir),
+		url.Values{"write_access": {"true"}, "anon_edit": {"true"}})
+	if st != 200 {
+		t.Fatalf("parent administrator's link: %d %s", st, b)
+	}
+	decode(t, b, &l)
+	body, ct := multipartBody("direct.exe", strings.NewReader("MZ"))
+	wantSt, wantB := w.readAll(w.request(http.MethodPost, fmt.Sprintf("/api/2/files/%d/folder/%d/upload", root.ID, dir), w.parentAdmin, body, http.Header{"Content-Type": {ct}}))
+	if wantSt == 200 {
+		t.Fatalf("the administrator's own upload of an excluded extension: %d %s", wantSt, wantB)
+	}
+	var want struct {
+		Error string `json:"error"`
+	}
+	decode(t, wantB, &want)
+	before := tree()
+	body, ct = multipartBody("link.exe", strings.NewReader("MZ"))
+	st, b = w.readAll(w.request(http.MethodPost, "/api/2/sharelinks/"+l.Hash+"/files/upload", "", body, http.Header{"Content-Type": {ct}}))
+	wantError(t, st, b, wantSt, want.Error)
+	if tree() != before {
+		t.Errorf("a refused upload through the link changed the share")
+	}
 }

@@ -799,9 +799,9 @@ func (s *Service) notice(ctx context.Context, l Link, subject, body string) {
 // LinkWrite returns the terms of a write through la's link by c (nil: no
 // token): the link (or the subscriber's hash) must grant write access, and
 // a user who is neither the creator nor a subscriber writes only with
-// anon_edit. The write is made with the creator's options: their
-// principal, their policy's limits and their quotas, since the root is
-// theirs.
+// anon_edit. The write is made with the creator's access to the root:
+// their principal, and the limits and quotas of the root's policy (their
+// own for their root; an organization share's organization's).
 //
 // Errors: ErrForbidden (a *Refusal) when the write is not allowed;
 // account's errors reading the creator (an inactive creator is refused).
@@ -820,7 +820,13 @@ func (s *Service) LinkWrite(ctx context.Context, la LinkAccess, c *account.Calle
 	if err != nil {
 		return Access{}, refuse("the share link's creator can no longer write here")
 	}
-	return Access{Root: la.Root, Perms: la.Perms, Policy: cr.Organization.Policy, Opts: WriteOptions(cr)}, nil
+	// The creator's own access to the root: for an organization share,
+	// its organization's policy and quotas, not the creator's.
+	ca, err := s.Root(ctx, cr, la.Link.RootID)
+	if err != nil || !ca.Perms.Has(Write) {
+		return Access{}, refuse("the share link's creator can no longer write here")
+	}
+	return Access{Root: la.Root, Perms: la.Perms & ca.Perms, Policy: ca.Policy, Opts: ca.Opts}, nil
 }
 
 // recordLink writes the activity record of a change to link l by c, in
