@@ -789,6 +789,50 @@ func TestShareLinkWalkCreateAndGuest(t *testing.T) {
 	}
 }
 
+// TestShareLinkWalkSubscribe: the creator subscribes only persons,
+// guests and groups of their own organization, each by its own kind
+// (else 404, as for an id that does not exist, so that ids of others
+// cannot be probed); anyone else is subscribed by e-mail. A refusal adds
+// no subscriber.
+func TestShareLinkWalkSubscribe(t *testing.T) {
+	k := newWalkCast(t)
+	w := k.newLink(walkLinkCase{folder: true, flags: walkFlags{read: true}})
+	path := fmt.Sprintf("/api/2/sharelinks/%d/subscribers", w.link.ID)
+	for _, tc := range []struct {
+		kind, who string
+		status    int
+	}{
+		{"person", "other", 404},
+		{"person", "gnot", 404}, // a guest as a person
+		{"guest", "same", 404},  // a person as a guest
+		{"guest", "gnot", 200},
+		{"person", "same", 200},
+		{"email", "", 200},
+	} {
+		before, _ := k.linkNow(w)
+		form := url.Values{"subscriber_type": {tc.kind}}
+		if tc.who != "" {
+			form.Set("subscriber_id", strconv.FormatUint(k.people[tc.who].ID, 10))
+		} else {
+			form.Set("email", k.next()+"@example.com")
+		}
+		st, b := k.f.send(http.MethodPost, path, k.f.token, form)
+		after, _ := k.linkNow(w)
+		label := tc.kind + " " + tc.who
+		switch {
+		case st != tc.status:
+			t.Errorf("%s: %d %.200s, want %d", label, st, b, tc.status)
+		case st != 200:
+			wantError(t, st, b, tc.status, "not_found")
+			if len(after.Subscribers) != len(before.Subscribers) {
+				t.Errorf("%s: refused, yet a subscriber was added", label)
+			}
+		case len(after.Subscribers) != len(before.Subscribers)+1:
+			t.Errorf("%s: %d subscribers after, want %d", label, len(after.Subscribers), len(before.Subscribers)+1)
+		}
+	}
+}
+
 // linkCount is how many links there are.
 func (k *walkCast) linkCount() int {
 	k.t.Helper()
