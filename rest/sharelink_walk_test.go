@@ -1,10 +1,12 @@
 package rest
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -25,6 +27,14 @@ import (
 // model of docs/api.md ("Share links"), never typed per cell, and a
 // refusal is checked to have changed nothing: the shared folder's tree,
 // the link's record, its counters.
+//
+// Cells the model left open, decided from docs/api.md and written there:
+// a subscriber let in for who they are (by id, or on a login_required
+// link) has their own entry's access, never the link's; a hash usable
+// without login gives its own flags to whoever holds it, token or not;
+// a token of someone neither creator nor subscriber (an administrator of
+// the organization included) counts for nothing, so on a login_required
+// link it is 401 access_denied as documented, and by id 404.
 
 // walkFlags are read, write and delete access.
 type walkFlags struct{ read, write, del bool }
@@ -71,18 +81,11 @@ type walkCaller struct {
 }
 
 func (c walkCaller) String() string {
-	who := cmpOr(c.who, "anonymous")
+	who := cmp.Or(c.who, "anonymous")
 	if c.hashOf != "" {
 		return who + "/" + c.hashOf + "'s hash"
 	}
 	return who + "/" + c.ref
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // walkCallers: every subscriber with its token by its own hash, the id
@@ -150,7 +153,7 @@ type walkRoute struct {
 	lacks func(w *walkLink) string
 }
 
-// walkStatus is the answer the model gives caller c on route r of link
+// walkExpect is the answer the model gives caller c on route r of link
 // lc: a status and, for a refusal, the error code; perm is the access
 // the caller uses the link with.
 func walkExpect(lc walkLinkCase, r walkRoute, c walkCaller) (status int, code string, perm share.Perm) {
@@ -169,7 +172,7 @@ func walkExpect(lc walkLinkCase, r walkRoute, c walkCaller) (status int, code st
 	// share.OpenLink: who is the creator or a subscriber (a member)?
 	member := c.who == "creator" || c.who != "" && slices.Contains(walkSubs, c.who)
 	switch {
-	case c.ref == "wrong", c.ref == "own" && cmpOr(c.hashOf, c.who) == "sgone":
+	case c.ref == "wrong", c.ref == "own" && cmp.Or(c.hashOf, c.who) == "sgone":
 		return 404, "not_found", 0 // no such hash (any more)
 	case c.ref == "id" && !member:
 		return 404, "not_found", 0 // an id is guessable: members only
@@ -187,7 +190,7 @@ func walkExpect(lc walkLinkCase, r walkRoute, c walkCaller) (status int, code st
 	case c.who != "creator" && member && (c.ref == "id" || lc.login):
 		flags = subFlags(c.who)
 	case c.ref == "own":
-		flags = subFlags(cmpOr(c.hashOf, c.who))
+		flags = subFlags(cmp.Or(c.hashOf, c.who))
 	}
 	perm = flags.perm()
 	switch r.kind {
@@ -424,7 +427,7 @@ func (w *walkLink) ref(c walkCaller) string {
 	case "link":
 		return w.link.Hash
 	case "own":
-		return w.hashes[cmpOr(c.hashOf, c.who)]
+		return w.hashes[cmp.Or(c.hashOf, c.who)]
 	}
 	return "wrongwrongwrongwrongwron"
 }
@@ -559,26 +562,20 @@ func (k *walkCast) ask(w *walkLink, r walkRoute, c walkCaller) {
 		name = form.Get("name")
 	}
 	h := http.Header{}
-	var req *http.Response
-	switch r.method {
-	case "UPLOAD":
+	var body io.Reader
+	method := r.method
+	switch {
+	case method == "UPLOAD":
 		name = k.next() + ".txt"
-		body, ct := multipartBody(name, strings.NewReader("up"))
+		var ct string
+		body, ct = multipartBody(name, strings.NewReader("up"))
 		h.Set("Content-Type", ct)
-		req = k.f.request(http.MethodPost, path, k.tokens[c.who], body, h)
-	default:
-		var body *strings.Reader
-		if form != nil {
-			h.Set("Content-Type", "application/x-www-form-urlencoded")
-			body = strings.NewReader(form.Encode())
-		}
-		if body == nil {
-			req = k.f.request(r.method, path, k.tokens[c.who], nil, h)
-		} else {
-			req = k.f.request(r.method, path, k.tokens[c.who], body, h)
-		}
+		method = http.MethodPost
+	case form != nil:
+		h.Set("Content-Type", "application/x-www-form-urlencoded")
+		body = strings.NewReader(form.Encode())
 	}
-	st, b := k.f.readAll(req)
+	st, b := k.f.readAll(k.f.request(method, path, k.tokens[c.who], body, h))
 	if st != status {
 		t.Errorf("%s: %d %.200s, want %d %s", label, st, b, status, code)
 		return
@@ -679,7 +676,7 @@ func (k *walkCast) checkCounts(label string, w *walkLink, r walkRoute, c walkCal
 	counted := ""
 	switch {
 	case c.ref == "own":
-		counted = cmpOr(c.hashOf, c.who)
+		counted = cmp.Or(c.hashOf, c.who)
 	case c.who != "creator" && c.who != "" && slices.Contains(walkSubs, c.who) && (c.ref == "id" || w.lc.login):
 		counted = c.who
 	}
@@ -743,7 +740,7 @@ func TestShareLinkWalkCreateAndGuest(t *testing.T) {
 	}
 	for _, r := range routes {
 		for _, who := range callers {
-			label := r.name + " | " + cmpOr(who, "anonymous")
+			label := r.name + " | " + cmp.Or(who, "anonymous")
 			status, code := expect(r, who)
 			before := k.linkCount()
 			method := http.MethodPost
@@ -966,7 +963,7 @@ func TestShareLinkWalkOrgShare(t *testing.T) {
 	for _, r := range routes {
 		for _, who := range []string{"", "plain", "gnot", "oadmin", "viewer", "gview", "collab", "manager", "cadmin", "padmin"} {
 			rows++
-			label := r.name + " | " + cmpOr(who, "anonymous")
+			label := r.name + " | " + cmp.Or(who, "anonymous")
 			status, code := expect(who, r.need)
 			path := r.path()
 			before, links := tree(), k.linkCount()
