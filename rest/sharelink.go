@@ -312,7 +312,20 @@ func (s *server) getSharelink(r *http.Request) (any, error) {
 	}
 	l := la.Link
 	l.TimesViewed++
-	return s.encodeLink(r, l, false, la.Subscriber)
+	b, err := s.encodeLink(r, l, false, la.Subscriber)
+	if err != nil {
+		return nil, err
+	}
+	// The item's permissions say what this user may do through the link
+	// (a subscriber's hash may allow less than the link).
+	perms := permissions(la.Perms)
+	if b.File != nil {
+		b.File.Permissions = perms
+	}
+	if b.Folder != nil {
+		b.Folder.Permissions = perms
+	}
+	return b, nil
 }
 
 // managedID returns the id of the caller's link of the path.

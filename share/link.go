@@ -556,6 +556,9 @@ func (s *Service) OpenLink(ctx context.Context, ref string, c *account.Caller) (
 	if err != nil {
 		return LinkAccess{}, err
 	}
+	if err := s.creatorShares(ctx, l); err != nil {
+		return LinkAccess{}, err
+	}
 	member := c != nil && c.Person.Active && (c.Person.ID == l.CreatorID || s.subscribed(ctx, l, *c))
 	if !byHash && !member {
 		return LinkAccess{}, ErrNotFound
@@ -572,6 +575,23 @@ func (s *Service) OpenLink(ctx context.Context, ref string, c *account.Caller) (
 		sb := l.Subscribers[sub]
 		la.Subscriber = &sb
 		read, write, del = sb.ReadAccess, sb.WriteAccess, sb.DeleteAccess
+	}
+	// Reached by who the caller is (an id, or a link that requires
+	// signing in), not by a hash anyone may hold: a subscriber then uses
+	// their own entries (the union, counted on the first), never the
+	// link's or another subscriber's access, which may be more.
+	if member && (!byHash || l.LoginRequired) && c.Person.ID != l.CreatorID {
+		read, write, del = false, false, false
+		la.Subscriber = nil
+		for _, sb := range l.Subscribers {
+			if !s.matches(ctx, sb, *c) {
+				continue
+			}
+			if la.Subscriber == nil {
+				la.Subscriber = &sb
+			}
+			read, write, del = read || sb.ReadAccess, write || sb.WriteAccess, del || sb.DeleteAccess
+		}
 	}
 	if read {
 		la.Perms |= Read
@@ -593,21 +613,58 @@ func (s *Service) OpenLink(ctx context.Context, ref string, c *account.Caller) (
 	return la, nil
 }
 
+// creatorShares checks that l's creator may still share its root (the
+// Reshare a link is created with): a link shares no more than its creator
+// may, so once they may not (they left an organization share, or are no
+// longer its MANAGER; they or their organization are disabled) it is as
+// gone, and answers again if they regain it.
+//
+// Errors: ErrNotFound; the store's.
+func (s *Service) creatorShares(ctx context.Context, l Link) error {
+	if s.accounts == nil {
+		return nil
+	}
+	cr, err := s.accounts.Caller(ctx, l.CreatorID)
+	if errors.Is(err, account.ErrNotFound) || errors.Is(err, account.ErrInactive) {
+		return ErrNotFound
+	}
+	if err != nil {
+		return err
+	}
+	a, err := s.Root(ctx, cr, l.RootID)
+	switch {
+	case errors.Is(err, ErrNoRoot), errors.Is(err, account.ErrInactive), errors.Is(err, vfs.ErrRootDeleted), errors.Is(err, vfs.ErrNotExist):
+		return ErrNotFound
+	case err != nil:
+		return err
+	case !a.Perms.Has(Reshare):
+		return ErrNotFound
+	}
+	return nil
+}
+
 // subscribed reports whether c is a person or guest subscriber of l, an
 // email subscriber by c's address, or a member of a group subscriber
 // (directly or through member groups).
 func (s *Service) subscribed(ctx context.Context, l Link, c account.Caller) bool {
 	for _, sb := range l.Subscribers {
-		switch {
-		case (sb.Kind == "person" || sb.Kind == "guest") && sb.SubjectID == c.Person.ID:
+		if s.matches(ctx, sb, c) {
 			return true
-		case sb.Kind == "email" && sb.Email != "" && strings.EqualFold(sb.Email, c.Person.Email):
-			return true
-		case sb.Kind == "group" && s.accounts != nil:
-			if in, err := s.accounts.InGroup(ctx, sb.SubjectID, c.Person.ID); err == nil && in {
-				return true
-			}
 		}
+	}
+	return false
+}
+
+// matches reports whether subscriber entry sb admits c.
+func (s *Service) matches(ctx context.Context, sb Subscriber, c account.Caller) bool {
+	switch {
+	case (sb.Kind == "person" || sb.Kind == "guest") && sb.SubjectID == c.Person.ID:
+		return true
+	case sb.Kind == "email" && sb.Email != "" && strings.EqualFold(sb.Email, c.Person.Email):
+		return true
+	case sb.Kind == "group" && s.accounts != nil:
+		in, err := s.accounts.InGroup(ctx, sb.SubjectID, c.Person.ID)
+		return err == nil && in
 	}
 	return false
 }
@@ -742,9 +799,9 @@ func (s *Service) notice(ctx context.Context, l Link, subject, body string) {
 // LinkWrite returns the terms of a write through la's link by c (nil: no
 // token): the link (or the subscriber's hash) must grant write access, and
 // a user who is neither the creator nor a subscriber writes only with
-// anon_edit. The write is made with the creator's options: their
-// principal, their policy's limits and their quotas, since the root is
-// theirs.
+// anon_edit. The write is made with the creator's access to the root:
+// their principal, and the limits and quotas of the root's policy (their
+// own for their root; an organization share's organization's).
 //
 // Errors: ErrForbidden (a *Refusal) when the write is not allowed;
 // account's errors reading the creator (an inactive creator is refused).
@@ -763,7 +820,13 @@ func (s *Service) LinkWrite(ctx context.Context, la LinkAccess, c *account.Calle
 	if err != nil {
 		return Access{}, refuse("the share link's creator can no longer write here")
 	}
-	return Access{Root: la.Root, Perms: la.Perms, Policy: cr.Organization.Policy, Opts: WriteOptions(cr)}, nil
+	// The creator's own access to the root: for an organization share,
+	// its organization's policy and quotas, not the creator's.
+	ca, err := s.Root(ctx, cr, la.Link.RootID)
+	if err != nil || !ca.Perms.Has(Write) {
+		return Access{}, refuse("the share link's creator can no longer write here")
+	}
+	return Access{Root: la.Root, Perms: la.Perms & ca.Perms, Policy: ca.Policy, Opts: ca.Opts}, nil
 }
 
 // recordLink writes the activity record of a change to link l by c, in
