@@ -42,6 +42,11 @@ import (
 // tusBase is the creation endpoint and the prefix of every upload's URL.
 const tusBase = "/api/2/tus/"
 
+// maxTusMetadata bounds the Upload-Metadata kept with an upload (and
+// answered to every HEAD): a name, two ids and what clients add (a type,
+// a modification time) take some hundred bytes.
+const maxTusMetadata = 4 << 10
+
 // DefaultTusExpiry is how long a tus upload lives without a PATCH when
 // Options.TusExpiry is 0.
 const DefaultTusExpiry = 24 * time.Hour
@@ -150,6 +155,9 @@ func (s *server) tusCreate(w http.ResponseWriter, r *http.Request) error {
 	length, err := strconv.ParseInt(r.Header.Get("Upload-Length"), 10, 64)
 	if err != nil || length < 0 {
 		return Describe(ErrInvalidRequest, "Upload-Length: the file's size in bytes is required")
+	}
+	if len(r.Header.Get("Upload-Metadata")) > maxTusMetadata {
+		return Describe(ErrInvalidRequest, "Upload-Metadata is longer than %d bytes", maxTusMetadata)
 	}
 	meta := tusd.ParseMetadataHeader(r.Header.Get("Upload-Metadata"))
 	root, ok := parseID(meta["root_id"])

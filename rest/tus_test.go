@@ -327,6 +327,7 @@ func TestTusRefusals(t *testing.T) {
 			}
 			return resp.StatusCode, body
 		}, 400, "invalid_request"},
+		{"metadata too long", create(tusMeta("root_id", root, "filename", "a", "note", strings.Repeat("n", 4<<10)), 1), 400, "invalid_request"},
 		{"no such folder", create(tusMeta("root_id", root, "folder_id", "999999", "filename", "a"), 1), 404, "not_found"},
 		{"no Tus-Resumable", func(t *testing.T) (int, []byte) {
 			st, body := f.readAll(f.request(http.MethodPost, tusBase, f.token, nil, http.Header{"Upload-Length": {"1"}}))
@@ -356,6 +357,19 @@ func TestTusRefusals(t *testing.T) {
 	}
 	if !bytes.Equal(f.fileBytes(t, f.root, "ok.bin"), data) {
 		t.Fatal("the file differs from what was sent")
+	}
+}
+
+// TestTusEmpty creates an empty file: the creation itself makes it.
+func TestTusEmpty(t *testing.T) {
+	f := newFixture(t)
+	tc := f.tus(t, f.token)
+	path := tc.mustCreate(f.root.ID, "empty.txt", 0)
+	if got := f.fileBytes(t, f.root, "empty.txt"); len(got) != 0 {
+		t.Fatalf("the empty file holds %d bytes", len(got))
+	}
+	if st, _ := tc.offset(path); st != http.StatusNotFound {
+		t.Fatalf("HEAD of the finished upload: %d", st)
 	}
 }
 

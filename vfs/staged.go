@@ -485,7 +485,12 @@ func (fs *FS) terminate(ctx context.Context, id uint64, expired bool) error {
 				return err
 			}
 		}
-		if err := fs.addUsage(ctx, tx, rec.Root, usageRec{Reserved: -rec.Length}, limits{}); err != nil && !errors.Is(err, ErrNotExist) {
+		// A root purged meanwhile took its accounting with it.
+		if _, err := tx.Get(rootKey(rec.Root)); err == nil {
+			if err := fs.addUsage(ctx, tx, rec.Root, usageRec{Reserved: -rec.Length}, limits{}); err != nil {
+				return err
+			}
+		} else if !errors.Is(err, kv.ErrNotFound) {
 			return err
 		}
 		return tx.Delete(stagedKey(id))
