@@ -49,6 +49,8 @@ func DomainErrors() map[string]error {
 		"vfs.ErrNoSpace":           vfs.ErrNoSpace,
 		"vfs.ErrMetadataLimit":     vfs.ErrMetadataLimit,
 		"vfs.ErrTooDeep":           vfs.ErrTooDeep,
+		"vfs.ErrUploadOffset":      vfs.ErrUploadOffset,
+		"vfs.ErrChecksumMismatch":  vfs.ErrChecksumMismatch,
 
 		"chunk.ErrNotFound":  chunk.ErrNotFound,
 		"chunk.ErrCorrupt":   chunk.ErrCorrupt,

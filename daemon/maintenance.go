@@ -257,3 +257,21 @@ func resetPasswordCommand(ctx context.Context, cfg config.Config, log *slog.Logg
 	}
 	return nil
 }
+
+// expireUploadsEvery is how often the staged (tus) uploads past their
+// expiry are ended; their reservation and chunks go back then, the
+// chunks themselves at the next chunk GC.
+const expireUploadsEvery = 10 * time.Minute
+
+// expireUploads ends the expired staged uploads every period until ctx
+// ends; it logs what it ended and what fails.
+func expireUploads(ctx context.Context, period time.Duration, st *stores, log *slog.Logger) {
+	every(ctx, period, func() {
+		n, err := st.files.ExpireStaged(ctx)
+		if err != nil && ctx.Err() == nil {
+			log.Error("expiring staged uploads", "error", err, "ended", n)
+		} else if n > 0 {
+			log.Info("expired staged uploads", "ended", n)
+		}
+	})
+}

@@ -566,3 +566,55 @@ type unwritable struct{}
 func (unwritable) Write([]byte) (int, error) {
 	return 0, errors.New("write /dev/stderr: bad file descriptor")
 }
+
+// TestExpireUploads: the background job ends a staged upload once it
+// has expired, and the chunk GC then removes its chunks.
+func TestExpireUploads(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cfg := config.Default()
+	cfg.Data = t.TempDir()
+	log := slog.New(slog.DiscardHandler)
+	st, err := openStores(ctx, cfg, log, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.close(log)
+	root, err := st.files.CreateRoot(ctx, "alice", vfs.RootSync)
+	if err != nil {
+		t.Fatal(err)
+	}
+	up, err := st.files.Stage(ctx, root.ID, root.FolderID, "big.bin", vfs.StageOptions{Length: 4 << 20, TTL: 2 * time.Second}, vfs.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.files.Append(ctx, up.ID, 0, bytes.NewReader(bytes.Repeat([]byte("half "), 400_000)), vfs.AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		expireUploads(ctx, 20*time.Millisecond, st, log)
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := st.files.StagedInfo(ctx, up.ID); err != nil {
+			if _, err := st.files.GC(ctx); err != nil {
+				t.Fatal(err)
+			}
+			rep, err := st.files.Fsck(ctx, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Chunks == 0 && rep.OK() {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the expired upload was not ended within 10 s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	<-done
+}

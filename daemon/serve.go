@@ -305,6 +305,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writ
 	defer stopBG()
 	bg.Go(func() { watchdog(bgCtx, st.db, log) })
 	bg.Go(func() { collectGarbage(bgCtx, cfg.GC.Interval, cfg.GC.PurgeDeletedAfter, st, log) })
+	bg.Go(func() { expireUploads(bgCtx, expireUploadsEvery, st, log) })
 	policy := newPolicyJobs(st.files, accounts, log.With("component", "policy"), reg, cfg.Policy.Batch)
 	bg.Go(func() { policy.loop(bgCtx, cfg.Policy.Interval) })
 	bg.Go(func() { reloadOnHangup(bgCtx, hup, certs, log) })

@@ -31,6 +31,8 @@ const (
 	VFSMarker  = "M/" // markers of the store as a whole (M/clean)
 	VFSTally   = "Y/" // a tally's space accounting, in shards
 	VFSTallyQ  = "Z/" // a tally's quota check
+	VFSStaged  = "S/" // a staged (resumable) upload
+	VFSPart    = "W/" // a staged upload's sealed chunks, in parts
 )
 
 // Prefixes of account (account/keys.go).
@@ -122,6 +124,8 @@ func Prefixes() []Prefix {
 		{"vfs", VFSMarker},
 		{"vfs", VFSTally},
 		{"vfs", VFSTallyQ},
+		{"vfs", VFSStaged},
+		{"vfs", VFSPart},
 
 		{"account", AccountOrg},
 		{"account", AccountPerson},

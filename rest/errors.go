@@ -104,6 +104,11 @@ func errorTable() []errorMapping {
 		{vfs.ErrExtensionExcluded, http.StatusBadRequest, "invalid_extension", "the organization's policy does not allow files with this extension"},
 		{vfs.ErrFileTooLarge, http.StatusConflict, "policy_error", "the file is larger than the organization's policy allows (max_file_size)"},
 		{vfs.ErrQuotaExceeded, http.StatusConflict, "policy_error", "storing the file would exceed the space quota"},
+		// tus (tus.go): 409 for a wrong offset and 460 for a checksum
+		// mismatch are the tus protocol's statuses.
+		{vfs.ErrUploadOffset, http.StatusConflict, "offset_mismatch", "the offset is not the upload's: ask with HEAD and go on from there"},
+		{vfs.ErrChecksumMismatch, 460, "checksum_mismatch", "the bytes sent do not match Upload-Checksum; nothing of them was stored"},
+		{errTusVersion, http.StatusPreconditionFailed, "invalid_request", "send Tus-Resumable: 1.0.0"},
 		{vfs.ErrTooDeep, http.StatusBadRequest, "invalid_request", fmt.Sprintf("folders may nest at most %d levels below the root", vfs.MaxDepth)},
 		{vfs.ErrRootItem, http.StatusForbidden, "forbidden", "not allowed on a root's top folder"},
 		{vfs.ErrBusy, http.StatusServiceUnavailable, "temporarily_unavailable", "the service is temporarily unavailable; try again"},

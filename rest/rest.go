@@ -14,6 +14,9 @@ import (
 	"net/http"
 	"path"
 	"strings"
+	"time"
+
+	tusd "github.com/tus/tusd/v2/pkg/handler"
 
 	"berth/account"
 	"berth/activity"
@@ -55,6 +58,9 @@ type Options struct {
 	// address stays invited. A failure is logged; the subscribers are
 	// stored regardless.
 	Invite func(ctx context.Context, inv share.Invitation) error
+	// TusExpiry is how long a resumable (tus) upload lives without a
+	// PATCH; 0 means DefaultTusExpiry.
+	TusExpiry time.Duration
 }
 
 // server holds what every handler shares.
@@ -78,6 +84,8 @@ type server struct {
 	// every route (access and isolation tests) take them from here, so a
 	// new route cannot be left out of them.
 	patterns []string
+	// tus serves the resumable uploads (tus.go).
+	tus *tusd.UnroutedHandler
 }
 
 // New returns the REST API handler.
@@ -96,6 +104,9 @@ func newServer(opts Options) *server {
 	}
 	if opts.Version == "" {
 		opts.Version = APIVersion
+	}
+	if opts.TusExpiry <= 0 {
+		opts.TusExpiry = DefaultTusExpiry
 	}
 	if opts.Share == nil {
 		opts.Share = share.New(share.Options{FS: opts.FS, Accounts: opts.Accounts})
@@ -131,6 +142,7 @@ func (s *server) routes() {
 	s.sharelinkRoutes()
 	s.devicePasswordRoutes()
 	s.machineRoutes()
+	s.tusRoutes()
 
 	// Anything no pattern matches goes through the error table, not
 	// ServeMux's text 404 and 405.

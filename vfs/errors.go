@@ -60,4 +60,12 @@ var (
 	// ErrTooDeep: the item would be more than MaxDepth folders below its
 	// root's top folder.
 	ErrTooDeep = errors.New("vfs: folders nested too deep")
+	// ErrUploadOffset: an append to a staged upload named an offset
+	// other than the upload's (another request appended meanwhile, or
+	// the client lost track), or Finish found it incomplete; nothing
+	// was stored.
+	ErrUploadOffset = errors.New("vfs: staged upload offset mismatch")
+	// ErrChecksumMismatch: the bytes of an append to a staged upload do
+	// not match the checksum sent with them; nothing was stored.
+	ErrChecksumMismatch = errors.New("vfs: checksum mismatch")
 )

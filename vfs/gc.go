@@ -226,6 +226,10 @@ func (fs *FS) Fsck(ctx context.Context, verify bool) (FsckReport, error) {
 		if err != nil {
 			return err
 		}
+		// So are those of staged uploads (staged.go).
+		if err := stagedRefs(tx, want); err != nil {
+			return err
+		}
 		return tx.Scan([]byte(pRef), nil, func(k, v []byte) error {
 			var n int64
 			if err := cbor.Unmarshal(v, &n); err != nil {

@@ -42,6 +42,9 @@ import (
 //	                          it, so that a child added meanwhile makes the
 //	                          two conflict (a scan does not see keys added
 //	                          after its snapshot)
+//	S/<upload>                stagedRec: a staged upload (staged.go)
+//	W/<upload>/<part>         stagedPart: a batch of a staged upload's
+//	                          sealed chunks, each holding a count on K/
 //	M/clean                   present while no process has the store open;
 //	                          absent at open means the last run crashed
 //
@@ -64,6 +67,8 @@ const (
 	pGen     = kv.VFSGen
 	pTally   = kv.VFSTally
 	pTallyQ  = kv.VFSTallyQ
+	pStaged  = kv.VFSStaged
+	pPart    = kv.VFSPart
 )
 
 var keyClean = []byte(kv.VFSMarker + "clean")
@@ -127,4 +132,12 @@ func chunkIDFromKey(k []byte) chunk.ID {
 	var id chunk.ID
 	copy(id[:], k[2:])
 	return id
+}
+
+func stagedKey(id uint64) []byte           { return key(pStaged, id) }
+func stagedPartKey(id, part uint64) []byte { return key(pPart, id, part) }
+
+// stagedKeyID reads the upload id back from an S/ key.
+func stagedKeyID(k []byte) uint64 {
+	return binary.BigEndian.Uint64(k[len(pStaged) : len(pStaged)+8])
 }

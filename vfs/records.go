@@ -87,9 +87,16 @@ type usageRec struct {
 	Folders      int64 `cbor:"8,keyasint,omitempty"`
 	// Roots counts the live roots summed into a tally; 0 in a root's own.
 	Roots int64 `cbor:"9,keyasint,omitempty"`
+	// Reserved is the declared length of the staged uploads in flight
+	// (staged.go): not stored yet, so not in physical(), but held
+	// against the quotas (held()).
+	Reserved int64 `cbor:"10,keyasint,omitempty"`
 }
 
 func (u usageRec) physical() int64 { return u.HeadSize + u.RevisionSize + u.DeletedSize }
+
+// held is what the quotas see: the bytes stored and those reserved.
+func (u usageRec) held() int64 { return u.physical() + u.Reserved }
 
 func (u usageRec) public() Usage {
 	return Usage{

@@ -31,6 +31,7 @@ func (u *usageRec) add(d usageRec) {
 	u.DeletedSize += d.DeletedSize
 	u.Folders += d.Folders
 	u.Roots += d.Roots
+	u.Reserved += d.Reserved
 }
 
 // neg is -u, what takes u out of a sum.
@@ -38,7 +39,7 @@ func (u usageRec) neg() usageRec {
 	return usageRec{
 		Files: -u.Files, HeadSize: -u.HeadSize, Revisions: -u.Revisions, RevisionSize: -u.RevisionSize,
 		DelFiles: -u.DelFiles, DelRevisions: -u.DelRevisions, DeletedSize: -u.DeletedSize,
-		Folders: -u.Folders, Roots: -u.Roots,
+		Folders: -u.Folders, Roots: -u.Roots, Reserved: -u.Reserved,
 	}
 }
 
@@ -118,7 +119,7 @@ func (l limits) left(tx kv.Txn, root uint64) (int64, bool, error) {
 		if err != nil {
 			return 0, false, err
 		}
-		take(l.space, u.physical())
+		take(l.space, u.held())
 	}
 	for _, q := range l.quotas {
 		if q.Bytes <= 0 {
@@ -128,7 +129,7 @@ func (l limits) left(tx kv.Txn, root uint64) (int64, bool, error) {
 		if err != nil {
 			return 0, false, err
 		}
-		take(q.Bytes, u.physical())
+		take(q.Bytes, u.held())
 	}
 	return left, bound, nil
 }
@@ -156,8 +157,8 @@ func (l limits) check(tx kv.Txn, root uint64, grow int64) error {
 		if err != nil {
 			return err
 		}
-		if u.physical()+grow > l.space {
-			return fmt.Errorf("%w: %d of %d bytes used", ErrQuotaExceeded, u.physical(), l.space)
+		if u.held()+grow > l.space {
+			return fmt.Errorf("%w: %d of %d bytes used or reserved", ErrQuotaExceeded, u.held(), l.space)
 		}
 	}
 	for _, q := range l.quotas {
@@ -171,8 +172,8 @@ func (l limits) check(tx kv.Txn, root uint64, grow int64) error {
 		if err != nil {
 			return err
 		}
-		if u.physical()+grow > q.Bytes {
-			return fmt.Errorf("%w: %d of %d bytes used", ErrQuotaExceeded, u.physical(), q.Bytes)
+		if u.held()+grow > q.Bytes {
+			return fmt.Errorf("%w: %d of %d bytes used or reserved", ErrQuotaExceeded, u.held(), q.Bytes)
 		}
 	}
 	return nil
@@ -182,7 +183,7 @@ func (l limits) check(tx kv.Txn, root uint64, grow int64) error {
 // shards and, while the root is live, in its tallies'. It first refuses,
 // with lim, a change that grows the root past a quota.
 func (fs *FS) addUsage(ctx context.Context, tx kv.Txn, root uint64, d usageRec, lim limits) error {
-	if err := lim.check(tx, root, d.physical()); err != nil {
+	if err := lim.check(tx, root, d.held()); err != nil {
 		return err
 	}
 	if d == (usageRec{}) {

@@ -159,6 +159,9 @@ func errorTable() []errorMapping {
 		{err: vfs.ErrMetadataLimit, status: http.StatusInsufficientStorage, msg: "%v; nothing was stored"},
 		{err: vfs.ErrTooDeep, status: http.StatusForbidden, msg: fmt.Sprintf("folders may nest at most %d levels below the root", vfs.MaxDepth)},
 		{err: vfs.ErrNoSpace, status: http.StatusInsufficientStorage, msg: "the server's storage is full; nothing was stored"},
+		// Staged uploads are tus's (rest); WebDAV never makes one.
+		{err: vfs.ErrUploadOffset, status: http.StatusConflict, msg: "%v"},
+		{err: vfs.ErrChecksumMismatch, status: http.StatusBadRequest, msg: "%v"},
 		// A race with the garbage collector, or a store closing under
 		// the request: nothing was stored, and the same request can
 		// succeed again, as REST's 503 temporarily_unavailable says.

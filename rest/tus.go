@@ -1,0 +1,443 @@
+package rest
+
+import (
+	"context"
+	"crypto/md5"
+	"crypto/sha1"
+	"crypto/sha256"
+	"crypto/sha512"
+	"encoding/base64"
+	"errors"
+	"hash"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	tusd "github.com/tus/tusd/v2/pkg/handler"
+	"github.com/tus/tusd/v2/pkg/memorylocker"
+	expslog "golang.org/x/exp/slog"
+
+	"berth/httpserve"
+	"berth/share"
+	"berth/vfs"
+)
+
+// Resumable uploads: the tus 1.0 protocol (https://tus.io/protocols/
+// resumable-upload) with its creation, expiration, termination and
+// checksum extensions, served by the tus project's own Go server library
+// (tusd's unrouted handler) over a store of vfs staged uploads (see
+// vfs/staged.go). One endpoint, tusBase, creates uploads; its target is
+// in Upload-Metadata (root_id, folder_id, filename), as tus clients send
+// a file's name there. Each upload is then at tusBase + its id.
+//
+// berth answers, through the error table, everything it decides itself
+// before tusd sees the request: the token, the caller's access (share),
+// the policy and the quota checked against the declared Upload-Length,
+// the upload's owner, Tus-Resumable, the offset and the checksum. tusd
+// answers the rest of the protocol (Content-Type of a PATCH, races
+// between two requests on one upload) with its own plain-text errors.
+
+// tusBase is the creation endpoint and the prefix of every upload's URL.
+const tusBase = "/api/2/tus/"
+
+// maxTusMetadata bounds the Upload-Metadata kept with an upload (and
+// answered to every HEAD): a name, two ids and what clients add (a type,
+// a modification time) take some hundred bytes.
+const maxTusMetadata = 4 << 10
+
+// DefaultTusExpiry is how long a tus upload lives without a PATCH when
+// Options.TusExpiry is 0.
+const DefaultTusExpiry = 24 * time.Hour
+
+// tusChecksums are the algorithms of Upload-Checksum (sha1 is the one tus
+// requires).
+var tusChecksums = map[string]func() hash.Hash{
+	"sha1": sha1.New, "md5": md5.New, "sha256": sha256.New, "sha512": sha512.New,
+}
+
+const tusAlgorithms = "sha1,md5,sha256,sha512"
+
+// errTusVersion is a request of another tus version than 1.0.0, or none
+// (412, as tus says).
+var errTusVersion = errors.New("tus: unsupported protocol version")
+
+// tusKey finds a request's tusRequest in its context, which tusd hands
+// on to the store.
+type tusKey struct{}
+
+// tusRequest is what berth decided about a request before tusd serves
+// it: the upload, the caller's write options, the checksum of a PATCH,
+// and the writer the store sets Upload-Expires on.
+type tusRequest struct {
+	staged vfs.Staged
+	opts   vfs.WriteOptions
+	check  vfs.AppendOptions
+	w      http.ResponseWriter
+}
+
+func tusRequestOf(ctx context.Context) *tusRequest {
+	q, _ := ctx.Value(tusKey{}).(*tusRequest)
+	return q
+}
+
+// tusRoutes registers the tus endpoint and the upload URLs.
+func (s *server) tusRoutes() {
+	store := &tusStore{s: s}
+	composer := tusd.NewStoreComposer()
+	composer.UseCore(store)
+	composer.UseTerminater(store)
+	// A PATCH that finds another still running on its upload (a client
+	// resuming before the server noticed its first connection drop) asks
+	// that one to stop, and goes on once it has.
+	composer.UseLocker(memorylocker.New())
+	h, err := tusd.NewUnroutedHandler(tusd.Config{
+		StoreComposer:        composer,
+		BasePath:             tusBase,
+		DisableDownload:      true,
+		DisableConcatenation: true,
+		Cors:                 &tusd.CorsConfig{Disable: true},
+		// tusd logs every request through x/exp/slog; berth's request
+		// log and error table already tell what it would.
+		Logger: expslog.New(expslog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		panic("rest: tus handler: " + err.Error()) // the configuration is constant
+	}
+	s.tus = h
+	s.registered("OPTIONS "+tusBase+"{$}", true)
+	s.mux.HandleFunc("OPTIONS "+tusBase+"{$}", tusOptions)
+	s.handleTus("POST "+tusBase+"{$}", s.tusCreate)
+	s.handleTus("HEAD "+tusBase+"{upload_id}", s.tusHead)
+	s.handleTus("PATCH "+tusBase+"{upload_id}", s.tusPatch)
+	s.handleTus("DELETE "+tusBase+"{upload_id}", s.tusDelete)
+}
+
+// handleTus registers a tus route: h runs for an authenticated caller
+// and returns an error only before it hands the request to tusd.
+func (s *server) handleTus(pattern string, h func(http.ResponseWriter, *http.Request) error) {
+	s.registered(pattern, false)
+	s.mux.Handle(pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Tus-Resumable", "1.0.0")
+		r, err := s.authenticate(r)
+		if err == nil && r.Method != http.MethodHead && r.Header.Get("Tus-Resumable") != "1.0.0" {
+			w.Header().Set("Tus-Version", "1.0.0")
+			err = Describe(errTusVersion, "send Tus-Resumable: 1.0.0; this server speaks tus 1.0.0")
+		}
+		if err == nil {
+			err = h(w, r)
+		}
+		if err != nil {
+			s.writeError(w, r, err)
+		}
+	}))
+}
+
+// tusOptions answers tus's discovery: no token needed, nothing of
+// anyone's behind it.
+func tusOptions(w http.ResponseWriter, _ *http.Request) {
+	h := w.Header()
+	h.Set("Tus-Resumable", "1.0.0")
+	h.Set("Tus-Version", "1.0.0")
+	h.Set("Tus-Extension", "creation,creation-with-upload,expiration,termination,checksum")
+	h.Set("Tus-Checksum-Algorithm", tusAlgorithms)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// tusCreate checks the target, the policy and the quota against the
+// declared length, stages the upload and lets tusd answer (and take a
+// first piece sent with the POST).
+func (s *server) tusCreate(w http.ResponseWriter, r *http.Request) error {
+	if r.Header.Get("Upload-Defer-Length") != "" || r.Header.Get("Upload-Concat") != "" {
+		return Describe(ErrInvalidRequest, "Upload-Defer-Length and Upload-Concat are not supported: send Upload-Length")
+	}
+	length, err := strconv.ParseInt(r.Header.Get("Upload-Length"), 10, 64)
+	if err != nil || length < 0 {
+		return Describe(ErrInvalidRequest, "Upload-Length: the file's size in bytes is required")
+	}
+	if len(r.Header.Get("Upload-Metadata")) > maxTusMetadata {
+		return Describe(ErrInvalidRequest, "Upload-Metadata is longer than %d bytes", maxTusMetadata)
+	}
+	meta := tusd.ParseMetadataHeader(r.Header.Get("Upload-Metadata"))
+	root, ok := parseID(meta["root_id"])
+	if !ok {
+		return Describe(ErrInvalidRequest, "Upload-Metadata: root_id, the id of the root to upload to, is required")
+	}
+	name := meta["filename"]
+	if name == "" {
+		name = meta["name"]
+	}
+	if name == "" {
+		return Describe(vfs.ErrInvalidName, "Upload-Metadata: filename, the name of the file, is required")
+	}
+	a, err := s.tusAccess(r, root)
+	if err != nil {
+		return err
+	}
+	folder := a.root.FolderID
+	if v, ok := meta["folder_id"]; ok && v != "0" {
+		if folder, ok = parseID(v); !ok {
+			return Describe(ErrNotFound, "no such folder")
+		}
+	}
+	if n, err := s.fs.Stat(r.Context(), root, folder); err != nil || !n.Dir || n.Deleted {
+		return Describe(ErrNotFound, "no such folder")
+	}
+	opts, err := s.uploadOptions(r.Context(), r, a, folder, name)
+	if err != nil {
+		return nameError(false, err)
+	}
+	st, err := s.fs.Stage(r.Context(), root, folder, name, vfs.StageOptions{
+		Length: length, TTL: s.opts.TusExpiry, Owner: tusOwner(r), Meta: meta,
+	}, opts)
+	if errors.Is(err, vfs.ErrExtensionExcluded) {
+		return Describe(errUploadExcluded, "the organization's policy does not allow uploads of files with this extension (excluded_extensions: %s)", strings.Join(a.opts.ExcludedExtensions, ","))
+	}
+	if err != nil {
+		return nameError(false, err)
+	}
+	w.Header().Set("Upload-Expires", st.Expires.Format(http.TimeFormat))
+	rec := &httpserve.Recorder{ResponseWriter: w}
+	s.tusServe(rec, r, &tusRequest{staged: st, opts: opts, w: w}, s.tus.PostFile)
+	if rec.Status() >= 400 {
+		// tusd refused after the upload was staged, or the piece sent
+		// with it failed: no Location went out, so nobody can go on.
+		if err := s.fs.Terminate(context.WithoutCancel(r.Context()), st.ID); err != nil && !errors.Is(err, vfs.ErrNotExist) {
+			s.log.Warn("tus: could not end a refused upload; it expires", "upload", st.ID, "error", err)
+		}
+	}
+	return nil
+}
+
+// tusHead answers the offset of one of the caller's uploads.
+func (s *server) tusHead(w http.ResponseWriter, r *http.Request) error {
+	st, _, err := s.tusUpload(r)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Upload-Expires", st.Expires.Format(http.TimeFormat))
+	s.tusServe(w, r, &tusRequest{staged: st, w: w}, s.tus.HeadFile)
+	return nil
+}
+
+// tusPatch checks the offset and the checksum of a piece and lets tusd
+// store it; the last piece makes the file.
+func (s *server) tusPatch(w http.ResponseWriter, r *http.Request) error {
+	st, a, err := s.tusUpload(r)
+	if err != nil {
+		return err
+	}
+	offset, err := strconv.ParseInt(r.Header.Get("Upload-Offset"), 10, 64)
+	if err != nil || offset < 0 {
+		return Describe(ErrInvalidRequest, "Upload-Offset: the offset the piece starts at is required")
+	}
+	if offset != st.Offset {
+		return Describe(vfs.ErrUploadOffset, "the upload is at offset %d, not %d: ask with HEAD and go on from there", st.Offset, offset)
+	}
+	check, err := tusChecksum(r.Header.Get("Upload-Checksum"))
+	if err != nil {
+		return err
+	}
+	opts, err := s.uploadOptions(r.Context(), r, a, st.Parent, st.Name)
+	if err != nil {
+		return nameError(false, err)
+	}
+	if st.Offset == st.Length {
+		// Every byte is stored but the file was not made (its last
+		// PATCH met a refusal: a folder took the name, a lock): tusd
+		// would answer 204 and forget it, so try again here.
+		if _, err := s.fs.Finish(r.Context(), st.ID, opts); err != nil {
+			return nameError(false, err)
+		}
+		w.Header().Set("Upload-Offset", strconv.FormatInt(st.Offset, 10))
+		w.WriteHeader(http.StatusNoContent)
+		return nil
+	}
+	s.tusServe(w, r, &tusRequest{staged: st, opts: opts, check: check, w: w}, s.tus.PatchFile)
+	return nil
+}
+
+// tusDelete ends one of the caller's uploads (termination).
+func (s *server) tusDelete(w http.ResponseWriter, r *http.Request) error {
+	st, _, err := s.tusUpload(r)
+	if err != nil {
+		return err
+	}
+	s.tusServe(w, r, &tusRequest{staged: st, w: w}, s.tus.DelFile)
+	return nil
+}
+
+// tusServe hands r to tusd's op with q in its context, through tusd's
+// middleware (which sets its headers and the body's read deadlines).
+func (s *server) tusServe(w http.ResponseWriter, r *http.Request, q *tusRequest, op http.HandlerFunc) {
+	r = r.WithContext(context.WithValue(r.Context(), tusKey{}, q))
+	if r.Method != http.MethodPost {
+		// tusd reads the upload's id from a path with the base stripped.
+		u := *r.URL
+		u.Path, u.RawPath = strconv.FormatUint(q.staged.ID, 10), ""
+		r.URL = &u
+	}
+	s.tus.Middleware(op).ServeHTTP(w, r)
+}
+
+// tusAccess is the caller's access to root, which must let them write.
+func (s *server) tusAccess(r *http.Request, root uint64) (fsAccess, error) {
+	a, err := s.shares.Root(r.Context(), callerOf(r), root)
+	if err != nil {
+		return fsAccess{}, err
+	}
+	if !a.Perms.Has(share.Write) {
+		return fsAccess{}, &share.Refusal{Reason: "this root is yours to read, not to change (" + share.Write.String() + ")"}
+	}
+	return fsAccess{root: a.Root, perms: permissions(a.Perms), policy: a.Policy, opts: a.Opts}, nil
+}
+
+// tusUpload loads the upload of the path, which must be the caller's and
+// in a root they may still write to. Anyone else's, like one that never
+// was, is not_found.
+func (s *server) tusUpload(r *http.Request) (vfs.Staged, fsAccess, error) {
+	notFound := Describe(ErrNotFound, "no such upload: it was finished, terminated or expired, or is not yours")
+	id, ok := parseID(r.PathValue("upload_id"))
+	if !ok {
+		return vfs.Staged{}, fsAccess{}, notFound
+	}
+	st, err := s.fs.StagedInfo(r.Context(), id)
+	if errors.Is(err, vfs.ErrNotExist) || (err == nil && st.Owner != tusOwner(r)) {
+		return vfs.Staged{}, fsAccess{}, notFound
+	}
+	if err != nil {
+		return vfs.Staged{}, fsAccess{}, err
+	}
+	a, err := s.tusAccess(r, st.Root)
+	return st, a, err
+}
+
+// tusOwner names the caller as the owner of the uploads they create.
+func tusOwner(r *http.Request) string {
+	return "person:" + strconv.FormatUint(callerOf(r).Person.ID, 10)
+}
+
+// tusChecksum reads Upload-Checksum: an algorithm of tusChecksums and
+// the base64 digest of the PATCH's body.
+func tusChecksum(h string) (vfs.AppendOptions, error) {
+	if h == "" {
+		return vfs.AppendOptions{}, nil
+	}
+	algo, digest, _ := strings.Cut(strings.TrimSpace(h), " ")
+	mk, ok := tusChecksums[algo]
+	if !ok {
+		return vfs.AppendOptions{}, Describe(ErrInvalidRequest, "Upload-Checksum: the algorithm %q is not supported (Tus-Checksum-Algorithm: %s)", algo, tusAlgorithms)
+	}
+	sum, err := base64.StdEncoding.DecodeString(strings.TrimSpace(digest))
+	if err != nil || len(sum) != mk().Size() {
+		return vfs.AppendOptions{}, Describe(ErrInvalidRequest, "Upload-Checksum: the digest is not the base64 of a %s sum", algo)
+	}
+	return vfs.AppendOptions{Hash: mk(), Sum: sum}, nil
+}
+
+// tusError hands tusd err as a tusd.Error whose answer is berth's own,
+// from the error table.
+func (s *server) tusError(err error) error {
+	var te tusd.Error
+	if errors.As(err, &te) || errors.Is(err, context.Canceled) {
+		return err
+	}
+	status, body, known := classify(err)
+	if !known {
+		s.log.Error("tus: request failed", "error", err)
+	}
+	return tusd.Error{ErrorCode: body.Error, Message: body.Description, HTTPResponse: tusd.HTTPResponse{
+		StatusCode: status,
+		Body:       string(body.json()) + "\n",
+		Header:     tusd.HTTPHeader{"Content-Type": "application/json", "Cache-Control": "no-store"},
+	}}
+}
+
+// tusStore is tusd's DataStore over vfs staged uploads. The handlers
+// above staged the upload (NewUpload only hands it to tusd) and checked
+// who asks; the store moves the bytes.
+type tusStore struct{ s *server }
+
+var (
+	_ tusd.DataStore           = (*tusStore)(nil)
+	_ tusd.TerminaterDataStore = (*tusStore)(nil)
+)
+
+// NewUpload returns the upload tusCreate staged.
+func (t *tusStore) NewUpload(ctx context.Context, _ tusd.FileInfo) (tusd.Upload, error) {
+	q := tusRequestOf(ctx)
+	if q == nil || q.staged.ID == 0 {
+		return nil, t.s.tusError(errors.New("tus: an upload created without being staged"))
+	}
+	return &tusUpload{s: t.s, id: q.staged.ID}, nil
+}
+
+// GetUpload returns the upload of id; GetInfo finds out whether it is.
+func (t *tusStore) GetUpload(_ context.Context, id string) (tusd.Upload, error) {
+	n, err := strconv.ParseUint(id, 10, 64)
+	if err != nil {
+		return nil, tusd.ErrNotFound
+	}
+	return &tusUpload{s: t.s, id: n}, nil
+}
+
+// AsTerminatableUpload is u: every upload can be terminated.
+func (t *tusStore) AsTerminatableUpload(u tusd.Upload) tusd.TerminatableUpload {
+	return u.(*tusUpload)
+}
+
+// tusUpload is one staged upload, as tusd sees it.
+type tusUpload struct {
+	s  *server
+	id uint64
+}
+
+func (u *tusUpload) GetInfo(ctx context.Context) (tusd.FileInfo, error) {
+	st, err := u.s.fs.StagedInfo(ctx, u.id)
+	if err != nil {
+		return tusd.FileInfo{}, u.s.tusError(err)
+	}
+	return tusd.FileInfo{ID: strconv.FormatUint(u.id, 10), Size: st.Length, Offset: st.Offset, MetaData: st.Meta}, nil
+}
+
+// WriteChunk appends what src yields. tusd's src ends at a broken
+// connection as at the body's end, so a cut PATCH keeps what arrived.
+func (u *tusUpload) WriteChunk(ctx context.Context, offset int64, src io.Reader) (int64, error) {
+	var check vfs.AppendOptions
+	q := tusRequestOf(ctx)
+	if q != nil {
+		check = q.check
+	}
+	st, err := u.s.fs.Append(ctx, u.id, offset, src, check)
+	if err != nil {
+		return 0, u.s.tusError(err)
+	}
+	if q != nil && q.w != nil {
+		q.w.Header().Set("Upload-Expires", st.Expires.Format(http.TimeFormat))
+	}
+	return st.Offset - offset, nil
+}
+
+// FinishUpload makes the file, under the caller's write options.
+func (u *tusUpload) FinishUpload(ctx context.Context) error {
+	var opts vfs.WriteOptions
+	if q := tusRequestOf(ctx); q != nil {
+		opts = q.opts
+	}
+	if _, err := u.s.fs.Finish(ctx, u.id, opts); err != nil {
+		return u.s.tusError(nameError(false, err))
+	}
+	return nil
+}
+
+func (u *tusUpload) GetReader(context.Context) (io.ReadCloser, error) {
+	return nil, tusd.ErrNotImplemented
+}
+
+func (u *tusUpload) Terminate(ctx context.Context) error {
+	if err := u.s.fs.Terminate(ctx, u.id); err != nil {
+		return u.s.tusError(err)
+	}
+	return nil
+}

@@ -1,0 +1,619 @@
+package rest
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha1"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"berth/account"
+	"berth/share"
+	"berth/vfs"
+)
+
+// tusClient speaks tus 1.0 to one server as the holder of token, with
+// net/http alone, as a tus client library does.
+type tusClient struct {
+	t      *testing.T
+	base   string
+	client *http.Client
+	token  string
+}
+
+func (f *fixture) tus(t *testing.T, token string) *tusClient {
+	return &tusClient{t: t, base: f.srv.URL, client: f.client, token: token}
+}
+
+// do sends one tus request; body may be nil.
+func (c *tusClient) do(method, path string, h http.Header, body io.Reader, length int64) (*http.Response, []byte, error) {
+	req, err := http.NewRequest(method, c.base+path, body)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	req.ContentLength = length
+	for k, v := range h {
+		req.Header[k] = v
+	}
+	req.Header.Set("Tus-Resumable", "1.0.0")
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp, b, err
+}
+
+// tusMeta is an Upload-Metadata header.
+func tusMeta(kv ...string) string {
+	var parts []string
+	for i := 0; i+1 < len(kv); i += 2 {
+		parts = append(parts, kv[i]+" "+base64.StdEncoding.EncodeToString([]byte(kv[i+1])))
+	}
+	return strings.Join(parts, ",")
+}
+
+// create posts a new upload of length bytes and returns the response,
+// its body and the upload's path (from Location).
+func (c *tusClient) create(meta string, length int64) (*http.Response, []byte, string) {
+	c.t.Helper()
+	h := http.Header{"Upload-Length": {strconv.FormatInt(length, 10)}, "Upload-Metadata": {meta}}
+	resp, body, err := c.do(http.MethodPost, tusBase, h, nil, 0)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	loc := resp.Header.Get("Location")
+	if i := strings.Index(loc, tusBase); i >= 0 {
+		loc = loc[i:]
+	}
+	return resp, body, loc
+}
+
+// mustCreate creates an upload of length bytes as name in root's top
+// folder and returns its path.
+func (c *tusClient) mustCreate(root uint64, name string, length int64) string {
+	c.t.Helper()
+	resp, body, loc := c.create(tusMeta("root_id", fmt.Sprint(root), "filename", name), length)
+	if resp.StatusCode != http.StatusCreated || loc == "" {
+		c.t.Fatalf("create: %d %s (Location %q)", resp.StatusCode, body, loc)
+	}
+	if _, err := http.ParseTime(resp.Header.Get("Upload-Expires")); err != nil {
+		c.t.Errorf("create: Upload-Expires %q: %v", resp.Header.Get("Upload-Expires"), err)
+	}
+	return loc
+}
+
+// offset asks for the upload's offset (HEAD).
+func (c *tusClient) offset(path string) (int, int64) {
+	c.t.Helper()
+	resp, _, err := c.do(http.MethodHead, path, nil, nil, 0)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	n, _ := strconv.ParseInt(resp.Header.Get("Upload-Offset"), 10, 64)
+	return resp.StatusCode, n
+}
+
+// patch sends body as the piece at offset; h adds headers.
+func (c *tusClient) patch(path string, offset int64, body io.Reader, length int64, h http.Header) (*http.Response, []byte, error) {
+	if h == nil {
+		h = http.Header{}
+	}
+	h.Set("Upload-Offset", strconv.FormatInt(offset, 10))
+	h.Set("Content-Type", "application/offset+octet-stream")
+	return c.do(http.MethodPatch, path, h, body, length)
+}
+
+// cutReader yields r's bytes up to cut, then fails, as a dropped
+// connection does.
+type cutReader struct {
+	r    io.Reader
+	left int64
+}
+
+var errCut = errors.New("connection dropped")
+
+func (c *cutReader) Read(p []byte) (int, error) {
+	if c.left <= 0 {
+		return 0, errCut
+	}
+	if int64(len(p)) > c.left {
+		p = p[:c.left]
+	}
+	n, err := c.r.Read(p)
+	c.left -= int64(n)
+	return n, err
+}
+
+// resume sends data from the upload's offset on, cut after each of cuts
+// bytes of the file, asking for the offset after every break, and
+// returns the answer of the last PATCH.
+func (c *tusClient) resume(path string, data []byte, cuts []int64) (*http.Response, []byte) {
+	c.t.Helper()
+	for _, cut := range cuts {
+		_, off := c.offset(path)
+		if cut <= off {
+			continue
+		}
+		body := &cutReader{r: bytes.NewReader(data[off:]), left: cut - off}
+		if resp, b, err := c.patch(path, off, body, int64(len(data))-off, nil); err == nil {
+			c.t.Fatalf("a PATCH cut at %d: %d %s, want a broken request", cut, resp.StatusCode, b)
+		}
+		st, got := c.offset(path)
+		if st != http.StatusOK || got > cut || got < off {
+			c.t.Fatalf("after a cut at %d: HEAD %d offset %d (was %d)", cut, st, got, off)
+		}
+		c.t.Logf("cut at %d: the server kept %d", cut, got)
+	}
+	_, off := c.offset(path)
+	resp, b, err := c.patch(path, off, bytes.NewReader(data[off:]), int64(len(data))-off, nil)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return resp, b
+}
+
+// lookupFile finds name in the root's top folder and returns its contents.
+func (f *fixture) fileBytes(t *testing.T, root vfs.Root, name string) []byte {
+	t.Helper()
+	n, err := f.fs.Lookup(context.Background(), root.ID, "/"+name)
+	if err != nil {
+		t.Fatalf("lookup %s: %v", name, err)
+	}
+	r, err := f.fs.Open(context.Background(), root.ID, n.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	b, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func randomData(t *testing.T, n int) []byte {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestTusResume uploads a file cut off at several points, resuming each
+// time from HEAD's Upload-Offset, and checks the file is byte for byte
+// what was sent.
+func TestTusResume(t *testing.T) {
+	f := newFixture(t)
+	data := randomData(t, 9<<20+777)
+	cases := []struct {
+		name string
+		cuts []int64
+	}{
+		{"whole", nil},
+		{"cut once", []int64{3 << 20}},
+		{"cut at the start, in the middle and near the end", []int64{100, 4<<20 + 1, int64(len(data)) - 10}},
+		{"cut at the same point twice", []int64{2 << 20, 2 << 20, 6 << 20}},
+	}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			tc := f.tus(t, f.token)
+			name := fmt.Sprintf("f%d.bin", i)
+			path := tc.mustCreate(f.root.ID, name, int64(len(data)))
+			resp, body := tc.resume(path, data, c.cuts)
+			if resp.StatusCode != http.StatusNoContent || resp.Header.Get("Upload-Offset") != strconv.Itoa(len(data)) {
+				t.Fatalf("last PATCH: %d %s, offset %s", resp.StatusCode, body, resp.Header.Get("Upload-Offset"))
+			}
+			if !bytes.Equal(f.fileBytes(t, f.root, name), data) {
+				t.Fatal("the file differs from what was sent")
+			}
+			if st, _ := tc.offset(path); st != http.StatusNotFound {
+				t.Fatalf("HEAD of a finished upload: %d, want 404", st)
+			}
+		})
+	}
+}
+
+// TestTusRestart stops the service half way (a new vfs over the same
+// Badger and chunk store, a new handler) and resumes there.
+func TestTusRestart(t *testing.T) {
+	f := newFixture(t)
+	data := randomData(t, 5<<20+3)
+	tc := f.tus(t, f.token)
+	path := tc.mustCreate(f.root.ID, "r.bin", int64(len(data)))
+	if _, _, err := tc.patch(path, 0, &cutReader{r: bytes.NewReader(data), left: 2 << 20}, int64(len(data)), nil); err == nil {
+		t.Fatal("the cut PATCH succeeded")
+	}
+	_, kept := tc.offset(path)
+	f.srv.Close()
+	if err := f.fs.Close(); err != nil {
+		t.Fatal(err)
+	}
+	fs2, err := vfs.Open(context.Background(), f.db, f.chunks, vfs.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(New(Options{FS: fs2, Accounts: f.accounts}))
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	defer srv.Close()
+	tc = &tusClient{t: t, base: srv.URL, client: srv.Client(), token: f.token}
+	if st, off := tc.offset(path); st != http.StatusOK || off != kept {
+		t.Fatalf("after the restart: HEAD %d offset %d, want 200 %d", st, off, kept)
+	}
+	resp, body := tc.resume(path, data, []int64{4 << 20})
+	if resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("last PATCH: %d %s", resp.StatusCode, body)
+	}
+	f.fs = fs2
+	if !bytes.Equal(f.fileBytes(t, f.root, "r.bin"), data) {
+		t.Fatal("the file differs from what was sent")
+	}
+}
+
+// TestTusRefusals checks what berth refuses, each in the error table's
+// form: the policy and the quota against the declared length at
+// creation, a wrong offset, a bad checksum, a bad request.
+func TestTusRefusals(t *testing.T) {
+	pol := account.DefaultPolicy()
+	pol.SpaceQuota = strconv.Itoa(4 << 20)
+	pol.MaxFileSize = 3 << 20
+	pol.ExcludedExtensions = ".exe"
+	f := newFixtureWith(t, fixtureOptions{Policy: &pol})
+	tc := f.tus(t, f.token)
+	root := fmt.Sprint(f.root.ID)
+	data := randomData(t, 1<<20)
+	sum := sha1.Sum(data)
+	good := "sha1 " + base64.StdEncoding.EncodeToString(sum[:])
+	sum[0] ^= 1
+	bad := "sha1 " + base64.StdEncoding.EncodeToString(sum[:])
+
+	create := func(meta string, length int64) func(t *testing.T) (int, []byte) {
+		return func(t *testing.T) (int, []byte) {
+			resp, body, _ := tc.create(meta, length)
+			return resp.StatusCode, body
+		}
+	}
+	patch := func(h http.Header, offset int64, n int) func(t *testing.T) (int, []byte) {
+		return func(t *testing.T) (int, []byte) {
+			path := tc.mustCreate(f.root.ID, "p.bin", int64(len(data)))
+			defer tc.do(http.MethodDelete, path, nil, nil, 0)
+			if offset > 0 {
+				if resp, b, err := tc.patch(path, 0, bytes.NewReader(data[:offset]), offset, nil); err != nil || resp.StatusCode != http.StatusNoContent {
+					t.Fatalf("first piece: %v %s", err, b)
+				}
+			}
+			resp, body, err := tc.patch(path, int64(n), bytes.NewReader(data[n:]), int64(len(data)-n), h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st, off := tc.offset(path); st != http.StatusOK || off != offset {
+				t.Errorf("after the refusal: HEAD %d offset %d, want %d", st, off, offset)
+			}
+			return resp.StatusCode, body
+		}
+	}
+	cases := []struct {
+		name   string
+		run    func(t *testing.T) (int, []byte)
+		status int
+		code   string
+	}{
+		{"over max_file_size", create(tusMeta("root_id", root, "filename", "big"), 3<<20+1), 409, "policy_error"},
+		{"over the quota", create(tusMeta("root_id", root, "filename", "big"), 5<<20), 409, "policy_error"},
+		{"excluded extension", create(tusMeta("root_id", root, "filename", "a.exe"), 1), 409, "policy_error"},
+		{"no root_id", create(tusMeta("filename", "a"), 1), 400, "invalid_request"},
+		{"no filename", create(tusMeta("root_id", root), 1), 400, "invalid_name"},
+		{"bad filename", create(tusMeta("root_id", root, "filename", "a/b"), 1), 400, "invalid_name"},
+		{"no Upload-Length", func(t *testing.T) (int, []byte) {
+			resp, body, err := tc.do(http.MethodPost, tusBase, http.Header{"Upload-Metadata": {tusMeta("root_id", root, "filename", "a")}}, nil, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return resp.StatusCode, body
+		}, 400, "invalid_request"},
+		{"metadata too long", create(tusMeta("root_id", root, "filename", "a", "note", strings.Repeat("n", 4<<10)), 1), 400, "invalid_request"},
+		{"no such folder", create(tusMeta("root_id", root, "folder_id", "999999", "filename", "a"), 1), 404, "not_found"},
+		{"no Tus-Resumable", func(t *testing.T) (int, []byte) {
+			st, body := f.readAll(f.request(http.MethodPost, tusBase, f.token, nil, http.Header{"Upload-Length": {"1"}}))
+			return st, body
+		}, 412, "invalid_request"},
+		{"wrong offset", patch(nil, 1000, 999), 409, "offset_mismatch"},
+		{"checksum mismatch", patch(http.Header{"Upload-Checksum": {bad}}, 1000, 1000), 460, "checksum_mismatch"},
+		{"unknown checksum algorithm", patch(http.Header{"Upload-Checksum": {"crc32 AAAAAA=="}}, 0, 0), 400, "invalid_request"},
+		{"no such upload", func(t *testing.T) (int, []byte) {
+			resp, body, err := tc.patch(tusBase+"12345", 0, strings.NewReader("x"), 1, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return resp.StatusCode, body
+		}, 404, "not_found"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			st, body := c.run(t)
+			wantError(t, st, body, c.status, c.code)
+		})
+	}
+	// A good checksum stores the piece; the quota left is the file's.
+	path := tc.mustCreate(f.root.ID, "ok.bin", int64(len(data)))
+	if resp, b, err := tc.patch(path, 0, bytes.NewReader(data), int64(len(data)), http.Header{"Upload-Checksum": {good}}); err != nil || resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("a PATCH with the right checksum: %v %s", err, b)
+	}
+	if !bytes.Equal(f.fileBytes(t, f.root, "ok.bin"), data) {
+		t.Fatal("the file differs from what was sent")
+	}
+}
+
+// TestTusEmpty creates an empty file: the creation itself makes it.
+func TestTusEmpty(t *testing.T) {
+	f := newFixture(t)
+	tc := f.tus(t, f.token)
+	path := tc.mustCreate(f.root.ID, "empty.txt", 0)
+	if got := f.fileBytes(t, f.root, "empty.txt"); len(got) != 0 {
+		t.Fatalf("the empty file holds %d bytes", len(got))
+	}
+	if st, _ := tc.offset(path); st != http.StatusNotFound {
+		t.Fatalf("HEAD of the finished upload: %d", st)
+	}
+}
+
+// TestTusExpiry leaves an upload half done past its expiry: it stops
+// answering, and the sweep gives back its reservation and its chunks.
+func TestTusExpiry(t *testing.T) {
+	pol := account.DefaultPolicy()
+	pol.SpaceQuota = strconv.Itoa(6 << 20)
+	f := newFixtureWith(t, fixtureOptions{Policy: &pol})
+	srv := httptest.NewUnstartedServer(New(Options{FS: f.fs, Accounts: f.accounts, TusExpiry: 2 * time.Second}))
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	defer srv.Close()
+	tc := &tusClient{t: t, base: srv.URL, client: srv.Client(), token: f.token}
+	data := randomData(t, 4<<20)
+	path := tc.mustCreate(f.root.ID, "e.bin", int64(len(data)))
+	if resp, b, err := tc.patch(path, 0, bytes.NewReader(data[:3<<20]), 3<<20, nil); err != nil || resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("PATCH: %v %s", err, b)
+	}
+	// The reservation holds the quota: another 4 MiB does not fit.
+	resp, body, _ := tc.create(tusMeta("root_id", fmt.Sprint(f.root.ID), "filename", "g.bin"), 4<<20)
+	wantError(t, resp.StatusCode, body, http.StatusConflict, "policy_error")
+	time.Sleep(2100 * time.Millisecond)
+	if st, _ := tc.offset(path); st != http.StatusNotFound {
+		t.Fatalf("HEAD of an expired upload: %d, want 404", st)
+	}
+	if n, err := f.fs.ExpireStaged(context.Background()); n != 1 || err != nil {
+		t.Fatalf("ExpireStaged: %d, %v", n, err)
+	}
+	if _, err := f.fs.GC(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := f.chunks.Size(context.Background()); err != nil || n != 0 {
+		t.Fatalf("the chunk store holds %d bytes after the expiry (%v)", n, err)
+	}
+	tc.mustCreate(f.root.ID, "g.bin", 4<<20)
+}
+
+// TestTusTermination ends an upload with DELETE: it is gone, and its
+// space is free again.
+func TestTusTermination(t *testing.T) {
+	f := newFixture(t)
+	tc := f.tus(t, f.token)
+	data := randomData(t, 2<<20)
+	path := tc.mustCreate(f.root.ID, "t.bin", int64(len(data)))
+	if resp, b, err := tc.patch(path, 0, bytes.NewReader(data[:1<<20]), 1<<20, nil); err != nil || resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("PATCH: %v %s", err, b)
+	}
+	resp, body, err := tc.do(http.MethodDelete, path, nil, nil, 0)
+	if err != nil || resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("DELETE: %v %d %s", err, resp.StatusCode, body)
+	}
+	if st, _ := tc.offset(path); st != http.StatusNotFound {
+		t.Fatalf("HEAD after DELETE: %d", st)
+	}
+	if _, err := f.fs.GC(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := f.chunks.Size(context.Background()); n != 0 {
+		t.Fatalf("%d bytes of chunks left", n)
+	}
+	if _, err := f.fs.Lookup(context.Background(), f.root.ID, "/t.bin"); !errors.Is(err, vfs.ErrNotExist) {
+		t.Fatalf("a terminated upload made a file: %v", err)
+	}
+}
+
+// TestTusOptions checks the discovery answer.
+func TestTusOptions(t *testing.T) {
+	f := newFixture(t)
+	resp := f.request(http.MethodOptions, tusBase, "", nil, nil)
+	resp.Body.Close()
+	ext := strings.Split(resp.Header.Get("Tus-Extension"), ",")
+	sort.Strings(ext)
+	if resp.StatusCode != http.StatusNoContent || resp.Header.Get("Tus-Version") != "1.0.0" ||
+		strings.Join(ext, ",") != "checksum,creation,creation-with-upload,expiration,termination" ||
+		!strings.Contains(resp.Header.Get("Tus-Checksum-Algorithm"), "sha1") {
+		t.Fatalf("OPTIONS: %d %v", resp.StatusCode, resp.Header)
+	}
+}
+
+// TestTusAccess walks the tus routes as each kind of caller: anyone
+// but the owner of an upload gets 404, a person without write access to
+// the target 403, no token 401.
+func TestTusAccess(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	_, _, plain := f.addPerson("bob")
+	root, err := f.fs.CreateRoot(ctx, "carol", vfs.RootSync)
+	if err != nil {
+		t.Fatal(err)
+	}
+	adminP, err := f.accounts.CreatePerson(ctx, account.PersonInput{OrganizationID: f.org.ID, Username: "carol",
+		Email: "carol@example.com", Password: fixturePassword, Admin: true, RootID: root.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	toks, err := f.accounts.IssueTokens(ctx, adminP.ID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := toks.AccessToken
+	other, err := f.accounts.CreateOrganization(ctx, account.OrganizationInput{Name: "Globex"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err = f.fs.CreateRoot(ctx, "dave", vfs.RootSync)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tenant := f.personToken(account.PersonInput{OrganizationID: other.ID, Username: "dave",
+		Email: "dave@example.com", Password: fixturePassword, Admin: true, RootID: root.ID})
+	// An organization share where bob is a viewer: he reaches it but may
+	// not write to it.
+	shares := share.New(share.Options{FS: f.fs, Accounts: f.accounts})
+	ac, err := f.accounts.Caller(ctx, adminP.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh, err := shares.CreateOrgShare(ctx, ac, f.org.ID, "Shared")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bob, err := f.accounts.PersonByLogin(ctx, "bob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := shares.SetSubscribers(ctx, ac, f.org.ID, sh.ID, share.Subscribers{Persons: []share.Entry{{ID: bob.ID, Channel: share.ChannelWeb, Role: share.RoleViewer}}}); err != nil {
+		t.Fatal(err)
+	}
+
+	owner := f.tus(t, f.token)
+	path := owner.mustCreate(f.root.ID, "mine.bin", 10)
+	callers := []struct {
+		name, token string
+		create      int // creating in the owner's root
+		upload      int // HEAD, PATCH, DELETE of the owner's upload
+	}{
+		{"anonymous", "", 401, 401},
+		{"a bad token", "not-a-token", 401, 401},
+		{"another organization", tenant, 404, 404},
+		{"a plain person of the organization", plain, 404, 404},
+		{"the organization's administrator", admin, 404, 404},
+	}
+	for _, c := range callers {
+		tc := f.tus(t, c.token)
+		resp, body, _ := tc.create(tusMeta("root_id", fmt.Sprint(f.root.ID), "filename", "x"), 1)
+		if resp.StatusCode != c.create {
+			t.Errorf("create as %s: %d %s, want %d", c.name, resp.StatusCode, body, c.create)
+		}
+		if st, _ := tc.offset(path); st != c.upload {
+			t.Errorf("HEAD as %s: %d, want %d", c.name, st, c.upload)
+		}
+		resp, body, _ = tc.patch(path, 0, strings.NewReader("0123456789"), 10, nil)
+		if resp.StatusCode != c.upload {
+			t.Errorf("PATCH as %s: %d %s, want %d", c.name, resp.StatusCode, body, c.upload)
+		}
+		resp, body, _ = tc.do(http.MethodDelete, path, nil, nil, 0)
+		if resp.StatusCode != c.upload {
+			t.Errorf("DELETE as %s: %d %s, want %d", c.name, resp.StatusCode, body, c.upload)
+		}
+	}
+	// The viewer reaches the share but may not upload to it.
+	resp, body, _ := f.tus(t, plain).create(tusMeta("root_id", fmt.Sprint(sh.ID), "filename", "x"), 1)
+	wantError(t, resp.StatusCode, body, http.StatusForbidden, "forbidden")
+	// The owner, last, so the others saw the upload as it was.
+	if resp, b, err := owner.patch(path, 0, strings.NewReader("0123456789"), 10, nil); err != nil || resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("PATCH as the owner: %v %s", err, b)
+	}
+	if got := f.fileBytes(t, f.root, "mine.bin"); string(got) != "0123456789" {
+		t.Fatalf("the owner's file holds %q", got)
+	}
+}
+
+// tusIsoRows are the tus routes in the isolation walk: creating in the
+// child's plain person's root is theirs (and refused to administrators
+// with admin_browse_files, who only read), an upload is its creator's
+// alone, and discovery is anyone's.
+func tusIsoRows() []isoRow {
+	target := func(q isoReq) url.Values {
+		return url.Values{"root_id": {fmt.Sprint(q.c.root)}, "filename": {q.k.next() + ".bin"}}
+	}
+	upload := func(q isoReq) any { return q.k.tusUpload(q.c) }
+	rows := []isoRow{
+		{pattern: "OPTIONS /api/2/tus/{$}", name: "discovery", method: "OPTIONS", path: pf("/api/2/tus/"),
+			want: "none=204 OP=204 OA=204 PP=204 CG=204 CP=204 CA=204 PA=204"},
+	}
+	for _, tenant := range []string{"", "browse"} {
+		create := "CP=201 CA=404 PA=404"
+		if tenant == "browse" {
+			create = "CP=201 CA=403 PA=403"
+		}
+		rows = append(rows,
+			isoRow{pattern: "POST /api/2/tus/{$}", name: "in the child's plain person's root " + tenant, method: "TUSCREATE",
+				path: pf("/api/2/tus/"), form: target, want: create, tenant: tenant},
+			isoRow{pattern: "HEAD /api/2/tus/{upload_id}", name: "the child's plain person's upload " + tenant, method: "TUSHEAD",
+				path: pf("/api/2/tus/%d", upload), want: "CP=200 CA=404 PA=404", tenant: tenant},
+			isoRow{pattern: "PATCH /api/2/tus/{upload_id}", name: "the child's plain person's upload " + tenant, method: "TUSPATCH",
+				path: pf("/api/2/tus/%d", upload), want: "CP=204 CA=404 PA=404", tenant: tenant},
+			isoRow{pattern: "DELETE /api/2/tus/{upload_id}", name: "the child's plain person's upload " + tenant, method: "TUSDELETE",
+				path: pf("/api/2/tus/%d", upload), want: "CP=204 CA=404 PA=404", tenant: tenant},
+		)
+	}
+	return rows
+}
+
+// tusUpload creates a two-byte upload in n's plain person's root, as
+// them, and returns its id.
+func (k *isoCast) tusUpload(n *isoTenant) uint64 {
+	k.t.Helper()
+	h := http.Header{"Tus-Resumable": {"1.0.0"}, "Upload-Length": {"2"},
+		"Upload-Metadata": {tusMeta("root_id", fmt.Sprint(n.root), "filename", k.next()+".bin")}}
+	resp := k.f.request(http.MethodPost, tusBase, n.plnTok, nil, h)
+	resp.Body.Close()
+	id, err := strconv.ParseUint(resp.Header.Get("Location")[strings.LastIndex(resp.Header.Get("Location"), "/")+1:], 10, 64)
+	if resp.StatusCode != http.StatusCreated || err != nil {
+		k.t.Fatalf("tus upload: %d %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	return id
+}
+
+// sendTus makes one tus request of the walk: TUSCREATE with form as
+// Upload-Metadata, TUSHEAD, TUSPATCH of two bytes at 0, TUSDELETE.
+func (k *isoCast) sendTus(method, path, token string, form url.Values) (int, []byte) {
+	k.t.Helper()
+	h := http.Header{"Tus-Resumable": {"1.0.0"}}
+	var body io.Reader
+	switch method {
+	case "TUSCREATE":
+		var kv []string
+		for key, v := range form {
+			kv = append(kv, key, v[0])
+		}
+		h.Set("Upload-Length", "2")
+		h.Set("Upload-Metadata", tusMeta(kv...))
+		method = http.MethodPost
+	case "TUSHEAD":
+		method = http.MethodHead
+	case "TUSPATCH":
+		h.Set("Upload-Offset", "0")
+		h.Set("Content-Type", "application/offset+octet-stream")
+		body = strings.NewReader("up")
+		method = http.MethodPatch
+	case "TUSDELETE":
+		method = http.MethodDelete
+	}
+	return k.f.readAll(k.f.request(method, path, token, body, h))
+}

@@ -1,0 +1,575 @@
+package vfs
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"time"
+
+	"berth/kv"
+	"berth/vfs/chunk"
+
+	"github.com/fxamacker/cbor/v2"
+)
+
+// Staged uploads let a large upload arrive in pieces, over several
+// requests and across restarts of the process, and become a file only
+// once all of it is there (the tus protocol's resumable uploads, served
+// by rest).
+//
+// The bytes go into the chunk store as they arrive, through the same
+// chunk writer as WriteFile, and the upload keeps the list of its chunks
+// in kv: Finish commits that list as the file's revision, copying
+// nothing. The list is sealed chunks plus a tail. The sealed chunks end
+// where the content-defined chunker cut them; the tail is the last chunk
+// of the last append, which ended where the request did. The next append
+// re-reads the tail (at most one chunk, 4 MiB) and cuts it again with the
+// new bytes, so the chunks of a file uploaded in many pieces are exactly
+// those of the same file written at once: it deduplicates as well, and
+// no chunker state needs to survive between requests.
+//
+// Each sealed batch of chunks holds a reference count in kv (its part,
+// W/<upload>/<part>), as a revision's chunks do, so the collector keeps
+// them across restarts; the tail holds one too. The declared length is
+// reserved against the quotas at Stage (usageRec.Reserved), so a quota
+// sees the uploads in flight, and given back when the upload is finished,
+// terminated or expires. An upload not appended to for its TTL expires:
+// ExpireStaged (which the daemon runs periodically) terminates it, and
+// every method treats it as gone from its expiry on.
+
+// StageOptions describe a staged upload.
+type StageOptions struct {
+	// Length is the size the file will have, declared up front: the
+	// policy and the quotas are checked against it at Stage.
+	Length int64
+	// TTL is how long the upload lives without an append; each append
+	// moves its expiry to TTL after it. 0 or less means DefaultStagedTTL.
+	TTL time.Duration
+	// Owner is opaque to vfs: the front end's name for who may go on
+	// with the upload.
+	Owner string
+	// Meta is kept with the upload and given back as it is (tus's
+	// Upload-Metadata).
+	Meta map[string]string
+}
+
+// DefaultStagedTTL is the life of a staged upload without an append.
+const DefaultStagedTTL = 24 * time.Hour
+
+// Staged is the state of a staged upload.
+type Staged struct {
+	ID     uint64
+	Root   uint64
+	Parent uint64
+	Name   string
+	// Length is the declared size; Offset how much of it is stored.
+	Length  int64
+	Offset  int64
+	Created time.Time
+	Expires time.Time
+	Owner   string
+	Meta    map[string]string
+}
+
+// AppendOptions check an append.
+type AppendOptions struct {
+	// Hash, when set, is fed the appended bytes, and Sum is what it must
+	// sum to: otherwise the append stores nothing and is
+	// ErrChecksumMismatch.
+	Hash hash.Hash
+	Sum  []byte
+}
+
+// stagedRec is a staged upload, S/<upload>. Field numbers are the wire
+// format.
+type stagedRec struct {
+	Root   uint64 `cbor:"1,keyasint"`
+	Parent uint64 `cbor:"2,keyasint"`
+	Name   string `cbor:"3,keyasint"`
+	Length int64  `cbor:"4,keyasint"`
+	// Sealed is the size of the chunks in the parts, Parts their number.
+	Sealed int64  `cbor:"5,keyasint,omitempty"`
+	Parts  uint64 `cbor:"6,keyasint,omitempty"`
+	// Tail is the last chunk appended, none or one.
+	Tail    []chunk.Ref       `cbor:"7,keyasint,omitempty"`
+	Created int64             `cbor:"8,keyasint"`
+	Expires int64             `cbor:"9,keyasint"`
+	TTL     int64             `cbor:"10,keyasint"`
+	Owner   string            `cbor:"11,keyasint,omitempty"`
+	Meta    map[string]string `cbor:"12,keyasint,omitempty"`
+}
+
+// stagedPart is one batch of sealed chunks, W/<upload>/<part>, at most
+// refBatch of them, each holding one count on its K/ key.
+type stagedPart struct {
+	Chunks []chunk.Ref `cbor:"1,keyasint"`
+}
+
+func (r stagedRec) offset() int64 {
+	o := r.Sealed
+	for _, t := range r.Tail {
+		o += t.Size
+	}
+	return o
+}
+
+func (r stagedRec) public(id uint64) Staged {
+	return Staged{
+		ID: id, Root: r.Root, Parent: r.Parent, Name: r.Name, Length: r.Length, Offset: r.offset(),
+		Created: time.Unix(0, r.Created).UTC(), Expires: time.Unix(0, r.Expires).UTC(), Owner: r.Owner, Meta: r.Meta,
+	}
+}
+
+// loadStaged reads upload id in tx; a missing or expired one is
+// ErrNotExist.
+func (fs *FS) loadStaged(tx kv.Txn, id uint64) (stagedRec, error) {
+	var rec stagedRec
+	if err := get(tx, stagedKey(id), &rec, fmt.Errorf("%w: staged upload %d", ErrNotExist, id)); err != nil {
+		return rec, err
+	}
+	if rec.Expires <= fs.nowNs() {
+		return rec, fmt.Errorf("%w: staged upload %d expired", ErrNotExist, id)
+	}
+	return rec, nil
+}
+
+// Stage starts a staged upload of so.Length bytes that Finish makes the
+// file name in the folder parent. It refuses up front what a WriteFile of
+// that length would be refused (a bad name, an excluded extension, a
+// length over opts.MaxFileSize or the quotas of opts, the name taken by a
+// folder, a lock, opts.IfAbsent or IfRevision) and reserves the length
+// against the quotas until the upload ends.
+func (fs *FS) Stage(ctx context.Context, root, parent uint64, name string, so StageOptions, opts WriteOptions) (Staged, error) {
+	if err := ValidateName(name); err != nil {
+		return Staged{}, err
+	}
+	if excluded(name, opts.ExcludedExtensions) {
+		return Staged{}, fmt.Errorf("%w: %q", ErrExtensionExcluded, extension(name))
+	}
+	if so.Length < 0 {
+		return Staged{}, fmt.Errorf("%w: a negative length", ErrFileTooLarge)
+	}
+	if opts.MaxFileSize > 0 && so.Length > opts.MaxFileSize {
+		return Staged{}, fmt.Errorf("%w: %d bytes announced, at most %d", ErrFileTooLarge, so.Length, opts.MaxFileSize)
+	}
+	if err := fs.roomFor(); err != nil {
+		return Staged{}, err
+	}
+	ttl := so.TTL
+	if ttl <= 0 {
+		ttl = DefaultStagedTTL
+	}
+	id, err := fs.db.NextID(ctx, "staged")
+	if err != nil {
+		return Staged{}, err
+	}
+	var rec stagedRec
+	err = fs.update(ctx, func(tx kv.Txn) error {
+		now := fs.nowNs()
+		if _, err := fs.checkWrite(tx, root, parent, name, opts, now); err != nil {
+			return err
+		}
+		if err := fs.addUsage(ctx, tx, root, usageRec{Reserved: so.Length}, limitsOf(opts)); err != nil {
+			return err
+		}
+		rec = stagedRec{
+			Root: root, Parent: parent, Name: name, Length: so.Length,
+			Created: now, Expires: now + int64(ttl), TTL: int64(ttl), Owner: so.Owner, Meta: so.Meta,
+		}
+		return put(tx, stagedKey(id), rec)
+	})
+	if err != nil {
+		return Staged{}, err
+	}
+	return rec.public(id), nil
+}
+
+// StagedInfo returns the state of upload id; ErrNotExist once it is
+// finished, terminated or expired.
+func (fs *FS) StagedInfo(ctx context.Context, id uint64) (Staged, error) {
+	var rec stagedRec
+	err := fs.db.View(ctx, func(tx kv.Txn) error {
+		var err error
+		rec, err = fs.loadStaged(tx, id)
+		return err
+	})
+	return rec.public(id), err
+}
+
+// Append stores what r yields as the bytes of upload id from offset on,
+// which must be the upload's offset (ErrUploadOffset otherwise), and
+// returns the new state. It stores what r yields up to its first error
+// or EOF: a front end that wants the bytes of a broken request kept hands
+// a reader that ends at the break. Bytes past the declared length are
+// ErrFileTooLarge, a mismatch with ao's checksum ErrChecksumMismatch;
+// either stores nothing. Each append moves the expiry TTL ahead.
+func (fs *FS) Append(ctx context.Context, id uint64, offset int64, r io.Reader, ao AppendOptions) (Staged, error) {
+	if err := fs.beginUpload(); err != nil {
+		return Staged{}, err
+	}
+	defer fs.endUpload()
+	var rec stagedRec
+	err := fs.db.View(ctx, func(tx kv.Txn) error {
+		var err error
+		rec, err = fs.loadStaged(tx, id)
+		return err
+	})
+	if err != nil {
+		return Staged{}, err
+	}
+	if rec.offset() != offset {
+		return rec.public(id), fmt.Errorf("%w: the upload is at %d, not %d", ErrUploadOffset, rec.offset(), offset)
+	}
+	body := r
+	if ao.Hash != nil {
+		body = io.TeeReader(r, ao.Hash)
+	}
+	src := body
+	if len(rec.Tail) > 0 {
+		tail := fs.reads.NewReader(ctx, fs.chunks, rec.Tail)
+		defer tail.Close()
+		src = io.MultiReader(tail, body)
+	}
+	// The stream starts at the end of the sealed chunks.
+	refs, size, err := fs.writer.Write(ctx, src, rec.Length-rec.Sealed)
+	defer fs.pins.unpinRefs(refs)
+	if err == nil && ao.Hash != nil && !bytes.Equal(ao.Hash.Sum(nil), ao.Sum) {
+		err = fmt.Errorf("%w: the %d bytes sent do not match their checksum", ErrChecksumMismatch, size-(offset-rec.Sealed))
+	}
+	if err != nil {
+		fs.forget(refs)
+		if errors.Is(err, chunk.ErrTooLarge) {
+			return rec.public(id), fmt.Errorf("%w: more than the %d bytes declared", ErrFileTooLarge, rec.Length)
+		}
+		return rec.public(id), err
+	}
+	if len(refs) == 0 {
+		return rec.public(id), nil // nothing before, nothing now
+	}
+	done, err := fs.commitAppend(ctx, id, rec, refs)
+	if err != nil {
+		fs.forget(refs[done:])
+		return rec.public(id), err
+	}
+	return fs.StagedInfo(ctx, id)
+}
+
+// commitAppend hands refs, the chunks cut from the old tail on, to upload
+// id: all but the last go into parts, refBatch a transaction, each
+// transaction leaving a consistent upload (what it sealed counts in the
+// offset), and the last becomes the tail. The first transaction lets go
+// of the old tail, whose bytes the first of refs begin with. It returns
+// how many of refs the upload holds a count on, on failure too.
+func (fs *FS) commitAppend(ctx context.Context, id uint64, was stagedRec, refs []chunk.Ref) (int, error) {
+	sealed, tail := refs[:len(refs)-1], refs[len(refs)-1:]
+	wantSealed, wantTail := was.Sealed, was.Tail
+	done := 0
+	for first := true; first || done < len(sealed); first = false {
+		batch := sealed[done:min(done+fs.refBatch, len(sealed))]
+		last := done+len(batch) == len(sealed)
+		fs.gcMu.RLock()
+		err := fs.update(ctx, func(tx kv.Txn) error {
+			rec, err := fs.loadStaged(tx, id)
+			if err != nil {
+				return err
+			}
+			if rec.Sealed != wantSealed || !slicesEqual(rec.Tail, wantTail) {
+				return fmt.Errorf("%w: another request appended to the upload meanwhile", ErrUploadOffset)
+			}
+			if first && len(rec.Tail) > 0 {
+				if err := addRefs(tx, rec.Tail, -1); err != nil {
+					return err
+				}
+				rec.Tail = nil
+			}
+			add := batch
+			if last {
+				add = refs[done:]
+			}
+			if err := fs.checkStored(ctx, tx, add); err != nil {
+				return err
+			}
+			if err := addRefs(tx, add, 1); err != nil {
+				return err
+			}
+			if len(batch) > 0 {
+				if err := put(tx, stagedPartKey(id, rec.Parts), stagedPart{Chunks: batch}); err != nil {
+					return err
+				}
+				rec.Parts++
+				for _, c := range batch {
+					rec.Sealed += c.Size
+				}
+			}
+			if last {
+				rec.Tail = tail
+				rec.Expires = fs.nowNs() + rec.TTL
+			}
+			return put(tx, stagedKey(id), rec)
+		})
+		fs.gcMu.RUnlock()
+		if err != nil {
+			return done, err
+		}
+		for _, c := range batch {
+			wantSealed += c.Size
+		}
+		wantTail = nil
+		done += len(batch)
+		if last {
+			done = len(refs)
+		}
+		fs.between(OpWrite)
+	}
+	return done, nil
+}
+
+func slicesEqual(a, b []chunk.Ref) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// Finish makes upload id, all of whose bytes are stored (ErrUploadOffset
+// otherwise), the file it was staged as, in one transaction that checks
+// again what WriteFile checks at its commit (opts, the caller's at this
+// moment) and gives the reservation back. The chunks pass to the
+// revision as they are. Only a failure leaves the upload staged.
+func (fs *FS) Finish(ctx context.Context, id uint64, opts WriteOptions) (Node, error) {
+	var rec stagedRec
+	n, err := fs.finish(ctx, id, opts, &rec)
+	fs.done(OpWrite, err, Event{RootID: rec.Root, NodeID: n.ID, ParentID: rec.Parent, Name: rec.Name, Size: n.Size})
+	return n, err
+}
+
+func (fs *FS) finish(ctx context.Context, id uint64, opts WriteOptions, out *stagedRec) (Node, error) {
+	newID, err := fs.db.NextID(ctx, "node")
+	if err != nil {
+		return Node{}, err
+	}
+	lim := limitsOf(opts)
+	var node nodeRec
+	var path string
+	err = fs.update(ctx, func(tx kv.Txn) error {
+		st, err := fs.loadStaged(tx, id)
+		if err != nil {
+			return err
+		}
+		*out = st
+		if st.offset() != st.Length {
+			return fmt.Errorf("%w: %d of %d bytes stored", ErrUploadOffset, st.offset(), st.Length)
+		}
+		if excluded(st.Name, opts.ExcludedExtensions) {
+			return fmt.Errorf("%w: %q", ErrExtensionExcluded, extension(st.Name))
+		}
+		if opts.MaxFileSize > 0 && st.Length > opts.MaxFileSize {
+			return fmt.Errorf("%w: %d bytes, at most %d", ErrFileTooLarge, st.Length, opts.MaxFileSize)
+		}
+		refs := make([]chunk.Ref, 0, st.Parts*uint64(fs.refBatch)+1)
+		for p := range st.Parts {
+			var part stagedPart
+			if err := get(tx, stagedPartKey(id, p), &part, fmt.Errorf("%w: part %d of staged upload %d is missing", ErrBusy, p, id)); err != nil {
+				return err
+			}
+			refs = append(refs, part.Chunks...)
+			if err := tx.Delete(stagedPartKey(id, p)); err != nil {
+				return err
+			}
+		}
+		refs = append(refs, st.Tail...)
+		if err := tx.Delete(stagedKey(id)); err != nil {
+			return err
+		}
+		now := fs.nowNs()
+		if !opts.Modified.IsZero() {
+			now = opts.Modified.UnixNano()
+		}
+		old, err := fs.checkWrite(tx, st.Root, st.Parent, st.Name, opts, fs.nowNs())
+		if err != nil {
+			return err
+		}
+		size := st.Length
+		d := usageRec{Reserved: -st.Length}
+		if old != nil {
+			node = *old
+			d.Revisions++
+			d.RevisionSize += node.Size
+			d.HeadSize += size - node.Size
+		} else {
+			node = nodeRec{ID: newID, Root: st.Root, Parent: st.Parent, Name: st.Name, Created: now}
+			d.Files++
+			d.HeadSize += size
+		}
+		if err := fs.addUsage(ctx, tx, st.Root, d, lim); err != nil {
+			return err
+		}
+		revID, err := fs.db.NextID(ctx, "revision")
+		if err != nil {
+			return err
+		}
+		node.Modified, node.Size, node.Rev = now, size, revID
+		rev := revRec{ID: revID, File: node.ID, Size: size, Created: fs.nowNs(), Chunks: refs}
+		if err := put(tx, revKey(node.ID, revID), rev); err != nil {
+			return err
+		}
+		if err := saveNode(tx, node, locRec{Root: st.Root, Parent: st.Parent, Name: st.Name}); err != nil {
+			return err
+		}
+		if err := setModified(tx, node, old); err != nil {
+			return err
+		}
+		if path, err = pathOf(tx, node); err != nil {
+			return err
+		}
+		return fs.journal(ctx, tx, OpWrite, opts.Actor, Event{RootID: st.Root, NodeID: node.ID, ParentID: st.Parent, Name: st.Name, Size: size, Created: old == nil})
+	})
+	if err != nil {
+		if errors.Is(err, kv.ErrTxnTooBig) {
+			return Node{}, fmt.Errorf("%w: the upload's chunks are more than one commit takes", ErrFileTooLarge)
+		}
+		return Node{}, err
+	}
+	fs.m.bytesWritten.Add(float64(node.Size))
+	n := node.public(fs.nowNs())
+	n.Path = path
+	return n, nil
+}
+
+// Terminate ends upload id without a file: its chunks' counts and its
+// reservation are given back. An expired upload can be terminated too.
+func (fs *FS) Terminate(ctx context.Context, id uint64) error {
+	return fs.terminate(ctx, id, false)
+}
+
+// terminate ends upload id; with expired, only once it has expired (the
+// sweep's check, made in the transaction that ends it, so an append that
+// moved the expiry meanwhile wins).
+func (fs *FS) terminate(ctx context.Context, id uint64, expired bool) error {
+	in, err := fs.newIntent(ctx)
+	if err != nil {
+		return err
+	}
+	err = fs.update(ctx, func(tx kv.Txn) error {
+		var rec stagedRec
+		if err := get(tx, stagedKey(id), &rec, fmt.Errorf("%w: staged upload %d", ErrNotExist, id)); err != nil {
+			return err
+		}
+		if expired && rec.Expires > fs.nowNs() {
+			return errNotExpired
+		}
+		// The counts pass to an intent in this transaction and are
+		// released after it: a crash between leaves the intent to Open.
+		for p := range rec.Parts {
+			var part stagedPart
+			if err := get(tx, stagedPartKey(id, p), &part, nil); err != nil {
+				return err
+			}
+			if err := put(tx, intentKey(in.id, p), intentRec{Chunks: chunkIDs(part.Chunks)}); err != nil {
+				return err
+			}
+			if err := tx.Delete(stagedPartKey(id, p)); err != nil {
+				return err
+			}
+		}
+		if len(rec.Tail) > 0 {
+			if err := put(tx, intentKey(in.id, rec.Parts), intentRec{Chunks: chunkIDs(rec.Tail)}); err != nil {
+				return err
+			}
+		}
+		// A root purged meanwhile took its accounting with it.
+		if _, err := tx.Get(rootKey(rec.Root)); err == nil {
+			if err := fs.addUsage(ctx, tx, rec.Root, usageRec{Reserved: -rec.Length}, limits{}); err != nil {
+				return err
+			}
+		} else if !errors.Is(err, kv.ErrNotFound) {
+			return err
+		}
+		return tx.Delete(stagedKey(id))
+	})
+	if err != nil {
+		return err
+	}
+	fs.releaseFailed(ctx, in)
+	return nil
+}
+
+// errNotExpired is an upload the sweep found expired that an append
+// renewed before the sweep ended it.
+var errNotExpired = errors.New("vfs: staged upload renewed")
+
+// ExpireStaged terminates every staged upload whose expiry has passed and
+// returns how many it ended. The daemon runs it periodically; until it
+// does, an expired upload is ErrNotExist to every other method, but its
+// chunks and reservation are still held.
+func (fs *FS) ExpireStaged(ctx context.Context) (int, error) {
+	var ids []uint64
+	now := fs.nowNs()
+	err := fs.db.View(ctx, func(tx kv.Txn) error {
+		ids = ids[:0]
+		return tx.Scan([]byte(pStaged), nil, func(k, v []byte) error {
+			var rec stagedRec
+			if err := cbor.Unmarshal(v, &rec); err != nil {
+				return err
+			}
+			if rec.Expires <= now {
+				ids = append(ids, stagedKeyID(k))
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, id := range ids {
+		if err := ctx.Err(); err != nil {
+			return n, err
+		}
+		err := fs.terminate(ctx, id, true)
+		switch {
+		case err == nil:
+			n++
+		case errors.Is(err, errNotExpired), errors.Is(err, ErrNotExist):
+		default:
+			return n, fmt.Errorf("staged upload %d: %w", id, err)
+		}
+	}
+	return n, nil
+}
+
+// stagedRefs adds to want a count for every chunk the staged uploads
+// hold (their parts and tails), for Fsck.
+func stagedRefs(tx kv.Txn, want map[chunk.ID]int64) error {
+	err := tx.Scan([]byte(pPart), nil, func(k, v []byte) error {
+		var p stagedPart
+		if err := cbor.Unmarshal(v, &p); err != nil {
+			return err
+		}
+		for _, c := range p.Chunks {
+			want[c.ID]++
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return tx.Scan([]byte(pStaged), nil, func(k, v []byte) error {
+		var rec stagedRec
+		if err := cbor.Unmarshal(v, &rec); err != nil {
+			return err
+		}
+		for _, c := range rec.Tail {
+			want[c.ID]++
+		}
+		return nil
+	})
+}

@@ -1,0 +1,335 @@
+package vfs_test
+
+import (
+	"bytes"
+	"crypto/sha1"
+	"errors"
+	"io"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"berth/vfs"
+	"berth/vfs/chunk"
+)
+
+// stage starts a staged upload of length bytes as name in e's top folder.
+func (e *env) stage(t *testing.T, name string, length int64, opts vfs.WriteOptions) vfs.Staged {
+	t.Helper()
+	st, err := e.fs.Stage(ctx, e.root.ID, e.root.FolderID, name, vfs.StageOptions{Length: length, TTL: time.Hour}, opts)
+	if err != nil {
+		t.Fatalf("stage %s: %v", name, err)
+	}
+	return st
+}
+
+// appendAll appends data[from:to] to upload id, failing the test on error.
+func (e *env) appendAll(t *testing.T, id uint64, data []byte, from, to int) vfs.Staged {
+	t.Helper()
+	st, err := e.fs.Append(ctx, id, int64(from), bytes.NewReader(data[from:to]), vfs.AppendOptions{})
+	if err != nil {
+		t.Fatalf("append %d..%d: %v", from, to, err)
+	}
+	if st.Offset != int64(to) {
+		t.Fatalf("append %d..%d: offset %d", from, to, st.Offset)
+	}
+	return st
+}
+
+// chunkCount is how many chunks the store holds.
+func (e *env) chunkCount(t *testing.T) int {
+	t.Helper()
+	n := 0
+	if err := e.chunks.Walk(ctx, func(chunk.ID) error { n++; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// fsckClean collects the chunks no longer referenced (cut tails, refused
+// appends) and fails the test unless Fsck then finds the stores
+// consistent.
+func (e *env) fsckClean(t *testing.T) {
+	t.Helper()
+	if _, err := e.fs.GC(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := e.fs.Fsck(ctx, false)
+	if err != nil || !rep.OK() {
+		t.Fatalf("fsck: %v, %v", rep, err)
+	}
+}
+
+// TestStagedPieces appends a file in pieces cut at several points and
+// checks that Finish gives back the same bytes, that the chunks are those
+// of the same file written at once (the tail is cut again), and that the
+// counts add up at every step.
+func TestStagedPieces(t *testing.T) {
+	const size = 9<<20 + 12345
+	cases := []struct {
+		name  string
+		cuts  []int // offsets at which one append ends and the next begins
+		batch int   // refBatch; 0 the default
+	}{
+		{"one append", nil, 0},
+		{"three pieces", []int{1 << 20, 5<<20 + 7}, 0},
+		{"tiny pieces at the start", []int{1, 2, 100, vfs.InlineMax, vfs.InlineMax + 1}, 0},
+		{"empty pieces", []int{0, 3 << 20, 3 << 20}, 0},
+		{"split commits", []int{2 << 20, 8 << 20}, 2},
+	}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := openEnvWith(t, t.TempDir(), vfs.WithRefBatch(vfs.Options{}, c.batch))
+			root, err := e.fs.CreateRoot(ctx, "alice", vfs.RootSync)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.root = root
+			t.Cleanup(e.close)
+			data := randBytes(uint64(i+1), size)
+			st := e.stage(t, "big.bin", size, vfs.WriteOptions{})
+			from := 0
+			for _, to := range append(c.cuts, size) {
+				e.appendAll(t, st.ID, data, from, to)
+				e.fsckClean(t)
+				from = to
+			}
+			n, err := e.fs.Finish(ctx, st.ID, vfs.WriteOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := e.read(t, n.ID); !bytes.Equal(got, data) {
+				t.Fatalf("read back %d bytes, not the %d appended", len(got), len(data))
+			}
+			if _, err := e.fs.StagedInfo(ctx, st.ID); !errors.Is(err, vfs.ErrNotExist) {
+				t.Fatalf("finished upload: %v, want ErrNotExist", err)
+			}
+			// Leftover chunks of the cut tails go at the next collection.
+			if _, err := e.fs.GC(ctx); err != nil {
+				t.Fatal(err)
+			}
+			before := e.chunkCount(t)
+			e.write(t, e.root.FolderID, "again.bin", data)
+			if after := e.chunkCount(t); after != before {
+				t.Fatalf("the same bytes written at once stored %d new chunks", after-before)
+			}
+			e.fsckClean(t)
+		})
+	}
+}
+
+// TestStagedRefusals checks what Stage, Append and Finish refuse.
+func TestStagedRefusals(t *testing.T) {
+	data := randBytes(7, 1<<20)
+	sum := sha1.Sum(data)
+	cases := []struct {
+		name string
+		run  func(t *testing.T, e *env) error
+		want error
+	}{
+		{"length over max_file_size", func(t *testing.T, e *env) error {
+			_, err := e.fs.Stage(ctx, e.root.ID, e.root.FolderID, "a", vfs.StageOptions{Length: 100}, vfs.WriteOptions{MaxFileSize: 99})
+			return err
+		}, vfs.ErrFileTooLarge},
+		{"length over the quota", func(t *testing.T, e *env) error {
+			_, err := e.fs.Stage(ctx, e.root.ID, e.root.FolderID, "a", vfs.StageOptions{Length: 100}, vfs.WriteOptions{SpaceQuota: 99})
+			return err
+		}, vfs.ErrQuotaExceeded},
+		{"second upload over the quota the first reserved", func(t *testing.T, e *env) error {
+			q := vfs.WriteOptions{SpaceQuota: 150}
+			e.stage(t, "a", 100, q)
+			_, err := e.fs.Stage(ctx, e.root.ID, e.root.FolderID, "b", vfs.StageOptions{Length: 100}, q)
+			return err
+		}, vfs.ErrQuotaExceeded},
+		{"excluded extension", func(t *testing.T, e *env) error {
+			_, err := e.fs.Stage(ctx, e.root.ID, e.root.FolderID, "a.exe", vfs.StageOptions{Length: 1}, vfs.WriteOptions{ExcludedExtensions: []string{".exe"}})
+			return err
+		}, vfs.ErrExtensionExcluded},
+		{"invalid name", func(t *testing.T, e *env) error {
+			_, err := e.fs.Stage(ctx, e.root.ID, e.root.FolderID, "a/b", vfs.StageOptions{Length: 1}, vfs.WriteOptions{})
+			return err
+		}, vfs.ErrInvalidName},
+		{"name of a folder", func(t *testing.T, e *env) error {
+			if _, err := e.fs.Mkdir(ctx, e.root.ID, e.root.FolderID, "d", vfs.WriteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			_, err := e.fs.Stage(ctx, e.root.ID, e.root.FolderID, "d", vfs.StageOptions{Length: 1}, vfs.WriteOptions{})
+			return err
+		}, vfs.ErrNameConflict},
+		{"wrong offset", func(t *testing.T, e *env) error {
+			st := e.stage(t, "a", int64(len(data)), vfs.WriteOptions{})
+			e.appendAll(t, st.ID, data, 0, 1000)
+			_, err := e.fs.Append(ctx, st.ID, 999, bytes.NewReader(data[999:]), vfs.AppendOptions{})
+			return err
+		}, vfs.ErrUploadOffset},
+		{"more than declared", func(t *testing.T, e *env) error {
+			st := e.stage(t, "a", 10, vfs.WriteOptions{})
+			_, err := e.fs.Append(ctx, st.ID, 0, bytes.NewReader(data[:11]), vfs.AppendOptions{})
+			return err
+		}, vfs.ErrFileTooLarge},
+		{"checksum mismatch", func(t *testing.T, e *env) error {
+			st := e.stage(t, "a", int64(len(data)), vfs.WriteOptions{})
+			e.appendAll(t, st.ID, data, 0, 100)
+			bad := sum
+			bad[0] ^= 1
+			_, err := e.fs.Append(ctx, st.ID, 100, bytes.NewReader(data[100:]), vfs.AppendOptions{Hash: sha1.New(), Sum: bad[:]})
+			if got, _ := e.fs.StagedInfo(ctx, st.ID); got.Offset != 100 {
+				t.Errorf("offset %d after a mismatch, want 100", got.Offset)
+			}
+			return err
+		}, vfs.ErrChecksumMismatch},
+		{"checksum match", func(t *testing.T, e *env) error {
+			st := e.stage(t, "a", int64(len(data)), vfs.WriteOptions{})
+			_, err := e.fs.Append(ctx, st.ID, 0, bytes.NewReader(data), vfs.AppendOptions{Hash: sha1.New(), Sum: sum[:]})
+			return err
+		}, nil},
+		{"finish before the end", func(t *testing.T, e *env) error {
+			st := e.stage(t, "a", int64(len(data)), vfs.WriteOptions{})
+			e.appendAll(t, st.ID, data, 0, 100)
+			_, err := e.fs.Finish(ctx, st.ID, vfs.WriteOptions{})
+			return err
+		}, vfs.ErrUploadOffset},
+		{"finish after the name became a folder", func(t *testing.T, e *env) error {
+			st := e.stage(t, "a", 5, vfs.WriteOptions{})
+			e.appendAll(t, st.ID, data, 0, 5)
+			if _, err := e.fs.Mkdir(ctx, e.root.ID, e.root.FolderID, "a", vfs.WriteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			_, err := e.fs.Finish(ctx, st.ID, vfs.WriteOptions{})
+			return err
+		}, vfs.ErrNameConflict},
+		{"append after terminate", func(t *testing.T, e *env) error {
+			st := e.stage(t, "a", 5, vfs.WriteOptions{})
+			if err := e.fs.Terminate(ctx, st.ID); err != nil {
+				t.Fatal(err)
+			}
+			_, err := e.fs.Append(ctx, st.ID, 0, bytes.NewReader(data[:5]), vfs.AppendOptions{})
+			return err
+		}, vfs.ErrNotExist},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t)
+			if err := c.run(t, e); !errors.Is(err, c.want) {
+				t.Fatalf("got %v, want %v", err, c.want)
+			}
+			e.fsckClean(t)
+		})
+	}
+}
+
+// TestStagedSpace checks that an upload's declared length is held against
+// the quota from Stage on and given back by Finish (as the file's size),
+// Terminate and expiry, the last freeing its chunks too.
+func TestStagedSpace(t *testing.T) {
+	const quota = 8 << 20
+	data := randBytes(3, 3<<20)
+	q := vfs.WriteOptions{SpaceQuota: quota}
+	cases := []struct {
+		name string
+		end  func(t *testing.T, e *env, clock *testClock, id uint64)
+		left int64 // what the quota leaves afterwards
+	}{
+		{"finish", func(t *testing.T, e *env, _ *testClock, id uint64) {
+			if _, err := e.fs.Finish(ctx, id, q); err != nil {
+				t.Fatal(err)
+			}
+		}, quota - int64(len(data))},
+		{"terminate", func(t *testing.T, e *env, _ *testClock, id uint64) {
+			if err := e.fs.Terminate(ctx, id); err != nil {
+				t.Fatal(err)
+			}
+		}, quota},
+		{"expiry", func(t *testing.T, e *env, clock *testClock, id uint64) {
+			clock.Add(59 * time.Minute)
+			if n, err := e.fs.ExpireStaged(ctx); n != 0 || err != nil {
+				t.Fatalf("expired %d (%v) before the expiry", n, err)
+			}
+			clock.Add(2 * time.Minute)
+			if _, err := e.fs.StagedInfo(ctx, id); !errors.Is(err, vfs.ErrNotExist) {
+				t.Fatalf("expired upload: %v", err)
+			}
+			if n, err := e.fs.ExpireStaged(ctx); n != 1 || err != nil {
+				t.Fatalf("expired %d (%v), want 1", n, err)
+			}
+		}, quota},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			clock := newTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+			e := openEnvWith(t, t.TempDir(), vfs.Options{Now: clock.Now})
+			root, err := e.fs.CreateRoot(ctx, "alice", vfs.RootSync)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.root = root
+			t.Cleanup(e.close)
+			st := e.stage(t, "a", int64(len(data)), q)
+			if left, _, _ := e.fs.QuotaLeft(ctx, e.root.ID, q); left != quota-int64(len(data)) {
+				t.Fatalf("left %d after Stage, want %d", left, quota-len(data))
+			}
+			// The appends renew the expiry: an hour after the last one.
+			clock.Add(50 * time.Minute)
+			e.appendAll(t, st.ID, data, 0, 1<<20)
+			clock.Add(50 * time.Minute)
+			e.appendAll(t, st.ID, data, 1<<20, len(data))
+			c.end(t, e, clock, st.ID)
+			if left, _, _ := e.fs.QuotaLeft(ctx, e.root.ID, q); left != c.left {
+				t.Fatalf("left %d, want %d", left, c.left)
+			}
+			if _, err := e.fs.GC(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if n := e.chunkCount(t); (n == 0) != (c.left == quota) {
+				t.Fatalf("%d chunks stored after the upload ended", n)
+			}
+			e.fsckClean(t)
+		})
+	}
+}
+
+// TestStagedRestart stops the file system half way through an upload,
+// cleanly and as a crash would, and goes on over the same stores.
+func TestStagedRestart(t *testing.T) {
+	data := randBytes(11, 6<<20+99)
+	for _, clean := range []bool{true, false} {
+		t.Run(map[bool]string{true: "clean", false: "crash"}[clean], func(t *testing.T) {
+			dir := t.TempDir()
+			e := openEnv(t, dir)
+			root, err := e.fs.CreateRoot(ctx, "alice", vfs.RootSync)
+			if err != nil {
+				t.Fatal(err)
+			}
+			st, err := e.fs.Stage(ctx, root.ID, root.FolderID, "a", vfs.StageOptions{Length: int64(len(data))}, vfs.WriteOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// A request cut off after 2.5 MiB: what arrived is kept.
+			if _, err := e.fs.Append(ctx, st.ID, 0, io.LimitReader(bytes.NewReader(data), 5<<19), vfs.AppendOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if clean {
+				e.fs.Close()
+			}
+			e.db.Close()
+			e.fs = nil
+
+			e = openEnv(t, filepath.Clean(dir))
+			e.root = root
+			t.Cleanup(e.close)
+			got, err := e.fs.StagedInfo(ctx, st.ID)
+			if err != nil || got.Offset != 5<<19 {
+				t.Fatalf("after restart: offset %d, %v", got.Offset, err)
+			}
+			e.appendAll(t, st.ID, data, int(got.Offset), len(data))
+			n, err := e.fs.Finish(ctx, st.ID, vfs.WriteOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(e.read(t, n.ID), data) {
+				t.Fatal("read back differs")
+			}
+			e.fsckClean(t)
+		})
+	}
+}
