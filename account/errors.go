@@ -48,6 +48,14 @@ var (
 	// organization policy's change_password_frequency allows; the
 	// person signs in with a new one (the password grant's new_password).
 	ErrPasswordExpired = errors.New("account: password expired")
+	// ErrDirectoryDisabled: the organization's policy, or one above it,
+	// leaves ad_enabled off, so it cannot add, change or import from
+	// directory servers (auth sources).
+	ErrDirectoryDisabled = errors.New("account: directory servers are not enabled by the organization's policy (ad_enabled)")
+	// ErrDirectory: a directory server could not be reached, refused
+	// berth's bind or its search. The Service returns it inside a
+	// *DirectoryError, which says which server and what failed.
+	ErrDirectory = errors.New("account: directory server failed")
 )
 
 // FieldError says which input field is invalid and why. It unwraps to

@@ -98,6 +98,11 @@ const (
 	ActShareLinkUpdated        = "sharelink_updated"
 	ActShareLinkDeleted        = "sharelink_deleted"
 	ActShareSubscribersUpdated = "share_subscribers_updated"
+	// Directory servers (authsource.go).
+	ActAuthSourceCreated  = "auth_source_created"
+	ActAuthSourceUpdated  = "auth_source_updated"
+	ActAuthSourceDeleted  = "auth_source_deleted"
+	ActAuthSourceImported = "auth_source_imported"
 )
 
 // Change is one account change as the activity log records it: written

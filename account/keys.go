@@ -40,6 +40,9 @@ import (
 //	acctgroupparent/<member group><group>    empty           -   the groups a group is a direct member of
 //	acctlicense/<license key>                orgRef          -   an organization by its license key (license.go), upper case without dashes
 //	acctorgmachine/<org><machine>            empty           -   machines of an organization's persons
+//	acctauthsrc/<source>                     AuthSource      -   a directory server (authsource.go)
+//	acctorgauthsrc/<org><source>             empty           -   directory servers of an organization
+//	acctsrcperson/<source><person>           directoryMember -   persons imported from a directory server
 //
 // <subject> is "p"<person> for a known login and "l"<sha256(lower(login))>
 // for an unknown one, so unknown logins lock exactly like known ones and
@@ -49,7 +52,7 @@ import (
 // with one-second resolution, so the TTL is rounded up to outlive the
 // deadline and the deadline decides.
 //
-// Sequences (kv.Store.NextID): "org", "person", "machine", "group". The
+// Sequences (kv.Store.NextID): "org", "person", "machine", "group", "authsource". The
 // prefixes are registered in kv/prefixes.go with every other package's,
 // where a test keeps them apart.
 const (
@@ -84,6 +87,14 @@ const (
 	seqPerson  = "person"
 	seqMachine = "machine"
 	seqGroup   = "group"
+)
+
+// Keys and sequence of directory servers (authsource.go).
+const (
+	pfxAuthSource       = kv.AccountAuthSource
+	pfxOrgAuthSource    = kv.AccountOrgAuthSource
+	pfxAuthSourcePerson = kv.AccountAuthSourcePerson
+	seqAuthSource       = "authsource"
 )
 
 // key is prefix followed by each part as 8 big-endian bytes.

@@ -80,6 +80,12 @@ func table() []Type {
 		{72, "sharelink_deleted", "A share link was deleted", false, true, false},
 		{73, "share_subscribers_updated", "An organization share's subscribers were changed", false, true, true},
 
+		// Directory servers (auth sources).
+		{80, "auth_source_created", "A directory server was added", false, true, true},
+		{81, "auth_source_updated", "A directory server's settings were changed", false, true, true},
+		{82, "auth_source_deleted", "A directory server was removed", false, true, true},
+		{83, "auth_source_imported", "Persons were imported from a directory server", false, true, true},
+
 		// Added by clients.
 		{100, Note, "A note added through activity/create", true, true, true},
 	}

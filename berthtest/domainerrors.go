@@ -78,6 +78,9 @@ func DomainErrors() map[string]error {
 		"account.ErrExtensionLocked":    account.ErrExtensionLocked,
 		"account.ErrPasswordExpired":    account.ErrPasswordExpired,
 
+		"account.ErrDirectoryDisabled": account.ErrDirectoryDisabled,
+		"account.ErrDirectory":         account.ErrDirectory,
+
 		"share.ErrNoRoot":    share.ErrNoRoot,
 		"share.ErrForbidden": share.ErrForbidden,
 		"share.ErrNotFound":  share.ErrNotFound,

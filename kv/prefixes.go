@@ -63,6 +63,13 @@ const (
 	AccountOrgMachine    = "acctorgmachine/"
 )
 
+// Prefixes of account's directory servers (account/authsource.go).
+const (
+	AccountAuthSource       = "acctauthsrc/"    // a directory server
+	AccountOrgAuthSource    = "acctorgauthsrc/" // directory servers of an organization
+	AccountAuthSourcePerson = "acctsrcperson/"  // persons imported from a directory server
+)
+
 // Prefixes of activity (activity/keys.go).
 const (
 	ActivityRecord = "actrec/"
@@ -145,6 +152,9 @@ func Prefixes() []Prefix {
 		{"account", AccountGroupParent},
 		{"account", AccountLicense},
 		{"account", AccountOrgMachine},
+		{"account", AccountAuthSource},
+		{"account", AccountOrgAuthSource},
+		{"account", AccountAuthSourcePerson},
 
 		{"activity", ActivityRecord},
 		{"activity", ActivityOrg},

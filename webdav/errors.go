@@ -213,6 +213,10 @@ func errorTable() []errorMapping {
 		// New credentials cannot help until the person sets a new
 		// password, which WebDAV cannot do: 403, no challenge.
 		{err: account.ErrPasswordExpired, status: http.StatusForbidden, msg: "Your password has expired under your organization's policy: set a new one by signing in to berth (the OAuth password grant with new_password), then use it here."},
+		// The directory server that judges an imported person's password
+		// did not answer: the password may be right, so no challenge.
+		{err: account.ErrDirectory, status: http.StatusServiceUnavailable, msg: "The directory server that checks your password could not be reached; try again later."},
+		{err: account.ErrDirectoryDisabled, status: http.StatusInternalServerError},
 
 		// The request itself.
 		{err: errPathTooDeep, status: http.StatusRequestURITooLong, msg: "%v"},
