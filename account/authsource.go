@@ -148,6 +148,10 @@ func newDirectoryState(o DirectoryOptions) *directoryState {
 	return &directoryState{opts: o, binds: make(chan struct{}, o.MaxBinds), importing: make(chan struct{}, 1)}
 }
 
+// detachedHash is the password hash of a person whose directory server
+// was deleted: no password is theirs until one is set (verifySecret).
+const detachedHash = "!detached-from-directory"
+
 // directoryMember is an imported person's link to their directory entry
 // (acctsrcperson/<source><person>).
 type directoryMember struct {
@@ -325,7 +329,10 @@ func (s *Service) DeleteAuthSource(ctx context.Context, id uint64) error {
 				if err != nil {
 					return err
 				}
-				p.AuthSourceID = 0
+				// A new mark, where the hash was "": a front end that
+				// remembers the person's last sign-in by the hash
+				// (LoginCaller) sees the change and asks again.
+				p.AuthSourceID, p.PasswordHash = 0, detachedHash
 				if err := s.put(tx, key(pfxPerson, pid), &p); err != nil {
 					return err
 				}

@@ -257,7 +257,7 @@ func TestAuthSourceImport(t *testing.T) {
 				t.Fatal(err)
 			}
 			alice, _ = s.Person(ctx, alice.ID)
-			if alice.AuthSourceID != 0 {
+			if alice.AuthSourceID != 0 || alice.PasswordHash != detachedHash {
 				t.Fatalf("alice still names the deleted source: %+v", alice)
 			}
 			if _, err := s.Authenticate(ctx, "alice", "wonderland-1"); !errors.Is(err, ErrInvalidCredentials) {

@@ -13,7 +13,7 @@ func (s *Service) verifySecret(ctx context.Context, p Person, password string) (
 	switch {
 	case p.AuthSourceID != 0:
 		return s.verifyDirectory(ctx, p, password)
-	case p.PasswordHash == "":
+	case p.PasswordHash == "" || p.PasswordHash == detachedHash:
 		return false, s.dummyVerify(ctx, password)
 	}
 	return s.verifyPassword(ctx, p.PasswordHash, password)
