@@ -2,7 +2,6 @@ package rest
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -230,8 +229,6 @@ func TestAuthSourceSignIn(t *testing.T) {
 			if st != http.StatusOK {
 				t.Fatalf("sign-in with the new e-mail: %d %s", st, b)
 			}
-			var raw json.RawMessage
-			decode(t, b, &raw)
 
 			srv.Delete("trent")
 			if rep := importNow(); rep.Disabled != 1 {
@@ -239,6 +236,17 @@ func TestAuthSourceSignIn(t *testing.T) {
 			}
 			if st, _ := signIn("trent", "dir-password-2"); st == http.StatusOK {
 				t.Fatal("trent signed in after leaving the directory")
+			}
+
+			// A directory that does not answer: 502, the server not named.
+			st, b = f.send(http.MethodPost, fmt.Sprintf("/api/2/auth_source/%d/update", src.ID), admin, url.Values{"port": {"1"}})
+			if st != http.StatusOK {
+				t.Fatalf("update: %d %s", st, b)
+			}
+			st, b = signIn("mallory", "dir-password-1")
+			wantError(t, st, b, http.StatusBadGateway, "directory_error")
+			if strings.Contains(string(b), directorytest.Host) || !strings.Contains(string(b), "did not answer") {
+				t.Errorf("sign-in with the directory down: %s", b)
 			}
 		})
 	}
