@@ -53,6 +53,14 @@ var (
 	// uses two-step verification: only a device password is accepted
 	// there (devicepw.go).
 	ErrDevicePasswordRequired = errors.New("account: a device password is required")
+	// ErrDirectoryDisabled: the organization's policy, or one above it,
+	// leaves ad_enabled off, so it cannot add, change or import from
+	// directory servers (auth sources).
+	ErrDirectoryDisabled = errors.New("account: directory servers are not enabled by the organization's policy (ad_enabled)")
+	// ErrDirectory: a directory server could not be reached, refused
+	// berth's bind or its search. The Service returns it inside a
+	// *DirectoryError, which says which server and what failed.
+	ErrDirectory = errors.New("account: directory server failed")
 )
 
 // FieldError says which input field is invalid and why. It unwraps to

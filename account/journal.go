@@ -102,6 +102,11 @@ const (
 	ActDevicePasswordCreated = "device_password_created"
 	ActDevicePasswordRevoked = "device_password_revoked"
 	ActMachineDeleted        = "machine_deleted"
+	// Directory servers (authsource.go).
+	ActAuthSourceCreated  = "auth_source_created"
+	ActAuthSourceUpdated  = "auth_source_updated"
+	ActAuthSourceDeleted  = "auth_source_deleted"
+	ActAuthSourceImported = "auth_source_imported"
 )
 
 // Change is one account change as the activity log records it: written

@@ -43,6 +43,9 @@ import (
 //	acctdevpw/<device password>              devicePasswordRecord -   (devicepw.go)
 //	acctdevhash/<sha256(device password)>    devicePasswordRef    -   live; a revoked one stays, marked, for RevokedDeviceTTL
 //	acctpersondevpw/<person><device password> empty          -   device passwords of a person
+//	acctauthsrc/<source>                     AuthSource      -   a directory server (authsource.go)
+//	acctorgauthsrc/<org><source>             empty           -   directory servers of an organization
+//	acctsrcperson/<source><person>           directoryMember -   persons imported from a directory server
 //
 // <subject> is "p"<person> for a known login and "l"<sha256(lower(login))>
 // for an unknown one, so unknown logins lock exactly like known ones and
@@ -52,7 +55,7 @@ import (
 // with one-second resolution, so the TTL is rounded up to outlive the
 // deadline and the deadline decides.
 //
-// Sequences (kv.Store.NextID): "org", "person", "machine", "group". The
+// Sequences (kv.Store.NextID): "org", "person", "machine", "group", "authsource". The
 // prefixes are registered in kv/prefixes.go with every other package's,
 // where a test keeps them apart.
 // Device passwords (devicepw.go) take the sequence "devicepw".
@@ -93,6 +96,14 @@ const (
 	seqPerson  = "person"
 	seqMachine = "machine"
 	seqGroup   = "group"
+)
+
+// Keys and sequence of directory servers (authsource.go).
+const (
+	pfxAuthSource       = kv.AccountAuthSource
+	pfxOrgAuthSource    = kv.AccountOrgAuthSource
+	pfxAuthSourcePerson = kv.AccountAuthSourcePerson
+	seqAuthSource       = "authsource"
 )
 
 // key is prefix followed by each part as 8 big-endian bytes.

@@ -46,6 +46,9 @@ type Person struct {
 	Guest bool `cbor:"15,keyasint"`
 	// CreatorID is the person who created a guest (spec creator_id).
 	CreatorID uint64 `cbor:"16,keyasint"`
+	// AuthSourceID is the directory server the person was imported
+	// from (authsource.go), which judges their password; 0 for none.
+	AuthSourceID uint64 `cbor:"17,keyasint"`
 }
 
 // Principal is the person's identity as the file system records it, for

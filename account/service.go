@@ -57,6 +57,8 @@ type Options struct {
 	// Registerer takes the login metrics (berth_login_failures_total,
 	// berth_account_lockouts_total). Nil: no metrics.
 	Registerer prometheus.Registerer
+	// Directory configures the connections to directory servers (authsource.go).
+	Directory DirectoryOptions
 }
 
 // LockoutOptions configure the failed-login lock. The spec leaves the
@@ -104,6 +106,8 @@ type Service struct {
 	// log and metrics record failed logins and lockouts (metrics.go).
 	log     *slog.Logger
 	metrics *loginMetrics
+	// dir is the directory servers' connection settings and bounds.
+	dir *directoryState
 }
 
 // New returns a Service over db. Zero fields of opts take their defaults.
@@ -155,6 +159,7 @@ func New(db kv.Store, opts Options) *Service {
 		hashSlots: make(chan struct{}, max(1, runtime.GOMAXPROCS(0))),
 		callers:   newCallerCache(),
 		checks:    map[string]*loginCheck{},
+		dir:       newDirectoryState(opts.Directory),
 	}
 }
 

@@ -80,6 +80,11 @@ func table() []Type {
 		{72, "sharelink_deleted", "A share link was deleted", false, true, false},
 		{73, "share_subscribers_updated", "An organization share's subscribers were changed", false, true, true},
 
+		// Directory servers (auth sources).
+		{80, "auth_source_created", "A directory server was added", false, true, true},
+		{81, "auth_source_updated", "A directory server's settings were changed", false, true, true},
+		{82, "auth_source_deleted", "A directory server was removed", false, true, true},
+		{83, "auth_source_imported", "Persons were imported from a directory server", false, true, true},
 		// Device passwords and machines.
 		{90, "device_password_created", "A device password was created", false, true, false},
 		{91, "device_password_revoked", "A device password was revoked", false, true, true},

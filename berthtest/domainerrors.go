@@ -82,6 +82,9 @@ func DomainErrors() map[string]error {
 		// Two-step verification's device passwords (identity issue).
 		"account.ErrDevicePasswordRequired": account.ErrDevicePasswordRequired,
 
+		"account.ErrDirectoryDisabled": account.ErrDirectoryDisabled,
+		"account.ErrDirectory":         account.ErrDirectory,
+
 		"share.ErrNoRoot":    share.ErrNoRoot,
 		"share.ErrForbidden": share.ErrForbidden,
 		"share.ErrNotFound":  share.ErrNotFound,

@@ -81,6 +81,23 @@ type Config struct {
 	// SMTP is the server berth sends e-mail through (share invitations,
 	// download and upload notifications); no host turns e-mail off.
 	SMTP SMTP `mapstructure:"smtp"`
+	// Directory sets how berth talks to organizations' directory servers
+	// (auth sources) and how often it imports their persons.
+	Directory Directory `mapstructure:"directory"`
+}
+
+// Directory sets the directory servers (auth sources) berth imports
+// persons from and checks their passwords against.
+type Directory struct {
+	// ImportInterval is the time between scheduled imports of every
+	// source (the first runs at start); 0 turns them off, leaving
+	// imports to POST /api/2/auth_source/<id>/import.
+	ImportInterval time.Duration `mapstructure:"import_interval"`
+	// Timeout bounds connecting to a server and each request to it.
+	Timeout time.Duration `mapstructure:"timeout"`
+	// CAFile is a PEM file of the authorities that sign LDAPS servers'
+	// certificates; empty trusts the system's.
+	CAFile string `mapstructure:"ca_file"`
 }
 
 // SMTP is the mail submission server berth sends e-mail through.
@@ -308,6 +325,9 @@ func options() []option {
 		{key: "smtp.timeout", def: 30 * time.Second, usage: "time one e-mail may take to send"},
 		{key: "smtp.ca_file", def: "", usage: "PEM file of the authorities that sign the SMTP server's certificate (empty: the system's)"},
 		{key: "smtp.insecure_skip_verify", def: false, usage: "accept any SMTP server certificate (tests only)"},
+		{key: "directory.import_interval", def: time.Hour, usage: "time between scheduled imports of the organizations' directory servers (0: off)"},
+		{key: "directory.timeout", def: 10 * time.Second, usage: "time connecting to a directory server, and each request to it, may take"},
+		{key: "directory.ca_file", def: "", usage: "PEM file of the authorities that sign LDAPS directory servers' certificates (empty: the system's)"},
 	}
 }
 
@@ -636,6 +656,12 @@ func (c Config) Validate() error {
 	}
 	if c.GC.PurgeDeletedAfter < 0 {
 		bad("gc.purge_deleted_after", c.GC.PurgeDeletedAfter, "must not be negative (0 never purges)")
+	}
+	if c.Directory.ImportInterval < 0 {
+		bad("directory.import_interval", c.Directory.ImportInterval, "must not be negative (0 turns it off)")
+	}
+	if c.Directory.Timeout <= 0 {
+		bad("directory.timeout", c.Directory.Timeout, "must be positive")
 	}
 	errs = append(errs, c.SMTP.validate()...)
 	return errors.Join(errs...)

@@ -174,6 +174,9 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writ
 
 	ao := accountOptions(cfg)
 	ao.Logger, ao.Registerer = log.With("component", "account"), reg
+	if ao.Directory, err = directoryOptions(cfg.Directory); err != nil {
+		return err
+	}
 	accounts := st.newAccounts(ao)
 	mailer, err := newMailNotifier(cfg.SMTP, log.With("component", "mail"), reg)
 	if err != nil {
@@ -308,6 +311,8 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writ
 	bg.Go(func() { expireUploads(bgCtx, expireUploadsEvery, st, log) })
 	policy := newPolicyJobs(st.files, accounts, log.With("component", "policy"), reg, cfg.Policy.Batch)
 	bg.Go(func() { policy.loop(bgCtx, cfg.Policy.Interval) })
+	directory := newDirectoryJobs(accounts, shares, log.With("component", "directory"), reg)
+	bg.Go(func() { directory.loop(bgCtx, cfg.Directory.ImportInterval) })
 	bg.Go(func() { reloadOnHangup(bgCtx, hup, certs, log) })
 
 	var runErr error

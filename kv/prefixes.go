@@ -69,6 +69,13 @@ const (
 	AccountPersonDevicePassword = "acctpersondevpw/"
 )
 
+// Prefixes of account's directory servers (account/authsource.go).
+const (
+	AccountAuthSource       = "acctauthsrc/"    // a directory server
+	AccountOrgAuthSource    = "acctorgauthsrc/" // directory servers of an organization
+	AccountAuthSourcePerson = "acctsrcperson/"  // persons imported from a directory server
+)
+
 // Prefixes of activity (activity/keys.go).
 const (
 	ActivityRecord = "actrec/"
@@ -156,6 +163,9 @@ func Prefixes() []Prefix {
 		{"account", AccountDevicePassword},
 		{"account", AccountDevicePasswordHash},
 		{"account", AccountPersonDevicePassword},
+		{"account", AccountAuthSource},
+		{"account", AccountOrgAuthSource},
+		{"account", AccountAuthSourcePerson},
 
 		{"activity", ActivityRecord},
 		{"activity", ActivityOrg},

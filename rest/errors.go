@@ -153,6 +153,11 @@ func errorTable() []errorMapping {
 		{account.ErrExtensionLocked, http.StatusForbidden, "forbidden", "files with this extension are read-only under the organization's policy (locked_extensions)"},
 		{account.ErrDevicePasswordRequired, http.StatusUnauthorized, "access_denied", "this account uses two-step verification: its password alone is refused where no code can follow it; use a device password"},
 		{account.ErrPasswordExpired, http.StatusForbidden, "password_expired", "the password is older than the organization's policy allows (change_password_frequency); sign in again with the form field new_password beside password to set a new one"},
+		// Directory servers (auth sources): a policy switch refuses as
+		// user_lock_files does; a server that fails is a gateway's fault.
+		{account.ErrDirectoryDisabled, http.StatusForbidden, "forbidden", "the organization's policy does not enable directory servers (ad_enabled), here or above"},
+		// A *account.DirectoryError says which server and what failed (describer).
+		{account.ErrDirectory, http.StatusBadGateway, "directory_error", "the directory server failed"},
 
 		{share.ErrNoRoot, http.StatusNotFound, "not_found", "no such root"},
 		// A *share.Refusal says why (describer).

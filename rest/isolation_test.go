@@ -491,6 +491,35 @@ func (k *isoCast) orgShare(n *isoTenant, subs []share.Entry) uint64 {
 	}
 	return r.ID
 }
+
+// Directory servers: adOn lets the parent and the child (and the other
+// tenant) use them; cSource, pSource and oSource are fresh ones of the
+// child, the parent and the other tenant, at a loopback port nobody
+// answers at.
+func adOn(q isoReq) {
+	for _, id := range []uint64{q.k.p.org.ID, q.c.org.ID, q.k.o.org.ID} {
+		if _, err := q.k.f.accounts.UpdatePolicy(context.Background(), id, func(p *account.Policy) error { p.ADEnabled = true; return nil }); err != nil {
+			q.k.t.Fatal(err)
+		}
+	}
+}
+func sourceIn(q isoReq, org uint64) any {
+	adOn(q)
+	a, err := q.k.f.accounts.CreateAuthSource(context.Background(), account.AuthSourceInput{OrganizationID: org, Host: "127.0.0.1", Port: 1,
+		Domain: "example.com", Login: "cn=reader,dc=example,dc=com", Password: "x"})
+	if err != nil {
+		q.k.t.Fatal(err)
+	}
+	return a.ID
+}
+func cSource(q isoReq) any { return sourceIn(q, q.c.org.ID) }
+func pSource(q isoReq) any { return sourceIn(q, q.k.p.org.ID) }
+func oSource(q isoReq) any { return sourceIn(q, q.k.o.org.ID) }
+func sourceIsoForm(q isoReq) url.Values {
+	adOn(q)
+	return url.Values{"host": {"ldap.example.com"}, "domain": {"example.com"}, "login": {"cn=reader,dc=example,dc=com"}, "password": {"x"}}
+}
+
 func newCGroup(q isoReq) any { return q.k.group(q.c).ID }
 func newCFile(q isoReq) any {
 	return q.k.upload(q.c, fmt.Sprintf("/api/2/files/%d/upload", q.c.root), q.k.next()+".txt")
@@ -675,6 +704,21 @@ func isoRows() []isoRow {
 		{pattern: "GET /api/2/organization/{org}/metrics/usage", name: "the parent", path: pf("/api/2/organization/%d/metrics/usage", pOrg), want: parentAdmin},
 		{pattern: "GET /api/2/organization/{org}/auth_sources", path: pf("/api/2/organization/%d/auth_sources", cOrg), want: childAdmin},
 		{pattern: "GET /api/2/organization/{org}/auth_sources", name: "the parent", path: pf("/api/2/organization/%d/auth_sources", pOrg), want: parentAdmin},
+		{pattern: "GET /api/2/organization/{org}/auth_sources", name: "with a source", path: pf("/api/2/organization/%d/auth_sources?s=%d", cOrg, cSource), want: childAdmin},
+		{pattern: "POST /api/2/organization/{org}/auth_sources/create", method: "POST", path: pf("/api/2/organization/%d/auth_sources/create", cOrg),
+			form: sourceIsoForm, want: childAdmin},
+		{pattern: "POST /api/2/organization/{org}/auth_sources/create", name: "the parent", method: "POST", path: pf("/api/2/organization/%d/auth_sources/create", pOrg),
+			form: sourceIsoForm, want: parentAdmin},
+		{pattern: "GET /api/2/auth_source/{id}", path: pf("/api/2/auth_source/%d", cSource), want: childAdmin},
+		{pattern: "GET /api/2/auth_source/{id}", name: "the parent's", path: pf("/api/2/auth_source/%d", pSource), want: parentAdmin},
+		{pattern: "POST /api/2/auth_source/{id}/update", method: "POST", path: pf("/api/2/auth_source/%d/update", cSource), form: fields("port", "10389"), want: childAdmin},
+		{pattern: "POST /api/2/auth_source/{id}/update", name: "the parent's", method: "POST", path: pf("/api/2/auth_source/%d/update", pSource), form: fields("port", "10389"), want: parentAdmin},
+		{pattern: "POST /api/2/auth_source/{id}/delete", method: "POST", path: pf("/api/2/auth_source/%d/delete", cSource), want: childAdmin},
+		{pattern: "POST /api/2/auth_source/{id}/delete", name: "the parent's", method: "POST", path: pf("/api/2/auth_source/%d/delete", pSource), want: parentAdmin},
+		{pattern: "POST /api/2/auth_source/{id}/import", name: "a server nobody answers at", method: "POST", path: pf("/api/2/auth_source/%d/import", cSource), want: "CG=403 CP=403 CA=502 PA=502"},
+		{pattern: "POST /api/2/auth_source/{id}/import", name: "the parent's", method: "POST", path: pf("/api/2/auth_source/%d/import", pSource), want: "PP=403 CP=404 CA=404 PA=502"},
+		{pattern: "GET /api/2/auth_source/{id}", name: "the other tenant's", path: pf("/api/2/auth_source/%d", oSource), want: "OP=403 OA=200 PP=404 CP=404 CA=404 PA=404"},
+		{pattern: "POST /api/2/auth_source/{id}/delete", name: "the other tenant's", method: "POST", path: pf("/api/2/auth_source/%d/delete", oSource), want: "OP=403 OA=200 PP=404 CP=404 CA=404 PA=404"},
 
 		// Guests (4.9).
 		{pattern: "GET /api/2/guest/{ref}", path: pf("/api/2/guest/%d", cGuest), want: childHidden + " CG=200"},

@@ -32,7 +32,6 @@ func (s *server) organizationRoutes() {
 	s.handle("GET /api/2/organization/{org}/roots", s.authed(s.listOrganizationRoots))
 	s.handle("GET /api/2/organization/{org}/root/{root_id}", s.authed(s.getOrganizationRoot))
 	s.handle("GET /api/2/organization/{org}/machines", s.authed(s.listOrganizationMachines))
-	s.handle("GET /api/2/organization/{org}/auth_sources", s.authed(s.listAuthSources))
 }
 
 // organizationBody is the organization object of spec 2.6, exactly these
@@ -692,14 +691,4 @@ func (s *server) listOrganizationMachines(r *http.Request) (any, error) {
 		out = append(out, encodeMachine(m))
 	}
 	return paged(p, out, total), nil
-}
-
-// listAuthSources answers GET /api/2/organization/{id}/auth_sources:
-// always an empty page until berth imports users from directories.
-func (s *server) listAuthSources(r *http.Request) (any, error) {
-	_, p, err := s.orgPage(r)
-	if err != nil {
-		return nil, err
-	}
-	return paged(p, []struct{}{}, 0), nil
 }

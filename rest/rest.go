@@ -143,6 +143,7 @@ func (s *server) routes() {
 	s.devicePasswordRoutes()
 	s.machineRoutes()
 	s.tusRoutes()
+	s.authSourceRoutes()
 
 	// Anything no pattern matches goes through the error table, not
 	// ServeMux's text 404 and 405.

@@ -219,6 +219,10 @@ func errorTable() []errorMapping {
 		// help, so 401 with a challenge, and the text says how to get one.
 		{err: account.ErrDevicePasswordRequired, status: http.StatusUnauthorized, msg: devicePasswordMessage, challenge: true},
 		{err: account.ErrPasswordExpired, status: http.StatusForbidden, msg: "Your password has expired under your organization's policy: set a new one by signing in to berth (the OAuth password grant with new_password), then use it here."},
+		// The directory server that judges an imported person's password
+		// did not answer: the password may be right, so no challenge.
+		{err: account.ErrDirectory, status: http.StatusServiceUnavailable, msg: "The directory server that checks your password could not be reached; try again later."},
+		{err: account.ErrDirectoryDisabled, status: http.StatusInternalServerError},
 
 		// The request itself.
 		{err: errPathTooDeep, status: http.StatusRequestURITooLong, msg: "%v"},

@@ -1,0 +1,396 @@
+package account
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"berth/kv"
+)
+
+// ImportReport says what one import of a directory server did.
+type ImportReport struct {
+	AuthSourceID uint64
+	// Entries the search returned.
+	Entries int
+	// Created are the persons made for new entries. They have no sync
+	// root: the caller makes one (share.NewRoot), as for any new person.
+	Created []Person
+	// Updated persons had their names or e-mail address changed;
+	// Enabled were disabled by an earlier import and are back in the
+	// directory; Disabled are gone from it; Unchanged the rest.
+	Updated, Enabled, Disabled, Unchanged int
+	// Skipped are the entries that made no person, each with why (a
+	// missing uid, a login taken by another person, the organization's
+	// num_users_maximum reached).
+	Skipped []string
+}
+
+// String sums the report up, for the log and the activity record.
+func (r ImportReport) String() string {
+	return fmt.Sprintf("%d entries: %d created, %d updated, %d enabled, %d disabled, %d unchanged, %d skipped",
+		r.Entries, len(r.Created), r.Updated, r.Enabled, r.Disabled, r.Unchanged, len(r.Skipped))
+}
+
+// maxSkipped bounds the reasons a report keeps; the count goes on.
+const maxSkipped = 100
+
+func (r *ImportReport) skip(format string, args ...any) {
+	if len(r.Skipped) < maxSkipped {
+		r.Skipped = append(r.Skipped, fmt.Sprintf(format, args...))
+	}
+}
+
+// ImportAuthSource reads the persons of directory server id and brings
+// its organization's persons in line (docs/api.md "Directory servers"):
+// an entry with no person gets one (username its uid, e-mail its mail or
+// uid@domain, names from givenName, sn and cn; no password of berth's);
+// an imported person's names and e-mail follow their entry; one whose
+// entry is gone is disabled, their files kept; one that the import
+// disabled is enabled again when the entry returns, one an administrator
+// disabled is not. New persons count against num_users_maximum as any
+// other. The outcome is recorded as ActAuthSourceImported, a failure too,
+// and kept on the source (LastImport, LastError). Imports run one at a time.
+//
+// Errors: ErrNotFound, ErrDirectoryDisabled, a *DirectoryError
+// (ErrDirectory) when the server cannot be reached or refuses berth.
+func (s *Service) ImportAuthSource(ctx context.Context, id uint64) (ImportReport, error) {
+	rep := ImportReport{AuthSourceID: id}
+	select {
+	case s.dir.importing <- struct{}{}:
+		defer func() { <-s.dir.importing }()
+	case <-ctx.Done():
+		return rep, ctx.Err()
+	}
+	a, err := s.AuthSource(ctx, id)
+	if err != nil {
+		return rep, err
+	}
+	ok, err := s.ADEnabled(ctx, a.OrganizationID)
+	if err != nil {
+		return rep, err
+	}
+	if !ok {
+		return rep, directoryRefused(a.OrganizationID)
+	}
+	entries, err := s.search(ctx, a)
+	if err == nil {
+		rep.Entries = len(entries)
+		err = s.apply(ctx, a, entries, &rep)
+	}
+	if ctx.Err() != nil {
+		return rep, errors.Join(err, ctx.Err())
+	}
+	if ferr := s.finishImport(context.WithoutCancel(ctx), a, rep, err); ferr != nil {
+		return rep, errors.Join(err, ferr)
+	}
+	return rep, err
+}
+
+// finishImport keeps the outcome on the source and in the activity log.
+func (s *Service) finishImport(ctx context.Context, a AuthSource, rep ImportReport, failure error) error {
+	return s.db.Update(ctx, func(tx kv.Txn) error {
+		var cur AuthSource
+		err := s.get(tx, key(pfxAuthSource, a.ID), &cur, ErrNotFound)
+		if errors.Is(err, ErrNotFound) {
+			return nil // deleted meanwhile
+		}
+		if err != nil {
+			return err
+		}
+		cur.LastImport, cur.LastError = s.now(), ""
+		c := authSourceChange(ActAuthSourceImported, cur)
+		c.Data = fmt.Sprintf("auth source %d: %s", a.ID, rep)
+		if failure != nil {
+			var de *DirectoryError
+			cur.LastError = failure.Error()
+			if errors.As(failure, &de) {
+				cur.LastError = de.Description()
+			}
+			c.Action = "failed: " + cur.LastError
+		}
+		if err := s.put(tx, key(pfxAuthSource, a.ID), &cur); err != nil {
+			return err
+		}
+		return s.record(ctx, tx, c)
+	})
+}
+
+// sourceMembers returns the persons linked to source id, by folded uid.
+func (s *Service) sourceMembers(ctx context.Context, id uint64) (map[string]uint64, error) {
+	out := map[string]uint64{}
+	err := s.db.View(ctx, func(tx kv.Txn) error {
+		clear(out)
+		prefix := key(pfxAuthSourcePerson, id)
+		return tx.Scan(prefix, nil, func(k, v []byte) error {
+			var m directoryMember
+			if err := s.codec.unmarshal(v, &m); err != nil {
+				return err
+			}
+			out[foldLogin(m.UID)] = kv.Uint64At(k, len(prefix))
+			return nil
+		})
+	})
+	return out, err
+}
+
+// apply brings the source's persons in line with entries, one
+// transaction per person, so that a large directory fits and what was
+// done stays done if the import stops halfway.
+func (s *Service) apply(ctx context.Context, a AuthSource, entries []directoryEntry, rep *ImportReport) error {
+	members, err := s.sourceMembers(ctx, a.ID)
+	if err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	limited := false
+	for _, e := range entries {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		uid := strings.TrimSpace(e.UID)
+		if uid == "" {
+			rep.skip("%s: no uid", e.DN)
+			continue
+		}
+		f := foldLogin(uid)
+		if seen[f] {
+			rep.skip("%s: uid %q appears twice", e.DN, uid)
+			continue
+		}
+		seen[f] = true
+		if pid, ok := members[f]; ok {
+			switch err := s.refreshMember(ctx, a, pid, e, rep); {
+			case err == nil:
+				continue
+			case errors.Is(err, ErrNotFound):
+				// The person was deleted: the entry makes a new one.
+			case errors.Is(err, ErrInvalid), errors.Is(err, ErrExists):
+				rep.skip("%s: %v", uid, err)
+				continue
+			default:
+				return err
+			}
+		}
+		if limited {
+			rep.skip("%s: the organization holds its maximum of users (num_users_maximum)", uid)
+			continue
+		}
+		err := s.createMember(ctx, a, e, uid, rep)
+		switch {
+		case errors.Is(err, ErrUserLimitExceeded):
+			limited = true
+			rep.skip("%s: the organization holds its maximum of users (num_users_maximum)", uid)
+		case errors.Is(err, ErrExists):
+			rep.skip("%s: the username or e-mail address is another person's", uid)
+		case errors.Is(err, ErrInvalid):
+			rep.skip("%s: %v", uid, err)
+		case err != nil:
+			return err
+		}
+	}
+	for uid, pid := range members {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if !seen[uid] {
+			if err := s.disableMember(ctx, a, pid, rep); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// entryPerson is the person entry e describes, of a's organization.
+func entryPerson(a AuthSource, e directoryEntry, uid string) (first, last, display, email string) {
+	email = strings.TrimSpace(e.Mail)
+	if email == "" && a.Domain != "" {
+		email = uid + "@" + a.Domain
+	}
+	first, last, display = strings.TrimSpace(e.GivenName), strings.TrimSpace(e.SN), strings.TrimSpace(e.CN)
+	return
+}
+
+// createMember makes the person of a new entry and links them to a.
+func (s *Service) createMember(ctx context.Context, a AuthSource, e directoryEntry, uid string, rep *ImportReport) error {
+	first, last, display, email := entryPerson(a, e, uid)
+	p, _, err := s.personOf(PersonInput{OrganizationID: a.OrganizationID, Username: uid, Email: email,
+		FirstName: first, LastName: last, DisplayName: display, NoPassword: true})
+	if err != nil {
+		return err
+	}
+	// No hash: the directory judges the person's password
+	// (verifySecret), and hashing a random one per entry would make a
+	// large import take minutes.
+	p.AuthSourceID = a.ID
+	if p.ID, err = s.db.NextID(ctx, seqPerson); err != nil {
+		return err
+	}
+	err = s.db.Update(ctx, func(tx kv.Txn) error {
+		if err := s.insertPerson(tx, &p); err != nil {
+			return err
+		}
+		if err := s.put(tx, key(pfxAuthSourcePerson, a.ID, p.ID), directoryMember{UID: uid, DN: e.DN}); err != nil {
+			return err
+		}
+		c := personChange(ActPersonCreated, p)
+		c.Action = "imported from the directory server " + a.URL()
+		return s.record(ctx, tx, c)
+	})
+	if err != nil {
+		return err
+	}
+	rep.Created = append(rep.Created, p)
+	return nil
+}
+
+// refreshMember brings person pid in line with their entry e: names,
+// e-mail and DN, and enabled again if an import disabled them.
+// Errors: ErrNotFound when the person is gone (their link goes too).
+func (s *Service) refreshMember(ctx context.Context, a AuthSource, pid uint64, e directoryEntry, rep *ImportReport) error {
+	outcome := ""
+	err := s.db.Update(ctx, func(tx kv.Txn) error {
+		outcome = ""
+		var m directoryMember
+		if err := s.get(tx, key(pfxAuthSourcePerson, a.ID, pid), &m, ErrNotFound); err != nil {
+			return err
+		}
+		var cur Person
+		if err := s.get(tx, key(pfxPerson, pid), &cur, ErrNotFound); errors.Is(err, ErrNotFound) {
+			// Deleted by an administrator: the entry makes a new person.
+			if err := tx.Delete(key(pfxAuthSourcePerson, a.ID, pid)); err != nil {
+				return err
+			}
+			return notFoundf("person %d", pid)
+		} else if err != nil {
+			return err
+		}
+		p := cur
+		first, last, display, email := entryPerson(a, e, m.UID)
+		p.FirstName, p.LastName, p.Email = first, last, email
+		if display != "" {
+			p.DisplayName = display
+		} else {
+			p.DisplayName = defaultDisplayName(p)
+		}
+		enable := m.DisabledByImport
+		if enable {
+			p.Active = true
+		}
+		if p == cur && m.DN == e.DN && !enable {
+			outcome = "unchanged"
+			return nil
+		}
+		if err := p.validate(); err != nil {
+			return err
+		}
+		if err := s.checkLoginsFree(tx, pid, p.Username, p.Email); err != nil {
+			return err
+		}
+		if err := s.putPerson(tx, &p, &cur); err != nil {
+			return err
+		}
+		m.DN, m.DisabledByImport = e.DN, false
+		if err := s.put(tx, key(pfxAuthSourcePerson, a.ID, pid), m); err != nil {
+			return err
+		}
+		outcome = "updated"
+		if enable {
+			outcome = "enabled"
+		}
+		if p == cur {
+			return nil // only the DN moved
+		}
+		c := personChange(ActPersonUpdated, p)
+		c.Data = personChangedFields(cur, p)
+		c.Action = "updated from the directory server " + a.URL()
+		if enable {
+			c.Action = "enabled again: back in the directory server " + a.URL()
+		}
+		return s.record(ctx, tx, c)
+	})
+	switch outcome {
+	case "unchanged":
+		rep.Unchanged++
+	case "updated":
+		rep.Updated++
+	case "enabled":
+		rep.Enabled++
+	}
+	return err
+}
+
+// disableMember disables person pid, whose entry is gone, and remembers
+// that the import did it. A person already disabled is left as they are.
+func (s *Service) disableMember(ctx context.Context, a AuthSource, pid uint64, rep *ImportReport) error {
+	disabled := false
+	err := s.db.Update(ctx, func(tx kv.Txn) error {
+		disabled = false
+		var m directoryMember
+		if err := s.get(tx, key(pfxAuthSourcePerson, a.ID, pid), &m, ErrNotFound); errors.Is(err, ErrNotFound) {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		var p Person
+		if err := s.get(tx, key(pfxPerson, pid), &p, ErrNotFound); errors.Is(err, ErrNotFound) {
+			return tx.Delete(key(pfxAuthSourcePerson, a.ID, pid))
+		} else if err != nil {
+			return err
+		}
+		if !p.Active {
+			return nil
+		}
+		cur := p
+		p.Active = false
+		if err := s.putPerson(tx, &p, &cur); err != nil {
+			return err
+		}
+		if err := s.revokeAll(tx, pid); err != nil {
+			return err
+		}
+		m.DisabledByImport = true
+		if err := s.put(tx, key(pfxAuthSourcePerson, a.ID, pid), m); err != nil {
+			return err
+		}
+		disabled = true
+		c := personChange(ActPersonUpdated, p)
+		c.Data = "active"
+		c.Action = "disabled: gone from the directory server " + a.URL()
+		return s.record(ctx, tx, c)
+	})
+	if disabled {
+		rep.Disabled++
+	}
+	return err
+}
+
+// verifyDirectory judges the password of p, imported from a directory
+// server, by binding to it as p's entry. A person whose source is gone
+// has no password at all.
+func (s *Service) verifyDirectory(ctx context.Context, p Person, password string) (bool, error) {
+	var a AuthSource
+	var m directoryMember
+	found := true
+	err := s.db.View(ctx, func(tx kv.Txn) error {
+		found = true
+		for _, g := range []struct {
+			k []byte
+			v any
+		}{{key(pfxAuthSource, p.AuthSourceID), &a}, {key(pfxAuthSourcePerson, p.AuthSourceID, p.ID), &m}} {
+			if err := s.get(tx, g.k, g.v, ErrNotFound); errors.Is(err, ErrNotFound) {
+				found = false
+				return nil
+			} else if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil || !found {
+		return false, err
+	}
+	return s.bindAs(ctx, a, m.DN, password)
+}

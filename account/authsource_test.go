@@ -1,0 +1,342 @@
+package account
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"berth/account/directorytest"
+)
+
+// adOrg creates a top-level organization whose policy enables directory servers.
+func adOrg(t *testing.T, s *Service, name string) Organization {
+	t.Helper()
+	ctx := context.Background()
+	o, err := s.CreateOrganization(ctx, OrganizationInput{Name: name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, err = s.UpdatePolicy(ctx, o.ID, func(p *Policy) error { p.ADEnabled = true; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
+func validSource(org uint64) AuthSourceInput {
+	return AuthSourceInput{OrganizationID: org, Host: "ldap.example.com", Domain: "example.com",
+		Login: "cn=reader,dc=example,dc=com", Password: "secret"}
+}
+
+// Every setting is checked for form when a source is created or changed,
+// and the error names the field.
+func TestAuthSourceValidation(t *testing.T) {
+	s := newService(t, testOptions())
+	o := adOrg(t, s, "Acme")
+	for _, tc := range []struct {
+		name  string
+		edit  func(*AuthSourceInput)
+		field string
+	}{
+		{"no host", func(in *AuthSourceInput) { in.Host = "" }, "host"},
+		{"a URL for a host", func(in *AuthSourceInput) { in.Host = "ldap://ldap.example.com" }, "host"},
+		{"a host with a port", func(in *AuthSourceInput) { in.Host = "ldap.example.com:389" }, "host"},
+		{"a host with spaces", func(in *AuthSourceInput) { in.Host = "ldap example" }, "host"},
+		{"a negative port", func(in *AuthSourceInput) { in.Port = -1 }, "port"},
+		{"a port too large", func(in *AuthSourceInput) { in.Port = 65536 }, "port"},
+		{"no domain nor base", func(in *AuthSourceInput) { in.Domain = "" }, "domain"},
+		{"a domain with an empty label", func(in *AuthSourceInput) { in.Domain = "example..com" }, "domain"},
+		{"a domain with a slash", func(in *AuthSourceInput) { in.Domain = "example.com/x" }, "domain"},
+		{"no login", func(in *AuthSourceInput) { in.Login = "" }, "login"},
+		{"a login that is no DN", func(in *AuthSourceInput) { in.Login = "reader" }, "login"},
+		{"a base that is no DN", func(in *AuthSourceInput) { in.BaseDN = "people" }, "base_dn"},
+		{"a filter that does not parse", func(in *AuthSourceInput) { in.Filter = "(uid=*" }, "filter"},
+		{"no organization", func(in *AuthSourceInput) { in.OrganizationID = 0 }, "company_id"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := validSource(o.ID)
+			tc.edit(&in)
+			_, err := s.CreateAuthSource(context.Background(), in)
+			var fe *FieldError
+			if !errors.As(err, &fe) || fe.Field != tc.field {
+				t.Fatalf("got %v, want an invalid %s", err, tc.field)
+			}
+		})
+	}
+	a, err := s.CreateAuthSource(context.Background(), validSource(o.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.UpdateAuthSource(context.Background(), a.ID, func(a *AuthSource) error { a.Port = 70000; return nil }); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("update to port 70000: %v", err)
+	}
+	if a.SearchBase() != "dc=example,dc=com" || a.URL() != "ldap://ldap.example.com:389" || a.SearchFilter() != DefaultDirectoryFilter {
+		t.Errorf("derived base %q, URL %q, filter %q", a.SearchBase(), a.URL(), a.SearchFilter())
+	}
+}
+
+// ad_enabled gates adding, changing and importing: the organization's
+// own and every one above it. Listing and deleting stay open.
+func TestAuthSourcePolicyGate(t *testing.T) {
+	ctx := context.Background()
+	s := newService(t, testOptions())
+	parent, err := s.CreateOrganization(ctx, OrganizationInput{Name: "Parent"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	child, err := s.CreateOrganization(ctx, OrganizationInput{Name: "Child", ParentID: parent.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	setAD := func(id uint64, on bool) {
+		t.Helper()
+		if _, err := s.UpdatePolicy(ctx, id, func(p *Policy) error { p.ADEnabled = on; return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.CreateAuthSource(ctx, validSource(child.ID)); !errors.Is(err, ErrDirectoryDisabled) {
+		t.Fatalf("ad_enabled off: %v", err)
+	}
+	setAD(child.ID, true)
+	if _, err := s.CreateAuthSource(ctx, validSource(child.ID)); !errors.Is(err, ErrDirectoryDisabled) {
+		t.Fatalf("on in the child, off in the parent: %v", err)
+	}
+	setAD(parent.ID, true)
+	a, err := s.CreateAuthSource(ctx, validSource(child.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	setAD(parent.ID, false)
+	if _, err := s.UpdateAuthSource(ctx, a.ID, func(a *AuthSource) error { a.Port = 10389; return nil }); !errors.Is(err, ErrDirectoryDisabled) {
+		t.Fatalf("update once turned off: %v", err)
+	}
+	if _, err := s.ImportAuthSource(ctx, a.ID); !errors.Is(err, ErrDirectoryDisabled) {
+		t.Fatalf("import once turned off: %v", err)
+	}
+	list, total, err := s.AuthSources(ctx, child.ID, 0, 100)
+	if err != nil || total != 1 || len(list) != 1 || list[0].ID != a.ID {
+		t.Fatalf("list: %v %d %v", list, total, err)
+	}
+	if err := s.DeleteAuthSource(ctx, a.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AuthSource(ctx, a.ID); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("after delete: %v", err)
+	}
+}
+
+// directoryService is a Service trusting srv's CA, with an organization
+// that may use directories and a source of srv over LDAP or LDAPS.
+func directoryService(t *testing.T, srv *directorytest.Server, ssl bool) (*Service, *journal, Organization, AuthSource) {
+	t.Helper()
+	o := testOptions()
+	j := &journal{}
+	o.Journal = j
+	o.Directory.RootCAs = srv.RootCAs
+	s := newService(t, o)
+	org := adOrg(t, s, "Acme")
+	port := srv.Port
+	if ssl {
+		port = srv.TLSPort
+	}
+	a, err := s.CreateAuthSource(context.Background(), AuthSourceInput{OrganizationID: org.ID, Host: directorytest.Host,
+		Domain: directorytest.Domain, Login: directorytest.AdminDN, Password: directorytest.AdminPassword, Port: port, SSL: ssl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, j, org, a
+}
+
+// The whole life of imported persons against a real slapd, over LDAP and
+// LDAPS: import, sign-in by bind, names and e-mail following the
+// directory, disabled when gone and enabled when back (unless an
+// administrator disabled them), and let go with the source.
+func TestAuthSourceImport(t *testing.T) {
+	for _, ssl := range []bool{false, true} {
+		name := "ldap"
+		if ssl {
+			name = "ldaps"
+		}
+		t.Run(name, func(t *testing.T) {
+			srv := directorytest.Start(t)
+			for _, u := range []directorytest.User{
+				{UID: "alice", GivenName: "Alice", SN: "Liddell", Mail: "alice@example.com", Password: "wonderland-1"},
+				{UID: "bob", GivenName: "Bob", SN: "Builder", Password: "can-we-fix-it"}, // no mail: bob@example.com
+				{UID: "carol", GivenName: "Carol", SN: "Danvers", Mail: "carol@example.com", Password: "higher-further"},
+			} {
+				srv.Add(u)
+			}
+			ctx := context.Background()
+			s, j, org, a := directoryService(t, srv, ssl)
+			imp := func() ImportReport {
+				t.Helper()
+				rep, err := s.ImportAuthSource(ctx, a.ID)
+				if err != nil {
+					t.Fatalf("import: %v", err)
+				}
+				return rep
+			}
+			rep := imp()
+			if rep.Entries != 3 || len(rep.Created) != 3 || len(rep.Skipped) != 0 {
+				t.Fatalf("first import: %s %v", rep, rep.Skipped)
+			}
+			bob, err := s.PersonByLogin(ctx, "bob@example.com")
+			if err != nil || bob.AuthSourceID != a.ID || bob.PasswordHash != "" || bob.DisplayName != "Bob Builder" || bob.OrganizationID != org.ID {
+				t.Fatalf("bob: %+v %v", bob, err)
+			}
+			if rep := imp(); rep.Unchanged != 3 || len(rep.Created)+rep.Updated+rep.Disabled+rep.Enabled != 0 {
+				t.Fatalf("second import changed something: %s", rep)
+			}
+			// Sign-in binds as the entry.
+			for _, tc := range []struct {
+				login, password string
+				want            error
+			}{
+				{"alice", "wonderland-1", nil},
+				{"alice@example.com", "wonderland-1", nil},
+				{"alice", "wrong", ErrInvalidCredentials},
+				{"alice", "", ErrInvalidCredentials},
+				{"bob", "can-we-fix-it", nil},
+			} {
+				if _, err := s.Authenticate(ctx, tc.login, tc.password); !errors.Is(err, tc.want) && !(tc.want == nil && err == nil) {
+					t.Errorf("sign-in %s/%q: %v, want %v", tc.login, tc.password, err, tc.want)
+				}
+			}
+			// A changed name and e-mail follow at the next import.
+			srv.Replace("alice", map[string]string{"sn": "Hargreaves", "mail": "alice.h@example.com", "cn": "Alice Hargreaves"})
+			j.acts()
+			if rep := imp(); rep.Updated != 1 {
+				t.Fatalf("after a change: %s", rep)
+			}
+			alice, err := s.PersonByLogin(ctx, "alice")
+			if err != nil || alice.LastName != "Hargreaves" || alice.Email != "alice.h@example.com" || alice.DisplayName != "Alice Hargreaves" {
+				t.Fatalf("alice after the change: %+v %v", alice, err)
+			}
+			if acts := j.acts(); !slices.Contains(acts, ActPersonUpdated) || !slices.Contains(acts, ActAuthSourceImported) {
+				t.Errorf("records of the import: %v", acts)
+			}
+			// Gone from the directory: disabled, and no sign-in.
+			srv.Delete("bob")
+			if rep := imp(); rep.Disabled != 1 {
+				t.Fatalf("after a delete: %s", rep)
+			}
+			if bob, _ = s.Person(ctx, bob.ID); bob.Active {
+				t.Fatal("bob is still active")
+			}
+			if _, err := s.Authenticate(ctx, "bob", "can-we-fix-it"); err == nil {
+				t.Fatal("bob signed in after leaving the directory")
+			}
+			// Back again: enabled again, as the import disabled him.
+			srv.Add(directorytest.User{UID: "bob", GivenName: "Bob", SN: "Builder", Password: "can-we-fix-it"})
+			if rep := imp(); rep.Enabled != 1 {
+				t.Fatalf("after coming back: %s", rep)
+			}
+			if bob, _ = s.Person(ctx, bob.ID); !bob.Active {
+				t.Fatal("bob was not enabled again")
+			}
+			if _, err := s.Authenticate(ctx, "bob", "can-we-fix-it"); err != nil {
+				t.Fatalf("bob back: %v", err)
+			}
+			// One an administrator disabled stays disabled, gone and back.
+			carol, _ := s.PersonByLogin(ctx, "carol")
+			if _, err := s.UpdatePerson(ctx, carol.ID, func(p *Person) error { p.Active = false; return nil }); err != nil {
+				t.Fatal(err)
+			}
+			srv.Delete("carol")
+			imp()
+			srv.Add(directorytest.User{UID: "carol", GivenName: "Carol", SN: "Danvers", Mail: "carol@example.com", Password: "higher-further"})
+			if rep := imp(); rep.Enabled != 0 {
+				t.Fatalf("carol was enabled by the import: %s", rep)
+			}
+			if carol, _ = s.Person(ctx, carol.ID); carol.Active {
+				t.Fatal("carol, disabled by an administrator, is active again")
+			}
+			// Deleting the source lets its persons go: they stay, without a password.
+			if err := s.DeleteAuthSource(ctx, a.ID); err != nil {
+				t.Fatal(err)
+			}
+			alice, _ = s.Person(ctx, alice.ID)
+			if alice.AuthSourceID != 0 || alice.PasswordHash != detachedHash {
+				t.Fatalf("alice still names the deleted source: %+v", alice)
+			}
+			if _, err := s.Authenticate(ctx, "alice", "wonderland-1"); !errors.Is(err, ErrInvalidCredentials) {
+				t.Fatalf("alice after the source was deleted: %v", err)
+			}
+			if n := countKeys(t, s, pfxAuthSourcePerson); n != 0 {
+				t.Errorf("%d links left", n)
+			}
+		})
+	}
+}
+
+// Entries that cannot become persons are skipped with a reason: a login
+// taken by a local person, the organization's num_users_maximum.
+func TestAuthSourceImportSkips(t *testing.T) {
+	srv := directorytest.Start(t)
+	for _, uid := range []string{"dave", "erin", "frank", "grace"} {
+		srv.Add(directorytest.User{UID: uid, SN: strings.ToUpper(uid), Password: "pw-" + uid})
+	}
+	ctx := context.Background()
+	s, _, org, a := directoryService(t, srv, false)
+	if _, err := s.CreatePerson(ctx, PersonInput{OrganizationID: org.ID, Username: "dave", Email: "dave@local.example", Password: pw}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.UpdatePolicy(ctx, org.ID, func(p *Policy) error { p.NumUsersMaximum = 3; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := s.ImportAuthSource(ctx, a.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Created) != 2 || len(rep.Skipped) != 2 {
+		t.Fatalf("report %s %q", rep, rep.Skipped)
+	}
+	if !strings.Contains(strings.Join(rep.Skipped, "\n"), "num_users_maximum") || !strings.Contains(rep.Skipped[0], "another person's") {
+		t.Errorf("reasons %q", rep.Skipped)
+	}
+	// The local dave keeps his own password.
+	if _, err := s.Authenticate(ctx, "dave", pw); err != nil {
+		t.Fatalf("local dave: %v", err)
+	}
+}
+
+// A server that cannot be reached, refuses berth's login or shows a
+// certificate that does not verify fails the import with a
+// *DirectoryError that says so; the source keeps the error.
+func TestAuthSourceImportErrors(t *testing.T) {
+	srv := directorytest.Start(t)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		edit func(*AuthSource)
+		op   string
+		text string
+	}{
+		{"nobody listening", func(a *AuthSource) { a.Port = 1 }, "connect", "could not be reached"},
+		{"a wrong password", func(a *AuthSource) { a.Password = "wrong" }, "bind", "login or password"},
+		{"a host the certificate does not name", func(a *AuthSource) { a.Host, a.Port, a.SSL = "localhost", srv.TLSPort, true }, "connect", "certificate"},
+		{"a base that does not exist", func(a *AuthSource) { a.BaseDN = "ou=nowhere,dc=example,dc=com" }, "search", "No Such Object"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, _, _, a := directoryService(t, srv, false)
+			if _, err := s.UpdateAuthSource(ctx, a.ID, func(a *AuthSource) error { tc.edit(a); return nil }); err != nil {
+				t.Fatal(err)
+			}
+			_, err := s.ImportAuthSource(ctx, a.ID)
+			var de *DirectoryError
+			if !errors.As(err, &de) || !errors.Is(err, ErrDirectory) || de.Op != tc.op || !strings.Contains(de.Description(), tc.text) {
+				t.Fatalf("got %v (%T), want a %s error saying %q", err, err, tc.op, tc.text)
+			}
+			if a, _ = s.AuthSource(ctx, a.ID); a.LastError == "" || a.LastImport.IsZero() {
+				t.Errorf("the source does not keep the failure: %+v", a)
+			}
+		})
+	}
+	// The system pool does not know the test CA.
+	s, _, _, a := directoryService(t, srv, true)
+	s.dir.opts.RootCAs = nil
+	if _, err := s.ImportAuthSource(ctx, a.ID); !errors.Is(err, ErrDirectory) {
+		t.Fatalf("an untrusted CA: %v", err)
+	}
+}

@@ -1,0 +1,113 @@
+package daemon
+
+import (
+	"context"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"berth/account"
+	"berth/config"
+	"berth/share"
+	"berth/vfs"
+)
+
+// directoryOptions maps the directory section onto the account service:
+// the timeout, and the authorities of directory.ca_file, which replace
+// the system's for LDAPS servers, as smtp.ca_file does for mail.
+func directoryOptions(cfg config.Directory) (account.DirectoryOptions, error) {
+	o := account.DirectoryOptions{Timeout: cfg.Timeout}
+	if cfg.CAFile == "" {
+		return o, nil
+	}
+	pem, err := os.ReadFile(cfg.CAFile)
+	if err != nil {
+		return o, fmt.Errorf("directory.ca_file: %w", err)
+	}
+	o.RootCAs = x509.NewCertPool()
+	if !o.RootCAs.AppendCertsFromPEM(pem) {
+		return o, fmt.Errorf("directory.ca_file: %s holds no PEM certificate", cfg.CAFile)
+	}
+	return o, nil
+}
+
+// directoryJobs import, in the background, the persons of every
+// organization's directory servers (auth sources) whose policy enables
+// them (ad_enabled), and give the new ones their sync roots.
+type directoryJobs struct {
+	accounts *account.Service
+	shares   *share.Service
+	log      *slog.Logger
+	// imports counts imports by result: ok, error (the server failed
+	// or refused berth).
+	imports *prometheus.CounterVec
+}
+
+// newDirectoryJobs builds the jobs; reg may be nil.
+func newDirectoryJobs(accounts *account.Service, shares *share.Service, log *slog.Logger, reg prometheus.Registerer) *directoryJobs {
+	j := &directoryJobs{accounts: accounts, shares: shares, log: log,
+		imports: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "berth_directory_imports_total",
+			Help: "Imports of persons from directory servers (auth sources), by result.",
+		}, []string{"result"}),
+	}
+	if reg != nil {
+		reg.MustRegister(j.imports)
+	}
+	return j
+}
+
+// loop imports every source at once, then every interval until ctx
+// ends; interval 0 turns the schedule off.
+func (j *directoryJobs) loop(ctx context.Context, interval time.Duration) {
+	if interval <= 0 {
+		return
+	}
+	j.run(ctx)
+	every(ctx, interval, func() { j.run(ctx) })
+}
+
+// run imports each source once. One that fails is logged and recorded
+// (on the source and in the activity log) and the walk goes on; those of
+// organizations whose policy leaves directories off are passed over.
+func (j *directoryJobs) run(ctx context.Context) {
+	var after uint64
+	for ctx.Err() == nil {
+		srcs, err := j.accounts.AuthSourcesAfter(ctx, after, 100)
+		if err != nil {
+			if ctx.Err() == nil {
+				j.log.Error("directory import: listing the sources", "error", err)
+			}
+			return
+		}
+		for _, a := range srcs {
+			after = a.ID
+			rep, err := j.accounts.ImportAuthSource(ctx, a.ID)
+			switch {
+			case ctx.Err() != nil:
+				return
+			case errors.Is(err, account.ErrDirectoryDisabled), errors.Is(err, account.ErrNotFound):
+				continue
+			case err != nil:
+				j.imports.WithLabelValues("error").Inc()
+				j.log.Warn("directory import failed", "auth_source", a.ID, "organization", a.OrganizationID, "url", a.URL(), "error", err)
+				continue
+			}
+			j.imports.WithLabelValues("ok").Inc()
+			for _, p := range rep.Created {
+				if _, err := j.shares.NewRoot(ctx, p, p.Username, vfs.RootSync); err != nil {
+					j.log.Warn("sync root of an imported person not created", "person", p.ID, "error", err)
+				}
+			}
+			j.log.Info("directory import", "auth_source", a.ID, "organization", a.OrganizationID, "report", rep.String())
+		}
+		if len(srcs) < 100 {
+			return
+		}
+	}
+}
