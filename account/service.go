@@ -57,6 +57,8 @@ type Options struct {
 	// Registerer takes the login metrics (berth_login_failures_total,
 	// berth_account_lockouts_total). Nil: no metrics.
 	Registerer prometheus.Registerer
+	// TwoStep configures two-step verification (twostep.go).
+	TwoStep TwoStepOptions
 }
 
 // LockoutOptions configure the failed-login lock. The spec leaves the
@@ -104,6 +106,8 @@ type Service struct {
 	// log and metrics record failed logins and lockouts (metrics.go).
 	log     *slog.Logger
 	metrics *loginMetrics
+	// twoStep counts refused two-step codes (twostep.go).
+	twoStep *twoStepMetrics
 }
 
 // New returns a Service over db. Zero fields of opts take their defaults.
@@ -142,6 +146,7 @@ func New(db kv.Store, opts Options) *Service {
 	if opts.MaxSessions <= 0 {
 		opts.MaxSessions = def.MaxSessions
 	}
+	opts.TwoStep = opts.TwoStep.withDefaults()
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -149,6 +154,7 @@ func New(db kv.Store, opts Options) *Service {
 	return &Service{
 		log:       log,
 		metrics:   newLoginMetrics(opts.Registerer),
+		twoStep:   newTwoStepMetrics(opts.Registerer),
 		db:        db,
 		opts:      opts,
 		codec:     newCodec(),

@@ -77,6 +77,10 @@ func DomainErrors() map[string]error {
 		"account.ErrGroupCycle":         account.ErrGroupCycle,
 		"account.ErrExtensionLocked":    account.ErrExtensionLocked,
 		"account.ErrPasswordExpired":    account.ErrPasswordExpired,
+		"account.ErrMissingTOTP":        account.ErrMissingTOTP,
+		"account.ErrInvalidTOTP":        account.ErrInvalidTOTP,
+		"account.ErrTwoStepRequired":    account.ErrTwoStepRequired,
+		"account.ErrCodeNotSent":        account.ErrCodeNotSent,
 
 		"share.ErrNoRoot":    share.ErrNoRoot,
 		"share.ErrForbidden": share.ErrForbidden,

@@ -61,6 +61,9 @@ const (
 	AccountGroupParent   = "acctgroupparent/"
 	AccountLicense       = "acctlicense/"
 	AccountOrgMachine    = "acctorgmachine/"
+	AccountTwoStep       = "accttwostep/"     // a person's two-step verification (account/twostep.go)
+	AccountTwoStepNew    = "accttwostepnew/"  // an enrollment waiting for its first code
+	AccountTwoStepCode   = "accttwostepcode/" // an e-mail or SMS sign-in code
 )
 
 // Prefixes of activity (activity/keys.go).
@@ -145,6 +148,9 @@ func Prefixes() []Prefix {
 		{"account", AccountGroupParent},
 		{"account", AccountLicense},
 		{"account", AccountOrgMachine},
+		{"account", AccountTwoStep},
+		{"account", AccountTwoStepNew},
+		{"account", AccountTwoStepCode},
 
 		{"activity", ActivityRecord},
 		{"activity", ActivityOrg},

@@ -213,6 +213,13 @@ func errorTable() []errorMapping {
 		// New credentials cannot help until the person sets a new
 		// password, which WebDAV cannot do: 403, no challenge.
 		{err: account.ErrPasswordExpired, status: http.StatusForbidden, msg: "Your password has expired under your organization's policy: set a new one by signing in to berth (the OAuth password grant with new_password), then use it here."},
+		// Two-step verification: Basic cannot carry a code (the device
+		// helper's passwords answer it); a bearer token of a person who
+		// must still enroll is refused until they do.
+		{err: account.ErrMissingTOTP, status: http.StatusForbidden, msg: "This account uses two-step verification, which WebDAV cannot ask for: use a device password."},
+		{err: account.ErrInvalidTOTP, status: http.StatusForbidden, msg: "This account uses two-step verification, which WebDAV cannot ask for: use a device password."},
+		{err: account.ErrTwoStepRequired, status: http.StatusForbidden, msg: "Your organization requires two-step verification: enroll in the berth app first."},
+		{err: account.ErrCodeNotSent, status: http.StatusServiceUnavailable},
 
 		// The request itself.
 		{err: errPathTooDeep, status: http.StatusRequestURITooLong, msg: "%v"},
