@@ -174,11 +174,17 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writ
 
 	ao := accountOptions(cfg)
 	ao.Logger, ao.Registerer = log.With("component", "account"), reg
+	codes, tso, err := newCodeSender(cfg, log.With("component", "two_step"))
+	if err != nil {
+		return err
+	}
+	ao.TwoStep = tso
 	accounts := st.newAccounts(ao)
 	mailer, err := newMailNotifier(cfg.SMTP, log.With("component", "mail"), reg)
 	if err != nil {
 		return err
 	}
+	codes.mail = mailer // two-step codes by e-mail go through it
 	// A start that fails below stops the senders; after a stop this
 	// returns at once (Close below has run).
 	defer mailer.Close(context.Background())

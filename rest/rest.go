@@ -129,6 +129,7 @@ func (s *server) routes() {
 	s.activityRoutes()
 	s.usageRoutes()
 	s.sharelinkRoutes()
+	s.twoStepRoutes()
 
 	// Anything no pattern matches goes through the error table, not
 	// ServeMux's text 404 and 405.
