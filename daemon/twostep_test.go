@@ -142,7 +142,7 @@ func TestTwoStepCodesDelivered(t *testing.T) {
 	} {
 		t.Run(c.mode, func(t *testing.T) {
 			p, _, token := st.AddPerson(t, "p-"+c.mode, "correct horse battery")
-			path := "/api/2/person/" + strconvU(p.ID) + "/two_step/"
+			path := "/api/2/person/" + strconv.FormatUint(p.ID, 10) + "/two_step/"
 			if status, v := post(path+"enroll", token, url.Values{"mode": {c.mode}, "phone": {c.phone}}); status != 200 {
 				t.Fatalf("enroll: %d %v", status, v)
 			}
@@ -166,8 +166,6 @@ func TestTwoStepCodesDelivered(t *testing.T) {
 		t.Errorf("a code was logged:\n%s", logs)
 	}
 }
-
-func strconvU(n uint64) string { return strconv.FormatUint(n, 10) }
 
 // TestSMSCommandRefusals: a command that fails is an error with what it
 // said; one that is not executable stops the start, naming the key.

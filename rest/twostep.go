@@ -64,7 +64,7 @@ type recoveryCodesBody struct {
 	RecoveryCodes []string `json:"recovery_codes"`
 }
 
-func strOrNull(s string) *string {
+func twoStepNullable(s string) *string {
 	if s == "" {
 		return nil
 	}
@@ -111,10 +111,10 @@ func (s *server) twoStepStatus(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := twoStepStatusBody{TwoStepMode: strOrNull(st.Mode), Phone: strOrNull(st.Phone),
-		RecoveryCodesLeft: st.RecoveryCodesLeft, PendingMode: strOrNull(st.Pending), RequireTwoStepAuth: st.Required}
+	b := twoStepStatusBody{TwoStepMode: twoStepNullable(st.Mode), Phone: twoStepNullable(st.Phone),
+		RecoveryCodesLeft: st.RecoveryCodesLeft, PendingMode: twoStepNullable(st.Pending), RequireTwoStepAuth: st.Required}
 	if !st.Enrolled.IsZero() {
-		b.EnrolledAt = strOrNull(formatDateTime(st.Enrolled))
+		b.EnrolledAt = twoStepNullable(formatDateTime(st.Enrolled))
 	}
 	return b, nil
 }
@@ -128,18 +128,18 @@ func (s *server) twoStepEnroll(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	mode := first(f, "mode")
+	mode := twoStepField(f, "mode")
 	if mode == "" {
 		return nil, Describe(ErrInvalidRequest, "missing parameter %q (authenticator, email or sms)", "mode")
 	}
-	en, err := s.accounts.EnrollTwoStep(r.Context(), p.ID, mode, first(f, "phone"))
+	en, err := s.accounts.EnrollTwoStep(r.Context(), p.ID, mode, twoStepField(f, "phone"))
 	if err != nil {
 		return nil, err
 	}
-	b := twoStepEnrollBody{TwoStepMode: en.Mode, OTPAuthURI: strOrNull(en.URI), Secret: strOrNull(en.Secret),
-		SentTo: strOrNull(en.To), Expires: formatDateTime(en.Expires)}
+	b := twoStepEnrollBody{TwoStepMode: en.Mode, OTPAuthURI: twoStepNullable(en.URI), Secret: twoStepNullable(en.Secret),
+		SentTo: twoStepNullable(en.To), Expires: formatDateTime(en.Expires)}
 	if len(en.QRCode) > 0 {
-		b.QRCode = strOrNull("data:image/png;base64," + base64.StdEncoding.EncodeToString(en.QRCode))
+		b.QRCode = twoStepNullable("data:image/png;base64," + base64.StdEncoding.EncodeToString(en.QRCode))
 	}
 	return b, nil
 }
@@ -153,7 +153,7 @@ func (s *server) twoStepConfirm(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	code := first(f, "auth_code")
+	code := twoStepField(f, "auth_code")
 	if code == "" {
 		return nil, Describe(ErrInvalidRequest, "missing parameter %q", "auth_code")
 	}
@@ -200,8 +200,8 @@ func (s *server) twoStepReset(r *http.Request) (any, error) {
 	return nil, s.accounts.ResetTwoStep(r.Context(), p.ID)
 }
 
-// first is a form field's first value.
-func first(f map[string][]string, name string) string {
+// twoStepField is a form field's first value.
+func twoStepField(f map[string][]string, name string) string {
 	if v := f[name]; len(v) > 0 {
 		return v[0]
 	}

@@ -19,29 +19,29 @@ import (
 	"berth/berthtest"
 )
 
-// restClock is a settable account clock.
-type restClock struct {
+// tsClock is a settable account clock.
+type tsClock struct {
 	mu sync.Mutex
 	t  time.Time
 }
 
-func (c *restClock) Now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *restClock) add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
+func (c *tsClock) Now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *tsClock) add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
 
-// codeOutbox is an account.CodeSender that keeps the codes it is handed.
-type codeOutbox struct {
+// tsOutbox is an account.CodeSender that keeps the codes it is handed.
+type tsOutbox struct {
 	mu   sync.Mutex
 	msgs []account.CodeMessage
 }
 
-func (b *codeOutbox) SendCode(_ context.Context, m account.CodeMessage) error {
+func (b *tsOutbox) SendCode(_ context.Context, m account.CodeMessage) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.msgs = append(b.msgs, m)
 	return nil
 }
 
-func (b *codeOutbox) last(t *testing.T) account.CodeMessage {
+func (b *tsOutbox) last(t *testing.T) account.CodeMessage {
 	t.Helper()
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -56,15 +56,15 @@ func (b *codeOutbox) last(t *testing.T) account.CodeMessage {
 // failures.
 type tsFixture struct {
 	*fixture
-	clk  *restClock
-	box  *codeOutbox
+	clk  *tsClock
+	box  *tsOutbox
 	logs *berthtest.LogBuffer
 	reg  *prometheus.Registry
 }
 
 func twoStepFixture(t *testing.T) *tsFixture {
 	t.Helper()
-	x := &tsFixture{clk: &restClock{t: time.Date(2026, 3, 1, 9, 0, 10, 0, time.UTC)}, box: &codeOutbox{},
+	x := &tsFixture{clk: &tsClock{t: time.Date(2026, 3, 1, 9, 0, 10, 0, time.UTC)}, box: &tsOutbox{},
 		logs: &berthtest.LogBuffer{}, reg: prometheus.NewRegistry()}
 	x.fixture = newFixtureWith(t, fixtureOptions{Accounts: account.Options{
 		Now:        x.clk.Now,
@@ -76,9 +76,9 @@ func twoStepFixture(t *testing.T) *tsFixture {
 	return x
 }
 
-// exactBody checks an error response's status and that its body has
+// tsExactBody checks an error response's status and that its body has
 // exactly the fields of want.
-func exactBody(t *testing.T, status int, body []byte, wantStatus int, want map[string]string) {
+func tsExactBody(t *testing.T, status int, body []byte, wantStatus int, want map[string]string) {
 	t.Helper()
 	var got map[string]string
 	if err := json.Unmarshal(body, &got); err != nil {
@@ -102,7 +102,7 @@ func (f *fixture) twoStepPost(token, path string, form url.Values) (int, []byte)
 
 // enrollAuthenticator enrolls the fixture's person over the API and
 // returns the secret and the recovery codes.
-func (f *fixture) enrollAuthenticator(t *testing.T, clk *restClock) (string, []string) {
+func (f *fixture) enrollAuthenticator(t *testing.T, clk *tsClock) (string, []string) {
 	t.Helper()
 	status, body := f.twoStepPost(f.token, fmt.Sprintf("/api/2/person/%d/two_step/enroll", f.person.ID), url.Values{"mode": {"authenticator"}})
 	var en struct {
@@ -148,16 +148,16 @@ func TestTwoStepPasswordGrant(t *testing.T) {
 		wrong   = "the two-step code is wrong, expired or already used; send the current code from the authenticator app as auth_code"
 	)
 	status, body := f.oauthPost("/oauth/token", passwordForm())
-	exactBody(t, status, body, 401, map[string]string{"error": "missing_totp", "two_step_mode": "authenticator", "error_description": missing})
+	tsExactBody(t, status, body, 401, map[string]string{"error": "missing_totp", "two_step_mode": "authenticator", "error_description": missing})
 	// A wrong password says nothing of two-step verification.
 	status, body = f.oauthPost("/oauth/token", passwordForm("password", "wrong password"))
 	wantError(t, status, body, 400, "invalid_grant")
 	status, body = f.oauthPost("/oauth/token", passwordForm("auth_code", "000000"))
-	exactBody(t, status, body, 401, map[string]string{"error": "invalid_totp", "two_step_mode": "authenticator", "error_description": wrong})
+	tsExactBody(t, status, body, 401, map[string]string{"error": "invalid_totp", "two_step_mode": "authenticator", "error_description": wrong})
 	tr := f.grant(passwordForm("auth_code", code))
 	// Replayed: the same code in the same step.
 	status, body = f.oauthPost("/oauth/token", passwordForm("auth_code", code))
-	exactBody(t, status, body, 401, map[string]string{"error": "invalid_totp", "two_step_mode": "authenticator", "error_description": wrong})
+	tsExactBody(t, status, body, 401, map[string]string{"error": "invalid_totp", "two_step_mode": "authenticator", "error_description": wrong})
 	// The refresh grant needs no code.
 	f.grant(refreshForm(tr.RefreshToken))
 	// A recovery code instead of a code, once.
@@ -180,13 +180,13 @@ func TestTwoStepPasswordGrant(t *testing.T) {
 	if !strings.Contains(f.logs.String(), "two-step code refused") || strings.Contains(f.logs.String(), recovery[0]) {
 		t.Errorf("log:\n%s", f.logs)
 	}
-	if n := metricValue(t, f.reg, "berth_two_step_failures_total", `mode="authenticator",reason="replayed"`); n != 1 {
+	if n := tsMetric(t, f.reg, "berth_two_step_failures_total", `mode="authenticator",reason="replayed"`); n != 1 {
 		t.Errorf("replayed failures: %v", n)
 	}
 }
 
-// metricValue reads one series of the fixture's registry.
-func metricValue(t *testing.T, reg *prometheus.Registry, name, labels string) float64 {
+// tsMetric reads one series of the fixture's registry.
+func tsMetric(t *testing.T, reg *prometheus.Registry, name, labels string) float64 {
 	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
@@ -224,7 +224,7 @@ func TestTwoStepSMSGrant(t *testing.T) {
 		t.Fatalf("confirm: %d %s", status, body)
 	}
 	status, body = f.oauthPost("/oauth/token", passwordForm())
-	exactBody(t, status, body, 401, map[string]string{"error": "missing_totp", "two_step_mode": "sms",
+	tsExactBody(t, status, body, 401, map[string]string{"error": "missing_totp", "two_step_mode": "sms",
 		"error_description": "two-step verification: send the code sent by text message (or a recovery code) as auth_code"})
 	m := box.last(t)
 	if m.Purpose != account.CodeSignIn || m.To != "+15550109999" {
@@ -284,7 +284,7 @@ func TestTwoStepRequired(t *testing.T) {
 	tr := f.grant(passwordForm())
 	f.token = tr.AccessToken
 	status, body := f.get(f.at("/api/2/files/%d/folder/0"))
-	exactBody(t, status, body, 403, map[string]string{"error": "forbidden",
+	tsExactBody(t, status, body, 403, map[string]string{"error": "forbidden",
 		"error_description": "the organization's policy requires two-step verification: enroll first (POST /api/2/person/<id>/two_step/enroll, then .../two_step/confirm)"})
 	if status, body := f.get("/api/2/person"); status != 200 {
 		t.Fatalf("self: %d %s", status, body)
