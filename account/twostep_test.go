@@ -430,3 +430,28 @@ func TestTwoStepEnrollErrors(t *testing.T) {
 		t.Errorf("confirm after too many tries: %v", err)
 	}
 }
+
+// BenchmarkTwoStepVerify is the second step of a sign-in with a TOTP code
+// (wrong codes, so that every iteration does the whole check and the
+// lockout's writes; the lockout is set out of reach).
+func BenchmarkTwoStepVerify(b *testing.B) {
+	ctx := context.Background()
+	o := testOptions()
+	o.Lockout = LockoutOptions{MaxFailures: 1 << 30, Window: time.Hour, Duration: time.Hour}
+	s := newService(b, o)
+	_, p := fixture(b, s)
+	en, err := s.EnrollTwoStep(ctx, p.ID, TwoStepAuthenticator, "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	code, _ := totp.GenerateCode(en.Secret, time.Now())
+	if _, err := s.ConfirmTwoStep(ctx, p.ID, code); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		if err := s.VerifyTwoStep(ctx, p, "000000"); !errors.Is(err, ErrInvalidTOTP) {
+			b.Fatal(err)
+		}
+	}
+}
