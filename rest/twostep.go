@@ -2,6 +2,7 @@ package rest
 
 import (
 	"encoding/base64"
+	"errors"
 	"net/http"
 	"strconv"
 
@@ -189,7 +190,11 @@ func (s *server) twoStepDisable(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return nil, s.accounts.DisableTwoStep(r.Context(), p.ID)
+	err = s.accounts.DisableTwoStep(r.Context(), p.ID)
+	if errors.Is(err, account.ErrTwoStepRequired) {
+		return nil, Describe(err, "the organization's policy requires two-step verification, so it cannot be turned off; enroll in another mode instead, or ask an administrator to reset it")
+	}
+	return nil, err
 }
 
 func (s *server) twoStepReset(r *http.Request) (any, error) {

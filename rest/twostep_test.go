@@ -298,6 +298,9 @@ func TestTwoStepRequired(t *testing.T) {
 	// Enrolled under the policy, the person cannot turn it off.
 	status, body = f.twoStepPost(f.token, fmt.Sprintf("/api/2/person/%d/two_step/disable", f.person.ID), nil)
 	wantError(t, status, body, 403, "forbidden")
+	if !strings.Contains(string(body), "cannot be turned off") {
+		t.Errorf("disable under the policy: %s", body)
+	}
 	// An administrator resets it; the next sign-in needs no code, and
 	// enrollment is due again.
 	admin, err := f.accounts.CreatePerson(ctx, account.PersonInput{OrganizationID: f.org.ID, Username: "root", Email: "root@example.com", Password: fixturePassword, Admin: true})
