@@ -61,6 +61,22 @@ var (
 	// berth's bind or its search. The Service returns it inside a
 	// *DirectoryError, which says which server and what failed.
 	ErrDirectory = errors.New("account: directory server failed")
+	// ErrMissingTOTP: the password is right, the person has two-step
+	// verification and no code came with it (spec 5.4 missing_totp). The
+	// Service returns it inside a *TwoStepError, which names the mode;
+	// for e-mail and SMS the code has been sent.
+	ErrMissingTOTP = errors.New("account: two-step verification code required")
+	// ErrInvalidTOTP: the two-step code is wrong, expired or already used
+	// (spec 5.4 invalid_totp), inside a *TwoStepError naming the mode.
+	ErrInvalidTOTP = errors.New("account: wrong two-step verification code")
+	// ErrTwoStepRequired: the organization's policy has
+	// require_two_step_auth and the person has not enrolled yet: only
+	// enrollment is open to them (or, for DisableTwoStep, the person may
+	// not turn it off).
+	ErrTwoStepRequired = errors.New("account: the organization's policy requires two-step verification")
+	// ErrCodeNotSent: an e-mail or SMS code could not be handed to the
+	// configured sender; nothing was changed, and asking again may work.
+	ErrCodeNotSent = errors.New("account: the two-step code could not be sent")
 )
 
 // FieldError says which input field is invalid and why. It unwraps to
@@ -127,4 +143,35 @@ func about(d time.Duration) string {
 // lockedError is the error of a lock that ends at until, refused at now.
 func lockedError(until, now time.Time) error {
 	return &LockedError{Until: until.UTC(), Left: until.Sub(now)}
+}
+
+// TwoStepError is a refused two-step sign-in: ErrMissingTOTP or
+// ErrInvalidTOTP, with the person's mode, which the front ends tell the
+// client (spec 5.4 two_step_mode).
+type TwoStepError struct {
+	// Mode is TwoStepAuthenticator, TwoStepEmail or TwoStepSMS.
+	Mode string
+	// Err is ErrMissingTOTP or ErrInvalidTOTP.
+	Err error
+}
+
+// Error names the refusal and the mode, for logs.
+func (e *TwoStepError) Error() string { return e.Err.Error() + " (" + e.Mode + ")" }
+
+// Unwrap makes errors.Is(err, ErrMissingTOTP) (or ErrInvalidTOTP) true.
+func (e *TwoStepError) Unwrap() error { return e.Err }
+
+// Description tells the person what to do, the same over every front end.
+func (e *TwoStepError) Description() string {
+	where := "from the authenticator app"
+	switch e.Mode {
+	case TwoStepEmail:
+		where = "sent by e-mail"
+	case TwoStepSMS:
+		where = "sent by text message"
+	}
+	if errors.Is(e.Err, ErrMissingTOTP) {
+		return "two-step verification: send the code " + where + " (or a recovery code) as auth_code"
+	}
+	return "the two-step code is wrong, expired or already used; send the current code " + where + " as auth_code"
 }

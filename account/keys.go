@@ -46,10 +46,16 @@ import (
 //	acctauthsrc/<source>                     AuthSource      -   a directory server (authsource.go)
 //	acctorgauthsrc/<org><source>             empty           -   directory servers of an organization
 //	acctsrcperson/<source><person>           directoryMember -   persons imported from a directory server
+//	accttwostep/<person>                     twoStepRecord   -   a person's confirmed two-step verification (twostep.go)
+//	accttwostepnew/<person>                  twoStepPending  TwoStep.CodeTTL   an enrollment waiting for its first code
+//	accttwostepcode/<person>                 twoStepCode     TwoStep.CodeTTL   the e-mail or SMS code of a sign-in
 //
 // <subject> is "p"<person> for a known login and "l"<sha256(lower(login))>
 // for an unknown one, so unknown logins lock exactly like known ones and
-// lockout reveals nothing about which accounts exist.
+// lockout reveals nothing about which accounts exist. "t"<person> counts
+// the person's wrong two-step codes: apart from "p", whose count a right
+// password clears, which would give a guesser who has the password
+// unlimited codes; the lock it reaches is put on "p" (twostep_verify.go).
 //
 // TTL keys hold their exact deadline in the value too: Badger expires keys
 // with one-second resolution, so the TTL is rounded up to outlive the
@@ -91,6 +97,9 @@ const (
 	pfxDevicePasswordHash   = kv.AccountDevicePasswordHash
 	pfxPersonDevicePassword = kv.AccountPersonDevicePassword
 	seqDevicePassword       = "devicepw"
+	pfxTwoStep              = kv.AccountTwoStep
+	pfxTwoStepNew           = kv.AccountTwoStepNew
+	pfxTwoStepCode          = kv.AccountTwoStepCode
 
 	seqOrg     = "org"
 	seqPerson  = "person"

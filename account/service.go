@@ -59,6 +59,8 @@ type Options struct {
 	Registerer prometheus.Registerer
 	// Directory configures the connections to directory servers (authsource.go).
 	Directory DirectoryOptions
+	// TwoStep configures two-step verification (twostep.go).
+	TwoStep TwoStepOptions
 }
 
 // LockoutOptions configure the failed-login lock. The spec leaves the
@@ -108,6 +110,8 @@ type Service struct {
 	metrics *loginMetrics
 	// dir is the directory servers' connection settings and bounds.
 	dir *directoryState
+	// twoStep counts refused two-step codes (twostep.go).
+	twoStep *twoStepMetrics
 }
 
 // New returns a Service over db. Zero fields of opts take their defaults.
@@ -146,6 +150,7 @@ func New(db kv.Store, opts Options) *Service {
 	if opts.MaxSessions <= 0 {
 		opts.MaxSessions = def.MaxSessions
 	}
+	opts.TwoStep = opts.TwoStep.withDefaults()
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -153,6 +158,7 @@ func New(db kv.Store, opts Options) *Service {
 	return &Service{
 		log:       log,
 		metrics:   newLoginMetrics(opts.Registerer),
+		twoStep:   newTwoStepMetrics(opts.Registerer),
 		db:        db,
 		opts:      opts,
 		codec:     newCodec(),

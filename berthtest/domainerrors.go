@@ -84,6 +84,10 @@ func DomainErrors() map[string]error {
 
 		"account.ErrDirectoryDisabled": account.ErrDirectoryDisabled,
 		"account.ErrDirectory":         account.ErrDirectory,
+		"account.ErrMissingTOTP":       account.ErrMissingTOTP,
+		"account.ErrInvalidTOTP":       account.ErrInvalidTOTP,
+		"account.ErrTwoStepRequired":   account.ErrTwoStepRequired,
+		"account.ErrCodeNotSent":       account.ErrCodeNotSent,
 
 		"share.ErrNoRoot":    share.ErrNoRoot,
 		"share.ErrForbidden": share.ErrForbidden,

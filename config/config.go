@@ -15,6 +15,7 @@ import (
 	"net/mail"
 	"net/url"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -84,6 +85,8 @@ type Config struct {
 	// Directory sets how berth talks to organizations' directory servers
 	// (auth sources) and how often it imports their persons.
 	Directory Directory `mapstructure:"directory"`
+	// TwoStep sets two-step verification (docs/api.md "Two-step verification").
+	TwoStep TwoStep `mapstructure:"two_step"`
 }
 
 // Directory sets the directory servers (auth sources) berth imports
@@ -98,6 +101,21 @@ type Directory struct {
 	// CAFile is a PEM file of the authorities that sign LDAPS servers'
 	// certificates; empty trusts the system's.
 	CAFile string `mapstructure:"ca_file"`
+}
+
+// TwoStep sets two-step verification.
+type TwoStep struct {
+	// SMSCommand is the absolute path of a program that sends a text
+	// message, run without a shell and without arguments, with
+	// BERTH_SMS_TO (the number, E.164), BERTH_SMS_CODE, BERTH_SMS_TEXT
+	// (the whole message) and BERTH_SMS_PURPOSE ("sign-in" or
+	// "enrollment") in its environment, and the message on its standard
+	// input; exit status 0 means sent. Empty: the sms mode is off.
+	SMSCommand string `mapstructure:"sms_command"`
+	// Issuer names berth in authenticator apps.
+	Issuer string `mapstructure:"issuer"`
+	// CodeTTL is how long an e-mail or SMS code stays valid.
+	CodeTTL time.Duration `mapstructure:"code_ttl"`
 }
 
 // SMTP is the mail submission server berth sends e-mail through.
@@ -315,6 +333,9 @@ func options() []option {
 		{key: "storage.reserve", def: ByteSize(1 << 30), usage: "free space to leave on the data directory's disk; writes stop there (0: none)"},
 		{key: "http.body_idle_timeout", def: time.Minute, usage: "time a request body may send nothing before the request fails with 408"},
 		{key: "http.send_idle_timeout", def: time.Minute, usage: "time a client may take nothing of an answer before the request is ended"},
+		{key: "two_step.sms_command", def: "", usage: "absolute path of the program that sends two-step codes by text message (empty: no sms mode)"},
+		{key: "two_step.issuer", def: "berth", usage: "name of berth in authenticator apps"},
+		{key: "two_step.code_ttl", def: 10 * time.Minute, usage: "how long an e-mail or text-message two-step code is valid"},
 		{key: "smtp.host", def: "", usage: "SMTP server that e-mail goes through (empty: no e-mail is sent)"},
 		{key: "smtp.port", def: 587, usage: "SMTP server port (587 for starttls, 465 for tls)"},
 		{key: "smtp.security", def: "starttls", usage: "SMTP connection security: starttls, tls or none"},
@@ -664,6 +685,15 @@ func (c Config) Validate() error {
 		bad("directory.timeout", c.Directory.Timeout, "must be positive")
 	}
 	errs = append(errs, c.SMTP.validate()...)
+	if c.TwoStep.SMSCommand != "" && !filepath.IsAbs(c.TwoStep.SMSCommand) {
+		bad("two_step.sms_command", c.TwoStep.SMSCommand, "must be an absolute path (it runs without a shell)")
+	}
+	if c.TwoStep.CodeTTL < time.Minute || c.TwoStep.CodeTTL > 24*time.Hour {
+		bad("two_step.code_ttl", c.TwoStep.CodeTTL, "must be between 1m and 24h")
+	}
+	if strings.TrimSpace(c.TwoStep.Issuer) == "" || strings.Contains(c.TwoStep.Issuer, ":") {
+		bad("two_step.issuer", c.TwoStep.Issuer, `must not be empty nor hold ":"`)
+	}
 	return errors.Join(errs...)
 }
 

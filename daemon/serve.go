@@ -177,11 +177,17 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writ
 	if ao.Directory, err = directoryOptions(cfg.Directory); err != nil {
 		return err
 	}
+	codes, tso, err := newCodeSender(cfg, log.With("component", "two_step"))
+	if err != nil {
+		return err
+	}
+	ao.TwoStep = tso
 	accounts := st.newAccounts(ao)
 	mailer, err := newMailNotifier(cfg.SMTP, log.With("component", "mail"), reg)
 	if err != nil {
 		return err
 	}
+	codes.mail = mailer // two-step codes by e-mail go through it
 	// A start that fails below stops the senders; after a stop this
 	// returns at once (Close below has run).
 	defer mailer.Close(context.Background())

@@ -71,9 +71,12 @@ const (
 
 // Prefixes of account's directory servers (account/authsource.go).
 const (
-	AccountAuthSource       = "acctauthsrc/"    // a directory server
-	AccountOrgAuthSource    = "acctorgauthsrc/" // directory servers of an organization
-	AccountAuthSourcePerson = "acctsrcperson/"  // persons imported from a directory server
+	AccountAuthSource       = "acctauthsrc/"     // a directory server
+	AccountOrgAuthSource    = "acctorgauthsrc/"  // directory servers of an organization
+	AccountAuthSourcePerson = "acctsrcperson/"   // persons imported from a directory server
+	AccountTwoStep          = "accttwostep/"     // a person's two-step verification (account/twostep.go)
+	AccountTwoStepNew       = "accttwostepnew/"  // an enrollment waiting for its first code
+	AccountTwoStepCode      = "accttwostepcode/" // an e-mail or SMS sign-in code
 )
 
 // Prefixes of activity (activity/keys.go).
@@ -166,6 +169,9 @@ func Prefixes() []Prefix {
 		{"account", AccountAuthSource},
 		{"account", AccountOrgAuthSource},
 		{"account", AccountAuthSourcePerson},
+		{"account", AccountTwoStep},
+		{"account", AccountTwoStepNew},
+		{"account", AccountTwoStepCode},
 
 		{"activity", ActivityRecord},
 		{"activity", ActivityOrg},

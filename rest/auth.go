@@ -59,6 +59,12 @@ func (s *server) authenticate(r *http.Request) (*http.Request, error) {
 		}
 		return r, err
 	}
+	// require_two_step_auth: until enrolled, only enrollment is open.
+	if !twoStepOpen[r.Pattern] {
+		if err := s.accounts.TwoStepDue(r.Context(), ac); err != nil {
+			return r, err
+		}
+	}
 	ctx := account.WithActor(context.WithValue(r.Context(), callerKey{}, ac), ac.Actor())
 	return r.WithContext(ctx), nil
 }

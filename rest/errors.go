@@ -158,6 +158,12 @@ func errorTable() []errorMapping {
 		{account.ErrDirectoryDisabled, http.StatusForbidden, "forbidden", "the organization's policy does not enable directory servers (ad_enabled), here or above"},
 		// A *account.DirectoryError says which server and what failed (describer).
 		{account.ErrDirectory, http.StatusBadGateway, "directory_error", "the directory server failed"},
+		// Two-step verification (spec 5.4, 7.4): a *account.TwoStepError
+		// is a describer and names the mode (two_step_mode, see classify).
+		{account.ErrMissingTOTP, http.StatusUnauthorized, "missing_totp", ""},
+		{account.ErrInvalidTOTP, http.StatusUnauthorized, "invalid_totp", ""},
+		{account.ErrTwoStepRequired, http.StatusForbidden, "forbidden", "the organization's policy requires two-step verification: enroll first (POST /api/2/person/<id>/two_step/enroll, then .../two_step/confirm)"},
+		{account.ErrCodeNotSent, http.StatusServiceUnavailable, "temporarily_unavailable", "the verification code could not be sent; try again later"},
 
 		{share.ErrNoRoot, http.StatusNotFound, "not_found", "no such root"},
 		// A *share.Refusal says why (describer).
@@ -226,6 +232,9 @@ type describer interface {
 type errorBody struct {
 	Error       string `json:"error"`
 	Description string `json:"error_description,omitempty"`
+	// TwoStepMode is the two_step_mode of missing_totp and invalid_totp
+	// (spec 7.4), from an *account.TwoStepError.
+	TwoStepMode string `json:"two_step_mode,omitempty"`
 }
 
 // classify finds the response for err. known is false for an error no
@@ -255,6 +264,9 @@ func classify(err error) (status int, body errorBody, known bool) {
 			body.Description = fe.Field + ": " + fe.Reason
 		case errors.As(err, &d):
 			body.Description = d.Description()
+		}
+		if te := (*account.TwoStepError)(nil); errors.As(err, &te) {
+			body.TwoStepMode = te.Mode
 		}
 		return m.status, body, true
 	}

@@ -664,6 +664,23 @@ func isoRows() []isoRow {
 			path: pf("/api/2/machine/%d/delete", newMachine(pPlain)), want: "PP=200 CP=404 CA=404 PA=200"},
 		{pattern: "POST /api/2/machine/{machine_id}/delete", name: "the guest's", method: "POST",
 			path: pf("/api/2/machine/%d/delete", newMachine(cGuest)), want: "CG=200 CP=404 CA=200 PA=200"},
+		// Two-step verification (berth's routes): the person enrolls
+		// themself; administrators above read and reset.
+		{pattern: "GET /api/2/person/{id}/two_step", path: pf("/api/2/person/%d/two_step", cPlain), want: childRead},
+		{pattern: "GET /api/2/person/{id}/two_step", name: "another person of the child", path: pf("/api/2/person/%d/two_step", cAdmin), want: childHidden},
+		{pattern: "GET /api/2/person/{id}/two_step", name: "the parent's plain person", path: pf("/api/2/person/%d/two_step", pPlain), want: "PP=200 CP=404 CA=404 PA=200"},
+		{pattern: "POST /api/2/person/{id}/two_step/enroll", method: "POST", path: pf("/api/2/person/%d/two_step/enroll", cPlain),
+			form: fields("mode", "authenticator"), want: "CP=200 CA=403 PA=403"},
+		{pattern: "POST /api/2/person/{id}/two_step/enroll", name: "the parent's plain person", method: "POST", path: pf("/api/2/person/%d/two_step/enroll", pPlain),
+			form: fields("mode", "authenticator"), want: "PP=200 CP=404 CA=404 PA=403"},
+		{pattern: "POST /api/2/person/{id}/two_step/confirm", name: "a wrong code", method: "POST", path: pf("/api/2/person/%d/two_step/confirm", cPlain),
+			form: fields("auth_code", "000000"), want: "CP=400 CA=403 PA=403"},
+		{pattern: "POST /api/2/person/{id}/two_step/recovery_codes", name: "not enrolled", method: "POST", path: pf("/api/2/person/%d/two_step/recovery_codes", cPlain),
+			want: "CP=400 CA=403 PA=403"},
+		{pattern: "POST /api/2/person/{id}/two_step/disable", method: "POST", path: pf("/api/2/person/%d/two_step/disable", cPlain), want: "CP=200 CA=403 PA=403"},
+		{pattern: "POST /api/2/person/{id}/two_step/reset", method: "POST", path: pf("/api/2/person/%d/two_step/reset", cPlain), want: childAdmin + " CG=404"},
+		{pattern: "POST /api/2/person/{id}/two_step/reset", name: "another person of the child", method: "POST", path: pf("/api/2/person/%d/two_step/reset", cAdmin), want: childHidden},
+		{pattern: "POST /api/2/person/{id}/two_step/reset", name: "the parent's plain person", method: "POST", path: pf("/api/2/person/%d/two_step/reset", pPlain), want: parentAdmin},
 		{pattern: "GET /api/2/organization/{org}/persons", path: pf("/api/2/organization/%d/persons", cOrg), want: childAdmin},
 		{pattern: "GET /api/2/organization/{org}/persons", name: "the parent", path: pf("/api/2/organization/%d/persons", pOrg), want: parentAdmin},
 

@@ -72,8 +72,8 @@ func (s *server) token(r *http.Request) (any, error) {
 }
 
 // passwordGrant logs a person in and issues tokens for the machine the
-// client names (spec 5.1). auth_code is accepted and ignored: two-step
-// verification is not built yet.
+// client names (spec 5.1). A person with two-step verification also
+// gives auth_code (spec 5.4), checked once the password is right.
 func (s *server) passwordGrant(r *http.Request, form oauthValues) (any, error) {
 	username, err := form.required("username")
 	if err != nil {
@@ -86,14 +86,20 @@ func (s *server) passwordGrant(r *http.Request, form oauthValues) (any, error) {
 	// new_password (berth's, docs/api.md): sign in and change the
 	// password at once, the way back in for a person whose password
 	// change_password_frequency has expired.
-	var p account.Person
-	if newPassword := form.get("new_password"); newPassword != "" {
-		p, err = s.accounts.SignInWithNewPassword(r.Context(), username, password, newPassword)
-	} else {
-		p, err = s.accounts.Authenticate(r.Context(), username, password)
-	}
-	if err != nil {
+	newPassword := form.get("new_password")
+	p, err := s.accounts.Authenticate(r.Context(), username, password)
+	if err != nil && (newPassword == "" || !errors.Is(err, account.ErrPasswordExpired)) {
 		return nil, grantError(err)
+	}
+	// The code is judged before the password may change: the password
+	// alone must not be enough to take the account.
+	if err := s.accounts.VerifyTwoStep(r.Context(), p, form.get("auth_code")); err != nil {
+		return nil, grantError(err)
+	}
+	if newPassword != "" {
+		if p, err = s.accounts.SignInWithNewPassword(r.Context(), username, password, newPassword); err != nil {
+			return nil, grantError(err)
+		}
 	}
 	m, err := s.accounts.UpsertMachine(r.Context(), p.ID, form.machine())
 	if err != nil {

@@ -144,6 +144,7 @@ func (s *server) routes() {
 	s.machineRoutes()
 	s.tusRoutes()
 	s.authSourceRoutes()
+	s.twoStepRoutes()
 
 	// Anything no pattern matches goes through the error table, not
 	// ServeMux's text 404 and 405.

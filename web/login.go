@@ -112,14 +112,13 @@ func (h *handler) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p, err := h.opts.Accounts.Authenticate(r.Context(), r.PostForm.Get("username"), r.PostForm.Get("password"))
+	if err == nil {
+		// Two-step verification holds here as in the password grant:
+		// the form's auth_code, or a code is sent and asked for.
+		err = h.opts.Accounts.VerifyTwoStep(r.Context(), p, strings.TrimSpace(r.PostForm.Get("auth_code")))
+	}
 	if err != nil {
-		msg := "Wrong username or password."
-		if errors.Is(err, account.ErrAccountLocked) {
-			msg = "Too many failed sign-ins: this account is locked for a while."
-		} else if errors.Is(err, account.ErrPasswordExpired) {
-			msg = "Your password has expired: change it in the berth app first."
-		}
-		h.loginPage(w, r, http.StatusUnauthorized, msg)
+		h.loginPage(w, r, http.StatusUnauthorized, loginRefusal(err))
 		return
 	}
 	toks, err := h.opts.Accounts.IssueLoginTokens(r.Context(), p, 0)
@@ -130,6 +129,12 @@ func (h *handler) login(w http.ResponseWriter, r *http.Request) {
 	c, err := h.opts.Accounts.AccessCaller(r.Context(), toks.AccessToken)
 	if err != nil {
 		h.fail(w, r, err)
+		return
+	}
+	if h.opts.Accounts.TwoStepDue(r.Context(), c) != nil {
+		// Not enrolled under require_two_step_auth: no session here.
+		h.opts.Accounts.Revoke(r.Context(), toks.RefreshToken)
+		h.loginPage(w, r, http.StatusForbidden, "Your organization requires two-step verification: set it up in the berth app first, then sign in here.")
 		return
 	}
 	if _, err := h.opts.Share.OpenLink(r.Context(), hash, &c); err != nil {
@@ -146,4 +151,28 @@ func (h *handler) login(w http.ResponseWriter, r *http.Request) {
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: toks.AccessToken, Path: page,
 		MaxAge: int(toks.ExpiresIn.Seconds()), HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteLaxMode})
 	http.Redirect(w, r, page, http.StatusSeeOther)
+}
+
+// loginRefusal is what the sign-in form tells a person it refused.
+func loginRefusal(err error) string {
+	var te *account.TwoStepError
+	switch {
+	case errors.Is(err, account.ErrAccountLocked):
+		return "Too many failed sign-ins: this account is locked for a while."
+	case errors.Is(err, account.ErrPasswordExpired):
+		return "Your password has expired: change it in the berth app first."
+	case errors.As(err, &te) && errors.Is(err, account.ErrMissingTOTP):
+		switch te.Mode {
+		case account.TwoStepEmail:
+			return "This account uses two-step verification: a code was sent to your e-mail address. Enter your password again with the code."
+		case account.TwoStepSMS:
+			return "This account uses two-step verification: a code was sent to your phone. Enter your password again with the code."
+		}
+		return "This account uses two-step verification: enter your password again with the code from your authenticator app."
+	case errors.Is(err, account.ErrInvalidTOTP):
+		return "The two-step code is wrong, expired or already used."
+	case errors.Is(err, account.ErrCodeNotSent):
+		return "The two-step code could not be sent; try again later."
+	}
+	return "Wrong username or password."
 }

@@ -223,6 +223,13 @@ func errorTable() []errorMapping {
 		// did not answer: the password may be right, so no challenge.
 		{err: account.ErrDirectory, status: http.StatusServiceUnavailable, msg: "The directory server that checks your password could not be reached; try again later."},
 		{err: account.ErrDirectoryDisabled, status: http.StatusInternalServerError},
+		// Two-step verification: Basic cannot carry a code (the device
+		// helper's passwords answer it); a bearer token of a person who
+		// must still enroll is refused until they do.
+		{err: account.ErrMissingTOTP, status: http.StatusForbidden, msg: "This account uses two-step verification, which WebDAV cannot ask for: use a device password."},
+		{err: account.ErrInvalidTOTP, status: http.StatusForbidden, msg: "This account uses two-step verification, which WebDAV cannot ask for: use a device password."},
+		{err: account.ErrTwoStepRequired, status: http.StatusForbidden, msg: "Your organization requires two-step verification: enroll in the berth app first."},
+		{err: account.ErrCodeNotSent, status: http.StatusServiceUnavailable},
 
 		// The request itself.
 		{err: errPathTooDeep, status: http.StatusRequestURITooLong, msg: "%v"},
