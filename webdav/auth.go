@@ -46,7 +46,23 @@ var errNoCredentials = errors.New("webdav: authentication required")
 // that a client that keeps sending it is refused without another argon2
 // hash, and a person who gives up two-step verification gets in with it
 // at once.
+//
+// A person whose organization requires two-step verification and who has
+// not enrolled (account.TwoStepDue) is refused whatever they bring, as
+// the API refuses them everything but enrollment: 403 with what to do.
 func (h *Handler) authenticate(r *http.Request) (account.Caller, error) {
+	c, err := h.credentials(r)
+	if err != nil {
+		return account.Caller{}, err
+	}
+	if err := h.opts.Accounts.TwoStepDue(r.Context(), c); err != nil {
+		return account.Caller{}, err
+	}
+	return c, nil
+}
+
+// credentials is authenticate's reading of the Authorization header.
+func (h *Handler) credentials(r *http.Request) (account.Caller, error) {
 	ctx := r.Context()
 	if login, password, ok := r.BasicAuth(); ok {
 		return h.basic(ctx, login, password)
@@ -93,6 +109,10 @@ func (h *Handler) basic(ctx context.Context, login, password string) (account.Ca
 // mainPassword lets c in with their main password unless they must use a
 // device password.
 func (h *Handler) mainPassword(ctx context.Context, c account.Caller, login string) (account.Caller, error) {
+	// Enrollment comes first: a device password would not let them in.
+	if err := h.opts.Accounts.TwoStepDue(ctx, c); err != nil {
+		return account.Caller{}, err
+	}
 	need, err := h.opts.Accounts.NeedsDevicePassword(ctx, c)
 	if err != nil {
 		return account.Caller{}, err

@@ -3,6 +3,7 @@ package webdav_test
 import (
 	"context"
 	"errors"
+	"github.com/pquerna/otp/totp"
 	"net/http"
 	"os"
 	"os/exec"
@@ -15,15 +16,25 @@ import (
 	"berth/account"
 )
 
-// twoStepFixture is a fixture whose organization requires two-step
-// verification (require_two_step_auth), which makes every person of it
-// one who signs in over Basic with device passwords only
-// (account.NeedsDevicePassword), as enrollment does.
+// twoStepFixture is a fixture whose alice has enrolled in two-step
+// verification with an authenticator, which makes her one who signs in
+// over Basic with device passwords only (account.NeedsDevicePassword).
 func twoStepFixture(t *testing.T, lo account.LockoutOptions) *fixture {
 	t.Helper()
-	pol := account.DefaultPolicy()
-	pol.RequireTwoStepAuth = true
-	return newFixtureWith(t, fixtureOptions{Policy: &pol, Lockout: lo})
+	f := newFixtureWith(t, fixtureOptions{Lockout: lo})
+	ctx := context.Background()
+	en, err := f.accounts.EnrollTwoStep(ctx, f.person.ID, account.TwoStepAuthenticator, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, err := totp.GenerateCode(en.Secret, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.accounts.ConfirmTwoStep(ctx, f.person.ID, code); err != nil {
+		t.Fatal(err)
+	}
+	return f
 }
 
 // devicePassword makes a device password for alice and returns it with
@@ -146,8 +157,28 @@ func TestDevicePasswords(t *testing.T) {
 			}); err != nil {
 				t.Fatal(err)
 			}
+			// Not enrolled yet: nothing gets in until she enrolls, as the
+			// API lets her do nothing else; enrolled, the main password
+			// is refused and the device password gets in.
 			st, _, body := f.propfindAs("alice", password)
-			want(t, "remembered main password", st, http.StatusUnauthorized, body)
+			want(t, "remembered main password", st, http.StatusForbidden, body)
+			contains(t, body, "requires two-step verification")
+			for _, cred := range [][2]string{{"alice", secret}, {"", f.token}} {
+				st, _, body = f.propfindAs(cred[0], cred[1])
+				want(t, "before enrolling", st, http.StatusForbidden, body)
+				contains(t, body, "requires two-step verification")
+			}
+			ctx := context.Background()
+			en, err := f.accounts.EnrollTwoStep(ctx, f.person.ID, account.TwoStepAuthenticator, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			code, _ := totp.GenerateCode(en.Secret, time.Now())
+			if _, err := f.accounts.ConfirmTwoStep(ctx, f.person.ID, code); err != nil {
+				t.Fatal(err)
+			}
+			st, _, body = f.propfindAs("alice", password)
+			want(t, "main password, enrolled", st, http.StatusUnauthorized, body)
 			contains(t, body, "two-step verification")
 			st, _, body = f.propfindAs("alice", secret)
 			want(t, "device password", st, http.StatusMultiStatus, body)
