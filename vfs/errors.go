@@ -60,4 +60,8 @@ var (
 	// ErrTooDeep: the item would be more than MaxDepth folders below its
 	// root's top folder.
 	ErrTooDeep = errors.New("vfs: folders nested too deep")
+	// ErrZipTooLarge: the folder has more items than one zip lists
+	// (ZipMaxEntries), or a path longer than a zip entry's name holds
+	// (65,535 bytes); its subfolders can be zipped one by one.
+	ErrZipTooLarge = errors.New("vfs: folder too large for one zip")
 )
