@@ -49,6 +49,7 @@ func DomainErrors() map[string]error {
 		"vfs.ErrNoSpace":           vfs.ErrNoSpace,
 		"vfs.ErrMetadataLimit":     vfs.ErrMetadataLimit,
 		"vfs.ErrTooDeep":           vfs.ErrTooDeep,
+		"vfs.ErrZipTooLarge":       vfs.ErrZipTooLarge,
 
 		"chunk.ErrNotFound":  chunk.ErrNotFound,
 		"chunk.ErrCorrupt":   chunk.ErrCorrupt,
