@@ -208,6 +208,16 @@ func writeZipSubfolderAndFilter(t *testing.T) {
 		"sub dir/nested/":         {dir: true},
 		"sub dir/nested/deep.txt": want["sub dir/nested/deep.txt"],
 	})
+	// A narrowed archive is another byte sequence: its own size and ETag.
+	whole, err := e.fs.Zip(ctx, e.root.ID, e.root.FolderID, vfs.ZipOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	narrowed, b := zipBytes(t, e.fs, e.root.ID, e.root.FolderID, opts)
+	if narrowed.ETag() == whole.ETag() || narrowed.Size() != int64(len(b)) || !bytes.Equal(b, buf.Bytes()) {
+		t.Errorf("narrowed: ETag %s (whole %s), Size %d for %d bytes", narrowed.ETag(), whole.ETag(), narrowed.Size(), len(b))
+	}
+	unzipTest(t, b)
 }
 
 func writeZipErrorsBeforeWriting(t *testing.T) {
