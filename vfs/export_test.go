@@ -27,6 +27,13 @@ func WithZip64Threshold(opts Options, n int64) Options {
 	return opts
 }
 
+// WithZipMaxEntries returns opts with zips bounded to n entries instead of
+// ZipMaxEntries.
+func WithZipMaxEntries(opts Options, n int) Options {
+	opts.zipMax = n
+	return opts
+}
+
 // WithBatchHook returns opts with fn run between the transactions of a
 // split operation.
 func WithBatchHook(opts Options, fn func(Op)) Options {

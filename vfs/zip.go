@@ -10,6 +10,7 @@ import (
 	"io"
 	"math"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/fxamacker/cbor/v2"
@@ -68,7 +69,8 @@ const (
 // sequence, and Reader reads any part of it (Range requests, a download
 // resumed): local headers and the central directory are generated on the
 // fly, file contents come from the revisions the listing named. A Zip
-// belongs to one request; it is not safe for concurrent use.
+// belongs to one request and is read through one Reader at a time (the
+// Reader notes the CRCs it computes in it).
 type Zip struct {
 	fs   *FS
 	root uint64
@@ -76,6 +78,7 @@ type Zip struct {
 	// z64 is the size or offset from which Zip64 fields are used:
 	// 0xFFFFFFFF, lowered by tests (WithZip64Threshold).
 	z64                 int64
+	max                 int // ZipMaxEntries, lowered by tests
 	cdOff, cdSize, size int64
 	zip64End            bool
 	etag                string
@@ -106,21 +109,21 @@ type zipEnt struct {
 // Errors: ErrNotExist (no such live folder, or another root's), ErrNotDir
 // (a file), ErrZipTooLarge (more than ZipMaxEntries entries), and ctx's.
 func (fs *FS) Zip(ctx context.Context, root, folder uint64, opts ZipOptions) (*Zip, error) {
-	z := &Zip{fs: fs, root: root, z64: zipUint32Max}
+	z := &Zip{fs: fs, root: root, z64: zipUint32Max, max: ZipMaxEntries}
 	if fs.zip64At > 0 {
 		z.z64 = fs.zip64At
+	}
+	if fs.zipMax > 0 {
+		z.max = fs.zipMax
 	}
 	err := fs.db.View(ctx, func(tx kv.Txn) error {
 		z.ents = z.ents[:0]
 		if _, _, err := liveDirIn(tx, root, folder); err != nil {
 			return err
 		}
-		kids, err := zipChildren(tx, folder)
+		kids, err := z.children(tx, folder, picker(opts))
 		if err != nil {
 			return err
-		}
-		if len(opts.FileIDs)+len(opts.FolderIDs) > 0 {
-			kids = pick(kids, opts)
 		}
 		return z.add(ctx, tx, kids, -1, 0)
 	})
@@ -131,47 +134,56 @@ func (fs *FS) Zip(ctx context.Context, root, folder uint64, opts ZipOptions) (*Z
 	return z, nil
 }
 
-// zipChildren reads the live children of folder, in name order.
-func zipChildren(tx kv.Txn, folder uint64) ([]nodeRec, error) {
-	var out []nodeRec
+// children reads the live children of folder that keep (nil: all) keeps,
+// in name order, as entries still to be placed (parent and pathLen
+// unset). It stops at the bound: the entries listed and these together
+// may not pass z.max.
+func (z *Zip) children(tx kv.Txn, folder uint64, keep func(nodeRec) bool) ([]zipEnt, error) {
+	var out []zipEnt
 	err := tx.Scan(childPrefix(folder), nil, func(k, v []byte) error {
 		var rec nodeRec
 		if err := cbor.Unmarshal(v, &rec); err != nil {
 			return fmt.Errorf("vfs: decode child of %d: %w", folder, err)
 		}
-		rec.Locks = nil // not needed, and not to be held
-		out = append(out, rec)
+		if keep != nil && !keep(rec) {
+			return nil
+		}
+		if len(z.ents)+len(out) >= z.max {
+			return fmt.Errorf("%w: more than %d items", ErrZipTooLarge, z.max)
+		}
+		e := zipEnt{id: rec.ID, name: rec.Name, mod: rec.Modified, dir: rec.Dir}
+		if !rec.Dir {
+			e.size, e.rev = rec.Size, rec.Rev
+			e.crcOK = rec.Size == 0 // and crc 0
+		}
+		out = append(out, e)
 		return nil
 	})
 	return out, err
 }
 
 // add appends kids, children of the entry parent (of path length
-// prefixLen), and everything below them.
-func (z *Zip) add(ctx context.Context, tx kv.Txn, kids []nodeRec, parent int32, prefixLen uint32) error {
-	for _, k := range kids {
+// prefixLen), each followed by everything below it.
+func (z *Zip) add(ctx context.Context, tx kv.Txn, kids []zipEnt, parent int32, prefixLen uint32) error {
+	for _, e := range kids {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if len(z.ents) >= ZipMaxEntries {
-			return fmt.Errorf("%w: more than %d items", ErrZipTooLarge, ZipMaxEntries)
+		if len(z.ents) >= z.max {
+			return fmt.Errorf("%w: more than %d items", ErrZipTooLarge, z.max)
 		}
-		e := zipEnt{id: k.ID, name: k.Name, parent: parent, mod: k.Modified, dir: k.Dir,
-			pathLen: prefixLen + uint32(len(k.Name))}
-		if e.pathLen+1 > zipUint16Max {
+		e.parent, e.pathLen = parent, prefixLen+uint32(len(e.name))
+		if e.dir {
+			e.pathLen++
+		}
+		if e.pathLen > zipUint16Max {
 			return fmt.Errorf("%w: a path longer than %d bytes", ErrZipTooLarge, zipUint16Max)
 		}
-		if k.Dir {
-			e.pathLen++
-		} else {
-			e.size, e.rev = k.Size, k.Rev
-			e.crcOK = k.Size == 0 // and crc 0
-		}
 		z.ents = append(z.ents, e)
-		if !k.Dir {
+		if !e.dir {
 			continue
 		}
-		sub, err := zipChildren(tx, k.ID)
+		sub, err := z.children(tx, e.id, nil)
 		if err != nil {
 			return err
 		}
@@ -182,8 +194,12 @@ func (z *Zip) add(ctx context.Context, tx kv.Txn, kids []nodeRec, parent int32, 
 	return nil
 }
 
-// pick keeps the children opts chose.
-func pick(kids []nodeRec, opts ZipOptions) []nodeRec {
+// picker returns what keeps the top-level children opts chose; nil when
+// they choose all.
+func picker(opts ZipOptions) func(nodeRec) bool {
+	if len(opts.FileIDs)+len(opts.FolderIDs) == 0 {
+		return nil
+	}
 	want := make(map[uint64]bool, len(opts.FileIDs)+len(opts.FolderIDs))
 	for _, id := range opts.FileIDs {
 		want[id] = false
@@ -191,13 +207,10 @@ func pick(kids []nodeRec, opts ZipOptions) []nodeRec {
 	for _, id := range opts.FolderIDs {
 		want[id] = true
 	}
-	out := kids[:0]
-	for _, k := range kids {
-		if dir, ok := want[k.ID]; ok && dir == k.Dir {
-			out = append(out, k)
-		}
+	return func(rec nodeRec) bool {
+		dir, ok := want[rec.ID]
+		return ok && dir == rec.Dir
 	}
-	return out
 }
 
 // layout places every record and names the result.
@@ -411,9 +424,14 @@ func (z *Zip) appendEnd(dst []byte) []byte {
 // a time. A revision removed since the listing (a purged file), or a
 // missing chunk, fails the read. Close it.
 type ZipReader struct {
-	z   *Zip
-	ctx context.Context
-	pos int64
+	// mu orders Read, Seek and Close: http.ServeContent reads the parts
+	// of a multi-range answer in a goroutine that may still read when the
+	// handler returns and closes the reader.
+	mu     sync.Mutex
+	closed bool
+	z      *Zip
+	ctx    context.Context
+	pos    int64
 	// buf holds generated bytes at [bufAt, bufAt+len(buf)).
 	buf   []byte
 	bufAt int64
@@ -452,6 +470,8 @@ const zipCopyBuffer = 256 << 10
 
 // Seek sets the offset of the next Read.
 func (r *ZipReader) Seek(off int64, whence int) (int64, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	switch whence {
 	case io.SeekCurrent:
 		off += r.pos
@@ -465,8 +485,11 @@ func (r *ZipReader) Seek(off int64, whence int) (int64, error) {
 	return off, nil
 }
 
-// Close closes the file being read.
+// Close closes the file being read; later reads fail.
 func (r *ZipReader) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.closed = true
 	r.closeFile()
 	return nil
 }
@@ -480,6 +503,11 @@ func (r *ZipReader) closeFile() {
 
 // Read reads from the current offset. ctx is checked at every call.
 func (r *ZipReader) Read(p []byte) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return 0, errors.New("vfs: zip: read after Close")
+	}
 	z := r.z
 	if r.pos >= z.size {
 		return 0, io.EOF

@@ -45,6 +45,7 @@ func TestZip(t *testing.T) {
 		{"CRCKeptAtWrite", zipCRCKeptAtWrite},
 		{"RevisionsWithoutCRC", zipRevisionsWithoutCRC},
 		{"SnapshotOfTheListing", zipSnapshotOfTheListing},
+		{"TooManyEntries", zipTooManyEntries},
 	} {
 		t.Run(tc.name, tc.run)
 	}
@@ -824,4 +825,45 @@ func zipSnapshotOfTheListing(t *testing.T) {
 		"a/": {dir: true}, "a/1.bin": {data: []byte("rewritten")},
 		"b/": {dir: true}, "b/3.txt": {data: []byte("three")},
 	})
+}
+
+// zipTooManyEntries: a folder of more entries than the bound is
+// ErrZipTooLarge before a byte is read, however the entries nest; at the
+// bound it zips.
+func zipTooManyEntries(t *testing.T) {
+	e := openEnvWith(t, t.TempDir(), vfs.WithZipMaxEntries(vfs.Options{}, 4))
+	t.Cleanup(e.close)
+	ctx := context.Background()
+	root, err := e.fs.CreateRoot(ctx, "bound", vfs.RootSync)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.root = root
+	d, err := e.fs.Mkdir(ctx, root.ID, root.FolderID, "d", vfs.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.write(t, d.ID, "1", []byte("1"))
+	e.write(t, d.ID, "2", []byte("2"))
+	e.write(t, root.FolderID, "3", []byte("3"))
+	if z, err := e.fs.Zip(ctx, root.ID, root.FolderID, vfs.ZipOptions{}); err != nil || z.Entries() != 4 {
+		t.Fatalf("at the bound: %v", err)
+	}
+	for _, c := range []struct {
+		name   string
+		parent uint64
+	}{{"at the top", root.FolderID}, {"nested", d.ID}} {
+		n := e.write(t, c.parent, "extra", []byte("x"))
+		_, err := e.fs.Zip(ctx, root.ID, root.FolderID, vfs.ZipOptions{})
+		if !errors.Is(err, vfs.ErrZipTooLarge) {
+			t.Errorf("%s: %v, want ErrZipTooLarge", c.name, err)
+		}
+		var buf bytes.Buffer
+		if err := e.fs.WriteZip(ctx, &buf, root.ID, root.FolderID, vfs.ZipOptions{}); !errors.Is(err, vfs.ErrZipTooLarge) || buf.Len() != 0 {
+			t.Errorf("%s: WriteZip %v after %d bytes", c.name, err, buf.Len())
+		}
+		if err := e.fs.Delete(ctx, root.ID, n.ID, vfs.WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
