@@ -6,6 +6,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"mime"
+	"mime/multipart"
 	"net/http"
 	"os"
 	"os/exec"
@@ -328,6 +330,23 @@ func TestFolderZipRanges(t *testing.T) {
 				t.Error("the last 100 bytes differ")
 			}
 		}},
+		{"two ranges: multipart", http.MethodGet, func() http.Header { return http.Header{"Range": {"bytes=0-9,100-199"}} }, http.StatusPartialContent, func(t *testing.T, resp *http.Response, body []byte) {
+			_, params, err := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			mr := multipart.NewReader(bytes.NewReader(body), params["boundary"])
+			for _, want := range [][]byte{whole[:10], whole[100:200]} {
+				p, err := mr.NextPart()
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, _ := io.ReadAll(p)
+				if !bytes.Equal(got, want) {
+					t.Errorf("part %q: %d bytes differ", p.Header.Get("Content-Range"), len(got))
+				}
+			}
+		}},
 		{"past the end: 416 as JSON", http.MethodGet, func() http.Header { return http.Header{"Range": {fmt.Sprintf("bytes=%d-", size+10)}} }, http.StatusRequestedRangeNotSatisfiable, func(t *testing.T, resp *http.Response, body []byte) {
 			if !strings.Contains(string(body), `"error"`) {
 				t.Errorf("body %s", body)
@@ -386,4 +405,43 @@ func unzipTest(t *testing.T, b []byte) {
 	if err != nil || !strings.Contains(string(out), "No errors detected") {
 		t.Fatalf("unzip -t: %v\n%s", err, out)
 	}
+}
+
+// TestShareLinkZipRanges: a share link's zip is served as the folder
+// route's is (exact size, ETag, a resumption joined into an archive unzip
+// tests), and file_ids narrowing gives another archive, with its own ETag.
+func TestShareLinkZipRanges(t *testing.T) {
+	f, file, folder, _ := linkFixture(t, fixtureOptions{})
+	f.mustUpload(f.at("/api/2/files/%d/folder/%d/upload", folder), "b.bin", berthtest.RandomBytes(5, 1<<20))
+	fl := f.createLink(t, f.at("/api/2/files/%d/folder/%d/share", folder), nil)
+	base := "/api/2/sharelinks/" + fl.Hash + "/download"
+	get := func(path string, h http.Header) (*http.Response, []byte) {
+		t.Helper()
+		resp := f.request(http.MethodGet, path, "", nil, h)
+		st, body := f.readAll(resp)
+		if st >= 300 {
+			t.Fatalf("%s: %d %s", path, st, body)
+		}
+		return resp, body
+	}
+	resp, whole := get(base, nil)
+	etag := resp.Header.Get("ETag")
+	if resp.ContentLength != int64(len(whole)) || etag == "" {
+		t.Fatalf("Content-Length %d for %d bytes, ETag %q", resp.ContentLength, len(whole), etag)
+	}
+	cut := len(whole) * 6 / 10
+	resp, rest := get(base, http.Header{"Range": {fmt.Sprintf("bytes=%d-", cut)}, "If-Range": {etag}})
+	if resp.StatusCode != http.StatusPartialContent {
+		t.Fatalf("resumption: %d", resp.StatusCode)
+	}
+	joined := append(append([]byte(nil), whole[:cut]...), rest...)
+	if !bytes.Equal(joined, whole) {
+		t.Fatal("the joined download differs")
+	}
+	unzipTest(t, joined)
+	resp, narrowed := get(fmt.Sprintf("%s?file_ids=%d", base, file), nil)
+	if resp.Header.Get("ETag") == etag || resp.ContentLength != int64(len(narrowed)) || len(narrowed) >= len(whole) {
+		t.Errorf("narrowed: ETag %q (whole %q), %d bytes of %d", resp.Header.Get("ETag"), etag, len(narrowed), len(whole))
+	}
+	unzipTest(t, narrowed)
 }
