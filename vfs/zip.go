@@ -442,6 +442,8 @@ type ZipReader struct {
 	// cdEnt is an entry whose central record starts at cdAt.
 	cdEnt int32
 	cdAt  int64
+	// crcs were computed and are not stored yet (see keepCRCs).
+	crcs []crcNote
 }
 
 // Reader returns a reader of the archive from its start; ctx bounds every
@@ -485,12 +487,18 @@ func (r *ZipReader) Seek(off int64, whence int) (int64, error) {
 	return off, nil
 }
 
-// Close closes the file being read; later reads fail.
+// Close closes the file being read and stores the CRCs computed; later
+// reads fail.
 func (r *ZipReader) Close() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.closed {
+		return nil
+	}
 	r.closed = true
 	r.closeFile()
+	r.z.fs.keepCRCs(r.ctx, r.crcs)
+	r.crcs = nil
 	return nil
 }
 
@@ -631,7 +639,11 @@ func (r *ZipReader) knowCRC(i int32, keepOpen bool) error {
 	}
 	r.fAt = 0
 	e.crc, e.crcOK = h.Sum32(), true
-	r.z.fs.keepCRC(r.ctx, e.id, e.rev, e.crc)
+	r.crcs = append(r.crcs, crcNote{e.id, e.rev, e.crc})
+	if len(r.crcs) >= zipCRCBatch {
+		r.z.fs.keepCRCs(r.ctx, r.crcs)
+		r.crcs = r.crcs[:0]
+	}
 	if !keepOpen {
 		r.closeFile()
 	}
@@ -684,26 +696,47 @@ func (fs *FS) revisionCRC(ctx context.Context, file, rev uint64) (crc uint32, ok
 	return crc, ok, err
 }
 
-// keepCRC stores the CRC computed for a revision that had none, so that
-// the next archive needs no extra read of it. A failure is logged only:
-// the next archive computes it again.
-func (fs *FS) keepCRC(ctx context.Context, file, rev uint64, crc uint32) {
-	err := fs.db.Update(ctx, func(tx kv.Txn) error {
-		var rr revRec
-		if err := get(tx, revKey(file, rev), &rr, kv.ErrNotFound); err != nil {
+// crcNote is a CRC computed for a revision whose record has none.
+type crcNote struct {
+	file, rev uint64
+	crc       uint32
+}
+
+// zipCRCBatch is how many computed CRCs one commit stores: one durable
+// commit each would cost the first zip of a folder of old small files a
+// sync per file.
+const zipCRCBatch = 256
+
+// keepCRCs stores CRCs computed for revisions that had none, so that the
+// next archive needs no extra read of them. A failure is logged only: the
+// next archive computes them again. The work is not the client's, so a
+// client gone does not stop it.
+func (fs *FS) keepCRCs(ctx context.Context, notes []crcNote) {
+	if len(notes) == 0 {
+		return
+	}
+	err := fs.db.Update(context.WithoutCancel(ctx), func(tx kv.Txn) error {
+		for _, n := range notes {
+			var rr revRec
+			err := get(tx, revKey(n.file, n.rev), &rr, kv.ErrNotFound)
 			if errors.Is(err, kv.ErrNotFound) {
-				return nil // removed meanwhile
+				continue // removed meanwhile
 			}
-			return err
+			if err != nil {
+				return err
+			}
+			if rr.CRC != nil {
+				continue
+			}
+			rr.CRC = &n.crc
+			if err := put(tx, revKey(n.file, n.rev), rr); err != nil {
+				return err
+			}
 		}
-		if rr.CRC != nil {
-			return nil
-		}
-		rr.CRC = &crc
-		return put(tx, revKey(file, rev), rr)
+		return nil
 	})
-	if err != nil && ctx.Err() == nil {
-		fs.log.Warn("vfs: zip: could not keep a revision's CRC", "file", file, "revision", rev, "err", err)
+	if err != nil {
+		fs.log.Warn("vfs: zip: could not keep revisions' CRCs", "revisions", len(notes), "err", err)
 	}
 }
 
