@@ -583,7 +583,7 @@ func (r *ZipReader) open(i int32) error {
 	}
 	r.closeFile()
 	e := &r.z.ents[i]
-	f, err := r.z.fs.OpenRevision(r.ctx, r.z.root, e.id, e.rev)
+	f, err := r.z.fs.openListed(r.ctx, e.id, e.rev)
 	if err != nil {
 		return fmt.Errorf("vfs: zip: %s: %w", e.name, err)
 	}
@@ -680,6 +680,29 @@ func (r *ZipReader) fillCentral() error {
 		r.buf = z.appendCentral(r.buf, i)
 	}
 	return nil
+}
+
+// openListed opens revision rev of file, which a zip's listing of its root
+// named: one read of the revision record, without OpenRevision's checks of
+// the root and the item and the resolution of its path, which were most
+// of the cost of a small file's entry. A revision removed since (a
+// purge) is ErrNotExist.
+func (fs *FS) openListed(ctx context.Context, file, rev uint64) (*File, error) {
+	f := &File{Node: Node{ID: file, RevisionID: rev}, m: fs.m}
+	err := fs.db.View(ctx, func(tx kv.Txn) error {
+		var rr revRec
+		if err := get(tx, revKey(file, rev), &rr, fmt.Errorf("%w: revision %d", ErrNotExist, rev)); err != nil {
+			return err
+		}
+		f.Revision = rr.public()
+		return nil
+	})
+	fs.m.observe(OpRead, err)
+	if err != nil {
+		return nil, err
+	}
+	fs.attach(ctx, f)
+	return f, nil
 }
 
 // revisionCRC reads the CRC kept in a revision record; ok is false for a
