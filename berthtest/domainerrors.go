@@ -51,6 +51,7 @@ func DomainErrors() map[string]error {
 		"vfs.ErrTooDeep":           vfs.ErrTooDeep,
 		"vfs.ErrUploadOffset":      vfs.ErrUploadOffset,
 		"vfs.ErrChecksumMismatch":  vfs.ErrChecksumMismatch,
+		"vfs.ErrZipTooLarge":       vfs.ErrZipTooLarge,
 
 		"chunk.ErrNotFound":  chunk.ErrNotFound,
 		"chunk.ErrCorrupt":   chunk.ErrCorrupt,

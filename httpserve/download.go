@@ -21,6 +21,8 @@ type Content struct {
 	// Name is the file's name: its extension gives the Content-Type (never
 	// the contents), and the client saves the download under it.
 	Name string
+	// Type, when set, is the Content-Type instead of the extension's.
+	Type string
 	// ETag is vfs's entity tag of the revision, the same over every front end.
 	ETag string
 	// Modified is the Last-Modified time.
@@ -63,7 +65,7 @@ const DownloadCSP = "default-src 'none'; sandbox; frame-ancestors 'none'"
 func ServeContent(w http.ResponseWriter, r *http.Request, c Content) error {
 	h := w.Header()
 	h.Set("ETag", c.ETag)
-	h.Set("Content-Type", ContentType(c.Name))
+	h.Set("Content-Type", cmp.Or(c.Type, ContentType(c.Name)))
 	cd := ContentDisposition(c.Name)
 	if c.Inline {
 		cd = "inline" + strings.TrimPrefix(cd, "attachment")
@@ -86,16 +88,19 @@ func ServeContent(w http.ResponseWriter, r *http.Request, c Content) error {
 	return body.Err()
 }
 
-// ZipHeaders sets the headers of a zip of a folder named name (".zip" is
-// added): an attachment, never sniffed, under DownloadCSP, and not kept
-// by caches, since the archive is made anew for each request.
-func ZipHeaders(w http.ResponseWriter, name string) {
-	h := w.Header()
-	h.Set("Content-Type", "application/zip")
-	h.Set("Content-Disposition", ContentDisposition(name+".zip"))
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Content-Security-Policy", DownloadCSP)
-	h.Set("Cache-Control", "private, no-store")
+// ServeZip answers r with z, the zip of a folder named name (".zip" is
+// added), through ServeContent: an application/zip attachment with its
+// exact Content-Length and ETag, Range (206) and If-Range, If-None-Match
+// (304), HEAD. It has no Last-Modified: an If-Range must be the ETag, so a
+// resumption against a folder changed since gets the whole new archive,
+// never a mix of two. fail is as Content.Fail. A read error after the
+// answer started is returned, for the caller to abort the connection.
+func ServeZip(w http.ResponseWriter, r *http.Request, name string, z *vfs.Zip, fail func(http.ResponseWriter, int)) error {
+	body := z.Reader(r.Context())
+	defer body.Close()
+	return ServeContent(w, r, Content{
+		Name: name + ".zip", Type: "application/zip", ETag: z.ETag(), Body: body, Fail: fail,
+	})
 }
 
 // failWriter hands the error answers http.ServeContent writes (in plain

@@ -784,16 +784,14 @@ func (s *server) linkFolderDownload(w http.ResponseWriter, r *http.Request) erro
 }
 
 // count reserves the download (or view) of r before anything is written,
-// by share's one counting rule (share.CountRequest; whole: the answer is
-// always whole from its start, as a zip's).
-func (s *server) count(r *http.Request, la share.LinkAccess, view, whole bool, etag string) error {
+// by share's one counting rule (share.CountRequest), for a file or a zip
+// alike: etag is the entity tag of what is served, which decides whether
+// a Range or If-Range answer holds its first byte.
+func (s *server) count(r *http.Request, la share.LinkAccess, view bool, etag string) error {
 	if !la.Perms.Has(share.Read) {
 		return &share.Refusal{Reason: "this share link does not allow reading the contents"}
 	}
 	sends, fromStart := httpserve.Sends(r, etag)
-	if whole {
-		sends, fromStart = r.Method == http.MethodGet, true
-	}
 	return s.shares.CountRequest(r.Context(), la, view, sends, fromStart)
 }
 
@@ -805,7 +803,7 @@ func (s *server) serveLinkFile(w http.ResponseWriter, r *http.Request, la share.
 		return err
 	}
 	defer f.Close()
-	if err := s.count(r, la, view, false, f.Node.ETag()); err != nil {
+	if err := s.count(r, la, view, f.Node.ETag()); err != nil {
 		return err
 	}
 	return httpserve.ServeContent(w, r, httpserve.Content{
@@ -815,7 +813,8 @@ func (s *server) serveLinkFile(w http.ResponseWriter, r *http.Request, la share.
 }
 
 // serveLinkZip serves a zip of folder n through link la, narrowed by
-// file_ids and folder_ids (comma-separated ids).
+// file_ids and folder_ids (comma-separated ids), as downloadFolder does:
+// exact size, ETag, Range; counted as a file is.
 func (s *server) serveLinkZip(w http.ResponseWriter, r *http.Request, la share.LinkAccess, n vfs.Node) error {
 	q, err := query(r)
 	if err != nil {
@@ -838,19 +837,18 @@ func (s *server) serveLinkZip(w http.ResponseWriter, r *http.Request, la share.L
 			*p.dst = append(*p.dst, id)
 		}
 	}
-	if err := s.count(r, la, false, true, ""); err != nil {
+	z, err := s.fs.Zip(r.Context(), la.Root.ID, n.ID, zo)
+	if err != nil {
+		return err
+	}
+	if err := s.count(r, la, false, z.ETag()); err != nil {
 		return err
 	}
 	name := n.Name
 	if n.ID == la.Root.FolderID {
 		name = la.Root.Name
 	}
-	httpserve.ZipHeaders(w, name)
-	if r.Method == http.MethodHead {
-		w.WriteHeader(http.StatusOK)
-		return nil
-	}
-	return s.fs.WriteZip(r.Context(), w, la.Root.ID, n.ID, zo)
+	return httpserve.ServeZip(w, r, name, z, s.zipFail(r, n.ID))
 }
 
 // linkWriteTarget opens the link for a write into the folder of the path

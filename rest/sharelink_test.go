@@ -319,6 +319,9 @@ func TestShareLinkCounting(t *testing.T) {
 	resp := f.request(http.MethodHead, "/api/2/sharelinks/"+l.Hash+"/download", "", nil, nil)
 	etag := resp.Header.Get("ETag")
 	f.readAll(resp)
+	resp = f.request(http.MethodHead, "/api/2/sharelinks/"+fl.Hash+"/download", "", nil, nil)
+	zipTag := resp.Header.Get("ETag")
+	f.readAll(resp)
 	tests := []struct {
 		name   string
 		link   linkJSON
@@ -333,7 +336,13 @@ func TestShareLinkCounting(t *testing.T) {
 		{"If-Range not matching", l, http.Header{"Range": {"bytes=10-"}, "If-Range": {`"other"`}}, 1},
 		{"If-Range matching", l, http.Header{"Range": {"bytes=10-"}, "If-Range": {etag}}, 0},
 		{"not modified", l, http.Header{"If-None-Match": {etag}}, 0},
-		{"a zip ignores Range", fl, http.Header{"Range": {"bytes=10-"}}, 1},
+		// A zip counts as a file does (its ETag names the archive).
+		{"a zip whole", fl, nil, 1},
+		{"a zip from 0", fl, http.Header{"Range": {"bytes=0-9"}}, 1},
+		{"a zip resumed", fl, http.Header{"Range": {"bytes=10-"}}, 0},
+		{"a zip resumed, If-Range matching", fl, http.Header{"Range": {"bytes=10-"}, "If-Range": {zipTag}}, 0},
+		{"a zip resumed, If-Range of another archive", fl, http.Header{"Range": {"bytes=10-"}, "If-Range": {`"zother"`}}, 1},
+		{"a zip not modified", fl, http.Header{"If-None-Match": {zipTag}}, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

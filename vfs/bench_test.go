@@ -205,3 +205,48 @@ func fillFolder(b *testing.B, e *env, n int, writers ...int) {
 	}
 	wg.Wait()
 }
+
+// BenchmarkZip zips a folder to io.Discard, from a fresh layout as a
+// download does: large files (32 of 4 MiB, random, as most large files
+// are), medium ones (400 of 64 KiB, each its own chunks) and small ones
+// (2,000 of 4 KiB of text, kept inline, in 20 subfolders).
+func BenchmarkZip(b *testing.B) {
+	for _, c := range []struct {
+		name        string
+		files, size int
+		dirs        int
+	}{
+		{"large", 32, 4 << 20, 1},
+		{"medium", 400, 64 << 10, 4},
+		{"small", 2000, 4 << 10, 20},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			e := newEnv(b)
+			var total int64
+			for d := range c.dirs {
+				dir, err := e.fs.Mkdir(ctx, e.root.ID, e.root.FolderID, fmt.Sprintf("dir-%02d", d), vfs.WriteOptions{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				for i := range c.files / c.dirs {
+					data := randBytes(uint64(d*100000+i), c.size)
+					if c.size <= vfs.InlineMax {
+						var buf bytes.Buffer
+						for buf.Len() < c.size {
+							fmt.Fprintf(&buf, "%d/%d the quick brown fox jumps over the lazy dog\n", d, i)
+						}
+						data = buf.Bytes()[:c.size]
+					}
+					e.write(b, dir.ID, fmt.Sprintf("f-%04d", i), data)
+					total += int64(len(data))
+				}
+			}
+			b.SetBytes(total)
+			for b.Loop() {
+				if err := e.fs.WriteZip(ctx, io.Discard, e.root.ID, e.root.FolderID, vfs.ZipOptions{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -20,6 +20,20 @@ func WithRefBatch(opts Options, n int) Options {
 	return opts
 }
 
+// WithZip64Threshold returns opts with zips using Zip64 fields for sizes
+// and offsets of n bytes or more, so tests reach them without 4 GiB.
+func WithZip64Threshold(opts Options, n int64) Options {
+	opts.zip64At = n
+	return opts
+}
+
+// WithZipMaxEntries returns opts with zips bounded to n entries instead of
+// ZipMaxEntries.
+func WithZipMaxEntries(opts Options, n int) Options {
+	opts.zipMax = n
+	return opts
+}
+
 // WithBatchHook returns opts with fn run between the transactions of a
 // split operation.
 func WithBatchHook(opts Options, fn func(Op)) Options {
@@ -228,4 +242,17 @@ func (fs *FS) Strays(ctx context.Context) ([]string, error) {
 		return nil
 	})
 	return out, err
+}
+
+// DropCRC rewrites a revision record without its CRC, as revisions
+// written before berth kept one are stored.
+func (fs *FS) DropCRC(ctx context.Context, file, rev uint64) error {
+	return fs.db.Update(ctx, func(tx kv.Txn) error {
+		var rr revRec
+		if err := get(tx, revKey(file, rev), &rr, ErrNotExist); err != nil {
+			return err
+		}
+		rr.CRC = nil
+		return put(tx, revKey(file, rev), rr)
+	})
 }

@@ -92,6 +92,11 @@ type Options struct {
 	// batchHook, if set, runs between the transactions of a split
 	// operation; tests use it to fail or kill one half way.
 	batchHook func(Op)
+	// zip64At overrides the size and offset from which zips use Zip64
+	// fields (0xFFFFFFFF); set by tests, which cannot write 4 GiB.
+	zip64At int64
+	// zipMax overrides ZipMaxEntries; set by tests.
+	zipMax int
 }
 
 // FS is the file system over one metadata store and one chunk store. It is
@@ -137,6 +142,8 @@ type FS struct {
 	// operation over more is split with intents (see intent.go).
 	refBatch  int
 	batchHook func(Op)
+	zip64At   int64 // see Options.zip64At; 0: 0xFFFFFFFF
+	zipMax    int   // see Options.zipMax; 0: ZipMaxEntries
 
 	// upMu guards uploads, the writes that may hold stored chunks not yet
 	// referenced nor noted for the collector, and closed, set by Close.
@@ -155,7 +162,7 @@ type FS struct {
 func Open(ctx context.Context, db kv.Store, chunks chunk.Store, opts Options) (*FS, error) {
 	fs := &FS{
 		db: db, chunks: chunks, obs: opts.Observer, jnl: opts.Journal, now: opts.Now, log: opts.Logger,
-		m: newMetrics(opts.Registerer), refBatch: opts.refBatch, batchHook: opts.batchHook,
+		m: newMetrics(opts.Registerer), refBatch: opts.refBatch, batchHook: opts.batchHook, zip64At: opts.zip64At, zipMax: opts.zipMax,
 		roots: kv.NewCache[uint64, cachedRoot](maxCachedRoots),
 		paths: kv.NewCache[pathKey, cachedPath](maxCachedPaths),
 		lists: kv.NewCache[listKey, cachedList](maxCachedLists),

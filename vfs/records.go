@@ -74,6 +74,10 @@ type revRec struct {
 	Created int64       `cbor:"4,keyasint"`
 	Chunks  []chunk.Ref `cbor:"5,keyasint"`
 	Inline  []byte      `cbor:"6,keyasint,omitempty"` // the contents of a small file (see InlineMax)
+	// CRC is the CRC-32 (IEEE) of the contents, computed as they were
+	// written, for zips laid out without reading them; nil in revisions
+	// written before it was kept (a zip computes and stores it once).
+	CRC *uint32 `cbor:"7,keyasint,omitempty"`
 }
 
 type usageRec struct {
@@ -197,5 +201,5 @@ func (r nodeRec) public(now int64) Node {
 }
 
 func (r revRec) public() Revision {
-	return Revision{ID: r.ID, FileID: r.File, Size: r.Size, Created: fromNs(r.Created), Chunks: r.Chunks, inline: r.Inline}
+	return Revision{ID: r.ID, FileID: r.File, Size: r.Size, Created: fromNs(r.Created), Chunks: r.Chunks, inline: r.Inline, crc: r.CRC}
 }

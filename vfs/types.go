@@ -63,6 +63,20 @@ type Revision struct {
 	Created time.Time
 	Chunks  []chunk.Ref // empty for a file kept inline
 	inline  []byte
+	crc     *uint32
+}
+
+// CRC returns the CRC-32 (IEEE) of the revision's contents, kept since it
+// was written; ok is false for a revision written before berth kept it
+// (an empty one's is always known: 0).
+func (r Revision) CRC() (crc uint32, ok bool) {
+	switch {
+	case r.crc != nil:
+		return *r.crc, true
+	case r.Size == 0:
+		return 0, true
+	}
+	return 0, false
 }
 
 // Lock is a lock on an item. A lock on a folder with Deep set covers

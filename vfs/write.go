@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 
 	"berth/kv"
@@ -131,7 +132,7 @@ func (fs *FS) writeFile(ctx context.Context, root, parent uint64, name string, r
 		limit, quotaBound = left, true
 	}
 
-	inline, refs, size, err := fs.store(ctx, r, limit)
+	inline, refs, size, crc, err := fs.store(ctx, r, limit)
 	// The writer pinned refs; they are released once the revision counts
 	// them or forget has noted them, so the collector never sees them
 	// with neither.
@@ -205,7 +206,7 @@ func (fs *FS) writeFile(ctx context.Context, root, parent uint64, name string, r
 			return err
 		}
 		rec.Modified, rec.Size, rec.Rev = now, size, revID
-		rev := revRec{ID: revID, File: rec.ID, Size: size, Created: fs.nowNs(), Chunks: refs, Inline: inline}
+		rev := revRec{ID: revID, File: rec.ID, Size: size, Created: fs.nowNs(), Chunks: refs, Inline: inline, CRC: &crc}
 		if err := put(tx, revKey(rec.ID, revID), rev); err != nil {
 			return err
 		}
@@ -381,10 +382,12 @@ func (fs *FS) checkStored(ctx context.Context, tx kv.Txn, refs []chunk.Ref) erro
 const InlineMax = 16 << 10
 
 // store reads r to its end, keeping a body of at most InlineMax bytes
-// inline and sending a longer one through the chunk writer. limit is as
-// for chunk.Writer.Write. On failure refs are the chunks stored, for the
+// inline and sending a longer one through the chunk writer, and returns
+// the CRC-32 of what it read (kept in the revision for zips, see Zip: the
+// bytes pass through it once, at about 10 GB/s on amd64's CLMUL). limit is
+// as for chunk.Writer.Write. On failure refs are the chunks stored, for the
 // collector.
-func (fs *FS) store(ctx context.Context, r io.Reader, limit int64) (inline []byte, refs []chunk.Ref, size int64, err error) {
+func (fs *FS) store(ctx context.Context, r io.Reader, limit int64) (inline []byte, refs []chunk.Ref, size int64, crc uint32, err error) {
 	hp := fs.heads.Get().(*[]byte)
 	defer fs.heads.Put(hp)
 	head := *hp
@@ -399,15 +402,17 @@ func (fs *FS) store(ctx context.Context, r io.Reader, limit int64) (inline []byt
 	switch {
 	case err == io.EOF:
 		if limit >= 0 && int64(n) > limit {
-			return nil, nil, 0, chunk.ErrTooLarge
+			return nil, nil, 0, 0, chunk.ErrTooLarge
 		}
 		if err := ctx.Err(); err != nil {
-			return nil, nil, 0, err
+			return nil, nil, 0, 0, err
 		}
-		return bytes.Clone(head[:n]), nil, int64(n), nil
+		return bytes.Clone(head[:n]), nil, int64(n), crc32.ChecksumIEEE(head[:n]), nil
 	case err != nil:
-		return nil, nil, 0, err
+		return nil, nil, 0, 0, err
 	}
-	refs, size, err = fs.writer.Write(ctx, io.MultiReader(bytes.NewReader(head), r), limit)
-	return nil, refs, size, err
+	h := crc32.NewIEEE()
+	h.Write(head)
+	refs, size, err = fs.writer.Write(ctx, io.MultiReader(bytes.NewReader(head), io.TeeReader(r, h)), limit)
+	return nil, refs, size, h.Sum32(), err
 }

@@ -2,18 +2,24 @@ package vfs
 
 import (
 	"context"
+	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
-	iofs "io/fs"
-	"path"
-	"strings"
+	"math"
+	"sort"
+	"sync"
+	"time"
 
-	"github.com/klauspost/compress/flate"
-	"github.com/klauspost/compress/zip"
+	"github.com/fxamacker/cbor/v2"
+	"github.com/zeebo/blake3"
+
+	"berth/kv"
 )
 
-// ZipOptions limit what WriteZip writes. The zero value writes the whole
+// ZipOptions limit what a zip holds. The zero value holds the whole
 // folder.
 type ZipOptions struct {
 	// FileIDs and FolderIDs, when either is non-empty, limit the top-level
@@ -23,97 +29,177 @@ type ZipOptions struct {
 	FileIDs, FolderIDs []uint64
 }
 
-// Zip tuning. A zip of a folder is read once by a client that waits for it,
-// so it favours speed: Deflate at flate's fastest level, and Store for data
-// that would not shrink anyway.
+// ZipMaxEntries bounds the entries of one zip: its layout is held in
+// memory for as long as the archive is served (about 80 bytes and the
+// item's name per entry, so at most some 50 MiB), since a Range may ask
+// for any part of it. A larger folder is ErrZipTooLarge; its subfolders
+// can be zipped one by one.
+const ZipMaxEntries = 500_000
+
+// Zip record sizes and signatures (APPNOTE 6.3.10, 4.3).
 const (
-	// zipSampleSize is how much of a file is test-compressed to choose its
-	// method. flate's fastest level gives up on incompressible data at
-	// about 9 GB/s and compresses text at about 1.5 GB/s on this machine
-	// class, so the test costs well under 1% of the copy.
-	zipSampleSize = 64 << 10
-	// zipMinSaving is the share of the sample compression must save for an
-	// entry to be Deflated: below 10% the CPU is not worth the bytes.
-	zipMinSavingPercent = 10
-	// zipCopyBuffer is the size of the reads from a file; the context is
-	// checked between them.
-	zipCopyBuffer = 256 << 10
+	zipLocalLen     = 30 // local file header, before name and extra
+	zipCentralLen   = 46 // central directory header, before name and extra
+	zipTimeExtraLen = 9  // extended timestamp (0x5455), modification time only
+	zip64LocalExtra = 20 // Zip64 extra of a local header: both sizes
+	zip64EndLen     = 56 // Zip64 end of central directory record
+	zip64LocatorLen = 20
+	zipEndLen       = 22 // end of central directory, no comment
+
+	zipLocalSig    = 0x04034b50
+	zipCentralSig  = 0x02014b50
+	zip64EndSig    = 0x06064b50
+	zip64LocSig    = 0x07064b50
+	zipEndSig      = 0x06054b50
+	zipTimeTag     = 0x5455
+	zip64Tag       = 0x0001
+	zipFlagUTF8    = 0x800
+	zipVersion20   = 20
+	zipVersion45   = 45
+	zipMadeByUnix  = 3 << 8
+	zipUint16Max   = math.MaxUint16
+	zipUint32Max   = math.MaxUint32
+	zipCentralFill = 64 << 10 // central directory bytes generated at a time
 )
 
-// compressedExt reports whether ext (lower case, with its dot) names a
-// format that is compressed already; such entries are Stored without
-// test-compressing a sample. (A switch, not a map, to keep the list
-// immutable.)
-func compressedExt(ext string) bool {
-	switch ext {
-	case ".7z", ".aac", ".apk", ".avi", ".avif", ".br", ".bz2", ".cab", ".deb",
-		".docx", ".dmg", ".epub", ".flac", ".gif", ".gz", ".heic", ".heif", ".jar",
-		".jpeg", ".jpg", ".jxl", ".lz", ".lz4", ".lzma", ".m4a", ".m4v", ".mkv",
-		".mov", ".mp3", ".mp4", ".odp", ".ods", ".odt", ".ogg", ".opus", ".png",
-		".pptx", ".rar", ".rpm", ".tgz", ".txz", ".webm", ".webp", ".whl", ".xlsx",
-		".xz", ".zip", ".zst":
-		return true
-	}
-	return false
+// Zip is the zip archive of a folder, laid out from metadata before a byte
+// is sent: every entry Stored (not compressed), in a fixed order with fixed
+// times, so the archive is one byte sequence that the listing determines.
+// Its Size is known up front (a Content-Length), its ETag names that
+// sequence, and Reader reads any part of it (Range requests, a download
+// resumed): local headers and the central directory are generated on the
+// fly, file contents come from the revisions the listing named. A Zip
+// belongs to one request and is read through one Reader at a time (the
+// Reader notes the CRCs it computes in it).
+type Zip struct {
+	fs   *FS
+	root uint64
+	ents []zipEnt
+	// z64 is the size or offset from which Zip64 fields are used:
+	// 0xFFFFFFFF, lowered by tests (WithZip64Threshold).
+	z64                 int64
+	max                 int // ZipMaxEntries, lowered by tests
+	cdOff, cdSize, size int64
+	zip64End            bool
+	etag                string
 }
 
-// WriteZip writes a zip archive of a live folder of a root to w: every live
-// file and folder below it, depth first in name order, with names relative to
-// the folder ("a/b.txt"; folders as "a/" entries, so empty folders survive),
-// UTF-8 names flagged as such, and modification times. The archive switches
-// to Zip64 by itself past 4 GiB or 65,535 entries (the sizes of every entry
-// follow it in a data descriptor, so nothing is buffered to learn them).
+// zipEnt is one entry: a folder ("a/") or a file at one revision.
+type zipEnt struct {
+	off     int64 // of its local header
+	size    int64
+	id, rev uint64
+	mod     int64  // unix ns
+	name    string // its own name; the path is its parents' and it
+	parent  int32  // index of the folder entry above it; -1 at the top
+	pathLen uint32 // of the full path, "/" of a folder included
+	crc     uint32
+	dir     bool
+	crcOK   bool // crc is known
+}
+
+// Zip lays out the zip archive of a live folder of a root: every live file
+// and folder below it, depth first in name order, with names relative to
+// the folder ("a/b.txt"; folders as "a/" entries, so empty folders
+// survive), UTF-8 names flagged as such, each item's modification time,
+// files at their current revisions. The folder is read in one snapshot of
+// the metadata store. The archive switches to Zip64 by itself for files of
+// 4 GiB or more, offsets past 4 GiB, or more than 65,535 entries.
 //
-// Each file's method is chosen cheaply: Store for empty files and known
-// compressed formats (by extension), otherwise its first 64 KiB are
-// compressed at flate's fastest level and the entry is Deflated (at that
-// level) only if the sample shrank by at least 10%.
-//
-// It streams: one file is open at a time and only a bounded buffer of it is
-// held. Items deleted or moved away while the archive is written are left
-// out. ctx is checked between entries and between reads inside a file; a
-// cancelled ctx stops the work and returns its error. Any error (a missing
-// folder before anything is written, a missing or corrupt chunk later) is
-// returned as is; after bytes went out the archive in w is incomplete, so
-// the caller must make the failure visible (an HTTP server aborts the
-// connection) rather than end w as if it were whole.
-func (fs *FS) WriteZip(ctx context.Context, w io.Writer, root, folder uint64, opts ZipOptions) error {
-	kids, _, err := fs.List(ctx, root, folder)
-	if err != nil {
-		return err
+// Errors: ErrNotExist (no such live folder, or another root's), ErrNotDir
+// (a file), ErrZipTooLarge (more than ZipMaxEntries entries), and ctx's.
+func (fs *FS) Zip(ctx context.Context, root, folder uint64, opts ZipOptions) (*Zip, error) {
+	z := &Zip{fs: fs, root: root, z64: zipUint32Max, max: ZipMaxEntries}
+	if fs.zip64At > 0 {
+		z.z64 = fs.zip64At
 	}
-	z := &zipper{
-		ctx:  ctx,
-		fs:   fs,
-		root: root,
-		zw:   zip.NewWriter(w),
-		buf:  make([]byte, zipCopyBuffer),
+	if fs.zipMax > 0 {
+		z.max = fs.zipMax
 	}
-	// The zip.Writer closes an entry only when the next one starts, so the
-	// sample test needs its own flate writer.
-	if z.flate, err = flate.NewWriter(io.Discard, flate.BestSpeed); err != nil {
-		return fmt.Errorf("vfs: zip: %w", err)
-	}
-	if z.probe, err = flate.NewWriter(io.Discard, flate.BestSpeed); err != nil {
-		return fmt.Errorf("vfs: zip: %w", err)
-	}
-	// One flate writer serves every entry in turn (entries are written one
-	// after another), instead of one allocation per Deflated file.
-	z.zw.RegisterCompressor(zip.Deflate, func(out io.Writer) (io.WriteCloser, error) {
-		z.flate.Reset(out)
-		return z.flate, nil
+	err := fs.db.View(ctx, func(tx kv.Txn) error {
+		z.ents = z.ents[:0]
+		if _, _, err := liveDirIn(tx, root, folder); err != nil {
+			return err
+		}
+		kids, err := z.children(tx, folder, picker(opts))
+		if err != nil {
+			return err
+		}
+		return z.add(ctx, tx, kids, -1, 0)
 	})
-	if len(opts.FileIDs)+len(opts.FolderIDs) > 0 {
-		kids = pick(kids, opts)
+	if err != nil {
+		return nil, err
 	}
-	if err := z.children(kids, "", folder); err != nil {
-		return err
-	}
-	return z.zw.Close()
+	z.layout()
+	return z, nil
 }
 
-// pick keeps the children opts chose.
-func pick(kids []Node, opts ZipOptions) []Node {
+// children reads the live children of folder that keep (nil: all) keeps,
+// in name order, as entries still to be placed (parent and pathLen
+// unset). It stops at the bound: the entries listed and these together
+// may not pass z.max.
+func (z *Zip) children(tx kv.Txn, folder uint64, keep func(nodeRec) bool) ([]zipEnt, error) {
+	var out []zipEnt
+	err := tx.Scan(childPrefix(folder), nil, func(k, v []byte) error {
+		var rec nodeRec
+		if err := cbor.Unmarshal(v, &rec); err != nil {
+			return fmt.Errorf("vfs: decode child of %d: %w", folder, err)
+		}
+		if keep != nil && !keep(rec) {
+			return nil
+		}
+		if len(z.ents)+len(out) >= z.max {
+			return fmt.Errorf("%w: more than %d items", ErrZipTooLarge, z.max)
+		}
+		e := zipEnt{id: rec.ID, name: rec.Name, mod: rec.Modified, dir: rec.Dir}
+		if !rec.Dir {
+			e.size, e.rev = rec.Size, rec.Rev
+			e.crcOK = rec.Size == 0 // and crc 0
+		}
+		out = append(out, e)
+		return nil
+	})
+	return out, err
+}
+
+// add appends kids, children of the entry parent (of path length
+// prefixLen), each followed by everything below it.
+func (z *Zip) add(ctx context.Context, tx kv.Txn, kids []zipEnt, parent int32, prefixLen uint32) error {
+	for _, e := range kids {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if len(z.ents) >= z.max {
+			return fmt.Errorf("%w: more than %d items", ErrZipTooLarge, z.max)
+		}
+		e.parent, e.pathLen = parent, prefixLen+uint32(len(e.name))
+		if e.dir {
+			e.pathLen++
+		}
+		if e.pathLen > zipUint16Max {
+			return fmt.Errorf("%w: a path longer than %d bytes", ErrZipTooLarge, zipUint16Max)
+		}
+		z.ents = append(z.ents, e)
+		if !e.dir {
+			continue
+		}
+		sub, err := z.children(tx, e.id, nil)
+		if err != nil {
+			return err
+		}
+		if err := z.add(ctx, tx, sub, int32(len(z.ents)-1), e.pathLen); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// picker returns what keeps the top-level children opts chose; nil when
+// they choose all.
+func picker(opts ZipOptions) func(nodeRec) bool {
+	if len(opts.FileIDs)+len(opts.FolderIDs) == 0 {
+		return nil
+	}
 	want := make(map[uint64]bool, len(opts.FileIDs)+len(opts.FolderIDs))
 	for _, id := range opts.FileIDs {
 		want[id] = false
@@ -121,221 +207,564 @@ func pick(kids []Node, opts ZipOptions) []Node {
 	for _, id := range opts.FolderIDs {
 		want[id] = true
 	}
-	out := kids[:0]
-	for _, k := range kids {
-		if dir, ok := want[k.ID]; ok && dir == k.Dir {
-			out = append(out, k)
+	return func(rec nodeRec) bool {
+		dir, ok := want[rec.ID]
+		return ok && dir == rec.Dir
+	}
+}
+
+// layout places every record and names the result.
+func (z *Zip) layout() {
+	h := blake3.New()
+	var b [8]byte
+	num := func(v uint64) {
+		binary.LittleEndian.PutUint64(b[:], v)
+		h.Write(b[:])
+	}
+	// The format's version, then whatever decides a byte of the archive.
+	h.Write([]byte("berth zip 1"))
+	num(uint64(z.z64))
+	var off int64
+	for i := range z.ents {
+		e := &z.ents[i]
+		e.off = off
+		off += z.localLen(e) + e.size
+		num(e.id)
+		num(e.rev)
+		num(uint64(e.size))
+		num(uint64(e.mod))
+		num(uint64(int64(e.parent)))
+		num(uint64(len(e.name)))
+		h.Write([]byte(e.name))
+		if e.dir {
+			h.Write([]byte{1})
+		} else {
+			h.Write([]byte{0})
 		}
 	}
-	return out
+	z.cdOff = off
+	for i := range z.ents {
+		z.cdSize += z.centralLen(&z.ents[i])
+	}
+	z.zip64End = len(z.ents) >= zipUint16Max || z.cdOff >= z.z64 || z.cdSize >= z.z64
+	z.size = z.cdOff + z.cdSize + zipEndLen
+	if z.zip64End {
+		z.size += zip64EndLen + zip64LocatorLen
+	}
+	z.etag = `"z` + hex.EncodeToString(h.Sum(nil)[:16]) + `"`
 }
 
-// zipper is the state of one WriteZip.
-type zipper struct {
-	ctx     context.Context
-	fs      *FS
-	root    uint64
-	zw      *zip.Writer
-	flate   *flate.Writer // compresses Deflated entries
-	probe   *flate.Writer // test-compresses samples
-	buf     []byte        // copy buffer
-	samples [][]byte      // free head buffers (see open)
+// Size is the archive's length in bytes.
+func (z *Zip) Size() int64 { return z.size }
+
+// ETag names the archive's bytes: it changes whenever an entry's item,
+// revision, name, size, time or place does, so a Range resumed with
+// If-Range against a folder changed since gets the whole new archive.
+func (z *Zip) ETag() string { return z.etag }
+
+// Entries is the number of entries, files and folders.
+func (z *Zip) Entries() int { return len(z.ents) }
+
+func (z *Zip) big(e *zipEnt) bool { return e.size >= z.z64 }
+
+func (z *Zip) localLen(e *zipEnt) int64 {
+	n := int64(zipLocalLen) + int64(e.pathLen) + zipTimeExtraLen
+	if z.big(e) {
+		n += zip64LocalExtra
+	}
+	return n
 }
 
-// children writes kids (listed children of folder parent) and everything
-// below them, under prefix ("" or "a/b/"). A child deleted or moved out of
-// parent since the listing is left out: it is not there any more, and one
-// moved into a folder written later would otherwise appear twice. While
-// one file is sent, the next child, when it is a file, is opened and its
-// first chunk fetched and verified in the background, so that fetching
-// overlaps with sending across files as it does within one (chunk.Reader
-// prefetches the next chunk). At most two files are open at a time,
-// however deep the tree.
-func (z *zipper) children(kids []Node, prefix string, parent uint64) (err error) {
-	var ahead *opening
-	defer func() {
-		if ahead != nil {
-			z.discard(ahead)
+// central64 is the length of an entry's Zip64 extra in the central
+// directory: the sizes when they overflow, the offset when it does.
+func (z *Zip) central64(e *zipEnt) int64 {
+	n := int64(0)
+	if z.big(e) {
+		n += 16
+	}
+	if e.off >= z.z64 {
+		n += 8
+	}
+	if n > 0 {
+		n += 4
+	}
+	return n
+}
+
+func (z *Zip) centralLen(e *zipEnt) int64 {
+	return int64(zipCentralLen) + int64(e.pathLen) + zipTimeExtraLen + z.central64(e)
+}
+
+// appendPath appends the entry's path relative to the folder zipped.
+func (z *Zip) appendPath(dst []byte, i int32) []byte {
+	e := &z.ents[i]
+	if e.parent >= 0 {
+		dst = z.appendPath(dst, e.parent)
+	}
+	dst = append(dst, e.name...)
+	if e.dir {
+		dst = append(dst, '/')
+	}
+	return dst
+}
+
+// dosTime is t (UTC) as MS-DOS date and time, held to the years that
+// format has (1980 to 2107).
+func dosTime(ns int64) (date, tm uint16) {
+	t := time.Unix(0, ns).UTC()
+	switch {
+	case t.Year() < 1980:
+		return 1<<5 | 1, 0
+	case t.Year() > 2107:
+		return 127<<9 | 12<<5 | 31, 23<<11 | 59<<5 | 29
+	}
+	date = uint16(t.Year()-1980)<<9 | uint16(t.Month())<<5 | uint16(t.Day())
+	tm = uint16(t.Hour())<<11 | uint16(t.Minute())<<5 | uint16(t.Second()/2)
+	return date, tm
+}
+
+// unixTime is the extended timestamp's seconds, held to its 32 bits.
+func unixTime(ns int64) uint32 {
+	s := time.Unix(0, ns).Unix()
+	return uint32(min(max(s, 0), math.MaxUint32))
+}
+
+// le appends little-endian integers.
+type le []byte
+
+func (b le) u16(v uint16) le { return binary.LittleEndian.AppendUint16(b, v) }
+func (b le) u32(v uint32) le { return binary.LittleEndian.AppendUint32(b, v) }
+func (b le) u64(v uint64) le { return binary.LittleEndian.AppendUint64(b, v) }
+
+// sat is v in a 32-bit field: 0xFFFFFFFF from the Zip64 threshold on.
+func (z *Zip) sat(v int64) uint32 {
+	if v >= z.z64 {
+		return zipUint32Max
+	}
+	return uint32(v)
+}
+
+func (z *Zip) version(e *zipEnt) uint16 {
+	if z.big(e) || e.off >= z.z64 {
+		return zipVersion45
+	}
+	return zipVersion20
+}
+
+// appendLocal appends entry i's local header; its CRC must be known.
+func (z *Zip) appendLocal(dst []byte, i int32) []byte {
+	e := &z.ents[i]
+	date, tm := dosTime(e.mod)
+	extra := uint16(zipTimeExtraLen)
+	if z.big(e) {
+		extra += zip64LocalExtra
+	}
+	b := le(dst).u32(zipLocalSig).u16(z.version(e)).u16(zipFlagUTF8).u16(0).
+		u16(tm).u16(date).u32(e.crc).u32(z.sat(e.size)).u32(z.sat(e.size)).
+		u16(uint16(e.pathLen)).u16(extra)
+	b = z.appendPath(b, i)
+	b = le(b).u16(zipTimeTag).u16(5)
+	b = append(b, 1)
+	b = le(b).u32(unixTime(e.mod))
+	if z.big(e) {
+		b = le(b).u16(zip64Tag).u16(16).u64(uint64(e.size)).u64(uint64(e.size))
+	}
+	return b
+}
+
+// appendCentral appends entry i's central directory header; its CRC must
+// be known.
+func (z *Zip) appendCentral(dst []byte, i int32) []byte {
+	e := &z.ents[i]
+	date, tm := dosTime(e.mod)
+	z64 := z.central64(e)
+	attrs := uint32(0o100644) << 16 // a regular file, rw-r--r--
+	if e.dir {
+		attrs = uint32(0o40755)<<16 | 0x10 // a directory, rwxr-xr-x, and MS-DOS's flag
+	}
+	b := le(dst).u32(zipCentralSig).u16(zipMadeByUnix | zipVersion45).u16(z.version(e)).
+		u16(zipFlagUTF8).u16(0).u16(tm).u16(date).u32(e.crc).
+		u32(z.sat(e.size)).u32(z.sat(e.size)).u16(uint16(e.pathLen)).
+		u16(uint16(zipTimeExtraLen + z64)).u16(0).u16(0).u16(0).u32(attrs).u32(z.sat(e.off))
+	b = z.appendPath(b, i)
+	b = le(b).u16(zipTimeTag).u16(5)
+	b = append(b, 1)
+	b = le(b).u32(unixTime(e.mod))
+	if z64 > 0 {
+		b = le(b).u16(zip64Tag).u16(uint16(z64 - 4))
+		if z.big(e) {
+			b = le(b).u64(uint64(e.size)).u64(uint64(e.size))
 		}
-	}()
-	for i, k := range kids {
-		if err := z.ctx.Err(); err != nil {
+		if e.off >= z.z64 {
+			b = le(b).u64(uint64(e.off))
+		}
+	}
+	return b
+}
+
+// appendEnd appends the end records.
+func (z *Zip) appendEnd(dst []byte) []byte {
+	b := le(dst)
+	n := uint64(len(z.ents))
+	if z.zip64End {
+		end64 := z.cdOff + z.cdSize
+		b = b.u32(zip64EndSig).u64(zip64EndLen - 12).u16(zipMadeByUnix | zipVersion45).u16(zipVersion45).
+			u32(0).u32(0).u64(n).u64(n).u64(uint64(z.cdSize)).u64(uint64(z.cdOff))
+		b = b.u32(zip64LocSig).u32(0).u64(uint64(end64)).u32(1)
+		return b.u32(zipEndSig).u16(0).u16(0).u16(zipUint16Max).u16(zipUint16Max).
+			u32(zipUint32Max).u32(zipUint32Max).u16(0)
+	}
+	return b.u32(zipEndSig).u16(0).u16(0).u16(uint16(n)).u16(uint16(n)).
+		u32(uint32(z.cdSize)).u32(uint32(z.cdOff)).u16(0)
+}
+
+// ZipReader reads a Zip: an io.ReadSeeker for http.ServeContent. It reads
+// only what is asked for: headers are generated, and file contents are read
+// from the listed revisions by their own seeking readers, one file open at
+// a time. A revision removed since the listing (a purged file), or a
+// missing chunk, fails the read. Close it.
+type ZipReader struct {
+	// mu orders Read, Seek and Close: http.ServeContent reads the parts
+	// of a multi-range answer in a goroutine that may still read when the
+	// handler returns and closes the reader.
+	mu     sync.Mutex
+	closed bool
+	z      *Zip
+	ctx    context.Context
+	pos    int64
+	// buf holds generated bytes at [bufAt, bufAt+len(buf)).
+	buf   []byte
+	bufAt int64
+	// f is the open contents of entry fEnt, at fAt.
+	f    *File
+	fEnt int32
+	fAt  int64
+	// cdEnt is an entry whose central record starts at cdAt.
+	cdEnt int32
+	cdAt  int64
+	// crcs were computed and are not stored yet (see keepCRCs).
+	crcs []crcNote
+}
+
+// Reader returns a reader of the archive from its start; ctx bounds every
+// read.
+func (z *Zip) Reader(ctx context.Context) *ZipReader {
+	return &ZipReader{z: z, ctx: ctx, fEnt: -1, cdAt: z.cdOff}
+}
+
+// WriteZip writes the archive of Zip to w, from its start: a whole
+// download that needs no Range. Errors are Zip's and the reads'; after
+// bytes went out the archive in w is incomplete, so the caller must make
+// the failure visible (an HTTP server aborts the connection).
+func (fs *FS) WriteZip(ctx context.Context, w io.Writer, root, folder uint64, opts ZipOptions) error {
+	z, err := fs.Zip(ctx, root, folder, opts)
+	if err != nil {
+		return err
+	}
+	r := z.Reader(ctx)
+	defer r.Close()
+	_, err = io.CopyBuffer(w, r, make([]byte, zipCopyBuffer))
+	return err
+}
+
+// zipCopyBuffer is the size of WriteZip's writes.
+const zipCopyBuffer = 256 << 10
+
+// Seek sets the offset of the next Read.
+func (r *ZipReader) Seek(off int64, whence int) (int64, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch whence {
+	case io.SeekCurrent:
+		off += r.pos
+	case io.SeekEnd:
+		off += r.z.size
+	}
+	if off < 0 {
+		return r.pos, errors.New("vfs: zip: seek before the start")
+	}
+	r.pos = off
+	return off, nil
+}
+
+// Close closes the file being read and stores the CRCs computed; later
+// reads fail.
+func (r *ZipReader) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return nil
+	}
+	r.closed = true
+	r.closeFile()
+	r.z.fs.keepCRCs(r.ctx, r.crcs)
+	r.crcs = nil
+	return nil
+}
+
+func (r *ZipReader) closeFile() {
+	if r.f != nil {
+		r.f.Close()
+		r.f, r.fEnt = nil, -1
+	}
+}
+
+// Read reads from the current offset. ctx is checked at every call.
+func (r *ZipReader) Read(p []byte) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return 0, errors.New("vfs: zip: read after Close")
+	}
+	z := r.z
+	if r.pos >= z.size {
+		return 0, io.EOF
+	}
+	if err := r.ctx.Err(); err != nil {
+		return 0, err
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	if r.pos < r.bufAt || r.pos >= r.bufAt+int64(len(r.buf)) {
+		if r.pos < z.cdOff {
+			i := int32(sort.Search(len(z.ents), func(i int) bool { return z.ents[i].off > r.pos }) - 1)
+			e := &z.ents[i]
+			if hdr := z.localLen(e); r.pos >= e.off+hdr {
+				return r.readData(i, p, r.pos-e.off-hdr)
+			}
+			if err := r.knowCRC(i, true); err != nil {
+				return 0, err
+			}
+			r.buf, r.bufAt = z.appendLocal(r.buf[:0], i), e.off
+		} else if err := r.fillCentral(); err != nil {
+			return 0, err
+		}
+	}
+	n := copy(p, r.buf[r.pos-r.bufAt:])
+	r.pos += int64(n)
+	return n, nil
+}
+
+// readData reads entry i's contents from rel.
+func (r *ZipReader) readData(i int32, p []byte, rel int64) (int, error) {
+	e := &r.z.ents[i]
+	if err := r.open(i); err != nil {
+		return 0, err
+	}
+	if r.fAt != rel {
+		if _, err := r.f.Seek(rel, io.SeekStart); err != nil {
+			return 0, err
+		}
+		r.fAt = rel
+	}
+	if left := e.size - rel; int64(len(p)) > left {
+		p = p[:left]
+	}
+	n, err := r.f.Read(p)
+	r.fAt += int64(n)
+	r.pos += int64(n)
+	if err == io.EOF {
+		err = nil
+		if n == 0 {
+			err = fmt.Errorf("vfs: zip: %s: %w", e.name, io.ErrUnexpectedEOF)
+		}
+	}
+	if r.fAt == e.size {
+		r.closeFile() // stop its read-ahead
+	}
+	return n, err
+}
+
+// open makes entry i's revision the open file.
+func (r *ZipReader) open(i int32) error {
+	if r.fEnt == i {
+		return nil
+	}
+	r.closeFile()
+	e := &r.z.ents[i]
+	f, err := r.z.fs.openListed(r.ctx, e.id, e.rev)
+	if err != nil {
+		return fmt.Errorf("vfs: zip: %s: %w", e.name, err)
+	}
+	if f.Size() != e.size {
+		f.Close()
+		return fmt.Errorf("vfs: zip: %s: revision %d has %d bytes, listed with %d", e.name, e.rev, f.Size(), e.size)
+	}
+	r.f, r.fEnt, r.fAt = f, i, 0
+	if c, ok := f.Revision.CRC(); ok {
+		e.crc, e.crcOK = c, true
+	}
+	return nil
+}
+
+// knowCRC makes entry i's CRC known: from its revision record, or, for a
+// revision written before berth kept CRCs, by reading the revision once
+// and storing its CRC for the next archive. keepOpen leaves the file open
+// (its contents follow the local header).
+func (r *ZipReader) knowCRC(i int32, keepOpen bool) error {
+	e := &r.z.ents[i]
+	if e.dir || e.crcOK {
+		return nil
+	}
+	if keepOpen {
+		if err := r.open(i); err != nil {
 			return err
 		}
-		name := prefix + k.Name
-		if !k.Dir {
-			cur := ahead
-			if cur == nil {
-				cur = z.open(k)
+	} else {
+		c, ok, err := r.z.fs.revisionCRC(r.ctx, e.id, e.rev)
+		if err != nil {
+			return fmt.Errorf("vfs: zip: %s: %w", e.name, err)
+		}
+		e.crc, e.crcOK = c, ok
+		if ok {
+			return nil
+		}
+		if err := r.open(i); err != nil {
+			return err
+		}
+	}
+	if e.crcOK {
+		return nil
+	}
+	h := crc32.NewIEEE()
+	if _, err := r.f.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	if _, err := io.Copy(h, ctxReader{r.ctx, r.f}); err != nil {
+		return fmt.Errorf("vfs: zip: %s: %w", e.name, err)
+	}
+	if _, err := r.f.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	r.fAt = 0
+	e.crc, e.crcOK = h.Sum32(), true
+	r.crcs = append(r.crcs, crcNote{e.id, e.rev, e.crc})
+	if len(r.crcs) >= zipCRCBatch {
+		r.z.fs.keepCRCs(r.ctx, r.crcs)
+		r.crcs = r.crcs[:0]
+	}
+	if !keepOpen {
+		r.closeFile()
+	}
+	return nil
+}
+
+// fillCentral generates the central directory (or end records) from pos
+// on into buf, up to zipCentralFill bytes.
+func (r *ZipReader) fillCentral() error {
+	z := r.z
+	end := z.cdOff + z.cdSize
+	if r.pos >= end {
+		r.buf, r.bufAt = z.appendEnd(r.buf[:0]), end
+		return nil
+	}
+	// The central records are found by walking from the last one
+	// generated (or from the first, when seeking back).
+	if r.pos < r.cdAt {
+		r.cdEnt, r.cdAt = 0, z.cdOff
+	}
+	for {
+		l := z.centralLen(&z.ents[r.cdEnt])
+		if r.cdAt+l > r.pos {
+			break
+		}
+		r.cdAt += l
+		r.cdEnt++
+	}
+	r.buf, r.bufAt = r.buf[:0], r.cdAt
+	for i := r.cdEnt; int(i) < len(z.ents) && len(r.buf) < zipCentralFill; i++ {
+		if err := r.knowCRC(i, false); err != nil {
+			return err
+		}
+		r.buf = z.appendCentral(r.buf, i)
+	}
+	return nil
+}
+
+// openListed opens revision rev of file, which a zip's listing of its root
+// named: one read of the revision record, without OpenRevision's checks of
+// the root and the item and the resolution of its path, which were most
+// of the cost of a small file's entry. A revision removed since (a
+// purge) is ErrNotExist.
+func (fs *FS) openListed(ctx context.Context, file, rev uint64) (*File, error) {
+	f := &File{Node: Node{ID: file, RevisionID: rev}, m: fs.m}
+	err := fs.db.View(ctx, func(tx kv.Txn) error {
+		var rr revRec
+		if err := get(tx, revKey(file, rev), &rr, fmt.Errorf("%w: revision %d", ErrNotExist, rev)); err != nil {
+			return err
+		}
+		f.Revision = rr.public()
+		return nil
+	})
+	fs.m.observe(OpRead, err)
+	if err != nil {
+		return nil, err
+	}
+	fs.attach(ctx, f)
+	return f, nil
+}
+
+// revisionCRC reads the CRC kept in a revision record; ok is false for a
+// revision written before CRCs were kept.
+func (fs *FS) revisionCRC(ctx context.Context, file, rev uint64) (crc uint32, ok bool, err error) {
+	err = fs.db.View(ctx, func(tx kv.Txn) error {
+		var rr revRec
+		if err := get(tx, revKey(file, rev), &rr, fmt.Errorf("%w: revision %d", ErrNotExist, rev)); err != nil {
+			return err
+		}
+		crc, ok = rr.public().CRC()
+		return nil
+	})
+	return crc, ok, err
+}
+
+// crcNote is a CRC computed for a revision whose record has none.
+type crcNote struct {
+	file, rev uint64
+	crc       uint32
+}
+
+// zipCRCBatch is how many computed CRCs one commit stores: one durable
+// commit each would cost the first zip of a folder of old small files a
+// sync per file.
+const zipCRCBatch = 256
+
+// keepCRCs stores CRCs computed for revisions that had none, so that the
+// next archive needs no extra read of them. A failure is logged only: the
+// next archive computes them again. The work is not the client's, so a
+// client gone does not stop it.
+func (fs *FS) keepCRCs(ctx context.Context, notes []crcNote) {
+	if len(notes) == 0 {
+		return
+	}
+	err := fs.db.Update(context.WithoutCancel(ctx), func(tx kv.Txn) error {
+		for _, n := range notes {
+			var rr revRec
+			err := get(tx, revKey(n.file, n.rev), &rr, kv.ErrNotFound)
+			if errors.Is(err, kv.ErrNotFound) {
+				continue // removed meanwhile
 			}
-			ahead = nil
-			// Only the very next child: a file after a subfolder would
-			// stay open (its head and the chunks its reader fetches
-			// ahead) while the subfolder's whole tree is written, one
-			// such file per level, so memory would grow with depth.
-			if i+1 < len(kids) && !kids[i+1].Dir {
-				ahead = z.open(kids[i+1])
-			}
-			err := z.file(k, name, parent, cur)
-			z.discard(cur)
 			if err != nil {
 				return err
 			}
-			continue
+			if rr.CRC != nil {
+				continue
+			}
+			rr.CRC = &n.crc
+			if err := put(tx, revKey(n.file, n.rev), rr); err != nil {
+				return err
+			}
 		}
-		sub, _, err := z.fs.List(z.ctx, z.root, k.ID)
-		if errors.Is(err, ErrNotExist) {
-			continue // deleted since its parent was listed
-		}
-		if err != nil {
-			return err
-		}
-		now, err := z.fs.Stat(z.ctx, z.root, k.ID)
-		if errors.Is(err, ErrNotExist) || (err == nil && (now.Deleted || now.ParentID != parent)) {
-			continue // deleted or moved away since its parent was listed
-		}
-		if err != nil {
-			return err
-		}
-		if _, err := z.header(k, name+"/", zip.Store); err != nil {
-			return err
-		}
-		if err := z.children(sub, name+"/", k.ID); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// opening is a file being opened ahead of its entry: its first bytes read
-// into head, by a goroutine that closes done.
-type opening struct {
-	done chan struct{}
-	buf  []byte // from z.samples, returned by discard
-	f    *File  // nil on error
-	head []byte
-	err  error
-}
-
-// open starts opening n and reading its head in the background. An empty
-// file is opened too (it is read inline): it may have been deleted, moved
-// or rewritten since the listing.
-func (z *zipper) open(n Node) *opening {
-	o := &opening{done: make(chan struct{})}
-	if k := len(z.samples); k > 0 {
-		o.buf, z.samples = z.samples[k-1], z.samples[:k-1]
-	} else {
-		o.buf = make([]byte, zipSampleSize)
-	}
-	go func() {
-		defer close(o.done)
-		f, err := z.fs.Open(z.ctx, z.root, n.ID)
-		if err != nil {
-			o.err = err
-			return
-		}
-		o.f = f
-		k, err := io.ReadFull(f, o.buf[:min(int64(len(o.buf)), f.Size())])
-		o.head, o.err = o.buf[:k], err
-	}()
-	return o
-}
-
-// discard waits for o, closes its file and keeps its buffer for reuse.
-func (z *zipper) discard(o *opening) {
-	<-o.done
-	if o.f != nil {
-		o.f.Close()
-	}
-	if o.buf != nil {
-		z.samples = append(z.samples, o.buf)
-	}
-}
-
-// header starts an entry and returns the writer of its contents.
-func (z *zipper) header(n Node, name string, method uint16) (io.Writer, error) {
-	fh := &zip.FileHeader{
-		Name:     name,
-		Method:   method,
-		Modified: n.Modified.UTC(),
-		// Set the UTF-8 flag on every entry, not only on non-ASCII names as
-		// the library would, so that no reader guesses a code page.
-		Flags: 0x800,
-	}
-	if n.Dir {
-		fh.SetMode(iofs.ModeDir | 0o755)
-	} else {
-		fh.SetMode(0o644)
-	}
-	w, err := z.zw.CreateHeader(fh)
+		return nil
+	})
 	if err != nil {
-		return nil, fmt.Errorf("vfs: zip: %s: %w", name, err)
+		fs.log.Warn("vfs: zip: could not keep revisions' CRCs", "revisions", len(notes), "err", err)
 	}
-	return w, nil
-}
-
-// file writes one file entry from o, the file opened (see open), unless
-// it left parent since parent was listed.
-func (z *zipper) file(n Node, name string, parent uint64, o *opening) error {
-	<-o.done
-	if errors.Is(o.err, ErrNotExist) {
-		return nil // deleted since its folder was listed
-	}
-	if o.err != nil {
-		return fmt.Errorf("vfs: zip: read %s: %w", name, o.err)
-	}
-	if o.f.Node.ParentID != parent {
-		return nil // moved away since its folder was listed
-	}
-	f := o.f
-	n = f.Node // what is read, should it have changed since the listing
-	if f.Size() == 0 {
-		_, err := z.header(n, name, zip.Store)
-		return err
-	}
-
-	// The head chooses the method and is then the entry's first bytes.
-	method := zip.Store
-	if !compressedExt(strings.ToLower(path.Ext(n.Name))) && z.compresses(o.head) {
-		method = zip.Deflate
-	}
-	ew, err := z.header(n, name, method)
-	if err != nil {
-		return err
-	}
-	if _, err := ew.Write(o.head); err != nil {
-		return fmt.Errorf("vfs: zip: %s: %w", name, err)
-	}
-	if _, err := io.CopyBuffer(ew, ctxReader{z.ctx, f}, z.buf); err != nil {
-		return fmt.Errorf("vfs: zip: %s: %w", name, err)
-	}
-	return nil
-}
-
-// compresses reports whether flate's fastest level saves at least
-// zipMinSavingPercent of b.
-func (z *zipper) compresses(b []byte) bool {
-	var c countingDiscard
-	z.probe.Reset(&c)
-	if _, err := z.probe.Write(b); err != nil {
-		return false
-	}
-	if err := z.probe.Close(); err != nil {
-		return false
-	}
-	return c.n*100 <= int64(len(b))*(100-zipMinSavingPercent)
-}
-
-// countingDiscard counts and drops what is written.
-type countingDiscard struct{ n int64 }
-
-func (c *countingDiscard) Write(p []byte) (int, error) {
-	c.n += int64(len(p))
-	return len(p), nil
 }
 
 // ctxReader fails reads once ctx is done, so a cancelled client stops a long
-// copy within one buffer.
+// read within one buffer.
 type ctxReader struct {
 	ctx context.Context
 	r   io.Reader
@@ -347,3 +776,5 @@ func (c ctxReader) Read(p []byte) (int, error) {
 	}
 	return c.r.Read(p)
 }
+
+var _ io.ReadSeekCloser = (*ZipReader)(nil)

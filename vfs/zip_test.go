@@ -7,13 +7,13 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,9 +21,10 @@ import (
 	"berth/vfs/chunk"
 )
 
-// TestZip holds the cases of WriteZip: what an archive holds, what it
-// leaves out, and how it stops (before the first byte with an error,
-// after it by failing the stream). A zip bug found later becomes a row here.
+// TestZip holds the cases of Zip and WriteZip: what an archive holds, what
+// it leaves out, its exact size and ETag, reads from any offset, and how it
+// stops (before the first byte with an error, after it by failing the
+// stream). A zip bug found later becomes a row here.
 func TestZip(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -35,11 +36,16 @@ func TestZip(t *testing.T) {
 		{"StopsWhenCancelled", writeZipStopsWhenCancelled},
 		{"ReadError", writeZipReadError},
 		{"Zip64Entries", writeZip64Entries},
-		{"Zip64Size", writeZip64Size},
-		// was zipdepth_test.go
-		{"OpensAheadOnlyWithinAFolder", writeZipOpensAheadOnlyWithinAFolder},
-		// was zipmove_test.go
-		{"LeavesOutItemsMovedAway", writeZipLeavesOutItemsMovedAway},
+		{"Zip64Forced", zip64Forced},
+		{"ExactSizeAndStableETag", zipExactSizeAndStableETag},
+		{"ReadsFromAnyOffset", zipReadsFromAnyOffset},
+		{"ResumedAt60Percent", zipResumedAt60Percent},
+		{"ETagChangesWithTheFolder", zipETagChanges},
+		{"EmptyFolder", zipEmptyFolder},
+		{"CRCKeptAtWrite", zipCRCKeptAtWrite},
+		{"RevisionsWithoutCRC", zipRevisionsWithoutCRC},
+		{"SnapshotOfTheListing", zipSnapshotOfTheListing},
+		{"TooManyEntries", zipTooManyEntries},
 	} {
 		t.Run(tc.name, tc.run)
 	}
@@ -47,13 +53,12 @@ func TestZip(t *testing.T) {
 
 // zipEntry is what a test expects of one archive entry.
 type zipEntry struct {
-	data   []byte
-	dir    bool
-	method uint16
+	data []byte
+	dir  bool
 }
 
 // zipTree fills the root with a tree that exercises names, nesting, empty
-// folders, methods and deleted items, and returns what its zip must hold.
+// folders, inline and chunked files and deleted items, and returns what its zip must hold.
 func zipTree(t *testing.T, e *env) map[string]zipEntry {
 	t.Helper()
 	ctx := context.Background()
@@ -70,22 +75,20 @@ func zipTree(t *testing.T, e *env) map[string]zipEntry {
 	want := map[string]zipEntry{}
 
 	e.write(t, top, "a b.txt", text)
-	want["a b.txt"] = zipEntry{data: text, method: zip.Deflate}
+	want["a b.txt"] = zipEntry{data: text}
 	e.write(t, top, "ünïcödé 名前.bin", random)
-	want["ünïcödé 名前.bin"] = zipEntry{data: random, method: zip.Store}
-	// Compressible, but its extension says it is not worth trying.
+	want["ünïcödé 名前.bin"] = zipEntry{data: random}
 	e.write(t, top, "photo.JPG", text)
-	want["photo.JPG"] = zipEntry{data: text, method: zip.Store}
+	want["photo.JPG"] = zipEntry{data: text}
 	e.write(t, top, "zero.dat", nil)
-	want["zero.dat"] = zipEntry{data: []byte{}, method: zip.Store}
+	want["zero.dat"] = zipEntry{data: []byte{}}
 
 	sub := mkdir(top, "sub dir")
 	want["sub dir/"] = zipEntry{dir: true}
 	nested := mkdir(sub, "nested")
 	want["sub dir/nested/"] = zipEntry{dir: true}
 	e.write(t, nested, "deep.txt", []byte("deep\n"))
-	// Five bytes do not shrink by a tenth.
-	want["sub dir/nested/deep.txt"] = zipEntry{data: []byte("deep\n"), method: zip.Store}
+	want["sub dir/nested/deep.txt"] = zipEntry{data: []byte("deep\n")}
 	mkdir(top, "empty")
 	want["empty/"] = zipEntry{dir: true}
 
@@ -129,8 +132,8 @@ func checkZip(t *testing.T, b []byte, want map[string]zipEntry) {
 		if w.dir {
 			continue
 		}
-		if f.Method != w.method {
-			t.Errorf("%q: method %d, want %d", f.Name, f.Method, w.method)
+		if f.Method != zip.Store {
+			t.Errorf("%q: method %d, want Store", f.Name, f.Method)
 		}
 		rc, err := f.Open()
 		if err != nil {
@@ -206,6 +209,16 @@ func writeZipSubfolderAndFilter(t *testing.T) {
 		"sub dir/nested/":         {dir: true},
 		"sub dir/nested/deep.txt": want["sub dir/nested/deep.txt"],
 	})
+	// A narrowed archive is another byte sequence: its own size and ETag.
+	whole, err := e.fs.Zip(ctx, e.root.ID, e.root.FolderID, vfs.ZipOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	narrowed, b := zipBytes(t, e.fs, e.root.ID, e.root.FolderID, opts)
+	if narrowed.ETag() == whole.ETag() || narrowed.Size() != int64(len(b)) || !bytes.Equal(b, buf.Bytes()) {
+		t.Errorf("narrowed: ETag %s (whole %s), Size %d for %d bytes", narrowed.ETag(), whole.ETag(), narrowed.Size(), len(b))
+	}
+	unzipTest(t, b)
 }
 
 func writeZipErrorsBeforeWriting(t *testing.T) {
@@ -387,192 +400,470 @@ func writeZip64Entries(t *testing.T) {
 	if zr.File[0].Name != "many/" || zr.File[n].Name != fmt.Sprintf("many/f%05d/", n-1) {
 		t.Errorf("first %q, last %q", zr.File[0].Name, zr.File[n].Name)
 	}
+	unzipTest(t, b)
 }
 
-// writeZip64Size zips a file of more than 4 GiB: its sizes no longer fit
-// the 32-bit fields, so the data descriptor and the central directory must
-// carry them as Zip64. The file is zeros, which the chunk store keeps once
-// and Deflate shrinks a thousandfold, so the archive fits in memory.
-func writeZip64Size(t *testing.T) {
-	if testing.Short() {
-		t.Skip("reads and writes 4 GiB")
-	}
-	const size = 4<<30 + 1<<20
-	e := newEnv(t)
+// zipBytes lays out the zip of folder and reads it whole.
+func zipBytes(t *testing.T, fs *vfs.FS, root, folder uint64, opts vfs.ZipOptions) (*vfs.Zip, []byte) {
+	t.Helper()
 	ctx := context.Background()
-	if _, err := e.fs.WriteFile(ctx, e.root.ID, e.root.FolderID, "big.dat", io.LimitReader(zeros{}, size), vfs.WriteOptions{}); err != nil {
+	z, err := fs.Zip(ctx, root, folder, opts)
+	if err != nil {
 		t.Fatal(err)
 	}
+	r := z.Reader(ctx)
+	defer r.Close()
+	b, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return z, b
+}
+
+// unzipTest runs the unzip tool's test of b's every entry (CRCs, sizes,
+// headers against the central directory). Without the tool the check is
+// skipped, unless BERTH_INTEROP=required.
+func unzipTest(t *testing.T, b []byte) {
+	t.Helper()
+	bin, err := exec.LookPath("unzip")
+	if err != nil {
+		if os.Getenv("BERTH_INTEROP") == "required" {
+			t.Fatal("unzip not found and BERTH_INTEROP=required")
+		}
+		t.Log("unzip not found: its check is skipped")
+		return
+	}
+	p := filepath.Join(t.TempDir(), "a.zip")
+	if err := os.WriteFile(p, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(bin, "-t", p).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "No errors detected") {
+		t.Fatalf("unzip -t: %v\n%s", err, out)
+	}
+}
+
+// zip64Forced lowers the Zip64 threshold to 1,000 bytes, so files and
+// offsets past it take the Zip64 fields and end records that 4 GiB would:
+// archive/zip and unzip read the archive whole.
+func zip64Forced(t *testing.T) {
+	e := openEnvWith(t, t.TempDir(), vfs.WithZip64Threshold(vfs.Options{}, 1000))
+	t.Cleanup(e.close)
+	ctx := context.Background()
+	root, err := e.fs.CreateRoot(ctx, "z64", vfs.RootSync)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.root = root
+	want := map[string]zipEntry{}
+	for i, n := range []int{10, 999, 1000, 5000, 300 << 10} {
+		name := fmt.Sprintf("f%d.bin", i)
+		data := randBytes(uint64(40+i), n)
+		e.write(t, root.FolderID, name, data)
+		want[name] = zipEntry{data: data}
+	}
+	d, err := e.fs.Mkdir(ctx, root.ID, root.FolderID, "late dir", vfs.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want["late dir/"] = zipEntry{dir: true}
+	e.write(t, d.ID, "x.txt", []byte("past the threshold"))
+	want["late dir/x.txt"] = zipEntry{data: []byte("past the threshold")}
+	z, b := zipBytes(t, e.fs, root.ID, root.FolderID, vfs.ZipOptions{})
+	if int64(len(b)) != z.Size() {
+		t.Fatalf("%d bytes read, Size %d", len(b), z.Size())
+	}
+	if binary.LittleEndian.Uint32(b[len(b)-42:]) != 0x07064b50 {
+		t.Fatal("no Zip64 end of central directory locator")
+	}
+	checkZip(t, b, want)
+	unzipTest(t, b)
+}
+
+// zipExactSizeAndStableETag: Size is the number of bytes read, and two
+// layouts of an unchanged folder give the same ETag and the same bytes.
+func zipExactSizeAndStableETag(t *testing.T) {
+	e := newEnv(t)
+	want := zipTree(t, e)
+	z1, b1 := zipBytes(t, e.fs, e.root.ID, e.root.FolderID, vfs.ZipOptions{})
+	z2, b2 := zipBytes(t, e.fs, e.root.ID, e.root.FolderID, vfs.ZipOptions{})
+	if z1.Size() != int64(len(b1)) {
+		t.Errorf("Size %d, %d bytes read", z1.Size(), len(b1))
+	}
+	if z1.ETag() != z2.ETag() || !bytes.Equal(b1, b2) {
+		t.Errorf("two layouts differ: ETags %s %s, bytes equal %v", z1.ETag(), z2.ETag(), bytes.Equal(b1, b2))
+	}
+	if !strings.HasPrefix(z1.ETag(), `"z`) {
+		t.Errorf("ETag %s is not a strong tag of its own kind", z1.ETag())
+	}
+	checkZip(t, b1, want)
+	unzipTest(t, b1)
+	// WriteZip writes the same bytes.
 	var buf bytes.Buffer
-	if err := e.fs.WriteZip(ctx, &buf, e.root.ID, e.root.FolderID, vfs.ZipOptions{}); err != nil {
+	if err := e.fs.WriteZip(context.Background(), &buf, e.root.ID, e.root.FolderID, vfs.ZipOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	zr, err := zip.NewReader(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := zr.File[0]
-	if f.UncompressedSize64 != size || f.Method != zip.Deflate {
-		t.Fatalf("size %d method %d, want %d Deflate", f.UncompressedSize64, f.Method, int64(size))
-	}
-	// The data descriptor after the entry's data carries 64-bit sizes.
-	// (Inflating 4 GiB to check the CRC as well would double the test's
-	// time; the CRC path is the same as for small entries.)
-	off, err := f.DataOffset()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dd := buf.Bytes()[off+int64(f.CompressedSize64):]
-	if binary.LittleEndian.Uint32(dd) != 0x08074b50 {
-		t.Fatal("no data descriptor after the entry")
-	}
-	if c, u := binary.LittleEndian.Uint64(dd[8:]), binary.LittleEndian.Uint64(dd[16:]); c != f.CompressedSize64 || u != size {
-		t.Errorf("data descriptor sizes %d, %d; want %d, %d", c, u, f.CompressedSize64, int64(size))
-	}
-	if f.CRC32 != binary.LittleEndian.Uint32(dd[4:]) {
-		t.Error("CRC of the central directory differs from the data descriptor's")
+	if !bytes.Equal(buf.Bytes(), b1) {
+		t.Error("WriteZip's bytes differ from the Reader's")
 	}
 }
 
-// zeros reads as an endless run of zero bytes.
-type zeros struct{}
-
-func (zeros) Read(p []byte) (int, error) {
-	clear(p)
-	return len(p), nil
-}
-
-// TestWriteZipOpensAheadOnlyWithinAFolder: the file that follows a
-// subfolder is not opened ahead while the subfolder's tree is written.
-// Each level of a deep tree then held an open file (its head and the
-// chunks its reader fetches ahead, megabytes) until the archive climbed
-// back, so the memory of one zip grew with the depth of the tree
-// (about 20 MiB a level measured, MaxDepth levels allowed).
-func writeZipOpensAheadOnlyWithinAFolder(t *testing.T) {
-	fs, root, _, chunks := openHooked(t, vfs.Options{})
+// zipReadsFromAnyOffset seeks to every record boundary and around it, in
+// and past the data of files, into the central directory and the end
+// records: each read gives the bytes of the whole archive at that offset.
+func zipReadsFromAnyOffset(t *testing.T) {
+	e := newEnv(t)
+	zipTree(t, e)
+	e.write(t, e.root.FolderID, "big.bin", randBytes(9, 3<<20+17))
+	z, whole := zipBytes(t, e.fs, e.root.ID, e.root.FolderID, vfs.ZipOptions{})
+	zr, err := zip.NewReader(bytes.NewReader(whole), int64(len(whole)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	offs := []int64{0, 1, z.Size() - 1, z.Size() - 22, z.Size() - 21, z.Size() / 2}
+	for _, f := range zr.File {
+		d, err := f.DataOffset()
+		if err != nil {
+			t.Fatal(err)
+		}
+		offs = append(offs, d-1, d, d+1, d+int64(f.CompressedSize64)-1, d+int64(f.CompressedSize64))
+	}
+	// The central directory starts after the last entry's data.
+	eocd := whole[len(whole)-22:]
+	cd := int64(binary.LittleEndian.Uint32(eocd[16:]))
+	offs = append(offs, cd-1, cd, cd+1, cd+47)
 	ctx := context.Background()
-	const depth = 8
-	write := func(parent uint64, name string, seed uint64) chunk.ID {
-		t.Helper()
-		// Past InlineMax, so that the contents are a chunk of their own.
-		n, err := fs.WriteFile(ctx, root.ID, parent, name, bytes.NewReader(randBytes(seed, vfs.InlineMax+1)), vfs.WriteOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		revs, err := fs.Revisions(ctx, root.ID, n.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return revs[0].Chunks[0].ID
-	}
-	// Each level holds a.txt, then the folder m with the next level, then
-	// z.bin (name order); the deepest level only a.txt.
-	after := map[chunk.ID]bool{}
-	var deepest chunk.ID
-	parent := root.FolderID
-	for i := range depth {
-		deepest = write(parent, "a.txt", uint64(i))
-		if i == depth-1 {
-			break
-		}
-		after[write(parent, "z.bin", uint64(100+i))] = true
-		m, err := fs.Mkdir(ctx, root.ID, parent, "m", vfs.WriteOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		parent = m.ID
-	}
-	var fetched atomic.Int32
-	open := atomic.Int32{}
-	open.Store(-1)
-	got := func(id chunk.ID) {
-		if after[id] {
-			fetched.Add(1)
-		}
-		if id == deepest {
-			open.Store(fetched.Load())
+	r := z.Reader(ctx)
+	defer r.Close()
+	for _, off := range offs {
+		for _, n := range []int64{1, 100, 70 << 10} {
+			if _, err := r.Seek(off, io.SeekStart); err != nil {
+				t.Fatal(err)
+			}
+			got, err := io.ReadAll(io.LimitReader(r, n))
+			if err != nil {
+				t.Fatalf("read %d at %d: %v", n, off, err)
+			}
+			end := min(off+n, int64(len(whole)))
+			if !bytes.Equal(got, whole[off:end]) {
+				t.Fatalf("read %d at %d: differs from the archive", n, off)
+			}
 		}
 	}
-	chunks.got.Store(&got)
-	if err := fs.WriteZip(ctx, io.Discard, root.ID, root.FolderID, vfs.ZipOptions{}); err != nil {
+	// Past the end: EOF.
+	if _, err := r.Seek(z.Size()+5, io.SeekStart); err != nil {
 		t.Fatal(err)
 	}
-	if n := open.Load(); n != 0 {
-		t.Errorf("when the deepest file was read, %d of the %d files after a subfolder had been opened; want none", n, depth-1)
+	if n, err := r.Read(make([]byte, 8)); n != 0 || err != io.EOF {
+		t.Errorf("past the end: %d, %v", n, err)
 	}
-	if n := fetched.Load(); n != depth-1 {
-		t.Errorf("%d files after a subfolder read, want %d", n, depth-1)
+	if _, err := r.Seek(-1, io.SeekStart); err == nil {
+		t.Error("seek before the start accepted")
 	}
 }
 
-// writeZipLeavesOutItemsMovedAway moves a file and a folder from one
-// folder of the archive to another while the archive is written, after
-// the first folder was listed: each must appear once, not at both places.
-// A folder deleted meanwhile leaves no entry.
-func writeZipLeavesOutItemsMovedAway(t *testing.T) {
+// zipResumedAt60Percent cuts a read at 60% and resumes it from a new
+// layout at that offset (as a Range request would): the joined bytes are
+// the archive, and unzip tests it whole.
+func zipResumedAt60Percent(t *testing.T) {
+	e := newEnv(t)
+	want := zipTree(t, e)
+	for i := range 5 {
+		name := fmt.Sprintf("part%d.bin", i)
+		data := randBytes(uint64(70+i), 400<<10+i)
+		e.write(t, e.root.FolderID, name, data)
+		want[name] = zipEntry{data: data}
+	}
+	ctx := context.Background()
+	z, err := e.fs.Zip(ctx, e.root.ID, e.root.FolderID, vfs.ZipOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := z.Size() * 6 / 10
+	r := z.Reader(ctx)
+	first, err := io.ReadAll(io.LimitReader(r, cut))
+	r.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	z2, err := e.fs.Zip(ctx, e.root.ID, e.root.FolderID, vfs.ZipOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if z2.ETag() != z.ETag() {
+		t.Fatal("the ETag changed with nothing changed")
+	}
+	r2 := z2.Reader(ctx)
+	defer r2.Close()
+	if _, err := r2.Seek(cut, io.SeekStart); err != nil {
+		t.Fatal(err)
+	}
+	rest, err := io.ReadAll(r2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	joined := append(first, rest...)
+	if int64(len(joined)) != z.Size() {
+		t.Fatalf("joined %d bytes, Size %d", len(joined), z.Size())
+	}
+	checkZip(t, joined, want)
+	unzipTest(t, joined)
+}
+
+// zipETagChanges: every change of what the archive holds changes its ETag.
+func zipETagChanges(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	mkdir := func(parent uint64, name string) vfs.Node {
-		n, err := e.fs.Mkdir(ctx, e.root.ID, parent, name, vfs.WriteOptions{})
+	f := e.write(t, e.root.FolderID, "f.txt", []byte("one"))
+	d, err := e.fs.Mkdir(ctx, e.root.ID, e.root.FolderID, "d", vfs.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := e.write(t, d.ID, "g.txt", []byte("two"))
+	etag := func() string {
+		z, err := e.fs.Zip(ctx, e.root.ID, e.root.FolderID, vfs.ZipOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return n
+		return z.ETag()
 	}
-	a := mkdir(e.root.FolderID, "a")
-	b := mkdir(e.root.FolderID, "b")
-	e.write(t, a.ID, "1.bin", randBytes(1, 1<<20))
-	e.write(t, a.ID, "2.txt", []byte("two"))
-	three := e.write(t, a.ID, "3.txt", []byte("three"))
-	empty := e.write(t, a.ID, "4.empty", nil)
-	gone := mkdir(a.ID, "gone")
-	sub := mkdir(a.ID, "sub")
-	e.write(t, sub.ID, "in.txt", []byte("inside"))
+	seen := map[string]string{etag(): "start"}
+	for _, c := range []struct {
+		name   string
+		change func() error
+	}{
+		{"a file rewritten", func() error {
+			_, err := e.fs.WriteFile(ctx, e.root.ID, e.root.FolderID, "f.txt", strings.NewReader("uno"), vfs.WriteOptions{})
+			return err
+		}},
+		{"a file added deep", func() error {
+			_, err := e.fs.WriteFile(ctx, e.root.ID, d.ID, "h.txt", strings.NewReader("x"), vfs.WriteOptions{})
+			return err
+		}},
+		{"a file renamed", func() error {
+			_, err := e.fs.Move(ctx, e.root.ID, g.ID, d.ID, "g2.txt", vfs.WriteOptions{})
+			return err
+		}},
+		{"a file moved up", func() error {
+			_, err := e.fs.Move(ctx, e.root.ID, g.ID, e.root.FolderID, "", vfs.WriteOptions{})
+			return err
+		}},
+		{"a file deleted", func() error { return e.fs.Delete(ctx, e.root.ID, f.ID, vfs.WriteOptions{}) }},
+		{"an empty folder added", func() error {
+			_, err := e.fs.Mkdir(ctx, e.root.ID, d.ID, "e", vfs.WriteOptions{})
+			return err
+		}},
+	} {
+		if err := c.change(); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		tag := etag()
+		if prev, ok := seen[tag]; ok {
+			t.Errorf("%s: ETag %s as after %q", c.name, tag, prev)
+		}
+		seen[tag] = c.name
+	}
+}
 
-	w := &hookWriter{hook: func() {
-		// "a" is listed and its first entries under way.
-		for _, id := range []uint64{three.ID, empty.ID, sub.ID} {
-			if _, err := e.fs.Move(ctx, e.root.ID, id, b.ID, "", vfs.WriteOptions{}); err != nil {
+// zipEmptyFolder: an empty folder is an archive of no entries, the end
+// record alone.
+func zipEmptyFolder(t *testing.T) {
+	e := newEnv(t)
+	z, b := zipBytes(t, e.fs, e.root.ID, e.root.FolderID, vfs.ZipOptions{})
+	if z.Size() != 22 || len(b) != 22 || z.Entries() != 0 {
+		t.Fatalf("Size %d, %d bytes, %d entries; want 22, 22, 0", z.Size(), len(b), z.Entries())
+	}
+	zr, err := zip.NewReader(bytes.NewReader(b), int64(len(b)))
+	if err != nil || len(zr.File) != 0 {
+		t.Fatalf("archive/zip: %v, %d files", err, len(zr.File))
+	}
+}
+
+// zipCRCKeptAtWrite: a revision's CRC-32 is computed as it is written,
+// inline and chunked alike, and survives a copy.
+func zipCRCKeptAtWrite(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	for _, c := range []struct {
+		name string
+		data []byte
+	}{
+		{"empty", nil},
+		{"inline", []byte("small and kept in its record")},
+		{"at InlineMax", randBytes(5, vfs.InlineMax)},
+		{"chunked", randBytes(6, 5<<20+3)},
+	} {
+		n := e.write(t, e.root.FolderID, c.name, c.data)
+		cp, err := e.fs.Copy(ctx, e.root.ID, n.ID, e.root.ID, e.root.FolderID, c.name+" copy", vfs.WriteOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range []uint64{n.ID, cp.ID} {
+			f, err := e.fs.Open(ctx, e.root.ID, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			crc, ok := f.Revision.CRC()
+			f.Close()
+			if want := crc32.ChecksumIEEE(c.data); !ok || crc != want {
+				t.Errorf("%s (item %d): CRC %08x %v, want %08x", c.name, id, crc, ok, want)
+			}
+		}
+	}
+}
+
+// zipRevisionsWithoutCRC: revisions stored before berth kept CRCs are read
+// once to compute theirs, which is then stored; the archive is the same
+// as with the CRCs known, from the start or from a Range into the central
+// directory.
+func zipRevisionsWithoutCRC(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	want := zipTree(t, e)
+	z0, b0 := zipBytes(t, e.fs, e.root.ID, e.root.FolderID, vfs.ZipOptions{})
+	var files []vfs.Node
+	var walk func(uint64)
+	walk = func(folder uint64) {
+		kids, _, err := e.fs.List(ctx, e.root.ID, folder)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range kids {
+			if k.Dir {
+				walk(k.ID)
+			} else {
+				files = append(files, k)
+			}
+		}
+	}
+	walk(e.root.FolderID)
+	drop := func() {
+		for _, f := range files {
+			if err := e.fs.DropCRC(ctx, f.ID, f.RevisionID); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if err := e.fs.Delete(ctx, e.root.ID, gone.ID, vfs.WriteOptions{}); err != nil {
+	}
+	drop()
+	z1, b1 := zipBytes(t, e.fs, e.root.ID, e.root.FolderID, vfs.ZipOptions{})
+	if z1.ETag() != z0.ETag() || !bytes.Equal(b0, b1) {
+		t.Fatal("the archive differs when CRCs are computed")
+	}
+	checkZip(t, b1, want)
+	for _, f := range files {
+		o, err := e.fs.Open(ctx, e.root.ID, f.ID)
+		if err != nil {
 			t.Fatal(err)
 		}
-	}}
-	if err := e.fs.WriteZip(ctx, w, e.root.ID, e.root.FolderID, vfs.ZipOptions{}); err != nil {
-		t.Fatal(err)
+		if _, ok := o.Revision.CRC(); !ok {
+			t.Errorf("%s: CRC not stored after the zip", f.Name)
+		}
+		o.Close()
 	}
-	zr, err := zip.NewReader(bytes.NewReader(w.buf.Bytes()), int64(w.buf.Len()))
+	// A Range that starts in the central directory, CRCs unknown.
+	drop()
+	z2, err := e.fs.Zip(ctx, e.root.ID, e.root.FolderID, vfs.ZipOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var names []string
-	for _, zf := range zr.File {
-		names = append(names, zf.Name)
+	cd := int64(binary.LittleEndian.Uint32(b0[len(b0)-6:]))
+	r := z2.Reader(ctx)
+	defer r.Close()
+	if _, err := r.Seek(cd, io.SeekStart); err != nil {
+		t.Fatal(err)
 	}
-	sort.Strings(names)
-	want := []string{"a/", "a/1.bin", "a/2.txt", "b/", "b/3.txt", "b/4.empty", "b/sub/", "b/sub/in.txt"}
-	if len(names) != len(want) {
-		t.Fatalf("entries %q, want %q", names, want)
+	tail, err := io.ReadAll(r)
+	if err != nil || !bytes.Equal(tail, b0[cd:]) {
+		t.Fatalf("central directory read alone: %v, equal %v", err, bytes.Equal(tail, b0[cd:]))
 	}
-	for i := range want {
-		if names[i] != want[i] {
-			t.Fatalf("entries %q, want %q", names, want)
+}
+
+// zipSnapshotOfTheListing: the archive is what the layout listed. Items
+// moved, rewritten or deleted afterwards leave its bytes as they were
+// (the revisions listed are read), and a new layout has another ETag.
+func zipSnapshotOfTheListing(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	a, err := e.fs.Mkdir(ctx, e.root.ID, e.root.FolderID, "a", vfs.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := e.fs.Mkdir(ctx, e.root.ID, e.root.FolderID, "b", vfs.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	one := randBytes(1, 1<<20)
+	e.write(t, a.ID, "1.bin", one)
+	three := e.write(t, a.ID, "3.txt", []byte("three"))
+	gone := e.write(t, a.ID, "gone.txt", []byte("gone"))
+	_, before := zipBytes(t, e.fs, e.root.ID, e.root.FolderID, vfs.ZipOptions{})
+	z, err := e.fs.Zip(ctx, e.root.ID, e.root.FolderID, vfs.ZipOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.fs.Move(ctx, e.root.ID, three.ID, b.ID, "", vfs.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.fs.Delete(ctx, e.root.ID, gone.ID, vfs.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.write(t, a.ID, "1.bin", []byte("rewritten"))
+	r := z.Reader(ctx)
+	defer r.Close()
+	got, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, before) {
+		t.Error("the archive changed with the folder after its layout")
+	}
+	z2, after := zipBytes(t, e.fs, e.root.ID, e.root.FolderID, vfs.ZipOptions{})
+	if z2.ETag() == z.ETag() {
+		t.Error("the ETag did not change with the folder")
+	}
+	checkZip(t, after, map[string]zipEntry{
+		"a/": {dir: true}, "a/1.bin": {data: []byte("rewritten")},
+		"b/": {dir: true}, "b/3.txt": {data: []byte("three")},
+	})
+}
+
+// zipTooManyEntries: a folder of more entries than the bound is
+// ErrZipTooLarge before a byte is read, however the entries nest; at the
+// bound it zips.
+func zipTooManyEntries(t *testing.T) {
+	e := openEnvWith(t, t.TempDir(), vfs.WithZipMaxEntries(vfs.Options{}, 4))
+	t.Cleanup(e.close)
+	ctx := context.Background()
+	root, err := e.fs.CreateRoot(ctx, "bound", vfs.RootSync)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.root = root
+	d, err := e.fs.Mkdir(ctx, root.ID, root.FolderID, "d", vfs.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.write(t, d.ID, "1", []byte("1"))
+	e.write(t, d.ID, "2", []byte("2"))
+	e.write(t, root.FolderID, "3", []byte("3"))
+	if z, err := e.fs.Zip(ctx, root.ID, root.FolderID, vfs.ZipOptions{}); err != nil || z.Entries() != 4 {
+		t.Fatalf("at the bound: %v", err)
+	}
+	for _, c := range []struct {
+		name   string
+		parent uint64
+	}{{"at the top", root.FolderID}, {"nested", d.ID}} {
+		n := e.write(t, c.parent, "extra", []byte("x"))
+		_, err := e.fs.Zip(ctx, root.ID, root.FolderID, vfs.ZipOptions{})
+		if !errors.Is(err, vfs.ErrZipTooLarge) {
+			t.Errorf("%s: %v, want ErrZipTooLarge", c.name, err)
+		}
+		var buf bytes.Buffer
+		if err := e.fs.WriteZip(ctx, &buf, root.ID, root.FolderID, vfs.ZipOptions{}); !errors.Is(err, vfs.ErrZipTooLarge) || buf.Len() != 0 {
+			t.Errorf("%s: WriteZip %v after %d bytes", c.name, err, buf.Len())
+		}
+		if err := e.fs.Delete(ctx, root.ID, n.ID, vfs.WriteOptions{}); err != nil {
+			t.Fatal(err)
 		}
 	}
-}
-
-// hookWriter runs hook once, before the first write.
-type hookWriter struct {
-	buf  bytes.Buffer
-	hook func()
-}
-
-func (h *hookWriter) Write(p []byte) (int, error) {
-	if h.hook != nil {
-		h.hook()
-		h.hook = nil
-	}
-	return h.buf.Write(p)
 }

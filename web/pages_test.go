@@ -164,6 +164,9 @@ func TestZip(t *testing.T) {
 		if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "application/zip" {
 			t.Fatalf("%s: %d %s", tt.url, resp.StatusCode, resp.Header.Get("Content-Type"))
 		}
+		if resp.Header.Get("Content-Length") != strconv.Itoa(len(body)) || resp.Header.Get("ETag") == "" {
+			t.Errorf("%s: Content-Length %q for %d bytes, ETag %q", tt.url, resp.Header.Get("Content-Length"), len(body), resp.Header.Get("ETag"))
+		}
 		names := zipNames(t, []byte(body))
 		for _, f := range tt.files {
 			if !strings.Contains(strings.Join(names, "\n"), f) {
@@ -217,8 +220,9 @@ func TestPaging(t *testing.T) {
 	}
 }
 
-// TestDownloadCountRanges counts by the REST API's rule: any answer that
-// may hold byte 0 is a download; resuming and 304 are not.
+// TestDownloadCountRanges counts by the REST API's rule, for a file and a
+// folder's zip alike: any answer that may hold byte 0 is a download;
+// resuming and 304 are not.
 func TestDownloadCountRanges(t *testing.T) {
 	s := newSite(t)
 	tests := []struct {
@@ -226,17 +230,27 @@ func TestDownloadCountRanges(t *testing.T) {
 		headers map[string]string
 		status  int
 		counted int64
+		zip     bool
 	}{
-		{"whole", nil, 200, 1},
-		{"resume", map[string]string{"Range": "bytes=10-"}, 206, 0},
-		{"suffix", map[string]string{"Range": "bytes=-5"}, 206, 1},
-		{"a later part from 0", map[string]string{"Range": "bytes=10-12,0-3"}, 206, 1},
-		{"If-Range of another tag", map[string]string{"Range": "bytes=10-", "If-Range": `"other"`}, 200, 1},
-		{"not modified", map[string]string{"If-None-Match": "*"}, 304, 0},
+		{"whole", nil, 200, 1, false},
+		{"resume", map[string]string{"Range": "bytes=10-"}, 206, 0, false},
+		{"suffix", map[string]string{"Range": "bytes=-5"}, 206, 1, false},
+		{"a later part from 0", map[string]string{"Range": "bytes=10-12,0-3"}, 206, 1, false},
+		{"If-Range of another tag", map[string]string{"Range": "bytes=10-", "If-Range": `"other"`}, 200, 1, false},
+		{"not modified", map[string]string{"If-None-Match": "*"}, 304, 0, false},
+		{"zip: whole", nil, 200, 1, true},
+		{"zip: resume", map[string]string{"Range": "bytes=10-"}, 206, 0, true},
+		{"zip: suffix", map[string]string{"Range": "bytes=-5"}, 206, 1, true},
+		{"zip: If-Range of another tag", map[string]string{"Range": "bytes=10-", "If-Range": `"other"`}, 200, 1, true},
+		{"zip: not modified", map[string]string{"If-None-Match": "*"}, 304, 0, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			l, u := s.link(t, s.file, share.LinkSettings{})
+			item := s.file
+			if tt.zip {
+				item = s.docs
+			}
+			l, u := s.link(t, item, share.LinkSettings{})
 			req, _ := http.NewRequest(http.MethodGet, u+"/download", nil)
 			for k, v := range tt.headers {
 				req.Header.Set(k, v)

@@ -164,6 +164,11 @@ func (h *handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 		h.problem(w, r, http.StatusForbidden, "Not allowed", ref.Reason)
 	case errors.Is(err, errBadQuery):
 		h.problem(w, r, http.StatusBadRequest, "Bad address", err.Error())
+	case errors.Is(err, vfs.ErrZipTooLarge):
+		h.problem(w, r, http.StatusBadRequest, "Too large for one zip", "This folder holds more than one zip can. Download its folders one by one.")
+	case errors.Is(err, vfs.ErrNotExist), errors.Is(err, vfs.ErrNotDir):
+		// Gone between the page's check and the zip's listing.
+		h.problem(w, r, http.StatusNotFound, "Link not found", "This share link does not exist, or what it shared is gone.")
 	default:
 		h.log.Error("share-link page", "path", r.URL.Path, "error", err)
 		h.problem(w, r, http.StatusInternalServerError, "Something went wrong", "The page could not be shown. Try again later.")
@@ -432,16 +437,13 @@ func (h *handler) fileDownload(w http.ResponseWriter, r *http.Request) {
 }
 
 // count reserves the download of r before anything is written, by the
-// counting rule the REST API's link downloads use (share.CountRequest;
-// whole: the answer is always whole from its start, as a zip's).
-func (h *handler) count(r *http.Request, la share.LinkAccess, whole bool, etag string) error {
+// counting rule the REST API's link downloads use (share.CountRequest),
+// for a file or a zip alike: etag is the entity tag of what is served.
+func (h *handler) count(r *http.Request, la share.LinkAccess, etag string) error {
 	if !la.Perms.Has(share.Read) {
 		return &share.Refusal{Reason: "This share link lets you see what it shares, but not download it."}
 	}
 	sends, fromStart := httpserve.Sends(r, etag)
-	if whole {
-		sends, fromStart = r.Method == http.MethodGet, true
-	}
 	return h.opts.Share.CountRequest(r.Context(), la, false, sends, fromStart)
 }
 
@@ -452,7 +454,7 @@ func (h *handler) serveFile(w http.ResponseWriter, r *http.Request, la share.Lin
 		return
 	}
 	defer f.Close()
-	if err := h.count(r, la, false, f.Node.ETag()); err != nil {
+	if err := h.count(r, la, f.Node.ETag()); err != nil {
 		h.fail(w, r, err)
 		return
 	}
@@ -464,8 +466,15 @@ func (h *handler) serveFile(w http.ResponseWriter, r *http.Request, la share.Lin
 	}
 }
 
+// serveZip serves the zip of folder n (vfs.Zip): exact size, ETag and
+// Range, so a browser resumes a broken download; counted as a file is.
 func (h *handler) serveZip(w http.ResponseWriter, r *http.Request, la share.LinkAccess, n vfs.Node) {
-	if err := h.count(r, la, true, ""); err != nil {
+	z, err := h.opts.FS.Zip(r.Context(), la.Root.ID, n.ID, vfs.ZipOptions{})
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if err := h.count(r, la, z.ETag()); err != nil {
 		h.fail(w, r, err)
 		return
 	}
@@ -473,12 +482,7 @@ func (h *handler) serveZip(w http.ResponseWriter, r *http.Request, la share.Link
 	if n.ID == la.Root.FolderID || name == "" {
 		name = la.Root.Name
 	}
-	httpserve.ZipHeaders(w, name)
-	if r.Method == http.MethodHead {
-		w.WriteHeader(http.StatusOK)
-		return
-	}
-	if err := h.opts.FS.WriteZip(r.Context(), w, la.Root.ID, n.ID, vfs.ZipOptions{}); err != nil {
+	if err := httpserve.ServeZip(w, r, name, z, nil); err != nil {
 		h.abort(r, err)
 	}
 }
