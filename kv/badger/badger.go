@@ -440,7 +440,8 @@ func (b *DB) Failed() error {
 func (b *DB) updateOnce(fn func(kv.Txn) error) error {
 	bt := b.db.NewTransaction(true)
 	defer bt.Discard()
-	if err := fn(&txn{t: bt}); err != nil {
+	tx := &txn{t: bt}
+	if err := fn(tx); err != nil {
 		return err
 	}
 	if b.group != nil {
@@ -465,7 +466,7 @@ func (b *DB) updateOnce(fn func(kv.Txn) error) error {
 		return err
 	}
 	if err == nil && b.group != nil {
-		return b.group.wait()
+		return b.group.wait(tx.vlog)
 	}
 	return mapErr(err)
 }
@@ -605,7 +606,7 @@ func (b *DB) RunGC(ctx context.Context) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		err := b.db.RunValueLogGC(0.5)
+		err := b.gcOnce()
 		switch {
 		case err == nil:
 			continue
@@ -617,6 +618,35 @@ func (b *DB) RunGC(ctx context.Context) error {
 			return fmt.Errorf("kv: value log gc: %w", err)
 		}
 	}
+}
+
+// gcOnce rewrites at most one value-log file, and makes what it moved
+// durable before the file is deleted. Badger moves the live values with
+// unsynced writes (SyncWrites is off, see Open) and deletes the old file
+// at once, unless an iterator is open: then it deletes it when the last
+// one closes. So an iterator is held across the rewrite and closed only
+// after a sync round that covers the value log; without it, a crash soon
+// after a collection could lose values whose only durable copy was in
+// the deleted file.
+func (b *DB) gcOnce() error {
+	if b.group == nil {
+		return b.db.RunValueLogGC(0.5)
+	}
+	t := b.db.NewTransaction(false)
+	it := t.NewIterator(dgraph.IteratorOptions{Prefix: []byte(flushKey)})
+	err := b.db.RunValueLogGC(0.5)
+	if err == nil {
+		if serr := b.group.wait(true); serr != nil {
+			// The store takes no more writes (see groupSync.failed);
+			// the iterator and its transaction are left open so that
+			// the old file, which may hold the only durable copy, stays
+			// until the process exits.
+			return serr
+		}
+	}
+	it.Close()
+	t.Discard()
+	return err
 }
 
 // flushDeletes writes the memtables to level 0 and compacts level 0 into
@@ -720,6 +750,9 @@ func mapErr(err error) error {
 // txn adapts a dgraph.Txn to Txn.
 type txn struct {
 	t *dgraph.Txn
+	// vlog: a value of valueThreshold bytes or more was set, which Badger
+	// writes to the value log, so the commit's sync must cover that too.
+	vlog bool
 }
 
 func (t *txn) Get(key []byte) ([]byte, error) {
@@ -734,6 +767,7 @@ func (t *txn) Get(key []byte) ([]byte, error) {
 // Set copies key and value: Badger keeps references to them until commit,
 // and callers commonly reuse a key buffer across calls.
 func (t *txn) Set(key, value []byte) error {
+	t.vlog = t.vlog || len(value) >= valueThreshold
 	return mapErr(t.t.Set(bytes.Clone(key), bytes.Clone(value)))
 }
 
@@ -743,6 +777,7 @@ func (t *txn) SetTTL(key, value []byte, ttl time.Duration) error {
 	if ttl <= 0 {
 		return fmt.Errorf("kv: SetTTL with non-positive ttl %v", ttl)
 	}
+	t.vlog = t.vlog || len(value) >= valueThreshold
 	e := dgraph.NewEntry(bytes.Clone(key), bytes.Clone(value)).WithTTL(ttl)
 	return mapErr(t.t.SetEntry(e))
 }

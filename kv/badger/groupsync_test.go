@@ -58,7 +58,7 @@ func TestGroupSyncSettles(t *testing.T) {
 	g := newGroupSync(dir)
 	round := func(wantSettled ...string) {
 		t.Helper()
-		if err := g.syncFiles(); err != nil {
+		if err := g.syncFiles(true); err != nil {
 			t.Fatal(err)
 		}
 		var got []string
@@ -125,5 +125,50 @@ func TestSyncFailureStopsWrites(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestGroupSyncValueLog: a round syncs the value log only when a commit it
+// covers set a value that Badger writes there (valueThreshold bytes or
+// more), and the write-ahead log in every round.
+func TestGroupSyncValueLog(t *testing.T) {
+	ctx := context.Background()
+	s := openDisk(t, t.TempDir(), Options{})
+	defer s.Close()
+	var mu sync.Mutex
+	var synced []string
+	s.group.mu.Lock()
+	s.group.syncFile = func(name string) error {
+		mu.Lock()
+		synced = append(synced, filepath.Ext(name))
+		mu.Unlock()
+		return fdatasync(name)
+	}
+	s.group.mu.Unlock()
+	for _, c := range []struct {
+		size     int
+		wantVlog bool
+	}{
+		{10, false},
+		{valueThreshold - 1, false},
+		{valueThreshold, true},
+		{16 << 10, true},
+		{0, false},
+	} {
+		mu.Lock()
+		synced = nil
+		mu.Unlock()
+		err := s.Update(ctx, func(tx kv.Txn) error {
+			return tx.Set([]byte(fmt.Sprint("k", c.size)), make([]byte, c.size))
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		got := slices.Clone(synced)
+		mu.Unlock()
+		if !slices.Contains(got, ".mem") || slices.Contains(got, ".vlog") != c.wantVlog {
+			t.Errorf("value of %d bytes: synced %v, want .mem and .vlog=%v", c.size, got, c.wantVlog)
+		}
 	}
 }
