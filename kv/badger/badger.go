@@ -450,6 +450,9 @@ func (b *DB) updateOnce(fn func(kv.Txn) error) error {
 		if err := b.group.broken(); err != nil {
 			return err
 		}
+		if tx.vlog {
+			b.group.noteVlog()
+		}
 	}
 	b.committing.Add(1)
 	b.writes.RLock()
@@ -466,7 +469,7 @@ func (b *DB) updateOnce(fn func(kv.Txn) error) error {
 		return err
 	}
 	if err == nil && b.group != nil {
-		return b.group.wait(tx.vlog)
+		return b.group.wait()
 	}
 	return mapErr(err)
 }
@@ -634,9 +637,13 @@ func (b *DB) gcOnce() error {
 	}
 	t := b.db.NewTransaction(false)
 	it := t.NewIterator(dgraph.IteratorOptions{Prefix: []byte(flushKey)})
+	// Rounds during the rewrite sync the value log too: the moved
+	// values are already acknowledged data (see noteVlog).
+	release := b.group.holdVlog()
 	err := b.db.RunValueLogGC(0.5)
+	release()
 	if err == nil {
-		if serr := b.group.wait(true); serr != nil {
+		if serr := b.group.wait(); serr != nil {
 			// The store takes no more writes (see groupSync.failed);
 			// the iterator and its transaction are left open so that
 			// the old file, which may hold the only durable copy, stays

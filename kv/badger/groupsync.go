@@ -54,6 +54,10 @@ type groupSync struct {
 	// moves, deletes, locks) keep every value in the write-ahead log, and
 	// a round that syncs one file instead of two is one fdatasync fewer.
 	vlogDirty bool
+	// vlogWriters counts writers outside Update that may write to the
+	// value log at any moment (value-log GC): while one runs, every
+	// round syncs the value logs.
+	vlogWriters int
 
 	// syncFile makes one file's data durable (fdatasync; tests replace it).
 	syncFile func(name string) error
@@ -72,17 +76,45 @@ func newGroupSync(dir string) *groupSync {
 	return g
 }
 
+// noteVlog says that a commit is about to write to the value log (a value
+// of valueThreshold bytes or more), so that the next round syncs it. It is
+// called before the commit, not after: Badger writes the commit's
+// write-ahead log entries, which point into the value log, right after
+// its value-log entries, and a round that made those entries durable
+// without the values they point to would leave, after a power cut, a
+// commit that no one was told of with values that do not read. A round
+// already running when the commit starts can still do that, as Badger's
+// own writeback of its memory-mapped logs can at any time: that commit is
+// not acknowledged, and only a power cut in that window exposes it.
+func (g *groupSync) noteVlog() {
+	g.mu.Lock()
+	g.vlogDirty = true
+	g.mu.Unlock()
+}
+
+// holdVlog makes every round sync the value logs until the returned
+// function is called, for a writer that bypasses Update.
+func (g *groupSync) holdVlog() (release func()) {
+	g.mu.Lock()
+	g.vlogWriters++
+	g.mu.Unlock()
+	return func() {
+		g.mu.Lock()
+		g.vlogWriters--
+		// The round that makes the writer's last writes durable
+		// still has to sync the value logs.
+		g.vlogDirty = true
+		g.mu.Unlock()
+	}
+}
+
 // wait returns once a sync that started after the call has finished, with
-// that sync's error. The caller's commit must have returned before; vlog
-// says that it wrote to the value log (a value of valueThreshold bytes or
-// more), which that sync must then cover too.
-func (g *groupSync) wait(vlog bool) error {
+// that sync's error. The caller's commit must have returned before (and,
+// if it wrote to the value log, called noteVlog before it began).
+func (g *groupSync) wait() error {
 	g.commits.Add(1)
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if vlog {
-		g.vlogDirty = true
-	}
 	// A sync already running may have started before the commit: only
 	// the next one is sure to cover it.
 	target := g.started + 1
@@ -97,10 +129,10 @@ func (g *groupSync) wait(vlog bool) error {
 		g.running = true
 		g.started++
 		n := g.started
-		// Every commit this round covers set the flag before it, so
-		// the round takes it whole; a commit after this point waits
-		// for a later round.
-		syncVlog := g.vlogDirty
+		// Every commit this round covers set the flag before it
+		// committed; one that sets it later is covered by a later
+		// round.
+		syncVlog := g.vlogDirty || g.vlogWriters > 0
 		g.vlogDirty = false
 		g.mu.Unlock()
 		g.rounds.Add(1)

@@ -171,4 +171,24 @@ func TestGroupSyncValueLog(t *testing.T) {
 			t.Errorf("value of %d bytes: synced %v, want .mem and .vlog=%v", c.size, got, c.wantVlog)
 		}
 	}
+	// While a writer outside Update (value-log GC) holds the value log,
+	// and for the round after, small commits sync it too.
+	release := s.group.holdVlog()
+	for i := range 3 {
+		if i == 2 {
+			release()
+		}
+		mu.Lock()
+		synced = nil
+		mu.Unlock()
+		if err := s.Update(ctx, func(tx kv.Txn) error { return tx.Set([]byte("small"), []byte("v")) }); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		got := slices.Clone(synced)
+		mu.Unlock()
+		if !slices.Contains(got, ".vlog") {
+			t.Errorf("small commit %d with the value log held: synced %v", i, got)
+		}
+	}
 }
