@@ -27,7 +27,7 @@ func TestKillRightAfterSmallWrites(t *testing.T) {
 	const (
 		cyclers = 6   // MKCOL d, PUT d/f.bin, MOVE d to d-m, again
 		flat    = 4   // PUT or REST upload of a file into the root
-		acks    = 600 // answers before the kill
+		acks    = 300 // answers before the kill
 	)
 	type step struct{ mkcol, put, move, moveTried bool }
 	type flatFile struct {
