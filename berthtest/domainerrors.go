@@ -77,6 +77,8 @@ func DomainErrors() map[string]error {
 		"account.ErrGroupCycle":         account.ErrGroupCycle,
 		"account.ErrExtensionLocked":    account.ErrExtensionLocked,
 		"account.ErrPasswordExpired":    account.ErrPasswordExpired,
+		"account.ErrTooManyAttempts":    account.ErrTooManyAttempts,
+		"account.ErrBusy":               account.ErrBusy,
 
 		"share.ErrNoRoot":    share.ErrNoRoot,
 		"share.ErrForbidden": share.ErrForbidden,

@@ -147,6 +147,11 @@ func errorTable() []errorMapping {
 		{account.ErrGroupCycle, http.StatusBadRequest, "invalid_request", "a group cannot contain itself, directly or through other groups"},
 		{account.ErrExtensionLocked, http.StatusForbidden, "forbidden", "files with this extension are read-only under the organization's policy (locked_extensions)"},
 		{account.ErrPasswordExpired, http.StatusForbidden, "password_expired", "the password is older than the organization's policy allows (change_password_frequency); sign in again with the form field new_password beside password to set a new one"},
+		// Sign-in under attack (docs/api.md): a throttled client address
+		// (a *account.ThrottledError says until when), and a full
+		// password-check queue. Both carry Retry-After (writeError).
+		{account.ErrTooManyAttempts, http.StatusTooManyRequests, "too_many_attempts", "too many failed sign-ins from your network address; try again later"},
+		{account.ErrBusy, http.StatusServiceUnavailable, "temporarily_unavailable", "the service is temporarily unavailable: too many sign-ins are being checked; try again shortly"},
 
 		{share.ErrNoRoot, http.StatusNotFound, "not_found", "no such root"},
 		// A *share.Refusal says why (describer).

@@ -116,6 +116,8 @@ func (h *handler) login(w http.ResponseWriter, r *http.Request) {
 		msg := "Wrong username or password."
 		if errors.Is(err, account.ErrAccountLocked) {
 			msg = "Too many failed sign-ins: this account is locked for a while."
+		} else if errors.Is(err, account.ErrTooManyAttempts) || errors.Is(err, account.ErrBusy) {
+			msg = "Too many sign-ins from your network or at once: try again later."
 		} else if errors.Is(err, account.ErrPasswordExpired) {
 			msg = "Your password has expired: change it in the berth app first."
 		}
