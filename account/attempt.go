@@ -422,3 +422,27 @@ func (s *Service) refusalDelay(ctx context.Context, addr netip.Addr) {
 	case <-ctx.Done():
 	}
 }
+
+// accountLock returns the lock of personID's account as a request from
+// ctx's client address meets it (a *LockedError, or nil): at an address
+// the person is known at, a lock strangers' guesses brought does not
+// apply, that pair's own lock does. exempt says the answer depended on
+// the address, so a cache of it must not serve it to another address.
+func (s *Service) accountLock(ctx context.Context, tx kv.Txn, personID uint64) (exempt bool, err error) {
+	lockErr := s.locked(tx, s.loginSubject("", personID))
+	if lockErr == nil {
+		return false, nil
+	}
+	addr := clientAddr(ctx)
+	known, err := s.knownAddress(tx, personID, addr)
+	switch {
+	case err != nil:
+		return false, err
+	case !known:
+		return false, lockErr
+	}
+	if err := s.locked(tx, knownSubject(personID, addr)); err != nil {
+		return false, err
+	}
+	return true, nil
+}

@@ -307,26 +307,15 @@ func (s *Service) LoginCaller(ctx context.Context, personID uint64, login, passw
 	if !ok {
 		cache := true
 		err := s.db.View(ctx, func(tx kv.Txn) error {
-			if err := s.locked(tx, s.loginSubject(login, personID)); err != nil {
-				// A lock strangers' guesses brought does not keep
-				// the person out where they sign in from (a known
-				// address, Authenticate), while that pair is not
-				// locked itself. That answer holds for this address
-				// only, so it is not kept.
-				addr := clientAddr(ctx)
-				known, kerr := s.knownAddress(tx, personID, addr)
-				switch {
-				case kerr != nil:
-					return kerr
-				case !known:
-					return err
-				}
-				if err := s.locked(tx, knownSubject(personID, addr)); err != nil {
-					return err
-				}
-				cache = false
+			// A lock strangers' guesses brought does not keep the
+			// person out where they sign in from (a known address,
+			// Authenticate); that answer holds for this address
+			// only, so it is not kept.
+			exempt, err := s.accountLock(ctx, tx, personID)
+			if err != nil {
+				return err
 			}
-			var err error
+			cache = !exempt
 			c, err = s.activeCaller(tx, personID)
 			return err
 		})
