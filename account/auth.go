@@ -167,7 +167,7 @@ func (s *Service) authenticate(ctx context.Context, login, password string) (Per
 	if err != nil {
 		switch {
 		case errors.Is(err, ErrAccountLocked):
-			s.loginFailed(login, reasonLocked, err)
+			s.loginFailed(login, addr, reasonLocked, err)
 		case errors.Is(err, ErrTooManyAttempts):
 			s.addressRefused(login, addr, err)
 		}
@@ -215,7 +215,7 @@ func (s *Service) authenticate(ctx context.Context, login, password string) (Per
 		if ferr == nil {
 			ferr = st.err()
 		}
-		s.loginFailed(login, reason, ferr)
+		s.loginFailed(login, addr, reason, ferr)
 		s.settledLog(login, addr, st)
 		return Person{}, ferr
 	}
@@ -237,7 +237,7 @@ func (s *Service) authenticate(ctx context.Context, login, password string) (Per
 		return Person{}, err
 	}
 	if !p.Active || !orgLive {
-		s.loginFailed(login, reasonInactive, ErrInactive)
+		s.loginFailed(login, addr, reasonInactive, ErrInactive)
 		return Person{}, ErrInactive
 	}
 	if pol.PasswordExpired(p.PasswordChanged, s.now()) {

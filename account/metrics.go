@@ -77,12 +77,15 @@ func loginAttrs(login string) []any {
 	return []any{"login", login[:cut], "login_bytes", len(login)}
 }
 
-// loginFailed logs and counts a refused login. The login is what the
-// client sent (slog quotes it; loginAttrs cuts it short); the password is
-// never logged.
-func (s *Service) loginFailed(login, reason string, err error) {
+// loginFailed logs and counts a refused login, with the client's address
+// where the front end gave one. The login is what the client sent (slog
+// quotes it; loginAttrs cuts it short); the password is never logged.
+func (s *Service) loginFailed(login string, addr netip.Addr, reason string, err error) {
 	s.metrics.failures.WithLabelValues(reason).Inc()
 	attrs := append(loginAttrs(login), "reason", reason)
+	if addr.IsValid() {
+		attrs = append(attrs, "addr", addr.String())
+	}
 	var le *LockedError
 	if errors.As(err, &le) {
 		attrs = append(attrs, "locked_until", le.Until)

@@ -1,0 +1,321 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"berth/berthtest"
+)
+
+// Issue 14's flood target: a signed-in client's 4 KiB GET rate during a
+// flood of wrong sign-ins, as a share of its rate without one.
+const floodRatioTarget = 0.7
+
+// BenchmarkLoginFlood starts the real daemon with its default lockout
+// settings and measures a signed-in client (the administrator, 32
+// connections from 127.0.0.1, where it signed in) downloading a 4 KiB file
+// over HTTPS for floodWindow each:
+//
+//   - base: alone;
+//   - flood: while 1,000 attackers, spread over eight loopback addresses
+//     (127.0.0.2 to 127.0.0.9, dialled as the source address), send wrong
+//     password grants back to back, each its next as soon as it has the
+//     answer to its last: a quarter at the administrator, the rest at
+//     logins that exist nowhere;
+//   - base-after: alone again, so a neighbour's load that came or went
+//     shows as a difference between the two bases.
+//
+// It reports the three rates, the flood's ratio to the mean of the bases
+// (target >= 0.7), the attackers' answers per second, and the daemon's
+// peak RSS (VmHWM) and peak Go heap (go_memstats_heap_inuse_bytes,
+// sampled from /metrics every 100 ms). Run with -benchtime=1x; it takes
+// about a minute (BERTH_BENCH_FLOOD_WINDOW=3s shortens each window).
+func BenchmarkLoginFlood(b *testing.B) {
+	floodWindow := 15 * time.Second
+	if w, err := time.ParseDuration(os.Getenv("BERTH_BENCH_FLOOD_WINDOW")); err == nil {
+		floodWindow = w // a shorter run, to check the benchmark works
+	}
+	bin := berthtest.BuildBerth(b)
+	data := filepath.Join(b.TempDir(), "data")
+	d := startDaemon(b, bin, data, "")
+	var person struct {
+		RootID uint64 `json:"root_id"`
+	}
+	d.decode(b, d.do(b, http.MethodGet, "/api/2/person", nil, ""), &person)
+	body, n, ct := sizedMultipart("4k.bin", newGen(14, 4096), 4096)
+	req, err := http.NewRequest(http.MethodPost, d.url(fmt.Sprintf("/api/2/files/%d/folder/%d/upload", person.RootID, person.RootID)), body)
+	if err != nil {
+		b.Fatal(err)
+	}
+	req.ContentLength = n
+	req.Header.Set("Authorization", "Bearer "+d.token)
+	req.Header.Set("Content-Type", ct)
+	resp, err := d.client.Do(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var file struct {
+		ID uint64 `json:"id"`
+	}
+	d.decode(b, resp, &file)
+	get := fmt.Sprintf("/api/2/files/%d/%d/download", person.RootID, file.ID)
+	metricsURL := "http://" + d.listening(b, "metrics") + "/metrics"
+	// The signed-in client keeps its 32 connections (d.client's
+	// transport keeps 2 idle, and would open a TLS connection for most
+	// requests).
+	tr := d.client.Transport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 32
+	d.client = &http.Client{Transport: tr}
+
+	for b.Loop() {
+		peaks := watchDaemon(d.cmd.Process.Pid, metricsURL)
+		c0 := procCPU(d.cmd.Process.Pid)
+		base := d.getRate(b, get, floodWindow)
+		baseCPU := procCPU(d.cmd.Process.Pid) - c0
+		stop := make(chan struct{})
+		answers, floodDone := flood(b, d, data, stop)
+		time.Sleep(200 * time.Millisecond) // the attackers' connections are open
+		c0 = procCPU(d.cmd.Process.Pid)
+		during := d.getRate(b, get, floodWindow)
+		floodCPU := procCPU(d.cmd.Process.Pid) - c0
+		close(stop)
+		counts := <-floodDone
+		time.Sleep(time.Second) // the last refusals are answered
+		after := d.getRate(b, get, floodWindow)
+		rss, heap := peaks()
+
+		if p := d.cmd.ProcessState; p != nil {
+			b.Fatalf("berth exited during the flood: %v", p)
+		}
+		ratio := during / ((base + after) / 2)
+		const mib = 1 << 20
+		b.ReportMetric(base, "base-GET/s")
+		b.ReportMetric(during, "flood-GET/s")
+		b.ReportMetric(after, "base-after-GET/s")
+		b.ReportMetric(ratio, "flood/base")
+		b.ReportMetric(float64(answers.Load())/(floodWindow+200*time.Millisecond).Seconds(), "attacker-answers/s")
+		b.ReportMetric(baseCPU.Seconds()/floodWindow.Seconds(), "base-daemon-cores")
+		b.ReportMetric(floodCPU.Seconds()/floodWindow.Seconds(), "flood-daemon-cores")
+		b.ReportMetric(float64(rss)/mib, "peak-RSS-MiB")
+		b.ReportMetric(float64(heap)/mib, "peak-heap-MiB")
+		b.Logf("4 KiB GETs, 32 connections: %.0f/s alone, %.0f/s during the flood, %.0f/s alone after: %.2f of the bases' mean (target >= %.1f)",
+			base, during, after, ratio, floodRatioTarget)
+		b.Logf("the flood's answers: %v; daemon peak RSS %.0f MiB, peak heap in use %.0f MiB", counts, float64(rss)/mib, float64(heap)/mib)
+		if ratio < floodRatioTarget {
+			b.Logf("BELOW TARGET: %.2f < %.1f", ratio, floodRatioTarget)
+		}
+	}
+}
+
+// getRate downloads path with 32 connections for window and returns the
+// completed downloads per second.
+func (d *daemon) getRate(b *testing.B, path string, window time.Duration) float64 {
+	var done atomic.Int64
+	var failed atomic.Value
+	ctx, cancel := context.WithTimeout(context.Background(), window)
+	defer cancel()
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range 32 {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, d.url(path), nil)
+				req.Header.Set("Authorization", "Bearer "+d.token)
+				resp, err := d.client.Do(req)
+				if err != nil {
+					if ctx.Err() == nil {
+						failed.Store(err.Error())
+					}
+					return
+				}
+				n, err := io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK || n != 4096 || err != nil {
+					if ctx.Err() == nil {
+						failed.Store(fmt.Sprintf("status %d, %d bytes, %v", resp.StatusCode, n, err))
+					}
+					return
+				}
+				done.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if f := failed.Load(); f != nil {
+		b.Fatalf("GET %s: %v", path, f)
+	}
+	return float64(done.Load()) / time.Since(start).Seconds()
+}
+
+// flood starts 1,000 attackers over eight loopback source addresses, each
+// sending wrong password grants back to back until stop is closed. It
+// returns the count of answers so far and a channel that gets the
+// answers by status once every attacker has stopped.
+func flood(b *testing.B, d *daemon, data string, stop chan struct{}) (*atomic.Int64, chan map[int]int) {
+	const attackers, addrs = 1000, 8
+	pem, err := os.ReadFile(filepath.Join(data, "tls", "cert.pem"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(pem)
+	clients := make([]*http.Client, addrs)
+	for i := range clients {
+		dialer := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, byte(i+2))}, Timeout: 30 * time.Second}
+		clients[i] = &http.Client{Timeout: time.Minute, Transport: &http.Transport{
+			TLSClientConfig:     &tls.Config{RootCAs: pool, ServerName: "localhost"},
+			DialContext:         dialer.DialContext,
+			MaxIdleConnsPerHost: attackers / addrs,
+		}}
+	}
+	var answers atomic.Int64
+	var mu sync.Mutex
+	counts := map[int]int{}
+	samples := map[int]string{}
+	var wg sync.WaitGroup
+	for i := range attackers {
+		wg.Go(func() {
+			c := clients[i%addrs]
+			for j := 0; ; j++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				login := "admin"
+				if i%4 != 0 {
+					login = fmt.Sprintf("user%d-%d", i, j)
+				}
+				req, _ := http.NewRequest(http.MethodPost, d.url("/oauth/token"), strings.NewReader(url.Values{
+					"grant_type": {"password"}, "client_id": {"anchor"},
+					"username": {login}, "password": {fmt.Sprintf("guess %d", j)},
+				}.Encode()))
+				req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+				resp, err := c.Do(req)
+				status := -1
+				if err == nil {
+					body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+					resp.Body.Close()
+					status = resp.StatusCode
+					mu.Lock()
+					if _, ok := samples[status]; !ok {
+						samples[status] = string(body)
+					}
+					mu.Unlock()
+				}
+				answers.Add(1)
+				mu.Lock()
+				counts[status]++
+				mu.Unlock()
+				if err != nil {
+					time.Sleep(100 * time.Millisecond)
+				}
+			}
+		})
+	}
+	out := make(chan map[int]int, 1)
+	go func() {
+		wg.Wait()
+		for _, c := range clients {
+			c.CloseIdleConnections()
+		}
+		for st, body := range samples {
+			b.Logf("an attacker's %d: %s", st, body)
+		}
+		out <- counts
+	}()
+	return &answers, out
+}
+
+// watchDaemon samples the daemon's heap in use from /metrics every 100
+// ms until the returned function is called, which returns the peak RSS
+// (VmHWM, since the start) and the peak heap sampled.
+func watchDaemon(pid int, metricsURL string) func() (rss, heap int64) {
+	stop := make(chan struct{})
+	done := make(chan int64, 1)
+	go func() {
+		var peak int64
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				done <- peak
+				return
+			case <-t.C:
+			}
+			resp, err := http.Get(metricsURL)
+			if err != nil {
+				continue
+			}
+			sc := bufio.NewScanner(resp.Body)
+			for sc.Scan() {
+				if v, ok := strings.CutPrefix(sc.Text(), "go_memstats_heap_inuse_bytes "); ok {
+					if f, err := strconv.ParseFloat(v, 64); err == nil && int64(f) > peak {
+						peak = int64(f)
+					}
+				}
+			}
+			resp.Body.Close()
+		}
+	}()
+	return func() (int64, int64) {
+		close(stop)
+		heap := <-done
+		st, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+		var rss int64
+		for line := range strings.SplitSeq(string(st), "\n") {
+			if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+				kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+				rss = kb << 10
+			}
+		}
+		return rss, heap
+	}
+}
+
+// listening returns the address the daemon's "listening" line gave for
+// the listener name.
+func (d *daemon) listening(b *testing.B, name string) string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for line := range strings.SplitSeq(d.stderr.String(), "\n") {
+		var rec map[string]any
+		if json.Unmarshal([]byte(line), &rec) == nil && rec["msg"] == "listening" {
+			if a, ok := rec[name].(string); ok && a != "" {
+				return a
+			}
+		}
+	}
+	b.Fatalf("berth logged no %s listener", name)
+	return ""
+}
+
+// procCPU is the user+system CPU time of process pid (clock ticks of
+// 10 ms, Linux's USER_HZ).
+func procCPU(pid int) time.Duration {
+	st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(st[strings.LastIndexByte(string(st), ')')+2:]))
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	s, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(u+s) * 10 * time.Millisecond
+}
