@@ -42,9 +42,10 @@ const floodRatioTarget = 0.7
 //     shows as a difference between the two bases.
 //
 // It reports the three rates, the flood's ratio to the mean of the bases
-// (target >= 0.7), the attackers' answers per second, and the daemon's
-// peak RSS (VmHWM) and peak Go heap (go_memstats_heap_inuse_bytes,
-// sampled from /metrics every 100 ms). Run with -benchtime=1x; it takes
+// (target >= 0.7), the attackers' answers per second, the daemon's CPU
+// (cores busy on average) alone and during the flood, and its peak RSS
+// (VmHWM) and peak Go heap (go_memstats_heap_inuse_bytes, sampled from
+// /metrics every 100 ms). Run with -benchtime=1x; it takes
 // about a minute (BERTH_BENCH_FLOOD_WINDOW=3s shortens each window).
 func BenchmarkLoginFlood(b *testing.B) {
 	floodWindow := 15 * time.Second
