@@ -44,8 +44,9 @@ type Options struct {
 	// Lockout configures the failed-login lock (spec 5.4, 7.4).
 	Lockout LockoutOptions
 	// MaxHashQueue bounds the sign-ins waiting for an argon2 slot (there
-	// are GOMAXPROCS slots); one more is refused with ErrBusy. Default 64:
-	// with about 45 ms a hash on two cores, the last waits about 1.5 s.
+	// are GOMAXPROCS-1 slots, at least one); one more is refused with
+	// ErrBusy. Default 64: at about 45 ms a hash, one slot on two cores,
+	// the last waits about 3 s.
 	MaxHashQueue int
 	// MaxSessions bounds the sessions (token families) one person holds
 	// at once. Default 100.
@@ -116,7 +117,8 @@ type Service struct {
 	db    kv.Store
 	opts  Options
 	codec codec
-	// hashSlots bounds concurrent argon2 computations: each one holds
+	// hashSlots bounds concurrent argon2 computations (one fewer than
+	// the CPUs, see hashSlots): each one holds
 	// Argon2.Memory KiB, so a burst of logins must queue instead of
 	// multiplying memory use.
 	hashSlots chan struct{}
@@ -198,7 +200,7 @@ func New(db kv.Store, opts Options) *Service {
 		db:        db,
 		opts:      opts,
 		codec:     newCodec(),
-		hashSlots: make(chan struct{}, max(1, runtime.GOMAXPROCS(0))),
+		hashSlots: make(chan struct{}, hashSlots(runtime.GOMAXPROCS(0))),
 		callers:   newCallerCache(),
 		checks:    map[string]*loginCheck{},
 		gates:     map[string]*gate{},
@@ -256,3 +258,8 @@ func exists(tx kv.Txn, k []byte) (bool, error) {
 func notFoundf(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrNotFound}, args...)...)
 }
+
+// hashSlots is how many argon2 hashes run at once on cpus CPUs: all but
+// one, so that a flood of sign-ins, which keeps every slot busy, always
+// leaves a CPU to serve files with; one on a single CPU.
+func hashSlots(cpus int) int { return max(1, cpus-1) }

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -12,6 +13,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -89,14 +91,12 @@ func BenchmarkLoginFlood(b *testing.B) {
 		c0 := procCPU(d.cmd.Process.Pid)
 		base := d.getRate(b, get, floodWindow)
 		baseCPU := procCPU(d.cmd.Process.Pid) - c0
-		stop := make(chan struct{})
-		answers, floodDone := flood(b, d, data, stop)
+		attackers := startAttackers(b, d, data)
 		time.Sleep(200 * time.Millisecond) // the attackers' connections are open
 		c0 = procCPU(d.cmd.Process.Pid)
 		during := d.getRate(b, get, floodWindow)
 		floodCPU := procCPU(d.cmd.Process.Pid) - c0
-		close(stop)
-		counts := <-floodDone
+		counts, answers := attackers.stop(b)
 		time.Sleep(time.Second) // the last refusals are answered
 		after := d.getRate(b, get, floodWindow)
 		rss, heap := peaks()
@@ -110,7 +110,7 @@ func BenchmarkLoginFlood(b *testing.B) {
 		b.ReportMetric(during, "flood-GET/s")
 		b.ReportMetric(after, "base-after-GET/s")
 		b.ReportMetric(ratio, "flood/base")
-		b.ReportMetric(float64(answers.Load())/(floodWindow+200*time.Millisecond).Seconds(), "attacker-answers/s")
+		b.ReportMetric(float64(answers)/(floodWindow+200*time.Millisecond).Seconds(), "attacker-answers/s")
 		b.ReportMetric(baseCPU.Seconds()/floodWindow.Seconds(), "base-daemon-cores")
 		b.ReportMetric(floodCPU.Seconds()/floodWindow.Seconds(), "flood-daemon-cores")
 		b.ReportMetric(float64(rss)/mib, "peak-RSS-MiB")
@@ -168,9 +168,9 @@ func (d *daemon) getRate(b *testing.B, path string, window time.Duration) float6
 // sending wrong password grants back to back until stop is closed. It
 // returns the count of answers so far and a channel that gets the
 // answers by status once every attacker has stopped.
-func flood(b *testing.B, d *daemon, data string, stop chan struct{}) (*atomic.Int64, chan map[int]int) {
+func flood(b testing.TB, base, certFile string, stop chan struct{}) (*atomic.Int64, chan map[int]int) {
 	const attackers, addrs = 1000, 8
-	pem, err := os.ReadFile(filepath.Join(data, "tls", "cert.pem"))
+	pem, err := os.ReadFile(certFile)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -203,7 +203,7 @@ func flood(b *testing.B, d *daemon, data string, stop chan struct{}) (*atomic.In
 				if i%4 != 0 {
 					login = fmt.Sprintf("user%d-%d", i, j)
 				}
-				req, _ := http.NewRequest(http.MethodPost, d.url("/oauth/token"), strings.NewReader(url.Values{
+				req, _ := http.NewRequest(http.MethodPost, base+"/oauth/token", strings.NewReader(url.Values{
 					"grant_type": {"password"}, "client_id": {"anchor"},
 					"username": {login}, "password": {fmt.Sprintf("guess %d", j)},
 				}.Encode()))
@@ -237,7 +237,7 @@ func flood(b *testing.B, d *daemon, data string, stop chan struct{}) (*atomic.In
 			c.CloseIdleConnections()
 		}
 		for st, body := range samples {
-			b.Logf("an attacker's %d: %s", st, body)
+			fmt.Fprintf(os.Stderr, "an attacker's %d: %s\n", st, body)
 		}
 		out <- counts
 	}()
@@ -319,4 +319,72 @@ func procCPU(pid int) time.Duration {
 	u, _ := strconv.ParseInt(f[11], 10, 64)
 	s, _ := strconv.ParseInt(f[12], 10, 64)
 	return time.Duration(u+s) * 10 * time.Millisecond
+}
+
+// attackerProcess is the flood, run in a process of its own (this test
+// binary again, TestFloodAttackers): the signed-in client and the
+// attackers are different machines in life, and sharing one Go runtime
+// would let the attackers' 1,000 goroutines and their garbage slow the
+// client's requests in the client, whatever the server did.
+type attackerProcess struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	out   bytes.Buffer
+}
+
+func startAttackers(b *testing.B, d *daemon, data string) *attackerProcess {
+	a := &attackerProcess{cmd: exec.Command(os.Args[0], "-test.run=^TestFloodAttackers$")}
+	a.cmd.Env = append(os.Environ(), "BERTH_FLOOD_URL="+d.url(""), "BERTH_FLOOD_CERT="+filepath.Join(data, "tls", "cert.pem"))
+	a.cmd.Stdout = &a.out
+	a.cmd.Stderr = os.Stderr
+	stdin, err := a.cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	a.stdin = stdin
+	if err := a.cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	return a
+}
+
+// stop ends the flood (closing the process's stdin) and returns its
+// answers by status and their count.
+func (a *attackerProcess) stop(b *testing.B) (map[int]int, int) {
+	a.stdin.Close()
+	if err := a.cmd.Wait(); err != nil {
+		b.Fatalf("the attackers' process: %v\n%s", err, a.out.String())
+	}
+	var counts map[int]int
+	out := a.out.String()
+	i := strings.Index(out, "FLOOD ")
+	if i < 0 {
+		b.Fatalf("the attackers' process said nothing:\n%s", out)
+	}
+	line, _, _ := strings.Cut(out[i+len("FLOOD "):], "\n")
+	if err := json.Unmarshal([]byte(line), &counts); err != nil {
+		b.Fatalf("the attackers' counts %q: %v", line, err)
+	}
+	n := 0
+	for _, c := range counts {
+		n += c
+	}
+	return counts, n
+}
+
+// TestFloodAttackers is BenchmarkLoginFlood's attackers' process; it
+// does nothing unless that benchmark started it. It floods until its
+// stdin closes, then prints the answers by status.
+func TestFloodAttackers(t *testing.T) {
+	base := os.Getenv("BERTH_FLOOD_URL")
+	if base == "" {
+		t.Skip("run by BenchmarkLoginFlood only")
+	}
+	stop := make(chan struct{})
+	_, done := flood(t, base, os.Getenv("BERTH_FLOOD_CERT"), stop)
+	io.Copy(io.Discard, os.Stdin)
+	close(stop)
+	counts := <-done
+	j, _ := json.Marshal(counts)
+	fmt.Printf("FLOOD %s\n", j)
 }
