@@ -91,7 +91,7 @@ type LockoutOptions struct {
 	// RefusalDelay holds the answer to an attempt refused unchecked (a
 	// lock or a throttle) from a client with an address, so a flood gets
 	// one refusal per connection and delay, not thousands a second.
-	// DefaultOptions has 1 second; zero answers at once.
+	// DefaultOptions has 3 seconds; zero answers at once.
 	RefusalDelay time.Duration
 }
 
@@ -105,7 +105,7 @@ func DefaultOptions() Options {
 		Argon2:            DefaultArgon2Params(),
 		Lockout: LockoutOptions{MaxFailures: 5, Window: 15 * time.Minute, Duration: 15 * time.Minute,
 			AddressMaxFailures: 10, AddressWindow: 15 * time.Minute, AddressDuration: 15 * time.Minute,
-			KnownAddressTTL: 30 * 24 * time.Hour, RefusalDelay: time.Second},
+			KnownAddressTTL: 30 * 24 * time.Hour, RefusalDelay: 3 * time.Second},
 		MaxHashQueue:      64,
 		MinPasswordLength: 8,
 		MaxSessions:       100,

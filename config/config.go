@@ -349,7 +349,7 @@ func options() []option {
 		{key: "lockout.address_window", def: 15 * time.Minute, usage: "time the failures that throttle an address must fall within"},
 		{key: "lockout.address_duration", def: 15 * time.Minute, usage: "how long a throttled address's sign-ins are refused"},
 		{key: "lockout.known_address_ttl", def: 720 * time.Hour, usage: "how long a sign-in makes its address known to the person, exempt from account locks and address throttles (0: off)"},
-		{key: "lockout.refusal_delay", def: time.Second, usage: "how long a refusal of a locked account or throttled address is held before it is answered (0: none)"},
+		{key: "lockout.refusal_delay", def: 3 * time.Second, usage: "how long a refusal of a locked account or throttled address is held before it is answered (0: none)"},
 		{key: "lockout.hash_queue", def: 64, usage: "sign-ins that may wait for a password check; more are answered 503"},
 		{key: "activity.retention", def: 365 * 24 * time.Hour, usage: "how long activity log records are kept (0: forever)"},
 		{key: "gc.interval", def: time.Hour, usage: "time between garbage collections (0: off)"},
