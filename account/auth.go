@@ -66,12 +66,15 @@ import (
 //     (Policy.PasswordExpired); the person signs in with
 //     SignInWithNewPassword.
 //
-// A successful login resets the failure counter. Each failed check (one
-// per distinct attempt, however many callers shared it) is logged at warn
-// with the login, never the password, and counted in
-// berth_login_failures_total by reason (a check all its callers left is
-// not: no password was judged); a check that locks the login is logged
-// too and counted in berth_account_lockouts_total.
+// A successful login resets the account's failure counter (not the
+// address's). Each failed check (one per distinct attempt, however many
+// callers shared it) is logged at warn with the login and the client
+// address, never the password, and counted in berth_login_failures_total
+// by reason (a check all its callers left is not: no password was
+// judged); a check that locks the login is logged too and counted in
+// berth_account_lockouts_total, one that throttles the address in
+// berth_address_lockouts_total. Refusals for a throttled address or a
+// full queue are counted (address_locked, busy) and logged at debug.
 func (s *Service) Authenticate(ctx context.Context, login, password string) (Person, error) {
 	// The address is part of the key: an attempt from another address is
 	// counted on that address's own counter, not carried by this one's.
