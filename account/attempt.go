@@ -446,3 +446,26 @@ func (s *Service) accountLock(ctx context.Context, tx kv.Txn, personID uint64) (
 	}
 	return true, nil
 }
+
+// forgetAddresses deletes what personID's known addresses hold, their
+// counters and locks: an administrator's unlock or a password reset ends
+// every lock of the person, and a reset person starts again from no known
+// address.
+func (s *Service) forgetAddresses(tx kv.Txn, personID uint64) error {
+	var keys [][]byte
+	for _, pfx := range []string{pfxFail, pfxLock} {
+		prefix := keyBytes(pfx, key("k", personID))
+		if err := tx.Scan(prefix, nil, func(k, _ []byte) error {
+			keys = append(keys, append([]byte(nil), k...))
+			return nil
+		}); err != nil {
+			return err
+		}
+	}
+	for _, k := range keys {
+		if err := tx.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -93,6 +93,17 @@ func TestLockoutPerAddressAndAccount(t *testing.T) {
 			}
 		}
 	}
+	// An administrator's unlock ends the locks at known addresses too.
+	erin, err := s.PersonByLogin(context.Background(), "erin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Unlock(context.Background(), erin.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Authenticate(from("198.51.100.7"), "erin", pw); err != nil {
+		t.Fatalf("erin at her office after the unlock: %v", err)
+	}
 	// Without an address (a caller that set none) only the account counts.
 	if _, err := s.Authenticate(context.Background(), "dave", pw); err != nil {
 		t.Fatalf("no address: %v", err)
