@@ -10,18 +10,6 @@ import (
 	"berth/kv"
 )
 
-// failRecord counts the login attempts of one subject within the lockout
-// window that have not succeeded: failed ones and those still being checked.
-type failRecord struct {
-	Count int       `cbor:"1,keyasint"`
-	First time.Time `cbor:"2,keyasint"` // first attempt of the series; the window starts here
-}
-
-// lockRecord marks a locked subject.
-type lockRecord struct {
-	Until time.Time `cbor:"1,keyasint"`
-}
-
 // Authenticate checks login (username or e-mail address, case-insensitive)
 // and password. It serves the OAuth password grant and WebDAV Basic auth
 // alike, so both share one failure counter and lock.
@@ -53,9 +41,23 @@ type lockRecord struct {
 //     lock holds no password is checked. Unknown logins lock the same way,
 //     so lockout does not reveal which accounts exist. The counter and the
 //     lock are kv keys with a TTL, so they vanish without a sweeper.
-//     Each attempt is counted before its password is checked, so attempts
-//     made at the same time cannot all pass the lock check: with
-//     MaxFailures of them still being checked, a further one is refused.
+//     Each attempt is reserved before its password is checked and counted
+//     in memory until it is settled, so attempts made at the same time
+//     cannot all pass the lock check: with MaxFailures of them still being
+//     checked, a further one is refused. A failed attempt is one kv
+//     transaction (attempt.go says how).
+//   - ErrTooManyAttempts, inside a *ThrottledError: the client address
+//     (WithClientAddr) failed Lockout.AddressMaxFailures times within
+//     Lockout.AddressWindow; its attempts are refused unchecked for
+//     Lockout.AddressDuration, whatever login they name, and count on no
+//     account. Where the person signed in from the address's network
+//     within Lockout.KnownAddressTTL, neither this nor the account's lock
+//     applies: such attempts count on a counter of that pair, with the
+//     account's limits. A refusal of a client with an address is answered
+//     after Lockout.RefusalDelay.
+//   - ErrBusy: Options.MaxHashQueue checks already wait for an argon2
+//     slot; nothing was checked or counted, and RetryAfter says when to
+//     try again.
 //   - ErrInactive: the password is right but the person or the
 //     organization is disabled (checked only after the password, so it
 //     tells nothing to someone guessing).
@@ -64,14 +66,19 @@ type lockRecord struct {
 //     (Policy.PasswordExpired); the person signs in with
 //     SignInWithNewPassword.
 //
-// A successful login resets the failure counter. Each failed check (one
-// per distinct attempt, however many callers shared it) is logged at warn
-// with the login, never the password, and counted in
-// berth_login_failures_total by reason (a check all its callers left is
-// not: no password was judged); a check that locks the login is logged
-// too and counted in berth_account_lockouts_total.
+// A successful login resets the account's failure counter (not the
+// address's). Each failed check (one per distinct attempt, however many
+// callers shared it) is logged at warn with the login and the client
+// address, never the password, and counted in berth_login_failures_total
+// by reason (a check all its callers left is not: no password was
+// judged); a check that locks the login is logged too and counted in
+// berth_account_lockouts_total, one that throttles the address in
+// berth_address_lockouts_total. Refusals for a throttled address or a
+// full queue are counted (address_locked, busy) and logged at debug.
 func (s *Service) Authenticate(ctx context.Context, login, password string) (Person, error) {
-	sum := sha256.Sum256([]byte(login + "\x00" + password))
+	// The address is part of the key: an attempt from another address is
+	// counted on that address's own counter, not carried by this one's.
+	sum := sha256.Sum256([]byte(clientAddr(ctx).String() + "\x00" + login + "\x00" + password))
 	key := string(sum[:])
 	s.checksMu.Lock()
 	c := s.checks[key]
@@ -123,11 +130,13 @@ type loginCheck struct {
 // authenticate is Authenticate's check of one attempt.
 func (s *Service) authenticate(ctx context.Context, login, password string) (Person, error) {
 	var (
-		p       Person
-		known   bool
-		orgLive bool   // the organization and every ancestor active and not deleted
-		pol     Policy // the person's organization's
+		p         Person
+		known     bool
+		orgLive   bool   // the organization and every ancestor active and not deleted
+		pol       Policy // the person's organization's
+		knownAddr bool   // the person signed in from this address's network before
 	)
+	addr := clientAddr(ctx)
 	subject := s.loginSubject(login, 0)
 	err := s.db.View(ctx, func(tx kv.Txn) error {
 		var err error
@@ -141,6 +150,9 @@ func (s *Service) authenticate(ctx context.Context, login, password string) (Per
 		}
 		known = true
 		subject = s.loginSubject(login, p.ID)
+		if knownAddr, err = s.knownAddress(tx, p.ID, addr); err != nil {
+			return err
+		}
 		orgs, err := s.chain(tx, p.OrganizationID, notFoundf("organization %d", p.OrganizationID))
 		if err != nil {
 			return err
@@ -154,17 +166,22 @@ func (s *Service) authenticate(ctx context.Context, login, password string) (Per
 	if err != nil {
 		return Person{}, err
 	}
-	n, err := s.beginAttempt(ctx, subject)
+	at, err := s.reserve(ctx, s.counters(subject, p.ID, addr, knownAddr), addr)
 	if err != nil {
-		if errors.Is(err, ErrAccountLocked) {
-			s.loginFailed(login, reasonLocked, err)
+		switch {
+		case errors.Is(err, ErrAccountLocked):
+			s.loginFailed(login, addr, reasonLocked, err)
+		case errors.Is(err, ErrTooManyAttempts):
+			s.addressRefused(login, addr, err)
 		}
+		s.refusalDelay(ctx, addr)
 		return Person{}, err
 	}
 	// From here the attempt counts as a failure unless it succeeds, also
 	// when the check below is cut short (every caller left while it
 	// waited for an argon2 slot): only that wait follows ctx, the
-	// settling of the attempt does not.
+	// settling of the attempt does not. A check refused a place in the
+	// queue (ErrBusy) judged nothing and counts as nothing.
 	settle := context.WithoutCancel(ctx)
 	ok := false
 	if known && len(password) <= maxPasswordSize {
@@ -173,14 +190,22 @@ func (s *Service) authenticate(ctx context.Context, login, password string) (Per
 		err = s.dummyVerify(ctx, password)
 	}
 	if err != nil {
+		if errors.Is(err, ErrBusy) && ctx.Err() == nil {
+			s.release(at)
+			s.busy(login, addr)
+			return Person{}, err
+		}
 		if ctx.Err() != nil {
 			// The failure may be the one that locks the login; a
 			// store that could not count it says so beside ctx's error.
-			ferr, locking := s.recordFailure(settle, subject, n, known, p, "abandoned")
-			if locking {
-				s.lockedOut(login, ferr)
+			st, ferr := s.settleFailure(settle, at, known, p, "abandoned")
+			s.settledLog(login, addr, st)
+			if ferr == nil {
+				ferr = st.err()
 			}
 			err = errors.Join(err, ferr)
+		} else {
+			s.release(at)
 		}
 		return Person{}, err
 	}
@@ -189,30 +214,33 @@ func (s *Service) authenticate(ctx context.Context, login, password string) (Per
 		if !known {
 			reason = reasonUnknownLogin
 		}
-		ferr, locking := s.recordFailure(settle, subject, n, known, p, reason)
-		s.loginFailed(login, reason, ferr)
-		if locking {
-			s.lockedOut(login, ferr)
+		st, ferr := s.settleFailure(settle, at, known, p, reason)
+		if ferr == nil {
+			ferr = st.err()
 		}
+		s.loginFailed(login, addr, reason, ferr)
+		s.settledLog(login, addr, st)
 		return Person{}, ferr
 	}
 	// The login, or the refusal of a disabled person, is recorded in
 	// the transaction that settles the attempt.
-	if err := s.db.Update(settle, func(tx kv.Txn) error {
-		if err := tx.Delete(keyBytes(pfxFail, subject)); err != nil {
-			return err
-		}
-		if !p.Active || !orgLive {
-			return s.record(settle, tx, loginFailedChange(p, reasonInactive))
-		}
-		c := personChange(ActLogin, p)
-		c.Actor = Caller{Person: p}.Actor()
-		return s.record(settle, tx, c)
+	if err := s.settle(at, func() error {
+		return s.db.Update(settle, func(tx kv.Txn) error {
+			if err := s.settleSuccess(tx, at, p.ID); err != nil {
+				return err
+			}
+			if !p.Active || !orgLive {
+				return s.record(settle, tx, loginFailedChange(p, reasonInactive))
+			}
+			c := personChange(ActLogin, p)
+			c.Actor = Caller{Person: p}.Actor()
+			return s.record(settle, tx, c)
+		})
 	}); err != nil {
 		return Person{}, err
 	}
 	if !p.Active || !orgLive {
-		s.loginFailed(login, reasonInactive, ErrInactive)
+		s.loginFailed(login, addr, reasonInactive, ErrInactive)
 		return Person{}, ErrInactive
 	}
 	if pol.PasswordExpired(p.PasswordChanged, s.now()) {
@@ -263,7 +291,9 @@ func (s *Service) SignInWithNewPassword(ctx context.Context, login, password, ne
 // request (WebDAV Basic). Every check of Authenticate but the hash holds
 // on each call, so a change takes effect at the next request, not when
 // the front end forgets the credentials:
-//   - ErrAccountLocked while the login is locked by failed attempts;
+//   - ErrAccountLocked while the login is locked by failed attempts,
+//     but at an address the person is known at (Authenticate) whose own
+//     counter is not locked;
 //   - ErrInactive for a disabled person or organization;
 //   - ErrInvalidCredentials once the password changed, or login no longer
 //     names the person;
@@ -278,18 +308,26 @@ func (s *Service) LoginCaller(ctx context.Context, personID uint64, login, passw
 	gen := s.db.Generation()
 	c, ok := s.callers.logins.Get(gen, personID)
 	if !ok {
+		cache := true
 		err := s.db.View(ctx, func(tx kv.Txn) error {
-			if err := s.locked(tx, s.loginSubject(login, personID)); err != nil {
+			// A lock strangers' guesses brought does not keep the
+			// person out where they sign in from (a known address,
+			// Authenticate); that answer holds for this address
+			// only, so it is not kept.
+			exempt, err := s.accountLock(ctx, tx, personID)
+			if err != nil {
 				return err
 			}
-			var err error
+			cache = !exempt
 			c, err = s.activeCaller(tx, personID)
 			return err
 		})
 		if err != nil {
 			return Caller{}, err
 		}
-		s.callers.logins.Put(gen, personID, c)
+		if cache {
+			s.callers.logins.Put(gen, personID, c)
+		}
 	}
 	if c.Person.PasswordHash != passwordHash || !c.Person.HasLogin(login) {
 		return Caller{}, ErrInvalidCredentials
@@ -320,97 +358,6 @@ func (s *Service) loginSubject(login string, personID uint64) []byte {
 	}
 	h := sha256.Sum256([]byte(foldLogin(login)))
 	return append([]byte("l"), h[:]...)
-}
-
-// beginAttempt counts a login attempt of subject before its password is
-// checked and returns its number in the current window. It returns
-// ErrAccountLocked while the subject is locked, and when MaxFailures
-// attempts of the window have not succeeded, even if some of them are
-// still being checked; such a refused attempt is not counted.
-func (s *Service) beginAttempt(ctx context.Context, subject []byte) (int, error) {
-	lo := s.opts.Lockout
-	n := 0
-	err := s.db.Update(ctx, func(tx kv.Txn) error {
-		now := s.now()
-		if err := s.locked(tx, subject); err != nil {
-			return err
-		}
-		var fr failRecord
-		err := s.get(tx, keyBytes(pfxFail, subject), &fr, ErrNotFound)
-		if err != nil && !errors.Is(err, ErrNotFound) {
-			return err
-		}
-		if err != nil || now.Sub(fr.First) >= lo.Window {
-			fr = failRecord{First: now}
-		}
-		if fr.Count >= lo.MaxFailures {
-			// Attempts still being checked will lock the subject for
-			// Duration once one of them fails: that is the wait to tell.
-			return lockedError(now.Add(lo.Duration), now)
-		}
-		fr.Count++
-		n = fr.Count
-		return s.putTTL(tx, keyBytes(pfxFail, subject), &fr, lo.Window-now.Sub(fr.First))
-	})
-	return n, err
-}
-
-// recordFailure settles a failed attempt, already counted by beginAttempt
-// as number attempt: the one that reaches the threshold locks the subject.
-// It returns the error the caller should report (a *LockedError once the
-// subject is locked) and whether this attempt is the one that locked it.
-//
-// For a known login (p), the failure, and the lock it brings, go to the
-// activity log in the same transaction, for reason. The lockout bounds
-// them: at most MaxFailures failures and one lock per subject for each
-// lock's Duration, since an attempt refused by a lock writes nothing
-// (beginAttempt) and one that finds the subject locked by a concurrent
-// attempt records nothing here. Unknown logins are not recorded: they
-// name no person or organization whose activity lists would show them,
-// and an anonymous client could otherwise fill the log for a year.
-func (s *Service) recordFailure(ctx context.Context, subject []byte, attempt int, known bool, p Person, reason string) (reported error, locking bool) {
-	lo := s.opts.Lockout
-	var lockErr error
-	err := s.db.Update(ctx, func(tx kv.Txn) error {
-		lockErr, locking = nil, false
-		now := s.now()
-		// A concurrent attempt may have locked the subject since ours began.
-		var lr lockRecord
-		switch err := s.get(tx, keyBytes(pfxLock, subject), &lr, ErrNotFound); {
-		case err == nil && now.Before(lr.Until):
-			lockErr = lockedError(lr.Until, now)
-			return nil
-		case err != nil && !errors.Is(err, ErrNotFound):
-			return err
-		}
-		if known {
-			if err := s.record(ctx, tx, loginFailedChange(p, reason)); err != nil {
-				return err
-			}
-		}
-		if attempt < lo.MaxFailures {
-			return nil
-		}
-		lockErr, locking = lockedError(now.Add(lo.Duration), now), true
-		if err := tx.Delete(keyBytes(pfxFail, subject)); err != nil {
-			return err
-		}
-		if known {
-			c := personChange(ActAccountLocked, p)
-			c.Actor, c.Data = System, fmt.Sprintf("locked until %s after %d failed logins", now.Add(lo.Duration).UTC().Format(time.RFC3339), attempt)
-			if err := s.record(ctx, tx, c); err != nil {
-				return err
-			}
-		}
-		return s.putTTL(tx, keyBytes(pfxLock, subject), lockRecord{Until: now.Add(lo.Duration)}, lo.Duration)
-	})
-	if err != nil {
-		return err, false
-	}
-	if lockErr != nil {
-		return lockErr, locking
-	}
-	return ErrInvalidCredentials, false
 }
 
 // loginFailedChange is the record of a failed login of p. Who tried is

@@ -77,6 +77,16 @@ var (
 	// ErrCodeNotSent: an e-mail or SMS code could not be handed to the
 	// configured sender; nothing was changed, and asking again may work.
 	ErrCodeNotSent = errors.New("account: the two-step code could not be sent")
+	// ErrTooManyAttempts: too many failed sign-ins from the client's
+	// network address; its attempts are refused unchecked for a while,
+	// whichever account they name (a known address of the account's
+	// person excepted). The Service returns it inside a *ThrottledError,
+	// which says until when.
+	ErrTooManyAttempts = errors.New("account: too many failed sign-ins from this address")
+	// ErrBusy: as many sign-ins wait for a password check as the
+	// Service queues (Options.MaxHashQueue); this one was refused
+	// without one, and the same request can succeed shortly (RetryAfter).
+	ErrBusy = errors.New("account: too many sign-ins are being checked")
 )
 
 // FieldError says which input field is invalid and why. It unwraps to
@@ -174,4 +184,55 @@ func (e *TwoStepError) Description() string {
 		return "two-step verification: send the code " + where + " (or a recovery code) as auth_code"
 	}
 	return "the two-step code is wrong, expired or already used; send the current code " + where + " as auth_code"
+}
+
+// ThrottledError is a sign-in refused because its client address is
+// throttled: until when, like LockedError. It unwraps to
+// ErrTooManyAttempts.
+type ThrottledError struct {
+	// Until is when the throttle ends (UTC).
+	Until time.Time
+	// Left is how much of it remained at the refusal.
+	Left time.Duration
+}
+
+// Error says until when, for logs.
+func (e *ThrottledError) Error() string {
+	return "account: too many failed sign-ins from this address; refused until " + e.Until.UTC().Format(time.RFC3339)
+}
+
+// Unwrap makes errors.Is(err, ErrTooManyAttempts) true.
+func (e *ThrottledError) Unwrap() error { return ErrTooManyAttempts }
+
+// Description is the throttle told to the client, the same over every
+// front end.
+func (e *ThrottledError) Description() string {
+	return "too many failed sign-ins from your network address; try again after " +
+		e.Until.UTC().Format("15:04:05 UTC") + " (" + about(e.Left) + ")"
+}
+
+// throttledError is the error of a throttle that ends at until, refused at now.
+func throttledError(until, now time.Time) error {
+	return &ThrottledError{Until: until.UTC(), Left: until.Sub(now)}
+}
+
+// busyRetry is the Retry-After of ErrBusy: a few hashes' time.
+const busyRetry = time.Second
+
+// RetryAfter says how long a client refused with err should wait before
+// trying again, for the front ends' Retry-After header (RFC 9110 10.2.3):
+// the time left of a lock (*LockedError) or throttle (*ThrottledError),
+// about a second for ErrBusy. ok is false for any other error.
+func RetryAfter(err error) (d time.Duration, ok bool) {
+	var le *LockedError
+	var te *ThrottledError
+	switch {
+	case errors.As(err, &le):
+		return max(le.Left, time.Second), true
+	case errors.As(err, &te):
+		return max(te.Left, time.Second), true
+	case errors.Is(err, ErrBusy):
+		return busyRetry, true
+	}
+	return 0, false
 }

@@ -60,7 +60,7 @@ func (s *Service) hashPassword(ctx context.Context, password string) (string, er
 	if _, err := rand.Read(salt); err != nil {
 		return "", err
 	}
-	sum, err := s.argon(ctx, password, salt, p)
+	sum, err := s.argon(ctx, password, salt, p, false)
 	if err != nil {
 		return "", err
 	}
@@ -74,11 +74,32 @@ func encodePHC(p Argon2Params, salt, sum []byte) string {
 }
 
 // argon computes the argon2id key, waiting for a free hash slot first.
-func (s *Service) argon(ctx context.Context, password string, salt []byte, p Argon2Params) ([]byte, error) {
+// A sign-in's check (queued) waits only while fewer than
+// Options.MaxHashQueue others do, and is refused with ErrBusy beyond: a
+// flood of logins then costs a refusal each, not a queue that grows
+// without bound and delays every sign-in behind it. Setting a password
+// (an administrator's or the person's own, already signed in) is not
+// refused: it waits.
+func (s *Service) argon(ctx context.Context, password string, salt []byte, p Argon2Params, queued bool) ([]byte, error) {
 	select {
 	case s.hashSlots <- struct{}{}:
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	default:
+		if queued {
+			if s.hashWaiting.Add(1) > int64(s.opts.MaxHashQueue) {
+				s.hashWaiting.Add(-1)
+				return nil, ErrBusy
+			}
+			s.metrics.hashWaiting.Inc()
+			defer func() {
+				s.hashWaiting.Add(-1)
+				s.metrics.hashWaiting.Dec()
+			}()
+		}
+		select {
+		case s.hashSlots <- struct{}{}:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
 	defer func() { <-s.hashSlots }()
 	return argon2.IDKey([]byte(password), salt, p.Time, p.Memory, p.Threads, p.KeyLength), nil
@@ -90,7 +111,7 @@ func (s *Service) verifyPassword(ctx context.Context, encoded, password string) 
 	if err != nil {
 		return false, err
 	}
-	got, err := s.argon(ctx, password, salt, p)
+	got, err := s.argon(ctx, password, salt, p, true)
 	if err != nil {
 		return false, err
 	}
@@ -103,7 +124,7 @@ func (s *Service) verifyPassword(ctx context.Context, encoded, password string) 
 func (s *Service) dummyVerify(ctx context.Context, password string) error {
 	p := s.opts.Argon2
 	salt := make([]byte, p.SaltLength)
-	_, err := s.argon(ctx, password, salt, p)
+	_, err := s.argon(ctx, password, salt, p, true)
 	return err
 }
 

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -42,6 +43,11 @@ type Options struct {
 	Argon2 Argon2Params
 	// Lockout configures the failed-login lock (spec 5.4, 7.4).
 	Lockout LockoutOptions
+	// MaxHashQueue bounds the sign-ins waiting for an argon2 slot (there
+	// are GOMAXPROCS-1 slots, at least one); one more is refused with
+	// ErrBusy. Default 64: at about 45 ms a hash, one slot on two cores,
+	// the last waits about 3 s.
+	MaxHashQueue int
 	// MaxSessions bounds the sessions (token families) one person holds
 	// at once. Default 100.
 	MaxSessions int
@@ -72,6 +78,25 @@ type LockoutOptions struct {
 	Window time.Duration
 	// Duration is how long a lock lasts. Default 15 minutes.
 	Duration time.Duration
+	// AddressMaxFailures failed sign-ins from one client address (an
+	// IPv4 address, an IPv6 /64) within AddressWindow throttle the
+	// address for AddressDuration: its attempts are refused unchecked,
+	// whatever login they name. Only attempts whose context carries an
+	// address (WithClientAddr) count. Default 10, 15 minutes, 15 minutes.
+	AddressMaxFailures int
+	AddressWindow      time.Duration
+	AddressDuration    time.Duration
+	// KnownAddressTTL is how long a person's successful sign-in makes
+	// its address's network known for them: there, their attempts count
+	// on a counter of their own, and neither the account's lock nor the
+	// address's throttle applies. DefaultOptions has 30 days; zero turns
+	// it off.
+	KnownAddressTTL time.Duration
+	// RefusalDelay holds the answer to an attempt refused unchecked (a
+	// lock or a throttle) from a client with an address, so a flood gets
+	// one refusal per connection and delay, not thousands a second.
+	// DefaultOptions has 3 seconds; zero answers at once.
+	RefusalDelay time.Duration
 }
 
 // DefaultOptions returns the production defaults documented on each field.
@@ -82,7 +107,10 @@ func DefaultOptions() Options {
 		RefreshTTL:        30 * 24 * time.Hour,
 		RefreshReuseGrace: 30 * time.Second,
 		Argon2:            DefaultArgon2Params(),
-		Lockout:           LockoutOptions{MaxFailures: 5, Window: 15 * time.Minute, Duration: 15 * time.Minute},
+		Lockout: LockoutOptions{MaxFailures: 5, Window: 15 * time.Minute, Duration: 15 * time.Minute,
+			AddressMaxFailures: 10, AddressWindow: 15 * time.Minute, AddressDuration: 15 * time.Minute,
+			KnownAddressTTL: 30 * 24 * time.Hour, RefusalDelay: 3 * time.Second},
+		MaxHashQueue:      64,
 		MinPasswordLength: 8,
 		MaxSessions:       100,
 	}
@@ -93,7 +121,8 @@ type Service struct {
 	db    kv.Store
 	opts  Options
 	codec codec
-	// hashSlots bounds concurrent argon2 computations: each one holds
+	// hashSlots bounds concurrent argon2 computations (one fewer than
+	// the CPUs, see hashSlots): each one holds
 	// Argon2.Memory KiB, so a burst of logins must queue instead of
 	// multiplying memory use.
 	hashSlots chan struct{}
@@ -105,6 +134,13 @@ type Service struct {
 	// (Authenticate). checksMu guards the map and each check's waiters.
 	checksMu sync.Mutex
 	checks   map[string]*loginCheck
+	// gates are the lockout subjects with attempts under way (attempt.go);
+	// gatesMu guards the map and each gate's refs.
+	gatesMu sync.Mutex
+	gates   map[string]*gate
+	// hashWaiting counts sign-in checks waiting for a hash slot
+	// (MaxHashQueue bounds it).
+	hashWaiting atomic.Int64
 	// log and metrics record failed logins and lockouts (metrics.go).
 	log     *slog.Logger
 	metrics *loginMetrics
@@ -144,6 +180,18 @@ func New(db kv.Store, opts Options) *Service {
 	if opts.Lockout.Duration <= 0 {
 		opts.Lockout.Duration = def.Lockout.Duration
 	}
+	if opts.Lockout.AddressMaxFailures <= 0 {
+		opts.Lockout.AddressMaxFailures = def.Lockout.AddressMaxFailures
+	}
+	if opts.Lockout.AddressWindow <= 0 {
+		opts.Lockout.AddressWindow = def.Lockout.AddressWindow
+	}
+	if opts.Lockout.AddressDuration <= 0 {
+		opts.Lockout.AddressDuration = def.Lockout.AddressDuration
+	}
+	if opts.MaxHashQueue <= 0 {
+		opts.MaxHashQueue = def.MaxHashQueue
+	}
 	if opts.MinPasswordLength <= 0 {
 		opts.MinPasswordLength = def.MinPasswordLength
 	}
@@ -162,10 +210,11 @@ func New(db kv.Store, opts Options) *Service {
 		db:        db,
 		opts:      opts,
 		codec:     newCodec(),
-		hashSlots: make(chan struct{}, max(1, runtime.GOMAXPROCS(0))),
+		hashSlots: make(chan struct{}, hashSlots(runtime.GOMAXPROCS(0))),
 		callers:   newCallerCache(),
 		checks:    map[string]*loginCheck{},
 		dir:       newDirectoryState(opts.Directory),
+		gates:     map[string]*gate{},
 	}
 }
 
@@ -220,3 +269,8 @@ func exists(tx kv.Txn, k []byte) (bool, error) {
 func notFoundf(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrNotFound}, args...)...)
 }
+
+// hashSlots is how many argon2 hashes run at once on cpus CPUs: all but
+// one, so that a flood of sign-ins, which keeps every slot busy, always
+// leaves a CPU to serve files with; one on a single CPU.
+func hashSlots(cpus int) int { return max(1, cpus-1) }

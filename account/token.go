@@ -404,7 +404,7 @@ func (s *Service) Refresh(ctx context.Context, refreshToken string) (Tokens, Per
 		if fam.endedBy(c.Organization.Policy, now) {
 			return ErrInvalidToken
 		}
-		if err := s.locked(tx, s.loginSubject("", rr.PersonID)); err != nil {
+		if _, err := s.accountLock(ctx, tx, rr.PersonID); err != nil {
 			return err
 		}
 		p = c.Person
@@ -499,6 +499,7 @@ func (s *Service) AccessCaller(ctx context.Context, accessToken string) (Caller,
 	var (
 		c     Caller
 		until time.Time
+		cache = true
 	)
 	err := s.db.View(ctx, func(tx kv.Txn) error {
 		var ar accessRecord
@@ -529,9 +530,14 @@ func (s *Service) AccessCaller(ctx context.Context, accessToken string) (Caller,
 		}
 		// A locked account is refused over its tokens too, while the
 		// lock lasts; the tokens are not ended and serve again after.
-		if err := s.locked(tx, s.loginSubject("", ar.PersonID)); err != nil {
+		// At an address the person is known at, a lock strangers
+		// brought does not apply (accountLock); such an answer is
+		// not kept for other addresses.
+		exempt, err := s.accountLock(ctx, tx, ar.PersonID)
+		if err != nil {
 			return err
 		}
+		cache = !exempt
 		c.MachineID = ar.MachineID
 		// The session ends when its family expires, which a kv TTL
 		// does without a commit (no later than RefreshTTL after it
@@ -551,7 +557,9 @@ func (s *Service) AccessCaller(ctx context.Context, accessToken string) (Caller,
 	if err != nil {
 		return Caller{}, err
 	}
-	s.callers.access.Put(gen, string(h), accessEntry{c: c, until: until})
+	if cache {
+		s.callers.access.Put(gen, string(h), accessEntry{c: c, until: until})
+	}
 	return c, nil
 }
 

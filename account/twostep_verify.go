@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/subtle"
 	"errors"
+	"net/netip"
 	"time"
 
 	"berth/kv"
@@ -55,8 +56,12 @@ func (s *Service) VerifyTwoStep(ctx context.Context, p Person, code string) erro
 		}
 		return &TwoStepError{Mode: rec.Mode, Err: ErrMissingTOTP}
 	}
-	subject := twoStepSubject(p.ID)
-	n, err := s.beginAttempt(ctx, subject)
+	// Codes are counted on the person's two-step counter alone: whoever
+	// sends one already gave the right password, so the address's
+	// throttle, which guards passwords, has nothing to add.
+	lo := s.opts.Lockout
+	cs := []counter{{kind: accountCounter, subject: twoStepSubject(p.ID), max: lo.MaxFailures, window: lo.Window, lockFor: lo.Duration}}
+	at, err := s.reserve(ctx, cs, netip.Addr{})
 	if err != nil {
 		if errors.Is(err, ErrAccountLocked) {
 			s.twoStepFailed(p, rec.Mode, tsLocked, err)
@@ -68,22 +73,24 @@ func (s *Service) VerifyTwoStep(ctx context.Context, p Person, code string) erro
 	// becomes of the request.
 	settle := context.WithoutCancel(ctx)
 	reason, err := s.checkTwoStepCode(settle, p.ID, code)
-	if err != nil {
+	if err != nil || reason == "" {
+		// A right code cleared the count itself (checkTwoStepCode).
+		s.release(at)
 		return err
 	}
-	if reason == "" {
-		return nil
+	st, ferr := s.settleFailure(settle, at, true, p, "two_step_"+reason)
+	if ferr != nil {
+		return ferr
 	}
-	ferr, locking := s.recordFailure(settle, subject, n, true, p, "two_step_"+reason)
-	if !errors.Is(ferr, ErrAccountLocked) {
+	if st.accountLock == nil {
 		s.twoStepFailed(p, rec.Mode, reason, nil)
 		return &TwoStepError{Mode: rec.Mode, Err: ErrInvalidTOTP}
 	}
-	s.twoStepFailed(p, rec.Mode, reason, ferr)
-	if locking {
-		s.lockedOut(p.Username, ferr)
+	s.twoStepFailed(p, rec.Mode, reason, st.accountLock)
+	if st.locking {
+		s.lockedOut(p.Username, st.accountLock)
 	}
-	return errors.Join(ferr, s.moveTwoStepLock(settle, p.ID))
+	return errors.Join(st.accountLock, s.moveTwoStepLock(settle, p.ID))
 }
 
 // checkTwoStepCode checks code against person id's two-step record and

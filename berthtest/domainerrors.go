@@ -89,6 +89,8 @@ func DomainErrors() map[string]error {
 		"account.ErrInvalidTOTP":       account.ErrInvalidTOTP,
 		"account.ErrTwoStepRequired":   account.ErrTwoStepRequired,
 		"account.ErrCodeNotSent":       account.ErrCodeNotSent,
+		"account.ErrTooManyAttempts":   account.ErrTooManyAttempts,
+		"account.ErrBusy":              account.ErrBusy,
 
 		"share.ErrNoRoot":    share.ErrNoRoot,
 		"share.ErrForbidden": share.ErrForbidden,

@@ -13,6 +13,7 @@ import (
 	"math"
 	"net"
 	"net/mail"
+	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -159,6 +160,40 @@ type HTTP struct {
 	// fails and the handler stops. Like BodyIdleTimeout it bounds the
 	// time between bytes, not the whole answer (nginx's send_timeout).
 	SendIdleTimeout time.Duration `mapstructure:"send_idle_timeout"`
+	// TrustedProxies are the addresses and networks (comma-separated,
+	// like "10.0.0.5,192.168.0.0/24") of reverse proxies whose
+	// X-Forwarded-For berth believes: a request from one of them is
+	// taken to come from the address the proxy put last in that header
+	// (per-address sign-in limits count it). Empty: the header is
+	// ignored, and every request comes from its connection's peer.
+	TrustedProxies string `mapstructure:"trusted_proxies"`
+}
+
+// Prefixes parses a TrustedProxies list: addresses (a /32 or /128 each)
+// and CIDR networks, comma-separated, spaces allowed.
+func Prefixes(list string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for f := range strings.SplitSeq(list, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		if strings.Contains(f, "/") {
+			p, err := netip.ParsePrefix(f)
+			if err != nil {
+				return nil, fmt.Errorf("%q is not an address or network", f)
+			}
+			out = append(out, p.Masked())
+			continue
+		}
+		a, err := netip.ParseAddr(f)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not an address or network", f)
+		}
+		a = a.Unmap()
+		out = append(out, netip.PrefixFrom(a, a.BitLen()))
+	}
+	return out, nil
 }
 
 // TLS is the HTTPS certificate. Both files or neither.
@@ -218,6 +253,26 @@ type Lockout struct {
 	MaxFailures int `mapstructure:"max_failures"`
 	// Duration is how long the lock lasts.
 	Duration time.Duration `mapstructure:"duration"`
+	// Window is the time MaxFailures failures must fall within, counted
+	// from the first of a series.
+	Window time.Duration `mapstructure:"window"`
+	// AddressMaxFailures failed sign-ins from one client address (IPv4
+	// address, IPv6 /64) within AddressWindow throttle the address for
+	// AddressDuration: its attempts are refused (429) unchecked, whatever
+	// account they name.
+	AddressMaxFailures int           `mapstructure:"address_max_failures"`
+	AddressWindow      time.Duration `mapstructure:"address_window"`
+	AddressDuration    time.Duration `mapstructure:"address_duration"`
+	// KnownAddressTTL is how long a successful sign-in makes its address
+	// known for the person, where neither a lock of the account nor a
+	// throttle of the address applies to them; 0 turns it off.
+	KnownAddressTTL time.Duration `mapstructure:"known_address_ttl"`
+	// RefusalDelay holds each refusal of a locked account or throttled
+	// address before it is answered; 0 answers at once.
+	RefusalDelay time.Duration `mapstructure:"refusal_delay"`
+	// HashQueue is the most sign-ins that wait for a password check;
+	// more are answered 503 with Retry-After.
+	HashQueue int `mapstructure:"hash_queue"`
 }
 
 // Activity sets the activity log.
@@ -324,6 +379,13 @@ func options() []option {
 		{key: "oauth.refresh_reuse_grace", def: 30 * time.Second, usage: "how long a rotated refresh token may be retried without revoking its session (0: never)"},
 		{key: "lockout.max_failures", def: 5, usage: "failed logins that lock an account"},
 		{key: "lockout.duration", def: 15 * time.Minute, usage: "how long a locked account stays locked"},
+		{key: "lockout.window", def: 15 * time.Minute, usage: "time the failures that lock an account must fall within"},
+		{key: "lockout.address_max_failures", def: 10, usage: "failed sign-ins from one client address (IPv6: /64) that throttle it"},
+		{key: "lockout.address_window", def: 15 * time.Minute, usage: "time the failures that throttle an address must fall within"},
+		{key: "lockout.address_duration", def: 15 * time.Minute, usage: "how long a throttled address's sign-ins are refused"},
+		{key: "lockout.known_address_ttl", def: 720 * time.Hour, usage: "how long a sign-in makes its address known to the person, exempt from account locks and address throttles (0: off)"},
+		{key: "lockout.refusal_delay", def: 3 * time.Second, usage: "how long a refusal of a locked account or throttled address is held before it is answered (0: none)"},
+		{key: "lockout.hash_queue", def: 64, usage: "sign-ins that may wait for a password check; more are answered 503"},
 		{key: "activity.retention", def: 365 * 24 * time.Hour, usage: "how long activity log records are kept (0: forever)"},
 		{key: "gc.interval", def: time.Hour, usage: "time between garbage collections (0: off)"},
 		{key: "gc.purge_deleted_after", def: time.Duration(0), usage: "purge items deleted longer ago than this at each collection (0: never)"},
@@ -336,6 +398,7 @@ func options() []option {
 		{key: "two_step.sms_command", def: "", usage: "absolute path of the program that sends two-step codes by text message (empty: no sms mode)"},
 		{key: "two_step.issuer", def: "berth", usage: "name of berth in authenticator apps"},
 		{key: "two_step.code_ttl", def: 10 * time.Minute, usage: "how long an e-mail or text-message two-step code is valid"},
+		{key: "http.trusted_proxies", def: "", usage: "reverse proxies (addresses, CIDR networks, comma-separated) whose X-Forwarded-For is believed (empty: none)"},
 		{key: "smtp.host", def: "", usage: "SMTP server that e-mail goes through (empty: no e-mail is sent)"},
 		{key: "smtp.port", def: 587, usage: "SMTP server port (587 for starttls, 465 for tls)"},
 		{key: "smtp.security", def: "starttls", usage: "SMTP connection security: starttls, tls or none"},
@@ -653,6 +716,30 @@ func (c Config) Validate() error {
 	}
 	if c.Lockout.Duration <= 0 {
 		bad("lockout.duration", c.Lockout.Duration, "must be positive")
+	}
+	if c.Lockout.Window <= 0 {
+		bad("lockout.window", c.Lockout.Window, "must be positive")
+	}
+	if c.Lockout.AddressMaxFailures < 1 {
+		bad("lockout.address_max_failures", c.Lockout.AddressMaxFailures, "must be at least 1")
+	}
+	if c.Lockout.AddressWindow <= 0 {
+		bad("lockout.address_window", c.Lockout.AddressWindow, "must be positive")
+	}
+	if c.Lockout.AddressDuration <= 0 {
+		bad("lockout.address_duration", c.Lockout.AddressDuration, "must be positive")
+	}
+	if c.Lockout.KnownAddressTTL < 0 {
+		bad("lockout.known_address_ttl", c.Lockout.KnownAddressTTL, "must not be negative (0 turns it off)")
+	}
+	if c.Lockout.RefusalDelay < 0 || c.Lockout.RefusalDelay > time.Minute {
+		bad("lockout.refusal_delay", c.Lockout.RefusalDelay, "must be between 0 and 1m")
+	}
+	if c.Lockout.HashQueue < 1 {
+		bad("lockout.hash_queue", c.Lockout.HashQueue, "must be at least 1")
+	}
+	if _, err := Prefixes(c.HTTP.TrustedProxies); err != nil {
+		bad("http.trusted_proxies", c.HTTP.TrustedProxies, "is not a comma-separated list of addresses and networks: "+err.Error())
 	}
 	if c.Activity.Retention < 0 {
 		bad("activity.retention", c.Activity.Retention, "must not be negative (0 keeps records forever)")

@@ -136,6 +136,13 @@ func accountOptions(cfg config.Config) account.Options {
 	o.RefreshReuseGrace = cfg.OAuth.RefreshReuseGrace
 	o.Lockout.MaxFailures = cfg.Lockout.MaxFailures
 	o.Lockout.Duration = cfg.Lockout.Duration
+	o.Lockout.Window = cfg.Lockout.Window
+	o.Lockout.AddressMaxFailures = cfg.Lockout.AddressMaxFailures
+	o.Lockout.AddressWindow = cfg.Lockout.AddressWindow
+	o.Lockout.AddressDuration = cfg.Lockout.AddressDuration
+	o.Lockout.KnownAddressTTL = cfg.Lockout.KnownAddressTTL
+	o.Lockout.RefusalDelay = cfg.Lockout.RefusalDelay
+	o.MaxHashQueue = cfg.Lockout.HashQueue
 	return o
 }
 
@@ -282,7 +289,11 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writ
 		Accounts: accounts,
 		Share:    shares,
 	})
-	if err := bind("https", "listen", cfg.Listen, withWebDAV(dav, withPages(pages, api)), true); err != nil {
+	proxies, err := config.Prefixes(cfg.HTTP.TrustedProxies)
+	if err != nil {
+		return err // Validate has checked it
+	}
+	if err := bind("https", "listen", cfg.Listen, withClientAddr(withWebDAV(dav, withPages(pages, api)), proxies), true); err != nil {
 		return err
 	}
 	if err := bind("http", "http_listen", cfg.HTTPListen, rest.InsecureHandler(), false); err != nil {

@@ -165,6 +165,11 @@ func errorTable() []errorMapping {
 		{account.ErrInvalidTOTP, http.StatusUnauthorized, "invalid_totp", ""},
 		{account.ErrTwoStepRequired, http.StatusForbidden, "forbidden", "the organization's policy requires two-step verification: enroll first (POST /api/2/person/<id>/two_step/enroll, then .../two_step/confirm)"},
 		{account.ErrCodeNotSent, http.StatusServiceUnavailable, "temporarily_unavailable", "the verification code could not be sent; try again later"},
+		// Sign-in under attack (docs/api.md): a throttled client address
+		// (a *account.ThrottledError says until when), and a full
+		// password-check queue. Both carry Retry-After (writeError).
+		{account.ErrTooManyAttempts, http.StatusTooManyRequests, "too_many_attempts", "too many failed sign-ins from your network address; try again later"},
+		{account.ErrBusy, http.StatusServiceUnavailable, "temporarily_unavailable", "the service is temporarily unavailable: too many sign-ins are being checked; try again shortly"},
 
 		{share.ErrNoRoot, http.StatusNotFound, "not_found", "no such root"},
 		// A *share.Refusal says why (describer).

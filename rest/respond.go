@@ -5,8 +5,11 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
+	"time"
 
+	"berth/account"
 	"berth/httpserve"
 )
 
@@ -85,6 +88,11 @@ func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		s.log.Error("request failed", "route", r.Pattern, "method", r.Method, "error", err)
 	} else if status >= 500 {
 		s.log.Warn("request failed", "route", r.Pattern, "method", r.Method, "status", status, "error", err)
+	}
+	if d, ok := account.RetryAfter(err); ok {
+		// RFC 9110 10.2.3: a lock's or throttle's time left, or a
+		// moment for a full sign-in queue, in whole seconds rounded up.
+		w.Header().Set("Retry-After", strconv.FormatInt(int64((d+time.Second-1)/time.Second), 10))
 	}
 	var mna *methodNotAllowed
 	if errors.As(err, &mna) {

@@ -159,6 +159,8 @@ func loginRefusal(err error) string {
 	switch {
 	case errors.Is(err, account.ErrAccountLocked):
 		return "Too many failed sign-ins: this account is locked for a while."
+	case errors.Is(err, account.ErrTooManyAttempts), errors.Is(err, account.ErrBusy):
+		return "Too many sign-ins from your network or at once: try again later."
 	case errors.Is(err, account.ErrPasswordExpired):
 		return "Your password has expired: change it in the berth app first."
 	case errors.As(err, &te) && errors.Is(err, account.ErrMissingTOTP):

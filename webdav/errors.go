@@ -8,7 +8,9 @@ import (
 	"io/fs"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
+	"time"
 
 	xwebdav "golang.org/x/net/webdav"
 
@@ -203,6 +205,11 @@ func errorTable() []errorMapping {
 		// An *account.LockedError says until when (describer).
 		{err: account.ErrAccountLocked, status: http.StatusForbidden, msg: "Too many failed logins: the account is locked for a while."},
 		{err: account.ErrInactive, status: http.StatusForbidden, msg: "The account or its organization is disabled."},
+		// Sign-in under attack: a throttled client address (a
+		// *account.ThrottledError says until when) and a full
+		// password-check queue; finish adds Retry-After.
+		{err: account.ErrTooManyAttempts, status: http.StatusTooManyRequests, msg: "Too many failed sign-ins from your network address: try again later."},
+		{err: account.ErrBusy, status: http.StatusServiceUnavailable},
 		{err: errNoCredentials, status: http.StatusUnauthorized, msg: loginMessage, challenge: true},
 		{err: account.ErrInvalidCredentials, status: http.StatusUnauthorized, msg: loginMessage, challenge: true},
 		{err: account.ErrInvalidToken, status: http.StatusUnauthorized, msg: loginMessage, challenge: true},
@@ -355,6 +362,9 @@ func (h *Handler) finish(w http.ResponseWriter, r *http.Request, err error) {
 		// A stalled body cancels the context too, but that client is
 		// still there.
 		return
+	}
+	if d, ok := account.RetryAfter(err); ok {
+		w.Header().Set("Retry-After", strconv.FormatInt(int64((d+time.Second-1)/time.Second), 10))
 	}
 	switch {
 	case m.condition != "":

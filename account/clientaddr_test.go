@@ -1,0 +1,258 @@
+package account
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"berth/kv"
+)
+
+// from is ctx as a front end sets it for a request from addr.
+func from(addr string) context.Context {
+	return WithClientAddr(context.Background(), netip.MustParseAddr(addr))
+}
+
+// floodOptions are small thresholds, for the tests of this file.
+func floodOptions() Options {
+	o := testOptions()
+	o.Lockout = LockoutOptions{MaxFailures: 3, Window: time.Hour, Duration: time.Hour,
+		AddressMaxFailures: 4, AddressWindow: time.Hour, AddressDuration: time.Hour,
+		KnownAddressTTL: 24 * time.Hour}
+	return o
+}
+
+// TestLockoutPerAddressAndAccount walks the two counters and the known
+// address, one step after another against one Service: one address
+// cannot lock everyone out (it is throttled after AddressMaxFailures,
+// and its further attempts reach no account's counter), many addresses
+// cannot guess one password (the account's counter takes every address's
+// failures), and a person keeps signing in where they did before.
+func TestLockoutPerAddressAndAccount(t *testing.T) {
+	o := floodOptions()
+	o.Now = (&clock{t: time.Date(2026, 11, 26, 18, 0, 0, 0, time.UTC)}).Now
+	s := newService(t, o)
+	org, _ := fixture(t, s)
+	for _, u := range []string{"bob", "carol", "dave", "erin"} {
+		if _, err := s.CreatePerson(context.Background(), PersonInput{OrganizationID: org.ID, Username: u, Email: u + "@acme.example", Password: pw}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Erin has signed in from her office before.
+	if _, err := s.Authenticate(from("198.51.100.7"), "erin", pw); err != nil {
+		t.Fatal(err)
+	}
+	steps := []struct {
+		name, addr, login, password string
+		want                        error // nil: signed in
+	}{
+		// One attacker address tries a password on several accounts.
+		{"attacker: alice", "192.0.2.1", "alice", "guess 1", ErrInvalidCredentials},
+		{"attacker: bob", "192.0.2.1", "bob", "guess 1", ErrInvalidCredentials},
+		{"attacker: carol", "192.0.2.1", "carol", "guess 1", ErrInvalidCredentials},
+		{"attacker: the failure that throttles the address", "192.0.2.1", "nobody", "guess 1", ErrTooManyAttempts},
+		{"attacker: refused unchecked, even the right password", "192.0.2.1", "dave", pw, ErrTooManyAttempts},
+		{"attacker's neighbour on another address is not throttled", "192.0.2.2", "dave", pw, nil},
+		{"nobody the attacker tried is locked", "203.0.113.9", "alice", pw, nil},
+		// Many addresses guess one account's password.
+		{"botnet 1", "10.0.0.1", "bob", "guess 2", ErrInvalidCredentials},
+		{"botnet 2 locks bob: his 3rd failure, the attacker's counted too", "10.0.0.2", "bob", "guess 3", ErrAccountLocked},
+		{"bob is locked for every unknown address", "10.0.0.4", "bob", pw, ErrAccountLocked},
+		// IPv6: a /64 is one address.
+		{"v6 1", "2001:db8:1:2::1", "carol", "guess 5", ErrInvalidCredentials},
+		{"v6 2, same /64, locks carol", "2001:db8:1:2::ffff", "carol", "guess 6", ErrAccountLocked},
+		{"v6 other /64 of the same /48 is another address, carol still locked", "2001:db8:1:3::1", "carol", pw, ErrAccountLocked},
+		// Erin's account is locked by strangers; her office still works.
+		{"stranger 1", "10.1.0.1", "erin", "guess 7", ErrInvalidCredentials},
+		{"stranger 2", "10.1.0.2", "erin", "guess 8", ErrInvalidCredentials},
+		{"stranger 3 locks erin", "10.1.0.3", "erin", "guess 9", ErrAccountLocked},
+		{"erin at a new address: locked", "10.9.9.9", "erin", pw, ErrAccountLocked},
+		{"erin at her office: in", "198.51.100.7", "erin", pw, nil},
+		// Guesses at the office count on the office's own counter.
+		{"office guess 1", "198.51.100.7", "erin", "guess 10", ErrInvalidCredentials},
+		{"office guess 2", "198.51.100.7", "erin", "guess 11", ErrInvalidCredentials},
+		{"office guess 3 locks erin there too", "198.51.100.7", "erin", "guess 12", ErrAccountLocked},
+		{"erin at her office: locked now", "198.51.100.7", "erin", pw, ErrAccountLocked},
+	}
+	for _, st := range steps {
+		_, err := s.Authenticate(from(st.addr), st.login, st.password)
+		if st.want == nil && err != nil || !errors.Is(err, st.want) {
+			t.Fatalf("%s: %v, want %v", st.name, err, st.want)
+		}
+		if errors.Is(st.want, ErrTooManyAttempts) {
+			var te *ThrottledError
+			if !errors.As(err, &te) || te.Left != time.Hour {
+				t.Fatalf("%s: %#v, want a *ThrottledError with an hour left", st.name, err)
+			}
+			if d, ok := RetryAfter(err); !ok || d != time.Hour {
+				t.Fatalf("%s: RetryAfter %v %v", st.name, d, ok)
+			}
+		}
+	}
+	// An administrator's unlock ends the locks at known addresses too.
+	erin, err := s.PersonByLogin(context.Background(), "erin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Unlock(context.Background(), erin.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Authenticate(from("198.51.100.7"), "erin", pw); err != nil {
+		t.Fatalf("erin at her office after the unlock: %v", err)
+	}
+	// Without an address (a caller that set none) only the account counts.
+	if _, err := s.Authenticate(context.Background(), "dave", pw); err != nil {
+		t.Fatalf("no address: %v", err)
+	}
+}
+
+// countingStore is a real store that counts write transactions.
+type countingStore struct {
+	kv.Store
+	updates atomic.Int64
+}
+
+func (c *countingStore) Update(ctx context.Context, fn func(kv.Txn) error) error {
+	c.updates.Add(1)
+	return c.Store.Update(ctx, fn)
+}
+
+// TestFailedSignInIsOneWrite: a failed sign-in, known login or not, from
+// an address or not, the one that locks too, is one write transaction;
+// one refused unchecked (locked, throttled) writes nothing.
+func TestFailedSignInIsOneWrite(t *testing.T) {
+	db := &countingStore{Store: openDB(t)}
+	s := New(db, floodOptions())
+	fixture(t, s)
+	for _, c := range []struct {
+		name   string
+		ctx    context.Context
+		login  string
+		want   error
+		writes int64
+	}{
+		{"known login", context.Background(), "alice", ErrInvalidCredentials, 1},
+		{"unknown login", context.Background(), "nobody", ErrInvalidCredentials, 1},
+		{"from an address", from("192.0.2.1"), "alice", ErrInvalidCredentials, 1},
+		{"the failure that locks", from("192.0.2.1"), "alice", ErrAccountLocked, 1},
+		{"refused: locked", from("192.0.2.1"), "alice", ErrAccountLocked, 0},
+		{"a third from the address", from("192.0.2.1"), "nobody", ErrInvalidCredentials, 1},
+		{"the failure that throttles", from("192.0.2.1"), "somebody", ErrTooManyAttempts, 1},
+		{"refused: throttled", from("192.0.2.1"), "somebody", ErrTooManyAttempts, 0},
+	} {
+		before := db.updates.Load()
+		_, err := s.Authenticate(c.ctx, c.login, "wrong password")
+		if !errors.Is(err, c.want) {
+			t.Fatalf("%s: %v, want %v", c.name, err, c.want)
+		}
+		if n := db.updates.Load() - before; n != c.writes {
+			t.Errorf("%s: %d write transactions, want %d", c.name, n, c.writes)
+		}
+	}
+}
+
+// TestHashQueueBounded: with every argon2 slot busy, MaxHashQueue checks
+// wait and the next is refused at once with ErrBusy (a Retry-After of a
+// second), counting as no failure; the waiting ones go on once slots free.
+func TestHashQueueBounded(t *testing.T) {
+	o := floodOptions()
+	o.MaxHashQueue = 2
+	s := newService(t, o)
+	_, p := fixture(t, s)
+	for range cap(s.hashSlots) {
+		s.hashSlots <- struct{}{}
+	}
+	results := make(chan error, o.MaxHashQueue)
+	for i := range o.MaxHashQueue {
+		go func() {
+			_, err := s.Authenticate(from(fmt.Sprintf("192.0.2.%d", i+1)), "alice", fmt.Sprintf("guess %d", i))
+			results <- err
+		}()
+	}
+	waitFor(t, 5*time.Second, func() bool { return s.hashWaiting.Load() == int64(o.MaxHashQueue) })
+	start := time.Now()
+	_, err := s.Authenticate(from("192.0.2.99"), "alice", pw)
+	if !errors.Is(err, ErrBusy) {
+		t.Fatalf("a check beyond the queue: %v, want ErrBusy", err)
+	}
+	if time.Since(start) > time.Second {
+		t.Errorf("ErrBusy took %v: it must not wait", time.Since(start))
+	}
+	if d, ok := RetryAfter(err); !ok || d != time.Second {
+		t.Errorf("RetryAfter(ErrBusy) = %v, %v", d, ok)
+	}
+	for range cap(s.hashSlots) {
+		<-s.hashSlots
+	}
+	for range o.MaxHashQueue {
+		if err := <-results; !errors.Is(err, ErrInvalidCredentials) {
+			t.Errorf("a queued check: %v", err)
+		}
+	}
+	// The refused one counted nowhere: alice has 2 failures of 3, and the
+	// right password gets in.
+	subject := s.loginSubject("alice", p.ID)
+	var fr failRecord
+	if err := s.db.View(context.Background(), func(tx kv.Txn) error { return s.get(tx, keyBytes(pfxFail, subject), &fr, ErrNotFound) }); err != nil || fr.Count != 2 {
+		t.Fatalf("failures %d (%v), want 2", fr.Count, err)
+	}
+	if _, err := s.Authenticate(from("192.0.2.99"), "alice", pw); err != nil {
+		t.Fatalf("right password afterwards: %v", err)
+	}
+}
+
+// TestRefusalDelay: a refusal of a network client (one with an address)
+// is held for RefusalDelay; one without an address is not.
+func TestRefusalDelay(t *testing.T) {
+	o := floodOptions()
+	o.Lockout.MaxFailures = 1
+	o.Lockout.RefusalDelay = 300 * time.Millisecond
+	s := newService(t, o)
+	fixture(t, s)
+	s.Authenticate(context.Background(), "alice", "wrong")
+	for _, c := range []struct {
+		name string
+		ctx  context.Context
+		min  time.Duration
+	}{
+		{"from an address", from("192.0.2.1"), o.Lockout.RefusalDelay},
+		{"without one", context.Background(), 0},
+	} {
+		start := time.Now()
+		_, err := s.Authenticate(c.ctx, "alice", pw)
+		d := time.Since(start)
+		if !errors.Is(err, ErrAccountLocked) {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if d < c.min || (c.min == 0 && d > 200*time.Millisecond) {
+			t.Errorf("%s: answered after %v, want %v", c.name, d, c.min)
+		}
+	}
+}
+
+// TestAddrSubject: an IPv4 address is itself, an IPv6 address its /64,
+// and an IPv4-mapped IPv6 address the IPv4 one.
+func TestAddrSubject(t *testing.T) {
+	subj := func(a string) string { return string(addrSubject(netip.MustParseAddr(a).Unmap())) }
+	for _, c := range []struct {
+		a, b string
+		same bool
+	}{
+		{"192.0.2.1", "192.0.2.2", false},
+		{"192.0.2.1", "::ffff:192.0.2.1", true},
+		{"2001:db8:1:2::1", "2001:db8:1:2:ffff:ffff:ffff:ffff", true},
+		{"2001:db8:1:2::1", "2001:db8:1:3::1", false},
+		{"127.0.0.1", "::1", false},
+	} {
+		if got := subj(c.a) == subj(c.b); got != c.same {
+			t.Errorf("%s and %s: one subject %v, want %v", c.a, c.b, got, c.same)
+		}
+	}
+	if addrSubject(netip.Addr{}) != nil {
+		t.Error("no address has a subject")
+	}
+}

@@ -1,0 +1,76 @@
+package daemon
+
+import (
+	"net"
+	"net/http"
+	"net/netip"
+	"strings"
+
+	"berth/account"
+)
+
+// withClientAddr puts the client's network address into every request's
+// context (account.WithClientAddr), where the sign-in limits of account
+// count it; all three front ends are behind it, so an address is counted
+// the same over the OAuth password grant, WebDAV Basic and the share-link
+// sign-in page.
+//
+// The address is the connection's peer. Only when that peer is one of
+// proxies (http.trusted_proxies) is X-Forwarded-For believed, and then
+// only as far as the proxies' own entries go: the header is read from its
+// end, skipping trusted proxies, and the first address that is not one is
+// the client. Whatever a client writes at the header's front itself is
+// never reached, so it cannot choose the address it is counted under.
+func withClientAddr(h http.Handler, proxies []netip.Prefix) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if a := clientAddr(r, proxies); a.IsValid() {
+			r = r.WithContext(account.WithClientAddr(r.Context(), a))
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// clientAddr is the client's address as withClientAddr says; invalid
+// when the peer's cannot be parsed.
+func clientAddr(r *http.Request, proxies []netip.Prefix) netip.Addr {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	peer, err := netip.ParseAddr(host)
+	if err != nil {
+		return netip.Addr{}
+	}
+	peer = peer.Unmap().WithZone("")
+	if !trusted(peer, proxies) {
+		return peer
+	}
+	hops := r.Header.Values("X-Forwarded-For")
+	for i := len(hops) - 1; i >= 0; i-- {
+		fields := strings.Split(hops[i], ",")
+		for j := len(fields) - 1; j >= 0; j-- {
+			a, err := netip.ParseAddr(strings.TrimSpace(fields[j]))
+			if err != nil {
+				// A malformed entry from past the trusted ones: the
+				// last address known for sure is the one before it.
+				return peer
+			}
+			a = a.Unmap().WithZone("")
+			if !trusted(a, proxies) {
+				return a
+			}
+			peer = a
+		}
+	}
+	return peer
+}
+
+// trusted reports whether a is in one of proxies.
+func trusted(a netip.Addr, proxies []netip.Prefix) bool {
+	for _, p := range proxies {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}

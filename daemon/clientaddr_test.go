@@ -1,0 +1,44 @@
+package daemon
+
+import (
+	"net/http"
+	"net/netip"
+	"testing"
+
+	"berth/config"
+)
+
+// TestClientAddr: the peer is the client unless it is a trusted proxy;
+// then X-Forwarded-For is read from its end past trusted proxies, so a
+// client cannot choose its address by writing the header itself.
+func TestClientAddr(t *testing.T) {
+	proxies, err := config.Prefixes("10.0.0.5, 192.168.0.0/24")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, peer string
+		xff        []string
+		want       string
+	}{
+		{"no proxy", "203.0.113.7:5000", nil, "203.0.113.7"},
+		{"an untrusted peer's header is ignored", "203.0.113.7:5000", []string{"198.51.100.1"}, "203.0.113.7"},
+		{"a trusted proxy's last entry", "10.0.0.5:443", []string{"198.51.100.1, 203.0.113.9"}, "203.0.113.9"},
+		{"past a chain of trusted proxies", "10.0.0.5:443", []string{"1.2.3.4, 203.0.113.9", "192.168.0.7"}, "203.0.113.9"},
+		{"a trusted proxy without the header", "10.0.0.5:443", nil, "10.0.0.5"},
+		{"a malformed entry stops the walk", "10.0.0.5:443", []string{"203.0.113.9, junk"}, "10.0.0.5"},
+		{"IPv6 peer", "[2001:db8::1]:443", nil, "2001:db8::1"},
+		{"IPv4-mapped peer", "[::ffff:203.0.113.7]:443", nil, "203.0.113.7"},
+	} {
+		r := &http.Request{RemoteAddr: c.peer, Header: http.Header{}}
+		for _, v := range c.xff {
+			r.Header.Add("X-Forwarded-For", v)
+		}
+		if got := clientAddr(r, proxies); got != netip.MustParseAddr(c.want) {
+			t.Errorf("%s: %v, want %s", c.name, got, c.want)
+		}
+	}
+	if _, err := config.Prefixes("10.0.0.0/8, nonsense"); err == nil {
+		t.Error("a bad trusted_proxies entry parsed")
+	}
+}
