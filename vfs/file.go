@@ -180,6 +180,24 @@ func (f *File) ReadAt(p []byte, off int64) (int, error) {
 	return n, err
 }
 
+// CopyTo writes up to n bytes from the Read offset to w, straight from the
+// decoded chunks (chunk.Reader.CopyTo): a download sends them without a
+// copy through a buffer of its own. Reaching the end first is no error; a
+// missing or corrupt chunk is, as is a failed write.
+func (f *File) CopyTo(w io.Writer, n int64) (int64, error) {
+	var m int64
+	var err error
+	if c, ok := f.r.(interface {
+		CopyTo(io.Writer, int64) (int64, error)
+	}); ok {
+		m, err = c.CopyTo(w, n)
+	} else {
+		m, err = io.Copy(w, io.LimitReader(f.r, n))
+	}
+	f.m.bytesRead.Add(float64(m))
+	return m, err
+}
+
 // Seek sets the offset of the next Read.
 func (f *File) Seek(offset int64, whence int) (int64, error) { return f.r.Seek(offset, whence) }
 

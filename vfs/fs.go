@@ -85,6 +85,10 @@ type Options struct {
 	// Workers that hash, compress and store chunks of one upload; 0 means
 	// GOMAXPROCS.
 	Workers int
+	// ReadAhead is how many chunks a download fetches ahead of the one it
+	// sends (chunk.ReadPoolOptions.ReadAhead: 0 is the default, negative
+	// none).
+	ReadAhead int
 
 	// refBatch overrides defaultRefBatch; set by tests (export_test.go)
 	// so that small files take the split paths.
@@ -176,7 +180,7 @@ func Open(ctx context.Context, db kv.Store, chunks chunk.Store, opts Options) (*
 	if fs.now == nil {
 		fs.now = time.Now
 	}
-	fs.reads = chunk.NewReadPool()
+	fs.reads = chunk.NewReadPool(chunk.ReadPoolOptions{ReadAhead: opts.ReadAhead})
 	fs.heads.New = func() any {
 		b := make([]byte, InlineMax+1)
 		return &b

@@ -35,7 +35,7 @@ func TestReader(t *testing.T) {
 }
 
 func seekAndReadAtMatchBytesReader(t *testing.T) {
-	pool := chunk.NewReadPool()
+	pool := chunk.NewReadPool(chunk.ReadPoolOptions{})
 	cases := []struct {
 		name  string
 		store chunk.Store
@@ -98,6 +98,17 @@ func checkReader(t *testing.T, s chunk.Store, data []byte, open func(chunk.Store
 		ep, eerr := want.Seek(so, whence)
 		if gp != ep || gerr != nil || eerr != nil {
 			t.Fatalf("Seek(%d, %d) = %d, %v; bytes.Reader: %d, %v", so, whence, gp, gerr, ep, eerr)
+		}
+		if i%4 == 1 {
+			// CopyTo sends what Read would, from the same offset, and
+			// moves it as far.
+			var gb, eb bytes.Buffer
+			gn, gerr := r.CopyTo(&gb, int64(n))
+			en, eerr := io.Copy(&eb, io.LimitReader(want, int64(n)))
+			if gn != en || !bytes.Equal(gb.Bytes(), eb.Bytes()) || gerr != nil || eerr != nil {
+				t.Fatalf("CopyTo(%d) at %d = %d, %v; bytes.Reader: %d, %v", n, off, gn, gerr, en, eerr)
+			}
+			continue
 		}
 		gn, gerr = io.ReadFull(r, got)
 		en, eerr = io.ReadFull(want, exp)
