@@ -124,6 +124,8 @@ type FS struct {
 	roots *kv.Cache[uint64, cachedRoot]
 	// paths keeps what OpenPath read until the store's next commit.
 	paths *kv.Cache[pathKey, cachedPath]
+	// items keeps what Stat and Open read by id until the next commit.
+	items *kv.Cache[itemKey, cachedItem]
 	// lists keeps what List read until the store's next commit.
 	lists *kv.Cache[listKey, cachedList]
 
@@ -169,6 +171,7 @@ func Open(ctx context.Context, db kv.Store, chunks chunk.Store, opts Options) (*
 		m: newMetrics(opts.Registerer), refBatch: opts.refBatch, batchHook: opts.batchHook, zip64At: opts.zip64At, zipMax: opts.zipMax,
 		roots: kv.NewCache[uint64, cachedRoot](maxCachedRoots),
 		paths: kv.NewCache[pathKey, cachedPath](maxCachedPaths),
+		items: kv.NewCache[itemKey, cachedItem](maxCachedItems),
 		lists: kv.NewCache[listKey, cachedList](maxCachedLists),
 	}
 	if fs.refBatch <= 0 {
