@@ -151,8 +151,8 @@ type Copier interface {
 // io.CopyN, which wraps the body in an io.LimitedReader, hiding any
 // io.WriterTo, and net/http's own ReadFrom then copies through a 32 KiB
 // buffer, one more copy of every byte. When src is such a reader over a
-// Copier, the body writes to w itself; anything else is copied through a
-// pooled buffer. w must not be the writer whose ReadFrom this is (that
+// Copier, the body writes to w itself; anything else is copied as io.Copy
+// does. w must not be the writer whose ReadFrom this is (that
 // would recurse): pass it wrapped so that only Write shows.
 func ReadFrom(w io.Writer, src io.Reader) (int64, error) {
 	if lr, ok := src.(*io.LimitedReader); ok {
@@ -162,14 +162,8 @@ func ReadFrom(w io.Writer, src io.Reader) (int64, error) {
 			return n, err
 		}
 	}
-	buf := copyBufs.Get().(*[]byte)
-	defer copyBufs.Put(buf)
-	return io.CopyBuffer(writerOnly{w}, src, *buf)
+	return io.Copy(writerOnly{w}, src)
 }
-
-// copyBufs are ReadFrom's buffers for bodies without CopyTo, of net/http's
-// own size.
-var copyBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
 
 // writerOnly hides everything of a writer but Write, so io.Copy does not
 // call its ReadFrom.
