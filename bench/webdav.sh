@@ -158,6 +158,10 @@ start_berth
 wait_up "https://127.0.0.1:$APORT/"
 wait_up "https://127.0.0.1:$NPORT/"
 wait_up "https://127.0.0.1:$BPORT/webdav/"
+# berth's resident memory at rest after its start (target < 40 MiB):
+# after a wait_up (one request), before any transfer.
+sleep 2
+BERTH_IDLE="$(awk '/^VmRSS:/ {printf "%.1f", $2 / 1024}' "/proc/$BPID/status")"
 
 # berth's WebDAV folder for the administrator's root: the first child of /webdav/.
 ROOTHREF="$(curl -ks --max-time 30 -u "admin:$PW" -X PROPFIND -H 'Depth: 1' "https://127.0.0.1:$BPORT/webdav/" |
@@ -260,6 +264,7 @@ row "$SMALL_N PUTs of 4 KiB, 8 clients, files/s" small 1
 row "GET 4 KiB under wrk -t2 -c32, requests/s" wrk 1
 row "PROPFIND Depth 1, $LIST_N files, ms (lower is better)" propfind 0
 row "peak RSS, MiB (lower is better)" rss 0
+echo "| berth idle RSS after start, MiB (target < 40) | | | $BERTH_IDLE | |"
 echo
 echo "| disk, ${BIG_MIB} MiB of writes | MB/s | berth PUT / this |"
 echo "|---|---|---|"

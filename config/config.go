@@ -78,6 +78,9 @@ type Config struct {
 	WebDAV WebDAV `mapstructure:"webdav"`
 	// Storage sets how berth uses the data directory's disk.
 	Storage Storage `mapstructure:"storage"`
+	// Memory sizes the caches, tables and buffers that make up most of
+	// the daemon's resident memory.
+	Memory Memory `mapstructure:"memory"`
 	// HTTP sets limits of the requests of every listener.
 	HTTP HTTP `mapstructure:"http"`
 	// SMTP is the server berth sends e-mail through (share invitations,
@@ -310,6 +313,29 @@ type WebDAV struct {
 	InfiniteDepth bool `mapstructure:"infinite_depth"`
 }
 
+// Memory sizes what holds most of the daemon's resident memory; the
+// defaults fit a small server (docs/operations.md "Memory").
+type Memory struct {
+	// Limit is the Go runtime's soft memory limit (runtime/debug's
+	// SetMemoryLimit): near it the heap is collected more often. 0 leaves
+	// none; GOMEMLIMIT in the environment wins.
+	Limit ByteSize `mapstructure:"limit"`
+	// ReadAhead is how many chunks (about 1 MiB each) a download fetches,
+	// verifies and decodes ahead of the one it sends; 0 fetches each when
+	// it is sent.
+	ReadAhead int `mapstructure:"read_ahead"`
+	// KVMemtable is the size of each of the metadata store's two
+	// memtables (Go heap, allocated whole); a transaction may write at
+	// most 15% of it.
+	KVMemtable ByteSize `mapstructure:"kv_memtable"`
+	// KVBlockCache caches the metadata store's table blocks; 0: none (the
+	// tables are not compressed and are read through the page cache).
+	KVBlockCache ByteSize `mapstructure:"kv_block_cache"`
+	// KVIndexCache bounds the memory of the metadata store's table
+	// indexes and bloom filters; 0 keeps them all in memory.
+	KVIndexCache ByteSize `mapstructure:"kv_index_cache"`
+}
+
 // Storage sets how berth uses the data directory's disk.
 type Storage struct {
 	// Reserve is the free space berth leaves on the data directory's file
@@ -393,6 +419,11 @@ func options() []option {
 		{key: "policy.batch", def: 10000, usage: "most revisions trimmed, and deleted items purged, by one policy run"},
 		{key: "webdav.infinite_depth", def: false, usage: "allow WebDAV PROPFIND with Depth: infinity"},
 		{key: "storage.reserve", def: ByteSize(1 << 30), usage: "free space to leave on the data directory's disk; writes stop there (0: none)"},
+		{key: "memory.limit", def: ByteSize(0), usage: "Go runtime soft memory limit (0: none; GOMEMLIMIT wins)"},
+		{key: "memory.read_ahead", def: 4, usage: "chunks a download fetches and decodes ahead of the one it sends (0: none)"},
+		{key: "memory.kv_memtable", def: ByteSize(16 << 20), usage: "size of each of the metadata store's two memtables"},
+		{key: "memory.kv_block_cache", def: ByteSize(0), usage: "metadata store block cache (0: none)"},
+		{key: "memory.kv_index_cache", def: ByteSize(0), usage: "bound on the metadata store's table indexes in memory (0: all kept)"},
 		{key: "http.body_idle_timeout", def: time.Minute, usage: "time a request body may send nothing before the request fails with 408"},
 		{key: "http.send_idle_timeout", def: time.Minute, usage: "time a client may take nothing of an answer before the request is ended"},
 		{key: "two_step.sms_command", def: "", usage: "absolute path of the program that sends two-step codes by text message (empty: no sms mode)"},
@@ -746,6 +777,22 @@ func (c Config) Validate() error {
 	}
 	if c.Storage.Reserve < 0 {
 		bad("storage.reserve", c.Storage.Reserve, "must not be negative (0 keeps no reserve)")
+	}
+	if c.Memory.Limit < 0 {
+		bad("memory.limit", c.Memory.Limit, "must not be negative (0: no limit)")
+	}
+	if c.Memory.ReadAhead < 0 || c.Memory.ReadAhead > 64 {
+		bad("memory.read_ahead", c.Memory.ReadAhead, "must be between 0 and 64")
+	}
+	if c.Memory.KVMemtable < 1<<20 || c.Memory.KVMemtable > 1<<30 {
+		// Below a MiB a transaction could hold barely anything (15%).
+		bad("memory.kv_memtable", c.Memory.KVMemtable, "must be between 1MiB and 1GiB")
+	}
+	if c.Memory.KVBlockCache < 0 {
+		bad("memory.kv_block_cache", c.Memory.KVBlockCache, "must not be negative (0: none)")
+	}
+	if c.Memory.KVIndexCache < 0 {
+		bad("memory.kv_index_cache", c.Memory.KVIndexCache, "must not be negative (0: all kept)")
 	}
 	if c.HTTP.BodyIdleTimeout <= 0 {
 		bad("http.body_idle_timeout", c.HTTP.BodyIdleTimeout, "must be positive")

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"syscall"
@@ -70,7 +71,15 @@ func openStores(ctx context.Context, cfg config.Config, log *slog.Logger, reg pr
 	if err := checkFormat(cfg.Data); err != nil {
 		return nil, err
 	}
-	db, err := badger.Open(badger.Options{Dir: filepath.Join(cfg.Data, "meta"), Logger: log.With("component", "kv")})
+	if cfg.Memory.Limit > 0 && os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(int64(cfg.Memory.Limit))
+	}
+	db, err := badger.Open(badger.Options{
+		Dir: filepath.Join(cfg.Data, "meta"), Logger: log.With("component", "kv"),
+		MemTableSize:   int64(cfg.Memory.KVMemtable),
+		BlockCacheSize: int64(cfg.Memory.KVBlockCache),
+		IndexCacheSize: int64(cfg.Memory.KVIndexCache),
+	})
 	if errors.Is(err, kv.ErrInUse) {
 		return nil, fmt.Errorf("data directory %s is in use by another berth (serve, fsck, gc, purge-deleted or reset-password); stop it first: %w", cfg.Data, err)
 	}
@@ -110,7 +119,11 @@ func openStores(ctx context.Context, cfg config.Config, log *slog.Logger, reg pr
 	}
 	acts := activity.New(db, activity.Options{Retention: cfg.Activity.Retention})
 	journal := &fileJournal{log: acts}
-	files, err := vfs.Open(ctx, db, chunks, vfs.Options{Logger: log.With("component", "vfs"), Registerer: reg, Journal: journal})
+	readAhead := cfg.Memory.ReadAhead
+	if readAhead == 0 {
+		readAhead = -1 // the configuration's 0 is none; vfs's is its default
+	}
+	files, err := vfs.Open(ctx, db, chunks, vfs.Options{Logger: log.With("component", "vfs"), Registerer: reg, Journal: journal, ReadAhead: readAhead})
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("opening file system: %w", err)

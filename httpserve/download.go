@@ -84,7 +84,7 @@ func ServeContent(w http.ResponseWriter, r *http.Request, c Content) error {
 	if c.Fail != nil {
 		w = &failWriter{ResponseWriter: w, fail: c.Fail}
 	}
-	http.ServeContent(w, r, "", c.Modified, body)
+	http.ServeContent(sendWriter{w}, r, "", c.Modified, body)
 	return body.Err()
 }
 
@@ -138,6 +138,49 @@ func (f *failWriter) Write(b []byte) (int, error) {
 // Unwrap gives http.ResponseController the underlying writer.
 func (f *failWriter) Unwrap() http.ResponseWriter { return f.ResponseWriter }
 
+// Copier is a body that can send n bytes from its offset straight to w,
+// without a copy through a buffer of the caller's (vfs.File, whose chunks
+// are already decoded in memory). The end of the contents before n bytes
+// is no error.
+type Copier interface {
+	CopyTo(w io.Writer, n int64) (int64, error)
+}
+
+// ReadFrom is what a download's ResponseWriter does when io.Copy hands it
+// a body (its io.ReaderFrom): http.ServeContent sends a range with
+// io.CopyN, which wraps the body in an io.LimitedReader, hiding any
+// io.WriterTo, and net/http's own ReadFrom then copies through a 32 KiB
+// buffer, one more copy of every byte. When src is such a reader over a
+// Copier, the body writes to w itself; anything else is copied as io.Copy
+// does. w must not be the writer whose ReadFrom this is (that
+// would recurse): pass it wrapped so that only Write shows.
+func ReadFrom(w io.Writer, src io.Reader) (int64, error) {
+	if lr, ok := src.(*io.LimitedReader); ok {
+		if c, ok := lr.R.(Copier); ok {
+			n, err := c.CopyTo(w, lr.N)
+			lr.N -= n
+			return n, err
+		}
+	}
+	return io.Copy(writerOnly{w}, src)
+}
+
+// writerOnly hides everything of a writer but Write, so io.Copy does not
+// call its ReadFrom.
+type writerOnly struct{ io.Writer }
+
+// sendWriter is the ResponseWriter ServeContent writes to: it sends a
+// Copier body without copying it (ReadFrom).
+type sendWriter struct{ http.ResponseWriter }
+
+// ReadFrom sends src through ReadFrom.
+func (s sendWriter) ReadFrom(src io.Reader) (int64, error) {
+	return ReadFrom(writerOnly{s.ResponseWriter}, src)
+}
+
+// Unwrap gives http.ResponseController the underlying writer.
+func (s sendWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
 // Body is the io.ReadSeeker handed to http.ServeContent (directly, or by a
 // library such as x/net/webdav): it keeps the first read error, which
 // ServeContent drops. It is safe for concurrent use: ServeContent reads
@@ -162,6 +205,47 @@ func (b *Body) Read(p []byte) (int, error) {
 			b.err = err
 		}
 		b.mu.Unlock()
+	}
+	return n, err
+}
+
+// CopyTo sends up to n bytes from the offset to w, through the contents'
+// own CopyTo when they have one (else through Read). A read error is kept,
+// as by Read; a write error is not, since it is the client's.
+func (b *Body) CopyTo(w io.Writer, n int64) (int64, error) {
+	c, ok := b.rs.(Copier)
+	if !ok {
+		return io.Copy(writerOnly{w}, io.LimitReader(readerOnly{b}, n))
+	}
+	ew := &errWriter{w: w}
+	m, err := c.CopyTo(ew, n)
+	if err != nil && ew.err == nil {
+		b.mu.Lock()
+		if b.err == nil {
+			b.err = err
+		}
+		b.mu.Unlock()
+	}
+	return m, err
+}
+
+// readerOnly hides everything of a reader but Read.
+type readerOnly struct{ io.Reader }
+
+// errWriter notes whether a write failed, to tell a client's failure from
+// the contents'.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	n, err := e.w.Write(p)
+	if err == nil && n < len(p) {
+		err = io.ErrShortWrite
+	}
+	if err != nil {
+		e.err = err
 	}
 	return n, err
 }
@@ -208,6 +292,13 @@ func (s *Stream) Write(b []byte) (int, error) {
 		s.writeFailed = true
 	}
 	return n, err
+}
+
+// ReadFrom sends src through ReadFrom, writing through s.Write, so that a
+// Copier body is sent without a copy and the start and a failed write are
+// still noted.
+func (s *Stream) ReadFrom(src io.Reader) (int64, error) {
+	return ReadFrom(writerOnly{s}, src)
 }
 
 // Flush lets streaming handlers push buffered bytes.

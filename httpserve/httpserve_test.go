@@ -209,6 +209,24 @@ func (b *failingBody) Read(p []byte) (int, error) {
 	return b.Reader.Read(p[:min(int64(len(p)), b.after-off)])
 }
 
+// copyingBody is failingBody sent through httpserve.Copier, as vfs.File
+// is: ServeContent's io.CopyN reaches CopyTo (httpserve.ReadFrom), never
+// Read.
+type copyingBody struct{ failingBody }
+
+func (b *copyingBody) Read([]byte) (int, error) {
+	return 0, errors.New("Read called on a body with CopyTo")
+}
+
+func (b *copyingBody) CopyTo(w io.Writer, n int64) (int64, error) {
+	off := b.Size() - int64(b.Len())
+	m, err := io.Copy(w, io.LimitReader(b.Reader, min(n, max(0, b.after-off))))
+	if err == nil && m < n && b.Len() > 0 {
+		err = errLost
+	}
+	return m, err
+}
+
 // TestAbortAfterFirstByte: a download that fails once its answer has
 // started is logged, counted and aborted, so the client sees a broken
 // transfer and never a short file with status 200; one that fails before
@@ -218,16 +236,19 @@ func TestAbortAfterFirstByte(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		after    int64 // bytes readable before the error; -1 never fails
+		copier   bool  // the body has CopyTo, as vfs.File
 		gone     bool  // the handler is told the client left
 		status   int   // the status the client sees; 0 for none (a broken connection before the headers)
 		complete bool  // the body arrives whole
 		aborted  float64
 		logged   string
 	}{
-		{"whole file", -1, false, 200, true, 0, ""},
-		{"fails after 100 KiB", 100 << 10, false, 200, false, 1, "download failed after the response started"},
-		{"fails at the first read", 0, false, 0, false, 1, "download failed after the response started"},
-		{"client gone", 100 << 10, true, 200, false, 1, "download stopped: client went away"},
+		{"whole file", -1, false, false, 200, true, 0, ""},
+		{"fails after 100 KiB", 100 << 10, false, false, 200, false, 1, "download failed after the response started"},
+		{"fails at the first read", 0, false, false, 0, false, 1, "download failed after the response started"},
+		{"client gone", 100 << 10, false, true, 200, false, 1, "download stopped: client went away"},
+		{"whole file by CopyTo", int64(len(data)), true, false, 200, true, 0, ""},
+		{"fails after 100 KiB by CopyTo", 100 << 10, true, false, 200, false, 1, "download failed after the response started"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			reg := prometheus.NewRegistry()
@@ -236,7 +257,10 @@ func TestAbortAfterFirstByte(t *testing.T) {
 			m := httpserve.NewMetrics(reg)
 			h := m.Observe(log, httpserve.Fixed("/dl"), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				var body io.ReadSeeker = bytes.NewReader(data)
-				if tc.after >= 0 {
+				switch {
+				case tc.copier:
+					body = &copyingBody{failingBody{Reader: bytes.NewReader(data), after: tc.after}}
+				case tc.after >= 0:
 					body = &failingBody{Reader: bytes.NewReader(data), after: tc.after}
 				}
 				s := &httpserve.Stream{ResponseWriter: w}

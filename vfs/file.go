@@ -28,6 +28,9 @@ func (fs *FS) Open(ctx context.Context, root, id uint64) (*File, error) {
 // OpenRevision opens revision rev of a file (0: the current one). Older
 // revisions stay readable after the file is deleted, the current one not.
 func (fs *FS) OpenRevision(ctx context.Context, root, id, rev uint64) (*File, error) {
+	if rev == 0 {
+		return fs.openCurrent(ctx, root, id)
+	}
 	f := &File{m: fs.m}
 	err := fs.db.View(ctx, func(tx kv.Txn) error {
 		rec, _, err := nodeIn(tx, root, id)
@@ -41,12 +44,6 @@ func (fs *FS) OpenRevision(ctx context.Context, root, id, rev uint64) (*File, er
 		f.Node.Path, gone, err = resolve(tx, rec)
 		if err != nil {
 			return err
-		}
-		if rev == 0 {
-			if gone {
-				return fmt.Errorf("%w: item %d is deleted", ErrNotExist, id)
-			}
-			rev = rec.Rev
 		}
 		var rr revRec
 		if err := get(tx, revKey(id, rev), &rr, fmt.Errorf("%w: revision %d", ErrNotExist, rev)); err != nil {
@@ -65,6 +62,93 @@ func (fs *FS) OpenRevision(ctx context.Context, root, id, rev uint64) (*File, er
 	fs.attach(ctx, f)
 	return f, nil
 }
+
+// openCurrent opens the current revision of a live file through
+// FS.items.
+func (fs *FS) openCurrent(ctx context.Context, root, id uint64) (*File, error) {
+	c, err := fs.item(ctx, root, id, true)
+	switch {
+	case err != nil:
+	case c.rec.Dir:
+		err = fmt.Errorf("%w: item %d", ErrIsDir, id)
+	case c.gone:
+		err = fmt.Errorf("%w: item %d is deleted", ErrNotExist, id)
+	}
+	fs.m.observe(OpRead, err)
+	if err != nil {
+		return nil, err
+	}
+	f := &File{Node: c.node(fs.nowNs()), Revision: c.rev.public(), m: fs.m}
+	fs.attach(ctx, f)
+	return f, nil
+}
+
+// itemKey names an item of a root that Stat or Open read.
+type itemKey struct{ root, id uint64 }
+
+// cachedItem is what Stat and Open read of an item by its id, kept in
+// FS.items until the next commit. A REST download asks for the item
+// twice (the route's Stat, then Open), and each read resolved the path up
+// to the root: for a small file that was the largest cost after TLS and
+// HTTP. Records are never changed in place, so sharing them is safe.
+type cachedItem struct {
+	rec  nodeRec
+	path string
+	gone bool
+	// rev is the current revision's record, read when revRead (for a
+	// live file; for anything else revRead means there is none to read).
+	rev     revRec
+	revRead bool
+}
+
+// node is the item's public form at now (locks expire without a commit).
+func (c cachedItem) node(now int64) Node {
+	n := c.rec.public(now)
+	n.Path, n.Deleted = c.path, c.gone
+	return n
+}
+
+// item reads an item, and with withRev its current revision, through
+// FS.items.
+func (fs *FS) item(ctx context.Context, root, id uint64, withRev bool) (cachedItem, error) {
+	gen := fs.db.Generation()
+	key := itemKey{root, id}
+	if c, ok := fs.items.Get(gen, key); ok && (c.revRead || !withRev) {
+		return c, nil
+	}
+	var c cachedItem
+	err := fs.db.View(ctx, func(tx kv.Txn) error {
+		c = cachedItem{}
+		rec, _, err := nodeIn(tx, root, id)
+		if err != nil {
+			return err
+		}
+		c.rec = rec
+		if c.path, c.gone, err = resolve(tx, rec); err != nil {
+			return err
+		}
+		if !withRev {
+			return nil
+		}
+		c.revRead = true
+		if rec.Dir || c.gone {
+			return nil
+		}
+		return get(tx, revKey(id, rec.Rev), &c.rev, fmt.Errorf("%w: revision %d", ErrNotExist, rec.Rev))
+	})
+	if err != nil {
+		return cachedItem{}, err
+	}
+	if len(c.rev.Chunks) <= maxCachedPathChunks &&
+		len(c.path)+len(c.rec.Name)+lockBytes(c.rec.Locks)+len(c.rev.Inline) <= maxCachedPathBytes {
+		fs.items.Put(gen, key, c)
+	}
+	return c, nil
+}
+
+// maxCachedItems bounds FS.items as maxCachedPaths does FS.paths: at most
+// about 24 MiB, usually far less.
+const maxCachedItems = 1024
 
 // OpenPath resolves p as Lookup does and, when it names a file, opens the
 // current revision in the same read: a download's lookup and open see one
@@ -178,6 +262,24 @@ func (f *File) ReadAt(p []byte, off int64) (int, error) {
 	n, err := f.r.ReadAt(p, off)
 	f.m.bytesRead.Add(float64(n))
 	return n, err
+}
+
+// CopyTo writes up to n bytes from the Read offset to w, straight from the
+// decoded chunks (chunk.Reader.CopyTo): a download sends them without a
+// copy through a buffer of its own. Reaching the end first is no error; a
+// missing or corrupt chunk is, as is a failed write.
+func (f *File) CopyTo(w io.Writer, n int64) (int64, error) {
+	var m int64
+	var err error
+	if c, ok := f.r.(interface {
+		CopyTo(io.Writer, int64) (int64, error)
+	}); ok {
+		m, err = c.CopyTo(w, n)
+	} else {
+		m, err = io.Copy(w, io.LimitReader(f.r, n))
+	}
+	f.m.bytesRead.Add(float64(m))
+	return m, err
 }
 
 // Seek sets the offset of the next Read.

@@ -85,6 +85,10 @@ type Options struct {
 	// Workers that hash, compress and store chunks of one upload; 0 means
 	// GOMAXPROCS.
 	Workers int
+	// ReadAhead is how many chunks a download fetches ahead of the one it
+	// sends (chunk.ReadPoolOptions.ReadAhead: 0 is the default, negative
+	// none).
+	ReadAhead int
 
 	// refBatch overrides defaultRefBatch; set by tests (export_test.go)
 	// so that small files take the split paths.
@@ -120,6 +124,8 @@ type FS struct {
 	roots *kv.Cache[uint64, cachedRoot]
 	// paths keeps what OpenPath read until the store's next commit.
 	paths *kv.Cache[pathKey, cachedPath]
+	// items keeps what Stat and Open read by id until the next commit.
+	items *kv.Cache[itemKey, cachedItem]
 	// lists keeps what List read until the store's next commit.
 	lists *kv.Cache[listKey, cachedList]
 
@@ -165,6 +171,7 @@ func Open(ctx context.Context, db kv.Store, chunks chunk.Store, opts Options) (*
 		m: newMetrics(opts.Registerer), refBatch: opts.refBatch, batchHook: opts.batchHook, zip64At: opts.zip64At, zipMax: opts.zipMax,
 		roots: kv.NewCache[uint64, cachedRoot](maxCachedRoots),
 		paths: kv.NewCache[pathKey, cachedPath](maxCachedPaths),
+		items: kv.NewCache[itemKey, cachedItem](maxCachedItems),
 		lists: kv.NewCache[listKey, cachedList](maxCachedLists),
 	}
 	if fs.refBatch <= 0 {
@@ -176,7 +183,7 @@ func Open(ctx context.Context, db kv.Store, chunks chunk.Store, opts Options) (*
 	if fs.now == nil {
 		fs.now = time.Now
 	}
-	fs.reads = chunk.NewReadPool()
+	fs.reads = chunk.NewReadPool(chunk.ReadPoolOptions{ReadAhead: opts.ReadAhead})
 	fs.heads.New = func() any {
 		b := make([]byte, InlineMax+1)
 		return &b

@@ -18,17 +18,11 @@ import (
 
 // Stat returns an item of a root with its path, deleted or not.
 func (fs *FS) Stat(ctx context.Context, root, id uint64) (Node, error) {
-	var n Node
-	err := fs.db.View(ctx, func(tx kv.Txn) error {
-		rec, _, err := nodeIn(tx, root, id)
-		if err != nil {
-			return err
-		}
-		n = rec.public(fs.nowNs())
-		n.Path, n.Deleted, err = resolve(tx, rec)
-		return err
-	})
-	return n, err
+	c, err := fs.item(ctx, root, id, false)
+	if err != nil {
+		return Node{}, err
+	}
+	return c.node(fs.nowNs()), nil
 }
 
 // Lookup resolves an absolute path ("/", "/a/b") to a live item of a root.

@@ -1,6 +1,7 @@
 package vfs_test
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -23,9 +24,59 @@ func TestRead(t *testing.T) {
 		{"ModifiedSince", modifiedSince},
 		{"ModifiedSincePagesWholeSeconds", modifiedSincePagesWholeSeconds},
 		{"ModifiedAtEpoch", modifiedAtEpoch},
+		{"StatAndOpenSeeEveryCommit", statAndOpenSeeEveryCommit},
 	} {
 		t.Run(tc.name, tc.run)
 	}
+}
+
+// statAndOpenSeeEveryCommit: Stat and Open by id keep what they read
+// until the next commit (FS.items); each change to the item, its folder or
+// its contents shows at once.
+func statAndOpenSeeEveryCommit(t *testing.T) {
+	e := newEnv(t)
+	top := e.root.FolderID
+	dir, err := e.fs.Mkdir(ctx, e.root.ID, top, "d", vfs.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := e.write(t, dir.ID, "f", []byte("one"))
+	check := func(step, path, content string, deleted bool) {
+		t.Helper()
+		for range 2 { // the second read comes from the cache
+			n, err := e.fs.Stat(ctx, e.root.ID, f.ID)
+			if err != nil || n.Path != path || n.Deleted != deleted {
+				t.Fatalf("%s: Stat = %q deleted %v, %v; want %q deleted %v", step, n.Path, n.Deleted, err, path, deleted)
+			}
+			o, err := e.fs.Open(ctx, e.root.ID, f.ID)
+			if deleted {
+				if !errors.Is(err, vfs.ErrNotExist) {
+					t.Fatalf("%s: Open of a deleted file = %v, want ErrNotExist", step, err)
+				}
+				continue
+			}
+			if err != nil {
+				t.Fatalf("%s: Open: %v", step, err)
+			}
+			var b strings.Builder
+			_, err = o.CopyTo(&b, 100)
+			o.Close()
+			if err != nil || b.String() != content || o.Node.Path != path {
+				t.Fatalf("%s: Open read %q at %q, %v; want %q at %q", step, b.String(), o.Node.Path, err, content, path)
+			}
+		}
+	}
+	check("written", "/d/f", "one", false)
+	if _, err := e.fs.Rename(ctx, e.root.ID, dir.ID, "e", vfs.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	check("folder renamed", "/e/f", "one", false)
+	e.write(t, dir.ID, "f", []byte("two"))
+	check("rewritten", "/e/f", "two", false)
+	if err := e.fs.Delete(ctx, e.root.ID, dir.ID, vfs.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	check("folder deleted", "/e/f", "", true)
 }
 
 func listingHash(t *testing.T) {

@@ -2,6 +2,7 @@ package webdav
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"os"
 	"path"
@@ -80,6 +81,12 @@ func (g *getWriter) WriteHeader(code int) {
 	g.ResponseWriter.WriteHeader(code)
 }
 
+// ReadFrom lets x/net's http.ServeContent send the file straight from its
+// decoded chunks (httpserve.ReadFrom), writing through g.
+func (g *getWriter) ReadFrom(src io.Reader) (int64, error) {
+	return httpserve.ReadFrom(struct{ io.Writer }{g}, src)
+}
+
 // Unwrap gives http.ResponseController the underlying writer.
 func (g *getWriter) Unwrap() http.ResponseWriter { return g.ResponseWriter }
 
@@ -110,6 +117,9 @@ type getFile struct {
 
 // Read reads through the Body, which keeps the first error.
 func (f *getFile) Read(p []byte) (int, error) { return f.body.Read(p) }
+
+// CopyTo sends through the Body, which keeps the first read error.
+func (f *getFile) CopyTo(w io.Writer, n int64) (int64, error) { return f.body.CopyTo(w, n) }
 
 // Seek seeks through the Body, so that reads and seeks meet one offset.
 func (f *getFile) Seek(off int64, whence int) (int64, error) { return f.body.Seek(off, whence) }

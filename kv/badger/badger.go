@@ -37,7 +37,8 @@ const (
 	DefaultConflictRetries = 32
 )
 
-// memTableSize is each memtable's size. The arena is allocated whole (Go
+// memTableSize is each memtable's size unless Options.MemTableSize says
+// otherwise. The arena is allocated whole (Go
 // heap, about 1.3 times this), two are alive while one flushes, and
 // Badger bounds one transaction to 15% of it: 16 MiB allows some 26,000
 // keys and 2.4 MB, which vfs stays well inside by splitting large
@@ -103,6 +104,10 @@ type Options struct {
 	// are a few percent of the store's size, which is cheap on a 24 GiB
 	// machine and saves a cache lookup on every read.
 	IndexCacheSize int64
+	// MemTableSize is each of the two memtables' size in bytes; zero means
+	// 16 MiB (see memTableSize). A transaction may write at most 15% of
+	// it.
+	MemTableSize int64
 	// NoSync commits without fsync: a crash may lose the last commits.
 	// Only for tests and benchmarks that build large fixtures; a server
 	// never sets it.
@@ -198,6 +203,10 @@ func Open(opts Options) (*DB, error) {
 	} else if opts.Dir == "" {
 		return nil, errors.New("kv/badger: Options.Dir is empty and InMemory is false")
 	}
+	mt := opts.MemTableSize
+	if mt <= 0 {
+		mt = memTableSize
+	}
 	bo = bo.
 		// Commits are made durable by groupSync instead: Badger's own
 		// SyncWrites fsyncs once per transaction even when it writes
@@ -205,7 +214,7 @@ func Open(opts Options) (*DB, error) {
 		WithSyncWrites(false).
 		WithNumVersionsToKeep(1).
 		WithNumMemtables(2).
-		WithMemTableSize(memTableSize).
+		WithMemTableSize(mt).
 		WithNumCompactors(2).
 		WithBlockCacheSize(opts.BlockCacheSize).
 		WithCompression(options.None).
@@ -307,8 +316,8 @@ func removeEmptyLogs(dir string, log *slog.Logger) error {
 // overflows it, which Badger answers with log.Fatalf: the first start of
 // a new release after a crash of the previous one would exit.
 //
-// Badger creates a log at twice the memtable size, so a log of 2 *
-// memTableSize was written with today's size. Any other size is a log of
+// Badger creates a log at twice the memtable size, so a log of twice
+// bo.MemTableSize was written with today's size. Any other size is a log of
 // an earlier release (64 MiB for its 32 MiB memtables), or one that a
 // replay cut to its end and that may hold what the earlier size allowed.
 func replayLogs(bo dgraph.Options) error {
@@ -328,7 +337,7 @@ func replayLogs(bo dgraph.Options) error {
 		if err != nil {
 			return err
 		}
-		if info.Size() != 2*memTableSize {
+		if info.Size() != 2*bo.MemTableSize {
 			size = max(size, legacyMemTableSize, info.Size()/2)
 		}
 	}

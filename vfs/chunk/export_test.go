@@ -1,7 +1,7 @@
 package chunk
 
 // ReadAhead is readAhead, for tests that count prefetched chunks.
-const ReadAhead = readAhead
+const ReadAhead = DefaultReadAhead
 
 // SetBeforeSync makes d run f after it renames chunks into place and
 // before it syncs their directories.

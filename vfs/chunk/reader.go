@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"sort"
 	"sync"
 
@@ -28,13 +29,14 @@ type Reader struct {
 	dec   *zstd.Decoder
 	pool  *ReadPool  // nil: buffers are not reused, dec is the Reader's own
 	held  [2]*[]byte // pooled buffers behind data, returned when data changes
+	ahead int        // chunks fetched ahead of a sequential reader
 
 	mu      sync.Mutex
 	pos     int64
 	cur     int // index of data, or -1
 	data    []byte
 	last    int            // index of the last chunk loaded, to spot sequential reads
-	ahead   []*fetch       // loads of the chunks after cur, in order
+	loads   []*fetch       // loads of the chunks after cur, in order
 	fetches sync.WaitGroup // all background loads, abandoned ones too
 	cancel  context.CancelFunc
 	closed  bool
@@ -55,25 +57,43 @@ type fetch struct {
 // makes its whole size in garbage, which the runtime lets pile up before it
 // collects. Create one with NewReadPool.
 type ReadPool struct {
-	dec  *zstd.Decoder
-	bufs sync.Pool // *[]byte
+	dec   *zstd.Decoder
+	bufs  sync.Pool // *[]byte
+	ahead int
+}
+
+// ReadPoolOptions tune a ReadPool.
+type ReadPoolOptions struct {
+	// ReadAhead is how many chunks a sequential Reader fetches, verifies
+	// and decodes ahead of the one being sent, each on its own goroutine;
+	// each costs up to two chunk buffers (about 2.5 MiB with 1 MiB
+	// chunks) per download in progress. 0 means DefaultReadAhead;
+	// negative means none (each chunk is fetched when it is read).
+	ReadAhead int
 }
 
 // NewReadPool returns a pool for Readers.
-func NewReadPool() *ReadPool {
+func NewReadPool(opts ReadPoolOptions) *ReadPool {
 	dec, err := zstd.NewReader(nil,
 		zstd.WithDecoderConcurrency(0), // GOMAXPROCS
 		zstd.WithDecoderMaxMemory(2*maxChunkSize))
 	if err != nil {
 		panic(err) // only invalid options fail, ours are constant
 	}
-	return &ReadPool{dec: dec}
+	ahead := opts.ReadAhead
+	switch {
+	case ahead == 0:
+		ahead = DefaultReadAhead
+	case ahead < 0:
+		ahead = 0
+	}
+	return &ReadPool{dec: dec, ahead: ahead}
 }
 
-// NewReader is NewReader with the pool's decoder and buffers.
+// NewReader is NewReader with the pool's decoder, buffers and read-ahead.
 func (p *ReadPool) NewReader(ctx context.Context, store Store, refs []Ref) *Reader {
 	r := newReader(ctx, store, refs)
-	r.pool, r.dec = p, p.dec
+	r.pool, r.dec, r.ahead = p, p.dec, p.ahead
 	return r
 }
 
@@ -106,7 +126,7 @@ func NewReader(ctx context.Context, store Store, refs []Ref) *Reader {
 	r := newReader(ctx, store, refs)
 	dec, err := zstd.NewReader(nil,
 		// One decoder per background load and one for the caller.
-		zstd.WithDecoderConcurrency(readAhead+1),
+		zstd.WithDecoderConcurrency(DefaultReadAhead+1),
 		zstd.WithDecoderMaxMemory(2*maxChunkSize))
 	if err != nil {
 		panic(err) // only invalid options fail, ours are constant
@@ -123,7 +143,7 @@ func newReader(ctx context.Context, store Store, refs []Ref) *Reader {
 	}
 	return &Reader{
 		ctx: ctx, store: store, refs: refs, offs: offs,
-		cur: -1, last: -1, cancel: cancel,
+		cur: -1, last: -1, cancel: cancel, ahead: DefaultReadAhead,
 	}
 }
 
@@ -186,6 +206,50 @@ func (r *Reader) readAt(p []byte, off int64, all bool) (int, error) {
 	return n, nil
 }
 
+// CopyTo writes up to n bytes from the Read offset to w, straight from the
+// decoded chunks: no copy into a caller's buffer, and each write hands w
+// the rest of a chunk (up to about a MiB), so a TLS connection below cuts
+// it into full 16 KiB records. It moves the Read offset by what it
+// wrote. The end of the file before n bytes is no error (it returns the
+// count, as io.Copy does); a chunk that cannot be read is, and so is a
+// failed or short write. w must not keep the slices it is given (the
+// io.Writer rule): the buffers behind them are reused.
+//
+// http.ServeContent sends a single range with io.CopyN, which hides a
+// WriterTo behind an io.LimitedReader; httpserve's writers find CopyTo
+// there (httpserve.ReadFrom).
+func (r *Reader) CopyTo(w io.Writer, n int64) (int64, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return 0, fs.ErrClosed
+	}
+	var done int64
+	for done < n && r.pos < r.Size() {
+		i := sort.Search(len(r.refs), func(i int) bool { return r.offs[i+1] > r.pos })
+		if err := r.load(i); err != nil {
+			return done, err
+		}
+		p := r.data[r.pos-r.offs[i]:]
+		if int64(len(p)) > n-done {
+			p = p[:n-done]
+		}
+		m, err := w.Write(p)
+		done += int64(m)
+		r.pos += int64(m)
+		if err == nil && m < len(p) {
+			err = io.ErrShortWrite
+		}
+		if err != nil {
+			return done, err
+		}
+	}
+	return done, nil
+}
+
+// WriteTo is CopyTo of everything from the Read offset to the end.
+func (r *Reader) WriteTo(w io.Writer) (int64, error) { return r.CopyTo(w, math.MaxInt64) }
+
 // Seek sets the Read offset. Offsets past the end are allowed; reads there
 // return io.EOF.
 func (r *Reader) Seek(offset int64, whence int) (int64, error) {
@@ -219,7 +283,7 @@ func (r *Reader) Close() error {
 	r.cancel()
 	// Abandoned loads still use the decoder; wait for them before closing it.
 	r.fetches.Wait()
-	r.ahead = nil
+	r.loads = nil
 	r.data = nil
 	if r.pool != nil {
 		r.pool.put(r.held)
@@ -230,17 +294,17 @@ func (r *Reader) Close() error {
 	return nil
 }
 
-// readAhead is how many chunks a sequential reader fetches ahead, each
+// DefaultReadAhead is how many chunks a sequential reader fetches ahead, each
 // fetched, verified and decoded by its own goroutine. Measured on two
 // cores (vfs BenchmarkRead, 5 runs each of 2, 3 and 4): from 2 to 4, warm
 // reads of random data went from 3.1-3.4 to 3.7 GB/s, of compressible
 // data from 1.9 to 2.0-2.2, and cold reads from 1.2 to 1.4-1.6: a chunk
 // that waits on the disk no longer holds up the ones behind it. It costs
 // two more chunks of memory (about 2.5 MiB) per download in progress.
-const readAhead = 4
+const DefaultReadAhead = 4
 
 // load makes chunk i current, taking it from the background loads when it is
-// the next one, and keeps readAhead loads going when reads look sequential.
+// the next one, and keeps r.ahead loads going when reads look sequential.
 func (r *Reader) load(i int) error {
 	if r.cur == i {
 		return nil
@@ -248,15 +312,15 @@ func (r *Reader) load(i int) error {
 	var data []byte
 	var bufs [2]*[]byte
 	var err error
-	if len(r.ahead) > 0 && r.ahead[0].idx == i {
-		f := r.ahead[0]
+	if len(r.loads) > 0 && r.loads[0].idx == i {
+		f := r.loads[0]
 		<-f.done
-		r.ahead = r.ahead[1:]
+		r.loads = r.loads[1:]
 		data, bufs, err = f.data, f.bufs, f.err
 	} else {
 		// A jump: drop the loads in flight (they finish on their own,
 		// nobody waits for chunks nobody wants) and fetch i directly.
-		r.ahead = nil
+		r.loads = nil
 		data, bufs, err = r.get(r.ctx, i)
 	}
 	// The chunk being replaced is no longer read: its buffers go back.
@@ -266,17 +330,17 @@ func (r *Reader) load(i int) error {
 	}
 	if err != nil {
 		r.cur, r.data = -1, nil
-		r.ahead = nil
+		r.loads = nil
 		return err
 	}
 	r.cur, r.data, r.held = i, data, bufs
 	if i == r.last+1 {
 		next := i + 1
-		if n := len(r.ahead); n > 0 {
-			next = r.ahead[n-1].idx + 1
+		if n := len(r.loads); n > 0 {
+			next = r.loads[n-1].idx + 1
 		}
-		for ; next < len(r.refs) && next <= i+readAhead; next++ {
-			r.ahead = append(r.ahead, r.start(next))
+		for ; next < len(r.refs) && next <= i+r.ahead; next++ {
+			r.loads = append(r.loads, r.start(next))
 		}
 	}
 	r.last = i

@@ -27,6 +27,7 @@ func TestReader(t *testing.T) {
 	}{
 		{"SeekAndReadAtMatchBytesReader", seekAndReadAtMatchBytesReader},
 		{"ReadaheadOnlyWhenSequential", readaheadOnlyWhenSequential},
+		{"ReadAheadFromPoolOptions", readAheadFromPoolOptions},
 		{"Close", readerClose},
 		{"ServeContent", serveContent},
 	} {
@@ -35,7 +36,7 @@ func TestReader(t *testing.T) {
 }
 
 func seekAndReadAtMatchBytesReader(t *testing.T) {
-	pool := chunk.NewReadPool()
+	pool := chunk.NewReadPool(chunk.ReadPoolOptions{})
 	cases := []struct {
 		name  string
 		store chunk.Store
@@ -98,6 +99,17 @@ func checkReader(t *testing.T, s chunk.Store, data []byte, open func(chunk.Store
 		ep, eerr := want.Seek(so, whence)
 		if gp != ep || gerr != nil || eerr != nil {
 			t.Fatalf("Seek(%d, %d) = %d, %v; bytes.Reader: %d, %v", so, whence, gp, gerr, ep, eerr)
+		}
+		if i%4 == 1 {
+			// CopyTo sends what Read would, from the same offset, and
+			// moves it as far.
+			var gb, eb bytes.Buffer
+			gn, gerr := r.CopyTo(&gb, int64(n))
+			en, eerr := io.Copy(&eb, io.LimitReader(want, int64(n)))
+			if gn != en || !bytes.Equal(gb.Bytes(), eb.Bytes()) || gerr != nil || eerr != nil {
+				t.Fatalf("CopyTo(%d) at %d = %d, %v; bytes.Reader: %d, %v", n, off, gn, gerr, en, eerr)
+			}
+			continue
 		}
 		gn, gerr = io.ReadFull(r, got)
 		en, eerr = io.ReadFull(want, exp)
@@ -169,6 +181,26 @@ func readaheadOnlyWhenSequential(t *testing.T) {
 	}
 	if n := s.drain(); n > 1 {
 		t.Fatalf("reading the prefetched chunk fetched %d, want at most 1 (the next ahead)", n)
+	}
+}
+
+// readAheadFromPoolOptions: a pool's readers fetch as many chunks ahead
+// as ReadPoolOptions.ReadAhead says (0: the default, negative: none).
+func readAheadFromPoolOptions(t *testing.T) {
+	mem := chunk.NewMemory()
+	refs := write(t, chunk.NewWriter(mem, chunk.WriterOptions{}), randomData(9, 20*mib))
+	for _, tc := range []struct {
+		opt, want int
+	}{{0, chunk.DefaultReadAhead}, {-1, 0}, {2, 2}} {
+		s := &countingStore{Store: mem, gets: make(chan chunk.ID, 100)}
+		r := chunk.NewReadPool(chunk.ReadPoolOptions{ReadAhead: tc.opt}).NewReader(context.Background(), s, refs)
+		if _, err := r.Read(make([]byte, 10)); err != nil {
+			t.Fatal(err)
+		}
+		if n := s.drain(); n != 1+tc.want {
+			t.Errorf("ReadAhead %d: the first read fetched %d chunks, want %d", tc.opt, n, 1+tc.want)
+		}
+		r.Close()
 	}
 }
 
