@@ -243,7 +243,7 @@ func (s *Service) authenticate(ctx context.Context, login, password string) (Per
 		s.loginFailed(login, addr, reasonInactive, ErrInactive)
 		return Person{}, ErrInactive
 	}
-	if pol.PasswordExpired(p.PasswordChanged, s.now()) {
+	if pol.PasswordExpiredFor(p, s.now()) {
 		// The person is returned with the error: the password was
 		// right, and SignInWithNewPassword goes on from here.
 		return p, fmt.Errorf("%w: it was set %s and the policy asks for a new one every %s",
@@ -332,7 +332,7 @@ func (s *Service) LoginCaller(ctx context.Context, personID uint64, login, passw
 	if c.Person.PasswordHash != passwordHash || !c.Person.HasLogin(login) {
 		return Caller{}, ErrInvalidCredentials
 	}
-	if pol := c.Organization.Policy; pol.PasswordExpired(c.Person.PasswordChanged, s.now()) {
+	if pol := c.Organization.Policy; pol.PasswordExpiredFor(c.Person, s.now()) {
 		return Caller{}, fmt.Errorf("%w: the policy asks for a new one every %s", ErrPasswordExpired, pol.ChangePasswordAfter())
 	}
 	return c, nil

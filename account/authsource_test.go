@@ -203,6 +203,18 @@ func TestAuthSourceImport(t *testing.T) {
 					t.Errorf("sign-in %s/%q: %v, want %v", tc.login, tc.password, err, tc.want)
 				}
 			}
+			// Their password is the directory's: berth's
+			// change_password_frequency does not expire it.
+			if _, err := s.UpdatePolicy(ctx, org.ID, func(p *Policy) error {
+				hour := "1h"
+				p.ChangePasswordFrequency = &hour
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Authenticate(ctx, "alice", "wonderland-1"); err != nil {
+				t.Errorf("sign-in under change_password_frequency: %v", err)
+			}
 			// A changed name and e-mail follow at the next import.
 			srv.Replace("alice", map[string]string{"sn": "Hargreaves", "mail": "alice.h@example.com", "cn": "Alice Hargreaves"})
 			j.acts()

@@ -757,6 +757,14 @@ func (p Policy) PasswordExpired(changed, now time.Time) bool {
 	return d > 0 && now.Sub(changed) >= d
 }
 
+// PasswordExpiredFor reports whether person pe's password is older, at
+// now, than change_password_frequency allows. A person imported from a
+// directory server has no password of berth's to age: the directory
+// judges theirs, and no new one set here would be used.
+func (p Policy) PasswordExpiredFor(pe Person, now time.Time) bool {
+	return pe.AuthSourceID == 0 && p.PasswordExpired(pe.PasswordChanged, now)
+}
+
 // ExtensionReadOnly refuses, with ErrExtensionLocked, a change by pe to
 // the file named name holding size bytes, when locked_extensions makes
 // it read-only for pe: a file with a locked extension may be created,
