@@ -37,7 +37,8 @@ type listPage struct {
 
 // listPageOf reads the optional limit and cursor of a listing. A cursor
 // without a limit, or either malformed, is invalid_request: a client that
-// pages must say how much it wants.
+// pages must say how much it wants, and a cursor is a name (one that
+// could not be is no cursor berth gave).
 func listPageOf(q url.Values) (listPage, error) {
 	var p listPage
 	if q.Has("limit") {
@@ -52,7 +53,7 @@ func listPageOf(q url.Values) (listPage, error) {
 			return p, Describe(ErrInvalidRequest, "cursor pages a listing: give limit too")
 		}
 		b, err := base64.RawURLEncoding.DecodeString(q.Get("cursor"))
-		if err != nil || len(b) == 0 {
+		if err != nil || vfs.ValidateName(string(b)) != nil {
 			return p, Describe(ErrInvalidRequest, "cursor must be a next_cursor of an earlier page")
 		}
 		p.After = string(b)

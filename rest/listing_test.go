@@ -123,7 +123,7 @@ func TestListingPageParameters(t *testing.T) {
 	f.mustMkdir(f.at("/api/2/files/%d/create_folder"), "a")
 	f.mustMkdir(f.at("/api/2/files/%d/create_folder"), "b")
 	base := f.at("/api/2/files/%d?include_children=true")
-	for _, q := range []string{"&limit=0", "&limit=1001", "&limit=x", "&limit=", "&cursor=YQ", "&limit=1&cursor=", "&limit=1&cursor=*"} {
+	for _, q := range []string{"&limit=0", "&limit=1001", "&limit=x", "&limit=", "&cursor=YQ", "&limit=1&cursor=", "&limit=1&cursor=*", "&limit=1&cursor=Lg"} {
 		st, body := f.get(base + q)
 		if st != http.StatusBadRequest {
 			t.Errorf("%s: %d %s", q, st, body)
