@@ -72,7 +72,6 @@ func listedTail(typ string) []byte { return []byte(`,"type":"` + typ + `"}`) }
 func (s *server) writeListing(w http.ResponseWriter, r *http.Request, q url.Values, obj any, typ string, root, folder uint64, p listPage, perms []string) error {
 	opts := vfs.ListOptions{After: p.After, Limit: p.Limit, Hash: p.Limit == 0}
 	return s.fs.ListEach(r.Context(), root, folder, opts, func(l *vfs.Listing) error {
-		var err error
 		if opts.Hash {
 			sum, err := listingHash(l.Hash, obj)
 			if err != nil {
