@@ -31,8 +31,8 @@ func (s *server) folder(r *http.Request) (fsAccess, vfs.Node, error) {
 
 // getFolder answers GET .../folder/{folder_id}: the folder object, with
 // children and hash when include_children=true, or 304 when the client's
-// hash is current. A deleted folder is shown (is_deleted) without
-// children.
+// hash is current, or one page of them (limit, cursor). A deleted folder
+// is shown (is_deleted) without children.
 func (s *server) getFolder(w http.ResponseWriter, r *http.Request) error {
 	a, n, err := s.folder(r)
 	if err != nil {
@@ -46,20 +46,13 @@ func (s *server) getFolder(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	p, err := listPageOf(q)
+	if err != nil {
+		return err
+	}
 	obj := encodeFolder(n, a.perms)
 	if withChildren && !n.Deleted {
-		children, vh, err := s.fs.List(r.Context(), a.root.ID, n.ID)
-		if err != nil {
-			return err
-		}
-		if obj.Hash, err = listingHash(vh, obj); err != nil {
-			return err
-		}
-		obj.Children = encodeNodes(children, a.perms)
-		if q.Get("hash") == obj.Hash {
-			writeBody(w, http.StatusNotModified, notModifiedBody)
-			return nil
-		}
+		return s.writeListing(w, r, q, obj, typeFolder, a.root.ID, n.ID, p, a.perms)
 	}
 	return writeJSON(w, obj)
 }

@@ -291,7 +291,8 @@ func writeJSON(w http.ResponseWriter, v any) error {
 
 // getRoot answers GET /api/2/files/{root_id}: the root object, with
 // children and hash when include_children=true, or 304 when the client's
-// hash is current. It is a stream handler only to be able to answer 304.
+// hash is current, or one page of them (limit, cursor). It is a stream
+// handler to answer 304 and to write the children as they are read.
 func (s *server) getRoot(w http.ResponseWriter, r *http.Request) error {
 	a, err := s.access(r)
 	if err != nil {
@@ -305,24 +306,17 @@ func (s *server) getRoot(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	p, err := listPageOf(q)
+	if err != nil {
+		return err
+	}
 	u, err := s.fs.Usage(r.Context(), a.root.ID)
 	if err != nil {
 		return err
 	}
 	obj := encodeRoot(a.root, u, a.perms)
 	if withChildren {
-		children, vh, err := s.fs.List(r.Context(), a.root.ID, a.root.FolderID)
-		if err != nil {
-			return err
-		}
-		if obj.Hash, err = listingHash(vh, obj); err != nil {
-			return err
-		}
-		obj.Children = encodeNodes(children, a.perms)
-		if q.Get("hash") == obj.Hash {
-			writeBody(w, http.StatusNotModified, notModifiedBody)
-			return nil
-		}
+		return s.writeListing(w, r, q, obj, typeRoot, a.root.ID, a.root.FolderID, p, a.perms)
 	}
 	return writeJSON(w, obj)
 }

@@ -2,7 +2,9 @@ package vfs
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
+	"slices"
 
 	"berth/kv"
 )
@@ -147,38 +149,96 @@ func propKeys(tx kv.Txn, id uint64) ([][2][]byte, error) {
 // listing (PROPFIND Depth 1) without one transaction per item. Ids that are
 // not items of the root are skipped, not errors: a listing may race a delete.
 func (fs *FS) PropsOf(ctx context.Context, root uint64, ids []uint64) (map[uint64]map[string][]byte, error) {
-	out := map[uint64]map[string][]byte{}
+	var out map[uint64]map[string][]byte
 	err := fs.db.View(ctx, func(tx kv.Txn) error {
-		clear(out)
 		if _, err := loadRoot(tx, root); err != nil {
 			return err
 		}
-		for _, id := range ids {
+		var err error
+		if out, err = propsIn(tx, ids); err != nil {
+			return err
+		}
+		for id := range out {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			prefix := propPrefix(id)
-			var m map[string][]byte
-			err := tx.Scan(prefix, nil, func(k, v []byte) error {
-				if m == nil {
-					m = map[string][]byte{}
-				}
-				m[string(k[len(prefix):])] = append([]byte(nil), v...)
-				return nil
-			})
-			if err != nil {
-				return err
-			}
-			if m != nil {
-				if rec, _, err := liveNodeIn(tx, root, id); err == nil && rec.ID == id {
-					out[id] = m
-				}
+			if rec, _, err := liveNodeIn(tx, root, id); err != nil || rec.ID != id {
+				delete(out, id)
 			}
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
+	}
+	return out, nil
+}
+
+// propsIn reads the dead properties of the nodes ids, keyed by id (those
+// without any absent), in one ordered scan of P/ from the least id to the
+// greatest: a scan per node (an iterator opened per child) cost a listing
+// more the larger the store around the folder. The ids of a folder's
+// children are mostly close together; where the range holds the
+// properties of many other nodes (a folder filled over years), the scan
+// gives up after skipping a few keys per wanted node and reads the rest
+// one by one, so no listing costs more than it did.
+func propsIn(tx kv.Txn, ids []uint64) (map[uint64]map[string][]byte, error) {
+	out := map[uint64]map[string][]byte{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	sorted := slices.Clone(ids)
+	slices.Sort(sorted)
+	sorted = slices.Compact(sorted)
+	last := sorted[len(sorted)-1]
+	i, skipped, budget, gaveUp := 0, 0, 64+4*len(sorted), false
+	add := func(id uint64, k, v []byte) {
+		m := out[id]
+		if m == nil {
+			m = map[string][]byte{}
+			out[id] = m
+		}
+		m[string(k[len(propPrefix(id)):])] = append([]byte(nil), v...)
+	}
+	err := tx.Scan([]byte(pProp), propPrefix(sorted[0]), func(k, v []byte) error {
+		if len(k) < len(pProp)+9 {
+			return nil
+		}
+		id := binary.BigEndian.Uint64(k[len(pProp):])
+		if id > last {
+			return kv.ErrStop
+		}
+		for i < len(sorted) && sorted[i] < id {
+			i++
+		}
+		if sorted[i] == id {
+			add(id, k, v)
+			return nil
+		}
+		if skipped++; skipped > budget {
+			gaveUp = true
+			return kv.ErrStop
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if !gaveUp {
+		i = len(sorted) // the scan read every property in the range
+	}
+	// What the scan gave up on: the ids from the one it stopped at (whose
+	// properties it may have read in part) on.
+	for _, id := range sorted[i:] {
+		delete(out, id)
+		prefix := propPrefix(id)
+		err := tx.Scan(prefix, nil, func(k, v []byte) error {
+			add(id, k, v)
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }

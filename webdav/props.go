@@ -160,7 +160,6 @@ func (s *session) walk(res *resource, depth int, fn func(*resource) error) error
 	if err := s.ctx.Err(); err != nil {
 		return err
 	}
-	var kids []resource
 	if res.m == nil {
 		for i := range s.mounts {
 			m := &s.mounts[i]
@@ -168,68 +167,42 @@ func (s *session) walk(res *resource, depth int, fn func(*resource) error) error
 			if err != nil {
 				return err
 			}
-			kids = append(kids, resource{href: s.h.href("/"+m.name, true), n: n, m: m})
-		}
-	} else {
-		inherited := res.inherited
-		for _, l := range res.n.Locks {
-			if l.Deep {
-				inherited = append(inherited[:len(inherited):len(inherited)], heldLock{l: l, root: res.href})
-			}
-		}
-		list, _, err := s.h.opts.FS.List(s.ctx, res.m.root.ID, res.n.ID)
-		if err != nil {
-			return err
-		}
-		base := strings.TrimSuffix(res.href, "/") + "/"
-		// Sized up front: a resource is some hundreds of bytes, and
-		// growing the slice by appends copied a 10,000-entry listing
-		// over and over (a third of a PROPFIND's time in a profile).
-		kids = make([]resource, 0, len(list))
-		for _, k := range list {
-			href := base + escapeSegment(k.Name)
-			if k.Dir {
-				href += "/"
-			}
-			kids = append(kids, resource{href: href, n: k, m: res.m, inherited: inherited})
-		}
-	}
-	batched := res.m != nil && s.wantDead != nil && s.wantDead()
-	for i := range kids {
-		if batched && i%propsBatch == 0 {
-			if err := s.fetchDead(kids[i:min(i+propsBatch, len(kids))]); err != nil {
+			kid := resource{href: s.h.href("/"+m.name, true), n: n, m: m}
+			if err := s.walk(&kid, depth-1, fn); err != nil {
 				return err
 			}
 		}
-		if err := s.walk(&kids[i], depth-1, fn); err != nil {
-			return err
+		return nil
+	}
+	inherited := res.inherited
+	for _, l := range res.n.Locks {
+		if l.Deep {
+			inherited = append(inherited[:len(inherited):len(inherited)], heldLock{l: l, root: res.href})
 		}
-		kids[i].dead = nil // written: let it go before the next batch
 	}
-	return nil
-}
-
-// propsBatch is how many items' dead properties a listing reads at once:
-// one snapshot for all of a 10,000-item folder held up to
-// vfs.MaxPropsBytes for each (640 MB) until the last was written; a batch
-// holds at most 16 MiB and costs one read transaction per 256 items.
-const propsBatch = 256
-
-// fetchDead reads the dead properties of kids, all of one mount, in one
-// snapshot.
-func (s *session) fetchDead(kids []resource) error {
-	ids := make([]uint64, len(kids))
-	for i := range kids {
-		ids[i] = kids[i].n.ID
-	}
-	dead, err := s.h.opts.FS.PropsOf(s.ctx, kids[0].m.root.ID, ids)
-	if err != nil {
-		return err
-	}
-	for i := range kids {
-		kids[i].dead, kids[i].fetched = dead[kids[i].n.ID], true
-	}
-	return nil
+	base := strings.TrimSuffix(res.href, "/") + "/"
+	// The children are written as they are read, with their dead
+	// properties read along (one ordered scan per batch of them), so a
+	// listing holds one batch whatever the folder's size.
+	dead := s.wantDead != nil && s.wantDead()
+	opts := vfs.ListOptions{Props: dead}
+	return s.h.opts.FS.ListEach(s.ctx, res.m.root.ID, res.n.ID, opts, func(l *vfs.Listing) error {
+		var kid resource
+		for c, err := range l.Children() {
+			if err != nil {
+				return err
+			}
+			href := base + escapeSegment(c.Name)
+			if c.Dir {
+				href += "/"
+			}
+			kid = resource{href: href, n: c.Node, m: res.m, inherited: inherited, dead: c.Props, fetched: dead}
+			if err := s.walk(&kid, depth-1, fn); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // inheritedLocks returns the deep locks of the folders above n.

@@ -1,0 +1,267 @@
+package vfs
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"iter"
+	"math"
+
+	"github.com/fxamacker/cbor/v2"
+	"github.com/zeebo/blake3"
+
+	"berth/kv"
+)
+
+// A listing of a folder of a million children cannot be held whole: the
+// front ends write it as they read it. ListEach hands them the children
+// from one snapshot, a batch at a time, so what a listing holds is one
+// batch whatever the folder's size; and it reads the listing hash in a
+// first pass, before the first child, so that a client whose hash is
+// current is answered without a listing.
+
+// ListOptions chooses what ListEach lists.
+type ListOptions struct {
+	// After lists only the children whose names sort after it (bytewise,
+	// the listing's order): the cursor of a page, the last name the
+	// previous page returned. "" lists from the first child. Being a
+	// name, not an offset, it does not shift when children are added or
+	// removed before it.
+	After string
+	// Limit bounds how many children are listed; 0 lists them all.
+	Limit int
+	// Hash asks for the listing hash (List's), read in a first pass
+	// over the whole folder; only for a whole listing (no After, no
+	// Limit), the one a hash stands for.
+	Hash bool
+	// Props reads every listed child's dead properties along with it,
+	// one ordered scan per batch rather than a seek per child.
+	Props bool
+}
+
+// Child is one listed item.
+type Child struct {
+	Node
+	// Props are the item's dead properties by name when ListOptions.Props
+	// asked for them; nil when it has none.
+	Props map[string][]byte
+}
+
+// Listing is a folder's listing, open for the duration of ListEach's fn.
+type Listing struct {
+	// Hash is the listing hash when ListOptions.Hash asked for it.
+	Hash string
+
+	fs     *FS
+	ctx    context.Context
+	tx     kv.Txn
+	folder uint64
+	base   string
+	opts   ListOptions
+	cached []Node // the whole listing from FS.lists, when it held it
+	next   string
+	more   bool
+	// complete is set once Children reached the folder's end.
+	complete bool
+	// keep collects a whole listing for FS.lists while it stays small.
+	keep     []Node
+	keepSize int
+	run      *blake3.Hasher
+	buf      []byte
+	until    int64
+}
+
+// listBatch is how many children ListEach reads at once: a batch of
+// nodes and their properties is what a listing holds in memory.
+const listBatch = 256
+
+// ListEach lists the live children of a live folder of root in name
+// order, from one snapshot, as List does, but without holding them: it
+// calls fn once with the listing, whose Children are read batch by batch
+// as fn ranges over them. The listing is valid only during fn; fn may
+// return without ranging over it (a client whose hash is current). The
+// folder's errors are List's.
+func (fs *FS) ListEach(ctx context.Context, root, folder uint64, opts ListOptions, fn func(*Listing) error) error {
+	whole := opts.After == "" && opts.Limit == 0
+	gen := fs.db.Generation()
+	var cached []Node
+	var sum string
+	if whole && !opts.Props {
+		if c, ok := fs.lists.Get(gen, listKey{root, folder}); ok && fs.nowNs() < c.until {
+			cached, sum = c.nodes, c.sum
+		}
+	}
+	return fs.db.View(ctx, func(tx kv.Txn) error {
+		dir, _, err := liveDirIn(tx, root, folder)
+		if err != nil {
+			return err
+		}
+		base, err := pathOf(tx, dir)
+		if err != nil {
+			return err
+		}
+		if base != "/" {
+			base += "/"
+		}
+		l := &Listing{fs: fs, ctx: ctx, tx: tx, folder: folder, base: base, opts: opts, cached: cached, until: math.MaxInt64}
+		if opts.Hash && whole {
+			if cached == nil {
+				if sum, err = l.hash(); err != nil {
+					return err
+				}
+			}
+			l.Hash = sum
+		}
+		if whole && cached == nil {
+			// Kept for FS.lists while it stays small, with its hash
+			// computed on the way, as List does.
+			l.keep, l.run = []Node{}, blake3.New()
+		}
+		if err := fn(l); err != nil {
+			return err
+		}
+		if l.complete && l.keep != nil {
+			sum := hex.EncodeToString(l.run.Sum(nil)[:16])
+			fs.lists.Put(gen, listKey{root, folder}, cachedList{nodes: l.keep, sum: sum, until: l.until})
+		}
+		return nil
+	})
+}
+
+// hash reads the listing hash of the whole folder: List's.
+func (l *Listing) hash() (string, error) {
+	now := l.fs.nowNs()
+	h := blake3.New()
+	var buf []byte
+	var rec nodeRec
+	err := l.tx.Scan(childPrefix(l.folder), nil, func(k, v []byte) error {
+		rec = nodeRec{}
+		if err := cbor.Unmarshal(v, &rec); err != nil {
+			return fmt.Errorf("vfs: decode child of %d: %w", l.folder, err)
+		}
+		n := rec.public(now)
+		buf = listingFields(buf[:0], n)
+		h.Write(buf)
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16]), nil
+}
+
+// Children yields the listed children in name order, with an error
+// (and then stops) when reading them fails or the context ends.
+func (l *Listing) Children() iter.Seq2[Child, error] {
+	return func(yield func(Child, error) bool) {
+		if l.cached != nil {
+			for _, n := range l.cached {
+				if !yield(Child{Node: n}, nil) {
+					return
+				}
+			}
+			return
+		}
+		after, listed := l.opts.After, 0
+		started := after != ""
+		for {
+			if err := l.ctx.Err(); err != nil {
+				yield(Child{}, err)
+				return
+			}
+			want := listBatch
+			if l.opts.Limit > 0 {
+				// One more than the page holds tells whether more follow.
+				want = min(want, l.opts.Limit-listed+1)
+			}
+			batch, err := l.batch(after, started, want)
+			if err != nil {
+				yield(Child{}, err)
+				return
+			}
+			for i, c := range batch {
+				if l.opts.Limit > 0 && listed == l.opts.Limit {
+					l.more = i < len(batch)
+					return
+				}
+				listed++
+				l.next = c.Name
+				if !yield(c, nil) {
+					l.keep, l.run = nil, nil
+					return
+				}
+			}
+			if len(batch) < want {
+				l.complete = true
+				return
+			}
+			after, started = batch[len(batch)-1].Name, true
+		}
+	}
+}
+
+// Next is the cursor of the page that follows, once Children has been
+// ranged over to its end: the last name listed when Limit stopped the
+// listing before the folder's end, "" when the listing reached it.
+func (l *Listing) Next() string {
+	if !l.more {
+		return ""
+	}
+	return l.next
+}
+
+// batch reads up to want children after the name after (from the first
+// when started is false), with their properties when asked.
+func (l *Listing) batch(after string, started bool, want int) ([]Child, error) {
+	start := childPrefix(l.folder)
+	if started {
+		// The least key above after's: names hold no NUL.
+		start = append(childKey(l.folder, after), 0)
+	}
+	now := l.fs.nowNs()
+	out := make([]Child, 0, want)
+	var rec nodeRec
+	err := l.tx.Scan(childPrefix(l.folder), start, func(k, v []byte) error {
+		rec = nodeRec{}
+		if err := cbor.Unmarshal(v, &rec); err != nil {
+			return fmt.Errorf("vfs: decode child of %d: %w", l.folder, err)
+		}
+		n := rec.public(now)
+		n.Path = l.base + rec.Name
+		out = append(out, Child{Node: n})
+		for _, lk := range rec.Locks {
+			if lk.Expires > now {
+				l.until = min(l.until, lk.Expires)
+			}
+		}
+		if l.keep != nil {
+			l.keepSize += nodeBytes + len(n.Path) + lockBytes(rec.Locks)
+			if l.keepSize > maxCachedListBytes {
+				l.keep, l.run = nil, nil
+			} else {
+				l.keep = append(l.keep, n)
+				l.buf = listingFields(l.buf[:0], n)
+				l.run.Write(l.buf)
+			}
+		}
+		if len(out) == want {
+			return kv.ErrStop
+		}
+		return nil
+	})
+	if err != nil || !l.opts.Props || len(out) == 0 {
+		return out, err
+	}
+	ids := make([]uint64, len(out))
+	for i := range out {
+		ids[i] = out[i].ID
+	}
+	props, err := propsIn(l.tx, ids)
+	if err != nil {
+		return nil, err
+	}
+	for i := range out {
+		out[i].Props = props[out[i].ID]
+	}
+	return out, nil
+}
