@@ -47,7 +47,6 @@ func BenchmarkEncode(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	benc := chunk.NewEncoder()
 	codecs := []struct {
 		name string
 		enc  func(dst, src []byte) []byte
@@ -57,7 +56,7 @@ func BenchmarkEncode(b *testing.B) {
 		{"s2-better", func(dst, src []byte) []byte { return s2.EncodeBetter(dst[:cap(dst)], src) }},
 		// What the Writer stores: the hash, then the chosen codec with its
 		// seal, or the plain bytes when the codec does not pay.
-		{"berth", func(dst, src []byte) []byte { return chunk.Encode(dst, benc, chunk.Sum(src), src) }},
+		{"berth", func(dst, src []byte) []byte { return chunk.Encode(dst, chunk.Sum(src), src) }},
 	}
 	const n = 16 * mib
 	for _, k := range kinds {
