@@ -31,12 +31,28 @@ func TestEncode(t *testing.T) {
 	}
 }
 
+// encoders are the encodings a Writer writes or wrote: S2 now, sealed
+// zstd before. Both must keep decoding.
+func encoders() map[string]func(chunk.ID, []byte) []byte {
+	enc := chunk.NewEncoder()
+	return map[string]func(chunk.ID, []byte) []byte{
+		"s2":   func(id chunk.ID, plain []byte) []byte { return chunk.Encode(nil, id, plain) },
+		"zstd": func(id chunk.ID, plain []byte) []byte { return chunk.EncodeZstd(nil, enc, id, plain) },
+	}
+}
+
 func encodeDecode(t *testing.T) {
-	enc, dec := chunk.NewEncoder(), chunk.NewDecoder()
+	dec := chunk.NewDecoder()
 	defer dec.Close()
-	for _, plain := range [][]byte{nil, []byte("x"), textData(1, mib), randomData(1, mib)} {
+	for name, encode := range encoders() {
+		t.Run(name, func(t *testing.T) { encodeDecodeWith(t, encode, dec) })
+	}
+}
+
+func encodeDecodeWith(t *testing.T, encode func(chunk.ID, []byte) []byte, dec *zstd.Decoder) {
+	for _, plain := range [][]byte{nil, []byte("x"), textData(1, mib), randomData(1, mib), mixedData(1, mib)} {
 		id := chunk.Sum(plain)
-		blob := chunk.Encode(nil, enc, id, plain)
+		blob := encode(id, plain)
 		got, err := chunk.Decode(id, blob, dec)
 		if err != nil || !bytes.Equal(got, plain) {
 			t.Fatalf("Decode(Encode(%d bytes)) = %d bytes, %v", len(plain), len(got), err)
@@ -48,7 +64,7 @@ func encodeDecode(t *testing.T) {
 			t.Fatalf("Decode with wrong id = %v, want ErrCorrupt", err)
 		}
 	}
-	for _, blob := range [][]byte{nil, {7, 1, 2}, {1, 0xde, 0xad}, {2, 0xde, 0xad}} {
+	for _, blob := range [][]byte{nil, {7, 1, 2}, {1, 0xde, 0xad}, {2, 0xde, 0xad}, {3, 0xde, 0xad}} {
 		if _, err := chunk.Decode(chunk.ID{}, blob, dec); !errors.Is(err, chunk.ErrCorrupt) {
 			t.Fatalf("Decode(%v) = %v, want ErrCorrupt", blob, err)
 		}
@@ -58,11 +74,17 @@ func encodeDecode(t *testing.T) {
 // sealedCorruption flips one bit at a time across a compressed blob:
 // every flip, in the header, the seal or the frame, is ErrCorrupt.
 func sealedCorruption(t *testing.T) {
-	enc, dec := chunk.NewEncoder(), chunk.NewDecoder()
+	for name, encode := range encoders() {
+		t.Run(name, func(t *testing.T) { sealedCorruptionWith(t, encode) })
+	}
+}
+
+func sealedCorruptionWith(t *testing.T, encode func(chunk.ID, []byte) []byte) {
+	dec := chunk.NewDecoder()
 	defer dec.Close()
 	plain := textData(3, mib)
 	id := chunk.Sum(plain)
-	blob := chunk.Encode(nil, enc, id, plain)
+	blob := encode(id, plain)
 	if len(blob) > len(plain)/2 {
 		t.Fatalf("text did not compress: %d of %d bytes", len(blob), len(plain))
 	}
@@ -104,11 +126,17 @@ func legacyZstdBlob(t *testing.T) {
 // hold passes the fast check (only a writer bug could make one) but not
 // fsck's deep one.
 func verifyPlain(t *testing.T) {
-	enc, dec := chunk.NewEncoder(), chunk.NewDecoder()
+	for name, encode := range encoders() {
+		t.Run(name, func(t *testing.T) { verifyPlainWith(t, encode) })
+	}
+}
+
+func verifyPlainWith(t *testing.T, encode func(chunk.ID, []byte) []byte) {
+	dec := chunk.NewDecoder()
 	defer dec.Close()
 	plain := textData(5, mib)
 	wrong := chunk.Sum([]byte("not these bytes"))
-	blob := chunk.Encode(nil, enc, wrong, plain)
+	blob := encode(wrong, plain)
 	if _, err := chunk.Decode(wrong, blob, dec); err != nil {
 		t.Fatalf("Decode = %v, want the seal to hold", err)
 	}

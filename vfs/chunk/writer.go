@@ -2,16 +2,9 @@ package chunk
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"runtime"
 	"sync"
-
-	chunkers "github.com/PlakarKorp/go-cdc-chunkers"
-	// The chunkers package finds algorithms by name; this import registers
-	// FastCDC with it.
-	_ "github.com/PlakarKorp/go-cdc-chunkers/chunkers/fastcdc"
-	"github.com/klauspost/compress/zstd"
 )
 
 // Chunk size bounds. FastCDC with normalization level 2 puts the average close
@@ -32,17 +25,20 @@ const (
 // (about 1 MiB) in memory.
 const putDepth = 4
 
-// chunkAlgorithm is the versioned FastCDC variant. The plain "fastcdc" name
-// is the legacy variant whose masks are fixed for 8 KiB chunks whatever the
-// sizes asked for. Changing the algorithm or the sizes keeps old files
-// readable but stops them deduplicating against new uploads.
-const chunkAlgorithm = "fastcdc-v1.0.0"
-
 // WriterOptions tunes a Writer. The zero value is usable.
 type WriterOptions struct {
-	// Workers hash, compress and store chunks while one goroutine cuts
-	// them. Zero means GOMAXPROCS.
+	// Workers hash, compress and store chunks while segments of the
+	// stream are cut on goroutines of their own. Zero means GOMAXPROCS.
 	Workers int
+	// SegmentSize is the size of the pieces a stream is read in and cut
+	// in parallel; at least maxChunkSize (4 MiB). Zero means
+	// DefaultSegmentSize.
+	SegmentSize int
+	// Segments is how many segments one Write holds at most (being read,
+	// cut, or holding chunks not yet stored): its memory is about
+	// Segments x SegmentSize, whatever the stream's length. Zero means
+	// Workers+1, at least 3 and at most 8.
+	Segments int
 	// Observer, if set, is called once per chunk from a worker goroutine
 	// (so it must be safe for concurrent use): stored is false when the
 	// store already had the chunk, plain is its size and encoded the size
@@ -71,25 +67,26 @@ type Pinner interface {
 	Unpin(ID)
 }
 
-// Writer cuts streams into chunks and stores them. It keeps pools of buffers
-// and encoders, so one Writer should serve the whole process. It is safe for
+// Writer cuts streams into chunks and stores them. It keeps pools of
+// segment and blob buffers, so one Writer should serve the whole process. It is safe for
 // concurrent Write calls.
 type Writer struct {
-	store   Store
-	workers int
-	observe func(stored bool, plain, encoded int)
-	pins    Pinner
+	store    Store
+	workers  int
+	segSize  int
+	segments int
+	observe  func(stored bool, plain, encoded int)
+	pins     Pinner
 
-	scans sync.Pool // *[]byte, chunker scan buffers
-	bufs  sync.Pool // *[]byte, chunk copies framed as raw blobs (see work)
+	segs  sync.Pool // *[]byte, segment buffers of segSize
+	bufs  sync.Pool // *[]byte, chunks across segments, framed as raw blobs (see work)
 	blobs sync.Pool // *[]byte, encoded blobs
-	encs  sync.Pool // *zstd.Encoder
 
 	// encoding bounds, over all Writes at once, the chunks being
-	// compressed (and added to a batch) to the number of workers. The work is CPU-bound, so
-	// more at a time would not go faster; but each holds a zstd encoder and
-	// a blob buffer, several MiB, and eight uploads with a pair of workers
-	// each peaked at 264 MiB where four took 85.
+	// compressed (and added to a batch) to the number of workers. The
+	// work is CPU-bound, so more at a time would not go faster; but each
+	// holds a blob buffer, and eight uploads with a pair of workers each
+	// peaked at 264 MiB where four took 85.
 	encoding chan struct{}
 }
 
@@ -99,22 +96,39 @@ func NewWriter(store Store, opts WriterOptions) *Writer {
 	if w.workers <= 0 {
 		w.workers = runtime.GOMAXPROCS(0)
 	}
+	w.segSize = opts.SegmentSize
+	if w.segSize <= 0 {
+		w.segSize = DefaultSegmentSize
+	}
+	w.segSize = max(w.segSize, maxChunkSize)
+	w.segments = opts.Segments
+	if w.segments <= 0 {
+		w.segments = max(min(w.workers+1, maxSegments), 3)
+	}
+	w.segments = max(w.segments, 2)
 	w.encoding = make(chan struct{}, w.workers)
 	return w
 }
 
+// job is one chunk for a worker: plain is a slice of seg's buffer, or,
+// for a chunk that spans two segments, of buf, which holds it after a
+// spare header byte.
 type job struct {
-	idx int
-	buf *[]byte
+	idx   int
+	plain []byte
+	seg   *segment
+	buf   *[]byte
 }
 
 // Write reads r to EOF, cuts it into chunks, hashes, compresses and stores
 // each chunk the store does not already have, and returns the ordered refs
 // and the total plain size. When it returns nil every chunk is durable.
 //
-// Chunking runs on the calling goroutine while Workers goroutines hash,
-// encode and store, with at most Workers+2 chunks in flight, so memory stays
-// flat whatever the stream length.
+// The stream is read into segments (see segment.go) that are cut on
+// goroutines of their own and joined in order with the cuts one chunker
+// reading the whole stream would make, while Workers goroutines hash,
+// encode and store the chunks in place. Memory stays flat whatever the
+// stream length: Segments segments, plus a chunk per worker.
 //
 // When the store is a Batcher, the chunks of one Write go into one Batch
 // committed before Write returns: the disk syncs them together instead of
@@ -132,21 +146,6 @@ func (w *Writer) Write(ctx context.Context, r io.Reader, limit int64) (refs []Re
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 
-	// MaxSize is the least the chunker accepts; twice that chunks a little
-	// faster, but chunking is a small part of the cost and the buffer is
-	// held for the whole upload.
-	scan := w.getBuf(&w.scans, maxChunkSize)
-	defer w.scans.Put(scan)
-	src := &guardReader{ctx: ctx, r: r, limit: limit}
-	ch, err := chunkers.NewChunkerBuffer(chunkAlgorithm, src, &chunkers.ChunkerOpts{
-		MinSize:    minChunkSize,
-		NormalSize: normalChunkSize,
-		MaxSize:    maxChunkSize,
-	}, *scan)
-	if err != nil {
-		return nil, 0, fmt.Errorf("chunk: chunker: %w", err)
-	}
-
 	p := &pipeline{ctx: ctx, fail: cancel, sem: make(chan struct{}, putDepth), refs: &refs}
 	if b, ok := w.store.(Batcher); ok {
 		p.batch = b.NewBatch()
@@ -157,36 +156,18 @@ func (w *Writer) Write(ctx context.Context, r io.Reader, limit int64) (refs []Re
 		wg.Go(func() { w.work(p, jobs) })
 	}
 
-	var cutErr error
-cut:
-	for {
-		data, nerr := ch.Next()
-		if nerr != nil && nerr != io.EOF {
-			cutErr = nerr
-			break
-		}
-		if len(data) > 0 {
-			buf := w.getBuf(&w.bufs, 0)
-			*buf = append(append((*buf)[:0], encRaw), data...)
-			p.mu.Lock()
-			idx := len(refs)
-			refs = append(refs, Ref{Size: int64(len(data))})
-			p.mu.Unlock()
-			size += int64(len(data))
-			select {
-			case jobs <- job{idx: idx, buf: buf}:
-			case <-ctx.Done():
-				w.bufs.Put(buf)
-				break cut
-			}
-		}
-		if nerr == io.EOF {
-			break
-		}
+	src := &guardReader{ctx: ctx, r: r, limit: limit}
+	segs := make(chan *segment, w.segments)
+	var reader, cutters sync.WaitGroup
+	reader.Go(func() { w.read(ctx, cancel, src, segs, &cutters) })
+	size = w.join(p, segs, jobs)
+	// After a failure join stops early: the reader sees it and ends; let
+	// go of what it sent that join did not take.
+	for s := range segs {
+		w.release(s)
 	}
-	if cutErr != nil {
-		cancel(cutErr)
-	}
+	reader.Wait()
+	cutters.Wait()
 	close(jobs)
 	wg.Wait()
 	p.puts.Wait()
@@ -250,10 +231,10 @@ func stored(refs []Ref) []Ref {
 func (w *Writer) work(p *pipeline, jobs <-chan job) {
 	for j := range jobs {
 		if p.ctx.Err() != nil {
-			w.bufs.Put(j.buf)
+			w.done(j)
 			continue
 		}
-		plain := (*j.buf)[1:]
+		plain := j.plain
 		id := Sum(plain)
 		w.pin(id)
 		has, err := w.store.Has(p.ctx, id)
@@ -267,28 +248,34 @@ func (w *Writer) work(p *pipeline, jobs <-chan job) {
 					w.observe(false, len(plain), 0)
 				}
 			}
-			w.bufs.Put(j.buf)
+			w.done(j)
 			continue
 		}
 		// Compression is skipped for chunks the store has: it is the
-		// costly step. (*j.buf)[0] is a spare byte for the raw header, so
-		// a chunk that does not compress is stored without another copy.
+		// costly step.
 		select {
 		case w.encoding <- struct{}{}:
 		case <-p.ctx.Done():
 			w.unpin(id)
-			w.bufs.Put(j.buf)
+			w.done(j)
 			continue
 		}
 		blob := w.getBuf(&w.blobs, 0)
-		enc := w.getEncoder()
-		out, ok := compress(*blob, enc, id, plain)
-		w.encs.Put(enc)
-		*blob = out
-		payload := *j.buf
-		if ok {
-			payload = out
+		out, ok := compress(*blob, id, plain)
+		switch {
+		case ok:
+		case j.buf != nil:
+			// A chunk across segments has its spare header byte: stored
+			// raw without another copy.
+			out = (*j.buf)[:1+len(plain)]
+			out[0] = encRaw
+		default:
+			out = append(append(out[:0], encRaw), plain...)
 		}
+		if ok || j.buf == nil {
+			*blob = out
+		}
+		payload := out
 		store := func() {
 			var err error
 			if p.batch != nil {
@@ -305,7 +292,7 @@ func (w *Writer) work(p *pipeline, jobs <-chan job) {
 					w.observe(true, len(plain), len(payload))
 				}
 			}
-			w.bufs.Put(j.buf)
+			w.done(j)
 			w.blobs.Put(blob)
 		}
 		if p.batch != nil {
@@ -322,6 +309,16 @@ func (w *Writer) work(p *pipeline, jobs <-chan job) {
 			defer func() { <-p.sem }()
 			store()
 		})
+	}
+}
+
+// done gives back what a job held: its share of a segment, or its buffer.
+func (w *Writer) done(j job) {
+	if j.seg != nil {
+		w.release(j.seg)
+	}
+	if j.buf != nil {
+		w.bufs.Put(j.buf)
 	}
 }
 
@@ -347,21 +344,13 @@ func (p *pipeline) setRef(idx int, id ID, staged bool) {
 }
 
 // getBuf returns a pooled buffer, or a new one of length size. Blob buffers
-// start empty and grow to what zstd needs, which for compressible chunks is
-// far below the maximum.
+// start empty and grow to what S2 needs.
 func (w *Writer) getBuf(p *sync.Pool, size int) *[]byte {
 	if b, ok := p.Get().(*[]byte); ok {
 		return b
 	}
 	b := make([]byte, size)
 	return &b
-}
-
-func (w *Writer) getEncoder() *zstd.Encoder {
-	if e, ok := w.encs.Get().(*zstd.Encoder); ok {
-		return e
-	}
-	return NewEncoder()
 }
 
 // guardReader stops the chunker when ctx ends or the limit is passed, so an

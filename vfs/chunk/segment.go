@@ -1,0 +1,284 @@
+package chunk
+
+import (
+	"context"
+	"io"
+	"sync"
+	"sync/atomic"
+)
+
+// DefaultSegmentSize is the size of the pieces a Writer reads a stream in
+// and cuts in parallel. One chunker reading a stream runs at 1 to 2 GB/s
+// on one core and would bound an upload; cut in segments on several
+// goroutines, and joined as below, the cuts are exactly those of one
+// chunker. Each segment boundary costs re-cutting about one chunk (the
+// join) and copying the chunk that spans it, some 15% of a segment at
+// 8 MiB; larger segments cost less of that and more memory. With the
+// default Segments, a 2-core server holds 3 x 8 MiB per upload.
+const DefaultSegmentSize = 8 << 20
+
+// maxSegments caps the default Segments on machines with many cores:
+// eight segments in flight keep 16 cores busy with one stream, and more
+// would only hold memory.
+const maxSegments = 8
+
+// segment is one piece of a stream being written. Once read whole it is
+// cut on a goroutine of its own (cutAll) as if a chunk began where join
+// stands in it (at first, its start). FastCDC's cut depends only on the
+// bytes since the previous cut, so once the cuts of the whole stream,
+// followed across the boundary from the previous segment, land on one of
+// the segment's own, the two agree from there on: join follows the true
+// cuts one by one only until they meet (usually within a chunk or two)
+// and takes the segment's own after that. While a segment is still being
+// read, join cuts what has arrived itself, so a slow stream's chunks are
+// stored as they come, as with one chunker.
+type segment struct {
+	buf *[]byte
+
+	filled   atomic.Int64  // bytes read so far
+	progress chan struct{} // a read added bytes (capacity 1)
+	complete chan struct{} // closed once data and last are set
+	data     []byte        // the bytes read
+	last     bool          // the stream ends with this segment
+
+	from     atomic.Int64  // a true cut join has reached: cutAll starts there
+	cut      chan struct{} // closed once starts and resolved are set (or the read failed)
+	starts   []int         // from and the end of each genuine chunk cut from it (see genuine)
+	resolved int           // the last of starts: after it the cuts depend on the next segment
+
+	refs   atomic.Int32  // join's, the reader's (then cutAll's), one per job
+	tokens chan struct{} // the Write's segments in flight
+}
+
+// cutAll finds the segment's own cuts from s.from. Near its end a cut
+// that only the end of the data made is not kept (unless the stream
+// ends there): the next segment decides it.
+func (s *segment) cutAll() {
+	d := s.data
+	pos := int(s.from.Load())
+	s.starts = append(make([]int, 0, (len(d)-pos)/normalChunkSize+2), pos)
+	for pos < len(d) {
+		n := min(len(d)-pos, maxChunkSize)
+		p := cut(d[pos : pos+n])
+		if !s.last && !genuine(p, n) {
+			break
+		}
+		pos += p
+		s.starts = append(s.starts, pos)
+	}
+	s.resolved = pos
+	close(s.cut)
+}
+
+// read fills segments from src in order, handing each to join before it
+// is read and starting to cut it once it is, holding at most w.segments
+// at once. It closes segs when the stream ends, or after cancelling ctx
+// with the reader's error.
+func (w *Writer) read(ctx context.Context, fail context.CancelCauseFunc, src io.Reader, segs chan<- *segment, cutters *sync.WaitGroup) {
+	defer close(segs)
+	tokens := make(chan struct{}, w.segments)
+	for {
+		select {
+		case tokens <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		s := &segment{
+			buf: w.getBuf(&w.segs, w.segSize), tokens: tokens,
+			progress: make(chan struct{}, 1), complete: make(chan struct{}), cut: make(chan struct{}),
+		}
+		s.refs.Store(2)
+		// segs holds as many as there are tokens: this never waits.
+		segs <- s
+		n, err := fill(src, *s.buf, s)
+		s.data, s.last = (*s.buf)[:n], err == io.EOF
+		close(s.complete)
+		if (err != nil && err != io.EOF) || n == 0 {
+			if err != nil && err != io.EOF {
+				fail(err)
+			}
+			close(s.cut)
+			w.release(s)
+			return
+		}
+		cutters.Go(func() {
+			s.cutAll()
+			w.release(s)
+		})
+		if s.last {
+			return
+		}
+	}
+}
+
+// fill reads into buf until it is full (nil) or r ends (io.EOF) or
+// fails, telling s of its progress. Not io.ReadFull: a cut-off body's
+// ErrUnexpectedEOF must stay an error, not be taken for the end of a
+// short segment.
+func fill(r io.Reader, buf []byte, s *segment) (int, error) {
+	n := 0
+	for n < len(buf) {
+		m, err := r.Read(buf[n:])
+		if m > 0 {
+			n += m
+			s.filled.Store(int64(n))
+			select {
+			case s.progress <- struct{}{}:
+			default:
+			}
+		}
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// await waits until s holds at least need bytes or is read whole, and
+// returns what it holds and whether that is all; nil when p.ctx ends.
+func await(p *pipeline, s *segment, need int) ([]byte, bool) {
+	for {
+		select {
+		case <-s.complete:
+			return s.data, true
+		default:
+		}
+		if f := int(s.filled.Load()); f >= need {
+			return (*s.buf)[:f], false
+		}
+		select {
+		case <-s.progress:
+		case <-s.complete:
+		case <-p.ctx.Done():
+			return nil, false
+		}
+	}
+}
+
+// release drops one hold on s; the last gives its buffer back and lets
+// the reader take another segment.
+func (w *Writer) release(s *segment) {
+	if s.refs.Add(-1) == 0 {
+		w.segs.Put(s.buf)
+		<-s.tokens
+	}
+}
+
+// join turns the segments, in order, into the chunks one chunker reading
+// the whole stream would cut, numbers them in p.refs and hands them to
+// the workers. It returns the bytes it handed on; it stops early when
+// p.ctx ends, leaving the rest of segs to its caller.
+func (w *Writer) join(p *pipeline, segs <-chan *segment, jobs chan<- job) (size int64) {
+	// carry is the tail of the previous segment after its last true cut,
+	// after a spare header byte: the start of a chunk across the
+	// boundary.
+	var carry *[]byte
+	emit := func(j job) bool {
+		if j.seg != nil {
+			j.seg.refs.Add(1)
+		}
+		p.mu.Lock()
+		j.idx = len(*p.refs)
+		*p.refs = append(*p.refs, Ref{Size: int64(len(j.plain))})
+		p.mu.Unlock()
+		size += int64(len(j.plain))
+		select {
+		case jobs <- j:
+			return true
+		case <-p.ctx.Done():
+			w.done(j)
+			return false
+		}
+	}
+	for s := range segs {
+		q := 0 // the true cut, in s
+		if carry != nil {
+			// The carry ended where no cut was found in it, so the
+			// chunk across the boundary ends in s. It is genuine: either
+			// maxChunkSize bytes are in view or the stream ends in s.
+			c := (*carry)[1:]
+			d, _ := await(p, s, maxChunkSize-len(c))
+			if d == nil {
+				w.bufs.Put(carry)
+				w.release(s)
+				return size
+			}
+			q = cutSplit(c, d) - len(c)
+			*carry = append(*carry, d[:q]...)
+			j := job{plain: (*carry)[1:], buf: carry}
+			carry = nil
+			if !emit(j) {
+				w.release(s)
+				return size
+			}
+		}
+		// While s is being read, cut what has come.
+		for {
+			s.from.Store(int64(q))
+			d, whole := await(p, s, q+maxChunkSize)
+			if d == nil {
+				w.release(s)
+				return size
+			}
+			if whole {
+				break
+			}
+			c := cut(d[q : q+maxChunkSize])
+			if !emit(job{plain: d[q : q+c], seg: s}) {
+				w.release(s)
+				return size
+			}
+			q += c
+		}
+		<-s.cut
+		if p.ctx.Err() != nil {
+			w.release(s)
+			return size
+		}
+		d := s.data
+		i := 0
+	follow:
+		for q < len(d) {
+			for i < len(s.starts) && s.starts[i] < q {
+				i++
+			}
+			if i < len(s.starts) && s.starts[i] == q {
+				// Met the segment's own cuts: they are the true ones
+				// from here to where they stop.
+				for ; i+1 < len(s.starts); i++ {
+					if !emit(job{plain: d[s.starts[i]:s.starts[i+1]], seg: s}) {
+						w.release(s)
+						return size
+					}
+				}
+				q = s.resolved
+				break follow
+			}
+			n := min(len(d)-q, maxChunkSize)
+			c := cut(d[q : q+n])
+			if !s.last && !genuine(c, n) {
+				break
+			}
+			if !emit(job{plain: d[q : q+c], seg: s}) {
+				w.release(s)
+				return size
+			}
+			q += c
+		}
+		if q < len(d) {
+			carry = w.getBuf(&w.bufs, 1+maxChunkSize)
+			*carry = append(append((*carry)[:0], encRaw), d[q:]...)
+		}
+		w.release(s)
+	}
+	if carry != nil {
+		// The stream ended on a segment boundary: the tail, in which no
+		// cut was found, is the last chunk, as for one chunker at EOF.
+		if p.ctx.Err() == nil {
+			emit(job{plain: (*carry)[1:], buf: carry})
+		} else {
+			w.bufs.Put(carry)
+		}
+	}
+	return size
+}
