@@ -1,6 +1,9 @@
 // Package chunk is berth's content layer: files are cut into
-// content-defined chunks, each addressed by the BLAKE3 hash of its plain
-// bytes, compressed with zstd when that helps, and kept in a Store.
+// content-defined chunks (FastCDC, in segments chunked in parallel and
+// joined at the cut points one chunker would find), each addressed by the
+// BLAKE3 hash of its plain bytes, compressed with S2 when that helps
+// (blobs of the earlier zstd codecs still read; encode.go has the
+// measurements behind the choice), and kept in a Store.
 // Identical chunks are stored once. The package speaks only standard types so
 // that a second store (S3) can sit behind the same interface.
 package chunk
