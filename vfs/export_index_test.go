@@ -2,6 +2,7 @@ package vfs
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"berth/kv"
@@ -20,21 +21,36 @@ func Fold(s string) string { return fold(s) }
 // ForgetNames makes root look as if it was created before the name index
 // existed: its entries and marks go, and the store's mark too.
 func (fs *FS) ForgetNames(ctx context.Context, root uint64) error {
-	return fs.db.Update(ctx, func(tx kv.Txn) error {
-		for _, p := range [][]byte{nameEntryPrefix(root), key(pGram, root)} {
+	for _, p := range [][]byte{nameEntryPrefix(root), key(pGram, root)} {
+		for {
 			var keys [][]byte
-			if err := tx.Scan(p, nil, func(k, _ []byte) error {
-				keys = append(keys, append([]byte(nil), k...))
+			if err := fs.db.View(ctx, func(tx kv.Txn) error {
+				keys = keys[:0]
+				return tx.Scan(p, nil, func(k, _ []byte) error {
+					if keys = append(keys, append([]byte(nil), k...)); len(keys) == 10_000 {
+						return kv.ErrStop
+					}
+					return nil
+				})
+			}); err != nil || len(keys) == 0 {
+				if err != nil {
+					return err
+				}
+				break
+			}
+			if err := fs.db.Update(ctx, func(tx kv.Txn) error {
+				for _, k := range keys {
+					if err := tx.Delete(k); err != nil {
+						return err
+					}
+				}
 				return nil
 			}); err != nil {
 				return err
 			}
-			for _, k := range keys {
-				if err := tx.Delete(k); err != nil {
-					return err
-				}
-			}
 		}
+	}
+	return fs.db.Update(ctx, func(tx kv.Txn) error {
 		var r rootRec
 		if err := get(tx, rootKey(root), &r, ErrNotExist); err != nil {
 			return err
@@ -148,4 +164,24 @@ func (fs *FS) MkdirMany(ctx context.Context, root, parent uint64, names []string
 		ids = append(ids, got...)
 	}
 	return ids, nil
+}
+
+// IndexOnly does the name index's writes for new items of the given names
+// in one transaction that it then abandons: a benchmark times the index's
+// share of a create with it.
+func (fs *FS) IndexOnly(ctx context.Context, root uint64, names []string) error {
+	abandon := errors.New("abandon")
+	err := fs.db.Update(ctx, func(tx kv.Txn) error {
+		for i, name := range names {
+			loc := locRec{Root: root, Parent: 1, Name: name}
+			if err := reindex(tx, nodeRec{ID: 1<<62 + uint64(i), Root: root, Parent: 1, Name: name}, loc); err != nil {
+				return err
+			}
+		}
+		return abandon
+	})
+	if errors.Is(err, abandon) {
+		return nil
+	}
+	return err
 }

@@ -14,7 +14,8 @@ import (
 
 // Search returns the live items of a root whose name contains query,
 // ignoring case, with their paths; at most limit of them (0: no limit).
-// It is SearchAfter's first page.
+// It is SearchAfter's first page: a query of one or two runes reads at
+// most ShortQueryScan names.
 func (fs *FS) Search(ctx context.Context, root uint64, query string, limit int) ([]Node, error) {
 	ns, _, err := fs.SearchAfter(ctx, root, query, 0, limit)
 	return ns, err
