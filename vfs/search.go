@@ -146,8 +146,8 @@ func (s *searcher) byName(ctx context.Context, after uint64) error {
 
 // rarest returns the trigram of the query with the fewest entries above
 // after, "" when one has none. It counts the lists side by side, each up
-// to a cap that grows sixteenfold per round, so the cost is about the
-// number of trigrams times the shortest list, however long the others.
+// to a cap that grows fourfold per round, so each list is read at most to
+// about four times the shortest one's length, however long it is.
 func (s *searcher) rarest(after uint64) (string, error) {
 	type probe struct {
 		gram string
@@ -159,7 +159,7 @@ func (s *searcher) rarest(after uint64) (string, error) {
 	for _, g := range grams(s.q) {
 		ps = append(ps, probe{gram: g, from: gramKey(s.root, g, after+1)})
 	}
-	for limit := 256; ; limit *= 16 {
+	for limit := 256; ; limit *= 4 {
 		best := -1
 		for i := range ps {
 			p := &ps[i]
