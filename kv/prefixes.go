@@ -33,6 +33,8 @@ const (
 	VFSTallyQ  = "Z/" // a tally's quota check
 	VFSStaged  = "S/" // a staged (resumable) upload
 	VFSPart    = "W/" // a staged upload's sealed chunks, in parts
+	VFSName    = "E/" // the name index: an item's folded name
+	VFSGram    = "X/" // the name index: items by trigram of their name
 )
 
 // Prefixes of account (account/keys.go).
@@ -136,6 +138,8 @@ func Prefixes() []Prefix {
 		{"vfs", VFSTallyQ},
 		{"vfs", VFSStaged},
 		{"vfs", VFSPart},
+		{"vfs", VFSName},
+		{"vfs", VFSGram},
 
 		{"account", AccountOrg},
 		{"account", AccountPerson},

@@ -22,7 +22,7 @@ func (s *server) rootRoutes() {
 	s.handleStream("GET /api/2/files/{root_id}", s.authedStream(s.getRoot))
 	s.handle("POST /api/2/files/{root_id}/upload", s.authed(s.uploadToRoot))
 	s.handle("POST /api/2/files/{root_id}/create_folder", s.authed(s.createFolderInRoot))
-	s.handle("GET /api/2/files/{root_id}/search", s.authed(s.search))
+	s.handleStream("GET /api/2/files/{root_id}/search", s.authedStream(s.search))
 	s.handle("GET /api/2/files/{root_id}/modified_since", s.authed(s.modifiedSince))
 	s.handle("POST /api/2/files/{root_id}/lock", s.authed(s.lockRoot))
 	s.handle("POST /api/2/files/{root_id}/unlock", s.authed(s.unlockRoot))
@@ -354,30 +354,45 @@ func (s *server) createFolder(r *http.Request, a fsAccess, parent uint64) (any, 
 	return encodeFolder(n, a.perms), nil
 }
 
-// search answers GET .../search?query=<text>[&limit=<n>]: live files and
-// folders whose name contains query, ignoring case.
-func (s *server) search(r *http.Request) (any, error) {
+// search answers GET .../search?query=<text>[&limit=<n>][&after=<id>]:
+// live files and folders whose name contains query, ignoring case, by id,
+// those after the item id after only. When there may be more, a Link
+// header (RFC 8288, rel="next") gives the next page's URL: the spec's
+// body has no room for a cursor. It is a stream handler only to set it.
+func (s *server) search(w http.ResponseWriter, r *http.Request) error {
 	a, err := s.access(r)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	q, err := query(r)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	text := q.Get("query")
 	if text == "" {
-		return nil, Describe(ErrInvalidRequest, "missing parameter %q", "query")
+		return Describe(ErrInvalidRequest, "missing parameter %q", "query")
 	}
 	limit, err := limitParam(q)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	ns, err := s.fs.Search(r.Context(), a.root.ID, text, limit)
+	var after uint64
+	if v := q.Get("after"); v != "" {
+		if after, err = strconv.ParseUint(v, 10, 64); err != nil {
+			return Describe(ErrInvalidRequest, "after must be an item id (an integer from 0)")
+		}
+	}
+	ns, next, err := s.fs.SearchAfter(r.Context(), a.root.ID, text, after, limit)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return resultsJSON{Results: encodeNodes(ns, a.perms)}, nil
+	if next != 0 {
+		u := url.URL{Path: r.URL.Path, RawQuery: url.Values{
+			"query": {text}, "limit": {strconv.Itoa(limit)}, "after": {strconv.FormatUint(next, 10)},
+		}.Encode()}
+		w.Header().Set("Link", "<"+u.String()+`>; rel="next"`)
+	}
+	return writeJSON(w, resultsJSON{Results: encodeNodes(ns, a.perms)})
 }
 
 // modifiedSince answers GET .../modified_since?since=<YYYY-MM-DDTHH:MM:SS>

@@ -145,6 +145,9 @@ func (fs *FS) Audit(ctx context.Context, root uint64) (Usage, error) {
 				return err
 			}
 		}
+		if err := auditNames(tx, root); err != nil {
+			return err
+		}
 		return tx.Scan(timePrefix(root), nil, func(k, v []byte) error {
 			rec, _, err := loadNode(tx, timeKeyNode(k))
 			if err != nil {

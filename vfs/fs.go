@@ -101,6 +101,8 @@ type Options struct {
 	zip64At int64
 	// zipMax overrides ZipMaxEntries; set by tests.
 	zipMax int
+	// shortScan overrides ShortQueryScan; set by tests.
+	shortScan int
 }
 
 // FS is the file system over one metadata store and one chunk store. It is
@@ -150,6 +152,12 @@ type FS struct {
 	batchHook func(Op)
 	zip64At   int64 // see Options.zip64At; 0: 0xFFFFFFFF
 	zipMax    int   // see Options.zipMax; 0: ZipMaxEntries
+	shortScan int   // see Options.shortScan; 0: ShortQueryScan
+
+	// bgStop ends the name index's backfill (index.go), and bgDone is
+	// closed when it has; both nil when none runs.
+	bgStop context.CancelFunc
+	bgDone chan struct{}
 
 	// upMu guards uploads, the writes that may hold stored chunks not yet
 	// referenced nor noted for the collector, and closed, set by Close.
@@ -169,10 +177,11 @@ func Open(ctx context.Context, db kv.Store, chunks chunk.Store, opts Options) (*
 	fs := &FS{
 		db: db, chunks: chunks, obs: opts.Observer, jnl: opts.Journal, now: opts.Now, log: opts.Logger,
 		m: newMetrics(opts.Registerer), refBatch: opts.refBatch, batchHook: opts.batchHook, zip64At: opts.zip64At, zipMax: opts.zipMax,
-		roots: kv.NewCache[uint64, cachedRoot](maxCachedRoots),
-		paths: kv.NewCache[pathKey, cachedPath](maxCachedPaths),
-		items: kv.NewCache[itemKey, cachedItem](maxCachedItems),
-		lists: kv.NewCache[listKey, cachedList](maxCachedLists),
+		shortScan: opts.shortScan,
+		roots:     kv.NewCache[uint64, cachedRoot](maxCachedRoots),
+		paths:     kv.NewCache[pathKey, cachedPath](maxCachedPaths),
+		items:     kv.NewCache[itemKey, cachedItem](maxCachedItems),
+		lists:     kv.NewCache[listKey, cachedList](maxCachedLists),
 	}
 	if fs.refBatch <= 0 {
 		fs.refBatch = defaultRefBatch
@@ -241,6 +250,9 @@ func Open(ctx context.Context, db kv.Store, chunks chunk.Store, opts Options) (*
 		}
 		fs.log.Warn("vfs: recovered from an unclean shutdown", "removed_chunks", rep.Deleted)
 	}
+	if err := fs.startBackfill(ctx); err != nil {
+		return nil, fmt.Errorf("vfs: name index: %w", err)
+	}
 	return fs, nil
 }
 
@@ -262,6 +274,7 @@ func (fs *FS) roomFor() error {
 // and new ones with ErrBusy; with any running, the store is not marked
 // clean, so the next Open removes what they stored, as after a crash.
 func (fs *FS) Close() error {
+	fs.stopBackfill()
 	fs.upMu.Lock()
 	fs.closed = true
 	running := fs.uploads

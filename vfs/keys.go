@@ -47,6 +47,9 @@ import (
 //	                          sealed chunks, each holding a count on K/
 //	M/clean                   present while no process has the store open;
 //	                          absent at open means the last run crashed
+//	M/names                   present once every root has a name index
+//	E/<root>/<node>           the folded name of a live item (index.go)
+//	X/<root>/<gram>/<node>    the same, under each trigram of the name
 //
 // The prefixes are registered in kv/prefixes.go with every other
 // package's, where a test keeps them apart.
@@ -69,6 +72,8 @@ const (
 	pTallyQ  = kv.VFSTallyQ
 	pStaged  = kv.VFSStaged
 	pPart    = kv.VFSPart
+	pName    = kv.VFSName
+	pGram    = kv.VFSGram
 )
 
 var keyClean = []byte(kv.VFSMarker + "clean")

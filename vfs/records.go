@@ -29,6 +29,9 @@ type rootRec struct {
 	// Tallies the root's usage is also added to while it is live (see
 	// RootOptions.Tallies); fixed at creation.
 	Tallies []uint64 `cbor:"9,keyasint,omitempty"`
+	// Indexed says the root's name index (index.go) is whole: set at
+	// creation, or by the backfill for a root older than the index.
+	Indexed bool `cbor:"10,keyasint,omitempty"`
 }
 
 type locRec struct {

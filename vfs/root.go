@@ -33,7 +33,7 @@ func (fs *FS) CreateRootWith(ctx context.Context, name string, typ RootType, opt
 		return Root{}, err
 	}
 	now := fs.nowNs()
-	r := rootRec{ID: id, Name: name, Type: typ, Created: now, Folder: folder}
+	r := rootRec{ID: id, Name: name, Type: typ, Created: now, Folder: folder, Indexed: true}
 	if len(opts.Tallies) > 0 {
 		r.Tallies = uniqueTallies(opts.Tallies)
 	}

@@ -3,19 +3,220 @@ package vfs
 import (
 	"context"
 	"errors"
+	"math"
+	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"berth/kv"
 )
 
 // Search returns the live items of a root whose name contains query,
 // ignoring case, with their paths; at most limit of them (0: no limit).
+// It is SearchAfter's first page: a query of one or two runes reads at
+// most ShortQueryScan names.
 func (fs *FS) Search(ctx context.Context, root uint64, query string, limit int) ([]Node, error) {
-	q := strings.ToLower(query)
-	return fs.scanRoot(ctx, root, 0, limit, false, func(r nodeRec) bool {
-		return r.Parent != 0 && strings.Contains(strings.ToLower(r.Name), q)
+	ns, _, err := fs.SearchAfter(ctx, root, query, 0, limit)
+	return ns, err
+}
+
+// ShortQueryScan is the most names of a root that one search for a query
+// of one or two runes reads (see SearchAfter).
+const ShortQueryScan = 100_000
+
+// SearchAfter returns the live items of a root whose name contains query
+// under Unicode simple case folding (see fold), in the order of their ids
+// (the order they were created in), those with an id above after only: at
+// most limit of them (0: no limit), with their paths. next, when not 0, is
+// the after of the following page: the last id returned when the page is
+// full, or for a query of one or two runes the last id read when the page
+// stopped at ShortQueryScan names read. next 0 says there is no more.
+//
+// A query of three runes or more reads one list of the name index (the
+// shortest of its trigrams'), so its cost follows how common the query's
+// rarest trigram is, not the root's size; a shorter one reads the root's
+// names in id order until it has limit results or ShortQueryScan names.
+// Deleted items, and items of a deleted folder, are never returned.
+func (fs *FS) SearchAfter(ctx context.Context, root uint64, query string, after uint64, limit int) (nodes []Node, next uint64, err error) {
+	q := fold(query)
+	err = fs.db.View(ctx, func(tx kv.Txn) error {
+		nodes, next = nodes[:0], 0
+		r, err := loadRoot(tx, root)
+		if err != nil {
+			return err
+		}
+		s := searcher{tx: tx, root: root, q: q, limit: limit, now: fs.nowNs(), scanMax: fs.shortScan}
+		if s.scanMax <= 0 {
+			s.scanMax = ShortQueryScan
+		}
+		switch {
+		case after == math.MaxUint64 || q == "":
+			return nil
+		case !r.Indexed:
+			err = s.scanAll(ctx, after)
+		case utf8.RuneCountInString(q) >= gramRunes:
+			err = s.byGram(ctx, after)
+		default:
+			err = s.byName(ctx, after)
+		}
+		nodes, next = s.out, s.next
+		return err
 	})
+	return nodes, next, err
+}
+
+// searcher is one search, inside its read transaction.
+type searcher struct {
+	tx      kv.Txn
+	root    uint64
+	q       string // folded
+	limit   int
+	now     int64
+	scanMax int
+	out     []Node
+	next    uint64
+}
+
+// take checks the candidate id against its record: the index says what
+// the name was when written, the record what it is, and only the path
+// says whether a folder above it is deleted. It returns kv.ErrStop once
+// the page is full.
+func (s *searcher) take(ctx context.Context, id uint64) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	rec, _, err := loadNode(s.tx, id)
+	if errors.Is(err, ErrNotExist) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	if rec.Root != s.root || rec.Parent == 0 || rec.Deleted != 0 || !strings.Contains(fold(rec.Name), s.q) {
+		return nil
+	}
+	n := rec.public(s.now)
+	var gone bool
+	if n.Path, gone, err = resolve(s.tx, rec); errors.Is(err, errStaged) || (err == nil && gone) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	s.out = append(s.out, n)
+	if s.limit > 0 && len(s.out) >= s.limit {
+		s.next = id
+		return kv.ErrStop
+	}
+	return nil
+}
+
+// byGram scans the list of the query's rarest trigram.
+func (s *searcher) byGram(ctx context.Context, after uint64) error {
+	g, err := s.rarest(after)
+	if err != nil || g == "" {
+		return err
+	}
+	return s.tx.Scan(gramPrefix(s.root, g), gramKey(s.root, g, after+1), func(k, v []byte) error {
+		if !strings.Contains(string(v), s.q) {
+			return nil
+		}
+		return s.take(ctx, entryNode(k))
+	})
+}
+
+// byName scans the root's names, for a query too short to have a
+// trigram, up to scanMax of them.
+func (s *searcher) byName(ctx context.Context, after uint64) error {
+	read := 0
+	last := after
+	err := s.tx.Scan(nameEntryPrefix(s.root), nameEntryKey(s.root, after+1), func(k, v []byte) error {
+		if read == s.scanMax {
+			s.next = last
+			return kv.ErrStop
+		}
+		read++
+		last = entryNode(k)
+		if !strings.Contains(string(v), s.q) {
+			return nil
+		}
+		return s.take(ctx, last)
+	})
+	return err
+}
+
+// rarest returns the trigram of the query with the fewest entries above
+// after, "" when one has none. It counts the lists side by side, each up
+// to a cap that grows fourfold per round, so each list is read at most to
+// about four times the shortest one's length, however long it is.
+func (s *searcher) rarest(after uint64) (string, error) {
+	type probe struct {
+		gram string
+		n    int
+		from []byte
+		done bool
+	}
+	var ps []probe
+	for _, g := range grams(s.q) {
+		ps = append(ps, probe{gram: g, from: gramKey(s.root, g, after+1)})
+	}
+	for limit := 256; ; limit *= 4 {
+		best := -1
+		for i := range ps {
+			p := &ps[i]
+			if !p.done {
+				p.done = true
+				err := s.tx.Scan(gramPrefix(s.root, p.gram), p.from, func(k, _ []byte) error {
+					if p.n >= limit {
+						p.from, p.done = append(p.from[:0], k...), false
+						return kv.ErrStop
+					}
+					p.n++
+					return nil
+				})
+				if err != nil {
+					return "", err
+				}
+			}
+			if p.done && p.n == 0 {
+				return "", nil
+			}
+			if p.done && (best < 0 || p.n < ps[best].n) {
+				best = i
+				limit = p.n // counting any other list further is no use
+			}
+		}
+		if best >= 0 {
+			return ps[best].gram, nil
+		}
+		if limit >= 1<<20 {
+			return ps[0].gram, nil
+		}
+	}
+}
+
+// scanAll searches a root whose index is not whole yet (see
+// backfillNames) by reading every item, as before the index: the same
+// answer, in the same order, at the old cost.
+func (s *searcher) scanAll(ctx context.Context, after uint64) error {
+	var ids []uint64
+	err := s.tx.Scan(timePrefix(s.root), nil, func(k, _ []byte) error {
+		if id := timeKeyNode(k); id > after {
+			ids = append(ids, id)
+		}
+		return ctx.Err()
+	})
+	if err != nil {
+		return err
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		if err := s.take(ctx, id); errors.Is(err, kv.ErrStop) {
+			return nil
+		} else if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // ModifiedSince returns the live files of a root modified at or after

@@ -388,6 +388,11 @@ func purgeNode(ctx context.Context, tx kv.Txn, id uint64, u *usageRec, un *unref
 		return false, err
 	}
 	un.used += props
+	names, err := unindex(tx, rec.Root, rec.ID)
+	if err != nil {
+		return false, err
+	}
+	un.used += names
 	keys := [][]byte{recKey(rec.ID, loc), locKey(rec.ID), timeKey(rec.Root, rec.Modified, rec.ID)}
 	if rec.Dir {
 		keys = append(keys, genKey(rec.ID))

@@ -104,6 +104,9 @@ func saveNode(tx kv.Txn, rec nodeRec, loc locRec) error {
 			return err
 		}
 	}
+	if err := reindex(tx, rec, loc); err != nil {
+		return err
+	}
 	return put(tx, recKey(rec.ID, loc), rec)
 }
 
