@@ -121,17 +121,9 @@ func (s *server) twoStepStatus(r *http.Request) (any, error) {
 }
 
 func (s *server) twoStepEnroll(r *http.Request) (any, error) {
-	p, err := s.twoStepPerson(r, share.PersonUpdateSelf, true)
+	p, f, mode, err := s.twoStepStep(r, "mode", " (authenticator, email or sms)")
 	if err != nil {
 		return nil, err
-	}
-	f, err := twoStepForm(r)
-	if err != nil {
-		return nil, err
-	}
-	mode := twoStepField(f, "mode")
-	if mode == "" {
-		return nil, Describe(ErrInvalidRequest, "missing parameter %q (authenticator, email or sms)", "mode")
 	}
 	en, err := s.accounts.EnrollTwoStep(r.Context(), p.ID, mode, twoStepField(f, "phone"))
 	if err != nil {
@@ -146,27 +138,15 @@ func (s *server) twoStepEnroll(r *http.Request) (any, error) {
 }
 
 func (s *server) twoStepConfirm(r *http.Request) (any, error) {
-	p, err := s.twoStepPerson(r, share.PersonUpdateSelf, true)
+	p, _, code, err := s.twoStepStep(r, "auth_code", "")
 	if err != nil {
 		return nil, err
-	}
-	f, err := twoStepForm(r)
-	if err != nil {
-		return nil, err
-	}
-	code := twoStepField(f, "auth_code")
-	if code == "" {
-		return nil, Describe(ErrInvalidRequest, "missing parameter %q", "auth_code")
 	}
 	codes, err := s.accounts.ConfirmTwoStep(r.Context(), p.ID, code)
 	if err != nil {
 		return nil, err
 	}
-	mode, err := s.accounts.TwoStepMode(r.Context(), p.ID)
-	if err != nil {
-		return nil, err
-	}
-	return recoveryCodesBody{TwoStepMode: mode, RecoveryCodes: codes}, nil
+	return s.recoveryCodes(r, p, codes)
 }
 
 func (s *server) twoStepRecoveryCodes(r *http.Request) (any, error) {
@@ -178,11 +158,36 @@ func (s *server) twoStepRecoveryCodes(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	return s.recoveryCodes(r, p, codes)
+}
+
+// recoveryCodes answers p's new recovery codes, shown this once, with the
+// mode they stand in for.
+func (s *server) recoveryCodes(r *http.Request, p account.Person, codes []string) (any, error) {
 	mode, err := s.accounts.TwoStepMode(r.Context(), p.ID)
 	if err != nil {
 		return nil, err
 	}
 	return recoveryCodesBody{TwoStepMode: mode, RecoveryCodes: codes}, nil
+}
+
+// twoStepStep reads what a step of one's own enrollment needs: the
+// person (themselves only), the form, and its field name, which must be
+// there (hint says what it takes).
+func (s *server) twoStepStep(r *http.Request, name, hint string) (account.Person, map[string][]string, string, error) {
+	p, err := s.twoStepPerson(r, share.PersonUpdateSelf, true)
+	if err != nil {
+		return account.Person{}, nil, "", err
+	}
+	f, err := twoStepForm(r)
+	if err != nil {
+		return account.Person{}, nil, "", err
+	}
+	v := twoStepField(f, name)
+	if v == "" {
+		return account.Person{}, nil, "", Describe(ErrInvalidRequest, "missing parameter %q%s", name, hint)
+	}
+	return p, f, v, nil
 }
 
 func (s *server) twoStepDisable(r *http.Request) (any, error) {
