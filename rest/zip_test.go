@@ -10,8 +10,6 @@ import (
 	"mime/multipart"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -323,7 +321,7 @@ func TestFolderZipRanges(t *testing.T) {
 			if _, err := zip.NewReader(bytes.NewReader(joined), int64(len(joined))); err != nil {
 				t.Fatal(err)
 			}
-			unzipTest(t, joined)
+			berthtest.UnzipTest(t, joined)
 		}},
 		{"a suffix range", http.MethodGet, func() http.Header { return http.Header{"Range": {"bytes=-100"}} }, http.StatusPartialContent, func(t *testing.T, resp *http.Response, body []byte) {
 			if !bytes.Equal(body, whole[size-100:]) {
@@ -366,7 +364,7 @@ func TestFolderZipRanges(t *testing.T) {
 			if n := len(zr.File); n != 5 {
 				t.Errorf("%d entries, want 5", n)
 			}
-			unzipTest(t, body)
+			berthtest.UnzipTest(t, body)
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -382,28 +380,6 @@ func TestFolderZipRanges(t *testing.T) {
 				c.check(t, resp, body)
 			}
 		})
-	}
-}
-
-// unzipTest runs the unzip tool's test of b's every entry. Without the tool
-// the check is skipped, unless BERTH_INTEROP=required.
-func unzipTest(t *testing.T, b []byte) {
-	t.Helper()
-	bin, err := exec.LookPath("unzip")
-	if err != nil {
-		if os.Getenv("BERTH_INTEROP") == "required" {
-			t.Fatal("unzip not found and BERTH_INTEROP=required")
-		}
-		t.Log("unzip not found: its check is skipped")
-		return
-	}
-	p := filepath.Join(t.TempDir(), "a.zip")
-	if err := os.WriteFile(p, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Command(bin, "-t", p).CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "No errors detected") {
-		t.Fatalf("unzip -t: %v\n%s", err, out)
 	}
 }
 
@@ -438,10 +414,10 @@ func TestShareLinkZipRanges(t *testing.T) {
 	if !bytes.Equal(joined, whole) {
 		t.Fatal("the joined download differs")
 	}
-	unzipTest(t, joined)
+	berthtest.UnzipTest(t, joined)
 	resp, narrowed := get(fmt.Sprintf("%s?file_ids=%d", base, file), nil)
 	if resp.Header.Get("ETag") == etag || resp.ContentLength != int64(len(narrowed)) || len(narrowed) >= len(whole) {
 		t.Errorf("narrowed: ETag %q (whole %q), %d bytes of %d", resp.Header.Get("ETag"), etag, len(narrowed), len(whole))
 	}
-	unzipTest(t, narrowed)
+	berthtest.UnzipTest(t, narrowed)
 }

@@ -2,6 +2,7 @@ package vfs_test
 
 import (
 	"archive/zip"
+	"berth/berthtest"
 	"bytes"
 	"context"
 	"encoding/binary"
@@ -10,7 +11,6 @@ import (
 	"hash/crc32"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -218,7 +218,7 @@ func writeZipSubfolderAndFilter(t *testing.T) {
 	if narrowed.ETag() == whole.ETag() || narrowed.Size() != int64(len(b)) || !bytes.Equal(b, buf.Bytes()) {
 		t.Errorf("narrowed: ETag %s (whole %s), Size %d for %d bytes", narrowed.ETag(), whole.ETag(), narrowed.Size(), len(b))
 	}
-	unzipTest(t, b)
+	berthtest.UnzipTest(t, b)
 }
 
 func writeZipErrorsBeforeWriting(t *testing.T) {
@@ -400,7 +400,7 @@ func writeZip64Entries(t *testing.T) {
 	if zr.File[0].Name != "many/" || zr.File[n].Name != fmt.Sprintf("many/f%05d/", n-1) {
 		t.Errorf("first %q, last %q", zr.File[0].Name, zr.File[n].Name)
 	}
-	unzipTest(t, b)
+	berthtest.UnzipTest(t, b)
 }
 
 // zipBytes lays out the zip of folder and reads it whole.
@@ -418,29 +418,6 @@ func zipBytes(t *testing.T, fs *vfs.FS, root, folder uint64, opts vfs.ZipOptions
 		t.Fatal(err)
 	}
 	return z, b
-}
-
-// unzipTest runs the unzip tool's test of b's every entry (CRCs, sizes,
-// headers against the central directory). Without the tool the check is
-// skipped, unless BERTH_INTEROP=required.
-func unzipTest(t *testing.T, b []byte) {
-	t.Helper()
-	bin, err := exec.LookPath("unzip")
-	if err != nil {
-		if os.Getenv("BERTH_INTEROP") == "required" {
-			t.Fatal("unzip not found and BERTH_INTEROP=required")
-		}
-		t.Log("unzip not found: its check is skipped")
-		return
-	}
-	p := filepath.Join(t.TempDir(), "a.zip")
-	if err := os.WriteFile(p, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Command(bin, "-t", p).CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "No errors detected") {
-		t.Fatalf("unzip -t: %v\n%s", err, out)
-	}
 }
 
 // zip64Forced lowers the Zip64 threshold to 1,000 bytes, so files and
@@ -477,7 +454,7 @@ func zip64Forced(t *testing.T) {
 		t.Fatal("no Zip64 end of central directory locator")
 	}
 	checkZip(t, b, want)
-	unzipTest(t, b)
+	berthtest.UnzipTest(t, b)
 }
 
 // zipExactSizeAndStableETag: Size is the number of bytes read, and two
@@ -497,7 +474,7 @@ func zipExactSizeAndStableETag(t *testing.T) {
 		t.Errorf("ETag %s is not a strong tag of its own kind", z1.ETag())
 	}
 	checkZip(t, b1, want)
-	unzipTest(t, b1)
+	berthtest.UnzipTest(t, b1)
 	// WriteZip writes the same bytes.
 	var buf bytes.Buffer
 	if err := e.fs.WriteZip(context.Background(), &buf, e.root.ID, e.root.FolderID, vfs.ZipOptions{}); err != nil {
@@ -607,7 +584,7 @@ func zipResumedAt60Percent(t *testing.T) {
 		t.Fatalf("joined %d bytes, Size %d", len(joined), z.Size())
 	}
 	checkZip(t, joined, want)
-	unzipTest(t, joined)
+	berthtest.UnzipTest(t, joined)
 }
 
 // zipETagChanges: every change of what the archive holds changes its ETag.
