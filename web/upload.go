@@ -41,12 +41,7 @@ func (h *handler) upload(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, errNoItem)
 		return
 	}
-	id, err := folderParam(r, la)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	n, _, err := h.node(r.Context(), la, id, true)
+	n, _, err := h.folder(r, la)
 	if err != nil {
 		h.fail(w, r, err)
 		return

@@ -228,17 +228,18 @@ func (h *handler) node(ctx context.Context, la share.LinkAccess, id uint64, dir 
 	return n, chain, nil
 }
 
-// folderParam is the folder a request names (?folder=id), or the shared one.
-func folderParam(r *http.Request, la share.LinkAccess) (uint64, error) {
-	v := r.URL.Query().Get("folder")
-	if v == "" {
-		return la.Link.FolderID, nil
+// folder returns the folder a request names (?folder=id), or the shared
+// one, when it is inside la's shared folder; chain is the folders from
+// the shared one down to it.
+func (h *handler) folder(r *http.Request, la share.LinkAccess) (vfs.Node, []vfs.Node, error) {
+	id := la.Link.FolderID
+	if v := r.URL.Query().Get("folder"); v != "" {
+		var err error
+		if id, err = strconv.ParseUint(v, 10, 64); err != nil || id == 0 {
+			return vfs.Node{}, nil, errNoItem
+		}
 	}
-	id, err := strconv.ParseUint(v, 10, 64)
-	if err != nil || id == 0 {
-		return 0, errNoItem
-	}
-	return id, nil
+	return h.node(r.Context(), la, id, true)
 }
 
 type crumb struct{ Name, Href string }
@@ -289,12 +290,7 @@ func (h *handler) page(w http.ResponseWriter, r *http.Request) {
 		h.render(w, r, http.StatusOK, "file.html", data)
 		return
 	}
-	id, err := folderParam(r, la)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	n, chain, err := h.node(r.Context(), la, id, true)
+	n, chain, err := h.folder(r, la)
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -403,12 +399,7 @@ func (h *handler) download(w http.ResponseWriter, r *http.Request) {
 		h.serveFile(w, r, la, n)
 		return
 	}
-	id, err := folderParam(r, la)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	n, _, err := h.node(r.Context(), la, id, true)
+	n, _, err := h.folder(r, la)
 	if err != nil {
 		h.fail(w, r, err)
 		return
