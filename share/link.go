@@ -74,6 +74,12 @@ type Link struct {
 // Folder reports whether the link shares a folder.
 func (l Link) Folder() bool { return l.FolderID != 0 }
 
+// LimitReached reports whether download_limit is used up: no download,
+// resumption or preview of the link's contents is served any more.
+func (l Link) LimitReached() bool {
+	return l.DownloadLimit != nil && l.TimesDownloaded >= *l.DownloadLimit
+}
+
 // ItemID is the shared file's or folder's id.
 func (l Link) ItemID() uint64 {
 	if l.FolderID != 0 {
@@ -701,7 +707,7 @@ func (s *Service) CountRequest(ctx context.Context, la LinkAccess, view, sends, 
 	case !sends:
 		return nil
 	case !fromStart:
-		if l := la.Link; !view && l.DownloadLimit != nil && l.TimesDownloaded >= *l.DownloadLimit {
+		if !view && la.Link.LimitReached() {
 			return ErrDownloadLimit
 		}
 		return nil
@@ -726,7 +732,7 @@ func (s *Service) count(ctx context.Context, la LinkAccess, download bool) (Link
 				return err
 			}
 			if download {
-				if l.DownloadLimit != nil && l.TimesDownloaded >= *l.DownloadLimit {
+				if l.LimitReached() {
 					return ErrDownloadLimit
 				}
 				l.TimesDownloaded++

@@ -62,8 +62,7 @@ func previewKind(name string) string {
 // page: a preview shows the contents, so it needs read access, and it
 // stops with downloads once download_limit is used up.
 func mayPreview(la share.LinkAccess) bool {
-	l := la.Link
-	return la.Perms.Has(share.Read) && (l.DownloadLimit == nil || l.TimesDownloaded < *l.DownloadLimit)
+	return la.Perms.Has(share.Read) && !la.Link.LimitReached()
 }
 
 // pdfCSP is the policy of a PDF preview. Browsers refuse to run their
