@@ -154,6 +154,30 @@ func (d *daemon) do(b *testing.B, method, path string, body io.Reader, ct string
 	return resp
 }
 
+// upload streams size bytes of content as the multipart `file` of an
+// upload into folder of root (sent with its length, never buffered
+// whole) and returns the file's id.
+func (d *daemon) upload(b *testing.B, root, folder uint64, name string, content io.Reader, size int64) uint64 {
+	b.Helper()
+	body, n, ct := sizedMultipart(name, content, size)
+	req, err := http.NewRequest(http.MethodPost, d.url(fmt.Sprintf("/api/2/files/%d/folder/%d/upload", root, folder)), body)
+	if err != nil {
+		b.Fatal(err)
+	}
+	req.ContentLength = n
+	req.Header.Set("Authorization", "Bearer "+d.token)
+	req.Header.Set("Content-Type", ct)
+	resp, err := d.client.Do(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var f struct {
+		ID uint64 `json:"id"`
+	}
+	d.decode(b, resp, &f)
+	return f.ID
+}
+
 func (d *daemon) decode(b *testing.B, resp *http.Response, v any) {
 	b.Helper()
 	defer resp.Body.Close()

@@ -68,23 +68,8 @@ func BenchmarkLoginFlood(b *testing.B) {
 		RootID uint64 `json:"root_id"`
 	}
 	d.decode(b, d.do(b, http.MethodGet, "/api/2/person", nil, ""), &person)
-	body, n, ct := sizedMultipart("4k.bin", newGen(14, 4096), 4096)
-	req, err := http.NewRequest(http.MethodPost, d.url(fmt.Sprintf("/api/2/files/%d/folder/%d/upload", person.RootID, person.RootID)), body)
-	if err != nil {
-		b.Fatal(err)
-	}
-	req.ContentLength = n
-	req.Header.Set("Authorization", "Bearer "+d.token)
-	req.Header.Set("Content-Type", ct)
-	resp, err := d.client.Do(req)
-	if err != nil {
-		b.Fatal(err)
-	}
-	var file struct {
-		ID uint64 `json:"id"`
-	}
-	d.decode(b, resp, &file)
-	get := fmt.Sprintf("/api/2/files/%d/%d/download", person.RootID, file.ID)
+	file := d.upload(b, person.RootID, person.RootID, "4k.bin", newGen(14, 4096), 4096)
+	get := fmt.Sprintf("/api/2/files/%d/%d/download", person.RootID, file)
 	metricsURL := "http://" + d.listening(b, "metrics") + "/metrics"
 	// The signed-in client keeps its 32 connections (d.client's
 	// transport keeps 2 idle, and would open a TLS connection for most

@@ -45,23 +45,7 @@ func BenchmarkDaemonRSS(b *testing.B) {
 	d.decode(b, d.do(b, http.MethodPost, fmt.Sprintf("/api/2/files/%d/create_folder", root),
 		strings.NewReader(url.Values{"name": {"mix"}}.Encode()), "application/x-www-form-urlencoded"), &folder)
 	upload := func(name string, size int64, seed uint64) uint64 {
-		body, n, ct := sizedMultipart(name, newGen(seed, size), size)
-		req, err := http.NewRequest(http.MethodPost, d.url(fmt.Sprintf("/api/2/files/%d/folder/%d/upload", root, folder.ID)), body)
-		if err != nil {
-			b.Fatal(err)
-		}
-		req.ContentLength = n
-		req.Header.Set("Authorization", "Bearer "+d.token)
-		req.Header.Set("Content-Type", ct)
-		resp, err := d.client.Do(req)
-		if err != nil {
-			b.Fatal(err)
-		}
-		var f struct {
-			ID uint64 `json:"id"`
-		}
-		d.decode(b, resp, &f)
-		return f.ID
+		return d.upload(b, root, folder.ID, name, newGen(seed, size), size)
 	}
 
 	for i := 0; b.Loop(); i++ {
