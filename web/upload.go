@@ -10,7 +10,6 @@ import (
 	"strconv"
 
 	"berth/share"
-	"berth/vfs"
 )
 
 // maxUploadFields bounds what a form may send before the file: the CSRF
@@ -101,26 +100,18 @@ func (h *handler) upload(w http.ResponseWriter, r *http.Request) {
 }
 
 // uploadFailed writes the page of a file upload that failed with err,
-// after done files of the same form were stored.
+// after done files of the same form were stored: the pages' table
+// (pageProblem), except that a failure it does not know is the upload's
+// (a body cut short, a client gone), not berth's.
 func (h *handler) uploadFailed(w http.ResponseWriter, r *http.Request, la share.LinkAccess, err error, done int) {
-	before := uploadedBefore(done)
-	switch {
-	case errors.Is(err, vfs.ErrChanged), errors.Is(err, vfs.ErrNameConflict):
-		h.problem(w, r, http.StatusConflict, "Name taken", "Something of that name is already here; rename the file and upload it again."+before)
-	case errors.Is(err, vfs.ErrInvalidName), errors.Is(err, vfs.ErrNameTooLong):
-		h.problem(w, r, http.StatusBadRequest, "Bad file name", "That file name cannot be stored here."+before)
-	case errors.Is(err, vfs.ErrExtensionExcluded), errors.Is(err, vfs.ErrFileTooLarge):
-		h.problem(w, r, http.StatusForbidden, "Not allowed", "The owner's policy does not allow this file (its type or its size)."+before)
-	case errors.Is(err, vfs.ErrQuotaExceeded), errors.Is(err, vfs.ErrNoSpace):
-		h.problem(w, r, http.StatusInsufficientStorage, "No space", "There is no room left for this file."+before)
-	case errors.Is(err, vfs.ErrLocked):
-		h.problem(w, r, http.StatusLocked, "Locked", "This folder is locked."+before)
-	default:
+	if status, _, _ := pageProblem(err); status == 0 {
 		if r.Context().Err() == nil {
 			h.log.Warn("share-link upload", "link", la.Link.ID, "error", err)
 		}
-		h.problem(w, r, http.StatusBadRequest, "Upload failed", "The file could not be stored. Try again."+before)
+		h.problem(w, r, http.StatusBadRequest, "Upload failed", "The file could not be stored. Try again."+uploadedBefore(done))
+		return
 	}
+	h.failAfter(w, r, err, uploadedBefore(done))
 }
 
 // uploadedBefore tells how many files of a form were stored before the

@@ -150,29 +150,59 @@ func (h *handler) open(r *http.Request) (share.LinkAccess, error) {
 
 // fail writes the page for err.
 func (h *handler) fail(w http.ResponseWriter, r *http.Request, err error) {
+	h.failAfter(w, r, err, "")
+}
+
+// failAfter is fail with after added to the page's message (what went
+// before the failure: the files of an upload already stored).
+func (h *handler) failAfter(w http.ResponseWriter, r *http.Request, err error, after string) {
+	if errors.Is(err, share.ErrLoginRequired) {
+		h.loginPage(w, r, http.StatusUnauthorized, "This share link is only for the people it was shared with. Sign in to open it.")
+		return
+	}
+	status, title, msg := pageProblem(err)
+	if status == 0 {
+		if r.Context().Err() == nil {
+			h.log.Error("share-link page", "path", r.URL.Path, "error", err)
+		}
+		status, title, msg = http.StatusInternalServerError, "Something went wrong", "The page could not be shown. Try again later."
+	}
+	h.problem(w, r, status, title, msg+after)
+}
+
+// pageProblem is the pages' one table from an error to the status, title
+// and message of the page that answers it; status 0 for an error it does
+// not know (a failure of berth's, not of the request).
+func pageProblem(err error) (status int, title, msg string) {
 	var ref *share.Refusal
 	switch {
-	case errors.Is(err, share.ErrNotFound), errors.Is(err, errNoItem):
-		h.problem(w, r, http.StatusNotFound, "Link not found", "This share link does not exist, or what it shared is gone.")
-	case errors.Is(err, share.ErrLinkExpired):
-		h.problem(w, r, http.StatusGone, "Link expired", "This share link has expired. Ask the person who shared it for a new one.")
-	case errors.Is(err, share.ErrDownloadLimit):
-		h.problem(w, r, http.StatusForbidden, "Download limit reached", "This share link has been downloaded as many times as its owner allowed.")
-	case errors.Is(err, share.ErrLoginRequired):
-		h.loginPage(w, r, http.StatusUnauthorized, "This share link is only for the people it was shared with. Sign in to open it.")
-	case errors.As(err, &ref):
-		h.problem(w, r, http.StatusForbidden, "Not allowed", ref.Reason)
-	case errors.Is(err, errBadQuery):
-		h.problem(w, r, http.StatusBadRequest, "Bad address", err.Error())
-	case errors.Is(err, vfs.ErrZipTooLarge):
-		h.problem(w, r, http.StatusBadRequest, "Too large for one zip", "This folder holds more than one zip can. Download its folders one by one.")
-	case errors.Is(err, vfs.ErrNotExist), errors.Is(err, vfs.ErrNotDir):
+	case errors.Is(err, share.ErrNotFound), errors.Is(err, errNoItem),
 		// Gone between the page's check and the zip's listing.
-		h.problem(w, r, http.StatusNotFound, "Link not found", "This share link does not exist, or what it shared is gone.")
-	default:
-		h.log.Error("share-link page", "path", r.URL.Path, "error", err)
-		h.problem(w, r, http.StatusInternalServerError, "Something went wrong", "The page could not be shown. Try again later.")
+		errors.Is(err, vfs.ErrNotExist), errors.Is(err, vfs.ErrNotDir):
+		return http.StatusNotFound, "Link not found", "This share link does not exist, or what it shared is gone."
+	case errors.Is(err, share.ErrLinkExpired):
+		return http.StatusGone, "Link expired", "This share link has expired. Ask the person who shared it for a new one."
+	case errors.Is(err, share.ErrDownloadLimit):
+		return http.StatusForbidden, "Download limit reached", "This share link has been downloaded as many times as its owner allowed."
+	case errors.As(err, &ref):
+		return http.StatusForbidden, "Not allowed", ref.Reason
+	case errors.Is(err, errBadQuery):
+		return http.StatusBadRequest, "Bad address", err.Error()
+	case errors.Is(err, vfs.ErrZipTooLarge):
+		return http.StatusBadRequest, "Too large for one zip", "This folder holds more than one zip can. Download its folders one by one."
+	// Uploads through a link.
+	case errors.Is(err, vfs.ErrChanged), errors.Is(err, vfs.ErrNameConflict):
+		return http.StatusConflict, "Name taken", "Something of that name is already here; rename the file and upload it again."
+	case errors.Is(err, vfs.ErrInvalidName), errors.Is(err, vfs.ErrNameTooLong):
+		return http.StatusBadRequest, "Bad file name", "That file name cannot be stored here."
+	case errors.Is(err, vfs.ErrExtensionExcluded), errors.Is(err, vfs.ErrFileTooLarge):
+		return http.StatusForbidden, "Not allowed", "The owner's policy does not allow this file (its type or its size)."
+	case errors.Is(err, vfs.ErrQuotaExceeded), errors.Is(err, vfs.ErrNoSpace):
+		return http.StatusInsufficientStorage, "No space", "There is no room left for this file."
+	case errors.Is(err, vfs.ErrLocked):
+		return http.StatusLocked, "Locked", "This folder is locked."
 	}
+	return 0, "", ""
 }
 
 func (h *handler) problem(w http.ResponseWriter, r *http.Request, status int, title, msg string) {
