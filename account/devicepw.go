@@ -289,16 +289,7 @@ func (s *Service) NeedsDevicePassword(ctx context.Context, c Caller) (bool, erro
 	if c.Organization.Policy.RequireTwoStepAuth {
 		return true, nil
 	}
-	gen := s.db.Generation()
-	if v, ok := s.callers.twoStep.Get(gen, c.Person.ID); ok {
-		return v, nil
-	}
-	mode, err := s.TwoStepMode(ctx, c.Person.ID)
-	if err != nil {
-		return false, err
-	}
-	s.callers.twoStep.Put(gen, c.Person.ID, mode != "")
-	return mode != "", nil
+	return s.enrolled(ctx, c.Person.ID)
 }
 
 // devicePasswordShape reports whether p could be a device password, so

@@ -159,14 +159,28 @@ func (s *Service) TwoStepDue(ctx context.Context, c Caller) error {
 	if !c.Organization.Policy.RequireTwoStepAuth {
 		return nil
 	}
-	mode, err := s.TwoStepMode(ctx, c.Person.ID)
+	ok, err := s.enrolled(ctx, c.Person.ID)
+	if err == nil && !ok {
+		err = ErrTwoStepRequired
+	}
+	return err
+}
+
+// enrolled reports whether person id has enrolled in two-step
+// verification. Front ends ask on every request (TwoStepDue,
+// NeedsDevicePassword), so the answer is kept until the store's next
+// commit, as callers are.
+func (s *Service) enrolled(ctx context.Context, id uint64) (bool, error) {
+	gen := s.db.Generation()
+	if v, ok := s.callers.twoStep.Get(gen, id); ok {
+		return v, nil
+	}
+	mode, err := s.TwoStepMode(ctx, id)
 	if err != nil {
-		return err
+		return false, err
 	}
-	if mode == "" {
-		return ErrTwoStepRequired
-	}
-	return nil
+	s.callers.twoStep.Put(gen, id, mode != "")
+	return mode != "", nil
 }
 
 // readTwoStep reads person id's two-step record; ok is false when there is none.
