@@ -155,20 +155,9 @@ func TestPurgeDeletedCommand(t *testing.T) {
 // background collection purges what was deleted long enough ago and then
 // frees its chunks, while the daemon runs.
 func TestCollectorPurgesDeleted(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	cfg := config.Default()
-	cfg.Data = t.TempDir()
-	log := slog.New(slog.DiscardHandler)
-	st, err := openStores(ctx, cfg, log, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.close(log)
-	root, err := st.files.CreateRoot(ctx, "alice", vfs.RootSync)
-	if err != nil {
-		t.Fatal(err)
-	}
+	log, st, root := storesWithRoot(t)
 	gone, err := st.files.WriteFile(ctx, root.ID, root.FolderID, "gone.txt", bytes.NewReader(bytes.Repeat([]byte("trash "), 200_000)), vfs.WriteOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -570,20 +559,9 @@ func (unwritable) Write([]byte) (int, error) {
 // TestExpireUploads: the background job ends a staged upload once it
 // has expired, and the chunk GC then removes its chunks.
 func TestExpireUploads(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	cfg := config.Default()
-	cfg.Data = t.TempDir()
-	log := slog.New(slog.DiscardHandler)
-	st, err := openStores(ctx, cfg, log, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.close(log)
-	root, err := st.files.CreateRoot(ctx, "alice", vfs.RootSync)
-	if err != nil {
-		t.Fatal(err)
-	}
+	log, st, root := storesWithRoot(t)
 	up, err := st.files.Stage(ctx, root.ID, root.FolderID, "big.bin", vfs.StageOptions{Length: 4 << 20, TTL: 2 * time.Second}, vfs.WriteOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -617,4 +595,24 @@ func TestExpireUploads(t *testing.T) {
 	}
 	cancel()
 	<-done
+}
+
+// storesWithRoot opens the daemon's stores over a new data directory
+// with the default configuration, closed when t ends, and creates a sync
+// root in them.
+func storesWithRoot(t *testing.T) (*slog.Logger, *stores, vfs.Root) {
+	t.Helper()
+	cfg := config.Default()
+	cfg.Data = t.TempDir()
+	log := slog.New(slog.DiscardHandler)
+	st, err := openStores(t.Context(), cfg, log, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.close(log) })
+	root, err := st.files.CreateRoot(t.Context(), "alice", vfs.RootSync)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return log, st, root
 }
