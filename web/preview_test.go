@@ -6,6 +6,7 @@ import (
 	"image"
 	"image/color"
 	"image/png"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -68,6 +69,9 @@ func TestPreviews(t *testing.T) {
 		t.Fatalf("first download %d", resp.StatusCode)
 	}
 	_, folder := s.link(t, s.docs, share.LinkSettings{})
+	// Who asks: the preview opens the link as its page and download do.
+	loginLink, login := s.link(t, s.write(t, "members.png", pngBytes(t)), share.LinkSettings{LoginRequired: ptr(true)})
+	byID := s.srv.URL + web.Prefix + strconv.FormatUint(loginLink.ID, 10)
 	const html = "text/html; charset=utf-8"
 	tests := []struct {
 		name          string
@@ -95,6 +99,9 @@ func TestPreviews(t *testing.T) {
 		{"limit used up: no preview", used, 200, html, []string{"once.png"}, []string{`id="preview"`}, "", "", ""},
 		{"limit used up: /preview refused", used + "/preview", 403, html, []string{"Download limit reached"}, nil, "", "", ""},
 		{"folder link: no /preview", folder + "/preview", 404, html, nil, nil, "", "", ""},
+		{"login_required, anonymous: the sign-in form", login + "/preview", 401, html, []string{`id="signin"`}, []string{"\x89PNG"}, "", "", ""},
+		{"by the link's id", byID + "/preview", 404, html, []string{"Link not found"}, nil, "", "", ""},
+		{"a wrong hash", s.srv.URL + web.Prefix + "wrongwrongwrongwrongwron/preview", 404, html, []string{"Link not found"}, nil, "", "", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
