@@ -102,6 +102,13 @@ const (
 	ActDevicePasswordCreated = "device_password_created"
 	ActDevicePasswordRevoked = "device_password_revoked"
 	ActMachineDeleted        = "machine_deleted"
+	// Machines' file servers, mappings and backups (machinemap.go).
+	ActMachineServerChanged  = "machine_server_changed"
+	ActMachineMappingCreated = "machine_mapping_created"
+	ActMachineMappingDeleted = "machine_mapping_deleted"
+	ActBackupCreated         = "backup_created"
+	ActBackupRestored        = "backup_restored"
+	ActBackupDeleted         = "backup_deleted"
 	// Directory servers (authsource.go).
 	ActAuthSourceCreated  = "auth_source_created"
 	ActAuthSourceUpdated  = "auth_source_updated"

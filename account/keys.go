@@ -104,6 +104,7 @@ const (
 	seqOrg     = "org"
 	seqPerson  = "person"
 	seqMachine = "machine"
+	seqMapping = "mapping"
 	seqGroup   = "group"
 )
 
@@ -113,6 +114,14 @@ const (
 	pfxOrgAuthSource    = kv.AccountOrgAuthSource
 	pfxAuthSourcePerson = kv.AccountAuthSourcePerson
 	seqAuthSource       = "authsource"
+)
+
+// Keys of machine mappings and backups (machinemap.go).
+const (
+	pfxMapping        = kv.AccountMapping
+	pfxMachineMapping = kv.AccountMachineMapping
+	pfxBackup         = kv.AccountBackup
+	pfxMachineBackup  = kv.AccountMachineBackup
 )
 
 // key is prefix followed by each part as 8 big-endian bytes.

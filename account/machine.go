@@ -41,6 +41,9 @@ type Machine struct {
 	Locked                    bool    `cbor:"20,keyasint"` // spec section 3 state
 	ManualCollisions          *bool   `cbor:"21,keyasint"`
 	Nickname                  *string `cbor:"22,keyasint"`
+	// FileServer is whether the machine serves its folders to mappings
+	// (server/enable, server/disable; not a spec field).
+	FileServer bool `cbor:"23,keyasint"`
 }
 
 // MachineInput are the optional client fields of the token grants (spec
@@ -283,4 +286,31 @@ func machineChange(activity string, p Person, m Machine) Change {
 	}
 	return Change{Activity: activity, OnType: "machine", OnText: text, OnCompanyID: p.OrganizationID,
 		OnMachineID: m.ID, OnPersonID: p.ID}
+}
+
+// MachineSeen records that machine id's agent connected (online true:
+// last_login, and agent_version when not empty) or went (last_disconnect)
+// at at. It records no activity: an agent reconnecting is not a change
+// anyone acted on. Errors: ErrNotFound, ErrInvalid (version too long).
+func (s *Service) MachineSeen(ctx context.Context, id uint64, online bool, agentVersion string, at time.Time) error {
+	if len(agentVersion) > 64 || hasControl(agentVersion) {
+		return invalid("agent_version", "longer than 64 bytes or has control characters")
+	}
+	return s.db.Update(ctx, func(tx kv.Txn) error {
+		var m Machine
+		if err := s.get(tx, key(pfxMachine, id), &m, notFoundf("machine %d", id)); err != nil {
+			return err
+		}
+		at := at.UTC()
+		if online {
+			m.LastLogin = &at
+			if agentVersion != "" {
+				v := agentVersion
+				m.AgentVersion = &v
+			}
+		} else {
+			m.LastDisconnect = &at
+		}
+		return s.put(tx, key(pfxMachine, id), &m)
+	})
 }

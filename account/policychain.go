@@ -1,6 +1,11 @@
 package account
 
-import "strings"
+import (
+	"context"
+	"strings"
+
+	"berth/kv"
+)
 
 // effectivePolicy is the policy a person of orgs[0] acts under: their
 // organization's, tightened by every ancestor's (orgs as chain returns
@@ -67,4 +72,21 @@ func unionExtensions(a, b string) string {
 		}
 	}
 	return strings.Join(out, ",")
+}
+
+// EffectivePolicy returns the policy organization id's persons act under:
+// its own tightened by every ancestor's (effectivePolicy). What a
+// machine's owner may do is judged by it, whoever asks. Errors:
+// ErrNotFound.
+func (s *Service) EffectivePolicy(ctx context.Context, id uint64) (Policy, error) {
+	var p Policy
+	err := s.db.View(ctx, func(tx kv.Txn) error {
+		orgs, err := s.chain(tx, id, notFoundf("organization %d", id))
+		if err != nil {
+			return err
+		}
+		p = effectivePolicy(orgs)
+		return nil
+	})
+	return p, err
 }

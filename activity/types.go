@@ -89,6 +89,12 @@ func table() []Type {
 		{90, "device_password_created", "A device password was created", false, true, false},
 		{91, "device_password_revoked", "A device password was revoked", false, true, true},
 		{92, "machine_deleted", "A machine was deleted", false, true, true},
+		{93, "machine_server_changed", "A machine's file server was turned on or off", true, true, false},
+		{94, "machine_mapping_created", "A folder of a machine was mapped to a root", true, true, false},
+		{95, "machine_mapping_deleted", "A folder mapping of a machine was removed", true, true, false},
+		{96, "backup_created", "A backup of a machine's folder was set up", true, true, false},
+		{97, "backup_restored", "A backup was restored to a machine", true, true, false},
+		{98, "backup_deleted", "A backup of a machine's folder was ended", true, true, false},
 
 		// Added by clients.
 		{100, Note, "A note added through activity/create", true, true, true},

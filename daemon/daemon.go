@@ -172,7 +172,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	}
 
 	admin := newAdminCommand(adminIO{in: os.Stdin, out: stdout, errw: stderr, getenv: os.Getenv})
-	root.AddCommand(serve, fsck, gc, purge, reset, version, admin)
+	root.AddCommand(serve, fsck, gc, purge, reset, version, admin, newAgentCommand(stderr))
 	return root
 }
 

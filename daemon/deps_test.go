@@ -32,14 +32,20 @@ func allowedImports() map[string][]string {
 		"vfs":       {"kv", "vfs/chunk"},
 		"account":   {"kv"},
 		"activity":  {"kv"},
+		// agentlink is the server's end of the agents' channel: who is
+		// connected, and calls to them. It knows nothing of berth.
+		"agentlink": {},
 		"share":     {"kv", "vfs", "account"},
 		"httpserve": {"vfs"},
 		// The front ends map every domain error, kv's and the chunk
 		// store's among them, in their one table: that is all they may
 		// take from kv and vfs/chunk (DESIGN.md).
-		"rest":   {"vfs", "account", "activity", "share", "httpserve", "kv", "vfs/chunk"},
+		"rest":   {"vfs", "account", "activity", "share", "httpserve", "kv", "vfs/chunk", "agentlink"},
 		"webdav": {"vfs", "account", "activity", "share", "httpserve", "kv", "vfs/chunk"},
 		"web":    {"vfs", "account", "activity", "share", "httpserve", "kv", "vfs/chunk"},
+		// agent is `berth agent`, a client of the REST API: it may
+		// chunk files locally and nothing more of berth's.
+		"agent":  {"vfs/chunk"},
 		"daemon": {"*"},
 		// berthtest builds the storage stack for the front ends' tests;
 		// only test files may import it (see TestImportDirection).

@@ -81,6 +81,14 @@ const (
 	AccountTwoStepCode      = "accttwostepcode/" // an e-mail or SMS sign-in code
 )
 
+// Prefixes of account's machine mappings and backups (account/machinemap.go).
+const (
+	AccountMapping        = "acctmapping/" // a folder of a machine mapped to a root
+	AccountMachineMapping = "acctmmap/"    // a machine's mappings
+	AccountBackup         = "acctbackup/"  // a backup root and the machine folder it backs up
+	AccountMachineBackup  = "acctmbak/"    // a machine's backups
+)
+
 // Prefixes of activity (activity/keys.go).
 const (
 	ActivityRecord = "actrec/"
@@ -176,6 +184,10 @@ func Prefixes() []Prefix {
 		{"account", AccountTwoStep},
 		{"account", AccountTwoStepNew},
 		{"account", AccountTwoStepCode},
+		{"account", AccountMapping},
+		{"account", AccountMachineMapping},
+		{"account", AccountBackup},
+		{"account", AccountMachineBackup},
 
 		{"activity", ActivityRecord},
 		{"activity", ActivityOrg},

@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"berth/account"
+	"berth/agentlink"
 	"berth/kv"
 	"berth/share"
 	"berth/vfs"
@@ -77,6 +78,10 @@ func errorTable() []errorMapping {
 		{ErrNotFound, http.StatusNotFound, "not_found", ""},
 		{ErrMethodNotAllowed, http.StatusMethodNotAllowed, "invalid_request", "the method is not allowed on this path"},
 		{ErrUnavailable, http.StatusServiceUnavailable, "temporarily_unavailable", "the service is temporarily unavailable"},
+		// A machine's agent offline or silent: the request cannot be
+		// served now, and may be later (docs/agent.md).
+		{agentlink.ErrOffline, http.StatusServiceUnavailable, "temporarily_unavailable", "the machine is offline: its agent is not connected"},
+		{agentlink.ErrTimeout, http.StatusServiceUnavailable, "temporarily_unavailable", "the machine's agent did not answer in time"},
 		// OAuth2 token and revoke endpoints (RFC 6749 5.2).
 		{ErrUnsupportedGrantType, http.StatusBadRequest, "unsupported_grant_type", ""},
 		{ErrInvalidClient, http.StatusUnauthorized, "invalid_client", ""},

@@ -658,6 +658,32 @@ func isoRows() []isoRow {
 			path: pf("/api/2/person/%d/device_password/%d/delete", pPlain, newDevicePassword(pPlain)), want: "PP=200 CP=404 CA=404 PA=200"},
 		{pattern: "POST /api/2/person/{id}/device_password/{device_password_id}/delete", name: "another person's, through the plain person", method: "POST",
 			path: pf("/api/2/person/%d/device_password/%d/delete", cPlain, newDevicePassword(cAdmin)), want: "CP=404 CA=404 PA=404"},
+		// Machines (4.11): the machine's person and those who
+		// administer them; what needs the agent answers 503 while it is
+		// offline.
+		{pattern: "GET /api/2/machine/{machine_id}", path: pf("/api/2/machine/%d", newMachine(cPlain)), want: childRead},
+		{pattern: "GET /api/2/machine/{machine_id}/status", name: "offline", path: pf("/api/2/machine/%d/status", newMachine(cPlain)), want: "CP=503 CA=503 PA=503"},
+		{pattern: "POST /api/2/machine/{machine_id}/server/enable", name: "file_server_enabled off", method: "POST", path: pf("/api/2/machine/%d/server/enable", newMachine(cPlain)), want: "CP=403 CA=403 PA=403"},
+		{pattern: "POST /api/2/machine/{machine_id}/server/disable", method: "POST", path: pf("/api/2/machine/%d/server/disable", newMachine(cPlain)), want: childRead},
+		{pattern: "POST /api/2/machine/{machine_id}/ls", name: "no path", method: "POST", path: pf("/api/2/machine/%d/ls", newMachine(cPlain)), want: "CP=400 CA=400 PA=400"},
+		{pattern: "POST /api/2/machine/{machine_id}/ls", name: "a folder neither mapped nor backed up", method: "POST", path: pf("/api/2/machine/%d/ls", newMachine(cPlain)),
+			form: fields("path", "/etc"), want: "CP=403 CA=403 PA=403"},
+		{pattern: "GET /api/2/machine/{machine_id}/mappings", path: pf("/api/2/machine/%d/mappings", newMachine(cPlain)), want: childRead},
+		{pattern: "POST /api/2/machine/{machine_id}/mappings/create", name: "file server off", method: "POST", path: pf("/api/2/machine/%d/mappings/create", newMachine(cPlain)),
+			form: func(q isoReq) url.Values { return url.Values{"path": {"/home/x"}, "root_id": {fmt.Sprint(q.c.root)}} }, want: "CP=403 CA=403 PA=403"},
+		{pattern: "GET /api/2/machine/{machine_id}/mapping/{mapping_id}", name: "none", path: pf("/api/2/machine/%d/mapping/999999", newMachine(cPlain)), want: "CP=404 CA=404 PA=404"},
+		{pattern: "POST /api/2/machine/{machine_id}/mapping/{mapping_id}/delete", name: "none", method: "POST", path: pf("/api/2/machine/%d/mapping/999999/delete", newMachine(cPlain)), want: "CP=404 CA=404 PA=404"},
+		{pattern: "GET /api/2/machine/{machine_id}/backups", path: pf("/api/2/machine/%d/backups", newMachine(cPlain)), want: childRead},
+		{pattern: "POST /api/2/machine/{machine_id}/backups/create", method: "POST", path: pf("/api/2/machine/%d/backups/create", newMachine(cPlain)),
+			form: fields("path", "/home/x"), want: childRead},
+		{pattern: "GET /api/2/machine/{machine_id}/backup/{root_id}", name: "none", path: pf("/api/2/machine/%d/backup/999999", newMachine(cPlain)), want: "CP=404 CA=404 PA=404"},
+		{pattern: "POST /api/2/machine/{machine_id}/backup/{root_id}/restore", name: "none", method: "POST", path: pf("/api/2/machine/%d/backup/999999/restore", newMachine(cPlain)), want: "CP=404 CA=404 PA=404"},
+		{pattern: "POST /api/2/machine/{machine_id}/backup/{root_id}/delete", name: "none", method: "POST", path: pf("/api/2/machine/%d/backup/999999/delete", newMachine(cPlain)), want: "CP=404 CA=404 PA=404"},
+		// The agent's channel (docs/agent.md): only a machine's own
+		// token; the walk checks the anonymous caller (a stream that
+		// stays open is the agent tests').
+		{pattern: "GET /api/2/agent/channel", want: "OP=- OA=- PP=- CG=- CP=- CA=- PA=-", path: pf("/api/2/agent/channel")},
+		{pattern: "POST /api/2/agent/reply/{call_id}", name: "a token issued to no machine", method: "POST", path: pf("/api/2/agent/reply/zz"), want: "OP=403 OA=403 PP=403 CG=403 CP=403 CA=403 PA=403"},
 		{pattern: "POST /api/2/machine/{machine_id}/delete", name: "the plain person's", method: "POST",
 			path: pf("/api/2/machine/%d/delete", newMachine(cPlain)), want: childRead},
 		{pattern: "POST /api/2/machine/{machine_id}/delete", name: "the parent's plain person's", method: "POST",

@@ -20,6 +20,7 @@ import (
 
 	"berth/account"
 	"berth/activity"
+	"berth/agentlink"
 	"berth/httpserve"
 	"berth/share"
 	"berth/vfs"
@@ -58,6 +59,9 @@ type Options struct {
 	// address stays invited. A failure is logged; the subscribers are
 	// stored regardless.
 	Invite func(ctx context.Context, inv share.Invitation) error
+	// Agents are the machines' agents connected to this node
+	// (agentchannel.go, docs/agent.md). Nil: a Hub of the server's own.
+	Agents *agentlink.Hub
 	// TusExpiry is how long a resumable (tus) upload lives without a
 	// PATCH; 0 means DefaultTusExpiry.
 	TusExpiry time.Duration
@@ -66,6 +70,7 @@ type Options struct {
 // server holds what every handler shares.
 type server struct {
 	opts     Options
+	agents   *agentlink.Hub
 	fs       *vfs.FS
 	accounts *account.Service
 	shares   *share.Service
@@ -111,7 +116,11 @@ func newServer(opts Options) *server {
 	if opts.Share == nil {
 		opts.Share = share.New(share.Options{FS: opts.FS, Accounts: opts.Accounts})
 	}
+	if opts.Agents == nil {
+		opts.Agents = agentlink.New()
+	}
 	s := &server{
+		agents:   opts.Agents,
 		opts:     opts,
 		fs:       opts.FS,
 		accounts: opts.Accounts,
@@ -142,6 +151,7 @@ func (s *server) routes() {
 	s.sharelinkRoutes()
 	s.devicePasswordRoutes()
 	s.machineRoutes()
+	s.agentRoutes()
 	s.tusRoutes()
 	s.authSourceRoutes()
 	s.twoStepRoutes()

@@ -1,0 +1,81 @@
+package agent
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// State is what the agent keeps between runs in its state file: the
+// machine it is (GUID, id) and the session it signed in (refresh token).
+// The file is 0600: the refresh token signs the machine in.
+type State struct {
+	Server       string `json:"server"`
+	Login        string `json:"login"`
+	GUID         string `json:"guid,omitempty"`
+	MachineID    uint64 `json:"machine_id,omitempty"`
+	RefreshToken string `json:"refresh_token,omitempty"`
+}
+
+// loadState reads the state file; a missing file is an empty State.
+func loadState(path string) (State, error) {
+	var st State
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return st, nil
+	}
+	if err != nil {
+		return st, fmt.Errorf("agent: state file: %w", err)
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
+		return st, fmt.Errorf("agent: state file %s: %w", path, err)
+	}
+	return st, nil
+}
+
+// saveState writes st whole or not at all: a temporary file beside path,
+// fsynced and renamed over it, then the folder fsynced, so a crash
+// leaves the old state or the new one and never a torn refresh token.
+func saveState(path string, st State) error {
+	b, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return err
+	}
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("agent: state folder: %w", err)
+	}
+	f, err := os.CreateTemp(dir, ".state-*")
+	if err != nil {
+		return fmt.Errorf("agent: state file: %w", err)
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp)
+	if err := f.Chmod(0o600); err != nil {
+		f.Close()
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return fmt.Errorf("agent: state file: %w", err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("agent: state file: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("agent: state file: %w", err)
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}

@@ -1,0 +1,273 @@
+// Package agentlink is the server's end of the channel to `berth agent`:
+// which machines are connected now, and a call that sends one of them a
+// command and waits for its answer.
+//
+// The agent holds one outbound HTTPS request open (GET
+// /api/2/agent/channel, docs/agent.md); the front end that serves it
+// attaches a Conn here and writes the Conn's commands down the response
+// as they come. Answers come back as separate requests on the same
+// HTTP/2 connection (POST /api/2/agent/reply/<call>), which the front
+// end hands to Reply. Nothing here knows HTTP, so a test drives a Hub
+// directly and a later transport can replace the one rest serves.
+//
+// A machine is connected on one node at a time; a cluster of nodes needs
+// a way to reach an agent connected to another node, which this package
+// does not yet give (docs/operations.md).
+package agentlink
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Errors of a Call. Front ends map them in their error tables.
+var (
+	// ErrOffline is a command for a machine whose agent is not
+	// connected (or went away before answering).
+	ErrOffline = errors.New("agentlink: the machine's agent is not connected")
+	// ErrTimeout is a command the agent did not answer in time.
+	ErrTimeout = errors.New("agentlink: the machine's agent did not answer in time")
+)
+
+// AgentError is an error the agent answered with, in the API's form.
+type AgentError struct {
+	Code        string `json:"error"`
+	Description string `json:"error_description,omitempty"`
+}
+
+func (e *AgentError) Error() string {
+	if e.Description == "" {
+		return "agent: " + e.Code
+	}
+	return "agent: " + e.Code + ": " + e.Description
+}
+
+// Command is one message to an agent, written as one JSON line. ID is
+// empty for a notice that takes no answer.
+type Command struct {
+	ID   string          `json:"id,omitempty"`
+	Op   string          `json:"op"`
+	Args json.RawMessage `json:"args,omitempty"`
+}
+
+// Reply is an agent's answer to the command with the same ID: Result, or
+// Error when it failed.
+type Reply struct {
+	Result json.RawMessage `json:"result,omitempty"`
+	Error  *AgentError     `json:"error,omitempty"`
+}
+
+// DefaultCallTimeout bounds a Call whose context has no earlier deadline:
+// an agent that is connected but stuck answers the caller with
+// ErrTimeout instead of holding the request open.
+const DefaultCallTimeout = 30 * time.Second
+
+// Hub knows the connected agents. The zero value is not usable; use New.
+type Hub struct {
+	mu      sync.Mutex
+	conns   map[uint64]*Conn
+	pending map[string]*pending
+	seq     atomic.Uint64
+	// OnChange, when set before use, is told when a machine's agent
+	// connects (true) or goes (false), so the caller can record
+	// last_login and last_disconnect.
+	OnChange func(machineID uint64, online bool)
+}
+
+type pending struct {
+	machine uint64
+	conn    *Conn
+	done    chan Reply
+}
+
+// New returns an empty Hub.
+func New() *Hub {
+	return &Hub{conns: make(map[uint64]*Conn), pending: make(map[string]*pending)}
+}
+
+// Conn is one connected agent. Its commands are read by the goroutine
+// that serves the channel request.
+type Conn struct {
+	machine uint64
+	out     chan Command
+	gone    chan struct{}
+	once    sync.Once
+}
+
+// Attach records machine id's agent as connected and returns its Conn.
+// A Conn already attached for the machine (an agent that reconnected
+// before the server noticed the old request end) is closed: the newest
+// connection is the agent's.
+func (h *Hub) Attach(machineID uint64) *Conn {
+	c := &Conn{machine: machineID, out: make(chan Command, 16), gone: make(chan struct{})}
+	h.mu.Lock()
+	old := h.conns[machineID]
+	h.conns[machineID] = c
+	h.mu.Unlock()
+	if old != nil {
+		h.drop(old)
+	}
+	if h.OnChange != nil {
+		h.OnChange(machineID, true)
+	}
+	return c
+}
+
+// Detach ends c: the calls waiting on it fail with ErrOffline, and the
+// machine is offline unless a newer Conn replaced c.
+func (h *Hub) Detach(c *Conn) {
+	h.mu.Lock()
+	current := h.conns[c.machine] == c
+	if current {
+		delete(h.conns, c.machine)
+	}
+	h.mu.Unlock()
+	h.drop(c)
+	if current && h.OnChange != nil {
+		h.OnChange(c.machine, false)
+	}
+}
+
+func (h *Hub) drop(c *Conn) {
+	c.once.Do(func() { close(c.gone) })
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for id, p := range h.pending {
+		if p.conn == c {
+			delete(h.pending, id)
+			close(p.done)
+		}
+	}
+}
+
+// Commands returns the channel of c's commands, in the order sent.
+func (c *Conn) Commands() <-chan Command { return c.out }
+
+// Gone is closed when c was detached or replaced.
+func (c *Conn) Gone() <-chan struct{} { return c.gone }
+
+// Online reports whether machine id's agent is connected.
+func (h *Hub) Online(machineID uint64) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.conns[machineID] != nil
+}
+
+// Call sends op with args (marshalled to JSON) to machine id's agent and
+// waits for its answer, which it unmarshals into result (nil: ignored).
+// Errors: ErrOffline, ErrTimeout, *AgentError, ctx's error.
+func (h *Hub) Call(ctx context.Context, machineID uint64, op string, args, result any) error {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, DefaultCallTimeout)
+		defer cancel()
+	}
+	raw, err := marshal(args)
+	if err != nil {
+		return err
+	}
+	id := strconv.FormatUint(h.seq.Add(1), 36) + "." + strconv.FormatUint(machineID, 36)
+	h.mu.Lock()
+	c := h.conns[machineID]
+	if c == nil {
+		h.mu.Unlock()
+		return ErrOffline
+	}
+	p := &pending{machine: machineID, conn: c, done: make(chan Reply, 1)}
+	h.pending[id] = p
+	h.mu.Unlock()
+	defer func() {
+		h.mu.Lock()
+		delete(h.pending, id)
+		h.mu.Unlock()
+	}()
+	select {
+	case c.out <- Command{ID: id, Op: op, Args: raw}:
+	case <-c.gone:
+		return ErrOffline
+	case <-ctx.Done():
+		return callDone(ctx)
+	}
+	select {
+	case r, ok := <-p.done:
+		if !ok {
+			return ErrOffline
+		}
+		if r.Error != nil {
+			return r.Error
+		}
+		if result == nil || len(r.Result) == 0 {
+			return nil
+		}
+		if err := json.Unmarshal(r.Result, result); err != nil {
+			return fmt.Errorf("agentlink: the agent's answer to %s: %w", op, err)
+		}
+		return nil
+	case <-ctx.Done():
+		return callDone(ctx)
+	}
+}
+
+func callDone(ctx context.Context) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return ErrTimeout
+	}
+	return ctx.Err()
+}
+
+// Notify sends op to machine id's agent without waiting for an answer;
+// an offline machine is not an error (it learns what changed when it
+// connects: docs/agent.md), and neither is a full queue, whose pending
+// notices already tell the agent to look again.
+func (h *Hub) Notify(machineID uint64, op string, args any) error {
+	raw, err := marshal(args)
+	if err != nil {
+		return err
+	}
+	h.mu.Lock()
+	c := h.conns[machineID]
+	h.mu.Unlock()
+	if c == nil {
+		return nil
+	}
+	select {
+	case c.out <- Command{Op: op, Args: raw}:
+	case <-c.gone:
+	default:
+	}
+	return nil
+}
+
+// Reply hands the agent's answer to call id to the Call waiting for it.
+// It returns false when no call of machine id waits under that id (it
+// timed out, or the id is another machine's), so one agent cannot answer
+// another's calls.
+func (h *Hub) Reply(machineID uint64, id string, r Reply) bool {
+	h.mu.Lock()
+	p := h.pending[id]
+	if p == nil || p.machine != machineID {
+		h.mu.Unlock()
+		return false
+	}
+	delete(h.pending, id)
+	h.mu.Unlock()
+	p.done <- r
+	return true
+}
+
+func marshal(args any) (json.RawMessage, error) {
+	if args == nil {
+		return nil, nil
+	}
+	raw, err := json.Marshal(args)
+	if err != nil {
+		return nil, fmt.Errorf("agentlink: %w", err)
+	}
+	return raw, nil
+}
