@@ -73,6 +73,7 @@ type Agent struct {
 	// onConnect run each time the channel (re)connects, after hello;
 	// the parts that keep folders in step re-read their set-up there.
 	onConnect []func(ctx context.Context)
+	setup     setupState
 }
 
 // New returns an Agent for cfg, reading its state file.
@@ -111,6 +112,13 @@ func New(cfg Config) (*Agent, error) {
 	a := &Agent{cfg: cfg, log: log, handlers: make(map[string]Handler)}
 	a.client = &Client{base: base, http: hc, cfg: &a.cfg, st: st}
 	a.Handle("ping", func(context.Context, json.RawMessage) (any, error) { return struct{}{}, nil })
+	a.Handle("status", a.statusResult)
+	a.Handle("reconfigure", func(ctx context.Context, _ json.RawMessage) (any, error) { return nil, a.readSetup(ctx) })
+	a.OnConnect(func(ctx context.Context) {
+		if err := a.readSetup(ctx); err != nil {
+			a.log.Warn("reading the machine's set-up", "err", err)
+		}
+	})
 	return a, nil
 }
 
