@@ -40,6 +40,7 @@ func directoryOptions(cfg config.Directory) (account.DirectoryOptions, error) {
 // organization's directory servers (auth sources) whose policy enables
 // them (ad_enabled), and give the new ones their sync roots.
 type directoryJobs struct {
+	jobs     *clusterJobs // runs each round once per cluster; nil: here
 	accounts *account.Service
 	shares   *share.Service
 	log      *slog.Logger
@@ -68,8 +69,9 @@ func (j *directoryJobs) loop(ctx context.Context, interval time.Duration) {
 	if interval <= 0 {
 		return
 	}
-	j.run(ctx)
-	every(ctx, interval, func() { j.run(ctx) })
+	run := func() { j.jobs.once(ctx, "directory-import", j.run) }
+	run()
+	every(ctx, interval, run)
 }
 
 // run imports each source once. One that fails is logged and recorded

@@ -106,7 +106,9 @@ func collectGarbage(ctx context.Context, interval, purgeAfter time.Duration, st 
 	if interval <= 0 {
 		return
 	}
-	every(ctx, interval, func() { collectOnce(ctx, purgeAfter, st, log) })
+	every(ctx, interval, func() {
+		st.jobs.once(ctx, "gc", func(ctx context.Context) { collectOnce(ctx, purgeAfter, st, log) })
+	})
 }
 
 // collectOnce purges what was deleted longer than purgeAfter ago (0:
@@ -267,11 +269,13 @@ const expireUploadsEvery = 10 * time.Minute
 // ends; it logs what it ended and what fails.
 func expireUploads(ctx context.Context, period time.Duration, st *stores, log *slog.Logger) {
 	every(ctx, period, func() {
-		n, err := st.files.ExpireStaged(ctx)
-		if err != nil && ctx.Err() == nil {
-			log.Error("expiring staged uploads", "error", err, "ended", n)
-		} else if n > 0 {
-			log.Info("expired staged uploads", "ended", n)
-		}
+		st.jobs.once(ctx, "expire-uploads", func(ctx context.Context) {
+			n, err := st.files.ExpireStaged(ctx)
+			if err != nil && ctx.Err() == nil {
+				log.Error("expiring staged uploads", "error", err, "ended", n)
+			} else if n > 0 {
+				log.Info("expired staged uploads", "ended", n)
+			}
+		})
 	})
 }

@@ -20,6 +20,7 @@ import (
 // organization's policy applies to the roots it owns itself (its
 // persons' and its own); its children have their own policies.
 type policyJobs struct {
+	jobs     *clusterJobs // runs each round once per cluster; nil: here
 	files    *vfs.FS
 	accounts *account.Service
 	log      *slog.Logger
@@ -73,8 +74,9 @@ func (j *policyJobs) loop(ctx context.Context, interval time.Duration) {
 	if interval <= 0 {
 		return
 	}
-	j.runLogged(ctx)
-	every(ctx, interval, func() { j.runLogged(ctx) })
+	run := func() { j.jobs.once(ctx, "policy", j.runLogged) }
+	run()
+	every(ctx, interval, run)
 }
 
 func (j *policyJobs) runLogged(ctx context.Context) {

@@ -43,6 +43,9 @@ type stores struct {
 	// root owners once the account service exists (newAccounts).
 	activity *activity.Log
 	journal  *fileJournal
+	// jobs runs the background jobs once per cluster (cluster.go); nil
+	// runs them here regardless.
+	jobs *clusterJobs
 }
 
 // newAccounts returns the account service over the stores, wired to the
@@ -336,12 +339,15 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writ
 	var bg sync.WaitGroup
 	bgCtx, stopBG := context.WithCancel(ctx)
 	defer stopBG()
+	st.jobs = newClusterJobs(st.db, log.With("component", "jobs"))
 	bg.Go(func() { watchdog(bgCtx, st.db, log) })
 	bg.Go(func() { collectGarbage(bgCtx, cfg.GC.Interval, cfg.GC.PurgeDeletedAfter, st, log) })
 	bg.Go(func() { expireUploads(bgCtx, expireUploadsEvery, st, log) })
 	policy := newPolicyJobs(st.files, accounts, log.With("component", "policy"), reg, cfg.Policy.Batch)
+	policy.jobs = st.jobs
 	bg.Go(func() { policy.loop(bgCtx, cfg.Policy.Interval) })
 	directory := newDirectoryJobs(accounts, shares, log.With("component", "directory"), reg)
+	directory.jobs = st.jobs
 	bg.Go(func() { directory.loop(bgCtx, cfg.Directory.ImportInterval) })
 	bg.Go(func() { reloadOnHangup(bgCtx, hup, certs, log) })
 

@@ -104,6 +104,11 @@ const (
 	ShareInvite      = "shrinvite/" // an external subscriber's invitation, by token hash
 )
 
+// Prefixes of kv's own helpers (kv/lease.go).
+const (
+	KVLease = "kvlease/" // a cluster-wide lease on a background job
+)
+
 // Prefixes reserved below the domain packages: no domain prefix may start
 // with them.
 const (
@@ -125,6 +130,7 @@ type Prefix struct {
 func Prefixes() []Prefix {
 	return []Prefix{
 		{"kv", EnginePrefix},
+		{"kv", KVLease},
 		{"kv/badger", BadgerPrefix},
 
 		{"vfs", VFSRoot},

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -42,6 +43,8 @@ func Run(t *testing.T, open func(t *testing.T) kv.Store) {
 		{"Generation", testGeneration},
 		{"CancelledContext", testCancelledContext},
 		{"Close", testClose},
+		{"Lease", testLease},
+		{"LeaseRunExclusive", testLeaseRunExclusive},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -761,5 +764,120 @@ func CheckClosed(t *testing.T, s kv.Store) {
 	}
 	if err := s.Close(); err != nil {
 		t.Errorf("second Close = %v", err)
+	}
+}
+
+// testLease: a lease has one holder at a time; the holder renews it, gives
+// it up with Release, and a holder that stops renewing loses it when its
+// TTL runs out, with no sweeper.
+func testLease(t *testing.T, s kv.Store) {
+	ctx := context.Background()
+	const ttl = 2 * time.Second
+	a := kv.NewLease(s, "gc", "node-a", ttl)
+	b := kv.NewLease(s, "gc", "node-b", ttl)
+	other := kv.NewLease(s, "trim", "node-b", ttl)
+	steps := []struct {
+		name string
+		l    *kv.Lease
+		want bool
+	}{
+		{"a takes it", a, true},
+		{"b is refused", b, false},
+		{"a renews it", a, true},
+		{"b takes another lease", other, true},
+		{"b is still refused", b, false},
+	}
+	for _, st := range steps {
+		got, err := st.l.Acquire(ctx)
+		if err != nil || got != st.want {
+			t.Fatalf("%s: Acquire = %v, %v; want %v", st.name, got, err, st.want)
+		}
+	}
+	if err := b.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := b.Acquire(ctx); got {
+		t.Fatal("b's Release gave up a's lease")
+	}
+	if err := a.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := b.Acquire(ctx); err != nil || !got {
+		t.Fatalf("after a's Release: b's Acquire = %v, %v", got, err)
+	}
+	// b stops renewing: its lease expires by itself.
+	deadline := time.Now().Add(3 * ttl)
+	for {
+		got, err := a.Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("b's lease did not expire within %v", 3*ttl)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// testLeaseRunExclusive: holders racing to Run one job never run it at
+// once, and a holder whose lease is taken from it has its job cancelled
+// with ErrLeaseLost.
+func testLeaseRunExclusive(t *testing.T, s kv.Store) {
+	ctx := context.Background()
+	const ttl = 3 * time.Second
+	var running, most, ran atomic.Int32
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l := kv.NewLease(s, "job", fmt.Sprintf("node-%d", i), ttl)
+			for range 5 {
+				_, err := l.Run(ctx, func(context.Context) error {
+					n := running.Add(1)
+					for {
+						m := most.Load()
+						if n <= m || most.CompareAndSwap(m, n) {
+							break
+						}
+					}
+					ran.Add(1)
+					time.Sleep(20 * time.Millisecond)
+					running.Add(-1)
+					return nil
+				})
+				if err != nil && !errors.Is(err, kv.ErrConflict) {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if most.Load() > 1 || ran.Load() == 0 {
+		t.Fatalf("the job ran %d times, at most %d at once; want at least once, never two at once", ran.Load(), most.Load())
+	}
+
+	// Another holder takes the lease over (as after an expiry): the
+	// job's context ends and Run says so.
+	l := kv.NewLease(s, "lost", "node-a", ttl)
+	held, err := l.Run(ctx, func(ctx context.Context) error {
+		if err := s.Update(ctx, func(tx kv.Txn) error {
+			return tx.SetTTL(kv.KeyString(kv.KVLease, nil, "lost"), []byte("node-b"), ttl)
+		}); err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(3 * ttl):
+			return errors.New("the job ran on after its lease was taken")
+		}
+	})
+	if !held || !errors.Is(err, kv.ErrLeaseLost) {
+		t.Fatalf("Run = %v, %v; want true, ErrLeaseLost", held, err)
 	}
 }
