@@ -29,8 +29,9 @@ type Agent struct {
 	// Args holds extra command-line flags for the next Start.
 	Args []string
 
-	srv *Server
-	p   *proc
+	srv   *Server
+	owner testing.TB // the test that made it
+	p     *proc
 }
 
 // NewAgent returns an agent for person p with a new temporary folder;
@@ -43,7 +44,7 @@ func (s *Server) NewAgent(tb testing.TB, p Person) *Agent {
 			tb.Fatal(err)
 		}
 	}
-	return &Agent{Dir: dir, StateFile: filepath.Join(dir, "state", "state.json"), Person: p, srv: s}
+	return &Agent{Dir: dir, StateFile: filepath.Join(dir, "state", "state.json"), Person: p, srv: s, owner: tb}
 }
 
 // Path is a path below the agent's folder Dir/files, the place for the
@@ -64,7 +65,7 @@ func (a *Agent) Start(tb testing.TB) {
 		"--state-file", a.StateFile, "--ca-file", a.srv.CAFile, "--log-level", "debug"}, a.Args...)
 	env := append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + filepath.Join(a.Dir, "home"),
 		"BERTH_AGENT_PASSWORD=" + a.Person.Password}, a.Env...)
-	a.p = start(tb, a.srv.bin, args, env, nil)
+	a.p = start(tb, a.owner, a.srv.bin, args, env, nil)
 }
 
 // Running reports whether the agent's process is running.

@@ -22,7 +22,8 @@
 //	id := a.WaitOnline(t)
 //	st, body := srv.Do(t, alice.Token, "GET", fmt.Sprintf("/api/2/machine/%d/status", id), nil)
 //
-// Every process it starts is killed when the test ends.
+// Every process it starts is killed when the test that called
+// StartServer or NewAgent ends (not a subtest that restarted it).
 package agenttest
 
 import (
@@ -129,7 +130,9 @@ func (p *proc) output() string {
 
 // start runs bin with args and env; each line of stderr goes to the
 // buffer and to line (which may be nil).
-func start(tb testing.TB, bin string, args, env []string, line func(string)) *proc {
+// The process is killed when owner ends (the test that made the Server
+// or Agent, so a process restarted in a subtest outlives the subtest).
+func start(tb, owner testing.TB, bin string, args, env []string, line func(string)) *proc {
 	tb.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Env = env
@@ -157,7 +160,7 @@ func start(tb testing.TB, bin string, args, env []string, line func(string)) *pr
 		p.err = cmd.Wait()
 		close(p.done)
 	}()
-	tb.Cleanup(func() { p.kill() })
+	owner.Cleanup(func() { p.kill() })
 	return p
 }
 
@@ -210,6 +213,7 @@ type Server struct {
 	// Client trusts CAFile.
 	Client *http.Client
 
+	owner testing.TB // the test that started it
 	bin   string
 	args  []string // beyond serve and its listeners
 	addr  string   // the HTTPS address, kept across restarts
@@ -230,6 +234,7 @@ func StartServer(tb testing.TB, extra ...string) *Server {
 	s := &Server{
 		DataDir:    filepath.Join(tb.TempDir(), "data"),
 		AdminLogin: "admin",
+		owner:      tb,
 		bin:        Binary(tb),
 		args:       extra,
 		addr:       "127.0.0.1:0",
@@ -263,7 +268,7 @@ func (s *Server) start(tb testing.TB) {
 	// The parent's environment stays out: BERTH_* there must not leak in.
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + filepath.Dir(s.DataDir)}
 	listening := make(chan string, 1)
-	s.p = start(tb, s.bin, args, env, func(line string) {
+	s.p = start(tb, s.owner, s.bin, args, env, func(line string) {
 		var rec map[string]any
 		if json.Unmarshal([]byte(line), &rec) != nil || rec["msg"] != "listening" {
 			return
@@ -396,7 +401,7 @@ func (s *Server) AdminToken(tb testing.TB) string {
 	}
 	tok = s.Token(tb, s.AdminLogin, s.AdminPassword, nil)
 	var me struct {
-		OrganizationID uint64 `json:"organization_id"`
+		OrganizationID uint64 `json:"company_id"`
 	}
 	s.JSON(tb, tok, http.MethodGet, "/api/2/person", nil, &me)
 	s.mu.Lock()
@@ -438,7 +443,7 @@ func (s *Server) CreatePerson(tb testing.TB, login string, admin bool) Person {
 	}
 	var out struct {
 		ID             uint64 `json:"id"`
-		OrganizationID uint64 `json:"organization_id"`
+		OrganizationID uint64 `json:"company_id"`
 		RootID         uint64 `json:"root_id"`
 	}
 	s.JSON(tb, s.AdminToken(tb), http.MethodPost, "/api/2/person/create", v, &out)
