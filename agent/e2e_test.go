@@ -3,10 +3,12 @@ package agent_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -296,8 +298,11 @@ func TestAgentMachine(t *testing.T) {
 		// retrying a sign-in that cannot succeed.
 		c := srv.NewAgent(t, carol)
 		c.Start(t)
-		if err := c.Wait(t, 60*time.Second); err == nil || !strings.Contains(c.Output(), "BERTH_AGENT_AUTH_CODE") {
-			t.Fatalf("an agent of an enrolled person without a code: exit %v:\n%s", err, c.Output())
+		// It exits 3, which the unit files keep from restarting.
+		err = c.Wait(t, 60*time.Second)
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 3 || !strings.Contains(c.Output(), "BERTH_AGENT_AUTH_CODE") {
+			t.Fatalf("an agent of an enrolled person without a code: exit %v, want status 3:\n%s", err, c.Output())
 		}
 		// With the next step's code (the one just used cannot be used
 		// again; the server accepts one step of clock skew).
