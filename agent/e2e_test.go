@@ -206,8 +206,7 @@ func TestAgentMachine(t *testing.T) {
 	t.Run("file server policy", func(t *testing.T) {
 		status, body := srv.Do(t, alice.Token, http.MethodPost, mpath("/server/enable"), nil)
 		wantError(t, "enable while file_server_enabled is off", status, body, 403, "forbidden")
-		srv.SetPolicy(t, 0, url.Values{"file_server_enabled": {"true"}})
-		srv.JSON(t, alice.Token, http.MethodPost, mpath("/server/enable"), nil, nil)
+		srv.EnableFileServer(t, alice, id)
 		srv.JSON(t, alice.Token, http.MethodPost, mpath("/server/disable"), nil, nil)
 		srv.SetPolicy(t, 0, url.Values{"file_server_enabled": {"false"}})
 		// Disabling never needs the policy.
