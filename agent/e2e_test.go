@@ -111,6 +111,42 @@ func TestAgentMachine(t *testing.T) {
 		wantError(t, "bob's GET", status, body, 404, "not_found")
 	})
 
+	t.Run("a second machine", func(t *testing.T) {
+		b := srv.NewAgent(t, bob)
+		b.Start(t)
+		bid := b.WaitOnline(t)
+		defer b.Stop(t)
+		bst, _ := b.State(t)
+		ast, _ := a.State(t)
+		if bid == id || bst.GUID == ast.GUID {
+			t.Fatalf("bob's machine %d (%s) is alice's %d (%s)", bid, bst.GUID, id, ast.GUID)
+		}
+		// Each person reaches their own machine only, online or not.
+		for _, tc := range []struct {
+			token  string
+			method string
+			path   string
+			status int
+		}{
+			{bob.Token, http.MethodGet, fmt.Sprintf("/api/2/machine/%d/status", bid), 200},
+			{alice.Token, http.MethodGet, fmt.Sprintf("/api/2/machine/%d/status", bid), 404},
+			{alice.Token, http.MethodGet, fmt.Sprintf("/api/2/machine/%d", bid), 404},
+			{bob.Token, http.MethodGet, mpath("/status"), 404},
+			{alice.Token, http.MethodGet, mpath("/status"), 200},
+			{bob.Token, http.MethodPost, fmt.Sprintf("/api/2/machine/%d/ls", bid), 403}, // nothing mapped or backed up
+		} {
+			status, body := srv.Do(t, tc.token, tc.method, tc.path, url.Values{"path": {b.Path()}})
+			if status != tc.status {
+				t.Errorf("%s %s: %d %s, want %d", tc.method, tc.path, status, body, tc.status)
+			}
+		}
+		ms := orgMachines(t, srv)
+		if countGUID(ms, bst.GUID) != 1 || len(ms) != machines+1 {
+			t.Errorf("the organization's machines after bob's agent: %d, want %d and bob's once", len(ms), machines+1)
+		}
+		machines = len(ms)
+	})
+
 	t.Run("status", func(t *testing.T) {
 		status, body := srv.Do(t, alice.Token, http.MethodGet, mpath("/status"), nil)
 		var st struct {
