@@ -290,7 +290,8 @@ func (s *Server) start(tb testing.TB) {
 	}
 }
 
-// Output is what the server wrote to stderr (JSON log lines).
+// Output is what the server wrote to stderr (JSON log lines) in its
+// latest run.
 func (s *Server) Output() string { return s.p.output() }
 
 // Stop stops the server with SIGTERM and waits for a clean exit.
