@@ -78,6 +78,8 @@ func TestAgentMachine(t *testing.T) {
 	srv := agenttest.StartServer(t)
 	alice := srv.CreatePerson(t, "alice", false)
 	bob := srv.CreatePerson(t, "bob", false)
+	// Another tenant's administrator.
+	olga := srv.CreatePersonIn(t, srv.CreateOrganization(t, "other"), "olga", true)
 	a := srv.NewAgent(t, alice)
 	a.Start(t)
 	id := a.WaitOnline(t)
@@ -106,9 +108,12 @@ func TestAgentMachine(t *testing.T) {
 			t.Errorf("the organization's machines: %v, want machine %d once", ms, id)
 		}
 		machines = len(ms)
-		// Another person of the organization does not see it.
+		// Another person of the organization does not see it, nor does
+		// another tenant's administrator.
 		status, body := srv.Do(t, bob.Token, http.MethodGet, mpath(""), nil)
 		wantError(t, "bob's GET", status, body, 404, "not_found")
+		status, body = srv.Do(t, olga.Token, http.MethodGet, mpath("/status"), nil)
+		wantError(t, "another tenant's administrator's status", status, body, 404, "not_found")
 	})
 
 	t.Run("a second machine", func(t *testing.T) {

@@ -437,8 +437,33 @@ type Person struct {
 // administrator's token, and signs them in.
 func (s *Server) CreatePerson(tb testing.TB, login string, admin bool) Person {
 	tb.Helper()
+	return s.CreatePersonIn(tb, 0, login, admin)
+}
+
+// CreateOrganization creates an organization below the first
+// administrator's (another tenant, whose administrators and persons see
+// nothing of the first's) and returns its id.
+func (s *Server) CreateOrganization(tb testing.TB, name string) uint64 {
+	tb.Helper()
+	var o struct {
+		ID uint64 `json:"id"`
+	}
+	s.JSON(tb, s.AdminToken(tb), http.MethodPost, fmt.Sprintf("/api/2/organization/%d/organizations/create", s.OrganizationID(tb)), url.Values{"name": {name}}, &o)
+	if o.ID == 0 {
+		tb.Fatalf("agenttest: organizations/create answered no id for %s", name)
+	}
+	return o.ID
+}
+
+// CreatePersonIn is CreatePerson in organization org (0: the first
+// administrator's), such as one made by CreateOrganization.
+func (s *Server) CreatePersonIn(tb testing.TB, org uint64, login string, admin bool) Person {
+	tb.Helper()
 	p := Person{Login: login, Password: "pw-" + login + "-Correct-Horse-7"}
 	v := url.Values{"username": {login}, "email": {login + "@example.com"}, "first_name": {login}, "password": {p.Password}}
+	if org != 0 {
+		v.Set("company_id", fmt.Sprint(org))
+	}
 	if admin {
 		v.Set("admin", "true")
 	}
