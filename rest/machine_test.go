@@ -37,6 +37,23 @@ func TestMachineBadInputs(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, bobRoot, _ := f.addPerson("bob")
+	// A share alice may read but not write: an organization share with
+	// her as a viewer.
+	admin, err := f.accounts.CreatePerson(ctx, account.PersonInput{OrganizationID: f.org.ID, Username: "boss", Email: "boss@example.com", Password: fixturePassword, Admin: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ac, err := f.accounts.Caller(ctx, admin.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	viewed, err := shares.CreateOrgShare(ctx, ac, f.org.ID, "viewed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := shares.SetSubscribers(ctx, ac, f.org.ID, viewed.ID, share.Subscribers{Persons: []share.Entry{{ID: f.person.ID, Channel: share.ChannelWeb, Role: share.RoleViewer}}}); err != nil {
+		t.Fatal(err)
+	}
 	mp := func(format string, args ...any) string {
 		return fmt.Sprintf("/api/2/machine/%d", m.ID) + fmt.Sprintf(format, args...)
 	}
@@ -78,6 +95,7 @@ func TestMachineBadInputs(t *testing.T) {
 		{"mapping: root_id not a number", "POST", mp("/mappings/create"), mapForm("/home/x", "abc"), 400, "invalid_request"},
 		{"mapping: root_id negative", "POST", mp("/mappings/create"), mapForm("/home/x", "-1"), 400, "invalid_request"},
 		{"mapping: a root the caller cannot reach", "POST", mp("/mappings/create"), mapForm("/home/x", bobRoot.ID), 404, "not_found"},
+		{"mapping: a share the caller may only read", "POST", mp("/mappings/create"), mapForm("/home/x", viewed.ID), 403, "forbidden"},
 		{"mapping: a root that does not exist", "POST", mp("/mappings/create"), mapForm("/home/x", 999999), 404, "not_found"},
 		{"mapping: a backup root", "POST", mp("/mappings/create"), mapForm("/home/x", backup.ID), 400, "invalid_request"},
 		{"mapping: name with a control character", "POST", mp("/mappings/create"), url.Values{"path": {"/home/x"}, "root_id": {fmt.Sprint(second.ID)}, "name": {"a\x01"}}, 400, "invalid_request"},
