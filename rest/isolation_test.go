@@ -753,7 +753,7 @@ func isoRows() []isoRow {
 		{pattern: "GET /api/2/machine/{machine_id}/status", name: "offline", path: pf("/api/2/machine/%d/status", newMachine(cPlain)), want: "CP=503 CA=503 PA=503"},
 		{pattern: "POST /api/2/machine/{machine_id}/server/enable", name: "file_server_enabled off", method: "POST", path: pf("/api/2/machine/%d/server/enable", newMachine(cPlain)), want: "CP=403 CA=403 PA=403"},
 		{pattern: "POST /api/2/machine/{machine_id}/server/disable", method: "POST", path: pf("/api/2/machine/%d/server/disable", newMachine(cPlain)), want: childRead},
-		{pattern: "POST /api/2/machine/{machine_id}/ls", name: "no path", method: "POST", path: pf("/api/2/machine/%d/ls", newMachine(cPlain)), want: "CP=400 CA=400 PA=400"},
+		{pattern: "POST /api/2/machine/{machine_id}/ls", name: "no path", method: "POST", path: pf("/api/2/machine/%d/ls", newMachine(cPlain)), want: "CP=400 CA=403 PA=403"},
 		{pattern: "POST /api/2/machine/{machine_id}/ls", name: "a folder neither mapped nor backed up", method: "POST", path: pf("/api/2/machine/%d/ls", newMachine(cPlain)),
 			form: fields("path", "/etc"), want: "CP=403 CA=403 PA=403"},
 		{pattern: "GET /api/2/machine/{machine_id}/mappings", path: pf("/api/2/machine/%d/mappings", newMachine(cPlain)), want: childRead},
@@ -773,9 +773,13 @@ func isoRows() []isoRow {
 		{pattern: "GET /api/2/machine/{machine_id}", name: "the parent's plain person's", path: machinePath(true, "/api/2/machine/%d", noIDs), want: "PP=200 CP=404 CA=404 PA=200"},
 		{pattern: "GET /api/2/machine/{machine_id}/status", name: "the parent's plain person's, offline", path: machinePath(true, "/api/2/machine/%d/status", noIDs), want: "PP=503 CP=404 CA=404 PA=503"},
 		{pattern: "POST /api/2/machine/{machine_id}/ls", name: "a mapped folder, offline", method: "POST", path: machinePath(false, "/api/2/machine/%d/ls", noIDs),
-			form: fields("path", "/m/map/sub"), want: "CP=503 CA=503 PA=503"},
+			form: fields("path", "/m/map/sub"), want: "CP=503 CA=403 PA=403"},
+		// admin_browse_remote on (the browse tenant): the machine's
+		// person's administrators may list it too.
+		{pattern: "POST /api/2/machine/{machine_id}/ls", name: "a mapped folder, offline, admin_browse_remote on", method: "POST", path: machinePath(false, "/api/2/machine/%d/ls", noIDs),
+			form: fields("path", "/m/map/sub"), want: "CP=503 CA=503 PA=503", tenant: "browse"},
 		{pattern: "POST /api/2/machine/{machine_id}/ls", name: "a backed-up folder of the parent's plain person, offline", method: "POST", path: machinePath(true, "/api/2/machine/%d/ls", noIDs),
-			form: fields("path", "/m/backup"), want: "PP=503 CP=404 CA=404 PA=503"},
+			form: fields("path", "/m/backup"), want: "PP=503 CP=404 CA=404 PA=403"},
 		{pattern: "GET /api/2/machine/{machine_id}/mappings", name: "the parent's plain person's", path: machinePath(true, "/api/2/machine/%d/mappings", noIDs), want: "PP=200 CP=404 CA=404 PA=200"},
 		{pattern: "GET /api/2/machine/{machine_id}/mapping/{mapping_id}", name: "an existing one", path: machinePath(false, "/api/2/machine/%d/mapping/%d", mappingID), want: childRead},
 		{pattern: "GET /api/2/machine/{machine_id}/mapping/{mapping_id}", name: "the parent's plain person's", path: machinePath(true, "/api/2/machine/%d/mapping/%d", mappingID), want: "PP=200 CP=404 CA=404 PA=200"},
@@ -1149,7 +1153,7 @@ var isoMarker = regexp.MustCompile(`zq([a-z0-9]+)-([a-z]+)`)
 func TestIsolation(t *testing.T) {
 	k := newIsoCast(t)
 	shared := k.tenant("c1", k.p.org.ID, nil)
-	browse := k.tenant("b", k.p.org.ID, func(p *account.Policy) { p.AdminBrowseFiles, p.AdminCreateUsers = true, false })
+	browse := k.tenant("b", k.p.org.ID, func(p *account.Policy) { p.AdminBrowseFiles, p.AdminCreateUsers, p.AdminBrowseRemote = true, false, true })
 	rows := isoRows()
 	fresh, requests, markers := 0, 0, 0
 	for _, r := range rows {

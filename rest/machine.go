@@ -150,9 +150,20 @@ func (s *server) machineStatus(r *http.Request) (any, error) {
 // (docs/agent.md); the agent checks the same again on its side.
 func (s *server) machineLs(r *http.Request) (any, error) {
 	ctx := r.Context()
-	m, _, err := s.machineOf(r, share.PersonUpdateSelf)
+	m, owner, err := s.machineOf(r, share.PersonUpdateSelf)
 	if err != nil {
 		return nil, err
+	}
+	if callerOf(r).Person.ID != owner.ID {
+		// Another person's disk: their administrators browse it only
+		// where the policy says they may.
+		pol, err := s.ownerPolicy(ctx, owner)
+		if err != nil {
+			return nil, err
+		}
+		if !pol.AdminBrowseRemote {
+			return nil, Describe(ErrForbidden, "the organization's policy does not let administrators browse machines (admin_browse_remote)")
+		}
 	}
 	vals, err := form(r)
 	if err != nil {
