@@ -130,7 +130,7 @@ func (s *syncer) run(ctx context.Context) error {
 		if err != nil && ctx.Err() == nil {
 			s.log.Warn("sync cycle", "err", err)
 		}
-		if ops > 0 {
+		if ops > 0 && err == nil {
 			// Confirm at once that what was done left both sides equal.
 			select {
 			case now <- struct{}{}:
@@ -415,7 +415,11 @@ func (s *syncer) syncPath(ctx context.Context, p string) (ops int, deferred bool
 		return 1, false, s.deleteRemote(ctx, p, R)
 	case !localChanged && remoteChanged:
 		if rok {
-			return 1, false, s.download(ctx, p, R, &L)
+			var expect *localItem
+			if lok {
+				expect = &L
+			}
+			return 1, false, s.download(ctx, p, R, expect)
 		}
 		// Deleted there (it is in the root's trash), unchanged here.
 		return 1, false, s.deleteLocal(p, I)
