@@ -242,33 +242,74 @@ func TestMappingE2E(t *testing.T) {
 			t.Fatalf("first merge: %v", got)
 		}
 
+		var before os.FileInfo // up.txt here, before its rename there
+		var idBefore uint64    // local0.txt there, before its rename here
 		steps := []struct {
-			name string
-			act  func()
+			name  string
+			act   func()
+			check func() error // beyond sameTrees; may be nil
 		}{
-			{"a file and folders made here", func() { writeFile(t, filepath.Join(dir, "a", "b", "new.txt"), "deep") }},
-			{"a file changed here", func() { writeFile(t, filepath.Join(dir, "local0.txt"), "changed here, longer") }},
-			{"a file uploaded there", func() { s.upload("up.txt", "from the root") }},
-			{"a file changed there", func() { s.upload("remote0.txt", "changed there") }},
+			{"a file and folders made here", func() { writeFile(t, filepath.Join(dir, "a", "b", "new.txt"), "deep") }, nil},
+			{"a file changed here", func() { writeFile(t, filepath.Join(dir, "local0.txt"), "changed here, longer") }, nil},
+			{"a file uploaded there", func() { s.upload("up.txt", "from the root") }, nil},
+			{"a file changed there", func() { s.upload("remote0.txt", "changed there") }, nil},
 			{"a rename here", func() {
+				_, ids := s.tree()
+				idBefore = ids["local0.txt"]
 				if err := os.Rename(filepath.Join(dir, "local0.txt"), filepath.Join(dir, "renamed.txt")); err != nil {
 					t.Fatal(err)
 				}
+			}, func() error {
+				// Moved there, not sent again.
+				if _, ids := s.tree(); ids["renamed.txt"] != idBefore {
+					return fmt.Errorf("renamed.txt is item %d there, was %d", ids["renamed.txt"], idBefore)
+				}
+				return nil
 			}},
 			{"a rename there", func() {
+				var err error
+				if before, err = os.Stat(filepath.Join(dir, "up.txt")); err != nil {
+					t.Fatal(err)
+				}
 				_, ids := s.tree()
 				s.call("POST", fmt.Sprintf("/api/2/files/%d/%d/rename", s.root, ids["up.txt"]), url.Values{"name": {"up2.txt"}}, nil)
+			}, func() error {
+				// Renamed here, not downloaded again.
+				if after, err := os.Stat(filepath.Join(dir, "up2.txt")); err != nil || !os.SameFile(before, after) {
+					return fmt.Errorf("up2.txt is not up.txt renamed (%v)", err)
+				}
+				return nil
 			}},
-			{"a delete here", func() { os.Remove(filepath.Join(dir, "renamed.txt")) }},
+			{"a folder renamed here", func() {
+				if err := os.Rename(filepath.Join(dir, "a"), filepath.Join(dir, "c")); err != nil {
+					t.Fatal(err)
+				}
+			}, nil},
+			{"a delete here", func() { os.Remove(filepath.Join(dir, "renamed.txt")) }, nil},
 			{"a delete there", func() {
 				_, ids := s.tree()
 				s.call("POST", fmt.Sprintf("/api/2/files/%d/%d/delete", s.root, ids["up2.txt"]), url.Values{}, nil)
-			}},
-			{"a folder deleted here", func() { os.RemoveAll(filepath.Join(dir, "a")) }},
+			}, nil},
+			{"a folder deleted here", func() { os.RemoveAll(filepath.Join(dir, "c")) }, nil},
+			{"a folder made there", func() {
+				s.call("POST", fmt.Sprintf("/api/2/files/%d/create_folder", s.root), url.Values{"name": {"d"}}, nil)
+			}, nil},
+			{"a folder deleted there", func() {
+				_, ids := s.tree()
+				s.call("POST", fmt.Sprintf("/api/2/files/%d/folder/%d/delete", s.root, ids["d"]), url.Values{}, nil)
+			}, nil},
 		}
 		for _, st := range steps {
 			st.act()
-			eventually(t, syncWait, st.name, func() error { return sameTrees(t, s, dir) })
+			eventually(t, syncWait, st.name, func() error {
+				if err := sameTrees(t, s, dir); err != nil {
+					return err
+				}
+				if st.check != nil {
+					return st.check()
+				}
+				return nil
+			})
 		}
 		want := map[string]string{"remote0.txt": "changed there", "same.txt": "identical"}
 		if got := localTree(t, dir); !maps.Equal(got, want) {

@@ -270,3 +270,16 @@ func (p *progressReader) Read(b []byte) (int, error) {
 	}
 	return n, err
 }
+
+// move moves (and renames) item it into folder to (0: the top) as name.
+func (rt *remoteTree) move(ctx context.Context, it remoteItem, from, to uint64, name string) (remoteItem, error) {
+	p := fmt.Sprintf("/api/2/files/%d/%d/move", rt.rootID, it.ID)
+	if it.dir() {
+		p = fmt.Sprintf("/api/2/files/%d/folder/%d/move", rt.rootID, it.ID)
+	}
+	var out remoteItem
+	err := rt.c.PostForm(ctx, p, url.Values{"folder_id": {fmt.Sprint(to)}, "name": {name}}, &out)
+	rt.forget(from)
+	rt.forget(to)
+	return out, err
+}

@@ -270,6 +270,7 @@ func (s *syncer) reconcile(ctx context.Context) (ops int, firstErr error) {
 	}
 	sort.Strings(sorted)
 	clear(s.odd)
+	ops, firstErr = s.renames(ctx)
 	var folders []string // folders deleted on one side
 	for _, p := range sorted {
 		if ctx.Err() != nil {
@@ -372,7 +373,12 @@ func (s *syncer) syncPath(ctx context.Context, p string) (ops int, deferred bool
 		return 1, false, err
 	case rdir && !lok:
 		if I != nil && I.Dir {
-			return 0, true, nil // deleted here
+			// Deleted here: at once when nothing in it changed there,
+			// else item by item and the folder last.
+			if done, err := s.deleteRemoteTree(ctx, p); done || err != nil {
+				return 1, false, err
+			}
+			return 0, true, nil
 		}
 		if err := os.MkdirAll(s.local.abs(p), 0o755); err != nil {
 			return 0, false, err
