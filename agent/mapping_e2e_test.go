@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -171,12 +172,15 @@ func sameTrees(t *testing.T, s *e2eRoot, dir string) error {
 // defaults.
 var fastTiming = syncTiming{Debounce: 100 * time.Millisecond, MaxDelay: time.Second, Poll: 500 * time.Millisecond, Rescan: 10 * time.Second}
 
-// inProcessAgent runs an Agent with mapped folders against s until the
-// test ends.
-func inProcessAgent(t *testing.T, s *e2eRoot) (*Agent, *mappings) {
+// inProcessAgent runs an Agent with mapped folders against s, with its
+// state file in stateDir ("" a new one), until stop or the test's end.
+func inProcessAgent(t *testing.T, s *e2eRoot, stateDir string) (a *Agent, stop func()) {
 	t.Helper()
+	if stateDir == "" {
+		stateDir = t.TempDir()
+	}
 	a, err := New(Config{
-		Server: s.srv.URL, Login: s.p.Login, StateFile: filepath.Join(t.TempDir(), "state", "state.json"),
+		Server: s.srv.URL, Login: s.p.Login, StateFile: filepath.Join(stateDir, "state.json"),
 		Password: func() (string, error) { return s.p.Password, nil }, HTTPClient: s.srv.Client,
 		Logger: slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	})
@@ -187,14 +191,16 @@ func inProcessAgent(t *testing.T, s *e2eRoot) (*Agent, *mappings) {
 	ctx, cancel := context.WithCancel(context.Background())
 	ran := make(chan struct{})
 	go func() { defer close(ran); a.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-ran; m.stopAll() })
+	var once sync.Once
+	stop = func() { once.Do(func() { cancel(); <-ran; m.stopAll() }) }
+	t.Cleanup(stop)
 	eventually(t, 30*time.Second, "the agent connects", func() error {
 		if a.MachineID() == 0 {
 			return fmt.Errorf("no machine id")
 		}
 		return nil
 	})
-	return a, m
+	return a, stop
 }
 
 // tWriter logs what is written to it in the test's log.
@@ -235,7 +241,7 @@ func TestMappingE2E(t *testing.T) {
 		writeFile(t, filepath.Join(dir, "same.txt"), "identical")
 		s.upload("remote0.txt", "made there")
 		s.upload("same.txt", "identical")
-		a, _ := inProcessAgent(t, s)
+		a, _ := inProcessAgent(t, s, "")
 		id := s.mapFolder(a.MachineID(), dir)
 		eventually(t, syncWait, "first merge", func() error { return sameTrees(t, s, dir) })
 		if got := localTree(t, dir); len(got) != 3 {
@@ -344,6 +350,103 @@ func TestMappingE2E(t *testing.T) {
 		if r["remote0.txt"] != "changed there" || localTree(t, dir)["same.txt"] != "identical" {
 			t.Errorf("files lost when the mapping was deleted: root %v", r)
 		}
+	})
+
+	t.Run("changes made while the agent was stopped", func(t *testing.T) {
+		s := newE2ERoot(t, srv, "ola")
+		dir := filepath.Join(t.TempDir(), "Work")
+		state := t.TempDir()
+		del := func(name string) func() {
+			return func() {
+				_, ids := s.tree()
+				s.call("POST", fmt.Sprintf("/api/2/files/%d/%d/delete", s.root, ids[name]), url.Values{}, nil)
+			}
+		}
+		here := func(name, data string) func() {
+			return func() {
+				if data == "" {
+					os.Remove(filepath.Join(dir, name))
+					return
+				}
+				writeFile(t, filepath.Join(dir, name), data)
+			}
+		}
+		there := func(name, data string) func() { return func() { s.upload(name, data) } }
+		rows := []struct {
+			name        string
+			file, start string // start "": the file does not exist before
+			here, there func()
+			want        string // "": gone from both sides
+			conflict    string // the local version kept under a conflict name
+		}{
+			{"changed on both, the same", "f1.txt", "v1", here("f1.txt", "v2"), there("f1.txt", "v2"), "v2", ""},
+			{"changed on both, differently", "f2.txt", "v1", here("f2.txt", "mine"), there("f2.txt", "theirs"), "theirs", "mine"},
+			{"deleted here, changed there", "f3.txt", "v1", here("f3.txt", ""), there("f3.txt", "new there"), "new there", ""},
+			{"changed here, deleted there", "f4.txt", "v1", here("f4.txt", "new here"), del("f4.txt"), "new here", ""},
+			{"deleted on both", "f5.txt", "v1", here("f5.txt", ""), del("f5.txt"), "", ""},
+			{"deleted here", "f6.txt", "v1", here("f6.txt", ""), func() {}, "", ""},
+			{"deleted there", "f7.txt", "v1", func() {}, del("f7.txt"), "", ""},
+			{"made on both, the same", "f8.txt", "", here("f8.txt", "same"), there("f8.txt", "same"), "same", ""},
+			{"made on both, differently", "f9", "", here("f9", "a"), there("f9", "b"), "b", "a"},
+		}
+		for _, r := range rows {
+			if r.start != "" {
+				writeFile(t, filepath.Join(dir, r.file), r.start)
+			}
+		}
+		a, stop := inProcessAgent(t, s, state)
+		machine := a.MachineID()
+		id := s.mapFolder(machine, dir)
+		eventually(t, syncWait, "first sync", func() error { return sameTrees(t, s, dir) })
+		// What is never synced: a link, the agent's temporary name, a
+		// name the server refuses.
+		if err := os.Symlink(t.TempDir(), filepath.Join(dir, "link")); err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, filepath.Join(dir, tempPrefix+"x"), "partial")
+		writeFile(t, filepath.Join(dir, `back\slash.txt`), "refused")
+		eventually(t, syncWait, "excluded files counted", func() error {
+			subs, synced := s.status(machine)
+			if len(subs) != 1 || subs[0].ExclFiles != 3 || !synced {
+				return fmt.Errorf("status %+v", subs)
+			}
+			return nil
+		})
+		if r, _ := s.tree(); len(r) != len(rows)-2 {
+			t.Fatalf("the root holds %v", slices.Sorted(maps.Keys(r)))
+		}
+		os.Remove(filepath.Join(dir, "link"))
+		os.Remove(filepath.Join(dir, tempPrefix+"x"))
+		os.Remove(filepath.Join(dir, `back\slash.txt`))
+		stop()
+
+		for _, r := range rows {
+			r.here()
+			r.there()
+		}
+		inProcessAgent(t, s, state)
+		eventually(t, syncWait, "both sides equal again", func() error { return sameTrees(t, s, dir) })
+		l := localTree(t, dir)
+		for _, r := range rows {
+			got, ok := l[r.file]
+			if r.want == "" && ok || r.want != "" && got != r.want {
+				t.Errorf("%s: %s is %q (present %v), want %q", r.name, r.file, got, ok, r.want)
+			}
+			stem := strings.TrimSuffix(r.file, path.Ext(r.file))
+			var copies []string
+			for n, c := range l {
+				if strings.HasPrefix(n, stem+" (conflict from ") {
+					if !strings.HasSuffix(n, ")"+path.Ext(r.file)) {
+						t.Errorf("%s: conflict name %q", r.name, n)
+					}
+					copies = append(copies, c)
+				}
+			}
+			if r.conflict == "" && len(copies) != 0 || r.conflict != "" && !slices.Equal(copies, []string{r.conflict}) {
+				t.Errorf("%s: conflict copies %q, want %q", r.name, copies, r.conflict)
+			}
+		}
+		s.call("POST", fmt.Sprintf("/api/2/machine/%d/mapping/%d/delete", machine, id), url.Values{}, nil)
 	})
 
 	t.Run("conflict with a berth agent process", func(t *testing.T) {
