@@ -60,6 +60,11 @@ func (s *syncer) run(ctx context.Context) error {
 	if err := os.MkdirAll(folder, 0o755); err != nil {
 		return err
 	}
+	// A mapped folder that is a link is synced where it leads (its
+	// contents are never followed through links).
+	if real, err := filepath.EvalSymlinks(folder); err == nil {
+		folder = real
+	}
 	ix, err := loadIndex(s.indexPath, s.m.ID, s.m.RootID, folder)
 	if err != nil {
 		return err
@@ -102,6 +107,9 @@ func (s *syncer) run(ctx context.Context) error {
 			}
 			if s.onEvent(ev, w) {
 				localDirty = true
+				s.mu.Lock()
+				s.synced = false // pending until the next cycle
+				s.mu.Unlock()
 				if firstEvent.IsZero() {
 					firstEvent = time.Now()
 				}
