@@ -147,6 +147,12 @@ func (m *mappings) status() ([]Subscription, []Transfer) {
 // the next cycle sees the change.
 var errRaced = errors.New("agent: the local file changed while syncing it")
 
+// errFolderMissing is a mapped folder that was synced and is no longer
+// there, or no longer holds its marker file (an empty mount point where
+// a drive was): nothing is synced, and nothing deleted, until it is
+// back.
+var errFolderMissing = errors.New("agent: the mapped folder is missing")
+
 // watch starts an fsnotify watcher; a system without one (or out of
 // watches) leaves the poll and the safety rescan to find local changes.
 func (s *syncer) watch() *fsnotify.Watcher {

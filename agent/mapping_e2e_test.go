@@ -125,7 +125,7 @@ func localTree(t *testing.T, dir string) map[string]string {
 	t.Helper()
 	out := map[string]string{}
 	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || p == dir {
+		if err != nil || p == dir || d.Name() == markerName {
 			return nil
 		}
 		r, _ := filepath.Rel(dir, p)
@@ -445,6 +445,24 @@ func TestMappingE2E(t *testing.T) {
 			if r.conflict == "" && len(copies) != 0 || r.conflict != "" && !slices.Equal(copies, []string{r.conflict}) {
 				t.Errorf("%s: conflict copies %q, want %q", r.name, copies, r.conflict)
 			}
+		}
+
+		// A synced folder that goes missing, or comes back empty (an
+		// unmounted drive), deletes nothing there.
+		before, _ := s.tree()
+		if err := os.RemoveAll(dir); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2 * time.Second) // four polls of the fast timing
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2 * time.Second)
+		if after, _ := s.tree(); !maps.Equal(before, after) {
+			t.Errorf("the root changed when the folder went: %v, was %v", slices.Sorted(maps.Keys(after)), slices.Sorted(maps.Keys(before)))
+		}
+		if subs, synced := s.status(machine); len(subs) != 1 || subs[0].Synced || synced {
+			t.Errorf("a missing folder's status: %+v", subs)
 		}
 		s.call("POST", fmt.Sprintf("/api/2/machine/%d/mapping/%d/delete", machine, id), url.Values{}, nil)
 	})

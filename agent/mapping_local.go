@@ -16,6 +16,14 @@ import (
 // are counted in excl_files while they exist.
 const tempPrefix = ".berth-part-"
 
+// markerName is a file the agent puts in a mapped folder when it first
+// syncs it. A folder that was synced and lacks it is taken as missing
+// (an unmounted drive leaves an empty folder), never as everything
+// deleted. It is not synced, nor counted as excluded.
+const markerName = ".berth-mapping"
+
+const markerText = "This folder is kept in step with a berth root by berth agent. Deleting this file pauses the sync.\n"
+
 // localItem is a local file or folder as the last scan or event saw it.
 type localItem struct {
 	Dir   bool
@@ -90,6 +98,9 @@ func (v *localView) walk(rel string, w *fsnotify.Watcher) error {
 			}
 			return nil
 		}
+		if r == markerName {
+			return nil
+		}
 		if skipName(d.Name()) || !(d.Type().IsRegular() || d.IsDir()) {
 			v.excluded[r] = true
 			if d.IsDir() {
@@ -116,7 +127,7 @@ func (v *localView) walk(rel string, w *fsnotify.Watcher) error {
 // refresh brings rel up to date after an event: a stat of rel, and a walk
 // below it when deep (a folder created or moved in).
 func (v *localView) refresh(rel string, deep bool, w *fsnotify.Watcher) {
-	if rel == "" {
+	if rel == "" || rel == markerName {
 		return
 	}
 	v.drop(rel, deep)

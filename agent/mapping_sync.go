@@ -42,6 +42,9 @@ type syncer struct {
 	refused map[string]localItem
 	odd     map[string]bool // a folder on one side where the other has a file
 	clean   bool            // the last reconcile found nothing to do
+	// rescanNext makes the next cycle walk the whole folder (it was
+	// missing: its watches are gone).
+	rescanNext bool
 
 	mu      sync.Mutex
 	synced  bool
@@ -57,17 +60,37 @@ func (s *syncer) run(ctx context.Context) error {
 	if !filepath.IsAbs(folder) {
 		return fmt.Errorf("agent: mapped folder %q is not an absolute path", s.m.Path)
 	}
-	if err := os.MkdirAll(folder, 0o755); err != nil {
+	ix, err := loadIndex(s.indexPath, s.m.ID, s.m.RootID, folder)
+	if err != nil {
 		return err
+	}
+	// A new mapping creates its folder. A folder that was synced and is
+	// gone (a drive not mounted, a folder removed) is not read as
+	// everything deleted: the mapping waits for it.
+	for {
+		if _, err := os.Stat(filepath.Join(folder, markerName)); err == nil {
+			break
+		}
+		if len(ix.Entries) == 0 {
+			if err := os.MkdirAll(folder, 0o755); err != nil {
+				return err
+			}
+			if err := writeFileAtomic(filepath.Join(folder, markerName), []byte(markerText), 0o644); err != nil {
+				return err
+			}
+			continue
+		}
+		s.setState(false, fmt.Errorf("%w: %s", errFolderMissing, folder))
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(s.timing.Poll):
+		}
 	}
 	// A mapped folder that is a link is synced where it leads (its
 	// contents are never followed through links).
 	if real, err := filepath.EvalSymlinks(folder); err == nil {
 		folder = real
-	}
-	ix, err := loadIndex(s.indexPath, s.m.ID, s.m.RootID, folder)
-	if err != nil {
-		return err
 	}
 	s.ix = ix
 	s.local = newLocalView(folder)
@@ -178,6 +201,8 @@ func (s *syncer) onEvent(ev fsnotify.Event, w *fsnotify.Watcher) bool {
 // everything), reads the root's listings, and reconciles when either side
 // may have changed. It returns how many operations it made.
 func (s *syncer) cycle(ctx context.Context, w *fsnotify.Watcher, full, localDirty bool) (int, error) {
+	full = full || s.rescanNext
+	s.rescanNext = false
 	if full {
 		if err := s.local.rescan(w); err != nil {
 			s.setState(false, err)
@@ -196,6 +221,12 @@ func (s *syncer) cycle(ctx context.Context, w *fsnotify.Watcher, full, localDirt
 		return 0, err
 	}
 	s.rv = rv
+	if _, err := os.Stat(filepath.Join(s.local.root, markerName)); err != nil {
+		err = fmt.Errorf("%w: %s", errFolderMissing, s.local.root)
+		s.setState(false, err)
+		s.clean, s.rescanNext = false, true
+		return 0, err
+	}
 	if s.clean && !full && !localDirty && !remoteChanged {
 		s.setState(true, nil)
 		return 0, nil
@@ -326,6 +357,9 @@ func (s *syncer) reconcile(ctx context.Context) (ops int, firstErr error) {
 // excludedBelow is whether p lies below (or is) a local path that is
 // never synced: nothing is written through a link.
 func (s *syncer) excludedBelow(p string) bool {
+	if p == markerName {
+		return true
+	}
 	for q := p; q != ""; q = parentOf(q) {
 		if s.local.excluded[q] {
 			return true
