@@ -108,7 +108,7 @@ func (s *syncer) run(ctx context.Context) error {
 	if err := s.local.rescan(w); err != nil {
 		return err
 	}
-	poll := time.NewTicker(s.timing.Poll)
+	poll := time.NewTimer(s.timing.Poll)
 	defer poll.Stop()
 	rescan := time.NewTicker(s.timing.Rescan)
 	defer rescan.Stop()
@@ -158,6 +158,7 @@ func (s *syncer) run(ctx context.Context) error {
 		}
 		ops, err := s.cycle(ctx, w, full, localDirty)
 		full, localDirty = false, false
+		poll.Reset(s.pollDelay())
 		if err != nil && ctx.Err() == nil {
 			s.log.Warn("sync cycle", "err", err)
 		}
@@ -169,6 +170,18 @@ func (s *syncer) run(ctx context.Context) error {
 			}
 		}
 	}
+}
+
+// perFolder is the least time between two reads of one remote folder's
+// listing: a big root is polled less often, so that a quiet agent asks
+// at most 40 listings a second.
+const perFolder = 25 * time.Millisecond
+
+// pollDelay is the wait before the next look at the root: the timing's
+// Poll, or perFolder for each folder when that is longer, at most 5
+// minutes.
+func (s *syncer) pollDelay() time.Duration {
+	return min(max(s.timing.Poll, time.Duration(len(s.remote.cache))*perFolder), 5*time.Minute)
 }
 
 // onEvent notes an fsnotify event's path as dirty; false for events of
