@@ -487,6 +487,31 @@ func TestMappingE2E(t *testing.T) {
 			}
 			return nil
 		})
+		rename := func(from, to string) {
+			_, ids := s.tree()
+			s.call("POST", fmt.Sprintf("/api/2/files/%d/%d/rename", s.root, ids[from]), url.Values{"name": {to}}, nil)
+		}
+		steps := []struct {
+			name string
+			act  func()
+		}{
+			{"uploaded there", func() { s.upload("b.txt", "bee") }},
+			{"renamed here", func() { os.Rename(filepath.Join(dir, "b.txt"), filepath.Join(dir, "c.txt")) }},
+			{"renamed there", func() { rename("c.txt", "e.txt") }},
+			{"deleted here", func() { os.Remove(filepath.Join(dir, "e.txt")) }},
+			{"made here in a new folder", func() { writeFile(t, filepath.Join(dir, "f", "g.txt"), "gee") }},
+			{"folder deleted there", func() {
+				_, ids := s.tree()
+				s.call("POST", fmt.Sprintf("/api/2/files/%d/folder/%d/delete", s.root, ids["f"]), url.Values{}, nil)
+			}},
+		}
+		for _, st := range steps {
+			st.act()
+			eventually(t, syncWait, st.name, func() error { return sameTrees(t, s, dir) })
+		}
+		if l := localTree(t, dir); len(l) != 1 {
+			t.Fatalf("after the steps: %v", l)
+		}
 		// Both sides change while the agent is stopped.
 		ag.Stop(t)
 		writeFile(t, filepath.Join(dir, "notes.txt"), "changed here")
