@@ -544,4 +544,38 @@ func TestMappingE2E(t *testing.T) {
 			t.Fatalf("files lost when the mapping was deleted: %v", l)
 		}
 	})
+
+	t.Run("two machines on one root", func(t *testing.T) {
+		s := newE2ERoot(t, srv, "pia")
+		var dirs [2]string
+		for i := range dirs {
+			ag := srv.NewAgent(t, s.p)
+			t.Cleanup(func() {
+				if t.Failed() {
+					t.Logf("machine %d's log:\n%s", i+1, ag.Output())
+				}
+			})
+			dirs[i] = ag.Path("Shared")
+			ag.Start(t)
+			s.mapFolder(ag.WaitOnline(t), dirs[i])
+		}
+		writeFile(t, filepath.Join(dirs[0], "from1.txt"), "one")
+		writeFile(t, filepath.Join(dirs[1], "sub", "from2.txt"), "two")
+		want := map[string]string{"from1.txt": "one", "sub/": "", "sub/from2.txt": "two"}
+		eventually(t, 2*syncWait, "each machine has the other's file", func() error {
+			for i, d := range dirs {
+				if l := localTree(t, d); !maps.Equal(l, want) {
+					return fmt.Errorf("machine %d has %v", i+1, l)
+				}
+			}
+			return sameTrees(t, s, dirs[0])
+		})
+		os.Remove(filepath.Join(dirs[1], "from1.txt"))
+		eventually(t, 2*syncWait, "a delete on one machine reaches the other", func() error {
+			if _, ok := localTree(t, dirs[0])["from1.txt"]; ok {
+				return fmt.Errorf("from1.txt is still on machine 1")
+			}
+			return nil
+		})
+	})
 }
