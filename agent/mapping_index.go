@@ -109,3 +109,18 @@ func writeFileAtomic(path string, b []byte, perm os.FileMode) error {
 	defer d.Close()
 	return d.Sync()
 }
+
+// index records e as path p's synced state; the cycle saves the index
+// when anything was recorded.
+func (s *syncer) index(p string, e *syncEntry) {
+	s.ix.Entries[p] = e
+	s.ixChanged = true
+}
+
+// unindex forgets path p.
+func (s *syncer) unindex(p string) {
+	if _, ok := s.ix.Entries[p]; ok {
+		delete(s.ix.Entries, p)
+		s.ixChanged = true
+	}
+}

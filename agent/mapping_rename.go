@@ -69,7 +69,7 @@ func (s *syncer) renames(ctx context.Context) (ops int, firstErr error) {
 			s.local.items[d] = localItem{Dir: true}
 		}
 		delete(s.local.items, q)
-		delete(s.ix.Entries, q)
+		s.unindex(q)
 		delete(byRID, R.ID)
 		if now, ok := s.local.stat(p); ok {
 			s.local.items[p] = now
@@ -113,7 +113,7 @@ func (s *syncer) renames(ctx context.Context) (ops int, firstErr error) {
 			continue
 		}
 		delete(s.rv, q)
-		delete(s.ix.Entries, q)
+		s.unindex(q)
 		delete(byStat, stat{L.Size, L.Mtime})
 		s.rv[p] = moved
 		s.record(p, L, moved)
@@ -159,7 +159,7 @@ func (s *syncer) deleteRemoteTree(ctx context.Context, p string) (bool, error) {
 	for q := range s.rv {
 		if strings.HasPrefix(q, pre) {
 			delete(s.rv, q)
-			delete(s.ix.Entries, q)
+			s.unindex(q)
 		}
 	}
 	return true, nil

@@ -45,6 +45,7 @@ type syncer struct {
 	// rescanNext makes the next cycle walk the whole folder (it was
 	// missing: its watches are gone).
 	rescanNext bool
+	ixChanged  bool // the index changed since it was saved
 
 	mu      sync.Mutex
 	synced  bool
@@ -245,9 +246,11 @@ func (s *syncer) cycle(ctx context.Context, w *fsnotify.Watcher, full, localDirt
 		return 0, nil
 	}
 	ops, err := s.reconcile(ctx)
-	if ops > 0 {
+	if s.ixChanged {
 		if serr := s.ix.save(s.indexPath); serr != nil && err == nil {
 			err = serr
+		} else if serr == nil {
+			s.ixChanged = false
 		}
 	}
 	s.clean = err == nil && ops == 0
@@ -323,6 +326,7 @@ func (s *syncer) reconcile(ctx context.Context) (ops int, firstErr error) {
 	sort.Strings(sorted)
 	clear(s.odd)
 	ops, firstErr = s.renames(ctx)
+	sinceSave := ops
 	var folders []string // folders deleted on one side
 	for _, p := range sorted {
 		if ctx.Err() != nil {
@@ -342,8 +346,11 @@ func (s *syncer) reconcile(ctx context.Context) (ops int, firstErr error) {
 				firstErr = err
 			}
 		}
-		if n > 0 && ops%200 == 0 {
-			s.ix.save(s.indexPath) // bound the redo after a crash
+		if sinceSave += n; sinceSave >= 200 {
+			// Bound what a crash makes the next start compare again.
+			if s.ix.save(s.indexPath) == nil {
+				s.ixChanged, sinceSave = false, 0
+			}
 		}
 	}
 	localKids, remoteKids := map[string]int{}, map[string]int{}
@@ -413,11 +420,11 @@ func (s *syncer) syncPath(ctx context.Context, p string) (ops int, deferred bool
 			return 1, false, err
 		}
 		s.local.items[p] = localItem{Dir: true}
-		s.ix.Entries[p] = &syncEntry{Dir: true, RID: R.ID}
+		s.index(p, &syncEntry{Dir: true, RID: R.ID})
 		return 2, false, nil
 	case ldir && rdir:
 		if I == nil || !I.Dir || I.RID != R.ID {
-			s.ix.Entries[p] = &syncEntry{Dir: true, RID: R.ID}
+			s.index(p, &syncEntry{Dir: true, RID: R.ID})
 		}
 		return 0, false, nil
 	case ldir && !rok:
@@ -439,10 +446,10 @@ func (s *syncer) syncPath(ctx context.Context, p string) (ops int, deferred bool
 			return 0, false, err
 		}
 		s.local.items[p] = localItem{Dir: true}
-		s.ix.Entries[p] = &syncEntry{Dir: true, RID: R.ID}
+		s.index(p, &syncEntry{Dir: true, RID: R.ID})
 		return 1, false, nil
 	case !lok && !rok:
-		delete(s.ix.Entries, p)
+		s.unindex(p)
 		return 0, false, nil
 	}
 	// Files (one side may be missing).
@@ -469,7 +476,7 @@ func (s *syncer) syncPath(ctx context.Context, p string) (ops int, deferred bool
 			return 1, false, s.upload(ctx, p, L)
 		}
 		// Deleted here, unchanged there: into the root's trash.
-		delete(s.ix.Entries, p)
+		s.unindex(p)
 		if !rok {
 			return 0, false, nil
 		}
@@ -488,7 +495,7 @@ func (s *syncer) syncPath(ctx context.Context, p string) (ops int, deferred bool
 	// Changed on both sides.
 	switch {
 	case !lok && !rok:
-		delete(s.ix.Entries, p)
+		s.unindex(p)
 		return 0, false, nil
 	case !lok:
 		// Deleted here but changed there: the change wins.
@@ -574,7 +581,7 @@ func (s *syncer) setAside(p string) (string, error) {
 
 // record notes p as in step: local state L, remote item R.
 func (s *syncer) record(p string, L localItem, R remoteItem) {
-	s.ix.Entries[p] = &syncEntry{Size: L.Size, Mtime: L.Mtime, RID: R.ID, RRev: R.Rev, RSize: R.Size, RMtime: R.Modified}
+	s.index(p, &syncEntry{Size: L.Size, Mtime: L.Mtime, RID: R.ID, RRev: R.Rev, RSize: R.Size, RMtime: R.Modified})
 }
 
 // ensureRemoteDir returns the id of the root's folder p, creating it and
@@ -595,7 +602,7 @@ func (s *syncer) ensureRemoteDir(ctx context.Context, p string) (uint64, error) 
 		return 0, fmt.Errorf("creating folder %s: %w", p, err)
 	}
 	s.rv[p] = it
-	s.ix.Entries[p] = &syncEntry{Dir: true, RID: it.ID}
+	s.index(p, &syncEntry{Dir: true, RID: it.ID})
 	return it.ID, nil
 }
 
@@ -679,7 +686,7 @@ func (s *syncer) deleteRemote(ctx context.Context, p string, R remoteItem) error
 		}
 	}
 	delete(s.rv, p)
-	delete(s.ix.Entries, p)
+	s.unindex(p)
 	return nil
 }
 
@@ -696,7 +703,7 @@ func (s *syncer) deleteLocal(p string, I *syncEntry) error {
 		return err
 	}
 	delete(s.local.items, p)
-	delete(s.ix.Entries, p)
+	s.unindex(p)
 	return nil
 }
 
@@ -730,7 +737,7 @@ func (s *syncer) finishFolder(ctx context.Context, p string, localKids, remoteKi
 			return 0, nil
 		}
 		delete(s.local.items, p)
-		delete(s.ix.Entries, p)
+		s.unindex(p)
 		localKids[parentOf(p)]--
 		return 1, nil
 	}
