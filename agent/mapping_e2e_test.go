@@ -578,4 +578,45 @@ func TestMappingE2E(t *testing.T) {
 			return nil
 		})
 	})
+
+	t.Run("killed mid-sync", func(t *testing.T) {
+		s := newE2ERoot(t, srv, "quin")
+		ag := srv.NewAgent(t, s.p)
+		t.Cleanup(func() {
+			if t.Failed() {
+				t.Logf("the agent's log:\n%s", ag.Output())
+			}
+		})
+		dir := ag.Path("Many")
+		const n = 300
+		for i := range n {
+			writeFile(t, filepath.Join(dir, fmt.Sprintf("d%d", i%7), fmt.Sprintf("f%03d.txt", i)), strings.Repeat(fmt.Sprint(i), 1000))
+		}
+		for i := range 30 {
+			s.upload(fmt.Sprintf("r%02d.txt", i), fmt.Sprint("remote ", i))
+		}
+		ag.Start(t)
+		s.mapFolder(ag.WaitOnline(t), dir)
+		eventually(t, syncWait, "the sync under way", func() error {
+			if r, _ := s.tree(); len(r) < 40 {
+				return fmt.Errorf("%d items there", len(r))
+			}
+			return nil
+		})
+		ag.Kill(t)
+		if r, _ := s.tree(); len(r) == n+7+30 {
+			t.Log("the sync finished before the kill; the restart only checks it")
+		}
+		ag.Start(t)
+		eventually(t, 2*syncWait, "both sides equal after the restart", func() error { return sameTrees(t, s, dir) })
+		l := localTree(t, dir)
+		if len(l) != n+7+30 {
+			t.Errorf("%d items, want %d", len(l), n+7+30)
+		}
+		for name := range l {
+			if strings.Contains(name, "(conflict from ") {
+				t.Errorf("a conflict copy after a restart: %s", name)
+			}
+		}
+	})
 }
