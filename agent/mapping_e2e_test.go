@@ -306,6 +306,7 @@ func TestMappingE2E(t *testing.T) {
 			}, nil},
 		}
 		for _, st := range steps {
+			began := time.Now()
 			st.act()
 			eventually(t, syncWait, st.name, func() error {
 				if err := sameTrees(t, s, dir); err != nil {
@@ -316,6 +317,7 @@ func TestMappingE2E(t *testing.T) {
 				}
 				return nil
 			})
+			t.Logf("%s: in step after %v", st.name, time.Since(began).Round(10*time.Millisecond))
 		}
 		want := map[string]string{"remote0.txt": "changed there", "same.txt": "identical"}
 		if got := localTree(t, dir); !maps.Equal(got, want) {
@@ -506,8 +508,10 @@ func TestMappingE2E(t *testing.T) {
 			}},
 		}
 		for _, st := range steps {
+			began := time.Now()
 			st.act()
 			eventually(t, syncWait, st.name, func() error { return sameTrees(t, s, dir) })
+			t.Logf("%s: in step after %v (berth agent's default timing)", st.name, time.Since(began).Round(10*time.Millisecond))
 		}
 		if l := localTree(t, dir); len(l) != 1 {
 			t.Fatalf("after the steps: %v", l)
@@ -607,8 +611,10 @@ func TestMappingE2E(t *testing.T) {
 		if r, _ := s.tree(); len(r) == n+7+30 {
 			t.Log("the sync finished before the kill; the restart only checks it")
 		}
+		began := time.Now()
 		ag.Start(t)
 		eventually(t, 2*syncWait, "both sides equal after the restart", func() error { return sameTrees(t, s, dir) })
+		t.Logf("the rest of %d files synced %v after the restart", n, time.Since(began).Round(10*time.Millisecond))
 		l := localTree(t, dir)
 		if len(l) != n+7+30 {
 			t.Errorf("%d items, want %d", len(l), n+7+30)
