@@ -625,4 +625,25 @@ func TestMappingE2E(t *testing.T) {
 			}
 		}
 	})
+
+	t.Run("big files stream both ways", func(t *testing.T) {
+		s := newE2ERoot(t, srv, "rui")
+		dir := filepath.Join(t.TempDir(), "Big")
+		a, _ := inProcessAgent(t, s, "")
+		s.mapFolder(a.MachineID(), dir)
+		big := func(seed byte) string {
+			b := make([]byte, 24<<20)
+			for i := range b {
+				b[i] = byte(i*7919>>8) ^ seed
+			}
+			return string(b)
+		}
+		writeFile(t, filepath.Join(dir, "up.bin"), big(1))
+		eventually(t, 2*syncWait, "a big file goes up", func() error { return sameTrees(t, s, dir) })
+		s.upload("down.bin", big(2))
+		eventually(t, 2*syncWait, "a big file comes down", func() error { return sameTrees(t, s, dir) })
+		if left, _ := filepath.Glob(filepath.Join(dir, tempPrefix+"*")); len(left) != 0 {
+			t.Errorf("temporary files left: %v", left)
+		}
+	})
 }
