@@ -176,12 +176,18 @@ var fastTiming = syncTiming{Debounce: 100 * time.Millisecond, MaxDelay: time.Sec
 // state file in stateDir ("" a new one), until stop or the test's end.
 func inProcessAgent(t *testing.T, s *e2eRoot, stateDir string) (a *Agent, stop func()) {
 	t.Helper()
+	return inProcessAgentWith(t, s, stateDir, s.srv.Client)
+}
+
+// inProcessAgentWith is inProcessAgent with the HTTP client hc.
+func inProcessAgentWith(t *testing.T, s *e2eRoot, stateDir string, hc *http.Client) (a *Agent, stop func()) {
+	t.Helper()
 	if stateDir == "" {
 		stateDir = t.TempDir()
 	}
 	a, err := New(Config{
 		Server: s.srv.URL, Login: s.p.Login, StateFile: filepath.Join(stateDir, "state.json"),
-		Password: func() (string, error) { return s.p.Password, nil }, HTTPClient: s.srv.Client,
+		Password: func() (string, error) { return s.p.Password, nil }, HTTPClient: hc,
 		Logger: slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	})
 	if err != nil {
@@ -646,4 +652,78 @@ func TestMappingE2E(t *testing.T) {
 			t.Errorf("temporary files left: %v", left)
 		}
 	})
+
+	t.Run("a quiet mapping asks only for listings and gets 304s", func(t *testing.T) {
+		s := newE2ERoot(t, srv, "sam")
+		dir := filepath.Join(t.TempDir(), "Quiet")
+		for i := range 100 {
+			writeFile(t, filepath.Join(dir, fmt.Sprintf("d%02d", i%20), fmt.Sprintf("f%d.txt", i)), fmt.Sprint(i))
+		}
+		rt := &countingTransport{base: s.srv.Client.Transport}
+		a, _ := inProcessAgentWith(t, s, "", &http.Client{Transport: rt})
+		s.mapFolder(a.MachineID(), dir)
+		eventually(t, syncWait, "synced", func() error {
+			if subs, _ := s.status(a.MachineID()); len(subs) != 1 || !subs[0].Synced {
+				return fmt.Errorf("status %+v", subs)
+			}
+			return sameTrees(t, s, dir)
+		})
+		rt.reset()
+		time.Sleep(3 * time.Second) // six polls of the fast timing
+		got := rt.reset()
+		t.Logf("3 s of a quiet mapping of 100 files in 21 folders: %v", got)
+		for k, n := range got {
+			if k != "GET listing 304" && !strings.HasPrefix(k, "POST reply") && !strings.HasPrefix(k, "GET channel") {
+				t.Errorf("a quiet mapping sent %d× %s", n, k)
+			}
+		}
+		if got["GET listing 304"] < 21 {
+			t.Errorf("%d listings in 3 s, want at least one poll of 21 folders", got["GET listing 304"])
+		}
+	})
+}
+
+// countingTransport counts the agent's requests by method, kind and
+// status.
+type countingTransport struct {
+	base http.RoundTripper
+	mu   sync.Mutex
+	n    map[string]int
+}
+
+func (c *countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := c.base.RoundTrip(req)
+	kind := "other"
+	switch p := req.URL.Path; {
+	case strings.Contains(p, "/agent/channel"):
+		kind = "channel"
+	case strings.Contains(p, "/agent/reply"):
+		kind = "reply"
+	case strings.HasSuffix(p, "/download"):
+		kind = "download"
+	case strings.HasSuffix(p, "/upload"):
+		kind = "upload"
+	case req.URL.Query().Get("include_children") == "true":
+		kind = "listing"
+	}
+	code := 0
+	if resp != nil {
+		code = resp.StatusCode
+	}
+	c.mu.Lock()
+	if c.n == nil {
+		c.n = map[string]int{}
+	}
+	c.n[fmt.Sprintf("%s %s %d", req.Method, kind, code)]++
+	c.mu.Unlock()
+	return resp, err
+}
+
+// reset returns the counts so far and starts again.
+func (c *countingTransport) reset() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.n
+	c.n = nil
+	return n
 }
