@@ -681,6 +681,26 @@ func TestMappingE2E(t *testing.T) {
 			t.Errorf("%d listings in 3 s, want at least one poll of 21 folders", got["GET listing 304"])
 		}
 	})
+
+	// Last: it restarts the server the other subtests share.
+	t.Run("the sync resumes after the server restarts", func(t *testing.T) {
+		s := newE2ERoot(t, srv, "tove")
+		dir := filepath.Join(t.TempDir(), "Resume")
+		writeFile(t, filepath.Join(dir, "before.txt"), "before")
+		a, _ := inProcessAgent(t, s, "")
+		id := s.mapFolder(a.MachineID(), dir)
+		eventually(t, syncWait, "first sync", func() error { return sameTrees(t, s, dir) })
+		srv.Restart(t)
+		writeFile(t, filepath.Join(dir, "after.txt"), "after")
+		s.upload("remote-after.txt", "there")
+		eventually(t, 3*syncWait, "synced again after the restart", func() error { return sameTrees(t, s, dir) })
+		eventually(t, syncWait, "status", func() error {
+			if subs, _ := s.status(a.MachineID()); len(subs) != 1 || subs[0].RsubID != id || !subs[0].Synced {
+				return fmt.Errorf("status %+v", subs)
+			}
+			return nil
+		})
+	})
 }
 
 // countingTransport counts the agent's requests by method, kind and

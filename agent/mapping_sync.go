@@ -46,6 +46,7 @@ type syncer struct {
 	// missing: its watches are gone).
 	rescanNext bool
 	ixChanged  bool // the index changed since it was saved
+	failures   int  // cycles failed in a row
 
 	mu      sync.Mutex
 	synced  bool
@@ -159,9 +160,14 @@ func (s *syncer) run(ctx context.Context) error {
 		}
 		ops, err := s.cycle(ctx, w, full, localDirty)
 		full, localDirty = false, false
+		if err != nil {
+			s.failures++
+		} else {
+			s.failures = 0
+		}
 		poll.Reset(s.pollDelay())
 		if err != nil && ctx.Err() == nil {
-			s.log.Warn("sync cycle", "err", err)
+			s.log.Warn("sync cycle", "err", err, "failures", s.failures)
 		}
 		if ops > 0 && err == nil {
 			// Confirm at once that what was done left both sides equal.
@@ -179,10 +185,14 @@ func (s *syncer) run(ctx context.Context) error {
 const perFolder = 25 * time.Millisecond
 
 // pollDelay is the wait before the next look at the root: the timing's
-// Poll, or perFolder for each folder when that is longer, at most 5
-// minutes.
+// Poll, or perFolder for each folder when that is longer, longer after
+// failures, at most 5 minutes.
 func (s *syncer) pollDelay() time.Duration {
-	return min(max(s.timing.Poll, time.Duration(len(s.remote.cache))*perFolder), 5*time.Minute)
+	d := max(s.timing.Poll, time.Duration(len(s.remote.cache))*perFolder)
+	// Cycles that fail (the server away, a file it keeps refusing) back
+	// off: twice the wait per failure, to at most 16 times it.
+	d <<= min(s.failures, 4)
+	return min(d, 5*time.Minute)
 }
 
 // onEvent notes an fsnotify event's path as dirty; false for events of
