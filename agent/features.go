@@ -6,6 +6,7 @@ package agent
 func (a *Agent) features() []func(*Agent) {
 	return []func(*Agent){
 		registerLs,
+		mappingFeature, // mapping*.go: mapped folders kept in step with their roots
 	}
 }
 

@@ -1,0 +1,749 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"maps"
+	"mime/multipart"
+	"net/http"
+	"net/url"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"berth/agent/agenttest"
+)
+
+// e2eRoot is one person's root on the real server (agenttest), with
+// what the mapping tests ask of it.
+type e2eRoot struct {
+	t    *testing.T
+	srv  *agenttest.Server
+	p    agenttest.Person
+	root uint64
+}
+
+func newE2ERoot(t *testing.T, srv *agenttest.Server, login string) *e2eRoot {
+	t.Helper()
+	p := srv.CreatePerson(t, login, false)
+	return &e2eRoot{t: t, srv: srv, p: p, root: p.RootID}
+}
+
+// call sends a request as the person and decodes a 200 answer into out;
+// anything else fails the test.
+func (s *e2eRoot) call(method, p string, form url.Values, out any) {
+	s.t.Helper()
+	s.srv.JSON(s.t, s.p.Token, method, p, form, out)
+}
+
+// upload stores data as name in the root's top folder.
+func (s *e2eRoot) upload(name, data string) {
+	s.t.Helper()
+	var b bytes.Buffer
+	mw := multipart.NewWriter(&b)
+	fw, _ := mw.CreateFormFile("file", name)
+	fw.Write([]byte(data))
+	mw.Close()
+	req, _ := http.NewRequest("POST", fmt.Sprintf("%s/api/2/files/%d/upload", s.srv.URL, s.root), &b)
+	req.Header.Set("Content-Type", mw.FormDataContentType())
+	req.Header.Set("Authorization", "Bearer "+s.p.Token)
+	resp, err := s.srv.Client.Do(req)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		out, _ := io.ReadAll(resp.Body)
+		s.t.Fatalf("upload %s: %d %s", name, resp.StatusCode, out)
+	}
+}
+
+// tree is the root's files, relative path -> contents (folders end in
+// "/" and map to ""), and their ids.
+func (s *e2eRoot) tree() (map[string]string, map[string]uint64) {
+	s.t.Helper()
+	files, ids := map[string]string{}, map[string]uint64{}
+	var walk func(p, rel string)
+	walk = func(p, rel string) {
+		var f struct{ Children []remoteItem }
+		s.call("GET", p+"?include_children=true", nil, &f)
+		for _, ch := range f.Children {
+			r := path.Join(rel, path.Base(ch.Path))
+			ids[r] = ch.ID
+			if ch.dir() {
+				files[r+"/"] = ""
+				walk(fmt.Sprintf("/api/2/files/%d/folder/%d", s.root, ch.ID), r)
+				continue
+			}
+			code, b := s.srv.Do(s.t, s.p.Token, "GET", fmt.Sprintf("/api/2/files/%d/%d/download", s.root, ch.ID), nil)
+			if code != 200 {
+				s.t.Fatalf("download %s: %d %s", r, code, b)
+			}
+			files[r] = string(b)
+		}
+	}
+	walk(fmt.Sprintf("/api/2/files/%d", s.root), "")
+	return files, ids
+}
+
+// mapFolder enables machine's file server and maps dir to the root.
+func (s *e2eRoot) mapFolder(machine uint64, dir string) uint64 {
+	s.t.Helper()
+	s.call("POST", fmt.Sprintf("/api/2/machine/%d/server/enable", machine), url.Values{}, nil)
+	var mp struct{ ID uint64 }
+	s.call("POST", fmt.Sprintf("/api/2/machine/%d/mappings/create", machine), url.Values{"path": {dir}, "root_id": {fmt.Sprint(s.root)}}, &mp)
+	return mp.ID
+}
+
+// status is GET /api/2/machine/<id>/status.
+func (s *e2eRoot) status(machine uint64) (subs []Subscription, synced bool) {
+	var st struct {
+		Results struct {
+			Subscriptions []Subscription `json:"subscriptions"`
+			Synced        bool           `json:"synced"`
+		} `json:"results"`
+	}
+	code, body := s.srv.Do(s.t, s.p.Token, "GET", fmt.Sprintf("/api/2/machine/%d/status", machine), nil)
+	if code != 200 || json.Unmarshal(body, &st) != nil {
+		s.t.Logf("status: %d %s", code, body)
+	}
+	return st.Results.Subscriptions, st.Results.Synced
+}
+
+// localTree is the folder's files as tree gives the root's.
+func localTree(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || p == dir || d.Name() == markerName {
+			return nil
+		}
+		r, _ := filepath.Rel(dir, p)
+		r = filepath.ToSlash(r)
+		if d.IsDir() {
+			out[r+"/"] = ""
+			return nil
+		}
+		b, _ := os.ReadFile(p)
+		out[r] = string(b)
+		return nil
+	})
+	return out
+}
+
+// eventually retries check until it returns nil or the wait runs out.
+func eventually(t *testing.T, wait time.Duration, what string, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(wait)
+	for {
+		err := check()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s: %v", what, wait, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// sameTrees is nil when the local folder and the root hold the same
+// files, and says how they differ otherwise.
+func sameTrees(t *testing.T, s *e2eRoot, dir string) error {
+	l := localTree(t, dir)
+	r, _ := s.tree()
+	if maps.Equal(l, r) {
+		return nil
+	}
+	return fmt.Errorf("local %v\nroot %v", slices.Sorted(maps.Keys(l)), slices.Sorted(maps.Keys(r)))
+}
+
+// fastTiming makes in-process tests quick; the real process keeps the
+// defaults.
+var fastTiming = syncTiming{Debounce: 100 * time.Millisecond, MaxDelay: time.Second, Poll: 500 * time.Millisecond, Rescan: 10 * time.Second}
+
+// inProcessAgent runs an Agent with mapped folders against s, with its
+// state file in stateDir ("" a new one), until stop or the test's end.
+func inProcessAgent(t *testing.T, s *e2eRoot, stateDir string) (a *Agent, stop func()) {
+	t.Helper()
+	return inProcessAgentWith(t, s, stateDir, s.srv.Client)
+}
+
+// inProcessAgentWith is inProcessAgent with the HTTP client hc.
+func inProcessAgentWith(t *testing.T, s *e2eRoot, stateDir string, hc *http.Client) (a *Agent, stop func()) {
+	t.Helper()
+	if stateDir == "" {
+		stateDir = t.TempDir()
+	}
+	a, err := New(Config{
+		Server: s.srv.URL, Login: s.p.Login, StateFile: filepath.Join(stateDir, "state.json"),
+		Password: func() (string, error) { return s.p.Password, nil }, HTTPClient: hc,
+		Logger: slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug})),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := a.startMappings(fastTiming)
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan struct{})
+	go func() { defer close(ran); a.Run(ctx) }()
+	var once sync.Once
+	stop = func() { once.Do(func() { cancel(); <-ran; m.stopAll() }) }
+	t.Cleanup(stop)
+	eventually(t, 30*time.Second, "the agent connects", func() error {
+		if a.MachineID() == 0 {
+			return fmt.Errorf("no machine id")
+		}
+		return nil
+	})
+	return a, stop
+}
+
+// tWriter logs what is written to it in the test's log.
+type tWriter struct{ t *testing.T }
+
+func (w tWriter) Write(b []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(b), "\n"))
+	return len(b), nil
+}
+
+func writeFile(t *testing.T, p, data string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+const syncWait = 30 * time.Second
+
+// TestMappingE2E runs the real server with an agent in this process and
+// then a real `berth agent` process: a mapping merged at first, then kept
+// in step both ways (new files, changes, renames, deletes), a conflict
+// that keeps both versions, and a deleted mapping that keeps both sides'
+// files.
+func TestMappingE2E(t *testing.T) {
+	srv := agenttest.StartServer(t)
+	srv.SetPolicy(t, 0, url.Values{"file_server_enabled": {"true"}})
+
+	t.Run("both ways", func(t *testing.T) {
+		s := newE2ERoot(t, srv, "mia")
+		dir := filepath.Join(t.TempDir(), "Mapped")
+		// Before the mapping: a file only here, one only there, one the
+		// same on both.
+		writeFile(t, filepath.Join(dir, "local0.txt"), "made here")
+		writeFile(t, filepath.Join(dir, "same.txt"), "identical")
+		s.upload("remote0.txt", "made there")
+		s.upload("same.txt", "identical")
+		a, _ := inProcessAgent(t, s, "")
+		id := s.mapFolder(a.MachineID(), dir)
+		eventually(t, syncWait, "first merge", func() error { return sameTrees(t, s, dir) })
+		if got := localTree(t, dir); len(got) != 3 {
+			t.Fatalf("first merge: %v", got)
+		}
+
+		var before os.FileInfo // up.txt here, before its rename there
+		var idBefore uint64    // local0.txt there, before its rename here
+		steps := []struct {
+			name  string
+			act   func()
+			check func() error // beyond sameTrees; may be nil
+		}{
+			{"a file and folders made here", func() { writeFile(t, filepath.Join(dir, "a", "b", "new.txt"), "deep") }, nil},
+			{"a file changed here", func() { writeFile(t, filepath.Join(dir, "local0.txt"), "changed here, longer") }, nil},
+			{"a file uploaded there", func() { s.upload("up.txt", "from the root") }, nil},
+			{"a file changed there", func() { s.upload("remote0.txt", "changed there") }, nil},
+			{"a rename here", func() {
+				_, ids := s.tree()
+				idBefore = ids["local0.txt"]
+				if err := os.Rename(filepath.Join(dir, "local0.txt"), filepath.Join(dir, "renamed.txt")); err != nil {
+					t.Fatal(err)
+				}
+			}, func() error {
+				// Moved there, not sent again.
+				if _, ids := s.tree(); ids["renamed.txt"] != idBefore {
+					return fmt.Errorf("renamed.txt is item %d there, was %d", ids["renamed.txt"], idBefore)
+				}
+				return nil
+			}},
+			{"a rename there", func() {
+				var err error
+				if before, err = os.Stat(filepath.Join(dir, "up.txt")); err != nil {
+					t.Fatal(err)
+				}
+				_, ids := s.tree()
+				s.call("POST", fmt.Sprintf("/api/2/files/%d/%d/rename", s.root, ids["up.txt"]), url.Values{"name": {"up2.txt"}}, nil)
+			}, func() error {
+				// Renamed here, not downloaded again.
+				if after, err := os.Stat(filepath.Join(dir, "up2.txt")); err != nil || !os.SameFile(before, after) {
+					return fmt.Errorf("up2.txt is not up.txt renamed (%v)", err)
+				}
+				return nil
+			}},
+			{"a folder renamed here", func() {
+				if err := os.Rename(filepath.Join(dir, "a"), filepath.Join(dir, "c")); err != nil {
+					t.Fatal(err)
+				}
+			}, nil},
+			{"a delete here", func() { os.Remove(filepath.Join(dir, "renamed.txt")) }, nil},
+			{"a delete there", func() {
+				_, ids := s.tree()
+				s.call("POST", fmt.Sprintf("/api/2/files/%d/%d/delete", s.root, ids["up2.txt"]), url.Values{}, nil)
+			}, nil},
+			{"a folder deleted here", func() { os.RemoveAll(filepath.Join(dir, "c")) }, nil},
+			{"a folder made there", func() {
+				s.call("POST", fmt.Sprintf("/api/2/files/%d/create_folder", s.root), url.Values{"name": {"d"}}, nil)
+			}, nil},
+			{"a folder deleted there", func() {
+				_, ids := s.tree()
+				s.call("POST", fmt.Sprintf("/api/2/files/%d/folder/%d/delete", s.root, ids["d"]), url.Values{}, nil)
+			}, nil},
+		}
+		for _, st := range steps {
+			began := time.Now()
+			st.act()
+			eventually(t, syncWait, st.name, func() error {
+				if err := sameTrees(t, s, dir); err != nil {
+					return err
+				}
+				if st.check != nil {
+					return st.check()
+				}
+				return nil
+			})
+			t.Logf("%s: in step after %v", st.name, time.Since(began).Round(10*time.Millisecond))
+		}
+		want := map[string]string{"remote0.txt": "changed there", "same.txt": "identical"}
+		if got := localTree(t, dir); !maps.Equal(got, want) {
+			t.Fatalf("after the steps: %v, want %v", got, want)
+		}
+		eventually(t, syncWait, "status synced", func() error {
+			subs, synced := s.status(a.MachineID())
+			if len(subs) != 1 || subs[0].RsubID != id || subs[0].SyncedFolder != dir || !subs[0].Synced || !synced {
+				return fmt.Errorf("status %+v synced %v", subs, synced)
+			}
+			return nil
+		})
+
+		// Deleting the mapping stops the sync and keeps both sides' files.
+		s.call("POST", fmt.Sprintf("/api/2/machine/%d/mapping/%d/delete", a.MachineID(), id), url.Values{}, nil)
+		eventually(t, syncWait, "the mapping leaves status", func() error {
+			if subs, _ := s.status(a.MachineID()); len(subs) != 0 {
+				return fmt.Errorf("still %+v", subs)
+			}
+			return nil
+		})
+		writeFile(t, filepath.Join(dir, "after.txt"), "not synced")
+		s.upload("after-remote.txt", "not synced either")
+		time.Sleep(2 * time.Second) // four polls of the fast timing
+		if _, ok := localTree(t, dir)["after-remote.txt"]; ok {
+			t.Error("a file uploaded after the mapping's deletion came down")
+		}
+		r, _ := s.tree()
+		if _, ok := r["after.txt"]; ok {
+			t.Error("a file made after the mapping's deletion went up")
+		}
+		if r["remote0.txt"] != "changed there" || localTree(t, dir)["same.txt"] != "identical" {
+			t.Errorf("files lost when the mapping was deleted: root %v", r)
+		}
+	})
+
+	t.Run("changes made while the agent was stopped", func(t *testing.T) {
+		s := newE2ERoot(t, srv, "ola")
+		dir := filepath.Join(t.TempDir(), "Work")
+		state := t.TempDir()
+		del := func(name string) func() {
+			return func() {
+				_, ids := s.tree()
+				s.call("POST", fmt.Sprintf("/api/2/files/%d/%d/delete", s.root, ids[name]), url.Values{}, nil)
+			}
+		}
+		here := func(name, data string) func() {
+			return func() {
+				if data == "" {
+					os.Remove(filepath.Join(dir, name))
+					return
+				}
+				writeFile(t, filepath.Join(dir, name), data)
+			}
+		}
+		there := func(name, data string) func() { return func() { s.upload(name, data) } }
+		rows := []struct {
+			name        string
+			file, start string // start "": the file does not exist before
+			here, there func()
+			want        string // "": gone from both sides
+			conflict    string // the local version kept under a conflict name
+		}{
+			{"changed on both, the same", "f1.txt", "v1", here("f1.txt", "v2"), there("f1.txt", "v2"), "v2", ""},
+			{"changed on both, differently", "f2.txt", "v1", here("f2.txt", "mine"), there("f2.txt", "theirs"), "theirs", "mine"},
+			{"deleted here, changed there", "f3.txt", "v1", here("f3.txt", ""), there("f3.txt", "new there"), "new there", ""},
+			{"changed here, deleted there", "f4.txt", "v1", here("f4.txt", "new here"), del("f4.txt"), "new here", ""},
+			{"deleted on both", "f5.txt", "v1", here("f5.txt", ""), del("f5.txt"), "", ""},
+			{"deleted here", "f6.txt", "v1", here("f6.txt", ""), func() {}, "", ""},
+			{"deleted there", "f7.txt", "v1", func() {}, del("f7.txt"), "", ""},
+			{"made on both, the same", "f8.txt", "", here("f8.txt", "same"), there("f8.txt", "same"), "same", ""},
+			{"made on both, differently", "f9", "", here("f9", "a"), there("f9", "b"), "b", "a"},
+		}
+		for _, r := range rows {
+			if r.start != "" {
+				writeFile(t, filepath.Join(dir, r.file), r.start)
+			}
+		}
+		a, stop := inProcessAgent(t, s, state)
+		machine := a.MachineID()
+		id := s.mapFolder(machine, dir)
+		eventually(t, syncWait, "first sync", func() error { return sameTrees(t, s, dir) })
+		// What is never synced: a link, the agent's temporary name, a
+		// name the server refuses.
+		if err := os.Symlink(t.TempDir(), filepath.Join(dir, "link")); err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, filepath.Join(dir, tempPrefix+"x"), "partial")
+		writeFile(t, filepath.Join(dir, `back\slash.txt`), "refused")
+		eventually(t, syncWait, "excluded files counted", func() error {
+			subs, synced := s.status(machine)
+			if len(subs) != 1 || subs[0].ExclFiles != 3 || !synced {
+				return fmt.Errorf("status %+v", subs)
+			}
+			return nil
+		})
+		if r, _ := s.tree(); len(r) != len(rows)-2 {
+			t.Fatalf("the root holds %v", slices.Sorted(maps.Keys(r)))
+		}
+		os.Remove(filepath.Join(dir, "link"))
+		os.Remove(filepath.Join(dir, tempPrefix+"x"))
+		os.Remove(filepath.Join(dir, `back\slash.txt`))
+		stop()
+
+		for _, r := range rows {
+			r.here()
+			r.there()
+		}
+		inProcessAgent(t, s, state)
+		eventually(t, syncWait, "both sides equal again", func() error { return sameTrees(t, s, dir) })
+		l := localTree(t, dir)
+		for _, r := range rows {
+			got, ok := l[r.file]
+			if r.want == "" && ok || r.want != "" && got != r.want {
+				t.Errorf("%s: %s is %q (present %v), want %q", r.name, r.file, got, ok, r.want)
+			}
+			stem := strings.TrimSuffix(r.file, path.Ext(r.file))
+			var copies []string
+			for n, c := range l {
+				if strings.HasPrefix(n, stem+" (conflict from ") {
+					if !strings.HasSuffix(n, ")"+path.Ext(r.file)) {
+						t.Errorf("%s: conflict name %q", r.name, n)
+					}
+					copies = append(copies, c)
+				}
+			}
+			if r.conflict == "" && len(copies) != 0 || r.conflict != "" && !slices.Equal(copies, []string{r.conflict}) {
+				t.Errorf("%s: conflict copies %q, want %q", r.name, copies, r.conflict)
+			}
+		}
+
+		// A synced folder that goes missing, or comes back empty (an
+		// unmounted drive), deletes nothing there.
+		before, _ := s.tree()
+		if err := os.RemoveAll(dir); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2 * time.Second) // four polls of the fast timing
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2 * time.Second)
+		if after, _ := s.tree(); !maps.Equal(before, after) {
+			t.Errorf("the root changed when the folder went: %v, was %v", slices.Sorted(maps.Keys(after)), slices.Sorted(maps.Keys(before)))
+		}
+		if subs, synced := s.status(machine); len(subs) != 1 || subs[0].Synced || synced {
+			t.Errorf("a missing folder's status: %+v", subs)
+		}
+		s.call("POST", fmt.Sprintf("/api/2/machine/%d/mapping/%d/delete", machine, id), url.Values{}, nil)
+	})
+
+	t.Run("conflict with a berth agent process", func(t *testing.T) {
+		s := newE2ERoot(t, srv, "noor")
+		ag := srv.NewAgent(t, s.p)
+		t.Cleanup(func() {
+			if t.Failed() {
+				t.Logf("the agent's log:\n%s", ag.Output())
+			}
+		})
+		dir := ag.Path("Desk")
+		ag.Start(t)
+		machine := ag.WaitOnline(t)
+		writeFile(t, filepath.Join(dir, "notes.txt"), "first")
+		id := s.mapFolder(machine, dir)
+		eventually(t, syncWait, "the file goes up", func() error { return sameTrees(t, s, dir) })
+		eventually(t, syncWait, "synced", func() error {
+			if subs, synced := s.status(machine); len(subs) != 1 || !synced {
+				return fmt.Errorf("status %+v", subs)
+			}
+			return nil
+		})
+		rename := func(from, to string) {
+			_, ids := s.tree()
+			s.call("POST", fmt.Sprintf("/api/2/files/%d/%d/rename", s.root, ids[from]), url.Values{"name": {to}}, nil)
+		}
+		steps := []struct {
+			name string
+			act  func()
+		}{
+			{"uploaded there", func() { s.upload("b.txt", "bee") }},
+			{"renamed here", func() { os.Rename(filepath.Join(dir, "b.txt"), filepath.Join(dir, "c.txt")) }},
+			{"renamed there", func() { rename("c.txt", "e.txt") }},
+			{"deleted here", func() { os.Remove(filepath.Join(dir, "e.txt")) }},
+			{"made here in a new folder", func() { writeFile(t, filepath.Join(dir, "f", "g.txt"), "gee") }},
+			{"folder deleted there", func() {
+				_, ids := s.tree()
+				s.call("POST", fmt.Sprintf("/api/2/files/%d/folder/%d/delete", s.root, ids["f"]), url.Values{}, nil)
+			}},
+		}
+		for _, st := range steps {
+			began := time.Now()
+			st.act()
+			eventually(t, syncWait, st.name, func() error { return sameTrees(t, s, dir) })
+			t.Logf("%s: in step after %v (berth agent's default timing)", st.name, time.Since(began).Round(10*time.Millisecond))
+		}
+		if l := localTree(t, dir); len(l) != 1 {
+			t.Fatalf("after the steps: %v", l)
+		}
+		// Both sides change while the agent is stopped.
+		ag.Stop(t)
+		writeFile(t, filepath.Join(dir, "notes.txt"), "changed here")
+		s.upload("notes.txt", "changed there")
+		ag.Start(t)
+		host, _ := os.Hostname()
+		eventually(t, syncWait, "both versions kept on both sides", func() error {
+			if err := sameTrees(t, s, dir); err != nil {
+				return err
+			}
+			l := localTree(t, dir)
+			if len(l) != 2 || l["notes.txt"] != "changed there" {
+				return fmt.Errorf("local %v", l)
+			}
+			for n, c := range l {
+				if n != "notes.txt" && (c != "changed here" || !strings.HasPrefix(n, "notes (conflict from "+host+" ") || !strings.HasSuffix(n, ").txt")) {
+					return fmt.Errorf("conflict copy %q = %q", n, c)
+				}
+			}
+			return nil
+		})
+		s.call("POST", fmt.Sprintf("/api/2/machine/%d/mapping/%d/delete", machine, id), url.Values{}, nil)
+		eventually(t, syncWait, "the mapping leaves status", func() error {
+			if subs, _ := s.status(machine); len(subs) != 0 {
+				return fmt.Errorf("still %+v", subs)
+			}
+			return nil
+		})
+		if l := localTree(t, dir); len(l) != 2 {
+			t.Fatalf("files lost when the mapping was deleted: %v", l)
+		}
+	})
+
+	t.Run("two machines on one root", func(t *testing.T) {
+		s := newE2ERoot(t, srv, "pia")
+		var dirs [2]string
+		for i := range dirs {
+			ag := srv.NewAgent(t, s.p)
+			t.Cleanup(func() {
+				if t.Failed() {
+					t.Logf("machine %d's log:\n%s", i+1, ag.Output())
+				}
+			})
+			dirs[i] = ag.Path("Shared")
+			ag.Start(t)
+			s.mapFolder(ag.WaitOnline(t), dirs[i])
+		}
+		writeFile(t, filepath.Join(dirs[0], "from1.txt"), "one")
+		writeFile(t, filepath.Join(dirs[1], "sub", "from2.txt"), "two")
+		want := map[string]string{"from1.txt": "one", "sub/": "", "sub/from2.txt": "two"}
+		eventually(t, 2*syncWait, "each machine has the other's file", func() error {
+			for i, d := range dirs {
+				if l := localTree(t, d); !maps.Equal(l, want) {
+					return fmt.Errorf("machine %d has %v", i+1, l)
+				}
+			}
+			return sameTrees(t, s, dirs[0])
+		})
+		os.Remove(filepath.Join(dirs[1], "from1.txt"))
+		eventually(t, 2*syncWait, "a delete on one machine reaches the other", func() error {
+			if _, ok := localTree(t, dirs[0])["from1.txt"]; ok {
+				return fmt.Errorf("from1.txt is still on machine 1")
+			}
+			return nil
+		})
+	})
+
+	t.Run("killed mid-sync", func(t *testing.T) {
+		s := newE2ERoot(t, srv, "quin")
+		ag := srv.NewAgent(t, s.p)
+		t.Cleanup(func() {
+			if t.Failed() {
+				t.Logf("the agent's log:\n%s", ag.Output())
+			}
+		})
+		dir := ag.Path("Many")
+		const n = 300
+		for i := range n {
+			writeFile(t, filepath.Join(dir, fmt.Sprintf("d%d", i%7), fmt.Sprintf("f%03d.txt", i)), strings.Repeat(fmt.Sprint(i), 1000))
+		}
+		for i := range 30 {
+			s.upload(fmt.Sprintf("r%02d.txt", i), fmt.Sprint("remote ", i))
+		}
+		ag.Start(t)
+		s.mapFolder(ag.WaitOnline(t), dir)
+		eventually(t, syncWait, "the sync under way", func() error {
+			if r, _ := s.tree(); len(r) < 40 {
+				return fmt.Errorf("%d items there", len(r))
+			}
+			return nil
+		})
+		ag.Kill(t)
+		if r, _ := s.tree(); len(r) == n+7+30 {
+			t.Log("the sync finished before the kill; the restart only checks it")
+		}
+		began := time.Now()
+		ag.Start(t)
+		eventually(t, 2*syncWait, "both sides equal after the restart", func() error { return sameTrees(t, s, dir) })
+		t.Logf("the rest of %d files synced %v after the restart", n, time.Since(began).Round(10*time.Millisecond))
+		l := localTree(t, dir)
+		if len(l) != n+7+30 {
+			t.Errorf("%d items, want %d", len(l), n+7+30)
+		}
+		for name := range l {
+			if strings.Contains(name, "(conflict from ") {
+				t.Errorf("a conflict copy after a restart: %s", name)
+			}
+		}
+	})
+
+	t.Run("big files stream both ways", func(t *testing.T) {
+		s := newE2ERoot(t, srv, "rui")
+		dir := filepath.Join(t.TempDir(), "Big")
+		a, _ := inProcessAgent(t, s, "")
+		s.mapFolder(a.MachineID(), dir)
+		big := func(seed byte) string {
+			b := make([]byte, 24<<20)
+			for i := range b {
+				b[i] = byte(i*7919>>8) ^ seed
+			}
+			return string(b)
+		}
+		writeFile(t, filepath.Join(dir, "up.bin"), big(1))
+		eventually(t, 2*syncWait, "a big file goes up", func() error { return sameTrees(t, s, dir) })
+		s.upload("down.bin", big(2))
+		eventually(t, 2*syncWait, "a big file comes down", func() error { return sameTrees(t, s, dir) })
+		if left, _ := filepath.Glob(filepath.Join(dir, tempPrefix+"*")); len(left) != 0 {
+			t.Errorf("temporary files left: %v", left)
+		}
+	})
+
+	t.Run("a quiet mapping asks only for listings and gets 304s", func(t *testing.T) {
+		s := newE2ERoot(t, srv, "sam")
+		dir := filepath.Join(t.TempDir(), "Quiet")
+		for i := range 100 {
+			writeFile(t, filepath.Join(dir, fmt.Sprintf("d%02d", i%20), fmt.Sprintf("f%d.txt", i)), fmt.Sprint(i))
+		}
+		rt := &countingTransport{base: s.srv.Client.Transport}
+		a, _ := inProcessAgentWith(t, s, "", &http.Client{Transport: rt})
+		s.mapFolder(a.MachineID(), dir)
+		eventually(t, syncWait, "synced", func() error {
+			if subs, _ := s.status(a.MachineID()); len(subs) != 1 || !subs[0].Synced {
+				return fmt.Errorf("status %+v", subs)
+			}
+			return sameTrees(t, s, dir)
+		})
+		rt.reset()
+		time.Sleep(3 * time.Second) // six polls of the fast timing
+		got := rt.reset()
+		t.Logf("3 s of a quiet mapping of 100 files in 21 folders: %v", got)
+		for k, n := range got {
+			if k != "GET listing 304" && !strings.HasPrefix(k, "POST reply") && !strings.HasPrefix(k, "GET channel") {
+				t.Errorf("a quiet mapping sent %d× %s", n, k)
+			}
+		}
+		if got["GET listing 304"] < 21 {
+			t.Errorf("%d listings in 3 s, want at least one poll of 21 folders", got["GET listing 304"])
+		}
+	})
+
+	// Last: it restarts the server the other subtests share.
+	t.Run("the sync resumes after the server restarts", func(t *testing.T) {
+		s := newE2ERoot(t, srv, "tove")
+		dir := filepath.Join(t.TempDir(), "Resume")
+		writeFile(t, filepath.Join(dir, "before.txt"), "before")
+		a, _ := inProcessAgent(t, s, "")
+		id := s.mapFolder(a.MachineID(), dir)
+		eventually(t, syncWait, "first sync", func() error { return sameTrees(t, s, dir) })
+		srv.Restart(t)
+		writeFile(t, filepath.Join(dir, "after.txt"), "after")
+		s.upload("remote-after.txt", "there")
+		eventually(t, 3*syncWait, "synced again after the restart", func() error { return sameTrees(t, s, dir) })
+		eventually(t, syncWait, "status", func() error {
+			if subs, _ := s.status(a.MachineID()); len(subs) != 1 || subs[0].RsubID != id || !subs[0].Synced {
+				return fmt.Errorf("status %+v", subs)
+			}
+			return nil
+		})
+	})
+}
+
+// countingTransport counts the agent's requests by method, kind and
+// status.
+type countingTransport struct {
+	base http.RoundTripper
+	mu   sync.Mutex
+	n    map[string]int
+}
+
+func (c *countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := c.base.RoundTrip(req)
+	kind := "other"
+	switch p := req.URL.Path; {
+	case strings.Contains(p, "/agent/channel"):
+		kind = "channel"
+	case strings.Contains(p, "/agent/reply"):
+		kind = "reply"
+	case strings.HasSuffix(p, "/download"):
+		kind = "download"
+	case strings.HasSuffix(p, "/upload"):
+		kind = "upload"
+	case req.URL.Query().Get("include_children") == "true":
+		kind = "listing"
+	}
+	code := 0
+	if resp != nil {
+		code = resp.StatusCode
+	}
+	c.mu.Lock()
+	if c.n == nil {
+		c.n = map[string]int{}
+	}
+	c.n[fmt.Sprintf("%s %s %d", req.Method, kind, code)]++
+	c.mu.Unlock()
+	return resp, err
+}
+
+// reset returns the counts so far and starts again.
+func (c *countingTransport) reset() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.n
+	c.n = nil
+	return n
+}
