@@ -1153,7 +1153,9 @@ var isoMarker = regexp.MustCompile(`zq([a-z0-9]+)-([a-z]+)`)
 func TestIsolation(t *testing.T) {
 	k := newIsoCast(t)
 	shared := k.tenant("c1", k.p.org.ID, nil)
-	browse := k.tenant("b", k.p.org.ID, func(p *account.Policy) { p.AdminBrowseFiles, p.AdminCreateUsers, p.AdminBrowseRemote = true, false, true })
+	browse := k.tenant("b", k.p.org.ID, func(p *account.Policy) {
+		p.AdminBrowseFiles, p.AdminCreateUsers, p.AdminBrowseRemote = true, false, true
+	})
 	rows := isoRows()
 	fresh, requests, markers := 0, 0, 0
 	for _, r := range rows {
