@@ -84,6 +84,9 @@ func (a *Agent) ls(ctx context.Context, raw json.RawMessage) (any, error) {
 	// os.ReadDir sorts by name.
 	for _, e := range ents {
 		n := e.Name()
+		if skipName(n) || n == markerName {
+			continue // the agent's own files, not the machine's
+		}
 		if e.IsDir() {
 			n += "/"
 		}
