@@ -4,7 +4,9 @@ package agent
 // channel: each registers its commands with Handle and its start-up with
 // OnConnect. One line per feature, in the file that builds it.
 func (a *Agent) features() []func(*Agent) {
-	return []func(*Agent){}
+	return []func(*Agent){
+		startBackups, // backup.go, restore.go
+	}
 }
 
 // Start returns an Agent for cfg with every feature registered; Run it.
