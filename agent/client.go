@@ -30,6 +30,9 @@ func (e *APIError) Error() string {
 	return fmt.Sprintf("berth: %d %s: %s", e.Status, e.Code, e.Description)
 }
 
+// ClientID is the OAuth client_id the agent sends with its grants.
+const ClientID = "anchor"
+
 // ErrSignIn is a sign-in the server refused for good (wrong password, no
 // two-step code, locked account): retrying the same credentials cannot
 // help, so Run stops instead of backing off forever.
@@ -136,7 +139,9 @@ func (c *Client) renew(ctx context.Context) (string, error) {
 // machineFields are spec 5.1's client fields: the GUID the server gave
 // this machine, and what it is.
 func (c *Client) machineFields() url.Values {
-	v := url.Values{}
+	// berth's one OAuth client (rest's oauthClientID): the agent signs
+	// in as berth's own client, as the other apps do.
+	v := url.Values{"client_id": {ClientID}}
 	if c.st.GUID != "" {
 		v.Set("guid", c.st.GUID)
 	}

@@ -5,6 +5,7 @@ package agent
 // OnConnect. One line per feature, in the file that builds it.
 func (a *Agent) features() []func(*Agent) {
 	return []func(*Agent){
+		registerLs,
 		startBackups, // backup.go, restore.go
 	}
 }
