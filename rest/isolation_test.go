@@ -679,6 +679,10 @@ func isoRows() []isoRow {
 		{pattern: "GET /api/2/machine/{machine_id}/backup/{root_id}", name: "none", path: pf("/api/2/machine/%d/backup/999999", newMachine(cPlain)), want: "CP=404 CA=404 PA=404"},
 		{pattern: "POST /api/2/machine/{machine_id}/backup/{root_id}/restore", name: "none", method: "POST", path: pf("/api/2/machine/%d/backup/999999/restore", newMachine(cPlain)), want: "CP=404 CA=404 PA=404"},
 		{pattern: "POST /api/2/machine/{machine_id}/backup/{root_id}/delete", name: "none", method: "POST", path: pf("/api/2/machine/%d/backup/999999/delete", newMachine(cPlain)), want: "CP=404 CA=404 PA=404"},
+		// berth's backup routes (docs/api.md "Agent writes"): a write
+		// needs write access to the root; start needs the backup.
+		{pattern: "POST /api/2/machine/{machine_id}/backup/{root_id}/start", name: "none", method: "POST", path: pf("/api/2/machine/%d/backup/999999/start", newMachine(cPlain)), want: "CP=404 CA=404 PA=404"},
+		{pattern: "POST /api/2/agent/files/{root_id}/write", name: "not multipart", method: "POST", path: pf("/api/2/agent/files/%d/write", cRoot), form: fields("path", "/n"), want: "CP=400 CA=404 PA=404"},
 		// The agent's channel (docs/agent.md): only a machine's own
 		// token; the walk checks the anonymous caller (a stream that
 		// stays open is the agent tests').
