@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -72,10 +73,10 @@ func openIndex(dir string) (*backupIndex, error) {
 		return nil, fmt.Errorf("agent: backup index: %w", err)
 	}
 	ix := &backupIndex{dir: dir, entries: make(map[string]*indexEntry)}
-	if _, err := ix.replay(filepath.Join(dir, indexSnapshot)); err != nil {
+	if _, _, err := ix.replay(filepath.Join(dir, indexSnapshot)); err != nil {
 		return nil, err
 	}
-	n, err := ix.replay(filepath.Join(dir, indexJournal))
+	n, good, err := ix.replay(filepath.Join(dir, indexJournal))
 	if err != nil {
 		return nil, err
 	}
@@ -84,31 +85,43 @@ func openIndex(dir string) (*backupIndex, error) {
 	if err != nil {
 		return nil, fmt.Errorf("agent: backup index: %w", err)
 	}
+	// A torn tail is cut off, so the lines appended next read back.
+	if err := f.Truncate(good); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("agent: backup index: %w", err)
+	}
 	ix.journal = f
 	return ix, nil
 }
 
 // replay applies the lines of file to the entries and returns how many
-// it read. A line that does not decode ends the replay: only the last
-// one can be torn.
-func (ix *backupIndex) replay(file string) (int, error) {
+// it read and the length of the file's good part. A line that does not
+// decode, or has no newline, ends the replay: only the last one can be
+// torn.
+func (ix *backupIndex) replay(file string) (n int, good int64, err error) {
 	f, err := os.Open(file)
 	if errors.Is(err, fs.ErrNotExist) {
-		return 0, nil
+		return 0, 0, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("agent: backup index: %w", err)
+		return 0, 0, fmt.Errorf("agent: backup index: %w", err)
 	}
 	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 64<<20)
-	n := 0
-	for sc.Scan() {
+	br := bufio.NewReaderSize(f, 256<<10)
+	for {
+		line, err := br.ReadBytes('\n')
+		if err == io.EOF {
+			return n, good, nil // a last line without its newline is torn
+		}
+		if err != nil {
+			return n, good, fmt.Errorf("agent: backup index: %w", err)
+		}
 		var e indexEntry
-		if json.Unmarshal(sc.Bytes(), &e) != nil {
-			break
+		if json.Unmarshal(line, &e) != nil {
+			return n, good, nil
 		}
 		n++
+		good += int64(len(line))
 		switch {
 		case e.Run == "begin":
 			ix.dirty = true
@@ -120,7 +133,6 @@ func (ix *backupIndex) replay(file string) (int, error) {
 			ix.entries[e.Path] = &e
 		}
 	}
-	return n, sc.Err()
 }
 
 // get returns the entry of p, nil when there is none. Entries are not
