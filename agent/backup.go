@@ -57,6 +57,7 @@ type backupJob struct {
 
 	// Under backupManager.mu.
 	loopCtx context.Context
+	stop    context.CancelFunc // ends the loop and its run
 	lastOK  bool
 	excl    int64
 	running *Transfer
@@ -146,22 +147,30 @@ func (m *backupManager) setup(ctx context.Context, s Setup) {
 			continue
 		}
 		lctx, cancel := context.WithCancel(ctx)
-		j.loopCtx = lctx
+		j.loopCtx, j.stop = lctx, cancel
 		go func() {
 			defer cancel()
 			m.loop(lctx, j)
+			m.mu.Lock()
+			current := m.jobs[j.root] == j
+			m.mu.Unlock()
+			if !current {
+				j.runMu.Lock()
+				if j.ix != nil {
+					j.ix.close()
+					j.ix = nil
+				}
+				j.runMu.Unlock()
+			}
 		}()
 	}
 	for id, j := range m.jobs {
 		if !keep[id] {
 			delete(m.jobs, id)
-			if j.loopCtx != nil {
-				// Its loop sees the job gone at its next wake; a run
-				// in progress finishes the file it is sending.
-				select {
-				case j.kick <- struct{}{}:
-				default:
-				}
+			if j.stop != nil {
+				// The backup ended: its run stops where it is (the
+				// index holds what the server acknowledged).
+				j.stop()
 			}
 		}
 	}
@@ -437,7 +446,9 @@ func (r *backupRun) do(ctx context.Context) error {
 		if err := r.deleteRemote(ctx, e); err != nil {
 			return err
 		}
-		gone = append(gone, p)
+		if e.Dir {
+			gone = append(gone, p)
+		}
 	}
 	return r.ix.end()
 }
