@@ -3,10 +3,12 @@ package agent_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -109,6 +111,42 @@ func TestAgentMachine(t *testing.T) {
 		wantError(t, "bob's GET", status, body, 404, "not_found")
 	})
 
+	t.Run("a second machine", func(t *testing.T) {
+		b := srv.NewAgent(t, bob)
+		b.Start(t)
+		bid := b.WaitOnline(t)
+		defer b.Stop(t)
+		bst, _ := b.State(t)
+		ast, _ := a.State(t)
+		if bid == id || bst.GUID == ast.GUID {
+			t.Fatalf("bob's machine %d (%s) is alice's %d (%s)", bid, bst.GUID, id, ast.GUID)
+		}
+		// Each person reaches their own machine only, online or not.
+		for _, tc := range []struct {
+			token  string
+			method string
+			path   string
+			status int
+		}{
+			{bob.Token, http.MethodGet, fmt.Sprintf("/api/2/machine/%d/status", bid), 200},
+			{alice.Token, http.MethodGet, fmt.Sprintf("/api/2/machine/%d/status", bid), 404},
+			{alice.Token, http.MethodGet, fmt.Sprintf("/api/2/machine/%d", bid), 404},
+			{bob.Token, http.MethodGet, mpath("/status"), 404},
+			{alice.Token, http.MethodGet, mpath("/status"), 200},
+			{bob.Token, http.MethodPost, fmt.Sprintf("/api/2/machine/%d/ls", bid), 403}, // nothing mapped or backed up
+		} {
+			status, body := srv.Do(t, tc.token, tc.method, tc.path, url.Values{"path": {b.Path()}})
+			if status != tc.status {
+				t.Errorf("%s %s: %d %s, want %d", tc.method, tc.path, status, body, tc.status)
+			}
+		}
+		ms := orgMachines(t, srv)
+		if countGUID(ms, bst.GUID) != 1 || len(ms) != machines+1 {
+			t.Errorf("the organization's machines after bob's agent: %d, want %d and bob's once", len(ms), machines+1)
+		}
+		machines = len(ms)
+	})
+
 	t.Run("status", func(t *testing.T) {
 		status, body := srv.Do(t, alice.Token, http.MethodGet, mpath("/status"), nil)
 		var st struct {
@@ -204,8 +242,7 @@ func TestAgentMachine(t *testing.T) {
 	t.Run("file server policy", func(t *testing.T) {
 		status, body := srv.Do(t, alice.Token, http.MethodPost, mpath("/server/enable"), nil)
 		wantError(t, "enable while file_server_enabled is off", status, body, 403, "forbidden")
-		srv.SetPolicy(t, 0, url.Values{"file_server_enabled": {"true"}})
-		srv.JSON(t, alice.Token, http.MethodPost, mpath("/server/enable"), nil, nil)
+		srv.EnableFileServer(t, alice, id)
 		srv.JSON(t, alice.Token, http.MethodPost, mpath("/server/disable"), nil, nil)
 		srv.SetPolicy(t, 0, url.Values{"file_server_enabled": {"false"}})
 		// Disabling never needs the policy.
@@ -296,8 +333,11 @@ func TestAgentMachine(t *testing.T) {
 		// retrying a sign-in that cannot succeed.
 		c := srv.NewAgent(t, carol)
 		c.Start(t)
-		if err := c.Wait(t, 60*time.Second); err == nil || !strings.Contains(c.Output(), "BERTH_AGENT_AUTH_CODE") {
-			t.Fatalf("an agent of an enrolled person without a code: exit %v:\n%s", err, c.Output())
+		// It exits 3, which the unit files keep from restarting.
+		err = c.Wait(t, 60*time.Second)
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 3 || !strings.Contains(c.Output(), "BERTH_AGENT_AUTH_CODE") {
+			t.Fatalf("an agent of an enrolled person without a code: exit %v, want status 3:\n%s", err, c.Output())
 		}
 		// With the next step's code (the one just used cannot be used
 		// again; the server accepts one step of clock skew).

@@ -80,6 +80,12 @@ func newAgentCommand(stderr io.Writer) *cobra.Command {
 			if errors.Is(err, context.Canceled) {
 				return nil
 			}
+			if errors.Is(err, agent.ErrSignIn) {
+				// Exit status 3, which the unit files name in
+				// RestartPreventExitStatus: restarting cannot mend a
+				// refused password or a missing two-step code.
+				return noAccess(err)
+			}
 			return err
 		},
 	}

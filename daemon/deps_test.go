@@ -248,7 +248,7 @@ func TestComponent(t *testing.T) {
 			t.Errorf("component(%q) = %q, want %q", path, got, want)
 		}
 	}
-	if got, want := below("rest"), []string{"account", "activity", "httpserve", "kv", "share", "vfs", "vfs/chunk"}; !slices.Equal(got, want) {
+	if got, want := below("rest"), []string{"account", "activity", "agentlink", "httpserve", "kv", "share", "vfs", "vfs/chunk"}; !slices.Equal(got, want) {
 		t.Errorf("below(rest) = %v, want %v", got, want)
 	}
 }

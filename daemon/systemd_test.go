@@ -22,16 +22,27 @@ import (
 
 const unitFile = "../systemd/berth.service"
 
-// TestUnitVerifies runs systemd-analyze verify on berth.service. verify
-// insists that ExecStart's binary exists, so the test points it at a stand-in
-// in a temporary directory. Warnings (an unknown or misspelt directive) fail
-// the test too: verify itself only fails on hard errors.
+// unitFiles are the unit files systemd-analyze verifies.
+var unitFiles = []string{unitFile, "../systemd/berth-agent.service", "../systemd/berth-agent-user.service"}
+
+// TestUnitVerifies runs systemd-analyze verify on berth.service and the
+// agent's units. verify insists that ExecStart's binary exists, so the
+// test points it at a stand-in in a temporary directory. Warnings (an unknown or misspelt directive) fail
+// the test too: verify itself only fails on hard errors. The user unit is
+// verified as a system unit would be: `--user` needs a running user
+// manager, and the directives it uses mean the same in both.
 func TestUnitVerifies(t *testing.T) {
 	analyze, err := exec.LookPath("systemd-analyze")
 	if err != nil {
 		t.Skip("systemd-analyze not installed (apt-get install systemd); skipping the unit check")
 	}
-	unit, err := os.ReadFile(unitFile)
+	for _, file := range unitFiles {
+		t.Run(filepath.Base(file), func(t *testing.T) { verifyUnit(t, analyze, file) })
+	}
+}
+
+func verifyUnit(t *testing.T, analyze, file string) {
+	unit, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +54,8 @@ func TestUnitVerifies(t *testing.T) {
 	if !bytes.Contains(unit, []byte("/usr/local/bin/berth")) {
 		t.Fatal("ExecStart no longer names /usr/local/bin/berth; update this test")
 	}
-	path := filepath.Join(dir, "berth.service")
+	name := filepath.Base(file)
+	path := filepath.Join(dir, name)
 	if err := os.WriteFile(path, bytes.ReplaceAll(unit, []byte("/usr/local/bin/berth"), []byte(bin)), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -55,12 +67,38 @@ func TestUnitVerifies(t *testing.T) {
 	// environment, not the unit; only lines naming our file count.
 	var problems []string
 	for _, line := range strings.Split(out.String(), "\n") {
-		if strings.Contains(line, "berth.service") {
+		if strings.Contains(line, name) {
 			problems = append(problems, line)
 		}
 	}
 	if err != nil || len(problems) > 0 {
 		t.Fatalf("systemd-analyze verify: %v\n%s", err, out.String())
+	}
+}
+
+// TestAgentUnitEssentials pins what `berth agent` relies on in its
+// units: its state directory, the secrets from an environment file, no
+// restart loop after a refused sign-in (exit 3), and, for the system
+// unit, the hardening of berth.service.
+func TestAgentUnitEssentials(t *testing.T) {
+	common := []string{"Type=exec", "StateDirectory=berth-agent", "StateDirectoryMode=0700", "EnvironmentFile=",
+		"ExecStart=/usr/local/bin/berth agent --server ${BERTH_AGENT_SERVER} --login ${BERTH_AGENT_LOGIN} --ca-file=${BERTH_AGENT_CA_FILE}",
+		"Restart=on-failure", "RestartPreventExitStatus=3", "UMask=0077", "NoNewPrivileges=yes"}
+	for file, extra := range map[string][]string{
+		"../systemd/berth-agent.service": {"DynamicUser=yes", "ProtectSystem=strict", "ProtectHome=read-only", "PrivateTmp=yes",
+			"PrivateDevices=yes", "CapabilityBoundingSet=\n", "RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX",
+			"SystemCallFilter=@system-service", "WantedBy=multi-user.target"},
+		"../systemd/berth-agent-user.service": {"WantedBy=default.target"},
+	} {
+		unit, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range append(common, extra...) {
+			if !bytes.Contains(unit, []byte("\n"+want)) {
+				t.Errorf("%s lacks %q", file, want)
+			}
+		}
 	}
 }
 

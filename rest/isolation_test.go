@@ -433,6 +433,94 @@ func newMachine(of func(isoReq) any) func(isoReq) any {
 	}
 }
 
+// isoMachine is a fresh machine of a person with its file server on, a
+// mapping of /m/map to the person's root and a backup of /m/backup into
+// a new backup root of theirs.
+type isoMachine struct{ id, mapping, backup uint64 }
+
+// machineSetUp makes an isoMachine of person p (whose sync root is
+// root), as the machine routes would.
+func (k *isoCast) machineSetUp(p account.Person, root uint64) isoMachine {
+	k.t.Helper()
+	ctx := context.Background()
+	m, err := k.f.accounts.UpsertMachine(ctx, p.ID, account.MachineInput{})
+	if err != nil {
+		k.t.Fatal(err)
+	}
+	if _, err := k.f.accounts.SetFileServer(ctx, m.ID, true); err != nil {
+		k.t.Fatal(err)
+	}
+	mm, err := k.f.accounts.CreateMapping(ctx, account.MachineMapping{MachineID: m.ID, Name: k.next(), Path: "/m/map", PersonID: p.ID, RootID: root})
+	if err != nil {
+		k.t.Fatal(err)
+	}
+	br, err := k.shares.NewRoot(ctx, p, k.next(), vfs.RootBackup)
+	if err != nil {
+		k.t.Fatal(err)
+	}
+	b, err := k.f.accounts.CreateBackup(ctx, account.Backup{RootID: br.ID, MachineID: m.ID, Path: "/m/backup"})
+	if err != nil {
+		k.t.Fatal(err)
+	}
+	return isoMachine{id: m.ID, mapping: mm.ID, backup: b.RootID}
+}
+
+// machinePath is a path of a fresh set-up machine of the child's plain
+// person (parent: of the parent's plain person); format takes the
+// machine's id and then what ids picks.
+func machinePath(parent bool, format string, ids func(m isoMachine) []any) func(q isoReq) string {
+	return func(q isoReq) string {
+		t := q.c
+		if parent {
+			t = q.k.p
+		}
+		m := q.k.machineSetUp(t.plain, t.root)
+		return fmt.Sprintf(format, append([]any{m.id}, ids(m)...)...)
+	}
+}
+
+// crossMachinePath names one fresh machine of the child's plain person
+// in the path and another's mapping or backup id (second: the mapping's
+// when mapping).
+func crossMachinePath(format string, mapping bool) func(q isoReq) string {
+	return func(q isoReq) string {
+		a := q.k.machineSetUp(q.c.plain, q.c.root)
+		b := q.k.machineSetUp(q.c.plain, q.c.root)
+		id := b.backup
+		if mapping {
+			id = b.mapping
+		}
+		return fmt.Sprintf(format, a.id, id)
+	}
+}
+
+// newServerMachine makes a fresh machine of the account whose id of
+// returns, with its file server on.
+func newServerMachine(of func(isoReq) any) func(isoReq) any {
+	return func(q isoReq) any {
+		id := newMachine(of)(q).(uint64)
+		if _, err := q.k.f.accounts.SetFileServer(context.Background(), id, true); err != nil {
+			q.k.t.Fatal(err)
+		}
+		return id
+	}
+}
+
+func noIDs(isoMachine) []any       { return nil }
+func mappingID(m isoMachine) []any { return []any{m.mapping} }
+func backupID(m isoMachine) []any  { return []any{m.backup} }
+
+// withPolicy is path, after setting the row's (fresh) child tenant's
+// policy with set.
+func withPolicy(set func(*account.Policy), path func(q isoReq) string) func(q isoReq) string {
+	return func(q isoReq) string {
+		if _, err := q.k.f.accounts.UpdatePolicy(context.Background(), q.c.org.ID, func(p *account.Policy) error { set(p); return nil }); err != nil {
+			q.k.t.Fatal(err)
+		}
+		return path(q)
+	}
+}
+
 // newDevicePassword makes a fresh device password of the account whose
 // id of returns.
 func newDevicePassword(of func(isoReq) any) func(isoReq) any {
@@ -679,10 +767,49 @@ func isoRows() []isoRow {
 		{pattern: "GET /api/2/machine/{machine_id}/backup/{root_id}", name: "none", path: pf("/api/2/machine/%d/backup/999999", newMachine(cPlain)), want: "CP=404 CA=404 PA=404"},
 		{pattern: "POST /api/2/machine/{machine_id}/backup/{root_id}/restore", name: "none", method: "POST", path: pf("/api/2/machine/%d/backup/999999/restore", newMachine(cPlain)), want: "CP=404 CA=404 PA=404"},
 		{pattern: "POST /api/2/machine/{machine_id}/backup/{root_id}/delete", name: "none", method: "POST", path: pf("/api/2/machine/%d/backup/999999/delete", newMachine(cPlain)), want: "CP=404 CA=404 PA=404"},
+		// Machines with a mapping and a backup: the existing ones are
+		// the machine's person's and their administrators'; another
+		// machine's id through this machine's path is 404 to everyone.
+		{pattern: "GET /api/2/machine/{machine_id}", name: "the parent's plain person's", path: machinePath(true, "/api/2/machine/%d", noIDs), want: "PP=200 CP=404 CA=404 PA=200"},
+		{pattern: "GET /api/2/machine/{machine_id}/status", name: "the parent's plain person's, offline", path: machinePath(true, "/api/2/machine/%d/status", noIDs), want: "PP=503 CP=404 CA=404 PA=503"},
+		{pattern: "POST /api/2/machine/{machine_id}/ls", name: "a mapped folder, offline", method: "POST", path: machinePath(false, "/api/2/machine/%d/ls", noIDs),
+			form: fields("path", "/m/map/sub"), want: "CP=503 CA=503 PA=503"},
+		{pattern: "POST /api/2/machine/{machine_id}/ls", name: "a backed-up folder of the parent's plain person, offline", method: "POST", path: machinePath(true, "/api/2/machine/%d/ls", noIDs),
+			form: fields("path", "/m/backup"), want: "PP=503 CP=404 CA=404 PA=503"},
+		{pattern: "GET /api/2/machine/{machine_id}/mappings", name: "the parent's plain person's", path: machinePath(true, "/api/2/machine/%d/mappings", noIDs), want: "PP=200 CP=404 CA=404 PA=200"},
+		{pattern: "GET /api/2/machine/{machine_id}/mapping/{mapping_id}", name: "an existing one", path: machinePath(false, "/api/2/machine/%d/mapping/%d", mappingID), want: childRead},
+		{pattern: "GET /api/2/machine/{machine_id}/mapping/{mapping_id}", name: "the parent's plain person's", path: machinePath(true, "/api/2/machine/%d/mapping/%d", mappingID), want: "PP=200 CP=404 CA=404 PA=200"},
+		{pattern: "GET /api/2/machine/{machine_id}/mapping/{mapping_id}", name: "another machine's, through this one", path: crossMachinePath("/api/2/machine/%d/mapping/%d", true), want: "CP=404 CA=404 PA=404"},
+		{pattern: "POST /api/2/machine/{machine_id}/mapping/{mapping_id}/delete", name: "an existing one", method: "POST", path: machinePath(false, "/api/2/machine/%d/mapping/%d/delete", mappingID), want: childRead},
+		{pattern: "POST /api/2/machine/{machine_id}/mapping/{mapping_id}/delete", name: "the parent's plain person's", method: "POST", path: machinePath(true, "/api/2/machine/%d/mapping/%d/delete", mappingID), want: "PP=200 CP=404 CA=404 PA=200"},
+		{pattern: "POST /api/2/machine/{machine_id}/mapping/{mapping_id}/delete", name: "another machine's, through this one", method: "POST", path: crossMachinePath("/api/2/machine/%d/mapping/%d/delete", true), want: "CP=404 CA=404 PA=404"},
+		{pattern: "POST /api/2/machine/{machine_id}/mappings/create", name: "file server on, the person's root", method: "POST", path: pf("/api/2/machine/%d/mappings/create", newServerMachine(cPlain)),
+			form: func(q isoReq) url.Values { return url.Values{"path": {"/m/map"}, "root_id": {fmt.Sprint(q.c.root)}} }, want: "CP=200 CA=404 PA=404"},
+		{pattern: "GET /api/2/machine/{machine_id}/backups", name: "the parent's plain person's", path: machinePath(true, "/api/2/machine/%d/backups", noIDs), want: "PP=200 CP=404 CA=404 PA=200"},
+		{pattern: "GET /api/2/machine/{machine_id}/backup/{root_id}", name: "an existing one", path: machinePath(false, "/api/2/machine/%d/backup/%d", backupID), want: childRead},
+		{pattern: "GET /api/2/machine/{machine_id}/backup/{root_id}", name: "the parent's plain person's", path: machinePath(true, "/api/2/machine/%d/backup/%d", backupID), want: "PP=200 CP=404 CA=404 PA=200"},
+		{pattern: "GET /api/2/machine/{machine_id}/backup/{root_id}", name: "another machine's, through this one", path: crossMachinePath("/api/2/machine/%d/backup/%d", false), want: "CP=404 CA=404 PA=404"},
+		{pattern: "POST /api/2/machine/{machine_id}/backup/{root_id}/restore", name: "an existing one, offline", method: "POST", path: machinePath(false, "/api/2/machine/%d/backup/%d/restore", backupID), want: "CP=503 CA=503 PA=503"},
+		{pattern: "POST /api/2/machine/{machine_id}/backup/{root_id}/restore", name: "another machine's, through this one", method: "POST", path: crossMachinePath("/api/2/machine/%d/backup/%d/restore", false), want: "CP=404 CA=404 PA=404"},
+		{pattern: "POST /api/2/machine/{machine_id}/backup/{root_id}/delete", name: "an existing one", method: "POST", path: machinePath(false, "/api/2/machine/%d/backup/%d/delete", backupID), want: childRead},
+		{pattern: "POST /api/2/machine/{machine_id}/backup/{root_id}/delete", name: "the parent's plain person's", method: "POST", path: machinePath(true, "/api/2/machine/%d/backup/%d/delete", backupID), want: "PP=200 CP=404 CA=404 PA=200"},
+		{pattern: "POST /api/2/machine/{machine_id}/backup/{root_id}/delete", name: "another machine's, through this one", method: "POST", path: crossMachinePath("/api/2/machine/%d/backup/%d/delete", false), want: "CP=404 CA=404 PA=404"},
+		// The policy's gates, in a child tenant of its own.
+		{pattern: "POST /api/2/machine/{machine_id}/backups/create", name: "backups_enabled off", method: "POST", tenant: "fresh",
+			path: withPolicy(func(p *account.Policy) { p.BackupsEnabled = false }, pf("/api/2/machine/%d/backups/create", newMachine(cPlain))),
+			form: fields("path", "/home/x"), want: "CP=403 CA=403 PA=403"},
+		{pattern: "POST /api/2/machine/{machine_id}/backups/create", name: "user_create_backups off: administrators only", method: "POST", tenant: "fresh",
+			path: withPolicy(func(p *account.Policy) { p.UserCreateBackups = false }, pf("/api/2/machine/%d/backups/create", newMachine(cPlain))),
+			form: fields("path", "/home/x"), want: "CP=403 CA=200 PA=200"},
+		{pattern: "POST /api/2/machine/{machine_id}/server/enable", name: "file_server_enabled on", method: "POST", tenant: "fresh",
+			path: withPolicy(func(p *account.Policy) { p.FileServerEnabled = true }, pf("/api/2/machine/%d/server/enable", newMachine(cPlain))), want: childRead},
 		// berth's backup routes (docs/api.md "Agent writes"): a write
 		// needs write access to the root; start needs the backup.
 		{pattern: "POST /api/2/machine/{machine_id}/backup/{root_id}/start", name: "none", method: "POST", path: pf("/api/2/machine/%d/backup/999999/start", newMachine(cPlain)), want: "CP=404 CA=404 PA=404"},
 		{pattern: "POST /api/2/agent/files/{root_id}/write", name: "not multipart", method: "POST", path: pf("/api/2/agent/files/%d/write", cRoot), form: fields("path", "/n"), want: "CP=400 CA=404 PA=404"},
+		{pattern: "POST /api/2/machine/{machine_id}/backup/{root_id}/start", name: "an existing one, offline", method: "POST", path: machinePath(false, "/api/2/machine/%d/backup/%d/start", backupID), want: "CP=503 CA=503 PA=503"},
+		{pattern: "POST /api/2/machine/{machine_id}/backup/{root_id}/start", name: "the parent's plain person's, offline", method: "POST", path: machinePath(true, "/api/2/machine/%d/backup/%d/start", backupID), want: "PP=503 CP=404 CA=404 PA=503"},
+		{pattern: "POST /api/2/machine/{machine_id}/backup/{root_id}/start", name: "another machine's, through this one", method: "POST", path: crossMachinePath("/api/2/machine/%d/backup/%d/start", false), want: "CP=404 CA=404 PA=404"},
 		// The agent's channel (docs/agent.md): only a machine's own
 		// token; the walk checks the anonymous caller (a stream that
 		// stays open is the agent tests').

@@ -300,6 +300,10 @@ func (s *server) createMapping(r *http.Request) (any, error) {
 		mm.PersonID = p.ID
 	}
 	mm, err = s.accounts.CreateMapping(ctx, mm)
+	if errors.Is(err, account.ErrExists) {
+		// One tree is kept in step once (docs/api.md "Machines").
+		return nil, Describe(err, "the machine already maps this root, or a folder that holds or is inside this one")
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -416,6 +420,9 @@ func (s *server) createBackup(r *http.Request) (any, error) {
 		// The root made for it holds nothing yet: it goes again.
 		if derr := s.fs.DeleteRoot(context.WithoutCancel(ctx), root.ID); derr != nil {
 			s.log.Warn("deleting the root of a backup not made", "root", root.ID, "error", derr)
+		}
+		if errors.Is(err, account.ErrExists) {
+			return nil, Describe(err, "the machine already backs up a folder that holds or is inside this one")
 		}
 		return nil, err
 	}

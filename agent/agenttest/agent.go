@@ -71,7 +71,7 @@ func (a *Agent) Start(tb testing.TB) {
 // Running reports whether the agent's process is running.
 func (a *Agent) Running() bool { return a.p != nil && a.p.running() }
 
-// Output is what the agent logged (all its runs since the last Start).
+// Output is what the agent logged in its latest run.
 func (a *Agent) Output() string {
 	if a.p == nil {
 		return ""

@@ -290,7 +290,8 @@ func (s *Server) start(tb testing.TB) {
 	}
 }
 
-// Output is what the server wrote to stderr (JSON log lines).
+// Output is what the server wrote to stderr (JSON log lines) in its
+// latest run.
 func (s *Server) Output() string { return s.p.output() }
 
 // Stop stops the server with SIGTERM and waits for a clean exit.
@@ -448,6 +449,9 @@ func (s *Server) CreatePerson(tb testing.TB, login string, admin bool) Person {
 	}
 	s.JSON(tb, s.AdminToken(tb), http.MethodPost, "/api/2/person/create", v, &out)
 	p.ID, p.OrganizationID, p.RootID = out.ID, out.OrganizationID, out.RootID
+	if p.ID == 0 || p.OrganizationID == 0 {
+		tb.Fatalf("agenttest: person/create answered no id or company_id for %s", login)
+	}
 	p.Token = s.Token(tb, login, p.Password, nil)
 	return p
 }
@@ -463,4 +467,13 @@ func (s *Server) SetPolicy(tb testing.TB, org uint64, fields url.Values) {
 		org = s.OrganizationID(tb)
 	}
 	s.JSON(tb, s.AdminToken(tb), http.MethodPost, fmt.Sprintf("/api/2/organization/%d/policy/update", org), fields, nil)
+}
+
+// EnableFileServer turns file_server_enabled on in p's organization's
+// policy and the file server of p's machine id on (server/enable as p),
+// which mappings need.
+func (s *Server) EnableFileServer(tb testing.TB, p Person, machineID uint64) {
+	tb.Helper()
+	s.SetPolicy(tb, p.OrganizationID, url.Values{"file_server_enabled": {"true"}})
+	s.JSON(tb, p.Token, http.MethodPost, fmt.Sprintf("/api/2/machine/%d/server/enable", machineID), url.Values{}, nil)
 }

@@ -1,0 +1,137 @@
+package rest
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"berth/account"
+	"berth/share"
+	"berth/vfs"
+)
+
+// TestMachineBadInputs: every client input of the machine routes (spec
+// 4.11) that berth refuses, with the status and code it gets
+// (docs/api.md "Machines"). The rows run in order on one machine that
+// maps /home/a/docs to the person's root and backs up /home/a/backup.
+func TestMachineBadInputs(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	shares := share.New(share.Options{FS: f.fs, Accounts: f.accounts, Store: f.db})
+	m, err := f.accounts.UpsertMachine(ctx, f.person.ID, account.MachineInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.accounts.SetFileServer(ctx, m.ID, true); err != nil {
+		t.Fatal(err)
+	}
+	off, err := f.accounts.UpsertMachine(ctx, f.person.ID, account.MachineInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := shares.NewRoot(ctx, f.person, "second", vfs.RootSync)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, bobRoot, _ := f.addPerson("bob")
+	mp := func(format string, args ...any) string {
+		return fmt.Sprintf("/api/2/machine/%d", m.ID) + fmt.Sprintf(format, args...)
+	}
+	var mapping struct {
+		ID uint64 `json:"id"`
+	}
+	st, body := f.send(http.MethodPost, mp("/mappings/create"), f.token, url.Values{"path": {"/home/a/docs"}, "root_id": {fmt.Sprint(f.root.ID)}})
+	if st != 200 {
+		t.Fatalf("mapping: %d %s", st, body)
+	}
+	decode(t, body, &mapping)
+	var backup struct {
+		ID uint64 `json:"id"`
+	}
+	st, body = f.send(http.MethodPost, mp("/backups/create"), f.token, url.Values{"path": {"/home/a/backup"}})
+	if st != 200 {
+		t.Fatalf("backup: %d %s", st, body)
+	}
+	decode(t, body, &backup)
+
+	long := "/" + strings.Repeat("a", account.MaxMachinePath)
+	mapForm := func(path string, root any) url.Values {
+		return url.Values{"path": {path}, "root_id": {fmt.Sprint(root)}}
+	}
+	for _, tc := range []struct {
+		name, method, path string
+		form               url.Values
+		status             int
+		code               string
+	}{
+		// Paths on the machine: absolute, clean, no "..", no control
+		// characters, at most 4096 bytes.
+		{"mapping: relative path", "POST", mp("/mappings/create"), mapForm("home/x", second.ID), 400, "invalid_request"},
+		{"mapping: dot-dot", "POST", mp("/mappings/create"), mapForm("/home/a/../x", second.ID), 400, "invalid_request"},
+		{"mapping: control character", "POST", mp("/mappings/create"), mapForm("/home/\x01x", second.ID), 400, "invalid_request"},
+		{"mapping: overlong path", "POST", mp("/mappings/create"), mapForm(long, second.ID), 400, "invalid_request"},
+		{"mapping: no path", "POST", mp("/mappings/create"), url.Values{"root_id": {fmt.Sprint(second.ID)}}, 400, "invalid_request"},
+		{"mapping: no root_id", "POST", mp("/mappings/create"), url.Values{"path": {"/home/x"}}, 400, "invalid_request"},
+		{"mapping: root_id not a number", "POST", mp("/mappings/create"), mapForm("/home/x", "abc"), 400, "invalid_request"},
+		{"mapping: root_id negative", "POST", mp("/mappings/create"), mapForm("/home/x", "-1"), 400, "invalid_request"},
+		{"mapping: a root the caller cannot reach", "POST", mp("/mappings/create"), mapForm("/home/x", bobRoot.ID), 404, "not_found"},
+		{"mapping: a root that does not exist", "POST", mp("/mappings/create"), mapForm("/home/x", 999999), 404, "not_found"},
+		{"mapping: a backup root", "POST", mp("/mappings/create"), mapForm("/home/x", backup.ID), 400, "invalid_request"},
+		{"mapping: name with a control character", "POST", mp("/mappings/create"), url.Values{"path": {"/home/x"}, "root_id": {fmt.Sprint(second.ID)}, "name": {"a\x01"}}, 400, "invalid_request"},
+		{"mapping: name over 255 bytes", "POST", mp("/mappings/create"), url.Values{"path": {"/home/x"}, "root_id": {fmt.Sprint(second.ID)}, "name": {strings.Repeat("n", 256)}}, 400, "invalid_request"},
+		// Overlaps: one tree is kept in step once.
+		{"mapping: the same root again", "POST", mp("/mappings/create"), mapForm("/home/y", f.root.ID), 409, "name_conflict"},
+		{"mapping: inside a mapped folder", "POST", mp("/mappings/create"), mapForm("/home/a/docs/sub", second.ID), 409, "name_conflict"},
+		{"mapping: above a mapped folder", "POST", mp("/mappings/create"), mapForm("/home", second.ID), 409, "name_conflict"},
+		{"mapping: the file server off", "POST", fmt.Sprintf("/api/2/machine/%d/mappings/create", off.ID), mapForm("/home/x", second.ID), 403, "forbidden"},
+		{"mapping: id not a number", "GET", mp("/mapping/abc"), nil, 404, "not_found"},
+		{"mapping: another machine's id", "GET", fmt.Sprintf("/api/2/machine/%d/mapping/%d", off.ID, mapping.ID), nil, 404, "not_found"},
+		{"mapping delete: another machine's id", "POST", fmt.Sprintf("/api/2/machine/%d/mapping/%d/delete", off.ID, mapping.ID), url.Values{}, 404, "not_found"},
+
+		{"backup: relative path", "POST", mp("/backups/create"), url.Values{"path": {"home/b"}}, 400, "invalid_request"},
+		{"backup: dot-dot", "POST", mp("/backups/create"), url.Values{"path": {"/home/../b"}}, 400, "invalid_request"},
+		{"backup: control character", "POST", mp("/backups/create"), url.Values{"path": {"/home/\nb"}}, 400, "invalid_request"},
+		{"backup: overlong path", "POST", mp("/backups/create"), url.Values{"path": {long}}, 400, "invalid_request"},
+		{"backup: no path", "POST", mp("/backups/create"), url.Values{}, 400, "invalid_request"},
+		{"backup: inside a backed-up folder", "POST", mp("/backups/create"), url.Values{"path": {"/home/a/backup/sub"}}, 409, "name_conflict"},
+		{"backup: above a backed-up folder", "POST", mp("/backups/create"), url.Values{"path": {"/home/a"}}, 409, "name_conflict"},
+		{"backup: id not a number", "GET", mp("/backup/abc"), nil, 404, "not_found"},
+		{"backup: a root that is no backup", "GET", mp("/backup/%d", f.root.ID), nil, 404, "not_found"},
+		{"backup: another machine's", "GET", fmt.Sprintf("/api/2/machine/%d/backup/%d", off.ID, backup.ID), nil, 404, "not_found"},
+		{"restore: relative target", "POST", mp("/backup/%d/restore", backup.ID), url.Values{"target": {"x"}}, 400, "invalid_request"},
+		{"restore: dot-dot target", "POST", mp("/backup/%d/restore", backup.ID), url.Values{"target": {"/home/../x"}}, 400, "invalid_request"},
+		{"restore: another machine's backup", "POST", fmt.Sprintf("/api/2/machine/%d/backup/%d/restore", off.ID, backup.ID), url.Values{}, 404, "not_found"},
+
+		{"ls: relative path", "POST", mp("/ls"), url.Values{"path": {"home/a/docs"}}, 400, "invalid_request"},
+		{"ls: dot-dot", "POST", mp("/ls"), url.Values{"path": {"/home/a/docs/../../../etc"}}, 400, "invalid_request"},
+		{"ls: control character", "POST", mp("/ls"), url.Values{"path": {"/home/a/docs/\x7f"}}, 400, "invalid_request"},
+		{"ls: overlong", "POST", mp("/ls"), url.Values{"path": {"/home/a/docs" + long}}, 400, "invalid_request"},
+		{"ls: outside the folders", "POST", mp("/ls"), url.Values{"path": {"/home/a"}}, 403, "forbidden"},
+		{"ls: a prefix that is no parent", "POST", mp("/ls"), url.Values{"path": {"/home/a/docs2"}}, 403, "forbidden"},
+		{"ls: inside, the agent offline", "POST", mp("/ls"), url.Values{"path": {"/home/a/docs/sub"}}, 503, "temporarily_unavailable"},
+		{"machine: id not a number", "GET", "/api/2/machine/abc", nil, 404, "not_found"},
+		{"machine: id zero", "GET", "/api/2/machine/0", nil, 404, "not_found"},
+		{"machine: no such machine", "GET", "/api/2/machine/999999", nil, 404, "not_found"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st, body := f.send(tc.method, tc.path, f.token, tc.form)
+			wantError(t, st, body, tc.status, tc.code)
+			if tc.status != 404 && !strings.Contains(string(body), "error_description") {
+				t.Errorf("%d %s says not why", st, body)
+			}
+			if tc.status == 409 && strings.Contains(string(body), "username") {
+				t.Errorf("an overlap described as a taken username: %s", body)
+			}
+		})
+	}
+	// Nothing refused was made.
+	for _, p := range []string{mp("/mappings"), mp("/backups")} {
+		st, body := f.send(http.MethodGet, p, f.token, nil)
+		if st != 200 || strings.Count(string(body), `"id"`) != 1 {
+			t.Errorf("GET %s after the refusals: %d %s, want the one made first", p, st, body)
+		}
+	}
+}
