@@ -18,7 +18,8 @@ import (
 // files whose answers it never recorded (killed between the server's
 // answer and the journal's line). The next run finds them in the
 // server's listing and records them instead of sending them again, so
-// no file gets a second, identical revision.
+// no file gets a second, identical revision. Nor does a file restored
+// over itself.
 func TestBackupAdoptsAfterCrash(t *testing.T) {
 	srv := agenttest.StartServer(t)
 	alice := srv.CreatePerson(t, "alice", false)
@@ -89,8 +90,35 @@ func TestBackupAdoptsAfterCrash(t *testing.T) {
 			t.Errorf("%s not recorded again as file %d: %+v", p, id, e)
 		}
 	}
+
+	// A restore over the backup's own folder (its default target): the
+	// files come back with their times to the second, and the run after
+	// finds them to be the server's revisions already.
+	restored := filepath.Join(dir, "state", fmt.Sprintf("backup-%d", bk.ID), "last-restore.json")
+	start := time.Now()
+	srv.JSON(t, alice.Token, http.MethodPost, fmt.Sprintf("/api/2/machine/%d/backup/%d/restore", a.MachineID(), bk.ID), url.Values{}, nil)
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		if fi, err := os.Stat(restored); err == nil && fi.ModTime().After(start) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the restore did not end")
+		}
+	}
+	if rb, _ := os.ReadFile(restored); !strings.Contains(string(rb), `"ok": true`) || !strings.Contains(string(rb), `"files": 20`) {
+		t.Fatalf("the restore: %s", rb)
+	}
+	if fi, _ := os.Stat(filepath.Join(src, filepath.FromSlash(files[7]))); fi.ModTime().Nanosecond() != 0 {
+		t.Errorf("a restored file's time %v is not the API's, to the second", fi.ModTime())
+	}
+	if err := a.backups.run(ctx, j); err != nil {
+		t.Fatal(err)
+	}
+	if rb, _ := os.ReadFile(report); !strings.Contains(string(rb), `"sent": 0,`) || !strings.Contains(string(rb), `"scanned": 20,`) {
+		t.Errorf("the run after a restore over the folder sent files: %s", rb)
+	}
 	status, body := srv.Do(t, srv.AdminToken(t), http.MethodGet, fmt.Sprintf("/api/2/organization/%d/metrics/usage", srv.OrganizationID(t)), nil)
 	if status != 200 || !strings.Contains(string(body), `"revision_count":0`) {
-		t.Errorf("usage after the run: %d %s, want no older revision", status, body)
+		t.Errorf("usage after the runs: %d %s, want no older revision", status, body)
 	}
 }
