@@ -222,10 +222,9 @@ func (s *server) agentPut(r *http.Request, a fsAccess, fields map[string]string,
 		d.base, d.baseSize = f, f.Size()
 		// The file must still be at base when the new revision commits.
 		opts.IfAbsent, opts.IfRevision = false, base
-	} else {
-		// No base: the agent's copy wins over what is stored.
-		opts.IfAbsent, opts.IfRevision = false, 0
 	}
+	// Without a base the caller's copy replaces what is stored (any
+	// condition set above is the policy's, checked again at the commit).
 	n, err := s.fs.WriteFile(ctx, a.root.ID, parent.ID, name, d, opts)
 	switch {
 	case err != nil && body.err != nil:
