@@ -56,6 +56,9 @@ type Config struct {
 	// MinBackoff and MaxBackoff bound the wait between reconnects
 	// (defaults 1 s and 60 s).
 	MinBackoff, MaxBackoff time.Duration
+	// BackupInterval is the time between two runs of a backup
+	// (default DefaultBackupInterval).
+	BackupInterval time.Duration
 }
 
 // Handler answers one command of the server. args is the command's JSON
@@ -74,6 +77,7 @@ type Agent struct {
 	// the parts that keep folders in step re-read their set-up there.
 	onConnect []func(ctx context.Context)
 	setup     setupState
+	backups   *backupManager // the backups feature (backup.go)
 }
 
 // New returns an Agent for cfg, reading its state file.

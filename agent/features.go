@@ -7,6 +7,7 @@ func (a *Agent) features() []func(*Agent) {
 	return []func(*Agent){
 		registerLs,
 		mappingFeature, // mapping*.go: mapped folders kept in step with their roots
+		startBackups,   // backup.go, restore.go
 	}
 }
 

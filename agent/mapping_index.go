@@ -72,7 +72,8 @@ func (ix *syncIndex) save(path string) error {
 	return writeFileAtomic(path, b, 0o600)
 }
 
-// writeFileAtomic writes b to path whole or not at all.
+// writeFileAtomic writes b to path whole or not at all: a temporary
+// file beside it, fsynced and renamed over it, then the folder fsynced.
 func writeFileAtomic(path string, b []byte, perm os.FileMode) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {

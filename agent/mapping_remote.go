@@ -13,16 +13,8 @@ import (
 	"time"
 )
 
-// remoteItem is a file or folder of the mapped root as its folder's
-// listing shows it (spec 2.2, 2.3).
-type remoteItem struct {
-	ID       uint64 `json:"id"`
-	Rev      uint64 `json:"revision_id"`
-	Path     string `json:"path"`
-	Size     int64  `json:"size"`
-	Modified string `json:"modified"`
-	Type     string `json:"type"`
-}
+// remoteItem (backup_send.go) is also a file or folder of a mapped root
+// as its folder's listing shows it (spec 2.2, 2.3).
 
 func (it remoteItem) dir() bool { return it.Type == "folder" }
 
@@ -174,7 +166,7 @@ func (rt *remoteTree) upload(ctx context.Context, parent uint64, name, local str
 				if err != nil {
 					return err
 				}
-				if _, err := io.Copy(part, &progressReader{r: f, fn: progress}); err != nil {
+				if _, err := io.Copy(part, &countingReader{r: f, fn: progress}); err != nil {
 					return err
 				}
 				return mw.Close()
@@ -222,7 +214,7 @@ func (rt *remoteTree) download(ctx context.Context, it remoteItem, dir string, p
 		return "", err
 	}
 	tmp := f.Name()
-	_, err = io.Copy(f, &progressReader{r: resp.Body, fn: progress})
+	_, err = io.Copy(f, &countingReader{r: resp.Body, fn: progress})
 	if err == nil {
 		err = f.Sync()
 	}
@@ -257,13 +249,13 @@ func (rt *remoteTree) open(ctx context.Context, it remoteItem) (io.ReadCloser, e
 	return resp.Body, nil
 }
 
-// progressReader tells fn of every read's byte count.
-type progressReader struct {
+// countingReader tells fn of every read's byte count.
+type countingReader struct {
 	r  io.Reader
 	fn func(int64)
 }
 
-func (p *progressReader) Read(b []byte) (int, error) {
+func (p *countingReader) Read(b []byte) (int, error) {
 	n, err := p.r.Read(b)
 	if n > 0 && p.fn != nil {
 		p.fn(int64(n))

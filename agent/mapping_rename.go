@@ -51,7 +51,7 @@ func (s *syncer) renames(ctx context.Context) (ops int, firstErr error) {
 		if !ok || L.Dir || L.Size != I.Size || L.Mtime != I.Mtime {
 			continue
 		}
-		if err := os.MkdirAll(s.local.abs(parentOf(p)), 0o755); err != nil {
+		if err := os.MkdirAll(s.local.abs(relParent(p)), 0o755); err != nil {
 			firstErr = cmp(firstErr, err)
 			continue
 		}
@@ -62,7 +62,7 @@ func (s *syncer) renames(ctx context.Context) (ops int, firstErr error) {
 			firstErr = cmp(firstErr, err)
 			continue
 		}
-		for d := parentOf(p); d != ""; d = parentOf(d) {
+		for d := relParent(p); d != ""; d = relParent(d) {
 			if _, ok := s.local.items[d]; ok {
 				break
 			}
@@ -102,7 +102,7 @@ func (s *syncer) renames(ctx context.Context) (ops int, firstErr error) {
 		if !ok || R.ID != I.RID || R.Rev != I.RRev {
 			continue
 		}
-		to, err := s.ensureRemoteDir(ctx, parentOf(p))
+		to, err := s.ensureRemoteDir(ctx, relParent(p))
 		if err != nil {
 			firstErr = cmp(firstErr, err)
 			continue

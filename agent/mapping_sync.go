@@ -365,13 +365,13 @@ func (s *syncer) reconcile(ctx context.Context) (ops int, firstErr error) {
 	}
 	localKids, remoteKids := map[string]int{}, map[string]int{}
 	for k := range s.local.items {
-		localKids[parentOf(k)]++
+		localKids[relParent(k)]++
 	}
 	for k := range s.local.excluded {
-		localKids[parentOf(k)]++
+		localKids[relParent(k)]++
 	}
 	for k := range s.rv {
-		remoteKids[parentOf(k)]++
+		remoteKids[relParent(k)]++
 	}
 	for i := len(folders) - 1; i >= 0; i-- {
 		p := folders[i]
@@ -390,7 +390,7 @@ func (s *syncer) excludedBelow(p string) bool {
 	if p == markerName {
 		return true
 	}
-	for q := p; q != ""; q = parentOf(q) {
+	for q := p; q != ""; q = relParent(q) {
 		if s.local.excluded[q] {
 			return true
 		}
@@ -398,7 +398,9 @@ func (s *syncer) excludedBelow(p string) bool {
 	return false
 }
 
-func parentOf(p string) string {
+// relParent returns the folder of the slash-separated relative path p
+// ("" for a top-level item).
+func relParent(p string) string {
 	if i := strings.LastIndexByte(p, '/'); i >= 0 {
 		return p[:i]
 	}
@@ -568,7 +570,7 @@ func conflictName(name, host string, at time.Time, taken func(string) bool) stri
 
 // setAside renames the local file p to its conflict name and returns it.
 func (s *syncer) setAside(p string) (string, error) {
-	dir := parentOf(p)
+	dir := relParent(p)
 	cn := conflictName(path.Base(p), s.host, time.Now(), func(n string) bool {
 		q := path.Join(dir, n)
 		if _, ok := s.rv[q]; ok {
@@ -603,7 +605,7 @@ func (s *syncer) ensureRemoteDir(ctx context.Context, p string) (uint64, error) 
 	if it, ok := s.rv[p]; ok && it.dir() {
 		return it.ID, nil
 	}
-	parent, err := s.ensureRemoteDir(ctx, parentOf(p))
+	parent, err := s.ensureRemoteDir(ctx, relParent(p))
 	if err != nil {
 		return 0, err
 	}
@@ -618,7 +620,7 @@ func (s *syncer) ensureRemoteDir(ctx context.Context, p string) (uint64, error) 
 
 // remoteParent is the id of p's folder in the root (0: the top).
 func (s *syncer) remoteParent(p string) uint64 {
-	if it, ok := s.rv[parentOf(p)]; ok {
+	if it, ok := s.rv[relParent(p)]; ok {
 		return it.ID
 	}
 	return 0
@@ -626,7 +628,7 @@ func (s *syncer) remoteParent(p string) uint64 {
 
 // upload sends the local file p (state L as planned) to the root.
 func (s *syncer) upload(ctx context.Context, p string, L localItem) error {
-	parent, err := s.ensureRemoteDir(ctx, parentOf(p))
+	parent, err := s.ensureRemoteDir(ctx, relParent(p))
 	if err != nil {
 		return err
 	}
@@ -652,11 +654,11 @@ func (s *syncer) upload(ctx context.Context, p string, L localItem) error {
 // plan saw (nil: none); a different one found at the last moment leaves
 // the local file alone for the next cycle.
 func (s *syncer) download(ctx context.Context, p string, R remoteItem, expect *localItem) error {
-	dir := s.local.abs(parentOf(p))
+	dir := s.local.abs(relParent(p))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	for q := parentOf(p); q != ""; q = parentOf(q) {
+	for q := relParent(p); q != ""; q = relParent(q) {
 		if _, ok := s.local.items[q]; ok {
 			break
 		}
@@ -735,7 +737,7 @@ func (s *syncer) finishFolder(ctx context.Context, p string, localKids, remoteKi
 		if err := s.deleteRemote(ctx, p, R); err != nil {
 			return 0, err
 		}
-		remoteKids[parentOf(p)]--
+		remoteKids[relParent(p)]--
 		return 1, nil
 	case lok && !rok: // deleted there
 		if localKids[p] > 0 {
@@ -748,7 +750,7 @@ func (s *syncer) finishFolder(ctx context.Context, p string, localKids, remoteKi
 		}
 		delete(s.local.items, p)
 		s.unindex(p)
-		localKids[parentOf(p)]--
+		localKids[relParent(p)]--
 		return 1, nil
 	}
 	return 0, nil

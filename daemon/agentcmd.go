@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -28,6 +29,7 @@ const (
 // computer that berth backs up or serves folders from (docs/agent.md).
 func newAgentCommand(stderr io.Writer) *cobra.Command {
 	var server, login, stateFile, caFile, passwordFile, level string
+	var backupInterval time.Duration
 	cmd := &cobra.Command{
 		Use:   "agent",
 		Short: "Run the machine agent: backups, restores and mapped folders of this computer",
@@ -47,6 +49,7 @@ func newAgentCommand(stderr io.Writer) *cobra.Command {
 			}
 			cfg := agent.Config{
 				Server: server, Login: login, StateFile: stateFile, CAFile: caFile, Logger: log,
+				BackupInterval: backupInterval,
 				Password: func() (string, error) {
 					if passwordFile != "" {
 						b, err := os.ReadFile(passwordFile)
@@ -93,6 +96,7 @@ func newAgentCommand(stderr io.Writer) *cobra.Command {
 	f.StringVar(&caFile, "ca-file", "", "PEM certificates to trust for the server (its self-signed certificate)")
 	f.StringVar(&passwordFile, "password-file", "", "a file holding the password (or a device password)")
 	f.StringVar(&level, "log-level", "info", "debug, info, warn or error")
+	f.DurationVar(&backupInterval, "backup-interval", agent.DefaultBackupInterval, "the time between two runs of each backup (docs/agent.md \"Backups\")")
 	_ = cmd.MarkFlagRequired("server")
 	_ = cmd.MarkFlagRequired("login")
 	return cmd

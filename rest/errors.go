@@ -101,6 +101,8 @@ func errorTable() []errorMapping {
 		{vfs.ErrNotDir, http.StatusNotFound, "not_found", "no such folder"},
 		{vfs.ErrIsDir, http.StatusNotFound, "not_found", "no such file"},
 		{vfs.ErrNameConflict, http.StatusConflict, "name_conflict", ""},
+		// An agent delta against a revision no longer current (agentupload.go): the agent sends the whole file.
+		{errBaseRevision, http.StatusConflict, "name_conflict", "the base revision is not the file's current revision: send the whole file"},
 		{vfs.ErrLocked, http.StatusConflict, "resource_locked", "the item or a folder above it is locked"},
 		{vfs.ErrNoSuchLock, http.StatusConflict, "resource_locked", "the item does not hold that lock"},
 		{vfs.ErrRootDeleted, http.StatusGone, "root_deleted", "the root was deleted earlier"},

@@ -807,6 +807,13 @@ func isoRows() []isoRow {
 			form: fields("path", "/home/x"), want: "CP=403 CA=200 PA=200"},
 		{pattern: "POST /api/2/machine/{machine_id}/server/enable", name: "file_server_enabled on", method: "POST", tenant: "fresh",
 			path: withPolicy(func(p *account.Policy) { p.FileServerEnabled = true }, pf("/api/2/machine/%d/server/enable", newMachine(cPlain))), want: childRead},
+		// berth's backup routes (docs/api.md "Agent writes"): a write
+		// needs write access to the root; start needs the backup.
+		{pattern: "POST /api/2/machine/{machine_id}/backup/{root_id}/start", name: "none", method: "POST", path: pf("/api/2/machine/%d/backup/999999/start", newMachine(cPlain)), want: "CP=404 CA=404 PA=404"},
+		{pattern: "POST /api/2/agent/files/{root_id}/write", name: "not multipart", method: "POST", path: pf("/api/2/agent/files/%d/write", cRoot), form: fields("path", "/n"), want: "CP=400 CA=404 PA=404"},
+		{pattern: "POST /api/2/machine/{machine_id}/backup/{root_id}/start", name: "an existing one, offline", method: "POST", path: machinePath(false, "/api/2/machine/%d/backup/%d/start", backupID), want: "CP=503 CA=503 PA=503"},
+		{pattern: "POST /api/2/machine/{machine_id}/backup/{root_id}/start", name: "the parent's plain person's, offline", method: "POST", path: machinePath(true, "/api/2/machine/%d/backup/%d/start", backupID), want: "PP=503 CP=404 CA=404 PA=503"},
+		{pattern: "POST /api/2/machine/{machine_id}/backup/{root_id}/start", name: "another machine's, through this one", method: "POST", path: crossMachinePath("/api/2/machine/%d/backup/%d/start", false), want: "CP=404 CA=404 PA=404"},
 		// The agent's channel (docs/agent.md): only a machine's own
 		// token; the walk checks the anonymous caller (a stream that
 		// stays open is the agent tests').

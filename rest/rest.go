@@ -152,6 +152,7 @@ func (s *server) routes() {
 	s.devicePasswordRoutes()
 	s.machineRoutes()
 	s.agentRoutes()
+	s.agentUploadRoutes()
 	s.tusRoutes()
 	s.authSourceRoutes()
 	s.twoStepRoutes()

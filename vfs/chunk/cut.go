@@ -94,3 +94,15 @@ func scan(fp, mask uint64, data []byte) (int, uint64) {
 func genuine(p, n int) bool {
 	return p < n || n >= maxChunkSize
 }
+
+// MaxChunkSize is the longest chunk Cut returns: a caller that cuts a
+// stream holds this many bytes of it (or all that is left) per cut.
+const MaxChunkSize = maxChunkSize
+
+// Cut returns the length of the chunk that starts data, cut where berth's
+// writer cuts it, when data holds MaxChunkSize bytes or all that is left
+// of the stream. A client that cuts its files with it (berth agent) finds
+// the same chunk boundaries the server does, so the chunks of a file's
+// new contents that the stored revision already has can be named by
+// their byte ranges instead of sent.
+func Cut(data []byte) int { return cut(data) }
