@@ -266,4 +266,3 @@ func (ix *backupIndex) close() error {
 	defer ix.mu.Unlock()
 	return ix.journal.Close()
 }
-

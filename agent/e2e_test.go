@@ -237,10 +237,14 @@ func TestAgentMachine(t *testing.T) {
 		// Another person cannot list alice's machine at all.
 		status, body := srv.Do(t, bob.Token, http.MethodPost, mpath("/ls"), url.Values{"path": {docs}})
 		wantError(t, "bob's ls", status, body, 404, "not_found")
-		// The administrator of alice's organization may.
+		// The administrator of alice's organization may only where the
+		// policy lets administrators browse machines.
+		status, body = srv.Do(t, srv.AdminToken(t), http.MethodPost, mpath("/ls"), url.Values{"path": {docs}})
+		wantError(t, "the administrator's ls, admin_browse_remote off", status, body, 403, "forbidden")
+		srv.SetPolicy(t, srv.OrganizationID(t), url.Values{"admin_browse_remote": {"true"}})
 		status, body = srv.Do(t, srv.AdminToken(t), http.MethodPost, mpath("/ls"), url.Values{"path": {docs}})
 		if status != 200 {
-			t.Errorf("the administrator's ls: %d %s", status, body)
+			t.Errorf("the administrator's ls, admin_browse_remote on: %d %s", status, body)
 		}
 	})
 

@@ -63,6 +63,7 @@ func DomainErrors() map[string]error {
 		"kv.ErrConflict":   kv.ErrConflict,
 		"kv.ErrTxnTooBig":  kv.ErrTxnTooBig,
 		"kv.ErrClosed":     kv.ErrClosed,
+		"kv.ErrLeaseLost":  kv.ErrLeaseLost,
 		"kv.ErrReadOnly":   kv.ErrReadOnly,
 		"kv.ErrInUse":      kv.ErrInUse,
 		"kv.ErrNotDurable": kv.ErrNotDurable,

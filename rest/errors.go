@@ -134,6 +134,8 @@ func errorTable() []errorMapping {
 		// are the server's own faults.
 		{kv.ErrConflict, http.StatusServiceUnavailable, "temporarily_unavailable", "the service is temporarily unavailable; try again"},
 		{kv.ErrClosed, http.StatusServiceUnavailable, "temporarily_unavailable", "the service is temporarily unavailable; try again"},
+		// Background jobs only; a request never holds a lease.
+		{kv.ErrLeaseLost, http.StatusServiceUnavailable, "temporarily_unavailable", "the service is temporarily unavailable; try again"},
 		{kv.ErrNotFound, http.StatusInternalServerError, "unknown", ""},
 		{kv.ErrTxnTooBig, http.StatusInternalServerError, "unknown", ""},
 		{kv.ErrReadOnly, http.StatusInternalServerError, "unknown", ""},

@@ -186,6 +186,7 @@ func errorTable() []errorMapping {
 		// the server's own faults.
 		{err: kv.ErrConflict, status: http.StatusServiceUnavailable},
 		{err: kv.ErrClosed, status: http.StatusServiceUnavailable},
+		{err: kv.ErrLeaseLost, status: http.StatusServiceUnavailable},
 		{err: kv.ErrNotFound, status: http.StatusInternalServerError},
 		{err: kv.ErrTxnTooBig, status: http.StatusInternalServerError},
 		{err: kv.ErrReadOnly, status: http.StatusInternalServerError},
