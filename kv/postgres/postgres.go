@@ -156,6 +156,9 @@ type DB struct {
 	prio        sync.Mutex
 	prioWaiting atomic.Int32
 
+	// retries counts the tries Update ran again (Retries).
+	conflicts atomic.Uint64
+
 	// gen maps the sum of berth_kv_gen onto what Generation returns
 	// (see there).
 	gen genState
@@ -359,6 +362,7 @@ func (d *DB) Update(ctx context.Context, fn func(kv.Txn) error) error {
 		if !retryable(err) {
 			return err
 		}
+		d.conflicts.Add(1)
 		if try >= d.retries {
 			return fmt.Errorf("%w (after %d tries: %v)", kv.ErrConflict, try+1, err)
 		}
@@ -404,6 +408,11 @@ func (d *DB) updateOnce(ctx context.Context, fn func(kv.Txn) error) error {
 	}
 	return nil
 }
+
+// Retries returns how many tries of Update failed to serialize and were
+// run again (or given up) since Open: a figure to watch, since each costs
+// a round of the transaction.
+func (d *DB) Retries() uint64 { return d.conflicts.Load() }
 
 // retryable reports whether err is a failure to serialize that a new try
 // may not meet: a serialization failure or a deadlock.
@@ -637,6 +646,8 @@ type txn struct {
 	// failed is the first statement's error: the database refuses the
 	// rest of the transaction after it.
 	failed error
+	// cursors counts the scans' cursors, to name each one.
+	cursors int
 	// bytes counts the keys and values written (Options.MaxTxnBytes).
 	bytes int64
 	// found and missing are the keys Get read with and without a value,
@@ -818,10 +829,19 @@ func (t *txn) ScanReverse(prefix, start []byte, fn func(key, value []byte) error
 
 // scan calls fn for the keys from lo to hi (lo included; hi included
 // when hiIncl, and a nil hi is open), in ascending or, when reverse,
-// descending order. It reads them in batches, each a query of its own
-// that starts after the last key of the one before, so a scan holds one
-// batch in memory however many keys it visits, and fn may use the
-// transaction between batches.
+// descending order, a batch at a time: a scan holds one batch in memory
+// however many keys it visits, and fn may use the transaction between
+// batches.
+//
+// The first batch is a query with a LIMIT, which ends most scans (a
+// folder's few children, a lookup that stops at the first key) in one
+// round trip. The rest comes through a cursor rather than a query per
+// batch ("k > last ORDER BY k LIMIT n"): for those the planner, whose row
+// estimates for a key range are often far off (a fresh table, a folder
+// that grew), chose a bitmap scan of the whole range and a sort for
+// every batch, which made a scan of a large prefix quadratic (100,000
+// keys took 1.2 s, 0.3 s through a cursor). A cursor's plan is chosen for
+// its first rows (cursor_tuple_fraction): the ordered index scan.
 func (t *txn) scan(reverse bool, lo, hi []byte, hiIncl bool, fn func(key, value []byte) error) error {
 	if t.failed != nil {
 		return t.fail(t.failed)
@@ -829,10 +849,7 @@ func (t *txn) scan(reverse bool, lo, hi []byte, hiIncl bool, fn func(key, value 
 	if lo == nil {
 		lo = []byte{}
 	}
-	type pair struct{ k, v []byte }
-	limit := scanBatchMin
-	var batch []pair
-	for {
+	query := func() (string, []any) {
 		q := `SELECT k, v FROM berth_kv WHERE k >= $1 AND ` + live
 		args := []any{lo}
 		if hi != nil {
@@ -844,12 +861,13 @@ func (t *txn) scan(reverse bool, lo, hi []byte, hiIncl bool, fn func(key, value 
 			args = append(args, hi)
 		}
 		if reverse {
-			q += " ORDER BY k DESC"
-		} else {
-			q += " ORDER BY k"
+			return q + " ORDER BY k DESC", args
 		}
-		q += fmt.Sprintf(" LIMIT %d", limit)
-		rows, err := t.tx.Query(t.ctx, q, args...)
+		return q + " ORDER BY k", args
+	}
+	type pair struct{ k, v []byte }
+	var batch []pair
+	read := func(rows pgx.Rows, err error) error {
 		if err != nil {
 			return t.fail(err)
 		}
@@ -860,35 +878,70 @@ func (t *txn) scan(reverse bool, lo, hi []byte, hiIncl bool, fn func(key, value 
 				rows.Close()
 				return t.fail(err)
 			}
+			if p.v == nil {
+				p.v = []byte{}
+			}
 			batch = append(batch, p)
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
 			return t.fail(err)
 		}
+		return nil
+	}
+	// visit calls fn for the batch, and reports whether the scan is over.
+	visit := func() (bool, error) {
 		for _, p := range batch {
-			if p.v == nil {
-				p.v = []byte{}
-			}
 			if err := fn(p.k, p.v); err != nil {
 				if errors.Is(err, kv.ErrStop) {
-					return nil
+					return true, nil
 				}
-				return err
+				return true, err
 			}
 		}
-		if len(batch) < limit {
-			return nil
-		}
-		last := batch[len(batch)-1].k
-		if reverse {
-			hi, hiIncl = last, false
-		} else {
-			// The smallest key after last: last and a zero byte.
-			lo = append(last, 0)
-		}
-		limit = min(limit*2, scanBatchMax)
+		return false, nil
 	}
+
+	q, args := query()
+	if err := read(t.tx.Query(t.ctx, q+fmt.Sprintf(" LIMIT %d", scanBatchMin), args...)); err != nil {
+		return err
+	}
+	if stop, err := visit(); stop || err != nil || len(batch) < scanBatchMin {
+		return err
+	}
+	last := batch[len(batch)-1].k
+	if reverse {
+		hi, hiIncl = last, false
+	} else {
+		lo = append(last, 0) // the smallest key after last
+	}
+	q, args = query()
+	t.cursors++
+	cursor := fmt.Sprintf("berth_scan_%d", t.cursors)
+	if _, err := t.tx.Exec(t.ctx, "DECLARE "+cursor+" NO SCROLL CURSOR FOR "+q, args...); err != nil {
+		return t.fail(err)
+	}
+	for limit := scanBatchMin * 2; ; limit = min(limit*2, scanBatchMax) {
+		if err := read(t.tx.Query(t.ctx, fmt.Sprintf("FETCH FORWARD %d FROM %s", limit, cursor))); err != nil {
+			return err
+		}
+		stop, err := visit()
+		if stop || err != nil || len(batch) < limit {
+			return errors.Join(err, t.closeCursor(cursor))
+		}
+	}
+}
+
+// closeCursor closes a scan's cursor, which would otherwise live, with
+// its snapshot of the scan, until the transaction ends.
+func (t *txn) closeCursor(name string) error {
+	if t.failed != nil {
+		return nil // the transaction is over; its cursors with it
+	}
+	if _, err := t.tx.Exec(t.ctx, "CLOSE "+name); err != nil {
+		return t.fail(err)
+	}
+	return nil
 }
 
 // prefixEnd returns the smallest key greater than every key with prefix,
