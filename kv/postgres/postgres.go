@@ -127,16 +127,35 @@ type Options struct {
 	// writes; beyond it Set returns kv.ErrTxnTooBig. Zero means
 	// DefaultMaxTxnBytes.
 	MaxTxnBytes int64
-	// MaxConns bounds the connections of the pool; zero means pgx's
-	// default (the larger of 4 and the number of CPUs).
+	// MaxConns bounds the connections transactions use; zero means
+	// DefaultMaxConns. Sequences and Generation have a few more of their
+	// own (auxConns).
 	MaxConns int32
 }
+
+// DefaultMaxConns is the default of Options.MaxConns: a request holds a
+// connection for one transaction at a time, and 32 serve far more
+// concurrent requests than a node's cores, while several nodes stay well
+// under PostgreSQL's default max_connections of 100.
+const DefaultMaxConns = 32
+
+// auxConns is the size of the second pool, for the calls that may come
+// from inside a transaction's fn (NextID, Generation) and the expiry.
+// Were they to take their connection from the transactions' pool, as many
+// Updates as it has connections, each calling NextID, would wait for
+// each other for ever.
+const auxConns = 8
 
 // DB is a kv.Store on a PostgreSQL database. Create it with Open; it is
 // safe for concurrent use, and any number of DBs, in any number of
 // processes, may use one database at once.
 type DB struct {
-	pool     *pgxpool.Pool
+	pool *pgxpool.Pool // transactions
+	aux  *pgxpool.Pool // NextID, Generation, Expire: never held across a call
+	// writers bounds the Updates in flight to three quarters of pool, so
+	// that a View called inside an Update's fn (which kv allows) always
+	// finds a connection.
+	writers  chan struct{}
 	log      *slog.Logger
 	retries  int
 	lease    uint64
@@ -206,6 +225,7 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kv/postgres: parsing the DSN: %w", err)
 	}
+	cfg.MaxConns = DefaultMaxConns
 	if opts.MaxConns > 0 {
 		cfg.MaxConns = opts.MaxConns
 	}
@@ -213,12 +233,22 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kv/postgres: %w", err)
 	}
+	auxCfg := cfg.Copy()
+	auxCfg.MaxConns = auxConns
+	aux, err := pgxpool.NewWithConfig(ctx, auxCfg)
+	if err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("kv/postgres: %w", err)
+	}
 	if err := createSchema(ctx, pool); err != nil {
 		pool.Close()
+		aux.Close()
 		return nil, err
 	}
 	d := &DB{
 		pool:     pool,
+		aux:      aux,
+		writers:  make(chan struct{}, max(1, cfg.MaxConns*3/4)),
 		log:      opts.Logger,
 		retries:  opts.ConflictRetries,
 		lease:    uint64(opts.IDLease),
@@ -358,7 +388,14 @@ func (d *DB) Update(ctx context.Context, fn func(kv.Txn) error) error {
 			d.prio.Lock()
 			d.prio.Unlock()
 		}
-		err := d.updateOnce(ctx, fn)
+		var err error
+		select {
+		case d.writers <- struct{}{}:
+			err = d.updateOnce(ctx, fn)
+			<-d.writers
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 		if !retryable(err) {
 			return err
 		}
@@ -509,7 +546,7 @@ func (d *DB) readGeneration() (uint64, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), generationTimeout)
 	defer cancel()
 	var sum int64
-	err := d.pool.QueryRow(ctx, `SELECT coalesce(sum(n), 0)::INT8 FROM berth_kv_gen`).Scan(&sum)
+	err := d.aux.QueryRow(ctx, `SELECT coalesce(sum(n), 0)::INT8 FROM berth_kv_gen`).Scan(&sum)
 	return uint64(sum), err
 }
 
@@ -548,7 +585,7 @@ func (d *DB) NextID(ctx context.Context, kind string) (uint64, error) {
 	defer s.mu.Unlock()
 	if s.next == 0 || s.next > s.hi {
 		var hi int64
-		err := d.pool.QueryRow(ctx, `INSERT INTO berth_kv_seq (kind, hi) VALUES ($1, $2)
+		err := d.aux.QueryRow(ctx, `INSERT INTO berth_kv_seq (kind, hi) VALUES ($1, $2)
 			ON CONFLICT (kind) DO UPDATE SET hi = berth_kv_seq.hi + excluded.hi
 			RETURNING hi`, kind, int64(d.lease)).Scan(&hi)
 		if err != nil {
@@ -580,6 +617,7 @@ func (d *DB) Close() error {
 	d.stopExpire()
 	<-d.expireDone
 	d.pool.Close()
+	d.aux.Close()
 	return nil
 }
 
@@ -616,7 +654,7 @@ func (d *DB) Expire(ctx context.Context) (int64, error) {
 	defer d.leave()
 	var total int64
 	for {
-		tag, err := d.pool.Exec(ctx, `DELETE FROM berth_kv
+		tag, err := d.aux.Exec(ctx, `DELETE FROM berth_kv
 			WHERE expires_at <= now() AND k IN (
 				SELECT k FROM berth_kv WHERE expires_at <= now() ORDER BY expires_at LIMIT $1)`,
 			expireBatch)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -45,6 +46,7 @@ func TestEngine(t *testing.T) {
 		{"Expire", testExpire},
 		{"TxnTooBig", testTxnTooBig},
 		{"TwoNodes", testTwoNodes},
+		{"NestedCalls", testNestedCalls},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -268,4 +270,34 @@ func testTwoNodes(t *testing.T, srv *pgtest.Server) {
 	defer a2.Close()
 	take(a2, 15)
 	take(b, 15)
+}
+
+// testNestedCalls: more concurrent Updates than the pool has connections,
+// each calling NextID and View from inside fn (which kv allows), all
+// finish: those calls never wait for a connection that only another
+// Update's end would free.
+func testNestedCalls(t *testing.T, srv *pgtest.Server) {
+	d := open(t, srv, Options{MaxConns: 2, IDLease: 1})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Go(func() {
+			err := d.Update(ctx, func(tx kv.Txn) error {
+				id, err := d.NextID(ctx, "nested")
+				if err != nil {
+					return err
+				}
+				if err := d.View(ctx, func(kv.Txn) error { return nil }); err != nil {
+					return err
+				}
+				d.Generation()
+				return tx.Set(kv.Key("w/", uint64(w)), kv.AppendUint64(nil, id))
+			})
+			if err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
 }
