@@ -635,7 +635,7 @@ func (d *DB) expireLoop(ctx context.Context, every time.Duration) {
 			return
 		case <-t.C:
 		}
-		if _, err := d.Expire(ctx); err != nil && ctx.Err() == nil {
+		if _, err := d.Expire(ctx); err != nil && ctx.Err() == nil && !errors.Is(err, kv.ErrClosed) {
 			d.log.Warn("kv: deleting expired keys", "error", err)
 		}
 	}
