@@ -333,6 +333,10 @@ func (d *DB) leave() {
 
 // View runs fn in a REPEATABLE READ, READ ONLY transaction: one snapshot
 // for all of fn's reads. Writes inside fn fail with kv.ErrReadOnly.
+//
+// The transaction begins with fn's first read, in the same round trip
+// (lazyTx), so a View of one Get costs two round trips (that one and the
+// commit) rather than three, and a View that reads nothing costs none.
 func (d *DB) View(ctx context.Context, fn func(kv.Txn) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -341,16 +345,105 @@ func (d *DB) View(ctx context.Context, fn func(kv.Txn) error) error {
 		return err
 	}
 	defer d.leave()
-	tx, err := d.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	conn, err := d.pool.Acquire(ctx)
 	if err != nil {
 		return mapErr(err)
 	}
-	defer tx.Rollback(context.WithoutCancel(ctx))
-	t := &txn{ctx: ctx, tx: tx, db: d}
-	if err := fn(t); err != nil {
+	// A connection still in a transaction (the end below failed) is
+	// closed by Release rather than handed to the next caller.
+	defer conn.Release()
+	lt := &lazyTx{conn: conn}
+	t := &txn{ctx: ctx, tx: lt, db: d}
+	err = fn(t)
+	if !lt.begun {
 		return err
 	}
-	return mapErr(tx.Commit(ctx))
+	end := "COMMIT"
+	if err != nil || t.failed != nil {
+		end = "ROLLBACK"
+	}
+	if _, eerr := conn.Exec(context.WithoutCancel(ctx), end); eerr != nil && err == nil {
+		return mapErr(eerr)
+	}
+	return err
+}
+
+// querier is what a txn's statements go through: pgx.Tx in Update,
+// lazyTx in View.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}
+
+// lazyTx is a View's transaction: it sends BEGIN together with the first
+// statement, in one batch.
+type lazyTx struct {
+	conn  *pgxpool.Conn
+	begun bool
+}
+
+const beginView = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+
+func (l *lazyTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	if l.begun {
+		return l.conn.Query(ctx, sql, args...)
+	}
+	l.begun = true
+	b := &pgx.Batch{}
+	b.Queue(beginView)
+	b.Queue(sql, args...)
+	br := l.conn.SendBatch(ctx, b)
+	if _, err := br.Exec(); err != nil {
+		br.Close()
+		return nil, err
+	}
+	rows, err := br.Query()
+	if err != nil {
+		br.Close()
+		return nil, err
+	}
+	return &batchRows{Rows: rows, br: br}, nil
+}
+
+func (l *lazyTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	if l.begun {
+		return l.conn.Exec(ctx, sql, args...)
+	}
+	l.begun = true
+	b := &pgx.Batch{}
+	b.Queue(beginView)
+	b.Queue(sql, args...)
+	br := l.conn.SendBatch(ctx, b)
+	defer br.Close()
+	if _, err := br.Exec(); err != nil {
+		return pgconn.CommandTag{}, err
+	}
+	return br.Exec()
+}
+
+// batchRows are the rows of a batch's last statement; closing them ends
+// the batch, after which the connection takes the next statement.
+type batchRows struct {
+	pgx.Rows
+	br     pgx.BatchResults
+	closed bool
+	err    error
+}
+
+func (r *batchRows) Close() {
+	if r.closed {
+		return
+	}
+	r.closed = true
+	r.Rows.Close()
+	r.err = r.br.Close()
+}
+
+func (r *batchRows) Err() error {
+	if err := r.Rows.Err(); err != nil {
+		return err
+	}
+	return r.err
 }
 
 // Update runs fn in a SERIALIZABLE transaction and commits it; the
@@ -418,7 +511,7 @@ func (d *DB) updateOnce(ctx context.Context, fn func(kv.Txn) error) error {
 		return mapErr(err)
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
-	t := &txn{ctx: ctx, tx: tx, db: d, write: true}
+	t := &txn{ctx: ctx, tx: tx, db: d, write: true, batcher: tx}
 	if err := fn(t); err != nil {
 		// fn may have wrapped or swallowed a statement's failure; a try
 		// that failed to serialize is run again whatever fn made of it.
@@ -675,11 +768,12 @@ const live = `(expires_at IS NULL OR expires_at > now())`
 
 // txn is one transaction on one connection.
 type txn struct {
-	ctx   context.Context
-	tx    pgx.Tx
-	db    *DB
-	write bool // Update's: it may write
-	wrote bool // a write was made: the commit moves Generation
+	ctx     context.Context
+	tx      querier
+	batcher pgx.Tx // Update's transaction, for finish's batch
+	db      *DB
+	write   bool // Update's: it may write
+	wrote   bool // a write was made: the commit moves Generation
 
 	// failed is the first statement's error: the database refuses the
 	// rest of the transaction after it.
@@ -710,7 +804,7 @@ func (t *txn) Get(key []byte) ([]byte, error) {
 		return nil, t.fail(t.failed)
 	}
 	var v []byte
-	err := t.tx.QueryRow(t.ctx, `SELECT v FROM berth_kv WHERE k = $1 AND `+live, key).Scan(&v)
+	err := queryRow(t.ctx, t.tx, &v, `SELECT v FROM berth_kv WHERE k = $1 AND `+live, key)
 	if t.write {
 		t.noteRead(key, err == nil)
 	}
@@ -724,6 +818,28 @@ func (t *txn) Get(key []byte) ([]byte, error) {
 		v = []byte{}
 	}
 	return v, nil
+}
+
+// queryRow reads the one column of the one row a query returns into dst,
+// or returns pgx.ErrNoRows.
+func queryRow(ctx context.Context, q querier, dst any, sql string, args ...any) error {
+	rows, err := q.Query(ctx, sql, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		return pgx.ErrNoRows
+	}
+	if err := rows.Scan(dst); err != nil {
+		return err
+	}
+	rows.Close()
+	return rows.Err()
 }
 
 func (t *txn) noteRead(key []byte, found bool) {
@@ -830,7 +946,7 @@ func (t *txn) finish() error {
 		b.Queue(`ROLLBACK TO SAVEPOINT berth_validate`)
 	}
 	b.Queue(`UPDATE berth_kv_gen SET n = n + 1 WHERE shard = $1`, rand.IntN(genShards))
-	if err := t.tx.SendBatch(t.ctx, b).Close(); err != nil {
+	if err := t.batcher.SendBatch(t.ctx, b).Close(); err != nil {
 		return t.fail(err)
 	}
 	return nil
