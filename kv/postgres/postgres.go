@@ -1,9 +1,10 @@
 // Package postgres is the kv engine for more than one berth node: a
 // kv.Store over a PostgreSQL database (github.com/jackc/pgx/v5), which
-// every node opens. It uses only SQL that CockroachDB and YugabyteDB
-// also accept (plain tables and indexes, INSERT ... ON CONFLICT,
-// SELECT ... FOR SHARE, savepoints), so the metadata can live on a
-// database that itself scales out. docs/operations.md, "Metadata on
+// every node opens. It keeps to SQL that CockroachDB and YugabyteDB
+// document as theirs too (plain tables and indexes, INSERT ... ON
+// CONFLICT, SELECT ... FOR SHARE, savepoints, cursors), so the metadata
+// can live on a database that itself scales out; its tests run on
+// PostgreSQL. docs/operations.md, "Metadata on
 // PostgreSQL", says what it needs of the database and why.
 //
 // # Schema
@@ -27,7 +28,7 @@
 // reads (Get) the way kv/badger does, first committer wins: a key it read
 // that another transaction changed and committed since it began makes it
 // fail and run again, rather than be ordered before that commit (see
-// validate). View runs at REPEATABLE READ, READ ONLY: a snapshot that
+// txn.finish). View runs at REPEATABLE READ, READ ONLY: a snapshot that
 // never fails for serialization.
 //
 // # Generation
