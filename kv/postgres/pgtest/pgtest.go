@@ -134,6 +134,13 @@ func start(bin string, cred *syscall.Credential, dir, data string) (*running, bo
 		"-c", "max_pred_locks_per_transaction=256",
 	)
 	cmd.Stdout, cmd.Stderr = logf, logf
+	// A test binary killed (its -timeout, a ^C) runs no cleanup: the
+	// kernel then stops the server (SIGQUIT: immediate shutdown), which
+	// would otherwise outlive it on its port.
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGQUIT
 	if err := cmd.Start(); err != nil {
 		return nil, false, fmt.Errorf("pgtest: starting postgres: %w", err)
 	}
