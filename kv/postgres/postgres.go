@@ -779,6 +779,8 @@ type txn struct {
 	// failed is the first statement's error: the database refuses the
 	// rest of the transaction after it.
 	failed error
+	// pending are the writes queued since the last statement (queue).
+	pending []pendingWrite
 	// cursors counts the scans' cursors, to name each one.
 	cursors int
 	// bytes counts the keys and values written (Options.MaxTxnBytes).
@@ -803,6 +805,9 @@ func (t *txn) fail(err error) error {
 func (t *txn) Get(key []byte) ([]byte, error) {
 	if t.failed != nil {
 		return nil, t.fail(t.failed)
+	}
+	if err := t.flush(); err != nil {
+		return nil, err
 	}
 	var v []byte
 	err := queryRow(t.ctx, t.tx, &v, `SELECT v FROM berth_kv WHERE k = $1 AND `+live, key)
@@ -887,9 +892,7 @@ func (t *txn) Set(key, value []byte) error {
 	if value == nil {
 		value = []byte{} // NULL is not a value
 	}
-	if _, err := t.tx.Exec(t.ctx, setSQL, key, value); err != nil {
-		return t.fail(err)
-	}
+	t.queue(setSQL, bytes.Clone(key), bytes.Clone(value))
 	return nil
 }
 
@@ -905,9 +908,7 @@ func (t *txn) SetTTL(key, value []byte, ttl time.Duration) error {
 	if value == nil {
 		value = []byte{}
 	}
-	if _, err := t.tx.Exec(t.ctx, setTTLSQL, key, value, ttl.Microseconds()); err != nil {
-		return t.fail(err)
-	}
+	t.queue(setTTLSQL, bytes.Clone(key), bytes.Clone(value), ttl.Microseconds())
 	return nil
 }
 
@@ -915,14 +916,48 @@ func (t *txn) Delete(key []byte) error {
 	if err := t.writable(len(key)); err != nil {
 		return err
 	}
-	if _, err := t.tx.Exec(t.ctx, `DELETE FROM berth_kv WHERE k = $1`, key); err != nil {
+	t.queue(`DELETE FROM berth_kv WHERE k = $1`, bytes.Clone(key))
+	return nil
+}
+
+// pendingWrite is a write not yet sent (see txn.queue).
+type pendingWrite struct {
+	sql  string
+	args []any
+}
+
+// queue keeps a write to send with the transaction's next statement: the
+// writes up to a read, or up to the commit, go in one round trip (a
+// batch) rather than one each, which also keeps the transaction, and so
+// the time in which another can conflict with it, shorter. A write the
+// database refuses fails the next read, or the commit.
+func (t *txn) queue(sql string, args ...any) {
+	t.pending = append(t.pending, pendingWrite{sql, args})
+}
+
+// sendPending adds the queued writes to b and forgets them.
+func (t *txn) sendPending(b *pgx.Batch) {
+	for _, w := range t.pending {
+		b.Queue(w.sql, w.args...)
+	}
+	t.pending = nil
+}
+
+// flush sends the queued writes before a read, which must see them.
+func (t *txn) flush() error {
+	if len(t.pending) == 0 {
+		return nil
+	}
+	b := &pgx.Batch{}
+	t.sendPending(b)
+	if err := t.batcher.SendBatch(t.ctx, b).Close(); err != nil {
 		return t.fail(err)
 	}
 	return nil
 }
 
-// finish ends a write transaction before its commit: it checks its point
-// reads (validate) and moves Generation, in one round trip.
+// finish ends a write transaction before its commit: it sends the queued
+// writes, checks its point reads and moves Generation, in one round trip.
 //
 // The check makes a transaction fail if a key it read was changed by a
 // transaction that committed after it began, as kv/badger's does.
@@ -937,6 +972,7 @@ func (t *txn) Delete(key []byte) error {
 // database's serializable isolation.
 func (t *txn) finish() error {
 	b := &pgx.Batch{}
+	t.sendPending(b)
 	if len(t.found) > 0 {
 		b.Queue(`SELECT k FROM berth_kv WHERE k = ANY($1) FOR SHARE`, keys(t.found))
 	}
@@ -1001,6 +1037,8 @@ func (t *txn) scan(reverse bool, lo, hi []byte, hiIncl bool, fn func(key, value 
 	if t.failed != nil {
 		return t.fail(t.failed)
 	}
+	// Writes fn makes between batches are sent before the next FETCH;
+	// the cursor reads the snapshot of its start and does not see them.
 	if lo == nil {
 		lo = []byte{}
 	}
@@ -1022,6 +1060,12 @@ func (t *txn) scan(reverse bool, lo, hi []byte, hiIncl bool, fn func(key, value 
 	}
 	type pair struct{ k, v []byte }
 	var batch []pair
+	flushed := func(q func() (pgx.Rows, error)) (pgx.Rows, error) {
+		if err := t.flush(); err != nil {
+			return nil, err
+		}
+		return q()
+	}
 	read := func(rows pgx.Rows, err error) error {
 		if err != nil {
 			return t.fail(err)
@@ -1058,7 +1102,9 @@ func (t *txn) scan(reverse bool, lo, hi []byte, hiIncl bool, fn func(key, value 
 	}
 
 	q, args := query()
-	if err := read(t.tx.Query(t.ctx, q+fmt.Sprintf(" LIMIT %d", scanBatchMin), args...)); err != nil {
+	if err := read(flushed(func() (pgx.Rows, error) {
+		return t.tx.Query(t.ctx, q+fmt.Sprintf(" LIMIT %d", scanBatchMin), args...)
+	})); err != nil {
 		return err
 	}
 	if stop, err := visit(); stop || err != nil || len(batch) < scanBatchMin {
@@ -1077,7 +1123,9 @@ func (t *txn) scan(reverse bool, lo, hi []byte, hiIncl bool, fn func(key, value 
 		return t.fail(err)
 	}
 	for limit := scanBatchMin * 2; ; limit = min(limit*2, scanBatchMax) {
-		if err := read(t.tx.Query(t.ctx, fmt.Sprintf("FETCH FORWARD %d FROM %s", limit, cursor))); err != nil {
+		if err := read(flushed(func() (pgx.Rows, error) {
+			return t.tx.Query(t.ctx, fmt.Sprintf("FETCH FORWARD %d FROM %s", limit, cursor))
+		})); err != nil {
 			return err
 		}
 		stop, err := visit()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"testing"
@@ -47,6 +48,7 @@ func TestEngine(t *testing.T) {
 		{"TxnTooBig", testTxnTooBig},
 		{"TwoNodes", testTwoNodes},
 		{"NestedCalls", testNestedCalls},
+		{"RefusedWrite", testRefusedWrite},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -300,4 +302,30 @@ func testNestedCalls(t *testing.T, srv *pgtest.Server) {
 		})
 	}
 	wg.Wait()
+}
+
+// testRefusedWrite: a write the database refuses (a key longer than a
+// B-tree entry may be), which is sent with the transaction's next
+// statement, fails the Update, commits none of its writes, and leaves
+// the store working.
+func testRefusedWrite(t *testing.T, srv *pgtest.Server) {
+	d := open(t, srv, Options{})
+	huge := make([]byte, 10000)
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := range huge {
+		huge[i] = byte(r.Uint32()) // not compressible into an index entry
+	}
+	err := d.Update(context.Background(), func(tx kv.Txn) error {
+		if err := tx.Set([]byte("q/ok"), []byte("x")); err != nil {
+			return err
+		}
+		return tx.Set(append([]byte("q/"), huge...), []byte("x"))
+	})
+	if err == nil {
+		t.Fatal("Update with a key longer than the index takes succeeded")
+	}
+	if got := kvtest.KeysUnder(t, d, []byte("q/")); len(got) != 0 {
+		t.Fatalf("keys committed: %q", got)
+	}
+	kvtest.Set(t, d, []byte("q/after"), []byte("y"))
 }
