@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"berth/account"
+	"berth/kv"
 	"berth/kv/badger"
 	"berth/vfs"
 	"berth/vfs/chunk"
@@ -33,12 +34,17 @@ type Options struct {
 	// Disk are the chunk store's options: a Reserve and a Free function
 	// make a disk that fills up.
 	Disk chunk.DiskOptions
+	// Store is the metadata store to build on, which the Stack then owns
+	// and closes (a kv/postgres database, to run a front end's test or
+	// benchmark on another engine); nil opens Badger in Dir as DB.
+	Store kv.Store
 }
 
 // Stack is the storage side of a berth, closed by the test's cleanup.
 type Stack struct {
 	Dir      string               // the data directory, a t.TempDir()
-	DB       *badger.DB           // the metadata store, real Badger in Dir
+	DB       *badger.DB           // the metadata store, real Badger in Dir; nil with Options.Store
+	KV       kv.Store             // the metadata store: DB, or Options.Store
 	Chunks   *chunk.Disk          // the content store, on disk in Dir
 	FS       *vfs.FS              // vfs over DB and Chunks
 	Accounts *account.Service     // the account service over DB
@@ -56,27 +62,31 @@ func New(t testing.TB, o Options) *Stack {
 	}
 	s := &Stack{Dir: t.TempDir()}
 	var err error
-	s.DB, err = badger.Open(badger.Options{Dir: filepath.Join(s.Dir, "meta"), Logger: log})
-	if err != nil {
-		t.Fatal(err)
+	s.KV = o.Store
+	if s.KV == nil {
+		s.DB, err = badger.Open(badger.Options{Dir: filepath.Join(s.Dir, "meta"), Logger: log})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.KV = s.DB
 	}
 	s.Chunks, err = chunk.OpenDisk(filepath.Join(s.Dir, "chunks"), o.Disk)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.FS, err = vfs.Open(ctx, s.DB, s.Chunks, vfs.Options{Logger: log})
+	s.FS, err = vfs.Open(ctx, s.KV, s.Chunks, vfs.Options{Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		s.FS.Close()
-		s.DB.Close()
+		s.KV.Close()
 	})
 	ao := o.Accounts
 	if ao.Argon2 == (account.Argon2Params{}) {
 		ao.Argon2 = account.Argon2Params{Memory: 64, Time: 1, Threads: 1}
 	}
-	s.Accounts = account.New(s.DB, ao)
+	s.Accounts = account.New(s.KV, ao)
 	s.Org, err = s.Accounts.CreateOrganization(ctx, account.OrganizationInput{Name: "Acme", Policy: o.Policy})
 	if err != nil {
 		t.Fatal(err)

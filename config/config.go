@@ -91,6 +91,28 @@ type Config struct {
 	Directory Directory `mapstructure:"directory"`
 	// TwoStep sets two-step verification (docs/api.md "Two-step verification").
 	TwoStep TwoStep `mapstructure:"two_step"`
+	// Metadata says which engine holds the metadata (docs/operations.md
+	// "Metadata on PostgreSQL").
+	Metadata Metadata `mapstructure:"metadata"`
+}
+
+// Metadata chooses the metadata store's engine.
+type Metadata struct {
+	// Backend is "badger", the embedded store in the data directory (the
+	// default, for one node), or "postgres", a PostgreSQL database that
+	// several nodes share.
+	Backend string `mapstructure:"backend"`
+	// Postgres is the database of the "postgres" backend.
+	Postgres MetadataPostgres `mapstructure:"postgres"`
+}
+
+// MetadataPostgres names the PostgreSQL database of the metadata.
+type MetadataPostgres struct {
+	// DSN is the connection string (postgres://user:password@host/db or
+	// libpq's key=value form); DSNFile names a file holding it instead,
+	// which keeps its password out of the configuration. One is set.
+	DSN     string `mapstructure:"dsn"`
+	DSNFile string `mapstructure:"dsn_file"`
 }
 
 // Directory sets the directory servers (auth sources) berth imports
@@ -443,6 +465,9 @@ func options() []option {
 		{key: "directory.import_interval", def: time.Hour, usage: "time between scheduled imports of the organizations' directory servers (0: off)"},
 		{key: "directory.timeout", def: 10 * time.Second, usage: "time connecting to a directory server, and each request to it, may take"},
 		{key: "directory.ca_file", def: "", usage: "PEM file of the authorities that sign LDAPS directory servers' certificates (empty: the system's)"},
+		{key: "metadata.backend", def: "badger", usage: "metadata store: badger (embedded, in the data directory) or postgres (shared by several nodes)"},
+		{key: "metadata.postgres.dsn", def: "", usage: "PostgreSQL connection string of the postgres metadata backend", noFlag: true},
+		{key: "metadata.postgres.dsn_file", def: "", usage: "file holding the PostgreSQL connection string of the postgres metadata backend"},
 	}
 }
 
@@ -819,6 +844,7 @@ func (c Config) Validate() error {
 		bad("directory.timeout", c.Directory.Timeout, "must be positive")
 	}
 	errs = append(errs, c.SMTP.validate()...)
+	errs = append(errs, c.Metadata.validate()...)
 	if c.TwoStep.SMSCommand != "" && !filepath.IsAbs(c.TwoStep.SMSCommand) {
 		bad("two_step.sms_command", c.TwoStep.SMSCommand, "must be an absolute path (it runs without a shell)")
 	}
@@ -876,6 +902,31 @@ func (m SMTP) validate() []error {
 	}
 	if m.Timeout <= 0 {
 		bad("timeout", m.Timeout, "must be positive")
+	}
+	return errs
+}
+
+// validate checks the metadata backend and, for postgres, that exactly
+// one of dsn and dsn_file is set. The DSN is never echoed: it may hold a
+// password.
+func (m Metadata) validate() []error {
+	var errs []error
+	switch m.Backend {
+	case "badger":
+	case "postgres":
+		p := m.Postgres
+		switch {
+		case p.DSN != "" && p.DSNFile != "":
+			errs = append(errs, errors.New("config: metadata.postgres.dsn and metadata.postgres.dsn_file: set one, not both"))
+		case p.DSN == "" && p.DSNFile == "":
+			errs = append(errs, errors.New("config: metadata.postgres.dsn: metadata.backend is postgres but neither metadata.postgres.dsn nor metadata.postgres.dsn_file is set"))
+		case p.DSNFile != "":
+			if _, err := os.Stat(p.DSNFile); err != nil {
+				errs = append(errs, fmt.Errorf("config: metadata.postgres.dsn_file: %q cannot be read: %s", p.DSNFile, errorsCause(err)))
+			}
+		}
+	default:
+		errs = append(errs, fmt.Errorf("config: metadata.backend: %q is not badger or postgres", m.Backend))
 	}
 	return errs
 }

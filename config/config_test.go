@@ -193,6 +193,10 @@ func TestValidationNamesKeyAndValue(t *testing.T) {
 		{name: "smtp password file", env: map[string]string{"BERTH_SMTP_HOST": "smtp.example.org", "BERTH_SMTP_FROM": "berth@example.org", "BERTH_SMTP_USERNAME": "berth", "BERTH_SMTP_PASSWORD_FILE": "/nonexistent/pw"}, want: []string{`smtp.password_file: "/nonexistent/pw" cannot be read`}},
 		{name: "smtp ca file", env: map[string]string{"BERTH_SMTP_HOST": "smtp.example.org", "BERTH_SMTP_FROM": "berth@example.org", "BERTH_SMTP_CA_FILE": "/nonexistent/ca.pem"}, want: []string{`smtp.ca_file: "/nonexistent/ca.pem" cannot be read`}},
 		{name: "smtp timeout", env: map[string]string{"BERTH_SMTP_HOST": "smtp.example.org", "BERTH_SMTP_FROM": "berth@example.org", "BERTH_SMTP_TIMEOUT": "0s"}, want: []string{`smtp.timeout: "0s" must be positive`}},
+		{name: "metadata backend", env: map[string]string{"BERTH_METADATA_BACKEND": "mysql"}, want: []string{`metadata.backend: "mysql" is not badger or postgres`}},
+		{name: "postgres without dsn", env: map[string]string{"BERTH_METADATA_BACKEND": "postgres"}, want: []string{`neither metadata.postgres.dsn nor metadata.postgres.dsn_file is set`}},
+		{name: "postgres both dsns", env: map[string]string{"BERTH_METADATA_BACKEND": "postgres", "BERTH_METADATA_POSTGRES_DSN": "postgres://berth:secret99@db/berth", "BERTH_METADATA_POSTGRES_DSN_FILE": "/etc/hostname"}, want: []string{`metadata.postgres.dsn and metadata.postgres.dsn_file: set one, not both`}},
+		{name: "postgres dsn file", file: "metadata:\n  backend: postgres\n  postgres:\n    dsn_file: /nonexistent/dsn\n", want: []string{`metadata.postgres.dsn_file: "/nonexistent/dsn" cannot be read`}},
 		{name: "two errors", env: map[string]string{"BERTH_LISTEN": "x", "BERTH_LOG_FORMAT": "y"}, want: []string{`listen: "x"`, `log.format: "y"`}},
 	}
 	for _, tt := range tests {

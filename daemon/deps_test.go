@@ -56,6 +56,10 @@ func allowedImports() map[string][]string {
 		// mailtest, its test server, only test files may import.
 		"mail":          {},
 		"mail/mailtest": {},
+
+		// The engine for several nodes (scale-out); pgtest, its test
+		// server, belongs to it.
+		"kv/postgres": {"kv"},
 	}
 }
 
@@ -65,6 +69,7 @@ func allowedImports() map[string][]string {
 func exclusiveModules() map[string]string {
 	return map[string]string{
 		"github.com/dgraph-io/badger/v4": "kv/badger",
+		"github.com/jackc/pgx/v5":        "kv/postgres",
 		"github.com/spf13/viper":         "config",
 		"github.com/spf13/cobra":         "daemon",
 		"golang.org/x/net/webdav":        "webdav",

@@ -26,7 +26,6 @@ import (
 	"berth/activity"
 	"berth/config"
 	"berth/kv"
-	"berth/kv/badger"
 	"berth/rest"
 	"berth/share"
 	"berth/vfs"
@@ -37,7 +36,7 @@ import (
 
 // stores are the opened storage layers, closed in reverse order.
 type stores struct {
-	db    kv.Store // the Badger engine; see metricsCollector, kv.GCer, kv.Failer
+	db    kv.Store // the metadata engine (openMetadata); see metricsCollector, kv.GCer, kv.Failer
 	files *vfs.FS
 	// activity is the log, and journal its hook in files, which learns
 	// root owners once the account service exists (newAccounts).
@@ -77,17 +76,9 @@ func openStores(ctx context.Context, cfg config.Config, log *slog.Logger, reg pr
 	if cfg.Memory.Limit > 0 && os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(int64(cfg.Memory.Limit))
 	}
-	db, err := badger.Open(badger.Options{
-		Dir: filepath.Join(cfg.Data, "meta"), Logger: log.With("component", "kv"),
-		MemTableSize:   int64(cfg.Memory.KVMemtable),
-		BlockCacheSize: int64(cfg.Memory.KVBlockCache),
-		IndexCacheSize: int64(cfg.Memory.KVIndexCache),
-	})
-	if errors.Is(err, kv.ErrInUse) {
-		return nil, fmt.Errorf("data directory %s is in use by another berth (serve, fsck, gc, purge-deleted or reset-password); stop it first: %w", cfg.Data, err)
-	}
+	db, err := openMetadata(ctx, cfg, log)
 	if err != nil {
-		return nil, fmt.Errorf("opening metadata store in %s: %w", cfg.Data, err)
+		return nil, err
 	}
 	chunks, err := chunk.OpenDisk(filepath.Join(cfg.Data, "chunks"), chunk.DiskOptions{Reserve: int64(cfg.Storage.Reserve)})
 	if err != nil {

@@ -8,7 +8,8 @@
 //
 // An engine is a package under kv that returns a Store: kv/badger, the
 // embedded default for one node. Every engine passes the conformance
-// suite kv/kvtest (kvtest.Run in the engine's own test). Maintenance that
+// suite kv/kvtest (kvtest.Run in the engine's own test). kv/postgres is
+// the engine for several nodes, on a PostgreSQL database they share. Maintenance that
 // only some engines need is reached through optional interfaces found by
 // type assertion (GCer, Failer), as golang.org/x/net/webdav finds ETager;
 // only daemon, which opens the engine, names the engine's package.
