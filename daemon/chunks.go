@@ -1,0 +1,96 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math"
+	"path/filepath"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"berth/config"
+	"berth/vfs/chunk"
+	"berth/vfs/chunk/s3"
+)
+
+// s3CheckTimeout bounds the start-up check of the bucket: an endpoint
+// that takes no connection (a firewall dropping packets) fails the start
+// with a message rather than hanging it.
+const s3CheckTimeout = 30 * time.Second
+
+// Abilities of the disk store the daemon uses when the store has them;
+// found by type assertion, so an S3 store goes without.
+type (
+	// freeSpacer reports the free space of the store's file system and
+	// the part of it kept in reserve.
+	freeSpacer interface {
+		Free() (int64, error)
+		Reserve() int64
+	}
+	// tempCleaner removes what writes a crash interrupted left behind.
+	tempCleaner interface {
+		CleanTemp(ctx context.Context) error
+	}
+)
+
+// openChunks opens the chunk store storage.backend names: the disk store
+// in the data directory, or the S3 bucket behind retries and a limit on
+// requests in flight. reg may be nil.
+func openChunks(ctx context.Context, cfg config.Config, log *slog.Logger, reg prometheus.Registerer) (chunk.Store, error) {
+	var store chunk.Store
+	switch cfg.Storage.Backend {
+	case "s3":
+		o := cfg.Storage.S3
+		cctx, cancel := context.WithTimeout(ctx, s3CheckTimeout)
+		st, err := s3.Open(cctx, s3.Options{
+			Endpoint: o.Endpoint, Bucket: o.Bucket, Region: o.Region, Prefix: o.Prefix, PathStyle: o.PathStyle,
+			AccessKey: o.AccessKey, SecretKey: o.SecretKey, SessionToken: o.SessionToken, CredentialsFile: o.CredentialsFile,
+		})
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("opening chunk store (storage.backend s3): %w", err)
+		}
+		log.Info("file contents in S3", "endpoint", o.Endpoint, "bucket", o.Bucket, "prefix", o.Prefix)
+		// Retry outside the limit: a call waiting out its backoff gives
+		// its slot to another.
+		store = chunk.NewRetry(chunk.NewLimit(st, o.MaxRequests), chunk.RetryOptions{})
+	default:
+		d, err := chunk.OpenDisk(filepath.Join(cfg.Data, "chunks"), chunk.DiskOptions{Reserve: int64(cfg.Storage.Reserve)})
+		if err != nil {
+			return nil, fmt.Errorf("opening chunk store: %w", err)
+		}
+		store = d
+	}
+	if sc, ok := store.(chunk.SpaceChecker); ok {
+		if err := sc.CheckSpace(0); err != nil {
+			log.Warn("the data directory's disk is down to its reserve: uploads are refused until space is freed (storage.reserve)", "error", err)
+		}
+	}
+	if fs, ok := store.(freeSpacer); ok && reg != nil {
+		reg.MustRegister(
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+				Name: "berth_storage_free_bytes",
+				Help: "Free bytes on the data directory's file system (for an unprivileged writer).",
+			}, func() float64 {
+				free, err := fs.Free()
+				if err != nil {
+					return math.NaN()
+				}
+				return float64(free)
+			}),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+				Name: "berth_storage_reserve_bytes",
+				Help: "Free space berth leaves on the data directory's file system (storage.reserve); writes stop there.",
+			}, func() float64 { return float64(fs.Reserve()) }),
+		)
+	}
+	// Temp files of chunk writes a crash interrupted are never referenced.
+	if tc, ok := store.(tempCleaner); ok {
+		if err := tc.CleanTemp(ctx); err != nil {
+			return nil, fmt.Errorf("cleaning chunk store: %w", err)
+		}
+	}
+	return store, nil
+}
