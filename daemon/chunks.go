@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sys/unix"
 
 	"berth/config"
 	"berth/vfs/chunk"
@@ -55,7 +56,10 @@ func openChunks(ctx context.Context, cfg config.Config, log *slog.Logger, reg pr
 		log.Info("file contents in S3", "endpoint", o.Endpoint, "bucket", o.Bucket, "prefix", o.Prefix)
 		// Retry outside the limit: a call waiting out its backoff gives
 		// its slot to another.
-		store = chunk.NewRetry(chunk.NewLimit(st, o.MaxRequests), chunk.RetryOptions{})
+		store = remoteChunks{
+			Retry:   chunk.NewRetry(chunk.NewLimit(st, o.MaxRequests), chunk.RetryOptions{}),
+			reserve: dataReserve{dir: cfg.Data, reserve: int64(cfg.Storage.Reserve)},
+		}
 	default:
 		d, err := chunk.OpenDisk(filepath.Join(cfg.Data, "chunks"), chunk.DiskOptions{Reserve: int64(cfg.Storage.Reserve)})
 		if err != nil {
@@ -93,4 +97,59 @@ func openChunks(ctx context.Context, cfg config.Config, log *slog.Logger, reg pr
 		}
 	}
 	return store, nil
+}
+
+// remoteChunks is a chunk store off this machine (S3) that still keeps
+// storage.reserve free on the data directory's disk: the metadata store
+// writes there and must never meet a full disk (chunk.DiskOptions.Reserve
+// says why), so what grows it stops at the reserve as with the disk
+// store. Embedding *chunk.Retry keeps its GetInto for the readers.
+type remoteChunks struct {
+	*chunk.Retry
+	reserve dataReserve
+}
+
+var (
+	_ chunk.SpaceChecker = remoteChunks{}
+	_ freeSpacer         = remoteChunks{}
+)
+
+// CheckSpace asks the data directory's disk, for which need (a chunk's
+// size, which goes elsewhere) does not count.
+func (r remoteChunks) CheckSpace(int64) error { return r.reserve.check() }
+
+// Free is the data directory's disk's free space.
+func (r remoteChunks) Free() (int64, error) { return r.reserve.free() }
+
+// Reserve is storage.reserve.
+func (r remoteChunks) Reserve() int64 { return r.reserve.reserve }
+
+// dataReserve is the free space kept on the data directory's disk.
+type dataReserve struct {
+	dir     string
+	reserve int64
+}
+
+// free returns what an unprivileged writer may still use of the data
+// directory's file system, as chunk.Disk counts it.
+func (d dataReserve) free() (int64, error) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(d.dir, &st); err != nil {
+		return 0, fmt.Errorf("statfs %s: %w", d.dir, err)
+	}
+	return int64(st.Bavail) * int64(st.Bsize), nil
+}
+
+func (d dataReserve) check() error {
+	if d.reserve <= 0 {
+		return nil
+	}
+	free, err := d.free()
+	if err != nil {
+		return err
+	}
+	if free < d.reserve {
+		return fmt.Errorf("%w: the data directory's disk has %d bytes free, %d kept in reserve", chunk.ErrNoSpace, free, d.reserve)
+	}
+	return nil
 }

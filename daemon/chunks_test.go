@@ -104,3 +104,25 @@ func TestS3BackendStartErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestS3BackendReserve: with the chunks in S3 the metadata store still
+// writes to the data directory's disk, so uploads stop at its reserve.
+func TestS3BackendReserve(t *testing.T) {
+	srv := s3test.Start(t)
+	ctx := t.Context()
+	cfg := s3Config(t, srv)
+	cfg.Storage.Reserve = 1 << 60 // more than any disk has free
+	log := slog.New(slog.DiscardHandler)
+	st, err := openStores(ctx, cfg, log, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.close(log)
+	root, err := st.files.CreateRoot(ctx, "r", vfs.RootSync)
+	if err == nil {
+		_, err = st.files.WriteFile(ctx, root.ID, root.FolderID, "f.bin", bytes.NewReader(content(1, 100<<10)), vfs.WriteOptions{})
+	}
+	if !errors.Is(err, vfs.ErrNoSpace) {
+		t.Fatalf("upload with the data disk below its reserve = %v, want vfs.ErrNoSpace", err)
+	}
+}
