@@ -43,7 +43,12 @@ func TestS3Backend(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.close(log)
+	closed := false
+	defer func() {
+		if !closed {
+			st.close(log)
+		}
+	}()
 	root, err := st.files.CreateRoot(ctx, "r", vfs.RootSync)
 	if err != nil {
 		t.Fatal(err)
@@ -68,6 +73,31 @@ func TestS3Backend(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(cfg.Data, "chunks")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("a chunks directory in the data directory with the s3 backend: %v", err)
+	}
+	st.close(log)
+	closed = true
+
+	// fsck, configured as an operator would, walks the bucket: clean,
+	// then naming the object taken away.
+	s := cfg.Storage.S3
+	for k, v := range map[string]string{
+		"BERTH_STORAGE_BACKEND": "s3", "BERTH_STORAGE_S3_ENDPOINT": s.Endpoint, "BERTH_STORAGE_S3_BUCKET": s.Bucket,
+		"BERTH_STORAGE_S3_REGION": s.Region, "BERTH_STORAGE_S3_PATH_STYLE": "true",
+		config.EnvS3AccessKey: s.AccessKey, config.EnvS3SecretKey: s.SecretKey,
+	} {
+		t.Setenv(k, v)
+	}
+	var stdout, stderr bytes.Buffer
+	if err := run(ctx, []string{"fsck", "--data", cfg.Data}, &stdout, &stderr); err != nil {
+		t.Fatalf("fsck of a clean S3 store: %v\n%s%s", err, stdout.String(), stderr.String())
+	}
+	if err := os.Remove(objects[0]); err != nil {
+		t.Fatal(err)
+	}
+	stdout.Reset()
+	err = run(ctx, []string{"fsck", "--data", cfg.Data}, &stdout, &stderr)
+	if want := "missing " + filepath.Base(objects[0]); !errors.Is(err, errFsckProblems) || !strings.Contains(stdout.String(), want) {
+		t.Fatalf("fsck with an object gone = %v, printing %q; want a line %q", err, stdout.String(), want)
 	}
 }
 
