@@ -79,12 +79,8 @@ func TestS3Backend(t *testing.T) {
 
 	// fsck, configured as an operator would, walks the bucket: clean,
 	// then naming the object taken away.
-	s := cfg.Storage.S3
-	for k, v := range map[string]string{
-		"BERTH_STORAGE_BACKEND": "s3", "BERTH_STORAGE_S3_ENDPOINT": s.Endpoint, "BERTH_STORAGE_S3_BUCKET": s.Bucket,
-		"BERTH_STORAGE_S3_REGION": s.Region, "BERTH_STORAGE_S3_PATH_STYLE": "true",
-		config.EnvS3AccessKey: s.AccessKey, config.EnvS3SecretKey: s.SecretKey,
-	} {
+	for _, kv := range srv.Env(cfg.Storage.S3.Bucket) {
+		k, v, _ := strings.Cut(kv, "=")
 		t.Setenv(k, v)
 	}
 	var stdout, stderr bytes.Buffer

@@ -167,6 +167,24 @@ func (s *Server) Bucket(t testing.TB) string {
 	return name
 }
 
+// Env returns the environment that points a berth process (berth serve,
+// fsck, gc, ...) at bucket on this server: storage.backend s3, the
+// storage.s3 keys, and the credentials where berth reads them. Append it
+// to os.Environ() for an exec.Cmd, or t.Setenv each "KEY=value".
+func (s *Server) Env(bucket string) []string {
+	return []string{
+		// config.EnvName of each key; daemon's TestS3Backend runs fsck
+		// with them, so a renamed key fails there.
+		"BERTH_STORAGE_BACKEND=s3",
+		"BERTH_STORAGE_S3_ENDPOINT=" + s.Endpoint,
+		"BERTH_STORAGE_S3_BUCKET=" + bucket,
+		"BERTH_STORAGE_S3_REGION=" + s.Region,
+		"BERTH_STORAGE_S3_PATH_STYLE=true",
+		"AWS_ACCESS_KEY_ID=" + s.AccessKey,
+		"AWS_SECRET_ACCESS_KEY=" + s.SecretKey,
+	}
+}
+
 // CPU returns the processor time (user and system) the server has used
 // so far, from /proc, so a benchmark can give the S3 server's own cost
 // beside berth's; 0 where /proc cannot tell.
