@@ -113,6 +113,9 @@ func TestOpenErrors(t *testing.T) {
 		message string // a part of the message
 	}{
 		{"Good", func(*s3.Options) {}, nil, ""},
+		{"RegionAskedOfServer", func(o *s3.Options) { o.Region = "" }, nil, ""},
+		{"NoPrefix", func(o *s3.Options) { o.Prefix = "" }, nil, ""},
+		{"EndpointWithSlash", func(o *s3.Options) { o.Endpoint += "/" }, nil, ""},
 		{"CredentialsFile", func(o *s3.Options) { o.AccessKey, o.SecretKey, o.CredentialsFile = "", "", credFile }, nil, ""},
 		{"MissingBucket", func(o *s3.Options) { o.Bucket = "no-such-bucket" }, s3.ErrNoBucket, "no-such-bucket"},
 		{"WrongSecret", func(o *s3.Options) { o.SecretKey = "wrong" + o.SecretKey }, s3.ErrCredentials, o(good).Bucket},
