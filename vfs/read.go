@@ -3,7 +3,6 @@ package vfs
 import (
 	"context"
 	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
@@ -11,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/fxamacker/cbor/v2"
-	"github.com/zeebo/blake3"
 
 	"berth/kv"
 )
@@ -129,8 +127,9 @@ func (fs *FS) List(ctx context.Context, root, folder uint64) ([]Node, string, er
 		if base != "/" {
 			base += "/"
 		}
-		h := blake3.New()
-		var buf []byte
+		if sum, err = listHash(tx, folder, now); err != nil {
+			return err
+		}
 		var rec nodeRec
 		err = tx.Scan(childPrefix(folder), nil, func(k, v []byte) error {
 			rec = nodeRec{}
@@ -145,8 +144,6 @@ func (fs *FS) List(ctx context.Context, root, folder uint64) ([]Node, string, er
 				out = append(make([]Node, 0, max(64, 2*cap(out))), out...)
 			}
 			out = append(out, n)
-			buf = listingFields(buf[:0], n)
-			h.Write(buf)
 			for _, l := range rec.Locks {
 				if l.Expires > now {
 					until = min(until, l.Expires)
@@ -155,11 +152,7 @@ func (fs *FS) List(ctx context.Context, root, folder uint64) ([]Node, string, er
 			size += nodeBytes + len(n.Path) + lockBytes(rec.Locks)
 			return nil
 		})
-		if err != nil {
-			return err
-		}
-		sum = hex.EncodeToString(h.Sum(nil)[:16])
-		return nil
+		return err
 	})
 	if err == nil && size <= maxCachedListBytes {
 		fs.lists.Put(gen, key, cachedList{nodes: slices.Clone(out), sum: sum, until: until})
