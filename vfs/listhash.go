@@ -27,7 +27,8 @@ import (
 // changed by one child without reading the others, in the transaction
 // that changes the child, so the hash is exactly as durable as the child
 // (after a crash too). It is spread over listShards records, as the usage
-// ledger is (usage.go), so writers to one folder rarely conflict on it.
+// ledger is (usage.go), so writers to one folder rarely conflict on it;
+// shard 0 holds what a sum started with (ensure).
 //
 // Whether a child shows as locked changes without a write when its lock
 // expires, so the lock state is not in the sum: the children that hold
@@ -369,6 +370,10 @@ func (t *listTxn) lockChange(folder, child uint64) (*lockChange, error) {
 
 // ensure makes sure folder has a kept sum before one of its children
 // changes: one it already has, or one from a scan of its children.
+// Shard 0 says which: it is written only when a sum is started (with
+// the scan's total), never by a change of a child, so reading it makes
+// two transactions that start one conflict (the second finds the
+// first's) and no others.
 func (t *listTxn) ensure(folder uint64) error {
 	if t.ready[folder] {
 		return nil
@@ -376,22 +381,12 @@ func (t *listTxn) ensure(folder uint64) error {
 	if t.ready == nil {
 		t.ready = map[uint64]bool{}
 	}
-	kept := false
-	err := t.Txn.Scan(listSumPrefix(folder), nil, func(k, v []byte) error {
-		kept = true
-		return kv.ErrStop
-	})
-	if err != nil {
-		return err
-	}
 	t.ready[folder] = true
-	if kept {
+	_, err := t.Txn.Get(listSumKey(folder, 0))
+	if err == nil {
 		return nil
 	}
-	// No sum yet. Every transaction that starts one reads and writes
-	// shard 0, so two that start it at once conflict, and the second
-	// finds the first's.
-	if _, err := t.Txn.Get(listSumKey(folder, 0)); err != nil && !errors.Is(err, kv.ErrNotFound) {
+	if !errors.Is(err, kv.ErrNotFound) {
 		return err
 	}
 	sum, locked, err := scanListSum(t.Txn, folder)
@@ -410,9 +405,10 @@ func (t *listTxn) ensure(folder uint64) error {
 	return nil
 }
 
-// shard is the shard of folder's sum that child's changes go to.
+// shard is the shard of folder's sum that child's changes go to: one of
+// 1 to listShards-1 (0 is ensure's).
 func (t *listTxn) shard(folder, child uint64) (*listSumRec, error) {
-	k := shardKey{folder, child % listShards}
+	k := shardKey{folder, 1 + child%(listShards-1)}
 	if s, ok := t.shards[k]; ok {
 		return s, nil
 	}

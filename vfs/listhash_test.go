@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -245,5 +246,58 @@ func TestListHashOlderStore(t *testing.T) {
 	}
 	if _, locked, _ := e.fs.ListSumKeys(ctx, d.ID); locked != 1 {
 		t.Fatalf("%d locked children kept, want 1", locked)
+	}
+}
+
+// TestListHashConcurrentWriters: writers changing one folder at once
+// (creates, renames, deletes), first in a folder whose sum is yet to be
+// started, leave its kept hash equal to a recomputed one: the shards they
+// share, and the start of the sum, conflict and retry rather than lose a
+// change.
+func TestListHashConcurrentWriters(t *testing.T) {
+	e := newEnv(t)
+	d, err := e.fs.Mkdir(ctx, e.root.ID, e.root.FolderID, "d", vfs.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 {
+		e.write(t, d.ID, fmt.Sprintf("old-%d", i), []byte{byte(i)})
+	}
+	if err := e.fs.ForgetListSums(ctx); err != nil {
+		t.Fatal(err)
+	}
+	const writers, each = 8, 40
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for w := range writers {
+		wg.Go(func() {
+			for i := range each {
+				n, err := e.fs.WriteFile(ctx, e.root.ID, d.ID, fmt.Sprintf("w%d-%d", w, i), strings.NewReader("x"), vfs.WriteOptions{})
+				switch {
+				case err != nil:
+				case i%3 == 1:
+					_, err = e.fs.Rename(ctx, e.root.ID, n.ID, fmt.Sprintf("r%d-%d", w, i), vfs.WriteOptions{})
+				case i%3 == 2:
+					err = e.fs.Delete(ctx, e.root.ID, n.ID, vfs.WriteOptions{})
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	checkListHashes(t, e, "after the writers", []uint64{d.ID})
+	kids, _, err := e.fs.List(ctx, e.root.ID, d.ID)
+	if want := 10 + writers*(each-each/3); err != nil || len(kids) != want {
+		t.Fatalf("%d children, want %d: %v", len(kids), want, err)
+	}
+	if _, _, has, _ := e.fs.ListHashes(ctx, d.ID); !has {
+		t.Fatal("no sum kept after the writers")
 	}
 }
