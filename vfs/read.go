@@ -164,11 +164,11 @@ func (fs *FS) List(ctx context.Context, root, folder uint64) ([]Node, string, er
 type listKey struct{ root, folder uint64 }
 
 // cachedList is what List read of one folder, kept in FS.lists until the
-// next commit: WebDAV clients list the folders they show again and again
-// (a file manager at every refresh), and reading and decoding the
-// children was half of a PROPFIND of a large folder. List hands out
-// copies of the slice, so no caller can change what the next one gets;
-// the Nodes' Locks are shared and, as everywhere, only read.
+// next commit: the share-link pages list the folder they show at every
+// visit. List hands out copies of the slice, so no caller can change what
+// the next one gets; the Nodes' Locks are shared and, as everywhere, only
+// read. ListEach, which the REST and WebDAV listings use, reads afresh
+// (see list.go).
 type cachedList struct {
 	nodes []Node
 	sum   string
