@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -15,9 +16,11 @@ import (
 	"time"
 
 	"berth/berthtest"
+	"berth/kv/badger"
 	"berth/rest"
 	"berth/share"
 	"berth/vfs"
+	"berth/vfs/chunk"
 	"berth/webdav"
 )
 
@@ -173,3 +176,100 @@ func resetPeakRSS(b *testing.B) {
 		b.Logf("cannot reset the peak resident set: %v", err)
 	}
 }
+
+// BenchmarkDaemonListingRSS measures the daemon's memory, not this
+// process's, for the REST listing of a large folder (issue 16: under 60
+// MB for 100,000 children): it starts the real binary once to create its
+// data directory and administrator, stops it, builds a folder of
+// BERTH_BENCH_LISTING_CHILDREN files (default 100,000; a tenth with a
+// dead property) in the administrator's root through vfs on the same
+// data directory, starts the binary again and asks for the folder with
+// include_children=true, then for its first page of 100. Before each
+// request the daemon's peak resident set is reset (5 into its
+// /proc/<pid>/clear_refs), so VmHWM afterwards is the request's peak.
+//
+//	cd bench && go test -run XXX -bench BenchmarkDaemonListingRSS -benchtime 5x -v
+func BenchmarkDaemonListingRSS(b *testing.B) {
+	const mib = 1 << 20
+	n := 100_000
+	if v := os.Getenv("BERTH_BENCH_LISTING_CHILDREN"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n < 1 {
+			b.Fatalf("BERTH_BENCH_LISTING_CHILDREN: %q", v)
+		}
+	}
+	bin := berthtest.BuildBerth(b)
+	data := filepath.Join(b.TempDir(), "data")
+	d := startDaemon(b, bin, data, "")
+	token := d.token
+	var person struct {
+		RootID uint64 `json:"root_id"`
+	}
+	d.decode(b, d.do(b, http.MethodGet, "/api/2/person", nil, ""), &person)
+	d.stop()
+
+	start := time.Now()
+	folder := func() uint64 {
+		ctx := context.Background()
+		db, err := badger.Open(badger.Options{Dir: filepath.Join(data, "meta"), NoSync: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer db.Close()
+		chunks, err := chunk.OpenDisk(filepath.Join(data, "chunks"), chunk.DiskOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		fs, err := vfs.Open(ctx, db, chunks, vfs.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer fs.Close()
+		root, err := fs.Root(ctx, person.RootID)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return buildFolder(b, fs, root, "big", n)
+	}()
+	b.Logf("built a folder of %d files in %v", n, time.Since(start).Round(time.Millisecond))
+
+	d = startDaemon(b, bin, data, token)
+	pid := d.cmd.Process.Pid
+	time.Sleep(2 * time.Second) // let the start's garbage be collected
+	idle := procStatus(b, pid, "VmRSS")
+	clear := fmt.Sprintf("/proc/%d/clear_refs", pid)
+	get := func(q string) (time.Duration, int64, int64) {
+		if err := os.WriteFile(clear, []byte("5"), 0); err != nil {
+			b.Fatalf("cannot reset the daemon's peak resident set: %v", err)
+		}
+		t0 := time.Now()
+		resp := d.do(b, http.MethodGet, fmt.Sprintf("/api/2/files/%d/folder/%d?include_children=true%s", person.RootID, folder, q), nil, "")
+		size, err := drain(resp.Body)
+		resp.Body.Close()
+		took := time.Since(t0)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			b.Fatalf("listing: status %d, %d bytes, %v", resp.StatusCode, size, err)
+		}
+		return took, size, procStatus(b, pid, "VmHWM")
+	}
+	var whole, page time.Duration
+	var peak, pagePeak, size int64
+	for b.Loop() {
+		t, s, p := get("")
+		whole, size, peak = whole+t, s, max(peak, p)
+		t, _, p = get("&limit=100")
+		page, pagePeak = page+t, max(pagePeak, p)
+	}
+	rounds := time.Duration(b.N)
+	b.ReportMetric(ms(whole/rounds), "listing-ms")
+	b.ReportMetric(float64(peak)/mib, "listing-peak-RSS-MiB")
+	b.ReportMetric(ms(page/rounds), "first-page-ms")
+	b.ReportMetric(float64(pagePeak)/mib, "first-page-peak-RSS-MiB")
+	b.ReportMetric(float64(idle)/mib, "idle-RSS-MiB")
+	b.ReportMetric(float64(size), "body-bytes")
+	b.ReportMetric(0, "ns/op")
+	b.Logf("daemon: idle RSS %.1f MiB; listing %d children: %.1f ms, peak RSS %.1f MiB (target under 60 MB = %.1f MiB); first page of 100: %.1f ms, peak %.1f MiB",
+		float64(idle)/mib, n, ms(whole/rounds), float64(peak)/mib, 60e6/mib, ms(page/rounds), float64(pagePeak)/mib)
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

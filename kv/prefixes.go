@@ -35,6 +35,8 @@ const (
 	VFSPart    = "W/" // a staged upload's sealed chunks, in parts
 	VFSName    = "E/" // the name index: an item's folded name
 	VFSGram    = "X/" // the name index: items by trigram of their name
+	VFSListSum = "H/" // a folder's listing sum, in shards (vfs/listhash.go)
+	VFSLocked  = "L/" // a folder's children that hold locks, for its listing hash
 )
 
 // Prefixes of account (account/keys.go).
@@ -154,6 +156,8 @@ func Prefixes() []Prefix {
 		{"vfs", VFSPart},
 		{"vfs", VFSName},
 		{"vfs", VFSGram},
+		{"vfs", VFSListSum},
+		{"vfs", VFSLocked},
 
 		{"account", AccountOrg},
 		{"account", AccountPerson},

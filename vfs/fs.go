@@ -175,7 +175,7 @@ type FS struct {
 // without references, so a crash leaks nothing.
 func Open(ctx context.Context, db kv.Store, chunks chunk.Store, opts Options) (*FS, error) {
 	fs := &FS{
-		db: db, chunks: chunks, obs: opts.Observer, jnl: opts.Journal, now: opts.Now, log: opts.Logger,
+		db: listStore{db}, chunks: chunks, obs: opts.Observer, jnl: opts.Journal, now: opts.Now, log: opts.Logger,
 		m: newMetrics(opts.Registerer), refBatch: opts.refBatch, batchHook: opts.batchHook, zip64At: opts.zip64At, zipMax: opts.zipMax,
 		shortScan: opts.shortScan,
 		roots:     kv.NewCache[uint64, cachedRoot](maxCachedRoots),

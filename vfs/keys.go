@@ -50,6 +50,11 @@ import (
 //	M/names                   present once every root has a name index
 //	E/<root>/<node>           the folded name of a live item (index.go)
 //	X/<root>/<gram>/<node>    the same, under each trigram of the name
+//	H/<folder>/<shard>        listSumRec: one of 16 parts of the sum of the
+//	                          folder's live children, for its listing
+//	                          hash (listhash.go)
+//	L/<folder>/<node>         a live child holding locks: until when (unix
+//	                          ns, big-endian) one of them holds
 //
 // The prefixes are registered in kv/prefixes.go with every other
 // package's, where a test keeps them apart.
@@ -74,6 +79,8 @@ const (
 	pPart    = kv.VFSPart
 	pName    = kv.VFSName
 	pGram    = kv.VFSGram
+	pListSum = kv.VFSListSum
+	pLocked  = kv.VFSLocked
 )
 
 var keyClean = []byte(kv.VFSMarker + "clean")

@@ -2,13 +2,10 @@ package vfs
 
 import (
 	"context"
-	"encoding/hex"
 	"fmt"
 	"iter"
-	"math"
 
 	"github.com/fxamacker/cbor/v2"
-	"github.com/zeebo/blake3"
 
 	"berth/kv"
 )
@@ -16,9 +13,12 @@ import (
 // A listing of a folder of a million children cannot be held whole: the
 // front ends write it as they read it. ListEach hands them the children
 // from one snapshot, a batch at a time, so what a listing holds is one
-// batch whatever the folder's size; and it reads the listing hash in a
-// first pass, before the first child, so that a client whose hash is
-// current is answered without a listing.
+// batch whatever the folder's size. The listing hash is kept with the
+// folder (listhash.go), so it is read before the first child without a
+// pass over them, and a client whose hash is current is answered without
+// a listing. A listing is one scan, read afresh each time: a cache of
+// small listings made a 10,000-child folder list at a tenth of the cost
+// per child of a 100,000-child one, which no cache can hold.
 
 // ListOptions chooses what ListEach lists.
 type ListOptions struct {
@@ -30,9 +30,9 @@ type ListOptions struct {
 	After string
 	// Limit bounds how many children are listed; 0 lists them all.
 	Limit int
-	// Hash asks for the listing hash (List's), read in a first pass
-	// over the whole folder; only for a whole listing (no After, no
-	// Limit), the one a hash stands for.
+	// Hash asks for the listing hash (List's), kept with the folder;
+	// only for a whole listing (no After, no Limit), the one a hash
+	// stands for.
 	Hash bool
 	// Props reads every listed child's dead properties along with it,
 	// one ordered scan per batch rather than a seek per child.
@@ -58,17 +58,8 @@ type Listing struct {
 	folder uint64
 	base   string
 	opts   ListOptions
-	cached []Node // the whole listing from FS.lists, when it held it
 	next   string
 	more   bool
-	// complete is set once Children reached the folder's end.
-	complete bool
-	// keep collects a whole listing for FS.lists while it stays small.
-	keep     []Node
-	keepSize int
-	run      *blake3.Hasher
-	buf      []byte
-	until    int64
 }
 
 // listBatch is how many children ListEach reads at once: a batch of
@@ -83,14 +74,6 @@ const listBatch = 256
 // folder's errors are List's.
 func (fs *FS) ListEach(ctx context.Context, root, folder uint64, opts ListOptions, fn func(*Listing) error) error {
 	whole := opts.After == "" && opts.Limit == 0
-	gen := fs.db.Generation()
-	var cached []Node
-	var sum string
-	if whole && !opts.Props {
-		if c, ok := fs.lists.Get(gen, listKey{root, folder}); ok && fs.nowNs() < c.until {
-			cached, sum = c.nodes, c.sum
-		}
-	}
 	return fs.db.View(ctx, func(tx kv.Txn) error {
 		dir, _, err := liveDirIn(tx, root, folder)
 		if err != nil {
@@ -103,65 +86,20 @@ func (fs *FS) ListEach(ctx context.Context, root, folder uint64, opts ListOption
 		if base != "/" {
 			base += "/"
 		}
-		l := &Listing{fs: fs, ctx: ctx, tx: tx, folder: folder, base: base, opts: opts, cached: cached, until: math.MaxInt64}
+		l := &Listing{fs: fs, ctx: ctx, tx: tx, folder: folder, base: base, opts: opts}
 		if opts.Hash && whole {
-			if cached == nil {
-				if sum, err = l.hash(); err != nil {
-					return err
-				}
+			if l.Hash, err = listHash(tx, folder, fs.nowNs()); err != nil {
+				return err
 			}
-			l.Hash = sum
 		}
-		if whole && cached == nil {
-			// Kept for FS.lists while it stays small, with its hash
-			// computed on the way, as List does.
-			l.keep, l.run = []Node{}, blake3.New()
-		}
-		if err := fn(l); err != nil {
-			return err
-		}
-		if l.complete && l.keep != nil {
-			sum := hex.EncodeToString(l.run.Sum(nil)[:16])
-			fs.lists.Put(gen, listKey{root, folder}, cachedList{nodes: l.keep, sum: sum, until: l.until})
-		}
-		return nil
+		return fn(l)
 	})
-}
-
-// hash reads the listing hash of the whole folder: List's.
-func (l *Listing) hash() (string, error) {
-	now := l.fs.nowNs()
-	h := blake3.New()
-	var buf []byte
-	var rec nodeRec
-	err := l.tx.Scan(childPrefix(l.folder), nil, func(k, v []byte) error {
-		rec = nodeRec{}
-		if err := cbor.Unmarshal(v, &rec); err != nil {
-			return fmt.Errorf("vfs: decode child of %d: %w", l.folder, err)
-		}
-		n := rec.public(now)
-		buf = listingFields(buf[:0], n)
-		h.Write(buf)
-		return nil
-	})
-	if err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)[:16]), nil
 }
 
 // Children yields the listed children in name order, with an error
 // (and then stops) when reading them fails or the context ends.
 func (l *Listing) Children() iter.Seq2[Child, error] {
 	return func(yield func(Child, error) bool) {
-		if l.cached != nil {
-			for _, n := range l.cached {
-				if !yield(Child{Node: n}, nil) {
-					return
-				}
-			}
-			return
-		}
 		after, listed := l.opts.After, 0
 		started := after != ""
 		for {
@@ -187,12 +125,10 @@ func (l *Listing) Children() iter.Seq2[Child, error] {
 				listed++
 				l.next = c.Name
 				if !yield(c, nil) {
-					l.keep, l.run = nil, nil
 					return
 				}
 			}
 			if len(batch) < want {
-				l.complete = true
 				return
 			}
 			after, started = batch[len(batch)-1].Name, true
@@ -229,21 +165,6 @@ func (l *Listing) batch(after string, started bool, want int) ([]Child, error) {
 		n := rec.public(now)
 		n.Path = l.base + rec.Name
 		out = append(out, Child{Node: n})
-		for _, lk := range rec.Locks {
-			if lk.Expires > now {
-				l.until = min(l.until, lk.Expires)
-			}
-		}
-		if l.keep != nil {
-			l.keepSize += nodeBytes + len(n.Path) + lockBytes(rec.Locks)
-			if l.keepSize > maxCachedListBytes {
-				l.keep, l.run = nil, nil
-			} else {
-				l.keep = append(l.keep, n)
-				l.buf = listingFields(l.buf[:0], n)
-				l.run.Write(l.buf)
-			}
-		}
 		if len(out) == want {
 			return kv.ErrStop
 		}

@@ -3,7 +3,6 @@ package vfs
 import (
 	"context"
 	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
@@ -11,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/fxamacker/cbor/v2"
-	"github.com/zeebo/blake3"
 
 	"berth/kv"
 )
@@ -129,8 +127,9 @@ func (fs *FS) List(ctx context.Context, root, folder uint64) ([]Node, string, er
 		if base != "/" {
 			base += "/"
 		}
-		h := blake3.New()
-		var buf []byte
+		if sum, err = listHash(tx, folder, now); err != nil {
+			return err
+		}
 		var rec nodeRec
 		err = tx.Scan(childPrefix(folder), nil, func(k, v []byte) error {
 			rec = nodeRec{}
@@ -145,8 +144,6 @@ func (fs *FS) List(ctx context.Context, root, folder uint64) ([]Node, string, er
 				out = append(make([]Node, 0, max(64, 2*cap(out))), out...)
 			}
 			out = append(out, n)
-			buf = listingFields(buf[:0], n)
-			h.Write(buf)
 			for _, l := range rec.Locks {
 				if l.Expires > now {
 					until = min(until, l.Expires)
@@ -155,11 +152,7 @@ func (fs *FS) List(ctx context.Context, root, folder uint64) ([]Node, string, er
 			size += nodeBytes + len(n.Path) + lockBytes(rec.Locks)
 			return nil
 		})
-		if err != nil {
-			return err
-		}
-		sum = hex.EncodeToString(h.Sum(nil)[:16])
-		return nil
+		return err
 	})
 	if err == nil && size <= maxCachedListBytes {
 		fs.lists.Put(gen, key, cachedList{nodes: slices.Clone(out), sum: sum, until: until})
@@ -171,11 +164,11 @@ func (fs *FS) List(ctx context.Context, root, folder uint64) ([]Node, string, er
 type listKey struct{ root, folder uint64 }
 
 // cachedList is what List read of one folder, kept in FS.lists until the
-// next commit: WebDAV clients list the folders they show again and again
-// (a file manager at every refresh), and reading and decoding the
-// children was half of a PROPFIND of a large folder. List hands out
-// copies of the slice, so no caller can change what the next one gets;
-// the Nodes' Locks are shared and, as everywhere, only read.
+// next commit: the share-link pages list the folder they show at every
+// visit. List hands out copies of the slice, so no caller can change what
+// the next one gets; the Nodes' Locks are shared and, as everywhere, only
+// read. ListEach, which the REST and WebDAV listings use, reads afresh
+// (see list.go).
 type cachedList struct {
 	nodes []Node
 	sum   string

@@ -174,6 +174,50 @@ func TestSearchIndex(t *testing.T) {
 			{"a.txt", []string{"/a.txt"}},
 			{"b.txt", none},
 		}},
+		{"move with a new name", func(t *testing.T, e *env, ids map[string]uint64) {
+			wr("Docs", "draft-one.txt")(t, e, ids)
+			if _, err := e.fs.Move(ctx, e.root.ID, ids["draft-one.txt"], e.root.FolderID, "final-two.txt", vfs.WriteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}, []check{
+			{"final-two", []string{"/final-two.txt"}},
+			{"draft", none},
+			{"one.t", none},
+		}},
+		{"renamed twice, found only by the last", func(t *testing.T, e *env, ids map[string]uint64) {
+			for _, n := range []string{"alpha.txt", "beta.txt"} {
+				if _, err := e.fs.Rename(ctx, e.root.ID, ids["draft-one.txt"], n, vfs.WriteOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}, []check{
+			{"beta", []string{"/beta.txt"}},
+			{"alpha", none},
+			{"final", none},
+		}},
+		{"renamed, then deleted", func(t *testing.T, e *env, ids map[string]uint64) {
+			if _, err := e.fs.Rename(ctx, e.root.ID, ids["draft-one.txt"], "gamma.txt", vfs.WriteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if err := e.fs.Delete(ctx, e.root.ID, ids["draft-one.txt"], vfs.WriteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}, []check{
+			{"gamma", none},
+			{"beta", none},
+		}},
+		{"copy over a file replaces it", func(t *testing.T, e *env, ids map[string]uint64) {
+			wr("", "keep-me.txt")(t, e, ids)
+			wr("Docs", "copied.txt")(t, e, ids)
+			n, err := e.fs.Copy(ctx, e.root.ID, ids["copied.txt"], e.root.ID, e.root.FolderID, "keep-me.txt", vfs.WriteOptions{Overwrite: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids["keep-me copy"] = n.ID
+		}, []check{
+			{"keep-me", []string{"/keep-me.txt"}},
+			{"copied", []string{"/Docs/copied.txt"}},
+		}},
 	}
 	e := newEnv(t)
 	ids := map[string]uint64{}
@@ -188,6 +232,10 @@ func TestSearchIndex(t *testing.T) {
 		if _, err := e.fs.Audit(ctx, e.root.ID); err != nil {
 			t.Fatalf("%s: %v", s.name, err)
 		}
+	}
+	// The "copy over" row: keep-me.txt is the copy, not the file replaced.
+	if ns, _ := e.fs.Search(ctx, e.root.ID, "keep-me", 0); len(ns) != 1 || ns[0].ID != ids["keep-me copy"] {
+		t.Errorf("after the copy over keep-me.txt: %+v, want item %d", ns, ids["keep-me copy"])
 	}
 	// The "move over" row checks ids too: the result is b.txt's node.
 	if ns, _ := e.fs.Search(ctx, e.root.ID, "a.txt", 0); len(ns) != 1 || ns[0].ID != ids["b.txt"] {

@@ -1,0 +1,61 @@
+package vfs
+
+import (
+	"context"
+
+	"berth/kv"
+)
+
+// ListHashes returns the listing hash of folder as kept (read from its
+// sum) and as recomputed from its children by a scan, at the file
+// system's now, and whether the folder has a kept sum.
+func (fs *FS) ListHashes(ctx context.Context, folder uint64) (kept, scanned string, has bool, err error) {
+	err = fs.db.View(ctx, func(tx kv.Txn) error {
+		now := fs.nowNs()
+		if err := tx.Scan(listSumPrefix(folder), nil, func(k, v []byte) error {
+			has = true
+			return kv.ErrStop
+		}); err != nil {
+			return err
+		}
+		if kept, err = listHash(tx, folder, now); err != nil {
+			return err
+		}
+		scanned, err = scanListHash(tx, folder, now)
+		return err
+	})
+	return kept, scanned, has, err
+}
+
+// ListSumKeys counts the keys of folder's kept sum and locked children.
+func (fs *FS) ListSumKeys(ctx context.Context, folder uint64) (sums, locked int, err error) {
+	err = fs.db.View(ctx, func(tx kv.Txn) error {
+		if err := tx.Scan(listSumPrefix(folder), nil, func(k, v []byte) error { sums++; return nil }); err != nil {
+			return err
+		}
+		return tx.Scan(lockedPrefix(folder), nil, func(k, v []byte) error { locked++; return nil })
+	})
+	return sums, locked, err
+}
+
+// ForgetListSums makes the store look as if it was written before the
+// listing sums were kept: their keys and the locked children's go.
+func (fs *FS) ForgetListSums(ctx context.Context) error {
+	return fs.db.Update(ctx, func(tx kv.Txn) error {
+		var keys [][]byte
+		for _, p := range []string{pListSum, pLocked} {
+			if err := tx.Scan([]byte(p), nil, func(k, v []byte) error {
+				keys = append(keys, append([]byte(nil), k...))
+				return nil
+			}); err != nil {
+				return err
+			}
+		}
+		for _, k := range keys {
+			if err := tx.Delete(k); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}

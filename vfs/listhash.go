@@ -1,0 +1,483 @@
+package vfs
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/fxamacker/cbor/v2"
+	"github.com/zeebo/blake3"
+
+	"berth/kv"
+)
+
+// A folder's listing hash is kept, not computed by reading the listing:
+// a client whose hash is current is answered without a scan, and a whole
+// listing is one scan, whatever the folder's size (issue 16; computing
+// it took a second pass over a 100,000-child folder).
+//
+// What is kept is a sum: each live child contributes a 128-bit digest of
+// the fields a listing shows (listingFields, without the lock state), and
+// the folder's sum is theirs modulo 2^128, with their count. A sum can be
+// changed by one child without reading the others, in the transaction
+// that changes the child, so the hash is exactly as durable as the child
+// (after a crash too). It is spread over listShards records, as the usage
+// ledger is (usage.go), so writers to one folder rarely conflict on it;
+// shard 0 holds what a sum started with (ensure).
+//
+// Whether a child shows as locked changes without a write when its lock
+// expires, so the lock state is not in the sum: the children that hold
+// locks are keyed apart (L/<folder>/<child>, with until when one of their
+// locks holds), and the hash is the digest of the sum, the count and the
+// ids of the children locked at the time it is read. A folder holds few
+// locked children, so that read is a short scan.
+//
+// Every write transaction of the file system passes through listTxn
+// (FS.db is a listStore), which keeps the sums as the C/ keys change,
+// whichever code path changes them. A folder whose sum was never kept (a
+// store older than it) is read by a scan, and gets its sum from one scan
+// in the first transaction that changes one of its children.
+
+// listShards is how many records a folder's sum is spread over.
+const listShards = 64
+
+// listSumRec is one shard of a folder's sum: Hi and Lo are the high and
+// low halves of a 128-bit sum of digests, Count the number of children
+// added less those removed through this shard (so one shard may be
+// negative; the shards' total is not).
+type listSumRec struct {
+	Hi    uint64 `cbor:"1,keyasint,omitempty"`
+	Lo    uint64 `cbor:"2,keyasint,omitempty"`
+	Count int64  `cbor:"3,keyasint,omitempty"`
+}
+
+func (s *listSumRec) add(d listSumRec) {
+	lo := s.Lo + d.Lo
+	carry := uint64(0)
+	if lo < s.Lo {
+		carry = 1
+	}
+	s.Lo, s.Hi, s.Count = lo, s.Hi+d.Hi+carry, s.Count+d.Count
+}
+
+func (s *listSumRec) sub(d listSumRec) {
+	s.add(listSumRec{Hi: ^d.Hi, Lo: ^d.Lo, Count: -d.Count})
+	s.add(listSumRec{Lo: 1}) // two's complement: -x = ^x + 1
+}
+
+func listSumPrefix(folder uint64) []byte     { return key(pListSum, folder) }
+func listSumKey(folder, shard uint64) []byte { return key(pListSum, folder, shard) }
+func lockedPrefix(folder uint64) []byte      { return key(pLocked, folder) }
+func lockedKey(folder, child uint64) []byte  { return key(pLocked, folder, child) }
+func lockedKeyChild(k []byte) uint64         { return binary.BigEndian.Uint64(k[len(k)-9 : len(k)-1]) }
+func childKeyParent(k []byte) (uint64, bool) {
+	if len(k) < len(pChild)+9 || string(k[:len(pChild)]) != pChild {
+		return 0, false
+	}
+	return binary.BigEndian.Uint64(k[len(pChild):]), true
+}
+
+// childDigest is what one child adds to its folder's sum.
+func childDigest(rec nodeRec) listSumRec {
+	n := rec.public(0)
+	n.Locks = nil
+	var b [128]byte
+	sum := blake3.Sum256(listingFields(b[:0], n))
+	return listSumRec{Hi: binary.BigEndian.Uint64(sum[:8]), Lo: binary.BigEndian.Uint64(sum[8:16]), Count: 1}
+}
+
+// lockedUntil is until when one of rec's locks holds (unix ns), 0 when
+// it has none; a lock without an expiry holds for ever.
+func lockedUntil(rec nodeRec) int64 {
+	var until int64
+	for _, l := range rec.Locks {
+		if l.Expires == 0 {
+			return math.MaxInt64
+		}
+		until = max(until, l.Expires)
+	}
+	return until
+}
+
+// listHashOf is the listing hash of a folder whose children sum to sum,
+// of which those in locked (ascending ids) show as locked.
+func listHashOf(sum listSumRec, locked []uint64) string {
+	h := blake3.New()
+	var b []byte
+	b = append(b, "berth listing 2\x00"...)
+	b = binary.BigEndian.AppendUint64(b, sum.Hi)
+	b = binary.BigEndian.AppendUint64(b, sum.Lo)
+	b = binary.BigEndian.AppendUint64(b, uint64(sum.Count))
+	for _, id := range locked {
+		b = binary.BigEndian.AppendUint64(b, id)
+	}
+	h.Write(b)
+	return hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// listHash reads the listing hash of folder at now in tx: from its kept
+// sum, or by a scan of its children when it has none.
+func listHash(tx kv.Txn, folder uint64, now int64) (string, error) {
+	var sum listSumRec
+	kept := false
+	err := tx.Scan(listSumPrefix(folder), nil, func(k, v []byte) error {
+		var s listSumRec
+		if err := cbor.Unmarshal(v, &s); err != nil {
+			return fmt.Errorf("vfs: decode listing sum of %d: %w", folder, err)
+		}
+		sum.add(s)
+		kept = true
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	if !kept {
+		return scanListHash(tx, folder, now)
+	}
+	var locked []uint64
+	err = tx.Scan(lockedPrefix(folder), nil, func(k, v []byte) error {
+		if len(v) == 8 && int64(binary.BigEndian.Uint64(v)) > now {
+			locked = append(locked, lockedKeyChild(k))
+		}
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	return listHashOf(sum, locked), nil
+}
+
+// scanListHash computes the listing hash of folder from its children,
+// as listHash reads it: for a folder without a kept sum, and for the
+// tests that check the kept one.
+func scanListHash(tx kv.Txn, folder uint64, now int64) (string, error) {
+	sum, locked, err := scanListSum(tx, folder)
+	if err != nil {
+		return "", err
+	}
+	var live []uint64
+	for _, l := range locked {
+		if l.until > now {
+			live = append(live, l.id)
+		}
+	}
+	return listHashOf(sum, live), nil
+}
+
+// lockedChild is a child of a folder that holds locks.
+type lockedChild struct {
+	id    uint64
+	until int64
+}
+
+// scanListSum sums the children of folder, and returns those holding
+// locks in ascending ids.
+func scanListSum(tx kv.Txn, folder uint64) (listSumRec, []lockedChild, error) {
+	var sum listSumRec
+	var locked []lockedChild
+	var rec nodeRec
+	err := tx.Scan(childPrefix(folder), nil, func(k, v []byte) error {
+		rec = nodeRec{}
+		if err := cbor.Unmarshal(v, &rec); err != nil {
+			return fmt.Errorf("vfs: decode child of %d: %w", folder, err)
+		}
+		sum.add(childDigest(rec))
+		if u := lockedUntil(rec); u != 0 {
+			locked = append(locked, lockedChild{rec.ID, u})
+		}
+		return nil
+	})
+	slices.SortFunc(locked, func(a, b lockedChild) int { return cmpUint(a.id, b.id) })
+	return sum, locked, err
+}
+
+func cmpUint(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// listStore is the kv store the file system writes through: every write
+// transaction keeps the listing sums of the folders whose children it
+// changes (listTxn).
+type listStore struct{ kv.Store }
+
+// Update runs fn in a listTxn and writes the sums it changed before the
+// transaction commits, so they commit with the children or not at all.
+func (s listStore) Update(ctx context.Context, fn func(kv.Txn) error) error {
+	return s.Store.Update(ctx, func(tx kv.Txn) error {
+		lt := &listTxn{Txn: tx}
+		if err := fn(lt); err != nil {
+			return err
+		}
+		return lt.flush()
+	})
+}
+
+// listTxn is a write transaction that sees every change of a live
+// child's record (C/ keys) and keeps its folder's sum and locked keys.
+type listTxn struct {
+	kv.Txn
+	shards map[shardKey]*listSumRec // shards read (and changed) so far
+	ready  map[uint64]bool          // folders known to have a kept sum
+	locks  map[childRef]*lockChange
+	purged map[uint64]bool // folders purged in this transaction
+}
+
+type shardKey struct{ folder, shard uint64 }
+type childRef struct{ folder, child uint64 }
+
+// lockChange follows one child's locked key through a transaction, so
+// that the order of its changes (a rename may set the new name's record
+// before or after deleting the old one's) does not matter: base is the
+// key's value before the transaction (0: none), keys the child's record
+// keys the transaction wrote, each with its last state. A node has one
+// record, so it ends present when one of them was last set.
+type lockChange struct {
+	base int64
+	keys []keyState
+}
+
+type keyState struct {
+	key   string
+	set   bool
+	until int64
+}
+
+// note records the last state of one of the child's keys.
+func (c *lockChange) note(k []byte, set bool, until int64) {
+	for i := range c.keys {
+		if c.keys[i].key == string(k) {
+			c.keys[i].set, c.keys[i].until = set, until
+			return
+		}
+	}
+	c.keys = append(c.keys, keyState{string(k), set, until})
+}
+
+func (t *listTxn) Set(k, v []byte) error {
+	if err := t.change(k, v, true); err != nil {
+		return err
+	}
+	return t.Txn.Set(k, v)
+}
+
+func (t *listTxn) SetTTL(k, v []byte, ttl time.Duration) error {
+	if err := t.change(k, v, true); err != nil {
+		return err
+	}
+	return t.Txn.SetTTL(k, v, ttl)
+}
+
+func (t *listTxn) Delete(k []byte) error {
+	if err := t.change(k, nil, false); err != nil {
+		return err
+	}
+	return t.Txn.Delete(k)
+}
+
+// change keeps the sums for a write of k (set, with the value v, or
+// deleted) before it is made.
+func (t *listTxn) change(k, v []byte, set bool) error {
+	if len(k) == len(pGen)+9 && string(k[:len(pGen)]) == pGen && !set {
+		// G/<folder> goes when the folder is purged: its sum goes too.
+		return t.purge(binary.BigEndian.Uint64(k[len(pGen):]))
+	}
+	folder, ok := childKeyParent(k)
+	if !ok {
+		return nil
+	}
+	if err := t.ensure(folder); err != nil {
+		return err
+	}
+	var old, rec *nodeRec
+	b, err := t.Txn.Get(k)
+	switch {
+	case err == nil:
+		old = &nodeRec{}
+		if err := cbor.Unmarshal(b, old); err != nil {
+			return fmt.Errorf("vfs: decode child of %d: %w", folder, err)
+		}
+	case !errors.Is(err, kv.ErrNotFound):
+		return err
+	}
+	if set {
+		rec = &nodeRec{}
+		if err := cbor.Unmarshal(v, rec); err != nil {
+			return fmt.Errorf("vfs: decode child of %d: %w", folder, err)
+		}
+	}
+	if old != nil {
+		s, err := t.shard(folder, old.ID)
+		if err != nil {
+			return err
+		}
+		s.sub(childDigest(*old))
+		if rec == nil || rec.ID != old.ID {
+			c, err := t.lockChange(folder, old.ID)
+			if err != nil {
+				return err
+			}
+			c.note(k, false, 0)
+		}
+	}
+	if rec != nil {
+		s, err := t.shard(folder, rec.ID)
+		if err != nil {
+			return err
+		}
+		s.add(childDigest(*rec))
+		c, err := t.lockChange(folder, rec.ID)
+		if err != nil {
+			return err
+		}
+		c.note(k, true, lockedUntil(*rec))
+	}
+	return nil
+}
+
+// lockChange is the change of the locked key of child in folder, begun
+// at its first change with the key's value then.
+func (t *listTxn) lockChange(folder, child uint64) (*lockChange, error) {
+	r := childRef{folder, child}
+	if c, ok := t.locks[r]; ok {
+		return c, nil
+	}
+	if t.locks == nil {
+		t.locks = map[childRef]*lockChange{}
+	}
+	c := &lockChange{}
+	b, err := t.Txn.Get(lockedKey(folder, child))
+	switch {
+	case err == nil && len(b) == 8:
+		c.base = int64(binary.BigEndian.Uint64(b))
+	case err != nil && !errors.Is(err, kv.ErrNotFound):
+		return nil, err
+	}
+	t.locks[r] = c
+	return c, nil
+}
+
+// ensure makes sure folder has a kept sum before one of its children
+// changes: one it already has, or one from a scan of its children.
+// Shard 0 says which: it is written only when a sum is started (with
+// the scan's total), never by a change of a child, so reading it makes
+// two transactions that start one conflict (the second finds the
+// first's) and no others.
+func (t *listTxn) ensure(folder uint64) error {
+	if t.ready[folder] {
+		return nil
+	}
+	if t.ready == nil {
+		t.ready = map[uint64]bool{}
+	}
+	t.ready[folder] = true
+	_, err := t.Txn.Get(listSumKey(folder, 0))
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, kv.ErrNotFound) {
+		return err
+	}
+	sum, locked, err := scanListSum(t.Txn, folder)
+	if err != nil {
+		return err
+	}
+	if t.shards == nil {
+		t.shards = map[shardKey]*listSumRec{}
+	}
+	t.shards[shardKey{folder, 0}] = &sum
+	for _, l := range locked {
+		if err := t.Txn.Set(lockedKey(folder, l.id), binary.BigEndian.AppendUint64(nil, uint64(l.until))); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// shard is the shard of folder's sum that child's changes go to: one of
+// 1 to listShards-1 (0 is ensure's).
+func (t *listTxn) shard(folder, child uint64) (*listSumRec, error) {
+	k := shardKey{folder, 1 + child%(listShards-1)}
+	if s, ok := t.shards[k]; ok {
+		return s, nil
+	}
+	s := &listSumRec{}
+	if err := get(t.Txn, listSumKey(k.folder, k.shard), s, kv.ErrNotFound); err != nil && !errors.Is(err, kv.ErrNotFound) {
+		return nil, err
+	}
+	if t.shards == nil {
+		t.shards = map[shardKey]*listSumRec{}
+	}
+	t.shards[k] = s
+	return s, nil
+}
+
+// purge removes the sum and locked keys of a folder being purged.
+func (t *listTxn) purge(folder uint64) error {
+	if t.purged == nil {
+		t.purged = map[uint64]bool{}
+	}
+	t.purged[folder] = true
+	for _, prefix := range [][]byte{listSumPrefix(folder), lockedPrefix(folder)} {
+		var keys [][]byte
+		err := t.Txn.Scan(prefix, nil, func(k, v []byte) error {
+			keys = append(keys, slices.Clone(k))
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, k := range keys {
+			if err := t.Txn.Delete(k); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// flush writes the shards and locked keys the transaction changed.
+func (t *listTxn) flush() error {
+	for k, s := range t.shards {
+		if t.purged[k.folder] {
+			continue
+		}
+		if err := put(t.Txn, listSumKey(k.folder, k.shard), *s); err != nil {
+			return err
+		}
+	}
+	for r, c := range t.locks {
+		if t.purged[r.folder] {
+			continue
+		}
+		want := int64(0)
+		for _, k := range c.keys {
+			if k.set {
+				want = k.until
+			}
+		}
+		switch {
+		case want == c.base:
+		case want == 0:
+			if err := t.Txn.Delete(lockedKey(r.folder, r.child)); err != nil {
+				return err
+			}
+		default:
+			if err := t.Txn.Set(lockedKey(r.folder, r.child), binary.BigEndian.AppendUint64(nil, uint64(want))); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,303 @@
+package vfs_test
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"berth/vfs"
+)
+
+// checkListHashes fails when a folder's kept listing hash is not the one
+// recomputed from its children, or when List and ListEach answer another.
+func checkListHashes(t *testing.T, e *env, step string, folders []uint64) {
+	t.Helper()
+	for _, f := range folders {
+		kept, scanned, _, err := e.fs.ListHashes(ctx, f)
+		if err != nil {
+			t.Fatalf("%s: folder %d: %v", step, f, err)
+		}
+		if kept != scanned {
+			t.Fatalf("%s: folder %d: kept hash %s, recomputed %s", step, f, kept, scanned)
+		}
+		_, listed, err := e.fs.List(ctx, e.root.ID, f)
+		if errors.Is(err, vfs.ErrNotExist) {
+			continue // deleted, or below a deleted folder
+		}
+		if err != nil {
+			t.Fatalf("%s: list %d: %v", step, f, err)
+		}
+		var each string
+		if err := e.fs.ListEach(ctx, e.root.ID, f, vfs.ListOptions{Hash: true}, func(l *vfs.Listing) error {
+			each = l.Hash
+			return nil
+		}); err != nil {
+			t.Fatalf("%s: list %d: %v", step, f, err)
+		}
+		if listed != kept || each != kept {
+			t.Fatalf("%s: folder %d: List's hash %s, ListEach's %s, kept %s", step, f, listed, each, kept)
+		}
+	}
+}
+
+// TestListHashKept makes random changes of every kind that touches a
+// listing (create, overwrite, mkdir, rename, move, copy, delete, purge,
+// lock, unlock, a lock's expiry, properties) and checks after each that
+// every folder's kept hash equals one recomputed from its children.
+func TestListHashKept(t *testing.T) {
+	for _, seed := range []uint64{1, 2, 3} {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			clock := newTestClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+			e := openEnvWith(t, t.TempDir(), vfs.Options{Now: clock.Now})
+			t.Cleanup(e.close)
+			root, err := e.fs.CreateRoot(ctx, "alice", vfs.RootSync)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.root = root
+			r := rand.New(rand.NewPCG(seed, 16))
+			folders := []uint64{root.FolderID}
+			var items []uint64
+			var deleted []uint64
+			tokens := map[uint64]string{}
+			done := map[string]int{}
+			name := func() string { return fmt.Sprintf("n%d", r.IntN(12)) }
+			pick := func(s []uint64) uint64 { return s[r.IntN(len(s))] }
+			for i := range 400 {
+				var err error
+				var op string
+				switch k := r.IntN(12); {
+				case k < 3 || len(items) == 0:
+					op = "write"
+					var n vfs.Node
+					n, err = e.fs.WriteFile(ctx, root.ID, pick(folders), name(), strings.NewReader(strings.Repeat("x", r.IntN(40))), vfs.WriteOptions{Overwrite: true})
+					if err == nil {
+						items = append(items, n.ID)
+					}
+				case k == 3:
+					op = "mkdir"
+					var n vfs.Node
+					n, err = e.fs.Mkdir(ctx, root.ID, pick(folders), "d"+name(), vfs.WriteOptions{})
+					if err == nil {
+						items, folders = append(items, n.ID), append(folders, n.ID)
+					}
+				case k == 4:
+					op = "rename"
+					_, err = e.fs.Rename(ctx, root.ID, pick(items), name(), vfs.WriteOptions{})
+				case k == 5:
+					op = "move"
+					_, err = e.fs.Move(ctx, root.ID, pick(items), pick(folders), "", vfs.WriteOptions{Overwrite: r.IntN(2) == 0})
+				case k == 6:
+					op = "copy"
+					var n vfs.Node
+					n, err = e.fs.Copy(ctx, root.ID, pick(items), root.ID, pick(folders), name(), vfs.WriteOptions{Overwrite: r.IntN(2) == 0})
+					if err == nil {
+						items = append(items, n.ID)
+						if n.Dir {
+							folders = append(folders, n.ID)
+						}
+					}
+				case k == 7:
+					op = "delete"
+					id := pick(items)
+					if err = e.fs.Delete(ctx, root.ID, id, vfs.WriteOptions{}); err == nil {
+						deleted = append(deleted, id)
+					}
+				case k == 8 && len(deleted) > 0:
+					op = "purge"
+					err = e.fs.Purge(ctx, root.ID, pick(deleted))
+				case k == 9:
+					op = "lock"
+					id := pick(items)
+					var lk vfs.Lock
+					lk, err = e.fs.Lock(ctx, root.ID, id, vfs.LockRequest{Duration: time.Duration(r.IntN(3)) * time.Minute})
+					if err == nil {
+						tokens[id] = lk.Token
+					}
+				case k == 10:
+					op = "unlock"
+					for id, tok := range tokens {
+						err = e.fs.Unlock(ctx, root.ID, id, tok)
+						delete(tokens, id)
+						break
+					}
+				default:
+					op = "clock and props"
+					clock.Add(time.Duration(r.IntN(90)) * time.Second)
+					err = e.fs.PatchProps(ctx, root.ID, pick(items), map[string][]byte{"{urn:x}p": []byte("v")}, nil, vfs.WriteOptions{})
+				}
+				if err == nil {
+					done[op]++
+				}
+				if err != nil && !isExpected(err) && !errors.Is(err, vfs.ErrLocked) && !errors.Is(err, vfs.ErrNotDir) &&
+					!errors.Is(err, vfs.ErrIsDir) && !errors.Is(err, vfs.ErrRootItem) && !errors.Is(err, vfs.ErrNoSuchLock) && !errors.Is(err, vfs.ErrInvalidName) {
+					t.Fatalf("step %d (%s): %v", i, op, err)
+				}
+				checkListHashes(t, e, fmt.Sprintf("step %d (%s)", i, op), folders)
+			}
+			t.Logf("changes made: %v", done)
+			// Every folder purged has left no sum behind.
+			for _, f := range folders {
+				if _, err := e.fs.Stat(ctx, root.ID, f); !errors.Is(err, vfs.ErrNotExist) {
+					continue
+				}
+				if sums, locked, err := e.fs.ListSumKeys(ctx, f); err != nil || sums+locked != 0 {
+					t.Fatalf("purged folder %d: %d sums, %d locked keys left, %v", f, sums, locked, err)
+				}
+			}
+		})
+	}
+}
+
+// TestListHashChanges: the hash moves with every listed field of a child
+// and with a lock's expiry, without a write, and is back where it was
+// when the listing is.
+func TestListHashChanges(t *testing.T) {
+	clock := newTestClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	e := openEnvWith(t, t.TempDir(), vfs.Options{Now: clock.Now})
+	t.Cleanup(e.close)
+	root, err := e.fs.CreateRoot(ctx, "alice", vfs.RootSync)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.root = root
+	hash := func() string {
+		t.Helper()
+		kept, scanned, _, err := e.fs.ListHashes(ctx, root.FolderID)
+		if err != nil || kept != scanned {
+			t.Fatalf("kept %s, recomputed %s, %v", kept, scanned, err)
+		}
+		return kept
+	}
+	empty := hash()
+	f := e.write(t, root.FolderID, "a.txt", []byte("one"))
+	one := hash()
+	seen := map[string]string{empty: "empty", one: "one file"}
+	step := func(what string) string {
+		t.Helper()
+		h := hash()
+		if prev, ok := seen[h]; ok {
+			t.Fatalf("%s: hash %s as after %s", what, h, prev)
+		}
+		seen[h] = what
+		return h
+	}
+	if _, err := e.fs.Rename(ctx, root.ID, f.ID, "b.txt", vfs.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	step("rename")
+	e.write(t, root.FolderID, "b.txt", []byte("two!"))
+	step("overwrite")
+	lk, err := e.fs.Lock(ctx, root.ID, f.ID, vfs.LockRequest{Duration: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	locked := step("lock")
+	clock.Add(2 * time.Minute)
+	expired := hash()
+	if expired == locked {
+		t.Fatal("the hash stayed when the lock expired")
+	}
+	if err := e.fs.Unlock(ctx, root.ID, f.ID, lk.Token); err != nil && !errors.Is(err, vfs.ErrNotExist) && !errors.Is(err, vfs.ErrNoSuchLock) {
+		t.Fatal(err)
+	}
+	if h := hash(); h != expired {
+		t.Fatalf("removing an expired lock changed the hash: %s, %s", h, expired)
+	}
+	if err := e.fs.Delete(ctx, root.ID, f.ID, vfs.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if h := hash(); h != empty {
+		t.Fatalf("an empty folder again: %s, first %s", h, empty)
+	}
+}
+
+// TestListHashOlderStore: a store written before the sums were kept lists
+// with the same hash (by a scan), and the first change of a child starts
+// the folder's sum from its children.
+func TestListHashOlderStore(t *testing.T) {
+	e := newEnv(t)
+	d, err := e.fs.Mkdir(ctx, e.root.ID, e.root.FolderID, "d", vfs.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		e.write(t, d.ID, fmt.Sprintf("f%02d", i), []byte{byte(i)})
+	}
+	if _, err := e.fs.Lock(ctx, e.root.ID, mustLookup(t, e, "/d/f03").ID, vfs.LockRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	_, before, _ := e.fs.List(ctx, e.root.ID, d.ID)
+	if err := e.fs.ForgetListSums(ctx); err != nil {
+		t.Fatal(err)
+	}
+	kept, scanned, has, err := e.fs.ListHashes(ctx, d.ID)
+	if err != nil || has || kept != before || scanned != before {
+		t.Fatalf("without sums: kept %s (%v), recomputed %s, before %s, %v", kept, has, scanned, before, err)
+	}
+	e.write(t, d.ID, "new", []byte("x"))
+	kept, scanned, has, err = e.fs.ListHashes(ctx, d.ID)
+	if err != nil || !has || kept != scanned || kept == before {
+		t.Fatalf("after a change: kept %s (%v), recomputed %s, before %s, %v", kept, has, scanned, before, err)
+	}
+	if _, locked, _ := e.fs.ListSumKeys(ctx, d.ID); locked != 1 {
+		t.Fatalf("%d locked children kept, want 1", locked)
+	}
+}
+
+// TestListHashConcurrentWriters: writers changing one folder at once
+// (creates, renames, deletes), first in a folder whose sum is yet to be
+// started, leave its kept hash equal to a recomputed one: the shards they
+// share, and the start of the sum, conflict and retry rather than lose a
+// change.
+func TestListHashConcurrentWriters(t *testing.T) {
+	e := newEnv(t)
+	d, err := e.fs.Mkdir(ctx, e.root.ID, e.root.FolderID, "d", vfs.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 {
+		e.write(t, d.ID, fmt.Sprintf("old-%d", i), []byte{byte(i)})
+	}
+	if err := e.fs.ForgetListSums(ctx); err != nil {
+		t.Fatal(err)
+	}
+	const writers, each = 8, 40
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for w := range writers {
+		wg.Go(func() {
+			for i := range each {
+				n, err := e.fs.WriteFile(ctx, e.root.ID, d.ID, fmt.Sprintf("w%d-%d", w, i), strings.NewReader("x"), vfs.WriteOptions{})
+				switch {
+				case err != nil:
+				case i%3 == 1:
+					_, err = e.fs.Rename(ctx, e.root.ID, n.ID, fmt.Sprintf("r%d-%d", w, i), vfs.WriteOptions{})
+				case i%3 == 2:
+					err = e.fs.Delete(ctx, e.root.ID, n.ID, vfs.WriteOptions{})
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	checkListHashes(t, e, "after the writers", []uint64{d.ID})
+	kids, _, err := e.fs.List(ctx, e.root.ID, d.ID)
+	if want := 10 + writers*(each-each/3); err != nil || len(kids) != want {
+		t.Fatalf("%d children, want %d: %v", len(kids), want, err)
+	}
+	if _, _, has, _ := e.fs.ListHashes(ctx, d.ID); !has {
+		t.Fatal("no sum kept after the writers")
+	}
+}
