@@ -37,6 +37,8 @@ const (
 	VFSGram    = "X/" // the name index: items by trigram of their name
 	VFSListSum = "H/" // a folder's listing sum, in shards (vfs/listhash.go)
 	VFSLocked  = "L/" // a folder's children that hold locks, for its listing hash
+	VFSHeld    = "J/" // the nodes whose uploads in flight hold a chunk
+	VFSDoomed  = "B/" // a chunk a collector is removing now
 )
 
 // Prefixes of account (account/keys.go).
@@ -158,6 +160,8 @@ func Prefixes() []Prefix {
 		{"vfs", VFSGram},
 		{"vfs", VFSListSum},
 		{"vfs", VFSLocked},
+		{"vfs", VFSHeld},
+		{"vfs", VFSDoomed},
 
 		{"account", AccountOrg},
 		{"account", AccountPerson},

@@ -55,6 +55,11 @@ import (
 //	                          hash (listhash.go)
 //	L/<folder>/<node>         a live child holding locks: until when (unix
 //	                          ns, big-endian) one of them holds
+//	J/<chunk id>              heldRec: the nodes whose uploads in flight
+//	                          hold the chunk (pins.go); the collector
+//	                          leaves it alone
+//	B/<chunk id>              the node removing the chunk now, with a TTL
+//	                          (gc.go); a pin waits until it is gone
 //
 // The prefixes are registered in kv/prefixes.go with every other
 // package's, where a test keeps them apart.
@@ -81,6 +86,8 @@ const (
 	pGram    = kv.VFSGram
 	pListSum = kv.VFSListSum
 	pLocked  = kv.VFSLocked
+	pHeld    = kv.VFSHeld
+	pDoomed  = kv.VFSDoomed
 )
 
 var keyClean = []byte(kv.VFSMarker + "clean")
@@ -117,6 +124,8 @@ func revPrefix(file uint64) []byte   { return key(pRev, file) }
 func revKey(file, rev uint64) []byte { return key(pRev, file, rev) }
 func refKey(id chunk.ID) []byte      { return append([]byte(pRef), id[:]...) }
 func orphanKey(id chunk.ID) []byte   { return append([]byte(pOrphan), id[:]...) }
+func heldKey(id chunk.ID) []byte     { return append([]byte(pHeld), id[:]...) }
+func doomKey(id chunk.ID) []byte     { return append([]byte(pDoomed), id[:]...) }
 
 // timeKeyNode reads the node id back from a T/ key.
 func timeKeyNode(k []byte) uint64 {
@@ -139,7 +148,7 @@ func intentKeyID(k []byte) uint64 {
 	return binary.BigEndian.Uint64(k[len(pIntent) : len(pIntent)+8])
 }
 
-// chunkIDFromKey reads the chunk id of a K/ or O/ key.
+// chunkIDFromKey reads the chunk id of a K/, O/, H/ or B/ key.
 func chunkIDFromKey(k []byte) chunk.ID {
 	var id chunk.ID
 	copy(id[:], k[2:])
