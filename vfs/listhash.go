@@ -481,3 +481,8 @@ func (t *listTxn) flush() error {
 	}
 	return nil
 }
+
+// Exclusive passes the engine's answer through (kv.Exclusive): whether a
+// single process owns the store decides how Open recovers (node.go), and
+// the wrapper must not turn a lone Badger into a shared store.
+func (s listStore) Exclusive() bool { return exclusive(s.Store) }
