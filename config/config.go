@@ -76,7 +76,8 @@ type Config struct {
 	Policy PolicyJobs `mapstructure:"policy"`
 	// WebDAV sets the WebDAV front end.
 	WebDAV WebDAV `mapstructure:"webdav"`
-	// Storage sets how berth uses the data directory's disk.
+	// Storage sets where file contents go and how berth uses the data
+	// directory's disk.
 	Storage Storage `mapstructure:"storage"`
 	// Memory sizes the caches, tables and buffers that make up most of
 	// the daemon's resident memory.
@@ -358,7 +359,8 @@ type Memory struct {
 	KVIndexCache ByteSize `mapstructure:"kv_index_cache"`
 }
 
-// Storage sets how berth uses the data directory's disk.
+// Storage sets where file contents go and how berth uses the data
+// directory's disk.
 type Storage struct {
 	// Reserve is the free space berth leaves on the data directory's file
 	// system. Below it, uploads and whatever else adds data are refused
@@ -366,7 +368,52 @@ type Storage struct {
 	// the metadata store must never meet a full disk, which would stop
 	// the daemon. 0 keeps no reserve.
 	Reserve ByteSize `mapstructure:"reserve"`
+	// Backend is where file contents go: "disk" (the default), chunk
+	// files under the data directory; or "s3", objects in the bucket of
+	// S3, where several nodes can share them.
+	Backend string `mapstructure:"backend"`
+	// S3 names the bucket when Backend is "s3".
+	S3 S3 `mapstructure:"s3"`
 }
+
+// S3 is an S3-compatible object store holding the chunks. Its secrets
+// are never keys of the file or flags: they come from the standard
+// AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN) of
+// the environment, or from an AWS shared credentials file.
+type S3 struct {
+	// Endpoint is the server's URL (https://s3.eu-west-1.amazonaws.com,
+	// http://127.0.0.1:7070); without a scheme it is https.
+	Endpoint string `mapstructure:"endpoint"`
+	// Bucket holds the chunks; it must exist.
+	Bucket string `mapstructure:"bucket"`
+	// Region is the bucket's; empty lets the client find it.
+	Region string `mapstructure:"region"`
+	// Prefix is put before every object name, so the bucket can hold
+	// other things too.
+	Prefix string `mapstructure:"prefix"`
+	// PathStyle puts the bucket in the URL path, for servers without
+	// wildcard DNS (MinIO, versitygw, Ceph RGW).
+	PathStyle bool `mapstructure:"path_style"`
+	// CredentialsFile is an AWS shared credentials file whose [default]
+	// profile signs the requests; empty takes the environment's keys.
+	CredentialsFile string `mapstructure:"credentials_file"`
+	// MaxRequests bounds the requests to the server in flight at once.
+	MaxRequests int `mapstructure:"max_requests"`
+	// AccessKey, SecretKey and SessionToken are read from the
+	// environment by Load when Backend is "s3" and CredentialsFile is
+	// empty.
+	AccessKey    string `mapstructure:"-"`
+	SecretKey    string `mapstructure:"-"`
+	SessionToken string `mapstructure:"-"`
+}
+
+// The environment variables the S3 credentials are read from: the AWS
+// tools' own, so an operator sets them once for berth and the aws CLI.
+const (
+	EnvS3AccessKey    = "AWS_ACCESS_KEY_ID"
+	EnvS3SecretKey    = "AWS_SECRET_ACCESS_KEY"
+	EnvS3SessionToken = "AWS_SESSION_TOKEN"
+)
 
 // ByteSize is a number of bytes. The file, the environment and flags take
 // an integer with an optional SI or IEC unit: 1GiB, 500MB, 1073741824.
@@ -441,6 +488,14 @@ func options() []option {
 		{key: "policy.batch", def: 10000, usage: "most revisions trimmed, and deleted items purged, by one policy run"},
 		{key: "webdav.infinite_depth", def: false, usage: "allow WebDAV PROPFIND with Depth: infinity"},
 		{key: "storage.reserve", def: ByteSize(1 << 30), usage: "free space to leave on the data directory's disk; writes stop there (0: none)"},
+		{key: "storage.backend", def: "disk", usage: "where file contents are kept: disk (the data directory) or s3"},
+		{key: "storage.s3.endpoint", def: "", usage: "S3 server URL, like https://s3.eu-west-1.amazonaws.com (storage.backend s3)"},
+		{key: "storage.s3.bucket", def: "", usage: "S3 bucket holding the chunks; it must exist"},
+		{key: "storage.s3.region", def: "", usage: "S3 bucket's region (empty: asked of the server)"},
+		{key: "storage.s3.prefix", def: "chunks", usage: "prefix of the chunks' object names in the bucket"},
+		{key: "storage.s3.path_style", def: false, usage: "put the bucket in the URL path (MinIO, versitygw, Ceph without wildcard DNS)"},
+		{key: "storage.s3.credentials_file", def: "", usage: "AWS shared credentials file whose [default] profile signs requests (empty: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)"},
+		{key: "storage.s3.max_requests", def: 32, usage: "most requests to the S3 server in flight at once"},
 		{key: "memory.limit", def: ByteSize(0), usage: "Go runtime soft memory limit (0: none; GOMEMLIMIT wins)"},
 		{key: "memory.read_ahead", def: 4, usage: "chunks a download fetches and decodes ahead of the one it sends (0: none)"},
 		{key: "memory.kv_memtable", def: ByteSize(16 << 20), usage: "size of each of the metadata store's two memtables"},
@@ -570,6 +625,11 @@ func Load(fs *pflag.FlagSet) (Config, error) {
 	var c Config
 	if err := v.Unmarshal(&c, decodeHook()); err != nil {
 		return Config{}, fmt.Errorf("config: %w", err)
+	}
+	if c.Storage.Backend == "s3" && c.Storage.S3.CredentialsFile == "" {
+		c.Storage.S3.AccessKey = os.Getenv(EnvS3AccessKey)
+		c.Storage.S3.SecretKey = os.Getenv(EnvS3SecretKey)
+		c.Storage.S3.SessionToken = os.Getenv(EnvS3SessionToken)
 	}
 	if err := c.Validate(); err != nil {
 		return Config{}, err
@@ -803,6 +863,13 @@ func (c Config) Validate() error {
 	if c.Storage.Reserve < 0 {
 		bad("storage.reserve", c.Storage.Reserve, "must not be negative (0 keeps no reserve)")
 	}
+	switch c.Storage.Backend {
+	case "disk":
+	case "s3":
+		errs = append(errs, c.Storage.S3.validate()...)
+	default:
+		bad("storage.backend", c.Storage.Backend, "is not disk or s3")
+	}
 	if c.Memory.Limit < 0 {
 		bad("memory.limit", c.Memory.Limit, "must not be negative (0: no limit)")
 	}
@@ -929,6 +996,61 @@ func (m Metadata) validate() []error {
 		errs = append(errs, fmt.Errorf("config: metadata.backend: %q is not badger or postgres", m.Backend))
 	}
 	return errs
+}
+
+// validate checks the S3 section when it is the backend; otherwise its
+// keys are unused and may hold anything.
+func (s S3) validate() []error {
+	var errs []error
+	bad := func(key string, val any, why string) {
+		errs = append(errs, fmt.Errorf("config: storage.s3.%s: %q %s", key, fmt.Sprint(val), why))
+	}
+	if s.Endpoint == "" {
+		bad("endpoint", s.Endpoint, "must be set when storage.backend is s3")
+	} else {
+		e := s.Endpoint
+		if !strings.Contains(e, "://") {
+			e = "https://" + e
+		}
+		u, err := url.Parse(e)
+		if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") || strings.Trim(u.Path, "/") != "" || u.RawQuery != "" || u.User != nil {
+			bad("endpoint", s.Endpoint, "is not an http:// or https:// URL of a host and port alone, such as https://s3.eu-west-1.amazonaws.com")
+		}
+	}
+	if s.Bucket == "" {
+		bad("bucket", s.Bucket, "must be set when storage.backend is s3")
+	} else if !validBucket(s.Bucket) {
+		bad("bucket", s.Bucket, "is not a bucket name (3 to 63 lowercase letters, digits, dots and hyphens)")
+	}
+	if strings.ContainsFunc(s.Prefix, unicode.IsControl) || strings.Contains(s.Prefix, "//") {
+		bad("prefix", s.Prefix, "must not hold control characters or an empty path segment")
+	}
+	if s.MaxRequests < 1 || s.MaxRequests > 1024 {
+		bad("max_requests", s.MaxRequests, "must be between 1 and 1024")
+	}
+	if s.CredentialsFile != "" {
+		if _, err := os.Stat(s.CredentialsFile); err != nil {
+			bad("credentials_file", s.CredentialsFile, "cannot be read: "+errorsCause(err))
+		}
+	} else if s.AccessKey == "" || s.SecretKey == "" {
+		errs = append(errs, fmt.Errorf("config: storage.s3.credentials_file: empty, and %s and %s are not both set: berth has no S3 credentials", EnvS3AccessKey, EnvS3SecretKey))
+	}
+	return errs
+}
+
+// validBucket reports a name S3 accepts for a bucket (the rules every
+// S3 server shares; Amazon's stricter ones are its to tell).
+func validBucket(b string) bool {
+	if len(b) < 3 || len(b) > 63 {
+		return false
+	}
+	for i, r := range b {
+		ok := r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || (r == '.' || r == '-') && i > 0 && i < len(b)-1
+		if !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // badLoginRune reports characters a login cannot hold: Basic auth splits

@@ -60,6 +60,9 @@ func allowedImports() map[string][]string {
 		// The engine for several nodes (scale-out); pgtest, its test
 		// server, belongs to it.
 		"kv/postgres": {"kv"},
+		// The S3 chunk store speaks HTTP to its server (vfs/chunk may
+		// not); s3test, the server its tests start, only test files use.
+		"vfs/chunk/s3": {"vfs/chunk"},
 	}
 }
 

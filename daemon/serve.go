@@ -6,12 +6,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -29,7 +27,6 @@ import (
 	"berth/rest"
 	"berth/share"
 	"berth/vfs"
-	"berth/vfs/chunk"
 	"berth/web"
 	"berth/webdav"
 )
@@ -80,36 +77,10 @@ func openStores(ctx context.Context, cfg config.Config, log *slog.Logger, reg pr
 	if err != nil {
 		return nil, err
 	}
-	chunks, err := chunk.OpenDisk(filepath.Join(cfg.Data, "chunks"), chunk.DiskOptions{Reserve: int64(cfg.Storage.Reserve)})
+	chunks, err := openChunks(ctx, cfg, log, reg)
 	if err != nil {
 		db.Close()
-		return nil, fmt.Errorf("opening chunk store: %w", err)
-	}
-	if err := chunks.CheckSpace(0); err != nil {
-		log.Warn("the data directory's disk is down to its reserve: uploads are refused until space is freed (storage.reserve)", "error", err)
-	}
-	if reg != nil {
-		reg.MustRegister(
-			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-				Name: "berth_storage_free_bytes",
-				Help: "Free bytes on the data directory's file system (for an unprivileged writer).",
-			}, func() float64 {
-				free, err := chunks.Free()
-				if err != nil {
-					return math.NaN()
-				}
-				return float64(free)
-			}),
-			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-				Name: "berth_storage_reserve_bytes",
-				Help: "Free space berth leaves on the data directory's file system (storage.reserve); writes stop there.",
-			}, func() float64 { return float64(chunks.Reserve()) }),
-		)
-	}
-	// Temp files of chunk writes a crash interrupted are never referenced.
-	if err := chunks.CleanTemp(ctx); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("cleaning chunk store: %w", err)
+		return nil, err
 	}
 	acts := activity.New(db, activity.Options{Retention: cfg.Activity.Retention})
 	journal := &fileJournal{log: acts}

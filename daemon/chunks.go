@@ -1,0 +1,155 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math"
+	"path/filepath"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sys/unix"
+
+	"berth/config"
+	"berth/vfs/chunk"
+	"berth/vfs/chunk/s3"
+)
+
+// s3CheckTimeout bounds the start-up check of the bucket: an endpoint
+// that takes no connection (a firewall dropping packets) fails the start
+// with a message rather than hanging it.
+const s3CheckTimeout = 30 * time.Second
+
+// Abilities of the disk store the daemon uses when the store has them;
+// found by type assertion, so an S3 store goes without.
+type (
+	// freeSpacer reports the free space of the store's file system and
+	// the part of it kept in reserve.
+	freeSpacer interface {
+		Free() (int64, error)
+		Reserve() int64
+	}
+	// tempCleaner removes what writes a crash interrupted left behind.
+	tempCleaner interface {
+		CleanTemp(ctx context.Context) error
+	}
+)
+
+// openChunks opens the chunk store storage.backend names: the disk store
+// in the data directory, or the S3 bucket behind retries and a limit on
+// requests in flight. reg may be nil.
+func openChunks(ctx context.Context, cfg config.Config, log *slog.Logger, reg prometheus.Registerer) (chunk.Store, error) {
+	var store chunk.Store
+	switch cfg.Storage.Backend {
+	case "s3":
+		o := cfg.Storage.S3
+		cctx, cancel := context.WithTimeout(ctx, s3CheckTimeout)
+		st, err := s3.Open(cctx, s3.Options{
+			Endpoint: o.Endpoint, Bucket: o.Bucket, Region: o.Region, Prefix: o.Prefix, PathStyle: o.PathStyle,
+			AccessKey: o.AccessKey, SecretKey: o.SecretKey, SessionToken: o.SessionToken, CredentialsFile: o.CredentialsFile,
+		})
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("opening chunk store (storage.backend s3): %w", err)
+		}
+		log.Info("file contents in S3", "endpoint", o.Endpoint, "bucket", o.Bucket, "prefix", o.Prefix)
+		// Retry outside the limit: a call waiting out its backoff gives
+		// its slot to another.
+		store = remoteChunks{
+			Retry:   chunk.NewRetry(chunk.NewLimit(st, o.MaxRequests), chunk.RetryOptions{}),
+			reserve: dataReserve{dir: cfg.Data, reserve: int64(cfg.Storage.Reserve)},
+		}
+	default:
+		d, err := chunk.OpenDisk(filepath.Join(cfg.Data, "chunks"), chunk.DiskOptions{Reserve: int64(cfg.Storage.Reserve)})
+		if err != nil {
+			return nil, fmt.Errorf("opening chunk store: %w", err)
+		}
+		store = d
+	}
+	if sc, ok := store.(chunk.SpaceChecker); ok {
+		if err := sc.CheckSpace(0); err != nil {
+			log.Warn("the data directory's disk is down to its reserve: uploads are refused until space is freed (storage.reserve)", "error", err)
+		}
+	}
+	if fs, ok := store.(freeSpacer); ok && reg != nil {
+		reg.MustRegister(
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+				Name: "berth_storage_free_bytes",
+				Help: "Free bytes on the data directory's file system (for an unprivileged writer).",
+			}, func() float64 {
+				free, err := fs.Free()
+				if err != nil {
+					return math.NaN()
+				}
+				return float64(free)
+			}),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+				Name: "berth_storage_reserve_bytes",
+				Help: "Free space berth leaves on the data directory's file system (storage.reserve); writes stop there.",
+			}, func() float64 { return float64(fs.Reserve()) }),
+		)
+	}
+	// Temp files of chunk writes a crash interrupted are never referenced.
+	if tc, ok := store.(tempCleaner); ok {
+		if err := tc.CleanTemp(ctx); err != nil {
+			return nil, fmt.Errorf("cleaning chunk store: %w", err)
+		}
+	}
+	return store, nil
+}
+
+// remoteChunks is a chunk store off this machine (S3) that still keeps
+// storage.reserve free on the data directory's disk: the metadata store
+// writes there and must never meet a full disk (chunk.DiskOptions.Reserve
+// says why), so what grows it stops at the reserve as with the disk
+// store. Embedding *chunk.Retry keeps its GetInto for the readers.
+type remoteChunks struct {
+	*chunk.Retry
+	reserve dataReserve
+}
+
+var (
+	_ chunk.SpaceChecker = remoteChunks{}
+	_ freeSpacer         = remoteChunks{}
+)
+
+// CheckSpace asks the data directory's disk, for which need (a chunk's
+// size, which goes elsewhere) does not count.
+func (r remoteChunks) CheckSpace(int64) error { return r.reserve.check() }
+
+// Free is the data directory's disk's free space.
+func (r remoteChunks) Free() (int64, error) { return r.reserve.free() }
+
+// Reserve is storage.reserve.
+func (r remoteChunks) Reserve() int64 { return r.reserve.reserve }
+
+// dataReserve is the free space kept on the data directory's disk.
+type dataReserve struct {
+	dir     string
+	reserve int64
+}
+
+// free returns what an unprivileged writer may still use of the data
+// directory's file system, as chunk.Disk counts it.
+func (d dataReserve) free() (int64, error) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(d.dir, &st); err != nil {
+		return 0, fmt.Errorf("statfs %s: %w", d.dir, err)
+	}
+	return int64(st.Bavail) * int64(st.Bsize), nil
+}
+
+func (d dataReserve) check() error {
+	if d.reserve <= 0 {
+		return nil
+	}
+	free, err := d.free()
+	if err != nil {
+		return err
+	}
+	if free < d.reserve {
+		return fmt.Errorf("%w: the data directory's disk has %d bytes free, %d kept in reserve", chunk.ErrNoSpace, free, d.reserve)
+	}
+	return nil
+}
