@@ -108,3 +108,25 @@ type Failer interface {
 	// stopped them (ErrNotDurable, wrapping the cause) once one did.
 	Failed() error
 }
+
+// Exclusive is a Store that one process at a time can open (kv/badger:
+// its directory is locked). Whatever another process left in it was left
+// by a process that is gone, so recovery at open may release it all
+// without asking whether its owner lives. An engine shared by several
+// nodes does not implement it.
+type Exclusive interface {
+	// Exclusive reports whether this process is the store's only user.
+	Exclusive() bool
+}
+
+// Unsynced is a Store that can commit a transaction without waiting for it
+// to be durable: it is serialized and visible like any other, and made
+// durable by the next commit that is (or lost by a crash before that).
+// For records that mean nothing after a crash of their writer (vfs's
+// upload pins), written often enough that a sync each would cost more
+// than the work they guard. Found by type assertion; callers fall back to
+// Update.
+type Unsynced interface {
+	// UpdateUnsynced is Update without the wait for durability.
+	UpdateUnsynced(ctx context.Context, fn func(Txn) error) error
+}

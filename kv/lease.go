@@ -27,8 +27,13 @@ type Lease struct {
 // unique to the process (a node name with a random suffix), ttl at least
 // a few seconds: a holder renews at a third of it.
 func NewLease(db Store, name, holder string, ttl time.Duration) *Lease {
-	return &Lease{db: db, key: KeyString(KVLease, nil, name), holder: holder, ttl: ttl}
+	return &Lease{db: db, key: LeaseKey(name), holder: holder, ttl: ttl}
 }
+
+// LeaseKey is the key of lease name, for a transaction that must read
+// whether a holder is alive together with what it changes (a read of the
+// key conflicts with the holder's renewal).
+func LeaseKey(name string) []byte { return KeyString(KVLease, nil, name) }
 
 // Acquire takes the lease, or renews it when the holder has it already,
 // for ttl from now; it reports whether the holder holds it.

@@ -35,6 +35,8 @@ const (
 	VFSPart    = "W/" // a staged upload's sealed chunks, in parts
 	VFSName    = "E/" // the name index: an item's folded name
 	VFSGram    = "X/" // the name index: items by trigram of their name
+	VFSHeld    = "H/" // the nodes whose uploads in flight hold a chunk
+	VFSDoomed  = "B/" // a chunk a collector is removing now
 )
 
 // Prefixes of account (account/keys.go).
@@ -154,6 +156,8 @@ func Prefixes() []Prefix {
 		{"vfs", VFSPart},
 		{"vfs", VFSName},
 		{"vfs", VFSGram},
+		{"vfs", VFSHeld},
+		{"vfs", VFSDoomed},
 
 		{"account", AccountOrg},
 		{"account", AccountPerson},

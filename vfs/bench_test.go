@@ -36,6 +36,23 @@ func benchInputs() map[string][]byte {
 	return map[string][]byte{"random": random, "compressible": text}
 }
 
+// cpuPerGiB reports, when the function it returns runs, the process's CPU
+// time (user and system, all goroutines) per GiB over b.N rounds of size
+// bytes: the cost of the write path that wall time under load hides.
+func cpuPerGiB(b *testing.B, size int64) func() {
+	cpu := func() float64 {
+		var ru unix.Rusage
+		if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+			b.Fatal(err)
+		}
+		return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
+	}
+	start := cpu()
+	return func() {
+		b.ReportMetric((cpu()-start)/(float64(size)*float64(b.N)/(1<<30)), "cpu-s/GiB")
+	}
+}
+
 func BenchmarkWrite(b *testing.B) {
 	for _, kind := range []string{"random", "compressible"} {
 		data := benchInputs()[kind]
@@ -59,6 +76,7 @@ func BenchmarkWrite(b *testing.B) {
 		b.Run("vfs/"+kind, func(b *testing.B) {
 			e := newEnv(b)
 			b.SetBytes(int64(len(data)))
+			defer cpuPerGiB(b, int64(len(data)))()
 			for i := 0; b.Loop(); i++ {
 				// Each round a new file of new chunks: change the first
 				// bytes of every MiB so nothing deduplicates.

@@ -411,7 +411,7 @@ func (fs *FS) copyStaged(ctx context.Context, root, id, dst, parent uint64, name
 					Created: now, Modified: it.src.Modified, Size: it.src.Size}
 				if it.parent < 0 {
 					rec.Name, rec.Parent, rec.Deleted, rec.Staged = name, topFolder, now, true
-					if err := put(tx, intentKey(in.id, 0), intentRec{Root: dst, Node: it.id}); err != nil {
+					if err := fs.putIntent(tx, intentKey(in.id, 0), intentRec{Root: dst, Node: it.id}); err != nil {
 						return err
 					}
 				} else {

@@ -89,6 +89,18 @@ type Options struct {
 	// sends (chunk.ReadPoolOptions.ReadAhead: 0 is the default, negative
 	// none).
 	ReadAhead int
+	// Node names this process among those sharing the stores: what it
+	// holds for operations in flight is recorded under the name, and
+	// released by another node only once its liveness lease has expired
+	// (node.go). A name kept across restarts (the daemon's node id) lets
+	// a restarted process release its predecessor's leftovers at once;
+	// two live processes must never share one. Empty: a name of its own.
+	Node string
+	// OrphanGrace is how long the collector leaves a chunk after it first
+	// found it unreferenced, so that a download on another node of a
+	// revision just trimmed or purged can finish (gc.go). 0 removes it at
+	// once, as one node needs.
+	OrphanGrace time.Duration
 
 	// refBatch overrides defaultRefBatch; set by tests (export_test.go)
 	// so that small files take the split paths.
@@ -103,6 +115,8 @@ type Options struct {
 	zipMax int
 	// shortScan overrides ShortQueryScan; set by tests.
 	shortScan int
+	// nodeTTL overrides the node lease's life (node.go); set by tests.
+	nodeTTL time.Duration
 }
 
 // FS is the file system over one metadata store and one chunk store. It is
@@ -145,6 +159,16 @@ type FS struct {
 	// whole collection. A failed upload notes its chunks for the
 	// collector holding it shared too (see forget).
 	gcMu sync.RWMutex
+
+	// node is this process's name among the nodes sharing the stores,
+	// lease its liveness lease, renewed until liveStop closes (node.go).
+	node     string
+	nodeTTL  time.Duration
+	lease    *kv.Lease
+	liveStop chan struct{}
+	liveDone chan struct{}
+	// grace is Options.OrphanGrace.
+	grace time.Duration
 
 	// refBatch bounds the chunk references one transaction changes; an
 	// operation over more is split with intents (see intent.go).
@@ -189,6 +213,14 @@ func Open(ctx context.Context, db kv.Store, chunks chunk.Store, opts Options) (*
 	if fs.log == nil {
 		fs.log = slog.New(slog.DiscardHandler)
 	}
+	fs.node, fs.nodeTTL, fs.grace = opts.Node, opts.nodeTTL, opts.OrphanGrace
+	if fs.node == "" {
+		fs.node = newNodeName()
+	}
+	if fs.nodeTTL <= 0 {
+		fs.nodeTTL = nodeTTL
+	}
+	fs.pins = pinSet{db: db, node: fs.node, log: fs.log}
 	if fs.now == nil {
 		fs.now = time.Now
 	}
@@ -209,6 +241,19 @@ func Open(ctx context.Context, db kv.Store, chunks chunk.Store, opts Options) (*
 			}
 		},
 	})
+	if err := fs.startLiveness(ctx); err != nil {
+		return nil, fmt.Errorf("vfs: open: this node's liveness lease: %w", err)
+	}
+	if err := fs.recover(ctx); err != nil {
+		fs.stopLiveness(true)
+		return nil, err
+	}
+	return fs, nil
+}
+
+// recover is Open's recovery, once the node's lease is held.
+func (fs *FS) recover(ctx context.Context) error {
+	db, chunks := fs.db, fs.chunks
 	var clean, used bool
 	err := db.Update(ctx, func(tx kv.Txn) error {
 		clean, used = false, false
@@ -226,34 +271,38 @@ func Open(ctx context.Context, db kv.Store, chunks chunk.Store, opts Options) (*
 		return tx.Delete(keyClean)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("vfs: open: %w", err)
+		return fmt.Errorf("vfs: open: %w", err)
 	}
 	// Always, not only after a crash: a release that failed in a clean
 	// run leaves its intent too. Before the sweep, which then finds the
-	// chunks only those intents held.
-	if n, err := fs.releaseAll(ctx); err != nil {
-		return nil, fmt.Errorf("vfs: releasing interrupted operations: %w", err)
+	// chunks only those intents held. Only what processes that are gone
+	// left: on a shared store, other nodes' operations run on.
+	if n, err := fs.releaseLeft(ctx, true); err != nil {
+		return fmt.Errorf("vfs: releasing interrupted operations: %w", err)
 	} else if n > 0 {
 		fs.log.Warn("vfs: released the references of interrupted operations", "intents", n)
 	}
-	if used && !clean {
+	// Only on a store no other process uses: on a shared one, other
+	// nodes' uploads are staging and storing chunks now, and what a dead
+	// node stored is noted for the collector when its pins are released.
+	if used && !clean && exclusive(db) {
 		// Staged chunk files of interrupted uploads, where the store
 		// stages them.
 		if c, ok := chunks.(interface{ CleanTemp(context.Context) error }); ok {
 			if err := c.CleanTemp(ctx); err != nil {
-				return nil, fmt.Errorf("vfs: recovery: %w", err)
+				return fmt.Errorf("vfs: recovery: %w", err)
 			}
 		}
 		rep, err := fs.Sweep(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("vfs: recovery sweep: %w", err)
+			return fmt.Errorf("vfs: recovery sweep: %w", err)
 		}
 		fs.log.Warn("vfs: recovered from an unclean shutdown", "removed_chunks", rep.Deleted)
 	}
 	if err := fs.startBackfill(ctx); err != nil {
-		return nil, fmt.Errorf("vfs: name index: %w", err)
+		return fmt.Errorf("vfs: name index: %w", err)
 	}
-	return fs, nil
+	return nil
 }
 
 // roomFor refuses, with ErrNoSpace, an operation that adds to the stores
@@ -281,8 +330,13 @@ func (fs *FS) Close() error {
 	fs.upMu.Unlock()
 	if running > 0 {
 		fs.log.Warn("vfs: closing with uploads running; the next start sweeps the chunks they leave", "uploads", running)
+		// The lease stays until it expires: other nodes then release
+		// what the uploads hold.
+		fs.stopLiveness(false)
 		return nil
 	}
+	fs.pins.flush()
+	defer fs.stopLiveness(true)
 	fs.gcMu.Lock()
 	defer fs.gcMu.Unlock()
 	return fs.db.Update(context.Background(), func(tx kv.Txn) error {

@@ -2,8 +2,10 @@ package vfs
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/fxamacker/cbor/v2"
 
@@ -22,9 +24,35 @@ func (r GCReport) String() string {
 	return fmt.Sprintf("examined %d chunks, removed %d", r.Candidates, r.Deleted)
 }
 
-// GC removes the chunks whose reference count fell to zero.
+// Several nodes may collect one chunk store (node.go): a collector
+// removes a chunk only after a transaction that finds it unreferenced
+// (no K/ count), pinned by no node's upload in flight (no H/ record) and
+// claimed by no other collector, and that claims it (B/, with a TTL).
+// Uploads pin in a transaction that reads B/ (pins.go), and commits that
+// reference a chunk no revision counts read it too (checkStored), so
+// the serializable store orders each of them before the claim, and the
+// collector keeps the chunk, or after it, and they wait for the removal
+// or fail cleanly. With a grace (Options.OrphanGrace), a chunk is
+// removed only once that long has passed since a collector first found
+// its note (it stamps the note), so a download still reading a revision
+// just trimmed or purged, on any node, finishes.
+
+// doomTTL is how long a collector's claim on a chunk it removes lives if
+// the collector dies before it lets go. A collector stops removing the
+// chunks of a claim once half of it has passed, so no pin passes a claim
+// whose chunk is still being removed.
+const doomTTL = 2 * time.Minute
+
+// GC removes the chunks whose reference count fell to zero. It releases
+// first what nodes that are gone left (ReleaseDead), so the chunks only
+// they held become garbage too.
 func (fs *FS) GC(ctx context.Context) (GCReport, error) {
 	var rep GCReport
+	if n, err := fs.ReleaseDead(ctx); err != nil {
+		return rep, fmt.Errorf("vfs: releasing what dead nodes left: %w", err)
+	} else if n > 0 {
+		fs.log.Warn("vfs: released the intents of nodes that are gone", "intents", n)
+	}
 	var ids []chunk.ID
 	err := fs.db.View(ctx, func(tx kv.Txn) error {
 		ids = ids[:0]
@@ -39,7 +67,7 @@ func (fs *FS) GC(ctx context.Context) (GCReport, error) {
 	rep.Candidates = len(ids)
 	for start := 0; start < len(ids); start += 1000 {
 		batch := ids[start:min(start+1000, len(ids))]
-		n, err := fs.removeUnreferenced(ctx, batch, true)
+		n, err := fs.removeUnreferenced(ctx, batch, false, true)
 		rep.Deleted += n
 		if err != nil {
 			return rep, err
@@ -49,12 +77,13 @@ func (fs *FS) GC(ctx context.Context) (GCReport, error) {
 }
 
 // Sweep walks the whole chunk store and removes every chunk no revision
-// references. It is what recovery after a crash runs.
+// references and no upload in flight holds. It is what recovery after a
+// crash runs. With a grace, a chunk whose note is younger stays.
 func (fs *FS) Sweep(ctx context.Context) (GCReport, error) {
 	var rep GCReport
 	var batch []chunk.ID
 	flush := func() error {
-		n, err := fs.removeUnreferenced(ctx, batch, false)
+		n, err := fs.removeUnreferenced(ctx, batch, true, fs.grace > 0)
 		rep.Deleted += n
 		batch = batch[:0]
 		return err
@@ -70,50 +99,92 @@ func (fs *FS) Sweep(ctx context.Context) (GCReport, error) {
 	if err == nil {
 		err = flush()
 	}
-	if err == nil {
-		// Every orphan note is settled now.
+	if err == nil && fs.grace == 0 {
+		// Every orphan note is settled now. With a grace, the notes of
+		// the chunks it left keep their time.
 		err = fs.clearOrphans(ctx)
 	}
 	return rep, err
 }
 
 // removeUnreferenced deletes the chunks of ids that have no reference
-// count, and their orphan notes when clearNotes is set.
-func (fs *FS) removeUnreferenced(ctx context.Context, ids []chunk.ID, clearNotes bool) (int, error) {
+// count, no pin and, with a grace, a note older than it, and their
+// orphan notes when clearNotes is set. sweep says ids come from the
+// store, not from the notes: one without a note is garbage at once.
+func (fs *FS) removeUnreferenced(ctx context.Context, ids []chunk.ID, sweep, clearNotes bool) (int, error) {
 	fs.gcMu.Lock()
 	defer fs.gcMu.Unlock()
+	now := fs.nowNs()
 	var dead []chunk.ID
-	err := fs.db.View(ctx, func(tx kv.Txn) error {
+	err := fs.update(ctx, func(tx kv.Txn) error {
 		dead = dead[:0]
 		for _, id := range ids {
-			if _, err := tx.Get(refKey(id)); errors.Is(err, kv.ErrNotFound) {
-				dead = append(dead, id)
-			} else if err != nil {
+			// Counted, pinned by an upload in flight (an upload may hold
+			// it without a count: it found the chunk stored and skipped
+			// it, or stored it and has not committed), or claimed by
+			// another collector: the chunk stays, its note too.
+			skip := false
+			for _, k := range [][]byte{refKey(id), heldKey(id), doomKey(id)} {
+				if _, err := tx.Get(k); err == nil {
+					skip = true
+					break
+				} else if !errors.Is(err, kv.ErrNotFound) {
+					return err
+				}
+			}
+			if skip {
+				continue
+			}
+			if fs.grace > 0 {
+				v, err := tx.Get(orphanKey(id))
+				switch {
+				case errors.Is(err, kv.ErrNotFound):
+					if !sweep {
+						continue // settled meanwhile
+					}
+				case err != nil:
+					return err
+				case len(v) != 8:
+					if err := tx.Set(orphanKey(id), binary.BigEndian.AppendUint64(nil, uint64(now))); err != nil {
+						return err
+					}
+					continue
+				case now-int64(binary.BigEndian.Uint64(v)) < int64(fs.grace):
+					continue
+				}
+			}
+			if err := tx.SetTTL(doomKey(id), []byte(fs.node), doomTTL); err != nil {
 				return err
 			}
+			dead = append(dead, id)
 		}
 		return nil
 	})
 	if err != nil {
 		return 0, err
 	}
+	claimed := time.Now()
 	removed := make(map[chunk.ID]bool, len(dead))
+	var derr error
 	for _, id := range dead {
-		// An upload in flight may hold it without a count: it found the
-		// chunk stored and skipped it, or stored it and has not
-		// committed. Its note stays, for a later collection.
-		ok, err := fs.pins.deleteUnpinned(id, func() error { return fs.chunks.Delete(ctx, id) })
-		if err != nil {
-			return len(removed), err
+		if time.Since(claimed) > doomTTL/2 {
+			break // the rest wait for the next collection
 		}
-		if ok {
-			removed[id] = true
+		if derr = fs.chunks.Delete(ctx, id); derr != nil {
+			break
 		}
+		removed[id] = true
 	}
-	if !clearNotes {
-		return len(removed), nil
-	}
-	return len(removed), fs.update(ctx, func(tx kv.Txn) error {
+	// The claims go whatever happened, or uploads wait for their TTL.
+	err = fs.update(context.WithoutCancel(ctx), func(tx kv.Txn) error {
+		for _, id := range dead {
+			if err := tx.Delete(doomKey(id)); err != nil {
+				return err
+			}
+		}
+		if !clearNotes {
+			return nil
+		}
 		for _, id := range ids {
 			// A chunk counted when checked may have lost its last count
 			// since (a purge, a released intent take no gcMu), noting it
@@ -133,6 +204,7 @@ func (fs *FS) removeUnreferenced(ctx context.Context, ids []chunk.ID, clearNotes
 		}
 		return nil
 	})
+	return len(removed), errors.Join(derr, err)
 }
 
 func (fs *FS) clearOrphans(ctx context.Context) error {

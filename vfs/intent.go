@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/fxamacker/cbor/v2"
+
 	"berth/kv"
 	"berth/vfs/chunk"
 )
@@ -25,7 +27,10 @@ import (
 //
 // A failed operation releases its intent at once; Open releases whatever
 // a crash (or a failed release) left, before the recovery sweep, so the
-// sweep sees the chunks those intents held as unreferenced.
+// sweep sees the chunks those intents held as unreferenced. Every part
+// names the node that owns it: on a store several nodes share, Open and
+// ReleaseDead release only the intents of nodes that are gone (node.go),
+// never those of a live node's operations in flight.
 
 // defaultRefBatch is how many chunk references one transaction changes
 // when an operation is split, and the largest copy (items, properties and
@@ -47,6 +52,15 @@ type intentRec struct {
 	// touching the root's usage (it was never counted), on release.
 	Root uint64 `cbor:"2,keyasint,omitempty"`
 	Node uint64 `cbor:"3,keyasint,omitempty"`
+	// Owner is the node whose operation wrote the part; empty in parts
+	// written before nodes had names, which belong to no live node.
+	Owner string `cbor:"4,keyasint,omitempty"`
+}
+
+// putIntent writes an intent part owned by this node.
+func (fs *FS) putIntent(tx kv.Txn, key []byte, rec intentRec) error {
+	rec.Owner = fs.node
+	return put(tx, key, rec)
 }
 
 // intent is an operation's handle on its I/ parts.
@@ -88,7 +102,7 @@ func (fs *FS) pin(ctx context.Context, in *intent, op Op, refs []chunk.Ref, chec
 			if err := addRefs(tx, batch, 1); err != nil {
 				return err
 			}
-			return put(tx, intentKey(in.id, part), intentRec{Chunks: chunkIDs(batch)})
+			return fs.putIntent(tx, intentKey(in.id, part), intentRec{Chunks: chunkIDs(batch)})
 		})
 		fs.gcMu.RUnlock()
 		if err != nil {
@@ -104,10 +118,11 @@ func (fs *FS) pin(ctx context.Context, in *intent, op Op, refs []chunk.Ref, chec
 // handOver deletes in's chunk parts within tx: once tx commits, the
 // counts they held belong to what tx wrote. The caller clears in.parts
 // after the commit (tx may run again on a conflict). Each part is read
-// first: only its owner or Open releases an intent today, but a part
-// released by anyone else must fail the commit (ErrBusy) rather than let
-// it reference chunks whose counts are gone. The read also makes a
-// concurrent release conflict with tx.
+// first: another node releases the intent when it takes this node for
+// dead (its liveness lease expired, node.go), and a part released so
+// must fail the commit (ErrBusy) rather than let it reference chunks
+// whose counts are gone. The read also makes a concurrent release
+// conflict with tx.
 func (in *intent) handOver(tx kv.Txn) error {
 	for _, p := range in.parts {
 		k := intentKey(in.id, p)
@@ -128,6 +143,17 @@ func (in *intent) handOver(tx kv.Txn) error {
 // Each part goes in its own transactions, so release is bounded too and
 // can be interrupted and run again.
 func (fs *FS) release(ctx context.Context, id uint64) error {
+	return fs.releaseIf(ctx, id, nil)
+}
+
+// errOwnerAlive stops the release of an intent whose owner turned out to
+// be alive.
+var errOwnerAlive = errors.New("vfs: the intent's node is alive")
+
+// releaseIf is release for another node's intent: left, when set, is
+// asked in each part's transaction whether the part's owner is gone, and
+// a part whose owner is not stops the release (errOwnerAlive).
+func (fs *FS) releaseIf(ctx context.Context, id uint64, left func(kv.Txn, string) (bool, error)) error {
 	var parts [][]byte
 	err := fs.db.View(ctx, func(tx kv.Txn) error {
 		parts = parts[:0]
@@ -148,6 +174,13 @@ func (fs *FS) release(ctx context.Context, id uint64) error {
 				return nil
 			} else if err != nil {
 				return err
+			}
+			if left != nil {
+				if gone, err := left(tx, rec.Owner); err != nil {
+					return err
+				} else if !gone {
+					return errOwnerAlive
+				}
 			}
 			if rec.Node != 0 {
 				// The tree goes first; the part that names it last.
@@ -191,14 +224,26 @@ func (fs *FS) releaseFailed(ctx context.Context, in *intent) {
 	}
 }
 
-// releaseAll releases every intent in the store: at Open, no operation
-// runs, so each is the leftover of one that crashed or failed to release.
-func (fs *FS) releaseAll(ctx context.Context) (int, error) {
+// releaseIntents releases the intents whose owner left reports gone
+// (see FS.leftBy): at Open on a store no other process uses, every one,
+// each the leftover of an operation that crashed or failed to release.
+func (fs *FS) releaseIntents(ctx context.Context, left func(kv.Txn, string) (bool, error)) (int, error) {
 	var ids []uint64
 	err := fs.db.View(ctx, func(tx kv.Txn) error {
 		ids = ids[:0]
 		return tx.Scan([]byte(pIntent), nil, func(k, v []byte) error {
-			if id := intentKeyID(k); len(ids) == 0 || ids[len(ids)-1] != id {
+			id := intentKeyID(k)
+			if len(ids) > 0 && ids[len(ids)-1] == id {
+				return nil
+			}
+			var rec intentRec
+			if err := cbor.Unmarshal(v, &rec); err != nil {
+				return err
+			}
+			// Only a glance: the release decides in its transactions.
+			if gone, err := left(tx, rec.Owner); err != nil {
+				return err
+			} else if gone {
 				ids = append(ids, id)
 			}
 			return nil
@@ -207,12 +252,17 @@ func (fs *FS) releaseAll(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	n := 0
 	for _, id := range ids {
-		if err := fs.release(ctx, id); err != nil {
-			return 0, fmt.Errorf("intent %d: %w", id, err)
+		switch err := fs.releaseIf(ctx, id, left); {
+		case errors.Is(err, errOwnerAlive):
+		case err != nil:
+			return n, fmt.Errorf("intent %d: %w", id, err)
+		default:
+			n++
 		}
 	}
-	return len(ids), nil
+	return n, nil
 }
 
 // unref gives up chunk references inside one transaction without
@@ -242,7 +292,7 @@ func (u *unref) drop(ctx context.Context, refs []chunk.Ref) error {
 	}
 	for start := 0; start < len(refs); start += u.fs.refBatch {
 		batch := refs[start:min(start+u.fs.refBatch, len(refs))]
-		if err := put(u.tx, intentKey(u.intent, u.parts), intentRec{Chunks: chunkIDs(batch)}); err != nil {
+		if err := u.fs.putIntent(u.tx, intentKey(u.intent, u.parts), intentRec{Chunks: chunkIDs(batch)}); err != nil {
 			return err
 		}
 		u.parts++

@@ -50,6 +50,11 @@ import (
 //	M/names                   present once every root has a name index
 //	E/<root>/<node>           the folded name of a live item (index.go)
 //	X/<root>/<gram>/<node>    the same, under each trigram of the name
+//	H/<chunk id>              heldRec: the nodes whose uploads in flight
+//	                          hold the chunk (pins.go); the collector
+//	                          leaves it alone
+//	B/<chunk id>              the node removing the chunk now, with a TTL
+//	                          (gc.go); a pin waits until it is gone
 //
 // The prefixes are registered in kv/prefixes.go with every other
 // package's, where a test keeps them apart.
@@ -74,6 +79,8 @@ const (
 	pPart    = kv.VFSPart
 	pName    = kv.VFSName
 	pGram    = kv.VFSGram
+	pHeld    = kv.VFSHeld
+	pDoomed  = kv.VFSDoomed
 )
 
 var keyClean = []byte(kv.VFSMarker + "clean")
@@ -110,6 +117,8 @@ func revPrefix(file uint64) []byte   { return key(pRev, file) }
 func revKey(file, rev uint64) []byte { return key(pRev, file, rev) }
 func refKey(id chunk.ID) []byte      { return append([]byte(pRef), id[:]...) }
 func orphanKey(id chunk.ID) []byte   { return append([]byte(pOrphan), id[:]...) }
+func heldKey(id chunk.ID) []byte     { return append([]byte(pHeld), id[:]...) }
+func doomKey(id chunk.ID) []byte     { return append([]byte(pDoomed), id[:]...) }
 
 // timeKeyNode reads the node id back from a T/ key.
 func timeKeyNode(k []byte) uint64 {
@@ -132,7 +141,7 @@ func intentKeyID(k []byte) uint64 {
 	return binary.BigEndian.Uint64(k[len(pIntent) : len(pIntent)+8])
 }
 
-// chunkIDFromKey reads the chunk id of a K/ or O/ key.
+// chunkIDFromKey reads the chunk id of a K/, O/, H/ or B/ key.
 func chunkIDFromKey(k []byte) chunk.ID {
 	var id chunk.ID
 	copy(id[:], k[2:])

@@ -1,58 +1,96 @@
 package vfs
 
 import (
+	"context"
+	"errors"
+	"slices"
 	"testing"
 	"time"
 
+	"berth/kv"
+	"berth/kv/badger"
 	"berth/vfs/chunk"
 )
 
-// TestPinSet: the collector skips a pinned chunk, and a pin taken while the
-// chunk is being removed returns only once it is gone; pins of other
-// chunks do not wait.
+// TestPinSet: a node's pins show in the chunk's H/ record from the first
+// pin to the last unpin (which notes an uncounted chunk for the
+// collector), and a pin taken while a collector claims the chunk returns
+// only once the claim is gone; pins of other chunks do not wait.
 func TestPinSet(t *testing.T) {
-	var p pinSet
+	ctx := context.Background()
+	db, err := badger.Open(badger.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	p := &pinSet{db: db, node: "a"}
+	holders := func(id chunk.ID) []string {
+		var rec heldRec
+		if err := db.View(ctx, func(tx kv.Txn) error { return get(tx, heldKey(id), &rec, nil) }); err != nil {
+			t.Fatal(err)
+		}
+		return rec.Nodes
+	}
+	noted := func(id chunk.ID) bool {
+		err := db.View(ctx, func(tx kv.Txn) error { _, err := tx.Get(orphanKey(id)); return err })
+		if err != nil && !errors.Is(err, kv.ErrNotFound) {
+			t.Fatal(err)
+		}
+		return err == nil
+	}
 	a, b := chunk.ID{1}, chunk.ID{2}
-	p.Pin(a)
-	p.Pin(a)
-	p.Unpin(a)
-	if ran, err := p.deleteUnpinned(a, func() error { t.Error("removed a pinned chunk"); return nil }); ran || err != nil {
-		t.Fatalf("pinned: ran %v, %v", ran, err)
+	for range 2 {
+		if err := p.Pin(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if h := holders(a); !slices.Equal(h, []string{"a"}) {
+		t.Fatalf("holders after two pins: %q", h)
 	}
 	p.Unpin(a)
+	if h := holders(a); !slices.Equal(h, []string{"a"}) {
+		t.Fatalf("holders after one unpin of two: %q", h)
+	}
+	p.Unpin(a)
+	if h := holders(a); len(h) != 0 || !noted(a) {
+		t.Fatalf("after the last unpin: holders %q, noted %v", h, noted(a))
+	}
 
-	removing, release := make(chan struct{}), make(chan struct{})
-	gone := false
-	finished := make(chan bool)
-	go func() {
-		ran, err := p.deleteUnpinned(a, func() error {
-			close(removing)
-			<-release
-			gone = true
-			return nil
-		})
-		finished <- ran && err == nil
-	}()
-	<-removing
-	p.Pin(b) // another chunk: no wait
-	pinned := make(chan bool)
-	go func() {
-		p.Pin(a)
-		pinned <- gone
-	}()
+	// A collector claims a.
+	if err := db.Update(ctx, func(tx kv.Txn) error { return tx.SetTTL(doomKey(a), []byte("b"), time.Minute) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Pin(ctx, b); err != nil { // another chunk: no wait
+		t.Fatal(err)
+	}
+	pinned := make(chan error)
+	go func() { pinned <- p.Pin(ctx, a) }()
 	select {
-	case <-pinned:
-		t.Fatal("a pin returned while its chunk was being removed")
-	case <-time.After(50 * time.Millisecond):
+	case err := <-pinned:
+		t.Fatalf("a pin returned (%v) while its chunk was claimed", err)
+	case <-time.After(100 * time.Millisecond):
 	}
-	close(release)
-	if !<-pinned {
-		t.Fatal("the pin returned before the removal ended")
+	if err := db.Update(ctx, func(tx kv.Txn) error { return tx.Delete(doomKey(a)) }); err != nil {
+		t.Fatal(err)
 	}
-	if !<-finished {
-		t.Fatal("the unpinned chunk was not removed")
+	if err := <-pinned; err != nil {
+		t.Fatal(err)
 	}
-	if ran, _ := p.deleteUnpinned(a, func() error { return nil }); ran {
-		t.Fatal("removed a chunk pinned after the last removal")
+	if h := holders(a); !slices.Equal(h, []string{"a"}) {
+		t.Fatalf("holders after the claim ended: %q", h)
+	}
+
+	// A cancelled pin of a claimed chunk fails and holds nothing.
+	c := chunk.ID{3}
+	if err := db.Update(ctx, func(tx kv.Txn) error { return tx.SetTTL(doomKey(c), []byte("b"), time.Minute) }); err != nil {
+		t.Fatal(err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	if err := p.Pin(cctx, c); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("pin of a claimed chunk with a context that ends: %v", err)
+	}
+	if h := holders(c); len(h) != 0 {
+		t.Fatalf("a failed pin left holders %q", h)
 	}
 }

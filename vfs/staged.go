@@ -473,7 +473,7 @@ func (fs *FS) terminate(ctx context.Context, id uint64, expired bool) error {
 			if err := get(tx, stagedPartKey(id, p), &part, nil); err != nil {
 				return err
 			}
-			if err := put(tx, intentKey(in.id, p), intentRec{Chunks: chunkIDs(part.Chunks)}); err != nil {
+			if err := fs.putIntent(tx, intentKey(in.id, p), intentRec{Chunks: chunkIDs(part.Chunks)}); err != nil {
 				return err
 			}
 			if err := tx.Delete(stagedPartKey(id, p)); err != nil {
@@ -481,7 +481,7 @@ func (fs *FS) terminate(ctx context.Context, id uint64, expired bool) error {
 			}
 		}
 		if len(rec.Tail) > 0 {
-			if err := put(tx, intentKey(in.id, rec.Parts), intentRec{Chunks: chunkIDs(rec.Tail)}); err != nil {
+			if err := fs.putIntent(tx, intentKey(in.id, rec.Parts), intentRec{Chunks: chunkIDs(rec.Tail)}); err != nil {
 				return err
 			}
 		}

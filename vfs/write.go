@@ -347,11 +347,15 @@ func (fs *FS) forget(refs []chunk.Ref) {
 }
 
 // checkStored checks that every chunk of refs that no revision references
-// yet is in the chunk store. The upload's pins keep the collector from
-// removing one it found there and skipped, so this fails only on a bug or
-// a chunk removed behind the process's back; a revision naming a missing
+// yet is in the chunk store and that no collector is removing it. The
+// upload's pins keep every collector, on any node, from removing one it
+// found there and skipped, so this fails only on a bug, a chunk removed
+// behind berth's back, or pins released by another node because this
+// one's liveness lease expired (node.go); a revision naming a missing
 // chunk would lose data for good, a failed upload can be retried. The
-// caller holds gcMu shared.
+// read of the collector's claim (B/) orders tx with the claim, so a
+// collector that had not claimed the chunk when tx read it sees the
+// count tx adds. The caller holds gcMu shared.
 func (fs *FS) checkStored(ctx context.Context, tx kv.Txn, refs []chunk.Ref) error {
 	seen := make(map[chunk.ID]bool, len(refs))
 	for _, r := range refs {
@@ -361,6 +365,11 @@ func (fs *FS) checkStored(ctx context.Context, tx kv.Txn, refs []chunk.Ref) erro
 		seen[r.ID] = true
 		if _, err := tx.Get(refKey(r.ID)); err == nil {
 			continue
+		} else if !errors.Is(err, kv.ErrNotFound) {
+			return err
+		}
+		if _, err := tx.Get(doomKey(r.ID)); err == nil {
+			return fmt.Errorf("%w: chunk %s is being removed by a collector", ErrBusy, r.ID)
 		} else if !errors.Is(err, kv.ErrNotFound) {
 			return err
 		}

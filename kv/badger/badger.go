@@ -396,6 +396,16 @@ func (b *DB) View(ctx context.Context, fn func(kv.Txn) error) error {
 // side effect outside the transaction, it could wait on its own caller when
 // that caller is a starved transaction holding priority (see priority).
 func (b *DB) Update(ctx context.Context, fn func(kv.Txn) error) error {
+	return b.update(ctx, fn, true)
+}
+
+// UpdateUnsynced is Update without waiting for the group sync
+// (kv.Unsynced): the commit is durable once a later synced one is.
+func (b *DB) UpdateUnsynced(ctx context.Context, fn func(kv.Txn) error) error {
+	return b.update(ctx, fn, false)
+}
+
+func (b *DB) update(ctx context.Context, fn func(kv.Txn) error, sync bool) error {
 	if err := b.enter(); err != nil {
 		return err
 	}
@@ -421,7 +431,7 @@ func (b *DB) Update(ctx context.Context, fn func(kv.Txn) error) error {
 			b.prio.Lock()
 			b.prio.Unlock()
 		}
-		err := b.updateOnce(fn)
+		err := b.updateOnce(fn, sync)
 		if !errors.Is(err, dgraph.ErrConflict) {
 			return err
 		}
@@ -446,7 +456,7 @@ func (b *DB) Failed() error {
 
 // updateOnce runs one try of Update. It returns dgraph.ErrConflict as is so
 // the caller can retry, and maps every other engine error.
-func (b *DB) updateOnce(fn func(kv.Txn) error) error {
+func (b *DB) updateOnce(fn func(kv.Txn) error, sync bool) error {
 	bt := b.db.NewTransaction(true)
 	defer bt.Discard()
 	tx := &txn{t: bt}
@@ -477,7 +487,7 @@ func (b *DB) updateOnce(fn func(kv.Txn) error) error {
 	if errors.Is(err, dgraph.ErrConflict) {
 		return err
 	}
-	if err == nil && b.group != nil {
+	if err == nil && b.group != nil && sync {
 		return b.group.wait()
 	}
 	return mapErr(err)
@@ -557,6 +567,10 @@ func (b *DB) sequence(kind string) (*dgraph.Sequence, error) {
 	b.seqs[kind] = seq
 	return seq, nil
 }
+
+// Exclusive reports true: the directory lock keeps every other process
+// out while this one has the store open (kv.Exclusive).
+func (b *DB) Exclusive() bool { return true }
 
 // Close waits for calls in flight, returns the unused part of each sequence
 // lease, and closes the database. Calls made after Close return kv.ErrClosed;

@@ -62,8 +62,12 @@ type WriterOptions struct {
 // once for each ref (a chunk repeated in the stream, once per
 // repetition); the caller unpins them once it has referenced them or
 // handed them to its collector. The Writer unpins what it does not return.
+//
+// Pin may have to record the pin where collectors of other processes see
+// it (vfs records it in the metadata store), so it can wait and fail: an
+// error fails the Write, and the chunk is not pinned.
 type Pinner interface {
-	Pin(ID)
+	Pin(ctx context.Context, id ID) error
 	Unpin(ID)
 }
 
@@ -236,7 +240,11 @@ func (w *Writer) work(p *pipeline, jobs <-chan job) {
 		}
 		plain := j.plain
 		id := Sum(plain)
-		w.pin(id)
+		if err := w.pin(p.ctx, id); err != nil {
+			p.fail(err)
+			w.done(j)
+			continue
+		}
 		has, err := w.store.Has(p.ctx, id)
 		if err != nil || has {
 			if err != nil {
@@ -322,10 +330,11 @@ func (w *Writer) done(j job) {
 	}
 }
 
-func (w *Writer) pin(id ID) {
+func (w *Writer) pin(ctx context.Context, id ID) error {
 	if w.pins != nil {
-		w.pins.Pin(id)
+		return w.pins.Pin(ctx, id)
 	}
+	return nil
 }
 
 func (w *Writer) unpin(id ID) {

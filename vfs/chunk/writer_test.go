@@ -506,10 +506,11 @@ type pinLog struct {
 	negative bool
 }
 
-func (p *pinLog) Pin(id chunk.ID) {
+func (p *pinLog) Pin(_ context.Context, id chunk.ID) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.n[id]++
+	return nil
 }
 
 func (p *pinLog) Unpin(id chunk.ID) {
