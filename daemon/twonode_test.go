@@ -156,6 +156,10 @@ func TestTwoNodes(t *testing.T) {
 				t.Fatalf("GET /health: %d", resp.StatusCode)
 			}
 		}
+		// A's S3 requests show in its metrics.
+		if st, m := get(t, http.DefaultClient, "http://"+n.a.addrs["metrics"]+"/metrics"); st != 200 || !strings.Contains(m, `berth_chunk_store_request_duration_seconds_count{op="put"}`) {
+			t.Fatalf("A's metrics lack the S3 puts: %d", st)
+		}
 		shared := *b
 		shared.token = a.token
 		if st, _ := shared.do(http.MethodGet, "/api/2/person", nil, ""); st != 200 {
