@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -78,6 +79,8 @@ func pgCPU(srv *pgtest.Server) time.Duration {
 type cluster struct {
 	nodes []*daemon
 	root  uint64
+	// unavailable counts uploads answered 503 and sent again.
+	unavailable atomic.Int64
 }
 
 // startCluster starts n nodes on env (nil: Badger and disk, one node),
@@ -114,25 +117,35 @@ func (c *cluster) smallUploads(b *testing.B, prefix string) time.Duration {
 		d := c.nodes[w%len(c.nodes)]
 		wg.Go(func() {
 			for i := w; i < benchSmallFiles; i += benchClients {
-				var buf bytes.Buffer
-				mw := multipart.NewWriter(&buf)
-				fw, _ := mw.CreateFormFile("file", fmt.Sprintf("%s-%05d.txt", prefix, i))
-				copy(body, fmt.Sprintf("%05d", i)) // distinct contents
-				fw.Write(body)
-				mw.Close()
-				req, _ := http.NewRequest(http.MethodPost, d.url(fmt.Sprintf("/api/2/files/%d/upload", c.root)), &buf)
-				req.Header.Set("Authorization", "Bearer "+d.token)
-				req.Header.Set("Content-Type", mw.FormDataContentType())
-				resp, err := d.client.Do(req)
-				if err != nil {
-					errs <- err
-					return
-				}
-				io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				if resp.StatusCode != 200 {
-					errs <- fmt.Errorf("upload: %d", resp.StatusCode)
-					return
+				// A 503 temporarily_unavailable (a change that lost to
+				// others too often) is tried again, as clients do, and
+				// counted.
+				for {
+					var buf bytes.Buffer
+					mw := multipart.NewWriter(&buf)
+					fw, _ := mw.CreateFormFile("file", fmt.Sprintf("%s-%05d.txt", prefix, i))
+					copy(body, fmt.Sprintf("%05d", i)) // distinct contents
+					fw.Write(body)
+					mw.Close()
+					req, _ := http.NewRequest(http.MethodPost, d.url(fmt.Sprintf("/api/2/files/%d/upload", c.root)), &buf)
+					req.Header.Set("Authorization", "Bearer "+d.token)
+					req.Header.Set("Content-Type", mw.FormDataContentType())
+					resp, err := d.client.Do(req)
+					if err != nil {
+						errs <- err
+						return
+					}
+					msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+					resp.Body.Close()
+					if resp.StatusCode == http.StatusServiceUnavailable {
+						c.unavailable.Add(1)
+						continue
+					}
+					if resp.StatusCode != 200 {
+						errs <- fmt.Errorf("upload %d to %s: %d %s", i, d.addr, resp.StatusCode, msg)
+						return
+					}
+					break
 				}
 			}
 		})
@@ -197,9 +210,11 @@ func BenchmarkNodes(b *testing.B) {
 			}{{"badger", 1, nil}, {"pg1", 1, shared()}, {"pg2", 2, shared()}} {
 				c := startCluster(b, bin, cfg.nodes, cfg.env)
 				pg0, s30 := pgCPU(pg), srv.CPU()
+				b.Logf("%s: %d node(s)", cfg.name, cfg.nodes)
 				took := c.smallUploads(b, cfg.name)
 				rate[cfg.name] = benchSmallFiles / took.Seconds()
 				b.ReportMetric(rate[cfg.name], cfg.name+"_uploads/s")
+				b.ReportMetric(float64(c.unavailable.Load()), cfg.name+"_503s")
 				if cfg.env != nil {
 					b.ReportMetric((pgCPU(pg) - pg0).Seconds(), cfg.name+"_postgres_cpu_s")
 					b.ReportMetric((srv.CPU() - s30).Seconds(), cfg.name+"_s3_cpu_s")
