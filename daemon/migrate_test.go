@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"berth/berthtest"
 	"berth/config"
@@ -95,16 +96,40 @@ func TestMigrate(t *testing.T) {
 		out, err := cmd.CombinedOutput()
 		return string(out), err
 	}
-	out, err := migrate()
-	if err != nil || !strings.Contains(out, "migration verified") {
-		t.Fatalf("migrate: %v\n%s", err, out)
+	// The first run is killed partway: --resume must go on from there.
+	cmd := exec.Command(bin, "migrate", "--data", src, "--to-config", target, "--batch-keys", "500")
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(),
+		"AWS_ACCESS_KEY_ID=" + s3.AccessKey, "AWS_SECRET_ACCESS_KEY=" + s3.SecretKey}
+	var killedOut lockedBuffer
+	cmd.Stdout, cmd.Stderr = &killedOut, &killedOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
 	}
-	t.Logf("migrate:\n%s", out)
-	if out, err := migrate(); err == nil || !strings.Contains(out, "already holds") {
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		t.Logf("the first run ended before the kill (%v):\n%s", err, killedOut.String())
+	case <-time.After(3 * time.Second):
+		cmd.Process.Kill()
+		<-done
+		t.Logf("killed the first run after 3s:\n%s", killedOut.String())
+	}
+	switch out, err := migrate(); {
+	case err == nil && strings.Contains(out, "migration verified"):
+		// Killed before it wrote anything: the target was empty.
+		t.Logf("the killed run had written nothing; a plain run migrated:\n%s", out)
+	case err == nil || !strings.Contains(out, "already holds"):
 		t.Fatalf("migrate into a non-empty target: %v, want a refusal\n%s", err, out)
 	}
-	if out, err := migrate("--resume"); err != nil || !strings.Contains(out, "migration verified") {
+	out, err := migrate("--resume")
+	if err != nil || !strings.Contains(out, "migration verified") || !strings.Contains(out, fmt.Sprintf("fsck of the target: %d revisions", migrateFiles)) {
 		t.Fatalf("migrate --resume: %v\n%s", err, out)
+	}
+	t.Logf("migrate --resume:\n%s", out)
+	// Run again on the finished target, it verifies clean.
+	if out, err := migrate("--resume"); err != nil || !strings.Contains(out, "chunks copied: 0 ") {
+		t.Fatalf("migrate --resume of a finished migration: %v\n%s", err, out)
 	}
 
 	// A node on the target serves the files as they were.
