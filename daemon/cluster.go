@@ -59,3 +59,18 @@ func (c *clusterJobs) once(ctx context.Context, name string, fn func(ctx context
 		c.log.Debug("background job runs on another node", "job", name)
 	}
 }
+
+// sharedOrphanGrace is how long the collector leaves an unreferenced
+// chunk when several nodes share the metadata store, so that a download
+// on one node of a revision another node just trimmed or purged finishes
+// (docs/operations.md, "Several nodes"). One process on a store only it
+// opens (Badger) needs none: it removes such chunks at once, as always.
+const sharedOrphanGrace = 15 * time.Minute
+
+// orphanGrace is vfs.Options.OrphanGrace for db.
+func orphanGrace(db kv.Store) time.Duration {
+	if x, ok := db.(kv.Exclusive); ok && x.Exclusive() {
+		return 0
+	}
+	return sharedOrphanGrace
+}

@@ -113,8 +113,9 @@ func (c *cluster) checkClean(t *testing.T, fs *vfs.FS, want map[uint64][]byte, n
 	}
 }
 
-// TestClusterGCDuringUploads: node A uploads files, many of them the
-// contents of purged files whose chunks wait for the collector, while
+// TestClusterGCDuringUploads: node A uploads files (one of them staged,
+// in pieces), many of them the contents of purged files whose chunks
+// wait for the collector, while
 // node B collects and sweeps over and over; every committed file reads
 // back on both nodes and fsck is clean.
 func TestClusterGCDuringUploads(t *testing.T) {
@@ -171,13 +172,39 @@ func TestClusterGCDuringUploads(t *testing.T) {
 			mu.Unlock()
 		})
 	}
+	// And a staged upload in pieces (tus) of an orphaned file's bytes.
+	up.Go(func() {
+		body := data[0]
+		st, err := a.Stage(ctx, c.root.ID, c.root.FolderID, "staged", vfs.StageOptions{Length: int64(len(body))}, vfs.WriteOptions{})
+		if err != nil {
+			t.Errorf("stage: %v", err)
+			return
+		}
+		for off := 0; off < len(body); off += 300_000 {
+			end := min(off+300_000, len(body))
+			if _, err := a.Append(ctx, st.ID, int64(off), bytes.NewReader(body[off:end]), vfs.AppendOptions{}); err != nil {
+				if !errors.Is(err, vfs.ErrBusy) {
+					t.Errorf("append at %d: %v", off, err)
+				}
+				return
+			}
+		}
+		n, err := a.Finish(ctx, st.ID, vfs.WriteOptions{})
+		if err != nil {
+			t.Errorf("finish: %v", err)
+			return
+		}
+		mu.Lock()
+		want[n.ID] = body
+		mu.Unlock()
+	})
 	up.Wait()
 	close(stop)
 	wg.Wait()
 	if t.Failed() {
 		return
 	}
-	t.Logf("%d of %d uploads committed; b removed %d chunks collecting, %d sweeping", len(want), files, collected.Load(), swept.Load())
+	t.Logf("%d of %d uploads committed; b removed %d chunks collecting, %d sweeping", len(want), files+1, collected.Load(), swept.Load())
 	c.checkClean(t, b, want, a, b)
 }
 

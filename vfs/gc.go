@@ -53,6 +53,13 @@ func (fs *FS) GC(ctx context.Context) (GCReport, error) {
 	} else if n > 0 {
 		fs.log.Warn("vfs: released the intents of nodes that are gone", "intents", n)
 	}
+	err := fs.collectNotes(ctx, &rep, true)
+	return rep, err
+}
+
+// collectNotes removes the noted chunks that may go and settles their
+// notes, counting them in rep (candidates only with count).
+func (fs *FS) collectNotes(ctx context.Context, rep *GCReport, count bool) error {
 	var ids []chunk.ID
 	err := fs.db.View(ctx, func(tx kv.Txn) error {
 		ids = ids[:0]
@@ -62,18 +69,20 @@ func (fs *FS) GC(ctx context.Context) (GCReport, error) {
 		})
 	})
 	if err != nil {
-		return rep, err
+		return err
 	}
-	rep.Candidates = len(ids)
+	if count {
+		rep.Candidates += len(ids)
+	}
 	for start := 0; start < len(ids); start += 1000 {
 		batch := ids[start:min(start+1000, len(ids))]
 		n, err := fs.removeUnreferenced(ctx, batch, false, true)
 		rep.Deleted += n
 		if err != nil {
-			return rep, err
+			return err
 		}
 	}
-	return rep, nil
+	return nil
 }
 
 // Sweep walks the whole chunk store and removes every chunk no revision
@@ -83,7 +92,7 @@ func (fs *FS) Sweep(ctx context.Context) (GCReport, error) {
 	var rep GCReport
 	var batch []chunk.ID
 	flush := func() error {
-		n, err := fs.removeUnreferenced(ctx, batch, true, fs.grace > 0)
+		n, err := fs.removeUnreferenced(ctx, batch, true, true)
 		rep.Deleted += n
 		batch = batch[:0]
 		return err
@@ -99,10 +108,13 @@ func (fs *FS) Sweep(ctx context.Context) (GCReport, error) {
 	if err == nil {
 		err = flush()
 	}
-	if err == nil && fs.grace == 0 {
-		// Every orphan note is settled now. With a grace, the notes of
-		// the chunks it left keep their time.
-		err = fs.clearOrphans(ctx)
+	if err == nil {
+		// The notes of chunks no longer in the store (removed by a
+		// collector that died before it settled them) go too. Only the
+		// notes of chunks settled here go: clearing them all would
+		// forget a chunk whose last count an operation on this or
+		// another node dropped after the walk passed it, and leak it.
+		err = fs.collectNotes(ctx, &rep, false)
 	}
 	return rep, err
 }
@@ -205,36 +217,6 @@ func (fs *FS) removeUnreferenced(ctx context.Context, ids []chunk.ID, sweep, cle
 		return nil
 	})
 	return len(removed), errors.Join(derr, err)
-}
-
-func (fs *FS) clearOrphans(ctx context.Context) error {
-	for {
-		var keys [][]byte
-		err := fs.db.View(ctx, func(tx kv.Txn) error {
-			keys = keys[:0]
-			return tx.Scan([]byte(pOrphan), nil, func(k, v []byte) error {
-				keys = append(keys, append([]byte(nil), k...))
-				if len(keys) == 1000 {
-					return kv.ErrStop
-				}
-				return nil
-			})
-		})
-		if err != nil || len(keys) == 0 {
-			return err
-		}
-		err = fs.update(ctx, func(tx kv.Txn) error {
-			for _, k := range keys {
-				if err := tx.Delete(k); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-	}
 }
 
 // FsckReport lists what a consistency check found.
