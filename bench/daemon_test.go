@@ -43,12 +43,20 @@ const daemonPassword = "correct horse battery staple"
 // given, and returns it; stop (or b.Cleanup) stops it.
 func startDaemon(b *testing.B, bin, data, token string) *daemon {
 	b.Helper()
+	return startDaemonEnv(b, bin, data, token, nil)
+}
+
+// startDaemonEnv is startDaemon with env (KEY=value) added to the
+// daemon's environment, and extra flags after the usual ones.
+func startDaemonEnv(b *testing.B, bin, data, token string, env []string, extra ...string) *daemon {
+	b.Helper()
 	tmp := b.TempDir()
 	d := &daemon{}
 	d.cmd = exec.Command(bin, "serve", "--data", data,
 		"--listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0",
 		"--log-format", "json", "--gc-interval", "0s")
-	d.cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + tmp, "BERTH_ADMIN_PASSWORD=" + daemonPassword}
+	d.cmd.Args = append(d.cmd.Args, extra...)
+	d.cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + tmp, "BERTH_ADMIN_PASSWORD=" + daemonPassword}, env...)
 	// The Go runtime's knobs pass through, to try GC settings on the daemon.
 	for _, k := range []string{"GOGC", "GOMEMLIMIT", "GODEBUG"} {
 		if v, ok := os.LookupEnv(k); ok {

@@ -54,10 +54,11 @@ func openChunks(ctx context.Context, cfg config.Config, log *slog.Logger, reg pr
 			return nil, fmt.Errorf("opening chunk store (storage.backend s3): %w", err)
 		}
 		log.Info("file contents in S3", "endpoint", o.Endpoint, "bucket", o.Bucket, "prefix", o.Prefix)
+		m := newStoreMetrics(reg) // each attempt's latency and failure
 		// Retry outside the limit: a call waiting out its backoff gives
 		// its slot to another.
 		store = remoteChunks{
-			Retry:   chunk.NewRetry(chunk.NewLimit(st, o.MaxRequests), chunk.RetryOptions{}),
+			Retry:   chunk.NewRetry(chunk.NewLimit(meteredStore{st, m}, o.MaxRequests), chunk.RetryOptions{Retryable: m.retryable}),
 			reserve: dataReserve{dir: cfg.Data, reserve: int64(cfg.Storage.Reserve)},
 		}
 	default:

@@ -171,6 +171,32 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 		},
 	}
 
+	var mo migrateOptions
+	migrate := &cobra.Command{
+		Use:   "migrate --to-config FILE",
+		Short: "Copy a stopped single-node data directory into PostgreSQL and S3, and verify the copy",
+		Long: "migrate copies the metadata (Badger) and the chunks (on disk) of the stopped data\n" +
+			"directory --data into the PostgreSQL database and the S3 bucket that the\n" +
+			"configuration file --to-config names (metadata.backend postgres, storage.backend\n" +
+			"s3: the file the nodes will run with), then verifies it: every key equal, every\n" +
+			"chunk present and hashing to its id, fsck of the target. It refuses a target that\n" +
+			"holds anything unless --resume (go on after an interruption) or --force.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, log, err := setup(cmd, stderr)
+			if err != nil {
+				return err
+			}
+			return migrateCommand(cmd.Context(), cfg, log, stdout, mo)
+		},
+	}
+	migrate.Flags().StringVar(&mo.toConfig, "to-config", "", "the target's configuration file (metadata.backend postgres, storage.backend s3)")
+	migrate.Flags().BoolVar(&mo.resume, "resume", false, "go on with an interrupted migration into the same target")
+	migrate.Flags().BoolVar(&mo.force, "force", false, "copy into a target that already holds keys or chunks")
+	migrate.Flags().IntVar(&mo.workers, "workers", 16, "chunks copied or verified at once")
+	migrate.Flags().IntVar(&mo.batchKeys, "batch-keys", 1000, "keys written in one transaction")
+	root.AddCommand(migrate)
+
 	admin := newAdminCommand(adminIO{in: os.Stdin, out: stdout, errw: stderr, getenv: os.Getenv})
 	root.AddCommand(serve, fsck, gc, purge, reset, version, admin, newAgentCommand(stderr))
 	return root

@@ -45,12 +45,19 @@ func (p *daemonProc) stderr() string {
 // waits for its "listening" log line.
 func startDaemon(t *testing.T, bin, dataDir string, extra ...string) *daemonProc {
 	t.Helper()
+	return startDaemonEnv(t, bin, dataDir, nil, extra...)
+}
+
+// startDaemonEnv is startDaemon with env (KEY=value) added to the
+// process's otherwise empty environment.
+func startDaemonEnv(t *testing.T, bin, dataDir string, env []string, extra ...string) *daemonProc {
+	t.Helper()
 	args := append([]string{"serve", "--data", dataDir,
 		"--listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0",
 		"--log-format", "json", "--shutdown-grace", "10s", "--gc-interval", "0s"}, extra...)
 	cmd := exec.Command(bin, args...)
 	// Keep the parent's environment out: BERTH_* there must not leak in.
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}, env...)
 	pipe, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -277,7 +277,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writ
 	if err := bind("http", "http_listen", cfg.HTTPListen, rest.InsecureHandler(), false); err != nil {
 		return err
 	}
-	if err := bind("metrics", "metrics_listen", cfg.MetricsListen, metricsHandler(reg), false); err != nil {
+	if err := bind("metrics", "metrics_listen", cfg.MetricsListen, metricsHandler(reg, st.db), false); err != nil {
 		return err
 	}
 	// Only now, with the certificate loaded and every port taken: a start
