@@ -404,3 +404,53 @@ func TestClusterDownloadGrace(t *testing.T) {
 	}
 	c.checkClean(t, b, nil)
 }
+
+// TestDeadCollectorClaims: a collector killed between claiming a chunk
+// (B/) and deleting it leaves the claim for its TTL. On a store one
+// process owns, the next Open drops such claims, so the collector (and
+// uploads) are not kept off the chunk for minutes and nothing leaks
+// (the daemon's TestKillDuringCopyPurgeAndGC found the leak).
+func TestDeadCollectorClaims(t *testing.T) {
+	c := newCluster(t)
+	fs, err := vfs.Open(ctx, c.db, c.chunks, vfs.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.root, err = fs.CreateRoot(ctx, "alice", vfs.RootSync); err != nil {
+		t.Fatal(err)
+	}
+	c.orphan(t, fs, "gone", bytes.Repeat([]byte("collector claims "), 4<<10))
+	var ids []chunk.ID
+	if err := c.chunks.Walk(ctx, func(id chunk.ID) error { ids = append(ids, id); return nil }); err != nil || len(ids) == 0 {
+		t.Fatalf("the purged file left %d chunks (%v); want some", len(ids), err)
+	}
+	// The dead collector's claims, as it wrote them.
+	if err := c.db.Update(ctx, func(tx kv.Txn) error {
+		for _, id := range ids {
+			if err := tx.SetTTL(append([]byte(kv.VFSDoomed), id[:]...), []byte("dead-node"), 10*time.Minute); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := fs.Close(); err != nil {
+		t.Fatal(err)
+	}
+	fs, err = vfs.Open(ctx, c.db, c.chunks, vfs.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fs.Close()
+	if _, err := fs.GC(ctx); err != nil {
+		t.Fatal(err)
+	}
+	left := 0
+	if err := c.chunks.Walk(ctx, func(chunk.ID) error { left++; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if left != 0 {
+		t.Fatalf("%d chunks of a purged file are still stored after a reopen and a collection", left)
+	}
+}

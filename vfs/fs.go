@@ -282,6 +282,15 @@ func (fs *FS) recover(ctx context.Context) error {
 	} else if n > 0 {
 		fs.log.Warn("vfs: released the references of interrupted operations", "intents", n)
 	}
+	// A collector's claims (B/) outlive a collector killed between its
+	// claim and its delete by their TTL; on a store no other process
+	// uses, every claim is a dead process's, and one left standing would
+	// keep the sweep below (and uploads) off its chunk for minutes.
+	if exclusive(db) {
+		if err := fs.dropClaims(ctx); err != nil {
+			return fmt.Errorf("vfs: dropping a dead collector's claims: %w", err)
+		}
+	}
 	// Only on a store no other process uses: on a shared one, other
 	// nodes' uploads are staging and storing chunks now, and what a dead
 	// node stored is noted for the collector when its pins are released.

@@ -339,3 +339,35 @@ func (fs *FS) verifyChunk(ctx context.Context, id chunk.ID) error {
 	defer dec.Close()
 	return chunk.Verify(id, blob, dec)
 }
+
+// dropClaims deletes every collector claim (B/), in batches. Only for a
+// store this process alone opens, at Open: the claims are then all a
+// dead process's.
+func (fs *FS) dropClaims(ctx context.Context) error {
+	for {
+		var keys [][]byte
+		err := fs.db.View(ctx, func(tx kv.Txn) error {
+			keys = keys[:0]
+			return tx.Scan([]byte(pDoomed), nil, func(k, _ []byte) error {
+				keys = append(keys, append([]byte(nil), k...))
+				if len(keys) == fs.refBatch {
+					return kv.ErrStop
+				}
+				return nil
+			})
+		})
+		if err != nil || len(keys) == 0 {
+			return err
+		}
+		if err := fs.update(ctx, func(tx kv.Txn) error {
+			for _, k := range keys {
+				if err := tx.Delete(k); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+	}
+}
