@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 )
 
 // State is what the agent keeps between runs in its state file: the
@@ -36,46 +35,15 @@ func loadState(path string) (State, error) {
 	return st, nil
 }
 
-// saveState writes st whole or not at all: a temporary file beside path,
-// fsynced and renamed over it, then the folder fsynced, so a crash
+// saveState writes st whole or not at all (writeFileAtomic), so a crash
 // leaves the old state or the new one and never a torn refresh token.
 func saveState(path string, st State) error {
 	b, err := json.MarshalIndent(st, "", "  ")
 	if err != nil {
 		return err
 	}
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("agent: state folder: %w", err)
-	}
-	f, err := os.CreateTemp(dir, ".state-*")
-	if err != nil {
+	if err := writeFileAtomic(path, b, 0o600); err != nil {
 		return fmt.Errorf("agent: state file: %w", err)
 	}
-	tmp := f.Name()
-	defer os.Remove(tmp)
-	if err := f.Chmod(0o600); err != nil {
-		f.Close()
-		return err
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return fmt.Errorf("agent: state file: %w", err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("agent: state file: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("agent: state file: %w", err)
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+	return nil
 }
