@@ -59,20 +59,14 @@ func (s *server) agentWrite(r *http.Request) (_ any, err error) {
 	if perr != nil || ct != "multipart/form-data" || params["boundary"] == "" {
 		return nil, Describe(ErrInvalidRequest, "an agent write is a multipart/form-data body: the fields path, type, modified, base_revision, then the part `delta`")
 	}
-	orig := &countingReader{r: r.Body}
-	head := &headReader{r: orig, left: maxUploadHead}
-	r.Body = struct {
-		io.Reader
-		io.Closer
-	}{head, r.Body}
+	mr, orig, head, err := streamedMultipart(r)
 	defer func() {
 		if err != nil {
 			drainBody(r, orig)
 		}
 	}()
-	mr, err := r.MultipartReader()
 	if err != nil {
-		return nil, Describe(ErrInvalidRequest, "the multipart body cannot be read")
+		return nil, err
 	}
 	budget := &fieldBudget{left: maxFormBytes, parts: maxFormParts}
 	fields := map[string]string{}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"mime"
+	"mime/multipart"
 	"net/http"
 	"strings"
 	"time"
@@ -40,20 +41,14 @@ func (s *server) upload(r *http.Request, a fsAccess, parent uint64) (_ any, err 
 	if params["boundary"] == "" {
 		return nil, Describe(ErrInvalidRequest, "a multipart/form-data body needs a boundary parameter")
 	}
-	orig := &countingReader{r: r.Body}
-	head := &headReader{r: orig, left: maxUploadHead}
-	r.Body = struct {
-		io.Reader
-		io.Closer
-	}{head, r.Body}
+	mr, orig, head, err := streamedMultipart(r)
 	defer func() {
 		if err != nil {
 			drainBody(r, orig)
 		}
 	}()
-	mr, err := r.MultipartReader()
 	if err != nil {
-		return nil, Describe(ErrInvalidRequest, "the multipart body cannot be read")
+		return nil, err
 	}
 	budget := &fieldBudget{left: maxFormBytes, parts: maxFormParts}
 	var name string
@@ -231,4 +226,21 @@ func (c *countingReader) Read(b []byte) (int, error) {
 	c.n += int64(n)
 	c.err = err
 	return n, err
+}
+
+// streamedMultipart prepares r's body for a streamed multipart read: counted
+// (orig, for drainBody when the handler fails) and with what comes before
+// the contents bounded (head, until the handler lifts it), and returns its
+// reader.
+func streamedMultipart(r *http.Request) (mr *multipart.Reader, orig *countingReader, head *headReader, err error) {
+	orig = &countingReader{r: r.Body}
+	head = &headReader{r: orig, left: maxUploadHead}
+	r.Body = struct {
+		io.Reader
+		io.Closer
+	}{head, r.Body}
+	if mr, err = r.MultipartReader(); err != nil {
+		return nil, orig, head, Describe(ErrInvalidRequest, "the multipart body cannot be read")
+	}
+	return mr, orig, head, nil
 }
