@@ -192,24 +192,9 @@ func (s *Service) MachineByGUID(ctx context.Context, guid string) (Machine, erro
 func (s *Service) Machines(ctx context.Context, personID uint64) ([]Machine, error) {
 	var out []Machine
 	err := s.db.View(ctx, func(tx kv.Txn) error {
-		out = nil
-		prefix := key(pfxPersonMachine, personID)
-		var ids []uint64
-		err := tx.Scan(prefix, nil, func(k, _ []byte) error {
-			ids = append(ids, kv.Uint64At(k, len(prefix)))
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		for _, id := range ids {
-			var m Machine
-			if err := s.get(tx, key(pfxMachine, id), &m, notFoundf("machine %d", id)); err != nil {
-				return err
-			}
-			out = append(out, m)
-		}
-		return nil
+		var err error
+		out, err = listed[Machine](s, tx, pfxPersonMachine, personID, pfxMachine)
+		return err
 	})
 	return out, err
 }

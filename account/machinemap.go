@@ -194,23 +194,7 @@ func (s *Service) Mappings(ctx context.Context, machineID uint64) ([]MachineMapp
 }
 
 func (s *Service) mappingsIn(tx kv.Txn, machineID uint64) ([]MachineMapping, error) {
-	var ids []uint64
-	prefix := key(pfxMachineMapping, machineID)
-	if err := tx.Scan(prefix, nil, func(k, _ []byte) error {
-		ids = append(ids, kv.Uint64At(k, len(prefix)))
-		return nil
-	}); err != nil {
-		return nil, err
-	}
-	out := make([]MachineMapping, 0, len(ids))
-	for _, id := range ids {
-		var mm MachineMapping
-		if err := s.get(tx, key(pfxMapping, id), &mm, notFoundf("mapping %d", id)); err != nil {
-			return nil, err
-		}
-		out = append(out, mm)
-	}
-	return out, nil
+	return listed[MachineMapping](s, tx, pfxMachineMapping, machineID, pfxMapping)
 }
 
 // DeleteMapping removes mapping id of machine machineID. The files on
@@ -304,23 +288,7 @@ func (s *Service) Backups(ctx context.Context, machineID uint64) ([]Backup, erro
 }
 
 func (s *Service) backupsIn(tx kv.Txn, machineID uint64) ([]Backup, error) {
-	var ids []uint64
-	prefix := key(pfxMachineBackup, machineID)
-	if err := tx.Scan(prefix, nil, func(k, _ []byte) error {
-		ids = append(ids, kv.Uint64At(k, len(prefix)))
-		return nil
-	}); err != nil {
-		return nil, err
-	}
-	out := make([]Backup, 0, len(ids))
-	for _, id := range ids {
-		var b Backup
-		if err := s.get(tx, key(pfxBackup, id), &b, notFoundf("backup %d", id)); err != nil {
-			return nil, err
-		}
-		out = append(out, b)
-	}
-	return out, nil
+	return listed[Backup](s, tx, pfxMachineBackup, machineID, pfxBackup)
 }
 
 // MarkRestored records that a restore of backup rootID of machine

@@ -3,6 +3,7 @@ package account
 import (
 	"context"
 	"fmt"
+	"math"
 
 	"berth/kv"
 )
@@ -148,6 +149,24 @@ func listPage[T any](ctx context.Context, s *Service, orgID uint64, index, recor
 		})
 	})
 	return out, total, err
+}
+
+// listed returns every record owner lists under the index prefix index
+// (keys index<owner><id>), each read from records<id>, in id order: the
+// whole of a short list (a person's machines, a machine's mappings).
+func listed[T any](s *Service, tx kv.Txn, index string, owner uint64, records string) ([]T, error) {
+	var out []T
+	prefix := key(index, owner)
+	err := scanPage(tx, prefix, 0, math.MaxInt, func(k []byte) error {
+		id := kv.Uint64At(k, len(prefix))
+		var v T
+		if err := s.get(tx, key(records, id), &v, fmt.Errorf("account: %s%d is listed under %s%d but missing", records, id, index, owner)); err != nil {
+			return err
+		}
+		out = append(out, v)
+		return nil
+	})
+	return out, err
 }
 
 // scanPage calls fn with the keys under prefix from the offset-th (0
