@@ -35,33 +35,8 @@ func TestBackupAdoptsAfterCrash(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	a, err := Start(Config{Server: srv.URL, Login: alice.Login, StateFile: filepath.Join(dir, "state", "state.json"),
-		CAFile: srv.CAFile, BackupInterval: 24 * time.Hour, Password: func() (string, error) { return alice.Password, nil }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go a.Run(ctx)
-	for a.MachineID() == 0 {
-		time.Sleep(20 * time.Millisecond)
-	}
-	var bk struct {
-		ID uint64 `json:"id"`
-	}
-	srv.JSON(t, alice.Token, http.MethodPost, fmt.Sprintf("/api/2/machine/%d/backups/create", a.MachineID()), url.Values{"path": {src}}, &bk)
-	report := filepath.Join(dir, "state", fmt.Sprintf("backup-%d", bk.ID), "last-run.json")
-	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(50 * time.Millisecond) {
-		if _, err := os.Stat(report); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the first run did not end")
-		}
-	}
-	a.backups.mu.Lock()
-	j := a.backups.jobs[bk.ID]
-	a.backups.mu.Unlock()
+	a, j, report := startBackupAgent(t, srv, alice, dir, src)
+	ctx := context.Background()
 	// The index as a run killed after five answers it did not record
 	// leaves it.
 	j.runMu.Lock()
@@ -72,7 +47,7 @@ func TestBackupAdoptsAfterCrash(t *testing.T) {
 	}
 	j.ix.mu.Lock()
 	j.ix.dirty = true
-	err = j.ix.compact()
+	err := j.ix.compact()
 	j.ix.mu.Unlock()
 	j.runMu.Unlock()
 	if err != nil {
@@ -94,9 +69,9 @@ func TestBackupAdoptsAfterCrash(t *testing.T) {
 	// A restore over the backup's own folder (its default target): the
 	// files come back with their times to the second, and the run after
 	// finds them to be the server's revisions already.
-	restored := filepath.Join(dir, "state", fmt.Sprintf("backup-%d", bk.ID), "last-restore.json")
+	restored := filepath.Join(dir, "state", fmt.Sprintf("backup-%d", j.root), "last-restore.json")
 	start := time.Now()
-	srv.JSON(t, alice.Token, http.MethodPost, fmt.Sprintf("/api/2/machine/%d/backup/%d/restore", a.MachineID(), bk.ID), url.Values{}, nil)
+	srv.JSON(t, alice.Token, http.MethodPost, fmt.Sprintf("/api/2/machine/%d/backup/%d/restore", a.MachineID(), j.root), url.Values{}, nil)
 	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(50 * time.Millisecond) {
 		if fi, err := os.Stat(restored); err == nil && fi.ModTime().After(start) {
 			break

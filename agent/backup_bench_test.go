@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"net/http"
-	"net/url"
 	"os"
 	"path"
 	"path/filepath"
@@ -52,33 +50,8 @@ func BenchmarkIncrementalBackup(b *testing.B) {
 	}
 	writeChanged()
 
-	a, err := Start(Config{Server: srv.URL, Login: alice.Login, StateFile: filepath.Join(dir, "state", "state.json"),
-		CAFile: srv.CAFile, BackupInterval: 24 * time.Hour, Password: func() (string, error) { return alice.Password, nil }})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go a.Run(ctx)
-	for a.MachineID() == 0 {
-		time.Sleep(20 * time.Millisecond)
-	}
-	var bk struct {
-		ID uint64 `json:"id"`
-	}
-	srv.JSON(b, alice.Token, http.MethodPost, fmt.Sprintf("/api/2/machine/%d/backups/create", a.MachineID()), url.Values{"path": {src}}, &bk)
-	report := filepath.Join(dir, "state", fmt.Sprintf("backup-%d", bk.ID), "last-run.json")
-	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(50 * time.Millisecond) {
-		if _, err := os.Stat(report); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			b.Fatal("the first run did not end")
-		}
-	}
-	a.backups.mu.Lock()
-	j := a.backups.jobs[bk.ID]
-	a.backups.mu.Unlock()
+	a, j, report := startBackupAgent(b, srv, alice, dir, src)
+	ctx := context.Background()
 
 	// The unchanged files, in folders of 100, and their index entries.
 	j.runMu.Lock()
@@ -111,7 +84,7 @@ func BenchmarkIncrementalBackup(b *testing.B) {
 			MtimeNs: fi.ModTime().UnixNano(), Ino: inodeOf(fi), Chunks: []chunkInfo{{Len: fi.Size(), Sum: make([]byte, 16)}}}
 	}
 	ix.mu.Lock()
-	err = ix.compact()
+	err := ix.compact()
 	ix.mu.Unlock()
 	j.runMu.Unlock()
 	if err != nil {
