@@ -74,10 +74,6 @@ type Hub struct {
 	conns   map[uint64]*Conn
 	pending map[string]*pending
 	seq     atomic.Uint64
-	// OnChange, when set before use, is told when a machine's agent
-	// connects (true) or goes (false), so the caller can record
-	// last_login and last_disconnect.
-	OnChange func(machineID uint64, online bool)
 }
 
 type pending struct {
@@ -113,9 +109,6 @@ func (h *Hub) Attach(machineID uint64) *Conn {
 	if old != nil {
 		h.drop(old)
 	}
-	if h.OnChange != nil {
-		h.OnChange(machineID, true)
-	}
 	return c
 }
 
@@ -129,9 +122,6 @@ func (h *Hub) Detach(c *Conn) {
 	}
 	h.mu.Unlock()
 	h.drop(c)
-	if current && h.OnChange != nil {
-		h.OnChange(c.machine, false)
-	}
 }
 
 func (h *Hub) drop(c *Conn) {
