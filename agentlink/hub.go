@@ -116,8 +116,7 @@ func (h *Hub) Attach(machineID uint64) *Conn {
 // machine is offline unless a newer Conn replaced c.
 func (h *Hub) Detach(c *Conn) {
 	h.mu.Lock()
-	current := h.conns[c.machine] == c
-	if current {
+	if h.conns[c.machine] == c {
 		delete(h.conns, c.machine)
 	}
 	h.mu.Unlock()
