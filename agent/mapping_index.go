@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"berth/atomicfile"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -69,46 +70,10 @@ func (ix *syncIndex) save(path string) error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(path, b, 0o600)
-}
-
-// writeFileAtomic writes b to path whole or not at all: a temporary
-// file beside it, fsynced and renamed over it, then the folder fsynced.
-func writeFileAtomic(path string, b []byte, perm os.FileMode) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(dir, ".tmp-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp)
-	if err := f.Chmod(perm); err != nil {
-		f.Close()
-		return err
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+	return atomicfile.WriteFile(path, b, 0o600)
 }
 
 // index records e as path p's synced state; the cycle saves the index

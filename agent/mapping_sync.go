@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"berth/atomicfile"
 	"bytes"
 	"context"
 	"errors"
@@ -77,7 +78,7 @@ func (s *syncer) run(ctx context.Context) error {
 			if err := os.MkdirAll(folder, 0o755); err != nil {
 				return err
 			}
-			if err := writeFileAtomic(filepath.Join(folder, markerName), []byte(markerText), 0o644); err != nil {
+			if err := atomicfile.WriteFile(filepath.Join(folder, markerName), []byte(markerText), 0o644); err != nil {
 				return err
 			}
 			continue

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"berth/atomicfile"
 	"context"
 	"encoding/json"
 	"errors"
@@ -84,7 +85,7 @@ func (m *backupManager) restoreCmd(ctx context.Context, args json.RawMessage) (a
 		m.mu.Unlock()
 		if b, err := json.MarshalIndent(rep, "", "  "); err == nil {
 			if err := os.MkdirAll(m.jobDir(j.root), 0o700); err == nil {
-				_ = writeFileAtomic(filepath.Join(m.jobDir(j.root), "last-restore.json"), b, 0o600)
+				_ = atomicfile.WriteFile(filepath.Join(m.jobDir(j.root), "last-restore.json"), b, 0o600)
 			}
 		}
 	}()

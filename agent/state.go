@@ -1,11 +1,13 @@
 package agent
 
 import (
+	"berth/atomicfile"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 )
 
 // State is what the agent keeps between runs in its state file: the
@@ -35,14 +37,17 @@ func loadState(path string) (State, error) {
 	return st, nil
 }
 
-// saveState writes st whole or not at all (writeFileAtomic), so a crash
+// saveState writes st whole or not at all (atomicfile.WriteFile), so a crash
 // leaves the old state or the new one and never a torn refresh token.
 func saveState(path string, st State) error {
 	b, err := json.MarshalIndent(st, "", "  ")
 	if err != nil {
 		return err
 	}
-	if err := writeFileAtomic(path, b, 0o600); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("agent: state file: %w", err)
+	}
+	if err := atomicfile.WriteFile(path, b, 0o600); err != nil {
 		return fmt.Errorf("agent: state file: %w", err)
 	}
 	return nil

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"berth/atomicfile"
 	"bytes"
 	"context"
 	"crypto/tls"
@@ -158,27 +159,7 @@ func saveAdminConfig(path string, c *adminConfig) error {
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".admin-*.json")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name()) // after the rename, a no-op
-	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
-		return err
-	}
-	if _, err := tmp.Write(append(b, '\n')); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return atomicfile.WriteFile(path, append(b, '\n'), 0o600)
 }
 
 // lockAdminConfig takes an exclusive lock beside the session file for a

@@ -21,10 +21,13 @@ import (
 // where a longer entry claims them. "*" allows every component.
 func allowedImports() map[string][]string {
 	return map[string][]string{
-		"berth":     {"daemon"}, // main.go
-		"config":    {},
-		"kv":        {},
-		"kv/badger": {"kv"},
+		"berth":  {"daemon"}, // main.go
+		"config": {},
+		// atomicfile replaces small files whole and durably, for the
+		// daemon and the agent alike.
+		"atomicfile": {},
+		"kv":         {},
+		"kv/badger":  {"kv"},
 		// kvtest is the conformance suite every engine passes; like
 		// berthtest, only test files may import it.
 		"kv/kvtest": {"kv"},
@@ -45,7 +48,7 @@ func allowedImports() map[string][]string {
 		"web":    {"vfs", "account", "activity", "share", "httpserve", "kv", "vfs/chunk"},
 		// agent is `berth agent`, a client of the REST API: it may
 		// chunk files locally and nothing more of berth's.
-		"agent":  {"vfs/chunk"},
+		"agent":  {"vfs/chunk", "atomicfile"},
 		"daemon": {"*"},
 		// berthtest builds the storage stack for the front ends' tests;
 		// only test files may import it (see TestImportDirection).

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 
 	"berth/account"
+	"berth/atomicfile"
 	"berth/config"
 	"berth/vfs"
 )
@@ -46,7 +47,7 @@ func firstRun(ctx context.Context, cfg config.Config, files *vfs.FS, accounts *a
 		password, generated = rand.Text(), true
 		// Written before any account exists, so the password is never
 		// lost to a crash between the two.
-		if err := writeFileAtomic(path, []byte(password+"\n"), 0o600); err != nil {
+		if err := atomicfile.WriteFile(path, []byte(password+"\n"), 0o600); err != nil {
 			return fmt.Errorf("first run: writing %s: %w", path, err)
 		}
 	}

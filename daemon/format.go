@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"berth/atomicfile"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -37,7 +38,7 @@ func checkFormat(dir string) error {
 	name := filepath.Join(dir, formatFile)
 	b, err := os.ReadFile(name)
 	if errors.Is(err, fs.ErrNotExist) {
-		if err := writeFileAtomic(name, []byte(strconv.Itoa(dataFormat)+"\n"), 0o600); err != nil {
+		if err := atomicfile.WriteFile(name, []byte(strconv.Itoa(dataFormat)+"\n"), 0o600); err != nil {
 			return fmt.Errorf("writing the data format marker: %w", err)
 		}
 		return nil

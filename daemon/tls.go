@@ -19,6 +19,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"berth/atomicfile"
 	"berth/config"
 )
 
@@ -142,46 +143,11 @@ func ensureSelfSigned(dir, certFile, keyFile string) (created bool, err error) {
 		return false, err
 	}
 	// The key first: a certificate without its key would be reused and fail.
-	if err := writeFileAtomic(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
+	if err := atomicfile.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
 		return false, err
 	}
-	if err := writeFileAtomic(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
+	if err := atomicfile.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
 		return false, err
 	}
 	return true, nil
-}
-
-// writeFileAtomic writes data to a temporary file, fsyncs it and renames
-// it over name, so a crash leaves the old file or the new one, never half.
-func writeFileAtomic(name string, data []byte, perm os.FileMode) error {
-	f, err := os.CreateTemp(filepath.Dir(name), ".tmp-"+filepath.Base(name)+"-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp) // no-op after the rename
-	if err := f.Chmod(perm); err != nil {
-		f.Close()
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, name); err != nil {
-		return err
-	}
-	if d, err := os.Open(filepath.Dir(name)); err == nil {
-		err = d.Sync()
-		d.Close()
-		return err
-	}
-	return nil
 }

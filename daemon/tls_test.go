@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"berth/atomicfile"
 	"berth/config"
 	"berth/rest"
 
@@ -96,7 +97,7 @@ func TestHangupReloadsCertificate(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := writeFileAtomic(filepath.Join(data, "tls", f), b, 0o600); err != nil {
+		if err := atomicfile.WriteFile(filepath.Join(data, "tls", f), b, 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
