@@ -2,7 +2,7 @@
 # WebDAV side by side: Apache httpd + mod_dav, nginx + dav/dav-ext, and
 # berth, all over HTTPS on loopback, measured one after the other in one run.
 #
-#   sudo bench/webdav.sh                      # about 4 minutes
+#   sudo bench/webdav.sh                      # about 5 minutes
 #   BENCH_BIG_MIB=256 sudo bench/webdav.sh    # a smaller large file
 #
 # Needs root (the peers drop to www-data), Go, curl, openssl and
@@ -19,6 +19,7 @@ export PATH="$PATH:/usr/local/go/bin"
 
 BIG_MIB="${BENCH_BIG_MIB:-1024}"
 SMALL_N="${BENCH_SMALL_N:-2000}" # 4 KiB PUTs, 8 clients
+CYCLE_N="${BENCH_CYCLE_N:-1000}" # MKCOL+PUT+MOVE+DELETE cycles, 4 clients
 LIST_N="${BENCH_LIST_N:-10000}" # files in the PROPFIND folder
 PW="bench-password-1"
 
@@ -211,10 +212,18 @@ measure() {
 	if grep -q 'Non-2xx' <<<"$out"; then die "$name: wrk saw errors: $out"; fi
 	R[$name.wrk]="$(awk '/^Requests\/sec:/ {printf "%.0f", $2}' <<<"$out")"
 
-	log "$name: PROPFIND Depth 1 of $LIST_N files, median of 5"
+	log "$name: $CYCLE_N cycles of MKCOL, PUT 4 KiB, MOVE, DELETE, 4 clients"
+	sync
+	out="$("$DAVLOAD" cycle -url "${base}cycles/" "${dauth[@]}" -n "$CYCLE_N" -c 4 -size 4096)"
+	R[$name.cycle]="$(kv "$out" per_second)"
+
+	log "$name: PROPFIND Depth 1 of $LIST_N files, named properties and allprop, median of 5 each"
 	out="$("$DAVLOAD" propfind -url "${base}list/" "${dauth[@]}" -runs 5)"
 	[ "$(kv "$out" entries)" = "$((LIST_N + 1))" ] || die "$name: PROPFIND listed $(kv "$out" entries) entries, want $((LIST_N + 1))"
 	R[$name.propfind]="$(kv "$out" median_ms)"
+	out="$("$DAVLOAD" propfind -allprop -url "${base}list/" "${dauth[@]}" -runs 5)"
+	[ "$(kv "$out" entries)" = "$((LIST_N + 1))" ] || die "$name: PROPFIND allprop listed $(kv "$out" entries) entries, want $((LIST_N + 1))"
+	R[$name.allprop]="$(kv "$out" median_ms)"
 }
 
 measure apache "https://127.0.0.1:$APORT/"
@@ -239,6 +248,11 @@ out="$(curl -ks --max-time 900 -u "admin:$PW" -o /dev/null -w '%{http_code} %{ti
 read -r code t size <<<"$out"
 [ "$code" = 200 ] && [ "$size" = "$BIG_BYTES" ] || die "bare Go server: GET big: $out"
 GO_GET="$(awk -v b="$BIG_BYTES" -v t="$t" 'BEGIN {printf "%.1f", b / t / 1e6}')"
+log "bare Go HTTPS server: PUT ${BIG_MIB} MiB (read and discarded)"
+out="$(curl -ks --max-time 900 -u "admin:$PW" -o /dev/null -w '%{http_code} %{time_total}' -T "$TMP/big.bin" "https://$GADDR/big.bin")"
+read -r code t <<<"$out"
+[ "$code" = 201 ] || die "bare Go server: PUT big: $out"
+GO_PUT="$(awk -v b="$BIG_BYTES" -v t="$t" 'BEGIN {printf "%.1f", b / t / 1e6}')"
 
 R[apache.rss]="$(vmhwm "$APID" $(pgrep -P "$APID" || true))"
 R[nginx.rss]="$(vmhwm "$NPID" $(pgrep -P "$NPID" || true))"
@@ -262,7 +276,9 @@ row "PUT ${BIG_MIB} MiB, MB/s" put 1
 row "GET ${BIG_MIB} MiB, MB/s" get 1
 row "$SMALL_N PUTs of 4 KiB, 8 clients, files/s" small 1
 row "GET 4 KiB under wrk -t2 -c32, requests/s" wrk 1
-row "PROPFIND Depth 1, $LIST_N files, ms (lower is better)" propfind 0
+row "MKCOL+PUT+MOVE+DELETE cycles, 4 clients, per s" cycle 1
+row "PROPFIND Depth 1, $LIST_N files, named properties, ms (lower is better)" propfind 0
+row "PROPFIND Depth 1, $LIST_N files, allprop, ms (lower is better)" allprop 0
 row "peak RSS, MiB (lower is better)" rss 0
 echo "| berth idle RSS after start, MiB (target < 40) | | | $BERTH_IDLE | |"
 echo
@@ -274,7 +290,10 @@ echo
 echo "| this machine's own limit, same run | figure | berth / this |"
 echo "|---|---|---|"
 echo "| $SMALL_N files of 4 KiB, each fdatasynced (directory not), 8 writers, files/s | $DISK_SMALL | $(ratio "${R[berth.small]}" "$DISK_SMALL") |"
+echo "| bare Go HTTPS server, ${BIG_MIB} MiB PUT read and discarded, MB/s | $GO_PUT | $(ratio "${R[berth.put]}" "$GO_PUT") |"
 echo "| bare Go HTTPS server, ${BIG_MIB} MiB GET from memory, MB/s | $GO_GET | $(ratio "${R[berth.get]}" "$GO_GET") |"
 echo "| bare Go HTTPS server, 4 KiB from memory, same Basic check, wrk -t2 -c32, requests/s | $GO_WRK | $(ratio "${R[berth.wrk]}" "$GO_WRK") |"
+echo
+echo "| berth's allprop / its named-property PROPFIND (target <= 1.3) | $(ratio "${R[berth.allprop]}" "${R[berth.propfind]}") | |"
 echo
 echo "berth, $LIST_N PUTs of 4 KiB for the PROPFIND folder: $BERTH_LIST_PUTS"

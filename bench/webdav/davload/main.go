@@ -4,7 +4,8 @@
 // measures process start and TLS handshakes, not the server.
 //
 //	davload put -url https://127.0.0.1:8443/dav/dir/ -n 2000 -c 8 -size 4096
-//	davload propfind -url https://127.0.0.1:8443/dav/dir/ -runs 5
+//	davload propfind -url https://127.0.0.1:8443/dav/dir/ -runs 5 [-allprop]
+//	davload cycle -url https://127.0.0.1:8443/dav/dir/ -n 1000 -c 4 -size 4096
 //	davload files -dir /srv/dav/list -n 10000 -size 4096
 //	davload fsync -dir /tmp/x -n 2000 -c 8 -size 4096
 //	davload serve -listen 127.0.0.1:9443 -cert c.pem -key k.pem -user u -pass p
@@ -16,7 +17,10 @@
 // PUT costs the disk at the least), and serve is a bare Go HTTPS server that
 // answers every GET with size bytes from memory after the same Basic check,
 // the ceiling of any Go server for wrk's small GETs and, with /big.bin,
-// for one large GET.
+// for one large GET; it reads and discards a PUT's body, the ceiling for
+// one large PUT. cycle is what a sync client does to a tree: each of c
+// clients repeats MKCOL of a folder, PUT of one file of size bytes into
+// it, MOVE of the folder and DELETE of the moved folder, n cycles in all.
 //
 // Both accept -user and -pass for HTTP Basic and trust any certificate
 // (loopback benchmarks against self-signed servers). Results go to stdout
@@ -90,10 +94,11 @@ func run(ctx context.Context, args []string) error {
 	base := fl.String("url", "", "folder URL, ending in /")
 	user := fl.String("user", "", "Basic auth user (none when empty)")
 	pass := fl.String("pass", "", "Basic auth password")
-	n := fl.Int("n", 2000, "put, fsync: number of files")
-	conc := fl.Int("c", 8, "put, fsync: concurrent clients")
+	n := fl.Int("n", 2000, "put, fsync: number of files; cycle: number of cycles")
+	conc := fl.Int("c", 8, "put, fsync, cycle: concurrent clients")
 	size := fl.Int("size", 4096, "put, fsync, serve: bytes per file")
 	runs := fl.Int("runs", 5, "propfind: timed runs (the median is reported)")
+	allprop := fl.Bool("allprop", false, "propfind: ask for allprop instead of the named properties")
 	timeout := fl.Duration("timeout", 10*time.Minute, "give up after this long")
 	dir := fl.String("dir", "", "files, fsync: directory to fill")
 	listen := fl.String("listen", "127.0.0.1:0", "serve: address")
@@ -127,7 +132,13 @@ func run(ctx context.Context, args []string) error {
 	case "put":
 		return c.put(ctx, *n, *conc, *size)
 	case "propfind":
-		return c.propfind(ctx, *runs)
+		body := propfindBody
+		if *allprop {
+			body = allpropBody
+		}
+		return c.propfind(ctx, *runs, body)
+	case "cycle":
+		return c.cycle(ctx, *n, *conc, *size)
 	}
 	return fmt.Errorf("unknown subcommand %q", args[0])
 }
@@ -145,6 +156,41 @@ func (c *client) put(ctx context.Context, n, conc, size int) error {
 		st, b, err := c.do(ctx, "PUT", url, bytes.NewReader(body), int64(size))
 		if err != nil || st/100 != 2 {
 			return fmt.Errorf("PUT %s: %d %v %s", url, st, err, b)
+		}
+		return nil
+	})
+}
+
+// cycle creates the folder, then runs n cycles of MKCOL, PUT, MOVE and
+// DELETE from conc clients (eachFile), each on its own folder, and reports
+// the cycles per second. Every step must succeed with the status the
+// RFC gives a new resource, so a server that skipped one would fail here.
+func (c *client) cycle(ctx context.Context, n, conc, size int) error {
+	if st, b, err := c.do(ctx, "MKCOL", c.base, nil, 0); err != nil || (st != 201 && st != 405) {
+		return fmt.Errorf("MKCOL %s: %d %v %s", c.base, st, err, b)
+	}
+	return eachFile(ctx, n, conc, size, func(i int, body []byte) error {
+		dir := fmt.Sprintf("%sc%05d/", c.base, i)
+		moved := fmt.Sprintf("%sm%05d/", c.base, i)
+		steps := []struct {
+			method, url string
+			body        []byte
+			hdr         []string
+		}{
+			{"MKCOL", dir, nil, nil},
+			{"PUT", dir + "f.bin", body, nil},
+			{"MOVE", dir, nil, []string{"Destination", moved, "Overwrite", "F"}},
+			{"DELETE", moved, nil, nil},
+		}
+		for _, st := range steps {
+			var r io.Reader
+			if st.body != nil {
+				r = bytes.NewReader(st.body)
+			}
+			code, b, err := c.do(ctx, st.method, st.url, r, int64(len(st.body)), st.hdr...)
+			if err != nil || code/100 != 2 {
+				return fmt.Errorf("%s %s: %d %v %.200s", st.method, st.url, code, err, b)
+			}
 		}
 		return nil
 	})
@@ -248,6 +294,14 @@ func serve(addr, cert, key, user, pass string, size int, big int64) error {
 			http.Error(w, "unauthorized", http.StatusUnauthorized)
 			return
 		}
+		if r.Method == http.MethodPut {
+			// What a server that stored nothing would do: read it all.
+			if _, err := io.Copy(io.Discard, r.Body); err != nil {
+				return
+			}
+			w.WriteHeader(http.StatusCreated)
+			return
+		}
 		w.Header().Set("Content-Type", "application/octet-stream")
 		w.Header().Set("ETag", `"davload"`)
 		if r.URL.Path == "/big.bin" {
@@ -282,15 +336,19 @@ const propfindBody = `<?xml version="1.0" encoding="utf-8"?>
 <D:resourcetype/><D:getcontentlength/><D:getlastmodified/><D:getetag/><D:creationdate/>
 </D:prop></D:propfind>`
 
+// allpropBody asks for every property, as Windows' Explorer first does.
+const allpropBody = `<?xml version="1.0" encoding="utf-8"?>
+<D:propfind xmlns:D="DAV:"><D:allprop/></D:propfind>`
+
 // propfind times PROPFIND Depth 1 of the folder on a warm keep-alive
 // connection (one untimed run first opens it, fills the page cache and any
 // credential cache), and reports the median and the number of entries.
-func (c *client) propfind(ctx context.Context, runs int) error {
+func (c *client) propfind(ctx context.Context, runs int, body string) error {
 	var times []time.Duration
 	entries := 0
 	for i := range runs + 1 {
 		start := time.Now()
-		st, b, err := c.do(ctx, "PROPFIND", c.base, strings.NewReader(propfindBody), int64(len(propfindBody)),
+		st, b, err := c.do(ctx, "PROPFIND", c.base, strings.NewReader(body), int64(len(body)),
 			"Depth", "1", "Content-Type", "application/xml")
 		el := time.Since(start)
 		if err != nil || st != 207 {
