@@ -728,16 +728,7 @@ func zipRevisionsWithoutCRC(t *testing.T) {
 		t.Fatal("the archive differs when CRCs are computed")
 	}
 	checkZip(t, b1, want)
-	for _, f := range files {
-		o, err := e.fs.Open(ctx, e.root.ID, f.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, ok := o.Revision.CRC(); !ok {
-			t.Errorf("%s: CRC not stored after the zip", f.Name)
-		}
-		o.Close()
-	}
+	crcsKept(t, e, files)
 	// A Range that starts in the central directory, CRCs unknown.
 	drop()
 	z2, err := e.fs.Zip(ctx, e.root.ID, e.root.FolderID, vfs.ZipOptions{})
@@ -772,13 +763,19 @@ func zipCRCsOfSmallFilesKept(t *testing.T) {
 		nodes = append(nodes, n)
 	}
 	zipBytes(t, e.fs, e.root.ID, e.root.FolderID, vfs.ZipOptions{})
-	for _, n := range nodes {
-		o, err := e.fs.Open(ctx, e.root.ID, n.ID)
+	crcsKept(t, e, nodes)
+}
+
+// crcsKept fails for each of files whose current revision has no CRC.
+func crcsKept(t *testing.T, e *env, files []vfs.Node) {
+	t.Helper()
+	for _, f := range files {
+		o, err := e.fs.Open(ctx, e.root.ID, f.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if _, ok := o.Revision.CRC(); !ok {
-			t.Errorf("%s: CRC not stored after the zip", n.Name)
+			t.Errorf("%s: CRC not stored after the zip", f.Name)
 		}
 		o.Close()
 	}

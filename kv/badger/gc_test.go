@@ -161,19 +161,9 @@ func TestValueLogOfEarlierReleases(t *testing.T) {
 	const n, size = 6000, 4 << 10 // 24 MiB: more than one value-log file
 	val := func(i int) []byte { return bytes.Repeat([]byte{byte(i)}, size) }
 	old := openDisk(t, dir, Options{NoSync: true, valueThreshold: 1 << 10})
-	for start := 0; start < n; start += 100 {
-		err := old.Update(ctx, func(tx kv.Txn) error {
-			for i := start; i < start+100; i++ {
-				if err := tx.Set(fmt.Appendf(nil, "f/%05d", i), val(i)); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	inBatches(t, old, 0, n, 100, func(tx kv.Txn, i int) error {
+		return tx.Set(fmt.Appendf(nil, "f/%05d", i), val(i))
+	})
 	if err := old.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -201,19 +191,9 @@ func TestValueLogOfEarlierReleases(t *testing.T) {
 	if d := s.SyncStats(); d.Files-before.Files != d.Rounds-before.Rounds {
 		t.Errorf("a small value's commit: %d fdatasyncs in %d rounds", d.Files-before.Files, d.Rounds-before.Rounds)
 	}
-	for start := 0; start < n; start += 1000 {
-		err := s.Update(ctx, func(tx kv.Txn) error {
-			for i := start; i < start+1000; i++ {
-				if err := tx.Delete(fmt.Appendf(nil, "f/%05d", i)); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	inBatches(t, s, 0, n, 1000, func(tx kv.Txn, i int) error {
+		return tx.Delete(fmt.Appendf(nil, "f/%05d", i))
+	})
 	if err := s.RunGC(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -224,6 +204,25 @@ func TestValueLogOfEarlierReleases(t *testing.T) {
 	}
 	if v, err := kvtest.Get(t, s, []byte("f/new")); err != nil || !bytes.Equal(v, val(1)) {
 		t.Errorf("f/new after RunGC: %d bytes, %v", len(v), err)
+	}
+}
+
+// inBatches calls fn for each i from from to to, in transactions of
+// batch.
+func inBatches(t *testing.T, s *DB, from, to, batch int, fn func(tx kv.Txn, i int) error) {
+	t.Helper()
+	for start := from; start < to; start += batch {
+		err := s.Update(context.Background(), func(tx kv.Txn) error {
+			for i := start; i < min(start+batch, to); i++ {
+				if err := fn(tx, i); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
