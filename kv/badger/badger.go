@@ -677,7 +677,9 @@ func (b *DB) RunGC(ctx context.Context) error {
 // one closes. So an iterator is held across the rewrite and closed only
 // after a sync round that covers the value log; without it, a crash soon
 // after a collection could lose values whose only durable copy was in
-// the deleted file.
+// the deleted file. Values an earlier release put there under today's
+// valueThreshold move into the write-ahead log instead, which every
+// round syncs.
 func (b *DB) gcOnce() error {
 	if b.group == nil {
 		return b.db.RunValueLogGC(0.5)
