@@ -285,9 +285,9 @@ func openSpaceStores(t *testing.T) (config.Config, *slog.Logger, *stores, vfs.Ro
 }
 
 // TestSmallFilesSpaceReturns: about 100 MiB of small files, kept in
-// their revision records and so in Badger's value log, deleted, purged
-// and collected as the daemon's periodic collection does, give their
-// space back.
+// their revision records and so in Badger's tables (the value log with a
+// threshold under 12 KiB), deleted, purged and collected as the daemon's
+// periodic collection does, give their space back.
 func TestSmallFilesSpaceReturns(t *testing.T) {
 	if testing.Short() {
 		t.Skip("writes 100 MiB")

@@ -130,3 +130,15 @@ type Unsynced interface {
 	// UpdateUnsynced is Update without the wait for durability.
 	UpdateUnsynced(ctx context.Context, fn func(Txn) error) error
 }
+
+// Bounded is a Store that takes at most so many bytes of changes in one
+// transaction (kv/badger: a share of its memtable); a transaction that
+// writes more fails with ErrTxnTooBig at every try. Operations that write
+// many records split their work by it, in bytes as well as in keys: small
+// files' contents are kept in their records. Found by type assertion; an
+// engine without it takes what callers' own bounds give.
+type Bounded interface {
+	// TxnBytes is the most bytes of keys and values one transaction may
+	// set, counting a few bytes of the engine's own per key.
+	TxnBytes() int64
+}

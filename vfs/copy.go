@@ -152,40 +152,73 @@ func copyCheck(tx kv.Txn, root, id, dst, parent uint64, name string, opts WriteO
 	return src, checkLocks(tx, parent, 1, opts, now)
 }
 
-// copyWeight is what copying rec costs one transaction, in the unit of
-// fs.refBatch: the item, its properties and its chunk references.
-func copyWeight(tx kv.Txn, rec nodeRec) (weight, chunks int, err error) {
+// copyCost is what copying one item costs one transaction.
+type copyCost struct {
+	// weight is in the unit of fs.refBatch: the item, its properties and
+	// its chunk references.
+	weight int
+	// bytes is about what it sets, against fs.txnBytes (see itemBytes).
+	bytes  int
+	chunks int
+}
+
+// copyWeight returns what copying rec costs one transaction.
+func copyWeight(tx kv.Txn, rec nodeRec) (copyCost, error) {
 	props, err := propKeys(tx, rec.ID)
 	if err != nil {
-		return 0, 0, err
+		return copyCost{}, err
 	}
+	var rev *revRec
 	if !rec.Dir {
-		var rev revRec
-		if err := get(tx, revKey(rec.ID, rec.Rev), &rev, fmt.Errorf("%w: revision %d", ErrNotExist, rec.Rev)); err != nil {
-			return 0, 0, err
+		rev = new(revRec)
+		if err := get(tx, revKey(rec.ID, rec.Rev), rev, fmt.Errorf("%w: revision %d", ErrNotExist, rec.Rev)); err != nil {
+			return copyCost{}, err
 		}
-		chunks = len(rev.Chunks)
 	}
-	return 1 + len(props) + chunks, chunks, nil
+	c := copyCost{bytes: itemBytes(rec.Name, props, rev)}
+	if rev != nil {
+		c.chunks = len(rev.Chunks)
+	}
+	c.weight = 1 + len(props) + c.chunks
+	return c, nil
+}
+
+// itemBytes is about what writing the copy of an item named name sets, on
+// the high side: its record and the keys beside it, an entry for each
+// distinct trigram of its name (each holding the name: a long name costs
+// kilobytes), its properties, and its revision's record (with a small
+// file's contents) and chunk counts. The store counts each key and value
+// and a few bytes more (kv.Bounded).
+func itemBytes(name string, props [][2][]byte, rev *revRec) int {
+	n := 1024 + 4*len(name) + len(grams(fold(name)))*(64+len(name))
+	for _, p := range props {
+		n += len(p[0]) + len(p[1]) + 16
+	}
+	if rev != nil {
+		n += 128 + len(rev.Inline) + 128*len(rev.Chunks)
+	}
+	return n
 }
 
 // copyIsLarge reports whether copying the item id takes more than one
-// transaction should hold. It stops counting as soon as it knows.
+// transaction should hold, in keys or in bytes. It stops counting as soon as it knows.
 func (fs *FS) copyIsLarge(ctx context.Context, root, id uint64) (bool, error) {
-	var total int
+	var total, size int
 	err := fs.db.View(ctx, func(tx kv.Txn) error {
-		total = 0
+		total, size = 0, 0
 		src, _, err := liveNodeIn(tx, root, id)
 		if err != nil {
 			return err
 		}
 		var walk func(rec nodeRec) error
 		walk = func(rec nodeRec) error {
-			w, _, err := copyWeight(tx, rec)
+			c, err := copyWeight(tx, rec)
 			if err != nil {
 				return err
 			}
-			if total += w; total > fs.refBatch {
+			total += c.weight
+			size += c.bytes
+			if total > fs.refBatch || size > fs.txnBytes {
 				return kv.ErrStop
 			}
 			if !rec.Dir {
@@ -282,16 +315,15 @@ type stagedItem struct {
 	src    nodeRec
 	parent int    // the index of its folder in the plan; -1 for the top
 	id     uint64 // the copy's node id
-	weight int    // see copyWeight
-	chunks int
+	cost   copyCost
 }
 
 // copyStaged copies a tree too large for one transaction. It reads the
 // source in one snapshot, then builds the copy below a top node that is
 // deleted (so the copy, like anything below a deleted folder, is in no
 // listing, path, search or modified_since) and marked Staged (so no one
-// can purge it), in transactions of at most fs.refBatch references, a
-// larger file's pinned first. The top is an intent part: if the copy
+// can purge it), in transactions of at most fs.refBatch references and
+// about fs.txnBytes bytes, a larger file's pinned first. The top is an intent part: if the copy
 // fails, or the process dies, the staged tree is purged. The last
 // transaction checks the destination again, counts the copy's usage (with
 // the quota) and puts the top live under its name: the copy appears whole.
@@ -314,12 +346,12 @@ func (fs *FS) copyStaged(ctx context.Context, root, id, dst, parent uint64, name
 		topFolder = r.Folder
 		var walk func(rec nodeRec, up int) error
 		walk = func(rec nodeRec, up int) error {
-			w, c, err := copyWeight(tx, rec)
+			c, err := copyWeight(tx, rec)
 			if err != nil {
 				return err
 			}
 			rec.Locks = nil
-			plan = append(plan, stagedItem{src: rec, parent: up, weight: w, chunks: c})
+			plan = append(plan, stagedItem{src: rec, parent: up, cost: c})
 			if !rec.Dir {
 				d.Files++
 				d.HeadSize += rec.Size
@@ -378,7 +410,7 @@ func (fs *FS) copyStaged(ctx context.Context, root, id, dst, parent uint64, name
 			return fail(err)
 		}
 		var pinned *intent
-		if src := plan[i].src; plan[i].chunks > fs.refBatch {
+		if src := plan[i].src; plan[i].cost.chunks > fs.refBatch {
 			var rev revRec
 			gone := fmt.Errorf("%w: revision %d", ErrNotExist, src.Rev)
 			err := fs.db.View(ctx, func(tx kv.Txn) error { return get(tx, revKey(src.ID, src.Rev), &rev, gone) })
@@ -401,12 +433,14 @@ func (fs *FS) copyStaged(ctx context.Context, root, id, dst, parent uint64, name
 		var n int
 		err := fs.update(ctx, func(tx kv.Txn) error {
 			n = 0
-			for w := 0; i+n < len(plan); n++ {
+			for w, size := 0, 0; i+n < len(plan); n++ {
 				it := plan[i+n]
-				if n > 0 && (w+it.weight > fs.refBatch || it.chunks > fs.refBatch) {
+				c := it.cost
+				if n > 0 && (w+c.weight > fs.refBatch || size+c.bytes > fs.txnBytes || c.chunks > fs.refBatch) {
 					break
 				}
-				w += it.weight
+				w += c.weight
+				size += c.bytes
 				rec := nodeRec{ID: it.id, Root: dst, Name: it.src.Name, Dir: it.src.Dir,
 					Created: now, Modified: it.src.Modified, Size: it.src.Size}
 				if it.parent < 0 {

@@ -172,7 +172,10 @@ type FS struct {
 
 	// refBatch bounds the chunk references one transaction changes; an
 	// operation over more is split with intents (see intent.go).
-	refBatch  int
+	refBatch int
+	// txnBytes bounds the bytes one transaction of a split operation
+	// sets (see defaultTxnBytes).
+	txnBytes  int
 	batchHook func(Op)
 	zip64At   int64 // see Options.zip64At; 0: 0xFFFFFFFF
 	zipMax    int   // see Options.zipMax; 0: ZipMaxEntries
@@ -209,6 +212,12 @@ func Open(ctx context.Context, db kv.Store, chunks chunk.Store, opts Options) (*
 	}
 	if fs.refBatch <= 0 {
 		fs.refBatch = defaultRefBatch
+	}
+	// Half the store's bound: a batch's estimate leaves out the records
+	// beside it (usage, journal, intents), and is an estimate.
+	fs.txnBytes = defaultTxnBytes
+	if b, ok := db.(kv.Bounded); ok {
+		fs.txnBytes = int(b.TxnBytes() / 2)
 	}
 	if fs.log == nil {
 		fs.log = slog.New(slog.DiscardHandler)

@@ -35,13 +35,19 @@ import (
 // defaultRefBatch is how many chunk references one transaction changes
 // when an operation is split, and the largest copy (items, properties and
 // references) done in one transaction. kv's memtables bound a transaction
-// to some 26,000 keys and 2.4 MB. A copied item with a 255-byte name and
-// a body just small enough to stay in the tree writes about 1.8 KB:
-// single-transaction copies of such items failed from between 1,200 and
-// 1,500 of them. 512 keeps the worst case under half the bound
-// (TestCopyAtDefaultBatch); a file of 100 GiB then pins its references in
-// some 180 transactions, a fraction of a second next to its upload.
+// to some 26,000 keys and 2.4 MB; the bytes are bounded apart (txnBytes),
+// as a copied small file carries its contents. 512 keeps the keys of the
+// worst case under half the bound (TestCopyAtDefaultBatch); a file of 100
+// GiB then pins its references in some 180 transactions, a fraction of a
+// second next to its upload.
 const defaultRefBatch = 512
+
+// defaultTxnBytes bounds the bytes one transaction of a split operation
+// sets when the store names no bound of its own (kv.Bounded). Keys are
+// not the only bound: small files' contents live in their revision
+// records (InlineMax), so 512 copied items may carry 8 MiB of them, and
+// their dead properties up to MaxPropsBytes each.
+const defaultTxnBytes = 4 << 20
 
 // intentRec is one part of an intent. Field numbers are the wire format.
 type intentRec struct {

@@ -1,10 +1,12 @@
 package vfs_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -28,6 +30,7 @@ func TestTree(t *testing.T) {
 		{"StagedCopyHiddenByID", stagedCopyHiddenByID},
 		// was batchbound_test.go
 		{"CopyAtDefaultBatch", copyAtDefaultBatch},
+		{"CopyBoundedByBytes", copyBoundedByBytes},
 	} {
 		t.Run(tc.name, tc.run)
 	}
@@ -282,6 +285,76 @@ func copyAtDefaultBatch(t *testing.T) {
 	kids, _, err := e.fs.List(ctx, e.root.ID, cp.ID)
 	if err != nil || len(kids) != files {
 		t.Fatalf("the copy lists %d items, %v", len(kids), err)
+	}
+}
+
+// copyBoundedByBytes copies, with the production batch size and kv
+// settings, folders of few items that weigh megabytes: small files of
+// InlineMax, whose contents live in their revision records and so in
+// kv's tree, each with a property of as many bytes. Counted in keys alone
+// (one folder of 150 items) it fitted one transaction, which Badger
+// refused as too big (2.4 MB); split by bytes, it is copied in several
+// (a staged copy) and reads back whole. A tree of few light items still
+// takes one.
+func copyBoundedByBytes(t *testing.T) {
+	var batches atomic.Int32
+	e := openEnvWith(t, t.TempDir(), vfs.WithBatchHook(vfs.Options{}, func(op vfs.Op) {
+		if op == vfs.OpCopy {
+			batches.Add(1)
+		}
+	}))
+	t.Cleanup(e.close)
+	root, err := e.fs.CreateRoot(ctx, "alice", vfs.RootSync)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.root = root
+	src, err := e.fs.Mkdir(ctx, e.root.ID, e.root.FolderID, "src", vfs.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const files = 150
+	prop := bytes.Repeat([]byte("v"), vfs.InlineMax)
+	for i := range files {
+		body := randBytes(uint64(i), vfs.InlineMax)
+		n := e.write(t, src.ID, fmt.Sprintf("f%03d", i), body)
+		if err := e.fs.PatchProps(ctx, e.root.ID, n.ID, map[string][]byte{"urn:x big": prop}, nil, vfs.WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cp, err := e.fs.Copy(ctx, e.root.ID, src.ID, e.root.ID, e.root.FolderID, "copy", vfs.WriteOptions{})
+	if err != nil {
+		t.Fatalf("Copy of %d files of %d bytes: %v", files, vfs.InlineMax, err)
+	}
+	if n := batches.Load(); n < 2 {
+		t.Errorf("the copy took %d transactions, want it split", n+1)
+	}
+	kids, _, err := e.fs.List(ctx, e.root.ID, cp.ID)
+	if err != nil || len(kids) != files {
+		t.Fatalf("the copy lists %d items, %v", len(kids), err)
+	}
+	for _, k := range kids {
+		var i uint64
+		fmt.Sscanf(k.Name, "f%03d", &i)
+		if got := e.read(t, k.ID); !bytes.Equal(got, randBytes(i, vfs.InlineMax)) {
+			t.Fatalf("%s of the copy differs", k.Name)
+		}
+	}
+	checkClean(t, e, "copy")
+	// A few such files still go in one transaction.
+	batches.Store(0)
+	small, err := e.fs.Mkdir(ctx, e.root.ID, e.root.FolderID, "small", vfs.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		e.write(t, small.ID, fmt.Sprint(i), randBytes(uint64(i), vfs.InlineMax))
+	}
+	if _, err := e.fs.Copy(ctx, e.root.ID, small.ID, e.root.ID, e.root.FolderID, "small2", vfs.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if n := batches.Load(); n != 0 {
+		t.Errorf("a copy of three small files took %d transactions", n+1)
 	}
 }
 

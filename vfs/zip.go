@@ -725,41 +725,48 @@ type crcNote struct {
 	crc       uint32
 }
 
-// zipCRCBatch is how many computed CRCs one commit stores: one durable
-// commit each would cost the first zip of a folder of old small files a
-// sync per file.
+// zipCRCBatch is how many computed CRCs are stored at once, in commits
+// bounded by bytes (keepCRCs): one durable commit each would cost the
+// first zip of a folder of old small files a sync per file.
 const zipCRCBatch = 256
 
 // keepCRCs stores CRCs computed for revisions that had none, so that the
 // next archive needs no extra read of them. A failure is logged only: the
 // next archive computes them again. The work is not the client's, so a
-// client gone does not stop it.
+// client gone does not stop it. Each revision record is written whole, a
+// small file's contents with it, so a commit stops at about fs.txnBytes.
 func (fs *FS) keepCRCs(ctx context.Context, notes []crcNote) {
-	if len(notes) == 0 {
-		return
-	}
-	err := fs.db.Update(context.WithoutCancel(ctx), func(tx kv.Txn) error {
-		for _, n := range notes {
-			var rr revRec
-			err := get(tx, revKey(n.file, n.rev), &rr, kv.ErrNotFound)
-			if errors.Is(err, kv.ErrNotFound) {
-				continue // removed meanwhile
+	for len(notes) > 0 {
+		var n int
+		err := fs.db.Update(context.WithoutCancel(ctx), func(tx kv.Txn) error {
+			size := 0
+			for n = 0; n < len(notes) && size < fs.txnBytes; n++ {
+				note := notes[n]
+				var rr revRec
+				err := get(tx, revKey(note.file, note.rev), &rr, kv.ErrNotFound)
+				if errors.Is(err, kv.ErrNotFound) {
+					continue // removed meanwhile
+				}
+				if err != nil {
+					return err
+				}
+				if rr.CRC != nil {
+					continue
+				}
+				rr.CRC = &note.crc
+				v := enc(rr)
+				if err := tx.Set(revKey(note.file, note.rev), v); err != nil {
+					return err
+				}
+				size += len(v) + 64
 			}
-			if err != nil {
-				return err
-			}
-			if rr.CRC != nil {
-				continue
-			}
-			rr.CRC = &n.crc
-			if err := put(tx, revKey(n.file, n.rev), rr); err != nil {
-				return err
-			}
+			return nil
+		})
+		if err != nil {
+			fs.log.Warn("vfs: zip: could not keep revisions' CRCs", "revisions", len(notes), "err", err)
+			return
 		}
-		return nil
-	})
-	if err != nil {
-		fs.log.Warn("vfs: zip: could not keep revisions' CRCs", "revisions", len(notes), "err", err)
+		notes = notes[n:]
 	}
 }
 

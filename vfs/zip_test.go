@@ -44,6 +44,7 @@ func TestZip(t *testing.T) {
 		{"EmptyFolder", zipEmptyFolder},
 		{"CRCKeptAtWrite", zipCRCKeptAtWrite},
 		{"RevisionsWithoutCRC", zipRevisionsWithoutCRC},
+		{"CRCsOfSmallFilesKept", zipCRCsOfSmallFilesKept},
 		{"SnapshotOfTheListing", zipSnapshotOfTheListing},
 		{"TooManyEntries", zipTooManyEntries},
 	} {
@@ -727,16 +728,7 @@ func zipRevisionsWithoutCRC(t *testing.T) {
 		t.Fatal("the archive differs when CRCs are computed")
 	}
 	checkZip(t, b1, want)
-	for _, f := range files {
-		o, err := e.fs.Open(ctx, e.root.ID, f.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, ok := o.Revision.CRC(); !ok {
-			t.Errorf("%s: CRC not stored after the zip", f.Name)
-		}
-		o.Close()
-	}
+	crcsKept(t, e, files)
 	// A Range that starts in the central directory, CRCs unknown.
 	drop()
 	z2, err := e.fs.Zip(ctx, e.root.ID, e.root.FolderID, vfs.ZipOptions{})
@@ -752,6 +744,40 @@ func zipRevisionsWithoutCRC(t *testing.T) {
 	tail, err := io.ReadAll(r)
 	if err != nil || !bytes.Equal(tail, b0[cd:]) {
 		t.Fatalf("central directory read alone: %v, equal %v", err, bytes.Equal(tail, b0[cd:]))
+	}
+}
+
+// zipCRCsOfSmallFilesKept: the CRCs an archive computes are stored for
+// small files too, whose revision records hold their contents: a batch of
+// them weighs more than one transaction takes (256 of InlineMax bytes,
+// 4 MiB), so the records are written in commits bounded by bytes.
+func zipCRCsOfSmallFilesKept(t *testing.T) {
+	e := newEnv(t)
+	const files = 260
+	var nodes []vfs.Node
+	for i := range files {
+		n := e.write(t, e.root.FolderID, fmt.Sprintf("f%03d", i), randBytes(uint64(i), vfs.InlineMax))
+		if err := e.fs.DropCRC(ctx, n.ID, n.RevisionID); err != nil {
+			t.Fatal(err)
+		}
+		nodes = append(nodes, n)
+	}
+	zipBytes(t, e.fs, e.root.ID, e.root.FolderID, vfs.ZipOptions{})
+	crcsKept(t, e, nodes)
+}
+
+// crcsKept fails for each of files whose current revision has no CRC.
+func crcsKept(t *testing.T, e *env, files []vfs.Node) {
+	t.Helper()
+	for _, f := range files {
+		o, err := e.fs.Open(ctx, e.root.ID, f.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := o.Revision.CRC(); !ok {
+			t.Errorf("%s: CRC not stored after the zip", f.Name)
+		}
+		o.Close()
 	}
 }
 

@@ -42,19 +42,24 @@ const (
 // heap, about 1.3 times this), two are alive while one flushes, and
 // Badger bounds one transaction to 15% of it: 16 MiB allows some 26,000
 // keys and 2.4 MB, which vfs stays well inside by splitting large
-// operations (vfs.defaultRefBatch). 32 MiB held 40 MiB more at peak in
+// operations by keys (vfs.defaultRefBatch) and bytes (TxnBytes). 32 MiB held 40 MiB more at peak in
 // bench/webdav.sh for no measured gain.
 const memTableSize = 16 << 20
 
 // valueThreshold: values of this size or more go to Badger's value log and
-// the tree keeps a pointer. Small records (nodes, counts, locks) stay in
-// the tree, where a listing reads them in key order; file bodies kept in
-// revision records (up to vfs.InlineMax) and long chunk lists go to the
-// log. Badger's default (1 MiB) puts everything in the tree: every small
-// upload then passes through the memtable, its write-ahead log, a flush
-// and compactions, and a burst of 10,000 uploads of 4 KiB filled and
-// flushed memtables fast enough to hold 300 MiB (bench/webdav.sh).
-const valueThreshold = 1 << 10
+// the tree keeps a pointer; smaller ones stay in the tree, written to the
+// memtable's write-ahead log. It is above the largest record of a small
+// file (vfs.InlineMax, 16 KiB, of contents in a revision record of some
+// 50 bytes more), so that a commit of a small upload writes one log and
+// its sync round fdatasyncs one file: with a 1 KiB threshold a 4 KiB PUT
+// went to the value log too, and every round of them cost two
+// fdatasyncs (2,000 PUTs of 4 KiB from 8 clients: 1,180/s). The price is
+// that small files pass through the memtable and its flushes and
+// compactions, which write them again a few times over their life, as
+// metadata is; only long chunk lists (more than some 400 chunks) and
+// values that large still go to the value log. webdav's
+// TestSmallPutsOneSyncPerRound guards the margin.
+const valueThreshold = 17 << 10
 
 // valueLogFileSize is the size at which Badger starts a new value-log
 // file. Value-log GC rewrites whole files and never the one being
@@ -112,6 +117,10 @@ type Options struct {
 	// Only for tests and benchmarks that build large fixtures; a server
 	// never sets it.
 	NoSync bool
+
+	// valueThreshold overrides valueThreshold; tests set it to build a
+	// data directory as an earlier release left it.
+	valueThreshold int64
 }
 
 // DB is a kv.Store backed by an embedded Badger database. Create it with
@@ -121,6 +130,9 @@ type DB struct {
 	db      *dgraph.DB
 	retries int
 	group   *groupSync // nil: nothing to sync (NoSync, InMemory)
+	// vlogAt is the value threshold the store was opened with
+	// (valueThreshold unless a test set another).
+	vlogAt int
 
 	// flattened is when RunGC last flattened the tree (flushDeletes),
 	// under mu.
@@ -167,9 +179,10 @@ type DB struct {
 }
 
 var (
-	_ kv.Store  = (*DB)(nil)
-	_ kv.GCer   = (*DB)(nil)
-	_ kv.Failer = (*DB)(nil)
+	_ kv.Store   = (*DB)(nil)
+	_ kv.GCer    = (*DB)(nil)
+	_ kv.Failer  = (*DB)(nil)
+	_ kv.Bounded = (*DB)(nil)
 )
 
 // Open opens (creating if needed) the database described by opts.
@@ -207,6 +220,10 @@ func Open(opts Options) (*DB, error) {
 	if mt <= 0 {
 		mt = memTableSize
 	}
+	vlogAt := opts.valueThreshold
+	if vlogAt <= 0 {
+		vlogAt = valueThreshold
+	}
 	bo = bo.
 		// Commits are made durable by groupSync instead: Badger's own
 		// SyncWrites fsyncs once per transaction even when it writes
@@ -224,7 +241,7 @@ func Open(opts Options) (*DB, error) {
 
 	if !opts.InMemory {
 		// In memory there is no value log: every value stays in the tree.
-		bo = bo.WithValueThreshold(valueThreshold).WithValueLogFileSize(valueLogFileSize)
+		bo = bo.WithValueThreshold(vlogAt).WithValueLogFileSize(valueLogFileSize)
 		if err := removeEmptyLogs(opts.Dir, logger); err != nil {
 			return nil, openErr(opts.Dir, err)
 		}
@@ -239,6 +256,7 @@ func Open(opts Options) (*DB, error) {
 	b := &DB{
 		db:      db,
 		retries: retries,
+		vlogAt:  int(vlogAt),
 		seqs:    make(map[string]*dgraph.Sequence),
 	}
 	if !opts.NoSync && !opts.InMemory {
@@ -459,7 +477,7 @@ func (b *DB) Failed() error {
 func (b *DB) updateOnce(fn func(kv.Txn) error, sync bool) error {
 	bt := b.db.NewTransaction(true)
 	defer bt.Discard()
-	tx := &txn{t: bt}
+	tx := &txn{t: bt, vlogAt: b.vlogAt}
 	if err := fn(tx); err != nil {
 		return err
 	}
@@ -568,6 +586,12 @@ func (b *DB) sequence(kind string) (*dgraph.Sequence, error) {
 	return seq, nil
 }
 
+// TxnBytes is Badger's bound on one transaction: 15% of a memtable
+// (2.4 MB with the default 16 MiB), counting each key, its value if it
+// stays in the tree (under valueThreshold; a pointer of 12 bytes
+// otherwise) and 12 bytes more (kv.Bounded).
+func (b *DB) TxnBytes() int64 { return b.db.MaxBatchSize() }
+
 // Exclusive reports true: the directory lock keeps every other process
 // out while this one has the store open (kv.Exclusive).
 func (b *DB) Exclusive() bool { return true }
@@ -653,7 +677,9 @@ func (b *DB) RunGC(ctx context.Context) error {
 // one closes. So an iterator is held across the rewrite and closed only
 // after a sync round that covers the value log; without it, a crash soon
 // after a collection could lose values whose only durable copy was in
-// the deleted file.
+// the deleted file. Values an earlier release put there under today's
+// valueThreshold move into the write-ahead log instead, which every
+// round syncs.
 func (b *DB) gcOnce() error {
 	if b.group == nil {
 		return b.db.RunValueLogGC(0.5)
@@ -780,9 +806,11 @@ func mapErr(err error) error {
 // txn adapts a dgraph.Txn to Txn.
 type txn struct {
 	t *dgraph.Txn
-	// vlog: a value of valueThreshold bytes or more was set, which Badger
-	// writes to the value log, so the commit's sync must cover that too.
-	vlog bool
+	// vlog: a value of vlogAt (DB.vlogAt) bytes or more was set, which
+	// Badger writes to the value log, so the commit's sync must cover
+	// that too.
+	vlog   bool
+	vlogAt int
 }
 
 func (t *txn) Get(key []byte) ([]byte, error) {
@@ -797,7 +825,7 @@ func (t *txn) Get(key []byte) ([]byte, error) {
 // Set copies key and value: Badger keeps references to them until commit,
 // and callers commonly reuse a key buffer across calls.
 func (t *txn) Set(key, value []byte) error {
-	t.vlog = t.vlog || len(value) >= valueThreshold
+	t.vlog = t.vlog || len(value) >= t.vlogAt
 	return mapErr(t.t.Set(bytes.Clone(key), bytes.Clone(value)))
 }
 
@@ -807,7 +835,7 @@ func (t *txn) SetTTL(key, value []byte, ttl time.Duration) error {
 	if ttl <= 0 {
 		return fmt.Errorf("kv: SetTTL with non-positive ttl %v", ttl)
 	}
-	t.vlog = t.vlog || len(value) >= valueThreshold
+	t.vlog = t.vlog || len(value) >= t.vlogAt
 	e := dgraph.NewEntry(bytes.Clone(key), bytes.Clone(value)).WithTTL(ttl)
 	return mapErr(t.t.SetEntry(e))
 }
