@@ -32,12 +32,15 @@ func TestParallel(t *testing.T) {
 // remote is a store that says it wants n calls in flight, and whose
 // Puts and Hases take a while, as over a network; it records the most
 // Puts it had in flight at once. failAfter > 0 fails every Put after
-// that many.
+// that many. gate > 0 holds each Put until gate Puts have been in flight
+// at once (or 5 s have passed), so that a test of how many a Writer
+// keeps going does not depend on how fast the machine hashes.
 type remote struct {
 	chunk.Store
 	n         int
 	delay     time.Duration
 	failAfter int64
+	gate      int64
 
 	puts, inFlight, most atomic.Int64
 }
@@ -57,6 +60,9 @@ func (r *remote) Put(ctx context.Context, id chunk.ID, blob []byte) error {
 		if n <= m || r.most.CompareAndSwap(m, n) {
 			break
 		}
+	}
+	for deadline := time.Now().Add(5 * time.Second); r.most.Load() < r.gate && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
 	}
 	time.Sleep(r.delay)
 	if r.failAfter > 0 && r.puts.Add(1) > r.failAfter {
@@ -131,7 +137,7 @@ func missing(t *testing.T) {
 // writerPutsInFlight: on a Parallel store a Write keeps more Puts going
 // than the disk's few, up to the store's wish, and the file reads back.
 func writerPutsInFlight(t *testing.T) {
-	r := &remote{Store: chunk.NewMemory(), n: 8, delay: 30 * time.Millisecond}
+	r := &remote{Store: chunk.NewMemory(), n: 8, delay: time.Millisecond, gate: 5}
 	data := randomData(31, 24*mib)
 	refs := write(t, chunk.NewWriter(r, chunk.WriterOptions{Workers: 2}), data)
 	if got := readAll(t, r, refs); !bytes.Equal(got, data) {
