@@ -399,6 +399,10 @@ type S3 struct {
 	CredentialsFile string `mapstructure:"credentials_file"`
 	// MaxRequests bounds the requests to the server in flight at once.
 	MaxRequests int `mapstructure:"max_requests"`
+	// Parallelism is the requests one upload or one download keeps in
+	// flight (chunks fetched ahead, Puts going), each holding a chunk
+	// of about 1 MiB: every request waits a round trip.
+	Parallelism int `mapstructure:"parallelism"`
 	// AccessKey, SecretKey and SessionToken are read from the
 	// environment by Load when Backend is "s3" and CredentialsFile is
 	// empty.
@@ -496,6 +500,7 @@ func options() []option {
 		{key: "storage.s3.path_style", def: false, usage: "put the bucket in the URL path (MinIO, versitygw, Ceph without wildcard DNS)"},
 		{key: "storage.s3.credentials_file", def: "", usage: "AWS shared credentials file whose [default] profile signs requests (empty: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)"},
 		{key: "storage.s3.max_requests", def: 32, usage: "most requests to the S3 server in flight at once"},
+		{key: "storage.s3.parallelism", def: 8, usage: "requests one upload or download keeps in flight (each holds a chunk of about 1 MiB)"},
 		{key: "memory.limit", def: ByteSize(0), usage: "Go runtime soft memory limit (0: none; GOMEMLIMIT wins)"},
 		{key: "memory.read_ahead", def: 4, usage: "chunks a download fetches and decodes ahead of the one it sends (0: none)"},
 		{key: "memory.kv_memtable", def: ByteSize(16 << 20), usage: "size of each of the metadata store's two memtables"},
@@ -1027,6 +1032,9 @@ func (s S3) validate() []error {
 	}
 	if s.MaxRequests < 1 || s.MaxRequests > 1024 {
 		bad("max_requests", s.MaxRequests, "must be between 1 and 1024")
+	}
+	if s.Parallelism < 1 || s.Parallelism > 64 {
+		bad("parallelism", s.Parallelism, "must be between 1 and 64")
 	}
 	if s.CredentialsFile != "" {
 		if _, err := os.Stat(s.CredentialsFile); err != nil {

@@ -66,6 +66,7 @@ func TestStorageBackend(t *testing.T) {
 		{name: "secret only", edit: map[string]string{EnvS3AccessKey: ""}, want: []string{"berth has no S3 credentials"}},
 		{name: "credentials file missing", edit: map[string]string{"BERTH_STORAGE_S3_CREDENTIALS_FILE": "/nonexistent/credentials"}, want: []string{`storage.s3.credentials_file: "/nonexistent/credentials" cannot be read`}},
 		{name: "max requests", edit: map[string]string{"BERTH_STORAGE_S3_MAX_REQUESTS": "0"}, want: []string{`storage.s3.max_requests: "0" must be between 1 and 1024`}},
+		{name: "parallelism", edit: map[string]string{"BERTH_STORAGE_S3_PARALLELISM": "65"}, want: []string{`storage.s3.parallelism: "65" must be between 1 and 64`}},
 		{name: "prefix", edit: map[string]string{"BERTH_STORAGE_S3_PREFIX": "a//b"}, want: []string{`storage.s3.prefix: "a//b"`}},
 	}
 	for _, tt := range tests {

@@ -67,6 +67,9 @@ type meteredStore struct {
 	m *storeMetrics
 }
 
+// Unwrap lets chunk.ParallelismOf find the S3 store's Parallelism.
+func (s meteredStore) Unwrap() chunk.Store { return s.Store }
+
 func (s meteredStore) Put(ctx context.Context, id chunk.ID, blob []byte) (err error) {
 	defer func(t time.Time) { s.m.observe("put", t, err) }(time.Now())
 	return s.Store.Put(ctx, id, blob)

@@ -48,6 +48,7 @@ func openChunks(ctx context.Context, cfg config.Config, log *slog.Logger, reg pr
 		st, err := s3.Open(cctx, s3.Options{
 			Endpoint: o.Endpoint, Bucket: o.Bucket, Region: o.Region, Prefix: o.Prefix, PathStyle: o.PathStyle,
 			AccessKey: o.AccessKey, SecretKey: o.SecretKey, SessionToken: o.SessionToken, CredentialsFile: o.CredentialsFile,
+			Parallelism: o.Parallelism,
 		})
 		cancel()
 		if err != nil {

@@ -358,6 +358,7 @@ func (fs *FS) forget(refs []chunk.Ref) {
 // count tx adds. The caller holds gcMu shared.
 func (fs *FS) checkStored(ctx context.Context, tx kv.Txn, refs []chunk.Ref) error {
 	seen := make(map[chunk.ID]bool, len(refs))
+	var ask []chunk.ID // after their B/ reads, asked together below
 	for _, r := range refs {
 		if seen[r.ID] {
 			continue
@@ -373,13 +374,13 @@ func (fs *FS) checkStored(ctx context.Context, tx kv.Txn, refs []chunk.Ref) erro
 		} else if !errors.Is(err, kv.ErrNotFound) {
 			return err
 		}
-		ok, err := fs.chunks.Has(ctx, r.ID)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return fmt.Errorf("%w: chunk %s is missing from the chunk store", ErrBusy, r.ID)
-		}
+		ask = append(ask, r.ID)
+	}
+	// An object store answers each in a round trip: asked in parallel.
+	if id, missing, err := chunk.Missing(ctx, fs.chunks, ask); err != nil {
+		return err
+	} else if missing {
+		return fmt.Errorf("%w: chunk %s is missing from the chunk store", ErrBusy, id)
 	}
 	return nil
 }

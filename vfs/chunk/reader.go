@@ -90,10 +90,13 @@ func NewReadPool(opts ReadPoolOptions) *ReadPool {
 	return &ReadPool{dec: dec, ahead: ahead}
 }
 
-// NewReader is NewReader with the pool's decoder, buffers and read-ahead.
+// NewReader is NewReader with the pool's decoder, buffers and read-ahead,
+// or the store's Parallelism where that is more (see Parallel): on an
+// object store each fetch waits a round trip, and only many in flight
+// keep a download going.
 func (p *ReadPool) NewReader(ctx context.Context, store Store, refs []Ref) *Reader {
 	r := newReader(ctx, store, refs)
-	r.pool, r.dec, r.ahead = p, p.dec, p.ahead
+	r.pool, r.dec, r.ahead = p, p.dec, max(p.ahead, ParallelismOf(store))
 	return r
 }
 

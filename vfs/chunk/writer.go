@@ -150,13 +150,17 @@ func (w *Writer) Write(ctx context.Context, r io.Reader, limit int64) (refs []Re
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 
-	p := &pipeline{ctx: ctx, fail: cancel, sem: make(chan struct{}, putDepth), refs: &refs}
+	// On an object store (Parallel) every Has and Put waits a round
+	// trip: more Puts in flight, and workers beyond the cores, so that
+	// the CPU goes on hashing while some wait on a Has.
+	par := ParallelismOf(w.store)
+	p := &pipeline{ctx: ctx, fail: cancel, sem: make(chan struct{}, max(putDepth, par)), refs: &refs}
 	if b, ok := w.store.(Batcher); ok {
 		p.batch = b.NewBatch()
 	}
 	var wg sync.WaitGroup
 	jobs := make(chan job, 1)
-	for range w.workers {
+	for range w.workers + par/2 {
 		wg.Go(func() { w.work(p, jobs) })
 	}
 
@@ -284,6 +288,12 @@ func (w *Writer) work(p *pipeline, jobs <-chan job) {
 			*blob = out
 		}
 		payload := out
+		if ok || j.buf == nil {
+			// The blob is a copy: the segment can go back now, not
+			// after the Put's round trip.
+			w.done(j)
+			j = job{idx: j.idx}
+		}
 		store := func() {
 			var err error
 			if p.batch != nil {

@@ -112,6 +112,10 @@ func (s *Server) start(bin, dir string) error {
 	s.log = &lockedBuffer{}
 	s.cmd = exec.Command(bin,
 		"--port", addr, "--region", s.Region, "--health", "/health",
+		// Without it versitygw closes the connection after every
+		// answer, and each request pays for a new one: about half the
+		// client's and server's CPU per chunk (docs/operations.md).
+		"--keep-alive",
 		"--iam-dir", filepath.Join(dir, "iam"),
 		"posix", "--data-integrity-etag", s.Dir)
 	// Credentials through the environment, not argv, which ps shows.
