@@ -358,7 +358,9 @@ func (w *Writer) getBuf(p *sync.Pool, size int) *[]byte {
 	if b, ok := p.Get().(*[]byte); ok {
 		return b
 	}
-	b := make([]byte, size)
+	// Aligned, so that the disk store writes blobs and raw chunks
+	// from them without staging them (see direct.go).
+	b := alignedSlice(size)
 	return &b
 }
 
