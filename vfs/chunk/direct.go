@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -57,34 +58,20 @@ func isAligned(b []byte) bool {
 // system refuses it (tmpfs, some network file systems), then through the
 // page cache.
 type directWriter struct {
-	off   bool // set once the file system refused a direct write
-	mu    sync.Mutex
-	stage sync.Pool // *[]byte of stageSize, aligned
-}
-
-// disabled reports whether direct writes were refused.
-func (dw *directWriter) disabled() bool {
-	dw.mu.Lock()
-	defer dw.mu.Unlock()
-	return dw.off
-}
-
-func (dw *directWriter) disable() {
-	dw.mu.Lock()
-	dw.off = true
-	dw.mu.Unlock()
+	off   atomic.Bool // set once the file system refused a direct write
+	stage sync.Pool   // *[]byte of stageSize, aligned
 }
 
 // create makes name for writing, with O_DIRECT when blob is large enough
 // and direct writes have not been refused; direct reports which.
 func (dw *directWriter) create(name string, size int) (f *os.File, direct bool, err error) {
 	const flags = os.O_WRONLY | os.O_CREATE | os.O_EXCL
-	if size >= directMin && !dw.disabled() {
+	if size >= directMin && !dw.off.Load() {
 		f, err = os.OpenFile(name, flags|unix.O_DIRECT, 0o640)
 		if !errors.Is(err, unix.EINVAL) {
 			return f, err == nil, err
 		}
-		dw.disable()
+		dw.off.Store(true)
 	}
 	f, err = os.OpenFile(name, flags, 0o640)
 	return f, false, err
@@ -103,7 +90,7 @@ func (dw *directWriter) write(f *os.File, blob []byte, direct bool) error {
 	if errors.Is(err, unix.EINVAL) {
 		// The file system wants a larger alignment than ours: start
 		// over through the page cache, and stop trying.
-		dw.disable()
+		dw.off.Store(true)
 		if err = clearDirect(f); err == nil {
 			_, err = f.WriteAt(blob, 0)
 		}
