@@ -268,10 +268,9 @@ func (d *Disk) Put(ctx context.Context, id ID, blob []byte) error {
 }
 
 // writeTemp writes blob to a new temporary file in dir (remade if it went
-// missing). With sync it fsyncs the file; without, it only starts
-// writeback (a batch syncs at Commit).
-// Large blobs are written with O_DIRECT (see direct.go), which leaves
-// little for writeback to start.
+// missing), large blobs with O_DIRECT (see direct.go). With sync it fsyncs
+// the file; without, it only starts writeback of what went through the
+// page cache (a batch syncs at Commit).
 func (d *Disk) writeTemp(dir string, blob []byte, sync bool) (string, error) {
 	var rnd [8]byte
 	_, _ = rand.Read(rnd[:])
