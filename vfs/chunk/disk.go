@@ -55,6 +55,8 @@ type Disk struct {
 	// beforeSync, set by tests, runs after chunks are renamed into place
 	// and before their directories are synced.
 	beforeSync func()
+
+	direct directWriter // writes blobs past the page cache (direct.go)
 }
 
 // landing is a chunk renamed, or about to be renamed, into place whose
@@ -245,10 +247,7 @@ func (d *Disk) Put(ctx context.Context, id ID, blob []byte) error {
 		return err
 	}
 	dir := d.fanout(id)
-	if _, err := d.mkdir(dir); err != nil {
-		return err
-	}
-	tmp, err := writeTemp(dir, blob, true)
+	tmp, err := d.writeTemp(dir, blob, true)
 	if err != nil {
 		return err
 	}
@@ -268,21 +267,33 @@ func (d *Disk) Put(ctx context.Context, id ID, blob []byte) error {
 	return nil
 }
 
-// writeTemp writes blob to a new temporary file in dir. With sync it fsyncs
-// the file; without, it only starts writeback (a batch syncs at Commit).
-func writeTemp(dir string, blob []byte, sync bool) (string, error) {
+// writeTemp writes blob to a new temporary file in dir (remade if it went
+// missing), large blobs with O_DIRECT (see direct.go). With sync it fsyncs
+// the file; without, it only starts writeback of what went through the
+// page cache (a batch syncs at Commit).
+func (d *Disk) writeTemp(dir string, blob []byte, sync bool) (string, error) {
 	var rnd [8]byte
 	_, _ = rand.Read(rnd[:])
 	name := filepath.Join(dir, tempPrefix+hex.EncodeToString(rnd[:]))
-	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o640)
+	f, direct, err := d.direct.create(name, len(blob))
+	if errors.Is(err, fs.ErrNotExist) {
+		// NewDisk made dir: only remake it if it went missing, rather
+		// than pay a failed mkdir per chunk.
+		if _, err = d.mkdir(dir); err == nil {
+			f, direct, err = d.direct.create(name, len(blob))
+		}
+	}
 	if err != nil {
 		return "", fmt.Errorf("chunk: create temp: %w", noSpace(err))
 	}
-	_, err = f.Write(blob)
+	err = d.direct.write(f, blob, direct)
 	if err == nil {
-		if sync {
+		switch {
+		case sync:
 			err = f.Sync()
-		} else {
+		case !direct:
+			// A direct write leaves at most its last block in the
+			// page cache: not worth a call.
 			err = startWriteback(f)
 		}
 	}
@@ -297,8 +308,7 @@ func writeTemp(dir string, blob []byte, sync bool) (string, error) {
 }
 
 // mkdir recreates dir if it went missing since NewDisk made it, syncing the
-// root so that it stays; made reports that it did. It is one failed mkdir
-// in the usual case.
+// root so that it stays; made reports that it did.
 func (d *Disk) mkdir(dir string) (made bool, err error) {
 	err = os.Mkdir(dir, 0o750)
 	if errors.Is(err, fs.ErrExist) {

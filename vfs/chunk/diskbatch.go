@@ -42,9 +42,10 @@ type diskBatch struct {
 	dirs map[string]struct{}
 }
 
-// Add writes blob to a temp file next to its final name and starts writeback
-// without waiting for it, so that by Commit most of the bytes are on their
-// way and the fsync mostly waits for the journal.
+// Add writes blob to a temp file next to its final name, straight to the
+// device when it is large (see direct.go), else through the page cache
+// with writeback started, so that by Commit the bytes are on their way and
+// the fsync mostly waits for the journal.
 func (b *diskBatch) Add(ctx context.Context, id ID, blob []byte) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -53,11 +54,7 @@ func (b *diskBatch) Add(ctx context.Context, id ID, blob []byte) error {
 		return err
 	}
 	dir := b.d.fanout(id)
-	// NewDisk made dir; mkdir only remakes it if it went missing.
-	if _, err := b.d.mkdir(dir); err != nil {
-		return err
-	}
-	tmp, err := writeTemp(dir, blob, false)
+	tmp, err := b.d.writeTemp(dir, blob, false)
 	if err != nil {
 		return err
 	}

@@ -134,7 +134,7 @@ func compress(dst []byte, id ID, plain []byte) ([]byte, bool) {
 	const head = 1 + sealSize
 	need := head + s2.MaxEncodedLen(len(plain))
 	if cap(dst) < need {
-		dst = make([]byte, 0, need)
+		dst = alignedSlice(need)[:0]
 	}
 	if len(plain) >= probeMin {
 		var in, out int

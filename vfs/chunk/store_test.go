@@ -1,6 +1,7 @@
 package chunk_test
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -26,6 +27,7 @@ func TestDisk(t *testing.T) {
 		{"LegacyLayout", diskLegacyLayout},
 		// was durable_test.go
 		{"StoredOnlyWhenDurable", storedOnlyWhenDurable},
+		{"DirectWrites", diskDirectWrites},
 	} {
 		t.Run(tc.name, tc.run)
 	}
@@ -38,6 +40,54 @@ func newDisk(t *testing.T) *chunk.Disk {
 		t.Fatal(err)
 	}
 	return d
+}
+
+// diskDirectWrites stores blobs of the sizes where the direct write path
+// changes (below and at its threshold, whole blocks, a block and a byte),
+// from memory at offsets that are and are not block-aligned, by Put and by
+// Batch, one of them into a fan-out directory that went missing, and
+// reads every one back byte for byte.
+func diskDirectWrites(t *testing.T) {
+	ctx := context.Background()
+	d := newDisk(t)
+	src := randomData(11, 5<<20)
+	sizes := []int{1, 4095, 4096, 64<<10 - 1, 64 << 10, 64<<10 + 1, 1 << 20, 1<<20 + 4097, 4<<20 + 33}
+	var want [][]byte
+	b := d.NewBatch()
+	for i, n := range sizes {
+		for _, off := range []int{0, 1, 4096, 4097} {
+			blob := src[off : off+n]
+			id := chunk.Sum(blob)
+			want = append(want, blob)
+			if i == 3 && off == 0 {
+				// The fan-out directory went missing: remade.
+				if err := os.RemoveAll(filepath.Dir(d.Path(id))); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var err error
+			if (i+off)%2 == 0 {
+				err = d.Put(ctx, id, blob)
+			} else {
+				err = b.Add(ctx, id, blob)
+			}
+			if err != nil {
+				t.Fatalf("%d bytes at %d: %v", n, off, err)
+			}
+		}
+	}
+	if err := b.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, blob := range want {
+		got, err := d.Get(ctx, chunk.Sum(blob))
+		if err != nil {
+			t.Fatalf("%d bytes: %v", len(blob), err)
+		}
+		if !bytes.Equal(got, blob) {
+			t.Fatalf("%d bytes: read back differs", len(blob))
+		}
+	}
 }
 
 func TestDiskConformance(t *testing.T) {

@@ -17,9 +17,9 @@ const (
 	maxChunkSize    = 4 << 20
 )
 
-// putDepth is how many chunk Puts one Write keeps in flight when the store
-// is not a Batcher (a batch needs none: Add does not wait). A Put ends
-// with fsyncs that wait on the disk, not the CPU; overlapping several lets
+// putDepth is how many chunk Puts, or batch Adds, one Write keeps in
+// flight. A Put ends with fsyncs, and the disk store's Add with a direct
+// write, that wait on the disk, not the CPU; overlapping several lets
 // the workers go on hashing and compressing, and lets the file system
 // share journal commits between them. Each in-flight Put holds its chunk
 // (about 1 MiB) in memory.
@@ -87,7 +87,7 @@ type Writer struct {
 	blobs sync.Pool // *[]byte, encoded blobs
 
 	// encoding bounds, over all Writes at once, the chunks being
-	// compressed (and added to a batch) to the number of workers. The
+	// compressed to the number of workers. The
 	// work is CPU-bound, so more at a time would not go faster; but each
 	// holds a blob buffer, and eight uploads with a pair of workers each
 	// peaked at 264 MiB where four took 85.
@@ -210,7 +210,7 @@ type pipeline struct {
 	ctx   context.Context
 	fail  context.CancelCauseFunc
 	batch Batch         // nil when the store is not a Batcher
-	sem   chan struct{} // bounds Put goroutines (no batch) to putDepth
+	sem   chan struct{} // bounds Put (or Add) goroutines to putDepth
 	puts  sync.WaitGroup
 
 	mu     sync.Mutex // guards refs and staged
@@ -232,9 +232,9 @@ func stored(refs []Ref) []Ref {
 }
 
 // work hashes and encodes jobs until the channel closes. A new chunk goes
-// into the batch when there is one (Add only writes to the page cache, so
-// the worker does it itself), else to a Put goroutine (at most putDepth per
-// Write, through sem). Encoding, and Add, hold a token of w.encoding. After the first error it only recycles buffers, so the
+// to a goroutine (at most putDepth per Write, through sem) that adds it to
+// the batch when there is one, else Puts it. Encoding holds a token of
+// w.encoding. After the first error it only recycles buffers, so the
 // cutter never blocks on a dead pipeline.
 func (w *Writer) work(p *pipeline, jobs <-chan job) {
 	for j := range jobs {
@@ -313,14 +313,9 @@ func (w *Writer) work(p *pipeline, jobs <-chan job) {
 			w.done(j)
 			w.blobs.Put(blob)
 		}
-		if p.batch != nil {
-			// Add copies the blob into the page cache: CPU work too, and
-			// the blob is free again after it.
-			store()
-			<-w.encoding
-			continue
-		}
-		// A Put waits on the disk: its blob is bounded by putDepth.
+		// A Put, and a batch's Add of a blob the disk store writes
+		// directly (see direct.go), wait on the disk, not the CPU: the
+		// worker goes on while they do, their blobs bounded by putDepth.
 		<-w.encoding
 		p.sem <- struct{}{}
 		p.puts.Go(func() {
@@ -368,7 +363,9 @@ func (w *Writer) getBuf(p *sync.Pool, size int) *[]byte {
 	if b, ok := p.Get().(*[]byte); ok {
 		return b
 	}
-	b := make([]byte, size)
+	// Aligned, so that the disk store writes blobs and raw chunks
+	// from them without staging them (see direct.go).
+	b := alignedSlice(size)
 	return &b
 }
 

@@ -1,0 +1,140 @@
+package chunk
+
+import (
+	"errors"
+	"os"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Direct writes. A chunk written through the page cache costs the kernel a
+// copy into freshly allocated cache pages, their dirty accounting and later
+// their writeback: on this project's 2-core VM, 2.3 CPU seconds of system
+// time per GiB (dd, 1 MiB writes, fsync at the end), more than hashing,
+// chunking and compressing together. With O_DIRECT the device reads the
+// blob from the writer's own memory: 0.2 s/GiB for the same dd, and three
+// times the rate. The data is on the device when the write returns; the
+// fsync at Commit still makes the allocation (and the device's cache)
+// durable, so nothing changes for crash safety.
+//
+// O_DIRECT wants the memory address, the file offset and the length
+// aligned to the device's block. The Writer's blob buffers are allocated
+// aligned (alignedSlice), so its blobs go to the device without a copy;
+// other callers' blobs are staged through an aligned buffer in pieces. The
+// last, partial block of a blob is written through the page cache: the
+// fsync covers both.
+const (
+	// dioAlign is the alignment kept for direct writes: 4 KiB suits
+	// devices with 512-byte and with 4 KiB logical blocks.
+	dioAlign = 4096
+	// directMin: blobs shorter than this go through the page cache, where
+	// a copy costs less than a device round trip on the writer's
+	// goroutine.
+	directMin = 64 << 10
+	// stageSize is the staging buffer for blobs that are not aligned.
+	stageSize = 1 << 20
+)
+
+// alignedSlice returns a slice of length n whose first byte is aligned
+// for direct writes.
+func alignedSlice(n int) []byte {
+	b := make([]byte, n+dioAlign)
+	off := 0
+	if r := int(uintptr(unsafe.Pointer(unsafe.SliceData(b))) % dioAlign); r != 0 {
+		off = dioAlign - r
+	}
+	return b[off : off+n : off+n]
+}
+
+// isAligned reports whether b starts on a direct-write boundary.
+func isAligned(b []byte) bool {
+	return uintptr(unsafe.Pointer(unsafe.SliceData(b)))%dioAlign == 0
+}
+
+// directWriter writes blobs to new files with O_DIRECT until the file
+// system refuses it (tmpfs, some network file systems), then through the
+// page cache.
+type directWriter struct {
+	off   atomic.Bool // set once the file system refused a direct write
+	stage sync.Pool   // *[]byte of stageSize, aligned
+}
+
+// create makes name for writing, with O_DIRECT when blob is large enough
+// and direct writes have not been refused; direct reports which.
+func (dw *directWriter) create(name string, size int) (f *os.File, direct bool, err error) {
+	const flags = os.O_WRONLY | os.O_CREATE | os.O_EXCL
+	if size >= directMin && !dw.off.Load() {
+		f, err = os.OpenFile(name, flags|unix.O_DIRECT, 0o640)
+		if !errors.Is(err, unix.EINVAL) {
+			return f, err == nil, err
+		}
+		dw.off.Store(true)
+	}
+	f, err = os.OpenFile(name, flags, 0o640)
+	return f, false, err
+}
+
+// write writes blob to f, a new file that create opened. With direct,
+// the whole blocks go straight from memory (through the staging buffer
+// when blob is not aligned) and the tail through the page cache.
+func (dw *directWriter) write(f *os.File, blob []byte, direct bool) error {
+	if !direct {
+		_, err := f.Write(blob)
+		return err
+	}
+	n := len(blob) &^ (dioAlign - 1)
+	err := dw.writeBlocks(f, blob[:n])
+	if errors.Is(err, unix.EINVAL) {
+		// The file system wants a larger alignment than ours: start
+		// over through the page cache, and stop trying.
+		dw.off.Store(true)
+		if err = clearDirect(f); err == nil {
+			_, err = f.WriteAt(blob, 0)
+		}
+		return err
+	}
+	if err != nil || n == len(blob) {
+		return err
+	}
+	if err := clearDirect(f); err != nil {
+		return err
+	}
+	_, err = f.WriteAt(blob[n:], int64(n))
+	return err
+}
+
+// writeBlocks writes body, a whole number of blocks, from offset 0.
+func (dw *directWriter) writeBlocks(f *os.File, body []byte) error {
+	if isAligned(body) {
+		_, err := f.WriteAt(body, 0)
+		return err
+	}
+	sp, _ := dw.stage.Get().(*[]byte)
+	if sp == nil {
+		b := alignedSlice(stageSize)
+		sp = &b
+	}
+	defer dw.stage.Put(sp)
+	for off := 0; off < len(body); {
+		m := copy(*sp, body[off:])
+		if _, err := f.WriteAt((*sp)[:m], int64(off)); err != nil {
+			return err
+		}
+		off += m
+	}
+	return nil
+}
+
+// clearDirect turns O_DIRECT off for f's further writes.
+func clearDirect(f *os.File) error {
+	fd := f.Fd()
+	flags, err := unix.FcntlInt(fd, unix.F_GETFL, 0)
+	if err != nil {
+		return err
+	}
+	_, err = unix.FcntlInt(fd, unix.F_SETFL, flags&^unix.O_DIRECT)
+	return err
+}
