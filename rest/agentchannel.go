@@ -28,6 +28,9 @@ const maxReply = 16 << 20
 func (s *server) agentRoutes() {
 	s.handleStream("GET /api/2/agent/channel", s.authedStream(s.agentChannel))
 	s.handle("POST /api/2/agent/reply/{call_id}", s.authed(s.agentReply))
+	// Another node's call for a machine whose agent is connected here
+	// (agentrelay.go): the cluster secret, never a token.
+	s.handlePublic("POST "+agentlink.RelayPath+"{machine_id}", s.agentRelay)
 }
 
 // agentMachine returns the machine the request's token was issued to, or
@@ -53,10 +56,14 @@ func (s *server) agentChannel(w http.ResponseWriter, r *http.Request) error {
 	if len(version) > 64 {
 		return Describe(ErrInvalidRequest, "agent_version is longer than 64 bytes")
 	}
-	if err := s.accounts.MachineSeen(r.Context(), id, true, version, time.Now()); err != nil {
+	conn, err := s.agents.Attach(r.Context(), id)
+	if err != nil {
 		return err
 	}
-	conn := s.agents.Attach(id)
+	if err := s.accounts.MachineSeen(r.Context(), id, true, version, time.Now()); err != nil {
+		s.agents.Detach(conn)
+		return err
+	}
 	defer func() {
 		s.agents.Detach(conn)
 		// The request's context has ended; the record is still due.
