@@ -1,0 +1,296 @@
+package daemon
+
+import (
+	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/hex"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"berth/agentlink"
+)
+
+// relayCluster is the cluster settings of two nodes that relay agents'
+// calls to each other: a cluster authority that signs each node's
+// certificate (for 127.0.0.1), each node's fixed address (it is its
+// advertised URL, so it is chosen before the node starts) and the secret.
+type relayCluster struct {
+	caFile, secretFile, secret string
+	addrs, certs, keys         [2]string
+}
+
+// newRelayCluster writes the authority, the nodes' certificates and the
+// secret to a temporary directory and picks the nodes' ports.
+func newRelayCluster(t *testing.T) *relayCluster {
+	t.Helper()
+	dir := t.TempDir()
+	r := &relayCluster{caFile: filepath.Join(dir, "ca.pem"), secretFile: filepath.Join(dir, "secret")}
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caTmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "berth test cluster"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writePEM(t, r.caFile, caDER)
+	ca, _ := x509.ParseCertificate(caDER)
+	for i := range 2 {
+		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tmpl := &x509.Certificate{
+			SerialNumber: big.NewInt(int64(10 + i)), Subject: pkix.Name{CommonName: fmt.Sprint("node", i)},
+			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+			IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, KeyUsage: x509.KeyUsageDigitalSignature,
+			ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		}
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.certs[i], r.keys[i] = filepath.Join(dir, fmt.Sprint("node", i, ".pem")), filepath.Join(dir, fmt.Sprint("node", i, ".key"))
+		writePEM(t, r.certs[i], der)
+		kd, err := x509.MarshalECPrivateKey(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(r.keys[i], pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kd}), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.addrs[i] = ln.Addr().String()
+		ln.Close()
+	}
+	var b [32]byte
+	rand.Read(b[:])
+	r.secret = hex.EncodeToString(b[:])
+	if err := os.WriteFile(r.secretFile, []byte(r.secret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// node returns what node i adds to the cluster's environment, and its
+// flags.
+func (r *relayCluster) node(i int) (env, args []string) {
+	return []string{
+		"BERTH_TLS_CERT=" + r.certs[i], "BERTH_TLS_KEY=" + r.keys[i],
+		"BERTH_CLUSTER_ADVERTISE_URL=https://" + r.addrs[i],
+		"BERTH_CLUSTER_SECRET_FILE=" + r.secretFile, "BERTH_CLUSTER_CA_FILE=" + r.caFile,
+	}, []string{"--listen", r.addrs[i]}
+}
+
+// agentProc is a real `berth agent` for the first administrator.
+type agentProc struct {
+	cmd   *exec.Cmd
+	state string
+	dir   string
+	mu    sync.Mutex
+	out   bytes.Buffer
+	done  chan struct{}
+}
+
+func (p *agentProc) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.out.Write(b)
+}
+
+func (p *agentProc) output() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.out.String()
+}
+
+// startAgentProc runs `berth agent` against server, trusting caFile,
+// signed in as the cluster's administrator.
+func startAgentProc(t *testing.T, bin, server, caFile string) *agentProc {
+	t.Helper()
+	dir := t.TempDir()
+	p := &agentProc{state: filepath.Join(dir, "state.json"), dir: dir, done: make(chan struct{})}
+	for _, d := range []string{"home", "files"} {
+		if err := os.Mkdir(filepath.Join(dir, d), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "files", "hello.txt"), []byte("hello"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p.cmd = exec.Command(bin, "agent", "--server", server, "--login", "admin", "--state-file", p.state, "--ca-file", caFile, "--log-level", "debug")
+	p.cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + filepath.Join(dir, "home"), "BERTH_AGENT_PASSWORD=" + clusterPassword}
+	p.cmd.Stdout, p.cmd.Stderr = p, p
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.cmd.Wait(); close(p.done) }()
+	t.Cleanup(func() { p.stop() })
+	return p
+}
+
+// stop ends the agent with SIGTERM (SIGKILL after 20s) and waits.
+func (p *agentProc) stop() {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(20 * time.Second):
+		p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+// machineID waits for the agent's state file to name its machine.
+func (p *agentProc) machineID(t *testing.T) uint64 {
+	t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	for time.Now().Before(deadline) {
+		var st struct {
+			MachineID uint64 `json:"machine_id"`
+		}
+		if b, err := os.ReadFile(p.state); err == nil && json.Unmarshal(b, &st) == nil && st.MachineID != 0 {
+			return st.MachineID
+		}
+		select {
+		case <-p.done:
+			t.Fatalf("berth agent exited:\n%s", p.output())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	t.Fatalf("berth agent named no machine in time:\n%s", p.output())
+	return 0
+}
+
+// waitStatus polls GET machine id's status on lc until it answers want.
+func waitStatus(t *testing.T, lc *lcClient, id uint64, want int, within time.Duration) []byte {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		st, body := lc.do(http.MethodGet, fmt.Sprintf("/api/2/machine/%d/status", id), nil, "")
+		if st == want {
+			return body
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("status of machine %d on %s: %d %s, want %d", id, lc.base, st, body, want)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestRelayAcrossNodes: a real `berth agent` connected to node A answers
+// machine status and ls asked of node B (relayed over HTTPS, the nodes'
+// certificates checked against the cluster's authority, with the
+// cluster secret); the relay route refuses a missing or wrong secret and
+// every person's token; once the agent stops, B answers 503.
+func TestRelayAcrossNodes(t *testing.T) {
+	n := startCluster(t, "0s", true)
+	a, b := n.ca, n.cb
+	ag := startAgentProc(t, n.bin, a.base, n.relay.caFile)
+	id := ag.machineID(t)
+	waitStatus(t, a, id, 200, 90*time.Second)
+
+	t.Run("status and ls through B", func(t *testing.T) {
+		start := time.Now()
+		body := waitStatus(t, b, id, 200, 0)
+		t.Logf("status through B in %v", time.Since(start))
+		var st struct {
+			Results struct {
+				Subscriptions []any `json:"subscriptions"`
+			} `json:"results"`
+		}
+		if err := json.Unmarshal(body, &st); err != nil || st.Results.Subscriptions == nil {
+			t.Fatalf("status through B: %s", body)
+		}
+		// A backup created through B: its notice reaches the agent on
+		// A, and the folder may be listed.
+		folder := filepath.Join(ag.dir, "files")
+		form := "application/x-www-form-urlencoded"
+		if code, body := b.do(http.MethodPost, fmt.Sprintf("/api/2/machine/%d/backups/create", id), strings.NewReader(url.Values{"path": {folder}}.Encode()), form); code != 200 {
+			t.Fatalf("backup through B: %d %s", code, body)
+		}
+		code, body := b.do(http.MethodPost, fmt.Sprintf("/api/2/machine/%d/ls", id), strings.NewReader(url.Values{"path": {folder}}.Encode()), form)
+		if code != 200 || !strings.Contains(string(body), `"hello.txt"`) {
+			t.Fatalf("ls through B: %d %s", code, body)
+		}
+	})
+
+	t.Run("the relay route takes the secret only", func(t *testing.T) {
+		relay := fmt.Sprintf("%s%s%d", a.base, agentlink.RelayPath, id)
+		cases := []struct {
+			name   string
+			token  string
+			secret string
+			want   int
+		}{
+			{name: "no secret, no token", want: 403},
+			{name: "the administrator's token", token: a.token, want: 403},
+			{name: "a wrong secret", secret: strings.Repeat("x", len(n.relay.secret)), want: 403},
+			{name: "the secret", secret: n.relay.secret, want: 200},
+		}
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				req, _ := http.NewRequest(http.MethodPost, relay, strings.NewReader(`{"op":"status"}`))
+				req.Header.Set("Content-Type", "application/json")
+				if tc.token != "" {
+					req.Header.Set("Authorization", "Bearer "+tc.token)
+				}
+				if tc.secret != "" {
+					req.Header.Set(agentlink.SecretHeader, tc.secret)
+				}
+				resp, err := a.c.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var ans agentlink.RelayAnswer
+				json.NewDecoder(resp.Body).Decode(&ans)
+				resp.Body.Close()
+				if resp.StatusCode != tc.want || (tc.want == 200 && (ans.Failure != "" || len(ans.Result) == 0)) {
+					t.Fatalf("relay route: %d %+v, want %d", resp.StatusCode, ans, tc.want)
+				}
+			})
+		}
+		if !strings.Contains(n.a.stderr(), "the cluster secret is missing or wrong") {
+			t.Error("A did not log the refused relays")
+		}
+	})
+
+	t.Run("B answers 503 once the agent stops", func(t *testing.T) {
+		ag.stop()
+		waitStatus(t, b, id, http.StatusServiceUnavailable, 10*time.Second)
+		start := time.Now()
+		waitStatus(t, b, id, http.StatusServiceUnavailable, 0)
+		if d := time.Since(start); d > 2*time.Second {
+			t.Fatalf("B took %v to answer an offline machine", d)
+		}
+	})
+}
