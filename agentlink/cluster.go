@@ -270,9 +270,30 @@ func (cl *cluster) relay(ctx context.Context, machineID uint64, req RelayRequest
 		return Reply{}, ErrOffline
 	case failureTimeout:
 		return Reply{}, ErrTimeout
+	case failureNoCall:
+		return Reply{}, errNoCall
 	default:
 		return Reply{}, fmt.Errorf("agentlink: the holder %s answered the failure %q", rec.URL, ans.Failure)
 	}
+}
+
+// errNoCall is a relayed answer the holder had no waiting call for.
+var errNoCall = errors.New("agentlink: no call waits for this answer")
+
+// Deliver hands the agent's answer to call id to the Call waiting for it,
+// on this node (Reply) or, in a cluster, on the node that holds the
+// machine's channel, where every call to the machine waits: an answer
+// the load balancer sent to another node than the channel's. It reports
+// false when no call of machine id waits under that id.
+func (h *Hub) Deliver(ctx context.Context, machineID uint64, id string, r Reply) bool {
+	if h.Reply(machineID, id, r) {
+		return true
+	}
+	if h.cluster == nil || h.Online(machineID) {
+		return false
+	}
+	_, err := h.cluster.relay(ctx, machineID, RelayRequest{CallID: id, Reply: &r})
+	return err == nil
 }
 
 // relayNotice relays a notice in the background: nobody waits for it,
@@ -298,6 +319,12 @@ func (h *Hub) Serve(ctx context.Context, machineID uint64, req RelayRequest) Rel
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	if req.CallID != "" {
+		if req.Reply == nil || !h.Reply(machineID, req.CallID, *req.Reply) {
+			return RelayAnswer{Failure: failureNoCall}
+		}
+		return RelayAnswer{}
+	}
 	if req.Notice {
 		if !h.notifyLocal(machineID, req.Op, req.Args) {
 			return RelayAnswer{Failure: failureOffline}

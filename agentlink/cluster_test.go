@@ -233,3 +233,42 @@ func TestLoneHubRecordsNothing(t *testing.T) {
 		t.Fatalf("Call = %v", err)
 	}
 }
+
+// TestAnswerThroughOtherNode: the agent's answer reaches another node
+// than its channel's (a load balancer without sticky routing); it is
+// relayed to the holder, where the call waits, whichever node asked.
+// Another machine's answer finds no call there either.
+func TestAnswerThroughOtherNode(t *testing.T) {
+	n := newTwoHubs(t)
+	c := attach(t, n.a, 4)
+	defer n.a.Detach(c)
+	go func() {
+		for {
+			select {
+			case <-c.Gone():
+				return
+			case cmd := <-c.Commands():
+				if n.b.Deliver(context.Background(), 5, cmd.ID, Reply{Result: json.RawMessage(`{"synced":false}`)}) {
+					t.Error("machine 5's answer was taken by machine 4's call")
+				}
+				if !n.b.Deliver(context.Background(), 4, cmd.ID, Reply{Result: json.RawMessage(`{"synced":true}`)}) {
+					t.Error("the answer relayed through B found no call")
+				}
+			}
+		}
+	}()
+	for _, asker := range []struct {
+		name string
+		hub  *Hub
+	}{{"A, the holder", n.a}, {"B", n.b}} {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		var st struct{ Synced bool }
+		if err := asker.hub.Call(ctx, 4, "status", nil, &st); err != nil || !st.Synced {
+			t.Fatalf("Call through %s = %v, %+v", asker.name, err, st)
+		}
+		cancel()
+	}
+	if n.b.Deliver(context.Background(), 4, "stale.4", Reply{}) {
+		t.Fatal("an answer to no call was taken")
+	}
+}

@@ -27,17 +27,31 @@ const maxAnswer = 17 << 20
 const (
 	failureOffline = "offline" // ErrOffline
 	failureTimeout = "timeout" // ErrTimeout
+	failureNoCall  = "no_call" // an answer no call waits for (Hub.Reply's false)
 )
 
 // RelayRequest is a call (or notice) relayed to the node that holds the
-// machine's channel, as JSON.
+// machine's channel, as JSON; or, with CallID, the agent's answer to a
+// call that waits there, which reached another node.
 type RelayRequest struct {
-	Op     string          `json:"op"`
+	Op     string          `json:"op,omitempty"`
 	Args   json.RawMessage `json:"args,omitempty"`
 	Notice bool            `json:"notice,omitempty"`
 	// TimeoutMS is how long the holder may wait for the agent, a little
 	// less than the caller's own deadline leaves (0: the default).
 	TimeoutMS int64 `json:"timeout_ms,omitempty"`
+	// CallID and Reply are an agent's answer to call CallID.
+	CallID string `json:"call_id,omitempty"`
+	Reply  *Reply `json:"reply,omitempty"`
+}
+
+// Valid reports whether r is a call (an op) or an answer (a call id and
+// its reply).
+func (r RelayRequest) Valid() bool {
+	if r.CallID != "" {
+		return r.Reply != nil && r.Op == ""
+	}
+	return r.Op != ""
 }
 
 // RelayAnswer is the holder's outcome of a RelayRequest: the agent's

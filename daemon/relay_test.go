@@ -238,9 +238,18 @@ func TestRelayAcrossNodes(t *testing.T) {
 		if code, body := b.do(http.MethodPost, fmt.Sprintf("/api/2/machine/%d/backups/create", id), strings.NewReader(url.Values{"path": {folder}}.Encode()), form); code != 200 {
 			t.Fatalf("backup through B: %d %s", code, body)
 		}
-		code, body := b.do(http.MethodPost, fmt.Sprintf("/api/2/machine/%d/ls", id), strings.NewReader(url.Values{"path": {folder}}.Encode()), form)
-		if code != 200 || !strings.Contains(string(body), `"hello.txt"`) {
-			t.Fatalf("ls through B: %d %s", code, body)
+		// The agent takes the folder once the notice made it read its
+		// backups again; until then it refuses to list it.
+		deadline := time.Now().Add(15 * time.Second)
+		for {
+			code, body := b.do(http.MethodPost, fmt.Sprintf("/api/2/machine/%d/ls", id), strings.NewReader(url.Values{"path": {folder}}.Encode()), form)
+			if code == 200 && strings.Contains(string(body), `"hello.txt"`) {
+				break
+			}
+			if code != http.StatusForbidden || time.Now().After(deadline) {
+				t.Fatalf("ls through B: %d %s", code, body)
+			}
+			time.Sleep(100 * time.Millisecond)
 		}
 	})
 

@@ -115,7 +115,8 @@ func (s *server) agentChannel(w http.ResponseWriter, r *http.Request) error {
 
 // agentReply takes the agent's answer to one call: JSON {result} or
 // {error: {error, error_description}}. A call that is not waiting, or is
-// another machine's, is 404.
+// another machine's, is 404. In a cluster the answer may reach another
+// node than the channel's; it is relayed there (agentlink.Hub.Deliver).
 func (s *server) agentReply(r *http.Request) (any, error) {
 	id, err := agentMachine(r)
 	if err != nil {
@@ -126,7 +127,7 @@ func (s *server) agentReply(r *http.Request) (any, error) {
 	if err := dec.Decode(&rep); err != nil {
 		return nil, Describe(ErrInvalidRequest, "the answer is not a JSON object {result} or {error} of at most %d bytes", maxReply)
 	}
-	if !s.agents.Reply(id, r.PathValue("call_id"), rep) {
+	if !s.agents.Deliver(r.Context(), id, r.PathValue("call_id"), rep) {
 		return nil, Describe(ErrNotFound, "no call %q waits for an answer from this machine", r.PathValue("call_id"))
 	}
 	return nil, nil

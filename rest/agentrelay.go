@@ -11,12 +11,14 @@ import (
 )
 
 // maxRelayRequest bounds a relayed call's body: an op and its arguments
-// (a path to list, a restore's target).
-const maxRelayRequest = 1 << 20
+// (a path to list, a restore's target), or an agent's answer (maxReply)
+// in its envelope.
+const maxRelayRequest = maxReply + 1<<20
 
 // agentRelay answers POST /api/2/agent/relay/{machine_id}: a call that
 // another node of the cluster relays to the machine's agent, connected
-// to this node (agentlink.Hub.Serve, which checks that it still is). It
+// to this node (agentlink.Hub.Serve, which checks that it still is), or
+// the agent's answer to a call waiting here that reached another node. It
 // takes the cluster secret in agentlink.SecretHeader and no token: no
 // person's token, whatever its rights, reaches it. The answer is the
 // call's outcome (agentlink.RelayAnswer), an agent's error or an offline
@@ -36,8 +38,8 @@ func (s *server) agentRelay(r *http.Request) (any, error) {
 		return nil, ErrNotFound
 	}
 	var req agentlink.RelayRequest
-	if err := json.NewDecoder(io.LimitReader(r.Body, maxRelayRequest)).Decode(&req); err != nil || req.Op == "" {
-		return nil, Describe(ErrInvalidRequest, "the body is not a JSON relay request {op, args} of at most %d bytes", maxRelayRequest)
+	if err := json.NewDecoder(io.LimitReader(r.Body, maxRelayRequest)).Decode(&req); err != nil || !req.Valid() {
+		return nil, Describe(ErrInvalidRequest, "the body is not a JSON relay request ({op, args}, or {call_id, reply}) of at most %d bytes", maxRelayRequest)
 	}
 	return s.agents.Serve(r.Context(), id, req), nil
 }
