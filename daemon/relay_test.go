@@ -5,6 +5,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/hex"
@@ -14,12 +15,15 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -207,19 +211,59 @@ func waitStatus(t *testing.T, lc *lcClient, id uint64, want int, within time.Dur
 	}
 }
 
+// splitBalancer is a load balancer at its least sticky: it sends the
+// agent's channel (and everything else) to node A and the agent's
+// answers to node B. It serves HTTPS with node A's certificate (for
+// 127.0.0.1, signed by the cluster's authority). It counts the answers
+// it sent to B.
+func splitBalancer(t *testing.T, n *twoNodes) (string, *atomic.Int64) {
+	t.Helper()
+	cert, err := tls.LoadX509KeyPair(n.relay.certs[0], n.relay.keys[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := url.Parse(n.ca.base)
+	b, _ := url.Parse(n.cb.base)
+	answers := new(atomic.Int64)
+	proxy := &httputil.ReverseProxy{
+		Rewrite: func(r *httputil.ProxyRequest) {
+			to := a
+			if strings.HasPrefix(r.In.URL.Path, "/api/2/agent/reply/") {
+				to = b
+				answers.Add(1)
+			}
+			r.SetURL(to)
+			r.Out.Host = r.In.Host
+		},
+		Transport:     n.ca.c.Transport,
+		FlushInterval: -1, // the channel's lines as they come
+	}
+	srv := httptest.NewUnstartedServer(proxy)
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	return srv.URL, answers
+}
+
 // TestRelayAcrossNodes: a real `berth agent` connected to node A answers
 // machine status and ls asked of node B (relayed over HTTPS, the nodes'
 // certificates checked against the cluster's authority, with the
-// cluster secret); the relay route refuses a missing or wrong secret and
+// cluster secret), its answers reaching B through a balancer with no
+// sticky routing; the relay route refuses a missing or wrong secret and
 // every person's token; once the agent stops, B answers 503.
 func TestRelayAcrossNodes(t *testing.T) {
 	n := startCluster(t, "0s", true)
 	a, b := n.ca, n.cb
-	ag := startAgentProc(t, n.bin, a.base, n.relay.caFile)
+	lb, answers := splitBalancer(t, n)
+	ag := startAgentProc(t, n.bin, lb, n.relay.caFile)
 	id := ag.machineID(t)
 	waitStatus(t, a, id, 200, 90*time.Second)
 
-	t.Run("status and ls through B", func(t *testing.T) {
+	t.Run("status and ls through A and B", func(t *testing.T) {
+		// Asked of A, the holder: the call waits there, the answer
+		// reaches B and is relayed back.
+		waitStatus(t, a, id, 200, 0)
 		start := time.Now()
 		body := waitStatus(t, b, id, 200, 0)
 		t.Logf("status through B in %v", time.Since(start))
@@ -250,6 +294,9 @@ func TestRelayAcrossNodes(t *testing.T) {
 				t.Fatalf("ls through B: %d %s", code, body)
 			}
 			time.Sleep(100 * time.Millisecond)
+		}
+		if answers.Load() == 0 {
+			t.Fatal("no answer of the agent went through B")
 		}
 	})
 
