@@ -139,6 +139,14 @@ func TestRelayedCall(t *testing.T) {
 	}
 }
 
+// staleOnA leaves a record of machine 9 on A that A no longer holds.
+func staleOnA(t *testing.T, n *twoHubs) {
+	attach(t, n.a, 9)
+	n.a.mu.Lock()
+	delete(n.a.conns, 9)
+	n.a.mu.Unlock()
+}
+
 // TestRelayOffline: every way a machine is offline from a node that does
 // not hold it answers ErrOffline at once.
 func TestRelayOffline(t *testing.T) {
@@ -152,20 +160,10 @@ func TestRelayOffline(t *testing.T) {
 			attach(t, n.a, 9)
 			n.down["https://a"] = true
 		}, ask: func(n *twoHubs) *Hub { return n.b }},
-		{name: "the holder no longer holds it", setUp: func(t *testing.T, n *twoHubs) {
-			// A record A left behind (a Detach whose write failed): A
-			// checks its own connections and answers offline.
-			attach(t, n.a, 9)
-			n.a.mu.Lock()
-			delete(n.a.conns, 9)
-			n.a.mu.Unlock()
-		}, ask: func(n *twoHubs) *Hub { return n.b }},
-		{name: "this node's own stale record", setUp: func(t *testing.T, n *twoHubs) {
-			attach(t, n.a, 9)
-			n.a.mu.Lock()
-			delete(n.a.conns, 9)
-			n.a.mu.Unlock()
-		}, ask: func(n *twoHubs) *Hub { return n.a }},
+		// A record A left behind (a Detach whose write failed): A checks
+		// its own connections and answers offline, asked by B or itself.
+		{name: "the holder no longer holds it", setUp: staleOnA, ask: func(n *twoHubs) *Hub { return n.b }},
+		{name: "this node's own stale record", setUp: staleOnA, ask: func(n *twoHubs) *Hub { return n.a }},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

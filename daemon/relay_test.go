@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"bytes"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -22,7 +21,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -116,22 +114,11 @@ type agentProc struct {
 	cmd   *exec.Cmd
 	state string
 	dir   string
-	mu    sync.Mutex
-	out   bytes.Buffer
+	out   lockedBuffer
 	done  chan struct{}
 }
 
-func (p *agentProc) Write(b []byte) (int, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.out.Write(b)
-}
-
-func (p *agentProc) output() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.out.String()
-}
+func (p *agentProc) output() string { return p.out.String() }
 
 // startAgentProc runs `berth agent` against server, trusting caFile,
 // signed in as the cluster's administrator.
@@ -149,7 +136,7 @@ func startAgentProc(t *testing.T, bin, server, caFile string) *agentProc {
 	}
 	p.cmd = exec.Command(bin, "agent", "--server", server, "--login", "admin", "--state-file", p.state, "--ca-file", caFile, "--log-level", "debug")
 	p.cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + filepath.Join(dir, "home"), "BERTH_AGENT_PASSWORD=" + clusterPassword}
-	p.cmd.Stdout, p.cmd.Stderr = p, p
+	p.cmd.Stdout, p.cmd.Stderr = &p.out, &p.out
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
