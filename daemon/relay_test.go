@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -11,6 +12,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"log/slog"
 	"math/big"
 	"net"
 	"net/http"
@@ -27,6 +29,9 @@ import (
 	"time"
 
 	"berth/agentlink"
+	"berth/config"
+	"berth/kv"
+	"berth/kv/badger"
 )
 
 // relayCluster is the cluster settings of two nodes that relay agents'
@@ -336,4 +341,87 @@ func TestRelayAcrossNodes(t *testing.T) {
 			t.Fatalf("B took %v to answer an offline machine", d)
 		}
 	})
+}
+
+// sharedStore hides a Badger store's Exclusive, so agentHub takes it
+// for a store other nodes share.
+type sharedStore struct{ kv.Store }
+
+// TestAgentHub: which hub a node gets from its store and cluster
+// settings. A lone store, or a shared one without settings, gets a hub
+// that records nothing (as before relays existed); a shared one with
+// settings records its agents; bad settings fail the start.
+func TestAgentHub(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	secret := write("secret", strings.Repeat("s", 40)+"\n")
+	short := write("short", "too-short\n")
+	notPEM := write("ca.pem", "not a certificate")
+	ca := filepath.Join(dir, "real-ca.pem")
+	writePEM(t, ca, selfSigned(t))
+	set := config.Cluster{AdvertiseURL: "https://node-a:8443", SecretFile: secret, CAFile: ca}
+	cases := []struct {
+		name    string
+		shared  bool
+		cfg     config.Cluster
+		records bool
+		secret  bool
+		err     string
+	}{
+		{name: "lone, no settings"},
+		{name: "lone, settings ignored", cfg: set},
+		{name: "shared, no settings", shared: true},
+		{name: "shared, settings", shared: true, cfg: set, records: true, secret: true},
+		{name: "shared, system authorities", shared: true, cfg: config.Cluster{AdvertiseURL: set.AdvertiseURL, SecretFile: secret}, records: true, secret: true},
+		{name: "short secret", shared: true, cfg: config.Cluster{AdvertiseURL: set.AdvertiseURL, SecretFile: short}, err: "shorter than 32"},
+		{name: "no certificate in ca_file", shared: true, cfg: config.Cluster{AdvertiseURL: set.AdvertiseURL, SecretFile: secret, CAFile: notPEM}, err: "no PEM certificate"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			db, err := badger.Open(badger.Options{InMemory: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			var store kv.Store = db
+			if tc.shared {
+				store = sharedStore{db}
+			}
+			hub, got, err := agentHub(tc.cfg, store, "node-a/1/x", slog.New(slog.DiscardHandler))
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("agentHub = %v, want an error with %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (got != "") != tc.secret {
+				t.Fatalf("secret %q, want one: %v", got, tc.secret)
+			}
+			ctx := context.Background()
+			c, err := hub.Attach(ctx, 3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer hub.Detach(c)
+			records := 0
+			db.View(ctx, func(tx kv.Txn) error {
+				return tx.Scan([]byte(kv.AgentHolder), nil, func(k, v []byte) error {
+					records++
+					return nil
+				})
+			})
+			if (records > 0) != tc.records {
+				t.Fatalf("%d holder records, want some: %v", records, tc.records)
+			}
+		})
+	}
 }
