@@ -10,9 +10,11 @@
 // end hands to Reply. Nothing here knows HTTP, so a test drives a Hub
 // directly and a later transport can replace the one rest serves.
 //
-// A machine is connected on one node at a time; a cluster of nodes needs
-// a way to reach an agent connected to another node, which this package
-// does not yet give (docs/operations.md).
+// A machine is connected to one node at a time. On several nodes that
+// share a metadata store (cluster.go), the node that holds a machine's
+// channel records itself in the store, and a call for a machine held
+// elsewhere is relayed to that node (relay.go, the one place here that
+// speaks HTTP: as a client of the holder's relay route).
 package agentlink
 
 import (
@@ -74,6 +76,9 @@ type Hub struct {
 	conns   map[uint64]*Conn
 	pending map[string]*pending
 	seq     atomic.Uint64
+	// cluster records where this node's agents are and relays calls for
+	// the others' (cluster.go); nil on a lone node.
+	cluster *cluster
 }
 
 type pending struct {
@@ -94,14 +99,24 @@ type Conn struct {
 	out     chan Command
 	gone    chan struct{}
 	once    sync.Once
+	// gen is the connection's generation in the cluster (0 on a lone
+	// node): a record of a higher one is a newer connection's.
+	gen uint64
 }
 
 // Attach records machine id's agent as connected and returns its Conn.
 // A Conn already attached for the machine (an agent that reconnected
 // before the server noticed the old request end) is closed: the newest
-// connection is the agent's.
-func (h *Hub) Attach(machineID uint64) *Conn {
+// connection is the agent's. In a cluster it also records this node as
+// the machine's holder; an error is the store's, and nothing is
+// attached then.
+func (h *Hub) Attach(ctx context.Context, machineID uint64) (*Conn, error) {
 	c := &Conn{machine: machineID, out: make(chan Command, 16), gone: make(chan struct{})}
+	if h.cluster != nil {
+		if err := h.cluster.attach(ctx, c); err != nil {
+			return nil, err
+		}
+	}
 	h.mu.Lock()
 	old := h.conns[machineID]
 	h.conns[machineID] = c
@@ -109,7 +124,7 @@ func (h *Hub) Attach(machineID uint64) *Conn {
 	if old != nil {
 		h.drop(old)
 	}
-	return c
+	return c, nil
 }
 
 // Detach ends c: the calls waiting on it fail with ErrOffline, and the
@@ -121,6 +136,9 @@ func (h *Hub) Detach(c *Conn) {
 	}
 	h.mu.Unlock()
 	h.drop(c)
+	if h.cluster != nil {
+		h.cluster.detach(c)
+	}
 }
 
 func (h *Hub) drop(c *Conn) {
@@ -141,7 +159,7 @@ func (c *Conn) Commands() <-chan Command { return c.out }
 // Gone is closed when c was detached or replaced.
 func (c *Conn) Gone() <-chan struct{} { return c.gone }
 
-// Online reports whether machine id's agent is connected.
+// Online reports whether machine id's agent is connected to this node.
 func (h *Hub) Online(machineID uint64) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -150,7 +168,8 @@ func (h *Hub) Online(machineID uint64) bool {
 
 // Call sends op with args (marshalled to JSON) to machine id's agent and
 // waits for its answer, which it unmarshals into result (nil: ignored).
-// Errors: ErrOffline, ErrTimeout, *AgentError, ctx's error.
+// An agent connected to another node of the cluster is called through
+// that node. Errors: ErrOffline, ErrTimeout, *AgentError, ctx's error.
 func (h *Hub) Call(ctx context.Context, machineID uint64, op string, args, result any) error {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
@@ -161,12 +180,39 @@ func (h *Hub) Call(ctx context.Context, machineID uint64, op string, args, resul
 	if err != nil {
 		return err
 	}
+	var r Reply
+	if h.cluster != nil && !h.Online(machineID) {
+		// Only a machine not connected here at the start: a command
+		// its connection here took before it ended may have run, and
+		// is not sent again through another node.
+		r, err = h.cluster.relay(ctx, machineID, RelayRequest{Op: op, Args: raw})
+	} else {
+		r, err = h.callLocal(ctx, machineID, op, raw)
+	}
+	if err != nil {
+		return err
+	}
+	if r.Error != nil {
+		return r.Error
+	}
+	if result == nil || len(r.Result) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(r.Result, result); err != nil {
+		return fmt.Errorf("agentlink: the agent's answer to %s: %w", op, err)
+	}
+	return nil
+}
+
+// callLocal sends op to machine id's agent when it is connected to this
+// node and waits for its answer. Errors: ErrOffline, ErrTimeout, ctx's.
+func (h *Hub) callLocal(ctx context.Context, machineID uint64, op string, raw json.RawMessage) (Reply, error) {
 	id := strconv.FormatUint(h.seq.Add(1), 36) + "." + strconv.FormatUint(machineID, 36)
 	h.mu.Lock()
 	c := h.conns[machineID]
 	if c == nil {
 		h.mu.Unlock()
-		return ErrOffline
+		return Reply{}, ErrOffline
 	}
 	p := &pending{machine: machineID, conn: c, done: make(chan Reply, 1)}
 	h.pending[id] = p
@@ -179,27 +225,18 @@ func (h *Hub) Call(ctx context.Context, machineID uint64, op string, args, resul
 	select {
 	case c.out <- Command{ID: id, Op: op, Args: raw}:
 	case <-c.gone:
-		return ErrOffline
+		return Reply{}, ErrOffline
 	case <-ctx.Done():
-		return callDone(ctx)
+		return Reply{}, callDone(ctx)
 	}
 	select {
 	case r, ok := <-p.done:
 		if !ok {
-			return ErrOffline
+			return Reply{}, ErrOffline
 		}
-		if r.Error != nil {
-			return r.Error
-		}
-		if result == nil || len(r.Result) == 0 {
-			return nil
-		}
-		if err := json.Unmarshal(r.Result, result); err != nil {
-			return fmt.Errorf("agentlink: the agent's answer to %s: %w", op, err)
-		}
-		return nil
+		return r, nil
 	case <-ctx.Done():
-		return callDone(ctx)
+		return Reply{}, callDone(ctx)
 	}
 }
 
@@ -213,24 +250,35 @@ func callDone(ctx context.Context) error {
 // Notify sends op to machine id's agent without waiting for an answer;
 // an offline machine is not an error (it learns what changed when it
 // connects: docs/agent.md), and neither is a full queue, whose pending
-// notices already tell the agent to look again.
+// notices already tell the agent to look again. A notice for an agent
+// connected to another node of the cluster is relayed there in the
+// background.
 func (h *Hub) Notify(machineID uint64, op string, args any) error {
 	raw, err := marshal(args)
 	if err != nil {
 		return err
 	}
+	if !h.notifyLocal(machineID, op, raw) && h.cluster != nil {
+		h.cluster.relayNotice(machineID, RelayRequest{Op: op, Args: raw, Notice: true})
+	}
+	return nil
+}
+
+// notifyLocal queues a notice for machine id's agent when it is
+// connected to this node, and reports whether it is.
+func (h *Hub) notifyLocal(machineID uint64, op string, raw json.RawMessage) bool {
 	h.mu.Lock()
 	c := h.conns[machineID]
 	h.mu.Unlock()
 	if c == nil {
-		return nil
+		return false
 	}
 	select {
 	case c.out <- Command{Op: op, Args: raw}:
 	case <-c.gone:
 	default:
 	}
-	return nil
+	return true
 }
 
 // Reply hands the agent's answer to call id to the Call waiting for it.

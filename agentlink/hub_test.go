@@ -22,6 +22,16 @@ func agentLoop(h *Hub, machine uint64, c *Conn, answer func(Command) Reply) {
 	}
 }
 
+// attach attaches machine id's agent to h, failing the test on an error.
+func attach(t *testing.T, h *Hub, id uint64) *Conn {
+	t.Helper()
+	c, err := h.Attach(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 func TestCall(t *testing.T) {
 	type result struct {
 		Names []string `json:"names"`
@@ -47,7 +57,7 @@ func TestCall(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := New()
 			if tc.connect {
-				c := h.Attach(7)
+				c := attach(t, h, 7)
 				defer h.Detach(c)
 				if tc.answer != nil {
 					go agentLoop(h, 7, c, tc.answer)
@@ -84,7 +94,7 @@ func TestCall(t *testing.T) {
 // ErrOffline at once, not at its timeout.
 func TestGoneMidCall(t *testing.T) {
 	h := New()
-	c := h.Attach(1)
+	c := attach(t, h, 1)
 	go func() {
 		<-c.Commands()
 		h.Detach(c)
@@ -103,7 +113,7 @@ func TestGoneMidCall(t *testing.T) {
 // and a stale answer finds nothing.
 func TestReplyOnlyByItsMachine(t *testing.T) {
 	h := New()
-	c := h.Attach(1)
+	c := attach(t, h, 1)
 	defer h.Detach(c)
 	ids := make(chan string, 1)
 	go func() { ids <- (<-c.Commands()).ID }()
@@ -133,8 +143,8 @@ func TestReplyOnlyByItsMachine(t *testing.T) {
 // does not take the machine offline.
 func TestNewConnectionReplacesOld(t *testing.T) {
 	h := New()
-	old := h.Attach(3)
-	cur := h.Attach(3)
+	old := attach(t, h, 3)
+	cur := attach(t, h, 3)
 	select {
 	case <-old.Gone():
 	default:

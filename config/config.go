@@ -95,6 +95,28 @@ type Config struct {
 	// Metadata says which engine holds the metadata (docs/operations.md
 	// "Metadata on PostgreSQL").
 	Metadata Metadata `mapstructure:"metadata"`
+	// Cluster sets how the nodes that share a metadata store reach each
+	// other (docs/operations.md "Running several nodes").
+	Cluster Cluster `mapstructure:"cluster"`
+}
+
+// Cluster sets how a node reaches the other nodes of its cluster, to
+// relay calls to machines' agents connected to them. A lone node (Badger)
+// ignores it.
+type Cluster struct {
+	// AdvertiseURL is this node's own HTTPS URL as the other nodes
+	// reach it ("https://10.0.0.11:8443"): where they relay calls for
+	// the agents connected here. Empty: this node neither relays nor is
+	// relayed to (an agent is reachable through the node it is
+	// connected to only).
+	AdvertiseURL string `mapstructure:"advertise_url"`
+	// SecretFile names a file holding the secret every node shares;
+	// a relayed call carries it. Set with AdvertiseURL.
+	SecretFile string `mapstructure:"secret_file"`
+	// CAFile is a PEM file of the certificates the other nodes' TLS
+	// certificates must chain to: the cluster's own authority, or every
+	// node's self-signed certificate. Empty: the system's authorities.
+	CAFile string `mapstructure:"ca_file"`
 }
 
 // Metadata chooses the metadata store's engine.
@@ -528,6 +550,9 @@ func options() []option {
 		{key: "metadata.backend", def: "badger", usage: "metadata store: badger (embedded, in the data directory) or postgres (shared by several nodes)"},
 		{key: "metadata.postgres.dsn", def: "", usage: "PostgreSQL connection string of the postgres metadata backend", noFlag: true},
 		{key: "metadata.postgres.dsn_file", def: "", usage: "file holding the PostgreSQL connection string of the postgres metadata backend"},
+		{key: "cluster.advertise_url", def: "", usage: "this node's HTTPS URL as the other nodes reach it, to relay calls to the agents connected here (empty: none)"},
+		{key: "cluster.secret_file", def: "", usage: "file holding the secret the nodes share to relay calls to each other"},
+		{key: "cluster.ca_file", def: "", usage: "PEM file of the certificates other nodes' TLS certificates must chain to (empty: the system's authorities)"},
 	}
 }
 
@@ -917,6 +942,7 @@ func (c Config) Validate() error {
 	}
 	errs = append(errs, c.SMTP.validate()...)
 	errs = append(errs, c.Metadata.validate()...)
+	errs = append(errs, c.Cluster.validate()...)
 	if c.TwoStep.SMSCommand != "" && !filepath.IsAbs(c.TwoStep.SMSCommand) {
 		bad("two_step.sms_command", c.TwoStep.SMSCommand, "must be an absolute path (it runs without a shell)")
 	}
@@ -999,6 +1025,31 @@ func (m Metadata) validate() []error {
 		}
 	default:
 		errs = append(errs, fmt.Errorf("config: metadata.backend: %q is not badger or postgres", m.Backend))
+	}
+	return errs
+}
+
+// validate checks the cluster section: an advertised URL and a secret
+// go together (one without the other relays nothing), and named files
+// must exist (their contents are read at start).
+func (c Cluster) validate() []error {
+	var errs []error
+	if c.AdvertiseURL != "" {
+		u, err := url.Parse(c.AdvertiseURL)
+		if err != nil || u.Scheme != "https" || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+			errs = append(errs, fmt.Errorf("config: cluster.advertise_url: %q is not an https URL of a host and port alone, such as https://10.0.0.11:8443", c.AdvertiseURL))
+		}
+	}
+	if (c.AdvertiseURL == "") != (c.SecretFile == "") {
+		errs = append(errs, errors.New("config: cluster.advertise_url and cluster.secret_file: set both (to relay calls between nodes) or neither"))
+	}
+	for _, f := range []struct{ key, path string }{{"secret_file", c.SecretFile}, {"ca_file", c.CAFile}} {
+		if f.path == "" {
+			continue
+		}
+		if _, err := os.Stat(f.path); err != nil {
+			errs = append(errs, fmt.Errorf("config: cluster.%s: %q cannot be read: %s", f.key, f.path, errorsCause(err)))
+		}
 	}
 	return errs
 }

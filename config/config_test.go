@@ -197,6 +197,11 @@ func TestValidationNamesKeyAndValue(t *testing.T) {
 		{name: "postgres without dsn", env: map[string]string{"BERTH_METADATA_BACKEND": "postgres"}, want: []string{`neither metadata.postgres.dsn nor metadata.postgres.dsn_file is set`}},
 		{name: "postgres both dsns", env: map[string]string{"BERTH_METADATA_BACKEND": "postgres", "BERTH_METADATA_POSTGRES_DSN": "postgres://berth:secret99@db/berth", "BERTH_METADATA_POSTGRES_DSN_FILE": "/etc/hostname"}, want: []string{`metadata.postgres.dsn and metadata.postgres.dsn_file: set one, not both`}},
 		{name: "postgres dsn file", file: "metadata:\n  backend: postgres\n  postgres:\n    dsn_file: /nonexistent/dsn\n", want: []string{`metadata.postgres.dsn_file: "/nonexistent/dsn" cannot be read`}},
+		{name: "cluster url alone", env: map[string]string{"BERTH_CLUSTER_ADVERTISE_URL": "https://10.0.0.11:8443"}, want: []string{`cluster.advertise_url and cluster.secret_file: set both`}},
+		{name: "cluster secret alone", env: map[string]string{"BERTH_CLUSTER_SECRET_FILE": "/etc/hostname"}, want: []string{`cluster.advertise_url and cluster.secret_file: set both`}},
+		{name: "cluster url not https", env: map[string]string{"BERTH_CLUSTER_ADVERTISE_URL": "http://10.0.0.11:8443", "BERTH_CLUSTER_SECRET_FILE": "/etc/hostname"}, want: []string{`cluster.advertise_url: "http://10.0.0.11:8443" is not an https URL`}},
+		{name: "cluster url with a path", env: map[string]string{"BERTH_CLUSTER_ADVERTISE_URL": "https://10.0.0.11:8443/berth", "BERTH_CLUSTER_SECRET_FILE": "/etc/hostname"}, want: []string{`cluster.advertise_url: "https://10.0.0.11:8443/berth"`}},
+		{name: "cluster files missing", file: "cluster:\n  advertise_url: https://node1:8443\n  secret_file: /nonexistent/secret\n  ca_file: /nonexistent/ca.pem\n", want: []string{`cluster.secret_file: "/nonexistent/secret" cannot be read`, `cluster.ca_file: "/nonexistent/ca.pem" cannot be read`}},
 		{name: "two errors", env: map[string]string{"BERTH_LISTEN": "x", "BERTH_LOG_FORMAT": "y"}, want: []string{`listen: "x"`, `log.format: "y"`}},
 	}
 	for _, tt := range tests {

@@ -3,13 +3,20 @@ package daemon
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
+	"strings"
 	"time"
 
+	"berth/agentlink"
+	"berth/config"
 	"berth/kv"
 )
 
@@ -73,4 +80,69 @@ func orphanGrace(db kv.Store) time.Duration {
 		return 0
 	}
 	return sharedOrphanGrace
+}
+
+// minClusterSecret is the shortest cluster secret berth takes: 32 bytes,
+// as `openssl rand -base64 32` gives 44.
+const minClusterSecret = 32
+
+// relayDialTimeout bounds connecting to another node to relay a call: a
+// node that is down answers a relayed call with 503 at once (refused), a
+// node cut off after at most this long.
+const relayDialTimeout = 5 * time.Second
+
+// agentHub returns the hub of the machines' agents connected to this node
+// and the cluster secret the relay route takes (empty: it refuses every
+// call). On a store this process owns alone (Badger) it is a lone node's
+// hub, as ever, whatever the cluster settings say. On a shared store with
+// cluster.advertise_url and cluster.secret_file, the hub records the
+// agents connected here and relays calls for the others to the node that
+// holds them, over HTTPS verified against cluster.ca_file
+// (docs/operations.md "Agents on several nodes").
+func agentHub(cfg config.Cluster, db kv.Store, node string, log *slog.Logger) (*agentlink.Hub, string, error) {
+	if x, ok := db.(kv.Exclusive); ok && x.Exclusive() {
+		if cfg.AdvertiseURL != "" {
+			log.Info("the cluster settings are ignored: this node's metadata store is its own")
+		}
+		return agentlink.New(), "", nil
+	}
+	if cfg.AdvertiseURL == "" {
+		log.Warn("other nodes may share this metadata store, but cluster.advertise_url and cluster.secret_file are not set: a machine's agent answers only through the node it is connected to")
+		return agentlink.New(), "", nil
+	}
+	b, err := os.ReadFile(cfg.SecretFile)
+	if err != nil {
+		return nil, "", fmt.Errorf("cluster.secret_file: %w", err)
+	}
+	secret := strings.TrimSpace(string(b))
+	if len(secret) < minClusterSecret {
+		return nil, "", fmt.Errorf("cluster.secret_file %s: the secret is %d bytes, shorter than %d (make one with: openssl rand -base64 32)", cfg.SecretFile, len(secret), minClusterSecret)
+	}
+	var roots *x509.CertPool // nil: the system's
+	if cfg.CAFile != "" {
+		pem, err := os.ReadFile(cfg.CAFile)
+		if err != nil {
+			return nil, "", fmt.Errorf("cluster.ca_file: %w", err)
+		}
+		roots = x509.NewCertPool()
+		if !roots.AppendCertsFromPEM(pem) {
+			return nil, "", fmt.Errorf("cluster.ca_file %s: no PEM certificate in it", cfg.CAFile)
+		}
+	}
+	client := &http.Client{Transport: &http.Transport{
+		TLSClientConfig:     &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12},
+		DialContext:         (&net.Dialer{Timeout: relayDialTimeout}).DialContext,
+		TLSHandshakeTimeout: relayDialTimeout,
+		ForceAttemptHTTP2:   true,
+		MaxIdleConnsPerHost: 16,
+	}}
+	hub := agentlink.NewCluster(agentlink.Cluster{
+		Store:   db,
+		Node:    node,
+		URL:     strings.TrimRight(cfg.AdvertiseURL, "/"),
+		Forward: agentlink.HTTPForwarder{Client: client, Secret: secret},
+		Logger:  log,
+	})
+	log.Info("agents' calls are relayed between nodes", "advertise_url", cfg.AdvertiseURL, "node", node)
+	return hub, secret, nil
 }

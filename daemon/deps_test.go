@@ -36,8 +36,9 @@ func allowedImports() map[string][]string {
 		"account":   {"kv"},
 		"activity":  {"kv"},
 		// agentlink is the server's end of the agents' channel: who is
-		// connected, and calls to them. It knows nothing of berth.
-		"agentlink": {},
+		// connected, and calls to them; in a cluster, which node holds
+		// which machine, in the metadata store.
+		"agentlink": {"kv"},
 		"share":     {"kv", "vfs", "account"},
 		"httpserve": {"vfs"},
 		// The front ends map every domain error, kv's and the chunk

@@ -185,15 +185,24 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writ
 	if err != nil {
 		return err
 	}
+	st.jobs = newClusterJobs(st.db, log.With("component", "jobs"))
+	// The machines' agents connected here, and on several nodes the
+	// relay of calls to those connected elsewhere (cluster.go).
+	agents, clusterSecret, err := agentHub(cfg.Cluster, st.db, st.jobs.holder, log.With("component", "agents"))
+	if err != nil {
+		return err
+	}
 	api := rest.New(rest.Options{
-		Logger:     log.With("component", "rest"),
-		Registerer: reg,
-		FS:         st.files,
-		Accounts:   accounts,
-		Share:      shares,
-		Activity:   st.activity,
-		Invite:     mailer.invite,
-		PublicURL:  cfg.PublicURL,
+		Logger:        log.With("component", "rest"),
+		Registerer:    reg,
+		FS:            st.files,
+		Accounts:      accounts,
+		Share:         shares,
+		Activity:      st.activity,
+		Invite:        mailer.invite,
+		PublicURL:     cfg.PublicURL,
+		Agents:        agents,
+		ClusterSecret: clusterSecret,
 	})
 
 	// Bind every listener before serving any, so a taken port fails the
@@ -301,8 +310,8 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writ
 	var bg sync.WaitGroup
 	bgCtx, stopBG := context.WithCancel(ctx)
 	defer stopBG()
-	st.jobs = newClusterJobs(st.db, log.With("component", "jobs"))
 	bg.Go(func() { watchdog(bgCtx, st.db, log) })
+	bg.Go(func() { agents.Run(bgCtx) })
 	bg.Go(func() { collectGarbage(bgCtx, cfg.GC.Interval, cfg.GC.PurgeDeletedAfter, st, log) })
 	bg.Go(func() { expireUploads(bgCtx, expireUploadsEvery, st, log) })
 	policy := newPolicyJobs(st.files, accounts, log.With("component", "policy"), reg, cfg.Policy.Batch)

@@ -30,6 +30,9 @@ type twoNodes struct {
 	a, b       *daemonProc
 	ca, cb     *lcClient
 	gcInterval string
+	// relay, when set, is the nodes' cluster settings (relay_test.go):
+	// each node's certificate, advertised URL and the shared secret.
+	relay *relayCluster
 }
 
 // clusterPassword is the first administrator's password, from the
@@ -40,6 +43,13 @@ const clusterPassword = "two-nodes-share-one-store"
 // garbage every gcInterval (0s: never), B never does. It skips without
 // PostgreSQL or versitygw (fails under BERTH_INTEROP=required).
 func startTwoNodes(t *testing.T, gcInterval string) *twoNodes {
+	t.Helper()
+	return startCluster(t, gcInterval, false)
+}
+
+// startCluster is startTwoNodes, with the nodes relaying agents' calls
+// to each other when relay is set (relay_test.go).
+func startCluster(t *testing.T, gcInterval string, relay bool) *twoNodes {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("builds and runs the real binary, PostgreSQL and versitygw")
@@ -57,9 +67,15 @@ func startTwoNodes(t *testing.T, gcInterval string) *twoNodes {
 	}
 	// A first: the first run (organization, administrator) is done by the
 	// first node to start; B then finds it done.
-	n.a = startDaemonEnv(t, n.bin, n.dataA, n.env, "--gc-interval", gcInterval)
+	var envA, envB, argsA, argsB []string
+	if relay {
+		n.relay = newRelayCluster(t)
+		envA, argsA = n.relay.node(0)
+		envB, argsB = n.relay.node(1)
+	}
+	n.a = startDaemonEnv(t, n.bin, n.dataA, append(envA, n.env...), append(argsA, "--gc-interval", gcInterval)...)
 	n.ca = n.client(t, n.a, n.dataA)
-	n.b = startDaemonEnv(t, n.bin, n.dataB, n.env)
+	n.b = startDaemonEnv(t, n.bin, n.dataB, append(envB, n.env...), argsB...)
 	n.cb = n.client(t, n.b, n.dataB)
 	return n
 }
@@ -67,9 +83,13 @@ func startTwoNodes(t *testing.T, gcInterval string) *twoNodes {
 // client logs in on node p, whose certificate is in data.
 func (n *twoNodes) client(t *testing.T, p *daemonProc, data string) *lcClient {
 	t.Helper()
+	trust := filepath.Join(data, "tls", "cert.pem")
+	if n.relay != nil {
+		trust = n.relay.caFile
+	}
 	lc := &lcClient{
 		t:        t,
-		c:        trustingClient(t, filepath.Join(data, "tls", "cert.pem")),
+		c:        trustingClient(t, trust),
 		base:     "https://" + p.addrs["https"],
 		password: clusterPassword,
 	}

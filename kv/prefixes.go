@@ -108,6 +108,11 @@ const (
 	ShareInvite      = "shrinvite/" // an external subscriber's invitation, by token hash
 )
 
+// Prefixes of agentlink (agentlink/cluster.go).
+const (
+	AgentHolder = "agentat/" // the node that holds a machine's agent channel
+)
+
 // Prefixes of kv's own helpers (kv/lease.go).
 const (
 	KVLease = "kvlease/" // a cluster-wide lease on a background job
@@ -136,6 +141,7 @@ func Prefixes() []Prefix {
 		{"kv", EnginePrefix},
 		{"kv", KVLease},
 		{"kv/badger", BadgerPrefix},
+		{"agentlink", AgentHolder},
 
 		{"vfs", VFSRoot},
 		{"vfs", VFSUsage},

@@ -28,6 +28,9 @@ const maxReply = 16 << 20
 func (s *server) agentRoutes() {
 	s.handleStream("GET /api/2/agent/channel", s.authedStream(s.agentChannel))
 	s.handle("POST /api/2/agent/reply/{call_id}", s.authed(s.agentReply))
+	// Another node's call for a machine whose agent is connected here
+	// (agentrelay.go): the cluster secret, never a token.
+	s.handlePublic("POST "+agentlink.RelayPath+"{machine_id}", s.agentRelay)
 }
 
 // agentMachine returns the machine the request's token was issued to, or
@@ -53,10 +56,14 @@ func (s *server) agentChannel(w http.ResponseWriter, r *http.Request) error {
 	if len(version) > 64 {
 		return Describe(ErrInvalidRequest, "agent_version is longer than 64 bytes")
 	}
-	if err := s.accounts.MachineSeen(r.Context(), id, true, version, time.Now()); err != nil {
+	conn, err := s.agents.Attach(r.Context(), id)
+	if err != nil {
 		return err
 	}
-	conn := s.agents.Attach(id)
+	if err := s.accounts.MachineSeen(r.Context(), id, true, version, time.Now()); err != nil {
+		s.agents.Detach(conn)
+		return err
+	}
 	defer func() {
 		s.agents.Detach(conn)
 		// The request's context has ended; the record is still due.
@@ -108,7 +115,8 @@ func (s *server) agentChannel(w http.ResponseWriter, r *http.Request) error {
 
 // agentReply takes the agent's answer to one call: JSON {result} or
 // {error: {error, error_description}}. A call that is not waiting, or is
-// another machine's, is 404.
+// another machine's, is 404. In a cluster the answer may reach another
+// node than the channel's; it is relayed there (agentlink.Hub.Deliver).
 func (s *server) agentReply(r *http.Request) (any, error) {
 	id, err := agentMachine(r)
 	if err != nil {
@@ -119,7 +127,7 @@ func (s *server) agentReply(r *http.Request) (any, error) {
 	if err := dec.Decode(&rep); err != nil {
 		return nil, Describe(ErrInvalidRequest, "the answer is not a JSON object {result} or {error} of at most %d bytes", maxReply)
 	}
-	if !s.agents.Reply(id, r.PathValue("call_id"), rep) {
+	if !s.agents.Deliver(r.Context(), id, r.PathValue("call_id"), rep) {
 		return nil, Describe(ErrNotFound, "no call %q waits for an answer from this machine", r.PathValue("call_id"))
 	}
 	return nil, nil

@@ -819,6 +819,10 @@ func isoRows() []isoRow {
 		// stays open is the agent tests').
 		{pattern: "GET /api/2/agent/channel", want: "OP=- OA=- PP=- CG=- CP=- CA=- PA=-", path: pf("/api/2/agent/channel")},
 		{pattern: "POST /api/2/agent/reply/{call_id}", name: "a token issued to no machine", method: "POST", path: pf("/api/2/agent/reply/zz"), want: "OP=403 OA=403 PP=403 CG=403 CP=403 CA=403 PA=403"},
+		// Another node's relayed call (agentrelay.go): the cluster secret
+		// only; no token of anyone reaches it (TestRelayRouteRefusals
+		// has the node that has a secret).
+		{pattern: "POST /api/2/agent/relay/{machine_id}", name: "any token, no cluster secret", method: "POST", path: pf("/api/2/agent/relay/1"), want: "none=403 OP=403 OA=403 PP=403 CG=403 CP=403 CA=403 PA=403"},
 		{pattern: "POST /api/2/machine/{machine_id}/delete", name: "the plain person's", method: "POST",
 			path: pf("/api/2/machine/%d/delete", newMachine(cPlain)), want: childRead},
 		{pattern: "POST /api/2/machine/{machine_id}/delete", name: "the parent's plain person's", method: "POST",

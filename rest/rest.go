@@ -62,6 +62,10 @@ type Options struct {
 	// Agents are the machines' agents connected to this node
 	// (agentchannel.go, docs/agent.md). Nil: a Hub of the server's own.
 	Agents *agentlink.Hub
+	// ClusterSecret is what another node must send to relay a call to an
+	// agent connected here (agentrelay.go). Empty: the relay route
+	// refuses every call, as on a lone node.
+	ClusterSecret string
 	// TusExpiry is how long a resumable (tus) upload lives without a
 	// PATCH; 0 means DefaultTusExpiry.
 	TusExpiry time.Duration
