@@ -10,7 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"runtime/debug"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -70,13 +70,15 @@ func openStores(ctx context.Context, cfg config.Config, log *slog.Logger, reg pr
 	if err := checkFormat(cfg.Data); err != nil {
 		return nil, err
 	}
-	if cfg.Memory.Limit > 0 && os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(int64(cfg.Memory.Limit))
-	}
 	db, err := openMetadata(ctx, cfg, log)
 	if err != nil {
 		return nil, err
 	}
+	// After the metadata store's memtable is allocated, not before:
+	// under a limit the runtime collects the start's garbage sooner, the
+	// memtable lands on memory it must zero, and idle RSS was 39 MiB
+	// instead of 29.
+	applyMemoryLimit(cfg.Memory, log)
 	chunks, err := openChunks(ctx, cfg, log, reg)
 	if err != nil {
 		db.Close()
@@ -88,7 +90,7 @@ func openStores(ctx context.Context, cfg config.Config, log *slog.Logger, reg pr
 	if readAhead == 0 {
 		readAhead = -1 // the configuration's 0 is none; vfs's is its default
 	}
-	files, err := vfs.Open(ctx, db, chunks, vfs.Options{Logger: log.With("component", "vfs"), Registerer: reg, Journal: journal, ReadAhead: readAhead, OrphanGrace: orphanGrace(db)})
+	files, err := vfs.Open(ctx, db, chunks, vfs.Options{Logger: log.With("component", "vfs"), Registerer: reg, Journal: journal, ReadAhead: readAhead, SegmentBudget: segmentBudget(cfg.Memory), OrphanGrace: orphanGrace(db)})
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("opening file system: %w", err)
@@ -153,6 +155,15 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writ
 		return err
 	}
 	defer st.close(log)
+	if cfg.Memory.KVMapTrim > 0 && (cfg.Metadata.Backend == "badger" || cfg.Metadata.Backend == "") {
+		trimCtx, stopTrim := context.WithCancel(ctx)
+		trimmed := make(chan struct{})
+		go func() {
+			defer close(trimmed)
+			trimMappings(trimCtx, filepath.Join(cfg.Data, "meta"), cfg.Memory.KVMapTrim, log)
+		}()
+		defer func() { stopTrim(); <-trimmed }() // before st.close unmaps
+	}
 	if c, ok := st.db.(metricsCollector); ok {
 		reg.MustRegister(c.Collector())
 	}

@@ -40,11 +40,12 @@ const (
 // memTableSize is each memtable's size unless Options.MemTableSize says
 // otherwise. The arena is allocated whole (Go
 // heap, about 1.3 times this), two are alive while one flushes, and
-// Badger bounds one transaction to 15% of it: 16 MiB allows some 26,000
-// keys and 2.4 MB, which vfs stays well inside by splitting large
-// operations (vfs.defaultRefBatch). 32 MiB held 40 MiB more at peak in
-// bench/webdav.sh for no measured gain.
-const memTableSize = 16 << 20
+// Badger bounds one transaction to 15% of it: 8 MiB allows some 13,000
+// keys and 1.2 MB, which vfs stays well inside by splitting large
+// operations (vfs.defaultRefBatch). 16 MiB held 20 MiB more at peak in
+// bench BenchmarkDaemonWebDAVRSS, 32 MiB 40 MiB more than that, for no
+// measured gain.
+const memTableSize = 8 << 20
 
 // valueThreshold: values of this size or more go to Badger's value log and
 // the tree keeps a pointer. Small records (nodes, counts, locks) stay in
