@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"syscall"
@@ -70,14 +71,15 @@ func openStores(ctx context.Context, cfg config.Config, log *slog.Logger, reg pr
 	if err := checkFormat(cfg.Data); err != nil {
 		return nil, err
 	}
+	// The memtable Badger allocates whole must land on memory the
+	// runtime has handed back to the kernel, which reads as zeros: on
+	// the start's freed garbage it is zeroed by hand, all of it
+	// resident, and idle RSS was 39 MiB instead of 29 one start in two.
+	debug.FreeOSMemory()
 	db, err := openMetadata(ctx, cfg, log)
 	if err != nil {
 		return nil, err
 	}
-	// After the metadata store's memtable is allocated, not before:
-	// under a limit the runtime collects the start's garbage sooner, the
-	// memtable lands on memory it must zero, and idle RSS was 39 MiB
-	// instead of 29.
 	applyMemoryLimit(cfg.Memory, log)
 	chunks, err := openChunks(ctx, cfg, log, reg)
 	if err != nil {
