@@ -31,12 +31,7 @@ import (
 // figures. Run with -benchtime=1x.
 func BenchmarkDaemonRSS(b *testing.B) {
 	const mib = 1 << 20
-	bin := berthtest.BuildBerth(b)
-	data := filepath.Join(b.TempDir(), "data")
-	d := startDaemon(b, bin, data, "")
-	token := d.token
-	d.stop()
-	d = startDaemon(b, bin, data, token)
+	d := restartedDaemon(b)
 	pid := d.cmd.Process.Pid
 	time.Sleep(2 * time.Second) // let the start's garbage be collected
 	idle := procStatus(b, pid, "VmRSS")
@@ -111,12 +106,7 @@ func BenchmarkDaemonWebDAVRSS(b *testing.B) {
 		bigMiB = v
 	}
 	big := bigMiB * mib
-	bin := berthtest.BuildBerth(b)
-	data := filepath.Join(b.TempDir(), "data")
-	d := startDaemon(b, bin, data, "")
-	token := d.token
-	d.stop()
-	d = startDaemon(b, bin, data, token)
+	d := restartedDaemon(b)
 	pid := d.cmd.Process.Pid
 	metrics := d.metricsURL(b)
 	time.Sleep(2 * time.Second) // let the start's garbage be collected
@@ -231,6 +221,19 @@ func BenchmarkDaemonWebDAVRSS(b *testing.B) {
 	b.ReportMetric(float64(idle)/mib, "idle-RSS-MiB")
 	b.ReportMetric(float64(peak)/mib, "peak-RSS-MiB")
 	b.Logf("idle RSS %.1f MiB (target < 40), peak RSS over the WebDAV mix %.1f MiB (target < 100)", float64(idle)/mib, float64(peak)/mib)
+}
+
+// restartedDaemon starts the daemon on a new data directory, logs in,
+// and starts it again with the token: the first start's password hash
+// and set-up are not in the second's figures.
+func restartedDaemon(b *testing.B) *daemon {
+	b.Helper()
+	bin := berthtest.BuildBerth(b)
+	data := filepath.Join(b.TempDir(), "data")
+	d := startDaemon(b, bin, data, "")
+	token := d.token
+	d.stop()
+	return startDaemon(b, bin, data, token)
 }
 
 // webdavRoot returns the path of the first root under /webdav/ (the
