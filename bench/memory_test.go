@@ -1,12 +1,20 @@
 package bench
 
 import (
+	"bufio"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,12 +31,7 @@ import (
 // figures. Run with -benchtime=1x.
 func BenchmarkDaemonRSS(b *testing.B) {
 	const mib = 1 << 20
-	bin := berthtest.BuildBerth(b)
-	data := filepath.Join(b.TempDir(), "data")
-	d := startDaemon(b, bin, data, "")
-	token := d.token
-	d.stop()
-	d = startDaemon(b, bin, data, token)
+	d := restartedDaemon(b)
 	pid := d.cmd.Process.Pid
 	time.Sleep(2 * time.Second) // let the start's garbage be collected
 	idle := procStatus(b, pid, "VmRSS")
@@ -81,4 +84,258 @@ func BenchmarkDaemonRSS(b *testing.B) {
 	b.ReportMetric(float64(peak)/mib, "peak-RSS-MiB")
 	b.Logf("idle RSS %.1f MiB (peak before any request %.1f; target < 40), peak RSS over the mix %.1f MiB (target < 100)",
 		float64(idle)/mib, float64(idlePeak)/mib, float64(peak)/mib)
+}
+
+// BenchmarkDaemonWebDAVRSS is bench/webdav.sh's berth turn without the
+// peers or nginx: the real daemon with its default memory settings, over
+// WebDAV with Basic auth (one password hash, then the handler's cache, as
+// in the script), in the script's order: 10,000 PUTs of 4 KiB from
+// 8 clients (the PROPFIND folder), a PUT and a GET of one large file
+// (BERTH_BENCH_BIG_MIB, default 1024), 2,000 PUTs of 4 KiB from 8
+// clients, 5,000 GETs of 4 KiB over 32 connections and 5 PROPFINDs
+// Depth 1 allprop of the 10,000-file folder. It reports the idle RSS
+// (target < 40 MiB), the peak over the whole mix (VmHWM, target < 100
+// MiB), and each phase's own peak: the peak is reset (clear_refs) before
+// each phase, and the Go heap in use is sampled from /metrics during it.
+// The large transfers also report MB/s and the daemon's CPU seconds per
+// GiB (user + system from /proc). Run with -benchtime=1x.
+func BenchmarkDaemonWebDAVRSS(b *testing.B) {
+	const mib = 1 << 20
+	bigMiB := int64(1024)
+	if v, err := strconv.ParseInt(os.Getenv("BERTH_BENCH_BIG_MIB"), 10, 64); err == nil && v > 0 {
+		bigMiB = v
+	}
+	big := bigMiB * mib
+	d := restartedDaemon(b)
+	pid := d.cmd.Process.Pid
+	metrics := d.metricsURL(b)
+	time.Sleep(2 * time.Second) // let the start's garbage be collected
+	idle := procStatus(b, pid, "VmRSS")
+	base := d.url(webdavRoot(b, d))
+
+	tr := d.client.Transport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = getConns
+	c := &http.Client{Transport: tr}
+	defer tr.CloseIdleConnections()
+	dav := func(method, url string, body io.Reader, size int64, hdr ...string) *http.Response {
+		req, err := http.NewRequest(method, url, body)
+		if err != nil {
+			b.Fatal(err)
+		}
+		req.ContentLength = size
+		req.SetBasicAuth("admin", daemonPassword)
+		for i := 0; i+1 < len(hdr); i += 2 {
+			req.Header.Set(hdr[i], hdr[i+1])
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return resp
+	}
+	expect := func(resp *http.Response, codes ...int) {
+		b.Helper()
+		_, err := drain(resp.Body)
+		resp.Body.Close()
+		if err != nil || !slices.Contains(codes, resp.StatusCode) {
+			b.Fatalf("%s %s: %d, %v", resp.Request.Method, resp.Request.URL.Path, resp.StatusCode, err)
+		}
+	}
+	puts := func(folder string, n int, seed uint64) {
+		expect(dav("MKCOL", base+folder+"/", nil, 0), http.StatusCreated)
+		var left atomic.Int64
+		left.Store(int64(n))
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Go(func() {
+				for i := left.Add(-1); i >= 0; i = left.Add(-1) {
+					url := fmt.Sprintf("%s%s/f%05d.bin", base, folder, i)
+					expect(dav(http.MethodPut, url, newGen(seed+uint64(i), 4096), 4096), http.StatusCreated, http.StatusNoContent)
+				}
+			})
+		}
+		wg.Wait()
+	}
+
+	var peak int64
+	phase := func(name string, f func()) {
+		clearPeak(b, pid)
+		stop := make(chan struct{})
+		used := make(chan usage)
+		go func() { used <- sample(metrics, pid, stop) }()
+		f()
+		close(stop)
+		u := <-used
+		p := procStatus(b, pid, "VmHWM")
+		peak = max(peak, p)
+		b.ReportMetric(float64(p)/mib, name+"-peak-RSS-MiB")
+		b.Logf("%-10s peak RSS %6.1f MiB; sampled maxima: Go heap in use %6.1f, RssAnon %6.1f, RssFile %6.1f MiB",
+			name, float64(p)/mib, u.heap/mib, u.anon/mib, u.file/mib)
+	}
+	transfer := func(name string, f func()) {
+		cpu0, t0 := procCPU(pid), time.Now()
+		phase(name, f)
+		secs, cpu := time.Since(t0).Seconds(), (procCPU(pid) - cpu0).Seconds()
+		b.ReportMetric(float64(big)/secs/1e6, name+"-MB/s")
+		b.ReportMetric(cpu/(float64(big)/(1<<30)), name+"-CPU-s/GiB")
+		b.Logf("%-10s %.0f MB/s, %.2f CPU s/GiB", name, float64(big)/secs/1e6, cpu/(float64(big)/(1<<30)))
+	}
+
+	for i := 0; b.Loop(); i++ {
+		if i > 0 {
+			b.Fatal("run with -benchtime=1x")
+		}
+		phase("list-puts", func() { puts("list", 10000, 1e6) })
+		transfer("put-big", func() {
+			expect(dav(http.MethodPut, base+"big.bin", newGen(7, big), big), http.StatusCreated, http.StatusNoContent)
+		})
+		transfer("get-big", func() {
+			resp := dav(http.MethodGet, base+"big.bin", nil, 0)
+			n, err := drain(resp.Body)
+			resp.Body.Close()
+			if err != nil || n != big {
+				b.Fatalf("GET big: %d bytes, %v", n, err)
+			}
+		})
+		phase("small-puts", func() { puts("small", 2000, 2e6) })
+		phase("small-gets", func() {
+			var left atomic.Int64
+			left.Store(5000)
+			var wg sync.WaitGroup
+			for range getConns {
+				wg.Go(func() {
+					for left.Add(-1) >= 0 {
+						expect(dav(http.MethodGet, base+"small/f00000.bin", nil, 0), http.StatusOK)
+					}
+				})
+			}
+			wg.Wait()
+		})
+		phase("propfind", func() {
+			for range 5 {
+				expect(dav("PROPFIND", base+"list/", strings.NewReader(`<?xml version="1.0"?><D:propfind xmlns:D="DAV:"><D:allprop/></D:propfind>`), -1, "Depth", "1"), http.StatusMultiStatus)
+			}
+		})
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(idle)/mib, "idle-RSS-MiB")
+	b.ReportMetric(float64(peak)/mib, "peak-RSS-MiB")
+	b.Logf("idle RSS %.1f MiB (target < 40), peak RSS over the WebDAV mix %.1f MiB (target < 100)", float64(idle)/mib, float64(peak)/mib)
+}
+
+// restartedDaemon starts the daemon on a new data directory, logs in,
+// and starts it again with the token: the first start's password hash
+// and set-up are not in the second's figures.
+func restartedDaemon(b *testing.B) *daemon {
+	b.Helper()
+	bin := berthtest.BuildBerth(b)
+	data := filepath.Join(b.TempDir(), "data")
+	d := startDaemon(b, bin, data, "")
+	token := d.token
+	d.stop()
+	return startDaemon(b, bin, data, token)
+}
+
+// webdavRoot returns the path of the first root under /webdav/ (the
+// administrator's own), as bench/webdav.sh finds it.
+func webdavRoot(b *testing.B, d *daemon) string {
+	b.Helper()
+	req, err := http.NewRequest("PROPFIND", d.url("/webdav/"), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	req.SetBasicAuth("admin", daemonPassword)
+	req.Header.Set("Depth", "1")
+	resp, err := d.client.Do(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusMultiStatus {
+		b.Fatalf("PROPFIND /webdav/: %d, %v", resp.StatusCode, err)
+	}
+	for _, m := range regexp.MustCompile(`<(?:\w+:)?href>([^<]*)</`).FindAllStringSubmatch(string(body), -1) {
+		if m[1] != "/webdav/" {
+			return strings.TrimSuffix(m[1], "/") + "/"
+		}
+	}
+	b.Fatalf("no root under /webdav/: %s", body)
+	return ""
+}
+
+// metricsURL returns the daemon's /metrics, from its "listening" log line.
+func (d *daemon) metricsURL(b *testing.B) string {
+	b.Helper()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for line := range strings.SplitSeq(d.stderr.String(), "\n") {
+		var rec map[string]any
+		if json.Unmarshal([]byte(line), &rec) == nil && rec["msg"] == "listening" {
+			if a, ok := rec["metrics"].(string); ok {
+				return "http://" + a + "/metrics"
+			}
+		}
+	}
+	b.Fatal("no metrics listener in the daemon's log")
+	return ""
+}
+
+// usage is the most of each kind of memory seen during a phase.
+type usage struct {
+	heap, anon, file float64 // Go heap in use, RssAnon, RssFile; bytes
+}
+
+// sample polls the daemon's Go heap in use (/metrics at url) and its
+// anonymous and file-backed resident memory (/proc) every 50 ms until
+// stop is closed, and returns the largest values seen: the file-backed
+// part is the metadata store's memory-mapped logs.
+func sample(url string, pid int, stop <-chan struct{}) usage {
+	var u usage
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for {
+		// Not gzipped: compressing every scrape would add its own buffers
+		// to the figures.
+		req, _ := http.NewRequest(http.MethodGet, url, nil)
+		req.Header.Set("Accept-Encoding", "identity")
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			sc := bufio.NewScanner(resp.Body)
+			for sc.Scan() {
+				if v, ok := strings.CutPrefix(sc.Text(), "go_memstats_heap_inuse_bytes "); ok {
+					if f, err := strconv.ParseFloat(v, 64); err == nil {
+						u.heap = max(u.heap, f)
+					}
+				}
+			}
+			resp.Body.Close()
+		}
+		if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil {
+			for line := range strings.SplitSeq(string(st), "\n") {
+				k, v, _ := strings.Cut(line, ":")
+				kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
+				switch {
+				case err != nil:
+				case k == "RssAnon":
+					u.anon = max(u.anon, kb*1024)
+				case k == "RssFile":
+					u.file = max(u.file, kb*1024)
+				}
+			}
+		}
+		select {
+		case <-stop:
+			return u
+		case <-t.C:
+		}
+	}
+}
+
+// clearPeak resets the process's VmHWM to its current RSS (proc(5),
+// clear_refs "5"), so the next reading is one phase's peak.
+func clearPeak(b *testing.B, pid int) {
+	b.Helper()
+	if err := os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0); err != nil {
+		b.Fatal(err)
+	}
 }

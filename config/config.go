@@ -362,13 +362,19 @@ type WebDAV struct {
 // defaults fit a small server (docs/operations.md "Memory").
 type Memory struct {
 	// Limit is the Go runtime's soft memory limit (runtime/debug's
-	// SetMemoryLimit): near it the heap is collected more often. 0 leaves
-	// none; GOMEMLIMIT in the environment wins.
+	// SetMemoryLimit): near it the heap is collected more often and freed
+	// memory goes back to the kernel at once. 0 derives it from the
+	// other settings (48 MiB + 3 x KVMemtable + UploadBuffers);
+	// GOMEMLIMIT in the environment wins (GOMEMLIMIT=off: none).
 	Limit ByteSize `mapstructure:"limit"`
 	// ReadAhead is how many chunks (about 1 MiB each) a download fetches,
 	// verifies and decodes ahead of the one it sends; 0 fetches each when
 	// it is sent.
 	ReadAhead int `mapstructure:"read_ahead"`
+	// UploadBuffers is the memory all uploads share for reading their
+	// streams ahead in parallel: each upload in progress holds one
+	// segment (8 MiB) of its own and takes up to two more from this.
+	UploadBuffers ByteSize `mapstructure:"upload_buffers"`
 	// KVMemtable is the size of each of the metadata store's two
 	// memtables (Go heap, allocated whole); a transaction may write at
 	// most 15% of it.
@@ -379,6 +385,10 @@ type Memory struct {
 	// KVIndexCache bounds the memory of the metadata store's table
 	// indexes and bloom filters; 0 keeps them all in memory.
 	KVIndexCache ByteSize `mapstructure:"kv_index_cache"`
+	// KVMapTrim is how often the daemon takes back the pages of the
+	// metadata store's memory-mapped files from its resident set (they
+	// stay in the page cache until the kernel needs the room); 0 never.
+	KVMapTrim time.Duration `mapstructure:"kv_map_trim"`
 }
 
 // Storage sets where file contents go and how berth uses the data
@@ -523,11 +533,13 @@ func options() []option {
 		{key: "storage.s3.credentials_file", def: "", usage: "AWS shared credentials file whose [default] profile signs requests (empty: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)"},
 		{key: "storage.s3.max_requests", def: 32, usage: "most requests to the S3 server in flight at once"},
 		{key: "storage.s3.parallelism", def: 8, usage: "requests one upload or download keeps in flight (each holds a chunk of about 1 MiB)"},
-		{key: "memory.limit", def: ByteSize(0), usage: "Go runtime soft memory limit (0: none; GOMEMLIMIT wins)"},
+		{key: "memory.limit", def: ByteSize(0), usage: "Go runtime soft memory limit (0: 48 MiB + 3 x kv_memtable + upload_buffers; GOMEMLIMIT wins)"},
 		{key: "memory.read_ahead", def: 4, usage: "chunks a download fetches and decodes ahead of the one it sends (0: none)"},
-		{key: "memory.kv_memtable", def: ByteSize(16 << 20), usage: "size of each of the metadata store's two memtables"},
+		{key: "memory.upload_buffers", def: ByteSize(8 << 20), usage: "upload read-ahead shared by all uploads, beyond one 8 MiB segment each"},
+		{key: "memory.kv_memtable", def: ByteSize(8 << 20), usage: "size of each of the metadata store's two memtables"},
 		{key: "memory.kv_block_cache", def: ByteSize(0), usage: "metadata store block cache (0: none)"},
 		{key: "memory.kv_index_cache", def: ByteSize(0), usage: "bound on the metadata store's table indexes in memory (0: all kept)"},
+		{key: "memory.kv_map_trim", def: time.Second, usage: "how often to drop the metadata store's memory-mapped pages from the resident set (0: never)"},
 		{key: "http.body_idle_timeout", def: time.Minute, usage: "time a request body may send nothing before the request fails with 408"},
 		{key: "http.send_idle_timeout", def: time.Minute, usage: "time a client may take nothing of an answer before the request is ended"},
 		{key: "two_step.sms_command", def: "", usage: "absolute path of the program that sends two-step codes by text message (empty: no sms mode)"},
@@ -910,11 +922,17 @@ func (c Config) Validate() error {
 		// Below a MiB a transaction could hold barely anything (15%).
 		bad("memory.kv_memtable", c.Memory.KVMemtable, "must be between 1MiB and 1GiB")
 	}
+	if c.Memory.UploadBuffers < 0 {
+		bad("memory.upload_buffers", c.Memory.UploadBuffers, "must not be negative (0: one segment per upload)")
+	}
 	if c.Memory.KVBlockCache < 0 {
 		bad("memory.kv_block_cache", c.Memory.KVBlockCache, "must not be negative (0: none)")
 	}
 	if c.Memory.KVIndexCache < 0 {
 		bad("memory.kv_index_cache", c.Memory.KVIndexCache, "must not be negative (0: all kept)")
+	}
+	if c.Memory.KVMapTrim < 0 {
+		bad("memory.kv_map_trim", c.Memory.KVMapTrim, "must not be negative (0: never)")
 	}
 	if c.HTTP.BodyIdleTimeout <= 0 {
 		bad("http.body_idle_timeout", c.HTTP.BodyIdleTimeout, "must be positive")

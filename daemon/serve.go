@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -70,13 +71,16 @@ func openStores(ctx context.Context, cfg config.Config, log *slog.Logger, reg pr
 	if err := checkFormat(cfg.Data); err != nil {
 		return nil, err
 	}
-	if cfg.Memory.Limit > 0 && os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(int64(cfg.Memory.Limit))
-	}
+	// The memtable Badger allocates whole must land on memory the
+	// runtime has handed back to the kernel, which reads as zeros: on
+	// the start's freed garbage it is zeroed by hand, all of it
+	// resident, and idle RSS was 39 MiB instead of 29 one start in two.
+	debug.FreeOSMemory()
 	db, err := openMetadata(ctx, cfg, log)
 	if err != nil {
 		return nil, err
 	}
+	applyMemoryLimit(cfg.Memory, log)
 	chunks, err := openChunks(ctx, cfg, log, reg)
 	if err != nil {
 		db.Close()
@@ -88,7 +92,7 @@ func openStores(ctx context.Context, cfg config.Config, log *slog.Logger, reg pr
 	if readAhead == 0 {
 		readAhead = -1 // the configuration's 0 is none; vfs's is its default
 	}
-	files, err := vfs.Open(ctx, db, chunks, vfs.Options{Logger: log.With("component", "vfs"), Registerer: reg, Journal: journal, ReadAhead: readAhead, OrphanGrace: orphanGrace(db)})
+	files, err := vfs.Open(ctx, db, chunks, vfs.Options{Logger: log.With("component", "vfs"), Registerer: reg, Journal: journal, ReadAhead: readAhead, SegmentBudget: segmentBudget(cfg.Memory), OrphanGrace: orphanGrace(db)})
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("opening file system: %w", err)
@@ -153,6 +157,15 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writ
 		return err
 	}
 	defer st.close(log)
+	if cfg.Memory.KVMapTrim > 0 && (cfg.Metadata.Backend == "badger" || cfg.Metadata.Backend == "") {
+		trimCtx, stopTrim := context.WithCancel(ctx)
+		trimmed := make(chan struct{})
+		go func() {
+			defer close(trimmed)
+			trimMappings(trimCtx, filepath.Join(cfg.Data, "meta"), cfg.Memory.KVMapTrim, log)
+		}()
+		defer func() { stopTrim(); <-trimmed }() // before st.close unmaps
+	}
 	if c, ok := st.db.(metricsCollector); ok {
 		reg.MustRegister(c.Collector())
 	}

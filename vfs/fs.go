@@ -85,6 +85,9 @@ type Options struct {
 	// Workers that hash, compress and store chunks of one upload; 0 means
 	// GOMAXPROCS.
 	Workers int
+	// SegmentBudget is chunk.WriterOptions.SegmentBudget: the upload
+	// buffers all uploads share beyond one segment each; 0: no bound.
+	SegmentBudget int64
 	// ReadAhead is how many chunks a download fetches ahead of the one it
 	// sends (chunk.ReadPoolOptions.ReadAhead: 0 is the default, negative
 	// none).
@@ -239,8 +242,9 @@ func Open(ctx context.Context, db kv.Store, chunks chunk.Store, opts Options) (*
 		return &b
 	}
 	fs.writer = chunk.NewWriter(chunks, chunk.WriterOptions{
-		Workers: opts.Workers,
-		Pins:    &fs.pins,
+		Workers:       opts.Workers,
+		SegmentBudget: opts.SegmentBudget,
+		Pins:          &fs.pins,
 		Observer: func(stored bool, plain, encoded int) {
 			if stored {
 				fs.m.chunksStored.Inc()

@@ -40,11 +40,13 @@ const (
 // memTableSize is each memtable's size unless Options.MemTableSize says
 // otherwise. The arena is allocated whole (Go
 // heap, about 1.3 times this), two are alive while one flushes, and
-// Badger bounds one transaction to 15% of it: 16 MiB allows some 26,000
-// keys and 2.4 MB, which vfs stays well inside by splitting large
-// operations by keys (vfs.defaultRefBatch) and bytes (TxnBytes). 32 MiB held 40 MiB more at peak in
-// bench/webdav.sh for no measured gain.
-const memTableSize = 16 << 20
+// Badger bounds one transaction to 15% of it: 8 MiB allows some 13,000
+// keys and 1.2 MB, which vfs stays well inside by splitting large
+// operations by keys (vfs.defaultRefBatch) and bytes (TxnBytes). In heap
+// profiles of bench's BenchmarkDaemonWebDAVRSS a 16 MiB memtable's arena
+// took 20.8 MiB, two of them 41.6 at a flush (8 MiB: 10.4 each); 32 MiB
+// held 40 MiB more at peak in bench/webdav.sh for no measured gain.
+const memTableSize = 8 << 20
 
 // valueThreshold: values of this size or more go to Badger's value log and
 // the tree keeps a pointer; smaller ones stay in the tree, written to the
@@ -190,7 +192,7 @@ var (
 // Commits are fsynced before Update returns (by groupSync, which lets
 // concurrent commits share an fsync), so a committed Update survives a
 // power loss. Memory settings are sized for a small server that also
-// serves file contents: 2 memtables of 16 MiB instead of 5 of 64 (one
+// serves file contents: 2 memtables of 8 MiB instead of 5 of 64 (one
 // taking writes while the other flushes; see memTableSize), two compactors for
 // two cores, one version per key (no history is read), and tables without
 // compression or a block cache: a heap profile taken while

@@ -48,6 +48,8 @@ type segment struct {
 
 	refs   atomic.Int32  // join's, the reader's (then cutAll's), one per job
 	tokens chan struct{} // the Write's segments in flight
+	own    chan struct{} // the Write's own slot, when s holds it (see slot)
+	shared bool          // s holds a slot of the Writer's shared budget
 }
 
 // cutAll finds the segment's own cuts from s.from. Near its end a cut
@@ -77,6 +79,7 @@ func (s *segment) cutAll() {
 func (w *Writer) read(ctx context.Context, fail context.CancelCauseFunc, src io.Reader, segs chan<- *segment, cutters *sync.WaitGroup) {
 	defer close(segs)
 	tokens := make(chan struct{}, w.segments)
+	own := make(chan struct{}, 1)
 	for {
 		select {
 		case tokens <- struct{}{}:
@@ -84,9 +87,14 @@ func (w *Writer) read(ctx context.Context, fail context.CancelCauseFunc, src io.
 			return
 		}
 		s := &segment{
-			buf: w.getBuf(&w.segs, w.segSize), tokens: tokens,
+			tokens:   tokens,
 			progress: make(chan struct{}, 1), complete: make(chan struct{}), cut: make(chan struct{}),
 		}
+		if !w.slot(ctx, s, own) {
+			<-tokens
+			return
+		}
+		s.buf = w.getBuf(&w.segs, w.segSize)
 		s.refs.Store(2)
 		// segs holds as many as there are tokens: this never waits.
 		segs <- s
@@ -155,11 +163,44 @@ func await(p *pipeline, s *segment, need int) ([]byte, bool) {
 	}
 }
 
-// release drops one hold on s; the last gives its buffer back and lets
-// the reader take another segment.
+// slot takes the memory for segment s, when the Writer bounds it (see
+// WriterOptions.SegmentBudget): the Write's own slot if it is free, else
+// one of the budget's, shared by all Writes, waiting for either. Every
+// Write can thus always go on with one segment at a time, whatever the
+// others hold (a slow client's upload holds its own slot, not everyone's),
+// and cuts in parallel with the budget's. False when ctx ends first.
+func (w *Writer) slot(ctx context.Context, s *segment, own chan struct{}) bool {
+	if w.budget == nil {
+		return true
+	}
+	select {
+	case own <- struct{}{}:
+		s.own = own
+		return true
+	default:
+	}
+	select {
+	case own <- struct{}{}:
+		s.own = own
+	case w.budget <- struct{}{}:
+		s.shared = true
+	case <-ctx.Done():
+		return false
+	}
+	return true
+}
+
+// release drops one hold on s; the last gives its buffer and its slot
+// back and lets the reader take another segment.
 func (w *Writer) release(s *segment) {
 	if s.refs.Add(-1) == 0 {
 		w.segs.Put(s.buf)
+		switch {
+		case s.shared:
+			<-w.budget
+		case s.own != nil:
+			<-s.own
+		}
 		<-s.tokens
 	}
 }

@@ -2,8 +2,10 @@ package chunk_test
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
+	"sync"
 	"testing"
 
 	chunkers "github.com/PlakarKorp/go-cdc-chunkers"
@@ -25,6 +27,7 @@ func TestSegments(t *testing.T) {
 		{"CutMatchesLibrary", cutMatchesLibrary},
 		{"SegmentsCutAsOne", segmentsCutAsOne},
 		{"EditNearBoundary", editNearBoundary},
+		{"BudgetSharedByWrites", budgetSharedByWrites},
 	} {
 		t.Run(tc.name, tc.run)
 	}
@@ -91,6 +94,8 @@ func segmentsCutAsOne(t *testing.T) {
 			for _, opts := range []chunk.WriterOptions{
 				{SegmentSize: seg, Segments: 2, Workers: 1},
 				{SegmentSize: seg + 12345, Segments: 3},
+				{SegmentSize: seg, SegmentBudget: 1}, // its own slot only: one at a time
+				{SegmentSize: seg, SegmentBudget: seg},
 				{},
 			} {
 				s := chunk.NewMemory()
@@ -126,6 +131,32 @@ func editNearBoundary(t *testing.T) {
 		write(t, w, data)
 		if added := c.stored.Load() - before; added > 3 {
 			t.Fatalf("one byte at %d (segments of %d) added %d chunks", off, seg, added)
+		}
+	}
+}
+
+// budgetSharedByWrites: Writes at once over a budget of one shared
+// segment all finish (each has its own slot; the shared one passes
+// between them) and store their streams whole.
+func budgetSharedByWrites(t *testing.T) {
+	const seg = chunk.MaxChunkSize
+	s := chunk.NewMemory()
+	w := chunk.NewWriter(s, chunk.WriterOptions{SegmentSize: seg, Segments: 3, SegmentBudget: seg})
+	var wg sync.WaitGroup
+	datas, refs := make([][]byte, 6), make([][]chunk.Ref, 6)
+	for i := range datas {
+		datas[i] = randomData(uint64(100+i), 5*seg+i*1000)
+		wg.Go(func() {
+			var err error
+			if refs[i], _, err = w.Write(context.Background(), bytes.NewReader(datas[i]), -1); err != nil {
+				t.Errorf("write %d: %v", i, err)
+			}
+		})
+	}
+	wg.Wait()
+	for i, data := range datas {
+		if back := readAll(t, s, refs[i]); !bytes.Equal(back, data) {
+			t.Fatalf("write %d: read back differs", i)
 		}
 	}
 }

@@ -39,6 +39,11 @@ type WriterOptions struct {
 	// Segments x SegmentSize, whatever the stream's length. Zero means
 	// Workers+1, at least 3 and at most 8.
 	Segments int
+	// SegmentBudget, if positive, bounds the segment memory of all Writes
+	// at once: each Write holds one segment of its own and takes any more
+	// (up to Segments) from this many bytes shared by all (see slot).
+	// Zero: no bound beyond Segments per Write.
+	SegmentBudget int64
 	// Observer, if set, is called once per chunk from a worker goroutine
 	// (so it must be safe for concurrent use): stored is false when the
 	// store already had the chunk, plain is its size and encoded the size
@@ -82,6 +87,8 @@ type Writer struct {
 	observe  func(stored bool, plain, encoded int)
 	pins     Pinner
 
+	budget chan struct{} // slots of SegmentBudget; nil: none
+
 	segs  sync.Pool // *[]byte, segment buffers of segSize
 	bufs  sync.Pool // *[]byte, chunks across segments, framed as raw blobs (see work)
 	blobs sync.Pool // *[]byte, encoded blobs
@@ -110,6 +117,9 @@ func NewWriter(store Store, opts WriterOptions) *Writer {
 		w.segments = max(min(w.workers+1, maxSegments), 3)
 	}
 	w.segments = max(w.segments, 2)
+	if opts.SegmentBudget > 0 {
+		w.budget = make(chan struct{}, opts.SegmentBudget/int64(w.segSize))
+	}
 	w.encoding = make(chan struct{}, w.workers)
 	return w
 }

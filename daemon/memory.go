@@ -1,0 +1,46 @@
+package daemon
+
+import (
+	"log/slog"
+	"os"
+	"runtime/debug"
+
+	"berth/config"
+)
+
+// memoryBase is the part of the derived memory limit that the memory
+// settings do not size: the runtime, the TLS connections, one upload's
+// own segment and chunk buffers, and a download's read-ahead.
+const memoryBase = 48 << 20
+
+// memoryLimit returns the Go runtime's soft memory limit for m: m.Limit
+// when set, else derived from what the other settings let the daemon
+// hold (docs/operations.md "Memory"): memoryBase, the metadata store's
+// memtables (two arenas of about 1.3 times kv_memtable, and a table being
+// flushed), and the upload buffers all uploads share. It does not bound
+// the heap: near it the runtime collects more often and hands freed
+// memory back to the kernel at once, instead of keeping it for a while
+// after a peak (a large upload's buffers, a memtable flush).
+func memoryLimit(m config.Memory) int64 {
+	if m.Limit > 0 {
+		return int64(m.Limit)
+	}
+	return memoryBase + 3*int64(m.KVMemtable) + int64(m.UploadBuffers)
+}
+
+// applyMemoryLimit sets the runtime's soft memory limit from m unless
+// GOMEMLIMIT is set (GOMEMLIMIT=off: none).
+func applyMemoryLimit(m config.Memory, log *slog.Logger) {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return
+	}
+	limit := memoryLimit(m)
+	debug.SetMemoryLimit(limit)
+	log.Debug("memory limit", "bytes", limit)
+}
+
+// segmentBudget is vfs.Options.SegmentBudget for m: 0 upload buffers
+// still bounds them, to each upload's own segment.
+func segmentBudget(m config.Memory) int64 {
+	return max(int64(m.UploadBuffers), 1)
+}

@@ -1,0 +1,92 @@
+package daemon
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"berth/config"
+)
+
+// TestPageOut: the pages of a shared file mapping under the trimmed
+// directory leave the resident set and keep their contents, written or
+// not yet synced; a mapping elsewhere is left alone.
+func TestPageOut(t *testing.T) {
+	const size = 8 << 20
+	dir, other := t.TempDir(), t.TempDir()
+	mapped := func(dir string) []byte {
+		f, err := os.OpenFile(filepath.Join(dir, "000001.vlog"), os.O_CREATE|os.O_RDWR, 0o600)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if err := f.Truncate(size); err != nil {
+			t.Fatal(err)
+		}
+		m, err := unix.Mmap(int(f.Fd()), 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = unix.Munmap(m) })
+		for i := range m {
+			m[i] = byte(i % 251)
+		}
+		return m
+	}
+	trimmed, kept := mapped(dir), mapped(other)
+	before := rssFile(t)
+	if err := pageOut(dir + "/"); err != nil {
+		t.Skipf("MADV_PAGEOUT not available here: %v", err)
+	}
+	after := rssFile(t)
+	if before-after < size*3/4 {
+		t.Errorf("RssFile %d KiB -> %d KiB: the %d KiB mapping was not paged out", before>>10, after>>10, size>>10)
+	}
+	if before-after > size+size/4 {
+		t.Errorf("RssFile %d KiB -> %d KiB: more than the trimmed mapping left", before>>10, after>>10)
+	}
+	want := make([]byte, size)
+	for i := range want {
+		want[i] = byte(i % 251)
+	}
+	if !bytes.Equal(trimmed, want) || !bytes.Equal(kept, want) {
+		t.Fatal("a mapping's contents changed")
+	}
+}
+
+// rssFile is this process's file-backed resident memory, in bytes.
+func rssFile(t *testing.T) int64 {
+	t.Helper()
+	n, ok := residentFile()
+	if !ok {
+		t.Skip("no RssFile in /proc/self/status")
+	}
+	return n
+}
+
+// TestMemoryLimit: the soft limit is the configured one, or derived from
+// the memtables and upload buffers; the upload budget is never unbounded.
+func TestMemoryLimit(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		m           config.Memory
+		limit, segs int64
+	}{
+		{"defaults", config.Memory{KVMemtable: 8 << 20, UploadBuffers: 8 << 20}, 80 << 20, 8 << 20},
+		{"configured", config.Memory{Limit: 200 << 20, KVMemtable: 8 << 20, UploadBuffers: 8 << 20}, 200 << 20, 8 << 20},
+		{"larger tables and buffers", config.Memory{KVMemtable: 64 << 20, UploadBuffers: 64 << 20}, 304 << 20, 64 << 20},
+		{"no shared upload buffers", config.Memory{KVMemtable: 8 << 20}, 72 << 20, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := memoryLimit(tc.m); got != tc.limit {
+				t.Errorf("memoryLimit = %d MiB, want %d MiB", got>>20, tc.limit>>20)
+			}
+			if got := segmentBudget(tc.m); got != tc.segs {
+				t.Errorf("segmentBudget = %d, want %d", got, tc.segs)
+			}
+		})
+	}
+}
