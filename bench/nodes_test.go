@@ -45,7 +45,8 @@ const (
 )
 
 // pgCPU is the CPU time of every process of the PostgreSQL server in dir
-// (the postmaster and its backends): the database's own cost.
+// (the postmaster and its backends, live or ended): the database's own
+// cost.
 func pgCPU(srv *pgtest.Server) time.Duration {
 	b, err := os.ReadFile(filepath.Join(srv.Dir, "data", "postmaster.pid"))
 	if err != nil {
@@ -55,7 +56,19 @@ func pgCPU(srv *pgtest.Server) time.Duration {
 	if err != nil {
 		return 0
 	}
+	// The postmaster's own time and that of its children that ended
+	// (backends of closed connections, autovacuum workers), which the
+	// kernel adds to it as it reaps them: without it the figure fell
+	// when a connection closed.
 	total := procCPU(pid)
+	if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
+		f := strings.Fields(string(st[strings.LastIndexByte(string(st), ')')+2:]))
+		if len(f) > 14 {
+			cu, _ := strconv.ParseInt(f[13], 10, 64)
+			cs, _ := strconv.ParseInt(f[14], 10, 64)
+			total += time.Duration(cu+cs) * 10 * time.Millisecond
+		}
+	}
 	procs, _ := os.ReadDir("/proc")
 	for _, p := range procs {
 		child, err := strconv.Atoi(p.Name())
