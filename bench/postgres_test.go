@@ -273,36 +273,17 @@ func BenchmarkUploadsPostgres(b *testing.B) {
 				cpu0 := pgCPU(srv)
 				var gaveUp atomic.Int64
 				ctx := context.Background()
-				start := time.Now()
-				var wg sync.WaitGroup
-				errs := make(chan error, benchClients)
-				for w := range benchClients {
-					fs := fss[w%len(fss)]
-					wg.Go(func() {
-						body := make([]byte, benchSmallSize)
-						for i := w; i < benchSmallFiles; i += benchClients {
-							copy(body, fmt.Sprintf("%05d", i))
-							for {
-								_, err := fs.WriteFile(ctx, root.ID, root.FolderID, fmt.Sprintf("up-%05d.txt", i), bytes.NewReader(body), vfs.WriteOptions{})
-								if errors.Is(err, kv.ErrConflict) {
-									gaveUp.Add(1)
-									continue
-								}
-								if err != nil {
-									errs <- err
-									return
-								}
-								break
-							}
+				took := smallClients(b, func(w, i int) error {
+					body := make([]byte, benchSmallSize)
+					copy(body, fmt.Sprintf("%05d", i))
+					for {
+						_, err := fss[w%len(fss)].WriteFile(ctx, root.ID, root.FolderID, fmt.Sprintf("up-%05d.txt", i), bytes.NewReader(body), vfs.WriteOptions{})
+						if !errors.Is(err, kv.ErrConflict) {
+							return err
 						}
-					})
-				}
-				wg.Wait()
-				took := time.Since(start)
-				close(errs)
-				for err := range errs {
-					b.Fatal(err)
-				}
+						gaveUp.Add(1)
+					}
+				})
 				var retries, trips uint64
 				for _, db := range dbs {
 					retries += db.Retries()
