@@ -45,7 +45,8 @@ const (
 )
 
 // pgCPU is the CPU time of every process of the PostgreSQL server in dir
-// (the postmaster and its backends): the database's own cost.
+// (the postmaster and its backends, live or ended): the database's own
+// cost.
 func pgCPU(srv *pgtest.Server) time.Duration {
 	b, err := os.ReadFile(filepath.Join(srv.Dir, "data", "postmaster.pid"))
 	if err != nil {
@@ -55,7 +56,19 @@ func pgCPU(srv *pgtest.Server) time.Duration {
 	if err != nil {
 		return 0
 	}
+	// The postmaster's own time and that of its children that ended
+	// (backends of closed connections, autovacuum workers), which the
+	// kernel adds to it as it reaps them: without it the figure fell
+	// when a connection closed.
 	total := procCPU(pid)
+	if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
+		f := strings.Fields(string(st[strings.LastIndexByte(string(st), ')')+2:]))
+		if len(f) > 14 {
+			cu, _ := strconv.ParseInt(f[13], 10, 64)
+			cs, _ := strconv.ParseInt(f[14], 10, 64)
+			total += time.Duration(cu+cs) * 10 * time.Millisecond
+		}
+	}
 	procs, _ := os.ReadDir("/proc")
 	for _, p := range procs {
 		child, err := strconv.Atoi(p.Name())
@@ -109,43 +122,53 @@ func (c *cluster) stop() {
 // smallUploads sends benchSmallFiles uploads from benchClients clients,
 // client i to node i mod the nodes, and returns the time taken.
 func (c *cluster) smallUploads(b *testing.B, prefix string) time.Duration {
-	body := bytes.Repeat([]byte("x"), benchSmallSize)
+	return smallClients(b, func(w, i int) error {
+		d := c.nodes[w%len(c.nodes)]
+		body := bytes.Repeat([]byte("x"), benchSmallSize)
+		copy(body, fmt.Sprintf("%05d", i)) // distinct contents
+		// A 503 temporarily_unavailable (a change that lost to others too
+		// often) is tried again, as clients do, and counted.
+		for {
+			var buf bytes.Buffer
+			mw := multipart.NewWriter(&buf)
+			fw, _ := mw.CreateFormFile("file", fmt.Sprintf("%s-%05d.txt", prefix, i))
+			fw.Write(body)
+			mw.Close()
+			req, _ := http.NewRequest(http.MethodPost, d.url(fmt.Sprintf("/api/2/files/%d/upload", c.root)), &buf)
+			req.Header.Set("Authorization", "Bearer "+d.token)
+			req.Header.Set("Content-Type", mw.FormDataContentType())
+			resp, err := d.client.Do(req)
+			if err != nil {
+				return err
+			}
+			msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusServiceUnavailable {
+				c.unavailable.Add(1)
+				continue
+			}
+			if resp.StatusCode != 200 {
+				return fmt.Errorf("upload %d to %s: %d %s", i, d.addr, resp.StatusCode, msg)
+			}
+			return nil
+		}
+	})
+}
+
+// smallClients runs the small-upload workload: benchClients clients at
+// once, client w sending upload(w, i) for its share of the
+// benchSmallFiles uploads; it returns the time they took, and fails b
+// with the first error (which ends that client).
+func smallClients(b *testing.B, upload func(w, i int) error) time.Duration {
 	var wg sync.WaitGroup
 	errs := make(chan error, benchClients)
 	start := time.Now()
 	for w := range benchClients {
-		d := c.nodes[w%len(c.nodes)]
 		wg.Go(func() {
 			for i := w; i < benchSmallFiles; i += benchClients {
-				// A 503 temporarily_unavailable (a change that lost to
-				// others too often) is tried again, as clients do, and
-				// counted.
-				for {
-					var buf bytes.Buffer
-					mw := multipart.NewWriter(&buf)
-					fw, _ := mw.CreateFormFile("file", fmt.Sprintf("%s-%05d.txt", prefix, i))
-					copy(body, fmt.Sprintf("%05d", i)) // distinct contents
-					fw.Write(body)
-					mw.Close()
-					req, _ := http.NewRequest(http.MethodPost, d.url(fmt.Sprintf("/api/2/files/%d/upload", c.root)), &buf)
-					req.Header.Set("Authorization", "Bearer "+d.token)
-					req.Header.Set("Content-Type", mw.FormDataContentType())
-					resp, err := d.client.Do(req)
-					if err != nil {
-						errs <- err
-						return
-					}
-					msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-					resp.Body.Close()
-					if resp.StatusCode == http.StatusServiceUnavailable {
-						c.unavailable.Add(1)
-						continue
-					}
-					if resp.StatusCode != 200 {
-						errs <- fmt.Errorf("upload %d to %s: %d %s", i, d.addr, resp.StatusCode, msg)
-						return
-					}
-					break
+				if err := upload(w, i); err != nil {
+					errs <- err
+					return
 				}
 			}
 		})

@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -11,10 +12,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"berth/berthtest"
+	"berth/kv"
 	"berth/kv/postgres"
 	"berth/kv/postgres/pgtest"
 	"berth/vfs"
@@ -24,12 +27,18 @@ import (
 // pgStack builds a berthtest stack whose metadata is on a new database of
 // srv.
 func pgStack(t testing.TB, srv *pgtest.Server) *berthtest.Stack {
+	st, _ := pgStackDB(t, srv)
+	return st
+}
+
+// pgStackDB is pgStack that also returns the store, for its round trips.
+func pgStackDB(t testing.TB, srv *pgtest.Server) (*berthtest.Stack, *postgres.DB) {
 	t.Helper()
 	db, err := postgres.Open(context.Background(), postgres.Options{DSN: srv.NewDatabase(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return berthtest.New(t, berthtest.Options{Store: db})
+	return berthtest.New(t, berthtest.Options{Store: db}), db
 }
 
 // TestVFSOnPostgres runs a representative file-system scenario on the
@@ -143,7 +152,8 @@ func readAll(t *testing.T, fs *vfs.FS, root, id, rev uint64) []byte {
 // BERTH_BENCH_PG_FILES files (default 10,000; a tenth with a dead
 // property, as BenchmarkListingGrowth's) on each engine, then measures
 // PROPFIND Depth 1 with named properties on each in the same run, and
-// reports ms/req for each and their ratio.
+// reports ms/req for each and their ratio, and on PostgreSQL the round
+// trips to the database and the CPU time of its server per request.
 //
 //	cd bench && go test -run XXX -bench BenchmarkPropfindPostgres -benchtime 5x -v
 func BenchmarkPropfindPostgres(b *testing.B) {
@@ -157,10 +167,11 @@ func BenchmarkPropfindPostgres(b *testing.B) {
 	perReq := map[string]float64{}
 	for _, engine := range []string{"badger", "postgres"} {
 		var st *berthtest.Stack
+		var db *postgres.DB
 		if engine == "badger" {
 			st = berthtest.New(b, berthtest.Options{})
 		} else {
-			st = pgStack(b, srv)
+			st, db = pgStackDB(b, srv)
 		}
 		_, root, _ := st.AddPerson(b, "bench", pw)
 		ws := httptest.NewUnstartedServer(webdav.New(webdav.Options{FS: st.FS, Accounts: st.Accounts}))
@@ -172,6 +183,11 @@ func BenchmarkPropfindPostgres(b *testing.B) {
 		b.Run(fmt.Sprintf("engine=%s/files=%d", engine, n), func(b *testing.B) {
 			c := ws.Client()
 			ops := 0
+			var trips0 uint64
+			if db != nil {
+				trips0 = db.RoundTrips()
+			}
+			cpu0 := pgCPU(srv)
 			start := time.Now()
 			for b.Loop() {
 				req, _ := http.NewRequest("PROPFIND", fmt.Sprintf("%s/webdav/%s/big/", ws.URL, root.Name), strings.NewReader(named))
@@ -191,10 +207,96 @@ func BenchmarkPropfindPostgres(b *testing.B) {
 			ms := float64(time.Since(start).Microseconds()) / 1000 / float64(ops)
 			perReq[engine] = ms
 			b.ReportMetric(ms, "ms/req")
+			if db != nil {
+				b.ReportMetric(float64(db.RoundTrips()-trips0)/float64(ops), "round_trips/req")
+				b.ReportMetric(float64((pgCPU(srv)-cpu0).Microseconds())/1000/float64(ops), "postgres_cpu_ms/req")
+			}
 		})
 	}
 	if perReq["badger"] > 0 && perReq["postgres"] > 0 {
 		b.Logf("PROPFIND Depth 1 of %d files: postgres %.1f ms, badger %.1f ms: %.2f times (target under 3)",
 			n, perReq["postgres"], perReq["badger"], perReq["postgres"]/perReq["badger"])
+	}
+}
+
+// BenchmarkUploadsPostgres is the metadata side of BenchmarkNodes/small,
+// in one process and without S3 or HTTP: benchSmallFiles files of
+// benchSmallSize bytes written by benchClients writers into one folder,
+// on Badger, on PostgreSQL through one store ("pg1") and through two
+// stores on one database, the writers spread over both, as two nodes'
+// ("pg2"). It reports uploads/s, the tries that failed to serialize and
+// ran again per upload, the uploads that gave up (kv.ErrConflict; sent
+// again, as a client would after a 503), round trips and PostgreSQL's
+// CPU per upload.
+//
+//	cd bench && go test -run XXX -bench BenchmarkUploadsPostgres -benchtime 1x -v
+func BenchmarkUploadsPostgres(b *testing.B) {
+	srv := pgtest.Start(b)
+	for _, cfg := range []struct {
+		name  string
+		nodes int
+	}{{"badger", 1}, {"pg1", 1}, {"pg2", 2}} {
+		b.Run(cfg.name, func(b *testing.B) {
+			for range b.N {
+				var st *berthtest.Stack
+				var dbs []*postgres.DB
+				fss := []*vfs.FS{}
+				if cfg.name == "badger" {
+					st = berthtest.New(b, berthtest.Options{})
+				} else {
+					dsn := srv.NewDatabase(b)
+					for i := range cfg.nodes {
+						db, err := postgres.Open(context.Background(), postgres.Options{DSN: dsn})
+						if err != nil {
+							b.Fatal(err)
+						}
+						dbs = append(dbs, db)
+						if i == 0 {
+							st = berthtest.New(b, berthtest.Options{Store: db})
+							continue
+						}
+						fs, err := vfs.Open(context.Background(), db, st.Chunks, vfs.Options{})
+						if err != nil {
+							b.Fatal(err)
+						}
+						b.Cleanup(func() { fs.Close(); db.Close() })
+						fss = append(fss, fs)
+					}
+				}
+				fss = append([]*vfs.FS{st.FS}, fss...)
+				_, root, _ := st.AddPerson(b, "bench", "correct horse battery")
+				var retries0, trips0 uint64
+				for _, db := range dbs {
+					retries0 += db.Retries()
+					trips0 += db.RoundTrips()
+				}
+				cpu0 := pgCPU(srv)
+				var gaveUp atomic.Int64
+				ctx := context.Background()
+				took := smallClients(b, func(w, i int) error {
+					body := make([]byte, benchSmallSize)
+					copy(body, fmt.Sprintf("%05d", i))
+					for {
+						_, err := fss[w%len(fss)].WriteFile(ctx, root.ID, root.FolderID, fmt.Sprintf("up-%05d.txt", i), bytes.NewReader(body), vfs.WriteOptions{})
+						if !errors.Is(err, kv.ErrConflict) {
+							return err
+						}
+						gaveUp.Add(1)
+					}
+				})
+				var retries, trips uint64
+				for _, db := range dbs {
+					retries += db.Retries()
+					trips += db.RoundTrips()
+				}
+				b.ReportMetric(benchSmallFiles/took.Seconds(), "uploads/s")
+				b.ReportMetric(float64(gaveUp.Load()), "gave_up")
+				if dbs != nil {
+					b.ReportMetric(float64(retries-retries0)/benchSmallFiles, "retries/upload")
+					b.ReportMetric(float64(trips-trips0)/benchSmallFiles, "round_trips/upload")
+					b.ReportMetric(float64((pgCPU(srv)-cpu0).Microseconds())/1000/benchSmallFiles, "postgres_cpu_ms/upload")
+				}
+			}
+		})
 	}
 }

@@ -98,40 +98,71 @@ func (fs *FS) ListEach(ctx context.Context, root, folder uint64, opts ListOption
 
 // Children yields the listed children in name order, with an error
 // (and then stops) when reading them fails or the context ends.
+//
+// It is one scan of the folder, handing the children on a batch at a
+// time (with their properties read along when asked): a scan per batch
+// cost an engine on a database server several round trips each, where
+// one scan's batches cost one each.
 func (l *Listing) Children() iter.Seq2[Child, error] {
 	return func(yield func(Child, error) bool) {
-		after, listed := l.opts.After, 0
-		started := after != ""
-		for {
+		start := childPrefix(l.folder)
+		if l.opts.After != "" {
+			// The least key above After's: names hold no NUL.
+			start = append(childKey(l.folder, l.opts.After), 0)
+		}
+		now := l.fs.nowNs()
+		batch := make([]Child, 0, listBatch)
+		listed, over := 0, false
+		var failed error // what ended the scan from inside it
+		// emit hands batch on; false ends the listing.
+		emit := func() (bool, error) {
 			if err := l.ctx.Err(); err != nil {
-				yield(Child{}, err)
-				return
+				return false, err
 			}
-			want := listBatch
-			if l.opts.Limit > 0 {
-				// One more than the page holds tells whether more follow.
-				want = min(want, l.opts.Limit-listed+1)
+			if err := l.props(batch); err != nil {
+				return false, err
 			}
-			batch, err := l.batch(after, started, want)
-			if err != nil {
-				yield(Child{}, err)
-				return
-			}
-			for i, c := range batch {
-				if l.opts.Limit > 0 && listed == l.opts.Limit {
-					l.more = i < len(batch)
-					return
-				}
-				listed++
+			for _, c := range batch {
 				l.next = c.Name
 				if !yield(c, nil) {
-					return
+					over = true
+					return false, nil
 				}
 			}
-			if len(batch) < want {
-				return
+			batch = batch[:0]
+			return true, nil
+		}
+		var rec nodeRec
+		err := l.tx.Scan(childPrefix(l.folder), start, func(k, v []byte) error {
+			if l.opts.Limit > 0 && listed == l.opts.Limit {
+				l.more = true
+				return kv.ErrStop
 			}
-			after, started = batch[len(batch)-1].Name, true
+			rec = nodeRec{}
+			if err := cbor.Unmarshal(v, &rec); err != nil {
+				return fmt.Errorf("vfs: decode child of %d: %w", l.folder, err)
+			}
+			n := rec.public(now)
+			n.Path = l.base + rec.Name
+			batch = append(batch, Child{Node: n})
+			listed++
+			if len(batch) < listBatch {
+				return nil
+			}
+			if ok, err := emit(); !ok {
+				failed = err
+				return kv.ErrStop
+			}
+			return nil
+		})
+		if err == nil {
+			err = failed
+		}
+		if err == nil && !over && len(batch) > 0 {
+			_, err = emit()
+		}
+		if err != nil && !over {
+			yield(Child{}, err)
 		}
 	}
 }
@@ -146,43 +177,22 @@ func (l *Listing) Next() string {
 	return l.next
 }
 
-// batch reads up to want children after the name after (from the first
-// when started is false), with their properties when asked.
-func (l *Listing) batch(after string, started bool, want int) ([]Child, error) {
-	start := childPrefix(l.folder)
-	if started {
-		// The least key above after's: names hold no NUL.
-		start = append(childKey(l.folder, after), 0)
-	}
-	now := l.fs.nowNs()
-	out := make([]Child, 0, want)
-	var rec nodeRec
-	err := l.tx.Scan(childPrefix(l.folder), start, func(k, v []byte) error {
-		rec = nodeRec{}
-		if err := cbor.Unmarshal(v, &rec); err != nil {
-			return fmt.Errorf("vfs: decode child of %d: %w", l.folder, err)
-		}
-		n := rec.public(now)
-		n.Path = l.base + rec.Name
-		out = append(out, Child{Node: n})
-		if len(out) == want {
-			return kv.ErrStop
-		}
+// props reads the properties of batch's children when they were asked
+// for.
+func (l *Listing) props(batch []Child) error {
+	if !l.opts.Props || len(batch) == 0 {
 		return nil
-	})
-	if err != nil || !l.opts.Props || len(out) == 0 {
-		return out, err
 	}
-	ids := make([]uint64, len(out))
-	for i := range out {
-		ids[i] = out[i].ID
+	ids := make([]uint64, len(batch))
+	for i := range batch {
+		ids[i] = batch[i].ID
 	}
 	props, err := propsIn(l.tx, ids)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	for i := range out {
-		out[i].Props = props[out[i].ID]
+	for i := range batch {
+		batch[i].Props = props[batch[i].ID]
 	}
-	return out, nil
+	return nil
 }

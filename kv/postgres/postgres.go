@@ -183,6 +183,16 @@ type DB struct {
 	// (see there).
 	gen genState
 
+	// genShard picks the row of berth_kv_gen a commit adds to (at
+	// random; tests fix it).
+	genShard func() int
+
+	// ends counts the transactions being ended after their callers
+	// moved on (txn.release); Close waits for them.
+	ends sync.WaitGroup
+	// trace counts round trips (RoundTrips).
+	trace *tracer
+
 	stopExpire context.CancelFunc
 	expireDone chan struct{}
 }
@@ -227,6 +237,8 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("kv/postgres: parsing the DSN: %w", err)
 	}
 	cfg.MaxConns = DefaultMaxConns
+	trace := &tracer{}
+	cfg.ConnConfig.Tracer = trace
 	if opts.MaxConns > 0 {
 		cfg.MaxConns = opts.MaxConns
 	}
@@ -255,6 +267,8 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 		lease:    uint64(opts.IDLease),
 		maxBytes: opts.MaxTxnBytes,
 		seqs:     make(map[string]*sequence),
+		trace:    trace,
+		genShard: func() int { return rand.IntN(genShards) },
 	}
 	if d.log == nil {
 		d.log = slog.Default()
@@ -336,8 +350,11 @@ func (d *DB) leave() {
 // for all of fn's reads. Writes inside fn fail with kv.ErrReadOnly.
 //
 // The transaction begins with fn's first read, in the same round trip
-// (lazyTx), so a View of one Get costs two round trips (that one and the
-// commit) rather than three, and a View that reads nothing costs none.
+// (txn.query), and a View that reads nothing costs none. Its end goes
+// out after View has returned (txn.release): a read-only snapshot has
+// nothing to make durable and nothing to fail at its end, so its caller
+// need not wait for the answer. A View of one Get so costs its caller
+// one round trip.
 func (d *DB) View(ctx context.Context, fn func(kv.Txn) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -350,77 +367,21 @@ func (d *DB) View(ctx context.Context, fn func(kv.Txn) error) error {
 	if err != nil {
 		return mapErr(err)
 	}
-	// A connection still in a transaction (the end below failed) is
-	// closed by Release rather than handed to the next caller.
-	defer conn.Release()
-	lt := &lazyTx{conn: conn}
-	t := &txn{ctx: ctx, tx: lt, db: d}
-	err = fn(t)
-	if !lt.begun {
-		return err
-	}
-	end := "COMMIT"
-	if err != nil || t.failed != nil {
-		end = "ROLLBACK"
-	}
-	if _, eerr := conn.Exec(context.WithoutCancel(ctx), end); eerr != nil && err == nil {
-		return mapErr(eerr)
-	}
-	return err
+	t := &txn{ctx: ctx, conn: conn, begin: beginView, db: d}
+	defer t.release()
+	return fn(t)
 }
 
-// querier is what a txn's statements go through: pgx.Tx in Update,
-// lazyTx in View.
-type querier interface {
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-}
+// The statements that begin a View's and an Update's transaction, sent
+// together with its first statement.
+const (
+	beginView   = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+	beginUpdate = "BEGIN ISOLATION LEVEL SERIALIZABLE"
+)
 
-// lazyTx is a View's transaction: it sends BEGIN together with the first
-// statement, in one batch.
-type lazyTx struct {
-	conn  *pgxpool.Conn
-	begun bool
-}
-
-const beginView = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
-
-func (l *lazyTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
-	if l.begun {
-		return l.conn.Query(ctx, sql, args...)
-	}
-	l.begun = true
-	b := &pgx.Batch{}
-	b.Queue(beginView)
-	b.Queue(sql, args...)
-	br := l.conn.SendBatch(ctx, b)
-	if _, err := br.Exec(); err != nil {
-		br.Close()
-		return nil, err
-	}
-	rows, err := br.Query()
-	if err != nil {
-		br.Close()
-		return nil, err
-	}
-	return &batchRows{Rows: rows, br: br}, nil
-}
-
-func (l *lazyTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
-	if l.begun {
-		return l.conn.Exec(ctx, sql, args...)
-	}
-	l.begun = true
-	b := &pgx.Batch{}
-	b.Queue(beginView)
-	b.Queue(sql, args...)
-	br := l.conn.SendBatch(ctx, b)
-	defer br.Close()
-	if _, err := br.Exec(); err != nil {
-		return pgconn.CommandTag{}, err
-	}
-	return br.Exec()
-}
+// endTimeout bounds the end of a transaction sent after its caller has
+// moved on (txn.release).
+const endTimeout = 5 * time.Second
 
 // batchRows are the rows of a batch's last statement; closing them ends
 // the batch, after which the connection takes the next statement.
@@ -506,13 +467,17 @@ func (d *DB) Update(ctx context.Context, fn func(kv.Txn) error) error {
 // updateOnce runs one try of Update. A serialization failure comes back
 // as the database's error, for Update to recognize (retryable); other
 // database errors are mapped.
+//
+// Its round trips: BEGIN goes with the first statement, and the writes
+// still queued, the checks of finish and COMMIT go in one batch; a
+// transaction of reads then writes costs its reads and one more.
 func (d *DB) updateOnce(ctx context.Context, fn func(kv.Txn) error) error {
-	tx, err := d.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.Serializable})
+	conn, err := d.pool.Acquire(ctx)
 	if err != nil {
 		return mapErr(err)
 	}
-	defer tx.Rollback(context.WithoutCancel(ctx))
-	t := &txn{ctx: ctx, tx: tx, db: d, write: true, batcher: tx}
+	t := &txn{ctx: ctx, conn: conn, begin: beginUpdate, db: d, write: true}
+	defer t.release()
 	if err := fn(t); err != nil {
 		// fn may have wrapped or swallowed a statement's failure; a try
 		// that failed to serialize is run again whatever fn made of it.
@@ -526,12 +491,7 @@ func (d *DB) updateOnce(ctx context.Context, fn func(kv.Txn) error) error {
 		// refuses the rest of the transaction.
 		return t.failed
 	}
-	if t.wrote {
-		if err := t.finish(); err != nil {
-			return err
-		}
-	}
-	if err := tx.Commit(ctx); err != nil {
+	if err := t.commit(); err != nil {
 		if retryable(err) {
 			return err
 		}
@@ -710,6 +670,7 @@ func (d *DB) Close() error {
 	d.mu.Unlock()
 	d.stopExpire()
 	<-d.expireDone
+	d.ends.Wait()
 	d.pool.Close()
 	d.aux.Close()
 	return nil
@@ -769,25 +730,60 @@ const live = `(expires_at IS NULL OR expires_at > now())`
 
 // txn is one transaction on one connection.
 type txn struct {
-	ctx     context.Context
-	tx      querier
-	batcher pgx.Tx // Update's transaction, for finish's batch
-	db      *DB
-	write   bool // Update's: it may write
-	wrote   bool // a write was made: the commit moves Generation
+	ctx   context.Context
+	conn  *pgxpool.Conn
+	begin string // the statement that begins it (beginView, beginUpdate)
+	begun bool   // begin has been sent
+	db    *DB
+	write bool // Update's: it may write
+	wrote bool // a write was made: the commit moves Generation
 
 	// failed is the first statement's error: the database refuses the
 	// rest of the transaction after it.
 	failed error
-	// pending are the writes queued since the last statement (queue).
-	pending []pendingWrite
-	// cursors counts the scans' cursors, to name each one.
+	// pending are the writes not yet sent (queue), and pendingBytes
+	// their keys' and values' size.
+	pending      []pendingWrite
+	pendingBytes int
+	// control are the declares and closes of scans' cursors, sent with
+	// the next statement.
+	control []pendingWrite
+	// cursors counts the scans' cursors open, to name the next one.
 	cursors int
 	// bytes counts the keys and values written (Options.MaxTxnBytes).
 	bytes int64
 	// found and missing are the keys Get read with and without a value,
-	// for validate.
+	// for finish.
 	found, missing map[string]struct{}
+	// known are the values of keys read by Get or written, so a second
+	// Get of a key costs no round trip (see Get).
+	known map[string]knownValue
+}
+
+// knownValue is what a transaction knows a key holds: v, or nothing when
+// !ok; big is a key written with a value too large to keep, which Get
+// reads back from the database.
+type knownValue struct {
+	v   []byte
+	ok  bool
+	big bool
+}
+
+// knownMax is the largest value a transaction keeps in txn.known: a
+// second read of a larger one goes to the database, rather than a
+// transaction that writes much holding all of it twice.
+const knownMax = 64 << 10
+
+// know notes what key holds now.
+func (t *txn) know(key, v []byte, ok bool) {
+	if t.known == nil {
+		t.known = make(map[string]knownValue)
+	}
+	if ok && len(v) > knownMax {
+		t.known[string(key)] = knownValue{big: true}
+		return
+	}
+	t.known[string(key)] = knownValue{v: v, ok: ok}
 }
 
 // fail notes a statement's error and returns it mapped.
@@ -802,19 +798,122 @@ func (t *txn) fail(err error) error {
 	return mapErr(err)
 }
 
+// Queued writes are sent before the commit when they reach either bound,
+// with the next statement: what a transaction holds unsent stays small
+// whatever it writes.
+const (
+	flushBytes = 1 << 20
+	flushCount = 1000
+)
+
+// batch starts the batch of the next round trip: the BEGIN if the
+// transaction has not begun, the queued writes when flush says so or
+// they are many, then the cursors' statements.
+func (t *txn) batch(flush bool) *pgx.Batch {
+	b := &pgx.Batch{}
+	if !t.begun {
+		b.Queue(t.begin)
+		t.begun = true
+	}
+	if flush || t.pendingBytes > flushBytes || len(t.pending) > flushCount {
+		for _, w := range t.pending {
+			b.Queue(w.sql, w.args...)
+		}
+		t.pending, t.pendingBytes = nil, 0
+	}
+	for _, w := range t.control {
+		b.Queue(w.sql, w.args...)
+	}
+	t.control = nil
+	return b
+}
+
+// pendingIn reports whether a queued write is to a key from lo to hi
+// (lo included; hi included when hiIncl, and a nil hi is open): a read
+// of that range must see it.
+func (t *txn) pendingIn(lo, hi []byte, hiIncl bool) bool {
+	for _, w := range t.pending {
+		k := w.args[0].([]byte)
+		if bytes.Compare(k, lo) < 0 {
+			continue
+		}
+		if c := bytes.Compare(k, hi); hi == nil || c < 0 || (hiIncl && c == 0) {
+			return true
+		}
+	}
+	return false
+}
+
+// query runs sql after what batch(flush) holds, in one round trip.
+func (t *txn) query(flush bool, sql string, args ...any) (pgx.Rows, error) {
+	b := t.batch(flush)
+	if b.Len() == 0 {
+		return t.conn.Query(t.ctx, sql, args...)
+	}
+	b.Queue(sql, args...)
+	br := t.conn.SendBatch(t.ctx, b)
+	for range b.Len() - 1 {
+		if _, err := br.Exec(); err != nil {
+			br.Close()
+			return nil, err
+		}
+	}
+	rows, err := br.Query()
+	if err != nil {
+		br.Close()
+		return nil, err
+	}
+	return &batchRows{Rows: rows, br: br}, nil
+}
+
+// release hands the connection back. A transaction still open (a View
+// that read, an Update that failed) is ended first, after the caller has
+// moved on: ending a read-only snapshot or a transaction that will not
+// commit changes nothing the caller could wait for, and the connection
+// is back in the pool once the end is answered. Close waits for it.
+func (t *txn) release() {
+	pc := t.conn.Conn().PgConn()
+	if !t.begun || pc.IsClosed() || pc.TxStatus() == 'I' {
+		t.conn.Release()
+		return
+	}
+	t.db.ends.Add(1)
+	go func() {
+		defer t.db.ends.Done()
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(t.ctx), endTimeout)
+		defer cancel()
+		// A connection still in a transaction after this (the end
+		// failed) is closed by Release rather than handed out again.
+		_, _ = t.conn.Exec(ctx, "ROLLBACK")
+		t.conn.Release()
+	}()
+}
+
+// Get reads key, once per transaction: the snapshot answers a second
+// read of a key as it answered the first, unless the transaction wrote
+// the key since, and then it holds what the transaction wrote. vfs reads
+// the same few records (a folder, its root) several times in one
+// transaction, and each was a round trip.
 func (t *txn) Get(key []byte) ([]byte, error) {
 	if t.failed != nil {
 		return nil, t.fail(t.failed)
 	}
-	if err := t.flush(); err != nil {
-		return nil, err
+	k, known := t.known[string(key)]
+	if known && !k.big {
+		if !k.ok {
+			return nil, kv.ErrNotFound
+		}
+		return bytes.Clone(k.v), nil
 	}
+	// Only a write of key itself must reach the database first, and
+	// every write is known.
 	var v []byte
-	err := queryRow(t.ctx, t.tx, &v, `SELECT v FROM berth_kv WHERE k = $1 AND `+live, key)
+	err := queryRow(t, known, &v, `SELECT v FROM berth_kv WHERE k = $1 AND `+live, key)
 	if t.write {
 		t.noteRead(key, err == nil)
 	}
 	if errors.Is(err, pgx.ErrNoRows) {
+		t.know(key, nil, false)
 		return nil, kv.ErrNotFound
 	}
 	if err != nil {
@@ -823,13 +922,14 @@ func (t *txn) Get(key []byte) ([]byte, error) {
 	if v == nil {
 		v = []byte{}
 	}
-	return v, nil
+	t.know(key, v, true)
+	return bytes.Clone(v), nil
 }
 
 // queryRow reads the one column of the one row a query returns into dst,
 // or returns pgx.ErrNoRows.
-func queryRow(ctx context.Context, q querier, dst any, sql string, args ...any) error {
-	rows, err := q.Query(ctx, sql, args...)
+func queryRow(t *txn, flush bool, dst any, sql string, args ...any) error {
+	rows, err := t.query(flush, sql, args...)
 	if err != nil {
 		return err
 	}
@@ -879,12 +979,22 @@ const upsert = `INSERT INTO berth_kv (k, v, expires_at) VALUES ($1, $2, %s)
 	ON CONFLICT (k) DO UPDATE SET v = excluded.v, expires_at = excluded.expires_at`
 
 var (
-	setSQL    = fmt.Sprintf(upsert, "NULL")
+	// setSQL leaves a row that already holds the value as it is. vfs
+	// writes some keys with the same value in most of its transactions
+	// (G/<folder>, empty, by every one that saves a child of the folder),
+	// and PostgreSQL fails any transaction that updates a row another
+	// one updated since its snapshot: every two uploads into one folder
+	// at once conflicted, where nothing they read differed. A write of
+	// what a key holds changes nothing any transaction reads, so
+	// leaving it out keeps every order of them serializable. The row is
+	// still locked until the commit, as by the update.
+	setSQL = fmt.Sprintf(upsert, "NULL") + `
+	WHERE berth_kv.v <> excluded.v OR berth_kv.expires_at IS NOT NULL`
 	setTTLSQL = fmt.Sprintf(upsert, "now() + INTERVAL '1 microsecond' * $3::INT8")
 )
 
-// Set sends value now; the driver copies key and value into its buffer
-// before it returns, so callers may reuse them.
+// Set queues the write (see queue); it keeps copies of key and value, so
+// callers may reuse them.
 func (t *txn) Set(key, value []byte) error {
 	if err := t.writable(len(key) + len(value)); err != nil {
 		return err
@@ -892,7 +1002,9 @@ func (t *txn) Set(key, value []byte) error {
 	if value == nil {
 		value = []byte{} // NULL is not a value
 	}
-	t.queue(setSQL, bytes.Clone(key), bytes.Clone(value))
+	value = bytes.Clone(value)
+	t.queue(setSQL, bytes.Clone(key), value)
+	t.know(key, value, true)
 	return nil
 }
 
@@ -908,7 +1020,11 @@ func (t *txn) SetTTL(key, value []byte, ttl time.Duration) error {
 	if value == nil {
 		value = []byte{}
 	}
-	t.queue(setTTLSQL, bytes.Clone(key), bytes.Clone(value), ttl.Microseconds())
+	value = bytes.Clone(value)
+	t.queue(setTTLSQL, bytes.Clone(key), value, ttl.Microseconds())
+	// Live for the rest of the transaction: expiry is checked against
+	// now(), the transaction's start.
+	t.know(key, value, true)
 	return nil
 }
 
@@ -917,47 +1033,55 @@ func (t *txn) Delete(key []byte) error {
 		return err
 	}
 	t.queue(`DELETE FROM berth_kv WHERE k = $1`, bytes.Clone(key))
+	t.know(key, nil, false)
 	return nil
 }
 
-// pendingWrite is a write not yet sent (see txn.queue).
+// pendingWrite is a statement not yet sent (see txn.queue).
 type pendingWrite struct {
 	sql  string
 	args []any
 }
 
-// queue keeps a write to send with the transaction's next statement: the
-// writes up to a read, or up to the commit, go in one round trip (a
-// batch) rather than one each, which also keeps the transaction, and so
-// the time in which another can conflict with it, shorter. A write the
-// database refuses fails the next read, or the commit.
+// queue keeps a write (args[0] its key) to send with the commit, or with
+// the first read that must see it (a Get of a key too large to keep in
+// known, a scan of a range that holds it; see batch): writes go in the
+// round trip of a read or of the commit rather than one each. Sent at
+// the commit, they hold the rows they lock for that round trip only, so
+// a transaction waiting on one of those locks waits less. A write the
+// database refuses fails the read it went with, or the commit.
 func (t *txn) queue(sql string, args ...any) {
 	t.pending = append(t.pending, pendingWrite{sql, args})
-}
-
-// sendPending adds the queued writes to b and forgets them.
-func (t *txn) sendPending(b *pgx.Batch) {
-	for _, w := range t.pending {
-		b.Queue(w.sql, w.args...)
+	for _, a := range args {
+		if b, ok := a.([]byte); ok {
+			t.pendingBytes += len(b)
+		}
 	}
-	t.pending = nil
 }
 
-// flush sends the queued writes before a read, which must see them.
-func (t *txn) flush() error {
-	if len(t.pending) == 0 {
+// commit ends an Update's transaction: the writes still queued, the
+// checks of finish when it wrote, and COMMIT, in one round trip (with
+// BEGIN too, for a transaction that only wrote). One that read nothing
+// and wrote nothing costs none.
+func (t *txn) commit() error {
+	if !t.wrote && !t.begun {
 		return nil
 	}
-	b := &pgx.Batch{}
-	t.sendPending(b)
-	if err := t.batcher.SendBatch(t.ctx, b).Close(); err != nil {
-		return t.fail(err)
+	// Cursors left to close close with the transaction.
+	t.control = nil
+	b := t.batch(true)
+	if t.wrote {
+		t.finish(b)
+	}
+	b.Queue("COMMIT")
+	if err := t.conn.SendBatch(t.ctx, b).Close(); err != nil {
+		return err
 	}
 	return nil
 }
 
-// finish ends a write transaction before its commit: it sends the queued
-// writes, checks its point reads and moves Generation, in one round trip.
+// finish adds to b what a write transaction does before its commit: it
+// checks its point reads and moves Generation.
 //
 // The check makes a transaction fail if a key it read was changed by a
 // transaction that committed after it began, as kv/badger's does.
@@ -970,9 +1094,7 @@ func (t *txn) flush() error {
 // back: meeting a row that a later commit inserted fails with 40001 the
 // same way. Scans are not checked: their ranges are left to the
 // database's serializable isolation.
-func (t *txn) finish() error {
-	b := &pgx.Batch{}
-	t.sendPending(b)
+func (t *txn) finish(b *pgx.Batch) {
 	if len(t.found) > 0 {
 		b.Queue(`SELECT k FROM berth_kv WHERE k = ANY($1) FOR SHARE`, keys(t.found))
 	}
@@ -982,11 +1104,7 @@ func (t *txn) finish() error {
 			ON CONFLICT (k) DO NOTHING`, keys(t.missing))
 		b.Queue(`ROLLBACK TO SAVEPOINT berth_validate`)
 	}
-	b.Queue(`UPDATE berth_kv_gen SET n = n + 1 WHERE shard = $1`, rand.IntN(genShards))
-	if err := t.batcher.SendBatch(t.ctx, b).Close(); err != nil {
-		return t.fail(err)
-	}
-	return nil
+	b.Queue(`UPDATE berth_kv_gen SET n = n + 1 WHERE shard = $1`, t.db.genShard())
 }
 
 func keys(m map[string]struct{}) [][]byte {
@@ -1033,12 +1151,19 @@ func (t *txn) ScanReverse(prefix, start []byte, fn func(key, value []byte) error
 // every batch, which made a scan of a large prefix quadratic (100,000
 // keys took 1.2 s, 0.3 s through a cursor). A cursor's plan is chosen for
 // its first rows (cursor_tuple_fraction): the ordered index scan.
+//
+// The cursor's DECLARE goes with its first FETCH, and its CLOSE with the
+// transaction's next statement, so a scan costs a round trip per batch
+// and no more. Cursors are named by how many are open (scans nest when
+// fn scans), and the batches grow through a few fixed sizes, so the
+// statements repeat and the connection's statement cache prepares each
+// once, not once per scan.
 func (t *txn) scan(reverse bool, lo, hi []byte, hiIncl bool, fn func(key, value []byte) error) error {
 	if t.failed != nil {
 		return t.fail(t.failed)
 	}
-	// Writes fn makes between batches are sent before the next FETCH;
-	// the cursor reads the snapshot of its start and does not see them.
+	// Writes fn makes between batches wait in the queue: the cursor reads
+	// the snapshot of its DECLARE and would not see them.
 	if lo == nil {
 		lo = []byte{}
 	}
@@ -1060,12 +1185,6 @@ func (t *txn) scan(reverse bool, lo, hi []byte, hiIncl bool, fn func(key, value 
 	}
 	type pair struct{ k, v []byte }
 	var batch []pair
-	flushed := func(q func() (pgx.Rows, error)) (pgx.Rows, error) {
-		if err := t.flush(); err != nil {
-			return nil, err
-		}
-		return q()
-	}
 	read := func(rows pgx.Rows, err error) error {
 		if err != nil {
 			return t.fail(err)
@@ -1102,9 +1221,7 @@ func (t *txn) scan(reverse bool, lo, hi []byte, hiIncl bool, fn func(key, value 
 	}
 
 	q, args := query()
-	if err := read(flushed(func() (pgx.Rows, error) {
-		return t.tx.Query(t.ctx, q+fmt.Sprintf(" LIMIT %d", scanBatchMin), args...)
-	})); err != nil {
+	if err := read(t.query(t.pendingIn(lo, hi, hiIncl), q+fmt.Sprintf(" LIMIT %d", scanBatchMin), args...)); err != nil {
 		return err
 	}
 	if stop, err := visit(); stop || err != nil || len(batch) < scanBatchMin {
@@ -1119,32 +1236,28 @@ func (t *txn) scan(reverse bool, lo, hi []byte, hiIncl bool, fn func(key, value 
 	q, args = query()
 	t.cursors++
 	cursor := fmt.Sprintf("berth_scan_%d", t.cursors)
-	if _, err := t.tx.Exec(t.ctx, "DECLARE "+cursor+" NO SCROLL CURSOR FOR "+q, args...); err != nil {
-		return t.fail(err)
-	}
+	defer func() {
+		t.cursors--
+		if t.failed == nil {
+			// The cursor would otherwise live, with its snapshot of the
+			// scan, until the transaction ends.
+			t.control = append(t.control, pendingWrite{"CLOSE " + cursor, nil})
+		}
+	}()
+	// The cursor sees the writes fn made to its range so far, and none
+	// it makes later.
+	flush := t.pendingIn(lo, hi, hiIncl)
+	t.control = append(t.control, pendingWrite{"DECLARE " + cursor + " NO SCROLL CURSOR FOR " + q, args})
 	for limit := scanBatchMin * 2; ; limit = min(limit*2, scanBatchMax) {
-		if err := read(flushed(func() (pgx.Rows, error) {
-			return t.tx.Query(t.ctx, fmt.Sprintf("FETCH FORWARD %d FROM %s", limit, cursor))
-		})); err != nil {
+		if err := read(t.query(flush, fmt.Sprintf("FETCH FORWARD %d FROM %s", limit, cursor))); err != nil {
 			return err
 		}
+		flush = false
 		stop, err := visit()
 		if stop || err != nil || len(batch) < limit {
-			return errors.Join(err, t.closeCursor(cursor))
+			return err
 		}
 	}
-}
-
-// closeCursor closes a scan's cursor, which would otherwise live, with
-// its snapshot of the scan, until the transaction ends.
-func (t *txn) closeCursor(name string) error {
-	if t.failed != nil {
-		return nil // the transaction is over; its cursors with it
-	}
-	if _, err := t.tx.Exec(t.ctx, "CLOSE "+name); err != nil {
-		return t.fail(err)
-	}
-	return nil
 }
 
 // prefixEnd returns the smallest key greater than every key with prefix,

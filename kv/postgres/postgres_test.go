@@ -1,12 +1,14 @@
 package postgres
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -49,6 +51,9 @@ func TestEngine(t *testing.T) {
 		{"TwoNodes", testTwoNodes},
 		{"NestedCalls", testNestedCalls},
 		{"RefusedWrite", testRefusedWrite},
+		{"OwnWrites", testOwnWrites},
+		{"SameValueWrites", testSameValueWrites},
+		{"RoundTrips", testRoundTrips},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -328,4 +333,184 @@ func testRefusedWrite(t *testing.T, srv *pgtest.Server) {
 		t.Fatalf("keys committed: %q", got)
 	}
 	kvtest.Set(t, d, []byte("q/after"), []byte("y"))
+}
+
+// testOwnWrites: writes wait in the queue until the commit or a read
+// that must see them, and a key read or written once is answered from
+// the transaction: every read still sees the transaction's own writes
+// (a scan of their range, a value too large to keep, a delete), and
+// values returned are the caller's.
+func testOwnWrites(t *testing.T, srv *pgtest.Server) {
+	d := open(t, srv, Options{})
+	ctx := context.Background()
+	kvtest.Set(t, d, []byte("o/a"), []byte("1"), []byte("o/c"), []byte("3"))
+	big := bytes.Repeat([]byte("b"), knownMax+1)
+	err := d.Update(ctx, func(tx kv.Txn) error {
+		v, err := tx.Get([]byte("o/a"))
+		if err != nil || string(v) != "1" {
+			return fmt.Errorf("Get o/a = %q, %v", v, err)
+		}
+		v[0] = 'x' // the caller's copy
+		if v, err := tx.Get([]byte("o/a")); err != nil || string(v) != "1" {
+			return fmt.Errorf("second Get o/a = %q, %v", v, err)
+		}
+		if err := tx.Set([]byte("o/b"), []byte("2")); err != nil {
+			return err
+		}
+		if err := tx.Delete([]byte("o/a")); err != nil {
+			return err
+		}
+		if err := tx.Set([]byte("p/big"), big); err != nil {
+			return err
+		}
+		if _, err := tx.Get([]byte("o/a")); !errors.Is(err, kv.ErrNotFound) {
+			return fmt.Errorf("Get of a deleted key: %v", err)
+		}
+		if v, err := tx.Get([]byte("p/big")); err != nil || !bytes.Equal(v, big) {
+			return fmt.Errorf("Get of a large value written: %d bytes, %v", len(v), err)
+		}
+		var keys []string
+		err = tx.Scan([]byte("o/"), nil, func(k, _ []byte) error {
+			keys = append(keys, string(k))
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if !slices.Equal(keys, []string{"o/b", "o/c"}) {
+			return fmt.Errorf("scan after writes = %q", keys)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := kvtest.KeysUnder(t, d, []byte("o/")); !slices.Equal(got, []string{"o/b", "o/c"}) {
+		t.Fatalf("committed keys %q", got)
+	}
+}
+
+// testSameValueWrites: two transactions at once that each write a key
+// the value it holds, and read nothing the other writes, both commit on
+// their first try (the write changes nothing; see setSQL), where an
+// update of the row by each made the second fail. A write of another
+// value still fails a transaction that read the key.
+func testSameValueWrites(t *testing.T, srv *pgtest.Server) {
+	d := open(t, srv, Options{ConflictRetries: -1})
+	var shard atomic.Int64
+	d.genShard = func() int { return int(shard.Add(1)) % genShards } // no two alike
+	ctx := context.Background()
+	kvtest.Set(t, d, []byte("g/folder"), []byte{}, []byte("g/other"), []byte("o"))
+	began := make(chan struct{})
+	firstDone := make(chan error)
+	go func() {
+		firstDone <- d.Update(ctx, func(tx kv.Txn) error {
+			if _, err := tx.Get([]byte("g/other")); err != nil {
+				return err
+			}
+			<-began
+			return tx.Set([]byte("g/folder"), nil)
+		})
+	}()
+	err := d.Update(ctx, func(tx kv.Txn) error {
+		// The snapshot is taken before the first commits.
+		if _, err := tx.Get([]byte("g/other")); err != nil {
+			return err
+		}
+		close(began)
+		if err := <-firstDone; err != nil {
+			return fmt.Errorf("first: %w", err)
+		}
+		return tx.Set([]byte("g/folder"), []byte{})
+	})
+	if err != nil {
+		t.Fatalf("a write of the value a key holds conflicted: %v", err)
+	}
+
+	// A change of value still fails a transaction that read the key.
+	read := make(chan struct{})
+	err = d.Update(ctx, func(tx kv.Txn) error {
+		if _, err := tx.Get([]byte("g/folder")); err != nil {
+			return err
+		}
+		kvtest.Set(t, d, []byte("g/folder"), []byte("changed"))
+		close(read)
+		return tx.Set([]byte("g/derived"), []byte("x"))
+	})
+	<-read
+	if !errors.Is(err, kv.ErrConflict) {
+		t.Fatalf("a transaction that read a key changed meanwhile committed: %v", err)
+	}
+}
+
+// testRoundTrips: what the engine's batching promises, in round trips
+// (RoundTrips): a View of one Get is one for its caller and one for its
+// end; an Update that reads a key twice and writes two is two (BEGIN
+// with the read, the writes with the checks and COMMIT); a blind write
+// is one; a scan of 5,000 keys is one per batch; a transaction that
+// reads nothing costs none.
+func testRoundTrips(t *testing.T, srv *pgtest.Server) {
+	d := open(t, srv, Options{})
+	ctx := context.Background()
+	kvtest.Set(t, d, []byte("r/a"), []byte("1"))
+	err := d.Update(ctx, func(tx kv.Txn) error {
+		for i := range uint64(5000) {
+			if err := tx.Set(kv.Key("s/", i), []byte("v")); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	trips := func(fn func() error) uint64 {
+		t.Helper()
+		d.ends.Wait()
+		n := d.RoundTrips()
+		if err := fn(); err != nil {
+			t.Fatal(err)
+		}
+		d.ends.Wait()
+		return d.RoundTrips() - n
+	}
+	get := func(tx kv.Txn) error { _, err := tx.Get([]byte("r/a")); return err }
+	scan := func(tx kv.Txn) error { return tx.Scan([]byte("s/"), nil, func(k, v []byte) error { return nil }) }
+	// The first run of each prepares its statements on the connection.
+	for range 2 {
+		trips(func() error { return d.View(ctx, get) })
+		trips(func() error { return d.View(ctx, scan) })
+	}
+	tests := []struct {
+		name string
+		fn   func() error
+		want uint64
+	}{
+		{"view of one get", func() error { return d.View(ctx, get) }, 2},
+		{"view of nothing", func() error { return d.View(ctx, func(kv.Txn) error { return nil }) }, 0},
+		{"update reading twice, writing twice", func() error {
+			return d.Update(ctx, func(tx kv.Txn) error {
+				if err := get(tx); err != nil {
+					return err
+				}
+				if err := tx.Set([]byte("r/b"), []byte("2")); err != nil {
+					return err
+				}
+				if err := get(tx); err != nil {
+					return err
+				}
+				return tx.Set([]byte("r/a"), []byte("1"))
+			})
+		}, 2},
+		{"blind write", func() error {
+			return d.Update(ctx, func(tx kv.Txn) error { return tx.Set([]byte("r/c"), []byte("3")) })
+		}, 1},
+		// 32, then 64, 128, 256, 512 and 1024 at a time: 1 + 4 + 4.
+		{"scan of 5000", func() error { return d.View(ctx, scan) }, 10},
+	}
+	for _, tc := range tests {
+		if got := trips(tc.fn); got != tc.want {
+			t.Errorf("%s: %d round trips, want %d", tc.name, got, tc.want)
+		}
+	}
 }
