@@ -68,19 +68,27 @@ func decodeVerified(dst []byte, id ID, blob []byte) (plain []byte, ok bool, err 
 	case blob[0] == encRaw:
 		return blob[1:], true, nil
 	case blob[0] == encS2 && len(blob) >= 1+sealSize:
-		frame := blob[1+sealSize:]
-		n, err := s2.DecodedLen(frame)
-		if err != nil || n > maxChunkSize {
-			return nil, true, fmt.Errorf("%w: %s: s2 block of %d bytes: %v", ErrCorrupt, id, n, err)
-		}
-		if cap(dst) < n {
-			dst = make([]byte, n)
-		}
-		plain, err := s2.Decode(dst[:n], frame)
-		if err != nil {
-			return nil, true, fmt.Errorf("%w: %s: %v", ErrCorrupt, id, err)
-		}
-		return plain, true, nil
+		plain, err := decodeS2(dst, id, blob[1+sealSize:])
+		return plain, true, err
 	}
 	return nil, false, nil
+}
+
+// decodeS2 decodes the S2 block of a sealed blob whose seal has held (now
+// or, for checked, on an earlier read of the same bytes), so its length
+// is the writer's; the cap guards only against a writer bug allocating
+// without bound.
+func decodeS2(dst []byte, id ID, frame []byte) ([]byte, error) {
+	n, err := s2.DecodedLen(frame)
+	if err != nil || n > maxChunkSize {
+		return nil, fmt.Errorf("%w: %s: s2 block of %d bytes: %v", ErrCorrupt, id, n, err)
+	}
+	if cap(dst) < n {
+		dst = make([]byte, n)
+	}
+	plain, err := s2.Decode(dst[:n], frame)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, id, err)
+	}
+	return plain, nil
 }
