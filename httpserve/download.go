@@ -9,6 +9,7 @@ import (
 	"mime"
 	"net/http"
 	"path"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -63,29 +64,107 @@ const DownloadCSP = "default-src 'none'; sandbox; frame-ancestors 'none'"
 // response has started by then, so the caller must not let a short body
 // with a success status pass for the file; Abort is the rule.
 func ServeContent(w http.ResponseWriter, r *http.Request, c Content) error {
-	h := w.Header()
-	h.Set("ETag", c.ETag)
-	h.Set("Content-Type", cmp.Or(c.Type, ContentType(c.Name)))
 	cd := ContentDisposition(c.Name)
 	if c.Inline {
 		cd = "inline" + strings.TrimPrefix(cd, "attachment")
 	}
-	h.Set("Content-Disposition", cd)
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Content-Security-Policy", cmp.Or(c.CSP, DownloadCSP))
+	ct := cmp.Or(c.Type, ContentType(c.Name))
+	csp := cmp.Or(c.CSP, DownloadCSP)
 	// Private: a download is behind authentication. no-cache: a client
 	// keeps it, but revalidates its ETag before reuse, since a new
 	// revision may replace it at any time.
-	h.Set("Cache-Control", "private, no-cache")
+	const cc = "private, no-cache"
+	body := NewBody(c.Body)
+	if SendWhole(w, r, c.Modified, body, "Etag", c.ETag, "Content-Type", ct, "Content-Disposition", cd,
+		"X-Content-Type-Options", "nosniff", "Content-Security-Policy", csp, "Cache-Control", cc) {
+		return body.Err()
+	}
+	SetHeaders(w.Header(), "Etag", c.ETag, "Content-Type", ct, "Content-Disposition", cd,
+		"X-Content-Type-Options", "nosniff", "Content-Security-Policy", csp, "Cache-Control", cc)
 	if rng := r.Header.Get("Range"); rng != "" {
 		r.Header.Set("Range", vfs.ServableRange(rng))
 	}
-	body := NewBody(c.Body)
 	if c.Fail != nil {
 		w = &failWriter{ResponseWriter: w, fail: c.Fail}
 	}
 	http.ServeContent(sendWriter{w}, r, "", c.Modified, body)
 	return body.Err()
+}
+
+// SendWhole answers r with the whole of body and status 200, with the
+// headers of kv (pairs as SetHeaders takes them) and those
+// http.ServeContent adds (Last-Modified from modified, Accept-Ranges,
+// Content-Length), when r is a GET or HEAD that ServeContent would answer
+// so whatever the contents: no Range and no precondition. It reports
+// whether it answered; when it did not, nothing is written or set and the
+// caller goes on to ServeContent. Setting the headers at once and writing
+// the body straight from body's Copier costs a small download about a
+// fifth of the handler's CPU less than ServeContent, which canonicalizes
+// and allocates header by header, checks each precondition header, and
+// copies through io.CopyN. A read error is kept in body, as there.
+func SendWhole(w http.ResponseWriter, r *http.Request, modified time.Time, body *Body, kv ...string) bool {
+	if !PlainGet(r) {
+		return false
+	}
+	size, ok := sizeOf(body)
+	if !ok {
+		return false
+	}
+	h := w.Header()
+	SetHeaders(h, kv...)
+	h["Accept-Ranges"] = []string{"bytes"}
+	if !modified.IsZero() && !modified.Equal(time.Unix(0, 0)) {
+		h["Last-Modified"] = []string{modified.UTC().Format(http.TimeFormat)}
+	}
+	if _, coded := h["Content-Encoding"]; !coded {
+		h["Content-Length"] = []string{strconv.FormatInt(size, 10)}
+	}
+	w.WriteHeader(http.StatusOK)
+	if r.Method != http.MethodHead {
+		_, _ = body.CopyTo(writerOnly{w}, size)
+	}
+	return true
+}
+
+// PlainGet reports whether r is a GET or HEAD that http.ServeContent
+// answers with the whole contents and status 200, whatever they are.
+func PlainGet(r *http.Request) bool {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		return false
+	}
+	for _, k := range []string{"Range", "If-Match", "If-None-Match", "If-Modified-Since", "If-Unmodified-Since", "If-Range"} {
+		if _, ok := r.Header[k]; ok {
+			return false
+		}
+	}
+	return true
+}
+
+// sizeOf is the size of rs, found as http.ServeContent finds it, and
+// rewinds rs to its start; false when seeking fails (ServeContent then
+// answers the error).
+func sizeOf(rs io.ReadSeeker) (int64, bool) {
+	size, err := rs.Seek(0, io.SeekEnd)
+	if err != nil {
+		return 0, false
+	}
+	if _, err := rs.Seek(0, io.SeekStart); err != nil {
+		return 0, false
+	}
+	return size, true
+}
+
+// SetHeaders sets each pair of kv (a canonical header name, then its
+// one value) in h, with one allocation for all the values: Header.Set
+// canonicalizes each name and allocates a slice per value, a tenth of a
+// small download's CPU in the handler. The names must be canonical
+// (textproto.CanonicalMIMEHeaderKey), as Header.Get looks them up so.
+func SetHeaders(h http.Header, kv ...string) {
+	vals := make([]string, len(kv)/2)
+	for i := range vals {
+		vals[i] = kv[2*i+1]
+		h[kv[2*i]] = vals[i : i+1 : i+1]
+	}
 }
 
 // ServeZip answers r with z, the zip of a folder named name (".zip" is
@@ -350,6 +429,14 @@ func ContentType(name string) string {
 // 6266): an ASCII fallback in filename for old clients and the exact UTF-8
 // name in filename* (RFC 8187).
 func ContentDisposition(name string) string {
+	plain := true
+	for i := 0; i < len(name) && plain; i++ {
+		plain = isAttrChar(name[i])
+	}
+	if plain {
+		// Most names need no escaping in either form: one string.
+		return `attachment; filename="` + name + `"; filename*=UTF-8''` + name
+	}
 	var fb, ext strings.Builder
 	for _, r := range name {
 		switch {

@@ -468,3 +468,50 @@ func TestClientGone(t *testing.T) {
 		}
 	}
 }
+
+// TestSendWholeAsServeContent: a GET or HEAD of the whole contents, which
+// ServeContent answers without http.ServeContent (SendWhole), gets the
+// very answer http.ServeContent gives: the same status, headers and body.
+// An If-Range without a Range, which http.ServeContent ignores, sends the
+// same request the long way.
+func TestSendWholeAsServeContent(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		method   string
+		modified time.Time
+		body     string
+		copier   bool
+	}{
+		{"GET", "GET", time.Date(2026, 1, 2, 3, 4, 5, 6, time.FixedZone("x", 3600)), "hello world", false},
+		{"HEAD", "HEAD", time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC), "hello world", false},
+		{"GET by CopyTo", "GET", time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC), "hello world", true},
+		{"no modification time", "GET", time.Time{}, "hello world", false},
+		{"the Unix epoch", "GET", time.Unix(0, 0), "hello world", false},
+		{"empty", "GET", time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC), "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			serve := func(hdr ...string) *httptest.ResponseRecorder {
+				var body io.ReadSeeker = strings.NewReader(tc.body)
+				if tc.copier {
+					body = &copyingBody{failingBody{Reader: bytes.NewReader([]byte(tc.body)), after: int64(len(tc.body))}}
+				}
+				r := httptest.NewRequest(tc.method, "/", nil)
+				for i := 0; i+1 < len(hdr); i += 2 {
+					r.Header.Set(hdr[i], hdr[i+1])
+				}
+				w := httptest.NewRecorder()
+				if err := httpserve.ServeContent(w, r, httpserve.Content{Name: "a.txt", ETag: `"v1"`, Modified: tc.modified, Body: body}); err != nil {
+					t.Fatal(err)
+				}
+				return w
+			}
+			fast, long := serve(), serve("If-Range", `"v0"`)
+			if fast.Code != long.Code || fast.Body.String() != long.Body.String() {
+				t.Errorf("%d %q, http.ServeContent's %d %q", fast.Code, fast.Body, long.Code, long.Body)
+			}
+			if fmt.Sprint(fast.Header()) != fmt.Sprint(long.Header()) {
+				t.Errorf("headers\n%v\nhttp.ServeContent's\n%v", fast.Header(), long.Header())
+			}
+		})
+	}
+}

@@ -233,7 +233,7 @@ const maxCachedPathChunks = 16
 // attach gives f its reader.
 func (fs *FS) attach(ctx context.Context, f *File) {
 	if len(f.Revision.Chunks) == 0 {
-		f.r = inlineReader{bytes.NewReader(f.Revision.inline)}
+		f.r = inlineReader{Reader: bytes.NewReader(f.Revision.inline), b: f.Revision.inline}
 	} else {
 		f.r = fs.reads.NewReader(ctx, fs.chunks, f.Revision.Chunks)
 	}
@@ -245,9 +245,37 @@ type contents interface {
 	io.ReaderAt
 }
 
-type inlineReader struct{ *bytes.Reader }
+// inlineReader reads a small file's contents kept in its revision record;
+// b is the whole of them, for CopyTo.
+type inlineReader struct {
+	*bytes.Reader
+	b []byte
+}
 
 func (inlineReader) Close() error { return nil }
+
+// CopyTo writes up to n bytes from the offset to w in one Write, straight
+// from the revision's record: a small file's download needs no buffer (an
+// io.Copy through a LimitReader made one of its size per request). A
+// short write is io.ErrShortWrite.
+func (r inlineReader) CopyTo(w io.Writer, n int64) (int64, error) {
+	pos := int64(len(r.b)) - int64(r.Len())
+	if pos >= int64(len(r.b)) || n <= 0 {
+		return 0, nil
+	}
+	p := r.b[pos:min(int64(len(r.b)), pos+n)]
+	m, err := w.Write(p)
+	if m < 0 || m > len(p) {
+		m = 0
+	}
+	if _, serr := r.Seek(int64(m), io.SeekCurrent); serr != nil && err == nil {
+		err = serr
+	}
+	if err == nil && m < len(p) {
+		err = io.ErrShortWrite
+	}
+	return int64(m), err
+}
 
 // Read reads the contents; a missing or corrupt chunk is an error, never
 // short data.

@@ -233,3 +233,8 @@ func (fs *FS) Revisions(ctx context.Context, root, file uint64) ([]Revision, err
 	})
 	return out, err
 }
+
+// Generation is the metadata store's commit version (kv.Store.Generation):
+// a front end that keeps what it derived from vfs and account reads (a
+// session's roots) in a kv.Cache reads it first, before those reads.
+func (fs *FS) Generation() uint64 { return fs.db.Generation() }

@@ -25,6 +25,7 @@ func TestRead(t *testing.T) {
 		{"ModifiedSincePagesWholeSeconds", modifiedSincePagesWholeSeconds},
 		{"ModifiedAtEpoch", modifiedAtEpoch},
 		{"StatAndOpenSeeEveryCommit", statAndOpenSeeEveryCommit},
+		{"CopyToInline", copyToInline},
 	} {
 		t.Run(tc.name, tc.run)
 	}
@@ -77,6 +78,68 @@ func statAndOpenSeeEveryCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("folder deleted", "/e/f", "", true)
+}
+
+// shortWriter takes at most n bytes in all, and fails past them.
+type shortWriter struct {
+	strings.Builder
+	n int
+}
+
+func (w *shortWriter) Write(p []byte) (int, error) {
+	m := min(len(p), w.n-w.Len())
+	w.Builder.Write(p[:m])
+	if m < len(p) {
+		return m, errors.New("short")
+	}
+	return m, nil
+}
+
+// copyToInline: a small file's contents, kept in its revision record, are
+// sent by CopyTo from the Read offset, at most n bytes, moving the offset
+// by what was written, a failed write included.
+func copyToInline(t *testing.T) {
+	e := newEnv(t)
+	f := e.write(t, e.root.FolderID, "f", []byte("0123456789"))
+	for _, tc := range []struct {
+		name       string
+		seek, n    int64
+		take       int // bytes the writer takes; -1 all
+		want, next string
+		err        bool
+	}{
+		{"whole", 0, 100, -1, "0123456789", "", false},
+		{"limited", 0, 4, -1, "0123", "4567", false},
+		{"from the offset", 3, 4, -1, "3456", "789", false},
+		{"at the end", 10, 4, -1, "", "", false},
+		{"past the end", 20, 4, -1, "", "", false},
+		{"nothing asked", 2, 0, -1, "", "2345", false},
+		{"short write", 1, 5, 2, "12", "3456", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o, err := e.fs.Open(ctx, e.root.ID, f.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer o.Close()
+			if _, err := o.Seek(tc.seek, 0); err != nil {
+				t.Fatal(err)
+			}
+			w := &shortWriter{n: 1 << 20}
+			if tc.take >= 0 {
+				w.n = tc.take
+			}
+			m, err := o.CopyTo(w, tc.n)
+			if w.String() != tc.want || m != int64(len(tc.want)) || (err != nil) != tc.err {
+				t.Errorf("CopyTo = %d %q, %v; want %q, error %v", m, w.String(), err, tc.want, tc.err)
+			}
+			next := make([]byte, 4)
+			k, _ := o.Read(next)
+			if string(next[:k]) != tc.next {
+				t.Errorf("then Read %q, want %q", next[:k], tc.next)
+			}
+		})
+	}
 }
 
 func listingHash(t *testing.T) {

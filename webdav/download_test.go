@@ -71,6 +71,35 @@ func TestDownload(t *testing.T) {
 				t.Errorf("GET of a collection: %d %q %q", st, h.Get("Content-Type"), body)
 			}
 		}},
+		// A GET or HEAD of a whole file is answered without x/net/webdav
+		// (Handler.sendWhole); the answer is the library's all the same:
+		// the same status, headers and body as a request the library
+		// answers (an If-Range without a Range, which it ignores), for a
+		// small file kept inline and a file of several chunks.
+		{"a whole file answered as the library answers it", func(t *testing.T) {
+			f := newFixture(t)
+			ctx := context.Background()
+			big := make([]byte, 3<<20)
+			rand.Read(big)
+			for name, body := range map[string][]byte{"small.txt": []byte("hello world"), "big.bin": big} {
+				if _, err := f.fs.WriteFile(ctx, f.root.ID, f.root.FolderID, name, bytes.NewReader(body), vfs.WriteOptions{}); err != nil {
+					t.Fatal(err)
+				}
+				for _, method := range []string{"GET", "HEAD"} {
+					st, h, got := f.do(method, "/"+name, nil)
+					lst, lh, lgot := f.do(method, "/"+name, nil, "If-Range", `"other"`)
+					want(t, method+" "+name, st, http.StatusOK, "")
+					h.Del("Date")
+					lh.Del("Date")
+					if st != lst || got != lgot || fmt.Sprint(h) != fmt.Sprint(lh) {
+						t.Errorf("%s %s: %d %v (%d bytes)\nthe library's %d %v (%d bytes)", method, name, st, h, len(got), lst, lh, len(lgot))
+					}
+					if method == "GET" && got != string(body) {
+						t.Errorf("GET %s: %d bytes, not the file's %d", name, len(got), len(body))
+					}
+				}
+			}
+		}},
 	})
 }
 

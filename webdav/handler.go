@@ -21,6 +21,7 @@ import (
 
 	"berth/account"
 	"berth/httpserve"
+	"berth/kv"
 	"berth/share"
 	"berth/vfs"
 )
@@ -54,6 +55,7 @@ type Handler struct {
 	opts    Options
 	log     *slog.Logger
 	creds   *credCache
+	mounts  *mountCache
 	metrics *httpserve.Metrics
 	// observed is serve inside the request log line and metrics.
 	observed http.Handler
@@ -75,7 +77,8 @@ func New(o Options) *Handler {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	h := &Handler{opts: o, log: log, creds: newCredCache(o.CredentialTTL, 4096), metrics: httpserve.NewMetrics(o.Registerer)}
+	h := &Handler{opts: o, log: log, creds: newCredCache(o.CredentialTTL, 4096), metrics: httpserve.NewMetrics(o.Registerer),
+		mounts: kv.NewCache[account.Principal, sessionMounts](maxCachedSessions)}
 	h.observed = h.metrics.Observe(log, httpserve.Fixed(route), http.HandlerFunc(h.serve))
 	return h
 }
@@ -93,6 +96,9 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 		h.finish(w, r, err)
 		return
 	}
+	// Before the caller is read: what newSession keeps is as of no
+	// earlier than this.
+	gen := h.opts.FS.Generation()
 	c, err := h.authenticate(r)
 	if err != nil {
 		h.finish(w, r, err)
@@ -102,7 +108,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 		h.finish(w, r, errDisabled)
 		return
 	}
-	s, err := h.newSession(r.Context(), c, p)
+	s, err := h.newSession(r.Context(), gen, c, p)
 	if err != nil {
 		h.finish(w, r, err)
 		return
@@ -136,11 +142,6 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 	case "PROPPATCH":
 		err = s.proppatch(w, r)
 	default:
-		lib := &xwebdav.Handler{
-			Prefix:     h.opts.Prefix,
-			FileSystem: &fileSystem{s: s},
-			LockSystem: &lockSystem{s: s},
-		}
 		if r.Method == http.MethodGet || r.Method == http.MethodHead || r.Method == http.MethodPost {
 			// The library reads no If header; RFC 4918 10.4.1 fails
 			// any request whose If header does not hold.
@@ -148,11 +149,15 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 				h.finish(w, r, err)
 				return
 			}
+			if h.sendWhole(w, r, s, p) {
+				return
+			}
 			// The library answers a POST as a GET; a cross-site
 			// form can send one, so it gets the same type.
-			h.get(&goneWriter{ResponseWriter: w, r: r}, r, p, lib)
+			h.get(&goneWriter{ResponseWriter: w, r: r}, r, p, h.library(s))
 			return
 		}
+		lib := h.library(s)
 		lib.ServeHTTP(&goneWriter{ResponseWriter: w, r: r}, r)
 		return
 	}
@@ -163,6 +168,16 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 		err = errStalled
 	}
 	h.finish(w, r, err)
+}
+
+// library is x/net/webdav's handler over session s, for the methods it
+// serves.
+func (h *Handler) library(s *session) *xwebdav.Handler {
+	return &xwebdav.Handler{
+		Prefix:     h.opts.Prefix,
+		FileSystem: &fileSystem{s: s},
+		LockSystem: &lockSystem{s: s},
+	}
 }
 
 // maxPathDepth bounds the segments of a path below the prefix (the root's

@@ -42,12 +42,19 @@ type mount struct {
 // newSession starts the session of caller c for the request's dav path
 // reqPath. The roots it mounts, and the options of writes, are share's
 // answer for c.
-func (h *Handler) newSession(ctx context.Context, c account.Caller, reqPath string) (*session, error) {
+//
+// gen is the store's generation read before c was: what share answers
+// for c is kept in h.mounts until the next commit (see mountCache).
+func (h *Handler) newSession(ctx context.Context, gen uint64, c account.Caller, reqPath string) (*session, error) {
 	// The changes that take no WriteOptions (locks) find their actor
 	// here, for the activity log.
 	ctx = account.WithActor(ctx, c.Actor())
-	s := &session{h: h, ctx: ctx, person: c.Person, policy: c.Organization.Policy, path: reqPath,
-		opts: share.WriteOptions(c)}
+	s := &session{h: h, ctx: ctx, person: c.Person, policy: c.Organization.Policy, path: reqPath}
+	if m, ok := h.mounts.Get(gen, c.Principal); ok {
+		s.opts, s.mounts = m.opts, m.mounts
+		return s, nil
+	}
+	s.opts = share.WriteOptions(c)
 	reach, err := h.opts.Share.Roots(ctx, c)
 	if err != nil {
 		return nil, err
@@ -56,6 +63,7 @@ func (h *Handler) newSession(ctx context.Context, c account.Caller, reqPath stri
 	// subscription names the webdav channel.
 	reach = slices.DeleteFunc(reach, func(a share.Access) bool { return !a.WebDAV })
 	s.mounts = mountNames(reach)
+	h.mounts.Put(gen, c.Principal, sessionMounts{opts: s.opts, mounts: s.mounts})
 	return s, nil
 }
 

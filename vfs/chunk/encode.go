@@ -236,20 +236,7 @@ func decodeInto(dst []byte, id ID, blob []byte, dec *zstd.Decoder) ([]byte, erro
 		if subtle.ConstantTimeCompare(s[:], blob[1:1+sealSize]) != 1 {
 			return nil, fmt.Errorf("%w: %s: seal mismatch", ErrCorrupt, id)
 		}
-		// The seal held, so the length is the writer's; the cap guards
-		// only against a writer bug allocating without bound.
-		n, err := s2.DecodedLen(frame)
-		if err != nil || n > maxChunkSize {
-			return nil, fmt.Errorf("%w: %s: s2 block of %d bytes: %v", ErrCorrupt, id, n, err)
-		}
-		if cap(dst) < n {
-			dst = make([]byte, n)
-		}
-		plain, err := s2.Decode(dst[:n], frame)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, id, err)
-		}
-		return plain, nil
+		return decodeS2(dst, id, frame)
 	default:
 		return nil, fmt.Errorf("%w: %s: unknown encoding %d", ErrCorrupt, id, blob[0])
 	}

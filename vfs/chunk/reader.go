@@ -60,6 +60,8 @@ type ReadPool struct {
 	dec   *zstd.Decoder
 	bufs  sync.Pool // *[]byte
 	ahead int
+	// checked lets a blob verified once be checked by its CRC-32C after.
+	checked checked
 }
 
 // ReadPoolOptions tune a ReadPool.
@@ -389,7 +391,12 @@ func (r *Reader) get(ctx context.Context, i int) ([]byte, [2]*[]byte, error) {
 		bufs[1] = r.pool.get()
 		dst = *bufs[1]
 	}
-	data, err := decodeInto(dst, ref.ID, blob, r.dec)
+	var data []byte
+	if r.pool != nil {
+		data, err = r.pool.checked.decode(dst, ref.ID, blob, r.dec)
+	} else {
+		data, err = decodeInto(dst, ref.ID, blob, r.dec)
+	}
 	if bufs[1] != nil && data != nil {
 		*bufs[1] = data[:0]
 	}

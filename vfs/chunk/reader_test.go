@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -30,6 +31,7 @@ func TestReader(t *testing.T) {
 		{"ReadAheadFromPoolOptions", readAheadFromPoolOptions},
 		{"Close", readerClose},
 		{"ServeContent", serveContent},
+		{"CorruptAfterVerified", corruptAfterVerified},
 	} {
 		t.Run(tc.name, tc.run)
 	}
@@ -260,5 +262,54 @@ func serveContent(t *testing.T) {
 	}
 	if got := string(get("bytes=0-0,100-101")); !strings.Contains(got, "multipart") && !strings.Contains(got, "Content-Range") {
 		t.Fatalf("multi-range body not multipart: %.100q", got)
+	}
+}
+
+// corruptAfterVerified: a pool checks a blob in full once and by its
+// CRC-32C after; a blob changed on disk since fails that check and is
+// verified in full again, so a corrupt chunk is ErrCorrupt on every read,
+// the first or a later one, and never served. Raw chunks (random data)
+// and sealed S2 ones (text) alike.
+func corruptAfterVerified(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		data []byte
+	}{{"random", randomData(7, 3*mib)}, {"text", textData(8, 3*mib)}} {
+		t.Run(c.name, func(t *testing.T) {
+			d := newDisk(t)
+			refs := write(t, chunk.NewWriter(d, chunk.WriterOptions{}), c.data)
+			pool := chunk.NewReadPool(chunk.ReadPoolOptions{})
+			read := func() ([]byte, error) {
+				r := pool.NewReader(context.Background(), d, refs)
+				defer r.Close()
+				return io.ReadAll(r)
+			}
+			for i := range 2 { // verified in full, then by the CRC
+				if got, err := read(); err != nil || !bytes.Equal(got, c.data) {
+					t.Fatalf("read %d: %d bytes, %v", i, len(got), err)
+				}
+			}
+			path := d.Path(refs[len(refs)/2].ID)
+			blob, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bad := bytes.Clone(blob)
+			bad[len(bad)/2] ^= 1
+			if err := os.WriteFile(path, bad, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			for i := range 2 {
+				if got, err := read(); !errors.Is(err, chunk.ErrCorrupt) {
+					t.Fatalf("read %d of a corrupt chunk: %d bytes, %v; want ErrCorrupt", i, len(got), err)
+				}
+			}
+			if err := os.WriteFile(path, blob, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if got, err := read(); err != nil || !bytes.Equal(got, c.data) {
+				t.Fatalf("read once repaired: %d bytes, %v", len(got), err)
+			}
+		})
 	}
 }
