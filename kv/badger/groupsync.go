@@ -32,10 +32,10 @@ import (
 // log: a memtable rotated between a commit and its sync would leave that
 // commit unsynced until its flush.) The directory is synced when the set
 // of logs changed, so a log created by a rotation is there after a crash.
-// In the common round that is one fdatasync, of the write-ahead log:
-// values under valueThreshold, small files' contents among them, are
-// there, and the value log is synced only by rounds that cover a commit
-// that wrote to it (vlogDirty).
+// A round of folder operations is one fdatasync, of the write-ahead log,
+// where values under valueThreshold are; the value log is synced only by
+// rounds that cover a commit that wrote to it (vlogDirty), small files'
+// records among them.
 type groupSync struct {
 	dir string
 

@@ -152,8 +152,8 @@ func TestGroupSyncValueLog(t *testing.T) {
 		{10, false},
 		{valueThreshold - 1, false},
 		{valueThreshold, true},
-		{4 << 10, false},  // a small file's record
-		{16 << 10, false}, // the largest small file's contents
+		{4 << 10, true},  // a small file's record
+		{16 << 10, true}, // the largest small file's contents
 		{64 << 10, true},
 		{0, false},
 	} {
