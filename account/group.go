@@ -228,10 +228,55 @@ func (s *Service) UpdateGroup(ctx context.Context, id uint64, u GroupUpdate) (Gr
 	return g, nil
 }
 
+// groupDeleteBatch is how many person memberships one transaction of
+// DeleteGroup removes before its last. Each is two deletes; the metadata
+// store bounds a transaction's keys by its memtable (8 MiB: some 13,000),
+// and a full group holds MaxGroupMembers.
+const groupDeleteBatch = 2000
+
 // DeleteGroup removes the group and every membership it is part of: its
 // members' entries, both ways, and its own entries in the groups that
 // contain it. Its id is never given again. Errors: ErrNotFound.
+//
+// A large group's person memberships go first, groupDeleteBatch at a
+// time, each batch with its count; then one transaction removes the rest
+// and the group. A failure between leaves the group with fewer members,
+// never a membership without its group.
 func (s *Service) DeleteGroup(ctx context.Context, id uint64) error {
+	for {
+		var n int
+		err := s.db.Update(ctx, func(tx kv.Txn) error {
+			var g Group
+			if err := s.get(tx, key(pfxGroup, id), &g, notFoundf("group %d", id)); err != nil {
+				return err
+			}
+			prefix := key(pfxGroupPerson, id)
+			var persons []uint64
+			err := tx.Scan(prefix, nil, func(k, _ []byte) error {
+				if len(persons) == groupDeleteBatch {
+					return kv.ErrStop
+				}
+				persons = append(persons, kv.Uint64At(k, len(prefix)))
+				return nil
+			})
+			if err != nil || len(persons) < groupDeleteBatch {
+				return err
+			}
+			n = len(persons)
+			for _, p := range persons {
+				if err := deleteKeys(tx, key(pfxGroupPerson, id, p), key(pfxPersonGroup, p, id)); err != nil {
+					return err
+				}
+			}
+			return s.adjustGroup(tx, id, -int64(n), 0)
+		})
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			break
+		}
+	}
 	return s.db.Update(ctx, func(tx kv.Txn) error {
 		var g Group
 		if err := s.get(tx, key(pfxGroup, id), &g, notFoundf("group %d", id)); err != nil {

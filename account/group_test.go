@@ -565,7 +565,8 @@ func fillGroup(t testing.TB, s *Service, id, first uint64, n int) {
 }
 
 // TestDeleteFullGroup: a group with MaxGroupMembers members is deleted
-// in one transaction.
+// whole, though its memberships are more than one metadata transaction
+// holds with the default memtable.
 func TestDeleteFullGroup(t *testing.T) {
 	w := newGroupWorld(t)
 	ctx := context.Background()
