@@ -40,13 +40,16 @@ const (
 // memTableSize is each memtable's size unless Options.MemTableSize says
 // otherwise. The arena is allocated whole (Go
 // heap, about 1.3 times this), two are alive while one flushes, and
-// Badger bounds one transaction to 15% of it: 8 MiB allows some 13,000
-// keys and 1.2 MB, which vfs stays well inside by splitting large
-// operations by keys (vfs.defaultRefBatch) and bytes (TxnBytes). In heap
-// profiles of bench's BenchmarkDaemonWebDAVRSS a 16 MiB memtable's arena
-// took 20.8 MiB, two of them 41.6 at a flush (8 MiB: 10.4 each); 32 MiB
-// held 40 MiB more at peak in bench/webdav.sh for no measured gain.
-const memTableSize = 8 << 20
+// Badger bounds one transaction to 15% of it: 16 MiB allows some 26,000
+// keys and 2.4 MB, which vfs stays well inside by splitting large
+// operations by keys (vfs.defaultRefBatch) and bytes (TxnBytes), and
+// which a group's largest change (MaxGroupMembers added at once, 20,000
+// keys) needs. In heap profiles of bench's BenchmarkDaemonWebDAVRSS a
+// 16 MiB memtable's arena took 20.8 MiB, two of them 41.6 at a flush
+// (8 MiB: 10.4 each, but a transaction of some 13,000 keys: adding
+// 10,000 members to a group failed); 32 MiB held 40 MiB more at peak in
+// bench/webdav.sh for no measured gain.
+const memTableSize = 16 << 20
 
 // valueThreshold: values of this size or more go to Badger's value log and
 // the tree keeps a pointer. Small records (nodes, counts, locks) stay in
