@@ -138,3 +138,56 @@ func clearDirect(f *os.File) error {
 	_, err = unix.FcntlInt(fd, unix.F_SETFL, flags&^unix.O_DIRECT)
 	return err
 }
+
+// Direct reads. A blob written directly is not in the page cache, so the
+// first download of a new file reads it from the device. Through the page
+// cache that read costs the kernel the same copies and allocations a
+// buffered write does: on this project's 2-core VM a cold buffered read
+// ran at 434 MB/s and a direct one at 1.4 GB/s (dd, 512 MiB), and a
+// WebDAV GET of a 1 GiB file just PUT fell from 614 to 320 MB/s when
+// writes went direct. So a blob that is not cached is read directly too;
+// one that is (read recently, or written through the page cache) is
+// copied from the cache, which is cheaper still.
+
+// readCold reads the n-byte blob of f into dst (grown, aligned) when it is
+// not in the page cache, past the cache. ok is false when the caller
+// should read it the ordinary way: the blob is partly cached, or the
+// file system refuses direct reads. A read that must not wait on the
+// device (RWF_NOWAIT) tells cached from cold and, when the blob is
+// cached, is the read itself.
+func (dw *directWriter) readCold(f *os.File, n int, dst []byte) (out []byte, ok bool) {
+	whole := (n + dioAlign - 1) &^ (dioAlign - 1)
+	if cap(dst) < whole || !isAligned(dst) {
+		dst = alignedSlice(whole)
+	}
+	dst = dst[:whole]
+	fd := int(f.Fd())
+	m, err := unix.Preadv2(fd, [][]byte{dst[:n]}, 0, unix.RWF_NOWAIT)
+	switch {
+	case err == nil && m == n:
+		return dst[:n], true
+	case err != nil && !errors.Is(err, unix.EAGAIN):
+		// EOPNOTSUPP on kernels or file systems without RWF_NOWAIT.
+		return dst[:0], false
+	}
+	flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
+	if err != nil {
+		return dst[:0], false
+	}
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFL, flags|unix.O_DIRECT); err != nil {
+		if errors.Is(err, unix.EINVAL) {
+			dw.off.Store(true)
+		}
+		return dst[:0], false
+	}
+	// Whole blocks from offset 0; the file ends within the last, so the
+	// read comes back short by the rest of it.
+	m, err = unix.Pread(fd, dst, 0)
+	if _, cerr := unix.FcntlInt(uintptr(fd), unix.F_SETFL, flags); cerr != nil || err != nil || m != n {
+		if errors.Is(err, unix.EINVAL) {
+			dw.off.Store(true)
+		}
+		return dst[:0], false
+	}
+	return dst[:n], true
+}

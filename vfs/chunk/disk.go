@@ -353,6 +353,12 @@ func (d *Disk) GetInto(ctx context.Context, id ID, dst []byte) ([]byte, error) {
 		return nil, fmt.Errorf("chunk: get %s: %w", id, err)
 	}
 	n := int(st.Size())
+	if n >= directMin && !d.direct.off.Load() {
+		var ok bool
+		if dst, ok = d.direct.readCold(f, n, dst); ok {
+			return dst, nil
+		}
+	}
 	if cap(dst) < n {
 		dst = make([]byte, n)
 	}

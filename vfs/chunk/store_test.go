@@ -28,6 +28,7 @@ func TestDisk(t *testing.T) {
 		// was durable_test.go
 		{"StoredOnlyWhenDurable", storedOnlyWhenDurable},
 		{"DirectWrites", diskDirectWrites},
+		{"DirectReads", diskDirectReads},
 	} {
 		t.Run(tc.name, tc.run)
 	}
@@ -86,6 +87,43 @@ func diskDirectWrites(t *testing.T) {
 		}
 		if !bytes.Equal(got, blob) {
 			t.Fatalf("%d bytes: read back differs", len(blob))
+		}
+	}
+}
+
+// diskDirectReads reads large blobs back cold (written directly, so not
+// in the page cache: read directly, which leaves the cache as it was),
+// twice, then warm (after a buffered read of the file: copied from the
+// cache), into no buffer, a short
+// unaligned one and the buffer the last read returned, as a Reader reuses
+// it, and checks every byte.
+func diskDirectReads(t *testing.T) {
+	ctx := context.Background()
+	d := newDisk(t)
+	src := randomData(12, 5<<20)
+	for _, n := range []int{64 << 10, 64<<10 + 1, 1<<20 + 4097, 4<<20 + 33} {
+		blob := src[3 : 3+n]
+		id := chunk.Sum(blob)
+		if err := d.Put(ctx, id, blob); err != nil {
+			t.Fatal(err)
+		}
+		var reuse []byte
+		for _, step := range []string{"cold", "still cold", "warm"} {
+			if step == "warm" {
+				if _, err := os.ReadFile(d.Path(id)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, dst := range [][]byte{nil, make([]byte, 10, 100)[1:], reuse} {
+				got, err := d.GetInto(ctx, id, dst)
+				if err != nil {
+					t.Fatalf("%d bytes, %s: %v", n, step, err)
+				}
+				if !bytes.Equal(got, blob) {
+					t.Fatalf("%d bytes, %s: read back differs", n, step)
+				}
+				reuse = got[:0]
+			}
 		}
 	}
 }
