@@ -21,7 +21,6 @@ import (
 
 	"berth/account"
 	"berth/httpserve"
-	"berth/kv"
 	"berth/share"
 	"berth/vfs"
 )
@@ -78,7 +77,7 @@ func New(o Options) *Handler {
 		log = slog.New(slog.DiscardHandler)
 	}
 	h := &Handler{opts: o, log: log, creds: newCredCache(o.CredentialTTL, 4096), metrics: httpserve.NewMetrics(o.Registerer),
-		mounts: kv.NewCache[account.Principal, sessionMounts](maxCachedSessions)}
+		mounts: vfs.NewCache[account.Principal, sessionMounts](maxCachedSessions)}
 	h.observed = h.metrics.Observe(log, httpserve.Fixed(route), http.HandlerFunc(h.serve))
 	return h
 }

@@ -2,7 +2,6 @@ package webdav
 
 import (
 	"berth/account"
-	"berth/kv"
 	"berth/vfs"
 )
 
@@ -20,10 +19,10 @@ type sessionMounts struct {
 // mountNames) was two fifths of a small GET's CPU in the handler. The
 // answer depends only on the caller (read from the store, as of no
 // earlier than the generation the entry is kept under) and on the store,
-// so it holds until a commit; kv.Cache drops it then. Entries are shared
+// so it holds until a commit; vfs.Cache drops it then. Entries are shared
 // between requests and never changed: a session appends its lock tokens
 // to a nil slice of its own copy of opts.
-type mountCache = kv.Cache[account.Principal, sessionMounts]
+type mountCache = vfs.Cache[account.Principal, sessionMounts]
 
 // maxCachedSessions bounds mountCache: a few KiB per principal.
 const maxCachedSessions = 1024
