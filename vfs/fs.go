@@ -245,6 +245,7 @@ func Open(ctx context.Context, db kv.Store, chunks chunk.Store, opts Options) (*
 		Workers:       opts.Workers,
 		SegmentBudget: opts.SegmentBudget,
 		Pins:          &fs.pins,
+		Verified:      fs.reads,
 		Observer: func(stored bool, plain, encoded int) {
 			if stored {
 				fs.m.chunksStored.Inc()

@@ -58,6 +58,20 @@ func (c *checked) decode(dst []byte, id ID, blob []byte, dec *zstd.Decoder) ([]b
 	return plain, nil
 }
 
+// remember records blob, which the caller made from plain bytes whose
+// hash is id (a Writer), as verified: its first read is checked by its
+// CRC-32C, not hashed in full. A blob changed on the device after that
+// fails the CRC and is verified in full, as any other.
+func (c *checked) remember(id ID, blob []byte) {
+	sum := crc32.Checksum(blob, castagnoli)
+	c.mu.Lock()
+	if c.m == nil || len(c.m) >= maxChecked {
+		c.m = make(map[ID]uint32)
+	}
+	c.m[id] = sum
+	c.mu.Unlock()
+}
+
 // decodeVerified decodes a blob already verified: raw and S2 blobs (what
 // Encode writes) without their hash or seal; ok is false for the legacy
 // zstd encodings, which take decodeInto's path.

@@ -32,6 +32,7 @@ func TestReader(t *testing.T) {
 		{"Close", readerClose},
 		{"ServeContent", serveContent},
 		{"CorruptAfterVerified", corruptAfterVerified},
+		{"CorruptAfterVerifiedWrite", corruptAfterVerifiedWrite},
 	} {
 		t.Run(tc.name, tc.run)
 	}
@@ -262,6 +263,55 @@ func serveContent(t *testing.T) {
 	}
 	if got := string(get("bytes=0-0,100-101")); !strings.Contains(got, "multipart") && !strings.Contains(got, "Content-Range") {
 		t.Fatalf("multi-range body not multipart: %.100q", got)
+	}
+}
+
+// corruptAfterVerifiedWrite: a Writer that tells the pool of the blobs it
+// stores (WriterOptions.Verified) spares their first read the full hash,
+// not its check: a chunk changed on disk right after the write is
+// ErrCorrupt at the first read, and the file reads whole once repaired.
+func corruptAfterVerifiedWrite(t *testing.T) {
+	for _, c := range []struct {
+		name        string
+		data, other []byte // other shares no chunk with data
+	}{
+		{"random", randomData(9, 3*mib), randomData(19, 2*mib)},
+		{"text", textData(10, 3*mib), textData(20, 2*mib)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			d := newDisk(t)
+			pool := chunk.NewReadPool(chunk.ReadPoolOptions{})
+			w := chunk.NewWriter(d, chunk.WriterOptions{Verified: pool})
+			read := func(refs []chunk.Ref) ([]byte, error) {
+				r := pool.NewReader(context.Background(), d, refs)
+				defer r.Close()
+				return io.ReadAll(r)
+			}
+			if got, err := read(write(t, w, c.data)); err != nil || !bytes.Equal(got, c.data) {
+				t.Fatalf("first read after the write: %d bytes, %v", len(got), err)
+			}
+			other := c.other
+			refs := write(t, w, other)
+			path := d.Path(refs[0].ID)
+			blob, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bad := bytes.Clone(blob)
+			bad[len(bad)/3] ^= 1
+			if err := os.WriteFile(path, bad, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if got, err := read(refs); !errors.Is(err, chunk.ErrCorrupt) {
+				t.Fatalf("first read of a chunk corrupt since its write: %d bytes, %v; want ErrCorrupt", len(got), err)
+			}
+			if err := os.WriteFile(path, blob, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if got, err := read(refs); err != nil || !bytes.Equal(got, other) {
+				t.Fatalf("read once repaired: %d bytes, %v", len(got), err)
+			}
+		})
 	}
 }
 

@@ -52,6 +52,13 @@ type WriterOptions struct {
 	// Pins, if set, holds every chunk a Write handles from before it asks
 	// the store whether the chunk is there (see Pinner).
 	Pins Pinner
+	// Verified, if set, learns each blob a Write stores as verified: the
+	// Writer hashed the plain bytes it made the blob from, so the pool's
+	// first read of it checks the blob's CRC-32C (about a fifteenth of
+	// the hash's cost) instead of hashing it in full. A download right
+	// after an upload, the common case for a file shared or synced to
+	// another device, then costs what later ones do.
+	Verified *ReadPool
 }
 
 // Pinner keeps a garbage collector away from chunks that a Write has
@@ -86,6 +93,7 @@ type Writer struct {
 	segments int
 	observe  func(stored bool, plain, encoded int)
 	pins     Pinner
+	verified *ReadPool // nil: stored blobs are not remembered
 
 	budget chan struct{} // slots of SegmentBudget; nil: none
 
@@ -103,7 +111,7 @@ type Writer struct {
 
 // NewWriter returns a Writer storing into store.
 func NewWriter(store Store, opts WriterOptions) *Writer {
-	w := &Writer{store: store, workers: opts.Workers, observe: opts.Observer, pins: opts.Pins}
+	w := &Writer{store: store, workers: opts.Workers, observe: opts.Observer, pins: opts.Pins, verified: opts.Verified}
 	if w.workers <= 0 {
 		w.workers = runtime.GOMAXPROCS(0)
 	}
@@ -316,6 +324,9 @@ func (w *Writer) work(p *pipeline, jobs <-chan job) {
 				p.fail(err)
 			} else {
 				p.setRef(j.idx, id, p.batch != nil)
+				if w.verified != nil {
+					w.verified.checked.remember(id, payload)
+				}
 				if w.observe != nil {
 					w.observe(true, len(plain), len(payload))
 				}
