@@ -215,11 +215,18 @@ func newLCClient(t *testing.T, p *daemonProc, data string) *lcClient {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return loginAs(t, p, filepath.Join(data, "tls", "cert.pem"), strings.TrimSpace(string(pw)))
+}
+
+// loginAs logs in on p as the administrator with password, trusting the
+// certificate (or authority) in the file trust, and finds their root.
+func loginAs(t *testing.T, p *daemonProc, trust, password string) *lcClient {
+	t.Helper()
 	lc := &lcClient{
 		t:        t,
-		c:        trustingClient(t, filepath.Join(data, "tls", "cert.pem")),
+		c:        trustingClient(t, trust),
 		base:     "https://" + p.addrs["https"],
-		password: strings.TrimSpace(string(pw)),
+		password: password,
 	}
 	lc.token = lc.login()
 	var person struct {
@@ -527,8 +534,14 @@ func (b *lockedBuffer) String() string {
 // lets it finish if it is faster; it returns what the command printed.
 func runKilled(t *testing.T, bin string, d time.Duration, args ...string) string {
 	t.Helper()
+	return runKilledEnv(t, bin, nil, d, args...)
+}
+
+// runKilledEnv is runKilled with env added to the command's environment.
+func runKilledEnv(t *testing.T, bin string, env []string, d time.Duration, args ...string) string {
+	t.Helper()
 	cmd := exec.Command(bin, args...)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}, env...)
 	var out lockedBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {

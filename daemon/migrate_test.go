@@ -49,7 +49,7 @@ func TestMigrate(t *testing.T) {
 
 	// The first run on the single node: organization and administrator.
 	p := startDaemonEnv(t, bin, src, []string{pwEnv})
-	rootID := (&twoNodes{}).client(t, p, src).root
+	rootID := loginAs(t, p, filepath.Join(src, "tls", "cert.pem"), clusterPassword).root
 	p.stop(t)
 
 	// The files, written in-process: faster than 10,000 requests.
@@ -89,32 +89,15 @@ func TestMigrate(t *testing.T) {
 	if err := os.WriteFile(target, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	creds := []string{"AWS_ACCESS_KEY_ID=" + s3.AccessKey, "AWS_SECRET_ACCESS_KEY=" + s3.SecretKey}
 	migrate := func(extra ...string) (string, error) {
 		cmd := exec.Command(bin, append([]string{"migrate", "--data", src, "--to-config", target}, extra...)...)
-		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(),
-			"AWS_ACCESS_KEY_ID=" + s3.AccessKey, "AWS_SECRET_ACCESS_KEY=" + s3.SecretKey}
+		cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}, creds...)
 		out, err := cmd.CombinedOutput()
 		return string(out), err
 	}
 	// The first run is killed partway: --resume must go on from there.
-	cmd := exec.Command(bin, "migrate", "--data", src, "--to-config", target, "--batch-keys", "500")
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(),
-		"AWS_ACCESS_KEY_ID=" + s3.AccessKey, "AWS_SECRET_ACCESS_KEY=" + s3.SecretKey}
-	var killedOut lockedBuffer
-	cmd.Stdout, cmd.Stderr = &killedOut, &killedOut
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		t.Logf("the first run ended before the kill (%v):\n%s", err, killedOut.String())
-	case <-time.After(3 * time.Second):
-		cmd.Process.Kill()
-		<-done
-		t.Logf("killed the first run after 3s:\n%s", killedOut.String())
-	}
+	t.Logf("the first run: %s", runKilledEnv(t, bin, creds, 3*time.Second, "migrate", "--data", src, "--to-config", target, "--batch-keys", "500"))
 	switch out, err := migrate(); {
 	case err == nil && strings.Contains(out, "migration verified"):
 		// Killed before it wrote anything: the target was empty.
@@ -136,7 +119,7 @@ func TestMigrate(t *testing.T) {
 	env := append(s3.Env(bucket), "BERTH_METADATA_BACKEND=postgres", "BERTH_METADATA_POSTGRES_DSN="+dsn, pwEnv)
 	node := filepath.Join(t.TempDir(), "node")
 	n := startDaemonEnv(t, bin, node, env)
-	lc := (&twoNodes{}).client(t, n, node)
+	lc := loginAs(t, n, filepath.Join(node, "tls", "cert.pem"), clusterPassword)
 	if lc.root != rootID {
 		t.Fatalf("the administrator's root on the target: %d, want %d", lc.root, rootID)
 	}

@@ -87,22 +87,7 @@ func (n *twoNodes) client(t *testing.T, p *daemonProc, data string) *lcClient {
 	if n.relay != nil {
 		trust = n.relay.caFile
 	}
-	lc := &lcClient{
-		t:        t,
-		c:        trustingClient(t, trust),
-		base:     "https://" + p.addrs["https"],
-		password: clusterPassword,
-	}
-	lc.token = lc.login()
-	var person struct {
-		RootID int `json:"root_id"`
-	}
-	status, body := lc.do(http.MethodGet, "/api/2/person", nil, "")
-	if status != 200 || json.Unmarshal(body, &person) != nil || person.RootID == 0 {
-		t.Fatalf("GET /api/2/person: %d %s", status, body)
-	}
-	lc.root = person.RootID
-	return lc
+	return loginAs(t, p, trust, clusterPassword)
 }
 
 // fsck runs `berth fsck --verify` on the cluster's stores (no node may
