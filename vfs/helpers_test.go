@@ -63,7 +63,13 @@ func openBadger(t testing.TB, dir string, noSync bool) *badgerDB {
 
 func newEnv(t testing.TB) *env {
 	t.Helper()
-	e := openEnv(t, t.TempDir())
+	return newEnvWith(t, vfs.Options{})
+}
+
+// newEnvWith is newEnv with opts.
+func newEnvWith(t testing.TB, opts vfs.Options) *env {
+	t.Helper()
+	e := openEnvWith(t, t.TempDir(), opts)
 	root, err := e.fs.CreateRoot(context.Background(), "alice", vfs.RootSync)
 	if err != nil {
 		t.Fatal(err)

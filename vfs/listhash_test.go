@@ -52,13 +52,8 @@ func TestListHashKept(t *testing.T) {
 	for _, seed := range []uint64{1, 2, 3} {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			clock := newTestClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
-			e := openEnvWith(t, t.TempDir(), vfs.Options{Now: clock.Now})
-			t.Cleanup(e.close)
-			root, err := e.fs.CreateRoot(ctx, "alice", vfs.RootSync)
-			if err != nil {
-				t.Fatal(err)
-			}
-			e.root = root
+			e := newEnvWith(t, vfs.Options{Now: clock.Now})
+			root := e.root
 			r := rand.New(rand.NewPCG(seed, 16))
 			folders := []uint64{root.FolderID}
 			var items []uint64
@@ -158,13 +153,8 @@ func TestListHashKept(t *testing.T) {
 // when the listing is.
 func TestListHashChanges(t *testing.T) {
 	clock := newTestClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
-	e := openEnvWith(t, t.TempDir(), vfs.Options{Now: clock.Now})
-	t.Cleanup(e.close)
-	root, err := e.fs.CreateRoot(ctx, "alice", vfs.RootSync)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.root = root
+	e := newEnvWith(t, vfs.Options{Now: clock.Now})
+	root := e.root
 	hash := func() string {
 		t.Helper()
 		kept, scanned, _, err := e.fs.ListHashes(ctx, root.FolderID)
