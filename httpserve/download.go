@@ -74,13 +74,13 @@ func ServeContent(w http.ResponseWriter, r *http.Request, c Content) error {
 	// keeps it, but revalidates its ETag before reuse, since a new
 	// revision may replace it at any time.
 	const cc = "private, no-cache"
+	hdrs := []string{"Etag", c.ETag, "Content-Type", ct, "Content-Disposition", cd,
+		"X-Content-Type-Options", "nosniff", "Content-Security-Policy", csp, "Cache-Control", cc}
 	body := NewBody(c.Body)
-	if SendWhole(w, r, c.Modified, body, "Etag", c.ETag, "Content-Type", ct, "Content-Disposition", cd,
-		"X-Content-Type-Options", "nosniff", "Content-Security-Policy", csp, "Cache-Control", cc) {
+	if SendWhole(w, r, c.Modified, body, hdrs...) {
 		return body.Err()
 	}
-	SetHeaders(w.Header(), "Etag", c.ETag, "Content-Type", ct, "Content-Disposition", cd,
-		"X-Content-Type-Options", "nosniff", "Content-Security-Policy", csp, "Cache-Control", cc)
+	SetHeaders(w.Header(), hdrs...)
 	if rng := r.Header.Get("Range"); rng != "" {
 		r.Header.Set("Range", vfs.ServableRange(rng))
 	}

@@ -66,17 +66,26 @@ func (h *Handler) sendWhole(w http.ResponseWriter, r *http.Request, s *session, 
 	defer vf.Close()
 	stream := &httpserve.Stream{ResponseWriter: w}
 	body := httpserve.NewBody(vf)
-	if !httpserve.SendWhole(stream, r, n.Modified, body,
-		"Content-Type", httpserve.ContentType(path.Base(p)),
-		"X-Content-Type-Options", "nosniff",
-		"Content-Security-Policy", httpserve.DownloadCSP,
-		"Etag", fileInfoETag(n)) {
+	if !httpserve.SendWhole(stream, r, n.Modified, body, append(getHeaders(p), "Etag", fileInfoETag(n))...) {
 		return false
 	}
 	if err := body.Err(); err != nil {
 		h.metrics.Abort(h.log, r, route, stream.WriteFailed() || httpserve.ClientGone(r, err), err)
 	}
 	return true
+}
+
+// getHeaders are the headers every GET or HEAD of the dav path p sends,
+// as pairs, whichever path serves it.
+func getHeaders(p string) []string {
+	return []string{
+		"Content-Type", httpserve.ContentType(path.Base(p)),
+		"X-Content-Type-Options", "nosniff",
+		// A browser opening a shared .html over the mount must not run
+		// it as berth's page, with the Basic credentials it keeps for
+		// the origin.
+		"Content-Security-Policy", httpserve.DownloadCSP,
+	}
 }
 
 // getWriter is the ResponseWriter of a GET, HEAD or POST served by x/net/webdav
@@ -97,13 +106,7 @@ type getWriter struct {
 // (vfs.ServableRange): ServeContent would send each as a part that ends
 // before it starts ("bytes 11-10/11").
 func newGetWriter(w http.ResponseWriter, r *http.Request, p string) *getWriter {
-	httpserve.SetHeaders(w.Header(),
-		"Content-Type", httpserve.ContentType(path.Base(p)),
-		"X-Content-Type-Options", "nosniff",
-		// A browser opening a shared .html over the mount must not run
-		// it as berth's page, with the Basic credentials it keeps for
-		// the origin.
-		"Content-Security-Policy", httpserve.DownloadCSP)
+	httpserve.SetHeaders(w.Header(), getHeaders(p)...)
 	if rng := r.Header.Get("Range"); rng != "" {
 		r.Header.Set("Range", vfs.ServableRange(rng))
 	}
