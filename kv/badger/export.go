@@ -26,12 +26,8 @@ func (b *DB) Export(ctx context.Context, start []byte, fn func(key, value []byte
 	defer bt.Discard()
 	it := bt.NewIterator(iterOptions(nil, false))
 	defer it.Close()
-	seek := []byte(nil)
-	if start != nil {
-		seek = start
-	}
 	n := 0
-	for it.Seek(seek); it.Valid(); it.Next() {
+	for it.Seek(start); it.Valid(); it.Next() {
 		if n++; n%1024 == 0 {
 			if err := ctx.Err(); err != nil {
 				return err

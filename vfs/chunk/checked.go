@@ -49,13 +49,18 @@ func (c *checked) decode(dst []byte, id ID, blob []byte, dec *zstd.Decoder) ([]b
 	if err != nil {
 		return nil, err
 	}
+	c.store(id, sum)
+	return plain, nil
+}
+
+// store records sum as verified id's, starting afresh when full.
+func (c *checked) store(id ID, sum uint32) {
 	c.mu.Lock()
 	if c.m == nil || len(c.m) >= maxChecked {
 		c.m = make(map[ID]uint32)
 	}
 	c.m[id] = sum
 	c.mu.Unlock()
-	return plain, nil
 }
 
 // remember records blob, which the caller made from plain bytes whose
@@ -63,13 +68,7 @@ func (c *checked) decode(dst []byte, id ID, blob []byte, dec *zstd.Decoder) ([]b
 // CRC-32C, not hashed in full. A blob changed on the device after that
 // fails the CRC and is verified in full, as any other.
 func (c *checked) remember(id ID, blob []byte) {
-	sum := crc32.Checksum(blob, castagnoli)
-	c.mu.Lock()
-	if c.m == nil || len(c.m) >= maxChecked {
-		c.m = make(map[ID]uint32)
-	}
-	c.m[id] = sum
-	c.mu.Unlock()
+	c.store(id, crc32.Checksum(blob, castagnoli))
 }
 
 // decodeVerified decodes a blob already verified: raw and S2 blobs (what

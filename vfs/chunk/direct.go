@@ -91,7 +91,7 @@ func (dw *directWriter) write(f *os.File, blob []byte, direct bool) error {
 		// The file system wants a larger alignment than ours: start
 		// over through the page cache, and stop trying.
 		dw.off.Store(true)
-		if err = clearDirect(f); err == nil {
+		if err = setDirect(f, false); err == nil {
 			_, err = f.WriteAt(blob, 0)
 		}
 		return err
@@ -99,7 +99,7 @@ func (dw *directWriter) write(f *os.File, blob []byte, direct bool) error {
 	if err != nil || n == len(blob) {
 		return err
 	}
-	if err := clearDirect(f); err != nil {
+	if err := setDirect(f, false); err != nil {
 		return err
 	}
 	_, err = f.WriteAt(blob[n:], int64(n))
@@ -128,14 +128,19 @@ func (dw *directWriter) writeBlocks(f *os.File, body []byte) error {
 	return nil
 }
 
-// clearDirect turns O_DIRECT off for f's further writes.
-func clearDirect(f *os.File) error {
+// setDirect turns O_DIRECT on or off for f's further reads and writes.
+func setDirect(f *os.File, on bool) error {
 	fd := f.Fd()
 	flags, err := unix.FcntlInt(fd, unix.F_GETFL, 0)
 	if err != nil {
 		return err
 	}
-	_, err = unix.FcntlInt(fd, unix.F_SETFL, flags&^unix.O_DIRECT)
+	if on {
+		flags |= unix.O_DIRECT
+	} else {
+		flags &^= unix.O_DIRECT
+	}
+	_, err = unix.FcntlInt(fd, unix.F_SETFL, flags)
 	return err
 }
 
@@ -170,11 +175,7 @@ func (dw *directWriter) readCold(f *os.File, n int, dst []byte) (out []byte, ok 
 		// EOPNOTSUPP on kernels or file systems without RWF_NOWAIT.
 		return dst[:0], false
 	}
-	flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
-	if err != nil {
-		return dst[:0], false
-	}
-	if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFL, flags|unix.O_DIRECT); err != nil {
+	if err := setDirect(f, true); err != nil {
 		if errors.Is(err, unix.EINVAL) {
 			dw.off.Store(true)
 		}
@@ -183,7 +184,7 @@ func (dw *directWriter) readCold(f *os.File, n int, dst []byte) (out []byte, ok 
 	// Whole blocks from offset 0; the file ends within the last, so the
 	// read comes back short by the rest of it.
 	m, err = unix.Pread(fd, dst, 0)
-	if _, cerr := unix.FcntlInt(uintptr(fd), unix.F_SETFL, flags); cerr != nil || err != nil || m != n {
+	if cerr := setDirect(f, false); cerr != nil || err != nil || m != n {
 		if errors.Is(err, unix.EINVAL) {
 			dw.off.Store(true)
 		}
