@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"berth/atomicfile"
 	"context"
 	"encoding/json"
 	"errors"
@@ -300,11 +299,7 @@ func (m *backupManager) run(ctx context.Context, j *backupJob) error {
 	j.excl = rep.Excluded
 	m.mu.Unlock()
 	if b, merr := json.MarshalIndent(rep, "", "  "); merr == nil {
-		werr := os.MkdirAll(m.jobDir(j.root), 0o700)
-		if werr == nil {
-			werr = atomicfile.WriteFile(filepath.Join(m.jobDir(j.root), "last-run.json"), b, 0o600)
-		}
-		if werr != nil {
+		if werr := writePrivate(filepath.Join(m.jobDir(j.root), "last-run.json"), b); werr != nil {
 			m.a.log.Warn("writing a backup's report", "err", werr)
 		}
 	}

@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"berth/atomicfile"
 	"bufio"
 	"bytes"
 	"encoding/json"
@@ -251,10 +250,7 @@ func (ix *backupIndex) compact() error {
 		buf.Write(b)
 		buf.WriteByte('\n')
 	}
-	if err := os.MkdirAll(ix.dir, 0o700); err != nil {
-		return err
-	}
-	if err := atomicfile.WriteFile(filepath.Join(ix.dir, indexSnapshot), buf.Bytes(), 0o600); err != nil {
+	if err := writePrivate(filepath.Join(ix.dir, indexSnapshot), buf.Bytes()); err != nil {
 		return err
 	}
 	if err := ix.journal.Truncate(0); err != nil {

@@ -1,13 +1,11 @@
 package agent
 
 import (
-	"berth/atomicfile"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 )
 
 // syncEntry is what a mapping last saw in step on both sides for one
@@ -70,10 +68,7 @@ func (ix *syncIndex) save(path string) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return err
-	}
-	return atomicfile.WriteFile(path, b, 0o600)
+	return writePrivate(path, b)
 }
 
 // index records e as path p's synced state; the cycle saves the index

@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"berth/atomicfile"
 	"context"
 	"encoding/json"
 	"errors"
@@ -84,9 +83,7 @@ func (m *backupManager) restoreCmd(ctx context.Context, args json.RawMessage) (a
 		delete(m.restores, run)
 		m.mu.Unlock()
 		if b, err := json.MarshalIndent(rep, "", "  "); err == nil {
-			if err := os.MkdirAll(m.jobDir(j.root), 0o700); err == nil {
-				_ = atomicfile.WriteFile(filepath.Join(m.jobDir(j.root), "last-restore.json"), b, 0o600)
-			}
+			_ = writePrivate(filepath.Join(m.jobDir(j.root), "last-restore.json"), b)
 		}
 	}()
 	return struct{}{}, nil

@@ -37,6 +37,16 @@ func loadState(path string) (State, error) {
 	return st, nil
 }
 
+// writePrivate writes b to path whole and durably (atomicfile), readable by
+// the agent alone, making its folder first: every file the agent keeps
+// (state, indexes, reports) lives in folders it may have to create.
+func writePrivate(path string, b []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	return atomicfile.WriteFile(path, b, 0o600)
+}
+
 // saveState writes st whole or not at all (atomicfile.WriteFile), so a crash
 // leaves the old state or the new one and never a torn refresh token.
 func saveState(path string, st State) error {
@@ -44,10 +54,7 @@ func saveState(path string, st State) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return fmt.Errorf("agent: state file: %w", err)
-	}
-	if err := atomicfile.WriteFile(path, b, 0o600); err != nil {
+	if err := writePrivate(path, b); err != nil {
 		return fmt.Errorf("agent: state file: %w", err)
 	}
 	return nil

@@ -416,9 +416,6 @@ func verifyKeys(ctx context.Context, src *badger.DB, dst kv.Store, o migrateOpti
 	return nil
 }
 
-// zstdDecoder is the decoder chunk.Verify takes.
-type zstdDecoder = zstd.Decoder
-
 // decoders keeps the verifiers' decoders, one per worker at most: each
 // holds buffers worth reusing across chunks.
 var decoders = sync.Pool{New: func() any { return chunk.NewDecoder() }}
@@ -435,7 +432,7 @@ func verifyChunks(ctx context.Context, src, dst chunk.Store, o migrateOptions, r
 		case err != nil:
 			return fmt.Errorf("chunk %s in the target: %w", id, err)
 		}
-		dec := decoders.Get().(*zstdDecoder)
+		dec := decoders.Get().(*zstd.Decoder)
 		defer decoders.Put(dec)
 		if err := chunk.Verify(id, blob, dec); err != nil {
 			rep.problem("chunk %s in the target: %v", id, err)
