@@ -75,8 +75,79 @@ func cutSplit(a, b []byte) int {
 }
 
 // scan rolls the gear fingerprint over data and returns the index of the
-// first byte after which it matches mask (or -1) and the fingerprint.
+// first byte after which it matches mask (or -1) and the fingerprint
+// there (or at the end).
+//
+// One rolling hash is a chain of a shift and an add per byte, two cycles
+// that no core runs faster, and it was a third of a write's CPU. But the
+// fingerprint is a sum of table entries shifted left once per byte
+// since: after 64 bytes an entry has left the 64 bits. So the value at
+// any position follows from the 64 bytes before it alone (once the hash
+// has run that long), and scan rolls scanLanes independent fingerprints
+// over adjacent blocks of laneBlock bytes at once, each started 64 bytes
+// before its block, which the core overlaps. The first match is the
+// earliest lane's: a lane's match at step i is first of all lanes only
+// once the lanes before it have no match left in the rest of their
+// blocks, which scan checks one lane at a time.
 func scan(fp, mask uint64, data []byte) (int, uint64) {
+	g := gear
+	pos := 0
+	for ; len(data)-pos >= scanLanes*laneBlock; pos += scanLanes * laneBlock {
+		w := (*[scanLanes * laneBlock]byte)(data[pos:])
+		f0 := fp
+		f1 := warm(w[1*laneBlock-window : 1*laneBlock])
+		f2 := warm(w[2*laneBlock-window : 2*laneBlock])
+		f3 := warm(w[3*laneBlock-window : 3*laneBlock])
+		for i := range laneBlock {
+			f0 = f0<<1 + g[w[i]]
+			f1 = f1<<1 + g[w[i+1*laneBlock]]
+			f2 = f2<<1 + g[w[i+2*laneBlock]]
+			f3 = f3<<1 + g[w[i+3*laneBlock]]
+			if f0&mask == 0 || f1&mask == 0 || f2&mask == 0 || f3&mask == 0 {
+				for k, f := range [scanLanes]uint64{f0, f1, f2, f3} {
+					at := pos + k*laneBlock + i
+					if f&mask == 0 {
+						return at, f
+					}
+					if j, f := scan1(f, mask, data[at+1:pos+(k+1)*laneBlock]); j >= 0 {
+						return at + 1 + j, f
+					}
+				}
+			}
+		}
+		fp = f3
+	}
+	j, f := scan1(fp, mask, data[pos:])
+	if j >= 0 {
+		j += pos
+	}
+	return j, f
+}
+
+const (
+	// scanLanes fingerprints roll at once: four overlap on cores of
+	// 2020 and later (BenchmarkScan); more run out of registers.
+	scanLanes = 4
+	// laneBlock is each lane's share of a round. A match ends the round
+	// with up to three blocks' remainders scanned one lane at a time, so
+	// a short block keeps that cheap; the 64 bytes each lane rolls first
+	// are what a long block saves.
+	laneBlock = 4 << 10
+	// window is how many bytes a fingerprint depends on: its 64 bits.
+	window = 64
+)
+
+// warm returns the fingerprint after data, rolled from zero.
+func warm(data []byte) uint64 {
+	var fp uint64
+	for _, c := range data {
+		fp = fp<<1 + gear[c]
+	}
+	return fp
+}
+
+// scan1 is scan with one fingerprint, for what is left after whole rounds.
+func scan1(fp, mask uint64, data []byte) (int, uint64) {
 	g := gear
 	for i, c := range data {
 		fp = fp<<1 + g[c]
