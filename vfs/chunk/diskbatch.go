@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sync"
 
+	"golang.org/x/sync/errgroup"
 	"golang.org/x/sys/unix"
 )
 
@@ -143,35 +144,16 @@ func (b *diskBatch) Abort() {
 // forEach runs fn(0..n-1) on at most syncParallel goroutines and returns the
 // first error; after an error or ctx's end it starts no more calls.
 func forEach(ctx context.Context, n int, fn func(i int) error) error {
-	var (
-		wg    sync.WaitGroup
-		once  sync.Once
-		first error
-	)
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	next := make(chan int)
-	for range min(n, syncParallel) {
-		wg.Go(func() {
-			for i := range next {
-				if err := fn(i); err != nil {
-					once.Do(func() { first = err; cancel() })
-				}
-			}
-		})
-	}
-feed:
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(syncParallel)
 	for i := range n {
-		select {
-		case next <- i:
-		case <-ctx.Done():
-			break feed
+		if gctx.Err() != nil {
+			break
 		}
+		g.Go(func() error { return fn(i) })
 	}
-	close(next)
-	wg.Wait()
-	if first != nil {
-		return first
+	if err := g.Wait(); err != nil {
+		return err
 	}
 	return ctx.Err()
 }

@@ -2,7 +2,8 @@ package chunk
 
 import (
 	"context"
-	"sync"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // Parallel is a Store each of whose calls waits out a round trip to
@@ -54,43 +55,24 @@ func Missing(ctx context.Context, store Store, ids []ID) (ID, bool, error) {
 		}
 		return ID{}, false, nil
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	has := make([]bool, len(ids))
-	var (
-		mu    sync.Mutex
-		first error
-		next  int
-		wg    sync.WaitGroup
-	)
-	for range n {
-		wg.Go(func() {
-			for {
-				mu.Lock()
-				i := next
-				next++
-				stop := first != nil
-				mu.Unlock()
-				if stop || i >= len(ids) {
-					return
-				}
-				ok, err := store.Has(ctx, ids[i])
-				if err != nil {
-					mu.Lock()
-					if first == nil {
-						first = err
-						cancel()
-					}
-					mu.Unlock()
-					return
-				}
-				has[i] = ok
-			}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(n)
+	for i, id := range ids {
+		if gctx.Err() != nil {
+			break // a Has failed: its error is Wait's
+		}
+		g.Go(func() error {
+			ok, err := store.Has(gctx, id)
+			has[i] = ok
+			return err
 		})
 	}
-	wg.Wait()
-	if first != nil {
-		return ID{}, false, first
+	if err := g.Wait(); err != nil {
+		return ID{}, false, err
+	}
+	if err := ctx.Err(); err != nil {
+		return ID{}, false, err // not every id was asked about
 	}
 	for i, ok := range has {
 		if !ok {
