@@ -314,3 +314,14 @@ func revisionTotals(tx kv.Txn, file uint64) (count, total int64, err error) {
 	})
 	return count, total, err
 }
+
+// MetaGeneration is the metadata store's kv.MetaGeneration: Generation
+// for what is not file content (kv.Content), which file writes leave
+// alone. A front end that keeps what it derived from account reads and
+// root records (a session's roots) keys its Cache on it, read before
+// those reads, so that it holds across other callers' file writes.
+func (fs *FS) MetaGeneration() uint64 { return kv.MetaGeneration(fs.db) }
+
+// MetaGeneration passes the store's on (kv.MetaGenerationer), which the
+// embedded interface would hide.
+func (s listStore) MetaGeneration() uint64 { return kv.MetaGeneration(s.Store) }
