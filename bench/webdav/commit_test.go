@@ -50,8 +50,8 @@ func BenchmarkSmallWrites(b *testing.B) {
 
 	// report sets the rate and the per-operation costs of ops operations
 	// that ran between before and now.
-	report := func(b *testing.B, before badger.SyncStats, cpu time.Duration, ops int, unit string) {
-		after := st.DB.SyncStats()
+	report := func(b *testing.B, before badger.SyncStats, reads badger.TxnStats, cpu time.Duration, ops int, unit string) {
+		after, readsAfter := st.DB.SyncStats(), st.DB.TxnStats()
 		n := float64(ops) * float64(b.N)
 		b.ReportMetric(n/b.Elapsed().Seconds(), unit)
 		// The process's CPU, the clients' (HTTPS) with the server's:
@@ -60,6 +60,9 @@ func BenchmarkSmallWrites(b *testing.B) {
 		b.ReportMetric(float64(after.Commits-before.Commits)/n, "commits/op")
 		b.ReportMetric(float64(after.Rounds-before.Rounds)/n, "rounds/op")
 		b.ReportMetric(float64(after.Files-before.Files)/n, "fsyncs/op")
+		// Store transactions (read and write) and reads in them.
+		b.ReportMetric(float64(readsAfter.Views+readsAfter.Updates-reads.Views-reads.Updates)/n, "txns/op")
+		b.ReportMetric(float64(readsAfter.Gets+readsAfter.Scans-reads.Gets-reads.Scans)/n, "reads/op")
 		b.ReportMetric(0, "ns/op")
 	}
 	b.Run("ops", func(b *testing.B) {
@@ -118,17 +121,17 @@ func BenchmarkSmallWrites(b *testing.B) {
 		b.ReportMetric(0, "ns/op")
 	})
 	b.Run("put-small", func(b *testing.B) {
-		before, cpu := st.DB.SyncStats(), cpuTime()
+		before, reads, cpu := st.DB.SyncStats(), st.DB.TxnStats(), cpuTime()
 		i := 0
 		for b.Loop() {
 			s.putFiles(b, "small"+fmt.Sprint(i), 2000)
 			i++
 		}
-		report(b, before, cpu, 2000, "files/s")
+		report(b, before, reads, cpu, 2000, "files/s")
 	})
 	b.Run("cycles", func(b *testing.B) {
 		const clients, cycles = 4, 250
-		before, cpu := st.DB.SyncStats(), cpuTime()
+		before, reads, cpu := st.DB.SyncStats(), st.DB.TxnStats(), cpuTime()
 		run := 0
 		for b.Loop() {
 			run++
@@ -157,7 +160,7 @@ func BenchmarkSmallWrites(b *testing.B) {
 			}
 		}
 		// Four requests a cycle; the rate is in cycles.
-		report(b, before, cpu, cycles*4, "requests/s")
+		report(b, before, reads, cpu, cycles*4, "requests/s")
 		b.ReportMetric(float64(cycles*b.N)/b.Elapsed().Seconds(), "cycles/s")
 	})
 }
