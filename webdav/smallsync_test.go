@@ -97,7 +97,9 @@ func TestCycleSyncs(t *testing.T) {
 			want(t, r.method, st, r.status, text)
 			after, readsAfter := f.stack.DB.SyncStats(), f.stack.DB.TxnStats()
 			commits, rounds, files := after.Commits-before.Commits, after.Rounds-before.Rounds, after.Files-before.Files
-			if commits != 1 || rounds < 1 || files > r.fsyncs*rounds {
+			// A commit of the vfs node's liveness lease (every 10 s)
+			// may fall in too: it is a commit and a round more.
+			if commits < 1 || commits > 2 || rounds < 1 || files > r.fsyncs*rounds {
 				t.Errorf("%s %s: %d commits, %d rounds, %d fdatasyncs; want 1 commit in a round of its own, at most %d fdatasyncs a round",
 					r.method, r.path, commits, rounds, files, r.fsyncs)
 			}
