@@ -888,8 +888,13 @@ func (t *txn) Get(key []byte) ([]byte, error) {
 	return v, mapErr(err)
 }
 
-// maxMemoValue bounds the values Get remembers: records, not contents.
-const maxMemoValue = 1 << 10
+// maxMemoValue bounds the values Get remembers: records, not contents;
+// maxMemoKeys how many: a request's transaction reads a few dozen keys,
+// a listing's may read thousands once each, which are not worth keeping.
+const (
+	maxMemoValue = 1 << 10
+	maxMemoKeys  = 128
+)
 
 // memoVal is a value Get read, or that there was none.
 type memoVal struct {
@@ -900,6 +905,9 @@ type memoVal struct {
 func (t *txn) remember(key []byte, m memoVal) {
 	if t.memo == nil {
 		t.memo = make(map[string]memoVal, 16)
+	}
+	if len(t.memo) >= maxMemoKeys {
+		return
 	}
 	t.memo[string(key)] = m
 }

@@ -3,6 +3,8 @@ package badger
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
 	"berth/kv"
@@ -134,4 +136,45 @@ func TestGetRemembers(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// TestGetRemembersFew: a transaction that reads many keys once each (a
+// listing) keeps at most maxMemoKeys of them, and still reads every one
+// right, its own writes included.
+func TestGetRemembersFew(t *testing.T) {
+	ctx := context.Background()
+	s := openMemory(t, Options{})
+	n := 2 * maxMemoKeys
+	if err := s.Update(ctx, func(tx kv.Txn) error {
+		for i := range n {
+			if err := tx.Set([]byte(fmt.Sprint("k", i)), []byte(fmt.Sprint("v", i))); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Update(ctx, func(tx kv.Txn) error {
+		for pass := range 2 {
+			for i := range n {
+				k := []byte(fmt.Sprint("k", i))
+				v, err := tx.Get(k)
+				if want := fmt.Sprint("v", i, strings.Repeat("x", pass)); err != nil || string(v) != want {
+					t.Fatalf("pass %d, key %d: %q, %v; want %q", pass, i, v, err, want)
+				}
+				if pass == 0 {
+					if err := tx.Set(k, []byte(fmt.Sprint("v", i, "x"))); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		if got := len(tx.(*txn).memo); got != maxMemoKeys {
+			t.Errorf("%d keys remembered, want %d", got, maxMemoKeys)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
 }
