@@ -301,11 +301,12 @@ func (s *Service) SignInWithNewPassword(ctx context.Context, login, password, ne
 //   - ErrPasswordExpired once the password grows older than
 //     change_password_frequency allows.
 //
-// Answers are kept until the store's next commit, as Caller's are: a lock,
-// like any change that matters here, is a commit. A lock that ends does so
+// Answers are kept until the store's next commit outside file contents
+// (kv.MetaGeneration: all read here is account records): a lock, like any
+// change that matters here, is such a commit. A lock that ends does so
 // without one, and only ever lets more in.
 func (s *Service) LoginCaller(ctx context.Context, personID uint64, login, passwordHash string) (Caller, error) {
-	gen := s.db.Generation()
+	gen := kv.MetaGeneration(s.db)
 	c, ok := s.callers.logins.Get(gen, personID)
 	if !ok {
 		cache := true

@@ -169,9 +169,9 @@ func (s *Service) TwoStepDue(ctx context.Context, c Caller) error {
 // enrolled reports whether person id has enrolled in two-step
 // verification. Front ends ask on every request (TwoStepDue,
 // NeedsDevicePassword), so the answer is kept until the store's next
-// commit, as callers are.
+// commit outside file contents (kv.MetaGeneration), as LoginCaller's.
 func (s *Service) enrolled(ctx context.Context, id uint64) (bool, error) {
-	gen := s.db.Generation()
+	gen := kv.MetaGeneration(s.db)
 	if v, ok := s.callers.twoStep.Get(gen, id); ok {
 		return v, nil
 	}

@@ -8,6 +8,8 @@ import "sync"
 // while Store.Generation has not moved since the read it came from: any
 // commit at all drops every entry, so the cache is right without knowing
 // which writes matter, and pays for it with a fresh read after each one.
+// A cache of records outside Content may take MetaGeneration instead, and
+// then holds across file writes.
 // Values derived from keys with a TTL, which expire without a commit, must
 // carry their own expiry.
 //

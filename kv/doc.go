@@ -50,6 +50,14 @@
 // its own deadline. kvtest checks what can be checked from outside: it
 // moves with every commit, never back, and not past a commit unseen.
 //
+// An engine may also keep MetaGeneration (MetaGenerationer), with the
+// same three properties for the commits that write a key outside Content:
+// file writes, many a second on a busy server, leave it alone, and the
+// caches of who is calling and what they reach (account's callers,
+// WebDAV's sessions) key on it. kv/badger keeps it; an engine that does
+// not answers Generation (kv.MetaGeneration), which is right and misses
+// more.
+//
 // # Key layout
 //
 // A key is a short typed prefix followed by fixed-width fields:

@@ -38,6 +38,7 @@ func (fs *FS) move(ctx context.Context, op Op, root, id, parent uint64, name str
 		}
 	}
 	var replaced replacement
+	var n Node
 	err := fs.update(ctx, func(tx kv.Txn) error {
 		now := fs.nowNs()
 		replaced = replacement{}
@@ -56,7 +57,8 @@ func (fs *FS) move(ctx context.Context, op Op, root, id, parent uint64, name str
 			newName = rec.Name
 		}
 		if dst == rec.Parent && newName == rec.Name {
-			return nil
+			n, err = nodeAt(tx, id, now)
+			return err
 		}
 		if !rec.Dir && newName != rec.Name && excluded(newName, opts.ExcludedExtensions) {
 			return fmt.Errorf("%w: %q", ErrExtensionExcluded, extension(newName))
@@ -132,13 +134,19 @@ func (fs *FS) move(ctx context.Context, op Op, root, id, parent uint64, name str
 		if err := fs.addUsage(ctx, tx, root, replaced.usage, limits{}); err != nil {
 			return err
 		}
-		return fs.journal(ctx, tx, op, opts.Actor, Event{RootID: root, NodeID: id, ParentID: dst, Name: newName, Dir: rec.Dir})
+		if err := fs.journal(ctx, tx, op, opts.Actor, Event{RootID: root, NodeID: id, ParentID: dst, Name: newName, Dir: rec.Dir}); err != nil {
+			return err
+		}
+		// The folders above dst are read: liveDirIn and the depth
+		// and lock checks above walked them (see nodeAt).
+		n, err = nodeAt(tx, id, now)
+		return err
 	})
 	if err != nil {
 		return Node{}, err
 	}
 	fs.replaced(root, replaced)
-	return fs.Stat(ctx, root, id)
+	return n, nil
 }
 
 // Delete moves an item, and everything below a folder, to the deleted
@@ -314,3 +322,14 @@ func revisionTotals(tx kv.Txn, file uint64) (count, total int64, err error) {
 	})
 	return count, total, err
 }
+
+// MetaGeneration is the metadata store's kv.MetaGeneration: Generation
+// for what is not file content (kv.Content), which file writes leave
+// alone. A front end that keeps what it derived from account reads and
+// root records (a session's roots) keys its Cache on it, read before
+// those reads, so that it holds across other callers' file writes.
+func (fs *FS) MetaGeneration() uint64 { return kv.MetaGeneration(fs.db) }
+
+// MetaGeneration passes the store's on (kv.MetaGenerationer), which the
+// embedded interface would hide.
+func (s listStore) MetaGeneration() uint64 { return kv.MetaGeneration(s.Store) }

@@ -24,23 +24,45 @@ func (fs *FS) Mkdir(ctx context.Context, root, parent uint64, name string, opts 
 	if err != nil {
 		return Node{}, err
 	}
-	var rec nodeRec
+	var n Node
 	err = fs.update(ctx, func(tx kv.Txn) error {
 		now := fs.nowNs()
 		if err := newChildAllowed(tx, root, parent, name, opts, now); err != nil {
 			return err
 		}
-		rec = nodeRec{ID: id, Root: root, Parent: parent, Name: name, Dir: true, Created: now, Modified: now}
+		rec := nodeRec{ID: id, Root: root, Parent: parent, Name: name, Dir: true, Created: now, Modified: now}
 		if err := fs.addChild(ctx, tx, rec, usageRec{Folders: 1}); err != nil {
 			return err
 		}
-		return fs.journal(ctx, tx, OpMkdir, opts.Actor, Event{RootID: root, NodeID: id, ParentID: parent, Name: name, Dir: true})
+		if err := fs.journal(ctx, tx, OpMkdir, opts.Actor, Event{RootID: root, NodeID: id, ParentID: parent, Name: name, Dir: true}); err != nil {
+			return err
+		}
+		n, err = nodeAt(tx, id, now)
+		return err
 	})
 	fs.done(OpMkdir, err, Event{RootID: root, NodeID: id, ParentID: parent, Name: name, Dir: true})
 	if err != nil {
 		return Node{}, err
 	}
-	return fs.Stat(ctx, root, id)
+	return n, nil
+}
+
+// nodeAt is the public node of item id, with its path, as the write
+// transaction tx leaves it (what it saved, locks taken over included):
+// the answer of the write, without a read transaction after its commit.
+// The folders above the item are in the transaction's reads already (its
+// depth and lock checks walked them), so resolving the path reads
+// nothing new and conflicts with nothing more.
+func nodeAt(tx kv.Txn, id uint64, now int64) (Node, error) {
+	rec, _, err := loadNode(tx, id)
+	if err != nil {
+		return Node{}, err
+	}
+	path, gone, err := resolve(tx, rec)
+	if err != nil {
+		return Node{}, err
+	}
+	return cachedItem{rec: rec, path: path, gone: gone}.node(now), nil
 }
 
 // newChildAllowed checks, in tx, that a new item named name may go into the

@@ -136,6 +136,52 @@ func TestAuth(t *testing.T) {
 			propfind("WebDAV disabled by policy", newPassword, http.StatusForbidden)
 		}},
 
+		// File writes leave the remembered login and the session's roots
+		// alone (kv.MetaGeneration): a PUT after another reads neither
+		// again, but a change of the password, the person or the root
+		// between two PUTs still takes effect at the next one.
+		{"a remembered login outlasts file writes, not account changes", func(t *testing.T) {
+			ctx := context.Background()
+			f := newFixture(t)
+			put := func(what, pw, name string, wantStatus int) {
+				t.Helper()
+				req, _ := http.NewRequest("PUT", f.url("/"+name), strings.NewReader("x"))
+				req.SetBasicAuth("alice", pw)
+				st, _, body := f.send(req)
+				want(t, what, st, wantStatus, body)
+			}
+			// The first login checks the password (and writes its
+			// success); the second fills the remembered login.
+			put("first PUT", password, "a.txt", http.StatusCreated)
+			put("second PUT", password, "a.txt", http.StatusNoContent)
+			before := f.stack.DB.TxnStats()
+			put("third PUT", password, "b.txt", http.StatusCreated)
+			// The PUT's own: the name's lookup, the write's checks
+			// before the body, its commit.
+			if n := f.stack.DB.TxnStats().Views - before.Views; n > 2 {
+				t.Errorf("a PUT after a PUT ran %d read transactions, want at most 2 (login and roots remembered)", n)
+			}
+			const newPassword = "another horse battery"
+			if err := f.accounts.SetPassword(ctx, f.person.ID, newPassword); err != nil {
+				t.Fatal(err)
+			}
+			put("old password after a change", password, "c.txt", http.StatusUnauthorized)
+			put("new password", newPassword, "c.txt", http.StatusCreated)
+			if _, err := f.accounts.UpdatePerson(ctx, f.person.ID, func(p *account.Person) error { p.Active = false; return nil }); err != nil {
+				t.Fatal(err)
+			}
+			put("disabled person", newPassword, "d.txt", http.StatusForbidden)
+			if _, err := f.accounts.UpdatePerson(ctx, f.person.ID, func(p *account.Person) error { p.Active = true; return nil }); err != nil {
+				t.Fatal(err)
+			}
+			put("enabled again", newPassword, "d.txt", http.StatusCreated)
+			if err := f.fs.DeleteRoot(ctx, f.root.ID); err != nil {
+				t.Fatal(err)
+			}
+			// The mount is gone: its name is no folder any more.
+			put("deleted root", newPassword, "e.txt", http.StatusConflict)
+		}},
+
 		// A client that opens with several requests at once (Windows, rclone's
 		// parallel transfers, each time the remembered login expires) sends
 		// the same credentials in all of them. They are checked once and share

@@ -97,7 +97,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	// Before the caller is read: what newSession keeps is as of no
 	// earlier than this.
-	gen := h.opts.FS.Generation()
+	gen := h.opts.FS.MetaGeneration()
 	c, err := h.authenticate(r)
 	if err != nil {
 		h.finish(w, r, err)

@@ -25,7 +25,8 @@ func (s *session) fileAsCollection(r *http.Request) error {
 	if !strings.HasSuffix(r.URL.EscapedPath(), "/") {
 		return nil
 	}
-	_, n, exists, err := s.lookup(s.path)
+	t, n, exists, err := s.lookup(s.path)
+	s.looked = &lookedUp{t, n, exists, err}
 	if err == nil && !exists && (r.Method == http.MethodPut || r.Method == "LOCK") {
 		return describe(errFileAsCollection, "the URL ends in / (a collection), and %s makes a file; use MKCOL for a collection", r.Method)
 	}
@@ -38,9 +39,21 @@ func (s *session) fileAsCollection(r *http.Request) error {
 	return describe(vfs.ErrNotExist, "no collection of that name: %s is a file", n.Name)
 }
 
+// lookedUp is what lookup returned.
+type lookedUp struct {
+	t      target
+	n      vfs.Node
+	exists bool
+	err    error
+}
+
 // lookup resolves the request path to a target and, if it exists, its
 // node. A path below no root is errNoRoot.
 func (s *session) lookup(p string) (target, vfs.Node, bool, error) {
+	if l := s.looked; l != nil && p == s.path {
+		s.looked = nil
+		return l.t, l.n, l.exists, l.err
+	}
 	t, err := s.resolve(p)
 	if err != nil {
 		return t, vfs.Node{}, false, errNoRoot

@@ -24,6 +24,10 @@ type session struct {
 	opts   vfs.WriteOptions // Principal, policy limits; LockTokens from the If header
 	mounts []mount
 	path   string // the request's clean dav path
+	// looked holds fileAsCollection's lookup of path for the method's
+	// own, which takes it once (lookup): the two would be separate
+	// reads anyway, and no write comes between them.
+	looked *lookedUp
 	// wantDead, set by PROPFIND, says whether listings should prefetch
 	// dead properties.
 	wantDead func() bool
@@ -43,8 +47,9 @@ type mount struct {
 // reqPath. The roots it mounts, and the options of writes, are share's
 // answer for c.
 //
-// gen is the store's generation read before c was: what share answers
-// for c is kept in h.mounts until the next commit (see mountCache).
+// gen is the store's meta generation read before c was: what share
+// answers for c is kept in h.mounts until the next commit of something
+// other than file contents (see mountCache).
 func (h *Handler) newSession(ctx context.Context, gen uint64, c account.Caller, reqPath string) (*session, error) {
 	// The changes that take no WriteOptions (locks) find their actor
 	// here, for the activity log.
@@ -191,6 +196,13 @@ func (s *session) node(t target) (vfs.Node, error) {
 // parent resolves the folder that would hold t and t's name in it.
 func (s *session) parent(t target) (vfs.Node, string, error) {
 	dir, name := path.Split(strings.TrimSuffix(t.rel, "/"))
+	if dir == "/" {
+		// The root's top folder, which lives as long as the root the
+		// mount holds: no read. A write into it checks it again in its
+		// transaction, as it does any parent.
+		r := t.m.root
+		return vfs.Node{ID: r.FolderID, RootID: r.ID, Dir: true, Path: "/", Name: t.m.name, Created: r.Created}, name, nil
+	}
 	n, err := s.lookupRel(t.m.root.ID, dir)
 	if err != nil {
 		return n, name, err

@@ -61,3 +61,53 @@ func TestSmallPutsShareSyncRounds(t *testing.T) {
 		})
 	}
 }
+
+// TestCycleSyncs: the requests of bench/webdav.sh's cycle from a lone
+// client, each one write transaction and one sync round of its own (no
+// round waits for other writers), with the round fdatasyncing only what
+// the request wrote to: the write-ahead log for a folder's MKCOL, MOVE
+// and DELETE (everything below a folder moves or goes in that one
+// transaction), that log and the value log for a small file's PUT (its
+// record holds the contents; the chunk store syncs nothing). And two
+// or three read transactions beside it (the lookups of the name and its
+// folder, and a PUT's checks before the body): the login and the
+// session's roots are remembered across file writes.
+func TestCycleSyncs(t *testing.T) {
+	f := newFixture(t)
+	f.do("PROPFIND", "/", nil, "Depth", "0") // the login, remembered
+	body := bytes.Repeat([]byte("c"), 4096)
+	for i := range 3 {
+		dir := fmt.Sprintf("/d%d/", i)
+		moved := fmt.Sprintf("/d%d-moved/", i)
+		for _, r := range []struct {
+			method, path string
+			body         []byte
+			hdr          []string
+			status       int
+			fsyncs       uint64 // at most, a round
+			views        uint64 // at most
+		}{
+			{"MKCOL", dir, nil, nil, http.StatusCreated, 1, 2},
+			{"PUT", dir + "f.bin", body, nil, http.StatusCreated, 2, 3},
+			{"MOVE", dir, nil, []string{"Destination", f.url(moved), "Overwrite", "F"}, http.StatusCreated, 1, 2},
+			{"DELETE", moved, nil, nil, http.StatusNoContent, 1, 2},
+		} {
+			before, reads := f.stack.DB.SyncStats(), f.stack.DB.TxnStats()
+			st, _, text := f.do(r.method, r.path, bytes.NewReader(r.body), r.hdr...)
+			want(t, r.method, st, r.status, text)
+			after, readsAfter := f.stack.DB.SyncStats(), f.stack.DB.TxnStats()
+			commits, rounds, files := after.Commits-before.Commits, after.Rounds-before.Rounds, after.Files-before.Files
+			// A commit of the vfs node's liveness lease (every 10 s)
+			// may fall in too: it is a commit and a round more.
+			if commits < 1 || commits > 2 || rounds < 1 || files > r.fsyncs*rounds {
+				t.Errorf("%s %s: %d commits, %d rounds, %d fdatasyncs; want 1 commit in a round of its own, at most %d fdatasyncs a round",
+					r.method, r.path, commits, rounds, files, r.fsyncs)
+			}
+			if i > 0 {
+				if views := readsAfter.Views - reads.Views; views > r.views {
+					t.Errorf("%s %s: %d read transactions, want at most %d", r.method, r.path, views, r.views)
+				}
+			}
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -23,7 +24,9 @@ import (
 //
 //   - put-small: 2,000 PUTs of distinct 4 KiB files from 8 clients;
 //   - cycles: MKCOL, PUT of 4 KiB, MOVE of the folder, DELETE of it, from
-//     4 clients, 250 cycles a run.
+//     4 clients, 250 cycles a run;
+//   - ops: the same cycle's requests from one client, each with its own
+//     costs (CPU, store transactions and reads, fdatasyncs, allocations).
 //
 // Each reports its rate and what durability cost per operation (a PUT, or
 // one request of a cycle): metadata commits, sync rounds (one fsync round
@@ -47,8 +50,8 @@ func BenchmarkSmallWrites(b *testing.B) {
 
 	// report sets the rate and the per-operation costs of ops operations
 	// that ran between before and now.
-	report := func(b *testing.B, before badger.SyncStats, cpu time.Duration, ops int, unit string) {
-		after := st.DB.SyncStats()
+	report := func(b *testing.B, before badger.SyncStats, reads badger.TxnStats, cpu time.Duration, ops int, unit string) {
+		after, readsAfter := st.DB.SyncStats(), st.DB.TxnStats()
 		n := float64(ops) * float64(b.N)
 		b.ReportMetric(n/b.Elapsed().Seconds(), unit)
 		// The process's CPU, the clients' (HTTPS) with the server's:
@@ -57,20 +60,78 @@ func BenchmarkSmallWrites(b *testing.B) {
 		b.ReportMetric(float64(after.Commits-before.Commits)/n, "commits/op")
 		b.ReportMetric(float64(after.Rounds-before.Rounds)/n, "rounds/op")
 		b.ReportMetric(float64(after.Files-before.Files)/n, "fsyncs/op")
+		// Store transactions (read and write) and reads in them.
+		b.ReportMetric(float64(readsAfter.Views+readsAfter.Updates-reads.Views-reads.Updates)/n, "txns/op")
+		b.ReportMetric(float64(readsAfter.Gets+readsAfter.Scans-reads.Gets-reads.Scans)/n, "reads/op")
 		b.ReportMetric(0, "ns/op")
 	}
+	b.Run("ops", func(b *testing.B) {
+		// The cycle's four requests one at a time from one client, each
+		// with what it cost: the process's CPU (clients' and server's),
+		// the store's transactions, reads and fdatasyncs, and heap
+		// allocations.
+		const cycles = 200
+		body := bytes.Repeat([]byte{7}, 4096)
+		type cost struct {
+			cpu                               time.Duration
+			txns, gets, scans, syncs, mallocs uint64
+		}
+		names := []string{"MKCOL", "PUT", "MOVE", "DELETE"}
+		var costs [4]cost
+		run := 0
+		for b.Loop() {
+			run++
+			for i := range cycles {
+				dir := fmt.Sprintf("%sops%d-%d/", s.base, run, i)
+				moved := fmt.Sprintf("%sops%d-%d-moved/", s.base, run, i)
+				steps := [4]func() error{
+					func() error { _, err := s.do("MKCOL", dir, nil, 0); return err },
+					func() error { _, err := s.do("PUT", dir+"f.bin", bytes.NewReader(body), int64(len(body))); return err },
+					func() error { _, err := s.do("MOVE", dir, nil, 0, "Destination", moved, "Overwrite", "F"); return err },
+					func() error { _, err := s.do("DELETE", moved, nil, 0); return err },
+				}
+				for k, step := range steps {
+					var ms runtime.MemStats
+					runtime.ReadMemStats(&ms)
+					m0, t0, s0, c0 := ms.Mallocs, st.DB.TxnStats(), st.DB.SyncStats(), cpuTime()
+					if err := step(); err != nil {
+						b.Fatal(err)
+					}
+					cpu := cpuTime() - c0
+					t1, s1 := st.DB.TxnStats(), st.DB.SyncStats()
+					runtime.ReadMemStats(&ms)
+					c := &costs[k]
+					c.cpu += cpu
+					c.txns += t1.Views + t1.Updates - t0.Views - t0.Updates
+					c.gets += t1.Gets - t0.Gets
+					c.scans += t1.Scans - t0.Scans
+					c.syncs += s1.Files - s0.Files
+					c.mallocs += ms.Mallocs - m0
+				}
+			}
+		}
+		n := float64(cycles * b.N)
+		for k, c := range costs {
+			b.ReportMetric(float64(c.cpu.Microseconds())/n, names[k]+"-cpu-µs")
+			b.ReportMetric(float64(c.txns)/n, names[k]+"-txns")
+			b.ReportMetric(float64(c.gets+c.scans)/n, names[k]+"-reads")
+			b.ReportMetric(float64(c.syncs)/n, names[k]+"-fsyncs")
+			b.ReportMetric(float64(c.mallocs)/n, names[k]+"-allocs")
+		}
+		b.ReportMetric(0, "ns/op")
+	})
 	b.Run("put-small", func(b *testing.B) {
-		before, cpu := st.DB.SyncStats(), cpuTime()
+		before, reads, cpu := st.DB.SyncStats(), st.DB.TxnStats(), cpuTime()
 		i := 0
 		for b.Loop() {
 			s.putFiles(b, "small"+fmt.Sprint(i), 2000)
 			i++
 		}
-		report(b, before, cpu, 2000, "files/s")
+		report(b, before, reads, cpu, 2000, "files/s")
 	})
 	b.Run("cycles", func(b *testing.B) {
 		const clients, cycles = 4, 250
-		before, cpu := st.DB.SyncStats(), cpuTime()
+		before, reads, cpu := st.DB.SyncStats(), st.DB.TxnStats(), cpuTime()
 		run := 0
 		for b.Loop() {
 			run++
@@ -99,7 +160,7 @@ func BenchmarkSmallWrites(b *testing.B) {
 			}
 		}
 		// Four requests a cycle; the rate is in cycles.
-		report(b, before, cpu, cycles*4, "requests/s")
+		report(b, before, reads, cpu, cycles*4, "requests/s")
 		b.ReportMetric(float64(cycles*b.N)/b.Elapsed().Seconds(), "cycles/s")
 	})
 }

@@ -181,10 +181,17 @@ type DB struct {
 	// while gen still has the number of values read before it, so
 	// Generation hands out numbers of their own (see there).
 	committing atomic.Int64
+	// metaGen and metaCommitting are gen and committing for the commits
+	// that write a key outside kv.Content (MetaGeneration).
+	metaGen        atomic.Uint64
+	metaCommitting atomic.Int64
 
 	// afterCommit, when set (by tests), runs after a commit is visible
 	// and before gen moves.
 	afterCommit func()
+
+	// ops counts transactions and reads for TxnStats.
+	ops txnCounts
 }
 
 var (
@@ -192,6 +199,8 @@ var (
 	_ kv.GCer    = (*DB)(nil)
 	_ kv.Failer  = (*DB)(nil)
 	_ kv.Bounded = (*DB)(nil)
+
+	_ kv.MetaGenerationer = (*DB)(nil)
 )
 
 // Open opens (creating if needed) the database described by opts.
@@ -409,9 +418,10 @@ func (b *DB) View(ctx context.Context, fn func(kv.Txn) error) error {
 		return err
 	}
 	defer b.leave()
+	b.ops.views.Add(1)
 	bt := b.db.NewTransaction(false)
 	defer bt.Discard()
-	return fn(&txn{t: bt})
+	return fn(&txn{t: bt, ops: &b.ops})
 }
 
 // Update runs fn in a read-write transaction and commits it with an fsync.
@@ -484,9 +494,10 @@ func (b *DB) Failed() error {
 // updateOnce runs one try of Update. It returns dgraph.ErrConflict as is so
 // the caller can retry, and maps every other engine error.
 func (b *DB) updateOnce(fn func(kv.Txn) error, sync bool) error {
+	b.ops.updates.Add(1)
 	bt := b.db.NewTransaction(true)
 	defer bt.Discard()
-	tx := &txn{t: bt, vlogAt: b.vlogAt}
+	tx := &txn{t: bt, vlogAt: b.vlogAt, ops: &b.ops}
 	if err := fn(tx); err != nil {
 		return err
 	}
@@ -501,6 +512,9 @@ func (b *DB) updateOnce(fn func(kv.Txn) error, sync bool) error {
 		}
 	}
 	b.committing.Add(1)
+	if tx.meta {
+		b.metaCommitting.Add(1)
+	}
 	b.writes.RLock()
 	err := bt.Commit()
 	b.writes.RUnlock()
@@ -508,7 +522,13 @@ func (b *DB) updateOnce(fn func(kv.Txn) error, sync bool) error {
 		if b.afterCommit != nil {
 			b.afterCommit()
 		}
+		if tx.meta {
+			b.metaGen.Add(1)
+		}
 		b.gen.Add(1)
+	}
+	if tx.meta {
+		b.metaCommitting.Add(-1)
 	}
 	b.committing.Add(-1)
 	if errors.Is(err, dgraph.ErrConflict) {
@@ -531,6 +551,16 @@ func (b *DB) Generation() uint64 {
 		return b.gen.Add(1)
 	}
 	return b.gen.Load()
+}
+
+// MetaGeneration is Generation for the commits that write a key outside
+// kv.Content (kv.MetaGenerationer), with the same care for a commit
+// under way.
+func (b *DB) MetaGeneration() uint64 {
+	if b.metaCommitting.Load() > 0 {
+		return b.metaGen.Add(1)
+	}
+	return b.metaGen.Load()
 }
 
 // backoff sleeps a random time that grows with try, from at most 100µs up
@@ -820,21 +850,81 @@ type txn struct {
 	// that too.
 	vlog   bool
 	vlogAt int
+	ops    *txnCounts
+	// meta: a key outside kv.Content was written or deleted, so the
+	// commit moves MetaGeneration.
+	meta bool
+	// memo holds what Get read, by key (see Get).
+	memo map[string]memoVal
 }
 
+// Get remembers what it read for the rest of the transaction: vfs reads
+// the same records many times in one (each check walks the item's
+// folders up to the root: its depth, its locks, its path), and a read
+// of Badger costs a search of the memtables and levels where a second
+// read of the same key in this snapshot can only find the same value,
+// or what the transaction itself wrote, which Set and Delete forget.
+// Keys that expire (SetTTL) are read afresh each time, as Badger decides
+// expiry at each read.
 func (t *txn) Get(key []byte) ([]byte, error) {
+	t.ops.gets.Add(1)
+	if m, ok := t.memo[string(key)]; ok {
+		if m.missing {
+			return nil, kv.ErrNotFound
+		}
+		return bytes.Clone(m.v), nil
+	}
 	item, err := t.t.Get(key)
+	if errors.Is(err, dgraph.ErrKeyNotFound) {
+		t.remember(key, memoVal{missing: true})
+	}
 	if err != nil {
 		return nil, mapErr(err)
 	}
 	v, err := item.ValueCopy(nil)
+	if err == nil && item.ExpiresAt() == 0 && len(v) <= maxMemoValue {
+		t.remember(key, memoVal{v: bytes.Clone(v)})
+	}
 	return v, mapErr(err)
+}
+
+// maxMemoValue bounds the values Get remembers: records, not contents;
+// maxMemoKeys how many: a request's transaction reads a few dozen keys,
+// a listing's may read thousands once each, which are not worth keeping.
+const (
+	maxMemoValue = 1 << 10
+	maxMemoKeys  = 128
+)
+
+// memoVal is a value Get read, or that there was none.
+type memoVal struct {
+	v       []byte
+	missing bool
+}
+
+func (t *txn) remember(key []byte, m memoVal) {
+	if t.memo == nil {
+		t.memo = make(map[string]memoVal, 16)
+	}
+	if len(t.memo) >= maxMemoKeys {
+		return
+	}
+	t.memo[string(key)] = m
+}
+
+// forget drops what Get remembers of key, which the transaction changes.
+func (t *txn) forget(key []byte) {
+	if t.memo != nil {
+		delete(t.memo, string(key))
+	}
 }
 
 // Set copies key and value: Badger keeps references to them until commit,
 // and callers commonly reuse a key buffer across calls.
 func (t *txn) Set(key, value []byte) error {
 	t.vlog = t.vlog || len(value) >= t.vlogAt
+	t.meta = t.meta || !kv.Content(key)
+	t.forget(key)
 	return mapErr(t.t.Set(bytes.Clone(key), bytes.Clone(value)))
 }
 
@@ -845,15 +935,20 @@ func (t *txn) SetTTL(key, value []byte, ttl time.Duration) error {
 		return fmt.Errorf("kv: SetTTL with non-positive ttl %v", ttl)
 	}
 	t.vlog = t.vlog || len(value) >= t.vlogAt
+	t.meta = t.meta || !kv.Content(key)
+	t.forget(key)
 	e := dgraph.NewEntry(bytes.Clone(key), bytes.Clone(value)).WithTTL(ttl)
 	return mapErr(t.t.SetEntry(e))
 }
 
 func (t *txn) Delete(key []byte) error {
+	t.meta = t.meta || !kv.Content(key)
+	t.forget(key)
 	return mapErr(t.t.Delete(bytes.Clone(key)))
 }
 
 func (t *txn) Scan(prefix, start []byte, fn func(key, value []byte) error) error {
+	t.ops.scans.Add(1)
 	it := t.t.NewIterator(iterOptions(prefix, false))
 	defer it.Close()
 	seek := prefix
@@ -865,6 +960,7 @@ func (t *txn) Scan(prefix, start []byte, fn func(key, value []byte) error) error
 }
 
 func (t *txn) ScanReverse(prefix, start []byte, fn func(key, value []byte) error) error {
+	t.ops.scans.Add(1)
 	// No Prefix option here: with it, Badger's Valid hides the key a seek
 	// to the prefix's end lands on, and Rewind seeks to the prefix itself,
 	// which in reverse finds nothing but the prefix.

@@ -278,3 +278,20 @@ func (b *DB) SyncStats() SyncStats {
 	}
 	return SyncStats{Commits: b.group.commits.Load(), Rounds: b.group.rounds.Load(), Files: b.group.files.Load()}
 }
+
+// TxnStats counts the transactions and reads run since Open, for
+// benchmarks that report what one request costs the store.
+type TxnStats struct {
+	Views   uint64 // read-only transactions
+	Updates uint64 // tries of read-write transactions (a conflict retried is two)
+	Gets    uint64 // point reads, in both kinds
+	Scans   uint64 // prefix scans, in both kinds
+}
+
+// txnCounts is TxnStats as the store counts it.
+type txnCounts struct{ views, updates, gets, scans atomic.Uint64 }
+
+// TxnStats returns the counts of transactions and reads so far.
+func (b *DB) TxnStats() TxnStats {
+	return TxnStats{Views: b.ops.views.Load(), Updates: b.ops.updates.Load(), Gets: b.ops.gets.Load(), Scans: b.ops.scans.Load()}
+}
