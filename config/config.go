@@ -535,7 +535,7 @@ func options() []option {
 		{key: "storage.s3.parallelism", def: 8, usage: "requests one upload or download keeps in flight (each holds a chunk of about 1 MiB)"},
 		{key: "memory.limit", def: ByteSize(0), usage: "Go runtime soft memory limit (0: 48 MiB + 3 x kv_memtable + upload_buffers; GOMEMLIMIT wins)"},
 		{key: "memory.read_ahead", def: 4, usage: "chunks a download fetches and decodes ahead of the one it sends (0: none)"},
-		{key: "memory.upload_buffers", def: ByteSize(8 << 20), usage: "upload read-ahead shared by all uploads, beyond one 8 MiB segment each"},
+		{key: "memory.upload_buffers", def: ByteSize(0), usage: "upload read-ahead shared by all uploads, beyond one 8 MiB segment each (0: none)"},
 		{key: "memory.kv_memtable", def: ByteSize(8 << 20), usage: "size of each of the metadata store's two memtables"},
 		{key: "memory.kv_block_cache", def: ByteSize(0), usage: "metadata store block cache (0: none)"},
 		{key: "memory.kv_index_cache", def: ByteSize(0), usage: "bound on the metadata store's table indexes in memory (0: all kept)"},
