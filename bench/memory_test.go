@@ -161,8 +161,9 @@ func BenchmarkDaemonWebDAVRSS(b *testing.B) {
 		wg.Wait()
 	}
 
+	// One log line a phase: a benchmark's log is cut after ten lines.
 	var peak int64
-	phase := func(name string, f func()) {
+	phase := func(name string, f func(), more ...func() string) {
 		clearPeak(b, pid)
 		stop := make(chan struct{})
 		used := make(chan usage)
@@ -173,17 +174,21 @@ func BenchmarkDaemonWebDAVRSS(b *testing.B) {
 		p := procStatus(b, pid, "VmHWM")
 		peak = max(peak, p)
 		b.ReportMetric(float64(p)/mib, name+"-peak-RSS-MiB")
-		b.Logf("%-10s peak RSS %6.1f MiB; sampled maxima: Go heap in use %6.1f, RssAnon %6.1f, RssFile %6.1f MiB",
-			name, float64(p)/mib, u.heap/mib, u.anon/mib, u.file/mib)
-		b.Logf("%-10s largest sample %6.1f MiB: %v; Go heap in use %.1f MiB", name, u.rss/mib, u.at, u.atHeap/mib)
+		line := fmt.Sprintf("%-10s peak RSS %5.1f MiB; maxima: Go heap in use %5.1f, RssAnon %5.1f, RssFile %5.1f; %d GCs; largest sample %5.1f: %v, Go heap in use %.1f",
+			name, float64(p)/mib, u.heap/mib, u.anon/mib, u.file/mib, u.gcs, u.rss/mib, u.at, u.atHeap/mib)
+		for _, m := range more {
+			line += "; " + m()
+		}
+		b.Log(line)
 	}
 	transfer := func(name string, f func()) {
 		cpu0, t0 := procCPU(pid), time.Now()
-		phase(name, f)
-		secs, cpu := time.Since(t0).Seconds(), (procCPU(pid) - cpu0).Seconds()
-		b.ReportMetric(float64(big)/secs/1e6, name+"-MB/s")
-		b.ReportMetric(cpu/(float64(big)/(1<<30)), name+"-CPU-s/GiB")
-		b.Logf("%-10s %.0f MB/s, %.2f CPU s/GiB", name, float64(big)/secs/1e6, cpu/(float64(big)/(1<<30)))
+		phase(name, f, func() string {
+			secs, cpu := time.Since(t0).Seconds(), (procCPU(pid) - cpu0).Seconds()
+			b.ReportMetric(float64(big)/secs/1e6, name+"-MB/s")
+			b.ReportMetric(cpu/(float64(big)/(1<<30)), name+"-CPU-s/GiB")
+			return fmt.Sprintf("%.0f MB/s, %.2f CPU s/GiB", float64(big)/secs/1e6, cpu/(float64(big)/(1<<30)))
+		})
 	}
 
 	for i := 0; b.Loop(); i++ {
@@ -239,8 +244,10 @@ func restartedDaemon(b *testing.B) *daemon {
 	for _, e := range os.Environ() {
 		if strings.HasPrefix(e, "BERTH_MEMORY_") {
 			env = append(env, e)
-			b.Logf("daemon setting %s", e)
 		}
+	}
+	if env != nil {
+		b.Logf("daemon settings: %s", strings.Join(env, " "))
 	}
 	bin := berthtest.BuildBerth(b)
 	data := filepath.Join(b.TempDir(), "data")
@@ -299,6 +306,7 @@ func (d *daemon) metricsURL(b *testing.B) string {
 // what made up the resident set when it was largest.
 type usage struct {
 	heap, anon, file float64 // Go heap in use, RssAnon, RssFile; bytes
+	gcs              int     // Go collections during the phase
 	rss              float64 // VmRSS at the largest sample
 	at               smaps   // the resident set at that sample, by mapping
 	atHeap           float64 // Go heap in use at that sample
@@ -366,6 +374,7 @@ func readSmaps(pid int) (smaps, error) {
 // part is the metadata store's memory-mapped logs.
 func sample(url string, pid int, stop <-chan struct{}) usage {
 	var u usage
+	gcs0 := -1 // the collections counted before the phase
 	t := time.NewTicker(50 * time.Millisecond)
 	defer t.Stop()
 	for {
@@ -381,6 +390,14 @@ func sample(url string, pid int, stop <-chan struct{}) usage {
 					if f, err := strconv.ParseFloat(v, 64); err == nil {
 						heap = f
 						u.heap = max(u.heap, f)
+					}
+				}
+				if v, ok := strings.CutPrefix(sc.Text(), "go_gc_duration_seconds_count "); ok {
+					if n, err := strconv.Atoi(v); err == nil {
+						if gcs0 < 0 {
+							gcs0 = n
+						}
+						u.gcs = n - gcs0
 					}
 				}
 			}
