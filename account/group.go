@@ -40,9 +40,10 @@ type Group struct {
 }
 
 // MaxGroupMembers bounds a group's direct members, persons and groups
-// together. Deleting a group removes every membership in one
-// transaction, and GET members answers them in one unpaged array (spec
-// 4.10), so both stay bounded; larger sets are built by nesting groups.
+// together. GET members answers them in one unpaged array (spec 4.10),
+// and deleting a group or changing its members writes them
+// membershipBatch per transaction, so all stay bounded; larger sets are
+// built by nesting groups.
 const MaxGroupMembers = 10000
 
 // GroupInput are the fields set when creating a group.
@@ -228,17 +229,19 @@ func (s *Service) UpdateGroup(ctx context.Context, id uint64, u GroupUpdate) (Gr
 	return g, nil
 }
 
-// groupDeleteBatch is how many person memberships one transaction of
-// DeleteGroup removes before its last. Each is two deletes; the metadata
-// store bounds a transaction's keys by its memtable (8 MiB: some 13,000),
-// and a full group holds MaxGroupMembers.
-const groupDeleteBatch = 2000
+// membershipBatch is how many memberships one transaction writes when
+// UpdateMembers or DeleteGroup has more to write. Each is two keys; the
+// metadata store bounds a transaction's keys by its memtable (8 MiB,
+// the default: some 13,000; 3 MiB still takes a batch, 1 MiB, the least
+// memory.kv_memtable takes, does not), while a request may add
+// MaxGroupMembers at once and a full group holds as many.
+const membershipBatch = 2000
 
 // DeleteGroup removes the group and every membership it is part of: its
 // members' entries, both ways, and its own entries in the groups that
 // contain it. Its id is never given again. Errors: ErrNotFound.
 //
-// A large group's person memberships go first, groupDeleteBatch at a
+// A large group's person memberships go first, membershipBatch at a
 // time, each batch with its count; then one transaction removes the rest
 // and the group. A failure between leaves the group with fewer members,
 // never a membership without its group.
@@ -253,13 +256,13 @@ func (s *Service) DeleteGroup(ctx context.Context, id uint64) error {
 			prefix := key(pfxGroupPerson, id)
 			var persons []uint64
 			err := tx.Scan(prefix, nil, func(k, _ []byte) error {
-				if len(persons) == groupDeleteBatch {
+				if len(persons) == membershipBatch {
 					return kv.ErrStop
 				}
 				persons = append(persons, kv.Uint64At(k, len(prefix)))
 				return nil
 			})
-			if err != nil || len(persons) < groupDeleteBatch {
+			if err != nil || len(persons) < membershipBatch {
 				return err
 			}
 			n = len(persons)
@@ -358,13 +361,23 @@ func (s *Service) Groups(ctx context.Context, orgID uint64, offset, limit int) (
 	return listPage[Group](ctx, s, orgID, pfxOrgGroup, pfxGroup, func(c Counts) int64 { return c.Groups }, offset, limit)
 }
 
-// UpdateMembers applies ch to the group's direct members in one
-// transaction and returns the group. Added persons and groups must be of
-// the group's organization or one below it; guests are not members.
-// Errors: ErrNotFound (the group); ErrInvalid (a *FieldError naming
-// add_members, add_groups or remove_*: an id in both lists, an unknown
-// id or one outside those organizations, which look the same, a guest,
-// more than MaxGroupMembers); ErrGroupCycle (a *GroupCycleError).
+// UpdateMembers applies ch to the group's direct members and returns the
+// group. Added persons and groups must be of the group's organization or
+// one below it; guests are not members. Errors: ErrNotFound (the group);
+// ErrInvalid (a *FieldError naming add_members, add_groups or remove_*:
+// an id in both lists, an unknown id or one outside those organizations,
+// which look the same, a guest, more than MaxGroupMembers);
+// ErrGroupCycle (a *GroupCycleError).
+//
+// A change of at most membershipBatch ids is one transaction. A larger one
+// (up to MaxGroupMembers added at once, more than one transaction of
+// the metadata store holds) is first checked whole in a read, so that
+// an invalid request changes nothing, and then written membershipBatch
+// ids a transaction, removals first, each checked again and journaled
+// with what it changed. A failure between (a concurrent change that
+// makes an id invalid, a crash) leaves part of the change applied; the
+// same request sent again completes it, since adding a member and
+// removing a non-member change nothing.
 func (s *Service) UpdateMembers(ctx context.Context, groupID uint64, ch MembersChange) (Group, error) {
 	if err := disjoint("add_members", ch.AddPersons, "remove_members", ch.RemovePersons); err != nil {
 		return Group{}, err
@@ -372,35 +385,78 @@ func (s *Service) UpdateMembers(ctx context.Context, groupID uint64, ch MembersC
 	if err := disjoint("add_groups", ch.AddGroups, "remove_groups", ch.RemoveGroups); err != nil {
 		return Group{}, err
 	}
+	parts := ch.split(membershipBatch)
+	if len(parts) > 1 {
+		err := s.db.View(ctx, func(tx kv.Txn) error {
+			var g Group
+			if err := s.get(tx, key(pfxGroup, groupID), &g, notFoundf("group %d", groupID)); err != nil {
+				return err
+			}
+			m := membersTxn{s: s, tx: tx, g: &g, chains: map[uint64][]uint64{}, dry: map[string]bool{}}
+			if err := m.apply(ch); err != nil {
+				return err
+			}
+			return m.bounded()
+		})
+		if err != nil {
+			return Group{}, err
+		}
+	}
 	var g Group
-	err := s.db.Update(ctx, func(tx kv.Txn) error {
-		if err := s.get(tx, key(pfxGroup, groupID), &g, notFoundf("group %d", groupID)); err != nil {
-			return err
+	for _, part := range parts {
+		err := s.db.Update(ctx, func(tx kv.Txn) error {
+			if err := s.get(tx, key(pfxGroup, groupID), &g, notFoundf("group %d", groupID)); err != nil {
+				return err
+			}
+			m := membersTxn{s: s, tx: tx, g: &g, chains: map[uint64][]uint64{}}
+			if err := m.apply(part); err != nil {
+				return err
+			}
+			if m.changes.Len() == 0 {
+				return nil
+			}
+			if err := m.bounded(); err != nil {
+				return err
+			}
+			// Written whenever members change: with the group records the
+			// cycle check reads, this makes two concurrent changes that
+			// would close a cycle between them conflict (see cyclePath).
+			if err := s.put(tx, key(pfxGroup, g.ID), &g); err != nil {
+				return err
+			}
+			c := groupChange(ActGroupMembersUpdated, g)
+			c.Data = m.changes.String()
+			return s.record(ctx, tx, c)
+		})
+		if err != nil {
+			return Group{}, err
 		}
-		m := membersTxn{s: s, tx: tx, g: &g, chains: map[uint64][]uint64{}}
-		if err := m.apply(ch); err != nil {
-			return err
-		}
-		if m.changes.Len() == 0 {
-			return nil
-		}
-		if g.Persons+g.Groups > MaxGroupMembers {
-			return invalid("add_members", fmt.Sprintf("a group holds at most %d direct members, persons and groups together", MaxGroupMembers))
-		}
-		// Written whenever members change: with the group records the
-		// cycle check reads, this makes two concurrent changes that
-		// would close a cycle between them conflict (see cyclePath).
-		if err := s.put(tx, key(pfxGroup, g.ID), &g); err != nil {
-			return err
-		}
-		c := groupChange(ActGroupMembersUpdated, g)
-		c.Data = m.changes.String()
-		return s.record(ctx, tx, c)
-	})
-	if err != nil {
-		return Group{}, err
 	}
 	return g, nil
+}
+
+// split cuts ch into changes of at most n ids each that, applied in
+// order, make ch: removals before additions, each list in its order.
+func (ch MembersChange) split(n int) []MembersChange {
+	lists := func(c *MembersChange) [4]*[]uint64 {
+		return [4]*[]uint64{&c.RemovePersons, &c.RemoveGroups, &c.AddPersons, &c.AddGroups}
+	}
+	var parts []MembersChange
+	var part MembersChange
+	size := 0
+	for i, ids := range lists(&ch) {
+		for len(*ids) > 0 {
+			if size == n {
+				parts = append(parts, part)
+				part, size = MembersChange{}, 0
+			}
+			k := min(n-size, len(*ids))
+			*lists(&part)[i] = (*ids)[:k:k]
+			*ids = (*ids)[k:]
+			size += k
+		}
+	}
+	return append(parts, part)
 }
 
 // disjoint refuses an id named in both lists.
@@ -420,6 +476,27 @@ type membersTxn struct {
 	g       *Group
 	chains  map[uint64][]uint64 // organization -> its chain, read once
 	changes strings.Builder     // what changed, for the journal's data_text
+	// dry, when not nil, checks a change without writing it (tx is a
+	// read): the membership keys it would set (true) or delete (false),
+	// which later ids of the same change see in place of the store.
+	dry map[string]bool
+}
+
+// bounded refuses a group left with more than MaxGroupMembers.
+func (m *membersTxn) bounded() error {
+	if m.g.Persons+m.g.Groups > MaxGroupMembers {
+		return invalid("add_members", fmt.Sprintf("a group holds at most %d direct members, persons and groups together", MaxGroupMembers))
+	}
+	return nil
+}
+
+// exists reports whether membership key k is set, in the store or
+// earlier in a dry run.
+func (m *membersTxn) exists(k []byte) (bool, error) {
+	if set, ok := m.dry[string(k)]; ok {
+		return set, nil
+	}
+	return exists(m.tx, k)
 }
 
 func (m *membersTxn) apply(ch MembersChange) error {
@@ -460,7 +537,7 @@ func (m *membersTxn) apply(ch MembersChange) error {
 func (m *membersTxn) addPerson(id uint64) error {
 	g := m.g
 	k := key(pfxGroupPerson, g.ID, id)
-	if ok, err := exists(m.tx, k); err != nil || ok {
+	if ok, err := m.exists(k); err != nil || ok {
 		return err
 	}
 	refused := invalid("add_members", fmt.Sprintf("no person %d in the group's organization or below it", id))
@@ -491,7 +568,7 @@ func (m *membersTxn) addGroup(id uint64) error {
 		return &GroupCycleError{Path: []uint64{g.ID, g.ID}}
 	}
 	k := key(pfxGroupGroup, g.ID, id)
-	if ok, err := exists(m.tx, k); err != nil || ok {
+	if ok, err := m.exists(k); err != nil || ok {
 		return err
 	}
 	refused := invalid("add_groups", fmt.Sprintf("no group %d in the group's organization or below it", id))
@@ -537,6 +614,10 @@ func (m *membersTxn) within(orgID uint64) (bool, error) {
 
 func (m *membersTxn) link(keys ...[]byte) error {
 	for _, k := range keys {
+		if m.dry != nil {
+			m.dry[string(k)] = true
+			continue
+		}
 		if err := m.tx.Set(k, nil); err != nil {
 			return err
 		}
@@ -546,9 +627,13 @@ func (m *membersTxn) link(keys ...[]byte) error {
 
 // unlink deletes a membership's two keys and reports whether it existed.
 func (m *membersTxn) unlink(forward, back []byte) (bool, error) {
-	ok, err := exists(m.tx, forward)
+	ok, err := m.exists(forward)
 	if err != nil || !ok {
 		return false, err
+	}
+	if m.dry != nil {
+		m.dry[string(forward)], m.dry[string(back)] = false, false
+		return true, nil
 	}
 	return true, deleteKeys(m.tx, forward, back)
 }

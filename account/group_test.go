@@ -617,3 +617,81 @@ func BenchmarkMembers(b *testing.B) {
 		}
 	})
 }
+
+// addPersons stores n persons of organization org with ids from first
+// on, as records only (no password hash, no indexes): what UpdateMembers
+// reads of a person it adds.
+func addPersons(t testing.TB, s *Service, org, first uint64, n int) []uint64 {
+	t.Helper()
+	var ids []uint64
+	for done := 0; done < n; done += 1000 {
+		err := s.db.Update(context.Background(), func(tx kv.Txn) error {
+			for i := done; i < min(n, done+1000); i++ {
+				p := Person{ID: first + uint64(i), OrganizationID: org}
+				if err := s.put(tx, key(pfxPerson, p.ID), &p); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range n {
+		ids = append(ids, first+uint64(i))
+	}
+	return ids
+}
+
+// TestLargeMembersChange: a change of MaxGroupMembers persons at once,
+// 20,000 keys, more than one transaction of the default 8 MiB memtable
+// holds (about 13,000), is written in parts; one that is invalid
+// anywhere writes nothing; the same request sent again changes nothing.
+func TestLargeMembersChange(t *testing.T) {
+	w := newGroupWorld(t)
+	ctx := context.Background()
+	a := w.group(t, w.acme.ID, "A")
+	b := w.group(t, w.acme.ID, "B")
+	many := addPersons(t, w.s, w.acme.ID, 1_000_000, MaxGroupMembers)
+	with := func(ids []uint64, more ...uint64) []uint64 { return append(append([]uint64{}, ids...), more...) }
+
+	rows := []struct {
+		name    string
+		ch      MembersChange
+		want    error
+		persons int64 // A's direct persons after the change
+		groups  int64
+		parts   int // journal records the change adds
+	}{
+		{"an unknown person last writes nothing", MembersChange{AddPersons: with(many[:MaxGroupMembers-1], 999)}, ErrInvalid, 0, 0, 0},
+		{"a guest last writes nothing", MembersChange{AddPersons: with(many[:MaxGroupMembers-1], w.guest.ID)}, ErrInvalid, 0, 0, 0},
+		{"a cycle last writes nothing", MembersChange{AddPersons: many[:3000], AddGroups: []uint64{a.ID}}, ErrGroupCycle, 0, 0, 0},
+		{"one more than the bound writes nothing", MembersChange{AddPersons: with(many[:MaxGroupMembers-1], w.alice.ID), AddGroups: []uint64{b.ID}}, ErrInvalid, 0, 0, 0},
+		{"part of it already applied", MembersChange{AddPersons: many[:2500]}, nil, 2500, 0, 2},
+		{"all of them", MembersChange{AddPersons: many}, nil, MaxGroupMembers, 0, 4},
+		{"sent again", MembersChange{AddPersons: many}, nil, MaxGroupMembers, 0, 0},
+		{"removals before additions, past the bound in one request", MembersChange{RemovePersons: many[:5000], AddPersons: []uint64{w.alice.ID, w.bob.ID}, AddGroups: []uint64{b.ID}}, nil, MaxGroupMembers - 5000 + 2, 1, 3},
+		{"every one removed", MembersChange{RemovePersons: with(many, w.alice.ID, w.bob.ID), RemoveGroups: []uint64{b.ID}}, nil, 0, 0, 4}, // the first 5,000 are gone: two parts change nothing
+	}
+	for _, r := range rows {
+		before := len(w.log.activities())
+		g, err := w.s.UpdateMembers(ctx, a.ID, r.ch)
+		if !errors.Is(err, r.want) {
+			t.Errorf("%s: %v, want %v", r.name, err, r.want)
+		}
+		if err == nil && (g.Persons != r.persons || g.Groups != r.groups) {
+			t.Errorf("%s: answered %d persons, %d groups; want %d, %d", r.name, g.Persons, g.Groups, r.persons, r.groups)
+		}
+		got, err := w.s.Group(ctx, a.ID)
+		if err != nil || got.Persons != r.persons || got.Groups != r.groups {
+			t.Errorf("%s: A holds %d persons, %d groups (%v); want %d, %d", r.name, got.Persons, got.Groups, err, r.persons, r.groups)
+		}
+		if n := countKeys(t, w.s, string(key(pfxGroupPerson, a.ID))); n != int(r.persons) {
+			t.Errorf("%s: %d membership keys, want %d", r.name, n, r.persons)
+		}
+		if n := len(w.log.activities()) - before; n != r.parts {
+			t.Errorf("%s: %d journal records, want %d", r.name, n, r.parts)
+		}
+	}
+}

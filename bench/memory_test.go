@@ -96,7 +96,11 @@ func BenchmarkDaemonRSS(b *testing.B) {
 // Depth 1 allprop of the 10,000-file folder. It reports the idle RSS
 // (target < 40 MiB), the peak over the whole mix (VmHWM, target < 100
 // MiB), and each phase's own peak: the peak is reset (clear_refs) before
-// each phase, and the Go heap in use is sampled from /metrics during it.
+// each phase, and the Go heap in use is sampled from /metrics during it,
+// with what made up the largest resident set sampled (/proc/PID/smaps:
+// anonymous memory, the program, Badger's mapped logs and tables).
+// BERTH_MEMORY_* settings in the environment reach the daemon, to weigh
+// them against the defaults.
 // The large transfers also report MB/s and the daemon's CPU seconds per
 // GiB (user + system from /proc). Run with -benchtime=1x.
 func BenchmarkDaemonWebDAVRSS(b *testing.B) {
@@ -157,8 +161,9 @@ func BenchmarkDaemonWebDAVRSS(b *testing.B) {
 		wg.Wait()
 	}
 
+	// One log line a phase: a benchmark's log is cut after ten lines.
 	var peak int64
-	phase := func(name string, f func()) {
+	phase := func(name string, f func(), more ...func() string) {
 		clearPeak(b, pid)
 		stop := make(chan struct{})
 		used := make(chan usage)
@@ -169,16 +174,21 @@ func BenchmarkDaemonWebDAVRSS(b *testing.B) {
 		p := procStatus(b, pid, "VmHWM")
 		peak = max(peak, p)
 		b.ReportMetric(float64(p)/mib, name+"-peak-RSS-MiB")
-		b.Logf("%-10s peak RSS %6.1f MiB; sampled maxima: Go heap in use %6.1f, RssAnon %6.1f, RssFile %6.1f MiB",
-			name, float64(p)/mib, u.heap/mib, u.anon/mib, u.file/mib)
+		line := fmt.Sprintf("%-10s peak RSS %5.1f MiB; maxima: Go heap in use %5.1f, RssAnon %5.1f, RssFile %5.1f; %d GCs; largest sample %5.1f: %v, Go heap in use %.1f",
+			name, float64(p)/mib, u.heap/mib, u.anon/mib, u.file/mib, u.gcs, u.rss/mib, u.at, u.atHeap/mib)
+		for _, m := range more {
+			line += "; " + m()
+		}
+		b.Log(line)
 	}
 	transfer := func(name string, f func()) {
 		cpu0, t0 := procCPU(pid), time.Now()
-		phase(name, f)
-		secs, cpu := time.Since(t0).Seconds(), (procCPU(pid) - cpu0).Seconds()
-		b.ReportMetric(float64(big)/secs/1e6, name+"-MB/s")
-		b.ReportMetric(cpu/(float64(big)/(1<<30)), name+"-CPU-s/GiB")
-		b.Logf("%-10s %.0f MB/s, %.2f CPU s/GiB", name, float64(big)/secs/1e6, cpu/(float64(big)/(1<<30)))
+		phase(name, f, func() string {
+			secs, cpu := time.Since(t0).Seconds(), (procCPU(pid) - cpu0).Seconds()
+			b.ReportMetric(float64(big)/secs/1e6, name+"-MB/s")
+			b.ReportMetric(cpu/(float64(big)/(1<<30)), name+"-CPU-s/GiB")
+			return fmt.Sprintf("%.0f MB/s, %.2f CPU s/GiB", float64(big)/secs/1e6, cpu/(float64(big)/(1<<30)))
+		})
 	}
 
 	for i := 0; b.Loop(); i++ {
@@ -225,15 +235,26 @@ func BenchmarkDaemonWebDAVRSS(b *testing.B) {
 
 // restartedDaemon starts the daemon on a new data directory, logs in,
 // and starts it again with the token: the first start's password hash
-// and set-up are not in the second's figures.
+// and set-up are not in the second's figures. The memory settings of the
+// environment (BERTH_MEMORY_*) pass through to both, to compare them
+// with the defaults on one binary.
 func restartedDaemon(b *testing.B) *daemon {
 	b.Helper()
+	var env []string
+	for _, e := range os.Environ() {
+		if strings.HasPrefix(e, "BERTH_MEMORY_") {
+			env = append(env, e)
+		}
+	}
+	if env != nil {
+		b.Logf("daemon settings: %s", strings.Join(env, " "))
+	}
 	bin := berthtest.BuildBerth(b)
 	data := filepath.Join(b.TempDir(), "data")
-	d := startDaemon(b, bin, data, "")
+	d := startDaemonEnv(b, bin, data, "", env)
 	token := d.token
 	d.stop()
-	return startDaemon(b, bin, data, token)
+	return startDaemonEnv(b, bin, data, token, env)
 }
 
 // webdavRoot returns the path of the first root under /webdav/ (the
@@ -281,9 +302,70 @@ func (d *daemon) metricsURL(b *testing.B) string {
 	return ""
 }
 
-// usage is the most of each kind of memory seen during a phase.
+// usage is the most of each kind of memory seen during a phase, and
+// what made up the resident set when it was largest.
 type usage struct {
 	heap, anon, file float64 // Go heap in use, RssAnon, RssFile; bytes
+	gcs              int     // Go collections during the phase
+	rss              float64 // VmRSS at the largest sample
+	at               smaps   // the resident set at that sample, by mapping
+	atHeap           float64 // Go heap in use at that sample
+}
+
+// smaps is a resident set split by what is mapped (/proc/PID/smaps),
+// in bytes.
+type smaps struct {
+	anon    float64 // anonymous: the Go heap, goroutine stacks, the runtime's own
+	program float64 // the berth binary's text and data
+	memLog  float64 // Badger's memtable write-ahead logs (*.mem)
+	vlog    float64 // Badger's value logs (*.vlog)
+	tables  float64 // Badger's tables (*.sst)
+	other   float64 // anything else: shared libraries, the vDSO
+}
+
+func (s smaps) String() string {
+	const mib = 1 << 20
+	return fmt.Sprintf("anon %.1f, program %.1f, Badger *.mem %.1f, *.vlog %.1f, *.sst %.1f, other %.1f MiB",
+		s.anon/mib, s.program/mib, s.memLog/mib, s.vlog/mib, s.tables/mib, s.other/mib)
+}
+
+// readSmaps splits the process's resident set by mapping.
+func readSmaps(pid int) (smaps, error) {
+	var s smaps
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps", pid))
+	if err != nil {
+		return s, err
+	}
+	var kind *float64
+	for line := range strings.SplitSeq(string(data), "\n") {
+		f := strings.Fields(line)
+		switch {
+		case len(f) == 0:
+		case strings.Contains(f[0], "-") && len(f) >= 5: // a mapping's header
+			name := ""
+			if len(f) >= 6 {
+				name = f[5]
+			}
+			switch {
+			case name == "" || name == "[heap]" || name == "[stack]" || strings.HasPrefix(name, "[anon"):
+				kind = &s.anon
+			case strings.HasSuffix(name, ".mem"):
+				kind = &s.memLog
+			case strings.HasSuffix(name, ".vlog"):
+				kind = &s.vlog
+			case strings.HasSuffix(name, ".sst"):
+				kind = &s.tables
+			case filepath.Base(name) == "berth":
+				kind = &s.program
+			default:
+				kind = &s.other
+			}
+		case f[0] == "Rss:" && kind != nil && len(f) >= 2:
+			kb, _ := strconv.ParseFloat(f[1], 64)
+			*kind += kb * 1024
+		}
+	}
+	return s, nil
 }
 
 // sample polls the daemon's Go heap in use (/metrics at url) and its
@@ -292,6 +374,7 @@ type usage struct {
 // part is the metadata store's memory-mapped logs.
 func sample(url string, pid int, stop <-chan struct{}) usage {
 	var u usage
+	gcs0 := -1 // the collections counted before the phase
 	t := time.NewTicker(50 * time.Millisecond)
 	defer t.Stop()
 	for {
@@ -299,12 +382,22 @@ func sample(url string, pid int, stop <-chan struct{}) usage {
 		// to the figures.
 		req, _ := http.NewRequest(http.MethodGet, url, nil)
 		req.Header.Set("Accept-Encoding", "identity")
+		var heap float64
 		if resp, err := http.DefaultClient.Do(req); err == nil {
 			sc := bufio.NewScanner(resp.Body)
 			for sc.Scan() {
 				if v, ok := strings.CutPrefix(sc.Text(), "go_memstats_heap_inuse_bytes "); ok {
 					if f, err := strconv.ParseFloat(v, 64); err == nil {
+						heap = f
 						u.heap = max(u.heap, f)
+					}
+				}
+				if v, ok := strings.CutPrefix(sc.Text(), "go_gc_duration_seconds_count "); ok {
+					if n, err := strconv.Atoi(v); err == nil {
+						if gcs0 < 0 {
+							gcs0 = n
+						}
+						u.gcs = n - gcs0
 					}
 				}
 			}
@@ -320,6 +413,11 @@ func sample(url string, pid int, stop <-chan struct{}) usage {
 					u.anon = max(u.anon, kb*1024)
 				case k == "RssFile":
 					u.file = max(u.file, kb*1024)
+				case k == "VmRSS" && kb*1024 > u.rss:
+					// A new largest resident set: what it is made of.
+					if at, err := readSmaps(pid); err == nil {
+						u.rss, u.at, u.atHeap = kb*1024, at, heap
+					}
 				}
 			}
 		}

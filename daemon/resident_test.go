@@ -75,7 +75,8 @@ func TestMemoryLimit(t *testing.T) {
 		m           config.Memory
 		limit, segs int64
 	}{
-		{"defaults", config.Memory{KVMemtable: 8 << 20, UploadBuffers: 8 << 20}, 80 << 20, 8 << 20},
+		{"defaults", config.Default().Memory, 72 << 20, 1},
+		{"shared upload buffers", config.Memory{KVMemtable: 8 << 20, UploadBuffers: 8 << 20}, 80 << 20, 8 << 20},
 		{"configured", config.Memory{Limit: 200 << 20, KVMemtable: 8 << 20, UploadBuffers: 8 << 20}, 200 << 20, 8 << 20},
 		{"larger tables and buffers", config.Memory{KVMemtable: 64 << 20, UploadBuffers: 64 << 20}, 304 << 20, 64 << 20},
 		{"no shared upload buffers", config.Memory{KVMemtable: 8 << 20}, 72 << 20, 1},

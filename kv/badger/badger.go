@@ -38,18 +38,18 @@ const (
 )
 
 // memTableSize is each memtable's size unless Options.MemTableSize says
-// otherwise. The arena is allocated whole (Go
-// heap, about 1.3 times this), two are alive while one flushes, and
-// Badger bounds one transaction to 15% of it: 16 MiB allows some 26,000
-// keys and 2.4 MB, which vfs stays well inside by splitting large
-// operations by keys (vfs.defaultRefBatch) and bytes (TxnBytes), and
-// which a group's largest change (MaxGroupMembers added at once, 20,000
-// keys) needs. In heap profiles of bench's BenchmarkDaemonWebDAVRSS a
-// 16 MiB memtable's arena took 20.8 MiB, two of them 41.6 at a flush
-// (8 MiB: 10.4 each, but a transaction of some 13,000 keys: adding
-// 10,000 members to a group failed); 32 MiB held 40 MiB more at peak in
-// bench/webdav.sh for no measured gain.
-const memTableSize = 16 << 20
+// otherwise. The arena is allocated whole (Go heap, about 1.3 times
+// this), two are alive while one flushes, and Badger bounds one
+// transaction to 15% of it: 8 MiB allows some 13,000 keys and 1.2 MB,
+// which vfs stays inside by splitting large operations by keys
+// (vfs.defaultRefBatch) and bytes (TxnBytes), and account by writing a
+// group's memberships 2,000 to a transaction. In heap profiles of
+// bench's BenchmarkDaemonWebDAVRSS a 16 MiB memtable's arena took
+// 20.8 MiB, two of them 41.6 at a flush, and the WebDAV benchmark
+// peaked at 104.6 to 105.9 MiB resident; at 8 MiB each arena takes 10.4
+// and the peak was 94.0 (docs/operations.md "Memory"). 32 MiB held 40 MiB
+// more at peak in bench/webdav.sh for no measured gain.
+const memTableSize = 8 << 20
 
 // valueThreshold: values of this size or more go to Badger's value log and
 // the tree keeps a pointer. Small records (nodes, counts, locks) stay in
@@ -119,7 +119,7 @@ type Options struct {
 	// machine and saves a cache lookup on every read.
 	IndexCacheSize int64
 	// MemTableSize is each of the two memtables' size in bytes; zero means
-	// 16 MiB (see memTableSize). A transaction may write at most 15% of
+	// 8 MiB (see memTableSize). A transaction may write at most 15% of
 	// it.
 	MemTableSize int64
 	// NoSync commits without fsync: a crash may lose the last commits.
@@ -626,7 +626,7 @@ func (b *DB) sequence(kind string) (*dgraph.Sequence, error) {
 }
 
 // TxnBytes is Badger's bound on one transaction: 15% of a memtable
-// (2.4 MB with the default 16 MiB), counting each key, its value if it
+// (1.2 MB with the default 8 MiB), counting each key, its value if it
 // stays in the tree (under valueThreshold; a pointer of 12 bytes
 // otherwise) and 12 bytes more (kv.Bounded).
 func (b *DB) TxnBytes() int64 { return b.db.MaxBatchSize() }
@@ -677,8 +677,8 @@ const flushKey = kv.EnginePrefix + "flush"
 //
 // Badger picks the files to rewrite by discard statistics that only
 // compactions record, and compactions see only what a memtable flush
-// wrote: without the flush, a delete still in a memtable (16 MiB holds
-// tens of thousands of them) frees nothing, however often this runs,
+// wrote: without the flush, a delete still in a memtable (8 MiB holds
+// thousands of them) frees nothing, however often this runs,
 // until enough later writes flush it and fill level 0.
 func (b *DB) RunGC(ctx context.Context) error {
 	if err := b.enter(); err != nil {
