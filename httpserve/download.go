@@ -60,7 +60,7 @@ const DownloadCSP = "default-src 'none'; sandbox; frame-ancestors 'none'"
 // (vfs.ServableRange): ServeContent would send each as a part that ends
 // before it starts.
 //
-// A large body is sent with its connection held (Hold), in large writes.
+// The answer is sent with its connection held (Hold), in large writes.
 //
 // ServeContent drops read errors. The first one is returned here: the
 // response has started by then, so the caller must not let a short body
@@ -89,10 +89,8 @@ func ServeContent(w http.ResponseWriter, r *http.Request, c Content) error {
 	if c.Fail != nil {
 		w = &failWriter{ResponseWriter: w, fail: c.Fail}
 	}
-	if size, ok := sizeOf(body); ok {
-		release := Hold(r, size)
-		defer func() { _ = release() }()
-	}
+	release := Hold(w, r)
+	defer func() { _ = release() }()
 	http.ServeContent(sendWriter{w}, r, "", c.Modified, body)
 	return body.Err()
 }
@@ -107,7 +105,7 @@ func ServeContent(w http.ResponseWriter, r *http.Request, c Content) error {
 // the body straight from body's Copier costs a small download about a
 // fifth of the handler's CPU less than ServeContent, which canonicalizes
 // and allocates header by header, checks each precondition header, and
-// copies through io.CopyN. A read error is kept in body, as there. A large
+// copies through io.CopyN. A read error is kept in body, as there. The
 // body is sent with its connection held (Hold), in large writes.
 func SendWhole(w http.ResponseWriter, r *http.Request, modified time.Time, body *Body, kv ...string) bool {
 	if !PlainGet(r) {
@@ -129,7 +127,7 @@ func SendWhole(w http.ResponseWriter, r *http.Request, modified time.Time, body 
 	w.WriteHeader(http.StatusOK)
 	if r.Method != http.MethodHead {
 		// A failed release is the client's failure, as a failed write.
-		release := Hold(r, size)
+		release := Hold(w, r)
 		defer func() { _ = release() }()
 		_, _ = body.CopyTo(writerOnly{w}, size)
 	}
