@@ -116,14 +116,17 @@ func SendWhole(w http.ResponseWriter, r *http.Request, modified time.Time, body 
 		return false
 	}
 	h := w.Header()
-	SetHeaders(h, kv...)
-	h["Accept-Ranges"] = []string{"bytes"}
+	// ServeContent's headers join the caller's in one allocation of
+	// values (setHeaders).
+	var extra [6]string
+	more := append(extra[:0], "Accept-Ranges", "bytes")
 	if !modified.IsZero() && !modified.Equal(time.Unix(0, 0)) {
-		h["Last-Modified"] = []string{modified.UTC().Format(http.TimeFormat)}
+		more = append(more, "Last-Modified", modified.UTC().Format(http.TimeFormat))
 	}
-	if _, coded := h["Content-Encoding"]; !coded {
-		h["Content-Length"] = []string{strconv.FormatInt(size, 10)}
+	if _, coded := h["Content-Encoding"]; !coded && !hasKey(kv, "Content-Encoding") {
+		more = append(more, "Content-Length", strconv.FormatInt(size, 10))
 	}
+	setHeaders(h, kv, more)
 	w.WriteHeader(http.StatusOK)
 	if r.Method != http.MethodHead {
 		// A failed release is the client's failure, as a failed write.
@@ -132,6 +135,16 @@ func SendWhole(w http.ResponseWriter, r *http.Request, modified time.Time, body 
 		_, _ = body.CopyTo(writerOnly{w}, size)
 	}
 	return true
+}
+
+// hasKey reports whether the pairs of kv set the header k.
+func hasKey(kv []string, k string) bool {
+	for i := 0; i+1 < len(kv); i += 2 {
+		if kv[i] == k {
+			return true
+		}
+	}
+	return false
 }
 
 // PlainGet reports whether r is a GET or HEAD that http.ServeContent
@@ -167,11 +180,22 @@ func sizeOf(rs io.ReadSeeker) (int64, bool) {
 // canonicalizes each name and allocates a slice per value, a tenth of a
 // small download's CPU in the handler. The names must be canonical
 // (textproto.CanonicalMIMEHeaderKey), as Header.Get looks them up so.
-func SetHeaders(h http.Header, kv ...string) {
-	vals := make([]string, len(kv)/2)
+func SetHeaders(h http.Header, kv ...string) { setHeaders(h, kv, nil) }
+
+// setHeaders is SetHeaders of the pairs of kv, then of more, with one
+// allocation for all their values.
+func setHeaders(h http.Header, kv, more []string) {
+	vals := make([]string, (len(kv)+len(more))/2)
 	for i := range vals {
-		vals[i] = kv[2*i+1]
-		h[kv[2*i]] = vals[i : i+1 : i+1]
+		k, v := 2*i, 2*i+1
+		if k >= len(kv) {
+			k, v = k-len(kv), v-len(kv)
+			vals[i] = more[v]
+			h[more[k]] = vals[i : i+1 : i+1]
+			continue
+		}
+		vals[i] = kv[v]
+		h[kv[k]] = vals[i : i+1 : i+1]
 	}
 }
 

@@ -66,7 +66,7 @@ func (h *Handler) sendWhole(w http.ResponseWriter, r *http.Request, s *session, 
 	defer vf.Close()
 	stream := &httpserve.Stream{ResponseWriter: w}
 	body := httpserve.NewBody(vf)
-	if !httpserve.SendWhole(stream, r, n.Modified, body, append(getHeaders(p), "Etag", fileInfoETag(n))...) {
+	if !httpserve.SendWhole(stream, r, n.Modified, body, getHeaders(p, "Etag", fileInfoETag(n))...) {
 		return false
 	}
 	if err := body.Err(); err != nil {
@@ -76,16 +76,17 @@ func (h *Handler) sendWhole(w http.ResponseWriter, r *http.Request, s *session, 
 }
 
 // getHeaders are the headers every GET or HEAD of the dav path p sends,
-// as pairs, whichever path serves it.
-func getHeaders(p string) []string {
-	return []string{
+// as pairs, whichever path serves it, followed by the pairs of more (in
+// the same allocation).
+func getHeaders(p string, more ...string) []string {
+	return append(append(make([]string, 0, 6+len(more)),
 		"Content-Type", httpserve.ContentType(path.Base(p)),
 		"X-Content-Type-Options", "nosniff",
 		// A browser opening a shared .html over the mount must not run
 		// it as berth's page, with the Basic credentials it keeps for
 		// the origin.
 		"Content-Security-Policy", httpserve.DownloadCSP,
-	}
+	), more...)
 }
 
 // getWriter is the ResponseWriter of a GET, HEAD or POST served by x/net/webdav
