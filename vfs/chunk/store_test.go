@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"berth/vfs/chunk"
 	"berth/vfs/chunk/chunktest"
 )
@@ -92,7 +94,8 @@ func diskDirectWrites(t *testing.T) {
 }
 
 // diskDirectReads reads large blobs back cold (written directly, so not
-// in the page cache: read directly, which leaves the cache as it was),
+// in the page cache: read directly, which leaves the cache as it was,
+// checked where cachestat(2) tells),
 // twice, then warm (after a buffered read of the file: copied from the
 // cache), into no buffer, a short
 // unaligned one and the buffer the last read returned, as a Reader reuses
@@ -124,8 +127,30 @@ func diskDirectReads(t *testing.T) {
 				}
 				reuse = got[:0]
 			}
+			if step != "warm" && n >= 1<<20 {
+				// The tail page was written through the cache; a cold
+				// read must not start the kernel's readahead of the rest.
+				if pages, ok := cachedPages(t, d.Path(id)); ok && pages > 1 {
+					t.Errorf("%d bytes, %s: %d pages in the page cache after reading, want at most the tail's", n, step, pages)
+				}
+			}
 		}
 	}
+}
+
+// cachedPages is how many pages of the file name the page cache holds;
+// false where cachestat(2) is missing (kernels before 6.5).
+func cachedPages(t *testing.T, name string) (uint64, bool) {
+	f, err := os.Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var st unix.Cachestat_t
+	if err := unix.Cachestat(uint(f.Fd()), &unix.CachestatRange{}, &st, 0); err != nil {
+		return 0, false
+	}
+	return st.Cache, true
 }
 
 func TestDiskConformance(t *testing.T) {
