@@ -60,7 +60,9 @@ const DownloadCSP = "default-src 'none'; sandbox; frame-ancestors 'none'"
 // (vfs.ServableRange): ServeContent would send each as a part that ends
 // before it starts.
 //
-// The answer is sent with its connection held (Hold), in large writes.
+// The answer of a body at hand (a Copier, as vfs.File) is sent with its
+// connection held (Hold), in large writes; a zip, made as it is sent,
+// goes out as it comes.
 //
 // ServeContent drops read errors. The first one is returned here: the
 // response has started by then, so the caller must not let a short body
@@ -89,8 +91,10 @@ func ServeContent(w http.ResponseWriter, r *http.Request, c Content) error {
 	if c.Fail != nil {
 		w = &failWriter{ResponseWriter: w, fail: c.Fail}
 	}
-	release := Hold(w, r)
-	defer func() { _ = release() }()
+	if _, ok := c.Body.(Copier); ok {
+		release := Hold(w, r)
+		defer func() { _ = release() }()
+	}
 	http.ServeContent(sendWriter{w}, r, "", c.Modified, body)
 	return body.Err()
 }
@@ -105,8 +109,8 @@ func ServeContent(w http.ResponseWriter, r *http.Request, c Content) error {
 // the body straight from body's Copier costs a small download about a
 // fifth of the handler's CPU less than ServeContent, which canonicalizes
 // and allocates header by header, checks each precondition header, and
-// copies through io.CopyN. A read error is kept in body, as there. The
-// body is sent with its connection held (Hold), in large writes.
+// copies through io.CopyN. A read error is kept in body, as there. A
+// Copier body is sent with its connection held (Hold), in large writes.
 func SendWhole(w http.ResponseWriter, r *http.Request, modified time.Time, body *Body, kv ...string) bool {
 	if !PlainGet(r) {
 		return false
@@ -129,9 +133,14 @@ func SendWhole(w http.ResponseWriter, r *http.Request, modified time.Time, body 
 	setHeaders(h, kv, more)
 	w.WriteHeader(http.StatusOK)
 	if r.Method != http.MethodHead {
-		// A failed release is the client's failure, as a failed write.
-		release := Hold(w, r)
-		defer func() { _ = release() }()
+		if _, ok := body.rs.(Copier); ok {
+			// Contents at hand (decoded chunks), not made as they are
+			// sent, as a folder's zip is: holding them back costs the
+			// client no wait. A failed release is the client's
+			// failure, as a failed write.
+			release := Hold(w, r)
+			defer func() { _ = release() }()
+		}
 		_, _ = body.CopyTo(writerOnly{w}, size)
 	}
 	return true
