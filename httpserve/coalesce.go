@@ -160,8 +160,8 @@ func ConnContext(ctx context.Context, c net.Conn) context.Context {
 }
 
 // Hold gathers the records of r's connection into large writes until the
-// returned release, which flushes w (net/http's buffers), writes what is
-// gathered, and must be called before the handler returns; its error is a
+// returned release, which flushes w (net/http's buffers) when the answer's
+// Content-Length is set, writes what is gathered, and must be called before the handler returns; its error is a
 // failed write to the client. It holds nothing, and release does nothing,
 // unless r is an HTTP/1 GET on a CoalesceListener's connection.
 func Hold(w http.ResponseWriter, r *http.Request) (release func() error) {
@@ -172,8 +172,14 @@ func Hold(w http.ResponseWriter, r *http.Request) (release func() error) {
 	cc.hold()
 	return func() error {
 		// The end of the answer, still in net/http's buffers, goes
-		// out with the rest rather than in a write of its own.
-		ferr := http.NewResponseController(w).Flush()
+		// out with the rest rather than in a write of its own; but
+		// only when its length is set: a flush before the handler
+		// returns makes net/http send an answer of no Content-Length
+		// (an error's) in chunks, which it would otherwise measure.
+		var ferr error
+		if _, sized := w.Header()["Content-Length"]; sized {
+			ferr = http.NewResponseController(w).Flush()
+		}
 		if err := cc.release(); err != nil {
 			return err
 		}

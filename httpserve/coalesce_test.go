@@ -70,6 +70,8 @@ func TestCoalescedDownload(t *testing.T) {
 		{name: "large HEAD", method: "HEAD", size: big, maxWrites: 10},
 		{name: "small GET", method: "GET", size: 4096, maxWrites: 1, minPlain: 2},
 		{name: "large range", method: "GET", size: big, hdr: []string{"Range", "bytes=100-2000000"}, maxWrites: 20, minPlain: 2000000 / (16 << 10)},
+		{name: "unsatisfiable range", method: "GET", size: big, hdr: []string{"Range", "bytes=9000000-"}},
+		{name: "not modified", method: "GET", size: big, hdr: []string{"If-None-Match", `"v1"`}},
 		{name: "large GET of a body made as it is sent", method: "GET", size: big, made: true},
 		{name: "large GET failing midway", method: "GET", size: big, failAt: 2<<20 + 7, maxWrites: 24},
 	} {

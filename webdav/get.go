@@ -23,7 +23,11 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, p string, lib *xwe
 	g := newGetWriter(w, r, p)
 	files := &getFS{FileSystem: lib.FileSystem}
 	lib.FileSystem = files
+	// A ranged read (how mounts read files) is sent in large writes, as
+	// a whole one (sendWhole); the file's decoded chunks are at hand.
+	release := httpserve.Hold(g, r)
 	lib.ServeHTTP(g, r)
+	_ = release() // a failed write is the client's, as in ServeContent
 	if files.body == nil {
 		return
 	}
