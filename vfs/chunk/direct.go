@@ -157,8 +157,8 @@ func setDirect(f *os.File, on bool) error {
 // readCold reads the n-byte blob of f into dst (grown, aligned) when it is
 // not in the page cache, past the cache. ok is false when the caller
 // should read it the ordinary way: the blob is partly cached, or the
-// file system refuses direct reads. A blob the page cache holds whole is
-// copied from it here.
+// file system refuses direct reads, or it was read directly lately
+// (readBefore). A blob the page cache holds whole is copied from it here.
 //
 // Whether it is cached is asked of cachestat(2), which changes nothing.
 // An RWF_NOWAIT read, which this used before and still does on kernels
@@ -179,6 +179,14 @@ func (dw *directWriter) readCold(f *os.File, n int, dst []byte) (out []byte, ok 
 	case cacheAll:
 		m, err := unix.Pread(fd, dst[:n], 0)
 		return dst[:m], err == nil && m == n
+	case cacheNotAll:
+		if readBefore.take(f.Name()) {
+			// Read again while still in use (a second download):
+			// through the cache this time, so that the reads after
+			// it are copies from memory, as a server's that keeps
+			// its files there.
+			return dst[:0], false
+		}
 	case cacheUnknown:
 		m, err := unix.Preadv2(fd, [][]byte{dst[:n]}, 0, unix.RWF_NOWAIT)
 		switch {
@@ -205,6 +213,35 @@ func (dw *directWriter) readCold(f *os.File, n int, dst []byte) (out []byte, ok 
 		return dst[:0], false
 	}
 	return dst[:n], true
+}
+
+// readBefore names the blobs read directly lately: one read again is read
+// through the page cache (readCold), which keeps a blob read twice (a
+// file downloaded again) for the reads after, and leaves one read once (a
+// fresh upload's first download) out of it.
+var readBefore = recentNames{max: 1 << 14}
+
+// recentNames is a bounded set of names; when full it starts afresh.
+type recentNames struct {
+	mu  sync.Mutex
+	m   map[string]struct{}
+	max int
+}
+
+// take reports whether name is in the set, and removes it if so, adds it
+// if not.
+func (r *recentNames) take(name string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.m[name]; ok {
+		delete(r.m, name)
+		return true
+	}
+	if r.m == nil || len(r.m) >= r.max {
+		r.m = make(map[string]struct{})
+	}
+	r.m[name] = struct{}{}
+	return false
 }
 
 // What cachedWhole found of a blob.
