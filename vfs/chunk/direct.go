@@ -218,8 +218,9 @@ func (dw *directWriter) readCold(f *os.File, n int, dst []byte) (out []byte, ok 
 // readBefore names the blobs read directly lately: one read again is read
 // through the page cache (readCold), which keeps a blob read twice (a
 // file downloaded again) for the reads after, and leaves one read once (a
-// fresh upload's first download) out of it.
-var readBefore = recentNames{max: 1 << 14}
+// fresh upload's first download) out of it. 4,096 names (4 GiB of 1 MiB
+// chunks) take about 0.5 MiB.
+var readBefore = recentNames{max: 1 << 12}
 
 // recentNames is a bounded set of names; when full it starts afresh.
 type recentNames struct {
