@@ -24,6 +24,7 @@ import (
 	"berth/account"
 	"berth/activity"
 	"berth/config"
+	"berth/httpserve"
 	"berth/kv"
 	"berth/rest"
 	"berth/share"
@@ -240,6 +241,8 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writ
 			// Plain HTTP sent here gets the JSON insecure_transport
 			// of the plain-HTTP listener, not net/http's text.
 			ln = rejectPlainHTTP(ln, rest.InsecureHandler())
+			// A large download sends its TLS records in large writes.
+			ln = httpserve.CoalesceListener(ln)
 		}
 		// No ReadTimeout or WriteTimeout: they bound a whole request
 		// or answer, and would cut a large upload or download on a
@@ -256,6 +259,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writ
 			ErrorLog:          slog.NewLogLogger(log.With("component", "http", "listener", name).Handler(), slog.LevelWarn),
 		}
 		if tls {
+			srv.ConnContext = httpserve.ConnContext
 			srv.TLSConfig = tlsCfg
 			srv.Protocols = new(http.Protocols)
 			srv.Protocols.SetHTTP1(true)

@@ -60,6 +60,10 @@ const DownloadCSP = "default-src 'none'; sandbox; frame-ancestors 'none'"
 // (vfs.ServableRange): ServeContent would send each as a part that ends
 // before it starts.
 //
+// The answer of a body at hand (a Copier, as vfs.File) is sent with its
+// connection held (Hold), in large writes; a zip, made as it is sent,
+// goes out as it comes.
+//
 // ServeContent drops read errors. The first one is returned here: the
 // response has started by then, so the caller must not let a short body
 // with a success status pass for the file; Abort is the rule.
@@ -87,6 +91,10 @@ func ServeContent(w http.ResponseWriter, r *http.Request, c Content) error {
 	if c.Fail != nil {
 		w = &failWriter{ResponseWriter: w, fail: c.Fail}
 	}
+	if _, ok := c.Body.(Copier); ok {
+		release := Hold(w, r)
+		defer func() { _ = release() }()
+	}
 	http.ServeContent(sendWriter{w}, r, "", c.Modified, body)
 	return body.Err()
 }
@@ -101,7 +109,8 @@ func ServeContent(w http.ResponseWriter, r *http.Request, c Content) error {
 // the body straight from body's Copier costs a small download about a
 // fifth of the handler's CPU less than ServeContent, which canonicalizes
 // and allocates header by header, checks each precondition header, and
-// copies through io.CopyN. A read error is kept in body, as there.
+// copies through io.CopyN. A read error is kept in body, as there. A
+// Copier body is sent with its connection held (Hold), in large writes.
 func SendWhole(w http.ResponseWriter, r *http.Request, modified time.Time, body *Body, kv ...string) bool {
 	if !PlainGet(r) {
 		return false
@@ -111,19 +120,40 @@ func SendWhole(w http.ResponseWriter, r *http.Request, modified time.Time, body 
 		return false
 	}
 	h := w.Header()
-	SetHeaders(h, kv...)
-	h["Accept-Ranges"] = []string{"bytes"}
+	// ServeContent's headers join the caller's in one allocation of
+	// values (setHeaders).
+	var extra [6]string
+	more := append(extra[:0], "Accept-Ranges", "bytes")
 	if !modified.IsZero() && !modified.Equal(time.Unix(0, 0)) {
-		h["Last-Modified"] = []string{modified.UTC().Format(http.TimeFormat)}
+		more = append(more, "Last-Modified", modified.UTC().Format(http.TimeFormat))
 	}
-	if _, coded := h["Content-Encoding"]; !coded {
-		h["Content-Length"] = []string{strconv.FormatInt(size, 10)}
+	if _, coded := h["Content-Encoding"]; !coded && !hasKey(kv, "Content-Encoding") {
+		more = append(more, "Content-Length", strconv.FormatInt(size, 10))
 	}
+	setHeaders(h, kv, more)
 	w.WriteHeader(http.StatusOK)
 	if r.Method != http.MethodHead {
+		if _, ok := body.rs.(Copier); ok {
+			// Contents at hand (decoded chunks), not made as they are
+			// sent, as a folder's zip is: holding them back costs the
+			// client no wait. A failed release is the client's
+			// failure, as a failed write.
+			release := Hold(w, r)
+			defer func() { _ = release() }()
+		}
 		_, _ = body.CopyTo(writerOnly{w}, size)
 	}
 	return true
+}
+
+// hasKey reports whether the pairs of kv set the header k.
+func hasKey(kv []string, k string) bool {
+	for i := 0; i+1 < len(kv); i += 2 {
+		if kv[i] == k {
+			return true
+		}
+	}
+	return false
 }
 
 // PlainGet reports whether r is a GET or HEAD that http.ServeContent
@@ -159,11 +189,22 @@ func sizeOf(rs io.ReadSeeker) (int64, bool) {
 // canonicalizes each name and allocates a slice per value, a tenth of a
 // small download's CPU in the handler. The names must be canonical
 // (textproto.CanonicalMIMEHeaderKey), as Header.Get looks them up so.
-func SetHeaders(h http.Header, kv ...string) {
-	vals := make([]string, len(kv)/2)
+func SetHeaders(h http.Header, kv ...string) { setHeaders(h, kv, nil) }
+
+// setHeaders is SetHeaders of the pairs of kv, then of more, with one
+// allocation for all their values.
+func setHeaders(h http.Header, kv, more []string) {
+	vals := make([]string, (len(kv)+len(more))/2)
 	for i := range vals {
-		vals[i] = kv[2*i+1]
-		h[kv[2*i]] = vals[i : i+1 : i+1]
+		k, v := 2*i, 2*i+1
+		if k >= len(kv) {
+			k, v = k-len(kv), v-len(kv)
+			vals[i] = more[v]
+			h[more[k]] = vals[i : i+1 : i+1]
+			continue
+		}
+		vals[i] = kv[v]
+		h[kv[k]] = vals[i : i+1 : i+1]
 	}
 }
 

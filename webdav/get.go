@@ -23,7 +23,11 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, p string, lib *xwe
 	g := newGetWriter(w, r, p)
 	files := &getFS{FileSystem: lib.FileSystem}
 	lib.FileSystem = files
+	// A ranged read (how mounts read files) is sent in large writes, as
+	// a whole one (sendWhole); the file's decoded chunks are at hand.
+	release := httpserve.Hold(g, r)
 	lib.ServeHTTP(g, r)
+	_ = release() // a failed write is the client's, as in ServeContent
 	if files.body == nil {
 		return
 	}
@@ -66,7 +70,7 @@ func (h *Handler) sendWhole(w http.ResponseWriter, r *http.Request, s *session, 
 	defer vf.Close()
 	stream := &httpserve.Stream{ResponseWriter: w}
 	body := httpserve.NewBody(vf)
-	if !httpserve.SendWhole(stream, r, n.Modified, body, append(getHeaders(p), "Etag", fileInfoETag(n))...) {
+	if !httpserve.SendWhole(stream, r, n.Modified, body, getHeaders(p, "Etag", fileInfoETag(n))...) {
 		return false
 	}
 	if err := body.Err(); err != nil {
@@ -76,16 +80,17 @@ func (h *Handler) sendWhole(w http.ResponseWriter, r *http.Request, s *session, 
 }
 
 // getHeaders are the headers every GET or HEAD of the dav path p sends,
-// as pairs, whichever path serves it.
-func getHeaders(p string) []string {
-	return []string{
+// as pairs, whichever path serves it, followed by the pairs of more (in
+// the same allocation).
+func getHeaders(p string, more ...string) []string {
+	return append(append(make([]string, 0, 6+len(more)),
 		"Content-Type", httpserve.ContentType(path.Base(p)),
 		"X-Content-Type-Options", "nosniff",
 		// A browser opening a shared .html over the mount must not run
 		// it as berth's page, with the Basic credentials it keeps for
 		// the origin.
 		"Content-Security-Policy", httpserve.DownloadCSP,
-	}
+	), more...)
 }
 
 // getWriter is the ResponseWriter of a GET, HEAD or POST served by x/net/webdav

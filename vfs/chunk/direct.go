@@ -157,9 +157,17 @@ func setDirect(f *os.File, on bool) error {
 // readCold reads the n-byte blob of f into dst (grown, aligned) when it is
 // not in the page cache, past the cache. ok is false when the caller
 // should read it the ordinary way: the blob is partly cached, or the
-// file system refuses direct reads. A read that must not wait on the
-// device (RWF_NOWAIT) tells cached from cold and, when the blob is
-// cached, is the read itself.
+// file system refuses direct reads, or it was read directly lately
+// (readBefore). A blob the page cache holds whole is copied from it here.
+//
+// Whether it is cached is asked of cachestat(2), which changes nothing.
+// An RWF_NOWAIT read, which this used before and still does on kernels
+// before 6.5, answers EAGAIN for a blob that is not cached but starts the
+// kernel's readahead of it first: each cold blob was read twice from the
+// device, once into the cache and once directly. Measured on this
+// project's 2-core VM (256 fresh blobs of 1 MiB, read once, two runs
+// each): 0.11 to 0.15 CPU seconds and 0.52 to 0.58 s against 0.07 to 0.09
+// and 0.28 to 0.37 s.
 func (dw *directWriter) readCold(f *os.File, n int, dst []byte) (out []byte, ok bool) {
 	whole := (n + dioAlign - 1) &^ (dioAlign - 1)
 	if cap(dst) < whole || !isAligned(dst) {
@@ -167,13 +175,27 @@ func (dw *directWriter) readCold(f *os.File, n int, dst []byte) (out []byte, ok 
 	}
 	dst = dst[:whole]
 	fd := int(f.Fd())
-	m, err := unix.Preadv2(fd, [][]byte{dst[:n]}, 0, unix.RWF_NOWAIT)
-	switch {
-	case err == nil && m == n:
-		return dst[:n], true
-	case err != nil && !errors.Is(err, unix.EAGAIN):
-		// EOPNOTSUPP on kernels or file systems without RWF_NOWAIT.
-		return dst[:0], false
+	switch cachedWhole(fd, n) {
+	case cacheAll:
+		m, err := unix.Pread(fd, dst[:n], 0)
+		return dst[:m], err == nil && m == n
+	case cacheNotAll:
+		if readBefore.take(f.Name()) {
+			// Read again while still in use (a second download):
+			// through the cache this time, so that the reads after
+			// it are copies from memory, as a server's that keeps
+			// its files there.
+			return dst[:0], false
+		}
+	case cacheUnknown:
+		m, err := unix.Preadv2(fd, [][]byte{dst[:n]}, 0, unix.RWF_NOWAIT)
+		switch {
+		case err == nil && m == n:
+			return dst[:n], true
+		case err != nil && !errors.Is(err, unix.EAGAIN):
+			// EOPNOTSUPP on kernels or file systems without RWF_NOWAIT.
+			return dst[:0], false
+		}
 	}
 	if err := setDirect(f, true); err != nil {
 		if errors.Is(err, unix.EINVAL) {
@@ -183,7 +205,7 @@ func (dw *directWriter) readCold(f *os.File, n int, dst []byte) (out []byte, ok 
 	}
 	// Whole blocks from offset 0; the file ends within the last, so the
 	// read comes back short by the rest of it.
-	m, err = unix.Pread(fd, dst, 0)
+	m, err := unix.Pread(fd, dst, 0)
 	if cerr := setDirect(f, false); cerr != nil || err != nil || m != n {
 		if errors.Is(err, unix.EINVAL) {
 			dw.off.Store(true)
@@ -191,4 +213,64 @@ func (dw *directWriter) readCold(f *os.File, n int, dst []byte) (out []byte, ok 
 		return dst[:0], false
 	}
 	return dst[:n], true
+}
+
+// readBefore names the blobs read directly lately: one read again is read
+// through the page cache (readCold), which keeps a blob read twice (a
+// file downloaded again) for the reads after, and leaves one read once (a
+// fresh upload's first download) out of it. 4,096 names (4 GiB of 1 MiB
+// chunks) take about 0.5 MiB.
+var readBefore = recentNames{max: 1 << 12}
+
+// recentNames is a bounded set of names; when full it starts afresh.
+type recentNames struct {
+	mu  sync.Mutex
+	m   map[string]struct{}
+	max int
+}
+
+// take reports whether name is in the set, and removes it if so, adds it
+// if not.
+func (r *recentNames) take(name string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.m[name]; ok {
+		delete(r.m, name)
+		return true
+	}
+	if r.m == nil || len(r.m) >= r.max {
+		r.m = make(map[string]struct{})
+	}
+	r.m[name] = struct{}{}
+	return false
+}
+
+// What cachedWhole found of a blob.
+const (
+	cacheUnknown = iota // cachestat(2) is missing: ask by reading
+	cacheAll            // every page is in the page cache
+	cacheNotAll         // some page is not
+)
+
+// noCachestat is set once cachestat(2) has failed: a kernel before 6.5, or
+// a sandbox that refuses it.
+var noCachestat atomic.Bool
+
+var pageSize = os.Getpagesize()
+
+// cachedWhole tells whether the page cache holds the first n bytes of fd
+// whole.
+func cachedWhole(fd, n int) int {
+	if noCachestat.Load() {
+		return cacheUnknown
+	}
+	var st unix.Cachestat_t
+	if err := unix.Cachestat(uint(fd), &unix.CachestatRange{Len: uint64(n)}, &st, 0); err != nil {
+		noCachestat.Store(true)
+		return cacheUnknown
+	}
+	if st.Cache >= uint64((n+pageSize-1)/pageSize) {
+		return cacheAll
+	}
+	return cacheNotAll
 }

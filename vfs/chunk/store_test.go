@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"berth/vfs/chunk"
 	"berth/vfs/chunk/chunktest"
 )
@@ -92,7 +94,9 @@ func diskDirectWrites(t *testing.T) {
 }
 
 // diskDirectReads reads large blobs back cold (written directly, so not
-// in the page cache: read directly, which leaves the cache as it was),
+// in the page cache: read directly the first time, which leaves the cache
+// as it was, and through it the second, which keeps the blob there for
+// the reads after; checked where cachestat(2) tells),
 // twice, then warm (after a buffered read of the file: copied from the
 // cache), into no buffer, a short
 // unaligned one and the buffer the last read returned, as a Reader reuses
@@ -108,6 +112,7 @@ func diskDirectReads(t *testing.T) {
 			t.Fatal(err)
 		}
 		var reuse []byte
+		reads := 0
 		for _, step := range []string{"cold", "still cold", "warm"} {
 			if step == "warm" {
 				if _, err := os.ReadFile(d.Path(id)); err != nil {
@@ -123,9 +128,36 @@ func diskDirectReads(t *testing.T) {
 					t.Fatalf("%d bytes, %s: read back differs", n, step)
 				}
 				reuse = got[:0]
+				reads++
+				pages, ok := cachedPages(t, d.Path(id))
+				switch {
+				case !ok:
+				case reads == 1 && pages > 1:
+					// The tail page was written through the cache; a
+					// first read must not start the kernel's readahead
+					// of the rest.
+					t.Errorf("%d bytes, read once: %d pages in the page cache, want at most the tail's", n, pages)
+				case reads == 2 && pages < uint64(n+4095)/4096:
+					t.Errorf("%d bytes, read twice: %d pages in the page cache, want all %d", n, pages, (n+4095)/4096)
+				}
 			}
 		}
 	}
+}
+
+// cachedPages is how many pages of the file name the page cache holds;
+// false where cachestat(2) is missing (kernels before 6.5).
+func cachedPages(t *testing.T, name string) (uint64, bool) {
+	f, err := os.Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var st unix.Cachestat_t
+	if err := unix.Cachestat(uint(f.Fd()), &unix.CachestatRange{}, &st, 0); err != nil {
+		return 0, false
+	}
+	return st.Cache, true
 }
 
 func TestDiskConformance(t *testing.T) {
