@@ -94,7 +94,7 @@ func (w *Writer) read(ctx context.Context, fail context.CancelCauseFunc, src io.
 			<-tokens
 			return
 		}
-		s.buf = w.getBuf(&w.segs, w.segSize)
+		s.buf = w.getBuf(w.segs, w.segSize)
 		s.refs.Store(2)
 		// segs holds as many as there are tokens: this never waits.
 		segs <- s
@@ -194,7 +194,7 @@ func (w *Writer) slot(ctx context.Context, s *segment, own chan struct{}) bool {
 // back and lets the reader take another segment.
 func (w *Writer) release(s *segment) {
 	if s.refs.Add(-1) == 0 {
-		w.segs.Put(s.buf)
+		w.segs.put(s.buf)
 		switch {
 		case s.shared:
 			<-w.budget
@@ -240,7 +240,7 @@ func (w *Writer) join(p *pipeline, segs <-chan *segment, jobs chan<- job) (size 
 			c := (*carry)[1:]
 			d, _ := await(p, s, maxChunkSize-len(c))
 			if d == nil {
-				w.bufs.Put(carry)
+				w.bufs.put(carry)
 				w.release(s)
 				return size
 			}
@@ -307,7 +307,7 @@ func (w *Writer) join(p *pipeline, segs <-chan *segment, jobs chan<- job) (size 
 			q += c
 		}
 		if q < len(d) {
-			carry = w.getBuf(&w.bufs, 1+maxChunkSize)
+			carry = w.getBuf(w.bufs, 1+maxChunkSize)
 			*carry = append(append((*carry)[:0], encRaw), d[q:]...)
 		}
 		w.release(s)
@@ -318,7 +318,7 @@ func (w *Writer) join(p *pipeline, segs <-chan *segment, jobs chan<- job) (size 
 		if p.ctx.Err() == nil {
 			emit(job{plain: (*carry)[1:], buf: carry})
 		} else {
-			w.bufs.Put(carry)
+			w.bufs.put(carry)
 		}
 	}
 	return size

@@ -5,6 +5,7 @@ import (
 	"io"
 	"runtime"
 	"sync"
+	"sync/atomic"
 )
 
 // Chunk size bounds. FastCDC with normalization level 2 puts the average close
@@ -97,9 +98,9 @@ type Writer struct {
 
 	budget chan struct{} // slots of SegmentBudget; nil: none
 
-	segs  sync.Pool // *[]byte, segment buffers of segSize
-	bufs  sync.Pool // *[]byte, chunks across segments, framed as raw blobs (see work)
-	blobs sync.Pool // *[]byte, encoded blobs
+	segs  *bufList // segment buffers of segSize
+	bufs  *bufList // chunks across segments, framed as raw blobs (see work)
+	blobs *bufList // encoded blobs
 
 	// encoding bounds, over all Writes at once, the chunks being
 	// compressed to the number of workers. The
@@ -107,6 +108,10 @@ type Writer struct {
 	// holds a blob buffer, and eight uploads with a pair of workers each
 	// peaked at 264 MiB where four took 85.
 	encoding chan struct{}
+
+	// running counts the Writes under way: the last to end hands the
+	// kept buffers to their pools (see bufList).
+	active atomic.Int64
 }
 
 // NewWriter returns a Writer storing into store.
@@ -129,6 +134,11 @@ func NewWriter(store Store, opts WriterOptions) *Writer {
 		w.budget = make(chan struct{}, opts.SegmentBudget/int64(w.segSize))
 	}
 	w.encoding = make(chan struct{}, w.workers)
+	// What one Write holds at once: its segments, a chunk across two
+	// of them, and a blob per worker encoding and per Put in flight.
+	w.segs = newBufList(w.segments + cap(w.budget))
+	w.bufs = newBufList(2)
+	w.blobs = newBufList(w.workers + putDepth)
 	return w
 }
 
@@ -167,6 +177,8 @@ type job struct {
 func (w *Writer) Write(ctx context.Context, r io.Reader, limit int64) (refs []Ref, size int64, err error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	w.active.Add(1)
+	defer w.idle()
 
 	// On an object store (Parallel) every Has and Put waits a round
 	// trip: more Puts in flight, and workers beyond the cores, so that
@@ -290,7 +302,7 @@ func (w *Writer) work(p *pipeline, jobs <-chan job) {
 			w.done(j)
 			continue
 		}
-		blob := w.getBuf(&w.blobs, 0)
+		blob := w.getBuf(w.blobs, 0)
 		out, ok := compress(*blob, id, plain)
 		switch {
 		case ok:
@@ -332,7 +344,7 @@ func (w *Writer) work(p *pipeline, jobs <-chan job) {
 				}
 			}
 			w.done(j)
-			w.blobs.Put(blob)
+			w.blobs.put(blob)
 		}
 		// A Put, and a batch's Add of a blob the disk store writes
 		// directly (see direct.go), wait on the disk, not the CPU: the
@@ -352,7 +364,7 @@ func (w *Writer) done(j job) {
 		w.release(j.seg)
 	}
 	if j.buf != nil {
-		w.bufs.Put(j.buf)
+		w.bufs.put(j.buf)
 	}
 }
 
@@ -378,10 +390,20 @@ func (p *pipeline) setRef(idx int, id ID, staged bool) {
 	p.mu.Unlock()
 }
 
-// getBuf returns a pooled buffer, or a new one of length size. Blob buffers
+// idle ends a Write's hold on the kept buffers; the last Write to end
+// hands them to their pools.
+func (w *Writer) idle() {
+	if w.active.Add(-1) == 0 {
+		w.segs.idle()
+		w.bufs.idle()
+		w.blobs.idle()
+	}
+}
+
+// getBuf returns a kept buffer, or a new one of length size. Blob buffers
 // start empty and grow to what S2 needs.
-func (w *Writer) getBuf(p *sync.Pool, size int) *[]byte {
-	if b, ok := p.Get().(*[]byte); ok {
+func (w *Writer) getBuf(l *bufList, size int) *[]byte {
+	if b := l.get(); b != nil {
 		return b
 	}
 	// Aligned, so that the disk store writes blobs and raw chunks
