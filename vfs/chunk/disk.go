@@ -268,12 +268,11 @@ func (d *Disk) Put(ctx context.Context, id ID, blob []byte) error {
 }
 
 // writeTemp writes blob to a new temporary file in dir (remade if it went
-// missing), large blobs with O_DIRECT (see direct.go), and fsyncs it as
-// when says. With syncLater a file written directly is returned open,
-// for the caller to fsync and close; otherwise open is nil, and a file
-// not synced has only had its writeback started (a batch syncs it at
+// missing), large blobs with O_DIRECT (see direct.go). It fsyncs the file
+// as when says, and reports whether it did; otherwise it only starts
+// writeback of what went through the page cache (a batch syncs the rest at
 // Commit).
-func (d *Disk) writeTemp(dir string, blob []byte, when syncWhen) (name string, open *os.File, err error) {
+func (d *Disk) writeTemp(dir string, blob []byte, when syncWhen) (name string, synced bool, err error) {
 	var rnd [8]byte
 	_, _ = rand.Read(rnd[:])
 	name = filepath.Join(dir, tempPrefix+hex.EncodeToString(rnd[:]))
@@ -286,14 +285,13 @@ func (d *Disk) writeTemp(dir string, blob []byte, when syncWhen) (name string, o
 		}
 	}
 	if err != nil {
-		return "", nil, fmt.Errorf("chunk: create temp: %w", noSpace(err))
+		return "", false, fmt.Errorf("chunk: create temp: %w", noSpace(err))
 	}
 	err = d.direct.write(f, blob, direct)
 	if err == nil {
 		switch {
-		case when == syncLater && direct:
-			return name, f, nil
-		case when == syncAlways:
+		case when == syncAlways || when == syncDirect && direct:
+			synced = true
 			err = f.Sync()
 		case !direct:
 			// A direct write leaves at most its last block in the
@@ -306,21 +304,25 @@ func (d *Disk) writeTemp(dir string, blob []byte, when syncWhen) (name string, o
 	}
 	if err != nil {
 		_ = os.Remove(name)
-		return "", nil, fmt.Errorf("chunk: write temp: %w", noSpace(err))
+		return "", false, fmt.Errorf("chunk: write temp: %w", noSpace(err))
 	}
-	return name, nil, nil
+	return name, synced, nil
 }
 
 // syncWhen says when writeTemp fsyncs the file it wrote.
 type syncWhen int
 
 const (
-	// syncAtCommit leaves the fsync to the batch's Commit: writeTemp
-	// starts the writeback of a file written through the page cache.
-	syncAtCommit syncWhen = iota
-	// syncLater hands a file written with O_DIRECT back open, for the
-	// batch to fsync while the stream goes on (see diskBatch.Add).
-	syncLater
+	// syncNever leaves the fsync to the caller: writeTemp starts the
+	// writeback of a file written through the page cache.
+	syncNever syncWhen = iota
+	// syncDirect fsyncs a file written with O_DIRECT. Its bytes are
+	// already on the device, so the fsync only commits the file's
+	// blocks to the journal and flushes the device's cache; done while
+	// the stream goes on, that no longer waits at the end of a large
+	// upload (a quarter to half of a 256 MiB write's time, all in
+	// Commit) nor reopens each file there.
+	syncDirect
 	// syncAlways fsyncs every file, as a lone Put must.
 	syncAlways
 )

@@ -25,16 +25,14 @@ var _ Batcher = (*Disk)(nil)
 // crash leaves only files CleanTemp removes, and the rename at Commit is
 // atomic.
 func (d *Disk) NewBatch() Batch {
-	b := &diskBatch{d: d, dirs: make(map[string]struct{})}
-	b.syncs.SetLimit(syncParallel)
-	return b
+	return &diskBatch{d: d, dirs: make(map[string]struct{})}
 }
 
 type staged struct {
 	id         ID
 	tmp, final string
 	renamed    bool
-	synced     bool // fsynced on b.syncs (see Add)
+	synced     bool // fsynced by Add (see syncDirect)
 }
 
 type diskBatch struct {
@@ -44,24 +42,13 @@ type diskBatch struct {
 	// dirs are the directories Commit syncs, one per distinct fan-out
 	// directory of the staged files (NewDisk made and synced them all).
 	dirs map[string]struct{}
-	// syncs fsyncs the blobs Add wrote directly, at most syncParallel
-	// at once; Commit waits for them.
-	syncs errgroup.Group
 }
 
-// Add writes blob to a temp file next to its final name.
-//
-// A large blob goes straight to the device (see direct.go) and is fsynced
-// on b.syncs while the stream goes on. Its bytes are already on the
-// device, so the fsync only commits the file's blocks to the journal and
-// flushes the device's cache; but that took 11 ms a chunk against the
-// write's 5 (under load): in Add it held one of the Write's few put slots
-// (putDepth) three times as long, and at Commit it was a quarter to half
-// of a 256 MiB write's time, spent after the last byte came.
-//
-// A small blob goes through the page cache with writeback started, so
-// that by Commit the bytes are on their way and its fsync there mostly
-// waits for the journal.
+// Add writes blob to a temp file next to its final name. A large blob goes
+// straight to the device (see direct.go) and is fsynced here, while the
+// stream goes on (syncDirect); a small one goes through the page cache
+// with writeback started, so that by Commit the bytes are on their way and
+// its fsync mostly waits for the journal.
 func (b *diskBatch) Add(ctx context.Context, id ID, blob []byte) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -70,27 +57,14 @@ func (b *diskBatch) Add(ctx context.Context, id ID, blob []byte) error {
 		return err
 	}
 	dir := b.d.fanout(id)
-	tmp, open, err := b.d.writeTemp(dir, blob, syncLater)
+	tmp, synced, err := b.d.writeTemp(dir, blob, syncDirect)
 	if err != nil {
 		return err
 	}
 	b.mu.Lock()
-	b.files = append(b.files, staged{id: id, tmp: tmp, final: filepath.Join(dir, id.String()), synced: open != nil})
+	b.files = append(b.files, staged{id: id, tmp: tmp, final: filepath.Join(dir, id.String()), synced: synced})
 	b.dirs[dir] = struct{}{}
 	b.mu.Unlock()
-	if open != nil {
-		// Blocks while syncParallel are in flight: the disk sets the pace.
-		b.syncs.Go(func() error {
-			err := open.Sync()
-			if cerr := open.Close(); err == nil {
-				err = cerr
-			}
-			if err != nil {
-				return fmt.Errorf("chunk: sync temp: %w", noSpace(err))
-			}
-			return nil
-		})
-	}
 	return nil
 }
 
@@ -99,9 +73,6 @@ func (b *diskBatch) Add(ctx context.Context, id ID, blob []byte) error {
 // renaming has started it runs to the end, so the batch is not left half
 // visible for a reason as slight as a client going away.
 func (b *diskBatch) Commit(ctx context.Context) error {
-	if err := b.syncs.Wait(); err != nil {
-		return err
-	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err := ctx.Err(); err != nil {
@@ -159,7 +130,6 @@ func (b *diskBatch) Commit(ctx context.Context) error {
 
 // Abort removes the staged files that were not renamed into place.
 func (b *diskBatch) Abort() {
-	_ = b.syncs.Wait()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, f := range b.files {
