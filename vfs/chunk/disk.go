@@ -247,7 +247,7 @@ func (d *Disk) Put(ctx context.Context, id ID, blob []byte) error {
 		return err
 	}
 	dir := d.fanout(id)
-	tmp, _, err := d.writeTemp(dir, blob, syncAlways)
+	tmp, err := d.writeTemp(dir, blob, true)
 	if err != nil {
 		return err
 	}
@@ -268,14 +268,13 @@ func (d *Disk) Put(ctx context.Context, id ID, blob []byte) error {
 }
 
 // writeTemp writes blob to a new temporary file in dir (remade if it went
-// missing), large blobs with O_DIRECT (see direct.go). It fsyncs the file
-// as when says, and reports whether it did; otherwise it only starts
-// writeback of what went through the page cache (a batch syncs the rest at
-// Commit).
-func (d *Disk) writeTemp(dir string, blob []byte, when syncWhen) (name string, synced bool, err error) {
+// missing), large blobs with O_DIRECT (see direct.go). With sync it fsyncs
+// the file; without, it only starts writeback of what went through the
+// page cache (a batch syncs at Commit).
+func (d *Disk) writeTemp(dir string, blob []byte, sync bool) (string, error) {
 	var rnd [8]byte
 	_, _ = rand.Read(rnd[:])
-	name = filepath.Join(dir, tempPrefix+hex.EncodeToString(rnd[:]))
+	name := filepath.Join(dir, tempPrefix+hex.EncodeToString(rnd[:]))
 	f, direct, err := d.direct.create(name, len(blob))
 	if errors.Is(err, fs.ErrNotExist) {
 		// NewDisk made dir: only remake it if it went missing, rather
@@ -285,13 +284,12 @@ func (d *Disk) writeTemp(dir string, blob []byte, when syncWhen) (name string, s
 		}
 	}
 	if err != nil {
-		return "", false, fmt.Errorf("chunk: create temp: %w", noSpace(err))
+		return "", fmt.Errorf("chunk: create temp: %w", noSpace(err))
 	}
 	err = d.direct.write(f, blob, direct)
 	if err == nil {
 		switch {
-		case when == syncAlways || when == syncDirect && direct:
-			synced = true
+		case sync:
 			err = f.Sync()
 		case !direct:
 			// A direct write leaves at most its last block in the
@@ -304,28 +302,10 @@ func (d *Disk) writeTemp(dir string, blob []byte, when syncWhen) (name string, s
 	}
 	if err != nil {
 		_ = os.Remove(name)
-		return "", false, fmt.Errorf("chunk: write temp: %w", noSpace(err))
+		return "", fmt.Errorf("chunk: write temp: %w", noSpace(err))
 	}
-	return name, synced, nil
+	return name, nil
 }
-
-// syncWhen says when writeTemp fsyncs the file it wrote.
-type syncWhen int
-
-const (
-	// syncNever leaves the fsync to the caller: writeTemp starts the
-	// writeback of a file written through the page cache.
-	syncNever syncWhen = iota
-	// syncDirect fsyncs a file written with O_DIRECT. Its bytes are
-	// already on the device, so the fsync only commits the file's
-	// blocks to the journal and flushes the device's cache; done while
-	// the stream goes on, that no longer waits at the end of a large
-	// upload (a quarter to half of a 256 MiB write's time, all in
-	// Commit) nor reopens each file there.
-	syncDirect
-	// syncAlways fsyncs every file, as a lone Put must.
-	syncAlways
-)
 
 // mkdir recreates dir if it went missing since NewDisk made it, syncing the
 // root so that it stays; made reports that it did.

@@ -32,7 +32,6 @@ type staged struct {
 	id         ID
 	tmp, final string
 	renamed    bool
-	synced     bool // fsynced by Add (see syncDirect)
 }
 
 type diskBatch struct {
@@ -44,11 +43,10 @@ type diskBatch struct {
 	dirs map[string]struct{}
 }
 
-// Add writes blob to a temp file next to its final name. A large blob goes
-// straight to the device (see direct.go) and is fsynced here, while the
-// stream goes on (syncDirect); a small one goes through the page cache
+// Add writes blob to a temp file next to its final name, straight to the
+// device when it is large (see direct.go), else through the page cache
 // with writeback started, so that by Commit the bytes are on their way and
-// its fsync mostly waits for the journal.
+// the fsync mostly waits for the journal.
 func (b *diskBatch) Add(ctx context.Context, id ID, blob []byte) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -57,12 +55,12 @@ func (b *diskBatch) Add(ctx context.Context, id ID, blob []byte) error {
 		return err
 	}
 	dir := b.d.fanout(id)
-	tmp, synced, err := b.d.writeTemp(dir, blob, syncDirect)
+	tmp, err := b.d.writeTemp(dir, blob, false)
 	if err != nil {
 		return err
 	}
 	b.mu.Lock()
-	b.files = append(b.files, staged{id: id, tmp: tmp, final: filepath.Join(dir, id.String()), synced: synced})
+	b.files = append(b.files, staged{id: id, tmp: tmp, final: filepath.Join(dir, id.String())})
 	b.dirs[dir] = struct{}{}
 	b.mu.Unlock()
 	return nil
@@ -79,10 +77,7 @@ func (b *diskBatch) Commit(ctx context.Context) error {
 		return err
 	}
 	err := forEach(ctx, len(b.files), func(i int) error {
-		if f := b.files[i]; !f.synced && !f.renamed {
-			return syncFile(f.tmp)
-		}
-		return nil
+		return syncFile(b.files[i].tmp)
 	})
 	if err != nil {
 		return fmt.Errorf("chunk: commit: %w", noSpace(err))
