@@ -65,11 +65,3 @@ func (l *bufList) idle() {
 		l.pool.Put(b)
 	}
 }
-
-// kept reports how many buffers the list holds outside the pool, for
-// tests.
-func (l *bufList) kept() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.free)
-}

@@ -13,6 +13,11 @@ import (
 // Writer keeps none. A bug found later becomes a row here.
 func TestBufList(t *testing.T) {
 	buf := func() *[]byte { b := make([]byte, 1<<20); return &b }
+	kept := func(l *bufList) int {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return len(l.free)
+	}
 	for _, tc := range []struct {
 		name string
 		run  func(t *testing.T)
@@ -24,8 +29,8 @@ func TestBufList(t *testing.T) {
 			l.put(b)
 			runtime.GC()
 			runtime.GC()
-			if l.kept() != 2 {
-				t.Fatalf("kept %d after two collections, want 2", l.kept())
+			if kept(l) != 2 {
+				t.Fatalf("kept %d after two collections, want 2", kept(l))
 			}
 			if got := l.get(); got != b {
 				t.Fatal("get did not return the last buffer put")
@@ -35,16 +40,16 @@ func TestBufList(t *testing.T) {
 			l := newBufList(1)
 			l.put(buf())
 			l.put(buf())
-			if l.kept() != 1 {
-				t.Fatalf("kept %d, want 1", l.kept())
+			if kept(l) != 1 {
+				t.Fatalf("kept %d, want 1", kept(l))
 			}
 		}},
 		{"idle hands them to the pool", func(t *testing.T) {
 			l := newBufList(2)
 			l.put(buf())
 			l.idle()
-			if l.kept() != 0 {
-				t.Fatalf("kept %d after idle, want 0", l.kept())
+			if kept(l) != 0 {
+				t.Fatalf("kept %d after idle, want 0", kept(l))
 			}
 		}},
 		{"a Writer keeps none once its Writes end", func(t *testing.T) {
@@ -53,7 +58,7 @@ func TestBufList(t *testing.T) {
 			if _, _, err := w.Write(context.Background(), bytes.NewReader(data), -1); err != nil {
 				t.Fatal(err)
 			}
-			if n := w.segs.kept() + w.bufs.kept() + w.blobs.kept(); n != 0 {
+			if n := kept(w.segs) + kept(w.bufs) + kept(w.blobs); n != 0 {
 				t.Fatalf("an idle Writer keeps %d buffers in its lists", n)
 			}
 			if w.active.Load() != 0 {
