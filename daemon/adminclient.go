@@ -1,11 +1,9 @@
 package daemon
 
 import (
-	"berth/atomicfile"
 	"bytes"
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,6 +17,8 @@ import (
 
 	"golang.org/x/oauth2"
 	"golang.org/x/sys/unix"
+
+	"berth/atomicfile"
 )
 
 // This file is the client side of `berth admin`: the stored session, the
@@ -194,13 +194,9 @@ const adminRequestTimeout = 60 * time.Second
 func newAdminHTTPClient(caFile string, insecure bool) (*http.Client, error) {
 	tc := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: insecure}
 	if caFile != "" {
-		pem, err := os.ReadFile(caFile)
+		pool, err := caPool(caFile)
 		if err != nil {
-			return nil, noAccess(fmt.Errorf("reading the CA file: %w", err))
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, noAccess(fmt.Errorf("%s holds no PEM certificate", caFile))
+			return nil, noAccess(fmt.Errorf("the CA file: %w", err))
 		}
 		tc.RootCAs = pool
 	}

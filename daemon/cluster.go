@@ -120,13 +120,9 @@ func agentHub(cfg config.Cluster, db kv.Store, node string, log *slog.Logger) (*
 	}
 	var roots *x509.CertPool // nil: the system's
 	if cfg.CAFile != "" {
-		pem, err := os.ReadFile(cfg.CAFile)
-		if err != nil {
+		var err error
+		if roots, err = caPool(cfg.CAFile); err != nil {
 			return nil, "", fmt.Errorf("cluster.ca_file: %w", err)
-		}
-		roots = x509.NewCertPool()
-		if !roots.AppendCertsFromPEM(pem) {
-			return nil, "", fmt.Errorf("cluster.ca_file %s: no PEM certificate in it", cfg.CAFile)
 		}
 	}
 	client := &http.Client{Transport: &http.Transport{

@@ -2,11 +2,9 @@ package daemon
 
 import (
 	"context"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -25,14 +23,11 @@ func directoryOptions(cfg config.Directory) (account.DirectoryOptions, error) {
 	if cfg.CAFile == "" {
 		return o, nil
 	}
-	pem, err := os.ReadFile(cfg.CAFile)
+	pool, err := caPool(cfg.CAFile)
 	if err != nil {
 		return o, fmt.Errorf("directory.ca_file: %w", err)
 	}
-	o.RootCAs = x509.NewCertPool()
-	if !o.RootCAs.AppendCertsFromPEM(pem) {
-		return o, fmt.Errorf("directory.ca_file: %s holds no PEM certificate", cfg.CAFile)
-	}
+	o.RootCAs = pool
 	return o, nil
 }
 

@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"berth/atomicfile"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -9,6 +8,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"berth/atomicfile"
 )
 
 // dataFormat is the layout of a data directory this berth reads and

@@ -151,3 +151,17 @@ func ensureSelfSigned(dir, certFile, keyFile string) (created bool, err error) {
 	}
 	return true, nil
 }
+
+// caPool reads the PEM certificates of file into a pool, for a setting
+// that names a certificate authority to trust instead of the system's.
+func caPool(file string) (*x509.CertPool, error) {
+	pem, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("%s holds no PEM certificate", file)
+	}
+	return pool, nil
+}
