@@ -241,43 +241,66 @@ const membershipBatch = 2000
 // members' entries, both ways, and its own entries in the groups that
 // contain it. Its id is never given again. Errors: ErrNotFound.
 //
-// A large group's person memberships go first, membershipBatch at a
-// time, each batch with its count; then one transaction removes the rest
-// and the group. A failure between leaves the group with fewer members,
-// never a membership without its group.
+// A large group's memberships go first, membershipBatch at a time, each
+// batch with its counts: its persons, its member groups, then the groups
+// it is in (a group may hold MaxGroupMembers of either kind, more than
+// one transaction takes). Then one transaction removes what a concurrent
+// change added meanwhile, and the group. A failure between leaves the
+// group with fewer memberships, never a membership without its group.
 func (s *Service) DeleteGroup(ctx context.Context, id uint64) error {
-	for {
-		var n int
-		err := s.db.Update(ctx, func(tx kv.Txn) error {
-			var g Group
-			if err := s.get(tx, key(pfxGroup, id), &g, notFoundf("group %d", id)); err != nil {
-				return err
-			}
-			prefix := key(pfxGroupPerson, id)
-			var persons []uint64
-			err := tx.Scan(prefix, nil, func(k, _ []byte) error {
-				if len(persons) == membershipBatch {
-					return kv.ErrStop
+	// Each kind: the group's own entries, the other side's entry of one,
+	// and the counts a batch of them changes.
+	kinds := []struct {
+		prefix      []byte
+		own, mirror func(other uint64) []byte
+		adjust      func(tx kv.Txn, others []uint64) error
+	}{
+		{key(pfxGroupPerson, id), func(p uint64) []byte { return key(pfxGroupPerson, id, p) },
+			func(p uint64) []byte { return key(pfxPersonGroup, p, id) },
+			func(tx kv.Txn, ps []uint64) error { return s.adjustGroup(tx, id, -int64(len(ps)), 0) }},
+		{key(pfxGroupGroup, id), func(m uint64) []byte { return key(pfxGroupGroup, id, m) },
+			func(m uint64) []byte { return key(pfxGroupParent, m, id) },
+			func(tx kv.Txn, ms []uint64) error { return s.adjustGroup(tx, id, 0, -int64(len(ms))) }},
+		{key(pfxGroupParent, id), func(p uint64) []byte { return key(pfxGroupParent, id, p) },
+			func(p uint64) []byte { return key(pfxGroupGroup, p, id) },
+			func(tx kv.Txn, ps []uint64) error {
+				for _, p := range ps {
+					if err := s.adjustGroup(tx, p, 0, -1); err != nil {
+						return err
+					}
 				}
-				persons = append(persons, kv.Uint64At(k, len(prefix)))
 				return nil
-			})
-			if err != nil || len(persons) < membershipBatch {
-				return err
-			}
-			n = len(persons)
-			for _, p := range persons {
-				if err := deleteKeys(tx, key(pfxGroupPerson, id, p), key(pfxPersonGroup, p, id)); err != nil {
+			}},
+	}
+	for _, k := range kinds {
+		for {
+			var n int
+			err := s.db.Update(ctx, func(tx kv.Txn) error {
+				var g Group
+				if err := s.get(tx, key(pfxGroup, id), &g, notFoundf("group %d", id)); err != nil {
 					return err
 				}
+				others, err := scanIDsUpTo(tx, k.prefix, membershipBatch)
+				if err != nil {
+					return err
+				}
+				n = len(others)
+				for _, o := range others {
+					if err := deleteKeys(tx, k.own(o), k.mirror(o)); err != nil {
+						return err
+					}
+				}
+				if n == 0 {
+					return nil
+				}
+				return k.adjust(tx, others)
+			})
+			if err != nil {
+				return err
 			}
-			return s.adjustGroup(tx, id, -int64(n), 0)
-		})
-		if err != nil {
-			return err
-		}
-		if n == 0 {
-			break
+			if n < membershipBatch {
+				break
+			}
 		}
 	}
 	return s.db.Update(ctx, func(tx kv.Txn) error {
@@ -822,8 +845,16 @@ func (s *Service) groupsAbove(tx kv.Txn, personID, stop uint64) ([]uint64, error
 // scanIDs returns the id that follows prefix in each key under it, in
 // key order; never nil.
 func scanIDs(tx kv.Txn, prefix []byte) ([]uint64, error) {
+	return scanIDsUpTo(tx, prefix, -1)
+}
+
+// scanIDsUpTo is scanIDs of the first max ids (all with max < 0).
+func scanIDsUpTo(tx kv.Txn, prefix []byte, max int) ([]uint64, error) {
 	out := []uint64{}
 	err := tx.Scan(prefix, nil, func(k, _ []byte) error {
+		if len(out) == max {
+			return kv.ErrStop
+		}
 		out = append(out, kv.Uint64At(k, len(prefix)))
 		return nil
 	})
