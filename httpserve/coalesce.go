@@ -12,7 +12,8 @@ import (
 // each record to the connection on its own: a 1 GiB download is 65,536
 // write calls, each one a trip through the kernel's TCP stack. Measured
 // on this project's 2-core VM (1 GiB over loopback TLS, Go client, five
-// runs each under load 11), writing the records 256 KiB at a time took
+// runs each under load 11), writing the records 256 KiB at a time (now 64
+// KiB, see coalesceSize) took
 // 1.74 to 2.13 CPU seconds (median 1.86) against 2.12 to 2.35 (2.24) one
 // record at a time. A small answer gains too: net/http writes a 4 KiB
 // body as two records, one when its 4 KiB buffer fills and one at the end,
@@ -23,13 +24,16 @@ import (
 // mid-answer, while an HTTP/2 connection carries other streams and flow
 // control, which records held back would stall.
 
-// coalesceSize is what a held connection gathers before it writes. A
+// coalesceSize is what a held connection gathers before it writes. It is
+// at most what the daemon's send-idle timeout lets one write take
+// (maxIdleWrite in daemon/sendidle.go): a larger write under one deadline
+// would cut a slow client that an uncoalesced answer keeps. A
 // hold starts with a buffer of smallHold, enough for a small answer's
 // records, and takes one of coalesceSize only when that fills: 32
 // connections each taking 256 KiB for a 4 KiB answer cost more in fresh
 // memory after every collection than the write call saved.
 const (
-	coalesceSize = 256 << 10
+	coalesceSize = 65 << 10 // four full records of 16 KiB, with their framing
 	smallHold    = 32 << 10
 )
 
@@ -134,9 +138,14 @@ func putBuf(b *[]byte) {
 	}
 }
 
-// Close sends what is still gathered first, as a write would have.
+// Close sends what is still gathered first, as a write would have. A
+// write under way (a client that stopped reading) holds c.mu, and
+// crypto/tls closes the connection precisely to break it: Close then
+// closes at once instead of waiting for that write's deadline.
 func (c *coalesceConn) Close() error {
-	c.mu.Lock()
+	if !c.mu.TryLock() {
+		return c.Conn.Close()
+	}
 	if c.buf != nil {
 		_ = c.flushLocked()
 	}

@@ -45,7 +45,7 @@ func (c countingConn) Write(p []byte) (int, error) {
 // TestCoalescedDownload: a download through a CoalesceListener has the
 // same status, headers and body as through a plain one, over HTTP/1.1 and
 // HTTP/2, whole or not; a large whole body over HTTP/1.1 takes a write
-// call per 256 KiB instead of one per 16 KiB record (unless its body is
+// call per 64 KiB instead of one per 16 KiB record (unless its body is
 // made as it is sent, as a zip), a small one a single
 // call instead of two, and a body failing midway still breaks the
 // transfer, after all that was read.
@@ -65,15 +65,15 @@ func TestCoalescedDownload(t *testing.T) {
 		// minPlain is the least without (0: no bound).
 		maxWrites, minPlain int64
 	}{
-		{name: "large GET", method: "GET", size: big, maxWrites: 30, minPlain: big / (16 << 10)},
+		{name: "large GET", method: "GET", size: big, maxWrites: big/(64<<10) + 10, minPlain: big / (16 << 10)},
 		{name: "large GET over HTTP/2", h2: true, method: "GET", size: big},
 		{name: "large HEAD", method: "HEAD", size: big, maxWrites: 10},
 		{name: "small GET", method: "GET", size: 4096, maxWrites: 1, minPlain: 2},
-		{name: "large range", method: "GET", size: big, hdr: []string{"Range", "bytes=100-2000000"}, maxWrites: 20, minPlain: 2000000 / (16 << 10)},
+		{name: "large range", method: "GET", size: big, hdr: []string{"Range", "bytes=100-2000000"}, maxWrites: 2000000/(64<<10) + 10, minPlain: 2000000 / (16 << 10)},
 		{name: "unsatisfiable range", method: "GET", size: big, hdr: []string{"Range", "bytes=9000000-"}},
 		{name: "not modified", method: "GET", size: big, hdr: []string{"If-None-Match", `"v1"`}},
 		{name: "large GET of a body made as it is sent", method: "GET", size: big, made: true},
-		{name: "large GET failing midway", method: "GET", size: big, failAt: 2<<20 + 7, maxWrites: 24},
+		{name: "large GET failing midway", method: "GET", size: big, failAt: 2<<20 + 7, maxWrites: (2<<20)/(64<<10) + 10},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var errs [2]error
@@ -216,7 +216,8 @@ func hold(c net.Conn) func() error {
 // TestCoalescedConn: what a held connection gathers reaches its peer, in
 // order, on release or on Close, and never another connection's peer (a
 // buffer handed back to the pool, grown or not, is empty); a connection
-// of no CoalesceListener, under TLS or not, is never held.
+// of no CoalesceListener, under TLS or not, is never held; Close does not
+// wait for a write stuck on a peer that stopped reading.
 func TestCoalescedConn(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -265,6 +266,39 @@ func TestCoalescedConn(t *testing.T) {
 			}
 		})
 	}
+	t.Run("closed while a write is stuck", func(t *testing.T) {
+		// A peer that never reads: the write blocks once the socket
+		// buffers fill, and Close (as crypto/tls's, to break it) must
+		// not wait for it.
+		peer := make(chan net.Conn, 1)
+		go func() {
+			c, _ := net.Dial("tcp", cl.Addr().String())
+			peer <- c
+		}()
+		c, err := cl.Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p := <-peer; p != nil {
+			defer p.Close()
+		}
+		wrote := make(chan error, 1)
+		go func() {
+			_, err := c.Write(make([]byte, 256<<20))
+			wrote <- err
+		}()
+		time.Sleep(200 * time.Millisecond) // let the write fill the buffers
+		closed := make(chan error, 1)
+		go func() { closed <- c.Close() }()
+		select {
+		case <-closed:
+		case <-time.After(10 * time.Second):
+			t.Fatal("Close waited for a stuck write")
+		}
+		if err := <-wrote; err == nil {
+			t.Error("the stuck write succeeded after Close")
+		}
+	})
 	p, q := net.Pipe()
 	defer p.Close()
 	defer q.Close()
