@@ -234,11 +234,6 @@ func (fs *FS) Revisions(ctx context.Context, root, file uint64) ([]Revision, err
 	return out, err
 }
 
-// Generation is the metadata store's commit version (kv.Store.Generation):
-// a front end that keeps what it derived from vfs and account reads (a
-// session's roots) in a Cache reads it first, before those reads.
-func (fs *FS) Generation() uint64 { return fs.db.Generation() }
-
 // Cache keeps values derived from the store until its next commit (by
 // Generation). It is kv's, offered here because the front ends reach the
 // store only through vfs and take nothing from kv but its errors.
