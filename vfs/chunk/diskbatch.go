@@ -84,7 +84,7 @@ func (b *diskBatch) Commit(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	err := forEach(ctx, len(b.files), func(i int) error {
+	err := forEach(ctx, len(b.files), syncParallel, func(i int) error {
 		return syncFile(b.files[i].tmp)
 	})
 	if err != nil {
@@ -120,7 +120,7 @@ func (b *diskBatch) Commit(ctx context.Context) error {
 	for dir := range b.dirs {
 		dirs = append(dirs, dir)
 	}
-	err = forEach(context.WithoutCancel(ctx), len(dirs), func(i int) error {
+	err = forEach(context.WithoutCancel(ctx), len(dirs), syncParallel, func(i int) error {
 		return syncDir(dirs[i])
 	})
 	if err != nil {
@@ -144,11 +144,11 @@ func (b *diskBatch) Abort() {
 	clear(b.dirs)
 }
 
-// forEach runs fn(0..n-1) on at most syncParallel goroutines and returns the
+// forEach runs fn(0..n-1) on at most limit goroutines and returns the
 // first error; after an error or ctx's end it starts no more calls.
-func forEach(ctx context.Context, n int, fn func(i int) error) error {
+func forEach(ctx context.Context, n, limit int, fn func(i int) error) error {
 	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(syncParallel)
+	g.SetLimit(limit)
 	for i := range n {
 		if gctx.Err() != nil {
 			break

@@ -2,8 +2,6 @@ package chunk
 
 import (
 	"context"
-
-	"golang.org/x/sync/errgroup"
 )
 
 // Parallel is a Store each of whose calls waits out a round trip to
@@ -56,23 +54,13 @@ func Missing(ctx context.Context, store Store, ids []ID) (ID, bool, error) {
 		return ID{}, false, nil
 	}
 	has := make([]bool, len(ids))
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(n)
-	for i, id := range ids {
-		if gctx.Err() != nil {
-			break // a Has failed: its error is Wait's
-		}
-		g.Go(func() error {
-			ok, err := store.Has(gctx, id)
-			has[i] = ok
-			return err
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return ID{}, false, err
-	}
-	if err := ctx.Err(); err != nil {
-		return ID{}, false, err // not every id was asked about
+	err := forEach(ctx, len(ids), n, func(i int) error {
+		ok, err := store.Has(ctx, ids[i])
+		has[i] = ok
+		return err
+	})
+	if err != nil {
+		return ID{}, false, err // a Has failed, or ctx ended before every id was asked about
 	}
 	for i, ok := range has {
 		if !ok {

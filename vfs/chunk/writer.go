@@ -109,7 +109,7 @@ type Writer struct {
 	// peaked at 264 MiB where four took 85.
 	encoding chan struct{}
 
-	// running counts the Writes under way: the last to end hands the
+	// active counts the Writes under way: the last to end hands the
 	// kept buffers to their pools (see bufList).
 	active atomic.Int64
 }
