@@ -156,9 +156,9 @@ func setDirect(f *os.File, on bool) error {
 
 // readCold reads the n-byte blob of f into dst (grown, aligned) when it is
 // not in the page cache, past the cache. ok is false when the caller
-// should read it the ordinary way: the blob is partly cached, or the
-// file system refuses direct reads, or it was read directly lately
-// (readBefore). A blob the page cache holds whole is copied from it here.
+// should read it the ordinary way: the blob is cached whole, or the file
+// system refuses direct reads, or it was read directly lately
+// (readBefore). f is the caller's to close: on success with O_DIRECT set.
 //
 // Whether it is cached is asked of cachestat(2), which changes nothing.
 // An RWF_NOWAIT read, which this used before and still does on kernels
@@ -177,8 +177,7 @@ func (dw *directWriter) readCold(f *os.File, n int, dst []byte) (out []byte, ok 
 	fd := int(f.Fd())
 	switch cachedWhole(fd, n) {
 	case cacheAll:
-		m, err := unix.Pread(fd, dst[:n], 0)
-		return dst[:m], err == nil && m == n
+		return dst[:0], false // the ordinary read copies it from the cache
 	case cacheNotAll:
 		if readBefore.take(f.Name()) {
 			// Read again while still in use (a second download):
@@ -205,11 +204,14 @@ func (dw *directWriter) readCold(f *os.File, n int, dst []byte) (out []byte, ok 
 	}
 	// Whole blocks from offset 0; the file ends within the last, so the
 	// read comes back short by the rest of it.
+	// On success the caller closes f, flag and all; on failure it reads
+	// f the ordinary way, so the flag goes first.
 	m, err := unix.Pread(fd, dst, 0)
-	if cerr := setDirect(f, false); cerr != nil || err != nil || m != n {
+	if err != nil || m != n {
 		if errors.Is(err, unix.EINVAL) {
 			dw.off.Store(true)
 		}
+		_ = setDirect(f, false)
 		return dst[:0], false
 	}
 	return dst[:n], true

@@ -106,7 +106,9 @@ func (p *ReadPool) get() *[]byte {
 	if b, ok := p.bufs.Get().(*[]byte); ok {
 		return b
 	}
-	b := make([]byte, 0, 1+maxChunkSize)
+	// Aligned and rounded to whole blocks, so that a direct read of a
+	// cold blob (readCold) lands in it instead of a buffer of its own.
+	b := alignedSlice((1 + maxChunkSize + dioAlign - 1) &^ (dioAlign - 1))[:0]
 	return &b
 }
 
