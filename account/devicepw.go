@@ -236,7 +236,9 @@ func (s *Service) DeviceCaller(ctx context.Context, login, password string) (c C
 		return Caller{}, false, nil
 	}
 	h := string(tokenHash(password))
-	gen := s.db.Generation()
+	// All read here is account records (kv.MetaGeneration), as for
+	// LoginCaller: a file write does not empty the cache.
+	gen := kv.MetaGeneration(s.db)
 	c, cached := s.callers.devices.Get(gen, h)
 	if !cached {
 		var found bool

@@ -492,7 +492,9 @@ func (s *Service) ValidateAccess(ctx context.Context, accessToken string) (Princ
 // organization, read in the same transaction. Errors as for ValidateAccess.
 func (s *Service) AccessCaller(ctx context.Context, accessToken string) (Caller, error) {
 	h := tokenHash(accessToken)
-	gen := s.db.Generation()
+	// All read here is account records (kv.MetaGeneration), as for
+	// LoginCaller: a file write does not empty the cache.
+	gen := kv.MetaGeneration(s.db)
 	if e, ok := s.callers.access.Get(gen, string(h)); ok && s.now().Before(e.until) {
 		return e.c, nil
 	}
