@@ -234,8 +234,9 @@ measure berth "https://127.0.0.1:$BPORT$ROOTHREF" admin
 # the ceiling of a Go server for the GET figures on this machine.
 log "bare Go HTTPS server: wrk 4 KiB GETs (2 threads, 32 connections, 10 s)"
 : >"$TMP/serve.out"
+mkdir -p "$TMP/durable"
 "$DAVLOAD" serve -listen "127.0.0.1:$(free_port)" -cert "$TMP/cert.pem" -key "$TMP/key.pem" \
-	-user admin -pass "$PW" -size 4096 -big "$BIG_BYTES" >"$TMP/serve.out" 2>&1 &
+	-user admin -pass "$PW" -size 4096 -big "$BIG_BYTES" -dir "$TMP/durable" >"$TMP/serve.out" 2>&1 &
 PIDS+=("$!")
 for _ in $(seq 100); do grep -q '^listen=' "$TMP/serve.out" && break; sleep 0.1; done
 GADDR="$(sed -n 's/^listen=//p' "$TMP/serve.out")"
@@ -262,6 +263,22 @@ GO_PUT="$(for _ in 1 2 3; do
 	[ "$code" = 201 ] || die "bare Go server: PUT big: $out"
 	awk -v b="$BIG_BYTES" -v t="$t" 'BEGIN {printf "%.1f\n", b / t / 1e6}'
 done | median3)"
+# The same server storing what it is sent, durably and with nothing else
+# (davload's durableHandler): the floor under every durable server here,
+# for the figures where nginx and Apache, which sync nothing, set the
+# targets.
+log "bare Go HTTPS server, durable: PUT ${BIG_MIB} MiB (median of 3), $SMALL_N PUTs of 4 KiB, $CYCLE_N cycles"
+GO_DPUT="$(for _ in 1 2 3; do
+	out="$(curl -ks --max-time 900 -u "admin:$PW" -o /dev/null -w '%{http_code} %{time_total}' -T "$TMP/big.bin" "https://$GADDR/durable/big.bin")"
+	read -r code t <<<"$out"
+	[ "$code" = 201 ] || die "bare Go server: durable PUT big: $out"
+	awk -v b="$BIG_BYTES" -v t="$t" 'BEGIN {printf "%.1f\n", b / t / 1e6}'
+done | median3)"
+cmp -s "$TMP/big.bin" "$TMP/durable/big.bin" || die "bare Go server: the durable PUT stored other bytes"
+rm -f "$TMP/durable/big.bin"
+GO_DSMALL="$(kv "$("$DAVLOAD" put -url "https://$GADDR/durable/small/" -user admin -pass "$PW" -n "$SMALL_N" -c 8 -size 4096)" per_second)"
+GO_DCYCLE="$(kv "$("$DAVLOAD" cycle -url "https://$GADDR/durable/cycles/" -user admin -pass "$PW" -n "$CYCLE_N" -c 4 -size 4096)" per_second)"
+rm -rf "$TMP/durable"
 
 R[apache.rss]="$(vmhwm "$APID" $(pgrep -P "$APID" || true))"
 R[nginx.rss]="$(vmhwm "$NPID" $(pgrep -P "$NPID" || true))"
@@ -302,6 +319,9 @@ echo "| $SMALL_N files of 4 KiB, each fdatasynced (directory not), 8 writers, fi
 echo "| bare Go HTTPS server, ${BIG_MIB} MiB PUT read and discarded, MB/s, median of 3 | $GO_PUT | $(ratio "${R[berth.put]}" "$GO_PUT") |"
 echo "| bare Go HTTPS server, ${BIG_MIB} MiB GET from memory, MB/s, median of 3 | $GO_GET | $(ratio "${R[berth.get]}" "$GO_GET") |"
 echo "| bare Go HTTPS server, 4 KiB from memory, same Basic check, wrk -t2 -c32, requests/s | $GO_WRK | $(ratio "${R[berth.wrk]}" "$GO_WRK") |"
+echo "| bare Go HTTPS server, durable, ${BIG_MIB} MiB PUT written and fdatasynced, MB/s, median of 3 | $GO_DPUT | $(ratio "${R[berth.put]}" "$GO_DPUT") |"
+echo "| bare Go HTTPS server, durable, $SMALL_N PUTs of 4 KiB, 8 clients, each fdatasynced with its folder, files/s | $GO_DSMALL | $(ratio "${R[berth.small]}" "$GO_DSMALL") |"
+echo "| bare Go HTTPS server, durable, MKCOL+PUT+MOVE+DELETE cycles, 4 clients, each step synced, per s | $GO_DCYCLE | $(ratio "${R[berth.cycle]}" "$GO_DCYCLE") |"
 echo
 echo "| berth's allprop / its named-property PROPFIND (target <= 1.3) | $(ratio "${R[berth.allprop]}" "${R[berth.propfind]}") | |"
 echo

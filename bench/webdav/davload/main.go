@@ -8,7 +8,7 @@
 //	davload cycle -url https://127.0.0.1:8443/dav/dir/ -n 1000 -c 4 -size 4096
 //	davload files -dir /srv/dav/list -n 10000 -size 4096
 //	davload fsync -dir /tmp/x -n 2000 -c 8 -size 4096
-//	davload serve -listen 127.0.0.1:9443 -cert c.pem -key k.pem -user u -pass p
+//	davload serve -listen 127.0.0.1:9443 -cert c.pem -key k.pem -user u -pass p [-dir d]
 //
 // files writes the same kind of files straight to a directory, for the
 // peers whose folder is a plain directory. fsync and serve measure this
@@ -18,7 +18,10 @@
 // answers every GET with size bytes from memory after the same Basic check,
 // the ceiling of any Go server for wrk's small GETs and, with /big.bin,
 // for one large GET; it reads and discards a PUT's body, the ceiling for
-// one large PUT. cycle is what a sync client does to a tree: each of c
+// one large PUT. With -dir, serve also stores what is sent under /durable/
+// in that directory, durably and with nothing else (durableHandler): the
+// least a server that never acknowledges a write before it is on disk
+// does, for the large PUT, the small PUTs and the cycles. cycle is what a sync client does to a tree: each of c
 // clients repeats MKCOL of a folder, PUT of one file of size bytes into
 // it, MOVE of the folder and DELETE of the moved folder, n cycles in all.
 //
@@ -37,9 +40,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
+	"path"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -100,7 +107,7 @@ func run(ctx context.Context, args []string) error {
 	runs := fl.Int("runs", 5, "propfind: timed runs (the median is reported)")
 	allprop := fl.Bool("allprop", false, "propfind: ask for allprop instead of the named properties")
 	timeout := fl.Duration("timeout", 10*time.Minute, "give up after this long")
-	dir := fl.String("dir", "", "files, fsync: directory to fill")
+	dir := fl.String("dir", "", "files, fsync: directory to fill; serve: directory of /durable/")
 	listen := fl.String("listen", "127.0.0.1:0", "serve: address")
 	cert := fl.String("cert", "", "serve: certificate file")
 	key := fl.String("key", "", "serve: key file")
@@ -114,7 +121,7 @@ func run(ctx context.Context, args []string) error {
 	case "fsync":
 		return fsyncFiles(*dir, *n, *conc, *size)
 	case "serve":
-		return serve(*listen, *cert, *key, *user, *pass, *size, *big)
+		return serve(*listen, *cert, *key, *user, *pass, *size, *big, *dir)
 	}
 	if !strings.HasSuffix(*base, "/") {
 		return errors.New("-url must be a folder URL ending in /")
@@ -280,7 +287,11 @@ func writeSynced(name string, data []byte) error {
 // serve answers every request with size bytes (200, application/octet-
 // stream, an ETag) once its Basic credentials match, and /big.bin with big
 // bytes, until it is killed. It prints its address first, for the script.
-func serve(addr, cert, key, user, pass string, size int, big int64) error {
+func serve(addr, cert, key, user, pass string, size int, big int64, dir string) error {
+	var durable http.HandlerFunc
+	if dir != "" {
+		durable = durableHandler(dir)
+	}
 	body := make([]byte, size)
 	rand.Read(body)
 	// /big.bin repeats one random MiB, so the server's memory stays small.
@@ -292,6 +303,10 @@ func serve(addr, cert, key, user, pass string, size int, big int64) error {
 		if !ok || subtle.ConstantTimeCompare([]byte(u+":"+p), want) != 1 {
 			w.Header().Set("WWW-Authenticate", `Basic realm="davload"`)
 			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		if durable != nil && strings.HasPrefix(r.URL.Path, "/durable/") {
+			durable(w, r)
 			return
 		}
 		if r.Method == http.MethodPut {
@@ -366,4 +381,102 @@ func (c *client) propfind(ctx context.Context, runs int, body string) error {
 		float64(med.Microseconds())/1000, float64(times[0].Microseconds())/1000,
 		float64(times[len(times)-1].Microseconds())/1000, entries)
 	return nil
+}
+
+// durableHandler serves PUT, MKCOL, MOVE and DELETE under /durable/ from
+// dir, each made durable before its answer and nothing more: no locks,
+// no properties, no checks of the tree, no atomic replacement of a file.
+// A PUT is written through the page cache, fdatasynced and its folder
+// fsynced (a new name is a change of the folder); MKCOL, MOVE and DELETE
+// fsync the folders they change. It is the floor under what any durable
+// server pays for those requests on this machine, where nginx and Apache,
+// which sync nothing, are the ceiling.
+func durableHandler(dir string) http.HandlerFunc {
+	local := func(p string) (string, bool) {
+		rel, ok := strings.CutPrefix(path.Clean(p), "/durable/")
+		return filepath.Join(dir, filepath.FromSlash(rel)), ok && rel != ""
+	}
+	bufs := sync.Pool{New: func() any { return make([]byte, 1<<20) }}
+	return func(w http.ResponseWriter, r *http.Request) {
+		name, ok := local(r.URL.Path)
+		if !ok {
+			http.Error(w, "bad path", http.StatusBadRequest)
+			return
+		}
+		parent := filepath.Dir(name)
+		code, err := http.StatusCreated, error(nil)
+		switch r.Method {
+		case http.MethodPut:
+			buf := bufs.Get().([]byte)
+			err = writeDurable(name, r.Body, buf)
+			bufs.Put(buf)
+			if err == nil {
+				err = syncDir(parent)
+			}
+		case "MKCOL":
+			if err = os.Mkdir(name, 0o755); errors.Is(err, fs.ErrExist) {
+				code, err = http.StatusMethodNotAllowed, nil
+			} else if err == nil {
+				err = syncDir(parent)
+			}
+		case "MOVE":
+			u, perr := url.Parse(r.Header.Get("Destination"))
+			to, ok := "", perr == nil
+			if ok {
+				to, ok = local(u.Path)
+			}
+			if !ok {
+				http.Error(w, "bad Destination", http.StatusBadRequest)
+				return
+			}
+			if err = os.Rename(name, to); err == nil {
+				if err = syncDir(parent); err == nil && filepath.Dir(to) != parent {
+					err = syncDir(filepath.Dir(to))
+				}
+			}
+		case http.MethodDelete:
+			code = http.StatusNoContent
+			if err = os.RemoveAll(name); err == nil {
+				err = syncDir(parent)
+			}
+		default:
+			http.Error(w, "not here", http.StatusMethodNotAllowed)
+			return
+		}
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.WriteHeader(code)
+	}
+}
+
+// writeDurable writes r to name and fdatasyncs it.
+func writeDurable(name string, r io.Reader, buf []byte) error {
+	f, err := os.Create(name)
+	if err != nil {
+		return err
+	}
+	// Through a plain Writer: os.File's ReadFrom would copy 32 KiB at a time.
+	if _, err := io.CopyBuffer(struct{ io.Writer }{f}, r, buf); err != nil {
+		f.Close()
+		return err
+	}
+	if err := unix.Fdatasync(int(f.Fd())); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func syncDir(name string) error {
+	d, err := os.Open(name)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
