@@ -12,6 +12,7 @@ import (
 
 	"berth/account"
 	"berth/share"
+	"berth/vfs"
 )
 
 // TestAuth: who gets in over WebDAV. Basic and Bearer credentials, the
@@ -253,23 +254,13 @@ const (
 func revokeCase(t *testing.T, how int) {
 	ctx := context.Background()
 	f := newFixture(t)
-	svc := share.New(share.Options{FS: f.fs, Accounts: f.accounts})
-	admin, err := f.accounts.CreatePerson(ctx, account.PersonInput{OrganizationID: f.org.ID, Username: "adm",
-		Email: "adm@example.com", Password: password, Admin: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ac, err := f.accounts.Caller(ctx, admin.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	svc, ac, root := f.orgShare("Team")
 	bob, _, _ := f.addPerson("bob")
-	root, err := svc.CreateOrgShare(ctx, ac, f.org.ID, "Team")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var subs share.Subscribers
-	var group account.Group
+	var (
+		subs  share.Subscribers
+		group account.Group
+		err   error
+	)
 	viaGroup := how != revokeSubscriber
 	if viaGroup {
 		if group, err = f.accounts.CreateGroup(ctx, account.GroupInput{OrganizationID: f.org.ID, Name: "Team members"}); err != nil {
@@ -345,4 +336,27 @@ func revokeCase(t *testing.T, how int) {
 	// alice, a subscriber herself, keeps it, and bob his own root.
 	as("alice's GET in the share", "alice", "GET", "/webdav/Team/a.txt", "", http.StatusOK)
 	as("bob's own root", "bob", "GET", "/webdav/bob/own.txt", "", http.StatusOK)
+}
+
+// orgShare creates an administrator "adm" of the fixture's organization
+// and, as them, an organization share named name; it returns the share
+// service, the administrator as a caller and the share's root.
+func (f *fixture) orgShare(name string) (*share.Service, account.Caller, vfs.Root) {
+	f.t.Helper()
+	ctx := context.Background()
+	svc := share.New(share.Options{FS: f.fs, Accounts: f.accounts})
+	admin, err := f.accounts.CreatePerson(ctx, account.PersonInput{OrganizationID: f.org.ID, Username: "adm",
+		Email: "adm@example.com", Password: password, Admin: true})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	ac, err := f.accounts.Caller(ctx, admin.ID)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	root, err := svc.CreateOrgShare(ctx, ac, f.org.ID, name)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return svc, ac, root
 }
