@@ -37,11 +37,15 @@ type Group struct {
 	// without a scan.
 	Persons int64 `cbor:"6,keyasint"`
 	Groups  int64 `cbor:"7,keyasint"`
+	// Deleting marks a group whose deletion (DeleteGroup) is recorded
+	// and under way: its memberships are going in batches, and the group
+	// goes after them.
+	Deleting bool `cbor:"8,keyasint,omitempty"`
 }
 
 // MaxGroupMembers bounds a group's direct members, persons and groups
 // together. GET members answers them in one unpaged array (spec 4.10),
-// and deleting a group or changing its members writes them
+// and deleting a group or changing its members writes them at most
 // membershipBatch per transaction, so all stay bounded; larger sets are
 // built by nesting groups.
 const MaxGroupMembers = 10000
@@ -229,25 +233,45 @@ func (s *Service) UpdateGroup(ctx context.Context, id uint64, u GroupUpdate) (Gr
 	return g, nil
 }
 
-// membershipBatch is how many memberships one transaction writes when
+// membershipBatch is the most memberships one transaction writes when
 // UpdateMembers or DeleteGroup has more to write. Each is two keys; the
 // metadata store bounds a transaction's keys by its memtable (8 MiB,
 // the default: some 13,000; 3 MiB still takes a batch, 1 MiB, the least
-// memory.kv_memtable takes, does not), while a request may add
+// memory.kv_memtable takes, does not: there a batch the store refuses
+// with kv.ErrTxnTooBig is halved until it fits), while a request may add
 // MaxGroupMembers at once and a full group holds as many.
 const membershipBatch = 2000
 
 // DeleteGroup removes the group and every membership it is part of: its
 // members' entries, both ways, and its own entries in the groups that
-// contain it. Its id is never given again. Errors: ErrNotFound.
+// contain it. Its id is never given again. It leaves one ActGroupDeleted
+// record, however many members the group had. Errors: ErrNotFound.
 //
-// A large group's memberships go first, membershipBatch at a time, each
-// batch with its counts: its persons, its member groups, then the groups
-// it is in (a group may hold MaxGroupMembers of either kind, more than
-// one transaction takes). Then one transaction removes what a concurrent
-// change added meanwhile, and the group. A failure between leaves the
-// group with fewer memberships, never a membership without its group.
+// A group whose memberships fit one transaction goes in one. A larger
+// one's memberships go first, in batches of at most membershipBatch
+// (halved while the store refuses one with kv.ErrTxnTooBig), each batch
+// with its counts: its persons, its member groups, then the groups it is
+// in (a group may hold MaxGroupMembers of either kind, more than one
+// transaction takes). The first batch marks the group Deleting and
+// writes the deletion's record, so that no membership is removed
+// unrecorded. Then one transaction removes what a concurrent change
+// added meanwhile, and the group. A failure between leaves the group,
+// marked Deleting, with fewer memberships, never a membership without its
+// group; DeleteGroup called again completes it, without a second record.
 func (s *Service) DeleteGroup(ctx context.Context, id uint64) error {
+	err := s.db.Update(ctx, func(tx kv.Txn) error { return s.deleteGroup(ctx, tx, id) })
+	if !errors.Is(err, kv.ErrTxnTooBig) {
+		return err
+	}
+	if err := s.dropGroupMemberships(ctx, id); err != nil {
+		return err
+	}
+	return s.db.Update(ctx, func(tx kv.Txn) error { return s.deleteGroup(ctx, tx, id) })
+}
+
+// dropGroupMemberships removes the memberships of group id in batches,
+// as DeleteGroup describes.
+func (s *Service) dropGroupMemberships(ctx context.Context, id uint64) error {
 	// Each kind: the group's own entries, the other side's entry of one,
 	// and the counts a batch of them changes.
 	kinds := []struct {
@@ -272,80 +296,115 @@ func (s *Service) DeleteGroup(ctx context.Context, id uint64) error {
 				return nil
 			}},
 	}
+	n := membershipBatch
 	for _, k := range kinds {
 		for {
-			var n int
+			var removed int
 			err := s.db.Update(ctx, func(tx kv.Txn) error {
-				var g Group
-				if err := s.get(tx, key(pfxGroup, id), &g, notFoundf("group %d", id)); err != nil {
+				if ok, err := exists(tx, key(pfxGroup, id)); err != nil || !ok {
+					if err == nil {
+						err = notFoundf("group %d", id)
+					}
 					return err
 				}
-				others, err := scanIDsUpTo(tx, k.prefix, membershipBatch)
+				others, err := scanIDsUpTo(tx, k.prefix, n)
 				if err != nil {
 					return err
 				}
-				n = len(others)
+				removed = len(others)
+				if removed == 0 {
+					return nil
+				}
 				for _, o := range others {
 					if err := deleteKeys(tx, k.own(o), k.mirror(o)); err != nil {
 						return err
 					}
 				}
-				if n == 0 {
-					return nil
+				if err := k.adjust(tx, others); err != nil {
+					return err
 				}
-				return k.adjust(tx, others)
+				return s.markDeleting(ctx, tx, id)
 			})
+			if errors.Is(err, kv.ErrTxnTooBig) && n > 1 {
+				n /= 2
+				continue
+			}
 			if err != nil {
 				return err
 			}
-			if n < membershipBatch {
+			if removed < n {
 				break
 			}
 		}
 	}
-	return s.db.Update(ctx, func(tx kv.Txn) error {
-		var g Group
-		if err := s.get(tx, key(pfxGroup, id), &g, notFoundf("group %d", id)); err != nil {
+	return nil
+}
+
+// markDeleting marks group id Deleting and records its deletion, in the
+// transaction of the first batch DeleteGroup removes; later batches, and
+// DeleteGroup called again after a failure, find it marked.
+func (s *Service) markDeleting(ctx context.Context, tx kv.Txn, id uint64) error {
+	var g Group
+	if err := s.get(tx, key(pfxGroup, id), &g, notFoundf("group %d", id)); err != nil {
+		return err
+	}
+	if g.Deleting {
+		return nil
+	}
+	g.Deleting = true
+	if err := s.put(tx, key(pfxGroup, id), &g); err != nil {
+		return err
+	}
+	return s.record(ctx, tx, groupChange(ActGroupDeleted, g))
+}
+
+// deleteGroup removes group id with every membership left, in tx, and
+// records the deletion unless markDeleting has.
+func (s *Service) deleteGroup(ctx context.Context, tx kv.Txn, id uint64) error {
+	var g Group
+	if err := s.get(tx, key(pfxGroup, id), &g, notFoundf("group %d", id)); err != nil {
+		return err
+	}
+	persons, err := scanIDs(tx, key(pfxGroupPerson, id))
+	if err != nil {
+		return err
+	}
+	for _, p := range persons {
+		if err := deleteKeys(tx, key(pfxGroupPerson, id, p), key(pfxPersonGroup, p, id)); err != nil {
 			return err
 		}
-		persons, err := scanIDs(tx, key(pfxGroupPerson, id))
-		if err != nil {
+	}
+	members, err := scanIDs(tx, key(pfxGroupGroup, id))
+	if err != nil {
+		return err
+	}
+	for _, m := range members {
+		if err := deleteKeys(tx, key(pfxGroupGroup, id, m), key(pfxGroupParent, m, id)); err != nil {
 			return err
 		}
-		for _, p := range persons {
-			if err := deleteKeys(tx, key(pfxGroupPerson, id, p), key(pfxPersonGroup, p, id)); err != nil {
-				return err
-			}
-		}
-		members, err := scanIDs(tx, key(pfxGroupGroup, id))
-		if err != nil {
+	}
+	parents, err := scanIDs(tx, key(pfxGroupParent, id))
+	if err != nil {
+		return err
+	}
+	for _, p := range parents {
+		if err := deleteKeys(tx, key(pfxGroupParent, id, p), key(pfxGroupGroup, p, id)); err != nil {
 			return err
 		}
-		for _, m := range members {
-			if err := deleteKeys(tx, key(pfxGroupGroup, id, m), key(pfxGroupParent, m, id)); err != nil {
-				return err
-			}
-		}
-		parents, err := scanIDs(tx, key(pfxGroupParent, id))
-		if err != nil {
+		if err := s.adjustGroup(tx, p, 0, -1); err != nil {
 			return err
 		}
-		for _, p := range parents {
-			if err := deleteKeys(tx, key(pfxGroupParent, id, p), key(pfxGroupGroup, p, id)); err != nil {
-				return err
-			}
-			if err := s.adjustGroup(tx, p, 0, -1); err != nil {
-				return err
-			}
-		}
-		if err := deleteKeys(tx, key(pfxGroup, id), key(pfxOrgGroup, g.OrganizationID, id)); err != nil {
-			return err
-		}
-		if err := s.countIn(tx, g.OrganizationID, Counts{Groups: 1}, -1); err != nil {
-			return err
-		}
-		return s.record(ctx, tx, groupChange(ActGroupDeleted, g))
-	})
+	}
+	if err := deleteKeys(tx, key(pfxGroup, id), key(pfxOrgGroup, g.OrganizationID, id)); err != nil {
+		return err
+	}
+	if err := s.countIn(tx, g.OrganizationID, Counts{Groups: 1}, -1); err != nil {
+		return err
+	}
+	if g.Deleting {
+		return nil
+	}
+	return s.record(ctx, tx, groupChange(ActGroupDeleted, g))
 }
 
 // dropMemberships removes person personID from every group they are a
@@ -392,15 +451,19 @@ func (s *Service) Groups(ctx context.Context, orgID uint64, offset, limit int) (
 // which look the same, a guest, more than MaxGroupMembers);
 // ErrGroupCycle (a *GroupCycleError).
 //
-// A change of at most membershipBatch ids is one transaction. A larger one
-// (up to MaxGroupMembers added at once, more than one transaction of
-// the metadata store holds) is first checked whole in a read, so that
-// an invalid request changes nothing, and then written membershipBatch
-// ids a transaction, removals first, each checked again and journaled
-// with what it changed. A failure between (a concurrent change that
-// makes an id invalid, a crash) leaves part of the change applied; the
-// same request sent again completes it, since adding a member and
-// removing a non-member change nothing.
+// A change of at most membershipBatch ids that the metadata store takes
+// in one transaction is one transaction. A larger one (up to
+// MaxGroupMembers added at once, more than one transaction of the store
+// holds), or one the store refuses whole (kv.ErrTxnTooBig: a small
+// memtable), is first checked whole in a read, so that an invalid
+// request changes nothing, and then written in parts of at most
+// membershipBatch ids, removals first, each checked again and journaled
+// with what it changed. A part the store refuses is halved and tried
+// again, down to one id, which the store refusing is an error. A
+// failure between parts (a concurrent change that makes an id invalid,
+// a crash) leaves part of the change applied; the same request sent
+// again completes it, since adding a member and removing a non-member
+// change nothing.
 func (s *Service) UpdateMembers(ctx context.Context, groupID uint64, ch MembersChange) (Group, error) {
 	if err := disjoint("add_members", ch.AddPersons, "remove_members", ch.RemovePersons); err != nil {
 		return Group{}, err
@@ -408,25 +471,18 @@ func (s *Service) UpdateMembers(ctx context.Context, groupID uint64, ch MembersC
 	if err := disjoint("add_groups", ch.AddGroups, "remove_groups", ch.RemoveGroups); err != nil {
 		return Group{}, err
 	}
-	parts := ch.split(membershipBatch)
-	if len(parts) > 1 {
-		err := s.db.View(ctx, func(tx kv.Txn) error {
-			var g Group
-			if err := s.get(tx, key(pfxGroup, groupID), &g, notFoundf("group %d", groupID)); err != nil {
-				return err
-			}
-			m := membersTxn{s: s, tx: tx, g: &g, chains: map[uint64][]uint64{}, dry: map[string]bool{}}
-			if err := m.apply(ch); err != nil {
-				return err
-			}
-			return m.bounded()
-		})
-		if err != nil {
-			return Group{}, err
-		}
-	}
 	var g Group
-	for _, part := range parts {
+	rest, n, checked := ch, membershipBatch, false
+	for {
+		part, more := rest.cut(n)
+		// Nothing is written before the first part commits, so rest is
+		// still the whole request when a second part first shows.
+		if more.size() > 0 && !checked {
+			if err := s.checkMembers(ctx, groupID, rest); err != nil {
+				return Group{}, err
+			}
+			checked = true
+		}
 		err := s.db.Update(ctx, func(tx kv.Txn) error {
 			if err := s.get(tx, key(pfxGroup, groupID), &g, notFoundf("group %d", groupID)); err != nil {
 				return err
@@ -451,35 +507,55 @@ func (s *Service) UpdateMembers(ctx context.Context, groupID uint64, ch MembersC
 			c.Data = m.changes.String()
 			return s.record(ctx, tx, c)
 		})
+		if errors.Is(err, kv.ErrTxnTooBig) && part.size() > 1 {
+			n = part.size() / 2
+			continue
+		}
 		if err != nil {
 			return Group{}, err
 		}
+		if more.size() == 0 {
+			return g, nil
+		}
+		rest = more
 	}
-	return g, nil
 }
 
-// split cuts ch into changes of at most n ids each that, applied in
-// order, make ch: removals before additions, each list in its order.
-func (ch MembersChange) split(n int) []MembersChange {
+// checkMembers checks change ch of the group's members whole, in a read,
+// as UpdateMembers' transactions would apply it, and writes nothing.
+func (s *Service) checkMembers(ctx context.Context, groupID uint64, ch MembersChange) error {
+	return s.db.View(ctx, func(tx kv.Txn) error {
+		var g Group
+		if err := s.get(tx, key(pfxGroup, groupID), &g, notFoundf("group %d", groupID)); err != nil {
+			return err
+		}
+		m := membersTxn{s: s, tx: tx, g: &g, chains: map[uint64][]uint64{}, dry: map[string]bool{}}
+		if err := m.apply(ch); err != nil {
+			return err
+		}
+		return m.bounded()
+	})
+}
+
+// size is how many ids ch names.
+func (ch MembersChange) size() int {
+	return len(ch.RemovePersons) + len(ch.RemoveGroups) + len(ch.AddPersons) + len(ch.AddGroups)
+}
+
+// cut splits ch into its first n ids (n > 0) and the rest, in the order
+// they apply: removals before additions, each list in its order.
+func (ch MembersChange) cut(n int) (first, rest MembersChange) {
 	lists := func(c *MembersChange) [4]*[]uint64 {
 		return [4]*[]uint64{&c.RemovePersons, &c.RemoveGroups, &c.AddPersons, &c.AddGroups}
 	}
-	var parts []MembersChange
-	var part MembersChange
-	size := 0
-	for i, ids := range lists(&ch) {
-		for len(*ids) > 0 {
-			if size == n {
-				parts = append(parts, part)
-				part, size = MembersChange{}, 0
-			}
-			k := min(n-size, len(*ids))
-			*lists(&part)[i] = (*ids)[:k:k]
-			*ids = (*ids)[k:]
-			size += k
-		}
+	rest = ch
+	for i, ids := range lists(&rest) {
+		k := min(n, len(*ids))
+		*lists(&first)[i] = (*ids)[:k:k]
+		*ids = (*ids)[k:]
+		n -= k
 	}
-	return append(parts, part)
+	return first, rest
 }
 
 // disjoint refuses an id named in both lists.

@@ -16,23 +16,10 @@ import (
 func TestOrgShareOverWebDAV(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	svc := share.New(share.Options{FS: f.fs, Accounts: f.accounts})
-	admin, err := f.accounts.CreatePerson(ctx, account.PersonInput{OrganizationID: f.org.ID, Username: "adm",
-		Email: "adm@example.com", Password: password, Admin: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ac, err := f.accounts.Caller(ctx, admin.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	svc, ac, root := f.orgShare("Team")
 	view, _, _ := f.addPerson("viewer")
 	web, _, _ := f.addPerson("webonly")
 	collab, _, _ := f.addPerson("collab")
-	root, err := svc.CreateOrgShare(ctx, ac, f.org.ID, "Team")
-	if err != nil {
-		t.Fatal(err)
-	}
 	if _, err := svc.SetSubscribers(ctx, ac, f.org.ID, root.ID, share.Subscribers{Persons: []share.Entry{
 		{ID: view.ID, Channel: "webdav", Role: "VIEWER"},
 		{ID: web.ID, Channel: "web", Role: "COLLABORATOR"},
