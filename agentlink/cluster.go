@@ -22,9 +22,8 @@ type Cluster struct {
 	// stale).
 	Node string
 	// URL is the base URL other nodes reach this node's relay route at
-	// (cluster.advertise_url, "https://10.0.0.1:8443"). Empty: this
-	// node records nothing, and its agents are reachable through it
-	// only.
+	// (cluster.advertise_url, "https://10.0.0.1:8443"). Required: a
+	// node without one is a lone node's Hub (New), as daemon makes it.
 	URL string
 	// Forward sends a call to the node that holds the machine. Nil:
 	// machines held elsewhere are offline from here.
@@ -125,9 +124,6 @@ func (cl *cluster) attach(ctx context.Context, c *Conn) error {
 		return err
 	}
 	c.gen = gen
-	if cl.URL == "" {
-		return nil
-	}
 	return cl.Store.Update(ctx, func(tx kv.Txn) error {
 		rec, ok, err := readHolder(tx, c.machine)
 		if err != nil {
@@ -142,9 +138,6 @@ func (cl *cluster) attach(ctx context.Context, c *Conn) error {
 
 // detach removes c's record, unless a newer connection has replaced it.
 func (cl *cluster) detach(c *Conn) {
-	if cl.URL == "" {
-		return
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	err := cl.Store.Update(ctx, func(tx kv.Txn) error {
@@ -166,7 +159,7 @@ func (cl *cluster) detach(c *Conn) {
 // machine (on any node) took over. On a lone node it only waits for ctx.
 func (h *Hub) Run(ctx context.Context) {
 	cl := h.cluster
-	if cl == nil || cl.URL == "" {
+	if cl == nil {
 		<-ctx.Done()
 		return
 	}
@@ -220,12 +213,7 @@ func (cl *cluster) renew(ctx context.Context) {
 		}
 		for _, c := range stale {
 			cl.Logger.Info("an agent's newer connection on another node replaces the one here", "machine", c.machine)
-			h.mu.Lock()
-			if h.conns[c.machine] == c {
-				delete(h.conns, c.machine)
-			}
-			h.mu.Unlock()
-			h.drop(c)
+			h.unlink(c)
 		}
 	}
 }
@@ -245,6 +233,8 @@ func (cl *cluster) relay(ctx context.Context, machineID uint64, req RelayRequest
 	if err != nil {
 		return Reply{}, err
 	}
+	// Every node writes its URL, but the record is read back from a
+	// store other processes write: one without a URL has nowhere to go.
 	if !ok || rec.Node == cl.Node || rec.URL == "" {
 		return Reply{}, ErrOffline
 	}

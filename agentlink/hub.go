@@ -130,15 +130,21 @@ func (h *Hub) Attach(ctx context.Context, machineID uint64) (*Conn, error) {
 // Detach ends c: the calls waiting on it fail with ErrOffline, and the
 // machine is offline unless a newer Conn replaced c.
 func (h *Hub) Detach(c *Conn) {
+	h.unlink(c)
+	if h.cluster != nil {
+		h.cluster.detach(c)
+	}
+}
+
+// unlink ends c on this node, leaving the store's record to the caller
+// (Detach removes it; a renewal found a newer connection's there).
+func (h *Hub) unlink(c *Conn) {
 	h.mu.Lock()
 	if h.conns[c.machine] == c {
 		delete(h.conns, c.machine)
 	}
 	h.mu.Unlock()
 	h.drop(c)
-	if h.cluster != nil {
-		h.cluster.detach(c)
-	}
 }
 
 func (h *Hub) drop(c *Conn) {

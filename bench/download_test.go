@@ -56,7 +56,7 @@ func BenchmarkDownload(b *testing.B) {
 	api, apiClient := serve(apiHandler, true)
 	apiPlain, apiPlainClient := serve(apiHandler, false)
 	dav, davClient := serve(webdav.New(webdav.Options{FS: st.FS, Accounts: st.Accounts}), true)
-	null := nullServerSized(b, size)
+	null := nullServer(b, false, size)
 	seed := uint64(100)
 	write := func(name string) vfs.Node {
 		seed++
@@ -176,7 +176,7 @@ func BenchmarkSmallGets(b *testing.B) {
 		b.Fatal(err)
 	}
 	h := rest.New(rest.Options{FS: st.FS, Accounts: st.Accounts})
-	null := nullServer(b, false)
+	null := nullServer(b, false, gib)
 	reqs := map[string]float64{}
 	run := func(name string, coalesce bool, null *httptest.Server) {
 		b.Run(name, func(b *testing.B) {
@@ -213,23 +213,4 @@ func BenchmarkSmallGets(b *testing.B) {
 	run("null-get-4k", false, null)
 	run("rest-get-4k", true, nil)
 	run("rest-get-4k-uncoalesced", false, nil)
-}
-
-// nullServerSized is nullServer answering GET with size bytes.
-func nullServerSized(b *testing.B, size int64) *httptest.Server {
-	block := make([]byte, 1<<20)
-	if _, err := newGen(99, int64(len(block))).Read(block); err != nil {
-		b.Fatal(err)
-	}
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Length", strconv.FormatInt(size, 10))
-		for sent := int64(0); sent < size; sent += int64(len(block)) {
-			if _, err := w.Write(block[:min(int64(len(block)), size-sent)]); err != nil {
-				return
-			}
-		}
-	}))
-	srv.StartTLS()
-	b.Cleanup(srv.Close)
-	return srv
 }

@@ -305,6 +305,7 @@ func watchDaemon(pid int, metricsURL string) func() (rss, heap int64) {
 // listening returns the address the daemon's "listening" line gave for
 // the listener name.
 func (d *daemon) listening(b *testing.B, name string) string {
+	b.Helper()
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for line := range strings.SplitSeq(d.stderr.String(), "\n") {

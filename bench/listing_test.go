@@ -101,7 +101,9 @@ func BenchmarkListingGrowth(b *testing.B) {
 		for _, n := range sizes {
 			b.Run(fmt.Sprintf("%s/%d", p.name, n), func(b *testing.B) {
 				debug.FreeOSMemory()
-				resetPeakRSS(b)
+				if err := resetPeakRSS(os.Getpid()); err != nil {
+					b.Logf("cannot reset the peak resident set: %v", err)
+				}
 				var bytes int64
 				start := time.Now()
 				ops := 0
@@ -168,13 +170,11 @@ func buildFolder(b *testing.B, fs *vfs.FS, root vfs.Root, name string, n int) ui
 	return dir.ID
 }
 
-// resetPeakRSS resets the process's VmHWM to its current resident set
-// (Linux: 5 into /proc/self/clear_refs), so that it next reads the peak
-// of what follows.
-func resetPeakRSS(b *testing.B) {
-	if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
-		b.Logf("cannot reset the peak resident set: %v", err)
-	}
+// resetPeakRSS resets process pid's VmHWM to its current resident set
+// (Linux, proc(5): 5 into /proc/<pid>/clear_refs), so that it next reads
+// the peak of what follows.
+func resetPeakRSS(pid int) error {
+	return os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0)
 }
 
 // BenchmarkDaemonListingRSS measures the daemon's memory, not this
@@ -237,9 +237,8 @@ func BenchmarkDaemonListingRSS(b *testing.B) {
 	pid := d.cmd.Process.Pid
 	time.Sleep(2 * time.Second) // let the start's garbage be collected
 	idle := procStatus(b, pid, "VmRSS")
-	clear := fmt.Sprintf("/proc/%d/clear_refs", pid)
 	get := func(q string) (time.Duration, int64, int64) {
-		if err := os.WriteFile(clear, []byte("5"), 0); err != nil {
+		if err := resetPeakRSS(pid); err != nil {
 			b.Fatalf("cannot reset the daemon's peak resident set: %v", err)
 		}
 		t0 := time.Now()

@@ -2,7 +2,6 @@ package bench
 
 import (
 	"bufio"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -112,7 +111,7 @@ func BenchmarkDaemonWebDAVRSS(b *testing.B) {
 	big := bigMiB * mib
 	d := restartedDaemon(b)
 	pid := d.cmd.Process.Pid
-	metrics := d.metricsURL(b)
+	metrics := "http://" + d.listening(b, "metrics") + "/metrics"
 	time.Sleep(2 * time.Second) // let the start's garbage be collected
 	idle := procStatus(b, pid, "VmRSS")
 	base := d.url(webdavRoot(b, d))
@@ -164,7 +163,9 @@ func BenchmarkDaemonWebDAVRSS(b *testing.B) {
 	// One log line a phase: a benchmark's log is cut after ten lines.
 	var peak int64
 	phase := func(name string, f func(), more ...func() string) {
-		clearPeak(b, pid)
+		if err := resetPeakRSS(pid); err != nil {
+			b.Fatal(err)
+		}
 		stop := make(chan struct{})
 		used := make(chan usage)
 		go func() { used <- sample(metrics, pid, stop) }()
@@ -282,23 +283,6 @@ func webdavRoot(b *testing.B, d *daemon) string {
 		}
 	}
 	b.Fatalf("no root under /webdav/: %s", body)
-	return ""
-}
-
-// metricsURL returns the daemon's /metrics, from its "listening" log line.
-func (d *daemon) metricsURL(b *testing.B) string {
-	b.Helper()
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	for line := range strings.SplitSeq(d.stderr.String(), "\n") {
-		var rec map[string]any
-		if json.Unmarshal([]byte(line), &rec) == nil && rec["msg"] == "listening" {
-			if a, ok := rec["metrics"].(string); ok {
-				return "http://" + a + "/metrics"
-			}
-		}
-	}
-	b.Fatal("no metrics listener in the daemon's log")
 	return ""
 }
 
@@ -426,14 +410,5 @@ func sample(url string, pid int, stop <-chan struct{}) usage {
 			return u
 		case <-t.C:
 		}
-	}
-}
-
-// clearPeak resets the process's VmHWM to its current RSS (proc(5),
-// clear_refs "5"), so the next reading is one phase's peak.
-func clearPeak(b *testing.B, pid int) {
-	b.Helper()
-	if err := os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0); err != nil {
-		b.Fatal(err)
 	}
 }

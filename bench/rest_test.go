@@ -162,8 +162,8 @@ func (s *berth) get(b *testing.B, path string) int64 {
 }
 
 // nullServer is the ceiling: a Go HTTPS server that discards PUT bodies
-// and answers GET with 1 GiB from a buffer in RAM.
-func nullServer(b *testing.B, h2 bool) *httptest.Server {
+// and answers GET with size bytes from a buffer in RAM (/4k: 4096).
+func nullServer(b *testing.B, h2 bool, size int64) *httptest.Server {
 	block := make([]byte, 4<<20)
 	if _, err := io.ReadFull(newGen(99, int64(len(block))), block); err != nil {
 		b.Fatal(err)
@@ -180,9 +180,9 @@ func nullServer(b *testing.B, h2 bool) *httptest.Server {
 			}
 			return
 		}
-		w.Header().Set("Content-Length", fmt.Sprint(gib))
-		for sent := 0; sent < gib; sent += len(block) {
-			if _, err := w.Write(block); err != nil {
+		w.Header().Set("Content-Length", fmt.Sprint(size))
+		for sent := int64(0); sent < size; sent += int64(len(block)) {
+			if _, err := w.Write(block[:min(int64(len(block)), size-sent)]); err != nil {
 				return
 			}
 		}
@@ -239,7 +239,7 @@ func BenchmarkREST(b *testing.B) {
 	h2 := os.Getenv("BERTH_BENCH_H2") == "1"
 	ctx := context.Background()
 	s := newBerth(b, h2)
-	null := nullServer(b, h2)
+	null := nullServer(b, h2, gib)
 	nullClient := null.Client()
 	rates := map[string]float64{}
 	cpu := map[string]float64{} // CPU seconds (client and server) per GiB

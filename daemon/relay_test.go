@@ -20,14 +20,13 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
+	"berth/agent/agenttest"
 	"berth/agentlink"
 	"berth/config"
 	"berth/kv"
@@ -114,93 +113,21 @@ func (r *relayCluster) node(i int) (env, args []string) {
 	}, []string{"--listen", r.addrs[i]}
 }
 
-// agentProc is a real `berth agent` for the first administrator.
-type agentProc struct {
-	cmd   *exec.Cmd
-	state string
-	dir   string
-	out   lockedBuffer
-	done  chan struct{}
-}
-
-func (p *agentProc) output() string { return p.out.String() }
-
-// startAgentProc runs `berth agent` against server, trusting caFile,
-// signed in as the cluster's administrator.
-func startAgentProc(t *testing.T, bin, server, caFile string) *agentProc {
-	t.Helper()
-	dir := t.TempDir()
-	p := &agentProc{state: filepath.Join(dir, "state.json"), dir: dir, done: make(chan struct{})}
-	for _, d := range []string{"home", "files"} {
-		if err := os.Mkdir(filepath.Join(dir, d), 0o700); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.WriteFile(filepath.Join(dir, "files", "hello.txt"), []byte("hello"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	p.cmd = exec.Command(bin, "agent", "--server", server, "--login", "admin", "--state-file", p.state, "--ca-file", caFile, "--log-level", "debug")
-	p.cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + filepath.Join(dir, "home"), "BERTH_AGENT_PASSWORD=" + clusterPassword}
-	p.cmd.Stdout, p.cmd.Stderr = &p.out, &p.out
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { p.cmd.Wait(); close(p.done) }()
-	t.Cleanup(func() { p.stop() })
-	return p
-}
-
-// stop ends the agent with SIGTERM (SIGKILL after 20s) and waits.
-func (p *agentProc) stop() {
-	select {
-	case <-p.done:
-		return
-	default:
-	}
-	p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(20 * time.Second):
-		p.cmd.Process.Kill()
-		<-p.done
-	}
-}
-
-// machineID waits for the agent's state file to name its machine.
-func (p *agentProc) machineID(t *testing.T) uint64 {
-	t.Helper()
-	deadline := time.Now().Add(90 * time.Second)
-	for time.Now().Before(deadline) {
-		var st struct {
-			MachineID uint64 `json:"machine_id"`
-		}
-		if b, err := os.ReadFile(p.state); err == nil && json.Unmarshal(b, &st) == nil && st.MachineID != 0 {
-			return st.MachineID
-		}
-		select {
-		case <-p.done:
-			t.Fatalf("berth agent exited:\n%s", p.output())
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-	t.Fatalf("berth agent named no machine in time:\n%s", p.output())
-	return 0
-}
-
-// waitStatus polls GET machine id's status on lc until it answers want.
+// waitStatus polls GET machine id's status on lc until it answers want;
+// a failure logs the last answer.
 func waitStatus(t *testing.T, lc *lcClient, id uint64, want int, within time.Duration) []byte {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		st, body := lc.do(http.MethodGet, fmt.Sprintf("/api/2/machine/%d/status", id), nil, "")
-		if st == want {
-			return body
+	st := 0
+	var body []byte
+	defer func() {
+		if st != want {
+			t.Logf("status of machine %d on %s: %d %s, want %d", id, lc.base, st, body, want)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("status of machine %d on %s: %d %s, want %d", id, lc.base, st, body, want)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	}()
+	return waitFor(t, within, func() ([]byte, bool) {
+		st, body = lc.do(http.MethodGet, fmt.Sprintf("/api/2/machine/%d/status", id), nil, "")
+		return body, st == want
+	})
 }
 
 // splitBalancer is a load balancer at its least sticky: it sends the
@@ -248,9 +175,15 @@ func TestRelayAcrossNodes(t *testing.T) {
 	n := startCluster(t, "0s", true)
 	a, b := n.ca, n.cb
 	lb, answers := splitBalancer(t, n)
-	ag := startAgentProc(t, n.bin, lb, n.relay.caFile)
-	id := ag.machineID(t)
-	waitStatus(t, a, id, 200, 90*time.Second)
+	// The agent signs in as the cluster's administrator, through the
+	// balancer, trusting the cluster's authority.
+	admin := agenttest.Person{Login: "admin", Password: clusterPassword, Token: a.token}
+	ag := agenttest.Connect(t, lb, n.relay.caFile, n.bin).NewAgent(t, admin)
+	if err := os.WriteFile(ag.Path("hello.txt"), []byte("hello"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ag.Start(t)
+	id := ag.WaitOnline(t)
 
 	t.Run("status and ls through A and B", func(t *testing.T) {
 		// Asked of A, the holder: the call waits there, the answer
@@ -269,24 +202,21 @@ func TestRelayAcrossNodes(t *testing.T) {
 		}
 		// A backup created through B: its notice reaches the agent on
 		// A, and the folder may be listed.
-		folder := filepath.Join(ag.dir, "files")
+		folder := ag.Path()
 		form := "application/x-www-form-urlencoded"
 		if code, body := b.do(http.MethodPost, fmt.Sprintf("/api/2/machine/%d/backups/create", id), strings.NewReader(url.Values{"path": {folder}}.Encode()), form); code != 200 {
 			t.Fatalf("backup through B: %d %s", code, body)
 		}
 		// The agent takes the folder once the notice made it read its
-		// backups again; until then it refuses to list it.
-		deadline := time.Now().Add(15 * time.Second)
-		for {
+		// backups again; until then it refuses to list it (403).
+		waitFor(t, 15*time.Second, func() (struct{}, bool) {
 			code, body := b.do(http.MethodPost, fmt.Sprintf("/api/2/machine/%d/ls", id), strings.NewReader(url.Values{"path": {folder}}.Encode()), form)
-			if code == 200 && strings.Contains(string(body), `"hello.txt"`) {
-				break
-			}
-			if code != http.StatusForbidden || time.Now().After(deadline) {
+			listed := code == 200 && strings.Contains(string(body), `"hello.txt"`)
+			if !listed && code != http.StatusForbidden {
 				t.Fatalf("ls through B: %d %s", code, body)
 			}
-			time.Sleep(100 * time.Millisecond)
-		}
+			return struct{}{}, listed
+		})
 		if answers.Load() == 0 {
 			t.Fatal("no answer of the agent went through B")
 		}
@@ -333,7 +263,7 @@ func TestRelayAcrossNodes(t *testing.T) {
 	})
 
 	t.Run("B answers 503 once the agent stops", func(t *testing.T) {
-		ag.stop()
+		ag.Stop(t)
 		waitStatus(t, b, id, http.StatusServiceUnavailable, 10*time.Second)
 		start := time.Now()
 		waitStatus(t, b, id, http.StatusServiceUnavailable, 0)

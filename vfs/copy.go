@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"unicode/utf8"
 
 	"berth/kv"
 	"berth/vfs/chunk"
@@ -184,13 +185,13 @@ func copyWeight(tx kv.Txn, rec nodeRec) (copyCost, error) {
 }
 
 // itemBytes is about what writing the copy of an item named name sets, on
-// the high side: its record and the keys beside it, an entry for each
-// distinct trigram of its name (each holding the name: a long name costs
-// kilobytes), its properties, and its revision's record (with a small
-// file's contents) and chunk counts. The store counts each key and value
-// and a few bytes more (kv.Bounded).
+// the high side: its record and the keys beside it, the name index's
+// trigram entries (maxGrams of them, each holding the name: a long name
+// costs kilobytes), its properties, and its revision's record (with a
+// small file's contents) and chunk counts. The store counts each key and
+// value and a few bytes more (kv.Bounded).
 func itemBytes(name string, props [][2][]byte, rev *revRec) int {
-	n := 1024 + 4*len(name) + len(grams(fold(name)))*(64+len(name))
+	n := 1024 + 4*len(name) + maxGrams(name)*(gramEntryBytes+len(name))
 	for _, p := range props {
 		n += len(p[0]) + len(p[1]) + 16
 	}
@@ -198,6 +199,20 @@ func itemBytes(name string, props [][2][]byte, rev *revRec) int {
 		n += 128 + len(rev.Inline) + 128*len(rev.Chunks)
 	}
 	return n
+}
+
+// gramEntryBytes bounds what a trigram entry of the name index sets
+// besides the folded name it holds (no longer than the name: folding
+// takes each rune to one no greater): its key, at most 33 bytes (a gram
+// of gramRunes runes of utf8.UTFMax bytes), and the store's own bytes.
+const gramEntryBytes = 64
+
+// maxGrams is the most trigram entries the name index keeps for name,
+// from its length alone: one per rune but the last gramRunes-1 (grams
+// drops repeats, and folding keeps the number of runes). Counting them
+// exactly would build the set for an estimate.
+func maxGrams(name string) int {
+	return max(0, utf8.RuneCountInString(name)-(gramRunes-1))
 }
 
 // copyIsLarge reports whether copying the item id takes more than one

@@ -185,3 +185,14 @@ func (fs *FS) IndexOnly(ctx context.Context, root uint64, names []string) error 
 	}
 	return err
 }
+
+// GramBytes is what the copy estimate counts for name's trigram entries
+// (itemBytes), and the bytes of keys and values the name index sets for
+// them: an item of the largest root and node ids.
+func GramBytes(name string) (counted, set int) {
+	folded := fold(name)
+	for _, g := range grams(folded) {
+		set += len(gramKey(^uint64(0), g, ^uint64(0))) + len(folded)
+	}
+	return maxGrams(name) * (gramEntryBytes + len(name)), set
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -300,6 +301,23 @@ func buildTree(t *testing.T, e *splitEnv) vfs.Node {
 		t.Fatal(err)
 	}
 	return d
+}
+
+// TestCopyEstimateCountsNameIndex: what a copy's estimate counts for an
+// item's name-index entries, from the name's length alone, is never less
+// than what the index sets for them, whatever the name's trigrams, runes
+// and folding.
+func TestCopyEstimateCountsNameIndex(t *testing.T) {
+	for _, name := range []string{
+		"a", "ab", "abc", "report.pdf", "aaaaaaaaaaaa", "abcabcabcabc",
+		"Straße Übung", "ſſſ ǅǅǅ KKK", // fold to shorter or other runes
+		"日本語のファイル名", "😀😁😂🤣😀😁",
+		strings.Repeat("é", 127), strings.Repeat("😀", 63), strings.Repeat("xyz", 85),
+	} {
+		if counted, set := vfs.GramBytes(name); counted < set {
+			t.Errorf("%q: the estimate counts %d bytes for its name's index entries, which set %d", name, counted, set)
+		}
+	}
 }
 
 func TestLargeCopyTree(t *testing.T) {

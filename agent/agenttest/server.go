@@ -246,17 +246,35 @@ func StartServer(tb testing.TB, extra ...string) *Server {
 		tb.Fatalf("agenttest: the first administrator's password: %v", err)
 	}
 	s.AdminPassword = strings.TrimSpace(string(pw))
-	pem, err := os.ReadFile(s.CAFile)
+	s.Client = trusting(tb, s.CAFile)
+	return s
+}
+
+// Connect returns a Server for a berth that agenttest did not start,
+// such as a node of a cluster test or a balancer in front of its nodes:
+// at url (https://host:port), its certificate signed by caFile, run from
+// the binary bin. The agents its NewAgent makes connect to url, and Do
+// and JSON reach it; it owns no process, so Output, Stop, Kill and
+// Restart are for servers StartServer started, and the administrator's
+// helpers need AdminLogin and AdminPassword set.
+func Connect(tb testing.TB, url, caFile, bin string) *Server {
+	tb.Helper()
+	return &Server{URL: url, CAFile: caFile, Client: trusting(tb, caFile), owner: tb, bin: bin}
+}
+
+// trusting is a client that trusts the certificates in caFile (PEM).
+func trusting(tb testing.TB, caFile string) *http.Client {
+	tb.Helper()
+	pem, err := os.ReadFile(caFile)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(pem) {
-		tb.Fatalf("agenttest: no certificate in %s", s.CAFile)
+		tb.Fatalf("agenttest: no certificate in %s", caFile)
 	}
 	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, ForceAttemptHTTP2: true}
-	s.Client = &http.Client{Timeout: 60 * time.Second, Transport: tr}
-	return s
+	return &http.Client{Timeout: 60 * time.Second, Transport: tr}
 }
 
 // start runs the server on s.addr and waits for its listening line.

@@ -56,10 +56,19 @@ func isAligned(b []byte) bool {
 
 // directWriter writes blobs to new files with O_DIRECT until the file
 // system refuses it (tmpfs, some network file systems), then through the
-// page cache.
+// page cache; it reads cold blobs back the same way (readCold). It is one
+// store's, as what it learns is of that store's directory.
 type directWriter struct {
 	off   atomic.Bool // set once the file system refused a direct write
 	stage sync.Pool   // *[]byte of stageSize, aligned
+	// readBefore names the blobs read directly lately: one read again
+	// is read through the page cache (readCold), which keeps a blob
+	// read twice (a file downloaded again) for the reads after, and
+	// leaves one read once (a fresh upload's first download) out of it.
+	readBefore recentNames
+	// noCachestat is set once cachestat(2) has failed: a kernel before
+	// 6.5, or a sandbox that refuses it.
+	noCachestat atomic.Bool
 }
 
 // create makes name for writing, with O_DIRECT when blob is large enough
@@ -158,7 +167,7 @@ func setDirect(f *os.File, on bool) error {
 // not in the page cache, past the cache. ok is false when the caller
 // should read it the ordinary way: the blob is cached whole, or the file
 // system refuses direct reads, or it was read directly lately
-// (readBefore). f is the caller's to close: on success with O_DIRECT set.
+// (dw.readBefore). f is the caller's to close: on success with O_DIRECT set.
 //
 // Whether it is cached is asked of cachestat(2), which changes nothing.
 // An RWF_NOWAIT read, which this used before and still does on kernels
@@ -175,11 +184,11 @@ func (dw *directWriter) readCold(f *os.File, n int, dst []byte) (out []byte, ok 
 	}
 	dst = dst[:whole]
 	fd := int(f.Fd())
-	switch cachedWhole(fd, n) {
+	switch dw.cachedWhole(fd, n) {
 	case cacheAll:
 		return dst[:0], false // the ordinary read copies it from the cache
 	case cacheNotAll:
-		if readBefore.take(f.Name()) {
+		if dw.readBefore.take(f.Name()) {
 			// Read again while still in use (a second download):
 			// through the cache this time, so that the reads after
 			// it are copies from memory, as a server's that keeps
@@ -217,18 +226,15 @@ func (dw *directWriter) readCold(f *os.File, n int, dst []byte) (out []byte, ok 
 	return dst[:n], true
 }
 
-// readBefore names the blobs read directly lately: one read again is read
-// through the page cache (readCold), which keeps a blob read twice (a
-// file downloaded again) for the reads after, and leaves one read once (a
-// fresh upload's first download) out of it. 4,096 names (4 GiB of 1 MiB
-// chunks) take about 0.5 MiB.
-var readBefore = recentNames{max: 1 << 12}
+// recentMax bounds a recentNames: 4,096 names (4 GiB of 1 MiB chunks)
+// take about 0.5 MiB.
+const recentMax = 1 << 12
 
-// recentNames is a bounded set of names; when full it starts afresh.
+// recentNames is a set of at most recentMax names; when full it starts
+// afresh. The zero value is empty and ready.
 type recentNames struct {
-	mu  sync.Mutex
-	m   map[string]struct{}
-	max int
+	mu sync.Mutex
+	m  map[string]struct{}
 }
 
 // take reports whether name is in the set, and removes it if so, adds it
@@ -240,7 +246,7 @@ func (r *recentNames) take(name string) bool {
 		delete(r.m, name)
 		return true
 	}
-	if r.m == nil || len(r.m) >= r.max {
+	if r.m == nil || len(r.m) >= recentMax {
 		r.m = make(map[string]struct{})
 	}
 	r.m[name] = struct{}{}
@@ -254,21 +260,17 @@ const (
 	cacheNotAll         // some page is not
 )
 
-// noCachestat is set once cachestat(2) has failed: a kernel before 6.5, or
-// a sandbox that refuses it.
-var noCachestat atomic.Bool
-
 var pageSize = os.Getpagesize()
 
 // cachedWhole tells whether the page cache holds the first n bytes of fd
 // whole.
-func cachedWhole(fd, n int) int {
-	if noCachestat.Load() {
+func (dw *directWriter) cachedWhole(fd, n int) int {
+	if dw.noCachestat.Load() {
 		return cacheUnknown
 	}
 	var st unix.Cachestat_t
 	if err := unix.Cachestat(uint(fd), &unix.CachestatRange{Len: uint64(n)}, &st, 0); err != nil {
-		noCachestat.Store(true)
+		dw.noCachestat.Store(true)
 		return cacheUnknown
 	}
 	if st.Cache >= uint64((n+pageSize-1)/pageSize) {

@@ -31,6 +31,7 @@ func TestDisk(t *testing.T) {
 		{"StoredOnlyWhenDurable", storedOnlyWhenDurable},
 		{"DirectWrites", diskDirectWrites},
 		{"DirectReads", diskDirectReads},
+		{"DirectReadsPerStore", diskDirectReadsPerStore},
 	} {
 		t.Run(tc.name, tc.run)
 	}
@@ -141,6 +142,47 @@ func diskDirectReads(t *testing.T) {
 					t.Errorf("%d bytes, read twice: %d pages in the page cache, want all %d", n, pages, (n+4095)/4096)
 				}
 			}
+		}
+	}
+}
+
+// diskDirectReadsPerStore: which blobs were read lately is each store's
+// own, so a second store on the same directory (tests open many in one
+// process) reads a blob another store read once as its own first read:
+// directly, leaving the page cache as it was; its second read goes
+// through the cache. Checked where cachestat(2) tells.
+func diskDirectReadsPerStore(t *testing.T) {
+	ctx := context.Background()
+	a := newDisk(t)
+	b, err := chunk.NewDisk(a.Dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 1<<20 + 4097
+	blob := randomData(13, n)
+	id := chunk.Sum(blob)
+	if err := a.Put(ctx, id, blob); err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range []struct {
+		name string
+		d    *chunk.Disk
+		all  bool // every page cached after it
+	}{
+		{"first read of a", a, false},
+		{"first read of b", b, false},
+		{"second read of b", b, true},
+	} {
+		got, err := step.d.GetInto(ctx, id, nil)
+		if err != nil || !bytes.Equal(got, blob) {
+			t.Fatalf("%s: %v, or read back differs", step.name, err)
+		}
+		pages, ok := cachedPages(t, a.Path(id))
+		if !ok {
+			continue
+		}
+		if all := pages >= (n+4095)/4096; all != step.all || (!all && pages > 1) {
+			t.Errorf("%s: %d pages in the page cache, want all %d: %v (else at most the tail's)", step.name, pages, (n+4095)/4096, step.all)
 		}
 	}
 }
