@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -25,6 +26,8 @@ import (
 	"berth/berthtest"
 	"berth/rest"
 	"berth/vfs"
+
+	"golang.org/x/sys/unix"
 )
 
 // gib is the size of each large transfer.
@@ -164,6 +167,7 @@ func (s *berth) get(b *testing.B, path string) int64 {
 // nullServer is the ceiling: a Go HTTPS server that discards PUT bodies
 // and answers GET with size bytes from a buffer in RAM (/4k: 4096).
 func nullServer(b *testing.B, h2 bool, size int64) *httptest.Server {
+	dir := b.TempDir()
 	block := make([]byte, 4<<20)
 	if _, err := io.ReadFull(newGen(99, int64(len(block))), block); err != nil {
 		b.Fatal(err)
@@ -172,6 +176,12 @@ func nullServer(b *testing.B, h2 bool, size int64) *httptest.Server {
 		if r.URL.Path == "/4k" {
 			w.Header().Set("Content-Length", "4096")
 			_, _ = w.Write(block[:4096])
+			return
+		}
+		if r.Method == http.MethodPut && r.URL.Path == "/durable" {
+			if err := writeDurable(filepath.Join(dir, "put.bin"), r.Body); err != nil {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+			}
 			return
 		}
 		if r.Method == http.MethodPut {
@@ -191,6 +201,37 @@ func nullServer(b *testing.B, h2 bool, size int64) *httptest.Server {
 	srv.StartTLS()
 	b.Cleanup(srv.Close)
 	return srv
+}
+
+// writeDurable stores r in name, fdatasynced, its folder fsynced: what
+// the least durable server does with a PUT, the floor beside the null
+// server's ceiling (bench/webdav/davload's durableHandler does the same
+// for bench/webdav.sh).
+func writeDurable(name string, r io.Reader) error {
+	f, err := os.Create(name)
+	if err != nil {
+		return err
+	}
+	// Through a plain Writer: os.File's ReadFrom copies 32 KiB at a time.
+	_, err = io.CopyBuffer(struct{ io.Writer }{f}, r, make([]byte, 1<<20))
+	if err == nil {
+		err = unix.Fdatasync(int(f.Fd()))
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	d, err := os.Open(filepath.Dir(name))
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // rate is the MB/s (10^6 bytes) of a sub-benchmark that moved bytes per op.
@@ -230,7 +271,8 @@ func cpuTime() time.Duration {
 }
 
 // BenchmarkREST measures, in one run and on one machine: the HTTPS
-// ceiling (null server), vfs-direct write and read of 1 GiB, REST upload
+// ceiling (null server), the floor of a durable PUT (null-put-durable:
+// the null server storing the body, fdatasynced), vfs-direct write and read of 1 GiB, REST upload
 // and download of 1 GiB, and the zip of a folder of 1,000 files totalling
 // 1 GiB; then logs the ratios the issue sets targets for. Run it with
 // -benchtime=1x (each op moves 1 GiB). BERTH_BENCH_H2=1 uses HTTP/2
@@ -271,6 +313,18 @@ func BenchmarkREST(b *testing.B) {
 			b.Fatal(err)
 		}
 		resp.Body.Close()
+	})
+	run("null-put-durable", gib, func(b *testing.B) {
+		req, _ := http.NewRequest(http.MethodPut, null.URL+"/durable", newGen(next(), gib))
+		req.ContentLength = gib
+		resp, err := nullClient.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			b.Fatalf("durable PUT: %s", resp.Status)
+		}
 	})
 	run("null-get", gib, func(b *testing.B) {
 		resp, err := nullClient.Get(null.URL)
@@ -385,7 +439,7 @@ func BenchmarkREST(b *testing.B) {
 	}
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "%s over loopback TLS      MB/s   CPU s/GiB (client+server)\n", proto)
-	for _, k := range []string{"null-put", "null-get", "vfs-write", "vfs-read", "rest-upload", "rest-download", "rest-zip"} {
+	for _, k := range []string{"null-put", "null-put-durable", "null-get", "vfs-write", "vfs-read", "rest-upload", "rest-download", "rest-zip"} {
 		if rates[k] > 0 {
 			fmt.Fprintf(&sb, "  %-14s %8.0f %8.2f\n", k, rates[k], cpu[k])
 		}
@@ -409,6 +463,7 @@ func BenchmarkREST(b *testing.B) {
 	ratio("rest-download / vfs-read", "rest-download", "vfs-read", 0.8)
 	ratio("rest-zip / rest-download", "rest-zip", "rest-download", 0.8)
 	ratio("rest-upload / null-put (ceiling)", "rest-upload", "null-put", 0)
+	ratio("rest-upload / null-put-durable (floor)", "rest-upload", "null-put-durable", 0)
 	ratio("rest-download / null-get (ceiling)", "rest-download", "null-get", 0.9)
 	if reqs["null-get-4k"] > 0 && reqs["rest-get-4k"] > 0 {
 		fmt.Fprintf(&sb, "  4 KiB GETs x%d: null %.0f/s, rest %.0f/s, ratio %.2f (target 0.90)\n",
