@@ -48,8 +48,9 @@ type segment struct {
 
 	refs   atomic.Int32  // join's, the reader's (then cutAll's), one per job
 	tokens chan struct{} // the Write's segments in flight
-	own    chan struct{} // the Write's own slot, when s holds it (see slot)
-	shared bool          // s holds a slot of the Writer's shared budget
+	// slot is where s's memory slot goes back to: the Write's own or
+	// the Writer's shared budget (see Writer.slot); nil when unbounded.
+	slot chan struct{}
 }
 
 // cutAll finds the segment's own cuts from s.from. Near its end a cut
@@ -175,15 +176,15 @@ func (w *Writer) slot(ctx context.Context, s *segment, own chan struct{}) bool {
 	}
 	select {
 	case own <- struct{}{}:
-		s.own = own
+		s.slot = own
 		return true
 	default:
 	}
 	select {
 	case own <- struct{}{}:
-		s.own = own
+		s.slot = own
 	case w.budget <- struct{}{}:
-		s.shared = true
+		s.slot = w.budget
 	case <-ctx.Done():
 		return false
 	}
@@ -195,11 +196,8 @@ func (w *Writer) slot(ctx context.Context, s *segment, own chan struct{}) bool {
 func (w *Writer) release(s *segment) {
 	if s.refs.Add(-1) == 0 {
 		w.segs.put(s.buf)
-		switch {
-		case s.shared:
-			<-w.budget
-		case s.own != nil:
-			<-s.own
+		if s.slot != nil {
+			<-s.slot
 		}
 		<-s.tokens
 	}
