@@ -1,0 +1,45 @@
+package webdav
+
+import (
+	"math/rand/v2"
+	"net/http"
+	"testing"
+	"time"
+)
+
+// TestPropDates: the hand-made date formats give time.AppendFormat's text,
+// in UTC whatever the time's zone, for years of four digits and others.
+func TestPropDates(t *testing.T) {
+	east := time.FixedZone("east", 5*3600+1800)
+	times := []time.Time{
+		time.Unix(0, 0),
+		time.Date(2024, 2, 29, 23, 59, 59, 999999999, time.UTC),
+		time.Date(2026, 11, 27, 0, 30, 0, 0, east), // the day before in UTC
+		time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC),
+		time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(-1, 6, 15, 12, 0, 0, 0, time.UTC),
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 1000 {
+		times = append(times, time.Unix(r.Int64N(400*365*86400)-100*365*86400, r.Int64N(1e9)).In(east))
+	}
+	for _, tm := range times {
+		u := tm.UTC()
+		if got, want := string(appendHTTPDate([]byte("x"), tm)), "x"+u.Format(http.TimeFormat); got != want {
+			t.Errorf("appendHTTPDate(%v) = %q, want %q", tm, got, want)
+		}
+		if got, want := string(appendRFC3339([]byte("x"), tm)), "x"+u.Format(time.RFC3339); got != want {
+			t.Errorf("appendRFC3339(%v) = %q, want %q", tm, got, want)
+		}
+	}
+}
+
+// TestAppendEscaped: appendEscaped gives escape's text.
+func TestAppendEscaped(t *testing.T) {
+	for _, s := range []string{"", "plain.txt", "a&b", `<"'>`, "tab\there", "café", "\x00bad\xff", "/webdav/a%20b/"} {
+		if got, want := string(appendEscaped([]byte("x"), s)), "x"+escape(s); got != want {
+			t.Errorf("appendEscaped(%q) = %q, want %q", s, got, want)
+		}
+	}
+}
