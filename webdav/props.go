@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"berth/account"
+	"berth/httpserve"
 	"berth/vfs"
 )
 
@@ -130,6 +131,11 @@ func (s *session) propfind(w http.ResponseWriter, r *http.Request) error {
 	s.wantDead = func() bool { return pw.dead }
 	w.Header().Set("Content-Type", "application/xml; charset=utf-8")
 	w.WriteHeader(http.StatusMultiStatus)
+	// Over HTTP/1 the answer's TLS records go out gathered, as a
+	// download's do: 7 MB of allprop was some 550 write calls, and the
+	// in-process benchmark's CPU per allprop fell by a sixth.
+	release := httpserve.Hold(w, r)
+	defer func() { _ = release() }()
 	pw.out = newAnswerWriter(w)
 	defer pw.out.close(nil) // a panic midway: nothing may write to w after the handler
 	pw.buf = append(pw.out.take(), xml.Header+`<D:multistatus xmlns:D="DAV:">`...)
