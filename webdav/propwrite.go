@@ -125,8 +125,9 @@ func (pw *propWriter) write(res *resource) error {
 }
 
 // allprop appends the live properties of res that allprop lists, in
-// liveProps' order: what live writes for each, with the runs that do not
-// change from entry to entry written as one.
+// liveProps' order: what live appends for each, without its two look-ups
+// by name per property, and with the runs that do not change from entry
+// to entry written as one.
 func (pw *propWriter) allprop(b []byte, res *resource) []byte {
 	n := &res.n
 	if n.Dir {
@@ -139,12 +140,25 @@ func (pw *propWriter) allprop(b []byte, res *resource) []byte {
 		b = appendEscaped(b, n.Name)
 		b = append(b, "</D:displayname>"...)
 	}
-	b, _ = pw.live(b, res, "creationdate", true)
-	b, _ = pw.live(b, res, "getlastmodified", true)
-	b, _ = pw.live(b, res, "getetag", true)
+	if !n.Created.IsZero() {
+		b = append(b, "<D:creationdate>"...)
+		b = appendRFC3339(b, n.Created)
+		b = append(b, "</D:creationdate>"...)
+	}
+	if !n.Modified.IsZero() {
+		b = append(b, "<D:getlastmodified>"...)
+		b = appendHTTPDate(b, n.Modified)
+		b = append(b, "</D:getlastmodified>"...)
+	}
+	b = append(b, "<D:getetag>"...)
+	b = append(b, fileInfoETag(*n)...)
+	b = append(b, "</D:getetag>"...)
 	if !n.Dir {
-		b, _ = pw.live(b, res, "getcontentlength", true)
-		b, _ = pw.live(b, res, "getcontenttype", true)
+		b = append(b, "<D:getcontentlength>"...)
+		b = strconv.AppendInt(b, n.Size, 10)
+		b = append(b, "</D:getcontentlength><D:getcontenttype>"...)
+		b = appendEscaped(b, pw.contentType(n.Name))
+		b = append(b, "</D:getcontenttype>"...)
 	}
 	if res.m == nil {
 		return b
@@ -152,7 +166,7 @@ func (pw *propWriter) allprop(b []byte, res *resource) []byte {
 	if len(res.inherited) == 0 && len(n.Locks) == 0 {
 		return append(b, allpropEnd...)
 	}
-	b, _ = pw.live(b, res, "supportedlock", true)
+	b = append(b, supportedLock...)
 	b, _ = pw.live(b, res, "lockdiscovery", true)
 	return b
 }
@@ -335,7 +349,7 @@ func appendEmpty(b []byte, n xml.Name) []byte {
 // escape returns it.
 func appendEscaped(b []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x7f || c == '&' || c == '<' || c == '>' || c == '"' || c == '\'' {
+		if !xmlPlain[s[i]] {
 			w := appendWriter{b}
 			xml.EscapeText(&w, []byte(s))
 			return w.b
@@ -343,6 +357,16 @@ func appendEscaped(b []byte, s string) []byte {
 	}
 	return append(b, s...)
 }
+
+// xmlPlain are the bytes that XML text and attribute values hold as they
+// are (escape's test, by table: every href and name of an answer goes
+// through it).
+var xmlPlain = func() (t [256]bool) {
+	for c := 0x20; c < 0x7f; c++ {
+		t[c] = c != '&' && c != '<' && c != '>' && c != '"' && c != '\''
+	}
+	return t
+}()
 
 // appendWriter is an io.Writer that appends to b.
 type appendWriter struct{ b []byte }

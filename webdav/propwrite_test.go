@@ -1,10 +1,14 @@
 package webdav
 
 import (
+	"encoding/xml"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"testing"
 	"time"
+
+	"berth/vfs"
 )
 
 // TestPropDates: the hand-made date formats give time.AppendFormat's text,
@@ -41,5 +45,29 @@ func TestAppendEscaped(t *testing.T) {
 		if got, want := string(appendEscaped([]byte("x"), s)), "x"+escape(s); got != want {
 			t.Errorf("appendEscaped(%q) = %q, want %q", s, got, want)
 		}
+	}
+}
+
+// BenchmarkPropWrite formats the entries of a Depth 1 listing of files,
+// allprop against four named properties, without the listing or the
+// connection: the writer's own cost per entry (ns/op is per entry).
+func BenchmarkPropWrite(b *testing.B) {
+	named := []xml.Name{{Space: davNS, Local: "resourcetype"}, {Space: davNS, Local: "getcontentlength"}, {Space: davNS, Local: "getlastmodified"}, {Space: davNS, Local: "getetag"}}
+	now := time.Now()
+	res := &resource{href: "/webdav/alice/big/file-1234.txt", m: &mount{name: "alice"}, fetched: true,
+		n: vfs.Node{ID: 12345, Name: "file-1234.txt", Created: now, Modified: now, Size: 1, RevisionID: 67890}}
+	for _, c := range []struct {
+		mode  string
+		names []xml.Name
+	}{{"allprop", nil}, {"prop", named}} {
+		b.Run(c.mode, func(b *testing.B) {
+			pw := &propWriter{mode: c.mode, names: c.names, out: newAnswerWriter(io.Discard)}
+			pw.dead = pw.needDead()
+			pw.buf = pw.out.take()
+			for b.Loop() {
+				_ = pw.write(res)
+			}
+			_ = pw.out.close(pw.buf)
+		})
 	}
 }
