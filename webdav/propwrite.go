@@ -384,53 +384,60 @@ const (
 	months   = "JanFebMarAprMayJunJulAugSepOctNovDec"
 )
 
+// civil is a time's date and clock in UTC.
+type civil struct{ y, mo, d, hh, mm, ss, wd int }
+
+// civilOf splits t, in UTC; ok is false for a year that is not four
+// digits, which the formats below leave to time.AppendFormat.
+func civilOf(t time.Time) (c civil, ok bool) {
+	t = t.UTC()
+	y, mo, d := t.Date()
+	hh, mm, ss := t.Clock()
+	return civil{y, int(mo), d, hh, mm, ss, int(t.Weekday())}, y >= 0 && y <= 9999
+}
+
 // appendHTTPDate appends t as http.TimeFormat (getlastmodified, RFC 4918
 // 15.7 and RFC 9110 5.6.7's IMF-fixdate).
 func appendHTTPDate(b []byte, t time.Time) []byte {
-	t = t.UTC()
-	y, mo, d := t.Date()
-	if y < 0 || y > 9999 {
-		return t.AppendFormat(b, http.TimeFormat)
+	c, ok := civilOf(t)
+	if !ok {
+		return t.UTC().AppendFormat(b, http.TimeFormat)
 	}
-	hh, mm, ss := t.Clock()
-	wd := int(t.Weekday()) * 3
-	b = append(b, weekdays[wd:wd+3]...)
+	b = append(b, weekdays[c.wd*3:c.wd*3+3]...)
 	b = append(b, ", "...)
-	b = append2(b, d)
+	b = append2(b, c.d)
 	b = append(b, ' ')
-	b = append(b, months[(int(mo)-1)*3:int(mo)*3]...)
+	b = append(b, months[(c.mo-1)*3:c.mo*3]...)
 	b = append(b, ' ')
-	b = append4(b, y)
+	b = append4(b, c.y)
 	b = append(b, ' ')
-	b = appendClock(b, hh, mm, ss)
+	b = appendClock(b, c)
 	return append(b, " GMT"...)
 }
 
 // appendRFC3339 appends t in UTC as time.RFC3339 (creationdate, RFC 4918
 // 15.1).
 func appendRFC3339(b []byte, t time.Time) []byte {
-	t = t.UTC()
-	y, mo, d := t.Date()
-	if y < 0 || y > 9999 {
-		return t.AppendFormat(b, time.RFC3339)
+	c, ok := civilOf(t)
+	if !ok {
+		return t.UTC().AppendFormat(b, time.RFC3339)
 	}
-	hh, mm, ss := t.Clock()
-	b = append4(b, y)
+	b = append4(b, c.y)
 	b = append(b, '-')
-	b = append2(b, int(mo))
+	b = append2(b, c.mo)
 	b = append(b, '-')
-	b = append2(b, d)
+	b = append2(b, c.d)
 	b = append(b, 'T')
-	b = appendClock(b, hh, mm, ss)
+	b = appendClock(b, c)
 	return append(b, 'Z')
 }
 
-func appendClock(b []byte, hh, mm, ss int) []byte {
-	b = append2(b, hh)
+func appendClock(b []byte, c civil) []byte {
+	b = append2(b, c.hh)
 	b = append(b, ':')
-	b = append2(b, mm)
+	b = append2(b, c.mm)
 	b = append(b, ':')
-	return append2(b, ss)
+	return append2(b, c.ss)
 }
 
 func append2(b []byte, v int) []byte { return append(b, byte('0'+v/10), byte('0'+v%10)) }
