@@ -117,7 +117,7 @@ func (pw *propWriter) write(res *resource) error {
 		}
 	}
 	b = append(b, "</D:response>"...)
-	if len(b) >= answerPiece {
+	for len(b) >= answerPiece {
 		b = pw.out.put(b)
 	}
 	pw.buf = b
@@ -453,8 +453,10 @@ func append4(b []byte, v int) []byte {
 // the two overlap on two cores. A short answer (one piece) is written by
 // close, without the goroutine.
 
-// answerPiece is what the handler gathers before handing a piece on: four
-// TLS records.
+// answerPiece is what the handler hands on at a time: four TLS records,
+// and no more than the daemon's send-idle timeout lets one write take
+// (daemon/sendidle.go's maxIdleWrite), which would split a longer one and
+// send its few last bytes as a chunk and a TLS record of their own.
 const answerPiece = 64 << 10
 
 // pieces are answer buffers, with room for the entry that crosses
@@ -476,16 +478,19 @@ func newAnswerWriter(w io.Writer) *answerWriter { return &answerWriter{w: w} }
 // take returns an empty buffer for the first piece.
 func (a *answerWriter) take() []byte { return (*pieces.Get().(*[]byte))[:0] }
 
-// put hands b on to be sent and returns an empty buffer for the next
-// piece, waiting for the piece before b to be sent.
+// put hands the first answerPiece bytes of b on to be sent and returns a
+// buffer with the rest of b for the next piece, waiting for the piece
+// before to be sent.
 func (a *answerWriter) put(b []byte) []byte {
 	if a.full == nil {
 		a.full, a.empty, a.done = make(chan []byte, 1), make(chan []byte, 2), make(chan struct{})
 		a.empty <- a.take()
 		go a.send()
 	}
-	a.full <- b
-	return <-a.empty
+	a.full <- b[:answerPiece]
+	// The sender only reads b, and hands it back after the buffer it
+	// holds now: what comes back here is the other one.
+	return append(<-a.empty, b[answerPiece:]...)
 }
 
 func (a *answerWriter) send() {
@@ -507,6 +512,9 @@ func (a *answerWriter) close(last []byte) error {
 		return a.err
 	}
 	a.closed = true
+	for len(last) > answerPiece {
+		last = a.put(last)
+	}
 	if a.full == nil {
 		if last != nil {
 			_, a.err = a.w.Write(last)

@@ -71,3 +71,54 @@ func BenchmarkPropWrite(b *testing.B) {
 		})
 	}
 }
+
+// writeSizes records the sizes of the writes made to it and their bytes.
+type writeSizes struct {
+	sizes []int
+	all   []byte
+}
+
+func (w *writeSizes) Write(p []byte) (int, error) {
+	w.sizes = append(w.sizes, len(p))
+	w.all = append(w.all, p...)
+	return len(p), nil
+}
+
+// TestAnswerPieces: an answer goes out in writes of answerPiece bytes
+// exactly (the daemon's send-idle writer splits a longer one) but the
+// last, in order, whatever the entries' sizes, one far larger than a
+// piece among them (a resource with large dead properties).
+func TestAnswerPieces(t *testing.T) {
+	for _, sizes := range [][]int{{100}, {answerPiece}, {700, 900, answerPiece - 1600, 1, 3 * answerPiece, 5}} {
+		sizes = append(sizes, make([]int, 300)...)
+		for i := len(sizes) - 300; i < len(sizes); i++ {
+			sizes[i] = 500 + i%700
+		}
+		var w writeSizes
+		a := newAnswerWriter(&w)
+		b := a.take()
+		var want []byte
+		for i, n := range sizes {
+			entry := make([]byte, n)
+			for j := range entry {
+				entry[j] = byte(i + j)
+			}
+			want = append(want, entry...)
+			b = append(b, entry...)
+			for len(b) >= answerPiece {
+				b = a.put(b)
+			}
+		}
+		if err := a.close(b); err != nil {
+			t.Fatal(err)
+		}
+		if string(w.all) != string(want) {
+			t.Fatalf("entries of %v: the answer differs from what was written", sizes[:6])
+		}
+		for i, n := range w.sizes[:len(w.sizes)-1] {
+			if n != answerPiece {
+				t.Fatalf("entries of %v: write %d of %d is %d bytes", sizes[:6], i, len(w.sizes), n)
+			}
+		}
+	}
+}
