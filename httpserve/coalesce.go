@@ -172,10 +172,12 @@ func ConnContext(ctx context.Context, c net.Conn) context.Context {
 // returned release, which flushes w (net/http's buffers) when the answer's
 // Content-Length is set, writes what is gathered, and must be called before the handler returns; its error is a
 // failed write to the client. It holds nothing, and release does nothing,
-// unless r is an HTTP/1 GET on a CoalesceListener's connection.
+// unless r is an HTTP/1 GET or PROPFIND (a listing's long answer, which
+// its handler writes alone, as a download's) on a CoalesceListener's
+// connection.
 func Hold(w http.ResponseWriter, r *http.Request) (release func() error) {
 	cc, _ := r.Context().Value(connKey{}).(*coalesceConn)
-	if cc == nil || r.ProtoMajor != 1 || r.Method != http.MethodGet {
+	if cc == nil || r.ProtoMajor != 1 || (r.Method != http.MethodGet && r.Method != "PROPFIND") {
 		return func() error { return nil }
 	}
 	cc.hold()

@@ -1,15 +1,11 @@
 package webdav
 
 import (
-	"bufio"
 	"encoding/xml"
 	"errors"
-	"fmt"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
-	"time"
 
 	"berth/account"
 	"berth/httpserve"
@@ -131,19 +127,28 @@ func (s *session) propfind(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	pw := &propWriter{s: s, mode: mode, names: names, include: include, quota: map[uint64]quotaFigures{}}
-	s.wantDead = pw.needDead
+	pw.dead = pw.needDead()
+	s.wantDead = func() bool { return pw.dead }
 	w.Header().Set("Content-Type", "application/xml; charset=utf-8")
 	w.WriteHeader(http.StatusMultiStatus)
-	pw.b = bufio.NewWriterSize(w, 64<<10)
-	pw.b.WriteString(xml.Header + `<D:multistatus xmlns:D="DAV:">`)
+	// Over HTTP/1 the answer's TLS records go out gathered, as a
+	// download's do: 7 MB of allprop was some 550 write calls, and the
+	// in-process benchmark's CPU per allprop fell by a sixth.
+	release := httpserve.Hold(w, r)
+	defer func() { _ = release() }()
+	pw.out = newAnswerWriter(w)
+	defer pw.out.close(nil) // a panic midway: nothing may write to w after the handler
+	pw.buf = append(pw.out.take(), xml.Header+`<D:multistatus xmlns:D="DAV:">`...)
 	err = s.walk(&resource{href: s.h.href(s.path, n.Dir), n: n, m: t.m, inherited: inherited}, depth, pw.write)
 	if err != nil {
+		pw.out.close(nil)
 		// The status is sent; a broken stream is all that is left to say.
 		s.h.log.Error("webdav: PROPFIND failed midway", "path", s.path, "error", err)
 		panic(http.ErrAbortHandler)
 	}
-	pw.b.WriteString(`</D:multistatus>`)
-	flushAnswer(pw.b)
+	// A client that stopped reading gets nothing more, and there is no
+	// answer left to give it instead.
+	_ = pw.out.close(append(pw.buf, `</D:multistatus>`...))
 	return nil
 }
 
@@ -226,266 +231,6 @@ func (s *session) inheritedLocks(t target, n vfs.Node) ([]heldLock, error) {
 	return out, nil
 }
 
-// propWriter writes one response element per resource.
-type propWriter struct {
-	s     *session
-	b     *bufio.Writer
-	mode  string
-	names []xml.Name
-	// include are the live properties beyond allprop's that an allprop
-	// asked for in DAV:include.
-	include []string
-	quota   map[uint64]quotaFigures // by root, computed once per request
-	tmp     []byte                  // scratch for formatting, reused from entry to entry
-}
-
-// needDead reports whether the request asks for dead properties.
-func (pw *propWriter) needDead() bool {
-	if pw.mode != "prop" {
-		return true
-	}
-	for _, n := range pw.names {
-		if !isLive(n) {
-			return true
-		}
-	}
-	return false
-}
-
-func (pw *propWriter) write(res *resource) error {
-	b := pw.b
-	b.WriteString("<D:response><D:href>")
-	b.WriteString(escape(res.href))
-	b.WriteString("</D:href>")
-	var dead map[string][]byte
-	dead = res.dead
-	if pw.needDead() && res.m != nil && !res.fetched {
-		var err error
-		if dead, err = pw.s.h.opts.FS.Props(pw.s.ctx, res.m.root.ID, res.n.ID); err != nil {
-			return err
-		}
-	}
-	switch pw.mode {
-	case "propname":
-		b.WriteString("<D:propstat><D:prop>")
-		for _, l := range liveProps {
-			if pw.live(res, l, false) {
-				writeEmptyLive(b, l)
-			}
-		}
-		for k := range dead {
-			writeEmpty(b, propName(k))
-		}
-		b.WriteString("</D:prop><D:status>HTTP/1.1 200 OK</D:status></D:propstat>")
-	case "allprop":
-		b.WriteString("<D:propstat><D:prop>")
-		for _, l := range liveProps {
-			pw.live(res, l, true)
-		}
-		for _, l := range pw.include {
-			pw.live(res, l, true)
-		}
-		for k, v := range dead {
-			writeProp(b, propName(k), v)
-		}
-		b.WriteString("</D:prop><D:status>HTTP/1.1 200 OK</D:status></D:propstat>")
-	default:
-		var missing []xml.Name
-		b.WriteString("<D:propstat><D:prop>")
-		for _, n := range pw.names {
-			if n.Space == davNS && isLive(n) && pw.live(res, n.Local, true) {
-				continue
-			}
-			if v, ok := dead[propKey(n)]; ok {
-				writeProp(b, n, v)
-				continue
-			}
-			missing = append(missing, n)
-		}
-		b.WriteString("</D:prop><D:status>HTTP/1.1 200 OK</D:status></D:propstat>")
-		if len(missing) > 0 {
-			b.WriteString("<D:propstat><D:prop>")
-			for _, n := range missing {
-				writeEmpty(b, n)
-			}
-			b.WriteString("</D:prop><D:status>HTTP/1.1 404 Not Found</D:status></D:propstat>")
-		}
-	}
-	b.WriteString("</D:response>")
-	return nil
-}
-
-// live writes the live property name of res when it has one (and write is
-// set) and reports whether it has.
-func (pw *propWriter) live(res *resource, name string, write bool) bool {
-	b, n := pw.b, &res.n
-	var v string
-	switch name {
-	case "resourcetype":
-		if n.Dir {
-			v = "<D:collection/>"
-		}
-	case "displayname":
-		if res.m == nil {
-			return false
-		}
-		v = escape(n.Name)
-	case "creationdate":
-		if n.Created.IsZero() {
-			return false
-		}
-		// Dates are formatted into the writer's scratch buffer: a
-		// Format per entry was a tenth of a large PROPFIND's time.
-		pw.tmp = n.Created.UTC().AppendFormat(pw.tmp[:0], time.RFC3339)
-		return pw.element(name, pw.tmp, write)
-	case "getlastmodified":
-		if n.Modified.IsZero() {
-			return false
-		}
-		pw.tmp = n.Modified.UTC().AppendFormat(pw.tmp[:0], http.TimeFormat)
-		return pw.element(name, pw.tmp, write)
-	case "getetag":
-		// Quotes, letters, digits and '-': nothing that element text
-		// must escape (escape would copy it for its quotes).
-		v = fileInfoETag(*n)
-	case "getcontentlength":
-		if n.Dir {
-			return false
-		}
-		v = strconv.FormatInt(n.Size, 10)
-	case "getcontenttype":
-		if n.Dir {
-			return false
-		}
-		v = escape(httpserve.ContentType(n.Name))
-	case "supportedlock":
-		if res.m == nil {
-			return false
-		}
-		v = "<D:lockentry><D:lockscope><D:exclusive/></D:lockscope><D:locktype><D:write/></D:locktype></D:lockentry>" +
-			"<D:lockentry><D:lockscope><D:shared/></D:lockscope><D:locktype><D:write/></D:locktype></D:lockentry>"
-	case "lockdiscovery":
-		if res.m == nil {
-			return false
-		}
-		var sb strings.Builder
-		for _, h := range res.inherited {
-			writeActiveLock(&sb, h)
-		}
-		for _, l := range n.Locks {
-			writeActiveLock(&sb, heldLock{l: l, root: res.href})
-		}
-		v = sb.String()
-	case "quota-used-bytes", "quota-available-bytes":
-		if res.m == nil || !n.Dir {
-			return false
-		}
-		q, ok := pw.quota[res.m.root.ID]
-		if !ok {
-			var err error
-			if q, err = pw.s.quotaFigures(res.m.root.ID); err != nil {
-				return false
-			}
-			pw.quota[res.m.root.ID] = q
-		}
-		if name == "quota-used-bytes" {
-			v = strconv.FormatInt(q.used, 10)
-		} else {
-			if q.available < 0 {
-				return false // no quota, and a store that cannot tell its room
-			}
-			v = strconv.FormatInt(q.available, 10)
-		}
-	default:
-		return false
-	}
-	if write {
-		if v == "" {
-			writeEmptyLive(b, name)
-		} else {
-			b.WriteString("<D:")
-			b.WriteString(name)
-			b.WriteByte('>')
-			b.WriteString(v)
-			b.WriteString("</D:")
-			b.WriteString(name)
-			b.WriteByte('>')
-		}
-	}
-	return true
-}
-
-// element writes the live property name with the text v, which needs no
-// escaping, when write is set, and reports that res has it.
-func (pw *propWriter) element(name string, v []byte, write bool) bool {
-	if write {
-		b := pw.b
-		b.WriteString("<D:")
-		b.WriteString(name)
-		b.WriteByte('>')
-		b.Write(v)
-		b.WriteString("</D:")
-		b.WriteString(name)
-		b.WriteByte('>')
-	}
-	return true
-}
-
-// writeEmptyLive writes the empty element of live property name.
-func writeEmptyLive(b *bufio.Writer, name string) {
-	b.WriteString("<D:")
-	b.WriteString(name)
-	b.WriteString("/>")
-}
-
-// writeActiveLock writes a DAV:activelock element.
-func writeActiveLock(b *strings.Builder, h heldLock) {
-	l := h.l
-	scope, depth := "exclusive", "0"
-	if l.Shared {
-		scope = "shared"
-	}
-	if l.Deep {
-		depth = "infinity"
-	}
-	fmt.Fprintf(b, "<D:activelock><D:locktype><D:write/></D:locktype><D:lockscope><D:%s/></D:lockscope><D:depth>%s</D:depth>", scope, depth)
-	if l.Owner != "" {
-		b.WriteString("<D:owner>")
-		if l.TokenRequired {
-			b.WriteString(l.Owner) // a WebDAV owner: XML stored self-contained
-		} else {
-			b.WriteString(escape(l.Owner)) // a REST lock: the holder as text
-		}
-		b.WriteString("</D:owner>")
-	}
-	timeout := "Infinite"
-	if !l.Expires.IsZero() {
-		timeout = "Second-" + strconv.FormatInt(max(int64(time.Until(l.Expires).Seconds()), 0), 10)
-	}
-	fmt.Fprintf(b, "<D:timeout>%s</D:timeout><D:locktoken><D:href>%s</D:href></D:locktoken><D:lockroot><D:href>%s</D:href></D:lockroot></D:activelock>",
-		timeout, escape(l.Token), escape(h.root))
-}
-
-// writeProp writes a dead property with its stored value (deadValue).
-func writeProp(b *bufio.Writer, n xml.Name, v []byte) {
-	lang, inner := splitDead(v)
-	b.WriteString("<" + n.Local + ` xmlns="` + escape(n.Space) + `"`)
-	if lang != "" {
-		b.WriteString(` xml:lang="` + escape(lang) + `"`)
-	}
-	b.WriteByte('>')
-	b.Write(inner)
-	b.WriteString("</" + n.Local + ">")
-}
-
-func writeEmpty(b *bufio.Writer, n xml.Name) {
-	if n.Space == davNS {
-		b.WriteString("<D:" + n.Local + "/>")
-		return
-	}
-	b.WriteString("<" + n.Local + ` xmlns="` + escape(n.Space) + `"/>`)
-}
-
 // proppatch sets and removes dead properties, all or nothing. Live
 // properties are protected (403, the others 424).
 func (s *session) proppatch(w http.ResponseWriter, r *http.Request) error {
@@ -559,10 +304,9 @@ func (s *session) proppatch(w http.ResponseWriter, r *http.Request) error {
 	}
 	w.Header().Set("Content-Type", "application/xml; charset=utf-8")
 	w.WriteHeader(http.StatusMultiStatus)
-	b := bufio.NewWriter(w)
-	b.WriteString(xml.Header + `<D:multistatus xmlns:D="DAV:"><D:response><D:href>`)
-	b.WriteString(escape(s.h.href(s.path, n.Dir)))
-	b.WriteString("</D:href>")
+	b := []byte(xml.Header + `<D:multistatus xmlns:D="DAV:"><D:response><D:href>`)
+	b = appendEscaped(b, s.h.href(s.path, n.Dir))
+	b = append(b, "</D:href>"...)
 	for _, o := range ops {
 		st := "200 OK"
 		switch {
@@ -571,12 +315,14 @@ func (s *session) proppatch(w http.ResponseWriter, r *http.Request) error {
 		case protected:
 			st = "424 Failed Dependency"
 		}
-		b.WriteString("<D:propstat><D:prop>")
-		writeEmpty(b, o.name)
-		b.WriteString("</D:prop><D:status>HTTP/1.1 " + st + "</D:status></D:propstat>")
+		b = append(b, "<D:propstat><D:prop>"...)
+		b = appendEmpty(b, o.name)
+		b = append(b, "</D:prop><D:status>HTTP/1.1 "+st+"</D:status></D:propstat>"...)
 	}
-	b.WriteString("</D:response></D:multistatus>")
-	flushAnswer(b)
+	b = append(b, "</D:response></D:multistatus>"...)
+	// A client that stopped reading gets nothing more, and there is no
+	// answer left to give it instead.
+	_, _ = w.Write(b)
 	return nil
 }
 
@@ -585,10 +331,8 @@ func escapeSegment(name string) string {
 	return strings.TrimPrefix((&urlPath{name}).escaped(), "/")
 }
 
-// flushAnswer sends the rest of a 207 whose status is out: a client that
-// stopped reading gets nothing more, and there is no answer left to give
-// it instead.
-func flushAnswer(b *bufio.Writer) { _ = b.Flush() }
+// writeActiveLock writes a DAV:activelock element (a LOCK's answer).
+func writeActiveLock(b *strings.Builder, h heldLock) { b.Write(appendActiveLock(nil, h)) }
 
 // quotaFigures are the RFC 4331 figures of a root; available is -1 when
 // nothing bounds it that berth can tell.

@@ -2,13 +2,17 @@ package webdav_test
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/xml"
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 
+	"berth/httpserve"
 	"berth/vfs"
 )
 
@@ -136,6 +140,80 @@ func TestProps(t *testing.T) {
 					t.Fatalf("f%03d.txt: its property is there: %v, want %v:\n%s", i, has, withProps[i], resp)
 				}
 			}
+		}},
+
+		// A long answer goes out a piece at a time from a goroutine of its
+		// own, and over HTTP/1 through the coalescing listener its records
+		// are gathered (httpserve.Hold): the same bytes, in order, over
+		// HTTP/2, over HTTP/1 held, and over HTTP/1 on a plain connection,
+		// for every kind of PROPFIND, with a lock and dead properties among
+		// the entries.
+		{"a long PROPFIND answer is the same over every connection", func(t *testing.T) {
+			f := newFixture(t)
+			ctx := context.Background()
+			dir, err := f.fs.Mkdir(ctx, f.root.ID, f.root.FolderID, "long", f.opts())
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range 400 { // some 300 KB of allprop: five pieces of 64 KiB
+				if _, err := f.fs.WriteFile(ctx, f.root.ID, dir.ID, fmt.Sprintf("file & name %03d.txt", i), strings.NewReader("x"), f.opts()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			st, _, body := f.do("PROPPATCH", "/long/file%20&%20name%20200.txt", strings.NewReader(proppatchBody(`<Z:tag>v</Z:tag>`)))
+			want(t, "PROPPATCH", st, http.StatusMultiStatus, body)
+			st, _, body = f.do("LOCK", "/long/file%20&%20name%20300.txt", strings.NewReader(`<D:lockinfo xmlns:D="DAV:"><D:lockscope><D:exclusive/></D:lockscope><D:locktype><D:write/></D:locktype></D:lockinfo>`), "Timeout", "Infinite")
+			want(t, "LOCK", st, http.StatusOK, body)
+
+			held := httptest.NewUnstartedServer(f.srv.Config.Handler)
+			held.Listener = httpserve.CoalesceListener(held.Listener)
+			held.Config.ConnContext = httpserve.ConnContext
+			held.StartTLS()
+			defer held.Close()
+			plain := httptest.NewTLSServer(f.srv.Config.Handler)
+			defer plain.Close()
+			http1 := func(s *httptest.Server) *http.Client {
+				c := s.Client()
+				c.Transport.(*http.Transport).TLSNextProto = map[string]func(string, *tls.Conn) http.RoundTripper{}
+				return c
+			}
+			var all string
+			for _, q := range []string{
+				"",
+				`<D:propfind xmlns:D="DAV:"><D:propname/></D:propfind>`,
+				`<D:propfind xmlns:D="DAV:" xmlns:Z="urn:z"><D:prop><D:getetag/><D:lockdiscovery/><Z:tag/></D:prop></D:propfind>`,
+			} {
+				var bodies []string
+				for _, c := range []struct {
+					url    string
+					client *http.Client
+				}{{f.srv.URL, f.client}, {held.URL, http1(held)}, {plain.URL, http1(plain)}} {
+					req, _ := http.NewRequest("PROPFIND", c.url+"/webdav/alice/long/", strings.NewReader(q))
+					req.SetBasicAuth("alice", password)
+					req.Header.Set("Depth", "1")
+					resp, err := c.client.Do(req)
+					if err != nil {
+						t.Fatal(err)
+					}
+					b, err := io.ReadAll(resp.Body)
+					resp.Body.Close()
+					if err != nil || resp.StatusCode != http.StatusMultiStatus {
+						t.Fatalf("PROPFIND %q over %s: %d, %v", q, resp.Proto, resp.StatusCode, err)
+					}
+					// The lock's timeout counts down between the requests.
+					bodies = append(bodies, regexp.MustCompile(`Second-\d+`).ReplaceAllString(string(b), "Second-N"))
+				}
+				if q == "" {
+					all = bodies[0]
+				}
+				if n := strings.Count(bodies[0], "<D:response>"); n != 401 || q == "" && len(all) < 4*64<<10 {
+					t.Fatalf("PROPFIND %q: %d responses in %d bytes, want 401 in more than four pieces", q, n, len(bodies[0]))
+				}
+				if bodies[1] != bodies[0] || bodies[2] != bodies[0] {
+					t.Fatalf("PROPFIND %q: the answers differ: %d bytes over HTTP/2, %d over HTTP/1 held, %d over HTTP/1", q, len(bodies[0]), len(bodies[1]), len(bodies[2]))
+				}
+			}
+			contains(t, all, "<D:activelock>", `<tag xmlns="urn:z">v</tag>`)
 		}},
 
 		// A PROPPATCH whose set and remove name no property got a 207 whose
