@@ -72,28 +72,48 @@ func (s *e2eRoot) upload(name, data string) {
 // "/" and map to ""), and their ids.
 func (s *e2eRoot) tree() (map[string]string, map[string]uint64) {
 	s.t.Helper()
+	files, ids, err := s.tryTree()
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return files, ids
+}
+
+// tryTree is tree, or an error when an item listed went before the walk
+// read it (404): the agent syncing while a test compares the trees.
+func (s *e2eRoot) tryTree() (map[string]string, map[string]uint64, error) {
+	s.t.Helper()
 	files, ids := map[string]string{}, map[string]uint64{}
-	var walk func(p, rel string)
-	walk = func(p, rel string) {
+	var walk func(p, rel string) error
+	walk = func(p, rel string) error {
+		code, b := s.srv.Do(s.t, s.p.Token, "GET", p+"?include_children=true", nil)
+		if code != 200 {
+			return fmt.Errorf("list %q: %d %s", rel, code, b)
+		}
 		var f struct{ Children []remoteItem }
-		s.call("GET", p+"?include_children=true", nil, &f)
+		if err := json.Unmarshal(b, &f); err != nil {
+			s.t.Fatalf("list %q: %v", rel, err)
+		}
 		for _, ch := range f.Children {
 			r := path.Join(rel, path.Base(ch.Path))
 			ids[r] = ch.ID
 			if ch.dir() {
 				files[r+"/"] = ""
-				walk(fmt.Sprintf("/api/2/files/%d/folder/%d", s.root, ch.ID), r)
+				if err := walk(fmt.Sprintf("/api/2/files/%d/folder/%d", s.root, ch.ID), r); err != nil {
+					return err
+				}
 				continue
 			}
 			code, b := s.srv.Do(s.t, s.p.Token, "GET", fmt.Sprintf("/api/2/files/%d/%d/download", s.root, ch.ID), nil)
 			if code != 200 {
-				s.t.Fatalf("download %s: %d %s", r, code, b)
+				return fmt.Errorf("download %s: %d %s", r, code, b)
 			}
 			files[r] = string(b)
 		}
+		return nil
 	}
-	walk(fmt.Sprintf("/api/2/files/%d", s.root), "")
-	return files, ids
+	err := walk(fmt.Sprintf("/api/2/files/%d", s.root), "")
+	return files, ids, err
 }
 
 // mapFolder enables machine's file server and maps dir to the root.
@@ -161,7 +181,10 @@ func eventually(t *testing.T, wait time.Duration, what string, check func() erro
 // files, and says how they differ otherwise.
 func sameTrees(t *testing.T, s *e2eRoot, dir string) error {
 	l := localTree(t, dir)
-	r, _ := s.tree()
+	r, _, err := s.tryTree()
+	if err != nil {
+		return err
+	}
 	if maps.Equal(l, r) {
 		return nil
 	}
