@@ -91,16 +91,14 @@ func TestCallerCacheSeesEveryWrite(t *testing.T) {
 // organization below another, with a session issued to the machine of
 // her device password.
 type cacheWorld struct {
-	s                *Service
-	db               kv.Store
-	clk              *clock
-	parent, org      Organization
-	alice            Person
-	toks             Tokens
-	device           DevicePassword
-	deviceSecret     string
-	fileWrites       int
-	metaBeforeWrites uint64
+	s            *Service
+	db           kv.Store
+	clk          *clock
+	parent, org  Organization
+	alice        Person
+	toks         Tokens
+	device       DevicePassword
+	deviceSecret string
 }
 
 // errMainPassword: DeviceCaller did not take the password as a device
@@ -111,20 +109,19 @@ var errMainPassword = errors.New("not a device password")
 // fileWrite commits what a file write commits: kv.Content keys only (a
 // folder's child, an activity record), which leave MetaGeneration where
 // it was.
-func (w *cacheWorld) fileWrite(t *testing.T) {
+func fileWrite(t *testing.T, db kv.Store) {
 	t.Helper()
-	w.fileWrites++
-	meta := kv.MetaGeneration(w.db)
-	err := w.db.Update(context.Background(), func(tx kv.Txn) error {
-		if err := tx.Set(kv.Key(kv.VFSChild, uint64(w.fileWrites)), []byte("x")); err != nil {
+	meta, n := kv.MetaGeneration(db), db.Generation()
+	err := db.Update(context.Background(), func(tx kv.Txn) error {
+		if err := tx.Set(kv.Key(kv.VFSChild, n), []byte("x")); err != nil {
 			return err
 		}
-		return tx.Set(kv.Key(kv.ActivityRecord, uint64(w.fileWrites)), []byte("x"))
+		return tx.Set(kv.Key(kv.ActivityRecord, n), []byte("x"))
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := kv.MetaGeneration(w.db); got != meta {
+	if got := kv.MetaGeneration(db); got != meta {
 		t.Fatalf("a file write moved MetaGeneration from %d to %d: the caches would not hold across it, and this test would prove nothing", meta, got)
 	}
 }
@@ -234,7 +231,7 @@ func TestCallerCacheFileWrites(t *testing.T) {
 					t.Fatalf("before the change: login %v, token %v, device %v", l, tk, d)
 				}
 			}
-			w.fileWrite(t)
+			fileWrite(t, w.db)
 			// The file write kept every answer: no read.
 			views := w.db.(*badger.DB).TxnStats().Views
 			if l, tk, d := w.answers(); l != nil || tk != nil || d != nil {
@@ -246,8 +243,8 @@ func TestCallerCacheFileWrites(t *testing.T) {
 			if err := row.change(t, w); err != nil {
 				t.Fatal(err)
 			}
-			w.fileWrite(t)
-			w.fileWrite(t)
+			fileWrite(t, w.db)
+			fileWrite(t, w.db)
 			for i := range 2 {
 				l, tk, d := w.answers()
 				for _, c := range []struct {
@@ -301,4 +298,75 @@ func newCacheWorld(t *testing.T, row string) *cacheWorld {
 		t.Fatal(err)
 	}
 	return w
+}
+
+// TestTwoStepCacheFileWrites: the two-step answer (enrolled, kept by
+// MetaGeneration) holds across file writes, yet an enrollment, a reset
+// and a policy that requires two-step verification each take effect at
+// the next ask although only file writes follow them: the main password
+// is refused over WebDAV (NeedsDevicePassword), and a caller who must
+// enroll is held to enrollment (TwoStepDue).
+func TestTwoStepCacheFileWrites(t *testing.T) {
+	ctx := context.Background()
+	rows := []struct {
+		name     string
+		required bool // the policy requires two-step verification before the change
+		enrolled bool // the person enrolled before the change
+		change   func(t *testing.T, e *twoStepEnv)
+		// What follows the change.
+		needsDevice bool
+		due         error
+	}{
+		{"enrolled", false, false, func(t *testing.T, e *twoStepEnv) { e.enrollTOTP(t) }, true, nil},
+		{"required by the policy", false, false, func(t *testing.T, e *twoStepEnv) {
+			if _, err := e.s.UpdatePolicy(ctx, e.org.ID, func(p *Policy) error { p.RequireTwoStepAuth = true; return nil }); err != nil {
+				t.Fatal(err)
+			}
+		}, true, ErrTwoStepRequired},
+		{"reset under the policy", true, true, func(t *testing.T, e *twoStepEnv) {
+			if err := e.s.ResetTwoStep(ctx, e.p.ID); err != nil {
+				t.Fatal(err)
+			}
+		}, true, ErrTwoStepRequired},
+	}
+	for _, row := range rows {
+		t.Run(row.name, func(t *testing.T) {
+			e := newTwoStepEnv(t)
+			if row.required {
+				if _, err := e.s.UpdatePolicy(ctx, e.org.ID, func(p *Policy) error { p.RequireTwoStepAuth = true; return nil }); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if row.enrolled {
+				e.enrollTOTP(t)
+			}
+			toks, err := e.s.IssueTokens(ctx, e.p.ID, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ask := func(when string, needsDevice bool, due error) {
+				t.Helper()
+				for range 2 {
+					c, err := e.s.AccessCaller(ctx, toks.AccessToken)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if got, err := e.s.NeedsDevicePassword(ctx, c); err != nil || got != needsDevice {
+						t.Errorf("%s: NeedsDevicePassword %v, %v; want %v", when, got, err, needsDevice)
+					}
+					if err := e.s.TwoStepDue(ctx, c); !errors.Is(err, due) || (err == nil) != (due == nil) {
+						t.Errorf("%s: TwoStepDue %v, want %v", when, err, due)
+					}
+				}
+			}
+			ask("before", row.required || row.enrolled, nil)
+			fileWrite(t, e.s.db)
+			ask("after a file write", row.required || row.enrolled, nil)
+			e.clk.Add(time.Minute) // a TOTP step of its own
+			row.change(t, e)
+			fileWrite(t, e.s.db)
+			fileWrite(t, e.s.db)
+			ask("after the change", row.needsDevice, row.due)
+		})
+	}
 }
