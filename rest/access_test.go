@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"berth/account"
+	"berth/kv"
+	"berth/share"
 	"berth/vfs"
 )
 
@@ -135,4 +137,206 @@ func (f *fixture) send(method, path, token string, form url.Values) (int, []byte
 		body = strings.NewReader(form.Encode())
 	}
 	return f.readAll(f.request(method, path, token, body, h))
+}
+
+// revokeWorld is what TestRevocationUnderFileWrites revokes: alice (the
+// fixture's person, whose token the rows refuse) and an organization
+// share she collaborates on, which carol administers. File writes come
+// between the change and alice's next request: dave's, of another
+// organization, into his own root, and carol's into the share.
+type revokeWorld struct {
+	f           *fixture
+	sh          *share.Service
+	admin       account.Caller
+	share       vfs.Root
+	carolToken  string
+	daveRoot    vfs.Root
+	daveToken   string
+	aliceTokens account.Tokens
+	// shareWrites: carol may still write into the share (a row that
+	// disables her organization or deletes the share ends it).
+	shareWrites bool
+}
+
+// writes are file writes of others: commits of file contents only,
+// which leave kv.MetaGeneration, and so the caches of callers and of
+// what they reach, where they were.
+func (w *revokeWorld) writes(t *testing.T) {
+	t.Helper()
+	meta := kv.MetaGeneration(w.f.db)
+	up := func(who string, root uint64, token string) {
+		if st, body := w.f.send("UPLOAD", fmt.Sprintf("/api/2/files/%d/upload", root), token, nil); st != http.StatusOK {
+			t.Fatalf("%s's upload into root %d: %d %s", who, root, st, body)
+		}
+	}
+	up("dave", w.daveRoot.ID, w.daveToken)
+	if w.shareWrites {
+		up("carol", w.share.ID, w.carolToken)
+	}
+	if got := kv.MetaGeneration(w.f.db); got != meta {
+		t.Fatalf("file writes moved MetaGeneration from %d to %d: the row would not test the caches it means to", meta, got)
+	}
+}
+
+// TestRevocationUnderFileWrites: what revokes a caller, or lowers what
+// they reach, refuses their very next request on /api/2 although only
+// other people's file writes (which leave kv.MetaGeneration, and so the
+// caches of callers and sessions, alone) come between. Each row: alice's
+// request is let in, file writes, the change, file writes, then the same
+// request (or the row's) is refused with the spec's status and code.
+func TestRevocationUnderFileWrites(t *testing.T) {
+	ctx := context.Background()
+	type probe struct{ method, path string }
+	// The rows' requests: alice's root, the share, an upload into it, and
+	// an administrator's route.
+	own := func(w *revokeWorld) probe { return probe{"GET", fmt.Sprintf("/api/2/files/%d", w.f.root.ID)} }
+	shared := func(w *revokeWorld) probe { return probe{"GET", fmt.Sprintf("/api/2/files/%d", w.share.ID)} }
+	upload := func(w *revokeWorld) probe {
+		return probe{"UPLOAD", fmt.Sprintf("/api/2/files/%d/upload", w.share.ID)}
+	}
+	persons := func(w *revokeWorld) probe {
+		return probe{"GET", fmt.Sprintf("/api/2/organization/%d/persons", w.f.org.ID)}
+	}
+	setAlice := func(fn func(*account.Person)) func(*testing.T, *revokeWorld) {
+		return func(t *testing.T, w *revokeWorld) {
+			if _, err := w.f.accounts.UpdatePerson(ctx, w.f.person.ID, func(p *account.Person) error { fn(p); return nil }); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	setRole := func(role string) func(*testing.T, *revokeWorld) {
+		return func(t *testing.T, w *revokeWorld) {
+			var subs share.Subscribers
+			if role != "" {
+				subs.Persons = []share.Entry{{ID: w.f.person.ID, Channel: share.ChannelWeb, Role: role}}
+			}
+			if _, err := w.sh.SetSubscribers(ctx, w.admin, w.f.org.ID, w.share.ID, subs); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	rows := []struct {
+		name   string
+		before func(*testing.T, *revokeWorld) // nil: none
+		probe  func(*revokeWorld) probe
+		change func(*testing.T, *revokeWorld)
+		status int
+		code   string
+	}{
+		{"password changed", nil, own, func(t *testing.T, w *revokeWorld) {
+			if err := w.f.accounts.SetPassword(ctx, w.f.person.ID, "another correct horse"); err != nil {
+				t.Fatal(err)
+			}
+		}, http.StatusUnauthorized, "access_denied"},
+		{"person disabled", nil, own, setAlice(func(p *account.Person) { p.Active = false }), http.StatusUnauthorized, "access_denied"},
+		{"person deleted", nil, own, func(t *testing.T, w *revokeWorld) {
+			if err := w.f.accounts.DeletePerson(ctx, w.f.person.ID); err != nil {
+				t.Fatal(err)
+			}
+		}, http.StatusUnauthorized, "access_denied"},
+		{"organization disabled", nil, own, func(t *testing.T, w *revokeWorld) {
+			w.shareWrites = false
+			if _, err := w.f.accounts.UpdateOrganization(ctx, w.f.org.ID, func(o *account.Organization) error { o.Active = false; return nil }); err != nil {
+				t.Fatal(err)
+			}
+		}, http.StatusUnauthorized, "access_denied"},
+		{"session signed out", nil, own, func(t *testing.T, w *revokeWorld) {
+			form := url.Values{"client_id": {"anchor"}, "token": {w.aliceTokens.RefreshToken}}
+			if st, body := w.f.send("POST", "/oauth/revoke", "", form); st != http.StatusOK {
+				t.Fatalf("revoke: %d %s", st, body)
+			}
+		}, http.StatusUnauthorized, "access_denied"},
+		{"machine deleted", nil, own, func(t *testing.T, w *revokeWorld) {
+			if err := w.f.accounts.DeleteMachine(ctx, w.aliceTokens.MachineID); err != nil {
+				t.Fatal(err)
+			}
+		}, http.StatusUnauthorized, "access_denied"},
+		{"two-step verification required", nil, own, func(t *testing.T, w *revokeWorld) {
+			w.shareWrites = false
+			if _, err := w.f.accounts.UpdatePolicy(ctx, w.f.org.ID, func(p *account.Policy) error { p.RequireTwoStepAuth = true; return nil }); err != nil {
+				t.Fatal(err)
+			}
+		}, http.StatusForbidden, "forbidden"},
+		{"administrator role removed", setAlice(func(p *account.Person) { p.Admin = true }), persons,
+			setAlice(func(p *account.Person) { p.Admin = false }), http.StatusForbidden, "forbidden"},
+		{"own root deleted", nil, own, func(t *testing.T, w *revokeWorld) {
+			if err := w.f.fs.DeleteRoot(ctx, w.f.root.ID); err != nil {
+				t.Fatal(err)
+			}
+		}, http.StatusGone, "root_deleted"},
+		{"share lowered from write to read", nil, upload, setRole(share.RoleViewer), http.StatusForbidden, "forbidden"},
+		{"removed from the share", nil, shared, setRole(""), http.StatusNotFound, "not_found"},
+		{"share deleted", nil, shared, func(t *testing.T, w *revokeWorld) {
+			w.shareWrites = false
+			if err := w.sh.DeleteOrgShare(ctx, w.admin, w.f.org.ID, w.share.ID); err != nil {
+				t.Fatal(err)
+			}
+		}, http.StatusGone, "root_deleted"},
+	}
+	for _, row := range rows {
+		t.Run(row.name, func(t *testing.T) {
+			w := newRevokeWorld(t)
+			if row.before != nil {
+				row.before(t, w)
+			}
+			p := row.probe(w)
+			token := w.aliceTokens.AccessToken
+			for i := range 2 {
+				if st, body := w.f.send(p.method, p.path, token, nil); st != http.StatusOK {
+					t.Fatalf("%s %s before the change (%d): %d %s", p.method, p.path, i+1, st, body)
+				}
+			}
+			w.writes(t)
+			row.change(t, w)
+			w.writes(t)
+			for range 2 {
+				st, body := w.f.send(p.method, p.path, token, nil)
+				wantError(t, st, body, row.status, row.code)
+			}
+		})
+	}
+}
+
+// newRevokeWorld builds a fixture for TestRevocationUnderFileWrites:
+// alice signed in from a machine and a collaborator of a share carol
+// administers, and dave of another organization.
+func newRevokeWorld(t *testing.T) *revokeWorld {
+	t.Helper()
+	ctx := context.Background()
+	w := &revokeWorld{f: newFixture(t), shareWrites: true}
+	var carol account.Person
+	carol, _, w.carolToken = w.f.addPerson("carol")
+	globex, err := w.f.accounts.CreateOrganization(ctx, account.OrganizationInput{Name: "Globex"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.daveRoot, err = w.f.fs.CreateRoot(ctx, "dave", vfs.RootSync); err != nil {
+		t.Fatal(err)
+	}
+	w.daveToken = w.f.personToken(account.PersonInput{OrganizationID: globex.ID, Username: "dave",
+		Email: "dave@example.com", Password: fixturePassword, RootID: w.daveRoot.ID})
+	if _, err := w.f.accounts.UpdatePerson(ctx, carol.ID, func(p *account.Person) error { p.Admin = true; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	admin, err := w.f.accounts.Caller(ctx, carol.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.admin = admin
+	w.sh = share.New(share.Options{FS: w.f.fs, Accounts: w.f.accounts})
+	if w.share, err = w.sh.CreateOrgShare(ctx, w.admin, w.f.org.ID, "Team"); err != nil {
+		t.Fatal(err)
+	}
+	subs := share.Subscribers{Persons: []share.Entry{{ID: w.f.person.ID, Channel: share.ChannelWeb, Role: share.RoleCollaborator}}}
+	if _, err := w.sh.SetSubscribers(ctx, w.admin, w.f.org.ID, w.share.ID, subs); err != nil {
+		t.Fatal(err)
+	}
+	m, err := w.f.accounts.UpsertMachine(ctx, w.f.person.ID, account.MachineInput{GUID: "alice-laptop"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.aliceTokens, err = w.f.accounts.IssueTokens(ctx, w.f.person.ID, m.ID); err != nil {
+		t.Fatal(err)
+	}
+	return w
 }
