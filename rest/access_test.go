@@ -149,6 +149,7 @@ type revokeWorld struct {
 	sh          *share.Service
 	admin       account.Caller
 	share       vfs.Root
+	carolRoot   vfs.Root
 	carolToken  string
 	daveRoot    vfs.Root
 	daveToken   string
@@ -186,16 +187,40 @@ func (w *revokeWorld) writes(t *testing.T) {
 // request (or the row's) is refused with the spec's status and code.
 func TestRevocationUnderFileWrites(t *testing.T) {
 	ctx := context.Background()
-	type probe struct{ method, path string }
-	// The rows' requests: alice's root, the share, an upload into it, and
-	// an administrator's route.
-	own := func(w *revokeWorld) probe { return probe{"GET", fmt.Sprintf("/api/2/files/%d", w.f.root.ID)} }
-	shared := func(w *revokeWorld) probe { return probe{"GET", fmt.Sprintf("/api/2/files/%d", w.share.ID)} }
-	upload := func(w *revokeWorld) probe {
-		return probe{"UPLOAD", fmt.Sprintf("/api/2/files/%d/upload", w.share.ID)}
+	// probe is alice's request of a row, made twice before the change and
+	// twice after: it answers 2xx before.
+	type probe func(t *testing.T, w *revokeWorld) (int, []byte)
+	send := func(method, format string, id func(*revokeWorld) uint64) probe {
+		return func(_ *testing.T, w *revokeWorld) (int, []byte) {
+			return w.f.send(method, fmt.Sprintf(format, id(w)), w.aliceTokens.AccessToken, nil)
+		}
 	}
-	persons := func(w *revokeWorld) probe {
-		return probe{"GET", fmt.Sprintf("/api/2/organization/%d/persons", w.f.org.ID)}
+	ownRoot := func(w *revokeWorld) uint64 { return w.f.root.ID }
+	shareRoot := func(w *revokeWorld) uint64 { return w.share.ID }
+	// The rows' requests: alice's root, the share, an upload into it, an
+	// administrator's route, and the next piece of a tus upload into the
+	// share that she began before the change (its record, a staged
+	// upload, is file content: the access it was begun with must not
+	// outlast the change).
+	own := send("GET", "/api/2/files/%d", ownRoot)
+	shared := send("GET", "/api/2/files/%d", shareRoot)
+	upload := send("UPLOAD", "/api/2/files/%d/upload", shareRoot)
+	persons := send("GET", "/api/2/organization/%d/persons", func(w *revokeWorld) uint64 { return w.f.org.ID })
+	var tusPath string
+	var tusOffset int64
+	tusPiece := func(t *testing.T, w *revokeWorld) (int, []byte) {
+		c := w.f.tus(t, w.aliceTokens.AccessToken)
+		if tusPath == "" {
+			tusPath, tusOffset = c.mustCreate(w.share.ID, "big.bin", 10), 0
+		}
+		resp, body, err := c.patch(tusPath, tusOffset, strings.NewReader("x"), 1, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode == http.StatusNoContent {
+			tusOffset++
+		}
+		return resp.StatusCode, body
 	}
 	setAlice := func(fn func(*account.Person)) func(*testing.T, *revokeWorld) {
 		return func(t *testing.T, w *revokeWorld) {
@@ -215,10 +240,17 @@ func TestRevocationUnderFileWrites(t *testing.T) {
 			}
 		}
 	}
+	browse := func(v bool) func(*testing.T, *revokeWorld) {
+		return func(t *testing.T, w *revokeWorld) {
+			if _, err := w.f.accounts.UpdatePolicy(ctx, w.f.org.ID, func(p *account.Policy) error { p.AdminBrowseFiles = v; return nil }); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	rows := []struct {
 		name   string
 		before func(*testing.T, *revokeWorld) // nil: none
-		probe  func(*revokeWorld) probe
+		probe  probe
 		change func(*testing.T, *revokeWorld)
 		status int
 		code   string
@@ -259,6 +291,10 @@ func TestRevocationUnderFileWrites(t *testing.T) {
 		}, http.StatusForbidden, "forbidden"},
 		{"administrator role removed", setAlice(func(p *account.Person) { p.Admin = true }), persons,
 			setAlice(func(p *account.Person) { p.Admin = false }), http.StatusForbidden, "forbidden"},
+		{"admin_browse_files turned off", func(t *testing.T, w *revokeWorld) {
+			setAlice(func(p *account.Person) { p.Admin = true })(t, w)
+			browse(true)(t, w)
+		}, send("GET", "/api/2/files/%d", func(w *revokeWorld) uint64 { return w.carolRoot.ID }), browse(false), http.StatusNotFound, "not_found"},
 		{"own root deleted", nil, own, func(t *testing.T, w *revokeWorld) {
 			if err := w.f.fs.DeleteRoot(ctx, w.f.root.ID); err != nil {
 				t.Fatal(err)
@@ -266,6 +302,8 @@ func TestRevocationUnderFileWrites(t *testing.T) {
 		}, http.StatusGone, "root_deleted"},
 		{"share lowered from write to read", nil, upload, setRole(share.RoleViewer), http.StatusForbidden, "forbidden"},
 		{"removed from the share", nil, shared, setRole(""), http.StatusNotFound, "not_found"},
+		{"share lowered to read during a tus upload", nil, tusPiece, setRole(share.RoleViewer), http.StatusForbidden, "forbidden"},
+		{"removed from the share during a tus upload", nil, tusPiece, setRole(""), http.StatusNotFound, "not_found"},
 		{"share deleted", nil, shared, func(t *testing.T, w *revokeWorld) {
 			w.shareWrites = false
 			if err := w.sh.DeleteOrgShare(ctx, w.admin, w.f.org.ID, w.share.ID); err != nil {
@@ -279,18 +317,17 @@ func TestRevocationUnderFileWrites(t *testing.T) {
 			if row.before != nil {
 				row.before(t, w)
 			}
-			p := row.probe(w)
-			token := w.aliceTokens.AccessToken
+			tusPath = ""
 			for i := range 2 {
-				if st, body := w.f.send(p.method, p.path, token, nil); st != http.StatusOK {
-					t.Fatalf("%s %s before the change (%d): %d %s", p.method, p.path, i+1, st, body)
+				if st, body := row.probe(t, w); st/100 != 2 {
+					t.Fatalf("before the change (%d): %d %s", i+1, st, body)
 				}
 			}
 			w.writes(t)
 			row.change(t, w)
 			w.writes(t)
 			for range 2 {
-				st, body := w.f.send(p.method, p.path, token, nil)
+				st, body := row.probe(t, w)
 				wantError(t, st, body, row.status, row.code)
 			}
 		})
@@ -305,7 +342,7 @@ func newRevokeWorld(t *testing.T) *revokeWorld {
 	ctx := context.Background()
 	w := &revokeWorld{f: newFixture(t), shareWrites: true}
 	var carol account.Person
-	carol, _, w.carolToken = w.f.addPerson("carol")
+	carol, w.carolRoot, w.carolToken = w.f.addPerson("carol")
 	globex, err := w.f.accounts.CreateOrganization(ctx, account.OrganizationInput{Name: "Globex"})
 	if err != nil {
 		t.Fatal(err)
