@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"berth/account"
 	"berth/kv"
@@ -154,6 +155,7 @@ type revokeWorld struct {
 	daveRoot    vfs.Root
 	daveToken   string
 	aliceTokens account.Tokens
+	link        share.Link // a public folder link carol made in the share, where a row makes one
 	// shareWrites: carol may still write into the share (a row that
 	// disables her organization or deletes the share ends it).
 	shareWrites bool
@@ -247,6 +249,20 @@ func TestRevocationUnderFileWrites(t *testing.T) {
 			}
 		}
 	}
+	// A public link of a folder of the share, made by carol, that anyone
+	// holding its hash lists.
+	makeLink := func(t *testing.T, w *revokeWorld) {
+		d, err := w.f.fs.Mkdir(ctx, w.share.ID, w.share.FolderID, "Public", vfs.WriteOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w.link, err = w.sh.CreateLink(ctx, w.admin, w.share.ID, d.ID, true, share.LinkSettings{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	linkList := func(_ *testing.T, w *revokeWorld) (int, []byte) {
+		return w.f.send("GET", "/api/2/sharelinks/"+w.link.Hash+"/files/children", "", nil)
+	}
 	rows := []struct {
 		name   string
 		before func(*testing.T, *revokeWorld) // nil: none
@@ -304,6 +320,23 @@ func TestRevocationUnderFileWrites(t *testing.T) {
 		{"removed from the share", nil, shared, setRole(""), http.StatusNotFound, "not_found"},
 		{"share lowered to read during a tus upload", nil, tusPiece, setRole(share.RoleViewer), http.StatusForbidden, "forbidden"},
 		{"removed from the share during a tus upload", nil, tusPiece, setRole(""), http.StatusNotFound, "not_found"},
+		{"share link deleted", makeLink, linkList, func(t *testing.T, w *revokeWorld) {
+			if err := w.sh.DeleteLink(ctx, w.admin, w.link.ID); err != nil {
+				t.Fatal(err)
+			}
+		}, http.StatusNotFound, "not_found"},
+		{"share link expired", makeLink, linkList, func(t *testing.T, w *revokeWorld) {
+			yesterday := time.Now().UTC().AddDate(0, 0, -1).Format(share.DateLayout)
+			if _, err := w.sh.UpdateLink(ctx, w.admin, w.link.ID, share.LinkSettings{Expires: &yesterday}); err != nil {
+				t.Fatal(err)
+			}
+		}, http.StatusGone, "link_expired"},
+		{"share link's creator no longer administers the share", makeLink, linkList, func(t *testing.T, w *revokeWorld) {
+			w.shareWrites = false
+			if _, err := w.f.accounts.UpdatePerson(ctx, w.admin.Person.ID, func(p *account.Person) error { p.Admin = false; return nil }); err != nil {
+				t.Fatal(err)
+			}
+		}, http.StatusNotFound, "not_found"},
 		{"share deleted", nil, shared, func(t *testing.T, w *revokeWorld) {
 			w.shareWrites = false
 			if err := w.sh.DeleteOrgShare(ctx, w.admin, w.f.org.ID, w.share.ID); err != nil {
