@@ -228,14 +228,15 @@ func TestRevocationUnderFileWrites(t *testing.T) {
 			}
 		}
 	}
-	setRole := func(role string) func(*testing.T, *revokeWorld) {
+	subscribe := func(channel, role string) func(*testing.T, *revokeWorld) {
 		return func(t *testing.T, w *revokeWorld) {
-			subs := share.Subscribers{Persons: []share.Entry{{ID: w.f.person.ID, Channel: share.ChannelWebDAV, Role: role}}}
+			subs := share.Subscribers{Persons: []share.Entry{{ID: w.f.person.ID, Channel: channel, Role: role}}}
 			if _, err := w.sh.SetSubscribers(ctx, w.admin, w.f.org.ID, w.share.ID, subs); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
+	setRole := func(role string) func(*testing.T, *revokeWorld) { return subscribe(share.ChannelWebDAV, role) }
 	setAdmin := func(v bool) func(*testing.T, *revokeWorld) {
 		return func(t *testing.T, w *revokeWorld) {
 			if _, err := w.f.accounts.UpdatePerson(ctx, w.f.person.ID, func(p *account.Person) error { p.Admin = v; return nil }); err != nil {
@@ -282,6 +283,7 @@ func TestRevocationUnderFileWrites(t *testing.T) {
 			}
 		}, http.StatusUnauthorized},
 		{"share lowered from write to read", nil, sharePut, setRole(share.RoleViewer), http.StatusForbidden},
+		{"share's channel no longer webdav", nil, shareGet, subscribe(share.ChannelWeb, share.RoleCollaborator), http.StatusNotFound},
 		{"administrator role removed, a viewer of the share", func(t *testing.T, w *revokeWorld) {
 			setRole(share.RoleViewer)(t, w)
 			setAdmin(true)(t, w)
