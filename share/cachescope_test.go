@@ -71,8 +71,8 @@ func (t readTxn) ScanReverse(prefix, start []byte, fn func(k, v []byte) error) e
 // answer, and WebDAV's mounts, which are share.Roots of the caller. A read
 // of file content there would be a revocation that a file write leaves
 // unseen, or an answer frozen while the files change under it. The one
-// exception is the location of a root's top folder (vfs's N/), written
-// once with the root and never again.
+// exception is the location of a root's top folder (vfs's N/), which vfs
+// writes only beside the top folder's record (F/, not content).
 func TestCachedReadsOutsideContent(t *testing.T) {
 	ctx := context.Background()
 	db, err := badger.Open(badger.Options{Dir: t.TempDir()})
