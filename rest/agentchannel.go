@@ -101,16 +101,45 @@ func (s *server) agentChannel(w http.ResponseWriter, r *http.Request) error {
 		case <-conn.Gone():
 			return nil
 		case c := <-conn.Commands():
+			if !s.channelHolds(r, id) {
+				// The command is dropped with the channel: its call
+				// fails as for an agent not connected (Detach).
+				return nil
+			}
 			if err := send(c); err != nil {
 				return err
 			}
 			t.Reset(channelPing)
 		case <-t.C:
+			if !s.channelHolds(r, id) {
+				return nil
+			}
 			if err := send(agentlink.Command{Op: "ping"}); err != nil {
 				return err
 			}
 		}
 	}
+}
+
+// channelHolds reports whether the token the channel of machine id was
+// opened with still speaks for that machine. The channel is one request,
+// authenticated when it began and held open for hours; what ends the
+// token (its session signed out, a new password, its person or
+// organization disabled, its machine deleted) must end the channel
+// before the next command reaches an agent that may no longer be its
+// person's. AccessCaller answers from its cache between account changes,
+// so the check costs a map lookup.
+func (s *server) channelHolds(r *http.Request, id uint64) bool {
+	token, _ := bearer(r)
+	c, err := s.accounts.AccessCaller(r.Context(), token)
+	if err == nil {
+		err = s.accounts.TwoStepDue(r.Context(), c)
+	}
+	if err != nil {
+		s.log.Info("agent channel ended: its token no longer holds", "machine", id, "error", err)
+		return false
+	}
+	return true
 }
 
 // agentReply takes the agent's answer to one call: JSON {result} or
