@@ -18,41 +18,45 @@ import (
 )
 
 // TestAgentChannelEndsOnRevocation: the agent's channel is one request
-// held open, authenticated once; what revokes its token (its session
-// signed out, its person disabled or given a new password, its machine
-// deleted) ends it at the next command, which does not reach the agent,
-// although only file writes come between the revocation and the
-// command. The call fails as for an agent that is not connected.
+// held open, authenticated once; what ends its session (signed out, its
+// person disabled or given a new password, its machine deleted) ends it
+// at the next command, which does not reach the agent, although only
+// file writes come between the revocation and the command. The call
+// fails as for an agent that is not connected. The access token it was
+// opened with expiring ends nothing: the agent refreshes its own.
 func TestAgentChannelEndsOnRevocation(t *testing.T) {
 	ctx := context.Background()
+	clk := &tsClock{t: time.Now()}
 	rows := []struct {
 		name   string
 		revoke func(t *testing.T, f *fixture, toks account.Tokens)
+		ends   bool
 	}{
+		{"the access token expired", func(*testing.T, *fixture, account.Tokens) { clk.add(2 * time.Hour) }, false},
 		{"session signed out", func(t *testing.T, f *fixture, toks account.Tokens) {
 			if err := f.accounts.Revoke(ctx, toks.RefreshToken); err != nil {
 				t.Fatal(err)
 			}
-		}},
+		}, true},
 		{"person disabled", func(t *testing.T, f *fixture, _ account.Tokens) {
 			if _, err := f.accounts.UpdatePerson(ctx, f.person.ID, func(p *account.Person) error { p.Active = false; return nil }); err != nil {
 				t.Fatal(err)
 			}
-		}},
+		}, true},
 		{"password changed", func(t *testing.T, f *fixture, _ account.Tokens) {
 			if err := f.accounts.SetPassword(ctx, f.person.ID, "another correct horse"); err != nil {
 				t.Fatal(err)
 			}
-		}},
+		}, true},
 		{"machine deleted", func(t *testing.T, f *fixture, toks account.Tokens) {
 			if err := f.accounts.DeleteMachine(ctx, toks.MachineID); err != nil {
 				t.Fatal(err)
 			}
-		}},
+		}, true},
 	}
 	for _, row := range rows {
 		t.Run(row.name, func(t *testing.T) {
-			f := newFixture(t)
+			f := newFixtureWith(t, fixtureOptions{Accounts: account.Options{Now: clk.Now}})
 			_, bobRoot, _ := f.addPerson("bob")
 			hub := agentlink.New()
 			srv := httptest.NewUnstartedServer(New(Options{FS: f.fs, Accounts: f.accounts, Agents: hub}))
@@ -79,7 +83,7 @@ func TestAgentChannelEndsOnRevocation(t *testing.T) {
 			if resp.StatusCode != http.StatusOK {
 				t.Fatalf("channel: %d", resp.StatusCode)
 			}
-			lines := make(chan string)
+			lines := make(chan string, 16) // a ping after the test stops reading blocks nothing
 			go func() {
 				defer close(lines)
 				sc := bufio.NewScanner(resp.Body)
@@ -98,12 +102,11 @@ func TestAgentChannelEndsOnRevocation(t *testing.T) {
 			if err := json.Unmarshal([]byte(<-lines), &cmd); err != nil || cmd.Op != "status" {
 				t.Fatalf("the first command: %+v, %v", cmd, err)
 			}
-			h := http.Header{"Content-Type": {"application/json"}}
 			rr, err := http.NewRequest("POST", srv.URL+"/api/2/agent/reply/"+cmd.ID, strings.NewReader(`{"result":{}}`))
 			if err != nil {
 				t.Fatal(err)
 			}
-			rr.Header = h
+			rr.Header.Set("Content-Type", "application/json")
 			rr.Header.Set("Authorization", "Bearer "+toks.AccessToken)
 			if st, body := f.readAll(mustDo(t, srv.Client(), rr)); st != http.StatusOK {
 				t.Fatalf("the agent's reply: %d %s", st, body)
@@ -133,11 +136,18 @@ func TestAgentChannelEndsOnRevocation(t *testing.T) {
 			go func() { called <- hub.Call(cctx2, m.ID, "ls", map[string]string{"path": "/secret"}, nil) }()
 			select {
 			case l, ok := <-lines:
-				if ok {
-					t.Fatalf("a command reached the agent after its token was revoked: %q", l)
+				if ok && row.ends {
+					t.Fatalf("a command reached the agent after its session ended: %q", l)
+				}
+				if !ok && !row.ends {
+					t.Fatal("the channel ended")
 				}
 			case <-time.After(10 * time.Second):
 				t.Fatal("the channel neither ended nor carried the command")
+			}
+			if !row.ends {
+				cancel2()
+				return
 			}
 			if err := <-called; !errors.Is(err, agentlink.ErrOffline) {
 				t.Fatalf("the call after the revocation: %v, want %v", err, agentlink.ErrOffline)
@@ -146,6 +156,7 @@ func TestAgentChannelEndsOnRevocation(t *testing.T) {
 	}
 }
 
+// mustDo sends req with c, failing the test when it cannot.
 func mustDo(t *testing.T, c *http.Client, req *http.Request) *http.Response {
 	t.Helper()
 	resp, err := c.Do(req)
