@@ -47,29 +47,17 @@ func (s *Service) SessionCaller(ctx context.Context, ses Session) (Caller, error
 	}
 	var c Caller
 	err := s.db.View(ctx, func(tx kv.Txn) error {
-		var fam familyRecord
-		if err := s.get(tx, keyBytes(pfxFamily, ses.family), &fam, ErrInvalidToken); err != nil {
-			return err
-		}
-		if fam.PersonID != ses.personID {
-			return ErrInvalidToken
-		}
-		var err error
-		c, err = s.activeCaller(tx, fam.PersonID)
-		if errors.Is(err, ErrNotFound) {
-			return ErrInvalidToken
-		}
-		if err != nil {
+		var (
+			fam familyRecord
+			err error
+		)
+		if c, fam, _, err = s.sessionCaller(ctx, tx, ses.personID, ses.family); err != nil {
 			return err
 		}
 		// The family's key expires RefreshTTL after its last refresh,
 		// which an engine may carry out late.
-		now := s.now()
-		if !now.Before(fam.Created.Add(s.opts.RefreshTTL)) || !fam.passwordOf(c.Person) || fam.endedBy(c.Organization.Policy, now) {
+		if fam.PersonID != ses.personID || !s.now().Before(fam.Created.Add(s.opts.RefreshTTL)) {
 			return ErrInvalidToken
-		}
-		if _, err := s.accountLock(ctx, tx, fam.PersonID); err != nil {
-			return err
 		}
 		c.MachineID = fam.MachineID
 		return nil
@@ -78,4 +66,31 @@ func (s *Service) SessionCaller(ctx context.Context, ses Session) (Caller, error
 		return Caller{}, err
 	}
 	return c, nil
+}
+
+// sessionCaller reads session family of person personID and the caller
+// it speaks for, with what every use of a session's tokens checks: the
+// session not revoked, the person and their organizations active, the
+// password it began under still theirs, the policy's
+// deactivate_token_frequency not run out, and the person not locked by
+// failed sign-ins (a lock refuses the tokens while it lasts and ends
+// none of them). exempt is accountLock's: the lock spared this address.
+func (s *Service) sessionCaller(ctx context.Context, tx kv.Txn, personID uint64, family []byte) (c Caller, fam familyRecord, exempt bool, err error) {
+	if err = s.get(tx, keyBytes(pfxFamily, family), &fam, ErrInvalidToken); err != nil {
+		return Caller{}, fam, false, err
+	}
+	c, err = s.activeCaller(tx, personID)
+	if errors.Is(err, ErrNotFound) {
+		err = ErrInvalidToken
+	}
+	if err != nil {
+		return Caller{}, fam, false, err
+	}
+	if !fam.passwordOf(c.Person) || fam.endedBy(c.Organization.Policy, s.now()) {
+		return Caller{}, fam, false, ErrInvalidToken
+	}
+	if exempt, err = s.accountLock(ctx, tx, personID); err != nil {
+		return Caller{}, fam, false, err
+	}
+	return c, fam, exempt, nil
 }
