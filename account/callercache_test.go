@@ -4,6 +4,10 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
+
+	"berth/kv"
+	"berth/kv/badger"
 )
 
 // TestCallerCacheSeesEveryWrite: Caller and AccessCaller keep what they
@@ -81,4 +85,288 @@ func TestCallerCacheSeesEveryWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("password changed", ErrInvalidToken, nil)
+}
+
+// cacheWorld is what TestCallerCacheFileWrites revokes: alice, of an
+// organization below another, with a session issued to the machine of
+// her device password.
+type cacheWorld struct {
+	s            *Service
+	db           kv.Store
+	clk          *clock
+	parent, org  Organization
+	alice        Person
+	toks         Tokens
+	device       DevicePassword
+	deviceSecret string
+}
+
+// errMainPassword: DeviceCaller did not take the password as a device
+// password (ok false, no error), so the front end judges it as the main
+// password, which it is not: the device is refused.
+var errMainPassword = errors.New("not a device password")
+
+// fileWrite commits what a file write commits: kv.Content keys only (a
+// folder's child, an activity record), which leave MetaGeneration where
+// it was.
+func fileWrite(t *testing.T, db kv.Store) {
+	t.Helper()
+	meta, n := kv.MetaGeneration(db), db.Generation()
+	err := db.Update(context.Background(), func(tx kv.Txn) error {
+		if err := tx.Set(kv.Key(kv.VFSChild, n), []byte("x")); err != nil {
+			return err
+		}
+		return tx.Set(kv.Key(kv.ActivityRecord, n), []byte("x"))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := kv.MetaGeneration(db); got != meta {
+		t.Fatalf("a file write moved MetaGeneration from %d to %d: the caches would not hold across it, and this test would prove nothing", meta, got)
+	}
+}
+
+// answers asks the three entry points once each.
+func (w *cacheWorld) answers() (login, token, device error) {
+	ctx := context.Background()
+	_, login = w.s.LoginCaller(ctx, w.alice.ID, w.alice.Username, w.alice.PasswordHash)
+	_, token = w.s.AccessCaller(ctx, w.toks.AccessToken)
+	_, ok, device := w.s.DeviceCaller(ctx, w.alice.Username, w.deviceSecret)
+	if device == nil && !ok {
+		device = errMainPassword
+	}
+	return login, token, device
+}
+
+// TestCallerCacheFileWrites: LoginCaller, AccessCaller and DeviceCaller
+// keep their answers across file writes (commits of kv.Content keys only,
+// which leave kv.MetaGeneration alone), yet every revocation takes effect
+// at the very next request although only file writes follow it, and so
+// does what ends with time alone (an expiry, which commits nothing).
+// Each row: the caches are filled, a file write, the change, file writes,
+// then each entry point is asked twice (the second answer is the cache's).
+func TestCallerCacheFileWrites(t *testing.T) {
+	type want struct{ login, token, device error } // nil lets in
+	in := want{}
+	rows := []struct {
+		name   string
+		change func(t *testing.T, w *cacheWorld) error
+		want   want
+	}{
+		{"nothing changed", func(*testing.T, *cacheWorld) error { return nil }, in},
+		// A device password outlives a new main password (docs/api.md,
+		// device passwords); it is revoked on its own.
+		{"password changed", func(_ *testing.T, w *cacheWorld) error {
+			return w.s.SetPassword(context.Background(), w.alice.ID, "another correct horse")
+		}, want{ErrInvalidCredentials, ErrInvalidToken, nil}},
+		{"person disabled", func(_ *testing.T, w *cacheWorld) error {
+			_, err := w.s.UpdatePerson(context.Background(), w.alice.ID, func(p *Person) error { p.Active = false; return nil })
+			return err
+		}, want{ErrInactive, ErrInactive, ErrInactive}},
+		{"person deleted", func(_ *testing.T, w *cacheWorld) error {
+			return w.s.DeletePerson(context.Background(), w.alice.ID)
+		}, want{ErrNotFound, ErrInvalidToken, ErrInvalidCredentials}},
+		{"organization disabled", func(_ *testing.T, w *cacheWorld) error {
+			_, err := w.s.UpdateOrganization(context.Background(), w.org.ID, func(o *Organization) error { o.Active = false; return nil })
+			return err
+		}, want{ErrInactive, ErrInactive, ErrInactive}},
+		{"parent organization disabled", func(_ *testing.T, w *cacheWorld) error {
+			_, err := w.s.UpdateOrganization(context.Background(), w.parent.ID, func(o *Organization) error { o.Active = false; return nil })
+			return err
+		}, want{ErrInactive, ErrInactive, ErrInactive}},
+		{"organization deleted", func(_ *testing.T, w *cacheWorld) error {
+			_, err := w.s.DeleteOrganization(context.Background(), w.org.ID)
+			return err
+		}, want{ErrInactive, ErrInactive, ErrInactive}},
+		{"session signed out", func(_ *testing.T, w *cacheWorld) error {
+			return w.s.Revoke(context.Background(), w.toks.RefreshToken)
+		}, want{nil, ErrInvalidToken, nil}},
+		{"access token revoked", func(_ *testing.T, w *cacheWorld) error {
+			return w.s.Revoke(context.Background(), w.toks.AccessToken)
+		}, want{nil, ErrInvalidToken, nil}},
+		{"every session ended", func(_ *testing.T, w *cacheWorld) error {
+			return w.s.RevokeAll(context.Background(), w.alice.ID)
+		}, want{nil, ErrInvalidToken, nil}},
+		{"machine deleted", func(_ *testing.T, w *cacheWorld) error {
+			return w.s.DeleteMachine(context.Background(), w.device.MachineID)
+		}, want{nil, ErrInvalidToken, ErrInvalidCredentials}},
+		{"device password revoked", func(_ *testing.T, w *cacheWorld) error {
+			return w.s.RevokeDevicePassword(context.Background(), w.alice.ID, w.device.ID)
+		}, want{nil, nil, ErrInvalidCredentials}},
+		{"locked by failed sign-ins", func(t *testing.T, w *cacheWorld) error {
+			for range 3 {
+				if _, err := w.s.Authenticate(context.Background(), w.alice.Username, "a wrong password 1234"); !errors.Is(err, ErrInvalidCredentials) && !errors.Is(err, ErrAccountLocked) {
+					t.Fatalf("a wrong password: %v", err)
+				}
+			}
+			return nil
+		}, want{ErrAccountLocked, ErrAccountLocked, ErrAccountLocked}},
+		{"policy ends sessions sooner", func(_ *testing.T, w *cacheWorld) error {
+			_, err := w.s.UpdatePolicy(context.Background(), w.org.ID, func(p *Policy) error { p.DeactivateTokenFrequency = "1m"; return nil })
+			w.clk.Add(2 * time.Minute)
+			return err
+		}, want{nil, ErrInvalidToken, nil}},
+		// What ends with time commits nothing: the answer kept must not
+		// outlive it.
+		{"access token expired", func(_ *testing.T, w *cacheWorld) error {
+			w.clk.Add(w.s.opts.AccessTTL)
+			return nil
+		}, want{nil, ErrInvalidToken, nil}},
+		{"session past the policy's lifetime", func(_ *testing.T, w *cacheWorld) error {
+			w.clk.Add(2 * time.Hour)
+			return nil
+		}, want{nil, ErrInvalidToken, nil}},
+		// Sessions already open go on (docs/api.md,
+		// change_password_frequency), and so do device passwords.
+		{"password past the policy's frequency", func(_ *testing.T, w *cacheWorld) error {
+			w.clk.Add(25 * time.Hour)
+			return nil
+		}, want{ErrPasswordExpired, nil, nil}},
+	}
+	for _, row := range rows {
+		t.Run(row.name, func(t *testing.T) {
+			w := newCacheWorld(t, row.name)
+			for range 2 {
+				if l, tk, d := w.answers(); l != nil || tk != nil || d != nil {
+					t.Fatalf("before the change: login %v, token %v, device %v", l, tk, d)
+				}
+			}
+			fileWrite(t, w.db)
+			// The file write kept every answer: no read.
+			views := w.db.(*badger.DB).TxnStats().Views
+			if l, tk, d := w.answers(); l != nil || tk != nil || d != nil {
+				t.Fatalf("after a file write: login %v, token %v, device %v", l, tk, d)
+			}
+			if n := w.db.(*badger.DB).TxnStats().Views - views; n != 0 {
+				t.Fatalf("after a file write the entry points read %d times; want their answers kept", n)
+			}
+			if err := row.change(t, w); err != nil {
+				t.Fatal(err)
+			}
+			fileWrite(t, w.db)
+			fileWrite(t, w.db)
+			for i := range 2 {
+				l, tk, d := w.answers()
+				for _, c := range []struct {
+					what      string
+					got, want error
+				}{{"LoginCaller", l, row.want.login}, {"AccessCaller", tk, row.want.token}, {"DeviceCaller", d, row.want.device}} {
+					if (c.want == nil) != (c.got == nil) || !errors.Is(c.got, c.want) {
+						t.Errorf("ask %d: %s: %v, want %v", i+1, c.what, c.got, c.want)
+					}
+				}
+			}
+		})
+	}
+}
+
+// newCacheWorld builds the world of TestCallerCacheFileWrites. The
+// policy's lifetimes are set for the rows of expiry only.
+func newCacheWorld(t *testing.T, row string) *cacheWorld {
+	t.Helper()
+	ctx := context.Background()
+	w := &cacheWorld{db: openDB(t), clk: &clock{t: time.Date(2026, 11, 27, 5, 0, 0, 0, time.UTC)}}
+	o := testOptions()
+	o.Now = w.clk.Now
+	o.Lockout = LockoutOptions{MaxFailures: 3, Window: time.Hour, Duration: time.Hour}
+	if row != "access token expired" {
+		o.AccessTTL = 48 * time.Hour
+	}
+	w.s = New(w.db, o)
+	var err error
+	if w.parent, err = w.s.CreateOrganization(ctx, OrganizationInput{Name: "Acme"}); err != nil {
+		t.Fatal(err)
+	}
+	pol := DefaultPolicy()
+	switch row {
+	case "session past the policy's lifetime":
+		pol.DeactivateTokenFrequency = "1h"
+	case "password past the policy's frequency":
+		d := "24h"
+		pol.ChangePasswordFrequency = &d
+	}
+	if w.org, err = w.s.CreateOrganization(ctx, OrganizationInput{ParentID: w.parent.ID, Name: "Acme Labs", Policy: &pol}); err != nil {
+		t.Fatal(err)
+	}
+	if w.alice, err = w.s.CreatePerson(ctx, PersonInput{OrganizationID: w.org.ID, Username: "alice", Email: "alice@acme.example", Password: pw}); err != nil {
+		t.Fatal(err)
+	}
+	if w.device, w.deviceSecret, err = w.s.CreateDevicePassword(ctx, w.alice.ID, DevicePasswordInput{Name: "laptop", Machine: MachineInput{GUID: "laptop-guid", DNSName: "laptop"}}); err != nil {
+		t.Fatal(err)
+	}
+	if w.toks, err = w.s.IssueTokens(ctx, w.alice.ID, w.device.MachineID); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// TestTwoStepCacheFileWrites: the two-step answer (enrolled, kept by
+// MetaGeneration) holds across file writes, yet an enrollment, a reset
+// and a policy that requires two-step verification each take effect at
+// the next ask although only file writes follow them: the main password
+// is refused over WebDAV (NeedsDevicePassword), and a caller who must
+// enroll is held to enrollment (TwoStepDue).
+func TestTwoStepCacheFileWrites(t *testing.T) {
+	ctx := context.Background()
+	rows := []struct {
+		name     string
+		required bool // the policy requires two-step verification before the change
+		enrolled bool // the person enrolled before the change
+		change   func(t *testing.T, e *twoStepEnv)
+		// What follows the change.
+		needsDevice bool
+		due         error
+	}{
+		{"enrolled", false, false, func(t *testing.T, e *twoStepEnv) { e.enrollTOTP(t) }, true, nil},
+		{"required by the policy", false, false, func(t *testing.T, e *twoStepEnv) {
+			if _, err := e.s.UpdatePolicy(ctx, e.org.ID, func(p *Policy) error { p.RequireTwoStepAuth = true; return nil }); err != nil {
+				t.Fatal(err)
+			}
+		}, true, ErrTwoStepRequired},
+		{"reset under the policy", true, true, func(t *testing.T, e *twoStepEnv) {
+			if err := e.s.ResetTwoStep(ctx, e.p.ID); err != nil {
+				t.Fatal(err)
+			}
+		}, true, ErrTwoStepRequired},
+	}
+	for _, row := range rows {
+		t.Run(row.name, func(t *testing.T) {
+			e := newTwoStepEnv(t)
+			if row.required {
+				if _, err := e.s.UpdatePolicy(ctx, e.org.ID, func(p *Policy) error { p.RequireTwoStepAuth = true; return nil }); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if row.enrolled {
+				e.enrollTOTP(t)
+			}
+			toks, err := e.s.IssueTokens(ctx, e.p.ID, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ask := func(when string, needsDevice bool, due error) {
+				t.Helper()
+				for range 2 {
+					c, err := e.s.AccessCaller(ctx, toks.AccessToken)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if got, err := e.s.NeedsDevicePassword(ctx, c); err != nil || got != needsDevice {
+						t.Errorf("%s: NeedsDevicePassword %v, %v; want %v", when, got, err, needsDevice)
+					}
+					if err := e.s.TwoStepDue(ctx, c); !errors.Is(err, due) || (err == nil) != (due == nil) {
+						t.Errorf("%s: TwoStepDue %v, want %v", when, err, due)
+					}
+				}
+			}
+			ask("before", row.required || row.enrolled, nil)
+			fileWrite(t, e.s.db)
+			ask("after a file write", row.required || row.enrolled, nil)
+			e.clk.Add(time.Minute) // a TOTP step of its own
+			row.change(t, e)
+			fileWrite(t, e.s.db)
+			fileWrite(t, e.s.db)
+			ask("after the change", row.needsDevice, row.due)
+		})
+	}
 }

@@ -511,31 +511,15 @@ func (s *Service) AccessCaller(ctx context.Context, accessToken string) (Caller,
 		if !s.now().Before(ar.Expires) {
 			return ErrInvalidToken
 		}
-		var fam familyRecord
-		if err := s.get(tx, keyBytes(pfxFamily, ar.Family), &fam, ErrInvalidToken); err != nil {
-			return err
-		}
-		var err error
-		c, err = s.activeCaller(tx, ar.PersonID)
-		if errors.Is(err, ErrNotFound) {
-			return ErrInvalidToken
-		}
-		if err != nil {
-			return err
-		}
-		if !fam.passwordOf(c.Person) {
-			return ErrInvalidToken
-		}
-		now := s.now()
-		if fam.endedBy(c.Organization.Policy, now) {
-			return ErrInvalidToken
-		}
-		// A locked account is refused over its tokens too, while the
-		// lock lasts; the tokens are not ended and serve again after.
 		// At an address the person is known at, a lock strangers
 		// brought does not apply (accountLock); such an answer is
 		// not kept for other addresses.
-		exempt, err := s.accountLock(ctx, tx, ar.PersonID)
+		var (
+			fam    familyRecord
+			exempt bool
+			err    error
+		)
+		c, fam, exempt, err = s.sessionCaller(ctx, tx, ar.PersonID, ar.Family)
 		if err != nil {
 			return err
 		}

@@ -42,7 +42,10 @@ type MetaGenerationer interface {
 // them again after every file write otherwise, and a file service under
 // writes commits many times a second. A cache may key on it only if all
 // it reads is outside Content: a person, an organization, a policy, a
-// lock of the login, a root's record.
+// lock of the login, a root's record. (Reading a root also reads where
+// its top folder lives, an N/ key, which vfs writes only in the commits
+// that write the top folder's record, F/; share's
+// TestCachedReadsOutsideContent holds the caches to this.)
 func MetaGeneration(s Store) uint64 {
 	if m, ok := s.(MetaGenerationer); ok {
 		return m.MetaGeneration()

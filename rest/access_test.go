@@ -8,8 +8,11 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"berth/account"
+	"berth/kv"
+	"berth/share"
 	"berth/vfs"
 )
 
@@ -135,4 +138,275 @@ func (f *fixture) send(method, path, token string, form url.Values) (int, []byte
 		body = strings.NewReader(form.Encode())
 	}
 	return f.readAll(f.request(method, path, token, body, h))
+}
+
+// revokeWorld is what TestRevocationUnderFileWrites revokes: alice (the
+// fixture's person, whose token the rows refuse) and an organization
+// share she collaborates on, which carol administers. File writes come
+// between the change and alice's next request: dave's, of another
+// organization, into his own root, and carol's into the share.
+type revokeWorld struct {
+	f           *fixture
+	sh          *share.Service
+	admin       account.Caller
+	share       vfs.Root
+	carolRoot   vfs.Root
+	carolToken  string
+	daveRoot    vfs.Root
+	daveToken   string
+	aliceTokens account.Tokens
+	link        share.Link // a public folder link carol made in the share, where a row makes one
+	// shareWrites: carol may still write into the share (a row that
+	// disables her organization or deletes the share ends it).
+	shareWrites bool
+}
+
+// writes are file writes of others: commits of file contents only,
+// which leave kv.MetaGeneration, and so the caches of callers and of
+// what they reach, where they were.
+func (w *revokeWorld) writes(t *testing.T) {
+	t.Helper()
+	meta := kv.MetaGeneration(w.f.db)
+	up := func(who string, root uint64, token string) {
+		if st, body := w.f.send("UPLOAD", fmt.Sprintf("/api/2/files/%d/upload", root), token, nil); st != http.StatusOK {
+			t.Fatalf("%s's upload into root %d: %d %s", who, root, st, body)
+		}
+	}
+	up("dave", w.daveRoot.ID, w.daveToken)
+	if w.shareWrites {
+		up("carol", w.share.ID, w.carolToken)
+	}
+	if got := kv.MetaGeneration(w.f.db); got != meta {
+		t.Fatalf("file writes moved MetaGeneration from %d to %d: the row would not test the caches it means to", meta, got)
+	}
+}
+
+// TestRevocationUnderFileWrites: what revokes a caller, or lowers what
+// they reach, refuses their very next request on /api/2 although only
+// other people's file writes (which leave kv.MetaGeneration, and so the
+// caches of callers and sessions, alone) come between. Each row: alice's
+// request is let in, file writes, the change, file writes, then the same
+// request (or the row's) is refused with the spec's status and code.
+func TestRevocationUnderFileWrites(t *testing.T) {
+	ctx := context.Background()
+	// probe is alice's request of a row, made twice before the change and
+	// twice after: it answers 2xx before.
+	type probe func(t *testing.T, w *revokeWorld) (int, []byte)
+	send := func(method, format string, id func(*revokeWorld) uint64) probe {
+		return func(_ *testing.T, w *revokeWorld) (int, []byte) {
+			return w.f.send(method, fmt.Sprintf(format, id(w)), w.aliceTokens.AccessToken, nil)
+		}
+	}
+	ownRoot := func(w *revokeWorld) uint64 { return w.f.root.ID }
+	shareRoot := func(w *revokeWorld) uint64 { return w.share.ID }
+	// The rows' requests: alice's root, the share, an upload into it, an
+	// administrator's route, and the next piece of a tus upload into the
+	// share that she began before the change (its record, a staged
+	// upload, is file content: the access it was begun with must not
+	// outlast the change).
+	own := send("GET", "/api/2/files/%d", ownRoot)
+	shared := send("GET", "/api/2/files/%d", shareRoot)
+	upload := send("UPLOAD", "/api/2/files/%d/upload", shareRoot)
+	persons := send("GET", "/api/2/organization/%d/persons", func(w *revokeWorld) uint64 { return w.f.org.ID })
+	var tusPath string
+	var tusOffset int64
+	tusPiece := func(t *testing.T, w *revokeWorld) (int, []byte) {
+		c := w.f.tus(t, w.aliceTokens.AccessToken)
+		if tusPath == "" {
+			tusPath, tusOffset = c.mustCreate(w.share.ID, "big.bin", 10), 0
+		}
+		resp, body, err := c.patch(tusPath, tusOffset, strings.NewReader("x"), 1, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode == http.StatusNoContent {
+			tusOffset++
+		}
+		return resp.StatusCode, body
+	}
+	setAlice := func(fn func(*account.Person)) func(*testing.T, *revokeWorld) {
+		return func(t *testing.T, w *revokeWorld) {
+			if _, err := w.f.accounts.UpdatePerson(ctx, w.f.person.ID, func(p *account.Person) error { fn(p); return nil }); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	setRole := func(role string) func(*testing.T, *revokeWorld) {
+		return func(t *testing.T, w *revokeWorld) {
+			var subs share.Subscribers
+			if role != "" {
+				subs.Persons = []share.Entry{{ID: w.f.person.ID, Channel: share.ChannelWeb, Role: role}}
+			}
+			if _, err := w.sh.SetSubscribers(ctx, w.admin, w.f.org.ID, w.share.ID, subs); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	browse := func(v bool) func(*testing.T, *revokeWorld) {
+		return func(t *testing.T, w *revokeWorld) {
+			if _, err := w.f.accounts.UpdatePolicy(ctx, w.f.org.ID, func(p *account.Policy) error { p.AdminBrowseFiles = v; return nil }); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// A public link of a folder of the share, made by carol, that anyone
+	// holding its hash lists.
+	makeLink := func(t *testing.T, w *revokeWorld) {
+		d, err := w.f.fs.Mkdir(ctx, w.share.ID, w.share.FolderID, "Public", vfs.WriteOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w.link, err = w.sh.CreateLink(ctx, w.admin, w.share.ID, d.ID, true, share.LinkSettings{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	linkList := func(_ *testing.T, w *revokeWorld) (int, []byte) {
+		return w.f.send("GET", "/api/2/sharelinks/"+w.link.Hash+"/files/children", "", nil)
+	}
+	rows := []struct {
+		name   string
+		before func(*testing.T, *revokeWorld) // nil: none
+		probe  probe
+		change func(*testing.T, *revokeWorld)
+		status int
+		code   string
+	}{
+		{"password changed", nil, own, func(t *testing.T, w *revokeWorld) {
+			if err := w.f.accounts.SetPassword(ctx, w.f.person.ID, "another correct horse"); err != nil {
+				t.Fatal(err)
+			}
+		}, http.StatusUnauthorized, "access_denied"},
+		{"person disabled", nil, own, setAlice(func(p *account.Person) { p.Active = false }), http.StatusUnauthorized, "access_denied"},
+		{"person deleted", nil, own, func(t *testing.T, w *revokeWorld) {
+			if err := w.f.accounts.DeletePerson(ctx, w.f.person.ID); err != nil {
+				t.Fatal(err)
+			}
+		}, http.StatusUnauthorized, "access_denied"},
+		{"organization disabled", nil, own, func(t *testing.T, w *revokeWorld) {
+			w.shareWrites = false
+			if _, err := w.f.accounts.UpdateOrganization(ctx, w.f.org.ID, func(o *account.Organization) error { o.Active = false; return nil }); err != nil {
+				t.Fatal(err)
+			}
+		}, http.StatusUnauthorized, "access_denied"},
+		{"session signed out", nil, own, func(t *testing.T, w *revokeWorld) {
+			form := url.Values{"client_id": {"anchor"}, "token": {w.aliceTokens.RefreshToken}}
+			if st, body := w.f.send("POST", "/oauth/revoke", "", form); st != http.StatusOK {
+				t.Fatalf("revoke: %d %s", st, body)
+			}
+		}, http.StatusUnauthorized, "access_denied"},
+		{"machine deleted", nil, own, func(t *testing.T, w *revokeWorld) {
+			if err := w.f.accounts.DeleteMachine(ctx, w.aliceTokens.MachineID); err != nil {
+				t.Fatal(err)
+			}
+		}, http.StatusUnauthorized, "access_denied"},
+		{"two-step verification required", nil, own, func(t *testing.T, w *revokeWorld) {
+			w.shareWrites = false
+			if _, err := w.f.accounts.UpdatePolicy(ctx, w.f.org.ID, func(p *account.Policy) error { p.RequireTwoStepAuth = true; return nil }); err != nil {
+				t.Fatal(err)
+			}
+		}, http.StatusForbidden, "forbidden"},
+		{"administrator role removed", setAlice(func(p *account.Person) { p.Admin = true }), persons,
+			setAlice(func(p *account.Person) { p.Admin = false }), http.StatusForbidden, "forbidden"},
+		{"admin_browse_files turned off", func(t *testing.T, w *revokeWorld) {
+			setAlice(func(p *account.Person) { p.Admin = true })(t, w)
+			browse(true)(t, w)
+		}, send("GET", "/api/2/files/%d", func(w *revokeWorld) uint64 { return w.carolRoot.ID }), browse(false), http.StatusNotFound, "not_found"},
+		{"own root deleted", nil, own, func(t *testing.T, w *revokeWorld) {
+			if err := w.f.fs.DeleteRoot(ctx, w.f.root.ID); err != nil {
+				t.Fatal(err)
+			}
+		}, http.StatusGone, "root_deleted"},
+		{"share lowered from write to read", nil, upload, setRole(share.RoleViewer), http.StatusForbidden, "forbidden"},
+		{"removed from the share", nil, shared, setRole(""), http.StatusNotFound, "not_found"},
+		{"share lowered to read during a tus upload", nil, tusPiece, setRole(share.RoleViewer), http.StatusForbidden, "forbidden"},
+		{"removed from the share during a tus upload", nil, tusPiece, setRole(""), http.StatusNotFound, "not_found"},
+		{"share link deleted", makeLink, linkList, func(t *testing.T, w *revokeWorld) {
+			if err := w.sh.DeleteLink(ctx, w.admin, w.link.ID); err != nil {
+				t.Fatal(err)
+			}
+		}, http.StatusNotFound, "not_found"},
+		{"share link expired", makeLink, linkList, func(t *testing.T, w *revokeWorld) {
+			yesterday := time.Now().UTC().AddDate(0, 0, -1).Format(share.DateLayout)
+			if _, err := w.sh.UpdateLink(ctx, w.admin, w.link.ID, share.LinkSettings{Expires: &yesterday}); err != nil {
+				t.Fatal(err)
+			}
+		}, http.StatusGone, "link_expired"},
+		{"share link's creator no longer administers the share", makeLink, linkList, func(t *testing.T, w *revokeWorld) {
+			w.shareWrites = false
+			if _, err := w.f.accounts.UpdatePerson(ctx, w.admin.Person.ID, func(p *account.Person) error { p.Admin = false; return nil }); err != nil {
+				t.Fatal(err)
+			}
+		}, http.StatusNotFound, "not_found"},
+		{"share deleted", nil, shared, func(t *testing.T, w *revokeWorld) {
+			w.shareWrites = false
+			if err := w.sh.DeleteOrgShare(ctx, w.admin, w.f.org.ID, w.share.ID); err != nil {
+				t.Fatal(err)
+			}
+		}, http.StatusGone, "root_deleted"},
+	}
+	for _, row := range rows {
+		t.Run(row.name, func(t *testing.T) {
+			w := newRevokeWorld(t)
+			if row.before != nil {
+				row.before(t, w)
+			}
+			tusPath = ""
+			for i := range 2 {
+				if st, body := row.probe(t, w); st/100 != 2 {
+					t.Fatalf("before the change (%d): %d %s", i+1, st, body)
+				}
+			}
+			w.writes(t)
+			row.change(t, w)
+			w.writes(t)
+			for range 2 {
+				st, body := row.probe(t, w)
+				wantError(t, st, body, row.status, row.code)
+			}
+		})
+	}
+}
+
+// newRevokeWorld builds a fixture for TestRevocationUnderFileWrites:
+// alice signed in from a machine and a collaborator of a share carol
+// administers, and dave of another organization.
+func newRevokeWorld(t *testing.T) *revokeWorld {
+	t.Helper()
+	ctx := context.Background()
+	w := &revokeWorld{f: newFixture(t), shareWrites: true}
+	var carol account.Person
+	carol, w.carolRoot, w.carolToken = w.f.addPerson("carol")
+	globex, err := w.f.accounts.CreateOrganization(ctx, account.OrganizationInput{Name: "Globex"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.daveRoot, err = w.f.fs.CreateRoot(ctx, "dave", vfs.RootSync); err != nil {
+		t.Fatal(err)
+	}
+	w.daveToken = w.f.personToken(account.PersonInput{OrganizationID: globex.ID, Username: "dave",
+		Email: "dave@example.com", Password: fixturePassword, RootID: w.daveRoot.ID})
+	if _, err := w.f.accounts.UpdatePerson(ctx, carol.ID, func(p *account.Person) error { p.Admin = true; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	admin, err := w.f.accounts.Caller(ctx, carol.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.admin = admin
+	w.sh = share.New(share.Options{FS: w.f.fs, Accounts: w.f.accounts})
+	if w.share, err = w.sh.CreateOrgShare(ctx, w.admin, w.f.org.ID, "Team"); err != nil {
+		t.Fatal(err)
+	}
+	subs := share.Subscribers{Persons: []share.Entry{{ID: w.f.person.ID, Channel: share.ChannelWeb, Role: share.RoleCollaborator}}}
+	if _, err := w.sh.SetSubscribers(ctx, w.admin, w.f.org.ID, w.share.ID, subs); err != nil {
+		t.Fatal(err)
+	}
+	m, err := w.f.accounts.UpsertMachine(ctx, w.f.person.ID, account.MachineInput{GUID: "alice-laptop"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.aliceTokens, err = w.f.accounts.IssueTokens(ctx, w.f.person.ID, m.ID); err != nil {
+		t.Fatal(err)
+	}
+	return w
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"time"
 
+	"berth/account"
 	"berth/agentlink"
 )
 
@@ -56,6 +57,13 @@ func (s *server) agentChannel(w http.ResponseWriter, r *http.Request) error {
 	if len(version) > 64 {
 		return Describe(ErrInvalidRequest, "agent_version is longer than 64 bytes")
 	}
+	// The session, not the token: the token expires within the hour
+	// while the agent refreshes its own and keeps the channel.
+	token, _ := bearer(r)
+	_, ses, err := s.accounts.SessionOf(r.Context(), token)
+	if err != nil {
+		return err
+	}
 	conn, err := s.agents.Attach(r.Context(), id)
 	if err != nil {
 		return err
@@ -101,16 +109,43 @@ func (s *server) agentChannel(w http.ResponseWriter, r *http.Request) error {
 		case <-conn.Gone():
 			return nil
 		case c := <-conn.Commands():
+			if !s.channelHolds(r, id, ses) {
+				// The command is dropped with the channel: its call
+				// fails as for an agent not connected (Detach).
+				return nil
+			}
 			if err := send(c); err != nil {
 				return err
 			}
 			t.Reset(channelPing)
 		case <-t.C:
+			if !s.channelHolds(r, id, ses) {
+				return nil
+			}
 			if err := send(agentlink.Command{Op: "ping"}); err != nil {
 				return err
 			}
 		}
 	}
+}
+
+// channelHolds reports whether the session the channel of machine id
+// was opened in still holds. The channel is one request, authenticated
+// when it began and held open for hours; what ends the session (signed
+// out, a new password, its person or organization disabled, its machine
+// deleted) must end the channel before the next call reaches an agent
+// that may no longer be its person's. The access token it was opened
+// with expiring is no such end: the agent refreshes its own.
+func (s *server) channelHolds(r *http.Request, id uint64, ses account.Session) bool {
+	c, err := s.accounts.SessionCaller(r.Context(), ses)
+	if err == nil {
+		err = s.accounts.TwoStepDue(r.Context(), c)
+	}
+	if err != nil {
+		s.log.Info("agent channel ended: its session no longer holds", "machine", id, "error", err)
+		return false
+	}
+	return true
 }
 
 // agentReply takes the agent's answer to one call: JSON {result} or

@@ -7,8 +7,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/pquerna/otp/totp"
 
 	"berth/account"
+	"berth/share"
 	"berth/vfs"
 )
 
@@ -194,4 +198,204 @@ func (f *fixture) tree() string {
 	}
 	walk("/")
 	return b.String()
+}
+
+// TestRevocationUnderFileWrites: what revokes a caller, or lowers what
+// their session reaches, refuses their very next WebDAV request although
+// only other people's file writes come between. File writes leave
+// kv.MetaGeneration alone, and with it the remembered login, the device
+// password's answer and the session's mounts (mountCache); the change
+// must not. Each row: alice's request is let in, file writes, the change,
+// file writes, then the same request is refused. (Removal from a share
+// or from a group it is shared with has its rows in auth_test.go.)
+func TestRevocationUnderFileWrites(t *testing.T) {
+	ctx := context.Background()
+	const propfind = `<?xml version="1.0"?><D:propfind xmlns:D="DAV:"><D:prop><D:resourcetype/></D:prop></D:propfind>`
+	type probe struct {
+		method, path, body string
+		device             bool // with alice's device password, not her main one
+	}
+	var (
+		ownDir   = probe{"PROPFIND", "/webdav/alice/", propfind, false}
+		shareGet = probe{"GET", "/webdav/Team/a.txt", "", false}
+		sharePut = probe{"PUT", "/webdav/Team/b.txt", "b", false}
+		device   = probe{"PROPFIND", "/webdav/alice/", propfind, true}
+	)
+	policy := func(fn func(*account.Policy)) func(*testing.T, *revokeWorld) {
+		return func(t *testing.T, w *revokeWorld) {
+			if _, err := w.f.accounts.UpdatePolicy(ctx, w.f.org.ID, func(p *account.Policy) error { fn(p); return nil }); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	subscribe := func(channel, role string) func(*testing.T, *revokeWorld) {
+		return func(t *testing.T, w *revokeWorld) {
+			subs := share.Subscribers{Persons: []share.Entry{{ID: w.f.person.ID, Channel: channel, Role: role}}}
+			if _, err := w.sh.SetSubscribers(ctx, w.admin, w.f.org.ID, w.share.ID, subs); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	setRole := func(role string) func(*testing.T, *revokeWorld) { return subscribe(share.ChannelWebDAV, role) }
+	setAdmin := func(v bool) func(*testing.T, *revokeWorld) {
+		return func(t *testing.T, w *revokeWorld) {
+			if _, err := w.f.accounts.UpdatePerson(ctx, w.f.person.ID, func(p *account.Person) error { p.Admin = v; return nil }); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	rows := []struct {
+		name   string
+		before func(*testing.T, *revokeWorld) // nil: none
+		probe  probe
+		change func(*testing.T, *revokeWorld)
+		status int
+	}{
+		{"WebDAV turned off by the policy", nil, ownDir, policy(func(p *account.Policy) { p.WebDAVEnabled = false }), http.StatusForbidden},
+		{"WebDAV turned off by the policy, device password", nil, device, policy(func(p *account.Policy) { p.WebDAVEnabled = false }), http.StatusForbidden},
+		{"two-step verification required by the policy", nil, ownDir, policy(func(p *account.Policy) { p.RequireTwoStepAuth = true }), http.StatusForbidden},
+		{"organization disabled", nil, ownDir, func(t *testing.T, w *revokeWorld) {
+			if _, err := w.f.accounts.UpdateOrganization(ctx, w.f.org.ID, func(o *account.Organization) error { o.Active = false; return nil }); err != nil {
+				t.Fatal(err)
+			}
+		}, http.StatusForbidden},
+		{"enrolled in two-step verification", nil, ownDir, func(t *testing.T, w *revokeWorld) {
+			en, err := w.f.accounts.EnrollTwoStep(ctx, w.f.person.ID, account.TwoStepAuthenticator, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			code, err := totp.GenerateCode(en.Secret, time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := w.f.accounts.ConfirmTwoStep(ctx, w.f.person.ID, code); err != nil {
+				t.Fatal(err)
+			}
+		}, http.StatusUnauthorized},
+		{"device password revoked", nil, device, func(t *testing.T, w *revokeWorld) {
+			if err := w.f.accounts.RevokeDevicePassword(ctx, w.f.person.ID, w.device.ID); err != nil {
+				t.Fatal(err)
+			}
+		}, http.StatusUnauthorized},
+		{"machine deleted", nil, device, func(t *testing.T, w *revokeWorld) {
+			if err := w.f.accounts.DeleteMachine(ctx, w.device.MachineID); err != nil {
+				t.Fatal(err)
+			}
+		}, http.StatusUnauthorized},
+		{"share lowered from write to read", nil, sharePut, setRole(share.RoleViewer), http.StatusForbidden},
+		{"share's channel no longer webdav", nil, shareGet, subscribe(share.ChannelWeb, share.RoleCollaborator), http.StatusNotFound},
+		{"administrator role removed, a viewer of the share", func(t *testing.T, w *revokeWorld) {
+			setRole(share.RoleViewer)(t, w)
+			setAdmin(true)(t, w)
+		}, sharePut, setAdmin(false), http.StatusForbidden},
+		{"share deleted", nil, shareGet, func(t *testing.T, w *revokeWorld) {
+			w.shareWrites = false
+			if err := w.sh.DeleteOrgShare(ctx, w.admin, w.f.org.ID, w.share.ID); err != nil {
+				t.Fatal(err)
+			}
+		}, http.StatusNotFound},
+	}
+	for _, row := range rows {
+		t.Run(row.name, func(t *testing.T) {
+			w := newRevokeWorld(t)
+			if row.before != nil {
+				row.before(t, w)
+			}
+			send := func() (int, string) {
+				req, err := http.NewRequest(row.probe.method, w.f.srv.URL+row.probe.path, strings.NewReader(row.probe.body))
+				if err != nil {
+					t.Fatal(err)
+				}
+				pw := password
+				if row.probe.device {
+					pw = w.deviceSecret
+				}
+				req.SetBasicAuth("alice", pw)
+				if row.probe.method == "PROPFIND" {
+					req.Header.Set("Depth", "0")
+				}
+				st, _, b := w.f.send(req)
+				return st, b
+			}
+			for i := range 2 {
+				if st, b := send(); st/100 != 2 {
+					t.Fatalf("%s %s before the change (%d): %d %s", row.probe.method, row.probe.path, i+1, st, b)
+				}
+			}
+			w.writes(t)
+			row.change(t, w)
+			w.writes(t)
+			for i := range 2 {
+				st, b := send()
+				want(t, fmt.Sprintf("%s %s after the change (%d)", row.probe.method, row.probe.path, i+1), st, row.status, b)
+			}
+		})
+	}
+}
+
+// revokeWorld is what TestRevocationUnderFileWrites revokes: alice, with
+// a device password, a collaborator over WebDAV of an organization share
+// (holding a.txt) that an administrator manages; bob writes files.
+type revokeWorld struct {
+	f            *fixture
+	sh           *share.Service
+	admin        account.Caller
+	share        vfs.Root
+	bobRoot      vfs.Root
+	device       account.DevicePassword
+	deviceSecret string
+	// shareWrites: files are still written into the share (not once it
+	// is deleted).
+	shareWrites bool
+}
+
+// writes are others' file writes, into bob's root and into the share:
+// commits of file contents only, which leave MetaGeneration where it was.
+func (w *revokeWorld) writes(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	meta := w.f.fs.MetaGeneration()
+	roots := []vfs.Root{w.bobRoot}
+	if w.shareWrites {
+		roots = append(roots, w.share)
+	}
+	for _, r := range roots {
+		opts := vfs.WriteOptions{Principal: "person:bob"}
+		if _, err := w.f.fs.WriteFile(ctx, r.ID, r.FolderID, "bob.txt", strings.NewReader("bob"), opts); err != nil {
+			t.Fatalf("a write into %s: %v", r.Name, err)
+		}
+	}
+	if got := w.f.fs.MetaGeneration(); got != meta {
+		t.Fatalf("file writes moved MetaGeneration from %d to %d: the row would not test the caches it means to", meta, got)
+	}
+}
+
+func newRevokeWorld(t *testing.T) *revokeWorld {
+	t.Helper()
+	ctx := context.Background()
+	w := &revokeWorld{f: newFixture(t), shareWrites: true}
+	_, w.bobRoot, _ = w.f.addPerson("bob")
+	adm, err := w.f.accounts.CreatePerson(ctx, account.PersonInput{OrganizationID: w.f.org.ID, Username: "adm",
+		Email: "adm@example.com", Password: password, Admin: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.admin, err = w.f.accounts.Caller(ctx, adm.ID); err != nil {
+		t.Fatal(err)
+	}
+	w.sh = share.New(share.Options{FS: w.f.fs, Accounts: w.f.accounts})
+	if w.share, err = w.sh.CreateOrgShare(ctx, w.admin, w.f.org.ID, "Team"); err != nil {
+		t.Fatal(err)
+	}
+	subs := share.Subscribers{Persons: []share.Entry{{ID: w.f.person.ID, Channel: share.ChannelWebDAV, Role: share.RoleCollaborator}}}
+	if _, err := w.sh.SetSubscribers(ctx, w.admin, w.f.org.ID, w.share.ID, subs); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.f.fs.WriteFile(ctx, w.share.ID, w.share.FolderID, "a.txt", strings.NewReader("a"), vfs.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if w.device, w.deviceSecret, err = w.f.accounts.CreateDevicePassword(ctx, w.f.person.ID, account.DevicePasswordInput{Name: "laptop"}); err != nil {
+		t.Fatal(err)
+	}
+	return w
 }

@@ -1,0 +1,84 @@
+package account
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+// TestSessionCaller: a session outlives its access token, as a refresh
+// would find it, and ends with what ends the session.
+func TestSessionCaller(t *testing.T) {
+	ctx := context.Background()
+	rows := []struct {
+		name   string
+		change func(t *testing.T, w *cacheWorld)
+		want   error
+	}{
+		{"nothing changed", func(*testing.T, *cacheWorld) {}, nil},
+		{"access token expired", func(_ *testing.T, w *cacheWorld) { w.clk.Add(72 * time.Hour) }, nil},
+		{"refresh token expired", func(_ *testing.T, w *cacheWorld) { w.clk.Add(w.s.opts.RefreshTTL) }, ErrInvalidToken},
+		{"session signed out", func(t *testing.T, w *cacheWorld) {
+			if err := w.s.Revoke(ctx, w.toks.RefreshToken); err != nil {
+				t.Fatal(err)
+			}
+		}, ErrInvalidToken},
+		{"password changed", func(t *testing.T, w *cacheWorld) {
+			if err := w.s.SetPassword(ctx, w.alice.ID, "another correct horse"); err != nil {
+				t.Fatal(err)
+			}
+		}, ErrInvalidToken},
+		{"person disabled", func(t *testing.T, w *cacheWorld) {
+			if _, err := w.s.UpdatePerson(ctx, w.alice.ID, func(p *Person) error { p.Active = false; return nil }); err != nil {
+				t.Fatal(err)
+			}
+		}, ErrInactive},
+		{"person deleted", func(t *testing.T, w *cacheWorld) {
+			if err := w.s.DeletePerson(ctx, w.alice.ID); err != nil {
+				t.Fatal(err)
+			}
+		}, ErrInvalidToken},
+		{"organization disabled", func(t *testing.T, w *cacheWorld) {
+			if _, err := w.s.UpdateOrganization(ctx, w.parent.ID, func(o *Organization) error { o.Active = false; return nil }); err != nil {
+				t.Fatal(err)
+			}
+		}, ErrInactive},
+		{"machine deleted", func(t *testing.T, w *cacheWorld) {
+			if err := w.s.DeleteMachine(ctx, w.device.MachineID); err != nil {
+				t.Fatal(err)
+			}
+		}, ErrInvalidToken},
+		{"policy ends sessions sooner", func(t *testing.T, w *cacheWorld) {
+			if _, err := w.s.UpdatePolicy(ctx, w.org.ID, func(p *Policy) error { p.DeactivateTokenFrequency = "1m"; return nil }); err != nil {
+				t.Fatal(err)
+			}
+			w.clk.Add(2 * time.Minute)
+		}, ErrInvalidToken},
+		{"locked by failed sign-ins", func(t *testing.T, w *cacheWorld) {
+			for range 3 {
+				w.s.Authenticate(ctx, w.alice.Username, "a wrong password 1234")
+			}
+		}, ErrAccountLocked},
+	}
+	for _, row := range rows {
+		t.Run(row.name, func(t *testing.T) {
+			w := newCacheWorld(t, row.name)
+			_, ses, err := w.s.SessionOf(ctx, w.toks.AccessToken)
+			if err != nil {
+				t.Fatal(err)
+			}
+			row.change(t, w)
+			c, err := w.s.SessionCaller(ctx, ses)
+			if (err == nil) != (row.want == nil) || !errors.Is(err, row.want) {
+				t.Fatalf("SessionCaller: %v, want %v", err, row.want)
+			}
+			if err == nil && (c.Person.ID != w.alice.ID || c.MachineID != w.device.MachineID) {
+				t.Fatalf("SessionCaller: person %d machine %d, want %d and %d", c.Person.ID, c.MachineID, w.alice.ID, w.device.MachineID)
+			}
+		})
+	}
+	if _, err := (&Service{}).SessionCaller(ctx, Session{}); !errors.Is(err, ErrInvalidToken) {
+		t.Fatalf("no session: %v", err)
+	}
+}
