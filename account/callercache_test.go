@@ -154,11 +154,16 @@ func TestCallerCacheFileWrites(t *testing.T) {
 		want   want
 	}{
 		{"nothing changed", func(*testing.T, *cacheWorld) error { return nil }, in},
-		// A device password outlives a new main password (docs/api.md,
-		// device passwords); it is revoked on its own.
+		// A device password outlives a new main password its person
+		// chose, not one reset by someone else (docs/api.md, device
+		// passwords).
 		{"password changed", func(_ *testing.T, w *cacheWorld) error {
-			return w.s.SetPassword(context.Background(), w.alice.ID, "another correct horse")
+			self := WithActor(context.Background(), Actor{Type: "person", PersonID: w.alice.ID})
+			return w.s.SetPassword(self, w.alice.ID, "another correct horse")
 		}, want{ErrInvalidCredentials, ErrInvalidToken, nil}},
+		{"password reset", func(_ *testing.T, w *cacheWorld) error {
+			return w.s.SetPassword(context.Background(), w.alice.ID, "another correct horse")
+		}, want{ErrInvalidCredentials, ErrInvalidToken, ErrInvalidCredentials}},
 		{"person disabled", func(_ *testing.T, w *cacheWorld) error {
 			_, err := w.s.UpdatePerson(context.Background(), w.alice.ID, func(p *Person) error { p.Active = false; return nil })
 			return err

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/base32"
 	"errors"
+	"strconv"
 	"strings"
 	"time"
 
@@ -372,6 +373,18 @@ func (s *Service) endDevicePasswords(tx kv.Txn, personID, machineID uint64) (int
 		n++
 	}
 	return n, nil
+}
+
+// devicePasswordsEnded says, for a password reset's record, how many
+// device passwords it ended ("" for none).
+func devicePasswordsEnded(n int) string {
+	switch n {
+	case 0:
+		return ""
+	case 1:
+		return "1 device password ended"
+	}
+	return strconv.Itoa(n) + " device passwords ended"
 }
 
 // devicePasswordChange is a Change acting on person p's device password

@@ -269,6 +269,34 @@ func TestDevicePasswordEnds(t *testing.T) {
 		}
 	})
 
+	t.Run("with a password reset, not a change", func(t *testing.T) {
+		_, secret := mk("e", 0)
+		self := WithActor(ctx, Actor{Type: "person", PersonID: alice.ID})
+		if err := s.SetPassword(self, alice.ID, "changed by alice"); err != nil {
+			t.Fatal(err)
+		}
+		if err := works(secret); err != nil {
+			t.Fatalf("after alice changed her password: %v", err)
+		}
+		admin := WithActor(ctx, Actor{Type: "person", PersonID: alice.ID + 1000})
+		if err := s.SetPassword(admin, alice.ID, "reset by an admin"); err != nil {
+			t.Fatal(err)
+		}
+		if err := works(secret); !errors.Is(err, ErrInvalidCredentials) {
+			t.Fatalf("after an administrator reset the password: %v", err)
+		}
+		_, secret = mk("f", 0)
+		if _, err := s.ResetPassword(ctx, "alice", "reset by the operator"); err != nil {
+			t.Fatal(err)
+		}
+		if err := works(secret); !errors.Is(err, ErrInvalidCredentials) {
+			t.Fatalf("after berth reset-password: %v", err)
+		}
+		if dps, err := s.DevicePasswords(ctx, alice.ID); err != nil || len(dps) != 0 {
+			t.Fatalf("device passwords left: %v, %v", dps, err)
+		}
+	})
+
 	t.Run("with its person", func(t *testing.T) {
 		_, secret := mk("d", 0)
 		if err := s.DeletePerson(ctx, alice.ID); err != nil {

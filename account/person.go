@@ -467,8 +467,12 @@ func personChangedFields(a, b Person) string {
 // SetPassword replaces the person's password and revokes all their tokens,
 // so that a changed password ends every session. It records
 // ActPasswordChanged when the actor of ctx is the person themself and
-// ActPasswordReset when it is someone else (an administrator). Errors:
-// ErrNotFound, ErrInvalid.
+// ActPasswordReset when it is someone else (an administrator). A reset
+// also ends the person's device passwords: it is how an account someone
+// else took over is taken back, and a device password made by the
+// intruder would outlive it; a person changing their own password keeps
+// theirs (docs/api.md, "Device passwords"). Errors: ErrNotFound,
+// ErrInvalid.
 func (s *Service) SetPassword(ctx context.Context, personID uint64, password string) error {
 	if err := s.checkPassword(password); err != nil {
 		return err
@@ -492,11 +496,16 @@ func (s *Service) SetPassword(ctx context.Context, personID uint64, password str
 		if err := s.revokeAll(tx, personID); err != nil {
 			return err
 		}
-		act := ActPasswordReset
 		if a := ActorFrom(ctx); a.PersonID == personID && a.Type != System.Type {
-			act = ActPasswordChanged
+			return s.record(ctx, tx, personChange(ActPasswordChanged, p))
 		}
-		return s.record(ctx, tx, personChange(act, p))
+		c := personChange(ActPasswordReset, p)
+		n, err := s.endDevicePasswords(tx, personID, 0)
+		if err != nil {
+			return err
+		}
+		c.Action = devicePasswordsEnded(n)
+		return s.record(ctx, tx, c)
 	})
 }
 
@@ -509,8 +518,8 @@ func (s *Service) CheckPassword(password string) error { return s.checkPassword(
 // ResetPassword is the way back into a lost account, for the operator of
 // a stopped data directory (berth reset-password): it gives the person
 // behind login (username or e-mail address) the password, clears the
-// login's lockout (failed attempts and lock) and ends every session, as
-// SetPassword does, in one transaction. It works for any person, not
+// login's lockout (failed attempts and lock) and ends every session and
+// device password, as SetPassword's reset does, in one transaction. It works for any person, not
 // only administrators, and also for a disabled one (the flag stays).
 // Errors: ErrNotFound (no person has that login), ErrInvalid (a
 // *FieldError for a password that is too short or too long).
@@ -540,8 +549,15 @@ func (s *Service) ResetPassword(ctx context.Context, login, password string) (Pe
 		if err := s.revokeAll(tx, p.ID); err != nil {
 			return err
 		}
+		n, err := s.endDevicePasswords(tx, p.ID, 0)
+		if err != nil {
+			return err
+		}
 		c := personChange(ActPasswordReset, p)
 		c.Action = "the lockout was cleared too"
+		if n > 0 {
+			c.Action += "; " + devicePasswordsEnded(n)
+		}
 		return s.record(ctx, tx, c)
 	})
 	if err != nil {
