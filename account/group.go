@@ -653,7 +653,7 @@ func (m *membersTxn) addPerson(id uint64) error {
 	if p.Guest {
 		return invalid("add_members", fmt.Sprintf("%d is a guest; groups hold persons and groups", id))
 	}
-	if err := m.link(k, key(pfxPersonGroup, id, g.ID)); err != nil {
+	if err := m.link(k, key(pfxPersonGroup, id, g.ID), key(pfxPerson, id)); err != nil {
 		return err
 	}
 	g.Persons++
@@ -688,7 +688,7 @@ func (m *membersTxn) addGroup(id uint64) error {
 	if path != nil {
 		return &GroupCycleError{Path: path}
 	}
-	if err := m.link(k, key(pfxGroupParent, id, g.ID)); err != nil {
+	if err := m.link(k, key(pfxGroupParent, id, g.ID), key(pfxGroup, id)); err != nil {
 		return err
 	}
 	g.Groups++
@@ -711,8 +711,14 @@ func (m *membersTxn) within(orgID uint64) (bool, error) {
 	return Within(chain, m.g.OrganizationID), nil
 }
 
-func (m *membersTxn) link(keys ...[]byte) error {
-	for _, k := range keys {
+// link writes a membership's two keys, and writes back unchanged the
+// member's record, which its deletion (DeleteGroup's last transaction,
+// DeletePerson) reads: the store detects a conflict on the keys a
+// transaction read, not on the ranges it scanned, so a deletion that
+// began before this commits would otherwise miss the membership and
+// leave it, and the group's count of it, after the member is gone.
+func (m *membersTxn) link(forward, back, member []byte) error {
+	for _, k := range [][]byte{forward, back} {
 		if m.dry != nil {
 			m.dry[string(k)] = true
 			continue
@@ -721,7 +727,14 @@ func (m *membersTxn) link(keys ...[]byte) error {
 			return err
 		}
 	}
-	return nil
+	if m.dry != nil {
+		return nil
+	}
+	v, err := m.tx.Get(member)
+	if err != nil {
+		return err
+	}
+	return m.tx.Set(member, v)
 }
 
 // unlink deletes a membership's two keys and reports whether it existed.

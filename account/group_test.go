@@ -564,6 +564,83 @@ func TestConcurrentCycle(t *testing.T) {
 	}
 }
 
+// TestConcurrentMemberDeletion: a membership added while its member's
+// deletion runs, after that transaction began and before it read the
+// member's memberships, is either seen by the deletion or refused: no
+// membership outlives its group or person, and no group counts a member
+// that is gone. The store detects a conflict on the keys a transaction
+// read, not on the ranges it scanned, so the addition must write a key
+// the deletion reads.
+func TestConcurrentMemberDeletion(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		// add adds the member to group in; del deletes the member in tx.
+		add func(w *groupWorld, in, member uint64) error
+		del func(w *groupWorld, tx kv.Txn, member uint64) error
+		// member makes the member to add and delete.
+		member func(t *testing.T, w *groupWorld) uint64
+	}{
+		{"a group added to another while DeleteGroup's last transaction runs",
+			func(w *groupWorld, in, member uint64) error {
+				_, err := w.s.UpdateMembers(context.Background(), in, MembersChange{AddGroups: []uint64{member}})
+				return err
+			},
+			func(w *groupWorld, tx kv.Txn, member uint64) error {
+				return w.s.deleteGroup(context.Background(), tx, member)
+			},
+			func(t *testing.T, w *groupWorld) uint64 { return w.group(t, w.acme.ID, "G").ID }},
+		{"a person added to a group while DeletePerson runs",
+			func(w *groupWorld, in, member uint64) error {
+				_, err := w.s.UpdateMembers(context.Background(), in, MembersChange{AddPersons: []uint64{member}})
+				return err
+			},
+			func(w *groupWorld, tx kv.Txn, member uint64) error {
+				// deleteAccount's reads and membership removal.
+				var p Person
+				if err := w.s.get(tx, key(pfxPerson, member), &p, ErrNotFound); err != nil {
+					return err
+				}
+				if err := w.s.dropMemberships(tx, member); err != nil {
+					return err
+				}
+				return tx.Delete(key(pfxPerson, member))
+			},
+			func(t *testing.T, w *groupWorld) uint64 { return w.bob.ID }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w := newGroupWorld(t)
+			ctx := context.Background()
+			parent := w.group(t, w.acme.ID, "P")
+			member := c.member(t, w)
+			first := true
+			err := w.s.db.Update(ctx, func(tx kv.Txn) error {
+				if first {
+					first = false
+					// The addition commits after this transaction's
+					// snapshot, before it reads anything.
+					done := make(chan error)
+					go func() { done <- c.add(w, parent.ID, member) }()
+					if err := <-done; err != nil {
+						return err
+					}
+				}
+				return c.del(w, tx, member)
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range []string{pfxGroupPerson, pfxPersonGroup, pfxGroupGroup, pfxGroupParent} {
+				if n := countKeys(t, w.s, p); n != 0 {
+					t.Errorf("%s holds %d keys after the member went, want 0", p, n)
+				}
+			}
+			if g, err := w.s.Group(ctx, parent.ID); err != nil || g.Persons != 0 || g.Groups != 0 {
+				t.Errorf("P counts %d persons and %d groups (%v), want none", g.Persons, g.Groups, err)
+			}
+		})
+	}
+}
+
 // fillGroup gives group id n member persons with ids from first on,
 // writing the membership keys directly: the persons need not exist for
 // what reads and deletes memberships, and creating thousands would cost
