@@ -279,7 +279,11 @@ func (s *Service) SignInWithNewPassword(ctx context.Context, login, password, ne
 		}
 		return Person{}, err
 	}
-	if err := s.SetPassword(ctx, p.ID, newPassword); err != nil {
+	// The person changes their own password, proving the current one:
+	// a change, not a reset (which SetPassword takes a change without
+	// the person as actor for, and which ends their device passwords).
+	// The token route that calls this has no actor yet.
+	if err := s.SetPassword(WithActor(ctx, Caller{Person: p}.Actor()), p.ID, newPassword); err != nil {
 		return Person{}, err
 	}
 	return s.Person(ctx, p.ID)

@@ -278,6 +278,14 @@ func TestDevicePasswordEnds(t *testing.T) {
 		if err := works(secret); err != nil {
 			t.Fatalf("after alice changed her password: %v", err)
 		}
+		// The token route's new_password: a sign-in, with no actor yet,
+		// by the person who gives the current password.
+		if _, err := s.SignInWithNewPassword(ctx, "alice", "changed by alice", "changed at sign-in"); err != nil {
+			t.Fatal(err)
+		}
+		if err := works(secret); err != nil {
+			t.Fatalf("after alice changed her password signing in: %v", err)
+		}
 		admin := WithActor(ctx, Actor{Type: "person", PersonID: alice.ID + 1000})
 		if err := s.SetPassword(admin, alice.ID, "reset by an admin"); err != nil {
 			t.Fatal(err)
