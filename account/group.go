@@ -234,7 +234,8 @@ func (s *Service) UpdateGroup(ctx context.Context, id uint64, u GroupUpdate) (Gr
 }
 
 // membershipBatch is the most memberships one transaction writes when
-// UpdateMembers or DeleteGroup has more to write. Each is two keys; the
+// UpdateMembers or DeleteGroup has more to write. Each is two keys (an
+// addition also writes its member's record back, link); the
 // metadata store bounds a transaction's keys by its memtable (8 MiB,
 // the default: some 13,000; 3 MiB still takes a batch, 1 MiB, the least
 // memory.kv_memtable takes, does not: there a batch the store refuses
