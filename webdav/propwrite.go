@@ -504,9 +504,9 @@ func (a *answerWriter) send() {
 }
 
 // close sends last, unless nil, waits for every piece to be sent, and
-// returns the buffers to the pool and the first failed write. It must be
-// called before the handler returns (nothing may write to w after), and
-// may be called again.
+// returns the buffers to the pool, unless a write failed, and the first
+// failed write. It must be called before the handler returns (nothing
+// may write to w after), and may be called again.
 func (a *answerWriter) close(last []byte) error {
 	if a.closed {
 		return a.err
@@ -517,8 +517,9 @@ func (a *answerWriter) close(last []byte) error {
 	}
 	if a.full == nil {
 		if last != nil {
-			_, a.err = a.w.Write(last)
-			putPiece(last)
+			if _, a.err = a.w.Write(last); a.err == nil {
+				putPiece(last)
+			}
 		}
 		return a.err
 	}
@@ -528,8 +529,15 @@ func (a *answerWriter) close(last []byte) error {
 	close(a.full)
 	<-a.done
 	close(a.empty)
-	for b := range a.empty {
-		putPiece(b)
+	// A failed write's bytes may still be read after it returned:
+	// net/http's HTTP/2 writer returns errStreamClosed once the client
+	// resets the stream, while the frame it handed on may still be
+	// being copied (writeDataFromHandler). Another answer must not fill
+	// them with its listing, so those buffers go to the collector.
+	if a.err == nil {
+		for b := range a.empty {
+			putPiece(b)
+		}
 	}
 	return a.err
 }

@@ -1,7 +1,9 @@
 package webdav
 
 import (
+	"bytes"
 	"encoding/xml"
+	"errors"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -118,6 +120,51 @@ func TestAnswerPieces(t *testing.T) {
 		for i, n := range w.sizes[:len(w.sizes)-1] {
 			if n != answerPiece {
 				t.Fatalf("entries of %v: write %d of %d is %d bytes", sizes[:6], i, len(w.sizes), n)
+			}
+		}
+	}
+}
+
+// retainingWriter fails every write and keeps what it was given, as
+// net/http's HTTP/2 writer may: a Write returns errStreamClosed once the
+// client resets the stream, while the frame it handed on may still be
+// being copied out of its bytes (writeDataFromHandler).
+type retainingWriter struct{ kept [][]byte }
+
+func (w *retainingWriter) Write(p []byte) (int, error) {
+	w.kept = append(w.kept, p)
+	return 0, errors.New("stream closed")
+}
+
+// TestAnswerFailedWrite: the buffers of an answer whose write failed are
+// not handed to another answer, which would fill what the failed write
+// may still be reading with another listing, whether the answer was one
+// piece (written by close) or several (by the sender).
+func TestAnswerFailedWrite(t *testing.T) {
+	for _, n := range []int{100, 3*answerPiece + 100} {
+		var w retainingWriter
+		a := newAnswerWriter(&w)
+		b := append(a.take(), bytes.Repeat([]byte{'a'}, n)...)
+		for len(b) >= answerPiece {
+			b = a.put(b)
+		}
+		if err := a.close(b); err == nil {
+			t.Fatalf("%d bytes: close gave no error", n)
+		}
+		for range 4 {
+			o := newAnswerWriter(io.Discard)
+			c := o.take()
+			for range 200 { // entries of 1000 bytes, in the pieces' room
+				c = append(c, bytes.Repeat([]byte{'b'}, 1000)...)
+				for len(c) >= answerPiece {
+					c = o.put(c)
+				}
+			}
+			_ = o.close(c)
+		}
+		for i, p := range w.kept {
+			if bytes.IndexByte(p, 'b') >= 0 {
+				t.Fatalf("%d bytes: write %d's bytes were reused by another answer", n, i)
 			}
 		}
 	}
