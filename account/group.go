@@ -258,7 +258,8 @@ const membershipBatch = 2000
 // unrecorded. Then one transaction removes what a concurrent change
 // added meanwhile, and the group. A failure between leaves the group,
 // marked Deleting, with fewer memberships, never a membership without its
-// group; DeleteGroup called again completes it, without a second record.
+// group; DeleteGroup called again completes it, without a second record,
+// as FinishGroupDeletions does at the daemon's start.
 func (s *Service) DeleteGroup(ctx context.Context, id uint64) error {
 	err := s.db.Update(ctx, func(tx kv.Txn) error { return s.deleteGroup(ctx, tx, id) })
 	if !errors.Is(err, kv.ErrTxnTooBig) {
@@ -268,6 +269,42 @@ func (s *Service) DeleteGroup(ctx context.Context, id uint64) error {
 		return err
 	}
 	return s.db.Update(ctx, func(tx kv.Txn) error { return s.deleteGroup(ctx, tx, id) })
+}
+
+// FinishGroupDeletions completes the deletion of every group left marked
+// Deleting (a crash, or a request that failed between DeleteGroup's
+// batches), as DeleteGroup called again would, without a second record,
+// and returns how many it finished. The daemon runs it at start, so that
+// a half-deleted group does not stay, with part of its members, until
+// someone deletes it again. A group another node finishes meanwhile is
+// not an error.
+func (s *Service) FinishGroupDeletions(ctx context.Context) (int, error) {
+	var ids []uint64
+	err := s.db.View(ctx, func(tx kv.Txn) error {
+		ids = ids[:0]
+		prefix := []byte(pfxGroup)
+		return tx.Scan(prefix, nil, func(k, v []byte) error {
+			var g Group
+			if err := s.codec.unmarshal(v, &g); err != nil {
+				return err
+			}
+			if g.Deleting {
+				ids = append(ids, kv.Uint64At(k, len(prefix)))
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, id := range ids {
+		if err := s.DeleteGroup(ctx, id); err != nil && !errors.Is(err, ErrNotFound) {
+			return n, fmt.Errorf("account: finishing the deletion of group %d: %w", id, err)
+		}
+		n++
+	}
+	return n, nil
 }
 
 // dropGroupMemberships removes the memberships of group id in batches,

@@ -680,28 +680,35 @@ func TestDeleteFullGroup(t *testing.T) {
 		memtable int64
 		fill     func(t *testing.T, s *Service, id uint64)
 		// interrupt stops the first DeleteGroup after its first batch
-		// (as a crash would), and a second call completes it.
-		interrupt bool
+		// (as a crash would), and a second call completes it, or
+		// FinishGroupDeletions when finish is set.
+		interrupt, finish bool
 	}{
-		{"a few persons, one transaction", 0, func(t *testing.T, s *Service, id uint64) { fillGroup(t, s, id, 1000, 3) }, false},
-		{"persons", 0, func(t *testing.T, s *Service, id uint64) { fillGroup(t, s, id, 1000, MaxGroupMembers) }, false},
+		{"a few persons, one transaction", 0, func(t *testing.T, s *Service, id uint64) { fillGroup(t, s, id, 1000, 3) }, false, false},
+		{"persons", 0, func(t *testing.T, s *Service, id uint64) { fillGroup(t, s, id, 1000, MaxGroupMembers) }, false, false},
 		// Deleting a group full of groups failed on every try: only
 		// person memberships were removed in batches.
-		{"groups", 0, func(t *testing.T, s *Service, id uint64) { fillGroupGroups(t, s, id, 1<<40, MaxGroupMembers) }, false},
+		{"groups", 0, func(t *testing.T, s *Service, id uint64) { fillGroupGroups(t, s, id, 1<<40, MaxGroupMembers) }, false, false},
 		// With a 1 MiB memtable a batch of 2,000 failed with
 		// kv.ErrTxnTooBig on every try.
-		{"persons, 1 MiB memtable", smallMemtable, func(t *testing.T, s *Service, id uint64) { fillGroup(t, s, id, 1000, MaxGroupMembers) }, false},
-		{"groups, 1 MiB memtable", smallMemtable, func(t *testing.T, s *Service, id uint64) { fillGroupGroups(t, s, id, 1<<40, MaxGroupMembers) }, false},
-		{"in groups, 1 MiB memtable", smallMemtable, func(t *testing.T, s *Service, id uint64) { fillParentGroups(t, s, id, 1<<40, MaxGroupMembers) }, false},
+		{"persons, 1 MiB memtable", smallMemtable, func(t *testing.T, s *Service, id uint64) { fillGroup(t, s, id, 1000, MaxGroupMembers) }, false, false},
+		{"groups, 1 MiB memtable", smallMemtable, func(t *testing.T, s *Service, id uint64) { fillGroupGroups(t, s, id, 1<<40, MaxGroupMembers) }, false, false},
+		{"in groups, 1 MiB memtable", smallMemtable, func(t *testing.T, s *Service, id uint64) { fillParentGroups(t, s, id, 1<<40, MaxGroupMembers) }, false, false},
 		// The batches recorded nothing: a deletion cut short left
 		// memberships removed without a record.
-		{"interrupted and sent again", smallMemtable, func(t *testing.T, s *Service, id uint64) { fillGroup(t, s, id, 1000, MaxGroupMembers) }, true},
+		{"interrupted and sent again", smallMemtable, func(t *testing.T, s *Service, id uint64) { fillGroup(t, s, id, 1000, MaxGroupMembers) }, true, false},
+		// A deletion cut short stayed, half done, until someone
+		// deleted the group again.
+		{"interrupted and finished at the next start", smallMemtable, func(t *testing.T, s *Service, id uint64) { fillGroup(t, s, id, 1000, MaxGroupMembers) }, true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := newGroupWorldMem(t, tc.memtable)
 			ctx := context.Background()
 			a := w.group(t, w.acme.ID, "A")
 			tc.fill(t, w.s, a.ID)
+			// Another group, not being deleted, which
+			// FinishGroupDeletions leaves.
+			other := w.group(t, w.acme.ID, "B")
 			before := len(w.log.activities())
 			if tc.interrupt {
 				cut, cancel := context.WithCancel(ctx)
@@ -719,11 +726,18 @@ func TestDeleteFullGroup(t *testing.T) {
 					t.Fatalf("%d membership keys left, the group counts %d", n, g.Persons)
 				}
 			}
-			if err := w.s.DeleteGroup(ctx, a.ID); err != nil {
+			if tc.finish {
+				if n, err := w.s.FinishGroupDeletions(ctx); err != nil || n != 1 {
+					t.Fatalf("FinishGroupDeletions: %d, %v; want 1", n, err)
+				}
+			} else if err := w.s.DeleteGroup(ctx, a.ID); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := w.s.Group(ctx, a.ID); !errors.Is(err, ErrNotFound) {
 				t.Errorf("deleted group: %v", err)
+			}
+			if _, err := w.s.Group(ctx, other.ID); err != nil {
+				t.Errorf("the group not deleted: %v", err)
 			}
 			for _, p := range []string{pfxPersonGroup, pfxGroupPerson, pfxGroupGroup, pfxGroupParent} {
 				if n := countKeys(t, w.s, p); n != 0 {

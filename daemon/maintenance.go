@@ -279,3 +279,20 @@ func expireUploads(ctx context.Context, period time.Duration, st *stores, log *s
 		})
 	})
 }
+
+// finishGroupDeletions completes, once at start, the group deletions that
+// a crash or a failed request left half done between their batches
+// (account.FinishGroupDeletions), so that such a group does not stay,
+// with part of its members, until someone deletes it again. In a cluster
+// the node holding the job's lease does it; another node's start finds
+// none left.
+func finishGroupDeletions(ctx context.Context, st *stores, accounts *account.Service, log *slog.Logger) {
+	st.jobs.once(ctx, "finish-group-deletions", func(ctx context.Context) {
+		n, err := accounts.FinishGroupDeletions(account.WithActor(ctx, account.System))
+		if err != nil && ctx.Err() == nil {
+			log.Error("finishing group deletions", "error", err, "finished", n)
+		} else if n > 0 {
+			log.Info("finished group deletions left half done", "groups", n)
+		}
+	})
+}
