@@ -267,6 +267,25 @@ GO_PUT="$(for _ in 1 2 3; do
 	[ "$code" = 201 ] || die "bare Go server: PUT big: $out"
 	awk -v b="$BIG_BYTES" -v t="$t" 'BEGIN {printf "%.1f\n", b / t / 1e6}'
 done | median3)"
+# berth's wrk run and the bare server's are minutes apart, at other load
+# averages, and one run of either swung by a fifth between two quiet runs
+# of this script. So the two also take turns while both run, 5 s each,
+# three times; the ratio of the medians is the steadier figure.
+log "4 KiB GETs, berth and the bare Go server taking turns, 3 x 5 s each"
+wrk_rate() {
+	local out
+	out="$(wrk -t2 -c32 -d5s --timeout 5s -H "Authorization: Basic $(printf '%s:%s' admin "$PW" | base64 -w0)" "$1")"
+	if grep -q 'Non-2xx' <<<"$out"; then die "wrk $1: $out"; fi
+	awk '/^Requests\/sec:/ {printf "%.0f\n", $2}' <<<"$out"
+}
+TURNS_BERTH="" TURNS_GO=""
+for _ in 1 2 3; do
+	TURNS_BERTH+="$(wrk_rate "https://127.0.0.1:$BPORT${ROOTHREF}small/f00000.bin")"$'\n'
+	TURNS_GO+="$(wrk_rate "https://$GADDR/f00000.bin")"$'\n'
+done
+TURN_BERTH="$(printf '%s' "$TURNS_BERTH" | median3)"
+TURN_GO="$(printf '%s' "$TURNS_GO" | median3)"
+
 # The same server storing what it is sent, durably and with nothing else
 # (davload's durableHandler): the floor under every durable server here,
 # for the figures where nginx and Apache, which sync nothing, set the
@@ -323,6 +342,7 @@ echo "| $SMALL_N files of 4 KiB, each fdatasynced (directory not), 8 writers, fi
 echo "| bare Go HTTPS server, ${BIG_MIB} MiB PUT read and discarded, MB/s, median of 3 | $GO_PUT | $(ratio "${R[berth.put]}" "$GO_PUT") |"
 echo "| bare Go HTTPS server, ${BIG_MIB} MiB GET from memory, MB/s, median of 3 | $GO_GET | $(ratio "${R[berth.get]}" "$GO_GET") |"
 echo "| bare Go HTTPS server, 4 KiB from memory, same Basic check, wrk -t2 -c32, requests/s | $GO_WRK | $(ratio "${R[berth.wrk]}" "$GO_WRK") |"
+echo "| the same, berth and the bare server taking turns, 3 x 5 s each, median requests/s (berth's: $TURN_BERTH) | $TURN_GO | $(ratio "$TURN_BERTH" "$TURN_GO") |"
 echo "| bare Go HTTPS server, durable, ${BIG_MIB} MiB PUT written and fdatasynced, MB/s, median of 3 | $GO_DPUT | $(ratio "${R[berth.put]}" "$GO_DPUT") |"
 echo "| bare Go HTTPS server, durable, $SMALL_N PUTs of 4 KiB, 8 clients, each fdatasynced with its folder, files/s | $GO_DSMALL | $(ratio "${R[berth.small]}" "$GO_DSMALL") |"
 echo "| bare Go HTTPS server, durable, MKCOL+PUT+MOVE+DELETE cycles, 4 clients, each step synced, per s | $GO_DCYCLE | $(ratio "${R[berth.cycle]}" "$GO_DCYCLE") |"
