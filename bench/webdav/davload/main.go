@@ -262,24 +262,8 @@ func fsyncFiles(dir string, n, conc, size int) error {
 		return err
 	}
 	return eachFile(context.Background(), n, conc, size, func(i int, body []byte) error {
-		return writeSynced(fmt.Sprintf("%s/f%05d.bin", dir, i), body)
+		return writeDurable(fmt.Sprintf("%s/f%05d.bin", dir, i), bytes.NewReader(body), nil)
 	})
-}
-
-func writeSynced(name string, data []byte) error {
-	f, err := os.Create(name)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := unix.Fdatasync(int(f.Fd())); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }
 
 // serve answers every request with size bytes (200, application/octet-
@@ -467,7 +451,8 @@ func durableHandler(dir string) http.HandlerFunc {
 	}
 }
 
-// writeDurable writes r to name and fdatasyncs it.
+// writeDurable writes r to name and fdatasyncs it. buf is CopyBuffer's
+// (nil for a reader that writes itself out, as bytes.Reader does).
 func writeDurable(name string, r io.Reader, buf []byte) error {
 	f, err := os.Create(name)
 	if err != nil {
