@@ -375,18 +375,8 @@ func newRevokeWorld(t *testing.T) *revokeWorld {
 	ctx := context.Background()
 	w := &revokeWorld{f: newFixture(t), shareWrites: true}
 	_, w.bobRoot, _ = w.f.addPerson("bob")
-	adm, err := w.f.accounts.CreatePerson(ctx, account.PersonInput{OrganizationID: w.f.org.ID, Username: "adm",
-		Email: "adm@example.com", Password: password, Admin: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if w.admin, err = w.f.accounts.Caller(ctx, adm.ID); err != nil {
-		t.Fatal(err)
-	}
-	w.sh = share.New(share.Options{FS: w.f.fs, Accounts: w.f.accounts})
-	if w.share, err = w.sh.CreateOrgShare(ctx, w.admin, w.f.org.ID, "Team"); err != nil {
-		t.Fatal(err)
-	}
+	w.sh, w.admin, w.share = w.f.orgShare("Team")
+	var err error
 	subs := share.Subscribers{Persons: []share.Entry{{ID: w.f.person.ID, Channel: share.ChannelWebDAV, Role: share.RoleCollaborator}}}
 	if _, err := w.sh.SetSubscribers(ctx, w.admin, w.f.org.ID, w.share.ID, subs); err != nil {
 		t.Fatal(err)
