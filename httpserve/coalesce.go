@@ -170,14 +170,15 @@ func ConnContext(ctx context.Context, c net.Conn) context.Context {
 
 // Hold gathers the records of r's connection into large writes until the
 // returned release, which flushes w (net/http's buffers) when the answer's
-// Content-Length is set, writes what is gathered, and must be called before the handler returns; its error is a
-// failed write to the client. It holds nothing, and release does nothing,
-// unless r is an HTTP/1 GET or PROPFIND (a listing's long answer, which
-// its handler writes alone, as a download's) on a CoalesceListener's
-// connection.
+// Content-Length is set, writes what is gathered, and must be called
+// before the handler returns; its error is a
+// failed write to the client. Its callers are the handlers whose answer
+// is at hand as it is sent (a stored file, a listing), never one made
+// while the client waits (a zip). It holds nothing, and release does
+// nothing, unless r is HTTP/1 on a CoalesceListener's connection.
 func Hold(w http.ResponseWriter, r *http.Request) (release func() error) {
 	cc, _ := r.Context().Value(connKey{}).(*coalesceConn)
-	if cc == nil || r.ProtoMajor != 1 || (r.Method != http.MethodGet && r.Method != "PROPFIND") {
+	if cc == nil || r.ProtoMajor != 1 {
 		return func() error { return nil }
 	}
 	cc.hold()
