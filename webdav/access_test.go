@@ -1,6 +1,7 @@
 package webdav_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -205,21 +206,39 @@ func (f *fixture) tree() string {
 // only other people's file writes come between. File writes leave
 // kv.MetaGeneration alone, and with it the remembered login, the device
 // password's answer and the session's mounts (mountCache); the change
-// must not. Each row: alice's request is let in, file writes, the change,
-// file writes, then the same request is refused. (Removal from a share
-// or from a group it is shared with has its rows in auth_test.go.)
+// must not. Each row: alice's requests are let in, twice, file writes,
+// the change, file writes, then the same requests are refused, twice,
+// while others' requests a row names go on being let in. File writes
+// come between every two rounds.
 func TestRevocationUnderFileWrites(t *testing.T) {
 	ctx := context.Background()
 	const propfind = `<?xml version="1.0"?><D:propfind xmlns:D="DAV:"><D:prop><D:resourcetype/></D:prop></D:propfind>`
 	type probe struct {
 		method, path, body string
-		device             bool // with alice's device password, not her main one
+		device             bool   // with alice's device password, not her main one
+		user               string // "": alice
+		depth              string // a PROPFIND's; "": 0
+	}
+	// check is a probe and its status after the change.
+	type check struct {
+		probe
+		status int
 	}
 	var (
-		ownDir   = probe{"PROPFIND", "/webdav/alice/", propfind, false}
-		shareGet = probe{"GET", "/webdav/Team/a.txt", "", false}
-		sharePut = probe{"PUT", "/webdav/Team/b.txt", "b", false}
-		device   = probe{"PROPFIND", "/webdav/alice/", propfind, true}
+		ownDir   = probe{method: "PROPFIND", path: "/webdav/alice/", body: propfind}
+		shareGet = probe{method: "GET", path: "/webdav/Team/a.txt"}
+		sharePut = probe{method: "PUT", path: "/webdav/Team/b.txt", body: "b"}
+		device   = probe{method: "PROPFIND", path: "/webdav/alice/", body: propfind, device: true}
+		// What a share taken away answers, beside shareGet: its name is
+		// what a name that is no mount gets, 404 to read, 409 to write
+		// below it. bob, a subscriber himself, keeps it, and alice her
+		// own root.
+		shareGone = []check{
+			{probe{method: "PROPFIND", path: "/webdav/Team/", body: propfind, depth: "1"}, http.StatusNotFound},
+			{sharePut, http.StatusConflict},
+			{probe{method: "GET", path: "/webdav/Team/a.txt", user: "bob"}, http.StatusOK},
+			{ownDir, http.StatusMultiStatus},
+		}
 	)
 	policy := func(fn func(*account.Policy)) func(*testing.T, *revokeWorld) {
 		return func(t *testing.T, w *revokeWorld) {
@@ -237,6 +256,24 @@ func TestRevocationUnderFileWrites(t *testing.T) {
 		}
 	}
 	setRole := func(role string) func(*testing.T, *revokeWorld) { return subscribe(share.ChannelWebDAV, role) }
+	// withBob subscribes bob beside alice, or beside a group of hers.
+	withBob := func(t *testing.T, w *revokeWorld, subs share.Subscribers) {
+		subs.Persons = append(subs.Persons, share.Entry{ID: w.bob.ID, Channel: share.ChannelWebDAV, Role: share.RoleCollaborator})
+		if _, err := w.sh.SetSubscribers(ctx, w.admin, w.f.org.ID, w.share.ID, subs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// viaGroup gives the share to a group of alice's instead of to her.
+	viaGroup := func(t *testing.T, w *revokeWorld) {
+		var err error
+		if w.group, err = w.f.accounts.CreateGroup(ctx, account.GroupInput{OrganizationID: w.f.org.ID, Name: "Team members"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.f.accounts.UpdateMembers(ctx, w.group.ID, account.MembersChange{AddPersons: []uint64{w.f.person.ID}}); err != nil {
+			t.Fatal(err)
+		}
+		withBob(t, w, share.Subscribers{Groups: []share.Entry{{ID: w.group.ID, Channel: share.ChannelWebDAV, Role: share.RoleCollaborator}}})
+	}
 	setAdmin := func(v bool) func(*testing.T, *revokeWorld) {
 		return func(t *testing.T, w *revokeWorld) {
 			if _, err := w.f.accounts.UpdatePerson(ctx, w.f.person.ID, func(p *account.Person) error { p.Admin = v; return nil }); err != nil {
@@ -250,15 +287,16 @@ func TestRevocationUnderFileWrites(t *testing.T) {
 		probe  probe
 		change func(*testing.T, *revokeWorld)
 		status int
+		also   []check // further requests, alice's or others'
 	}{
-		{"WebDAV turned off by the policy", nil, ownDir, policy(func(p *account.Policy) { p.WebDAVEnabled = false }), http.StatusForbidden},
-		{"WebDAV turned off by the policy, device password", nil, device, policy(func(p *account.Policy) { p.WebDAVEnabled = false }), http.StatusForbidden},
-		{"two-step verification required by the policy", nil, ownDir, policy(func(p *account.Policy) { p.RequireTwoStepAuth = true }), http.StatusForbidden},
+		{"WebDAV turned off by the policy", nil, ownDir, policy(func(p *account.Policy) { p.WebDAVEnabled = false }), http.StatusForbidden, nil},
+		{"WebDAV turned off by the policy, device password", nil, device, policy(func(p *account.Policy) { p.WebDAVEnabled = false }), http.StatusForbidden, nil},
+		{"two-step verification required by the policy", nil, ownDir, policy(func(p *account.Policy) { p.RequireTwoStepAuth = true }), http.StatusForbidden, nil},
 		{"organization disabled", nil, ownDir, func(t *testing.T, w *revokeWorld) {
 			if _, err := w.f.accounts.UpdateOrganization(ctx, w.f.org.ID, func(o *account.Organization) error { o.Active = false; return nil }); err != nil {
 				t.Fatal(err)
 			}
-		}, http.StatusForbidden},
+		}, http.StatusForbidden, nil},
 		{"enrolled in two-step verification", nil, ownDir, func(t *testing.T, w *revokeWorld) {
 			en, err := w.f.accounts.EnrollTwoStep(ctx, w.f.person.ID, account.TwoStepAuthenticator, "")
 			if err != nil {
@@ -271,29 +309,44 @@ func TestRevocationUnderFileWrites(t *testing.T) {
 			if _, err := w.f.accounts.ConfirmTwoStep(ctx, w.f.person.ID, code); err != nil {
 				t.Fatal(err)
 			}
-		}, http.StatusUnauthorized},
+		}, http.StatusUnauthorized, nil},
 		{"device password revoked", nil, device, func(t *testing.T, w *revokeWorld) {
 			if err := w.f.accounts.RevokeDevicePassword(ctx, w.f.person.ID, w.device.ID); err != nil {
 				t.Fatal(err)
 			}
-		}, http.StatusUnauthorized},
+		}, http.StatusUnauthorized, nil},
 		{"machine deleted", nil, device, func(t *testing.T, w *revokeWorld) {
 			if err := w.f.accounts.DeleteMachine(ctx, w.device.MachineID); err != nil {
 				t.Fatal(err)
 			}
-		}, http.StatusUnauthorized},
-		{"share lowered from write to read", nil, sharePut, setRole(share.RoleViewer), http.StatusForbidden},
-		{"share's channel no longer webdav", nil, shareGet, subscribe(share.ChannelWeb, share.RoleCollaborator), http.StatusNotFound},
+		}, http.StatusUnauthorized, nil},
+		{"share lowered from write to read", nil, sharePut, setRole(share.RoleViewer), http.StatusForbidden, nil},
+		{"share's channel no longer webdav", nil, shareGet, subscribe(share.ChannelWeb, share.RoleCollaborator), http.StatusNotFound, nil},
 		{"administrator role removed, a viewer of the share", func(t *testing.T, w *revokeWorld) {
 			setRole(share.RoleViewer)(t, w)
 			setAdmin(true)(t, w)
-		}, sharePut, setAdmin(false), http.StatusForbidden},
+		}, sharePut, setAdmin(false), http.StatusForbidden, nil},
 		{"share deleted", nil, shareGet, func(t *testing.T, w *revokeWorld) {
 			w.shareWrites = false
 			if err := w.sh.DeleteOrgShare(ctx, w.admin, w.f.org.ID, w.share.ID); err != nil {
 				t.Fatal(err)
 			}
-		}, http.StatusNotFound},
+		}, http.StatusNotFound, nil},
+		{"share subscription removed", func(t *testing.T, w *revokeWorld) {
+			withBob(t, w, share.Subscribers{Persons: []share.Entry{{ID: w.f.person.ID, Channel: share.ChannelWebDAV, Role: share.RoleCollaborator}}})
+		}, shareGet, func(t *testing.T, w *revokeWorld) {
+			withBob(t, w, share.Subscribers{})
+		}, http.StatusNotFound, shareGone},
+		{"removed from the group the share is given to", viaGroup, shareGet, func(t *testing.T, w *revokeWorld) {
+			if _, err := w.f.accounts.UpdateMembers(ctx, w.group.ID, account.MembersChange{RemovePersons: []uint64{w.f.person.ID}}); err != nil {
+				t.Fatal(err)
+			}
+		}, http.StatusNotFound, shareGone},
+		{"the group the share is given to deleted", viaGroup, shareGet, func(t *testing.T, w *revokeWorld) {
+			if err := w.f.accounts.DeleteGroup(ctx, w.group.ID); err != nil {
+				t.Fatal(err)
+			}
+		}, http.StatusNotFound, shareGone},
 	}
 	for _, row := range rows {
 		t.Run(row.name, func(t *testing.T) {
@@ -301,33 +354,39 @@ func TestRevocationUnderFileWrites(t *testing.T) {
 			if row.before != nil {
 				row.before(t, w)
 			}
-			send := func() (int, string) {
-				req, err := http.NewRequest(row.probe.method, w.f.srv.URL+row.probe.path, strings.NewReader(row.probe.body))
+			send := func(p probe) (int, string) {
+				req, err := http.NewRequest(p.method, w.f.srv.URL+p.path, strings.NewReader(p.body))
 				if err != nil {
 					t.Fatal(err)
 				}
 				pw := password
-				if row.probe.device {
+				if p.device {
 					pw = w.deviceSecret
 				}
-				req.SetBasicAuth("alice", pw)
-				if row.probe.method == "PROPFIND" {
-					req.Header.Set("Depth", "0")
+				req.SetBasicAuth(cmp.Or(p.user, "alice"), pw)
+				if p.method == "PROPFIND" {
+					req.Header.Set("Depth", cmp.Or(p.depth, "0"))
 				}
 				st, _, b := w.f.send(req)
 				return st, b
 			}
+			checks := append([]check{{row.probe, row.status}}, row.also...)
 			for i := range 2 {
-				if st, b := send(); st/100 != 2 {
-					t.Fatalf("%s %s before the change (%d): %d %s", row.probe.method, row.probe.path, i+1, st, b)
+				w.writes(t)
+				for _, c := range checks {
+					if st, b := send(c.probe); st/100 != 2 {
+						t.Fatalf("%s's %s %s before the change (%d): %d %s", cmp.Or(c.user, "alice"), c.method, c.path, i+1, st, b)
+					}
 				}
 			}
 			w.writes(t)
 			row.change(t, w)
-			w.writes(t)
 			for i := range 2 {
-				st, b := send()
-				want(t, fmt.Sprintf("%s %s after the change (%d)", row.probe.method, row.probe.path, i+1), st, row.status, b)
+				w.writes(t)
+				for _, c := range checks {
+					st, b := send(c.probe)
+					want(t, fmt.Sprintf("%s's %s %s after the change (%d)", cmp.Or(c.user, "alice"), c.method, c.path, i+1), st, c.status, b)
+				}
 			}
 		})
 	}
@@ -338,6 +397,8 @@ func TestRevocationUnderFileWrites(t *testing.T) {
 // (holding a.txt) that an administrator manages; bob writes files.
 type revokeWorld struct {
 	f            *fixture
+	bob          account.Person
+	group        account.Group // a group of alice's, where a row makes one
 	sh           *share.Service
 	admin        account.Caller
 	share        vfs.Root
@@ -374,7 +435,7 @@ func newRevokeWorld(t *testing.T) *revokeWorld {
 	t.Helper()
 	ctx := context.Background()
 	w := &revokeWorld{f: newFixture(t), shareWrites: true}
-	_, w.bobRoot, _ = w.f.addPerson("bob")
+	w.bob, w.bobRoot, _ = w.f.addPerson("bob")
 	w.sh, w.admin, w.share = w.f.orgShare("Team")
 	var err error
 	subs := share.Subscribers{Persons: []share.Entry{{ID: w.f.person.ID, Channel: share.ChannelWebDAV, Role: share.RoleCollaborator}}}

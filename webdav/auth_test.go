@@ -184,23 +184,6 @@ func TestAuth(t *testing.T) {
 			put("deleted root", newPassword, "e.txt", http.StatusConflict)
 		}},
 
-		// Taking a share away from a person, taking the person out of
-		// the group a share is given to, or deleting that group ends
-		// their access at their next request, though their remembered login and mounts outlast file
-		// writes (kv.MetaGeneration, which file writes leave alone): the
-		// share's name is then what a name that is no mount gets, 404 to
-		// read and 409 to write below it, and PUTs of their own and of
-		// others around the change do not bring it back.
-		{"taking a share away ends it at the next request", func(t *testing.T) {
-			revokeCase(t, revokeSubscriber)
-		}},
-		{"taking the person out of the group a share is given to ends it at the next request", func(t *testing.T) {
-			revokeCase(t, revokeMember)
-		}},
-		{"deleting the group a share is given to ends it at the next request", func(t *testing.T) {
-			revokeCase(t, revokeGroup)
-		}},
-
 		// A client that opens with several requests at once (Windows, rclone's
 		// parallel transfers, each time the remembered login expires) sends
 		// the same credentials in all of them. They are checked once and share
@@ -238,104 +221,6 @@ func TestAuth(t *testing.T) {
 			}
 		}},
 	})
-}
-
-// How revokeCase takes bob's share away.
-const (
-	revokeSubscriber = iota // he subscribes himself; the subscription goes
-	revokeMember            // a group of his subscribes; he leaves it
-	revokeGroup             // a group of his subscribes; it is deleted
-)
-
-// revokeCase gives bob an organization share, as a subscriber himself or
-// through a group, fills the caches with his requests and file writes,
-// takes the share away as how says, and checks his next requests are
-// refused, with more file writes before them.
-func revokeCase(t *testing.T, how int) {
-	ctx := context.Background()
-	f := newFixture(t)
-	svc, ac, root := f.orgShare("Team")
-	bob, _, _ := f.addPerson("bob")
-	var (
-		subs  share.Subscribers
-		group account.Group
-		err   error
-	)
-	viaGroup := how != revokeSubscriber
-	if viaGroup {
-		if group, err = f.accounts.CreateGroup(ctx, account.GroupInput{OrganizationID: f.org.ID, Name: "Team members"}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := f.accounts.UpdateMembers(ctx, group.ID, account.MembersChange{AddPersons: []uint64{bob.ID}}); err != nil {
-			t.Fatal(err)
-		}
-		subs.Groups = []share.Entry{{ID: group.ID, Channel: "webdav", Role: "COLLABORATOR"}}
-		subs.Persons = []share.Entry{{ID: f.person.ID, Channel: "webdav", Role: "COLLABORATOR"}}
-	} else {
-		subs.Persons = []share.Entry{
-			{ID: bob.ID, Channel: "webdav", Role: "COLLABORATOR"},
-			{ID: f.person.ID, Channel: "webdav", Role: "COLLABORATOR"},
-		}
-	}
-	if _, err := svc.SetSubscribers(ctx, ac, f.org.ID, root.ID, subs); err != nil {
-		t.Fatal(err)
-	}
-	as := func(what, user, method, path, body string, wantStatus int) {
-		t.Helper()
-		req, err := http.NewRequest(method, f.srv.URL+path, strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.SetBasicAuth(user, password)
-		if method == "PROPFIND" {
-			req.Header.Set("Depth", "1")
-		}
-		st, _, b := f.send(req)
-		want(t, what, st, wantStatus, b)
-	}
-	// Writes that leave kv.MetaGeneration alone: new revisions of
-	// existing files, in bob's own root and, by alice, in the share.
-	fileWrites := func(what string) {
-		t.Helper()
-		for i := range 3 {
-			as(what+": PUT of his own", "bob", "PUT", "/webdav/bob/own.txt", strconv.Itoa(i), http.StatusNoContent)
-			as(what+": PUT by alice into the share", "alice", "PUT", "/webdav/Team/alice.txt", strconv.Itoa(i), http.StatusNoContent)
-		}
-	}
-	as("bob's first PUT of his own", "bob", "PUT", "/webdav/bob/own.txt", "x", http.StatusCreated)
-	as("alice's first PUT into the share", "alice", "PUT", "/webdav/Team/alice.txt", "x", http.StatusCreated)
-	as("PUT into the share", "bob", "PUT", "/webdav/Team/a.txt", "hello", http.StatusCreated)
-	fileWrites("before")
-	as("GET in the share", "bob", "GET", "/webdav/Team/a.txt", "", http.StatusOK)
-	as("PROPFIND of the share", "bob", "PROPFIND", "/webdav/Team/", "", http.StatusMultiStatus)
-	before := f.stack.DB.MetaGeneration()
-	fileWrites("with the share")
-	if after := f.stack.DB.MetaGeneration(); after != before {
-		t.Fatalf("file writes moved MetaGeneration from %d to %d: the rows no longer show the caches outlasting them", before, after)
-	}
-	as("GET in the share, remembered", "bob", "GET", "/webdav/Team/a.txt", "", http.StatusOK)
-
-	switch how {
-	case revokeSubscriber:
-		subs.Persons = subs.Persons[1:]
-		_, err = svc.SetSubscribers(ctx, ac, f.org.ID, root.ID, subs)
-	case revokeMember:
-		_, err = f.accounts.UpdateMembers(ctx, group.ID, account.MembersChange{RemovePersons: []uint64{bob.ID}})
-	case revokeGroup:
-		err = f.accounts.DeleteGroup(ctx, group.ID)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	fileWrites("after")
-	as("GET in the share taken away", "bob", "GET", "/webdav/Team/a.txt", "", http.StatusNotFound)
-	as("PROPFIND of the share taken away", "bob", "PROPFIND", "/webdav/Team/", "", http.StatusNotFound)
-	as("PUT into the share taken away", "bob", "PUT", "/webdav/Team/b.txt", "x", http.StatusConflict)
-	fileWrites("after the refusals")
-	as("GET in the share taken away, again", "bob", "GET", "/webdav/Team/a.txt", "", http.StatusNotFound)
-	// alice, a subscriber herself, keeps it, and bob his own root.
-	as("alice's GET in the share", "alice", "GET", "/webdav/Team/a.txt", "", http.StatusOK)
-	as("bob's own root", "bob", "GET", "/webdav/bob/own.txt", "", http.StatusOK)
 }
 
 // orgShare creates an administrator "adm" of the fixture's organization
