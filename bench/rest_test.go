@@ -23,11 +23,10 @@ import (
 	"testing"
 	"time"
 
+	"berth/bench/internal/durable"
 	"berth/berthtest"
 	"berth/rest"
 	"berth/vfs"
-
-	"golang.org/x/sys/unix"
 )
 
 // gib is the size of each large transfer.
@@ -165,7 +164,8 @@ func (s *berth) get(b *testing.B, path string) int64 {
 }
 
 // nullServer is the ceiling: a Go HTTPS server that discards PUT bodies
-// and answers GET with size bytes from a buffer in RAM (/4k: 4096).
+// and answers GET with size bytes from a buffer in RAM (/4k: 4096). A PUT
+// to /durable it stores with durable.Put instead, the floor beside it.
 func nullServer(b *testing.B, h2 bool, size int64) *httptest.Server {
 	dir := b.TempDir()
 	block := make([]byte, 4<<20)
@@ -179,7 +179,7 @@ func nullServer(b *testing.B, h2 bool, size int64) *httptest.Server {
 			return
 		}
 		if r.Method == http.MethodPut && r.URL.Path == "/durable" {
-			if err := writeDurable(filepath.Join(dir, "put.bin"), r.Body); err != nil {
+			if err := durable.Put(filepath.Join(dir, "put.bin"), r.Body, make([]byte, 1<<20)); err != nil {
 				http.Error(w, err.Error(), http.StatusInternalServerError)
 			}
 			return
@@ -201,37 +201,6 @@ func nullServer(b *testing.B, h2 bool, size int64) *httptest.Server {
 	srv.StartTLS()
 	b.Cleanup(srv.Close)
 	return srv
-}
-
-// writeDurable stores r in name, fdatasynced, its folder fsynced: what
-// the least durable server does with a PUT, the floor beside the null
-// server's ceiling (bench/webdav/davload's durableHandler does the same
-// for bench/webdav.sh).
-func writeDurable(name string, r io.Reader) error {
-	f, err := os.Create(name)
-	if err != nil {
-		return err
-	}
-	// Through a plain Writer: os.File's ReadFrom copies 32 KiB at a time.
-	_, err = io.CopyBuffer(struct{ io.Writer }{f}, r, make([]byte, 1<<20))
-	if err == nil {
-		err = unix.Fdatasync(int(f.Fd()))
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return err
-	}
-	d, err := os.Open(filepath.Dir(name))
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
 
 // rate is the MB/s (10^6 bytes) of a sub-benchmark that moved bytes per op.

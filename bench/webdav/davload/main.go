@@ -54,7 +54,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"berth/bench/internal/durable"
 )
 
 func main() {
@@ -262,7 +262,7 @@ func fsyncFiles(dir string, n, conc, size int) error {
 		return err
 	}
 	return eachFile(context.Background(), n, conc, size, func(i int, body []byte) error {
-		return writeDurable(fmt.Sprintf("%s/f%05d.bin", dir, i), bytes.NewReader(body), nil)
+		return durable.WriteFile(fmt.Sprintf("%s/f%05d.bin", dir, i), bytes.NewReader(body), nil)
 	})
 }
 
@@ -270,9 +270,9 @@ func fsyncFiles(dir string, n, conc, size int) error {
 // stream, an ETag) once its Basic credentials match, and /big.bin with big
 // bytes, until it is killed. It prints its address first, for the script.
 func serve(addr, cert, key, user, pass string, size int, big int64, dir string) error {
-	var durable http.HandlerFunc
+	var stored http.HandlerFunc
 	if dir != "" {
-		durable = durableHandler(dir)
+		stored = durableHandler(dir)
 	}
 	body := make([]byte, size)
 	rand.Read(body)
@@ -287,8 +287,8 @@ func serve(addr, cert, key, user, pass string, size int, big int64, dir string) 
 			http.Error(w, "unauthorized", http.StatusUnauthorized)
 			return
 		}
-		if durable != nil && strings.HasPrefix(r.URL.Path, "/durable/") {
-			durable(w, r)
+		if stored != nil && strings.HasPrefix(r.URL.Path, "/durable/") {
+			stored(w, r)
 			return
 		}
 		if r.Method == http.MethodPut {
@@ -408,16 +408,13 @@ func durableHandler(dir string) http.HandlerFunc {
 		switch r.Method {
 		case http.MethodPut:
 			buf := bufs.Get().([]byte)
-			err = writeDurable(name, r.Body, buf)
+			err = durable.Put(name, r.Body, buf)
 			bufs.Put(buf)
-			if err == nil {
-				err = syncDir(parent)
-			}
 		case "MKCOL":
 			if err = os.Mkdir(name, 0o755); errors.Is(err, fs.ErrExist) {
 				code, err = http.StatusMethodNotAllowed, nil
 			} else if err == nil {
-				err = syncDir(parent)
+				err = durable.SyncDir(parent)
 			}
 		case "MOVE":
 			u, perr := url.Parse(r.Header.Get("Destination"))
@@ -430,14 +427,14 @@ func durableHandler(dir string) http.HandlerFunc {
 				return
 			}
 			if err = os.Rename(name, to); err == nil {
-				if err = syncDir(parent); err == nil && filepath.Dir(to) != parent {
-					err = syncDir(filepath.Dir(to))
+				if err = durable.SyncDir(parent); err == nil && filepath.Dir(to) != parent {
+					err = durable.SyncDir(filepath.Dir(to))
 				}
 			}
 		case http.MethodDelete:
 			code = http.StatusNoContent
 			if err = os.RemoveAll(name); err == nil {
-				err = syncDir(parent)
+				err = durable.SyncDir(parent)
 			}
 		default:
 			http.Error(w, "not here", http.StatusMethodNotAllowed)
@@ -449,37 +446,6 @@ func durableHandler(dir string) http.HandlerFunc {
 		}
 		w.WriteHeader(code)
 	}
-}
-
-// writeDurable writes r to name and fdatasyncs it. buf is CopyBuffer's
-// (nil for a reader that writes itself out, as bytes.Reader does).
-func writeDurable(name string, r io.Reader, buf []byte) error {
-	f, err := os.Create(name)
-	if err != nil {
-		return err
-	}
-	// Through a plain Writer: os.File's ReadFrom would copy 32 KiB at a time.
-	if _, err := io.CopyBuffer(struct{ io.Writer }{f}, r, buf); err != nil {
-		f.Close()
-		return err
-	}
-	if err := unix.Fdatasync(int(f.Fd())); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
-
-func syncDir(name string) error {
-	d, err := os.Open(name)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
 
 // countHrefs sends one PROPFIND Depth 1 of the folder with body and
