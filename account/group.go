@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"berth/kv"
@@ -243,6 +244,65 @@ func (s *Service) UpdateGroup(ctx context.Context, id uint64, u GroupUpdate) (Gr
 // MaxGroupMembers at once and a full group holds as many.
 const membershipBatch = 2000
 
+// batchHint is the batch of memberships a large change starts at: the
+// size of the last batch the store took after refusing a larger one, so
+// that each large change does not find it again, one refused
+// transaction per halving (on a 1 MiB memtable, 2,000 and 1,000 before
+// 500 fits). A change whose first batch, of the hint's size, fit without
+// halving doubles it, up to membershipBatch, so that it follows a store
+// that takes more again (a larger memtable after a restart, shorter
+// records). Concurrent changes share it; a stale hint costs a halving
+// or a smaller batch, never a change. The zero value is membershipBatch.
+type batchHint struct{ n atomic.Int64 }
+
+// batches is one change's walk over its batch sizes from its hint.
+type batches struct {
+	hint         *batchHint
+	start, n     int  // the hint at the start; the size to try now
+	halved, full bool // the store refused a batch; it took one of start
+	lowered      int  // the size last remembered as what fits
+}
+
+func (h *batchHint) begin() batches {
+	n := int(h.n.Load())
+	if n <= 0 {
+		n = membershipBatch
+	}
+	return batches{hint: h, start: n, n: n}
+}
+
+// refused halves the batch after the store refused one of size ids,
+// and reports false when size is already one, the floor.
+func (b *batches) refused(size int) bool {
+	if size <= 1 {
+		return false
+	}
+	b.n, b.halved = size/2, true
+	return true
+}
+
+// took notes that the store took a batch of size ids; after a halving,
+// the batch size now tried is what the hint remembers.
+func (b *batches) took(size int) {
+	switch {
+	case b.halved && b.n != b.lowered:
+		b.hint.n.Store(int64(b.n))
+		b.lowered = b.n
+	case !b.halved && size == b.start:
+		b.full = true
+	}
+}
+
+// done ends a change that succeeded: one whose batch of the hint's size
+// fit without halving doubles the hint, unless another change has
+// moved it meanwhile.
+func (b *batches) done() {
+	if b.halved || !b.full || b.start >= membershipBatch {
+		return
+	}
+	b.hint.n.CompareAndSwap(int64(b.start), int64(min(2*b.start, membershipBatch)))
+}
+
 // DeleteGroup removes the group and every membership it is part of: its
 // members' entries, both ways, and its own entries in the groups that
 // contain it. Its id is never given again. It leaves one ActGroupDeleted
@@ -250,7 +310,8 @@ const membershipBatch = 2000
 //
 // A group whose memberships fit one transaction goes in one. A larger
 // one's memberships go first, in batches of at most membershipBatch
-// (halved while the store refuses one with kv.ErrTxnTooBig), each batch
+// (halved while the store refuses one with kv.ErrTxnTooBig, and starting
+// from the size the last deletion found to fit, batchHint), each batch
 // with its counts: its persons, its member groups, then the groups it is
 // in (a group may hold MaxGroupMembers of either kind, more than one
 // transaction takes). The first batch marks the group Deleting and
@@ -334,10 +395,11 @@ func (s *Service) dropGroupMemberships(ctx context.Context, id uint64) error {
 				return nil
 			}},
 	}
-	n := membershipBatch
+	b := s.deleteBatches.begin()
 	for _, k := range kinds {
 		for {
 			var removed int
+			n := b.n
 			err := s.db.Update(ctx, func(tx kv.Txn) error {
 				if ok, err := exists(tx, key(pfxGroup, id)); err != nil || !ok {
 					if err == nil {
@@ -363,18 +425,21 @@ func (s *Service) dropGroupMemberships(ctx context.Context, id uint64) error {
 				}
 				return s.markDeleting(ctx, tx, id)
 			})
-			if errors.Is(err, kv.ErrTxnTooBig) && n > 1 {
-				n /= 2
+			if errors.Is(err, kv.ErrTxnTooBig) && b.refused(n) {
 				continue
 			}
 			if err != nil {
 				return err
+			}
+			if removed > 0 {
+				b.took(removed)
 			}
 			if removed < n {
 				break
 			}
 		}
 	}
+	b.done()
 	return nil
 }
 
@@ -497,7 +562,9 @@ func (s *Service) Groups(ctx context.Context, orgID uint64, offset, limit int) (
 // request changes nothing, and then written in parts of at most
 // membershipBatch ids, removals first, each checked again and journaled
 // with what it changed. A part the store refuses is halved and tried
-// again, down to one id, which the store refusing is an error. A
+// again, down to one id, which the store refusing is an error; the
+// part size that then fits is where the next change starts (batchHint),
+// so that one smaller than membershipBatch may also go in parts. A
 // failure between parts (a concurrent change that makes an id invalid,
 // a crash) leaves part of the change applied; the same request sent
 // again completes it, since adding a member and removing a non-member
@@ -510,9 +577,9 @@ func (s *Service) UpdateMembers(ctx context.Context, groupID uint64, ch MembersC
 		return Group{}, err
 	}
 	var g Group
-	rest, n, checked := ch, membershipBatch, false
+	rest, b, checked := ch, s.memberBatches.begin(), false
 	for {
-		part, more := rest.cut(n)
+		part, more := rest.cut(b.n)
 		// Nothing is written before the first part commits, so rest is
 		// still the whole request when a second part first shows.
 		if more.size() > 0 && !checked {
@@ -545,14 +612,15 @@ func (s *Service) UpdateMembers(ctx context.Context, groupID uint64, ch MembersC
 			c.Data = m.changes.String()
 			return s.record(ctx, tx, c)
 		})
-		if errors.Is(err, kv.ErrTxnTooBig) && part.size() > 1 {
-			n = part.size() / 2
+		if errors.Is(err, kv.ErrTxnTooBig) && b.refused(part.size()) {
 			continue
 		}
 		if err != nil {
 			return Group{}, err
 		}
+		b.took(part.size())
 		if more.size() == 0 {
+			b.done()
 			return g, nil
 		}
 		rest = more

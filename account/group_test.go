@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -69,15 +70,22 @@ const smallMemtable = 1 << 20
 // memtable bytes (0: the default).
 func newGroupWorldMem(t testing.TB, memtable int64) *groupWorld {
 	t.Helper()
-	ctx := context.Background()
-	w := &groupWorld{log: &changeLog{}}
-	o := testOptions()
-	o.Journal = w.log
 	db, err := badger.Open(badger.Options{Dir: t.TempDir(), MemTableSize: memtable})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
+	return newGroupWorldOn(t, db)
+}
+
+// newGroupWorldOn is newGroupWorld over db.
+func newGroupWorldOn(t testing.TB, db kv.Store) *groupWorld {
+	t.Helper()
+	ctx := context.Background()
+	w := &groupWorld{log: &changeLog{}}
+	o := testOptions()
+	o.Journal = w.log
+	var err error
 	w.s = New(db, o)
 	mustOrg := func(in OrganizationInput) Organization {
 		org, err := w.s.CreateOrganization(ctx, in)
@@ -754,6 +762,104 @@ func TestDeleteFullGroup(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestBatchRemembered: on the least memtable (1 MiB), where the store
+// refuses membershipBatch memberships in one transaction, a large member
+// change or group deletion starts at the batch the last one found to
+// fit, instead of halving down to it again, and the one after, which
+// doubles it, spends one refusal. Every change is still made whole.
+// Each row makes three large changes of one shape: with the fixed
+// starting batch, each spent as many refusals as the first.
+func TestBatchRemembered(t *testing.T) {
+	const size = 3000 // ids a change names: more than membershipBatch
+	ctx := context.Background()
+	rows := []struct {
+		name string
+		hint func(*Service) *batchHint
+		// change makes the i-th change (0, 1, 2) and checks it whole.
+		change func(t *testing.T, w *groupWorld, i int)
+		// whole: refusals every change spends however its batches
+		// start (DeleteGroup first tries the group in one transaction).
+		whole int64
+	}{
+		{"persons added to a group", func(s *Service) *batchHint { return &s.memberBatches }, func(t *testing.T, w *groupWorld, i int) {
+			g := w.group(t, w.acme.ID, fmt.Sprint("G", i))
+			ids := addPersons(t, w.s, w.acme.ID, uint64(1_000_000*(i+1)), size)
+			before := len(w.log.activities())
+			got, err := w.s.UpdateMembers(ctx, g.ID, MembersChange{AddPersons: ids})
+			if err != nil || got.Persons != size {
+				t.Fatalf("change %d: %+v, %v; want %d persons", i, got, err, size)
+			}
+			if n := countKeys(t, w.s, string(key(pfxGroupPerson, g.ID))); n != size {
+				t.Fatalf("change %d: %d membership keys, want %d", i, n, size)
+			}
+			if n := len(w.log.activities()) - before; n < 2 {
+				t.Fatalf("change %d: %d journal records, want one a part", i, n)
+			}
+		}, 0},
+		{"a group deleted", func(s *Service) *batchHint { return &s.deleteBatches }, func(t *testing.T, w *groupWorld, i int) {
+			g := w.group(t, w.acme.ID, fmt.Sprint("G", i))
+			fillGroup(t, w.s, g.ID, uint64(1_000_000*(i+1)), size)
+			before := len(w.log.activities())
+			if err := w.s.DeleteGroup(ctx, g.ID); err != nil {
+				t.Fatalf("change %d: %v", i, err)
+			}
+			if _, err := w.s.Group(ctx, g.ID); !errors.Is(err, ErrNotFound) {
+				t.Fatalf("change %d: the deleted group: %v", i, err)
+			}
+			if n := countKeys(t, w.s, string(key(pfxGroupPerson, g.ID))); n != 0 {
+				t.Fatalf("change %d: %d membership keys left", i, n)
+			}
+			if got := w.log.since(before); len(got) != 1 || got[0].Activity != ActGroupDeleted {
+				t.Fatalf("change %d: journal records %+v, want one %s", i, got, ActGroupDeleted)
+			}
+		}, 1},
+	}
+	for _, row := range rows {
+		t.Run(row.name, func(t *testing.T) {
+			db, err := badger.Open(badger.Options{Dir: t.TempDir(), MemTableSize: smallMemtable})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { db.Close() })
+			store := &refusalCounter{Store: db}
+			w := newGroupWorldOn(t, store)
+			hint := row.hint(w.s)
+			change := func(i int) (refused int64, start int) {
+				t.Helper()
+				store.refused.Store(0)
+				row.change(t, w, i)
+				return store.refused.Load(), int(hint.n.Load())
+			}
+			first, fits := change(0)
+			t.Logf("first change: %d refusals before %d fit", first, fits)
+			if first <= row.whole || fits >= membershipBatch || fits < 1 {
+				t.Fatalf("first change: %d refusals, remembers %d; want more than %d refusals and less than %d", first, fits, row.whole, membershipBatch)
+			}
+			if refused, next := change(1); refused != row.whole || next != min(2*fits, membershipBatch) {
+				t.Fatalf("second change: %d refusals, remembers %d; want %d (it starts at %d) and %d", refused, next, row.whole, fits, min(2*fits, membershipBatch))
+			}
+			if refused, next := change(2); refused != row.whole+1 || next != fits {
+				t.Fatalf("third change: %d refusals, remembers %d; want %d (%d, twice what fit, is refused once) and %d", refused, next, row.whole+1, 2*fits, fits)
+			}
+		})
+	}
+}
+
+// refusalCounter is a store that counts the transactions it refuses as
+// too big (kv.ErrTxnTooBig): the real store, watched from outside.
+type refusalCounter struct {
+	kv.Store
+	refused atomic.Int64
+}
+
+func (c *refusalCounter) Update(ctx context.Context, fn func(kv.Txn) error) error {
+	err := c.Store.Update(ctx, fn)
+	if errors.Is(err, kv.ErrTxnTooBig) {
+		c.refused.Add(1)
+	}
+	return err
 }
 
 // fillParentGroups makes group id a member of n groups of ids from first

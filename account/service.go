@@ -148,6 +148,9 @@ type Service struct {
 	dir *directoryState
 	// twoStep counts refused two-step codes (twostep.go).
 	twoStep *twoStepMetrics
+	// memberBatches and deleteBatches are where large member changes
+	// and group deletions start their batches (group.go, batchHint).
+	memberBatches, deleteBatches batchHint
 }
 
 // New returns a Service over db. Zero fields of opts take their defaults.
