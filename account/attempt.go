@@ -433,7 +433,7 @@ func (s *Service) accountLock(ctx context.Context, tx kv.Txn, personID uint64) (
 	if lockErr == nil {
 		return false, nil
 	}
-	addr := clientAddr(ctx)
+	addr := ClientAddr(ctx)
 	known, err := s.knownAddress(tx, personID, addr)
 	switch {
 	case err != nil:

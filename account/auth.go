@@ -78,7 +78,7 @@ import (
 func (s *Service) Authenticate(ctx context.Context, login, password string) (Person, error) {
 	// The address is part of the key: an attempt from another address is
 	// counted on that address's own counter, not carried by this one's.
-	sum := sha256.Sum256([]byte(clientAddr(ctx).String() + "\x00" + login + "\x00" + password))
+	sum := sha256.Sum256([]byte(ClientAddr(ctx).String() + "\x00" + login + "\x00" + password))
 	key := string(sum[:])
 	s.checksMu.Lock()
 	c := s.checks[key]
@@ -136,7 +136,7 @@ func (s *Service) authenticate(ctx context.Context, login, password string) (Per
 		pol       Policy // the person's organization's
 		knownAddr bool   // the person signed in from this address's network before
 	)
-	addr := clientAddr(ctx)
+	addr := ClientAddr(ctx)
 	subject := s.loginSubject(login, 0)
 	err := s.db.View(ctx, func(tx kv.Txn) error {
 		var err error
@@ -313,25 +313,9 @@ func (s *Service) LoginCaller(ctx context.Context, personID uint64, login, passw
 	gen := kv.MetaGeneration(s.db)
 	c, ok := s.callers.logins.Get(gen, personID)
 	if !ok {
-		cache := true
-		err := s.db.View(ctx, func(tx kv.Txn) error {
-			// A lock strangers' guesses brought does not keep the
-			// person out where they sign in from (a known address,
-			// Authenticate); that answer holds for this address
-			// only, so it is not kept.
-			exempt, err := s.accountLock(ctx, tx, personID)
-			if err != nil {
-				return err
-			}
-			cache = !exempt
-			c, err = s.activeCaller(tx, personID)
-			return err
-		})
-		if err != nil {
+		var err error
+		if c, err = s.readLoginCaller(ctx, gen, personID); err != nil {
 			return Caller{}, err
-		}
-		if cache {
-			s.callers.logins.Put(gen, personID, c)
 		}
 	}
 	if c.Person.PasswordHash != passwordHash || !c.Person.HasLogin(login) {
@@ -339,6 +323,35 @@ func (s *Service) LoginCaller(ctx context.Context, personID uint64, login, passw
 	}
 	if pol := c.Organization.Policy; pol.PasswordExpiredFor(c.Person, s.now()) {
 		return Caller{}, fmt.Errorf("%w: the policy asks for a new one every %s", ErrPasswordExpired, pol.ChangePasswordAfter())
+	}
+	return c, nil
+}
+
+// readLoginCaller reads LoginCaller's answer for personID and keeps it
+// where it may be kept. It is a function of its own so that the Caller its
+// transaction fills escapes only on a miss: captured by the closure in
+// LoginCaller, it was allocated (some 750 bytes) on every request.
+func (s *Service) readLoginCaller(ctx context.Context, gen, personID uint64) (Caller, error) {
+	var c Caller
+	cache := true
+	err := s.db.View(ctx, func(tx kv.Txn) error {
+		// A lock strangers' guesses brought does not keep the
+		// person out where they sign in from (a known address,
+		// Authenticate); that answer holds for this address
+		// only, so it is not kept.
+		exempt, err := s.accountLock(ctx, tx, personID)
+		if err != nil {
+			return err
+		}
+		cache = !exempt
+		c, err = s.activeCaller(tx, personID)
+		return err
+	})
+	if err != nil {
+		return Caller{}, err
+	}
+	if cache {
+		s.callers.logins.Put(gen, personID, c)
 	}
 	return c, nil
 }

@@ -17,9 +17,9 @@ func WithClientAddr(ctx context.Context, addr netip.Addr) context.Context {
 	return context.WithValue(ctx, clientAddrKey{}, addr.Unmap())
 }
 
-// clientAddr returns the address WithClientAddr put in ctx; the zero Addr
+// ClientAddr returns the address WithClientAddr put in ctx; the zero Addr
 // (invalid) when none was, and then nothing is counted per address.
-func clientAddr(ctx context.Context) netip.Addr {
+func ClientAddr(ctx context.Context) netip.Addr {
 	a, _ := ctx.Value(clientAddrKey{}).(netip.Addr)
 	return a
 }

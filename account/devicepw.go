@@ -243,42 +243,54 @@ func (s *Service) DeviceCaller(ctx context.Context, login, password string) (c C
 	c, cached := s.callers.devices.Get(gen, h)
 	if !cached {
 		var found bool
-		err := s.db.View(ctx, func(tx kv.Txn) error {
-			found = false
-			var ref devicePasswordRef
-			switch err := s.get(tx, keyBytes(pfxDevicePasswordHash, []byte(h)), &ref, ErrNotFound); {
-			case errors.Is(err, ErrNotFound):
-				return nil
-			case err != nil:
-				return err
-			case ref.Revoked:
-				return revokedDeviceError{}
-			}
-			var rec devicePasswordRecord
-			switch err := s.get(tx, key(pfxDevicePassword, ref.ID), &rec, ErrNotFound); {
-			case errors.Is(err, ErrNotFound):
-				return nil
-			case err != nil:
-				return err
-			}
-			if err := s.locked(tx, s.loginSubject("", rec.PersonID)); err != nil {
-				return err
-			}
-			var err error
-			if c, err = s.activeCaller(tx, rec.PersonID); err != nil {
-				return err
-			}
-			c.MachineID, found = rec.MachineID, true
-			return nil
-		})
-		if err != nil || !found {
+		if c, found, err = s.readDeviceCaller(ctx, gen, h); err != nil || !found {
 			return Caller{}, false, err
 		}
-		s.callers.devices.Put(gen, h, c)
 	}
 	if !c.Person.HasLogin(login) {
 		return Caller{}, false, nil
 	}
+	return c, true, nil
+}
+
+// readDeviceCaller reads DeviceCaller's answer for the password whose
+// hash is h, and keeps it. A function of its own so that the Caller its
+// transaction fills escapes only on a miss, not on every request.
+func (s *Service) readDeviceCaller(ctx context.Context, gen uint64, h string) (Caller, bool, error) {
+	var c Caller
+	var found bool
+	err := s.db.View(ctx, func(tx kv.Txn) error {
+		found = false
+		var ref devicePasswordRef
+		switch err := s.get(tx, keyBytes(pfxDevicePasswordHash, []byte(h)), &ref, ErrNotFound); {
+		case errors.Is(err, ErrNotFound):
+			return nil
+		case err != nil:
+			return err
+		case ref.Revoked:
+			return revokedDeviceError{}
+		}
+		var rec devicePasswordRecord
+		switch err := s.get(tx, key(pfxDevicePassword, ref.ID), &rec, ErrNotFound); {
+		case errors.Is(err, ErrNotFound):
+			return nil
+		case err != nil:
+			return err
+		}
+		if err := s.locked(tx, s.loginSubject("", rec.PersonID)); err != nil {
+			return err
+		}
+		var err error
+		if c, err = s.activeCaller(tx, rec.PersonID); err != nil {
+			return err
+		}
+		c.MachineID, found = rec.MachineID, true
+		return nil
+	})
+	if err != nil || !found {
+		return Caller{}, false, err
+	}
+	s.callers.devices.Put(gen, h, c)
 	return c, true, nil
 }
 

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"net"
 	"net/http"
 	"net/netip"
@@ -21,13 +22,40 @@ import (
 // end, skipping trusted proxies, and the first address that is not one is
 // the client. Whatever a client writes at the header's front itself is
 // never reached, so it cannot choose the address it is counted under.
+//
+// A connection whose peer is not a trusted proxy has that address for all
+// its requests: peerContext puts it into the connection's context once,
+// and such requests pass here untouched, where otherwise each would parse
+// the address and copy the request for a context of its own.
 func withClientAddr(h http.Handler, proxies []netip.Prefix) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Context().Value(peerIsClient{}) != nil {
+			h.ServeHTTP(w, r)
+			return
+		}
 		if a := clientAddr(r, proxies); a.IsValid() {
 			r = r.WithContext(account.WithClientAddr(r.Context(), a))
 		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// peerIsClient marks a connection's context whose client address
+// peerContext has set.
+type peerIsClient struct{}
+
+// peerContext is the part of an http.Server's ConnContext that gives
+// withClientAddr the client's address of a whole connection, when its peer
+// is not one of proxies and so is the client for every request.
+func peerContext(ctx context.Context, c net.Conn, proxies []netip.Prefix) context.Context {
+	var peer netip.Addr
+	if ta, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+		peer = ta.AddrPort().Addr().Unmap().WithZone("")
+	}
+	if !peer.IsValid() || trusted(peer, proxies) {
+		return ctx
+	}
+	return context.WithValue(account.WithClientAddr(ctx, peer), peerIsClient{}, true)
 }
 
 // clientAddr is the client's address as withClientAddr says; invalid

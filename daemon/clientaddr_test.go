@@ -1,16 +1,31 @@
 package daemon
 
 import (
+	"context"
+	"net"
 	"net/http"
 	"net/netip"
 	"testing"
 
+	"berth/account"
 	"berth/config"
 )
 
+// peerConn is a connection that has only a peer's address, for
+// peerContext.
+type peerConn struct {
+	net.Conn
+	addr net.Addr
+}
+
+func (c peerConn) RemoteAddr() net.Addr { return c.addr }
+
 // TestClientAddr: the peer is the client unless it is a trusted proxy;
 // then X-Forwarded-For is read from its end past trusted proxies, so a
-// client cannot choose its address by writing the header itself.
+// client cannot choose its address by writing the header itself. Each
+// row goes the way a request does: the connection's context
+// (peerContext), then withClientAddr, whose handler reads the address
+// account counts; a second request on the connection gets the same.
 func TestClientAddr(t *testing.T) {
 	proxies, err := config.Prefixes("10.0.0.5, 192.168.0.0/24")
 	if err != nil {
@@ -34,8 +49,21 @@ func TestClientAddr(t *testing.T) {
 		for _, v := range c.xff {
 			r.Header.Add("X-Forwarded-For", v)
 		}
-		if got := clientAddr(r, proxies); got != netip.MustParseAddr(c.want) {
-			t.Errorf("%s: %v, want %s", c.name, got, c.want)
+		peer, err := net.ResolveTCPAddr("tcp", c.peer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn := peerContext(context.Background(), peerConn{addr: peer}, proxies)
+		var got []netip.Addr
+		h := withClientAddr(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+			got = append(got, account.ClientAddr(r.Context()))
+		}), proxies)
+		for range 2 {
+			h.ServeHTTP(nil, r.WithContext(conn))
+		}
+		want := netip.MustParseAddr(c.want)
+		if len(got) != 2 || got[0] != want || got[1] != want {
+			t.Errorf("%s: %v, want %s twice", c.name, got, want)
 		}
 	}
 	if _, err := config.Prefixes("10.0.0.0/8, nonsense"); err == nil {

@@ -17,22 +17,30 @@ import (
 //
 // It is a write deadline on the connection (HTTP/1.1) or the stream
 // (HTTP/2), moved forward at most every idle/8, as for request bodies
-// (withBodyIdleTimeout). The deadline is moved once more when the handler
-// returns, for what net/http writes after it (the end of a buffered
-// answer), which a deadline set long before would cut.
+// (withBodyIdleTimeout). It is moved once more when the handler returns,
+// for what net/http writes after it (the end of a buffered answer), if it
+// is due: a deadline moved within idle/8 still leaves that end time
+// enough. net/http clears the deadline itself after each answer, so a
+// small answer pays one move, not two.
 func withSendIdleTimeout(h http.Handler, idle time.Duration) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		iw := &idleWriter{ResponseWriter: w, ctl: http.NewResponseController(w), idle: idle}
+		iw := &idleWriter{ResponseWriter: w, idle: idle}
 		h.ServeHTTP(iw, r)
-		_ = iw.ctl.SetWriteDeadline(time.Now().Add(idle))
+		iw.renew()
 	})
+}
+
+// deadliner is the ResponseWriter of net/http's HTTP/1.1 and HTTP/2
+// servers, which http.ResponseController calls the same way; asking for
+// it directly saves allocating a controller per request.
+type deadliner interface {
+	SetWriteDeadline(time.Time) error
 }
 
 // idleWriter is a ResponseWriter whose writes fail after idle without
 // progress.
 type idleWriter struct {
 	http.ResponseWriter
-	ctl     *http.ResponseController
 	idle    time.Duration
 	renewed time.Time // when the deadline was last moved; zero before the first write
 	off     bool      // the connection takes no deadline (not a net/http server's)
@@ -45,8 +53,15 @@ func (w *idleWriter) renew() {
 		return
 	}
 	if now := time.Now(); now.Sub(w.renewed) >= w.idle/8 {
-		if err := w.ctl.SetWriteDeadline(now.Add(w.idle)); err != nil {
+		var err error
+		if d, ok := w.ResponseWriter.(deadliner); ok {
+			err = d.SetWriteDeadline(now.Add(w.idle))
+		} else {
+			err = http.NewResponseController(w.ResponseWriter).SetWriteDeadline(now.Add(w.idle))
+		}
+		if err != nil {
 			w.off = true
+			return
 		}
 		w.renewed = now
 	}
@@ -79,7 +94,7 @@ func (w *idleWriter) WriteHeader(code int) {
 // Flush sends what is buffered, under the same deadline.
 func (w *idleWriter) Flush() {
 	w.renew()
-	_ = w.ctl.Flush()
+	_ = http.NewResponseController(w.ResponseWriter).Flush()
 }
 
 // Unwrap gives http.ResponseController the underlying writer.

@@ -219,6 +219,11 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writ
 		ClusterSecret: clusterSecret,
 	})
 
+	proxies, err := config.Prefixes(cfg.HTTP.TrustedProxies)
+	if err != nil {
+		return err // Validate has checked it
+	}
+
 	// Bind every listener before serving any, so a taken port fails the
 	// start cleanly and READY means all of them accept.
 	var servers []*listener
@@ -259,7 +264,10 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writ
 			ErrorLog:          slog.NewLogLogger(log.With("component", "http", "listener", name).Handler(), slog.LevelWarn),
 		}
 		if tls {
-			srv.ConnContext = httpserve.ConnContext
+			// Only the HTTPS listener has withClientAddr and Hold's callers.
+			srv.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
+				return peerContext(httpserve.ConnContext(ctx, c), c, proxies)
+			}
 			srv.TLSConfig = tlsCfg
 			srv.Protocols = new(http.Protocols)
 			srv.Protocols.SetHTTP1(true)
@@ -293,10 +301,6 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writ
 		Accounts: accounts,
 		Share:    shares,
 	})
-	proxies, err := config.Prefixes(cfg.HTTP.TrustedProxies)
-	if err != nil {
-		return err // Validate has checked it
-	}
 	if err := bind("https", "listen", cfg.Listen, withClientAddr(withWebDAV(dav, withPages(pages, api)), proxies), true); err != nil {
 		return err
 	}

@@ -208,43 +208,73 @@ func TestStalledReaderDropped(t *testing.T) {
 	if status, err := lc.upload("big.bin", big, true); err != nil || status != http.StatusCreated {
 		t.Fatalf("upload: %d %v", status, err)
 	}
-	id := lc.fileID("big.bin")
+	if status, err := lc.upload("small.bin", content(6, 4096), true); err != nil || status != http.StatusCreated {
+		t.Fatalf("upload: %d %v", status, err)
+	}
+	// The big file's GET comes on a fresh connection, right after a
+	// small GET on the same one, and after a small GET and a pause past
+	// the timeout: a deadline left by an earlier answer, or one skipped
+	// because it was moved a moment ago, must neither spare a stalled
+	// reader nor cut a progressing one. (net/http clears the deadline
+	// after each answer: a deadline shared by a connection's requests
+	// failed the second row.)
+	type before struct {
+		name  string
+		small bool
+		pause time.Duration
+	}
+	befores := []before{{"fresh connection", false, 0}, {"after a small GET", true, 0}, {"after a small GET and a pause", true, idle + idle/2}}
 	// get sends a GET of the file over REST (rest) or WebDAV on a
-	// connection of its own and returns the answer, its body unread.
-	get := func(t *testing.T, rest bool) *http.Response {
+	// connection of its own, after b, and returns the answer, its body
+	// unread.
+	get := func(t *testing.T, rest bool, b before) *http.Response {
 		t.Helper()
 		conn, err := tls.Dial("tcp", p.addrs["https"], &tls.Config{RootCAs: pool, NextProtos: []string{"http/1.1"}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { conn.Close() })
-		target, auth := "/webdav/admin/big.bin", "Basic "+basicAuth("admin", lc.password)
-		if rest {
-			target, auth = fmt.Sprintf("/api/2/files/%d/%d/download", lc.root, id), "Bearer "+lc.token
-		}
-		fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: %s\r\nAuthorization: %s\r\n\r\n", target, p.addrs["https"], auth)
+		br := bufio.NewReader(conn)
 		conn.SetReadDeadline(time.Now().Add(time.Minute))
-		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-		if err != nil || resp.StatusCode != http.StatusOK {
-			t.Fatalf("GET %s: %v %v", target, resp, err)
+		send := func(name string) *http.Response {
+			target, auth := "/webdav/admin/"+name, "Basic "+basicAuth("admin", lc.password)
+			if rest {
+				target, auth = fmt.Sprintf("/api/2/files/%d/%d/download", lc.root, lc.fileID(name)), "Bearer "+lc.token
+			}
+			fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: %s\r\nAuthorization: %s\r\n\r\n", target, p.addrs["https"], auth)
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil || resp.StatusCode != http.StatusOK {
+				t.Fatalf("%s: GET %s: %v %v", b.name, target, resp, err)
+			}
+			return resp
 		}
-		return resp
+		if b.small {
+			resp := send("small.bin")
+			if n, err := io.Copy(io.Discard, resp.Body); n != 4096 || err != nil {
+				t.Fatalf("%s: small GET: %d bytes, %v", b.name, n, err)
+			}
+			time.Sleep(b.pause)
+		}
+		return send("big.bin")
 	}
 
 	t.Run("stalled", func(t *testing.T) {
-		for _, rest := range []bool{true, false} {
-			resp := get(t, rest)
-			first := make([]byte, 1<<20)
-			if _, err := io.ReadFull(resp.Body, first); err != nil {
-				t.Fatal(err)
-			}
-			time.Sleep(2 * idle)
-			n, err := io.Copy(io.Discard, resp.Body)
-			if got := int64(len(first)) + n; got >= int64(len(big)) || err == nil {
-				t.Fatalf("rest %v: after a stall of %v the transfer went on: %d of %d bytes, %v", rest, 2*idle, got, len(big), err)
+		for _, b := range befores[:2] {
+			for _, rest := range []bool{true, false} {
+				resp := get(t, rest, b)
+				first := make([]byte, 1<<20)
+				if _, err := io.ReadFull(resp.Body, first); err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(2 * idle)
+				n, err := io.Copy(io.Discard, resp.Body)
+				if got := int64(len(first)) + n; got >= int64(len(big)) || err == nil {
+					t.Fatalf("%s, rest %v: after a stall of %v the transfer went on: %d of %d bytes, %v", b.name, rest, 2*idle, got, len(big), err)
+				}
 			}
 		}
-		// The REST handler ended: its request is logged, short of the file.
+		// The REST handler ended: its request is logged, short of the
+		// file (and longer than the small file's GETs before it).
 		deadline := time.Now().Add(10 * time.Second)
 		for time.Now().Before(deadline) {
 			for _, line := range strings.Split(p.stderr(), "\n") {
@@ -252,7 +282,7 @@ func TestStalledReaderDropped(t *testing.T) {
 					Msg, Route string
 					Bytes      int64
 				}
-				if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "request" && strings.HasSuffix(rec.Route, "/{item}/{sub}") {
+				if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "request" && strings.HasSuffix(rec.Route, "/{item}/{sub}") && rec.Bytes > 4096 {
 					if rec.Bytes >= int64(len(big)) {
 						t.Fatalf("the stalled download is logged with %d bytes, the whole file", rec.Bytes)
 					}
@@ -265,30 +295,32 @@ func TestStalledReaderDropped(t *testing.T) {
 	})
 
 	t.Run("slow but progressing", func(t *testing.T) {
-		for _, rest := range []bool{true, false} {
-			resp := get(t, rest)
-			// 1 MiB every 250 ms for the first 20 MiB: each pause far
-			// shorter than the timeout (the kernel wakes a blocked
-			// writer only once a good part of its buffer is free, so
-			// a write may wait out several), 5 s in all, and the
-			// server's writes wait on them.
-			got := 0
-			buf := make([]byte, 1<<20)
-			for {
-				n, err := io.ReadFull(resp.Body, buf)
-				got += n
-				if err != nil {
-					if err != io.EOF && err != io.ErrUnexpectedEOF {
-						t.Fatalf("rest %v: slow reader cut after %d of %d bytes: %v", rest, got, len(big), err)
+		for _, b := range []before{befores[0], befores[2]} {
+			for _, rest := range []bool{true, false} {
+				resp := get(t, rest, b)
+				// 1 MiB every 250 ms for the first 20 MiB: each pause far
+				// shorter than the timeout (the kernel wakes a blocked
+				// writer only once a good part of its buffer is free, so
+				// a write may wait out several), 5 s in all, and the
+				// server's writes wait on them.
+				got := 0
+				buf := make([]byte, 1<<20)
+				for {
+					n, err := io.ReadFull(resp.Body, buf)
+					got += n
+					if err != nil {
+						if err != io.EOF && err != io.ErrUnexpectedEOF {
+							t.Fatalf("%s, rest %v: slow reader cut after %d of %d bytes: %v", b.name, rest, got, len(big), err)
+						}
+						break
 					}
-					break
+					if got < 20<<20 {
+						time.Sleep(250 * time.Millisecond)
+					}
 				}
-				if got < 20<<20 {
-					time.Sleep(250 * time.Millisecond)
+				if got != len(big) {
+					t.Fatalf("%s, rest %v: slow reader got %d of %d bytes", b.name, rest, got, len(big))
 				}
-			}
-			if got != len(big) {
-				t.Fatalf("rest %v: slow reader got %d of %d bytes", rest, got, len(big))
 			}
 		}
 	})
