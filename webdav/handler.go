@@ -200,6 +200,39 @@ func (h *Handler) davPath(escaped string) (string, error) {
 	if !ok || (rest != "" && rest[0] != '/') {
 		return "", describe(errBadPath, "path %q is outside %s/", escaped, h.opts.Prefix)
 	}
+	if p, ok := plainPath(rest); ok {
+		return p, nil
+	}
+	return cleanPath(rest)
+}
+
+// plainPath is davPath's answer for rest, the path below the prefix, when
+// it has nothing to unescape or refuse: no '%', no empty, "." or ".."
+// segment but for one trailing slash, and no more than maxPathDepth
+// segments. Most requests' paths are such, and it is rest itself then
+// (or a part of it), where cleanPath builds a new string from its parts.
+func plainPath(rest string) (string, bool) {
+	rest = strings.TrimSuffix(rest, "/")
+	if rest == "" {
+		return "/", true
+	}
+	if strings.IndexByte(rest, '%') >= 0 {
+		return "", false
+	}
+	left, depth := rest[1:], 0
+	for more := true; more; {
+		var seg string
+		seg, left, more = strings.Cut(left, "/")
+		if depth++; seg == "" || seg == "." || seg == ".." || depth > maxPathDepth {
+			return "", false
+		}
+	}
+	return rest, true
+}
+
+// cleanPath is davPath's answer for rest, the path below the prefix, in
+// full.
+func cleanPath(rest string) (string, error) {
 	var segs []string
 	for seg := range strings.SplitSeq(rest, "/") {
 		if seg == "" {
