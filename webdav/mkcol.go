@@ -10,7 +10,7 @@ func (s *session) mkcol(w http.ResponseWriter, r *http.Request) error {
 	if r.ContentLength > 0 || (r.ContentLength < 0 && r.Body != nil && r.Body != http.NoBody) {
 		return errMkcolBody
 	}
-	t, n, exists, parent, name, err := s.lookupNew()
+	t, n, exists, parent, name, err := s.lookupNew(s.path, "the parent collection")
 	if err != nil {
 		return err
 	}
