@@ -168,7 +168,10 @@ func (fs *FS) writeFile(ctx context.Context, root, parent uint64, name string, r
 	var size int64
 	var crc uint32
 	if small {
-		inline, size, crc = bytes.Clone(head), int64(len(head)), crc32.ChecksumIEEE(head)
+		// The pooled buffer goes back only when this returns: the
+		// revision's record, encoded in each try of the commit, is
+		// the last to read it.
+		inline, size, crc = head, int64(len(head)), crc32.ChecksumIEEE(head)
 	} else {
 		var left int64 // what the quotas leave, when bound
 		var bound bool
