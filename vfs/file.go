@@ -3,6 +3,7 @@ package vfs
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -320,3 +321,45 @@ func (f *File) Size() int64 { return f.Revision.Size }
 func (f *File) Close() error { return f.r.Close() }
 
 var _ io.ReadSeekCloser = (*File)(nil)
+
+// LookupWithParent is Lookup of the path p and of the folder that holds,
+// or would hold, its last name, in one read: a write that creates or
+// replaces an item needs both, and two lookups read the folders above
+// twice. found is false, with n zero, when the folder holds no live item
+// of that name. The folder's errors are Lookup's, and ErrNotDir when it
+// is a file; p must name an item below the top folder (ErrInvalidName).
+func (fs *FS) LookupWithParent(ctx context.Context, root uint64, p string) (parent, n Node, found bool, err error) {
+	segs, err := splitPath(p)
+	if err != nil {
+		return Node{}, Node{}, false, err
+	}
+	if len(segs) == 0 {
+		return Node{}, Node{}, false, fmt.Errorf("%w: the top folder has no folder above it", ErrInvalidName)
+	}
+	dir := "/" + strings.Join(segs[:len(segs)-1], "/")
+	err = fs.db.View(ctx, func(tx kv.Txn) error {
+		rec, pn, err := fs.lookupNode(tx, root, segs[:len(segs)-1], dir)
+		if err != nil {
+			return err
+		}
+		if !rec.Dir {
+			return fmt.Errorf("%w: %q", ErrNotDir, dir)
+		}
+		parent = pn
+		var c nodeRec
+		err = get(tx, childKey(rec.ID, segs[len(segs)-1]), &c, ErrNotExist)
+		if errors.Is(err, ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		n, found = c.public(fs.nowNs()), true
+		n.Path = "/" + strings.Join(segs, "/")
+		return nil
+	})
+	if err != nil {
+		return Node{}, Node{}, false, err
+	}
+	return parent, n, found, nil
+}

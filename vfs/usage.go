@@ -196,8 +196,8 @@ func (fs *FS) addUsage(ctx context.Context, tx kv.Txn, root uint64, d usageRec, 
 	// which takes the root's usage out of its tallies: one of the two
 	// then runs again on the other's result.
 	var r rootRec
-	if err := get(tx, rootKey(root), &r, fmt.Errorf("%w: root %d", ErrNotExist, root)); err != nil {
-		return err
+	if err := get(tx, rootKey(root), &r, kv.ErrNotFound); err != nil {
+		return missing(err, "root", root)
 	}
 	if r.Deleted {
 		return nil // its usage left its tallies when it was deleted

@@ -1,7 +1,6 @@
 package webdav
 
 import (
-	"errors"
 	"net/http"
 	"net/url"
 	"strings"
@@ -89,10 +88,8 @@ func (s *session) copyMove(w http.ResponseWriter, r *http.Request) error {
 	if sn.Dir && strings.HasPrefix(dstPath, strings.TrimSuffix(s.path, "/")+"/") {
 		return errInsideItself
 	}
-	dst, dn, dstExists, err := s.lookup(dstPath)
-	if errors.Is(err, errNoRoot) {
-		return noRoot(dstPath)
-	} else if err != nil {
+	dst, dn, dstExists, parent, name, err := s.lookupNew(dstPath, "the destination's parent collection")
+	if err != nil {
 		return err
 	}
 	if dstExists && !dn.Dir && strings.HasSuffix(u.EscapedPath(), "/") {
@@ -117,9 +114,8 @@ func (s *session) copyMove(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	parent, name, err := s.parentOrConflict(dst, "the destination's parent collection")
-	if err != nil {
-		return err
+	if parent.err != nil {
+		return parent.err
 	}
 	if dstExists {
 		if !overwrite {
@@ -136,12 +132,12 @@ func (s *session) copyMove(w http.ResponseWriter, r *http.Request) error {
 	opts.Overwrite = dstExists
 	switch {
 	case move && src.m == dst.m:
-		_, err = fs.Move(s.ctx, src.m.root.ID, sn.ID, parent.ID, name, opts)
+		_, err = fs.Move(s.ctx, src.m.root.ID, sn.ID, parent.node.ID, name, opts)
 	case depth == "0" && sn.Dir:
 		// An empty collection with the source's dead properties.
-		_, err = fs.CopyEmpty(s.ctx, src.m.root.ID, sn.ID, dst.m.root.ID, parent.ID, name, opts)
+		_, err = fs.CopyEmpty(s.ctx, src.m.root.ID, sn.ID, dst.m.root.ID, parent.node.ID, name, opts)
 	default:
-		_, err = fs.Copy(s.ctx, src.m.root.ID, sn.ID, dst.m.root.ID, parent.ID, name, opts)
+		_, err = fs.Copy(s.ctx, src.m.root.ID, sn.ID, dst.m.root.ID, parent.node.ID, name, opts)
 		if err == nil && move {
 			err = fs.Delete(s.ctx, src.m.root.ID, sn.ID, s.optsFor(src.m.root.ID))
 		}

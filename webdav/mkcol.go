@@ -1,7 +1,6 @@
 package webdav
 
 import (
-	"errors"
 	"net/http"
 )
 
@@ -11,24 +10,20 @@ func (s *session) mkcol(w http.ResponseWriter, r *http.Request) error {
 	if r.ContentLength > 0 || (r.ContentLength < 0 && r.Body != nil && r.Body != http.NoBody) {
 		return errMkcolBody
 	}
-	t, n, exists, err := s.lookup(s.path)
-	if errors.Is(err, errNoRoot) {
-		return noRoot(s.path)
-	}
+	t, n, exists, parent, name, err := s.lookupNew(s.path, "the parent collection")
 	if err != nil {
 		return err
 	}
 	if exists {
 		return describe(errCollectionTarget, "the resource already exists")
 	}
-	parent, name, err := s.parentOrConflict(t, "the parent collection")
-	if err != nil {
-		return err
+	if parent.err != nil {
+		return parent.err
 	}
 	if err := s.preconditions(r, s.path, n, exists); err != nil {
 		return err
 	}
-	if _, err := s.h.opts.FS.Mkdir(s.ctx, t.m.root.ID, parent.ID, name, s.optsFor(t.m.root.ID)); err != nil {
+	if _, err := s.h.opts.FS.Mkdir(s.ctx, t.m.root.ID, parent.node.ID, name, s.optsFor(t.m.root.ID)); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusCreated)

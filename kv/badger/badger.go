@@ -661,6 +661,11 @@ func (b *DB) Close() error {
 	if err := b.db.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("kv: close badger: %w", err))
 	}
+	if b.group != nil {
+		if err := b.group.close(); err != nil {
+			errs = append(errs, fmt.Errorf("kv: close logs: %w", err))
+		}
+	}
 	return errors.Join(errs...)
 }
 

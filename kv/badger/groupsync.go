@@ -1,7 +1,12 @@
 package badger
 
 import (
+	"bytes"
+	"encoding/binary"
+	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -61,21 +66,52 @@ type groupSync struct {
 	// round syncs the value logs.
 	vlogWriters int
 
-	// syncFile makes one file's data durable (fdatasync; tests replace it).
+	// syncFile, when set (by tests), makes one file's data durable in
+	// place of an fdatasync through the file kept open in logs.
 	syncFile func(name string) error
 
 	// Counters for SyncStats.
 	commits, rounds, files atomic.Uint64
 
-	// Touched only by the goroutine running a round (one at a time).
+	// Touched only by the goroutine running a round (one at a time),
+	// and by close once no round can start.
 	settled map[string]bool // older logs synced since a newer one appeared
 	names   string          // the logs seen by the last round, to spot changes
+	// The directory and the logs stay open from round to round: opening
+	// and listing them with os.ReadDir and os.Open each round cost as
+	// much CPU as a sixth of the round's fdatasyncs (perf, 2,000 PUTs of
+	// 4 KiB from 8 clients).
+	dirf *os.File
+	logs map[string]openLog // by name
+	buf  []byte             // getdents' buffer
+}
+
+// openLog is a log kept open, with the inode it was opened at: a name
+// that now lists another inode is opened again.
+type openLog struct {
+	f   *os.File
+	ino uint64
 }
 
 func newGroupSync(dir string) *groupSync {
-	g := &groupSync{dir: dir, settled: map[string]bool{}, syncFile: fdatasync}
+	g := &groupSync{dir: dir, settled: map[string]bool{}, logs: map[string]openLog{}}
 	g.cond.L = &g.mu
 	return g
+}
+
+// close closes the files rounds kept open. The store calls it after
+// Badger closed, when no round runs or starts.
+func (g *groupSync) close() error {
+	var errs []error
+	for name, l := range g.logs {
+		errs = append(errs, l.f.Close())
+		delete(g.logs, name)
+	}
+	if g.dirf != nil {
+		errs = append(errs, g.dirf.Close())
+		g.dirf = nil
+	}
+	return errors.Join(errs...)
 }
 
 // noteVlog says that a commit is about to write to the value log (a value
@@ -165,56 +201,70 @@ func (g *groupSync) broken() error {
 // unless vlog is set: no commit the round covers wrote to them since
 // the last round that synced them.
 func (g *groupSync) syncFiles(vlog bool) error {
-	entries, err := os.ReadDir(g.dir)
+	logs, err := g.list()
 	if err != nil {
 		return fmt.Errorf("kv: sync: %w", err)
 	}
-	type log struct {
-		name string
-		seq  uint64
-	}
-	var logs []log
 	newest := map[string]uint64{} // by suffix
-	for _, e := range entries {
-		name := e.Name()
-		ext := filepath.Ext(name)
-		if ext != ".mem" && ext != ".vlog" {
-			continue
-		}
-		seq, err := strconv.ParseUint(strings.TrimSuffix(name, ext), 10, 64)
-		if err != nil {
-			continue // not a log Badger named
-		}
-		logs = append(logs, log{name, seq})
-		newest[ext] = max(newest[ext], seq)
+	for _, l := range logs {
+		newest[l.ext] = max(newest[l.ext], l.seq)
 	}
 	var names strings.Builder
 	present := make(map[string]bool, len(logs))
-	var todo []log
+	var todo []dirLog
 	for _, l := range logs {
 		names.WriteString(l.name + "/")
 		present[l.name] = true
-		if !g.settled[l.name] && (vlog || filepath.Ext(l.name) != ".vlog") {
+		if !g.settled[l.name] && (vlog || l.ext != ".vlog") {
 			todo = append(todo, l)
 		}
 	}
 	// The logs are synced in parallel: a round usually has two (the
 	// write-ahead log and the value log), and the file system overlaps
-	// their writeback and device flushes.
+	// their writeback and device flushes. The files are opened here,
+	// by the round's own goroutine, which alone touches g.logs.
 	errs := make([]error, len(todo))
+	files := make([]*os.File, len(todo))
+	if g.syncFile == nil {
+		for i, l := range todo {
+			files[i], errs[i] = g.open(l)
+		}
+	}
+	sync1 := func(i int) {
+		if g.syncFile != nil {
+			errs[i] = g.syncFile(filepath.Join(g.dir, todo[i].name))
+			return
+		}
+		errs[i] = unix.Fdatasync(int(files[i].Fd()))
+	}
 	var wg sync.WaitGroup
-	for i, l := range todo {
-		wg.Go(func() { errs[i] = g.syncFile(filepath.Join(g.dir, l.name)) })
+	for i := range todo {
+		if errs[i] != nil {
+			continue
+		}
 		g.files.Add(1)
+		if i == len(todo)-1 {
+			// The last one on this goroutine, which waits anyway: a
+			// round of one log (folder operations) starts none.
+			sync1(i)
+			break
+		}
+		wg.Go(func() { sync1(i) })
 	}
 	wg.Wait()
 	for i, l := range todo {
-		if err := errs[i]; err != nil && !os.IsNotExist(err) {
+		if err := errs[i]; err != nil && !errors.Is(err, fs.ErrNotExist) {
 			// A log removed after the listing was flushed: fine.
 			return fmt.Errorf("kv: sync %s: %w", l.name, err)
 		}
-		if l.seq < newest[filepath.Ext(l.name)] {
+		if l.seq < newest[l.ext] {
 			g.settled[l.name] = true
+			// No round syncs it again: a store holds a value log
+			// per 16 MiB of values, and keeps none of them open.
+			if o, ok := g.logs[l.name]; ok {
+				o.f.Close()
+				delete(g.logs, l.name)
+			}
 		}
 	}
 	for name := range g.settled {
@@ -222,17 +272,105 @@ func (g *groupSync) syncFiles(vlog bool) error {
 			delete(g.settled, name)
 		}
 	}
+	for name, l := range g.logs {
+		if !present[name] {
+			// Badger removed it (flushed, or collected): nothing left
+			// to sync.
+			l.f.Close()
+			delete(g.logs, name)
+		}
+	}
 	if names.String() == g.names {
 		return nil
 	}
-	if err := fsync(g.dir); err != nil {
+	if err := g.dirf.Sync(); err != nil {
 		return fmt.Errorf("kv: sync: %w", err)
 	}
 	g.names = names.String()
 	return nil
 }
 
-// fdatasync makes a log's contents durable. Badger sizes its logs when it
+// dirLog is a log file as the directory lists it.
+type dirLog struct {
+	name, ext string
+	seq, ino  uint64
+}
+
+// list returns the logs in the directory (*.mem and *.vlog named by
+// Badger's sequence numbers), read again from the start of the
+// directory kept open.
+func (g *groupSync) list() ([]dirLog, error) {
+	if g.dirf == nil {
+		f, err := os.Open(g.dir)
+		if err != nil {
+			return nil, err
+		}
+		g.dirf = f
+		g.buf = make([]byte, 8<<10)
+	}
+	fd := int(g.dirf.Fd())
+	if _, err := unix.Seek(fd, 0, io.SeekStart); err != nil {
+		return nil, err
+	}
+	var logs []dirLog
+	for {
+		n, err := unix.Getdents(fd, g.buf)
+		if err != nil {
+			return nil, err
+		}
+		if n == 0 {
+			return logs, nil
+		}
+		// struct linux_dirent64: ino u64, off s64, reclen u16, type u8,
+		// then the name, ended by a NUL.
+		for b := g.buf[:n]; len(b) >= 19; {
+			reclen := int(binary.NativeEndian.Uint16(b[16:18]))
+			if reclen < 19 || reclen > len(b) {
+				return nil, fmt.Errorf("getdents: a record of %d bytes", reclen)
+			}
+			name := b[19:reclen]
+			if i := bytes.IndexByte(name, 0); i >= 0 {
+				name = name[:i]
+			}
+			if ext := logExt(name); ext != "" {
+				if seq, err := strconv.ParseUint(string(name[:len(name)-len(ext)]), 10, 64); err == nil {
+					logs = append(logs, dirLog{name: string(name), ext: ext, seq: seq, ino: binary.NativeEndian.Uint64(b[:8])})
+				} // else not a log Badger named
+			}
+			b = b[reclen:]
+		}
+	}
+}
+
+// logExt is ".mem" or ".vlog" for a log's name, "" for any other.
+func logExt(name []byte) string {
+	for _, ext := range [...]string{".mem", ".vlog"} {
+		if bytes.HasSuffix(name, []byte(ext)) {
+			return ext
+		}
+	}
+	return ""
+}
+
+// open returns log l open, opening it unless it is open at its inode.
+func (g *groupSync) open(l dirLog) (*os.File, error) {
+	if o, ok := g.logs[l.name]; ok {
+		if o.ino == l.ino {
+			return o.f, nil
+		}
+		o.f.Close()
+		delete(g.logs, l.name)
+	}
+	f, err := os.Open(filepath.Join(g.dir, l.name))
+	if err != nil {
+		return nil, err
+	}
+	g.logs[l.name] = openLog{f: f, ino: l.ino}
+	return f, nil
+}
+
+// fdatasync makes a log's contents durable (as rounds do through the
+// files they keep open; tests call it by name). Badger sizes its logs when it
 // creates them and writes them through a memory map, which stamps a new
 // modification time on every commit: fsync would commit that to the file
 // system's journal each round, fdatasync leaves it and still writes
@@ -244,18 +382,6 @@ func fdatasync(name string) error {
 		return err
 	}
 	err = unix.Fdatasync(int(f.Fd()))
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
-func fsync(name string) error {
-	f, err := os.Open(name)
-	if err != nil {
-		return err
-	}
-	err = f.Sync()
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"sync"
+	"syscall"
 	"testing"
 
 	"berth/kv"
@@ -193,4 +195,55 @@ func TestGroupSyncValueLog(t *testing.T) {
 			t.Errorf("small commit %d with the value log held: synced %v", i, got)
 		}
 	}
+}
+
+// TestGroupSyncKeepsLogsOpen: rounds keep the logs they sync open, open a
+// name again when it lists another file, and close a log once it is
+// settled or gone.
+func TestGroupSyncKeepsLogsOpen(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string) uint64 {
+		t.Helper()
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Sys().(*syscall.Stat_t).Ino
+	}
+	g := newGroupSync(dir)
+	defer g.close()
+	round := func(want map[string]uint64) {
+		t.Helper()
+		if err := g.syncFiles(true); err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]uint64{}
+		for name, l := range g.logs {
+			got[name] = l.ino
+		}
+		if !maps.Equal(got, want) {
+			t.Fatalf("open logs %v, want %v", got, want)
+		}
+	}
+	mem, vlog := write("00001.mem"), write("000001.vlog")
+	write("MANIFEST")
+	round(map[string]uint64{"00001.mem": mem, "000001.vlog": vlog})
+	round(map[string]uint64{"00001.mem": mem, "000001.vlog": vlog})
+	if err := os.Remove(filepath.Join(dir, "00001.mem")); err != nil {
+		t.Fatal(err)
+	}
+	// A new file of the old name: another inode, since the round's
+	// open file keeps the old one's number taken.
+	mem = write("00001.mem")
+	round(map[string]uint64{"00001.mem": mem, "000001.vlog": vlog})
+	mem2 := write("00002.mem")
+	round(map[string]uint64{"00002.mem": mem2, "000001.vlog": vlog}) // 00001.mem settled
+	if err := os.Remove(filepath.Join(dir, "000001.vlog")); err != nil {
+		t.Fatal(err)
+	}
+	round(map[string]uint64{"00002.mem": mem2})
 }
