@@ -164,28 +164,18 @@ func (fs *FS) OpenPath(ctx context.Context, root uint64, p string) (Node, *File,
 	key := pathKey{root, p}
 	c, ok := fs.paths.Get(gen, key)
 	if !ok {
-		err = fs.db.View(ctx, func(tx kv.Txn) error {
-			rec, err := lookupIn(tx, root, segs, p)
-			if err != nil {
-				return err
-			}
-			c = cachedPath{rec: rec}
-			if rec.Dir {
-				return nil
-			}
-			return get(tx, revKey(rec.ID, rec.Rev), &c.rev, fmt.Errorf("%w: revision %d", ErrNotExist, rec.Rev))
-		})
-		if err != nil {
+		if c, err = fs.readPath(ctx, gen, key, segs); err != nil {
 			fs.m.observe(OpRead, err)
 			return Node{}, nil, err
-		}
-		if len(c.rev.Chunks) <= maxCachedPathChunks && len(p)+c.size() <= maxCachedPathBytes {
-			fs.paths.Put(gen, key, c)
 		}
 	}
 	// Locks expire without a commit: which are live is decided now.
 	n := c.rec.public(fs.nowNs())
-	n.Path = "/" + strings.Join(segs, "/")
+	// splitPath refused empty segments: p is clean but for a trailing
+	// slash, and needs no joining again.
+	if n.Path = strings.TrimSuffix(p, "/"); n.Path == "" {
+		n.Path = "/"
+	}
 	if c.rec.Dir {
 		return n, nil, nil
 	}
@@ -193,6 +183,31 @@ func (fs *FS) OpenPath(ctx context.Context, root uint64, p string) (Node, *File,
 	f := &File{Node: n, Revision: c.rev.public(), m: fs.m}
 	fs.attach(ctx, f)
 	return n, f, nil
+}
+
+// readPath reads what OpenPath keeps for key, whose path splitPath split
+// into segs, and keeps it when it is small. A function of its own so that
+// the record its transaction fills escapes to the heap only on a miss.
+func (fs *FS) readPath(ctx context.Context, gen uint64, key pathKey, segs []string) (cachedPath, error) {
+	var c cachedPath
+	err := fs.db.View(ctx, func(tx kv.Txn) error {
+		rec, err := lookupIn(tx, key.root, segs, key.path)
+		if err != nil {
+			return err
+		}
+		c = cachedPath{rec: rec}
+		if rec.Dir {
+			return nil
+		}
+		return get(tx, revKey(rec.ID, rec.Rev), &c.rev, fmt.Errorf("%w: revision %d", ErrNotExist, rec.Rev))
+	})
+	if err != nil {
+		return cachedPath{}, err
+	}
+	if len(c.rev.Chunks) <= maxCachedPathChunks && len(key.path)+c.size() <= maxCachedPathBytes {
+		fs.paths.Put(gen, key, c)
+	}
+	return c, nil
 }
 
 // pathKey names what OpenPath resolved: a path in a root.
