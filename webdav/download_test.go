@@ -230,16 +230,12 @@ func loseChunks(t *testing.T, f *fixture) { berthtest.LoseChunks(t, f.dir) }
 // /lost.bin's last chunk, as a disk that rots would.
 func changeLastChunk(t *testing.T, f *fixture) {
 	t.Helper()
-	ctx := context.Background()
-	n, err := f.fs.Lookup(ctx, f.root.ID, "/lost.bin")
+	_, file, err := f.fs.OpenPath(context.Background(), f.root.ID, "/lost.bin")
 	if err != nil {
 		t.Fatal(err)
 	}
-	revs, err := f.fs.Revisions(ctx, f.root.ID, n.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	refs := revs[len(revs)-1].Chunks
+	file.Close()
+	refs := file.Revision.Chunks
 	if len(refs) < 2 {
 		t.Fatalf("want a file of several chunks, got %d", len(refs))
 	}
