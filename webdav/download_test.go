@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -137,27 +138,37 @@ func TestRange(t *testing.T) {
 }
 
 // TestGetFailsLoudly: a GET whose contents are lost under the metadata (the
-// chunk files removed) must reach the client as a broken transfer, never
-// as a short file with status 200, and be logged and counted
-// (berth_http_aborted_streams_total) as REST downloads are. Before
-// httpserve, x/net/webdav's http.ServeContent dropped the read error: the
-// WebDAV side neither logged nor counted it.
+// chunk files removed), or changed on the disk since they were last read
+// (one byte of the last chunk flipped, after a GET that verified it and
+// let later reads check it by its XXH3 alone), must reach the client as a
+// broken transfer, never as a short file or other bytes with status 200,
+// and be logged and counted (berth_http_aborted_streams_total) as REST
+// downloads are. What the client received before the break is the file's
+// start. Before httpserve, x/net/webdav's http.ServeContent dropped the
+// read error: the WebDAV side neither logged nor counted it.
 func TestGetFailsLoudly(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		plain bool // HTTP/1.1 without TLS; else HTTP/2 over TLS
+		spoil func(t *testing.T, f *fixture)
 	}{
-		{"HTTP/1.1", true},
-		{"HTTP/2", false},
+		{"lost/HTTP/1.1", true, loseChunks},
+		{"lost/HTTP/2", false, loseChunks},
+		{"changed/HTTP/1.1", true, changeLastChunk},
+		{"changed/HTTP/2", false, changeLastChunk},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t)
-			data := make([]byte, 1<<20)
+			data := make([]byte, 6<<20)
 			rand.Read(data)
 			st, _, body := f.do("PUT", "/lost.bin", bytes.NewReader(data))
 			want(t, "PUT", st, http.StatusCreated, body)
-			// Lose the contents underneath the metadata.
-			berthtest.LoseChunks(t, f.dir)
+			st, _, body = f.do("GET", "/lost.bin", nil)
+			want(t, "GET before", st, http.StatusOK, "")
+			if body != string(data) {
+				t.Fatal("the GET before differs from what was PUT")
+			}
+			tc.spoil(t, f)
 
 			// A handler of its own, to read its registry and log.
 			logs := &berthtest.LogBuffer{}
@@ -185,7 +196,10 @@ func TestGetFailsLoudly(t *testing.T) {
 				got, err = io.ReadAll(resp.Body)
 				resp.Body.Close()
 				if err == nil && resp.StatusCode == http.StatusOK {
-					t.Fatalf("a GET whose contents are lost looked complete: %d bytes of %d", len(got), len(data))
+					t.Fatalf("a GET whose contents are spoiled looked complete: %d bytes of %d", len(got), len(data))
+				}
+				if !bytes.Equal(got, data[:min(len(got), len(data))]) {
+					t.Fatalf("the client received %d bytes that are not the file's start", len(got))
 				}
 				if err == nil {
 					err = fmt.Errorf("status %d", resp.StatusCode)
@@ -206,6 +220,33 @@ func TestGetFailsLoudly(t *testing.T) {
 			st, _, body = f.do("PROPFIND", "/lost.bin", nil, "Depth", "0")
 			want(t, "PROPFIND after the abort", st, http.StatusMultiStatus, body)
 		})
+	}
+}
+
+// loseChunks removes every chunk file under the metadata.
+func loseChunks(t *testing.T, f *fixture) { berthtest.LoseChunks(t, f.dir) }
+
+// changeLastChunk flips one byte in the middle of the stored blob of
+// /lost.bin's last chunk, as a disk that rots would.
+func changeLastChunk(t *testing.T, f *fixture) {
+	t.Helper()
+	_, file, err := f.fs.OpenPath(context.Background(), f.root.ID, "/lost.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	file.Close()
+	refs := file.Revision.Chunks
+	if len(refs) < 2 {
+		t.Fatalf("want a file of several chunks, got %d", len(refs))
+	}
+	p := f.stack.Chunks.Path(refs[len(refs)-1].ID)
+	blob, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blob[len(blob)/2] ^= 1
+	if err := os.WriteFile(p, blob, 0o640); err != nil {
+		t.Fatal(err)
 	}
 }
 

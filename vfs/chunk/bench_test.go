@@ -195,14 +195,14 @@ func benchRead(b *testing.B, data []byte) {
 
 // evict drops name's pages from the page cache. The pages are clean (the
 // writers synced), so DONTNEED really drops them.
-func evict(b *testing.B, name string) {
+func evict(tb testing.TB, name string) {
 	f, err := os.Open(name)
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	defer f.Close()
 	if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 }
 

@@ -334,29 +334,39 @@ func (d *Disk) Get(ctx context.Context, id ID) ([]byte, error) {
 // GetInto is Get reading into dst, grown when too small, so that readers
 // can reuse one buffer for many chunks.
 func (d *Disk) GetInto(ctx context.Context, id ID, dst []byte) ([]byte, error) {
+	blob, _, err := d.getWarm(ctx, id, dst)
+	return blob, err
+}
+
+// getWarm is GetInto that also tells whether the blob was in the page
+// cache whole when asked for (warm): a Reader fetches ahead only chunks
+// that were not (see Reader.load). A blob whose state is not known (one
+// shorter than directMin, or on a file system without direct reads) is
+// not warm.
+func (d *Disk) getWarm(ctx context.Context, id ID, dst []byte) (blob []byte, warm bool, err error) {
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	f, err := os.Open(d.Path(id))
 	if errors.Is(err, fs.ErrNotExist) {
 		f, err = os.Open(d.legacyPath(id))
 	}
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
+		return nil, false, fmt.Errorf("%w: %s", ErrNotFound, id)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("chunk: get %s: %w", id, err)
+		return nil, false, fmt.Errorf("chunk: get %s: %w", id, err)
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return nil, fmt.Errorf("chunk: get %s: %w", id, err)
+		return nil, false, fmt.Errorf("chunk: get %s: %w", id, err)
 	}
 	n := int(st.Size())
 	if n >= directMin && !d.direct.off.Load() {
 		var ok bool
-		if dst, ok = d.direct.readCold(f, n, dst); ok {
-			return dst, nil
+		if dst, ok, warm = d.direct.readCold(f, n, dst); ok {
+			return dst, warm, nil
 		}
 	}
 	if cap(dst) < n {
@@ -364,12 +374,15 @@ func (d *Disk) GetInto(ctx context.Context, id ID, dst []byte) ([]byte, error) {
 	}
 	dst = dst[:n]
 	if _, err := io.ReadFull(f, dst); err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, id, err)
+		return nil, false, fmt.Errorf("%w: %s: %v", ErrCorrupt, id, err)
 	}
-	return dst, nil
+	return dst, warm, nil
 }
 
-var _ BufferGetter = (*Disk)(nil)
+var (
+	_ BufferGetter = (*Disk)(nil)
+	_ warmGetter   = (*Disk)(nil)
+)
 
 // Has reports whether id's file exists, durably: while a rename of id
 // into place waits for its directory's sync, Has waits too.

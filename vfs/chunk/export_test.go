@@ -1,5 +1,7 @@
 package chunk
 
+import "context"
+
 // ReadAhead is readAhead, for tests that count prefetched chunks.
 const ReadAhead = DefaultReadAhead
 
@@ -9,3 +11,17 @@ func SetBeforeSync(d *Disk, f func()) { d.beforeSync = f }
 
 // NoSpace is noSpace, for the test that feeds it the kernel's errors.
 var NoSpace = noSpace
+
+// FetchingAhead is how many chunks r is fetching or has fetched ahead.
+func FetchingAhead(r *Reader) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.loads)
+}
+
+// Warm reads id's blob from d and reports whether it was in the page
+// cache whole.
+func Warm(d *Disk, id ID) bool {
+	_, warm, err := d.getWarm(context.Background(), id, nil)
+	return err == nil && warm
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -29,6 +30,8 @@ func TestReader(t *testing.T) {
 		{"SeekAndReadAtMatchBytesReader", seekAndReadAtMatchBytesReader},
 		{"ReadaheadOnlyWhenSequential", readaheadOnlyWhenSequential},
 		{"ReadAheadFromPoolOptions", readAheadFromPoolOptions},
+		{"ReadAheadOnlyOffTheDevice", readAheadOnlyOffTheDevice},
+		{"CopyToWholeRecords", copyToWholeRecords},
 		{"Close", readerClose},
 		{"ServeContent", serveContent},
 		{"CorruptAfterVerified", corruptAfterVerified},
@@ -207,6 +210,102 @@ func readAheadFromPoolOptions(t *testing.T) {
 	}
 }
 
+// readAheadOnlyOffTheDevice: a Disk's reader fetches ahead the chunks
+// after one read from the device, and reads a file in the page cache
+// chunk by chunk as it is sent, with no worker.
+func readAheadOnlyOffTheDevice(t *testing.T) {
+	d := newDisk(t)
+	pool := chunk.NewReadPool(chunk.ReadPoolOptions{})
+	data := randomData(12, 12*mib)
+	refs := write(t, chunk.NewWriter(d, chunk.WriterOptions{}), data)
+	if len(refs) < 2+chunk.ReadAhead {
+		t.Fatalf("want at least %d chunks, got %d", 2+chunk.ReadAhead, len(refs))
+	}
+	// read reads the file whole, and reports how many chunks were
+	// fetched ahead after its first read.
+	read := func() int {
+		r := pool.NewReader(context.Background(), d, refs)
+		defer r.Close()
+		p := make([]byte, 10)
+		if _, err := io.ReadFull(r, p); err != nil {
+			t.Fatal(err)
+		}
+		ahead := chunk.FetchingAhead(r)
+		var got bytes.Buffer
+		got.Write(p)
+		if _, err := io.Copy(&got, r); err != nil || !bytes.Equal(got.Bytes(), data) {
+			t.Fatalf("read %d bytes, %v; equal: %v", got.Len(), err, bytes.Equal(got.Bytes(), data))
+		}
+		return ahead
+	}
+	for _, ref := range refs {
+		evict(t, d.Path(ref.ID))
+	}
+	if n := read(); n != chunk.ReadAhead {
+		t.Fatalf("a file off the device: %d chunks fetched ahead, want %d", n, chunk.ReadAhead)
+	}
+	// The second read of a blob read directly goes through the page
+	// cache, which keeps it for the third.
+	read()
+	if !chunk.Warm(d, refs[0].ID) {
+		t.Skip("the page cache's state is not visible here (no cachestat or RWF_NOWAIT)")
+	}
+	if n := read(); n != 0 {
+		t.Fatalf("a file in the page cache: %d chunks fetched ahead, want none", n)
+	}
+}
+
+// copyToWholeRecords: CopyTo hands its writer whole 16 KiB records but
+// for the last write, across chunk ends, from any offset and for any
+// length, with the same bytes as a copy through Read.
+func copyToWholeRecords(t *testing.T) {
+	const record = 16 << 10
+	s := chunk.NewMemory()
+	data := randomData(13, 6*mib)
+	refs := write(t, chunk.NewWriter(s, chunk.WriterOptions{}), data)
+	if len(refs) < 3 {
+		t.Fatalf("want several chunks, got %d", len(refs))
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for i := range 40 {
+		off := rng.Int64N(int64(len(data)))
+		n := rng.Int64N(int64(len(data)))
+		if i == 0 {
+			off, n = 0, math.MaxInt64 // WriteTo
+		}
+		r := chunk.NewReader(context.Background(), s, refs)
+		if _, err := r.Seek(off, io.SeekStart); err != nil {
+			t.Fatal(err)
+		}
+		w := &sizesWriter{}
+		m, err := r.CopyTo(w, n)
+		want := data[off:min(int64(len(data)), off+min(n, int64(len(data))))]
+		if err != nil || m != int64(len(want)) || !bytes.Equal(w.b.Bytes(), want) {
+			t.Fatalf("CopyTo(%d) at %d = %d, %v; want %d bytes, equal: %v", n, off, m, err, len(want), bytes.Equal(w.b.Bytes(), want))
+		}
+		for j, size := range w.sizes[:max(0, len(w.sizes)-1)] {
+			if size%record != 0 {
+				t.Fatalf("CopyTo(%d) at %d: write %d of %d is %d bytes, not whole records", n, off, j, len(w.sizes), size)
+			}
+		}
+		if pos, _ := r.Seek(0, io.SeekCurrent); pos != off+m {
+			t.Fatalf("CopyTo(%d) at %d left the offset at %d, want %d", n, off, pos, off+m)
+		}
+		r.Close()
+	}
+}
+
+// sizesWriter keeps what it is written and the size of each write.
+type sizesWriter struct {
+	b     bytes.Buffer
+	sizes []int
+}
+
+func (w *sizesWriter) Write(p []byte) (int, error) {
+	w.sizes = append(w.sizes, len(p))
+	return w.b.Write(p)
+}
+
 func readerClose(t *testing.T) {
 	s := chunk.NewMemory()
 	refs := write(t, chunk.NewWriter(s, chunk.WriterOptions{}), randomData(2, 3*mib))
@@ -316,7 +415,7 @@ func corruptAfterVerifiedWrite(t *testing.T) {
 }
 
 // corruptAfterVerified: a pool checks a blob in full once and by its
-// CRC-32C after; a blob changed on disk since fails that check and is
+// XXH3 after; a blob changed on disk since fails that check and is
 // verified in full again, so a corrupt chunk is ErrCorrupt on every read,
 // the first or a later one, and never served. Raw chunks (random data)
 // and sealed S2 ones (text) alike.
@@ -334,7 +433,7 @@ func corruptAfterVerified(t *testing.T) {
 				defer r.Close()
 				return io.ReadAll(r)
 			}
-			for i := range 2 { // verified in full, then by the CRC
+			for i := range 2 { // verified in full, then by the XXH3
 				if got, err := read(); err != nil || !bytes.Equal(got, c.data) {
 					t.Fatalf("read %d: %d bytes, %v", i, len(got), err)
 				}

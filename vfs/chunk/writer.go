@@ -55,7 +55,7 @@ type WriterOptions struct {
 	Pins Pinner
 	// Verified, if set, learns each blob a Write stores as verified: the
 	// Writer hashed the plain bytes it made the blob from, so the pool's
-	// first read of it checks the blob's CRC-32C (about a fifteenth of
+	// first read of it checks the blob's XXH3 (about a hundredth of
 	// the hash's cost) instead of hashing it in full. A download right
 	// after an upload, the common case for a file shared or synced to
 	// another device, then costs what later ones do.

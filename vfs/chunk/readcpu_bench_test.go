@@ -1,0 +1,80 @@
+package chunk_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"berth/vfs/chunk"
+)
+
+// BenchmarkReadCPU reads a 256 MiB random file, stored through a Writer
+// in a Disk store, from the page cache (each op the whole file, after
+// two unmeasured reads: the first of a fresh blob is direct, the second
+// fills the cache), as a download of a file read often does. It reports
+// the process CPU seconds per GiB: what the server spends on a large
+// download besides TLS and the socket (issue 15, item 2). "floor" reads
+// the same blob files with one pread each into one buffer, which is the
+// least any server reading from the page cache pays.
+//
+//	go test -run '^$' -bench ReadCPU -benchtime 4x ./vfs/chunk
+func BenchmarkReadCPU(b *testing.B) {
+	data := randomData(7, benchSize)
+	d, err := chunk.NewDisk(filepath.Join(b.TempDir(), "chunks"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	pool := chunk.NewReadPool(chunk.ReadPoolOptions{})
+	w := chunk.NewWriter(d, chunk.WriterOptions{Verified: pool})
+	refs, _, err := w.Write(context.Background(), bytes.NewReader(data), -1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	read := func() {
+		r := pool.NewReader(context.Background(), d, refs)
+		defer r.Close()
+		if n, err := r.CopyTo(io.Discard, int64(len(data))); err != nil || n != int64(len(data)) {
+			b.Fatal(n, err)
+		}
+	}
+	read()
+	read()
+	b.Run("reader", func(b *testing.B) {
+		measureCPU(b, int64(len(data)), read)
+	})
+	b.Run("floor", func(b *testing.B) {
+		buf := make([]byte, 8<<20)
+		measureCPU(b, int64(len(data)), func() {
+			for _, ref := range refs {
+				f, err := os.Open(d.Path(ref.ID))
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := f.ReadAt(buf[:ref.Size+1], 0); err != nil && err != io.EOF {
+					b.Fatal(err)
+				}
+				f.Close()
+			}
+		})
+	})
+}
+
+// measureCPU runs op b.N times and reports MB/s and the process CPU
+// seconds per GiB of size bytes an op moves.
+func measureCPU(b *testing.B, size int64, op func()) {
+	b.SetBytes(size)
+	u0, s0 := cpuTime(b)
+	t0 := time.Now()
+	for b.Loop() {
+		op()
+	}
+	u1, s1 := cpuTime(b)
+	gib := float64(b.N) * float64(size) / (1 << 30)
+	b.ReportMetric((u1-u0+s1-s0).Seconds()/gib, "cpu-s/GiB")
+	b.ReportMetric((u1-u0).Seconds()/gib, "user-s/GiB")
+	b.ReportMetric(float64(b.N)*float64(size)/1e6/time.Since(t0).Seconds(), "MB/s")
+}
