@@ -535,6 +535,13 @@ func (b *DB) updateOnce(fn func(kv.Txn) error, sync bool) error {
 		return err
 	}
 	if err == nil && b.group != nil && sync {
+		if tx.vlog {
+			// Again, now that the values are written: a round that
+			// started between the note above and the commit took the
+			// note and may have synced the value log before them, and
+			// the round that covers this commit must sync it again.
+			b.group.noteVlog()
+		}
 		return b.group.wait()
 	}
 	return mapErr(err)

@@ -116,7 +116,8 @@ func (g *groupSync) close() error {
 
 // noteVlog says that a commit is about to write to the value log (a value
 // of valueThreshold bytes or more), so that the next round syncs it. It is
-// called before the commit, not after: Badger writes the commit's
+// called before the commit, and again after it (a round may take the first
+// note before the values are written): Badger writes the commit's
 // write-ahead log entries, which point into the value log, right after
 // its value-log entries, and a round that made those entries durable
 // without the values they point to would leave, after a power cut, a

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sync"
 	"syscall"
@@ -246,4 +247,69 @@ func TestGroupSyncKeepsLogsOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 	round(map[string]uint64{"00002.mem": mem2})
+}
+
+// TestGroupSyncValueLogAck: a commit that wrote to the value log returns
+// only after a round that synced the value log started after its commit,
+// even when a round that began between its note (noteVlog) and its commit
+// took the note and synced the value log before the values were there.
+func TestGroupSyncValueLogAck(t *testing.T) {
+	for _, c := range []struct {
+		name         string
+		roundBetween bool // a round starts after the note, ends before the commit
+	}{
+		{"no round between note and commit", false},
+		{"a round between note and commit", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := context.Background()
+			s := openDisk(t, t.TempDir(), Options{})
+			defer s.Close()
+			var mu sync.Mutex
+			var synced []string
+			s.group.mu.Lock()
+			s.group.syncFile = func(name string) error {
+				mu.Lock()
+				synced = append(synced, filepath.Ext(name))
+				mu.Unlock()
+				return fdatasync(name)
+			}
+			s.group.mu.Unlock()
+			// The commit stops after its note, before Badger writes.
+			s.writes.Lock()
+			done := make(chan error, 1)
+			go func() {
+				done <- s.Update(ctx, func(tx kv.Txn) error {
+					return tx.Set([]byte("large"), make([]byte, 64<<10))
+				})
+			}()
+			for {
+				s.group.mu.Lock()
+				noted := s.group.vlogDirty
+				s.group.mu.Unlock()
+				if noted {
+					break
+				}
+				runtime.Gosched()
+			}
+			if c.roundBetween {
+				if err := s.group.wait(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			mu.Lock()
+			synced = nil
+			mu.Unlock()
+			s.writes.Unlock()
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			mu.Lock()
+			got := slices.Clone(synced)
+			mu.Unlock()
+			if !slices.Contains(got, ".vlog") {
+				t.Errorf("the commit returned after rounds that synced %v, not the value log its value is in", got)
+			}
+		})
+	}
 }
