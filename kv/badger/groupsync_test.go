@@ -275,6 +275,10 @@ func TestGroupSyncValueLogAck(t *testing.T) {
 				return fdatasync(name)
 			}
 			s.group.mu.Unlock()
+			// A round takes any note left from Open.
+			if err := s.group.wait(); err != nil {
+				t.Fatal(err)
+			}
 			// The commit stops after its note, before Badger writes.
 			s.writes.Lock()
 			done := make(chan error, 1)
