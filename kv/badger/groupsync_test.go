@@ -151,29 +151,62 @@ func TestGroupSyncValueLog(t *testing.T) {
 	for _, c := range []struct {
 		size     int
 		wantVlog bool
+		// roundBetween: a round starts after the commit's note that it
+		// writes to the value log (noteVlog) and ends before the commit,
+		// having synced the value log before the value was there. The
+		// commit still returns only after a round that synced it after.
+		roundBetween bool
 	}{
-		{10, false},
-		{valueThreshold - 1, false},
-		{valueThreshold, true},
-		{4 << 10, true},  // a small file's record
-		{16 << 10, true}, // the largest small file's contents
-		{64 << 10, true},
-		{0, false},
+		{10, false, false},
+		{valueThreshold - 1, false, false},
+		{valueThreshold, true, false},
+		{4 << 10, true, false},  // a small file's record
+		{16 << 10, true, false}, // the largest small file's contents
+		{64 << 10, true, false},
+		{64 << 10, true, true},
+		{0, false, false},
 	} {
-		mu.Lock()
-		synced = nil
-		mu.Unlock()
-		err := s.Update(ctx, func(tx kv.Txn) error {
-			return tx.Set([]byte(fmt.Sprint("k", c.size)), make([]byte, c.size))
-		})
-		if err != nil {
+		reset := func() {
+			mu.Lock()
+			synced = nil
+			mu.Unlock()
+		}
+		done := make(chan error, 1)
+		commit := func() {
+			done <- s.Update(ctx, func(tx kv.Txn) error {
+				return tx.Set([]byte(fmt.Sprint("k", c.size)), make([]byte, c.size))
+			})
+		}
+		if c.roundBetween {
+			// A round takes the notes of the rows before; then the
+			// commit stops after its note, before Badger writes.
+			if err := s.group.wait(); err != nil {
+				t.Fatal(err)
+			}
+			s.writes.Lock()
+			go commit()
+			for noted := false; !noted; runtime.Gosched() {
+				s.group.mu.Lock()
+				noted = s.group.vlogDirty
+				s.group.mu.Unlock()
+			}
+			if err := s.group.wait(); err != nil {
+				t.Fatal(err)
+			}
+			reset()
+			s.writes.Unlock()
+		} else {
+			reset()
+			go commit()
+		}
+		if err := <-done; err != nil {
 			t.Fatal(err)
 		}
 		mu.Lock()
 		got := slices.Clone(synced)
 		mu.Unlock()
 		if !slices.Contains(got, ".mem") || slices.Contains(got, ".vlog") != c.wantVlog {
-			t.Errorf("value of %d bytes: synced %v, want .mem and .vlog=%v", c.size, got, c.wantVlog)
+			t.Errorf("value of %d bytes (a round between note and commit: %v): synced %v, want .mem and .vlog=%v", c.size, c.roundBetween, got, c.wantVlog)
 		}
 	}
 	// While a writer outside Update (value-log GC) holds the value log,
@@ -247,73 +280,4 @@ func TestGroupSyncKeepsLogsOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 	round(map[string]uint64{"00002.mem": mem2})
-}
-
-// TestGroupSyncValueLogAck: a commit that wrote to the value log returns
-// only after a round that synced the value log started after its commit,
-// even when a round that began between its note (noteVlog) and its commit
-// took the note and synced the value log before the values were there.
-func TestGroupSyncValueLogAck(t *testing.T) {
-	for _, c := range []struct {
-		name         string
-		roundBetween bool // a round starts after the note, ends before the commit
-	}{
-		{"no round between note and commit", false},
-		{"a round between note and commit", true},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			ctx := context.Background()
-			s := openDisk(t, t.TempDir(), Options{})
-			defer s.Close()
-			var mu sync.Mutex
-			var synced []string
-			s.group.mu.Lock()
-			s.group.syncFile = func(name string) error {
-				mu.Lock()
-				synced = append(synced, filepath.Ext(name))
-				mu.Unlock()
-				return fdatasync(name)
-			}
-			s.group.mu.Unlock()
-			// A round takes any note left from Open.
-			if err := s.group.wait(); err != nil {
-				t.Fatal(err)
-			}
-			// The commit stops after its note, before Badger writes.
-			s.writes.Lock()
-			done := make(chan error, 1)
-			go func() {
-				done <- s.Update(ctx, func(tx kv.Txn) error {
-					return tx.Set([]byte("large"), make([]byte, 64<<10))
-				})
-			}()
-			for {
-				s.group.mu.Lock()
-				noted := s.group.vlogDirty
-				s.group.mu.Unlock()
-				if noted {
-					break
-				}
-				runtime.Gosched()
-			}
-			if c.roundBetween {
-				if err := s.group.wait(); err != nil {
-					t.Fatal(err)
-				}
-			}
-			mu.Lock()
-			synced = nil
-			mu.Unlock()
-			s.writes.Unlock()
-			if err := <-done; err != nil {
-				t.Fatal(err)
-			}
-			mu.Lock()
-			got := slices.Clone(synced)
-			mu.Unlock()
-			if !slices.Contains(got, ".vlog") {
-				t.Errorf("the commit returned after rounds that synced %v, not the value log its value is in", got)
-			}
-		})
-	}
 }
