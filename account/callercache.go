@@ -44,6 +44,8 @@ func newCallerCache() callerCache {
 }
 
 type accessEntry struct {
-	c     Caller
+	// c is shared by every request of the token until the entry goes
+	// (AccessCallerRef): nothing may change it once it is cached.
+	c     *Caller
 	until time.Time // the token's or its session's expiry, whichever is first
 }

@@ -1,7 +1,6 @@
 package rest
 
 import (
-	"context"
 	"errors"
 	"net/http"
 	"strings"
@@ -14,12 +13,13 @@ import (
 // which share's access checks take as it is.
 type caller = account.Caller
 
-type callerKey struct{}
-
-// callerOf returns the caller that authed put into r's context.
+// callerOf returns the caller that authed put into r's context: a copy
+// of the cached one (account.AccessCallerRef), which no request changes.
 func callerOf(r *http.Request) caller {
-	c, _ := r.Context().Value(callerKey{}).(caller)
-	return c
+	if c := account.CallerFrom(r.Context()); c != nil {
+		return *c
+	}
+	return caller{}
 }
 
 // authed wraps h so that it runs only for a request with a valid bearer
@@ -52,7 +52,7 @@ func (s *server) authenticate(r *http.Request) (*http.Request, error) {
 	if !ok {
 		return r, Describe(ErrAccessDenied, "an access token is required: Authorization: Bearer <token>")
 	}
-	ac, err := s.accounts.AccessCaller(r.Context(), token)
+	ac, err := s.accounts.AccessCallerRef(r.Context(), token)
 	if err != nil {
 		if errors.Is(err, account.ErrInvalidToken) || errors.Is(err, account.ErrNotFound) || errors.Is(err, account.ErrInactive) {
 			return r, Describe(ErrAccessDenied, "the access token is invalid or expired")
@@ -61,12 +61,13 @@ func (s *server) authenticate(r *http.Request) (*http.Request, error) {
 	}
 	// require_two_step_auth: until enrolled, only enrollment is open.
 	if !twoStepOpen[r.Pattern] {
-		if err := s.accounts.TwoStepDue(r.Context(), ac); err != nil {
+		if err := s.accounts.TwoStepDue(r.Context(), *ac); err != nil {
 			return r, err
 		}
 	}
-	ctx := account.WithActor(context.WithValue(r.Context(), callerKey{}, ac), ac.Actor())
-	return r.WithContext(ctx), nil
+	// The cached caller itself, not a copy on the heap per request; its
+	// Actor is made only for a change (account.WithCaller).
+	return r.WithContext(account.WithCaller(r.Context(), ac)), nil
 }
 
 // bearer extracts the token of an `Authorization: Bearer` header.

@@ -11,7 +11,8 @@ import (
 // If-Modified-Since (304), If-Range, HEAD. The type comes from the name's
 // extension, never from sniffing the contents.
 func (s *server) download(w http.ResponseWriter, r *http.Request) error {
-	a, n, err := s.file(r)
+	// itemGet's pattern names the file id {item}.
+	a, n, err := s.fileOf(r, "item")
 	if err != nil {
 		return err
 	}
@@ -20,6 +21,8 @@ func (s *server) download(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	defer f.Close()
+	// Fail keeps the id, not n, which would then live on the heap.
+	id := n.ID
 	// ServeContent drops read errors; httpserve returns the first, and the
 	// adapter aborts the connection: a short body with status 200 must not
 	// pass for the file.
@@ -32,7 +35,7 @@ func (s *server) download(w http.ResponseWriter, r *http.Request) error {
 		Fail: func(w http.ResponseWriter, status int) {
 			if status >= 500 {
 				// ServeContent keeps the cause to itself; the answer is written.
-				s.log.Error("download failed before the response started", "route", r.Pattern, "file_id", n.ID)
+				s.log.Error("download failed before the response started", "route", r.Pattern, "file_id", id)
 			}
 			jsonStatusError(w, status)
 		},

@@ -29,6 +29,26 @@ const (
 // the same order (the listing hash covers them). Those the spec has no
 // value for (delete, reshare) are not shown.
 func permissions(p share.Perm) []string {
+	return permissionSets[p&shownPerms]
+}
+
+// shownPerms are the bits permissions shows: the three lowest.
+const shownPerms = share.View | share.Read | share.Write
+
+// permissionSets holds permissions' answer for each set of the shown
+// bits, made once: every file request of the API computes its root's
+// (fsAccess), most never show them. Each slice is full (length ==
+// capacity), so an append to one copies it instead of changing the set.
+var permissionSets = func() (sets [shownPerms + 1][]string) {
+	for p := range sets {
+		l := listPermissions(share.Perm(p))
+		sets[p] = l[:len(l):len(l)]
+	}
+	return sets
+}()
+
+// listPermissions is permissions, made afresh.
+func listPermissions(p share.Perm) []string {
 	out := []string{}
 	for _, v := range []struct {
 		perm share.Perm

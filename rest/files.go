@@ -53,7 +53,8 @@ func (s *server) itemGet() http.Handler {
 			r.SetPathValue("folder_id", sub)
 			folder.ServeHTTP(w, r)
 		default:
-			r.SetPathValue("file_id", item)
+			// download reads the file id from item itself: a path
+			// value set here would cost the request an allocation.
 			download.ServeHTTP(w, r)
 		}
 	})
@@ -61,11 +62,16 @@ func (s *server) itemGet() http.Handler {
 
 // file checks access and loads the file of the path.
 func (s *server) file(r *http.Request) (fsAccess, vfs.Node, error) {
+	return s.fileOf(r, "file_id")
+}
+
+// fileOf is file with the file id in the path parameter param.
+func (s *server) fileOf(r *http.Request, param string) (fsAccess, vfs.Node, error) {
 	a, err := s.access(r)
 	if err != nil {
 		return a, vfs.Node{}, err
 	}
-	n, err := s.item(r, a, "file_id", false)
+	n, err := s.item(r, a, param, false)
 	return a, n, err
 }
 

@@ -68,9 +68,10 @@ func (h *Handler) sendWhole(w http.ResponseWriter, r *http.Request, s *session, 
 		return false
 	}
 	defer vf.Close()
-	stream := &httpserve.Stream{ResponseWriter: w}
-	body := httpserve.NewBody(vf)
-	if !httpserve.SendWhole(stream, r, n.Modified, body, getHeaders(p, "Etag", fileInfoETag(n))...) {
+	send := httpserve.NewSend(w, vf)
+	stream, body := &send.Stream, &send.Body
+	var hdrs [8]string
+	if !httpserve.SendWhole(stream, r, n.Modified, body, appendGetHeaders(hdrs[:0], p, "Etag", fileInfoETag(n))...) {
 		return false
 	}
 	if err := body.Err(); err != nil {
@@ -83,7 +84,13 @@ func (h *Handler) sendWhole(w http.ResponseWriter, r *http.Request, s *session, 
 // as pairs, whichever path serves it, followed by the pairs of more (in
 // the same allocation).
 func getHeaders(p string, more ...string) []string {
-	return append(append(make([]string, 0, 6+len(more)),
+	return appendGetHeaders(make([]string, 0, 6+len(more)), p, more...)
+}
+
+// appendGetHeaders appends getHeaders(p, more...) to dst, which may be
+// on the caller's stack.
+func appendGetHeaders(dst []string, p string, more ...string) []string {
+	return append(append(dst,
 		"Content-Type", httpserve.ContentType(path.Base(p)),
 		"X-Content-Type-Options", "nosniff",
 		// A browser opening a shared .html over the mount must not run

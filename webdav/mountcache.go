@@ -10,6 +10,7 @@ import (
 type sessionMounts struct {
 	opts   vfs.WriteOptions
 	mounts []mount
+	caller *sessionCaller // the person and policy, from the same caller
 }
 
 // mountCache keeps each principal's sessionMounts until the store's next

@@ -17,10 +17,11 @@ import (
 // session is one authenticated request: who asks, under which policy,
 // which roots they reach, and the lock tokens they present.
 type session struct {
-	h      *Handler
-	ctx    context.Context
-	person account.Person
-	policy account.Policy
+	h   *Handler
+	ctx context.Context
+	// sessionCaller (person, policy) is shared with every session of the
+	// caller at the same generation (mountCache), and never changed.
+	*sessionCaller
 	opts   vfs.WriteOptions // Principal, policy limits; LockTokens from the If header
 	mounts []mount
 	path   string // the request's clean dav path
@@ -31,6 +32,19 @@ type session struct {
 	// wantDead, set by PROPFIND, says whether listings should prefetch
 	// dead properties.
 	wantDead func() bool
+}
+
+// sessionCaller is who a session's requests come from: the person and
+// the policy they act under, and the caller they were read with, whose
+// Actor the changes made without WriteOptions (locks) record. It is kept
+// with the caller's mounts (sessionMounts), from the same caller and as of
+// the same generation: no commit of account records came since, so the
+// request's own caller has the same person and policy. Copying them into
+// each session was 690 bytes a request.
+type sessionCaller struct {
+	person account.Person
+	policy account.Policy
+	caller account.Caller
 }
 
 // mount is a root shown as a top-level folder, with what the caller may
@@ -51,14 +65,17 @@ type mount struct {
 // answers for c is kept in h.mounts until the next commit of something
 // other than file contents (see mountCache).
 func (h *Handler) newSession(ctx context.Context, gen uint64, c account.Caller, reqPath string) (*session, error) {
-	// The changes that take no WriteOptions (locks) find their actor
-	// here, for the activity log.
-	ctx = account.WithActor(ctx, c.Actor())
-	s := &session{h: h, ctx: ctx, person: c.Person, policy: c.Organization.Policy, path: reqPath}
+	s := &session{h: h, path: reqPath}
 	if m, ok := h.mounts.Get(gen, c.Principal); ok {
-		s.opts, s.mounts = m.opts, m.mounts
+		s.opts, s.mounts, s.sessionCaller = m.opts, m.mounts, m.caller
+		// The changes that take no WriteOptions (locks) find their
+		// actor here, for the activity log.
+		s.ctx = account.WithCaller(ctx, &s.caller)
 		return s, nil
 	}
+	s.sessionCaller = &sessionCaller{person: c.Person, policy: c.Organization.Policy, caller: c}
+	s.ctx = account.WithCaller(ctx, &s.caller)
+	ctx = s.ctx
 	s.opts = share.WriteOptions(c)
 	reach, err := h.opts.Share.Roots(ctx, c)
 	if err != nil {
@@ -68,7 +85,7 @@ func (h *Handler) newSession(ctx context.Context, gen uint64, c account.Caller, 
 	// subscription names the webdav channel.
 	reach = slices.DeleteFunc(reach, func(a share.Access) bool { return !a.WebDAV })
 	s.mounts = mountNames(reach)
-	h.mounts.Put(gen, c.Principal, sessionMounts{opts: s.opts, mounts: s.mounts})
+	h.mounts.Put(gen, c.Principal, sessionMounts{opts: s.opts, mounts: s.mounts, caller: s.sessionCaller})
 	return s, nil
 }
 
