@@ -175,7 +175,7 @@ func (fs *FS) IndexOnly(ctx context.Context, root uint64, names []string) error 
 	err := fs.db.Update(ctx, func(tx kv.Txn) error {
 		for i, name := range names {
 			loc := locRec{Root: root, Parent: 1, Name: name}
-			if err := reindex(tx, nodeRec{ID: 1<<62 + uint64(i), Root: root, Parent: 1, Name: name}, loc); err != nil {
+			if err := reindex(tx, nodeRec{ID: 1<<62 + uint64(i), Root: root, Parent: 1, Name: name}, loc, true); err != nil {
 				return err
 			}
 		}

@@ -119,15 +119,19 @@ func grams(folded string) []string {
 // the one hook of every operation that writes a node's record (saveNode).
 // It reads what the index holds for the node, so it writes nothing when
 // the name did not change (a new revision, a lock, a move between
-// folders, a delete).
-func reindex(tx kv.Txn, rec nodeRec, loc locRec) error {
+// folders, a delete). fresh says the node is new, with nothing indexed
+// to read.
+func reindex(tx kv.Txn, rec nodeRec, loc locRec, fresh bool) error {
 	if loc.Parent == 0 {
 		return nil // the top folder: never a search result
 	}
 	want := fold(rec.Name)
-	had, err := indexedName(tx, rec.Root, rec.ID)
-	if err != nil || had == want {
-		return err
+	had := ""
+	if !fresh {
+		var err error
+		if had, err = indexedName(tx, rec.Root, rec.ID); err != nil || had == want {
+			return err
+		}
 	}
 	if _, err := dropGrams(tx, rec.Root, rec.ID, had, want); err != nil {
 		return err
@@ -289,7 +293,7 @@ func (fs *FS) backfillRoot(ctx context.Context, root uint64) error {
 				if rec.Root != root {
 					continue
 				}
-				if err := reindex(tx, rec, loc); err != nil {
+				if err := reindex(tx, rec, loc, false); err != nil {
 					return err
 				}
 			}
