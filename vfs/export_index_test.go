@@ -79,7 +79,8 @@ func (fs *FS) RootIndexed(ctx context.Context, root uint64) (bool, error) {
 
 // auditNames checks that root's name index holds exactly the entries its
 // records call for: an E/ entry and one X/ entry per trigram, with the
-// folded name, for every item whose own record is live, and nothing else.
+// folded name, for every item but the top folder (deleted ones too), and
+// nothing else.
 // A root not marked Indexed may lack entries, never hold wrong ones.
 func auditNames(tx kv.Txn, root uint64) error {
 	var r rootRec
@@ -99,7 +100,7 @@ func auditNames(tx kv.Txn, root uint64) error {
 		if err != nil {
 			return fmt.Errorf("name index: node %d: %w", id, err)
 		}
-		if loc.Parent == 0 || loc.Deleted {
+		if loc.Parent == 0 {
 			continue
 		}
 		f := fold(rec.Name)
@@ -174,7 +175,7 @@ func (fs *FS) IndexOnly(ctx context.Context, root uint64, names []string) error 
 	err := fs.db.Update(ctx, func(tx kv.Txn) error {
 		for i, name := range names {
 			loc := locRec{Root: root, Parent: 1, Name: name}
-			if err := reindex(tx, nodeRec{ID: 1<<62 + uint64(i), Root: root, Parent: 1, Name: name}, loc); err != nil {
+			if err := reindex(tx, nodeRec{ID: 1<<62 + uint64(i), Root: root, Parent: 1, Name: name}, loc, true); err != nil {
 				return err
 			}
 		}

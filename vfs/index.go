@@ -14,21 +14,23 @@ import (
 	"berth/kv"
 )
 
-// The name index that Search answers from. Every item of a root whose own
-// record is live (not the top folder) has
+// The name index that Search answers from. Every item of a root (not the
+// top folder) that is not purged has
 //
 //	E/<root>/<node>/          its folded name (see fold)
 //	X/<root>/<gram>/<node>/   its folded name, once per distinct trigram
 //	                          (three runes, UTF-8) of the folded name
 //
-// written by saveNode, in the transaction that creates, renames, moves,
-// deletes or undeletes the item, and removed by purgeNode in the one that
-// purges it. A search for three runes or more scans one trigram's list,
-// the shortest, and keeps the entries whose folded name holds the folded
-// query; a shorter query scans E/ of the root. Both are in node id order.
-// Items below a deleted folder keep their entries (deleting a folder marks
-// the folder alone, so that a delete of any size is one small
-// transaction): Search checks each candidate's path, as it always did.
+// written by saveNode, in the transaction that creates, renames or moves
+// the item, and removed by purgeNode in the one that purges it. A search
+// for three runes or more scans one trigram's list, the shortest, and
+// keeps the entries whose folded name holds the folded query; a shorter
+// query scans E/ of the root. Both are in node id order. A deleted item
+// keeps its entries, as items below a deleted folder do (deleting a
+// folder marks the folder alone, so that a delete of any size is one
+// small transaction): Search checks each candidate's record and path, as
+// it always did, and a delete or undelete writes no index key (a name of
+// 11 runes is 10 of them).
 //
 // A root records in rootRec.Indexed that its index is whole: set when it
 // is created, or by backfillNames for a root created before the index
@@ -116,25 +118,23 @@ func grams(folded string) []string {
 // reindex brings the name index of rec up to date with rec saved at loc:
 // the one hook of every operation that writes a node's record (saveNode).
 // It reads what the index holds for the node, so it writes nothing when
-// the name and the live state did not change (a new revision, a lock, a
-// move between folders).
-func reindex(tx kv.Txn, rec nodeRec, loc locRec) error {
+// the name did not change (a new revision, a lock, a move between
+// folders, a delete). fresh says the node is new, with nothing indexed
+// to read.
+func reindex(tx kv.Txn, rec nodeRec, loc locRec, fresh bool) error {
 	if loc.Parent == 0 {
 		return nil // the top folder: never a search result
 	}
-	want := ""
-	if !loc.Deleted {
-		want = fold(rec.Name)
-	}
-	had, err := indexedName(tx, rec.Root, rec.ID)
-	if err != nil || had == want {
-		return err
+	want := fold(rec.Name)
+	had := ""
+	if !fresh {
+		var err error
+		if had, err = indexedName(tx, rec.Root, rec.ID); err != nil || had == want {
+			return err
+		}
 	}
 	if _, err := dropGrams(tx, rec.Root, rec.ID, had, want); err != nil {
 		return err
-	}
-	if want == "" {
-		return tx.Delete(nameEntryKey(rec.Root, rec.ID))
 	}
 	v := []byte(want)
 	for _, g := range grams(want) {
@@ -293,7 +293,7 @@ func (fs *FS) backfillRoot(ctx context.Context, root uint64) error {
 				if rec.Root != root {
 					continue
 				}
-				if err := reindex(tx, rec, loc); err != nil {
+				if err := reindex(tx, rec, loc, false); err != nil {
 					return err
 				}
 			}

@@ -105,6 +105,16 @@ func liveDirIn(tx kv.Txn, root, id uint64) (nodeRec, locRec, error) {
 
 // saveNode writes rec where loc says and the location itself.
 func saveNode(tx kv.Txn, rec nodeRec, loc locRec) error {
+	return saveNodeAs(tx, rec, loc, false)
+}
+
+// saveNewNode is saveNode for an item given its id in this transaction:
+// the name index holds nothing for it, and is written without a read.
+func saveNewNode(tx kv.Txn, rec nodeRec, loc locRec) error {
+	return saveNodeAs(tx, rec, loc, true)
+}
+
+func saveNodeAs(tx kv.Txn, rec nodeRec, loc locRec, fresh bool) error {
 	if err := put(tx, locKey(rec.ID), loc); err != nil {
 		return err
 	}
@@ -115,7 +125,7 @@ func saveNode(tx kv.Txn, rec nodeRec, loc locRec) error {
 			return err
 		}
 	}
-	if err := reindex(tx, rec, loc); err != nil {
+	if err := reindex(tx, rec, loc, fresh); err != nil {
 		return err
 	}
 	return put(tx, recKey(rec.ID, loc), rec)

@@ -83,10 +83,11 @@ func newChildAllowed(tx kv.Txn, root, parent uint64, name string, opts WriteOpti
 	return checkLocks(tx, parent, 1, opts, now)
 }
 
-// addChild stores rec, a new item that newChildAllowed let in, indexes its
-// modification time and adds u to its root's usage.
+// addChild stores rec, a new item that newChildAllowed let in, with an
+// id no committed transaction has written, indexes its modification time
+// and adds u to its root's usage.
 func (fs *FS) addChild(ctx context.Context, tx kv.Txn, rec nodeRec, u usageRec) error {
-	if err := saveNode(tx, rec, locRec{Root: rec.Root, Parent: rec.Parent, Name: rec.Name}); err != nil {
+	if err := saveNewNode(tx, rec, locRec{Root: rec.Root, Parent: rec.Parent, Name: rec.Name}); err != nil {
 		return err
 	}
 	if err := setModified(tx, rec, nil); err != nil {
@@ -283,7 +284,11 @@ func (fs *FS) writeFile(ctx context.Context, root, parent uint64, name string, r
 				return err
 			}
 		}
-		if err := saveNode(tx, rec, locRec{Root: root, Parent: parent, Name: name}); err != nil {
+		save := saveNode
+		if old == nil {
+			save = saveNewNode
+		}
+		if err := save(tx, rec, locRec{Root: root, Parent: parent, Name: name}); err != nil {
 			return err
 		}
 		if err := setModified(tx, rec, old); err != nil {

@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -45,6 +47,11 @@ type Disk struct {
 	dir     string
 	reserve int64 // DiskOptions.Reserve
 	free    func() (int64, error)
+	// read is the last free space CheckSpace read from the file system,
+	// kept when free is statfs (readKept, see freeFresh).
+	read     atomic.Pointer[freeRead]
+	readKept bool
+	fresh    time.Duration // freeFresh; tests change it
 
 	// mu guards landing. Has and Put look for a chunk holding it shared,
 	// and a rename is announced holding it exclusively, so no rename can
@@ -163,11 +170,31 @@ func OpenDisk(dir string, opts DiskOptions) (*Disk, error) {
 			return nil, fmt.Errorf("chunk: open store: %w", err)
 		}
 	}
-	d := &Disk{dir: dir, reserve: opts.Reserve, free: opts.Free, landing: make(map[ID]*landing)}
+	d := &Disk{dir: dir, reserve: opts.Reserve, free: opts.Free, landing: make(map[ID]*landing), fresh: freeFresh}
 	if d.free == nil {
 		d.free = d.statfs
+		d.readKept = true
 	}
 	return d, nil
+}
+
+// A reading of the file system's free space far enough above the reserve
+// answers CheckSpace for a while without a statfs(2), which walks the
+// store's path each time: it was a twentieth of a small PUT's system
+// CPU. Far enough is freeMargin more than the reserve and the new data,
+// and a while is freeFresh, so that only a file system filling at 20
+// GB/s or more (by berth or anything else) could pass the reserve
+// unseen; nearer the reserve every check asks. A simulated disk
+// (DiskOptions.Free) is asked every time: it may jump.
+const (
+	freeFresh  = 50 * time.Millisecond
+	freeMargin = 1 << 30
+)
+
+// freeRead is free space read from the file system, and when (monotonic).
+type freeRead struct {
+	free int64
+	at   time.Time
 }
 
 // statfs returns the bytes an unprivileged writer may still use on the
@@ -188,15 +215,25 @@ func (d *Disk) Free() (int64, error) { return d.free() }
 // Reserve returns the free space the store leaves (DiskOptions.Reserve).
 func (d *Disk) Reserve() int64 { return d.reserve }
 
-// CheckSpace implements SpaceChecker. It costs one statfs(2), about a
-// microsecond, so it runs before every new chunk.
+// CheckSpace implements SpaceChecker. It costs at most one statfs(2), a
+// few microseconds, and most often none (freeFresh), so it runs before
+// every new chunk.
 func (d *Disk) CheckSpace(need int64) error {
 	if d.reserve <= 0 {
 		return nil
 	}
+	if d.readKept {
+		if r := d.read.Load(); r != nil && r.free-need-d.reserve >= freeMargin && time.Since(r.at) < d.fresh {
+			return nil
+		}
+	}
+	now := time.Now()
 	free, err := d.free()
 	if err != nil {
 		return err
+	}
+	if d.readKept {
+		d.read.Store(&freeRead{free: free, at: now})
 	}
 	if free-need < d.reserve {
 		return fmt.Errorf("%w: %d bytes free, %d needed, %d kept in reserve", ErrNoSpace, free, need, d.reserve)

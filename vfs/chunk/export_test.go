@@ -1,6 +1,9 @@
 package chunk
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // ReadAhead is readAhead, for tests that count prefetched chunks.
 const ReadAhead = DefaultReadAhead
@@ -25,3 +28,12 @@ func Warm(d *Disk, id ID) bool {
 	_, warm, err := d.getWarm(context.Background(), id, nil)
 	return err == nil && warm
 }
+
+// SetStatfs makes d read its file system's free space from f, trusting a
+// reading far from the reserve for fresh, as it trusts statfs.
+func SetStatfs(d *Disk, f func() (int64, error), fresh time.Duration) {
+	d.free, d.fresh = f, fresh
+}
+
+// FreeMargin is freeMargin.
+const FreeMargin = freeMargin

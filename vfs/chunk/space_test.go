@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -26,6 +27,7 @@ func TestSpace(t *testing.T) {
 	}{
 		{"ReserveRefusesNewChunks", reserveRefusesNewChunks},
 		{"ReserveUsesTheFileSystem", reserveUsesTheFileSystem},
+		{"ReadingKeptOnlyFarFromTheReserve", readingKeptOnlyFarFromTheReserve},
 		{"KernelNoSpaceIsErrNoSpace", kernelNoSpaceIsErrNoSpace},
 		{"KernelNoSpaceOnMkdir", kernelNoSpaceOnMkdir},
 		{"BuildsOn32BitLinux", buildsOn32BitLinux},
@@ -114,6 +116,45 @@ func reserveUsesTheFileSystem(t *testing.T) {
 	if err := open.Put(ctx, chunk.Sum(blob), blob); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// readingKeptOnlyFarFromTheReserve: a statfs reading more than
+// FreeMargin above the reserve answers for a while; nearer the reserve,
+// or once stale, each check reads the file system again, so a disk filled
+// to the reserve is refused at the next check.
+func readingKeptOnlyFarFromTheReserve(t *testing.T) {
+	const reserve = 1000
+	d, err := chunk.OpenDisk(filepath.Join(t.TempDir(), "chunks"), chunk.DiskOptions{Reserve: reserve})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var free, reads atomic.Int64
+	statfs := func() (int64, error) { reads.Add(1); return free.Load(), nil }
+	check := func(fresh time.Duration, need int64, wantReads int64, refused bool) {
+		t.Helper()
+		chunk.SetStatfs(d, statfs, fresh)
+		err := d.CheckSpace(need)
+		if errors.Is(err, chunk.ErrNoSpace) != refused || (err != nil && !refused) {
+			t.Fatalf("free %d, need %d: %v, want refused %v", free.Load(), need, err, refused)
+		}
+		if got := reads.Load(); got != wantReads {
+			t.Fatalf("free %d, need %d: %d statfs calls, want %d", free.Load(), need, got, wantReads)
+		}
+	}
+	free.Store(reserve + chunk.FreeMargin + 100)
+	check(time.Hour, 0, 1, false)
+	check(time.Hour, 100, 1, false)            // kept: the margin is left after the chunk
+	check(time.Hour, 101, 2, false)            // within the margin after it: read again
+	check(0, 0, 3, false)                      // stale: read again
+	free.Store(reserve + chunk.FreeMargin - 1) // unseen while the reading is fresh
+	check(time.Hour, 0, 3, false)
+	check(0, 0, 4, false)
+	check(time.Hour, 0, 5, false) // near the reserve: every check reads
+	free.Store(reserve - 1)
+	check(time.Hour, 0, 6, true) // filled to the reserve: refused at once
+	free.Store(reserve + chunk.FreeMargin)
+	check(time.Hour, 0, 7, false) // freed: taken at once
+	check(time.Hour, 0, 7, false)
 }
 
 func kernelNoSpaceIsErrNoSpace(t *testing.T) {
