@@ -109,8 +109,14 @@ func (p *ReadPool) get() *[]byte {
 		return b
 	}
 	// Aligned and rounded to whole blocks, so that a direct read of a
-	// cold blob (readCold) lands in it instead of a buffer of its own.
-	b := alignedSlice((1 + maxChunkSize + dioAlign - 1) &^ (dioAlign - 1))[:0]
+	// cold blob (readCold) lands in it instead of a buffer of its own;
+	// on huge pages where the kernel gives them (hugeSlice).
+	n := (1 + maxChunkSize + dioAlign - 1) &^ (dioAlign - 1)
+	if b, ok := hugeSlice(n); ok {
+		*b = (*b)[:0]
+		return b
+	}
+	b := alignedSlice(n)[:0]
 	return &b
 }
 
