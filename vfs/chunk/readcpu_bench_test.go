@@ -26,16 +26,7 @@ import (
 //	go test -run '^$' -bench ReadCPU -benchtime 4x ./vfs/chunk
 func BenchmarkReadCPU(b *testing.B) {
 	data := randomData(7, benchSize)
-	d, err := chunk.NewDisk(filepath.Join(b.TempDir(), "chunks"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	pool := chunk.NewReadPool(chunk.ReadPoolOptions{})
-	w := chunk.NewWriter(d, chunk.WriterOptions{Verified: pool})
-	refs, _, err := w.Write(context.Background(), bytes.NewReader(data), -1)
-	if err != nil {
-		b.Fatal(err)
-	}
+	d, pool, refs := writeBenchFile(b, filepath.Join(b.TempDir(), "chunks"), data)
 	read := func() {
 		r := pool.NewReader(context.Background(), d, refs)
 		defer r.Close()
@@ -93,16 +84,7 @@ func measureCPU(b *testing.B, size int64, op func()) {
 func BenchmarkReadCPUCold(b *testing.B) {
 	data := randomData(8, benchSize)
 	dir := filepath.Join(b.TempDir(), "chunks")
-	d, err := chunk.NewDisk(dir)
-	if err != nil {
-		b.Fatal(err)
-	}
-	pool := chunk.NewReadPool(chunk.ReadPoolOptions{})
-	w := chunk.NewWriter(d, chunk.WriterOptions{Verified: pool})
-	refs, _, err := w.Write(context.Background(), bytes.NewReader(data), -1)
-	if err != nil {
-		b.Fatal(err)
-	}
+	_, pool, refs := writeBenchFile(b, dir, data)
 	block, err := aes.NewCipher(make([]byte, 16))
 	if err != nil {
 		b.Fatal(err)
@@ -139,4 +121,20 @@ func (s *sealWriter) Write(p []byte) (int, error) {
 		s.out = s.gcm.Seal(s.out[:0], s.nonce, rec, nil)
 	}
 	return len(p), nil
+}
+
+// writeBenchFile stores data through a Writer in a Disk store in dir, with
+// a ReadPool that knows its blobs as verified, as the daemon's does.
+func writeBenchFile(b *testing.B, dir string, data []byte) (*chunk.Disk, *chunk.ReadPool, []chunk.Ref) {
+	d, err := chunk.NewDisk(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	pool := chunk.NewReadPool(chunk.ReadPoolOptions{})
+	w := chunk.NewWriter(d, chunk.WriterOptions{Verified: pool})
+	refs, _, err := w.Write(context.Background(), bytes.NewReader(data), -1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return d, pool, refs
 }
