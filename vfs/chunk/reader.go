@@ -29,6 +29,12 @@ type Reader struct {
 	dec   *zstd.Decoder
 	pool  *ReadPool  // nil: buffers are not reused, dec is the Reader's own
 	held  [2]*[]byte // pooled buffers behind data, returned when data changes
+	// lent is set once a write of CopyTo's failed: the writer may still
+	// read what it was given (Go's HTTP/2 server returns from a write as
+	// soon as the client resets the stream, while the frame may still be
+	// copied from those bytes), so the buffers held then are left to the
+	// collector, never handed to another download through the pool.
+	lent bool
 	ahead int        // chunks fetched ahead of a sequential reader
 
 	mu      sync.Mutex
@@ -109,14 +115,8 @@ func (p *ReadPool) get() *[]byte {
 		return b
 	}
 	// Aligned and rounded to whole blocks, so that a direct read of a
-	// cold blob (readCold) lands in it instead of a buffer of its own;
-	// on huge pages where the kernel gives them (hugeSlice).
-	n := (1 + maxChunkSize + dioAlign - 1) &^ (dioAlign - 1)
-	if b, ok := hugeSlice(n); ok {
-		*b = (*b)[:0]
-		return b
-	}
-	b := alignedSlice(n)[:0]
+	// cold blob (readCold) lands in it instead of a buffer of its own.
+	b := alignedSlice((1 + maxChunkSize + dioAlign - 1) &^ (dioAlign - 1))[:0]
 	return &b
 }
 
@@ -255,6 +255,9 @@ func (r *Reader) CopyTo(w io.Writer, n int64) (int64, error) {
 		if err == nil && m < len(p) {
 			err = io.ErrShortWrite
 		}
+		if err != nil {
+			r.lent, r.carry = true, nil
+		}
 		return err
 	}
 	// off is where reading goes on: past r.pos by what carry holds.
@@ -345,7 +348,9 @@ func (r *Reader) Close() error {
 	r.loads = nil
 	r.data = nil
 	if r.pool != nil {
-		r.pool.put(r.held)
+		if !r.lent {
+			r.pool.put(r.held)
+		}
 		r.held = [2]*[]byte{}
 	} else {
 		r.dec.Close()
@@ -384,9 +389,12 @@ func (r *Reader) load(i int) error {
 		r.loads = nil
 		data, bufs, warm, err = r.get(r.ctx, i)
 	}
-	// The chunk being replaced is no longer read: its buffers go back.
+	// The chunk being replaced is no longer read: its buffers go back,
+	// unless a failed write may still read them (lent).
 	if r.pool != nil {
-		r.pool.put(r.held)
+		if !r.lent {
+			r.pool.put(r.held)
+		}
 		r.held = [2]*[]byte{}
 	}
 	if err != nil {

@@ -32,6 +32,7 @@ func TestReader(t *testing.T) {
 		{"ReadAheadFromPoolOptions", readAheadFromPoolOptions},
 		{"ReadAheadOnlyOffTheDevice", readAheadOnlyOffTheDevice},
 		{"CopyToWholeRecords", copyToWholeRecords},
+		{"FailedWriteKeepsBuffers", failedWriteKeepsBuffers},
 		{"Close", readerClose},
 		{"ServeContent", serveContent},
 		{"CorruptAfterVerified", corruptAfterVerified},
@@ -258,6 +259,55 @@ func readAheadOnlyOffTheDevice(t *testing.T) {
 // copyToWholeRecords: CopyTo hands its writer whole 16 KiB records but
 // for the last write, across chunk ends, from any offset and for any
 // length, with the same bytes as a copy through Read.
+// keepingWriter fails its first write and keeps the slice it was given,
+// as Go's HTTP/2 server may go on reading a frame's bytes after the write
+// returned (the client reset the stream).
+type keepingWriter struct{ kept []byte }
+
+func (w *keepingWriter) Write(p []byte) (int, error) {
+	w.kept = p
+	return 0, errors.New("stream reset")
+}
+
+// failedWriteKeepsBuffers: after a failed write, the buffers behind what
+// it was given are not handed to the next download through the pool, so
+// what the writer still reads stays the first file's bytes.
+func failedWriteKeepsBuffers(t *testing.T) {
+	pool := chunk.NewReadPool(chunk.ReadPoolOptions{})
+	for _, c := range []struct {
+		name string
+		data func(seed uint64) []byte
+	}{
+		{"random", func(seed uint64) []byte { return randomData(seed, 3*mib) }},
+		{"text", func(seed uint64) []byte { return textData(seed, 3*mib) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := newDisk(t)
+			first, other := c.data(21), c.data(22)
+			refs := write(t, chunk.NewWriter(s, chunk.WriterOptions{}), first)
+			otherRefs := write(t, chunk.NewWriter(s, chunk.WriterOptions{}), other)
+			for range 5 {
+				r := pool.NewReader(context.Background(), s, refs)
+				w := &keepingWriter{}
+				if _, err := r.CopyTo(w, int64(len(first))); err == nil || len(w.kept) == 0 {
+					t.Fatalf("CopyTo into a failing writer: %v, %d bytes given", err, len(w.kept))
+				}
+				kept := bytes.Clone(w.kept)
+				r.Close()
+				// Another download through the same pool.
+				r2 := pool.NewReader(context.Background(), s, otherRefs)
+				if got, err := io.ReadAll(r2); err != nil || !bytes.Equal(got, other) {
+					t.Fatalf("second download: %v, equal %v", err, bytes.Equal(got, other))
+				}
+				r2.Close()
+				if !bytes.Equal(w.kept, kept) {
+					t.Fatal("the bytes a failed write was given changed: its buffer went to another download")
+				}
+			}
+		})
+	}
+}
+
 func copyToWholeRecords(t *testing.T) {
 	const record = 16 << 10
 	s := chunk.NewMemory()
