@@ -34,8 +34,8 @@ type Reader struct {
 	// soon as the client resets the stream, while the frame may still be
 	// copied from those bytes), so the buffers held then are left to the
 	// collector, never handed to another download through the pool.
-	lent bool
-	ahead int        // chunks fetched ahead of a sequential reader
+	lent  bool
+	ahead int // chunks fetched ahead of a sequential reader
 
 	mu      sync.Mutex
 	pos     int64
