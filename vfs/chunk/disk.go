@@ -195,6 +195,9 @@ const (
 type freeRead struct {
 	free int64
 	at   time.Time
+	// granted is what CheckSpace let through against this reading: the
+	// margin is kept in bytes, whatever the rate of writes.
+	granted atomic.Int64
 }
 
 // statfs returns the bytes an unprivileged writer may still use on the
@@ -223,7 +226,7 @@ func (d *Disk) CheckSpace(need int64) error {
 		return nil
 	}
 	if d.readKept {
-		if r := d.read.Load(); r != nil && r.free-need-d.reserve >= freeMargin && time.Since(r.at) < d.fresh {
+		if r := d.read.Load(); r != nil && time.Since(r.at) < d.fresh && r.free-r.granted.Add(need)-d.reserve >= freeMargin {
 			return nil
 		}
 	}
@@ -233,7 +236,9 @@ func (d *Disk) CheckSpace(need int64) error {
 		return err
 	}
 	if d.readKept {
-		d.read.Store(&freeRead{free: free, at: now})
+		r := &freeRead{free: free, at: now}
+		r.granted.Store(need)
+		d.read.Store(r)
 	}
 	if free-need < d.reserve {
 		return fmt.Errorf("%w: %d bytes free, %d needed, %d kept in reserve", ErrNoSpace, free, need, d.reserve)

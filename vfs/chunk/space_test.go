@@ -28,6 +28,7 @@ func TestSpace(t *testing.T) {
 		{"ReserveRefusesNewChunks", reserveRefusesNewChunks},
 		{"ReserveUsesTheFileSystem", reserveUsesTheFileSystem},
 		{"ReadingKeptOnlyFarFromTheReserve", readingKeptOnlyFarFromTheReserve},
+		{"KeptReadingCountsWhatItGranted", keptReadingCountsWhatItGranted},
 		{"KernelNoSpaceIsErrNoSpace", kernelNoSpaceIsErrNoSpace},
 		{"KernelNoSpaceOnMkdir", kernelNoSpaceOnMkdir},
 		{"BuildsOn32BitLinux", buildsOn32BitLinux},
@@ -122,6 +123,30 @@ func reserveUsesTheFileSystem(t *testing.T) {
 // FreeMargin above the reserve answers for a while; nearer the reserve,
 // or once stale, each check reads the file system again, so a disk filled
 // to the reserve is refused at the next check.
+// keptReadingCountsWhatItGranted: the chunks let through against a kept
+// reading count against it, so a fast writer cannot write into the
+// reserve before the reading is taken again, however many chunks fit in
+// its 50 ms (here an hour, standing for any rate).
+func keptReadingCountsWhatItGranted(t *testing.T) {
+	const reserve = 1 << 30
+	d, err := chunk.OpenDisk(filepath.Join(t.TempDir(), "chunks"), chunk.DiskOptions{Reserve: reserve})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var free atomic.Int64
+	free.Store(reserve + chunk.FreeMargin + 1<<20)
+	chunk.SetStatfs(d, func() (int64, error) { return free.Load(), nil }, time.Hour)
+	for range 1100 {
+		if err := d.CheckSpace(1 << 20); err != nil {
+			break // refused in time
+		}
+		free.Add(-(1 << 20)) // the chunk is written
+	}
+	if free.Load() < reserve {
+		t.Fatalf("granted into the reserve: %d bytes free, reserve %d", free.Load(), int64(reserve))
+	}
+}
+
 func readingKeptOnlyFarFromTheReserve(t *testing.T) {
 	const reserve = 1000
 	d, err := chunk.OpenDisk(filepath.Join(t.TempDir(), "chunks"), chunk.DiskOptions{Reserve: reserve})
