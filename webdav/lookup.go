@@ -3,6 +3,7 @@ package webdav
 import (
 	"errors"
 	"net/http"
+	"path"
 	"strings"
 
 	"berth/vfs"
@@ -74,4 +75,49 @@ func (s *session) parentOrConflict(t target, what string) (parent vfs.Node, name
 		err = describe(errParentMissing, "%s does not exist", what)
 	}
 	return parent, name, err
+}
+
+// lookupNew resolves the dav path p, the target of a request that
+// creates or replaces what it names (PUT, MKCOL, a COPY's or MOVE's
+// Destination), with the folder that holds or would hold it, in one read
+// where lookup and parentOrConflict would read the folders above twice.
+// Its error is lookup's (errNoRoot answered as noRoot); parentOrConflict's
+// error, saying what is missing, is left in parent.err, so that the
+// method checks its target first, as it did with those two.
+func (s *session) lookupNew(p, what string) (t target, n vfs.Node, exists bool, parent lookedParent, name string, err error) {
+	t, err = s.resolve(p)
+	dir := ""
+	if err == nil && !t.isMountRoot() {
+		dir, name = path.Split(strings.TrimSuffix(t.rel, "/"))
+	}
+	if (s.looked != nil && p == s.path) || dir == "" || dir == "/" {
+		// A target fileAsCollection looked up already, the top and
+		// the roots, or an item in a root's top folder: parent reads
+		// nothing there.
+		t, n, exists, err = s.lookup(p)
+		if errors.Is(err, errNoRoot) {
+			return t, n, false, lookedParent{}, "", noRoot(p)
+		}
+		if err != nil || t.isMountRoot() {
+			return t, n, exists, lookedParent{}, "", err
+		}
+		pn, name, perr := s.parentOrConflict(t, what)
+		return t, n, exists, lookedParent{pn, perr}, name, nil
+	}
+	pn, n, exists, err := s.h.opts.FS.LookupWithParent(s.ctx, t.m.root.ID, t.rel)
+	if errors.Is(err, vfs.ErrNotExist) || errors.Is(err, vfs.ErrNotDir) {
+		// Nothing at the path either: lookup's answer.
+		return t, vfs.Node{}, false, lookedParent{err: describe(errParentMissing, "%s does not exist", what)}, name, nil
+	}
+	if err != nil {
+		return t, vfs.Node{}, false, lookedParent{}, "", err
+	}
+	return t, n, exists, lookedParent{node: pn}, name, nil
+}
+
+// lookedParent is the folder lookupNew found, or why there is none
+// (parentOrConflict's error).
+type lookedParent struct {
+	node vfs.Node
+	err  error
 }
