@@ -1,6 +1,7 @@
 package webdav_test
 
 import (
+	"berth/webdav"
 	"net/http"
 	"strings"
 	"testing"
@@ -193,4 +194,51 @@ func TestPaths(t *testing.T) {
 			want(t, "Destination with ..", st, http.StatusBadRequest, body)
 		}},
 	})
+}
+
+// TestPlainPath: davPath's shortcut for paths with nothing to unescape or
+// refuse gives what the full cleaning gives, and leaves every other path
+// to it.
+func TestPlainPath(t *testing.T) {
+	deep := strings.Repeat("/a", webdav.MaxPathDepth)
+	for _, c := range []struct {
+		rest  string
+		plain bool // the shortcut answers
+	}{
+		{"", true},
+		{"/", true},
+		{"/alice", true},
+		{"/alice/", true},
+		{"/alice/docs/report.pdf", true},
+		{"/alice/docs/", true},
+		{"/alice/ünïcode name.txt", true},
+		{deep, true},
+		{deep + "/", true},
+		{deep + "/a", false}, // too deep
+		{"//", false},
+		{"/alice//docs", false},
+		{"/alice/docs//", false},
+		{"/alice/./docs", false},
+		{"/alice/../bob", false},
+		{"/alice/..", false},
+		{"/alice/.", false},
+		{"/alice/a%20b", false},
+		{"/alice/a%2Fb", false},
+		{"/alice/a%2fb", false},
+		{"/alice/a%5Cb", false},
+		{"/alice/%2E%2E", false},
+		{"/alice/bad%zz", false},
+		{"/alice/...", true}, // a name, not a step
+		{"/alice/.hidden", true},
+	} {
+		got, ok := webdav.PlainPath(c.rest)
+		if ok != c.plain {
+			t.Errorf("%q: shortcut %v, want %v", c.rest, ok, c.plain)
+			continue
+		}
+		want, err := webdav.CleanPath(c.rest)
+		if ok && (err != nil || got != want) {
+			t.Errorf("%q: shortcut %q, full cleaning %q %v", c.rest, got, want, err)
+		}
+	}
 }
