@@ -2,11 +2,15 @@ package durable
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
+	"testing/iotest"
 )
 
 // TestPut: what Put and WriteFile are given is what the file holds, with
@@ -86,3 +90,89 @@ type onlyReader struct{ io.Reader }
 type errReader struct{ err error }
 
 func (e errReader) Read([]byte) (int, error) { return 0, e.err }
+
+// TestLog: records appended from many writers at once, small and longer
+// than the buffer, are all in the file whole; a body that fails is an
+// error, and the log takes nothing after it.
+func TestLog(t *testing.T) {
+	name := filepath.Join(t.TempDir(), "log")
+	l, err := OpenLog(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const writers, each = 8, 50
+	body := func(w, i int) []byte {
+		n := 4096
+		if i%10 == 0 {
+			n = 3000 + 64<<10 // longer than the buffer below
+		}
+		return bytes.Repeat([]byte{byte(w), byte(i)}, n/2)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			buf := make([]byte, 64<<10)
+			for i := range each {
+				key := fmt.Sprintf("w%d/f%d", w, i)
+				if err := l.Append("PUT", key, bytes.NewReader(body(w, i)), buf); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+
+	// Read it back: every record whole, each key once with its body.
+	data, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	r := bytes.NewReader(data)
+	str := func() string {
+		n, err := binary.ReadUvarint(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := make([]byte, n)
+		io.ReadFull(r, b)
+		return string(b)
+	}
+	for r.Len() > 0 {
+		op, key := str(), str()
+		var w, i int
+		if _, err := fmt.Sscanf(key, "w%d/f%d", &w, &i); err != nil || op != "PUT" {
+			t.Fatalf("record %q %q", op, key)
+		}
+		want := body(w, i)
+		got := make([]byte, len(want))
+		io.ReadFull(r, got)
+		if n, err := binary.ReadUvarint(r); err != nil || n != uint64(len(want)) || !bytes.Equal(got, want) {
+			t.Fatalf("%s: length %d (%v), body equal %v", key, n, err, bytes.Equal(got, want))
+		}
+		seen[key] = true
+	}
+	if len(seen) != writers*each {
+		t.Fatalf("%d records, want %d", len(seen), writers*each)
+	}
+
+	failed := errors.New("client went away")
+	buf := make([]byte, 1024)
+	if err := l.Append("PUT", "broken", io.MultiReader(bytes.NewReader(make([]byte, 4096)), iotest.ErrReader(failed)), buf); !errors.Is(err, failed) {
+		t.Fatalf("failing body: %v", err)
+	}
+	if err := l.Append("MKCOL", "after", nil, buf); !errors.Is(err, failed) {
+		t.Fatalf("append after a broken record: %v, want the first error", err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
