@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"berth/account"
 	"berth/kv"
@@ -38,6 +39,10 @@ type Options struct {
 	// and closes (a kv/postgres database, to run a front end's test or
 	// benchmark on another engine); nil opens Badger in Dir as DB.
 	Store kv.Store
+	// Now is vfs's clock (vfs.Options.Now); nil is the wall clock. Tests
+	// of expiry move it instead of sleeping, which a loaded machine
+	// stretches past the lifetime being tested.
+	Now func() time.Time
 }
 
 // Stack is the storage side of a berth, closed by the test's cleanup.
@@ -74,7 +79,7 @@ func New(t testing.TB, o Options) *Stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.FS, err = vfs.Open(ctx, s.KV, s.Chunks, vfs.Options{Logger: log})
+	s.FS, err = vfs.Open(ctx, s.KV, s.Chunks, vfs.Options{Logger: log, Now: o.Now})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -58,6 +59,8 @@ type fixtureOptions struct {
 	Policy *account.Policy
 	// Disk are the chunk store's options (a reserve and a disk that fills).
 	Disk chunk.DiskOptions
+	// Now is vfs's clock; nil is the wall clock.
+	Now func() time.Time
 }
 
 // newFixture builds and starts a fixture; t.Cleanup stops it.
@@ -67,7 +70,7 @@ func newFixtureWith(t testing.TB, o fixtureOptions) *fixture {
 	t.Helper()
 	f := &fixture{t: t, logs: &berthtest.LogBuffer{}, reg: prometheus.NewRegistry()}
 	log := slog.New(slog.NewTextHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	st := berthtest.New(t, berthtest.Options{Logger: log, Accounts: o.Accounts, Policy: o.Policy, Disk: o.Disk})
+	st := berthtest.New(t, berthtest.Options{Logger: log, Accounts: o.Accounts, Policy: o.Policy, Disk: o.Disk, Now: o.Now})
 	f.dir, f.db, f.chunks, f.fs, f.accounts, f.org = st.Dir, st.DB, st.Chunks, st.FS, st.Accounts, st.Org
 	f.stack = st
 	f.person, f.root, f.token = f.addPerson("alice")
