@@ -293,7 +293,8 @@ func (dw *directWriter) cachedWhole(fd, n int) int {
 // finalizer. warm is as readCold's. ok is false when the caller should
 // read the blob its own way: the name is missing (a legacy path, or
 // none), the file system refuses O_DIRECT, or cachestat(2) is missing
-// (readCold then asks by reading). err is a blob shorter than its file
+// (readCold then asks by reading; callers skip readPath once
+// dw.noCachestat is set). err is a blob shorter than its file
 // said (changed under the reader).
 func (dw *directWriter) readPath(name string, dst []byte) (out []byte, warm, ok bool, err error) {
 	fd, err := unix.Open(name, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_DIRECT, 0)

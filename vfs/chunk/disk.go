@@ -389,7 +389,7 @@ func (d *Disk) getWarm(ctx context.Context, id ID, dst []byte) (blob []byte, war
 	if err := ctx.Err(); err != nil {
 		return nil, false, err
 	}
-	if !d.direct.off.Load() {
+	if !d.direct.off.Load() && !d.direct.noCachestat.Load() {
 		blob, warm, ok, err := d.direct.readPath(d.Path(id), dst)
 		if err != nil {
 			return nil, false, fmt.Errorf("%w: %s: %v", ErrCorrupt, id, err)
