@@ -389,6 +389,15 @@ func (d *Disk) getWarm(ctx context.Context, id ID, dst []byte) (blob []byte, war
 	if err := ctx.Err(); err != nil {
 		return nil, false, err
 	}
+	if !d.direct.off.Load() && !d.direct.noCachestat.Load() {
+		blob, warm, ok, err := d.direct.readPath(d.Path(id), dst)
+		if err != nil {
+			return nil, false, fmt.Errorf("%w: %s: %v", ErrCorrupt, id, err)
+		}
+		if ok {
+			return blob, warm, nil
+		}
+	}
 	f, err := os.Open(d.Path(id))
 	if errors.Is(err, fs.ErrNotExist) {
 		f, err = os.Open(d.legacyPath(id))

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -33,6 +34,7 @@ func TestReader(t *testing.T) {
 		{"ReadAheadOnlyOffTheDevice", readAheadOnlyOffTheDevice},
 		{"CopyToWholeRecords", copyToWholeRecords},
 		{"FailedWriteKeepsBuffers", failedWriteKeepsBuffers},
+		{"BuffersKeptWhileOpen", buffersKeptWhileOpen},
 		{"Close", readerClose},
 		{"ServeContent", serveContent},
 		{"CorruptAfterVerified", corruptAfterVerified},
@@ -305,6 +307,37 @@ func failedWriteKeepsBuffers(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// buffersKeptWhileOpen: while a Reader of the pool is open, the chunk
+// buffers given back stay kept through collections (the daemon collects
+// often under its memory limit), so the chunks of a download in progress
+// are not read into freshly allocated, cleared and faulted-in buffers.
+func buffersKeptWhileOpen(t *testing.T) {
+	s := newDisk(t)
+	data := randomData(31, 3*mib)
+	refs := write(t, chunk.NewWriter(s, chunk.WriterOptions{}), data)
+	pool := chunk.NewReadPool(chunk.ReadPoolOptions{ReadAhead: -1})
+	inProgress := pool.NewReader(context.Background(), s, refs)
+	defer inProgress.Close()
+	read := func() {
+		r := pool.NewReader(context.Background(), s, refs)
+		defer r.Close()
+		if n, err := r.CopyTo(io.Discard, int64(len(data))); err != nil || n != int64(len(data)) {
+			t.Fatalf("CopyTo: %d bytes, %v", n, err)
+		}
+	}
+	read()
+	// Two collections empty a sync.Pool.
+	runtime.GC()
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	read()
+	runtime.ReadMemStats(&after)
+	if n := after.TotalAlloc - before.TotalAlloc; n >= mib {
+		t.Errorf("a read after two collections allocated %d bytes, want the kept buffers reused (less than a chunk's %d)", n, mib)
 	}
 }
 
