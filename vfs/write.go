@@ -256,6 +256,7 @@ func (fs *FS) writeFile(ctx context.Context, root, parent uint64, name string, r
 			d.Files++
 			d.HeadSize += size
 		}
+		shardBy(tx, rec.ID)
 		if err := fs.addUsage(ctx, tx, root, d, lim); err != nil {
 			return err
 		}
