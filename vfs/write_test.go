@@ -327,3 +327,114 @@ func TestSmallBodyReadFirst(t *testing.T) {
 		})
 	}
 }
+
+// TestWriteAt: a write of a file named by its path finds its folder in
+// the commit (a small body) or in the checks before the body (a larger
+// one), says whether it created the file, hands check what the path
+// names there, and refuses what check refuses, what WriteFile refuses,
+// and a path with no folder to hold the file, leaving nothing behind.
+func TestWriteAt(t *testing.T) {
+	e := newEnv(t)
+	docs, err := e.fs.Mkdir(ctx, e.root.ID, e.root.FolderID, "docs", vfs.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.write(t, docs.ID, "a.txt", []byte("a"))
+	e.write(t, e.root.FolderID, "top.txt", []byte("t"))
+	gone, err := e.fs.Mkdir(ctx, e.root.ID, docs.ID, "gone", vfs.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.fs.Delete(ctx, e.root.ID, gone.ID, vfs.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	small := bytes.Repeat([]byte("s"), 4096)
+	large := randBytes(8, vfs.InlineMax*3)
+	refused := errors.New("refused by check")
+	for _, c := range []struct {
+		name    string
+		path    string
+		body    io.Reader
+		opts    vfs.WriteOptions
+		refuse  bool // check refuses whatever it sees
+		want    []byte
+		created bool
+		err     error
+		// what check saw: the folder's error, and the item's kind
+		// ("" none, "file", "folder"); seen false: check never ran
+		seen       bool
+		parentErr  error
+		oldKind    string
+		wantParent uint64
+	}{
+		{name: "new, small", path: "/docs/new.txt", body: bytes.NewReader(small), opts: vfs.WriteOptions{DeclaredSize: 4096},
+			want: small, created: true, seen: true, wantParent: docs.ID},
+		{name: "replaced, small", path: "/docs/a.txt", body: bytes.NewReader(small), opts: vfs.WriteOptions{DeclaredSize: 4096},
+			want: small, seen: true, oldKind: "file", wantParent: docs.ID},
+		{name: "in the top folder", path: "/top2.txt", body: bytes.NewReader(small), opts: vfs.WriteOptions{DeclaredSize: 4096},
+			want: small, created: true, seen: true, wantParent: e.root.FolderID},
+		{name: "new, large", path: "/docs/large.bin", body: bytes.NewReader(large), opts: vfs.WriteOptions{DeclaredSize: int64(len(large))},
+			want: large, created: true, seen: true, wantParent: docs.ID},
+		{name: "new, unannounced", path: "/docs/chunked.bin", body: bytes.NewReader(small),
+			want: small, created: true, seen: true, wantParent: docs.ID},
+		{name: "a folder", path: "/docs", body: bytes.NewReader(small), opts: vfs.WriteOptions{DeclaredSize: 4096},
+			err: vfs.ErrNameConflict, seen: true, oldKind: "folder"},
+		{name: "no folder", path: "/missing/new", body: bytes.NewReader(small), opts: vfs.WriteOptions{DeclaredSize: 4096},
+			err: vfs.ErrNotExist, seen: true, parentErr: vfs.ErrNotExist},
+		{name: "a deleted folder", path: "/docs/gone/new", body: bytes.NewReader(small), opts: vfs.WriteOptions{DeclaredSize: 4096},
+			err: vfs.ErrNotExist, seen: true, parentErr: vfs.ErrNotExist},
+		{name: "below a file", path: "/top.txt/new", body: bytes.NewReader(small), opts: vfs.WriteOptions{DeclaredSize: 4096},
+			err: vfs.ErrNotDir, seen: true, parentErr: vfs.ErrNotDir},
+		{name: "refused, small", path: "/docs/refused.txt", body: bytes.NewReader(small), opts: vfs.WriteOptions{DeclaredSize: 4096},
+			refuse: true, err: refused, seen: true},
+		{name: "refused, large, unread", path: "/docs/refused.bin", body: failing{errors.New("body was read")},
+			opts: vfs.WriteOptions{DeclaredSize: int64(len(large))}, refuse: true, err: refused, seen: true},
+		{name: "over the quota, unread", path: "/docs/quota.txt", body: failing{errors.New("body was read")},
+			opts: vfs.WriteOptions{DeclaredSize: 4096, SpaceQuota: 100}, err: vfs.ErrQuotaExceeded, seen: true},
+		{name: "the top folder", path: "/", body: bytes.NewReader(small), err: vfs.ErrInvalidName},
+		{name: "not absolute", path: "docs/x", body: bytes.NewReader(small), err: vfs.ErrInvalidName},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			seen := false
+			var parentErr error
+			oldKind := ""
+			check := func(perr error, old *vfs.Node) error {
+				seen, parentErr, oldKind = true, perr, ""
+				if old != nil {
+					oldKind = map[bool]string{false: "file", true: "folder"}[old.Dir]
+				}
+				if c.refuse {
+					return refused
+				}
+				return nil
+			}
+			before, _ := e.fs.Lookup(ctx, e.root.ID, c.path)
+			n, created, err := e.fs.WriteAt(ctx, e.root.ID, c.path, c.body, c.opts, check)
+			if seen != c.seen || !errors.Is(parentErr, c.parentErr) || (c.parentErr == nil && parentErr != nil) || oldKind != c.oldKind {
+				t.Errorf("check saw %v, %v, %q; want %v, %v, %q", seen, parentErr, oldKind, c.seen, c.parentErr, c.oldKind)
+			}
+			if c.want == nil {
+				if !errors.Is(err, c.err) {
+					t.Fatalf("%v, want %v", err, c.err)
+				}
+				if after, _ := e.fs.Lookup(ctx, e.root.ID, c.path); !reflect.DeepEqual(after, before) {
+					t.Fatalf("a refused write changed %s: %+v, was %+v", c.path, after, before)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if created != c.created || n.ParentID != c.wantParent || n.Path != c.path {
+				t.Errorf("created %v in %d at %q, want %v in %d at %q", created, n.ParentID, n.Path, c.created, c.wantParent, c.path)
+			}
+			if got := e.read(t, n.ID); !bytes.Equal(got, c.want) {
+				t.Fatalf("stored %d bytes, want %d", len(got), len(c.want))
+			}
+		})
+	}
+	// Without a check, a missing folder is WriteAt's error.
+	if _, _, err := e.fs.WriteAt(ctx, e.root.ID, "/missing/x", bytes.NewReader(small), vfs.WriteOptions{DeclaredSize: 4096}, nil); !errors.Is(err, vfs.ErrNotExist) {
+		t.Errorf("no folder, no check: %v, want ErrNotExist", err)
+	}
+}

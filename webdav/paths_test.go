@@ -245,8 +245,9 @@ func TestPlainPath(t *testing.T) {
 
 // TestNewTargetBelowFolders: a PUT, MKCOL, COPY or MOVE into a folder
 // below a root's top reads its target and that folder in one transaction
-// (lookupNew); the answers are those of a lookup of each, for every state
-// of the folder and the target.
+// (lookupNew), a small PUT without conditions in its commit (plainPut);
+// the answers are those of a lookup of each, for every state of the
+// folder and the target.
 func TestNewTargetBelowFolders(t *testing.T) {
 	f := newFixture(t)
 	for _, s := range []struct{ method, path string }{{"MKCOL", "/d"}, {"MKCOL", "/d/sub"}, {"PUT", "/d/f.txt"}, {"PUT", "/d/g.txt"}} {
@@ -264,6 +265,10 @@ func TestNewTargetBelowFolders(t *testing.T) {
 		{"PUT", "/d/sub", "x", nil, http.StatusMethodNotAllowed},
 		{"PUT", "/d/missing/x.txt", "x", nil, http.StatusConflict},
 		{"PUT", "/d/f.txt/x.txt", "x", nil, http.StatusConflict},
+		{"PUT", "/top.txt", "x", nil, http.StatusCreated},
+		{"PUT", "/top.txt", "y", nil, http.StatusNoContent},
+		{"PUT", "/d", "x", nil, http.StatusMethodNotAllowed},
+		{"PUT", "/d/sub", "", nil, http.StatusMethodNotAllowed},
 		{"PUT", "/d/new.txt", "z", []string{"If-None-Match", "*"}, http.StatusPreconditionFailed},
 		{"PUT", "/d/other.txt", "z", []string{"If-None-Match", "*"}, http.StatusCreated},
 		{"MKCOL", "/d/sub2", "", nil, http.StatusCreated},
@@ -282,7 +287,7 @@ func TestNewTargetBelowFolders(t *testing.T) {
 		st, _, body := f.do(c.method, c.path, strings.NewReader(c.body), c.hdr...)
 		want(t, c.method+" "+c.path+" "+strings.Join(c.hdr, " "), st, c.status, body)
 	}
-	for p, contents := range map[string]string{"/d/new.txt": "y", "/d/sub/deep.txt": "x", "/d/sub/f.txt": "", "/d/sub/sub2/g.txt": ""} {
+	for p, contents := range map[string]string{"/top.txt": "y", "/d/new.txt": "y", "/d/sub/deep.txt": "x", "/d/sub/f.txt": "", "/d/sub/sub2/g.txt": ""} {
 		if got, err := f.read(p); err != nil || string(got) != contents {
 			t.Errorf("%s: %q, %v; want %q", p, got, err, contents)
 		}
