@@ -1,6 +1,7 @@
 package vfs
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -29,6 +30,29 @@ func (fs *FS) Move(ctx context.Context, root, id, parent uint64, name string, op
 	n, err := fs.move(ctx, OpMove, root, id, parent, name, opts)
 	fs.done(OpMove, err, Event{RootID: root, NodeID: id, ParentID: parent, Name: n.Name, Dir: n.Dir})
 	return n, err
+}
+
+// LookupMove is Lookup of src and LookupWithParent of dst in one read,
+// for a move or copy of the item at src to dst within root: srcErr is
+// Lookup's error, err LookupWithParent's (and the read's, which is both).
+func (fs *FS) LookupMove(ctx context.Context, root uint64, src, dst string) (sn Node, srcErr error, parent, n Node, found bool, err error) {
+	ssegs, srcErr := splitPath(src)
+	dsegs, err := splitPath(dst)
+	read := false
+	verr := fs.db.View(ctx, func(tx kv.Txn) error {
+		read = true
+		if srcErr == nil {
+			_, sn, srcErr = fs.lookupNode(tx, root, ssegs, src)
+		}
+		if err == nil {
+			parent, n, found, err = fs.lookupWithParent(tx, root, dsegs)
+		}
+		return nil
+	})
+	if !read {
+		srcErr, err = cmp.Or(srcErr, verr), cmp.Or(err, verr)
+	}
+	return sn, srcErr, parent, n, found, err
 }
 
 func (fs *FS) move(ctx context.Context, op Op, root, id, parent uint64, name string, opts WriteOptions) (Node, error) {

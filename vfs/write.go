@@ -15,6 +15,26 @@ import (
 
 // Mkdir creates a folder named name in the folder parent.
 func (fs *FS) Mkdir(ctx context.Context, root, parent uint64, name string, opts WriteOptions) (Node, error) {
+	return fs.mkdir(ctx, root, parent, name, opts, nil)
+}
+
+// MkdirAt is Mkdir of the folder at path p of root: the folder to hold it
+// is looked up in the transaction that creates it, where check runs as
+// WriteAt's does (an item at p is then ErrNameConflict).
+func (fs *FS) MkdirAt(ctx context.Context, root uint64, p string, opts WriteOptions, check func(parentErr error, old *Node) error) (Node, error) {
+	segs, err := splitPath(p)
+	if err == nil && len(segs) == 0 {
+		err = fmt.Errorf("%w: the top folder exists", ErrInvalidName)
+	}
+	if err != nil {
+		return Node{}, err
+	}
+	return fs.mkdir(ctx, root, 0, segs[len(segs)-1], opts, &pathAt{segs: segs, check: check})
+}
+
+// mkdir is Mkdir, or MkdirAt with at (parent is then found in the
+// transaction, by at's path).
+func (fs *FS) mkdir(ctx context.Context, root, parent uint64, name string, opts WriteOptions, at *pathAt) (Node, error) {
 	if err := ValidateName(name); err != nil {
 		return Node{}, err
 	}
@@ -28,6 +48,12 @@ func (fs *FS) Mkdir(ctx context.Context, root, parent uint64, name string, opts 
 	var n Node
 	err = fs.update(ctx, func(tx kv.Txn) error {
 		now := fs.nowNs()
+		if at != nil {
+			var err error
+			if parent, err = at.lookup(tx, root, now); err != nil {
+				return err
+			}
+		}
 		if err := newChildAllowed(tx, root, parent, name, opts, now); err != nil {
 			return err
 		}

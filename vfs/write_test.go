@@ -438,3 +438,85 @@ func TestWriteAt(t *testing.T) {
 		t.Errorf("no folder, no check: %v, want ErrNotExist", err)
 	}
 }
+
+// TestLookupMove: a move's source and destination read together are
+// what Lookup says of the source and LookupWithParent of the
+// destination, each with its own error.
+func TestLookupMove(t *testing.T) {
+	e := newEnv(t)
+	docs, err := e.fs.Mkdir(ctx, e.root.ID, e.root.FolderID, "docs", vfs.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.write(t, docs.ID, "a.txt", []byte("a"))
+	e.write(t, e.root.FolderID, "top.txt", []byte("t"))
+	paths := []string{"/docs/a.txt", "/docs", "/top.txt", "/docs/new", "/missing/x", "/top.txt/x", "/", "rel"}
+	for _, src := range paths {
+		for _, dst := range paths {
+			sn, srcErr, parent, n, found, err := e.fs.LookupMove(ctx, e.root.ID, src, dst)
+			wantSn, wantSrcErr := e.fs.Lookup(ctx, e.root.ID, src)
+			if !reflect.DeepEqual(sn, wantSn) || fmt.Sprint(srcErr) != fmt.Sprint(wantSrcErr) {
+				t.Errorf("%s -> %s: source %+v, %v; Lookup %+v, %v", src, dst, sn, srcErr, wantSn, wantSrcErr)
+			}
+			wantParent, wantN, wantFound, wantErr := e.fs.LookupWithParent(ctx, e.root.ID, dst)
+			if !reflect.DeepEqual(parent, wantParent) || !reflect.DeepEqual(n, wantN) || found != wantFound ||
+				fmt.Sprint(err) != fmt.Sprint(wantErr) {
+				t.Errorf("%s -> %s: destination %+v %+v %v %v; LookupWithParent %+v %+v %v %v", src, dst, parent, n, found, err, wantParent, wantN, wantFound, wantErr)
+			}
+		}
+	}
+}
+
+// TestMkdirAt: a folder made by its path finds the folder to hold it in
+// its commit, with check seeing what the path names there.
+func TestMkdirAt(t *testing.T) {
+	e := newEnv(t)
+	e.write(t, e.root.FolderID, "top.txt", []byte("t"))
+	refused := errors.New("refused by check")
+	for _, c := range []struct {
+		path      string
+		refuse    bool
+		err       error
+		parentErr error
+		old       bool
+	}{
+		{path: "/a"},
+		{path: "/a/b"},
+		{path: "/a/b", err: vfs.ErrNameConflict, old: true},
+		{path: "/top.txt", err: vfs.ErrNameConflict, old: true},
+		{path: "/missing/b", err: vfs.ErrNotExist, parentErr: vfs.ErrNotExist},
+		{path: "/top.txt/b", err: vfs.ErrNotDir, parentErr: vfs.ErrNotDir},
+		{path: "/a/refused", refuse: true, err: refused},
+	} {
+		var parentErr error
+		old := false
+		n, err := e.fs.MkdirAt(ctx, e.root.ID, c.path, vfs.WriteOptions{}, func(perr error, o *vfs.Node) error {
+			parentErr, old = perr, o != nil
+			if c.refuse {
+				return refused
+			}
+			return nil
+		})
+		if !errors.Is(parentErr, c.parentErr) || (c.parentErr == nil) != (parentErr == nil) || old != c.old {
+			t.Errorf("%s: check saw %v, %v; want %v, %v", c.path, parentErr, old, c.parentErr, c.old)
+		}
+		if c.err != nil {
+			if !errors.Is(err, c.err) {
+				t.Errorf("%s: %v, want %v", c.path, err, c.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", c.path, err)
+		}
+		if got := mustLookup(t, e, c.path); !got.Dir || got.ID != n.ID || n.Path != c.path {
+			t.Errorf("%s: made %+v, Lookup %+v", c.path, n, got)
+		}
+	}
+	if _, err := e.fs.MkdirAt(ctx, e.root.ID, "/refused", vfs.WriteOptions{}, nil); err != nil {
+		t.Errorf("no check: %v", err)
+	}
+	if _, err := e.fs.Lookup(ctx, e.root.ID, "/a/refused"); !errors.Is(err, vfs.ErrNotExist) {
+		t.Errorf("a refused folder was made: %v", err)
+	}
+}

@@ -245,7 +245,7 @@ func TestPlainPath(t *testing.T) {
 
 // TestNewTargetBelowFolders: a PUT, MKCOL, COPY or MOVE into a folder
 // below a root's top reads its target and that folder in one transaction
-// (lookupNew), a small PUT without conditions in its commit (plainPut);
+// (lookupNew), a MKCOL or small PUT without conditions in its commit;
 // the answers are those of a lookup of each, for every state of the
 // folder and the target.
 func TestNewTargetBelowFolders(t *testing.T) {
@@ -276,6 +276,10 @@ func TestNewTargetBelowFolders(t *testing.T) {
 		{"MKCOL", "/d/f.txt", "", nil, http.StatusMethodNotAllowed},
 		{"MKCOL", "/d/missing/x", "", nil, http.StatusConflict},
 		{"MKCOL", "/d/f.txt/x", "", nil, http.StatusConflict},
+		{"MKCOL", "/topdir", "", nil, http.StatusCreated},
+		{"MKCOL", "/topdir/", "", nil, http.StatusMethodNotAllowed},
+		{"MKCOL", "/d/cond", "", []string{"If-Match", `"x"`}, http.StatusPreconditionFailed},
+		{"MKCOL", "/d/cond", "", []string{"If-None-Match", "*"}, http.StatusCreated},
 		{"COPY", "/d/f.txt", "", []string{"Destination", f.url("/d/sub/f.txt")}, http.StatusCreated},
 		{"COPY", "/d/f.txt", "", []string{"Destination", f.url("/d/sub/f.txt"), "Overwrite", "F"}, http.StatusPreconditionFailed},
 		{"COPY", "/d/f.txt", "", []string{"Destination", f.url("/d/sub/f.txt")}, http.StatusNoContent},
@@ -283,16 +287,26 @@ func TestNewTargetBelowFolders(t *testing.T) {
 		{"MOVE", "/d/g.txt", "", []string{"Destination", f.url("/d/f.txt/g.txt")}, http.StatusConflict},
 		{"MOVE", "/d/g.txt", "", []string{"Destination", f.url("/d/sub2/g.txt")}, http.StatusCreated},
 		{"MOVE", "/d/sub2", "", []string{"Destination", f.url("/d/sub/sub2")}, http.StatusCreated},
+		// Source and Destination in one read (lookupPair), with and
+		// without the slash that has the source looked up first.
+		{"MOVE", "/d/nothing", "", []string{"Destination", f.url("/d/x")}, http.StatusNotFound},
+		{"MOVE", "/d/nothing/", "", []string{"Destination", f.url("/d/x/")}, http.StatusNotFound},
+		{"MOVE", "/d/sub/", "", []string{"Destination", f.url("/d/missing/sub/")}, http.StatusConflict},
+		{"MOVE", "/d/sub/", "", []string{"Destination", f.url("/d/f.txt/sub/")}, http.StatusConflict},
+		{"MOVE", "/d/sub/", "", []string{"Destination", f.url("/d/new.txt"), "Overwrite", "F"}, http.StatusPreconditionFailed},
+		{"COPY", "/d/f.txt", "", []string{"Destination", f.url("/copied.txt")}, http.StatusCreated},
+		{"COPY", "/d/f.txt", "", []string{"Destination", f.url("/copied.txt"), "Overwrite", "F"}, http.StatusPreconditionFailed},
+		{"MOVE", "/d/sub/", "", []string{"Destination", f.url("/moved/")}, http.StatusCreated},
 	} {
 		st, _, body := f.do(c.method, c.path, strings.NewReader(c.body), c.hdr...)
 		want(t, c.method+" "+c.path+" "+strings.Join(c.hdr, " "), st, c.status, body)
 	}
-	for p, contents := range map[string]string{"/top.txt": "y", "/d/new.txt": "y", "/d/sub/deep.txt": "x", "/d/sub/f.txt": "", "/d/sub/sub2/g.txt": ""} {
+	for p, contents := range map[string]string{"/top.txt": "y", "/d/new.txt": "y", "/moved/deep.txt": "x", "/moved/f.txt": "", "/moved/sub2/g.txt": "", "/copied.txt": ""} {
 		if got, err := f.read(p); err != nil || string(got) != contents {
 			t.Errorf("%s: %q, %v; want %q", p, got, err, contents)
 		}
 	}
-	for _, p := range []string{"/d/missing", "/d/g.txt", "/d/sub2"} {
+	for _, p := range []string{"/d/missing", "/d/g.txt", "/d/sub2", "/d/sub", "/d/x"} {
 		if _, err := f.lookup(p); err == nil {
 			t.Errorf("%s exists", p)
 		}
