@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/fxamacker/cbor/v2"
 
@@ -178,9 +179,41 @@ func (fs *FS) move(ctx context.Context, op Op, root, id, parent uint64, name str
 // deleted space, until purged. Any lock in the subtree that the caller does
 // not hold refuses the whole delete.
 func (fs *FS) Delete(ctx context.Context, root, id uint64, opts WriteOptions) error {
+	return fs.delete(ctx, root, id, opts, nil, nil)
+}
+
+// DeleteAt is Delete of the item at path p of root, looked up in the
+// transaction that deletes it, where check, when not nil, sees it and may
+// refuse the delete with its own error. No item at p is ErrNotExist.
+func (fs *FS) DeleteAt(ctx context.Context, root uint64, p string, opts WriteOptions, check func(n Node) error) error {
+	segs, err := splitPath(p)
+	if err == nil && len(segs) == 0 {
+		err = fmt.Errorf("%w: the top folder", ErrRootItem)
+	}
+	if err != nil {
+		return err
+	}
+	return fs.delete(ctx, root, 0, opts, segs, check)
+}
+
+// delete is Delete, or DeleteAt of the path's names segs, not empty (id
+// is then found in the transaction).
+func (fs *FS) delete(ctx context.Context, root, id uint64, opts WriteOptions, segs []string, check func(Node) error) error {
 	var rec nodeRec
 	err := fs.update(ctx, func(tx kv.Txn) error {
 		now := fs.nowNs()
+		if segs != nil {
+			found, err := lookupIn(tx, root, segs, "/"+strings.Join(segs, "/"))
+			if err != nil {
+				return err
+			}
+			if check != nil {
+				if err := check(found.public(now)); err != nil {
+					return err
+				}
+			}
+			id = found.ID
+		}
 		var loc locRec
 		var err error
 		rec, loc, err = liveNodeIn(tx, root, id)

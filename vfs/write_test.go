@@ -520,3 +520,50 @@ func TestMkdirAt(t *testing.T) {
 		t.Errorf("a refused folder was made: %v", err)
 	}
 }
+
+// TestDeleteAt: an item deleted by its path is found in the delete's
+// commit, where check sees it and may keep it.
+func TestDeleteAt(t *testing.T) {
+	e := newEnv(t)
+	docs, err := e.fs.Mkdir(ctx, e.root.ID, e.root.FolderID, "docs", vfs.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.write(t, docs.ID, "a.txt", []byte("a"))
+	e.write(t, docs.ID, "b.txt", []byte("b"))
+	refused := errors.New("refused by check")
+	for _, c := range []struct {
+		path   string
+		refuse bool
+		err    error
+		seen   string // the name check saw
+	}{
+		{path: "/docs/a.txt", seen: "a.txt"},
+		{path: "/docs/a.txt", err: vfs.ErrNotExist},
+		{path: "/docs/b.txt", refuse: true, err: refused, seen: "b.txt"},
+		{path: "/missing/b.txt", err: vfs.ErrNotExist},
+		{path: "/", err: vfs.ErrRootItem, seen: ""},
+		{path: "/docs", seen: "docs"},
+	} {
+		seen := "-"
+		err := e.fs.DeleteAt(ctx, e.root.ID, c.path, vfs.WriteOptions{}, func(n vfs.Node) error {
+			seen = n.Name
+			if c.refuse {
+				return refused
+			}
+			return nil
+		})
+		if !errors.Is(err, c.err) || (c.err == nil && err != nil) {
+			t.Errorf("%s: %v, want %v", c.path, err, c.err)
+		}
+		if c.err == nil || c.refuse {
+			if seen != c.seen {
+				t.Errorf("%s: check saw %q, want %q", c.path, seen, c.seen)
+			}
+		}
+		_, lerr := e.fs.Lookup(ctx, e.root.ID, c.path)
+		if gone := errors.Is(lerr, vfs.ErrNotExist); gone != (c.err == nil || errors.Is(c.err, vfs.ErrNotExist)) {
+			t.Errorf("%s: after the delete, Lookup says %v", c.path, lerr)
+		}
+	}
+}

@@ -27,6 +27,11 @@ func (s *session) fileAsCollection(r *http.Request) error {
 	if !strings.HasSuffix(r.URL.EscapedPath(), "/") {
 		return nil
 	}
+	if r.Method == http.MethodDelete {
+		if _, ok := s.plainDelete(r); ok {
+			return nil // delete checks it in its commit
+		}
+	}
 	if r.Method == "COPY" || r.Method == "MOVE" {
 		s.lookupPair(r, "")
 	}

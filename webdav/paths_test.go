@@ -57,6 +57,9 @@ func TestPaths(t *testing.T) {
 			}{
 				{"PUT", "/a.txt/", "replaced", http.StatusConflict, nil},
 				{"DELETE", "/a.txt/", "", http.StatusNotFound, nil},
+				{"DELETE", "/a.txt/", "", http.StatusNotFound, []string{"If-Match", "*"}},
+				{"DELETE", "/nothing/", "", http.StatusNotFound, nil},
+				{"DELETE", "/d/nothing", "", http.StatusNotFound, nil},
 				{"MOVE", "/a.txt/", "", http.StatusNotFound, []string{"Destination", f.url("/moved.txt")}},
 				{"COPY", "/b.txt", "", http.StatusConflict, []string{"Destination", f.url("/a.txt/")}},
 				{"MOVE", "/d/", "", http.StatusConflict, []string{"Destination", f.url("/a.txt/")}},
