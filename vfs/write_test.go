@@ -218,9 +218,10 @@ type failing struct{ err error }
 
 func (f failing) Read([]byte) (int, error) { return 0, f.err }
 
-// TestLookupWithParent: one read gives an item and its folder, as Lookup
-// gives each, and the folder's errors.
-func TestLookupWithParent(t *testing.T) {
+// newPathsEnv is an env whose root holds /docs/a.txt, /top.txt and a
+// deleted folder /docs/gone, for the tests of lookups and writes by path.
+func newPathsEnv(t *testing.T) (*env, vfs.Node) {
+	t.Helper()
 	e := newEnv(t)
 	docs, err := e.fs.Mkdir(ctx, e.root.ID, e.root.FolderID, "docs", vfs.WriteOptions{})
 	if err != nil {
@@ -235,6 +236,13 @@ func TestLookupWithParent(t *testing.T) {
 	if err := e.fs.Delete(ctx, e.root.ID, gone.ID, vfs.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	return e, docs
+}
+
+// TestLookupWithParent: one read gives an item and its folder, as Lookup
+// gives each, and the folder's errors.
+func TestLookupWithParent(t *testing.T) {
+	e, _ := newPathsEnv(t)
 	for _, c := range []struct {
 		path, parent string // parent: the folder's path, "" when an error
 		found        bool
@@ -334,20 +342,7 @@ func TestSmallBodyReadFirst(t *testing.T) {
 // names there, and refuses what check refuses, what WriteFile refuses,
 // and a path with no folder to hold the file, leaving nothing behind.
 func TestWriteAt(t *testing.T) {
-	e := newEnv(t)
-	docs, err := e.fs.Mkdir(ctx, e.root.ID, e.root.FolderID, "docs", vfs.WriteOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.write(t, docs.ID, "a.txt", []byte("a"))
-	e.write(t, e.root.FolderID, "top.txt", []byte("t"))
-	gone, err := e.fs.Mkdir(ctx, e.root.ID, docs.ID, "gone", vfs.WriteOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.fs.Delete(ctx, e.root.ID, gone.ID, vfs.WriteOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	e, docs := newPathsEnv(t)
 	small := bytes.Repeat([]byte("s"), 4096)
 	large := randBytes(8, vfs.InlineMax*3)
 	refused := errors.New("refused by check")
@@ -443,13 +438,7 @@ func TestWriteAt(t *testing.T) {
 // what Lookup says of the source and LookupWithParent of the
 // destination, each with its own error.
 func TestLookupMove(t *testing.T) {
-	e := newEnv(t)
-	docs, err := e.fs.Mkdir(ctx, e.root.ID, e.root.FolderID, "docs", vfs.WriteOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.write(t, docs.ID, "a.txt", []byte("a"))
-	e.write(t, e.root.FolderID, "top.txt", []byte("t"))
+	e, _ := newPathsEnv(t)
 	paths := []string{"/docs/a.txt", "/docs", "/top.txt", "/docs/new", "/missing/x", "/top.txt/x", "/", "rel"}
 	for _, src := range paths {
 		for _, dst := range paths {
