@@ -39,6 +39,11 @@ func (fs *FS) mkdir(ctx context.Context, root, parent uint64, name string, opts 
 		return Node{}, err
 	}
 	if err := fs.roomFor(); err != nil {
+		if at != nil {
+			if lerr := at.first(ctx, fs, root); lerr != nil {
+				return Node{}, lerr
+			}
+		}
 		return Node{}, err
 	}
 	id, err := fs.db.NextID(ctx, "node")
@@ -170,6 +175,14 @@ type pathAt struct {
 	created bool
 }
 
+// first is what the path's lookup refuses, read on its own.
+func (a *pathAt) first(ctx context.Context, fs *FS, root uint64) error {
+	return fs.db.View(ctx, func(tx kv.Txn) error {
+		_, err := a.lookup(tx, root, fs.nowNs())
+		return err
+	})
+}
+
 // lookup finds, in tx, the folder that holds the file, and lets check
 // refuse what it found.
 func (a *pathAt) lookup(tx kv.Txn, root uint64, now int64) (uint64, error) {
@@ -213,19 +226,30 @@ func (fs *FS) writeFile(ctx context.Context, root, parent uint64, name string, r
 		return Node{}, err
 	}
 	defer fs.endUpload()
+	// refuse is err, unless the path of a WriteAt has no place for the
+	// file or its check refuses it: what a caller that looks the path up
+	// before the write answers first still comes first.
+	refuse := func(err error) (Node, error) {
+		if at != nil {
+			if lerr := at.first(ctx, fs, root); lerr != nil {
+				return Node{}, lerr
+			}
+		}
+		return Node{}, err
+	}
 	if excluded(name, opts.ExcludedExtensions) {
-		return Node{}, fmt.Errorf("%w: %q", ErrExtensionExcluded, extension(name))
+		return refuse(fmt.Errorf("%w: %q", ErrExtensionExcluded, extension(name)))
 	}
 	// Refuse early what would be refused at commit, before reading a byte.
 	if opts.MaxFileSize > 0 && opts.DeclaredSize > opts.MaxFileSize {
-		return Node{}, fmt.Errorf("%w: %d bytes announced, at most %d", ErrFileTooLarge, opts.DeclaredSize, opts.MaxFileSize)
+		return refuse(fmt.Errorf("%w: %d bytes announced, at most %d", ErrFileTooLarge, opts.DeclaredSize, opts.MaxFileSize))
 	}
 	lim := limitsOf(opts)
 	// Each new chunk checks the space again (chunk.Disk); this refuses a
 	// small file, kept in the metadata store, and saves reading the body
 	// of any other when the disk is down to its reserve already.
 	if err := fs.roomFor(); err != nil {
-		return Node{}, err
+		return refuse(err)
 	}
 	limit, quotaBound := int64(-1), false
 	if opts.MaxFileSize > 0 {
@@ -247,14 +271,14 @@ func (fs *FS) writeFile(ctx context.Context, root, parent uint64, name string, r
 		hp := fs.heads.Get().(*[]byte)
 		defer fs.heads.Put(hp)
 		if head, small, err = readHead(r, *hp); err != nil {
-			return Node{}, err
+			return refuse(err)
 		}
 		if small && limit >= 0 && int64(len(head)) > limit {
-			return Node{}, fmt.Errorf("%w: more than %d bytes", ErrFileTooLarge, opts.MaxFileSize)
+			return refuse(fmt.Errorf("%w: more than %d bytes", ErrFileTooLarge, opts.MaxFileSize))
 		}
 		if small {
 			if err := ctx.Err(); err != nil {
-				return Node{}, err
+				return refuse(err)
 			}
 		} else {
 			r = io.MultiReader(bytes.NewReader(head), r)

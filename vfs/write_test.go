@@ -386,6 +386,18 @@ func TestWriteAt(t *testing.T) {
 			opts: vfs.WriteOptions{DeclaredSize: int64(len(large))}, refuse: true, err: refused, seen: true},
 		{name: "over the quota, unread", path: "/docs/quota.txt", body: failing{errors.New("body was read")},
 			opts: vfs.WriteOptions{DeclaredSize: 4096, SpaceQuota: 100}, err: vfs.ErrQuotaExceeded, seen: true},
+		// What the path refuses comes before what the write refuses
+		// before reading the body, or on reading it.
+		{name: "excluded, no folder", path: "/missing/x.exe", body: bytes.NewReader(small),
+			opts: vfs.WriteOptions{DeclaredSize: 4096, ExcludedExtensions: []string{".exe"}}, err: vfs.ErrNotExist, seen: true, parentErr: vfs.ErrNotExist},
+		{name: "excluded", path: "/docs/x.exe", body: bytes.NewReader(small),
+			opts: vfs.WriteOptions{DeclaredSize: 4096, ExcludedExtensions: []string{".exe"}}, err: vfs.ErrExtensionExcluded, seen: true},
+		{name: "announced too large, refused", path: "/docs/big.txt", body: bytes.NewReader(small),
+			opts: vfs.WriteOptions{DeclaredSize: 4096, MaxFileSize: 100}, refuse: true, err: refused, seen: true},
+		{name: "too large, refused", path: "/docs/big.txt", body: bytes.NewReader(small),
+			opts: vfs.WriteOptions{DeclaredSize: 10, MaxFileSize: 100}, refuse: true, err: refused, seen: true},
+		{name: "too large", path: "/docs/big.txt", body: bytes.NewReader(small),
+			opts: vfs.WriteOptions{DeclaredSize: 10, MaxFileSize: 100}, err: vfs.ErrFileTooLarge, seen: true},
 		{name: "the top folder", path: "/", body: bytes.NewReader(small), err: vfs.ErrInvalidName},
 		{name: "not absolute", path: "docs/x", body: bytes.NewReader(small), err: vfs.ErrInvalidName},
 	} {
