@@ -1,10 +1,12 @@
 package vfs
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/fxamacker/cbor/v2"
 
@@ -29,6 +31,29 @@ func (fs *FS) Move(ctx context.Context, root, id, parent uint64, name string, op
 	n, err := fs.move(ctx, OpMove, root, id, parent, name, opts)
 	fs.done(OpMove, err, Event{RootID: root, NodeID: id, ParentID: parent, Name: n.Name, Dir: n.Dir})
 	return n, err
+}
+
+// LookupMove is Lookup of src and LookupWithParent of dst in one read,
+// for a move or copy of the item at src to dst within root: srcErr is
+// Lookup's error, err LookupWithParent's (and the read's, which is both).
+func (fs *FS) LookupMove(ctx context.Context, root uint64, src, dst string) (sn Node, srcErr error, parent, n Node, found bool, err error) {
+	ssegs, srcErr := splitPath(src)
+	dsegs, err := splitPath(dst)
+	read := false
+	verr := fs.db.View(ctx, func(tx kv.Txn) error {
+		read = true
+		if srcErr == nil {
+			_, sn, srcErr = fs.lookupNode(tx, root, ssegs, src)
+		}
+		if err == nil {
+			parent, n, found, err = fs.lookupWithParent(tx, root, dsegs)
+		}
+		return nil
+	})
+	if !read {
+		srcErr, err = cmp.Or(srcErr, verr), cmp.Or(err, verr)
+	}
+	return sn, srcErr, parent, n, found, err
 }
 
 func (fs *FS) move(ctx context.Context, op Op, root, id, parent uint64, name string, opts WriteOptions) (Node, error) {
@@ -154,9 +179,41 @@ func (fs *FS) move(ctx context.Context, op Op, root, id, parent uint64, name str
 // deleted space, until purged. Any lock in the subtree that the caller does
 // not hold refuses the whole delete.
 func (fs *FS) Delete(ctx context.Context, root, id uint64, opts WriteOptions) error {
+	return fs.delete(ctx, root, id, opts, nil, nil)
+}
+
+// DeleteAt is Delete of the item at path p of root, looked up in the
+// transaction that deletes it, where check, when not nil, sees it and may
+// refuse the delete with its own error. No item at p is ErrNotExist.
+func (fs *FS) DeleteAt(ctx context.Context, root uint64, p string, opts WriteOptions, check func(n Node) error) error {
+	segs, err := splitPath(p)
+	if err == nil && len(segs) == 0 {
+		err = fmt.Errorf("%w: the top folder", ErrRootItem)
+	}
+	if err != nil {
+		return err
+	}
+	return fs.delete(ctx, root, 0, opts, segs, check)
+}
+
+// delete is Delete, or DeleteAt of the path's names segs, not empty (id
+// is then found in the transaction).
+func (fs *FS) delete(ctx context.Context, root, id uint64, opts WriteOptions, segs []string, check func(Node) error) error {
 	var rec nodeRec
 	err := fs.update(ctx, func(tx kv.Txn) error {
 		now := fs.nowNs()
+		if segs != nil {
+			found, err := lookupIn(tx, root, segs, "/"+strings.Join(segs, "/"))
+			if err != nil {
+				return err
+			}
+			if check != nil {
+				if err := check(found.public(now)); err != nil {
+					return err
+				}
+			}
+			id = found.ID
+		}
 		var loc locRec
 		var err error
 		rec, loc, err = liveNodeIn(tx, root, id)

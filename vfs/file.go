@@ -348,33 +348,38 @@ func (fs *FS) LookupWithParent(ctx context.Context, root uint64, p string) (pare
 	if err != nil {
 		return Node{}, Node{}, false, err
 	}
-	if len(segs) == 0 {
-		return Node{}, Node{}, false, fmt.Errorf("%w: the top folder has no folder above it", ErrInvalidName)
-	}
-	dir := "/" + strings.Join(segs[:len(segs)-1], "/")
 	err = fs.db.View(ctx, func(tx kv.Txn) error {
-		rec, pn, err := fs.lookupNode(tx, root, segs[:len(segs)-1], dir)
-		if err != nil {
-			return err
-		}
-		if !rec.Dir {
-			return fmt.Errorf("%w: %q", ErrNotDir, dir)
-		}
-		parent = pn
-		var c nodeRec
-		err = get(tx, childKey(rec.ID, segs[len(segs)-1]), &c, ErrNotExist)
-		if errors.Is(err, ErrNotExist) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		n, found = c.public(fs.nowNs()), true
-		n.Path = "/" + strings.Join(segs, "/")
-		return nil
+		parent, n, found, err = fs.lookupWithParent(tx, root, segs)
+		return err
 	})
 	if err != nil {
 		return Node{}, Node{}, false, err
 	}
 	return parent, n, found, nil
+}
+
+// lookupWithParent is LookupWithParent in tx, of the path's names segs.
+func (fs *FS) lookupWithParent(tx kv.Txn, root uint64, segs []string) (parent, n Node, found bool, err error) {
+	if len(segs) == 0 {
+		return Node{}, Node{}, false, fmt.Errorf("%w: the top folder has no folder above it", ErrInvalidName)
+	}
+	dir := "/" + strings.Join(segs[:len(segs)-1], "/")
+	rec, parent, err := fs.lookupNode(tx, root, segs[:len(segs)-1], dir)
+	if err != nil {
+		return Node{}, Node{}, false, err
+	}
+	if !rec.Dir {
+		return Node{}, Node{}, false, fmt.Errorf("%w: %q", ErrNotDir, dir)
+	}
+	var c nodeRec
+	err = get(tx, childKey(rec.ID, segs[len(segs)-1]), &c, ErrNotExist)
+	if errors.Is(err, ErrNotExist) {
+		return parent, Node{}, false, nil
+	}
+	if err != nil {
+		return Node{}, Node{}, false, err
+	}
+	n = c.public(fs.nowNs())
+	n.Path = "/" + strings.Join(segs, "/")
+	return parent, n, true, nil
 }

@@ -232,6 +232,21 @@ type listTxn struct {
 	ready  map[uint64]bool          // folders known to have a kept sum
 	locks  map[childRef]*lockChange
 	purged map[uint64]bool // folders purged in this transaction
+	// item is the item whose change picks the usage shards the
+	// transaction writes (usageShard): the first child it changes, or
+	// one named before (shardBy). Zero: none yet.
+	item uint64
+	// fresh is an item given its id in this transaction (saveNewNode):
+	// it holds no locks yet, so its locked key is not read.
+	fresh uint64
+}
+
+// shardBy makes the item id pick the usage shards that tx, a file
+// system transaction, writes, unless an item did already.
+func shardBy(tx kv.Txn, id uint64) {
+	if lt, ok := tx.(*listTxn); ok && lt.item == 0 {
+		lt.item = id
+	}
 }
 
 type shardKey struct{ folder, shard uint64 }
@@ -317,6 +332,13 @@ func (t *listTxn) change(k, v []byte, set bool) error {
 			return fmt.Errorf("vfs: decode child of %d: %w", folder, err)
 		}
 	}
+	switch {
+	case t.item != 0:
+	case old != nil:
+		t.item = old.ID
+	case rec != nil:
+		t.item = rec.ID
+	}
 	if old != nil {
 		s, err := t.shard(folder, old.ID)
 		if err != nil {
@@ -357,12 +379,14 @@ func (t *listTxn) lockChange(folder, child uint64) (*lockChange, error) {
 		t.locks = map[childRef]*lockChange{}
 	}
 	c := &lockChange{}
-	b, err := t.Txn.Get(lockedKey(folder, child))
-	switch {
-	case err == nil && len(b) == 8:
-		c.base = int64(binary.BigEndian.Uint64(b))
-	case err != nil && !errors.Is(err, kv.ErrNotFound):
-		return nil, err
+	if child != t.fresh {
+		b, err := t.Txn.Get(lockedKey(folder, child))
+		switch {
+		case err == nil && len(b) == 8:
+			c.base = int64(binary.BigEndian.Uint64(b))
+		case err != nil && !errors.Is(err, kv.ErrNotFound):
+			return nil, err
+		}
 	}
 	t.locks[r] = c
 	return c, nil

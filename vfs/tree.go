@@ -111,6 +111,9 @@ func saveNode(tx kv.Txn, rec nodeRec, loc locRec) error {
 // saveNewNode is saveNode for an item given its id in this transaction:
 // the name index holds nothing for it, and is written without a read.
 func saveNewNode(tx kv.Txn, rec nodeRec, loc locRec) error {
+	if lt, ok := tx.(*listTxn); ok {
+		lt.fresh = rec.ID
+	}
 	return saveNodeAs(tx, rec, loc, true)
 }
 

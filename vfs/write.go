@@ -15,10 +15,35 @@ import (
 
 // Mkdir creates a folder named name in the folder parent.
 func (fs *FS) Mkdir(ctx context.Context, root, parent uint64, name string, opts WriteOptions) (Node, error) {
+	return fs.mkdir(ctx, root, parent, name, opts, nil)
+}
+
+// MkdirAt is Mkdir of the folder at path p of root: the folder to hold it
+// is looked up in the transaction that creates it, where check runs as
+// WriteAt's does (an item at p is then ErrNameConflict).
+func (fs *FS) MkdirAt(ctx context.Context, root uint64, p string, opts WriteOptions, check func(parentErr error, old *Node) error) (Node, error) {
+	segs, err := splitPath(p)
+	if err == nil && len(segs) == 0 {
+		err = fmt.Errorf("%w: the top folder exists", ErrInvalidName)
+	}
+	if err != nil {
+		return Node{}, err
+	}
+	return fs.mkdir(ctx, root, 0, segs[len(segs)-1], opts, &pathAt{segs: segs, check: check})
+}
+
+// mkdir is Mkdir, or MkdirAt with at (parent is then found in the
+// transaction, by at's path).
+func (fs *FS) mkdir(ctx context.Context, root, parent uint64, name string, opts WriteOptions, at *pathAt) (Node, error) {
 	if err := ValidateName(name); err != nil {
 		return Node{}, err
 	}
 	if err := fs.roomFor(); err != nil {
+		if at != nil {
+			if lerr := at.first(ctx, fs, root); lerr != nil {
+				return Node{}, lerr
+			}
+		}
 		return Node{}, err
 	}
 	id, err := fs.db.NextID(ctx, "node")
@@ -28,6 +53,12 @@ func (fs *FS) Mkdir(ctx context.Context, root, parent uint64, name string, opts 
 	var n Node
 	err = fs.update(ctx, func(tx kv.Txn) error {
 		now := fs.nowNs()
+		if at != nil {
+			var err error
+			if parent, err = at.lookup(tx, root, now); err != nil {
+				return err
+			}
+		}
 		if err := newChildAllowed(tx, root, parent, name, opts, now); err != nil {
 			return err
 		}
@@ -103,12 +134,89 @@ func (fs *FS) addChild(ctx context.Context, tx kv.Txn, rec nodeRec, u usageRec) 
 // any error (including a cancelled ctx or a body over the limits) nothing
 // changes.
 func (fs *FS) WriteFile(ctx context.Context, root, parent uint64, name string, r io.Reader, opts WriteOptions) (Node, error) {
-	n, err := fs.writeFile(ctx, root, parent, name, r, opts)
+	n, err := fs.writeFile(ctx, root, parent, name, r, opts, nil)
 	fs.done(OpWrite, err, Event{RootID: root, NodeID: n.ID, ParentID: parent, Name: name, Size: n.Size})
 	return n, err
 }
 
-func (fs *FS) writeFile(ctx context.Context, root, parent uint64, name string, r io.Reader, opts WriteOptions) (Node, error) {
+// WriteAt is WriteFile for the file at path p of root, and says whether
+// it created the file. The folder that holds it is looked up in the
+// transaction that commits the file, not in one of its own before, so a
+// small body (read first, see writeFile) costs one transaction. check,
+// when not nil, runs in that transaction (and in the checks before
+// reading a larger body) with what the path names: parentErr is why
+// there is no folder to hold the file (ErrNotExist, ErrNotDir), old the
+// item of that name, if any. An error from check refuses the write as it
+// is; where check returns nil, parentErr does, and a folder at p is
+// ErrNameConflict.
+func (fs *FS) WriteAt(ctx context.Context, root uint64, p string, r io.Reader, opts WriteOptions, check func(parentErr error, old *Node) error) (Node, bool, error) {
+	segs, err := splitPath(p)
+	if err == nil && len(segs) == 0 {
+		err = fmt.Errorf("%w: the top folder is no file", ErrInvalidName)
+	}
+	if err != nil {
+		fs.done(OpWrite, err, Event{RootID: root})
+		return Node{}, false, err
+	}
+	at := &pathAt{segs: segs, check: check}
+	name := segs[len(segs)-1]
+	n, err := fs.writeFile(ctx, root, 0, name, r, opts, at)
+	fs.done(OpWrite, err, Event{RootID: root, NodeID: n.ID, ParentID: at.parent, Name: name, Size: n.Size})
+	return n, at.created, err
+}
+
+// pathAt is the file a WriteAt names, with what the write found.
+type pathAt struct {
+	segs  []string // from the root's top folder down, the file's name last
+	check func(parentErr error, old *Node) error
+	// parent is the folder found in the last transaction; created
+	// says the committed write created the file.
+	parent  uint64
+	created bool
+}
+
+// first is what the path's lookup refuses, read on its own.
+func (a *pathAt) first(ctx context.Context, fs *FS, root uint64) error {
+	return fs.db.View(ctx, func(tx kv.Txn) error {
+		_, err := a.lookup(tx, root, fs.nowNs())
+		return err
+	})
+}
+
+// lookup finds, in tx, the folder that holds the file, and lets check
+// refuse what it found.
+func (a *pathAt) lookup(tx kv.Txn, root uint64, now int64) (uint64, error) {
+	dir := a.segs[:len(a.segs)-1]
+	rec, err := lookupIn(tx, root, dir, "the folder above "+a.segs[len(a.segs)-1])
+	if err == nil && !rec.Dir {
+		err = fmt.Errorf("%w: the folder above %q", ErrNotDir, a.segs[len(a.segs)-1])
+	}
+	if err != nil && !errors.Is(err, ErrNotExist) && !errors.Is(err, ErrNotDir) {
+		return 0, err
+	}
+	var old *Node
+	if err == nil && a.check != nil {
+		var c nodeRec
+		switch gerr := get(tx, childKey(rec.ID, a.segs[len(a.segs)-1]), &c, kv.ErrNotFound); {
+		case gerr == nil:
+			n := c.public(now)
+			old = &n
+		case !errors.Is(gerr, kv.ErrNotFound):
+			return 0, gerr
+		}
+	}
+	if a.check != nil {
+		if cerr := a.check(err, old); cerr != nil {
+			return 0, cerr
+		}
+	}
+	a.parent = rec.ID
+	return rec.ID, err
+}
+
+// writeFile is WriteFile, or WriteAt with at (parent is then found in
+// the transactions, by at's path).
+func (fs *FS) writeFile(ctx context.Context, root, parent uint64, name string, r io.Reader, opts WriteOptions, at *pathAt) (Node, error) {
 	if err := ValidateName(name); err != nil {
 		return Node{}, err
 	}
@@ -118,19 +226,30 @@ func (fs *FS) writeFile(ctx context.Context, root, parent uint64, name string, r
 		return Node{}, err
 	}
 	defer fs.endUpload()
+	// refuse is err, unless the path of a WriteAt has no place for the
+	// file or its check refuses it: what a caller that looks the path up
+	// before the write answers first still comes first.
+	refuse := func(err error) (Node, error) {
+		if at != nil {
+			if lerr := at.first(ctx, fs, root); lerr != nil {
+				return Node{}, lerr
+			}
+		}
+		return Node{}, err
+	}
 	if excluded(name, opts.ExcludedExtensions) {
-		return Node{}, fmt.Errorf("%w: %q", ErrExtensionExcluded, extension(name))
+		return refuse(fmt.Errorf("%w: %q", ErrExtensionExcluded, extension(name)))
 	}
 	// Refuse early what would be refused at commit, before reading a byte.
 	if opts.MaxFileSize > 0 && opts.DeclaredSize > opts.MaxFileSize {
-		return Node{}, fmt.Errorf("%w: %d bytes announced, at most %d", ErrFileTooLarge, opts.DeclaredSize, opts.MaxFileSize)
+		return refuse(fmt.Errorf("%w: %d bytes announced, at most %d", ErrFileTooLarge, opts.DeclaredSize, opts.MaxFileSize))
 	}
 	lim := limitsOf(opts)
 	// Each new chunk checks the space again (chunk.Disk); this refuses a
 	// small file, kept in the metadata store, and saves reading the body
 	// of any other when the disk is down to its reserve already.
 	if err := fs.roomFor(); err != nil {
-		return Node{}, err
+		return refuse(err)
 	}
 	limit, quotaBound := int64(-1), false
 	if opts.MaxFileSize > 0 {
@@ -152,14 +271,14 @@ func (fs *FS) writeFile(ctx context.Context, root, parent uint64, name string, r
 		hp := fs.heads.Get().(*[]byte)
 		defer fs.heads.Put(hp)
 		if head, small, err = readHead(r, *hp); err != nil {
-			return Node{}, err
+			return refuse(err)
 		}
 		if small && limit >= 0 && int64(len(head)) > limit {
-			return Node{}, fmt.Errorf("%w: more than %d bytes", ErrFileTooLarge, opts.MaxFileSize)
+			return refuse(fmt.Errorf("%w: more than %d bytes", ErrFileTooLarge, opts.MaxFileSize))
 		}
 		if small {
 			if err := ctx.Err(); err != nil {
-				return Node{}, err
+				return refuse(err)
 			}
 		} else {
 			r = io.MultiReader(bytes.NewReader(head), r)
@@ -177,6 +296,12 @@ func (fs *FS) writeFile(ctx context.Context, root, parent uint64, name string, r
 		var left int64 // what the quotas leave, when bound
 		var bound bool
 		err = fs.db.View(ctx, func(tx kv.Txn) error {
+			if at != nil {
+				var err error
+				if parent, err = at.lookup(tx, root, fs.nowNs()); err != nil {
+					return err
+				}
+			}
 			_, err := fs.checkWrite(tx, root, parent, name, opts, fs.nowNs())
 			if err != nil {
 				return err
@@ -236,9 +361,18 @@ func (fs *FS) writeFile(ctx context.Context, root, parent uint64, name string, r
 		if !opts.Modified.IsZero() {
 			now = opts.Modified.UnixNano()
 		}
+		if at != nil {
+			var err error
+			if parent, err = at.lookup(tx, root, fs.nowNs()); err != nil {
+				return err
+			}
+		}
 		old, err := fs.checkWrite(tx, root, parent, name, opts, fs.nowNs())
 		if err != nil {
 			return err
+		}
+		if at != nil {
+			at.created = old == nil
 		}
 		var d usageRec
 		if old != nil {
@@ -256,6 +390,7 @@ func (fs *FS) writeFile(ctx context.Context, root, parent uint64, name string, r
 			d.Files++
 			d.HeadSize += size
 		}
+		shardBy(tx, rec.ID)
 		if err := fs.addUsage(ctx, tx, root, d, lim); err != nil {
 			return err
 		}

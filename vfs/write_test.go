@@ -218,9 +218,10 @@ type failing struct{ err error }
 
 func (f failing) Read([]byte) (int, error) { return 0, f.err }
 
-// TestLookupWithParent: one read gives an item and its folder, as Lookup
-// gives each, and the folder's errors.
-func TestLookupWithParent(t *testing.T) {
+// newPathsEnv is an env whose root holds /docs/a.txt, /top.txt and a
+// deleted folder /docs/gone, for the tests of lookups and writes by path.
+func newPathsEnv(t *testing.T) (*env, vfs.Node) {
+	t.Helper()
 	e := newEnv(t)
 	docs, err := e.fs.Mkdir(ctx, e.root.ID, e.root.FolderID, "docs", vfs.WriteOptions{})
 	if err != nil {
@@ -235,6 +236,13 @@ func TestLookupWithParent(t *testing.T) {
 	if err := e.fs.Delete(ctx, e.root.ID, gone.ID, vfs.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	return e, docs
+}
+
+// TestLookupWithParent: one read gives an item and its folder, as Lookup
+// gives each, and the folder's errors.
+func TestLookupWithParent(t *testing.T) {
+	e, _ := newPathsEnv(t)
 	for _, c := range []struct {
 		path, parent string // parent: the folder's path, "" when an error
 		found        bool
@@ -325,5 +333,238 @@ func TestSmallBodyReadFirst(t *testing.T) {
 				t.Fatalf("stored %d bytes, want %d", len(got), len(c.want))
 			}
 		})
+	}
+}
+
+// TestWriteAt: a write of a file named by its path finds its folder in
+// the commit (a small body) or in the checks before the body (a larger
+// one), says whether it created the file, hands check what the path
+// names there, and refuses what check refuses, what WriteFile refuses,
+// and a path with no folder to hold the file, leaving nothing behind.
+func TestWriteAt(t *testing.T) {
+	e, docs := newPathsEnv(t)
+	small := bytes.Repeat([]byte("s"), 4096)
+	large := randBytes(8, vfs.InlineMax*3)
+	refused := errors.New("refused by check")
+	for _, c := range []struct {
+		name    string
+		path    string
+		body    io.Reader
+		opts    vfs.WriteOptions
+		refuse  bool // check refuses whatever it sees
+		want    []byte
+		created bool
+		err     error
+		// what check saw: the folder's error, and the item's kind
+		// ("" none, "file", "folder"); seen false: check never ran
+		seen       bool
+		parentErr  error
+		oldKind    string
+		wantParent uint64
+	}{
+		{name: "new, small", path: "/docs/new.txt", body: bytes.NewReader(small), opts: vfs.WriteOptions{DeclaredSize: 4096},
+			want: small, created: true, seen: true, wantParent: docs.ID},
+		{name: "replaced, small", path: "/docs/a.txt", body: bytes.NewReader(small), opts: vfs.WriteOptions{DeclaredSize: 4096},
+			want: small, seen: true, oldKind: "file", wantParent: docs.ID},
+		{name: "in the top folder", path: "/top2.txt", body: bytes.NewReader(small), opts: vfs.WriteOptions{DeclaredSize: 4096},
+			want: small, created: true, seen: true, wantParent: e.root.FolderID},
+		{name: "new, large", path: "/docs/large.bin", body: bytes.NewReader(large), opts: vfs.WriteOptions{DeclaredSize: int64(len(large))},
+			want: large, created: true, seen: true, wantParent: docs.ID},
+		{name: "new, unannounced", path: "/docs/chunked.bin", body: bytes.NewReader(small),
+			want: small, created: true, seen: true, wantParent: docs.ID},
+		{name: "a folder", path: "/docs", body: bytes.NewReader(small), opts: vfs.WriteOptions{DeclaredSize: 4096},
+			err: vfs.ErrNameConflict, seen: true, oldKind: "folder"},
+		{name: "no folder", path: "/missing/new", body: bytes.NewReader(small), opts: vfs.WriteOptions{DeclaredSize: 4096},
+			err: vfs.ErrNotExist, seen: true, parentErr: vfs.ErrNotExist},
+		{name: "a deleted folder", path: "/docs/gone/new", body: bytes.NewReader(small), opts: vfs.WriteOptions{DeclaredSize: 4096},
+			err: vfs.ErrNotExist, seen: true, parentErr: vfs.ErrNotExist},
+		{name: "below a file", path: "/top.txt/new", body: bytes.NewReader(small), opts: vfs.WriteOptions{DeclaredSize: 4096},
+			err: vfs.ErrNotDir, seen: true, parentErr: vfs.ErrNotDir},
+		{name: "refused, small", path: "/docs/refused.txt", body: bytes.NewReader(small), opts: vfs.WriteOptions{DeclaredSize: 4096},
+			refuse: true, err: refused, seen: true},
+		{name: "refused, large, unread", path: "/docs/refused.bin", body: failing{errors.New("body was read")},
+			opts: vfs.WriteOptions{DeclaredSize: int64(len(large))}, refuse: true, err: refused, seen: true},
+		{name: "over the quota, unread", path: "/docs/quota.txt", body: failing{errors.New("body was read")},
+			opts: vfs.WriteOptions{DeclaredSize: 4096, SpaceQuota: 100}, err: vfs.ErrQuotaExceeded, seen: true},
+		// What the path refuses comes before what the write refuses
+		// before reading the body, or on reading it.
+		{name: "excluded, no folder", path: "/missing/x.exe", body: bytes.NewReader(small),
+			opts: vfs.WriteOptions{DeclaredSize: 4096, ExcludedExtensions: []string{".exe"}}, err: vfs.ErrNotExist, seen: true, parentErr: vfs.ErrNotExist},
+		{name: "excluded", path: "/docs/x.exe", body: bytes.NewReader(small),
+			opts: vfs.WriteOptions{DeclaredSize: 4096, ExcludedExtensions: []string{".exe"}}, err: vfs.ErrExtensionExcluded, seen: true},
+		{name: "announced too large, refused", path: "/docs/big.txt", body: bytes.NewReader(small),
+			opts: vfs.WriteOptions{DeclaredSize: 4096, MaxFileSize: 100}, refuse: true, err: refused, seen: true},
+		{name: "too large, refused", path: "/docs/big.txt", body: bytes.NewReader(small),
+			opts: vfs.WriteOptions{DeclaredSize: 10, MaxFileSize: 100}, refuse: true, err: refused, seen: true},
+		{name: "too large", path: "/docs/big.txt", body: bytes.NewReader(small),
+			opts: vfs.WriteOptions{DeclaredSize: 10, MaxFileSize: 100}, err: vfs.ErrFileTooLarge, seen: true},
+		{name: "the top folder", path: "/", body: bytes.NewReader(small), err: vfs.ErrInvalidName},
+		{name: "not absolute", path: "docs/x", body: bytes.NewReader(small), err: vfs.ErrInvalidName},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			seen := false
+			var parentErr error
+			oldKind := ""
+			check := func(perr error, old *vfs.Node) error {
+				seen, parentErr, oldKind = true, perr, ""
+				if old != nil {
+					oldKind = map[bool]string{false: "file", true: "folder"}[old.Dir]
+				}
+				if c.refuse {
+					return refused
+				}
+				return nil
+			}
+			before, _ := e.fs.Lookup(ctx, e.root.ID, c.path)
+			n, created, err := e.fs.WriteAt(ctx, e.root.ID, c.path, c.body, c.opts, check)
+			if seen != c.seen || !errors.Is(parentErr, c.parentErr) || (c.parentErr == nil && parentErr != nil) || oldKind != c.oldKind {
+				t.Errorf("check saw %v, %v, %q; want %v, %v, %q", seen, parentErr, oldKind, c.seen, c.parentErr, c.oldKind)
+			}
+			if c.want == nil {
+				if !errors.Is(err, c.err) {
+					t.Fatalf("%v, want %v", err, c.err)
+				}
+				if after, _ := e.fs.Lookup(ctx, e.root.ID, c.path); !reflect.DeepEqual(after, before) {
+					t.Fatalf("a refused write changed %s: %+v, was %+v", c.path, after, before)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if created != c.created || n.ParentID != c.wantParent || n.Path != c.path {
+				t.Errorf("created %v in %d at %q, want %v in %d at %q", created, n.ParentID, n.Path, c.created, c.wantParent, c.path)
+			}
+			if got := e.read(t, n.ID); !bytes.Equal(got, c.want) {
+				t.Fatalf("stored %d bytes, want %d", len(got), len(c.want))
+			}
+		})
+	}
+	// Without a check, a missing folder is WriteAt's error.
+	if _, _, err := e.fs.WriteAt(ctx, e.root.ID, "/missing/x", bytes.NewReader(small), vfs.WriteOptions{DeclaredSize: 4096}, nil); !errors.Is(err, vfs.ErrNotExist) {
+		t.Errorf("no folder, no check: %v, want ErrNotExist", err)
+	}
+}
+
+// TestLookupMove: a move's source and destination read together are
+// what Lookup says of the source and LookupWithParent of the
+// destination, each with its own error.
+func TestLookupMove(t *testing.T) {
+	e, _ := newPathsEnv(t)
+	paths := []string{"/docs/a.txt", "/docs", "/top.txt", "/docs/new", "/missing/x", "/top.txt/x", "/", "rel"}
+	for _, src := range paths {
+		for _, dst := range paths {
+			sn, srcErr, parent, n, found, err := e.fs.LookupMove(ctx, e.root.ID, src, dst)
+			wantSn, wantSrcErr := e.fs.Lookup(ctx, e.root.ID, src)
+			if !reflect.DeepEqual(sn, wantSn) || fmt.Sprint(srcErr) != fmt.Sprint(wantSrcErr) {
+				t.Errorf("%s -> %s: source %+v, %v; Lookup %+v, %v", src, dst, sn, srcErr, wantSn, wantSrcErr)
+			}
+			wantParent, wantN, wantFound, wantErr := e.fs.LookupWithParent(ctx, e.root.ID, dst)
+			if !reflect.DeepEqual(parent, wantParent) || !reflect.DeepEqual(n, wantN) || found != wantFound ||
+				fmt.Sprint(err) != fmt.Sprint(wantErr) {
+				t.Errorf("%s -> %s: destination %+v %+v %v %v; LookupWithParent %+v %+v %v %v", src, dst, parent, n, found, err, wantParent, wantN, wantFound, wantErr)
+			}
+		}
+	}
+}
+
+// TestMkdirAt: a folder made by its path finds the folder to hold it in
+// its commit, with check seeing what the path names there.
+func TestMkdirAt(t *testing.T) {
+	e := newEnv(t)
+	e.write(t, e.root.FolderID, "top.txt", []byte("t"))
+	refused := errors.New("refused by check")
+	for _, c := range []struct {
+		path      string
+		refuse    bool
+		err       error
+		parentErr error
+		old       bool
+	}{
+		{path: "/a"},
+		{path: "/a/b"},
+		{path: "/a/b", err: vfs.ErrNameConflict, old: true},
+		{path: "/top.txt", err: vfs.ErrNameConflict, old: true},
+		{path: "/missing/b", err: vfs.ErrNotExist, parentErr: vfs.ErrNotExist},
+		{path: "/top.txt/b", err: vfs.ErrNotDir, parentErr: vfs.ErrNotDir},
+		{path: "/a/refused", refuse: true, err: refused},
+	} {
+		var parentErr error
+		old := false
+		n, err := e.fs.MkdirAt(ctx, e.root.ID, c.path, vfs.WriteOptions{}, func(perr error, o *vfs.Node) error {
+			parentErr, old = perr, o != nil
+			if c.refuse {
+				return refused
+			}
+			return nil
+		})
+		if !errors.Is(parentErr, c.parentErr) || (c.parentErr == nil) != (parentErr == nil) || old != c.old {
+			t.Errorf("%s: check saw %v, %v; want %v, %v", c.path, parentErr, old, c.parentErr, c.old)
+		}
+		if c.err != nil {
+			if !errors.Is(err, c.err) {
+				t.Errorf("%s: %v, want %v", c.path, err, c.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", c.path, err)
+		}
+		if got := mustLookup(t, e, c.path); !got.Dir || got.ID != n.ID || n.Path != c.path {
+			t.Errorf("%s: made %+v, Lookup %+v", c.path, n, got)
+		}
+	}
+	if _, err := e.fs.MkdirAt(ctx, e.root.ID, "/refused", vfs.WriteOptions{}, nil); err != nil {
+		t.Errorf("no check: %v", err)
+	}
+	if _, err := e.fs.Lookup(ctx, e.root.ID, "/a/refused"); !errors.Is(err, vfs.ErrNotExist) {
+		t.Errorf("a refused folder was made: %v", err)
+	}
+}
+
+// TestDeleteAt: an item deleted by its path is found in the delete's
+// commit, where check sees it and may keep it.
+func TestDeleteAt(t *testing.T) {
+	e := newEnv(t)
+	docs, err := e.fs.Mkdir(ctx, e.root.ID, e.root.FolderID, "docs", vfs.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.write(t, docs.ID, "a.txt", []byte("a"))
+	e.write(t, docs.ID, "b.txt", []byte("b"))
+	refused := errors.New("refused by check")
+	for _, c := range []struct {
+		path   string
+		refuse bool
+		err    error
+		seen   string // the name check saw
+	}{
+		{path: "/docs/a.txt", seen: "a.txt"},
+		{path: "/docs/a.txt", err: vfs.ErrNotExist},
+		{path: "/docs/b.txt", refuse: true, err: refused, seen: "b.txt"},
+		{path: "/missing/b.txt", err: vfs.ErrNotExist},
+		{path: "/", err: vfs.ErrRootItem, seen: ""},
+		{path: "/docs", seen: "docs"},
+	} {
+		seen := "-"
+		err := e.fs.DeleteAt(ctx, e.root.ID, c.path, vfs.WriteOptions{}, func(n vfs.Node) error {
+			seen = n.Name
+			if c.refuse {
+				return refused
+			}
+			return nil
+		})
+		if !errors.Is(err, c.err) || (c.err == nil && err != nil) {
+			t.Errorf("%s: %v, want %v", c.path, err, c.err)
+		}
+		if c.err == nil || c.refuse {
+			if seen != c.seen {
+				t.Errorf("%s: check saw %q, want %q", c.path, seen, c.seen)
+			}
+		}
+		_, lerr := e.fs.Lookup(ctx, e.root.ID, c.path)
+		if gone := errors.Is(lerr, vfs.ErrNotExist); gone != (c.err == nil || errors.Is(c.err, vfs.ErrNotExist)) {
+			t.Errorf("%s: after the delete, Lookup says %v", c.path, lerr)
+		}
 	}
 }

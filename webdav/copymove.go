@@ -65,6 +65,7 @@ func (s *session) copyMove(w http.ResponseWriter, r *http.Request) error {
 		return errBadOverwrite
 	}
 
+	s.lookupPair(r, dstPath)
 	src, sn, exists, err := s.lookup(s.path)
 	if err != nil {
 		return err
@@ -88,7 +89,7 @@ func (s *session) copyMove(w http.ResponseWriter, r *http.Request) error {
 	if sn.Dir && strings.HasPrefix(dstPath, strings.TrimSuffix(s.path, "/")+"/") {
 		return errInsideItself
 	}
-	dst, dn, dstExists, parent, name, err := s.lookupNew(dstPath, "the destination's parent collection")
+	dst, dn, dstExists, parent, name, err := s.lookupNew(dstPath, destinationParent)
 	if err != nil {
 		return err
 	}

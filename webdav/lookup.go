@@ -3,6 +3,7 @@ package webdav
 import (
 	"errors"
 	"net/http"
+	"net/url"
 	"path"
 	"strings"
 
@@ -25,6 +26,14 @@ func (s *session) fileAsCollection(r *http.Request) error {
 	}
 	if !strings.HasSuffix(r.URL.EscapedPath(), "/") {
 		return nil
+	}
+	if r.Method == http.MethodDelete {
+		if _, ok := s.plainDelete(r); ok {
+			return nil // delete checks it in its commit
+		}
+	}
+	if r.Method == "COPY" || r.Method == "MOVE" {
+		s.lookupPair(r, "")
 	}
 	t, n, exists, err := s.lookup(s.path)
 	s.looked = &lookedUp{t, n, exists, err}
@@ -85,6 +94,10 @@ func (s *session) parentOrConflict(t target, what string) (parent vfs.Node, name
 // error, saying what is missing, is left in parent.err, so that the
 // method checks its target first, as it did with those two.
 func (s *session) lookupNew(p, what string) (t target, n vfs.Node, exists bool, parent lookedParent, name string, err error) {
+	if l := s.lookedDst; l != nil && p == l.p && what == destinationParent {
+		s.lookedDst = nil
+		return l.t, l.n, l.exists, l.parent, l.name, l.err
+	}
 	t, err = s.resolve(p)
 	dir := ""
 	if err == nil && !t.isMountRoot() {
@@ -120,4 +133,74 @@ func (s *session) lookupNew(p, what string) (t target, n vfs.Node, exists bool, 
 type lookedParent struct {
 	node vfs.Node
 	err  error
+}
+
+// destinationParent is what a COPY's or MOVE's missing Destination
+// folder is called in its error.
+const destinationParent = "the destination's parent collection"
+
+// lookedNew is what lookupNew returned for the dav path p.
+type lookedNew struct {
+	p      string
+	t      target
+	n      vfs.Node
+	exists bool
+	parent lookedParent
+	name   string
+	err    error
+}
+
+// lookupPair looks up a COPY's or MOVE's source, the request's path, and
+// its Destination in one read, where both lie below the top folder of
+// one root (vfs.LookupMove), and leaves what lookup and lookupNew would
+// return for them: two reads would walk the folders above both twice.
+// dst is the Destination's dav path, or "" to take it from r. It leaves
+// nothing where the two are not so, or the Destination is not this
+// server's: those are looked up, and refused, as before.
+func (s *session) lookupPair(r *http.Request, dst string) {
+	if s.looked != nil || s.lookedDst != nil {
+		return
+	}
+	if dst == "" {
+		u, err := url.Parse(r.Header.Get("Destination"))
+		if err != nil || (u.Host != "" && !sameAuthority(u.Host, r.Host)) {
+			return
+		}
+		if dst, err = s.h.davPath(u.EscapedPath()); err != nil {
+			return
+		}
+	}
+	st, err := s.resolve(s.path)
+	if err != nil || st.isMountRoot() {
+		return
+	}
+	dt, err := s.resolve(dst)
+	if err != nil || dt.isMountRoot() || dt.m != st.m {
+		return
+	}
+	sn, srcErr, pn, dn, found, dstErr := s.h.opts.FS.LookupMove(s.ctx, st.m.root.ID, st.rel, dt.rel)
+	// lookup's answer for the source.
+	if errors.Is(srcErr, vfs.ErrNotExist) {
+		s.looked = &lookedUp{st, sn, false, nil}
+	} else {
+		s.looked = &lookedUp{st, sn, srcErr == nil, srcErr}
+	}
+	// lookupNew's for the destination.
+	dir, name := path.Split(strings.TrimSuffix(dt.rel, "/"))
+	l := &lookedNew{p: dst, t: dt, name: name}
+	switch {
+	case dir == "/" && errors.Is(dstErr, vfs.ErrNotExist):
+		// lookup's answer: nothing there; the top folder, unread.
+		l.parent.node, _, l.parent.err = s.parentOrConflict(dt, destinationParent)
+	case dir == "/" && dstErr == nil:
+		l.n, l.exists = dn, found
+		l.parent.node, _, l.parent.err = s.parentOrConflict(dt, destinationParent)
+	case errors.Is(dstErr, vfs.ErrNotExist) || errors.Is(dstErr, vfs.ErrNotDir):
+		l.parent.err = describe(errParentMissing, "%s does not exist", destinationParent)
+	case dstErr != nil:
+		l.name, l.err = "", dstErr
+	default:
+		l.n, l.exists, l.parent.node = dn, found, pn
+	}
+	s.lookedDst = l
 }

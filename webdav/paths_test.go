@@ -57,6 +57,9 @@ func TestPaths(t *testing.T) {
 			}{
 				{"PUT", "/a.txt/", "replaced", http.StatusConflict, nil},
 				{"DELETE", "/a.txt/", "", http.StatusNotFound, nil},
+				{"DELETE", "/a.txt/", "", http.StatusNotFound, []string{"If-Match", "*"}},
+				{"DELETE", "/nothing/", "", http.StatusNotFound, nil},
+				{"DELETE", "/d/nothing", "", http.StatusNotFound, nil},
 				{"MOVE", "/a.txt/", "", http.StatusNotFound, []string{"Destination", f.url("/moved.txt")}},
 				{"COPY", "/b.txt", "", http.StatusConflict, []string{"Destination", f.url("/a.txt/")}},
 				{"MOVE", "/d/", "", http.StatusConflict, []string{"Destination", f.url("/a.txt/")}},
@@ -245,8 +248,9 @@ func TestPlainPath(t *testing.T) {
 
 // TestNewTargetBelowFolders: a PUT, MKCOL, COPY or MOVE into a folder
 // below a root's top reads its target and that folder in one transaction
-// (lookupNew); the answers are those of a lookup of each, for every state
-// of the folder and the target.
+// (lookupNew), a MKCOL or small PUT without conditions in its commit;
+// the answers are those of a lookup of each, for every state of the
+// folder and the target.
 func TestNewTargetBelowFolders(t *testing.T) {
 	f := newFixture(t)
 	for _, s := range []struct{ method, path string }{{"MKCOL", "/d"}, {"MKCOL", "/d/sub"}, {"PUT", "/d/f.txt"}, {"PUT", "/d/g.txt"}} {
@@ -264,6 +268,10 @@ func TestNewTargetBelowFolders(t *testing.T) {
 		{"PUT", "/d/sub", "x", nil, http.StatusMethodNotAllowed},
 		{"PUT", "/d/missing/x.txt", "x", nil, http.StatusConflict},
 		{"PUT", "/d/f.txt/x.txt", "x", nil, http.StatusConflict},
+		{"PUT", "/top.txt", "x", nil, http.StatusCreated},
+		{"PUT", "/top.txt", "y", nil, http.StatusNoContent},
+		{"PUT", "/d", "x", nil, http.StatusMethodNotAllowed},
+		{"PUT", "/d/sub", "", nil, http.StatusMethodNotAllowed},
 		{"PUT", "/d/new.txt", "z", []string{"If-None-Match", "*"}, http.StatusPreconditionFailed},
 		{"PUT", "/d/other.txt", "z", []string{"If-None-Match", "*"}, http.StatusCreated},
 		{"MKCOL", "/d/sub2", "", nil, http.StatusCreated},
@@ -271,6 +279,10 @@ func TestNewTargetBelowFolders(t *testing.T) {
 		{"MKCOL", "/d/f.txt", "", nil, http.StatusMethodNotAllowed},
 		{"MKCOL", "/d/missing/x", "", nil, http.StatusConflict},
 		{"MKCOL", "/d/f.txt/x", "", nil, http.StatusConflict},
+		{"MKCOL", "/topdir", "", nil, http.StatusCreated},
+		{"MKCOL", "/topdir/", "", nil, http.StatusMethodNotAllowed},
+		{"MKCOL", "/d/cond", "", []string{"If-Match", `"x"`}, http.StatusPreconditionFailed},
+		{"MKCOL", "/d/cond", "", []string{"If-None-Match", "*"}, http.StatusCreated},
 		{"COPY", "/d/f.txt", "", []string{"Destination", f.url("/d/sub/f.txt")}, http.StatusCreated},
 		{"COPY", "/d/f.txt", "", []string{"Destination", f.url("/d/sub/f.txt"), "Overwrite", "F"}, http.StatusPreconditionFailed},
 		{"COPY", "/d/f.txt", "", []string{"Destination", f.url("/d/sub/f.txt")}, http.StatusNoContent},
@@ -278,16 +290,26 @@ func TestNewTargetBelowFolders(t *testing.T) {
 		{"MOVE", "/d/g.txt", "", []string{"Destination", f.url("/d/f.txt/g.txt")}, http.StatusConflict},
 		{"MOVE", "/d/g.txt", "", []string{"Destination", f.url("/d/sub2/g.txt")}, http.StatusCreated},
 		{"MOVE", "/d/sub2", "", []string{"Destination", f.url("/d/sub/sub2")}, http.StatusCreated},
+		// Source and Destination in one read (lookupPair), with and
+		// without the slash that has the source looked up first.
+		{"MOVE", "/d/nothing", "", []string{"Destination", f.url("/d/x")}, http.StatusNotFound},
+		{"MOVE", "/d/nothing/", "", []string{"Destination", f.url("/d/x/")}, http.StatusNotFound},
+		{"MOVE", "/d/sub/", "", []string{"Destination", f.url("/d/missing/sub/")}, http.StatusConflict},
+		{"MOVE", "/d/sub/", "", []string{"Destination", f.url("/d/f.txt/sub/")}, http.StatusConflict},
+		{"MOVE", "/d/sub/", "", []string{"Destination", f.url("/d/new.txt"), "Overwrite", "F"}, http.StatusPreconditionFailed},
+		{"COPY", "/d/f.txt", "", []string{"Destination", f.url("/copied.txt")}, http.StatusCreated},
+		{"COPY", "/d/f.txt", "", []string{"Destination", f.url("/copied.txt"), "Overwrite", "F"}, http.StatusPreconditionFailed},
+		{"MOVE", "/d/sub/", "", []string{"Destination", f.url("/moved/")}, http.StatusCreated},
 	} {
 		st, _, body := f.do(c.method, c.path, strings.NewReader(c.body), c.hdr...)
 		want(t, c.method+" "+c.path+" "+strings.Join(c.hdr, " "), st, c.status, body)
 	}
-	for p, contents := range map[string]string{"/d/new.txt": "y", "/d/sub/deep.txt": "x", "/d/sub/f.txt": "", "/d/sub/sub2/g.txt": ""} {
+	for p, contents := range map[string]string{"/top.txt": "y", "/d/new.txt": "y", "/moved/deep.txt": "x", "/moved/f.txt": "", "/moved/sub2/g.txt": "", "/copied.txt": ""} {
 		if got, err := f.read(p); err != nil || string(got) != contents {
 			t.Errorf("%s: %q, %v; want %q", p, got, err, contents)
 		}
 	}
-	for _, p := range []string{"/d/missing", "/d/g.txt", "/d/sub2"} {
+	for _, p := range []string{"/d/missing", "/d/g.txt", "/d/sub2", "/d/sub", "/d/x"} {
 		if _, err := f.lookup(p); err == nil {
 			t.Errorf("%s exists", p)
 		}

@@ -29,6 +29,9 @@ type session struct {
 	// own, which takes it once (lookup): the two would be separate
 	// reads anyway, and no write comes between them.
 	looked *lookedUp
+	// lookedDst holds a COPY's or MOVE's Destination, looked up in the
+	// read of its source (lookupPair), for lookupNew to take once.
+	lookedDst *lookedNew
 	// wantDead, set by PROPFIND, says whether listings should prefetch
 	// dead properties.
 	wantDead func() bool
