@@ -23,22 +23,22 @@ const maxCachedCallers = 4096
 // session would.
 type callerCache struct {
 	persons *kv.Cache[uint64, Caller]
-	logins  *kv.Cache[uint64, Caller]      // persons whose logins were not locked
+	logins  *kv.Cache[uint64, *Caller]     // persons whose logins were not locked; shared (LoginCallerRef)
 	access  *kv.Cache[string, accessEntry] // by token hash
 	roots   *kv.Cache[uint64, RootPlace]   // RootPlaceOf
 	orgs    *kv.Cache[uint64, OrgPlace]    // OrgPlaceOf
-	devices *kv.Cache[string, Caller]      // DeviceCaller, by device password hash
+	devices *kv.Cache[string, *Caller]     // DeviceCaller, by device password hash; shared (DeviceCallerRef)
 	twoStep *kv.Cache[uint64, bool]        // NeedsDevicePassword's TwoStepMode, by person
 }
 
 func newCallerCache() callerCache {
 	return callerCache{
 		persons: kv.NewCache[uint64, Caller](maxCachedCallers),
-		logins:  kv.NewCache[uint64, Caller](maxCachedCallers),
+		logins:  kv.NewCache[uint64, *Caller](maxCachedCallers),
 		access:  kv.NewCache[string, accessEntry](maxCachedCallers),
 		roots:   kv.NewCache[uint64, RootPlace](maxCachedCallers),
 		orgs:    kv.NewCache[uint64, OrgPlace](maxCachedCallers),
-		devices: kv.NewCache[string, Caller](maxCachedCallers),
+		devices: kv.NewCache[string, *Caller](maxCachedCallers),
 		twoStep: kv.NewCache[uint64, bool](maxCachedCallers),
 	}
 }

@@ -233,8 +233,18 @@ func (s *Service) RevokeDevicePassword(ctx context.Context, personID, id uint64)
 // device password; ErrAccountLocked while the person is locked by failed
 // sign-ins; ErrInactive for a disabled person or organization.
 func (s *Service) DeviceCaller(ctx context.Context, login, password string) (c Caller, ok bool, err error) {
+	ref, ok, err := s.DeviceCallerRef(ctx, login, password)
+	if !ok {
+		return Caller{}, false, err
+	}
+	return *ref, true, nil
+}
+
+// DeviceCallerRef is DeviceCaller handing out the cached Caller itself,
+// as LoginCallerRef does: the caller must not change it.
+func (s *Service) DeviceCallerRef(ctx context.Context, login, password string) (*Caller, bool, error) {
 	if !devicePasswordShape(password) {
-		return Caller{}, false, nil
+		return nil, false, nil
 	}
 	h := string(tokenHash(password))
 	// All read here is account records (kv.MetaGeneration), as for
@@ -243,12 +253,13 @@ func (s *Service) DeviceCaller(ctx context.Context, login, password string) (c C
 	c, cached := s.callers.devices.Get(gen, h)
 	if !cached {
 		var found bool
+		var err error
 		if c, found, err = s.readDeviceCaller(ctx, gen, h); err != nil || !found {
-			return Caller{}, false, err
+			return nil, false, err
 		}
 	}
 	if !c.Person.HasLogin(login) {
-		return Caller{}, false, nil
+		return nil, false, nil
 	}
 	return c, true, nil
 }
@@ -256,8 +267,8 @@ func (s *Service) DeviceCaller(ctx context.Context, login, password string) (c C
 // readDeviceCaller reads DeviceCaller's answer for the password whose
 // hash is h, and keeps it. A function of its own so that the Caller its
 // transaction fills escapes only on a miss, not on every request.
-func (s *Service) readDeviceCaller(ctx context.Context, gen uint64, h string) (Caller, bool, error) {
-	var c Caller
+func (s *Service) readDeviceCaller(ctx context.Context, gen uint64, h string) (*Caller, bool, error) {
+	c := new(Caller)
 	var found bool
 	err := s.db.View(ctx, func(tx kv.Txn) error {
 		found = false
@@ -281,14 +292,14 @@ func (s *Service) readDeviceCaller(ctx context.Context, gen uint64, h string) (C
 			return err
 		}
 		var err error
-		if c, err = s.activeCaller(tx, rec.PersonID); err != nil {
+		if *c, err = s.activeCaller(tx, rec.PersonID); err != nil {
 			return err
 		}
 		c.MachineID, found = rec.MachineID, true
 		return nil
 	})
 	if err != nil || !found {
-		return Caller{}, false, err
+		return nil, false, err
 	}
 	s.callers.devices.Put(gen, h, c)
 	return c, true, nil

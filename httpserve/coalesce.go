@@ -177,24 +177,47 @@ func ConnContext(ctx context.Context, c net.Conn) context.Context {
 // while the client waits (a zip). It holds nothing, and release does
 // nothing, unless r is HTTP/1 on a CoalesceListener's connection.
 func Hold(w http.ResponseWriter, r *http.Request) (release func() error) {
-	cc, _ := r.Context().Value(connKey{}).(*coalesceConn)
-	if cc == nil || r.ProtoMajor != 1 {
+	h := hold(w, r)
+	if h.cc == nil {
 		return func() error { return nil }
 	}
-	cc.hold()
-	return func() error {
-		// The end of the answer, still in net/http's buffers, goes
-		// out with the rest rather than in a write of its own; but
-		// only when its length is set: a flush before the handler
-		// returns makes net/http send an answer of no Content-Length
-		// (an error's) in chunks, which it would otherwise measure.
-		var ferr error
-		if _, sized := w.Header()["Content-Length"]; sized {
-			ferr = http.NewResponseController(w).Flush()
-		}
-		if err := cc.release(); err != nil {
-			return err
-		}
-		return ferr
+	return h.release
+}
+
+// held is Hold's hold as a value, for a caller that releases it in the
+// same function (SendWhole): Hold's release is a closure on the heap,
+// one more allocation per small download.
+type held struct {
+	cc *coalesceConn // nil: nothing held
+	w  http.ResponseWriter
+}
+
+// hold is Hold without the closure.
+func hold(w http.ResponseWriter, r *http.Request) held {
+	cc, _ := r.Context().Value(connKey{}).(*coalesceConn)
+	if cc == nil || r.ProtoMajor != 1 {
+		return held{}
 	}
+	cc.hold()
+	return held{cc: cc, w: w}
+}
+
+// release is Hold's release.
+func (h held) release() error {
+	if h.cc == nil {
+		return nil
+	}
+	// The end of the answer, still in net/http's buffers, goes out with
+	// the rest rather than in a write of its own; but only when its
+	// length is set: a flush before the handler returns makes net/http
+	// send an answer of no Content-Length (an error's) in chunks, which
+	// it would otherwise measure.
+	var ferr error
+	if _, sized := h.w.Header()["Content-Length"]; sized {
+		ferr = http.NewResponseController(h.w).Flush()
+	}
+	if err := h.cc.release(); err != nil {
+		return err
+	}
+	return ferr
 }

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"berth/vfs"
@@ -125,7 +126,7 @@ func SendWhole(w http.ResponseWriter, r *http.Request, modified time.Time, body 
 	var extra [6]string
 	more := append(extra[:0], "Accept-Ranges", "bytes")
 	if !modified.IsZero() && !modified.Equal(time.Unix(0, 0)) {
-		more = append(more, "Last-Modified", modified.UTC().Format(http.TimeFormat))
+		more = append(more, "Last-Modified", httpDate(modified))
 	}
 	if _, coded := h["Content-Encoding"]; !coded && !hasKey(kv, "Content-Encoding") {
 		more = append(more, "Content-Length", strconv.FormatInt(size, 10))
@@ -138,8 +139,8 @@ func SendWhole(w http.ResponseWriter, r *http.Request, modified time.Time, body 
 			// sent, as a folder's zip is: holding them back costs the
 			// client no wait. A failed release is the client's
 			// failure, as a failed write.
-			release := Hold(w, r)
-			defer func() { _ = release() }()
+			h := hold(w, r)
+			defer func() { _ = h.release() }()
 		}
 		// w as it is: CopyTo hides its ReadFrom (errWriter, writerOnly)
 		// without boxing it once more here.
@@ -147,6 +148,32 @@ func SendWhole(w http.ResponseWriter, r *http.Request, modified time.Time, body 
 	}
 	return true
 }
+
+// httpDate is t as a Last-Modified value (http.TimeFormat), formatted
+// once per second of modification time seen lately: formatting it was an
+// allocation and a few per cent of a small GET's CPU in the handler, and
+// the files a client fetches again and again are few. A slot keeps the
+// last second that fell into it, so a miss costs one more allocation
+// than formatting alone.
+func httpDate(t time.Time) string {
+	sec := t.Unix()
+	slot := &httpDates[uint64(sec)%uint64(len(httpDates))]
+	if d := slot.Load(); d != nil && d.sec == sec {
+		return d.s
+	}
+	d := &formattedDate{sec: sec, s: t.UTC().Format(http.TimeFormat)}
+	slot.Store(d)
+	return d.s
+}
+
+// formattedDate is a second and its http.TimeFormat.
+type formattedDate struct {
+	sec int64
+	s   string
+}
+
+// httpDates are httpDate's slots, by second.
+var httpDates [256]atomic.Pointer[formattedDate]
 
 // hasKey reports whether the pairs of kv set the header k.
 func hasKey(kv []string, k string) bool {

@@ -488,6 +488,12 @@ func TestSendWholeAsServeContent(t *testing.T) {
 		{"no modification time", "GET", time.Time{}, "hello world", false},
 		{"the Unix epoch", "GET", time.Unix(0, 0), "hello world", false},
 		{"empty", "GET", time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC), "", false},
+		// Last-Modified is kept formatted by second in 256 slots: a
+		// second 256 later shares the first rows' slot and must get its
+		// own date, as must one before 1970.
+		{"a second sharing a kept date's slot", "GET", time.Date(2026, 1, 2, 3, 8, 21, 0, time.UTC), "hello world", false},
+		{"the first rows' second again", "GET", time.Date(2026, 1, 2, 3, 4, 5, 999, time.UTC), "hello world", false},
+		{"before 1970", "GET", time.Date(1969, 12, 31, 23, 59, 59, 500, time.UTC), "hello world", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			serve := func(hdr ...string) *httptest.ResponseRecorder {

@@ -19,6 +19,9 @@ type File struct {
 	Revision Revision
 	r        contents
 	m        *metrics
+	// inline is r for a file kept inline, in the File's own allocation:
+	// a small file's download made two more (the reader and its box).
+	inline inlineReader
 }
 
 // Open opens the current revision of a live file.
@@ -156,14 +159,16 @@ const maxCachedItems = 1024
 // snapshot, in one transaction instead of two. For a folder the File is
 // nil.
 func (fs *FS) OpenPath(ctx context.Context, root uint64, p string) (Node, *File, error) {
-	segs, err := splitPath(p)
-	if err != nil {
-		return Node{}, nil, err
-	}
 	gen := fs.db.Generation()
 	key := pathKey{root, p}
+	// A path is checked and split only on a miss: one kept was checked
+	// when it was read (readPath keeps only what it found).
 	c, ok := fs.paths.Get(gen, key)
 	if !ok {
+		segs, err := splitPath(p)
+		if err != nil {
+			return Node{}, nil, err
+		}
 		if c, err = fs.readPath(ctx, gen, key, segs); err != nil {
 			fs.m.observe(OpRead, err)
 			return Node{}, nil, err
@@ -249,7 +254,9 @@ const maxCachedPathChunks = 16
 // attach gives f its reader.
 func (fs *FS) attach(ctx context.Context, f *File) {
 	if len(f.Revision.Chunks) == 0 {
-		f.r = inlineReader{Reader: bytes.NewReader(f.Revision.inline), b: f.Revision.inline}
+		f.inline.Reset(f.Revision.inline)
+		f.inline.b = f.Revision.inline
+		f.r = &f.inline
 	} else {
 		f.r = fs.reads.NewReader(ctx, fs.chunks, f.Revision.Chunks)
 	}
@@ -264,17 +271,17 @@ type contents interface {
 // inlineReader reads a small file's contents kept in its revision record;
 // b is the whole of them, for CopyTo.
 type inlineReader struct {
-	*bytes.Reader
+	bytes.Reader
 	b []byte
 }
 
-func (inlineReader) Close() error { return nil }
+func (*inlineReader) Close() error { return nil }
 
 // CopyTo writes up to n bytes from the offset to w in one Write, straight
 // from the revision's record: a small file's download needs no buffer (an
 // io.Copy through a LimitReader made one of its size per request). A
 // short write is io.ErrShortWrite.
-func (r inlineReader) CopyTo(w io.Writer, n int64) (int64, error) {
+func (r *inlineReader) CopyTo(w io.Writer, n int64) (int64, error) {
 	pos := int64(len(r.b)) - int64(r.Len())
 	if pos >= int64(len(r.b)) || n <= 0 {
 		return 0, nil

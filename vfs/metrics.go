@@ -3,12 +3,18 @@ package vfs
 import (
 	"context"
 	"errors"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
 
 type metrics struct {
-	ops           *prometheus.CounterVec
+	ops *prometheus.CounterVec
+	// okOps holds the "ok" child of ops by Op (Op to
+	// prometheus.Counter), made on first use: WithLabelValues checks,
+	// hashes and looks up both labels on every call, which every small
+	// GET's read paid. Ops are a fixed set, so the map is bounded.
+	okOps         sync.Map
 	bytesWritten  prometheus.Counter
 	bytesRead     prometheus.Counter
 	bytesStored   prometheus.Counter
@@ -57,14 +63,19 @@ var errorClasses = []struct {
 }
 
 func (m *metrics) observe(op Op, err error) {
-	result := "ok"
-	if err != nil {
-		result = "error"
-		for _, c := range errorClasses {
-			if errors.Is(err, c.err) {
-				result = c.label
-				break
-			}
+	if err == nil {
+		c, ok := m.okOps.Load(op)
+		if !ok {
+			c, _ = m.okOps.LoadOrStore(op, m.ops.WithLabelValues(string(op), "ok"))
+		}
+		c.(prometheus.Counter).Inc()
+		return
+	}
+	result := "error"
+	for _, c := range errorClasses {
+		if errors.Is(err, c.err) {
+			result = c.label
+			break
 		}
 	}
 	m.ops.WithLabelValues(string(op), result).Inc()

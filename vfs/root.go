@@ -90,25 +90,37 @@ func (fs *FS) Root(ctx context.Context, id uint64) (Root, error) {
 	gen := fs.db.Generation()
 	c, ok := fs.roots.Get(gen, id)
 	if !ok {
-		err := fs.db.View(ctx, func(tx kv.Txn) error {
-			r, err := loadRoot(tx, id)
-			if err != nil {
-				return err
-			}
-			top, _, err := loadNode(tx, r.Folder)
-			c = cachedRoot{r, top.Locks}
-			return err
-		})
-		if err != nil {
+		var err error
+		if c, err = fs.readRoot(ctx, gen, id); err != nil {
 			return Root{}, err
-		}
-		if len(c.rec.Name)+lockBytes(c.locks) <= maxCachedRootBytes {
-			fs.roots.Put(gen, id, c)
 		}
 	}
 	// Locks expire without a commit: which are live is decided now.
 	return Root{ID: c.rec.ID, Name: c.rec.Name, Type: c.rec.Type, Created: fromNs(c.rec.Created),
 		FolderID: c.rec.Folder, Locks: liveLocks(c.locks, fs.nowNs())}, nil
+}
+
+// readRoot reads what Root keeps for root id, and keeps it when it is
+// small. A function of its own so that the record its transaction fills
+// escapes to the heap only on a miss, not on every REST request's Root.
+func (fs *FS) readRoot(ctx context.Context, gen, id uint64) (cachedRoot, error) {
+	var c cachedRoot
+	err := fs.db.View(ctx, func(tx kv.Txn) error {
+		r, err := loadRoot(tx, id)
+		if err != nil {
+			return err
+		}
+		top, _, err := loadNode(tx, r.Folder)
+		c = cachedRoot{r, top.Locks}
+		return err
+	})
+	if err != nil {
+		return cachedRoot{}, err
+	}
+	if len(c.rec.Name)+lockBytes(c.locks) <= maxCachedRootBytes {
+		fs.roots.Put(gen, id, c)
+	}
+	return c, nil
 }
 
 // maxCachedRoots bounds FS.roots, and maxCachedRootBytes what one entry

@@ -50,35 +50,38 @@ var errNoCredentials = errors.New("webdav: authentication required")
 // A person whose organization requires two-step verification and who has
 // not enrolled (account.TwoStepDue) is refused whatever they bring, as
 // the API refuses them everything but enrollment: 403 with what to do.
-func (h *Handler) authenticate(r *http.Request) (account.Caller, error) {
+//
+// The caller is shared with other requests (account's caches hand it
+// out, LoginCallerRef): nothing may change it.
+func (h *Handler) authenticate(r *http.Request) (*account.Caller, error) {
 	c, err := h.credentials(r)
 	if err != nil {
-		return account.Caller{}, err
+		return nil, err
 	}
-	if err := h.opts.Accounts.TwoStepDue(r.Context(), c); err != nil {
-		return account.Caller{}, err
+	if err := h.opts.Accounts.TwoStepDue(r.Context(), *c); err != nil {
+		return nil, err
 	}
 	return c, nil
 }
 
 // credentials is authenticate's reading of the Authorization header.
-func (h *Handler) credentials(r *http.Request) (account.Caller, error) {
+func (h *Handler) credentials(r *http.Request) (*account.Caller, error) {
 	ctx := r.Context()
 	if login, password, ok := r.BasicAuth(); ok {
 		return h.basic(ctx, login, password)
 	}
 	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
-		return account.Caller{}, errNoCredentials
+		return nil, errNoCredentials
 	}
-	return h.opts.Accounts.AccessCaller(ctx, strings.TrimSpace(token))
+	return h.opts.Accounts.AccessCallerRef(ctx, strings.TrimSpace(token))
 }
 
 // basic is authenticate for Basic credentials.
-func (h *Handler) basic(ctx context.Context, login, password string) (account.Caller, error) {
+func (h *Handler) basic(ctx context.Context, login, password string) (*account.Caller, error) {
 	key := sha256.Sum256([]byte(login + "\x00" + password))
 	if e, ok := h.creds.get(key); ok {
-		c, err := h.opts.Accounts.LoginCaller(ctx, e.person, login, e.hash)
+		c, err := h.opts.Accounts.LoginCallerRef(ctx, e.person, login, e.hash)
 		switch {
 		case err == nil:
 			return h.mainPassword(ctx, c, login)
@@ -87,40 +90,40 @@ func (h *Handler) basic(ctx context.Context, login, password string) (account.Ca
 			// Right credentials, refused all the same: no
 			// need to hash them again to say so.
 			h.creds.drop(key)
-			return account.Caller{}, err
+			return nil, err
 		}
 		h.creds.drop(key)
 	}
-	if c, ok, err := h.opts.Accounts.DeviceCaller(ctx, login, password); ok || err != nil {
+	if c, ok, err := h.opts.Accounts.DeviceCallerRef(ctx, login, password); ok || err != nil {
 		return c, err
 	}
 	p, err := h.opts.Accounts.Authenticate(ctx, login, password)
 	if err != nil {
-		return account.Caller{}, err
+		return nil, err
 	}
 	h.creds.put(key, credEntry{person: p.ID, hash: p.PasswordHash})
 	c, err := h.opts.Accounts.Caller(ctx, p.ID)
 	if err != nil {
-		return account.Caller{}, err
+		return nil, err
 	}
-	return h.mainPassword(ctx, c, login)
+	return h.mainPassword(ctx, &c, login)
 }
 
 // mainPassword lets c in with their main password unless they must use a
 // device password.
-func (h *Handler) mainPassword(ctx context.Context, c account.Caller, login string) (account.Caller, error) {
+func (h *Handler) mainPassword(ctx context.Context, c *account.Caller, login string) (*account.Caller, error) {
 	// Enrollment comes first: a device password would not let them in.
-	if err := h.opts.Accounts.TwoStepDue(ctx, c); err != nil {
-		return account.Caller{}, err
+	if err := h.opts.Accounts.TwoStepDue(ctx, *c); err != nil {
+		return nil, err
 	}
-	need, err := h.opts.Accounts.NeedsDevicePassword(ctx, c)
+	need, err := h.opts.Accounts.NeedsDevicePassword(ctx, *c)
 	if err != nil {
-		return account.Caller{}, err
+		return nil, err
 	}
 	if need {
 		h.log.Warn("webdav: main password refused: the account uses two-step verification and signs in over WebDAV with a device password",
 			"login", login, "person", c.Person.ID)
-		return account.Caller{}, account.ErrDevicePasswordRequired
+		return nil, account.ErrDevicePasswordRequired
 	}
 	return c, nil
 }

@@ -160,7 +160,7 @@ func (s *session) checkIf(r *http.Request, p string) error {
 	if err != nil {
 		return err
 	}
-	s.opts.LockTokens = append(s.opts.LockTokens, submittedTokens(lists)...)
+	s.tokens = append(s.tokens, submittedTokens(lists)...)
 	for _, l := range lists {
 		res := p
 		if l.resource != "" {

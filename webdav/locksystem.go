@@ -36,7 +36,7 @@ func (l *lockSystem) Confirm(now time.Time, name0, name1 string, conditions ...x
 		if !ok {
 			return nil, xwebdav.ErrConfirmationFailed
 		}
-		l.s.opts.LockTokens = append(l.s.opts.LockTokens, c.Token)
+		l.s.tokens = append(l.s.tokens, c.Token)
 	}
 	return func() {}, nil
 }

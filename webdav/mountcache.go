@@ -6,11 +6,10 @@ import (
 )
 
 // sessionMounts is what a session derives from share for its caller: the
-// roots it mounts and the options of the caller's writes.
+// roots it mounts, and the caller's person, policy and options of writes.
 type sessionMounts struct {
-	opts   vfs.WriteOptions
 	mounts []mount
-	caller *sessionCaller // the person and policy, from the same caller
+	caller *sessionCaller // the person, policy and options, from the same caller
 }
 
 // mountCache keeps each principal's sessionMounts until the store's next
@@ -24,8 +23,8 @@ type sessionMounts struct {
 // until a commit of such a record; vfs.Cache drops it then. Under file
 // writes that was five read transactions a request, most of a small
 // PUT's reads outside its own. Entries are shared
-// between requests and never changed: a session appends its lock tokens
-// to a nil slice of its own copy of opts.
+// between requests and never changed: a session keeps its lock tokens in a
+// slice of its own (session.tokens).
 type mountCache = vfs.Cache[account.Principal, sessionMounts]
 
 // maxCachedSessions bounds mountCache: a few KiB per principal.

@@ -19,10 +19,13 @@ import (
 type session struct {
 	h   *Handler
 	ctx context.Context
-	// sessionCaller (person, policy) is shared with every session of the
-	// caller at the same generation (mountCache), and never changed.
+	// sessionCaller (person, policy, the options of writes) is shared
+	// with every session of the caller at the same generation
+	// (mountCache), and never changed.
 	*sessionCaller
-	opts   vfs.WriteOptions // Principal, policy limits; LockTokens from the If header
+	// tokens are the lock tokens the request submitted (the If header,
+	// a confirmed lock), the LockTokens of its writes (optsFor).
+	tokens []string
 	mounts []mount
 	path   string // the request's clean dav path
 	// looked holds fileAsCollection's lookup of path for the method's
@@ -38,16 +41,19 @@ type session struct {
 }
 
 // sessionCaller is who a session's requests come from: the person and
-// the policy they act under, and the caller they were read with, whose
-// Actor the changes made without WriteOptions (locks) record. It is kept
-// with the caller's mounts (sessionMounts), from the same caller and as of
-// the same generation: no commit of account records came since, so the
-// request's own caller has the same person and policy. Copying them into
-// each session was 690 bytes a request.
+// the policy they act under, the caller they were read with, whose Actor
+// the changes made without WriteOptions (locks) record, and the options
+// of their writes outside any mount's (Principal, the policy's limits),
+// without lock tokens. It is kept with the caller's mounts
+// (sessionMounts), from the same caller and as of the same generation: no
+// commit of account records came since, so the request's own caller has
+// the same person, policy and options. Copying them into each session was
+// 690 bytes a request, and the options 170 more.
 type sessionCaller struct {
 	person account.Person
 	policy account.Policy
 	caller account.Caller
+	opts   vfs.WriteOptions
 }
 
 // mount is a root shown as a top-level folder, with what the caller may
@@ -67,20 +73,19 @@ type mount struct {
 // gen is the store's meta generation read before c was: what share
 // answers for c is kept in h.mounts until the next commit of something
 // other than file contents (see mountCache).
-func (h *Handler) newSession(ctx context.Context, gen uint64, c account.Caller, reqPath string) (*session, error) {
+func (h *Handler) newSession(ctx context.Context, gen uint64, c *account.Caller, reqPath string) (*session, error) {
 	s := &session{h: h, path: reqPath}
 	if m, ok := h.mounts.Get(gen, c.Principal); ok {
-		s.opts, s.mounts, s.sessionCaller = m.opts, m.mounts, m.caller
+		s.mounts, s.sessionCaller = m.mounts, m.caller
 		// The changes that take no WriteOptions (locks) find their
 		// actor here, for the activity log.
 		s.ctx = account.WithCaller(ctx, &s.caller)
 		return s, nil
 	}
-	s.sessionCaller = &sessionCaller{person: c.Person, policy: c.Organization.Policy, caller: c}
+	s.sessionCaller = &sessionCaller{person: c.Person, policy: c.Organization.Policy, caller: *c, opts: share.WriteOptions(*c)}
 	s.ctx = account.WithCaller(ctx, &s.caller)
 	ctx = s.ctx
-	s.opts = share.WriteOptions(c)
-	reach, err := h.opts.Share.Roots(ctx, c)
+	reach, err := h.opts.Share.Roots(ctx, *c)
 	if err != nil {
 		return nil, err
 	}
@@ -88,7 +93,7 @@ func (h *Handler) newSession(ctx context.Context, gen uint64, c account.Caller, 
 	// subscription names the webdav channel.
 	reach = slices.DeleteFunc(reach, func(a share.Access) bool { return !a.WebDAV })
 	s.mounts = mountNames(reach)
-	h.mounts.Put(gen, c.Principal, sessionMounts{opts: s.opts, mounts: s.mounts, caller: s.sessionCaller})
+	h.mounts.Put(gen, c.Principal, sessionMounts{mounts: s.mounts, caller: s.sessionCaller})
 	return s, nil
 }
 
@@ -98,11 +103,13 @@ func (s *session) optsFor(id uint64) vfs.WriteOptions {
 	for i := range s.mounts {
 		if s.mounts[i].root.ID == id {
 			o := s.mounts[i].opts
-			o.LockTokens = s.opts.LockTokens
+			o.LockTokens = s.tokens
 			return o
 		}
 	}
-	return s.opts
+	o := s.opts
+	o.LockTokens = s.tokens
+	return o
 }
 
 // permitted refuses a change at dav path p that the caller's permissions
@@ -182,10 +189,16 @@ func (s *session) resolve(p string) (target, error) {
 	if p == "" {
 		return target{}, nil
 	}
-	first, rest, _ := strings.Cut(p, "/")
+	first, _, _ := strings.Cut(p, "/")
+	// "/" and what follows the first segment: p's own bytes, where
+	// "/" + rest was a new string every request.
+	rel := p[len(first):]
+	if rel == "" {
+		rel = "/"
+	}
 	for i := range s.mounts {
 		if s.mounts[i].name == first {
-			return target{m: &s.mounts[i], rel: "/" + rest}, nil
+			return target{m: &s.mounts[i], rel: rel}, nil
 		}
 	}
 	return target{}, &os.PathError{Op: "resolve", Path: p, Err: os.ErrNotExist}
