@@ -1,6 +1,7 @@
 package chunk
 
 import (
+	"slices"
 	"sync"
 )
 
@@ -62,6 +63,23 @@ func (l *bufList) idle() {
 	l.free = nil
 	l.mu.Unlock()
 	for _, b := range free {
+		l.pool.Put(b)
+	}
+}
+
+// trim moves the kept buffers past the first limit to the pool.
+func (l *bufList) trim(limit int) {
+	limit = max(limit, 0)
+	l.mu.Lock()
+	if len(l.free) <= limit {
+		l.mu.Unlock()
+		return
+	}
+	extra := slices.Clone(l.free[limit:])
+	clear(l.free[limit:])
+	l.free = l.free[:limit]
+	l.mu.Unlock()
+	for _, b := range extra {
 		l.pool.Put(b)
 	}
 }

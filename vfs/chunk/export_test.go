@@ -37,3 +37,10 @@ func SetStatfs(d *Disk, f func() (int64, error), fresh time.Duration) {
 
 // FreeMargin is freeMargin.
 const FreeMargin = freeMargin
+
+// Kept is how many chunk buffers p keeps through collections.
+func Kept(p *ReadPool) int {
+	p.bufs.mu.Lock()
+	defer p.bufs.mu.Unlock()
+	return len(p.bufs.free)
+}

@@ -8,7 +8,6 @@ import (
 	"math"
 	"sort"
 	"sync"
-	"sync/atomic"
 
 	"github.com/klauspost/compress/zstd"
 )
@@ -37,6 +36,9 @@ type Reader struct {
 	// collector, never handed to another download through the pool.
 	lent  bool
 	ahead int // chunks fetched ahead of a sequential reader
+	// out is how many of the pool's buffers r has and has not given
+	// back (ReadPool.out); the pool's mu guards it.
+	out int
 
 	mu      sync.Mutex
 	pos     int64
@@ -68,17 +70,27 @@ type fetch struct {
 type ReadPool struct {
 	dec *zstd.Decoder
 	// bufs keeps chunk buffers while a Reader is open, whatever the
-	// collector does (see bufList); readers counts the open Readers, and
-	// the last to close hands the kept buffers to the sync.Pool below.
+	// collector does (see bufList), up to what the open Readers may still
+	// ask for (spare); readers counts the open Readers, and the last to
+	// close hands the kept buffers to bufList's sync.Pool.
 	// With a sync.Pool alone, the daemon's collections under its memory
 	// limit emptied the pool during a download: each 1 GiB GET of a cold
 	// file allocated fresh buffers, which the collector cleared, the
 	// scavenger gave back and the next allocation faulted in again (3 to
 	// 5% of the server's CPU in perf, with memclr and madvise's TLB
 	// flushes).
-	bufs    *bufList
-	readers atomic.Int64
-	ahead   int
+	bufs *bufList
+	// mu guards readers, allowed and out, which bound what bufs keeps
+	// (spare).
+	mu      sync.Mutex
+	readers int
+	// allowed sums the open Readers' allowance (Reader.allowance).
+	allowed int
+	// out counts the buffers handed to open Readers and not given back,
+	// the sum of their Reader.out: those they hold, fetch ahead, or
+	// dropped (a failed write's, a load nobody waits for).
+	out   int
+	ahead int
 	// checked lets a blob verified once be checked by its XXH3 after.
 	checked checked
 }
@@ -120,11 +132,24 @@ func NewReadPool(opts ReadPoolOptions) *ReadPool {
 func (p *ReadPool) NewReader(ctx context.Context, store Store, refs []Ref) *Reader {
 	r := newReader(ctx, store, refs)
 	r.pool, r.dec, r.ahead = p, p.dec, max(p.ahead, ParallelismOf(store))
-	p.readers.Add(1)
+	p.mu.Lock()
+	p.readers++
+	p.allowed += r.allowance()
+	p.mu.Unlock()
 	return r
 }
 
-func (p *ReadPool) get() *[]byte {
+// allowance is how many buffers of its pool r may have at once: a blob
+// and its decoded copy for the current chunk, those fetched ahead and
+// one being replaced, as NewReadPool sizes the pool's list for.
+func (r *Reader) allowance() int { return 2 * (r.ahead + 2) }
+
+// get hands r a chunk buffer.
+func (p *ReadPool) get(r *Reader) *[]byte {
+	p.mu.Lock()
+	r.out++
+	p.out++
+	p.mu.Unlock()
 	if b := p.bufs.get(); b != nil {
 		return b
 	}
@@ -134,13 +159,30 @@ func (p *ReadPool) get() *[]byte {
 	return &b
 }
 
-func (p *ReadPool) put(bufs [2]*[]byte) {
+// put takes back buffers of r's, and keeps no more than the open Readers
+// may still ask for.
+func (p *ReadPool) put(r *Reader, bufs [2]*[]byte) {
+	n := 0
 	for _, b := range bufs {
 		if b != nil {
 			p.bufs.put(b)
+			n++
 		}
 	}
+	p.mu.Lock()
+	r.out -= n
+	p.out -= n
+	spare := p.spare()
+	p.mu.Unlock()
+	p.bufs.trim(spare)
 }
+
+// spare is how many buffers the open Readers may still ask for beyond
+// those they have (their allowance at once, less what they have out).
+// Kept beyond that, buffers given back after a burst of downloads
+// stayed on top of those a download still going held, as much again,
+// for as long as any download was open. p.mu is held.
+func (p *ReadPool) spare() int { return p.allowed - p.out }
 
 // BufferGetter is a Store that can read a blob into a buffer the caller
 // provides (and may reuse); found by type assertion.
@@ -362,12 +404,24 @@ func (r *Reader) Close() error {
 	r.loads = nil
 	r.data = nil
 	if r.pool != nil {
+		p := r.pool
 		if !r.lent {
-			r.pool.put(r.held)
+			p.put(r, r.held)
 		}
 		r.held = [2]*[]byte{}
-		if r.pool.readers.Add(-1) == 0 {
-			r.pool.bufs.idle()
+		// What r has out now is dropped: a failed write's buffers,
+		// the loads it no longer waits for.
+		p.mu.Lock()
+		p.out -= r.out
+		r.out = 0
+		p.readers--
+		p.allowed -= r.allowance()
+		last, spare := p.readers == 0, p.spare()
+		p.mu.Unlock()
+		if last {
+			p.bufs.idle()
+		} else {
+			p.bufs.trim(spare)
 		}
 	} else {
 		r.dec.Close()
@@ -410,7 +464,7 @@ func (r *Reader) load(i int) error {
 	// unless a failed write may still read them (lent).
 	if r.pool != nil {
 		if !r.lent {
-			r.pool.put(r.held)
+			r.pool.put(r, r.held)
 		}
 		r.held = [2]*[]byte{}
 	}
@@ -473,7 +527,7 @@ func (r *Reader) get(ctx context.Context, i int) (data []byte, bufs [2]*[]byte, 
 	var blob []byte
 	bg, ok := r.store.(BufferGetter)
 	if r.pool != nil && ok {
-		bufs[0] = r.pool.get()
+		bufs[0] = r.pool.get(r)
 		if wg, ok := r.store.(warmGetter); ok {
 			blob, warm, err = wg.getWarm(ctx, ref.ID, *bufs[0])
 		} else {
@@ -490,7 +544,7 @@ func (r *Reader) get(ctx context.Context, i int) (data []byte, bufs [2]*[]byte, 
 	}
 	var dst []byte
 	if r.pool != nil && compressed(blob) {
-		bufs[1] = r.pool.get()
+		bufs[1] = r.pool.get(r)
 		dst = *bufs[1]
 	}
 	if r.pool != nil {

@@ -35,6 +35,7 @@ func TestReader(t *testing.T) {
 		{"CopyToWholeRecords", copyToWholeRecords},
 		{"FailedWriteKeepsBuffers", failedWriteKeepsBuffers},
 		{"BuffersKeptWhileOpen", buffersKeptWhileOpen},
+		{"KeptOnlyWhatOpenReadersLack", keptOnlyWhatOpenReadersLack},
 		{"Close", readerClose},
 		{"ServeContent", serveContent},
 		{"CorruptAfterVerified", corruptAfterVerified},
@@ -338,6 +339,41 @@ func buffersKeptWhileOpen(t *testing.T) {
 	runtime.ReadMemStats(&after)
 	if n := after.TotalAlloc - before.TotalAlloc; n >= mib {
 		t.Errorf("a read after two collections allocated %d bytes, want the kept buffers reused (less than a chunk's %d)", n, mib)
+	}
+}
+
+// keptOnlyWhatOpenReadersLack: the buffers a pool keeps through
+// collections are what its open Readers may still need beyond those they
+// hold, not its whole allowance on top of them. Kept whole after a burst
+// of downloads had ended, while one went on, they held as much again as
+// that download used (24 to 32 MiB of 4 MiB buffers more, beside its
+// 40, in a pool of the daemon's read-ahead: its whole soft memory limit
+// of 72 MiB), for as long as any download stayed open.
+func keptOnlyWhatOpenReadersLack(t *testing.T) {
+	s := newDisk(t)
+	data := textData(37, 2*mib) // compressible: a blob and its decoded copy a chunk
+	refs := write(t, chunk.NewWriter(s, chunk.WriterOptions{}), data)
+	// Without read-ahead each Reader holds one chunk's two buffers, and
+	// the pool's allowance is four a Reader.
+	pool := chunk.NewReadPool(chunk.ReadPoolOptions{ReadAhead: -1})
+	open := func() *chunk.Reader {
+		r := pool.NewReader(context.Background(), s, refs)
+		if _, err := r.Read(make([]byte, 1)); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	goingOn := open()
+	defer goingOn.Close()
+	var burst []*chunk.Reader
+	for range 4 {
+		burst = append(burst, open())
+	}
+	for _, r := range burst {
+		r.Close()
+	}
+	if kept := chunk.Kept(pool); kept > 2 {
+		t.Errorf("one Reader open, holding 2 buffers: %d kept, want at most the 2 more it may need", kept)
 	}
 }
 
