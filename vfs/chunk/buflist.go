@@ -1,7 +1,6 @@
 package chunk
 
 import (
-	"slices"
 	"sync"
 )
 
@@ -57,15 +56,7 @@ func (l *bufList) put(b *[]byte) {
 }
 
 // idle moves the kept buffers to the pool: no Write is running.
-func (l *bufList) idle() {
-	l.mu.Lock()
-	free := l.free
-	l.free = nil
-	l.mu.Unlock()
-	for _, b := range free {
-		l.pool.Put(b)
-	}
-}
+func (l *bufList) idle() { l.trim(0) }
 
 // trim moves the kept buffers past the first limit to the pool.
 func (l *bufList) trim(limit int) {
@@ -75,9 +66,9 @@ func (l *bufList) trim(limit int) {
 		l.mu.Unlock()
 		return
 	}
-	extra := slices.Clone(l.free[limit:])
-	clear(l.free[limit:])
-	l.free = l.free[:limit]
+	extra := l.free[limit:]
+	// Capped, so that the next put appends to a new array, not over extra.
+	l.free = l.free[:limit:limit]
 	l.mu.Unlock()
 	for _, b := range extra {
 		l.pool.Put(b)

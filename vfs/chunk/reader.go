@@ -71,8 +71,8 @@ type ReadPool struct {
 	dec *zstd.Decoder
 	// bufs keeps chunk buffers while a Reader is open, whatever the
 	// collector does (see bufList), up to what the open Readers may still
-	// ask for (spare); readers counts the open Readers, and the last to
-	// close hands the kept buffers to bufList's sync.Pool.
+	// ask for (spare): none once the last has closed, when the kept
+	// buffers go to bufList's sync.Pool.
 	// With a sync.Pool alone, the daemon's collections under its memory
 	// limit emptied the pool during a download: each 1 GiB GET of a cold
 	// file allocated fresh buffers, which the collector cleared, the
@@ -80,11 +80,10 @@ type ReadPool struct {
 	// 5% of the server's CPU in perf, with memclr and madvise's TLB
 	// flushes).
 	bufs *bufList
-	// mu guards readers, allowed and out, which bound what bufs keeps
-	// (spare).
-	mu      sync.Mutex
-	readers int
-	// allowed sums the open Readers' allowance (Reader.allowance).
+	// mu guards allowed and out, which bound what bufs keeps (spare).
+	mu sync.Mutex
+	// allowed sums the open Readers' allowance (Reader.allowance); 0
+	// when none is open.
 	allowed int
 	// out counts the buffers handed to open Readers and not given back,
 	// the sum of their Reader.out: those they hold, fetch ahead, or
@@ -133,7 +132,6 @@ func (p *ReadPool) NewReader(ctx context.Context, store Store, refs []Ref) *Read
 	r := newReader(ctx, store, refs)
 	r.pool, r.dec, r.ahead = p, p.dec, max(p.ahead, ParallelismOf(store))
 	p.mu.Lock()
-	p.readers++
 	p.allowed += r.allowance()
 	p.mu.Unlock()
 	return r
@@ -414,15 +412,10 @@ func (r *Reader) Close() error {
 		p.mu.Lock()
 		p.out -= r.out
 		r.out = 0
-		p.readers--
 		p.allowed -= r.allowance()
-		last, spare := p.readers == 0, p.spare()
+		spare := p.spare() // 0 after the last
 		p.mu.Unlock()
-		if last {
-			p.bufs.idle()
-		} else {
-			p.bufs.trim(spare)
-		}
+		p.bufs.trim(spare)
 	} else {
 		r.dec.Close()
 	}
