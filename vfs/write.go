@@ -39,12 +39,7 @@ func (fs *FS) mkdir(ctx context.Context, root, parent uint64, name string, opts 
 		return Node{}, err
 	}
 	if err := fs.roomFor(); err != nil {
-		if at != nil {
-			if lerr := at.first(ctx, fs, root); lerr != nil {
-				return Node{}, lerr
-			}
-		}
-		return Node{}, err
+		return Node{}, at.refuse(ctx, fs, root, err)
 	}
 	id, err := fs.db.NextID(ctx, "node")
 	if err != nil {
@@ -175,12 +170,21 @@ type pathAt struct {
 	created bool
 }
 
-// first is what the path's lookup refuses, read on its own.
-func (a *pathAt) first(ctx context.Context, fs *FS, root uint64) error {
-	return fs.db.View(ctx, func(tx kv.Txn) error {
+// refuse is err, a refusal before the write's transaction, unless the
+// path has no place for the item or its check refuses it: what a caller
+// that looks the path up before the write answers comes first. a may be
+// nil (no path: err).
+func (a *pathAt) refuse(ctx context.Context, fs *FS, root uint64, err error) error {
+	if a == nil {
+		return err
+	}
+	if lerr := fs.db.View(ctx, func(tx kv.Txn) error {
 		_, err := a.lookup(tx, root, fs.nowNs())
 		return err
-	})
+	}); lerr != nil {
+		return lerr
+	}
+	return err
 }
 
 // lookup finds, in tx, the folder that holds the file, and lets check
@@ -226,17 +230,7 @@ func (fs *FS) writeFile(ctx context.Context, root, parent uint64, name string, r
 		return Node{}, err
 	}
 	defer fs.endUpload()
-	// refuse is err, unless the path of a WriteAt has no place for the
-	// file or its check refuses it: what a caller that looks the path up
-	// before the write answers first still comes first.
-	refuse := func(err error) (Node, error) {
-		if at != nil {
-			if lerr := at.first(ctx, fs, root); lerr != nil {
-				return Node{}, lerr
-			}
-		}
-		return Node{}, err
-	}
+	refuse := func(err error) (Node, error) { return Node{}, at.refuse(ctx, fs, root, err) }
 	if excluded(name, opts.ExcludedExtensions) {
 		return refuse(fmt.Errorf("%w: %q", ErrExtensionExcluded, extension(name)))
 	}
