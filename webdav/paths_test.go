@@ -1,10 +1,11 @@
 package webdav_test
 
 import (
-	"berth/webdav"
 	"net/http"
 	"strings"
 	"testing"
+
+	"berth/webdav"
 )
 
 // TestPaths: how a URL names an item. Escaped and non-ASCII names,
