@@ -11,5 +11,5 @@ func (s *session) readOnly(n vfs.Node) error {
 	if n.Dir {
 		return nil
 	}
-	return s.policy.ExtensionReadOnly(s.person, n.Name, n.Size)
+	return s.policy().ExtensionReadOnly(s.caller.Person, n.Name, n.Size)
 }

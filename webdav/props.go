@@ -350,7 +350,7 @@ type quotaFigures struct {
 // stored a file: see docs/webdav.md).
 func (s *session) quotaFigures(root uint64) (quotaFigures, error) {
 	fs := s.h.opts.FS
-	u, err := fs.TallyUsage(s.ctx, account.TallyPerson(s.person.ID))
+	u, err := fs.TallyUsage(s.ctx, account.TallyPerson(s.caller.Person.ID))
 	if err != nil {
 		return quotaFigures{}, err
 	}

@@ -40,8 +40,8 @@ type session struct {
 	wantDead func() bool
 }
 
-// sessionCaller is who a session's requests come from: the person and
-// the policy they act under, the caller they were read with, whose Actor
+// sessionCaller is who a session's requests come from: the caller they
+// were read with (the person, and the policy they act under), whose Actor
 // the changes made without WriteOptions (locks) record, and the options
 // of their writes outside any mount's (Principal, the policy's limits),
 // without lock tokens. It is kept with the caller's mounts
@@ -50,11 +50,14 @@ type session struct {
 // the same person, policy and options. Copying them into each session was
 // 690 bytes a request, and the options 170 more.
 type sessionCaller struct {
-	person account.Person
-	policy account.Policy
-	caller account.Caller
+	// caller is shared with the sign-in caches (LoginCallerRef and the
+	// others), which change none they hand out.
+	caller *account.Caller
 	opts   vfs.WriteOptions
 }
+
+// policy is the policy the caller acts under.
+func (c *sessionCaller) policy() *account.Policy { return &c.caller.Organization.Policy }
 
 // mount is a root shown as a top-level folder, with what the caller may
 // do in it and the options of their writes there (an organization share
@@ -79,11 +82,11 @@ func (h *Handler) newSession(ctx context.Context, gen uint64, c *account.Caller,
 		s.mounts, s.sessionCaller = m.mounts, m.caller
 		// The changes that take no WriteOptions (locks) find their
 		// actor here, for the activity log.
-		s.ctx = account.WithCaller(ctx, &s.caller)
+		s.ctx = account.WithCaller(ctx, s.caller)
 		return s, nil
 	}
-	s.sessionCaller = &sessionCaller{person: c.Person, policy: c.Organization.Policy, caller: *c, opts: share.WriteOptions(*c)}
-	s.ctx = account.WithCaller(ctx, &s.caller)
+	s.sessionCaller = &sessionCaller{caller: c, opts: share.WriteOptions(*c)}
+	s.ctx = account.WithCaller(ctx, s.caller)
 	ctx = s.ctx
 	reach, err := h.opts.Share.Roots(ctx, *c)
 	if err != nil {
