@@ -39,9 +39,9 @@ func (fs *FS) Move(ctx context.Context, root, id, parent uint64, name string, op
 func (fs *FS) LookupMove(ctx context.Context, root uint64, src, dst string) (sn Node, srcErr error, parent, n Node, found bool, err error) {
 	ssegs, srcErr := splitPath(src)
 	dsegs, err := splitPath(dst)
-	read := false
+	// The read fails on its own only where it never ran the function,
+	// which refuses nothing: its error is then both lookups'.
 	verr := fs.db.View(ctx, func(tx kv.Txn) error {
-		read = true
 		if srcErr == nil {
 			_, sn, srcErr = fs.lookupNode(tx, root, ssegs, src)
 		}
@@ -50,7 +50,7 @@ func (fs *FS) LookupMove(ctx context.Context, root uint64, src, dst string) (sn 
 		}
 		return nil
 	})
-	if !read {
+	if verr != nil {
 		srcErr, err = cmp.Or(srcErr, verr), cmp.Or(err, verr)
 	}
 	return sn, srcErr, parent, n, found, err
