@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/fxamacker/cbor/v2"
 
@@ -179,7 +178,7 @@ func (fs *FS) move(ctx context.Context, op Op, root, id, parent uint64, name str
 // deleted space, until purged. Any lock in the subtree that the caller does
 // not hold refuses the whole delete.
 func (fs *FS) Delete(ctx context.Context, root, id uint64, opts WriteOptions) error {
-	return fs.delete(ctx, root, id, opts, nil, nil)
+	return fs.delete(ctx, root, id, opts, nil)
 }
 
 // DeleteAt is Delete of the item at path p of root, looked up in the
@@ -193,32 +192,42 @@ func (fs *FS) DeleteAt(ctx context.Context, root uint64, p string, opts WriteOpt
 	if err != nil {
 		return err
 	}
-	return fs.delete(ctx, root, 0, opts, segs, check)
+	return fs.delete(ctx, root, 0, opts, &deletePath{p, segs, check})
 }
 
-// delete is Delete, or DeleteAt of the path's names segs, not empty (id
-// is then found in the transaction).
-func (fs *FS) delete(ctx context.Context, root, id uint64, opts WriteOptions, segs []string, check func(Node) error) error {
+// deletePath is the item a DeleteAt names: its path p, p's names segs
+// (not empty), and the caller's check.
+type deletePath struct {
+	p     string
+	segs  []string
+	check func(Node) error
+}
+
+// delete is Delete, or DeleteAt of at (id is then found in the
+// transaction).
+func (fs *FS) delete(ctx context.Context, root, id uint64, opts WriteOptions, at *deletePath) error {
 	var rec nodeRec
 	err := fs.update(ctx, func(tx kv.Txn) error {
 		now := fs.nowNs()
-		if segs != nil {
-			found, err := lookupIn(tx, root, segs, "/"+strings.Join(segs, "/"))
+		var loc locRec
+		if at != nil {
+			// Found by names from the top folder down: live, and
+			// where its names say, so not read again by id.
+			found, err := lookupIn(tx, root, at.segs, at.p)
 			if err != nil {
 				return err
 			}
-			if check != nil {
-				if err := check(found.public(now)); err != nil {
+			if at.check != nil {
+				if err := at.check(found.public(now)); err != nil {
 					return err
 				}
 			}
-			id = found.ID
-		}
-		var loc locRec
-		var err error
-		rec, loc, err = liveNodeIn(tx, root, id)
-		if err != nil {
-			return err
+			id, rec, loc = found.ID, found, locRec{Root: root, Parent: found.Parent, Name: found.Name}
+		} else {
+			var err error
+			if rec, loc, err = liveNodeIn(tx, root, id); err != nil {
+				return err
+			}
 		}
 		if rec.Parent == 0 {
 			return fmt.Errorf("%w: item %d", ErrRootItem, id)
