@@ -26,6 +26,7 @@ type callerCache struct {
 	logins  *kv.Cache[uint64, *Caller]     // persons whose logins were not locked; shared (LoginCallerRef)
 	access  *kv.Cache[string, accessEntry] // by token hash
 	roots   *kv.Cache[uint64, RootPlace]   // RootPlaceOf
+	owners  *kv.Cache[uint64, RootOwner]   // RootOwnerOf, by kv.MetaGeneration
 	orgs    *kv.Cache[uint64, OrgPlace]    // OrgPlaceOf
 	devices *kv.Cache[string, *Caller]     // DeviceCaller, by device password hash; shared (DeviceCallerRef)
 	twoStep *kv.Cache[uint64, bool]        // NeedsDevicePassword's TwoStepMode, by person
@@ -37,6 +38,7 @@ func newCallerCache() callerCache {
 		logins:  kv.NewCache[uint64, *Caller](maxCachedCallers),
 		access:  kv.NewCache[string, accessEntry](maxCachedCallers),
 		roots:   kv.NewCache[uint64, RootPlace](maxCachedCallers),
+		owners:  kv.NewCache[uint64, RootOwner](maxCachedCallers),
 		orgs:    kv.NewCache[uint64, OrgPlace](maxCachedCallers),
 		devices: kv.NewCache[string, *Caller](maxCachedCallers),
 		twoStep: kv.NewCache[uint64, bool](maxCachedCallers),

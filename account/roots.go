@@ -62,11 +62,24 @@ func (s *Service) putRoot(tx kv.Txn, o RootOwner) error {
 
 // RootOwnerOf returns who owns root id. Errors: ErrNotFound (no owner
 // recorded: not a root of any person or organization).
+//
+// An owner is kept until the store's next commit outside file contents
+// (kv.MetaGeneration), which file writes do not make: the activity
+// journal asks for it in every file change, where it was a read of its
+// own. A root not found (one whose owner is recorded after the change
+// that creates it) is asked again next time.
 func (s *Service) RootOwnerOf(ctx context.Context, id uint64) (RootOwner, error) {
+	gen := kv.MetaGeneration(s.db)
+	if o, ok := s.callers.owners.Get(gen, id); ok {
+		return o, nil
+	}
 	var o RootOwner
 	err := s.db.View(ctx, func(tx kv.Txn) error {
 		return s.get(tx, key(pfxRoot, id), &o, notFoundf("root %d", id))
 	})
+	if err == nil {
+		s.callers.owners.Put(gen, id, o)
+	}
 	return o, err
 }
 

@@ -45,20 +45,6 @@ func (j accountJournal) Record(tx kv.Txn, c account.Change) error {
 type fileJournal struct {
 	log    *activity.Log
 	owners atomic.Pointer[account.Service]
-	// known keeps the roots' owners every record names, by root, until
-	// the store's next commit outside Content (kv.MetaGeneration): an
-	// owner lives in an account record, which file writes leave alone,
-	// and reading it was a transaction of its own in every change's.
-	known *kv.Cache[uint64, account.RootOwner]
-}
-
-// maxKnownOwners bounds fileJournal.known: a root is one entry, and a
-// full cache starts afresh (kv.NewCache).
-const maxKnownOwners = 4096
-
-// newFileJournal returns the journal of the file system's changes into log.
-func newFileJournal(log *activity.Log) *fileJournal {
-	return &fileJournal{log: log, known: kv.NewCache[uint64, account.RootOwner](maxKnownOwners)}
 }
 
 // Record implements vfs.Journal. The actor is the change's
@@ -100,7 +86,7 @@ func (j *fileJournal) Record(ctx context.Context, tx kv.Txn, ev vfs.Event) error
 		r.DataText = ev.Name
 	}
 	if s := j.owners.Load(); s != nil {
-		o, err := j.ownerOf(ctx, s, ev.RootID)
+		o, err := s.RootOwnerOf(ctx, ev.RootID)
 		switch {
 		case err == nil:
 			r.ActedOnCompanyID, r.ActedOnPersonID = o.OrganizationID, o.PersonID
@@ -110,21 +96,6 @@ func (j *fileJournal) Record(ctx context.Context, tx kv.Txn, ev vfs.Event) error
 	}
 	_, err := j.log.Append(ctx, tx, r)
 	return err
-}
-
-// ownerOf is s.RootOwnerOf(root), kept in j.known. A root not found (one
-// whose owner is recorded after the change that creates it) is asked
-// again next time.
-func (j *fileJournal) ownerOf(ctx context.Context, s *account.Service, root uint64) (account.RootOwner, error) {
-	gen := kv.MetaGeneration(s.Store())
-	if o, ok := j.known.Get(gen, root); ok {
-		return o, nil
-	}
-	o, err := s.RootOwnerOf(ctx, root)
-	if err == nil {
-		j.known.Put(gen, root, o)
-	}
-	return o, err
 }
 
 // actorRecord is a record with a's actor fields.

@@ -234,8 +234,8 @@ func TestActivityTypesCoverChanges(t *testing.T) {
 	}
 }
 
-// TestJournalRootOwners: the file journal keeps the roots' owners it
-// names (fileJournal.known) only while no commit outside Content came
+// TestJournalRootOwners: the file journal's roots' owners are kept
+// (account.Service.RootOwnerOf) only while no commit outside Content came
 // between. A root's change made before its owner was recorded names
 // none, every change after names the owner, the first read and the next
 // kept, and an owner recorded after a change that found none is seen at

@@ -88,7 +88,7 @@ func openStores(ctx context.Context, cfg config.Config, log *slog.Logger, reg pr
 		return nil, err
 	}
 	acts := activity.New(db, activity.Options{Retention: cfg.Activity.Retention})
-	journal := newFileJournal(acts)
+	journal := &fileJournal{log: acts}
 	readAhead := cfg.Memory.ReadAhead
 	if readAhead == 0 {
 		readAhead = -1 // the configuration's 0 is none; vfs's is its default

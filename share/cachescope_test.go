@@ -67,8 +67,8 @@ func (t readTxn) ScanReverse(prefix, start []byte, fn func(k, v []byte) error) e
 // TestCachedReadsOutsideContent: what the caches keyed on
 // kv.MetaGeneration derive their entries from is read outside kv.Content,
 // which file writes change without moving that generation. Those caches
-// are account's LoginCaller, AccessCaller, DeviceCaller and the two-step
-// answer, and WebDAV's mounts, which are share.Roots of the caller. A read
+// are account's LoginCaller, AccessCaller, DeviceCaller, the two-step
+// answer and the roots' owners (RootOwnerOf), and WebDAV's mounts, which are share.Roots of the caller. A read
 // of file content there would be a revocation that a file write leaves
 // unseen, or an answer frozen while the files change under it. The one
 // exception is the location of a root's top folder (vfs's N/), which vfs
@@ -147,6 +147,9 @@ func TestCachedReadsOutsideContent(t *testing.T) {
 	}
 	roots, err := svc.Roots(ctx, c)
 	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Accounts.RootOwnerOf(ctx, aliceRoot.ID); err != nil {
 		t.Fatal(err)
 	}
 	keys := log.keys
