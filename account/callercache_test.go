@@ -356,10 +356,10 @@ func TestTwoStepCacheFileWrites(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					if got, err := e.s.NeedsDevicePassword(ctx, c); err != nil || got != needsDevice {
+					if got, err := e.s.NeedsDevicePassword(ctx, &c); err != nil || got != needsDevice {
 						t.Errorf("%s: NeedsDevicePassword %v, %v; want %v", when, got, err, needsDevice)
 					}
-					if err := e.s.TwoStepDue(ctx, c); !errors.Is(err, due) || (err == nil) != (due == nil) {
+					if err := e.s.TwoStepDue(ctx, &c); !errors.Is(err, due) || (err == nil) != (due == nil) {
 						t.Errorf("%s: TwoStepDue %v, want %v", when, err, due)
 					}
 				}

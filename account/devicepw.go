@@ -311,7 +311,7 @@ func (s *Service) readDeviceCaller(ctx context.Context, gen uint64, h string) (*
 // organization's policy requires it (require_two_step_auth), which the
 // main password alone would otherwise get around. Answers are kept until
 // the store's next commit.
-func (s *Service) NeedsDevicePassword(ctx context.Context, c Caller) (bool, error) {
+func (s *Service) NeedsDevicePassword(ctx context.Context, c *Caller) (bool, error) {
 	if c.Organization.Policy.RequireTwoStepAuth {
 		return true, nil
 	}

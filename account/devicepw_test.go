@@ -339,7 +339,7 @@ func TestNeedsDevicePassword(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got, err := s.NeedsDevicePassword(ctx, c); err != nil || got != require {
+		if got, err := s.NeedsDevicePassword(ctx, &c); err != nil || got != require {
 			t.Fatalf("require_two_step_auth %v: %v, %v", require, got, err)
 		}
 	}

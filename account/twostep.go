@@ -155,7 +155,7 @@ func (s *Service) TwoStepMode(ctx context.Context, id uint64) (string, error) {
 // but may use nothing but the enrollment routes until enrolled (docs/api.md
 // "Two-step verification"). Every front end that takes a token asks it.
 // Callers in organizations without the requirement cost no read.
-func (s *Service) TwoStepDue(ctx context.Context, c Caller) error {
+func (s *Service) TwoStepDue(ctx context.Context, c *Caller) error {
 	if !c.Organization.Policy.RequireTwoStepAuth {
 		return nil
 	}

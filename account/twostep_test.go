@@ -343,12 +343,12 @@ func TestTwoStepRequiredAndReset(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	caller := func() Caller {
+	caller := func() *Caller {
 		c, err := s.AccessCaller(ctx, toks.AccessToken)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return c
+		return &c
 	}
 	if err := s.TwoStepDue(ctx, caller()); !errors.Is(err, ErrTwoStepRequired) {
 		t.Fatalf("due before enrolling: %v", err)

@@ -139,7 +139,7 @@ func (s *server) agentChannel(w http.ResponseWriter, r *http.Request) error {
 func (s *server) channelHolds(r *http.Request, id uint64, ses account.Session) bool {
 	c, err := s.accounts.SessionCaller(r.Context(), ses)
 	if err == nil {
-		err = s.accounts.TwoStepDue(r.Context(), c)
+		err = s.accounts.TwoStepDue(r.Context(), &c)
 	}
 	if err != nil {
 		s.log.Info("agent channel ended: its session no longer holds", "machine", id, "error", err)

@@ -61,7 +61,7 @@ func (s *server) authenticate(r *http.Request) (*http.Request, error) {
 	}
 	// require_two_step_auth: until enrolled, only enrollment is open.
 	if !twoStepOpen[r.Pattern] {
-		if err := s.accounts.TwoStepDue(r.Context(), *ac); err != nil {
+		if err := s.accounts.TwoStepDue(r.Context(), ac); err != nil {
 			return r, err
 		}
 	}

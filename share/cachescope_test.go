@@ -142,7 +142,7 @@ func TestCachedReadsOutsideContent(t *testing.T) {
 	if _, ok, err := st.Accounts.DeviceCaller(ctx, "alice", secret); !ok || err != nil {
 		t.Fatalf("DeviceCaller: %v, %v", ok, err)
 	}
-	if _, err := st.Accounts.NeedsDevicePassword(ctx, c); err != nil {
+	if _, err := st.Accounts.NeedsDevicePassword(ctx, &c); err != nil {
 		t.Fatal(err)
 	}
 	roots, err := svc.Roots(ctx, c)

@@ -131,7 +131,7 @@ func (h *handler) login(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	if h.opts.Accounts.TwoStepDue(r.Context(), c) != nil {
+	if h.opts.Accounts.TwoStepDue(r.Context(), &c) != nil {
 		// Not enrolled under require_two_step_auth: no session here.
 		h.opts.Accounts.Revoke(r.Context(), toks.RefreshToken)
 		h.loginPage(w, r, http.StatusForbidden, "Your organization requires two-step verification: set it up in the berth app first, then sign in here.")

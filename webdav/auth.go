@@ -58,7 +58,7 @@ func (h *Handler) authenticate(r *http.Request) (*account.Caller, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := h.opts.Accounts.TwoStepDue(r.Context(), *c); err != nil {
+	if err := h.opts.Accounts.TwoStepDue(r.Context(), c); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -110,17 +110,19 @@ func (h *Handler) basic(ctx context.Context, login, password string) (*account.C
 }
 
 // mainPassword lets c in with their main password unless they must use a
-// device password.
+// device password. Whether they must enroll first is authenticate's
+// question, asked once per request; only a refusal here asks it first,
+// since a device password would not let them in either.
 func (h *Handler) mainPassword(ctx context.Context, c *account.Caller, login string) (*account.Caller, error) {
-	// Enrollment comes first: a device password would not let them in.
-	if err := h.opts.Accounts.TwoStepDue(ctx, *c); err != nil {
-		return nil, err
-	}
-	need, err := h.opts.Accounts.NeedsDevicePassword(ctx, *c)
+	need, err := h.opts.Accounts.NeedsDevicePassword(ctx, c)
 	if err != nil {
 		return nil, err
 	}
 	if need {
+		// Enrollment comes first: a device password would not let them in.
+		if err := h.opts.Accounts.TwoStepDue(ctx, c); err != nil {
+			return nil, err
+		}
 		h.log.Warn("webdav: main password refused: the account uses two-step verification and signs in over WebDAV with a device password",
 			"login", login, "person", c.Person.ID)
 		return nil, account.ErrDevicePasswordRequired
