@@ -289,7 +289,7 @@ func (s *Service) SignInWithNewPassword(ctx context.Context, login, password, ne
 	return s.Person(ctx, p.ID)
 }
 
-// LoginCaller returns the caller behind login, whose password Authenticate
+// LoginCallerRef returns the caller behind login, whose password Authenticate
 // verified earlier against passwordHash, for a front end that remembers
 // verified credentials so as not to hash the password again on every
 // request (WebDAV Basic). Every check of Authenticate but the hash holds
@@ -309,19 +309,12 @@ func (s *Service) SignInWithNewPassword(ctx context.Context, login, password, ne
 // (kv.MetaGeneration: all read here is account records): a lock, like any
 // change that matters here, is such a commit. A lock that ends does so
 // without one, and only ever lets more in.
-func (s *Service) LoginCaller(ctx context.Context, personID uint64, login, passwordHash string) (Caller, error) {
-	c, err := s.LoginCallerRef(ctx, personID, login, passwordHash)
-	if err != nil {
-		return Caller{}, err
-	}
-	return *c, nil
-}
-
-// LoginCallerRef is LoginCaller handing out the cached Caller itself,
-// which every request of the person shares while it is cached: the caller
-// must not change it (nor what its slices hold). A WebDAV request, which
-// signs in every time, then copies no ~750-byte Caller from the cache and
-// from function to function. Errors as for LoginCaller.
+//
+// The Caller handed out is the cached one, which every request of the
+// person shares while it is cached: the caller must not change it (nor
+// what its slices hold). A WebDAV request, which signs in every time,
+// then copies no ~750-byte Caller from the cache and from function to
+// function.
 func (s *Service) LoginCallerRef(ctx context.Context, personID uint64, login, passwordHash string) (*Caller, error) {
 	gen := kv.MetaGeneration(s.db)
 	c, ok := s.callers.logins.Get(gen, personID)
@@ -340,10 +333,10 @@ func (s *Service) LoginCallerRef(ctx context.Context, personID uint64, login, pa
 	return c, nil
 }
 
-// readLoginCaller reads LoginCaller's answer for personID and keeps it
+// readLoginCaller reads LoginCallerRef's answer for personID and keeps it
 // where it may be kept. It is a function of its own so that the Caller its
 // transaction fills escapes only on a miss: captured by the closure in
-// LoginCaller, it was allocated (some 750 bytes) on every request.
+// LoginCallerRef, it was allocated (some 750 bytes) on every request.
 func (s *Service) readLoginCaller(ctx context.Context, gen, personID uint64) (*Caller, error) {
 	c := new(Caller)
 	cache := true

@@ -81,7 +81,7 @@ func TestAbandonedLoginLeavesTheHashQueue(t *testing.T) {
 	}
 }
 
-// TestLoginCallerSeesEveryChange: LoginCaller, which a front end asks for
+// TestLoginCallerSeesEveryChange: LoginCallerRef, which a front end asks for
 // credentials it verified before, answers every change at the next call,
 // also the second time (from its cache) and when another Service on the
 // same store made it. Before, WebDAV asked Caller, which knows nothing of
@@ -129,13 +129,13 @@ func TestLoginCallerSeesEveryChange(t *testing.T) {
 				t.Fatal(err)
 			}
 			for range 2 {
-				if got, err := s.LoginCaller(ctx, p.ID, alice.Username, p.PasswordHash); err != nil || got.Person.ID != p.ID {
+				if got, err := s.LoginCallerRef(ctx, p.ID, alice.Username, p.PasswordHash); err != nil || got.Person.ID != p.ID {
 					t.Fatalf("before the change: %+v, %v", got.Person, err)
 				}
 			}
 			c.change(t, other, org, p)
 			for range 2 {
-				if _, err := s.LoginCaller(ctx, p.ID, alice.Username, p.PasswordHash); !errors.Is(err, c.want) {
+				if _, err := s.LoginCallerRef(ctx, p.ID, alice.Username, p.PasswordHash); !errors.Is(err, c.want) {
 					t.Fatalf("after the change: %v, want %v", err, c.want)
 				}
 			}

@@ -331,7 +331,7 @@ func (s *Service) DeleteAuthSource(ctx context.Context, id uint64) error {
 				}
 				// A new mark, where the hash was "": a front end that
 				// remembers the person's last sign-in by the hash
-				// (LoginCaller) sees the change and asks again.
+				// (LoginCallerRef) sees the change and asks again.
 				p.AuthSourceID, p.PasswordHash = 0, detachedHash
 				if err := s.put(tx, key(pfxPerson, pid), &p); err != nil {
 					return err

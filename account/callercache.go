@@ -12,7 +12,7 @@ import (
 // what it did for all before the cache.
 const maxCachedCallers = 4096
 
-// callerCache keeps what Caller, LoginCaller and AccessCaller read, so a
+// callerCache keeps what Caller, LoginCallerRef and AccessCaller read, so a
 // request from a known login or session does not read and decode the
 // person and organization records again: under a load of small GETs that
 // was a tenth of the server's CPU (perf, wrk with 32 connections). Entries
@@ -28,7 +28,7 @@ type callerCache struct {
 	roots   *kv.Cache[uint64, RootPlace]   // RootPlaceOf
 	owners  *kv.Cache[uint64, RootOwner]   // RootOwnerOf, by kv.MetaGeneration
 	orgs    *kv.Cache[uint64, OrgPlace]    // OrgPlaceOf
-	devices *kv.Cache[string, *Caller]     // DeviceCaller, by device password hash; shared (DeviceCallerRef)
+	devices *kv.Cache[string, *Caller]     // DeviceCallerRef, by device password hash; shared
 	twoStep *kv.Cache[uint64, bool]        // NeedsDevicePassword's TwoStepMode, by person
 }
 

@@ -101,7 +101,7 @@ type cacheWorld struct {
 	deviceSecret string
 }
 
-// errMainPassword: DeviceCaller did not take the password as a device
+// errMainPassword: DeviceCallerRef did not take the password as a device
 // password (ok false, no error), so the front end judges it as the main
 // password, which it is not: the device is refused.
 var errMainPassword = errors.New("not a device password")
@@ -129,16 +129,16 @@ func fileWrite(t *testing.T, db kv.Store) {
 // answers asks the three entry points once each.
 func (w *cacheWorld) answers() (login, token, device error) {
 	ctx := context.Background()
-	_, login = w.s.LoginCaller(ctx, w.alice.ID, w.alice.Username, w.alice.PasswordHash)
+	_, login = w.s.LoginCallerRef(ctx, w.alice.ID, w.alice.Username, w.alice.PasswordHash)
 	_, token = w.s.AccessCaller(ctx, w.toks.AccessToken)
-	_, ok, device := w.s.DeviceCaller(ctx, w.alice.Username, w.deviceSecret)
+	_, ok, device := w.s.DeviceCallerRef(ctx, w.alice.Username, w.deviceSecret)
 	if device == nil && !ok {
 		device = errMainPassword
 	}
 	return login, token, device
 }
 
-// TestCallerCacheFileWrites: LoginCaller, AccessCaller and DeviceCaller
+// TestCallerCacheFileWrites: LoginCallerRef, AccessCaller and DeviceCallerRef
 // keep their answers across file writes (commits of kv.Content keys only,
 // which leave kv.MetaGeneration alone), yet every revocation takes effect
 // at the very next request although only file writes follow it, and so
@@ -255,7 +255,7 @@ func TestCallerCacheFileWrites(t *testing.T) {
 				for _, c := range []struct {
 					what      string
 					got, want error
-				}{{"LoginCaller", l, row.want.login}, {"AccessCaller", tk, row.want.token}, {"DeviceCaller", d, row.want.device}} {
+				}{{"LoginCallerRef", l, row.want.login}, {"AccessCaller", tk, row.want.token}, {"DeviceCallerRef", d, row.want.device}} {
 					if (c.want == nil) != (c.got == nil) || !errors.Is(c.got, c.want) {
 						t.Errorf("ask %d: %s: %v, want %v", i+1, c.what, c.got, c.want)
 					}

@@ -219,7 +219,7 @@ func (s *Service) RevokeDevicePassword(ctx context.Context, personID, id uint64)
 	})
 }
 
-// DeviceCaller returns the caller behind login and password when password
+// DeviceCallerRef returns the caller behind login and password when password
 // is a live device password of the person login names, with the
 // password's machine as the caller's MachineID. ok is false, with no
 // error, when password is no device password of login's person: the
@@ -232,23 +232,16 @@ func (s *Service) RevokeDevicePassword(ctx context.Context, personID, id uint64)
 // Errors: ErrInvalidCredentials (with a description) for a revoked
 // device password; ErrAccountLocked while the person is locked by failed
 // sign-ins; ErrInactive for a disabled person or organization.
-func (s *Service) DeviceCaller(ctx context.Context, login, password string) (c Caller, ok bool, err error) {
-	ref, ok, err := s.DeviceCallerRef(ctx, login, password)
-	if !ok {
-		return Caller{}, false, err
-	}
-	return *ref, true, nil
-}
-
-// DeviceCallerRef is DeviceCaller handing out the cached Caller itself,
-// as LoginCallerRef does: the caller must not change it.
+//
+// The Caller handed out is the cached one, as LoginCallerRef's: the
+// caller must not change it.
 func (s *Service) DeviceCallerRef(ctx context.Context, login, password string) (*Caller, bool, error) {
 	if !devicePasswordShape(password) {
 		return nil, false, nil
 	}
 	h := string(tokenHash(password))
 	// All read here is account records (kv.MetaGeneration), as for
-	// LoginCaller: a file write does not empty the cache.
+	// LoginCallerRef: a file write does not empty the cache.
 	gen := kv.MetaGeneration(s.db)
 	c, cached := s.callers.devices.Get(gen, h)
 	if !cached {
@@ -264,7 +257,7 @@ func (s *Service) DeviceCallerRef(ctx context.Context, login, password string) (
 	return c, true, nil
 }
 
-// readDeviceCaller reads DeviceCaller's answer for the password whose
+// readDeviceCaller reads DeviceCallerRef's answer for the password whose
 // hash is h, and keeps it. A function of its own so that the Caller its
 // transaction fills escapes only on a miss, not on every request.
 func (s *Service) readDeviceCaller(ctx context.Context, gen uint64, h string) (*Caller, bool, error) {

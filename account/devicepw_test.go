@@ -66,7 +66,7 @@ func TestDevicePasswordLifecycle(t *testing.T) {
 		{"a password of the shape, unknown", "alice", strings.Repeat("a", 32), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, ok, err := s.DeviceCaller(ctx, tc.login, tc.password)
+			c, ok, err := s.DeviceCallerRef(ctx, tc.login, tc.password)
 			if err != nil || ok != tc.ok {
 				t.Fatalf("ok %v, err %v; want ok %v", ok, err, tc.ok)
 			}
@@ -88,13 +88,13 @@ func TestDevicePasswordLifecycle(t *testing.T) {
 	}
 	// Revoked: refused, described, and many times without locking alice.
 	for range 5 {
-		_, ok, err := s.DeviceCaller(ctx, "alice", secret)
+		_, ok, err := s.DeviceCallerRef(ctx, "alice", secret)
 		var d interface{ Description() string }
 		if ok || !errors.Is(err, ErrInvalidCredentials) || !errors.As(err, &d) || !strings.Contains(d.Description(), "revoked") {
 			t.Fatalf("revoked: ok %v, %v", ok, err)
 		}
 	}
-	if _, ok, err := s.DeviceCaller(ctx, "alice", secret2); !ok || err != nil {
+	if _, ok, err := s.DeviceCallerRef(ctx, "alice", secret2); !ok || err != nil {
 		t.Fatalf("the other device password after revoking one: %v %v", ok, err)
 	}
 	if _, err := s.Authenticate(ctx, "alice", pw); err != nil {
@@ -202,7 +202,7 @@ func TestDevicePasswordEnds(t *testing.T) {
 	}
 	works := func(secret string) error {
 		t.Helper()
-		_, ok, err := s.DeviceCaller(ctx, "alice", secret)
+		_, ok, err := s.DeviceCallerRef(ctx, "alice", secret)
 		if err == nil && !ok {
 			err = errors.New("not a device password")
 		}
@@ -359,7 +359,7 @@ func BenchmarkDeviceCaller(b *testing.B) {
 	b.Run("cached", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, ok, err := s.DeviceCaller(ctx, "alice", secret); !ok || err != nil {
+			if _, ok, err := s.DeviceCallerRef(ctx, "alice", secret); !ok || err != nil {
 				b.Fatal(ok, err)
 			}
 		}
@@ -372,7 +372,7 @@ func BenchmarkDeviceCaller(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.StartTimer()
-			if _, ok, err := s.DeviceCaller(ctx, "alice", secret); !ok || err != nil {
+			if _, ok, err := s.DeviceCallerRef(ctx, "alice", secret); !ok || err != nil {
 				b.Fatal(ok, err)
 			}
 		}

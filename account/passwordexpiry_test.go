@@ -8,7 +8,7 @@ import (
 )
 
 // TestPasswordExpiry: under change_password_frequency a password older
-// than the frequency is refused at sign-in (Authenticate, and LoginCaller
+// than the frequency is refused at sign-in (Authenticate, and LoginCallerRef
 // for remembered WebDAV credentials) with ErrPasswordExpired, after the
 // password was checked and without counting a failure; the person signs
 // in with SignInWithNewPassword, after which the new password serves and
@@ -32,7 +32,7 @@ func TestPasswordExpiry(t *testing.T) {
 	if !errors.Is(err, ErrPasswordExpired) || p.ID != alice.ID {
 		t.Fatalf("expired: %v (person %d)", err, p.ID)
 	}
-	if _, err := s.LoginCaller(ctx, alice.ID, "alice", p.PasswordHash); !errors.Is(err, ErrPasswordExpired) {
+	if _, err := s.LoginCallerRef(ctx, alice.ID, "alice", p.PasswordHash); !errors.Is(err, ErrPasswordExpired) {
 		t.Fatalf("remembered credentials: %v", err)
 	}
 	// A wrong password is still only a wrong password.

@@ -645,7 +645,7 @@ func (s *Service) Persons(ctx context.Context, orgID uint64, offset, limit int) 
 // lockout, their machines and device passwords, and every session, in one
 // transaction, recording
 // ActPersonDeleted: their tokens and the WebDAV credentials a front end
-// remembers (LoginCaller) fail from the next request on. Their roots are
+// remembers (LoginCallerRef) fail from the next request on. Their roots are
 // vfs's: the caller deletes them first (rest does, with vfs.DeleteRoot);
 // the records of who owned them stay, so an administrator who asks for
 // one learns it was deleted rather than that it never existed.

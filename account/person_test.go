@@ -264,7 +264,7 @@ func TestDeletePerson(t *testing.T) {
 	if _, err := s.AccessCaller(ctx, toks.AccessToken); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.LoginCaller(ctx, bob.ID, "bob", bob.PasswordHash); err != nil {
+	if _, err := s.LoginCallerRef(ctx, bob.ID, "bob", bob.PasswordHash); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.DeletePerson(ctx, bob.ID); err != nil {
@@ -276,7 +276,7 @@ func TestDeletePerson(t *testing.T) {
 	if _, _, err := s.Refresh(ctx, toks.RefreshToken); !errors.Is(err, ErrInvalidToken) {
 		t.Fatalf("refresh after delete: %v", err)
 	}
-	if _, err := s.LoginCaller(ctx, bob.ID, "bob", bob.PasswordHash); !errors.Is(err, ErrNotFound) {
+	if _, err := s.LoginCallerRef(ctx, bob.ID, "bob", bob.PasswordHash); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("remembered credentials after delete: %v", err)
 	}
 	if _, err := s.Authenticate(ctx, "bob", pw); !errors.Is(err, ErrInvalidCredentials) {

@@ -126,7 +126,7 @@ type Service struct {
 	// Argon2.Memory KiB, so a burst of logins must queue instead of
 	// multiplying memory use.
 	hashSlots chan struct{}
-	// callers keeps what Caller, LoginCaller and AccessCaller read until the next
+	// callers keeps what Caller, LoginCallerRef and AccessCaller read until the next
 	// commit to the store.
 	callers callerCache
 	// checks are the password checks under way, by a hash of login and

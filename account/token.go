@@ -505,7 +505,7 @@ func (s *Service) AccessCaller(ctx context.Context, accessToken string) (Caller,
 // on the heap. Errors as for ValidateAccess.
 func (s *Service) AccessCallerRef(ctx context.Context, accessToken string) (*Caller, error) {
 	// All read here is account records (kv.MetaGeneration), as for
-	// LoginCaller: a file write does not empty the cache.
+	// LoginCallerRef: a file write does not empty the cache.
 	gen := kv.MetaGeneration(s.db)
 	// The token's bytes and hash on the stack for the lookup (a token is
 	// 43 bytes; []byte(accessToken) is on the stack only up to 32); a

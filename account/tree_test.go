@@ -215,8 +215,8 @@ func TestDisabledAncestor(t *testing.T) {
 		if _, err := s.AccessCaller(ctx, toks.AccessToken); !errors.Is(err, want) {
 			t.Fatalf("AccessCaller: %v, want %v", err, want)
 		}
-		if _, err := s.LoginCaller(ctx, p.ID, "leafy", p.PasswordHash); !errors.Is(err, want) {
-			t.Fatalf("LoginCaller: %v, want %v", err, want)
+		if _, err := s.LoginCallerRef(ctx, p.ID, "leafy", p.PasswordHash); !errors.Is(err, want) {
+			t.Fatalf("LoginCallerRef: %v, want %v", err, want)
 		}
 		if _, err := s.ChainLive(ctx, tr.leaf.ID); !errors.Is(err, want) {
 			t.Fatalf("ChainLive: %v, want %v", err, want)

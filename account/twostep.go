@@ -169,7 +169,7 @@ func (s *Service) TwoStepDue(ctx context.Context, c *Caller) error {
 // enrolled reports whether person id has enrolled in two-step
 // verification. Front ends ask on every request (TwoStepDue,
 // NeedsDevicePassword), so the answer is kept until the store's next
-// commit outside file contents (kv.MetaGeneration), as LoginCaller's.
+// commit outside file contents (kv.MetaGeneration), as LoginCallerRef's.
 func (s *Service) enrolled(ctx context.Context, id uint64) (bool, error) {
 	gen := kv.MetaGeneration(s.db)
 	if v, ok := s.callers.twoStep.Get(gen, id); ok {

@@ -204,7 +204,7 @@ func (s *Service) sendSignInCode(ctx context.Context, p Person, rec twoStepRecor
 // moveTwoStepLock puts the lock that wrong codes brought on person id's
 // two-step subject onto the person's login subject: the whole account is
 // then locked, so that no password is checked while it holds (and
-// LoginCaller, over WebDAV, refuses too), and Unlock ends it.
+// LoginCallerRef, over WebDAV, refuses too), and Unlock ends it.
 func (s *Service) moveTwoStepLock(ctx context.Context, id uint64) error {
 	return s.db.Update(ctx, func(tx kv.Txn) error {
 		var lr lockRecord

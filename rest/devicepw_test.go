@@ -46,7 +46,7 @@ func TestDevicePasswordRoutes(t *testing.T) {
 	if err != nil || m.PersonID != me || m.DNSName != "laptop.local" || m.OSType != "linux" {
 		t.Fatalf("its machine: %+v %v", m, err)
 	}
-	if c, ok, err := f.accounts.DeviceCaller(ctx, f.person.Username, made.Password); !ok || err != nil || c.MachineID != made.MachineID {
+	if c, ok, err := f.accounts.DeviceCallerRef(ctx, f.person.Username, made.Password); !ok || err != nil || c.MachineID != made.MachineID {
 		t.Fatalf("the password does not sign in: %v %v", ok, err)
 	}
 
@@ -141,7 +141,7 @@ func TestDevicePasswordRoutes(t *testing.T) {
 			wantError(t, st, b, tc.wantStatus, "not_found")
 		})
 	}
-	if _, ok, err := f.accounts.DeviceCaller(ctx, f.person.Username, made.Password); ok || err == nil {
+	if _, ok, err := f.accounts.DeviceCallerRef(ctx, f.person.Username, made.Password); ok || err == nil {
 		t.Fatalf("a revoked password signs in: %v %v", ok, err)
 	}
 	st, b = f.get(base + "device_passwords")
@@ -198,7 +198,7 @@ func TestDeleteMachineRoute(t *testing.T) {
 	}
 	st, b = f.readAll(f.request(http.MethodGet, "/api/2/person", toks.AccessToken, nil, nil))
 	wantError(t, st, b, http.StatusUnauthorized, "access_denied")
-	if _, ok, err := f.accounts.DeviceCaller(ctx, f.person.Username, dp.Password); ok || err == nil {
+	if _, ok, err := f.accounts.DeviceCallerRef(ctx, f.person.Username, dp.Password); ok || err == nil {
 		t.Fatalf("the machine's device password after it went: %v %v", ok, err)
 	}
 	if _, err := f.accounts.Machine(ctx, bobs.ID); err != nil {

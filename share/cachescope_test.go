@@ -67,7 +67,7 @@ func (t readTxn) ScanReverse(prefix, start []byte, fn func(k, v []byte) error) e
 // TestCachedReadsOutsideContent: what the caches keyed on
 // kv.MetaGeneration derive their entries from is read outside kv.Content,
 // which file writes change without moving that generation. Those caches
-// are account's LoginCaller, AccessCaller, DeviceCaller, the two-step
+// are account's LoginCallerRef, AccessCaller, DeviceCallerRef, the two-step
 // answer and the roots' owners (RootOwnerOf), and WebDAV's mounts, which are share.Roots of the caller. A read
 // of file content there would be a revocation that a file write leaves
 // unseen, or an answer frozen while the files change under it. The one
@@ -132,20 +132,20 @@ func TestCachedReadsOutsideContent(t *testing.T) {
 	// Every cache is empty now: the last commit moved both generations
 	// past their entries.
 	log.set(true)
-	c, err := st.Accounts.LoginCaller(ctx, alice.ID, "alice", alice.PasswordHash)
+	c, err := st.Accounts.LoginCallerRef(ctx, alice.ID, "alice", alice.PasswordHash)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := st.Accounts.AccessCaller(ctx, toks.AccessToken); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok, err := st.Accounts.DeviceCaller(ctx, "alice", secret); !ok || err != nil {
-		t.Fatalf("DeviceCaller: %v, %v", ok, err)
+	if _, ok, err := st.Accounts.DeviceCallerRef(ctx, "alice", secret); !ok || err != nil {
+		t.Fatalf("DeviceCallerRef: %v, %v", ok, err)
 	}
-	if _, err := st.Accounts.NeedsDevicePassword(ctx, &c); err != nil {
+	if _, err := st.Accounts.NeedsDevicePassword(ctx, c); err != nil {
 		t.Fatal(err)
 	}
-	roots, err := svc.Roots(ctx, c)
+	roots, err := svc.Roots(ctx, *c)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,7 +29,7 @@ var errNoCredentials = errors.New("webdav: authentication required")
 // is such a wrong password); a success is remembered briefly by a hash of
 // login and password, because a WebDAV client sends them with every
 // request and argon2 costs a fraction of a second each time. A remembered
-// login still goes through account.LoginCaller on every request, which
+// login still goes through account.LoginCallerRef on every request, which
 // applies the lock, a disabled account and a new password at once.
 // Failures are never remembered. Requests that bring the same credentials
 // while they are being checked share that check (account.Authenticate
