@@ -151,6 +151,14 @@ type WriteOptions struct {
 	// size or the space left is refused before a byte of it is read; the
 	// bytes that do arrive are held to the limits either way.
 	DeclaredSize int64
+	// BodyOnDemand says the body is not on its way until it is first
+	// read: an HTTP request with Expect: 100-continue, whose client waits
+	// for 100 Continue (which net/http sends at that read) before it
+	// sends it. Every check that needs none of its bytes (the folder, a
+	// lock, the limits) then comes before that read, so a refusal costs
+	// the client no body; a small body, which is otherwise read first
+	// and checked in its commit alone, costs a read transaction more.
+	BodyOnDemand bool
 	// IfRevision, when not 0, lets WriteFile commit only while the file's
 	// current revision is that one; IfAbsent only while there is no file
 	// of that name. Otherwise it is ErrChanged and nothing is stored: a

@@ -255,13 +255,14 @@ func (fs *FS) writeFile(ctx context.Context, root, parent uint64, name string, r
 	// the same before it is saved (a sixth of a small PUT's store reads).
 	// One that turns out larger is checked before a chunk of it is
 	// stored, as any other. Under a quota, that transaction refuses a
-	// body announced over it unread.
+	// body announced over it unread, as it does any body on demand
+	// (BodyOnDemand), whose refusal must come before its first read.
 	var (
 		inline, head []byte
 		small        bool
 		err          error
 	)
-	if opts.DeclaredSize > 0 && opts.DeclaredSize <= InlineMax && !lim.bound() {
+	if opts.DeclaredSize > 0 && opts.DeclaredSize <= InlineMax && !lim.bound() && !opts.BodyOnDemand {
 		hp := fs.heads.Get().(*[]byte)
 		defer fs.heads.Put(hp)
 		if head, small, err = readHead(r, *hp); err != nil {

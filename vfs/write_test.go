@@ -291,7 +291,8 @@ func TestLookupWithParent(t *testing.T) {
 // TestSmallBodyReadFirst: a body announced to fit in its record is read
 // before the checks, and must come out as any other: stored whole when it
 // is larger than announced, refused by the same errors, and the checks
-// still run before any byte is read under a quota.
+// still run before any byte is read under a quota, or for a body sent
+// only once it is read (WriteOptions.BodyOnDemand).
 func TestSmallBodyReadFirst(t *testing.T) {
 	e := newEnv(t)
 	e.write(t, e.root.FolderID, "file", []byte("x"))
@@ -314,6 +315,9 @@ func TestSmallBodyReadFirst(t *testing.T) {
 		{"over the quota", e.root.FolderID, bytes.NewReader(small), vfs.WriteOptions{DeclaredSize: 4096, SpaceQuota: 100}, nil, vfs.ErrQuotaExceeded},
 		{"over the quota, unread", e.root.FolderID, failing{errors.New("body was read")}, vfs.WriteOptions{DeclaredSize: 4096, SpaceQuota: 100}, nil, vfs.ErrQuotaExceeded},
 		{"cut off", e.root.FolderID, io.MultiReader(bytes.NewReader(small[:100]), failing{io.ErrUnexpectedEOF}), vfs.WriteOptions{DeclaredSize: 4096}, nil, io.ErrUnexpectedEOF},
+		// A body on demand (Expect: 100-continue) is refused unread.
+		{"no such folder, on demand, unread", 999999, failing{errors.New("body was read")}, vfs.WriteOptions{DeclaredSize: 4096, BodyOnDemand: true}, nil, vfs.ErrNotExist},
+		{"announced, on demand", e.root.FolderID, bytes.NewReader(small), vfs.WriteOptions{DeclaredSize: 4096, BodyOnDemand: true}, small, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			n, err := e.fs.WriteFile(ctx, e.root.ID, c.parent, "f-"+c.name, c.body, c.opts)

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"path"
 	"strconv"
+	"strings"
 
 	"berth/vfs"
 )
@@ -42,7 +43,7 @@ func (s *session) put(w http.ResponseWriter, r *http.Request) error {
 	}
 	// vfs refuses a body announced over the limits before reading it.
 	opts := s.optsFor(t.m.root.ID)
-	opts.DeclaredSize = declaredSize(r)
+	opts.DeclaredSize, opts.BodyOnDemand = declaredSize(r), onDemand(r)
 	if conditional(r) {
 		// The conditions held for the file as it is now; vfs commits
 		// the upload only if it still is, however long the body takes.
@@ -101,7 +102,7 @@ func (s *session) plainPut(w http.ResponseWriter, r *http.Request) (done bool, e
 		return false, nil
 	}
 	opts := s.optsFor(t.m.root.ID)
-	opts.DeclaredSize = size
+	opts.DeclaredSize, opts.BodyOnDemand = size, onDemand(r)
 	written, created, err := s.h.opts.FS.WriteAt(s.ctx, t.m.root.ID, t.rel, r.Body, opts, func(parentErr error, old *vfs.Node) error {
 		switch {
 		case old != nil && old.Dir:
@@ -126,4 +127,16 @@ func declaredSize(r *http.Request) int64 {
 	}
 	n, _ := strconv.ParseInt(r.Header.Get("X-Expected-Entity-Length"), 10, 64)
 	return max(n, 0)
+}
+
+// onDemand reports whether the client sends the body only once berth
+// reads it (Expect: 100-continue, RFC 9110 10.1.1): a refusal is then
+// to be answered before that read, so that the body is never sent.
+func onDemand(r *http.Request) bool {
+	for _, v := range r.Header.Values("Expect") {
+		if strings.Contains(strings.ToLower(v), "100-continue") {
+			return true
+		}
+	}
+	return false
 }

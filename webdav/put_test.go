@@ -1,15 +1,20 @@
 package webdav_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/tls"
+	"encoding/base64"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"berth/account"
 	"berth/vfs"
@@ -106,4 +111,92 @@ func TestPut(t *testing.T) {
 			contains(t, body, "<D:quota-used-bytes>8000</D:quota-used-bytes>", "<D:quota-available-bytes>2000</D:quota-available-bytes>")
 		}},
 	})
+}
+
+// TestPutExpectContinue: a PUT sent with Expect: 100-continue that berth
+// refuses gets its refusal without a 100 Continue, so the client never
+// sends the body (net/http sends 100 Continue at the body's first read).
+// Small bodies (vfs.InlineMax or less) were read first and refused in
+// their commit. Each row speaks HTTP/1.1 over real TLS: headers first,
+// then what comes back, then the body only if told to go on.
+func TestPutExpectContinue(t *testing.T) {
+	small, large := 5, vfs.InlineMax+1
+	rows := []struct {
+		name   string
+		before func(t *testing.T, f *fixture) // nil: none
+		path   string
+		size   int
+		hdr    []string // further headers, name then value
+		status int      // the answer; 201 after a 100 Continue
+	}{
+		{"no parent folder", nil, "/missing/f.txt", small, nil, http.StatusConflict},
+		{"no parent folder, large", nil, "/missing/f.txt", large, nil, http.StatusConflict},
+		{"locked file", lockAt("/doc.txt"), "/doc.txt", small, nil, http.StatusLocked},
+		{"locked folder, new file", lockAt("/d"), "/d/new.txt", small, nil, http.StatusLocked},
+		{"locked file, If-Match", lockAt("/doc.txt"), "/doc.txt", small, []string{"If-Match", "*"}, http.StatusLocked},
+		{"locked file, large", lockAt("/doc.txt"), "/doc.txt", large, nil, http.StatusLocked},
+		{"stored", nil, "/new.txt", small, nil, http.StatusCreated},
+		{"stored, large", nil, "/new.txt", large, nil, http.StatusCreated},
+	}
+	for _, row := range rows {
+		t.Run(row.name, func(t *testing.T) {
+			f := newFixture(t)
+			if st, _, body := f.do("MKCOL", "/d", nil); st != http.StatusCreated {
+				t.Fatalf("MKCOL: %d %q", st, body)
+			}
+			if st, _, body := f.do("PUT", "/doc.txt", strings.NewReader("doc")); st != http.StatusCreated {
+				t.Fatalf("PUT: %d %q", st, body)
+			}
+			if row.before != nil {
+				row.before(t, f)
+			}
+			tr := f.client.Transport.(*http.Transport)
+			conn, err := tls.Dial("tcp", f.srv.Listener.Addr().String(), &tls.Config{RootCAs: tr.TLSClientConfig.RootCAs, NextProtos: []string{"http/1.1"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			conn.SetDeadline(time.Now().Add(30 * time.Second))
+			var req strings.Builder
+			fmt.Fprintf(&req, "PUT /webdav/alice%s HTTP/1.1\r\nHost: berth\r\nAuthorization: Basic %s\r\nContent-Length: %d\r\nExpect: 100-continue\r\n",
+				row.path, base64.StdEncoding.EncodeToString([]byte("alice:"+password)), row.size)
+			for i := 0; i+1 < len(row.hdr); i += 2 {
+				fmt.Fprintf(&req, "%s: %s\r\n", row.hdr[i], row.hdr[i+1])
+			}
+			req.WriteString("\r\n")
+			if _, err := io.WriteString(conn, req.String()); err != nil {
+				t.Fatal(err)
+			}
+			br := bufio.NewReader(conn)
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.StatusCode == http.StatusContinue {
+				if row.status != http.StatusCreated {
+					t.Fatalf("100 Continue before the refusal (%d): the body was asked for", row.status)
+				}
+				if _, err := conn.Write(bytes.Repeat([]byte("x"), row.size)); err != nil {
+					t.Fatal(err)
+				}
+				if resp, err = http.ReadResponse(br, nil); err != nil {
+					t.Fatal(err)
+				}
+			} else if row.status == http.StatusCreated {
+				t.Fatalf("status %d before the body, want 100 Continue", resp.StatusCode)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			want(t, "PUT", resp.StatusCode, row.status, string(body))
+		})
+	}
+}
+
+// lockAt locks p with an exclusive write lock whose token the PUT will
+// not present.
+func lockAt(p string) func(*testing.T, *fixture) {
+	return func(t *testing.T, f *fixture) {
+		t.Helper()
+		st, _, body := f.do("LOCK", p, strings.NewReader(lockExclusiveOwned))
+		want(t, "LOCK "+p, st, http.StatusOK, body)
+	}
 }
