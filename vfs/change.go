@@ -192,7 +192,7 @@ func (fs *FS) DeleteAt(ctx context.Context, root uint64, p string, opts WriteOpt
 	if err != nil {
 		return err
 	}
-	return fs.delete(ctx, root, 0, opts, &deletePath{p, segs, check})
+	return fs.delete(ctx, root, 0, opts, &deletePath{p: p, segs: segs, check: check})
 }
 
 // deletePath is the item a DeleteAt names: its path p, p's names segs
@@ -201,6 +201,9 @@ type deletePath struct {
 	p     string
 	segs  []string
 	check func(Node) error
+	// refused is check's error in the last try, for the metrics
+	// (counted).
+	refused error
 }
 
 // delete is Delete, or DeleteAt of at (id is then found in the
@@ -217,8 +220,10 @@ func (fs *FS) delete(ctx context.Context, root, id uint64, opts WriteOptions, at
 			if err != nil {
 				return err
 			}
+			at.refused = nil
 			if at.check != nil {
 				if err := at.check(found.public(now)); err != nil {
+					at.refused = err
 					return err
 				}
 			}
@@ -251,7 +256,11 @@ func (fs *FS) delete(ctx context.Context, root, id uint64, opts WriteOptions, at
 		}
 		return fs.journal(ctx, tx, OpDelete, opts.Actor, Event{RootID: root, NodeID: id, ParentID: rec.Parent, Name: rec.Name, Dir: rec.Dir, Size: rec.Size})
 	})
-	fs.done(OpDelete, err, Event{RootID: root, NodeID: id, ParentID: rec.Parent, Name: rec.Name, Dir: rec.Dir, Size: rec.Size})
+	var refused error
+	if at != nil {
+		refused = at.refused
+	}
+	fs.done(OpDelete, counted(err, refused), Event{RootID: root, NodeID: id, ParentID: rec.Parent, Name: rec.Name, Dir: rec.Dir, Size: rec.Size})
 	return err
 }
 

@@ -26,7 +26,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
 		ops: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "berth_vfs_operations_total",
-			Help: "File-system operations by kind and result (ok, or the error class).",
+			Help: "File-system operations by kind and result (ok, the error class, or refused: by the caller's own check).",
 		}, []string{"op", "result"}),
 		bytesWritten: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "berth_vfs_written_bytes_total", Help: "Plain bytes of file contents committed.",
@@ -60,6 +60,26 @@ var errorClasses = []struct {
 	{ErrNotDir, "not_dir"}, {ErrIsDir, "is_dir"}, {ErrExtensionExcluded, "policy"},
 	{ErrFileTooLarge, "policy"}, {ErrQuotaExceeded, "quota"}, {ErrNoSuchLock, "no_such_lock"},
 	{ErrRootItem, "root_item"}, {ErrBusy, "busy"}, {ErrNoSpace, "no_space"}, {context.Canceled, "canceled"}, {context.DeadlineExceeded, "canceled"},
+	{ErrTooDeep, "too_deep"}, {ErrMetadataLimit, "metadata_limit"}, {ErrChanged, "changed"},
+	{ErrUploadOffset, "upload_offset"}, {ErrChecksumMismatch, "checksum_mismatch"}, {ErrZipTooLarge, "zip_too_large"},
+}
+
+// refusal marks, for the metrics alone, an error that a caller's check
+// returned (WriteAt's, MkdirAt's, DeleteAt's): the caller's own error,
+// which no class above names, is a request the caller refused, counted
+// as "refused" and not as "error", a failure of the store.
+type refusal struct{ error }
+
+func (r refusal) Unwrap() error { return r.error }
+
+// counted is err as the metrics count it: refusal{err} when err is, or
+// wraps, refused, the error the caller's check returned (nil when it
+// returned none).
+func counted(err, refused error) error {
+	if err != nil && refused != nil && errors.Is(err, refused) {
+		return refusal{err}
+	}
+	return err
 }
 
 func (m *metrics) observe(op Op, err error) {
@@ -77,6 +97,9 @@ func (m *metrics) observe(op Op, err error) {
 			result = c.label
 			break
 		}
+	}
+	if r := (refusal{}); result == "error" && errors.As(err, &r) {
+		result = "refused"
 	}
 	m.ops.WithLabelValues(string(op), result).Inc()
 }

@@ -2,6 +2,7 @@ package vfs_test
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -82,5 +83,100 @@ func counter(t *testing.T, reg *prometheus.Registry, op, result string) float64 
 		}
 	}
 	t.Fatalf("no berth_vfs_operations_total{op=%q,result=%q}", op, result)
+	return 0
+}
+
+// TestMetricsRefusals: a request refused by the caller's own check
+// (WriteAt's, MkdirAt's, DeleteAt's) counts as "refused", one vfs
+// refuses by its own errors as their class, neither as "error", which
+// is a failure of the store.
+func TestMetricsRefusals(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	db := openBadger(t, filepath.Join(dir, "meta"), false)
+	defer db.Close()
+	chunks, _ := chunk.NewDisk(filepath.Join(dir, "chunks"))
+	reg := prometheus.NewRegistry()
+	fs, err := vfs.Open(ctx, db, chunks, vfs.Options{Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fs.Close()
+	root, _ := fs.CreateRoot(ctx, "r", vfs.RootSync)
+	if _, err := fs.WriteFile(ctx, root.ID, root.FolderID, "f", strings.NewReader("x"), vfs.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	no := errors.New("the caller's check refuses")
+	refuse := func(error, *vfs.Node) error { return no }
+	small := func() vfs.WriteOptions { return vfs.WriteOptions{DeclaredSize: 1} }
+	for _, c := range []struct {
+		name       string
+		do         func() error
+		op, result string
+	}{
+		{"WriteAt, small body, the check refuses", func() error {
+			_, _, err := fs.WriteAt(ctx, root.ID, "/missing/g", strings.NewReader("y"), small(), refuse)
+			return err
+		}, "write", "refused"},
+		{"WriteAt, large body, the check refuses", func() error {
+			_, _, err := fs.WriteAt(ctx, root.ID, "/g", strings.NewReader(strings.Repeat("y", vfs.InlineMax+1)), vfs.WriteOptions{DeclaredSize: vfs.InlineMax + 1}, refuse)
+			return err
+		}, "write", "refused"},
+		{"WriteAt, no folder", func() error {
+			_, _, err := fs.WriteAt(ctx, root.ID, "/missing/g", strings.NewReader("y"), small(), nil)
+			return err
+		}, "write", "not_found"},
+		{"WriteAt, an invalid path", func() error {
+			_, _, err := fs.WriteAt(ctx, root.ID, "/a/../g", strings.NewReader("y"), small(), nil)
+			return err
+		}, "write", "invalid_name"},
+		{"WriteFile, changed", func() error {
+			_, err := fs.WriteFile(ctx, root.ID, root.FolderID, "f", strings.NewReader("y"), vfs.WriteOptions{IfAbsent: true})
+			return err
+		}, "write", "changed"},
+		{"MkdirAt, the check refuses", func() error {
+			_, err := fs.MkdirAt(ctx, root.ID, "/d", vfs.WriteOptions{}, refuse)
+			return err
+		}, "mkdir", "refused"},
+		{"DeleteAt, the check refuses", func() error {
+			return fs.DeleteAt(ctx, root.ID, "/f", vfs.WriteOptions{}, func(vfs.Node) error { return no })
+		}, "delete", "refused"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			before, errors0 := counterOr0(t, reg, c.op, c.result), counterOr0(t, reg, c.op, "error")
+			if err := c.do(); err == nil {
+				t.Fatal("not refused")
+			}
+			if n := counterOr0(t, reg, c.op, c.result) - before; n != 1 {
+				t.Errorf("%s %s counted %v times, want 1", c.op, c.result, n)
+			}
+			if n := counterOr0(t, reg, c.op, "error") - errors0; n != 0 {
+				t.Errorf("%s error counted %v times, want 0", c.op, n)
+			}
+		})
+	}
+}
+
+// counterOr0 is counter, 0 for a series not yet made.
+func counterOr0(t *testing.T, reg *prometheus.Registry, op, result string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "berth_vfs_operations_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["op"] == op && labels["result"] == result {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
 	return 0
 }

@@ -67,7 +67,11 @@ func (fs *FS) mkdir(ctx context.Context, root, parent uint64, name string, opts 
 		n, err = nodeAt(tx, id, now)
 		return err
 	})
-	fs.done(OpMkdir, err, Event{RootID: root, NodeID: id, ParentID: parent, Name: name, Dir: true})
+	var refused error
+	if at != nil {
+		refused = at.refused
+	}
+	fs.done(OpMkdir, counted(err, refused), Event{RootID: root, NodeID: id, ParentID: parent, Name: name, Dir: true})
 	if err != nil {
 		return Node{}, err
 	}
@@ -156,7 +160,7 @@ func (fs *FS) WriteAt(ctx context.Context, root uint64, p string, r io.Reader, o
 	at := &pathAt{segs: segs, check: check}
 	name := segs[len(segs)-1]
 	n, err := fs.writeFile(ctx, root, 0, name, r, opts, at)
-	fs.done(OpWrite, err, Event{RootID: root, NodeID: n.ID, ParentID: at.parent, Name: name, Size: n.Size})
+	fs.done(OpWrite, counted(err, at.refused), Event{RootID: root, NodeID: n.ID, ParentID: at.parent, Name: name, Size: n.Size})
 	return n, at.created, err
 }
 
@@ -168,6 +172,9 @@ type pathAt struct {
 	// says the committed write created the file.
 	parent  uint64
 	created bool
+	// refused is check's error in the last lookup, for the metrics
+	// (counted).
+	refused error
 }
 
 // refuse is err, a refusal before the write's transaction, unless the
@@ -209,8 +216,10 @@ func (a *pathAt) lookup(tx kv.Txn, root uint64, now int64) (uint64, error) {
 			return 0, gerr
 		}
 	}
+	a.refused = nil
 	if a.check != nil {
 		if cerr := a.check(err, old); cerr != nil {
+			a.refused = cerr
 			return 0, cerr
 		}
 	}
