@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"berth/account"
 	"berth/share"
 	"berth/vfs"
+	"berth/webdav"
 )
 
 // TestRouteAccess walks every WebDAV method over alice's mount as each
@@ -209,7 +211,10 @@ func (f *fixture) tree() string {
 // must not. Each row: alice's requests are let in, twice, file writes,
 // the change, file writes, then the same requests are refused, twice,
 // while others' requests a row names go on being let in. File writes
-// come between every two rounds.
+// come between every two rounds, and move the clock of remembered Basic
+// logins by 40 s: the first request after the change finds alice's main
+// password remembered by use for 120 s, longer than one unused would be
+// (90 s), so the rows check that such a login is refused at once too.
 func TestRevocationUnderFileWrites(t *testing.T) {
 	ctx := context.Background()
 	const propfind = `<?xml version="1.0"?><D:propfind xmlns:D="DAV:"><D:prop><D:resourcetype/></D:prop></D:propfind>`
@@ -289,6 +294,17 @@ func TestRevocationUnderFileWrites(t *testing.T) {
 		status int
 		also   []check // further requests, alice's or others'
 	}{
+		{"password changed", nil, ownDir, func(t *testing.T, w *revokeWorld) {
+			if err := w.f.accounts.SetPassword(ctx, w.f.person.ID, "another horse battery"); err != nil {
+				t.Fatal(err)
+			}
+		}, http.StatusUnauthorized, nil},
+		{"person disabled", nil, ownDir, func(t *testing.T, w *revokeWorld) {
+			if _, err := w.f.accounts.UpdatePerson(ctx, w.f.person.ID, func(p *account.Person) error { p.Active = false; return nil }); err != nil {
+				t.Fatal(err)
+			}
+		}, http.StatusForbidden, nil},
+		{"password expired by the policy", nil, ownDir, policy(func(p *account.Policy) { always := "1ns"; p.ChangePasswordFrequency = &always }), http.StatusForbidden, nil},
 		{"WebDAV turned off by the policy", nil, ownDir, policy(func(p *account.Policy) { p.WebDAVEnabled = false }), http.StatusForbidden, nil},
 		{"WebDAV turned off by the policy, device password", nil, device, policy(func(p *account.Policy) { p.WebDAVEnabled = false }), http.StatusForbidden, nil},
 		{"two-step verification required by the policy", nil, ownDir, policy(func(p *account.Policy) { p.RequireTwoStepAuth = true }), http.StatusForbidden, nil},
@@ -380,9 +396,15 @@ func TestRevocationUnderFileWrites(t *testing.T) {
 				}
 			}
 			w.writes(t)
+			first, _ := webdav.CredentialChecked(w.f.h, "alice", password)
 			row.change(t, w)
 			for i := range 2 {
 				w.writes(t)
+				if i == 0 && !row.probe.device {
+					if at, ok := webdav.CredentialChecked(w.f.h, "alice", password); !ok || !at.Equal(first) || w.clock.now().Sub(at) <= 90*time.Second {
+						t.Fatalf("alice's login checked at %v (remembered %v), first at %v, now %v: not remembered by use past 90 s", at, ok, first, w.clock.now())
+					}
+				}
 				for _, c := range checks {
 					st, b := send(c.probe)
 					want(t, fmt.Sprintf("%s's %s %s after the change (%d)", cmp.Or(c.user, "alice"), c.method, c.path, i+1), st, c.status, b)
@@ -408,6 +430,26 @@ type revokeWorld struct {
 	// shareWrites: files are still written into the share (not once it
 	// is deleted).
 	shareWrites bool
+	// clock is the clock of remembered Basic logins; writes moves it.
+	clock *testClock
+}
+
+// testClock is a clock that tests move; requests read it.
+type testClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *testClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *testClock) add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
 }
 
 // writes are others' file writes, into bob's root and into the share:
@@ -415,6 +457,7 @@ type revokeWorld struct {
 func (w *revokeWorld) writes(t *testing.T) {
 	t.Helper()
 	ctx := context.Background()
+	w.clock.add(40 * time.Second)
 	meta := w.f.fs.MetaGeneration()
 	roots := []vfs.Root{w.bobRoot}
 	if w.shareWrites {
@@ -434,7 +477,8 @@ func (w *revokeWorld) writes(t *testing.T) {
 func newRevokeWorld(t *testing.T) *revokeWorld {
 	t.Helper()
 	ctx := context.Background()
-	w := &revokeWorld{f: newFixture(t), shareWrites: true}
+	w := &revokeWorld{f: newFixture(t), shareWrites: true, clock: &testClock{t: time.Now()}}
+	webdav.SetCredentialClock(w.f.h, w.clock.now)
 	w.bob, w.bobRoot, _ = w.f.addPerson("bob")
 	w.sh, w.admin, w.share = w.f.orgShare("Team")
 	var err error

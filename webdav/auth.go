@@ -26,12 +26,15 @@ var errNoCredentials = errors.New("webdav: authentication required")
 //
 // Main passwords go through account.Authenticate, so they count toward
 // the same lockout as the OAuth password grant (a wrong device password
-// is such a wrong password); a success is remembered briefly by a hash of
-// login and password, because a WebDAV client sends them with every
-// request and argon2 costs a fraction of a second each time. A remembered
-// login still goes through account.LoginCallerRef on every request, which
-// applies the lock, a disabled account and a new password at once.
-// Failures are never remembered. Requests that bring the same credentials
+// is such a wrong password); a success is remembered by a hash of login
+// and password, because a WebDAV client sends them with every request
+// and argon2 costs a fraction of a second each time. A remembered login
+// still goes through account.LoginCallerRef on every request, which
+// applies the lock, a disabled account, a new password and the policy at
+// once, and through mainPassword (two-step verification); so it is kept
+// while in use (credCache), up to a bound, except where the password
+// lives in a directory server, which only a full check asks. Failures
+// are never remembered. Requests that bring the same credentials
 // while they are being checked share that check (account.Authenticate
 // does it, for the OAuth password grant too): a client that opens with
 // many requests at once with the right password costs one argon2 hash and
@@ -101,7 +104,7 @@ func (h *Handler) basic(ctx context.Context, login, password string) (*account.C
 	if err != nil {
 		return nil, err
 	}
-	h.creds.put(key, credEntry{person: p.ID, hash: p.PasswordHash})
+	h.creds.put(key, credEntry{person: p.ID, hash: p.PasswordHash, directory: p.AuthSourceID != 0})
 	c, err := h.opts.Accounts.Caller(ctx, p.ID)
 	if err != nil {
 		return nil, err
@@ -130,34 +133,68 @@ func (h *Handler) mainPassword(ctx context.Context, c *account.Caller, login str
 	return c, nil
 }
 
-// credCache remembers recently verified Basic credentials by hash.
+// credCache remembers verified Basic credentials by hash. An entry is
+// forgotten once unused for ttl, and maxAge after its full check
+// (account.Authenticate) however much it is used: a client that works
+// all day costs one argon2 hash, one login record and one refresh of its
+// known address (account.Authenticate's bookkeeping, whose record lasts
+// Lockout.KnownAddressTTL, 30 days) every maxAge, not every ttl.
+//
+// Keeping an entry in use is safe because it proves only that the
+// password was once right against hash: every request still asks
+// account.LoginCallerRef, where a new password (another hash), a
+// disabled person or organization, a lock, an expired password or a
+// changed policy refuses it at once, and mainPassword, where two-step
+// verification does. What no request sees is a password changed, or an
+// account disabled, in a directory server (LDAP): berth asks it only in
+// a full check, so a directory account's entry is not kept by use, and
+// such a change is seen within ttl, as before.
 type credCache struct {
-	ttl time.Duration
-	max int
-	mu  sync.Mutex
-	m   map[[32]byte]credEntry
+	ttl    time.Duration // unused this long, an entry is forgotten
+	maxAge time.Duration // this long after its full check, used or not
+	max    int
+	now    func() time.Time
+	mu     sync.Mutex
+	m      map[[32]byte]credEntry
 }
 
 // credEntry is a verified login. hash is the password hash it was verified
 // against: a new password (which also ends the person's sessions) changes
 // it, so the old password stops working at once, not when the entry expires.
 type credEntry struct {
-	person  uint64
-	hash    string
-	expires time.Time
+	person uint64
+	hash   string
+	// directory: the person's password lives in a directory server,
+	// so the entry is not kept by use (credCache).
+	directory bool
+	checked   time.Time // the full check
+	expires   time.Time
 }
 
-func newCredCache(ttl time.Duration, max int) *credCache {
-	return &credCache{ttl: ttl, max: max, m: map[[32]byte]credEntry{}}
+func newCredCache(ttl, maxAge time.Duration, size int) *credCache {
+	return &credCache{ttl: ttl, maxAge: max(maxAge, ttl), max: size, now: time.Now, m: map[[32]byte]credEntry{}}
 }
 
+// get returns the entry of k, kept for another ttl from now (up to maxAge
+// after its check) unless it is a directory account's.
 func (c *credCache) get(k [32]byte) (credEntry, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.m[k]
-	if !ok || time.Now().After(e.expires) {
+	now := c.now()
+	if !ok || now.After(e.expires) {
 		delete(c.m, k)
 		return credEntry{}, false
+	}
+	if !e.directory {
+		until := now.Add(c.ttl)
+		if bound := e.checked.Add(c.maxAge); until.After(bound) {
+			until = bound
+		}
+		if until.After(e.expires) {
+			e.expires = until
+			c.m[k] = e
+		}
 	}
 	return e, true
 }
@@ -165,7 +202,7 @@ func (c *credCache) get(k [32]byte) (credEntry, bool) {
 func (c *credCache) put(k [32]byte, e credEntry) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	now := time.Now()
+	now := c.now()
 	if len(c.m) >= c.max {
 		for k, e := range c.m {
 			if now.After(e.expires) {
@@ -179,7 +216,7 @@ func (c *credCache) put(k [32]byte, e credEntry) {
 			delete(c.m, k)
 		}
 	}
-	e.expires = now.Add(c.ttl)
+	e.checked, e.expires = now, now.Add(c.ttl)
 	c.m[k] = e
 }
 

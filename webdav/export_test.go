@@ -1,5 +1,10 @@
 package webdav
 
+import (
+	"crypto/sha256"
+	"time"
+)
+
 // Escape lets the external tests (xml_test.go) check the XML escaping of
 // answers against encoding/xml.
 var Escape = escape
@@ -9,3 +14,19 @@ var PlainPath, CleanPath = plainPath, cleanPath
 
 // MaxPathDepth is maxPathDepth.
 const MaxPathDepth = maxPathDepth
+
+// SetCredentialClock sets the clock of h's remembered Basic logins.
+func SetCredentialClock(h *Handler, now func() time.Time) {
+	h.creds.mu.Lock()
+	defer h.creds.mu.Unlock()
+	h.creds.now = now
+}
+
+// CredentialChecked says when h last checked login and password in full
+// (account.Authenticate), while it remembers them (ok).
+func CredentialChecked(h *Handler, login, password string) (time.Time, bool) {
+	h.creds.mu.Lock()
+	defer h.creds.mu.Unlock()
+	e, ok := h.creds.m[sha256.Sum256([]byte(login+"\x00"+password))]
+	return e.checked, ok && !h.creds.now().After(e.expires)
+}

@@ -29,6 +29,7 @@ type fixture struct {
 	db       kv.Store
 	fs       *vfs.FS
 	accounts *account.Service
+	h        *webdav.Handler
 	srv      *httptest.Server
 	client   *http.Client
 	logs     *berthtest.LogBuffer
@@ -59,8 +60,8 @@ func newFixtureWith(t testing.TB, o fixtureOptions) *fixture {
 	f.dir, f.db, f.fs, f.accounts, f.org = f.stack.Dir, f.stack.DB, f.stack.FS, f.stack.Accounts, f.stack.Org
 	f.person, f.root, f.token = f.addPerson("alice")
 
-	h := webdav.New(webdav.Options{Logger: log, FS: f.fs, Accounts: f.accounts, InfiniteDepth: o.InfiniteDepth})
-	f.srv = httptest.NewUnstartedServer(h)
+	f.h = webdav.New(webdav.Options{Logger: log, FS: f.fs, Accounts: f.accounts, InfiniteDepth: o.InfiniteDepth})
+	f.srv = httptest.NewUnstartedServer(f.h)
 	if o.PlainHTTP {
 		f.srv.Start()
 	} else {

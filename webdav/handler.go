@@ -43,8 +43,15 @@ type Options struct {
 	// request gets 403 with the RFC's propfind-finite-depth condition.
 	InfiniteDepth bool
 	// CredentialTTL is how long a successful Basic login is remembered (as a
-	// hash) so that the next requests skip argon2; 0 means 90 seconds.
+	// hash) after its last use, so that the next requests skip argon2; 0
+	// means 90 seconds.
 	CredentialTTL time.Duration
+	// CredentialMaxAge bounds how long use keeps a remembered login after
+	// its password was last checked in full; 0 means 15 minutes, and
+	// less than CredentialTTL means CredentialTTL. A login from a
+	// directory server (LDAP) is kept CredentialTTL from its check, used
+	// or not: only that check asks the directory.
+	CredentialMaxAge time.Duration
 	// Registerer receives the HTTP metrics. Nil keeps them unregistered.
 	Registerer prometheus.Registerer
 }
@@ -69,6 +76,9 @@ func New(o Options) *Handler {
 	if o.CredentialTTL == 0 {
 		o.CredentialTTL = 90 * time.Second
 	}
+	if o.CredentialMaxAge == 0 {
+		o.CredentialMaxAge = 15 * time.Minute
+	}
 	if o.Share == nil {
 		o.Share = share.New(share.Options{FS: o.FS, Accounts: o.Accounts})
 	}
@@ -76,7 +86,7 @@ func New(o Options) *Handler {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	h := &Handler{opts: o, log: log, creds: newCredCache(o.CredentialTTL, 4096), metrics: httpserve.NewMetrics(o.Registerer),
+	h := &Handler{opts: o, log: log, creds: newCredCache(o.CredentialTTL, o.CredentialMaxAge, 4096), metrics: httpserve.NewMetrics(o.Registerer),
 		mounts: vfs.NewCache[account.Principal, sessionMounts](maxCachedSessions)}
 	h.observed = h.metrics.Observe(log, httpserve.Fixed(route), http.HandlerFunc(h.serve))
 	return h
