@@ -64,26 +64,11 @@ func opNames(ops []vfs.Op) []string {
 
 func counter(t *testing.T, reg *prometheus.Registry, op, result string) float64 {
 	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
+	v, ok := lookupCounter(t, reg, op, result)
+	if !ok {
+		t.Fatalf("no berth_vfs_operations_total{op=%q,result=%q}", op, result)
 	}
-	for _, mf := range mfs {
-		if mf.GetName() != "berth_vfs_operations_total" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			if labels["op"] == op && labels["result"] == result {
-				return m.GetCounter().GetValue()
-			}
-		}
-	}
-	t.Fatalf("no berth_vfs_operations_total{op=%q,result=%q}", op, result)
-	return 0
+	return v
 }
 
 // TestMetricsRefusals: a request refused by the caller's own check
@@ -160,6 +145,14 @@ func TestMetricsRefusals(t *testing.T) {
 // counterOr0 is counter, 0 for a series not yet made.
 func counterOr0(t *testing.T, reg *prometheus.Registry, op, result string) float64 {
 	t.Helper()
+	v, _ := lookupCounter(t, reg, op, result)
+	return v
+}
+
+// lookupCounter finds berth_vfs_operations_total{op, result}; ok is
+// false where that series was never made.
+func lookupCounter(t *testing.T, reg *prometheus.Registry, op, result string) (v float64, ok bool) {
+	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -174,9 +167,9 @@ func counterOr0(t *testing.T, reg *prometheus.Registry, op, result string) float
 				labels[l.GetName()] = l.GetValue()
 			}
 			if labels["op"] == op && labels["result"] == result {
-				return m.GetCounter().GetValue()
+				return m.GetCounter().GetValue(), true
 			}
 		}
 	}
-	return 0
+	return 0, false
 }
