@@ -89,6 +89,14 @@ func keepIn[T any](m map[string]T, key []byte, v T) map[string]T {
 	return m
 }
 
+// place keeps loc as the location of the node id, unless one is kept.
+func (m *recMemo) place(id uint64, loc locRec) {
+	k := locKey(id)
+	if _, ok := m.locs[string(k)]; !ok {
+		m.locs = keepIn(m.locs, k, loc)
+	}
+}
+
 // forget drops what is kept for key, which the transaction is about to
 // write or delete. Only the kinds of key recall answers can be kept: a
 // root (R/), a location (N/), a node's record (F/, C/, D/).
