@@ -63,6 +63,18 @@ func (m *recMemo) recall(key []byte, v any) bool {
 	return false
 }
 
+// clearRec zeroes v where it is a kind of record the memo keeps.
+func clearRec(v any) {
+	switch v := v.(type) {
+	case *nodeRec:
+		*v = nodeRec{}
+	case *locRec:
+		*v = locRec{}
+	case *rootRec:
+		*v = rootRec{}
+	}
+}
+
 // keep keeps v, just decoded from key's value in the transaction.
 func (m *recMemo) keep(key []byte, v any) {
 	switch v := v.(type) {

@@ -139,6 +139,11 @@ func get(tx kv.Txn, key []byte, v any, notFound error) error {
 		}
 		return err
 	}
+	if lt != nil {
+		// What the memo keeps is the stored record alone: decoding
+		// into a used value leaves the fields the stored one omits.
+		clearRec(v)
+	}
 	if err := cbor.Unmarshal(b, v); err != nil {
 		return fmt.Errorf("vfs: decode %q: %w", key[:2], err)
 	}
