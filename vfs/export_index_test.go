@@ -197,3 +197,6 @@ func GramBytes(name string) (counted, set int) {
 	}
 	return maxGrams(name) * (gramEntryBytes + len(name)), set
 }
+
+// Grams is the trigrams the name index keeps for name, as folded.
+func Grams(name string) []string { return grams(fold(name)) }

@@ -86,6 +86,11 @@ func (fs *FS) Audit(ctx context.Context, root uint64) (Usage, error) {
 				(loc.Parent != 0 && rec.Name != loc.Name) || (rec.Deleted != 0) != loc.Deleted {
 				return fmt.Errorf("node %d: record %+v does not match its location %+v", id, rec, loc)
 			}
+			// A write transaction takes the location of a live record
+			// it walked to as liveLoc says, without reading it (placed).
+			if !loc.Deleted && loc != liveLoc(rec) {
+				return fmt.Errorf("node %d: location %+v, not %+v as its record says", id, loc, liveLoc(rec))
+			}
 			if _, err := tx.Get(timeKey(root, rec.Modified, id)); err != nil {
 				return fmt.Errorf("node %d: time index: %w", id, err)
 			}

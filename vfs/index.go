@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -46,10 +47,11 @@ var keyNamesDone = []byte(kv.VFSMarker + "names")
 func nameEntryPrefix(root uint64) []byte    { return key(pName, root) }
 func nameEntryKey(root, node uint64) []byte { return key(pName, root, node) }
 func gramPrefix(root uint64, gram string) []byte {
-	return append(append(key(pGram, root), gram...), '/')
+	return append(append(keyRoom(len(gram)+1, pGram, root), gram...), '/')
 }
 func gramKey(root uint64, gram string, node uint64) []byte {
-	return append(binary.BigEndian.AppendUint64(gramPrefix(root, gram), node), '/')
+	b := append(append(keyRoom(len(gram)+10, pGram, root), gram...), '/')
+	return append(binary.BigEndian.AppendUint64(b, node), '/')
 }
 
 // entryNode reads the node id back from an E/ or X/ key: both end in it.
@@ -95,7 +97,7 @@ func foldRune(r rune) rune {
 // grams returns the distinct trigrams of a folded name, in order of first
 // appearance; none for a name shorter than three runes.
 func grams(folded string) []string {
-	var starts []int
+	starts := make([]int, 0, len(folded)+1)
 	for i := range folded {
 		starts = append(starts, i)
 	}
@@ -104,13 +106,23 @@ func grams(folded string) []string {
 	}
 	starts = append(starts, len(folded))
 	out := make([]string, 0, len(starts)-gramRunes)
-	seen := make(map[string]struct{}, len(starts))
+	// A name's few trigrams are told apart by a look at those kept
+	// already, which costs less than a map below some dozens.
+	var seen map[string]struct{}
+	if len(starts) > 32 {
+		seen = make(map[string]struct{}, len(starts))
+	}
 	for i := 0; i+gramRunes < len(starts); i++ {
 		g := folded[starts[i]:starts[i+gramRunes]]
-		if _, dup := seen[g]; !dup {
+		if seen != nil {
+			if _, dup := seen[g]; dup {
+				continue
+			}
 			seen[g] = struct{}{}
-			out = append(out, g)
+		} else if slices.Contains(out, g) {
+			continue
 		}
+		out = append(out, g)
 	}
 	return out
 }

@@ -92,8 +92,13 @@ const (
 
 var keyClean = []byte(kv.VFSMarker + "clean")
 
-func key(prefix string, ids ...uint64) []byte {
-	b := make([]byte, 0, len(prefix)+8*len(ids)+1)
+func key(prefix string, ids ...uint64) []byte { return keyRoom(0, prefix, ids...) }
+
+// keyRoom is key with room for extra more bytes, so that a key with a
+// name after its ids is made in one allocation: keys are made for every
+// read and write, some fifty for a small PUT.
+func keyRoom(extra int, prefix string, ids ...uint64) []byte {
+	b := make([]byte, 0, len(prefix)+9*len(ids)+extra)
 	b = append(b, prefix...)
 	for _, id := range ids {
 		b = binary.BigEndian.AppendUint64(b, id)
@@ -110,7 +115,7 @@ func genKey(folder uint64) []byte        { return key(pGen, folder) }
 func topKey(root uint64) []byte          { return key(pTop, root) }
 func childPrefix(parent uint64) []byte   { return key(pChild, parent) }
 func childKey(parent uint64, name string) []byte {
-	return append(childPrefix(parent), name...)
+	return append(keyRoom(len(name), pChild, parent), name...)
 }
 func deletedPrefix(parent uint64) []byte { return key(pDeleted, parent) }
 func deletedKey(parent, node uint64) []byte {
@@ -134,7 +139,7 @@ func timeKeyNode(k []byte) uint64 {
 
 func propPrefix(node uint64) []byte { return key(pProp, node) }
 func propKey(node uint64, name string) []byte {
-	return append(propPrefix(node), name...)
+	return append(keyRoom(len(name), pProp, node), name...)
 }
 
 func tallyKey(tally, shard uint64) []byte { return key(pTally, tally, shard) }

@@ -239,6 +239,8 @@ type listTxn struct {
 	// fresh is an item given its id in this transaction (saveNewNode):
 	// it holds no locks yet, so its locked key is not read.
 	fresh uint64
+	// recs keeps the records get decoded in this transaction.
+	recs recMemo
 }
 
 // shardBy makes the item id pick the usage shards that tx, a file
@@ -284,6 +286,7 @@ func (t *listTxn) Set(k, v []byte) error {
 	if err := t.change(k, v, true); err != nil {
 		return err
 	}
+	t.recs.forget(k)
 	return t.Txn.Set(k, v)
 }
 
@@ -291,6 +294,7 @@ func (t *listTxn) SetTTL(k, v []byte, ttl time.Duration) error {
 	if err := t.change(k, v, true); err != nil {
 		return err
 	}
+	t.recs.forget(k)
 	return t.Txn.SetTTL(k, v, ttl)
 }
 
@@ -298,6 +302,7 @@ func (t *listTxn) Delete(k []byte) error {
 	if err := t.change(k, nil, false); err != nil {
 		return err
 	}
+	t.recs.forget(k)
 	return t.Txn.Delete(k)
 }
 
@@ -316,13 +321,10 @@ func (t *listTxn) change(k, v []byte, set bool) error {
 		return err
 	}
 	var old, rec *nodeRec
-	b, err := t.Txn.Get(k)
-	switch {
+	var was nodeRec
+	switch err := get(t, k, &was, kv.ErrNotFound); {
 	case err == nil:
-		old = &nodeRec{}
-		if err := cbor.Unmarshal(b, old); err != nil {
-			return fmt.Errorf("vfs: decode child of %d: %w", folder, err)
-		}
+		old = &was
 	case !errors.Is(err, kv.ErrNotFound):
 		return err
 	}

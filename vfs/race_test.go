@@ -33,6 +33,7 @@ func TestRaces(t *testing.T) {
 		{"CopyRacesPurgeAndCollect", copyRacesPurgeAndCollect},
 		{"DeleteRacesChangesInside", deleteRacesChangesInside},
 		{"LockRacesWrite", lockRacesWrite},
+		{"FolderChangeRacesSmallWriteAt", folderChangeRacesSmallWriteAt},
 		{"UploadRacesCollector", uploadRacesCollector},
 		// was closerace_test.go
 		{"CloseWithUploadInFlight", closeWithUploadInFlight},
@@ -351,6 +352,55 @@ func lockRacesWrite(t *testing.T) {
 				t.Fatal("the locked file changed")
 			}
 			checkStore(t, fs, root.ID, []uint64{f.ID})
+		})
+	}
+}
+
+// A small write by path (WriteAt, one transaction that walks down to the
+// folder, then checks it by id from what the walk read: recMemo, placed)
+// while its folder is locked, moved away or deleted by a commit inside
+// its transaction: the write conflicts, tries again, and refuses as the
+// folder now is; nothing is stored.
+func folderChangeRacesSmallWriteAt(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change func(fs *vfs.FS, root vfs.Root, d vfs.Node) error
+		want   error
+	}{
+		{"lock", func(fs *vfs.FS, root vfs.Root, d vfs.Node) error {
+			_, err := fs.Lock(ctx, root.ID, d.ID, vfs.LockRequest{Holder: "alice", Deep: true})
+			return err
+		}, vfs.ErrLocked},
+		{"move", func(fs *vfs.FS, root vfs.Root, d vfs.Node) error {
+			_, err := fs.Rename(ctx, root.ID, d.ID, "e", vfs.WriteOptions{})
+			return err
+		}, vfs.ErrNotExist},
+		{"delete", func(fs *vfs.FS, root vfs.Root, d vfs.Node) error {
+			return fs.Delete(ctx, root.ID, d.ID, vfs.WriteOptions{})
+		}, vfs.ErrNotExist},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs, root, db, _ := openHooked(t, vfs.Options{})
+			top := mustMkdir(t, fs, root.ID, root.FolderID, "top")
+			d := mustMkdir(t, fs, root.ID, top.ID, "d")
+			mustWrite(t, fs, root.ID, d.ID, "a", body(1, 4096))
+			ran := inside(db, func() {
+				if err := tc.change(fs, root, d); err != nil {
+					t.Error(err)
+				}
+			})
+			_, _, err := fs.WriteAt(ctx, root.ID, "/top/d/b", bytes.NewReader(body(2, 4096)), vfs.WriteOptions{DeclaredSize: 4096, Principal: "bob"}, nil)
+			if !*ran {
+				t.Fatal("the hook did not run")
+			}
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("small write after a %s of its folder: %v, want %v", tc.name, err, tc.want)
+			}
+			for _, p := range []string{"/top/d/b", "/top/e/b"} {
+				if _, err := fs.Lookup(ctx, root.ID, p); !errors.Is(err, vfs.ErrNotExist) {
+					t.Fatalf("%s after a refused write: %v", p, err)
+				}
+			}
 		})
 	}
 }

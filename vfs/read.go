@@ -61,6 +61,7 @@ func lookupIn(tx kv.Txn, root uint64, segs []string, p string) (nodeRec, error) 
 	if err := get(tx, topKey(root), &rec, ErrNotExist); err != nil {
 		return nodeRec{}, err
 	}
+	placed(tx, rec)
 	for _, s := range segs {
 		if !rec.Dir {
 			return nodeRec{}, fmt.Errorf("%w: %q", ErrNotExist, p)
@@ -78,6 +79,7 @@ func lookupIn(tx kv.Txn, root uint64, segs []string, p string) (nodeRec, error) 
 		if err != nil {
 			return nodeRec{}, err
 		}
+		placed(tx, rec)
 	}
 	return rec, nil
 }

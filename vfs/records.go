@@ -124,8 +124,14 @@ func enc(v any) []byte {
 	return b
 }
 
-// get reads key into v; kv.ErrNotFound becomes notFound.
+// get reads key into v; kv.ErrNotFound becomes notFound. In a write
+// transaction, a record it read before comes from the transaction's memo
+// (recMemo) without being read and decoded again.
 func get(tx kv.Txn, key []byte, v any, notFound error) error {
+	lt, _ := tx.(*listTxn)
+	if lt != nil && lt.recs.recall(key, v) {
+		return nil
+	}
 	b, err := tx.Get(key)
 	if err != nil {
 		if err == kv.ErrNotFound {
@@ -133,8 +139,16 @@ func get(tx kv.Txn, key []byte, v any, notFound error) error {
 		}
 		return err
 	}
+	if lt != nil {
+		// What the memo keeps is the stored record alone: decoding
+		// into a used value leaves the fields the stored one omits.
+		clearRec(v)
+	}
 	if err := cbor.Unmarshal(b, v); err != nil {
 		return fmt.Errorf("vfs: decode %q: %w", key[:2], err)
+	}
+	if lt != nil {
+		lt.recs.keep(key, v)
 	}
 	return nil
 }

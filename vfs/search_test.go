@@ -501,3 +501,27 @@ func TestSearchDeletedRoot(t *testing.T) {
 		t.Fatalf("search of a deleted root: %v", err)
 	}
 }
+
+// TestGrams: the trigrams a name is indexed under, each once, in order of
+// first appearance, for short names and for those past the length where
+// duplicates are found by a map.
+func TestGrams(t *testing.T) {
+	long := strings.Repeat("ab", 20) + "c"
+	for _, tc := range []struct {
+		name string
+		want []string
+	}{
+		{"ab", nil},
+		{"abc", []string{"ABC"}},
+		{"aaaaa", []string{"AAA"}},
+		{"abcabca", []string{"ABC", "BCA", "CAB"}},
+		{"f00123.bin", []string{"F00", "001", "012", "123", "23.", "3.B", ".BI", "BIN"}},
+		{"ääää", []string{"ÄÄÄ"}},
+		{long, []string{"ABA", "BAB", "ABC"}},
+		{long + long, []string{"ABA", "BAB", "ABC", "BCA", "CAB"}},
+	} {
+		if got := vfs.Grams(tc.name); !slices.Equal(got, tc.want) {
+			t.Errorf("Grams(%q) = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}

@@ -23,6 +23,29 @@ func recKey(id uint64, loc locRec) []byte {
 	}
 }
 
+// liveLoc is the location of rec, a record read at its live key (C/, or
+// F/ for a top folder): what its N/ key holds, since every write of a
+// record writes its location with it (saveNode), and Audit checks it.
+func liveLoc(rec nodeRec) locRec {
+	if rec.Parent == 0 {
+		return locRec{Root: rec.Root}
+	}
+	return locRec{Root: rec.Root, Parent: rec.Parent, Name: rec.Name}
+}
+
+// placed tells a write transaction's memo where rec, just read at its live
+// key on a walk down a path, lives, so that the checks after the walk
+// (liveDirIn, depthOf, checkLocks, resolve: each goes up by id) find the
+// location without reading it. Not reading it is safe: the location
+// changes only with the record's key (a move or a delete writes both),
+// and the transaction read that key, so a commit that moves the item
+// meanwhile conflicts with it all the same.
+func placed(tx kv.Txn, rec nodeRec) {
+	if lt, ok := tx.(*listTxn); ok {
+		lt.recs.place(rec.ID, liveLoc(rec))
+	}
+}
+
 // loadRoot reads a root that exists and is not deleted.
 func loadRoot(tx kv.Txn, id uint64) (rootRec, error) {
 	var r rootRec

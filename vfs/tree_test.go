@@ -372,3 +372,24 @@ func chain(t *testing.T, e *env, parent uint64, prefix string, n int) vfs.Node {
 	}
 	return d
 }
+
+// TestReadsInOneWrite: a write transaction keeps the records it decoded
+// for its later checks, and each of them still sees what the transaction
+// itself changed in between (a lock added, a lock's expiry changed by a
+// caller, the root deleted, the item moved).
+func TestReadsInOneWrite(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	d, err := e.fs.Mkdir(ctx, e.root.ID, e.root.FolderID, "d", vfs.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []vfs.Node{e.write(t, e.root.FolderID, "f.txt", []byte("x")), e.write(t, d.ID, "f.txt", []byte("x"))} {
+		if err := e.fs.ReadsInOneWrite(ctx, e.root.ID, n.ID); err != nil {
+			t.Fatalf("%s: %v", n.Name, err)
+		}
+	}
+	if got := mustLookup(t, e, "/d/f.txt"); len(got.Locks) != 0 {
+		t.Fatalf("the rolled back transaction left locks %v", got.Locks)
+	}
+}

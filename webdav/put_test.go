@@ -48,6 +48,45 @@ func TestPut(t *testing.T) {
 			}
 		}},
 
+		// Small PUTs, each one transaction that looks its folder up
+		// and checks it (plainPut), see the folder as the request
+		// before them left it: a lock taken on it, then its move and its
+		// delete, each between two PUTs.
+		{"small PUTs see what the request before changed", func(t *testing.T) {
+			f := newFixture(t)
+			st, _, body := f.do("MKCOL", "/d", nil)
+			want(t, "MKCOL", st, http.StatusCreated, body)
+			st, _, body = f.do("PUT", "/d/a.txt", strings.NewReader("a"))
+			want(t, "PUT", st, http.StatusCreated, body)
+			st, h, body := f.do("LOCK", "/d", strings.NewReader(lockExclusive), "Depth", "infinity")
+			want(t, "LOCK /d", st, http.StatusOK, body)
+			tok := h.Get("Lock-Token")
+			st, _, body = f.do("PUT", "/d/b.txt", strings.NewReader("b"))
+			want(t, "PUT below a lock taken since, without its token", st, http.StatusLocked, body)
+			st, _, body = f.do("PUT", "/d/a.txt", strings.NewReader("a2"))
+			want(t, "PUT over a file below a lock taken since", st, http.StatusLocked, body)
+			st, _, body = f.do("UNLOCK", "/d", nil, "Lock-Token", tok)
+			want(t, "UNLOCK /d", st, http.StatusNoContent, body)
+			st, _, body = f.do("PUT", "/d/b.txt", strings.NewReader("b"))
+			want(t, "PUT after the UNLOCK", st, http.StatusCreated, body)
+			st, _, body = f.do("MOVE", "/d", nil, "Destination", f.url("/e"))
+			want(t, "MOVE /d /e", st, http.StatusCreated, body)
+			st, _, body = f.do("PUT", "/d/c.txt", strings.NewReader("c"))
+			want(t, "PUT into the folder moved away", st, http.StatusConflict, body)
+			st, _, body = f.do("PUT", "/e/c.txt", strings.NewReader("c"))
+			want(t, "PUT into the folder where it moved", st, http.StatusCreated, body)
+			if n, err := f.lookup("/e/c.txt"); err != nil || n.Path != "/e/c.txt" {
+				t.Fatalf("c.txt after the move: %+v %v", n, err)
+			}
+			st, _, body = f.do("DELETE", "/e", nil)
+			want(t, "DELETE /e", st, http.StatusNoContent, body)
+			st, _, body = f.do("PUT", "/e/d.txt", strings.NewReader("d"))
+			want(t, "PUT into the folder deleted", st, http.StatusConflict, body)
+			if _, err := f.lookup("/d/c.txt"); err == nil {
+				t.Fatal("a PUT into the moved folder's old path stored a file")
+			}
+		}},
+
 		// A PUT with Content-Range carries part of a file; storing it as the
 		// whole file would cut the file to that part. It is refused with 400
 		// (RFC 9110 14.5) and the file stays as it was. Formerly

@@ -893,10 +893,24 @@ func (t *txn) Get(key []byte) ([]byte, error) {
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	v, err := item.ValueCopy(nil)
-	if err == nil && item.ExpiresAt() == 0 && len(v) <= maxMemoValue {
-		t.remember(key, memoVal{v: bytes.Clone(v)})
-	}
+	var v []byte
+	err = item.Value(func(val []byte) error {
+		if item.ExpiresAt() != 0 || len(val) > maxMemoValue {
+			v = bytes.Clone(val)
+			if v == nil {
+				v = []byte{}
+			}
+			return nil
+		}
+		// The caller's copy and the memo's in one allocation: a small
+		// PUT reads a dozen records.
+		b := make([]byte, 2*len(val))
+		copy(b, val)
+		copy(b[len(val):], val)
+		v = b[:len(val):len(val)]
+		t.remember(key, memoVal{v: b[len(val):]})
+		return nil
+	})
 	return v, mapErr(err)
 }
 
@@ -937,7 +951,17 @@ func (t *txn) Set(key, value []byte) error {
 	t.vlog = t.vlog || len(value) >= t.vlogAt
 	t.meta = t.meta || !kv.Content(key)
 	t.forget(key)
-	return mapErr(t.t.Set(bytes.Clone(key), bytes.Clone(value)))
+	k, v := clonePair(key, value)
+	return mapErr(t.t.Set(k, v))
+}
+
+// clonePair copies key and value into one allocation, each capped at its
+// own length so that an append to one never writes over the other.
+func clonePair(key, value []byte) ([]byte, []byte) {
+	b := make([]byte, len(key)+len(value))
+	n := copy(b, key)
+	copy(b[n:], value)
+	return b[:n:n], b[n:]
 }
 
 // SetTTL relies on Badger's per-entry expiry, which has a resolution of one
