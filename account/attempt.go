@@ -447,6 +447,44 @@ func (s *Service) accountLock(ctx context.Context, tx kv.Txn, personID uint64) (
 	return true, nil
 }
 
+// passwordLock is accountLock for a password a front end remembers
+// (LoginCallerRef), which meets every lock Authenticate's attempt from
+// ctx's address meets: at an address the person is not known at, the
+// address's throttle first (ErrTooManyAttempts), and at one they are
+// known at, that pair's lock also while the account is not locked.
+// Otherwise the remembered password is let in where the same password
+// checked is refused unchecked and uncounted: to a client at a throttled
+// address, or one guessing where the person is known, a guess let in is
+// the right one, and its guesses never lock anything. exempt is
+// accountLock's, and true too where the address is let past its own
+// throttle.
+func (s *Service) passwordLock(ctx context.Context, tx kv.Txn, personID uint64) (exempt bool, err error) {
+	addr := ClientAddr(ctx)
+	known, err := s.knownAddress(tx, personID, addr)
+	if err != nil {
+		return false, err
+	}
+	var throttle error
+	if as := addrSubject(addr); as != nil {
+		var le *LockedError
+		switch err := s.locked(tx, as); {
+		case errors.As(err, &le):
+			throttle = throttledError(le.Until, s.now())
+		case err != nil:
+			return false, err
+		}
+	}
+	if !known {
+		if throttle != nil {
+			return false, throttle
+		}
+	} else if err := s.locked(tx, knownSubject(personID, addr)); err != nil {
+		return false, err
+	}
+	exempt, err = s.accountLock(ctx, tx, personID)
+	return exempt || known && throttle != nil, err
+}
+
 // forgetAddresses deletes what personID's known addresses hold, their
 // counters and locks: an administrator's unlock or a password reset ends
 // every lock of the person, and a reset person starts again from no known

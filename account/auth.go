@@ -297,7 +297,10 @@ func (s *Service) SignInWithNewPassword(ctx context.Context, login, password, ne
 // the front end forgets the credentials:
 //   - ErrAccountLocked while the login is locked by failed attempts,
 //     but at an address the person is known at (Authenticate) whose own
-//     counter is not locked;
+//     counter is not locked, and at such an address while that counter
+//     is locked;
+//   - ErrTooManyAttempts while ctx's address is throttled, unless the
+//     person is known there;
 //   - ErrInactive for a disabled person or organization;
 //   - ErrInvalidCredentials once the password changed, or login no longer
 //     names the person;
@@ -317,7 +320,7 @@ func (s *Service) SignInWithNewPassword(ctx context.Context, login, password, ne
 // function.
 func (s *Service) LoginCallerRef(ctx context.Context, personID uint64, login, passwordHash string) (*Caller, error) {
 	gen := kv.MetaGeneration(s.db)
-	c, ok := s.callers.logins.Get(gen, personID)
+	c, ok := s.callers.logins.Get(gen, callerAt{personID, ClientAddr(ctx)})
 	if !ok {
 		var err error
 		if c, err = s.readLoginCaller(ctx, gen, personID); err != nil {
@@ -343,9 +346,11 @@ func (s *Service) readLoginCaller(ctx context.Context, gen, personID uint64) (*C
 	err := s.db.View(ctx, func(tx kv.Txn) error {
 		// A lock strangers' guesses brought does not keep the
 		// person out where they sign in from (a known address,
-		// Authenticate); that answer holds for this address
-		// only, so it is not kept.
-		exempt, err := s.accountLock(ctx, tx, personID)
+		// Authenticate), nor does their address's throttle; that
+		// answer holds while the address is known only, so it is
+		// not kept. Every other answer is kept for this address
+		// only: another may be throttled, or known.
+		exempt, err := s.passwordLock(ctx, tx, personID)
 		if err != nil {
 			return err
 		}
@@ -357,7 +362,7 @@ func (s *Service) readLoginCaller(ctx context.Context, gen, personID uint64) (*C
 		return nil, err
 	}
 	if cache {
-		s.callers.logins.Put(gen, personID, c)
+		s.callers.logins.Put(gen, callerAt{personID, ClientAddr(ctx)}, c)
 	}
 	return c, nil
 }

@@ -1,6 +1,7 @@
 package account
 
 import (
+	"net/netip"
 	"time"
 
 	"berth/kv"
@@ -23,7 +24,7 @@ const maxCachedCallers = 4096
 // session would.
 type callerCache struct {
 	persons *kv.Cache[uint64, Caller]
-	logins  *kv.Cache[uint64, *Caller]     // persons whose logins were not locked; shared (LoginCallerRef)
+	logins  *kv.Cache[callerAt, *Caller]   // persons whose logins were not locked, by address; shared (LoginCallerRef)
 	access  *kv.Cache[string, accessEntry] // by token hash
 	roots   *kv.Cache[uint64, RootPlace]   // RootPlaceOf
 	owners  *kv.Cache[uint64, RootOwner]   // RootOwnerOf, by kv.MetaGeneration
@@ -32,10 +33,17 @@ type callerCache struct {
 	twoStep *kv.Cache[uint64, bool]        // NeedsDevicePassword's TwoStepMode, by person
 }
 
+// callerAt keys LoginCallerRef's answers: a person as a request from
+// addr meets their locks (passwordLock), which depend on the address.
+type callerAt struct {
+	person uint64
+	addr   netip.Addr
+}
+
 func newCallerCache() callerCache {
 	return callerCache{
 		persons: kv.NewCache[uint64, Caller](maxCachedCallers),
-		logins:  kv.NewCache[uint64, *Caller](maxCachedCallers),
+		logins:  kv.NewCache[callerAt, *Caller](maxCachedCallers),
 		access:  kv.NewCache[string, accessEntry](maxCachedCallers),
 		roots:   kv.NewCache[uint64, RootPlace](maxCachedCallers),
 		owners:  kv.NewCache[uint64, RootOwner](maxCachedCallers),

@@ -77,11 +77,26 @@ func TestLockoutPerAddressAndAccount(t *testing.T) {
 		{"office guess 2", "198.51.100.7", "erin", "guess 11", ErrInvalidCredentials},
 		{"office guess 3 locks erin there too", "198.51.100.7", "erin", "guess 12", ErrAccountLocked},
 		{"erin at her office: locked now", "198.51.100.7", "erin", pw, ErrAccountLocked},
+		// Dave's account is not locked; guesses where he is known lock him there.
+		{"dave's address guess 1", "192.0.2.2", "dave", "guess 13", ErrInvalidCredentials},
+		{"dave's address guess 2", "192.0.2.2", "dave", "guess 14", ErrInvalidCredentials},
+		{"dave's address guess 3 locks dave there", "192.0.2.2", "dave", "guess 15", ErrAccountLocked},
+		{"dave there: locked", "192.0.2.2", "dave", pw, ErrAccountLocked},
+		{"dave elsewhere: in", "203.0.113.10", "dave", pw, nil},
 	}
 	for _, st := range steps {
 		_, err := s.Authenticate(from(st.addr), st.login, st.password)
 		if st.want == nil && err != nil || !errors.Is(err, st.want) {
 			t.Fatalf("%s: %v, want %v", st.name, err, st.want)
+		}
+		// The right password, as a front end remembers it
+		// (LoginCallerRef), gets the same answer: else it would tell a
+		// throttled address, or a guesser where the person is known,
+		// which guess was right.
+		if p, err := s.PersonByLogin(context.Background(), st.login); err == nil && st.password == pw {
+			if _, err := s.LoginCallerRef(from(st.addr), p.ID, st.login, p.PasswordHash); st.want == nil && err != nil || !errors.Is(err, st.want) {
+				t.Fatalf("%s, remembered: %v, want %v", st.name, err, st.want)
+			}
 		}
 		if errors.Is(st.want, ErrTooManyAttempts) {
 			var te *ThrottledError

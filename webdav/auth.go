@@ -88,13 +88,17 @@ func (h *Handler) basic(ctx context.Context, login, password string) (*account.C
 		switch {
 		case err == nil:
 			return h.mainPassword(ctx, c, login)
-		case errors.Is(err, account.ErrAccountLocked), errors.Is(err, account.ErrInactive),
-			errors.Is(err, account.ErrPasswordExpired):
+		case errors.Is(err, account.ErrInactive), errors.Is(err, account.ErrPasswordExpired):
 			// Right credentials, refused all the same: no
 			// need to hash them again to say so.
 			h.creds.drop(key)
 			return nil, err
 		}
+		// Anything else, a lock or the address's throttle too, is
+		// asked again in full: account.Authenticate refuses those
+		// unchecked (no hash) and holds the answer as it holds a
+		// guess's (Lockout.RefusalDelay), where one given at once
+		// from here told a guesser that the guess was right.
 		h.creds.drop(key)
 	}
 	if c, ok, err := h.opts.Accounts.DeviceCallerRef(ctx, login, password); ok || err != nil {

@@ -76,6 +76,39 @@ func TestAuth(t *testing.T) {
 			}
 		}},
 
+		// Under a lock, a remembered login is refused as a guess is: by
+		// the sign-in's own refusal, unchecked, counted and held
+		// (Lockout.RefusalDelay) like a guess's. Answered at once from
+		// the memory, it told a guesser that the guess was right.
+		{"a remembered login under a lock is refused as a guess is", func(t *testing.T) {
+			f := newFixtureWith(t, fixtureOptions{Lockout: account.LockoutOptions{MaxFailures: 3, Window: time.Hour, Duration: time.Hour}})
+			propfind := func(what, pw string, wantStatus int) {
+				t.Helper()
+				req, _ := http.NewRequest("PROPFIND", f.url("/"), nil)
+				req.Header.Set("Depth", "0")
+				req.SetBasicAuth("alice", pw)
+				st, _, body := f.send(req)
+				want(t, what, st, wantStatus, body)
+			}
+			refusals := func() int { return strings.Count(f.logs.String(), "reason=locked") }
+			propfind("right password, remembered", password, http.StatusMultiStatus)
+			for i := range 3 {
+				req, _ := http.NewRequest("PROPFIND", f.url("/"), nil)
+				req.Header.Set("Depth", "0")
+				req.SetBasicAuth("alice", "wrong password "+strconv.Itoa(i))
+				f.send(req)
+			}
+			before := refusals()
+			propfind("a guess under the lock", "wrong password 9", http.StatusForbidden)
+			if n := refusals() - before; n != 1 {
+				t.Fatalf("a guess under the lock: %d refusals logged, want 1", n)
+			}
+			propfind("the remembered password under the lock", password, http.StatusForbidden)
+			if n := refusals() - before; n != 2 {
+				t.Fatalf("the remembered password under the lock: %d refusals logged in all, want 2 (as a guess)", n)
+			}
+		}},
+
 		// A Basic login the handler remembers stops working at once when the
 		// password changes, the person or the organization is disabled, or the
 		// policy turns WebDAV off. Formerly TestCachedLoginEnds

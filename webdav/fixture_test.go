@@ -56,7 +56,7 @@ func newFixtureWith(t testing.TB, o fixtureOptions) *fixture {
 	t.Helper()
 	f := &fixture{t: t, logs: &berthtest.LogBuffer{}}
 	log := slog.New(slog.NewTextHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	f.stack = berthtest.New(t, berthtest.Options{Logger: log, Accounts: account.Options{Lockout: o.Lockout}, Policy: o.Policy, Disk: o.Disk})
+	f.stack = berthtest.New(t, berthtest.Options{Logger: log, Accounts: account.Options{Lockout: o.Lockout, Logger: log}, Policy: o.Policy, Disk: o.Disk})
 	f.dir, f.db, f.fs, f.accounts, f.org = f.stack.Dir, f.stack.DB, f.stack.FS, f.stack.Accounts, f.stack.Org
 	f.person, f.root, f.token = f.addPerson("alice")
 
