@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+
+	"github.com/klauspost/compress/s2"
 )
 
 // Chunk size bounds. FastCDC with normalization level 2 puts the average close
@@ -45,6 +47,10 @@ type WriterOptions struct {
 	// (up to Segments) from this many bytes shared by all (see slot).
 	// Zero: no bound beyond Segments per Write.
 	SegmentBudget int64
+	// BlobBuffers is the memory all Writes share for the blobs on their
+	// way to the store, each as large as it is (see blobArena); at least
+	// the largest blob. Zero means DefaultBlobBuffers.
+	BlobBuffers int
 	// Observer, if set, is called once per chunk from a worker goroutine
 	// (so it must be safe for concurrent use): stored is false when the
 	// store already had the chunk, plain is its size and encoded the size
@@ -98,9 +104,9 @@ type Writer struct {
 
 	budget chan struct{} // slots of SegmentBudget; nil: none
 
-	segs  *bufList // segment buffers of segSize
-	bufs  *bufList // chunks across segments, framed as raw blobs (see work)
-	blobs *bufList // encoded blobs
+	segs  *bufList   // segment buffers of segSize
+	bufs  *bufList   // chunks across segments, framed as raw blobs (see work)
+	arena *blobArena // encoded blobs and raw copies (arena.go)
 
 	// encoding bounds, over all Writes at once, the chunks being
 	// compressed to the number of workers. The
@@ -134,11 +140,15 @@ func NewWriter(store Store, opts WriterOptions) *Writer {
 		w.budget = make(chan struct{}, opts.SegmentBudget/int64(w.segSize))
 	}
 	w.encoding = make(chan struct{}, w.workers)
-	// What one Write holds at once: its segments, a chunk across two
-	// of them, and a blob per worker encoding and per Put in flight.
+	// What one Write holds at once: its segments and a chunk across
+	// two of them; the blobs of all, encoded and being stored, are cut
+	// from the arena.
+	if opts.BlobBuffers <= 0 {
+		opts.BlobBuffers = DefaultBlobBuffers
+	}
 	w.segs = newBufList(w.segments + cap(w.budget))
 	w.bufs = newBufList(2)
-	w.blobs = newBufList(w.workers + putDepth)
+	w.arena = newBlobArena(opts.BlobBuffers)
 	return w
 }
 
@@ -267,6 +277,7 @@ func stored(refs []Ref) []Ref {
 // w.encoding. After the first error it only recycles buffers, so the
 // cutter never blocks on a dead pipeline.
 func (w *Writer) work(p *pipeline, jobs <-chan job) {
+	var scratch []byte // the probe's, made at the first chunk
 	for j := range jobs {
 		if p.ctx.Err() != nil {
 			w.done(j)
@@ -294,31 +305,52 @@ func (w *Writer) work(p *pipeline, jobs <-chan job) {
 			continue
 		}
 		// Compression is skipped for chunks the store has: it is the
-		// costly step.
+		// costly step. A chunk across segments is stored raw from its
+		// own buffer, which has a spare header byte: it needs room in
+		// the arena only when it compresses.
+		if scratch == nil {
+			scratch = make([]byte, probeRoom)
+		}
+		raw := incompressible(scratch, plain)
+		var blob []byte
+		if !raw || j.buf == nil {
+			var err error
+			if blob, err = w.arena.alloc(p.ctx, 1+sealSize+s2.MaxEncodedLen(len(plain))); err != nil {
+				w.unpin(id)
+				w.done(j)
+				continue
+			}
+		}
 		select {
 		case w.encoding <- struct{}{}:
 		case <-p.ctx.Done():
 			w.unpin(id)
+			w.arena.free(blob)
 			w.done(j)
 			continue
 		}
-		blob := w.getBuf(w.blobs, 0)
-		out, ok := compress(*blob, id, plain)
+		var payload []byte
+		if !raw {
+			var ok bool
+			payload, ok = sealS2(blob, id, plain)
+			raw = !ok
+		}
 		switch {
-		case ok:
+		case !raw:
+			blob = w.arena.shrink(blob, len(payload))
 		case j.buf != nil:
-			// A chunk across segments has its spare header byte: stored
-			// raw without another copy.
-			out = (*j.buf)[:1+len(plain)]
-			out[0] = encRaw
+			// Stored raw without another copy.
+			w.arena.free(blob)
+			blob = nil
+			payload = (*j.buf)[:1+len(plain)]
+			payload[0] = encRaw
 		default:
-			out = append(append(out[:0], encRaw), plain...)
+			blob = w.arena.shrink(blob, 1+len(plain))
+			blob[0] = encRaw
+			copy(blob[1:], plain)
+			payload = blob
 		}
-		if ok || j.buf == nil {
-			*blob = out
-		}
-		payload := out
-		if ok || j.buf == nil {
+		if blob != nil {
 			// The blob is a copy: the segment can go back now, not
 			// after the Put's round trip.
 			w.done(j)
@@ -344,11 +376,12 @@ func (w *Writer) work(p *pipeline, jobs <-chan job) {
 				}
 			}
 			w.done(j)
-			w.blobs.put(blob)
+			w.arena.free(blob)
 		}
 		// A Put, and a batch's Add of a blob the disk store writes
 		// directly (see direct.go), wait on the disk, not the CPU: the
-		// worker goes on while they do, their blobs bounded by putDepth.
+		// worker goes on while they do, their blobs bounded by putDepth
+		// and by the arena.
 		<-w.encoding
 		p.sem <- struct{}{}
 		p.puts.Go(func() {
@@ -396,12 +429,11 @@ func (w *Writer) idle() {
 	if w.active.Add(-1) == 0 {
 		w.segs.idle()
 		w.bufs.idle()
-		w.blobs.idle()
+		w.arena.idle()
 	}
 }
 
-// getBuf returns a kept buffer, or a new one of length size. Blob buffers
-// start empty and grow to what S2 needs.
+// getBuf returns a kept buffer, or a new one of length size.
 func (w *Writer) getBuf(l *bufList, size int) *[]byte {
 	if b := l.get(); b != nil {
 		return b
