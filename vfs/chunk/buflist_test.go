@@ -32,7 +32,7 @@ func TestBufList(t *testing.T) {
 			if kept(l) != 2 {
 				t.Fatalf("kept %d after two collections, want 2", kept(l))
 			}
-			if got := l.get(); got != b {
+			if got := l.get(0); got != b {
 				t.Fatal("get did not return the last buffer put")
 			}
 		}},

@@ -435,7 +435,7 @@ func (w *Writer) idle() {
 
 // getBuf returns a kept buffer, or a new one of length size.
 func (w *Writer) getBuf(l *bufList, size int) *[]byte {
-	if b := l.get(); b != nil {
+	if b := l.get(size); b != nil {
 		return b
 	}
 	// Aligned, so that the disk store writes blobs and raw chunks
