@@ -105,7 +105,7 @@ type Writer struct {
 	budget chan struct{} // slots of SegmentBudget; nil: none
 
 	segs  *bufList   // segment buffers of segSize
-	bufs  *bufList   // chunks across segments, framed as raw blobs (see work)
+	bufs  *bufList   // chunks across segments
 	arena *blobArena // encoded blobs and raw copies (arena.go)
 
 	// encoding bounds, over all Writes at once, the chunks being
@@ -153,8 +153,7 @@ func NewWriter(store Store, opts WriterOptions) *Writer {
 }
 
 // job is one chunk for a worker: plain is a slice of seg's buffer, or,
-// for a chunk that spans two segments, of buf, which holds it after a
-// spare header byte.
+// for a chunk that spans two segments, of buf, which holds it.
 type job struct {
 	idx   int
 	plain []byte
@@ -305,21 +304,17 @@ func (w *Writer) work(p *pipeline, jobs <-chan job) {
 			continue
 		}
 		// Compression is skipped for chunks the store has: it is the
-		// costly step. A chunk across segments is stored raw from its
-		// own buffer, which has a spare header byte: it needs room in
-		// the arena only when it compresses.
-		if scratch == nil {
-			scratch = make([]byte, probeRoom)
-		}
-		raw := incompressible(scratch, plain)
-		var blob []byte
-		if !raw || j.buf == nil {
-			var err error
-			if blob, err = w.arena.alloc(p.ctx, 1+sealSize+s2.MaxEncodedLen(len(plain))); err != nil {
-				w.unpin(id)
-				w.done(j)
-				continue
-			}
+		// costly step. Every blob, raw ones too, is a copy in the arena,
+		// so that the chunk's segment, or its buffer across segments,
+		// goes back now, not after the Put's round trip. A chunk across
+		// segments was stored raw from its own buffer before, without
+		// the copy; but that buffer (4 MiB) was then held through the
+		// Put, and the next one often had to be made beside it.
+		blob, err := w.arena.alloc(p.ctx, 1+sealSize+s2.MaxEncodedLen(len(plain)))
+		if err != nil {
+			w.unpin(id)
+			w.done(j)
+			continue
 		}
 		select {
 		case w.encoding <- struct{}{}:
@@ -329,33 +324,24 @@ func (w *Writer) work(p *pipeline, jobs <-chan job) {
 			w.done(j)
 			continue
 		}
-		var payload []byte
-		if !raw {
-			var ok bool
-			payload, ok = sealS2(blob, id, plain)
-			raw = !ok
+		if scratch == nil {
+			scratch = make([]byte, probeRoom)
 		}
-		switch {
-		case !raw:
+		var payload []byte
+		ok := false
+		if !incompressible(scratch, plain) {
+			payload, ok = sealS2(blob, id, plain)
+		}
+		if ok {
 			blob = w.arena.shrink(blob, len(payload))
-		case j.buf != nil:
-			// Stored raw without another copy.
-			w.arena.free(blob)
-			blob = nil
-			payload = (*j.buf)[:1+len(plain)]
-			payload[0] = encRaw
-		default:
+		} else {
 			blob = w.arena.shrink(blob, 1+len(plain))
 			blob[0] = encRaw
 			copy(blob[1:], plain)
 			payload = blob
 		}
-		if blob != nil {
-			// The blob is a copy: the segment can go back now, not
-			// after the Put's round trip.
-			w.done(j)
-			j = job{idx: j.idx}
-		}
+		w.done(j)
+		j = job{idx: j.idx}
 		store := func() {
 			var err error
 			if p.batch != nil {
