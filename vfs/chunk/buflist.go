@@ -27,19 +27,31 @@ type bufList struct {
 
 func newBufList(max int) *bufList { return &bufList{max: max} }
 
-// get returns a kept buffer, or nil.
-func (l *bufList) get() *[]byte {
+// get returns a kept buffer of at least need bytes of capacity, the
+// smallest kept (the last put, among those of one size), or nil. A
+// pooled buffer too small for need is left to the collector.
+func (l *bufList) get(need int) *[]byte {
 	l.mu.Lock()
-	if n := len(l.free); n > 0 {
-		b := l.free[n-1]
-		l.free[n-1] = nil
-		l.free = l.free[:n-1]
+	best := -1
+	for i := len(l.free) - 1; i >= 0; i-- {
+		if c := cap(*l.free[i]); c >= need && (best < 0 || c < cap(*l.free[best])) {
+			best = i
+		}
+	}
+	if best >= 0 {
+		b := l.free[best]
+		last := len(l.free) - 1
+		copy(l.free[best:], l.free[best+1:])
+		l.free[last] = nil
+		l.free = l.free[:last]
 		l.mu.Unlock()
 		return b
 	}
 	l.mu.Unlock()
-	b, _ := l.pool.Get().(*[]byte)
-	return b
+	if b, _ := l.pool.Get().(*[]byte); b != nil && cap(*b) >= need {
+		return b
+	}
+	return nil
 }
 
 // put keeps b for a later get: in the list while max are not kept yet,

@@ -32,7 +32,7 @@ func TestBufList(t *testing.T) {
 			if kept(l) != 2 {
 				t.Fatalf("kept %d after two collections, want 2", kept(l))
 			}
-			if got := l.get(); got != b {
+			if got := l.get(0); got != b {
 				t.Fatal("get did not return the last buffer put")
 			}
 		}},
@@ -58,8 +58,11 @@ func TestBufList(t *testing.T) {
 			if _, _, err := w.Write(context.Background(), bytes.NewReader(data), -1); err != nil {
 				t.Fatal(err)
 			}
-			if n := kept(w.segs) + kept(w.bufs) + kept(w.blobs); n != 0 {
+			if n := kept(w.segs) + kept(w.bufs); n != 0 {
 				t.Fatalf("an idle Writer keeps %d buffers in its lists", n)
+			}
+			if w.arena.buf != nil || w.arena.inUse != 0 {
+				t.Fatalf("an idle Writer keeps its blob arena (%d pages in use)", w.arena.inUse)
 			}
 			if w.active.Load() != 0 {
 				t.Fatalf("%d Writes counted running", w.active.Load())

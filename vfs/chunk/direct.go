@@ -2,6 +2,7 @@ package chunk
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"sync"
@@ -295,8 +296,9 @@ func (dw *directWriter) cachedWhole(fd, n int) int {
 // none), the file system refuses O_DIRECT, or cachestat(2) is missing
 // (readCold then asks by reading; callers skip readPath once
 // dw.noCachestat is set). err is a blob shorter than its file
-// said (changed under the reader).
-func (dw *directWriter) readPath(name string, dst []byte) (out []byte, warm, ok bool, err error) {
+// said (changed under the reader), or a blob longer than limit (when
+// limit >= 0), refused before it is read.
+func (dw *directWriter) readPath(name string, dst []byte, limit int) (out []byte, warm, ok bool, err error) {
 	fd, err := unix.Open(name, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_DIRECT, 0)
 	if err != nil {
 		if errors.Is(err, unix.EINVAL) {
@@ -310,6 +312,9 @@ func (dw *directWriter) readPath(name string, dst []byte) (out []byte, warm, ok 
 		return nil, false, false, nil
 	}
 	n := int(st.Size)
+	if limit >= 0 && n > limit {
+		return nil, false, true, tooLong(n, limit)
+	}
 	direct := false
 	if n >= directMin {
 		switch dw.cachedWhole(fd, n) {
@@ -358,4 +363,10 @@ func (dw *directWriter) readPath(name string, dst []byte) (out []byte, warm, ok 
 		off += m
 	}
 	return dst, warm, true, nil
+}
+
+// tooLong is the error of a blob file of n bytes where at most limit
+// may be.
+func tooLong(n, limit int) error {
+	return fmt.Errorf("blob file of %d bytes, more than the %d a chunk's may have", n, limit)
 }

@@ -376,7 +376,7 @@ func (d *Disk) Get(ctx context.Context, id ID) ([]byte, error) {
 // GetInto is Get reading into dst, grown when too small, so that readers
 // can reuse one buffer for many chunks.
 func (d *Disk) GetInto(ctx context.Context, id ID, dst []byte) ([]byte, error) {
-	blob, _, err := d.getWarm(ctx, id, dst)
+	blob, _, err := d.getWarm(ctx, id, dst, -1)
 	return blob, err
 }
 
@@ -384,13 +384,16 @@ func (d *Disk) GetInto(ctx context.Context, id ID, dst []byte) ([]byte, error) {
 // cache whole when asked for (warm): a Reader fetches ahead only chunks
 // that were not (see Reader.load). A blob whose state is not known (one
 // shorter than directMin, or on a file system without direct reads) is
-// not warm.
-func (d *Disk) getWarm(ctx context.Context, id ID, dst []byte) (blob []byte, warm bool, err error) {
+// not warm. A blob file longer than limit (when limit >= 0) is
+// ErrCorrupt before a byte of it is read: a Reader reads chunks with the
+// cap of the longest blob a Writer makes, so that a chunk file that grew
+// on disk costs no buffer of its size before its check refuses it.
+func (d *Disk) getWarm(ctx context.Context, id ID, dst []byte, limit int) (blob []byte, warm bool, err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, false, err
 	}
 	if !d.direct.off.Load() && !d.direct.noCachestat.Load() {
-		blob, warm, ok, err := d.direct.readPath(d.Path(id), dst)
+		blob, warm, ok, err := d.direct.readPath(d.Path(id), dst, limit)
 		if err != nil {
 			return nil, false, fmt.Errorf("%w: %s: %v", ErrCorrupt, id, err)
 		}
@@ -414,6 +417,9 @@ func (d *Disk) getWarm(ctx context.Context, id ID, dst []byte) (blob []byte, war
 		return nil, false, fmt.Errorf("chunk: get %s: %w", id, err)
 	}
 	n := int(st.Size())
+	if limit >= 0 && n > limit {
+		return nil, false, fmt.Errorf("%w: %s: %v", ErrCorrupt, id, tooLong(n, limit))
+	}
 	if n >= directMin && !d.direct.off.Load() {
 		var ok bool
 		if dst, ok, warm = d.direct.readCold(f, n, dst); ok {

@@ -131,26 +131,44 @@ const (
 // whether it is worth keeping. The slice is returned either way so its
 // capacity is reused.
 func compress(dst []byte, id ID, plain []byte) ([]byte, bool) {
-	const head = 1 + sealSize
-	need := head + s2.MaxEncodedLen(len(plain))
+	need := 1 + sealSize + s2.MaxEncodedLen(len(plain))
 	if cap(dst) < need {
 		dst = alignedSlice(need)[:0]
 	}
-	if len(plain) >= probeMin {
-		var in, out int
-		for i := range probeCount {
-			// The first and last bytes and thirds between: no power of
-			// two apart, so data that alternates by one is not missed.
-			off := (len(plain) - probeSize) * i / (probeCount - 1)
-			sample := plain[off : off+probeSize]
-			in += len(sample)
-			out += len(s2.Encode(dst[head:need], sample))
-		}
-		if !worth(out, in) {
-			return dst[:0], false
-		}
+	if incompressible(dst[1+sealSize:need], plain) {
+		return dst[:0], false
 	}
-	frame := s2.Encode(dst[head:need], plain)
+	return sealS2(dst[:need], id, plain)
+}
+
+// probeRoom is the scratch space incompressible needs.
+var probeRoom = s2.MaxEncodedLen(probeSize)
+
+// incompressible reports whether the probe's samples of plain (a chunk of
+// at least probeMin bytes) do not compress: then plain is stored raw
+// without compressing the rest. scratch holds at least probeRoom bytes.
+func incompressible(scratch, plain []byte) bool {
+	if len(plain) < probeMin {
+		return false
+	}
+	var in, out int
+	for i := range probeCount {
+		// The first and last bytes and thirds between: no power of
+		// two apart, so data that alternates by one is not missed.
+		off := (len(plain) - probeSize) * i / (probeCount - 1)
+		sample := plain[off : off+probeSize]
+		in += len(sample)
+		out += len(s2.Encode(scratch, sample))
+	}
+	return !worth(out, in)
+}
+
+// sealS2 writes the sealed S2 blob of plain into dst, of at least
+// 1+sealSize+s2.MaxEncodedLen(len(plain)) bytes, and reports whether it
+// saves enough to keep. It returns the part of dst written either way.
+func sealS2(dst []byte, id ID, plain []byte) ([]byte, bool) {
+	const head = 1 + sealSize
+	frame := s2.Encode(dst[head:], plain)
 	dst = dst[:head+len(frame)]
 	if !worth(len(frame), len(plain)) {
 		return dst, false

@@ -25,7 +25,7 @@ func FetchingAhead(r *Reader) int {
 // Warm reads id's blob from d and reports whether it was in the page
 // cache whole.
 func Warm(d *Disk, id ID) bool {
-	_, warm, err := d.getWarm(context.Background(), id, nil)
+	_, warm, err := d.getWarm(context.Background(), id, nil, -1)
 	return err == nil && warm
 }
 

@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"math"
+	"math/bits"
 	"sort"
 	"sync"
 
@@ -142,19 +143,43 @@ func (p *ReadPool) NewReader(ctx context.Context, store Store, refs []Ref) *Read
 // one being replaced, as NewReadPool sizes the pool's list for.
 func (r *Reader) allowance() int { return 2 * (r.ahead + 2) }
 
-// get hands r a chunk buffer.
-func (p *ReadPool) get(r *Reader) *[]byte {
+// get hands r a chunk buffer of at least need bytes: a kept one that
+// fits, or a new one of need's size class.
+//
+// Every buffer was the largest chunk's blob (4 MiB) before, whatever
+// the chunk: a download's allowance of twelve was 48 MiB of the
+// daemon's 72 MiB soft memory limit, for chunks of about 1 MiB, and the
+// collector ran as if all of it were in use.
+func (p *ReadPool) get(r *Reader, need int) *[]byte {
 	p.mu.Lock()
 	r.out++
 	p.out++
 	p.mu.Unlock()
-	if b := p.bufs.get(); b != nil {
+	if b := p.bufs.get(need); b != nil {
 		return b
 	}
 	// Aligned and rounded to whole blocks, so that a direct read of a
 	// cold blob (readCold) lands in it instead of a buffer of its own.
-	b := alignedSlice((1 + maxChunkSize + dioAlign - 1) &^ (dioAlign - 1))[:0]
+	b := alignedSlice(sizeClass(need))[:0]
 	return &b
+}
+
+// sizeClass rounds n up to a quarter of the power of two below it, and
+// to whole blocks: buffers of a few sizes fit chunks of many, wasting at
+// most a quarter.
+func sizeClass(n int) int {
+	step := dioAlign
+	if n > 4*dioAlign {
+		step = 1 << (bits.Len(uint(n-1)) - 3)
+	}
+	return (n + step - 1) &^ (step - 1)
+}
+
+// blobRoom is the buffer a chunk of size plain bytes is read into: its
+// longest blob, raw, in whole blocks for a direct read (a sealed blob of
+// a chunk shorter than a block, longer than the raw one, fits too).
+func blobRoom(size int64) int {
+	return (1 + int(size) + dioAlign - 1) &^ (dioAlign - 1)
 }
 
 // put takes back buffers of r's, and keeps no more than the open Readers
@@ -503,7 +528,7 @@ func (r *Reader) start(i int) *fetch {
 // warmGetter is a store that tells, as it reads a blob into a buffer,
 // whether the blob was in memory (the page cache) whole: Disk.
 type warmGetter interface {
-	getWarm(ctx context.Context, id ID, dst []byte) (blob []byte, warm bool, err error)
+	getWarm(ctx context.Context, id ID, dst []byte, limit int) (blob []byte, warm bool, err error)
 }
 
 // get fetches, decodes and verifies chunk i, into pooled buffers when the
@@ -519,17 +544,23 @@ func (r *Reader) get(ctx context.Context, i int) (data []byte, bufs [2]*[]byte, 
 	ref := r.refs[i]
 	var blob []byte
 	bg, ok := r.store.(BufferGetter)
-	if r.pool != nil && ok {
-		bufs[0] = r.pool.get(r)
-		if wg, ok := r.store.(warmGetter); ok {
-			blob, warm, err = wg.getWarm(ctx, ref.ID, *bufs[0])
+	wg, warmOK := r.store.(warmGetter)
+	switch {
+	case r.pool != nil && ok:
+		bufs[0] = r.pool.get(r, blobRoom(ref.Size))
+		if warmOK {
+			blob, warm, err = wg.getWarm(ctx, ref.ID, *bufs[0], maxStoredBlob)
 		} else {
 			blob, err = bg.GetInto(ctx, ref.ID, *bufs[0])
 		}
 		if err == nil {
 			*bufs[0] = blob[:0]
 		}
-	} else {
+	case warmOK:
+		// Not warm to the caller: without a pool every chunk is read
+		// ahead, as before.
+		blob, _, err = wg.getWarm(ctx, ref.ID, nil, maxStoredBlob)
+	default:
 		blob, err = r.store.Get(ctx, ref.ID)
 	}
 	if err != nil {
@@ -537,7 +568,7 @@ func (r *Reader) get(ctx context.Context, i int) (data []byte, bufs [2]*[]byte, 
 	}
 	var dst []byte
 	if r.pool != nil && compressed(blob) {
-		bufs[1] = r.pool.get(r)
+		bufs[1] = r.pool.get(r, int(ref.Size))
 		dst = *bufs[1]
 	}
 	if r.pool != nil {
@@ -561,3 +592,9 @@ var _ interface {
 	io.ReadSeekCloser
 	io.ReaderAt
 } = (*Reader)(nil)
+
+// maxStoredBlob is the longest blob a Writer stores: a raw chunk of the
+// largest size (a sealed S2 blob is kept only when it is shorter than
+// its plain bytes by more than its seal). A Reader refuses a longer
+// blob file unread (Disk.getWarm).
+const maxStoredBlob = 1 + maxChunkSize

@@ -40,6 +40,7 @@ func TestReader(t *testing.T) {
 		{"ServeContent", serveContent},
 		{"CorruptAfterVerified", corruptAfterVerified},
 		{"CorruptAfterVerifiedWrite", corruptAfterVerifiedWrite},
+		{"GrownChunkFileRefusedUnread", grownChunkFileRefusedUnread},
 	} {
 		t.Run(tc.name, tc.run)
 	}
@@ -579,5 +580,40 @@ func corruptAfterVerified(t *testing.T) {
 				t.Fatalf("read once repaired: %d bytes, %v", len(got), err)
 			}
 		})
+	}
+}
+
+// grownChunkFileRefusedUnread: a chunk file longer than any blob a
+// Writer stores (grown on disk, by a bug or a hand) is ErrCorrupt
+// before it is read. Read whole first, it cost a buffer of its size:
+// 64 MiB for this one, and as much as the file for any larger.
+func grownChunkFileRefusedUnread(t *testing.T) {
+	s := newDisk(t)
+	data := randomData(41, 2*mib)
+	refs := write(t, chunk.NewWriter(s, chunk.WriterOptions{}), data)
+	const grown = 64 * mib
+	if err := os.Truncate(s.Path(refs[0].ID), grown); err != nil {
+		t.Fatal(err)
+	}
+	for _, pooled := range []bool{false, true} {
+		r := chunk.NewReader(context.Background(), s, refs)
+		if pooled {
+			r = chunk.NewReadPool(chunk.ReadPoolOptions{ReadAhead: -1}).NewReader(context.Background(), s, refs)
+		}
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		_, err := r.Read(make([]byte, 1))
+		runtime.ReadMemStats(&after)
+		r.Close()
+		if !errors.Is(err, chunk.ErrCorrupt) {
+			t.Fatalf("pooled %v: read of a grown chunk file: %v, want ErrCorrupt", pooled, err)
+		}
+		if n := after.TotalAlloc - before.TotalAlloc; n >= grown/2 {
+			t.Errorf("pooled %v: refusing a grown chunk file of %d bytes allocated %d", pooled, grown, n)
+		}
+	}
+	// Get reads blobs of any length: its callers are not only Readers.
+	if blob, err := s.Get(context.Background(), refs[0].ID); err != nil || len(blob) != grown {
+		t.Fatalf("Get of the grown file: %d bytes, %v", len(blob), err)
 	}
 }

@@ -208,9 +208,8 @@ func (w *Writer) release(s *segment) {
 // the workers. It returns the bytes it handed on; it stops early when
 // p.ctx ends, leaving the rest of segs to its caller.
 func (w *Writer) join(p *pipeline, segs <-chan *segment, jobs chan<- job) (size int64) {
-	// carry is the tail of the previous segment after its last true cut,
-	// after a spare header byte: the start of a chunk across the
-	// boundary.
+	// carry is the tail of the previous segment after its last true cut:
+	// the start of a chunk across the boundary.
 	var carry *[]byte
 	emit := func(j job) bool {
 		if j.seg != nil {
@@ -235,7 +234,7 @@ func (w *Writer) join(p *pipeline, segs <-chan *segment, jobs chan<- job) (size 
 			// The carry ended where no cut was found in it, so the
 			// chunk across the boundary ends in s. It is genuine: either
 			// maxChunkSize bytes are in view or the stream ends in s.
-			c := (*carry)[1:]
+			c := *carry
 			d, _ := await(p, s, maxChunkSize-len(c))
 			if d == nil {
 				w.bufs.put(carry)
@@ -244,7 +243,7 @@ func (w *Writer) join(p *pipeline, segs <-chan *segment, jobs chan<- job) (size 
 			}
 			q = cutSplit(c, d) - len(c)
 			*carry = append(*carry, d[:q]...)
-			j := job{plain: (*carry)[1:], buf: carry}
+			j := job{plain: *carry, buf: carry}
 			carry = nil
 			if !emit(j) {
 				w.release(s)
@@ -305,8 +304,8 @@ func (w *Writer) join(p *pipeline, segs <-chan *segment, jobs chan<- job) (size 
 			q += c
 		}
 		if q < len(d) {
-			carry = w.getBuf(w.bufs, 1+maxChunkSize)
-			*carry = append(append((*carry)[:0], encRaw), d[q:]...)
+			carry = w.getBuf(w.bufs, maxChunkSize)
+			*carry = append((*carry)[:0], d[q:]...)
 		}
 		w.release(s)
 	}
@@ -314,7 +313,7 @@ func (w *Writer) join(p *pipeline, segs <-chan *segment, jobs chan<- job) (size 
 		// The stream ended on a segment boundary: the tail, in which no
 		// cut was found, is the last chunk, as for one chunker at EOF.
 		if p.ctx.Err() == nil {
-			emit(job{plain: (*carry)[1:], buf: carry})
+			emit(job{plain: *carry, buf: carry})
 		} else {
 			w.bufs.put(carry)
 		}

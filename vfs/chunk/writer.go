@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+
+	"github.com/klauspost/compress/s2"
 )
 
 // Chunk size bounds. FastCDC with normalization level 2 puts the average close
@@ -45,6 +47,10 @@ type WriterOptions struct {
 	// (up to Segments) from this many bytes shared by all (see slot).
 	// Zero: no bound beyond Segments per Write.
 	SegmentBudget int64
+	// BlobBuffers is the memory all Writes share for the blobs on their
+	// way to the store, each as large as it is (see blobArena); at least
+	// the largest blob. Zero means DefaultBlobBuffers.
+	BlobBuffers int
 	// Observer, if set, is called once per chunk from a worker goroutine
 	// (so it must be safe for concurrent use): stored is false when the
 	// store already had the chunk, plain is its size and encoded the size
@@ -98,9 +104,9 @@ type Writer struct {
 
 	budget chan struct{} // slots of SegmentBudget; nil: none
 
-	segs  *bufList // segment buffers of segSize
-	bufs  *bufList // chunks across segments, framed as raw blobs (see work)
-	blobs *bufList // encoded blobs
+	segs  *bufList   // segment buffers of segSize
+	bufs  *bufList   // chunks across segments
+	arena *blobArena // encoded blobs and raw copies (arena.go)
 
 	// encoding bounds, over all Writes at once, the chunks being
 	// compressed to the number of workers. The
@@ -134,17 +140,20 @@ func NewWriter(store Store, opts WriterOptions) *Writer {
 		w.budget = make(chan struct{}, opts.SegmentBudget/int64(w.segSize))
 	}
 	w.encoding = make(chan struct{}, w.workers)
-	// What one Write holds at once: its segments, a chunk across two
-	// of them, and a blob per worker encoding and per Put in flight.
+	// What one Write holds at once: its segments and a chunk across
+	// two of them; the blobs of all, encoded and being stored, are cut
+	// from the arena.
+	if opts.BlobBuffers <= 0 {
+		opts.BlobBuffers = DefaultBlobBuffers
+	}
 	w.segs = newBufList(w.segments + cap(w.budget))
 	w.bufs = newBufList(2)
-	w.blobs = newBufList(w.workers + putDepth)
+	w.arena = newBlobArena(opts.BlobBuffers)
 	return w
 }
 
 // job is one chunk for a worker: plain is a slice of seg's buffer, or,
-// for a chunk that spans two segments, of buf, which holds it after a
-// spare header byte.
+// for a chunk that spans two segments, of buf, which holds it.
 type job struct {
 	idx   int
 	plain []byte
@@ -267,6 +276,7 @@ func stored(refs []Ref) []Ref {
 // w.encoding. After the first error it only recycles buffers, so the
 // cutter never blocks on a dead pipeline.
 func (w *Writer) work(p *pipeline, jobs <-chan job) {
+	var scratch []byte // the probe's, made at the first chunk
 	for j := range jobs {
 		if p.ctx.Err() != nil {
 			w.done(j)
@@ -294,36 +304,44 @@ func (w *Writer) work(p *pipeline, jobs <-chan job) {
 			continue
 		}
 		// Compression is skipped for chunks the store has: it is the
-		// costly step.
-		select {
-		case w.encoding <- struct{}{}:
-		case <-p.ctx.Done():
+		// costly step. Every blob, raw ones too, is a copy in the arena,
+		// so that the chunk's segment, or its buffer across segments,
+		// goes back now, not after the Put's round trip. A chunk across
+		// segments was stored raw from its own buffer before, without
+		// the copy; but that buffer (4 MiB) was then held through the
+		// Put, and the next one often had to be made beside it.
+		blob, err := w.arena.alloc(p.ctx, 1+sealSize+s2.MaxEncodedLen(len(plain)))
+		if err != nil {
 			w.unpin(id)
 			w.done(j)
 			continue
 		}
-		blob := w.getBuf(w.blobs, 0)
-		out, ok := compress(*blob, id, plain)
-		switch {
-		case ok:
-		case j.buf != nil:
-			// A chunk across segments has its spare header byte: stored
-			// raw without another copy.
-			out = (*j.buf)[:1+len(plain)]
-			out[0] = encRaw
-		default:
-			out = append(append(out[:0], encRaw), plain...)
-		}
-		if ok || j.buf == nil {
-			*blob = out
-		}
-		payload := out
-		if ok || j.buf == nil {
-			// The blob is a copy: the segment can go back now, not
-			// after the Put's round trip.
+		select {
+		case w.encoding <- struct{}{}:
+		case <-p.ctx.Done():
+			w.unpin(id)
+			w.arena.free(blob)
 			w.done(j)
-			j = job{idx: j.idx}
+			continue
 		}
+		if scratch == nil {
+			scratch = make([]byte, probeRoom)
+		}
+		var payload []byte
+		ok := false
+		if !incompressible(scratch, plain) {
+			payload, ok = sealS2(blob, id, plain)
+		}
+		if ok {
+			blob = w.arena.shrink(blob, len(payload))
+		} else {
+			blob = w.arena.shrink(blob, 1+len(plain))
+			blob[0] = encRaw
+			copy(blob[1:], plain)
+			payload = blob
+		}
+		w.done(j)
+		j = job{idx: j.idx}
 		store := func() {
 			var err error
 			if p.batch != nil {
@@ -344,11 +362,12 @@ func (w *Writer) work(p *pipeline, jobs <-chan job) {
 				}
 			}
 			w.done(j)
-			w.blobs.put(blob)
+			w.arena.free(blob)
 		}
 		// A Put, and a batch's Add of a blob the disk store writes
 		// directly (see direct.go), wait on the disk, not the CPU: the
-		// worker goes on while they do, their blobs bounded by putDepth.
+		// worker goes on while they do, their blobs bounded by putDepth
+		// and by the arena.
 		<-w.encoding
 		p.sem <- struct{}{}
 		p.puts.Go(func() {
@@ -396,14 +415,13 @@ func (w *Writer) idle() {
 	if w.active.Add(-1) == 0 {
 		w.segs.idle()
 		w.bufs.idle()
-		w.blobs.idle()
+		w.arena.idle()
 	}
 }
 
-// getBuf returns a kept buffer, or a new one of length size. Blob buffers
-// start empty and grow to what S2 needs.
+// getBuf returns a kept buffer, or a new one of length size.
 func (w *Writer) getBuf(l *bufList, size int) *[]byte {
-	if b := l.get(); b != nil {
+	if b := l.get(size); b != nil {
 		return b
 	}
 	// Aligned, so that the disk store writes blobs and raw chunks
