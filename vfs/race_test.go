@@ -358,50 +358,95 @@ func lockRacesWrite(t *testing.T) {
 
 // A small write by path (WriteAt, one transaction that walks down to the
 // folder, then checks it by id from what the walk read: recMemo, placed)
-// while its folder is locked, moved away or deleted by a commit inside
-// its transaction: the write conflicts, tries again, and refuses as the
-// folder now is; nothing is stored.
+// while its folder, or the folder above it, is locked, moved away or
+// deleted, or its root deleted, by a commit inside its transaction: the
+// write conflicts, tries again, and refuses as the folder now is; nothing
+// is stored.
 func folderChangeRacesSmallWriteAt(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		change func(fs *vfs.FS, root vfs.Root, d vfs.Node) error
+		change func(fs *vfs.FS, root vfs.Root, top, d vfs.Node) error
 		want   error
 	}{
-		{"lock", func(fs *vfs.FS, root vfs.Root, d vfs.Node) error {
+		{"lock", func(fs *vfs.FS, root vfs.Root, top, d vfs.Node) error {
 			_, err := fs.Lock(ctx, root.ID, d.ID, vfs.LockRequest{Holder: "alice", Deep: true})
 			return err
 		}, vfs.ErrLocked},
-		{"move", func(fs *vfs.FS, root vfs.Root, d vfs.Node) error {
+		{"move", func(fs *vfs.FS, root vfs.Root, top, d vfs.Node) error {
 			_, err := fs.Rename(ctx, root.ID, d.ID, "e", vfs.WriteOptions{})
 			return err
 		}, vfs.ErrNotExist},
-		{"delete", func(fs *vfs.FS, root vfs.Root, d vfs.Node) error {
+		{"delete", func(fs *vfs.FS, root vfs.Root, top, d vfs.Node) error {
 			return fs.Delete(ctx, root.ID, d.ID, vfs.WriteOptions{})
 		}, vfs.ErrNotExist},
+		// The folder above: its location too is taken from the walk.
+		{"lock above", func(fs *vfs.FS, root vfs.Root, top, d vfs.Node) error {
+			_, err := fs.Lock(ctx, root.ID, top.ID, vfs.LockRequest{Holder: "alice", Deep: true})
+			return err
+		}, vfs.ErrLocked},
+		{"move above", func(fs *vfs.FS, root vfs.Root, top, d vfs.Node) error {
+			_, err := fs.Rename(ctx, root.ID, top.ID, "top2", vfs.WriteOptions{})
+			return err
+		}, vfs.ErrNotExist},
+		{"delete above", func(fs *vfs.FS, root vfs.Root, top, d vfs.Node) error {
+			return fs.Delete(ctx, root.ID, top.ID, vfs.WriteOptions{})
+		}, vfs.ErrNotExist},
+		{"delete root", func(fs *vfs.FS, root vfs.Root, top, d vfs.Node) error {
+			return fs.DeleteRoot(ctx, root.ID)
+		}, vfs.ErrRootDeleted},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			fs, root, db, _ := openHooked(t, vfs.Options{})
-			top := mustMkdir(t, fs, root.ID, root.FolderID, "top")
-			d := mustMkdir(t, fs, root.ID, top.ID, "d")
-			mustWrite(t, fs, root.ID, d.ID, "a", body(1, 4096))
-			ran := inside(db, func() {
-				if err := tc.change(fs, root, d); err != nil {
-					t.Error(err)
+		// MkdirAt and DeleteAt find their folder by the same walk.
+		for _, op := range []struct {
+			name string
+			do   func(fs *vfs.FS, root vfs.Root) error
+		}{
+			{"WriteAt", func(fs *vfs.FS, root vfs.Root) error {
+				_, _, err := fs.WriteAt(ctx, root.ID, "/top/d/b", bytes.NewReader(body(2, 4096)), vfs.WriteOptions{DeclaredSize: 4096, Principal: "bob"}, nil)
+				return err
+			}},
+			{"MkdirAt", func(fs *vfs.FS, root vfs.Root) error {
+				_, err := fs.MkdirAt(ctx, root.ID, "/top/d/b", vfs.WriteOptions{Principal: "bob"}, nil)
+				return err
+			}},
+			{"DeleteAt", func(fs *vfs.FS, root vfs.Root) error {
+				return fs.DeleteAt(ctx, root.ID, "/top/d/a", vfs.WriteOptions{Principal: "bob"}, nil)
+			}},
+		} {
+			t.Run(tc.name+"/"+op.name, func(t *testing.T) {
+				fs, root, db, _ := openHooked(t, vfs.Options{})
+				top := mustMkdir(t, fs, root.ID, root.FolderID, "top")
+				d := mustMkdir(t, fs, root.ID, top.ID, "d")
+				a := mustWrite(t, fs, root.ID, d.ID, "a", body(1, 4096))
+				ran := inside(db, func() {
+					if err := tc.change(fs, root, top, d); err != nil {
+						t.Error(err)
+					}
+				})
+				err := op.do(fs, root)
+				if !*ran {
+					t.Fatal("the hook did not run")
+				}
+				if !errors.Is(err, tc.want) {
+					t.Fatalf("%s with a %s committed inside it: %v, want %v", op.name, tc.name, err, tc.want)
+				}
+				for _, p := range []string{"/top/d/b", "/top/e/b", "/top2/d/b"} {
+					if _, err := fs.Lookup(ctx, root.ID, p); !errors.Is(err, vfs.ErrNotExist) && !errors.Is(err, vfs.ErrRootDeleted) {
+						t.Fatalf("%s after a refused %s: %v", p, op.name, err)
+					}
+				}
+				if tc.want == vfs.ErrRootDeleted {
+					return
+				}
+				// The file the delete refused is where the change left
+				// it, and no record disagrees with another.
+				if n, err := fs.Stat(ctx, root.ID, a.ID); err != nil || n.Deleted != (tc.name == "delete" || tc.name == "delete above") {
+					t.Fatalf("a after a refused %s: %+v, %v", op.name, n, err)
+				}
+				if _, err := fs.Audit(ctx, root.ID); err != nil {
+					t.Fatal(err)
 				}
 			})
-			_, _, err := fs.WriteAt(ctx, root.ID, "/top/d/b", bytes.NewReader(body(2, 4096)), vfs.WriteOptions{DeclaredSize: 4096, Principal: "bob"}, nil)
-			if !*ran {
-				t.Fatal("the hook did not run")
-			}
-			if !errors.Is(err, tc.want) {
-				t.Fatalf("small write after a %s of its folder: %v, want %v", tc.name, err, tc.want)
-			}
-			for _, p := range []string{"/top/d/b", "/top/e/b"} {
-				if _, err := fs.Lookup(ctx, root.ID, p); !errors.Is(err, vfs.ErrNotExist) {
-					t.Fatalf("%s after a refused write: %v", p, err)
-				}
-			}
-		})
+		}
 	}
 }
 

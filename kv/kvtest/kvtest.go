@@ -146,6 +146,28 @@ func testValuesCopied(t *testing.T, s kv.Store) {
 	if v, _ := Get(t, s, []byte("a/2")); string(v) != "two" {
 		t.Fatalf("a/2 = %q, want two", v)
 	}
+	// The same within one transaction, where an engine may answer a
+	// second Get from what it kept of the first: neither a change of a
+	// returned value nor an append to it reaches the next Get.
+	for _, run := range []struct {
+		name string
+		tx   func(context.Context, func(kv.Txn) error) error
+	}{{"View", s.View}, {"Update", s.Update}} {
+		err := run.tx(context.Background(), func(tx kv.Txn) error {
+			for i := range 3 {
+				v, err := tx.Get([]byte("a/1"))
+				if err != nil || string(v) != "one" {
+					return fmt.Errorf("get %d of a/1 = %q, %v; want one", i, v, err)
+				}
+				v[0] = 'X'
+				_ = append(v, "YZW"...)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("%s: %v", run.name, err)
+		}
+	}
 }
 
 func testViewIsReadOnly(t *testing.T, s kv.Store) {
