@@ -160,8 +160,21 @@ func (p *ReadPool) get(r *Reader, need int) *[]byte {
 	}
 	// Aligned and rounded to whole blocks, so that a direct read of a
 	// cold blob (readCold) lands in it instead of a buffer of its own.
-	b := alignedSlice(sizeClass(need))[:0]
+	b := alignedSlice(bufSize(need))[:0]
 	return &b
+}
+
+// bufSize is the capacity of a new buffer for need bytes: need's size
+// class, but never more than the room of the longest blob a Writer
+// stores. That room, 4 MiB and a block, is just past a power of two, and
+// its class is 5 MiB: the chunks of a zero-filled file (a disk image)
+// are all of the largest size, and their buffers were a quarter more
+// than the 4 MiB each had before size classes.
+func bufSize(need int) int {
+	if room := blobRoom(maxChunkSize); need <= room {
+		return min(sizeClass(need), room)
+	}
+	return sizeClass(need)
 }
 
 // sizeClass rounds n up to a quarter of the power of two below it, and
