@@ -68,15 +68,19 @@ func deepLockCoversSubtree(t *testing.T) {
 }
 
 func lockExpires(t *testing.T) {
-	e := newEnv(t)
+	// The store's clock, not the wall's: on a loaded machine a 50 ms
+	// lock could expire before the Stat that checks it is held.
+	clock := newTestClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	e := newEnvWith(t, vfs.Options{Now: clock.Now})
 	f := e.write(t, e.root.FolderID, "f", []byte("1"))
 	if _, err := e.fs.Lock(ctx, e.root.ID, f.ID, vfs.LockRequest{Duration: 50 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
+	clock.Add(49 * time.Millisecond)
 	if n, _ := e.fs.Stat(ctx, e.root.ID, f.ID); !n.Locked() {
 		t.Fatal("not locked")
 	}
-	time.Sleep(60 * time.Millisecond)
+	clock.Add(2 * time.Millisecond)
 	if n, _ := e.fs.Stat(ctx, e.root.ID, f.ID); n.Locked() {
 		t.Fatal("expired lock still shown")
 	}
