@@ -84,19 +84,13 @@ func TestAuth(t *testing.T) {
 			f := newFixtureWith(t, fixtureOptions{Lockout: account.LockoutOptions{MaxFailures: 3, Window: time.Hour, Duration: time.Hour}})
 			propfind := func(what, pw string, wantStatus int) {
 				t.Helper()
-				req, _ := http.NewRequest("PROPFIND", f.url("/"), nil)
-				req.Header.Set("Depth", "0")
-				req.SetBasicAuth("alice", pw)
-				st, _, body := f.send(req)
+				st, _, body := f.propfindAs("alice", pw)
 				want(t, what, st, wantStatus, body)
 			}
 			refusals := func() int { return strings.Count(f.logs.String(), "reason=locked") }
 			propfind("right password, remembered", password, http.StatusMultiStatus)
 			for i := range 3 {
-				req, _ := http.NewRequest("PROPFIND", f.url("/"), nil)
-				req.Header.Set("Depth", "0")
-				req.SetBasicAuth("alice", "wrong password "+strconv.Itoa(i))
-				f.send(req)
+				f.propfindAs("alice", "wrong password "+strconv.Itoa(i))
 			}
 			before := refusals()
 			propfind("a guess under the lock", "wrong password 9", http.StatusForbidden)
@@ -118,10 +112,7 @@ func TestAuth(t *testing.T) {
 			f := newFixture(t)
 			propfind := func(what, pw string, wantStatus int) {
 				t.Helper()
-				req, _ := http.NewRequest("PROPFIND", f.url("/"), nil)
-				req.Header.Set("Depth", "0")
-				req.SetBasicAuth("alice", pw)
-				st, _, body := f.send(req)
+				st, _, body := f.propfindAs("alice", pw)
 				want(t, what, st, wantStatus, body)
 			}
 			setPerson := func(active bool) {
