@@ -8,9 +8,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"testing/iotest"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // TestPut: what Put and WriteFile are given is what the file holds, with
@@ -108,25 +109,20 @@ func TestLog(t *testing.T) {
 		}
 		return bytes.Repeat([]byte{byte(w), byte(i)}, n/2)
 	}
-	var wg sync.WaitGroup
-	errs := make(chan error, writers)
+	var g errgroup.Group
 	for w := range writers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		g.Go(func() error {
 			buf := make([]byte, 64<<10)
 			for i := range each {
 				key := fmt.Sprintf("w%d/f%d", w, i)
 				if err := l.Append("PUT", key, bytes.NewReader(body(w, i)), buf); err != nil {
-					errs <- err
-					return
+					return err
 				}
 			}
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
+	if err := g.Wait(); err != nil {
 		t.Fatal(err)
 	}
 
