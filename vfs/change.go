@@ -216,18 +216,18 @@ func (fs *FS) delete(ctx context.Context, root, id uint64, opts WriteOptions, at
 		if at != nil {
 			// Found by names from the top folder down: live, and
 			// where its names say, so not read again by id.
-			found, err := lookupIn(tx, root, at.segs, at.p)
+			found, n, err := fs.lookupNode(tx, root, at.segs, at.p)
 			if err != nil {
 				return err
 			}
 			at.refused = nil
 			if at.check != nil {
-				if err := at.check(found.public(now)); err != nil {
+				if err := at.check(n); err != nil {
 					at.refused = err
 					return err
 				}
 			}
-			id, rec, loc = found.ID, found, locRec{Root: root, Parent: found.Parent, Name: found.Name}
+			id, rec, loc = found.ID, found, liveLoc(found)
 		} else {
 			var err error
 			if rec, loc, err = liveNodeIn(tx, root, id); err != nil {

@@ -189,11 +189,11 @@ func (s *session) lookupPair(r *http.Request, dst string) {
 	dir, name := path.Split(strings.TrimSuffix(dt.rel, "/"))
 	l := &lookedNew{p: dst, t: dt, name: name}
 	switch {
-	case dir == "/" && errors.Is(dstErr, vfs.ErrNotExist):
-		// lookup's answer: nothing there; the top folder, unread.
-		l.parent.node, _, l.parent.err = s.parentOrConflict(dt, destinationParent)
-	case dir == "/" && dstErr == nil:
-		l.n, l.exists = dn, found
+	case dir == "/" && (dstErr == nil || errors.Is(dstErr, vfs.ErrNotExist)):
+		// The top folder, unread: lookup's answer, or nothing there.
+		if dstErr == nil {
+			l.n, l.exists = dn, found
+		}
 		l.parent.node, _, l.parent.err = s.parentOrConflict(dt, destinationParent)
 	case errors.Is(dstErr, vfs.ErrNotExist) || errors.Is(dstErr, vfs.ErrNotDir):
 		l.parent.err = describe(errParentMissing, "%s does not exist", destinationParent)

@@ -44,15 +44,11 @@ func (s *session) put(w http.ResponseWriter, r *http.Request) error {
 	// vfs refuses a body announced over the limits before reading it.
 	opts := s.optsFor(t.m.root.ID)
 	opts.DeclaredSize, opts.BodyOnDemand = declaredSize(r), onDemand(r)
-	if conditional(r) {
-		// The conditions held for the file as it is now; vfs commits
-		// the upload only if it still is, however long the body takes.
-		opts.IfRevision, opts.IfAbsent = n.RevisionID, !exists
-	}
-	if locked {
-		// locked_extensions: commit only over the file as checked above
-		// (absent, or empty at that revision), so two PUTs cannot both
-		// pass the check.
+	if conditional(r) || locked {
+		// The conditions held for the file as it is now, and
+		// locked_extensions' check (absent, or empty at that revision)
+		// passed: vfs commits the upload only over that file, however
+		// long the body takes, so two PUTs cannot both pass the check.
 		opts.IfRevision, opts.IfAbsent = n.RevisionID, !exists
 	}
 	written, err := s.h.opts.FS.WriteFile(s.ctx, t.m.root.ID, parent.node.ID, name, r.Body, opts)
