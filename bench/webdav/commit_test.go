@@ -56,11 +56,12 @@ func BenchmarkSmallWrites(b *testing.B) {
 		b.ReportMetric(n/b.Elapsed().Seconds(), unit)
 		// The process's CPU, the clients' (HTTPS) with the server's:
 		// steadier than rates on a loaded machine.
-		b.ReportMetric(float64((cpuTime()-cpu).Microseconds())/n, "cpu-µs/op")
+		userNow, cpuNow := cpuTimes()
+		b.ReportMetric(float64((cpuNow-cpu).Microseconds())/n, "cpu-µs/op")
 		// Of which in user space: the system's share (fdatasync, the
 		// value log's page faults, the sockets) swings most with what
 		// else the disk and the machine do.
-		b.ReportMetric(float64((userTime()-user).Microseconds())/n, "user-µs/op")
+		b.ReportMetric(float64((userNow-user).Microseconds())/n, "user-µs/op")
 		b.ReportMetric(float64(after.Commits-before.Commits)/n, "commits/op")
 		b.ReportMetric(float64(after.Rounds-before.Rounds)/n, "rounds/op")
 		b.ReportMetric(float64(after.Files-before.Files)/n, "fsyncs/op")
@@ -97,11 +98,13 @@ func BenchmarkSmallWrites(b *testing.B) {
 				for k, step := range steps {
 					var ms runtime.MemStats
 					runtime.ReadMemStats(&ms)
-					m0, t0, s0, c0, u0 := ms.Mallocs, st.DB.TxnStats(), st.DB.SyncStats(), cpuTime(), userTime()
+					u0, c0 := cpuTimes()
+					m0, t0, s0 := ms.Mallocs, st.DB.TxnStats(), st.DB.SyncStats()
 					if err := step(); err != nil {
 						b.Fatal(err)
 					}
-					cpu, user := cpuTime()-c0, userTime()-u0
+					u1, c1 := cpuTimes()
+					cpu, user := c1-c0, u1-u0
 					t1, s1 := st.DB.TxnStats(), st.DB.SyncStats()
 					runtime.ReadMemStats(&ms)
 					c := &costs[k]
@@ -127,7 +130,8 @@ func BenchmarkSmallWrites(b *testing.B) {
 		b.ReportMetric(0, "ns/op")
 	})
 	b.Run("put-small", func(b *testing.B) {
-		before, reads, cpu, user := st.DB.SyncStats(), st.DB.TxnStats(), cpuTime(), userTime()
+		user, cpu := cpuTimes()
+		before, reads := st.DB.SyncStats(), st.DB.TxnStats()
 		i := 0
 		for b.Loop() {
 			s.putFiles(b, "small"+fmt.Sprint(i), 2000)
@@ -137,7 +141,8 @@ func BenchmarkSmallWrites(b *testing.B) {
 	})
 	b.Run("cycles", func(b *testing.B) {
 		const clients, cycles = 4, 250
-		before, reads, cpu, user := st.DB.SyncStats(), st.DB.TxnStats(), cpuTime(), userTime()
+		user, cpu := cpuTimes()
+		before, reads := st.DB.SyncStats(), st.DB.TxnStats()
 		run := 0
 		for b.Loop() {
 			run++
@@ -189,20 +194,12 @@ func (s *server) cycle(name string, body []byte) error {
 	return err
 }
 
-// userTime is the CPU time this process has used in user space.
-func userTime() time.Duration {
+// cpuTimes is the CPU time this process has used: in user space, and in
+// all (user and system), from one getrusage.
+func cpuTimes() (user, all time.Duration) {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
+		return 0, 0
 	}
-	return time.Duration(ru.Utime.Nano())
-}
-
-// cpuTime is the CPU time this process has used, user and system.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return time.Duration(ru.Utime.Nano()), time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
