@@ -363,38 +363,41 @@ func lockRacesWrite(t *testing.T) {
 // write conflicts, tries again, and refuses as the folder now is; nothing
 // is stored.
 func folderChangeRacesSmallWriteAt(t *testing.T) {
-	for _, tc := range []struct {
-		name   string
-		change func(fs *vfs.FS, root vfs.Root, top, d vfs.Node) error
-		want   error
+	type row struct {
+		name    string
+		change  func(fs *vfs.FS, root vfs.Root, top, d vfs.Node) error
+		want    error
+		deletes bool // the change deletes the file a DeleteAt names
+	}
+	var rows []row
+	// The folder, and the folder above: its location too is taken from
+	// the walk.
+	for _, at := range []struct {
+		suffix string
+		pick   func(top, d vfs.Node) vfs.Node
 	}{
-		{"lock", func(fs *vfs.FS, root vfs.Root, top, d vfs.Node) error {
-			_, err := fs.Lock(ctx, root.ID, d.ID, vfs.LockRequest{Holder: "alice", Deep: true})
-			return err
-		}, vfs.ErrLocked},
-		{"move", func(fs *vfs.FS, root vfs.Root, top, d vfs.Node) error {
-			_, err := fs.Rename(ctx, root.ID, d.ID, "e", vfs.WriteOptions{})
-			return err
-		}, vfs.ErrNotExist},
-		{"delete", func(fs *vfs.FS, root vfs.Root, top, d vfs.Node) error {
-			return fs.Delete(ctx, root.ID, d.ID, vfs.WriteOptions{})
-		}, vfs.ErrNotExist},
-		// The folder above: its location too is taken from the walk.
-		{"lock above", func(fs *vfs.FS, root vfs.Root, top, d vfs.Node) error {
-			_, err := fs.Lock(ctx, root.ID, top.ID, vfs.LockRequest{Holder: "alice", Deep: true})
-			return err
-		}, vfs.ErrLocked},
-		{"move above", func(fs *vfs.FS, root vfs.Root, top, d vfs.Node) error {
-			_, err := fs.Rename(ctx, root.ID, top.ID, "top2", vfs.WriteOptions{})
-			return err
-		}, vfs.ErrNotExist},
-		{"delete above", func(fs *vfs.FS, root vfs.Root, top, d vfs.Node) error {
-			return fs.Delete(ctx, root.ID, top.ID, vfs.WriteOptions{})
-		}, vfs.ErrNotExist},
-		{"delete root", func(fs *vfs.FS, root vfs.Root, top, d vfs.Node) error {
-			return fs.DeleteRoot(ctx, root.ID)
-		}, vfs.ErrRootDeleted},
+		{"", func(_, d vfs.Node) vfs.Node { return d }},
+		{" above", func(top, _ vfs.Node) vfs.Node { return top }},
 	} {
+		rows = append(rows,
+			row{"lock" + at.suffix, func(fs *vfs.FS, root vfs.Root, top, d vfs.Node) error {
+				_, err := fs.Lock(ctx, root.ID, at.pick(top, d).ID, vfs.LockRequest{Holder: "alice", Deep: true})
+				return err
+			}, vfs.ErrLocked, false},
+			row{"move" + at.suffix, func(fs *vfs.FS, root vfs.Root, top, d vfs.Node) error {
+				n := at.pick(top, d)
+				_, err := fs.Rename(ctx, root.ID, n.ID, n.Name+"2", vfs.WriteOptions{})
+				return err
+			}, vfs.ErrNotExist, false},
+			row{"delete" + at.suffix, func(fs *vfs.FS, root vfs.Root, top, d vfs.Node) error {
+				return fs.Delete(ctx, root.ID, at.pick(top, d).ID, vfs.WriteOptions{})
+			}, vfs.ErrNotExist, true},
+		)
+	}
+	rows = append(rows, row{"delete root", func(fs *vfs.FS, root vfs.Root, top, d vfs.Node) error {
+		return fs.DeleteRoot(ctx, root.ID)
+	}, vfs.ErrRootDeleted, false})
+	for _, tc := range rows {
 		// MkdirAt and DeleteAt find their folder by the same walk.
 		for _, op := range []struct {
 			name string
@@ -429,7 +432,7 @@ func folderChangeRacesSmallWriteAt(t *testing.T) {
 				if !errors.Is(err, tc.want) {
 					t.Fatalf("%s with a %s committed inside it: %v, want %v", op.name, tc.name, err, tc.want)
 				}
-				for _, p := range []string{"/top/d/b", "/top/e/b", "/top2/d/b"} {
+				for _, p := range []string{"/top/d/b", "/top/d2/b", "/top2/d/b"} {
 					if _, err := fs.Lookup(ctx, root.ID, p); !errors.Is(err, vfs.ErrNotExist) && !errors.Is(err, vfs.ErrRootDeleted) {
 						t.Fatalf("%s after a refused %s: %v", p, op.name, err)
 					}
@@ -439,7 +442,7 @@ func folderChangeRacesSmallWriteAt(t *testing.T) {
 				}
 				// The file the delete refused is where the change left
 				// it, and no record disagrees with another.
-				if n, err := fs.Stat(ctx, root.ID, a.ID); err != nil || n.Deleted != (tc.name == "delete" || tc.name == "delete above") {
+				if n, err := fs.Stat(ctx, root.ID, a.ID); err != nil || n.Deleted != tc.deletes {
 					t.Fatalf("a after a refused %s: %+v, %v", op.name, n, err)
 				}
 				if _, err := fs.Audit(ctx, root.ID); err != nil {
