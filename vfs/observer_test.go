@@ -76,18 +76,9 @@ func counter(t *testing.T, reg *prometheus.Registry, op, result string) float64 
 // refuses by its own errors as their class, neither as "error", which
 // is a failure of the store.
 func TestMetricsRefusals(t *testing.T) {
-	ctx := context.Background()
-	dir := t.TempDir()
-	db := openBadger(t, filepath.Join(dir, "meta"), false)
-	defer db.Close()
-	chunks, _ := chunk.NewDisk(filepath.Join(dir, "chunks"))
 	reg := prometheus.NewRegistry()
-	fs, err := vfs.Open(ctx, db, chunks, vfs.Options{Registerer: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fs.Close()
-	root, _ := fs.CreateRoot(ctx, "r", vfs.RootSync)
+	e := newEnvWith(t, vfs.Options{Registerer: reg})
+	fs, root := e.fs, e.root
 	if _, err := fs.WriteFile(ctx, root.ID, root.FolderID, "f", strings.NewReader("x"), vfs.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
