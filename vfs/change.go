@@ -206,6 +206,14 @@ type deletePath struct {
 	refused error
 }
 
+// refusedErr is a's check's error in the last try, nil where a is.
+func (a *deletePath) refusedErr() error {
+	if a == nil {
+		return nil
+	}
+	return a.refused
+}
+
 // delete is Delete, or DeleteAt of at (id is then found in the
 // transaction).
 func (fs *FS) delete(ctx context.Context, root, id uint64, opts WriteOptions, at *deletePath) error {
@@ -256,11 +264,7 @@ func (fs *FS) delete(ctx context.Context, root, id uint64, opts WriteOptions, at
 		}
 		return fs.journal(ctx, tx, OpDelete, opts.Actor, Event{RootID: root, NodeID: id, ParentID: rec.Parent, Name: rec.Name, Dir: rec.Dir, Size: rec.Size})
 	})
-	var refused error
-	if at != nil {
-		refused = at.refused
-	}
-	fs.done(OpDelete, counted(err, refused), Event{RootID: root, NodeID: id, ParentID: rec.Parent, Name: rec.Name, Dir: rec.Dir, Size: rec.Size})
+	fs.done(OpDelete, counted(err, at.refusedErr()), Event{RootID: root, NodeID: id, ParentID: rec.Parent, Name: rec.Name, Dir: rec.Dir, Size: rec.Size})
 	return err
 }
 

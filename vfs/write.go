@@ -48,11 +48,9 @@ func (fs *FS) mkdir(ctx context.Context, root, parent uint64, name string, opts 
 	var n Node
 	err = fs.update(ctx, func(tx kv.Txn) error {
 		now := fs.nowNs()
-		if at != nil {
-			var err error
-			if parent, err = at.lookup(tx, root, now); err != nil {
-				return err
-			}
+		var err error
+		if parent, err = at.parentIn(tx, root, parent, now); err != nil {
+			return err
 		}
 		if err := newChildAllowed(tx, root, parent, name, opts, now); err != nil {
 			return err
@@ -67,11 +65,7 @@ func (fs *FS) mkdir(ctx context.Context, root, parent uint64, name string, opts 
 		n, err = nodeAt(tx, id, now)
 		return err
 	})
-	var refused error
-	if at != nil {
-		refused = at.refused
-	}
-	fs.done(OpMkdir, counted(err, refused), Event{RootID: root, NodeID: id, ParentID: parent, Name: name, Dir: true})
+	fs.done(OpMkdir, counted(err, at.refusedErr()), Event{RootID: root, NodeID: id, ParentID: parent, Name: name, Dir: true})
 	if err != nil {
 		return Node{}, err
 	}
@@ -194,6 +188,23 @@ func (a *pathAt) refuse(ctx context.Context, fs *FS, root uint64, err error) err
 	return err
 }
 
+// parentIn is the folder that holds the file, found in tx by a's path,
+// or parent where a is nil (the caller named the folder by id).
+func (a *pathAt) parentIn(tx kv.Txn, root, parent uint64, now int64) (uint64, error) {
+	if a == nil {
+		return parent, nil
+	}
+	return a.lookup(tx, root, now)
+}
+
+// refusedErr is a's check's error in the last lookup, nil where a is.
+func (a *pathAt) refusedErr() error {
+	if a == nil {
+		return nil
+	}
+	return a.refused
+}
+
 // lookup finds, in tx, the folder that holds the file, and lets check
 // refuse what it found.
 func (a *pathAt) lookup(tx kv.Txn, root uint64, now int64) (uint64, error) {
@@ -300,13 +311,11 @@ func (fs *FS) writeFile(ctx context.Context, root, parent uint64, name string, r
 		var left int64 // what the quotas leave, when bound
 		var bound bool
 		err = fs.db.View(ctx, func(tx kv.Txn) error {
-			if at != nil {
-				var err error
-				if parent, err = at.lookup(tx, root, fs.nowNs()); err != nil {
-					return err
-				}
+			var err error
+			if parent, err = at.parentIn(tx, root, parent, fs.nowNs()); err != nil {
+				return err
 			}
-			_, err := fs.checkWrite(tx, root, parent, name, opts, fs.nowNs())
+			_, err = fs.checkWrite(tx, root, parent, name, opts, fs.nowNs())
 			if err != nil {
 				return err
 			}
@@ -365,11 +374,9 @@ func (fs *FS) writeFile(ctx context.Context, root, parent uint64, name string, r
 		if !opts.Modified.IsZero() {
 			now = opts.Modified.UnixNano()
 		}
-		if at != nil {
-			var err error
-			if parent, err = at.lookup(tx, root, fs.nowNs()); err != nil {
-				return err
-			}
+		var err error
+		if parent, err = at.parentIn(tx, root, parent, fs.nowNs()); err != nil {
+			return err
 		}
 		old, err := fs.checkWrite(tx, root, parent, name, opts, fs.nowNs())
 		if err != nil {
