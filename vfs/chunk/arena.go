@@ -29,7 +29,8 @@ const (
 	// DefaultBlobBuffers is WriterOptions.BlobBuffers' default: room for
 	// four or five chunks of the average size on their way to the
 	// store, as many as one Write keeps in flight (putDepth) besides
-	// the one being encoded.
+	// the one being encoded. A store that asks for more Puts at once
+	// (Parallel) gets it in proportion.
 	DefaultBlobBuffers = 6 << 20
 )
 

@@ -43,6 +43,9 @@ type remote struct {
 	gate      int64
 
 	puts, inFlight, most atomic.Int64
+	// starved counts Puts that waited out the gate's deadline: fewer
+	// than gate Puts ever ran at once.
+	starved atomic.Int64
 }
 
 func (r *remote) Parallelism() int { return r.n }
@@ -61,7 +64,11 @@ func (r *remote) Put(ctx context.Context, id chunk.ID, blob []byte) error {
 			break
 		}
 	}
-	for deadline := time.Now().Add(5 * time.Second); r.most.Load() < r.gate && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(5 * time.Second); r.most.Load() < r.gate; {
+		if time.Now().After(deadline) {
+			r.starved.Add(1)
+			break
+		}
 		time.Sleep(time.Millisecond)
 	}
 	time.Sleep(r.delay)
@@ -145,6 +152,9 @@ func writerPutsInFlight(t *testing.T) {
 	}
 	if m := r.most.Load(); m <= 4 || m > int64(r.n) {
 		t.Errorf("at most %d Puts in flight, want more than 4 and at most %d", m, r.n)
+	}
+	if n := r.starved.Load(); n > 0 {
+		t.Errorf("%d Puts waited 5 s for %d at once: the Write let fewer run", n, r.gate)
 	}
 }
 

@@ -49,7 +49,8 @@ type WriterOptions struct {
 	SegmentBudget int64
 	// BlobBuffers is the memory all Writes share for the blobs on their
 	// way to the store, each as large as it is (see blobArena); at least
-	// the largest blob. Zero means DefaultBlobBuffers.
+	// the largest blob. Zero means DefaultBlobBuffers, more for a store
+	// that asks for more Puts at once (Parallel).
 	BlobBuffers int
 	// Observer, if set, is called once per chunk from a worker goroutine
 	// (so it must be safe for concurrent use): stored is false when the
@@ -144,7 +145,11 @@ func NewWriter(store Store, opts WriterOptions) *Writer {
 	// two of them; the blobs of all, encoded and being stored, are cut
 	// from the arena.
 	if opts.BlobBuffers <= 0 {
-		opts.BlobBuffers = DefaultBlobBuffers
+		// A store that wants more Puts at once than putDepth (S3, see
+		// Parallel) gets room for its blobs in proportion: a Write
+		// keeps that many in flight, each holding its blob until its
+		// Put ends, and an arena sized for the disk held them to four.
+		opts.BlobBuffers = DefaultBlobBuffers * max(putDepth, ParallelismOf(store)) / putDepth
 	}
 	w.segs = newBufList(w.segments + cap(w.budget))
 	w.bufs = newBufList(2)
