@@ -50,7 +50,7 @@ func BenchmarkSmallWrites(b *testing.B) {
 
 	// report sets the rate and the per-operation costs of ops operations
 	// that ran between before and now.
-	report := func(b *testing.B, before badger.SyncStats, reads badger.TxnStats, cpu, user time.Duration, ops int, unit string) {
+	report := func(b *testing.B, before badger.SyncStats, reads badger.TxnStats, cpu, user time.Duration, clients, ops int, unit string) {
 		after, readsAfter := st.DB.SyncStats(), st.DB.TxnStats()
 		n := float64(ops) * float64(b.N)
 		b.ReportMetric(n/b.Elapsed().Seconds(), unit)
@@ -65,6 +65,19 @@ func BenchmarkSmallWrites(b *testing.B) {
 		b.ReportMetric(float64(after.Commits-before.Commits)/n, "commits/op")
 		b.ReportMetric(float64(after.Rounds-before.Rounds)/n, "rounds/op")
 		b.ReportMetric(float64(after.Files-before.Files)/n, "fsyncs/op")
+		// How long a round took, and a commit waited for its round: a
+		// commit that arrives during a round waits for the rest of it
+		// and all of the next, and the fdatasyncs slow down as the
+		// requests load the cores (kv/badger's BenchmarkSyncRound).
+		if rounds := after.Rounds - before.Rounds; rounds > 0 {
+			b.ReportMetric(float64((after.RoundTime-before.RoundTime).Microseconds())/float64(rounds), "round-µs")
+		}
+		if commits := after.Commits - before.Commits; commits > 0 {
+			b.ReportMetric(float64((after.WaitTime-before.WaitTime).Microseconds())/float64(commits), "wait-µs")
+		}
+		// The time from one of a client's requests to its next, for the
+		// wait to be read against.
+		b.ReportMetric(b.Elapsed().Seconds()*1e6*float64(clients)/n, "latency-µs")
 		// Store transactions (read and write) and reads in them.
 		b.ReportMetric(float64(readsAfter.Views+readsAfter.Updates-reads.Views-reads.Updates)/n, "txns/op")
 		b.ReportMetric(float64(readsAfter.Gets+readsAfter.Scans-reads.Gets-reads.Scans)/n, "reads/op")
@@ -137,7 +150,7 @@ func BenchmarkSmallWrites(b *testing.B) {
 			s.putFiles(b, "small"+fmt.Sprint(i), 2000)
 			i++
 		}
-		report(b, before, reads, cpu, user, 2000, "files/s")
+		report(b, before, reads, cpu, user, putClients, 2000, "files/s")
 	})
 	b.Run("cycles", func(b *testing.B) {
 		const clients, cycles = 4, 250
@@ -171,7 +184,7 @@ func BenchmarkSmallWrites(b *testing.B) {
 			}
 		}
 		// Four requests a cycle; the rate is in cycles.
-		report(b, before, reads, cpu, user, cycles*4, "requests/s")
+		report(b, before, reads, cpu, user, clients, cycles*4, "requests/s")
 		b.ReportMetric(float64(cycles*b.N)/b.Elapsed().Seconds(), "cycles/s")
 	})
 }

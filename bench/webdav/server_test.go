@@ -93,7 +93,10 @@ type zeros struct{}
 
 func (zeros) Read(p []byte) (int, error) { clear(p); return len(p), nil }
 
-// putFiles PUTs n distinct 4 KiB files into folder from 8 clients.
+// putClients is how many clients putFiles runs, as bench/webdav.sh's.
+const putClients = 8
+
+// putFiles PUTs n distinct 4 KiB files into folder from putClients clients.
 func (s *server) putFiles(b *testing.B, folder string, n int) {
 	b.Helper()
 	if st, err := s.do("MKCOL", s.base+folder+"/", nil, 0); err != nil && st != http.StatusMethodNotAllowed {
@@ -101,8 +104,8 @@ func (s *server) putFiles(b *testing.B, folder string, n int) {
 	}
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	errs := make(chan error, 8)
-	for c := range 8 {
+	errs := make(chan error, putClients)
+	for c := range putClients {
 		wg.Go(func() {
 			src := noise(byte(c + 1))
 			buf := make([]byte, 4096)

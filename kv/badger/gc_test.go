@@ -188,19 +188,23 @@ func TestFlattenAtMostDaily(t *testing.T) {
 
 // TestRunGCAndCollector: RunGC succeeds on a store that holds data, and
 // the collector reports Badger's figures: sizes always, the cache figures
-// when a cache is configured (none is by default).
+// when a cache is configured (none is by default), the sync figures when
+// commits are synced.
 func TestRunGCAndCollector(t *testing.T) {
 	sizes := []string{"berth_kv_lsm_size_bytes", "berth_kv_vlog_size_bytes"}
+	syncs := []string{"berth_kv_sync_commits_total", "berth_kv_sync_rounds_total", "berth_kv_sync_fdatasyncs_total",
+		"berth_kv_sync_round_seconds_total", "berth_kv_sync_wait_seconds_total"}
 	tests := []struct {
-		name  string
-		open  func(t *testing.T) *DB
-		runGC bool
-		want  []string
+		name         string
+		open         func(t *testing.T) *DB
+		runGC        bool
+		want, absent []string
 	}{
-		{"disk", func(t *testing.T) *DB { return openDisk(t, t.TempDir(), Options{}) }, true, sizes},
-		{"memory", func(t *testing.T) *DB { return openMemory(t, Options{}) }, true, sizes},
+		{"disk", func(t *testing.T) *DB { return openDisk(t, t.TempDir(), Options{}) }, true, append(sizes, syncs...), nil},
+		{"disk unsynced", func(t *testing.T) *DB { return openDisk(t, t.TempDir(), Options{NoSync: true}) }, false, sizes, syncs},
+		{"memory", func(t *testing.T) *DB { return openMemory(t, Options{}) }, true, sizes, syncs},
 		{"block cache", func(t *testing.T) *DB { return openDisk(t, t.TempDir(), Options{BlockCacheSize: 1 << 20}) },
-			false, []string{"berth_kv_cache_hits_total", "berth_kv_cache_hit_ratio"}},
+			false, []string{"berth_kv_cache_hits_total", "berth_kv_cache_hit_ratio"}, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -216,6 +220,11 @@ func TestRunGCAndCollector(t *testing.T) {
 			for _, want := range tc.want {
 				if !names[want] {
 					t.Errorf("metric %s missing; have %v", want, names)
+				}
+			}
+			for _, name := range tc.absent {
+				if names[name] {
+					t.Errorf("metric %s reported", name)
 				}
 			}
 		})

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -72,6 +73,8 @@ type groupSync struct {
 
 	// Counters for SyncStats.
 	commits, rounds, files atomic.Uint64
+	// Nanoseconds spent in rounds, and by commits waiting for theirs.
+	roundTime, waitTime atomic.Int64
 
 	// Touched only by the goroutine running a round (one at a time),
 	// and by close once no round can start.
@@ -152,6 +155,8 @@ func (g *groupSync) holdVlog() (release func()) {
 // if it wrote to the value log, called noteVlog before it began).
 func (g *groupSync) wait() error {
 	g.commits.Add(1)
+	start := time.Now()
+	defer func() { g.waitTime.Add(int64(time.Since(start))) }()
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	// A sync already running may have started before the commit: only
@@ -175,7 +180,9 @@ func (g *groupSync) wait() error {
 		g.vlogDirty = false
 		g.mu.Unlock()
 		g.rounds.Add(1)
+		t := time.Now()
 		err := g.syncFiles(syncVlog)
+		g.roundTime.Add(int64(time.Since(t)))
 		g.mu.Lock()
 		g.running = false
 		g.done = n
@@ -394,6 +401,14 @@ type SyncStats struct {
 	Commits uint64 // write transactions that waited for a sync round
 	Rounds  uint64 // sync rounds run; each covered every commit before it
 	Files   uint64 // fdatasyncs of log files those rounds issued
+	// RoundTime is the time rounds took, one after the other: a commit
+	// that arrives during a round waits for the rest of it and all of
+	// the next, so a round's length, more than the count of rounds, is
+	// what bounds the rate of a few writers.
+	RoundTime time.Duration
+	// WaitTime is the time commits spent waiting for their round, summed
+	// over commits.
+	WaitTime time.Duration
 }
 
 // SyncStats returns the counts of commits, sync rounds and log fsyncs so
@@ -403,7 +418,11 @@ func (b *DB) SyncStats() SyncStats {
 	if b.group == nil {
 		return SyncStats{}
 	}
-	return SyncStats{Commits: b.group.commits.Load(), Rounds: b.group.rounds.Load(), Files: b.group.files.Load()}
+	g := b.group
+	return SyncStats{
+		Commits: g.commits.Load(), Rounds: g.rounds.Load(), Files: g.files.Load(),
+		RoundTime: time.Duration(g.roundTime.Load()), WaitTime: time.Duration(g.waitTime.Load()),
+	}
 }
 
 // TxnStats counts the transactions and reads run since Open, for

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"berth/kv"
 )
@@ -43,6 +44,15 @@ func TestGroupSyncShares(t *testing.T) {
 	t.Logf("%d commits, %d fsync rounds", n, rounds)
 	if rounds == 0 || rounds >= n {
 		t.Fatalf("%d commits took %d sync rounds", n, rounds)
+	}
+	// SyncStats counts what the metrics report: every commit waited, and
+	// a commit waits at least as long as the round that covers it.
+	st := b.SyncStats()
+	if st.Commits != n || st.Rounds != rounds || st.Files < rounds {
+		t.Errorf("SyncStats = %+v after %d commits in %d rounds", st, n, rounds)
+	}
+	if st.RoundTime <= 0 || st.WaitTime < st.RoundTime/time.Duration(rounds) {
+		t.Errorf("SyncStats: rounds took %v, commits waited %v", st.RoundTime, st.WaitTime)
 	}
 }
 

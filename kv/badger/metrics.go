@@ -12,7 +12,8 @@ import (
 //
 // Sizes come from Badger's size accounting, which Badger refreshes about
 // once a minute. Caches are labelled cache="block" or cache="index"; the
-// index cache appears only when Options.IndexCacheSize is set.
+// index cache appears only when Options.IndexCacheSize is set. The sync
+// figures (SyncStats) appear only on a store that syncs its commits.
 func (b *DB) Collector() prometheus.Collector {
 	cacheLabels := []string{"cache"}
 	return &collector{
@@ -29,16 +30,28 @@ func (b *DB) Collector() prometheus.Collector {
 			"Hits over lookups of a metadata store cache since start.", cacheLabels, nil),
 		cost: prometheus.NewDesc("berth_kv_cache_size_bytes",
 			"Bytes held by a metadata store cache.", cacheLabels, nil),
+		commits: prometheus.NewDesc("berth_kv_sync_commits_total",
+			"Metadata commits that waited for a sync round.", nil, nil),
+		rounds: prometheus.NewDesc("berth_kv_sync_rounds_total",
+			"Sync rounds of the metadata store, each covering every commit before it.", nil, nil),
+		files: prometheus.NewDesc("berth_kv_sync_fdatasyncs_total",
+			"Log fdatasyncs issued by the metadata store's sync rounds.", nil, nil),
+		roundTime: prometheus.NewDesc("berth_kv_sync_round_seconds_total",
+			"Time the metadata store's sync rounds took, one after the other.", nil, nil),
+		waitTime: prometheus.NewDesc("berth_kv_sync_wait_seconds_total",
+			"Time metadata commits waited for their sync round, summed over commits.", nil, nil),
 	}
 }
 
 type collector struct {
 	b                                    *DB
 	lsm, vlog, hits, misses, ratio, cost *prometheus.Desc
+	commits, rounds, files               *prometheus.Desc
+	roundTime, waitTime                  *prometheus.Desc
 }
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.lsm, c.vlog, c.hits, c.misses, c.ratio, c.cost} {
+	for _, d := range []*prometheus.Desc{c.lsm, c.vlog, c.hits, c.misses, c.ratio, c.cost, c.commits, c.rounds, c.files, c.roundTime, c.waitTime} {
 		ch <- d
 	}
 }
@@ -53,6 +66,14 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.vlog, prometheus.GaugeValue, float64(vlog))
 	c.cache(ch, "block", c.b.db.BlockCacheMetrics())
 	c.cache(ch, "index", c.b.db.IndexCacheMetrics())
+	if c.b.group != nil {
+		st := c.b.SyncStats()
+		ch <- prometheus.MustNewConstMetric(c.commits, prometheus.CounterValue, float64(st.Commits))
+		ch <- prometheus.MustNewConstMetric(c.rounds, prometheus.CounterValue, float64(st.Rounds))
+		ch <- prometheus.MustNewConstMetric(c.files, prometheus.CounterValue, float64(st.Files))
+		ch <- prometheus.MustNewConstMetric(c.roundTime, prometheus.CounterValue, st.RoundTime.Seconds())
+		ch <- prometheus.MustNewConstMetric(c.waitTime, prometheus.CounterValue, st.WaitTime.Seconds())
+	}
 }
 
 func (c *collector) cache(ch chan<- prometheus.Metric, name string, m *ristretto.Metrics) {
