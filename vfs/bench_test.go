@@ -2,9 +2,11 @@ package vfs_test
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"sync"
 	"syscall"
@@ -210,6 +212,57 @@ func BenchmarkWriteAtSmall(b *testing.B) {
 	// The process's CPU: the commits wait for the store's writer, so
 	// time per write is mostly latency with one writer.
 	b.ReportMetric(float64((cpuTime()-cpu).Microseconds())/float64(b.N), "cpu-µs/op")
+}
+
+// BenchmarkMoveAt moves a folder holding a small file below the top one
+// to another name beside it and back, as a WebDAV MOVE of a sync
+// client's cycle does: "lookup+Move" looks both paths up in a read
+// transaction of its own, then moves by id (LookupMove, Move: the way
+// before MoveAt), "MoveAt" looks them up in the move's commit. The CPU
+// and allocations of a move in vfs and the store, without HTTP, each
+// way in the same process. Commits are unsynced unless BERTH_BENCH_SYNC
+// is set.
+func BenchmarkMoveAt(b *testing.B) {
+	for _, way := range []struct {
+		name string
+		move func(e *env, src, dst string) error
+	}{
+		{"lookup+Move", func(e *env, src, dst string) error {
+			sn, srcErr, parent, _, _, err := e.fs.LookupMove(ctx, e.root.ID, src, dst)
+			if err = cmp.Or(srcErr, err); err != nil {
+				return err
+			}
+			_, err = e.fs.Move(ctx, e.root.ID, sn.ID, parent.ID, path.Base(dst), vfs.WriteOptions{})
+			return err
+		}},
+		{"MoveAt", func(e *env, src, dst string) error {
+			_, _, err := e.fs.MoveAt(ctx, e.root.ID, src, dst, vfs.WriteOptions{}, nil)
+			return err
+		}},
+	} {
+		b.Run(way.name, func(b *testing.B) {
+			e := newEnv(b)
+			d, err := e.fs.Mkdir(ctx, e.root.ID, e.root.FolderID, "sync", vfs.WriteOptions{})
+			if err == nil {
+				d, err = e.fs.Mkdir(ctx, e.root.ID, d.ID, "d0", vfs.WriteOptions{})
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+			e.write(b, d.ID, "f.bin", randBytes(1, 4096))
+			paths := [2]string{"/sync/d0", "/sync/d1"}
+			b.ReportAllocs()
+			cpu := cpuTime()
+			i := 0
+			for b.Loop() {
+				if err := way.move(e, paths[i%2], paths[(i+1)%2]); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+			b.ReportMetric(float64((cpuTime()-cpu).Microseconds())/float64(b.N), "cpu-µs/op")
+		})
+	}
 }
 
 // cpuTime is the CPU time this process has used, user and system.

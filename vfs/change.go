@@ -14,7 +14,7 @@ import (
 
 // Rename gives an item a new name in its folder.
 func (fs *FS) Rename(ctx context.Context, root, id uint64, name string, opts WriteOptions) (Node, error) {
-	n, err := fs.move(ctx, OpRename, root, id, 0, name, opts)
+	n, err := fs.move(ctx, OpRename, root, id, 0, name, opts, nil)
 	fs.done(OpRename, err, Event{RootID: root, NodeID: id, ParentID: n.ParentID, Name: name, Dir: n.Dir})
 	return n, err
 }
@@ -27,7 +27,7 @@ func (fs *FS) Rename(ctx context.Context, root, id uint64, name string, opts Wri
 // below it end with the move, as RFC 4918 7.6 wants; a holder's lock
 // (REST's, on the item) goes with it. Rename is a move too.
 func (fs *FS) Move(ctx context.Context, root, id, parent uint64, name string, opts WriteOptions) (Node, error) {
-	n, err := fs.move(ctx, OpMove, root, id, parent, name, opts)
+	n, err := fs.move(ctx, OpMove, root, id, parent, name, opts, nil)
 	fs.done(OpMove, err, Event{RootID: root, NodeID: id, ParentID: parent, Name: n.Name, Dir: n.Dir})
 	return n, err
 }
@@ -55,7 +55,86 @@ func (fs *FS) LookupMove(ctx context.Context, root uint64, src, dst string) (sn 
 	return sn, srcErr, parent, n, found, err
 }
 
-func (fs *FS) move(ctx context.Context, op Op, root, id, parent uint64, name string, opts WriteOptions) (Node, error) {
+// MoveAt is Move of the item at path src of root to path dst of the same
+// root, both looked up in the transaction that moves it, where a lookup
+// before Move read them in one of its own: a WebDAV MOVE costs one
+// transaction. check, when not nil, runs in that transaction with what
+// the paths name: n, the item at src; dstErr, why dst names no place for
+// it (ErrNotExist or ErrNotDir for the folder above it, dst's own name
+// errors, the read's); old, the live item at dst, if any. An error from
+// check refuses the move as it is; where check returns nil, dstErr does.
+// No item at src is ErrNotExist, before check runs. replaced says the
+// move deleted an item at dst in its place (opts.Overwrite, as Move).
+func (fs *FS) MoveAt(ctx context.Context, root uint64, src, dst string, opts WriteOptions, check func(n Node, dstErr error, old *Node) error) (n Node, replaced bool, err error) {
+	at := &movePath{src: src, check: check}
+	at.srcSegs, err = splitPath(src)
+	if err == nil && len(at.srcSegs) == 0 {
+		err = fmt.Errorf("%w: the top folder", ErrRootItem)
+	}
+	if err != nil {
+		fs.done(OpMove, err, Event{RootID: root})
+		return Node{}, false, err
+	}
+	if at.dstSegs, at.dstErr = splitPath(dst); at.dstErr == nil && len(at.dstSegs) == 0 {
+		at.dstErr = fmt.Errorf("%w: the top folder has no folder above it", ErrInvalidName)
+	}
+	n, err = fs.move(ctx, OpMove, root, 0, 0, "", opts, at)
+	fs.done(OpMove, counted(err, at.refused), Event{RootID: root, NodeID: n.ID, ParentID: at.parent, Name: n.Name, Dir: n.Dir})
+	return n, at.replaced, err
+}
+
+// movePath is the item a MoveAt names and where it goes, with what the
+// move found.
+type movePath struct {
+	src              string
+	srcSegs, dstSegs []string // from the root's top folder down
+	dstErr           error    // dst's own error (splitPath's)
+	check            func(Node, error, *Node) error
+	// parent is the folder found for dst in the last try; replaced
+	// says the committed move replaced an item there.
+	parent   uint64
+	replaced bool
+	// refused is check's error in the last try, for the metrics
+	// (counted).
+	refused error
+}
+
+// lookup finds, in tx, the item at a's source and the folder of its
+// destination, each walked down by names from the top folder (so live,
+// and placed where their names say: not read again by id), and lets
+// check refuse what it found. name is the destination's last name.
+func (a *movePath) lookup(fs *FS, tx kv.Txn, root uint64) (rec nodeRec, parent uint64, name string, err error) {
+	rec, n, err := fs.lookupNode(tx, root, a.srcSegs, a.src)
+	if err != nil {
+		return nodeRec{}, 0, "", err
+	}
+	dstErr := a.dstErr
+	var pn Node
+	var old *Node
+	if dstErr == nil {
+		var dn Node
+		var found bool
+		if pn, dn, found, dstErr = fs.lookupWithParent(tx, root, a.dstSegs); found {
+			old = &dn
+		}
+	}
+	a.refused = nil
+	if a.check != nil {
+		if err := a.check(n, dstErr, old); err != nil {
+			a.refused = err
+			return nodeRec{}, 0, "", err
+		}
+	}
+	if dstErr != nil {
+		return nodeRec{}, 0, "", dstErr
+	}
+	a.parent = pn.ID
+	return rec, pn.ID, a.dstSegs[len(a.dstSegs)-1], nil
+}
+
+// move is Move (a Rename where parent is 0), or MoveAt of at (id,
+// parent and name are then found in the transaction).
+func (fs *FS) move(ctx context.Context, op Op, root, id, parent uint64, name string, opts WriteOptions, at *movePath) (Node, error) {
 	if name != "" {
 		if err := ValidateName(name); err != nil {
 			return Node{}, err
@@ -66,14 +145,21 @@ func (fs *FS) move(ctx context.Context, op Op, root, id, parent uint64, name str
 	err := fs.update(ctx, func(tx kv.Txn) error {
 		now := fs.nowNs()
 		replaced = replacement{}
-		rec, loc, err := liveNodeIn(tx, root, id)
-		if err != nil {
+		dst, newName := parent, name
+		var rec nodeRec
+		var loc locRec
+		var err error
+		if at != nil {
+			if rec, dst, newName, err = at.lookup(fs, tx, root); err != nil {
+				return err
+			}
+			id, loc = rec.ID, liveLoc(rec)
+		} else if rec, loc, err = liveNodeIn(tx, root, id); err != nil {
 			return err
 		}
 		if rec.Parent == 0 {
 			return fmt.Errorf("%w: item %d", ErrRootItem, id)
 		}
-		dst, newName := parent, name
 		if dst == 0 {
 			dst = rec.Parent
 		}
@@ -168,6 +254,9 @@ func (fs *FS) move(ctx context.Context, op Op, root, id, parent uint64, name str
 	})
 	if err != nil {
 		return Node{}, err
+	}
+	if at != nil {
+		at.replaced = replaced.rec.ID != 0
 	}
 	fs.replaced(root, replaced)
 	return n, nil

@@ -72,7 +72,7 @@ func counter(t *testing.T, reg *prometheus.Registry, op, result string) float64 
 }
 
 // TestMetricsRefusals: a request refused by the caller's own check
-// (WriteAt's, MkdirAt's, DeleteAt's) counts as "refused", one vfs
+// (WriteAt's, MkdirAt's, DeleteAt's, MoveAt's) counts as "refused", one vfs
 // refuses by its own errors as their class, neither as "error", which
 // is a failure of the store.
 func TestMetricsRefusals(t *testing.T) {
@@ -117,6 +117,14 @@ func TestMetricsRefusals(t *testing.T) {
 		{"DeleteAt, the check refuses", func() error {
 			return fs.DeleteAt(ctx, root.ID, "/f", vfs.WriteOptions{}, func(vfs.Node) error { return no })
 		}, "delete", "refused"},
+		{"MoveAt, the check refuses", func() error {
+			_, _, err := fs.MoveAt(ctx, root.ID, "/f", "/g", vfs.WriteOptions{}, func(vfs.Node, error, *vfs.Node) error { return no })
+			return err
+		}, "move", "refused"},
+		{"MoveAt, no folder", func() error {
+			_, _, err := fs.MoveAt(ctx, root.ID, "/f", "/missing/g", vfs.WriteOptions{}, nil)
+			return err
+		}, "move", "not_found"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			before, errors0 := counterOr0(t, reg, c.op, c.result), counterOr0(t, reg, c.op, "error")

@@ -34,6 +34,7 @@ func TestRaces(t *testing.T) {
 		{"DeleteRacesChangesInside", deleteRacesChangesInside},
 		{"LockRacesWrite", lockRacesWrite},
 		{"FolderChangeRacesSmallWriteAt", folderChangeRacesSmallWriteAt},
+		{"ItemChangeRacesMoveAt", itemChangeRacesMoveAt},
 		{"UploadRacesCollector", uploadRacesCollector},
 		// was closerace_test.go
 		{"CloseWithUploadInFlight", closeWithUploadInFlight},
@@ -361,7 +362,8 @@ func lockRacesWrite(t *testing.T) {
 // while its folder, or the folder above it, is locked, moved away or
 // deleted, or its root deleted, by a commit inside its transaction: the
 // write conflicts, tries again, and refuses as the folder now is; nothing
-// is stored.
+// is stored. MkdirAt, DeleteAt and MoveAt (out of the folder, into it,
+// within it) walk alike.
 func folderChangeRacesSmallWriteAt(t *testing.T) {
 	type row struct {
 		name    string
@@ -414,12 +416,28 @@ func folderChangeRacesSmallWriteAt(t *testing.T) {
 			{"DeleteAt", func(fs *vfs.FS, root vfs.Root) error {
 				return fs.DeleteAt(ctx, root.ID, "/top/d/a", vfs.WriteOptions{Principal: "bob"}, nil)
 			}},
+			// MoveAt walks both paths: the folder holds the source,
+			// the destination, or both.
+			{"MoveAt", func(fs *vfs.FS, root vfs.Root) error {
+				_, _, err := fs.MoveAt(ctx, root.ID, "/top/d/a", "/top/d/b", vfs.WriteOptions{Principal: "bob"}, nil)
+				return err
+			}},
+			{"MoveAt out", func(fs *vfs.FS, root vfs.Root) error {
+				_, _, err := fs.MoveAt(ctx, root.ID, "/top/d/a", "/e/a", vfs.WriteOptions{Principal: "bob"}, nil)
+				return err
+			}},
+			{"MoveAt in", func(fs *vfs.FS, root vfs.Root) error {
+				_, _, err := fs.MoveAt(ctx, root.ID, "/e/x", "/top/d/b", vfs.WriteOptions{Principal: "bob"}, nil)
+				return err
+			}},
 		} {
 			t.Run(tc.name+"/"+op.name, func(t *testing.T) {
 				fs, root, db, _ := openHooked(t, vfs.Options{})
 				top := mustMkdir(t, fs, root.ID, root.FolderID, "top")
 				d := mustMkdir(t, fs, root.ID, top.ID, "d")
 				a := mustWrite(t, fs, root.ID, d.ID, "a", body(1, 4096))
+				e := mustMkdir(t, fs, root.ID, root.FolderID, "e")
+				x := mustWrite(t, fs, root.ID, e.ID, "x", body(3, 4096))
 				ran := inside(db, func() {
 					if err := tc.change(fs, root, top, d); err != nil {
 						t.Error(err)
@@ -432,7 +450,7 @@ func folderChangeRacesSmallWriteAt(t *testing.T) {
 				if !errors.Is(err, tc.want) {
 					t.Fatalf("%s with a %s committed inside it: %v, want %v", op.name, tc.name, err, tc.want)
 				}
-				for _, p := range []string{"/top/d/b", "/top/d2/b", "/top2/d/b"} {
+				for _, p := range []string{"/top/d/b", "/top/d2/b", "/top2/d/b", "/e/a"} {
 					if _, err := fs.Lookup(ctx, root.ID, p); !errors.Is(err, vfs.ErrNotExist) && !errors.Is(err, vfs.ErrRootDeleted) {
 						t.Fatalf("%s after a refused %s: %v", p, op.name, err)
 					}
@@ -445,11 +463,86 @@ func folderChangeRacesSmallWriteAt(t *testing.T) {
 				if n, err := fs.Stat(ctx, root.ID, a.ID); err != nil || n.Deleted != tc.deletes {
 					t.Fatalf("a after a refused %s: %+v, %v", op.name, n, err)
 				}
+				if n, err := fs.Stat(ctx, root.ID, x.ID); err != nil || n.Path != "/e/x" {
+					t.Fatalf("x after a refused %s: %+v, %v", op.name, n, err)
+				}
 				if _, err := fs.Audit(ctx, root.ID); err != nil {
 					t.Fatal(err)
 				}
 			})
 		}
+	}
+}
+
+// A move by path (MoveAt, one transaction that walks down to the source
+// and to the destination's folder) while its source is locked, renamed or
+// deleted, or an item appears at or is locked at its destination, by a
+// commit inside its transaction: the move conflicts, tries again, and
+// refuses as the items now are; nothing moves. (Its folders' changes are
+// FolderChangeRacesSmallWriteAt's rows.)
+func itemChangeRacesMoveAt(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		dstFirst  bool // b is at the destination before the move
+		overwrite bool
+		change    func(fs *vfs.FS, root vfs.Root, a, dst vfs.Node) error
+		want      error
+		aGone     bool // the change deletes a
+	}{
+		{"lock source", false, false, func(fs *vfs.FS, root vfs.Root, a, _ vfs.Node) error {
+			_, err := fs.Lock(ctx, root.ID, a.ID, vfs.LockRequest{Holder: "alice"})
+			return err
+		}, vfs.ErrLocked, false},
+		{"rename source", false, false, func(fs *vfs.FS, root vfs.Root, a, _ vfs.Node) error {
+			_, err := fs.Rename(ctx, root.ID, a.ID, "a2", vfs.WriteOptions{})
+			return err
+		}, vfs.ErrNotExist, false},
+		{"delete source", false, false, func(fs *vfs.FS, root vfs.Root, a, _ vfs.Node) error {
+			return fs.Delete(ctx, root.ID, a.ID, vfs.WriteOptions{})
+		}, vfs.ErrNotExist, true},
+		{"create destination", false, false, func(fs *vfs.FS, root vfs.Root, _, dst vfs.Node) error {
+			_, err := fs.WriteFile(ctx, root.ID, dst.ID, "b", bytes.NewReader(body(4, 4096)), vfs.WriteOptions{})
+			return err
+		}, vfs.ErrNameConflict, false},
+		{"lock destination", true, true, func(fs *vfs.FS, root vfs.Root, _, dst vfs.Node) error {
+			b, err := fs.Lookup(ctx, root.ID, "/t/b")
+			if err == nil {
+				_, err = fs.Lock(ctx, root.ID, b.ID, vfs.LockRequest{Holder: "alice"})
+			}
+			return err
+		}, vfs.ErrLocked, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs, root, db, _ := openHooked(t, vfs.Options{})
+			s := mustMkdir(t, fs, root.ID, root.FolderID, "s")
+			dst := mustMkdir(t, fs, root.ID, root.FolderID, "t")
+			a := mustWrite(t, fs, root.ID, s.ID, "a", body(1, 4096))
+			if tc.dstFirst {
+				mustWrite(t, fs, root.ID, dst.ID, "b", body(2, 4096))
+			}
+			ran := inside(db, func() {
+				if err := tc.change(fs, root, a, dst); err != nil {
+					t.Error(err)
+				}
+			})
+			_, _, err := fs.MoveAt(ctx, root.ID, "/s/a", "/t/b", vfs.WriteOptions{Principal: "bob", Overwrite: tc.overwrite}, nil)
+			if !*ran {
+				t.Fatal("the hook did not run")
+			}
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("MoveAt with a %s committed inside it: %v, want %v", tc.name, err, tc.want)
+			}
+			n, err := fs.Stat(ctx, root.ID, a.ID)
+			if err != nil || n.Deleted != tc.aGone || (!tc.aGone && n.ParentID != s.ID) {
+				t.Fatalf("a after a refused MoveAt: %+v, %v", n, err)
+			}
+			if b, err := fs.Lookup(ctx, root.ID, "/t/b"); err == nil && b.ID == a.ID {
+				t.Fatal("a moved")
+			}
+			if _, err := fs.Audit(ctx, root.ID); err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }
 

@@ -572,3 +572,81 @@ func TestDeleteAt(t *testing.T) {
 		}
 	}
 }
+
+// TestMoveAt: an item moved by its path finds itself and the folder it
+// goes to in the move's commit, where check sees them (and why the
+// destination has no place) and may keep it where it is.
+func TestMoveAt(t *testing.T) {
+	e, docs := newPathsEnv(t)
+	e.write(t, docs.ID, "b.txt", []byte("b"))
+	if _, err := e.fs.Mkdir(ctx, e.root.ID, e.root.FolderID, "sub", vfs.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	refused := errors.New("refused by check")
+	for _, c := range []struct {
+		src, dst  string
+		overwrite bool
+		refuse    bool
+		err       error
+		seen      string // the name check saw, "-" where it did not run
+		dstErr    error  // the destination's error check saw
+		old       bool   // check saw an item at dst
+		replaced  bool
+	}{
+		{src: "/docs/a.txt", dst: "/docs/c.txt", seen: "a.txt"},
+		{src: "/docs/c.txt", dst: "/top.txt", err: vfs.ErrNameConflict, seen: "c.txt", old: true},
+		{src: "/docs/c.txt", dst: "/top.txt", overwrite: true, seen: "c.txt", old: true, replaced: true},
+		{src: "/missing", dst: "/x", err: vfs.ErrNotExist, seen: "-"},
+		{src: "/docs/gone", dst: "/x", err: vfs.ErrNotExist, seen: "-"},
+		{src: "/", dst: "/x", err: vfs.ErrRootItem, seen: "-"},
+		{src: "/top.txt", dst: "/missing/x", err: vfs.ErrNotExist, seen: "top.txt", dstErr: vfs.ErrNotExist},
+		{src: "/top.txt", dst: "/docs/b.txt/x", err: vfs.ErrNotDir, seen: "top.txt", dstErr: vfs.ErrNotDir},
+		{src: "/top.txt", dst: "/", err: vfs.ErrInvalidName, seen: "top.txt", dstErr: vfs.ErrInvalidName},
+		{src: "/top.txt", dst: "/a/../x", err: vfs.ErrInvalidName, seen: "top.txt", dstErr: vfs.ErrInvalidName},
+		{src: "/top.txt", dst: "/sub/t.txt", refuse: true, err: refused, seen: "top.txt"},
+		{src: "/docs", dst: "/docs/inner", err: vfs.ErrNameConflict, seen: "docs"},
+		{src: "/docs", dst: "/sub/docs", seen: "docs"},
+	} {
+		name := c.src + " -> " + c.dst
+		seen, old := "-", false
+		var dstErr error
+		n, replaced, err := e.fs.MoveAt(ctx, e.root.ID, c.src, c.dst, vfs.WriteOptions{Overwrite: c.overwrite}, func(n vfs.Node, derr error, o *vfs.Node) error {
+			seen, dstErr, old = n.Name, derr, o != nil
+			if c.refuse {
+				return refused
+			}
+			return nil
+		})
+		if !errors.Is(err, c.err) || (c.err == nil && err != nil) {
+			t.Errorf("%s: %v, want %v", name, err, c.err)
+		}
+		if seen != c.seen || !errors.Is(dstErr, c.dstErr) || (c.dstErr == nil) != (dstErr == nil) || old != c.old {
+			t.Errorf("%s: check saw %q, %v, %v; want %q, %v, %v", name, seen, dstErr, old, c.seen, c.dstErr, c.old)
+		}
+		if err != nil {
+			continue
+		}
+		if replaced != c.replaced {
+			t.Errorf("%s: replaced %v, want %v", name, replaced, c.replaced)
+		}
+		if got := mustLookup(t, e, c.dst); got.ID != n.ID || n.Path != c.dst {
+			t.Errorf("%s: moved %+v, Lookup %+v", name, n, got)
+		}
+		if _, err := e.fs.Lookup(ctx, e.root.ID, c.src); !errors.Is(err, vfs.ErrNotExist) {
+			t.Errorf("%s: the source is still there: %v", name, err)
+		}
+	}
+	// Refused, each left the tree as it was; no check is MoveAt's own
+	// refusals alone.
+	mustLookup(t, e, "/top.txt")
+	mustLookup(t, e, "/sub/docs/b.txt")
+	if _, _, err := e.fs.MoveAt(ctx, e.root.ID, "/top.txt", "/sub/t.txt", vfs.WriteOptions{}, nil); err != nil {
+		t.Errorf("no check: %v", err)
+	}
+	if _, _, err := e.fs.MoveAt(ctx, e.root.ID, "/sub/t.txt", "/missing/t.txt", vfs.WriteOptions{}, nil); !errors.Is(err, vfs.ErrNotExist) {
+		t.Errorf("no check, no folder: %v", err)
+	}
+	if _, err := e.fs.Audit(ctx, e.root.ID); err != nil {
+		t.Fatal(err)
+	}
+}

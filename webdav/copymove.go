@@ -1,6 +1,7 @@
 package webdav
 
 import (
+	"errors"
 	"net/http"
 	"net/url"
 	"strings"
@@ -27,45 +28,85 @@ func sameAuthority(a, b string) bool {
 	return strings.EqualFold(trim(a), trim(b))
 }
 
-// copyMove handles COPY and MOVE with Destination, Overwrite and Depth.
-func (s *session) copyMove(w http.ResponseWriter, r *http.Request) error {
-	move := r.Method == "MOVE"
+// destination is a COPY's or MOVE's Destination header, parsed once a
+// request (session.destination).
+type destination struct {
+	path  string // its clean dav path
+	slash bool   // its path ends in "/" (names a collection)
+	// err says why it names nothing on this server: errBadDestination
+	// (400), errOtherServer (502).
+	err error
+}
+
+// destination is the request's Destination, parsed on first use: the
+// lookups before the method (fileAsCollection, lookupPair) and the
+// method need it alike.
+func (s *session) destination(r *http.Request) *destination {
+	if s.dest != nil {
+		return s.dest
+	}
+	d := &destination{}
+	s.dest = d
 	dh := r.Header.Get("Destination")
 	if dh == "" {
-		return describe(errBadDestination, "Destination header required")
+		d.err = describe(errBadDestination, "Destination header required")
+		return d
 	}
 	u, err := url.Parse(dh)
-	if err != nil {
-		return errBadDestination
+	switch {
+	case err != nil:
+		d.err = errBadDestination
+	case u.Host != "" && !sameAuthority(u.Host, r.Host):
+		d.err = errOtherServer
+	default:
+		if d.path, err = s.h.davPath(u.EscapedPath()); err != nil {
+			d.err = describe(errBadDestination, "Destination: %v", err)
+		}
+		d.slash = strings.HasSuffix(u.EscapedPath(), "/")
 	}
-	if u.Host != "" && !sameAuthority(u.Host, r.Host) {
-		return errOtherServer
-	}
-	dstPath, err := s.h.davPath(u.EscapedPath())
-	if err != nil {
-		return describe(errBadDestination, "Destination: %v", err)
-	}
-	if err := s.permitted(dstPath, share.Write); err != nil {
-		return err
-	}
-	depth := r.Header.Get("Depth")
+	return d
+}
+
+// copyMoveHeaders are a COPY's or MOVE's Depth ("infinity", "0" or "1")
+// and Overwrite, or the error that refuses them (400).
+func copyMoveHeaders(r *http.Request) (depth string, overwrite bool, err error) {
+	depth = r.Header.Get("Depth")
 	switch {
 	case depth == "" || strings.EqualFold(depth, "infinity"):
 		depth = "infinity"
 	case depth == "0" || depth == "1":
 	default:
-		return errBadDepth
+		return "", false, errBadDepth
 	}
-	overwrite := true
 	switch r.Header.Get("Overwrite") {
 	case "", "T", "t":
+		return depth, true, nil
 	case "F", "f":
-		overwrite = false
-	default:
-		return errBadOverwrite
+		return depth, false, nil
+	}
+	return "", false, errBadOverwrite
+}
+
+// copyMove handles COPY and MOVE with Destination, Overwrite and Depth.
+func (s *session) copyMove(w http.ResponseWriter, r *http.Request) error {
+	move := r.Method == "MOVE"
+	d := s.destination(r)
+	if d.err != nil {
+		return d.err
+	}
+	dstPath := d.path
+	if err := s.permitted(dstPath, share.Write); err != nil {
+		return err
+	}
+	depth, overwrite, err := copyMoveHeaders(r)
+	if err != nil {
+		return err
+	}
+	if src, dst, ok := s.plainMove(r); ok {
+		return s.moveAt(w, r, src, dst, depth, overwrite)
 	}
 
-	s.lookupPair(r, dstPath)
+	s.lookupPair(r)
 	src, sn, exists, err := s.lookup(s.path)
 	if err != nil {
 		return err
@@ -76,28 +117,15 @@ func (s *session) copyMove(w http.ResponseWriter, r *http.Request) error {
 	if src.isMountRoot() {
 		return describe(vfs.ErrRootItem, "a root folder cannot be copied or moved")
 	}
-	// RFC 4918 9.8.3 and 9.9.2 bound Depth for a collection: COPY takes
-	// 0 or infinity, MOVE infinity only. A file has nothing below it for
-	// a Depth to apply to, and clients send "Depth: 0" with a file's
-	// MOVE; only a COPY's Depth 1 is refused for any source.
-	if (move && sn.Dir && depth != "infinity") || (!move && depth == "1") {
-		return describe(errBadDepth, "invalid Depth for %s", r.Method)
-	}
-	if dstPath == s.path {
-		return errSameResource
-	}
-	if sn.Dir && strings.HasPrefix(dstPath, strings.TrimSuffix(s.path, "/")+"/") {
-		return errInsideItself
+	if err := s.sourceChecks(r, sn, depth); err != nil {
+		return err
 	}
 	dst, dn, dstExists, parent, name, err := s.lookupNew(dstPath, destinationParent)
 	if err != nil {
 		return err
 	}
-	if dstExists && !dn.Dir && strings.HasSuffix(u.EscapedPath(), "/") {
-		return describe(errFileAsCollection, "the Destination ends in / (a collection), and %s is a file", dn.Name)
-	}
-	if !dstExists && !sn.Dir && strings.HasSuffix(u.EscapedPath(), "/") {
-		return describe(errFileAsCollection, "the Destination ends in / (a collection), and %s is a file", sn.Name)
+	if err := d.slashChecks(sn, dn, dstExists); err != nil {
+		return err
 	}
 	if dst.isMountRoot() {
 		return describe(vfs.ErrRootItem, "a root folder cannot be replaced")
@@ -105,26 +133,8 @@ func (s *session) copyMove(w http.ResponseWriter, r *http.Request) error {
 	if err := s.preconditions(r, s.path, sn, exists); err != nil {
 		return err
 	}
-	if move {
-		if err := s.readOnly(sn); err != nil {
-			return err
-		}
-	}
-	if dstExists {
-		if err := s.readOnly(dn); err != nil {
-			return err
-		}
-	}
-	if parent.err != nil {
-		return parent.err
-	}
-	if dstExists {
-		if !overwrite {
-			return errNoOverwrite
-		}
-		if src.m == dst.m && strings.HasPrefix(s.path, strings.TrimSuffix(dstPath, "/")+"/") {
-			return describe(errInsideItself, "the destination is a collection that holds the source")
-		}
+	if err := s.targetChecks(r, sn, dn, dstExists, parent.err, overwrite); err != nil {
+		return err
 	}
 	// vfs deletes an existing destination in the transaction that puts
 	// the copy or the moved item in its place: a refused or failed COPY
@@ -146,10 +156,160 @@ func (s *session) copyMove(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if dstExists {
+	copyMoveDone(w, dstExists)
+	return nil
+}
+
+// copyMoveDone answers a COPY or MOVE that succeeded: 204 when it
+// replaced the destination, 201 when it created it.
+func copyMoveDone(w http.ResponseWriter, replaced bool) {
+	if replaced {
 		w.WriteHeader(http.StatusNoContent)
 	} else {
 		w.WriteHeader(http.StatusCreated)
 	}
+}
+
+// sourceChecks refuses a COPY or MOVE of sn, the item at the request's
+// path, for what the paths and Depth say of it, in copyMove's order.
+func (s *session) sourceChecks(r *http.Request, sn vfs.Node, depth string) error {
+	// RFC 4918 9.8.3 and 9.9.2 bound Depth for a collection: COPY takes
+	// 0 or infinity, MOVE infinity only. A file has nothing below it for
+	// a Depth to apply to, and clients send "Depth: 0" with a file's
+	// MOVE; only a COPY's Depth 1 is refused for any source.
+	if move := r.Method == "MOVE"; (move && sn.Dir && depth != "infinity") || (!move && depth == "1") {
+		return describe(errBadDepth, "invalid Depth for %s", r.Method)
+	}
+	dstPath := s.dest.path
+	if dstPath == s.path {
+		return errSameResource
+	}
+	if sn.Dir && strings.HasPrefix(dstPath, strings.TrimSuffix(s.path, "/")+"/") {
+		return errInsideItself
+	}
 	return nil
+}
+
+// slashChecks refuses a Destination that ends in "/" where the item
+// there (dn, when exists) or, with none, the source sn is a file.
+func (d *destination) slashChecks(sn, dn vfs.Node, exists bool) error {
+	if !d.slash {
+		return nil
+	}
+	if exists && !dn.Dir {
+		return describe(errFileAsCollection, "the Destination ends in / (a collection), and %s is a file", dn.Name)
+	}
+	if !exists && !sn.Dir {
+		return describe(errFileAsCollection, "the Destination ends in / (a collection), and %s is a file", sn.Name)
+	}
+	return nil
+}
+
+// targetChecks refuses a COPY or MOVE of sn onto dn (when exists), after
+// its conditions held, in copyMove's order: the policy's locked
+// extensions, the Destination's missing folder (parentErr), Overwrite: F,
+// and a destination that holds the source.
+func (s *session) targetChecks(r *http.Request, sn, dn vfs.Node, exists bool, parentErr error, overwrite bool) error {
+	if r.Method == "MOVE" {
+		if err := s.readOnly(sn); err != nil {
+			return err
+		}
+	}
+	if exists {
+		if err := s.readOnly(dn); err != nil {
+			return err
+		}
+	}
+	if parentErr != nil {
+		return parentErr
+	}
+	if exists {
+		if !overwrite {
+			return errNoOverwrite
+		}
+		if strings.HasPrefix(s.path, strings.TrimSuffix(s.dest.path, "/")+"/") {
+			return describe(errInsideItself, "the destination is a collection that holds the source")
+		}
+	}
+	return nil
+}
+
+// plainMove reports whether a MOVE is one transaction (vfs.MoveAt): it
+// has no conditions to hold against the items as they are, its source
+// and Destination lie below the top folder of one root, the caller may
+// move the one and write the other, and its headers are well formed.
+// src and dst are their targets. Otherwise copyMove looks the two up
+// before the move, as fileAsCollection does the source, and refuses what
+// it refuses in its order.
+func (s *session) plainMove(r *http.Request) (src, dst target, ok bool) {
+	if r.Method != "MOVE" || conditional(r) {
+		return target{}, target{}, false
+	}
+	d := s.destination(r)
+	if d.err != nil || s.permitted(s.path, changes["MOVE"]) != nil || s.permitted(d.path, share.Write) != nil {
+		return target{}, target{}, false
+	}
+	if _, _, err := copyMoveHeaders(r); err != nil {
+		return target{}, target{}, false
+	}
+	src, err := s.resolve(s.path)
+	if err != nil || src.isMountRoot() {
+		return target{}, target{}, false
+	}
+	dst, err = s.resolve(d.path)
+	if err != nil || dst.isMountRoot() || dst.m != src.m {
+		return target{}, target{}, false
+	}
+	return src, dst, true
+}
+
+// moveAt moves the request's item, src, to the Destination, dst, in one
+// transaction that looks both up (vfs.MoveAt), where copyMove's checks,
+// and fileAsCollection's of the source, run on what it finds, in the
+// order copyMove runs them on its lookups: the answers are the same.
+func (s *session) moveAt(w http.ResponseWriter, r *http.Request, src, dst target, depth string, overwrite bool) error {
+	srcSlash := strings.HasSuffix(r.URL.EscapedPath(), "/")
+	var refused error
+	check := func(sn vfs.Node, dstErr error, dn *vfs.Node) error {
+		refused = s.moveChecks(r, sn, dstErr, dn, srcSlash, depth, overwrite)
+		return refused
+	}
+	opts := s.optsFor(dst.m.root.ID)
+	opts.Overwrite = overwrite
+	_, replaced, err := s.h.opts.FS.MoveAt(s.ctx, src.m.root.ID, src.rel, dst.rel, opts, check)
+	if errors.Is(err, vfs.ErrNotExist) && err != refused {
+		return vfs.ErrNotExist // lookup's answer
+	}
+	if err != nil {
+		return err
+	}
+	copyMoveDone(w, replaced)
+	return nil
+}
+
+// moveChecks are moveAt's refusals of the MOVE of sn to the Destination,
+// where dn is the item there, if any, and dstErr why there is no place
+// for it.
+func (s *session) moveChecks(r *http.Request, sn vfs.Node, dstErr error, dn *vfs.Node, srcSlash bool, depth string, overwrite bool) error {
+	if srcSlash && !sn.Dir {
+		return describe(vfs.ErrNotExist, "no collection of that name: %s is a file", sn.Name)
+	}
+	if err := s.sourceChecks(r, sn, depth); err != nil {
+		return err
+	}
+	var parentErr error
+	switch {
+	case errors.Is(dstErr, vfs.ErrNotExist) || errors.Is(dstErr, vfs.ErrNotDir):
+		parentErr = describe(errParentMissing, "%s does not exist", destinationParent)
+	case dstErr != nil:
+		return dstErr
+	}
+	var old vfs.Node
+	if dn != nil {
+		old = *dn
+	}
+	if err := s.dest.slashChecks(sn, old, dn != nil); err != nil {
+		return err
+	}
+	return s.targetChecks(r, sn, old, dn != nil, parentErr, overwrite)
 }

@@ -3,7 +3,6 @@ package webdav
 import (
 	"errors"
 	"net/http"
-	"net/url"
 	"path"
 	"strings"
 
@@ -32,8 +31,13 @@ func (s *session) fileAsCollection(r *http.Request) error {
 			return nil // delete checks it in its commit
 		}
 	}
+	if r.Method == "MOVE" {
+		if _, _, ok := s.plainMove(r); ok {
+			return nil // moveAt checks it in its commit
+		}
+	}
 	if r.Method == "COPY" || r.Method == "MOVE" {
-		s.lookupPair(r, "")
+		s.lookupPair(r)
 	}
 	t, n, exists, err := s.lookup(s.path)
 	s.looked = &lookedUp{t, n, exists, err}
@@ -154,22 +158,17 @@ type lookedNew struct {
 // its Destination in one read, where both lie below the top folder of
 // one root (vfs.LookupMove), and leaves what lookup and lookupNew would
 // return for them: two reads would walk the folders above both twice.
-// dst is the Destination's dav path, or "" to take it from r. It leaves
-// nothing where the two are not so, or the Destination is not this
-// server's: those are looked up, and refused, as before.
-func (s *session) lookupPair(r *http.Request, dst string) {
+// It leaves nothing where the two are not so, or the Destination is not
+// this server's: those are looked up, and refused, as before.
+func (s *session) lookupPair(r *http.Request) {
 	if s.looked != nil || s.lookedDst != nil {
 		return
 	}
-	if dst == "" {
-		u, err := url.Parse(r.Header.Get("Destination"))
-		if err != nil || (u.Host != "" && !sameAuthority(u.Host, r.Host)) {
-			return
-		}
-		if dst, err = s.h.davPath(u.EscapedPath()); err != nil {
-			return
-		}
+	d := s.destination(r)
+	if d.err != nil {
+		return
 	}
+	dst := d.path
 	st, err := s.resolve(s.path)
 	if err != nil || st.isMountRoot() {
 		return

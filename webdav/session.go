@@ -35,6 +35,8 @@ type session struct {
 	// lookedDst holds a COPY's or MOVE's Destination, looked up in the
 	// read of its source (lookupPair), for lookupNew to take once.
 	lookedDst *lookedNew
+	// dest is a COPY's or MOVE's Destination, parsed once (destination).
+	dest *destination
 	// wantDead, set by PROPFIND, says whether listings should prefetch
 	// dead properties.
 	wantDead func() bool
