@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -317,6 +318,21 @@ func TestTusRefusals(t *testing.T) {
 	}{
 		{"over max_file_size", create(tusMeta("root_id", root, "filename", "big"), 3<<20+1), 409, "policy_error"},
 		{"over the quota", create(tusMeta("root_id", root, "filename", "big"), 5<<20), 409, "policy_error"},
+		{"a length whose sum with a reservation passes int64", func(t *testing.T) (int, []byte) {
+			// The quota's sum wrapped below it, and every write after
+			// passed the quota. No max_file_size, which would refuse
+			// the length first.
+			pol := account.DefaultPolicy()
+			pol.SpaceQuota = strconv.Itoa(4 << 20)
+			f := newFixtureWith(t, fixtureOptions{Policy: &pol})
+			tc := f.tus(t, f.token)
+			tc.mustCreate(f.root.ID, "one.bin", 1)
+			resp, body, _ := tc.create(tusMeta("root_id", fmt.Sprint(f.root.ID), "filename", "huge"), math.MaxInt64)
+			if st, b := f.uploadAs(f.token, f.root.ID, "over.bin", 5<<20); st == http.StatusOK {
+				t.Errorf("an upload past the quota: %d %s", st, b)
+			}
+			return resp.StatusCode, body
+		}, 409, "policy_error"},
 		{"excluded extension", create(tusMeta("root_id", root, "filename", "a.exe"), 1), 409, "policy_error"},
 		{"no root_id", create(tusMeta("filename", "a"), 1), 400, "invalid_request"},
 		{"no filename", create(tusMeta("root_id", root), 1), 400, "invalid_name"},

@@ -56,6 +56,12 @@ type StageOptions struct {
 	Meta map[string]string
 }
 
+// MaxStagedLength bounds the length a staged upload declares (1 PiB, far
+// past what one commit of its chunk list takes). The length is reserved
+// against the quotas before a byte is stored, so without a bound a
+// client chose a number that the quotas' sums overflowed on.
+const MaxStagedLength = 1 << 50
+
 // DefaultStagedTTL is the life of a staged upload without an append.
 const DefaultStagedTTL = 24 * time.Hour
 
@@ -151,6 +157,9 @@ func (fs *FS) Stage(ctx context.Context, root, parent uint64, name string, so St
 	}
 	if so.Length < 0 {
 		return Staged{}, fmt.Errorf("%w: a negative length", ErrFileTooLarge)
+	}
+	if so.Length > MaxStagedLength {
+		return Staged{}, fmt.Errorf("%w: %d bytes announced, a staged upload holds at most %d", ErrFileTooLarge, so.Length, MaxStagedLength)
 	}
 	if opts.MaxFileSize > 0 && so.Length > opts.MaxFileSize {
 		return Staged{}, fmt.Errorf("%w: %d bytes announced, at most %d", ErrFileTooLarge, so.Length, opts.MaxFileSize)

@@ -5,6 +5,7 @@ import (
 	"crypto/sha1"
 	"errors"
 	"io"
+	"math"
 	"path/filepath"
 	"testing"
 	"time"
@@ -135,6 +136,10 @@ func TestStagedRefusals(t *testing.T) {
 			_, err := e.fs.Stage(ctx, e.root.ID, e.root.FolderID, "a", vfs.StageOptions{Length: 100}, vfs.WriteOptions{SpaceQuota: 99})
 			return err
 		}, vfs.ErrQuotaExceeded},
+		{"length past MaxStagedLength", func(t *testing.T, e *env) error {
+			_, err := e.fs.Stage(ctx, e.root.ID, e.root.FolderID, "a", vfs.StageOptions{Length: math.MaxInt64}, vfs.WriteOptions{})
+			return err
+		}, vfs.ErrFileTooLarge},
 		{"second upload over the quota the first reserved", func(t *testing.T, e *env) error {
 			q := vfs.WriteOptions{SpaceQuota: 150}
 			e.stage(t, "a", 100, q)
