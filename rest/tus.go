@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	tusd "github.com/tus/tusd/v2/pkg/handler"
@@ -75,6 +76,9 @@ type tusRequest struct {
 	opts   vfs.WriteOptions
 	check  vfs.AppendOptions
 	w      http.ResponseWriter
+	// overrun is set once the body brought more than the upload has
+	// left (tusBody).
+	overrun atomic.Bool
 }
 
 func tusRequestOf(ctx context.Context) *tusRequest {
@@ -272,6 +276,9 @@ func (s *server) tusDelete(w http.ResponseWriter, r *http.Request) error {
 // middleware (which sets its headers and the body's read deadlines).
 func (s *server) tusServe(w http.ResponseWriter, r *http.Request, q *tusRequest, op http.HandlerFunc) {
 	r = r.WithContext(context.WithValue(r.Context(), tusKey{}, q))
+	if r.Body != nil && r.Body != http.NoBody {
+		r.Body = &tusBody{ReadCloser: r.Body, left: q.staged.Length - q.staged.Offset, q: q}
+	}
 	if r.Method != http.MethodPost {
 		// tusd reads the upload's id from a path with the base stripped.
 		u := *r.URL
@@ -279,6 +286,43 @@ func (s *server) tusServe(w http.ResponseWriter, r *http.Request, q *tusRequest,
 		r.URL = &u
 	}
 	s.tus.Middleware(op).ServeHTTP(w, r)
+}
+
+// tusBody is a request's body that notes (tusRequest.overrun) a byte past
+// what the upload has left. tusd reads a body of unknown length (chunked)
+// through http.MaxBytesReader up to that much, and hands the store its
+// end as an EOF, the same as a body that ended there: without the note,
+// the first bytes of a longer body were stored and made the file, while
+// tusd answered 413.
+type tusBody struct {
+	io.ReadCloser
+	left int64
+	q    *tusRequest
+}
+
+func (b *tusBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if b.left -= int64(n); b.left < 0 {
+		b.q.overrun.Store(true)
+	}
+	return n, err
+}
+
+// tusPiece is the body as the store reads it: at its end, a body that
+// brought more than the upload has left fails the append (which then
+// stores nothing), as one with a Content-Length too large does before it
+// is read (413).
+type tusPiece struct {
+	r io.Reader
+	q *tusRequest
+}
+
+func (p tusPiece) Read(b []byte) (int, error) {
+	n, err := p.r.Read(b)
+	if err == io.EOF && p.q.overrun.Load() {
+		return n, tusd.ErrSizeExceeded
+	}
+	return n, err
 }
 
 // tusAccess is the caller's access to root, which must let them write.
@@ -408,6 +452,7 @@ func (u *tusUpload) WriteChunk(ctx context.Context, offset int64, src io.Reader)
 	q := tusRequestOf(ctx)
 	if q != nil {
 		check = q.check
+		src = tusPiece{r: src, q: q}
 	}
 	st, err := u.s.fs.Append(ctx, u.id, offset, src, check)
 	if err != nil {

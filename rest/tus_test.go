@@ -377,6 +377,59 @@ func TestTusRefusals(t *testing.T) {
 	}
 }
 
+// TestTusOverrun sends a body of unknown length (chunked) that runs past
+// the upload's length, with the creation and with a PATCH: 413, as for a
+// Content-Length too large, and nothing of it stored. tusd reads such a
+// body up to the length and hands the store its end as the body's: the
+// first bytes made the file, under a 413.
+func TestTusOverrun(t *testing.T) {
+	f := newFixture(t)
+	tc := f.tus(t, f.token)
+	data := []byte("0123456789abcdefghij")
+	cases := []struct {
+		name string
+		send func(name string) (*http.Response, []byte, string)
+	}{
+		{"with the creation", func(name string) (*http.Response, []byte, string) {
+			h := http.Header{"Upload-Length": {"10"}, "Upload-Metadata": {tusMeta("root_id", fmt.Sprint(f.root.ID), "filename", name)},
+				"Content-Type": {"application/offset+octet-stream"}}
+			resp, body, err := tc.do(http.MethodPost, tusBase, h, io.MultiReader(bytes.NewReader(data)), -1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return resp, body, ""
+		}},
+		{"in a PATCH", func(name string) (*http.Response, []byte, string) {
+			path := tc.mustCreate(f.root.ID, name, 10)
+			if resp, b, err := tc.patch(path, 0, bytes.NewReader(data[:4]), 4, nil); err != nil || resp.StatusCode != http.StatusNoContent {
+				t.Fatalf("first piece: %v %s", err, b)
+			}
+			resp, body, err := tc.patch(path, 4, io.MultiReader(bytes.NewReader(data[4:])), -1, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return resp, body, path
+		}},
+	}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			name := fmt.Sprintf("o%d.bin", i)
+			resp, body, path := c.send(name)
+			if resp.StatusCode != http.StatusRequestEntityTooLarge {
+				t.Errorf("%d %s, want 413", resp.StatusCode, body)
+			}
+			if _, err := f.fs.Lookup(context.Background(), f.root.ID, "/"+name); !errors.Is(err, vfs.ErrNotExist) {
+				t.Errorf("the refused body made the file (%v): %q", err, f.fileBytes(t, f.root, name))
+			}
+			if path != "" {
+				if st, off := tc.offset(path); st != http.StatusOK || off != 4 {
+					t.Errorf("after the refusal: HEAD %d offset %d, want 200 4", st, off)
+				}
+			}
+		})
+	}
+}
+
 // TestTusEmpty creates an empty file: the creation itself makes it.
 func TestTusEmpty(t *testing.T) {
 	f := newFixture(t)
