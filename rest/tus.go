@@ -468,6 +468,12 @@ func (u *tusUpload) WriteChunk(ctx context.Context, offset int64, src io.Reader)
 func (u *tusUpload) FinishUpload(ctx context.Context) error {
 	var opts vfs.WriteOptions
 	if q := tusRequestOf(ctx); q != nil {
+		if q.overrun.Load() {
+			// tusd finishes an upload whose offset is its length
+			// whatever the piece's fate: an empty one, whose
+			// refused piece stored nothing, too.
+			return tusd.ErrSizeExceeded
+		}
 		opts = q.opts
 	}
 	if _, err := u.s.fs.Finish(ctx, u.id, opts); err != nil {

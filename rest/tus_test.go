@@ -386,19 +386,23 @@ func TestTusOverrun(t *testing.T) {
 	f := newFixture(t)
 	tc := f.tus(t, f.token)
 	data := []byte("0123456789abcdefghij")
-	cases := []struct {
-		name string
-		send func(name string) (*http.Response, []byte, string)
-	}{
-		{"with the creation", func(name string) (*http.Response, []byte, string) {
-			h := http.Header{"Upload-Length": {"10"}, "Upload-Metadata": {tusMeta("root_id", fmt.Sprint(f.root.ID), "filename", name)},
+	create := func(length string) func(name string) (*http.Response, []byte, string) {
+		return func(name string) (*http.Response, []byte, string) {
+			h := http.Header{"Upload-Length": {length}, "Upload-Metadata": {tusMeta("root_id", fmt.Sprint(f.root.ID), "filename", name)},
 				"Content-Type": {"application/offset+octet-stream"}}
 			resp, body, err := tc.do(http.MethodPost, tusBase, h, io.MultiReader(bytes.NewReader(data)), -1)
 			if err != nil {
 				t.Fatal(err)
 			}
 			return resp, body, ""
-		}},
+		}
+	}
+	cases := []struct {
+		name string
+		send func(name string) (*http.Response, []byte, string)
+	}{
+		{"with the creation", create("10")},
+		{"with the creation of an empty file", create("0")},
 		{"in a PATCH", func(name string) (*http.Response, []byte, string) {
 			path := tc.mustCreate(f.root.ID, name, 10)
 			if resp, b, err := tc.patch(path, 0, bytes.NewReader(data[:4]), 4, nil); err != nil || resp.StatusCode != http.StatusNoContent {
