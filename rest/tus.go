@@ -179,6 +179,11 @@ func (s *server) tusCreate(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	// The piece sent with the creation is checked as a PATCH's is.
+	check, err := tusChecksum(r.Header.Get("Upload-Checksum"))
+	if err != nil {
+		return err
+	}
 	folder := a.root.FolderID
 	if v, ok := meta["folder_id"]; ok && v != "0" {
 		if folder, ok = parseID(v); !ok {
@@ -203,7 +208,7 @@ func (s *server) tusCreate(w http.ResponseWriter, r *http.Request) error {
 	}
 	w.Header().Set("Upload-Expires", st.Expires.Format(http.TimeFormat))
 	rec := &httpserve.Recorder{ResponseWriter: w}
-	s.tusServe(rec, r, &tusRequest{staged: st, opts: opts, w: w}, s.tus.PostFile)
+	s.tusServe(rec, r, &tusRequest{staged: st, opts: opts, check: check, w: w}, s.tus.PostFile)
 	if rec.Status() >= 400 {
 		// tusd refused after the upload was staged, or the piece sent
 		// with it failed: no Location went out, so nobody can go on.

@@ -352,6 +352,20 @@ func TestTusRefusals(t *testing.T) {
 		}, 412, "invalid_request"},
 		{"wrong offset", patch(nil, 1000, 999), 409, "offset_mismatch"},
 		{"checksum mismatch", patch(http.Header{"Upload-Checksum": {bad}}, 1000, 1000), 460, "checksum_mismatch"},
+		{"checksum mismatch with the creation", func(t *testing.T) (int, []byte) {
+			// The piece sent with the creation is a PATCH's (tus,
+			// creation-with-upload): its checksum holds too.
+			h := http.Header{"Upload-Length": {strconv.Itoa(len(data))}, "Upload-Metadata": {tusMeta("root_id", root, "filename", "c.bin")},
+				"Content-Type": {"application/offset+octet-stream"}, "Upload-Checksum": {bad}}
+			resp, body, err := tc.do(http.MethodPost, tusBase, h, bytes.NewReader(data), int64(len(data)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.fs.Lookup(context.Background(), f.root.ID, "/c.bin"); !errors.Is(err, vfs.ErrNotExist) {
+				t.Errorf("the piece that failed its checksum made the file (%v)", err)
+			}
+			return resp.StatusCode, body
+		}, 460, "checksum_mismatch"},
 		{"unknown checksum algorithm", patch(http.Header{"Upload-Checksum": {"crc32 AAAAAA=="}}, 0, 0), 400, "invalid_request"},
 		{"no such upload", func(t *testing.T) (int, []byte) {
 			resp, body, err := tc.patch(tusBase+"12345", 0, strings.NewReader("x"), 1, nil)
