@@ -263,6 +263,7 @@ func (fs *FS) Append(ctx context.Context, id uint64, offset int64, r io.Reader, 
 		fs.forget(refs[done:])
 		return rec.public(id), err
 	}
+	fs.dropTail(ctx, rec.Tail)
 	return fs.StagedInfo(ctx, id)
 }
 
@@ -334,6 +335,26 @@ func (fs *FS) commitAppend(ctx context.Context, id uint64, was stagedRec, refs [
 		fs.between(OpWrite)
 	}
 	return done, nil
+}
+
+// dropTail removes at once the old tail an append cut again, unless
+// something still holds it (the new chunks, another file, a pin), through
+// the collector's own check (removeUnreferenced). Left to the next
+// collection, every append left a chunk of up to 4 MiB behind, whatever
+// it brought: a client sending one byte a PATCH made the store grow by
+// about a MiB a request, past its quota, until the hourly collection. A
+// failure is logged only; that collection removes it then.
+func (fs *FS) dropTail(ctx context.Context, tail []chunk.Ref) {
+	if len(tail) == 0 {
+		return
+	}
+	ids := make([]chunk.ID, len(tail))
+	for i, c := range tail {
+		ids[i] = c.ID
+	}
+	if _, err := fs.removeUnreferenced(context.WithoutCancel(ctx), ids, false, true); err != nil {
+		fs.log.Warn("vfs: could not remove the tail a staged upload replaced; the next collection does", "err", err)
+	}
 }
 
 func slicesEqual(a, b []chunk.Ref) bool {

@@ -223,6 +223,31 @@ func TestStagedRefusals(t *testing.T) {
 	}
 }
 
+// TestStagedTinyAppends appends a byte at a time after a large piece:
+// each append cuts the old tail again into a new chunk, and the old one
+// goes at once, so the store holds about the upload's bytes, not a tail
+// per append until the next collection (about a MiB each before).
+func TestStagedTinyAppends(t *testing.T) {
+	e := newEnv(t)
+	data := randBytes(11, 3<<20+64)
+	st := e.stage(t, "a", int64(len(data)), vfs.WriteOptions{})
+	e.appendAll(t, st.ID, data, 0, 3<<20)
+	for i := 3 << 20; i < len(data); i++ {
+		e.appendAll(t, st.ID, data, i, i+1)
+	}
+	n, err := e.chunks.Size(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n > 2*int64(len(data)) {
+		t.Errorf("the store holds %d bytes for an upload of %d", n, len(data))
+	}
+	if _, err := e.fs.Finish(ctx, st.ID, vfs.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.fsckClean(t)
+}
+
 // TestStagedSpace checks that an upload's declared length is held against
 // the quota from Stage on and given back by Finish (as the file's size),
 // Terminate and expiry, the last freeing its chunks too.
