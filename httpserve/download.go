@@ -588,6 +588,33 @@ func Sends(r *http.Request, etag string) (sends, fromStart bool) {
 	return true, false
 }
 
+// RangeBytes is how many bytes http.ServeContent's answer to r's Range
+// sends of content of size bytes, for a request that Sends finds not to
+// send from the start (every part starts at an offset): the sum of its
+// parts' lengths, each clipped to the content, overlapping ones counted
+// each time. A part ServeContent would refuse counts to the content's
+// end, as if it were sent: the sum is what a link's download_limit
+// charges the request (share.CountRequest), and may only err high.
+func RangeBytes(r *http.Request, size int64) int64 {
+	spec, _ := strings.CutPrefix(strings.TrimSpace(r.Header.Get("Range")), "bytes=")
+	var n int64
+	for part := range strings.SplitSeq(spec, ",") {
+		a, b, _ := strings.Cut(strings.TrimSpace(part), "-")
+		start, err := strconv.ParseInt(strings.TrimSpace(a), 10, 64)
+		if err != nil || start < 0 || start >= size {
+			continue
+		}
+		end := size - 1
+		if e, err := strconv.ParseInt(strings.TrimSpace(b), 10, 64); err == nil && e >= start && e < end {
+			end = e
+		}
+		if n += end - start + 1; n >= size {
+			return size // ServeContent sends the whole content then
+		}
+	}
+	return n
+}
+
 // notModified reports whether ServeContent answers r with 304 for etag
 // (If-None-Match).
 func notModified(r *http.Request, etag string) bool {

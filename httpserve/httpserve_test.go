@@ -521,3 +521,29 @@ func TestSendWholeAsServeContent(t *testing.T) {
 		})
 	}
 }
+
+// TestRangeBytes: what a resumption sends, as a share link's limit
+// charges it; it may err high, never low.
+func TestRangeBytes(t *testing.T) {
+	cases := []struct {
+		rng  string
+		size int64
+		want int64
+	}{
+		{"bytes=1-", 100, 99},
+		{"bytes=10-19", 100, 10},
+		{"bytes=10-19,50-", 100, 60},
+		{"bytes=90-200", 100, 10},
+		{"bytes=100-", 100, 0},
+		{"bytes=10-5", 100, 90},   // refused by ServeContent: counted to the end
+		{"bytes=1-,1-", 100, 100}, // past the content: ServeContent sends it whole
+		{"bytes=1-", 0, 0},
+	}
+	for _, c := range cases {
+		r := httptest.NewRequest(http.MethodGet, "/", nil)
+		r.Header.Set("Range", c.rng)
+		if got := httpserve.RangeBytes(r, c.size); got != c.want {
+			t.Errorf("RangeBytes(%q, %d) = %d, want %d", c.rng, c.size, got, c.want)
+		}
+	}
+}

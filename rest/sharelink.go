@@ -787,12 +787,12 @@ func (s *server) linkFolderDownload(w http.ResponseWriter, r *http.Request) erro
 // by share's one counting rule (share.CountRequest), for a file or a zip
 // alike: etag is the entity tag of what is served, which decides whether
 // a Range or If-Range answer holds its first byte.
-func (s *server) count(r *http.Request, la share.LinkAccess, view bool, etag string) error {
+func (s *server) count(r *http.Request, la share.LinkAccess, view bool, etag string, size int64) error {
 	if !la.Perms.Has(share.Read) {
 		return &share.Refusal{Reason: "this share link does not allow reading the contents"}
 	}
 	sends, fromStart := httpserve.Sends(r, etag)
-	return s.shares.CountRequest(r.Context(), la, view, sends, fromStart)
+	return s.shares.CountRequest(r.Context(), la, view, sends, fromStart, httpserve.RangeBytes(r, size), size)
 }
 
 // serveLinkFile serves file n through link la (httpserve.ServeContent:
@@ -803,7 +803,7 @@ func (s *server) serveLinkFile(w http.ResponseWriter, r *http.Request, la share.
 		return err
 	}
 	defer f.Close()
-	if err := s.count(r, la, view, f.Node.ETag()); err != nil {
+	if err := s.count(r, la, view, f.Node.ETag(), f.Size()); err != nil {
 		return err
 	}
 	return httpserve.ServeContent(w, r, httpserve.Content{
@@ -841,7 +841,7 @@ func (s *server) serveLinkZip(w http.ResponseWriter, r *http.Request, la share.L
 	if err != nil {
 		return err
 	}
-	if err := s.count(r, la, false, z.ETag()); err != nil {
+	if err := s.count(r, la, false, z.ETag(), z.Size()); err != nil {
 		return err
 	}
 	name := n.Name

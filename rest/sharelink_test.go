@@ -267,6 +267,53 @@ func TestShareLinkResumeCountsOnce(t *testing.T) {
 	}
 }
 
+// TestShareLinkLimitRanges: under a download_limit, ranges that leave
+// byte 0 out (bytes=1-, the rest of a zip whose first byte is always
+// "P") count as the share they send, so they do not serve the content
+// again and again: each of them was served, uncounted, while the limit
+// was not used up. A download cut and resumed still counts once.
+func TestShareLinkLimitRanges(t *testing.T) {
+	f, file, folder, _ := linkFixture(t, fixtureOptions{})
+	type req struct {
+		rng    string // "" for the whole
+		status int
+	}
+	tests := []struct {
+		name   string
+		folder bool
+		limit  string
+		reqs   []req
+		counts int64
+	}{
+		{"a zip from byte 1, limit 1", true, "1", []req{{"bytes=1-", 206}, {"bytes=1-", 403}, {"bytes=1-", 403}}, 0},
+		{"a file from byte 1, limit 1", false, "1", []req{{"bytes=1-", 206}, {"bytes=1-", 403}}, 0},
+		{"a zip downloaded, then from byte 1, limit 2", true, "2", []req{{"", 200}, {"bytes=1-", 206}, {"bytes=1-", 206}, {"bytes=1-", 403}, {"", 403}}, 1},
+		{"a download cut and resumed, limit 2", false, "2", []req{{"bytes=0-299", 206}, {"bytes=300-", 206}, {"", 200}, {"", 403}}, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := f.at("/api/2/files/%d/%d/share", file)
+			if tt.folder {
+				path = f.at("/api/2/files/%d/folder/%d/share", folder)
+			}
+			l := f.createLink(t, path, url.Values{"download_limit": {tt.limit}})
+			for i, q := range tt.reqs {
+				var h http.Header
+				if q.rng != "" {
+					h = http.Header{"Range": {q.rng}}
+				}
+				st, b := f.readAll(f.request(http.MethodGet, "/api/2/sharelinks/"+l.Hash+"/download", "", nil, h))
+				if st != q.status {
+					t.Errorf("request %d (%q): %d %.100s, want %d", i, q.rng, st, b, q.status)
+				}
+			}
+			if n := f.link(t, l.ID).TimesDownloaded; n != tt.counts {
+				t.Errorf("times_downloaded %d, want %d", n, tt.counts)
+			}
+		})
+	}
+}
+
 // TestShareLinkWrite: create_folder and upload through a folder link with
 // write access: anonymous only with anon_edit; never without write access.
 func TestShareLinkWrite(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	tusd "github.com/tus/tusd/v2/pkg/handler"
@@ -75,6 +76,9 @@ type tusRequest struct {
 	opts   vfs.WriteOptions
 	check  vfs.AppendOptions
 	w      http.ResponseWriter
+	// overrun is set once the body brought more than the upload has
+	// left (tusBody).
+	overrun atomic.Bool
 }
 
 func tusRequestOf(ctx context.Context) *tusRequest {
@@ -175,6 +179,11 @@ func (s *server) tusCreate(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	// The piece sent with the creation is checked as a PATCH's is.
+	check, err := tusChecksum(r.Header.Get("Upload-Checksum"))
+	if err != nil {
+		return err
+	}
 	folder := a.root.FolderID
 	if v, ok := meta["folder_id"]; ok && v != "0" {
 		if folder, ok = parseID(v); !ok {
@@ -199,7 +208,7 @@ func (s *server) tusCreate(w http.ResponseWriter, r *http.Request) error {
 	}
 	w.Header().Set("Upload-Expires", st.Expires.Format(http.TimeFormat))
 	rec := &httpserve.Recorder{ResponseWriter: w}
-	s.tusServe(rec, r, &tusRequest{staged: st, opts: opts, w: w}, s.tus.PostFile)
+	s.tusServe(rec, r, &tusRequest{staged: st, opts: opts, check: check, w: w}, s.tus.PostFile)
 	if rec.Status() >= 400 {
 		// tusd refused after the upload was staged, or the piece sent
 		// with it failed: no Location went out, so nobody can go on.
@@ -272,6 +281,9 @@ func (s *server) tusDelete(w http.ResponseWriter, r *http.Request) error {
 // middleware (which sets its headers and the body's read deadlines).
 func (s *server) tusServe(w http.ResponseWriter, r *http.Request, q *tusRequest, op http.HandlerFunc) {
 	r = r.WithContext(context.WithValue(r.Context(), tusKey{}, q))
+	if r.Body != nil && r.Body != http.NoBody {
+		r.Body = &tusBody{ReadCloser: r.Body, left: q.staged.Length - q.staged.Offset, q: q}
+	}
 	if r.Method != http.MethodPost {
 		// tusd reads the upload's id from a path with the base stripped.
 		u := *r.URL
@@ -279,6 +291,43 @@ func (s *server) tusServe(w http.ResponseWriter, r *http.Request, q *tusRequest,
 		r.URL = &u
 	}
 	s.tus.Middleware(op).ServeHTTP(w, r)
+}
+
+// tusBody is a request's body that notes (tusRequest.overrun) a byte past
+// what the upload has left. tusd reads a body of unknown length (chunked)
+// through http.MaxBytesReader up to that much, and hands the store its
+// end as an EOF, the same as a body that ended there: without the note,
+// the first bytes of a longer body were stored and made the file, while
+// tusd answered 413.
+type tusBody struct {
+	io.ReadCloser
+	left int64
+	q    *tusRequest
+}
+
+func (b *tusBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if b.left -= int64(n); b.left < 0 {
+		b.q.overrun.Store(true)
+	}
+	return n, err
+}
+
+// tusPiece is the body as the store reads it: at its end, a body that
+// brought more than the upload has left fails the append (which then
+// stores nothing), as one with a Content-Length too large does before it
+// is read (413).
+type tusPiece struct {
+	r io.Reader
+	q *tusRequest
+}
+
+func (p tusPiece) Read(b []byte) (int, error) {
+	n, err := p.r.Read(b)
+	if err == io.EOF && p.q.overrun.Load() {
+		return n, tusd.ErrSizeExceeded
+	}
+	return n, err
 }
 
 // tusAccess is the caller's access to root, which must let them write.
@@ -408,6 +457,7 @@ func (u *tusUpload) WriteChunk(ctx context.Context, offset int64, src io.Reader)
 	q := tusRequestOf(ctx)
 	if q != nil {
 		check = q.check
+		src = tusPiece{r: src, q: q}
 	}
 	st, err := u.s.fs.Append(ctx, u.id, offset, src, check)
 	if err != nil {
@@ -423,6 +473,12 @@ func (u *tusUpload) WriteChunk(ctx context.Context, offset int64, src io.Reader)
 func (u *tusUpload) FinishUpload(ctx context.Context) error {
 	var opts vfs.WriteOptions
 	if q := tusRequestOf(ctx); q != nil {
+		if q.overrun.Load() {
+			// tusd finishes an upload whose offset is its length
+			// whatever the piece's fate: an empty one, whose
+			// refused piece stored nothing, too.
+			return tusd.ErrSizeExceeded
+		}
 		opts = q.opts
 	}
 	if _, err := u.s.fs.Finish(ctx, u.id, opts); err != nil {

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -317,6 +318,21 @@ func TestTusRefusals(t *testing.T) {
 	}{
 		{"over max_file_size", create(tusMeta("root_id", root, "filename", "big"), 3<<20+1), 409, "policy_error"},
 		{"over the quota", create(tusMeta("root_id", root, "filename", "big"), 5<<20), 409, "policy_error"},
+		{"a length whose sum with a reservation passes int64", func(t *testing.T) (int, []byte) {
+			// The quota's sum wrapped below it, and every write after
+			// passed the quota. No max_file_size, which would refuse
+			// the length first.
+			pol := account.DefaultPolicy()
+			pol.SpaceQuota = strconv.Itoa(4 << 20)
+			f := newFixtureWith(t, fixtureOptions{Policy: &pol})
+			tc := f.tus(t, f.token)
+			tc.mustCreate(f.root.ID, "one.bin", 1)
+			resp, body, _ := tc.create(tusMeta("root_id", fmt.Sprint(f.root.ID), "filename", "huge"), math.MaxInt64)
+			if st, b := f.uploadAs(f.token, f.root.ID, "over.bin", 5<<20); st == http.StatusOK {
+				t.Errorf("an upload past the quota: %d %s", st, b)
+			}
+			return resp.StatusCode, body
+		}, 409, "policy_error"},
 		{"excluded extension", create(tusMeta("root_id", root, "filename", "a.exe"), 1), 409, "policy_error"},
 		{"no root_id", create(tusMeta("filename", "a"), 1), 400, "invalid_request"},
 		{"no filename", create(tusMeta("root_id", root), 1), 400, "invalid_name"},
@@ -336,6 +352,20 @@ func TestTusRefusals(t *testing.T) {
 		}, 412, "invalid_request"},
 		{"wrong offset", patch(nil, 1000, 999), 409, "offset_mismatch"},
 		{"checksum mismatch", patch(http.Header{"Upload-Checksum": {bad}}, 1000, 1000), 460, "checksum_mismatch"},
+		{"checksum mismatch with the creation", func(t *testing.T) (int, []byte) {
+			// The piece sent with the creation is a PATCH's (tus,
+			// creation-with-upload): its checksum holds too.
+			h := http.Header{"Upload-Length": {strconv.Itoa(len(data))}, "Upload-Metadata": {tusMeta("root_id", root, "filename", "c.bin")},
+				"Content-Type": {"application/offset+octet-stream"}, "Upload-Checksum": {bad}}
+			resp, body, err := tc.do(http.MethodPost, tusBase, h, bytes.NewReader(data), int64(len(data)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.fs.Lookup(context.Background(), f.root.ID, "/c.bin"); !errors.Is(err, vfs.ErrNotExist) {
+				t.Errorf("the piece that failed its checksum made the file (%v)", err)
+			}
+			return resp.StatusCode, body
+		}, 460, "checksum_mismatch"},
 		{"unknown checksum algorithm", patch(http.Header{"Upload-Checksum": {"crc32 AAAAAA=="}}, 0, 0), 400, "invalid_request"},
 		{"no such upload", func(t *testing.T) (int, []byte) {
 			resp, body, err := tc.patch(tusBase+"12345", 0, strings.NewReader("x"), 1, nil)
@@ -358,6 +388,63 @@ func TestTusRefusals(t *testing.T) {
 	}
 	if !bytes.Equal(f.fileBytes(t, f.root, "ok.bin"), data) {
 		t.Fatal("the file differs from what was sent")
+	}
+}
+
+// TestTusOverrun sends a body of unknown length (chunked) that runs past
+// the upload's length, with the creation and with a PATCH: 413, as for a
+// Content-Length too large, and nothing of it stored. tusd reads such a
+// body up to the length and hands the store its end as the body's: the
+// first bytes made the file, under a 413.
+func TestTusOverrun(t *testing.T) {
+	f := newFixture(t)
+	tc := f.tus(t, f.token)
+	data := []byte("0123456789abcdefghij")
+	create := func(length string) func(name string) (*http.Response, []byte, string) {
+		return func(name string) (*http.Response, []byte, string) {
+			h := http.Header{"Upload-Length": {length}, "Upload-Metadata": {tusMeta("root_id", fmt.Sprint(f.root.ID), "filename", name)},
+				"Content-Type": {"application/offset+octet-stream"}}
+			resp, body, err := tc.do(http.MethodPost, tusBase, h, io.MultiReader(bytes.NewReader(data)), -1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return resp, body, ""
+		}
+	}
+	cases := []struct {
+		name string
+		send func(name string) (*http.Response, []byte, string)
+	}{
+		{"with the creation", create("10")},
+		{"with the creation of an empty file", create("0")},
+		{"in a PATCH", func(name string) (*http.Response, []byte, string) {
+			path := tc.mustCreate(f.root.ID, name, 10)
+			if resp, b, err := tc.patch(path, 0, bytes.NewReader(data[:4]), 4, nil); err != nil || resp.StatusCode != http.StatusNoContent {
+				t.Fatalf("first piece: %v %s", err, b)
+			}
+			resp, body, err := tc.patch(path, 4, io.MultiReader(bytes.NewReader(data[4:])), -1, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return resp, body, path
+		}},
+	}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			name := fmt.Sprintf("o%d.bin", i)
+			resp, body, path := c.send(name)
+			if resp.StatusCode != http.StatusRequestEntityTooLarge {
+				t.Errorf("%d %s, want 413", resp.StatusCode, body)
+			}
+			if _, err := f.fs.Lookup(context.Background(), f.root.ID, "/"+name); !errors.Is(err, vfs.ErrNotExist) {
+				t.Errorf("the refused body made the file (%v): %q", err, f.fileBytes(t, f.root, name))
+			}
+			if path != "" {
+				if st, off := tc.offset(path); st != http.StatusOK || off != 4 {
+					t.Errorf("after the refusal: HEAD %d offset %d, want 200 4", st, off)
+				}
+			}
+		})
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -66,6 +67,10 @@ type Link struct {
 	DeleteAccess    bool   `json:"delete_access"`
 	TimesDownloaded int64  `json:"times_downloaded"`
 	TimesViewed     int64  `json:"times_viewed"`
+	// Resumed is, under a download_limit, what resumptions sent less
+	// what the downloads counted let them send free, in millionths of a
+	// download (count): below 0 a credit, above it a download begun.
+	Resumed int64 `json:"resumed,omitempty"`
 	// NextSub numbers the subscribers.
 	NextSub     uint64       `json:"next_sub"`
 	Subscribers []Subscriber `json:"subscribers,omitempty"`
@@ -683,7 +688,7 @@ func (s *Service) matches(ctx context.Context, sb Subscriber, c account.Caller) 
 //
 // Errors: ErrDownloadLimit; ErrNotFound when the link was deleted.
 func (s *Service) CountDownload(ctx context.Context, la LinkAccess) error {
-	l, err := s.count(ctx, la, true)
+	l, err := s.count(ctx, la, true, wholeDownload)
 	if err == nil && l.DownloadNotify {
 		name := s.itemName(ctx, l)
 		s.notice(ctx, l, fmt.Sprintf("%q was downloaded through your share link", name),
@@ -694,23 +699,38 @@ func (s *Service) CountDownload(ctx context.Context, la LinkAccess) error {
 
 // CountRequest is the counting rule of a request for la's contents, the
 // same for every front end (which reads sends and fromStart from the
-// request: httpserve.Sends; a zip always sends from the start). An answer
-// that sends nothing (HEAD, 304) counts nothing. One that sends the
-// content from its start is a download (or, with view, a view) and is
-// counted, reserved before a byte is sent. One that resumes a download
-// counts nothing, but is refused once download_limit is used up, so a
-// limit cannot be dodged with ranges.
+// request: httpserve.Sends, and part, the bytes a resumption sends of the
+// content's size: httpserve.RangeBytes). An answer that sends nothing
+// (HEAD, 304) counts nothing. One that sends the content from its start
+// is a download (or, with view, a view) and is counted, reserved before
+// a byte is sent. One that resumes a download is refused once
+// download_limit is used up. Under a limit, each download counted lets
+// resumptions send the content once more free (a download cut and
+// resumed counts once), and past that a resumption counts as the share
+// of a download it sends (part of size), holding a download of the limit
+// from its first byte: ranges that leave out the first byte (bytes=1-; a
+// zip's is always "P") counted nothing, and served the content without
+// end while the limit was not used up; now the limit bounds what they
+// send to twice the content per download allowed. Without a limit a
+// resumption counts nothing.
 //
 // Errors: those of CountDownload.
-func (s *Service) CountRequest(ctx context.Context, la LinkAccess, view, sends, fromStart bool) error {
+func (s *Service) CountRequest(ctx context.Context, la LinkAccess, view, sends, fromStart bool, part, size int64) error {
 	switch {
 	case !sends:
 		return nil
 	case !fromStart:
-		if !view && la.Link.LimitReached() {
+		if view {
+			return nil
+		}
+		if la.Link.LimitReached() {
 			return ErrDownloadLimit
 		}
-		return nil
+		if la.Link.DownloadLimit == nil {
+			return nil
+		}
+		_, err := s.count(ctx, la, true, resumedShare(part, size))
+		return err
 	case view:
 		return s.CountView(ctx, la)
 	}
@@ -719,11 +739,29 @@ func (s *Service) CountRequest(ctx context.Context, la LinkAccess, view, sends, 
 
 // CountView moves times_viewed of la's link (and its subscriber's).
 func (s *Service) CountView(ctx context.Context, la LinkAccess) error {
-	_, err := s.count(ctx, la, false)
+	_, err := s.count(ctx, la, false, 0)
 	return err
 }
 
-func (s *Service) count(ctx context.Context, la LinkAccess, download bool) (Link, error) {
+// wholeDownload is one download in the millionths of Link.Resumed.
+const wholeDownload = 1_000_000
+
+// resumedShare is the share of a download that part bytes of content of
+// size bytes are, in millionths, rounded up; at most one download (an
+// answer whose ranges add up past the content is the whole content).
+func resumedShare(part, size int64) int64 {
+	if part <= 0 || size <= 0 {
+		return 0
+	}
+	if part >= size {
+		return wholeDownload
+	}
+	return int64(math.Ceil(float64(part) / float64(size) * wholeDownload))
+}
+
+// count moves la's link's counters, and its subscriber's: a view, or
+// share millionths of a download (wholeDownload for a download).
+func (s *Service) count(ctx context.Context, la LinkAccess, download bool, share int64) (Link, error) {
 	var out Link
 	for try := 0; ; try++ {
 		err := s.db.Update(ctx, func(tx kv.Txn) error {
@@ -731,11 +769,37 @@ func (s *Service) count(ctx context.Context, la LinkAccess, download bool) (Link
 			if err != nil {
 				return err
 			}
+			var downloads int64
 			if download {
 				if l.LimitReached() {
 					return ErrDownloadLimit
 				}
-				l.TimesDownloaded++
+				// Resumed is a balance: a download credits one
+				// resumption of it (-wholeDownload), resumptions
+				// draw on it, and past it what they sent holds a
+				// download of the limit until it adds up to one.
+				resumed, whole := l.Resumed+share, int64(0)
+				if share == wholeDownload {
+					resumed, whole = l.Resumed, 1
+				}
+				held := whole
+				if resumed > 0 {
+					held += (resumed + wholeDownload - 1) / wholeDownload
+				}
+				if l.DownloadLimit != nil && l.TimesDownloaded+held > *l.DownloadLimit {
+					return ErrDownloadLimit
+				}
+				if whole == 1 {
+					resumed -= wholeDownload
+				}
+				downloads = whole
+				if resumed > 0 {
+					downloads, resumed = downloads+resumed/wholeDownload, resumed%wholeDownload
+				}
+				l.TimesDownloaded += downloads
+				if l.DownloadLimit != nil {
+					l.Resumed = resumed
+				}
 			} else {
 				l.TimesViewed++
 			}
@@ -743,7 +807,7 @@ func (s *Service) count(ctx context.Context, la LinkAccess, download bool) (Link
 				for i := range l.Subscribers {
 					if sb := &l.Subscribers[i]; sb.ID == la.Subscriber.ID {
 						if download {
-							sb.TimesDownloaded++
+							sb.TimesDownloaded += downloads
 						} else {
 							sb.TimesViewed++
 						}

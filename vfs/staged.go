@@ -56,6 +56,12 @@ type StageOptions struct {
 	Meta map[string]string
 }
 
+// MaxStagedLength bounds the length a staged upload declares (1 PiB, far
+// past what one commit of its chunk list takes). The length is reserved
+// against the quotas before a byte is stored, so without a bound a
+// client chose a number that the quotas' sums overflowed on.
+const MaxStagedLength = 1 << 50
+
 // DefaultStagedTTL is the life of a staged upload without an append.
 const DefaultStagedTTL = 24 * time.Hour
 
@@ -151,6 +157,9 @@ func (fs *FS) Stage(ctx context.Context, root, parent uint64, name string, so St
 	}
 	if so.Length < 0 {
 		return Staged{}, fmt.Errorf("%w: a negative length", ErrFileTooLarge)
+	}
+	if so.Length > MaxStagedLength {
+		return Staged{}, fmt.Errorf("%w: %d bytes announced, a staged upload holds at most %d", ErrFileTooLarge, so.Length, MaxStagedLength)
 	}
 	if opts.MaxFileSize > 0 && so.Length > opts.MaxFileSize {
 		return Staged{}, fmt.Errorf("%w: %d bytes announced, at most %d", ErrFileTooLarge, so.Length, opts.MaxFileSize)
@@ -254,6 +263,7 @@ func (fs *FS) Append(ctx context.Context, id uint64, offset int64, r io.Reader, 
 		fs.forget(refs[done:])
 		return rec.public(id), err
 	}
+	fs.dropTail(ctx, rec.Tail)
 	return fs.StagedInfo(ctx, id)
 }
 
@@ -325,6 +335,26 @@ func (fs *FS) commitAppend(ctx context.Context, id uint64, was stagedRec, refs [
 		fs.between(OpWrite)
 	}
 	return done, nil
+}
+
+// dropTail removes at once the old tail an append cut again, unless
+// something still holds it (the new chunks, another file, a pin), through
+// the collector's own check (removeUnreferenced). Left to the next
+// collection, every append left a chunk of up to 4 MiB behind, whatever
+// it brought: a client sending one byte a PATCH made the store grow by
+// about a MiB a request, past its quota, until the hourly collection. A
+// failure is logged only; that collection removes it then.
+func (fs *FS) dropTail(ctx context.Context, tail []chunk.Ref) {
+	if len(tail) == 0 {
+		return
+	}
+	ids := make([]chunk.ID, len(tail))
+	for i, c := range tail {
+		ids[i] = c.ID
+	}
+	if _, err := fs.removeUnreferenced(context.WithoutCancel(ctx), ids, false, true); err != nil {
+		fs.log.Warn("vfs: could not remove the tail a staged upload replaced; the next collection does", "err", err)
+	}
 }
 
 func slicesEqual(a, b []chunk.Ref) bool {

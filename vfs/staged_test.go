@@ -5,6 +5,7 @@ import (
 	"crypto/sha1"
 	"errors"
 	"io"
+	"math"
 	"path/filepath"
 	"testing"
 	"time"
@@ -135,6 +136,10 @@ func TestStagedRefusals(t *testing.T) {
 			_, err := e.fs.Stage(ctx, e.root.ID, e.root.FolderID, "a", vfs.StageOptions{Length: 100}, vfs.WriteOptions{SpaceQuota: 99})
 			return err
 		}, vfs.ErrQuotaExceeded},
+		{"length past MaxStagedLength", func(t *testing.T, e *env) error {
+			_, err := e.fs.Stage(ctx, e.root.ID, e.root.FolderID, "a", vfs.StageOptions{Length: math.MaxInt64}, vfs.WriteOptions{})
+			return err
+		}, vfs.ErrFileTooLarge},
 		{"second upload over the quota the first reserved", func(t *testing.T, e *env) error {
 			q := vfs.WriteOptions{SpaceQuota: 150}
 			e.stage(t, "a", 100, q)
@@ -216,6 +221,31 @@ func TestStagedRefusals(t *testing.T) {
 			e.fsckClean(t)
 		})
 	}
+}
+
+// TestStagedTinyAppends appends a byte at a time after a large piece:
+// each append cuts the old tail again into a new chunk, and the old one
+// goes at once, so the store holds about the upload's bytes, not a tail
+// per append until the next collection (about a MiB each before).
+func TestStagedTinyAppends(t *testing.T) {
+	e := newEnv(t)
+	data := randBytes(11, 3<<20+64)
+	st := e.stage(t, "a", int64(len(data)), vfs.WriteOptions{})
+	e.appendAll(t, st.ID, data, 0, 3<<20)
+	for i := 3 << 20; i < len(data); i++ {
+		e.appendAll(t, st.ID, data, i, i+1)
+	}
+	n, err := e.chunks.Size(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n > 2*int64(len(data)) {
+		t.Errorf("the store holds %d bytes for an upload of %d", n, len(data))
+	}
+	if _, err := e.fs.Finish(ctx, st.ID, vfs.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.fsckClean(t)
 }
 
 // TestStagedSpace checks that an upload's declared length is held against

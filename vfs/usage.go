@@ -127,7 +127,11 @@ func limitsOf(opts WriteOptions) limits {
 func (l limits) left(tx kv.Txn, root uint64) (int64, bool, error) {
 	left, bound := int64(0), false
 	take := func(quota, used int64) {
-		if n := max(quota-used, 0); !bound || n < left {
+		n := int64(0)
+		if used >= 0 { // below 0 the sum wrapped: nothing is left (over)
+			n = max(quota-used, 0)
+		}
+		if !bound || n < left {
 			left, bound = n, true
 		}
 	}
@@ -174,7 +178,7 @@ func (l limits) check(tx kv.Txn, root uint64, grow int64) error {
 		if err != nil {
 			return err
 		}
-		if u.held()+grow > l.space {
+		if over(u.held(), grow, l.space) {
 			return fmt.Errorf("%w: %d of %d bytes used or reserved", ErrQuotaExceeded, u.held(), l.space)
 		}
 	}
@@ -189,11 +193,21 @@ func (l limits) check(tx kv.Txn, root uint64, grow int64) error {
 		if err != nil {
 			return err
 		}
-		if u.held()+grow > q.Bytes {
+		if over(u.held(), grow, q.Bytes) {
 			return fmt.Errorf("%w: %d of %d bytes used or reserved", ErrQuotaExceeded, u.held(), q.Bytes)
 		}
 	}
 	return nil
+}
+
+// over reports whether used bytes and grow more pass quota (> 0), without
+// the overflow of their sum: a staged upload declares its length, which
+// nothing stored bounds, and used+grow past math.MaxInt64 wrapped below the
+// quota and let any write through. A used below 0 is a sum that wrapped
+// already (reservations no quota bound when they were made, summed past
+// math.MaxInt64): it counts as over, never as room.
+func over(used, grow, quota int64) bool {
+	return used < 0 || grow > quota-used
 }
 
 // addUsage records the change d of a root's accounting, in the root's

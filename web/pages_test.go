@@ -112,7 +112,7 @@ func TestSecurityHeaders(t *testing.T) {
 
 // TestDownloadLimit counts the page's downloads through share, so the
 // limit set over REST holds here: two downloads, then the limit page;
-// resuming with a Range is not counted.
+// resuming with a Range counts as below.
 func TestDownloadLimit(t *testing.T) {
 	s := newSite(t)
 	l, u := s.link(t, s.file, share.LinkSettings{DownloadLimit: ptr(ptr(int64(2)))})
@@ -133,19 +133,40 @@ func TestDownloadLimit(t *testing.T) {
 	if got.TimesDownloaded != 2 || got.TimesViewed != 1 {
 		t.Errorf("times_downloaded %d, times_viewed %d; want 2, 1", got.TimesDownloaded, got.TimesViewed)
 	}
-	// A range that does not start at 0 resumes a counted download.
-	_, u2 := s.link(t, s.file, share.LinkSettings{DownloadLimit: ptr(ptr(int64(1)))})
-	req, _ := http.NewRequest(http.MethodGet, u2+"/download", nil)
-	req.Header.Set("Range", "bytes=10-")
-	for i := range 2 {
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusPartialContent {
-			t.Errorf("resume %d: %d", i, resp.StatusCode)
-		}
+	// Under a limit, a range that does not start at 0 resumes a counted
+	// download free, up to the content once per download; past that it
+	// counts as the share it sends (bytes=10- is 38 of 48 bytes), so
+	// ranges that leave byte 0 out are bounded by the limit as well:
+	// they were all served, uncounted, while the limit was not used up.
+	for _, tt := range []struct {
+		name  string
+		limit int64
+		first bool  // a download before the ranges
+		want  []int // the statuses of bytes=10- sent again and again
+	}{
+		{"no download first, limit 1", 1, false, []int{206, 403, 403}},
+		{"a download first, limit 2", 2, true, []int{206, 206, 403}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, u := s.link(t, s.file, share.LinkSettings{DownloadLimit: ptr(ptr(tt.limit))})
+			if tt.first {
+				if resp, body := get(t, u+"/download"); resp.StatusCode != 200 || body != fileBody {
+					t.Fatalf("download: %d %q", resp.StatusCode, body)
+				}
+			}
+			for i, want := range tt.want {
+				req, _ := http.NewRequest(http.MethodGet, u+"/download", nil)
+				req.Header.Set("Range", "bytes=10-")
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				if resp.StatusCode != want {
+					t.Errorf("resume %d: %d, want %d", i, resp.StatusCode, want)
+				}
+			}
+		})
 	}
 }
 

@@ -460,12 +460,12 @@ func (h *handler) fileDownload(w http.ResponseWriter, r *http.Request) {
 // count reserves the download of r before anything is written, by the
 // counting rule the REST API's link downloads use (share.CountRequest),
 // for a file or a zip alike: etag is the entity tag of what is served.
-func (h *handler) count(r *http.Request, la share.LinkAccess, etag string) error {
+func (h *handler) count(r *http.Request, la share.LinkAccess, etag string, size int64) error {
 	if !la.Perms.Has(share.Read) {
 		return &share.Refusal{Reason: "This share link lets you see what it shares, but not download it."}
 	}
 	sends, fromStart := httpserve.Sends(r, etag)
-	return h.opts.Share.CountRequest(r.Context(), la, false, sends, fromStart)
+	return h.opts.Share.CountRequest(r.Context(), la, false, sends, fromStart, httpserve.RangeBytes(r, size), size)
 }
 
 func (h *handler) serveFile(w http.ResponseWriter, r *http.Request, la share.LinkAccess, n vfs.Node) {
@@ -475,7 +475,7 @@ func (h *handler) serveFile(w http.ResponseWriter, r *http.Request, la share.Lin
 		return
 	}
 	defer f.Close()
-	if err := h.count(r, la, f.Node.ETag()); err != nil {
+	if err := h.count(r, la, f.Node.ETag(), f.Size()); err != nil {
 		h.fail(w, r, err)
 		return
 	}
@@ -495,7 +495,7 @@ func (h *handler) serveZip(w http.ResponseWriter, r *http.Request, la share.Link
 		h.fail(w, r, err)
 		return
 	}
-	if err := h.count(r, la, z.ETag()); err != nil {
+	if err := h.count(r, la, z.ETag(), z.Size()); err != nil {
 		h.fail(w, r, err)
 		return
 	}
