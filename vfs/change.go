@@ -185,10 +185,7 @@ func (fs *FS) Delete(ctx context.Context, root, id uint64, opts WriteOptions) er
 // transaction that deletes it, where check, when not nil, sees it and may
 // refuse the delete with its own error. No item at p is ErrNotExist.
 func (fs *FS) DeleteAt(ctx context.Context, root uint64, p string, opts WriteOptions, check func(n Node) error) error {
-	segs, err := splitPath(p)
-	if err == nil && len(segs) == 0 {
-		err = fmt.Errorf("%w: the top folder", ErrRootItem)
-	}
+	segs, err := fs.itemPath(OpDelete, root, p, ErrRootItem, "the top folder")
 	if err != nil {
 		return err
 	}
