@@ -13,6 +13,7 @@ import (
 
 	"berth/account"
 	"berth/agentlink"
+	"berth/berthtest"
 	"berth/kv"
 	"berth/vfs"
 )
@@ -26,13 +27,13 @@ import (
 // opened with expiring ends nothing: the agent refreshes its own.
 func TestAgentChannelEndsOnRevocation(t *testing.T) {
 	ctx := context.Background()
-	clk := &tsClock{t: time.Now()}
+	clk := berthtest.NewClock(time.Now())
 	rows := []struct {
 		name   string
 		revoke func(t *testing.T, f *fixture, toks account.Tokens)
 		ends   bool
 	}{
-		{"the access token expired", func(*testing.T, *fixture, account.Tokens) { clk.add(2 * time.Hour) }, false},
+		{"the access token expired", func(*testing.T, *fixture, account.Tokens) { clk.Add(2 * time.Hour) }, false},
 		{"session signed out", func(t *testing.T, f *fixture, toks account.Tokens) {
 			if err := f.accounts.Revoke(ctx, toks.RefreshToken); err != nil {
 				t.Fatal(err)

@@ -19,15 +19,6 @@ import (
 	"berth/berthtest"
 )
 
-// tsClock is a settable account clock.
-type tsClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *tsClock) Now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *tsClock) add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
-
 // tsOutbox is an account.CodeSender that keeps the codes it is handed.
 type tsOutbox struct {
 	mu   sync.Mutex
@@ -56,7 +47,7 @@ func (b *tsOutbox) last(t *testing.T) account.CodeMessage {
 // failures.
 type tsFixture struct {
 	*fixture
-	clk  *tsClock
+	clk  *berthtest.Clock
 	box  *tsOutbox
 	logs *berthtest.LogBuffer
 	reg  *prometheus.Registry
@@ -64,7 +55,7 @@ type tsFixture struct {
 
 func twoStepFixture(t *testing.T) *tsFixture {
 	t.Helper()
-	x := &tsFixture{clk: &tsClock{t: time.Date(2026, 3, 1, 9, 0, 10, 0, time.UTC)}, box: &tsOutbox{},
+	x := &tsFixture{clk: berthtest.NewClock(time.Date(2026, 3, 1, 9, 0, 10, 0, time.UTC)), box: &tsOutbox{},
 		logs: &berthtest.LogBuffer{}, reg: prometheus.NewRegistry()}
 	x.fixture = newFixtureWith(t, fixtureOptions{Accounts: account.Options{
 		Now:        x.clk.Now,
@@ -102,7 +93,7 @@ func (f *fixture) twoStepPost(token, path string, form url.Values) (int, []byte)
 
 // enrollAuthenticator enrolls the fixture's person over the API and
 // returns the secret and the recovery codes.
-func (f *fixture) enrollAuthenticator(t *testing.T, clk *tsClock) (string, []string) {
+func (f *fixture) enrollAuthenticator(t *testing.T, clk *berthtest.Clock) (string, []string) {
 	t.Helper()
 	status, body := f.twoStepPost(f.token, fmt.Sprintf("/api/2/person/%d/two_step/enroll", f.person.ID), url.Values{"mode": {"authenticator"}})
 	var en struct {
@@ -140,7 +131,7 @@ func TestTwoStepPasswordGrant(t *testing.T) {
 	f := twoStepFixture(t)
 	clk := f.clk
 	secret, recovery := f.enrollAuthenticator(t, clk)
-	clk.add(30 * time.Second)
+	clk.Add(30 * time.Second)
 	code, _ := totp.GenerateCode(secret, clk.Now())
 
 	const (
@@ -173,7 +164,7 @@ func TestTwoStepPasswordGrant(t *testing.T) {
 		}
 		wantError(t, status, body, 403, "account_locked")
 	}
-	clk.add(30 * time.Second)
+	clk.Add(30 * time.Second)
 	code, _ = totp.GenerateCode(secret, clk.Now())
 	status, body = f.oauthPost("/oauth/token", passwordForm("auth_code", code))
 	wantError(t, status, body, 403, "account_locked")
@@ -317,7 +308,7 @@ func TestTwoStepRequired(t *testing.T) {
 	if _, err := f.accounts.UpdatePolicy(ctx, f.org.ID, func(p *account.Policy) error { p.RequireTwoStepAuth = false; return nil }); err != nil {
 		t.Fatal(err)
 	}
-	clk.add(30 * time.Second)
+	clk.Add(30 * time.Second)
 	code, _ := totp.GenerateCode(secret, clk.Now())
 	f.grant(passwordForm("auth_code", code))
 	status, body = f.twoStepPost(atoks.AccessToken, fmt.Sprintf("/api/2/person/%d/two_step/reset", f.person.ID), nil)

@@ -67,12 +67,7 @@ func (fs *FS) LookupMove(ctx context.Context, root uint64, src, dst string) (sn 
 // move deleted an item at dst in its place (opts.Overwrite, as Move).
 func (fs *FS) MoveAt(ctx context.Context, root uint64, src, dst string, opts WriteOptions, check func(n Node, dstErr error, old *Node) error) (n Node, replaced bool, err error) {
 	at := &movePath{src: src, check: check}
-	at.srcSegs, err = splitPath(src)
-	if err == nil && len(at.srcSegs) == 0 {
-		err = fmt.Errorf("%w: the top folder", ErrRootItem)
-	}
-	if err != nil {
-		fs.done(OpMove, err, Event{RootID: root})
+	if at.srcSegs, err = fs.itemPath(OpMove, root, src, ErrRootItem, "the top folder"); err != nil {
 		return Node{}, false, err
 	}
 	if at.dstSegs, at.dstErr = splitPath(dst); at.dstErr == nil && len(at.dstSegs) == 0 {
@@ -274,10 +269,7 @@ func (fs *FS) Delete(ctx context.Context, root, id uint64, opts WriteOptions) er
 // transaction that deletes it, where check, when not nil, sees it and may
 // refuse the delete with its own error. No item at p is ErrNotExist.
 func (fs *FS) DeleteAt(ctx context.Context, root uint64, p string, opts WriteOptions, check func(n Node) error) error {
-	segs, err := splitPath(p)
-	if err == nil && len(segs) == 0 {
-		err = fmt.Errorf("%w: the top folder", ErrRootItem)
-	}
+	segs, err := fs.itemPath(OpDelete, root, p, ErrRootItem, "the top folder")
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"berth/berthtest"
 	"berth/kv"
 	"berth/vfs"
 	"berth/vfs/chunk"
@@ -360,7 +361,7 @@ func TestClusterIntents(t *testing.T) {
 // has passed.
 func TestClusterDownloadGrace(t *testing.T) {
 	c := newCluster(t)
-	clock := newTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	clock := berthtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	opts := vfs.Options{Now: clock.Now, OrphanGrace: time.Hour, ReadAhead: -1}
 	a := c.node(t, "a", opts)
 	b := c.node(t, "b", opts)

@@ -7,9 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"berth/kv/badger"
 	"berth/vfs"
@@ -131,21 +129,6 @@ func noSync(t testing.TB) bool {
 	_, bench := t.(*testing.B)
 	return bench && os.Getenv("BERTH_BENCH_SYNC") == ""
 }
-
-// testClock is a clock for vfs.Options.Now that moves only when told.
-type testClock struct{ ns atomic.Int64 }
-
-func newTestClock(start time.Time) *testClock {
-	c := &testClock{}
-	c.ns.Store(start.UnixNano())
-	return c
-}
-
-// Now is the clock's time.
-func (c *testClock) Now() time.Time { return time.Unix(0, c.ns.Load()) }
-
-// Add moves the clock forward by d.
-func (c *testClock) Add(d time.Duration) { c.ns.Add(int64(d)) }
 
 // ctx is the context of the calls whose cancellation a test is not about.
 var ctx = context.Background()

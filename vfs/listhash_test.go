@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"berth/berthtest"
 	"berth/vfs"
 )
 
@@ -51,7 +52,7 @@ func checkListHashes(t *testing.T, e *env, step string, folders []uint64) {
 func TestListHashKept(t *testing.T) {
 	for _, seed := range []uint64{1, 2, 3} {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			clock := newTestClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+			clock := berthtest.NewClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 			e := newEnvWith(t, vfs.Options{Now: clock.Now})
 			root := e.root
 			r := rand.New(rand.NewPCG(seed, 16))
@@ -152,7 +153,7 @@ func TestListHashKept(t *testing.T) {
 // and with a lock's expiry, without a write, and is back where it was
 // when the listing is.
 func TestListHashChanges(t *testing.T) {
-	clock := newTestClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	clock := berthtest.NewClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 	e := newEnvWith(t, vfs.Options{Now: clock.Now})
 	root := e.root
 	hash := func() string {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"berth/berthtest"
 	"berth/vfs"
 )
 
@@ -70,7 +71,7 @@ func deepLockCoversSubtree(t *testing.T) {
 func lockExpires(t *testing.T) {
 	// The store's clock, not the wall's: on a loaded machine a 50 ms
 	// lock could expire before the Stat that checks it is held.
-	clock := newTestClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	clock := berthtest.NewClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 	e := newEnvWith(t, vfs.Options{Now: clock.Now})
 	f := e.write(t, e.root.FolderID, "f", []byte("1"))
 	if _, err := e.fs.Lock(ctx, e.root.ID, f.ID, vfs.LockRequest{Duration: 50 * time.Millisecond}); err != nil {

@@ -72,8 +72,9 @@ func counter(t *testing.T, reg *prometheus.Registry, op, result string) float64 
 }
 
 // TestMetricsRefusals: a request refused by the caller's own check
-// (WriteAt's, MkdirAt's, DeleteAt's, MoveAt's) counts as "refused", one vfs
-// refuses by its own errors as their class, neither as "error", which
+// (WriteAt's, MkdirAt's, DeleteAt's, MoveAt's) counts as "refused", one
+// vfs refuses by its own errors as their class (a path WriteAt, MkdirAt,
+// DeleteAt or MoveAt cannot take among them), neither as "error", which
 // is a failure of the store.
 func TestMetricsRefusals(t *testing.T) {
 	reg := prometheus.NewRegistry()
@@ -106,6 +107,10 @@ func TestMetricsRefusals(t *testing.T) {
 			_, _, err := fs.WriteAt(ctx, root.ID, "/a/../g", strings.NewReader("y"), small(), nil)
 			return err
 		}, "write", "invalid_name"},
+		{"WriteAt, the top folder", func() error {
+			_, _, err := fs.WriteAt(ctx, root.ID, "/", strings.NewReader("y"), small(), nil)
+			return err
+		}, "write", "invalid_name"},
 		{"WriteFile, changed", func() error {
 			_, err := fs.WriteFile(ctx, root.ID, root.FolderID, "f", strings.NewReader("y"), vfs.WriteOptions{IfAbsent: true})
 			return err
@@ -114,6 +119,14 @@ func TestMetricsRefusals(t *testing.T) {
 			_, err := fs.MkdirAt(ctx, root.ID, "/d", vfs.WriteOptions{}, refuse)
 			return err
 		}, "mkdir", "refused"},
+		{"MkdirAt, an invalid path", func() error {
+			_, err := fs.MkdirAt(ctx, root.ID, "/a/../d", vfs.WriteOptions{}, nil)
+			return err
+		}, "mkdir", "invalid_name"},
+		{"MkdirAt, the top folder", func() error {
+			_, err := fs.MkdirAt(ctx, root.ID, "/", vfs.WriteOptions{}, nil)
+			return err
+		}, "mkdir", "invalid_name"},
 		{"DeleteAt, the check refuses", func() error {
 			return fs.DeleteAt(ctx, root.ID, "/f", vfs.WriteOptions{}, func(vfs.Node) error { return no })
 		}, "delete", "refused"},
@@ -125,6 +138,20 @@ func TestMetricsRefusals(t *testing.T) {
 			_, _, err := fs.MoveAt(ctx, root.ID, "/f", "/missing/g", vfs.WriteOptions{}, nil)
 			return err
 		}, "move", "not_found"},
+		{"DeleteAt, an invalid path", func() error {
+			return fs.DeleteAt(ctx, root.ID, "/a/../f", vfs.WriteOptions{}, nil)
+		}, "delete", "invalid_name"},
+		{"DeleteAt, the top folder", func() error {
+			return fs.DeleteAt(ctx, root.ID, "/", vfs.WriteOptions{}, nil)
+		}, "delete", "root_item"},
+		{"MoveAt, an invalid path", func() error {
+			_, _, err := fs.MoveAt(ctx, root.ID, "/a/../f", "/g", vfs.WriteOptions{}, nil)
+			return err
+		}, "move", "invalid_name"},
+		{"MoveAt, the top folder", func() error {
+			_, _, err := fs.MoveAt(ctx, root.ID, "/", "/g", vfs.WriteOptions{}, nil)
+			return err
+		}, "move", "root_item"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			before, errors0 := counterOr0(t, reg, c.op, c.result), counterOr0(t, reg, c.op, "error")

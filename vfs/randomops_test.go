@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"berth/berthtest"
 	"berth/kv"
 	"berth/vfs"
 	"berth/vfs/chunk"
@@ -70,7 +71,7 @@ type world struct {
 	t     *testing.T
 	db    *crashKV
 	disk  *chunk.Disk
-	clock *testClock
+	clock *berthtest.Clock
 	opts  vfs.Options
 	// hook runs between two transactions of a split operation.
 	hook atomic.Pointer[func(vfs.Op)]
@@ -90,7 +91,7 @@ type worldItem struct {
 // newWorld opens a file system whose operations split from two chunk
 // references up, with two roots.
 func newWorld(t *testing.T) *world {
-	w := &world{t: t, clock: newTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))}
+	w := &world{t: t, clock: berthtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))}
 	dir := t.TempDir()
 	bdb := openBadger(t, filepath.Join(dir, "meta"), true)
 	t.Cleanup(func() { bdb.Close() })

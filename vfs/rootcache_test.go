@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"berth/berthtest"
 	"berth/vfs"
 )
 
@@ -18,7 +19,7 @@ import (
 // folder, the lock's expiry (which commits nothing), the root's deletion.
 func TestRootSeesEveryChange(t *testing.T) {
 	ctx := context.Background()
-	clk := newTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	clk := berthtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	e := openEnvWith(t, t.TempDir(), vfs.Options{Now: clk.Now})
 	t.Cleanup(e.close)
 	root, err := e.fs.CreateRoot(ctx, "alice", vfs.RootSync)
@@ -68,9 +69,9 @@ func TestRootSeesEveryChange(t *testing.T) {
 
 // clockedDocs is a file system on a settable clock with alice's root and
 // its folder docs, for the caches' tests, which expire locks by the clock.
-func clockedDocs(t *testing.T) (*env, *testClock, vfs.Root, vfs.Node) {
+func clockedDocs(t *testing.T) (*env, *berthtest.Clock, vfs.Root, vfs.Node) {
 	t.Helper()
-	clk := newTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	clk := berthtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	e := openEnvWith(t, t.TempDir(), vfs.Options{Now: clk.Now})
 	t.Cleanup(e.close)
 	root, err := e.fs.CreateRoot(context.Background(), "alice", vfs.RootSync)

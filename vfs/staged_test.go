@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"berth/berthtest"
 	"berth/vfs"
 	"berth/vfs/chunk"
 )
@@ -257,20 +258,20 @@ func TestStagedSpace(t *testing.T) {
 	q := vfs.WriteOptions{SpaceQuota: quota}
 	cases := []struct {
 		name string
-		end  func(t *testing.T, e *env, clock *testClock, id uint64)
+		end  func(t *testing.T, e *env, clock *berthtest.Clock, id uint64)
 		left int64 // what the quota leaves afterwards
 	}{
-		{"finish", func(t *testing.T, e *env, _ *testClock, id uint64) {
+		{"finish", func(t *testing.T, e *env, _ *berthtest.Clock, id uint64) {
 			if _, err := e.fs.Finish(ctx, id, q); err != nil {
 				t.Fatal(err)
 			}
 		}, quota - int64(len(data))},
-		{"terminate", func(t *testing.T, e *env, _ *testClock, id uint64) {
+		{"terminate", func(t *testing.T, e *env, _ *berthtest.Clock, id uint64) {
 			if err := e.fs.Terminate(ctx, id); err != nil {
 				t.Fatal(err)
 			}
 		}, quota},
-		{"expiry", func(t *testing.T, e *env, clock *testClock, id uint64) {
+		{"expiry", func(t *testing.T, e *env, clock *berthtest.Clock, id uint64) {
 			clock.Add(59 * time.Minute)
 			if n, err := e.fs.ExpireStaged(ctx); n != 0 || err != nil {
 				t.Fatalf("expired %d (%v) before the expiry", n, err)
@@ -286,7 +287,7 @@ func TestStagedSpace(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			clock := newTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+			clock := berthtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 			e := openEnvWith(t, t.TempDir(), vfs.Options{Now: clock.Now})
 			root, err := e.fs.CreateRoot(ctx, "alice", vfs.RootSync)
 			if err != nil {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"berth/berthtest"
 	"berth/vfs"
 	"berth/vfs/chunk"
 )
@@ -54,7 +55,7 @@ func TestTrash(t *testing.T) {
 func purgeDeleted(t *testing.T) {
 	ctx := context.Background()
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	clk := newTestClock(t0)
+	clk := berthtest.NewClock(t0)
 	e := openEnvWith(t, t.TempDir(), vfs.Options{Now: clk.Now})
 	t.Cleanup(e.close)
 	var err error
@@ -160,7 +161,7 @@ func purgeDeleted(t *testing.T) {
 func purgeDeletedRoots(t *testing.T) {
 	ctx := context.Background()
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	clk := newTestClock(t0)
+	clk := berthtest.NewClock(t0)
 	e := openEnvWith(t, t.TempDir(), vfs.WithRefBatch(vfs.Options{Now: clk.Now}, 2))
 	t.Cleanup(e.close)
 	o := vfs.WriteOptions{}
@@ -264,7 +265,7 @@ func purgeDeletedRoots(t *testing.T) {
 func purgeDeletedManyLegacyRoots(t *testing.T) {
 	ctx := context.Background()
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	clk := newTestClock(t0)
+	clk := berthtest.NewClock(t0)
 	// Without fsync: the roots are many, and each purge commits.
 	fs, _, _, _ := openHooked(t, vfs.Options{Now: clk.Now})
 	const n = 30000
@@ -286,7 +287,7 @@ func purgeDeletedManyLegacyRoots(t *testing.T) {
 func purgeDeletedGoesOnPastAFailure(t *testing.T) {
 	ctx := context.Background()
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	clk := newTestClock(t0)
+	clk := berthtest.NewClock(t0)
 	e := openEnvWith(t, t.TempDir(), vfs.Options{Now: clk.Now})
 	t.Cleanup(e.close)
 	mkroot := func(name string) vfs.Root {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"berth/berthtest"
 	"berth/vfs"
 )
 
@@ -141,7 +142,7 @@ func mustStat(t *testing.T, e *env, id uint64) vfs.Node {
 // the limit bounds one call.
 func TestPurgeDeletedIn(t *testing.T) {
 	ctx := context.Background()
-	clk := newTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	clk := berthtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	e := openEnvWith(t, t.TempDir(), vfs.Options{Now: clk.Now})
 	t.Cleanup(e.close)
 	a, err := e.fs.CreateRoot(ctx, "a", vfs.RootSync)

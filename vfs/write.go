@@ -22,10 +22,7 @@ func (fs *FS) Mkdir(ctx context.Context, root, parent uint64, name string, opts 
 // is looked up in the transaction that creates it, where check runs as
 // WriteAt's does (an item at p is then ErrNameConflict).
 func (fs *FS) MkdirAt(ctx context.Context, root uint64, p string, opts WriteOptions, check func(parentErr error, old *Node) error) (Node, error) {
-	segs, err := splitPath(p)
-	if err == nil && len(segs) == 0 {
-		err = fmt.Errorf("%w: the top folder exists", ErrInvalidName)
-	}
+	segs, err := fs.itemPath(OpMkdir, root, p, ErrInvalidName, "the top folder exists")
 	if err != nil {
 		return Node{}, err
 	}
@@ -143,12 +140,8 @@ func (fs *FS) WriteFile(ctx context.Context, root, parent uint64, name string, r
 // is; where check returns nil, parentErr does, and a folder at p is
 // ErrNameConflict.
 func (fs *FS) WriteAt(ctx context.Context, root uint64, p string, r io.Reader, opts WriteOptions, check func(parentErr error, old *Node) error) (Node, bool, error) {
-	segs, err := splitPath(p)
-	if err == nil && len(segs) == 0 {
-		err = fmt.Errorf("%w: the top folder is no file", ErrInvalidName)
-	}
+	segs, err := fs.itemPath(OpWrite, root, p, ErrInvalidName, "the top folder is no file")
 	if err != nil {
-		fs.done(OpWrite, err, Event{RootID: root})
 		return Node{}, false, err
 	}
 	at := &pathAt{segs: segs, check: check}
@@ -156,6 +149,21 @@ func (fs *FS) WriteAt(ctx context.Context, root uint64, p string, r io.Reader, o
 	n, err := fs.writeFile(ctx, root, 0, name, r, opts, at)
 	fs.done(OpWrite, counted(err, at.refused), Event{RootID: root, NodeID: n.ID, ParentID: at.parent, Name: name, Size: n.Size})
 	return n, at.created, err
+}
+
+// itemPath is the names of path p of root that op (WriteAt, MkdirAt,
+// DeleteAt) changes, from the top folder down; the top folder itself is
+// top, with what. op counts a path it refuses, as it counts its other
+// refusals.
+func (fs *FS) itemPath(op Op, root uint64, p string, top error, what string) ([]string, error) {
+	segs, err := splitPath(p)
+	if err == nil && len(segs) == 0 {
+		err = fmt.Errorf("%w: %s", top, what)
+	}
+	if err != nil {
+		fs.done(op, err, Event{RootID: root})
+	}
+	return segs, err
 }
 
 // pathAt is the file a WriteAt names, with what the write found.
@@ -169,6 +177,10 @@ type pathAt struct {
 	// refused is check's error in the last lookup, for the metrics
 	// (counted).
 	refused error
+	// old is the item of the file's name in the folder the last lookup
+	// found, nil if none, when there is a check: read there for it and
+	// for checkWrite.
+	old *nodeRec
 }
 
 // refuse is err, a refusal before the write's transaction, unless the
@@ -197,6 +209,24 @@ func (a *pathAt) parentIn(tx kv.Txn, root, parent uint64, now int64) (uint64, er
 	return a.lookup(tx, root, now)
 }
 
+// checkIn is parentIn, then checkWrite of the file in that folder:
+// with the item of its name that a's lookup read for its check, where
+// there is one, so that the file is read once.
+func (a *pathAt) checkIn(fs *FS, tx kv.Txn, root, parent uint64, name string, opts WriteOptions, now int64) (uint64, *nodeRec, error) {
+	if a != nil {
+		var err error
+		if parent, err = a.lookup(tx, root, now); err != nil {
+			return 0, nil, err
+		}
+		if a.check != nil {
+			old, err := fs.checkWriteOver(tx, root, parent, name, a.old, opts, now)
+			return parent, old, err
+		}
+	}
+	old, err := fs.checkWrite(tx, root, parent, name, opts, now)
+	return parent, old, err
+}
+
 // refusedErr is a's check's error in the last lookup, nil where a is.
 func (a *pathAt) refusedErr() error {
 	if a == nil {
@@ -216,16 +246,16 @@ func (a *pathAt) lookup(tx kv.Txn, root uint64, now int64) (uint64, error) {
 	if err != nil && !errors.Is(err, ErrNotExist) && !errors.Is(err, ErrNotDir) {
 		return 0, err
 	}
-	var old *Node
+	a.old = nil
 	if err == nil && a.check != nil {
-		var c nodeRec
-		switch gerr := get(tx, childKey(rec.ID, a.segs[len(a.segs)-1]), &c, kv.ErrNotFound); {
-		case gerr == nil:
-			n := c.public(now)
-			old = &n
-		case !errors.Is(gerr, kv.ErrNotFound):
-			return 0, gerr
+		if a.old, err = childIn(tx, rec.ID, a.segs[len(a.segs)-1]); err != nil {
+			return 0, err
 		}
+	}
+	var old *Node
+	if a.old != nil {
+		n := a.old.public(now)
+		old = &n
 	}
 	a.refused = nil
 	if a.check != nil {
@@ -312,11 +342,7 @@ func (fs *FS) writeFile(ctx context.Context, root, parent uint64, name string, r
 		var bound bool
 		err = fs.db.View(ctx, func(tx kv.Txn) error {
 			var err error
-			if parent, err = at.parentIn(tx, root, parent, fs.nowNs()); err != nil {
-				return err
-			}
-			_, err = fs.checkWrite(tx, root, parent, name, opts, fs.nowNs())
-			if err != nil {
+			if parent, _, err = at.checkIn(fs, tx, root, parent, name, opts, fs.nowNs()); err != nil {
 				return err
 			}
 			left, bound, err = lim.left(tx, root)
@@ -374,12 +400,9 @@ func (fs *FS) writeFile(ctx context.Context, root, parent uint64, name string, r
 		if !opts.Modified.IsZero() {
 			now = opts.Modified.UnixNano()
 		}
+		var old *nodeRec
 		var err error
-		if parent, err = at.parentIn(tx, root, parent, fs.nowNs()); err != nil {
-			return err
-		}
-		old, err := fs.checkWrite(tx, root, parent, name, opts, fs.nowNs())
-		if err != nil {
+		if parent, old, err = at.checkIn(fs, tx, root, parent, name, opts, fs.nowNs()); err != nil {
 			return err
 		}
 		if at != nil {
@@ -468,27 +491,46 @@ func (fs *FS) writeFile(ctx context.Context, root, parent uint64, name string, r
 // IfRevision and IfAbsent; a new file within MaxDepth) and returns the
 // existing file of that name, if any.
 func (fs *FS) checkWrite(tx kv.Txn, root, parent uint64, name string, opts WriteOptions, now int64) (*nodeRec, error) {
+	old, err := childIn(tx, parent, name)
+	if err != nil {
+		return nil, err
+	}
+	return fs.checkWriteOver(tx, root, parent, name, old, opts, now)
+}
+
+// checkWriteOver is checkWrite with old, the item name in parent that
+// the caller read in tx (nil: none).
+func (fs *FS) checkWriteOver(tx kv.Txn, root, parent uint64, name string, old *nodeRec, opts WriteOptions, now int64) (*nodeRec, error) {
 	if _, _, err := liveDirIn(tx, root, parent); err != nil {
 		return nil, err
 	}
-	var old nodeRec
-	err := get(tx, childKey(parent, name), &old, kv.ErrNotFound)
 	switch {
-	case errors.Is(err, kv.ErrNotFound) && opts.IfRevision != 0:
+	case old == nil && opts.IfRevision != 0:
 		return nil, fmt.Errorf("%w: %q does not exist", ErrChanged, name)
-	case errors.Is(err, kv.ErrNotFound):
+	case old == nil:
 		if err := fitsDepth(tx, nodeRec{}, parent); err != nil {
 			return nil, err
 		}
 		return nil, checkLocks(tx, parent, 1, opts, now)
-	case err != nil:
-		return nil, err
 	case old.Dir:
 		return nil, fmt.Errorf("%w: %q is a folder", ErrNameConflict, name)
 	case opts.IfAbsent || (opts.IfRevision != 0 && opts.IfRevision != old.Rev):
 		return nil, fmt.Errorf("%w: %q is at revision %d", ErrChanged, name, old.Rev)
 	}
-	return &old, checkLocks(tx, old.ID, 1, opts, now)
+	return old, checkLocks(tx, old.ID, 1, opts, now)
+}
+
+// childIn is the item name in the folder parent, read in tx; nil if
+// there is none.
+func childIn(tx kv.Txn, parent uint64, name string) (*nodeRec, error) {
+	var rec nodeRec
+	switch err := get(tx, childKey(parent, name), &rec, kv.ErrNotFound); {
+	case errors.Is(err, kv.ErrNotFound):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	}
+	return &rec, nil
 }
 
 // addRefs changes the reference count of every chunk of refs by delta,

@@ -450,6 +450,42 @@ func TestWriteAt(t *testing.T) {
 	}
 }
 
+// TestWriteAtReads: a check costs WriteAt no read of the store: the
+// file its check sees is the one the write's own checks then use. The
+// check before a large body is read read the file twice (the commit's
+// transaction already read it once).
+func TestWriteAtReads(t *testing.T) {
+	e, _ := newPathsEnv(t)
+	check := func(error, *vfs.Node) error { return nil }
+	for _, c := range []struct {
+		name string
+		body []byte
+	}{
+		{"small", bytes.Repeat([]byte("s"), 4096)},
+		{"large", randBytes(10, vfs.InlineMax*3)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			// gets is the store's point reads of a write of c.body over
+			// the existing file p, with check or without.
+			gets := func(p string, check func(error, *vfs.Node) error) uint64 {
+				before := e.db.TxnStats().Gets
+				if _, _, err := e.fs.WriteAt(ctx, e.root.ID, p, bytes.NewReader(c.body), vfs.WriteOptions{DeclaredSize: int64(len(c.body))}, check); err != nil {
+					t.Fatal(err)
+				}
+				return e.db.TxnStats().Gets - before
+			}
+			// Each file once before, so that both writes replace one
+			// and store no chunk the store does not have.
+			for _, p := range []string{"/docs/without", "/docs/with"} {
+				gets(p, nil)
+			}
+			if without, with := gets("/docs/without", nil), gets("/docs/with", check); with != without {
+				t.Errorf("%d reads with a check, %d without", with, without)
+			}
+		})
+	}
+}
+
 // TestLookupMove: a move's source and destination read together are
 // what Lookup says of the source and LookupWithParent of the
 // destination, each with its own error.

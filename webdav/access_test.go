@@ -7,13 +7,13 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/pquerna/otp/totp"
 
 	"berth/account"
+	"berth/berthtest"
 	"berth/share"
 	"berth/vfs"
 	"berth/webdav"
@@ -401,8 +401,8 @@ func TestRevocationUnderFileWrites(t *testing.T) {
 			for i := range 2 {
 				w.writes(t)
 				if i == 0 && !row.probe.device {
-					if at, ok := webdav.CredentialChecked(w.f.h, "alice", password); !ok || !at.Equal(first) || w.clock.now().Sub(at) <= 90*time.Second {
-						t.Fatalf("alice's login checked at %v (remembered %v), first at %v, now %v: not remembered by use past 90 s", at, ok, first, w.clock.now())
+					if at, ok := webdav.CredentialChecked(w.f.h, "alice", password); !ok || !at.Equal(first) || w.clock.Now().Sub(at) <= 90*time.Second {
+						t.Fatalf("alice's login checked at %v (remembered %v), first at %v, now %v: not remembered by use past 90 s", at, ok, first, w.clock.Now())
 					}
 				}
 				for _, c := range checks {
@@ -431,25 +431,7 @@ type revokeWorld struct {
 	// is deleted).
 	shareWrites bool
 	// clock is the clock of remembered Basic logins; writes moves it.
-	clock *testClock
-}
-
-// testClock is a clock that tests move; requests read it.
-type testClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *testClock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *testClock) add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
+	clock *berthtest.Clock
 }
 
 // writes are others' file writes, into bob's root and into the share:
@@ -457,7 +439,7 @@ func (c *testClock) add(d time.Duration) {
 func (w *revokeWorld) writes(t *testing.T) {
 	t.Helper()
 	ctx := context.Background()
-	w.clock.add(40 * time.Second)
+	w.clock.Add(40 * time.Second)
 	meta := w.f.fs.MetaGeneration()
 	roots := []vfs.Root{w.bobRoot}
 	if w.shareWrites {
@@ -477,8 +459,8 @@ func (w *revokeWorld) writes(t *testing.T) {
 func newRevokeWorld(t *testing.T) *revokeWorld {
 	t.Helper()
 	ctx := context.Background()
-	w := &revokeWorld{f: newFixture(t), shareWrites: true, clock: &testClock{t: time.Now()}}
-	webdav.SetCredentialClock(w.f.h, w.clock.now)
+	w := &revokeWorld{f: newFixture(t), shareWrites: true, clock: berthtest.NewClock(time.Now())}
+	webdav.SetCredentialClock(w.f.h, w.clock.Now)
 	w.bob, w.bobRoot, _ = w.f.addPerson("bob")
 	w.sh, w.admin, w.share = w.f.orgShare("Team")
 	var err error

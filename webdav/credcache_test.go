@@ -4,6 +4,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"berth/berthtest"
 )
 
 // TestCredCache: a remembered Basic login is kept while in use, up to
@@ -25,13 +27,13 @@ func TestCredCache(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-			now := start
+			clk := berthtest.NewClock(start)
 			cc := newCredCache(ttl, maxAge, 10)
-			cc.now = func() time.Time { return now }
+			cc.now = clk.Now
 			k := [32]byte{1}
 			cc.put(k, credEntry{person: 1, hash: "h", directory: c.directory})
 			for i, at := range c.uses {
-				now = start.Add(at)
+				clk.Set(start.Add(at))
 				if _, ok := cc.get(k); ok != c.want[i] {
 					t.Fatalf("get %d, %v after the check: %v, want %v", i, at, ok, c.want[i])
 				}

@@ -4,12 +4,10 @@ import (
 	"context"
 	"sync"
 	"unsafe"
-
-	"github.com/klauspost/compress/s2"
 )
 
 // The blobs a Writer stores are cut from one arena of
-// WriterOptions.BlobBuffers bytes that all its Writes share, each blob
+// WriterOptions.blobBuffers bytes that all its Writes share, each blob
 // as large as it is (in arenaPage steps), the lowest free pages first.
 //
 // Before, each blob had a buffer of its own, grown to the largest chunk
@@ -26,17 +24,17 @@ const (
 	// arenaPage is the arena's unit: blobs start on one, so at the
 	// alignment direct writes need.
 	arenaPage = 64 << 10
-	// DefaultBlobBuffers is WriterOptions.BlobBuffers' default: room for
-	// four or five chunks of the average size on their way to the
-	// store, as many as one Write keeps in flight (putDepth) besides
-	// the one being encoded. A store that asks for more Puts at once
-	// (Parallel) gets it in proportion.
-	DefaultBlobBuffers = 6 << 20
+	// defaultBlobBuffers is the arena's size: room for four or five
+	// chunks of the average size on their way to the store, as many as
+	// one Write keeps in flight (putDepth) besides the one being
+	// encoded. A store that asks for more Puts at once (Parallel) gets
+	// it in proportion.
+	defaultBlobBuffers = 6 << 20
 )
 
 // maxBlob is the largest blob a Writer makes: a sealed S2 block of a
 // maximal chunk before it is found to save nothing.
-var maxBlob = 1 + sealSize + s2.MaxEncodedLen(maxChunkSize)
+var maxBlob = maxBlobLen(maxChunkSize)
 
 // blobArena hands out blob buffers from one aligned buffer, first fit
 // from the lowest page. It is safe for concurrent use.

@@ -119,7 +119,7 @@ func TestBlobArena(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			a := newBlobArena(DefaultBlobBuffers)
+			a := newBlobArena(defaultBlobBuffers)
 			tc.run(t, a)
 			if a.inUse != 0 {
 				t.Fatalf("%d pages in use after every blob is freed", a.inUse)
@@ -256,7 +256,7 @@ func TestWriterArenaStress(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := tc.store(t)
-			w := NewWriter(s, WriterOptions{BlobBuffers: tc.arena})
+			w := NewWriter(s, WriterOptions{blobBuffers: tc.arena})
 			var g errgroup.Group
 			for i := range writers {
 				g.Go(func() error {

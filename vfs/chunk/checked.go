@@ -82,8 +82,8 @@ func decodeVerified(dst []byte, id ID, blob []byte) (plain []byte, ok bool, err 
 		return nil, false, nil
 	case blob[0] == encRaw:
 		return blob[1:], true, nil
-	case blob[0] == encS2 && len(blob) >= 1+sealSize:
-		plain, err := decodeS2(dst, id, blob[1+sealSize:])
+	case blob[0] == encS2 && len(blob) >= blobHead:
+		plain, err := decodeS2(dst, id, blob[blobHead:])
 		return plain, true, err
 	}
 	return nil, false, nil

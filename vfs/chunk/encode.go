@@ -60,6 +60,15 @@ const (
 // sealSize is the length of a sealed blob's seal.
 const sealSize = 32
 
+// blobHead is what precedes a sealed blob's frame: the header byte and
+// the seal.
+const blobHead = 1 + sealSize
+
+// maxBlobLen is the room encodeInto needs for a chunk of n plain bytes:
+// the head and S2's bound on a block of n bytes, which a raw blob (1+n)
+// never exceeds.
+func maxBlobLen(n int) int { return blobHead + s2.MaxEncodedLen(n) }
+
 // minSavingNum/minSavingDen: a compressed chunk is kept only if it is at most
 // 31/32 (about 97%) of the plain size. Below that saving the decompression
 // cost on every read is not worth the few bytes.
@@ -87,28 +96,39 @@ func seal(id ID, frame []byte) [sealSize]byte {
 // it: the header byte then either a sealed S2 block (when it shrinks the
 // chunk by a few percent) or the plain bytes. It is safe for concurrent use.
 func Encode(dst []byte, id ID, plain []byte) []byte {
-	dst, ok := compress(dst, id, plain)
-	if ok {
-		return dst
+	need := maxBlobLen(len(plain))
+	if cap(dst) < need {
+		dst = alignedSlice(need)
 	}
-	dst = append(dst[:0], encRaw)
-	return append(dst, plain...)
+	return encodeInto(dst[:need], id, plain)
+}
+
+// encodeInto is Encode into dst, of maxBlobLen(len(plain)) bytes: the
+// one encoding of Encode and of the Writer, which cuts dst from its
+// arena. It returns the part of dst the blob takes.
+func encodeInto(dst []byte, id ID, plain []byte) []byte {
+	if !incompressible(dst[blobHead:], plain) {
+		if blob, ok := sealS2(dst, id, plain); ok {
+			return blob
+		}
+	}
+	dst[0] = encRaw
+	return dst[:1+copy(dst[1:], plain)]
 }
 
 // EncodeZstd is Encode with the sealed zstd encoding earlier versions
 // wrote (encSealed). Readers still take it; tests use it to make such
 // blobs. enc must come from NewEncoder and is not safe for concurrent use.
 func EncodeZstd(dst []byte, enc *zstd.Encoder, id ID, plain []byte) []byte {
-	const head = 1 + sealSize
-	dst = append(dst[:0], make([]byte, head)...)
+	dst = append(dst[:0], make([]byte, blobHead)...)
 	dst = enc.EncodeAll(plain, dst)
-	if int64(len(dst)-head)*minSavingDen > int64(len(plain))*minSavingNum {
+	if !worth(len(dst)-blobHead, len(plain)) {
 		dst = append(dst[:0], encRaw)
 		return append(dst, plain...)
 	}
 	dst[0] = encSealed
-	s := seal(id, dst[head:])
-	copy(dst[1:head], s[:])
+	s := seal(id, dst[blobHead:])
+	copy(dst[1:blobHead], s[:])
 	return dst
 }
 
@@ -127,26 +147,10 @@ const (
 	probeSize  = 16 << 10
 )
 
-// compress writes the sealed S2 blob of plain into dst[:0] and reports
-// whether it is worth keeping. The slice is returned either way so its
-// capacity is reused.
-func compress(dst []byte, id ID, plain []byte) ([]byte, bool) {
-	need := 1 + sealSize + s2.MaxEncodedLen(len(plain))
-	if cap(dst) < need {
-		dst = alignedSlice(need)[:0]
-	}
-	if incompressible(dst[1+sealSize:need], plain) {
-		return dst[:0], false
-	}
-	return sealS2(dst[:need], id, plain)
-}
-
-// probeRoom is the scratch space incompressible needs.
-var probeRoom = s2.MaxEncodedLen(probeSize)
-
 // incompressible reports whether the probe's samples of plain (a chunk of
 // at least probeMin bytes) do not compress: then plain is stored raw
-// without compressing the rest. scratch holds at least probeRoom bytes.
+// without compressing the rest. scratch holds at least
+// s2.MaxEncodedLen(probeSize) bytes (a chunk's maxBlobLen less the head).
 func incompressible(scratch, plain []byte) bool {
 	if len(plain) < probeMin {
 		return false
@@ -164,18 +168,17 @@ func incompressible(scratch, plain []byte) bool {
 }
 
 // sealS2 writes the sealed S2 blob of plain into dst, of at least
-// 1+sealSize+s2.MaxEncodedLen(len(plain)) bytes, and reports whether it
+// maxBlobLen(len(plain)) bytes, and reports whether it
 // saves enough to keep. It returns the part of dst written either way.
 func sealS2(dst []byte, id ID, plain []byte) ([]byte, bool) {
-	const head = 1 + sealSize
-	frame := s2.Encode(dst[head:], plain)
-	dst = dst[:head+len(frame)]
+	frame := s2.Encode(dst[blobHead:], plain)
+	dst = dst[:blobHead+len(frame)]
 	if !worth(len(frame), len(plain)) {
 		return dst, false
 	}
 	dst[0] = encS2
 	s := seal(id, frame)
-	copy(dst[1:head], s[:])
+	copy(dst[1:blobHead], s[:])
 	return dst, true
 }
 
@@ -232,13 +235,9 @@ func decodeInto(dst []byte, id ID, blob []byte, dec *zstd.Decoder) ([]byte, erro
 		}
 		return plain, nil
 	case encSealed:
-		if len(blob) < 1+sealSize {
-			return nil, fmt.Errorf("%w: %s: short sealed blob", ErrCorrupt, id)
-		}
-		frame := blob[1+sealSize:]
-		s := seal(id, frame)
-		if subtle.ConstantTimeCompare(s[:], blob[1:1+sealSize]) != 1 {
-			return nil, fmt.Errorf("%w: %s: seal mismatch", ErrCorrupt, id)
+		frame, err := unseal(id, blob)
+		if err != nil {
+			return nil, err
 		}
 		plain, err := dec.DecodeAll(frame, dst[:0])
 		if err != nil {
@@ -246,18 +245,28 @@ func decodeInto(dst []byte, id ID, blob []byte, dec *zstd.Decoder) ([]byte, erro
 		}
 		return plain, nil
 	case encS2:
-		if len(blob) < 1+sealSize {
-			return nil, fmt.Errorf("%w: %s: short sealed blob", ErrCorrupt, id)
-		}
-		frame := blob[1+sealSize:]
-		s := seal(id, frame)
-		if subtle.ConstantTimeCompare(s[:], blob[1:1+sealSize]) != 1 {
-			return nil, fmt.Errorf("%w: %s: seal mismatch", ErrCorrupt, id)
+		frame, err := unseal(id, blob)
+		if err != nil {
+			return nil, err
 		}
 		return decodeS2(dst, id, frame)
 	default:
 		return nil, fmt.Errorf("%w: %s: unknown encoding %d", ErrCorrupt, id, blob[0])
 	}
+}
+
+// unseal returns the frame of a sealed blob (encSealed, encS2) once its
+// seal holds for id.
+func unseal(id ID, blob []byte) ([]byte, error) {
+	if len(blob) < blobHead {
+		return nil, fmt.Errorf("%w: %s: short sealed blob", ErrCorrupt, id)
+	}
+	frame := blob[blobHead:]
+	s := seal(id, frame)
+	if subtle.ConstantTimeCompare(s[:], blob[1:blobHead]) != 1 {
+		return nil, fmt.Errorf("%w: %s: seal mismatch", ErrCorrupt, id)
+	}
+	return frame, nil
 }
 
 // NewEncoder returns an encoder for EncodeZstd: fastest level, single-threaded

@@ -6,8 +6,6 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
-
-	"github.com/klauspost/compress/s2"
 )
 
 // Chunk size bounds. FastCDC with normalization level 2 puts the average close
@@ -47,11 +45,6 @@ type WriterOptions struct {
 	// (up to Segments) from this many bytes shared by all (see slot).
 	// Zero: no bound beyond Segments per Write.
 	SegmentBudget int64
-	// BlobBuffers is the memory all Writes share for the blobs on their
-	// way to the store, each as large as it is (see blobArena); at least
-	// the largest blob. Zero means DefaultBlobBuffers, more for a store
-	// that asks for more Puts at once (Parallel).
-	BlobBuffers int
 	// Observer, if set, is called once per chunk from a worker goroutine
 	// (so it must be safe for concurrent use): stored is false when the
 	// store already had the chunk, plain is its size and encoded the size
@@ -67,6 +60,13 @@ type WriterOptions struct {
 	// after an upload, the common case for a file shared or synced to
 	// another device, then costs what later ones do.
 	Verified *ReadPool
+
+	// blobBuffers, for tests that size the arena, is the memory all
+	// Writes share for the blobs on their way to the store (see
+	// blobArena); at least the largest blob. Zero, what the daemon
+	// runs with, means defaultBlobBuffers, more for a store that asks
+	// for more Puts at once (Parallel).
+	blobBuffers int
 }
 
 // Pinner keeps a garbage collector away from chunks that a Write has
@@ -144,16 +144,16 @@ func NewWriter(store Store, opts WriterOptions) *Writer {
 	// What one Write holds at once: its segments and a chunk across
 	// two of them; the blobs of all, encoded and being stored, are cut
 	// from the arena.
-	if opts.BlobBuffers <= 0 {
+	if opts.blobBuffers <= 0 {
 		// A store that wants more Puts at once than putDepth (S3, see
 		// Parallel) gets room for its blobs in proportion: a Write
 		// keeps that many in flight, each holding its blob until its
 		// Put ends, and an arena sized for the disk held them to four.
-		opts.BlobBuffers = DefaultBlobBuffers * max(putDepth, ParallelismOf(store)) / putDepth
+		opts.blobBuffers = defaultBlobBuffers * max(putDepth, ParallelismOf(store)) / putDepth
 	}
 	w.segs = newBufList(w.segments + cap(w.budget))
 	w.bufs = newBufList(2)
-	w.arena = newBlobArena(opts.BlobBuffers)
+	w.arena = newBlobArena(opts.blobBuffers)
 	return w
 }
 
@@ -281,7 +281,6 @@ func stored(refs []Ref) []Ref {
 // w.encoding. After the first error it only recycles buffers, so the
 // cutter never blocks on a dead pipeline.
 func (w *Writer) work(p *pipeline, jobs <-chan job) {
-	var scratch []byte // the probe's, made at the first chunk
 	for j := range jobs {
 		if p.ctx.Err() != nil {
 			w.done(j)
@@ -315,7 +314,7 @@ func (w *Writer) work(p *pipeline, jobs <-chan job) {
 		// segments was stored raw from its own buffer before, without
 		// the copy; but that buffer (4 MiB) was then held through the
 		// Put, and the next one often had to be made beside it.
-		blob, err := w.arena.alloc(p.ctx, 1+sealSize+s2.MaxEncodedLen(len(plain)))
+		blob, err := w.arena.alloc(p.ctx, maxBlobLen(len(plain)))
 		if err != nil {
 			w.unpin(id)
 			w.done(j)
@@ -329,30 +328,15 @@ func (w *Writer) work(p *pipeline, jobs <-chan job) {
 			w.done(j)
 			continue
 		}
-		if scratch == nil {
-			scratch = make([]byte, probeRoom)
-		}
-		var payload []byte
-		ok := false
-		if !incompressible(scratch, plain) {
-			payload, ok = sealS2(blob, id, plain)
-		}
-		if ok {
-			blob = w.arena.shrink(blob, len(payload))
-		} else {
-			blob = w.arena.shrink(blob, 1+len(plain))
-			blob[0] = encRaw
-			copy(blob[1:], plain)
-			payload = blob
-		}
+		blob = w.arena.shrink(blob, len(encodeInto(blob, id, plain)))
 		w.done(j)
 		j = job{idx: j.idx}
 		store := func() {
 			var err error
 			if p.batch != nil {
-				err = p.batch.Add(p.ctx, id, payload)
+				err = p.batch.Add(p.ctx, id, blob)
 			} else {
-				err = w.store.Put(p.ctx, id, payload)
+				err = w.store.Put(p.ctx, id, blob)
 			}
 			if err != nil {
 				w.unpin(id)
@@ -360,10 +344,10 @@ func (w *Writer) work(p *pipeline, jobs <-chan job) {
 			} else {
 				p.setRef(j.idx, id, p.batch != nil)
 				if w.verified != nil {
-					w.verified.checked.remember(id, payload)
+					w.verified.checked.remember(id, blob)
 				}
 				if w.observe != nil {
-					w.observe(true, len(plain), len(payload))
+					w.observe(true, len(plain), len(blob))
 				}
 			}
 			w.done(j)

@@ -26,6 +26,7 @@ func TestWriter(t *testing.T) {
 	}{
 		{"RoundTrip", roundTrip},
 		{"CompressionShrinksText", compressionShrinksText},
+		{"BlobsAreEncodes", blobsAreEncodes},
 		{"Dedup", dedup},
 		{"ChunkSizes", chunkSizes},
 		{"TooLarge", tooLarge},
@@ -131,6 +132,32 @@ func roundTrip(t *testing.T) {
 			}
 			if got := readAll(t, s, refs); !bytes.Equal(got, data) {
 				t.Fatalf("%s/%d: read back %d bytes, differs from the %d written", kind, n, len(got), len(data))
+			}
+		}
+	}
+}
+
+// blobsAreEncodes: every blob a Writer stores is, byte for byte, what
+// Encode makes of its chunk, so the two cannot drift apart on disk:
+// compressed (text), raw after the probe (random), and compressed or
+// raw by the whole chunk where the probe's samples disagree (mixed).
+func blobsAreEncodes(t *testing.T) {
+	dec := chunk.NewDecoder()
+	defer dec.Close()
+	for kind, gen := range map[string]func(uint64, int) []byte{"random": randomData, "text": textData, "mixed": mixedData} {
+		s := chunk.NewMemory()
+		refs := write(t, chunk.NewWriter(s, chunk.WriterOptions{}), gen(9, 12*mib))
+		for _, r := range refs {
+			blob, err := s.Get(context.Background(), r.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			plain, err := chunk.Decode(r.ID, blob, dec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := chunk.Encode(nil, r.ID, plain); !bytes.Equal(blob, want) {
+				t.Fatalf("%s: the Writer stored %d bytes for a chunk of %d, Encode makes %d", kind, len(blob), len(plain), len(want))
 			}
 		}
 	}
