@@ -90,7 +90,7 @@ type movePath struct {
 	parent   uint64
 	replaced bool
 	// refused is check's error in the last try, for the metrics
-	// (counted).
+	// (counted), unless it is the destination's error handed back.
 	refused error
 }
 
@@ -116,7 +116,12 @@ func (a *movePath) lookup(fs *FS, tx kv.Txn, root uint64) (rec nodeRec, parent u
 	a.refused = nil
 	if a.check != nil {
 		if err := a.check(n, dstErr, old); err != nil {
-			a.refused = err
+			// dstErr handed back is the walk's (a damaged store's,
+			// say), as where check returns nil: not the caller's
+			// refusal for the metrics.
+			if dstErr == nil || !errors.Is(err, dstErr) {
+				a.refused = err
+			}
 			return nodeRec{}, 0, "", err
 		}
 	}

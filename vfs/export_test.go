@@ -201,6 +201,17 @@ func (fs *FS) CorruptLocation(ctx context.Context, id uint64) error {
 	return fs.db.Update(ctx, func(tx kv.Txn) error { return tx.Set(locKey(id), []byte{0xff, 0x00}) })
 }
 
+// CorruptRecord overwrites the record of the live item name in the
+// folder parent with bytes that do not decode, as a damaged store would
+// hold: a walk down a path through it fails with the store's error.
+func (fs *FS) CorruptRecord(ctx context.Context, parent uint64, name string) error {
+	db := fs.db
+	if ls, ok := db.(listStore); ok {
+		db = ls.Store // the sums would decode it
+	}
+	return db.Update(ctx, func(tx kv.Txn) error { return tx.Set(childKey(parent, name), []byte{0xff, 0x00}) })
+}
+
 // Strays lists records that nothing owns any more: revisions, properties,
 // folder generations and time index entries of items that are gone,
 // locations without their record, usage records of roots purged or never

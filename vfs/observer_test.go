@@ -168,6 +168,44 @@ func TestMetricsRefusals(t *testing.T) {
 	}
 }
 
+// TestMetricsMoveAtStoreFailure: a store that fails a MoveAt's walk down
+// to its destination's folder counts as "error", as it does on the walk
+// to the source, also where the check hands that failure back as it got
+// it (webdav's does, to answer it in copyMove's order): it is no refusal
+// of the caller's.
+func TestMetricsMoveAtStoreFailure(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	e := newEnvWith(t, vfs.Options{Registerer: reg})
+	fs, root := e.fs, e.root
+	if _, err := fs.WriteFile(ctx, root.ID, root.FolderID, "f", strings.NewReader("x"), vfs.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fs.Mkdir(ctx, root.ID, root.FolderID, "bad", vfs.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := fs.CorruptRecord(ctx, root.FolderID, "bad"); err != nil {
+		t.Fatal(err)
+	}
+	passOn := func(_ vfs.Node, dstErr error, _ *vfs.Node) error { return dstErr }
+	for _, c := range []struct{ name, src, dst string }{
+		{"the source's folder", "/bad/f", "/g"},
+		{"the destination's folder", "/f", "/bad/g"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			errors0, refused0 := counterOr0(t, reg, "move", "error"), counterOr0(t, reg, "move", "refused")
+			if _, _, err := fs.MoveAt(ctx, root.ID, c.src, c.dst, vfs.WriteOptions{}, passOn); err == nil || errors.Is(err, vfs.ErrNotExist) {
+				t.Fatalf("MoveAt through a record that does not decode: %v", err)
+			}
+			if n := counterOr0(t, reg, "move", "error") - errors0; n != 1 {
+				t.Errorf("move error counted %v times, want 1", n)
+			}
+			if n := counterOr0(t, reg, "move", "refused") - refused0; n != 0 {
+				t.Errorf("move refused counted %v times, want 0", n)
+			}
+		})
+	}
+}
+
 // counterOr0 is counter, 0 for a series not yet made.
 func counterOr0(t *testing.T, reg *prometheus.Registry, op, result string) float64 {
 	t.Helper()
