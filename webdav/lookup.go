@@ -16,8 +16,10 @@ import (
 // A read of such a URL (GET, HEAD, POST) is 404 too, rather than the
 // file's bytes under a URL that is not the file's. Where nothing has the
 // name, a PUT or a LOCK (which creates an empty file) would make a file
-// that then answers 404 at the URL that made it: 409.
-func (s *session) fileAsCollection(r *http.Request) error {
+// that then answers 404 at the URL that made it: 409. A DELETE the
+// caller's role allows (permitted) is left to delete, which checks the
+// slash where it looks the item up (deleteRefusal).
+func (s *session) fileAsCollection(r *http.Request, permitted bool) error {
 	switch r.Method {
 	case http.MethodPut, http.MethodDelete, "COPY", "MOVE", "LOCK", "UNLOCK", "PROPPATCH",
 		http.MethodGet, http.MethodHead, http.MethodPost:
@@ -27,10 +29,8 @@ func (s *session) fileAsCollection(r *http.Request) error {
 	if !strings.HasSuffix(r.URL.EscapedPath(), "/") {
 		return nil
 	}
-	if r.Method == http.MethodDelete {
-		if _, ok := s.plainDelete(r); ok {
-			return nil // delete checks it in its commit
-		}
+	if r.Method == http.MethodDelete && permitted {
+		return nil
 	}
 	if r.Method == "COPY" || r.Method == "MOVE" {
 		s.lookupPair(r, "")
@@ -46,6 +46,11 @@ func (s *session) fileAsCollection(r *http.Request) error {
 	if r.Method == http.MethodPut {
 		return describe(errFileAsCollection, "the URL ends in / (a collection), and %s is a file", n.Name)
 	}
+	return notACollection(n)
+}
+
+// notACollection is the 404 of a URL that ends in "/" at the file n.
+func notACollection(n vfs.Node) error {
 	return describe(vfs.ErrNotExist, "no collection of that name: %s is a file", n.Name)
 }
 
