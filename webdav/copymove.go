@@ -66,15 +66,9 @@ func (s *session) copyMove(w http.ResponseWriter, r *http.Request) error {
 	}
 
 	s.lookupPair(r, dstPath)
-	src, sn, exists, err := s.lookup(s.path)
+	src, sn, err := s.lookupItem("a root folder cannot be copied or moved")
 	if err != nil {
 		return err
-	}
-	if !exists {
-		return vfs.ErrNotExist
-	}
-	if src.isMountRoot() {
-		return describe(vfs.ErrRootItem, "a root folder cannot be copied or moved")
 	}
 	// RFC 4918 9.8.3 and 9.9.2 bound Depth for a collection: COPY takes
 	// 0 or infinity, MOVE infinity only. A file has nothing below it for
@@ -102,7 +96,7 @@ func (s *session) copyMove(w http.ResponseWriter, r *http.Request) error {
 	if dst.isMountRoot() {
 		return describe(vfs.ErrRootItem, "a root folder cannot be replaced")
 	}
-	if err := s.preconditions(r, s.path, sn, exists); err != nil {
+	if err := s.preconditions(r, s.path, sn, true); err != nil {
 		return err
 	}
 	if move {

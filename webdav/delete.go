@@ -31,20 +31,14 @@ func (s *session) delete(w http.ResponseWriter, r *http.Request) error {
 		w.WriteHeader(http.StatusNoContent)
 		return nil
 	}
-	t, n, exists, err := s.lookup(s.path)
+	t, n, err := s.lookupItem("a root folder cannot be deleted over WebDAV")
 	if err != nil {
 		return err
-	}
-	if !exists {
-		return vfs.ErrNotExist
-	}
-	if t.isMountRoot() {
-		return describe(vfs.ErrRootItem, "a root folder cannot be deleted over WebDAV")
 	}
 	if err := deleteRefusal(r, n); err != nil {
 		return err
 	}
-	if err := s.preconditions(r, s.path, n, exists); err != nil {
+	if err := s.preconditions(r, s.path, n, true); err != nil {
 		return err
 	}
 	if err := s.readOnly(n); err != nil {

@@ -80,15 +80,40 @@ func (s *session) lookup(p string) (target, vfs.Node, bool, error) {
 	return t, n, err == nil, err
 }
 
+// lookupItem is lookup of the request's path for a method that changes
+// the item there (DELETE, COPY, MOVE): nothing there is vfs.ErrNotExist,
+// a root's top folder (or the roots) vfs.ErrRootItem, which rootMsg
+// describes.
+func (s *session) lookupItem(rootMsg string) (target, vfs.Node, error) {
+	t, n, exists, err := s.lookup(s.path)
+	switch {
+	case err != nil:
+		return t, n, err
+	case !exists:
+		return t, n, vfs.ErrNotExist
+	case t.isMountRoot():
+		return t, n, describe(vfs.ErrRootItem, "%s", rootMsg)
+	}
+	return t, n, nil
+}
+
 // parentOrConflict is parent with the answer RFC 4918 gives when the
 // parent is missing or not a collection: errParentMissing (409 Conflict),
 // saying that what does not exist. Other errors are parent's.
 func (s *session) parentOrConflict(t target, what string) (parent vfs.Node, name string, err error) {
 	parent, name, err = s.parent(t)
+	return parent, name, parentConflict(err, what)
+}
+
+// parentConflict is err, why no folder holds a new item, as RFC 4918
+// answers it: a parent missing or no collection (vfs.ErrNotExist,
+// ErrNotDir) is errParentMissing (409 Conflict), saying that what does
+// not exist. Other errors, and one it gave already, are themselves.
+func parentConflict(err error, what string) error {
 	if errors.Is(err, vfs.ErrNotExist) || errors.Is(err, vfs.ErrNotDir) {
-		err = describe(errParentMissing, "%s does not exist", what)
+		return describe(errParentMissing, "%s does not exist", what)
 	}
-	return parent, name, err
+	return err
 }
 
 // lookupNew resolves the dav path p, the target of a request that
@@ -125,7 +150,7 @@ func (s *session) lookupNew(p, what string) (t target, n vfs.Node, exists bool, 
 	pn, n, exists, err := s.h.opts.FS.LookupWithParent(s.ctx, t.m.root.ID, t.rel)
 	if errors.Is(err, vfs.ErrNotExist) || errors.Is(err, vfs.ErrNotDir) {
 		// Nothing at the path either: lookup's answer.
-		return t, vfs.Node{}, false, lookedParent{err: describe(errParentMissing, "%s does not exist", what)}, name, nil
+		return t, vfs.Node{}, false, lookedParent{err: parentConflict(err, what)}, name, nil
 	}
 	if err != nil {
 		return t, vfs.Node{}, false, lookedParent{}, "", err
@@ -201,7 +226,7 @@ func (s *session) lookupPair(r *http.Request, dst string) {
 		}
 		l.parent.node, _, l.parent.err = s.parentOrConflict(dt, destinationParent)
 	case errors.Is(dstErr, vfs.ErrNotExist) || errors.Is(dstErr, vfs.ErrNotDir):
-		l.parent.err = describe(errParentMissing, "%s does not exist", destinationParent)
+		l.parent.err = parentConflict(dstErr, destinationParent)
 	case dstErr != nil:
 		l.name, l.err = "", dstErr
 	default:
