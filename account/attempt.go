@@ -144,39 +144,17 @@ func lockGates(cs []counter) func() {
 }
 
 // reserve counts an attempt from addr as under way on cs, or refuses it
-// unchecked: a *ThrottledError while the address is throttled or its
-// failures written and under way reach AddressMaxFailures; a *LockedError
-// likewise for the account (or known pair) and MaxFailures. A refused
-// attempt is counted nowhere and writes nothing.
+// unchecked: lockRefusal's answer, with the attempts reserved on cs's
+// gates counted. A refused attempt is counted nowhere and writes nothing.
 func (s *Service) reserve(ctx context.Context, cs []counter, addr netip.Addr) (*attempt, error) {
 	s.holdGates(cs)
 	unlock := lockGates(cs)
 	now := s.now()
-	refusal := error(nil)
+	var refusal error
 	err := s.db.View(ctx, func(tx kv.Txn) error {
-		refusal = nil
-		for _, c := range cs {
-			var lr lockRecord
-			switch err := s.get(tx, keyBytes(pfxLock, c.subject), &lr, ErrNotFound); {
-			case err == nil && now.Before(lr.Until):
-				refusal = c.refusal(lr.Until, now)
-				return nil
-			case err != nil && !errors.Is(err, ErrNotFound):
-				return err
-			}
-			n, err := s.failures(tx, c, now)
-			if err != nil {
-				return err
-			}
-			if n+c.gate.pending >= c.max {
-				// Attempts still being checked will lock the subject
-				// for its duration once one of them fails: that is
-				// the wait to tell.
-				refusal = c.refusal(now.Add(c.lockFor), now)
-				return nil
-			}
-		}
-		return nil
+		var err error
+		refusal, err = s.lockRefusal(tx, cs, now)
+		return err
 	})
 	if err == nil {
 		err = refusal
@@ -191,6 +169,40 @@ func (s *Service) reserve(ctx context.Context, cs []counter, addr netip.Addr) (*
 	}
 	unlock()
 	return &attempt{counters: cs, addr: addr}, nil
+}
+
+// lockRefusal is why an attempt counted on cs is refused unchecked at now
+// (nil: it is not), from the first counter in cs's order that is locked,
+// or whose failures written within its window, with the attempts reserved
+// and not settled where c holds a gate (reserve, which has it locked),
+// reach its threshold: a *ThrottledError for the address's counter, a
+// *LockedError for the account's or the known pair's. err is the store's.
+// Authenticate (reserve) and a remembered password (passwordLock) both
+// ask it, so that the one is refused wherever the other is.
+func (s *Service) lockRefusal(tx kv.Txn, cs []counter, now time.Time) (refusal, err error) {
+	for _, c := range cs {
+		var lr lockRecord
+		switch err := s.get(tx, keyBytes(pfxLock, c.subject), &lr, ErrNotFound); {
+		case err == nil && now.Before(lr.Until):
+			return c.refusal(lr.Until, now), nil
+		case err != nil && !errors.Is(err, ErrNotFound):
+			return nil, err
+		}
+		n, err := s.failures(tx, c, now)
+		if err != nil {
+			return nil, err
+		}
+		if c.gate != nil {
+			n += c.gate.pending
+		}
+		if n >= c.max {
+			// Attempts still being checked will lock the subject
+			// for its duration once one of them fails: that is
+			// the wait to tell.
+			return c.refusal(now.Add(c.lockFor), now), nil
+		}
+	}
+	return nil, nil
 }
 
 // failures returns c's failures written within its window at now.
@@ -448,41 +460,31 @@ func (s *Service) accountLock(ctx context.Context, tx kv.Txn, personID uint64) (
 }
 
 // passwordLock is accountLock for a password a front end remembers
-// (LoginCallerRef), which meets every lock Authenticate's attempt from
-// ctx's address meets: at an address the person is not known at, the
-// address's throttle first (ErrTooManyAttempts), and at one they are
-// known at, that pair's lock also while the account is not locked.
-// Otherwise the remembered password is let in where the same password
-// checked is refused unchecked and uncounted: to a client at a throttled
-// address, or one guessing where the person is known, a guess let in is
-// the right one, and its guesses never lock anything. exempt is
-// accountLock's, and true too where the address is let past its own
-// throttle.
+// (LoginCallerRef), which is refused, though not checked again, wherever Authenticate would refuse it unchecked from ctx's address
+// (lockRefusal over the same counters). Otherwise the remembered password
+// is let in where the same password checked is refused unchecked and
+// uncounted: to a client at a throttled address, or one guessing where
+// the person is known, a guess let in is the right one, and its guesses
+// never lock anything. exempt says the answer holds only while the
+// address stays known, which ends without a commit: the account's lock
+// or the address's throttle refuses the person elsewhere.
 func (s *Service) passwordLock(ctx context.Context, tx kv.Txn, personID uint64) (exempt bool, err error) {
-	addr := ClientAddr(ctx)
+	addr, now := ClientAddr(ctx), s.now()
 	known, err := s.knownAddress(tx, personID, addr)
 	if err != nil {
 		return false, err
 	}
-	var throttle error
-	if as := addrSubject(addr); as != nil {
-		var le *LockedError
-		switch err := s.locked(tx, as); {
-		case errors.As(err, &le):
-			throttle = throttledError(le.Until, s.now())
-		case err != nil:
-			return false, err
-		}
-	}
-	if !known {
-		if throttle != nil {
-			return false, throttle
-		}
-	} else if err := s.locked(tx, knownSubject(personID, addr)); err != nil {
+	subject := s.loginSubject("", personID)
+	switch refusal, err := s.lockRefusal(tx, s.counters(subject, personID, addr, known), now); {
+	case err != nil:
 		return false, err
+	case refusal != nil:
+		return false, refusal
+	case !known:
+		return false, nil
 	}
-	exempt, err = s.accountLock(ctx, tx, personID)
-	return exempt || known && throttle != nil, err
+	refusal, err := s.lockRefusal(tx, s.counters(subject, personID, addr, false), now)
+	return refusal != nil, err
 }
 
 // forgetAddresses deletes what personID's known addresses hold, their

@@ -320,7 +320,7 @@ func (s *Service) SignInWithNewPassword(ctx context.Context, login, password, ne
 // function.
 func (s *Service) LoginCallerRef(ctx context.Context, personID uint64, login, passwordHash string) (*Caller, error) {
 	gen := kv.MetaGeneration(s.db)
-	c, ok := s.callers.logins.Get(gen, callerAt{personID, ClientAddr(ctx)})
+	c, ok := s.callers.logins.Get(gen, callerAt{personID, addrNet(ClientAddr(ctx))})
 	if !ok {
 		var err error
 		if c, err = s.readLoginCaller(ctx, gen, personID); err != nil {
@@ -348,8 +348,9 @@ func (s *Service) readLoginCaller(ctx context.Context, gen, personID uint64) (*C
 		// person out where they sign in from (a known address,
 		// Authenticate), nor does their address's throttle; that
 		// answer holds while the address is known only, so it is
-		// not kept. Every other answer is kept for this address
-		// only: another may be throttled, or known.
+		// not kept. Every other answer is kept for the network the
+		// lockout counts this address as (addrNet) only: another
+		// may be throttled, or known.
 		exempt, err := s.passwordLock(ctx, tx, personID)
 		if err != nil {
 			return err
@@ -362,7 +363,7 @@ func (s *Service) readLoginCaller(ctx context.Context, gen, personID uint64) (*C
 		return nil, err
 	}
 	if cache {
-		s.callers.logins.Put(gen, callerAt{personID, ClientAddr(ctx)}, c)
+		s.callers.logins.Put(gen, callerAt{personID, addrNet(ClientAddr(ctx))}, c)
 	}
 	return c, nil
 }

@@ -44,6 +44,24 @@ func BenchmarkValidateAccess(b *testing.B) {
 	})
 }
 
+// BenchmarkLoginCallerRef measures a remembered WebDAV login's check on
+// every request, answered from the cache, from IPv4 and IPv6 clients.
+func BenchmarkLoginCallerRef(b *testing.B) {
+	for _, addr := range []string{"192.0.2.1", "2001:db8:1:2::1"} {
+		b.Run(addr, func(b *testing.B) {
+			s := newService(b, testOptions())
+			_, alice := fixture(b, s)
+			ctx := from(addr)
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := s.LoginCallerRef(ctx, alice.ID, "alice", alice.PasswordHash); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
 // BenchmarkIssueTokens measures a token grant after the password check
 // (one fsynced kv commit).
 func BenchmarkIssueTokens(b *testing.B) {

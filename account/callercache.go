@@ -24,7 +24,7 @@ const maxCachedCallers = 4096
 // session would.
 type callerCache struct {
 	persons *kv.Cache[uint64, Caller]
-	logins  *kv.Cache[callerAt, *Caller]   // persons whose logins were not locked, by address; shared (LoginCallerRef)
+	logins  *kv.Cache[callerAt, *Caller]   // persons whose logins were not locked, by client network; shared (LoginCallerRef)
 	access  *kv.Cache[string, accessEntry] // by token hash
 	roots   *kv.Cache[uint64, RootPlace]   // RootPlaceOf
 	owners  *kv.Cache[uint64, RootOwner]   // RootOwnerOf, by kv.MetaGeneration
@@ -34,10 +34,11 @@ type callerCache struct {
 }
 
 // callerAt keys LoginCallerRef's answers: a person as a request from
-// addr meets their locks (passwordLock), which depend on the address.
+// network net meets their locks (passwordLock), which depend on the
+// address only through the network the lockout counts it as (addrNet).
 type callerAt struct {
 	person uint64
-	addr   netip.Addr
+	net    netip.Addr
 }
 
 func newCallerCache() callerCache {

@@ -3,6 +3,7 @@ package account
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -373,5 +374,50 @@ func TestTwoStepCacheFileWrites(t *testing.T) {
 			fileWrite(t, e.s.db)
 			ask("after the change", row.needsDevice, row.due)
 		})
+	}
+}
+
+// TestLoginCallerCacheByNetwork: LoginCallerRef keeps its answers by the
+// network the lockout counts a client address as (addrNet): the IPv6
+// privacy addresses of one /64 share an entry, other networks read their
+// own, and a throttle of the /64, brought by guesses from a third address
+// in it, refuses the remembered password from the very next request of
+// every address in it, with no answer kept from before.
+func TestLoginCallerCacheByNetwork(t *testing.T) {
+	o := floodOptions()
+	s := newService(t, o)
+	_, alice := fixture(t, s)
+	db := s.db.(*badger.DB)
+	steps := []struct {
+		name, addr string
+		guesses    int    // failed sign-ins from addr first
+		want       error  // nil: let in
+		reads      uint64 // read transactions LoginCallerRef took
+	}{
+		{"an address of a /64", "2001:db8:1:2::1", 0, nil, 1},
+		{"another of the same /64: its entry", "2001:db8:1:2:a1b2:c3d4:e5f6:1", 0, nil, 0},
+		{"the first again", "2001:db8:1:2::1", 0, nil, 0},
+		{"another /64 of the same /48: an entry of its own", "2001:db8:1:3::1", 0, nil, 1},
+		{"an IPv4 address", "192.0.2.1", 0, nil, 1},
+		{"its neighbour: an entry of its own", "192.0.2.2", 0, nil, 1},
+		{"a third address of the /64 throttles it", "2001:db8:1:2::beef", o.Lockout.AddressMaxFailures, ErrTooManyAttempts, 1},
+		{"the first address: refused at once", "2001:db8:1:2::1", 0, ErrTooManyAttempts, 1},
+		{"the second: refused at once", "2001:db8:1:2:a1b2:c3d4:e5f6:1", 0, ErrTooManyAttempts, 1},
+		{"the other /64 is let in", "2001:db8:1:3::1", 0, nil, 1},
+	}
+	for _, st := range steps {
+		for i := range st.guesses {
+			if _, err := s.Authenticate(from(st.addr), fmt.Sprintf("nobody%d", i), "a guess"); err == nil {
+				t.Fatalf("%s: a guess let in", st.name)
+			}
+		}
+		views := db.TxnStats().Views
+		_, err := s.LoginCallerRef(from(st.addr), alice.ID, "alice", alice.PasswordHash)
+		if (st.want == nil) != (err == nil) || !errors.Is(err, st.want) {
+			t.Fatalf("%s: %v, want %v", st.name, err, st.want)
+		}
+		if n := db.TxnStats().Views - views; n != st.reads {
+			t.Errorf("%s: %d reads, want %d", st.name, n, st.reads)
+		}
 	}
 }

@@ -24,19 +24,34 @@ func ClientAddr(ctx context.Context) netip.Addr {
 	return a
 }
 
-// addrSubject names the lockout counter of a client address: the address
-// itself for IPv4, its /64 for IPv6, since one IPv6 host commonly holds a
-// whole /64 and could otherwise try from a new address each time. Nil for
-// no address.
+// addrNet is the network a client address is counted as, by its first
+// address: the address itself for IPv4, its /64 for IPv6, since one IPv6
+// host commonly holds a whole /64 and could otherwise try from a new
+// address each time. The zero Addr for no address. What depends on the
+// lockout's answer for an address (LoginCallerRef's cache) is keyed by
+// it too. An Addr, not a Prefix: a key without padding hashes as one
+// block of memory.
+func addrNet(a netip.Addr) netip.Addr {
+	bits := 64
+	if a.Is4() {
+		bits = 32
+	}
+	p, _ := a.Prefix(bits)
+	return p.Addr()
+}
+
+// addrSubject names the lockout counter of a client address's network
+// (addrNet). Nil for no address.
 func addrSubject(a netip.Addr) []byte {
-	if !a.IsValid() {
+	n := addrNet(a)
+	if !n.IsValid() {
 		return nil
 	}
-	if a.Is4() {
-		b := a.As4()
+	if n.Is4() {
+		b := n.As4()
 		return append([]byte("a4"), b[:]...)
 	}
-	b := a.As16()
+	b := n.As16()
 	return append([]byte("a6"), b[:8]...)
 }
 

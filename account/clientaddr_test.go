@@ -125,6 +125,62 @@ func TestLockoutPerAddressAndAccount(t *testing.T) {
 	}
 }
 
+// TestRememberedPasswordMeetsLoweredLimits: a remembered password
+// (LoginCallerRef) is refused wherever Authenticate refuses the same
+// password unchecked, also where failures written under higher limits
+// reach limits lowered since (a restart with a new configuration; the
+// counters live on in the store for their window): Authenticate refused
+// the right password there, while the remembered one, which asked only
+// whether a lock was written, was let in.
+func TestRememberedPasswordMeetsLoweredLimits(t *testing.T) {
+	for _, row := range []struct {
+		name   string
+		before func(*testing.T, *Service) // failed sign-ins under floodOptions
+		lower  func(*LockoutOptions)
+		addr   string
+		want   error
+	}{
+		{"the account's failures", func(t *testing.T, s *Service) {
+			for _, a := range []string{"10.0.0.1", "10.0.0.2"} {
+				s.Authenticate(from(a), "alice", "a guess")
+			}
+		}, func(lo *LockoutOptions) { lo.MaxFailures = 2 }, "203.0.113.1", ErrAccountLocked},
+		{"the address's failures", func(t *testing.T, s *Service) {
+			for _, login := range []string{"nobody", "somebody", "anybody"} {
+				s.Authenticate(from("192.0.2.1"), login, "a guess")
+			}
+		}, func(lo *LockoutOptions) { lo.AddressMaxFailures = 3 }, "192.0.2.1", ErrTooManyAttempts},
+		{"a known address's failures", func(t *testing.T, s *Service) {
+			if _, err := s.Authenticate(from("198.51.100.7"), "alice", pw); err != nil {
+				t.Fatal(err)
+			}
+			for range 2 {
+				s.Authenticate(from("198.51.100.7"), "alice", "a guess")
+			}
+		}, func(lo *LockoutOptions) { lo.MaxFailures = 2 }, "198.51.100.7", ErrAccountLocked},
+		{"below the lowered limits", func(t *testing.T, s *Service) {
+			s.Authenticate(from("10.0.0.1"), "alice", "a guess")
+		}, func(lo *LockoutOptions) { lo.MaxFailures = 2 }, "10.0.0.1", nil},
+	} {
+		t.Run(row.name, func(t *testing.T) {
+			db := openDB(t)
+			o := floodOptions()
+			before := New(db, o)
+			_, alice := fixture(t, before)
+			row.before(t, before)
+			row.lower(&o.Lockout)
+			s := New(db, o)
+			_, err := s.LoginCallerRef(from(row.addr), alice.ID, "alice", alice.PasswordHash)
+			if (row.want == nil) != (err == nil) || !errors.Is(err, row.want) {
+				t.Errorf("remembered: %v, want %v", err, row.want)
+			}
+			if _, err := s.Authenticate(from(row.addr), "alice", pw); (row.want == nil) != (err == nil) || !errors.Is(err, row.want) {
+				t.Errorf("checked: %v, want %v", err, row.want)
+			}
+		})
+	}
+}
+
 // countingStore is a real store that counts write transactions.
 type countingStore struct {
 	kv.Store

@@ -107,15 +107,9 @@ func (s *session) copyMove(w http.ResponseWriter, r *http.Request) error {
 	}
 
 	s.lookupPair(r)
-	src, sn, exists, err := s.lookup(s.path)
+	src, sn, err := s.lookupItem("a root folder cannot be copied or moved")
 	if err != nil {
 		return err
-	}
-	if !exists {
-		return vfs.ErrNotExist
-	}
-	if src.isMountRoot() {
-		return describe(vfs.ErrRootItem, "a root folder cannot be copied or moved")
 	}
 	if err := s.sourceChecks(r, sn, depth); err != nil {
 		return err
@@ -130,7 +124,7 @@ func (s *session) copyMove(w http.ResponseWriter, r *http.Request) error {
 	if dst.isMountRoot() {
 		return describe(vfs.ErrRootItem, "a root folder cannot be replaced")
 	}
-	if err := s.preconditions(r, s.path, sn, exists); err != nil {
+	if err := s.preconditions(r, s.path, sn, true); err != nil {
 		return err
 	}
 	if err := s.targetChecks(r, sn, dn, dstExists, parent.err, overwrite); err != nil {

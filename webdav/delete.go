@@ -5,25 +5,19 @@ import (
 	"net/http"
 	"strings"
 
-	"berth/share"
 	"berth/vfs"
 )
 
 // delete removes a resource (soft delete: it stays restorable over REST).
+// The caller's role allows it (serve asked).
 func (s *session) delete(w http.ResponseWriter, r *http.Request) error {
-	if t, ok := s.plainDelete(r); ok && s.looked == nil {
-		// vfs looks the item up in the commit, where the checks below
-		// and fileAsCollection's, which left it alone, run.
-		slash := strings.HasSuffix(r.URL.EscapedPath(), "/")
+	if t, err := s.resolve(s.path); err == nil && !t.isMountRoot() && !conditional(r) {
+		// No conditions to hold against the item as it is: vfs looks
+		// it up in the commit, where the checks below run.
 		var refused error
 		err := s.h.opts.FS.DeleteAt(s.ctx, t.m.root.ID, t.rel, s.optsFor(t.m.root.ID), func(n vfs.Node) error {
-			refused = nil
-			switch d := r.Header.Get("Depth"); {
-			case slash && !n.Dir:
-				refused = describe(vfs.ErrNotExist, "no collection of that name: %s is a file", n.Name)
-			case n.Dir && d != "" && !strings.EqualFold(d, "infinity"):
-				refused = describe(errBadDepth, "DELETE of a collection takes Depth: infinity only")
-			default:
+			refused = deleteRefusal(r, n)
+			if refused == nil {
 				refused = s.readOnly(n)
 			}
 			return refused
@@ -37,22 +31,14 @@ func (s *session) delete(w http.ResponseWriter, r *http.Request) error {
 		w.WriteHeader(http.StatusNoContent)
 		return nil
 	}
-	t, n, exists, err := s.lookup(s.path)
+	t, n, err := s.lookupItem("a root folder cannot be deleted over WebDAV")
 	if err != nil {
 		return err
 	}
-	if !exists {
-		return vfs.ErrNotExist
+	if err := deleteRefusal(r, n); err != nil {
+		return err
 	}
-	if t.isMountRoot() {
-		return describe(vfs.ErrRootItem, "a root folder cannot be deleted over WebDAV")
-	}
-	if d := r.Header.Get("Depth"); n.Dir && d != "" && !strings.EqualFold(d, "infinity") {
-		// RFC 4918 9.6.1: only Depth infinity; a client that asks for
-		// less does not mean to delete what the collection holds.
-		return describe(errBadDepth, "DELETE of a collection takes Depth: infinity only")
-	}
-	if err := s.preconditions(r, s.path, n, exists); err != nil {
+	if err := s.preconditions(r, s.path, n, true); err != nil {
 		return err
 	}
 	if err := s.readOnly(n); err != nil {
@@ -65,17 +51,17 @@ func (s *session) delete(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// plainDelete reports whether a DELETE of the request's path is one
-// transaction (vfs.DeleteAt): it has no conditions to hold against the
-// item as it is, and names an item below a root's top folder that the
-// caller may delete. t is the path's target.
-func (s *session) plainDelete(r *http.Request) (t target, ok bool) {
-	if conditional(r) {
-		return target{}, false
+// deleteRefusal refuses r, a DELETE of n, for what it asks of n itself,
+// before its conditions: a URL that ends in "/" names a collection, and n
+// is a file (404, fileAsCollection's answer); a collection is deleted with
+// Depth infinity only (400: RFC 4918 9.6.1, a client that asks for less
+// does not mean to delete what it holds).
+func deleteRefusal(r *http.Request, n vfs.Node) error {
+	switch d := r.Header.Get("Depth"); {
+	case !n.Dir && strings.HasSuffix(r.URL.EscapedPath(), "/"):
+		return notACollection(n)
+	case n.Dir && d != "" && !strings.EqualFold(d, "infinity"):
+		return describe(errBadDepth, "DELETE of a collection takes Depth: infinity only")
 	}
-	t, err := s.resolve(s.path)
-	if err != nil || t.isMountRoot() || s.permitted(s.path, share.Delete) != nil {
-		return target{}, false
-	}
-	return t, true
+	return nil
 }

@@ -33,5 +33,44 @@ func TestDelete(t *testing.T) {
 			st, _, body = f.do("DELETE", "/d", nil, "Depth", "infinity")
 			want(t, "DELETE Depth infinity", st, http.StatusNoContent, body)
 		}},
+
+		// Where several refusals apply, the one that answers: a
+		// file named as a collection (404) before the share's role
+		// (403), which comes before whether the item exists (a
+		// VIEWER's DELETE of nothing is 403); then a missing item
+		// (404), a root's top folder (403), Depth (400), the If
+		// headers (412), locked_extensions (403) and a lock (423).
+		{"which refusal comes first", func(t *testing.T) {
+			f := newRefusalWorld(t)
+			noMatch := []string{"If-Match", `"nope"`}
+			f.checkRefusals(t, []refusal{
+				{"DELETE", "/Team/a.txt/", nil, http.StatusNotFound},
+				{"DELETE", "/Team/a.txt/", noMatch, http.StatusNotFound},
+				{"DELETE", "/Team/a.txt", nil, http.StatusForbidden},
+				{"DELETE", "/Team/dir/", nil, http.StatusForbidden},
+				{"DELETE", "/Team/nothing", nil, http.StatusForbidden},
+				{"DELETE", "/Team/nothing/", nil, http.StatusForbidden},
+				{"DELETE", "/Team/", nil, http.StatusForbidden},
+				{"DELETE", "/alice/nothing", noMatch, http.StatusNotFound},
+				{"DELETE", "/alice/nothing/", nil, http.StatusNotFound},
+				{"DELETE", "/alice/f.txt/x", nil, http.StatusNotFound},
+				{"DELETE", "/alice/f.txt/", noMatch, http.StatusNotFound},
+				{"DELETE", "/alice/f.txt/", []string{"Depth", "0"}, http.StatusNotFound},
+				{"DELETE", "/alice/locked.txt/", nil, http.StatusNotFound},
+				{"DELETE", "/alice/", noMatch, http.StatusForbidden},
+				{"DELETE", "/alice", []string{"Depth", "0"}, http.StatusForbidden},
+				{"DELETE", "/noroot/", nil, http.StatusNotFound},
+				{"DELETE", "/alice/d", []string{"Depth", "0", "If-Match", `"nope"`}, http.StatusBadRequest},
+				{"DELETE", "/alice/ld/", []string{"Depth", "1"}, http.StatusBadRequest},
+				{"DELETE", "/alice/r.lck", noMatch, http.StatusPreconditionFailed},
+				{"DELETE", "/alice/r.lck", nil, http.StatusForbidden},
+				{"DELETE", "/alice/r.lck/", nil, http.StatusNotFound},
+				{"DELETE", "/alice/lr.lck", nil, http.StatusForbidden},
+				{"DELETE", "/alice/locked.txt", nil, http.StatusLocked},
+				{"DELETE", "/alice/ld/y.txt", nil, http.StatusLocked},
+				{"DELETE", "/alice/ld", noMatch, http.StatusPreconditionFailed},
+				{"DELETE", "/alice/ld/", nil, http.StatusLocked},
+			})
+		}},
 	})
 }

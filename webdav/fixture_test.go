@@ -12,6 +12,7 @@ import (
 	"berth/account"
 	"berth/berthtest"
 	"berth/kv"
+	"berth/share"
 	"berth/vfs"
 	"berth/vfs/chunk"
 	"berth/webdav"
@@ -155,3 +156,74 @@ func (f *fixture) lookup(p string) (vfs.Node, error) {
 
 // opts are write options with no limits.
 func (f *fixture) opts() vfs.WriteOptions { return vfs.WriteOptions{} }
+
+// refusalWorld is a server where several refusals can apply to one write,
+// for the rows that pin which one answers: alice's root holds f.txt, d/
+// (with x.txt), r.lck (a locked extension, with contents), locked.txt,
+// lr.lck and ld/ (locked, ld/ to infinity, by tokens no row presents),
+// and she is a VIEWER of the organization share Team, which holds a.txt
+// and dir/.
+func newRefusalWorld(t *testing.T) *fixture {
+	t.Helper()
+	pol := account.DefaultPolicy()
+	pol.LockedExtensions = ".lck"
+	f := newFixtureWith(t, fixtureOptions{Policy: &pol})
+	for _, w := range []struct{ method, path, body string }{
+		{"PUT", "/f.txt", "f"}, {"MKCOL", "/d", ""}, {"PUT", "/d/x.txt", "x"}, {"PUT", "/r.lck", "r"},
+		{"PUT", "/locked.txt", "l"}, {"PUT", "/lr.lck", "l"}, {"MKCOL", "/ld", ""}, {"PUT", "/ld/y.txt", "y"},
+	} {
+		st, _, body := f.do(w.method, w.path, strings.NewReader(w.body))
+		want(t, w.method+" "+w.path, st, http.StatusCreated, body)
+	}
+	for _, p := range []string{"/locked.txt", "/lr.lck", "/ld"} {
+		st, _, body := f.do("LOCK", p, strings.NewReader(lockExclusiveOwned), "Depth", "infinity")
+		want(t, "LOCK "+p, st, http.StatusOK, body)
+	}
+	ctx := context.Background()
+	svc, admin, team := f.orgShare("Team")
+	if _, err := svc.SetSubscribers(ctx, admin, f.org.ID, team.ID, share.Subscribers{Persons: []share.Entry{
+		{ID: f.person.ID, Channel: share.ChannelWebDAV, Role: share.RoleViewer},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.fs.WriteFile(ctx, team.ID, team.FolderID, "a.txt", strings.NewReader("a"), vfs.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.fs.Mkdir(ctx, team.ID, team.FolderID, "dir", vfs.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// refusal is a write of a refusalWorld and the status it gets; path is
+// below /webdav/.
+type refusal struct {
+	method, path string
+	hdr          []string
+	status       int
+}
+
+// checkRefusals sends each row as alice, and checks its status and that
+// it changed nothing in her root.
+func (f *fixture) checkRefusals(t *testing.T, rows []refusal) {
+	t.Helper()
+	before := f.tree()
+	for _, r := range rows {
+		req, err := http.NewRequest(r.method, f.srv.URL+"/webdav"+r.path, strings.NewReader("body"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.method == "MKCOL" {
+			req.Body, req.ContentLength = http.NoBody, 0
+		}
+		req.SetBasicAuth("alice", password)
+		for i := 0; i+1 < len(r.hdr); i += 2 {
+			req.Header.Set(r.hdr[i], r.hdr[i+1])
+		}
+		st, _, body := f.send(req)
+		want(t, r.method+" "+r.path+" "+strings.Join(r.hdr, " "), st, r.status, body)
+		if after := f.tree(); after != before {
+			t.Fatalf("%s %s changed alice's root:\n%s\nwas:\n%s", r.method, r.path, after, before)
+		}
+	}
+}

@@ -15,8 +15,10 @@ import (
 // A read of such a URL (GET, HEAD, POST) is 404 too, rather than the
 // file's bytes under a URL that is not the file's. Where nothing has the
 // name, a PUT or a LOCK (which creates an empty file) would make a file
-// that then answers 404 at the URL that made it: 409.
-func (s *session) fileAsCollection(r *http.Request) error {
+// that then answers 404 at the URL that made it: 409. A DELETE the
+// caller's role allows (permitted) is left to delete, which checks the
+// slash where it looks the item up (deleteRefusal).
+func (s *session) fileAsCollection(r *http.Request, permitted bool) error {
 	switch r.Method {
 	case http.MethodPut, http.MethodDelete, "COPY", "MOVE", "LOCK", "UNLOCK", "PROPPATCH",
 		http.MethodGet, http.MethodHead, http.MethodPost:
@@ -26,10 +28,8 @@ func (s *session) fileAsCollection(r *http.Request) error {
 	if !strings.HasSuffix(r.URL.EscapedPath(), "/") {
 		return nil
 	}
-	if r.Method == http.MethodDelete {
-		if _, ok := s.plainDelete(r); ok {
-			return nil // delete checks it in its commit
-		}
+	if r.Method == http.MethodDelete && permitted {
+		return nil
 	}
 	if r.Method == "MOVE" {
 		if _, _, ok := s.plainMove(r); ok {
@@ -50,6 +50,11 @@ func (s *session) fileAsCollection(r *http.Request) error {
 	if r.Method == http.MethodPut {
 		return describe(errFileAsCollection, "the URL ends in / (a collection), and %s is a file", n.Name)
 	}
+	return notACollection(n)
+}
+
+// notACollection is the 404 of a URL that ends in "/" at the file n.
+func notACollection(n vfs.Node) error {
 	return describe(vfs.ErrNotExist, "no collection of that name: %s is a file", n.Name)
 }
 
@@ -79,15 +84,40 @@ func (s *session) lookup(p string) (target, vfs.Node, bool, error) {
 	return t, n, err == nil, err
 }
 
+// lookupItem is lookup of the request's path for a method that changes
+// the item there (DELETE, COPY, MOVE): nothing there is vfs.ErrNotExist,
+// a root's top folder (or the roots) vfs.ErrRootItem, which rootMsg
+// describes.
+func (s *session) lookupItem(rootMsg string) (target, vfs.Node, error) {
+	t, n, exists, err := s.lookup(s.path)
+	switch {
+	case err != nil:
+		return t, n, err
+	case !exists:
+		return t, n, vfs.ErrNotExist
+	case t.isMountRoot():
+		return t, n, describe(vfs.ErrRootItem, "%s", rootMsg)
+	}
+	return t, n, nil
+}
+
 // parentOrConflict is parent with the answer RFC 4918 gives when the
 // parent is missing or not a collection: errParentMissing (409 Conflict),
 // saying that what does not exist. Other errors are parent's.
 func (s *session) parentOrConflict(t target, what string) (parent vfs.Node, name string, err error) {
 	parent, name, err = s.parent(t)
+	return parent, name, parentConflict(err, what)
+}
+
+// parentConflict is err, why no folder holds a new item, as RFC 4918
+// answers it: a parent missing or no collection (vfs.ErrNotExist,
+// ErrNotDir) is errParentMissing (409 Conflict), saying that what does
+// not exist. Other errors, and one it gave already, are themselves.
+func parentConflict(err error, what string) error {
 	if errors.Is(err, vfs.ErrNotExist) || errors.Is(err, vfs.ErrNotDir) {
-		err = describe(errParentMissing, "%s does not exist", what)
+		return describe(errParentMissing, "%s does not exist", what)
 	}
-	return parent, name, err
+	return err
 }
 
 // lookupNew resolves the dav path p, the target of a request that
@@ -124,7 +154,7 @@ func (s *session) lookupNew(p, what string) (t target, n vfs.Node, exists bool, 
 	pn, n, exists, err := s.h.opts.FS.LookupWithParent(s.ctx, t.m.root.ID, t.rel)
 	if errors.Is(err, vfs.ErrNotExist) || errors.Is(err, vfs.ErrNotDir) {
 		// Nothing at the path either: lookup's answer.
-		return t, vfs.Node{}, false, lookedParent{err: describe(errParentMissing, "%s does not exist", what)}, name, nil
+		return t, vfs.Node{}, false, lookedParent{err: parentConflict(err, what)}, name, nil
 	}
 	if err != nil {
 		return t, vfs.Node{}, false, lookedParent{}, "", err
@@ -195,7 +225,7 @@ func (s *session) lookupPair(r *http.Request) {
 		}
 		l.parent.node, _, l.parent.err = s.parentOrConflict(dt, destinationParent)
 	case errors.Is(dstErr, vfs.ErrNotExist) || errors.Is(dstErr, vfs.ErrNotDir):
-		l.parent.err = describe(errParentMissing, "%s does not exist", destinationParent)
+		l.parent.err = parentConflict(dstErr, destinationParent)
 	case dstErr != nil:
 		l.name, l.err = "", dstErr
 	default:

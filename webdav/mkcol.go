@@ -14,32 +14,20 @@ func (s *session) mkcol(w http.ResponseWriter, r *http.Request) error {
 	}
 	if t, err := s.resolve(s.path); err == nil && !t.isMountRoot() && s.looked == nil && !conditional(r) {
 		// No conditions to hold against the folder as it is: vfs looks
-		// the name and the folder above it up in the commit, and these
-		// checks, lookupNew's and mkcol's below, run there.
-		_, err := s.h.opts.FS.MkdirAt(s.ctx, t.m.root.ID, t.rel, s.optsFor(t.m.root.ID), func(parentErr error, old *vfs.Node) error {
-			switch {
-			case old != nil:
-				return describe(errCollectionTarget, "the resource already exists")
-			case parentErr != nil:
-				return describe(errParentMissing, "the parent collection does not exist")
-			}
-			return nil
-		})
-		if err != nil {
+		// the name and the folder above it up in the commit, and
+		// mkcolRefusal runs there.
+		if _, err := s.h.opts.FS.MkdirAt(s.ctx, t.m.root.ID, t.rel, s.optsFor(t.m.root.ID), mkcolRefusal); err != nil {
 			return err
 		}
 		w.WriteHeader(http.StatusCreated)
 		return nil
 	}
-	t, n, exists, parent, name, err := s.lookupNew(s.path, "the parent collection")
+	t, n, exists, parent, name, err := s.lookupNew(s.path, newParent)
 	if err != nil {
 		return err
 	}
-	if exists {
-		return describe(errCollectionTarget, "the resource already exists")
-	}
-	if parent.err != nil {
-		return parent.err
+	if err := mkcolRefusal(parent.err, existing(n, exists)); err != nil {
+		return err
 	}
 	if err := s.preconditions(r, s.path, n, exists); err != nil {
 		return err
@@ -49,4 +37,28 @@ func (s *session) mkcol(w http.ResponseWriter, r *http.Request) error {
 	}
 	w.WriteHeader(http.StatusCreated)
 	return nil
+}
+
+// mkcolRefusal refuses a MKCOL of a name that old holds already (405), or
+// that no folder holds (parentErr: 409, parentConflict). It runs in the
+// commit (vfs.MkdirAt), or on lookupNew's answer, whose parent error is
+// parentConflict's already.
+func mkcolRefusal(parentErr error, old *vfs.Node) error {
+	if old != nil {
+		return describe(errCollectionTarget, "the resource already exists")
+	}
+	return parentConflict(parentErr, newParent)
+}
+
+// newParent is what the missing folder of a PUT or MKCOL is called in
+// its error.
+const newParent = "the parent collection"
+
+// existing is n where exists says there is one, else nil: what a
+// refusal's old is.
+func existing(n vfs.Node, exists bool) *vfs.Node {
+	if !exists {
+		return nil
+	}
+	return &n
 }

@@ -22,15 +22,17 @@ func (s *session) put(w http.ResponseWriter, r *http.Request) error {
 	if done, err := s.plainPut(w, r); done {
 		return err
 	}
-	t, n, exists, parent, name, err := s.lookupNew(s.path, "the parent collection")
+	t, n, exists, parent, name, err := s.lookupNew(s.path, newParent)
 	if err != nil {
 		return err
 	}
-	if t.isMountRoot() || (exists && n.Dir) {
-		return describe(errCollectionTarget, "PUT on a collection")
+	if t.isMountRoot() {
+		// The roots, or a root's top folder: a collection, also
+		// where the root went away since the session began.
+		exists, n.Dir = true, true
 	}
-	if parent.err != nil {
-		return parent.err
+	if err := putRefusal(parent.err, existing(n, exists)); err != nil {
+		return err
 	}
 	if err := s.preconditions(r, s.path, n, exists); err != nil {
 		return err
@@ -99,20 +101,23 @@ func (s *session) plainPut(w http.ResponseWriter, r *http.Request) (done bool, e
 	}
 	opts := s.optsFor(t.m.root.ID)
 	opts.DeclaredSize, opts.BodyOnDemand = size, onDemand(r)
-	written, created, err := s.h.opts.FS.WriteAt(s.ctx, t.m.root.ID, t.rel, r.Body, opts, func(parentErr error, old *vfs.Node) error {
-		switch {
-		case old != nil && old.Dir:
-			return describe(errCollectionTarget, "PUT on a collection")
-		case parentErr != nil:
-			return describe(errParentMissing, "the parent collection does not exist")
-		}
-		return nil
-	})
+	written, created, err := s.h.opts.FS.WriteAt(s.ctx, t.m.root.ID, t.rel, r.Body, opts, putRefusal)
 	if err != nil {
 		return true, err
 	}
 	putDone(w, written, created)
 	return true, nil
+}
+
+// putRefusal refuses a PUT of a name that the collection old holds (405),
+// or that no folder holds (parentErr: 409, parentConflict). It runs in
+// the commit (vfs.WriteAt), or on lookupNew's answer, whose parent error
+// is parentConflict's already.
+func putRefusal(parentErr error, old *vfs.Node) error {
+	if old != nil && old.Dir {
+		return describe(errCollectionTarget, "PUT on a collection")
+	}
+	return parentConflict(parentErr, newParent)
 }
 
 // declaredSize is the body's announced size: Content-Length, or macOS's

@@ -87,6 +87,40 @@ func TestPut(t *testing.T) {
 			}
 		}},
 
+		// Where several refusals apply, the one that answers: a URL
+		// that ends in / (409) before the share's role (403), which
+		// comes before what the name holds; then a collection there
+		// (405), a missing parent (409), the If headers (412),
+		// locked_extensions (403) and a lock (423).
+		{"which refusal comes first", func(t *testing.T) {
+			f := newRefusalWorld(t)
+			noMatch := []string{"If-Match", `"nope"`}
+			f.checkRefusals(t, []refusal{
+				{"PUT", "/Team/a.txt/", nil, http.StatusConflict},
+				{"PUT", "/Team/new.txt/", nil, http.StatusConflict},
+				{"PUT", "/Team/a.txt", nil, http.StatusForbidden},
+				{"PUT", "/Team/dir", nil, http.StatusForbidden},
+				{"PUT", "/Team/missing/x.txt", nil, http.StatusForbidden},
+				{"PUT", "/alice/f.txt/", noMatch, http.StatusConflict},
+				{"PUT", "/alice/locked.txt/", nil, http.StatusConflict},
+				{"PUT", "/alice/", nil, http.StatusMethodNotAllowed},
+				{"PUT", "/alice/d/", nil, http.StatusMethodNotAllowed},
+				{"PUT", "/alice/d", noMatch, http.StatusMethodNotAllowed},
+				{"PUT", "/alice/ld", nil, http.StatusMethodNotAllowed},
+				{"PUT", "/alice/missing/x.txt", []string{"If-None-Match", "*"}, http.StatusConflict},
+				{"PUT", "/alice/f.txt/x.txt", nil, http.StatusConflict},
+				{"PUT", "/alice/ld/missing/x.txt", nil, http.StatusConflict},
+				{"PUT", "/noroot/x.txt", nil, http.StatusConflict},
+				{"PUT", "/new.txt", nil, http.StatusForbidden},
+				{"PUT", "/alice/r.lck", noMatch, http.StatusPreconditionFailed},
+				{"PUT", "/alice/r.lck", nil, http.StatusForbidden},
+				{"PUT", "/alice/lr.lck", nil, http.StatusForbidden},
+				{"PUT", "/alice/locked.txt", nil, http.StatusLocked},
+				{"PUT", "/alice/ld/y.txt", nil, http.StatusLocked},
+				{"PUT", "/alice/ld/new.txt", nil, http.StatusLocked},
+			})
+		}},
+
 		// A PUT with Content-Range carries part of a file; storing it as the
 		// whole file would cut the file to that part. It is refused with 400
 		// (RFC 9110 14.5) and the file stays as it was. Formerly

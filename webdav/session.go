@@ -28,6 +28,11 @@ type session struct {
 	tokens []string
 	mounts []mount
 	path   string // the request's clean dav path
+	// at is what path names (resolve), resolved once when the session
+	// begins: the permission check, fileAsCollection and the method
+	// each ask for it.
+	at    target
+	atErr error
 	// looked holds fileAsCollection's lookup of path for the method's
 	// own, which takes it once (lookup): the two would be separate
 	// reads anyway, and no write comes between them.
@@ -85,6 +90,7 @@ func (h *Handler) newSession(ctx context.Context, gen uint64, c *account.Caller,
 		// The changes that take no WriteOptions (locks) find their
 		// actor here, for the activity log.
 		s.ctx = account.WithCaller(ctx, s.caller)
+		s.at, s.atErr = s.resolveIn(reqPath)
 		return s, nil
 	}
 	s.sessionCaller = &sessionCaller{caller: c, opts: share.WriteOptions(*c)}
@@ -99,6 +105,7 @@ func (h *Handler) newSession(ctx context.Context, gen uint64, c *account.Caller,
 	reach = slices.DeleteFunc(reach, func(a share.Access) bool { return !a.WebDAV })
 	s.mounts = mountNames(reach)
 	h.mounts.Put(gen, c.Principal, sessionMounts{mounts: s.mounts, caller: s.sessionCaller})
+	s.at, s.atErr = s.resolveIn(reqPath)
 	return s, nil
 }
 
@@ -188,8 +195,18 @@ func noRoot(p string) error {
 	return errParentMissing
 }
 
-// resolve splits a clean dav path; an unknown first segment is os.ErrNotExist.
+// resolve splits a clean dav path; an unknown first segment is
+// os.ErrNotExist. The request's own path was split when the session
+// began (at).
 func (s *session) resolve(p string) (target, error) {
+	if p == s.path {
+		return s.at, s.atErr
+	}
+	return s.resolveIn(p)
+}
+
+// resolveIn is resolve's answer, found in the session's mounts.
+func (s *session) resolveIn(p string) (target, error) {
 	p = strings.Trim(p, "/")
 	if p == "" {
 		return target{}, nil

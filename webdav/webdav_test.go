@@ -8,11 +8,11 @@ import (
 
 // The tests of this package are grouped by protocol concept, a file each,
 // as golang.org/x/net/webdav groups its own: auth_test.go, download_test.go
-// (GET, HEAD, ranges), put_test.go, copymove_test.go, delete_test.go,
-// lock_test.go, if_test.go (preconditions), props_test.go (PROPFIND,
-// PROPPATCH, dead properties), xml_test.go (hostile and malformed bodies),
-// paths_test.go (escaping, slashes, the mount's top) and space_test.go (a
-// full disk). Each holds a table with a row per case; a bug found later
+// (GET, HEAD, ranges), put_test.go, mkcol_test.go, copymove_test.go,
+// delete_test.go, lock_test.go, if_test.go (preconditions), props_test.go
+// (PROPFIND, PROPPATCH, dead properties), xml_test.go (hostile and
+// malformed bodies), paths_test.go (escaping, slashes, the mount's top)
+// and space_test.go (a full disk). Each holds a table with a row per case; a bug found later
 // becomes a new row named for what it checks, with the bug in its comment.
 // fixture_test.go starts a real server; interop_test.go and mount_test.go
 // run real clients against it.
