@@ -786,13 +786,25 @@ func (s *server) linkFolderDownload(w http.ResponseWriter, r *http.Request) erro
 // count reserves the download (or view) of r before anything is written,
 // by share's one counting rule (share.CountRequest), for a file or a zip
 // alike: etag is the entity tag of what is served, which decides whether
-// a Range or If-Range answer holds its first byte.
-func (s *server) count(r *http.Request, la share.LinkAccess, view bool, etag string, size int64) error {
+// a Range or If-Range answer holds its first byte. Under a
+// download_limit it returns w wrapped to see what the answer sends, and
+// settle, deferred by the caller, gives back to the link what a cut
+// answer did not send (share.Charge).
+func (s *server) count(w http.ResponseWriter, r *http.Request, la share.LinkAccess, view bool, etag string, size int64) (http.ResponseWriter, func(), error) {
 	if !la.Perms.Has(share.Read) {
-		return &share.Refusal{Reason: "this share link does not allow reading the contents"}
+		return w, func() {}, &share.Refusal{Reason: "this share link does not allow reading the contents"}
 	}
 	sends, fromStart := httpserve.Sends(r, etag)
-	return s.shares.CountRequest(r.Context(), la, view, sends, fromStart, httpserve.RangeBytes(r, size), size)
+	c, err := s.shares.CountRequest(r.Context(), la, view, sends, fromStart, httpserve.RangeBytes(r, size), size)
+	if err != nil || !c.Reserved() {
+		return w, func() {}, err
+	}
+	rec := &httpserve.Recorder{ResponseWriter: w}
+	return rec, func() {
+		if err := c.Settle(r.Context(), rec.Bytes()); err != nil {
+			s.log.Warn("share link: could not give back what an answer did not send", "link", la.Link.ID, "error", err)
+		}
+	}, nil
 }
 
 // serveLinkFile serves file n through link la (httpserve.ServeContent:
@@ -803,7 +815,9 @@ func (s *server) serveLinkFile(w http.ResponseWriter, r *http.Request, la share.
 		return err
 	}
 	defer f.Close()
-	if err := s.count(r, la, view, f.Node.ETag(), f.Size()); err != nil {
+	w, settle, err := s.count(w, r, la, view, f.Node.ETag(), f.Size())
+	defer settle()
+	if err != nil {
 		return err
 	}
 	return httpserve.ServeContent(w, r, httpserve.Content{
@@ -841,7 +855,9 @@ func (s *server) serveLinkZip(w http.ResponseWriter, r *http.Request, la share.L
 	if err != nil {
 		return err
 	}
-	if err := s.count(r, la, false, z.ETag(), z.Size()); err != nil {
+	w, settle, err := s.count(w, r, la, false, z.ETag(), z.Size())
+	defer settle()
+	if err != nil {
 		return err
 	}
 	name := n.Name

@@ -275,6 +275,7 @@ func TestShareLinkResumeCountsOnce(t *testing.T) {
 func TestShareLinkLimitRanges(t *testing.T) {
 	f, file, folder, _ := linkFixture(t, fixtureOptions{})
 	type req struct {
+		op     string // "download" or "view"
 		rng    string // "" for the whole
 		status int
 	}
@@ -285,10 +286,14 @@ func TestShareLinkLimitRanges(t *testing.T) {
 		reqs   []req
 		counts int64
 	}{
-		{"a zip from byte 1, limit 1", true, "1", []req{{"bytes=1-", 206}, {"bytes=1-", 403}, {"bytes=1-", 403}}, 0},
-		{"a file from byte 1, limit 1", false, "1", []req{{"bytes=1-", 206}, {"bytes=1-", 403}}, 0},
-		{"a zip downloaded, then from byte 1, limit 2", true, "2", []req{{"", 200}, {"bytes=1-", 206}, {"bytes=1-", 206}, {"bytes=1-", 403}, {"", 403}}, 1},
-		{"a download cut and resumed, limit 2", false, "2", []req{{"bytes=0-299", 206}, {"bytes=300-", 206}, {"", 200}, {"", 403}}, 2},
+		{"a zip from byte 1, limit 1", true, "1", []req{{"download", "bytes=1-", 206}, {"download", "bytes=1-", 403}, {"download", "bytes=1-", 403}}, 0},
+		{"a file from byte 1, limit 1", false, "1", []req{{"download", "bytes=1-", 206}, {"download", "bytes=1-", 403}}, 0},
+		{"a zip downloaded, then from byte 1, limit 2", true, "2", []req{{"download", "", 200}, {"download", "bytes=1-", 206}, {"download", "bytes=1-", 206}, {"download", "bytes=1-", 403}, {"download", "", 403}}, 1},
+		{"a download cut and resumed, limit 2", false, "2", []req{{"download", "bytes=0-299", 206}, {"download", "bytes=300-", 206}, {"download", "", 200}, {"download", "", 403}}, 2},
+		{"a download cut twice and resumed, limit 1", false, "1", []req{{"download", "bytes=0-299", 206}, {"download", "bytes=300-", 206}, {"download", "bytes=600-", 206}}, 1},
+		{"viewed after the limit, limit 1", false, "1", []req{{"download", "", 200}, {"view", "", 403}, {"view", "bytes=1-", 206}, {"view", "bytes=1-", 403}}, 1},
+		{"viewed, then from byte 1, limit 1", false, "1", []req{{"view", "", 200}, {"view", "bytes=1-", 206}, {"download", "", 403}, {"view", "bytes=1-", 403}}, 1},
+		{"viewed again and again, limit 2", false, "2", []req{{"view", "", 200}, {"view", "", 200}, {"view", "", 403}, {"download", "bytes=1-", 206}, {"download", "bytes=1-", 206}, {"view", "bytes=1-", 403}}, 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -302,7 +307,7 @@ func TestShareLinkLimitRanges(t *testing.T) {
 				if q.rng != "" {
 					h = http.Header{"Range": {q.rng}}
 				}
-				st, b := f.readAll(f.request(http.MethodGet, "/api/2/sharelinks/"+l.Hash+"/download", "", nil, h))
+				st, b := f.readAll(f.request(http.MethodGet, "/api/2/sharelinks/"+l.Hash+"/"+q.op, "", nil, h))
 				if st != q.status {
 					t.Errorf("request %d (%q): %d %.100s, want %d", i, q.rng, st, b, q.status)
 				}

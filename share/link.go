@@ -703,38 +703,75 @@ func (s *Service) CountDownload(ctx context.Context, la LinkAccess) error {
 // content's size: httpserve.RangeBytes). An answer that sends nothing
 // (HEAD, 304) counts nothing. One that sends the content from its start
 // is a download (or, with view, a view) and is counted, reserved before
-// a byte is sent. One that resumes a download is refused once
-// download_limit is used up. Under a limit, each download counted lets
-// resumptions send the content once more free (a download cut and
-// resumed counts once), and past that a resumption counts as the share
-// of a download it sends (part of size), holding a download of the limit
-// from its first byte: ranges that leave out the first byte (bytes=1-; a
-// zip's is always "P") counted nothing, and served the content without
-// end while the limit was not used up; now the limit bounds what they
-// send to twice the content per download allowed. Without a limit a
-// resumption counts nothing.
+// a byte is sent. Without a download_limit a resumption counts nothing.
+//
+// Under a limit every answer that sends the content is charged to it
+// before a byte goes out, and the returned Charge, settled with what the
+// answer sent once it ends, gives back what it did not: a view is a
+// download (the same bytes, inline), and what resumptions send draws on
+// a balance (Link.Resumed) that each download counted credits with the
+// content once, plus what a cut answer left unsent; past it, what they
+// send holds a download of the limit from its first byte. So a download
+// cut and resumed any number of times counts once, while ranges that
+// leave out the first byte (bytes=1-; a zip's is always "P"), or views,
+// send at most twice the content per download allowed, whatever their
+// mix or parallelism.
 //
 // Errors: those of CountDownload.
-func (s *Service) CountRequest(ctx context.Context, la LinkAccess, view, sends, fromStart bool, part, size int64) error {
+func (s *Service) CountRequest(ctx context.Context, la LinkAccess, view, sends, fromStart bool, part, size int64) (Charge, error) {
+	limited := la.Link.DownloadLimit != nil
 	switch {
 	case !sends:
-		return nil
+		return Charge{}, nil
+	case !fromStart && !limited:
+		return Charge{}, nil
 	case !fromStart:
-		if view {
-			return nil
+		share := resumedShare(part, size)
+		if _, err := s.count(ctx, la, true, share); err != nil {
+			return Charge{}, err
 		}
-		if la.Link.LimitReached() {
-			return ErrDownloadLimit
-		}
-		if la.Link.DownloadLimit == nil {
-			return nil
-		}
-		_, err := s.count(ctx, la, true, resumedShare(part, size))
-		return err
-	case view:
-		return s.CountView(ctx, la)
+		return Charge{s: s, la: la, share: share, size: size}, nil
+	case view && !limited:
+		return Charge{}, s.CountView(ctx, la)
 	}
-	return s.CountDownload(ctx, la)
+	if err := s.CountDownload(ctx, la); err != nil {
+		return Charge{}, err
+	}
+	if !limited {
+		return Charge{}, nil
+	}
+	return Charge{s: s, la: la, share: wholeDownload, size: size}, nil
+}
+
+// Charge is what CountRequest reserved of a link's download_limit for
+// one answer; the zero Charge reserved nothing.
+type Charge struct {
+	s     *Service
+	la    LinkAccess
+	share int64 // millionths of a download
+	size  int64 // the content's
+}
+
+// Reserved reports whether c holds a share of a link's download_limit,
+// which Settle then settles.
+func (c Charge) Reserved() bool { return c.s != nil }
+
+// Settle gives back, once the answer has ended, the part of the charge
+// it did not send (sent bytes of the content), to the link's balance of
+// resumptions: a download cut on its way counts, but its resumptions
+// then draw on what it left. It errs low in what it gives back (sent is
+// rounded up) and never lets a count go down; on a failure (returned)
+// the charge stays whole, which only errs against the link's user.
+func (c Charge) Settle(ctx context.Context, sent int64) error {
+	if c.s == nil {
+		return nil
+	}
+	back := c.share - resumedShare(sent, c.size)
+	if back <= 0 {
+		return nil
+	}
+	_, err := c.s.count(context.WithoutCancel(ctx), c.la, true, -back)
+	return err
 }
 
 // CountView moves times_viewed of la's link (and its subscriber's).
@@ -771,13 +808,15 @@ func (s *Service) count(ctx context.Context, la LinkAccess, download bool, share
 			}
 			var downloads int64
 			if download {
-				if l.LimitReached() {
-					return ErrDownloadLimit
-				}
 				// Resumed is a balance: a download credits one
 				// resumption of it (-wholeDownload), resumptions
-				// draw on it, and past it what they sent holds a
-				// download of the limit until it adds up to one.
+				// draw on it, what a charge did not send goes
+				// back to it (share below 0: Charge.Settle), and
+				// past it what they sent holds a download of the
+				// limit until it adds up to one. The limit is used
+				// up when what is held passes it, so a resumption
+				// of the last download allowed still has its
+				// credit.
 				resumed, whole := l.Resumed+share, int64(0)
 				if share == wholeDownload {
 					resumed, whole = l.Resumed, 1
@@ -786,7 +825,7 @@ func (s *Service) count(ctx context.Context, la LinkAccess, download bool, share
 				if resumed > 0 {
 					held += (resumed + wholeDownload - 1) / wholeDownload
 				}
-				if l.DownloadLimit != nil && l.TimesDownloaded+held > *l.DownloadLimit {
+				if share > 0 && l.DownloadLimit != nil && l.TimesDownloaded+held > *l.DownloadLimit {
 					return ErrDownloadLimit
 				}
 				if whole == 1 {

@@ -124,6 +124,72 @@ func TestDownloadLimitConcurrent(t *testing.T) {
 	}
 }
 
+// TestCountRequestCuts: under a download_limit an answer is charged
+// before it sends and gives back, settled, what it did not send, so a
+// download cut and resumed again and again counts once, while what
+// ranges send, cut or in flight together, stays bounded by the limit.
+// Content of 1000 bytes; part is what the Range asks for.
+func TestCountRequestCuts(t *testing.T) {
+	w, file := linkWorld(t)
+	ctx := context.Background()
+	const size = 1000
+	type step struct {
+		fromStart bool
+		part      int64 // of a resumption
+		sent      int64 // -1: still sending at the next step
+		refused   bool
+	}
+	tests := []struct {
+		name  string
+		limit int64
+		steps []step
+		times int64
+	}{
+		{"a download cut twice, resumed, and its credit used, limit 1", 1, []step{
+			{true, 0, 300, false}, {false, 700, 300, false}, {false, 400, 400, false},
+			{false, 999, 999, false}, {false, 999, 999, true}, {true, 0, 1000, true},
+		}, 1},
+		{"bytes=1- cut early and resumed, limit 1", 1, []step{
+			{false, 999, 10, false}, {false, 989, 10, false}, {false, 979, 979, false},
+			{false, 999, 999, true}, {true, 0, 1000, true},
+		}, 0},
+		{"bytes=1- twice at once, limit 1", 1, []step{
+			{false, 999, -1, false}, {false, 999, 999, true},
+		}, 0},
+		{"a download and bytes=1- twice at once, limit 2", 2, []step{
+			{true, 0, 1000, false}, {false, 999, -1, false}, {false, 999, -1, false}, {false, 999, 999, true},
+		}, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			lim := &tt.limit
+			l, err := w.svc.CreateLink(ctx, w.alice, w.aliceRoot.ID, file, false, share.LinkSettings{DownloadLimit: &lim})
+			if err != nil {
+				t.Fatal(err)
+			}
+			la, err := w.svc.OpenLink(ctx, l.Hash, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, st := range tt.steps {
+				c, err := w.svc.CountRequest(ctx, la, false, true, st.fromStart, st.part, size)
+				if refused := errors.Is(err, share.ErrDownloadLimit); refused != st.refused || (err != nil && !refused) {
+					t.Fatalf("step %d: %v, want refused %v", i, err, st.refused)
+				}
+				if st.sent >= 0 {
+					if err := c.Settle(ctx, st.sent); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			got, err := w.svc.ManagedLink(ctx, w.alice, l.Hash)
+			if err != nil || got.TimesDownloaded != tt.times {
+				t.Errorf("times_downloaded %d %v, want %d", got.TimesDownloaded, err, tt.times)
+			}
+		})
+	}
+}
+
 // notices records what a Notifier is asked to send.
 type notices struct {
 	mu   sync.Mutex

@@ -62,6 +62,14 @@ type StageOptions struct {
 // client chose a number that the quotas' sums overflowed on.
 const MaxStagedLength = 1 << 50
 
+// maxHeld bounds what a root holds and reserves when no quota bounds it
+// less (64 PiB), checked as its space quota when an upload is staged: a
+// reservation is declared, not stored, and without a bound 8192 uploads
+// of MaxStagedLength on a root without quotas summed past math.MaxInt64,
+// wrapping its usage and its tallies' below 0 (shown as such, and every
+// write refused once a quota was set).
+const maxHeld = 1 << 56
+
 // DefaultStagedTTL is the life of a staged upload without an append.
 const DefaultStagedTTL = 24 * time.Hour
 
@@ -181,7 +189,11 @@ func (fs *FS) Stage(ctx context.Context, root, parent uint64, name string, so St
 		if _, err := fs.checkWrite(tx, root, parent, name, opts, now); err != nil {
 			return err
 		}
-		if err := fs.addUsage(ctx, tx, root, usageRec{Reserved: so.Length}, limitsOf(opts)); err != nil {
+		lim := limitsOf(opts)
+		if lim.space <= 0 || lim.space > maxHeld {
+			lim.space = maxHeld
+		}
+		if err := fs.addUsage(ctx, tx, root, usageRec{Reserved: so.Length}, lim); err != nil {
 			return err
 		}
 		rec = stagedRec{

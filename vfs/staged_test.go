@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha1"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"path/filepath"
@@ -141,6 +142,14 @@ func TestStagedRefusals(t *testing.T) {
 			_, err := e.fs.Stage(ctx, e.root.ID, e.root.FolderID, "a", vfs.StageOptions{Length: math.MaxInt64}, vfs.WriteOptions{})
 			return err
 		}, vfs.ErrFileTooLarge},
+		{"reservations past what a root's usage sums, without a quota", func(t *testing.T, e *env) error {
+			for i := range 100 {
+				if _, err := e.fs.Stage(ctx, e.root.ID, e.root.FolderID, fmt.Sprintf("a%d", i), vfs.StageOptions{Length: vfs.MaxStagedLength}, vfs.WriteOptions{}); err != nil {
+					return err
+				}
+			}
+			return nil
+		}, vfs.ErrQuotaExceeded},
 		{"second upload over the quota the first reserved", func(t *testing.T, e *env) error {
 			q := vfs.WriteOptions{SpaceQuota: 150}
 			e.stage(t, "a", 100, q)

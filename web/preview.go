@@ -59,10 +59,12 @@ func previewKind(name string) string {
 }
 
 // mayPreview reports whether the visitor may see la's contents on its
-// page: a preview shows the contents, so it needs read access, and it
-// stops with downloads once download_limit is used up.
+// page: a preview shows the contents, so it needs read access, and a
+// link with a download_limit has none: it counts nothing, and served a
+// limited link's image or PDF, or a text up to PreviewTextMax, without
+// end while the limit was not used up.
 func mayPreview(la share.LinkAccess) bool {
-	return la.Perms.Has(share.Read) && !la.Link.LimitReached()
+	return la.Perms.Has(share.Read) && la.Link.DownloadLimit == nil
 }
 
 // pdfCSP is the policy of a PDF preview. Browsers refuse to run their
@@ -99,8 +101,11 @@ func (h *handler) preview(w http.ResponseWriter, r *http.Request) {
 	case !la.Perms.Has(share.Read):
 		h.fail(w, r, &share.Refusal{Reason: "This share link lets you see what it shares, but not its contents."})
 		return
-	case !mayPreview(la):
+	case la.Link.LimitReached():
 		h.fail(w, r, share.ErrDownloadLimit)
+		return
+	case !mayPreview(la):
+		h.fail(w, r, &share.Refusal{Reason: "This share link has a download limit: its contents are shown only by downloading them."})
 		return
 	}
 	f, err := h.opts.FS.Open(r.Context(), la.Root.ID, n.ID)

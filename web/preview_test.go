@@ -68,6 +68,8 @@ func TestPreviews(t *testing.T) {
 	if resp, _ := get(t, used+"/download"); resp.StatusCode != 200 {
 		t.Fatalf("first download %d", resp.StatusCode)
 	}
+	_, limited := s.link(t, s.write(t, "twice.png", pngBytes(t)), share.LinkSettings{DownloadLimit: ptr(ptr(int64(2)))})
+	_, limitedText := s.link(t, s.write(t, "twice.txt", []byte("plain words")), share.LinkSettings{DownloadLimit: ptr(ptr(int64(2)))})
 	_, folder := s.link(t, s.docs, share.LinkSettings{})
 	// Who asks: the preview opens the link as its page and download do.
 	loginLink, login := s.link(t, s.write(t, "members.png", pngBytes(t)), share.LinkSettings{LoginRequired: ptr(true)})
@@ -98,6 +100,9 @@ func TestPreviews(t *testing.T) {
 		{"no read access: /preview refused", noRead + "/preview", 403, html, nil, []string{"\x89PNG"}, "", "", ""},
 		{"limit used up: no preview", used, 200, html, []string{"once.png"}, []string{`id="preview"`}, "", "", ""},
 		{"limit used up: /preview refused", used + "/preview", 403, html, []string{"Download limit reached"}, nil, "", "", ""},
+		{"a limit left: no preview", limited, 200, html, []string{"twice.png"}, []string{`id="preview"`}, "", "", ""},
+		{"a limit left: /preview refused", limited + "/preview", 403, html, []string{"download limit"}, []string{"\x89PNG"}, "", "", ""},
+		{"a limit left: no text preview", limitedText, 200, html, []string{"twice.txt"}, []string{`id="preview"`, "plain words"}, "", "", ""},
 		{"folder link: no /preview", folder + "/preview", 404, html, nil, nil, "", "", ""},
 		{"login_required, anonymous: the sign-in form", login + "/preview", 401, html, []string{`id="signin"`}, []string{"\x89PNG"}, "", "", ""},
 		{"by the link's id", byID + "/preview", 404, html, []string{"Link not found"}, nil, "", "", ""},

@@ -460,12 +460,24 @@ func (h *handler) fileDownload(w http.ResponseWriter, r *http.Request) {
 // count reserves the download of r before anything is written, by the
 // counting rule the REST API's link downloads use (share.CountRequest),
 // for a file or a zip alike: etag is the entity tag of what is served.
-func (h *handler) count(r *http.Request, la share.LinkAccess, etag string, size int64) error {
+// Under a download_limit it returns w wrapped to see what the answer
+// sends, and settle, deferred by the caller (abort panics), gives back
+// to the link what a cut answer did not send (share.Charge).
+func (h *handler) count(w http.ResponseWriter, r *http.Request, la share.LinkAccess, etag string, size int64) (http.ResponseWriter, func(), error) {
 	if !la.Perms.Has(share.Read) {
-		return &share.Refusal{Reason: "This share link lets you see what it shares, but not download it."}
+		return w, func() {}, &share.Refusal{Reason: "This share link lets you see what it shares, but not download it."}
 	}
 	sends, fromStart := httpserve.Sends(r, etag)
-	return h.opts.Share.CountRequest(r.Context(), la, false, sends, fromStart, httpserve.RangeBytes(r, size), size)
+	c, err := h.opts.Share.CountRequest(r.Context(), la, false, sends, fromStart, httpserve.RangeBytes(r, size), size)
+	if err != nil || !c.Reserved() {
+		return w, func() {}, err
+	}
+	rec := &httpserve.Recorder{ResponseWriter: w}
+	return rec, func() {
+		if err := c.Settle(r.Context(), rec.Bytes()); err != nil {
+			h.log.Warn("share link: could not give back what an answer did not send", "link", la.Link.ID, "error", err)
+		}
+	}, nil
 }
 
 func (h *handler) serveFile(w http.ResponseWriter, r *http.Request, la share.LinkAccess, n vfs.Node) {
@@ -475,7 +487,9 @@ func (h *handler) serveFile(w http.ResponseWriter, r *http.Request, la share.Lin
 		return
 	}
 	defer f.Close()
-	if err := h.count(r, la, f.Node.ETag(), f.Size()); err != nil {
+	w, settle, err := h.count(w, r, la, f.Node.ETag(), f.Size())
+	defer settle()
+	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
@@ -495,7 +509,9 @@ func (h *handler) serveZip(w http.ResponseWriter, r *http.Request, la share.Link
 		h.fail(w, r, err)
 		return
 	}
-	if err := h.count(r, la, z.ETag(), z.Size()); err != nil {
+	w, settle, err := h.count(w, r, la, z.ETag(), z.Size())
+	defer settle()
+	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
