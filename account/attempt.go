@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"berth/kv"
@@ -77,8 +78,11 @@ type counter struct {
 // gate serializes the reserving and settling of one subject's attempts in
 // this process, and counts those reserved and not yet settled.
 type gate struct {
-	mu      sync.Mutex
-	pending int // attempts reserved and not settled; mu guards it
+	mu sync.Mutex
+	// pending is the attempts reserved and not settled: mu guards its
+	// changes, with the check before each reservation; passwordLock
+	// reads it without (pendingOn).
+	pending atomic.Int64
 	refs    int // attempts holding the gate; Service.gatesMu guards it
 }
 
@@ -153,7 +157,7 @@ func (s *Service) reserve(ctx context.Context, cs []counter, addr netip.Addr) (*
 	var refusal error
 	err := s.db.View(ctx, func(tx kv.Txn) error {
 		var err error
-		refusal, err = s.lockRefusal(tx, cs, now)
+		refusal, err = s.lockRefusal(tx, cs, now, func(c counter) int { return int(c.gate.pending.Load()) })
 		return err
 	})
 	if err == nil {
@@ -164,8 +168,9 @@ func (s *Service) reserve(ctx context.Context, cs []counter, addr netip.Addr) (*
 		s.dropGates(cs)
 		return nil, err
 	}
+	s.underWay.Add(1) // before the gates: pendingOn reads it first
 	for _, c := range cs {
-		c.gate.pending++
+		c.gate.pending.Add(1)
 	}
 	unlock()
 	return &attempt{counters: cs, addr: addr}, nil
@@ -174,12 +179,16 @@ func (s *Service) reserve(ctx context.Context, cs []counter, addr netip.Addr) (*
 // lockRefusal is why an attempt counted on cs is refused unchecked at now
 // (nil: it is not), from the first counter in cs's order that is locked,
 // or whose failures written within its window, with the attempts reserved
-// and not settled where c holds a gate (reserve, which has it locked),
-// reach its threshold: a *ThrottledError for the address's counter, a
-// *LockedError for the account's or the known pair's. err is the store's.
-// Authenticate (reserve) and a remembered password (passwordLock) both
-// ask it, so that the one is refused wherever the other is.
-func (s *Service) lockRefusal(tx kv.Txn, cs []counter, now time.Time) (refusal, err error) {
+// and not settled on it (pending), reach its threshold: a *ThrottledError
+// for the address's counter, a *LockedError for the account's or the
+// known pair's. err is the store's. Authenticate (reserve) and a
+// remembered password (passwordLock) both ask it, so that the one is
+// refused wherever the other is: the attempts under way count for both,
+// else a guesser with a threshold's worth of wrong guesses still being
+// checked would try any number more, each wrong one refused unchecked
+// and counted nowhere, the right one, where a front end remembers it,
+// let in.
+func (s *Service) lockRefusal(tx kv.Txn, cs []counter, now time.Time, pending func(counter) int) (refusal, err error) {
 	for _, c := range cs {
 		var lr lockRecord
 		switch err := s.get(tx, keyBytes(pfxLock, c.subject), &lr, ErrNotFound); {
@@ -192,10 +201,7 @@ func (s *Service) lockRefusal(tx kv.Txn, cs []counter, now time.Time) (refusal, 
 		if err != nil {
 			return nil, err
 		}
-		if c.gate != nil {
-			n += c.gate.pending
-		}
-		if n >= c.max {
+		if n += pending(c); n >= c.max {
 			// Attempts still being checked will lock the subject
 			// for its duration once one of them fails: that is
 			// the wait to tell.
@@ -235,8 +241,9 @@ func (s *Service) settle(a *attempt, write func() error) error {
 	unlock := lockGates(a.counters)
 	defer func() {
 		for _, c := range a.counters {
-			c.gate.pending--
+			c.gate.pending.Add(-1)
 		}
+		s.underWay.Add(-1)
 		unlock()
 		s.dropGates(a.counters)
 	}()
@@ -475,7 +482,7 @@ func (s *Service) passwordLock(ctx context.Context, tx kv.Txn, personID uint64) 
 		return false, err
 	}
 	subject := s.loginSubject("", personID)
-	switch refusal, err := s.lockRefusal(tx, s.counters(subject, personID, addr, known), now); {
+	switch refusal, err := s.lockRefusal(tx, s.counters(subject, personID, addr, known), now, s.pendingOn); {
 	case err != nil:
 		return false, err
 	case refusal != nil:
@@ -483,8 +490,40 @@ func (s *Service) passwordLock(ctx context.Context, tx kv.Txn, personID uint64) 
 	case !known:
 		return false, nil
 	}
-	refusal, err := s.lockRefusal(tx, s.counters(subject, personID, addr, false), now)
+	refusal, err := s.lockRefusal(tx, s.counters(subject, personID, addr, false), now, s.pendingOn)
 	return refusal != nil, err
+}
+
+// pendingOn is the attempts reserved on c's subject and not settled, as
+// seen now: c holds no gate (passwordLock). It takes gatesMu only, which
+// guards no store access, so a transaction may ask it.
+func (s *Service) pendingOn(c counter) int {
+	if s.underWay.Load() == 0 {
+		return 0
+	}
+	s.gatesMu.Lock()
+	g := s.gates[string(c.subject)]
+	s.gatesMu.Unlock()
+	if g == nil {
+		return 0
+	}
+	return int(g.pending.Load())
+}
+
+// underWayFor reports whether attempts are reserved and not settled on a
+// subject that passwordLock asks for personID from addr: a remembered
+// password's answer kept from before them (LoginCallerRef) no longer
+// holds, since they begin and end without a commit.
+func (s *Service) underWayFor(personID uint64, addr netip.Addr) bool {
+	if s.underWay.Load() == 0 {
+		return false
+	}
+	for _, subject := range [][]byte{s.loginSubject("", personID), addrSubject(addr), knownSubject(personID, addr)} {
+		if subject != nil && s.pendingOn(counter{subject: subject}) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // forgetAddresses deletes what personID's known addresses hold, their

@@ -311,7 +311,10 @@ func (s *Service) SignInWithNewPassword(ctx context.Context, login, password, ne
 // Answers are kept until the store's next commit outside file contents
 // (kv.MetaGeneration: all read here is account records): a lock, like any
 // change that matters here, is such a commit. A lock that ends does so
-// without one, and only ever lets more in.
+// without one, and only ever lets more in. Attempts under way, which
+// refuse it as they refuse Authenticate's (passwordLock), begin without
+// one too: while there are some on the person's or the address's
+// counters, the answer is read again.
 //
 // The Caller handed out is the cached one, which every request of the
 // person shares while it is cached: the caller must not change it (nor
@@ -321,6 +324,11 @@ func (s *Service) SignInWithNewPassword(ctx context.Context, login, password, ne
 func (s *Service) LoginCallerRef(ctx context.Context, personID uint64, login, passwordHash string) (*Caller, error) {
 	gen := kv.MetaGeneration(s.db)
 	c, ok := s.callers.logins.Get(gen, callerAt{personID, addrNet(ClientAddr(ctx))})
+	if ok && s.underWayFor(personID, ClientAddr(ctx)) {
+		// Attempts under way may refuse it (passwordLock), and
+		// came without a commit: ask again.
+		ok = false
+	}
 	if !ok {
 		var err error
 		if c, err = s.readLoginCaller(ctx, gen, personID); err != nil {

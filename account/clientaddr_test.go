@@ -327,3 +327,71 @@ func TestAddrSubject(t *testing.T) {
 		t.Error("no address has a subject")
 	}
 }
+
+// TestRememberedPasswordMeetsAttemptsUnderWay: a remembered password
+// (LoginCallerRef) is refused wherever Authenticate refuses the same
+// password unchecked because attempts still being checked (reserved, not
+// settled) reach a limit, also where its answer was kept from before
+// they began. Else a guesser with MaxFailures wrong guesses held in the
+// hash queue tries any number more meanwhile: each wrong one is refused
+// unchecked and counts nowhere, and the right one, if a WebDAV client of
+// the person's keeps it remembered, is let in at once.
+func TestRememberedPasswordMeetsAttemptsUnderWay(t *testing.T) {
+	for _, row := range []struct {
+		name     string
+		addr     string // where the remembered password comes from
+		known    string // where alice signed in before ("": nowhere)
+		pendAddr string // where the attempts under way come from
+		onKnown  bool   // they are counted on alice's known pair
+		others   bool   // they are guesses at other accounts
+		pending  int
+		want     error
+	}{
+		{"the account's", "203.0.113.1", "", "10.0.0.1", false, false, 3, ErrAccountLocked},
+		{"the account's, fewer than its limit", "203.0.113.1", "", "10.0.0.1", false, false, 2, nil},
+		{"the address's", "192.0.2.1", "", "192.0.2.1", false, true, 4, ErrTooManyAttempts},
+		{"the /64's", "2001:db8:1:2::1", "", "2001:db8:1:2::beef", false, true, 4, ErrTooManyAttempts},
+		{"another address's", "192.0.2.2", "", "192.0.2.1", false, true, 4, nil},
+		{"the known pair's", "198.51.100.7", "198.51.100.7", "198.51.100.7", true, false, 3, ErrAccountLocked},
+		{"the account's, alice at her known address", "198.51.100.7", "198.51.100.7", "10.0.0.1", false, false, 3, nil},
+	} {
+		t.Run(row.name, func(t *testing.T) {
+			s := newService(t, floodOptions())
+			_, alice := fixture(t, s)
+			if row.known != "" {
+				if _, err := s.Authenticate(from(row.known), "alice", pw); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// The answer kept from before the attempts began.
+			if _, err := s.LoginCallerRef(from(row.addr), alice.ID, "alice", alice.PasswordHash); err != nil {
+				t.Fatalf("before: %v", err)
+			}
+			pa := netip.MustParseAddr(row.pendAddr)
+			for i := range row.pending {
+				subject := s.loginSubject("", alice.ID)
+				if row.others {
+					subject = s.loginSubject(fmt.Sprintf("nobody%d", i), 0)
+				}
+				a, err := s.reserve(context.Background(), s.counters(subject, alice.ID, pa, row.onKnown), pa)
+				if err != nil {
+					t.Fatalf("reserve %d: %v", i, err)
+				}
+				defer s.release(a)
+			}
+			_, err := s.LoginCallerRef(from(row.addr), alice.ID, "alice", alice.PasswordHash)
+			if (row.want == nil) != (err == nil) || !errors.Is(err, row.want) {
+				t.Errorf("remembered: %v, want %v", err, row.want)
+			}
+			s.opts.Lockout.RefusalDelay = 0
+			checked, cancel := context.WithTimeout(from(row.addr), time.Second)
+			defer cancel()
+			if row.want == nil {
+				return // the checked password would wait for the hash slots
+			}
+			if _, err := s.Authenticate(checked, "alice", pw); !errors.Is(err, row.want) {
+				t.Errorf("checked: %v, want %v", err, row.want)
+			}
+		})
+	}
+}

@@ -138,6 +138,10 @@ type Service struct {
 	// gatesMu guards the map and each gate's refs.
 	gatesMu sync.Mutex
 	gates   map[string]*gate
+	// underWay counts the attempts reserved and not settled on any
+	// gate, so that a remembered password (LoginCallerRef) looks for
+	// them only while there are some.
+	underWay atomic.Int64
 	// hashWaiting counts sign-in checks waiting for a hash slot
 	// (MaxHashQueue bounds it).
 	hashWaiting atomic.Int64

@@ -301,5 +301,35 @@ func TestCopyMove(t *testing.T) {
 				}
 			}
 		}},
+
+		// Where several refusals apply to a COPY or MOVE, the one that
+		// answers, on the one-transaction way (vfs.MoveAt) and the
+		// looked-up one alike: a file named as a collection (404)
+		// before the share's role (403, a VIEWER of Team, as source
+		// or Destination), then Depth (400), locked_extensions (403)
+		// and a lock (423).
+		{"which refusal comes first", func(t *testing.T) {
+			f := newRefusalWorld(t)
+			d := func(p string) []string { return []string{"Destination", f.srv.URL + "/webdav" + p} }
+			f.checkRefusals(t, []refusal{
+				{"MOVE", "/Team/a.txt", d("/alice/m.txt"), http.StatusForbidden},
+				{"MOVE", "/Team/a.txt/", d("/alice/m.txt"), http.StatusNotFound},
+				{"MOVE", "/Team/a.txt", d("/Team/b.txt"), http.StatusForbidden},
+				{"MOVE", "/Team/dir", append(d("/Team/dir2"), "If-Match", `"nope"`), http.StatusForbidden},
+				{"MOVE", "/Team/dir/", d("/Team/dir2"), http.StatusForbidden},
+				{"COPY", "/Team/a.txt", d("/Team/c.txt"), http.StatusForbidden},
+				{"COPY", "/alice/f.txt", d("/Team/f.txt"), http.StatusForbidden},
+				{"MOVE", "/alice/f.txt", d("/Team/f.txt"), http.StatusForbidden},
+				{"MOVE", "/alice/f.txt", d("/Team/"), http.StatusForbidden},
+				{"MOVE", "/alice/f.txt/", d("/alice/g.txt"), http.StatusNotFound},
+				{"MOVE", "/alice/", d("/alice/x"), http.StatusForbidden},
+				{"MOVE", "/alice/d", append(d("/alice/e"), "Depth", "0"), http.StatusBadRequest},
+				{"MOVE", "/alice/r.lck", d("/alice/m.lck"), http.StatusForbidden},
+				{"MOVE", "/alice/f.txt", d("/alice/r.lck"), http.StatusForbidden},
+				{"MOVE", "/alice/locked.txt", d("/alice/m.txt"), http.StatusLocked},
+				{"MOVE", "/alice/f.txt", d("/alice/ld/m.txt"), http.StatusLocked},
+				{"MOVE", "/alice/f.txt", d("/alice/locked.txt"), http.StatusLocked},
+			})
+		}},
 	})
 }
