@@ -486,6 +486,111 @@ func TestWriteAtReads(t *testing.T) {
 	}
 }
 
+// TestWriteAtChangedWhileRead: what changes the file between the checks
+// before its body is read and the commit (a new revision under
+// If-Match, a lock, a folder in its place, its deletion) refuses the
+// write at the commit, on each way a body comes (read first when
+// small, read after the checks when large or on demand), with WriteAt's
+// check and without: the commit decides on the file as its own
+// transaction reads it, never on what an earlier one read.
+func TestWriteAtChangedWhileRead(t *testing.T) {
+	bodies := []struct {
+		name string
+		body []byte
+		opts vfs.WriteOptions
+	}{
+		{"small, read first", []byte("mine"), vfs.WriteOptions{DeclaredSize: 4}},
+		{"small, on demand", []byte("mine"), vfs.WriteOptions{DeclaredSize: 4, BodyOnDemand: true}},
+		{"large", randBytes(12, vfs.InlineMax*3), vfs.WriteOptions{DeclaredSize: vfs.InlineMax * 3}},
+	}
+	changes := []struct {
+		name    string
+		ifMatch bool
+		change  func(t *testing.T, e *env, docs, f vfs.Node)
+		want    error
+		left    string // what /docs/f holds after: a file's bytes, or "folder"
+	}{
+		{"a new revision, If-Match", true, func(t *testing.T, e *env, docs, _ vfs.Node) {
+			e.write(t, docs.ID, "f", []byte("theirs"))
+		}, vfs.ErrChanged, "theirs"},
+		{"deleted, If-Match", true, func(t *testing.T, e *env, _, f vfs.Node) {
+			if err := e.fs.Delete(ctx, e.root.ID, f.ID, vfs.WriteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}, vfs.ErrChanged, ""},
+		{"locked", false, func(t *testing.T, e *env, _, f vfs.Node) {
+			if _, err := e.fs.Lock(ctx, e.root.ID, f.ID, vfs.LockRequest{Holder: "carol"}); err != nil {
+				t.Fatal(err)
+			}
+		}, vfs.ErrLocked, "old"},
+		{"a folder in its place", false, func(t *testing.T, e *env, docs, f vfs.Node) {
+			if err := e.fs.Delete(ctx, e.root.ID, f.ID, vfs.WriteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.fs.Mkdir(ctx, e.root.ID, docs.ID, "f", vfs.WriteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}, vfs.ErrNameConflict, "folder"},
+	}
+	for _, b := range bodies {
+		for _, c := range changes {
+			for _, withCheck := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s/%s/check %v", b.name, c.name, withCheck), func(t *testing.T) {
+					e, docs := newPathsEnv(t)
+					f := e.write(t, docs.ID, "f", []byte("old"))
+					opts := b.opts
+					if c.ifMatch {
+						opts.IfRevision = f.RevisionID
+					}
+					var check func(error, *vfs.Node) error
+					if withCheck {
+						check = func(error, *vfs.Node) error { return nil }
+					}
+					body := &changeOnRead{r: bytes.NewReader(b.body), change: func() { c.change(t, e, docs, f) }}
+					if _, _, err := e.fs.WriteAt(ctx, e.root.ID, "/docs/f", body, opts, check); !errors.Is(err, c.want) {
+						t.Fatalf("WriteAt = %v, want %v", err, c.want)
+					}
+					if !body.changed {
+						t.Fatal("the body was never read: nothing changed the file")
+					}
+					n, err := e.fs.Lookup(ctx, e.root.ID, "/docs/f")
+					switch {
+					case c.left == "":
+						if !errors.Is(err, vfs.ErrNotExist) {
+							t.Fatalf("/docs/f after: %+v, %v; want none", n, err)
+						}
+					case err != nil:
+						t.Fatal(err)
+					case c.left == "folder":
+						if !n.Dir {
+							t.Fatalf("/docs/f after: %+v, want the folder", n)
+						}
+					default:
+						if got := e.read(t, n.ID); string(got) != c.left {
+							t.Fatalf("/docs/f holds %q, want %q", got, c.left)
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
+// changeOnRead is a body that runs change before its first byte is read.
+type changeOnRead struct {
+	r       io.Reader
+	change  func()
+	changed bool
+}
+
+func (c *changeOnRead) Read(p []byte) (int, error) {
+	if !c.changed {
+		c.changed = true
+		c.change()
+	}
+	return c.r.Read(p)
+}
+
 // TestLookupMove: a move's source and destination read together are
 // what Lookup says of the source and LookupWithParent of the
 // destination, each with its own error.

@@ -227,7 +227,8 @@ func stressSize(rng *rand.Rand) int {
 // TestWriterArenaStress runs many Writes at once through one Writer, of
 // random sizes and data, some cancelled part way and some failed by their
 // store, over a disk (batches, direct writes) and a flaky store (Puts),
-// with the arena at its default and its least size. Every Write ends,
+// with the arena at its default and its least size, and with more
+// workers than cores. Every Write ends,
 // every stored chunk reads back checked and, for a Write that succeeded,
 // byte for byte; and the arena ends with no page in use, handed to its
 // pool.
@@ -244,19 +245,25 @@ func TestWriterArenaStress(t *testing.T) {
 		return d
 	}
 	for _, tc := range []struct {
-		name  string
-		store func(t *testing.T) Store
-		arena int
+		name    string
+		store   func(t *testing.T) Store
+		arena   int
+		workers int // zero: one a core
 	}{
-		{"disk", disk, 0},
-		{"disk, least arena", disk, 1},
+		{"disk", disk, 0, 0},
+		{"disk, least arena", disk, 1, 0},
 		{"flaky puts, least arena", func(t *testing.T) Store {
 			return &flakyStore{Store: NewMemory(), fail: 97}
-		}, 1},
+		}, 1, 0},
+		// Many workers encode at once, each probing and sealing in
+		// its own blob's pages (encodeInto), none in a buffer of the
+		// worker's: a chunk sealed with another's probe or frame
+		// fails Verify below.
+		{"disk, many workers", disk, 0, 16},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := tc.store(t)
-			w := NewWriter(s, WriterOptions{blobBuffers: tc.arena})
+			w := NewWriter(s, WriterOptions{blobBuffers: tc.arena, Workers: tc.workers})
 			var g errgroup.Group
 			for i := range writers {
 				g.Go(func() error {

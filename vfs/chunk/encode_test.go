@@ -26,6 +26,7 @@ func TestEncode(t *testing.T) {
 		{"LegacyZstdBlob", legacyZstdBlob},
 		// was in writer_test.go
 		{"VerifyPlain", verifyPlain},
+		{"Malformed", malformed},
 	} {
 		t.Run(tc.name, tc.run)
 	}
@@ -142,5 +143,58 @@ func verifyPlainWith(t *testing.T, encode func(chunk.ID, []byte) []byte) {
 	}
 	if err := chunk.Verify(wrong, blob, dec); !errors.Is(err, chunk.ErrCorrupt) {
 		t.Fatalf("Verify = %v, want ErrCorrupt", err)
+	}
+}
+
+// malformed: blobs no Writer makes, at the bounds of what a reader
+// checks (the seal's length, the flags, a chunk's largest size), are
+// ErrCorrupt to Decode, to Verify and to a ReadPool, never plain bytes.
+func malformed(t *testing.T) {
+	dec := chunk.NewDecoder()
+	defer dec.Close()
+	head := func(flag byte, n int) []byte { return append([]byte{flag}, make([]byte, n)...) }
+	// A chunk one byte past the largest, sealed for its own id: the
+	// seal holds, the size does not.
+	big := bytes.Repeat([]byte("berth "), (chunk.MaxChunkSize+1)/6+1)[:chunk.MaxChunkSize+1]
+	bigID := chunk.Sum(big)
+	bigBlob := chunk.Encode(nil, bigID, big)
+	if len(bigBlob) > len(big)/2 {
+		t.Fatalf("the large chunk did not compress: %d of %d bytes", len(bigBlob), len(big))
+	}
+	var zero chunk.ID
+	for _, tc := range []struct {
+		name string
+		id   chunk.ID
+		blob []byte
+	}{
+		{"empty", zero, nil},
+		{"raw, wrong bytes", zero, head(0, 3)},
+		{"sealed zstd, a byte short of its seal", zero, head(2, 31)},
+		{"sealed zstd, only a wrong seal", zero, head(2, 32)},
+		{"s2, a byte short of its seal", zero, head(3, 31)},
+		{"s2, only a wrong seal", zero, head(3, 32)},
+		{"s2, a wrong seal and a frame", zero, head(3, 64)},
+		{"unknown flag 4", zero, head(4, 64)},
+		{"unknown flag 255", zero, head(255, 64)},
+		{"s2, past the largest chunk", bigID, bigBlob},
+		{"raw, flagged s2", chunk.Sum([]byte("plain")), append([]byte{3}, "plain"...)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if plain, err := chunk.Decode(tc.id, tc.blob, dec); !errors.Is(err, chunk.ErrCorrupt) {
+				t.Errorf("Decode = %d bytes, %v; want ErrCorrupt", len(plain), err)
+			}
+			if err := chunk.Verify(tc.id, tc.blob, dec); !errors.Is(err, chunk.ErrCorrupt) {
+				t.Errorf("Verify = %v; want ErrCorrupt", err)
+			}
+			s := chunk.NewMemory()
+			if err := s.Put(t.Context(), tc.id, tc.blob); err != nil {
+				t.Fatal(err)
+			}
+			r := chunk.NewReader(t.Context(), s, []chunk.Ref{{ID: tc.id, Size: 5}})
+			defer r.Close()
+			if _, err := r.ReadAt(make([]byte, 1), 0); !errors.Is(err, chunk.ErrCorrupt) {
+				t.Errorf("ReadAt = %v; want ErrCorrupt", err)
+			}
+		})
 	}
 }
