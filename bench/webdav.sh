@@ -143,10 +143,11 @@ PIDS+=("$NPID")
 # long left behind; the second is the one measured. GOGC and GOMEMLIMIT in
 # the environment pass through.
 BPORT="$(free_port)"
+MPORT="$(free_port)"
 mkdir -p "$TMP/berthd"
 start_berth() {
 	BERTH_ADMIN_PASSWORD="$PW" "$TMP/berth" serve --data "$TMP/berthd/data" \
-		--listen "127.0.0.1:$BPORT" --metrics-listen '' --log-level warn >>"$TMP/berthd/log" 2>&1 &
+		--listen "127.0.0.1:$BPORT" --metrics-listen "127.0.0.1:$MPORT" --log-level warn >>"$TMP/berthd/log" 2>&1 &
 	BPID=$!
 	PIDS+=("$BPID")
 }
@@ -176,6 +177,29 @@ log "berth: $BERTH_LIST_PUTS"
 
 declare -A R
 
+# sync_stats: berth's group-commit counters now (kv/badger's SyncStats via
+# /metrics): commits, rounds, round seconds, wait seconds.
+sync_stats() {
+	curl -s --max-time 10 "http://127.0.0.1:$MPORT/metrics" | awk '
+		/^berth_kv_sync_commits_total / {c = $2}
+		/^berth_kv_sync_rounds_total / {r = $2}
+		/^berth_kv_sync_round_seconds_total / {rs = $2}
+		/^berth_kv_sync_wait_seconds_total / {ws = $2}
+		END {printf "%s %s %s %s\n", c, r, rs, ws}'
+}
+# sync_delta BEFORE AFTER OPS: what durability cost berth between two
+# sync_stats: sync rounds per operation, a round's mean length and a
+# commit's mean wait for its round, in microseconds. A commit that
+# arrives during a round waits for the rest of it and all of the next.
+sync_delta() {
+	awk -v b="$1" -v a="$2" -v n="$3" 'BEGIN {
+		split(b, x, " "); split(a, y, " ")
+		c = y[1] - x[1]; r = y[2] - x[2]
+		if (c <= 0 || r <= 0) { print "no synced commits"; exit }
+		printf "%.2f rounds per operation, a round %.0f us, a commit waited %.0f us\n", r / n, (y[3] - x[3]) / r * 1e6, (y[4] - x[4]) / c * 1e6
+	}'
+}
+
 # measure NAME BASE_URL [user]: every figure for one server, into R[NAME.*].
 measure() {
 	local name="$1" base="$2" user="${3:-}"
@@ -204,8 +228,11 @@ measure() {
 
 	log "$name: $SMALL_N PUTs of 4 KiB, 8 clients"
 	sync
+	local before=""
+	if [ "$name" = berth ]; then before="$(sync_stats)"; fi
 	out="$("$DAVLOAD" put -url "${base}small/" "${dauth[@]}" -n "$SMALL_N" -c 8 -size 4096)"
 	R[$name.small]="$(kv "$out" per_second)"
+	if [ "$name" = berth ]; then R[berth.small_sync]="$(sync_delta "$before" "$(sync_stats)" "$SMALL_N")"; fi
 
 	log "$name: wrk 4 KiB GETs (2 threads, 32 connections, 10 s)"
 	out="$(wrk -t2 -c32 -d10s --timeout 5s "${wauth[@]}" "${base}small/f00000.bin")"
@@ -214,8 +241,10 @@ measure() {
 
 	log "$name: $CYCLE_N cycles of MKCOL, PUT 4 KiB, MOVE, DELETE, 4 clients"
 	sync
+	if [ "$name" = berth ]; then before="$(sync_stats)"; fi
 	out="$("$DAVLOAD" cycle -url "${base}cycles/" "${dauth[@]}" -n "$CYCLE_N" -c 4 -size 4096)"
 	R[$name.cycle]="$(kv "$out" per_second)"
+	if [ "$name" = berth ]; then R[berth.cycle_sync]="$(sync_delta "$before" "$(sync_stats)" "$((CYCLE_N * 4))")"; fi
 
 	# The two requests alternate on one connection, 9 runs each, so that a
 	# change of load on this shared machine falls on both; the ratio is the
@@ -355,6 +384,8 @@ echo "| bare Go HTTPS server, durable, $SMALL_N PUTs of 4 KiB, 8 clients, each f
 echo "| bare Go HTTPS server, durable, MKCOL+PUT+MOVE+DELETE cycles, 4 clients, each step synced, per s | $GO_DCYCLE | $(ratio "${R[berth.cycle]}" "$GO_DCYCLE") |"
 echo "| bare Go HTTPS server, group commit to one log, $SMALL_N PUTs of 4 KiB, 8 clients, files/s | $GO_LSMALL | $(ratio "${R[berth.small]}" "$GO_LSMALL") |"
 echo "| bare Go HTTPS server, group commit to one log, MKCOL+PUT+MOVE+DELETE cycles, 4 clients, per s | $GO_LCYCLE | $(ratio "${R[berth.cycle]}" "$GO_LCYCLE") |"
+echo
+echo "berth's group commit (berth_kv_sync_* on its /metrics), during its $SMALL_N small PUTs: ${R[berth.small_sync]}; during its cycles (per request): ${R[berth.cycle_sync]}."
 echo
 echo "| berth's allprop / its named-property PROPFIND, median of 9 alternating pairs (target <= 1.3) | ${R[berth.propfind_ratio]} | ratio of the medians $(ratio "${R[berth.allprop]}" "${R[berth.propfind]}"); ${R[berth.propfind_spread]} |"
 echo
