@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"iter"
 	"log/slog"
 	"mime"
 	"net/http"
@@ -575,17 +576,29 @@ func Sends(r *http.Request, etag string) (sends, fromStart bool) {
 	if ir := r.Header.Get("If-Range"); ir != "" && ir != etag {
 		return true, true
 	}
-	spec, ok := strings.CutPrefix(rng, "bytes=")
-	if !ok {
+	if !strings.HasPrefix(rng, "bytes=") {
 		return true, true // ServeContent ignores it and sends the whole file
 	}
-	for part := range strings.SplitSeq(spec, ",") {
-		start, _, _ := strings.Cut(strings.TrimSpace(part), "-")
-		if start = strings.TrimSpace(start); start == "" || strings.TrimLeft(start, "0") == "" {
+	for start := range rangeParts(r) {
+		if start == "" || strings.TrimLeft(start, "0") == "" {
 			return true, true
 		}
 	}
 	return true, false
+}
+
+// rangeParts yields the first and last positions of each part of r's
+// bytes Range, trimmed, as written ("" where a part leaves one out).
+func rangeParts(r *http.Request) iter.Seq2[string, string] {
+	return func(yield func(string, string) bool) {
+		spec, _ := strings.CutPrefix(strings.TrimSpace(r.Header.Get("Range")), "bytes=")
+		for part := range strings.SplitSeq(spec, ",") {
+			first, last, _ := strings.Cut(strings.TrimSpace(part), "-")
+			if !yield(strings.TrimSpace(first), strings.TrimSpace(last)) {
+				return
+			}
+		}
+	}
 }
 
 // RangeBytes is how many bytes http.ServeContent's answer to r's Range
@@ -596,16 +609,14 @@ func Sends(r *http.Request, etag string) (sends, fromStart bool) {
 // end, as if it were sent: the sum is what a link's download_limit
 // charges the request (share.CountRequest), and may only err high.
 func RangeBytes(r *http.Request, size int64) int64 {
-	spec, _ := strings.CutPrefix(strings.TrimSpace(r.Header.Get("Range")), "bytes=")
 	var n int64
-	for part := range strings.SplitSeq(spec, ",") {
-		a, b, _ := strings.Cut(strings.TrimSpace(part), "-")
-		start, err := strconv.ParseInt(strings.TrimSpace(a), 10, 64)
+	for a, b := range rangeParts(r) {
+		start, err := strconv.ParseInt(a, 10, 64)
 		if err != nil || start < 0 || start >= size {
 			continue
 		}
 		end := size - 1
-		if e, err := strconv.ParseInt(strings.TrimSpace(b), 10, 64); err == nil && e >= start && e < end {
+		if e, err := strconv.ParseInt(b, 10, 64); err == nil && e >= start && e < end {
 			end = e
 		}
 		if n += end - start + 1; n >= size {
