@@ -8,6 +8,7 @@
 package httpserve
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -219,6 +220,31 @@ func started(w http.ResponseWriter) bool {
 			w = v.Unwrap()
 		default:
 			return false
+		}
+	}
+}
+
+// A Charge is what an answer was charged before it sent a byte
+// (share.Charge): once the answer has ended, Settle is told how many
+// bytes it sent, to give back the rest.
+type Charge interface {
+	Reserved() bool
+	Settle(ctx context.Context, sent int64) error
+}
+
+// Charged returns w wrapped to count what the answer sends, and settle,
+// which the caller defers: it settles c with that count once the answer
+// has ended. A failure is logged with args (the charge then stays whole,
+// which errs against the link's user only). Where c reserved nothing, w
+// is returned as it is.
+func Charged(w http.ResponseWriter, r *http.Request, c Charge, log *slog.Logger, args ...any) (_ http.ResponseWriter, settle func()) {
+	if !c.Reserved() {
+		return w, func() {}
+	}
+	rec := &Recorder{ResponseWriter: w}
+	return rec, func() {
+		if err := c.Settle(r.Context(), rec.Bytes()); err != nil {
+			log.Warn("share link: could not give back what an answer did not send", append(args, "error", err)...)
 		}
 	}
 }

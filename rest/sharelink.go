@@ -796,15 +796,11 @@ func (s *server) count(w http.ResponseWriter, r *http.Request, la share.LinkAcce
 	}
 	sends, fromStart := httpserve.Sends(r, etag)
 	c, err := s.shares.CountRequest(r.Context(), la, view, sends, fromStart, httpserve.RangeBytes(r, size), size)
-	if err != nil || !c.Reserved() {
+	if err != nil {
 		return w, func() {}, err
 	}
-	rec := &httpserve.Recorder{ResponseWriter: w}
-	return rec, func() {
-		if err := c.Settle(r.Context(), rec.Bytes()); err != nil {
-			s.log.Warn("share link: could not give back what an answer did not send", "link", la.Link.ID, "error", err)
-		}
-	}, nil
+	w, settle := httpserve.Charged(w, r, c, s.log, "link", la.Link.ID)
+	return w, settle, nil
 }
 
 // serveLinkFile serves file n through link la (httpserve.ServeContent:

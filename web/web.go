@@ -469,15 +469,11 @@ func (h *handler) count(w http.ResponseWriter, r *http.Request, la share.LinkAcc
 	}
 	sends, fromStart := httpserve.Sends(r, etag)
 	c, err := h.opts.Share.CountRequest(r.Context(), la, false, sends, fromStart, httpserve.RangeBytes(r, size), size)
-	if err != nil || !c.Reserved() {
+	if err != nil {
 		return w, func() {}, err
 	}
-	rec := &httpserve.Recorder{ResponseWriter: w}
-	return rec, func() {
-		if err := c.Settle(r.Context(), rec.Bytes()); err != nil {
-			h.log.Warn("share link: could not give back what an answer did not send", "link", la.Link.ID, "error", err)
-		}
-	}, nil
+	w, settle := httpserve.Charged(w, r, c, h.log, "link", la.Link.ID)
+	return w, settle, nil
 }
 
 func (h *handler) serveFile(w http.ResponseWriter, r *http.Request, la share.LinkAccess, n vfs.Node) {
