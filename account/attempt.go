@@ -467,7 +467,8 @@ func (s *Service) accountLock(ctx context.Context, tx kv.Txn, personID uint64) (
 }
 
 // passwordLock is accountLock for a password a front end remembers
-// (LoginCallerRef), which is refused, though not checked again, wherever Authenticate would refuse it unchecked from ctx's address
+// (LoginCallerRef), which is refused, though not checked again, wherever
+// Authenticate would refuse it unchecked from ctx's address
 // (lockRefusal over the same counters). Otherwise the remembered password
 // is let in where the same password checked is refused unchecked and
 // uncounted: to a client at a throttled address, or one guessing where
