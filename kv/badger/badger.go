@@ -8,6 +8,7 @@ package badger
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -130,6 +131,8 @@ type Options struct {
 	// valueThreshold overrides valueThreshold, for tests that compare
 	// thresholds.
 	valueThreshold int64
+	// journalSlot overrides slotSize, for tests that fill slots.
+	journalSlot int64
 }
 
 // DB is a kv.Store backed by an embedded Badger database. Create it with
@@ -139,9 +142,8 @@ type DB struct {
 	db      *dgraph.DB
 	retries int
 	group   *groupSync // nil: nothing to sync (NoSync, InMemory)
-	// vlogAt is the value threshold the store was opened with
-	// (valueThreshold unless a test set another).
-	vlogAt int
+	// jl makes commits durable (nil where group is): see journal.
+	jl *journal
 
 	// flattened is when RunGC last flattened the tree (flushDeletes),
 	// under mu.
@@ -153,7 +155,7 @@ type DB struct {
 	idle   sync.Cond
 	closed bool
 	active int
-	seqs   map[string]*dgraph.Sequence
+	seqs   map[string]*sequence
 
 	// prio and prioWaiting keep a hot key from starving a writer. Badger's
 	// conflict detection is optimistic and first-committer-wins, and the
@@ -274,11 +276,20 @@ func Open(opts Options) (*DB, error) {
 	b := &DB{
 		db:      db,
 		retries: retries,
-		vlogAt:  int(vlogAt),
-		seqs:    make(map[string]*dgraph.Sequence),
+		seqs:    make(map[string]*sequence),
 	}
 	if !opts.NoSync && !opts.InMemory {
 		b.group = newGroupSync(opts.Dir)
+		jl, replayed, err := openJournal(opts.Dir, db, b.group, opts.journalSlot)
+		if err != nil {
+			db.Close()
+			b.group.close()
+			return nil, openErr(opts.Dir, err)
+		}
+		if replayed > 0 {
+			logger.Warn("kv: replayed commits from the journal after a crash", "commits", replayed)
+		}
+		b.jl = jl
 	}
 	b.idle.L = &b.mu
 	return b, nil
@@ -485,10 +496,10 @@ func (b *DB) update(ctx context.Context, fn func(kv.Txn) error, sync bool) error
 // could not be made durable, and nil before: a health check that reads
 // only would not notice that the store refuses every write.
 func (b *DB) Failed() error {
-	if b.group == nil {
+	if b.jl == nil {
 		return nil
 	}
-	return b.group.broken()
+	return b.jl.broken()
 }
 
 // updateOnce runs one try of Update. It returns dgraph.ErrConflict as is so
@@ -497,27 +508,32 @@ func (b *DB) updateOnce(fn func(kv.Txn) error, sync bool) error {
 	b.ops.updates.Add(1)
 	bt := b.db.NewTransaction(true)
 	defer bt.Discard()
-	tx := &txn{t: bt, vlogAt: b.vlogAt, ops: &b.ops}
+	tx := &txn{t: bt, ops: &b.ops, journaled: b.jl != nil}
 	if err := fn(tx); err != nil {
 		return err
 	}
-	if b.group != nil {
+	if b.jl != nil {
 		// Not even into the memtable: readers would see what can no
 		// longer be made durable.
-		if err := b.group.broken(); err != nil {
+		if err := b.jl.broken(); err != nil {
 			return err
-		}
-		if tx.vlog {
-			b.group.noteVlog()
 		}
 	}
 	b.committing.Add(1)
 	if tx.meta {
 		b.metaCommitting.Add(1)
 	}
-	b.writes.RLock()
-	err := bt.Commit()
-	b.writes.RUnlock()
+	commit := func() error {
+		b.writes.RLock()
+		defer b.writes.RUnlock()
+		return bt.Commit()
+	}
+	var err error
+	if b.jl != nil {
+		err = b.jl.commit(tx.writes, commit)
+	} else {
+		err = commit()
+	}
 	if !errors.Is(err, dgraph.ErrConflict) {
 		if b.afterCommit != nil {
 			b.afterCommit()
@@ -534,15 +550,8 @@ func (b *DB) updateOnce(fn func(kv.Txn) error, sync bool) error {
 	if errors.Is(err, dgraph.ErrConflict) {
 		return err
 	}
-	if err == nil && b.group != nil && sync {
-		if tx.vlog {
-			// Again, now that the values are written: a round that
-			// started between the note above and the commit took the
-			// note and may have synced the value log before them, and
-			// the round that covers this commit must sync it again.
-			b.group.noteVlog()
-		}
-		return b.group.wait()
+	if err == nil && b.jl != nil && sync {
+		return b.jl.wait()
 	}
 	return mapErr(err)
 }
@@ -586,9 +595,10 @@ func backoff(ctx context.Context, try int) error {
 }
 
 // NextID returns the next id of the sequence named kind, starting at 1.
-// Ids come from a Badger sequence that leases seqBandwidth ids at a time;
-// the lease is persisted before any id of it is handed out, so ids are
-// never reused after a restart or crash.
+// Ids come from a lease of seqBandwidth ids at a time, written as a
+// commit before any id of it is handed out: a commit that uses an id
+// comes after its lease in the journal, so ids are never reused after a
+// restart or crash once they reached the store.
 func (b *DB) NextID(ctx context.Context, kind string) (uint64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
@@ -597,39 +607,109 @@ func (b *DB) NextID(ctx context.Context, kind string) (uint64, error) {
 		return 0, err
 	}
 	defer b.leave()
-	b.writes.RLock()
-	defer b.writes.RUnlock()
 	seq, err := b.sequence(kind)
 	if err != nil {
 		return 0, err
 	}
-	id, err := seq.Next()
-	if err == nil && id == 0 {
-		// A new Badger sequence starts at 0; ours start at 1 so that 0 can
-		// mean "no id". Only the very first call of a kind ever sees 0.
-		id, err = seq.Next()
-	}
+	id, err := seq.take(b)
 	if err != nil {
 		return 0, fmt.Errorf("kv: next id of %q: %w", kind, mapErr(err))
 	}
 	return id, nil
 }
 
-// sequence returns the cached sequence of kind, creating it on first use.
-func (b *DB) sequence(kind string) (*dgraph.Sequence, error) {
+// sequence hands out the ids of one kind. Its key holds the end of the
+// last lease as 8 big-endian bytes, or the next id once released, as
+// Badger's Sequence kept it: stores written by releases that used it
+// go on where they were. It is not Badger's, whose leases are written
+// around the journal.
+type sequence struct {
+	key []byte
+
+	mu           sync.Mutex
+	next, leased uint64
+}
+
+// sequence returns the sequence of kind, reading it on first use.
+func (b *DB) sequence(kind string) (*sequence, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if seq, ok := b.seqs[kind]; ok {
 		return seq, nil
 	}
-	// Creating a sequence writes its first lease; holding mu meanwhile is
-	// fine because it happens once per kind per process.
-	seq, err := b.db.GetSequence([]byte(seqPrefix+kind), seqBandwidth)
-	if err != nil {
+	seq := &sequence{key: []byte(seqPrefix + kind)}
+	bt := b.db.NewTransaction(false)
+	defer bt.Discard()
+	item, err := bt.Get(seq.key)
+	switch {
+	case errors.Is(err, dgraph.ErrKeyNotFound):
+	case err != nil:
 		return nil, fmt.Errorf("kv: sequence %q: %w", kind, mapErr(err))
+	default:
+		err := item.Value(func(v []byte) error {
+			if len(v) != 8 {
+				return fmt.Errorf("a lease of %d bytes", len(v))
+			}
+			seq.next = binary.BigEndian.Uint64(v)
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("kv: sequence %q: %w", kind, err)
+		}
 	}
+	seq.leased = seq.next
+	// Ours start at 1 so that 0 can mean "no id".
+	seq.next = max(seq.next, 1)
 	b.seqs[kind] = seq
 	return seq, nil
+}
+
+// take returns the sequence's next id, first writing a new lease if the
+// last one is used up. The lease is an unsynced commit: it is durable
+// with the first synced commit after it, which any commit using its ids
+// is. It bypasses Update's priority: NextID runs inside Update's fn.
+func (s *sequence) take(b *DB) (uint64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.next >= s.leased {
+		if err := s.write(b, s.next+seqBandwidth); err != nil {
+			return 0, err
+		}
+		s.leased = s.next + seqBandwidth
+	}
+	id := s.next
+	s.next++
+	return id, nil
+}
+
+// write stores v as the sequence's value. Only its own sequence writes
+// the key, under s.mu, so a conflict is not expected; it is retried.
+func (s *sequence) write(b *DB, v uint64) error {
+	val := binary.BigEndian.AppendUint64(nil, v)
+	for try := 0; ; try++ {
+		err := b.updateOnce(func(tx kv.Txn) error { return tx.Set(s.key, val) }, false)
+		if !errors.Is(err, dgraph.ErrConflict) || try >= b.retries {
+			if errors.Is(err, dgraph.ErrConflict) {
+				return kv.ErrConflict
+			}
+			return err
+		}
+	}
+}
+
+// release writes back the unused part of the lease, so that the next
+// Open goes on from the next id.
+func (s *sequence) release(b *DB) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.next >= s.leased {
+		return nil
+	}
+	if err := s.write(b, s.next); err != nil {
+		return err
+	}
+	s.leased = s.next
+	return nil
 }
 
 // TxnBytes is Badger's bound on one transaction: 15% of a memtable
@@ -661,8 +741,13 @@ func (b *DB) Close() error {
 
 	var errs []error
 	for kind, seq := range seqs {
-		if err := seq.Release(); err != nil {
+		if err := seq.release(b); err != nil {
 			errs = append(errs, fmt.Errorf("kv: release sequence %q: %w", kind, err))
+		}
+	}
+	if b.jl != nil {
+		if err := b.jl.close(); err != nil {
+			errs = append(errs, fmt.Errorf("kv: close journal: %w", err))
 		}
 	}
 	if err := b.db.Close(); err != nil {
@@ -737,11 +822,7 @@ func (b *DB) gcOnce() error {
 	}
 	t := b.db.NewTransaction(false)
 	it := t.NewIterator(dgraph.IteratorOptions{Prefix: []byte(flushKey)})
-	// Rounds during the rewrite sync the value log too: the moved
-	// values are already acknowledged data (see noteVlog).
-	release := b.group.holdVlog()
 	err := b.db.RunValueLogGC(0.5)
-	release()
 	if err == nil {
 		if serr := b.group.wait(); serr != nil {
 			// The store takes no more writes (see groupSync.failed);
@@ -856,13 +937,12 @@ func mapErr(err error) error {
 
 // txn adapts a dgraph.Txn to Txn.
 type txn struct {
-	t *dgraph.Txn
-	// vlog: a value of vlogAt (DB.vlogAt) bytes or more was set, which
-	// Badger writes to the value log, so the commit's sync must cover
-	// that too.
-	vlog   bool
-	vlogAt int
-	ops    *txnCounts
+	t   *dgraph.Txn
+	ops *txnCounts
+	// journaled: the store journals commits, so writes keeps what this
+	// transaction wrote, in order, for its record.
+	journaled bool
+	writes    []op
 	// meta: a key outside kv.Content was written or deleted, so the
 	// commit moves MetaGeneration.
 	meta bool
@@ -948,11 +1028,23 @@ func (t *txn) forget(key []byte) {
 // Set copies key and value: Badger keeps references to them until commit,
 // and callers commonly reuse a key buffer across calls.
 func (t *txn) Set(key, value []byte) error {
-	t.vlog = t.vlog || len(value) >= t.vlogAt
 	t.meta = t.meta || !kv.Content(key)
 	t.forget(key)
 	k, v := clonePair(key, value)
-	return mapErr(t.t.Set(k, v))
+	if err := t.t.Set(k, v); err != nil {
+		return mapErr(err)
+	}
+	t.journal(op{kind: opSet, key: k, value: v})
+	return nil
+}
+
+// journal keeps o for the commit's journal record. The record is written
+// at commit, before Badger lets go of the key and value, which no one
+// changes meanwhile.
+func (t *txn) journal(o op) {
+	if t.journaled {
+		t.writes = append(t.writes, o)
+	}
 }
 
 // clonePair copies key and value into one allocation, each capped at its
@@ -970,17 +1062,26 @@ func (t *txn) SetTTL(key, value []byte, ttl time.Duration) error {
 	if ttl <= 0 {
 		return fmt.Errorf("kv: SetTTL with non-positive ttl %v", ttl)
 	}
-	t.vlog = t.vlog || len(value) >= t.vlogAt
 	t.meta = t.meta || !kv.Content(key)
 	t.forget(key)
-	e := dgraph.NewEntry(bytes.Clone(key), bytes.Clone(value)).WithTTL(ttl)
-	return mapErr(t.t.SetEntry(e))
+	k, v := clonePair(key, value)
+	e := dgraph.NewEntry(k, v).WithTTL(ttl)
+	if err := t.t.SetEntry(e); err != nil {
+		return mapErr(err)
+	}
+	t.journal(op{kind: opSetTTL, key: k, value: v, expiresAt: e.ExpiresAt})
+	return nil
 }
 
 func (t *txn) Delete(key []byte) error {
 	t.meta = t.meta || !kv.Content(key)
 	t.forget(key)
-	return mapErr(t.t.Delete(bytes.Clone(key)))
+	k := bytes.Clone(key)
+	if err := t.t.Delete(k); err != nil {
+		return mapErr(err)
+	}
+	t.journal(op{kind: opDelete, key: k})
+	return nil
 }
 
 func (t *txn) Scan(prefix, start []byte, fn func(key, value []byte) error) error {

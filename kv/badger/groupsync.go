@@ -20,15 +20,15 @@ import (
 	"berth/kv"
 )
 
-// groupSync makes committed transactions durable, many at a time.
+// groupSync makes what Badger wrote to its own logs durable: the
+// journal's checkpoints call it (see journal), and so does a value-log
+// collection before Badger deletes the file it emptied.
 //
 // Badger runs with SyncWrites off. After a transaction commits, its entries
 // are in a memtable's write-ahead log (*.mem) and, for large values, the
 // value log (*.vlog), in the page cache. wait fsyncs those files and the
-// directory, so the commit survives power loss before Update returns. All
-// commits that finished before one sync started share it: with N
-// concurrent writers, one fsync round serves up to N commits, where
-// Badger's own SyncWrites fsyncs once per transaction.
+// directory, so everything committed before the call survives power loss
+// when it returns. Calls that come together share a round.
 //
 // Badger appends to the newest write-ahead log and the newest value log
 // only; it creates a newer log after its last write to the older one. So
@@ -38,10 +38,6 @@ import (
 // log: a memtable rotated between a commit and its sync would leave that
 // commit unsynced until its flush.) The directory is synced when the set
 // of logs changed, so a log created by a rotation is there after a crash.
-// A round of folder operations is one fdatasync, of the write-ahead log,
-// where values under valueThreshold are; the value log is synced only by
-// rounds that cover a commit that wrote to it (vlogDirty), small files'
-// records among them.
 type groupSync struct {
 	dir string
 
@@ -57,24 +53,12 @@ type groupSync struct {
 	// would vanish at the next start. So nothing more is acknowledged.
 	failed error
 
-	// vlogDirty: a commit since the last round that synced the value logs
-	// wrote to them. A round syncs them only then: most commits (folders,
-	// moves, deletes, locks) keep every value in the write-ahead log, and
-	// a round that syncs one file instead of two is one fdatasync fewer.
-	vlogDirty bool
-	// vlogWriters counts writers outside Update that may write to the
-	// value log at any moment (value-log GC): while one runs, every
-	// round syncs the value logs.
-	vlogWriters int
-
 	// syncFile, when set (by tests), makes one file's data durable in
 	// place of an fdatasync through the file kept open in logs.
 	syncFile func(name string) error
 
 	// Counters for SyncStats.
-	commits, rounds, files atomic.Uint64
-	// Nanoseconds spent in rounds, and by commits waiting for theirs.
-	roundTime, waitTime atomic.Int64
+	rounds, files atomic.Uint64
 
 	// Touched only by the goroutine running a round (one at a time),
 	// and by close once no round can start.
@@ -117,46 +101,9 @@ func (g *groupSync) close() error {
 	return errors.Join(errs...)
 }
 
-// noteVlog says that a commit is about to write to the value log (a value
-// of valueThreshold bytes or more), so that the next round syncs it. It is
-// called before the commit, and again after it (a round may take the first
-// note before the values are written): Badger writes the commit's
-// write-ahead log entries, which point into the value log, right after
-// its value-log entries, and a round that made those entries durable
-// without the values they point to would leave, after a power cut, a
-// commit that no one was told of with values that do not read. A round
-// already running when the commit starts can still do that, as Badger's
-// own writeback of its memory-mapped logs can at any time: that commit is
-// not acknowledged, and only a power cut in that window exposes it.
-func (g *groupSync) noteVlog() {
-	g.mu.Lock()
-	g.vlogDirty = true
-	g.mu.Unlock()
-}
-
-// holdVlog makes every round sync the value logs until the returned
-// function is called, for a writer that bypasses Update.
-func (g *groupSync) holdVlog() (release func()) {
-	g.mu.Lock()
-	g.vlogWriters++
-	g.mu.Unlock()
-	return func() {
-		g.mu.Lock()
-		g.vlogWriters--
-		// The round that makes the writer's last writes durable
-		// still has to sync the value logs.
-		g.vlogDirty = true
-		g.mu.Unlock()
-	}
-}
-
 // wait returns once a sync that started after the call has finished, with
-// that sync's error. The caller's commit must have returned before (and,
-// if it wrote to the value log, called noteVlog before it began).
+// that sync's error: what Badger wrote before the call is durable.
 func (g *groupSync) wait() error {
-	g.commits.Add(1)
-	start := time.Now()
-	defer func() { g.waitTime.Add(int64(time.Since(start))) }()
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	// A sync already running may have started before the commit: only
@@ -173,16 +120,9 @@ func (g *groupSync) wait() error {
 		g.running = true
 		g.started++
 		n := g.started
-		// Every commit this round covers set the flag before it
-		// committed; one that sets it later is covered by a later
-		// round.
-		syncVlog := g.vlogDirty || g.vlogWriters > 0
-		g.vlogDirty = false
 		g.mu.Unlock()
 		g.rounds.Add(1)
-		t := time.Now()
-		err := g.syncFiles(syncVlog)
-		g.roundTime.Add(int64(time.Since(t)))
+		err := g.syncFiles()
 		g.mu.Lock()
 		g.running = false
 		g.done = n
@@ -205,10 +145,8 @@ func (g *groupSync) broken() error {
 }
 
 // syncFiles fsyncs the logs that may hold unsynced commits, then the
-// directory if the set of logs changed. The value logs are skipped
-// unless vlog is set: no commit the round covers wrote to them since
-// the last round that synced them.
-func (g *groupSync) syncFiles(vlog bool) error {
+// directory if the set of logs changed.
+func (g *groupSync) syncFiles() error {
 	logs, err := g.list()
 	if err != nil {
 		return fmt.Errorf("kv: sync: %w", err)
@@ -223,7 +161,7 @@ func (g *groupSync) syncFiles(vlog bool) error {
 	for _, l := range logs {
 		names.WriteString(l.name + "/")
 		present[l.name] = true
-		if !g.settled[l.name] && (vlog || l.ext != ".vlog") {
+		if !g.settled[l.name] {
 			todo = append(todo, l)
 		}
 	}
@@ -398,30 +336,37 @@ func fdatasync(name string) error {
 
 // SyncStats counts the work of making commits durable since Open.
 type SyncStats struct {
-	Commits uint64 // write transactions that waited for a sync round
-	Rounds  uint64 // sync rounds run; each covered every commit before it
-	Files   uint64 // fdatasyncs of log files those rounds issued
-	// RoundTime is the time rounds took, one after the other: a commit
-	// that arrives during a round waits for the rest of it and all of
-	// the next, so a round's length, more than the count of rounds, is
-	// what bounds the rate of a few writers.
+	Commits uint64 // write transactions that waited for a journal round
+	Rounds  uint64 // journal rounds run; each covered every commit before it
+	// Files counts fdatasyncs: the journal's, one a round that wrote,
+	// and those of Badger's logs that checkpoints and collections
+	// issued.
+	Files uint64
+	// Checkpoints counts the syncs of Badger's logs that let the
+	// journal reuse its slots (and value-log collections' syncs).
+	Checkpoints uint64
+	// RoundTime is the time journal rounds took, one after the other: a
+	// commit that arrives during a round waits for the rest of it and
+	// all of the next, so a round's length, more than the count of
+	// rounds, is what bounds the rate of a few writers.
 	RoundTime time.Duration
 	// WaitTime is the time commits spent waiting for their round, summed
 	// over commits.
 	WaitTime time.Duration
 }
 
-// SyncStats returns the counts of commits, sync rounds and log fsyncs so
-// far, for benchmarks that report fsyncs per operation. A store without
-// syncs (NoSync, InMemory) reports zeros.
+// SyncStats returns the counts of commits, rounds and fdatasyncs so far,
+// for benchmarks that report fsyncs per operation. A store without syncs
+// (NoSync, InMemory) reports zeros.
 func (b *DB) SyncStats() SyncStats {
-	if b.group == nil {
+	if b.jl == nil {
 		return SyncStats{}
 	}
-	g := b.group
+	j, g := b.jl, b.group
 	return SyncStats{
-		Commits: g.commits.Load(), Rounds: g.rounds.Load(), Files: g.files.Load(),
-		RoundTime: time.Duration(g.roundTime.Load()), WaitTime: time.Duration(g.waitTime.Load()),
+		Commits: j.commits.Load(), Rounds: j.rounds.Load(), Files: j.files.Load() + g.files.Load(),
+		Checkpoints: g.rounds.Load(),
+		RoundTime:   time.Duration(j.roundTime.Load()), WaitTime: time.Duration(j.waitTime.Load()),
 	}
 }
 

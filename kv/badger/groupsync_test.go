@@ -7,7 +7,6 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"sync"
 	"syscall"
@@ -17,8 +16,8 @@ import (
 	"berth/kv"
 )
 
-// Concurrent commits share fsync rounds, and each still returns only after
-// a round that started after it committed.
+// Concurrent commits share journal rounds, and each still returns only
+// after a round that started after it committed.
 func TestGroupSyncShares(t *testing.T) {
 	b, err := Open(Options{Dir: t.TempDir()})
 	if err != nil {
@@ -38,9 +37,9 @@ func TestGroupSyncShares(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	b.group.mu.Lock()
-	rounds := b.group.done
-	b.group.mu.Unlock()
+	b.jl.rmu.Lock()
+	rounds := b.jl.done
+	b.jl.rmu.Unlock()
 	t.Logf("%d commits, %d fsync rounds", n, rounds)
 	if rounds == 0 || rounds >= n {
 		t.Fatalf("%d commits took %d sync rounds", n, rounds)
@@ -71,7 +70,7 @@ func TestGroupSyncSettles(t *testing.T) {
 	g := newGroupSync(dir)
 	round := func(wantSettled ...string) {
 		t.Helper()
-		if err := g.syncFiles(true); err != nil {
+		if err := g.syncFiles(); err != nil {
 			t.Fatal(err)
 		}
 		var got []string
@@ -100,144 +99,72 @@ func TestGroupSyncSettles(t *testing.T) {
 // Update fails with kv.ErrNotDurable, for that commit and every later one,
 // even when fsync works again (Linux reports a writeback error once, then
 // succeeds over the lost pages); a later commit does not even reach the
-// memtable, so no reader sees it. Reads go on.
+// memtable, so no reader sees it. Reads go on. The failure may be the
+// journal's own fdatasync, or that of Badger's logs in a checkpoint,
+// after which the journal could not reuse its space.
 func TestSyncFailureStopsWrites(t *testing.T) {
-	ctx := context.Background()
-	s := openDisk(t, t.TempDir(), Options{})
-	defer s.Close()
-	put := func(k string) error {
-		return s.Update(ctx, func(tx kv.Txn) error { return tx.Set([]byte(k), []byte("v")) })
-	}
-	if err := put("before"); err != nil || s.Failed() != nil {
-		t.Fatalf("healthy store: %v, %v", err, s.Failed())
-	}
 	eio := errors.New("input/output error")
-	s.group.mu.Lock()
-	s.group.syncFile = func(string) error { return eio }
-	s.group.mu.Unlock()
-	if err := put("lost"); !errors.Is(err, kv.ErrNotDurable) || !errors.Is(err, eio) {
-		t.Fatalf("commit whose fsync failed: %v, want kv.ErrNotDurable wrapping the cause", err)
-	}
-	s.group.mu.Lock()
-	s.group.syncFile = fdatasync
-	s.group.mu.Unlock()
-	if err := put("after"); !errors.Is(err, kv.ErrNotDurable) {
-		t.Fatalf("commit after the failure: %v, want kv.ErrNotDurable", err)
-	}
-	if !errors.Is(s.Failed(), kv.ErrNotDurable) {
-		t.Fatalf("Failed: %v", s.Failed())
-	}
-	err := s.View(ctx, func(tx kv.Txn) error {
-		if _, err := tx.Get([]byte("before")); err != nil {
-			return fmt.Errorf("before: %w", err)
-		}
-		if _, err := tx.Get([]byte("after")); !errors.Is(err, kv.ErrNotFound) {
-			return fmt.Errorf("after: %v, want it never committed", err)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
-// TestGroupSyncValueLog: a round syncs the value log only when a commit it
-// covers set a value that Badger writes there (valueThreshold bytes or
-// more), and the write-ahead log in every round.
-func TestGroupSyncValueLog(t *testing.T) {
-	ctx := context.Background()
-	s := openDisk(t, t.TempDir(), Options{})
-	defer s.Close()
-	var mu sync.Mutex
-	var synced []string
-	s.group.mu.Lock()
-	s.group.syncFile = func(name string) error {
-		mu.Lock()
-		synced = append(synced, filepath.Ext(name))
-		mu.Unlock()
-		return fdatasync(name)
-	}
-	s.group.mu.Unlock()
-	for _, c := range []struct {
-		size     int
-		wantVlog bool
-		// roundBetween: a round starts after the commit's note that it
-		// writes to the value log (noteVlog) and ends before the commit,
-		// having synced the value log before the value was there. The
-		// commit still returns only after a round that synced it after.
-		roundBetween bool
+	for _, tc := range []struct {
+		name string
+		fail func(s *DB, on bool)
 	}{
-		{10, false, false},
-		{valueThreshold - 1, false, false},
-		{valueThreshold, true, false},
-		{4 << 10, true, false},  // a small file's record
-		{16 << 10, true, false}, // the largest small file's contents
-		{64 << 10, true, false},
-		{64 << 10, true, true},
-		{0, false, false},
+		{"journal", func(s *DB, on bool) {
+			s.jl.rmu.Lock()
+			defer s.jl.rmu.Unlock()
+			s.jl.syncFile = nil
+			if on {
+				s.jl.syncFile = func(*os.File) error { return eio }
+			}
+		}},
+		{"checkpoint", func(s *DB, on bool) {
+			s.group.mu.Lock()
+			defer s.group.mu.Unlock()
+			s.group.syncFile = fdatasync
+			if on {
+				s.group.syncFile = func(string) error { return eio }
+			}
+		}},
 	} {
-		reset := func() {
-			mu.Lock()
-			synced = nil
-			mu.Unlock()
-		}
-		done := make(chan error, 1)
-		commit := func() {
-			done <- s.Update(ctx, func(tx kv.Txn) error {
-				return tx.Set([]byte(fmt.Sprint("k", c.size)), make([]byte, c.size))
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			// Slots of 8 KiB: the puts below fill one and start a
+			// checkpoint.
+			s := openDisk(t, t.TempDir(), Options{journalSlot: 8 << 10})
+			defer s.Close()
+			put := func(k string) error {
+				return s.Update(ctx, func(tx kv.Txn) error { return tx.Set([]byte(k), make([]byte, 3<<10)) })
+			}
+			if err := put("before"); err != nil || s.Failed() != nil {
+				t.Fatalf("healthy store: %v, %v", err, s.Failed())
+			}
+			tc.fail(s, true)
+			var err error
+			for i := 0; i < 16 && err == nil; i++ {
+				err = put(fmt.Sprint("lost", i))
+			}
+			if !errors.Is(err, kv.ErrNotDurable) || !errors.Is(err, eio) {
+				t.Fatalf("commit after the failed fsync: %v, want kv.ErrNotDurable wrapping the cause", err)
+			}
+			tc.fail(s, false)
+			if err := put("after"); !errors.Is(err, kv.ErrNotDurable) {
+				t.Fatalf("commit after the failure: %v, want kv.ErrNotDurable", err)
+			}
+			if !errors.Is(s.Failed(), kv.ErrNotDurable) {
+				t.Fatalf("Failed: %v", s.Failed())
+			}
+			err = s.View(ctx, func(tx kv.Txn) error {
+				if _, err := tx.Get([]byte("before")); err != nil {
+					return fmt.Errorf("before: %w", err)
+				}
+				if _, err := tx.Get([]byte("after")); !errors.Is(err, kv.ErrNotFound) {
+					return fmt.Errorf("after: %v, want it never committed", err)
+				}
+				return nil
 			})
-		}
-		if c.roundBetween {
-			// A round takes the notes of the rows before; then the
-			// commit stops after its note, before Badger writes.
-			if err := s.group.wait(); err != nil {
+			if err != nil {
 				t.Fatal(err)
 			}
-			s.writes.Lock()
-			go commit()
-			for noted := false; !noted; runtime.Gosched() {
-				s.group.mu.Lock()
-				noted = s.group.vlogDirty
-				s.group.mu.Unlock()
-			}
-			if err := s.group.wait(); err != nil {
-				t.Fatal(err)
-			}
-			reset()
-			s.writes.Unlock()
-		} else {
-			reset()
-			go commit()
-		}
-		if err := <-done; err != nil {
-			t.Fatal(err)
-		}
-		mu.Lock()
-		got := slices.Clone(synced)
-		mu.Unlock()
-		if !slices.Contains(got, ".mem") || slices.Contains(got, ".vlog") != c.wantVlog {
-			t.Errorf("value of %d bytes (a round between note and commit: %v): synced %v, want .mem and .vlog=%v", c.size, c.roundBetween, got, c.wantVlog)
-		}
-	}
-	// While a writer outside Update (value-log GC) holds the value log,
-	// and for the round after, small commits sync it too.
-	release := s.group.holdVlog()
-	for i := range 3 {
-		if i == 2 {
-			release()
-		}
-		mu.Lock()
-		synced = nil
-		mu.Unlock()
-		if err := s.Update(ctx, func(tx kv.Txn) error { return tx.Set([]byte("small"), []byte("v")) }); err != nil {
-			t.Fatal(err)
-		}
-		mu.Lock()
-		got := slices.Clone(synced)
-		mu.Unlock()
-		if !slices.Contains(got, ".vlog") {
-			t.Errorf("small commit %d with the value log held: synced %v", i, got)
-		}
+		})
 	}
 }
 
@@ -262,7 +189,7 @@ func TestGroupSyncKeepsLogsOpen(t *testing.T) {
 	defer g.close()
 	round := func(want map[string]uint64) {
 		t.Helper()
-		if err := g.syncFiles(true); err != nil {
+		if err := g.syncFiles(); err != nil {
 			t.Fatal(err)
 		}
 		got := map[string]uint64{}

@@ -40,6 +40,8 @@ func (b *DB) Collector() prometheus.Collector {
 			"Time the metadata store's sync rounds took, one after the other.", nil, nil),
 		waitTime: prometheus.NewDesc("berth_kv_sync_wait_seconds_total",
 			"Time metadata commits waited for their sync round, summed over commits.", nil, nil),
+		checkpoints: prometheus.NewDesc("berth_kv_checkpoints_total",
+			"Syncs of the metadata store's own logs that let its journal reuse space.", nil, nil),
 	}
 }
 
@@ -47,11 +49,11 @@ type collector struct {
 	b                                    *DB
 	lsm, vlog, hits, misses, ratio, cost *prometheus.Desc
 	commits, rounds, files               *prometheus.Desc
-	roundTime, waitTime                  *prometheus.Desc
+	roundTime, waitTime, checkpoints     *prometheus.Desc
 }
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.lsm, c.vlog, c.hits, c.misses, c.ratio, c.cost, c.commits, c.rounds, c.files, c.roundTime, c.waitTime} {
+	for _, d := range []*prometheus.Desc{c.lsm, c.vlog, c.hits, c.misses, c.ratio, c.cost, c.commits, c.rounds, c.files, c.roundTime, c.waitTime, c.checkpoints} {
 		ch <- d
 	}
 }
@@ -66,13 +68,14 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.vlog, prometheus.GaugeValue, float64(vlog))
 	c.cache(ch, "block", c.b.db.BlockCacheMetrics())
 	c.cache(ch, "index", c.b.db.IndexCacheMetrics())
-	if c.b.group != nil {
+	if c.b.jl != nil {
 		st := c.b.SyncStats()
 		ch <- prometheus.MustNewConstMetric(c.commits, prometheus.CounterValue, float64(st.Commits))
 		ch <- prometheus.MustNewConstMetric(c.rounds, prometheus.CounterValue, float64(st.Rounds))
 		ch <- prometheus.MustNewConstMetric(c.files, prometheus.CounterValue, float64(st.Files))
 		ch <- prometheus.MustNewConstMetric(c.roundTime, prometheus.CounterValue, st.RoundTime.Seconds())
 		ch <- prometheus.MustNewConstMetric(c.waitTime, prometheus.CounterValue, st.WaitTime.Seconds())
+		ch <- prometheus.MustNewConstMetric(c.checkpoints, prometheus.CounterValue, float64(st.Checkpoints))
 	}
 }
 

@@ -1,0 +1,332 @@
+package badger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"berth/kv"
+)
+
+// TestJournalReplay: what Badger's own logs lose in a crash, the journal
+// gives back. Each row opens a store, closes it and copies its directory
+// (the snapshot: Badger's files as a power cut could leave them, with
+// nothing written after), opens it again and commits, then copies the
+// journal alone into the snapshot, as the crash leaves it after every
+// acknowledged round, and opens the snapshot: it must read as the store
+// did, but for a record the crash cut, and refuse to open over damage it
+// cannot read past. Checkpoints wait meanwhile, as if slow: one would
+// make Badger's files, which the snapshot does not have, hold what the
+// earlier slots did.
+func TestJournalReplay(t *testing.T) {
+	ctx := context.Background()
+	big := strings.Repeat("v", 64<<10) // in Badger's value log
+	type state map[string]string
+	tests := []struct {
+		name string
+		slot int64
+		// commits runs all but the last commit; last runs the last.
+		commits func(t *testing.T, s *DB)
+		// damage changes the copied journal in dir; cut says it cut
+		// the last commit's record.
+		damage  func(t *testing.T, s *DB, dir string)
+		cut     bool
+		wantErr error
+	}{
+		{name: "sets, overwrites, deletes, expiry, large values", commits: func(t *testing.T, s *DB) {
+			for i := range 20 {
+				put(t, s, fmt.Sprint("k", i), fmt.Sprint("value ", i))
+			}
+			put(t, s, "base", "overwritten")
+			update(t, s, func(tx kv.Txn) error { return tx.Delete([]byte("gone")) })
+			update(t, s, func(tx kv.Txn) error { return tx.SetTTL([]byte("ttl"), []byte("later"), time.Hour) })
+			put(t, s, "big", big)
+		}},
+		{name: "8 writers at once", commits: func(t *testing.T, s *DB) {
+			var wg sync.WaitGroup
+			for w := range 8 {
+				wg.Go(func() {
+					for i := range 25 {
+						put(t, s, fmt.Sprint("w", w, "-", i), fmt.Sprint(i))
+						put(t, s, fmt.Sprint("shared", i%3), fmt.Sprint(w))
+					}
+				})
+			}
+			wg.Wait()
+		}},
+		{name: "across three slots", slot: 16 << 10, commits: func(t *testing.T, s *DB) {
+			for i := range 26 {
+				put(t, s, fmt.Sprint("k", i%30), strings.Repeat(fmt.Sprint(i%10), 1000))
+			}
+			if s.jl.epoch-s.jl.cpFrom < 2 {
+				t.Fatalf("epochs %d to %d: the row wants three", s.jl.cpFrom, s.jl.epoch)
+			}
+		}},
+		{name: "the checkpoint file lost", slot: 16 << 10, commits: func(t *testing.T, s *DB) {
+			for i := range 20 {
+				put(t, s, fmt.Sprint("k", i), strings.Repeat("x", 1000))
+			}
+		}, damage: func(t *testing.T, s *DB, dir string) {
+			if err := os.Remove(filepath.Join(dir, journalDir, "checkpoint")); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "the last record cut short", commits: func(t *testing.T, s *DB) {
+			put(t, s, "k", "v")
+		}, cut: true, damage: func(t *testing.T, s *DB, dir string) {
+			if err := os.Truncate(slotPath(s, dir), s.jl.off-3); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "the last record damaged", commits: func(t *testing.T, s *DB) {
+			put(t, s, "k", "v")
+		}, cut: true, damage: func(t *testing.T, s *DB, dir string) {
+			flip(t, slotPath(s, dir), s.jl.off-2)
+		}},
+		{name: "a record damaged before a later epoch", slot: 16 << 10, commits: func(t *testing.T, s *DB) {
+			for i := range 20 {
+				put(t, s, fmt.Sprint("k", i), strings.Repeat("x", 1000))
+			}
+		}, damage: func(t *testing.T, s *DB, dir string) {
+			first := -1
+			for i, sl := range s.jl.slots {
+				if sl.epoch == s.jl.cpFrom {
+					first = i
+				}
+			}
+			if first < 0 || s.jl.epoch == s.jl.cpFrom {
+				t.Fatalf("epochs %d to %d: the row wants two", s.jl.cpFrom, s.jl.epoch)
+			}
+			flip(t, filepath.Join(dir, journalDir, fmt.Sprint(first, ".slot")), slotHeader+recordHeader+1)
+		}, wantErr: errJournal},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir, snap := t.TempDir(), t.TempDir()
+			opts := Options{journalSlot: tc.slot}
+			s := openDisk(t, dir, opts)
+			put(t, s, "base", "before")
+			put(t, s, "gone", "before")
+			if _, err := s.NextID(ctx, "node"); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			copyTree(t, dir, snap)
+
+			s = openDisk(t, dir, opts)
+			hold := make(chan struct{})
+			s.jl.beforeCheckpoint = func() { <-hold }
+			var ids []uint64
+			for range 3 {
+				id, err := s.NextID(ctx, "node")
+				if err != nil {
+					t.Fatal(err)
+				}
+				ids = append(ids, id)
+			}
+			update(t, s, func(tx kv.Txn) error { return tx.Set([]byte("ids"), fmt.Append(nil, ids)) })
+			tc.commits(t, s)
+			before := dump(t, s)
+			put(t, s, "last", "commit")
+			after := dump(t, s)
+			// The crash: the journal as the last round left it.
+			if err := os.RemoveAll(filepath.Join(snap, journalDir)); err != nil {
+				t.Fatal(err)
+			}
+			copyTree(t, filepath.Join(dir, journalDir), filepath.Join(snap, journalDir))
+			if tc.damage != nil {
+				tc.damage(t, s, snap)
+			}
+			close(hold)
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+
+			r, err := Open(Options{Dir: snap, Logger: testLogger(t), journalSlot: tc.slot})
+			if tc.wantErr != nil {
+				if !errors.Is(err, tc.wantErr) {
+					t.Fatalf("Open over the damaged journal: %v, want %v", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			want := after
+			if tc.cut {
+				want = before
+			}
+			if got := dump(t, r); !maps.Equal(got, want) {
+				t.Errorf("after the replay:\n%v\nwant\n%v", summary(got), summary(want))
+			}
+			// Ids handed out before the crash and used in a
+			// durable commit are not handed out again.
+			id, err := r.NextID(ctx, "node")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if id <= ids[len(ids)-1] {
+				t.Errorf("NextID after the replay = %d, already used: %v", id, ids)
+			}
+		})
+	}
+}
+
+// TestJournalOneSync: a round fdatasyncs the journal alone, whatever the
+// commit wrote (a value Badger keeps in its value log too); Badger's logs
+// are synced only by checkpoints.
+func TestJournalOneSync(t *testing.T) {
+	s := openDisk(t, t.TempDir(), Options{})
+	defer s.Close()
+	for _, size := range []int{0, 10, valueThreshold, 4 << 10, 64 << 10} {
+		before := s.SyncStats()
+		put(t, s, fmt.Sprint("k", size), strings.Repeat("v", size))
+		after := s.SyncStats()
+		if r, f, c := after.Rounds-before.Rounds, after.Files-before.Files, after.Checkpoints-before.Checkpoints; r != 1 || f != 1 || c != 0 {
+			t.Errorf("a commit of %d bytes: %d rounds, %d fdatasyncs, %d checkpoints; want 1, 1, 0", size, r, f, c)
+		}
+	}
+}
+
+// TestJournalReusesSlots: a long run of commits goes round the slots,
+// checkpoints free them, and the journal's files stay within their
+// slots' size.
+func TestJournalReusesSlots(t *testing.T) {
+	const slot = 32 << 10
+	dir := t.TempDir()
+	s := openDisk(t, dir, Options{journalSlot: slot})
+	for i := range 200 {
+		put(t, s, fmt.Sprint("k", i%50), strings.Repeat("x", 2000))
+	}
+	st := s.SyncStats()
+	if s.jl.epoch-s.jl.cpFrom > 1 || st.Checkpoints < 8 {
+		t.Errorf("after 200 commits of 2 KB in slots of 32 KiB: epoch %d, checkpoint at %d, %d checkpoints", s.jl.epoch, s.jl.cpFrom, st.Checkpoints)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(filepath.Join(dir, journalDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		info, err := e.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Size() > fillStep {
+			t.Errorf("%s: %d bytes, want at most %d", e.Name(), info.Size(), fillStep)
+		}
+	}
+	if len(entries) < 3 || len(entries) > journalSlots+1 {
+		t.Errorf("journal holds %d files, want 2 or %d slots and the checkpoint", len(entries), journalSlots)
+	}
+	// Closed cleanly: nothing to replay.
+	s = openDisk(t, dir, Options{journalSlot: slot})
+	defer s.Close()
+	if got := dump(t, s); len(got) != 50 {
+		t.Errorf("%d keys after the reopen, want 50", len(got))
+	}
+}
+
+func put(t *testing.T, s *DB, k, v string) {
+	t.Helper()
+	update(t, s, func(tx kv.Txn) error { return tx.Set([]byte(k), []byte(v)) })
+}
+
+func update(t *testing.T, s *DB, fn func(kv.Txn) error) {
+	t.Helper()
+	if err := s.Update(context.Background(), fn); err != nil {
+		t.Error(err)
+	}
+}
+
+// dump reads every key of s, with its value and whether it expires.
+func dump(t *testing.T, s *DB) map[string]string {
+	t.Helper()
+	m := map[string]string{}
+	err := s.Export(context.Background(), nil, func(k, v []byte, exp time.Time) error {
+		m[string(k)] = string(v) + fmt.Sprint(" expires:", !exp.IsZero())
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func summary(m map[string]string) string {
+	var b strings.Builder
+	for k, v := range m {
+		fmt.Fprintf(&b, "%s=%.20s ", k, v)
+	}
+	return b.String()
+}
+
+// slotPath is the current slot of s's journal, in the copy at dir.
+func slotPath(s *DB, dir string) string {
+	return filepath.Join(dir, journalDir, fmt.Sprint(s.jl.cur, ".slot"))
+}
+
+func flip(t *testing.T, name string, off int64) {
+	t.Helper()
+	f, err := os.OpenFile(name, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	b := make([]byte, 1)
+	if _, err := f.ReadAt(b, off); err != nil {
+		t.Fatal(err)
+	}
+	b[0] ^= 0x55
+	if _, err := f.WriteAt(b, off); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// copyTree copies the regular files under src into dst.
+func copyTree(t *testing.T, src, dst string) {
+	t.Helper()
+	err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		to := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.MkdirAll(to, 0o700)
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		in, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		defer in.Close()
+		out, err := os.Create(to)
+		if err != nil {
+			return err
+		}
+		if _, err := io.Copy(out, in); err != nil {
+			out.Close()
+			return err
+		}
+		return out.Close()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
