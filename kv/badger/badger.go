@@ -935,6 +935,13 @@ func mapErr(err error) error {
 	}
 }
 
+// movesMeta reports whether a write of key moves MetaGeneration: keys
+// outside kv.Content do, but for the engine's own (sequence leases),
+// which no cache of metadata holds.
+func movesMeta(key []byte) bool {
+	return !kv.Content(key) && !bytes.HasPrefix(key, []byte(kv.EnginePrefix))
+}
+
 // txn adapts a dgraph.Txn to Txn.
 type txn struct {
 	t   *dgraph.Txn
@@ -1028,7 +1035,7 @@ func (t *txn) forget(key []byte) {
 // Set copies key and value: Badger keeps references to them until commit,
 // and callers commonly reuse a key buffer across calls.
 func (t *txn) Set(key, value []byte) error {
-	t.meta = t.meta || !kv.Content(key)
+	t.meta = t.meta || movesMeta(key)
 	t.forget(key)
 	k, v := clonePair(key, value)
 	if err := t.t.Set(k, v); err != nil {
@@ -1062,7 +1069,7 @@ func (t *txn) SetTTL(key, value []byte, ttl time.Duration) error {
 	if ttl <= 0 {
 		return fmt.Errorf("kv: SetTTL with non-positive ttl %v", ttl)
 	}
-	t.meta = t.meta || !kv.Content(key)
+	t.meta = t.meta || movesMeta(key)
 	t.forget(key)
 	k, v := clonePair(key, value)
 	e := dgraph.NewEntry(k, v).WithTTL(ttl)
@@ -1074,7 +1081,7 @@ func (t *txn) SetTTL(key, value []byte, ttl time.Duration) error {
 }
 
 func (t *txn) Delete(key []byte) error {
-	t.meta = t.meta || !kv.Content(key)
+	t.meta = t.meta || movesMeta(key)
 	t.forget(key)
 	k := bytes.Clone(key)
 	if err := t.t.Delete(k); err != nil {

@@ -16,9 +16,9 @@ import (
 	"time"
 
 	dgraph "github.com/dgraph-io/badger/v4"
+	"github.com/google/renameio/v2"
 	"golang.org/x/sys/unix"
 
-	"berth/atomicfile"
 	"berth/kv"
 )
 
@@ -291,13 +291,26 @@ func (j *journal) readCheckpoint() (uint64, error) {
 	return binary.LittleEndian.Uint64(b[8:16]), nil
 }
 
-// writeCheckpoint names epoch as the first one Open must replay.
+// writeCheckpoint names epoch as the first one Open must replay. The
+// file is replaced whole (a temporary file, synced, renamed over it) and
+// the rename synced, so a crash leaves the old name or the new one.
 func (j *journal) writeCheckpoint(epoch uint64) error {
 	b := make([]byte, 20)
 	copy(b, journalMagic[:])
 	binary.LittleEndian.PutUint64(b[8:], epoch)
 	binary.LittleEndian.PutUint32(b[16:], crc32.Checksum(b[:16], castagnoli))
-	return atomicfile.WriteFile(filepath.Join(j.dir, "checkpoint"), b, 0o600)
+	t, err := renameio.NewPendingFile(filepath.Join(j.dir, "checkpoint"), renameio.WithTempDir(j.dir), renameio.WithStaticPermissions(0o600))
+	if err != nil {
+		return err
+	}
+	defer t.Cleanup()
+	if _, err := t.Write(b); err != nil {
+		return err
+	}
+	if err := t.CloseAtomicallyReplace(); err != nil {
+		return err
+	}
+	return syncDir(j.dir)
 }
 
 // slotHeaderBytes is the header block of a slot holding epoch, whose
