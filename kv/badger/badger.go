@@ -280,7 +280,7 @@ func Open(opts Options) (*DB, error) {
 	}
 	if !opts.NoSync && !opts.InMemory {
 		b.group = newGroupSync(opts.Dir)
-		jl, replayed, err := openJournal(opts.Dir, db, b.group, opts.journalSlot, int(vlogAt), logger)
+		jl, replayed, err := openJournal(opts.Dir, db, b.group, opts.journalSlot)
 		if err != nil {
 			db.Close()
 			b.group.close()

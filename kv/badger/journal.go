@@ -2,7 +2,6 @@ package badger
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -10,7 +9,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"log/slog"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -180,9 +178,8 @@ var errJournal = errors.New("kv: damaged journal")
 // what the last checkpoint does not cover, and makes that durable in
 // Badger through g. It returns the journal and the number of records it
 // replayed.
-// size overrides slotSize when positive; vlogAt is the store's value
-// threshold.
-func openJournal(dir string, db *dgraph.DB, g *groupSync, size int64, vlogAt int, logger *slog.Logger) (*journal, int, error) {
+// size overrides slotSize when positive.
+func openJournal(dir string, db *dgraph.DB, g *groupSync, size int64) (*journal, int, error) {
 	if size <= 0 {
 		size = slotSize
 	}
@@ -246,7 +243,7 @@ func openJournal(dir string, db *dgraph.DB, g *groupSync, size int64, vlogAt int
 			}
 		}
 	}
-	rp := replay{have: have, vlogAt: vlogAt, latest: map[string]lsnOp{}, suspects: map[string]bool{}}
+	replayed := 0
 	last, chained := uint64(0), false // the last record's number, once an epoch was read
 	for e := from; ; e++ {
 		i, ok := bySlot[e]
@@ -257,22 +254,18 @@ func openJournal(dir string, db *dgraph.DB, g *groupSync, size int64, vlogAt int
 			j.closeFiles()
 			return nil, 0, fmt.Errorf("%w: epoch %d starts at record %d after record %d", errJournal, e, firstLSN[e], last)
 		}
-		end, err := readSlot(j.slots[i].f, e, firstLSN[e], rp.add)
+		n, end, err := replaySlot(j.slots[i].f, e, firstLSN[e], have, db)
 		if err != nil {
 			j.closeFiles()
 			return nil, 0, err
 		}
+		replayed += n
 		if end > 0 {
 			last = end
 		} else if !chained {
 			last = firstLSN[e] - 1
 		}
 		chained = true
-	}
-	replayed, err := rp.apply(db, logger)
-	if err != nil {
-		j.closeFiles()
-		return nil, 0, err
 	}
 	if replayed > 0 {
 		// The replayed commits are in Badger's logs, unsynced.
@@ -384,15 +377,16 @@ func readLSN(db *dgraph.DB) (uint64, error) {
 	return n, err
 }
 
-// readSlot reads the records of epoch in f, numbered from first on, up
+// replaySlot reads the records of epoch in f, numbered from first on, up
 // to the first that does not read: the end of what a round made durable,
 // after which lie zeros, a record cut by the crash, or one of an earlier
-// epoch. It passes each to fn and returns the number of the last (0 for
-// none).
-func readSlot(f *os.File, epoch, first uint64, fn func(lsn uint64, payload []byte) error) (uint64, error) {
+// epoch. It applies to db those numbered after have, which Badger lacks.
+// It returns how many it applied and the number of the last record read
+// (0 for none).
+func replaySlot(f *os.File, epoch, first, have uint64, db *dgraph.DB) (int, uint64, error) {
 	r := bufio.NewReaderSize(io.NewSectionReader(f, slotHeader, 1<<62), 256<<10)
 	var hdr [recordHeader]byte
-	want := first
+	n, want := 0, first
 	for {
 		if _, err := io.ReadFull(r, hdr[:]); err != nil {
 			break // the slot's end
@@ -401,6 +395,8 @@ func readSlot(f *os.File, epoch, first uint64, fn func(lsn uint64, payload []byt
 		if binary.LittleEndian.Uint64(hdr[8:]) != want || size > maxRecord {
 			break
 		}
+		// A new buffer each: Badger may hold what a transaction set
+		// until its commit.
 		payload := make([]byte, size)
 		if _, err := io.ReadFull(r, payload); err != nil {
 			break
@@ -408,144 +404,18 @@ func readSlot(f *os.File, epoch, first uint64, fn func(lsn uint64, payload []byt
 		if recordCRC(epoch, hdr[8:16], payload) != binary.LittleEndian.Uint32(hdr[4:]) {
 			break
 		}
-		if err := fn(want, payload); err != nil {
-			return 0, fmt.Errorf("kv: journal record %d of epoch %d: %w", want, epoch, err)
+		if want > have {
+			if err := applyRecord(db, want, payload); err != nil {
+				return n, want - 1, fmt.Errorf("kv: replaying record %d of epoch %d: %w", want, epoch, err)
+			}
+			n++
 		}
 		want++
 	}
 	if want == first {
-		return 0, nil
+		return 0, 0, nil
 	}
-	return want - 1, nil
-}
-
-// replay gathers what the journal holds after the checkpoint, then puts
-// into Badger what it lacks.
-//
-// Records after have, the last one Badger has, are applied in order.
-// Those Badger has are not (see journal), but one of their values may
-// not read: Badger writes its write-ahead log and its value log through
-// memory maps the kernel writes back in any order, so after a power cut
-// the log can hold an entry whose value, in the value log, did not reach
-// the disk. Such a key is set again to the value of the last record that
-// wrote it. It is checked before anything is applied: Badger cut the
-// value log where it stopped reading at open, and the first write would
-// put other bytes where the pointer leads.
-type replay struct {
-	have   uint64
-	end    uint64 // the last record in the journal
-	vlogAt int
-	// records are those after have, in order.
-	records []record
-	// latest is the last write of each key in the journal, with its
-	// record's number.
-	latest map[string]lsnOp
-	// suspects are the keys set, by a record Badger has, to a value it
-	// keeps in its value log.
-	suspects map[string]bool
-}
-
-type record struct {
-	lsn     uint64
-	payload []byte
-}
-
-type lsnOp struct {
-	op
-	lsn uint64
-}
-
-func (rp *replay) add(lsn uint64, payload []byte) error {
-	for b := payload; len(b) > 0; {
-		o, rest, err := decodeOp(b)
-		if err != nil {
-			return err
-		}
-		b = rest
-		rp.latest[string(o.key)] = lsnOp{o, lsn}
-		if lsn <= rp.have && o.kind != opDelete && len(o.value) >= rp.vlogAt {
-			rp.suspects[string(o.key)] = true
-		}
-	}
-	if lsn > rp.have {
-		rp.records = append(rp.records, record{lsn, payload})
-	}
-	rp.end = lsn
-	return nil
-}
-
-// errUnread marks a value that did not read back as written.
-var errUnread = errors.New("a value that does not read back")
-
-// apply checks the suspects, applies the records Badger lacks, then sets
-// again the keys whose values did not read. It returns how many records
-// it applied.
-func (rp *replay) apply(db *dgraph.DB, logger *slog.Logger) (int, error) {
-	var broken []string
-	t := db.NewTransaction(false)
-	for k := range rp.suspects {
-		o := rp.latest[k]
-		if o.lsn > rp.have {
-			continue // a record applied below writes it again
-		}
-		item, err := t.Get([]byte(k))
-		if errors.Is(err, dgraph.ErrKeyNotFound) {
-			continue // an unanswered commit after the journal's end deleted it
-		}
-		if err == nil {
-			err = item.Value(func(v []byte) error {
-				switch {
-				case bytes.Equal(v, o.value):
-				case rp.have <= rp.end:
-					// Every commit Badger has is in the journal,
-					// so the value can only be what o wrote.
-					return errUnread
-				case int64(len(v))+16 < item.ValueSize():
-					// Badger has commits the journal lost
-					// (unanswered), one of which may have
-					// written this key: only a value shorter
-					// than its pointer says is damage. (Badger
-					// read the zeros a lost page left as an
-					// empty value, without an error.)
-					return errUnread
-				}
-				return nil
-			})
-		}
-		if err != nil {
-			broken = append(broken, k)
-		}
-	}
-	t.Discard()
-	for _, r := range rp.records {
-		if err := applyRecord(db, r.lsn, r.payload); err != nil {
-			return 0, fmt.Errorf("kv: replaying record %d: %w", r.lsn, err)
-		}
-	}
-	mended := 0
-	for _, k := range broken {
-		o := rp.latest[k]
-		if o.lsn > rp.have {
-			continue // a record applied above wrote it again
-		}
-		t := db.NewTransaction(true)
-		err := t.SetEntry(&dgraph.Entry{Key: o.key, Value: o.value, ExpiresAt: o.expiresAt})
-		if o.kind == opDelete {
-			err = t.Delete(o.key)
-		}
-		if err == nil {
-			err = t.Commit()
-		}
-		t.Discard()
-		if err != nil {
-			return 0, fmt.Errorf("kv: mending a value that did not read: %w", err)
-		}
-		mended++
-	}
-	if mended > 0 {
-		logger.Warn("kv: wrote again from the journal values that a crash left unreadable", "keys", mended)
-	}
-	return len(rp.records) + mended, nil
+	return n, want - 1, nil
 }
 
 // recordCRC is a record's checksum: over its epoch, its number and its
