@@ -523,12 +523,7 @@ func (b *DB) updateOnce(fn func(kv.Txn) error, sync bool) error {
 	if tx.meta {
 		b.metaCommitting.Add(1)
 	}
-	commit := func(lsn uint64) error {
-		if lsn != 0 {
-			if err := bt.Set([]byte(lsnKey), binary.BigEndian.AppendUint64(nil, lsn)); err != nil {
-				return err
-			}
-		}
+	commit := func() error {
 		b.writes.RLock()
 		defer b.writes.RUnlock()
 		return bt.Commit()
@@ -537,7 +532,7 @@ func (b *DB) updateOnce(fn func(kv.Txn) error, sync bool) error {
 	if b.jl != nil {
 		err = b.jl.commit(tx.writes, commit)
 	} else {
-		err = commit(0)
+		err = commit()
 	}
 	if !errors.Is(err, dgraph.ErrConflict) {
 		if b.afterCommit != nil {
@@ -1158,11 +1153,6 @@ func visit(it *dgraph.Iterator, prefix []byte, fn func(key, value []byte) error)
 	for ; it.ValidForPrefix(prefix); it.Next() {
 		item := it.Item()
 		key := item.Key()
-		if len(prefix) == 0 && len(key) > 0 && key[0] == kv.EnginePrefix[0] {
-			// The engine's own keys (sequences, the journal's
-			// number) are no caller's, as Export leaves them out.
-			continue
-		}
 		err := item.Value(func(v []byte) error { return fn(key, v) })
 		if errors.Is(err, kv.ErrStop) {
 			return nil

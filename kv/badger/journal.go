@@ -39,20 +39,11 @@ import (
 // journal of berth's own; a round writes the records appended since the
 // last one with one pwrite into space written before and fdatasyncs that
 // one file, and Badger's own logs are left to the kernel. After a crash,
-// Open replays into Badger, before it serves anything, the records it
-// lacks, in the order they were appended.
-//
-// Records are numbered, for good (not per epoch or per run), and each
-// commit also writes its record's number to lsnKey in Badger, in the same
-// transaction. Badger's logs are written in commit order and read back,
-// after a crash, up to the first entry that does not read, so what it
-// kept is every commit up to the one lsnKey names: Open replays only the
-// records after it. Replaying earlier records too would be wrong, not
-// merely wasted: after a kill, the page cache keeps Badger's writes of
-// commits whose records were still in memory, unanswered; an earlier
-// record replayed over one of them would give a key back a value those
-// commits had changed, and leave a state that never was (a folder at its
-// old name and its new one after a MOVE).
+// Open replays the journal into Badger before it serves anything: the
+// records from the last checkpoint on, in the order they were appended.
+// Replaying a record whose writes Badger kept is harmless: each record
+// sets or deletes keys to what they were after its commit, and the last
+// record touching a key decides it, as its commit did.
 //
 // A record is appended under mu together with Badger's commit of the
 // same transaction, so the journal's order is the commits' order, and a
@@ -145,10 +136,6 @@ const (
 	maxRecord = 1 << 30
 )
 
-// lsnKey holds, in Badger, the number of the last record whose commit
-// Badger has. It begins with kv.EnginePrefix, like seqPrefix.
-const lsnKey = kv.EnginePrefix + "journal"
-
 // journalMagic starts a slot's header and the checkpoint file.
 var journalMagic = [8]byte{'b', 'e', 'r', 't', 'h', 'j', 'l', '1'}
 
@@ -193,10 +180,6 @@ func openJournal(dir string, db *dgraph.DB, g *groupSync, size int64) (*journal,
 		return nil, 0, err
 	}
 	from, err := j.readCheckpoint()
-	if err != nil {
-		return nil, 0, err
-	}
-	have, err := readLSN(db)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -254,13 +237,13 @@ func openJournal(dir string, db *dgraph.DB, g *groupSync, size int64) (*journal,
 			j.closeFiles()
 			return nil, 0, fmt.Errorf("%w: epoch %d starts at record %d after record %d", errJournal, e, firstLSN[e], last)
 		}
-		n, end, err := replaySlot(j.slots[i].f, e, firstLSN[e], have, db)
+		n, end, err := replaySlot(j.slots[i].f, e, firstLSN[e], db)
 		if err != nil {
 			j.closeFiles()
 			return nil, 0, err
 		}
 		replayed += n
-		if end > 0 {
+		if n > 0 {
 			last = end
 		} else if !chained {
 			last = firstLSN[e] - 1
@@ -274,7 +257,7 @@ func openJournal(dir string, db *dgraph.DB, g *groupSync, size int64) (*journal,
 			return nil, 0, err
 		}
 	}
-	j.nextLSN = max(last, have) + 1
+	j.nextLSN = last + 1
 	j.epoch = maxEpoch
 	j.cpFrom = maxEpoch + 1
 	j.cpWanted = j.cpFrom
@@ -354,36 +337,12 @@ func readSlotHeader(f *os.File) (epoch, first uint64, ok bool) {
 	return binary.LittleEndian.Uint64(b[8:]), binary.LittleEndian.Uint64(b[16:]), true
 }
 
-// readLSN returns the number lsnKey holds: 0 in a store that never had a
-// journal.
-func readLSN(db *dgraph.DB) (uint64, error) {
-	t := db.NewTransaction(false)
-	defer t.Discard()
-	item, err := t.Get([]byte(lsnKey))
-	if errors.Is(err, dgraph.ErrKeyNotFound) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, err
-	}
-	var n uint64
-	err = item.Value(func(v []byte) error {
-		if len(v) != 8 {
-			return fmt.Errorf("%w: a record number of %d bytes", errJournal, len(v))
-		}
-		n = binary.BigEndian.Uint64(v)
-		return nil
-	})
-	return n, err
-}
-
-// replaySlot reads the records of epoch in f, numbered from first on, up
-// to the first that does not read: the end of what a round made durable,
-// after which lie zeros, a record cut by the crash, or one of an earlier
-// epoch. It applies to db those numbered after have, which Badger lacks.
-// It returns how many it applied and the number of the last record read
-// (0 for none).
-func replaySlot(f *os.File, epoch, first, have uint64, db *dgraph.DB) (int, uint64, error) {
+// replaySlot applies the records of epoch in f, numbered from first on,
+// to db, up to the first that does not read: the end of what a round
+// made durable, after which lie zeros, a record cut by the crash, or one
+// of an earlier epoch. It returns how many it applied and the number of
+// the last (0 for none).
+func replaySlot(f *os.File, epoch, first uint64, db *dgraph.DB) (int, uint64, error) {
 	r := bufio.NewReaderSize(io.NewSectionReader(f, slotHeader, 1<<62), 256<<10)
 	var hdr [recordHeader]byte
 	n, want := 0, first
@@ -404,15 +363,13 @@ func replaySlot(f *os.File, epoch, first, have uint64, db *dgraph.DB) (int, uint
 		if recordCRC(epoch, hdr[8:16], payload) != binary.LittleEndian.Uint32(hdr[4:]) {
 			break
 		}
-		if want > have {
-			if err := applyRecord(db, want, payload); err != nil {
-				return n, want - 1, fmt.Errorf("kv: replaying record %d of epoch %d: %w", want, epoch, err)
-			}
-			n++
+		if err := applyRecord(db, payload); err != nil {
+			return n, want - 1, fmt.Errorf("kv: replaying record %d of epoch %d: %w", want, epoch, err)
 		}
+		n++
 		want++
 	}
-	if want == first {
+	if n == 0 {
 		return 0, 0, nil
 	}
 	return n, want - 1, nil
@@ -429,12 +386,12 @@ func recordCRC(epoch uint64, lsn, payload []byte) uint32 {
 	return crc32.Update(c, castagnoli, payload)
 }
 
-// applyRecord commits the writes of record lsn to db, and lsn to lsnKey,
-// in as many transactions as Badger takes them: one, unless the store
-// was opened with smaller memtables than when it was written. Atomicity
-// does not matter here: nothing reads the store before the replay ends,
-// and a crash during it replays this record again.
-func applyRecord(db *dgraph.DB, lsn uint64, payload []byte) error {
+// applyRecord commits a record's writes to db, in as many transactions
+// as Badger takes them: one, unless the store was opened with smaller
+// memtables than when it was written. Atomicity does not matter here:
+// nothing reads the store before the replay ends, and a crash during
+// it replays again from the same checkpoint.
+func applyRecord(db *dgraph.DB, payload []byte) error {
 	t := db.NewTransaction(true)
 	defer func() { t.Discard() }()
 	for len(payload) > 0 {
@@ -463,9 +420,6 @@ func applyRecord(db *dgraph.DB, lsn uint64, payload []byte) error {
 			}
 			t = db.NewTransaction(true)
 		}
-	}
-	if err := t.Set([]byte(lsnKey), binary.BigEndian.AppendUint64(nil, lsn)); err != nil {
-		return err
 	}
 	return t.Commit()
 }
@@ -545,21 +499,17 @@ func decodeOp(b []byte) (op, []byte, error) {
 }
 
 // commit appends the record of ops and runs commit, Badger's commit of
-// the same transaction, which must also write the record's number to
-// lsnKey (0: no record, for a transaction that wrote nothing), while
-// holding mu: see journal. A commit that fails takes its record back.
-// Commits are one at a time here; Badger writes them one at a time
-// anyway.
-func (j *journal) commit(ops []op, commit func(lsn uint64) error) error {
+// the same transaction, while holding mu: see journal. A commit that
+// fails takes its record back. Commits are one at a time here; Badger
+// writes them one at a time anyway.
+func (j *journal) commit(ops []op, commit func() error) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	mark := len(j.buf)
-	lsn := uint64(0)
 	if len(ops) > 0 {
-		lsn = j.nextLSN
-		j.buf = appendRecord(j.buf, lsn, ops)
+		j.buf = appendRecord(j.buf, j.nextLSN, ops)
 	}
-	if err := commit(lsn); err != nil {
+	if err := commit(); err != nil {
 		j.buf = j.buf[:mark]
 		return err
 	}
