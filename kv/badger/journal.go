@@ -2,6 +2,7 @@ package badger
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -43,7 +44,13 @@ import (
 // records from the last checkpoint on, in the order they were appended.
 // Replaying a record whose writes Badger kept is harmless: each record
 // sets or deletes keys to what they were after its commit, and the last
-// record touching a key decides it, as its commit did.
+// record touching a key decides it, as its commit did. But Badger may
+// also keep commits whose records the crash lost (kill -9 leaves its
+// memory-mapped logs to the kernel, which may write them back before a
+// power cut too), and an earlier record must not undo part of such a
+// commit: so a record carries the highest version Badger had given when
+// its commit returned, and the replay leaves alone a key that Badger
+// holds at a higher version, written by a later commit.
 //
 // A record is appended under mu together with Badger's commit of the
 // same transaction, so the journal's order is the commits' order, and a
@@ -61,6 +68,7 @@ import (
 // written over in place.
 type journal struct {
 	dir  string
+	db   *dgraph.DB // for the version bound of each record (see commit)
 	g    *groupSync // syncs Badger's logs for checkpoints
 	size int64      // where a slot is full: slotSize but in tests
 
@@ -129,6 +137,10 @@ const (
 	// seeded with the epoch and the record's number) and the record's
 	// number (8).
 	recordHeader = 16
+	// recordVersion: a payload starts with the highest version Badger
+	// had given when the record's commit returned (8 bytes), then its
+	// ops.
+	recordVersion = 8
 	// maxSpare bounds the buffer a round keeps for the next.
 	maxSpare = 1 << 20
 	// maxRecord bounds a record's payload at replay; a longer length is
@@ -170,7 +182,7 @@ func openJournal(dir string, db *dgraph.DB, g *groupSync, size int64) (*journal,
 	if size <= 0 {
 		size = slotSize
 	}
-	j := &journal{dir: filepath.Join(dir, journalDir), g: g, size: size, cur: -1, nextLSN: 1}
+	j := &journal{dir: filepath.Join(dir, journalDir), db: db, g: g, size: size, cur: -1, nextLSN: 1}
 	j.cond.L = &j.rmu
 	if err := os.Mkdir(j.dir, 0o700); err == nil {
 		if err := syncDir(dir); err != nil {
@@ -226,6 +238,10 @@ func openJournal(dir string, db *dgraph.DB, g *groupSync, size int64) (*journal,
 			}
 		}
 	}
+	// What Badger held before the replay, to tell a key that a commit
+	// after a record wrote (see journal).
+	pre := db.NewTransaction(false)
+	defer pre.Discard()
 	replayed := 0
 	last, chained := uint64(0), false // the last record's number, once an epoch was read
 	for e := from; ; e++ {
@@ -237,7 +253,7 @@ func openJournal(dir string, db *dgraph.DB, g *groupSync, size int64) (*journal,
 			j.closeFiles()
 			return nil, 0, fmt.Errorf("%w: epoch %d starts at record %d after record %d", errJournal, e, firstLSN[e], last)
 		}
-		n, end, err := replaySlot(j.slots[i].f, e, firstLSN[e], db)
+		n, end, err := replaySlot(j.slots[i].f, e, firstLSN[e], db, pre)
 		if err != nil {
 			j.closeFiles()
 			return nil, 0, err
@@ -329,7 +345,7 @@ func readSlotHeader(f *os.File) (epoch, first uint64, ok bool) {
 // made durable, after which lie zeros, a record cut by the crash, or one
 // of an earlier epoch. It returns how many it applied and the number of
 // the last (0 for none).
-func replaySlot(f *os.File, epoch, first uint64, db *dgraph.DB) (int, uint64, error) {
+func replaySlot(f *os.File, epoch, first uint64, db *dgraph.DB, pre *dgraph.Txn) (int, uint64, error) {
 	r := bufio.NewReaderSize(io.NewSectionReader(f, slotHeader, 1<<62), 256<<10)
 	var hdr [recordHeader]byte
 	n, want := 0, first
@@ -350,7 +366,7 @@ func replaySlot(f *os.File, epoch, first uint64, db *dgraph.DB) (int, uint64, er
 		if recordCRC(epoch, hdr[8:16], payload) != binary.LittleEndian.Uint32(hdr[4:]) {
 			break
 		}
-		if err := applyRecord(db, payload); err != nil {
+		if err := applyRecord(db, pre, payload); err != nil {
 			return n, want - 1, fmt.Errorf("kv: replaying record %d of epoch %d: %w", want, epoch, err)
 		}
 		n++
@@ -377,8 +393,15 @@ func recordCRC(epoch uint64, lsn, payload []byte) uint32 {
 // as Badger takes them: one, unless the store was opened with smaller
 // memtables than when it was written. Atomicity does not matter here:
 // nothing reads the store before the replay ends, and a crash during
-// it replays again from the same checkpoint.
-func applyRecord(db *dgraph.DB, payload []byte) error {
+// it replays again from the same checkpoint. A key that pre, Badger
+// before the replay, holds at a version above the record's was written
+// by a later commit, whose value stands (see journal).
+func applyRecord(db *dgraph.DB, pre *dgraph.Txn, payload []byte) error {
+	if len(payload) < recordVersion {
+		return fmt.Errorf("%w: a record without its version", errJournal)
+	}
+	version := binary.LittleEndian.Uint64(payload)
+	payload = payload[recordVersion:]
 	t := db.NewTransaction(true)
 	defer func() { t.Discard() }()
 	for len(payload) > 0 {
@@ -387,6 +410,9 @@ func applyRecord(db *dgraph.DB, payload []byte) error {
 			return err
 		}
 		payload = rest
+		if keyVersion(pre, o.key) > version {
+			continue
+		}
 		e := dgraph.NewEntry(o.key, o.value)
 		e.ExpiresAt = o.expiresAt
 		for {
@@ -411,11 +437,29 @@ func applyRecord(db *dgraph.DB, payload []byte) error {
 	return t.Commit()
 }
 
+// keyVersion is the version of key's newest entry in t, a set, a delete
+// or an expired one; 0 for none.
+func keyVersion(t *dgraph.Txn, key []byte) uint64 {
+	if item, err := t.Get(key); err == nil {
+		return item.Version()
+	}
+	// Get hides deletes and expired entries; an iterator over all
+	// versions shows them, newest first.
+	it := t.NewIterator(dgraph.IteratorOptions{AllVersions: true, Prefix: key})
+	defer it.Close()
+	it.Seek(key)
+	if it.Valid() && bytes.Equal(it.Item().Key(), key) {
+		return it.Item().Version()
+	}
+	return 0
+}
+
 // appendRecord appends the record numbered lsn of ops to b; its CRC is
-// left for seal, which knows the epoch.
+// left for seal, which knows the epoch, and its version for commit,
+// which learns it from the commit.
 func appendRecord(b []byte, lsn uint64, ops []op) []byte {
 	start := len(b)
-	b = append(b, make([]byte, recordHeader)...)
+	b = append(b, make([]byte, recordHeader+recordVersion)...)
 	for _, o := range ops {
 		b = append(b, byte(o.kind))
 		b = binary.AppendUvarint(b, uint64(len(o.key)))
@@ -501,6 +545,12 @@ func (j *journal) commit(ops []op, commit func() error) error {
 		return err
 	}
 	if len(ops) > 0 {
+		// Badger gives versions in the order of commits, and the
+		// next commit waits for mu: a key at a higher version is a
+		// later commit's.
+		t := j.db.NewTransaction(false)
+		binary.LittleEndian.PutUint64(j.buf[mark+recordHeader:], t.ReadTs())
+		t.Discard()
 		j.nextLSN++
 	}
 	return nil
