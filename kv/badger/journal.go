@@ -274,8 +274,12 @@ func openJournal(dir string, db *dgraph.DB, g *groupSync, size int64) (*journal,
 		}
 	}
 	j.nextLSN = last + 1
-	j.epoch = maxEpoch
-	j.cpFrom = maxEpoch + 1
+	// The epoch after maxEpoch may hold records without its header: a
+	// crash during the round that started it can keep those and lose
+	// that. Records sealed for it, in a slot this run writes over,
+	// would read as this run's: skip it.
+	j.epoch = maxEpoch + 1
+	j.cpFrom = j.epoch + 1
 	j.cpWanted = j.cpFrom
 	// Every earlier epoch is in Badger now: free their slots before the
 	// first round writes over one.

@@ -437,3 +437,67 @@ func TestJournalBehindBadger(t *testing.T) {
 		})
 	}
 }
+
+// TestJournalEpochAfterLostHeader: a power cut during the round that
+// starts an epoch can keep the round's records and lose the slot's
+// header, which the same fdatasync would have made durable. The next
+// run must not seal its records for that epoch again: in the same slot,
+// a record of the run cut short would then read as the next one of the
+// new run, and a later crash would replay a commit that was never
+// acknowledged over the new run's.
+func TestJournalEpochAfterLostHeader(t *testing.T) {
+	ctx := context.Background()
+	const slot = 16 << 10
+	dir, snap, last := t.TempDir(), t.TempDir(), t.TempDir()
+	s := openDisk(t, dir, Options{journalSlot: slot})
+	hold := make(chan struct{})
+	s.jl.beforeCheckpoint = func() { <-hold }
+	put(t, s, "x", strings.Repeat("x", 10<<10))
+	first := s.jl.cur
+	// One round: a, then a commit never acknowledged, then one whose
+	// size makes its slot the one the next run picks first; it starts
+	// the next epoch.
+	unsynced := func(k, v string) {
+		if err := s.UpdateUnsynced(ctx, func(tx kv.Txn) error { return tx.Set([]byte(k), []byte(v)) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	unsynced("a", "a")
+	unsynced("zombie", "never acknowledged")
+	put(t, s, "c", strings.Repeat("c", 1<<20+100))
+	if s.jl.cur == first {
+		t.Fatal("the round did not start an epoch")
+	}
+	copyTree(t, filepath.Join(dir, journalDir), filepath.Join(snap, journalDir))
+	// The crash: the new slot's header block is not on disk.
+	f, err := os.OpenFile(slotPath(s, snap), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(make([]byte, slotHeader), 0); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	close(hold)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// The next run commits a record of a's size, and crashes.
+	r := openDisk(t, snap, Options{journalSlot: slot})
+	put(t, r, "a", "a")
+	copyTree(t, filepath.Join(snap, journalDir), filepath.Join(last, journalDir))
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(snap, journalDir)); err != nil {
+		t.Fatal(err)
+	}
+	copyTree(t, filepath.Join(last, journalDir), filepath.Join(snap, journalDir))
+
+	r = openDisk(t, snap, Options{journalSlot: slot})
+	defer r.Close()
+	if got := dump(t, r); got["zombie"] != "" {
+		t.Errorf("after the second crash: zombie=%s, a commit the first crash cut", got["zombie"])
+	}
+}
