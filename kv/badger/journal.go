@@ -174,8 +174,8 @@ type op struct {
 var errJournal = errors.New("kv: damaged journal")
 
 // openJournal opens the journal in dir (creating it), replays into db
-// what the last checkpoint does not cover, and makes that durable in
-// Badger through g. It returns the journal and the number of records it
+// what the last checkpoint does not cover, and makes what Badger holds
+// durable through g. It returns the journal and the number of records it
 // replayed.
 // size overrides slotSize when positive.
 func openJournal(dir string, db *dgraph.DB, g *groupSync, size int64) (*journal, int, error) {
@@ -266,12 +266,13 @@ func openJournal(dir string, db *dgraph.DB, g *groupSync, size int64) (*journal,
 		}
 		chained = true
 	}
-	if replayed > 0 {
-		// The replayed commits are in Badger's logs, unsynced.
-		if err := g.wait(); err != nil {
-			j.closeFiles()
-			return nil, 0, err
-		}
+	// The replayed commits are in Badger's logs, unsynced, and so may
+	// be commits no record holds, which kill -9 left to the kernel:
+	// the store serves them from now on, and a commit acknowledged next
+	// may build on one of them.
+	if err := g.wait(); err != nil {
+		j.closeFiles()
+		return nil, 0, err
 	}
 	j.nextLSN = last + 1
 	// The epoch after maxEpoch may hold records without its header: a
