@@ -531,3 +531,43 @@ func TestJournalOpenSyncsBadger(t *testing.T) {
 		t.Errorf("Open synced none of Badger's logs: %+v", st)
 	}
 }
+
+// TestJournalRoundsDuringFlush: while RunGC flushes the memtables
+// (flushDeletes holds writes), a commit waits to write to Badger, and it
+// must not wait holding the journal's lock: the round that acknowledges
+// the commits made before would wait for the flush too.
+func TestJournalRoundsDuringFlush(t *testing.T) {
+	ctx := context.Background()
+	s := openDisk(t, t.TempDir(), Options{})
+	defer s.Close()
+	// A commit waiting for its round.
+	if err := s.UpdateUnsynced(ctx, func(tx kv.Txn) error { return tx.Set([]byte("before"), []byte("v")) }); err != nil {
+		t.Fatal(err)
+	}
+	s.writes.Lock() // as flushDeletes does
+	blocked := make(chan error, 1)
+	go func() {
+		blocked <- s.Update(ctx, func(tx kv.Txn) error { return tx.Set([]byte("during"), []byte("v")) })
+	}()
+	// Let the commit reach Badger's lock; there it waits either way.
+	time.Sleep(100 * time.Millisecond)
+	done := make(chan error, 1)
+	go func() { done <- s.jl.wait() }()
+	waited := false
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Error(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("the round waited for the flush")
+		waited = true
+	}
+	s.writes.Unlock()
+	if err := <-blocked; err != nil {
+		t.Fatal(err)
+	}
+	if waited {
+		<-done
+	}
+}
