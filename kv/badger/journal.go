@@ -247,6 +247,14 @@ func openJournal(dir string, db *dgraph.DB, g *groupSync, size int64) (*journal,
 	for e := from; ; e++ {
 		i, ok := bySlot[e]
 		if !ok {
+			// A later epoch started after this one's header was
+			// durable: one that does not read is damage.
+			for later := range bySlot {
+				if later > e {
+					j.closeFiles()
+					return nil, 0, fmt.Errorf("%w: epoch %d after epoch %d, which does not read", errJournal, later, e)
+				}
+			}
 			break
 		}
 		if chained && firstLSN[e] != last+1 {

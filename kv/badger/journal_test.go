@@ -108,6 +108,22 @@ func TestJournalReplay(t *testing.T) {
 			}
 			flip(t, filepath.Join(dir, journalDir, fmt.Sprint(first, ".slot")), slotHeader+recordHeader+1)
 		}, wantErr: errJournal},
+		{name: "a slot's header damaged before a later epoch", slot: 16 << 10, commits: func(t *testing.T, s *DB) {
+			for i := range 20 {
+				put(t, s, fmt.Sprint("k", i), strings.Repeat("x", 1000))
+			}
+		}, damage: func(t *testing.T, s *DB, dir string) {
+			first := -1
+			for i, sl := range s.jl.slots {
+				if sl.epoch == s.jl.cpFrom {
+					first = i
+				}
+			}
+			if first < 0 || s.jl.epoch == s.jl.cpFrom {
+				t.Fatalf("epochs %d to %d: the row wants two", s.jl.cpFrom, s.jl.epoch)
+			}
+			flip(t, filepath.Join(dir, journalDir, fmt.Sprint(first, ".slot")), 9)
+		}, wantErr: errJournal},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
