@@ -239,9 +239,16 @@ func openJournal(dir string, db *dgraph.DB, g *groupSync, size int64) (*journal,
 		}
 	}
 	// What Badger held before the replay, to tell a key that a commit
-	// after a record wrote (see journal).
+	// after a record wrote (see journal), up to base.
 	pre := db.NewTransaction(false)
 	defer pre.Discard()
+	base := pre.ReadTs()
+	if _, ok := bySlot[from]; ok {
+		if base, err = j.replayBase(from, base); err != nil {
+			j.closeFiles()
+			return nil, 0, err
+		}
+	}
 	replayed := 0
 	last, chained := uint64(0), false // the last record's number, once an epoch was read
 	for e := from; ; e++ {
@@ -261,7 +268,7 @@ func openJournal(dir string, db *dgraph.DB, g *groupSync, size int64) (*journal,
 			j.closeFiles()
 			return nil, 0, fmt.Errorf("%w: epoch %d starts at record %d after record %d", errJournal, e, firstLSN[e], last)
 		}
-		n, end, err := replaySlot(j.slots[i].f, e, firstLSN[e], db, pre)
+		n, end, err := replaySlot(j.slots[i].f, e, firstLSN[e], db, pre, base)
 		if err != nil {
 			j.closeFiles()
 			return nil, 0, err
@@ -320,6 +327,33 @@ func (j *journal) readCheckpoint() (uint64, error) {
 	return binary.LittleEndian.Uint64(b[8:16]), nil
 }
 
+// replayBase returns the highest version of a commit Badger kept, for
+// a replay from epoch from: readTs, the highest version Badger holds
+// now, unless a replay from the same epoch ran before and a crash cut
+// it, whose writes are above the version it saw. The file "replaying"
+// keeps that version from before the first replay's first write; a
+// later checkpoint makes it stale.
+func (j *journal) replayBase(from, readTs uint64) (uint64, error) {
+	name := filepath.Join(j.dir, "replaying")
+	b, err := os.ReadFile(name)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return 0, err
+	}
+	if len(b) == 28 && [8]byte(b[:8]) == journalMagic && crc32.Checksum(b[:24], castagnoli) == binary.LittleEndian.Uint32(b[24:]) &&
+		binary.LittleEndian.Uint64(b[8:]) == from {
+		return binary.LittleEndian.Uint64(b[16:]), nil
+	}
+	b = make([]byte, 28)
+	copy(b, journalMagic[:])
+	binary.LittleEndian.PutUint64(b[8:], from)
+	binary.LittleEndian.PutUint64(b[16:], readTs)
+	binary.LittleEndian.PutUint32(b[24:], crc32.Checksum(b[:24], castagnoli))
+	if err := atomicfile.WriteFile(name, b, 0o600); err != nil {
+		return 0, err
+	}
+	return readTs, nil
+}
+
 // writeCheckpoint names epoch as the first one Open must replay.
 func (j *journal) writeCheckpoint(epoch uint64) error {
 	b := make([]byte, 20)
@@ -358,7 +392,7 @@ func readSlotHeader(f *os.File) (epoch, first uint64, ok bool) {
 // made durable, after which lie zeros, a record cut by the crash, or one
 // of an earlier epoch. It returns how many it applied and the number of
 // the last (0 for none).
-func replaySlot(f *os.File, epoch, first uint64, db *dgraph.DB, pre *dgraph.Txn) (int, uint64, error) {
+func replaySlot(f *os.File, epoch, first uint64, db *dgraph.DB, pre *dgraph.Txn, base uint64) (int, uint64, error) {
 	r := bufio.NewReaderSize(io.NewSectionReader(f, slotHeader, 1<<62), 256<<10)
 	var hdr [recordHeader]byte
 	n, want := 0, first
@@ -379,7 +413,7 @@ func replaySlot(f *os.File, epoch, first uint64, db *dgraph.DB, pre *dgraph.Txn)
 		if recordCRC(epoch, hdr[8:16], payload) != binary.LittleEndian.Uint32(hdr[4:]) {
 			break
 		}
-		if err := applyRecord(db, pre, payload); err != nil {
+		if err := applyRecord(db, pre, base, payload); err != nil {
 			return n, want - 1, fmt.Errorf("kv: replaying record %d of epoch %d: %w", want, epoch, err)
 		}
 		n++
@@ -408,8 +442,9 @@ func recordCRC(epoch uint64, lsn, payload []byte) uint32 {
 // nothing reads the store before the replay ends, and a crash during
 // it replays again from the same checkpoint. A key that pre, Badger
 // before the replay, holds at a version above the record's was written
-// by a later commit, whose value stands (see journal).
-func applyRecord(db *dgraph.DB, pre *dgraph.Txn, payload []byte) error {
+// by a later commit, whose value stands (see journal); above base, by
+// a replay a crash cut, which decides nothing.
+func applyRecord(db *dgraph.DB, pre *dgraph.Txn, base uint64, payload []byte) error {
 	if len(payload) < recordVersion {
 		return fmt.Errorf("%w: a record without its version", errJournal)
 	}
@@ -423,7 +458,7 @@ func applyRecord(db *dgraph.DB, pre *dgraph.Txn, payload []byte) error {
 			return err
 		}
 		payload = rest
-		if keyVersion(pre, o.key) > version {
+		if v := keyVersion(pre, o.key); v > version && v <= base {
 			continue
 		}
 		e := dgraph.NewEntry(o.key, o.value)

@@ -587,3 +587,56 @@ func TestJournalRoundsDuringFlush(t *testing.T) {
 		<-done
 	}
 }
+
+// TestJournalReplayCutShort: a crash during a replay leaves Badger with
+// what the replay wrote, at versions above those of the records still
+// to replay. The next replay must not take those for later commits' and
+// keep a replayed value over a later record's. Badger here kept the
+// commits up to a point (as kill -9 leaves it, copied while the store
+// runs), the first replay is cut after the records up to that point,
+// and the last record, acknowledged, sets the key again.
+func TestJournalReplayCutShort(t *testing.T) {
+	dir, kept, partial := t.TempDir(), t.TempDir(), t.TempDir()
+	s := openDisk(t, dir, Options{})
+	put(t, s, "a", "1")
+	put(t, s, "b", "1")
+	put(t, s, "k", "old")
+	put(t, s, "c", "1")
+	copyTree(t, dir, kept) // Badger kept these commits
+	jpartial := filepath.Join(partial, journalDir)
+	copyTree(t, filepath.Join(dir, journalDir), jpartial)
+	put(t, s, "k", "new")
+	jfull := t.TempDir()
+	copyTree(t, filepath.Join(dir, journalDir), jfull)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// replace puts journal in place of kept's, but for what the replay
+	// wrote beside the records, which the crash keeps.
+	replace := func(journal string) {
+		t.Helper()
+		own, _ := os.ReadFile(filepath.Join(kept, journalDir, "replaying"))
+		if err := os.RemoveAll(filepath.Join(kept, journalDir)); err != nil {
+			t.Fatal(err)
+		}
+		copyTree(t, journal, filepath.Join(kept, journalDir))
+		if own != nil {
+			if err := os.WriteFile(filepath.Join(kept, journalDir, "replaying"), own, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// The first replay, cut after the records Badger kept: Badger's
+	// files as it leaves them, with the journal of the crash.
+	replace(jpartial)
+	r := openDisk(t, kept, Options{})
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	replace(jfull)
+	r = openDisk(t, kept, Options{})
+	defer r.Close()
+	if got := dump(t, r)["k"]; got != "new expires:false" {
+		t.Errorf("k = %q after the second replay, want new", got)
+	}
+}
