@@ -523,17 +523,17 @@ func (b *DB) updateOnce(fn func(kv.Txn) error, sync bool) error {
 	if tx.meta {
 		b.metaCommitting.Add(1)
 	}
-	commit := func() error {
-		b.writes.RLock()
-		defer b.writes.RUnlock()
-		return bt.Commit()
-	}
+	// writes is taken before the journal's lock: a commit that waits
+	// for RunGC's flush must not hold up the round that acknowledges
+	// the commits before it.
 	var err error
+	b.writes.RLock()
 	if b.jl != nil {
-		err = b.jl.commit(tx.writes, commit)
+		err = b.jl.commit(tx.writes, bt.Commit)
 	} else {
-		err = commit()
+		err = bt.Commit()
 	}
+	b.writes.RUnlock()
 	if !errors.Is(err, dgraph.ErrConflict) {
 		if b.afterCommit != nil {
 			b.afterCommit()

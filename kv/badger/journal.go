@@ -2,6 +2,7 @@ package badger
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -43,7 +44,13 @@ import (
 // records from the last checkpoint on, in the order they were appended.
 // Replaying a record whose writes Badger kept is harmless: each record
 // sets or deletes keys to what they were after its commit, and the last
-// record touching a key decides it, as its commit did.
+// record touching a key decides it, as its commit did. But Badger may
+// also keep commits whose records the crash lost (kill -9 leaves its
+// memory-mapped logs to the kernel, which may write them back before a
+// power cut too), and an earlier record must not undo part of such a
+// commit: so a record carries the highest version Badger had given when
+// its commit returned, and the replay leaves alone a key that Badger
+// holds at a higher version, written by a later commit.
 //
 // A record is appended under mu together with Badger's commit of the
 // same transaction, so the journal's order is the commits' order, and a
@@ -61,6 +68,7 @@ import (
 // written over in place.
 type journal struct {
 	dir  string
+	db   *dgraph.DB // for the version bound of each record (see commit)
 	g    *groupSync // syncs Badger's logs for checkpoints
 	size int64      // where a slot is full: slotSize but in tests
 
@@ -129,6 +137,10 @@ const (
 	// seeded with the epoch and the record's number) and the record's
 	// number (8).
 	recordHeader = 16
+	// recordVersion: a payload starts with the highest version Badger
+	// had given when the record's commit returned (8 bytes), then its
+	// ops.
+	recordVersion = 8
 	// maxSpare bounds the buffer a round keeps for the next.
 	maxSpare = 1 << 20
 	// maxRecord bounds a record's payload at replay; a longer length is
@@ -162,15 +174,15 @@ type op struct {
 var errJournal = errors.New("kv: damaged journal")
 
 // openJournal opens the journal in dir (creating it), replays into db
-// what the last checkpoint does not cover, and makes that durable in
-// Badger through g. It returns the journal and the number of records it
+// what the last checkpoint does not cover, and makes what Badger holds
+// durable through g. It returns the journal and the number of records it
 // replayed.
 // size overrides slotSize when positive.
 func openJournal(dir string, db *dgraph.DB, g *groupSync, size int64) (*journal, int, error) {
 	if size <= 0 {
 		size = slotSize
 	}
-	j := &journal{dir: filepath.Join(dir, journalDir), g: g, size: size, cur: -1, nextLSN: 1}
+	j := &journal{dir: filepath.Join(dir, journalDir), db: db, g: g, size: size, cur: -1, nextLSN: 1}
 	j.cond.L = &j.rmu
 	if err := os.Mkdir(j.dir, 0o700); err == nil {
 		if err := syncDir(dir); err != nil {
@@ -226,18 +238,37 @@ func openJournal(dir string, db *dgraph.DB, g *groupSync, size int64) (*journal,
 			}
 		}
 	}
+	// What Badger held before the replay, to tell a key that a commit
+	// after a record wrote (see journal), up to base.
+	pre := db.NewTransaction(false)
+	defer pre.Discard()
+	base := pre.ReadTs()
+	if _, ok := bySlot[from]; ok {
+		if base, err = j.replayBase(from, base); err != nil {
+			j.closeFiles()
+			return nil, 0, err
+		}
+	}
 	replayed := 0
 	last, chained := uint64(0), false // the last record's number, once an epoch was read
 	for e := from; ; e++ {
 		i, ok := bySlot[e]
 		if !ok {
+			// A later epoch started after this one's header was
+			// durable: one that does not read is damage.
+			for later := range bySlot {
+				if later > e {
+					j.closeFiles()
+					return nil, 0, fmt.Errorf("%w: epoch %d after epoch %d, which does not read", errJournal, later, e)
+				}
+			}
 			break
 		}
 		if chained && firstLSN[e] != last+1 {
 			j.closeFiles()
 			return nil, 0, fmt.Errorf("%w: epoch %d starts at record %d after record %d", errJournal, e, firstLSN[e], last)
 		}
-		n, end, err := replaySlot(j.slots[i].f, e, firstLSN[e], db)
+		n, end, err := replaySlot(j.slots[i].f, e, firstLSN[e], db, pre, base)
 		if err != nil {
 			j.closeFiles()
 			return nil, 0, err
@@ -250,16 +281,21 @@ func openJournal(dir string, db *dgraph.DB, g *groupSync, size int64) (*journal,
 		}
 		chained = true
 	}
-	if replayed > 0 {
-		// The replayed commits are in Badger's logs, unsynced.
-		if err := g.wait(); err != nil {
-			j.closeFiles()
-			return nil, 0, err
-		}
+	// The replayed commits are in Badger's logs, unsynced, and so may
+	// be commits no record holds, which kill -9 left to the kernel:
+	// the store serves them from now on, and a commit acknowledged next
+	// may build on one of them.
+	if err := g.wait(); err != nil {
+		j.closeFiles()
+		return nil, 0, err
 	}
 	j.nextLSN = last + 1
-	j.epoch = maxEpoch
-	j.cpFrom = maxEpoch + 1
+	// The epoch after maxEpoch may hold records without its header: a
+	// crash during the round that started it can keep those and lose
+	// that. Records sealed for it, in a slot this run writes over,
+	// would read as this run's: skip it.
+	j.epoch = maxEpoch + 1
+	j.cpFrom = j.epoch + 1
 	j.cpWanted = j.cpFrom
 	// Every earlier epoch is in Badger now: free their slots before the
 	// first round writes over one.
@@ -284,22 +320,54 @@ func (j *journal) readCheckpoint() (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	// atomicfile replaces it whole: anything else is damage.
+	// replaceFile replaces it whole: anything else is damage.
 	if len(b) != 20 || [8]byte(b[:8]) != journalMagic || crc32.Checksum(b[:16], castagnoli) != binary.LittleEndian.Uint32(b[16:]) {
 		return 0, fmt.Errorf("%w: the checkpoint file does not read", errJournal)
 	}
 	return binary.LittleEndian.Uint64(b[8:16]), nil
 }
 
-// writeCheckpoint names epoch as the first one Open must replay. The
-// file is replaced whole (a temporary file, synced, renamed over it) and
-// the rename synced, so a crash leaves the old name or the new one.
+// replayBase returns the highest version of a commit Badger kept, for
+// a replay from epoch from: readTs, the highest version Badger holds
+// now, unless a replay from the same epoch ran before and a crash cut
+// it, whose writes are above the version it saw. The file "replaying"
+// keeps that version from before the first replay's first write; a
+// later checkpoint makes it stale.
+func (j *journal) replayBase(from, readTs uint64) (uint64, error) {
+	name := filepath.Join(j.dir, "replaying")
+	b, err := os.ReadFile(name)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return 0, err
+	}
+	if len(b) == 28 && [8]byte(b[:8]) == journalMagic && crc32.Checksum(b[:24], castagnoli) == binary.LittleEndian.Uint32(b[24:]) &&
+		binary.LittleEndian.Uint64(b[8:]) == from {
+		return binary.LittleEndian.Uint64(b[16:]), nil
+	}
+	b = make([]byte, 28)
+	copy(b, journalMagic[:])
+	binary.LittleEndian.PutUint64(b[8:], from)
+	binary.LittleEndian.PutUint64(b[16:], readTs)
+	binary.LittleEndian.PutUint32(b[24:], crc32.Checksum(b[:24], castagnoli))
+	if err := replaceFile(name, b); err != nil {
+		return 0, err
+	}
+	return readTs, nil
+}
+
+// writeCheckpoint names epoch as the first one Open must replay.
 func (j *journal) writeCheckpoint(epoch uint64) error {
 	b := make([]byte, 20)
 	copy(b, journalMagic[:])
 	binary.LittleEndian.PutUint64(b[8:], epoch)
 	binary.LittleEndian.PutUint32(b[16:], crc32.Checksum(b[:16], castagnoli))
-	t, err := renameio.NewPendingFile(filepath.Join(j.dir, "checkpoint"), renameio.WithTempDir(j.dir), renameio.WithStaticPermissions(0o600))
+	return replaceFile(filepath.Join(j.dir, "checkpoint"), b)
+}
+
+// replaceFile replaces name with b whole (a temporary file, synced,
+// renamed over it) and syncs the rename, so a crash leaves the old
+// content or the new, and the new survives once it returns.
+func replaceFile(name string, b []byte) error {
+	t, err := renameio.NewPendingFile(name, renameio.WithTempDir(filepath.Dir(name)), renameio.WithStaticPermissions(0o600))
 	if err != nil {
 		return err
 	}
@@ -310,7 +378,7 @@ func (j *journal) writeCheckpoint(epoch uint64) error {
 	if err := t.CloseAtomicallyReplace(); err != nil {
 		return err
 	}
-	return syncDir(j.dir)
+	return syncDir(filepath.Dir(name))
 }
 
 // slotHeaderBytes is the header block of a slot holding epoch, whose
@@ -342,7 +410,7 @@ func readSlotHeader(f *os.File) (epoch, first uint64, ok bool) {
 // made durable, after which lie zeros, a record cut by the crash, or one
 // of an earlier epoch. It returns how many it applied and the number of
 // the last (0 for none).
-func replaySlot(f *os.File, epoch, first uint64, db *dgraph.DB) (int, uint64, error) {
+func replaySlot(f *os.File, epoch, first uint64, db *dgraph.DB, pre *dgraph.Txn, base uint64) (int, uint64, error) {
 	r := bufio.NewReaderSize(io.NewSectionReader(f, slotHeader, 1<<62), 256<<10)
 	var hdr [recordHeader]byte
 	n, want := 0, first
@@ -363,7 +431,7 @@ func replaySlot(f *os.File, epoch, first uint64, db *dgraph.DB) (int, uint64, er
 		if recordCRC(epoch, hdr[8:16], payload) != binary.LittleEndian.Uint32(hdr[4:]) {
 			break
 		}
-		if err := applyRecord(db, payload); err != nil {
+		if err := applyRecord(db, pre, base, payload); err != nil {
 			return n, want - 1, fmt.Errorf("kv: replaying record %d of epoch %d: %w", want, epoch, err)
 		}
 		n++
@@ -390,8 +458,16 @@ func recordCRC(epoch uint64, lsn, payload []byte) uint32 {
 // as Badger takes them: one, unless the store was opened with smaller
 // memtables than when it was written. Atomicity does not matter here:
 // nothing reads the store before the replay ends, and a crash during
-// it replays again from the same checkpoint.
-func applyRecord(db *dgraph.DB, payload []byte) error {
+// it replays again from the same checkpoint. A key that pre, Badger
+// before the replay, holds at a version above the record's was written
+// by a later commit, whose value stands (see journal); above base, by
+// a replay a crash cut, which decides nothing.
+func applyRecord(db *dgraph.DB, pre *dgraph.Txn, base uint64, payload []byte) error {
+	if len(payload) < recordVersion {
+		return fmt.Errorf("%w: a record without its version", errJournal)
+	}
+	version := binary.LittleEndian.Uint64(payload)
+	payload = payload[recordVersion:]
 	t := db.NewTransaction(true)
 	defer func() { t.Discard() }()
 	for len(payload) > 0 {
@@ -400,6 +476,9 @@ func applyRecord(db *dgraph.DB, payload []byte) error {
 			return err
 		}
 		payload = rest
+		if v := keyVersion(pre, o.key); v > version && v <= base {
+			continue
+		}
 		e := dgraph.NewEntry(o.key, o.value)
 		e.ExpiresAt = o.expiresAt
 		for {
@@ -424,11 +503,29 @@ func applyRecord(db *dgraph.DB, payload []byte) error {
 	return t.Commit()
 }
 
+// keyVersion is the version of key's newest entry in t, a set, a delete
+// or an expired one; 0 for none.
+func keyVersion(t *dgraph.Txn, key []byte) uint64 {
+	if item, err := t.Get(key); err == nil {
+		return item.Version()
+	}
+	// Get hides deletes and expired entries; an iterator over all
+	// versions shows them, newest first.
+	it := t.NewIterator(dgraph.IteratorOptions{AllVersions: true, Prefix: key})
+	defer it.Close()
+	it.Seek(key)
+	if it.Valid() && bytes.Equal(it.Item().Key(), key) {
+		return it.Item().Version()
+	}
+	return 0
+}
+
 // appendRecord appends the record numbered lsn of ops to b; its CRC is
-// left for seal, which knows the epoch.
+// left for seal, which knows the epoch, and its version for commit,
+// which learns it from the commit.
 func appendRecord(b []byte, lsn uint64, ops []op) []byte {
 	start := len(b)
-	b = append(b, make([]byte, recordHeader)...)
+	b = append(b, make([]byte, recordHeader+recordVersion)...)
 	for _, o := range ops {
 		b = append(b, byte(o.kind))
 		b = binary.AppendUvarint(b, uint64(len(o.key)))
@@ -514,6 +611,12 @@ func (j *journal) commit(ops []op, commit func() error) error {
 		return err
 	}
 	if len(ops) > 0 {
+		// Badger gives versions in the order of commits, and the
+		// next commit waits for mu: a key at a higher version is a
+		// later commit's.
+		t := j.db.NewTransaction(false)
+		binary.LittleEndian.PutUint64(j.buf[mark+recordHeader:], t.ReadTs())
+		t.Discard()
 		j.nextLSN++
 	}
 	return nil

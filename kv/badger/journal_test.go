@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -106,6 +107,22 @@ func TestJournalReplay(t *testing.T) {
 				t.Fatalf("epochs %d to %d: the row wants two", s.jl.cpFrom, s.jl.epoch)
 			}
 			flip(t, filepath.Join(dir, journalDir, fmt.Sprint(first, ".slot")), slotHeader+recordHeader+1)
+		}, wantErr: errJournal},
+		{name: "a slot's header damaged before a later epoch", slot: 16 << 10, commits: func(t *testing.T, s *DB) {
+			for i := range 20 {
+				put(t, s, fmt.Sprint("k", i), strings.Repeat("x", 1000))
+			}
+		}, damage: func(t *testing.T, s *DB, dir string) {
+			first := -1
+			for i, sl := range s.jl.slots {
+				if sl.epoch == s.jl.cpFrom {
+					first = i
+				}
+			}
+			if first < 0 || s.jl.epoch == s.jl.cpFrom {
+				t.Fatalf("epochs %d to %d: the row wants two", s.jl.cpFrom, s.jl.epoch)
+			}
+			flip(t, filepath.Join(dir, journalDir, fmt.Sprint(first, ".slot")), 9)
 		}, wantErr: errJournal},
 	}
 	for _, tc := range tests {
@@ -328,5 +345,298 @@ func copyTree(t *testing.T, src, dst string) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestJournalBehindBadger: a crash can leave Badger holding commits
+// whose records the journal lost (kill -9 keeps Badger's memory-mapped
+// logs, whose pages the kernel has, but not the records appended since
+// the last round; the kernel may also write those pages back before a
+// power cut). The replay must not write what earlier records say over
+// what those commits wrote: the store must read as it did before them or
+// as it did after them, never as half of a transaction, and an id of a
+// lease only Badger kept is not handed out again. Each row commits, keeps
+// a copy of the journal as the crash leaves it, commits again, and opens
+// Badger's files of a clean close with the journal copied before.
+func TestJournalBehindBadger(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name string
+		// before runs before the journal is copied; after, after.
+		before, after func(t *testing.T, s *DB)
+	}{
+		{name: "a set over an earlier record's key", before: func(t *testing.T, s *DB) {
+			put(t, s, "k", "record")
+		}, after: func(t *testing.T, s *DB) {
+			update(t, s, func(tx kv.Txn) error {
+				if err := tx.Set([]byte("k"), []byte("badger")); err != nil {
+					return err
+				}
+				return tx.Set([]byte("k2"), []byte("badger"))
+			})
+		}},
+		{name: "a delete of an earlier record's key", before: func(t *testing.T, s *DB) {
+			put(t, s, "k", "record")
+		}, after: func(t *testing.T, s *DB) {
+			update(t, s, func(tx kv.Txn) error {
+				if err := tx.Delete([]byte("k")); err != nil {
+					return err
+				}
+				return tx.Set([]byte("k2"), []byte("badger"))
+			})
+		}},
+		{name: "a TTL entry over an earlier record's key", before: func(t *testing.T, s *DB) {
+			put(t, s, "k", "record")
+		}, after: func(t *testing.T, s *DB) {
+			update(t, s, func(tx kv.Txn) error {
+				if err := tx.SetTTL([]byte("k"), []byte("badger"), time.Hour); err != nil {
+					return err
+				}
+				return tx.Set([]byte("k2"), []byte("badger"))
+			})
+		}},
+		{name: "ids of a lease Badger alone kept", before: func(t *testing.T, s *DB) {
+			if _, err := s.NextID(ctx, "node"); err != nil {
+				t.Fatal(err)
+			}
+			put(t, s, "k", "record")
+		}, after: func(t *testing.T, s *DB) {
+			var id uint64
+			for range seqBandwidth + 10 {
+				var err error
+				if id, err = s.NextID(ctx, "node"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			put(t, s, "used", fmt.Sprint(id))
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir, snap, jcopy := t.TempDir(), t.TempDir(), t.TempDir()
+			s := openDisk(t, dir, Options{})
+			put(t, s, "base", "before")
+			tc.before(t, s)
+			before := dump(t, s)
+			// The journal as the crash leaves it.
+			copyTree(t, filepath.Join(dir, journalDir), jcopy)
+			tc.after(t, s)
+			after := dump(t, s)
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			copyTree(t, dir, snap)
+			if err := os.RemoveAll(filepath.Join(snap, journalDir)); err != nil {
+				t.Fatal(err)
+			}
+			copyTree(t, jcopy, filepath.Join(snap, journalDir))
+
+			r := openDisk(t, snap, Options{})
+			defer r.Close()
+			got := dump(t, r)
+			if !maps.Equal(got, before) && !maps.Equal(got, after) {
+				t.Fatalf("after the replay:\n%v\nwant\n%v\nor\n%v", summary(got), summary(before), summary(after))
+			}
+			if v, ok := got["used"]; ok {
+				id, err := r.NextID(ctx, "node")
+				if err != nil {
+					t.Fatal(err)
+				}
+				used, err := strconv.ParseUint(strings.Fields(v)[0], 10, 64)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if id <= used {
+					t.Errorf("NextID after the replay = %d, already used: %s", id, v)
+				}
+			}
+		})
+	}
+}
+
+// TestJournalEpochAfterLostHeader: a power cut during the round that
+// starts an epoch can keep the round's records and lose the slot's
+// header, which the same fdatasync would have made durable. The next
+// run must not seal its records for that epoch again: in the same slot,
+// a record of the run cut short would then read as the next one of the
+// new run, and a later crash would replay a commit that was never
+// acknowledged over the new run's.
+func TestJournalEpochAfterLostHeader(t *testing.T) {
+	ctx := context.Background()
+	const slot = 16 << 10
+	dir, snap, last := t.TempDir(), t.TempDir(), t.TempDir()
+	s := openDisk(t, dir, Options{journalSlot: slot})
+	hold := make(chan struct{})
+	s.jl.beforeCheckpoint = func() { <-hold }
+	put(t, s, "x", strings.Repeat("x", 10<<10))
+	first := s.jl.cur
+	// One round: a, then a commit never acknowledged, then one whose
+	// size makes its slot the one the next run picks first; it starts
+	// the next epoch.
+	unsynced := func(k, v string) {
+		if err := s.UpdateUnsynced(ctx, func(tx kv.Txn) error { return tx.Set([]byte(k), []byte(v)) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	unsynced("a", "a")
+	unsynced("zombie", "never acknowledged")
+	put(t, s, "c", strings.Repeat("c", 1<<20+100))
+	if s.jl.cur == first {
+		t.Fatal("the round did not start an epoch")
+	}
+	copyTree(t, filepath.Join(dir, journalDir), filepath.Join(snap, journalDir))
+	// The crash: the new slot's header block is not on disk.
+	f, err := os.OpenFile(slotPath(s, snap), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(make([]byte, slotHeader), 0); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	close(hold)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// The next run commits a record of a's size, and crashes.
+	r := openDisk(t, snap, Options{journalSlot: slot})
+	put(t, r, "a", "a")
+	copyTree(t, filepath.Join(snap, journalDir), filepath.Join(last, journalDir))
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(snap, journalDir)); err != nil {
+		t.Fatal(err)
+	}
+	copyTree(t, filepath.Join(last, journalDir), filepath.Join(snap, journalDir))
+
+	r = openDisk(t, snap, Options{journalSlot: slot})
+	defer r.Close()
+	if got := dump(t, r); got["zombie"] != "" {
+		t.Errorf("after the second crash: zombie=%s, a commit the first crash cut", got["zombie"])
+	}
+}
+
+// TestJournalOpenSyncsBadger: after kill -9, Badger may hold commits that
+// no record holds (kill -9 keeps what the kernel has), and with nothing
+// to replay Open serves them all the same: a commit acknowledged next
+// may build on one of them (a file in a folder created just before the
+// crash), so Open makes Badger's logs durable before it returns, or a
+// power cut later keeps the file and loses its folder.
+func TestJournalOpenSyncsBadger(t *testing.T) {
+	dir, snap, jcopy := t.TempDir(), t.TempDir(), t.TempDir()
+	s := openDisk(t, dir, Options{})
+	copyTree(t, filepath.Join(dir, journalDir), jcopy)
+	put(t, s, "folder", "created just before the crash")
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	copyTree(t, dir, snap)
+	if err := os.RemoveAll(filepath.Join(snap, journalDir)); err != nil {
+		t.Fatal(err)
+	}
+	copyTree(t, jcopy, filepath.Join(snap, journalDir))
+
+	r := openDisk(t, snap, Options{})
+	defer r.Close()
+	if _, ok := dump(t, r)["folder"]; !ok {
+		t.Fatal("the commit Badger kept is gone")
+	}
+	if st := r.SyncStats(); st.Checkpoints == 0 {
+		t.Errorf("Open synced none of Badger's logs: %+v", st)
+	}
+}
+
+// TestJournalRoundsDuringFlush: while RunGC flushes the memtables
+// (flushDeletes holds writes), a commit waits to write to Badger, and it
+// must not wait holding the journal's lock: the round that acknowledges
+// the commits made before would wait for the flush too.
+func TestJournalRoundsDuringFlush(t *testing.T) {
+	ctx := context.Background()
+	s := openDisk(t, t.TempDir(), Options{})
+	defer s.Close()
+	// A commit waiting for its round.
+	if err := s.UpdateUnsynced(ctx, func(tx kv.Txn) error { return tx.Set([]byte("before"), []byte("v")) }); err != nil {
+		t.Fatal(err)
+	}
+	s.writes.Lock() // as flushDeletes does
+	blocked := make(chan error, 1)
+	go func() {
+		blocked <- s.Update(ctx, func(tx kv.Txn) error { return tx.Set([]byte("during"), []byte("v")) })
+	}()
+	// Let the commit reach Badger's lock; there it waits either way.
+	time.Sleep(100 * time.Millisecond)
+	done := make(chan error, 1)
+	go func() { done <- s.jl.wait() }()
+	waited := false
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Error(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("the round waited for the flush")
+		waited = true
+	}
+	s.writes.Unlock()
+	if err := <-blocked; err != nil {
+		t.Fatal(err)
+	}
+	if waited {
+		<-done
+	}
+}
+
+// TestJournalReplayCutShort: a crash during a replay leaves Badger with
+// what the replay wrote, at versions above those of the records still
+// to replay. The next replay must not take those for later commits' and
+// keep a replayed value over a later record's. Badger here kept the
+// commits up to a point (as kill -9 leaves it, copied while the store
+// runs), the first replay is cut after the records up to that point,
+// and the last record, acknowledged, sets the key again.
+func TestJournalReplayCutShort(t *testing.T) {
+	dir, kept, partial := t.TempDir(), t.TempDir(), t.TempDir()
+	s := openDisk(t, dir, Options{})
+	put(t, s, "a", "1")
+	put(t, s, "b", "1")
+	put(t, s, "k", "old")
+	put(t, s, "c", "1")
+	copyTree(t, dir, kept) // Badger kept these commits
+	jpartial := filepath.Join(partial, journalDir)
+	copyTree(t, filepath.Join(dir, journalDir), jpartial)
+	put(t, s, "k", "new")
+	jfull := t.TempDir()
+	copyTree(t, filepath.Join(dir, journalDir), jfull)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// replace puts journal in place of kept's, but for what the replay
+	// wrote beside the records, which the crash keeps.
+	replace := func(journal string) {
+		t.Helper()
+		own, _ := os.ReadFile(filepath.Join(kept, journalDir, "replaying"))
+		if err := os.RemoveAll(filepath.Join(kept, journalDir)); err != nil {
+			t.Fatal(err)
+		}
+		copyTree(t, journal, filepath.Join(kept, journalDir))
+		if own != nil {
+			if err := os.WriteFile(filepath.Join(kept, journalDir, "replaying"), own, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// The first replay, cut after the records Badger kept: Badger's
+	// files as it leaves them, with the journal of the crash.
+	replace(jpartial)
+	r := openDisk(t, kept, Options{})
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	replace(jfull)
+	r = openDisk(t, kept, Options{})
+	defer r.Close()
+	if got := dump(t, r)["k"]; got != "new expires:false" {
+		t.Errorf("k = %q after the second replay, want new", got)
 	}
 }
