@@ -550,7 +550,10 @@ func (b *DB) updateOnce(fn func(kv.Txn) error, sync bool) error {
 	if errors.Is(err, dgraph.ErrConflict) {
 		return err
 	}
-	if err == nil && b.jl != nil && sync {
+	if err == nil && b.jl != nil && (sync || b.jl.backlog() > maxBacklog) {
+		// An unsynced commit waits too once the records no round has
+		// taken pass maxBacklog: a run of them alone (pins, leases)
+		// would grow the journal's buffer without bound.
 		return b.jl.wait()
 	}
 	return mapErr(err)

@@ -622,6 +622,18 @@ func (j *journal) commit(ops []op, commit func() error) error {
 	return nil
 }
 
+// maxBacklog bounds the bytes of records appended that no round has taken
+// before an unsynced commit waits for one (see DB.updateOnce).
+const maxBacklog = 1 << 20
+
+// backlog returns the bytes of records appended since the last round
+// took them.
+func (j *journal) backlog() int {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return len(j.buf)
+}
+
 // wait returns once a round that started after the call has finished,
 // with its error: every record appended before the call is durable.
 func (j *journal) wait() error {

@@ -738,3 +738,24 @@ func TestJournalMendsValues(t *testing.T) {
 		t.Errorf("after the power cut: %v", summary(got))
 	}
 }
+
+// TestJournalBacklog: unsynced commits alone (pins, sequence leases) do
+// not grow the journal's buffer without bound: past maxBacklog one waits
+// for a round.
+func TestJournalBacklog(t *testing.T) {
+	ctx := context.Background()
+	s := openDisk(t, t.TempDir(), Options{})
+	defer s.Close()
+	val := strings.Repeat("v", 4<<10)
+	most := 0
+	for i := range 1000 { // 4 MiB of records
+		err := s.UpdateUnsynced(ctx, func(tx kv.Txn) error { return tx.Set([]byte(fmt.Sprint("k", i)), []byte(val)) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		most = max(most, s.jl.backlog())
+	}
+	if most > maxBacklog+8<<10 {
+		t.Errorf("the journal held %d bytes of records no round took, want at most about %d", most, maxBacklog)
+	}
+}
