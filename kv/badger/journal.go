@@ -332,7 +332,10 @@ func (j *journal) readCheckpoint() (uint64, error) {
 // now, unless a replay from the same epoch ran before and a crash cut
 // it, whose writes are above the version it saw. The file "replaying"
 // keeps that version from before the first replay's first write; a
-// later checkpoint makes it stale.
+// later checkpoint makes it stale, and so does a power cut that took
+// Badger back below it (kill -9 left that replay a view the disk did
+// not hold): Badger then holds none of that replay's writes, and this
+// replay's own land below the version kept.
 func (j *journal) replayBase(from, readTs uint64) (uint64, error) {
 	name := filepath.Join(j.dir, "replaying")
 	b, err := os.ReadFile(name)
@@ -340,7 +343,7 @@ func (j *journal) replayBase(from, readTs uint64) (uint64, error) {
 		return 0, err
 	}
 	if len(b) == 28 && [8]byte(b[:8]) == journalMagic && crc32.Checksum(b[:24], castagnoli) == binary.LittleEndian.Uint32(b[24:]) &&
-		binary.LittleEndian.Uint64(b[8:]) == from {
+		binary.LittleEndian.Uint64(b[8:]) == from && binary.LittleEndian.Uint64(b[16:]) <= readTs {
 		return binary.LittleEndian.Uint64(b[16:]), nil
 	}
 	b = make([]byte, 28)

@@ -596,48 +596,87 @@ func TestJournalRoundsDuringFlush(t *testing.T) {
 // runs), the first replay is cut after the records up to that point,
 // and the last record, acknowledged, sets the key again.
 func TestJournalReplayCutShort(t *testing.T) {
-	dir, kept, partial := t.TempDir(), t.TempDir(), t.TempDir()
-	s := openDisk(t, dir, Options{})
-	put(t, s, "a", "1")
-	put(t, s, "b", "1")
-	put(t, s, "k", "old")
-	put(t, s, "c", "1")
-	copyTree(t, dir, kept) // Badger kept these commits
-	jpartial := filepath.Join(partial, journalDir)
-	copyTree(t, filepath.Join(dir, journalDir), jpartial)
-	put(t, s, "k", "new")
-	jfull := t.TempDir()
-	copyTree(t, filepath.Join(dir, journalDir), jfull)
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
+	tests := []struct {
+		name string
+		// undone: an earlier replay ran over the commits after the
+		// point too (a kill kept them in the page cache), and a power
+		// cut took them back, with what it wrote, before the replay
+		// that is cut: its view of Badger is no bound on the versions
+		// the next replays write.
+		undone bool
+	}{
+		{name: "cut once"},
+		{name: "after a replay that a power cut took back", undone: true},
 	}
-	// replace puts journal in place of kept's, but for what the replay
-	// wrote beside the records, which the crash keeps.
-	replace := func(journal string) {
-		t.Helper()
-		own, _ := os.ReadFile(filepath.Join(kept, journalDir, "replaying"))
-		if err := os.RemoveAll(filepath.Join(kept, journalDir)); err != nil {
-			t.Fatal(err)
-		}
-		copyTree(t, journal, filepath.Join(kept, journalDir))
-		if own != nil {
-			if err := os.WriteFile(filepath.Join(kept, journalDir, "replaying"), own, 0o600); err != nil {
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir, kept, partial, killed := t.TempDir(), t.TempDir(), t.TempDir(), t.TempDir()
+			s := openDisk(t, dir, Options{})
+			put(t, s, "a", "1")
+			put(t, s, "b", "1")
+			put(t, s, "k", "old")
+			put(t, s, "c", "1")
+			copyTree(t, dir, kept) // Badger kept these commits
+			jpartial := filepath.Join(partial, journalDir)
+			copyTree(t, filepath.Join(dir, journalDir), jpartial)
+			put(t, s, "k", "new")
+			for i := range 10 {
+				put(t, s, fmt.Sprint("later", i), "1")
+			}
+			copyTree(t, dir, killed) // the page cache at a kill
+			jfull := t.TempDir()
+			copyTree(t, filepath.Join(dir, journalDir), jfull)
+			if err := s.Close(); err != nil {
 				t.Fatal(err)
 			}
-		}
-	}
-	// The first replay, cut after the records Badger kept: Badger's
-	// files as it leaves them, with the journal of the crash.
-	replace(jpartial)
-	r := openDisk(t, kept, Options{})
-	if err := r.Close(); err != nil {
-		t.Fatal(err)
-	}
-	replace(jfull)
-	r = openDisk(t, kept, Options{})
-	defer r.Close()
-	if got := dump(t, r)["k"]; got != "new expires:false" {
-		t.Errorf("k = %q after the second replay, want new", got)
+			// replace puts journal in place of kept's, but for what the replay
+			// wrote beside the records, which the crash keeps.
+			replace := func(journal string) {
+				t.Helper()
+				own, _ := os.ReadFile(filepath.Join(kept, journalDir, "replaying"))
+				if err := os.RemoveAll(filepath.Join(kept, journalDir)); err != nil {
+					t.Fatal(err)
+				}
+				copyTree(t, journal, filepath.Join(kept, journalDir))
+				if own != nil {
+					if err := os.WriteFile(filepath.Join(kept, journalDir, "replaying"), own, 0o600); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if tc.undone {
+				// The replay after the kill, whose Badger files the
+				// power cut takes back: only its own file stays.
+				if err := os.RemoveAll(filepath.Join(killed, journalDir)); err != nil {
+					t.Fatal(err)
+				}
+				copyTree(t, jfull, filepath.Join(killed, journalDir))
+				r := openDisk(t, killed, Options{})
+				if err := r.Close(); err != nil {
+					t.Fatal(err)
+				}
+				own, err := os.ReadFile(filepath.Join(killed, journalDir, "replaying"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(kept, journalDir, "replaying"), own, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// The first replay, cut after the records Badger kept: Badger's
+			// files as it leaves them, with the journal of the crash.
+			replace(jpartial)
+			r := openDisk(t, kept, Options{})
+			if err := r.Close(); err != nil {
+				t.Fatal(err)
+			}
+			replace(jfull)
+			r = openDisk(t, kept, Options{})
+			defer r.Close()
+			if got := dump(t, r)["k"]; got != "new expires:false" {
+				t.Errorf("k = %q after the second replay, want new", got)
+			}
+		})
 	}
 }
 
