@@ -860,7 +860,18 @@ func (b *DB) flushDeletes() error {
 		return nil
 	}
 	b.writes.Lock()
-	err := b.db.Update(func(t *dgraph.Txn) error { return t.Set([]byte(flushKey), nil) })
+	var err error
+	if b.jl != nil {
+		// The compaction can drop a delete, or an expired entry, with
+		// every version of its key: a replay would then find nothing
+		// newer than an earlier record's set of the key and undo half
+		// of the commit whose record a crash lost. So every commit the
+		// flush takes has its record durable first.
+		err = b.jl.wait()
+	}
+	if err == nil {
+		err = b.db.Update(func(t *dgraph.Txn) error { return t.Set([]byte(flushKey), nil) })
+	}
 	if err == nil {
 		err = b.db.DropPrefix([]byte(flushKey))
 	}

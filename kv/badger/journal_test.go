@@ -385,6 +385,24 @@ func TestJournalBehindBadger(t *testing.T) {
 				return tx.Set([]byte("k2"), []byte("badger"))
 			})
 		}},
+		{name: "an unsynced delete that RunGC compacted away", before: func(t *testing.T, s *DB) {
+			put(t, s, "k", "record")
+			err := s.UpdateUnsynced(ctx, func(tx kv.Txn) error {
+				if err := tx.Delete([]byte("k")); err != nil {
+					return err
+				}
+				return tx.Set([]byte("k2"), []byte("badger"))
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The flush and the compaction leave Badger no trace of
+			// k: the replay would take an earlier record's set of it
+			// for the last word.
+			if err := s.RunGC(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}, after: func(t *testing.T, s *DB) {}},
 		{name: "a TTL entry over an earlier record's key", before: func(t *testing.T, s *DB) {
 			put(t, s, "k", "record")
 		}, after: func(t *testing.T, s *DB) {
