@@ -249,37 +249,22 @@ func openJournal(dir string, db *dgraph.DB, g *groupSync, size int64) (*journal,
 			return nil, 0, err
 		}
 	}
-	replayed := 0
-	last, chained := uint64(0), false // the last record's number, once an epoch was read
-	for e := from; ; e++ {
-		i, ok := bySlot[e]
-		if !ok {
-			// A later epoch started after this one's header was
-			// durable: one that does not read is damage.
-			for later := range bySlot {
-				if later > e {
-					j.closeFiles()
-					return nil, 0, fmt.Errorf("%w: epoch %d after epoch %d, which does not read", errJournal, later, e)
-				}
-			}
-			break
-		}
-		if chained && firstLSN[e] != last+1 {
-			j.closeFiles()
-			return nil, 0, fmt.Errorf("%w: epoch %d starts at record %d after record %d", errJournal, e, firstLSN[e], last)
-		}
-		n, end, err := replaySlot(j.slots[i].f, e, firstLSN[e], db, pre, base)
-		if err != nil {
-			j.closeFiles()
-			return nil, 0, err
-		}
-		replayed += n
-		if n > 0 {
-			last = end
-		} else if !chained {
-			last = firstLSN[e] - 1
-		}
-		chained = true
+	// Each op's key at its version in Badger before the replay, all
+	// read before it writes anything: its writes fill memtables, whose
+	// flushes start compactions, and a compaction drops a delete or an
+	// expired entry with every version of its key, after which a later
+	// record's op would find nothing newer than its own.
+	vers := make(map[string]uint64)
+	collect := func(payload []byte) error { return keyVersions(pre, payload, vers) }
+	if _, _, err := j.replay(from, bySlot, firstLSN, collect); err != nil {
+		j.closeFiles()
+		return nil, 0, err
+	}
+	apply := func(payload []byte) error { return applyRecord(db, vers, base, payload) }
+	replayed, last, err := j.replay(from, bySlot, firstLSN, apply)
+	if err != nil {
+		j.closeFiles()
+		return nil, 0, err
 	}
 	// The replayed commits are in Badger's logs, unsynced, and so may
 	// be commits no record holds, which kill -9 left to the kernel:
@@ -304,6 +289,41 @@ func openJournal(dir string, db *dgraph.DB, g *groupSync, size int64) (*journal,
 		return nil, 0, err
 	}
 	return j, replayed, nil
+}
+
+// replay passes the payload of each record from epoch from on to apply,
+// in order, and returns how many it passed and the number of the last
+// (or of the record before the first epoch's first, for none).
+func (j *journal) replay(from uint64, bySlot map[uint64]int, firstLSN map[uint64]uint64, apply func([]byte) error) (int, uint64, error) {
+	replayed := 0
+	last, chained := uint64(0), false // the last record's number, once an epoch was read
+	for e := from; ; e++ {
+		i, ok := bySlot[e]
+		if !ok {
+			// A later epoch started after this one's header was
+			// durable: one that does not read is damage.
+			for later := range bySlot {
+				if later > e {
+					return 0, 0, fmt.Errorf("%w: epoch %d after epoch %d, which does not read", errJournal, later, e)
+				}
+			}
+			return replayed, last, nil
+		}
+		if chained && firstLSN[e] != last+1 {
+			return 0, 0, fmt.Errorf("%w: epoch %d starts at record %d after record %d", errJournal, e, firstLSN[e], last)
+		}
+		n, end, err := replaySlot(j.slots[i].f, e, firstLSN[e], apply)
+		if err != nil {
+			return 0, 0, err
+		}
+		replayed += n
+		if n > 0 {
+			last = end
+		} else if !chained {
+			last = firstLSN[e] - 1
+		}
+		chained = true
+	}
 }
 
 func (j *journal) slotName(i int) string {
@@ -408,12 +428,12 @@ func readSlotHeader(f *os.File) (epoch, first uint64, ok bool) {
 	return binary.LittleEndian.Uint64(b[8:]), binary.LittleEndian.Uint64(b[16:]), true
 }
 
-// replaySlot applies the records of epoch in f, numbered from first on,
-// to db, up to the first that does not read: the end of what a round
+// replaySlot passes the payloads of the records of epoch in f, numbered
+// from first on, to apply, up to the first that does not read: the end of what a round
 // made durable, after which lie zeros, a record cut by the crash, or one
 // of an earlier epoch. It returns how many it applied and the number of
 // the last (0 for none).
-func replaySlot(f *os.File, epoch, first uint64, db *dgraph.DB, pre *dgraph.Txn, base uint64) (int, uint64, error) {
+func replaySlot(f *os.File, epoch, first uint64, apply func([]byte) error) (int, uint64, error) {
 	r := bufio.NewReaderSize(io.NewSectionReader(f, slotHeader, 1<<62), 256<<10)
 	var hdr [recordHeader]byte
 	n, want := 0, first
@@ -434,7 +454,7 @@ func replaySlot(f *os.File, epoch, first uint64, db *dgraph.DB, pre *dgraph.Txn,
 		if recordCRC(epoch, hdr[8:16], payload) != binary.LittleEndian.Uint32(hdr[4:]) {
 			break
 		}
-		if err := applyRecord(db, pre, base, payload); err != nil {
+		if err := apply(payload); err != nil {
 			return n, want - 1, fmt.Errorf("kv: replaying record %d of epoch %d: %w", want, epoch, err)
 		}
 		n++
@@ -461,11 +481,11 @@ func recordCRC(epoch uint64, lsn, payload []byte) uint32 {
 // as Badger takes them: one, unless the store was opened with smaller
 // memtables than when it was written. Atomicity does not matter here:
 // nothing reads the store before the replay ends, and a crash during
-// it replays again from the same checkpoint. A key that pre, Badger
-// before the replay, holds at a version above the record's was written
-// by a later commit, whose value stands (see journal); above base, by
-// a replay a crash cut, which decides nothing.
-func applyRecord(db *dgraph.DB, pre *dgraph.Txn, base uint64, payload []byte) error {
+// it replays again from the same checkpoint. A key that Badger held
+// before the replay (vers, see keyVersions) at a version above the
+// record's was written by a later commit, whose value stands (see
+// journal); above base, by a replay a crash cut, which decides nothing.
+func applyRecord(db *dgraph.DB, vers map[string]uint64, base uint64, payload []byte) error {
 	if len(payload) < recordVersion {
 		return fmt.Errorf("%w: a record without its version", errJournal)
 	}
@@ -479,7 +499,7 @@ func applyRecord(db *dgraph.DB, pre *dgraph.Txn, base uint64, payload []byte) er
 			return err
 		}
 		payload = rest
-		if v := keyVersion(pre, o.key); v > version && v <= base {
+		if v := vers[string(o.key)]; v > version && v <= base {
 			continue
 		}
 		e := dgraph.NewEntry(o.key, o.value)
@@ -504,6 +524,26 @@ func applyRecord(db *dgraph.DB, pre *dgraph.Txn, base uint64, payload []byte) er
 		}
 	}
 	return t.Commit()
+}
+
+// keyVersions adds to vers the version in pre of each key the record's
+// payload writes.
+func keyVersions(pre *dgraph.Txn, payload []byte, vers map[string]uint64) error {
+	if len(payload) < recordVersion {
+		return fmt.Errorf("%w: a record without its version", errJournal)
+	}
+	payload = payload[recordVersion:]
+	for len(payload) > 0 {
+		o, rest, err := decodeOp(payload)
+		if err != nil {
+			return err
+		}
+		payload = rest
+		if _, ok := vers[string(o.key)]; !ok {
+			vers[string(o.key)] = keyVersion(pre, o.key)
+		}
+	}
+	return nil
 }
 
 // keyVersion is the version of key's newest entry in t, a set, a delete

@@ -362,6 +362,7 @@ func TestJournalBehindBadger(t *testing.T) {
 	ctx := context.Background()
 	tests := []struct {
 		name string
+		opts Options
 		// before runs before the journal is copied; after, after.
 		before, after func(t *testing.T, s *DB)
 	}{
@@ -403,6 +404,34 @@ func TestJournalBehindBadger(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, after: func(t *testing.T, s *DB) {}},
+		{name: "a delete the replay's own flushes compact away", opts: Options{MemTableSize: 1 << 20}, before: func(t *testing.T, s *DB) {
+			// Records that fill memtables at the replay, whose flushes
+			// start a compaction before it reaches k's record.
+			val := strings.Repeat("f", 500)
+			for i := range 240 {
+				update(t, s, func(tx kv.Txn) error {
+					for j := range 100 {
+						if err := tx.Set(fmt.Appendf(nil, "fill/%03d/%03d", i, j), []byte(val)); err != nil {
+							return err
+						}
+					}
+					return nil
+				})
+			}
+			// Level 0 empty: its tables at the start are k's alone.
+			if err := s.RunGC(ctx); err != nil {
+				t.Fatal(err)
+			}
+			put(t, s, "k", "record")
+		}, after: func(t *testing.T, s *DB) {
+			update(t, s, func(tx kv.Txn) error {
+				if err := tx.Delete([]byte("k")); err != nil {
+					return err
+				}
+				return tx.Set([]byte("k2"), []byte("badger"))
+			})
+			put(t, s, "z", "later")
+		}},
 		{name: "a TTL entry over an earlier record's key", before: func(t *testing.T, s *DB) {
 			put(t, s, "k", "record")
 		}, after: func(t *testing.T, s *DB) {
@@ -432,7 +461,7 @@ func TestJournalBehindBadger(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			dir, snap, jcopy := t.TempDir(), t.TempDir(), t.TempDir()
-			s := openDisk(t, dir, Options{})
+			s := openDisk(t, dir, tc.opts)
 			put(t, s, "base", "before")
 			tc.before(t, s)
 			before := dump(t, s)
@@ -449,7 +478,7 @@ func TestJournalBehindBadger(t *testing.T) {
 			}
 			copyTree(t, jcopy, filepath.Join(snap, journalDir))
 
-			r := openDisk(t, snap, Options{})
+			r := openDisk(t, snap, tc.opts)
 			defer r.Close()
 			got := dump(t, r)
 			if !maps.Equal(got, before) && !maps.Equal(got, after) {
