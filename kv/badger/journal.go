@@ -97,6 +97,14 @@ type journal struct {
 	cur   int    // the slot of the current epoch; -1 before the first round
 	epoch uint64 // the current epoch (the last one seen, before the first round)
 	off   int64  // where the next record goes in the current slot
+	// pin is a read transaction open at the version of the last
+	// commit whose record is durable: Badger's compactions drop no
+	// version above it, so that a delete, or an expired entry, of a
+	// commit whose record a crash may still lose stays in Badger for
+	// the replay to see (see journal). A compaction drops such an entry
+	// with every version of its key, and the replay would then set the
+	// key again from an earlier record, undoing half of that commit.
+	pin *dgraph.Txn
 
 	// syncFile, when set (by tests), makes a slot's data durable in place
 	// of fdatasync.
@@ -275,6 +283,7 @@ func openJournal(dir string, db *dgraph.DB, g *groupSync, size int64) (*journal,
 		return nil, 0, err
 	}
 	j.nextLSN = last + 1
+	j.pin = db.NewTransaction(false)
 	// The epoch after maxEpoch may hold records without its header: a
 	// crash during the round that started it can keep those and lose
 	// that. Records sealed for it, in a slot this run writes over,
@@ -285,6 +294,7 @@ func openJournal(dir string, db *dgraph.DB, g *groupSync, size int64) (*journal,
 	// Every earlier epoch is in Badger now: free their slots before the
 	// first round writes over one.
 	if err := j.writeCheckpoint(j.cpFrom); err != nil {
+		j.pin.Discard()
 		j.closeFiles()
 		return nil, 0, err
 	}
@@ -724,11 +734,28 @@ func (j *journal) broken() error {
 
 // round writes the records appended since the last round and makes them
 // durable.
-func (j *journal) round() error {
+func (j *journal) round() (err error) {
 	j.mu.Lock()
 	buf := j.buf
 	j.buf, j.spare = j.spare[:0], nil
+	// Taken under mu, it reads every commit whose record buf holds and
+	// none after: once buf is durable it is the next pin.
+	var pin *dgraph.Txn
+	if len(buf) > 0 {
+		pin = j.db.NewTransaction(false)
+	}
 	j.mu.Unlock()
+	defer func() {
+		if pin == nil {
+			return
+		}
+		if err != nil {
+			pin.Discard()
+			return
+		}
+		j.pin.Discard()
+		j.pin = pin
+	}()
 	defer func() {
 		if cap(buf) <= maxSpare {
 			j.mu.Lock()
@@ -904,6 +931,7 @@ func (j *journal) close() error {
 	if failed == nil {
 		err = j.checkpoint(j.epoch + 1)
 	}
+	j.pin.Discard()
 	return errors.Join(err, j.closeFiles())
 }
 

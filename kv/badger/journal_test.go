@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	dgraph "github.com/dgraph-io/badger/v4"
+
 	"berth/kv"
 )
 
@@ -404,6 +406,24 @@ func TestJournalBehindBadger(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, after: func(t *testing.T, s *DB) {}},
+		{name: "a delete Badger's own flush compacts away", before: func(t *testing.T, s *DB) {
+			put(t, s, "k", "record")
+		}, after: func(t *testing.T, s *DB) {
+			update(t, s, func(tx kv.Txn) error {
+				if err := tx.Delete([]byte("k")); err != nil {
+					return err
+				}
+				return tx.Set([]byte("k2"), []byte("badger"))
+			})
+			// As a full memtable does, before the next round: Badger
+			// flushes it and compacts level 0 (DropPrefix does both).
+			if err := s.db.Update(func(tx *dgraph.Txn) error { return tx.Set([]byte("\x00test"), nil) }); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.db.DropPrefix([]byte("\x00test")); err != nil {
+				t.Fatal(err)
+			}
+		}},
 		{name: "a delete the replay's own flushes compact away", opts: Options{MemTableSize: 1 << 20}, before: func(t *testing.T, s *DB) {
 			// Records that fill memtables at the replay, whose flushes
 			// start a compaction before it reaches k's record.
