@@ -119,6 +119,10 @@ func TestMetricsRefusals(t *testing.T) {
 			_, err := fs.MkdirAt(ctx, root.ID, "/d", vfs.WriteOptions{}, refuse)
 			return err
 		}, "mkdir", "refused"},
+		{"Mkdir, an invalid name", func() error {
+			_, err := fs.Mkdir(ctx, root.ID, root.FolderID, "a/b", vfs.WriteOptions{})
+			return err
+		}, "mkdir", "invalid_name"},
 		{"MkdirAt, an invalid path", func() error {
 			_, err := fs.MkdirAt(ctx, root.ID, "/a/../d", vfs.WriteOptions{}, nil)
 			return err

@@ -30,8 +30,22 @@ func (fs *FS) MkdirAt(ctx context.Context, root uint64, p string, opts WriteOpti
 }
 
 // mkdir is Mkdir, or MkdirAt with at (parent is then found in the
-// transaction, by at's path).
+// transaction, by at's path). Every outcome is counted, a refusal before
+// the transaction (an invalid name, the disk's reserve) among them.
 func (fs *FS) mkdir(ctx context.Context, root, parent uint64, name string, opts WriteOptions, at *pathAt) (Node, error) {
+	ev := Event{RootID: root, ParentID: parent, Name: name, Dir: true}
+	n, err := fs.newFolder(ctx, &ev, opts, at)
+	fs.done(OpMkdir, counted(err, at.refusedErr()), ev)
+	if err != nil {
+		return Node{}, err
+	}
+	return n, nil
+}
+
+// newFolder makes the folder ev names, and sets ev's ids to the folder's
+// and to the folder holding it.
+func (fs *FS) newFolder(ctx context.Context, ev *Event, opts WriteOptions, at *pathAt) (Node, error) {
+	root, name := ev.RootID, ev.Name
 	if err := ValidateName(name); err != nil {
 		return Node{}, err
 	}
@@ -42,13 +56,15 @@ func (fs *FS) mkdir(ctx context.Context, root, parent uint64, name string, opts 
 	if err != nil {
 		return Node{}, err
 	}
+	ev.NodeID = id
 	var n Node
 	err = fs.update(ctx, func(tx kv.Txn) error {
 		now := fs.nowNs()
-		var err error
-		if parent, err = at.parentIn(tx, root, parent, now); err != nil {
+		parent, err := at.parentIn(tx, root, ev.ParentID, now)
+		if err != nil {
 			return err
 		}
+		ev.ParentID = parent
 		if err := newChildAllowed(tx, root, parent, name, opts, now); err != nil {
 			return err
 		}
@@ -62,11 +78,7 @@ func (fs *FS) mkdir(ctx context.Context, root, parent uint64, name string, opts 
 		n, err = nodeAt(tx, id, now)
 		return err
 	})
-	fs.done(OpMkdir, counted(err, at.refusedErr()), Event{RootID: root, NodeID: id, ParentID: parent, Name: name, Dir: true})
-	if err != nil {
-		return Node{}, err
-	}
-	return n, nil
+	return n, err
 }
 
 // nodeAt is the public node of item id, with its path, as the write
