@@ -828,7 +828,7 @@ func (b *DB) gcOnce() error {
 	err := b.db.RunValueLogGC(0.5)
 	if err == nil {
 		if serr := b.group.wait(); serr != nil {
-			// The store takes no more writes (see groupSync.failed);
+			// The store takes no more writes (see commitRounds);
 			// the iterator and its transaction are left open so that
 			// the old file, which may hold the only durable copy, stays
 			// until the process exits.

@@ -41,17 +41,9 @@ import (
 type groupSync struct {
 	dir string
 
-	mu      sync.Mutex
-	cond    sync.Cond
-	started uint64 // syncs started
-	done    uint64 // syncs finished; they run one at a time, in order
-	running bool
-	// failed is the first sync error, for good. After a failed fsync
-	// Linux marks the pages it could not write clean again, so the next
-	// fsync succeeds whatever was lost, and a write-ahead log with a hole
-	// is replayed only up to it: commits acknowledged after the failure
-	// would vanish at the next start. So nothing more is acknowledged.
-	failed error
+	mu   sync.Mutex // guards commitRounds and syncFile
+	cond sync.Cond
+	commitRounds
 
 	// syncFile, when set (by tests), makes one file's data durable in
 	// place of an fdatasync through the file kept open in logs.
@@ -101,40 +93,63 @@ func (g *groupSync) close() error {
 	return errors.Join(errs...)
 }
 
+// commitRounds is group commit's core, which the journal's rounds and
+// groupSync's syncs of Badger's logs share: rounds run one at a time, a
+// caller waits for one that started after its call, and the first
+// failure stands for good. After a failed fsync Linux marks the pages it
+// could not write clean again, so the next fsync succeeds whatever was
+// lost, and a log with a hole is replayed only up to it: commits
+// acknowledged after the failure would vanish at the next start. So
+// nothing more is acknowledged.
+type commitRounds struct {
+	started, done uint64 // rounds started and finished, in order
+	running       bool
+	failed        error // the first round's error, wrapped in kv.ErrNotDurable
+}
+
+// await returns once a round that started after the call has finished:
+// it runs run as that round (cond.L released meanwhile) unless another
+// caller does. cond.L must be held; cond is broadcast as each round
+// ends. It returns nil, the error of the round that covered the call, or
+// that of a later one (a durable commit then reported failed: the safe
+// side), since no round starts after a failed one.
+func (r *commitRounds) await(cond *sync.Cond, run func() error) error {
+	// A round already running may have started before the call: only
+	// the next one is sure to cover it.
+	target := r.started + 1
+	for r.done < target {
+		if r.failed != nil {
+			return r.failed
+		}
+		if r.running {
+			cond.Wait()
+			continue
+		}
+		r.running = true
+		r.started++
+		n := r.started
+		cond.L.Unlock()
+		err := run()
+		cond.L.Lock()
+		r.running = false
+		r.done = n
+		if err != nil && r.failed == nil {
+			r.failed = fmt.Errorf("%w: %w", kv.ErrNotDurable, err)
+		}
+		cond.Broadcast()
+	}
+	return r.failed
+}
+
 // wait returns once a sync that started after the call has finished, with
 // that sync's error: what Badger wrote before the call is durable.
 func (g *groupSync) wait() error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	// A sync already running may have started before the commit: only
-	// the next one is sure to cover it.
-	target := g.started + 1
-	for g.done < target {
-		if g.failed != nil {
-			return g.failed
-		}
-		if g.running {
-			g.cond.Wait()
-			continue
-		}
-		g.running = true
-		g.started++
-		n := g.started
-		g.mu.Unlock()
+	return g.await(&g.cond, func() error {
 		g.rounds.Add(1)
-		err := g.syncFiles()
-		g.mu.Lock()
-		g.running = false
-		g.done = n
-		if err != nil && g.failed == nil {
-			g.failed = fmt.Errorf("%w: %w", kv.ErrNotDurable, err)
-		}
-		g.cond.Broadcast()
-	}
-	// No round starts after a failed one: this is nil, the error of the
-	// round that covered the commit, or that of a later one (a durable
-	// commit then reported failed: the safe side).
-	return g.failed
+		return g.syncFiles()
+	})
 }
 
 // broken returns the error that stopped writes, if any.

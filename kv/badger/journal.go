@@ -79,13 +79,10 @@ type journal struct {
 	nextLSN uint64 // number of the next record
 
 	// rmu guards the rounds and the checkpoints.
-	rmu           sync.Mutex
-	cond          sync.Cond
-	started, done uint64 // rounds started and finished; one at a time
-	running       bool
-	// failed is the first write or sync error, for good: as with
-	// groupSync.failed, nothing is acknowledged after one.
-	failed error
+	rmu  sync.Mutex
+	cond sync.Cond
+	// commitRounds' failed is also set by a failed checkpoint.
+	commitRounds
 	// cpFrom: the epochs below it are in Badger durably; their slots are
 	// free. cpWanted: the epoch the next checkpoint makes cpFrom.
 	cpFrom, cpWanted uint64
@@ -695,29 +692,7 @@ func (j *journal) wait() error {
 	defer func() { j.waitTime.Add(int64(time.Since(start))) }()
 	j.rmu.Lock()
 	defer j.rmu.Unlock()
-	target := j.started + 1
-	for j.done < target {
-		if j.failed != nil {
-			return j.failed
-		}
-		if j.running {
-			j.cond.Wait()
-			continue
-		}
-		j.running = true
-		j.started++
-		n := j.started
-		j.rmu.Unlock()
-		err := j.round()
-		j.rmu.Lock()
-		j.running = false
-		j.done = n
-		if err != nil && j.failed == nil {
-			j.failed = fmt.Errorf("%w: %w", kv.ErrNotDurable, err)
-		}
-		j.cond.Broadcast()
-	}
-	return j.failed
+	return j.await(&j.cond, j.round)
 }
 
 // broken returns the error that stopped writes, if any: the journal's,
