@@ -500,6 +500,7 @@ func applyRecord(db *dgraph.DB, vers map[string]uint64, base uint64, payload []b
 	payload = payload[recordVersion:]
 	t := db.NewTransaction(true)
 	defer func() { t.Discard() }()
+	held := 0 // ops in t
 	for len(payload) > 0 {
 		o, rest, err := decodeOp(payload)
 		if err != nil {
@@ -522,12 +523,20 @@ func applyRecord(db *dgraph.DB, vers map[string]uint64, base uint64, payload []b
 				if err != nil {
 					return err
 				}
+				held++
 				break
+			}
+			if held == 0 {
+				// Alone in a transaction it still does not fit: the
+				// store was opened with memtables too small for what
+				// it once took. Another try would loop for ever.
+				return fmt.Errorf("%w: an op of a %d-byte key does not fit one transaction of this store; open it with a larger MemTableSize", errJournal, len(o.key))
 			}
 			if err := t.Commit(); err != nil {
 				return err
 			}
 			t = db.NewTransaction(true)
+			held = 0
 		}
 	}
 	return t.Commit()

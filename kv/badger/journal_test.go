@@ -865,3 +865,41 @@ func TestJournalBacklog(t *testing.T) {
 		t.Errorf("the journal held %d bytes of records no round took, want at most about %d", most, maxBacklog)
 	}
 }
+
+// TestJournalReplayTooBig: a record whose single op no longer fits one
+// transaction, because the store is opened with smaller memtables than
+// when it was written, stops the start with errJournal, where the replay
+// looped for ever committing empty transactions.
+func TestJournalReplayTooBig(t *testing.T) {
+	dir, snap := t.TempDir(), t.TempDir()
+	s := openDisk(t, dir, Options{})
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	copyTree(t, dir, snap)
+	s = openDisk(t, dir, Options{})
+	put(t, s, strings.Repeat("k", 30000), "v")
+	if err := os.RemoveAll(filepath.Join(snap, journalDir)); err != nil {
+		t.Fatal(err)
+	}
+	copyTree(t, filepath.Join(dir, journalDir), filepath.Join(snap, journalDir))
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		r, err := Open(Options{Dir: snap, Logger: testLogger(t), MemTableSize: 64 << 10})
+		if err == nil {
+			r.Close()
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, errJournal) {
+			t.Fatalf("Open with memtables too small for a record: %v, want %v", err, errJournal)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("Open with memtables too small for a record did not return")
+	}
+}
