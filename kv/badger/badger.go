@@ -56,11 +56,12 @@ const memTableSize = 8 << 20
 // the tree keeps a pointer. Small records (nodes, counts, locks) stay in
 // the tree, where a listing reads them in key order; file bodies kept in
 // revision records (up to vfs.InlineMax) and long chunk lists go to the
-// log. So a sync round of small uploads fdatasyncs two files (the
-// write-ahead log and the value log) where folder operations sync one.
+// log. Commits are made durable by the journal, not by syncing these
+// logs (see journal).
 //
-// 17 KiB, above every small file's record, made that one fdatasync a
-// round, and was measured against 1 KiB on a quiet machine (bench/webdav's
+// 17 KiB, above every small file's record, kept small files out of the
+// value log, and, when each round synced Badger's logs, made a round one
+// fdatasync where it was two. It was measured against 1 KiB on a quiet machine (bench/webdav's
 // BenchmarkSmallWrites, 2,000 PUTs of 4 KiB from 8 clients, twice each):
 // 1,571 and 1,670 PUTs/s at 974 and 926 CPU us a PUT, against 1,842 and
 // 1,861/s at 697 and 706 us with 1 KiB. The second fdatasync costs less
@@ -128,9 +129,6 @@ type Options struct {
 	// never sets it.
 	NoSync bool
 
-	// valueThreshold overrides valueThreshold, for tests that compare
-	// thresholds.
-	valueThreshold int64
 	// journalSlot overrides slotSize, for tests that fill slots.
 	journalSlot int64
 }
@@ -207,9 +205,9 @@ var (
 
 // Open opens (creating if needed) the database described by opts.
 //
-// Commits are fsynced before Update returns (by groupSync, which lets
-// concurrent commits share an fsync), so a committed Update survives a
-// power loss. Memory settings are sized for a small server that also
+// Commits are durable before Update returns (by the journal, whose
+// rounds let concurrent commits share an fdatasync), so a committed
+// Update survives a power loss. Memory settings are sized for a small server that also
 // serves file contents: 2 memtables of 8 MiB instead of 5 of 64 (one
 // taking writes while the other flushes; see memTableSize), two compactors for
 // two cores, one version per key (no history is read), and tables without
@@ -240,14 +238,11 @@ func Open(opts Options) (*DB, error) {
 	if mt <= 0 {
 		mt = memTableSize
 	}
-	vlogAt := opts.valueThreshold
-	if vlogAt <= 0 {
-		vlogAt = valueThreshold
-	}
 	bo = bo.
-		// Commits are made durable by groupSync instead: Badger's own
-		// SyncWrites fsyncs once per transaction even when it writes
-		// several together, so concurrent commits never share a sync.
+		// Commits are made durable by the journal instead: Badger's
+		// own SyncWrites fsyncs once per transaction even when it
+		// writes several together, so concurrent commits never share
+		// a sync.
 		WithSyncWrites(false).
 		WithNumVersionsToKeep(1).
 		WithNumMemtables(2).
@@ -261,7 +256,7 @@ func Open(opts Options) (*DB, error) {
 
 	if !opts.InMemory {
 		// In memory there is no value log: every value stays in the tree.
-		bo = bo.WithValueThreshold(vlogAt).WithValueLogFileSize(valueLogFileSize)
+		bo = bo.WithValueThreshold(valueThreshold).WithValueLogFileSize(valueLogFileSize)
 		if err := removeEmptyLogs(opts.Dir, logger); err != nil {
 			return nil, openErr(opts.Dir, err)
 		}
@@ -689,15 +684,13 @@ func (s *sequence) take(b *DB) (uint64, error) {
 // the key, under s.mu, so a conflict is not expected; it is retried.
 func (s *sequence) write(b *DB, v uint64) error {
 	val := binary.BigEndian.AppendUint64(nil, v)
-	for try := 0; ; try++ {
+	for range b.retries + 1 {
 		err := b.updateOnce(func(tx kv.Txn) error { return tx.Set(s.key, val) }, false)
-		if !errors.Is(err, dgraph.ErrConflict) || try >= b.retries {
-			if errors.Is(err, dgraph.ErrConflict) {
-				return kv.ErrConflict
-			}
+		if !errors.Is(err, dgraph.ErrConflict) {
 			return err
 		}
 	}
+	return kv.ErrConflict
 }
 
 // release writes back the unused part of the lease, so that the next
