@@ -133,12 +133,20 @@ func (r *commitRounds) await(cond *sync.Cond, run func() error) error {
 		cond.L.Lock()
 		r.running = false
 		r.done = n
-		if err != nil && r.failed == nil {
-			r.failed = fmt.Errorf("%w: %w", kv.ErrNotDurable, err)
+		if err != nil {
+			r.fail(err)
 		}
 		cond.Broadcast()
 	}
 	return r.failed
+}
+
+// fail records err as the first failure, unless one came before. Called
+// with the owner's lock held.
+func (r *commitRounds) fail(err error) {
+	if r.failed == nil {
+		r.failed = fmt.Errorf("%w: %w", kv.ErrNotDurable, err)
+	}
 }
 
 // wait returns once a sync that started after the call has finished, with

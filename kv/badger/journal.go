@@ -19,8 +19,6 @@ import (
 	dgraph "github.com/dgraph-io/badger/v4"
 	"github.com/google/renameio/v2"
 	"golang.org/x/sys/unix"
-
-	"berth/kv"
 )
 
 // journal makes commits durable with one fdatasync a round, of one file
@@ -181,14 +179,21 @@ var errJournal = errors.New("kv: damaged journal")
 // openJournal opens the journal in dir (creating it), replays into db
 // what the last checkpoint does not cover, and makes what Badger holds
 // durable through g. It returns the journal and the number of records it
-// replayed.
-// size overrides slotSize when positive.
-func openJournal(dir string, db *dgraph.DB, g *groupSync, size int64) (*journal, int, error) {
+// replayed. size overrides slotSize when positive.
+func openJournal(dir string, db *dgraph.DB, g *groupSync, size int64) (_ *journal, _ int, err error) {
 	if size <= 0 {
 		size = slotSize
 	}
 	j := &journal{dir: filepath.Join(dir, journalDir), db: db, g: g, size: size, cur: -1, nextLSN: 1}
 	j.cond.L = &j.rmu
+	defer func() {
+		if err != nil {
+			if j.pin != nil {
+				j.pin.Discard()
+			}
+			j.closeFiles()
+		}
+	}()
 	if err := os.Mkdir(j.dir, 0o700); err == nil {
 		if err := syncDir(dir); err != nil {
 			return nil, 0, err
@@ -200,8 +205,7 @@ func openJournal(dir string, db *dgraph.DB, g *groupSync, size int64) (*journal,
 	if err != nil {
 		return nil, 0, err
 	}
-	firstLSN := make(map[uint64]uint64) // by epoch
-	bySlot := make(map[uint64]int)
+	chain := make(map[uint64]chainSlot) // by epoch, from on
 	maxEpoch := from
 	for i := range j.slots {
 		f, err := os.OpenFile(j.slotName(i), os.O_RDWR, 0)
@@ -209,13 +213,11 @@ func openJournal(dir string, db *dgraph.DB, g *groupSync, size int64) (*journal,
 			continue
 		}
 		if err != nil {
-			j.closeFiles()
 			return nil, 0, err
 		}
 		j.slots[i].f = f
 		info, err := f.Stat()
 		if err != nil {
-			j.closeFiles()
 			return nil, 0, err
 		}
 		j.slots[i].filled = info.Size()
@@ -226,18 +228,16 @@ func openJournal(dir string, db *dgraph.DB, g *groupSync, size int64) (*journal,
 		j.slots[i].epoch = epoch
 		maxEpoch = max(maxEpoch, epoch)
 		if epoch >= from {
-			if _, dup := bySlot[epoch]; dup {
-				j.closeFiles()
+			if _, dup := chain[epoch]; dup {
 				return nil, 0, fmt.Errorf("%w: two slots of epoch %d", errJournal, epoch)
 			}
-			bySlot[epoch] = i
-			firstLSN[epoch] = first
+			chain[epoch] = chainSlot{i, first}
 		}
 	}
 	if from == 0 {
 		// No checkpoint file beside slots: it was lost, or the first
 		// Open was cut before writing it. Replay all there is.
-		for e := range bySlot {
+		for e := range chain {
 			if from == 0 || e < from {
 				from = e
 			}
@@ -248,9 +248,8 @@ func openJournal(dir string, db *dgraph.DB, g *groupSync, size int64) (*journal,
 	pre := db.NewTransaction(false)
 	defer pre.Discard()
 	base := pre.ReadTs()
-	if _, ok := bySlot[from]; ok {
+	if _, ok := chain[from]; ok {
 		if base, err = j.replayBase(from, base); err != nil {
-			j.closeFiles()
 			return nil, 0, err
 		}
 	}
@@ -261,14 +260,12 @@ func openJournal(dir string, db *dgraph.DB, g *groupSync, size int64) (*journal,
 	// record's op would find nothing newer than its own.
 	vers := make(map[string]uint64)
 	collect := func(payload []byte) error { return keyVersions(pre, payload, vers) }
-	if _, _, err := j.replay(from, bySlot, firstLSN, collect); err != nil {
-		j.closeFiles()
+	if _, _, err := j.replay(from, chain, collect); err != nil {
 		return nil, 0, err
 	}
 	apply := func(payload []byte) error { return applyRecord(db, vers, base, payload) }
-	replayed, last, err := j.replay(from, bySlot, firstLSN, apply)
+	replayed, last, err := j.replay(from, chain, apply)
 	if err != nil {
-		j.closeFiles()
 		return nil, 0, err
 	}
 	// The replayed commits are in Badger's logs, unsynced, and so may
@@ -276,7 +273,6 @@ func openJournal(dir string, db *dgraph.DB, g *groupSync, size int64) (*journal,
 	// the store serves them from now on, and a commit acknowledged next
 	// may build on one of them.
 	if err := g.wait(); err != nil {
-		j.closeFiles()
 		return nil, 0, err
 	}
 	j.nextLSN = last + 1
@@ -291,35 +287,40 @@ func openJournal(dir string, db *dgraph.DB, g *groupSync, size int64) (*journal,
 	// Every earlier epoch is in Badger now: free their slots before the
 	// first round writes over one.
 	if err := j.writeCheckpoint(j.cpFrom); err != nil {
-		j.pin.Discard()
-		j.closeFiles()
 		return nil, 0, err
 	}
 	return j, replayed, nil
 }
 
+// chainSlot is a slot holding an epoch Open replays, and that epoch's
+// first record's number.
+type chainSlot struct {
+	slot  int
+	first uint64
+}
+
 // replay passes the payload of each record from epoch from on to apply,
 // in order, and returns how many it passed and the number of the last
 // (or of the record before the first epoch's first, for none).
-func (j *journal) replay(from uint64, bySlot map[uint64]int, firstLSN map[uint64]uint64, apply func([]byte) error) (int, uint64, error) {
+func (j *journal) replay(from uint64, chain map[uint64]chainSlot, apply func([]byte) error) (int, uint64, error) {
 	replayed := 0
 	last, chained := uint64(0), false // the last record's number, once an epoch was read
 	for e := from; ; e++ {
-		i, ok := bySlot[e]
+		c, ok := chain[e]
 		if !ok {
 			// A later epoch started after this one's header was
 			// durable: one that does not read is damage.
-			for later := range bySlot {
+			for later := range chain {
 				if later > e {
 					return 0, 0, fmt.Errorf("%w: epoch %d after epoch %d, which does not read", errJournal, later, e)
 				}
 			}
 			return replayed, last, nil
 		}
-		if chained && firstLSN[e] != last+1 {
-			return 0, 0, fmt.Errorf("%w: epoch %d starts at record %d after record %d", errJournal, e, firstLSN[e], last)
+		if chained && c.first != last+1 {
+			return 0, 0, fmt.Errorf("%w: epoch %d starts at record %d after record %d", errJournal, e, c.first, last)
 		}
-		n, end, err := replaySlot(j.slots[i].f, e, firstLSN[e], apply)
+		n, end, err := replaySlot(j.slots[c.slot].f, e, c.first, apply)
 		if err != nil {
 			return 0, 0, err
 		}
@@ -327,7 +328,7 @@ func (j *journal) replay(from uint64, bySlot map[uint64]int, firstLSN map[uint64
 		if n > 0 {
 			last = end
 		} else if !chained {
-			last = firstLSN[e] - 1
+			last = c.first - 1
 		}
 		chained = true
 	}
@@ -348,10 +349,35 @@ func (j *journal) readCheckpoint() (uint64, error) {
 		return 0, err
 	}
 	// replaceFile replaces it whole: anything else is damage.
-	if len(b) != 20 || [8]byte(b[:8]) != journalMagic || crc32.Checksum(b[:16], castagnoli) != binary.LittleEndian.Uint32(b[16:]) {
+	f, ok := unstamp(b, 1)
+	if !ok {
 		return 0, fmt.Errorf("%w: the checkpoint file does not read", errJournal)
 	}
-	return binary.LittleEndian.Uint64(b[8:16]), nil
+	return f[0], nil
+}
+
+// stamp is journalMagic, fields, then a CRC-32C of both: the slot
+// header, the checkpoint file and "replaying".
+func stamp(fields ...uint64) []byte {
+	b := append([]byte(nil), journalMagic[:]...)
+	for _, f := range fields {
+		b = binary.LittleEndian.AppendUint64(b, f)
+	}
+	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+}
+
+// unstamp returns the n fields stamp put at the start of b, or false
+// when b does not start with them.
+func unstamp(b []byte, n int) ([]uint64, bool) {
+	end := 8 + 8*n
+	if len(b) < end+4 || [8]byte(b[:8]) != journalMagic || crc32.Checksum(b[:end], castagnoli) != binary.LittleEndian.Uint32(b[end:]) {
+		return nil, false
+	}
+	f := make([]uint64, n)
+	for i := range f {
+		f[i] = binary.LittleEndian.Uint64(b[8+8*i:])
+	}
+	return f, true
 }
 
 // replayBase returns the highest version of a commit Badger kept, for
@@ -369,16 +395,10 @@ func (j *journal) replayBase(from, readTs uint64) (uint64, error) {
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return 0, err
 	}
-	if len(b) == 28 && [8]byte(b[:8]) == journalMagic && crc32.Checksum(b[:24], castagnoli) == binary.LittleEndian.Uint32(b[24:]) &&
-		binary.LittleEndian.Uint64(b[8:]) == from && binary.LittleEndian.Uint64(b[16:]) <= readTs {
-		return binary.LittleEndian.Uint64(b[16:]), nil
+	if f, ok := unstamp(b, 2); ok && f[0] == from && f[1] <= readTs {
+		return f[1], nil
 	}
-	b = make([]byte, 28)
-	copy(b, journalMagic[:])
-	binary.LittleEndian.PutUint64(b[8:], from)
-	binary.LittleEndian.PutUint64(b[16:], readTs)
-	binary.LittleEndian.PutUint32(b[24:], crc32.Checksum(b[:24], castagnoli))
-	if err := replaceFile(name, b); err != nil {
+	if err := replaceFile(name, stamp(from, readTs)); err != nil {
 		return 0, err
 	}
 	return readTs, nil
@@ -386,11 +406,7 @@ func (j *journal) replayBase(from, readTs uint64) (uint64, error) {
 
 // writeCheckpoint names epoch as the first one Open must replay.
 func (j *journal) writeCheckpoint(epoch uint64) error {
-	b := make([]byte, 20)
-	copy(b, journalMagic[:])
-	binary.LittleEndian.PutUint64(b[8:], epoch)
-	binary.LittleEndian.PutUint32(b[16:], crc32.Checksum(b[:16], castagnoli))
-	return replaceFile(filepath.Join(j.dir, "checkpoint"), b)
+	return replaceFile(filepath.Join(j.dir, "checkpoint"), stamp(epoch))
 }
 
 // replaceFile replaces name with b whole (a temporary file, synced,
@@ -415,10 +431,7 @@ func replaceFile(name string, b []byte) error {
 // first record is number first.
 func slotHeaderBytes(epoch, first uint64) []byte {
 	b := make([]byte, slotHeader)
-	copy(b, journalMagic[:])
-	binary.LittleEndian.PutUint64(b[8:], epoch)
-	binary.LittleEndian.PutUint64(b[16:], first)
-	binary.LittleEndian.PutUint32(b[24:], crc32.Checksum(b[:24], castagnoli))
+	copy(b, stamp(epoch, first))
 	return b
 }
 
@@ -429,10 +442,11 @@ func readSlotHeader(f *os.File) (epoch, first uint64, ok bool) {
 	if _, err := f.ReadAt(b[:], 0); err != nil {
 		return 0, 0, false
 	}
-	if [8]byte(b[:8]) != journalMagic || crc32.Checksum(b[:24], castagnoli) != binary.LittleEndian.Uint32(b[24:]) {
+	h, ok := unstamp(b[:], 2)
+	if !ok {
 		return 0, 0, false
 	}
-	return binary.LittleEndian.Uint64(b[8:]), binary.LittleEndian.Uint64(b[16:]), true
+	return h[0], h[1], true
 }
 
 // replaySlot passes the payloads of the records of epoch in f, numbered
@@ -493,11 +507,10 @@ func recordCRC(epoch uint64, lsn, payload []byte) uint32 {
 // record's was written by a later commit, whose value stands (see
 // journal); above base, by a replay a crash cut, which decides nothing.
 func applyRecord(db *dgraph.DB, vers map[string]uint64, base uint64, payload []byte) error {
-	if len(payload) < recordVersion {
-		return fmt.Errorf("%w: a record without its version", errJournal)
+	version, payload, err := recordOps(payload)
+	if err != nil {
+		return err
 	}
-	version := binary.LittleEndian.Uint64(payload)
-	payload = payload[recordVersion:]
 	t := db.NewTransaction(true)
 	defer func() { t.Discard() }()
 	held := 0 // ops in t
@@ -545,10 +558,10 @@ func applyRecord(db *dgraph.DB, vers map[string]uint64, base uint64, payload []b
 // keyVersions adds to vers the version in pre of each key the record's
 // payload writes.
 func keyVersions(pre *dgraph.Txn, payload []byte, vers map[string]uint64) error {
-	if len(payload) < recordVersion {
-		return fmt.Errorf("%w: a record without its version", errJournal)
+	_, payload, err := recordOps(payload)
+	if err != nil {
+		return err
 	}
-	payload = payload[recordVersion:]
 	for len(payload) > 0 {
 		o, rest, err := decodeOp(payload)
 		if err != nil {
@@ -560,6 +573,15 @@ func keyVersions(pre *dgraph.Txn, payload []byte, vers map[string]uint64) error 
 		}
 	}
 	return nil
+}
+
+// recordOps splits a record's payload into its version bound and its
+// ops.
+func recordOps(payload []byte) (version uint64, ops []byte, err error) {
+	if len(payload) < recordVersion {
+		return 0, nil, fmt.Errorf("%w: a record without its version", errJournal)
+	}
+	return binary.LittleEndian.Uint64(payload), payload[recordVersion:], nil
 }
 
 // keyVersion is the version of key's newest entry in t, a set, a delete
@@ -870,9 +892,7 @@ func (j *journal) checkpoints() {
 		err := j.checkpoint(e)
 		j.rmu.Lock()
 		if err != nil {
-			if j.failed == nil {
-				j.failed = fmt.Errorf("%w: %w", kv.ErrNotDurable, err)
-			}
+			j.fail(err)
 			break
 		}
 		j.cpFrom = e
