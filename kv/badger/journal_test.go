@@ -40,8 +40,11 @@ func TestJournalReplay(t *testing.T) {
 		commits func(t *testing.T, s *DB)
 		// damage changes the copied journal in dir; cut says it cut
 		// the last commit's record.
-		damage  func(t *testing.T, s *DB, dir string)
-		cut     bool
+		damage func(t *testing.T, s *DB, dir string)
+		cut    bool
+		// reopen is the memtable size the copy is opened with; zero
+		// for the default.
+		reopen  int64
 		wantErr error
 	}{
 		{name: "sets, overwrites, deletes, expiry, large values", commits: func(t *testing.T, s *DB) {
@@ -99,33 +102,20 @@ func TestJournalReplay(t *testing.T) {
 				put(t, s, fmt.Sprint("k", i), strings.Repeat("x", 1000))
 			}
 		}, damage: func(t *testing.T, s *DB, dir string) {
-			first := -1
-			for i, sl := range s.jl.slots {
-				if sl.epoch == s.jl.cpFrom {
-					first = i
-				}
-			}
-			if first < 0 || s.jl.epoch == s.jl.cpFrom {
-				t.Fatalf("epochs %d to %d: the row wants two", s.jl.cpFrom, s.jl.epoch)
-			}
-			flip(t, filepath.Join(dir, journalDir, fmt.Sprint(first, ".slot")), slotHeader+recordHeader+1)
+			flip(t, firstSlotPath(t, s, dir), slotHeader+recordHeader+1)
 		}, wantErr: errJournal},
 		{name: "a slot's header damaged before a later epoch", slot: 16 << 10, commits: func(t *testing.T, s *DB) {
 			for i := range 20 {
 				put(t, s, fmt.Sprint("k", i), strings.Repeat("x", 1000))
 			}
 		}, damage: func(t *testing.T, s *DB, dir string) {
-			first := -1
-			for i, sl := range s.jl.slots {
-				if sl.epoch == s.jl.cpFrom {
-					first = i
-				}
-			}
-			if first < 0 || s.jl.epoch == s.jl.cpFrom {
-				t.Fatalf("epochs %d to %d: the row wants two", s.jl.cpFrom, s.jl.epoch)
-			}
-			flip(t, filepath.Join(dir, journalDir, fmt.Sprint(first, ".slot")), 9)
+			flip(t, firstSlotPath(t, s, dir), 9)
 		}, wantErr: errJournal},
+		// Opened with memtables too small for what one op once took,
+		// the replay looped for ever committing empty transactions.
+		{name: "an op too big for the memtables it is replayed into", commits: func(t *testing.T, s *DB) {
+			put(t, s, strings.Repeat("k", 30000), "v")
+		}, reopen: 64 << 10, wantErr: errJournal},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -171,7 +161,7 @@ func TestJournalReplay(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			r, err := Open(Options{Dir: snap, Logger: testLogger(t), journalSlot: tc.slot})
+			r, err := Open(Options{Dir: snap, Logger: testLogger(t), journalSlot: tc.slot, MemTableSize: tc.reopen})
 			if tc.wantErr != nil {
 				if !errors.Is(err, tc.wantErr) {
 					t.Fatalf("Open over the damaged journal: %v, want %v", err, tc.wantErr)
@@ -293,6 +283,22 @@ func summary(m map[string]string) string {
 	return b.String()
 }
 
+// firstSlotPath is the slot of the first epoch s's journal would replay,
+// in the copy at dir; the row needs a later epoch after it.
+func firstSlotPath(t *testing.T, s *DB, dir string) string {
+	t.Helper()
+	first := -1
+	for i, sl := range s.jl.slots {
+		if sl.epoch == s.jl.cpFrom {
+			first = i
+		}
+	}
+	if first < 0 || s.jl.epoch == s.jl.cpFrom {
+		t.Fatalf("epochs %d to %d: the row wants two", s.jl.cpFrom, s.jl.epoch)
+	}
+	return filepath.Join(dir, journalDir, fmt.Sprint(first, ".slot"))
+}
+
 // slotPath is the current slot of s's journal, in the copy at dir.
 func slotPath(s *DB, dir string) string {
 	return filepath.Join(dir, journalDir, fmt.Sprint(s.jl.cur, ".slot"))
@@ -378,6 +384,9 @@ func TestJournalBehindBadger(t *testing.T) {
 				return tx.Set([]byte("k2"), []byte("badger"))
 			})
 		}},
+		// A MOVE whose record a kill kept in memory: replayed over,
+		// the folder stood at its old name and its new one (the
+		// daemon's TestKillRightAfterSmallWrites).
 		{name: "a delete of an earlier record's key", before: func(t *testing.T, s *DB) {
 			put(t, s, "k", "record")
 		}, after: func(t *testing.T, s *DB) {
@@ -484,7 +493,6 @@ func TestJournalBehindBadger(t *testing.T) {
 			s := openDisk(t, dir, tc.opts)
 			put(t, s, "base", "before")
 			tc.before(t, s)
-			before := dump(t, s)
 			// The journal as the crash leaves it.
 			copyTree(t, filepath.Join(dir, journalDir), jcopy)
 			tc.after(t, s)
@@ -501,8 +509,10 @@ func TestJournalBehindBadger(t *testing.T) {
 			r := openDisk(t, snap, tc.opts)
 			defer r.Close()
 			got := dump(t, r)
-			if !maps.Equal(got, before) && !maps.Equal(got, after) {
-				t.Fatalf("after the replay:\n%v\nwant\n%v\nor\n%v", summary(got), summary(before), summary(after))
+			// Badger kept every commit after the journal's copy (it
+			// closed cleanly): the replay must leave them whole.
+			if !maps.Equal(got, after) {
+				t.Fatalf("after the replay:\n%v\nwant\n%v", summary(got), summary(after))
 			}
 			if v, ok := got["used"]; ok {
 				id, err := r.NextID(ctx, "node")
@@ -747,47 +757,6 @@ func TestJournalReplayCutShort(t *testing.T) {
 	}
 }
 
-// TestJournalAfterKill: a kill leaves Badger's writes in the page cache,
-// those of commits whose records were still in memory among them (not
-// yet answered). Open replays nothing Badger has: an older record
-// replayed over such a commit would give a key back the value that
-// commit changed (the daemon's TestKillRightAfterSmallWrites saw a folder
-// at its old name and its new one after a MOVE).
-func TestJournalAfterKill(t *testing.T) {
-	ctx := context.Background()
-	dir, killed := t.TempDir(), t.TempDir()
-	s := openDisk(t, dir, Options{})
-	put(t, s, "name/old", "folder")
-	put(t, s, "other", "1")
-	// The MOVE: committed, its record not yet written by a round.
-	err := s.UpdateUnsynced(ctx, func(tx kv.Txn) error {
-		if err := tx.Delete([]byte("name/old")); err != nil {
-			return err
-		}
-		return tx.Set([]byte("name/new"), []byte("folder"))
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.jl.mu.Lock()
-	pending := len(s.jl.buf)
-	s.jl.mu.Unlock()
-	if pending == 0 {
-		t.Fatal("the unsynced commit's record was written: the row tests nothing")
-	}
-	// The kill: the directory as the page cache holds it.
-	copyTree(t, dir, killed)
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	r := openDisk(t, killed, Options{})
-	defer r.Close()
-	want := map[string]string{"name/new": "folder expires:false", "other": "1 expires:false"}
-	if got := dump(t, r); !maps.Equal(got, want) {
-		t.Errorf("after the kill: %v, want %v", got, want)
-	}
-}
-
 // TestJournalMendsValues: after a power cut, Badger's write-ahead log can
 // hold an acknowledged commit whose value, in the value log, never
 // reached the disk (the kernel writes the two memory maps back in any
@@ -863,43 +832,5 @@ func TestJournalBacklog(t *testing.T) {
 	}
 	if most > maxBacklog+8<<10 {
 		t.Errorf("the journal held %d bytes of records no round took, want at most about %d", most, maxBacklog)
-	}
-}
-
-// TestJournalReplayTooBig: a record whose single op no longer fits one
-// transaction, because the store is opened with smaller memtables than
-// when it was written, stops the start with errJournal, where the replay
-// looped for ever committing empty transactions.
-func TestJournalReplayTooBig(t *testing.T) {
-	dir, snap := t.TempDir(), t.TempDir()
-	s := openDisk(t, dir, Options{})
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	copyTree(t, dir, snap)
-	s = openDisk(t, dir, Options{})
-	put(t, s, strings.Repeat("k", 30000), "v")
-	if err := os.RemoveAll(filepath.Join(snap, journalDir)); err != nil {
-		t.Fatal(err)
-	}
-	copyTree(t, filepath.Join(dir, journalDir), filepath.Join(snap, journalDir))
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() {
-		r, err := Open(Options{Dir: snap, Logger: testLogger(t), MemTableSize: 64 << 10})
-		if err == nil {
-			r.Close()
-		}
-		done <- err
-	}()
-	select {
-	case err := <-done:
-		if !errors.Is(err, errJournal) {
-			t.Fatalf("Open with memtables too small for a record: %v, want %v", err, errJournal)
-		}
-	case <-time.After(time.Minute):
-		t.Fatal("Open with memtables too small for a record did not return")
 	}
 }
