@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -131,6 +132,10 @@ type Options struct {
 
 	// journalSlot overrides slotSize, for tests that fill slots.
 	journalSlot int64
+	// beforeVersions, when set (by tests), runs in the journal's replay
+	// with the Badger it replays into, before the replay reads what
+	// that holds.
+	beforeVersions func(*dgraph.DB)
 }
 
 // DB is a kv.Store backed by an embedded Badger database. Create it with
@@ -263,6 +268,15 @@ func Open(opts Options) (*DB, error) {
 		if err := replayLogs(bo); err != nil {
 			return nil, openErr(opts.Dir, err)
 		}
+		if !opts.NoSync {
+			replayed, err := replayJournal(bo, opts)
+			if err != nil {
+				return nil, openErr(opts.Dir, err)
+			}
+			if replayed > 0 {
+				logger.Warn("kv: replayed commits from the journal after a crash", "commits", replayed)
+			}
+		}
 	}
 	db, err := dgraph.Open(bo)
 	if err != nil {
@@ -274,15 +288,13 @@ func Open(opts Options) (*DB, error) {
 		seqs:    make(map[string]*sequence),
 	}
 	if !opts.NoSync && !opts.InMemory {
+		// replayJournal left nothing beyond the checkpoint to replay.
 		b.group = newGroupSync(opts.Dir)
-		jl, replayed, err := openJournal(opts.Dir, db, b.group, opts.journalSlot)
+		jl, _, err := openJournal(opts.Dir, db, b.group, opts.journalSlot, nil)
 		if err != nil {
 			db.Close()
 			b.group.close()
 			return nil, openErr(opts.Dir, err)
-		}
-		if replayed > 0 {
-			logger.Warn("kv: replayed commits from the journal after a crash", "commits", replayed)
 		}
 		b.jl = jl
 	}
@@ -386,11 +398,46 @@ func replayLogs(bo dgraph.Options) error {
 	if size == 0 {
 		return nil
 	}
-	db, err := dgraph.Open(bo.WithMemTableSize(size))
+	// Without compactions, as replayJournal's open: the journal has yet
+	// to read what these logs hold.
+	db, err := dgraph.Open(withoutCompactions(bo.WithMemTableSize(size)))
 	if err != nil {
 		return err
 	}
 	return db.Close()
+}
+
+// replayJournal replays into the store in bo.Dir the commits the
+// journal holds beyond its last checkpoint, if any, and returns how
+// many. It opens Badger for that alone, without compactions, and closes
+// it: with one that compacts, a compaction due at the start (Badger
+// flushes the memtables of its logs at once) could drop a delete that
+// Badger kept of a commit whose record the crash lost, with every
+// version of its key, before the replay read that key's version; the
+// replay would then set the key again from an earlier record, undoing
+// half of that commit. While the store runs, the journal's pin keeps
+// such entries (see journal.pin); no pin holds before the replay.
+func replayJournal(bo dgraph.Options, opts Options) (int, error) {
+	pending, err := journalPending(opts.Dir)
+	if err != nil || !pending {
+		return 0, err
+	}
+	db, err := dgraph.Open(withoutCompactions(bo))
+	if err != nil {
+		return 0, err
+	}
+	g := newGroupSync(opts.Dir)
+	jl, replayed, err := openJournal(opts.Dir, db, g, opts.journalSlot, opts.beforeVersions)
+	if err != nil {
+		return 0, errors.Join(err, db.Close(), g.close())
+	}
+	return replayed, errors.Join(jl.close(), db.Close(), g.close())
+}
+
+// withoutCompactions is bo for an open that must not compact. Level 0
+// then only grows, so it never stalls a flush either.
+func withoutCompactions(bo dgraph.Options) dgraph.Options {
+	return bo.WithNumCompactors(0).WithNumLevelZeroTablesStall(math.MaxInt32)
 }
 
 // enter registers a call in flight, or returns kv.ErrClosed. Every successful

@@ -179,8 +179,9 @@ var errJournal = errors.New("kv: damaged journal")
 // openJournal opens the journal in dir (creating it), replays into db
 // what the last checkpoint does not cover, and makes what Badger holds
 // durable through g. It returns the journal and the number of records it
-// replayed. size overrides slotSize when positive.
-func openJournal(dir string, db *dgraph.DB, g *groupSync, size int64) (_ *journal, _ int, err error) {
+// replayed. size overrides slotSize when positive; beforeVersions, when
+// set (by tests), runs before the replay reads db.
+func openJournal(dir string, db *dgraph.DB, g *groupSync, size int64, beforeVersions func(*dgraph.DB)) (_ *journal, _ int, err error) {
 	if size <= 0 {
 		size = slotSize
 	}
@@ -243,6 +244,9 @@ func openJournal(dir string, db *dgraph.DB, g *groupSync, size int64) (_ *journa
 			}
 		}
 	}
+	if beforeVersions != nil && len(chain) > 0 {
+		beforeVersions(db)
+	}
 	// What Badger held before the replay, to tell a key that a commit
 	// after a record wrote (see journal), up to base.
 	pre := db.NewTransaction(false)
@@ -290,6 +294,32 @@ func openJournal(dir string, db *dgraph.DB, g *groupSync, size int64) (_ *journa
 		return nil, 0, err
 	}
 	return j, replayed, nil
+}
+
+// journalPending reports whether the journal in dir may hold records
+// beyond its checkpoint: a slot of the checkpoint's epoch or a later
+// one (of any, without a checkpoint file), as openJournal would replay.
+func journalPending(dir string) (bool, error) {
+	j := &journal{dir: filepath.Join(dir, journalDir)}
+	from, err := j.readCheckpoint()
+	if err != nil {
+		return false, err
+	}
+	for i := range j.slots {
+		f, err := os.Open(j.slotName(i))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return false, err
+		}
+		epoch, _, ok := readSlotHeader(f)
+		f.Close()
+		if ok && epoch >= from {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // chainSlot is a slot holding an epoch Open replays, and that epoch's

@@ -531,6 +531,90 @@ func TestJournalBehindBadger(t *testing.T) {
 	}
 }
 
+// TestJournalReplayBeforeCompactions: after a crash, Badger may hold a
+// delete of a commit whose record the journal lost (kill -9 kept
+// Badger's logs and lost the round). Badger flushes the memtables of its
+// logs as it opens, and a compaction due then drops the delete with
+// every version of its key, unless the journal's pin (which no longer
+// holds) keeps it. Were it dropped before the replay read the key's
+// version, the replay would set the key again from an earlier record,
+// leaving half of the lost commit: k back beside k2, as a MOVE's folder
+// at its old name and its new one.
+func TestJournalReplayBeforeCompactions(t *testing.T) {
+	opts := Options{MemTableSize: 1 << 20}
+	dir, jcopy := t.TempDir(), t.TempDir()
+	s := openDisk(t, dir, opts)
+	put(t, s, "base", "before")
+	put(t, s, "k", "record")
+	copyTree(t, filepath.Join(dir, journalDir), jcopy)
+	update(t, s, func(tx kv.Txn) error {
+		if err := tx.Delete([]byte("k")); err != nil {
+			return err
+		}
+		return tx.Set([]byte("k2"), []byte("badger"))
+	})
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Level 0 over the count that makes it the next compaction's: the
+	// memtables a crash leaves do that, or the tables a stalled level 0
+	// held. Written with compactions off, so that the delete is still
+	// there for the start to drop.
+	raw, err := dgraph.Open(withoutCompactions(dgraph.DefaultOptions(dir).
+		WithMemTableSize(opts.MemTableSize).WithValueThreshold(valueThreshold).
+		WithValueLogFileSize(valueLogFileSize).WithLogger(nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	val := []byte(strings.Repeat("f", 100))
+	for i := range 60 {
+		err := raw.Update(func(tx *dgraph.Txn) error {
+			for j := range 1000 {
+				if err := tx.Set(fmt.Appendf(nil, "fill/%02d/%04d", i, j), val); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := raw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(dir, journalDir)); err != nil {
+		t.Fatal(err)
+	}
+	copyTree(t, jcopy, filepath.Join(dir, journalDir))
+
+	// The replay reads versions once a compaction due at the start has
+	// run, in a Badger that runs any.
+	opts.beforeVersions = func(db *dgraph.DB) {
+		if db.Opts().NumCompactors == 0 {
+			return
+		}
+		l0 := func() int { return db.Levels()[0].NumTables }
+		n := l0()
+		for deadline := time.Now().Add(10 * time.Second); l0() >= n; {
+			if time.Now().After(deadline) {
+				t.Errorf("no compaction of level 0 (%d tables) at the start", n)
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	r := openDisk(t, dir, opts)
+	defer r.Close()
+	got := dump(t, r)
+	for k, want := range map[string]string{"base": "before expires:false", "k2": "badger expires:false", "k": ""} {
+		if got[k] != want {
+			t.Errorf("after the replay, %s = %q, want %q", k, got[k], want)
+		}
+	}
+}
+
 // TestJournalEpochAfterLostHeader: a power cut during the round that
 // starts an epoch can keep the round's records and lose the slot's
 // header, which the same fdatasync would have made durable. The next
