@@ -569,9 +569,10 @@ func (b *DB) updateOnce(fn func(kv.Txn) error, sync bool) error {
 	// for RunGC's flush must not hold up the round that acknowledges
 	// the commits before it.
 	var err error
+	var lsn uint64 // the commit's record's, for the journal's wait
 	b.writes.RLock()
 	if b.jl != nil {
-		err = b.jl.commit(tx.writes, bt.Commit)
+		lsn, err = b.jl.commit(tx.writes, bt.Commit)
 	} else {
 		err = bt.Commit()
 	}
@@ -596,7 +597,7 @@ func (b *DB) updateOnce(fn func(kv.Txn) error, sync bool) error {
 		// An unsynced commit waits too once the records no round has
 		// taken pass maxBacklog: a run of them alone (pins, leases)
 		// would grow the journal's buffer without bound.
-		return b.jl.wait()
+		return b.jl.wait(lsn)
 	}
 	return mapErr(err)
 }
@@ -907,7 +908,7 @@ func (b *DB) flushDeletes() error {
 		// newer than an earlier record's set of the key and undo half
 		// of the commit whose record a crash lost. So every commit the
 		// flush takes has its record durable first.
-		err = b.jl.wait()
+		err = b.jl.wait(b.jl.appended())
 	}
 	if err == nil {
 		err = b.db.Update(func(t *dgraph.Txn) error { return t.Set([]byte(flushKey), nil) })

@@ -95,8 +95,9 @@ func (g *groupSync) close() error {
 
 // commitRounds is group commit's core, which the journal's rounds and
 // groupSync's syncs of Badger's logs share: rounds run one at a time, a
-// caller waits for one that started after its call, and the first
-// failure stands for good. After a failed fsync Linux marks the pages it
+// caller waits for the round that covers it (groupSync's: one that
+// started after its call; the journal's: one that took its record), and
+// the first failure stands for good. After a failed fsync Linux marks the pages it
 // could not write clean again, so the next fsync succeeds whatever was
 // lost, and a log with a hole is replayed only up to it: commits
 // acknowledged after the failure would vanish at the next start. So
@@ -107,17 +108,15 @@ type commitRounds struct {
 	failed        error // the first round's error, wrapped in kv.ErrNotDurable
 }
 
-// await returns once a round that started after the call has finished:
-// it runs run as that round (cond.L released meanwhile) unless another
-// caller does. cond.L must be held; cond is broadcast as each round
-// ends. It returns nil, the error of the round that covered the call, or
-// that of a later one (a durable commit then reported failed: the safe
-// side), since no round starts after a failed one.
-func (r *commitRounds) await(cond *sync.Cond, run func() error) error {
-	// A round already running may have started before the call: only
-	// the next one is sure to cover it.
-	target := r.started + 1
-	for r.done < target {
+// await returns once covered reports true, running run as a round
+// (cond.L released meanwhile) whenever none runs and covered is still
+// false. cond.L must be held, and covered is called with it held; cond
+// is broadcast as each round ends. It returns nil, the error of the
+// round that covered the call, or that of a later one (a durable commit
+// then reported failed: the safe side), since no round starts after a
+// failed one.
+func (r *commitRounds) await(cond *sync.Cond, covered func() bool, run func() error) error {
+	for !covered() {
 		if r.failed != nil {
 			return r.failed
 		}
@@ -141,6 +140,13 @@ func (r *commitRounds) await(cond *sync.Cond, run func() error) error {
 	return r.failed
 }
 
+// next is await's covered for a caller that needs a round that starts
+// after its call: one already running may have started before it.
+func (r *commitRounds) next() func() bool {
+	target := r.started + 1
+	return func() bool { return r.done >= target }
+}
+
 // fail records err as the first failure, unless one came before. Called
 // with the owner's lock held.
 func (r *commitRounds) fail(err error) {
@@ -154,7 +160,7 @@ func (r *commitRounds) fail(err error) {
 func (g *groupSync) wait() error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.await(&g.cond, func() error {
+	return g.await(&g.cond, g.next(), func() error {
 		g.rounds.Add(1)
 		return g.syncFiles()
 	})

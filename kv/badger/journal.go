@@ -85,6 +85,8 @@ type journal struct {
 	// free. cpWanted: the epoch the next checkpoint makes cpFrom.
 	cpFrom, cpWanted uint64
 	cpRunning        bool
+	// durable is the number of the last record a round made durable.
+	durable uint64
 
 	// Touched only by the goroutine running a round, and by Open and
 	// close when none can run.
@@ -280,6 +282,7 @@ func openJournal(dir string, db *dgraph.DB, g *groupSync, size int64, beforeVers
 		return nil, 0, err
 	}
 	j.nextLSN = last + 1
+	j.durable = last
 	j.pin = db.NewTransaction(false)
 	// The epoch after maxEpoch may hold records without its header: a
 	// crash during the round that started it can keep those and lose
@@ -709,8 +712,10 @@ func decodeOp(b []byte) (op, []byte, error) {
 // commit appends the record of ops and runs commit, Badger's commit of
 // the same transaction, while holding mu: see journal. A commit that
 // fails takes its record back. Commits are one at a time here; Badger
-// writes them one at a time anyway.
-func (j *journal) commit(ops []op, commit func() error) error {
+// writes them one at a time anyway. It returns the number of the
+// commit's record (of the last one appended, for a commit without
+// writes), for wait.
+func (j *journal) commit(ops []op, commit func() error) (uint64, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	mark := len(j.buf)
@@ -719,7 +724,7 @@ func (j *journal) commit(ops []op, commit func() error) error {
 	}
 	if err := commit(); err != nil {
 		j.buf = j.buf[:mark]
-		return err
+		return 0, err
 	}
 	if len(ops) > 0 {
 		// Badger gives versions in the order of commits, and the
@@ -730,7 +735,7 @@ func (j *journal) commit(ops []op, commit func() error) error {
 		t.Discard()
 		j.nextLSN++
 	}
-	return nil
+	return j.nextLSN - 1, nil
 }
 
 // maxBacklog bounds the bytes of records appended that no round has taken
@@ -745,15 +750,33 @@ func (j *journal) backlog() int {
 	return len(j.buf)
 }
 
-// wait returns once a round that started after the call has finished,
-// with its error: every record appended before the call is durable.
-func (j *journal) wait() error {
+// appended returns the number of the last record appended.
+func (j *journal) appended() uint64 {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.nextLSN - 1
+}
+
+// wait returns once the records up to number lsn are durable, with the
+// error of the round that made them so (or of a later one). A commit
+// whose record a running round took waits for that round alone: waiting
+// for one that starts after the call, as groupSync's callers do, cost
+// such a commit a second round.
+func (j *journal) wait(lsn uint64) error {
 	j.commits.Add(1)
 	start := time.Now()
 	defer func() { j.waitTime.Add(int64(time.Since(start))) }()
 	j.rmu.Lock()
 	defer j.rmu.Unlock()
-	return j.await(&j.cond, j.round)
+	return j.await(&j.cond, func() bool { return j.durable >= lsn }, func() error {
+		last, err := j.round()
+		if err == nil {
+			j.rmu.Lock()
+			j.durable = last
+			j.rmu.Unlock()
+		}
+		return err
+	})
 }
 
 // broken returns the error that stopped writes, if any: the journal's,
@@ -769,11 +792,13 @@ func (j *journal) broken() error {
 }
 
 // round writes the records appended since the last round and makes them
-// durable.
-func (j *journal) round() (err error) {
+// durable, and returns the number of the last of them (of the last
+// record appended, when there were none).
+func (j *journal) round() (last uint64, err error) {
 	j.mu.Lock()
 	buf := j.buf
 	j.buf, j.spare = j.spare[:0], nil
+	last = j.nextLSN - 1
 	// Taken under mu, it reads every commit whose record buf holds and
 	// none after: once buf is durable it is the next pin.
 	var pin *dgraph.Txn
@@ -803,19 +828,19 @@ func (j *journal) round() (err error) {
 	if len(buf) == 0 {
 		// Every record appended before this round started was taken
 		// by one that has finished.
-		return nil
+		return last, nil
 	}
 	t := time.Now()
 	defer func() { j.roundTime.Add(int64(time.Since(t))) }()
 	if j.cur < 0 || (j.off > slotHeader && j.off+int64(len(buf)) > j.size) {
 		if err := j.startEpoch(binary.LittleEndian.Uint64(buf[8:16])); err != nil {
-			return err
+			return 0, err
 		}
 	}
 	s := &j.slots[j.cur]
 	seal(buf, j.epoch)
 	if _, err := s.f.WriteAt(buf, j.off); err != nil {
-		return fmt.Errorf("kv: journal: %w", err)
+		return 0, fmt.Errorf("kv: journal: %w", err)
 	}
 	j.off += int64(len(buf))
 	if j.off > s.filled {
@@ -823,11 +848,11 @@ func (j *journal) round() (err error) {
 		// space; this round's sync covers them and the new size.
 		end := (j.off + fillStep - 1) / fillStep * fillStep
 		if _, err := s.f.WriteAt(make([]byte, end-j.off), j.off); err != nil {
-			return fmt.Errorf("kv: journal: %w", err)
+			return 0, fmt.Errorf("kv: journal: %w", err)
 		}
 		s.filled = end
 	}
-	return j.sync(s.f)
+	return last, j.sync(s.f)
 }
 
 func (j *journal) sync(f *os.File) error {

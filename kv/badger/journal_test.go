@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -205,6 +206,56 @@ func TestJournalOneSync(t *testing.T) {
 		if r, f, c := after.Rounds-before.Rounds, after.Files-before.Files, after.Checkpoints-before.Checkpoints; r != 1 || f != 1 || c != 0 {
 			t.Errorf("a commit of %d bytes: %d rounds, %d fdatasyncs, %d checkpoints; want 1, 1, 0", size, r, f, c)
 		}
+	}
+}
+
+// TestJournalWaitsForItsRound: a commit whose record a round already
+// running took is durable when that round ends, and waits for it alone.
+// Waiting, as groupSync's callers do, for a round that started after
+// the call cost such a commit a second round, whatever it held: with
+// commits arriving all the time, a second fdatasync.
+func TestJournalWaitsForItsRound(t *testing.T) {
+	ctx := context.Background()
+	s := openDisk(t, t.TempDir(), Options{})
+	defer s.Close()
+	put(t, s, "warm", "v")
+	syncing, release := make(chan struct{}), make(chan struct{})
+	s.jl.syncFile = func(f *os.File) error {
+		select {
+		case syncing <- struct{}{}:
+			<-release
+		default:
+		}
+		return f.Sync()
+	}
+	// b's record is appended and committed; before b waits, c's
+	// commit starts a round that takes both records, and syncs.
+	other := make(chan error, 1)
+	var fired atomic.Bool // c's commit comes here too, and goes on
+	s.afterCommit = func() {
+		if fired.CompareAndSwap(false, true) {
+			go func() {
+				other <- s.Update(ctx, func(tx kv.Txn) error { return tx.Set([]byte("c"), []byte("v")) })
+			}()
+			<-syncing
+		}
+	}
+	before := s.SyncStats()
+	mine := make(chan error, 1)
+	go func() {
+		mine <- s.Update(ctx, func(tx kv.Txn) error { return tx.Set([]byte("b"), []byte("v")) })
+	}()
+	// Let b reach its wait while the round is in its fdatasync.
+	time.Sleep(50 * time.Millisecond)
+	close(release)
+	for _, ch := range []chan error{mine, other} {
+		if err := <-ch; err != nil {
+			t.Fatal(err)
+		}
+	}
+	after := s.SyncStats()
+	if r, f := after.Rounds-before.Rounds, after.Files-before.Files; r != 1 || f != 1 {
+		t.Errorf("two commits in one round: %d rounds, %d fdatasyncs; want 1 and 1", r, f)
 	}
 }
 
@@ -729,7 +780,7 @@ func TestJournalRoundsDuringFlush(t *testing.T) {
 	// Let the commit reach Badger's lock; there it waits either way.
 	time.Sleep(100 * time.Millisecond)
 	done := make(chan error, 1)
-	go func() { done <- s.jl.wait() }()
+	go func() { done <- s.jl.wait(s.jl.appended()) }()
 	waited := false
 	select {
 	case err := <-done:
