@@ -220,11 +220,15 @@ func TestJournalWaitsForItsRound(t *testing.T) {
 	defer s.Close()
 	put(t, s, "warm", "v")
 	syncing, release := make(chan struct{}), make(chan struct{})
+	// The first round from here on is c's, and it waits for b to
+	// hear of it: with a send that gave up when b was not yet
+	// listening (c's round can get there first on a loaded machine),
+	// c's round went on, and b waited for it for ever.
+	var armed atomic.Bool
 	s.jl.syncFile = func(f *os.File) error {
-		select {
-		case syncing <- struct{}{}:
+		if armed.CompareAndSwap(true, false) {
+			syncing <- struct{}{}
 			<-release
-		default:
 		}
 		return f.Sync()
 	}
@@ -241,6 +245,7 @@ func TestJournalWaitsForItsRound(t *testing.T) {
 		}
 	}
 	before := s.SyncStats()
+	armed.Store(true)
 	mine := make(chan error, 1)
 	go func() {
 		mine <- s.Update(ctx, func(tx kv.Txn) error { return tx.Set([]byte("b"), []byte("v")) })
