@@ -4,6 +4,7 @@
 #
 #   sudo bench/webdav.sh                      # about 5 minutes
 #   BENCH_BIG_MIB=256 sudo bench/webdav.sh    # a smaller large file
+#   BERTH_GOMAXPROCS=3 sudo bench/webdav.sh   # berth alone with 3 Ps
 #
 # Needs root (the peers drop to www-data), Go, curl, openssl and
 # `apt-get install -y apache2 nginx-extras wrk`. The peers run from their
@@ -146,7 +147,7 @@ BPORT="$(free_port)"
 MPORT="$(free_port)"
 mkdir -p "$TMP/berthd"
 start_berth() {
-	BERTH_ADMIN_PASSWORD="$PW" "$TMP/berth" serve --data "$TMP/berthd/data" \
+	env BERTH_ADMIN_PASSWORD="$PW" ${BERTH_GOMAXPROCS:+GOMAXPROCS="$BERTH_GOMAXPROCS"} "$TMP/berth" serve --data "$TMP/berthd/data" \
 		--listen "127.0.0.1:$BPORT" --metrics-listen "127.0.0.1:$MPORT" --log-level warn >>"$TMP/berthd/log" 2>&1 &
 	BPID=$!
 	PIDS+=("$BPID")
