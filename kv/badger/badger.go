@@ -268,14 +268,15 @@ func Open(opts Options) (*DB, error) {
 		if err := replayLogs(bo); err != nil {
 			return nil, openErr(opts.Dir, err)
 		}
-		if !opts.NoSync {
-			replayed, err := replayJournal(bo, opts)
-			if err != nil {
-				return nil, openErr(opts.Dir, err)
-			}
-			if replayed > 0 {
-				logger.Warn("kv: replayed commits from the journal after a crash", "commits", replayed)
-			}
+		// With NoSync too: a store that a synced run left crashed
+		// holds commits in its journal alone, and a later synced open
+		// would replay them over what this run wrote.
+		replayed, err := replayJournal(bo, opts)
+		if err != nil {
+			return nil, openErr(opts.Dir, err)
+		}
+		if replayed > 0 {
+			logger.Warn("kv: replayed commits from the journal after a crash", "commits", replayed)
 		}
 	}
 	db, err := dgraph.Open(bo)
