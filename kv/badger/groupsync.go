@@ -97,11 +97,11 @@ func (g *groupSync) close() error {
 // groupSync's syncs of Badger's logs share: rounds run one at a time, a
 // caller waits for the round that covers it (groupSync's: one that
 // started after its call; the journal's: one that took its record), and
-// the first failure stands for good. After a failed fsync Linux marks the pages it
-// could not write clean again, so the next fsync succeeds whatever was
-// lost, and a log with a hole is replayed only up to it: commits
-// acknowledged after the failure would vanish at the next start. So
-// nothing more is acknowledged.
+// the first failure stands for good. After a failed fsync Linux marks
+// the pages it could not write clean again, so the next fsync succeeds
+// whatever was lost, and a log with a hole is replayed only up to it:
+// commits acknowledged after the failure would vanish at the next start.
+// So nothing more is acknowledged.
 type commitRounds struct {
 	started, done uint64 // rounds started and finished, in order
 	running       bool
