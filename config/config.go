@@ -539,7 +539,7 @@ func options() []option {
 		{key: "memory.kv_memtable", def: ByteSize(8 << 20), usage: "size of each of the metadata store's two memtables"},
 		{key: "memory.kv_block_cache", def: ByteSize(0), usage: "metadata store block cache (0: none)"},
 		{key: "memory.kv_index_cache", def: ByteSize(0), usage: "bound on the metadata store's table indexes in memory (0: all kept)"},
-		{key: "memory.kv_map_trim", def: time.Second, usage: "how often to drop the metadata store's memory-mapped pages from the resident set (0: never)"},
+		{key: "memory.kv_map_trim", def: 250 * time.Millisecond, usage: "how often to drop the metadata store's memory-mapped pages from the resident set (0: never)"},
 		{key: "http.body_idle_timeout", def: time.Minute, usage: "time a request body may send nothing before the request fails with 408"},
 		{key: "http.send_idle_timeout", def: time.Minute, usage: "time a client may take nothing of an answer before the request is ended"},
 		{key: "two_step.sms_command", def: "", usage: "absolute path of the program that sends two-step codes by text message (empty: no sms mode)"},
