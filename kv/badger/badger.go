@@ -262,6 +262,13 @@ func Open(opts Options) (*DB, error) {
 	if !opts.InMemory {
 		// In memory there is no value log: every value stays in the tree.
 		bo = bo.WithValueThreshold(valueThreshold).WithValueLogFileSize(valueLogFileSize)
+		// Before anything is removed: an empty log in a store another
+		// process has open is one its Badger has just created and is
+		// about to size. (Badger takes the lock inside its Open, after
+		// the repairs below; the window left is the probe's.)
+		if inUse(opts.Dir) {
+			return nil, fmt.Errorf("kv: open badger in %q: %w", opts.Dir, kv.ErrInUse)
+		}
 		if err := removeEmptyLogs(opts.Dir, logger); err != nil {
 			return nil, openErr(opts.Dir, err)
 		}

@@ -27,6 +27,12 @@ func TestOpenRefused(t *testing.T) {
 	if err := os.WriteFile(file, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// An empty log, as the holder's Badger has just created one and
+	// not yet sized it: the refused open must leave it be.
+	fresh := filepath.Join(held, "99999.mem")
+	if err := os.WriteFile(fresh, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name  string
 		opts  Options
@@ -47,6 +53,12 @@ func TestOpenRefused(t *testing.T) {
 		if errors.Is(err, kv.ErrInUse) != tc.inUse {
 			t.Errorf("%s: %v; want kv.ErrInUse: %v", tc.name, err, tc.inUse)
 		}
+	}
+	if _, err := os.Stat(fresh); err != nil {
+		t.Errorf("the holder's new log after a refused open: %v", err)
+	}
+	if err := os.Remove(fresh); err != nil {
+		t.Fatal(err)
 	}
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
