@@ -267,7 +267,7 @@ func Open(opts Options) (*DB, error) {
 		// about to size. (Badger takes the lock inside its Open, after
 		// the repairs below; the window left is the probe's.)
 		if inUse(opts.Dir) {
-			return nil, fmt.Errorf("kv: open badger in %q: %w", opts.Dir, kv.ErrInUse)
+			return nil, openErr(opts.Dir, kv.ErrInUse)
 		}
 		if err := removeEmptyLogs(opts.Dir, logger); err != nil {
 			return nil, openErr(opts.Dir, err)
