@@ -204,47 +204,9 @@ func openJournal(dir string, db *dgraph.DB, g *groupSync, size int64, beforeVers
 	} else if !errors.Is(err, fs.ErrExist) {
 		return nil, 0, err
 	}
-	from, err := j.readCheckpoint()
+	from, maxEpoch, chain, err := j.scan()
 	if err != nil {
 		return nil, 0, err
-	}
-	chain := make(map[uint64]chainSlot) // by epoch, from on
-	maxEpoch := from
-	for i := range j.slots {
-		f, err := os.OpenFile(j.slotName(i), os.O_RDWR, 0)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return nil, 0, err
-		}
-		j.slots[i].f = f
-		info, err := f.Stat()
-		if err != nil {
-			return nil, 0, err
-		}
-		j.slots[i].filled = info.Size()
-		epoch, first, ok := readSlotHeader(f)
-		if !ok {
-			continue
-		}
-		j.slots[i].epoch = epoch
-		maxEpoch = max(maxEpoch, epoch)
-		if epoch >= from {
-			if _, dup := chain[epoch]; dup {
-				return nil, 0, fmt.Errorf("%w: two slots of epoch %d", errJournal, epoch)
-			}
-			chain[epoch] = chainSlot{i, first}
-		}
-	}
-	if from == 0 {
-		// No checkpoint file beside slots: it was lost, or the first
-		// Open was cut before writing it. Replay all there is.
-		for e := range chain {
-			if from == 0 || e < from {
-				from = e
-			}
-		}
 	}
 	if beforeVersions != nil && len(chain) > 0 {
 		beforeVersions(db)
@@ -299,30 +261,63 @@ func openJournal(dir string, db *dgraph.DB, g *groupSync, size int64, beforeVers
 	return j, replayed, nil
 }
 
-// journalPending reports whether the journal in dir may hold records
-// beyond its checkpoint: a slot of the checkpoint's epoch or a later
-// one (of any, without a checkpoint file), as openJournal would replay.
+// journalPending reports whether the journal in dir holds epochs that
+// openJournal would replay: the same scan decides both.
 func journalPending(dir string) (bool, error) {
 	j := &journal{dir: filepath.Join(dir, journalDir)}
-	from, err := j.readCheckpoint()
+	defer j.closeFiles()
+	_, _, chain, err := j.scan()
+	return len(chain) > 0, err
+}
+
+// scan opens the journal's slots and reads the checkpoint and their
+// headers. It returns the first epoch to replay (the checkpoint's, or
+// without a checkpoint file the oldest there is), the newest epoch seen,
+// and the slots of the epochs to replay.
+func (j *journal) scan() (from, maxEpoch uint64, chain map[uint64]chainSlot, err error) {
+	from, err = j.readCheckpoint()
 	if err != nil {
-		return false, err
+		return 0, 0, nil, err
 	}
+	chain = make(map[uint64]chainSlot) // by epoch, from on
+	maxEpoch = from
 	for i := range j.slots {
-		f, err := os.Open(j.slotName(i))
+		f, err := os.OpenFile(j.slotName(i), os.O_RDWR, 0)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
 		if err != nil {
-			return false, err
+			return 0, 0, nil, err
 		}
-		epoch, _, ok := readSlotHeader(f)
-		f.Close()
-		if ok && epoch >= from {
-			return true, nil
+		j.slots[i].f = f
+		info, err := f.Stat()
+		if err != nil {
+			return 0, 0, nil, err
+		}
+		j.slots[i].filled = info.Size()
+		epoch, first, ok := readSlotHeader(f)
+		if !ok {
+			continue
+		}
+		j.slots[i].epoch = epoch
+		maxEpoch = max(maxEpoch, epoch)
+		if epoch >= from {
+			if _, dup := chain[epoch]; dup {
+				return 0, 0, nil, fmt.Errorf("%w: two slots of epoch %d", errJournal, epoch)
+			}
+			chain[epoch] = chainSlot{i, first}
 		}
 	}
-	return false, nil
+	if from == 0 {
+		// No checkpoint file beside slots: it was lost, or the first
+		// Open was cut before writing it. Replay all there is.
+		for e := range chain {
+			if from == 0 || e < from {
+				from = e
+			}
+		}
+	}
+	return from, maxEpoch, chain, nil
 }
 
 // chainSlot is a slot holding an epoch Open replays, and that epoch's
