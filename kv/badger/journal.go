@@ -153,6 +153,10 @@ const (
 	maxRecord = 1 << 30
 )
 
+// zeroFill is what a round writes ahead of its records, read only: a
+// megabyte allocated and cleared once, not at every fill.
+var zeroFill = make([]byte, fillStep)
+
 // journalMagic starts a slot's header and the checkpoint file.
 var journalMagic = [8]byte{'b', 'e', 'r', 't', 'h', 'j', 'l', '1'}
 
@@ -842,7 +846,7 @@ func (j *journal) round() (last uint64, err error) {
 		// Zeros ahead, so that the next rounds write over written
 		// space; this round's sync covers them and the new size.
 		end := (j.off + fillStep - 1) / fillStep * fillStep
-		if _, err := s.f.WriteAt(make([]byte, end-j.off), j.off); err != nil {
+		if _, err := s.f.WriteAt(zeroFill[:end-j.off], j.off); err != nil {
 			return 0, fmt.Errorf("kv: journal: %w", err)
 		}
 		s.filled = end
