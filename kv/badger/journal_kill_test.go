@@ -409,57 +409,42 @@ func badgerSyncedState(t *testing.T, dir string) string {
 	return b.String()
 }
 
-// copyBadgerFiles copies Badger's files in dir (all but the journal's and
-// the lock) into dst.
-func copyBadgerFiles(t *testing.T, dir, dst string) {
-	if err := os.MkdirAll(dst, 0o700); err != nil {
-		t.Fatal(err)
-	}
+// badgerFiles names Badger's files in dir: all but the journal's and
+// the lock.
+func badgerFiles(t *testing.T, dir string) []string {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
+	var names []string
 	for _, e := range ents {
-		if e.IsDir() || e.Name() == "LOCK" {
-			continue
+		if !e.IsDir() && e.Name() != "LOCK" {
+			names = append(names, e.Name())
 		}
-		copyFile(t, filepath.Join(dir, e.Name()), filepath.Join(dst, e.Name()))
+	}
+	return names
+}
+
+// copyBadgerFiles copies Badger's files in dir into dst.
+func copyBadgerFiles(t *testing.T, dir, dst string) {
+	if err := os.MkdirAll(dst, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range badgerFiles(t, dir) {
+		if err := copyFile(filepath.Join(dir, name), filepath.Join(dst, name)); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
 // restoreBadgerFiles puts Badger's files from snap in place of dir's.
 func restoreBadgerFiles(t *testing.T, snap, dir string) {
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range ents {
-		if e.IsDir() || e.Name() == "LOCK" {
-			continue
-		}
-		if err := os.Remove(filepath.Join(dir, e.Name())); err != nil {
+	for _, name := range badgerFiles(t, dir) {
+		if err := os.Remove(filepath.Join(dir, name)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	copyBadgerFiles(t, snap, dir)
-}
-
-func copyFile(t *testing.T, from, to string) {
-	in, err := os.Open(from)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
-	out, err := os.Create(to)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		t.Fatal(err)
-	}
-	if err := out.Close(); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // killChild writes to the store until the parent kills it.

@@ -392,24 +392,29 @@ func copyTree(t *testing.T, src, dst string) {
 		if !d.Type().IsRegular() {
 			return nil
 		}
-		in, err := os.Open(p)
-		if err != nil {
-			return err
-		}
-		defer in.Close()
-		out, err := os.Create(to)
-		if err != nil {
-			return err
-		}
-		if _, err := io.Copy(out, in); err != nil {
-			out.Close()
-			return err
-		}
-		return out.Close()
+		return copyFile(p, to)
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// copyFile copies the file from to to.
+func copyFile(from, to string) error {
+	in, err := os.Open(from)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.Create(to)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
 }
 
 // TestJournalBehindBadger: a crash can leave Badger holding commits
