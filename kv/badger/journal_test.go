@@ -429,11 +429,23 @@ func copyFile(from, to string) error {
 // Badger's files of a clean close with the journal copied before.
 func TestJournalBehindBadger(t *testing.T) {
 	ctx := context.Background()
+	// deleteK is a MOVE's commit: it deletes k and sets k2.
+	deleteK := func(t *testing.T, s *DB) {
+		update(t, s, func(tx kv.Txn) error {
+			if err := tx.Delete([]byte("k")); err != nil {
+				return err
+			}
+			return tx.Set([]byte("k2"), []byte("badger"))
+		})
+	}
 	tests := []struct {
 		name string
 		opts Options
 		// before runs before the journal is copied; after, after.
 		before, after func(t *testing.T, s *DB)
+		// crashed, if set, changes Badger's files as the crash left
+		// them, before the replay opens them.
+		crashed func(t *testing.T, dir string)
 	}{
 		{name: "a set over an earlier record's key", before: func(t *testing.T, s *DB) {
 			put(t, s, "k", "record")
@@ -451,12 +463,7 @@ func TestJournalBehindBadger(t *testing.T) {
 		{name: "a delete of an earlier record's key", before: func(t *testing.T, s *DB) {
 			put(t, s, "k", "record")
 		}, after: func(t *testing.T, s *DB) {
-			update(t, s, func(tx kv.Txn) error {
-				if err := tx.Delete([]byte("k")); err != nil {
-					return err
-				}
-				return tx.Set([]byte("k2"), []byte("badger"))
-			})
+			deleteK(t, s)
 		}},
 		{name: "an unsynced delete that RunGC compacted away", before: func(t *testing.T, s *DB) {
 			put(t, s, "k", "record")
@@ -479,12 +486,7 @@ func TestJournalBehindBadger(t *testing.T) {
 		{name: "a delete Badger's own flush compacts away", before: func(t *testing.T, s *DB) {
 			put(t, s, "k", "record")
 		}, after: func(t *testing.T, s *DB) {
-			update(t, s, func(tx kv.Txn) error {
-				if err := tx.Delete([]byte("k")); err != nil {
-					return err
-				}
-				return tx.Set([]byte("k2"), []byte("badger"))
-			})
+			deleteK(t, s)
 			// As a full memtable does, before the next round: Badger
 			// flushes it and compacts level 0 (DropPrefix does both).
 			if err := s.db.Update(func(tx *dgraph.Txn) error { return tx.Set([]byte("\x00test"), nil) }); err != nil {
@@ -514,13 +516,56 @@ func TestJournalBehindBadger(t *testing.T) {
 			}
 			put(t, s, "k", "record")
 		}, after: func(t *testing.T, s *DB) {
-			update(t, s, func(tx kv.Txn) error {
-				if err := tx.Delete([]byte("k")); err != nil {
-					return err
-				}
-				return tx.Set([]byte("k2"), []byte("badger"))
-			})
+			deleteK(t, s)
 			put(t, s, "z", "later")
+		}},
+		// Badger flushes the memtables of its logs as it opens, and a
+		// compaction due then drops the delete unless nothing compacts
+		// before the replay has read k's version (replayJournal).
+		{name: "a delete a compaction at the start drops", opts: Options{
+			MemTableSize: 1 << 20,
+			// The replay reads versions once a compaction due at the
+			// start has run, in a Badger that runs any.
+			beforeVersions: func(db *dgraph.DB) {
+				if db.Opts().NumCompactors == 0 {
+					return
+				}
+				l0 := func() int { return db.Levels()[0].NumTables }
+				n := l0()
+				for deadline := time.Now().Add(10 * time.Second); l0() >= n && time.Now().Before(deadline); {
+					time.Sleep(10 * time.Millisecond)
+				}
+			},
+		}, before: func(t *testing.T, s *DB) {
+			put(t, s, "k", "record")
+		}, after: deleteK, crashed: func(t *testing.T, dir string) {
+			// Level 0 over the count that makes it the next
+			// compaction's, as the memtables a crash leaves make it:
+			// written with compactions off, under the engine's prefix,
+			// which a dump leaves out.
+			raw, err := dgraph.Open(withoutCompactions(dgraph.DefaultOptions(dir).
+				WithMemTableSize(1 << 20).WithValueThreshold(valueThreshold).
+				WithValueLogFileSize(valueLogFileSize).WithLogger(nil)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			val := []byte(strings.Repeat("f", 100))
+			for i := range 60 {
+				err := raw.Update(func(tx *dgraph.Txn) error {
+					for j := range 1000 {
+						if err := tx.Set(fmt.Appendf(nil, "%sfill/%02d/%04d", kv.EnginePrefix, i, j), val); err != nil {
+							return err
+						}
+					}
+					return nil
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := raw.Close(); err != nil {
+				t.Fatal(err)
+			}
 		}},
 		{name: "a TTL entry over an earlier record's key", before: func(t *testing.T, s *DB) {
 			put(t, s, "k", "record")
@@ -562,6 +607,9 @@ func TestJournalBehindBadger(t *testing.T) {
 				t.Fatal(err)
 			}
 			copyTree(t, dir, snap)
+			if tc.crashed != nil {
+				tc.crashed(t, snap)
+			}
 			if err := os.RemoveAll(filepath.Join(snap, journalDir)); err != nil {
 				t.Fatal(err)
 			}
@@ -624,90 +672,6 @@ func TestJournalReplayWithoutSync(t *testing.T) {
 	defer r.Close()
 	if got := dump(t, r); got["b"] != "" || got["a"] != "1 expires:false" {
 		t.Errorf("the synced open after: %v, want a=1 and no b", summary(got))
-	}
-}
-
-// TestJournalReplayBeforeCompactions: after a crash, Badger may hold a
-// delete of a commit whose record the journal lost (kill -9 kept
-// Badger's logs and lost the round). Badger flushes the memtables of its
-// logs as it opens, and a compaction due then drops the delete with
-// every version of its key, unless the journal's pin (which no longer
-// holds) keeps it. Were it dropped before the replay read the key's
-// version, the replay would set the key again from an earlier record,
-// leaving half of the lost commit: k back beside k2, as a MOVE's folder
-// at its old name and its new one.
-func TestJournalReplayBeforeCompactions(t *testing.T) {
-	opts := Options{MemTableSize: 1 << 20}
-	dir, jcopy := t.TempDir(), t.TempDir()
-	s := openDisk(t, dir, opts)
-	put(t, s, "base", "before")
-	put(t, s, "k", "record")
-	copyTree(t, filepath.Join(dir, journalDir), jcopy)
-	update(t, s, func(tx kv.Txn) error {
-		if err := tx.Delete([]byte("k")); err != nil {
-			return err
-		}
-		return tx.Set([]byte("k2"), []byte("badger"))
-	})
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-
-	// Level 0 over the count that makes it the next compaction's: the
-	// memtables a crash leaves do that, or the tables a stalled level 0
-	// held. Written with compactions off, so that the delete is still
-	// there for the start to drop.
-	raw, err := dgraph.Open(withoutCompactions(dgraph.DefaultOptions(dir).
-		WithMemTableSize(opts.MemTableSize).WithValueThreshold(valueThreshold).
-		WithValueLogFileSize(valueLogFileSize).WithLogger(nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	val := []byte(strings.Repeat("f", 100))
-	for i := range 60 {
-		err := raw.Update(func(tx *dgraph.Txn) error {
-			for j := range 1000 {
-				if err := tx.Set(fmt.Appendf(nil, "fill/%02d/%04d", i, j), val); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := raw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.RemoveAll(filepath.Join(dir, journalDir)); err != nil {
-		t.Fatal(err)
-	}
-	copyTree(t, jcopy, filepath.Join(dir, journalDir))
-
-	// The replay reads versions once a compaction due at the start has
-	// run, in a Badger that runs any.
-	opts.beforeVersions = func(db *dgraph.DB) {
-		if db.Opts().NumCompactors == 0 {
-			return
-		}
-		l0 := func() int { return db.Levels()[0].NumTables }
-		n := l0()
-		for deadline := time.Now().Add(10 * time.Second); l0() >= n; {
-			if time.Now().After(deadline) {
-				t.Errorf("no compaction of level 0 (%d tables) at the start", n)
-				return
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
-	r := openDisk(t, dir, opts)
-	defer r.Close()
-	got := dump(t, r)
-	for k, want := range map[string]string{"base": "before expires:false", "k2": "badger expires:false", "k": ""} {
-		if got[k] != want {
-			t.Errorf("after the replay, %s = %q, want %q", k, got[k], want)
-		}
 	}
 }
 
