@@ -9,6 +9,7 @@ import (
 	"hash/crc32"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -50,6 +51,17 @@ import (
 // its commit returned, and the replay leaves alone a key that Badger
 // holds at a higher version, written by a later commit.
 //
+// Open first takes back the commits above the line, which no one was
+// told had happened (takeBack). The checkpoint file names a version at
+// or below which every commit was durable when it was written; that or
+// the last durable record's version, the higher, is the line. Kept, such
+// a commit could be broken: a power cut can keep its entry in Badger's
+// write-ahead log and lose its value in the value log, which Badger then
+// reads as empty bytes, with no error, over the value acknowledged
+// before. The rule above still decides between a record and a commit
+// that a checkpoint's sync made durable after the crash lost its record,
+// and for a checkpoint file of an earlier berth, without the version.
+//
 // A record is appended under mu together with Badger's commit of the
 // same transaction, so the journal's order is the commits' order, and a
 // transaction that can read a commit's writes starts after that commit's
@@ -81,6 +93,10 @@ type journal struct {
 	cond sync.Cond
 	// commitRounds' failed is also set by a failed checkpoint.
 	commitRounds
+	// mark is what the checkpoint file said at Open.
+	mark checkpointMark
+	// takenBack is the number of keys Open took back (see takeBack).
+	takenBack int
 	// cpFrom: the epochs below it are in Badger durably; their slots are
 	// free. cpWanted: the epoch the next checkpoint makes cpFrom.
 	cpFrom, cpWanted uint64
@@ -225,15 +241,35 @@ func openJournal(dir string, db *dgraph.DB, g *groupSync, size int64, beforeVers
 			return nil, 0, err
 		}
 	}
+	// After a crash, the line: every commit at or below it is durable,
+	// in Badger's logs or in the records, and none above it matters
+	// (see takeBack). The replay reads the keys' versions at the line.
+	line := uint64(math.MaxUint64)
+	if j.mark.takesBack() {
+		line = j.mark.version
+		bound := func(payload []byte) error {
+			v, _, err := recordOps(payload)
+			line = max(line, v)
+			return err
+		}
+		if _, _, err := j.replay(from, chain, bound); err != nil {
+			return nil, 0, err
+		}
+	}
 	// Each op's key at its version in Badger before the replay, all
 	// read before it writes anything: its writes fill memtables, whose
 	// flushes start compactions, and a compaction drops a delete or an
 	// expired entry with every version of its key, after which a later
 	// record's op would find nothing newer than its own.
 	vers := make(map[string]uint64)
-	collect := func(payload []byte) error { return keyVersions(pre, payload, vers) }
+	collect := func(payload []byte) error { return keyVersions(pre, payload, vers, line) }
 	if _, _, err := j.replay(from, chain, collect); err != nil {
 		return nil, 0, err
+	}
+	if j.mark.takesBack() {
+		if j.takenBack, err = takeBack(db, line, vers); err != nil {
+			return nil, 0, err
+		}
 	}
 	apply := func(payload []byte) error { return applyRecord(db, vers, base, payload) }
 	replayed, last, err := j.replay(from, chain, apply)
@@ -244,6 +280,7 @@ func openJournal(dir string, db *dgraph.DB, g *groupSync, size int64, beforeVers
 	// be commits no record holds, which kill -9 left to the kernel:
 	// the store serves them from now on, and a commit acknowledged next
 	// may build on one of them.
+	version := j.readTs()
 	if err := g.wait(); err != nil {
 		return nil, 0, err
 	}
@@ -259,19 +296,27 @@ func openJournal(dir string, db *dgraph.DB, g *groupSync, size int64, beforeVers
 	j.cpWanted = j.cpFrom
 	// Every earlier epoch is in Badger now: free their slots before the
 	// first round writes over one.
-	if err := j.writeCheckpoint(j.cpFrom); err != nil {
+	if err := j.writeCheckpoint(j.cpFrom, version, false); err != nil {
 		return nil, 0, err
 	}
 	return j, replayed, nil
 }
 
 // journalPending reports whether the journal in dir holds epochs that
-// openJournal would replay: the same scan decides both.
+// openJournal would replay, or commits it would take back: the same scan
+// decides both.
 func journalPending(dir string) (bool, error) {
 	j := &journal{dir: filepath.Join(dir, journalDir)}
 	defer j.closeFiles()
 	_, _, chain, err := j.scan()
-	return len(chain) > 0, err
+	return len(chain) > 0 || j.mark.takesBack(), err
+}
+
+// readTs is the version of Badger's last commit.
+func (j *journal) readTs() uint64 {
+	t := j.db.NewTransaction(false)
+	defer t.Discard()
+	return t.ReadTs()
 }
 
 // scan opens the journal's slots and reads the checkpoint and their
@@ -279,7 +324,7 @@ func journalPending(dir string) (bool, error) {
 // without a checkpoint file the oldest there is), the newest epoch seen,
 // and the slots of the epochs to replay.
 func (j *journal) scan() (from, maxEpoch uint64, chain map[uint64]chainSlot, err error) {
-	from, err = j.readCheckpoint()
+	from, j.mark, err = j.readCheckpoint()
 	if err != nil {
 		return 0, 0, nil, err
 	}
@@ -372,21 +417,43 @@ func (j *journal) slotName(i int) string {
 
 // readCheckpoint returns the epoch the checkpoint file names, or 0 when
 // there is none yet (a new store, or one from before the journal).
-func (j *journal) readCheckpoint() (uint64, error) {
+func (j *journal) readCheckpoint() (uint64, checkpointMark, error) {
 	b, err := os.ReadFile(filepath.Join(j.dir, "checkpoint"))
 	if errors.Is(err, fs.ErrNotExist) {
-		return 0, nil
+		return 0, checkpointMark{}, nil
 	}
 	if err != nil {
-		return 0, err
+		return 0, checkpointMark{}, err
 	}
 	// replaceFile replaces it whole: anything else is damage.
+	if f, ok := unstamp(b, 3); ok {
+		return f[0], checkpointMark{version: f[1], clean: f[2] == 1, known: true}, nil
+	}
+	// As berth wrote it before the mark.
 	f, ok := unstamp(b, 1)
 	if !ok {
-		return 0, fmt.Errorf("%w: the checkpoint file does not read", errJournal)
+		return 0, checkpointMark{}, fmt.Errorf("%w: the checkpoint file does not read", errJournal)
 	}
-	return f[0], nil
+	return f[0], checkpointMark{}, nil
 }
+
+// checkpointMark is what the checkpoint file says besides its epoch.
+type checkpointMark struct {
+	// version: every commit that Badger gave a version at or below it
+	// was durable when the file was written, in Badger's logs or in the
+	// records from the file's epoch on.
+	version uint64
+	// clean: the store closed after the file was written, with no
+	// commit after it.
+	clean bool
+	// known: the file has the two above; a file of an earlier berth
+	// has only the epoch.
+	known bool
+}
+
+// takesBack reports whether Badger may hold commits above the mark's
+// version that no durable record holds (see takeBack).
+func (m checkpointMark) takesBack() bool { return m.known && !m.clean }
 
 // stamp is journalMagic, fields, then a CRC-32C of both: the slot
 // header, the checkpoint file and "replaying".
@@ -437,8 +504,13 @@ func (j *journal) replayBase(from, readTs uint64) (uint64, error) {
 }
 
 // writeCheckpoint names epoch as the first one Open must replay.
-func (j *journal) writeCheckpoint(epoch uint64) error {
-	return replaceFile(filepath.Join(j.dir, "checkpoint"), stamp(epoch))
+// version and clean are the mark's (see checkpointMark).
+func (j *journal) writeCheckpoint(epoch, version uint64, clean bool) error {
+	c := uint64(0)
+	if clean {
+		c = 1
+	}
+	return replaceFile(filepath.Join(j.dir, "checkpoint"), stamp(epoch, version, c))
 }
 
 // replaceFile replaces name with b whole (a temporary file, synced,
@@ -543,9 +615,8 @@ func applyRecord(db *dgraph.DB, vers map[string]uint64, base uint64, payload []b
 	if err != nil {
 		return err
 	}
-	t := db.NewTransaction(true)
-	defer func() { t.Discard() }()
-	held := 0 // ops in t
+	w := opWriter{db: db}
+	defer w.discard()
 	for len(payload) > 0 {
 		o, rest, err := decodeOp(payload)
 		if err != nil {
@@ -555,41 +626,131 @@ func applyRecord(db *dgraph.DB, vers map[string]uint64, base uint64, payload []b
 		if v := vers[string(o.key)]; v > version && v <= base {
 			continue
 		}
-		e := dgraph.NewEntry(o.key, o.value)
-		e.ExpiresAt = o.expiresAt
-		for {
-			var err error
-			if o.kind == opDelete {
-				err = t.Delete(o.key)
-			} else {
-				err = t.SetEntry(e)
-			}
-			if !errors.Is(err, dgraph.ErrTxnTooBig) {
-				if err != nil {
-					return err
-				}
-				held++
-				break
-			}
-			if held == 0 {
-				// Alone in a transaction it still does not fit: the
-				// store was opened with memtables too small for what
-				// it once took. Another try would loop for ever.
-				return fmt.Errorf("%w: an op of a %d-byte key does not fit one transaction of this store; open it with a larger MemTableSize", errJournal, len(o.key))
-			}
-			if err := t.Commit(); err != nil {
-				return err
-			}
-			t = db.NewTransaction(true)
-			held = 0
+		if err := w.write(o); err != nil {
+			return err
 		}
 	}
-	return t.Commit()
+	return w.commit()
+}
+
+// opWriter writes ops in as few transactions as Badger takes them.
+type opWriter struct {
+	db   *dgraph.DB
+	t    *dgraph.Txn
+	held int // ops in t
+}
+
+func (w *opWriter) write(o op) error {
+	if w.t == nil {
+		w.t = w.db.NewTransaction(true)
+	}
+	e := dgraph.NewEntry(o.key, o.value)
+	e.ExpiresAt = o.expiresAt
+	for {
+		var err error
+		if o.kind == opDelete {
+			err = w.t.Delete(o.key)
+		} else {
+			err = w.t.SetEntry(e)
+		}
+		if !errors.Is(err, dgraph.ErrTxnTooBig) {
+			if err != nil {
+				return err
+			}
+			w.held++
+			return nil
+		}
+		if w.held == 0 {
+			// Alone in a transaction it still does not fit: the
+			// store was opened with memtables too small for what
+			// it once took. Another try would loop for ever.
+			return fmt.Errorf("%w: an op of a %d-byte key does not fit one transaction of this store; open it with a larger MemTableSize", errJournal, len(o.key))
+		}
+		if err := w.t.Commit(); err != nil {
+			return err
+		}
+		w.t = w.db.NewTransaction(true)
+		w.held = 0
+	}
+}
+
+// commit commits the ops written since the last commit.
+func (w *opWriter) commit() error {
+	if w.t == nil {
+		return nil
+	}
+	err := w.t.Commit()
+	w.t, w.held = nil, 0
+	return err
+}
+
+func (w *opWriter) discard() {
+	if w.t != nil {
+		w.t.Discard()
+	}
+}
+
+// takeBack sets every key that Badger holds at a version above line
+// back to what it was at line (deleting it where it was nothing), in new
+// commits, and returns how many keys it set back. Above the line are
+// commits that were never acknowledged, whose records a crash lost, and
+// what a replay a crash cut wrote: the replay decides those keys from
+// the records. After a power cut such a commit's value may never have
+// reached the value log while its entry reached Badger's write-ahead
+// log, and Badger reads such a value as empty bytes, with no error. keys
+// holds the keys the replay's records write: a value at the line that
+// does not read either must be one of theirs.
+func takeBack(db *dgraph.DB, line uint64, keys map[string]uint64) (int, error) {
+	t := db.NewTransaction(false)
+	defer t.Discard()
+	var above [][]byte
+	it := t.NewIterator(dgraph.IteratorOptions{AllVersions: true, SinceTs: line})
+	for it.Rewind(); it.Valid(); it.Next() {
+		if k := it.Item().Key(); len(above) == 0 || !bytes.Equal(above[len(above)-1], k) {
+			above = append(above, it.Item().KeyCopy(nil))
+		}
+	}
+	it.Close()
+	if len(above) == 0 {
+		return 0, nil
+	}
+	w := opWriter{db: db}
+	defer w.discard()
+	it = t.NewIterator(dgraph.IteratorOptions{AllVersions: true})
+	defer it.Close()
+	for _, key := range above {
+		o := op{kind: opDelete, key: key}
+		for it.Seek(key); it.Valid() && bytes.Equal(it.Item().Key(), key); it.Next() {
+			item := it.Item()
+			if item.Version() > line {
+				continue
+			}
+			if item.IsDeletedOrExpired() {
+				break
+			}
+			v, err := item.ValueCopy(nil)
+			if err != nil {
+				return 0, err
+			}
+			if len(v) == 0 && item.ValueSize() > 0 {
+				if _, ok := keys[string(key)]; !ok {
+					return 0, fmt.Errorf("%w: key %q at version %d points past the end of Badger's value log, and no record sets it", errJournal, key, item.Version())
+				}
+				break // a record sets it
+			}
+			o = op{kind: opSet, key: key, value: v, expiresAt: item.ExpiresAt()}
+			break
+		}
+		if err := w.write(o); err != nil {
+			return 0, err
+		}
+	}
+	return len(above), w.commit()
 }
 
 // keyVersions adds to vers the version in pre of each key the record's
 // payload writes.
-func keyVersions(pre *dgraph.Txn, payload []byte, vers map[string]uint64) error {
+func keyVersions(pre *dgraph.Txn, payload []byte, vers map[string]uint64, atMost uint64) error {
 	_, payload, err := recordOps(payload)
 	if err != nil {
 		return err
@@ -601,7 +762,7 @@ func keyVersions(pre *dgraph.Txn, payload []byte, vers map[string]uint64) error 
 		}
 		payload = rest
 		if _, ok := vers[string(o.key)]; !ok {
-			vers[string(o.key)] = keyVersion(pre, o.key)
+			vers[string(o.key)] = keyVersion(pre, o.key, atMost)
 		}
 	}
 	return nil
@@ -616,19 +777,20 @@ func recordOps(payload []byte) (version uint64, ops []byte, err error) {
 	return binary.LittleEndian.Uint64(payload), payload[recordVersion:], nil
 }
 
-// keyVersion is the version of key's newest entry in t, a set, a delete
-// or an expired one; 0 for none.
-func keyVersion(t *dgraph.Txn, key []byte) uint64 {
-	if item, err := t.Get(key); err == nil {
+// keyVersion is the version of key's newest entry in t at or below
+// atMost, a set, a delete or an expired one; 0 for none.
+func keyVersion(t *dgraph.Txn, key []byte, atMost uint64) uint64 {
+	if item, err := t.Get(key); err == nil && item.Version() <= atMost {
 		return item.Version()
 	}
 	// Get hides deletes and expired entries; an iterator over all
 	// versions shows them, newest first.
 	it := t.NewIterator(dgraph.IteratorOptions{AllVersions: true, Prefix: key})
 	defer it.Close()
-	it.Seek(key)
-	if it.Valid() && bytes.Equal(it.Item().Key(), key) {
-		return it.Item().Version()
+	for it.Seek(key); it.Valid() && bytes.Equal(it.Item().Key(), key); it.Next() {
+		if v := it.Item().Version(); v <= atMost {
+			return v
+		}
 	}
 	return 0
 }
@@ -943,7 +1105,7 @@ func (j *journal) checkpoints() {
 	for j.cpWanted > j.cpFrom && j.failed == nil {
 		e := j.cpWanted
 		j.rmu.Unlock()
-		err := j.checkpoint(e)
+		err := j.checkpoint(e, false)
 		j.rmu.Lock()
 		if err != nil {
 			j.fail(err)
@@ -961,14 +1123,17 @@ func (j *journal) checkpoints() {
 // commits all finished before epoch started (a round takes records only
 // of finished commits), so a sync of Badger's logs that starts now
 // covers them.
-func (j *journal) checkpoint(epoch uint64) error {
+func (j *journal) checkpoint(epoch uint64, clean bool) error {
 	if j.beforeCheckpoint != nil {
 		j.beforeCheckpoint()
 	}
+	// Every commit at or below it is in Badger's logs, which the sync
+	// makes durable.
+	version := j.readTs()
 	if err := j.g.wait(); err != nil {
 		return err
 	}
-	if err := j.writeCheckpoint(epoch); err != nil {
+	if err := j.writeCheckpoint(epoch, version, clean); err != nil {
 		return fmt.Errorf("kv: journal checkpoint: %w", err)
 	}
 	return nil
@@ -976,7 +1141,8 @@ func (j *journal) checkpoint(epoch uint64) error {
 
 // close waits for a running checkpoint, then, when every commit is done
 // and Badger's logs hold them durably, names the next epoch as the first
-// to replay so that the next Open replays nothing, and closes the slots.
+// to replay, with a clean mark, so that the next Open replays nothing
+// and takes nothing back, and closes the slots.
 // The store calls it before Badger closes, with no commit in flight.
 func (j *journal) close() error {
 	j.rmu.Lock()
@@ -987,7 +1153,7 @@ func (j *journal) close() error {
 	j.rmu.Unlock()
 	var err error
 	if failed == nil {
-		err = j.checkpoint(j.epoch + 1)
+		err = j.checkpoint(j.epoch+1, true)
 	}
 	j.pin.Discard()
 	return errors.Join(err, j.closeFiles())

@@ -421,12 +421,15 @@ func copyFile(from, to string) error {
 // whose records the journal lost (kill -9 keeps Badger's memory-mapped
 // logs, whose pages the kernel has, but not the records appended since
 // the last round; the kernel may also write those pages back before a
-// power cut). The replay must not write what earlier records say over
-// what those commits wrote: the store must read as it did before them or
-// as it did after them, never as half of a transaction, and an id of a
-// lease only Badger kept is not handed out again. Each row commits, keeps
-// a copy of the journal as the crash leaves it, commits again, and opens
-// Badger's files of a clean close with the journal copied before.
+// power cut). Open takes such commits back (takeBack): the store reads
+// as it did before them. A store whose checkpoint file an earlier berth
+// wrote, without the version to take back above, keeps them, and the
+// replay must not write what earlier records say over what they wrote.
+// Either way the store never reads as half of a transaction, and an id
+// of a lease only Badger kept is not handed out again. Each row commits,
+// keeps a copy of the journal as the crash leaves it, commits again, and
+// opens Badger's files of a clean close with the journal copied before,
+// once as it is and once with the checkpoint file of an earlier berth.
 func TestJournalBehindBadger(t *testing.T) {
 	ctx := context.Background()
 	// deleteK is a MOVE's commit: it deletes k and sets k2.
@@ -594,49 +597,84 @@ func TestJournalBehindBadger(t *testing.T) {
 		}},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			dir, snap, jcopy := t.TempDir(), t.TempDir(), t.TempDir()
-			s := openDisk(t, dir, tc.opts)
-			put(t, s, "base", "before")
-			tc.before(t, s)
-			// The journal as the crash leaves it.
-			copyTree(t, filepath.Join(dir, journalDir), jcopy)
-			tc.after(t, s)
-			after := dump(t, s)
-			if err := s.Close(); err != nil {
-				t.Fatal(err)
+		for _, earlier := range []bool{false, true} {
+			name := tc.name
+			if earlier {
+				name += ", an earlier berth's checkpoint"
 			}
-			copyTree(t, dir, snap)
-			if tc.crashed != nil {
-				tc.crashed(t, snap)
-			}
-			if err := os.RemoveAll(filepath.Join(snap, journalDir)); err != nil {
-				t.Fatal(err)
-			}
-			copyTree(t, jcopy, filepath.Join(snap, journalDir))
+			t.Run(name, func(t *testing.T) {
+				dir, snap, jcopy := t.TempDir(), t.TempDir(), t.TempDir()
+				s := openDisk(t, dir, tc.opts)
+				put(t, s, "base", "before")
+				tc.before(t, s)
+				// The journal as the crash leaves it.
+				copyTree(t, filepath.Join(dir, journalDir), jcopy)
+				before := dump(t, s)
+				tc.after(t, s)
+				after := dump(t, s)
+				if err := s.Close(); err != nil {
+					t.Fatal(err)
+				}
+				copyTree(t, dir, snap)
+				if tc.crashed != nil {
+					tc.crashed(t, snap)
+				}
+				if err := os.RemoveAll(filepath.Join(snap, journalDir)); err != nil {
+					t.Fatal(err)
+				}
+				copyTree(t, jcopy, filepath.Join(snap, journalDir))
+				want := before
+				if earlier {
+					// Badger kept every commit after the journal's
+					// copy (it closed cleanly): the replay must leave
+					// them whole.
+					earlierCheckpoint(t, snap)
+					want = after
+				}
 
-			r := openDisk(t, snap, tc.opts)
-			defer r.Close()
-			got := dump(t, r)
-			// Badger kept every commit after the journal's copy (it
-			// closed cleanly): the replay must leave them whole.
-			if !maps.Equal(got, after) {
-				t.Fatalf("after the replay:\n%v\nwant\n%v", summary(got), summary(after))
-			}
-			if v, ok := got["used"]; ok {
+				r := openDisk(t, snap, tc.opts)
+				defer r.Close()
+				got := dump(t, r)
+				if !maps.Equal(got, want) {
+					t.Fatalf("after the replay:\n%v\nwant\n%v", summary(got), summary(want))
+				}
+				// The lease's row: the id used after the journal's copy,
+				// where the store kept it.
+				used, ok := got["used"]
+				if !ok {
+					return
+				}
 				id, err := r.NextID(ctx, "node")
 				if err != nil {
 					t.Fatal(err)
 				}
-				used, err := strconv.ParseUint(strings.Fields(v)[0], 10, 64)
+				n, err := strconv.ParseUint(strings.Fields(used)[0], 10, 64)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if id <= used {
-					t.Errorf("NextID after the replay = %d, already used: %s", id, v)
+				if id <= n {
+					t.Errorf("NextID after the replay = %d, already used: %s", id, used)
 				}
-			}
-		})
+			})
+		}
+	}
+}
+
+// earlierCheckpoint writes the checkpoint file of the store in dir as
+// berth wrote it before the mark: its epoch alone.
+func earlierCheckpoint(t *testing.T, dir string) {
+	t.Helper()
+	name := filepath.Join(dir, journalDir, "checkpoint")
+	b, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, ok := unstamp(b, 3)
+	if !ok {
+		t.Fatalf("checkpoint file %x", b)
+	}
+	if err := os.WriteFile(name, stamp(f[0]), 0o600); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -740,32 +778,41 @@ func TestJournalEpochAfterLostHeader(t *testing.T) {
 }
 
 // TestJournalOpenSyncsBadger: after kill -9, Badger may hold commits that
-// no record holds (kill -9 keeps what the kernel has), and with nothing
-// to replay Open serves them all the same: a commit acknowledged next
-// may build on one of them (a file in a folder created just before the
-// crash), so Open makes Badger's logs durable before it returns, or a
-// power cut later keeps the file and loses its folder.
+// no record holds (kill -9 keeps what the kernel has). Open takes them
+// back, in commits of its own; from a checkpoint file of an earlier
+// berth it cannot, and with nothing to replay it serves them all the
+// same. Either way a commit acknowledged next may build on what Open
+// left (a file in a folder created just before the crash), so Open makes
+// Badger's logs durable before it returns, or a power cut later keeps
+// the file and loses its folder.
 func TestJournalOpenSyncsBadger(t *testing.T) {
-	dir, snap, jcopy := t.TempDir(), t.TempDir(), t.TempDir()
-	s := openDisk(t, dir, Options{})
-	copyTree(t, filepath.Join(dir, journalDir), jcopy)
-	put(t, s, "folder", "created just before the crash")
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	copyTree(t, dir, snap)
-	if err := os.RemoveAll(filepath.Join(snap, journalDir)); err != nil {
-		t.Fatal(err)
-	}
-	copyTree(t, jcopy, filepath.Join(snap, journalDir))
+	for _, earlier := range []bool{false, true} {
+		t.Run(fmt.Sprint("earlier checkpoint ", earlier), func(t *testing.T) {
+			dir, snap, jcopy := t.TempDir(), t.TempDir(), t.TempDir()
+			s := openDisk(t, dir, Options{})
+			copyTree(t, filepath.Join(dir, journalDir), jcopy)
+			put(t, s, "folder", "created just before the crash")
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			copyTree(t, dir, snap)
+			if err := os.RemoveAll(filepath.Join(snap, journalDir)); err != nil {
+				t.Fatal(err)
+			}
+			copyTree(t, jcopy, filepath.Join(snap, journalDir))
+			if earlier {
+				earlierCheckpoint(t, snap)
+			}
 
-	r := openDisk(t, snap, Options{})
-	defer r.Close()
-	if _, ok := dump(t, r)["folder"]; !ok {
-		t.Fatal("the commit Badger kept is gone")
-	}
-	if st := r.SyncStats(); st.Checkpoints == 0 {
-		t.Errorf("Open synced none of Badger's logs: %+v", st)
+			r := openDisk(t, snap, Options{})
+			defer r.Close()
+			if _, ok := dump(t, r)["folder"]; ok != earlier {
+				t.Fatalf("the commit Badger kept: there %v, want %v", ok, earlier)
+			}
+			if st := r.SyncStats(); st.Checkpoints == 0 {
+				t.Errorf("Open synced none of Badger's logs: %+v", st)
+			}
+		})
 	}
 }
 
@@ -902,60 +949,99 @@ func TestJournalReplayCutShort(t *testing.T) {
 }
 
 // TestJournalMendsValues: after a power cut, Badger's write-ahead log can
-// hold an acknowledged commit whose value, in the value log, never
-// reached the disk (the kernel writes the two memory maps back in any
-// order). Open sets such a key again from the journal.
+// hold a commit whose value, in the value log, never reached the disk
+// (the kernel writes the two memory maps back in any order). Open sets an
+// acknowledged commit's key again from the journal, and takes back a
+// commit never acknowledged, whose record the cut lost: its key read as
+// an error, and an earlier value acknowledged under it was lost with it.
 func TestJournalMendsValues(t *testing.T) {
 	ctx := context.Background()
-	dir, cut := t.TempDir(), t.TempDir()
-	s := openDisk(t, dir, Options{})
-	put(t, s, "a", "small")
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	s = openDisk(t, dir, Options{})
 	big := strings.Repeat("large value ", 6000)
-	put(t, s, "big", big)
-	put(t, s, "b", "small")
-	copyTree(t, dir, cut)
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
+	newer := strings.Repeat("newer value ", 6000)
+	tests := []struct {
+		name string
+		// commit writes what the cut finds, after a clean reopen.
+		commit func(t *testing.T, s *DB)
+		want   map[string]string
+	}{
+		{name: "an acknowledged commit", commit: func(t *testing.T, s *DB) {
+			put(t, s, "big", big)
+			put(t, s, "b", "small")
+		}, want: map[string]string{"a": "small", "b": "small", "big": big}},
+		{name: "a commit not acknowledged, over an acknowledged value", commit: func(t *testing.T, s *DB) {
+			err := s.UpdateUnsynced(ctx, func(tx kv.Txn) error {
+				if err := tx.Set([]byte("a"), []byte(newer)); err != nil {
+					return err
+				}
+				return tx.Set([]byte("b"), []byte("unacknowledged"))
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}, want: map[string]string{"a": "small"}},
 	}
-	// The value log's pages after its header never reached the disk.
-	vlogs, _ := filepath.Glob(filepath.Join(cut, "*.vlog"))
-	for _, name := range vlogs {
-		info, err := os.Stat(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		f, err := os.OpenFile(name, os.O_RDWR, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := f.WriteAt(make([]byte, info.Size()-20), 20); err != nil {
-			t.Fatal(err)
-		}
-		f.Close()
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir, cut, vlogs := t.TempDir(), t.TempDir(), t.TempDir()
+			s := openDisk(t, dir, Options{})
+			put(t, s, "a", "small")
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			// The value log as the reopen leaves it, synced.
+			copyVlogs := func(from, to string) {
+				t.Helper()
+				names, _ := filepath.Glob(filepath.Join(from, "*.vlog"))
+				for _, name := range names {
+					if err := copyFile(name, filepath.Join(to, filepath.Base(name))); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			s = openDisk(t, dir, Options{})
+			copyVlogs(dir, vlogs)
+			tc.commit(t, s)
+			copyTree(t, dir, cut)
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			// The value log's pages written after the reopen never
+			// reached the disk.
+			if later, _ := filepath.Glob(filepath.Join(cut, "*.vlog")); len(later) != len(mustGlob(t, vlogs, "*.vlog")) {
+				t.Fatalf("value logs %v, %d before the commits", later, len(mustGlob(t, vlogs, "*.vlog")))
+			}
+			copyVlogs(vlogs, cut)
+			r := openDisk(t, cut, Options{})
+			defer r.Close()
+			err := r.View(ctx, func(tx kv.Txn) error {
+				for k, want := range tc.want {
+					v, err := tx.Get([]byte(k))
+					if err != nil {
+						return fmt.Errorf("%s: %w", k, err)
+					}
+					if string(v) != want {
+						return fmt.Errorf("%s reads %.20q (%d bytes), want %.20q", k, v, len(v), want)
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := dump(t, r); len(got) != len(tc.want) {
+				t.Errorf("after the power cut: %v", summary(got))
+			}
+		})
 	}
-	r := openDisk(t, cut, Options{})
-	defer r.Close()
-	want := map[string]string{"a": "small expires:false", "b": "small expires:false", "big": big + " expires:false"}
-	err := r.View(ctx, func(tx kv.Txn) error {
-		v, err := tx.Get([]byte("big"))
-		if err != nil {
-			return err
-		}
-		if string(v) != big {
-			return fmt.Errorf("big reads %d other bytes", len(v))
-		}
-		return nil
-	})
+}
+
+func mustGlob(t *testing.T, dir, pattern string) []string {
+	t.Helper()
+	names, err := filepath.Glob(filepath.Join(dir, pattern))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := dump(t, r); !maps.Equal(got, want) {
-		t.Errorf("after the power cut: %v", summary(got))
-	}
+	return names
 }
 
 // TestJournalBacklog: unsynced commits alone (pins, sequence leases) do
