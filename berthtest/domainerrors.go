@@ -67,6 +67,7 @@ func DomainErrors() map[string]error {
 		"kv.ErrReadOnly":   kv.ErrReadOnly,
 		"kv.ErrInUse":      kv.ErrInUse,
 		"kv.ErrNotDurable": kv.ErrNotDurable,
+		"kv.ErrDamaged":    kv.ErrDamaged,
 		"kv.ErrStop":       kv.ErrStop,
 
 		"account.ErrNotFound":           account.ErrNotFound,

@@ -29,6 +29,11 @@ var (
 	// reopened, because the kernel may have dropped the pages that failed
 	// and a later fsync would report success over the hole.
 	ErrNotDurable = errors.New("kv: a commit could not be made durable; the store takes no writes until it is reopened")
+	// ErrDamaged is returned by a read of a value the store holds an
+	// entry for but cannot read back (kv/badger: an entry pointing past
+	// the end of its value log, which a power cut can leave): an error,
+	// where the engine would hand out empty bytes.
+	ErrDamaged = errors.New("kv: a stored value does not read")
 )
 
 // Store is an ordered key-value store with transactions.

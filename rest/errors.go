@@ -141,6 +141,7 @@ func errorTable() []errorMapping {
 		{kv.ErrReadOnly, http.StatusInternalServerError, "unknown", ""},
 		{kv.ErrInUse, http.StatusInternalServerError, "unknown", ""},
 		{kv.ErrNotDurable, http.StatusInternalServerError, "unknown", ""},
+		{kv.ErrDamaged, http.StatusInternalServerError, "unknown", ""},
 		{kv.ErrStop, http.StatusInternalServerError, "unknown", ""},
 		{chunk.ErrNotFound, http.StatusInternalServerError, "unknown", ""},
 		{chunk.ErrCorrupt, http.StatusInternalServerError, "unknown", ""},

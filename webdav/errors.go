@@ -192,6 +192,7 @@ func errorTable() []errorMapping {
 		{err: kv.ErrReadOnly, status: http.StatusInternalServerError},
 		{err: kv.ErrInUse, status: http.StatusInternalServerError},
 		{err: kv.ErrNotDurable, status: http.StatusInternalServerError},
+		{err: kv.ErrDamaged, status: http.StatusInternalServerError},
 		{err: kv.ErrStop, status: http.StatusInternalServerError},
 		{err: chunk.ErrNotFound, status: http.StatusInternalServerError},
 		{err: chunk.ErrCorrupt, status: http.StatusInternalServerError},

@@ -702,7 +702,7 @@ func (b *DB) sequence(kind string) (*sequence, error) {
 	case err != nil:
 		return nil, fmt.Errorf("kv: sequence %q: %w", kind, mapErr(err))
 	default:
-		err := item.Value(func(v []byte) error {
+		err := value(item, func(v []byte) error {
 			if len(v) != 8 {
 				return fmt.Errorf("a lease of %d bytes", len(v))
 			}
@@ -1046,7 +1046,7 @@ func (t *txn) Get(key []byte) ([]byte, error) {
 		return nil, mapErr(err)
 	}
 	var v []byte
-	err = item.Value(func(val []byte) error {
+	err = value(item, func(val []byte) error {
 		if item.ExpiresAt() != 0 || len(val) > maxMemoValue {
 			v = bytes.Clone(val)
 			if v == nil {
@@ -1218,7 +1218,7 @@ func visit(it *dgraph.Iterator, prefix []byte, fn func(key, value []byte) error)
 	for ; it.ValidForPrefix(prefix); it.Next() {
 		item := it.Item()
 		key := item.Key()
-		err := item.Value(func(v []byte) error { return fn(key, v) })
+		err := value(item, func(v []byte) error { return fn(key, v) })
 		if errors.Is(err, kv.ErrStop) {
 			return nil
 		}
@@ -1258,3 +1258,18 @@ func (s slogLogger) Warningf(format string, args ...any) {
 
 func (slogLogger) Infof(string, ...any)  {}
 func (slogLogger) Debugf(string, ...any) {}
+
+// value is item.Value with a check Badger leaves out: a value in the
+// value log that does not read (a power cut kept the entry pointing to
+// it and lost its bytes) comes back from Badger as empty bytes, with no
+// error (Badger logs one). A value that goes to the value log is never
+// empty (valueThreshold), and an entry's ValueSize is its length, so an
+// empty value of a positive size is such a one.
+func value(item *dgraph.Item, fn func([]byte) error) error {
+	return item.Value(func(v []byte) error {
+		if len(v) == 0 && item.ValueSize() > 0 {
+			return fmt.Errorf("%w: key %q at version %d", kv.ErrDamaged, item.Key(), item.Version())
+		}
+		return fn(v)
+	})
+}

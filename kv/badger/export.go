@@ -45,7 +45,7 @@ func (b *DB) Export(ctx context.Context, start []byte, fn func(key, value []byte
 		if e := item.ExpiresAt(); e > 0 {
 			expires = time.Unix(int64(e), 0)
 		}
-		if err := item.Value(func(v []byte) error { return fn(key, v, expires) }); err != nil {
+		if err := value(item, func(v []byte) error { return fn(key, v, expires) }); err != nil {
 			return err
 		}
 	}
@@ -69,7 +69,7 @@ func (b *DB) Sequences(ctx context.Context) (map[string]uint64, error) {
 	for it.Seek(prefix); it.ValidForPrefix(prefix); it.Next() {
 		item := it.Item()
 		kind := string(item.Key()[len(prefix):])
-		err := item.Value(func(v []byte) error {
+		err := value(item, func(v []byte) error {
 			if len(v) != 8 {
 				return fmt.Errorf("kv: sequence %q: a lease of %d bytes", kind, len(v))
 			}

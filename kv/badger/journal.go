@@ -20,6 +20,8 @@ import (
 	dgraph "github.com/dgraph-io/badger/v4"
 	"github.com/google/renameio/v2"
 	"golang.org/x/sys/unix"
+
+	"berth/kv"
 )
 
 // journal makes commits durable with one fdatasync a round, of one file
@@ -728,15 +730,19 @@ func takeBack(db *dgraph.DB, line uint64, keys map[string]uint64) (int, error) {
 			if item.IsDeletedOrExpired() {
 				break
 			}
-			v, err := item.ValueCopy(nil)
-			if err != nil {
-				return 0, err
-			}
-			if len(v) == 0 && item.ValueSize() > 0 {
+			var v []byte
+			err := value(item, func(b []byte) error {
+				v = bytes.Clone(b)
+				return nil
+			})
+			if errors.Is(err, kv.ErrDamaged) {
 				if _, ok := keys[string(key)]; !ok {
-					return 0, fmt.Errorf("%w: key %q at version %d points past the end of Badger's value log, and no record sets it", errJournal, key, item.Version())
+					return 0, fmt.Errorf("%w, and no record sets it", err)
 				}
 				break // a record sets it
+			}
+			if err != nil {
+				return 0, err
 			}
 			o = op{kind: opSet, key: key, value: v, expiresAt: item.ExpiresAt()}
 			break
