@@ -1142,8 +1142,9 @@ func (j *journal) checkpoint(epoch uint64, clean bool) error {
 // close waits for a running checkpoint, then, when every commit is done
 // and Badger's logs hold them durably, names the next epoch as the first
 // to replay, with a clean mark, so that the next Open replays nothing
-// and takes nothing back, and closes the slots.
-// The store calls it before Badger closes, with no commit in flight.
+// and takes nothing back, and closes the slots; without that mark it
+// keeps the pin. The store calls it before Badger closes, with no commit
+// in flight.
 func (j *journal) close() error {
 	j.rmu.Lock()
 	for j.cpRunning {
@@ -1155,7 +1156,13 @@ func (j *journal) close() error {
 	if failed == nil {
 		err = j.checkpoint(j.epoch+1, true)
 	}
-	j.pin.Discard()
+	if failed == nil && err == nil {
+		j.pin.Discard()
+	}
+	// Else the next Open takes back the commits above the mark, and
+	// sets their keys back to their values at it: the pin stays, so
+	// that Badger's Close, whose last memtable flush can start a
+	// compaction, does not drop those values for the later ones.
 	return errors.Join(err, j.closeFiles())
 }
 
