@@ -427,15 +427,29 @@ func (j *journal) readCheckpoint() (uint64, checkpointMark, error) {
 	}
 	// replaceFile replaces it whole: anything else is damage.
 	if f, ok := unstamp(b, 3); ok {
+		// As berth wrote it for a while, in one stamp.
 		return f[0], checkpointMark{version: f[1], clean: f[2] == 1, known: true}, nil
 	}
-	// As berth wrote it before the mark.
 	f, ok := unstamp(b, 1)
 	if !ok {
 		return 0, checkpointMark{}, fmt.Errorf("%w: the checkpoint file does not read", errJournal)
 	}
-	return f[0], checkpointMark{}, nil
+	if len(b) == checkpointStamp {
+		// As berth wrote it before the mark.
+		return f[0], checkpointMark{}, nil
+	}
+	m, ok := unstamp(b[checkpointStamp:], 2)
+	if !ok {
+		return 0, checkpointMark{}, fmt.Errorf("%w: the checkpoint file's mark does not read", errJournal)
+	}
+	return f[0], checkpointMark{version: m[0], clean: m[1] == 1, known: true}, nil
 }
+
+// checkpointStamp is the length of the checkpoint file's first stamp,
+// its epoch's, which is all that a berth from before the mark reads of
+// it: the mark follows in a stamp of its own, so that a store can go
+// back to such a berth.
+const checkpointStamp = 8 + 8 + 4
 
 // checkpointMark is what the checkpoint file says besides its epoch.
 type checkpointMark struct {
@@ -510,7 +524,7 @@ func (j *journal) writeCheckpoint(epoch, version uint64, clean bool) error {
 	if clean {
 		c = 1
 	}
-	return replaceFile(filepath.Join(j.dir, "checkpoint"), stamp(epoch, version, c))
+	return replaceFile(filepath.Join(j.dir, "checkpoint"), append(stamp(epoch), stamp(version, c)...))
 }
 
 // replaceFile replaces name with b whole (a temporary file, synced,
