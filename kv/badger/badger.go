@@ -194,6 +194,10 @@ type DB struct {
 	// afterCommit, when set (by tests), runs after a commit is visible
 	// and before gen moves.
 	afterCommit func()
+	// beforeBadgerClose, when set (by tests), runs in Close after the
+	// journal closed and before Badger closes, where Badger's Close may
+	// compact (its last memtable flush can fill level 0).
+	beforeBadgerClose func()
 
 	// ops counts transactions and reads for TxnStats.
 	ops txnCounts
@@ -803,6 +807,9 @@ func (b *DB) Close() error {
 		if err := b.jl.close(); err != nil {
 			errs = append(errs, fmt.Errorf("kv: close journal: %w", err))
 		}
+	}
+	if b.beforeBadgerClose != nil {
+		b.beforeBadgerClose()
 	}
 	if err := b.db.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("kv: close badger: %w", err))

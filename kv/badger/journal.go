@@ -429,15 +429,29 @@ func (j *journal) readCheckpoint() (uint64, checkpointMark, error) {
 	}
 	// replaceFile replaces it whole: anything else is damage.
 	if f, ok := unstamp(b, 3); ok {
+		// As berth wrote it for a while, in one stamp.
 		return f[0], checkpointMark{version: f[1], clean: f[2] == 1, known: true}, nil
 	}
-	// As berth wrote it before the mark.
 	f, ok := unstamp(b, 1)
 	if !ok {
 		return 0, checkpointMark{}, fmt.Errorf("%w: the checkpoint file does not read", errJournal)
 	}
-	return f[0], checkpointMark{}, nil
+	if len(b) == checkpointStamp {
+		// As berth wrote it before the mark.
+		return f[0], checkpointMark{}, nil
+	}
+	m, ok := unstamp(b[checkpointStamp:], 2)
+	if !ok {
+		return 0, checkpointMark{}, fmt.Errorf("%w: the checkpoint file's mark does not read", errJournal)
+	}
+	return f[0], checkpointMark{version: m[0], clean: m[1] == 1, known: true}, nil
 }
+
+// checkpointStamp is the length of the checkpoint file's first stamp,
+// its epoch's, which is all that a berth from before the mark reads of
+// it: the mark follows in a stamp of its own, so that a store can go
+// back to such a berth.
+const checkpointStamp = 8 + 8 + 4
 
 // checkpointMark is what the checkpoint file says besides its epoch.
 type checkpointMark struct {
@@ -512,7 +526,7 @@ func (j *journal) writeCheckpoint(epoch, version uint64, clean bool) error {
 	if clean {
 		c = 1
 	}
-	return replaceFile(filepath.Join(j.dir, "checkpoint"), stamp(epoch, version, c))
+	return replaceFile(filepath.Join(j.dir, "checkpoint"), append(stamp(epoch), stamp(version, c)...))
 }
 
 // replaceFile replaces name with b whole (a temporary file, synced,
@@ -1148,8 +1162,9 @@ func (j *journal) checkpoint(epoch uint64, clean bool) error {
 // close waits for a running checkpoint, then, when every commit is done
 // and Badger's logs hold them durably, names the next epoch as the first
 // to replay, with a clean mark, so that the next Open replays nothing
-// and takes nothing back, and closes the slots.
-// The store calls it before Badger closes, with no commit in flight.
+// and takes nothing back, and closes the slots; without that mark it
+// keeps the pin. The store calls it before Badger closes, with no commit
+// in flight.
 func (j *journal) close() error {
 	j.rmu.Lock()
 	for j.cpRunning {
@@ -1161,7 +1176,13 @@ func (j *journal) close() error {
 	if failed == nil {
 		err = j.checkpoint(j.epoch+1, true)
 	}
-	j.pin.Discard()
+	if failed == nil && err == nil {
+		j.pin.Discard()
+	}
+	// Else the next Open takes back the commits above the mark, and
+	// sets their keys back to their values at it: the pin stays, so
+	// that Badger's Close, whose last memtable flush can start a
+	// compaction, does not drop those values for the later ones.
 	return errors.Join(err, j.closeFiles())
 }
 
