@@ -282,12 +282,16 @@ func Open(opts Options) (*DB, error) {
 		// With NoSync too: a store that a synced run left crashed
 		// holds commits in its journal alone, and a later synced open
 		// would replay them over what this run wrote.
-		replayed, takenBack, err := replayJournal(bo, opts)
+		replayed, takenBack, left, err := replayJournal(bo, opts)
 		if err != nil {
 			return nil, openErr(opts.Dir, err)
 		}
 		if replayed > 0 || takenBack > 0 {
 			logger.Warn("kv: replayed commits from the journal after a crash", "commits", replayed, "keys_taken_back", takenBack)
+		}
+		if len(left) > 0 {
+			logger.Error("kv: keys left as a commit never acknowledged wrote them: their values before it do not read (a power cut during a value-log GC)",
+				"keys", len(left), "first", string(left[0]))
 		}
 	}
 	db, err := dgraph.Open(bo)
@@ -422,8 +426,8 @@ func replayLogs(bo dgraph.Options) error {
 // replayJournal replays into the store in bo.Dir the commits the
 // journal holds beyond its last checkpoint, if any, after taking back
 // those of an unclean stop that no durable record holds (see journal),
-// and returns how many records it replayed and how many keys it took
-// back. It opens Badger for that alone, without compactions, and closes
+// and returns how many records it replayed, how many keys it took back,
+// and the keys it could not take back. It opens Badger for that alone, without compactions, and closes
 // it: with one that compacts, a compaction due at the start (Badger
 // flushes the memtables of its logs at once) could drop a delete that
 // Badger kept of a commit whose record the crash lost, with every
@@ -431,21 +435,21 @@ func replayLogs(bo dgraph.Options) error {
 // replay would then set the key again from an earlier record, undoing
 // half of that commit. While the store runs, the journal's pin keeps
 // such entries (see journal.pin); no pin holds before the replay.
-func replayJournal(bo dgraph.Options, opts Options) (replayed, takenBack int, err error) {
+func replayJournal(bo dgraph.Options, opts Options) (replayed, takenBack int, left [][]byte, err error) {
 	pending, err := journalPending(opts.Dir)
 	if err != nil || !pending {
-		return 0, 0, err
+		return 0, 0, nil, err
 	}
 	db, err := dgraph.Open(withoutCompactions(bo))
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, nil, err
 	}
 	g := newGroupSync(opts.Dir)
 	jl, replayed, err := openJournal(opts.Dir, db, g, opts.journalSlot, opts.beforeVersions)
 	if err != nil {
-		return 0, 0, errors.Join(err, db.Close(), g.close())
+		return 0, 0, nil, errors.Join(err, db.Close(), g.close())
 	}
-	return replayed, jl.takenBack, errors.Join(jl.close(), db.Close(), g.close())
+	return replayed, jl.takenBack, jl.leftAbove, errors.Join(jl.close(), db.Close(), g.close())
 }
 
 // withoutCompactions is bo for an open that must not compact. Level 0

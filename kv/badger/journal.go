@@ -97,8 +97,10 @@ type journal struct {
 	commitRounds
 	// mark is what the checkpoint file said at Open.
 	mark checkpointMark
-	// takenBack is the number of keys Open took back (see takeBack).
+	// takenBack is the number of keys Open took back, leftAbove those
+	// it could not (see takeBack).
 	takenBack int
+	leftAbove [][]byte
 	// cpFrom: the epochs below it are in Badger durably; their slots are
 	// free. cpWanted: the epoch the next checkpoint makes cpFrom.
 	cpFrom, cpWanted uint64
@@ -269,7 +271,7 @@ func openJournal(dir string, db *dgraph.DB, g *groupSync, size int64, beforeVers
 		return nil, 0, err
 	}
 	if j.mark.takesBack() {
-		if j.takenBack, err = takeBack(db, line, vers); err != nil {
+		if j.takenBack, j.leftAbove, err = takeBack(db, line, vers); err != nil {
 			return nil, 0, err
 		}
 	}
@@ -428,10 +430,6 @@ func (j *journal) readCheckpoint() (uint64, checkpointMark, error) {
 		return 0, checkpointMark{}, err
 	}
 	// replaceFile replaces it whole: anything else is damage.
-	if f, ok := unstamp(b, 3); ok {
-		// As berth wrote it for a while, in one stamp.
-		return f[0], checkpointMark{version: f[1], clean: f[2] == 1, known: true}, nil
-	}
 	f, ok := unstamp(b, 1)
 	if !ok {
 		return 0, checkpointMark{}, fmt.Errorf("%w: the checkpoint file does not read", errJournal)
@@ -715,8 +713,12 @@ func (w *opWriter) discard() {
 // reached the value log while its entry reached Badger's write-ahead
 // log, and Badger reads such a value as empty bytes, with no error. keys
 // holds the keys the replay's records write: a value at the line that
-// does not read either must be one of theirs.
-func takeBack(db *dgraph.DB, line uint64, keys map[string]uint64) (int, error) {
+// does not read either is one of theirs, but for a power cut during a
+// value-log GC, which writes the values it moves at their own versions.
+// Such a key is left as the later commit wrote it, the only value there
+// is, and returned in left, for Open to log; a refusal to open would
+// leave the whole store unserved for it.
+func takeBack(db *dgraph.DB, line uint64, keys map[string]uint64) (n int, left [][]byte, err error) {
 	t := db.NewTransaction(false)
 	defer t.Discard()
 	var above [][]byte
@@ -728,7 +730,7 @@ func takeBack(db *dgraph.DB, line uint64, keys map[string]uint64) (int, error) {
 	}
 	it.Close()
 	if len(above) == 0 {
-		return 0, nil
+		return 0, nil, nil
 	}
 	w := opWriter{db: db}
 	defer w.discard()
@@ -750,22 +752,31 @@ func takeBack(db *dgraph.DB, line uint64, keys map[string]uint64) (int, error) {
 				return nil
 			})
 			if errors.Is(err, kv.ErrDamaged) {
-				if _, ok := keys[string(key)]; !ok {
-					return 0, fmt.Errorf("%w, and no record sets it", err)
+				if _, ok := keys[string(key)]; ok {
+					break // a record sets it
 				}
-				break // a record sets it
+				// Lost below the line too (a power cut during a
+				// value-log GC, whose rewrite keeps the version):
+				// the later value is all there is.
+				left = append(left, key)
+				o.kind = 0
+				break
 			}
 			if err != nil {
-				return 0, err
+				return 0, nil, err
 			}
 			o = op{kind: opSet, key: key, value: v, expiresAt: item.ExpiresAt()}
 			break
 		}
-		if err := w.write(o); err != nil {
-			return 0, err
+		if o.kind == 0 {
+			continue
 		}
+		if err := w.write(o); err != nil {
+			return 0, nil, err
+		}
+		n++
 	}
-	return len(above), w.commit()
+	return n, left, w.commit()
 }
 
 // keyVersions adds to vers the version in pre of each key the record's
