@@ -737,7 +737,7 @@ func takeBack(db *dgraph.DB, line uint64, keys map[string]uint64) (n int, left [
 	it = t.NewIterator(dgraph.IteratorOptions{AllVersions: true})
 	defer it.Close()
 	for _, key := range above {
-		o := op{kind: opDelete, key: key}
+		o, lost := op{kind: opDelete, key: key}, false
 		for it.Seek(key); it.Valid() && bytes.Equal(it.Item().Key(), key); it.Next() {
 			item := it.Item()
 			if item.Version() > line {
@@ -758,8 +758,7 @@ func takeBack(db *dgraph.DB, line uint64, keys map[string]uint64) (n int, left [
 				// Lost below the line too (a power cut during a
 				// value-log GC, whose rewrite keeps the version):
 				// the later value is all there is.
-				left = append(left, key)
-				o.kind = 0
+				lost = true
 				break
 			}
 			if err != nil {
@@ -768,7 +767,8 @@ func takeBack(db *dgraph.DB, line uint64, keys map[string]uint64) (n int, left [
 			o = op{kind: opSet, key: key, value: v, expiresAt: item.ExpiresAt()}
 			break
 		}
-		if o.kind == 0 {
+		if lost {
+			left = append(left, key)
 			continue
 		}
 		if err := w.write(o); err != nil {
