@@ -427,8 +427,8 @@ func replayLogs(bo dgraph.Options) error {
 // journal holds beyond its last checkpoint, if any, after taking back
 // those of an unclean stop that no durable record holds (see journal),
 // and returns how many records it replayed, how many keys it took back,
-// and the keys it could not take back. It opens Badger for that alone, without compactions, and closes
-// it: with one that compacts, a compaction due at the start (Badger
+// and the keys it could not take back. It opens Badger for that alone,
+// without compactions, and closes it: with one that compacts, a compaction due at the start (Badger
 // flushes the memtables of its logs at once) could drop a delete that
 // Badger kept of a commit whose record the crash lost, with every
 // version of its key, before the replay read that key's version; the
