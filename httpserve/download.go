@@ -564,7 +564,10 @@ func isAttrChar(c byte) bool {
 // download (or view) of its own rather than the resumption of one: no
 // Range, a part starting at 0 or a suffix part (-N), or an If-Range that
 // is not etag (ServeContent then sends the whole file; a date If-Range
-// counts, to be safe).
+// counts, to be safe). The Range is judged as ServeContent gets it
+// (vfs.ServableRange): one of more than vfs.MaxRanges parts is sent
+// whole, and a first position is read as ServeContent reads it
+// (strconv.ParseInt: "+0" is 0).
 func Sends(r *http.Request, etag string) (sends, fromStart bool) {
 	if r.Method != http.MethodGet || notModified(r, etag) {
 		return false, false
@@ -576,22 +579,26 @@ func Sends(r *http.Request, etag string) (sends, fromStart bool) {
 	if ir := r.Header.Get("If-Range"); ir != "" && ir != etag {
 		return true, true
 	}
+	rng = vfs.ServableRange(r.Header.Get("Range")) // as ServeContent gets it
 	if !strings.HasPrefix(rng, "bytes=") {
 		return true, true // ServeContent ignores it and sends the whole file
 	}
-	for start := range rangeParts(r) {
-		if start == "" || strings.TrimLeft(start, "0") == "" {
+	for start := range rangeParts(rng) {
+		if start == "" {
+			return true, true
+		}
+		if n, err := strconv.ParseInt(start, 10, 64); err == nil && n == 0 {
 			return true, true
 		}
 	}
 	return true, false
 }
 
-// rangeParts yields the first and last positions of each part of r's
-// bytes Range, trimmed, as written ("" where a part leaves one out).
-func rangeParts(r *http.Request) iter.Seq2[string, string] {
+// rangeParts yields the first and last positions of each part of the
+// bytes Range rng, trimmed, as written ("" where a part leaves one out).
+func rangeParts(rng string) iter.Seq2[string, string] {
 	return func(yield func(string, string) bool) {
-		spec, _ := strings.CutPrefix(strings.TrimSpace(r.Header.Get("Range")), "bytes=")
+		spec, _ := strings.CutPrefix(strings.TrimSpace(rng), "bytes=")
 		for part := range strings.SplitSeq(spec, ",") {
 			first, last, _ := strings.Cut(strings.TrimSpace(part), "-")
 			if !yield(strings.TrimSpace(first), strings.TrimSpace(last)) {
@@ -605,12 +612,18 @@ func rangeParts(r *http.Request) iter.Seq2[string, string] {
 // sends of content of size bytes, for a request that Sends finds not to
 // send from the start (every part starts at an offset): the sum of its
 // parts' lengths, each clipped to the content, overlapping ones counted
-// each time. A part ServeContent would refuse counts to the content's
-// end, as if it were sent: the sum is what a link's download_limit
-// charges the request (share.CountRequest), and may only err high.
+// each time; all of it for a Range that ServeContent gets as none
+// (vfs.ServableRange). A part ServeContent would refuse counts to the
+// content's end, as if it were sent: the sum is what a link's
+// download_limit charges the request (share.CountRequest), and may only
+// err high.
 func RangeBytes(r *http.Request, size int64) int64 {
+	rng := vfs.ServableRange(r.Header.Get("Range"))
+	if !strings.HasPrefix(rng, "bytes=") {
+		return size
+	}
 	var n int64
-	for a, b := range rangeParts(r) {
+	for a, b := range rangeParts(rng) {
 		start, err := strconv.ParseInt(a, 10, 64)
 		if err != nil || start < 0 || start >= size {
 			continue

@@ -18,6 +18,7 @@ import (
 
 	"berth/berthtest"
 	"berth/httpserve"
+	"berth/vfs"
 )
 
 // TestContentDisposition: the first four rows were rest's own
@@ -538,6 +539,9 @@ func TestRangeBytes(t *testing.T) {
 		{"bytes=10-5", 100, 90},   // refused by ServeContent: counted to the end
 		{"bytes=1-,1-", 100, 100}, // past the content: ServeContent sends it whole
 		{"bytes=1-", 0, 0},
+		// More parts than vfs.MaxRanges: ServeContent sends it whole.
+		{"bytes=" + strings.Repeat("10-10,", vfs.MaxRanges) + "10-10", 1000, 1000},
+		{"bytes=+10-19", 100, 10}, // ServeContent reads "+10" as 10
 	}
 	for _, c := range cases {
 		r := httptest.NewRequest(http.MethodGet, "/", nil)

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"berth/account"
+	"berth/vfs"
 )
 
 // linkFixture is a fixture with a file (contents body) and a folder of
@@ -293,6 +294,11 @@ func TestShareLinkLimitRanges(t *testing.T) {
 		{"a download cut twice and resumed, limit 1", false, "1", []req{{"download", "bytes=0-299", 206}, {"download", "bytes=300-", 206}, {"download", "bytes=600-", 206}}, 1},
 		{"viewed after the limit, limit 1", false, "1", []req{{"download", "", 200}, {"view", "", 403}, {"view", "bytes=1-", 206}, {"view", "bytes=1-", 403}}, 1},
 		{"viewed, then from byte 1, limit 1", false, "1", []req{{"view", "", 200}, {"view", "bytes=1-", 206}, {"download", "", 403}, {"view", "bytes=1-", 403}}, 1},
+		// More parts than vfs.MaxRanges send the whole file (200): a
+		// download, not the few bytes the parts name.
+		{"more parts than MaxRanges, limit 1", false, "1", []req{{"download", manyRanges(vfs.MaxRanges + 1), 200}, {"download", manyRanges(vfs.MaxRanges + 1), 403}}, 1},
+		{"a zip in more parts than MaxRanges, limit 1", true, "1", []req{{"download", manyRanges(vfs.MaxRanges + 1), 200}, {"download", manyRanges(vfs.MaxRanges + 1), 403}}, 1},
+		{"from +0, limit 1", false, "1", []req{{"download", "bytes=+0-", 206}, {"download", "", 403}}, 1},
 		{"viewed again and again, limit 2", false, "2", []req{{"view", "", 200}, {"view", "", 200}, {"view", "", 403}, {"download", "bytes=1-", 206}, {"download", "bytes=1-", 206}, {"view", "bytes=1-", 403}}, 2},
 	}
 	for _, tt := range tests {
@@ -388,6 +394,10 @@ func TestShareLinkCounting(t *testing.T) {
 		{"If-Range not matching", l, http.Header{"Range": {"bytes=10-"}, "If-Range": {`"other"`}}, 1},
 		{"If-Range matching", l, http.Header{"Range": {"bytes=10-"}, "If-Range": {etag}}, 0},
 		{"not modified", l, http.Header{"If-None-Match": {etag}}, 0},
+		// ServeContent reads "+0" as 0 (strconv.ParseInt): byte 0 is sent.
+		{"a range from +0", l, http.Header{"Range": {"bytes=+0-9"}}, 1},
+		// More parts than vfs.MaxRanges: the whole file is sent, 200.
+		{"more parts than MaxRanges", l, http.Header{"Range": {manyRanges(vfs.MaxRanges + 1)}}, 1},
 		// A zip counts as a file does (its ETag names the archive).
 		{"a zip whole", fl, nil, 1},
 		{"a zip from 0", fl, http.Header{"Range": {"bytes=0-9"}}, 1},
@@ -395,6 +405,8 @@ func TestShareLinkCounting(t *testing.T) {
 		{"a zip resumed, If-Range matching", fl, http.Header{"Range": {"bytes=10-"}, "If-Range": {zipTag}}, 0},
 		{"a zip resumed, If-Range of another archive", fl, http.Header{"Range": {"bytes=10-"}, "If-Range": {`"zother"`}}, 1},
 		{"a zip not modified", fl, http.Header{"If-None-Match": {zipTag}}, 0},
+		{"a zip from +0", fl, http.Header{"Range": {"bytes=+0-9"}}, 1},
+		{"a zip of more parts than MaxRanges", fl, http.Header{"Range": {manyRanges(vfs.MaxRanges + 1)}}, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -408,4 +420,14 @@ func TestShareLinkCounting(t *testing.T) {
 			}
 		})
 	}
+}
+
+// manyRanges is a Range of n one-byte parts from byte 10 on, none of
+// them byte 0.
+func manyRanges(n int) string {
+	parts := make([]string, n)
+	for i := range parts {
+		parts[i] = fmt.Sprintf("%d-%d", 10+2*i, 10+2*i)
+	}
+	return "bytes=" + strings.Join(parts, ",")
 }
