@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"hash/crc32"
 	"io"
 	"time"
 
@@ -114,6 +115,13 @@ type stagedRec struct {
 	TTL     int64             `cbor:"10,keyasint"`
 	Owner   string            `cbor:"11,keyasint,omitempty"`
 	Meta    map[string]string `cbor:"12,keyasint,omitempty"`
+	// CRC is the CRC-32 (IEEE) of the bytes stored so far, carried on
+	// by each append so that Finish gives the revision its CRC as
+	// WriteFile does (a zip's headers need it before its contents).
+	// Nil when unknown: an upload staged by a berth that did not keep
+	// it, or one whose append committed in part; the revision then has
+	// none, and its first zip computes it (Zip).
+	CRC *uint32 `cbor:"13,keyasint,omitempty"`
 }
 
 // stagedPart is one batch of sealed chunks, W/<upload>/<part>, at most
@@ -199,6 +207,7 @@ func (fs *FS) Stage(ctx context.Context, root, parent uint64, name string, so St
 		rec = stagedRec{
 			Root: root, Parent: parent, Name: name, Length: so.Length,
 			Created: now, Expires: now + int64(ttl), TTL: int64(ttl), Owner: so.Owner, Meta: so.Meta,
+			CRC: new(uint32),
 		}
 		return put(tx, stagedKey(id), rec)
 	})
@@ -248,6 +257,11 @@ func (fs *FS) Append(ctx context.Context, id uint64, offset int64, r io.Reader, 
 	if ao.Hash != nil {
 		body = io.TeeReader(r, ao.Hash)
 	}
+	var crc *crcWriter
+	if rec.CRC != nil {
+		crc = &crcWriter{sum: *rec.CRC}
+		body = io.TeeReader(body, crc)
+	}
 	src := body
 	if len(rec.Tail) > 0 {
 		tail := fs.reads.NewReader(ctx, fs.chunks, rec.Tail)
@@ -270,7 +284,11 @@ func (fs *FS) Append(ctx context.Context, id uint64, offset int64, r io.Reader, 
 	if len(refs) == 0 {
 		return rec.public(id), nil // nothing before, nothing now
 	}
-	done, err := fs.commitAppend(ctx, id, rec, refs)
+	var sum *uint32
+	if crc != nil {
+		sum = &crc.sum
+	}
+	done, err := fs.commitAppend(ctx, id, rec, refs, sum)
 	if err != nil {
 		fs.forget(refs[done:])
 		return rec.public(id), err
@@ -283,9 +301,12 @@ func (fs *FS) Append(ctx context.Context, id uint64, offset int64, r io.Reader, 
 // id: all but the last go into parts, refBatch a transaction, each
 // transaction leaving a consistent upload (what it sealed counts in the
 // offset), and the last becomes the tail. The first transaction lets go
-// of the old tail, whose bytes the first of refs begin with. It returns
-// how many of refs the upload holds a count on, on failure too.
-func (fs *FS) commitAppend(ctx context.Context, id uint64, was stagedRec, refs []chunk.Ref) (int, error) {
+// of the old tail, whose bytes the first of refs begin with. crc is the
+// CRC of the upload's bytes with those appended (nil: unknown); a
+// transaction before the last leaves the upload's unknown, since the
+// offset it leaves is between the two. It returns how many of refs the
+// upload holds a count on, on failure too.
+func (fs *FS) commitAppend(ctx context.Context, id uint64, was stagedRec, refs []chunk.Ref, crc *uint32) (int, error) {
 	sealed, tail := refs[:len(refs)-1], refs[len(refs)-1:]
 	wantSealed, wantTail := was.Sealed, was.Tail
 	done := 0
@@ -326,9 +347,11 @@ func (fs *FS) commitAppend(ctx context.Context, id uint64, was stagedRec, refs [
 					rec.Sealed += c.Size
 				}
 			}
+			rec.CRC = nil
 			if last {
 				rec.Tail = tail
 				rec.Expires = fs.nowNs() + rec.TTL
+				rec.CRC = crc
 			}
 			return put(tx, stagedKey(id), rec)
 		})
@@ -459,7 +482,7 @@ func (fs *FS) finish(ctx context.Context, id uint64, opts WriteOptions, out *sta
 			return err
 		}
 		node.Modified, node.Size, node.Rev = now, size, revID
-		rev := revRec{ID: revID, File: node.ID, Size: size, Created: fs.nowNs(), Chunks: refs}
+		rev := revRec{ID: revID, File: node.ID, Size: size, Created: fs.nowNs(), Chunks: refs, CRC: st.CRC}
 		if err := put(tx, revKey(node.ID, revID), rev); err != nil {
 			return err
 		}
@@ -614,4 +637,12 @@ func stagedRefs(tx kv.Txn, want map[chunk.ID]int64) error {
 		}
 		return nil
 	})
+}
+
+// crcWriter carries a CRC-32 (IEEE) on over what is written to it.
+type crcWriter struct{ sum uint32 }
+
+func (c *crcWriter) Write(p []byte) (int, error) {
+	c.sum = crc32.Update(c.sum, crc32.IEEETable, p)
+	return len(p), nil
 }
