@@ -350,6 +350,37 @@ func TestFolderZipRanges(t *testing.T) {
 				t.Errorf("body %s", body)
 			}
 		}},
+		{"HEAD with a Range: the part's headers alone", http.MethodHead, func() http.Header { return http.Header{"Range": {"bytes=10-19"}} }, http.StatusPartialContent, func(t *testing.T, resp *http.Response, body []byte) {
+			if resp.Header.Get("Content-Length") != "10" || resp.Header.Get("Content-Range") != fmt.Sprintf("bytes 10-19/%d", size) || len(body) != 0 {
+				t.Errorf("Content-Length %q Content-Range %q body %d", resp.Header.Get("Content-Length"), resp.Header.Get("Content-Range"), len(body))
+			}
+		}},
+		{"past the end: 416 says the size", http.MethodGet, func() http.Header { return http.Header{"Range": {fmt.Sprintf("bytes=%d-", size)}} }, http.StatusRequestedRangeNotSatisfiable, func(t *testing.T, resp *http.Response, body []byte) {
+			if got, want := resp.Header.Get("Content-Range"), fmt.Sprintf("bytes */%d", size); got != want {
+				t.Errorf("Content-Range %q, want %q", got, want)
+			}
+			if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") || resp.Header.Get("Content-Disposition") != "" {
+				t.Errorf("Content-Type %q, Content-Disposition %q", ct, resp.Header.Get("Content-Disposition"))
+			}
+			wantError(t, resp.StatusCode, body, http.StatusRequestedRangeNotSatisfiable, "invalid_request")
+		}},
+		{"If-Match of another archive: 412 as JSON", http.MethodGet, func() http.Header { return http.Header{"If-Match": {`"zother"`}} }, http.StatusPreconditionFailed, func(t *testing.T, resp *http.Response, body []byte) {
+			if !strings.Contains(string(body), `"error"`) {
+				t.Errorf("body %s", body)
+			}
+		}},
+		{"If-Range with a date: the whole archive", http.MethodGet, func() http.Header {
+			return http.Header{"Range": {"bytes=10-"}, "If-Range": {time.Now().UTC().Format(http.TimeFormat)}}
+		}, http.StatusOK, func(t *testing.T, resp *http.Response, body []byte) {
+			if !bytes.Equal(body, whole) {
+				t.Error("not the whole archive")
+			}
+		}},
+		{"overlapping ranges past the size: the whole archive", http.MethodGet, func() http.Header { return http.Header{"Range": {"bytes=1-,0-"}} }, http.StatusOK, func(t *testing.T, resp *http.Response, body []byte) {
+			if !bytes.Equal(body, whole) {
+				t.Error("not the whole archive")
+			}
+		}},
 		{"resumed after the folder changed: the whole new archive", http.MethodGet, func() http.Header {
 			f.mustUpload(in(sub.ID), "new.txt", []byte("added while the download was cut"))
 			return http.Header{"Range": {fmt.Sprintf("bytes=%d-", cut)}, "If-Range": {etag}}

@@ -37,6 +37,7 @@ func TestZip(t *testing.T) {
 		{"ReadError", writeZipReadError},
 		{"Zip64Entries", writeZip64Entries},
 		{"Zip64Forced", zip64Forced},
+		{"Zip64AtItsThresholds", zip64AtThresholds},
 		{"ExactSizeAndStableETag", zipExactSizeAndStableETag},
 		{"ReadsFromAnyOffset", zipReadsFromAnyOffset},
 		{"ResumedAt60Percent", zipResumedAt60Percent},
@@ -457,6 +458,81 @@ func zip64Forced(t *testing.T) {
 	}
 	checkZip(t, b, want)
 	berthtest.UnzipTest(t, b)
+}
+
+// zip64AtThresholds: with the Zip64 threshold at 1,000 bytes, sizes and
+// offsets one below it, at it and one past it: a 32-bit field holds
+// 0xFFFFFFFF (and the Zip64 extra the value) exactly from the threshold
+// on, as 4 GiB does (0xFFFFFFFF is itself the mark, never a size), the
+// end records likewise for the central directory's offset, and the
+// archive reads whole in archive/zip and unzip.
+func zip64AtThresholds(t *testing.T) {
+	const at = 1000
+	// A one-letter file's local header is 30+1+9 bytes: "a" of 960
+	// bytes puts "b"'s header (or, alone, the central directory) at
+	// 1,000.
+	for _, c := range []struct {
+		name  string
+		sizes []int // of "a", "b", ...
+	}{
+		{"an offset one below", []int{959, 5}},
+		{"an offset at it", []int{960, 5}},
+		{"an offset one past", []int{961, 5}},
+		{"a size one below", []int{at - 1}},
+		{"a size at it", []int{at}},
+		{"a size one past", []int{at + 1, 3}},
+		{"the central directory at it", []int{960}},
+		{"the central directory one below", []int{959}},
+		{"empty files around it", []int{960, 0, 0}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnvWith(t, vfs.WithZip64Threshold(vfs.Options{}, at))
+			want := map[string]zipEntry{}
+			for i, n := range c.sizes {
+				name := string(rune('a' + i))
+				data := randBytes(uint64(100+i), n)
+				e.write(t, e.root.FolderID, name, data)
+				want[name] = zipEntry{data: data}
+			}
+			z, b := zipBytes(t, e.fs, e.root.ID, e.root.FolderID, vfs.ZipOptions{})
+			if int64(len(b)) != z.Size() {
+				t.Fatalf("%d bytes read, Size %d", len(b), z.Size())
+			}
+			checkZip(t, b, want)
+			berthtest.UnzipTest(t, b)
+			// The central directory, record by record.
+			le := binary.LittleEndian
+			end := b[len(b)-22:]
+			cdOff := int64(le.Uint32(end[16:]))
+			has64 := len(b) >= 42 && le.Uint32(b[len(b)-42:]) == 0x07064b50
+			if has64 {
+				end64 := b[le.Uint64(b[len(b)-42+8:]):]
+				cdOff = int64(le.Uint64(end64[48:]))
+			}
+			var off int64
+			for i, n := range c.sizes {
+				if le.Uint32(b[cdOff:]) != 0x02014b50 {
+					t.Fatalf("entry %d: no central record at %d", i, cdOff)
+				}
+				rec := b[cdOff:]
+				if sized := le.Uint32(rec[24:]) == 0xffffffff; sized != (n >= at) {
+					t.Errorf("entry %d of %d bytes: size field %#x", i, n, le.Uint32(rec[24:]))
+				}
+				if placed := le.Uint32(rec[42:]) == 0xffffffff; placed != (off >= at) {
+					t.Errorf("entry %d at %d: offset field %#x", i, off, le.Uint32(rec[42:]))
+				}
+				local := int64(30 + 1 + 9)
+				if n >= at {
+					local += 20
+				}
+				off += local + int64(n)
+				cdOff += 46 + int64(le.Uint16(rec[28:])) + int64(le.Uint16(rec[30:])) + int64(le.Uint16(rec[32:]))
+			}
+			if has64 != (off >= at) {
+				t.Errorf("central directory at %d: Zip64 end records %v", off, has64)
+			}
+		})
+	}
 }
 
 // zipExactSizeAndStableETag: Size is the number of bytes read, and two
