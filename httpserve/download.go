@@ -640,19 +640,60 @@ func RangeBytes(r *http.Request, size int64) int64 {
 }
 
 // notModified reports whether ServeContent answers r with 304 for etag
-// (If-None-Match).
+// (If-None-Match), reading the header as ServeContent does: tag by tag,
+// "*" or a tag that matches etag weakly is 304, and a tag it cannot parse
+// ends the list unmatched, so that the tags after it do not count. Read
+// more leniently (split at commas), "x, <etag>" was a 304 here while
+// ServeContent sent the whole file, which a link's download_limit then
+// never counted.
 func notModified(r *http.Request, etag string) bool {
-	inm := r.Header.Get("If-None-Match")
-	if inm == "" {
-		return false
-	}
-	if strings.TrimSpace(inm) == "*" {
-		return true
-	}
-	for t := range strings.SplitSeq(inm, ",") {
-		if strings.TrimPrefix(strings.TrimSpace(t), "W/") == strings.TrimPrefix(etag, "W/") {
+	buf := r.Header.Get("If-None-Match")
+	for {
+		buf = strings.Trim(buf, asciiSpace)
+		switch {
+		case buf == "":
+			return false
+		case buf[0] == ',':
+			buf = buf[1:]
+			continue
+		case buf[0] == '*':
 			return true
 		}
+		tag, remain := scanETag(buf)
+		if tag == "" {
+			return false
+		}
+		if strings.TrimPrefix(tag, "W/") == strings.TrimPrefix(etag, "W/") {
+			return true
+		}
+		buf = remain
 	}
-	return false
+}
+
+// asciiSpace is what net/http trims around the tags of a header
+// (textproto.TrimString).
+const asciiSpace = " \t\r\n"
+
+// scanETag is net/http's: the entity tag at the start of s (W/"x" or
+// "x", of the characters RFC 9110 8.8.3 allows) and what follows it, or
+// "" when s does not start with one.
+func scanETag(s string) (etag, remain string) {
+	s = strings.Trim(s, asciiSpace)
+	start := 0
+	if strings.HasPrefix(s, "W/") {
+		start = 2
+	}
+	if len(s[start:]) < 2 || s[start] != '"' {
+		return "", ""
+	}
+	for i := start + 1; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == 0x21 || c >= 0x23 && c <= 0x7E || c >= 0x80:
+		case c == '"':
+			return s[:i+1], s[i+1:]
+		default:
+			return "", ""
+		}
+	}
+	return "", ""
 }

@@ -277,7 +277,7 @@ func TestShareLinkLimitRanges(t *testing.T) {
 	f, file, folder, _ := linkFixture(t, fixtureOptions{})
 	type req struct {
 		op     string // "download" or "view"
-		rng    string // "" for the whole
+		rng    string // "" for the whole; "inm": If-None-Match "x, <ETag>"
 		status int
 	}
 	tests := []struct {
@@ -298,6 +298,7 @@ func TestShareLinkLimitRanges(t *testing.T) {
 		// download, not the few bytes the parts name.
 		{"more parts than MaxRanges, limit 1", false, "1", []req{{"download", manyRanges(vfs.MaxRanges + 1), 200}, {"download", manyRanges(vfs.MaxRanges + 1), 403}}, 1},
 		{"a zip in more parts than MaxRanges, limit 1", true, "1", []req{{"download", manyRanges(vfs.MaxRanges + 1), 200}, {"download", manyRanges(vfs.MaxRanges + 1), 403}}, 1},
+		{"If-None-Match with a bad tag first, limit 1", false, "1", []req{{"download", "", 200}, {"download", "inm", 403}}, 1},
 		{"from +0, limit 1", false, "1", []req{{"download", "bytes=+0-", 206}, {"download", "", 403}}, 1},
 		{"viewed again and again, limit 2", false, "2", []req{{"view", "", 200}, {"view", "", 200}, {"view", "", 403}, {"download", "bytes=1-", 206}, {"download", "bytes=1-", 206}, {"view", "bytes=1-", 403}}, 2},
 	}
@@ -310,7 +311,13 @@ func TestShareLinkLimitRanges(t *testing.T) {
 			l := f.createLink(t, path, url.Values{"download_limit": {tt.limit}})
 			for i, q := range tt.reqs {
 				var h http.Header
-				if q.rng != "" {
+				switch q.rng {
+				case "":
+				case "inm": // a tag ServeContent cannot parse, then the ETag
+					resp := f.request(http.MethodHead, "/api/2/sharelinks/"+l.Hash+"/"+q.op, "", nil, nil)
+					f.readAll(resp)
+					h = http.Header{"If-None-Match": {"x, " + resp.Header.Get("ETag")}}
+				default:
 					h = http.Header{"Range": {q.rng}}
 				}
 				st, b := f.readAll(f.request(http.MethodGet, "/api/2/sharelinks/"+l.Hash+"/"+q.op, "", nil, h))
@@ -394,6 +401,10 @@ func TestShareLinkCounting(t *testing.T) {
 		{"If-Range not matching", l, http.Header{"Range": {"bytes=10-"}, "If-Range": {`"other"`}}, 1},
 		{"If-Range matching", l, http.Header{"Range": {"bytes=10-"}, "If-Range": {etag}}, 0},
 		{"not modified", l, http.Header{"If-None-Match": {etag}}, 0},
+		// ServeContent stops reading If-None-Match at a tag it cannot
+		// parse, and sends the file: the ETag after it matches nothing.
+		{"If-None-Match with a bad tag before the ETag", l, http.Header{"If-None-Match": {"x, " + etag}}, 1},
+		{"If-None-Match with a space in a tag before the ETag", l, http.Header{"If-None-Match": {`"a b", ` + etag}}, 1},
 		// ServeContent reads "+0" as 0 (strconv.ParseInt): byte 0 is sent.
 		{"a range from +0", l, http.Header{"Range": {"bytes=+0-9"}}, 1},
 		// More parts than vfs.MaxRanges: the whole file is sent, 200.
@@ -405,6 +416,7 @@ func TestShareLinkCounting(t *testing.T) {
 		{"a zip resumed, If-Range matching", fl, http.Header{"Range": {"bytes=10-"}, "If-Range": {zipTag}}, 0},
 		{"a zip resumed, If-Range of another archive", fl, http.Header{"Range": {"bytes=10-"}, "If-Range": {`"zother"`}}, 1},
 		{"a zip not modified", fl, http.Header{"If-None-Match": {zipTag}}, 0},
+		{"a zip, If-None-Match with a bad tag before its ETag", fl, http.Header{"If-None-Match": {"x, " + zipTag}}, 1},
 		{"a zip from +0", fl, http.Header{"Range": {"bytes=+0-9"}}, 1},
 		{"a zip of more parts than MaxRanges", fl, http.Header{"Range": {manyRanges(vfs.MaxRanges + 1)}}, 1},
 	}
