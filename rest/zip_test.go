@@ -127,6 +127,7 @@ func TestFolderDownloadErrors(t *testing.T) {
 	d := f.mustMkdir(f.at("/api/2/files/%d/create_folder"), "D")
 	file := f.mustUpload(f.at("/api/2/files/%d/upload"), "a.txt", []byte("a"))
 	gone := f.mustMkdir(f.at("/api/2/files/%d/create_folder"), "Gone")
+	inGone := f.mustMkdir(f.at("/api/2/files/%d/folder/%d/create_folder", gone.ID), "Inside")
 	if status, body := f.postForm(f.at("/api/2/files/%d/folder/%d/delete", gone.ID), nil); status != http.StatusOK {
 		t.Fatalf("delete: %d %s", status, body)
 	}
@@ -149,6 +150,8 @@ func TestFolderDownloadErrors(t *testing.T) {
 		{"no such folder", f.zipURL(1 << 50), f.token, http.StatusNotFound, "not_found"},
 		{"a file id", f.zipURL(file.ID), f.token, http.StatusNotFound, "not_found"},
 		{"a deleted folder", f.zipURL(gone.ID), f.token, http.StatusNotFound, "not_found"},
+		{"a folder in a deleted folder", f.zipURL(inGone.ID), f.token, http.StatusNotFound, "not_found"},
+		{"a token not issued", f.zipURL(d.ID), "not-a-token", http.StatusUnauthorized, "access_denied"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			status, body := f.readAll(f.request(http.MethodGet, c.path, c.token, nil, nil))
