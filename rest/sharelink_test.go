@@ -407,6 +407,8 @@ func TestShareLinkCounting(t *testing.T) {
 		{"If-None-Match with a space in a tag before the ETag", l, http.Header{"If-None-Match": {`"a b", ` + etag}}, 1},
 		// ServeContent reads "+0" as 0 (strconv.ParseInt): byte 0 is sent.
 		{"a range from +0", l, http.Header{"Range": {"bytes=+0-9"}}, 1},
+		// Parts that add up past the file: ServeContent sends it whole.
+		{"overlapping parts past the file", l, http.Header{"Range": {"bytes=1-,1-"}}, 1},
 		// More parts than vfs.MaxRanges: the whole file is sent, 200.
 		{"more parts than MaxRanges", l, http.Header{"Range": {manyRanges(vfs.MaxRanges + 1)}}, 1},
 		// A zip counts as a file does (its ETag names the archive).
@@ -417,6 +419,7 @@ func TestShareLinkCounting(t *testing.T) {
 		{"a zip resumed, If-Range of another archive", fl, http.Header{"Range": {"bytes=10-"}, "If-Range": {`"zother"`}}, 1},
 		{"a zip not modified", fl, http.Header{"If-None-Match": {zipTag}}, 0},
 		{"a zip, If-None-Match with a bad tag before its ETag", fl, http.Header{"If-None-Match": {"x, " + zipTag}}, 1},
+		{"a zip in overlapping parts past it", fl, http.Header{"Range": {"bytes=1-,1-"}}, 1},
 		{"a zip from +0", fl, http.Header{"Range": {"bytes=+0-9"}}, 1},
 		{"a zip of more parts than MaxRanges", fl, http.Header{"Range": {manyRanges(vfs.MaxRanges + 1)}}, 1},
 	}

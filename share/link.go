@@ -720,6 +720,11 @@ func (s *Service) CountDownload(ctx context.Context, la LinkAccess) error {
 // Errors: those of CountDownload.
 func (s *Service) CountRequest(ctx context.Context, la LinkAccess, view, sends, fromStart bool, part, size int64) (Charge, error) {
 	limited := la.Link.DownloadLimit != nil
+	if sends && !fromStart && size > 0 && part >= size {
+		// Parts that add up to the content ("bytes=1-,1-"):
+		// http.ServeContent sends it whole, 200, from its first byte.
+		fromStart = true
+	}
 	switch {
 	case !sends:
 		return Charge{}, nil
