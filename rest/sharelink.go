@@ -851,6 +851,7 @@ func (s *server) serveLinkZip(w http.ResponseWriter, r *http.Request, la share.L
 	if err != nil {
 		return err
 	}
+	defer z.Close()
 	w, settle, err := s.count(w, r, la, false, z.ETag(), z.Size())
 	defer settle()
 	if err != nil {

@@ -36,6 +36,7 @@ func (s *server) downloadFolder(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	defer z.Close()
 	return httpserve.ServeZip(w, r, name, z, s.zipFail(r, n.ID))
 }
 

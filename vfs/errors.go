@@ -72,4 +72,8 @@ var (
 	// (ZipMaxEntries), or a path longer than a zip entry's name holds
 	// (65,535 bytes); its subfolders can be zipped one by one.
 	ErrZipTooLarge = errors.New("vfs: folder too large for one zip")
+	// ErrZipBusy: the zips being served hold every entry of the budget
+	// their layouts may hold in memory together (ZipBudget); the zip
+	// can be asked for again once one of them ends.
+	ErrZipBusy = errors.New("vfs: too many zip entries being served; try again")
 )

@@ -34,6 +34,13 @@ func WithZipMaxEntries(opts Options, n int) Options {
 	return opts
 }
 
+// WithZipBudget returns opts with the zips being served holding at most
+// n entries together instead of ZipBudget.
+func WithZipBudget(opts Options, n int64) Options {
+	opts.zipBudget = n
+	return opts
+}
+
 // WithBatchHook returns opts with fn run between the transactions of a
 // split operation.
 func WithBatchHook(opts Options, fn func(Op)) Options {

@@ -8,11 +8,13 @@
 package vfs
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"berth/kv"
@@ -116,6 +118,8 @@ type Options struct {
 	zip64At int64
 	// zipMax overrides ZipMaxEntries; set by tests.
 	zipMax int
+	// zipBudget overrides ZipBudget; set by tests.
+	zipBudget int64
 	// shortScan overrides ShortQueryScan; set by tests.
 	shortScan int
 	// nodeTTL overrides the node lease's life (node.go); set by tests.
@@ -183,6 +187,10 @@ type FS struct {
 	zip64At   int64 // see Options.zip64At; 0: 0xFFFFFFFF
 	zipMax    int   // see Options.zipMax; 0: ZipMaxEntries
 	shortScan int   // see Options.shortScan; 0: ShortQueryScan
+	// zipBudget is ZipBudget (Options.zipBudget in tests), and zipHeld
+	// the entries the layouts of the zips being served hold of it.
+	zipBudget int64
+	zipHeld   atomic.Int64
 
 	// bgStop ends the name index's backfill (index.go), and bgDone is
 	// closed when it has; both nil when none runs.
@@ -207,11 +215,11 @@ func Open(ctx context.Context, db kv.Store, chunks chunk.Store, opts Options) (*
 	fs := &FS{
 		db: listStore{db}, chunks: chunks, obs: opts.Observer, jnl: opts.Journal, now: opts.Now, log: opts.Logger,
 		m: newMetrics(opts.Registerer), refBatch: opts.refBatch, batchHook: opts.batchHook, zip64At: opts.zip64At, zipMax: opts.zipMax,
-		shortScan: opts.shortScan,
-		roots:     kv.NewCache[uint64, cachedRoot](maxCachedRoots),
-		paths:     kv.NewCache[pathKey, cachedPath](maxCachedPaths),
-		items:     kv.NewCache[itemKey, cachedItem](maxCachedItems),
-		lists:     kv.NewCache[listKey, cachedList](maxCachedLists),
+		shortScan: opts.shortScan, zipBudget: cmp.Or(opts.zipBudget, ZipBudget),
+		roots: kv.NewCache[uint64, cachedRoot](maxCachedRoots),
+		paths: kv.NewCache[pathKey, cachedPath](maxCachedPaths),
+		items: kv.NewCache[itemKey, cachedItem](maxCachedItems),
+		lists: kv.NewCache[listKey, cachedList](maxCachedLists),
 	}
 	if fs.refBatch <= 0 {
 		fs.refBatch = defaultRefBatch

@@ -36,6 +36,14 @@ type ZipOptions struct {
 // can be zipped one by one.
 const ZipMaxEntries = 500_000
 
+// ZipBudget bounds the entries that the layouts of every zip being
+// served hold together, since each stays in memory until its answer
+// ends: twenty requests for a folder of 100,000 items held some 200 MiB
+// (about 108 bytes an entry), and even a HEAD or a one-byte Range lays
+// the whole archive out. One zip of ZipMaxEntries, or several smaller
+// ones, fit; past it a zip is ErrZipBusy until one of them ends.
+const ZipBudget = ZipMaxEntries
+
 // Zip record sizes and signatures (APPNOTE 6.3.10, 4.3).
 const (
 	zipLocalLen     = 30 // local file header, before name and extra
@@ -82,6 +90,8 @@ type Zip struct {
 	cdOff, cdSize, size int64
 	zip64End            bool
 	etag                string
+	// held is what the layout holds of its FS's ZipBudget, until Close.
+	held int64
 }
 
 // zipEnt is one entry: a folder ("a/") or a file at one revision.
@@ -106,8 +116,12 @@ type zipEnt struct {
 // the metadata store. The archive switches to Zip64 by itself for files of
 // 4 GiB or more, offsets past 4 GiB, or more than 65,535 entries.
 //
+// The layout holds its entries of ZipBudget until Close, which the
+// caller defers.
+//
 // Errors: ErrNotExist (no such live folder, or another root's), ErrNotDir
-// (a file), ErrZipTooLarge (more than ZipMaxEntries entries), and ctx's.
+// (a file), ErrZipTooLarge (more than ZipMaxEntries entries), ErrZipBusy
+// (the zips being served hold the budget), and ctx's.
 func (fs *FS) Zip(ctx context.Context, root, folder uint64, opts ZipOptions) (*Zip, error) {
 	z := &Zip{fs: fs, root: root, z64: zipUint32Max, max: ZipMaxEntries}
 	if fs.zip64At > 0 {
@@ -128,10 +142,28 @@ func (fs *FS) Zip(ctx context.Context, root, folder uint64, opts ZipOptions) (*Z
 		return z.add(ctx, tx, kids, -1, 0)
 	})
 	if err != nil {
+		z.Close()
 		return nil, err
 	}
 	z.layout()
 	return z, nil
+}
+
+// Close gives back what the layout holds of ZipBudget; the Zip is not
+// read after it. It may be called more than once.
+func (z *Zip) Close() {
+	z.fs.zipHeld.Add(-z.held)
+	z.held = 0
+}
+
+// reserve takes n entries of the budget, a folder's children at a time.
+func (z *Zip) reserve(n int64) error {
+	if z.fs.zipHeld.Add(n) > z.fs.zipBudget {
+		z.fs.zipHeld.Add(-n)
+		return fmt.Errorf("%w (%d entries in all)", ErrZipBusy, z.fs.zipBudget)
+	}
+	z.held += n
+	return nil
 }
 
 // children reads the live children of folder that keep (nil: all) keeps,
@@ -165,6 +197,9 @@ func (z *Zip) children(tx kv.Txn, folder uint64, keep func(nodeRec) bool) ([]zip
 // add appends kids, children of the entry parent (of path length
 // prefixLen), each followed by everything below it.
 func (z *Zip) add(ctx context.Context, tx kv.Txn, kids []zipEnt, parent int32, prefixLen uint32) error {
+	if err := z.reserve(int64(len(kids))); err != nil {
+		return err
+	}
 	for _, e := range kids {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -461,6 +496,7 @@ func (fs *FS) WriteZip(ctx context.Context, w io.Writer, root, folder uint64, op
 	if err != nil {
 		return err
 	}
+	defer z.Close()
 	r := z.Reader(ctx)
 	defer r.Close()
 	_, err = io.CopyBuffer(w, r, make([]byte, zipCopyBuffer))

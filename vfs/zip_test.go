@@ -49,6 +49,7 @@ func TestZip(t *testing.T) {
 		{"CRCsOfSmallFilesKept", zipCRCsOfSmallFilesKept},
 		{"SnapshotOfTheListing", zipSnapshotOfTheListing},
 		{"TooManyEntries", zipTooManyEntries},
+		{"BudgetOfZipsBeingServed", zipBudget},
 	} {
 		t.Run(tc.name, tc.run)
 	}
@@ -979,6 +980,70 @@ func zipSnapshotOfTheListing(t *testing.T) {
 		"a/": {dir: true}, "a/1.bin": {data: []byte("rewritten")},
 		"b/": {dir: true}, "b/3.txt": {data: []byte("three")},
 	})
+}
+
+// zipBudget: the layouts of the zips being served hold at most the
+// budget's entries together (each is in memory until its answer ends, and
+// nothing else bounded how many were): a zip past it is ErrZipBusy until
+// one ends, and every way a zip ends gives its entries back (Close, a
+// WriteZip, a layout that failed).
+func zipBudget(t *testing.T) {
+	// A folder of 4 entries, under a budget of 6.
+	e := openEnvWith(t, t.TempDir(), vfs.WithZipBudget(vfs.WithZipMaxEntries(vfs.Options{}, 4), 6))
+	t.Cleanup(e.close)
+	ctx := context.Background()
+	root, err := e.fs.CreateRoot(ctx, "budget", vfs.RootSync)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := e.fs.Mkdir(ctx, root.ID, root.FolderID, "d", vfs.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.root = root
+	e.write(t, d.ID, "1", []byte("1"))
+	e.write(t, d.ID, "2", []byte("2"))
+	e.write(t, root.FolderID, "3", []byte("3"))
+	zip := func() (*vfs.Zip, error) { return e.fs.Zip(ctx, root.ID, root.FolderID, vfs.ZipOptions{}) }
+
+	first, err := zip()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := zip(); !errors.Is(err, vfs.ErrZipBusy) {
+		t.Fatalf("a second zip of 4 entries beside the first, budget 6: %v, want ErrZipBusy", err)
+	}
+	// The folder d alone (2 entries) fits beside the first.
+	small, err := e.fs.Zip(ctx, root.ID, d.ID, vfs.ZipOptions{})
+	if err != nil {
+		t.Fatalf("a zip of 2 entries beside one of 4, budget 6: %v", err)
+	}
+	small.Close()
+	first.Close()
+	first.Close() // a second Close gives nothing back twice
+	for i := range 3 {
+		z, err := zip()
+		if err != nil {
+			t.Fatalf("zip %d after the first's Close: %v", i, err)
+		}
+		z.Close()
+	}
+	// WriteZip gives its entries back when it returns, and so does a
+	// layout that fails (ErrZipTooLarge, past 4 entries).
+	for i := range 3 {
+		if err := e.fs.WriteZip(ctx, io.Discard, root.ID, root.FolderID, vfs.ZipOptions{}); err != nil {
+			t.Fatalf("WriteZip %d: %v", i, err)
+		}
+	}
+	e.write(t, d.ID, "extra", []byte("x"))
+	for i := range 3 {
+		if _, err := zip(); !errors.Is(err, vfs.ErrZipTooLarge) {
+			t.Fatalf("zip %d of 5 entries: %v, want ErrZipTooLarge", i, err)
+		}
+	}
+	if _, err := e.fs.Zip(ctx, root.ID, d.ID, vfs.ZipOptions{}); err != nil {
+		t.Fatalf("after three layouts that failed: %v", err)
+	}
 }
 
 // zipTooManyEntries: a folder of more entries than the bound is

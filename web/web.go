@@ -188,6 +188,8 @@ func pageProblem(err error) (status int, title, msg string) {
 		return http.StatusForbidden, "Not allowed", ref.Reason
 	case errors.Is(err, errBadQuery):
 		return http.StatusBadRequest, "Bad address", err.Error()
+	case errors.Is(err, vfs.ErrZipBusy):
+		return http.StatusServiceUnavailable, "Busy", "The server is making as many zips as it can at once. Try again in a moment."
 	case errors.Is(err, vfs.ErrZipTooLarge):
 		return http.StatusBadRequest, "Too large for one zip", "This folder holds more than one zip can. Download its folders one by one."
 	// Uploads through a link.
@@ -505,6 +507,7 @@ func (h *handler) serveZip(w http.ResponseWriter, r *http.Request, la share.Link
 		h.fail(w, r, err)
 		return
 	}
+	defer z.Close()
 	w, settle, err := h.count(w, r, la, z.ETag(), z.Size())
 	defer settle()
 	if err != nil {
