@@ -129,6 +129,14 @@ func (s *server) handleTus(pattern string, h func(http.ResponseWriter, *http.Req
 			w.Header().Set("Tus-Version", "1.0.0")
 			err = Describe(errTusVersion, "send Tus-Resumable: 1.0.0; this server speaks tus 1.0.0")
 		}
+		if err == nil && r.Header.Get("X-HTTP-Method-Override") != "" {
+			// tusd's middleware would serve a POST as the method this
+			// names after berth routed it as a creation: OPTIONS (or
+			// DELETE) answered 200 without a Location, and the staged
+			// upload held its length against the quota until it
+			// expired.
+			err = Describe(ErrInvalidRequest, "X-HTTP-Method-Override is not supported: send the method itself")
+		}
 		if err == nil {
 			err = h(w, r)
 		}

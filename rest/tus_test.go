@@ -346,6 +346,19 @@ func TestTusRefusals(t *testing.T) {
 		}, 400, "invalid_request"},
 		{"metadata too long", create(tusMeta("root_id", root, "filename", "a", "note", strings.Repeat("n", 4<<10)), 1), 400, "invalid_request"},
 		{"no such folder", create(tusMeta("root_id", root, "folder_id", "999999", "filename", "a"), 1), 404, "not_found"},
+		{"X-HTTP-Method-Override", func(t *testing.T) (int, []byte) {
+			// tusd takes the header's method for a POST's: OPTIONS made
+			// it answer 200 without a Location, and the upload stayed
+			// staged, holding its length against the quota, until it
+			// expired.
+			h := http.Header{"Upload-Length": {strconv.Itoa(3 << 20)}, "Upload-Metadata": {tusMeta("root_id", root, "filename", "m.bin")},
+				"X-HTTP-Method-Override": {"OPTIONS"}}
+			resp, body, err := tc.do(http.MethodPost, tusBase, h, nil, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return resp.StatusCode, body
+		}, 400, "invalid_request"},
 		{"no Tus-Resumable", func(t *testing.T) (int, []byte) {
 			st, body := f.readAll(f.request(http.MethodPost, tusBase, f.token, nil, http.Header{"Upload-Length": {"1"}}))
 			return st, body
