@@ -8,9 +8,11 @@ import (
 	"crypto/sha512"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"hash"
 	"io"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -36,9 +38,10 @@ import (
 // berth answers, through the error table, everything it decides itself
 // before tusd sees the request: the token, the caller's access (share),
 // the policy and the quota checked against the declared Upload-Length,
-// the upload's owner, Tus-Resumable, the offset and the checksum. tusd
-// answers the rest of the protocol (Content-Type of a PATCH, races
-// between two requests on one upload) with its own plain-text errors.
+// the upload's owner, Tus-Resumable, the offset and the checksum. What
+// tusd finds itself (Content-Type of a PATCH, a piece past the length,
+// races between two requests on one upload, a broken body) it writes as
+// text/plain; tusWriter answers those through the error table too.
 
 // tusBase is the creation endpoint and the prefix of every upload's URL.
 const tusBase = "/api/2/tus/"
@@ -63,6 +66,10 @@ const tusAlgorithms = "sha1,md5,sha256,sha512"
 // errTusVersion is a request of another tus version than 1.0.0, or none
 // (412, as tus says).
 var errTusVersion = errors.New("tus: unsupported protocol version")
+
+// errTusTooLarge is a tus piece that runs past the upload's declared
+// length (413, as tus says), which tusd finds.
+var errTusTooLarge = errors.New("tus: piece past Upload-Length")
 
 // tusKey finds a request's tusRequest in its context, which tusd hands
 // on to the store.
@@ -298,7 +305,82 @@ func (s *server) tusServe(w http.ResponseWriter, r *http.Request, q *tusRequest,
 		u.Path, u.RawPath = strconv.FormatUint(q.staged.ID, 10), ""
 		r.URL = &u
 	}
-	s.tus.Middleware(op).ServeHTTP(w, r)
+	tw := &tusWriter{ResponseWriter: w, s: s, r: r}
+	s.tus.Middleware(op).ServeHTTP(tw, r)
+	tw.finish()
+}
+
+// tusdAnswers are berth's answers, by tusd's error code, to the errors
+// tusd finds itself and writes as text/plain (ERR_…: message).
+var tusdAnswers = map[string]error{
+	tusd.ErrInvalidContentType.ErrorCode: Describe(ErrInvalidRequest, "a piece is sent as Content-Type: application/offset+octet-stream"),
+	tusd.ErrInvalidOffset.ErrorCode:      Describe(ErrInvalidRequest, "Upload-Offset: the offset the piece starts at is required"),
+	tusd.ErrNotImplemented.ErrorCode:     Describe(ErrInvalidRequest, "Upload-Length is sent with the creation only (Upload-Defer-Length is not supported)"),
+	tusd.ErrMismatchOffset.ErrorCode:     Describe(vfs.ErrUploadOffset, "another request on this upload stored bytes meanwhile: ask with HEAD and go on from there"),
+	tusd.ErrUploadInterrupted.ErrorCode:  Describe(vfs.ErrUploadOffset, "a newer request on this upload took over; what arrived before it is kept: ask with HEAD"),
+	tusd.ErrSizeExceeded.ErrorCode:       errTusTooLarge,
+	tusd.ErrMaxSizeExceeded.ErrorCode:    errTusTooLarge,
+	tusd.ErrNotFound.ErrorCode:           Describe(ErrNotFound, "no such upload: it was finished, terminated or expired, or is not yours"),
+	tusd.ErrUnsupportedVersion.ErrorCode: errTusVersion,
+	tusd.ErrLockTimeout.ErrorCode:        Describe(ErrUnavailable, "another request on this upload did not stop in time; try again"),
+	tusd.ErrServerShutdown.ErrorCode:     Describe(ErrUnavailable, "the server is stopping; what arrived is kept: ask with HEAD later"),
+	tusd.ErrUnexpectedEOF.ErrorCode:      Describe(ErrInvalidRequest, "the body ended early; what arrived is kept: ask with HEAD and go on from there"),
+	tusd.ErrConnectionReset.ErrorCode:    Describe(ErrInvalidRequest, "the connection was reset; what arrived is kept: ask with HEAD and go on from there"),
+	tusd.ErrReadTimeout.ErrorCode:        Describe(os.ErrDeadlineExceeded, "the body stopped arriving; what arrived is kept: ask with HEAD and go on from there"),
+}
+
+// tusWriter is the writer tusd answers through. An error tusd writes as
+// text/plain is held at WriteHeader and answered, once its text says
+// which it is, through the error table (tusdAnswers) in the spec's form;
+// an error of berth's (tusError) is JSON already and goes out as it is.
+// tusd's answer to a HEAD has no body: it goes out as it is too.
+type tusWriter struct {
+	http.ResponseWriter
+	s *server
+	r *http.Request
+	// held is the status of a text/plain error not yet answered.
+	held int
+}
+
+func (w *tusWriter) WriteHeader(code int) {
+	if code >= 400 && w.r.Method != http.MethodHead && strings.HasPrefix(w.Header().Get("Content-Type"), "text/plain") {
+		w.held = code
+		return
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *tusWriter) Write(b []byte) (int, error) {
+	if w.held != 0 {
+		w.answer(string(b))
+		return len(b), nil
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets tusd's http.ResponseController reach the connection (its
+// read deadlines).
+func (w *tusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// answer writes the held error whose text tusd sent. An error tusd made of
+// a failure of its own (ERR_INTERNAL_SERVER_ERROR), or one of a code not in
+// tusdAnswers, is 500 unknown, its text logged.
+func (w *tusWriter) answer(text string) {
+	text = strings.TrimSpace(text)
+	code, _, _ := strings.Cut(text, ":")
+	err, ok := tusdAnswers[code]
+	if !ok {
+		err = fmt.Errorf("tus: tusd answered %d %q", w.held, text)
+	}
+	w.held = 0
+	w.s.writeError(w.ResponseWriter, w.r, err)
+}
+
+// finish answers an error tusd held without writing its text.
+func (w *tusWriter) finish() {
+	if w.held != 0 {
+		w.answer("")
+	}
 }
 
 // tusBody is a request's body that notes (tusRequest.overrun) a byte past

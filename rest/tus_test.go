@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"crypto/sha1"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -379,6 +380,56 @@ func TestTusRefusals(t *testing.T) {
 			}
 			return resp.StatusCode, body
 		}, 460, "checksum_mismatch"},
+		{"a PATCH without Content-Type", func(t *testing.T) (int, []byte) {
+			// tusd's own checks answered in text/plain (ERR_…).
+			path := tc.mustCreate(f.root.ID, "ct.bin", 2)
+			defer tc.do(http.MethodDelete, path, nil, nil, 0)
+			resp, body, err := tc.do(http.MethodPatch, path, http.Header{"Upload-Offset": {"0"}}, strings.NewReader("ab"), 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return resp.StatusCode, body
+		}, 400, "invalid_request"},
+		{"Upload-Length on a PATCH", patch(http.Header{"Upload-Length": {strconv.Itoa(len(data))}}, 0, 0), 400, "invalid_request"},
+		{"an offset another PATCH moved meanwhile", func(t *testing.T) (int, []byte) {
+			// A resuming client's PATCH passes berth's offset check while
+			// its older, half-dead PATCH still runs; tusd stops that one,
+			// whose bytes are kept, and finds the offset moved. Both
+			// answers were tusd's text/plain.
+			f := newFixture(t)
+			tc := f.tus(t, f.token)
+			big := randomData(t, 8<<20)
+			path := tc.mustCreate(f.root.ID, "race.bin", int64(len(big)))
+			pr, pw := io.Pipe()
+			older := make(chan error, 1)
+			go func() {
+				resp, body, err := tc.patch(path, 0, pr, int64(len(big)), nil)
+				if err == nil && resp.StatusCode != http.StatusNoContent {
+					var e errorBody
+					if json.Unmarshal(body, &e) != nil || e.Error == "" {
+						err = fmt.Errorf("the stopped PATCH: %d %q is not the spec's form", resp.StatusCode, body)
+					}
+				}
+				older <- err
+			}()
+			// Once the pipe took 6 MiB, the server has read some of it:
+			// HTTP/2 lets a stream run at most its window ahead.
+			if _, err := pw.Write(big[:6<<20]); err != nil {
+				t.Fatal(err)
+			}
+			resp, body, err := tc.patch(path, 0, bytes.NewReader(big), int64(len(big)), nil)
+			pw.CloseWithError(errCut)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := <-older; err != nil && !errors.Is(err, errCut) {
+				t.Error(err)
+			}
+			if st, off := tc.offset(path); st != http.StatusOK || off == 0 {
+				t.Errorf("after the race: HEAD %d offset %d, want the older PATCH's bytes kept", st, off)
+			}
+			return resp.StatusCode, body
+		}, 409, "offset_mismatch"},
 		{"unknown checksum algorithm", patch(http.Header{"Upload-Checksum": {"crc32 AAAAAA=="}}, 0, 0), 400, "invalid_request"},
 		{"no such upload", func(t *testing.T) (int, []byte) {
 			resp, body, err := tc.patch(tusBase+"12345", 0, strings.NewReader("x"), 1, nil)
@@ -449,6 +500,7 @@ func TestTusOverrun(t *testing.T) {
 			if resp.StatusCode != http.StatusRequestEntityTooLarge {
 				t.Errorf("%d %s, want 413", resp.StatusCode, body)
 			}
+			wantError(t, resp.StatusCode, body, http.StatusRequestEntityTooLarge, "invalid_request")
 			if _, err := f.fs.Lookup(context.Background(), f.root.ID, "/"+name); !errors.Is(err, vfs.ErrNotExist) {
 				t.Errorf("the refused body made the file (%v): %q", err, f.fileBytes(t, f.root, name))
 			}
