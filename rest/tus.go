@@ -224,9 +224,10 @@ func (s *server) tusCreate(w http.ResponseWriter, r *http.Request) error {
 	w.Header().Set("Upload-Expires", st.Expires.Format(http.TimeFormat))
 	rec := &httpserve.Recorder{ResponseWriter: w}
 	s.tusServe(rec, r, &tusRequest{staged: st, opts: opts, check: check, w: w}, s.tus.PostFile)
-	if rec.Status() >= 400 {
+	if rec.Status() != http.StatusCreated {
 		// tusd refused after the upload was staged, or the piece sent
-		// with it failed: no Location went out, so nobody can go on.
+		// with it failed, or the client left (no answer written at
+		// all): no Location went out, so nobody can go on.
 		if err := s.fs.Terminate(context.WithoutCancel(r.Context()), st.ID); err != nil && !errors.Is(err, vfs.ErrNotExist) {
 			s.log.Warn("tus: could not end a refused upload; it expires", "upload", st.ID, "error", err)
 		}
@@ -369,7 +370,12 @@ func (w *tusWriter) answer(text string) {
 	text = strings.TrimSpace(text)
 	code, _, _ := strings.Cut(text, ":")
 	err, ok := tusdAnswers[code]
-	if !ok {
+	switch {
+	case w.r.Context().Err() != nil:
+		// The client left (a stream cancelled); tusd calls the body's
+		// failure its own. Nobody reads an answer: writeError is silent.
+		err = fmt.Errorf("tus: %w (tusd answered %d %q)", w.r.Context().Err(), w.held, text)
+	case !ok:
 		err = fmt.Errorf("tus: tusd answered %d %q", w.held, text)
 	}
 	w.held = 0

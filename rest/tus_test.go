@@ -513,6 +513,37 @@ func TestTusOverrun(t *testing.T) {
 	}
 }
 
+// TestTusCreationCut cuts off the piece sent with a creation: no
+// Location reached the client, so nobody can go on with the upload, and
+// berth ends it at once, giving back the length it reserved.
+func TestTusCreationCut(t *testing.T) {
+	f := newFixture(t)
+	tc := f.tus(t, f.token)
+	ctx := context.Background()
+	held := func() int64 {
+		left, _, err := f.fs.QuotaLeft(ctx, f.root.ID, vfs.WriteOptions{SpaceQuota: 1 << 50})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return 1<<50 - left
+	}
+	before := held()
+	data := randomData(t, 4<<20)
+	h := http.Header{"Upload-Length": {strconv.Itoa(len(data))}, "Upload-Metadata": {tusMeta("root_id", fmt.Sprint(f.root.ID), "filename", "cut.bin")},
+		"Content-Type": {"application/offset+octet-stream"}}
+	if resp, body, err := tc.do(http.MethodPost, tusBase, h, &cutReader{r: bytes.NewReader(data), left: 1 << 20}, int64(len(data))); err == nil {
+		t.Fatalf("a creation cut off: %d %s, want a broken request", resp.StatusCode, body)
+	}
+	// The server ends the upload once its handler sees the break, which
+	// may be after the client has.
+	for deadline := time.Now().Add(20 * time.Second); held() != before; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d bytes held after the cut creation, %d before: the upload was left staged", held(), before)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // TestTusEmpty creates an empty file: the creation itself makes it.
 func TestTusEmpty(t *testing.T) {
 	f := newFixture(t)
