@@ -237,9 +237,29 @@ func (s *server) tusCreate(w http.ResponseWriter, r *http.Request) error {
 
 // tusHead answers the offset of one of the caller's uploads.
 func (s *server) tusHead(w http.ResponseWriter, r *http.Request) error {
-	st, _, err := s.tusUpload(r)
+	st, a, err := s.tusUpload(r)
 	if err != nil {
 		return err
+	}
+	if st.Offset == st.Length {
+		// Every byte is stored but the file was not made: its last
+		// PATCH met a refusal (a folder took the name, a lock), which
+		// a client retries (tus-js-client retries a 409) by asking for
+		// the offset here. An offset equal to the length tells it the
+		// upload is done, and it reports success: so the file is made
+		// now, or the refusal answered.
+		if err := s.tusFinish(r, st, a); err != nil {
+			return err
+		}
+		h := w.Header()
+		h.Set("Cache-Control", "no-store")
+		h.Set("Upload-Offset", strconv.FormatInt(st.Offset, 10))
+		h.Set("Upload-Length", strconv.FormatInt(st.Length, 10))
+		if len(st.Meta) > 0 {
+			h.Set("Upload-Metadata", tusd.SerializeMetadataHeader(st.Meta))
+		}
+		w.WriteHeader(http.StatusOK)
+		return nil
 	}
 	w.Header().Set("Upload-Expires", st.Expires.Format(http.TimeFormat))
 	s.tusServe(w, r, &tusRequest{staged: st, w: w}, s.tus.HeadFile)
@@ -264,22 +284,35 @@ func (s *server) tusPatch(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	opts, err := s.uploadOptions(r.Context(), r, a, st.Parent, st.Name)
-	if err != nil {
-		return nameError(false, err)
-	}
 	if st.Offset == st.Length {
 		// Every byte is stored but the file was not made (its last
 		// PATCH met a refusal: a folder took the name, a lock): tusd
 		// would answer 204 and forget it, so try again here.
-		if _, err := s.fs.Finish(r.Context(), st.ID, opts); err != nil {
-			return nameError(false, err)
+		if err := s.tusFinish(r, st, a); err != nil {
+			return err
 		}
 		w.Header().Set("Upload-Offset", strconv.FormatInt(st.Offset, 10))
 		w.WriteHeader(http.StatusNoContent)
 		return nil
 	}
+	opts, err := s.uploadOptions(r.Context(), r, a, st.Parent, st.Name)
+	if err != nil {
+		return nameError(false, err)
+	}
 	s.tusServe(w, r, &tusRequest{staged: st, opts: opts, check: check, w: w}, s.tus.PatchFile)
+	return nil
+}
+
+// tusFinish makes the file of upload st, all of whose bytes are stored,
+// under the caller's write options at this moment.
+func (s *server) tusFinish(r *http.Request, st vfs.Staged, a fsAccess) error {
+	opts, err := s.uploadOptions(r.Context(), r, a, st.Parent, st.Name)
+	if err != nil {
+		return nameError(false, err)
+	}
+	if _, err := s.fs.Finish(r.Context(), st.ID, opts); err != nil {
+		return nameError(false, err)
+	}
 	return nil
 }
 

@@ -544,6 +544,46 @@ func TestTusCreationCut(t *testing.T) {
 	}
 }
 
+// TestTusUnfinished stores every byte of an upload whose file cannot be
+// made at the last PATCH (a folder took its name meanwhile): a client
+// then retries (tus-js-client retries a 409) by asking for the offset,
+// and takes one equal to the length for a finished upload, reporting
+// success. HEAD must not say so while there is no file: it makes the
+// file, or answers why it cannot.
+func TestTusUnfinished(t *testing.T) {
+	f := newFixture(t)
+	tc := f.tus(t, f.token)
+	ctx := context.Background()
+	data := []byte("0123456789")
+	path := tc.mustCreate(f.root.ID, "u.bin", int64(len(data)))
+	dir, err := f.fs.Mkdir(ctx, f.root.ID, f.root.FolderID, "u.bin", vfs.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, body, err := tc.patch(path, 0, bytes.NewReader(data), int64(len(data)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantError(t, resp.StatusCode, body, http.StatusConflict, "name_conflict")
+	if st, off := tc.offset(path); st == http.StatusOK && off == int64(len(data)) {
+		t.Fatalf("HEAD while the folder holds the name: 200 with the whole length, and no file")
+	} else if st != http.StatusConflict {
+		t.Errorf("HEAD while the folder holds the name: %d, want 409", st)
+	}
+	if err := f.fs.Delete(ctx, f.root.ID, dir.ID, vfs.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if st, off := tc.offset(path); st != http.StatusOK || off != int64(len(data)) {
+		t.Fatalf("HEAD once the name is free: %d offset %d, want 200 %d", st, off, len(data))
+	}
+	if got := f.fileBytes(t, f.root, "u.bin"); !bytes.Equal(got, data) {
+		t.Fatalf("the file holds %q", got)
+	}
+	if st, _ := tc.offset(path); st != http.StatusNotFound {
+		t.Fatalf("HEAD of the finished upload: %d, want 404", st)
+	}
+}
+
 // TestTusEmpty creates an empty file: the creation itself makes it.
 func TestTusEmpty(t *testing.T) {
 	f := newFixture(t)
