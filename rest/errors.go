@@ -116,6 +116,7 @@ func errorTable() []errorMapping {
 		{vfs.ErrUploadOffset, http.StatusConflict, "offset_mismatch", "the offset is not the upload's: ask with HEAD and go on from there"},
 		{vfs.ErrChecksumMismatch, 460, "checksum_mismatch", "the bytes sent do not match Upload-Checksum; nothing of them was stored"},
 		{errTusVersion, http.StatusPreconditionFailed, "invalid_request", "send Tus-Resumable: 1.0.0"},
+		{errTusTooLarge, http.StatusRequestEntityTooLarge, "invalid_request", "the piece runs past the upload's Upload-Length; nothing of it was stored"},
 		{vfs.ErrTooDeep, http.StatusBadRequest, "invalid_request", fmt.Sprintf("folders may nest at most %d levels below the root", vfs.MaxDepth)},
 		{vfs.ErrRootItem, http.StatusForbidden, "forbidden", "not allowed on a root's top folder"},
 		{vfs.ErrBusy, http.StatusServiceUnavailable, "temporarily_unavailable", "the service is temporarily unavailable; try again"},

@@ -8,9 +8,11 @@ import (
 	"crypto/sha512"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"hash"
 	"io"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -36,9 +38,10 @@ import (
 // berth answers, through the error table, everything it decides itself
 // before tusd sees the request: the token, the caller's access (share),
 // the policy and the quota checked against the declared Upload-Length,
-// the upload's owner, Tus-Resumable, the offset and the checksum. tusd
-// answers the rest of the protocol (Content-Type of a PATCH, races
-// between two requests on one upload) with its own plain-text errors.
+// the upload's owner, Tus-Resumable, the offset and the checksum. What
+// tusd finds itself (Content-Type of a PATCH, a piece past the length,
+// races between two requests on one upload, a broken body) it writes as
+// text/plain; tusWriter answers those through the error table too.
 
 // tusBase is the creation endpoint and the prefix of every upload's URL.
 const tusBase = "/api/2/tus/"
@@ -63,6 +66,10 @@ const tusAlgorithms = "sha1,md5,sha256,sha512"
 // errTusVersion is a request of another tus version than 1.0.0, or none
 // (412, as tus says).
 var errTusVersion = errors.New("tus: unsupported protocol version")
+
+// errTusTooLarge is a tus piece that runs past the upload's declared
+// length (413, as tus says), which tusd finds.
+var errTusTooLarge = errors.New("tus: piece past Upload-Length")
 
 // tusKey finds a request's tusRequest in its context, which tusd hands
 // on to the store.
@@ -128,6 +135,14 @@ func (s *server) handleTus(pattern string, h func(http.ResponseWriter, *http.Req
 		if err == nil && r.Method != http.MethodHead && r.Header.Get("Tus-Resumable") != "1.0.0" {
 			w.Header().Set("Tus-Version", "1.0.0")
 			err = Describe(errTusVersion, "send Tus-Resumable: 1.0.0; this server speaks tus 1.0.0")
+		}
+		if err == nil && r.Header.Get("X-HTTP-Method-Override") != "" {
+			// tusd's middleware would serve a POST as the method this
+			// names after berth routed it as a creation: OPTIONS (or
+			// DELETE) answered 200 without a Location, and the staged
+			// upload held its length against the quota until it
+			// expired.
+			err = Describe(ErrInvalidRequest, "X-HTTP-Method-Override is not supported: send the method itself")
 		}
 		if err == nil {
 			err = h(w, r)
@@ -209,9 +224,10 @@ func (s *server) tusCreate(w http.ResponseWriter, r *http.Request) error {
 	w.Header().Set("Upload-Expires", st.Expires.Format(http.TimeFormat))
 	rec := &httpserve.Recorder{ResponseWriter: w}
 	s.tusServe(rec, r, &tusRequest{staged: st, opts: opts, check: check, w: w}, s.tus.PostFile)
-	if rec.Status() >= 400 {
+	if rec.Status() != http.StatusCreated {
 		// tusd refused after the upload was staged, or the piece sent
-		// with it failed: no Location went out, so nobody can go on.
+		// with it failed, or the client left (no answer written at
+		// all): no Location went out, so nobody can go on.
 		if err := s.fs.Terminate(context.WithoutCancel(r.Context()), st.ID); err != nil && !errors.Is(err, vfs.ErrNotExist) {
 			s.log.Warn("tus: could not end a refused upload; it expires", "upload", st.ID, "error", err)
 		}
@@ -221,9 +237,29 @@ func (s *server) tusCreate(w http.ResponseWriter, r *http.Request) error {
 
 // tusHead answers the offset of one of the caller's uploads.
 func (s *server) tusHead(w http.ResponseWriter, r *http.Request) error {
-	st, _, err := s.tusUpload(r)
+	st, a, err := s.tusUpload(r)
 	if err != nil {
 		return err
+	}
+	if st.Offset == st.Length {
+		// Every byte is stored but the file was not made: its last
+		// PATCH met a refusal (a folder took the name, a lock), which
+		// a client retries (tus-js-client retries a 409) by asking for
+		// the offset here. An offset equal to the length tells it the
+		// upload is done, and it reports success: so the file is made
+		// now, or the refusal answered.
+		if err := s.tusFinish(r, st, a); err != nil {
+			return err
+		}
+		h := w.Header()
+		h.Set("Cache-Control", "no-store")
+		h.Set("Upload-Offset", strconv.FormatInt(st.Offset, 10))
+		h.Set("Upload-Length", strconv.FormatInt(st.Length, 10))
+		if len(st.Meta) > 0 {
+			h.Set("Upload-Metadata", tusd.SerializeMetadataHeader(st.Meta))
+		}
+		w.WriteHeader(http.StatusOK)
+		return nil
 	}
 	w.Header().Set("Upload-Expires", st.Expires.Format(http.TimeFormat))
 	s.tusServe(w, r, &tusRequest{staged: st, w: w}, s.tus.HeadFile)
@@ -248,22 +284,35 @@ func (s *server) tusPatch(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	opts, err := s.uploadOptions(r.Context(), r, a, st.Parent, st.Name)
-	if err != nil {
-		return nameError(false, err)
-	}
 	if st.Offset == st.Length {
 		// Every byte is stored but the file was not made (its last
 		// PATCH met a refusal: a folder took the name, a lock): tusd
 		// would answer 204 and forget it, so try again here.
-		if _, err := s.fs.Finish(r.Context(), st.ID, opts); err != nil {
-			return nameError(false, err)
+		if err := s.tusFinish(r, st, a); err != nil {
+			return err
 		}
 		w.Header().Set("Upload-Offset", strconv.FormatInt(st.Offset, 10))
 		w.WriteHeader(http.StatusNoContent)
 		return nil
 	}
+	opts, err := s.uploadOptions(r.Context(), r, a, st.Parent, st.Name)
+	if err != nil {
+		return nameError(false, err)
+	}
 	s.tusServe(w, r, &tusRequest{staged: st, opts: opts, check: check, w: w}, s.tus.PatchFile)
+	return nil
+}
+
+// tusFinish makes the file of upload st, all of whose bytes are stored,
+// under the caller's write options at this moment.
+func (s *server) tusFinish(r *http.Request, st vfs.Staged, a fsAccess) error {
+	opts, err := s.uploadOptions(r.Context(), r, a, st.Parent, st.Name)
+	if err != nil {
+		return nameError(false, err)
+	}
+	if _, err := s.fs.Finish(r.Context(), st.ID, opts); err != nil {
+		return nameError(false, err)
+	}
 	return nil
 }
 
@@ -290,7 +339,87 @@ func (s *server) tusServe(w http.ResponseWriter, r *http.Request, q *tusRequest,
 		u.Path, u.RawPath = strconv.FormatUint(q.staged.ID, 10), ""
 		r.URL = &u
 	}
-	s.tus.Middleware(op).ServeHTTP(w, r)
+	tw := &tusWriter{ResponseWriter: w, s: s, r: r}
+	s.tus.Middleware(op).ServeHTTP(tw, r)
+	tw.finish()
+}
+
+// tusdAnswers are berth's answers, by tusd's error code, to the errors
+// tusd finds itself and writes as text/plain (ERR_…: message).
+var tusdAnswers = map[string]error{
+	tusd.ErrInvalidContentType.ErrorCode: Describe(ErrInvalidRequest, "a piece is sent as Content-Type: application/offset+octet-stream"),
+	tusd.ErrInvalidOffset.ErrorCode:      Describe(ErrInvalidRequest, "Upload-Offset: the offset the piece starts at is required"),
+	tusd.ErrNotImplemented.ErrorCode:     Describe(ErrInvalidRequest, "Upload-Length is sent with the creation only (Upload-Defer-Length is not supported)"),
+	tusd.ErrMismatchOffset.ErrorCode:     Describe(vfs.ErrUploadOffset, "another request on this upload stored bytes meanwhile: ask with HEAD and go on from there"),
+	tusd.ErrUploadInterrupted.ErrorCode:  Describe(vfs.ErrUploadOffset, "a newer request on this upload took over; what arrived before it is kept: ask with HEAD"),
+	tusd.ErrSizeExceeded.ErrorCode:       errTusTooLarge,
+	tusd.ErrMaxSizeExceeded.ErrorCode:    errTusTooLarge,
+	tusd.ErrNotFound.ErrorCode:           Describe(ErrNotFound, "no such upload: it was finished, terminated or expired, or is not yours"),
+	tusd.ErrUnsupportedVersion.ErrorCode: errTusVersion,
+	tusd.ErrLockTimeout.ErrorCode:        Describe(ErrUnavailable, "another request on this upload did not stop in time; try again"),
+	tusd.ErrServerShutdown.ErrorCode:     Describe(ErrUnavailable, "the server is stopping; what arrived is kept: ask with HEAD later"),
+	tusd.ErrUnexpectedEOF.ErrorCode:      Describe(ErrInvalidRequest, "the body ended early; what arrived is kept: ask with HEAD and go on from there"),
+	tusd.ErrConnectionReset.ErrorCode:    Describe(ErrInvalidRequest, "the connection was reset; what arrived is kept: ask with HEAD and go on from there"),
+	tusd.ErrReadTimeout.ErrorCode:        Describe(os.ErrDeadlineExceeded, "the body stopped arriving; what arrived is kept: ask with HEAD and go on from there"),
+}
+
+// tusWriter is the writer tusd answers through. An error tusd writes as
+// text/plain is held at WriteHeader and answered, once its text says
+// which it is, through the error table (tusdAnswers) in the spec's form;
+// an error of berth's (tusError) is JSON already and goes out as it is.
+// tusd's answer to a HEAD has no body: it goes out as it is too.
+type tusWriter struct {
+	http.ResponseWriter
+	s *server
+	r *http.Request
+	// held is the status of a text/plain error not yet answered.
+	held int
+}
+
+func (w *tusWriter) WriteHeader(code int) {
+	if code >= 400 && w.r.Method != http.MethodHead && strings.HasPrefix(w.Header().Get("Content-Type"), "text/plain") {
+		w.held = code
+		return
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *tusWriter) Write(b []byte) (int, error) {
+	if w.held != 0 {
+		w.answer(string(b))
+		return len(b), nil
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets tusd's http.ResponseController reach the connection (its
+// read deadlines).
+func (w *tusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// answer writes the held error whose text tusd sent. An error tusd made of
+// a failure of its own (ERR_INTERNAL_SERVER_ERROR), or one of a code not in
+// tusdAnswers, is 500 unknown, its text logged.
+func (w *tusWriter) answer(text string) {
+	text = strings.TrimSpace(text)
+	code, _, _ := strings.Cut(text, ":")
+	err, ok := tusdAnswers[code]
+	switch {
+	case w.r.Context().Err() != nil:
+		// The client left (a stream cancelled); tusd calls the body's
+		// failure its own. Nobody reads an answer: writeError is silent.
+		err = fmt.Errorf("tus: %w (tusd answered %d %q)", w.r.Context().Err(), w.held, text)
+	case !ok:
+		err = fmt.Errorf("tus: tusd answered %d %q", w.held, text)
+	}
+	w.held = 0
+	w.s.writeError(w.ResponseWriter, w.r, err)
+}
+
+// finish answers an error tusd held without writing its text.
+func (w *tusWriter) finish() {
+	if w.held != 0 {
+		w.answer("")
+	}
 }
 
 // tusBody is a request's body that notes (tusRequest.overrun) a byte past

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"crypto/sha1"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -346,6 +347,19 @@ func TestTusRefusals(t *testing.T) {
 		}, 400, "invalid_request"},
 		{"metadata too long", create(tusMeta("root_id", root, "filename", "a", "note", strings.Repeat("n", 4<<10)), 1), 400, "invalid_request"},
 		{"no such folder", create(tusMeta("root_id", root, "folder_id", "999999", "filename", "a"), 1), 404, "not_found"},
+		{"X-HTTP-Method-Override", func(t *testing.T) (int, []byte) {
+			// tusd takes the header's method for a POST's: OPTIONS made
+			// it answer 200 without a Location, and the upload stayed
+			// staged, holding its length against the quota, until it
+			// expired.
+			h := http.Header{"Upload-Length": {strconv.Itoa(3 << 20)}, "Upload-Metadata": {tusMeta("root_id", root, "filename", "m.bin")},
+				"X-HTTP-Method-Override": {"OPTIONS"}}
+			resp, body, err := tc.do(http.MethodPost, tusBase, h, nil, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return resp.StatusCode, body
+		}, 400, "invalid_request"},
 		{"no Tus-Resumable", func(t *testing.T) (int, []byte) {
 			st, body := f.readAll(f.request(http.MethodPost, tusBase, f.token, nil, http.Header{"Upload-Length": {"1"}}))
 			return st, body
@@ -366,6 +380,56 @@ func TestTusRefusals(t *testing.T) {
 			}
 			return resp.StatusCode, body
 		}, 460, "checksum_mismatch"},
+		{"a PATCH without Content-Type", func(t *testing.T) (int, []byte) {
+			// tusd's own checks answered in text/plain (ERR_…).
+			path := tc.mustCreate(f.root.ID, "ct.bin", 2)
+			defer tc.do(http.MethodDelete, path, nil, nil, 0)
+			resp, body, err := tc.do(http.MethodPatch, path, http.Header{"Upload-Offset": {"0"}}, strings.NewReader("ab"), 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return resp.StatusCode, body
+		}, 400, "invalid_request"},
+		{"Upload-Length on a PATCH", patch(http.Header{"Upload-Length": {strconv.Itoa(len(data))}}, 0, 0), 400, "invalid_request"},
+		{"an offset another PATCH moved meanwhile", func(t *testing.T) (int, []byte) {
+			// A resuming client's PATCH passes berth's offset check while
+			// its older, half-dead PATCH still runs; tusd stops that one,
+			// whose bytes are kept, and finds the offset moved. Both
+			// answers were tusd's text/plain.
+			f := newFixture(t)
+			tc := f.tus(t, f.token)
+			big := randomData(t, 8<<20)
+			path := tc.mustCreate(f.root.ID, "race.bin", int64(len(big)))
+			pr, pw := io.Pipe()
+			older := make(chan error, 1)
+			go func() {
+				resp, body, err := tc.patch(path, 0, pr, int64(len(big)), nil)
+				if err == nil && resp.StatusCode != http.StatusNoContent {
+					var e errorBody
+					if json.Unmarshal(body, &e) != nil || e.Error == "" {
+						err = fmt.Errorf("the stopped PATCH: %d %q is not the spec's form", resp.StatusCode, body)
+					}
+				}
+				older <- err
+			}()
+			// Once the pipe took 6 MiB, the server has read some of it:
+			// HTTP/2 lets a stream run at most its window ahead.
+			if _, err := pw.Write(big[:6<<20]); err != nil {
+				t.Fatal(err)
+			}
+			resp, body, err := tc.patch(path, 0, bytes.NewReader(big), int64(len(big)), nil)
+			pw.CloseWithError(errCut)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := <-older; err != nil && !errors.Is(err, errCut) {
+				t.Error(err)
+			}
+			if st, off := tc.offset(path); st != http.StatusOK || off == 0 {
+				t.Errorf("after the race: HEAD %d offset %d, want the older PATCH's bytes kept", st, off)
+			}
+			return resp.StatusCode, body
+		}, 409, "offset_mismatch"},
 		{"unknown checksum algorithm", patch(http.Header{"Upload-Checksum": {"crc32 AAAAAA=="}}, 0, 0), 400, "invalid_request"},
 		{"no such upload", func(t *testing.T) (int, []byte) {
 			resp, body, err := tc.patch(tusBase+"12345", 0, strings.NewReader("x"), 1, nil)
@@ -436,6 +500,7 @@ func TestTusOverrun(t *testing.T) {
 			if resp.StatusCode != http.StatusRequestEntityTooLarge {
 				t.Errorf("%d %s, want 413", resp.StatusCode, body)
 			}
+			wantError(t, resp.StatusCode, body, http.StatusRequestEntityTooLarge, "invalid_request")
 			if _, err := f.fs.Lookup(context.Background(), f.root.ID, "/"+name); !errors.Is(err, vfs.ErrNotExist) {
 				t.Errorf("the refused body made the file (%v): %q", err, f.fileBytes(t, f.root, name))
 			}
@@ -445,6 +510,77 @@ func TestTusOverrun(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestTusCreationCut cuts off the piece sent with a creation: no
+// Location reached the client, so nobody can go on with the upload, and
+// berth ends it at once, giving back the length it reserved.
+func TestTusCreationCut(t *testing.T) {
+	f := newFixture(t)
+	tc := f.tus(t, f.token)
+	ctx := context.Background()
+	held := func() int64 {
+		left, _, err := f.fs.QuotaLeft(ctx, f.root.ID, vfs.WriteOptions{SpaceQuota: 1 << 50})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return 1<<50 - left
+	}
+	before := held()
+	data := randomData(t, 4<<20)
+	h := http.Header{"Upload-Length": {strconv.Itoa(len(data))}, "Upload-Metadata": {tusMeta("root_id", fmt.Sprint(f.root.ID), "filename", "cut.bin")},
+		"Content-Type": {"application/offset+octet-stream"}}
+	if resp, body, err := tc.do(http.MethodPost, tusBase, h, &cutReader{r: bytes.NewReader(data), left: 1 << 20}, int64(len(data))); err == nil {
+		t.Fatalf("a creation cut off: %d %s, want a broken request", resp.StatusCode, body)
+	}
+	// The server ends the upload once its handler sees the break, which
+	// may be after the client has.
+	for deadline := time.Now().Add(20 * time.Second); held() != before; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d bytes held after the cut creation, %d before: the upload was left staged", held(), before)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestTusUnfinished stores every byte of an upload whose file cannot be
+// made at the last PATCH (a folder took its name meanwhile): a client
+// then retries (tus-js-client retries a 409) by asking for the offset,
+// and takes one equal to the length for a finished upload, reporting
+// success. HEAD must not say so while there is no file: it makes the
+// file, or answers why it cannot.
+func TestTusUnfinished(t *testing.T) {
+	f := newFixture(t)
+	tc := f.tus(t, f.token)
+	ctx := context.Background()
+	data := []byte("0123456789")
+	path := tc.mustCreate(f.root.ID, "u.bin", int64(len(data)))
+	dir, err := f.fs.Mkdir(ctx, f.root.ID, f.root.FolderID, "u.bin", vfs.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, body, err := tc.patch(path, 0, bytes.NewReader(data), int64(len(data)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantError(t, resp.StatusCode, body, http.StatusConflict, "name_conflict")
+	if st, off := tc.offset(path); st == http.StatusOK && off == int64(len(data)) {
+		t.Fatalf("HEAD while the folder holds the name: 200 with the whole length, and no file")
+	} else if st != http.StatusConflict {
+		t.Errorf("HEAD while the folder holds the name: %d, want 409", st)
+	}
+	if err := f.fs.Delete(ctx, f.root.ID, dir.ID, vfs.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if st, off := tc.offset(path); st != http.StatusOK || off != int64(len(data)) {
+		t.Fatalf("HEAD once the name is free: %d offset %d, want 200 %d", st, off, len(data))
+	}
+	if got := f.fileBytes(t, f.root, "u.bin"); !bytes.Equal(got, data) {
+		t.Fatalf("the file holds %q", got)
+	}
+	if st, _ := tc.offset(path); st != http.StatusNotFound {
+		t.Fatalf("HEAD of the finished upload: %d, want 404", st)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"hash"
 	"hash/crc32"
 	"io"
+	"math"
 	"time"
 
 	"berth/kv"
@@ -235,7 +236,9 @@ func (fs *FS) StagedInfo(ctx context.Context, id uint64) (Staged, error) {
 // or EOF: a front end that wants the bytes of a broken request kept hands
 // a reader that ends at the break. Bytes past the declared length are
 // ErrFileTooLarge, a mismatch with ao's checksum ErrChecksumMismatch;
-// either stores nothing. Each append moves the expiry TTL ahead.
+// either stores nothing. Each append moves the expiry TTL ahead, at its
+// commit and, while bytes arrive, each time half the TTL has gone by
+// (keepStaged).
 func (fs *FS) Append(ctx context.Context, id uint64, offset int64, r io.Reader, ao AppendOptions) (Staged, error) {
 	if err := fs.beginUpload(); err != nil {
 		return Staged{}, err
@@ -254,8 +257,11 @@ func (fs *FS) Append(ctx context.Context, id uint64, offset int64, r io.Reader, 
 		return rec.public(id), fmt.Errorf("%w: the upload is at %d, not %d", ErrUploadOffset, rec.offset(), offset)
 	}
 	body := r
+	if rec.TTL > 0 {
+		body = &keepStaged{r: r, fs: fs, ctx: ctx, id: id, ttl: rec.TTL, at: rec.Expires - rec.TTL/2}
+	}
 	if ao.Hash != nil {
-		body = io.TeeReader(r, ao.Hash)
+		body = io.TeeReader(body, ao.Hash)
 	}
 	var crc *crcWriter
 	if rec.CRC != nil {
@@ -295,6 +301,57 @@ func (fs *FS) Append(ctx context.Context, id uint64, offset int64, r io.Reader, 
 	}
 	fs.dropTail(ctx, rec.Tail)
 	return fs.StagedInfo(ctx, id)
+}
+
+// keepStaged is an append's body that keeps its upload alive while bytes
+// arrive: once half the upload's lifetime is gone it moves the expiry a
+// TTL ahead, as the append's commit does. An append commits at its end,
+// and one that lasted past the expiry its upload had when it began (a
+// slow link's PATCH of a large file) was ended under it by the sweep: its
+// commit found the upload gone and every byte it brought was dropped.
+type keepStaged struct {
+	r   io.Reader
+	fs  *FS
+	ctx context.Context
+	id  uint64
+	ttl int64
+	// at is when to move the expiry next.
+	at int64
+}
+
+func (k *keepStaged) Read(p []byte) (int, error) {
+	n, err := k.r.Read(p)
+	if now := k.fs.nowNs(); now >= k.at {
+		k.renew()
+	}
+	return n, err
+}
+
+// renew moves the expiry. An upload gone meanwhile (terminated, or
+// expired after a stall) is not renewed again, and the commit fails; any
+// other failure is logged and tried again an eighth of the TTL later.
+func (k *keepStaged) renew() {
+	var expires int64
+	err := k.fs.update(k.ctx, func(tx kv.Txn) error {
+		rec, err := k.fs.loadStaged(tx, k.id)
+		if err != nil {
+			return err
+		}
+		rec.Expires = k.fs.nowNs() + rec.TTL
+		expires = rec.Expires
+		return put(tx, stagedKey(k.id), rec)
+	})
+	switch {
+	case err == nil:
+		k.at = expires - k.ttl/2
+	case errors.Is(err, ErrNotExist):
+		k.at = math.MaxInt64
+	default:
+		k.at = k.fs.nowNs() + k.ttl/8
+		if k.ctx.Err() == nil {
+			k.fs.log.Warn("vfs: could not move the expiry of a staged upload during an append", "upload", k.id, "err", err)
+		}
+	}
 }
 
 // commitAppend hands refs, the chunks cut from the old tail on, to upload

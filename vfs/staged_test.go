@@ -328,6 +328,59 @@ func TestStagedSpace(t *testing.T) {
 	}
 }
 
+// slowBody yields data in steps, running step(i) before the i-th: a
+// request body that takes its time, during which the clock moves and the
+// expiry sweep runs.
+type slowBody struct {
+	data []byte
+	size int
+	i    int
+	step func(i int)
+}
+
+func (b *slowBody) Read(p []byte) (int, error) {
+	if len(b.data) == 0 {
+		return 0, io.EOF
+	}
+	b.step(b.i)
+	b.i++
+	n := copy(p[:min(len(p), b.size)], b.data)
+	b.data = b.data[n:]
+	return n, nil
+}
+
+// TestStagedAppendOutlivesExpiry sends one append that lasts past the
+// expiry its upload had when it began (a slow link's PATCH of a large
+// file, which commits at its end): the sweep must not end the upload
+// under it, and the append keeps every byte. The expiry moved only at
+// the commit, so the sweep ended the upload and the commit found it gone.
+func TestStagedAppendOutlivesExpiry(t *testing.T) {
+	clock := berthtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	e := openEnvWith(t, t.TempDir(), vfs.Options{Now: clock.Now})
+	root, err := e.fs.CreateRoot(ctx, "alice", vfs.RootSync)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.root = root
+	t.Cleanup(e.close)
+	data := randBytes(17, 3<<20)
+	st := e.stage(t, "slow", int64(len(data)), vfs.WriteOptions{}) // an hour to live
+	body := &slowBody{data: data, size: 256 << 10, step: func(i int) {
+		clock.Add(20 * time.Minute) // 12 steps: four hours in all
+		if n, err := e.fs.ExpireStaged(ctx); n != 0 || err != nil {
+			t.Errorf("the sweep after %d steps of the append ended %d uploads (%v)", i, n, err)
+		}
+	}}
+	got, err := e.fs.Append(ctx, st.ID, 0, body, vfs.AppendOptions{})
+	if err != nil || got.Offset != int64(len(data)) {
+		t.Fatalf("the long append: offset %d, %v", got.Offset, err)
+	}
+	if _, err := e.fs.Finish(ctx, st.ID, vfs.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.fsckClean(t)
+}
+
 // TestStagedRestart stops the file system half way through an upload,
 // cleanly and as a crash would, and goes on over the same stores.
 func TestStagedRestart(t *testing.T) {
