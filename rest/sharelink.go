@@ -786,7 +786,9 @@ func (s *server) linkFolderDownload(w http.ResponseWriter, r *http.Request) erro
 // count reserves the download (or view) of r before anything is written,
 // by share's one counting rule (share.CountRequest), for a file or a zip
 // alike: etag is the entity tag of what is served, which decides whether
-// a Range or If-Range answer holds its first byte. Under a
+// a Range or If-Range answer holds its first byte, and which content a
+// download's credit of resumptions is for (a zip's narrowed by file_ids
+// is another content than the whole folder's). Under a
 // download_limit it returns w wrapped to see what the answer sends, and
 // settle, deferred by the caller, gives back to the link what a cut
 // answer did not send (share.Charge).
@@ -795,7 +797,7 @@ func (s *server) count(w http.ResponseWriter, r *http.Request, la share.LinkAcce
 		return w, func() {}, &share.Refusal{Reason: "this share link does not allow reading the contents"}
 	}
 	sends, fromStart := httpserve.Sends(r, etag)
-	c, err := s.shares.CountRequest(r.Context(), la, view, sends, fromStart, httpserve.RangeBytes(r, size), size)
+	c, err := s.shares.CountRequest(r.Context(), la, view, sends, fromStart, etag, httpserve.RangeBytes(r, size), size)
 	if err != nil {
 		return w, func() {}, err
 	}

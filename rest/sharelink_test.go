@@ -272,12 +272,27 @@ func TestShareLinkResumeCountsOnce(t *testing.T) {
 // byte 0 out (bytes=1-, the rest of a zip whose first byte is always
 // "P") count as the share they send, so they do not serve the content
 // again and again: each of them was served, uncounted, while the limit
-// was not used up. A download cut and resumed still counts once.
+// was not used up. A download cut and resumed still counts once. The
+// credit a download gives its resumptions is for its own content: a
+// zip narrowed by file_ids, or one file of a folder, bought a free copy
+// of the folder's whole zip or of a larger file, sent in halves from
+// byte 1.
 func TestShareLinkLimitRanges(t *testing.T) {
 	f, file, folder, _ := linkFixture(t, fixtureOptions{})
+	st, b := f.upload(f.at("/api/2/files/%d/folder/%d/upload", folder), "b.txt", strings.NewReader(strings.Repeat("abcdefghij", 10_000)))
+	if st != 200 {
+		t.Fatalf("upload: %d %s", st, b)
+	}
+	var big struct {
+		ID uint64 `json:"id"`
+	}
+	decode(t, b, &big)
+	ids := strings.NewReplacer("{a}", fmt.Sprint(file), "{b}", fmt.Sprint(big.ID))
 	type req struct {
-		op     string // "download" or "view"
-		rng    string // "" for the whole; "inm": If-None-Match "x, <ETag>"
+		op string // "download", "view", or a path under the link ({a}: a.txt's id, {b}: b.txt's, 100,000 bytes)
+		// "" for the whole; "inm": If-None-Match "x, <ETag>"; "half1",
+		// "half2": bytes=1-N/2 and bytes=N/2+1- of the N bytes op has
+		rng    string
 		status int
 	}
 	tests := []struct {
@@ -301,6 +316,12 @@ func TestShareLinkLimitRanges(t *testing.T) {
 		{"If-None-Match with a bad tag first, limit 1", false, "1", []req{{"download", "", 200}, {"download", "inm", 403}}, 1},
 		{"from +0, limit 1", false, "1", []req{{"download", "bytes=+0-", 206}, {"download", "", 403}}, 1},
 		{"viewed again and again, limit 2", false, "2", []req{{"view", "", 200}, {"view", "", 200}, {"view", "", 403}, {"download", "bytes=1-", 206}, {"download", "bytes=1-", 206}, {"view", "bytes=1-", 403}}, 2},
+		{"a zip narrowed by file_ids, then the whole zip from byte 1, limit 1", true, "1", []req{{"download?file_ids={a}", "", 200}, {"download", "half1", 403}, {"download", "half2", 403}}, 1},
+		{"a zip narrowed by file_ids, then the whole zip from byte 1, limit 2", true, "2", []req{{"download?file_ids={a}", "", 200}, {"download", "half1", 206}, {"download", "half2", 206}, {"download", "", 403}}, 1},
+		{"a file of a folder, then a larger one from byte 1, limit 1", true, "1", []req{{"files/{a}/download", "", 200}, {"files/{b}/download", "half1", 403}, {"files/{b}/download", "half2", 403}}, 1},
+		{"a file of a folder, then a larger one from byte 1, limit 2", true, "2", []req{{"files/{a}/download", "", 200}, {"files/{b}/download", "half1", 206}, {"files/{b}/download", "half2", 206}, {"files/{a}/download", "", 403}}, 1},
+		{"a file of a folder from byte 1 in halves after its download, limit 1", true, "1", []req{{"files/{a}/download", "", 200}, {"files/{a}/download", "half1", 206}, {"files/{a}/download", "half2", 206}, {"files/{b}/download", "half1", 403}}, 1},
+		{"a file of a folder cut at 60% and resumed, then another, limit 1", true, "1", []req{{"files/{a}/download", "bytes=0-599", 206}, {"files/{a}/download", "bytes=600-", 206}, {"files/{b}/download", "bytes=1-", 403}, {"files/{a}/download", "bytes=600-", 206}}, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -310,17 +331,26 @@ func TestShareLinkLimitRanges(t *testing.T) {
 			}
 			l := f.createLink(t, path, url.Values{"download_limit": {tt.limit}})
 			for i, q := range tt.reqs {
+				path := "/api/2/sharelinks/" + l.Hash + "/" + ids.Replace(q.op)
 				var h http.Header
 				switch q.rng {
 				case "":
 				case "inm": // a tag ServeContent cannot parse, then the ETag
-					resp := f.request(http.MethodHead, "/api/2/sharelinks/"+l.Hash+"/"+q.op, "", nil, nil)
+					resp := f.request(http.MethodHead, path, "", nil, nil)
 					f.readAll(resp)
 					h = http.Header{"If-None-Match": {"x, " + resp.Header.Get("ETag")}}
+				case "half1", "half2":
+					resp := f.request(http.MethodHead, path, "", nil, nil)
+					f.readAll(resp)
+					half := resp.ContentLength / 2
+					h = http.Header{"Range": {fmt.Sprintf("bytes=1-%d", half)}}
+					if q.rng == "half2" {
+						h = http.Header{"Range": {fmt.Sprintf("bytes=%d-", half+1)}}
+					}
 				default:
 					h = http.Header{"Range": {q.rng}}
 				}
-				st, b := f.readAll(f.request(http.MethodGet, "/api/2/sharelinks/"+l.Hash+"/"+q.op, "", nil, h))
+				st, b := f.readAll(f.request(http.MethodGet, path, "", nil, h))
 				if st != q.status {
 					t.Errorf("request %d (%q): %d %.100s, want %d", i, q.rng, st, b, q.status)
 				}

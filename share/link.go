@@ -71,6 +71,11 @@ type Link struct {
 	// what the downloads counted let them send free, in millionths of a
 	// download (count): below 0 a credit, above it a download begun.
 	Resumed int64 `json:"resumed,omitempty"`
+	// ResumedETag is the entity tag of the content a credit (Resumed
+	// below 0) was given for: only resumptions of that content draw on
+	// it, so a download of a small item buys no free copy of a large
+	// one. "" with a credit is a link stored before the tag was (count).
+	ResumedETag string `json:"resumed_etag,omitempty"`
 	// NextSub numbers the subscribers.
 	NextSub     uint64       `json:"next_sub"`
 	Subscribers []Subscriber `json:"subscribers,omitempty"`
@@ -684,11 +689,13 @@ func (s *Service) matches(ctx context.Context, sb Subscriber, c account.Caller) 
 // streamed: in one transaction it checks download_limit and moves
 // times_downloaded (the link's and the subscriber's). Concurrent
 // reservations conflict and are run again, so the limit is never passed.
-// A notice goes to the creator when download_notify is set.
+// etag names the content downloaded: under a limit, its resumptions are
+// credited with it (CountRequest); "" credits nothing. A notice goes to
+// the creator when download_notify is set.
 //
 // Errors: ErrDownloadLimit; ErrNotFound when the link was deleted.
-func (s *Service) CountDownload(ctx context.Context, la LinkAccess) error {
-	l, err := s.count(ctx, la, true, wholeDownload)
+func (s *Service) CountDownload(ctx context.Context, la LinkAccess, etag string) error {
+	l, err := s.count(ctx, la, true, wholeDownload, etag)
 	if err == nil && l.DownloadNotify {
 		name := s.itemName(ctx, l)
 		s.notice(ctx, l, fmt.Sprintf("%q was downloaded through your share link", name),
@@ -700,10 +707,12 @@ func (s *Service) CountDownload(ctx context.Context, la LinkAccess) error {
 // CountRequest is the counting rule of a request for la's contents, the
 // same for every front end (which reads sends and fromStart from the
 // request: httpserve.Sends, and part, the bytes a resumption sends of the
-// content's size: httpserve.RangeBytes). An answer that sends nothing
-// (HEAD, 304) counts nothing. One that sends the content from its start
-// is a download (or, with view, a view) and is counted, reserved before
-// a byte is sent. Without a download_limit a resumption counts nothing.
+// content's size: httpserve.RangeBytes). etag is the entity tag of the
+// content served (a file's, a zip's: the same for the same bytes on
+// every front end). An answer that sends nothing (HEAD, 304) counts
+// nothing. One that sends the content from its start is a download (or,
+// with view, a view) and is counted, reserved before a byte is sent.
+// Without a download_limit a resumption counts nothing.
 //
 // Under a limit every answer that sends the content is charged to it
 // before a byte goes out, and the returned Charge, settled with what the
@@ -711,14 +720,20 @@ func (s *Service) CountDownload(ctx context.Context, la LinkAccess) error {
 // download (the same bytes, inline), and what resumptions send draws on
 // a balance (Link.Resumed) that each download counted credits with the
 // content once, plus what a cut answer left unsent; past it, what they
-// send holds a download of the limit from its first byte. So a download
-// cut and resumed any number of times counts once, while ranges that
-// leave out the first byte (bytes=1-; a zip's is always "P"), or views,
-// send at most twice the content per download allowed, whatever their
-// mix or parallelism.
+// send holds a download of the limit from its first byte. The credit is
+// for the content it was given for (Link.ResumedETag): a resumption of
+// other content (another file of a folder link, a zip narrowed
+// otherwise) first drops it and is then charged, so a download of a
+// small item buys no free copy of a large one; a link keeps one
+// content's credit at a time, so a download of other content, or what
+// a cut answer for it gives back, drops it too. So a download cut and
+// resumed any number of times counts once, while ranges that leave out
+// the first byte (bytes=1-; a zip's is always "P"), or views, send at
+// most twice the content per download allowed, whatever their mix or
+// parallelism.
 //
 // Errors: those of CountDownload.
-func (s *Service) CountRequest(ctx context.Context, la LinkAccess, view, sends, fromStart bool, part, size int64) (Charge, error) {
+func (s *Service) CountRequest(ctx context.Context, la LinkAccess, view, sends, fromStart bool, etag string, part, size int64) (Charge, error) {
 	limited := la.Link.DownloadLimit != nil
 	if sends && !fromStart && size > 0 && part >= size {
 		// Parts that add up to the content ("bytes=1-,1-"):
@@ -732,20 +747,20 @@ func (s *Service) CountRequest(ctx context.Context, la LinkAccess, view, sends, 
 		return Charge{}, nil
 	case !fromStart:
 		share := resumedShare(part, size)
-		if _, err := s.count(ctx, la, true, share); err != nil {
+		if _, err := s.count(ctx, la, true, share, etag); err != nil {
 			return Charge{}, err
 		}
-		return Charge{s: s, la: la, share: share, size: size}, nil
+		return Charge{s: s, la: la, share: share, size: size, etag: etag}, nil
 	case view && !limited:
 		return Charge{}, s.CountView(ctx, la)
 	}
-	if err := s.CountDownload(ctx, la); err != nil {
+	if err := s.CountDownload(ctx, la, etag); err != nil {
 		return Charge{}, err
 	}
 	if !limited {
 		return Charge{}, nil
 	}
-	return Charge{s: s, la: la, share: wholeDownload, size: size}, nil
+	return Charge{s: s, la: la, share: wholeDownload, size: size, etag: etag}, nil
 }
 
 // Charge is what CountRequest reserved of a link's download_limit for
@@ -755,6 +770,7 @@ type Charge struct {
 	la    LinkAccess
 	share int64 // millionths of a download
 	size  int64 // the content's
+	etag  string
 }
 
 // Reserved reports whether c holds a share of a link's download_limit,
@@ -764,7 +780,9 @@ func (c Charge) Reserved() bool { return c.s != nil }
 // Settle gives back, once the answer has ended, the part of the charge
 // it did not send (sent bytes of the content), to the link's balance of
 // resumptions: a download cut on its way counts, but its resumptions
-// then draw on what it left. It errs low in what it gives back (sent is
+// then draw on what it left. What it gives back is credit for its own
+// content: a credit for other content on the link is dropped first, as
+// a resumption drops it. It errs low in what it gives back (sent is
 // rounded up) and never lets a count go down; on a failure (returned)
 // the charge stays whole, which only errs against the link's user.
 func (c Charge) Settle(ctx context.Context, sent int64) error {
@@ -775,13 +793,13 @@ func (c Charge) Settle(ctx context.Context, sent int64) error {
 	if back <= 0 {
 		return nil
 	}
-	_, err := c.s.count(context.WithoutCancel(ctx), c.la, true, -back)
+	_, err := c.s.count(context.WithoutCancel(ctx), c.la, true, -back, c.etag)
 	return err
 }
 
 // CountView moves times_viewed of la's link (and its subscriber's).
 func (s *Service) CountView(ctx context.Context, la LinkAccess) error {
-	_, err := s.count(ctx, la, false, 0)
+	_, err := s.count(ctx, la, false, 0, "")
 	return err
 }
 
@@ -802,8 +820,9 @@ func resumedShare(part, size int64) int64 {
 }
 
 // count moves la's link's counters, and its subscriber's: a view, or
-// share millionths of a download (wholeDownload for a download).
-func (s *Service) count(ctx context.Context, la LinkAccess, download bool, share int64) (Link, error) {
+// share millionths of a download (wholeDownload for a download) of the
+// content etag names.
+func (s *Service) count(ctx context.Context, la LinkAccess, download bool, share int64, etag string) (Link, error) {
 	var out Link
 	for try := 0; ; try++ {
 		err := s.db.Update(ctx, func(tx kv.Txn) error {
@@ -822,9 +841,27 @@ func (s *Service) count(ctx context.Context, la LinkAccess, download bool, share
 				// up when what is held passes it, so a resumption
 				// of the last download allowed still has its
 				// credit.
-				resumed, whole := l.Resumed+share, int64(0)
+				//
+				// A credit is the content's it was given for
+				// (ResumedETag): any move for other content drops
+				// it first (a debt, above 0, stays: it holds the
+				// limit whatever was sent), so a download of a
+				// small zip or file is no free copy of a large one.
+				// A credit stored without a tag (by a berth before
+				// it kept one) goes, as it did then, to the first
+				// content that moves it, and is that content's from
+				// then on: the resumptions of downloads the upgrade
+				// cut, above all of a link at its limit that can
+				// take no new download, still go through, and what
+				// stays open is the credit already earned, for one
+				// content.
+				base := l.Resumed
+				if share != 0 && base < 0 && l.ResumedETag != "" && l.ResumedETag != etag {
+					base = 0
+				}
+				resumed, whole := base+share, int64(0)
 				if share == wholeDownload {
-					resumed, whole = l.Resumed, 1
+					resumed, whole = base, 1
 				}
 				held := whole
 				if resumed > 0 {
@@ -841,8 +878,13 @@ func (s *Service) count(ctx context.Context, la LinkAccess, download bool, share
 					downloads, resumed = downloads+resumed/wholeDownload, resumed%wholeDownload
 				}
 				l.TimesDownloaded += downloads
-				if l.DownloadLimit != nil {
-					l.Resumed = resumed
+				if l.DownloadLimit != nil && share != 0 {
+					// Content without a tag earns no credit:
+					// nothing could tell its resumptions apart.
+					l.Resumed, l.ResumedETag = resumed, etag
+					if resumed >= 0 || etag == "" {
+						l.Resumed, l.ResumedETag = max(resumed, 0), ""
+					}
 				}
 			} else {
 				l.TimesViewed++

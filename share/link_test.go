@@ -2,12 +2,14 @@ package share_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"sync"
 	"testing"
 
 	"berth/account"
+	"berth/kv"
 	"berth/share"
 )
 
@@ -101,7 +103,7 @@ func TestDownloadLimitConcurrent(t *testing.T) {
 	)
 	for range 20 {
 		wg.Go(func() {
-			err := w.svc.CountDownload(ctx, la)
+			err := w.svc.CountDownload(ctx, la, `"a"`)
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
@@ -128,37 +130,72 @@ func TestDownloadLimitConcurrent(t *testing.T) {
 // before it sends and gives back, settled, what it did not send, so a
 // download cut and resumed again and again counts once, while what
 // ranges send, cut or in flight together, stays bounded by the limit.
-// Content of 1000 bytes; part is what the Range asks for.
+// The credit a download gives is for its own content: content a (1000
+// bytes) or b (4000, another file of a folder, or its zip); part is
+// what the Range asks for.
 func TestCountRequestCuts(t *testing.T) {
 	w, file := linkWorld(t)
 	ctx := context.Background()
-	const size = 1000
+	sizes := map[string]int64{"a": 1000, "b": 4000}
 	type step struct {
 		fromStart bool
 		part      int64 // of a resumption
 		sent      int64 // -1: still sending at the next step
 		refused   bool
+		of        string // the content: "a" or "b"
 	}
 	tests := []struct {
 		name  string
 		limit int64
 		steps []step
 		times int64
+		// old is how many steps a berth that kept no ResumedETag
+		// ran: the link is then stored as it stored it.
+		old int
 	}{
 		{"a download cut twice, resumed, and its credit used, limit 1", 1, []step{
-			{true, 0, 300, false}, {false, 700, 300, false}, {false, 400, 400, false},
-			{false, 999, 999, false}, {false, 999, 999, true}, {true, 0, 1000, true},
-		}, 1},
+			{true, 0, 300, false, "a"}, {false, 700, 300, false, "a"}, {false, 400, 400, false, "a"},
+			{false, 999, 999, false, "a"}, {false, 999, 999, true, "a"}, {true, 0, 1000, true, "a"},
+		}, 1, 0},
 		{"bytes=1- cut early and resumed, limit 1", 1, []step{
-			{false, 999, 10, false}, {false, 989, 10, false}, {false, 979, 979, false},
-			{false, 999, 999, true}, {true, 0, 1000, true},
-		}, 0},
+			{false, 999, 10, false, "a"}, {false, 989, 10, false, "a"}, {false, 979, 979, false, "a"},
+			{false, 999, 999, true, "a"}, {true, 0, 1000, true, "a"},
+		}, 0, 0},
 		{"bytes=1- twice at once, limit 1", 1, []step{
-			{false, 999, -1, false}, {false, 999, 999, true},
-		}, 0},
+			{false, 999, -1, false, "a"}, {false, 999, 999, true, "a"},
+		}, 0, 0},
 		{"a download and bytes=1- twice at once, limit 2", 2, []step{
-			{true, 0, 1000, false}, {false, 999, -1, false}, {false, 999, -1, false}, {false, 999, 999, true},
-		}, 1},
+			{true, 0, 1000, false, "a"}, {false, 999, -1, false, "a"}, {false, 999, -1, false, "a"}, {false, 999, 999, true, "a"},
+		}, 1, 0},
+		{"a download cut at 60% and resumed, limit 1", 1, []step{
+			{true, 0, 600, false, "a"}, {false, 400, 400, false, "a"},
+		}, 1, 0},
+		// A download of a bought a free copy of b, whatever their sizes.
+		{"a downloaded, then b from byte 1, limit 1", 1, []step{
+			{true, 0, 1000, false, "a"}, {false, 3999, 3999, true, "b"}, {false, 999, 999, false, "a"},
+		}, 1, 0},
+		{"a downloaded, then b from byte 1 in halves, limit 1", 1, []step{
+			{true, 0, 1000, false, "a"}, {false, 2000, 2000, true, "b"}, {false, 1999, 1999, true, "b"},
+		}, 1, 0},
+		{"a downloaded, then b from byte 1, limit 2", 2, []step{
+			{true, 0, 1000, false, "a"}, {false, 3999, 3999, false, "b"}, {false, 999, 999, true, "a"}, {true, 0, 1000, true, "a"},
+		}, 1, 0},
+		// What a cut answer gives back is its own content's credit.
+		{"a and b at once, a cut at 60% and resumed, limit 2", 2, []step{
+			{true, 0, -1, false, "b"}, {true, 0, 600, false, "a"}, {false, 400, 400, false, "a"}, {false, 3999, 3999, true, "b"},
+		}, 2, 0},
+		{"b cut and resumed after a was downloaded, limit 2", 2, []step{
+			{true, 0, 1000, false, "a"}, {true, 0, 2000, false, "b"}, {false, 2000, 2000, false, "b"}, {false, 999, 999, true, "a"},
+		}, 2, 0},
+		// A link stored without ResumedETag: its credit goes to the
+		// first content resumed (the download the upgrade cut goes on),
+		// and is that content's from then on.
+		{"a cut by an upgrade and resumed, then b, limit 1", 1, []step{
+			{true, 0, 600, false, "a"}, {false, 400, 400, false, "a"}, {false, 3999, 3999, true, "b"}, {false, 999, 999, false, "a"},
+		}, 1, 1},
+		{"a credit of an old berth's, taken by b, limit 1", 1, []step{
+			{true, 0, 1000, false, "a"}, {false, 3999, 3999, false, "b"}, {false, 999, 999, true, "a"},
+		}, 1, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -172,7 +209,10 @@ func TestCountRequestCuts(t *testing.T) {
 				t.Fatal(err)
 			}
 			for i, st := range tt.steps {
-				c, err := w.svc.CountRequest(ctx, la, false, true, st.fromStart, st.part, size)
+				if i == tt.old && i > 0 {
+					storeAsOld(t, w, l.ID)
+				}
+				c, err := w.svc.CountRequest(ctx, la, false, true, st.fromStart, `"`+st.of+`"`, st.part, sizes[st.of])
 				if refused := errors.Is(err, share.ErrDownloadLimit); refused != st.refused || (err != nil && !refused) {
 					t.Fatalf("step %d: %v, want refused %v", i, err, st.refused)
 				}
@@ -187,6 +227,33 @@ func TestCountRequestCuts(t *testing.T) {
 				t.Errorf("times_downloaded %d %v, want %d", got.TimesDownloaded, err, tt.times)
 			}
 		})
+	}
+}
+
+// storeAsOld rewrites link id as a berth that kept no resumed_etag
+// stored it: the same record without the field.
+func storeAsOld(t *testing.T, w *world, id uint64) {
+	t.Helper()
+	err := w.st.DB.Update(context.Background(), func(tx kv.Txn) error {
+		b, err := tx.Get(kv.Key(kv.ShareLink, id))
+		if err != nil {
+			return err
+		}
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(b, &m); err != nil {
+			return err
+		}
+		if _, ok := m["resumed_etag"]; !ok {
+			return errors.New("the link stored has no resumed_etag to take away")
+		}
+		delete(m, "resumed_etag")
+		if b, err = json.Marshal(m); err != nil {
+			return err
+		}
+		return tx.Set(kv.Key(kv.ShareLink, id), b)
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -220,7 +287,7 @@ func TestLinkNotify(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := w.svc.CountDownload(ctx, la); err != nil {
+		if err := w.svc.CountDownload(ctx, la, `"a"`); err != nil {
 			t.Fatal(err)
 		}
 	}

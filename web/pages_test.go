@@ -4,12 +4,14 @@ import (
 	"archive/zip"
 	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
 	"testing"
 
 	"berth/share"
+	"berth/vfs"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -138,32 +140,62 @@ func TestDownloadLimit(t *testing.T) {
 	// counts as the share it sends (bytes=10- is 38 of 48 bytes), so
 	// ranges that leave byte 0 out are bounded by the limit as well:
 	// they were all served, uncounted, while the limit was not used up.
+	// The credit is for the content downloaded: a subfolder's zip, or a
+	// file of 25 bytes, bought a free copy of the folder's zip or of a
+	// file of 52, sent in halves from byte 1.
+	ids := strings.NewReplacer("{sub}", fmt.Sprint(s.sub.ID), "{notes}", fmt.Sprint(s.notes.ID), "{html}", fmt.Sprint(s.html.ID))
+	type req struct {
+		path string // under the link's page ({sub}, {notes}, {html}: ids)
+		// "" for the whole; "half1", "half2": bytes=1-N/2 and
+		// bytes=N/2+1- of the N bytes path has
+		rng  string
+		want int
+	}
 	for _, tt := range []struct {
 		name  string
+		item  vfs.Node
 		limit int64
-		first bool  // a download before the ranges
-		want  []int // the statuses of bytes=10- sent again and again
+		reqs  []req
 	}{
-		{"no download first, limit 1", 1, false, []int{206, 403, 403}},
-		{"a download first, limit 2", 2, true, []int{206, 206, 403}},
+		{"no download first, limit 1", s.file, 1, []req{{"/download", "bytes=10-", 206}, {"/download", "bytes=10-", 403}, {"/download", "bytes=10-", 403}}},
+		{"a download first, limit 2", s.file, 2, []req{{"/download", "", 200}, {"/download", "bytes=10-", 206}, {"/download", "bytes=10-", 206}, {"/download", "bytes=10-", 403}}},
+		{"a subfolder's zip, then the folder's from byte 1, limit 1", s.docs, 1, []req{{"/download?folder={sub}", "", 200}, {"/download", "half1", 403}, {"/download", "half2", 403}}},
+		{"a subfolder's zip, then the folder's from byte 1, limit 2", s.docs, 2, []req{{"/download?folder={sub}", "", 200}, {"/download", "half1", 206}, {"/download", "half2", 206}, {"/download?folder={sub}", "", 403}}},
+		{"a file of a folder, then a larger one from byte 1, limit 1", s.docs, 1, []req{{"/file/{notes}", "", 200}, {"/file/{html}", "half1", 403}, {"/file/{html}", "half2", 403}}},
+		{"a file of a folder from byte 1 in halves after its download, limit 1", s.docs, 1, []req{{"/file/{html}", "", 200}, {"/file/{html}", "half1", 206}, {"/file/{html}", "half2", 206}, {"/file/{notes}", "half1", 403}}},
+		{"a file of a folder cut at 60% and resumed, then another, limit 1", s.docs, 1, []req{{"/file/{html}", "bytes=0-30", 206}, {"/file/{html}", "bytes=31-", 206}, {"/file/{notes}", "bytes=1-", 403}, {"/file/{html}", "bytes=31-", 206}}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			_, u := s.link(t, s.file, share.LinkSettings{DownloadLimit: ptr(ptr(tt.limit))})
-			if tt.first {
-				if resp, body := get(t, u+"/download"); resp.StatusCode != 200 || body != fileBody {
-					t.Fatalf("download: %d %q", resp.StatusCode, body)
+			_, u := s.link(t, tt.item, share.LinkSettings{DownloadLimit: ptr(ptr(tt.limit))})
+			for i, q := range tt.reqs {
+				path := u + ids.Replace(q.path)
+				req, _ := http.NewRequest(http.MethodGet, path, nil)
+				switch q.rng {
+				case "":
+				case "half1", "half2":
+					resp, err := http.Head(path)
+					if err != nil {
+						t.Fatal(err)
+					}
+					resp.Body.Close()
+					half := resp.ContentLength / 2
+					req.Header.Set("Range", fmt.Sprintf("bytes=1-%d", half))
+					if q.rng == "half2" {
+						req.Header.Set("Range", fmt.Sprintf("bytes=%d-", half+1))
+					}
+				default:
+					req.Header.Set("Range", q.rng)
 				}
-			}
-			for i, want := range tt.want {
-				req, _ := http.NewRequest(http.MethodGet, u+"/download", nil)
-				req.Header.Set("Range", "bytes=10-")
 				resp, err := http.DefaultClient.Do(req)
 				if err != nil {
 					t.Fatal(err)
 				}
-				resp.Body.Close()
-				if resp.StatusCode != want {
-					t.Errorf("resume %d: %d, want %d", i, resp.StatusCode, want)
+				body := readAll(t, resp)
+				if resp.StatusCode != q.want {
+					t.Errorf("request %d (%s %q): %d, want %d", i, q.path, q.rng, resp.StatusCode, q.want)
+				}
+				if q.path == "/download" && q.rng == "" && tt.item.ID == s.file.ID && q.want == 200 && body != fileBody {
+					t.Errorf("download: %q", body)
 				}
 			}
 		})

@@ -461,7 +461,9 @@ func (h *handler) fileDownload(w http.ResponseWriter, r *http.Request) {
 
 // count reserves the download of r before anything is written, by the
 // counting rule the REST API's link downloads use (share.CountRequest),
-// for a file or a zip alike: etag is the entity tag of what is served.
+// for a file or a zip alike: etag is the entity tag of what is served,
+// which also keys a download's credit of resumptions to that content
+// (another file of the folder, or another folder's zip, has none).
 // Under a download_limit it returns w wrapped to see what the answer
 // sends, and settle, deferred by the caller (abort panics), gives back
 // to the link what a cut answer did not send (share.Charge).
@@ -470,7 +472,7 @@ func (h *handler) count(w http.ResponseWriter, r *http.Request, la share.LinkAcc
 		return w, func() {}, &share.Refusal{Reason: "This share link lets you see what it shares, but not download it."}
 	}
 	sends, fromStart := httpserve.Sends(r, etag)
-	c, err := h.opts.Share.CountRequest(r.Context(), la, false, sends, fromStart, httpserve.RangeBytes(r, size), size)
+	c, err := h.opts.Share.CountRequest(r.Context(), la, false, sends, fromStart, etag, httpserve.RangeBytes(r, size), size)
 	if err != nil {
 		return w, func() {}, err
 	}
