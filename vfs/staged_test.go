@@ -296,14 +296,7 @@ func TestStagedSpace(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			clock := berthtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-			e := openEnvWith(t, t.TempDir(), vfs.Options{Now: clock.Now})
-			root, err := e.fs.CreateRoot(ctx, "alice", vfs.RootSync)
-			if err != nil {
-				t.Fatal(err)
-			}
-			e.root = root
-			t.Cleanup(e.close)
+			e, clock := clockedEnv(t)
 			st := e.stage(t, "a", int64(len(data)), q)
 			if left, _, _ := e.fs.QuotaLeft(ctx, e.root.ID, q); left != quota-int64(len(data)) {
 				t.Fatalf("left %d after Stage, want %d", left, quota-len(data))
@@ -326,6 +319,20 @@ func TestStagedSpace(t *testing.T) {
 			e.fsckClean(t)
 		})
 	}
+}
+
+// clockedEnv is an env with a root "alice" whose clock the test moves.
+func clockedEnv(t *testing.T) (*env, *berthtest.Clock) {
+	t.Helper()
+	clock := berthtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	e := openEnvWith(t, t.TempDir(), vfs.Options{Now: clock.Now})
+	root, err := e.fs.CreateRoot(ctx, "alice", vfs.RootSync)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.root = root
+	t.Cleanup(e.close)
+	return e, clock
 }
 
 // slowBody yields data in steps, running step(i) before the i-th: a
@@ -355,14 +362,7 @@ func (b *slowBody) Read(p []byte) (int, error) {
 // under it, and the append keeps every byte. The expiry moved only at
 // the commit, so the sweep ended the upload and the commit found it gone.
 func TestStagedAppendOutlivesExpiry(t *testing.T) {
-	clock := berthtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	e := openEnvWith(t, t.TempDir(), vfs.Options{Now: clock.Now})
-	root, err := e.fs.CreateRoot(ctx, "alice", vfs.RootSync)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.root = root
-	t.Cleanup(e.close)
+	e, clock := clockedEnv(t)
 	data := randBytes(17, 3<<20)
 	st := e.stage(t, "slow", int64(len(data)), vfs.WriteOptions{}) // an hour to live
 	body := &slowBody{data: data, size: 256 << 10, step: func(i int) {
