@@ -88,6 +88,7 @@ var (
 	rangeDigits = RangeFile{Name: "digits.bin", Text: "0123456789"}
 	range3MiB   = RangeFile{Name: "3MiB.bin", Size: 3 << 20, Seed: 5}
 	range20000  = RangeFile{Name: "20000.bin", Size: 20_000, Seed: 4}
+	rangeEmpty  = RangeFile{Name: "empty.bin"}
 )
 
 // RangeCase is a row of the Range table: a GET or HEAD of File with a
@@ -123,7 +124,7 @@ func (c RangeCase) Header() http.Header {
 // RangeFiles are the distinct files RangeCases downloads, for a runner to
 // store before it sends the rows.
 func RangeFiles() []RangeFile {
-	return []RangeFile{rangeHello, rangeDigits, range3MiB, range20000}
+	return []RangeFile{rangeHello, rangeDigits, range3MiB, range20000, rangeEmpty}
 }
 
 // RangeCases is the Range table both front ends run (rest's
@@ -182,7 +183,49 @@ func RangeCases() []RangeCase {
 		{Name: "many: MaxRanges parts are all served", File: range20000, Range: alternating(range20000, vfs.MaxRanges), Status: 206, NParts: vfs.MaxRanges},
 		{Name: "many: MaxRanges+1 parts send the whole file", File: range20000, Range: alternating(range20000, vfs.MaxRanges+1), Status: 200},
 		{Name: "many: 5000 parts send the whole file", File: range20000, Range: alternating(range20000, 5000), Status: 200},
+
+		// Chunk boundaries: a file of several chunks read in vfs.MaxRanges
+		// parts that tile it, so that every boundary between two chunks
+		// falls in a part or between two (the last byte of a chunk, the
+		// first of the next); CheckRange compares every part with the
+		// stored bytes. A part backwards in the file reloads a chunk.
+		{Name: "chunks: parts tiling a chunked file are its bytes", File: range3MiB, Range: tiling(range3MiB, vfs.MaxRanges, false), Status: 206, NParts: vfs.MaxRanges},
+		{Name: "chunks: parts tiling a chunked file backwards are its bytes", File: range3MiB, Range: tiling(range3MiB, vfs.MaxRanges, true), Status: 206, NParts: vfs.MaxRanges},
+		{Name: "chunks: a part across the middle", File: range3MiB, Range: "bytes=1000000-2200000", Status: 206, NParts: 1},
+		{Name: "chunks: the last byte", File: range3MiB, Range: "bytes=3145727-3145727", Status: 206, Tail: 1},
+		{Name: "chunks: a part past the end is clipped", File: range3MiB, Range: "bytes=3145000-9999999", Status: 206, Tail: 728},
+
+		// A suffix longer than the file is the whole file (14.1.3), 206.
+		{Name: "suffix: longer than the file", File: rangeHello, Range: "bytes=-100", Status: 206, Parts: []string{"bytes 0-10/11 hello world"}},
+		{Name: "suffix: longer than a chunked file", File: range3MiB, Range: "bytes=-4000000", Status: 206, Tail: 3 << 20},
+		{Name: "suffix: a first position past the end is 416", File: rangeHello, Range: "bytes=11-", Status: 416, Parts: []string{"bytes */11"}},
+
+		// An empty file is sent whole, empty, 200, whatever the Range:
+		// http.ServeContent does so for a first position (bytes=0-), and
+		// answered a suffix (bytes=-5) 206 with Content-Range "bytes
+		// 0--1/0", which ends before it starts (httpserve.DropEmptyRange).
+		{Name: "empty: first byte sends it", File: rangeEmpty, Range: "bytes=0-0", Status: 200},
+		{Name: "empty: open range sends it", File: rangeEmpty, Range: "bytes=0-", Status: 200},
+		{Name: "empty: suffix sends it", File: rangeEmpty, Range: "bytes=-5", Status: 200},
+		{Name: "empty: suffix sends it, HEAD", File: rangeEmpty, Method: http.MethodHead, Range: "bytes=-5", Status: 200},
+		{Name: "empty: suffix and a part send it", File: rangeEmpty, Range: "bytes=-5,0-0", Status: 200},
+		{Name: "empty: zero suffix sends it", File: rangeEmpty, Range: "bytes=-0", Status: 200},
+		{Name: "empty: another unit sends it", File: rangeEmpty, Range: "items=0-1", Status: 200},
 	}
+}
+
+// tiling asks for n parts of f that together are all of it, in order or
+// backwards.
+func tiling(f RangeFile, n int, backwards bool) string {
+	parts := make([]string, n)
+	for i := range parts {
+		a, b := i*f.Size/n, (i+1)*f.Size/n-1
+		parts[i] = fmt.Sprintf("%d-%d", a, b)
+	}
+	if backwards {
+		slices.Reverse(parts)
+	}
+	return "bytes=" + strings.Join(parts, ",")
 }
 
 // alternating asks for n one-byte parts of f, alternating between the
@@ -216,10 +259,35 @@ func CheckRange(t testing.TB, c RangeCase, status int, h http.Header, body []byt
 		t.Errorf("%d parts, want %d", len(got), c.NParts)
 	}
 	data := c.File.Data()
+	if status == http.StatusPartialContent {
+		checkParts(t, got, data)
+	}
 	if c.Tail > 0 && !bytes.Equal(body, data[len(data)-c.Tail:]) {
 		t.Errorf("body %q, want the last %d bytes", body, c.Tail)
 	}
 	if status == http.StatusOK && !bytes.Equal(body, data) {
 		t.Errorf("%d bytes, want the whole file", len(body))
+	}
+}
+
+// checkParts fails t unless each part of a 206 (RangeParts) is the
+// stored bytes its Content-Range names, of a file of data's size.
+func checkParts(t testing.TB, parts []string, data []byte) {
+	t.Helper()
+	for i, p := range parts {
+		var a, b, size int64
+		if _, err := fmt.Sscanf(p, "bytes %d-%d/%d", &a, &b, &size); err != nil {
+			t.Errorf("part %d: Content-Range of %.40q: %v", i, p, err)
+			continue
+		}
+		if size != int64(len(data)) || a < 0 || b < a || b >= size {
+			t.Errorf("part %d: Content-Range bytes %d-%d/%d of a file of %d bytes", i, a, b, size, len(data))
+			continue
+		}
+		_, body, _ := strings.Cut(p, " ")
+		_, body, _ = strings.Cut(body, " ")
+		if body != string(data[a:b+1]) {
+			t.Errorf("part %d (bytes %d-%d): %d bytes that are not the file's", i, a, b, len(body))
+		}
 	}
 }

@@ -89,6 +89,7 @@ func ServeContent(w http.ResponseWriter, r *http.Request, c Content) error {
 	SetHeaders(w.Header(), hdrs...)
 	if rng := r.Header.Get("Range"); rng != "" {
 		r.Header.Set("Range", vfs.ServableRange(rng))
+		DropEmptyRange(r, body)
 	}
 	if c.Fail != nil {
 		w = &failWriter{ResponseWriter: w, fail: c.Fail}
@@ -99,6 +100,20 @@ func ServeContent(w http.ResponseWriter, r *http.Request, c Content) error {
 	}
 	http.ServeContent(sendWriter{w}, r, "", c.Modified, body)
 	return body.Err()
+}
+
+// DropEmptyRange removes r's Range when body is empty, so that
+// http.ServeContent sends the empty contents, 200, as it already does
+// for a Range of positions (bytes=0-0 of an empty file: "some clients
+// add a Range header to all requests"). A suffix part (bytes=-5) it
+// answered 206 with Content-Range "bytes 0--1/0", a range that ends
+// before it starts, which no client can read: no byte of an empty file
+// can be sent as a part. body is rewound; a body that cannot seek is
+// left to ServeContent, which answers that error.
+func DropEmptyRange(r *http.Request, body io.ReadSeeker) {
+	if size, ok := sizeOf(body); ok && size == 0 {
+		r.Header.Del("Range")
+	}
 }
 
 // SendWhole answers r with the whole of body and status 200, with the

@@ -21,7 +21,7 @@ import (
 // sees a broken transfer, never a short file with status 200.
 func (h *Handler) get(w http.ResponseWriter, r *http.Request, p string, lib *xwebdav.Handler) {
 	g := newGetWriter(w, r, p)
-	files := &getFS{FileSystem: lib.FileSystem}
+	files := &getFS{FileSystem: lib.FileSystem, r: r}
 	lib.FileSystem = files
 	// A ranged read (how mounts read files) is sent in large writes, as
 	// a whole one (sendWhole); the file's decoded chunks are at hand.
@@ -151,6 +151,10 @@ type getFS struct {
 	xwebdav.FileSystem
 	// body is the contents of the file opened, nil before one is.
 	body *httpserve.Body
+	// r is the request being answered, whose Range OpenFile drops for
+	// an empty file (httpserve.DropEmptyRange) before the library's
+	// http.ServeContent reads it.
+	r *http.Request
 }
 
 // OpenFile wraps a file opened for reading so that its read errors are
@@ -161,6 +165,9 @@ func (g *getFS) OpenFile(ctx context.Context, name string, flag int, perm os.Fil
 		return f, err
 	}
 	g.body = httpserve.NewBody(f)
+	if g.r.Header.Get("Range") != "" {
+		httpserve.DropEmptyRange(g.r, g.body)
+	}
 	return &getFile{File: f, body: g.body}, nil
 }
 
