@@ -89,6 +89,7 @@ func ServeContent(w http.ResponseWriter, r *http.Request, c Content) error {
 	SetHeaders(w.Header(), hdrs...)
 	if rng := r.Header.Get("Range"); rng != "" {
 		r.Header.Set("Range", vfs.ServableRange(rng))
+		DropDateIfRange(r)
 		DropEmptyRange(r, body)
 	}
 	if c.Fail != nil {
@@ -100,6 +101,24 @@ func ServeContent(w http.ResponseWriter, r *http.Request, c Content) error {
 	}
 	http.ServeContent(sendWriter{w}, r, "", c.Modified, body)
 	return body.Err()
+}
+
+// DropDateIfRange removes r's Range when its If-Range is a date rather
+// than an entity tag, so that http.ServeContent sends the whole file,
+// 200, as for an If-Range that does not match. ServeContent honours a
+// date equal to Last-Modified, whose resolution is a second: a revision
+// that replaced the file within the second of the one a client began to
+// download has the same Last-Modified, and the client's resumption got
+// the new revision's bytes after the old one's, a mix of two files with
+// a success status. Such a date is never a strong validator (RFC 9110
+// 8.8.2.2), and every answer of berth carries a strong ETag, which a
+// client that resumes must send instead (13.1.5); only a client that
+// ignores it is sent the whole file again.
+func DropDateIfRange(r *http.Request) {
+	ir := strings.Trim(r.Header.Get("If-Range"), asciiSpace)
+	if ir != "" && !strings.HasPrefix(ir, `"`) && !strings.HasPrefix(ir, `W/"`) {
+		r.Header.Del("Range")
+	}
 }
 
 // DropEmptyRange removes r's Range when body is empty, so that

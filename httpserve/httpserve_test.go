@@ -339,6 +339,18 @@ func TestServeContentAnswers(t *testing.T) {
 		{"range", true, nil, []string{"Range", "bytes=6-"}, 206, "world", map[string]string{"Content-Range": "bytes 6-10/11"}},
 		// vfs.ServableRange drops the zero-length suffix part.
 		{"range with bytes=-0", true, nil, []string{"Range", "bytes=-0,0-4"}, 206, "hello", nil},
+		// If-Range: the ETag resumes; a weak one, or a date, even that
+		// of Last-Modified (a second's resolution, which two revisions
+		// can share), sends the whole file (DropDateIfRange).
+		{"If-Range of the ETag", true, nil, []string{"Range", "bytes=6-", "If-Range", `"v1"`}, 206, "world", map[string]string{"Content-Range": "bytes 6-10/11"}},
+		{"If-Range of the weak ETag sends it whole", true, nil, []string{"Range", "bytes=6-", "If-Range", `W/"v1"`}, 200, "hello world", map[string]string{"Content-Range": ""}},
+		{"If-Range of another ETag sends it whole", true, nil, []string{"Range", "bytes=6-", "If-Range", `"v0"`}, 200, "hello world", nil},
+		{"If-Range of Last-Modified sends it whole", true, nil, []string{"Range", "bytes=6-", "If-Range", modified.Format(http.TimeFormat)}, 200, "hello world", map[string]string{"Content-Range": ""}},
+		{"If-Range of another date sends it whole", true, nil, []string{"Range", "bytes=6-", "If-Range", modified.Add(time.Hour).Format(http.TimeFormat)}, 200, "hello world", nil},
+		// An empty file is sent whole whatever the Range
+		// (DropEmptyRange): a suffix was 206 "bytes 0--1/0".
+		{"empty file, suffix", true, func(c *httpserve.Content) { c.Body = strings.NewReader("") }, []string{"Range", "bytes=-5"}, 200, "", map[string]string{"Content-Range": ""}},
+		{"empty file, first byte", true, func(c *httpserve.Content) { c.Body = strings.NewReader("") }, []string{"Range", "bytes=0-0"}, 200, "", map[string]string{"Content-Range": ""}},
 		{"not modified", true, nil, []string{"If-None-Match", `"v1"`}, 304, "", nil},
 		{"416 to Fail", true, nil, []string{"Range", "bytes=50-"}, 416, "FAIL 416\n", map[string]string{
 			"Content-Range": "bytes */11", "Content-Disposition": "", "Content-Length": "",

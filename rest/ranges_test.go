@@ -125,3 +125,35 @@ func (w *failingWriter) Write(p []byte) (int, error) {
 	w.ok--
 	return w.ResponseRecorder.Write(p)
 }
+
+// TestDownloadResumeByDate: a download resumed with an If-Range of its
+// Last-Modified date, after a new revision came within the same second
+// (the date's resolution), is sent whole, 200: http.ServeContent honoured
+// the date and sent the rest of the new revision, 206, which the client
+// appended to the start of the old one. The ETag still resumes.
+func TestDownloadResumeByDate(t *testing.T) {
+	f := newFixture(t)
+	for try := 0; ; try++ {
+		old := bytes.Repeat([]byte("a"), 20)
+		fj := f.mustUpload(f.at("/api/2/files/%d/upload"), "r.bin", old)
+		resp, _ := f.download(fj.ID, http.Header{"Range": {"bytes=0-9"}})
+		lm := resp.Header.Get("Last-Modified")
+		neu := bytes.Repeat([]byte("b"), 20)
+		f.mustUpload(f.at("/api/2/files/%d/upload"), "r.bin", neu)
+		resp, body := f.download(fj.ID, http.Header{"Range": {"bytes=10-"}, "If-Range": {lm}})
+		if resp.Header.Get("Last-Modified") != lm {
+			if try < 20 {
+				continue // the second turned between the revisions
+			}
+			t.Skip("no two revisions within one second")
+		}
+		if resp.StatusCode != http.StatusOK || !bytes.Equal(body, neu) {
+			t.Fatalf("resumed by date over a new revision of the same second: %d %q, want 200 and the whole new revision", resp.StatusCode, body)
+		}
+		resp, body = f.download(fj.ID, http.Header{"Range": {"bytes=10-"}, "If-Range": {resp.Header.Get("Etag")}})
+		if resp.StatusCode != http.StatusPartialContent || !bytes.Equal(body, neu[10:]) {
+			t.Fatalf("resumed by ETag: %d %q", resp.StatusCode, body)
+		}
+		return
+	}
+}

@@ -121,6 +121,7 @@ func newGetWriter(w http.ResponseWriter, r *http.Request, p string) *getWriter {
 	httpserve.SetHeaders(w.Header(), getHeaders(p)...)
 	if rng := r.Header.Get("Range"); rng != "" {
 		r.Header.Set("Range", vfs.ServableRange(rng))
+		httpserve.DropDateIfRange(r)
 	}
 	s := &httpserve.Stream{ResponseWriter: w}
 	return &getWriter{ResponseWriter: s, stream: s}
