@@ -223,23 +223,9 @@ func TestPutExpectContinue(t *testing.T) {
 			if row.before != nil {
 				row.before(t, f)
 			}
-			tr := f.client.Transport.(*http.Transport)
-			conn, err := tls.Dial("tcp", f.srv.Listener.Addr().String(), &tls.Config{RootCAs: tr.TLSClientConfig.RootCAs, NextProtos: []string{"http/1.1"}})
-			if err != nil {
-				t.Fatal(err)
-			}
+			conn := rawPut(t, f, row.path, int64(row.size), row.hdr, "Expect", "100-continue")
 			defer conn.Close()
 			conn.SetDeadline(time.Now().Add(30 * time.Second))
-			var req strings.Builder
-			fmt.Fprintf(&req, "PUT /webdav/alice%s HTTP/1.1\r\nHost: berth\r\nAuthorization: Basic %s\r\nContent-Length: %d\r\nExpect: 100-continue\r\n",
-				row.path, base64.StdEncoding.EncodeToString([]byte("alice:"+password)), row.size)
-			for i := 0; i+1 < len(row.hdr); i += 2 {
-				fmt.Fprintf(&req, "%s: %s\r\n", row.hdr[i], row.hdr[i+1])
-			}
-			req.WriteString("\r\n")
-			if _, err := io.WriteString(conn, req.String()); err != nil {
-				t.Fatal(err)
-			}
 			br := bufio.NewReader(conn)
 			resp, err := http.ReadResponse(br, nil)
 			if err != nil {
@@ -315,21 +301,7 @@ func TestPutCutOff(t *testing.T) {
 			}
 			before, _ := f.fs.Usage(ctx, f.root.ID)
 
-			tr := f.client.Transport.(*http.Transport)
-			conn, err := tls.Dial("tcp", f.srv.Listener.Addr().String(), &tls.Config{RootCAs: tr.TLSClientConfig.RootCAs, NextProtos: []string{"http/1.1"}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var req strings.Builder
-			fmt.Fprintf(&req, "PUT /webdav/alice%s HTTP/1.1\r\nHost: berth\r\nAuthorization: Basic %s\r\nContent-Length: %d\r\n",
-				row.path, base64.StdEncoding.EncodeToString([]byte("alice:"+password)), row.size)
-			for i := 0; i+1 < len(row.hdr); i += 2 {
-				fmt.Fprintf(&req, "%s: %s\r\n", row.hdr[i], row.hdr[i+1])
-			}
-			req.WriteString("\r\n")
-			if _, err := io.WriteString(conn, req.String()); err != nil {
-				t.Fatal(err)
-			}
+			conn := rawPut(t, f, row.path, int64(row.size), row.hdr)
 			if _, err := conn.Write(bytes.Repeat([]byte("x"), row.sent)); err != nil {
 				t.Fatal(err)
 			}
@@ -371,4 +343,29 @@ func TestPutCutOff(t *testing.T) {
 			}
 		})
 	}
+}
+
+// rawPut opens a TLS connection to f's server and writes the head of a
+// PUT of size bytes to alice's path with hdr (name, value pairs) and
+// extra, for a test that sends the body, or not, itself.
+func rawPut(t *testing.T, f *fixture, path string, size int64, hdr []string, extra ...string) *tls.Conn {
+	t.Helper()
+	tr := f.client.Transport.(*http.Transport)
+	conn, err := tls.Dial("tcp", f.srv.Listener.Addr().String(), &tls.Config{RootCAs: tr.TLSClientConfig.RootCAs, NextProtos: []string{"http/1.1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var req strings.Builder
+	fmt.Fprintf(&req, "PUT /webdav/alice%s HTTP/1.1\r\nHost: berth\r\nAuthorization: Basic %s\r\nContent-Length: %d\r\n",
+		path, base64.StdEncoding.EncodeToString([]byte("alice:"+password)), size)
+	for _, h := range [][]string{hdr, extra} {
+		for i := 0; i+1 < len(h); i += 2 {
+			fmt.Fprintf(&req, "%s: %s\r\n", h[i], h[i+1])
+		}
+	}
+	req.WriteString("\r\n")
+	if _, err := io.WriteString(conn, req.String()); err != nil {
+		t.Fatal(err)
+	}
+	return conn
 }
