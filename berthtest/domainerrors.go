@@ -52,7 +52,6 @@ func DomainErrors() map[string]error {
 		"vfs.ErrUploadOffset":      vfs.ErrUploadOffset,
 		"vfs.ErrChecksumMismatch":  vfs.ErrChecksumMismatch,
 		"vfs.ErrZipTooLarge":       vfs.ErrZipTooLarge,
-		"vfs.ErrZipBusy":           vfs.ErrZipBusy,
 
 		"chunk.ErrNotFound":  chunk.ErrNotFound,
 		"chunk.ErrCorrupt":   chunk.ErrCorrupt,

@@ -128,7 +128,6 @@ func errorTable() []errorMapping {
 		// Over REST only a lock meets a metadata bound (vfs.MaxLocks,
 		// vfs.MaxLockOwnerBytes): the item cannot take another lock.
 		{vfs.ErrMetadataLimit, http.StatusConflict, "resource_locked", "the item holds as many locks or properties as it may; nothing was stored"},
-		{vfs.ErrZipBusy, http.StatusServiceUnavailable, "temporarily_unavailable", "the server is making as many zips as it may hold at once; try again shortly"},
 		{vfs.ErrZipTooLarge, http.StatusBadRequest, "invalid_request", fmt.Sprintf("the folder holds more than one zip may (%d items, paths of 65,535 bytes); download its folders one by one", vfs.ZipMaxEntries)},
 
 		// The layers below vfs. vfs turns kv's conflicts and closing into

@@ -42,8 +42,9 @@ var (
 	// the write came to commit; nothing was stored.
 	ErrChanged = errors.New("vfs: changed since the condition was checked")
 	// ErrBusy: the operation lost a race it cannot wait out (a write
-	// conflict that outlasted the retries, the store closing under it);
-	// nothing was stored, and the same request succeeds when tried again.
+	// conflict that outlasted the retries, the store closing under it,
+	// a zip while the zips being served hold ZipBudget); nothing was
+	// stored, and the same request succeeds when tried again.
 	ErrBusy = errors.New("vfs: busy, try again")
 	// ErrRootItem: the operation cannot apply to a root's top folder (rename,
 	// move or delete it through the root instead).
@@ -72,8 +73,4 @@ var (
 	// (ZipMaxEntries), or a path longer than a zip entry's name holds
 	// (65,535 bytes); its subfolders can be zipped one by one.
 	ErrZipTooLarge = errors.New("vfs: folder too large for one zip")
-	// ErrZipBusy: the zips being served hold every entry of the budget
-	// their layouts may hold in memory together (ZipBudget); the zip
-	// can be asked for again once one of them ends.
-	ErrZipBusy = errors.New("vfs: too many zip entries being served; try again")
 )

@@ -61,7 +61,7 @@ var errorClasses = []struct {
 	{ErrFileTooLarge, "policy"}, {ErrQuotaExceeded, "quota"}, {ErrNoSuchLock, "no_such_lock"},
 	{ErrRootItem, "root_item"}, {ErrBusy, "busy"}, {ErrNoSpace, "no_space"}, {context.Canceled, "canceled"}, {context.DeadlineExceeded, "canceled"},
 	{ErrTooDeep, "too_deep"}, {ErrMetadataLimit, "metadata_limit"}, {ErrChanged, "changed"},
-	{ErrUploadOffset, "upload_offset"}, {ErrChecksumMismatch, "checksum_mismatch"}, {ErrZipTooLarge, "zip_too_large"}, {ErrZipBusy, "zip_busy"},
+	{ErrUploadOffset, "upload_offset"}, {ErrChecksumMismatch, "checksum_mismatch"}, {ErrZipTooLarge, "zip_too_large"},
 }
 
 // refusal marks, for the metrics alone, an error that a caller's check

@@ -41,7 +41,7 @@ const ZipMaxEntries = 500_000
 // ends: twenty requests for a folder of 100,000 items held some 200 MiB
 // (about 108 bytes an entry), and even a HEAD or a one-byte Range lays
 // the whole archive out. One zip of ZipMaxEntries, or several smaller
-// ones, fit; past it a zip is ErrZipBusy until one of them ends.
+// ones, fit; past it a zip is ErrBusy until one of them ends.
 const ZipBudget = ZipMaxEntries
 
 // Zip record sizes and signatures (APPNOTE 6.3.10, 4.3).
@@ -120,7 +120,7 @@ type zipEnt struct {
 // caller defers.
 //
 // Errors: ErrNotExist (no such live folder, or another root's), ErrNotDir
-// (a file), ErrZipTooLarge (more than ZipMaxEntries entries), ErrZipBusy
+// (a file), ErrZipTooLarge (more than ZipMaxEntries entries), ErrBusy
 // (the zips being served hold the budget), and ctx's.
 func (fs *FS) Zip(ctx context.Context, root, folder uint64, opts ZipOptions) (*Zip, error) {
 	z := &Zip{fs: fs, root: root, z64: zipUint32Max, max: ZipMaxEntries}
@@ -160,7 +160,7 @@ func (z *Zip) Close() {
 func (z *Zip) reserve(n int64) error {
 	if z.fs.zipHeld.Add(n) > z.fs.zipBudget {
 		z.fs.zipHeld.Add(-n)
-		return fmt.Errorf("%w (%d entries in all)", ErrZipBusy, z.fs.zipBudget)
+		return fmt.Errorf("%w: the zips being served hold as many entries as they may (%d)", ErrBusy, z.fs.zipBudget)
 	}
 	z.held += n
 	return nil

@@ -984,7 +984,7 @@ func zipSnapshotOfTheListing(t *testing.T) {
 
 // zipBudget: the layouts of the zips being served hold at most the
 // budget's entries together (each is in memory until its answer ends, and
-// nothing else bounded how many were): a zip past it is ErrZipBusy until
+// nothing else bounded how many were): a zip past it is ErrBusy until
 // one ends, and every way a zip ends gives its entries back (Close, a
 // WriteZip, a layout that failed).
 func zipBudget(t *testing.T) {
@@ -1010,8 +1010,8 @@ func zipBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := zip(); !errors.Is(err, vfs.ErrZipBusy) {
-		t.Fatalf("a second zip of 4 entries beside the first, budget 6: %v, want ErrZipBusy", err)
+	if _, err := zip(); !errors.Is(err, vfs.ErrBusy) {
+		t.Fatalf("a second zip of 4 entries beside the first, budget 6: %v, want ErrBusy", err)
 	}
 	// The folder d alone (2 entries) fits beside the first.
 	small, err := e.fs.Zip(ctx, root.ID, d.ID, vfs.ZipOptions{})

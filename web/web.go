@@ -188,8 +188,8 @@ func pageProblem(err error) (status int, title, msg string) {
 		return http.StatusForbidden, "Not allowed", ref.Reason
 	case errors.Is(err, errBadQuery):
 		return http.StatusBadRequest, "Bad address", err.Error()
-	case errors.Is(err, vfs.ErrZipBusy):
-		return http.StatusServiceUnavailable, "Busy", "The server is making as many zips as it can at once. Try again in a moment."
+	case errors.Is(err, vfs.ErrBusy):
+		return http.StatusServiceUnavailable, "Busy", "The server is busy. Try again in a moment."
 	case errors.Is(err, vfs.ErrZipTooLarge):
 		return http.StatusBadRequest, "Too large for one zip", "This folder holds more than one zip can. Download its folders one by one."
 	// Uploads through a link.

@@ -172,7 +172,6 @@ func errorTable() []errorMapping {
 		{err: vfs.ErrIsDir, status: http.StatusMethodNotAllowed, os: os.ErrPermission, msg: "the resource is a collection"},
 		// WebDAV makes no zips.
 		{err: vfs.ErrZipTooLarge, status: http.StatusInternalServerError},
-		{err: vfs.ErrZipBusy, status: http.StatusInternalServerError},
 		// A lock that went between finding it and removing or
 		// refreshing it: the token no longer names a lock of the resource.
 		{err: vfs.ErrNoSuchLock, status: http.StatusConflict, os: xwebdav.ErrNoSuchLock, condition: "lock-token-matches-request-uri"},
