@@ -87,9 +87,8 @@ func ServeContent(w http.ResponseWriter, r *http.Request, c Content) error {
 		return body.Err()
 	}
 	SetHeaders(w.Header(), hdrs...)
-	if rng := r.Header.Get("Range"); rng != "" {
-		r.Header.Set("Range", vfs.ServableRange(rng))
-		DropDateIfRange(r)
+	if r.Header.Get("Range") != "" {
+		ServableRange(r)
 		DropEmptyRange(r, body)
 	}
 	if c.Fail != nil {
@@ -103,7 +102,19 @@ func ServeContent(w http.ResponseWriter, r *http.Request, c Content) error {
 	return body.Err()
 }
 
-// DropDateIfRange removes r's Range when its If-Range is a date rather
+// ServableRange sets r's Range to what berth serves of it, for
+// http.ServeContent to read next: without its zero-length suffix parts
+// and with more than vfs.MaxRanges parts as none (vfs.ServableRange),
+// and none at all when its If-Range is a date (dropDateIfRange). Every
+// front end that hands a Range to ServeContent calls it.
+func ServableRange(r *http.Request) {
+	if rng := r.Header.Get("Range"); rng != "" {
+		r.Header.Set("Range", vfs.ServableRange(rng))
+		dropDateIfRange(r)
+	}
+}
+
+// dropDateIfRange removes r's Range when its If-Range is a date rather
 // than an entity tag, so that http.ServeContent sends the whole file,
 // 200, as for an If-Range that does not match. ServeContent honours a
 // date equal to Last-Modified, whose resolution is a second: a revision
@@ -114,7 +125,7 @@ func ServeContent(w http.ResponseWriter, r *http.Request, c Content) error {
 // 8.8.2.2), and every answer of berth carries a strong ETag, which a
 // client that resumes must send instead (13.1.5); only a client that
 // ignores it is sent the whole file again.
-func DropDateIfRange(r *http.Request) {
+func dropDateIfRange(r *http.Request) {
 	ir := strings.Trim(r.Header.Get("If-Range"), asciiSpace)
 	if ir != "" && !strings.HasPrefix(ir, `"`) && !strings.HasPrefix(ir, `W/"`) {
 		r.Header.Del("Range")

@@ -341,7 +341,7 @@ func TestServeContentAnswers(t *testing.T) {
 		{"range with bytes=-0", true, nil, []string{"Range", "bytes=-0,0-4"}, 206, "hello", nil},
 		// If-Range: the ETag resumes; a weak one, or a date, even that
 		// of Last-Modified (a second's resolution, which two revisions
-		// can share), sends the whole file (DropDateIfRange).
+		// can share), sends the whole file (ServableRange).
 		{"If-Range of the ETag", true, nil, []string{"Range", "bytes=6-", "If-Range", `"v1"`}, 206, "world", map[string]string{"Content-Range": "bytes 6-10/11"}},
 		{"If-Range of the weak ETag sends it whole", true, nil, []string{"Range", "bytes=6-", "If-Range", `W/"v1"`}, 200, "hello world", map[string]string{"Content-Range": ""}},
 		{"If-Range of another ETag sends it whole", true, nil, []string{"Range", "bytes=6-", "If-Range", `"v0"`}, 200, "hello world", nil},

@@ -273,7 +273,7 @@ func gatheredCounter(t *testing.T, reg *prometheus.Registry, name string) float6
 // TestResumeByDate: a GET resumed with an If-Range of its Last-Modified
 // date, after a PUT of a new revision within the same second (the date's
 // resolution), is sent whole, 200, never the rest of the new revision
-// after the start of the old one (httpserve.DropDateIfRange). The ETag
+// after the start of the old one (httpserve.ServableRange). The ETag
 // still resumes.
 func TestResumeByDate(t *testing.T) {
 	f := newFixture(t)

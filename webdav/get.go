@@ -10,7 +10,6 @@ import (
 	xwebdav "golang.org/x/net/webdav"
 
 	"berth/httpserve"
-	"berth/vfs"
 )
 
 // get serves a GET, HEAD or POST of the dav path p through x/net/webdav
@@ -113,16 +112,13 @@ type getWriter struct {
 // Content-Type is set before http.ServeContent runs, so that it is the
 // getcontenttype PROPFIND reports (by the name's extension) and the
 // contents are never sniffed: an HTML body in a file of an unknown type
-// would otherwise be served as text/html. A Range with zero-length suffix
-// parts (bytes=-0), which no byte satisfies, loses them first
-// (vfs.ServableRange): ServeContent would send each as a part that ends
-// before it starts ("bytes 11-10/11").
+// would otherwise be served as text/html. The Range is the one berth
+// serves (httpserve.ServableRange): without zero-length suffix parts
+// (bytes=-0), which ServeContent would send as parts that end before they
+// start ("bytes 11-10/11"), and none for an If-Range date.
 func newGetWriter(w http.ResponseWriter, r *http.Request, p string) *getWriter {
 	httpserve.SetHeaders(w.Header(), getHeaders(p)...)
-	if rng := r.Header.Get("Range"); rng != "" {
-		r.Header.Set("Range", vfs.ServableRange(rng))
-		httpserve.DropDateIfRange(r)
-	}
+	httpserve.ServableRange(r)
 	s := &httpserve.Stream{ResponseWriter: w}
 	return &getWriter{ResponseWriter: s, stream: s}
 }
