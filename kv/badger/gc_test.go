@@ -278,38 +278,20 @@ func TestRunGCPowerCut(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			dir, vlogs, cut := t.TempDir(), t.TempDir(), t.TempDir()
-			s := openDisk(t, dir, Options{})
-			put(t, s, "keep", keep)
-			inBatches(t, s, 0, 300, 10, func(tx kv.Txn, i int) error {
-				return tx.Set(fmt.Appendf(nil, "g/%04d", i), make([]byte, 64<<10))
-			})
-			inBatches(t, s, 0, 300, 100, func(tx kv.Txn, i int) error {
-				return tx.Delete(fmt.Appendf(nil, "g/%04d", i))
-			})
-			if err := s.Close(); err != nil {
-				t.Fatal(err)
-			}
-			s = openDisk(t, dir, Options{})
-			// The value logs as the reopen left them, synced.
-			for _, n := range mustGlob(t, dir, "*.vlog") {
-				if err := copyFile(n, filepath.Join(vlogs, filepath.Base(n))); err != nil {
+			cut := powerCut(t, func(t *testing.T, s *DB) {
+				put(t, s, "keep", keep)
+				inBatches(t, s, 0, 300, 10, func(tx kv.Txn, i int) error {
+					return tx.Set(fmt.Appendf(nil, "g/%04d", i), make([]byte, 64<<10))
+				})
+				inBatches(t, s, 0, 300, 100, func(tx kv.Txn, i int) error {
+					return tx.Delete(fmt.Appendf(nil, "g/%04d", i))
+				})
+			}, func(t *testing.T, s *DB) {
+				if err := s.RunGC(ctx); err != nil {
 					t.Fatal(err)
 				}
-			}
-			if err := s.RunGC(ctx); err != nil {
-				t.Fatal(err)
-			}
-			tc.after(t, s)
-			copyTree(t, dir, cut)
-			if err := s.Close(); err != nil {
-				t.Fatal(err)
-			}
-			for _, n := range mustGlob(t, vlogs, "*.vlog") {
-				if err := copyFile(n, filepath.Join(cut, filepath.Base(n))); err != nil {
-					t.Fatal(err)
-				}
-			}
+				tc.after(t, s)
+			})
 			r := openDisk(t, cut, Options{})
 			defer r.Close()
 			err := r.View(ctx, func(tx kv.Txn) error {
