@@ -245,30 +245,32 @@ func openJournal(dir string, db *dgraph.DB, g *groupSync, size int64, beforeVers
 			return nil, 0, err
 		}
 	}
+	// The keys the records write, and the highest version a record
+	// names.
+	vers := make(map[string]uint64)
+	bound := uint64(0)
+	collect := func(payload []byte) error {
+		v, err := recordKeys(payload, vers)
+		bound = max(bound, v)
+		return err
+	}
+	if _, _, err := j.replay(from, chain, collect); err != nil {
+		return nil, 0, err
+	}
 	// After a crash, the line: every commit at or below it is durable,
 	// in Badger's logs or in the records, and none above it matters
 	// (see takeBack). The replay reads the keys' versions at the line.
 	line := uint64(math.MaxUint64)
 	if j.mark.takesBack() {
-		line = j.mark.version
-		bound := func(payload []byte) error {
-			v, _, err := recordOps(payload)
-			line = max(line, v)
-			return err
-		}
-		if _, _, err := j.replay(from, chain, bound); err != nil {
-			return nil, 0, err
-		}
+		line = max(j.mark.version, bound)
 	}
 	// Each op's key at its version in Badger before the replay, all
 	// read before it writes anything: its writes fill memtables, whose
 	// flushes start compactions, and a compaction drops a delete or an
 	// expired entry with every version of its key, after which a later
 	// record's op would find nothing newer than its own.
-	vers := make(map[string]uint64)
-	collect := func(payload []byte) error { return keyVersions(pre, payload, vers, line) }
-	if _, _, err := j.replay(from, chain, collect); err != nil {
-		return nil, 0, err
+	for k := range vers {
+		vers[k] = keyVersion(pre, []byte(k), line)
 	}
 	if j.mark.takesBack() {
 		if j.takenBack, j.leftAbove, err = takeBack(db, line, vers); err != nil {
@@ -779,24 +781,23 @@ func takeBack(db *dgraph.DB, line uint64, keys map[string]uint64) (n int, left [
 	return n, left, w.commit()
 }
 
-// keyVersions adds to vers the version in pre of each key the record's
-// payload writes.
-func keyVersions(pre *dgraph.Txn, payload []byte, vers map[string]uint64, atMost uint64) error {
-	_, payload, err := recordOps(payload)
+// recordKeys adds the keys the record's payload writes to keys (at 0,
+// their versions for the caller to fill in) and returns the record's
+// version bound.
+func recordKeys(payload []byte, keys map[string]uint64) (version uint64, err error) {
+	version, payload, err = recordOps(payload)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	for len(payload) > 0 {
 		o, rest, err := decodeOp(payload)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		payload = rest
-		if _, ok := vers[string(o.key)]; !ok {
-			vers[string(o.key)] = keyVersion(pre, o.key, atMost)
-		}
+		keys[string(o.key)] = 0
 	}
-	return nil
+	return version, nil
 }
 
 // recordOps splits a record's payload into its version bound and its
@@ -922,9 +923,7 @@ func (j *journal) commit(ops []op, commit func() error) (uint64, error) {
 		// Badger gives versions in the order of commits, and the
 		// next commit waits for mu: a key at a higher version is a
 		// later commit's.
-		t := j.db.NewTransaction(false)
-		binary.LittleEndian.PutUint64(j.buf[mark+recordHeader:], t.ReadTs())
-		t.Discard()
+		binary.LittleEndian.PutUint64(j.buf[mark+recordHeader:], j.readTs())
 		j.nextLSN++
 	}
 	return j.nextLSN - 1, nil
