@@ -5,6 +5,9 @@ import (
 	"time"
 )
 
+// GrowFrom is growFrom.
+const GrowFrom = growFrom
+
 // ReadAhead is readAhead, for tests that count prefetched chunks.
 const ReadAhead = DefaultReadAhead
 

@@ -3,6 +3,7 @@ package chunk
 import (
 	"context"
 	"io"
+	"math/bits"
 	"sync"
 	"sync/atomic"
 )
@@ -16,6 +17,17 @@ import (
 // 8 MiB; larger segments cost less of that and more memory. With the
 // default Segments, a 2-core server holds 3 x 8 MiB per upload.
 const DefaultSegmentSize = 8 << 20
+
+// growFrom is the buffer the first segment of a stream starts in. It
+// doubles as bytes arrive, then becomes a whole segment (see fill), and
+// the segments after it start whole: a Write holds at most twice the
+// bytes its client sent while they are under maxChunkSize, at most a
+// segment's worth more after. An upload whose client stalled after its
+// first bytes held a whole segment before (64 of them, 385 MiB of heap),
+// which let anyone who can start uploads hold the server's memory for
+// nothing. A quarter of a normal chunk: smaller buffers would add copies
+// and gain little. A fast upload pays them once, under 4 MiB of memmove.
+const growFrom = minChunkSize
 
 // maxSegments caps the default Segments on machines with many cores:
 // eight segments in flight keep 16 cores busy with one stream, and more
@@ -33,7 +45,12 @@ const maxSegments = 8
 // read, join cuts what has arrived itself, so a slow stream's chunks are
 // stored as they come, as with one chunker.
 type segment struct {
-	buf *[]byte
+	// buf is the buffer being read into. In a stream's first segment it
+	// is replaced by a larger one holding the same bytes when it fills
+	// (see fill); the reader stores the new buf before any filled past
+	// the old one, so the buf join loads after filled holds what filled
+	// says.
+	buf atomic.Pointer[[]byte]
 
 	filled   atomic.Int64  // bytes read so far
 	progress chan struct{} // a read added bytes (capacity 1)
@@ -81,6 +98,7 @@ func (w *Writer) read(ctx context.Context, fail context.CancelCauseFunc, src io.
 	defer close(segs)
 	tokens := make(chan struct{}, w.segments)
 	own := make(chan struct{}, 1)
+	size := growFrom // the buffer the next segment starts in
 	for {
 		select {
 		case tokens <- struct{}{}:
@@ -95,12 +113,13 @@ func (w *Writer) read(ctx context.Context, fail context.CancelCauseFunc, src io.
 			<-tokens
 			return
 		}
-		s.buf = w.getBuf(w.segs, w.segSize)
+		s.buf.Store(w.segBuf(size))
 		s.refs.Store(2)
 		// segs holds as many as there are tokens: this never waits.
 		segs <- s
-		n, err := fill(src, *s.buf, s)
-		s.data, s.last = (*s.buf)[:n], err == io.EOF
+		n, err := w.fill(src, s)
+		s.data, s.last = (*s.buf.Load())[:n], err == io.EOF
+		size = w.segSize
 		close(s.complete)
 		if (err != nil && err != io.EOF) || n == 0 {
 			if err != nil && err != io.EOF {
@@ -120,13 +139,36 @@ func (w *Writer) read(ctx context.Context, fail context.CancelCauseFunc, src io.
 	}
 }
 
-// fill reads into buf until it is full (nil) or r ends (io.EOF) or
-// fails, telling s of its progress. Not io.ReadFull: a cut-off body's
+// fill reads into s's buffer until the segment is full (nil) or r ends
+// (io.EOF) or fails, telling s of its progress. A full buffer smaller
+// than a segment is replaced by one twice its size, or by a segment's
+// from maxChunkSize on, holding the same bytes. Not io.ReadFull: a cut-off body's
 // ErrUnexpectedEOF must stay an error, not be taken for the end of a
 // short segment.
-func fill(r io.Reader, buf []byte, s *segment) (int, error) {
+func (w *Writer) fill(r io.Reader, s *segment) (int, error) {
+	buf := *s.buf.Load()
 	n := 0
-	for n < len(buf) {
+	for {
+		if n == len(buf) {
+			if n >= w.segSize {
+				return n, nil
+			}
+			// The buffer replaced goes back at once. Nothing else reads
+			// it: join reads a segment being filled only once it holds a
+			// chunk's worth past join's cut (await), which a buffer under
+			// maxChunkSize never does, and the first segment has no
+			// carry before it.
+			next := 2 * n
+			if next >= maxChunkSize {
+				next = w.segSize
+			}
+			old := s.buf.Load()
+			nb := w.segBuf(next)
+			copy(*nb, buf[:n])
+			s.buf.Store(nb)
+			w.putSegBuf(old)
+			buf = *nb
+		}
 		m, err := r.Read(buf[n:])
 		if m > 0 {
 			n += m
@@ -140,8 +182,32 @@ func fill(r io.Reader, buf []byte, s *segment) (int, error) {
 			return n, err
 		}
 	}
-	return n, nil
 }
+
+// segBuf returns a segment buffer of size bytes, a whole segment or
+// growFrom times a power of two under maxChunkSize, from its pool or new, and counts it in
+// w.held.
+func (w *Writer) segBuf(size int) *[]byte {
+	w.held.Add(int64(size))
+	if size == w.segSize {
+		return w.getBuf(w.segs, size)
+	}
+	return w.getBuf(w.grows[growClass(size)], size)
+}
+
+// putSegBuf gives back a buffer segBuf returned.
+func (w *Writer) putSegBuf(b *[]byte) {
+	w.held.Add(-int64(len(*b)))
+	if len(*b) == w.segSize {
+		w.segs.put(b)
+		return
+	}
+	w.grows[growClass(len(*b))].put(b)
+}
+
+// growClass is the pool of a growing buffer of size bytes:
+// growFrom<<growClass(size) == size.
+func growClass(size int) int { return bits.Len(uint(size/growFrom)) - 1 }
 
 // await waits until s holds at least need bytes or is read whole, and
 // returns what it holds and whether that is all; nil when p.ctx ends.
@@ -153,7 +219,7 @@ func await(p *pipeline, s *segment, need int) ([]byte, bool) {
 		default:
 		}
 		if f := int(s.filled.Load()); f >= need {
-			return (*s.buf)[:f], false
+			return (*s.buf.Load())[:f], false
 		}
 		select {
 		case <-s.progress:
@@ -195,7 +261,7 @@ func (w *Writer) slot(ctx context.Context, s *segment, own chan struct{}) bool {
 // back and lets the reader take another segment.
 func (w *Writer) release(s *segment) {
 	if s.refs.Add(-1) == 0 {
-		w.segs.put(s.buf)
+		w.putSegBuf(s.buf.Load())
 		if s.slot != nil {
 			<-s.slot
 		}

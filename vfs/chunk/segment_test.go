@@ -3,8 +3,10 @@ package chunk_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"sync"
 	"testing"
 
@@ -28,6 +30,7 @@ func TestSegments(t *testing.T) {
 		{"SegmentsCutAsOne", segmentsCutAsOne},
 		{"EditNearBoundary", editNearBoundary},
 		{"BudgetSharedByWrites", budgetSharedByWrites},
+		{"StalledWritesHoldWhatCame", stalledWritesHoldWhatCame},
 	} {
 		t.Run(tc.name, tc.run)
 	}
@@ -98,17 +101,26 @@ func segmentsCutAsOne(t *testing.T) {
 				{SegmentSize: seg, SegmentBudget: seg},
 				{},
 			} {
-				s := chunk.NewMemory()
-				refs := write(t, chunk.NewWriter(s, opts), data)
-				var got []int
-				for _, r := range refs {
-					got = append(got, int(r.Size))
-				}
-				if fmt.Sprint(got) != fmt.Sprint(want) {
-					t.Fatalf("%s/%d, segments of %d: cuts %v, one chunker %v", k.name, n, opts.SegmentSize, got, want)
-				}
-				if back := readAll(t, s, refs); !bytes.Equal(back, data) {
-					t.Fatalf("%s/%d: read back differs", k.name, n)
+				// Read whole, each Read filling the buffer, and in
+				// pieces, so that join cuts while the segment fills
+				// and the first segment's buffer grows under it.
+				for _, pieces := range []int{0, 7919} {
+					s := chunk.NewMemory()
+					var r io.Reader = bytes.NewReader(data)
+					if pieces > 0 {
+						r = &pieceReader{r: r, n: pieces}
+					}
+					refs := writeFrom(t, chunk.NewWriter(s, opts), r, len(data))
+					var got []int
+					for _, r := range refs {
+						got = append(got, int(r.Size))
+					}
+					if fmt.Sprint(got) != fmt.Sprint(want) {
+						t.Fatalf("%s/%d, segments of %d, reads of %d: cuts %v, one chunker %v", k.name, n, opts.SegmentSize, pieces, got, want)
+					}
+					if back := readAll(t, s, refs); !bytes.Equal(back, data) {
+						t.Fatalf("%s/%d, reads of %d: read back differs", k.name, n, pieces)
+					}
 				}
 			}
 		}
@@ -158,5 +170,90 @@ func budgetSharedByWrites(t *testing.T) {
 		if back := readAll(t, s, refs[i]); !bytes.Equal(back, data) {
 			t.Fatalf("write %d: read back differs", i)
 		}
+	}
+}
+
+// pieceReader reads at most n bytes at a time, as a network body does.
+type pieceReader struct {
+	r io.Reader
+	n int
+}
+
+func (p *pieceReader) Read(b []byte) (int, error) { return p.r.Read(b[:min(len(b), p.n)]) }
+
+// stallReader yields sent bytes, then tells stalled and waits for ctx:
+// a client that stops sending.
+type stallReader struct {
+	ctx     context.Context
+	rest    int
+	stalled func()
+	once    sync.Once
+}
+
+func (s *stallReader) Read(b []byte) (int, error) {
+	if s.rest > 0 {
+		n := min(len(b), s.rest, 64<<10)
+		s.rest -= n
+		return n, nil
+	}
+	s.once.Do(s.stalled)
+	<-s.ctx.Done()
+	return 0, s.ctx.Err()
+}
+
+// stalledWritesHoldWhatCame: Writes whose clients stop after their first
+// bytes hold a buffer of about what they sent, twice it at most, not a
+// whole segment each; the Writer's Held counts exactly what they hold,
+// and nothing once they end. The Go heap agrees, with room for noise.
+func stalledWritesHoldWhatCame(t *testing.T) {
+	const writes = 16
+	const grow = chunk.GrowFrom
+	for _, tc := range []struct {
+		name string
+		sent int
+		buf  int // what each Write holds
+	}{
+		{"one byte", 1, grow},
+		{"under the first buffer", 100 << 10, grow},
+		{"the first buffer exactly", grow, 2 * grow},
+		{"past the first buffer", grow + 1, 2 * grow},
+		{"a megabyte and a byte", mib + 1, 2 * mib},
+		{"past the last buffer under a chunk", 2*mib + 1, chunk.DefaultSegmentSize},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := chunk.NewWriter(chunk.NewMemory(), chunk.WriterOptions{})
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			var before runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			var stalled, done sync.WaitGroup
+			stalled.Add(writes)
+			for range writes {
+				done.Go(func() {
+					r := &stallReader{ctx: ctx, rest: tc.sent, stalled: stalled.Done}
+					if _, _, err := w.Write(ctx, r, -1); !errors.Is(err, context.Canceled) {
+						t.Errorf("stalled Write: err = %v, want context.Canceled", err)
+					}
+				})
+			}
+			stalled.Wait()
+			if got, want := w.Held(), int64(writes*tc.buf); got != want {
+				t.Errorf("%d Writes stalled after %d bytes hold %d bytes, want %d", writes, tc.sent, got, want)
+			}
+			var during runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&during)
+			// Whole segments would be 128 MiB; allow each Write twice its
+			// buffer and 1 MiB for its goroutines and the collector.
+			if grew, most := int64(during.HeapAlloc)-int64(before.HeapAlloc), int64(writes*(2*tc.buf+mib)); grew > most {
+				t.Errorf("heap grew by %d MiB with %d Writes stalled after %d bytes, want at most %d MiB", grew>>20, writes, tc.sent, most>>20)
+			}
+			cancel()
+			done.Wait()
+			if got := w.Held(); got != 0 {
+				t.Errorf("after the Writes ended, Held = %d, want 0", got)
+			}
+		})
 	}
 }

@@ -105,7 +105,13 @@ type Writer struct {
 
 	budget chan struct{} // slots of SegmentBudget; nil: none
 
-	segs  *bufList   // segment buffers of segSize
+	// held is the bytes of the buffers the Writes' segments hold now.
+	held atomic.Int64
+
+	segs *bufList // segment buffers of segSize
+	// grows holds the buffers a stream's first segment grows through,
+	// growFrom<<i bytes in grows[i] (see fill).
+	grows []*bufList
 	bufs  *bufList   // chunks across segments
 	arena *blobArena // encoded blobs and raw copies (arena.go)
 
@@ -152,10 +158,18 @@ func NewWriter(store Store, opts WriterOptions) *Writer {
 		opts.blobBuffers = defaultBlobBuffers * max(putDepth, ParallelismOf(store)) / putDepth
 	}
 	w.segs = newBufList(w.segments + cap(w.budget))
+	for size := growFrom; size < maxChunkSize; size *= 2 {
+		w.grows = append(w.grows, newBufList(w.segments))
+	}
 	w.bufs = newBufList(2)
 	w.arena = newBlobArena(opts.blobBuffers)
 	return w
 }
+
+// Held is the bytes of the buffers that the Writes under way hold for the
+// segments of their streams, being read, cut or stored: what uploads in
+// flight cost in memory, beyond the blobs on their way to the store.
+func (w *Writer) Held() int64 { return w.held.Load() }
 
 // job is one chunk for a worker: plain is a slice of seg's buffer, or,
 // for a chunk that spans two segments, of buf, which holds it.
@@ -403,6 +417,9 @@ func (p *pipeline) setRef(idx int, id ID, staged bool) {
 func (w *Writer) idle() {
 	if w.active.Add(-1) == 0 {
 		w.segs.idle()
+		for _, l := range w.grows {
+			l.idle()
+		}
 		w.bufs.idle()
 		w.arena.idle()
 	}

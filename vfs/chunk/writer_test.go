@@ -90,12 +90,18 @@ func (c *counts) observe(stored bool, plain, encoded int) {
 
 func write(t *testing.T, w *chunk.Writer, data []byte) []chunk.Ref {
 	t.Helper()
-	refs, size, err := w.Write(context.Background(), bytes.NewReader(data), -1)
+	return writeFrom(t, w, bytes.NewReader(data), len(data))
+}
+
+// writeFrom writes r, of n bytes, through w.
+func writeFrom(t *testing.T, w *chunk.Writer, r io.Reader, n int) []chunk.Ref {
+	t.Helper()
+	refs, size, err := w.Write(context.Background(), r, -1)
 	if err != nil {
 		t.Fatalf("Write: %v", err)
 	}
-	if size != int64(len(data)) {
-		t.Fatalf("Write size = %d, want %d", size, len(data))
+	if size != int64(n) {
+		t.Fatalf("Write size = %d, want %d", size, n)
 	}
 	var sum int64
 	for _, r := range refs {
