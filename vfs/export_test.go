@@ -282,3 +282,8 @@ func (fs *FS) DropCRC(ctx context.Context, file, rev uint64) error {
 		return put(tx, revKey(file, rev), rr)
 	})
 }
+
+// StagedKey and StagedPartKey are the keys of a staged upload's record
+// and of one of its parts, for tests that damage them.
+func StagedKey(id uint64) []byte           { return stagedKey(id) }
+func StagedPartKey(id, part uint64) []byte { return stagedPartKey(id, part) }

@@ -631,16 +631,27 @@ var errNotExpired = errors.New("vfs: staged upload renewed")
 // ExpireStaged terminates every staged upload whose expiry has passed and
 // returns how many it ended. The daemon runs it periodically; until it
 // does, an expired upload is ErrNotExist to every other method, but its
-// chunks and reservation are still held.
+// chunks and reservation are still held. An upload it cannot end (a
+// record that does not read) does not keep it from the others: it goes
+// on, and returns their errors joined (at most maxSweepErrors of them)
+// with the count of those it ended.
 func (fs *FS) ExpireStaged(ctx context.Context) (int, error) {
 	var ids []uint64
+	var errs []error
+	failed := 0
+	fail := func(err error) {
+		if failed++; failed <= maxSweepErrors {
+			errs = append(errs, err)
+		}
+	}
 	now := fs.nowNs()
 	err := fs.db.View(ctx, func(tx kv.Txn) error {
-		ids = ids[:0]
+		ids, errs, failed = ids[:0], errs[:0], 0
 		return tx.Scan([]byte(pStaged), nil, func(k, v []byte) error {
 			var rec stagedRec
 			if err := cbor.Unmarshal(v, &rec); err != nil {
-				return err
+				fail(fmt.Errorf("staged upload %d: %w", stagedKeyID(k), err))
+				return nil
 			}
 			if rec.Expires <= now {
 				ids = append(ids, stagedKeyID(k))
@@ -661,12 +672,21 @@ func (fs *FS) ExpireStaged(ctx context.Context) (int, error) {
 		case err == nil:
 			n++
 		case errors.Is(err, errNotExpired), errors.Is(err, ErrNotExist):
+		case ctx.Err() != nil:
+			return n, err
 		default:
-			return n, fmt.Errorf("staged upload %d: %w", id, err)
+			fail(fmt.Errorf("staged upload %d: %w", id, err))
 		}
 	}
-	return n, nil
+	if failed > maxSweepErrors {
+		errs = append(errs, fmt.Errorf("and %d more uploads that could not be ended", failed-maxSweepErrors))
+	}
+	return n, errors.Join(errs...)
 }
+
+// maxSweepErrors bounds the errors ExpireStaged returns, so that a store
+// with many damaged uploads logs a line, not a page.
+const maxSweepErrors = 5
 
 // stagedRefs adds to want a count for every chunk the staged uploads
 // hold (their parts and tails), for Fsck.

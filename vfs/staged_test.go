@@ -8,10 +8,12 @@ import (
 	"io"
 	"math"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"berth/berthtest"
+	"berth/kv"
 	"berth/vfs"
 	"berth/vfs/chunk"
 )
@@ -317,6 +319,47 @@ func TestStagedSpace(t *testing.T) {
 				t.Fatalf("%d chunks stored after the upload ended", n)
 			}
 			e.fsckClean(t)
+		})
+	}
+}
+
+// TestStagedExpirySweepGoesOn: an expired upload that the sweep cannot
+// end, its record or one of its parts damaged, does not keep it from the
+// others, which it ends; it reports the damaged one. The sweep stopped
+// at the first such upload, and every upload after it kept its chunks
+// and its reservation for ever.
+func TestStagedExpirySweepGoesOn(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		damage func(id uint64) []byte // the key whose value is garbage
+	}{
+		{"record", vfs.StagedKey},
+		{"part", func(id uint64) []byte { return vfs.StagedPartKey(id, 0) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, clock := clockedEnv(t)
+			data := randBytes(5, 5<<20) // a sealed part and a tail
+			var ids []uint64
+			for _, name := range []string{"a", "b", "c"} {
+				st := e.stage(t, name, int64(len(data)), vfs.WriteOptions{})
+				e.appendAll(t, st.ID, data, 0, len(data)-1)
+				ids = append(ids, st.ID)
+			}
+			if err := e.db.Update(ctx, func(tx kv.Txn) error {
+				return tx.Set(tc.damage(ids[0]), []byte{0xff, 0x00})
+			}); err != nil {
+				t.Fatal(err)
+			}
+			clock.Add(2 * time.Hour)
+			n, err := e.fs.ExpireStaged(ctx)
+			if n != 2 || err == nil || !strings.Contains(err.Error(), fmt.Sprint("staged upload ", ids[0])) {
+				t.Fatalf("ExpireStaged = %d, %v; want 2 and the damaged upload %d's error", n, err, ids[0])
+			}
+			for _, id := range ids[1:] {
+				if _, err := e.fs.StagedInfo(ctx, id); !errors.Is(err, vfs.ErrNotExist) {
+					t.Fatalf("upload %d after the sweep: %v", id, err)
+				}
+			}
 		})
 	}
 }
