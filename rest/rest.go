@@ -51,7 +51,8 @@ type Options struct {
 	// Nil: the log holds nothing and activity/create is refused.
 	Activity *activity.Log
 	// PublicURL is the base of share link URLs (url: PublicURL + "/s/" +
-	// hash). Empty: https:// and the request's Host.
+	// hash) and of tus uploads' Locations. Empty: https:// and the
+	// request's Host.
 	PublicURL string
 	// Invite delivers an organization share's invitation to a new
 	// external subscriber (by mail: the token goes to the address, which

@@ -105,7 +105,7 @@ func (s *server) tusRoutes() {
 	composer.UseLocker(memorylocker.New())
 	h, err := tusd.NewUnroutedHandler(tusd.Config{
 		StoreComposer:        composer,
-		BasePath:             tusBase,
+		BasePath:             tusBasePath(s.opts.PublicURL),
 		DisableDownload:      true,
 		DisableConcatenation: true,
 		Cors:                 &tusd.CorsConfig{Disable: true},
@@ -123,6 +123,19 @@ func (s *server) tusRoutes() {
 	s.handleTus("HEAD "+tusBase+"{upload_id}", s.tusHead)
 	s.handleTus("PATCH "+tusBase+"{upload_id}", s.tusPatch)
 	s.handleTus("DELETE "+tusBase+"{upload_id}", s.tusDelete)
+}
+
+// tusBasePath is tusd's BasePath, from which it makes an upload's
+// Location: under public, the URL clients reach berth at, when it is set.
+// Without it tusd takes the scheme and host of the request, which behind
+// a reverse proxy that does not pass them on are the proxy's way in
+// (http://127.0.0.1:8443/...), where no client can go on; share links
+// use public_url the same way.
+func tusBasePath(public string) string {
+	if public == "" {
+		return tusBase
+	}
+	return strings.TrimRight(public, "/") + tusBase
 }
 
 // handleTus registers a tus route: h runs for an authenticated caller

@@ -669,6 +669,51 @@ func TestTusTermination(t *testing.T) {
 }
 
 // TestTusOptions checks the discovery answer.
+// TestTusLocation: an upload's Location is under public_url when it is
+// set, whatever Host the request names (a reverse proxy that does not
+// pass the client's on), and the client goes on at it; without it, the
+// request's host, as share links take it.
+func TestTusLocation(t *testing.T) {
+	f := newFixture(t)
+	for _, tc := range []struct {
+		name, public, host, want string
+	}{
+		{"public_url", "https://files.example.com", "127.0.0.1:9", "https://files.example.com" + tusBase},
+		{"public_url with a slash", "https://files.example.com/", "127.0.0.1:9", "https://files.example.com" + tusBase},
+		{"none: the request's host", "", "files.example.org", "https://files.example.org" + tusBase},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewUnstartedServer(New(Options{FS: f.fs, Accounts: f.accounts, PublicURL: tc.public}))
+			srv.StartTLS()
+			defer srv.Close()
+			req, err := http.NewRequest(http.MethodPost, srv.URL+tusBase, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Host = tc.host
+			req.Header.Set("Tus-Resumable", "1.0.0")
+			req.Header.Set("Upload-Length", "3")
+			req.Header.Set("Upload-Metadata", tusMeta("root_id", fmt.Sprint(f.root.ID), "filename", tc.name+".txt"))
+			req.Header.Set("Authorization", "Bearer "+f.token)
+			resp, err := srv.Client().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			loc := resp.Header.Get("Location")
+			if resp.StatusCode != http.StatusCreated || !strings.HasPrefix(loc, tc.want) {
+				t.Fatalf("create: %d, Location %q, want %s<id>", resp.StatusCode, loc, tc.want)
+			}
+			c := &tusClient{t: t, base: srv.URL, client: srv.Client(), token: f.token}
+			path := loc[strings.Index(loc, tusBase):]
+			h := http.Header{"Upload-Offset": {"0"}, "Content-Type": {"application/offset+octet-stream"}}
+			if resp, body, err := c.do(http.MethodPatch, path, h, strings.NewReader("abc"), 3); err != nil || resp.StatusCode != http.StatusNoContent {
+				t.Fatalf("PATCH at the Location: %v %v %s", err, resp, body)
+			}
+		})
+	}
+}
+
 func TestTusOptions(t *testing.T) {
 	f := newFixture(t)
 	resp := f.request(http.MethodOptions, tusBase, "", nil, nil)
