@@ -287,3 +287,14 @@ func (fs *FS) DropCRC(ctx context.Context, file, rev uint64) error {
 // and of one of its parts, for tests that damage them.
 func StagedKey(id uint64) []byte           { return stagedKey(id) }
 func StagedPartKey(id, part uint64) []byte { return stagedPartKey(id, part) }
+
+// ZipCentralMark is zipCentralMark.
+const ZipCentralMark = zipCentralMark
+
+// ZipWalked is how many central records r passed over to find those it
+// read.
+func ZipWalked(r *ZipReader) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.walked
+}

@@ -40,6 +40,7 @@ func TestZip(t *testing.T) {
 		{"Zip64AtItsThresholds", zip64AtThresholds},
 		{"ExactSizeAndStableETag", zipExactSizeAndStableETag},
 		{"ReadsFromAnyOffset", zipReadsFromAnyOffset},
+		{"CentralDirectoryInAnyOrder", zipCentralInAnyOrder},
 		{"ResumedAt60Percent", zipResumedAt60Percent},
 		{"ETagChangesWithTheFolder", zipETagChanges},
 		{"EmptyFolder", zipEmptyFolder},
@@ -615,6 +616,44 @@ func zipReadsFromAnyOffset(t *testing.T) {
 	}
 	if _, err := r.Seek(-1, io.SeekStart); err == nil {
 		t.Error("seek before the start accepted")
+	}
+}
+
+// zipCentralInAnyOrder reads the central records of a zip of many
+// entries from the last to the first, as a Range of many parts may ask:
+// each read is the archive's bytes, and finds its record walking at most
+// vfs.ZipCentralMark records, where each walked from the first entry.
+func zipCentralInAnyOrder(t *testing.T) {
+	e := newEnv(t)
+	const files = 3000
+	for i := range files {
+		e.write(t, e.root.FolderID, fmt.Sprintf("f%05d.txt", i), []byte{byte(i)})
+	}
+	z, whole := zipBytes(t, e.fs, e.root.ID, e.root.FolderID, vfs.ZipOptions{})
+	eocd := whole[len(whole)-22:]
+	var recs []int64 // where each central record starts
+	for off := int64(binary.LittleEndian.Uint32(eocd[16:])); binary.LittleEndian.Uint32(whole[off:]) == 0x02014b50; {
+		recs = append(recs, off)
+		off += 46 + int64(binary.LittleEndian.Uint16(whole[off+28:])) + int64(binary.LittleEndian.Uint16(whole[off+30:])) + int64(binary.LittleEndian.Uint16(whole[off+32:]))
+	}
+	if len(recs) != files {
+		t.Fatalf("%d central records, want %d", len(recs), files)
+	}
+	r := z.Reader(context.Background())
+	defer r.Close()
+	const parts = 100
+	for i := range parts {
+		off := recs[len(recs)-1-i*len(recs)/parts] + int64(i%3) // into a record too
+		if _, err := r.Seek(off, io.SeekStart); err != nil {
+			t.Fatal(err)
+		}
+		got, err := io.ReadAll(io.LimitReader(r, 60))
+		if err != nil || !bytes.Equal(got, whole[off:off+60]) {
+			t.Fatalf("read at %d: %v, or differs from the archive", off, err)
+		}
+	}
+	if walked, most := vfs.ZipWalked(r), parts*vfs.ZipCentralMark; walked > most {
+		t.Errorf("%d reads walked %d central records, want at most %d", parts, walked, most)
 	}
 }
 
