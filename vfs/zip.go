@@ -269,7 +269,8 @@ func (z *Zip) layout() {
 		h.Write(b[:])
 	}
 	// The format's version, then whatever decides a byte of the archive.
-	h.Write([]byte("berth zip 1"))
+	// 2: paths that begin with a drive letter changed (appendPath).
+	h.Write([]byte("berth zip 2"))
 	num(uint64(z.z64))
 	var off int64
 	for i := range z.ents {
@@ -346,11 +347,24 @@ func (z *Zip) centralLen(e *zipEnt) int64 {
 	return int64(zipCentralLen) + int64(e.pathLen) + zipTimeExtraLen + z.central64(e)
 }
 
-// appendPath appends the entry's path relative to the folder zipped.
+// appendPath appends the entry's path relative to the folder zipped. A
+// path that would begin with a drive letter ("C:", "c:notes") begins with
+// "C_" instead: the zip format forbids drive letters (APPNOTE 4.4.17),
+// and an extractor on Windows may take one for a drive and write outside
+// the folder it extracts into. The length stays the same.
 func (z *Zip) appendPath(dst []byte, i int32) []byte {
+	start := len(dst)
+	dst = z.appendPathFrom(dst, i)
+	if p := dst[start:]; len(p) >= 2 && p[1] == ':' && ('a' <= p[0]|0x20 && p[0]|0x20 <= 'z') {
+		p[1] = '_'
+	}
+	return dst
+}
+
+func (z *Zip) appendPathFrom(dst []byte, i int32) []byte {
 	e := &z.ents[i]
 	if e.parent >= 0 {
-		dst = z.appendPath(dst, e.parent)
+		dst = z.appendPathFrom(dst, e.parent)
 	}
 	dst = append(dst, e.name...)
 	if e.dir {

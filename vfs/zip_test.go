@@ -41,6 +41,7 @@ func TestZip(t *testing.T) {
 		{"ExactSizeAndStableETag", zipExactSizeAndStableETag},
 		{"ReadsFromAnyOffset", zipReadsFromAnyOffset},
 		{"CentralDirectoryInAnyOrder", zipCentralInAnyOrder},
+		{"NoDriveLetters", zipNoDriveLetters},
 		{"ResumedAt60Percent", zipResumedAt60Percent},
 		{"ETagChangesWithTheFolder", zipETagChanges},
 		{"EmptyFolder", zipEmptyFolder},
@@ -616,6 +617,49 @@ func zipReadsFromAnyOffset(t *testing.T) {
 	}
 	if _, err := r.Seek(-1, io.SeekStart); err == nil {
 		t.Error("seek before the start accepted")
+	}
+}
+
+// zipNoDriveLetters: a path that would begin with a drive letter begins
+// with "<letter>_" instead, in local and central headers alike, and the
+// archive stays whole; a colon anywhere else is the name's own.
+func zipNoDriveLetters(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	c, err := e.fs.Mkdir(ctx, e.root.ID, e.root.FolderID, "C:", vfs.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.write(t, c.ID, "x:", []byte("in the folder"))
+	e.write(t, e.root.FolderID, "c:notes", []byte("notes"))
+	e.write(t, e.root.FolderID, "1:", []byte("a digit"))
+	e.write(t, e.root.FolderID, "CC:", []byte("two letters"))
+	for _, tc := range []struct {
+		folder uint64
+		want   []string
+	}{
+		{e.root.FolderID, []string{"1:", "C_/", "C_/x:", "CC:", "c_notes"}},
+		{c.ID, []string{"x_"}}, // the folder zipped is the top
+	} {
+		_, whole := zipBytes(t, e.fs, e.root.ID, tc.folder, vfs.ZipOptions{})
+		zr, err := zip.NewReader(bytes.NewReader(whole), int64(len(whole)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, f := range zr.File {
+			names = append(names, f.Name)
+		}
+		// Local headers name them as the central ones do.
+		for _, raw := range []string{"C:/", "c:notes", "x:"} {
+			if tc.folder == c.ID && bytes.Contains(whole, []byte(raw)) || raw != "x:" && bytes.Contains(whole, []byte(raw)) {
+				t.Errorf("the archive still holds %q", raw)
+			}
+		}
+		if strings.Join(names, "|") != strings.Join(tc.want, "|") {
+			t.Errorf("names %q, want %q", names, tc.want)
+		}
+		berthtest.UnzipTest(t, whole)
 	}
 }
 
