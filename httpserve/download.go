@@ -56,7 +56,8 @@ type Content struct {
 const DownloadCSP = "default-src 'none'; sandbox; frame-ancestors 'none'"
 
 // ServeContent answers r with c through http.ServeContent: Range (206),
-// If-None-Match and If-Modified-Since (304), If-Range, HEAD. The answer is
+// If-None-Match and If-Modified-Since (304), If-Range, HEAD, with dates
+// held to what they prove (DateConditions). The answer is
 // an attachment (or, with Inline, inline) of a type chosen by the name's
 // extension, is never sniffed, and carries DownloadCSP; a Range with zero-length suffix parts loses them first
 // (vfs.ServableRange): ServeContent would send each as a part that ends
@@ -83,6 +84,7 @@ func ServeContent(w http.ResponseWriter, r *http.Request, c Content) error {
 	hdrs := []string{"Etag", c.ETag, "Content-Type", ct, "Content-Disposition", cd,
 		"X-Content-Type-Options", "nosniff", "Content-Security-Policy", csp, "Cache-Control", cc}
 	body := NewBody(c.Body)
+	DateConditions(r, c.Modified)
 	if SendWhole(w, r, c.Modified, body, hdrs...) {
 		return body.Err()
 	}
@@ -112,6 +114,61 @@ func ServableRange(r *http.Request) {
 		r.Header.Set("Range", vfs.ServableRange(rng))
 		dropDateIfRange(r)
 	}
+}
+
+// DateConditions makes r's If-Modified-Since and If-Unmodified-Since
+// claim no more than a date can prove of contents last modified at
+// modified, for http.ServeContent (called here, or by x/net/webdav) to
+// read next. A date has whole seconds, and ServeContent compares
+// modified truncated to its second: a revision written within the
+// second a client's date names, after the one the client holds (two
+// revisions share the second, and their one Last-Modified), was "not
+// modified since" that date. The client was answered 304 and kept the
+// older bytes as current, and an If-Unmodified-Since of it let a write
+// replace a revision its client never saw. So a date proves the
+// contents unchanged only when modified is before the second the date
+// names began; otherwise If-Modified-Since is dropped (the whole
+// contents, 200) and If-Unmodified-Since fails (it is set to the second
+// before modified's, which ServeContent answers 412). An
+// If-Modified-Since later than now is no date the contents had (RFC
+// 2616 14.25, Apache's rule) and is dropped too. A client that
+// revalidates by the ETag (If-None-Match, If-Match), which names the
+// revision itself, is answered exactly as before: those headers take
+// precedence over the dates (RFC 9110 13.2.2), and a date they make
+// ServeContent ignore is left as it is. Contents without a
+// modification time (a zip) have no date to compare, as in
+// ServeContent.
+func DateConditions(r *http.Request, modified time.Time) {
+	if modified.IsZero() || modified.Equal(time.Unix(0, 0)) {
+		return
+	}
+	h := r.Header
+	if h.Get("If-Match") == "" {
+		if t, ok := headerDate(h, "If-Unmodified-Since"); ok {
+			if modified.Before(t) {
+				h.Del("If-Unmodified-Since")
+			} else {
+				h.Set("If-Unmodified-Since", httpDate(modified.Truncate(time.Second).Add(-time.Second)))
+			}
+		}
+	}
+	if h.Get("If-None-Match") != "" || r.Method != http.MethodGet && r.Method != http.MethodHead {
+		return
+	}
+	if t, ok := headerDate(h, "If-Modified-Since"); ok && !(modified.Before(t) && !t.After(time.Now())) {
+		h.Del("If-Modified-Since")
+	}
+}
+
+// headerDate is the date of h's header k, as http.ServeContent reads it;
+// false when there is none or it is no date (ServeContent ignores it).
+func headerDate(h http.Header, k string) (time.Time, bool) {
+	v := h.Get(k)
+	if v == "" {
+		return time.Time{}, false
+	}
+	t, err := http.ParseTime(v)
+	return t, err == nil
 }
 
 // dropDateIfRange removes r's Range when its If-Range is a date rather

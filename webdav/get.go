@@ -143,7 +143,9 @@ func (g *getWriter) ReadFrom(src io.Reader) (int64, error) {
 func (g *getWriter) Unwrap() http.ResponseWriter { return g.ResponseWriter }
 
 // getFS is the FileSystem of a GET: the file it opens for reading is read
-// through an httpserve.Body, which keeps the read error ServeContent drops.
+// through an httpserve.Body, which keeps the read error ServeContent drops,
+// and the request's dates are made to claim no more than they prove of it
+// (httpserve.DateConditions).
 type getFS struct {
 	xwebdav.FileSystem
 	// body is the contents of the file opened, nil before one is.
@@ -162,6 +164,10 @@ func (g *getFS) OpenFile(ctx context.Context, name string, flag int, perm os.Fil
 		return f, err
 	}
 	g.body = httpserve.NewBody(f)
+	if fi, err := f.Stat(); err == nil {
+		// The library's ServeContent compares dates at whole seconds.
+		httpserve.DateConditions(g.r, fi.ModTime())
+	}
 	if g.r.Header.Get("Range") != "" {
 		httpserve.DropEmptyRange(g.r, g.body)
 	}
