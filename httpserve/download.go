@@ -660,8 +660,11 @@ func isAttrChar(c byte) bool {
 }
 
 // Sends reports what http.ServeContent's answer to r for a file with
-// entity tag etag sends: sends is false for a HEAD and for a GET answered
-// 304 (If-None-Match), which send no content; fromStart is whether the
+// entity tag etag, last modified at modified (zero for none, as a zip),
+// sends: sends is false for a HEAD, for a GET answered 304 (If-None-Match,
+// or If-Modified-Since as DateConditions leaves it) and for one answered
+// 412 (If-Match, or If-Unmodified-Since as DateConditions leaves it),
+// which send no content; fromStart is whether the
 // content sent includes the file's first byte, so that the request is a
 // download (or view) of its own rather than the resumption of one: no
 // Range, a part starting at 0 or a suffix part (-N), or an If-Range that
@@ -670,8 +673,8 @@ func isAttrChar(c byte) bool {
 // (vfs.ServableRange): one of more than vfs.MaxRanges parts is sent
 // whole, and a first position is read as ServeContent reads it
 // (strconv.ParseInt: "+0" is 0).
-func Sends(r *http.Request, etag string) (sends, fromStart bool) {
-	if r.Method != http.MethodGet || notModified(r, etag) {
+func Sends(r *http.Request, etag string, modified time.Time) (sends, fromStart bool) {
+	if r.Method != http.MethodGet || failsPrecondition(r, etag, modified) || notModified(r, etag, modified) {
 		return false, false
 	}
 	rng := strings.TrimSpace(r.Header.Get("Range"))
@@ -741,15 +744,44 @@ func RangeBytes(r *http.Request, size int64) int64 {
 	return n
 }
 
-// notModified reports whether ServeContent answers r with 304 for etag
-// (If-None-Match), reading the header as ServeContent does: tag by tag,
-// "*" or a tag that matches etag weakly is 304, and a tag it cannot parse
-// ends the list unmatched, so that the tags after it do not count. Read
-// more leniently (split at commas), "x, <etag>" was a 304 here while
-// ServeContent sent the whole file, which a link's download_limit then
-// never counted.
-func notModified(r *http.Request, etag string) bool {
-	buf := r.Header.Get("If-None-Match")
+// failsPrecondition reports whether ServeContent answers r with 412 for
+// contents of etag last modified at modified, after DateConditions: an
+// If-Match that no tag of matches strongly, or without one an
+// If-Unmodified-Since that the contents were not modified before.
+func failsPrecondition(r *http.Request, etag string, modified time.Time) bool {
+	if im := r.Header.Get("If-Match"); im != "" {
+		return !tagListHas(im, etag, false)
+	}
+	if modified.IsZero() || modified.Equal(time.Unix(0, 0)) {
+		return false
+	}
+	t, ok := headerDate(r.Header, "If-Unmodified-Since")
+	return ok && !modified.Before(t)
+}
+
+// notModified reports whether ServeContent answers r with 304 for
+// contents of etag last modified at modified: If-None-Match, read as
+// ServeContent reads it (tagListHas, weakly), or without one an
+// If-Modified-Since that DateConditions leaves (a date before now that the
+// contents were modified before). Read more leniently (split at commas),
+// "x, <etag>" was a 304 here while ServeContent sent the whole file,
+// which a link's download_limit then never counted.
+func notModified(r *http.Request, etag string, modified time.Time) bool {
+	if inm := r.Header.Get("If-None-Match"); inm != "" {
+		return tagListHas(inm, etag, true)
+	}
+	if modified.IsZero() || modified.Equal(time.Unix(0, 0)) {
+		return false
+	}
+	t, ok := headerDate(r.Header, "If-Modified-Since")
+	return ok && modified.Before(t) && !t.After(time.Now())
+}
+
+// tagListHas reports whether the list of entity tags buf (an If-Match or
+// If-None-Match) has "*" or etag, compared weakly or strongly, reading it
+// as net/http does: tag by tag, and a tag it cannot parse ends the list
+// unmatched, so that the tags after it do not count.
+func tagListHas(buf, etag string, weak bool) bool {
 	for {
 		buf = strings.Trim(buf, asciiSpace)
 		switch {
@@ -765,7 +797,8 @@ func notModified(r *http.Request, etag string) bool {
 		if tag == "" {
 			return false
 		}
-		if strings.TrimPrefix(tag, "W/") == strings.TrimPrefix(etag, "W/") {
+		if weak && strings.TrimPrefix(tag, "W/") == strings.TrimPrefix(etag, "W/") ||
+			!weak && tag == etag && strings.HasPrefix(tag, `"`) {
 			return true
 		}
 		buf = remain

@@ -347,6 +347,8 @@ func TestDownloadCountRanges(t *testing.T) {
 		{"a later part from 0", map[string]string{"Range": "bytes=10-12,0-3"}, 206, 1, false},
 		{"If-Range of another tag", map[string]string{"Range": "bytes=10-", "If-Range": `"other"`}, 200, 1, false},
 		{"not modified", map[string]string{"If-None-Match": "*"}, 304, 0, false},
+		{"If-Match of another tag", map[string]string{"If-Match": `"other"`}, 412, 0, false},
+		{"zip: If-Match of another tag", map[string]string{"If-Match": `"other"`}, 412, 0, true},
 		{"zip: whole", nil, 200, 1, true},
 		{"zip: resume", map[string]string{"Range": "bytes=10-"}, 206, 0, true},
 		{"zip: suffix", map[string]string{"Range": "bytes=-5"}, 206, 1, true},
