@@ -744,6 +744,40 @@ func RangeBytes(r *http.Request, size int64) int64 {
 	return n
 }
 
+// FailedCondition is the precondition of r that fails for a write to a
+// resource of entity tag etag, last modified at modified, or none when
+// exists is false, evaluated as RFC 9110 13.2.2 orders it: If-Match (no
+// resource, or none of its tags matches etag strongly; "*" matches any
+// resource), else If-Unmodified-Since (a resource not modified before
+// the date's second, as DateConditions judges it; a date that is none,
+// or a resource without a modification time, is ignored), then
+// If-None-Match ("*" or a tag that matches etag weakly, on a resource
+// that exists). The header's name is returned, "" when every condition
+// holds. Tag lists are read as net/http reads them: a tag it cannot parse
+// ends the list unmatched, so a malformed If-Match fails and a malformed
+// If-None-Match holds.
+func FailedCondition(r *http.Request, etag string, modified time.Time, exists bool) string {
+	if im := r.Header.Get("If-Match"); im != "" {
+		if !exists || !tagListHas(im, etag, false) {
+			return "If-Match"
+		}
+	} else if exists && !modified.IsZero() && !modified.Equal(time.Unix(0, 0)) {
+		if t, ok := headerDate(r.Header, "If-Unmodified-Since"); ok && !modified.Before(t) {
+			return "If-Unmodified-Since"
+		}
+	}
+	if inm := r.Header.Get("If-None-Match"); inm != "" && exists && tagListHas(inm, etag, true) {
+		return "If-None-Match"
+	}
+	return ""
+}
+
+// Conditional reports whether r has a precondition FailedCondition
+// evaluates.
+func Conditional(r *http.Request) bool {
+	return r.Header.Get("If-Match") != "" || r.Header.Get("If-None-Match") != "" || r.Header.Get("If-Unmodified-Since") != ""
+}
+
 // failsPrecondition reports whether ServeContent answers r with 412 for
 // contents of etag last modified at modified, after DateConditions: an
 // If-Match that no tag of matches strongly, or without one an

@@ -2,7 +2,10 @@ package rest
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -87,5 +90,118 @@ func TestDownloadConditions(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestWriteConditions: If-Match, If-None-Match and If-Unmodified-Since on
+// the API's writes to a file (RFC 9110 13.1, 13.2.2), judged against the
+// file as a download shows it: a client that read revision 1 and sends
+// its ETag loses no revision that came since. An upload is held to the
+// file of its name (none: the name is free), a rename, move or delete to
+// the item of the path. The API ignored them all, so an upload with
+// If-Match of an old ETag replaced the newer revision. A condition that
+// fails is 412 invalid_request and changes nothing.
+func TestWriteConditions(t *testing.T) {
+	type step struct {
+		route  string // "upload", "upload new", "rename", "move", "delete", "delete folder"
+		header []string
+	}
+	tests := []struct {
+		name   string
+		step   step
+		status int
+		after  string // a.txt's contents after; "" when gone
+	}{
+		{"upload, If-Match of the old ETag", step{"upload", []string{"If-Match", "OLD"}}, 412, "v2"},
+		{"upload, If-Match of the ETag", step{"upload", []string{"If-Match", "CUR"}}, 200, "v3"},
+		{"upload, If-Match of the weak ETag", step{"upload", []string{"If-Match", "W/CUR"}}, 412, "v2"},
+		{"upload, If-Match among others", step{"upload", []string{"If-Match", `"x", CUR`}}, 200, "v3"},
+		{"upload, If-Match of *", step{"upload", []string{"If-Match", "*"}}, 200, "v3"},
+		{"upload, If-Match that is no tag", step{"upload", []string{"If-Match", "r1"}}, 412, "v2"},
+		{"upload, If-None-Match of *", step{"upload", []string{"If-None-Match", "*"}}, 412, "v2"},
+		{"upload, If-None-Match of the old ETag", step{"upload", []string{"If-None-Match", "OLD"}}, 200, "v3"},
+		{"upload, If-Unmodified-Since of Last-Modified", step{"upload", []string{"If-Unmodified-Since", "LM"}}, 412, "v2"},
+		{"upload, If-Unmodified-Since of the next second", step{"upload", []string{"If-Unmodified-Since", "LM+1"}}, 200, "v3"},
+		{"upload of a new name, If-None-Match of *", step{"upload new", []string{"If-None-Match", "*"}}, 200, "v2"},
+		{"upload of a new name, If-Match of *", step{"upload new", []string{"If-Match", "*"}}, 412, "v2"},
+		{"rename, If-Match of the old ETag", step{"rename", []string{"If-Match", "OLD"}}, 412, "v2"},
+		{"move, If-Match of the old ETag", step{"move", []string{"If-Match", "OLD"}}, 412, "v2"},
+		{"delete, If-Match of the old ETag", step{"delete", []string{"If-Match", "OLD"}}, 412, "v2"},
+		{"delete, If-Unmodified-Since of Last-Modified", step{"delete", []string{"If-Unmodified-Since", "LM"}}, 412, "v2"},
+		{"delete, If-Match of the ETag", step{"delete", []string{"If-Match", "CUR"}}, 200, ""},
+		{"delete a folder, If-Match of another tag", step{"delete folder", []string{"If-Match", `"x"`}}, 412, "v2"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			ctx := context.Background()
+			t0 := time.Now().Add(-time.Hour).Truncate(time.Second).Add(100 * time.Millisecond)
+			write := func(body string, at time.Time) vfs.Node {
+				n, err := f.fs.WriteFile(ctx, f.root.ID, f.root.FolderID, "a.txt", strings.NewReader(body), vfs.WriteOptions{Modified: at})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return n
+			}
+			old := write("v1", t0)
+			cur := write("v2", t0.Add(800*time.Millisecond))
+			d := f.mustMkdir(f.at("/api/2/files/%d/create_folder"), "D")
+			h := http.Header{}
+			for i := 0; i+1 < len(tt.step.header); i += 2 {
+				v := strings.NewReplacer("OLD", old.ETag(), "CUR", cur.ETag(), "LM+1", t0.Add(time.Second).UTC().Format(http.TimeFormat),
+					"LM", t0.UTC().Format(http.TimeFormat)).Replace(tt.step.header[i+1])
+				h.Set(tt.step.header[i], v)
+			}
+			var st int
+			var body []byte
+			switch tt.step.route {
+			case "upload", "upload new":
+				name := "a.txt"
+				if tt.step.route == "upload new" {
+					name = "b.txt"
+				}
+				mb, ct := multipartBody(name, strings.NewReader("v3"))
+				h.Set("Content-Type", ct)
+				st, body = f.readAll(f.request(http.MethodPost, f.at("/api/2/files/%d/upload"), f.token, mb, h))
+			default:
+				path, form := f.at("/api/2/files/%d/%d/"+tt.step.route, cur.ID), url.Values{}
+				switch tt.step.route {
+				case "rename":
+					form.Set("name", "c.txt")
+				case "move":
+					form.Set("folder_id", fmt.Sprint(d.ID))
+				case "delete folder":
+					path = f.at("/api/2/files/%d/folder/%d/delete", d.ID)
+				}
+				h.Set("Content-Type", "application/x-www-form-urlencoded")
+				st, body = f.readAll(f.request(http.MethodPost, path, f.token, strings.NewReader(form.Encode()), h))
+			}
+			if tt.status == http.StatusPreconditionFailed {
+				wantError(t, st, body, http.StatusPreconditionFailed, "invalid_request")
+				if !strings.Contains(string(body), `does not hold`) {
+					t.Errorf("error_description: %s", body)
+				}
+			} else if st != tt.status {
+				t.Fatalf("%d %s, want %d", st, body, tt.status)
+			}
+			got := ""
+			if n, err := f.fs.Lookup(ctx, f.root.ID, "/a.txt"); err == nil {
+				_, rc, err := f.fs.OpenPath(ctx, f.root.ID, n.Path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, _ := io.ReadAll(rc)
+				rc.Close()
+				got = string(b)
+			}
+			if got != tt.after {
+				t.Errorf("a.txt holds %q, want %q", got, tt.after)
+			}
+			if tt.status != http.StatusOK {
+				if _, err := f.fs.Lookup(ctx, f.root.ID, "/b.txt"); err == nil {
+					t.Error("a refused upload made b.txt")
+				}
+			}
+		})
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 
+	"berth/httpserve"
 	"berth/vfs"
 )
 
@@ -147,6 +148,9 @@ func (s *server) rename(r *http.Request, a fsAccess, n vfs.Node) (any, error) {
 	if err := vfs.ValidateName(name); err != nil {
 		return nil, nameError(n.Dir, err)
 	}
+	if err := conditions(r, n, true); err != nil {
+		return nil, err
+	}
 	out, err := s.fs.Rename(r.Context(), a.root.ID, n.ID, name, a.opts)
 	if err != nil {
 		return nil, nameError(n.Dir, err)
@@ -173,6 +177,9 @@ func (s *server) move(r *http.Request, a fsAccess, n vfs.Node) (any, error) {
 		if err := vfs.ValidateName(name); err != nil {
 			return nil, nameError(n.Dir, err)
 		}
+	}
+	if err := conditions(r, n, true); err != nil {
+		return nil, err
 	}
 	out, err := s.fs.Move(r.Context(), a.root.ID, n.ID, dst, name, a.opts)
 	if err != nil {
@@ -218,5 +225,27 @@ func (s *server) delete(r *http.Request, a fsAccess, n vfs.Node) error {
 	if _, err := form(r); err != nil {
 		return err
 	}
+	if err := conditions(r, n, true); err != nil {
+		return err
+	}
 	return s.fs.Delete(r.Context(), a.root.ID, n.ID, a.opts)
+}
+
+// conditions refuses a change to the item n (exists false: to the name
+// an upload takes, free) that r's If-Match, If-Unmodified-Since or
+// If-None-Match says the client did not mean (httpserve.FailedCondition:
+// RFC 9110 13.2.2's order, the item's ETag as a download sends it): 412
+// invalid_request, and nothing changes. A client that read a file, then
+// renames, moves, deletes or replaces it with If-Match of the ETag it
+// read, does so only while no other revision has come since.
+func conditions(r *http.Request, n vfs.Node, exists bool) error {
+	switch httpserve.FailedCondition(r, n.ETag(), n.Modified, exists) {
+	case "If-Match":
+		return Describe(errPreconditionFailed, "If-Match does not hold: the item is not at that ETag (it changed, or there is none); nothing was changed")
+	case "If-Unmodified-Since":
+		return Describe(errPreconditionFailed, "If-Unmodified-Since does not hold: the item was modified in or after that second; nothing was changed")
+	case "If-None-Match":
+		return Describe(errPreconditionFailed, "If-None-Match does not hold: the item exists at that ETag; nothing was changed")
+	}
+	return nil
 }
