@@ -772,6 +772,47 @@ func FailedCondition(r *http.Request, etag string, modified time.Time, exists bo
 	return ""
 }
 
+// MalformedCondition is the header of r, If-Match or If-None-Match, that
+// is neither "*" nor a comma-separated list of entity tags (RFC 9110
+// 13.1.1, 8.8.3), or "" when both are well formed or absent. A GET reads
+// such a list as net/http does (FailedCondition too); a front end refuses
+// a write that carries one, rather than guess what its client meant.
+func MalformedCondition(r *http.Request) string {
+	for _, k := range []string{"If-Match", "If-None-Match"} {
+		if v := r.Header.Get(k); v != "" && !tagListValid(v) {
+			return k
+		}
+	}
+	return ""
+}
+
+// tagListValid reports whether v is "*" or a list of entity tags,
+// separated by commas and optional white space (empty elements are
+// allowed, RFC 9110 5.6.1).
+func tagListValid(v string) bool {
+	if strings.Trim(v, asciiSpace) == "*" {
+		return true
+	}
+	for buf := v; ; {
+		buf = strings.Trim(buf, asciiSpace)
+		switch {
+		case buf == "":
+			return true
+		case buf[0] == ',':
+			buf = buf[1:]
+			continue
+		}
+		tag, remain := scanETag(buf)
+		if tag == "" {
+			return false
+		}
+		if remain = strings.TrimLeft(remain, asciiSpace); remain != "" && remain[0] != ',' {
+			return false
+		}
+		buf = remain
+	}
+}
+
 // Conditional reports whether r has a precondition FailedCondition
 // evaluates.
 func Conditional(r *http.Request) bool {

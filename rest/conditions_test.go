@@ -100,7 +100,8 @@ func TestDownloadConditions(t *testing.T) {
 // file of its name (none: the name is free), a rename, move or delete to
 // the item of the path. The API ignored them all, so an upload with
 // If-Match of an old ETag replaced the newer revision. A condition that
-// fails is 412 invalid_request and changes nothing.
+// fails is 412 invalid_request and changes nothing; a tag list that does
+// not parse is 400 invalid_request.
 func TestWriteConditions(t *testing.T) {
 	type step struct {
 		route  string // "upload", "upload new", "rename", "move", "delete", "delete folder"
@@ -117,7 +118,11 @@ func TestWriteConditions(t *testing.T) {
 		{"upload, If-Match of the weak ETag", step{"upload", []string{"If-Match", "W/CUR"}}, 412, "v2"},
 		{"upload, If-Match among others", step{"upload", []string{"If-Match", `"x", CUR`}}, 200, "v3"},
 		{"upload, If-Match of *", step{"upload", []string{"If-Match", "*"}}, 200, "v3"},
-		{"upload, If-Match that is no tag", step{"upload", []string{"If-Match", "r1"}}, 412, "v2"},
+		// A list that does not parse is refused, not guessed at.
+		{"upload, If-Match that is no tag", step{"upload", []string{"If-Match", "r1"}}, 400, "v2"},
+		{"upload, If-None-Match of a bad tag, then the ETag", step{"upload", []string{"If-None-Match", "x, CUR"}}, 400, "v2"},
+		{"upload, If-None-Match of * among tags", step{"upload", []string{"If-None-Match", "*, CUR"}}, 400, "v2"},
+		{"delete, If-Match of an unclosed tag", step{"delete", []string{"If-Match", `"r1`}}, 400, "v2"},
 		{"upload, If-None-Match of *", step{"upload", []string{"If-None-Match", "*"}}, 412, "v2"},
 		{"upload, If-None-Match of the old ETag", step{"upload", []string{"If-None-Match", "OLD"}}, 200, "v3"},
 		{"upload, If-Unmodified-Since of Last-Modified", step{"upload", []string{"If-Unmodified-Since", "LM"}}, 412, "v2"},
@@ -176,9 +181,9 @@ func TestWriteConditions(t *testing.T) {
 				h.Set("Content-Type", "application/x-www-form-urlencoded")
 				st, body = f.readAll(f.request(http.MethodPost, path, f.token, strings.NewReader(form.Encode()), h))
 			}
-			if tt.status == http.StatusPreconditionFailed {
-				wantError(t, st, body, http.StatusPreconditionFailed, "invalid_request")
-				if !strings.Contains(string(body), `does not hold`) {
+			if tt.status >= 400 {
+				wantError(t, st, body, tt.status, "invalid_request")
+				if want := map[int]string{400: "list of entity tags", 412: "does not hold"}[tt.status]; !strings.Contains(string(body), want) {
 					t.Errorf("error_description: %s", body)
 				}
 			} else if st != tt.status {

@@ -235,10 +235,14 @@ func (s *server) delete(r *http.Request, a fsAccess, n vfs.Node) error {
 // an upload takes, free) that r's If-Match, If-Unmodified-Since or
 // If-None-Match says the client did not mean (httpserve.FailedCondition:
 // RFC 9110 13.2.2's order, the item's ETag as a download sends it): 412
-// invalid_request, and nothing changes. A client that read a file, then
+// invalid_request, and nothing changes; a malformed If-Match or
+// If-None-Match is 400 invalid_request. A client that read a file, then
 // renames, moves, deletes or replaces it with If-Match of the ETag it
 // read, does so only while no other revision has come since.
 func conditions(r *http.Request, n vfs.Node, exists bool) error {
+	if h := httpserve.MalformedCondition(r); h != "" {
+		return Describe(ErrInvalidRequest, `%s must be * or a comma-separated list of entity tags, such as "r12"; nothing was changed`, h)
+	}
 	switch httpserve.FailedCondition(r, n.ETag(), n.Modified, exists) {
 	case "If-Match":
 		return Describe(errPreconditionFailed, "If-Match does not hold: the item is not at that ETag (it changed, or there is none); nothing was changed")
