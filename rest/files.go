@@ -151,7 +151,7 @@ func (s *server) rename(r *http.Request, a fsAccess, n vfs.Node) (any, error) {
 	if err := conditions(r, n, true); err != nil {
 		return nil, err
 	}
-	out, err := s.fs.Rename(r.Context(), a.root.ID, n.ID, name, a.opts)
+	out, err := s.fs.Rename(r.Context(), a.root.ID, n.ID, name, conditionalOpts(r, a, n))
 	if err != nil {
 		return nil, nameError(n.Dir, err)
 	}
@@ -181,7 +181,7 @@ func (s *server) move(r *http.Request, a fsAccess, n vfs.Node) (any, error) {
 	if err := conditions(r, n, true); err != nil {
 		return nil, err
 	}
-	out, err := s.fs.Move(r.Context(), a.root.ID, n.ID, dst, name, a.opts)
+	out, err := s.fs.Move(r.Context(), a.root.ID, n.ID, dst, name, conditionalOpts(r, a, n))
 	if err != nil {
 		return nil, nameError(n.Dir, err)
 	}
@@ -228,7 +228,20 @@ func (s *server) delete(r *http.Request, a fsAccess, n vfs.Node) error {
 	if err := conditions(r, n, true); err != nil {
 		return err
 	}
-	return s.fs.Delete(r.Context(), a.root.ID, n.ID, a.opts)
+	return s.fs.Delete(r.Context(), a.root.ID, n.ID, conditionalOpts(r, a, n))
+}
+
+// conditionalOpts are a's options for a rename, move or delete of n:
+// where r has conditions and n is a file, the change commits only while
+// n is at the revision they held for (vfs.WriteOptions.IfRevision), so
+// a revision that lands in between is 412 rather than renamed, moved or
+// deleted unseen.
+func conditionalOpts(r *http.Request, a fsAccess, n vfs.Node) vfs.WriteOptions {
+	opts := a.opts
+	if httpserve.Conditional(r) && !n.Dir {
+		opts.IfRevision = n.RevisionID
+	}
+	return opts
 }
 
 // conditions refuses a change to the item n (exists false: to the name
