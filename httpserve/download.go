@@ -55,6 +55,16 @@ type Content struct {
 // for the origin (WebDAV Basic, share-link cookies).
 const DownloadCSP = "default-src 'none'; sandbox; frame-ancestors 'none'"
 
+// DownloadCacheControl is the Cache-Control of every file's contents
+// served, on every front end. Private: a download is behind
+// authentication (or a link's secret). no-cache: a client keeps it, but
+// revalidates its ETag before reuse, since a new revision may replace it
+// at any time; without it, a browser or a mount's cache may reuse the
+// answer unasked for a while it guesses from Last-Modified (RFC 9111
+// 4.2.2's heuristic freshness: a tenth of the file's age), stale the
+// whole time a newer revision is there.
+const DownloadCacheControl = "private, no-cache"
+
 // ServeContent answers r with c through http.ServeContent: Range (206),
 // If-None-Match and If-Modified-Since (304), If-Range, HEAD, with dates
 // held to what they prove (DateConditions). The answer is
@@ -77,12 +87,8 @@ func ServeContent(w http.ResponseWriter, r *http.Request, c Content) error {
 	}
 	ct := cmp.Or(c.Type, ContentType(c.Name))
 	csp := cmp.Or(c.CSP, DownloadCSP)
-	// Private: a download is behind authentication. no-cache: a client
-	// keeps it, but revalidates its ETag before reuse, since a new
-	// revision may replace it at any time.
-	const cc = "private, no-cache"
 	hdrs := []string{"Etag", c.ETag, "Content-Type", ct, "Content-Disposition", cd,
-		"X-Content-Type-Options", "nosniff", "Content-Security-Policy", csp, "Cache-Control", cc}
+		"X-Content-Type-Options", "nosniff", "Content-Security-Policy", csp, "Cache-Control", DownloadCacheControl}
 	body := NewBody(c.Body)
 	DateConditions(r, c.Modified)
 	if SendWhole(w, r, c.Modified, body, hdrs...) {

@@ -69,7 +69,7 @@ func (h *Handler) sendWhole(w http.ResponseWriter, r *http.Request, s *session, 
 	defer vf.Close()
 	send := httpserve.NewSend(w, vf)
 	stream, body := &send.Stream, &send.Body
-	var hdrs [8]string
+	var hdrs [10]string
 	if !httpserve.SendWhole(stream, r, n.Modified, body, appendGetHeaders(hdrs[:0], p, "Etag", fileInfoETag(n))...) {
 		return false
 	}
@@ -83,7 +83,7 @@ func (h *Handler) sendWhole(w http.ResponseWriter, r *http.Request, s *session, 
 // as pairs, whichever path serves it, followed by the pairs of more (in
 // the same allocation).
 func getHeaders(p string, more ...string) []string {
-	return appendGetHeaders(make([]string, 0, 6+len(more)), p, more...)
+	return appendGetHeaders(make([]string, 0, 8+len(more)), p, more...)
 }
 
 // appendGetHeaders appends getHeaders(p, more...) to dst, which may be
@@ -96,6 +96,11 @@ func appendGetHeaders(dst []string, p string, more ...string) []string {
 		// it as berth's page, with the Basic credentials it keeps for
 		// the origin.
 		"Content-Security-Policy", httpserve.DownloadCSP,
+		// Revalidated before each reuse, as every download is: a
+		// mount's or a browser's cache would otherwise reuse a file
+		// for a while it guesses from Last-Modified, stale all along
+		// once a new revision is there.
+		"Cache-Control", httpserve.DownloadCacheControl,
 	), more...)
 }
 
