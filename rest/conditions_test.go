@@ -210,3 +210,52 @@ func TestWriteConditions(t *testing.T) {
 		})
 	}
 }
+
+// TestETagStability: an ETag names the bytes a download sends. The same
+// bytes asked twice, or after a rename or a move, keep it (a client's
+// If-None-Match is still 304); every new revision changes it, even one of
+// the same bytes; a folder's zip asked twice has one ETag, and a new
+// revision inside changes it.
+func TestETagStability(t *testing.T) {
+	f := newFixture(t)
+	d := f.mustMkdir(f.at("/api/2/files/%d/create_folder"), "D")
+	fj := f.mustUpload(f.at("/api/2/files/%d/upload"), "a.txt", []byte("same"))
+	etag := func() string {
+		resp, _ := f.download(fj.ID, nil)
+		return resp.Header.Get("ETag")
+	}
+	zipTag := func() string {
+		resp := f.request(http.MethodHead, f.at("/api/2/files/%d/folder/%d/download", d.ID), f.token, nil, nil)
+		f.readAll(resp)
+		return resp.Header.Get("ETag")
+	}
+	e1 := etag()
+	if e1 == "" || etag() != e1 {
+		t.Fatalf("the same bytes asked twice: %q, then %q", e1, etag())
+	}
+	for _, step := range []struct{ route, field, value string }{
+		{"rename", "name", "b.txt"},
+		{"move", "folder_id", fmt.Sprint(d.ID)},
+	} {
+		if st, b := f.postForm(f.at("/api/2/files/%d/%d/"+step.route, fj.ID), url.Values{step.field: {step.value}}); st != http.StatusOK {
+			t.Fatalf("%s: %d %s", step.route, st, b)
+		}
+		if e := etag(); e != e1 {
+			t.Errorf("after a %s the ETag is %q, was %q", step.route, e, e1)
+		}
+		if resp, _ := f.download(fj.ID, http.Header{"If-None-Match": {e1}}); resp.StatusCode != http.StatusNotModified {
+			t.Errorf("after a %s, If-None-Match of the ETag: %d", step.route, resp.StatusCode)
+		}
+	}
+	z1 := zipTag()
+	if z1 == "" || zipTag() != z1 {
+		t.Fatalf("a zip asked twice: %q, then %q", z1, zipTag())
+	}
+	f.mustUpload(f.at("/api/2/files/%d/folder/%d/upload", d.ID), "b.txt", []byte("same"))
+	if e := etag(); e == e1 {
+		t.Errorf("a new revision of the same bytes kept the ETag %q", e)
+	}
+	if z := zipTag(); z == z1 {
+		t.Errorf("a new revision inside kept the zip's ETag %q", z)
+	}
+}
