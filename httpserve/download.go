@@ -55,8 +55,19 @@ type Content struct {
 // for the origin (WebDAV Basic, share-link cookies).
 const DownloadCSP = "default-src 'none'; sandbox; frame-ancestors 'none'"
 
+// DownloadCacheControl is the Cache-Control of every file's contents
+// served, on every front end. Private: a download is behind
+// authentication (or a link's secret). no-cache: a client keeps it, but
+// revalidates its ETag before reuse, since a new revision may replace it
+// at any time; without it, a browser or a mount's cache may reuse the
+// answer unasked for a while it guesses from Last-Modified (RFC 9111
+// 4.2.2's heuristic freshness: a tenth of the file's age), stale the
+// whole time a newer revision is there.
+const DownloadCacheControl = "private, no-cache"
+
 // ServeContent answers r with c through http.ServeContent: Range (206),
-// If-None-Match and If-Modified-Since (304), If-Range, HEAD. The answer is
+// If-None-Match and If-Modified-Since (304), If-Range, HEAD, with dates
+// held to what they prove (DateConditions). The answer is
 // an attachment (or, with Inline, inline) of a type chosen by the name's
 // extension, is never sniffed, and carries DownloadCSP; a Range with zero-length suffix parts loses them first
 // (vfs.ServableRange): ServeContent would send each as a part that ends
@@ -76,13 +87,10 @@ func ServeContent(w http.ResponseWriter, r *http.Request, c Content) error {
 	}
 	ct := cmp.Or(c.Type, ContentType(c.Name))
 	csp := cmp.Or(c.CSP, DownloadCSP)
-	// Private: a download is behind authentication. no-cache: a client
-	// keeps it, but revalidates its ETag before reuse, since a new
-	// revision may replace it at any time.
-	const cc = "private, no-cache"
 	hdrs := []string{"Etag", c.ETag, "Content-Type", ct, "Content-Disposition", cd,
-		"X-Content-Type-Options", "nosniff", "Content-Security-Policy", csp, "Cache-Control", cc}
+		"X-Content-Type-Options", "nosniff", "Content-Security-Policy", csp, "Cache-Control", DownloadCacheControl}
 	body := NewBody(c.Body)
+	DateConditions(r, c.Modified)
 	if SendWhole(w, r, c.Modified, body, hdrs...) {
 		return body.Err()
 	}
@@ -112,6 +120,61 @@ func ServableRange(r *http.Request) {
 		r.Header.Set("Range", vfs.ServableRange(rng))
 		dropDateIfRange(r)
 	}
+}
+
+// DateConditions makes r's If-Modified-Since and If-Unmodified-Since
+// claim no more than a date can prove of contents last modified at
+// modified, for http.ServeContent (called here, or by x/net/webdav) to
+// read next. A date has whole seconds, and ServeContent compares
+// modified truncated to its second: a revision written within the
+// second a client's date names, after the one the client holds (two
+// revisions share the second, and their one Last-Modified), was "not
+// modified since" that date. The client was answered 304 and kept the
+// older bytes as current, and an If-Unmodified-Since of it let a write
+// replace a revision its client never saw. So a date proves the
+// contents unchanged only when modified is before the second the date
+// names began; otherwise If-Modified-Since is dropped (the whole
+// contents, 200) and If-Unmodified-Since fails (it is set to the second
+// before modified's, which ServeContent answers 412). An
+// If-Modified-Since later than now is no date the contents had (RFC
+// 2616 14.25, Apache's rule) and is dropped too. A client that
+// revalidates by the ETag (If-None-Match, If-Match), which names the
+// revision itself, is answered exactly as before: those headers take
+// precedence over the dates (RFC 9110 13.2.2), and a date they make
+// ServeContent ignore is left as it is. Contents without a
+// modification time (a zip) have no date to compare, as in
+// ServeContent.
+func DateConditions(r *http.Request, modified time.Time) {
+	if modified.IsZero() || modified.Equal(time.Unix(0, 0)) {
+		return
+	}
+	h := r.Header
+	if h.Get("If-Match") == "" {
+		if t, ok := headerDate(h, "If-Unmodified-Since"); ok {
+			if modified.Before(t) {
+				h.Del("If-Unmodified-Since")
+			} else {
+				h.Set("If-Unmodified-Since", httpDate(modified.Truncate(time.Second).Add(-time.Second)))
+			}
+		}
+	}
+	if h.Get("If-None-Match") != "" || r.Method != http.MethodGet && r.Method != http.MethodHead {
+		return
+	}
+	if t, ok := headerDate(h, "If-Modified-Since"); ok && !(modified.Before(t) && !t.After(time.Now())) {
+		h.Del("If-Modified-Since")
+	}
+}
+
+// headerDate is the date of h's header k, as http.ServeContent reads it;
+// false when there is none or it is no date (ServeContent ignores it).
+func headerDate(h http.Header, k string) (time.Time, bool) {
+	v := h.Get(k)
+	if v == "" {
+		return time.Time{}, false
+	}
+	t, err := http.ParseTime(v)
+	return t, err == nil
 }
 
 // dropDateIfRange removes r's Range when its If-Range is a date rather
@@ -603,8 +666,11 @@ func isAttrChar(c byte) bool {
 }
 
 // Sends reports what http.ServeContent's answer to r for a file with
-// entity tag etag sends: sends is false for a HEAD and for a GET answered
-// 304 (If-None-Match), which send no content; fromStart is whether the
+// entity tag etag, last modified at modified (zero for none, as a zip),
+// sends: sends is false for a HEAD, for a GET answered 304 (If-None-Match,
+// or If-Modified-Since as DateConditions leaves it) and for one answered
+// 412 (If-Match, or If-Unmodified-Since as DateConditions leaves it),
+// which send no content; fromStart is whether the
 // content sent includes the file's first byte, so that the request is a
 // download (or view) of its own rather than the resumption of one: no
 // Range, a part starting at 0 or a suffix part (-N), or an If-Range that
@@ -613,8 +679,8 @@ func isAttrChar(c byte) bool {
 // (vfs.ServableRange): one of more than vfs.MaxRanges parts is sent
 // whole, and a first position is read as ServeContent reads it
 // (strconv.ParseInt: "+0" is 0).
-func Sends(r *http.Request, etag string) (sends, fromStart bool) {
-	if r.Method != http.MethodGet || notModified(r, etag) {
+func Sends(r *http.Request, etag string, modified time.Time) (sends, fromStart bool) {
+	if r.Method != http.MethodGet || failsPrecondition(r, etag, modified) || notModified(r, etag, modified) {
 		return false, false
 	}
 	rng := strings.TrimSpace(r.Header.Get("Range"))
@@ -684,15 +750,119 @@ func RangeBytes(r *http.Request, size int64) int64 {
 	return n
 }
 
-// notModified reports whether ServeContent answers r with 304 for etag
-// (If-None-Match), reading the header as ServeContent does: tag by tag,
-// "*" or a tag that matches etag weakly is 304, and a tag it cannot parse
-// ends the list unmatched, so that the tags after it do not count. Read
-// more leniently (split at commas), "x, <etag>" was a 304 here while
-// ServeContent sent the whole file, which a link's download_limit then
-// never counted.
-func notModified(r *http.Request, etag string) bool {
-	buf := r.Header.Get("If-None-Match")
+// FailedCondition is the precondition of r that fails for a write to a
+// resource of entity tag etag, last modified at modified, or none when
+// exists is false, evaluated as RFC 9110 13.2.2 orders it: If-Match (no
+// resource, or none of its tags matches etag strongly; "*" matches any
+// resource), else If-Unmodified-Since (a resource not modified before
+// the date's second, as DateConditions judges it; a date that is none,
+// or a resource without a modification time, is ignored), then
+// If-None-Match ("*" or a tag that matches etag weakly, on a resource
+// that exists). The header's name is returned, "" when every condition
+// holds. Tag lists are read as net/http reads them: a tag it cannot parse
+// ends the list unmatched, so a malformed If-Match fails and a malformed
+// If-None-Match holds.
+func FailedCondition(r *http.Request, etag string, modified time.Time, exists bool) string {
+	if im := r.Header.Get("If-Match"); im != "" {
+		if !exists || !tagListHas(im, etag, false) {
+			return "If-Match"
+		}
+	} else if exists && !modified.IsZero() && !modified.Equal(time.Unix(0, 0)) {
+		if t, ok := headerDate(r.Header, "If-Unmodified-Since"); ok && !modified.Before(t) {
+			return "If-Unmodified-Since"
+		}
+	}
+	if inm := r.Header.Get("If-None-Match"); inm != "" && exists && tagListHas(inm, etag, true) {
+		return "If-None-Match"
+	}
+	return ""
+}
+
+// MalformedCondition is the header of r, If-Match or If-None-Match, that
+// is neither "*" nor a comma-separated list of entity tags (RFC 9110
+// 13.1.1, 8.8.3), or "" when both are well formed or absent. A GET reads
+// such a list as net/http does (FailedCondition too); a front end refuses
+// a write that carries one, rather than guess what its client meant.
+func MalformedCondition(r *http.Request) string {
+	for _, k := range []string{"If-Match", "If-None-Match"} {
+		if v := r.Header.Get(k); v != "" && !tagListValid(v) {
+			return k
+		}
+	}
+	return ""
+}
+
+// tagListValid reports whether v is "*" or a list of entity tags,
+// separated by commas and optional white space (empty elements are
+// allowed, RFC 9110 5.6.1).
+func tagListValid(v string) bool {
+	if strings.Trim(v, asciiSpace) == "*" {
+		return true
+	}
+	for buf := v; ; {
+		buf = strings.Trim(buf, asciiSpace)
+		switch {
+		case buf == "":
+			return true
+		case buf[0] == ',':
+			buf = buf[1:]
+			continue
+		}
+		tag, remain := scanETag(buf)
+		if tag == "" {
+			return false
+		}
+		if remain = strings.TrimLeft(remain, asciiSpace); remain != "" && remain[0] != ',' {
+			return false
+		}
+		buf = remain
+	}
+}
+
+// Conditional reports whether r has a precondition FailedCondition
+// evaluates.
+func Conditional(r *http.Request) bool {
+	return r.Header.Get("If-Match") != "" || r.Header.Get("If-None-Match") != "" || r.Header.Get("If-Unmodified-Since") != ""
+}
+
+// failsPrecondition reports whether ServeContent answers r with 412 for
+// contents of etag last modified at modified, after DateConditions: an
+// If-Match that no tag of matches strongly, or without one an
+// If-Unmodified-Since that the contents were not modified before.
+func failsPrecondition(r *http.Request, etag string, modified time.Time) bool {
+	if im := r.Header.Get("If-Match"); im != "" {
+		return !tagListHas(im, etag, false)
+	}
+	if modified.IsZero() || modified.Equal(time.Unix(0, 0)) {
+		return false
+	}
+	t, ok := headerDate(r.Header, "If-Unmodified-Since")
+	return ok && !modified.Before(t)
+}
+
+// notModified reports whether ServeContent answers r with 304 for
+// contents of etag last modified at modified: If-None-Match, read as
+// ServeContent reads it (tagListHas, weakly), or without one an
+// If-Modified-Since that DateConditions leaves (a date before now that the
+// contents were modified before). Read more leniently (split at commas),
+// "x, <etag>" was a 304 here while ServeContent sent the whole file,
+// which a link's download_limit then never counted.
+func notModified(r *http.Request, etag string, modified time.Time) bool {
+	if inm := r.Header.Get("If-None-Match"); inm != "" {
+		return tagListHas(inm, etag, true)
+	}
+	if modified.IsZero() || modified.Equal(time.Unix(0, 0)) {
+		return false
+	}
+	t, ok := headerDate(r.Header, "If-Modified-Since")
+	return ok && modified.Before(t) && !t.After(time.Now())
+}
+
+// tagListHas reports whether the list of entity tags buf (an If-Match or
+// If-None-Match) has "*" or etag, compared weakly or strongly, reading it
+// as net/http does: tag by tag, and a tag it cannot parse ends the list
+// unmatched, so that the tags after it do not count.
+func tagListHas(buf, etag string, weak bool) bool {
 	for {
 		buf = strings.Trim(buf, asciiSpace)
 		switch {
@@ -708,7 +878,8 @@ func notModified(r *http.Request, etag string) bool {
 		if tag == "" {
 			return false
 		}
-		if strings.TrimPrefix(tag, "W/") == strings.TrimPrefix(etag, "W/") {
+		if weak && strings.TrimPrefix(tag, "W/") == strings.TrimPrefix(etag, "W/") ||
+			!weak && tag == etag && strings.HasPrefix(tag, `"`) {
 			return true
 		}
 		buf = remain

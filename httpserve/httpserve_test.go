@@ -351,7 +351,39 @@ func TestServeContentAnswers(t *testing.T) {
 		// (DropEmptyRange): a suffix was 206 "bytes 0--1/0".
 		{"empty file, suffix", true, func(c *httpserve.Content) { c.Body = strings.NewReader("") }, []string{"Range", "bytes=-5"}, 200, "", map[string]string{"Content-Range": ""}},
 		{"empty file, first byte", true, func(c *httpserve.Content) { c.Body = strings.NewReader("") }, []string{"Range", "bytes=0-0"}, 200, "", map[string]string{"Content-Range": ""}},
-		{"not modified", true, nil, []string{"If-None-Match", `"v1"`}, 304, "", nil},
+		// A 304 carries the validator and the caching rule a 200 would
+		// (RFC 9110 15.4.5), and nothing of the body.
+		{"not modified", true, nil, []string{"If-None-Match", `"v1"`}, 304, "", map[string]string{
+			"ETag": `"v1"`, "Cache-Control": "private, no-cache", "Content-Length": "", "Content-Type": "",
+		}},
+		{"If-None-Match of a list", true, nil, []string{"If-None-Match", `"v0", W/"v1"`}, 304, "", nil},
+		{"If-None-Match of *", true, nil, []string{"If-None-Match", `*`}, 304, "", nil},
+		{"If-None-Match of another ETag", true, nil, []string{"If-None-Match", `"v0"`}, 200, "hello world", nil},
+		// The ETag decides, whatever a date says (RFC 9110 13.2.2).
+		{"If-None-Match of another ETag, a later date", true, nil, []string{"If-None-Match", `"v0"`, "If-Modified-Since", modified.Add(time.Hour).Format(http.TimeFormat)}, 200, "hello world", nil},
+		{"If-None-Match of the ETag, an earlier date", true, nil, []string{"If-None-Match", `"v1"`, "If-Modified-Since", modified.Add(-time.Hour).Format(http.TimeFormat)}, 304, "", nil},
+		// A date proves the contents unchanged only when they were
+		// modified before the second it names began (DateConditions):
+		// Last-Modified names a second that a later revision may
+		// share, and a date in the future is none the contents had.
+		{"If-Modified-Since of Last-Modified sends it whole", true, nil, []string{"If-Modified-Since", modified.Format(http.TimeFormat)}, 200, "hello world", nil},
+		{"If-Modified-Since of the second a revision was written in sends it whole", true, func(c *httpserve.Content) { c.Modified = modified.Add(999 * time.Millisecond) },
+			[]string{"If-Modified-Since", modified.Format(http.TimeFormat)}, 200, "hello world", nil},
+		{"If-Modified-Since of an earlier second sends it whole", true, nil, []string{"If-Modified-Since", modified.Add(-time.Second).Format(http.TimeFormat)}, 200, "hello world", nil},
+		{"If-Modified-Since of the next second is 304", true, func(c *httpserve.Content) { c.Modified = modified.Add(999 * time.Millisecond) },
+			[]string{"If-Modified-Since", modified.Add(time.Second).Format(http.TimeFormat)}, 304, "", map[string]string{"ETag": `"v1"`, "Cache-Control": "private, no-cache"}},
+		{"If-Modified-Since in the future sends it whole", true, nil, []string{"If-Modified-Since", time.Now().Add(time.Hour).Format(http.TimeFormat)}, 200, "hello world", nil},
+		{"If-Modified-Since that is no date sends it whole", true, nil, []string{"If-Modified-Since", "yesterday"}, 200, "hello world", nil},
+		{"If-Unmodified-Since of Last-Modified is 412", true, nil, []string{"If-Unmodified-Since", modified.Format(http.TimeFormat)}, 412, "FAIL 412\n", nil},
+		{"If-Unmodified-Since of the second a revision was written in is 412", true, func(c *httpserve.Content) { c.Modified = modified.Add(999 * time.Millisecond) },
+			[]string{"If-Unmodified-Since", modified.Format(http.TimeFormat)}, 412, "FAIL 412\n", nil},
+		{"If-Unmodified-Since of an earlier second is 412", true, nil, []string{"If-Unmodified-Since", modified.Add(-time.Second).Format(http.TimeFormat)}, 412, "FAIL 412\n", nil},
+		{"If-Unmodified-Since of the next second holds", true, func(c *httpserve.Content) { c.Modified = modified.Add(999 * time.Millisecond) },
+			[]string{"If-Unmodified-Since", modified.Add(time.Second).Format(http.TimeFormat)}, 200, "hello world", nil},
+		{"If-Match of the ETag outweighs If-Unmodified-Since", true, nil, []string{"If-Match", `"v1"`, "If-Unmodified-Since", modified.Add(-time.Hour).Format(http.TimeFormat)}, 200, "hello world", nil},
+		{"If-Match of a weak ETag is 412", true, nil, []string{"If-Match", `W/"v1"`}, 412, "FAIL 412\n", nil},
+		{"If-Match of *", true, nil, []string{"If-Match", `*`}, 200, "hello world", nil},
+		{"zip: no date to compare", true, func(c *httpserve.Content) { c.Modified = time.Time{} }, []string{"If-Unmodified-Since", modified.Add(-time.Hour).Format(http.TimeFormat)}, 200, "hello world", nil},
 		{"416 to Fail", true, nil, []string{"Range", "bytes=50-"}, 416, "FAIL 416\n", map[string]string{
 			"Content-Range": "bytes */11", "Content-Disposition": "", "Content-Length": "",
 		}},

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 
+	"berth/httpserve"
 	"berth/vfs"
 )
 
@@ -147,7 +148,10 @@ func (s *server) rename(r *http.Request, a fsAccess, n vfs.Node) (any, error) {
 	if err := vfs.ValidateName(name); err != nil {
 		return nil, nameError(n.Dir, err)
 	}
-	out, err := s.fs.Rename(r.Context(), a.root.ID, n.ID, name, a.opts)
+	if err := conditions(r, n, true); err != nil {
+		return nil, err
+	}
+	out, err := s.fs.Rename(r.Context(), a.root.ID, n.ID, name, conditionalOpts(r, a, n))
 	if err != nil {
 		return nil, nameError(n.Dir, err)
 	}
@@ -174,7 +178,10 @@ func (s *server) move(r *http.Request, a fsAccess, n vfs.Node) (any, error) {
 			return nil, nameError(n.Dir, err)
 		}
 	}
-	out, err := s.fs.Move(r.Context(), a.root.ID, n.ID, dst, name, a.opts)
+	if err := conditions(r, n, true); err != nil {
+		return nil, err
+	}
+	out, err := s.fs.Move(r.Context(), a.root.ID, n.ID, dst, name, conditionalOpts(r, a, n))
 	if err != nil {
 		return nil, nameError(n.Dir, err)
 	}
@@ -218,5 +225,44 @@ func (s *server) delete(r *http.Request, a fsAccess, n vfs.Node) error {
 	if _, err := form(r); err != nil {
 		return err
 	}
-	return s.fs.Delete(r.Context(), a.root.ID, n.ID, a.opts)
+	if err := conditions(r, n, true); err != nil {
+		return err
+	}
+	return s.fs.Delete(r.Context(), a.root.ID, n.ID, conditionalOpts(r, a, n))
+}
+
+// conditionalOpts are a's options for a rename, move or delete of n:
+// where r has conditions and n is a file, the change commits only while
+// n is at the revision they held for (vfs.WriteOptions.IfRevision), so
+// a revision that lands in between is 412 rather than renamed, moved or
+// deleted unseen.
+func conditionalOpts(r *http.Request, a fsAccess, n vfs.Node) vfs.WriteOptions {
+	opts := a.opts
+	if httpserve.Conditional(r) && !n.Dir {
+		opts.IfRevision = n.RevisionID
+	}
+	return opts
+}
+
+// conditions refuses a change to the item n (exists false: to the name
+// an upload takes, free) that r's If-Match, If-Unmodified-Since or
+// If-None-Match says the client did not mean (httpserve.FailedCondition:
+// RFC 9110 13.2.2's order, the item's ETag as a download sends it): 412
+// invalid_request, and nothing changes; a malformed If-Match or
+// If-None-Match is 400 invalid_request. A client that read a file, then
+// renames, moves, deletes or replaces it with If-Match of the ETag it
+// read, does so only while no other revision has come since.
+func conditions(r *http.Request, n vfs.Node, exists bool) error {
+	if h := httpserve.MalformedCondition(r); h != "" {
+		return Describe(ErrInvalidRequest, `%s must be * or a comma-separated list of entity tags, such as "r12"; nothing was changed`, h)
+	}
+	switch httpserve.FailedCondition(r, n.ETag(), n.Modified, exists) {
+	case "If-Match":
+		return Describe(errPreconditionFailed, "If-Match does not hold: the item is not at that ETag (it changed, or there is none); nothing was changed")
+	case "If-Unmodified-Since":
+		return Describe(errPreconditionFailed, "If-Unmodified-Since does not hold: the item was modified in or after that second; nothing was changed")
+	case "If-None-Match":
+		return Describe(errPreconditionFailed, "If-None-Match does not hold: the item exists at that ETag; nothing was changed")
+	}
+	return nil
 }

@@ -57,3 +57,39 @@ func (s *server) uploadOptions(ctx context.Context, r *http.Request, a fsAccess,
 	opts.IfRevision = old.RevisionID
 	return opts, nil
 }
+
+// uploadConditions holds an upload of name into parent to r's If-Match,
+// If-Unmodified-Since and If-None-Match, as a WebDAV PUT is held: they
+// are evaluated against the file the upload replaces, or none when the
+// name is free (conditions), and the write then commits only while that
+// file is still at that revision, or the name still free
+// (vfs.WriteOptions.IfRevision, IfAbsent), so a revision that lands
+// while the body arrives makes it 412 too (vfs.ErrChanged). A folder of
+// that name is left to vfs, which refuses it (name_conflict).
+func (s *server) uploadConditions(r *http.Request, a fsAccess, parent uint64, name string, opts vfs.WriteOptions) (vfs.WriteOptions, error) {
+	if vfs.ValidateName(name) != nil {
+		return opts, nil // vfs refuses the name, by its own code
+	}
+	dir, err := s.fs.Stat(r.Context(), a.root.ID, parent)
+	if err != nil {
+		return opts, err
+	}
+	old, err := s.fs.Lookup(r.Context(), a.root.ID, path.Join(dir.Path, name))
+	switch {
+	case errors.Is(err, vfs.ErrNotExist):
+		if err := conditions(r, vfs.Node{}, false); err != nil {
+			return opts, err
+		}
+		opts.IfAbsent = true
+		return opts, nil
+	case err != nil:
+		return opts, err
+	case old.Dir:
+		return opts, nil
+	}
+	if err := conditions(r, old, true); err != nil {
+		return opts, err
+	}
+	opts.IfRevision = old.RevisionID
+	return opts, nil
+}

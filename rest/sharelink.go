@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"berth/httpserve"
 	"berth/share"
@@ -785,18 +786,19 @@ func (s *server) linkFolderDownload(w http.ResponseWriter, r *http.Request) erro
 
 // count reserves the download (or view) of r before anything is written,
 // by share's one counting rule (share.CountRequest), for a file or a zip
-// alike: etag is the entity tag of what is served, which decides whether
-// a Range or If-Range answer holds its first byte, and which content a
+// alike: etag is the entity tag of what is served (and modified its
+// Last-Modified, zero for a zip), which decides whether a precondition
+// or a Range or If-Range answer sends its first byte, and which content a
 // download's credit of resumptions is for (a zip's narrowed by file_ids
 // is another content than the whole folder's). Under a
 // download_limit it returns w wrapped to see what the answer sends, and
 // settle, deferred by the caller, gives back to the link what a cut
 // answer did not send (share.Charge).
-func (s *server) count(w http.ResponseWriter, r *http.Request, la share.LinkAccess, view bool, etag string, size int64) (http.ResponseWriter, func(), error) {
+func (s *server) count(w http.ResponseWriter, r *http.Request, la share.LinkAccess, view bool, etag string, modified time.Time, size int64) (http.ResponseWriter, func(), error) {
 	if !la.Perms.Has(share.Read) {
 		return w, func() {}, &share.Refusal{Reason: "this share link does not allow reading the contents"}
 	}
-	sends, fromStart := httpserve.Sends(r, etag)
+	sends, fromStart := httpserve.Sends(r, etag, modified)
 	c, err := s.shares.CountRequest(r.Context(), la, view, sends, fromStart, etag, httpserve.RangeBytes(r, size), size)
 	if err != nil {
 		return w, func() {}, err
@@ -813,7 +815,7 @@ func (s *server) serveLinkFile(w http.ResponseWriter, r *http.Request, la share.
 		return err
 	}
 	defer f.Close()
-	w, settle, err := s.count(w, r, la, view, f.Node.ETag(), f.Size())
+	w, settle, err := s.count(w, r, la, view, f.Node.ETag(), f.Node.Modified, f.Size())
 	defer settle()
 	if err != nil {
 		return err
@@ -854,7 +856,7 @@ func (s *server) serveLinkZip(w http.ResponseWriter, r *http.Request, la share.L
 		return err
 	}
 	defer z.Close()
-	w, settle, err := s.count(w, r, la, false, z.ETag(), z.Size())
+	w, settle, err := s.count(w, r, la, false, z.ETag(), time.Time{}, z.Size())
 	defer settle()
 	if err != nil {
 		return err

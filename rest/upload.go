@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"berth/httpserve"
 	"berth/vfs"
 )
 
@@ -83,6 +84,11 @@ func (s *server) upload(r *http.Request, a fsAccess, parent uint64) (_ any, err 
 		opts, err := s.uploadOptions(r.Context(), r, a, parent, name)
 		if err != nil {
 			return nil, nameError(false, err)
+		}
+		if httpserve.Conditional(r) {
+			if opts, err = s.uploadConditions(r, a, parent, name, opts); err != nil {
+				return nil, nameError(false, err)
+			}
 		}
 		head.left = -1 // the file's contents: the policy's limits apply
 		body := &partReader{r: p}

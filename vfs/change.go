@@ -160,6 +160,9 @@ func (fs *FS) move(ctx context.Context, op Op, root, id, parent uint64, name str
 		if rec.Parent == 0 {
 			return fmt.Errorf("%w: item %d", ErrRootItem, id)
 		}
+		if err := atRevision(rec, opts); err != nil {
+			return err
+		}
 		if dst == 0 {
 			dst = rec.Parent
 		}
@@ -331,6 +334,9 @@ func (fs *FS) delete(ctx context.Context, root, id uint64, opts WriteOptions, at
 		if rec.Parent == 0 {
 			return fmt.Errorf("%w: item %d", ErrRootItem, id)
 		}
+		if err := atRevision(rec, opts); err != nil {
+			return err
+		}
 		if err := checkLocks(tx, id, 2, opts, now); err != nil {
 			return err
 		}
@@ -352,6 +358,17 @@ func (fs *FS) delete(ctx context.Context, root, id uint64, opts WriteOptions, at
 	})
 	fs.done(OpDelete, counted(err, at.refusedErr()), Event{RootID: root, NodeID: id, ParentID: rec.Parent, Name: rec.Name, Dir: rec.Dir, Size: rec.Size})
 	return err
+}
+
+// atRevision is ErrChanged when opts.IfRevision is set and rec is not a
+// file at that revision: a front end's If-Match, checked before a rename,
+// move or delete, then holds at its commit too, and a revision that
+// landed in between is not the one renamed, moved or deleted unseen.
+func atRevision(rec nodeRec, opts WriteOptions) error {
+	if opts.IfRevision != 0 && (rec.Dir || rec.Rev != opts.IfRevision) {
+		return fmt.Errorf("%w: item %d is not at revision %d", ErrChanged, rec.ID, opts.IfRevision)
+	}
+	return nil
 }
 
 // replacement is an item that a Copy or Move with Overwrite deleted in

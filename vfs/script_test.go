@@ -129,8 +129,20 @@ func TestScripts(t *testing.T) {
 			open @v2 body=v2 ok
 			lookup /b.txt want ErrNotExist
 			# The current revision; absent.
-			write / a.txt v3 ifrev=@v2 ok
+			write / a.txt v3 ifrev=@v2 as=v3 ok
 			write / b.txt b ifabsent ok
+			# Rename, move and delete of a file hold it too; a folder is
+			# at no revision.
+			mkdir / d as=d ok
+			rename /a.txt c.txt ifrev=@v2 want ErrChanged
+			move /a.txt @d ifrev=@v2 want ErrChanged
+			delete /a.txt ifrev=@v2 want ErrChanged
+			delete @d ifrev=@v3 want ErrChanged
+			open /a.txt body=v3 ok
+			rename /a.txt c.txt ifrev=@v3 ok
+			move /c.txt @d ifrev=@v3 ok
+			delete /d/c.txt ifrev=@v3 ok
+			lookup /d/c.txt want ErrNotExist
 		`},
 		// A file opens with its bytes and node, a folder gives its node and
 		// no file, and a missing, deleted or malformed path is the error

@@ -160,10 +160,12 @@ type WriteOptions struct {
 	// and checked in its commit alone, costs a read transaction more.
 	BodyOnDemand bool
 	// IfRevision, when not 0, lets WriteFile commit only while the file's
-	// current revision is that one; IfAbsent only while there is no file
-	// of that name. Otherwise it is ErrChanged and nothing is stored: a
-	// front end's If-Match or If-None-Match, checked before a long upload,
-	// then holds at its commit too.
+	// current revision is that one, and Rename, Move and Delete only
+	// while the item is a file at that revision; IfAbsent lets WriteFile
+	// commit only while there is no file of that name. Otherwise it is
+	// ErrChanged and nothing is stored: a front end's If-Match or
+	// If-None-Match, checked before a long upload (or a rename, move or
+	// delete), then holds at its commit too.
 	IfRevision uint64
 	IfAbsent   bool
 	// Overwrite lets Copy, CopyEmpty and Move replace a live item that

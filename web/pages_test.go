@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"berth/share"
 	"berth/vfs"
@@ -273,6 +274,61 @@ func TestPaging(t *testing.T) {
 	}
 }
 
+// TestDownloadConditions: a link's download of a file whose two revisions
+// were written within one second, so share Last-Modified. A date proves
+// the visitor's copy current only when the revision was written before
+// the second it names: the old revision's date was 304, and the browser
+// kept the old file as current. The ETag decides as before.
+func TestDownloadConditions(t *testing.T) {
+	s := newSite(t)
+	ctx := context.Background()
+	t0 := time.Now().Add(-time.Hour).Truncate(time.Second).Add(100 * time.Millisecond)
+	write := func(body string, at time.Time) vfs.Node {
+		wo := share.WriteOptions(s.alice)
+		wo.Modified = at
+		n, err := s.st.FS.WriteFile(ctx, s.root.ID, s.root.FolderID, "d.txt", strings.NewReader(body), wo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	old := write("old", t0)
+	cur := write("new", t0.Add(800*time.Millisecond))
+	_, u := s.link(t, cur, share.LinkSettings{})
+	lm := t0.UTC().Format(http.TimeFormat)
+	next := t0.Add(time.Second).UTC().Format(http.TimeFormat)
+	for _, tt := range []struct {
+		name    string
+		headers map[string]string
+		status  int
+		body    string
+	}{
+		{"the old revision's date sends the new one", map[string]string{"If-Modified-Since": lm}, 200, "new"},
+		{"the next second proves it current", map[string]string{"If-Modified-Since": next}, 304, ""},
+		{"the old ETag sends the new revision", map[string]string{"If-None-Match": old.ETag()}, 200, "new"},
+		{"the ETag is 304 whatever the date", map[string]string{"If-None-Match": cur.ETag(), "If-Modified-Since": lm}, 304, ""},
+		{"If-Unmodified-Since the old revision's date is 412", map[string]string{"If-Unmodified-Since": lm}, 412, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			req, _ := http.NewRequest(http.MethodGet, u+"/download", nil)
+			for k, v := range tt.headers {
+				req.Header.Set(k, v)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body := readAll(t, resp)
+			if resp.StatusCode != tt.status || tt.status != 412 && body != tt.body {
+				t.Fatalf("%d %q, want %d %q", resp.StatusCode, body, tt.status, tt.body)
+			}
+			if tt.status == 304 && resp.Header.Get("ETag") != cur.ETag() {
+				t.Errorf("ETag %q, want %q", resp.Header.Get("ETag"), cur.ETag())
+			}
+		})
+	}
+}
+
 // TestDownloadCountRanges counts by the REST API's rule, for a file and a
 // folder's zip alike: any answer that may hold byte 0 is a download;
 // resuming and 304 are not.
@@ -291,6 +347,8 @@ func TestDownloadCountRanges(t *testing.T) {
 		{"a later part from 0", map[string]string{"Range": "bytes=10-12,0-3"}, 206, 1, false},
 		{"If-Range of another tag", map[string]string{"Range": "bytes=10-", "If-Range": `"other"`}, 200, 1, false},
 		{"not modified", map[string]string{"If-None-Match": "*"}, 304, 0, false},
+		{"If-Match of another tag", map[string]string{"If-Match": `"other"`}, 412, 0, false},
+		{"zip: If-Match of another tag", map[string]string{"If-Match": `"other"`}, 412, 0, true},
 		{"zip: whole", nil, 200, 1, true},
 		{"zip: resume", map[string]string{"Range": "bytes=10-"}, 206, 0, true},
 		{"zip: suffix", map[string]string{"Range": "bytes=-5"}, 206, 1, true},

@@ -461,17 +461,18 @@ func (h *handler) fileDownload(w http.ResponseWriter, r *http.Request) {
 
 // count reserves the download of r before anything is written, by the
 // counting rule the REST API's link downloads use (share.CountRequest),
-// for a file or a zip alike: etag is the entity tag of what is served,
-// which also keys a download's credit of resumptions to that content
-// (another file of the folder, or another folder's zip, has none).
+// for a file or a zip alike: etag is the entity tag of what is served
+// (modified its Last-Modified, zero for a zip), which also keys a
+// download's credit of resumptions to that content (another file of the
+// folder, or another folder's zip, has none).
 // Under a download_limit it returns w wrapped to see what the answer
 // sends, and settle, deferred by the caller (abort panics), gives back
 // to the link what a cut answer did not send (share.Charge).
-func (h *handler) count(w http.ResponseWriter, r *http.Request, la share.LinkAccess, etag string, size int64) (http.ResponseWriter, func(), error) {
+func (h *handler) count(w http.ResponseWriter, r *http.Request, la share.LinkAccess, etag string, modified time.Time, size int64) (http.ResponseWriter, func(), error) {
 	if !la.Perms.Has(share.Read) {
 		return w, func() {}, &share.Refusal{Reason: "This share link lets you see what it shares, but not download it."}
 	}
-	sends, fromStart := httpserve.Sends(r, etag)
+	sends, fromStart := httpserve.Sends(r, etag, modified)
 	c, err := h.opts.Share.CountRequest(r.Context(), la, false, sends, fromStart, etag, httpserve.RangeBytes(r, size), size)
 	if err != nil {
 		return w, func() {}, err
@@ -487,7 +488,7 @@ func (h *handler) serveFile(w http.ResponseWriter, r *http.Request, la share.Lin
 		return
 	}
 	defer f.Close()
-	w, settle, err := h.count(w, r, la, f.Node.ETag(), f.Size())
+	w, settle, err := h.count(w, r, la, f.Node.ETag(), f.Node.Modified, f.Size())
 	defer settle()
 	if err != nil {
 		h.fail(w, r, err)
@@ -510,7 +511,7 @@ func (h *handler) serveZip(w http.ResponseWriter, r *http.Request, la share.Link
 		return
 	}
 	defer z.Close()
-	w, settle, err := h.count(w, r, la, z.ETag(), z.Size())
+	w, settle, err := h.count(w, r, la, z.ETag(), time.Time{}, z.Size())
 	defer settle()
 	if err != nil {
 		h.fail(w, r, err)

@@ -135,8 +135,16 @@ func (s *session) copyMove(w http.ResponseWriter, r *http.Request) error {
 	// or MOVE leaves it as it was.
 	fs, opts := s.h.opts.FS, s.optsFor(dst.m.root.ID)
 	opts.Overwrite = dstExists
+	// The conditions held for the source at its revision; the move or
+	// the delete holds them at its commit too, so a revision that lands
+	// in between is not moved away or deleted unseen (412).
+	srcOpts := s.optsFor(src.m.root.ID)
+	if conditional(r) && !sn.Dir {
+		srcOpts.IfRevision = sn.RevisionID
+	}
 	switch {
 	case move && src.m == dst.m:
+		opts.IfRevision = srcOpts.IfRevision
 		_, err = fs.Move(s.ctx, src.m.root.ID, sn.ID, parent.node.ID, name, opts)
 	case depth == "0" && sn.Dir:
 		// An empty collection with the source's dead properties.
@@ -144,7 +152,7 @@ func (s *session) copyMove(w http.ResponseWriter, r *http.Request) error {
 	default:
 		_, err = fs.Copy(s.ctx, src.m.root.ID, sn.ID, dst.m.root.ID, parent.node.ID, name, opts)
 		if err == nil && move {
-			err = fs.Delete(s.ctx, src.m.root.ID, sn.ID, s.optsFor(src.m.root.ID))
+			err = fs.Delete(s.ctx, src.m.root.ID, sn.ID, srcOpts)
 		}
 	}
 	if err != nil {

@@ -44,7 +44,13 @@ func (s *session) delete(w http.ResponseWriter, r *http.Request) error {
 	if err := s.readOnly(n); err != nil {
 		return err
 	}
-	if err := s.h.opts.FS.Delete(s.ctx, t.m.root.ID, n.ID, s.optsFor(t.m.root.ID)); err != nil {
+	opts := s.optsFor(t.m.root.ID)
+	if conditional(r) && !n.Dir {
+		// The conditions held for the file at this revision; the delete
+		// holds them at its commit too (412 for one that landed since).
+		opts.IfRevision = n.RevisionID
+	}
+	if err := s.h.opts.FS.Delete(s.ctx, t.m.root.ID, n.ID, opts); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)

@@ -64,6 +64,11 @@ func TestDownload(t *testing.T) {
 					if csp := h.Get("Content-Security-Policy"); csp != httpserve.DownloadCSP {
 						t.Errorf("%s %s: Content-Security-Policy %q", method, name, csp)
 					}
+					// Revalidated before reuse, never reused on a
+					// guess from Last-Modified (RFC 9111 4.2.2).
+					if cc := h.Get("Cache-Control"); cc != httpserve.DownloadCacheControl {
+						t.Errorf("%s %s: Cache-Control %q", method, name, cc)
+					}
 				}
 			}
 			// A collection's GET stays an error answer in plain text.

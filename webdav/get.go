@@ -69,7 +69,7 @@ func (h *Handler) sendWhole(w http.ResponseWriter, r *http.Request, s *session, 
 	defer vf.Close()
 	send := httpserve.NewSend(w, vf)
 	stream, body := &send.Stream, &send.Body
-	var hdrs [8]string
+	var hdrs [10]string
 	if !httpserve.SendWhole(stream, r, n.Modified, body, appendGetHeaders(hdrs[:0], p, "Etag", fileInfoETag(n))...) {
 		return false
 	}
@@ -83,7 +83,7 @@ func (h *Handler) sendWhole(w http.ResponseWriter, r *http.Request, s *session, 
 // as pairs, whichever path serves it, followed by the pairs of more (in
 // the same allocation).
 func getHeaders(p string, more ...string) []string {
-	return appendGetHeaders(make([]string, 0, 6+len(more)), p, more...)
+	return appendGetHeaders(make([]string, 0, 8+len(more)), p, more...)
 }
 
 // appendGetHeaders appends getHeaders(p, more...) to dst, which may be
@@ -96,6 +96,11 @@ func appendGetHeaders(dst []string, p string, more ...string) []string {
 		// it as berth's page, with the Basic credentials it keeps for
 		// the origin.
 		"Content-Security-Policy", httpserve.DownloadCSP,
+		// Revalidated before each reuse, as every download is: a
+		// mount's or a browser's cache would otherwise reuse a file
+		// for a while it guesses from Last-Modified, stale all along
+		// once a new revision is there.
+		"Cache-Control", httpserve.DownloadCacheControl,
 	), more...)
 }
 
@@ -143,7 +148,9 @@ func (g *getWriter) ReadFrom(src io.Reader) (int64, error) {
 func (g *getWriter) Unwrap() http.ResponseWriter { return g.ResponseWriter }
 
 // getFS is the FileSystem of a GET: the file it opens for reading is read
-// through an httpserve.Body, which keeps the read error ServeContent drops.
+// through an httpserve.Body, which keeps the read error ServeContent drops,
+// and the request's dates are made to claim no more than they prove of it
+// (httpserve.DateConditions).
 type getFS struct {
 	xwebdav.FileSystem
 	// body is the contents of the file opened, nil before one is.
@@ -162,6 +169,10 @@ func (g *getFS) OpenFile(ctx context.Context, name string, flag int, perm os.Fil
 		return f, err
 	}
 	g.body = httpserve.NewBody(f)
+	if fi, err := f.Stat(); err == nil {
+		// The library's ServeContent compares dates at whole seconds.
+		httpserve.DateConditions(g.r, fi.ModTime())
+	}
 	if g.r.Header.Get("Range") != "" {
 		httpserve.DropEmptyRange(g.r, g.body)
 	}

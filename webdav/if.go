@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"time"
 
 	"berth/vfs"
 )
@@ -225,8 +224,12 @@ func checkMatch(r *http.Request, n vfs.Node, exists bool) error {
 		}
 	} else if ius := r.Header.Get("If-Unmodified-Since"); ius != "" && exists && !n.Modified.IsZero() {
 		// Ignored without a modification date or with a value that is
-		// no date (13.1.4); dates have whole seconds.
-		if since, err := http.ParseTime(ius); err == nil && n.Modified.Truncate(time.Second).After(since) {
+		// no date (13.1.4). Dates have whole seconds, and two revisions
+		// can share one: the date proves the resource unmodified only
+		// when it was modified before that second began, as for a GET
+		// (httpserve.DateConditions), so a write never replaces a
+		// revision of the same second that its client never saw.
+		if since, err := http.ParseTime(ius); err == nil && !n.Modified.Before(since) {
 			return describe(errPrecondition, "the resource was modified after If-Unmodified-Since")
 		}
 	}

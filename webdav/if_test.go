@@ -1,11 +1,14 @@
 package webdav_test
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"berth/vfs"
 )
 
 // TestIf: preconditions. The If header (RFC 4918 10.4) on writes and
@@ -177,6 +180,67 @@ func TestIf(t *testing.T) {
 			// So is a date that is not one.
 			st, _, body = f.do("DELETE", "/new.txt", nil, "If-Unmodified-Since", "yesterday")
 			want(t, "DELETE with an invalid date", st, http.StatusNoContent, body)
+		}},
+
+		// Two revisions written within one second share Last-Modified: a
+		// date proves the client's copy current only when the revision
+		// was written before the second it names. GET with the old
+		// revision's date was 304 (the client kept the old bytes), and a
+		// write with If-Unmodified-Since of it replaced the revision its
+		// client never saw. The ETag decides as before; a later second
+		// still proves, for reads and writes alike.
+		{"dates prove nothing of their own second", func(t *testing.T) {
+			f := newFixture(t)
+			ctx := context.Background()
+			t0 := time.Now().Add(-time.Hour).Truncate(time.Second).Add(100 * time.Millisecond)
+			write := func(body string, at time.Time) vfs.Node {
+				n, err := f.fs.WriteFile(ctx, f.root.ID, f.root.FolderID, "a.txt", strings.NewReader(body), vfs.WriteOptions{Modified: at})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return n
+			}
+			old := write("old", t0)
+			cur := write("new", t0.Add(800*time.Millisecond))
+			lm := t0.UTC().Format(http.TimeFormat)
+			next := t0.Add(time.Second).UTC().Format(http.TimeFormat)
+			for _, c := range []struct {
+				what, method string
+				hdr          []string
+				status       int
+				body         string
+			}{
+				{"GET If-Modified-Since the old revision's date", "GET", []string{"If-Modified-Since", lm}, 200, "new"},
+				{"HEAD If-Modified-Since the old revision's date", "HEAD", []string{"If-Modified-Since", lm}, 200, ""},
+				{"GET If-Modified-Since the next second", "GET", []string{"If-Modified-Since", next}, 304, ""},
+				{"GET If-Modified-Since in the future", "GET", []string{"If-Modified-Since", time.Now().Add(time.Hour).UTC().Format(http.TimeFormat)}, 200, "new"},
+				{"GET If-None-Match of the old ETag", "GET", []string{"If-None-Match", old.ETag()}, 200, "new"},
+				{"GET If-None-Match of the ETag, the old date", "GET", []string{"If-None-Match", cur.ETag(), "If-Modified-Since", lm}, 304, ""},
+				{"GET If-Unmodified-Since the old revision's date", "GET", []string{"If-Unmodified-Since", lm}, 412, ""},
+				{"GET If-Unmodified-Since the next second", "GET", []string{"If-Unmodified-Since", next}, 200, "new"},
+				{"PUT If-Unmodified-Since the old revision's date", "PUT", []string{"If-Unmodified-Since", lm}, 412, ""},
+				{"DELETE If-Unmodified-Since the old revision's date", "DELETE", []string{"If-Unmodified-Since", lm}, 412, ""},
+				{"MOVE If-Unmodified-Since the old revision's date", "MOVE", []string{"If-Unmodified-Since", lm, "Destination", f.url("/b.txt")}, 412, ""},
+				{"PUT If-Match of the old ETag", "PUT", []string{"If-Match", old.ETag()}, 412, ""},
+			} {
+				var body io.Reader
+				if c.method == "PUT" {
+					body = strings.NewReader("lost")
+				}
+				st, h, got := f.do(c.method, "/a.txt", body, c.hdr...)
+				want(t, c.what, st, c.status, got)
+				if c.status != 412 && got != c.body {
+					t.Errorf("%s: body %q, want %q", c.what, got, c.body)
+				}
+				if c.status == 304 && (h.Get("ETag") != cur.ETag() || h.Get("Cache-Control") != "private, no-cache") {
+					t.Errorf("%s: ETag %q, Cache-Control %q; want %q and revalidation", c.what, h.Get("ETag"), h.Get("Cache-Control"), cur.ETag())
+				}
+			}
+			if b, err := f.read("/a.txt"); err != nil || string(b) != "new" {
+				t.Fatalf("a.txt after refused writes: %q %v", b, err)
+			}
+			st, _, body := f.do("PUT", "/a.txt", strings.NewReader("newer"), "If-Unmodified-Since", next)
+			want(t, "PUT If-Unmodified-Since the next second", st, http.StatusNoContent, body)
 		}},
 
 		// An If header of 1,000 conditions is 400, a path 5,000 segments deep
