@@ -266,7 +266,7 @@ func Open(ctx context.Context, db kv.Store, chunks chunk.Store, opts Options) (*
 	if opts.Registerer != nil {
 		opts.Registerer.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "berth_upload_segment_bytes",
-			Help: "Bytes of the buffers that uploads in flight hold for their streams' segments (see segment_budget).",
+			Help: "Bytes of the buffers that uploads in flight hold for their streams' segments (see memory.upload_buffers).",
 		}, func() float64 { return float64(fs.writer.Held()) }))
 	}
 	if err := fs.startLiveness(ctx); err != nil {

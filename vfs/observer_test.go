@@ -241,3 +241,69 @@ func lookupCounter(t *testing.T, reg *prometheus.Registry, op, result string) (v
 	}
 	return 0, false
 }
+
+// stallingBody sends rest bytes, says so once, then waits for ctx, as a
+// client that stops sending does.
+type stallingBody struct {
+	ctx     context.Context
+	rest    int
+	stalled func()
+	once    sync.Once
+}
+
+func (b *stallingBody) Read(p []byte) (int, error) {
+	if b.rest > 0 {
+		n := min(len(p), b.rest, 32<<10)
+		b.rest -= n
+		return n, nil
+	}
+	b.once.Do(b.stalled)
+	<-b.ctx.Done()
+	return 0, context.Cause(b.ctx)
+}
+
+// TestMetricsUploadSegmentBytes: uploads whose clients stall hold, and
+// berth_upload_segment_bytes reports, the buffer that what they sent
+// needs (a stream's first segment starts in 256 KiB), not a whole
+// segment (8 MiB) each; and nothing once they have ended.
+func TestMetricsUploadSegmentBytes(t *testing.T) {
+	const uploads, sent = 4, vfs.InlineMax + 1000 // past what revisions keep inline
+	const firstBuffer = 256 << 10
+	reg := prometheus.NewRegistry()
+	e := newEnvWith(t, vfs.Options{Registerer: reg})
+	held := func() float64 {
+		t.Helper()
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() == "berth_upload_segment_bytes" {
+				return mf.GetMetric()[0].GetGauge().GetValue()
+			}
+		}
+		t.Fatal("no berth_upload_segment_bytes")
+		return 0
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stalled, done sync.WaitGroup
+	stalled.Add(uploads)
+	for i := range uploads {
+		done.Go(func() {
+			body := &stallingBody{ctx: ctx, rest: sent, stalled: stalled.Done}
+			if _, err := e.fs.WriteFile(ctx, e.root.ID, e.root.FolderID, "f"+string(rune('a'+i)), body, vfs.WriteOptions{}); !errors.Is(err, context.Canceled) {
+				t.Errorf("stalled upload: %v, want context.Canceled", err)
+			}
+		})
+	}
+	stalled.Wait()
+	if got, want := held(), float64(uploads*firstBuffer); got != want {
+		t.Errorf("%d uploads stalled after %d bytes: berth_upload_segment_bytes %v, want %v", uploads, sent, got, want)
+	}
+	cancel()
+	done.Wait()
+	if got := held(); got != 0 {
+		t.Errorf("after the uploads ended: berth_upload_segment_bytes %v, want 0", got)
+	}
+}

@@ -230,8 +230,8 @@ func stressSize(rng *rand.Rand) int {
 // with the arena at its default and its least size, and with more
 // workers than cores. Every Write ends,
 // every stored chunk reads back checked and, for a Write that succeeded,
-// byte for byte; and the arena ends with no page in use, handed to its
-// pool.
+// byte for byte; no segment buffer is held (Held); and the arena ends
+// with no page in use, handed to its pool.
 func TestWriterArenaStress(t *testing.T) {
 	writers, rounds := 16, 4
 	if testing.Short() {
@@ -277,6 +277,9 @@ func TestWriterArenaStress(t *testing.T) {
 			}
 			if err := g.Wait(); err != nil {
 				t.Error(err)
+			}
+			if h := w.Held(); h != 0 {
+				t.Errorf("the segments hold %d bytes after every Write ended", h)
 			}
 			a := w.arena
 			a.mu.Lock()

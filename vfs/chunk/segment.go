@@ -21,8 +21,10 @@ const DefaultSegmentSize = 8 << 20
 // growFrom is the buffer the first segment of a stream starts in. It
 // doubles as bytes arrive, then becomes a whole segment (see fill), and
 // the segments after it start whole: a Write holds at most twice the
-// bytes its client sent while they are under maxChunkSize, at most a
-// segment's worth more after. An upload whose client stalled after its
+// bytes its client sent while they are under half a chunk's worth
+// (2 MiB), and a whole segment from there on (8 MiB once 2 MiB have
+// come): a buffer of maxChunkSize could be read by join, and so could
+// not be replaced. An upload whose client stalled after its
 // first bytes held a whole segment before (64 of them, 385 MiB of heap),
 // which let anyone who can start uploads hold the server's memory for
 // nothing. A quarter of a normal chunk: smaller buffers would add copies

@@ -31,6 +31,7 @@ func TestSegments(t *testing.T) {
 		{"EditNearBoundary", editNearBoundary},
 		{"BudgetSharedByWrites", budgetSharedByWrites},
 		{"StalledWritesHoldWhatCame", stalledWritesHoldWhatCame},
+		{"StreamsEndingAtBufferEnds", streamsEndingAtBufferEnds},
 	} {
 		t.Run(tc.name, tc.run)
 	}
@@ -255,5 +256,100 @@ func stalledWritesHoldWhatCame(t *testing.T) {
 				t.Errorf("after the Writes ended, Held = %d, want 0", got)
 			}
 		})
+	}
+}
+
+// edgeReader yields d in reads that stop one byte before, at and one
+// byte after the end of each buffer a stream's first segment grows
+// through, and of the segment; with eof, the read of the last bytes
+// also says io.EOF; with fail, a read ends in it once at reaches it,
+// with the bytes up to there.
+type edgeReader struct {
+	d     []byte
+	pos   int
+	edges []int
+	eof   bool
+	fail  error
+	at    int
+}
+
+func (r *edgeReader) Read(b []byte) (int, error) {
+	n := min(len(b), len(r.d)-r.pos)
+	for _, e := range r.edges {
+		for _, x := range []int{e - 1, e, e + 1} {
+			if r.pos < x && r.pos+n > x {
+				n = x - r.pos
+			}
+		}
+	}
+	if r.fail != nil && r.pos+n >= r.at {
+		n = r.at - r.pos
+		copy(b, r.d[r.pos:r.at])
+		r.pos += n
+		return n, r.fail
+	}
+	if n == 0 {
+		return 0, io.EOF
+	}
+	copy(b, r.d[r.pos:r.pos+n])
+	r.pos += n
+	if r.eof && r.pos == len(r.d) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+// streamsEndingAtBufferEnds: a stream that ends, or whose reads stop,
+// fail or run past its limit, one byte before, at or after the end of
+// a buffer its first segment grows through, or of a segment that is no
+// power of two, is cut as one chunker cuts it, or fails with its error;
+// and Held is back to 0 once each Write has returned.
+func streamsEndingAtBufferEnds(t *testing.T) {
+	const seg = chunk.MaxChunkSize + 12345
+	var edges []int
+	for b := chunk.GrowFrom; b < chunk.MaxChunkSize; b *= 2 {
+		edges = append(edges, b)
+	}
+	edges = append(edges, chunk.MaxChunkSize, seg, 2*seg)
+	s := chunk.NewMemory()
+	w := chunk.NewWriter(s, chunk.WriterOptions{SegmentSize: seg, Segments: 2, Workers: 1})
+	errRead := errors.New("the client went away")
+	for _, e := range edges {
+		for _, n := range []int{e - 1, e, e + 1} {
+			data := randomData(uint64(n), n)
+			want := fmt.Sprint(libraryCuts(t, data))
+			for _, tc := range []struct {
+				name  string
+				r     *edgeReader
+				limit int64
+				err   error
+			}{
+				{"reads stop at the ends", &edgeReader{d: data, edges: edges}, -1, nil},
+				{"the last read says EOF", &edgeReader{d: data, edges: edges, eof: true}, -1, nil},
+				{"a byte over the limit", &edgeReader{d: data, edges: edges}, int64(n - 1), chunk.ErrTooLarge},
+				{"a read fails with its bytes", &edgeReader{d: data, edges: edges, fail: errRead, at: n}, -1, errRead},
+			} {
+				refs, size, err := w.Write(context.Background(), tc.r, tc.limit)
+				if h := w.Held(); h != 0 {
+					t.Errorf("%d bytes, %s: Held = %d after the Write, want 0", n, tc.name, h)
+				}
+				if !errors.Is(err, tc.err) || (err == nil) != (tc.err == nil) {
+					t.Errorf("%d bytes, %s: err = %v, want %v", n, tc.name, err, tc.err)
+					continue
+				}
+				if err != nil {
+					continue
+				}
+				var got []int
+				for _, r := range refs {
+					got = append(got, int(r.Size))
+				}
+				if size != int64(n) || fmt.Sprint(got) != want {
+					t.Errorf("%d bytes, %s: size %d, cuts %v, one chunker %s", n, tc.name, size, got, want)
+				} else if back := readAll(t, s, refs); !bytes.Equal(back, data) {
+					t.Errorf("%d bytes, %s: read back differs", n, tc.name)
+				}
+			}
+		}
 	}
 }
