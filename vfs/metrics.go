@@ -68,7 +68,7 @@ func (m *metrics) registerReads(reg prometheus.Registerer, pool *chunk.ReadPool)
 		}, func() float64 { return float64(pool.Memory().Held) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "berth_vfs_read_ahead_bytes",
-			Help: "Bytes of the read-ahead budget held by chunks downloads fetch ahead of the one they send.",
+			Help: "Bytes of the read-ahead budget taken by chunks downloads fetch ahead of the one they send.",
 		}, func() float64 { return float64(pool.Memory().Ahead) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "berth_vfs_read_ahead_budget_bytes",

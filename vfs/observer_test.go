@@ -242,8 +242,8 @@ func TestMetricsReadBuffers(t *testing.T) {
 		t.Fatal(err)
 	}
 	held, ahead := gauge("berth_vfs_read_buffers_bytes"), gauge("berth_vfs_read_ahead_bytes")
-	if held < 1<<18 || ahead > 8<<20 || ahead > held {
-		t.Errorf("an open download: %v bytes held, %v of them ahead; want at least its chunk's 256 KiB, at most the budget ahead", held, ahead)
+	if held < 1<<18 || ahead > 8<<20 {
+		t.Errorf("an open download: %v bytes held, %v of the budget ahead; want at least its chunk's 256 KiB, at most the budget ahead", held, ahead)
 	}
 	f.Close()
 	if held, ahead := gauge("berth_vfs_read_buffers_bytes"), gauge("berth_vfs_read_ahead_bytes"); held != 0 || ahead != 0 {

@@ -65,9 +65,9 @@ type fetch struct {
 	warm bool
 	err  error
 	// room is what f holds of its pool's read-ahead budget
-	// (ReadPool.used): the buffers taken for it before it started, then
-	// those it kept once done. The Reader gives it back when f becomes
-	// its current chunk, or once f is done and dropped.
+	// (ReadPool.used): what reserve took for it before it started, then
+	// the buffers it kept once done (settle). The Reader gives it back
+	// when f becomes its current chunk, or once f is done and dropped.
 	room int64
 	// holds counts f's goroutine and, until it drops f, its Reader: the
 	// last to let go of a dropped fetch gives its buffers and room back
@@ -182,8 +182,10 @@ type ReadMemory struct {
 	// and not given back: their current chunks, those fetched ahead,
 	// and any left to the collector (a failed write's).
 	Held int64
-	// Ahead is the part of the read-ahead budget in use: the buffers of
-	// chunks being fetched, or fetched and not yet sent, ahead.
+	// Ahead is the part of the read-ahead budget in use by the chunks
+	// fetched ahead and not yet sent: the buffers of those loaded, and
+	// for those loading their blob's buffer and the room of a decoded
+	// copy, taken or not yet (so it may be more than what they hold).
 	Ahead int64
 	// Budget is the read-ahead budget (ReadPoolOptions.AheadBudget).
 	Budget int64
@@ -221,18 +223,23 @@ func (r *Reader) allowance() int { return 2 * (r.ahead + 2) }
 // the chunk: a download's allowance of twelve was 48 MiB of the
 // daemon's 72 MiB soft memory limit, for chunks of about 1 MiB, and the
 // collector ran as if all of it were in use.
-func (p *ReadPool) get(r *Reader, need int) *[]byte {
-	b := p.take(need)
+func (p *ReadPool) get(r *Reader, need int) *[]byte { return p.getAtMost(r, need, math.MaxInt) }
+
+// getAtMost is get of a buffer of at most most bytes, at least need's
+// size class.
+func (p *ReadPool) getAtMost(r *Reader, need, most int) *[]byte {
+	b := p.take(need, most)
 	p.mu.Lock()
 	p.lend(r, b)
 	p.mu.Unlock()
 	return b
 }
 
-// take is a kept buffer of at least need bytes, or a new one of need's
-// size class, not yet counted as r's.
-func (p *ReadPool) take(need int) *[]byte {
-	if b := p.bufs.get(need); b != nil {
+// take is a kept buffer of at least need bytes and at most most, or a
+// new one of need's size class, not yet counted as r's. most is at
+// least need's size class.
+func (p *ReadPool) take(need, most int) *[]byte {
+	if b := p.bufs.getAtMost(need, most); b != nil {
 		return b
 	}
 	// Aligned and rounded to whole blocks, so that a direct read of a
@@ -263,53 +270,49 @@ func (p *ReadPool) keep(r *Reader, b *[]byte, s []byte) {
 }
 
 // reserve takes room in the read-ahead budget for r to fetch a chunk of
-// size plain bytes ahead: the buffers for its blob (when the store reads
-// into one: into) and its decoded copy, taken now and charged at their
-// capacity (the blob's size class when the store brings its own). ok
-// is false, with nothing taken, when the budget lacks that room.
+// size plain bytes ahead: the buffer for its blob, taken now (when the
+// store reads into one: into; else the blob's size class, which the
+// store allocates) and charged at its capacity, and the size class of a
+// decoded copy, which the fetch takes only if the chunk is compressed,
+// of at most that size (Reader.get). ok is false, with nothing taken,
+// when the budget lacks that room. The blob's buffer is taken before
+// the fetch starts, so that a kept one larger than the chunk's size
+// class is still reused and the budget holds what it is; settle trues
+// the room up to what the fetch kept.
 //
-// Both buffers are taken before the fetch starts, at the sizes any
-// kept buffer may have, so that the budget holds what the fetch will
-// hold and a kept buffer larger than a chunk's size class is still
-// reused; the fetch gives back the one its chunk turns out not to need
-// (Reader.get), and settle trues the room up.
-func (p *ReadPool) reserve(r *Reader, size int64, into bool) (bufs [2]*[]byte, room int64, ok bool) {
-	need := [2]int{blobRoom(size), int(size)}
-	least := int64(bufSize(need[0]) + bufSize(need[1]))
+// Taken up front whatever the chunk, the decoded copy's buffer went
+// back unused from every raw chunk, and each download started with
+// nearly twice the fresh buffers (BenchmarkReadCPUCold: 6 to 7.5 MB
+// allocated a 256 MiB read against 3.5 to 4.3, and 5% more CPU).
+func (p *ReadPool) reserve(r *Reader, size int64, into bool) (blob *[]byte, room int64, ok bool) {
+	need := blobRoom(size)
+	decoded := int64(bufSize(int(size)))
 	p.mu.Lock()
-	short := p.used+least > p.budget
+	short := p.used+int64(bufSize(need))+decoded > p.budget
 	p.mu.Unlock()
 	if short {
-		return bufs, 0, false
+		return nil, 0, false
 	}
-	if !into {
-		room = int64(bufSize(need[0]))
-		need[0] = 0
+	room = int64(bufSize(need))
+	if into {
+		blob = p.take(need, math.MaxInt)
+		room = int64(cap(*blob))
 	}
-	for i, n := range need {
-		if n > 0 {
-			bufs[i] = p.take(n)
-			room += int64(cap(*bufs[i]))
-		}
-	}
+	room += decoded
 	p.mu.Lock()
 	if p.used+room > p.budget {
 		p.mu.Unlock()
-		for _, b := range bufs {
-			if b != nil {
-				p.bufs.put(b)
-			}
+		if blob != nil {
+			p.bufs.put(blob)
 		}
-		return [2]*[]byte{}, 0, false
+		return nil, 0, false
 	}
 	p.used += room
-	for _, b := range bufs {
-		if b != nil {
-			p.lend(r, b)
-		}
+	if blob != nil {
+		p.lend(r, blob)
 	}
 	p.mu.Unlock()
-	return bufs, room, true
+	return blob, room, true
 }
 
 // settle makes f's room what its buffers hold now that it is done: the
@@ -675,7 +678,7 @@ func (r *Reader) load(i int) error {
 		// (they finish on their own, nobody waits for chunks nobody
 		// wants) and fetch i directly.
 		r.drop()
-		data, bufs, warm, err = r.get(r.ctx, i, [2]*[]byte{})
+		data, bufs, warm, err = r.get(r.ctx, i, nil, false)
 	}
 	// The chunk being replaced is no longer read: its buffers go back,
 	// unless a failed write may still read them (lent).
@@ -726,7 +729,7 @@ func (r *Reader) start(i int) *fetch {
 	_, into := r.store.(BufferGetter)
 	if r.pool != nil {
 		var ok bool
-		if f.bufs, f.room, ok = r.pool.reserve(r, r.refs[i].Size, into); !ok {
+		if f.bufs[0], f.room, ok = r.pool.reserve(r, r.refs[i].Size, into); !ok {
 			return nil
 		}
 	}
@@ -734,7 +737,7 @@ func (r *Reader) start(i int) *fetch {
 	r.fetches.Add(1)
 	go func() {
 		defer r.fetches.Done()
-		f.data, f.bufs, f.warm, f.err = r.get(r.ctx, f.idx, f.bufs)
+		f.data, f.bufs, f.warm, f.err = r.get(r.ctx, f.idx, f.bufs[0], true)
 		if r.pool != nil {
 			r.pool.settle(f, into)
 		}
@@ -770,9 +773,11 @@ type warmGetter interface {
 
 // get fetches, decodes and verifies chunk i, into pooled buffers when the
 // Reader has a pool (returned with the data, to give back when it is no
-// longer read): bufs, taken ahead (reserve), or new ones. Of the two,
-// only the one the data is in is returned once the chunk is decoded:
-// a raw chunk is a slice of its blob, a compressed one needs its blob no
+// longer read): blob, taken ahead (reserve), or a new one, and for a
+// compressed chunk one for its decoded copy, of at most its size class
+// when fetched ahead (the room reserve kept for it). Of the two, only
+// the one the data is in is returned once the chunk is decoded: a raw
+// chunk is a slice of its blob, a compressed one needs its blob no
 // longer. warm is whether the store read it from memory (only a
 // warmGetter says so). It touches only immutable Reader fields, so the
 // prefetcher may run it. A read-ahead worker checks the chunk's XXH3
@@ -780,8 +785,9 @@ type warmGetter interface {
 // that TLS would read bytes the check had just brought into the CPU's
 // cache, measured no better (BenchmarkReadCPUCold, 14 pairs at load 7:
 // medians 0.65 and 0.72 CPU s/GiB against 0.74 and 0.75 for the sender).
-func (r *Reader) get(ctx context.Context, i int, bufs [2]*[]byte) (data []byte, _ [2]*[]byte, warm bool, err error) {
+func (r *Reader) get(ctx context.Context, i int, blobBuf *[]byte, ahead bool) (data []byte, bufs [2]*[]byte, warm bool, err error) {
 	ref := r.refs[i]
+	bufs[0] = blobBuf
 	var blob []byte
 	bg, ok := r.store.(BufferGetter)
 	wg, warmOK := r.store.(warmGetter)
@@ -809,16 +815,13 @@ func (r *Reader) get(ctx context.Context, i int, bufs [2]*[]byte) (data []byte, 
 		return nil, bufs, false, err
 	}
 	var dst []byte
-	switch {
-	case r.pool != nil && compressed(blob):
-		if bufs[1] == nil {
-			bufs[1] = r.pool.get(r, int(ref.Size))
+	if r.pool != nil && compressed(blob) {
+		most := math.MaxInt
+		if ahead {
+			most = bufSize(int(ref.Size))
 		}
+		bufs[1] = r.pool.getAtMost(r, int(ref.Size), most)
 		dst = *bufs[1]
-	case bufs[1] != nil:
-		// Taken for a decoded copy that a raw chunk does not need.
-		r.pool.put(r, [2]*[]byte{bufs[1]})
-		bufs[1] = nil
 	}
 	if r.pool != nil {
 		data, err = r.pool.checked.decode(dst, ref.ID, blob, r.dec)
