@@ -1,7 +1,6 @@
 package chunk
 
 import (
-	"math"
 	"sync"
 )
 
@@ -31,15 +30,11 @@ func newBufList(max int) *bufList { return &bufList{max: max} }
 // get returns a kept buffer of at least need bytes of capacity, the
 // smallest kept (the last put, among those of one size), or nil. A
 // pooled buffer too small for need is left to the collector.
-func (l *bufList) get(need int) *[]byte { return l.getAtMost(need, math.MaxInt) }
-
-// getAtMost is get of a buffer of at most most bytes; a pooled one
-// larger goes back to the pool.
-func (l *bufList) getAtMost(need, most int) *[]byte {
+func (l *bufList) get(need int) *[]byte {
 	l.mu.Lock()
 	best := -1
 	for i := len(l.free) - 1; i >= 0; i-- {
-		if c := cap(*l.free[i]); c >= need && c <= most && (best < 0 || c < cap(*l.free[best])) {
+		if c := cap(*l.free[i]); c >= need && (best < 0 || c < cap(*l.free[best])) {
 			best = i
 		}
 	}
@@ -53,15 +48,10 @@ func (l *bufList) getAtMost(need, most int) *[]byte {
 		return b
 	}
 	l.mu.Unlock()
-	b, _ := l.pool.Get().(*[]byte)
-	switch {
-	case b == nil || cap(*b) < need:
-		return nil
-	case cap(*b) > most:
-		l.pool.Put(b)
-		return nil
+	if b, _ := l.pool.Get().(*[]byte); b != nil && cap(*b) >= need {
+		return b
 	}
-	return b
+	return nil
 }
 
 // put keeps b for a later get: in the list while max are not kept yet,
