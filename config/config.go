@@ -364,13 +364,20 @@ type Memory struct {
 	// Limit is the Go runtime's soft memory limit (runtime/debug's
 	// SetMemoryLimit): near it the heap is collected more often and freed
 	// memory goes back to the kernel at once. 0 derives it from the
-	// other settings (48 MiB + 3 x KVMemtable + UploadBuffers);
+	// other settings (48 MiB + 3 x KVMemtable + UploadBuffers, and
+	// ReadAheadBuffers beyond its default of 16 MiB);
 	// GOMEMLIMIT in the environment wins (GOMEMLIMIT=off: none).
 	Limit ByteSize `mapstructure:"limit"`
 	// ReadAhead is how many chunks (about 1 MiB each) a download fetches,
 	// verifies and decodes ahead of the one it sends; 0 fetches each when
 	// it is sent.
 	ReadAhead int `mapstructure:"read_ahead"`
+	// ReadAheadBuffers is the memory all downloads share for the chunks
+	// they fetch ahead (ReadAhead each at most): past it a download
+	// fetches fewer ahead, down to none, and never waits, so stalled
+	// downloads hold at most this beside the chunk each sends; 0: none
+	// fetched ahead.
+	ReadAheadBuffers ByteSize `mapstructure:"read_ahead_buffers"`
 	// UploadBuffers is the memory all uploads share for reading their
 	// streams ahead in parallel: each upload in progress holds one
 	// segment (8 MiB) of its own and takes up to two more from this.
@@ -533,8 +540,9 @@ func options() []option {
 		{key: "storage.s3.credentials_file", def: "", usage: "AWS shared credentials file whose [default] profile signs requests (empty: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)"},
 		{key: "storage.s3.max_requests", def: 32, usage: "most requests to the S3 server in flight at once"},
 		{key: "storage.s3.parallelism", def: 8, usage: "requests one upload or download keeps in flight (each holds a chunk of about 1 MiB)"},
-		{key: "memory.limit", def: ByteSize(0), usage: "Go runtime soft memory limit (0: 48 MiB + 3 x kv_memtable + upload_buffers; GOMEMLIMIT wins)"},
+		{key: "memory.limit", def: ByteSize(0), usage: "Go runtime soft memory limit (0: 48 MiB + 3 x kv_memtable + upload_buffers + read_ahead_buffers beyond 16MiB; GOMEMLIMIT wins)"},
 		{key: "memory.read_ahead", def: 4, usage: "chunks a download fetches and decodes ahead of the one it sends (0: none)"},
+		{key: "memory.read_ahead_buffers", def: ByteSize(16 << 20), usage: "memory all downloads share for the chunks they fetch ahead; past it they fetch fewer (0: none)"},
 		{key: "memory.upload_buffers", def: ByteSize(0), usage: "upload read-ahead shared by all uploads, beyond one 8 MiB segment each (0: none)"},
 		{key: "memory.kv_memtable", def: ByteSize(8 << 20), usage: "size of each of the metadata store's two memtables"},
 		{key: "memory.kv_block_cache", def: ByteSize(0), usage: "metadata store block cache (0: none)"},
@@ -921,6 +929,9 @@ func (c Config) Validate() error {
 	if c.Memory.KVMemtable < 1<<20 || c.Memory.KVMemtable > 1<<30 {
 		// Below a MiB a transaction could hold barely anything (15%).
 		bad("memory.kv_memtable", c.Memory.KVMemtable, "must be between 1MiB and 1GiB")
+	}
+	if c.Memory.ReadAheadBuffers < 0 {
+		bad("memory.read_ahead_buffers", c.Memory.ReadAheadBuffers, "must not be negative (0: no read-ahead)")
 	}
 	if c.Memory.UploadBuffers < 0 {
 		bad("memory.upload_buffers", c.Memory.UploadBuffers, "must not be negative (0: one segment per upload)")

@@ -10,8 +10,15 @@ import (
 
 // memoryBase is the part of the derived memory limit that the memory
 // settings do not size: the runtime, the TLS connections, one upload's
-// own segment and chunk buffers, and a download's read-ahead.
+// own segment and chunk buffers, and the read-ahead budget's default
+// (memoryBaseReadAhead).
 const memoryBase = 48 << 20
+
+// memoryBaseReadAhead is the read-ahead budget that memoryBase has room
+// for, config's default memory.read_ahead_buffers: one download's
+// read-ahead. Only a larger budget raises the derived limit; a smaller
+// one leaves it (an upload's buffers take the room).
+const memoryBaseReadAhead = 16 << 20
 
 // memoryLimit returns the Go runtime's soft memory limit for m: m.Limit
 // when set, else derived from what the other settings let the daemon
@@ -25,7 +32,8 @@ func memoryLimit(m config.Memory) int64 {
 	if m.Limit > 0 {
 		return int64(m.Limit)
 	}
-	return memoryBase + 3*int64(m.KVMemtable) + int64(m.UploadBuffers)
+	return memoryBase + 3*int64(m.KVMemtable) + int64(m.UploadBuffers) +
+		max(int64(m.ReadAheadBuffers)-memoryBaseReadAhead, 0)
 }
 
 // applyMemoryLimit sets the runtime's soft memory limit from m unless
@@ -37,6 +45,15 @@ func applyMemoryLimit(m config.Memory, log *slog.Logger) {
 	limit := memoryLimit(m)
 	debug.SetMemoryLimit(limit)
 	log.Debug("memory limit", "bytes", limit)
+}
+
+// readAheadBudget is vfs.Options.ReadAheadBudget for m: the
+// configuration's 0 is none (vfs's is its default).
+func readAheadBudget(m config.Memory) int64 {
+	if m.ReadAheadBuffers == 0 {
+		return -1
+	}
+	return int64(m.ReadAheadBuffers)
 }
 
 // segmentBudget is vfs.Options.SegmentBudget for m: 0 upload buffers

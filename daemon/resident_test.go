@@ -68,18 +68,23 @@ func rssFile(t *testing.T) int64 {
 }
 
 // TestMemoryLimit: the soft limit is the configured one, or derived from
-// the memtables and upload buffers; the upload budget is never unbounded.
+// the memtables, upload buffers and read-ahead buffers beyond the
+// default; the upload budget is never unbounded, and the configuration's
+// 0 read-ahead buffers is none, not vfs's default.
 func TestMemoryLimit(t *testing.T) {
 	for _, tc := range []struct {
 		name        string
 		m           config.Memory
 		limit, segs int64
+		ahead       int64
 	}{
-		{"defaults", config.Default().Memory, 72 << 20, 1},
-		{"shared upload buffers", config.Memory{KVMemtable: 8 << 20, UploadBuffers: 8 << 20}, 80 << 20, 8 << 20},
-		{"configured", config.Memory{Limit: 200 << 20, KVMemtable: 8 << 20, UploadBuffers: 8 << 20}, 200 << 20, 8 << 20},
-		{"larger tables and buffers", config.Memory{KVMemtable: 64 << 20, UploadBuffers: 64 << 20}, 304 << 20, 64 << 20},
-		{"no shared upload buffers", config.Memory{KVMemtable: 8 << 20}, 72 << 20, 1},
+		{"defaults", config.Default().Memory, 72 << 20, 1, 16 << 20},
+		{"more read-ahead buffers", config.Memory{KVMemtable: 8 << 20, ReadAheadBuffers: 48 << 20}, 104 << 20, 1, 48 << 20},
+		{"fewer read-ahead buffers", config.Memory{KVMemtable: 8 << 20, ReadAheadBuffers: 4 << 20}, 72 << 20, 1, 4 << 20},
+		{"shared upload buffers", config.Memory{KVMemtable: 8 << 20, UploadBuffers: 8 << 20}, 80 << 20, 8 << 20, -1},
+		{"configured", config.Memory{Limit: 200 << 20, KVMemtable: 8 << 20, UploadBuffers: 8 << 20}, 200 << 20, 8 << 20, -1},
+		{"larger tables and buffers", config.Memory{KVMemtable: 64 << 20, UploadBuffers: 64 << 20}, 304 << 20, 64 << 20, -1},
+		{"no shared upload buffers", config.Memory{KVMemtable: 8 << 20}, 72 << 20, 1, -1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := memoryLimit(tc.m); got != tc.limit {
@@ -87,6 +92,9 @@ func TestMemoryLimit(t *testing.T) {
 			}
 			if got := segmentBudget(tc.m); got != tc.segs {
 				t.Errorf("segmentBudget = %d, want %d", got, tc.segs)
+			}
+			if got := readAheadBudget(tc.m); got != tc.ahead {
+				t.Errorf("readAheadBudget = %d, want %d", got, tc.ahead)
 			}
 		})
 	}

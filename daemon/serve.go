@@ -93,7 +93,7 @@ func openStores(ctx context.Context, cfg config.Config, log *slog.Logger, reg pr
 	if readAhead == 0 {
 		readAhead = -1 // the configuration's 0 is none; vfs's is its default
 	}
-	files, err := vfs.Open(ctx, db, chunks, vfs.Options{Logger: log.With("component", "vfs"), Registerer: reg, Journal: journal, ReadAhead: readAhead, SegmentBudget: segmentBudget(cfg.Memory), OrphanGrace: orphanGrace(db)})
+	files, err := vfs.Open(ctx, db, chunks, vfs.Options{Logger: log.With("component", "vfs"), Registerer: reg, Journal: journal, ReadAhead: readAhead, ReadAheadBudget: readAheadBudget(cfg.Memory), SegmentBudget: segmentBudget(cfg.Memory), OrphanGrace: orphanGrace(db)})
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("opening file system: %w", err)

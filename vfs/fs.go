@@ -94,6 +94,11 @@ type Options struct {
 	// sends (chunk.ReadPoolOptions.ReadAhead: 0 is the default, negative
 	// none).
 	ReadAhead int
+	// ReadAheadBudget bounds the memory that the chunks all downloads
+	// fetch ahead hold at once (chunk.ReadPoolOptions.AheadBudget: 0 is
+	// the default, negative none): past it a download fetches fewer
+	// ahead, never waits.
+	ReadAheadBudget int64
 	// Node names this process among those sharing the stores: what it
 	// holds for operations in flight is recorded under the name, and
 	// released by another node only once its liveness lease has expired
@@ -244,7 +249,8 @@ func Open(ctx context.Context, db kv.Store, chunks chunk.Store, opts Options) (*
 	if fs.now == nil {
 		fs.now = time.Now
 	}
-	fs.reads = chunk.NewReadPool(chunk.ReadPoolOptions{ReadAhead: opts.ReadAhead})
+	fs.reads = chunk.NewReadPool(chunk.ReadPoolOptions{ReadAhead: opts.ReadAhead, AheadBudget: opts.ReadAheadBudget})
+	fs.m.registerReads(opts.Registerer, fs.reads)
 	fs.heads.New = func() any {
 		b := make([]byte, InlineMax+1)
 		return &b

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"sync"
 
+	"berth/vfs/chunk"
+
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -48,6 +50,31 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		reg.MustRegister(m.ops, m.bytesWritten, m.bytesRead, m.bytesStored, m.chunksStored, m.chunksDeduped)
 	}
 	return m
+}
+
+// registerReads registers gauges of what the downloads of pool hold: all
+// their chunk buffers, and the part the chunks fetched ahead hold of the
+// read-ahead budget, beside the budget. A budget that stays full is
+// downloads fetching fewer chunks ahead than they would (slower off a
+// cold disk), usually because stalled ones hold it.
+func (m *metrics) registerReads(reg prometheus.Registerer, pool *chunk.ReadPool) {
+	if reg == nil {
+		return
+	}
+	reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "berth_vfs_read_buffers_bytes",
+			Help: "Bytes of chunk buffers the downloads in progress hold: the chunks they send and those fetched ahead.",
+		}, func() float64 { return float64(pool.Memory().Held) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "berth_vfs_read_ahead_bytes",
+			Help: "Bytes of the read-ahead budget taken by chunks downloads fetch ahead of the one they send.",
+		}, func() float64 { return float64(pool.Memory().Ahead) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "berth_vfs_read_ahead_budget_bytes",
+			Help: "The read-ahead budget all downloads share (memory.read_ahead_buffers); past it they fetch fewer chunks ahead.",
+		}, func() float64 { return float64(pool.Memory().Budget) }),
+	)
 }
 
 // errorClasses bound the result label to a fixed set.

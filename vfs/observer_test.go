@@ -210,6 +210,47 @@ func TestMetricsMoveAtStoreFailure(t *testing.T) {
 	}
 }
 
+// TestMetricsReadBuffers: the gauges of the downloads' chunk buffers
+// show what an open download holds, within the read-ahead budget, and
+// nothing once it is closed.
+func TestMetricsReadBuffers(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	e := newEnvWith(t, vfs.Options{Registerer: reg, ReadAheadBudget: 8 << 20})
+	n := e.write(t, e.root.FolderID, "f", randBytes(5, 6<<20))
+	gauge := func(name string) float64 {
+		t.Helper()
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() == name && len(mf.GetMetric()) == 1 {
+				return mf.GetMetric()[0].GetGauge().GetValue()
+			}
+		}
+		t.Fatalf("no gauge %s", name)
+		return 0
+	}
+	if b := gauge("berth_vfs_read_ahead_budget_bytes"); b != 8<<20 {
+		t.Errorf("budget %v, want %v", b, 8<<20)
+	}
+	f, err := e.fs.Open(ctx, e.root.ID, n.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Read(make([]byte, 10)); err != nil {
+		t.Fatal(err)
+	}
+	held, ahead := gauge("berth_vfs_read_buffers_bytes"), gauge("berth_vfs_read_ahead_bytes")
+	if held < 1<<18 || ahead > 8<<20 {
+		t.Errorf("an open download: %v bytes held, %v of the budget ahead; want at least its chunk's 256 KiB, at most the budget ahead", held, ahead)
+	}
+	f.Close()
+	if held, ahead := gauge("berth_vfs_read_buffers_bytes"), gauge("berth_vfs_read_ahead_bytes"); held != 0 || ahead != 0 {
+		t.Errorf("closed: %v bytes held, %v ahead; want none", held, ahead)
+	}
+}
+
 // counterOr0 is counter, 0 for a series not yet made.
 func counterOr0(t *testing.T, reg *prometheus.Registry, op, result string) float64 {
 	t.Helper()

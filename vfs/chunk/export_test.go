@@ -47,3 +47,21 @@ func Kept(p *ReadPool) int {
 	defer p.bufs.mu.Unlock()
 	return len(p.bufs.free)
 }
+
+// ChunkBuffers is what a chunk of size plain bytes took of a pool's
+// buffers at most before the read-ahead budget, fetched ahead or sent,
+// when no larger buffer was kept: its blob's and its decoded copy's,
+// each of its size class.
+func ChunkBuffers(size int64) int64 {
+	return int64(bufSize(blobRoom(size)) + bufSize(int(size)))
+}
+
+// WaitAhead waits until the chunks r fetches ahead are loaded.
+func WaitAhead(r *Reader) {
+	r.mu.Lock()
+	loads := r.loads
+	r.mu.Unlock()
+	for _, f := range loads {
+		<-f.done
+	}
+}

@@ -197,7 +197,8 @@ func writerParallelPutError(t *testing.T) {
 
 // readerFetchesParallelismAhead: a pool's reader on a Parallel store
 // fetches as many chunks ahead as the store wants, when that is more than
-// the pool's read-ahead.
+// the pool's read-ahead, given the budget's room for them (nine 1 MiB
+// chunks in flight take about 23 MiB, more than the default's 16).
 func readerFetchesParallelismAhead(t *testing.T) {
 	mem := chunk.NewMemory()
 	refs := write(t, chunk.NewWriter(mem, chunk.WriterOptions{}), randomData(33, 30*mib))
@@ -209,7 +210,7 @@ func readerFetchesParallelismAhead(t *testing.T) {
 		}
 		counting := &countingStore{Store: mem, gets: make(chan chunk.ID, 100)}
 		s := &remote{Store: counting, n: tc.store}
-		rd := chunk.NewReadPool(chunk.ReadPoolOptions{ReadAhead: tc.pool}).NewReader(context.Background(), s, refs)
+		rd := chunk.NewReadPool(chunk.ReadPoolOptions{ReadAhead: tc.pool, AheadBudget: 32 * mib}).NewReader(context.Background(), s, refs)
 		if _, err := rd.Read(make([]byte, 10)); err != nil {
 			t.Fatal(err)
 		}

@@ -9,6 +9,7 @@ import (
 	"math/bits"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"github.com/klauspost/compress/zstd"
 )
@@ -36,10 +37,12 @@ type Reader struct {
 	// copied from those bytes), so the buffers held then are left to the
 	// collector, never handed to another download through the pool.
 	lent  bool
-	ahead int // chunks fetched ahead of a sequential reader
+	ahead int // chunks fetched ahead of a sequential reader, at most
 	// out is how many of the pool's buffers r has and has not given
-	// back (ReadPool.out); the pool's mu guards it.
-	out int
+	// back (ReadPool.out), and outBytes their capacity; the pool's mu
+	// guards them.
+	out      int
+	outBytes int64
 
 	mu      sync.Mutex
 	pos     int64
@@ -61,6 +64,16 @@ type fetch struct {
 	bufs [2]*[]byte
 	warm bool
 	err  error
+	// room is what f holds of its pool's read-ahead budget
+	// (ReadPool.used): what reserve took for it before it started, then
+	// the buffers it kept once done (settle). The Reader gives it back
+	// when f becomes its current chunk, or once f is done and dropped.
+	room int64
+	// holds counts f's goroutine and, until it drops f, its Reader: the
+	// last to let go of a dropped fetch gives its buffers and room back
+	// (letGo). A fetch the Reader takes as its current chunk is never
+	// let go of by it.
+	holds atomic.Int32
 }
 
 // ReadPool is what Readers of one process share: a zstd decoder (safe for
@@ -88,9 +101,18 @@ type ReadPool struct {
 	allowed int
 	// out counts the buffers handed to open Readers and not given back,
 	// the sum of their Reader.out: those they hold, fetch ahead, or
-	// dropped (a failed write's, a load nobody waits for).
-	out   int
-	ahead int
+	// dropped (a failed write's, a chunk that failed to load); outBytes
+	// is their capacity (Reader.outBytes).
+	out      int
+	outBytes int64
+	ahead    int
+	// budget is the room, in bytes of buffers, that the chunks all
+	// Readers fetch ahead share (ReadPoolOptions.AheadBudget); used is
+	// what they hold of it (fetch.room), guarded by mu. A Reader's
+	// current chunk is its own and takes none: a download always goes
+	// on, and a stalled one holds that chunk and what it fetched ahead
+	// while there was room, not a share of every other download's.
+	budget, used int64
 	// checked lets a blob verified once be checked by its XXH3 after.
 	checked checked
 }
@@ -103,7 +125,28 @@ type ReadPoolOptions struct {
 	// chunks) per download in progress. 0 means DefaultReadAhead;
 	// negative means none (each chunk is fetched when it is read).
 	ReadAhead int
+	// AheadBudget bounds, in bytes of chunk buffers, what the chunks
+	// fetched ahead hold over all Readers of the pool at once: a Reader
+	// fetches a chunk ahead only while the budget has room for its
+	// buffers (a blob's and a decoded copy's, while it loads), and
+	// fetches fewer ahead, down to none, when it has not: it never
+	// waits for room, so a slow client's download, holding what it
+	// fetched, neither stalls nor fails another. The chunk a Reader
+	// sends is outside the budget. 0 means DefaultAheadBudget;
+	// negative means none (no chunk is fetched ahead).
+	AheadBudget int64
 }
+
+// DefaultAheadBudget is ReadPoolOptions.AheadBudget's default: room for
+// one download's DefaultReadAhead chunks of up to about 1.75 MiB in
+// flight, each a blob buffer and one for its decoded copy (2.5 MiB for
+// a chunk of 1.2 MiB, the average, until a raw one gives its copy's
+// back), and for those of a second download once the first's are
+// loaded. A single cold 128 MiB read kept all four ahead at 109 of its
+// 113 chunks, the budget at most 14 MiB full. Without it, N stalled
+// downloads held N times their read-ahead (up to about 5 MiB each off
+// the disk).
+const DefaultAheadBudget = 16 << 20
 
 // NewReadPool returns a pool for Readers.
 func NewReadPool(opts ReadPoolOptions) *ReadPool {
@@ -120,9 +163,39 @@ func NewReadPool(opts ReadPoolOptions) *ReadPool {
 	case ahead < 0:
 		ahead = 0
 	}
+	budget := opts.AheadBudget
+	switch {
+	case budget == 0:
+		budget = DefaultAheadBudget
+	case budget < 0:
+		budget = 0
+	}
 	// The current chunk, the ones fetched ahead and one being replaced,
 	// each a blob and its decoded copy.
-	return &ReadPool{dec: dec, ahead: ahead, bufs: newBufList(2 * (ahead + 2))}
+	return &ReadPool{dec: dec, ahead: ahead, budget: budget, bufs: newBufList(2 * (ahead + 2))}
+}
+
+// ReadMemory is what a pool's open Readers hold, in bytes of chunk
+// buffers.
+type ReadMemory struct {
+	// Held is the capacity of the buffers the open Readers have taken
+	// and not given back: their current chunks, those fetched ahead,
+	// and any left to the collector (a failed write's).
+	Held int64
+	// Ahead is the part of the read-ahead budget in use by the chunks
+	// fetched ahead and not yet sent: the buffers of those loaded, and
+	// for those loading their blob's buffer and the room of a decoded
+	// copy, taken or not yet (so it may be more than what they hold).
+	Ahead int64
+	// Budget is the read-ahead budget (ReadPoolOptions.AheadBudget).
+	Budget int64
+}
+
+// Memory reports what p's Readers hold.
+func (p *ReadPool) Memory() ReadMemory {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return ReadMemory{Held: p.outBytes, Ahead: p.used, Budget: p.budget}
 }
 
 // NewReader is NewReader with the pool's decoder, buffers and read-ahead,
@@ -151,10 +224,42 @@ func (r *Reader) allowance() int { return 2 * (r.ahead + 2) }
 // daemon's 72 MiB soft memory limit, for chunks of about 1 MiB, and the
 // collector ran as if all of it were in use.
 func (p *ReadPool) get(r *Reader, need int) *[]byte {
+	b := p.take(need)
 	p.mu.Lock()
-	r.out++
-	p.out++
+	p.lend(r, b)
 	p.mu.Unlock()
+	return b
+}
+
+// getAhead is get for the decoded copy of a chunk fetched ahead, whose
+// room holds need's size class for it (reserve): a kept buffer larger
+// than that takes the difference from the budget too, while it has
+// it, else a new buffer of the size class is made. Kept buffers fit
+// only their own size class otherwise, and a compressible file's read
+// allocated 162 MB for 256 MiB instead of 10, at twice the CPU.
+func (p *ReadPool) getAhead(r *Reader, need int, room *int64) *[]byte {
+	b := p.take(need)
+	extra := int64(cap(*b) - bufSize(need))
+	p.mu.Lock()
+	if extra > 0 && p.used+extra > p.budget {
+		p.mu.Unlock()
+		p.bufs.put(b)
+		nb := alignedSlice(bufSize(need))[:0]
+		b, extra = &nb, 0
+		p.mu.Lock()
+	}
+	if extra > 0 {
+		p.used += extra
+		*room += extra
+	}
+	p.lend(r, b)
+	p.mu.Unlock()
+	return b
+}
+
+// take is a kept buffer of at least need bytes, or a new one of need's
+// size class, not yet counted as r's.
+func (p *ReadPool) take(need int) *[]byte {
 	if b := p.bufs.get(need); b != nil {
 		return b
 	}
@@ -162,6 +267,103 @@ func (p *ReadPool) get(r *Reader, need int) *[]byte {
 	// cold blob (readCold) lands in it instead of a buffer of its own.
 	b := alignedSlice(bufSize(need))[:0]
 	return &b
+}
+
+// lend counts b as r's. p.mu is held.
+func (p *ReadPool) lend(r *Reader, b *[]byte) {
+	n := int64(cap(*b))
+	r.out++
+	p.out++
+	r.outBytes += n
+	p.outBytes += n
+}
+
+// keep makes b hold s, a store's or decoder's result in b's array or,
+// when it did not fit, in one it grew, and counts the difference.
+func (p *ReadPool) keep(r *Reader, b *[]byte, s []byte) {
+	if d := int64(cap(s) - cap(*b)); d != 0 {
+		p.mu.Lock()
+		r.outBytes += d
+		p.outBytes += d
+		p.mu.Unlock()
+	}
+	*b = s[:0]
+}
+
+// reserve takes room in the read-ahead budget for r to fetch a chunk of
+// size plain bytes ahead: the buffer for its blob, taken now (when the
+// store reads into one: into; else the blob's size class, which the
+// store allocates) and charged at its capacity, and the size class of a
+// decoded copy, which the fetch takes only if the chunk is compressed
+// (getAhead). ok is false, with nothing taken,
+// when the budget lacks that room. The blob's buffer is taken before
+// the fetch starts, so that a kept one larger than the chunk's size
+// class is still reused and the budget holds what it is; settle trues
+// the room up to what the fetch kept.
+//
+// Taken up front whatever the chunk, the decoded copy's buffer went
+// back unused from every raw chunk, and each download started with
+// nearly twice the fresh buffers (BenchmarkReadCPUCold: 6 to 7.5 MB
+// allocated a 256 MiB read against 3.5 to 4.3, and 5% more CPU).
+func (p *ReadPool) reserve(r *Reader, size int64, into bool) (blob *[]byte, room int64, ok bool) {
+	need := blobRoom(size)
+	decoded := int64(bufSize(int(size)))
+	p.mu.Lock()
+	short := p.used+int64(bufSize(need))+decoded > p.budget
+	p.mu.Unlock()
+	if short {
+		return nil, 0, false
+	}
+	room = int64(bufSize(need))
+	if into {
+		blob = p.take(need)
+		room = int64(cap(*blob))
+	}
+	room += decoded
+	p.mu.Lock()
+	if p.used+room > p.budget {
+		p.mu.Unlock()
+		if blob != nil {
+			p.bufs.put(blob)
+		}
+		return nil, 0, false
+	}
+	p.used += room
+	if blob != nil {
+		p.lend(r, blob)
+	}
+	p.mu.Unlock()
+	return blob, room, true
+}
+
+// settle makes f's room what its buffers hold now that it is done: the
+// one its chunk did not need went back, and a store may have grown
+// one. A store that brings its own blobs keeps, for a raw chunk, the
+// blob the data is a slice of.
+func (p *ReadPool) settle(f *fetch, into bool) {
+	var room int64
+	for _, b := range f.bufs {
+		if b != nil {
+			room += int64(cap(*b))
+		}
+	}
+	if !into && f.bufs[1] == nil {
+		room += int64(cap(f.data))
+	}
+	p.mu.Lock()
+	p.used += room - f.room
+	f.room = room
+	p.mu.Unlock()
+}
+
+// unreserve gives back room of the read-ahead budget.
+func (p *ReadPool) unreserve(room int64) {
+	if room == 0 {
+		return
+	}
+	p.mu.Lock()
+	p.used -= room
+	p.mu.Unlock()
 }
 
 // bufSize is the capacity of a new buffer for need bytes: need's size
@@ -198,9 +400,10 @@ func blobRoom(size int64) int {
 // put takes back buffers of r's, and keeps no more than the open Readers
 // may still ask for.
 func (p *ReadPool) put(r *Reader, bufs [2]*[]byte) {
-	n := 0
+	n, size := 0, int64(0)
 	for _, b := range bufs {
 		if b != nil {
+			size += int64(cap(*b))
 			p.bufs.put(b)
 			n++
 		}
@@ -208,6 +411,8 @@ func (p *ReadPool) put(r *Reader, bufs [2]*[]byte) {
 	p.mu.Lock()
 	r.out -= n
 	p.out -= n
+	r.outBytes -= size
+	p.outBytes -= size
 	spare := p.spare()
 	p.mu.Unlock()
 	p.bufs.trim(spare)
@@ -437,7 +642,7 @@ func (r *Reader) Close() error {
 	r.cancel()
 	// Abandoned loads still use the decoder; wait for them before closing it.
 	r.fetches.Wait()
-	r.loads = nil
+	r.drop()
 	r.data = nil
 	if r.pool != nil {
 		p := r.pool
@@ -446,10 +651,11 @@ func (r *Reader) Close() error {
 		}
 		r.held = [2]*[]byte{}
 		// What r has out now is dropped: a failed write's buffers,
-		// the loads it no longer waits for.
+		// a chunk's that failed to load.
 		p.mu.Lock()
 		p.out -= r.out
-		r.out = 0
+		p.outBytes -= r.outBytes
+		r.out, r.outBytes = 0, 0
 		p.allowed -= r.allowance()
 		spare := p.spare() // 0 after the last
 		p.mu.Unlock()
@@ -484,12 +690,16 @@ func (r *Reader) load(i int) error {
 		<-f.done
 		r.loads = r.loads[1:]
 		data, bufs, warm, err = f.data, f.bufs, f.warm, f.err
+		// Now r's current chunk, out of the budget.
+		if r.pool != nil {
+			r.pool.unreserve(f.room)
+		}
 	} else {
 		// A jump, or nothing fetched ahead: drop the loads in flight
 		// (they finish on their own, nobody waits for chunks nobody
 		// wants) and fetch i directly.
-		r.loads = nil
-		data, bufs, warm, err = r.get(r.ctx, i)
+		r.drop()
+		data, bufs, warm, err = r.get(r.ctx, i, nil, nil)
 	}
 	// The chunk being replaced is no longer read: its buffers go back,
 	// unless a failed write may still read them (lent).
@@ -501,7 +711,7 @@ func (r *Reader) load(i int) error {
 	}
 	if err != nil {
 		r.cur, r.data = -1, nil
-		r.loads = nil
+		r.drop()
 		return err
 	}
 	r.cur, r.data, r.held = i, data, bufs
@@ -518,24 +728,62 @@ func (r *Reader) load(i int) error {
 		if n := len(r.loads); n > 0 {
 			next = r.loads[n-1].idx + 1
 		}
+		// As many as the pool's budget has room for: the first it
+		// has none for ends them until the next chunk, when room
+		// others gave back lets r fetch ahead again.
 		for ; next < len(r.refs) && next <= i+r.ahead; next++ {
-			r.loads = append(r.loads, r.start(next))
+			f := r.start(next)
+			if f == nil {
+				break
+			}
+			r.loads = append(r.loads, f)
 		}
 	}
 	r.last = i
 	return nil
 }
 
-// start begins loading chunk i in the background.
+// start begins loading chunk i in the background, with buffers and room
+// taken from the pool's read-ahead budget; nil when it has no room.
 func (r *Reader) start(i int) *fetch {
 	f := &fetch{idx: i, done: make(chan struct{})}
+	_, into := r.store.(BufferGetter)
+	if r.pool != nil {
+		var ok bool
+		if f.bufs[0], f.room, ok = r.pool.reserve(r, r.refs[i].Size, into); !ok {
+			return nil
+		}
+	}
+	f.holds.Store(2)
 	r.fetches.Add(1)
 	go func() {
 		defer r.fetches.Done()
-		defer close(f.done)
-		f.data, f.bufs, f.warm, f.err = r.get(r.ctx, f.idx)
+		f.data, f.bufs, f.warm, f.err = r.get(r.ctx, f.idx, f.bufs[0], &f.room)
+		if r.pool != nil {
+			r.pool.settle(f, into)
+		}
+		close(f.done)
+		r.letGo(f)
 	}()
 	return f
+}
+
+// drop lets go of the loads r no longer waits for.
+func (r *Reader) drop() {
+	for _, f := range r.loads {
+		r.letGo(f)
+	}
+	r.loads = nil
+}
+
+// letGo drops a hold on f (its goroutine's, once done, or its Reader's);
+// the last gives its buffers and its room back to the pool. They were
+// never sent from, so no writer may still read them.
+func (r *Reader) letGo(f *fetch) {
+	if f.holds.Add(-1) == 0 && r.pool != nil {
+		r.pool.put(r, f.bufs)
+		r.pool.unreserve(f.room)
+	}
 }
 
 // warmGetter is a store that tells, as it reads a blob into a buffer,
@@ -546,28 +794,36 @@ type warmGetter interface {
 
 // get fetches, decodes and verifies chunk i, into pooled buffers when the
 // Reader has a pool (returned with the data, to give back when it is no
-// longer read). warm is whether the store read it from memory (only a
+// longer read): blob, taken ahead (reserve), or a new one, and for a
+// compressed chunk one for its decoded copy, within the room of a
+// chunk fetched ahead (getAhead). Of the two, only
+// the one the data is in is returned once the chunk is decoded: a raw
+// chunk is a slice of its blob, a compressed one needs its blob no
+// longer. warm is whether the store read it from memory (only a
 // warmGetter says so). It touches only immutable Reader fields, so the
 // prefetcher may run it. A read-ahead worker checks the chunk's XXH3
 // here, not the sender before it encrypts: checking on the sender, so
 // that TLS would read bytes the check had just brought into the CPU's
 // cache, measured no better (BenchmarkReadCPUCold, 14 pairs at load 7:
 // medians 0.65 and 0.72 CPU s/GiB against 0.74 and 0.75 for the sender).
-func (r *Reader) get(ctx context.Context, i int) (data []byte, bufs [2]*[]byte, warm bool, err error) {
+func (r *Reader) get(ctx context.Context, i int, blobBuf *[]byte, room *int64) (data []byte, bufs [2]*[]byte, warm bool, err error) {
 	ref := r.refs[i]
+	bufs[0] = blobBuf
 	var blob []byte
 	bg, ok := r.store.(BufferGetter)
 	wg, warmOK := r.store.(warmGetter)
 	switch {
 	case r.pool != nil && ok:
-		bufs[0] = r.pool.get(r, blobRoom(ref.Size))
+		if bufs[0] == nil {
+			bufs[0] = r.pool.get(r, blobRoom(ref.Size))
+		}
 		if warmOK {
 			blob, warm, err = wg.getWarm(ctx, ref.ID, *bufs[0], maxStoredBlob)
 		} else {
 			blob, err = bg.GetInto(ctx, ref.ID, *bufs[0])
 		}
 		if err == nil {
-			*bufs[0] = blob[:0]
+			r.pool.keep(r, bufs[0], blob)
 		}
 	case warmOK:
 		// Not warm to the caller: without a pool every chunk is read
@@ -581,7 +837,11 @@ func (r *Reader) get(ctx context.Context, i int) (data []byte, bufs [2]*[]byte, 
 	}
 	var dst []byte
 	if r.pool != nil && compressed(blob) {
-		bufs[1] = r.pool.get(r, int(ref.Size))
+		if room != nil {
+			bufs[1] = r.pool.getAhead(r, int(ref.Size), room)
+		} else {
+			bufs[1] = r.pool.get(r, int(ref.Size))
+		}
 		dst = *bufs[1]
 	}
 	if r.pool != nil {
@@ -590,13 +850,20 @@ func (r *Reader) get(ctx context.Context, i int) (data []byte, bufs [2]*[]byte, 
 		data, err = decodeInto(dst, ref.ID, blob, r.dec)
 	}
 	if bufs[1] != nil && data != nil {
-		*bufs[1] = data[:0]
+		r.pool.keep(r, bufs[1], data)
 	}
 	if err != nil {
 		return nil, bufs, false, err
 	}
 	if int64(len(data)) != ref.Size {
 		return nil, bufs, false, fmt.Errorf("%w: %s: size %d, ref says %d", ErrCorrupt, ref.ID, len(data), ref.Size)
+	}
+	if bufs[0] != nil && bufs[1] != nil {
+		// Decoded: the blob's buffer is free for the next chunk, where
+		// it was held as long as this one, as much again for every
+		// compressible chunk sent or fetched ahead.
+		r.pool.put(r, [2]*[]byte{bufs[0]})
+		bufs[0] = nil
 	}
 	return data, bufs, warm, nil
 }

@@ -41,6 +41,9 @@ func TestReader(t *testing.T) {
 		{"CorruptAfterVerified", corruptAfterVerified},
 		{"CorruptAfterVerifiedWrite", corruptAfterVerifiedWrite},
 		{"GrownChunkFileRefusedUnread", grownChunkFileRefusedUnread},
+		{"StalledReadersHoldTheBudget", stalledReadersHoldTheBudget},
+		{"StalledReadersDoNotHoldUpAnother", stalledReadersDoNotHoldUpAnother},
+		{"ReadAheadBackOnceBudgetFrees", readAheadBackOnceBudgetFrees},
 	} {
 		t.Run(tc.name, tc.run)
 	}
@@ -354,8 +357,9 @@ func keptOnlyWhatOpenReadersLack(t *testing.T) {
 	s := newDisk(t)
 	data := textData(37, 2*mib) // compressible: a blob and its decoded copy a chunk
 	refs := write(t, chunk.NewWriter(s, chunk.WriterOptions{}), data)
-	// Without read-ahead each Reader holds one chunk's two buffers, and
-	// the pool's allowance is four a Reader.
+	// Without read-ahead each Reader holds one buffer, its chunk's
+	// decoded copy (the blob's goes back once decoded), and the pool's
+	// allowance is four a Reader.
 	pool := chunk.NewReadPool(chunk.ReadPoolOptions{ReadAhead: -1})
 	open := func() *chunk.Reader {
 		r := pool.NewReader(context.Background(), s, refs)
@@ -373,8 +377,8 @@ func keptOnlyWhatOpenReadersLack(t *testing.T) {
 	for _, r := range burst {
 		r.Close()
 	}
-	if kept := chunk.Kept(pool); kept > 2 {
-		t.Errorf("one Reader open, holding 2 buffers: %d kept, want at most the 2 more it may need", kept)
+	if kept := chunk.Kept(pool); kept > 3 {
+		t.Errorf("one Reader open, holding 1 buffer: %d kept, want at most the 3 more it may need", kept)
 	}
 }
 
@@ -615,5 +619,158 @@ func grownChunkFileRefusedUnread(t *testing.T) {
 	// Get reads blobs of any length: its callers are not only Readers.
 	if blob, err := s.Get(context.Background(), refs[0].ID); err != nil || len(blob) != grown {
 		t.Fatalf("Get of the grown file: %d bytes, %v", len(blob), err)
+	}
+}
+
+// coldFiles writes n files of size bytes (random, or compressible with
+// text) to a Disk in a temp dir, and drops their chunks from the page
+// cache, so that a Reader fetches ahead after its first chunk. It
+// returns the files' refs and bytes, and the largest chunk's size.
+func coldFiles(t *testing.T, n, size int, text bool) (*chunk.Disk, [][]chunk.Ref, [][]byte, int64) {
+	t.Helper()
+	d := newDisk(t)
+	w := chunk.NewWriter(d, chunk.WriterOptions{})
+	var refs [][]chunk.Ref
+	var data [][]byte
+	var largest int64
+	for i := range n {
+		b := randomData(uint64(100+i), size)
+		if text {
+			b = textData(uint64(100+i), size)
+		}
+		rs := write(t, w, b)
+		if len(rs) < 2+chunk.ReadAhead {
+			t.Fatalf("file %d: %d chunks, want at least %d", i, len(rs), 2+chunk.ReadAhead)
+		}
+		for _, r := range rs {
+			evict(t, d.Path(r.ID))
+			largest = max(largest, r.Size)
+		}
+		refs, data = append(refs, rs), append(data, b)
+	}
+	return d, refs, data, largest
+}
+
+// stall opens a Reader of pool over refs and reads its first bytes, as
+// a download whose client then stops reading; it waits until what the
+// Reader fetches ahead is loaded, so the pool's count is what it holds.
+func stall(ctx context.Context, t *testing.T, pool *chunk.ReadPool, d *chunk.Disk, refs []chunk.Ref) *chunk.Reader {
+	t.Helper()
+	r := pool.NewReader(ctx, d, refs)
+	t.Cleanup(func() { r.Close() })
+	if _, err := io.ReadFull(r, make([]byte, 10)); err != nil {
+		t.Fatal(err)
+	}
+	chunk.WaitAhead(r)
+	return r
+}
+
+// stalledReadersHoldTheBudget: downloads whose clients stopped reading
+// hold, all together, at most the pool's read-ahead budget beyond the
+// chunk each is sending, whatever their number, by the pool's own
+// count of the buffers they took. Before the budget each held its
+// read-ahead (four chunks off the disk, about 5 MiB) on top of its
+// chunk: 64 stalled downloads, 86 MiB more heap from the page cache and
+// up to 320 MiB off the disk.
+func stalledReadersHoldTheBudget(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		readers int
+		budget  int64 // ReadPoolOptions.AheadBudget
+		text    bool
+	}{
+		{"one reader, the default budget", 1, 0, false},
+		{"eight readers, random", 8, 6 * mib, false},
+		{"eight readers, compressible", 8, 6 * mib, true},
+		{"eight readers, the default budget", 8, 0, false},
+		{"eight readers, no budget", 8, -1, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			d, files, _, largest := coldFiles(t, c.readers, 8*mib, c.text)
+			pool := chunk.NewReadPool(chunk.ReadPoolOptions{AheadBudget: c.budget})
+			ahead := 0
+			for _, refs := range files {
+				ahead += chunk.FetchingAhead(stall(t.Context(), t, pool, d, refs))
+			}
+			m := pool.Memory()
+			if c.budget == 0 && m.Budget != chunk.DefaultAheadBudget {
+				t.Errorf("budget %d, want the default %d", m.Budget, chunk.DefaultAheadBudget)
+			}
+			own := chunk.ChunkBuffers(largest) // the chunk each sends
+			t.Logf("%d chunks fetched ahead; held %.1f MiB, %.1f of them ahead, budget %.1f", ahead, float64(m.Held)/mib, float64(m.Ahead)/mib, float64(m.Budget)/mib)
+			if m.Ahead > m.Budget || m.Held > m.Budget+int64(c.readers)*own {
+				t.Errorf("%d stalled readers fetched %d chunks ahead and hold %d bytes, %d of them ahead; want at most the budget %d ahead and %d in all (budget plus %d each)",
+					c.readers, ahead, m.Held, m.Ahead, m.Budget, m.Budget+int64(c.readers)*own, own)
+			}
+			switch {
+			case c.budget < 0 && ahead != 0:
+				t.Errorf("no budget: %d chunks fetched ahead, want none", ahead)
+			case c.readers == 1 && ahead != chunk.ReadAhead:
+				t.Errorf("one reader: %d chunks fetched ahead, want its whole read-ahead %d", ahead, chunk.ReadAhead)
+			case c.budget >= 0 && ahead == 0:
+				t.Error("no chunk fetched ahead: the case shows nothing")
+			}
+		})
+	}
+}
+
+// spend opens stalled Readers over files until one of them finds the
+// read-ahead budget spent (it fetches nothing ahead): the stalled ones
+// and that one.
+func spend(ctx context.Context, t *testing.T, pool *chunk.ReadPool, d *chunk.Disk, files [][]chunk.Ref) (stalled []*chunk.Reader, starved *chunk.Reader, file int) {
+	t.Helper()
+	for i, refs := range files {
+		r := stall(ctx, t, pool, d, refs)
+		if chunk.FetchingAhead(r) == 0 {
+			return stalled, r, i
+		}
+		stalled = append(stalled, r)
+	}
+	t.Fatalf("%d stalled readers left room in a budget of %d: %+v", len(stalled), pool.Memory().Budget, pool.Memory())
+	return nil, nil, 0
+}
+
+// stalledReadersDoNotHoldUpAnother: while stalled downloads hold the
+// read-ahead budget, another, which found no room to fetch ahead, reads
+// its file whole and right: a Reader never waits for room. (One that
+// did would wait here until the context's minute ran out, and fail.)
+func stalledReadersDoNotHoldUpAnother(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	d, files, data, _ := coldFiles(t, 6, 8*mib, false)
+	pool := chunk.NewReadPool(chunk.ReadPoolOptions{AheadBudget: 6 * mib})
+	stalled, starved, i := spend(ctx, t, pool, d, files)
+	before := pool.Memory()
+	var got bytes.Buffer
+	got.Write(data[i][:10])
+	if n, err := starved.WriteTo(&got); err != nil || !bytes.Equal(got.Bytes(), data[i]) {
+		t.Fatalf("reading on while %d stalled readers hold the budget: %d bytes, %v; equal: %v", len(stalled), n, err, bytes.Equal(got.Bytes(), data[i]))
+	}
+	if after := pool.Memory(); after.Ahead != before.Ahead || after.Ahead > after.Budget {
+		t.Errorf("the budget held %d bytes before the read and %d after, want the stalled readers' %d (at most %d)", before.Ahead, after.Ahead, before.Ahead, after.Budget)
+	}
+}
+
+// readAheadBackOnceBudgetFrees: a Reader that found the read-ahead
+// budget spent fetches ahead again at its next chunk once the stalled
+// downloads that held it have closed: its whole read-ahead, which the
+// default budget has room for.
+func readAheadBackOnceBudgetFrees(t *testing.T) {
+	d, files, data, _ := coldFiles(t, 8, 8*mib, false)
+	pool := chunk.NewReadPool(chunk.ReadPoolOptions{})
+	stalled, starved, i := spend(t.Context(), t, pool, d, files)
+	for _, r := range stalled {
+		r.Close()
+	}
+	if m := pool.Memory(); m.Ahead != 0 {
+		t.Fatalf("all stalled readers closed, the budget still holds %d bytes", m.Ahead)
+	}
+	// Into the second chunk, which nobody has read.
+	p := make([]byte, files[i][0].Size)
+	if _, err := io.ReadFull(starved, p); err != nil || !bytes.Equal(p, data[i][10:10+len(p)]) {
+		t.Fatalf("reading on: %v", err)
+	}
+	if n := chunk.FetchingAhead(starved); n != chunk.ReadAhead {
+		t.Errorf("the budget free again: %d chunks fetched ahead, want %d", n, chunk.ReadAhead)
 	}
 }
