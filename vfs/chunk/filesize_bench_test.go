@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"testing"
-	"time"
 
 	"berth/vfs/chunk"
 )
@@ -34,26 +33,7 @@ func BenchmarkWriteFileSizes(b *testing.B) {
 				}
 			}
 			write(0xff)
-			n := len(data) / size * size
-			b.SetBytes(int64(n))
-			b.ResetTimer()
-			var cpu, wall time.Duration
-			for i := 0; i < b.N; i++ {
-				b.StopTimer()
-				clearStore(b, s)
-				u0, s0 := cpuTime(b)
-				t0 := time.Now()
-				b.StartTimer()
-				write(byte(i))
-				b.StopTimer()
-				u1, s1 := cpuTime(b)
-				cpu += u1 - u0 + s1 - s0
-				wall += time.Since(t0)
-				b.StartTimer()
-			}
-			gib := float64(b.N) * float64(n) / (1 << 30)
-			b.ReportMetric(cpu.Seconds()/gib, "cpu-s/GiB")
-			b.ReportMetric(float64(b.N)*float64(n)/1e6/wall.Seconds(), "MB/s")
+			timedWrites(b, int64(len(data)/size*size), func() { clearStore(b, s) }, func(i int) { write(byte(i)) })
 		})
 	}
 }
