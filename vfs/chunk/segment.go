@@ -155,6 +155,16 @@ func (w *Writer) fill(r io.Reader, s *segment) (int, error) {
 			if n >= w.segSize {
 				return n, nil
 			}
+			// A stream that ends right here (a file of exactly 256 KiB or
+			// 2 MiB) needs no larger buffer: one byte read first tells.
+			var probe [1]byte
+			m, err := r.Read(probe[:])
+			for m == 0 && err == nil {
+				m, err = r.Read(probe[:])
+			}
+			if m == 0 {
+				return n, err
+			}
 			// The buffer replaced goes back at once. Nothing else reads
 			// it: join reads a segment being filled only once it holds a
 			// chunk's worth past join's cut (await), which a buffer under
@@ -170,19 +180,31 @@ func (w *Writer) fill(r io.Reader, s *segment) (int, error) {
 			s.buf.Store(nb)
 			w.putSegBuf(old)
 			buf = *nb
+			buf[n] = probe[0]
+			n++
+			s.fillTo(n)
+			if err != nil {
+				return n, err
+			}
+			continue
 		}
 		m, err := r.Read(buf[n:])
 		if m > 0 {
 			n += m
-			s.filled.Store(int64(n))
-			select {
-			case s.progress <- struct{}{}:
-			default:
-			}
+			s.fillTo(n)
 		}
 		if err != nil {
 			return n, err
 		}
+	}
+}
+
+// fillTo tells join that s holds n bytes.
+func (s *segment) fillTo(n int) {
+	s.filled.Store(int64(n))
+	select {
+	case s.progress <- struct{}{}:
+	default:
 	}
 }
 

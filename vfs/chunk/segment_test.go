@@ -31,6 +31,7 @@ func TestSegments(t *testing.T) {
 		{"EditNearBoundary", editNearBoundary},
 		{"BudgetSharedByWrites", budgetSharedByWrites},
 		{"StalledWritesHoldWhatCame", stalledWritesHoldWhatCame},
+		{"StreamsOfABufferSizeKeepIt", streamsOfABufferSizeKeepIt},
 		{"StreamsEndingAtBufferEnds", streamsEndingAtBufferEnds},
 	} {
 		t.Run(tc.name, tc.run)
@@ -216,7 +217,7 @@ func stalledWritesHoldWhatCame(t *testing.T) {
 	}{
 		{"one byte", 1, grow},
 		{"under the first buffer", 100 << 10, grow},
-		{"the first buffer exactly", grow, 2 * grow},
+		{"the first buffer exactly", grow, grow}, // it waits for a byte more to grow
 		{"past the first buffer", grow + 1, 2 * grow},
 		{"a megabyte and a byte", mib + 1, 2 * mib},
 		{"past the last buffer under a chunk", 2*mib + 1, chunk.DefaultSegmentSize},
@@ -350,6 +351,46 @@ func streamsEndingAtBufferEnds(t *testing.T) {
 					t.Errorf("%d bytes, %s: read back differs", n, tc.name)
 				}
 			}
+		}
+	}
+}
+
+// endReader yields data, then records what its Writer holds when asked
+// for more, and ends.
+type endReader struct {
+	data []byte
+	w    *chunk.Writer
+	held int64 // at the first Read past the data; -1 before it
+}
+
+func (e *endReader) Read(b []byte) (int, error) {
+	if len(e.data) == 0 {
+		if e.held < 0 {
+			e.held = e.w.Held()
+		}
+		return 0, io.EOF
+	}
+	n := copy(b[:min(len(b), 64<<10)], e.data)
+	e.data = e.data[n:]
+	return n, nil
+}
+
+// streamsOfABufferSizeKeepIt: a stream that ends exactly where a growing
+// buffer fills is read to its end in that buffer: the Writer holds no
+// larger one when it finds the end. A 2 MiB file took a whole 8 MiB
+// segment, and copied itself into it, for nothing.
+func streamsOfABufferSizeKeepIt(t *testing.T) {
+	for _, size := range []int{chunk.GrowFrom, 2 * chunk.GrowFrom, mib, 2 * mib} {
+		data := randomData(uint64(size), size)
+		s := chunk.NewMemory()
+		w := chunk.NewWriter(s, chunk.WriterOptions{})
+		r := &endReader{data: data, w: w, held: -1}
+		refs := writeFrom(t, w, r, size)
+		if r.held != int64(size) {
+			t.Errorf("a stream of %d bytes: the Writer held %d at its end, want %d", size, r.held, size)
+		}
+		if back := readAll(t, s, refs); !bytes.Equal(back, data) {
+			t.Fatalf("a stream of %d bytes: read back differs", size)
 		}
 	}
 }
