@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"berth/berthtest"
 	"berth/vfs"
 )
 
@@ -24,17 +25,7 @@ import (
 // Cache-Control a 200 would, and no body; a 412 is the spec's JSON error.
 func TestDownloadConditions(t *testing.T) {
 	f := newFixture(t)
-	ctx := context.Background()
-	t0 := time.Now().Add(-time.Hour).Truncate(time.Second).Add(100 * time.Millisecond)
-	write := func(body string, at time.Time) vfs.Node {
-		n, err := f.fs.WriteFile(ctx, f.root.ID, f.root.FolderID, "d.txt", strings.NewReader(body), vfs.WriteOptions{Modified: at})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
-	old := write("old", t0)
-	cur := write("new", t0.Add(800*time.Millisecond))
+	t0, old, cur := berthtest.SameSecond(t, f.fs, f.root.ID, f.root.FolderID, "d.txt", "old", "new", vfs.WriteOptions{})
 	date := func(d time.Duration) string { return t0.Add(d).UTC().Format(http.TimeFormat) }
 	lm := date(0) // both revisions' Last-Modified
 	l := f.createLink(t, f.at("/api/2/files/%d/%d/share", cur.ID), nil)
@@ -140,16 +131,7 @@ func TestWriteConditions(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t)
 			ctx := context.Background()
-			t0 := time.Now().Add(-time.Hour).Truncate(time.Second).Add(100 * time.Millisecond)
-			write := func(body string, at time.Time) vfs.Node {
-				n, err := f.fs.WriteFile(ctx, f.root.ID, f.root.FolderID, "a.txt", strings.NewReader(body), vfs.WriteOptions{Modified: at})
-				if err != nil {
-					t.Fatal(err)
-				}
-				return n
-			}
-			old := write("v1", t0)
-			cur := write("v2", t0.Add(800*time.Millisecond))
+			t0, old, cur := berthtest.SameSecond(t, f.fs, f.root.ID, f.root.FolderID, "a.txt", "v1", "v2", vfs.WriteOptions{})
 			d := f.mustMkdir(f.at("/api/2/files/%d/create_folder"), "D")
 			h := http.Header{}
 			for i := 0; i+1 < len(tt.step.header); i += 2 {

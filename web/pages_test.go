@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"berth/berthtest"
 	"berth/share"
 	"berth/vfs"
 )
@@ -281,19 +282,7 @@ func TestPaging(t *testing.T) {
 // kept the old file as current. The ETag decides as before.
 func TestDownloadConditions(t *testing.T) {
 	s := newSite(t)
-	ctx := context.Background()
-	t0 := time.Now().Add(-time.Hour).Truncate(time.Second).Add(100 * time.Millisecond)
-	write := func(body string, at time.Time) vfs.Node {
-		wo := share.WriteOptions(s.alice)
-		wo.Modified = at
-		n, err := s.st.FS.WriteFile(ctx, s.root.ID, s.root.FolderID, "d.txt", strings.NewReader(body), wo)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
-	old := write("old", t0)
-	cur := write("new", t0.Add(800*time.Millisecond))
+	t0, old, cur := berthtest.SameSecond(t, s.st.FS, s.root.ID, s.root.FolderID, "d.txt", "old", "new", share.WriteOptions(s.alice))
 	_, u := s.link(t, cur, share.LinkSettings{})
 	lm := t0.UTC().Format(http.TimeFormat)
 	next := t0.Add(time.Second).UTC().Format(http.TimeFormat)

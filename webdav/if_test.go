@@ -1,13 +1,13 @@
 package webdav_test
 
 import (
-	"context"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"berth/berthtest"
 	"berth/vfs"
 )
 
@@ -191,17 +191,7 @@ func TestIf(t *testing.T) {
 		// still proves, for reads and writes alike.
 		{"dates prove nothing of their own second", func(t *testing.T) {
 			f := newFixture(t)
-			ctx := context.Background()
-			t0 := time.Now().Add(-time.Hour).Truncate(time.Second).Add(100 * time.Millisecond)
-			write := func(body string, at time.Time) vfs.Node {
-				n, err := f.fs.WriteFile(ctx, f.root.ID, f.root.FolderID, "a.txt", strings.NewReader(body), vfs.WriteOptions{Modified: at})
-				if err != nil {
-					t.Fatal(err)
-				}
-				return n
-			}
-			old := write("old", t0)
-			cur := write("new", t0.Add(800*time.Millisecond))
+			t0, old, cur := berthtest.SameSecond(t, f.fs, f.root.ID, f.root.FolderID, "a.txt", "old", "new", vfs.WriteOptions{})
 			lm := t0.UTC().Format(http.TimeFormat)
 			next := t0.Add(time.Second).UTC().Format(http.TimeFormat)
 			for _, c := range []struct {
