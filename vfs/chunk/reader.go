@@ -148,6 +148,18 @@ type ReadPoolOptions struct {
 // the disk).
 const DefaultAheadBudget = 16 << 20
 
+// setting is an option that 0 leaves at its default and a negative
+// value turns off (0).
+func setting[T int | int64](v, def T) T {
+	switch {
+	case v == 0:
+		return def
+	case v < 0:
+		return 0
+	}
+	return v
+}
+
 // NewReadPool returns a pool for Readers.
 func NewReadPool(opts ReadPoolOptions) *ReadPool {
 	dec, err := zstd.NewReader(nil,
@@ -156,20 +168,8 @@ func NewReadPool(opts ReadPoolOptions) *ReadPool {
 	if err != nil {
 		panic(err) // only invalid options fail, ours are constant
 	}
-	ahead := opts.ReadAhead
-	switch {
-	case ahead == 0:
-		ahead = DefaultReadAhead
-	case ahead < 0:
-		ahead = 0
-	}
-	budget := opts.AheadBudget
-	switch {
-	case budget == 0:
-		budget = DefaultAheadBudget
-	case budget < 0:
-		budget = 0
-	}
+	ahead := setting(opts.ReadAhead, DefaultReadAhead)
+	budget := setting(opts.AheadBudget, DefaultAheadBudget)
 	// The current chunk, the ones fetched ahead and one being replaced,
 	// each a blob and its decoded copy.
 	return &ReadPool{dec: dec, ahead: ahead, budget: budget, bufs: newBufList(2 * (ahead + 2))}
