@@ -799,24 +799,12 @@ func tagListValid(v string) bool {
 	if strings.Trim(v, asciiSpace) == "*" {
 		return true
 	}
-	for buf := v; ; {
-		buf = strings.Trim(buf, asciiSpace)
-		switch {
-		case buf == "":
-			return true
-		case buf[0] == ',':
-			buf = buf[1:]
-			continue
-		}
-		tag, remain := scanETag(buf)
-		if tag == "" {
+	for tag, apart := range tagList(v) {
+		if tag == "" || tag == "*" || !apart {
 			return false
 		}
-		if remain = strings.TrimLeft(remain, asciiSpace); remain != "" && remain[0] != ',' {
-			return false
-		}
-		buf = remain
 	}
+	return true
 }
 
 // Conditional reports whether r has a precondition FailedCondition
@@ -860,29 +848,52 @@ func notModified(r *http.Request, etag string, modified time.Time) bool {
 
 // tagListHas reports whether the list of entity tags buf (an If-Match or
 // If-None-Match) has "*" or etag, compared weakly or strongly, reading it
-// as net/http does: tag by tag, and a tag it cannot parse ends the list
+// as net/http does (tagList): a tag it cannot parse ends the list
 // unmatched, so that the tags after it do not count.
 func tagListHas(buf, etag string, weak bool) bool {
-	for {
-		buf = strings.Trim(buf, asciiSpace)
+	for tag := range tagList(buf) {
 		switch {
-		case buf == "":
+		case tag == "":
 			return false
-		case buf[0] == ',':
-			buf = buf[1:]
-			continue
-		case buf[0] == '*':
+		case tag == "*",
+			weak && strings.TrimPrefix(tag, "W/") == strings.TrimPrefix(etag, "W/"),
+			!weak && tag == etag && strings.HasPrefix(tag, `"`):
 			return true
 		}
-		tag, remain := scanETag(buf)
-		if tag == "" {
-			return false
+	}
+	return false
+}
+
+// tagList yields the elements of a list of entity tags as net/http reads
+// them: "*" for an element that starts with one (and then stops), each
+// tag, and "" for an element it cannot parse (and then stops). apart
+// says whether the element is followed by a comma or the end, as RFC
+// 9110's list syntax asks and net/http does not check.
+func tagList(buf string) iter.Seq2[string, bool] {
+	return func(yield func(string, bool) bool) {
+		for {
+			buf = strings.Trim(buf, asciiSpace)
+			switch {
+			case buf == "":
+				return
+			case buf[0] == ',':
+				buf = buf[1:]
+				continue
+			case buf[0] == '*':
+				yield("*", strings.Trim(buf[1:], asciiSpace) == "")
+				return
+			}
+			tag, remain := scanETag(buf)
+			if tag == "" {
+				yield("", false)
+				return
+			}
+			remain = strings.TrimLeft(remain, asciiSpace)
+			if !yield(tag, remain == "" || remain[0] == ',') {
+				return
+			}
+			buf = remain
 		}
-		if weak && strings.TrimPrefix(tag, "W/") == strings.TrimPrefix(etag, "W/") ||
-			!weak && tag == etag && strings.HasPrefix(tag, `"`) {
-			return true
-		}
-		buf = remain
 	}
 }
 
