@@ -37,17 +37,13 @@ func (s *server) uploadOptions(ctx context.Context, r *http.Request, a fsAccess,
 	if !a.policy.Binds(pe) || !a.policy.ExtensionLocked(name) || vfs.ValidateName(name) != nil {
 		return opts, nil // a bad name is vfs's to refuse, by its own code
 	}
-	dir, err := s.fs.Stat(ctx, a.root.ID, parent)
-	if err != nil {
-		return opts, err
-	}
-	old, err := s.fs.Lookup(ctx, a.root.ID, path.Join(dir.Path, name))
+	old, found, err := s.uploadTarget(ctx, a, parent, name)
 	switch {
-	case errors.Is(err, vfs.ErrNotExist):
-		opts.IfAbsent = true
-		return opts, nil
 	case err != nil:
 		return opts, err
+	case !found:
+		opts.IfAbsent = true
+		return opts, nil
 	case old.Dir:
 		return opts, nil // vfs answers name_conflict
 	}
@@ -70,20 +66,16 @@ func (s *server) uploadConditions(r *http.Request, a fsAccess, parent uint64, na
 	if vfs.ValidateName(name) != nil {
 		return opts, nil // vfs refuses the name, by its own code
 	}
-	dir, err := s.fs.Stat(r.Context(), a.root.ID, parent)
-	if err != nil {
-		return opts, err
-	}
-	old, err := s.fs.Lookup(r.Context(), a.root.ID, path.Join(dir.Path, name))
+	old, found, err := s.uploadTarget(r.Context(), a, parent, name)
 	switch {
-	case errors.Is(err, vfs.ErrNotExist):
+	case err != nil:
+		return opts, err
+	case !found:
 		if err := conditions(r, vfs.Node{}, false); err != nil {
 			return opts, err
 		}
 		opts.IfAbsent = true
 		return opts, nil
-	case err != nil:
-		return opts, err
 	case old.Dir:
 		return opts, nil
 	}
@@ -92,4 +84,19 @@ func (s *server) uploadConditions(r *http.Request, a fsAccess, parent uint64, na
 	}
 	opts.IfRevision = old.RevisionID
 	return opts, nil
+}
+
+// uploadTarget is what an upload of name into parent replaces: found is
+// false when the name is free, and a folder of that name is found with
+// Dir set, for vfs to refuse.
+func (s *server) uploadTarget(ctx context.Context, a fsAccess, parent uint64, name string) (old vfs.Node, found bool, err error) {
+	dir, err := s.fs.Stat(ctx, a.root.ID, parent)
+	if err != nil {
+		return vfs.Node{}, false, err
+	}
+	old, err = s.fs.Lookup(ctx, a.root.ID, path.Join(dir.Path, name))
+	if errors.Is(err, vfs.ErrNotExist) {
+		return vfs.Node{}, false, nil
+	}
+	return old, err == nil, err
 }
