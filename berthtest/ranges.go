@@ -14,7 +14,7 @@ import (
 	"strings"
 	"testing"
 
-	"berth/vfs"
+	"berth/httpserve"
 )
 
 // RangeParts lists the parts of a 206 as "<Content-Range> <body>" each
@@ -82,7 +82,7 @@ func RandomBytes(seed uint64, n int) []byte {
 
 // The files of the Range table: short texts whose parts read well in a
 // row, a file of more than one chunk, and one long enough for
-// vfs.MaxRanges one-byte parts at each end.
+// httpserve.MaxRanges one-byte parts at each end.
 var (
 	rangeHello  = RangeFile{Name: "hello.bin", Text: "hello world"}
 	rangeDigits = RangeFile{Name: "digits.bin", Text: "0123456789"}
@@ -94,7 +94,7 @@ var (
 // RangeCase is a row of the Range table: a GET or HEAD of File with a
 // Range (and If-Range) header, and what every front end answers.
 // http.ServeContent does the work (through httpserve); the rows pin where
-// berth corrects it (RFC 9110 14, vfs.ServableRange) or bounds its cost,
+// berth corrects it (RFC 9110 14, httpserve.ServableRange) or bounds its cost,
 // each with the bug it caught in its name or comment. What a front end
 // adds (an error body, Content-Disposition) its runner checks beside
 // CheckRange.
@@ -174,23 +174,23 @@ func RangeCases() []RangeCase {
 		{Name: "unit: BYTES is bytes, zero suffix dropped", File: rangeDigits, Range: "BYTES=-0,-2", Status: 206, Parts: []string{"bytes 8-9/10 89"}},
 		{Name: "unit: bytes", File: rangeDigits, Range: "bytes=2-4", Status: 206, Parts: []string{"bytes 2-4/10 234"}},
 
-		// More than vfs.MaxRanges parts are ignored and the whole file
+		// More than httpserve.MaxRanges parts are ignored and the whole file
 		// sent (200), as 14.2 allows for many small ranges. Parts out of
 		// order each made the reader fetch and verify a chunk again:
 		// 2,000 alternating one-byte parts of a 64 MiB file took 2.4 s of
 		// the server's CPU, and a 1 MiB header holds some 40,000. Up to
 		// the limit, every part is served.
-		{Name: "many: MaxRanges parts are all served", File: range20000, Range: alternating(range20000, vfs.MaxRanges), Status: 206, NParts: vfs.MaxRanges},
-		{Name: "many: MaxRanges+1 parts send the whole file", File: range20000, Range: alternating(range20000, vfs.MaxRanges+1), Status: 200},
+		{Name: "many: MaxRanges parts are all served", File: range20000, Range: alternating(range20000, httpserve.MaxRanges), Status: 206, NParts: httpserve.MaxRanges},
+		{Name: "many: MaxRanges+1 parts send the whole file", File: range20000, Range: alternating(range20000, httpserve.MaxRanges+1), Status: 200},
 		{Name: "many: 5000 parts send the whole file", File: range20000, Range: alternating(range20000, 5000), Status: 200},
 
-		// Chunk boundaries: a file of several chunks read in vfs.MaxRanges
+		// Chunk boundaries: a file of several chunks read in httpserve.MaxRanges
 		// parts that tile it, so that every boundary between two chunks
 		// falls in a part or between two (the last byte of a chunk, the
 		// first of the next); CheckRange compares every part with the
 		// stored bytes. A part backwards in the file reloads a chunk.
-		{Name: "chunks: parts tiling a chunked file are its bytes", File: range3MiB, Range: tiling(range3MiB, vfs.MaxRanges, false), Status: 206, NParts: vfs.MaxRanges},
-		{Name: "chunks: parts tiling a chunked file backwards are its bytes", File: range3MiB, Range: tiling(range3MiB, vfs.MaxRanges, true), Status: 206, NParts: vfs.MaxRanges},
+		{Name: "chunks: parts tiling a chunked file are its bytes", File: range3MiB, Range: tiling(range3MiB, httpserve.MaxRanges, false), Status: 206, NParts: httpserve.MaxRanges},
+		{Name: "chunks: parts tiling a chunked file backwards are its bytes", File: range3MiB, Range: tiling(range3MiB, httpserve.MaxRanges, true), Status: 206, NParts: httpserve.MaxRanges},
 		{Name: "chunks: a part across the middle", File: range3MiB, Range: "bytes=1000000-2200000", Status: 206, NParts: 1},
 		{Name: "chunks: the last byte", File: range3MiB, Range: "bytes=3145727-3145727", Status: 206, Tail: 1},
 		{Name: "chunks: a part past the end is clipped", File: range3MiB, Range: "bytes=3145000-9999999", Status: 206, Tail: 728},
@@ -199,6 +199,28 @@ func RangeCases() []RangeCase {
 		{Name: "suffix: longer than the file", File: rangeHello, Range: "bytes=-100", Status: 206, Parts: []string{"bytes 0-10/11 hello world"}},
 		{Name: "suffix: longer than a chunked file", File: range3MiB, Range: "bytes=-4000000", Status: 206, Tail: 3 << 20},
 		{Name: "suffix: a first position past the end is 416", File: rangeHello, Range: "bytes=11-", Status: 416, Parts: []string{"bytes */11"}},
+
+		// A part that is no range refuses the Range (RFC 9110 14.2), 416
+		// with the Content-Range a 416 carries (15.5.17), which
+		// http.ServeContent left out: berth writes the Range it hands
+		// ServeContent from its own reading (httpserve's parseRange).
+		{Name: "invalid: last before first is 416", File: rangeHello, Range: "bytes=5-3", Status: 416, Parts: []string{"bytes */11"}},
+		{Name: "invalid: one bad part refuses the rest", File: rangeHello, Range: "bytes=0-1,x", Status: 416, Parts: []string{"bytes */11"}},
+		{Name: "invalid: a bad part, HEAD", File: rangeHello, Method: http.MethodHead, Range: "bytes=0-1,x", Status: 416, Parts: []string{"bytes */11"}},
+
+		// A position past an int64 means what it says of any file, where
+		// strconv failed and ServeContent refused it without a
+		// Content-Range.
+		{Name: "overflow: a last position is the end", File: rangeHello, Range: "bytes=6-99999999999999999999", Status: 206, Parts: []string{"bytes 6-10/11 world"}},
+		{Name: "overflow: a first position is past the end", File: rangeHello, Range: "bytes=99999999999999999999-", Status: 416, Parts: []string{"bytes */11"}},
+		{Name: "overflow: a suffix is the whole file", File: rangeHello, Range: "bytes=-99999999999999999999", Status: 206, Parts: []string{"bytes 0-10/11 hello world"}},
+
+		// White space around parts and positions is trimmed, as net/http
+		// trims it; overlapping parts are served as asked until they add
+		// up past the file, which is then sent whole (ServeContent).
+		{Name: "white space around parts and positions", File: rangeHello, Range: "bytes= 0 - 1 ,\t4-5\t", Status: 206, Parts: []string{"bytes 0-1/11 he", "bytes 4-5/11 o "}},
+		{Name: "overlap: parts within the file", File: rangeHello, Range: "bytes=0-4,2-6", Status: 206, Parts: []string{"bytes 0-4/11 hello", "bytes 2-6/11 llo w"}},
+		{Name: "overlap: parts past the file send it whole", File: rangeHello, Range: "bytes=0-,1-", Status: 200},
 
 		// An empty file is sent whole, empty, 200, whatever the Range:
 		// http.ServeContent does so for a first position (bytes=0-), and

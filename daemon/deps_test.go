@@ -53,7 +53,7 @@ func allowedImports() map[string][]string {
 		"daemon": {"*"},
 		// berthtest builds the storage stack for the front ends' tests;
 		// only test files may import it (see TestImportDirection).
-		"berthtest": {"kv", "kv/badger", "vfs/chunk", "vfs", "account", "share"},
+		"berthtest": {"kv", "kv/badger", "vfs/chunk", "vfs", "account", "share", "httpserve"},
 		"bench":     {"*"},
 
 		// mail sends through an SMTP server and knows nothing of berth;

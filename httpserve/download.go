@@ -69,9 +69,9 @@ const DownloadCacheControl = "private, no-cache"
 // If-None-Match and If-Modified-Since (304), If-Range, HEAD, with dates
 // held to what they prove (DateConditions). The answer is
 // an attachment (or, with Inline, inline) of a type chosen by the name's
-// extension, is never sniffed, and carries DownloadCSP; a Range with zero-length suffix parts loses them first
-// (vfs.ServableRange): ServeContent would send each as a part that ends
-// before it starts.
+// extension, is never sniffed, and carries DownloadCSP. The Range is the
+// one berth serves (ServableRange), and none at all for empty contents
+// (DropEmptyRange).
 //
 // The answer of a body at hand (a Copier, as vfs.File) is sent with its
 // connection held (Hold), in large writes; a zip, made as it is sent,
@@ -108,18 +108,6 @@ func ServeContent(w http.ResponseWriter, r *http.Request, c Content) error {
 	}
 	http.ServeContent(sendWriter{w}, r, "", c.Modified, body)
 	return body.Err()
-}
-
-// ServableRange sets r's Range to what berth serves of it, for
-// http.ServeContent to read next: without its zero-length suffix parts
-// and with more than vfs.MaxRanges parts as none (vfs.ServableRange),
-// and none at all when its If-Range is a date (dropDateIfRange). Every
-// front end that hands a Range to ServeContent calls it.
-func ServableRange(r *http.Request) {
-	if rng := r.Header.Get("Range"); rng != "" {
-		r.Header.Set("Range", vfs.ServableRange(rng))
-		dropDateIfRange(r)
-	}
 }
 
 // DateConditions makes r's If-Modified-Since and If-Unmodified-Since
@@ -175,24 +163,6 @@ func headerDate(h http.Header, k string) (time.Time, bool) {
 	}
 	t, err := http.ParseTime(v)
 	return t, err == nil
-}
-
-// dropDateIfRange removes r's Range when its If-Range is a date rather
-// than an entity tag, so that http.ServeContent sends the whole file,
-// 200, as for an If-Range that does not match. ServeContent honours a
-// date equal to Last-Modified, whose resolution is a second: a revision
-// that replaced the file within the second of the one a client began to
-// download has the same Last-Modified, and the client's resumption got
-// the new revision's bytes after the old one's, a mix of two files with
-// a success status. Such a date is never a strong validator (RFC 9110
-// 8.8.2.2), and every answer of berth carries a strong ETag, which a
-// client that resumes must send instead (13.1.5); only a client that
-// ignores it is sent the whole file again.
-func dropDateIfRange(r *http.Request) {
-	ir := strings.Trim(r.Header.Get("If-Range"), asciiSpace)
-	if ir != "" && !strings.HasPrefix(ir, `"`) && !strings.HasPrefix(ir, `W/"`) {
-		r.Header.Del("Range")
-	}
 }
 
 // DropEmptyRange removes r's Range when body is empty, so that
@@ -663,91 +633,6 @@ func isAttrChar(c byte) bool {
 		return true
 	}
 	return strings.IndexByte("!#$&+-.^_`|~", c) >= 0
-}
-
-// Sends reports what http.ServeContent's answer to r for a file with
-// entity tag etag, last modified at modified (zero for none, as a zip),
-// sends: sends is false for a HEAD, for a GET answered 304 (If-None-Match,
-// or If-Modified-Since as DateConditions leaves it) and for one answered
-// 412 (If-Match, or If-Unmodified-Since as DateConditions leaves it),
-// which send no content; fromStart is whether the
-// content sent includes the file's first byte, so that the request is a
-// download (or view) of its own rather than the resumption of one: no
-// Range, a part starting at 0 or a suffix part (-N), or an If-Range that
-// is not etag (ServeContent then sends the whole file; a date If-Range
-// counts, to be safe). The Range is judged as ServeContent gets it
-// (vfs.ServableRange): one of more than vfs.MaxRanges parts is sent
-// whole, and a first position is read as ServeContent reads it
-// (strconv.ParseInt: "+0" is 0).
-func Sends(r *http.Request, etag string, modified time.Time) (sends, fromStart bool) {
-	if r.Method != http.MethodGet || failsPrecondition(r, etag, modified) || notModified(r, etag, modified) {
-		return false, false
-	}
-	rng := strings.TrimSpace(r.Header.Get("Range"))
-	if rng == "" {
-		return true, true
-	}
-	if ir := r.Header.Get("If-Range"); ir != "" && ir != etag {
-		return true, true
-	}
-	rng = vfs.ServableRange(r.Header.Get("Range")) // as ServeContent gets it
-	if !strings.HasPrefix(rng, "bytes=") {
-		return true, true // ServeContent ignores it and sends the whole file
-	}
-	for start := range rangeParts(rng) {
-		if start == "" {
-			return true, true
-		}
-		if n, err := strconv.ParseInt(start, 10, 64); err == nil && n == 0 {
-			return true, true
-		}
-	}
-	return true, false
-}
-
-// rangeParts yields the first and last positions of each part of the
-// bytes Range rng, trimmed, as written ("" where a part leaves one out).
-func rangeParts(rng string) iter.Seq2[string, string] {
-	return func(yield func(string, string) bool) {
-		spec, _ := strings.CutPrefix(strings.TrimSpace(rng), "bytes=")
-		for part := range strings.SplitSeq(spec, ",") {
-			first, last, _ := strings.Cut(strings.TrimSpace(part), "-")
-			if !yield(strings.TrimSpace(first), strings.TrimSpace(last)) {
-				return
-			}
-		}
-	}
-}
-
-// RangeBytes is how many bytes http.ServeContent's answer to r's Range
-// sends of content of size bytes, for a request that Sends finds not to
-// send from the start (every part starts at an offset): the sum of its
-// parts' lengths, each clipped to the content, overlapping ones counted
-// each time; all of it for a Range that ServeContent gets as none
-// (vfs.ServableRange). A part ServeContent would refuse counts to the
-// content's end, as if it were sent: the sum is what a link's
-// download_limit charges the request (share.CountRequest), and may only
-// err high.
-func RangeBytes(r *http.Request, size int64) int64 {
-	rng := vfs.ServableRange(r.Header.Get("Range"))
-	if !strings.HasPrefix(rng, "bytes=") {
-		return size
-	}
-	var n int64
-	for a, b := range rangeParts(rng) {
-		start, err := strconv.ParseInt(a, 10, 64)
-		if err != nil || start < 0 || start >= size {
-			continue
-		}
-		end := size - 1
-		if e, err := strconv.ParseInt(b, 10, 64); err == nil && e >= start && e < end {
-			end = e
-		}
-		if n += end - start + 1; n >= size {
-			return size // ServeContent sends the whole content then
-		}
-	}
-	return n
 }
 
 // FailedCondition is the precondition of r that fails for a write to a

@@ -311,10 +311,10 @@ func TestShareLinkLimitRanges(t *testing.T) {
 		{"a download cut twice and resumed, limit 1", false, "1", []req{{"download", "bytes=0-299", 206}, {"download", "bytes=300-", 206}, {"download", "bytes=600-", 206}}, 1},
 		{"viewed after the limit, limit 1", false, "1", []req{{"download", "", 200}, {"view", "", 403}, {"view", "bytes=1-", 206}, {"view", "bytes=1-", 403}}, 1},
 		{"viewed, then from byte 1, limit 1", false, "1", []req{{"view", "", 200}, {"view", "bytes=1-", 206}, {"download", "", 403}, {"view", "bytes=1-", 403}}, 1},
-		// More parts than vfs.MaxRanges send the whole file (200): a
+		// More parts than httpserve.MaxRanges send the whole file (200): a
 		// download, not the few bytes the parts name.
-		{"more parts than MaxRanges, limit 1", false, "1", []req{{"download", manyRanges(vfs.MaxRanges + 1), 200}, {"download", manyRanges(vfs.MaxRanges + 1), 403}}, 1},
-		{"a zip in more parts than MaxRanges, limit 1", true, "1", []req{{"download", manyRanges(vfs.MaxRanges + 1), 200}, {"download", manyRanges(vfs.MaxRanges + 1), 403}}, 1},
+		{"more parts than MaxRanges, limit 1", false, "1", []req{{"download", manyRanges(httpserve.MaxRanges + 1), 200}, {"download", manyRanges(httpserve.MaxRanges + 1), 403}}, 1},
+		{"a zip in more parts than MaxRanges, limit 1", true, "1", []req{{"download", manyRanges(httpserve.MaxRanges + 1), 200}, {"download", manyRanges(httpserve.MaxRanges + 1), 403}}, 1},
 		{"If-None-Match with a bad tag first, limit 1", false, "1", []req{{"download", "", 200}, {"download", "inm", 403}}, 1},
 		{"from +0, limit 1", false, "1", []req{{"download", "bytes=+0-", 206}, {"download", "", 403}}, 1},
 		{"viewed again and again, limit 2", false, "2", []req{{"view", "", 200}, {"view", "", 200}, {"view", "", 403}, {"download", "bytes=1-", 206}, {"download", "bytes=1-", 206}, {"view", "bytes=1-", 403}}, 2},
@@ -450,8 +450,8 @@ func TestShareLinkCounting(t *testing.T) {
 		{"a range from +0", l, http.Header{"Range": {"bytes=+0-9"}}, 1},
 		// Parts that add up past the file: ServeContent sends it whole.
 		{"overlapping parts past the file", l, http.Header{"Range": {"bytes=1-,1-"}}, 1},
-		// More parts than vfs.MaxRanges: the whole file is sent, 200.
-		{"more parts than MaxRanges", l, http.Header{"Range": {manyRanges(vfs.MaxRanges + 1)}}, 1},
+		// More parts than httpserve.MaxRanges: the whole file is sent, 200.
+		{"more parts than MaxRanges", l, http.Header{"Range": {manyRanges(httpserve.MaxRanges + 1)}}, 1},
 		// A zip counts as a file does (its ETag names the archive).
 		{"a zip whole", fl, nil, 1},
 		{"a zip from 0", fl, http.Header{"Range": {"bytes=0-9"}}, 1},
@@ -462,7 +462,7 @@ func TestShareLinkCounting(t *testing.T) {
 		{"a zip, If-None-Match with a bad tag before its ETag", fl, http.Header{"If-None-Match": {"x, " + zipTag}}, 1},
 		{"a zip in overlapping parts past it", fl, http.Header{"Range": {"bytes=1-,1-"}}, 1},
 		{"a zip from +0", fl, http.Header{"Range": {"bytes=+0-9"}}, 1},
-		{"a zip of more parts than MaxRanges", fl, http.Header{"Range": {manyRanges(vfs.MaxRanges + 1)}}, 1},
+		{"a zip of more parts than MaxRanges", fl, http.Header{"Range": {manyRanges(httpserve.MaxRanges + 1)}}, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
