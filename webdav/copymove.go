@@ -242,27 +242,46 @@ func (s *session) targetChecks(r *http.Request, sn, dn vfs.Node, exists bool, pa
 // move the one and write the other, and its headers are well formed.
 // src and dst are their targets. Otherwise copyMove looks the two up
 // before the move, as fileAsCollection does the source, and refuses what
-// it refuses in its order.
+// it refuses in its order. It is decided once a request (decidePlainMove):
+// fileAsCollection asks first where the path ends in "/", copyMove next.
 func (s *session) plainMove(r *http.Request) (src, dst target, ok bool) {
+	if !s.plain.decided {
+		s.plain = s.decidePlainMove(r)
+	}
+	return s.plain.src, s.plain.dst, s.plain.ok
+}
+
+// plainMoved is plainMove's answer, once decided.
+type plainMoved struct {
+	src, dst    target
+	ok, decided bool
+}
+
+// decidePlainMove is plainMove's answer, worked out.
+func (s *session) decidePlainMove(r *http.Request) plainMoved {
+	if s.h.plainMoveDecided != nil {
+		s.h.plainMoveDecided()
+	}
+	no := plainMoved{decided: true}
 	if r.Method != "MOVE" || conditional(r) {
-		return target{}, target{}, false
+		return no
 	}
 	d := s.destination(r)
 	if d.err != nil || s.permitted(s.path, changes["MOVE"]) != nil || s.permitted(d.path, share.Write) != nil {
-		return target{}, target{}, false
+		return no
 	}
 	if _, _, err := copyMoveHeaders(r); err != nil {
-		return target{}, target{}, false
+		return no
 	}
 	src, err := s.resolve(s.path)
 	if err != nil || src.isMountRoot() {
-		return target{}, target{}, false
+		return no
 	}
-	dst, err = s.resolve(d.path)
+	dst, err := s.resolve(d.path)
 	if err != nil || dst.isMountRoot() || dst.m != src.m {
-		return target{}, target{}, false
+		return no
 	}
-	return src, dst, true
+	return plainMoved{src: src, dst: dst, ok: true, decided: true}
 }
 
 // moveAt moves the request's item, src, to the Destination, dst, in one

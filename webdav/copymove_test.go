@@ -12,6 +12,7 @@ import (
 	"berth/account"
 	"berth/vfs"
 	"berth/vfs/chunk"
+	"berth/webdav"
 )
 
 // TestCopyMove: COPY and MOVE, their Destination, Depth and Overwrite.
@@ -330,6 +331,38 @@ func TestCopyMove(t *testing.T) {
 				{"MOVE", "/alice/f.txt", d("/alice/ld/m.txt"), http.StatusLocked},
 				{"MOVE", "/alice/f.txt", d("/alice/locked.txt"), http.StatusLocked},
 			})
+		}},
+
+		// A MOVE works out once whether it is one transaction (plainMove):
+		// fileAsCollection asks first where the path ends in "/", and
+		// copyMove asked again, so a MOVE of "d/" did it twice.
+		{"a MOVE decides once whether it is one transaction", func(t *testing.T) {
+			f := newFixture(t)
+			var decided atomic.Int64
+			webdav.PlainMoveDecided(f.h, func() { decided.Add(1) })
+			for _, c := range [][3]string{{"MKCOL", "/d", ""}, {"PUT", "/a.txt", "a"}} {
+				st, _, body := f.do(c[0], c[1], strings.NewReader(c[2]))
+				want(t, c[0]+" "+c[1], st, http.StatusCreated, body)
+			}
+			for _, c := range []struct {
+				method, path string
+				hdr          []string
+				status       int
+			}{
+				{"MOVE", "/d/", []string{"Destination", f.url("/e/")}, http.StatusCreated},
+				{"MOVE", "/e", []string{"Destination", f.url("/d")}, http.StatusCreated},
+				{"MOVE", "/a.txt/", []string{"Destination", f.url("/b.txt")}, http.StatusNotFound},
+				{"MOVE", "/d/", []string{"Destination", f.url("/e/"), "If-Match", `"x"`}, http.StatusPreconditionFailed},
+				{"MOVE", "/d/", []string{"Destination", f.url("/e/"), "Overwrite", "X"}, http.StatusBadRequest},
+				{"COPY", "/d/", []string{"Destination", f.url("/e/")}, http.StatusCreated},
+			} {
+				decided.Store(0)
+				st, _, body := f.do(c.method, c.path, nil, c.hdr...)
+				want(t, c.method+" "+c.path, st, c.status, body)
+				if n := decided.Load(); n != 1 {
+					t.Errorf("%s %s %q: decided %d times whether it is one transaction, want once", c.method, c.path, c.hdr, n)
+				}
+			}
 		}},
 	})
 }

@@ -30,3 +30,7 @@ func CredentialChecked(h *Handler, login, password string) (time.Time, bool) {
 	e, ok := h.creds.m[sha256.Sum256([]byte(login+"\x00"+password))]
 	return e.checked, ok && !h.creds.now().After(e.expires)
 }
+
+// PlainMoveDecided has h run f each time a request works out whether a
+// MOVE is one transaction (plainMove), which it does once a request.
+func PlainMoveDecided(h *Handler, f func()) { h.plainMoveDecided = f }

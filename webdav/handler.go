@@ -65,6 +65,9 @@ type Handler struct {
 	metrics *httpserve.Metrics
 	// observed is serve inside the request log line and metrics.
 	observed http.Handler
+	// plainMoveDecided, when set (by tests: PlainMoveDecided), runs each
+	// time a request works out plainMove's answer.
+	plainMoveDecided func()
 }
 
 // New returns the WebDAV handler for o.

@@ -42,6 +42,9 @@ type session struct {
 	lookedDst *lookedNew
 	// dest is a COPY's or MOVE's Destination, parsed once (destination).
 	dest *destination
+	// plain is whether a MOVE is one transaction, decided once
+	// (plainMove).
+	plain plainMoved
 	// wantDead, set by PROPFIND, says whether listings should prefetch
 	// dead properties.
 	wantDead func() bool
