@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -156,6 +157,16 @@ func TestBrowserFileLink(t *testing.T) {
 	}
 	if got := text(t, ctx, "#size"); got != "48 bytes" {
 		t.Errorf("size %q", got)
+	}
+	// The page is styled from the sheet's versioned URL, as the page's
+	// policy lets it load: the header's colour is the sheet's.
+	styled, err := chromedp.Run(ctx, chromedp.Evaluate[string](
+		`document.styleSheets[0].href + " " + getComputedStyle(document.querySelector("header")).backgroundColor`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`/s/static/style\.[0-9a-f]{16}\.css rgb\(29, 53, 87\)$`).MatchString(styled) {
+		t.Errorf("style sheet and header colour %q, want the versioned sheet's rgb(29, 53, 87)", styled)
 	}
 	screenshot(t, ctx, "file")
 	if got := download(t, ctx, "#download"); string(got) != fileBody {

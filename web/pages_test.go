@@ -4,8 +4,11 @@ import (
 	"archive/zip"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -69,6 +72,67 @@ func TestPages(t *testing.T) {
 				t.Errorf("Content-Type %q, want %q", got, tt.ctype)
 			}
 			checkBody(t, body, tt.want, tt.absent)
+		})
+	}
+}
+
+// TestStyleSheet: a page links its style sheet at a URL that names the
+// sheet's version, kept a year without revalidation (immutable); the URL
+// without a version, which pages of old link, still answers the sheet,
+// briefly kept. It was the only URL, kept an hour, so a deploy left
+// browsers on the old style that long.
+func TestStyleSheet(t *testing.T) {
+	s := newSite(t)
+	_, fileURL := s.link(t, s.file, share.LinkSettings{})
+	_, page := get(t, fileURL)
+	m := regexp.MustCompile(`<link rel="stylesheet" href="(/s/static/style\.([0-9a-f]{16})\.css)">`).FindStringSubmatch(page)
+	if m == nil {
+		t.Fatalf("the page links no versioned style sheet:\n%s", page)
+	}
+	_, old := get(t, s.srv.URL+"/s/static/style.css")
+	sum := sha256.Sum256([]byte(old))
+	if version := hex.EncodeToString(sum[:8]); m[2] != version {
+		t.Errorf("style sheet version %s, want %s (the sheet's)", m[2], version)
+	}
+	etag := `"` + m[2] + `"`
+	for _, tc := range []struct {
+		name, path string
+		hdr        []string
+		status     int
+		cache      string
+		body       bool
+	}{
+		{"versioned", m[1], nil, 200, "public, max-age=31536000, immutable", true},
+		{"versioned, revalidated", m[1], []string{"If-None-Match", etag}, 304, "public, max-age=31536000, immutable", false},
+		{"without a version", "/s/static/style.css", nil, 200, "public, max-age=300", true},
+		{"without a version, revalidated", "/s/static/style.css", []string{"If-None-Match", etag}, 304, "public, max-age=300", false},
+		{"another version", "/s/static/style.0123456789abcdef.css", nil, 404, "no-store", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, _ := http.NewRequest(http.MethodGet, s.srv.URL+tc.path, nil)
+			for i := 0; i+1 < len(tc.hdr); i += 2 {
+				req.Header.Set(tc.hdr[i], tc.hdr[i+1])
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body := readAll(t, resp)
+			if resp.StatusCode != tc.status {
+				t.Fatalf("status %d, want %d: %s", resp.StatusCode, tc.status, body)
+			}
+			if got := resp.Header.Get("Cache-Control"); got != tc.cache {
+				t.Errorf("Cache-Control %q, want %q", got, tc.cache)
+			}
+			if tc.status == 404 {
+				return
+			}
+			if got := resp.Header.Get("ETag"); got != etag {
+				t.Errorf("ETag %q, want %q", got, etag)
+			}
+			if tc.body && (body != old || resp.Header.Get("Content-Type") != "text/css; charset=utf-8") {
+				t.Errorf("%s, %d bytes; want the sheet, text/css", resp.Header.Get("Content-Type"), len(body))
+			}
 		})
 	}
 }

@@ -9,11 +9,13 @@
 package web
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/sha256"
 	"embed"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"html/template"
@@ -73,9 +75,43 @@ type handler struct {
 	opts   Options
 	csp    string      // pagePolicy of the embedded script
 	script template.JS // assets/drop.js, inlined where a page has an upload form
+	style  sheet       // assets/style.css
 	tmpl   *template.Template
 	mux    *http.ServeMux
 	log    *slog.Logger
+}
+
+// sheet is the pages' style sheet and the URL that names its version.
+type sheet struct {
+	css  []byte
+	url  string // stylePath's, with the version of css
+	etag string // the same version, as an entity tag
+}
+
+// stylePath is where the style sheet a page links lives, its version (a
+// hash of the sheet) between "style." and ".css": a new sheet is a new
+// URL, so a browser may keep each for a year without asking again
+// (immutable), and a deploy reaches every page at once.
+const stylePath = Prefix + "static/style."
+
+// oldStylePath is the style sheet's URL of old, without a version, which
+// pages rendered before the versioned URL still link: it answers the
+// sheet of now, kept only briefly (oldStyleCache).
+const oldStylePath = Prefix + "static/style.css"
+
+// Cache-Control of the style sheet: a versioned URL never names other
+// bytes; the old one does after each deploy that changes the sheet.
+const (
+	styleCache    = "public, max-age=31536000, immutable"
+	oldStyleCache = "public, max-age=300"
+)
+
+// newSheet versions css by its SHA-256: 64 bits of it, which tell a
+// sheet from the few before it.
+func newSheet(css []byte) sheet {
+	sum := sha256.Sum256(css)
+	v := hex.EncodeToString(sum[:8])
+	return sheet{css: css, url: stylePath + v + ".css", etag: `"` + v + `"`}
 }
 
 // New returns the handler of everything under /s/.
@@ -84,13 +120,19 @@ func New(o Options) http.Handler {
 	if err != nil {
 		panic(err) // embedded at build time
 	}
-	h := &handler{opts: o, log: cmp.Or(o.Logger, slog.Default()), csp: pagePolicy(script), script: template.JS(script)}
+	css, err := files.ReadFile("assets/style.css")
+	if err != nil {
+		panic(err) // embedded at build time
+	}
+	h := &handler{opts: o, log: cmp.Or(o.Logger, slog.Default()), csp: pagePolicy(script), script: template.JS(script), style: newSheet(css)}
 	h.tmpl = template.Must(template.New("").Funcs(template.FuncMap{
-		"size": humanSize,
-		"date": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") },
+		"size":  humanSize,
+		"date":  func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") },
+		"style": func() string { return h.style.url },
 	}).ParseFS(files, "templates/*.html"))
 	m := http.NewServeMux()
-	m.HandleFunc("GET /s/static/style.css", h.style)
+	m.HandleFunc("GET "+h.style.url, func(w http.ResponseWriter, r *http.Request) { h.serveStyle(w, r, styleCache) })
+	m.HandleFunc("GET "+oldStylePath, func(w http.ResponseWriter, r *http.Request) { h.serveStyle(w, r, oldStyleCache) })
 	m.HandleFunc("GET /s/{hash}", h.page)
 	m.HandleFunc("GET /s/{hash}/download", h.download)
 	m.HandleFunc("GET /s/{hash}/preview", h.preview)
@@ -122,19 +164,18 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.mux.ServeHTTP(w, r)
 }
 
-func (h *handler) style(w http.ResponseWriter, r *http.Request) {
-	b, err := files.ReadFile("assets/style.css")
-	if err != nil {
-		http.Error(w, "missing", http.StatusInternalServerError)
-		return
-	}
-	w.Header().Set("Content-Type", "text/css; charset=utf-8")
-	w.Header().Set("Cache-Control", "public, max-age=3600")
-	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
-	if r.Method == http.MethodHead {
-		return
-	}
-	w.Write(b)
+// serveStyle answers r with the style sheet, kept as cache says, with
+// its version as the ETag: a browser that revalidates the old URL gets
+// 304 until a deploy changes the sheet. The Range a sheet is asked in
+// (none a browser sends) is read as every download's
+// (httpserve.ServableRange).
+func (h *handler) serveStyle(w http.ResponseWriter, r *http.Request, cache string) {
+	hd := w.Header()
+	hd.Set("Content-Type", "text/css; charset=utf-8")
+	hd.Set("Cache-Control", cache)
+	hd.Set("Etag", h.style.etag)
+	httpserve.ServableRange(r)
+	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(h.style.css))
 }
 
 // open opens the link of r's hash, as the person signed in through the
