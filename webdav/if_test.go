@@ -48,6 +48,49 @@ func TestIf(t *testing.T) {
 			want(t, "PUT If-None-Match * on a new name", st, http.StatusCreated, body)
 		}},
 
+		// An If-Match or If-None-Match that is neither * nor a list of
+		// entity tags (an unquoted tag, a tag after something that is
+		// none, * among tags) refuses a write with 400, as REST does, and
+		// nothing changes: WebDAV split such a list at commas by a parser
+		// of its own, so "x, <etag>" held where a GET (net/http) reads it
+		// as failing, and an unquoted If-None-Match never matched and let
+		// the write through.
+		{"a malformed If-Match or If-None-Match refuses a write", func(t *testing.T) {
+			f := newFixture(t)
+			st, h, body := f.do("PUT", "/a.txt", strings.NewReader("one"))
+			want(t, "create", st, http.StatusCreated, body)
+			etag := h.Get("ETag")
+			lock := `<D:lockinfo xmlns:D="DAV:"><D:lockscope><D:exclusive/></D:lockscope><D:locktype><D:write/></D:locktype></D:lockinfo>`
+			patch := `<D:propertyupdate xmlns:D="DAV:"><D:set><D:prop><Z:c xmlns:Z="urn:z">r</Z:c></D:prop></D:set></D:propertyupdate>`
+			for _, c := range []struct {
+				method, path, body string
+				hdr                []string
+			}{
+				{"PUT", "/a.txt", "two", []string{"If-None-Match", strings.Trim(etag, `"`)}},
+				{"PUT", "/a.txt", "two", []string{"If-Match", "x, " + etag}},
+				{"DELETE", "/a.txt", "", []string{"If-Match", "x, " + etag}},
+				{"MOVE", "/a.txt", "", []string{"If-Match", "*, " + etag, "Destination", f.url("/b.txt")}},
+				{"COPY", "/a.txt", "", []string{"If-None-Match", `"r1" "r2"`, "Destination", f.url("/b.txt")}},
+				{"PROPPATCH", "/a.txt", patch, []string{"If-Match", etag + " x"}},
+				{"LOCK", "/a.txt", lock, []string{"If-Match", "x, " + etag}},
+				{"MKCOL", "/d", "", []string{"If-None-Match", "nope"}},
+			} {
+				st, _, body := f.do(c.method, c.path, strings.NewReader(c.body), c.hdr...)
+				want(t, c.method+" "+strings.Join(c.hdr[:2], ": "), st, http.StatusBadRequest, body)
+			}
+			if got, err := f.read("/a.txt"); err != nil || string(got) != "one" {
+				t.Fatalf("a.txt after refused writes: %q %v", got, err)
+			}
+			for _, p := range []string{"/b.txt", "/d"} {
+				if _, err := f.lookup(p); err == nil {
+					t.Errorf("a refused write made %s", p)
+				}
+			}
+			if n, _ := f.lookup("/a.txt"); n.Locked() || n.ETag() != etag {
+				t.Fatalf("a.txt after refused writes: ETag %s, locks %+v", n.ETag(), n.Locks)
+			}
+		}},
+
 		// If-Match and If-None-Match are checked when a PUT starts; a write
 		// that lands while its body is still arriving makes them false, so the
 		// PUT is refused with 412 at its commit instead of replacing that
