@@ -91,6 +91,61 @@ func TestIf(t *testing.T) {
 			}
 		}},
 
+		// RFC 9110 13.1: a failed If-Match is 412 on any method, and so
+		// is an If-None-Match that matches on one other than GET and HEAD;
+		// Apache's mod_dav answers a PROPFIND so. PROPFIND ignored both
+		// (and If-Unmodified-Since) and listed the resource, 207. A list
+		// that does not parse is read as a GET reads it. PROPPATCH judged
+		// them already.
+		{"If-Match and If-None-Match on PROPFIND and PROPPATCH", func(t *testing.T) {
+			f := newFixture(t)
+			st, h, body := f.do("PUT", "/a.txt", strings.NewReader("one"))
+			want(t, "PUT", st, http.StatusCreated, body)
+			etag := h.Get("ETag")
+			st, _, body = f.do("MKCOL", "/d", nil)
+			want(t, "MKCOL", st, http.StatusCreated, body)
+			d, _ := f.lookup("/d")
+			past := time.Now().Add(-time.Hour).UTC().Format(http.TimeFormat)
+			future := time.Now().Add(time.Hour).UTC().Format(http.TimeFormat)
+			patch := `<D:propertyupdate xmlns:D="DAV:"><D:set><D:prop><Z:c xmlns:Z="urn:z">r</Z:c></D:prop></D:set></D:propertyupdate>`
+			for _, c := range []struct {
+				method, path string
+				hdr          []string
+				status       int
+			}{
+				{"PROPFIND", "/a.txt", []string{"Depth", "0", "If-Match", `"r999"`}, http.StatusPreconditionFailed},
+				{"PROPFIND", "/a.txt", []string{"Depth", "0", "If-Match", `"r999", ` + etag}, http.StatusMultiStatus},
+				{"PROPFIND", "/a.txt", []string{"Depth", "0", "If-Match", "W/" + etag}, http.StatusPreconditionFailed},
+				{"PROPFIND", "/a.txt", []string{"Depth", "0", "If-Match", "x, " + etag}, http.StatusPreconditionFailed},
+				{"PROPFIND", "/a.txt", []string{"Depth", "0", "If-None-Match", etag}, http.StatusPreconditionFailed},
+				{"PROPFIND", "/a.txt", []string{"Depth", "0", "If-None-Match", "W/" + etag}, http.StatusPreconditionFailed},
+				{"PROPFIND", "/a.txt", []string{"Depth", "0", "If-None-Match", "*"}, http.StatusPreconditionFailed},
+				{"PROPFIND", "/a.txt", []string{"Depth", "0", "If-None-Match", `"r999"`}, http.StatusMultiStatus},
+				{"PROPFIND", "/a.txt", []string{"Depth", "0", "If-Unmodified-Since", past}, http.StatusPreconditionFailed},
+				{"PROPFIND", "/a.txt", []string{"Depth", "0", "If-Unmodified-Since", future}, http.StatusMultiStatus},
+				{"PROPFIND", "/d/", []string{"Depth", "1", "If-Match", `"x"`}, http.StatusPreconditionFailed},
+				{"PROPFIND", "/d/", []string{"Depth", "1", "If-Match", d.ETag()}, http.StatusMultiStatus},
+				{"PROPFIND", "/d/", []string{"Depth", "1", "If-None-Match", d.ETag()}, http.StatusPreconditionFailed},
+				{"PROPFIND", "/", []string{"Depth", "0", "If-None-Match", "*"}, http.StatusPreconditionFailed},
+				{"PROPPATCH", "/a.txt", []string{"If-Match", `"r999"`}, http.StatusPreconditionFailed},
+				{"PROPPATCH", "/a.txt", []string{"If-None-Match", etag}, http.StatusPreconditionFailed},
+				{"PROPPATCH", "/d/", []string{"If-Match", `"x"`}, http.StatusPreconditionFailed},
+			} {
+				b := propfindAll
+				if c.method == "PROPPATCH" {
+					b = patch
+				}
+				st, _, body := f.do(c.method, c.path, strings.NewReader(b), c.hdr...)
+				want(t, c.method+" "+c.path+" "+strings.Join(c.hdr, " "), st, c.status, body)
+				if st == http.StatusPreconditionFailed && strings.Contains(body, "multistatus") {
+					t.Errorf("%s %s %v: a 412 with a listing", c.method, c.path, c.hdr)
+				}
+			}
+			if p := f.props("/a.txt"); len(p) != 0 {
+				t.Errorf("refused PROPPATCHes set %v", p)
+			}
+		}},
+
 		// If-Match and If-None-Match are checked when a PUT starts; a write
 		// that lands while its body is still arriving makes them false, so the
 		// PUT is refused with 412 at its commit instead of replacing that
