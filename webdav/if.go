@@ -128,13 +128,21 @@ func submittedTokens(lists []ifList) []string {
 
 // preconditions checks the If header and If-Match / If-None-Match /
 // If-Unmodified-Since of a write to the resource n (exists or not) at
-// dav path p. An If-Match or If-None-Match that is no list of entity
-// tags is errBadCondition (400), as REST refuses it: a write is not
-// guessed at.
+// dav path p.
 func (s *session) preconditions(r *http.Request, p string, n vfs.Node, exists bool) error {
 	if err := s.checkIf(r, p); err != nil {
 		return err
 	}
+	return writeConditions(r, n, exists)
+}
+
+// writeConditions judges a write's If-Match, If-None-Match and
+// If-Unmodified-Since against the resource n (exists or not), reading
+// nothing from the store, so that a check inside a vfs commit
+// (DeleteAt, MoveAt) can run it on the item as the commit finds it. An
+// If-Match or If-None-Match that is no list of entity tags is
+// errBadCondition (400), as REST refuses it: a write is not guessed at.
+func writeConditions(r *http.Request, n vfs.Node, exists bool) error {
 	if h := httpserve.MalformedCondition(r); h != "" {
 		return describe(errBadCondition, `%s must be * or a comma-separated list of entity tags, such as "r12"`, h)
 	}

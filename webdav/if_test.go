@@ -1,6 +1,7 @@
 package webdav_test
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -143,6 +144,80 @@ func TestIf(t *testing.T) {
 			}
 			if p := f.props("/a.txt"); len(p) != 0 {
 				t.Errorf("refused PROPPATCHes set %v", p)
+			}
+		}},
+
+		// A DELETE or MOVE of a folder, as of a file, judges If-Match,
+		// If-None-Match and If-Unmodified-Since in its commit (vfs.DeleteAt,
+		// MoveAt), on the item it finds at the path there: a folder has no
+		// revision to hold them at, and a DELETE or MOVE by the id looked up
+		// before acted on that item wherever it had gone since. A folder
+		// that comes to the path has an ETag of its own.
+		{"conditions on a folder's DELETE and MOVE", func(t *testing.T) {
+			f := newFixture(t)
+			for _, p := range []string{"/d", "/d/in"} {
+				st, _, body := f.do("MKCOL", p, nil)
+				want(t, "MKCOL "+p, st, http.StatusCreated, body)
+			}
+			d, _ := f.lookup("/d")
+			past := time.Now().Add(-time.Hour).UTC().Format(http.TimeFormat)
+			for _, c := range []struct {
+				method, path string
+				hdr          []string
+				status       int
+			}{
+				{"DELETE", "/d/", []string{"If-Match", `"x"`}, http.StatusPreconditionFailed},
+				{"DELETE", "/d/", []string{"If-Match", `"x", *`}, http.StatusBadRequest},
+				{"DELETE", "/d/", []string{"If-None-Match", d.ETag()}, http.StatusPreconditionFailed},
+				{"DELETE", "/d/", []string{"If-Unmodified-Since", past}, http.StatusPreconditionFailed},
+				{"MOVE", "/d/", []string{"If-Match", `"x"`, "Destination", f.url("/e/")}, http.StatusPreconditionFailed},
+				{"MOVE", "/d/", []string{"If-None-Match", "*", "Destination", f.url("/e/")}, http.StatusPreconditionFailed},
+				{"MOVE", "/d/", []string{"If-Match", d.ETag(), "Destination", f.url("/e/")}, http.StatusCreated},
+				// Another folder at the old path: the ETag names the one moved.
+				{"MKCOL", "/d/", nil, http.StatusCreated},
+				{"DELETE", "/d/", []string{"If-Match", d.ETag()}, http.StatusPreconditionFailed},
+				{"MOVE", "/d/", []string{"If-Match", d.ETag(), "Destination", f.url("/f/")}, http.StatusPreconditionFailed},
+				{"DELETE", "/e/", []string{"If-Match", d.ETag()}, http.StatusNoContent},
+			} {
+				st, _, body := f.do(c.method, c.path, nil, c.hdr...)
+				want(t, c.method+" "+c.path+" "+strings.Join(c.hdr, " "), st, c.status, body)
+			}
+			if n, err := f.lookup("/d"); err != nil || n.ID == d.ID {
+				t.Errorf("/d: %+v %v; want the new folder", n, err)
+			}
+			for _, p := range []string{"/e", "/e/in", "/f"} {
+				if _, err := f.lookup(p); err == nil {
+					t.Errorf("%s is there", p)
+				}
+			}
+		}},
+
+		// The same, racing: a conditional DELETE or MOVE of /d and a MOVE
+		// of /d elsewhere, sent together, are one after the other in the
+		// store, so never do both succeed. Judged before the commit, the
+		// DELETE or MOVE then acted on the folder by its id, wherever the
+		// other MOVE had taken it, and both succeeded. Bounded in rounds
+		// and time; on the old code some rounds in ten hit the window.
+		{"a conditional DELETE or MOVE of a folder races no MOVE", func(t *testing.T) {
+			f := newFixture(t)
+			deadline := time.Now().Add(10 * time.Second)
+			for i := 0; i < 40 && time.Now().Before(deadline); i++ {
+				st, _, body := f.do("MKCOL", "/d", nil)
+				want(t, "MKCOL", st, http.StatusCreated, body)
+				d, _ := f.lookup("/d")
+				other := make(chan int)
+				go func() {
+					st, _, _ := f.do("MOVE", "/d/", nil, "Destination", f.url(fmt.Sprintf("/x%d/", i)))
+					other <- st
+				}()
+				method, hdr := "DELETE", []string{"If-Match", d.ETag()}
+				if i%2 == 1 {
+					method, hdr = "MOVE", append(hdr, "Destination", f.url(fmt.Sprintf("/y%d/", i)))
+				}
+				st, _, _ = f.do(method, "/d/", nil, hdr...)
+				if o := <-other; st < 300 && o < 300 {
+					t.Fatalf("round %d: the conditional %s (%d) and the MOVE (%d) of /d both succeeded", i, method, st, o)
+				}
 			}
 		}},
 
