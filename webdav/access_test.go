@@ -91,6 +91,7 @@ func TestRouteAccess(t *testing.T) {
 		{"PROPPATCH", "/f.txt", proppatchBody("<Z:a>2</Z:a>"), []string{"If-Match", `"x"`}, http.StatusPreconditionFailed},
 		{"PUT", "/f.txt", "conditional", []string{"If-None-Match", "x"}, http.StatusBadRequest},
 		{"LOCK", "/f.txt", lock, []string{"If-Match", `"x"`}, http.StatusPreconditionFailed},
+		{"UNLOCK", "/f.txt", "", []string{"Lock-Token", "<urn:uuid:00000000-0000-0000-0000-000000000000>", "If-Match", `"x"`}, http.StatusPreconditionFailed},
 		{"MOVE", "/D/", "", []string{"If-Match", `"x"`, "Destination", base + "/D4/"}, http.StatusPreconditionFailed},
 		{"DELETE", "/D/", "", []string{"If-Unmodified-Since", "Mon, 01 Jan 2001 00:00:00 GMT"}, http.StatusPreconditionFailed},
 		{"DELETE", "/D/", "", nil, 0},

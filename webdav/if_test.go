@@ -97,8 +97,8 @@ func TestIf(t *testing.T) {
 		// Apache's mod_dav answers a PROPFIND so. PROPFIND ignored both
 		// (and If-Unmodified-Since) and listed the resource, 207. A list
 		// that does not parse is read as a GET reads it. PROPPATCH judged
-		// them already.
-		{"If-Match and If-None-Match on PROPFIND and PROPPATCH", func(t *testing.T) {
+		// them already; UNLOCK ignored them as well.
+		{"If-Match and If-None-Match on PROPFIND, PROPPATCH and UNLOCK", func(t *testing.T) {
 			f := newFixture(t)
 			st, h, body := f.do("PUT", "/a.txt", strings.NewReader("one"))
 			want(t, "PUT", st, http.StatusCreated, body)
@@ -106,6 +106,9 @@ func TestIf(t *testing.T) {
 			st, _, body = f.do("MKCOL", "/d", nil)
 			want(t, "MKCOL", st, http.StatusCreated, body)
 			d, _ := f.lookup("/d")
+			st, h, body = f.do("LOCK", "/d", strings.NewReader(lockExclusive))
+			want(t, "LOCK /d", st, http.StatusOK, body)
+			tok := h.Get("Lock-Token")
 			past := time.Now().Add(-time.Hour).UTC().Format(http.TimeFormat)
 			future := time.Now().Add(time.Hour).UTC().Format(http.TimeFormat)
 			patch := `<D:propertyupdate xmlns:D="DAV:"><D:set><D:prop><Z:c xmlns:Z="urn:z">r</Z:c></D:prop></D:set></D:propertyupdate>`
@@ -131,10 +134,19 @@ func TestIf(t *testing.T) {
 				{"PROPPATCH", "/a.txt", []string{"If-Match", `"r999"`}, http.StatusPreconditionFailed},
 				{"PROPPATCH", "/a.txt", []string{"If-None-Match", etag}, http.StatusPreconditionFailed},
 				{"PROPPATCH", "/d/", []string{"If-Match", `"x"`}, http.StatusPreconditionFailed},
+				// UNLOCK too, of a lock it would otherwise remove.
+				{"UNLOCK", "/d/", []string{"If-Match", `"x"`}, http.StatusPreconditionFailed},
+				{"UNLOCK", "/d/", []string{"If-None-Match", d.ETag()}, http.StatusPreconditionFailed},
+				{"UNLOCK", "/d/", []string{"If-Match", "x"}, http.StatusBadRequest},
+				{"UNLOCK", "/d/", []string{"If-Match", d.ETag()}, http.StatusNoContent},
 			} {
 				b := propfindAll
-				if c.method == "PROPPATCH" {
+				switch c.method {
+				case "PROPPATCH":
 					b = patch
+				case "UNLOCK":
+					b = ""
+					c.hdr = append(c.hdr, "Lock-Token", tok)
 				}
 				st, _, body := f.do(c.method, c.path, strings.NewReader(b), c.hdr...)
 				want(t, c.method+" "+c.path+" "+strings.Join(c.hdr, " "), st, c.status, body)
