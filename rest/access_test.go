@@ -26,27 +26,9 @@ import (
 // person is theirs to open.
 func TestRouteAccess(t *testing.T) {
 	f := newFixture(t)
-	ctx := context.Background()
 	d := f.mustMkdir(f.at("/api/2/files/%d/create_folder"), "D")
 	fj := f.mustUpload(f.at("/api/2/files/%d/upload"), "f.txt", []byte("contents"))
-
-	_, _, plain := f.addPerson("bob")
-	root, err := f.fs.CreateRoot(ctx, "carol", vfs.RootSync)
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin := f.personToken(account.PersonInput{OrganizationID: f.org.ID, Username: "carol",
-		Email: "carol@example.com", Password: fixturePassword, Admin: true, RootID: root.ID})
-	other, err := f.accounts.CreateOrganization(ctx, account.OrganizationInput{Name: "Globex"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	root, err = f.fs.CreateRoot(ctx, "dave", vfs.RootSync)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tenant := f.personToken(account.PersonInput{OrganizationID: other.ID, Username: "dave",
-		Email: "dave@example.com", Password: fixturePassword, Admin: true, RootID: root.ID})
+	callers := f.strangers()
 
 	r, fi, fo := f.root.ID, fj.ID, d.ID
 	// Each route with a request the owner may make; status is the owner's
@@ -80,17 +62,6 @@ func TestRouteAccess(t *testing.T) {
 		{"POST", fmt.Sprintf("/api/2/files/%d/%d/delete", r, fi), nil, 200},
 		{"POST", fmt.Sprintf("/api/2/files/%d/folder/%d/delete", r, fo), nil, 200},
 	}
-	callers := []struct {
-		name, token string
-		status      int
-		code        string
-	}{
-		{"anonymous", "", http.StatusUnauthorized, "access_denied"},
-		{"a bad token", "not-a-token", http.StatusUnauthorized, "access_denied"},
-		{"another organization", tenant, http.StatusNotFound, "not_found"},
-		{"a plain person of the organization", plain, http.StatusNotFound, "not_found"},
-		{"the organization's administrator", admin, http.StatusNotFound, "not_found"},
-	}
 	for _, rt := range routes {
 		for _, c := range callers {
 			st, body := f.send(rt.method, rt.path, c.token, rt.form)
@@ -102,6 +73,48 @@ func TestRouteAccess(t *testing.T) {
 		if st, body := f.send(rt.method, rt.path, f.token, rt.form); st != rt.status {
 			t.Errorf("%s %s as the owner: %d %s, want %d", rt.method, rt.path, st, body, rt.status)
 		}
+	}
+}
+
+// stranger is a caller of routes into the fixture's root who is not its
+// owner, and the answer every such route gives them.
+type stranger struct {
+	name, token string
+	status      int
+	code        string
+}
+
+// strangers makes the callers who may not reach the fixture's root, each
+// with the answer share's access API gives them: anyone without
+// credentials 401 access_denied; a person of another organization, a
+// plain person of the same one and the organization's administrator 404
+// not_found, as for a root that does not exist.
+func (f *fixture) strangers() []stranger {
+	f.t.Helper()
+	ctx := context.Background()
+	_, _, plain := f.addPerson("bob")
+	root, err := f.fs.CreateRoot(ctx, "carol", vfs.RootSync)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	admin := f.personToken(account.PersonInput{OrganizationID: f.org.ID, Username: "carol",
+		Email: "carol@example.com", Password: fixturePassword, Admin: true, RootID: root.ID})
+	other, err := f.accounts.CreateOrganization(ctx, account.OrganizationInput{Name: "Globex"})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	root, err = f.fs.CreateRoot(ctx, "dave", vfs.RootSync)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	tenant := f.personToken(account.PersonInput{OrganizationID: other.ID, Username: "dave",
+		Email: "dave@example.com", Password: fixturePassword, Admin: true, RootID: root.ID})
+	return []stranger{
+		{"anonymous", "", http.StatusUnauthorized, "access_denied"},
+		{"a bad token", "not-a-token", http.StatusUnauthorized, "access_denied"},
+		{"another organization", tenant, http.StatusNotFound, "not_found"},
+		{"a plain person of the organization", plain, http.StatusNotFound, "not_found"},
+		{"the organization's administrator", admin, http.StatusNotFound, "not_found"},
 	}
 }
 
@@ -125,7 +138,12 @@ func (f *fixture) personToken(in account.PersonInput) string {
 // UPLOAD is a POST of a small file named up.txt.
 func (f *fixture) send(method, path, token string, form url.Values) (int, []byte) {
 	f.t.Helper()
-	h := http.Header{}
+	return f.sendWith(method, path, token, form, http.Header{})
+}
+
+// sendWith is send with the request headers h.
+func (f *fixture) sendWith(method, path, token string, form url.Values, h http.Header) (int, []byte) {
+	f.t.Helper()
 	var body io.Reader
 	switch method {
 	case "UPLOAD":

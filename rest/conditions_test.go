@@ -95,7 +95,7 @@ func TestDownloadConditions(t *testing.T) {
 // not parse is 400 invalid_request.
 func TestWriteConditions(t *testing.T) {
 	type step struct {
-		route  string // "upload", "upload new", "rename", "move", "delete", "delete folder"
+		route  string // "upload", "upload new", "rename", "move", "delete", "delete folder", "[un]lock[ folder| root]"
 		header []string
 	}
 	tests := []struct {
@@ -126,6 +126,20 @@ func TestWriteConditions(t *testing.T) {
 		{"delete, If-Unmodified-Since of Last-Modified", step{"delete", []string{"If-Unmodified-Since", "LM"}}, 412, "v2"},
 		{"delete, If-Match of the ETag", step{"delete", []string{"If-Match", "CUR"}}, 200, ""},
 		{"delete a folder, If-Match of another tag", step{"delete folder", []string{"If-Match", `"x"`}}, 412, "v2"},
+		// Lock and unlock are judged alike; a refused lock locks nothing
+		// and a refused unlock leaves the lock. They ignored them.
+		{"lock, If-Match of the old ETag", step{"lock", []string{"If-Match", "OLD"}}, 412, "v2"},
+		{"lock, If-Match of the ETag", step{"lock", []string{"If-Match", "CUR"}}, 200, "v2"},
+		{"lock, If-None-Match of *", step{"lock", []string{"If-None-Match", "*"}}, 412, "v2"},
+		{"lock, If-Unmodified-Since of Last-Modified", step{"lock", []string{"If-Unmodified-Since", "LM"}}, 412, "v2"},
+		{"lock, If-Unmodified-Since of the next second", step{"lock", []string{"If-Unmodified-Since", "LM+1"}}, 200, "v2"},
+		{"lock, If-Match that is no tag", step{"lock", []string{"If-Match", "r1"}}, 400, "v2"},
+		{"unlock, If-Match of the old ETag", step{"unlock", []string{"If-Match", "OLD"}}, 412, "v2"},
+		{"unlock, If-None-Match of the ETag", step{"unlock", []string{"If-None-Match", "CUR"}}, 412, "v2"},
+		{"unlock, If-Match of the ETag", step{"unlock", []string{"If-Match", "CUR"}}, 200, "v2"},
+		{"lock a folder, If-Match of another tag", step{"lock folder", []string{"If-Match", `"x"`}}, 412, "v2"},
+		{"unlock a folder, If-None-Match of *", step{"unlock folder", []string{"If-None-Match", "*"}}, 412, "v2"},
+		{"lock the root, If-Match of another tag", step{"lock root", []string{"If-Match", `"x"`}}, 412, "v2"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -138,6 +152,18 @@ func TestWriteConditions(t *testing.T) {
 				v := strings.NewReplacer("OLD", old.ETag(), "CUR", cur.ETag(), "LM+1", t0.Add(time.Second).UTC().Format(http.TimeFormat),
 					"LM", t0.UTC().Format(http.TimeFormat)).Replace(tt.step.header[i+1])
 				h.Set(tt.step.header[i], v)
+			}
+			// The item a lock or unlock is of; an unlock's is locked first.
+			paths := map[string]string{
+				"lock": f.at("/api/2/files/%d/%d/", cur.ID), "unlock": f.at("/api/2/files/%d/%d/", cur.ID),
+				"lock folder": f.at("/api/2/files/%d/folder/%d/", d.ID), "unlock folder": f.at("/api/2/files/%d/folder/%d/", d.ID),
+				"lock root": f.at("/api/2/files/%d/"),
+			}
+			lockOf := map[string]uint64{"lock": cur.ID, "unlock": cur.ID, "lock folder": d.ID, "unlock folder": d.ID, "lock root": f.root.FolderID}
+			if strings.HasPrefix(tt.step.route, "unlock") {
+				if st, body := f.send(http.MethodPost, paths[tt.step.route]+"lock", f.token, nil); st != http.StatusOK {
+					t.Fatalf("lock before the unlock: %d %s", st, body)
+				}
 			}
 			var st int
 			var body []byte
@@ -159,6 +185,8 @@ func TestWriteConditions(t *testing.T) {
 					form.Set("folder_id", fmt.Sprint(d.ID))
 				case "delete folder":
 					path = f.at("/api/2/files/%d/folder/%d/delete", d.ID)
+				case "lock", "unlock", "lock folder", "unlock folder", "lock root":
+					path = paths[tt.step.route] + strings.Fields(tt.step.route)[0]
 				}
 				h.Set("Content-Type", "application/x-www-form-urlencoded")
 				st, body = f.readAll(f.request(http.MethodPost, path, f.token, strings.NewReader(form.Encode()), h))
@@ -183,6 +211,16 @@ func TestWriteConditions(t *testing.T) {
 			}
 			if got != tt.after {
 				t.Errorf("a.txt holds %q, want %q", got, tt.after)
+			}
+			if id, ok := lockOf[tt.step.route]; ok {
+				n, err := f.fs.Stat(ctx, f.root.ID, id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				// A lock that succeeds and an unlock that fails leave it locked.
+				if want := (tt.status == http.StatusOK) == (tt.step.route[0] == 'l'); n.Locked() != want {
+					t.Errorf("item %d locked: %v, want %v", id, n.Locked(), want)
+				}
 			}
 			if tt.status != http.StatusOK {
 				if _, err := f.fs.Lookup(ctx, f.root.ID, "/b.txt"); err == nil {
@@ -240,4 +278,89 @@ func TestETagStability(t *testing.T) {
 	if z := zipTag(); z == z1 {
 		t.Errorf("a new revision inside kept the zip's ETag %q", z)
 	}
+}
+
+// TestConditionAccess walks every route that judges If-Match,
+// If-None-Match or If-Unmodified-Since, with one that fails and with one
+// that does not parse, as each kind of caller: the conditions come after
+// access, so a stranger gets the answer they get without them (401, or
+// 404 as for a root that does not exist) and learns nothing of the
+// item's ETag; only the owner gets 412 or 400, and nothing changes.
+func TestConditionAccess(t *testing.T) {
+	f := newFixture(t)
+	d := f.mustMkdir(f.at("/api/2/files/%d/create_folder"), "D")
+	fj := f.mustUpload(f.at("/api/2/files/%d/upload"), "f.txt", []byte("contents"))
+	callers := f.strangers()
+	r, fi, fo := f.root.ID, fj.ID, d.ID
+	routes := []struct {
+		method, path string
+		form         url.Values
+	}{
+		{"UPLOAD", fmt.Sprintf("/api/2/files/%d/upload", r), nil},
+		{"POST", fmt.Sprintf("/api/2/files/%d/lock", r), nil},
+		{"POST", fmt.Sprintf("/api/2/files/%d/unlock", r), nil},
+		{"POST", fmt.Sprintf("/api/2/files/%d/%d/lock", r, fi), nil},
+		{"POST", fmt.Sprintf("/api/2/files/%d/%d/unlock", r, fi), nil},
+		{"POST", fmt.Sprintf("/api/2/files/%d/%d/rename", r, fi), url.Values{"name": {"g.txt"}}},
+		{"POST", fmt.Sprintf("/api/2/files/%d/%d/move", r, fi), url.Values{"folder_id": {fmt.Sprint(fo)}}},
+		{"POST", fmt.Sprintf("/api/2/files/%d/%d/delete", r, fi), nil},
+		{"POST", fmt.Sprintf("/api/2/files/%d/folder/%d/lock", r, fo), nil},
+		{"POST", fmt.Sprintf("/api/2/files/%d/folder/%d/unlock", r, fo), nil},
+		{"POST", fmt.Sprintf("/api/2/files/%d/folder/%d/rename", r, fo), url.Values{"name": {"D2"}}},
+		{"POST", fmt.Sprintf("/api/2/files/%d/folder/%d/move", r, fo), url.Values{"folder_id": {"0"}, "name": {"D3"}}},
+		{"POST", fmt.Sprintf("/api/2/files/%d/folder/%d/delete", r, fo), nil},
+	}
+	conds := []struct {
+		name   string
+		header http.Header
+		status int // the owner's
+	}{
+		{"If-Match that fails", http.Header{"If-Match": {`"x"`}}, http.StatusPreconditionFailed},
+		{"If-Match that does not parse", http.Header{"If-Match": {"x"}}, http.StatusBadRequest},
+	}
+	before := f.treeOf(t)
+	for _, rt := range routes {
+		for _, c := range conds {
+			for _, who := range callers {
+				st, body := f.sendWith(rt.method, rt.path, who.token, rt.form, c.header.Clone())
+				if st != who.status || !strings.Contains(string(body), `"error":"`+who.code+`"`) {
+					t.Errorf("%s %s, %s, as %s: %d %s, want %d %s", rt.method, rt.path, c.name, who.name, st, body, who.status, who.code)
+				}
+			}
+			st, body := f.sendWith(rt.method, rt.path, f.token, rt.form, c.header.Clone())
+			if st != c.status || !strings.Contains(string(body), `"error":"invalid_request"`) {
+				t.Errorf("%s %s, %s, as the owner: %d %s, want %d invalid_request", rt.method, rt.path, c.name, st, body, c.status)
+			}
+		}
+	}
+	if after := f.treeOf(t); after != before {
+		t.Errorf("refused requests changed the root:\n%s\nwas:\n%s", after, before)
+	}
+}
+
+// treeOf describes every item of the fixture's root with its ETag and
+// locks, so a test sees any change to it.
+func (f *fixture) treeOf(t *testing.T) string {
+	t.Helper()
+	var b strings.Builder
+	var walk func(id uint64)
+	walk = func(id uint64) {
+		n, err := f.fs.Stat(context.Background(), f.root.ID, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&b, "%s %s %d locks\n", n.Path, n.ETag(), len(n.Locks))
+		if !n.Dir {
+			return
+		}
+		children, _, err := f.fs.List(context.Background(), f.root.ID, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range children {
+			walk(c.ID)
+		}
+	}
+	walk(f.root.FolderID)
+	return b.String()
 }

@@ -458,7 +458,10 @@ func (s *server) unlockRoot(r *http.Request) (any, error) {
 // lock locks n for the caller: exclusive, deep for a folder (it covers
 // everything below), until unlocked or for the optional form field
 // `duration` in seconds. Locking what the caller already holds is a
-// success (and renews the duration when one is given).
+// success (and renews the duration when one is given). If-Match,
+// If-None-Match and If-Unmodified-Since are judged as for a rename
+// (conditions), and a new lock of a file commits only while the file is
+// at the revision they held for.
 func (s *server) lock(r *http.Request, a fsAccess, n vfs.Node) error {
 	if !a.policy.UserLockFiles && a.policy.Binds(callerOf(r).Person) {
 		return Describe(ErrForbidden, "the organization's policy does not let users lock files")
@@ -475,6 +478,9 @@ func (s *server) lock(r *http.Request, a fsAccess, n vfs.Node) error {
 		}
 		d = time.Duration(secs) * time.Second
 	}
+	if err := conditions(r, n, true); err != nil {
+		return err
+	}
 	for _, l := range n.Locks {
 		if l.Holder == a.opts.Principal {
 			if d > 0 {
@@ -489,15 +495,24 @@ func (s *server) lock(r *http.Request, a fsAccess, n vfs.Node) error {
 		Holder:   a.opts.Principal,
 		Duration: d,
 		Deep:     n.Dir,
+		// A revision that lands between the check and the lock is
+		// 412, not locked unseen, as for a rename.
+		IfRevision: conditionalOpts(r, a, n).IfRevision,
 	})
 	return err
 }
 
 // unlock removes the caller's own locks on n. An item without locks is
 // already unlocked (success); one locked only by someone else is
-// resource_locked.
+// resource_locked. If-Match, If-None-Match and If-Unmodified-Since are
+// judged as for a rename (conditions), just before: removing a lock
+// changes no contents, so a revision that lands after the check loses
+// nothing by it.
 func (s *server) unlock(r *http.Request, a fsAccess, n vfs.Node) error {
 	if _, err := form(r); err != nil {
+		return err
+	}
+	if err := conditions(r, n, true); err != nil {
 		return err
 	}
 	mine := 0

@@ -160,7 +160,7 @@ func (fs *FS) move(ctx context.Context, op Op, root, id, parent uint64, name str
 		if rec.Parent == 0 {
 			return fmt.Errorf("%w: item %d", ErrRootItem, id)
 		}
-		if err := atRevision(rec, opts); err != nil {
+		if err := atRevision(rec, opts.IfRevision); err != nil {
 			return err
 		}
 		if dst == 0 {
@@ -334,7 +334,7 @@ func (fs *FS) delete(ctx context.Context, root, id uint64, opts WriteOptions, at
 		if rec.Parent == 0 {
 			return fmt.Errorf("%w: item %d", ErrRootItem, id)
 		}
-		if err := atRevision(rec, opts); err != nil {
+		if err := atRevision(rec, opts.IfRevision); err != nil {
 			return err
 		}
 		if err := checkLocks(tx, id, 2, opts, now); err != nil {
@@ -360,13 +360,14 @@ func (fs *FS) delete(ctx context.Context, root, id uint64, opts WriteOptions, at
 	return err
 }
 
-// atRevision is ErrChanged when opts.IfRevision is set and rec is not a
-// file at that revision: a front end's If-Match, checked before a rename,
-// move or delete, then holds at its commit too, and a revision that
-// landed in between is not the one renamed, moved or deleted unseen.
-func atRevision(rec nodeRec, opts WriteOptions) error {
-	if opts.IfRevision != 0 && (rec.Dir || rec.Rev != opts.IfRevision) {
-		return fmt.Errorf("%w: item %d is not at revision %d", ErrChanged, rec.ID, opts.IfRevision)
+// atRevision is ErrChanged when rev (a WriteOptions' or LockRequest's
+// IfRevision) is set and rec is not a file at that revision: a front
+// end's If-Match, checked before a rename, move, delete or lock, then
+// holds at its commit too, and a revision that landed in between is not
+// the one renamed, moved, deleted or locked unseen.
+func atRevision(rec nodeRec, rev uint64) error {
+	if rev != 0 && (rec.Dir || rec.Rev != rev) {
+		return fmt.Errorf("%w: item %d is not at revision %d", ErrChanged, rec.ID, rev)
 	}
 	return nil
 }

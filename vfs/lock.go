@@ -39,7 +39,8 @@ func checkLockRequest(req LockRequest) error {
 // and, when deep, with any lock below it; a shared lock only with exclusive
 // ones. Conflicts are ErrLocked. The token is a URI (urn:uuid:...), as
 // WebDAV wants it. An owner over MaxLockOwnerBytes, or an item with
-// MaxLocks live locks already, is ErrMetadataLimit.
+// MaxLocks live locks already, is ErrMetadataLimit; an item not at
+// req.IfRevision is ErrChanged.
 func (fs *FS) Lock(ctx context.Context, root, id uint64, req LockRequest) (Lock, error) {
 	if err := checkLockRequest(req); err != nil {
 		return Lock{}, err
@@ -50,6 +51,9 @@ func (fs *FS) Lock(ctx context.Context, root, id uint64, req LockRequest) (Lock,
 		now := fs.nowNs()
 		rec, loc, err := liveNodeIn(tx, root, id)
 		if err != nil {
+			return err
+		}
+		if err := atRevision(rec, req.IfRevision); err != nil {
 			return err
 		}
 		conflict := func(locks []lockRec, deepOnly bool) bool { return lockConflict(locks, l, now, deepOnly) }

@@ -35,8 +35,8 @@ import (
 //
 // Options: root=ROOT (the root an operation works in; @label or #id);
 // principal=, token= (a lock's @label or a word); quota=, maxsize=,
-// exclude=, ifrev=@label (the revision the label's write made), ifabsent
-// (write); overwrite (copy, copy-empty, move); owner=, holder=, deep,
+// exclude=, ifrev=@label (the revision the label's write made; write,
+// rename, move, delete, lock), ifabsent (write); overwrite (copy, copy-empty, move); owner=, holder=, deep,
 // shared, tokenreq (lock); as=label names what the operation made or
 // found. Checks on the node an operation returns: path=, dir=, size=,
 // deleted=, id=@label; body= (open, open-path), file= (whether open-path
@@ -143,6 +143,14 @@ func TestScripts(t *testing.T) {
 			move /c.txt @d ifrev=@v3 ok
 			delete /d/c.txt ifrev=@v3 ok
 			lookup /d/c.txt want ErrNotExist
+			# A lock holds it too, and locks nothing when it fails.
+			write / e.txt e1 as=e1 ok
+			write / e.txt e2 as=e2 ok
+			lock /e.txt ifrev=@e1 want ErrChanged
+			lock @d ifrev=@e2 want ErrChanged
+			write / e.txt e3 as=e3 ok
+			lock /e.txt ifrev=@e2 want ErrChanged
+			lock /e.txt ifrev=@e3 ok
 		`},
 		// A file opens with its bytes and node, a folder gives its node and
 		// no file, and a missing, deleted or malformed path is the error
@@ -484,6 +492,7 @@ func (s *script) run(no int, line string, l scriptLine) {
 		lk, err = fs.Lock(ctx, root, s.item(root, arg(0)), vfs.LockRequest{
 			Owner: l.kv["owner"], Holder: l.kv["holder"],
 			Deep: l.kv["deep"] != "", Shared: l.kv["shared"] != "", TokenRequired: l.kv["tokenreq"] != "",
+			IfRevision: s.opts(l).IfRevision,
 		})
 		if as := l.kv["as"]; as != "" && err == nil {
 			s.tokens[as] = lk.Token

@@ -102,6 +102,11 @@ type LockRequest struct {
 	Shared        bool
 	Deep          bool
 	TokenRequired bool
+	// IfRevision, when not 0, lets Lock commit only while the item is a
+	// file at that revision (ErrChanged otherwise, and nothing is
+	// locked), as WriteOptions.IfRevision does for a write: a front
+	// end's If-Match, checked before the lock, then holds at its commit.
+	IfRevision uint64
 }
 
 // Usage is the space accounting of one root (spec 2.5). Sizes are logical

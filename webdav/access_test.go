@@ -66,24 +66,35 @@ func TestRouteAccess(t *testing.T) {
 	type request struct {
 		method, path, body string
 		hdr                []string
+		owner              int // alice's answer; 0: any success
 	}
 	var sendTo func(base, user, pass string, rq request) (int, http.Header)
 	unknown := 0
 	requests := []request{
-		{"OPTIONS", "/f.txt", "", nil},
-		{"GET", "/f.txt", "", nil},
-		{"HEAD", "/f.txt", "", nil},
-		{"PROPFIND", "/", propfindAll, []string{"Depth", "1"}},
-		{"PROPFIND", "/D/g.txt", "", []string{"Depth", "0"}},
-		{"PROPPATCH", "/f.txt", proppatchBody("<Z:a>1</Z:a>"), nil},
-		{"PUT", "/f.txt", "overwritten", nil},
-		{"PUT", "/new.txt", "new", nil},
-		{"MKCOL", "/E/", "", nil},
-		{"COPY", "/f.txt", "", []string{"Destination", base + "/copy.txt"}},
-		{"MOVE", "/D/g.txt", "", []string{"Destination", base + "/moved.txt"}},
-		{"LOCK", "/f.txt", lock, nil},
-		{"UNLOCK", "/f.txt", "", []string{"Lock-Token", "<urn:uuid:00000000-0000-0000-0000-000000000000>"}},
-		{"DELETE", "/D/", "", nil},
+		{"OPTIONS", "/f.txt", "", nil, 0},
+		{"GET", "/f.txt", "", nil, 0},
+		{"HEAD", "/f.txt", "", nil, 0},
+		{"PROPFIND", "/", propfindAll, []string{"Depth", "1"}, 0},
+		{"PROPFIND", "/D/g.txt", "", []string{"Depth", "0"}, 0},
+		{"PROPPATCH", "/f.txt", proppatchBody("<Z:a>1</Z:a>"), nil, 0},
+		{"PUT", "/f.txt", "overwritten", nil, 0},
+		{"PUT", "/new.txt", "new", nil, 0},
+		{"MKCOL", "/E/", "", nil, 0},
+		{"COPY", "/f.txt", "", []string{"Destination", base + "/copy.txt"}, 0},
+		{"MOVE", "/D/g.txt", "", []string{"Destination", base + "/moved.txt"}, 0},
+		{"LOCK", "/f.txt", lock, nil, 0},
+		{"UNLOCK", "/f.txt", "", []string{"Lock-Token", "<urn:uuid:00000000-0000-0000-0000-000000000000>"}, 0},
+		// Conditions come after access: a stranger learns nothing of an
+		// ETag from a 412 or 400 that alice alone gets.
+		{"PROPFIND", "/f.txt", propfindAll, []string{"Depth", "0", "If-Match", `"x"`}, http.StatusPreconditionFailed},
+		{"PROPFIND", "/D/", propfindAll, []string{"Depth", "1", "If-None-Match", "*"}, http.StatusPreconditionFailed},
+		{"PROPPATCH", "/f.txt", proppatchBody("<Z:a>2</Z:a>"), []string{"If-Match", `"x"`}, http.StatusPreconditionFailed},
+		{"PUT", "/f.txt", "conditional", []string{"If-None-Match", "x"}, http.StatusBadRequest},
+		{"LOCK", "/f.txt", lock, []string{"If-Match", `"x"`}, http.StatusPreconditionFailed},
+		{"UNLOCK", "/f.txt", "", []string{"Lock-Token", "<urn:uuid:00000000-0000-0000-0000-000000000000>", "If-Match", `"x"`}, http.StatusPreconditionFailed},
+		{"MOVE", "/D/", "", []string{"If-Match", `"x"`, "Destination", base + "/D4/"}, http.StatusPreconditionFailed},
+		{"DELETE", "/D/", "", []string{"If-Unmodified-Since", "Mon, 01 Jan 2001 00:00:00 GMT"}, http.StatusPreconditionFailed},
+		{"DELETE", "/D/", "", nil, 0},
 	}
 	callers := []struct {
 		name, user, password string
@@ -150,7 +161,7 @@ func TestRouteAccess(t *testing.T) {
 	// caller does not have.
 	for _, c := range callers[2:] {
 		for _, m := range []string{"COPY", "MOVE"} {
-			rq := request{"PUT", "/x.txt", "mine", nil}
+			rq := request{"PUT", "/x.txt", "mine", nil, 0}
 			mine := f.srv.URL + "/webdav/" + c.user
 			req, _ := http.NewRequest(rq.method, mine+rq.path, strings.NewReader(rq.body))
 			req.SetBasicAuth(c.user, c.password)
@@ -168,10 +179,12 @@ func TestRouteAccess(t *testing.T) {
 			}
 		}
 	}
-	// Alice herself: every request is served.
+	// Alice herself: every request is served, or refused for its
+	// condition alone.
 	for _, rq := range requests {
-		if st, _ := send("alice", password, rq); st >= 400 && !(rq.method == "UNLOCK" && st == http.StatusConflict) {
-			t.Errorf("%s %s as alice: %d", rq.method, rq.path, st)
+		st, _ := send("alice", password, rq)
+		if rq.owner != 0 && st != rq.owner || rq.owner == 0 && st >= 400 && !(rq.method == "UNLOCK" && st == http.StatusConflict) {
+			t.Errorf("%s %s %v as alice: %d", rq.method, rq.path, rq.hdr, st)
 		}
 	}
 }

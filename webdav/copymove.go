@@ -237,7 +237,8 @@ func (s *session) targetChecks(r *http.Request, sn, dn vfs.Node, exists bool, pa
 }
 
 // plainMove reports whether a MOVE is one transaction (vfs.MoveAt): it
-// has no conditions to hold against the items as they are, its source
+// has no If header (which reads the store; If-Match, If-None-Match and
+// If-Unmodified-Since are judged in the commit, by moveChecks), its source
 // and Destination lie below the top folder of one root, the caller may
 // move the one and write the other, and its headers are well formed.
 // src and dst are their targets. Otherwise copyMove looks the two up
@@ -263,7 +264,7 @@ func (s *session) decidePlainMove(r *http.Request) plainMoved {
 		s.h.plainMoveDecided()
 	}
 	no := plainMoved{decided: true}
-	if r.Method != "MOVE" || conditional(r) {
+	if r.Method != "MOVE" || r.Header.Get("If") != "" {
 		return no
 	}
 	d := s.destination(r)
@@ -330,6 +331,11 @@ func (s *session) moveChecks(r *http.Request, sn vfs.Node, dstErr error, dn *vfs
 		old = *dn
 	}
 	if err := s.dest.slashChecks(sn, old, dn != nil); err != nil {
+		return err
+	}
+	// Judged on the item the commit moves, a folder as much as a file:
+	// one that came to the path since a check is not moved unseen.
+	if err := writeConditions(r, sn, true); err != nil {
 		return err
 	}
 	return s.targetChecks(r, sn, old, dn != nil, parentErr, overwrite)

@@ -11,12 +11,18 @@ import (
 // delete removes a resource (soft delete: it stays restorable over REST).
 // The caller's role allows it (serve asked).
 func (s *session) delete(w http.ResponseWriter, r *http.Request) error {
-	if t, err := s.resolve(s.path); err == nil && !t.isMountRoot() && !conditional(r) {
-		// No conditions to hold against the item as it is: vfs looks
-		// it up in the commit, where the checks below run.
+	if t, err := s.resolve(s.path); err == nil && !t.isMountRoot() && r.Header.Get("If") == "" {
+		// vfs looks the item up in the commit, where the checks below
+		// run: If-Match, If-None-Match and If-Unmodified-Since are
+		// judged against the item the commit deletes, a folder as
+		// much as a file, so an item that came to the path since a
+		// check, or a revision that landed, is never deleted unseen.
 		var refused error
 		err := s.h.opts.FS.DeleteAt(s.ctx, t.m.root.ID, t.rel, s.optsFor(t.m.root.ID), func(n vfs.Node) error {
 			refused = deleteRefusal(r, n)
+			if refused == nil {
+				refused = writeConditions(r, n, true)
+			}
 			if refused == nil {
 				refused = s.readOnly(n)
 			}
@@ -44,10 +50,13 @@ func (s *session) delete(w http.ResponseWriter, r *http.Request) error {
 	if err := s.readOnly(n); err != nil {
 		return err
 	}
+	// An If header reads the store (lock tokens, other resources), so
+	// it is judged before the commit. The other conditions held for
+	// the file at this revision; the delete holds them at its commit
+	// too (412 for one that landed since). A folder's ETag and date do
+	// not change while it lives, and the delete is of its id.
 	opts := s.optsFor(t.m.root.ID)
 	if conditional(r) && !n.Dir {
-		// The conditions held for the file at this revision; the delete
-		// holds them at its commit too (412 for one that landed since).
 		opts.IfRevision = n.RevisionID
 	}
 	if err := s.h.opts.FS.Delete(s.ctx, t.m.root.ID, n.ID, opts); err != nil {

@@ -89,6 +89,9 @@ var (
 	errLockTokenMismatch = errors.New("the lock token does not match the request URI")
 	// errIfFailed is an If header none of whose lists holds (412, RFC 4918 10.4.1).
 	errIfFailed = errors.New("the If header's conditions do not hold")
+	// errBadCondition is an If-Match or If-None-Match on a write that is
+	// neither * nor a list of entity tags (400).
+	errBadCondition = errors.New("malformed If-Match or If-None-Match")
 	// errPrecondition is an If-Match, If-None-Match or If-Unmodified-Since
 	// that does not hold (412, RFC 9110 13.1).
 	errPrecondition = errors.New("a precondition does not hold")
@@ -253,6 +256,7 @@ func errorTable() []errorMapping {
 		{err: errBadIf, status: http.StatusBadRequest, msg: "%v"},
 		{err: errIfFailed, status: http.StatusPreconditionFailed, msg: "%v"},
 		{err: errPrecondition, status: http.StatusPreconditionFailed, msg: "%v"},
+		{err: errBadCondition, status: http.StatusBadRequest, msg: "%v"},
 		{err: errBadDepth, status: http.StatusBadRequest, msg: "%v"},
 		{err: errFiniteDepth, status: http.StatusForbidden, condition: "propfind-finite-depth"},
 		{err: errBadDestination, status: http.StatusBadRequest, msg: "%v"},

@@ -137,6 +137,7 @@ func TestErrorTableOrder(t *testing.T) {
 		"errBadBody":           errBadBody,
 		"errBadDepth":          errBadDepth,
 		"errBadDestination":    errBadDestination,
+		"errBadCondition":      errBadCondition,
 		"errBadIf":             errBadIf,
 		"errBadOverwrite":      errBadOverwrite,
 		"errBadPath":           errBadPath,

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 
+	"berth/httpserve"
 	"berth/vfs"
 )
 
@@ -125,22 +126,25 @@ func submittedTokens(lists []ifList) []string {
 	return out
 }
 
-// etagMatch compares entity tags strongly, ignoring a weak prefix on
-// either side when weak is true.
-func etagMatch(a, b string, weak bool) bool {
-	if weak {
-		a, b = strings.TrimPrefix(a, "W/"), strings.TrimPrefix(b, "W/")
-	} else if strings.HasPrefix(a, "W/") || strings.HasPrefix(b, "W/") {
-		return false
-	}
-	return a == b
-}
-
-// preconditions checks the If header and If-Match / If-None-Match for the
-// resource n (exists or not) at dav path p.
+// preconditions checks the If header and If-Match / If-None-Match /
+// If-Unmodified-Since of a write to the resource n (exists or not) at
+// dav path p.
 func (s *session) preconditions(r *http.Request, p string, n vfs.Node, exists bool) error {
 	if err := s.checkIf(r, p); err != nil {
 		return err
+	}
+	return writeConditions(r, n, exists)
+}
+
+// writeConditions judges a write's If-Match, If-None-Match and
+// If-Unmodified-Since against the resource n (exists or not), reading
+// nothing from the store, so that a check inside a vfs commit
+// (DeleteAt, MoveAt) can run it on the item as the commit finds it. An
+// If-Match or If-None-Match that is no list of entity tags is
+// errBadCondition (400), as REST refuses it: a write is not guessed at.
+func writeConditions(r *http.Request, n vfs.Node, exists bool) error {
+	if h := httpserve.MalformedCondition(r); h != "" {
+		return describe(errBadCondition, `%s must be * or a comma-separated list of entity tags, such as "r12"`, h)
 	}
 	return checkMatch(r, n, exists)
 }
@@ -193,7 +197,9 @@ func (s *session) listHolds(p string, conds []ifCond) bool {
 			_, _, err := s.findLock(p, c.token)
 			holds = err == nil
 		} else {
-			holds = etag != "" && etagMatch(c.etag, etag, false)
+			// RFC 4918 10.4.4: compared strongly, a weak tag never
+			// matches.
+			holds = etag != "" && c.etag == etag && !strings.HasPrefix(etag, "W/")
 		}
 		if holds == c.not {
 			return false
@@ -211,44 +217,18 @@ func fileInfoETag(n vfs.Node) string {
 }
 
 // checkMatch applies If-Match, If-Unmodified-Since and If-None-Match
-// (RFC 9110 13.1, in the order of 13.2.2) to a resource that exists (n,
-// ok) or not. One that does not hold is errPrecondition (412).
+// to a resource that exists (n) or not, judged as REST and the share pages
+// judge them (httpserve.FailedCondition: RFC 9110 13.2.2's order, entity
+// tags read as net/http reads them, a date that proves a resource
+// unmodified only when it was modified before that date's second began).
+// One that does not hold is errPrecondition (412).
 func checkMatch(r *http.Request, n vfs.Node, exists bool) error {
 	etag := ""
 	if exists {
 		etag = fileInfoETag(n)
 	}
-	if im := r.Header.Get("If-Match"); im != "" {
-		if !exists || !etagListHas(im, etag, false) {
-			return describe(errPrecondition, "If-Match does not hold")
-		}
-	} else if ius := r.Header.Get("If-Unmodified-Since"); ius != "" && exists && !n.Modified.IsZero() {
-		// Ignored without a modification date or with a value that is
-		// no date (13.1.4). Dates have whole seconds, and two revisions
-		// can share one: the date proves the resource unmodified only
-		// when it was modified before that second began, as for a GET
-		// (httpserve.DateConditions), so a write never replaces a
-		// revision of the same second that its client never saw.
-		if since, err := http.ParseTime(ius); err == nil && !n.Modified.Before(since) {
-			return describe(errPrecondition, "the resource was modified after If-Unmodified-Since")
-		}
-	}
-	if inm := r.Header.Get("If-None-Match"); inm != "" {
-		if exists && etagListHas(inm, etag, true) {
-			return describe(errPrecondition, "If-None-Match does not hold")
-		}
+	if h := httpserve.FailedCondition(r, etag, n.Modified, exists); h != "" {
+		return describe(errPrecondition, "%s does not hold", h)
 	}
 	return nil
-}
-
-// etagListHas reports whether a header's list of entity tags, or "*",
-// matches etag.
-func etagListHas(list, etag string, weak bool) bool {
-	for t := range strings.SplitSeq(list, ",") {
-		t = strings.TrimSpace(t)
-		if t == "*" || etagMatch(t, etag, weak) {
-			return true
-		}
-	}
-	return false
 }

@@ -146,14 +146,17 @@ func (s *session) unlock(w http.ResponseWriter, r *http.Request) error {
 		return errNoLockToken
 	}
 	tok = tok[1 : len(tok)-1]
-	t, _, exists, err := s.lookup(s.path)
+	t, n, exists, err := s.lookup(s.path)
 	if err != nil && !errors.Is(err, vfs.ErrNotExist) {
 		return err
 	}
 	if !exists || t.top() {
 		return vfs.ErrNotExist
 	}
-	if err := s.checkIf(r, s.path); err != nil {
+	// RFC 9110 13.1: If-Match and the rest fail any method, as the If
+	// header does (RFC 4918 10.4.1); judged as for a write, as REST
+	// judges its unlock.
+	if err := s.preconditions(r, s.path, n, true); err != nil {
 		return err
 	}
 	n, lk, err := s.scopeLock(s.path, tok)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -105,6 +106,52 @@ func TestLock(t *testing.T) {
 			want(t, "PUT with the token", st, http.StatusNoContent, body)
 			if got, err := f.read("/d/new.txt"); err != nil || string(got) != "hello" {
 				t.Fatalf("new.txt: %q %v", got, err)
+			}
+		}},
+
+		// A file a LOCK creates empty has a revision of its own, as a PUT's
+		// has: two such files never share an ETag, and a write conditional
+		// on one's ETag holds at its commit (vfs.WriteOptions.IfRevision)
+		// and cannot replace a revision that came after the check.
+		{"a file a LOCK creates has an ETag of its own", func(t *testing.T) {
+			f := newFixture(t)
+			var etags []string
+			var tokens []string
+			for _, p := range []string{"/l1.txt", "/l2.txt"} {
+				st, h, body := f.do("LOCK", p, strings.NewReader(lockExclusiveOwned))
+				want(t, "LOCK "+p, st, http.StatusCreated, body)
+				n, err := f.lookup(p)
+				if err != nil || n.RevisionID == 0 {
+					t.Fatalf("%s: %+v %v; want a revision", p, n, err)
+				}
+				st, _, body = f.do("PROPFIND", p, strings.NewReader(propfindAll), "Depth", "0")
+				want(t, "PROPFIND "+p, st, http.StatusMultiStatus, body)
+				contains(t, body, "<D:getetag>"+n.ETag()+"</D:getetag>")
+				etags, tokens = append(etags, n.ETag()), append(tokens, h.Get("Lock-Token"))
+			}
+			if etags[0] == etags[1] {
+				t.Fatalf("two files created by LOCK share the ETag %s", etags[0])
+			}
+			st, _, body := f.do("PUT", "/l1.txt", strings.NewReader("x"), "If", "("+tokens[0]+")", "If-Match", etags[1])
+			want(t, "PUT with the other file's ETag", st, http.StatusPreconditionFailed, body)
+			pr, pw := io.Pipe()
+			done := make(chan int)
+			go func() {
+				st, _, _ := f.do("PUT", "/l1.txt", pr, "If", "("+tokens[0]+")", "If-Match", etags[0])
+				done <- st
+			}()
+			if _, err := pw.Write([]byte("slow ")); err != nil { // the handler is reading the body
+				t.Fatal(err)
+			}
+			st, _, body = f.do("PUT", "/l1.txt", strings.NewReader("meanwhile"), "If", "("+tokens[0]+")")
+			want(t, "PUT meanwhile", st, http.StatusNoContent, body)
+			pw.Write([]byte("upload"))
+			pw.Close()
+			if st := <-done; st != http.StatusPreconditionFailed {
+				t.Errorf("the slow PUT with If-Match of the created file's ETag got %d, want 412", st)
+			}
+			if got, err := f.read("/l1.txt"); err != nil || string(got) != "meanwhile" {
+				t.Errorf("l1.txt is %q, %v; want the write that landed meanwhile", got, err)
 			}
 		}},
 

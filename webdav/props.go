@@ -122,6 +122,15 @@ func (s *session) propfind(w http.ResponseWriter, r *http.Request) error {
 	if err := s.checkIf(r, s.path); err != nil {
 		return err
 	}
+	// RFC 9110 13.1.1 and 13.1.2: an If-Match that fails, or an
+	// If-None-Match that holds on a method other than GET and HEAD, is
+	// 412, as Apache's mod_dav answers a PROPFIND; a client that lists
+	// a collection only while it is at the ETag it knows relies on it.
+	// Lists are read as a GET reads them (a tag that does not parse
+	// ends the list unmatched), since nothing is written.
+	if err := checkMatch(r, n, true); err != nil {
+		return err
+	}
 	inherited, err := s.inheritedLocks(t, n)
 	if err != nil {
 		return err
