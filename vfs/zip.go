@@ -182,14 +182,10 @@ func (z *Zip) Close() {
 	z.held = 0
 }
 
-// reserve takes what kids cost of the budget, a folder's children at a
-// time. A zip whose own entries pass the budget is ErrZipTooLarge: it
-// would be ErrBusy however long its client waited.
-func (z *Zip) reserve(kids []zipEnt) error {
-	var n int64
-	for i := range kids {
-		n += zipEntBytes(&kids[i])
-	}
+// reserve takes n bytes of the budget for entries listed. A zip whose
+// own entries pass the budget is ErrZipTooLarge: it would be ErrBusy
+// however long its client waited.
+func (z *Zip) reserve(n int64) error {
 	if z.held+n > z.fs.zipBudget {
 		return fmt.Errorf("%w: its entries' names take more than %d bytes together", ErrZipTooLarge, z.fs.zipBudget)
 	}
@@ -201,12 +197,20 @@ func (z *Zip) reserve(kids []zipEnt) error {
 	return nil
 }
 
+// zipReserveStep is how many bytes of entries a listing gathers before it
+// reserves them: what a layout holds beyond its reservation.
+const zipReserveStep = 64 << 10
+
 // children reads the live children of folder that keep (nil: all) keeps,
 // in name order, as entries still to be placed (parent and pathLen
 // unset). It stops at the bound: the entries listed and these together
-// may not pass z.max.
+// may not pass z.max. It reserves them as it lists them, not once it has
+// listed the folder: concurrent layouts of a folder of as many children
+// as a zip may hold each held them all, some 170 MiB of long names,
+// before the first reservation refused one.
 func (z *Zip) children(tx kv.Txn, folder uint64, keep func(nodeRec) bool) ([]zipEnt, error) {
 	var out []zipEnt
+	var pending int64
 	err := tx.Scan(childPrefix(folder), nil, func(k, v []byte) error {
 		var rec nodeRec
 		if err := cbor.Unmarshal(v, &rec); err != nil {
@@ -223,18 +227,24 @@ func (z *Zip) children(tx kv.Txn, folder uint64, keep func(nodeRec) bool) ([]zip
 			e.size, e.rev = rec.Size, rec.Rev
 			e.crcOK = rec.Size == 0 // and crc 0
 		}
+		if pending += zipEntBytes(&e); pending >= zipReserveStep {
+			if err := z.reserve(pending); err != nil {
+				return err
+			}
+			pending = 0
+		}
 		out = append(out, e)
 		return nil
 	})
+	if err == nil {
+		err = z.reserve(pending)
+	}
 	return out, err
 }
 
 // add appends kids, children of the entry parent (of path length
 // prefixLen), each followed by everything below it.
 func (z *Zip) add(ctx context.Context, tx kv.Txn, kids []zipEnt, parent int32, prefixLen uint32) error {
-	if err := z.reserve(kids); err != nil {
-		return err
-	}
 	for _, e := range kids {
 		if err := ctx.Err(); err != nil {
 			return err

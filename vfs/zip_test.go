@@ -52,6 +52,7 @@ func TestZip(t *testing.T) {
 		{"SnapshotOfTheListing", zipSnapshotOfTheListing},
 		{"TooManyEntries", zipTooManyEntries},
 		{"BudgetOfZipsBeingServed", zipBudget},
+		{"BudgetHeldWhileListing", zipBudgetWhileListing},
 	} {
 		t.Run(tc.name, tc.run)
 	}
@@ -1163,6 +1164,42 @@ func zipBudget(t *testing.T) {
 				t.Fatalf("zip %d of %d entries of %d-byte names, budget %d: %v, want %v", tc.zips, tc.files, len(long)+1, 6*short, err2, tc.want)
 			}
 		})
+	}
+}
+
+// zipBudgetWhileListing: a layout reserves its entries of the budget as
+// it lists them, so one refused lists little past the budget. Reserved
+// once a folder's children were all listed, concurrent layouts of a
+// folder of ZipMaxEntries children of long names each held some 170 MiB
+// before the budget refused any of them.
+func zipBudgetWhileListing(t *testing.T) {
+	const budget = 64 << 10
+	e := openEnvWith(t, t.TempDir(), vfs.WithZipBudget(vfs.Options{}, budget))
+	t.Cleanup(e.close)
+	ctx := context.Background()
+	root, err := e.fs.CreateRoot(ctx, "listing", vfs.RootSync)
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("n", 200)
+	fit := budget / (vfs.ZipEntCost + len(long) + 4)
+	const kids = 3000 // some 13 times what fits
+	for i := range kids {
+		if _, err := e.fs.Mkdir(ctx, root.ID, root.FolderID, fmt.Sprintf("%04d", i)+long, vfs.WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var zerr error
+	allocs := testing.AllocsPerRun(1, func() {
+		_, zerr = e.fs.Zip(ctx, root.ID, root.FolderID, vfs.ZipOptions{})
+	})
+	if !errors.Is(zerr, vfs.ErrZipTooLarge) {
+		t.Fatalf("a folder of %d entries, %d of which fit the budget: %v, want ErrZipTooLarge", kids, fit, zerr)
+	}
+	// Listing an entry costs a few allocations (its record, its name);
+	// listing them all, more than kids.
+	if allocs > kids {
+		t.Errorf("a layout refused by a budget of %d entries made %.0f allocations: it listed all %d first", fit, allocs, kids)
 	}
 }
 
