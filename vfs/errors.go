@@ -70,7 +70,8 @@ var (
 	// not match the checksum sent with them; nothing was stored.
 	ErrChecksumMismatch = errors.New("vfs: checksum mismatch")
 	// ErrZipTooLarge: the folder has more items than one zip lists
-	// (ZipMaxEntries), or a path longer than a zip entry's name holds
-	// (65,535 bytes); its subfolders can be zipped one by one.
+	// (ZipMaxEntries), items whose layout alone passes ZipBudget, or a
+	// path longer than a zip entry's name holds (65,535 bytes); its
+	// subfolders can be zipped one by one.
 	ErrZipTooLarge = errors.New("vfs: folder too large for one zip")
 )

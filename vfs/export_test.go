@@ -34,8 +34,12 @@ func WithZipMaxEntries(opts Options, n int) Options {
 	return opts
 }
 
+// ZipEntCost is what an entry of a zip's layout costs of ZipBudget
+// besides its name.
+const ZipEntCost = zipEntCost
+
 // WithZipBudget returns opts with the zips being served holding at most
-// n entries together instead of ZipBudget.
+// n bytes together instead of ZipBudget.
 func WithZipBudget(opts Options, n int64) Options {
 	opts.zipBudget = n
 	return opts

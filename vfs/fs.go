@@ -193,7 +193,7 @@ type FS struct {
 	zipMax    int   // see Options.zipMax; 0: ZipMaxEntries
 	shortScan int   // see Options.shortScan; 0: ShortQueryScan
 	// zipBudget is ZipBudget (Options.zipBudget in tests), and zipHeld
-	// the entries the layouts of the zips being served hold of it.
+	// the bytes the layouts of the zips being served hold of it.
 	zipBudget int64
 	zipHeld   atomic.Int64
 

@@ -41,8 +41,28 @@ func extension(name string) string {
 // without case; an entry may omit its leading dot and may span several
 // (".tar.gz"). A name that is only the extension (".exe") is not refused.
 // This is the organization policy's rule, applied once here for every
-// front end.
+// front end. The name a Windows client writes the file under is checked
+// too (windowsName): "setup.exe." and "setup.exe::$DATA" passed the rule
+// and became setup.exe on every Windows machine that synced, mounted or
+// unzipped them.
 func excluded(name string, exts []string) bool {
+	if w := windowsName(name); w != name && excludedAs(w, exts) {
+		return true
+	}
+	return excludedAs(name, exts)
+}
+
+// windowsName is the name of the file Windows writes for name: up to a
+// colon (NTFS names a stream of the file after it, "::$DATA" its
+// contents), without the dots and spaces at its end, which Win32 drops.
+func windowsName(name string) string {
+	if i := strings.IndexByte(name, ':'); i >= 0 {
+		name = name[:i]
+	}
+	return strings.TrimRight(name, ". ")
+}
+
+func excludedAs(name string, exts []string) bool {
 	lname := strings.ToLower(name)
 	for _, e := range exts {
 		e = strings.ToLower(strings.TrimSpace(e))

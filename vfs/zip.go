@@ -36,13 +36,25 @@ type ZipOptions struct {
 // can be zipped one by one.
 const ZipMaxEntries = 500_000
 
-// ZipBudget bounds the entries that the layouts of every zip being
-// served hold together, since each stays in memory until its answer
-// ends: twenty requests for a folder of 100,000 items held some 200 MiB
-// (about 108 bytes an entry), and even a HEAD or a one-byte Range lays
-// the whole archive out. One zip of ZipMaxEntries, or several smaller
-// ones, fit; past it a zip is ErrBusy until one of them ends.
-const ZipBudget = ZipMaxEntries
+// ZipBudget bounds the bytes that the layouts of every zip being served
+// hold together (54 MiB), since each stays in memory until its answer
+// ends: twenty requests for a folder of 100,000 items held some 200 MiB,
+// and even a HEAD or a one-byte Range lays the whole archive out. An
+// entry costs zipEntCost and its name (zipEntBytes): counted in entries,
+// the bound held 54 MiB of short names but 170 MiB of names of 255 bytes,
+// which anyone who may create items can choose. One zip of ZipMaxEntries
+// of names of up to some 25 bytes, or several smaller ones, fit; past it
+// a zip is ErrBusy until one of them ends, and a zip whose entries alone
+// pass it is ErrZipTooLarge.
+const ZipBudget = 54 << 20
+
+// zipEntCost is what an entry of a layout holds besides its name's bytes:
+// the zipEnt (72 bytes), the rounding of its name's allocation and the
+// slack of the slices it passes through (measured: some 86 bytes).
+const zipEntCost = 88
+
+// zipEntBytes is what entry e costs of ZipBudget.
+func zipEntBytes(e *zipEnt) int64 { return zipEntCost + int64(len(e.name)) }
 
 // Zip record sizes and signatures (APPNOTE 6.3.10, 4.3).
 const (
@@ -94,7 +106,8 @@ type Zip struct {
 	cdMarks  []int64
 	zip64End bool
 	etag     string
-	// held is what the layout holds of its FS's ZipBudget, until Close.
+	// held is what the layout holds of its FS's ZipBudget (bytes), until
+	// Close.
 	held int64
 }
 
@@ -132,8 +145,9 @@ type zipEnt struct {
 // caller defers.
 //
 // Errors: ErrNotExist (no such live folder, or another root's), ErrNotDir
-// (a file), ErrZipTooLarge (more than ZipMaxEntries entries), ErrBusy
-// (the zips being served hold the budget), and ctx's.
+// (a file), ErrZipTooLarge (more than ZipMaxEntries entries, or more
+// than ZipBudget bytes of them), ErrBusy (the zips being served hold the
+// budget), and ctx's.
 func (fs *FS) Zip(ctx context.Context, root, folder uint64, opts ZipOptions) (*Zip, error) {
 	z := &Zip{fs: fs, root: root, z64: zipUint32Max, max: ZipMaxEntries}
 	if fs.zip64At > 0 {
@@ -168,22 +182,35 @@ func (z *Zip) Close() {
 	z.held = 0
 }
 
-// reserve takes n entries of the budget, a folder's children at a time.
+// reserve takes n bytes of the budget for entries listed. A zip whose
+// own entries pass the budget is ErrZipTooLarge: it would be ErrBusy
+// however long its client waited.
 func (z *Zip) reserve(n int64) error {
+	if z.held+n > z.fs.zipBudget {
+		return fmt.Errorf("%w: its entries' names take more than %d bytes together", ErrZipTooLarge, z.fs.zipBudget)
+	}
 	if z.fs.zipHeld.Add(n) > z.fs.zipBudget {
 		z.fs.zipHeld.Add(-n)
-		return fmt.Errorf("%w: the zips being served hold as many entries as they may (%d)", ErrBusy, z.fs.zipBudget)
+		return fmt.Errorf("%w: the zips being served hold as many bytes as they may (%d)", ErrBusy, z.fs.zipBudget)
 	}
 	z.held += n
 	return nil
 }
 
+// zipReserveStep is how many bytes of entries a listing gathers before it
+// reserves them: what a layout holds beyond its reservation.
+const zipReserveStep = 64 << 10
+
 // children reads the live children of folder that keep (nil: all) keeps,
 // in name order, as entries still to be placed (parent and pathLen
 // unset). It stops at the bound: the entries listed and these together
-// may not pass z.max.
+// may not pass z.max. It reserves them as it lists them, not once it has
+// listed the folder: concurrent layouts of a folder of as many children
+// as a zip may hold each held them all, some 170 MiB of long names,
+// before the first reservation refused one.
 func (z *Zip) children(tx kv.Txn, folder uint64, keep func(nodeRec) bool) ([]zipEnt, error) {
 	var out []zipEnt
+	var pending int64
 	err := tx.Scan(childPrefix(folder), nil, func(k, v []byte) error {
 		var rec nodeRec
 		if err := cbor.Unmarshal(v, &rec); err != nil {
@@ -200,18 +227,24 @@ func (z *Zip) children(tx kv.Txn, folder uint64, keep func(nodeRec) bool) ([]zip
 			e.size, e.rev = rec.Size, rec.Rev
 			e.crcOK = rec.Size == 0 // and crc 0
 		}
+		if pending += zipEntBytes(&e); pending >= zipReserveStep {
+			if err := z.reserve(pending); err != nil {
+				return err
+			}
+			pending = 0
+		}
 		out = append(out, e)
 		return nil
 	})
+	if err == nil {
+		err = z.reserve(pending)
+	}
 	return out, err
 }
 
 // add appends kids, children of the entry parent (of path length
 // prefixLen), each followed by everything below it.
 func (z *Zip) add(ctx context.Context, tx kv.Txn, kids []zipEnt, parent int32, prefixLen uint32) error {
-	if err := z.reserve(int64(len(kids))); err != nil {
-		return err
-	}
 	for _, e := range kids {
 		if err := ctx.Err(); err != nil {
 			return err

@@ -52,6 +52,7 @@ func TestZip(t *testing.T) {
 		{"SnapshotOfTheListing", zipSnapshotOfTheListing},
 		{"TooManyEntries", zipTooManyEntries},
 		{"BudgetOfZipsBeingServed", zipBudget},
+		{"BudgetHeldWhileListing", zipBudgetWhileListing},
 	} {
 		t.Run(tc.name, tc.run)
 	}
@@ -1066,13 +1067,15 @@ func zipSnapshotOfTheListing(t *testing.T) {
 }
 
 // zipBudget: the layouts of the zips being served hold at most the
-// budget's entries together (each is in memory until its answer ends, and
-// nothing else bounded how many were): a zip past it is ErrBusy until
-// one ends, and every way a zip ends gives its entries back (Close, a
-// WriteZip, a layout that failed).
+// budget's bytes together, names included (each is in memory until its
+// answer ends, and nothing else bounded how many were): a zip past it is
+// ErrBusy until one ends, one whose own entries pass it ErrZipTooLarge,
+// and every way a zip ends gives its entries back (Close, a WriteZip, a
+// layout that failed).
 func zipBudget(t *testing.T) {
-	// A folder of 4 entries, under a budget of 6.
-	e := openEnvWith(t, t.TempDir(), vfs.WithZipBudget(vfs.WithZipMaxEntries(vfs.Options{}, 4), 6))
+	// A folder of 4 entries of one-byte names, under a budget of 6 such.
+	short := int64(vfs.ZipEntCost + 1)
+	e := openEnvWith(t, t.TempDir(), vfs.WithZipBudget(vfs.WithZipMaxEntries(vfs.Options{}, 4), 6*short))
 	t.Cleanup(e.close)
 	ctx := context.Background()
 	root, err := e.fs.CreateRoot(ctx, "budget", vfs.RootSync)
@@ -1126,6 +1129,77 @@ func zipBudget(t *testing.T) {
 	}
 	if _, err := e.fs.Zip(ctx, root.ID, d.ID, vfs.ZipOptions{}); err != nil {
 		t.Fatalf("after three layouts that failed: %v", err)
+	}
+	// Names count: an entry of a name of 200 bytes holds some three
+	// times what one of a short name does, and anyone who may create
+	// items chooses their names. Counted in entries, zips of such names
+	// held over three times the memory the budget was meant to bound.
+	long := strings.Repeat("n", 200)
+	for _, tc := range []struct {
+		name  string
+		files int
+		zips  int   // held at once
+		want  error // of the last
+	}{
+		{"one long name beside another zip of it", 1, 2, vfs.ErrBusy},
+		{"two long names alone past the budget", 2, 1, vfs.ErrZipTooLarge},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ld, err := e.fs.Mkdir(ctx, root.ID, root.FolderID, "l"+fmt.Sprint(tc.files), vfs.WriteOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range tc.files {
+				e.write(t, ld.ID, fmt.Sprint(i)+long, []byte("x"))
+			}
+			var err2 error
+			for range tc.zips {
+				z, err := e.fs.Zip(ctx, root.ID, ld.ID, vfs.ZipOptions{})
+				if err2 = err; err != nil {
+					break
+				}
+				defer z.Close()
+			}
+			if !errors.Is(err2, tc.want) {
+				t.Fatalf("zip %d of %d entries of %d-byte names, budget %d: %v, want %v", tc.zips, tc.files, len(long)+1, 6*short, err2, tc.want)
+			}
+		})
+	}
+}
+
+// zipBudgetWhileListing: a layout reserves its entries of the budget as
+// it lists them, so one refused lists little past the budget. Reserved
+// once a folder's children were all listed, concurrent layouts of a
+// folder of ZipMaxEntries children of long names each held some 170 MiB
+// before the budget refused any of them.
+func zipBudgetWhileListing(t *testing.T) {
+	const budget = 64 << 10
+	e := openEnvWith(t, t.TempDir(), vfs.WithZipBudget(vfs.Options{}, budget))
+	t.Cleanup(e.close)
+	ctx := context.Background()
+	root, err := e.fs.CreateRoot(ctx, "listing", vfs.RootSync)
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("n", 200)
+	fit := budget / (vfs.ZipEntCost + len(long) + 4)
+	const kids = 3000 // some 13 times what fits
+	for i := range kids {
+		if _, err := e.fs.Mkdir(ctx, root.ID, root.FolderID, fmt.Sprintf("%04d", i)+long, vfs.WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var zerr error
+	allocs := testing.AllocsPerRun(1, func() {
+		_, zerr = e.fs.Zip(ctx, root.ID, root.FolderID, vfs.ZipOptions{})
+	})
+	if !errors.Is(zerr, vfs.ErrZipTooLarge) {
+		t.Fatalf("a folder of %d entries, %d of which fit the budget: %v, want ErrZipTooLarge", kids, fit, zerr)
+	}
+	// Listing an entry costs a few allocations (its record, its name);
+	// listing them all, more than kids.
+	if allocs > kids {
+		t.Errorf("a layout refused by a budget of %d entries made %.0f allocations: it listed all %d first", fit, allocs, kids)
 	}
 }
 
