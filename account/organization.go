@@ -180,10 +180,35 @@ func (p Policy) ExtensionLocked(name string) bool {
 	return extensionIn(p.LockedExtensions, name)
 }
 
+// extensionIn reports whether name, or the name a Windows client stores
+// it under (windowsName), ends in one of the comma-separated extensions
+// of list, compared without case. A name that is only the extension is
+// not in it.
 func extensionIn(list, name string) bool {
 	if list == "" {
 		return false
 	}
+	if w := windowsName(name); w != name && extensionAs(list, w) {
+		return true
+	}
+	return extensionAs(list, name)
+}
+
+// windowsName is the name of the file Windows writes for name: up to a
+// colon (NTFS names a stream of the file after it, "::$DATA" its
+// contents), without the dots and spaces at its end, which Win32 drops.
+// "report.pdf." and "report.pdf::$DATA" passed locked_extensions' ".pdf"
+// and became report.pdf on every Windows machine that synced them. vfs
+// applies the same rule to excluded_extensions (vfs/names.go); account
+// may not import vfs (DESIGN.md).
+func windowsName(name string) string {
+	if i := strings.IndexByte(name, ':'); i >= 0 {
+		name = name[:i]
+	}
+	return strings.TrimRight(name, ". ")
+}
+
+func extensionAs(list, name string) bool {
 	lname := strings.ToLower(name)
 	for ext := range strings.SplitSeq(list, ",") {
 		ext = strings.ToLower(strings.TrimSpace(ext))

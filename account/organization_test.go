@@ -440,3 +440,40 @@ func mustMachine(t *testing.T, s *Service, id uint64) Machine {
 	}
 	return m
 }
+
+// TestPolicyExtensions is the policy's extension rule as locked_extensions
+// and excluded_extensions apply it: a name as a Windows client stores it
+// counts too (the four Windows rows failed before: "report.pdf." stayed
+// writable and became report.pdf on every Windows machine that synced it).
+func TestPolicyExtensions(t *testing.T) {
+	p := Policy{LockedExtensions: ".pdf, .TAR.GZ", ExcludedExtensions: ".exe"}
+	for _, tc := range []struct {
+		name           string
+		locked, exclud bool
+	}{
+		{"report.pdf", true, false},
+		{"REPORT.PDF", true, false},
+		{"a.tar.gz", true, false},
+		{"setup.exe", false, true},
+		{".pdf", false, false}, // only the extension
+		{"notes.txt", false, false},
+		{"pdf", false, false},
+		// Names Windows stores otherwise.
+		{"report.pdf.", true, false},
+		{"report.pdf .. ", true, false},
+		{"report.PDF::$DATA", true, false},
+		{"a.tar.gz:x", true, false},
+		{"setup.exe.", false, true},
+		// A colon before the extension leaves a name without it.
+		{"x:report.pdf", true, false},
+		{"notes.txt:x.pdf", true, false},
+		{"report.pdf.txt", false, false},
+	} {
+		if got := p.ExtensionLocked(tc.name); got != tc.locked {
+			t.Errorf("ExtensionLocked(%q) = %v, want %v", tc.name, got, tc.locked)
+		}
+		if got := p.ExtensionExcluded(tc.name); got != tc.exclud {
+			t.Errorf("ExtensionExcluded(%q) = %v, want %v", tc.name, got, tc.exclud)
+		}
+	}
+}
