@@ -144,8 +144,20 @@ func (s *session) copyMove(w http.ResponseWriter, r *http.Request) error {
 	}
 	switch {
 	case move && src.m == dst.m:
+		// Of the items at the paths in the move's commit, and only
+		// while they are the ones judged above: by their ids, the move
+		// took the item from wherever another MOVE had taken it since,
+		// into the folder wherever that had gone.
 		opts.IfRevision = srcOpts.IfRevision
-		_, err = fs.Move(s.ctx, src.m.root.ID, sn.ID, parent.node.ID, name, opts)
+		_, _, err = fs.MoveAt(s.ctx, src.m.root.ID, src.rel, dst.rel, opts, func(at vfs.Node, dstErr error, old *vfs.Node) error {
+			if err := sameItem(sn)(at); err != nil {
+				return err
+			}
+			if dstExists && (old == nil || old.ID != dn.ID) {
+				return describe(errPrecondition, "the conditions were judged on another Destination than the one now there")
+			}
+			return parentConflict(dstErr, destinationParent)
+		})
 	case depth == "0" && sn.Dir:
 		// An empty collection with the source's dead properties.
 		_, err = fs.CopyEmpty(s.ctx, src.m.root.ID, sn.ID, dst.m.root.ID, parent.node.ID, name, opts)

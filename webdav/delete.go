@@ -54,16 +54,31 @@ func (s *session) delete(w http.ResponseWriter, r *http.Request) error {
 	// it is judged before the commit. The other conditions held for
 	// the file at this revision; the delete holds them at its commit
 	// too (412 for one that landed since). A folder's ETag and date do
-	// not change while it lives, and the delete is of its id.
+	// not change while it lives. The delete is of the item at the path
+	// in its commit, and only while that is the item judged (sameItem):
+	// by its id, it deleted the item wherever a MOVE had taken it since.
 	opts := s.optsFor(t.m.root.ID)
 	if conditional(r) && !n.Dir {
 		opts.IfRevision = n.RevisionID
 	}
-	if err := s.h.opts.FS.Delete(s.ctx, t.m.root.ID, n.ID, opts); err != nil {
+	if err := s.h.opts.FS.DeleteAt(s.ctx, t.m.root.ID, t.rel, opts, sameItem(n)); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
+}
+
+// sameItem is a commit's check (vfs.DeleteAt, MoveAt) that the item it
+// finds at the request's path is n, the one the request's If header was
+// judged on before it: another that came to the path since is
+// errPrecondition (412), as the If header was never judged on it.
+func sameItem(n vfs.Node) func(vfs.Node) error {
+	return func(at vfs.Node) error {
+		if at.ID != n.ID {
+			return describe(errPrecondition, "the conditions were judged on another item than the one now at this path")
+		}
+		return nil
+	}
 }
 
 // deleteRefusal refuses r, a DELETE of n, for what it asks of n itself,

@@ -233,6 +233,34 @@ func TestIf(t *testing.T) {
 			}
 		}},
 
+		// The same with an If header, which reads the store before the
+		// commit (lock tokens, other resources): the DELETE or MOVE still
+		// acts only on the item it judged at the path, never on it where
+		// the other MOVE took it since (a 412 then). Bounded in rounds and
+		// time, as above.
+		{"a DELETE or MOVE of a folder with an If header races no MOVE", func(t *testing.T) {
+			f := newFixture(t)
+			deadline := time.Now().Add(10 * time.Second)
+			for i := 0; i < 40 && time.Now().Before(deadline); i++ {
+				st, _, body := f.do("MKCOL", "/d", nil)
+				want(t, "MKCOL", st, http.StatusCreated, body)
+				d, _ := f.lookup("/d")
+				other := make(chan int)
+				go func() {
+					st, _, _ := f.do("MOVE", "/d/", nil, "Destination", f.url(fmt.Sprintf("/x%d/", i)))
+					other <- st
+				}()
+				method, hdr := "DELETE", []string{"If", "([" + d.ETag() + "])"}
+				if i%2 == 1 {
+					method, hdr = "MOVE", append(hdr, "Destination", f.url(fmt.Sprintf("/y%d/", i)))
+				}
+				st, _, _ = f.do(method, "/d/", nil, hdr...)
+				if o := <-other; st < 300 && o < 300 {
+					t.Fatalf("round %d: the %s with an If header (%d) and the MOVE (%d) of /d both succeeded", i, method, st, o)
+				}
+			}
+		}},
+
 		// If-Match and If-None-Match are checked when a PUT starts; a write
 		// that lands while its body is still arriving makes them false, so the
 		// PUT is refused with 412 at its commit instead of replacing that
