@@ -31,7 +31,9 @@ const DefaultSegmentSize = 8 << 20
 // still did (16 of them, 139 MiB of heap), until growTop. A quarter of a normal
 // chunk: smaller buffers would add copies and gain little. A fast
 // upload pays them once: under 8 MiB of memmove, 4 MiB of it only for
-// streams past growTop.
+// streams past growTop (files of 4 and 5 MiB, into memory: 1.30 and
+// 1.11 CPU s/GiB where they took 1.01 and 0.94 without growTop, the
+// best of ten runs of BenchmarkWriteFileSizes each on a loaded VM).
 const growFrom = minChunkSize
 
 // growTop is the last buffer the first segment grows through before it
