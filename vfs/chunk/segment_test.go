@@ -91,7 +91,7 @@ func cutMatchesLibrary(t *testing.T) {
 
 func segmentsCutAsOne(t *testing.T) {
 	const seg = chunk.MaxChunkSize
-	sizes := []int{0, 1, seg - 1, seg, seg + 1, 2 * seg, 5*seg + 777}
+	sizes := []int{0, 1, chunk.GrowTop, chunk.GrowTop + 1, seg - 1, seg, seg + 1, 2 * seg, 5*seg + 777}
 	for _, k := range segmentKinds {
 		for _, n := range sizes {
 			data := k.gen(uint64(n)+9, n)
