@@ -8,6 +8,9 @@ import (
 // GrowFrom is growFrom.
 const GrowFrom = growFrom
 
+// GrowTop is growTop.
+const GrowTop = growTop
+
 // ReadAhead is readAhead, for tests that count prefetched chunks.
 const ReadAhead = DefaultReadAhead
 

@@ -19,17 +19,37 @@ import (
 const DefaultSegmentSize = 8 << 20
 
 // growFrom is the buffer the first segment of a stream starts in. It
-// doubles as bytes arrive, then becomes a whole segment (see fill), and
-// the segments after it start whole: a Write holds at most twice the
-// bytes its client sent while they are under half a chunk's worth
-// (2 MiB), and a whole segment from there on (8 MiB once 2 MiB have
-// come): a buffer of maxChunkSize could be read by join, and so could
-// not be replaced. An upload whose client stalled after its
-// first bytes held a whole segment before (64 of them, 385 MiB of heap),
-// which let anyone who can start uploads hold the server's memory for
-// nothing. A quarter of a normal chunk: smaller buffers would add copies
-// and gain little. A fast upload pays them once, under 4 MiB of memmove.
+// doubles as bytes arrive (512 KiB, 1 and 2 MiB), then grows to growTop,
+// then becomes a whole segment (see grown), and the segments after it
+// start whole: a Write holds at most twice the bytes its client sent
+// (and growFrom before that), give or take the 8 KiB by which growTop
+// falls short of half a segment, until about a chunk's worth (4 MiB)
+// has come, and a whole segment from there on. An upload whose client
+// stalled after its first bytes held a whole segment before (64 of
+// them, 385 MiB of heap), which let anyone who can start uploads hold
+// the server's memory for nothing; and one that stalled past 2 MiB
+// still did (16 of them, 139 MiB of heap), until growTop. A quarter of a normal
+// chunk: smaller buffers would add copies and gain little. A fast
+// upload pays them once: under 8 MiB of memmove, 4 MiB of it only for
+// streams past growTop (files of 4 and 5 MiB, into memory: 1.30 and
+// 1.11 CPU s/GiB where they took 1.01 and 0.94 without growTop, the
+// best of ten runs of BenchmarkWriteFileSizes each on a loaded VM).
 const growFrom = minChunkSize
+
+// growTop is the last buffer the first segment grows through before it
+// becomes a whole segment: the largest that keeps the rule fill relies
+// on to give a replaced buffer back at once, that join never reads a
+// buffer being filled. join reads the first segment while it fills only
+// through await, for q+maxChunkSize bytes past its cut q >= 0 (the first
+// segment has no carry before it; only later ones, which start whole,
+// are awaited for less); await returns the buffer only once filled says
+// it holds that many, and fill stores a buffer before any filled past
+// the one before it, so the buffer join loads then is at least
+// maxChunkSize long: the whole segment, which is never replaced. Any
+// length under maxChunkSize would do; 4 KiB under it ends the buffer on
+// a page, as it starts (it is cut from an aligned chunk buffer, see
+// segBuf).
+const growTop = maxChunkSize - dioAlign
 
 // maxSegments caps the default Segments on machines with many cores:
 // eight segments in flight keep 16 cores busy with one stream, and more
@@ -143,10 +163,9 @@ func (w *Writer) read(ctx context.Context, fail context.CancelCauseFunc, src io.
 
 // fill reads into s's buffer until the segment is full (nil) or r ends
 // (io.EOF) or fails, telling s of its progress. A full buffer smaller
-// than a segment is replaced by one twice its size, or by a segment's
-// from maxChunkSize on, holding the same bytes. Not io.ReadFull: a cut-off body's
-// ErrUnexpectedEOF must stay an error, not be taken for the end of a
-// short segment.
+// than a segment is replaced by a larger one holding the same bytes
+// (see grown). Not io.ReadFull: a cut-off body's ErrUnexpectedEOF must
+// stay an error, not be taken for the end of a short segment.
 func (w *Writer) fill(r io.Reader, s *segment) (int, error) {
 	buf := *s.buf.Load()
 	n := 0
@@ -155,8 +174,9 @@ func (w *Writer) fill(r io.Reader, s *segment) (int, error) {
 			if n >= w.segSize {
 				return n, nil
 			}
-			// A stream that ends right here (a file of exactly 256 KiB or
-			// 2 MiB) needs no larger buffer: one byte read first tells.
+			// A stream that ends right here (a file of exactly 256 KiB,
+			// 2 MiB or growTop) needs no larger buffer: one byte read
+			// first tells.
 			var probe [1]byte
 			m, err := r.Read(probe[:])
 			for m == 0 && err == nil {
@@ -165,17 +185,10 @@ func (w *Writer) fill(r io.Reader, s *segment) (int, error) {
 			if m == 0 {
 				return n, err
 			}
-			// The buffer replaced goes back at once. Nothing else reads
-			// it: join reads a segment being filled only once it holds a
-			// chunk's worth past join's cut (await), which a buffer under
-			// maxChunkSize never does, and the first segment has no
-			// carry before it.
-			next := 2 * n
-			if next >= maxChunkSize {
-				next = w.segSize
-			}
+			// The buffer replaced goes back at once: join never read it
+			// (see growTop).
 			old := s.buf.Load()
-			nb := w.segBuf(next)
+			nb := w.segBuf(w.grown(n))
 			copy(*nb, buf[:n])
 			s.buf.Store(nb)
 			w.putSegBuf(old)
@@ -208,13 +221,36 @@ func (s *segment) fillTo(n int) {
 	}
 }
 
-// segBuf returns a segment buffer of size bytes, a whole segment or
-// growFrom times a power of two under maxChunkSize, from its pool or new, and counts it in
-// w.held.
+// grown is the size of the buffer that replaces a full one of n bytes in
+// a stream's first segment: twice n while that is under maxChunkSize,
+// then growTop, then a whole segment. A segment of at most twice n (of 4
+// MiB, in tests) comes at once, without growTop's copy for nothing.
+func (w *Writer) grown(n int) int {
+	switch {
+	case 2*n < maxChunkSize:
+		return 2 * n
+	case n < growTop && 2*n < w.segSize:
+		return growTop
+	}
+	return w.segSize
+}
+
+// segBuf returns a segment buffer of size bytes, a whole segment or one
+// grown returns, from its pool or new, and counts it in w.held.
 func (w *Writer) segBuf(size int) *[]byte {
 	w.held.Add(int64(size))
-	if size == w.segSize {
+	switch size {
+	case w.segSize:
 		return w.getBuf(w.segs, size)
+	case growTop:
+		// Cut from a chunk buffer, the kind a chunk across segments
+		// takes: once a large stream's first segment is whole it goes
+		// back there and carries that chunk, where a pool of its own
+		// would keep 4 MiB through the rest of the upload for the next
+		// one.
+		b := w.getBuf(w.bufs, maxChunkSize)
+		*b = (*b)[:growTop]
+		return b
 	}
 	return w.getBuf(w.grows[growClass(size)], size)
 }
@@ -222,15 +258,18 @@ func (w *Writer) segBuf(size int) *[]byte {
 // putSegBuf gives back a buffer segBuf returned.
 func (w *Writer) putSegBuf(b *[]byte) {
 	w.held.Add(-int64(len(*b)))
-	if len(*b) == w.segSize {
+	switch len(*b) {
+	case w.segSize:
 		w.segs.put(b)
-		return
+	case growTop:
+		w.bufs.put(b)
+	default:
+		w.grows[growClass(len(*b))].put(b)
 	}
-	w.grows[growClass(len(*b))].put(b)
 }
 
-// growClass is the pool of a growing buffer of size bytes:
-// growFrom<<growClass(size) == size.
+// growClass is the pool of a growing buffer of size bytes under
+// maxChunkSize: growFrom<<growClass(size) == size.
 func growClass(size int) int { return bits.Len(uint(size/growFrom)) - 1 }
 
 // await waits until s holds at least need bytes or is read whole, and

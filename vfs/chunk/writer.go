@@ -110,9 +110,9 @@ type Writer struct {
 
 	segs *bufList // segment buffers of segSize
 	// grows holds the buffers a stream's first segment grows through,
-	// growFrom<<i bytes in grows[i] (see fill).
+	// growFrom<<i bytes in grows[i] (see fill); growTop's are in bufs.
 	grows []*bufList
-	bufs  *bufList   // chunks across segments
+	bufs  *bufList   // chunks across segments, and growTop buffers
 	arena *blobArena // encoded blobs and raw copies (arena.go)
 
 	// encoding bounds, over all Writes at once, the chunks being
