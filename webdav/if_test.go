@@ -211,54 +211,15 @@ func TestIf(t *testing.T) {
 		// other MOVE had taken it, and both succeeded. Bounded in rounds
 		// and time; on the old code some rounds in ten hit the window.
 		{"a conditional DELETE or MOVE of a folder races no MOVE", func(t *testing.T) {
-			f := newFixture(t)
-			deadline := time.Now().Add(10 * time.Second)
-			for i := 0; i < 40 && time.Now().Before(deadline); i++ {
-				st, _, body := f.do("MKCOL", "/d", nil)
-				want(t, "MKCOL", st, http.StatusCreated, body)
-				d, _ := f.lookup("/d")
-				other := make(chan int)
-				go func() {
-					st, _, _ := f.do("MOVE", "/d/", nil, "Destination", f.url(fmt.Sprintf("/x%d/", i)))
-					other <- st
-				}()
-				method, hdr := "DELETE", []string{"If-Match", d.ETag()}
-				if i%2 == 1 {
-					method, hdr = "MOVE", append(hdr, "Destination", f.url(fmt.Sprintf("/y%d/", i)))
-				}
-				st, _, _ = f.do(method, "/d/", nil, hdr...)
-				if o := <-other; st < 300 && o < 300 {
-					t.Fatalf("round %d: the conditional %s (%d) and the MOVE (%d) of /d both succeeded", i, method, st, o)
-				}
-			}
+			raceFolderMove(t, "conditional", func(d vfs.Node) []string { return []string{"If-Match", d.ETag()} })
 		}},
 
 		// The same with an If header, which reads the store before the
 		// commit (lock tokens, other resources): the DELETE or MOVE still
 		// acts only on the item it judged at the path, never on it where
-		// the other MOVE took it since (a 412 then). Bounded in rounds and
-		// time, as above.
+		// the other MOVE took it since (a 412 then).
 		{"a DELETE or MOVE of a folder with an If header races no MOVE", func(t *testing.T) {
-			f := newFixture(t)
-			deadline := time.Now().Add(10 * time.Second)
-			for i := 0; i < 40 && time.Now().Before(deadline); i++ {
-				st, _, body := f.do("MKCOL", "/d", nil)
-				want(t, "MKCOL", st, http.StatusCreated, body)
-				d, _ := f.lookup("/d")
-				other := make(chan int)
-				go func() {
-					st, _, _ := f.do("MOVE", "/d/", nil, "Destination", f.url(fmt.Sprintf("/x%d/", i)))
-					other <- st
-				}()
-				method, hdr := "DELETE", []string{"If", "([" + d.ETag() + "])"}
-				if i%2 == 1 {
-					method, hdr = "MOVE", append(hdr, "Destination", f.url(fmt.Sprintf("/y%d/", i)))
-				}
-				st, _, _ = f.do(method, "/d/", nil, hdr...)
-				if o := <-other; st < 300 && o < 300 {
-					t.Fatalf("round %d: the %s with an If header (%d) and the MOVE (%d) of /d both succeeded", i, method, st, o)
-				}
-			}
+			raceFolderMove(t, "If-header", func(d vfs.Node) []string { return []string{"If", "([" + d.ETag() + "])"} })
 		}},
 
 		// If-Match and If-None-Match are checked when a PUT starts; a write
@@ -473,4 +434,31 @@ func TestIf(t *testing.T) {
 			}
 		}},
 	})
+}
+
+// raceFolderMove sends, for at most 40 rounds or 10 s, a DELETE or MOVE
+// of /d carrying the headers cond gives for the folder together with a
+// plain MOVE of /d elsewhere, and fails when both succeed: one of them
+// must find /d gone.
+func raceFolderMove(t *testing.T, what string, cond func(d vfs.Node) []string) {
+	f := newFixture(t)
+	deadline := time.Now().Add(10 * time.Second)
+	for i := 0; i < 40 && time.Now().Before(deadline); i++ {
+		st, _, body := f.do("MKCOL", "/d", nil)
+		want(t, "MKCOL", st, http.StatusCreated, body)
+		d, _ := f.lookup("/d")
+		other := make(chan int)
+		go func() {
+			st, _, _ := f.do("MOVE", "/d/", nil, "Destination", f.url(fmt.Sprintf("/x%d/", i)))
+			other <- st
+		}()
+		method, hdr := "DELETE", cond(d)
+		if i%2 == 1 {
+			method, hdr = "MOVE", append(hdr, "Destination", f.url(fmt.Sprintf("/y%d/", i)))
+		}
+		st, _, _ = f.do(method, "/d/", nil, hdr...)
+		if o := <-other; st < 300 && o < 300 {
+			t.Fatalf("round %d: the %s %s (%d) and the MOVE (%d) of /d both succeeded", i, what, method, st, o)
+		}
+	}
 }
