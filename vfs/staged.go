@@ -9,6 +9,7 @@ import (
 	"hash/crc32"
 	"io"
 	"math"
+	"slices"
 	"time"
 
 	"berth/kv"
@@ -38,7 +39,8 @@ import (
 // them across restarts; the tail holds one too. The declared length is
 // reserved against the quotas at Stage (usageRec.Reserved), so a quota
 // sees the uploads in flight, and given back when the upload is finished,
-// terminated or expires. An upload not appended to for its TTL expires:
+// terminated or expires, or once its owner may no longer write its target
+// (StagedHolder). An upload not appended to for its TTL expires:
 // ExpireStaged (which the daemon runs periodically) terminates it, and
 // every method treats it as gone from its expiry on.
 
@@ -193,7 +195,7 @@ func (fs *FS) Stage(ctx context.Context, root, parent uint64, name string, so St
 		return Staged{}, err
 	}
 	var rec stagedRec
-	err = fs.update(ctx, func(tx kv.Txn) error {
+	stage := func(tx kv.Txn) error {
 		now := fs.nowNs()
 		if _, err := fs.checkWrite(tx, root, parent, name, opts, now); err != nil {
 			return err
@@ -211,7 +213,11 @@ func (fs *FS) Stage(ctx context.Context, root, parent uint64, name string, so St
 			CRC: new(uint32),
 		}
 		return put(tx, stagedKey(id), rec)
-	})
+	}
+	err = fs.update(ctx, stage)
+	if errors.Is(err, ErrQuotaExceeded) && fs.freeRoom(ctx, root) > 0 {
+		err = fs.update(ctx, stage)
+	}
 	if err != nil {
 		return Staged{}, err
 	}
@@ -628,10 +634,11 @@ func (fs *FS) terminate(ctx context.Context, id uint64, expired bool) error {
 // renewed before the sweep ended it.
 var errNotExpired = errors.New("vfs: staged upload renewed")
 
-// ExpireStaged terminates every staged upload whose expiry has passed and
-// returns how many it ended. The daemon runs it periodically; until it
-// does, an expired upload is ErrNotExist to every other method, but its
-// chunks and reservation are still held. An upload it cannot end (a
+// ExpireStaged terminates every staged upload whose expiry has passed,
+// and every live one whose owner, as Options.Holder says, may no longer
+// write its target, and returns how many it ended. The daemon runs it
+// periodically; until it does, an expired upload is ErrNotExist to every
+// other method, but its chunks and reservation are still held. An upload it cannot end (a
 // record that does not read) does not keep it from the others: it goes
 // on, and returns their errors joined (at most maxSweepErrors of them)
 // with the count of those it ended.
@@ -678,10 +685,129 @@ func (fs *FS) ExpireStaged(ctx context.Context) (int, error) {
 			fail(fmt.Errorf("staged upload %d: %w", id, err))
 		}
 	}
+	m, err := fs.releaseUnheld(ctx, func(kv.Txn, stagedRec) (bool, error) { return true, nil })
+	n += m
+	if err != nil {
+		if ctx.Err() != nil {
+			return n, err
+		}
+		fail(err)
+	}
 	if failed > maxSweepErrors {
 		errs = append(errs, fmt.Errorf("and %d more uploads that could not be ended", failed-maxSweepErrors))
 	}
 	return n, errors.Join(errs...)
+}
+
+// StagedHolder decides which staged uploads may keep their reservation.
+// A reservation holds room no one else can use, and only the upload's
+// owner can end it: once the owner may no longer write to its target
+// (removed from a share or its group, deactivated, deleted), nothing
+// else would give the room back before the upload expired, and a PATCH
+// a day would have kept it for good.
+type StagedHolder interface {
+	// HoldsStaged reports whether the owner of upload s may still write
+	// to s.Root. An error leaves the upload as it is.
+	HoldsStaged(ctx context.Context, s Staged) (bool, error)
+}
+
+// releaseUnheld terminates the live staged uploads that match selects
+// (in the transaction that lists them) and whose owner, as the holder
+// says, may no longer write their target, and returns how many it ended.
+// Errors are joined, at most maxSweepErrors of them.
+func (fs *FS) releaseUnheld(ctx context.Context, match func(kv.Txn, stagedRec) (bool, error)) (int, error) {
+	if fs.holder == nil {
+		return 0, nil
+	}
+	var ups []Staged
+	now := fs.nowNs()
+	err := fs.db.View(ctx, func(tx kv.Txn) error {
+		ups = ups[:0]
+		return tx.Scan([]byte(pStaged), nil, func(k, v []byte) error {
+			var rec stagedRec
+			if err := cbor.Unmarshal(v, &rec); err != nil || rec.Expires <= now {
+				return nil // ExpireStaged's to end or report
+			}
+			ok, err := match(tx, rec)
+			if ok {
+				ups = append(ups, rec.public(stagedKeyID(k)))
+			}
+			return err
+		})
+	})
+	if err != nil {
+		return 0, err
+	}
+	var errs []error
+	n := 0
+	for _, st := range ups {
+		held, err := fs.holder.HoldsStaged(ctx, st)
+		if err == nil && !held {
+			if err = fs.terminate(ctx, st.ID, false); err == nil {
+				n++
+				fs.log.Info("vfs: ended a staged upload whose owner may no longer write its root", "upload", st.ID, "root", st.Root, "owner", st.Owner, "length", st.Length)
+			} else if errors.Is(err, ErrNotExist) {
+				err = nil
+			}
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return n, err
+			}
+			if len(errs) < maxSweepErrors {
+				errs = append(errs, fmt.Errorf("staged upload %d: %w", st.ID, err))
+			}
+		}
+	}
+	return n, errors.Join(errs...)
+}
+
+// freeRoomTimeout bounds freeRoom, which a refused request waits for.
+const freeRoomTimeout = 30 * time.Second
+
+// freeRoom ends the staged uploads counted against a quota of root (its
+// own, and those of its tallies: the uploads into roots that share one)
+// whose owner may no longer write their target, and returns how many it
+// ended. A write refused for want of room calls it, so that such an
+// upload holds room only until someone needs it.
+func (fs *FS) freeRoom(ctx context.Context, root uint64) int {
+	if fs.holder == nil {
+		return 0
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), freeRoomTimeout)
+	defer cancel()
+	var tallies []uint64
+	err := fs.db.View(ctx, func(tx kv.Txn) error {
+		var r rootRec
+		err := get(tx, rootKey(root), &r, kv.ErrNotFound)
+		tallies = r.Tallies
+		return err
+	})
+	if err != nil {
+		return 0 // a root gone holds no room
+	}
+	n, err := fs.releaseUnheld(ctx, func(tx kv.Txn, rec stagedRec) (bool, error) {
+		if rec.Root == root {
+			return true, nil
+		}
+		if len(tallies) == 0 {
+			return false, nil
+		}
+		var r rootRec
+		if err := get(tx, rootKey(rec.Root), &r, kv.ErrNotFound); err != nil {
+			return false, nil
+		}
+		for _, t := range r.Tallies {
+			if slices.Contains(tallies, t) {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		fs.log.Warn("vfs: could not end every staged upload whose owner may no longer write its root", "root", root, "ended", n, "err", err)
+	}
+	return n
 }
 
 // maxSweepErrors bounds the errors ExpireStaged returns, so that a store

@@ -2,6 +2,7 @@ package vfs_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha1"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"math"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -464,6 +466,124 @@ func TestStagedRestart(t *testing.T) {
 			}
 			if !bytes.Equal(e.read(t, n.ID), data) {
 				t.Fatal("read back differs")
+			}
+			e.fsckClean(t)
+		})
+	}
+}
+
+// lostWriters is a StagedHolder that holds every upload but those of the
+// owners it names: what the front end decides from shares and accounts.
+type lostWriters struct {
+	mu   sync.Mutex
+	lost map[string]bool
+}
+
+func (l *lostWriters) lose(owner string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lost[owner] = true
+}
+
+func (l *lostWriters) HoldsStaged(_ context.Context, st vfs.Staged) (bool, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return !l.lost[st.Owner], nil
+}
+
+// TestStagedUnheld: an upload whose owner may no longer write its root
+// (Options.Holder) gives its reservation back at the next sweep, before
+// its expiry, or at once when a write under the same quota is refused for
+// want of room; an upload whose owner still may keeps it. Before, such an
+// upload, renewed by an append a day, held the root's quota for good.
+func TestStagedUnheld(t *testing.T) {
+	const quota = 8 << 20
+	const tally = 77
+	q := vfs.WriteOptions{SpaceQuota: quota}
+	tq := vfs.WriteOptions{Quotas: []vfs.Quota{{Tally: tally, Bytes: quota}}}
+	cases := []struct {
+		name  string
+		owner string // of the upload that reserves the whole quota
+		// other stages the upload in another root under the tally.
+		other bool
+		opts  vfs.WriteOptions
+		// act is what happens once the owner lost access; it returns how
+		// much the quota leaves afterwards, -1 to read it from QuotaLeft.
+		act  func(t *testing.T, e *env, opts vfs.WriteOptions) error
+		want error
+		left int64 // what the quota leaves afterwards
+	}{
+		{"sweep ends it before its expiry", "lost", false, q, func(t *testing.T, e *env, _ vfs.WriteOptions) error {
+			n, err := e.fs.ExpireStaged(ctx)
+			if n != 1 {
+				t.Errorf("the sweep ended %d uploads, want 1", n)
+			}
+			return err
+		}, nil, quota},
+		{"sweep leaves an upload its owner may go on with", "kept", false, q, func(t *testing.T, e *env, _ vfs.WriteOptions) error {
+			n, err := e.fs.ExpireStaged(ctx)
+			if n != 0 {
+				t.Errorf("the sweep ended %d uploads, want 0", n)
+			}
+			return err
+		}, nil, 0},
+		{"write of a declared size ends it and goes through", "lost", false, q, func(t *testing.T, e *env, opts vfs.WriteOptions) error {
+			opts.DeclaredSize = 1 << 20
+			_, err := e.fs.WriteFile(ctx, e.root.ID, e.root.FolderID, "w", bytes.NewReader(make([]byte, 1<<20)), opts)
+			return err
+		}, nil, quota - 1<<20},
+		{"write of a declared size, its owner may go on", "kept", false, q, func(t *testing.T, e *env, opts vfs.WriteOptions) error {
+			opts.DeclaredSize = 1 << 20
+			_, err := e.fs.WriteFile(ctx, e.root.ID, e.root.FolderID, "w", bytes.NewReader(make([]byte, 1<<20)), opts)
+			return err
+		}, vfs.ErrQuotaExceeded, 0},
+		{"stage ends it and goes through", "lost", false, q, func(t *testing.T, e *env, opts vfs.WriteOptions) error {
+			_, err := e.fs.Stage(ctx, e.root.ID, e.root.FolderID, "s", vfs.StageOptions{Length: 1 << 20}, opts)
+			return err
+		}, nil, quota - 1<<20},
+		{"refused write of an unknown size frees the room for the next", "lost", false, q, func(t *testing.T, e *env, opts vfs.WriteOptions) error {
+			_, err := e.fs.WriteFile(ctx, e.root.ID, e.root.FolderID, "w", bytes.NewReader(make([]byte, 1<<20)), opts)
+			if !errors.Is(err, vfs.ErrQuotaExceeded) {
+				t.Errorf("first write: %v, want the quota's refusal", err)
+			}
+			_, err = e.fs.WriteFile(ctx, e.root.ID, e.root.FolderID, "w", bytes.NewReader(make([]byte, 1<<20)), opts)
+			return err
+		}, nil, quota - 1<<20},
+		{"write under a tally ends an upload into another root under it", "lost", true, tq, func(t *testing.T, e *env, opts vfs.WriteOptions) error {
+			opts.DeclaredSize = 1 << 20
+			_, err := e.fs.WriteFile(ctx, e.root.ID, e.root.FolderID, "w", bytes.NewReader(make([]byte, 1<<20)), opts)
+			return err
+		}, nil, quota - 1<<20},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			h := &lostWriters{lost: map[string]bool{}}
+			e := openEnvWith(t, t.TempDir(), vfs.Options{Holder: h})
+			t.Cleanup(e.close)
+			var err error
+			if e.root, err = e.fs.CreateRootWith(ctx, "alice", vfs.RootShare, vfs.RootOptions{Tallies: []uint64{tally}}); err != nil {
+				t.Fatal(err)
+			}
+			into := e.root
+			if c.other {
+				if into, err = e.fs.CreateRootWith(ctx, "bob", vfs.RootShare, vfs.RootOptions{Tallies: []uint64{tally}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			st, err := e.fs.Stage(ctx, into.ID, into.FolderID, "big", vfs.StageOptions{Length: quota, TTL: time.Hour, Owner: c.owner}, c.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			h.lose("lost")
+			if err := c.act(t, e, c.opts); !errors.Is(err, c.want) {
+				t.Fatalf("got %v, want %v", err, c.want)
+			}
+			if left, _, _ := e.fs.QuotaLeft(ctx, e.root.ID, c.opts); left != c.left {
+				t.Errorf("the quota leaves %d, want %d", left, c.left)
+			}
+			_, err = e.fs.StagedInfo(ctx, st.ID)
+			if gone := errors.Is(err, vfs.ErrNotExist); gone != (c.owner == "lost") {
+				t.Errorf("upload of %s: %v", c.owner, err)
 			}
 			e.fsckClean(t)
 		})
