@@ -1066,3 +1066,53 @@ func uploadID(t *testing.T, path string) uint64 {
 	}
 	return id
 }
+
+// TestTusFinishRace: the file is made once, and the request that sent the
+// last piece learns that it was, whichever of it and a HEAD (which makes
+// the file of an upload whose bytes are all stored) finishes the upload
+// first. A HEAD between the last piece's commit and its request's finish
+// made the file, and that request was answered 404 for an upload that
+// succeeded. The store is driven as tusd drives it in a PATCH: WriteChunk,
+// then FinishUpload.
+func TestTusFinishRace(t *testing.T) {
+	data := []byte("0123456789")
+	for _, c := range []struct {
+		name      string
+		headFirst bool
+		head      int // the status of the HEAD
+	}{
+		{"HEAD between the last piece and its finish", true, http.StatusOK},
+		{"HEAD after the finish", false, http.StatusNotFound},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t)
+			tc := f.tus(t, f.token)
+			path := tc.mustCreate(f.root.ID, "r.bin", int64(len(data)))
+			u := &tusUpload{s: newServer(Options{FS: f.fs, Accounts: f.accounts}), id: uploadID(t, path)}
+			if n, err := u.WriteChunk(ctx0, 0, bytes.NewReader(data)); err != nil || n != int64(len(data)) {
+				t.Fatalf("WriteChunk: %d, %v", n, err)
+			}
+			head := func() {
+				if st, off := tc.offset(path); st != c.head || (st == http.StatusOK && off != int64(len(data))) {
+					t.Errorf("HEAD: %d offset %d, want %d", st, off, c.head)
+				}
+			}
+			if c.headFirst {
+				head()
+			}
+			if err := u.FinishUpload(ctx0); err != nil {
+				t.Fatalf("the finish of the request that sent the last piece: %v", err)
+			}
+			if !c.headFirst {
+				head()
+			}
+			if got := f.fileBytes(t, f.root, "r.bin"); !bytes.Equal(got, data) {
+				t.Fatalf("the file holds %q", got)
+			}
+			list, _, err := f.fs.List(ctx0, f.root.ID, f.root.FolderID)
+			if err != nil || len(list) != 1 {
+				t.Fatalf("the folder holds %d items (%v), want the one file", len(list), err)
+			}
+		})
+	}
+}

@@ -125,7 +125,17 @@ type stagedRec struct {
 	// it, or one whose append committed in part; the revision then has
 	// none, and its first zip computes it (Zip).
 	CRC *uint32 `cbor:"13,keyasint,omitempty"`
+	// Done is the file a finished upload became. The record stays, with
+	// no chunks and no reservation, until finishedGrace has passed, so
+	// that a second Finish (the one of the request that sent the last
+	// piece, after a HEAD made the file first) learns that it succeeded.
+	Done uint64 `cbor:"14,keyasint,omitempty"`
 }
+
+// finishedGrace is how long a finished upload's record answers a second
+// Finish. The race it covers lasts from an append's commit to the Finish
+// of the same request.
+const finishedGrace = 10 * time.Minute
 
 // stagedPart is one batch of sealed chunks, W/<upload>/<part>, at most
 // refBatch of them, each holding one count on its K/ key.
@@ -154,6 +164,9 @@ func (fs *FS) loadStaged(tx kv.Txn, id uint64) (stagedRec, error) {
 	var rec stagedRec
 	if err := get(tx, stagedKey(id), &rec, fmt.Errorf("%w: staged upload %d", ErrNotExist, id)); err != nil {
 		return rec, err
+	}
+	if rec.Done != 0 {
+		return rec, fmt.Errorf("%w: staged upload %d finished", ErrNotExist, id)
 	}
 	if rec.Expires <= fs.nowNs() {
 		return rec, fmt.Errorf("%w: staged upload %d expired", ErrNotExist, id)
@@ -471,12 +484,28 @@ func slicesEqual(a, b []chunk.Ref) bool {
 // otherwise), the file it was staged as, in one transaction that checks
 // again what WriteFile checks at its commit (opts, the caller's at this
 // moment) and gives the reservation back. The chunks pass to the
-// revision as they are. Only a failure leaves the upload staged.
+// revision as they are. Only a failure leaves the upload staged. An
+// upload finished already, less than finishedGrace ago, is not made
+// again: Finish returns its file (as it is now) and nil, so that the two
+// requests that raced to finish it both learn it succeeded.
 func (fs *FS) Finish(ctx context.Context, id uint64, opts WriteOptions) (Node, error) {
 	var rec stagedRec
 	n, err := fs.finish(ctx, id, opts, &rec)
+	if err == nil && rec.Done != 0 {
+		return n, nil // made by the other Finish, which told the observer
+	}
 	fs.done(OpWrite, err, Event{RootID: rec.Root, NodeID: n.ID, ParentID: rec.Parent, Name: rec.Name, Size: n.Size})
 	return n, err
+}
+
+// finished returns, in tx, the file that upload rec, finished already,
+// became: as it is now, or only its id once it is gone.
+func (fs *FS) finished(tx kv.Txn, rec stagedRec) Node {
+	n, _, err := loadNode(tx, rec.Done)
+	if err != nil {
+		return Node{ID: rec.Done}
+	}
+	return n.public(fs.nowNs())
 }
 
 func (fs *FS) finish(ctx context.Context, id uint64, opts WriteOptions, out *stagedRec) (Node, error) {
@@ -487,12 +516,17 @@ func (fs *FS) finish(ctx context.Context, id uint64, opts WriteOptions, out *sta
 	lim := limitsOf(opts)
 	var node nodeRec
 	var path string
+	var again Node
 	err = fs.update(ctx, func(tx kv.Txn) error {
 		st, err := fs.loadStaged(tx, id)
+		*out = st
+		if err != nil && st.Done != 0 && st.Expires > fs.nowNs() {
+			again = fs.finished(tx, st)
+			return nil
+		}
 		if err != nil {
 			return err
 		}
-		*out = st
 		if st.offset() != st.Length {
 			return fmt.Errorf("%w: %d of %d bytes stored", ErrUploadOffset, st.offset(), st.Length)
 		}
@@ -514,9 +548,6 @@ func (fs *FS) finish(ctx context.Context, id uint64, opts WriteOptions, out *sta
 			}
 		}
 		refs = append(refs, st.Tail...)
-		if err := tx.Delete(stagedKey(id)); err != nil {
-			return err
-		}
 		now := fs.nowNs()
 		if !opts.Modified.IsZero() {
 			now = opts.Modified.UnixNano()
@@ -558,6 +589,14 @@ func (fs *FS) finish(ctx context.Context, id uint64, opts WriteOptions, out *sta
 		if path, err = pathOf(tx, node); err != nil {
 			return err
 		}
+		// The record stays as the file's: no chunks, no reservation.
+		fin := stagedRec{
+			Root: st.Root, Parent: st.Parent, Name: st.Name, Length: st.Length, Owner: st.Owner,
+			Created: st.Created, Expires: fs.nowNs() + int64(finishedGrace), Done: node.ID,
+		}
+		if err := put(tx, stagedKey(id), fin); err != nil {
+			return err
+		}
 		return fs.journal(ctx, tx, OpWrite, opts.Actor, Event{RootID: st.Root, NodeID: node.ID, ParentID: st.Parent, Name: st.Name, Size: size, Created: old == nil})
 	})
 	if err != nil {
@@ -565,6 +604,9 @@ func (fs *FS) finish(ctx context.Context, id uint64, opts WriteOptions, out *sta
 			return Node{}, fmt.Errorf("%w: the upload's chunks are more than one commit takes", ErrFileTooLarge)
 		}
 		return Node{}, err
+	}
+	if out.Done != 0 {
+		return again, nil
 	}
 	fs.m.bytesWritten.Add(float64(node.Size))
 	n := node.public(fs.nowNs())
@@ -593,6 +635,14 @@ func (fs *FS) terminate(ctx context.Context, id uint64, expired bool) error {
 		}
 		if expired && rec.Expires > fs.nowNs() {
 			return errNotExpired
+		}
+		if rec.Done != 0 {
+			// A finished upload's record: its chunks and reservation
+			// went to the file.
+			if !expired {
+				return fmt.Errorf("%w: staged upload %d finished", ErrNotExist, id)
+			}
+			return tx.Delete(stagedKey(id))
 		}
 		// The counts pass to an intent in this transaction and are
 		// released after it: a crash between leaves the intent to Open.
@@ -643,7 +693,7 @@ var errNotExpired = errors.New("vfs: staged upload renewed")
 // on, and returns their errors joined (at most maxSweepErrors of them)
 // with the count of those it ended.
 func (fs *FS) ExpireStaged(ctx context.Context) (int, error) {
-	var ids []uint64
+	var ids, finished []uint64
 	var errs []error
 	failed := 0
 	fail := func(err error) {
@@ -653,14 +703,16 @@ func (fs *FS) ExpireStaged(ctx context.Context) (int, error) {
 	}
 	now := fs.nowNs()
 	err := fs.db.View(ctx, func(tx kv.Txn) error {
-		ids, errs, failed = ids[:0], errs[:0], 0
+		ids, finished, errs, failed = ids[:0], finished[:0], errs[:0], 0
 		return tx.Scan([]byte(pStaged), nil, func(k, v []byte) error {
 			var rec stagedRec
 			if err := cbor.Unmarshal(v, &rec); err != nil {
 				fail(fmt.Errorf("staged upload %d: %w", stagedKeyID(k), err))
 				return nil
 			}
-			if rec.Expires <= now {
+			if rec.Expires <= now && rec.Done != 0 {
+				finished = append(finished, stagedKeyID(k))
+			} else if rec.Expires <= now {
 				ids = append(ids, stagedKeyID(k))
 			}
 			return nil
@@ -668,6 +720,15 @@ func (fs *FS) ExpireStaged(ctx context.Context) (int, error) {
 	})
 	if err != nil {
 		return 0, err
+	}
+	for _, id := range finished {
+		// Records of finished uploads (Done): not counted as ended.
+		if err := fs.terminate(ctx, id, true); err != nil && !errors.Is(err, errNotExpired) && !errors.Is(err, ErrNotExist) {
+			if ctx.Err() != nil {
+				return 0, err
+			}
+			fail(fmt.Errorf("finished upload %d: %w", id, err))
+		}
 	}
 	n := 0
 	for _, id := range ids {
@@ -725,7 +786,7 @@ func (fs *FS) releaseUnheld(ctx context.Context, match func(kv.Txn, stagedRec) (
 		ups = ups[:0]
 		return tx.Scan([]byte(pStaged), nil, func(k, v []byte) error {
 			var rec stagedRec
-			if err := cbor.Unmarshal(v, &rec); err != nil || rec.Expires <= now {
+			if err := cbor.Unmarshal(v, &rec); err != nil || rec.Done != 0 || rec.Expires <= now {
 				return nil // ExpireStaged's to end or report
 			}
 			ok, err := match(tx, rec)

@@ -217,6 +217,34 @@ func TestStagedRefusals(t *testing.T) {
 			_, err := e.fs.Finish(ctx, st.ID, vfs.WriteOptions{})
 			return err
 		}, vfs.ErrNameConflict},
+		{"finish again, as the request that sent the last piece after a HEAD finished it", func(t *testing.T, e *env) error {
+			st := e.stage(t, "a", 5, vfs.WriteOptions{})
+			e.appendAll(t, st.ID, data, 0, 5)
+			first, err := e.fs.Finish(ctx, st.ID, vfs.WriteOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			again, err := e.fs.Finish(ctx, st.ID, vfs.WriteOptions{})
+			if again.ID != first.ID || again.RevisionID != first.RevisionID {
+				t.Errorf("second Finish: file %d rev %d, want the first's %d rev %d", again.ID, again.RevisionID, first.ID, first.RevisionID)
+			}
+			return err
+		}, nil},
+		{"append after finish", func(t *testing.T, e *env) error {
+			st := e.stage(t, "a", 5, vfs.WriteOptions{})
+			e.appendAll(t, st.ID, data, 0, 5)
+			if _, err := e.fs.Finish(ctx, st.ID, vfs.WriteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.fs.StagedInfo(ctx, st.ID); !errors.Is(err, vfs.ErrNotExist) {
+				t.Errorf("StagedInfo after finish: %v", err)
+			}
+			if err := e.fs.Terminate(ctx, st.ID); !errors.Is(err, vfs.ErrNotExist) {
+				t.Errorf("Terminate after finish: %v", err)
+			}
+			_, err := e.fs.Append(ctx, st.ID, 5, bytes.NewReader(nil), vfs.AppendOptions{})
+			return err
+		}, vfs.ErrNotExist},
 		{"append after terminate", func(t *testing.T, e *env) error {
 			st := e.stage(t, "a", 5, vfs.WriteOptions{})
 			if err := e.fs.Terminate(ctx, st.ID); err != nil {
@@ -274,9 +302,18 @@ func TestStagedSpace(t *testing.T) {
 		end  func(t *testing.T, e *env, clock *berthtest.Clock, id uint64)
 		left int64 // what the quota leaves afterwards
 	}{
-		{"finish", func(t *testing.T, e *env, _ *berthtest.Clock, id uint64) {
+		{"finish", func(t *testing.T, e *env, clock *berthtest.Clock, id uint64) {
 			if _, err := e.fs.Finish(ctx, id, q); err != nil {
 				t.Fatal(err)
+			}
+			// The sweep drops the finished upload's record, which
+			// holds nothing, and counts no upload ended.
+			clock.Add(time.Hour)
+			if n, err := e.fs.ExpireStaged(ctx); n != 0 || err != nil {
+				t.Fatalf("expired %d (%v) after the finish", n, err)
+			}
+			if _, err := e.fs.Finish(ctx, id, q); !errors.Is(err, vfs.ErrNotExist) {
+				t.Fatalf("finish after the sweep: %v", err)
 			}
 		}, quota - int64(len(data))},
 		{"terminate", func(t *testing.T, e *env, _ *berthtest.Clock, id uint64) {
