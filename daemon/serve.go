@@ -14,6 +14,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -41,6 +42,9 @@ type stores struct {
 	// root owners once the account service exists (newAccounts).
 	activity *activity.Log
 	journal  *fileJournal
+	// holder is the file system's vfs.StagedHolder, which learns the tus
+	// front end's once the accounts and shares exist (serve).
+	holder *uploadHolder
 	// jobs runs the background jobs once per cluster (cluster.go); nil
 	// runs them here regardless.
 	jobs *clusterJobs
@@ -93,12 +97,31 @@ func openStores(ctx context.Context, cfg config.Config, log *slog.Logger, reg pr
 	if readAhead == 0 {
 		readAhead = -1 // the configuration's 0 is none; vfs's is its default
 	}
-	files, err := vfs.Open(ctx, db, chunks, vfs.Options{Logger: log.With("component", "vfs"), Registerer: reg, Journal: journal, ReadAhead: readAhead, ReadAheadBudget: readAheadBudget(cfg.Memory), SegmentBudget: segmentBudget(cfg.Memory), OrphanGrace: orphanGrace(db)})
+	holder := &uploadHolder{}
+	files, err := vfs.Open(ctx, db, chunks, vfs.Options{Logger: log.With("component", "vfs"), Registerer: reg, Journal: journal, Holder: holder, ReadAhead: readAhead, ReadAheadBudget: readAheadBudget(cfg.Memory), SegmentBudget: segmentBudget(cfg.Memory), OrphanGrace: orphanGrace(db)})
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("opening file system: %w", err)
 	}
-	return &stores{db: db, files: files, activity: acts, journal: journal}, nil
+	return &stores{db: db, files: files, activity: acts, journal: journal, holder: holder}, nil
+}
+
+// uploadHolder is a vfs.StagedHolder set once the one it stands for
+// exists: until then, and in commands that serve no uploads, every staged
+// upload is held.
+type uploadHolder struct {
+	h atomic.Pointer[vfs.StagedHolder]
+}
+
+func (u *uploadHolder) set(h vfs.StagedHolder) { u.h.Store(&h) }
+
+// HoldsStaged implements vfs.StagedHolder.
+func (u *uploadHolder) HoldsStaged(ctx context.Context, s vfs.Staged) (bool, error) {
+	h := u.h.Load()
+	if h == nil {
+		return true, nil
+	}
+	return (*h).HoldsStaged(ctx, s)
 }
 
 // close closes the file system, then the metadata store.
@@ -194,6 +217,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writ
 	// invitations go out through it (or are logged when no SMTP server
 	// is configured).
 	shares := share.New(share.Options{FS: st.files, Accounts: accounts, Store: st.db, Notifier: mailer, PublicURL: cfg.PublicURL})
+	st.holder.set(rest.TusHolder(accounts, shares))
 
 	tlsCfg, certs, err := tlsConfig(cfg.TLS, cfg.Data, log)
 	if err != nil {

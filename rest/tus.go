@@ -22,6 +22,7 @@ import (
 	"github.com/tus/tusd/v2/pkg/memorylocker"
 	expslog "golang.org/x/exp/slog"
 
+	"berth/account"
 	"berth/httpserve"
 	"berth/share"
 	"berth/vfs"
@@ -504,9 +505,58 @@ func (s *server) tusUpload(r *http.Request) (vfs.Staged, fsAccess, error) {
 	return st, a, err
 }
 
+// tusOwnerPrefix begins the owner (vfs.Staged.Owner) of a tus upload,
+// which the person's id follows.
+const tusOwnerPrefix = "person:"
+
 // tusOwner names the caller as the owner of the uploads they create.
 func tusOwner(r *http.Request) string {
-	return "person:" + strconv.FormatUint(callerOf(r).Person.ID, 10)
+	return tusOwnerPrefix + strconv.FormatUint(callerOf(r).Person.ID, 10)
+}
+
+// TusHolder returns the vfs.StagedHolder of the tus uploads: an upload
+// keeps its reservation while its creator may write to its root, as
+// tusAccess decides for each of their requests. The creator's reservation
+// is room that nobody else sees or can end; once they are removed from the
+// share (or its group), lose its write permission, or are deactivated or
+// deleted, vfs ends the upload at its next sweep, or at once when a write
+// to a root under the same quota is refused for want of room.
+func TusHolder(accounts *account.Service, shares *share.Service) vfs.StagedHolder {
+	return tusHolder{accounts: accounts, shares: shares}
+}
+
+type tusHolder struct {
+	accounts *account.Service
+	shares   *share.Service
+}
+
+// HoldsStaged implements vfs.StagedHolder. An upload not staged by tus
+// (an owner of another form) is held: it is not this front end's to end.
+func (h tusHolder) HoldsStaged(ctx context.Context, st vfs.Staged) (bool, error) {
+	v, ok := strings.CutPrefix(st.Owner, tusOwnerPrefix)
+	if !ok {
+		return true, nil
+	}
+	pid, err := strconv.ParseUint(v, 10, 64)
+	if err != nil {
+		return true, nil
+	}
+	c, err := h.accounts.Caller(ctx, pid)
+	if errors.Is(err, account.ErrNotFound) || errors.Is(err, account.ErrInactive) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	a, err := h.shares.Root(ctx, c, st.Root)
+	switch {
+	case errors.Is(err, share.ErrNoRoot), errors.Is(err, share.ErrForbidden), errors.Is(err, account.ErrInactive),
+		errors.Is(err, account.ErrNotFound), errors.Is(err, vfs.ErrRootDeleted), errors.Is(err, vfs.ErrNotExist):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	return a.Perms.Has(share.Write), nil
 }
 
 // tusChecksum reads Upload-Checksum: an algorithm of tusChecksums and

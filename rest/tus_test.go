@@ -894,3 +894,225 @@ func (k *isoCast) sendTus(method, path, token string, form url.Values) (int, []b
 	}
 	return k.f.readAll(k.f.request(method, path, token, body, h))
 }
+
+// TestTusLostAccess: an upload whose creator may no longer write its root
+// gives back its reservation as soon as a write there is refused for want
+// of room, or at the next sweep, before its expiry; one whose creator
+// still may keeps it. Before, a member of a share could reserve its whole
+// quota and keep it for good with a PATCH a day, and after losing access
+// too, while nobody else could see or end the upload.
+func TestTusLostAccess(t *testing.T) {
+	const quota = 6 << 20
+	cases := []struct {
+		name string
+		lose func(t *testing.T, w *tusLostWorld)
+		// sweep ends the upload through the sweep, not through a
+		// refused write.
+		sweep bool
+		kept  bool
+	}{
+		{"still a collaborator", func(*testing.T, *tusLostWorld) {}, false, true},
+		{"still a collaborator, swept", func(*testing.T, *tusLostWorld) {}, true, true},
+		{"removed from the share", func(t *testing.T, w *tusLostWorld) { w.subscribe(t, nil, nil) }, false, false},
+		{"made a viewer", func(t *testing.T, w *tusLostWorld) {
+			w.subscribe(t, []share.Entry{{ID: w.bob.ID, Channel: share.ChannelWeb, Role: share.RoleViewer}}, nil)
+		}, false, false},
+		{"removed from the share's group", func(t *testing.T, w *tusLostWorld) {
+			g, err := w.f.accounts.CreateGroup(ctx0, account.GroupInput{OrganizationID: w.f.org.ID, Name: "team"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := w.f.accounts.UpdateMembers(ctx0, g.ID, account.MembersChange{AddPersons: []uint64{w.bob.ID}}); err != nil {
+				t.Fatal(err)
+			}
+			w.subscribe(t, nil, []share.Entry{{ID: g.ID, Channel: share.ChannelWeb, Role: share.RoleCollaborator}})
+			if _, err := w.f.accounts.UpdateMembers(ctx0, g.ID, account.MembersChange{RemovePersons: []uint64{w.bob.ID}}); err != nil {
+				t.Fatal(err)
+			}
+		}, false, false},
+		{"deactivated", func(t *testing.T, w *tusLostWorld) {
+			if _, err := w.f.accounts.UpdatePerson(ctx0, w.bob.ID, func(p *account.Person) error { p.Active = false; return nil }); err != nil {
+				t.Fatal(err)
+			}
+		}, false, false},
+		{"deactivated, swept", func(t *testing.T, w *tusLostWorld) {
+			if _, err := w.f.accounts.UpdatePerson(ctx0, w.bob.ID, func(p *account.Person) error { p.Active = false; return nil }); err != nil {
+				t.Fatal(err)
+			}
+		}, true, false},
+		{"deleted", func(t *testing.T, w *tusLostWorld) {
+			if err := w.f.accounts.DeletePerson(ctx0, w.bob.ID); err != nil {
+				t.Fatal(err)
+			}
+		}, false, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			pol := account.DefaultPolicy()
+			pol.SpaceQuota = strconv.Itoa(quota)
+			w := newTusLostWorld(t, &pol)
+			// bob, a collaborator, reserves the whole quota.
+			w.subscribe(t, []share.Entry{{ID: w.bob.ID, Channel: share.ChannelWeb, Role: share.RoleCollaborator}}, nil)
+			bob := w.client(t, w.bobToken)
+			path := bob.mustCreate(w.sh.ID, "hog.bin", quota)
+			if resp, b, err := bob.patch(path, 0, strings.NewReader("x"), 1, nil); err != nil || resp.StatusCode != http.StatusNoContent {
+				t.Fatalf("PATCH as bob: %v %s", err, b)
+			}
+			c.lose(t, w)
+			if c.sweep {
+				n, err := w.fs.ExpireStaged(ctx0)
+				if err != nil || n != map[bool]int{true: 0, false: 1}[c.kept] {
+					t.Fatalf("the sweep ended %d uploads (%v)", n, err)
+				}
+			}
+			// The share's administrator uploads a MiB.
+			admin := w.client(t, w.adminToken)
+			resp, body, _ := admin.create(tusMeta("root_id", fmt.Sprint(w.sh.ID), "filename", "a.bin"), 1<<20)
+			if c.kept {
+				wantError(t, resp.StatusCode, body, http.StatusConflict, "policy_error")
+			} else if resp.StatusCode != http.StatusCreated {
+				t.Fatalf("create as the admin once bob lost access: %d %s, want 201", resp.StatusCode, body)
+			}
+			_, err := w.fs.StagedInfo(ctx0, uploadID(t, path))
+			if gone := errors.Is(err, vfs.ErrNotExist); gone == c.kept {
+				t.Fatalf("bob's upload: %v, kept %v", err, c.kept)
+			}
+		})
+	}
+}
+
+var ctx0 = context.Background()
+
+// tusLostWorld is an organization share, its administrator, and bob, whom
+// the test subscribes, over a file system whose Holder is TusHolder, as
+// the daemon wires it.
+type tusLostWorld struct {
+	f                    *fixture
+	fs                   *vfs.FS
+	shares               *share.Service
+	srv                  *httptest.Server
+	admin, bob           account.Person
+	adminToken, bobToken string
+	sh                   vfs.Root
+}
+
+func newTusLostWorld(t *testing.T, pol *account.Policy) *tusLostWorld {
+	w := &tusLostWorld{f: newFixtureWith(t, fixtureOptions{Policy: pol})}
+	h := &lateHolder{}
+	fs, err := vfs.Open(ctx0, w.f.db, w.f.chunks, vfs.Options{Holder: h})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.fs = fs
+	w.shares = share.New(share.Options{FS: fs, Accounts: w.f.accounts})
+	h.h = TusHolder(w.f.accounts, w.shares)
+	w.srv = httptest.NewUnstartedServer(New(Options{FS: fs, Accounts: w.f.accounts, Share: w.shares}))
+	w.srv.StartTLS()
+	t.Cleanup(w.srv.Close)
+	root, err := fs.CreateRoot(ctx0, "carol", vfs.RootSync)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.admin, err = w.f.accounts.CreatePerson(ctx0, account.PersonInput{OrganizationID: w.f.org.ID, Username: "carol",
+		Email: "carol@example.com", Password: fixturePassword, Admin: true, RootID: root.ID}); err != nil {
+		t.Fatal(err)
+	}
+	toks, err := w.f.accounts.IssueTokens(ctx0, w.admin.ID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.adminToken = toks.AccessToken
+	w.bob, _, w.bobToken = w.f.addPerson("bob")
+	ac, err := w.f.accounts.Caller(ctx0, w.admin.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.sh, err = w.shares.CreateOrgShare(ctx0, ac, w.f.org.ID, "Shared"); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// subscribe makes persons and groups the share's subscribers.
+func (w *tusLostWorld) subscribe(t *testing.T, persons, groups []share.Entry) {
+	t.Helper()
+	ac, err := w.f.accounts.Caller(ctx0, w.admin.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.shares.SetSubscribers(ctx0, ac, w.f.org.ID, w.sh.ID, share.Subscribers{Persons: persons, Groups: groups}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (w *tusLostWorld) client(t *testing.T, token string) *tusClient {
+	return &tusClient{t: t, base: w.srv.URL, client: w.srv.Client(), token: token}
+}
+
+// lateHolder is the daemon's uploadHolder: the file system needs it before
+// the shares it asks exist.
+type lateHolder struct{ h vfs.StagedHolder }
+
+func (l *lateHolder) HoldsStaged(ctx context.Context, s vfs.Staged) (bool, error) {
+	return l.h.HoldsStaged(ctx, s)
+}
+
+// uploadID is the id at the end of an upload's path.
+func uploadID(t *testing.T, path string) uint64 {
+	t.Helper()
+	id, err := strconv.ParseUint(path[strings.LastIndexByte(path, '/')+1:], 10, 64)
+	if err != nil {
+		t.Fatalf("upload path %q: %v", path, err)
+	}
+	return id
+}
+
+// TestTusFinishRace: the file is made once, and the request that sent the
+// last piece learns that it was, whichever of it and a HEAD (which makes
+// the file of an upload whose bytes are all stored) finishes the upload
+// first. A HEAD between the last piece's commit and its request's finish
+// made the file, and that request was answered 404 for an upload that
+// succeeded. The store is driven as tusd drives it in a PATCH: WriteChunk,
+// then FinishUpload.
+func TestTusFinishRace(t *testing.T) {
+	data := []byte("0123456789")
+	for _, c := range []struct {
+		name      string
+		headFirst bool
+		head      int // the status of the HEAD
+	}{
+		{"HEAD between the last piece and its finish", true, http.StatusOK},
+		{"HEAD after the finish", false, http.StatusNotFound},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t)
+			tc := f.tus(t, f.token)
+			path := tc.mustCreate(f.root.ID, "r.bin", int64(len(data)))
+			u := &tusUpload{s: newServer(Options{FS: f.fs, Accounts: f.accounts}), id: uploadID(t, path)}
+			if n, err := u.WriteChunk(ctx0, 0, bytes.NewReader(data)); err != nil || n != int64(len(data)) {
+				t.Fatalf("WriteChunk: %d, %v", n, err)
+			}
+			head := func() {
+				if st, off := tc.offset(path); st != c.head || (st == http.StatusOK && off != int64(len(data))) {
+					t.Errorf("HEAD: %d offset %d, want %d", st, off, c.head)
+				}
+			}
+			if c.headFirst {
+				head()
+			}
+			if err := u.FinishUpload(ctx0); err != nil {
+				t.Fatalf("the finish of the request that sent the last piece: %v", err)
+			}
+			if !c.headFirst {
+				head()
+			}
+			if got := f.fileBytes(t, f.root, "r.bin"); !bytes.Equal(got, data) {
+				t.Fatalf("the file holds %q", got)
+			}
+			list, _, err := f.fs.List(ctx0, f.root.ID, f.root.FolderID)
+			if err != nil || len(list) != 1 {
+				t.Fatalf("the folder holds %d items (%v), want the one file", len(list), err)
+			}
+		})
+	}
+}

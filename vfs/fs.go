@@ -84,6 +84,9 @@ type Options struct {
 	Observer   Observer              // nil: no events
 	Journal    Journal               // nil: changes are not recorded
 	Now        func() time.Time      // nil: time.Now
+	// Holder says whose staged uploads may keep their reservation (nil:
+	// all of them, until they expire).
+	Holder StagedHolder
 	// Workers that hash, compress and store chunks of one upload; 0 means
 	// GOMAXPROCS.
 	Workers int
@@ -140,6 +143,7 @@ type FS struct {
 	reads  *chunk.ReadPool
 	log    *slog.Logger
 	obs    Observer
+	holder StagedHolder
 	jnl    Journal
 	now    func() time.Time
 	m      *metrics
@@ -218,7 +222,7 @@ type FS struct {
 // without references, so a crash leaks nothing.
 func Open(ctx context.Context, db kv.Store, chunks chunk.Store, opts Options) (*FS, error) {
 	fs := &FS{
-		db: listStore{db}, chunks: chunks, obs: opts.Observer, jnl: opts.Journal, now: opts.Now, log: opts.Logger,
+		db: listStore{db}, chunks: chunks, obs: opts.Observer, holder: opts.Holder, jnl: opts.Journal, now: opts.Now, log: opts.Logger,
 		m: newMetrics(opts.Registerer), refBatch: opts.refBatch, batchHook: opts.batchHook, zip64At: opts.zip64At, zipMax: opts.zipMax,
 		shortScan: opts.shortScan, zipBudget: cmp.Or(opts.zipBudget, ZipBudget),
 		roots: kv.NewCache[uint64, cachedRoot](maxCachedRoots),
@@ -411,6 +415,11 @@ func (fs *FS) nowNs() int64 { return fs.now().UnixNano() }
 // tells the observer.
 func (fs *FS) done(op Op, err error, ev Event) {
 	fs.m.observe(op, err)
+	if errors.Is(err, ErrQuotaExceeded) && ev.RootID != 0 {
+		// The next write finds the room that uploads of someone who
+		// may no longer write here held.
+		fs.freeRoom(context.Background(), ev.RootID)
+	}
 	if err == nil && fs.obs != nil {
 		ev.Op = op
 		if ev.Time.IsZero() {

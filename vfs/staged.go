@@ -9,6 +9,7 @@ import (
 	"hash/crc32"
 	"io"
 	"math"
+	"slices"
 	"time"
 
 	"berth/kv"
@@ -38,7 +39,8 @@ import (
 // them across restarts; the tail holds one too. The declared length is
 // reserved against the quotas at Stage (usageRec.Reserved), so a quota
 // sees the uploads in flight, and given back when the upload is finished,
-// terminated or expires. An upload not appended to for its TTL expires:
+// terminated or expires, or once its owner may no longer write its target
+// (StagedHolder). An upload not appended to for its TTL expires:
 // ExpireStaged (which the daemon runs periodically) terminates it, and
 // every method treats it as gone from its expiry on.
 
@@ -123,7 +125,17 @@ type stagedRec struct {
 	// it, or one whose append committed in part; the revision then has
 	// none, and its first zip computes it (Zip).
 	CRC *uint32 `cbor:"13,keyasint,omitempty"`
+	// Done is the file a finished upload became. The record stays, with
+	// no chunks and no reservation, until finishedGrace has passed, so
+	// that a second Finish (the one of the request that sent the last
+	// piece, after a HEAD made the file first) learns that it succeeded.
+	Done uint64 `cbor:"14,keyasint,omitempty"`
 }
+
+// finishedGrace is how long a finished upload's record answers a second
+// Finish. The race it covers lasts from an append's commit to the Finish
+// of the same request.
+const finishedGrace = 10 * time.Minute
 
 // stagedPart is one batch of sealed chunks, W/<upload>/<part>, at most
 // refBatch of them, each holding one count on its K/ key.
@@ -152,6 +164,9 @@ func (fs *FS) loadStaged(tx kv.Txn, id uint64) (stagedRec, error) {
 	var rec stagedRec
 	if err := get(tx, stagedKey(id), &rec, fmt.Errorf("%w: staged upload %d", ErrNotExist, id)); err != nil {
 		return rec, err
+	}
+	if rec.Done != 0 {
+		return rec, fmt.Errorf("%w: staged upload %d finished", ErrNotExist, id)
 	}
 	if rec.Expires <= fs.nowNs() {
 		return rec, fmt.Errorf("%w: staged upload %d expired", ErrNotExist, id)
@@ -193,7 +208,7 @@ func (fs *FS) Stage(ctx context.Context, root, parent uint64, name string, so St
 		return Staged{}, err
 	}
 	var rec stagedRec
-	err = fs.update(ctx, func(tx kv.Txn) error {
+	stage := func(tx kv.Txn) error {
 		now := fs.nowNs()
 		if _, err := fs.checkWrite(tx, root, parent, name, opts, now); err != nil {
 			return err
@@ -211,7 +226,11 @@ func (fs *FS) Stage(ctx context.Context, root, parent uint64, name string, so St
 			CRC: new(uint32),
 		}
 		return put(tx, stagedKey(id), rec)
-	})
+	}
+	err = fs.update(ctx, stage)
+	if errors.Is(err, ErrQuotaExceeded) && fs.freeRoom(ctx, root) > 0 {
+		err = fs.update(ctx, stage)
+	}
 	if err != nil {
 		return Staged{}, err
 	}
@@ -465,12 +484,28 @@ func slicesEqual(a, b []chunk.Ref) bool {
 // otherwise), the file it was staged as, in one transaction that checks
 // again what WriteFile checks at its commit (opts, the caller's at this
 // moment) and gives the reservation back. The chunks pass to the
-// revision as they are. Only a failure leaves the upload staged.
+// revision as they are. Only a failure leaves the upload staged. An
+// upload finished already, less than finishedGrace ago, is not made
+// again: Finish returns its file (as it is now) and nil, so that the two
+// requests that raced to finish it both learn it succeeded.
 func (fs *FS) Finish(ctx context.Context, id uint64, opts WriteOptions) (Node, error) {
 	var rec stagedRec
 	n, err := fs.finish(ctx, id, opts, &rec)
+	if err == nil && rec.Done != 0 {
+		return n, nil // made by the other Finish, which told the observer
+	}
 	fs.done(OpWrite, err, Event{RootID: rec.Root, NodeID: n.ID, ParentID: rec.Parent, Name: rec.Name, Size: n.Size})
 	return n, err
+}
+
+// finished returns, in tx, the file that upload rec, finished already,
+// became: as it is now, or only its id once it is gone.
+func (fs *FS) finished(tx kv.Txn, rec stagedRec) Node {
+	n, _, err := loadNode(tx, rec.Done)
+	if err != nil {
+		return Node{ID: rec.Done}
+	}
+	return n.public(fs.nowNs())
 }
 
 func (fs *FS) finish(ctx context.Context, id uint64, opts WriteOptions, out *stagedRec) (Node, error) {
@@ -481,12 +516,17 @@ func (fs *FS) finish(ctx context.Context, id uint64, opts WriteOptions, out *sta
 	lim := limitsOf(opts)
 	var node nodeRec
 	var path string
+	var again Node
 	err = fs.update(ctx, func(tx kv.Txn) error {
 		st, err := fs.loadStaged(tx, id)
+		*out = st
+		if err != nil && st.Done != 0 && st.Expires > fs.nowNs() {
+			again = fs.finished(tx, st)
+			return nil
+		}
 		if err != nil {
 			return err
 		}
-		*out = st
 		if st.offset() != st.Length {
 			return fmt.Errorf("%w: %d of %d bytes stored", ErrUploadOffset, st.offset(), st.Length)
 		}
@@ -508,9 +548,6 @@ func (fs *FS) finish(ctx context.Context, id uint64, opts WriteOptions, out *sta
 			}
 		}
 		refs = append(refs, st.Tail...)
-		if err := tx.Delete(stagedKey(id)); err != nil {
-			return err
-		}
 		now := fs.nowNs()
 		if !opts.Modified.IsZero() {
 			now = opts.Modified.UnixNano()
@@ -552,6 +589,14 @@ func (fs *FS) finish(ctx context.Context, id uint64, opts WriteOptions, out *sta
 		if path, err = pathOf(tx, node); err != nil {
 			return err
 		}
+		// The record stays as the file's: no chunks, no reservation.
+		fin := stagedRec{
+			Root: st.Root, Parent: st.Parent, Name: st.Name, Length: st.Length, Owner: st.Owner,
+			Created: st.Created, Expires: fs.nowNs() + int64(finishedGrace), Done: node.ID,
+		}
+		if err := put(tx, stagedKey(id), fin); err != nil {
+			return err
+		}
 		return fs.journal(ctx, tx, OpWrite, opts.Actor, Event{RootID: st.Root, NodeID: node.ID, ParentID: st.Parent, Name: st.Name, Size: size, Created: old == nil})
 	})
 	if err != nil {
@@ -559,6 +604,9 @@ func (fs *FS) finish(ctx context.Context, id uint64, opts WriteOptions, out *sta
 			return Node{}, fmt.Errorf("%w: the upload's chunks are more than one commit takes", ErrFileTooLarge)
 		}
 		return Node{}, err
+	}
+	if out.Done != 0 {
+		return again, nil
 	}
 	fs.m.bytesWritten.Add(float64(node.Size))
 	n := node.public(fs.nowNs())
@@ -587,6 +635,14 @@ func (fs *FS) terminate(ctx context.Context, id uint64, expired bool) error {
 		}
 		if expired && rec.Expires > fs.nowNs() {
 			return errNotExpired
+		}
+		if rec.Done != 0 {
+			// A finished upload's record: its chunks and reservation
+			// went to the file.
+			if !expired {
+				return fmt.Errorf("%w: staged upload %d finished", ErrNotExist, id)
+			}
+			return tx.Delete(stagedKey(id))
 		}
 		// The counts pass to an intent in this transaction and are
 		// released after it: a crash between leaves the intent to Open.
@@ -628,15 +684,16 @@ func (fs *FS) terminate(ctx context.Context, id uint64, expired bool) error {
 // renewed before the sweep ended it.
 var errNotExpired = errors.New("vfs: staged upload renewed")
 
-// ExpireStaged terminates every staged upload whose expiry has passed and
-// returns how many it ended. The daemon runs it periodically; until it
-// does, an expired upload is ErrNotExist to every other method, but its
-// chunks and reservation are still held. An upload it cannot end (a
+// ExpireStaged terminates every staged upload whose expiry has passed,
+// and every live one whose owner, as Options.Holder says, may no longer
+// write its target, and returns how many it ended. The daemon runs it
+// periodically; until it does, an expired upload is ErrNotExist to every
+// other method, but its chunks and reservation are still held. An upload it cannot end (a
 // record that does not read) does not keep it from the others: it goes
 // on, and returns their errors joined (at most maxSweepErrors of them)
 // with the count of those it ended.
 func (fs *FS) ExpireStaged(ctx context.Context) (int, error) {
-	var ids []uint64
+	var ids, finished []uint64
 	var errs []error
 	failed := 0
 	fail := func(err error) {
@@ -646,14 +703,16 @@ func (fs *FS) ExpireStaged(ctx context.Context) (int, error) {
 	}
 	now := fs.nowNs()
 	err := fs.db.View(ctx, func(tx kv.Txn) error {
-		ids, errs, failed = ids[:0], errs[:0], 0
+		ids, finished, errs, failed = ids[:0], finished[:0], errs[:0], 0
 		return tx.Scan([]byte(pStaged), nil, func(k, v []byte) error {
 			var rec stagedRec
 			if err := cbor.Unmarshal(v, &rec); err != nil {
 				fail(fmt.Errorf("staged upload %d: %w", stagedKeyID(k), err))
 				return nil
 			}
-			if rec.Expires <= now {
+			if rec.Expires <= now && rec.Done != 0 {
+				finished = append(finished, stagedKeyID(k))
+			} else if rec.Expires <= now {
 				ids = append(ids, stagedKeyID(k))
 			}
 			return nil
@@ -661,6 +720,15 @@ func (fs *FS) ExpireStaged(ctx context.Context) (int, error) {
 	})
 	if err != nil {
 		return 0, err
+	}
+	for _, id := range finished {
+		// Records of finished uploads (Done): not counted as ended.
+		if err := fs.terminate(ctx, id, true); err != nil && !errors.Is(err, errNotExpired) && !errors.Is(err, ErrNotExist) {
+			if ctx.Err() != nil {
+				return 0, err
+			}
+			fail(fmt.Errorf("finished upload %d: %w", id, err))
+		}
 	}
 	n := 0
 	for _, id := range ids {
@@ -678,10 +746,129 @@ func (fs *FS) ExpireStaged(ctx context.Context) (int, error) {
 			fail(fmt.Errorf("staged upload %d: %w", id, err))
 		}
 	}
+	m, err := fs.releaseUnheld(ctx, func(kv.Txn, stagedRec) (bool, error) { return true, nil })
+	n += m
+	if err != nil {
+		if ctx.Err() != nil {
+			return n, err
+		}
+		fail(err)
+	}
 	if failed > maxSweepErrors {
 		errs = append(errs, fmt.Errorf("and %d more uploads that could not be ended", failed-maxSweepErrors))
 	}
 	return n, errors.Join(errs...)
+}
+
+// StagedHolder decides which staged uploads may keep their reservation.
+// A reservation holds room no one else can use, and only the upload's
+// owner can end it: once the owner may no longer write to its target
+// (removed from a share or its group, deactivated, deleted), nothing
+// else would give the room back before the upload expired, and a PATCH
+// a day would have kept it for good.
+type StagedHolder interface {
+	// HoldsStaged reports whether the owner of upload s may still write
+	// to s.Root. An error leaves the upload as it is.
+	HoldsStaged(ctx context.Context, s Staged) (bool, error)
+}
+
+// releaseUnheld terminates the live staged uploads that match selects
+// (in the transaction that lists them) and whose owner, as the holder
+// says, may no longer write their target, and returns how many it ended.
+// Errors are joined, at most maxSweepErrors of them.
+func (fs *FS) releaseUnheld(ctx context.Context, match func(kv.Txn, stagedRec) (bool, error)) (int, error) {
+	if fs.holder == nil {
+		return 0, nil
+	}
+	var ups []Staged
+	now := fs.nowNs()
+	err := fs.db.View(ctx, func(tx kv.Txn) error {
+		ups = ups[:0]
+		return tx.Scan([]byte(pStaged), nil, func(k, v []byte) error {
+			var rec stagedRec
+			if err := cbor.Unmarshal(v, &rec); err != nil || rec.Done != 0 || rec.Expires <= now {
+				return nil // ExpireStaged's to end or report
+			}
+			ok, err := match(tx, rec)
+			if ok {
+				ups = append(ups, rec.public(stagedKeyID(k)))
+			}
+			return err
+		})
+	})
+	if err != nil {
+		return 0, err
+	}
+	var errs []error
+	n := 0
+	for _, st := range ups {
+		held, err := fs.holder.HoldsStaged(ctx, st)
+		if err == nil && !held {
+			if err = fs.terminate(ctx, st.ID, false); err == nil {
+				n++
+				fs.log.Info("vfs: ended a staged upload whose owner may no longer write its root", "upload", st.ID, "root", st.Root, "owner", st.Owner, "length", st.Length)
+			} else if errors.Is(err, ErrNotExist) {
+				err = nil
+			}
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return n, err
+			}
+			if len(errs) < maxSweepErrors {
+				errs = append(errs, fmt.Errorf("staged upload %d: %w", st.ID, err))
+			}
+		}
+	}
+	return n, errors.Join(errs...)
+}
+
+// freeRoomTimeout bounds freeRoom, which a refused request waits for.
+const freeRoomTimeout = 30 * time.Second
+
+// freeRoom ends the staged uploads counted against a quota of root (its
+// own, and those of its tallies: the uploads into roots that share one)
+// whose owner may no longer write their target, and returns how many it
+// ended. A write refused for want of room calls it, so that such an
+// upload holds room only until someone needs it.
+func (fs *FS) freeRoom(ctx context.Context, root uint64) int {
+	if fs.holder == nil {
+		return 0
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), freeRoomTimeout)
+	defer cancel()
+	var tallies []uint64
+	err := fs.db.View(ctx, func(tx kv.Txn) error {
+		var r rootRec
+		err := get(tx, rootKey(root), &r, kv.ErrNotFound)
+		tallies = r.Tallies
+		return err
+	})
+	if err != nil {
+		return 0 // a root gone holds no room
+	}
+	n, err := fs.releaseUnheld(ctx, func(tx kv.Txn, rec stagedRec) (bool, error) {
+		if rec.Root == root {
+			return true, nil
+		}
+		if len(tallies) == 0 {
+			return false, nil
+		}
+		var r rootRec
+		if err := get(tx, rootKey(rec.Root), &r, kv.ErrNotFound); err != nil {
+			return false, nil
+		}
+		for _, t := range r.Tallies {
+			if slices.Contains(tallies, t) {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		fs.log.Warn("vfs: could not end every staged upload whose owner may no longer write its root", "root", root, "ended", n, "err", err)
+	}
+	return n
 }
 
 // maxSweepErrors bounds the errors ExpireStaged returns, so that a store

@@ -2,6 +2,7 @@ package vfs_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha1"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"math"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -215,6 +217,34 @@ func TestStagedRefusals(t *testing.T) {
 			_, err := e.fs.Finish(ctx, st.ID, vfs.WriteOptions{})
 			return err
 		}, vfs.ErrNameConflict},
+		{"finish again, as the request that sent the last piece after a HEAD finished it", func(t *testing.T, e *env) error {
+			st := e.stage(t, "a", 5, vfs.WriteOptions{})
+			e.appendAll(t, st.ID, data, 0, 5)
+			first, err := e.fs.Finish(ctx, st.ID, vfs.WriteOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			again, err := e.fs.Finish(ctx, st.ID, vfs.WriteOptions{})
+			if again.ID != first.ID || again.RevisionID != first.RevisionID {
+				t.Errorf("second Finish: file %d rev %d, want the first's %d rev %d", again.ID, again.RevisionID, first.ID, first.RevisionID)
+			}
+			return err
+		}, nil},
+		{"append after finish", func(t *testing.T, e *env) error {
+			st := e.stage(t, "a", 5, vfs.WriteOptions{})
+			e.appendAll(t, st.ID, data, 0, 5)
+			if _, err := e.fs.Finish(ctx, st.ID, vfs.WriteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.fs.StagedInfo(ctx, st.ID); !errors.Is(err, vfs.ErrNotExist) {
+				t.Errorf("StagedInfo after finish: %v", err)
+			}
+			if err := e.fs.Terminate(ctx, st.ID); !errors.Is(err, vfs.ErrNotExist) {
+				t.Errorf("Terminate after finish: %v", err)
+			}
+			_, err := e.fs.Append(ctx, st.ID, 5, bytes.NewReader(nil), vfs.AppendOptions{})
+			return err
+		}, vfs.ErrNotExist},
 		{"append after terminate", func(t *testing.T, e *env) error {
 			st := e.stage(t, "a", 5, vfs.WriteOptions{})
 			if err := e.fs.Terminate(ctx, st.ID); err != nil {
@@ -272,9 +302,18 @@ func TestStagedSpace(t *testing.T) {
 		end  func(t *testing.T, e *env, clock *berthtest.Clock, id uint64)
 		left int64 // what the quota leaves afterwards
 	}{
-		{"finish", func(t *testing.T, e *env, _ *berthtest.Clock, id uint64) {
+		{"finish", func(t *testing.T, e *env, clock *berthtest.Clock, id uint64) {
 			if _, err := e.fs.Finish(ctx, id, q); err != nil {
 				t.Fatal(err)
+			}
+			// The sweep drops the finished upload's record, which
+			// holds nothing, and counts no upload ended.
+			clock.Add(time.Hour)
+			if n, err := e.fs.ExpireStaged(ctx); n != 0 || err != nil {
+				t.Fatalf("expired %d (%v) after the finish", n, err)
+			}
+			if _, err := e.fs.Finish(ctx, id, q); !errors.Is(err, vfs.ErrNotExist) {
+				t.Fatalf("finish after the sweep: %v", err)
 			}
 		}, quota - int64(len(data))},
 		{"terminate", func(t *testing.T, e *env, _ *berthtest.Clock, id uint64) {
@@ -464,6 +503,124 @@ func TestStagedRestart(t *testing.T) {
 			}
 			if !bytes.Equal(e.read(t, n.ID), data) {
 				t.Fatal("read back differs")
+			}
+			e.fsckClean(t)
+		})
+	}
+}
+
+// lostWriters is a StagedHolder that holds every upload but those of the
+// owners it names: what the front end decides from shares and accounts.
+type lostWriters struct {
+	mu   sync.Mutex
+	lost map[string]bool
+}
+
+func (l *lostWriters) lose(owner string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lost[owner] = true
+}
+
+func (l *lostWriters) HoldsStaged(_ context.Context, st vfs.Staged) (bool, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return !l.lost[st.Owner], nil
+}
+
+// TestStagedUnheld: an upload whose owner may no longer write its root
+// (Options.Holder) gives its reservation back at the next sweep, before
+// its expiry, or at once when a write under the same quota is refused for
+// want of room; an upload whose owner still may keeps it. Before, such an
+// upload, renewed by an append a day, held the root's quota for good.
+func TestStagedUnheld(t *testing.T) {
+	const quota = 8 << 20
+	const tally = 77
+	q := vfs.WriteOptions{SpaceQuota: quota}
+	tq := vfs.WriteOptions{Quotas: []vfs.Quota{{Tally: tally, Bytes: quota}}}
+	cases := []struct {
+		name  string
+		owner string // of the upload that reserves the whole quota
+		// other stages the upload in another root under the tally.
+		other bool
+		opts  vfs.WriteOptions
+		// act is what happens once the owner lost access; it returns how
+		// much the quota leaves afterwards, -1 to read it from QuotaLeft.
+		act  func(t *testing.T, e *env, opts vfs.WriteOptions) error
+		want error
+		left int64 // what the quota leaves afterwards
+	}{
+		{"sweep ends it before its expiry", "lost", false, q, func(t *testing.T, e *env, _ vfs.WriteOptions) error {
+			n, err := e.fs.ExpireStaged(ctx)
+			if n != 1 {
+				t.Errorf("the sweep ended %d uploads, want 1", n)
+			}
+			return err
+		}, nil, quota},
+		{"sweep leaves an upload its owner may go on with", "kept", false, q, func(t *testing.T, e *env, _ vfs.WriteOptions) error {
+			n, err := e.fs.ExpireStaged(ctx)
+			if n != 0 {
+				t.Errorf("the sweep ended %d uploads, want 0", n)
+			}
+			return err
+		}, nil, 0},
+		{"write of a declared size ends it and goes through", "lost", false, q, func(t *testing.T, e *env, opts vfs.WriteOptions) error {
+			opts.DeclaredSize = 1 << 20
+			_, err := e.fs.WriteFile(ctx, e.root.ID, e.root.FolderID, "w", bytes.NewReader(make([]byte, 1<<20)), opts)
+			return err
+		}, nil, quota - 1<<20},
+		{"write of a declared size, its owner may go on", "kept", false, q, func(t *testing.T, e *env, opts vfs.WriteOptions) error {
+			opts.DeclaredSize = 1 << 20
+			_, err := e.fs.WriteFile(ctx, e.root.ID, e.root.FolderID, "w", bytes.NewReader(make([]byte, 1<<20)), opts)
+			return err
+		}, vfs.ErrQuotaExceeded, 0},
+		{"stage ends it and goes through", "lost", false, q, func(t *testing.T, e *env, opts vfs.WriteOptions) error {
+			_, err := e.fs.Stage(ctx, e.root.ID, e.root.FolderID, "s", vfs.StageOptions{Length: 1 << 20}, opts)
+			return err
+		}, nil, quota - 1<<20},
+		{"refused write of an unknown size frees the room for the next", "lost", false, q, func(t *testing.T, e *env, opts vfs.WriteOptions) error {
+			_, err := e.fs.WriteFile(ctx, e.root.ID, e.root.FolderID, "w", bytes.NewReader(make([]byte, 1<<20)), opts)
+			if !errors.Is(err, vfs.ErrQuotaExceeded) {
+				t.Errorf("first write: %v, want the quota's refusal", err)
+			}
+			_, err = e.fs.WriteFile(ctx, e.root.ID, e.root.FolderID, "w", bytes.NewReader(make([]byte, 1<<20)), opts)
+			return err
+		}, nil, quota - 1<<20},
+		{"write under a tally ends an upload into another root under it", "lost", true, tq, func(t *testing.T, e *env, opts vfs.WriteOptions) error {
+			opts.DeclaredSize = 1 << 20
+			_, err := e.fs.WriteFile(ctx, e.root.ID, e.root.FolderID, "w", bytes.NewReader(make([]byte, 1<<20)), opts)
+			return err
+		}, nil, quota - 1<<20},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			h := &lostWriters{lost: map[string]bool{}}
+			e := openEnvWith(t, t.TempDir(), vfs.Options{Holder: h})
+			t.Cleanup(e.close)
+			var err error
+			if e.root, err = e.fs.CreateRootWith(ctx, "alice", vfs.RootShare, vfs.RootOptions{Tallies: []uint64{tally}}); err != nil {
+				t.Fatal(err)
+			}
+			into := e.root
+			if c.other {
+				if into, err = e.fs.CreateRootWith(ctx, "bob", vfs.RootShare, vfs.RootOptions{Tallies: []uint64{tally}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			st, err := e.fs.Stage(ctx, into.ID, into.FolderID, "big", vfs.StageOptions{Length: quota, TTL: time.Hour, Owner: c.owner}, c.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			h.lose("lost")
+			if err := c.act(t, e, c.opts); !errors.Is(err, c.want) {
+				t.Fatalf("got %v, want %v", err, c.want)
+			}
+			if left, _, _ := e.fs.QuotaLeft(ctx, e.root.ID, c.opts); left != c.left {
+				t.Errorf("the quota leaves %d, want %d", left, c.left)
+			}
+			_, err = e.fs.StagedInfo(ctx, st.ID)
+			if gone := errors.Is(err, vfs.ErrNotExist); gone != (c.owner == "lost") {
+				t.Errorf("upload of %s: %v", c.owner, err)
 			}
 			e.fsckClean(t)
 		})

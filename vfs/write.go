@@ -363,6 +363,16 @@ func (fs *FS) writeFile(ctx context.Context, root, parent uint64, name string, r
 		if err != nil {
 			return Node{}, err
 		}
+		if bound && opts.DeclaredSize > left && fs.freeRoom(ctx, root) > 0 {
+			err = fs.db.View(ctx, func(tx kv.Txn) error {
+				var err error
+				left, bound, err = lim.left(tx, root)
+				return err
+			})
+			if err != nil {
+				return Node{}, err
+			}
+		}
 		if bound && opts.DeclaredSize > left {
 			return Node{}, fmt.Errorf("%w: %d bytes announced, %d left", ErrQuotaExceeded, opts.DeclaredSize, left)
 		}
