@@ -144,9 +144,12 @@ type FS struct {
 	log    *slog.Logger
 	obs    Observer
 	holder StagedHolder
-	jnl    Journal
-	now    func() time.Time
-	m      *metrics
+	// roomFreed is when freeRoom last ran for a root (unix ns, by root
+	// id): it runs at most once per freeRoomEvery for one root.
+	roomFreed sync.Map
+	jnl       Journal
+	now       func() time.Time
+	m         *metrics
 
 	// heads are InlineMax+1 byte buffers for the start of each upload,
 	// which decides between inline and chunked.

@@ -826,14 +826,29 @@ func (fs *FS) releaseUnheld(ctx context.Context, match func(kv.Txn, stagedRec) (
 // freeRoomTimeout bounds freeRoom, which a refused request waits for.
 const freeRoomTimeout = 30 * time.Second
 
+// freeRoomEvery is how often freeRoom may run for one root. It reads
+// every staged upload of the store and asks the holder about those under
+// root's quotas, and each refused write called it twice: a client at its
+// quota, sending refused writes in a loop, made the server scan them all
+// twice a request.
+const freeRoomEvery = 10 * time.Second
+
 // freeRoom ends the staged uploads counted against a quota of root (its
 // own, and those of its tallies: the uploads into roots that share one)
 // whose owner may no longer write their target, and returns how many it
 // ended. A write refused for want of room calls it, so that such an
-// upload holds room only until someone needs it.
+// upload holds room only until someone needs it, or freeRoomEvery after
+// the last time it ran for root.
 func (fs *FS) freeRoom(ctx context.Context, root uint64) int {
 	if fs.holder == nil {
 		return 0
+	}
+	now := fs.nowNs()
+	last, loaded := fs.roomFreed.LoadOrStore(root, now)
+	if loaded {
+		if now-last.(int64) < int64(freeRoomEvery) || !fs.roomFreed.CompareAndSwap(root, last, now) {
+			return 0 // ran lately, or runs now in another request
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), freeRoomTimeout)
 	defer cancel()

@@ -512,8 +512,9 @@ func TestStagedRestart(t *testing.T) {
 // lostWriters is a StagedHolder that holds every upload but those of the
 // owners it names: what the front end decides from shares and accounts.
 type lostWriters struct {
-	mu   sync.Mutex
-	lost map[string]bool
+	mu    sync.Mutex
+	lost  map[string]bool
+	asked int // HoldsStaged calls
 }
 
 func (l *lostWriters) lose(owner string) {
@@ -525,7 +526,61 @@ func (l *lostWriters) lose(owner string) {
 func (l *lostWriters) HoldsStaged(_ context.Context, st vfs.Staged) (bool, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.asked++
 	return !l.lost[st.Owner], nil
+}
+
+// TestStagedFreeRoomSpaced: writes refused for want of room ask the
+// holder about the uploads under the quota once per 10 seconds of a root,
+// not twice a request: each asking scans every staged upload of the
+// store, and a client at its quota could send refused writes in a loop.
+// Before, 5 refused writes asked 10 times.
+func TestStagedFreeRoomSpaced(t *testing.T) {
+	const quota = 8 << 20
+	q := vfs.WriteOptions{SpaceQuota: quota, DeclaredSize: 1 << 20}
+	h := &lostWriters{lost: map[string]bool{}}
+	var mu sync.Mutex
+	now := time.Now()
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	e := openEnvWith(t, t.TempDir(), vfs.Options{Holder: h, Now: clock})
+	t.Cleanup(e.close)
+	var err error
+	if e.root, err = e.fs.CreateRoot(ctx, "alice", vfs.RootShare); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.fs.Stage(ctx, e.root.ID, e.root.FolderID, "big", vfs.StageOptions{Length: quota, TTL: time.Hour, Owner: "kept"}, q); err != nil {
+		t.Fatal(err)
+	}
+	write := func() {
+		t.Helper()
+		_, err := e.fs.WriteFile(ctx, e.root.ID, e.root.FolderID, "w", bytes.NewReader(make([]byte, 1<<20)), q)
+		if !errors.Is(err, vfs.ErrQuotaExceeded) {
+			t.Fatalf("write: %v, want the quota's refusal", err)
+		}
+	}
+	asked := func() int { h.mu.Lock(); defer h.mu.Unlock(); return h.asked }
+	for range 5 {
+		write()
+	}
+	if n := asked(); n != 1 {
+		t.Errorf("5 refused writes asked the holder %d times, want 1", n)
+	}
+	mu.Lock()
+	now = now.Add(11 * time.Second)
+	mu.Unlock()
+	write()
+	if n := asked(); n != 2 {
+		t.Errorf("a refused write 11 s later: the holder asked %d times in all, want 2", n)
+	}
+	// A write after the owner lost access, once the root's 10 s have
+	// passed, ends the upload and goes through.
+	h.lose("kept")
+	mu.Lock()
+	now = now.Add(11 * time.Second)
+	mu.Unlock()
+	if _, err := e.fs.WriteFile(ctx, e.root.ID, e.root.FolderID, "w", bytes.NewReader(make([]byte, 1<<20)), q); err != nil {
+		t.Fatalf("write once the upload's owner lost access: %v", err)
+	}
 }
 
 // TestStagedUnheld: an upload whose owner may no longer write its root
