@@ -389,9 +389,10 @@ func (fs *FS) copyStaged(ctx context.Context, root, id, dst, parent uint64, name
 			return err
 		}
 		// Refuse early what the last transaction would refuse.
-		left, bound, err := limitsOf(opts).left(tx, dst)
+		lim := limitsOf(opts)
+		left, bound, err := lim.left(tx, dst)
 		if err == nil && bound && d.physical() > left {
-			err = fmt.Errorf("%w: %d bytes to copy, %d left", ErrQuotaExceeded, d.physical(), left)
+			err = lim.refuse("%d bytes to copy, %d left", d.physical(), left)
 		}
 		return err
 	})

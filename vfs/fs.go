@@ -418,10 +418,11 @@ func (fs *FS) nowNs() int64 { return fs.now().UnixNano() }
 // tells the observer.
 func (fs *FS) done(op Op, err error, ev Event) {
 	fs.m.observe(op, err)
-	if errors.Is(err, ErrQuotaExceeded) && ev.RootID != 0 {
+	var qe *quotaError
+	if errors.As(err, &qe) && ev.RootID != 0 {
 		// The next write finds the room that uploads of someone who
 		// may no longer write here held.
-		fs.freeRoom(context.Background(), ev.RootID)
+		fs.freeRoom(context.Background(), ev.RootID, qe.lim)
 	}
 	if err == nil && fs.obs != nil {
 		ev.Op = op

@@ -228,7 +228,7 @@ func (fs *FS) Stage(ctx context.Context, root, parent uint64, name string, so St
 		return put(tx, stagedKey(id), rec)
 	}
 	err = fs.update(ctx, stage)
-	if errors.Is(err, ErrQuotaExceeded) && fs.freeRoom(ctx, root) > 0 {
+	if errors.Is(err, ErrQuotaExceeded) && fs.freeRoom(ctx, root, limitsOf(opts)) > 0 {
 		err = fs.update(ctx, stage)
 	}
 	if err != nil {
@@ -833,13 +833,16 @@ const freeRoomTimeout = 30 * time.Second
 // twice a request.
 const freeRoomEvery = 10 * time.Second
 
-// freeRoom ends the staged uploads counted against a quota of root (its
-// own, and those of its tallies: the uploads into roots that share one)
-// whose owner may no longer write their target, and returns how many it
-// ended. A write refused for want of room calls it, so that such an
+// freeRoom ends the staged uploads counted against the quotas of lim, the
+// limits that refused a write to root (root's own uploads, and those into
+// roots that count into a tally lim bounds), whose owner may no longer
+// write their target, and returns how many it ended. Only the bounded
+// tallies: every root shares the tallies of its ancestor organizations,
+// and a refusal under one organization's quota is no reason to ask about
+// the uploads of every other organization under the same parent. A write refused for want of room calls it, so that such an
 // upload holds room only until someone needs it, or freeRoomEvery after
 // the last time it ran for root.
-func (fs *FS) freeRoom(ctx context.Context, root uint64) int {
+func (fs *FS) freeRoom(ctx context.Context, root uint64, lim limits) int {
 	if fs.holder == nil {
 		return 0
 	}
@@ -853,14 +856,10 @@ func (fs *FS) freeRoom(ctx context.Context, root uint64) int {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), freeRoomTimeout)
 	defer cancel()
 	var tallies []uint64
-	err := fs.db.View(ctx, func(tx kv.Txn) error {
-		var r rootRec
-		err := get(tx, rootKey(root), &r, kv.ErrNotFound)
-		tallies = r.Tallies
-		return err
-	})
-	if err != nil {
-		return 0 // a root gone holds no room
+	for _, q := range lim.quotas {
+		if q.Bytes > 0 {
+			tallies = append(tallies, q.Tally)
+		}
 	}
 	n, err := fs.releaseUnheld(ctx, func(tx kv.Txn, rec stagedRec) (bool, error) {
 		if rec.Root == root {

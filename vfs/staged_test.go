@@ -681,3 +681,69 @@ func TestStagedUnheld(t *testing.T) {
 		})
 	}
 }
+
+// TestStagedFreeRoomScope: a write refused for want of room ends the
+// lost uploads counted against the quotas that refused it, and no
+// others. Every root counts into the tallies of its organization's
+// ancestors too; before, a refusal under one organization's quota asked
+// about, and ended, the uploads into the roots of every other
+// organization under the same parent (tenants of one host).
+func TestStagedFreeRoomScope(t *testing.T) {
+	const quota = 8 << 20
+	const top, orgA, orgB = 70, 71, 72 // tallies: a parent and two tenants
+	tq := vfs.WriteOptions{Quotas: []vfs.Quota{{Tally: orgA, Bytes: quota}}, DeclaredSize: 1 << 20}
+	cases := []struct {
+		name string
+		// bob is the tally of the other root, into which an owner who
+		// lost access staged an upload of the whole quota.
+		bob uint64
+		// fill fills orgA's quota with an upload its owner may go on with.
+		fill      bool
+		want      error // of the write into alice's root
+		bobEnded  bool
+		bobAsking bool // whether the holder is asked about bob's upload
+	}{
+		{"an upload under the refused tally ends", orgA, false, nil, true, true},
+		{"an upload of another tenant under the same parent stays", orgB, true, vfs.ErrQuotaExceeded, false, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			h := &lostWriters{lost: map[string]bool{}}
+			e := openEnvWith(t, t.TempDir(), vfs.Options{Holder: h})
+			t.Cleanup(e.close)
+			alice, err := e.fs.CreateRootWith(ctx, "alice", vfs.RootShare, vfs.RootOptions{Tallies: []uint64{top, orgA}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			bob, err := e.fs.CreateRootWith(ctx, "bob", vfs.RootShare, vfs.RootOptions{Tallies: []uint64{top, c.bob}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.fill {
+				if _, err := e.fs.Stage(ctx, alice.ID, alice.FolderID, "kept", vfs.StageOptions{Length: quota, TTL: time.Hour, Owner: "kept"}, vfs.WriteOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			st, err := e.fs.Stage(ctx, bob.ID, bob.FolderID, "big", vfs.StageOptions{Length: quota, TTL: time.Hour, Owner: "lost"}, vfs.WriteOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			h.lose("lost")
+			_, err = e.fs.WriteFile(ctx, alice.ID, alice.FolderID, "w", bytes.NewReader(make([]byte, 1<<20)), tq)
+			if !errors.Is(err, c.want) {
+				t.Fatalf("write into alice's root: %v, want %v", err, c.want)
+			}
+			_, err = e.fs.StagedInfo(ctx, st.ID)
+			if ended := errors.Is(err, vfs.ErrNotExist); ended != c.bobEnded {
+				t.Errorf("bob's upload ended: %v, want %v (%v)", ended, c.bobEnded, err)
+			}
+			h.mu.Lock()
+			asked := h.asked
+			h.mu.Unlock()
+			if want := map[bool]int{false: 0, true: 1}[c.bobAsking] + map[bool]int{false: 0, true: 1}[c.fill]; asked != want {
+				t.Errorf("the holder was asked %d times, want %d", asked, want)
+			}
+			e.fsckClean(t)
+		})
+	}
+}

@@ -118,6 +118,24 @@ type limits struct {
 	quotas []Quota
 }
 
+// quotaError is ErrQuotaExceeded with the limits that refused: freeRoom
+// looks for room among the uploads counted against those quotas, not
+// among every root that shares any tally with the refused one (all the
+// roots under a common ancestor organization, other tenants included).
+type quotaError struct {
+	err error
+	lim limits
+}
+
+func (e *quotaError) Error() string { return e.err.Error() }
+func (e *quotaError) Unwrap() error { return e.err }
+
+// refuse returns ErrQuotaExceeded, explained by format and args, for a
+// change that l refused.
+func (l limits) refuse(format string, args ...any) error {
+	return &quotaError{err: fmt.Errorf("%w: "+format, append([]any{ErrQuotaExceeded}, args...)...), lim: l}
+}
+
 func limitsOf(opts WriteOptions) limits {
 	return limits{space: opts.SpaceQuota, quotas: opts.Quotas}
 }
@@ -179,7 +197,7 @@ func (l limits) check(tx kv.Txn, root uint64, grow int64) error {
 			return err
 		}
 		if over(u.held(), grow, l.space) {
-			return fmt.Errorf("%w: %d of %d bytes used or reserved", ErrQuotaExceeded, u.held(), l.space)
+			return l.refuse("%d of %d bytes used or reserved", u.held(), l.space)
 		}
 	}
 	for _, q := range l.quotas {
@@ -194,7 +212,7 @@ func (l limits) check(tx kv.Txn, root uint64, grow int64) error {
 			return err
 		}
 		if over(u.held(), grow, q.Bytes) {
-			return fmt.Errorf("%w: %d of %d bytes used or reserved", ErrQuotaExceeded, u.held(), q.Bytes)
+			return l.refuse("%d of %d bytes used or reserved", u.held(), q.Bytes)
 		}
 	}
 	return nil

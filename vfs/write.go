@@ -363,7 +363,7 @@ func (fs *FS) writeFile(ctx context.Context, root, parent uint64, name string, r
 		if err != nil {
 			return Node{}, err
 		}
-		if bound && opts.DeclaredSize > left && fs.freeRoom(ctx, root) > 0 {
+		if bound && opts.DeclaredSize > left && fs.freeRoom(ctx, root, lim) > 0 {
 			err = fs.db.View(ctx, func(tx kv.Txn) error {
 				var err error
 				left, bound, err = lim.left(tx, root)
@@ -374,7 +374,7 @@ func (fs *FS) writeFile(ctx context.Context, root, parent uint64, name string, r
 			}
 		}
 		if bound && opts.DeclaredSize > left {
-			return Node{}, fmt.Errorf("%w: %d bytes announced, %d left", ErrQuotaExceeded, opts.DeclaredSize, left)
+			return Node{}, lim.refuse("%d bytes announced, %d left", opts.DeclaredSize, left)
 		}
 		if bound && (limit < 0 || left < limit) {
 			limit, quotaBound = left, true
@@ -389,7 +389,7 @@ func (fs *FS) writeFile(ctx context.Context, root, parent uint64, name string, r
 		fs.forget(refs)
 		if errors.Is(err, chunk.ErrTooLarge) {
 			if quotaBound {
-				return Node{}, fmt.Errorf("%w: %q", ErrQuotaExceeded, name)
+				return Node{}, lim.refuse("%q", name)
 			}
 			return Node{}, fmt.Errorf("%w: more than %d bytes", ErrFileTooLarge, opts.MaxFileSize)
 		}
