@@ -302,3 +302,10 @@ func ZipWalked(r *ZipReader) int {
 	defer r.mu.Unlock()
 	return r.walked
 }
+
+// RoomFreedRoots returns how many roots the freeRoom throttle remembers.
+func (fs *FS) RoomFreedRoots() int {
+	n := 0
+	fs.roomFreed.Range(func(any, any) bool { n++; return true })
+	return n
+}

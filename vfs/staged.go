@@ -746,6 +746,7 @@ func (fs *FS) ExpireStaged(ctx context.Context) (int, error) {
 			fail(fmt.Errorf("staged upload %d: %w", id, err))
 		}
 	}
+	fs.forgetRoomFreed(now)
 	m, err := fs.releaseUnheld(ctx, func(kv.Txn, stagedRec) (bool, error) { return true, nil })
 	n += m
 	if err != nil {
@@ -832,6 +833,19 @@ const freeRoomTimeout = 30 * time.Second
 // quota, sending refused writes in a loop, made the server scan them all
 // twice a request.
 const freeRoomEvery = 10 * time.Second
+
+// forgetRoomFreed drops the times of the roots whose freeRoomEvery has
+// passed by now: such an entry throttles nothing, and without the sweep
+// dropping them the map kept one for every root ever refused a write,
+// deleted roots included, for the life of the process.
+func (fs *FS) forgetRoomFreed(now int64) {
+	fs.roomFreed.Range(func(k, v any) bool {
+		if now-v.(int64) >= int64(freeRoomEvery) {
+			fs.roomFreed.CompareAndDelete(k, v)
+		}
+		return true
+	})
+}
 
 // freeRoom ends the staged uploads counted against the quotas of lim, the
 // limits that refused a write to root (root's own uploads, and those into

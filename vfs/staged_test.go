@@ -747,3 +747,50 @@ func TestStagedFreeRoomScope(t *testing.T) {
 		})
 	}
 }
+
+// TestStagedFreeRoomForgotten: the sweep drops the freeRoom throttle's
+// time of a root once its 10 seconds have passed. Before, the map kept
+// one entry for every root ever refused a write, deleted ones included,
+// for the life of the process.
+func TestStagedFreeRoomForgotten(t *testing.T) {
+	const roots = 3
+	cases := []struct {
+		name  string
+		after time.Duration // from the refusals to the sweep
+		want  int           // roots the throttle remembers after the sweep
+	}{
+		{"within 10 s the times stay", 5 * time.Second, roots},
+		{"after 10 s the sweep drops them", 11 * time.Second, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var mu sync.Mutex
+			now := time.Now()
+			clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+			e := openEnvWith(t, t.TempDir(), vfs.Options{Holder: &lostWriters{lost: map[string]bool{}}, Now: clock})
+			t.Cleanup(e.close)
+			q := vfs.WriteOptions{SpaceQuota: 1 << 20, DeclaredSize: 2 << 20}
+			for i := range roots {
+				r, err := e.fs.CreateRoot(ctx, fmt.Sprint("r", i), vfs.RootShare)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := e.fs.WriteFile(ctx, r.ID, r.FolderID, "w", bytes.NewReader(make([]byte, 2<<20)), q); !errors.Is(err, vfs.ErrQuotaExceeded) {
+					t.Fatalf("write: %v, want the quota's refusal", err)
+				}
+			}
+			if n := e.fs.RoomFreedRoots(); n != roots {
+				t.Fatalf("the throttle remembers %d roots after the refusals, want %d", n, roots)
+			}
+			mu.Lock()
+			now = now.Add(c.after)
+			mu.Unlock()
+			if _, err := e.fs.ExpireStaged(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if n := e.fs.RoomFreedRoots(); n != c.want {
+				t.Errorf("the throttle remembers %d roots after the sweep, want %d", n, c.want)
+			}
+		})
+	}
+}
