@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"berth/account"
+	"berth/kv"
 	"berth/share"
 	"berth/vfs"
 )
@@ -930,6 +931,24 @@ func TestTusLostAccess(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, false, false},
+		// A group record that does not read is a fault, not lost
+		// access: taken for none, it ended the upload for good, where a
+		// request only failed until the record read again.
+		{"the group that gives access does not read", func(t *testing.T, w *tusLostWorld) {
+			g, err := w.f.accounts.CreateGroup(ctx0, account.GroupInput{OrganizationID: w.f.org.ID, Name: "team"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := w.f.accounts.UpdateMembers(ctx0, g.ID, account.MembersChange{AddPersons: []uint64{w.bob.ID}}); err != nil {
+				t.Fatal(err)
+			}
+			w.subscribe(t, nil, []share.Entry{{ID: g.ID, Channel: share.ChannelWeb, Role: share.RoleCollaborator}})
+			if err := w.f.db.Update(ctx0, func(tx kv.Txn) error {
+				return tx.Set(kv.Key(kv.AccountGroup, g.ID), []byte{0xff, 0xff})
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}, false, true},
 		{"deactivated", func(t *testing.T, w *tusLostWorld) {
 			if _, err := w.f.accounts.UpdatePerson(ctx0, w.bob.ID, func(p *account.Person) error { p.Active = false; return nil }); err != nil {
 				t.Fatal(err)

@@ -493,7 +493,14 @@ func (s *Service) subscription(ctx context.Context, c account.Caller, rootID uin
 			return 0, false, err
 		}
 		for _, g := range rec.Groups {
-			if slices.Contains(groups, g.ID) && s.groupActive(ctx, g.ID) {
+			if !slices.Contains(groups, g.ID) {
+				continue
+			}
+			active, err := s.groupActive(ctx, g.ID)
+			if err != nil {
+				return 0, false, err
+			}
+			if active {
 				perms |= RolePerms(g.Role)
 				dav = dav || g.Channel == ChannelWebDAV
 			}
@@ -502,10 +509,16 @@ func (s *Service) subscription(ctx context.Context, c account.Caller, rootID uin
 	return perms, dav, nil
 }
 
-// groupActive: a disabled group reaches nobody.
-func (s *Service) groupActive(ctx context.Context, id uint64) bool {
+// groupActive: a disabled group reaches nobody, nor does one that is
+// gone. A group that could not be read is an error, not "no access": taken for none, it made a failed
+// read end the uploads of every member whose access came through it
+// (rest.TusHolder), where the request only failed.
+func (s *Service) groupActive(ctx context.Context, id uint64) (bool, error) {
 	g, err := s.accounts.Group(ctx, id)
-	return err == nil && g.Active
+	if errors.Is(err, account.ErrNotFound) {
+		return false, nil
+	}
+	return err == nil && g.Active, err
 }
 
 // subscribedRoots returns the ids of the shares c subscribes to, directly
