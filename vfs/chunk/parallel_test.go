@@ -214,7 +214,7 @@ func readerFetchesParallelismAhead(t *testing.T) {
 		if _, err := rd.Read(make([]byte, 10)); err != nil {
 			t.Fatal(err)
 		}
-		if n := counting.drain(); n != 1+tc.want {
+		if n := counting.drain(1 + tc.want); n != 1+tc.want {
 			t.Errorf("pool %d, store %d: the first read fetched %d chunks, want %d", tc.pool, tc.store, n, 1+tc.want)
 		}
 		rd.Close()
