@@ -65,9 +65,7 @@ func TestRouteAccess(t *testing.T) {
 	for _, rt := range routes {
 		for _, c := range callers {
 			st, body := f.send(rt.method, rt.path, c.token, rt.form)
-			if st != c.status || !strings.Contains(string(body), `"error":"`+c.code+`"`) {
-				t.Errorf("%s %s as %s: %d %s, want %d %s", rt.method, rt.path, c.name, st, body, c.status, c.code)
-			}
+			c.answered(t, rt.method+" "+rt.path, st, body)
 		}
 		// The owner last, so the others saw every item as it was.
 		if st, body := f.send(rt.method, rt.path, f.token, rt.form); st != rt.status {
@@ -82,6 +80,15 @@ type stranger struct {
 	name, token string
 	status      int
 	code        string
+}
+
+// answered fails t unless s got its answer, status and error code, to
+// the request what.
+func (s stranger) answered(t *testing.T, what string, status int, body []byte) {
+	t.Helper()
+	if status != s.status || !strings.Contains(string(body), `"error":"`+s.code+`"`) {
+		t.Errorf("%s as %s: %d %s, want %d %s", what, s.name, status, body, s.status, s.code)
+	}
 }
 
 // strangers makes the callers who may not reach the fixture's root, each

@@ -323,9 +323,7 @@ func TestConditionAccess(t *testing.T) {
 		for _, c := range conds {
 			for _, who := range callers {
 				st, body := f.sendWith(rt.method, rt.path, who.token, rt.form, c.header.Clone())
-				if st != who.status || !strings.Contains(string(body), `"error":"`+who.code+`"`) {
-					t.Errorf("%s %s, %s, as %s: %d %s, want %d %s", rt.method, rt.path, c.name, who.name, st, body, who.status, who.code)
-				}
+				who.answered(t, rt.method+" "+rt.path+", "+c.name+",", st, body)
 			}
 			st, body := f.sendWith(rt.method, rt.path, f.token, rt.form, c.header.Clone())
 			if st != c.status || !strings.Contains(string(body), `"error":"invalid_request"`) {

@@ -919,14 +919,7 @@ func TestTusLostAccess(t *testing.T) {
 			w.subscribe(t, []share.Entry{{ID: w.bob.ID, Channel: share.ChannelWeb, Role: share.RoleViewer}}, nil)
 		}, false, false},
 		{"removed from the share's group", func(t *testing.T, w *tusLostWorld) {
-			g, err := w.f.accounts.CreateGroup(ctx0, account.GroupInput{OrganizationID: w.f.org.ID, Name: "team"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := w.f.accounts.UpdateMembers(ctx0, g.ID, account.MembersChange{AddPersons: []uint64{w.bob.ID}}); err != nil {
-				t.Fatal(err)
-			}
-			w.subscribe(t, nil, []share.Entry{{ID: g.ID, Channel: share.ChannelWeb, Role: share.RoleCollaborator}})
+			g := w.groupAccess(t)
 			if _, err := w.f.accounts.UpdateMembers(ctx0, g.ID, account.MembersChange{RemovePersons: []uint64{w.bob.ID}}); err != nil {
 				t.Fatal(err)
 			}
@@ -935,14 +928,7 @@ func TestTusLostAccess(t *testing.T) {
 		// access: taken for none, it ended the upload for good, where a
 		// request only failed until the record read again.
 		{"the group that gives access does not read", func(t *testing.T, w *tusLostWorld) {
-			g, err := w.f.accounts.CreateGroup(ctx0, account.GroupInput{OrganizationID: w.f.org.ID, Name: "team"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := w.f.accounts.UpdateMembers(ctx0, g.ID, account.MembersChange{AddPersons: []uint64{w.bob.ID}}); err != nil {
-				t.Fatal(err)
-			}
-			w.subscribe(t, nil, []share.Entry{{ID: g.ID, Channel: share.ChannelWeb, Role: share.RoleCollaborator}})
+			g := w.groupAccess(t)
 			if err := w.f.db.Update(ctx0, func(tx kv.Txn) error {
 				return tx.Set(kv.Key(kv.AccountGroup, g.ID), []byte{0xff, 0xff})
 			}); err != nil {
@@ -1013,6 +999,21 @@ type tusLostWorld struct {
 	admin, bob           account.Person
 	adminToken, bobToken string
 	sh                   vfs.Root
+}
+
+// groupAccess makes bob a collaborator of the share through a group of
+// his alone, in place of his own entry, and returns the group.
+func (w *tusLostWorld) groupAccess(t *testing.T) account.Group {
+	t.Helper()
+	g, err := w.f.accounts.CreateGroup(ctx0, account.GroupInput{OrganizationID: w.f.org.ID, Name: "team"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.f.accounts.UpdateMembers(ctx0, g.ID, account.MembersChange{AddPersons: []uint64{w.bob.ID}}); err != nil {
+		t.Fatal(err)
+	}
+	w.subscribe(t, nil, []share.Entry{{ID: g.ID, Channel: share.ChannelWeb, Role: share.RoleCollaborator}})
+	return g
 }
 
 func newTusLostWorld(t *testing.T, pol *account.Policy) *tusLostWorld {

@@ -593,6 +593,13 @@ func TestStagedUnheld(t *testing.T) {
 	const tally = 77
 	q := vfs.WriteOptions{SpaceQuota: quota}
 	tq := vfs.WriteOptions{Quotas: []vfs.Quota{{Tally: tally, Bytes: quota}}}
+	// writeDeclared writes a MiB that it declares first, as a tus
+	// creation or an upload of a known size does.
+	writeDeclared := func(t *testing.T, e *env, opts vfs.WriteOptions) error {
+		opts.DeclaredSize = 1 << 20
+		_, err := e.fs.WriteFile(ctx, e.root.ID, e.root.FolderID, "w", bytes.NewReader(make([]byte, 1<<20)), opts)
+		return err
+	}
 	cases := []struct {
 		name  string
 		owner string // of the upload that reserves the whole quota
@@ -619,16 +626,8 @@ func TestStagedUnheld(t *testing.T) {
 			}
 			return err
 		}, nil, 0},
-		{"write of a declared size ends it and goes through", "lost", false, q, func(t *testing.T, e *env, opts vfs.WriteOptions) error {
-			opts.DeclaredSize = 1 << 20
-			_, err := e.fs.WriteFile(ctx, e.root.ID, e.root.FolderID, "w", bytes.NewReader(make([]byte, 1<<20)), opts)
-			return err
-		}, nil, quota - 1<<20},
-		{"write of a declared size, its owner may go on", "kept", false, q, func(t *testing.T, e *env, opts vfs.WriteOptions) error {
-			opts.DeclaredSize = 1 << 20
-			_, err := e.fs.WriteFile(ctx, e.root.ID, e.root.FolderID, "w", bytes.NewReader(make([]byte, 1<<20)), opts)
-			return err
-		}, vfs.ErrQuotaExceeded, 0},
+		{"write of a declared size ends it and goes through", "lost", false, q, writeDeclared, nil, quota - 1<<20},
+		{"write of a declared size, its owner may go on", "kept", false, q, writeDeclared, vfs.ErrQuotaExceeded, 0},
 		{"stage ends it and goes through", "lost", false, q, func(t *testing.T, e *env, opts vfs.WriteOptions) error {
 			_, err := e.fs.Stage(ctx, e.root.ID, e.root.FolderID, "s", vfs.StageOptions{Length: 1 << 20}, opts)
 			return err
@@ -641,11 +640,7 @@ func TestStagedUnheld(t *testing.T) {
 			_, err = e.fs.WriteFile(ctx, e.root.ID, e.root.FolderID, "w", bytes.NewReader(make([]byte, 1<<20)), opts)
 			return err
 		}, nil, quota - 1<<20},
-		{"write under a tally ends an upload into another root under it", "lost", true, tq, func(t *testing.T, e *env, opts vfs.WriteOptions) error {
-			opts.DeclaredSize = 1 << 20
-			_, err := e.fs.WriteFile(ctx, e.root.ID, e.root.FolderID, "w", bytes.NewReader(make([]byte, 1<<20)), opts)
-			return err
-		}, nil, quota - 1<<20},
+		{"write under a tally ends an upload into another root under it", "lost", true, tq, writeDeclared, nil, quota - 1<<20},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

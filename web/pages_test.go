@@ -363,15 +363,7 @@ func TestDownloadConditions(t *testing.T) {
 		{"If-Unmodified-Since the old revision's date is 412", map[string]string{"If-Unmodified-Since": lm}, 412, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			req, _ := http.NewRequest(http.MethodGet, u+"/download", nil)
-			for k, v := range tt.headers {
-				req.Header.Set(k, v)
-			}
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			body := readAll(t, resp)
+			resp, body := getWith(t, u+"/download", tt.headers)
 			if resp.StatusCode != tt.status || tt.status != 412 && body != tt.body {
 				t.Fatalf("%d %q, want %d %q", resp.StatusCode, body, tt.status, tt.body)
 			}
@@ -415,15 +407,7 @@ func TestDownloadCountRanges(t *testing.T) {
 				item = s.docs
 			}
 			l, u := s.link(t, item, share.LinkSettings{})
-			req, _ := http.NewRequest(http.MethodGet, u+"/download", nil)
-			for k, v := range tt.headers {
-				req.Header.Set(k, v)
-			}
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			readAll(t, resp)
+			resp, _ := getWith(t, u+"/download", tt.headers)
 			if resp.StatusCode != tt.status {
 				t.Errorf("status %d, want %d", resp.StatusCode, tt.status)
 			}
