@@ -119,12 +119,18 @@ func (s *Service) OrganizationRoots(ctx context.Context, id uint64, offset, limi
 }
 
 // RootPlace is where a root sits in the tree: its owner, the chain of
-// its owner's organization (as Chain returns it) and that organization,
-// whose policy governs the root.
+// its owner's organization (as Chain returns it) and that organization.
 type RootPlace struct {
 	Owner        RootOwner
 	Chain        []uint64
 	Organization Organization
+	// Policy governs writes into the root: Organization's own tightened
+	// by every ancestor's (effectivePolicy), as for the persons of
+	// Organization. Organization.Policy alone let a child organization's
+	// shares escape the limits its parent sets (a child starts with the
+	// default policy). What the organization's own administrators may do
+	// (admin_*) stays Organization.Policy's.
+	Policy Policy
 }
 
 // RootPlaceOf returns where root id sits, read in one transaction and
@@ -144,7 +150,7 @@ func (s *Service) RootPlaceOf(ctx context.Context, id uint64) (RootPlace, error)
 		if err != nil {
 			return err
 		}
-		p.Chain, p.Organization = chainIDs(orgs), orgs[0]
+		p.Chain, p.Organization, p.Policy = chainIDs(orgs), orgs[0], effectivePolicy(orgs)
 		return nil
 	})
 	if err != nil {

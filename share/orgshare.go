@@ -562,8 +562,9 @@ func (s *Service) subscribedRoots(ctx context.Context, c account.Caller) ([]uint
 
 // shareAccess is c's access to share root place p: the organization's
 // administrators (and those above) hold every permission; a subscriber
-// what their entries grant; anyone else ErrNoRoot. The policy and the
-// quotas are the owning organization's, the principal c's.
+// what their entries grant; anyone else ErrNoRoot. The policy (tightened
+// by the ancestors', account.RootPlace.Policy) and the quotas are the
+// owning organization's, the principal c's.
 func (s *Service) shareAccess(ctx context.Context, c account.Caller, p account.RootPlace) (Perm, bool, vfs.WriteOptions, error) {
 	perms, dav, err := s.subscription(ctx, c, p.Owner.RootID)
 	if err != nil {
@@ -575,7 +576,7 @@ func (s *Service) shareAccess(ctx context.Context, c account.Caller, p account.R
 	if perms == 0 {
 		return 0, false, vfs.WriteOptions{}, ErrNoRoot
 	}
-	pol := p.Organization.Policy
+	pol := p.Policy
 	o := vfs.WriteOptions{
 		Principal:          c.Person.Principal(),
 		Actor:              c.Actor(),

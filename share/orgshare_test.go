@@ -3,6 +3,7 @@ package share_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -137,6 +138,68 @@ func TestOrgShareQuota(t *testing.T) {
 	}
 	if _, err := w.st.FS.WriteFile(ctx, w.root.ID, a.Root.FolderID, "big", strings.NewReader(strings.Repeat("x", 1<<16)), a.Opts); err == nil {
 		t.Fatal("a write past the organization's quota succeeded")
+	}
+}
+
+// TestOrgSharePolicyChain: a share of a child organization is written
+// under the child's policy tightened by every ancestor's, as the child's
+// persons are in their own roots (account's effectivePolicy): a child
+// keeps the default policy unless someone sets it, and was a way around
+// the parent's limits for its subscribers and administrators alike.
+func TestOrgSharePolicyChain(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name   string
+		parent func(p *account.Policy)
+		check  func(a share.Access) bool
+	}{
+		{"the parent's max_file_size", func(p *account.Policy) { p.MaxFileSize = 10 },
+			func(a share.Access) bool { return a.Opts.MaxFileSize == 10 && a.Policy.MaxFileSize == 10 }},
+		{"the parent's excluded_extensions", func(p *account.Policy) { p.ExcludedExtensions = ".exe" },
+			func(a share.Access) bool { return slices.Contains(a.Opts.ExcludedExtensions, ".exe") }},
+		{"the parent's locked_extensions", func(p *account.Policy) { p.LockedExtensions = ".pdf" },
+			func(a share.Access) bool { return a.Policy.ExtensionLocked("report.pdf") }},
+		{"the parent's user_lock_files off", func(p *account.Policy) { p.UserLockFiles = false },
+			func(a share.Access) bool { return !a.Policy.UserLockFiles }},
+		{"the parent's user_create_shares off", func(p *account.Policy) { p.UserCreateShares = false },
+			func(a share.Access) bool { return !a.Policy.UserCreateShares }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t)
+			w.setPolicy(t, tc.parent)
+			child, err := w.st.Accounts.CreateOrganization(ctx, account.OrganizationInput{ParentID: w.st.Org.ID, Name: "Child"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			mk := func(name string, admin bool) account.Caller {
+				p, err := w.st.Accounts.CreatePerson(ctx, account.PersonInput{
+					OrganizationID: child.ID, Username: name, Email: name + "@example.com", Password: password, Admin: admin,
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return caller(t, w.st, p.ID)
+			}
+			admin, member := mk("childadm", true), mk("member", false)
+			root, err := w.svc.CreateOrgShare(ctx, admin, child.ID, "ChildTeam")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := w.svc.SetSubscribers(ctx, admin, child.ID, root.ID, share.Subscribers{
+				Persons: []share.Entry{{ID: member.Person.ID, Channel: share.ChannelWeb, Role: share.RoleCollaborator}},
+			}); err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range []account.Caller{member, admin} {
+				a, err := w.svc.Root(ctx, c, root.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !tc.check(a) {
+					t.Errorf("%s in the child's share: %s not applied", c.Person.Username, tc.name)
+				}
+			}
+		})
 	}
 }
 

@@ -198,13 +198,13 @@ func (s *Service) othersRoot(ctx context.Context, c account.Caller, id uint64) (
 		if err != nil {
 			return Access{}, err
 		}
-		return Access{Perms: perms, Policy: p.Organization.Policy, Opts: opts, WebDAV: dav}, nil
+		return Access{Perms: perms, Policy: p.Policy, Opts: opts, WebDAV: dav}, nil
 	}
 	if !c.Person.Admin || c.Person.Guest || p.Owner.PersonID == 0 ||
 		!account.Within(p.Chain, c.Person.OrganizationID) || !p.Organization.Policy.AdminBrowseFiles {
 		return Access{}, ErrNoRoot
 	}
-	return Access{Perms: View | Read, Policy: p.Organization.Policy, Opts: WriteOptions(c)}, nil
+	return Access{Perms: View | Read, Policy: p.Policy, Opts: WriteOptions(c)}, nil
 }
 
 // Roots returns the access of caller c to every live root c reaches, in
