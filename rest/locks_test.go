@@ -3,11 +3,14 @@ package rest
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
 
+	"berth/account"
+	"berth/share"
 	"berth/vfs"
 )
 
@@ -109,4 +112,96 @@ func TestDeletedItemLocks(t *testing.T) {
 	}
 	st, body := f.postForm(f.at("/api/2/files/%d/%d/lock", fj.ID), nil)
 	wantError(t, st, body, http.StatusNotFound, "not_found")
+}
+
+// TestLockBreak: a lock of someone else's is ended by its holder alone,
+// or by unlock with `force` from a caller who holds every permission on
+// the root (a share's manager, the administrators of its organization
+// and of those above): a collaborator's lock of a whole share, without
+// duration, lasted forever, and past the collaborator's removal from
+// the share, with nobody left who could end it (each row: bob, a
+// collaborator of Team, has locked its root).
+func TestLockBreak(t *testing.T) {
+	f := newFixture(t)
+	shares := share.New(share.Options{FS: f.fs, Accounts: f.accounts})
+	carol, _, carolTok := f.addPerson("carol")
+	if _, err := f.accounts.UpdatePerson(ctx0, carol.ID, func(p *account.Person) error { p.Admin = true; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	bob, _, bobTok := f.addPerson("bob")
+	dave, _, daveTok := f.addPerson("dave")
+	ac, err := f.accounts.Caller(ctx0, carol.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	team, err := shares.CreateOrgShare(ctx0, ac, f.org.ID, "Team")
+	if err != nil {
+		t.Fatal(err)
+	}
+	subscribe := func(withBob bool) {
+		t.Helper()
+		subs := []share.Entry{{ID: dave.ID, Channel: share.ChannelWeb, Role: share.RoleCollaborator},
+			{ID: f.person.ID, Channel: share.ChannelWeb, Role: share.RoleManager}}
+		if withBob {
+			subs = append(subs, share.Entry{ID: bob.ID, Channel: share.ChannelWeb, Role: share.RoleCollaborator})
+		}
+		if _, err := shares.SetSubscribers(ctx0, ac, f.org.ID, team.ID, share.Subscribers{Persons: subs}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	path := func(s string) string { return fmt.Sprintf("/api/2/files/%d/%s", team.ID, s) }
+	send := func(token, route string, form url.Values) (int, []byte) {
+		h := http.Header{"Content-Type": {"application/x-www-form-urlencoded"}}
+		return f.readAll(f.request(http.MethodPost, path(route), token, strings.NewReader(form.Encode()), h))
+	}
+	force := url.Values{"force": {"true"}}
+	for _, tc := range []struct {
+		name   string
+		token  string
+		form   url.Values
+		left   bool // bob left the share after he locked
+		status int
+		code   string
+		ended  bool
+	}{
+		{name: "the holder's unlock", token: bobTok, status: http.StatusOK, ended: true},
+		{name: "a collaborator's unlock", token: daveTok, status: http.StatusConflict, code: "resource_locked"},
+		{name: "a collaborator's forced unlock", token: daveTok, form: force, status: http.StatusForbidden, code: "forbidden"},
+		{name: "the manager's unlock, not forced", token: f.token, status: http.StatusConflict, code: "resource_locked"},
+		{name: "the manager's forced unlock", token: f.token, form: force, status: http.StatusOK, ended: true},
+		{name: "the administrator's forced unlock", token: carolTok, form: force, status: http.StatusOK, ended: true},
+		{name: "forced after the holder left the share", token: carolTok, form: force, left: true, status: http.StatusOK, ended: true},
+		{name: "force not a boolean", token: carolTok, form: url.Values{"force": {"yes"}}, status: http.StatusBadRequest, code: "invalid_request"},
+		{name: "the holder's own forced unlock", token: bobTok, form: force, status: http.StatusForbidden, code: "forbidden"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			subscribe(true)
+			if st, body := send(bobTok, "lock", nil); st != http.StatusOK {
+				t.Fatalf("bob's lock: %d %s", st, body)
+			}
+			if tc.left {
+				subscribe(false)
+			}
+			st, body := send(tc.token, "unlock", tc.form)
+			if tc.code != "" {
+				wantError(t, st, body, tc.status, tc.code)
+			} else if st != tc.status {
+				t.Fatalf("unlock: %d %s, want %d", st, body, tc.status)
+			}
+			n, err := f.fs.Stat(ctx0, team.ID, team.FolderID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n.Locked() == tc.ended {
+				t.Fatalf("locked %v after the unlock, want %v", n.Locked(), !tc.ended)
+			}
+			st, body = f.upload(path("upload"), "x.txt", strings.NewReader("x"))
+			if tc.ended && st != http.StatusOK {
+				t.Fatalf("the manager's upload after the lock ended: %d %s", st, body)
+			}
+			if err := f.fs.Unlock(ctx0, team.ID, team.FolderID, ""); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
 }

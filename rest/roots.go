@@ -44,9 +44,11 @@ const (
 // root of the request's path: share's answer, with the permissions as the
 // spec lists them.
 type fsAccess struct {
-	root   vfs.Root
-	perms  []string
-	policy account.Policy
+	root vfs.Root
+	// granted is what the caller may do in the root; perms shows it.
+	granted share.Perm
+	perms   []string
+	policy  account.Policy
 	// opts carry the caller's principal and its organization's limits to
 	// every vfs write.
 	opts vfs.WriteOptions
@@ -86,7 +88,7 @@ func (s *server) access(r *http.Request) (fsAccess, error) {
 	if need := neededPerms(r); !a.Perms.Has(need) {
 		return fsAccess{}, &share.Refusal{Reason: "this root is yours to read, not to change (" + need.String() + ")"}
 	}
-	return fsAccess{root: a.Root, perms: permissions(a.Perms), policy: a.Policy, opts: a.Opts}, nil
+	return fsAccess{root: a.Root, granted: a.Perms, perms: permissions(a.Perms), policy: a.Policy, opts: a.Opts}, nil
 }
 
 // neededPerms is what a file-system request asks of its root: a read
@@ -504,16 +506,36 @@ func (s *server) lock(r *http.Request, a fsAccess, n vfs.Node) error {
 
 // unlock removes the caller's own locks on n. An item without locks is
 // already unlocked (success); one locked only by someone else is
-// resource_locked. If-Match, If-None-Match and If-Unmodified-Since are
-// judged as for a rename (conditions), just before: removing a lock
-// changes no contents, so a revision that lands after the check loses
-// nothing by it.
+// resource_locked. With the form field `force` true it removes every
+// lock on n, whoever holds it, and only a caller who holds every
+// permission on the root may ask that (its owner, a share's manager, the
+// administrators of a share's organization and of those above): no one
+// else could end a lock its holder does not, and a collaborator's lock
+// of a share without duration kept the share for good, after the
+// collaborator had left it too. If-Match, If-None-Match and
+// If-Unmodified-Since are judged as for a rename (conditions), just
+// before: removing a lock changes no contents, so a revision that lands
+// after the check loses nothing by it.
 func (s *server) unlock(r *http.Request, a fsAccess, n vfs.Node) error {
-	if _, err := form(r); err != nil {
+	vals, err := form(r)
+	if err != nil {
 		return err
+	}
+	force, err := boolParam(vals, "force")
+	if err != nil {
+		return err
+	}
+	if force && !a.granted.Has(share.Owner) {
+		return Describe(ErrForbidden, "only those with every permission on the root (its owner, a share's managers, the organization's administrators) end the locks of others")
 	}
 	if err := conditions(r, n, true); err != nil {
 		return err
+	}
+	if force {
+		if len(n.Locks) == 0 {
+			return nil
+		}
+		return s.fs.Unlock(r.Context(), a.root.ID, n.ID, "")
 	}
 	mine := 0
 	for _, l := range n.Locks {
