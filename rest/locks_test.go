@@ -160,6 +160,7 @@ func TestLockBreak(t *testing.T) {
 		token  string
 		form   url.Values
 		left   bool // bob left the share after he locked
+		dav    bool // bob's lock is a WebDAV client's (its token required)
 		status int
 		code   string
 		ended  bool
@@ -173,10 +174,15 @@ func TestLockBreak(t *testing.T) {
 		{name: "forced after the holder left the share", token: carolTok, form: force, left: true, status: http.StatusOK, ended: true},
 		{name: "force not a boolean", token: carolTok, form: url.Values{"force": {"yes"}}, status: http.StatusBadRequest, code: "invalid_request"},
 		{name: "the holder's own forced unlock", token: bobTok, form: force, status: http.StatusForbidden, code: "forbidden"},
+		{name: "the manager's forced unlock of a WebDAV lock", token: f.token, form: force, dav: true, status: http.StatusOK, ended: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			subscribe(true)
-			if st, body := send(bobTok, "lock", nil); st != http.StatusOK {
+			if tc.dav {
+				if _, err := f.fs.Lock(ctx0, team.ID, team.FolderID, vfs.LockRequest{Holder: bob.Principal(), TokenRequired: true, Deep: true}); err != nil {
+					t.Fatal(err)
+				}
+			} else if st, body := send(bobTok, "lock", nil); st != http.StatusOK {
 				t.Fatalf("bob's lock: %d %s", st, body)
 			}
 			if tc.left {
