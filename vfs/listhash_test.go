@@ -240,6 +240,28 @@ func TestListHashOlderStore(t *testing.T) {
 	}
 }
 
+// TestListHashNewFolder: a folder's sum is kept from its making, empty,
+// so that the first write into it (a sync client's PUT after its MKCOL)
+// starts no sum: it scans nothing, where it scanned the new folder's
+// children to find none.
+func TestListHashNewFolder(t *testing.T) {
+	e := newEnv(t)
+	d, err := e.fs.Mkdir(ctx, e.root.ID, e.root.FolderID, "d", vfs.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept, scanned, has, err := e.fs.ListHashes(ctx, d.ID)
+	if err != nil || !has || kept != scanned {
+		t.Fatalf("a new folder: kept %s (%v), recomputed %s, %v", kept, has, scanned, err)
+	}
+	before := e.db.TxnStats().Scans
+	e.write(t, d.ID, "f", []byte("x"))
+	if n := e.db.TxnStats().Scans - before; n != 0 {
+		t.Errorf("the first write into a new folder scanned %d times, want none", n)
+	}
+	checkListHashes(t, e, "a file in the new folder", []uint64{e.root.FolderID, d.ID})
+}
+
 // TestListHashConcurrentWriters: writers changing one folder at once
 // (creates, renames, deletes), first in a folder whose sum is yet to be
 // started, leave its kept hash equal to a recomputed one: the shards they

@@ -132,10 +132,14 @@ func saveNode(tx kv.Txn, rec nodeRec, loc locRec) error {
 }
 
 // saveNewNode is saveNode for an item given its id in this transaction:
-// the name index holds nothing for it, and is written without a read.
+// the name index holds nothing for it, and is written without a read. A
+// new folder's listing sum starts here, empty (listTxn.startEmpty).
 func saveNewNode(tx kv.Txn, rec nodeRec, loc locRec) error {
 	if lt, ok := tx.(*listTxn); ok {
 		lt.fresh = rec.ID
+		if rec.Dir {
+			lt.startEmpty(rec.ID)
+		}
 	}
 	return saveNodeAs(tx, rec, loc, true)
 }

@@ -1125,10 +1125,20 @@ func (t *txn) Set(key, value []byte) error {
 // at commit, before Badger lets go of the key and value, which no one
 // changes meanwhile.
 func (t *txn) journal(o op) {
-	if t.journaled {
-		t.writes = append(t.writes, o)
+	if !t.journaled {
+		return
 	}
+	if t.writes == nil {
+		t.writes = make([]op, 0, journalOpsHint)
+	}
+	t.writes = append(t.writes, o)
 }
+
+// journalOpsHint is the room a transaction's first write makes for its
+// record: a file system request writes 8 to 18 keys (a small PUT 15, the
+// MKCOL of a folder 17, its rename 18), which took five growths of the
+// slice from empty, some 4 KB allocated and copied for a 1.5 KB record.
+const journalOpsHint = 24
 
 // clonePair copies key and value into one allocation, each capped at its
 // own length so that an append to one never writes over the other.
