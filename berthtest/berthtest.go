@@ -43,6 +43,9 @@ type Options struct {
 	// of expiry move it instead of sleeping, which a loaded machine
 	// stretches past the lifetime being tested.
 	Now func() time.Time
+	// ZipBudget is vfs.Options.ZipBudget (0: vfs.ZipBudget): tests of
+	// how zips share it make it small rather than fill 54 MiB.
+	ZipBudget int64
 }
 
 // Stack is the storage side of a berth, closed by the test's cleanup.
@@ -79,7 +82,7 @@ func New(t testing.TB, o Options) *Stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.FS, err = vfs.Open(ctx, s.KV, s.Chunks, vfs.Options{Logger: log, Now: o.Now})
+	s.FS, err = vfs.Open(ctx, s.KV, s.Chunks, vfs.Options{Logger: log, Now: o.Now, ZipBudget: o.ZipBudget})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -396,6 +396,11 @@ type Memory struct {
 	// metadata store's memory-mapped files from its resident set (they
 	// stay in the page cache until the kernel needs the room); 0 never.
 	KVMapTrim time.Duration `mapstructure:"kv_map_trim"`
+	// ZipLayouts is what the layouts of all the folder zips being served
+	// may hold together (vfs.Options.ZipBudget); one requester's zips
+	// hold at most half of what the others' leave, so the largest zip's
+	// layout is half of it.
+	ZipLayouts ByteSize `mapstructure:"zip_layouts"`
 }
 
 // Storage sets where file contents go and how berth uses the data
@@ -548,6 +553,7 @@ func options() []option {
 		{key: "memory.kv_block_cache", def: ByteSize(0), usage: "metadata store block cache (0: none)"},
 		{key: "memory.kv_index_cache", def: ByteSize(0), usage: "bound on the metadata store's table indexes in memory (0: all kept)"},
 		{key: "memory.kv_map_trim", def: 250 * time.Millisecond, usage: "how often to drop the metadata store's memory-mapped pages from the resident set (0: never)"},
+		{key: "memory.zip_layouts", def: ByteSize(54 << 20), usage: "memory the layouts of all folder zips being served share; one requester holds at most half of what others leave"},
 		{key: "http.body_idle_timeout", def: time.Minute, usage: "time a request body may send nothing before the request fails with 408"},
 		{key: "http.send_idle_timeout", def: time.Minute, usage: "time a client may take nothing of an answer before the request is ended"},
 		{key: "two_step.sms_command", def: "", usage: "absolute path of the program that sends two-step codes by text message (empty: no sms mode)"},
@@ -929,6 +935,10 @@ func (c Config) Validate() error {
 	if c.Memory.KVMemtable < 1<<20 || c.Memory.KVMemtable > 1<<30 {
 		// Below a MiB a transaction could hold barely anything (15%).
 		bad("memory.kv_memtable", c.Memory.KVMemtable, "must be between 1MiB and 1GiB")
+	}
+	if c.Memory.ZipLayouts < 1<<20 || c.Memory.ZipLayouts > 4<<30 {
+		// Below a MiB a zip of some 5,000 entries is too large.
+		bad("memory.zip_layouts", c.Memory.ZipLayouts, "must be between 1MiB and 4GiB")
 	}
 	if c.Memory.ReadAheadBuffers < 0 {
 		bad("memory.read_ahead_buffers", c.Memory.ReadAheadBuffers, "must not be negative (0: no read-ahead)")

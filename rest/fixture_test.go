@@ -61,6 +61,8 @@ type fixtureOptions struct {
 	Disk chunk.DiskOptions
 	// Now is vfs's clock; nil is the wall clock.
 	Now func() time.Time
+	// ZipBudget is vfs's budget of zip layouts; 0 is vfs.ZipBudget.
+	ZipBudget int64
 }
 
 // newFixture builds and starts a fixture; t.Cleanup stops it.
@@ -70,7 +72,7 @@ func newFixtureWith(t testing.TB, o fixtureOptions) *fixture {
 	t.Helper()
 	f := &fixture{t: t, logs: &berthtest.LogBuffer{}, reg: prometheus.NewRegistry()}
 	log := slog.New(slog.NewTextHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	st := berthtest.New(t, berthtest.Options{Logger: log, Accounts: o.Accounts, Policy: o.Policy, Disk: o.Disk, Now: o.Now})
+	st := berthtest.New(t, berthtest.Options{Logger: log, Accounts: o.Accounts, Policy: o.Policy, Disk: o.Disk, Now: o.Now, ZipBudget: o.ZipBudget})
 	f.dir, f.db, f.chunks, f.fs, f.accounts, f.org = st.Dir, st.DB, st.Chunks, st.FS, st.Accounts, st.Org
 	f.stack = st
 	f.person, f.root, f.token = f.addPerson("alice")

@@ -32,7 +32,9 @@ func (s *server) downloadFolder(w http.ResponseWriter, r *http.Request) error {
 	if n.ID == a.root.FolderID {
 		name = a.root.Name // the top folder has no name of its own
 	}
-	z, err := s.fs.Zip(r.Context(), a.root.ID, n.ID, vfs.ZipOptions{})
+	// The zips of one person share one part of the budget of zips (as a
+	// share link's holders do, share.Link.Requester).
+	z, err := s.fs.Zip(r.Context(), a.root.ID, n.ID, vfs.ZipOptions{Requester: callerOf(r).Person.Principal()})
 	if err != nil {
 		return err
 	}

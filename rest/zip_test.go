@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"berth/account"
 	"berth/berthtest"
 	"berth/vfs"
 )
@@ -454,4 +455,159 @@ func TestShareLinkZipRanges(t *testing.T) {
 		t.Errorf("narrowed: ETag %q (whole %q), %d bytes of %d", resp.Header.Get("ETag"), etag, len(narrowed), len(whole))
 	}
 	berthtest.UnzipTest(t, narrowed)
+}
+
+// TestZipBudgetShared: the layouts of the zips being served share one
+// budget, and the zips of one requester (a share link, whoever holds
+// it; a person) hold at most half of what the others leave. So an
+// anonymous holder of a share link who keeps its zips open (reads them
+// slowly, or opens many at once) is refused once the link's zips hold
+// their share, and every other requester's zip is served meanwhile: the
+// same organization's persons, its administrator, another
+// organization's person, another link. With the budget alone, the one
+// holder kept every other zip of the server at 503. Access is unchanged
+// (anonymous: 401; another organization's person: 404), the holder's
+// zips give their share back when its client goes away, and a zip of
+// half the budget, the most one requester may hold, is served again
+// once they have.
+func TestZipBudgetShared(t *testing.T) {
+	// Each folder zipped holds one file of a five-byte name, an entry of
+	// entry bytes; the budget holds eight, a requester's zips four.
+	const entry = vfs.ZipEntryCost + 5
+	f := newFixtureWith(t, fixtureOptions{ZipBudget: 8 * entry})
+	ctx := context.Background()
+	// The link's folder holds a file larger than what the connection
+	// buffers, so that an answer not read holds its zip open.
+	big := f.mustMkdir(f.at("/api/2/files/%d/create_folder"), "big")
+	f.mustUpload(f.at("/api/2/files/%d/folder/%d/upload", big.ID), "b.bin", berthtest.RandomBytes(3, 16<<20))
+	small := f.mustMkdir(f.at("/api/2/files/%d/create_folder"), "small")
+	f.mustUpload(f.at("/api/2/files/%d/folder/%d/upload", small.ID), "s.txt", []byte("small"))
+	lone := f.mustMkdir(f.at("/api/2/files/%d/create_folder"), "lone")
+	for i := range 4 {
+		f.mustUpload(f.at("/api/2/files/%d/folder/%d/upload", lone.ID), fmt.Sprintf("%d.txt", i), []byte("lone"))
+	}
+	held := f.createLink(t, f.at("/api/2/files/%d/folder/%d/share", big.ID), nil)
+	other := f.createLink(t, f.at("/api/2/files/%d/folder/%d/share", small.ID), nil)
+	lonely := f.createLink(t, f.at("/api/2/files/%d/folder/%d/share", lone.ID), nil)
+	linkZip := func(l linkJSON) string { return "/api/2/sharelinks/" + l.Hash + "/download" }
+
+	// Persons with a folder of one small file each in their own root: a
+	// plain person and the administrator of alice's organization, and a
+	// person of another.
+	person := func(org uint64, name string, admin bool) (string, string) {
+		root, err := f.fs.CreateRoot(ctx, name, vfs.RootSync)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tok := f.personToken(account.PersonInput{OrganizationID: org, Username: name,
+			Email: name + "@example.com", Password: fixturePassword, Admin: admin, RootID: root.ID})
+		d, err := f.fs.Mkdir(ctx, root.ID, root.FolderID, "d", vfs.WriteOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.fs.WriteFile(ctx, root.ID, d.ID, "x.txt", strings.NewReader("x"), vfs.WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		return tok, fmt.Sprintf("/api/2/files/%d/folder/%d/download", root.ID, d.ID)
+	}
+	plainTok, plainZip := person(f.org.ID, "bob", false)
+	adminTok, adminZip := person(f.org.ID, "carol", true)
+	globex, err := f.accounts.CreateOrganization(ctx, account.OrganizationInput{Name: "Globex"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tenantTok, tenantZip := person(globex.ID, "dave", false)
+
+	// hold opens zips of the held link until one is refused, and leaves
+	// the answers unread; stop cancels them, as a client that goes away.
+	hold := func() (stop func()) {
+		t.Helper()
+		hctx, cancel := context.WithCancel(ctx)
+		var bodies []io.Closer
+		stop = func() {
+			cancel()
+			for _, b := range bodies {
+				b.Close()
+			}
+		}
+		for i := 0; ; i++ {
+			req, err := http.NewRequestWithContext(hctx, http.MethodGet, f.url(linkZip(held)), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := f.client.Do(req)
+			if err != nil {
+				stop()
+				t.Fatal(err)
+			}
+			if resp.StatusCode == http.StatusOK {
+				bodies = append(bodies, resp.Body)
+				continue
+			}
+			st, body := f.readAll(resp)
+			wantError(t, st, body, http.StatusServiceUnavailable, "temporarily_unavailable")
+			if i != 4 {
+				stop()
+				t.Fatalf("the link's holder held %d zips of one entry before a refusal; its share is 4", i)
+			}
+			return stop
+		}
+	}
+
+	// free waits until a zip of half the budget, the lonely link's, is
+	// served: every zip of the held link has given its share back. The
+	// server sees a client gone once its write fails, so that comes
+	// some time after the client went.
+	free := func(what string) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			st, body := f.readAll(f.request(http.MethodGet, linkZip(lonely), "", nil, nil))
+			if st == http.StatusOK {
+				berthtest.UnzipTest(t, body)
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: a zip of half the budget, the holder gone: %d %s", what, st, body)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+
+	stop := hold()
+	for _, c := range []struct {
+		name, path, token string
+		status            int
+		code              string
+	}{
+		{"the held link's other holders share its part", linkZip(held), "", 503, "temporarily_unavailable"},
+		{"another link's holder", linkZip(other), "", 200, ""},
+		{"the link's owner, her own folder", f.zipURL(small.ID), f.token, 200, ""},
+		{"a plain person of the organization", plainZip, plainTok, 200, ""},
+		{"the organization's administrator", adminZip, adminTok, 200, ""},
+		{"a person of another organization", tenantZip, tenantTok, 200, ""},
+		{"anonymous, a folder route", f.zipURL(small.ID), "", 401, "access_denied"},
+		{"another organization's person, alice's folder", f.zipURL(small.ID), tenantTok, 404, "not_found"},
+	} {
+		st, body := f.readAll(f.request(http.MethodGet, c.path, c.token, nil, nil))
+		if c.code != "" {
+			wantError(t, st, body, c.status, c.code)
+			continue
+		}
+		if st != c.status {
+			t.Errorf("%s: %d %s, want %d", c.name, st, body, c.status)
+			continue
+		}
+		berthtest.UnzipTest(t, body)
+	}
+	stop()
+	free("the holder gone")
+
+	// Held and let go again and again, the link's zips give back all they
+	// held: after each round a zip of half the budget, which needs every
+	// other's given back, is served.
+	for round := range 4 {
+		hold()()
+		free(fmt.Sprint("round ", round))
+	}
 }

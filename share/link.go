@@ -98,6 +98,15 @@ func (l Link) ItemID() uint64 {
 	return l.FileID
 }
 
+// Requester names the link as the one who is served what anyone
+// downloads through it (vfs.ZipOptions.Requester): every holder of a
+// link, whatever their address or account, shares the link's part of
+// what the server lends to zips, so one holder who keeps its zips open
+// slows only that link's other holders, never another link's or a
+// person's own downloads. A person is named "person:<id>"
+// (account.Person.Principal), so the two never meet.
+func (l Link) Requester() string { return "link:" + strconv.FormatUint(l.ID, 10) }
+
 // Expired reports whether the link's last day is before now's (UTC).
 func (l Link) Expired(now time.Time) bool {
 	return l.Expires != "" && now.UTC().Format(DateLayout) > l.Expires

@@ -43,8 +43,9 @@ var (
 	ErrChanged = errors.New("vfs: changed since the condition was checked")
 	// ErrBusy: the operation lost a race it cannot wait out (a write
 	// conflict that outlasted the retries, the store closing under it,
-	// a zip while the zips being served hold ZipBudget); nothing was
-	// stored, and the same request succeeds when tried again.
+	// a zip while its requester's zips hold their share of ZipBudget);
+	// nothing was stored, and the same request succeeds when tried
+	// again.
 	ErrBusy = errors.New("vfs: busy, try again")
 	// ErrRootItem: the operation cannot apply to a root's top folder (rename,
 	// move or delete it through the root instead).
@@ -70,7 +71,7 @@ var (
 	// not match the checksum sent with them; nothing was stored.
 	ErrChecksumMismatch = errors.New("vfs: checksum mismatch")
 	// ErrZipTooLarge: the folder has more items than one zip lists
-	// (ZipMaxEntries), items whose layout alone passes ZipBudget, or a
+	// (ZipMaxEntries), items whose layout alone passes half of ZipBudget, or a
 	// path longer than a zip entry's name holds (65,535 bytes); its
 	// subfolders can be zipped one by one.
 	ErrZipTooLarge = errors.New("vfs: folder too large for one zip")

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 
 	"github.com/fxamacker/cbor/v2"
 
@@ -34,15 +35,19 @@ func WithZipMaxEntries(opts Options, n int) Options {
 	return opts
 }
 
-// ZipEntCost is what an entry of a zip's layout costs of ZipBudget
-// besides its name.
-const ZipEntCost = zipEntCost
-
 // WithZipBudget returns opts with the zips being served holding at most
 // n bytes together instead of ZipBudget.
 func WithZipBudget(opts Options, n int64) Options {
-	opts.zipBudget = n
+	opts.ZipBudget = n
 	return opts
+}
+
+// ZipHeld is what the layouts of the zips being served hold of the
+// budget, in all and by requester (those holding none left out).
+func (fs *FS) ZipHeld() (total int64, by map[string]int64) {
+	fs.zips.mu.Lock()
+	defer fs.zips.mu.Unlock()
+	return fs.zips.total, maps.Clone(fs.zips.by)
 }
 
 // WithBatchHook returns opts with fn run between the transactions of a

@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"berth/kv"
@@ -114,6 +113,10 @@ type Options struct {
 	// revision just trimmed or purged can finish (gc.go). 0 removes it at
 	// once, as one node needs.
 	OrphanGrace time.Duration
+	// ZipBudget is the bytes that the layouts of all the zips being
+	// served may hold together (see ZipBudget, its default when 0); each
+	// requester's zips may hold at most half of what the others' leave.
+	ZipBudget int64
 
 	// refBatch overrides defaultRefBatch; set by tests (export_test.go)
 	// so that small files take the split paths.
@@ -126,8 +129,6 @@ type Options struct {
 	zip64At int64
 	// zipMax overrides ZipMaxEntries; set by tests.
 	zipMax int
-	// zipBudget overrides ZipBudget; set by tests.
-	zipBudget int64
 	// shortScan overrides ShortQueryScan; set by tests.
 	shortScan int
 	// nodeTTL overrides the node lease's life (node.go); set by tests.
@@ -199,10 +200,9 @@ type FS struct {
 	zip64At   int64 // see Options.zip64At; 0: 0xFFFFFFFF
 	zipMax    int   // see Options.zipMax; 0: ZipMaxEntries
 	shortScan int   // see Options.shortScan; 0: ShortQueryScan
-	// zipBudget is ZipBudget (Options.zipBudget in tests), and zipHeld
-	// the bytes the layouts of the zips being served hold of it.
-	zipBudget int64
-	zipHeld   atomic.Int64
+	// zips is what the layouts of the zips being served hold of
+	// Options.ZipBudget.
+	zips zipShares
 
 	// bgStop ends the name index's backfill (index.go), and bgDone is
 	// closed when it has; both nil when none runs.
@@ -227,7 +227,7 @@ func Open(ctx context.Context, db kv.Store, chunks chunk.Store, opts Options) (*
 	fs := &FS{
 		db: listStore{db}, chunks: chunks, obs: opts.Observer, holder: opts.Holder, jnl: opts.Journal, now: opts.Now, log: opts.Logger,
 		m: newMetrics(opts.Registerer), refBatch: opts.refBatch, batchHook: opts.batchHook, zip64At: opts.zip64At, zipMax: opts.zipMax,
-		shortScan: opts.shortScan, zipBudget: cmp.Or(opts.zipBudget, ZipBudget),
+		shortScan: opts.shortScan, zips: zipShares{budget: cmp.Or(opts.ZipBudget, ZipBudget)},
 		roots: kv.NewCache[uint64, cachedRoot](maxCachedRoots),
 		paths: kv.NewCache[pathKey, cachedPath](maxCachedPaths),
 		items: kv.NewCache[itemKey, cachedItem](maxCachedItems),
@@ -258,6 +258,7 @@ func Open(ctx context.Context, db kv.Store, chunks chunk.Store, opts Options) (*
 	}
 	fs.reads = chunk.NewReadPool(chunk.ReadPoolOptions{ReadAhead: opts.ReadAhead, AheadBudget: opts.ReadAheadBudget})
 	fs.m.registerReads(opts.Registerer, fs.reads)
+	fs.m.registerZips(opts.Registerer, &fs.zips)
 	fs.heads.New = func() any {
 		b := make([]byte, InlineMax+1)
 		return &b

@@ -77,6 +77,36 @@ func (m *metrics) registerReads(reg prometheus.Registerer, pool *chunk.ReadPool)
 	)
 }
 
+// registerZips registers gauges of what the layouts of the zips being
+// served hold of their budget, beside the budget, and how many
+// requesters hold some: a total near the budget with few requesters is
+// a few downloads of large folders, each held to its share; with many,
+// zips are being refused as busy.
+func (m *metrics) registerZips(reg prometheus.Registerer, s *zipShares) {
+	if reg == nil {
+		return
+	}
+	held := func() (total int64, by int) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.total, len(s.by)
+	}
+	reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "berth_vfs_zip_layout_bytes",
+			Help: "Bytes of the zip layout budget that the zips being served hold.",
+		}, func() float64 { t, _ := held(); return float64(t) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "berth_vfs_zip_layout_budget_bytes",
+			Help: "The budget the layouts of all zips being served share (memory.zip_layouts); one requester holds at most half of what the others leave.",
+		}, func() float64 { return float64(s.budget) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "berth_vfs_zip_requesters",
+			Help: "Requesters (share links, persons) whose zips being served hold part of the zip layout budget.",
+		}, func() float64 { _, n := held(); return float64(n) }),
+	)
+}
+
 // errorClasses bound the result label to a fixed set.
 var errorClasses = []struct {
 	err   error

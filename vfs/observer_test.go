@@ -217,20 +217,7 @@ func TestMetricsReadBuffers(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	e := newEnvWith(t, vfs.Options{Registerer: reg, ReadAheadBudget: 8 << 20})
 	n := e.write(t, e.root.FolderID, "f", randBytes(5, 6<<20))
-	gauge := func(name string) float64 {
-		t.Helper()
-		mfs, err := reg.Gather()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, mf := range mfs {
-			if mf.GetName() == name && len(mf.GetMetric()) == 1 {
-				return mf.GetMetric()[0].GetGauge().GetValue()
-			}
-		}
-		t.Fatalf("no gauge %s", name)
-		return 0
-	}
+	gauge := func(name string) float64 { t.Helper(); return gaugeValue(t, reg, name) }
 	if b := gauge("berth_vfs_read_ahead_budget_bytes"); b != 8<<20 {
 		t.Errorf("budget %v, want %v", b, 8<<20)
 	}
@@ -248,6 +235,53 @@ func TestMetricsReadBuffers(t *testing.T) {
 	f.Close()
 	if held, ahead := gauge("berth_vfs_read_buffers_bytes"), gauge("berth_vfs_read_ahead_bytes"); held != 0 || ahead != 0 {
 		t.Errorf("closed: %v bytes held, %v ahead; want none", held, ahead)
+	}
+}
+
+// gaugeValue is the value of the gauge name in reg.
+func gaugeValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name && len(mf.GetMetric()) == 1 {
+			return mf.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	t.Fatalf("no gauge %s", name)
+	return 0
+}
+
+// TestMetricsZipLayouts: the gauges of the zip layout budget show what
+// the zips being served hold of it and how many requesters hold some,
+// and nothing once they are closed.
+func TestMetricsZipLayouts(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	e := newEnvWith(t, vfs.Options{Registerer: reg, ZipBudget: 1 << 20})
+	e.write(t, e.root.FolderID, "f", []byte("x"))
+	e.write(t, e.root.FolderID, "g", []byte("y"))
+	if b := gaugeValue(t, reg, "berth_vfs_zip_layout_budget_bytes"); b != 1<<20 {
+		t.Errorf("budget %v, want %v", b, 1<<20)
+	}
+	var zips []*vfs.Zip
+	for _, who := range []string{"link:1", "link:1", "person:2"} {
+		z, err := e.fs.Zip(ctx, e.root.ID, e.root.FolderID, vfs.ZipOptions{Requester: who})
+		if err != nil {
+			t.Fatal(err)
+		}
+		zips = append(zips, z)
+	}
+	want := 3 * 2 * float64(vfs.ZipEntryCost+1)
+	if b, n := gaugeValue(t, reg, "berth_vfs_zip_layout_bytes"), gaugeValue(t, reg, "berth_vfs_zip_requesters"); b != want || n != 2 {
+		t.Errorf("three zips of two entries, two requesters: %v bytes, %v requesters; want %v, 2", b, n, want)
+	}
+	for _, z := range zips {
+		z.Close()
+	}
+	if b, n := gaugeValue(t, reg, "berth_vfs_zip_layout_bytes"), gaugeValue(t, reg, "berth_vfs_zip_requesters"); b != 0 || n != 0 {
+		t.Errorf("closed: %v bytes, %v requesters; want none", b, n)
 	}
 }
 

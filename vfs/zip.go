@@ -27,34 +27,51 @@ type ZipOptions struct {
 	// FolderIDs; a folder chosen is written whole). Ids that are not live
 	// children are ignored. Both empty: every child.
 	FileIDs, FolderIDs []uint64
+	// Requester is who the zip is served to, opaque to vfs (the front
+	// ends name a person or a share link): the zips of one requester
+	// share one part of the budget (see ZipBudget), so that one who
+	// holds zips open cannot keep the others' from being served.
+	Requester string
 }
 
 // ZipMaxEntries bounds the entries of one zip: its layout is held in
-// memory for as long as the archive is served (about 80 bytes and the
-// item's name per entry, so at most some 50 MiB), since a Range may ask
-// for any part of it. A larger folder is ErrZipTooLarge; its subfolders
-// can be zipped one by one.
+// memory for as long as the archive is served (about 90 bytes and the
+// item's name per entry), since a Range may ask for any part of it. A
+// larger folder is ErrZipTooLarge; its subfolders can be zipped one by
+// one. With the default ZipBudget the bound in bytes comes first (some
+// 250,000 entries of names of 25 bytes); this one holds for a larger
+// Options.ZipBudget.
 const ZipMaxEntries = 500_000
 
 // ZipBudget bounds the bytes that the layouts of every zip being served
-// hold together (54 MiB), since each stays in memory until its answer
-// ends: twenty requests for a folder of 100,000 items held some 200 MiB,
-// and even a HEAD or a one-byte Range lays the whole archive out. An
-// entry costs zipEntCost and its name (zipEntBytes): counted in entries,
-// the bound held 54 MiB of short names but 170 MiB of names of 255 bytes,
-// which anyone who may create items can choose. One zip of ZipMaxEntries
-// of names of up to some 25 bytes, or several smaller ones, fit; past it
-// a zip is ErrBusy until one of them ends, and a zip whose entries alone
-// pass it is ErrZipTooLarge.
+// hold together (54 MiB; Options.ZipBudget), since each stays in memory
+// until its answer ends: twenty requests for a folder of 100,000 items
+// held some 200 MiB, and even a HEAD or a one-byte Range lays the whole
+// archive out. An entry costs ZipEntryCost and its name (zipEntBytes):
+// counted in entries, the bound held 54 MiB of short names but 170 MiB of
+// names of 255 bytes, which anyone who may create items can choose.
+//
+// The budget is shared fairly, because a layout is held for as long as
+// its client takes to download the archive: the zips of one requester
+// (ZipOptions.Requester) may hold together at most half of what the
+// other requesters' zips leave of it. So a requester alone may hold half
+// the budget (a zip of some 250,000 entries of names of 25 bytes), and
+// one who holds zips open, slowly read or many at once, leaves every
+// other requester at least a quarter of it; with only the global bound,
+// one holder of a share link to a big folder who read its zip slowly
+// kept every other zip of the server refused for as long. A zip that
+// does not fit is ErrBusy until zips end; a zip whose entries alone pass
+// half the budget is ErrZipTooLarge.
 const ZipBudget = 54 << 20
 
-// zipEntCost is what an entry of a layout holds besides its name's bytes:
-// the zipEnt (72 bytes), the rounding of its name's allocation and the
-// slack of the slices it passes through (measured: some 86 bytes).
-const zipEntCost = 88
+// ZipEntryCost is what an entry of a zip's layout costs of ZipBudget
+// besides its name's bytes: the entry (72 bytes), the rounding of its
+// name's allocation and the slack of the slices it passes through
+// (measured: some 86 bytes).
+const ZipEntryCost = 88
 
 // zipEntBytes is what entry e costs of ZipBudget.
-func zipEntBytes(e *zipEnt) int64 { return zipEntCost + int64(len(e.name)) }
+func zipEntBytes(e *zipEnt) int64 { return ZipEntryCost + int64(len(e.name)) }
 
 // Zip record sizes and signatures (APPNOTE 6.3.10, 4.3).
 const (
@@ -107,8 +124,9 @@ type Zip struct {
 	zip64End bool
 	etag     string
 	// held is what the layout holds of its FS's ZipBudget (bytes), until
-	// Close.
+	// Close, on behalf of who (ZipOptions.Requester).
 	held int64
+	who  string
 }
 
 // zipCentralMark is how many central records lie between two of
@@ -141,15 +159,15 @@ type zipEnt struct {
 // the metadata store. The archive switches to Zip64 by itself for files of
 // 4 GiB or more, offsets past 4 GiB, or more than 65,535 entries.
 //
-// The layout holds its entries of ZipBudget until Close, which the
-// caller defers.
+// The layout holds its entries of ZipBudget, on behalf of
+// opts.Requester, until Close, which the caller defers.
 //
 // Errors: ErrNotExist (no such live folder, or another root's), ErrNotDir
 // (a file), ErrZipTooLarge (more than ZipMaxEntries entries, or more
-// than ZipBudget bytes of them), ErrBusy (the zips being served hold the
-// budget), and ctx's.
+// than half of ZipBudget bytes of them), ErrBusy (the requester's zips
+// hold as much of the budget as the others' let them), and ctx's.
 func (fs *FS) Zip(ctx context.Context, root, folder uint64, opts ZipOptions) (*Zip, error) {
-	z := &Zip{fs: fs, root: root, z64: zipUint32Max, max: ZipMaxEntries}
+	z := &Zip{fs: fs, root: root, z64: zipUint32Max, max: ZipMaxEntries, who: opts.Requester}
 	if fs.zip64At > 0 {
 		z.z64 = fs.zip64At
 	}
@@ -178,23 +196,62 @@ func (fs *FS) Zip(ctx context.Context, root, folder uint64, opts ZipOptions) (*Z
 // Close gives back what the layout holds of ZipBudget; the Zip is not
 // read after it. It may be called more than once.
 func (z *Zip) Close() {
-	z.fs.zipHeld.Add(-z.held)
+	z.fs.zips.give(z.who, z.held)
 	z.held = 0
 }
 
-// reserve takes n bytes of the budget for entries listed. A zip whose
-// own entries pass the budget is ErrZipTooLarge: it would be ErrBusy
-// however long its client waited.
+// reserve takes n bytes of the budget for entries listed.
 func (z *Zip) reserve(n int64) error {
-	if z.held+n > z.fs.zipBudget {
-		return fmt.Errorf("%w: its entries' names take more than %d bytes together", ErrZipTooLarge, z.fs.zipBudget)
-	}
-	if z.fs.zipHeld.Add(n) > z.fs.zipBudget {
-		z.fs.zipHeld.Add(-n)
-		return fmt.Errorf("%w: the zips being served hold as many bytes as they may (%d)", ErrBusy, z.fs.zipBudget)
+	if err := z.fs.zips.take(z.who, z.held, n); err != nil {
+		return err
 	}
 	z.held += n
 	return nil
+}
+
+// zipShares is what the layouts of the zips being served hold of the
+// budget, in all and by requester.
+type zipShares struct {
+	budget int64
+	mu     sync.Mutex
+	total  int64
+	by     map[string]int64 // requesters that hold some
+}
+
+// take reserves n more bytes for a layout of who that holds mine: at
+// most half of what the other requesters leave of the budget may be
+// who's. A layout whose own entries pass half the budget is
+// ErrZipTooLarge: it would be ErrBusy however long its client waited.
+func (s *zipShares) take(who string, mine, n int64) error {
+	if mine+n > s.budget/2 {
+		return fmt.Errorf("%w: its entries' names take more than %d bytes together, half the zips' budget", ErrZipTooLarge, s.budget/2)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	held := s.by[who]
+	others := s.total - held
+	if held+n > (s.budget-others)/2 {
+		return fmt.Errorf("%w: this requester's zips hold %d bytes of layout, and may hold at most half of the %d that the zips of others leave free", ErrBusy, held, s.budget-others)
+	}
+	if s.by == nil {
+		s.by = make(map[string]int64)
+	}
+	s.by[who] = held + n
+	s.total += n
+	return nil
+}
+
+// give gives back n bytes that a layout of who held.
+func (s *zipShares) give(who string, n int64) {
+	if n == 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.total -= n
+	if s.by[who] -= n; s.by[who] == 0 {
+		delete(s.by, who)
+	}
 }
 
 // zipReserveStep is how many bytes of entries a listing gathers before it

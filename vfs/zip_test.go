@@ -53,6 +53,8 @@ func TestZip(t *testing.T) {
 		{"TooManyEntries", zipTooManyEntries},
 		{"BudgetOfZipsBeingServed", zipBudget},
 		{"BudgetHeldWhileListing", zipBudgetWhileListing},
+		{"BudgetSharedByRequesters", zipBudgetShared},
+		{"BudgetGivenBackHoweverAZipEnds", zipBudgetGivenBack},
 	} {
 		t.Run(tc.name, tc.run)
 	}
@@ -1069,13 +1071,14 @@ func zipSnapshotOfTheListing(t *testing.T) {
 // zipBudget: the layouts of the zips being served hold at most the
 // budget's bytes together, names included (each is in memory until its
 // answer ends, and nothing else bounded how many were): a zip past it is
-// ErrBusy until one ends, one whose own entries pass it ErrZipTooLarge,
-// and every way a zip ends gives its entries back (Close, a WriteZip, a
-// layout that failed).
+// ErrBusy until one ends, one whose own entries pass half of it (what
+// one requester may hold) ErrZipTooLarge, and every way a zip ends gives
+// its entries back (Close, a WriteZip, a layout that failed).
 func zipBudget(t *testing.T) {
-	// A folder of 4 entries of one-byte names, under a budget of 6 such.
-	short := int64(vfs.ZipEntCost + 1)
-	e := openEnvWith(t, t.TempDir(), vfs.WithZipBudget(vfs.WithZipMaxEntries(vfs.Options{}, 4), 6*short))
+	// A folder of 4 entries of one-byte names, under a budget of 12 such:
+	// one requester may hold 6.
+	short := int64(vfs.ZipEntryCost + 1)
+	e := openEnvWith(t, t.TempDir(), vfs.WithZipBudget(vfs.WithZipMaxEntries(vfs.Options{}, 4), 12*short))
 	t.Cleanup(e.close)
 	ctx := context.Background()
 	root, err := e.fs.CreateRoot(ctx, "budget", vfs.RootSync)
@@ -1097,12 +1100,12 @@ func zipBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := zip(); !errors.Is(err, vfs.ErrBusy) {
-		t.Fatalf("a second zip of 4 entries beside the first, budget 6: %v, want ErrBusy", err)
+		t.Fatalf("a second zip of 4 entries beside the first, 6 of 12 a requester's: %v, want ErrBusy", err)
 	}
 	// The folder d alone (2 entries) fits beside the first.
 	small, err := e.fs.Zip(ctx, root.ID, d.ID, vfs.ZipOptions{})
 	if err != nil {
-		t.Fatalf("a zip of 2 entries beside one of 4, budget 6: %v", err)
+		t.Fatalf("a zip of 2 entries beside one of 4, 6 of 12 a requester's: %v", err)
 	}
 	small.Close()
 	first.Close()
@@ -1142,7 +1145,7 @@ func zipBudget(t *testing.T) {
 		want  error // of the last
 	}{
 		{"one long name beside another zip of it", 1, 2, vfs.ErrBusy},
-		{"two long names alone past the budget", 2, 1, vfs.ErrZipTooLarge},
+		{"two long names alone past half the budget", 2, 1, vfs.ErrZipTooLarge},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ld, err := e.fs.Mkdir(ctx, root.ID, root.FolderID, "l"+fmt.Sprint(tc.files), vfs.WriteOptions{})
@@ -1161,10 +1164,197 @@ func zipBudget(t *testing.T) {
 				defer z.Close()
 			}
 			if !errors.Is(err2, tc.want) {
-				t.Fatalf("zip %d of %d entries of %d-byte names, budget %d: %v, want %v", tc.zips, tc.files, len(long)+1, 6*short, err2, tc.want)
+				t.Fatalf("zip %d of %d entries of %d-byte names, budget %d: %v, want %v", tc.zips, tc.files, len(long)+1, 12*short, err2, tc.want)
 			}
 		})
 	}
+}
+
+// zipBudgetShared: the zips of one requester hold at most half of what
+// the other requesters' zips leave of the budget, so one who holds zips
+// open (a share link's zip read slowly, or many at once) cannot keep
+// another's zip from being served: with the budget alone, requester a
+// held it all and every other zip was ErrBusy until a's ended. A
+// requester alone may still hold half of it. Each row opens a zip and
+// keeps it open, or closes every zip of a requester.
+func zipBudgetShared(t *testing.T) {
+	// Folders of 1, 4 and 8 entries of one-byte names, under a budget of
+	// 16 such: a requester alone may hold 8.
+	short := int64(vfs.ZipEntryCost + 1)
+	e := openEnvWith(t, t.TempDir(), vfs.WithZipBudget(vfs.Options{}, 16*short))
+	t.Cleanup(e.close)
+	ctx := context.Background()
+	root, err := e.fs.CreateRoot(ctx, "shared", vfs.RootSync)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.root = root
+	folders := map[int]uint64{}
+	for _, n := range []int{1, 4, 8, 9} {
+		d, err := e.fs.Mkdir(ctx, root.ID, root.FolderID, fmt.Sprint(n), vfs.WriteOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range n {
+			e.write(t, d.ID, string(rune('a'+i)), []byte("x"))
+		}
+		folders[n] = d.ID
+	}
+	open := map[string][]*vfs.Zip{}
+	for _, row := range []struct {
+		name    string
+		who     string
+		entries int // of the folder zipped; 0 closes who's zips
+		want    error
+	}{
+		{"a's first zip", "link:1", 4, nil},
+		{"a's second, half the budget", "link:1", 4, nil},
+		{"a's third, past half", "link:1", 1, vfs.ErrBusy},
+		{"another requester beside a holding half", "person:2", 4, nil},
+		{"a third requester in what both leave", "person:3", 1, nil},
+		{"the third past half of what they leave", "person:3", 4, vfs.ErrBusy},
+		{"a can take no more while the others hold theirs", "link:1", 1, vfs.ErrBusy},
+		{"a's zips end", "link:1", 0, nil},
+		{"the second grows into what a gave back", "person:2", 1, nil},
+		{"a again, in half of what the others leave", "link:1", 4, nil},
+		{"everyone's zips end", "", 0, nil},
+		{"a requester alone holds half the budget", "link:1", 8, nil},
+		{"a requester alone is held to half", "person:2", 9, vfs.ErrZipTooLarge},
+		{"another beside the lone one, in a quarter", "person:2", 4, nil},
+	} {
+		if row.entries == 0 {
+			for who, zs := range open {
+				if row.who == "" || who == row.who {
+					for _, z := range zs {
+						z.Close()
+					}
+					delete(open, who)
+				}
+			}
+			continue
+		}
+		z, err := e.fs.Zip(ctx, root.ID, folders[row.entries], vfs.ZipOptions{Requester: row.who})
+		if !errors.Is(err, row.want) || (err == nil) != (row.want == nil) {
+			total, by := e.fs.ZipHeld()
+			t.Fatalf("%s: %s's zip of %d entries: %v, want %v (held %d of %d: %v)", row.name, row.who, row.entries, err, row.want, total, 16*short, by)
+		}
+		if err == nil {
+			open[row.who] = append(open[row.who], z)
+		}
+	}
+	for _, zs := range open {
+		for _, z := range zs {
+			z.Close()
+		}
+	}
+	if total, by := e.fs.ZipHeld(); total != 0 || len(by) != 0 {
+		t.Errorf("every zip closed, %d bytes still held: %v", total, by)
+	}
+}
+
+// zipBudgetGivenBack: every way a zip ends gives its share back, and a
+// requester holding none is forgotten: after many rounds of zips that
+// end (Close, twice; a WriteZip read whole, or cut by its client going
+// away mid-archive; a layout cancelled while it lists; ErrBusy), nothing
+// is held, and a requester alone holds half the budget again.
+func zipBudgetGivenBack(t *testing.T) {
+	// 64 files of three-byte names; a requester alone may hold them all.
+	const files = 64
+	e := openEnvWith(t, t.TempDir(), vfs.WithZipBudget(vfs.Options{}, 2*files*(vfs.ZipEntryCost+3)))
+	t.Cleanup(e.close)
+	ctx := context.Background()
+	root, err := e.fs.CreateRoot(ctx, "rounds", vfs.RootSync)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.root = root
+	for i := range files - 1 {
+		e.write(t, root.FolderID, fmt.Sprintf("f%02d", i), randBytes(uint64(i), 64<<10))
+	}
+	e.write(t, root.FolderID, "end", nil)
+	ways := []struct {
+		name string
+		end  func(who string) error
+	}{
+		{"Close", func(who string) error {
+			z, err := e.fs.Zip(ctx, root.ID, root.FolderID, vfs.ZipOptions{Requester: who})
+			if err != nil {
+				return err
+			}
+			r := z.Reader(ctx)
+			io.CopyN(io.Discard, r, 100<<10)
+			r.Close()
+			z.Close()
+			z.Close()
+			return nil
+		}},
+		{"WriteZip read whole", func(who string) error {
+			return e.fs.WriteZip(ctx, io.Discard, root.ID, root.FolderID, vfs.ZipOptions{Requester: who})
+		}},
+		{"WriteZip whose client goes away", func(who string) error {
+			cctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			err := e.fs.WriteZip(cctx, &cancelAfter{limit: 1 << 20, cancel: cancel}, root.ID, root.FolderID, vfs.ZipOptions{Requester: who})
+			if errors.Is(err, vfs.ErrBusy) || errors.Is(err, context.Canceled) {
+				return err
+			}
+			return fmt.Errorf("cut: %v, want context.Canceled", err)
+		}},
+		{"a layout cancelled", func(who string) error {
+			cctx, cancel := context.WithCancel(ctx)
+			cancel()
+			if _, err := e.fs.Zip(cctx, root.ID, root.FolderID, vfs.ZipOptions{Requester: who}); !errors.Is(err, context.Canceled) {
+				return fmt.Errorf("cancelled: %v, want context.Canceled", err)
+			}
+			return nil
+		}},
+		{"ErrBusy beside one held", func(who string) error {
+			z, err := e.fs.Zip(ctx, root.ID, root.FolderID, vfs.ZipOptions{Requester: who})
+			if err != nil {
+				return err
+			}
+			defer z.Close()
+			if _, err := e.fs.Zip(ctx, root.ID, root.FolderID, vfs.ZipOptions{Requester: who}); !errors.Is(err, vfs.ErrBusy) {
+				return fmt.Errorf("a second beside one held: %v, want ErrBusy", err)
+			}
+			return nil
+		}},
+	}
+	for round := range 20 {
+		var wg sync.WaitGroup
+		errs := make(chan error, len(ways))
+		for i, w := range ways {
+			wg.Go(func() {
+				who := fmt.Sprintf("r%d-%d", round, i)
+				for {
+					err := w.end(who)
+					// Others' zips may hold what this one's share
+					// needs: it tries again once they end.
+					if errors.Is(err, vfs.ErrBusy) {
+						time.Sleep(time.Millisecond)
+						continue
+					}
+					if err != nil && !errors.Is(err, context.Canceled) {
+						errs <- fmt.Errorf("%s: %w", w.name, err)
+					}
+					return
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatalf("round %d: %v", round, err)
+		}
+	}
+	if total, by := e.fs.ZipHeld(); total != 0 || len(by) != 0 {
+		t.Fatalf("after every zip ended, %d bytes held: %v", total, by)
+	}
+	z, err := e.fs.Zip(ctx, root.ID, root.FolderID, vfs.ZipOptions{Requester: "alone"})
+	if err != nil {
+		t.Fatalf("a requester alone, half the budget: %v", err)
+	}
+	z.Close()
 }
 
 // zipBudgetWhileListing: a layout reserves its entries of the budget as
@@ -1182,7 +1372,7 @@ func zipBudgetWhileListing(t *testing.T) {
 		t.Fatal(err)
 	}
 	long := strings.Repeat("n", 200)
-	fit := budget / (vfs.ZipEntCost + len(long) + 4)
+	fit := budget / (vfs.ZipEntryCost + len(long) + 4)
 	const kids = 3000 // some 13 times what fits
 	for i := range kids {
 		if _, err := e.fs.Mkdir(ctx, root.ID, root.FolderID, fmt.Sprintf("%04d", i)+long, vfs.WriteOptions{}); err != nil {

@@ -31,10 +31,13 @@ type site struct {
 
 const fileBody = "%PDF-1.4 not really a pdf, 48 bytes of content.\n"
 
-func newSite(t *testing.T) *site {
+func newSite(t *testing.T) *site { return newSiteWith(t, berthtest.Options{}) }
+
+// newSiteWith is newSite over a stack built with o.
+func newSiteWith(t *testing.T, o berthtest.Options) *site {
 	t.Helper()
 	ctx := context.Background()
-	st := berthtest.New(t, berthtest.Options{})
+	st := berthtest.New(t, o)
 	p, root, _ := st.AddPerson(t, "alice", "correct horse battery")
 	c, err := st.Accounts.Caller(ctx, p.ID)
 	if err != nil {

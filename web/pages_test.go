@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -292,6 +293,79 @@ func TestZip(t *testing.T) {
 				t.Errorf("%s: zip %v lacks %s", tt.url, names, f)
 			}
 		}
+	}
+}
+
+// TestZipShared: a link's zips, from its page as from the API, hold at
+// most their share of the budget of zips being served (vfs.ZipBudget):
+// a holder of one link who keeps its zips open (answers left unread) is
+// answered the Busy page once they hold it, and another link's zip is
+// served meanwhile. Let go, the link's zips are served again.
+func TestZipShared(t *testing.T) {
+	const entry = vfs.ZipEntryCost + 5 // a file of a five-byte name
+	s := newSiteWith(t, berthtest.Options{ZipBudget: 8 * entry})
+	ctx := context.Background()
+	wo := share.WriteOptions(s.alice)
+	folder := func(name, file string, size int) vfs.Node {
+		d, err := s.st.FS.Mkdir(ctx, s.root.ID, s.root.FolderID, name, wo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Larger than the connection buffers: an answer not read holds
+		// its zip open.
+		if _, err := s.st.FS.WriteFile(ctx, s.root.ID, d.ID, file, bytes.NewReader(berthtest.RandomBytes(1, size)), wo); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	_, held := s.link(t, folder("big", "b.bin", 16<<20), share.LinkSettings{})
+	_, other := s.link(t, folder("small", "s.txt", 5), share.LinkSettings{})
+	hctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var bodies []io.Closer
+	for i := 0; ; i++ {
+		req, err := http.NewRequestWithContext(hctx, http.MethodGet, held+"/download", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode == http.StatusOK {
+			bodies = append(bodies, resp.Body)
+			continue
+		}
+		body := readAll(t, resp)
+		if resp.StatusCode != http.StatusServiceUnavailable || i != 4 {
+			t.Fatalf("zip %d of the held link: %d, want 503 after 4 held", i, resp.StatusCode)
+		}
+		checkBody(t, body, []string{"Busy"}, nil)
+		break
+	}
+	resp, body := get(t, other+"/download")
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("another link's zip beside the held one: %d", resp.StatusCode)
+	}
+	berthtest.UnzipTest(t, []byte(body))
+	cancel()
+	for _, b := range bodies {
+		b.Close()
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		resp, err := http.Get(held + "/download")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close() // its status says the layout fitted
+		if resp.StatusCode == http.StatusOK {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the held link's zip, its holder gone: %d", resp.StatusCode)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
