@@ -31,7 +31,11 @@ import (
 //     organization below O (whose policies they set themselves); those
 //     above O still do.
 //   - admin_browse_files true in O's policy: O's administrators and those
-//     above it may read (never change) the roots of O's persons.
+//     above it may read (never change) the roots of O's persons, each
+//     only where their own organization's policy has it too: false there
+//     binds them in O and everywhere below O, as admin_create_users does,
+//     except for a top-level organization's, which its administrators
+//     set themselves.
 //   - A guest reaches only what is shared with it.
 //
 // A caller who may see a thing but not do what was asked gets ErrForbidden.

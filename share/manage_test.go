@@ -140,30 +140,82 @@ func TestPersonModel(t *testing.T) {
 	}
 }
 
-// TestAdminBrowseFiles: with admin_browse_files, the administrators of a
-// person's organization and those above it read (never change) the
-// person's roots; without it, or from outside, the roots do not exist.
+// TestAdminBrowseFiles: with admin_browse_files in both the policy of a
+// person's organization and their own organization's, the administrators
+// of that organization and those above it read (never change) the
+// person's roots; without it on either side, or from outside, the roots
+// do not exist. The administrator's own side binds them everywhere they
+// manage, as admin_create_users does (a top-level organization's, which
+// its administrators set themselves, only in it): before, a child's administrator
+// whom the parent withheld it from made a grandchild, turned it on there
+// and read its persons' roots.
 func TestAdminBrowseFiles(t *testing.T) {
 	ctx := context.Background()
 	w := newTenants(t)
-	root := w.kidPersonRoot.ID
-	want := func(c account.Caller, perms share.Perm, werr error) {
+	setBrowse := func(org uint64, on bool) {
 		t.Helper()
-		a, err := w.svc.Root(ctx, c, root)
-		if !errors.Is(err, werr) || (err == nil && a.Perms != perms) {
-			t.Fatalf("%s: %v %v, want %v %v", c.Person.Username, a.Perms, err, perms, werr)
+		if _, err := w.st.Accounts.UpdatePolicy(ctx, org, func(p *account.Policy) error { p.AdminBrowseFiles = on; return nil }); err != nil {
+			t.Fatal(err)
 		}
 	}
-	want(w.kidPerson, share.Owner, nil)
-	want(w.kidAdmin, 0, share.ErrNoRoot)
-	want(w.topAdmin, 0, share.ErrNoRoot)
-	if _, err := w.st.Accounts.UpdatePolicy(ctx, w.child.ID, func(p *account.Policy) error { p.AdminBrowseFiles = true; return nil }); err != nil {
+	// The child's administrator makes a grandchild, with a person and
+	// their root, and turns admin_browse_files on there.
+	grand, err := w.st.Accounts.CreateOrganization(ctx, account.OrganizationInput{Name: "Grandchild", ParentID: w.child.ID})
+	if err != nil {
 		t.Fatal(err)
 	}
-	want(w.kidAdmin, share.View|share.Read, nil)
-	want(w.topAdmin, share.View|share.Read, nil)
-	want(w.topPerson, 0, share.ErrNoRoot)
-	want(w.otherAdmin, 0, share.ErrNoRoot)
+	setBrowse(grand.ID, true)
+	gp, err := w.st.Accounts.CreatePerson(ctx, account.PersonInput{OrganizationID: grand.ID, Username: "grandperson", Email: "grandperson@example.com", Password: password})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gpRoot, err := w.svc.NewRoot(ctx, gp, "grandperson", vfs.RootSync)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ga, err := w.st.Accounts.CreatePerson(ctx, account.PersonInput{OrganizationID: grand.ID, Username: "grandadmin", Email: "grandadmin@example.com", Password: password, Admin: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const browse = share.View | share.Read
+	for _, tt := range []struct {
+		name string
+		// top and child are admin_browse_files in those policies
+		// (the grandchild's is on throughout).
+		top, child bool
+		c          func() account.Caller
+		root       uint64
+		want       share.Perm // 0: ErrNoRoot
+	}{
+		{"the owner", false, false, func() account.Caller { return w.kidPerson }, w.kidPersonRoot.ID, share.Owner},
+		{"child admin, child's policy withholds it", false, false, func() account.Caller { return w.kidAdmin }, w.kidPersonRoot.ID, 0},
+		{"top admin, child's policy withholds it", true, false, func() account.Caller { return w.topAdmin }, w.kidPersonRoot.ID, 0},
+		{"child admin, child's policy allows it", false, true, func() account.Caller { return w.kidAdmin }, w.kidPersonRoot.ID, browse},
+		{"top admin, both policies allow it", true, true, func() account.Caller { return w.topAdmin }, w.kidPersonRoot.ID, browse},
+		{"top admin, own top-level policy withholds it", false, true, func() account.Caller { return w.topAdmin }, w.kidPersonRoot.ID, browse},
+		{"plain person", true, true, func() account.Caller { return w.topPerson }, w.kidPersonRoot.ID, 0},
+		{"other tenant's admin", true, true, func() account.Caller { return w.otherAdmin }, w.kidPersonRoot.ID, 0},
+		{"child admin withheld, grandchild allows it", true, false, func() account.Caller { return w.kidAdmin }, gpRoot.ID, 0},
+		{"child admin allowed, grandchild", false, true, func() account.Caller { return w.kidAdmin }, gpRoot.ID, browse},
+		{"grandchild admin, grandchild allows it", false, false, func() account.Caller { return caller(t, w.st, ga.ID) }, gpRoot.ID, browse},
+		{"top admin, child withholds it, grandchild allows it", true, false, func() account.Caller { return w.topAdmin }, gpRoot.ID, browse},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			setBrowse(w.top.ID, tt.top)
+			setBrowse(w.child.ID, tt.child)
+			c, err := w.st.Accounts.Caller(ctx, tt.c().Person.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, err := w.svc.Root(ctx, c, tt.root)
+			switch {
+			case tt.want == 0 && !errors.Is(err, share.ErrNoRoot):
+				t.Errorf("%v %v, want ErrNoRoot", a.Perms, err)
+			case tt.want != 0 && (err != nil || a.Perms != tt.want):
+				t.Errorf("%v %v, want %v", a.Perms, err, tt.want)
+			}
+		})
+	}
 }
 
 func outcome(err error) string {

@@ -173,8 +173,10 @@ func (s *Service) Root(ctx context.Context, c account.Caller, id uint64) (Access
 
 // othersRoot decides c's access to root id, which is not c's sync root:
 // another root c owns, or a root of a person in an organization c
-// administers whose policy has admin_browse_files (read only, under the
-// owner's policy). Anything else is ErrNoRoot.
+// administers where its policy has admin_browse_files, and c's own
+// organization's too unless that is top-level (browses; read only,
+// under the owner's policy).
+// Anything else is ErrNoRoot.
 //
 // A share root of an organization (owned by no person) is reached by
 // its subscribers and by the administrators of its organization and of
@@ -201,10 +203,28 @@ func (s *Service) othersRoot(ctx context.Context, c account.Caller, id uint64) (
 		return Access{Perms: perms, Policy: p.Policy, Opts: opts, WebDAV: dav}, nil
 	}
 	if !c.Person.Admin || c.Person.Guest || p.Owner.PersonID == 0 ||
-		!account.Within(p.Chain, c.Person.OrganizationID) || !p.Organization.Policy.AdminBrowseFiles {
+		!account.Within(p.Chain, c.Person.OrganizationID) || !browses(c, p.Organization) {
 		return Access{}, ErrNoRoot
 	}
 	return Access{Perms: View | Read, Policy: p.Policy, Opts: WriteOptions(c)}, nil
+}
+
+// browses reports whether administrator c, who manages org, may read the
+// roots of org's persons: org's policy has admin_browse_files, and so
+// does c's own organization's, which binds its administrators everywhere
+// they manage, as admin_create_users does (orgAllows): with org's alone,
+// a child's administrators, whom the parent withheld it from, made a
+// grandchild, whose policy they set, turned it on there and read its
+// persons' files. A top-level organization's own switch does not bind
+// its administrators below it: they set it themselves, so it withholds
+// nothing from them, and they browse a child that allows it as before.
+func browses(c account.Caller, org account.Organization) bool {
+	if !org.Policy.AdminBrowseFiles {
+		return false
+	}
+	// org's policy is the one just read; the caller's may be as old as
+	// their sign-in cache, and is the same organization's.
+	return org.ID == c.Person.OrganizationID || c.Organization.ParentID == 0 || c.Organization.Policy.AdminBrowseFiles
 }
 
 // Roots returns the access of caller c to every live root c reaches, in

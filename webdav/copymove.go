@@ -127,7 +127,7 @@ func (s *session) copyMove(w http.ResponseWriter, r *http.Request) error {
 	if err := s.preconditions(r, s.path, sn, true); err != nil {
 		return err
 	}
-	if err := s.targetChecks(r, sn, dn, dstExists, parent.err, overwrite); err != nil {
+	if err := s.targetChecks(r, src, dst, sn, dn, dstExists, parent.err, overwrite); err != nil {
 		return err
 	}
 	// vfs deletes an existing destination in the transaction that puts
@@ -219,18 +219,19 @@ func (d *destination) slashChecks(sn, dn vfs.Node, exists bool) error {
 	return nil
 }
 
-// targetChecks refuses a COPY or MOVE of sn onto dn (when exists), after
-// its conditions held, in copyMove's order: the policy's locked
-// extensions, the Destination's missing folder (parentErr), Overwrite: F,
-// and a destination that holds the source.
-func (s *session) targetChecks(r *http.Request, sn, dn vfs.Node, exists bool, parentErr error, overwrite bool) error {
+// targetChecks refuses a COPY or MOVE of sn, at src, onto dn (when
+// exists), at dst, after its conditions held, in copyMove's order: the
+// locked extensions of each one's root's policy, the Destination's
+// missing folder (parentErr), Overwrite: F, and a destination that holds
+// the source.
+func (s *session) targetChecks(r *http.Request, src, dst target, sn, dn vfs.Node, exists bool, parentErr error, overwrite bool) error {
 	if r.Method == "MOVE" {
-		if err := s.readOnly(sn); err != nil {
+		if err := s.readOnly(src.m.root.ID, sn); err != nil {
 			return err
 		}
 	}
 	if exists {
-		if err := s.readOnly(dn); err != nil {
+		if err := s.readOnly(dst.m.root.ID, dn); err != nil {
 			return err
 		}
 	}
@@ -305,7 +306,7 @@ func (s *session) moveAt(w http.ResponseWriter, r *http.Request, src, dst target
 	srcSlash := strings.HasSuffix(r.URL.EscapedPath(), "/")
 	var refused error
 	check := func(sn vfs.Node, dstErr error, dn *vfs.Node) error {
-		refused = s.moveChecks(r, sn, dstErr, dn, srcSlash, depth, overwrite)
+		refused = s.moveChecks(r, src, dst, sn, dstErr, dn, srcSlash, depth, overwrite)
 		return refused
 	}
 	opts := s.optsFor(dst.m.root.ID)
@@ -321,10 +322,10 @@ func (s *session) moveAt(w http.ResponseWriter, r *http.Request, src, dst target
 	return nil
 }
 
-// moveChecks are moveAt's refusals of the MOVE of sn to the Destination,
-// where dn is the item there, if any, and dstErr why there is no place
-// for it.
-func (s *session) moveChecks(r *http.Request, sn vfs.Node, dstErr error, dn *vfs.Node, srcSlash bool, depth string, overwrite bool) error {
+// moveChecks are moveAt's refusals of the MOVE of sn, at src, to the
+// Destination, dst, where dn is the item there, if any, and dstErr why
+// there is no place for it.
+func (s *session) moveChecks(r *http.Request, src, dst target, sn vfs.Node, dstErr error, dn *vfs.Node, srcSlash bool, depth string, overwrite bool) error {
 	if srcSlash && !sn.Dir {
 		return describe(vfs.ErrNotExist, "no collection of that name: %s is a file", sn.Name)
 	}
@@ -350,5 +351,5 @@ func (s *session) moveChecks(r *http.Request, sn vfs.Node, dstErr error, dn *vfs
 	if err := writeConditions(r, sn, true); err != nil {
 		return err
 	}
-	return s.targetChecks(r, sn, old, dn != nil, parentErr, overwrite)
+	return s.targetChecks(r, src, dst, sn, old, dn != nil, parentErr, overwrite)
 }

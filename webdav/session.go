@@ -66,17 +66,19 @@ type sessionCaller struct {
 	opts   vfs.WriteOptions
 }
 
-// policy is the policy the caller acts under.
-func (c *sessionCaller) policy() *account.Policy { return &c.caller.Organization.Policy }
-
 // mount is a root shown as a top-level folder, with what the caller may
-// do in it and the options of their writes there (an organization share
-// is held to its organization's limits and quotas, not the caller's).
+// do in it, the policy their writes there are held to and the options of
+// those writes (an organization share is held to its organization's
+// policy, limits and quotas, not the caller's).
 type mount struct {
 	name  string
 	root  vfs.Root
 	perms share.Perm
-	opts  vfs.WriteOptions
+	// policy is share.Access.Policy: the root's place's, which REST
+	// applies too (locked_extensions, user_lock_files), so the same
+	// request gets the same answer over both.
+	policy account.Policy
+	opts   vfs.WriteOptions
 }
 
 // newSession starts the session of caller c for the request's dav path
@@ -127,6 +129,17 @@ func (s *session) optsFor(id uint64) vfs.WriteOptions {
 	return o
 }
 
+// policyFor is the policy of writes into root id: the mount's
+// (share.Access.Policy), the caller's own only for a root not mounted.
+func (s *session) policyFor(id uint64) *account.Policy {
+	for i := range s.mounts {
+		if s.mounts[i].root.ID == id {
+			return &s.mounts[i].policy
+		}
+	}
+	return &s.caller.Organization.Policy
+}
+
 // permitted refuses a change at dav path p that the caller's permissions
 // in its root do not allow (errShareReadOnly); the top and unknown roots
 // are left to the methods, which answer them as before.
@@ -157,7 +170,7 @@ func mountNames(reach []share.Access) []mount {
 			name = fmt.Sprintf("%s (%d)", name, r.ID)
 		}
 		seen[strings.ToLower(name)] = true
-		out = append(out, mount{name: name, root: r, perms: a.Perms, opts: a.Opts})
+		out = append(out, mount{name: name, root: r, perms: a.Perms, policy: a.Policy, opts: a.Opts})
 	}
 	return out
 }
