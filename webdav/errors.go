@@ -79,7 +79,7 @@ var (
 	errNotWriteLock = errors.New("only write locks exist")
 	// errLockingDisabled is a LOCK where the policy does not let users
 	// lock files (403).
-	errLockingDisabled = errors.New("your organization's policy does not let users lock files")
+	errLockingDisabled = errors.New("the organization's policy here does not let users lock files")
 	// errNoLockToken is a lock refresh or UNLOCK without the token it needs (400).
 	errNoLockToken = errors.New("Lock-Token header required")
 	// errForeignLock is a refresh or UNLOCK of someone else's lock (403, RFC 4918 6.4).
@@ -156,8 +156,8 @@ func errorTable() []errorMapping {
 		{err: vfs.ErrNameConflict, status: http.StatusConflict, os: os.ErrExist, msg: "%v"},
 		{err: vfs.ErrInvalidName, status: http.StatusBadRequest, os: os.ErrPermission, msg: "%v"},
 		{err: vfs.ErrNameTooLong, status: http.StatusBadRequest, os: os.ErrPermission, msg: "%v"},
-		{err: vfs.ErrExtensionExcluded, status: http.StatusForbidden, os: os.ErrPermission, msg: "files with this extension are not allowed by your organization's policy"},
-		{err: vfs.ErrFileTooLarge, status: http.StatusRequestEntityTooLarge, os: os.ErrPermission, msg: "the file is larger than your organization's policy allows"},
+		{err: vfs.ErrExtensionExcluded, status: http.StatusForbidden, os: os.ErrPermission, msg: "files with this extension are not allowed by the organization's policy here"},
+		{err: vfs.ErrFileTooLarge, status: http.StatusRequestEntityTooLarge, os: os.ErrPermission, msg: "the file is larger than the organization's policy here allows"},
 		{err: vfs.ErrQuotaExceeded, status: http.StatusInsufficientStorage, os: os.ErrPermission, msg: "storing this would exceed your space quota"},
 		// RFC 4918 9.2.1 names 507 for a property the server cannot
 		// record; a lock that would not fit is the same refusal.
@@ -226,7 +226,7 @@ func errorTable() []errorMapping {
 		{err: account.ErrGroupCycle, status: http.StatusInternalServerError},
 		// The policy's locked_extensions: a file that has contents is
 		// read-only to persons (not to administrators).
-		{err: account.ErrExtensionLocked, status: http.StatusForbidden, os: os.ErrPermission, msg: "files with this extension are read-only under your organization's policy (locked_extensions)"},
+		{err: account.ErrExtensionLocked, status: http.StatusForbidden, os: os.ErrPermission, msg: "files with this extension are read-only under the organization's policy here (locked_extensions)"},
 		// New credentials cannot help until the person sets a new
 		// password, which WebDAV cannot do: 403, no challenge.
 		// Two-step verification: new credentials (a device password)
