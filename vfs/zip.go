@@ -33,11 +33,12 @@ type ZipOptions struct {
 	// share one part of the budget (see ZipBudget), so that one who
 	// holds zips open cannot keep the others' from being served.
 	Requester string
-	// Group is who else Requester's zips count with: the person who made
-	// the share link that Requester names. Empty: Requester alone. The
-	// zips of a group hold together at most what one requester may, so
-	// that a person who makes share link after link, each a requester,
-	// does not take the whole budget through them.
+	// Group is who else Requester's zips count with: the other share
+	// links of the person who made the link that Requester names.
+	// Empty: Requester alone. The zips of a group hold together at most
+	// what one requester may, so that a person who makes share link
+	// after link, each a requester, does not take the whole budget
+	// through them.
 	Group string
 }
 
@@ -67,8 +68,8 @@ const ZipMaxEntries = 500_000
 // other requester at least a quarter of it; with only the global bound,
 // one holder of a share link to a big folder who read its zip slowly
 // kept every other zip of the server refused for as long. A group of
-// requesters (ZipOptions.Group: a person and the share links they made)
-// is held to the same half, or a person who made link after link would
+// requesters (ZipOptions.Group: the share links one person made) is
+// held to the same half, or a person who made link after link would
 // hold all but a sliver of the budget through them. A zip that
 // does not fit is ErrBusy until zips end; a zip whose entries alone pass
 // half the budget is ErrZipTooLarge.
@@ -251,7 +252,7 @@ func (s *zipShares) take(who zipHolder, mine, n int64) error {
 	}
 	group := s.groups[who.group]
 	if others := s.total - group; group+n > (s.budget-others)/2 {
-		return fmt.Errorf("%w: the zips of this requester's group (the share links of one person, and theirs) hold %d bytes of layout, and may hold at most half of the %d that the zips of others leave free", ErrBusy, group, s.budget-others)
+		return fmt.Errorf("%w: the zips of this requester's group (the share links of one person) hold %d bytes of layout, and may hold at most half of the %d that the zips of others leave free", ErrBusy, group, s.budget-others)
 	}
 	if s.by == nil {
 		s.by, s.groups = make(map[string]int64), make(map[string]int64)

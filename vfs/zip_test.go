@@ -1227,13 +1227,12 @@ func zipBudgetShared(t *testing.T) {
 		// makes as many as they like: with the half of what the others
 		// leave per requester alone, ten links held all but 1/2048 of
 		// the budget, and every other zip of the server was busy.
-		{"a person's link alone holds half", "link:11", "person:9", 8, nil},
-		{"the same person's next link, in what the first left of their half", "link:12", "person:9", 1, vfs.ErrBusy},
-		{"the person's own zip, in their links' half", "person:9", "", 1, vfs.ErrBusy},
-		{"another person beside them, in a quarter", "person:2", "", 4, nil},
+		{"a person's link alone holds half", "link:11", "links of person:9", 8, nil},
+		{"the same person's next link, in what the first left of their half", "link:12", "links of person:9", 1, vfs.ErrBusy},
+		{"the person's own zip, apart from their links'", "person:9", "", 1, nil},
+		{"another person beside them", "person:2", "", 1, nil},
 		{"the first link's zips end", "link:11", "", 0, nil},
-		{"the person's next link in the half given back", "link:12", "person:9", 4, nil},
-		{"and their own zip", "person:9", "", 1, nil},
+		{"the person's next link in the half given back", "link:12", "links of person:9", 4, nil},
 	} {
 		if row.entries == 0 {
 			for who, zs := range open {

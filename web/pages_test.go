@@ -344,8 +344,8 @@ func TestZipShared(t *testing.T) {
 		checkBody(t, body, []string{"Busy"}, nil)
 		break
 	}
-	// Alice's other link is one group with the held one (her links and
-	// her own zips, held to one half); bob's link is not.
+	// Alice's other link is one group with the held one (her links,
+	// held to one half); bob's link is not.
 	if resp, _ := get(t, other+"/download"); resp.StatusCode != http.StatusServiceUnavailable {
 		t.Fatalf("another link of the same maker beside the held one: %d, want 503", resp.StatusCode)
 	}
