@@ -59,8 +59,9 @@ func (s *server) getGuest(r *http.Request) (any, error) {
 // createGuest answers POST /api/2/guest/create. Form fields: email
 // (also the guest's login), first_name, last_name, password (optional, as
 // for persons), company_id (default: the caller's organization). A person
-// creates guests in their own organization when its policy lets persons
-// share (user_create_shares); administrators create them wherever they
+// creates guests in their own organization when the policy they act
+// under (its own tightened by its ancestors') lets persons share
+// (user_create_shares); administrators create them wherever they
 // create persons (share.OrgCreateUsers).
 func (s *server) createGuest(r *http.Request) (any, error) {
 	c := callerOf(r)
@@ -77,7 +78,10 @@ func (s *server) createGuest(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	sharer := !c.Person.Guest && org.ID == c.Person.OrganizationID && org.Policy.UserCreateShares
+	// The caller's policy is their organization's tightened by every
+	// ancestor's: org's own alone let a child's persons make guests
+	// where a parent withholds sharing.
+	sharer := !c.Person.Guest && org.ID == c.Person.OrganizationID && c.Organization.Policy.UserCreateShares
 	if !sharer {
 		if _, err := s.shares.Organization(ctx, c, orgID, share.OrgCreateUsers); err != nil {
 			return nil, err

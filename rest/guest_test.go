@@ -94,6 +94,20 @@ func TestGuestObject(t *testing.T) {
 	st, body = f.send("POST", fmt.Sprintf("/api/2/person/%d/delete", g.ID), tn.parentAdmin.token, nil)
 	wantError(t, st, body, 404, "not_found")
 
+	// With user_create_shares off above Mid (Acme's), Mid's persons
+	// create no guests either: they act under Mid's policy tightened by
+	// Acme's, where Mid's own alone let them.
+	setShares := func(org uint64, on bool) {
+		t.Helper()
+		if _, err := f.accounts.UpdatePolicy(context.Background(), org, func(p *account.Policy) error { p.UserCreateShares = on; return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setShares(f.org.ID, false)
+	st, body = f.send("POST", "/api/2/guest/create", tn.plain.token, valid("email", "jo@partner.example"))
+	wantError(t, st, body, 403, "forbidden")
+	setShares(f.org.ID, true)
+
 	// With user_create_shares off, persons create no guests; administrators do.
 	if _, err := f.accounts.UpdatePolicy(context.Background(), tn.mid.ID, func(p *account.Policy) error { p.UserCreateShares = false; return nil }); err != nil {
 		t.Fatal(err)

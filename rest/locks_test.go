@@ -138,9 +138,25 @@ func TestLockBreak(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	erin, _, erinTok := f.addPerson("erin")
+	// Administrators of a child organization and of another: neither
+	// reaches a share of f.org's.
+	child, err := f.accounts.CreateOrganization(ctx0, account.OrganizationInput{ParentID: f.org.ID, Name: "Child"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	globex, err := f.accounts.CreateOrganization(ctx0, account.OrganizationInput{Name: "Globex"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := func(org uint64, name string) string {
+		return f.personToken(account.PersonInput{OrganizationID: org, Username: name, Email: name + "@example.com", Password: fixturePassword, Admin: true})
+	}
+	childAdminTok, globexAdminTok := admin(child.ID, "childadm"), admin(globex.ID, "globexadm")
 	subscribe := func(withBob bool) {
 		t.Helper()
 		subs := []share.Entry{{ID: dave.ID, Channel: share.ChannelWeb, Role: share.RoleCollaborator},
+			{ID: erin.ID, Channel: share.ChannelWeb, Role: share.RoleViewer},
 			{ID: f.person.ID, Channel: share.ChannelWeb, Role: share.RoleManager}}
 		if withBob {
 			subs = append(subs, share.Entry{ID: bob.ID, Channel: share.ChannelWeb, Role: share.RoleCollaborator})
@@ -174,6 +190,10 @@ func TestLockBreak(t *testing.T) {
 		{name: "forced after the holder left the share", token: carolTok, form: force, left: true, status: http.StatusOK, ended: true},
 		{name: "force not a boolean", token: carolTok, form: url.Values{"force": {"yes"}}, status: http.StatusBadRequest, code: "invalid_request"},
 		{name: "the holder's own forced unlock", token: bobTok, form: force, status: http.StatusForbidden, code: "forbidden"},
+		{name: "a viewer's forced unlock", token: erinTok, form: force, status: http.StatusForbidden, code: "forbidden"},
+		{name: "a child organization's administrator's forced unlock", token: childAdminTok, form: force, status: http.StatusNotFound, code: "not_found"},
+		{name: "another organization's administrator's forced unlock", token: globexAdminTok, form: force, status: http.StatusNotFound, code: "not_found"},
+		{name: "an anonymous forced unlock", token: "", form: force, status: http.StatusUnauthorized, code: "access_denied"},
 		{name: "the manager's forced unlock of a WebDAV lock", token: f.token, form: force, dav: true, status: http.StatusOK, ended: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -851,7 +851,7 @@ func (s *server) serveLinkZip(w http.ResponseWriter, r *http.Request, la share.L
 			*p.dst = append(*p.dst, id)
 		}
 	}
-	zo.Requester = la.Link.Requester()
+	zo.Requester, zo.Group = la.Link.Requester(), la.Link.RequesterGroup()
 	z, err := s.fs.Zip(r.Context(), la.Root.ID, n.ID, zo)
 	if err != nil {
 		return err

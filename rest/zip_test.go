@@ -464,8 +464,10 @@ func TestShareLinkZipRanges(t *testing.T) {
 // slowly, or opens many at once) is refused once the link's zips hold
 // their share, and every other requester's zip is served meanwhile: the
 // same organization's persons, its administrator, another
-// organization's person, another link. With the budget alone, the one
-// holder kept every other zip of the server at 503. Access is unchanged
+// organization's person, another person's link. With the budget alone,
+// the one holder kept every other zip of the server at 503. The link's
+// maker's other links and own zips are one group with it, held to the
+// same half, since a person makes as many links as they like. Access is unchanged
 // (anonymous: 401; another organization's person: 404), the holder's
 // zips give their share back when its client goes away, and a zip of
 // half the budget, the most one requester may hold, is served again
@@ -494,12 +496,12 @@ func TestZipBudgetShared(t *testing.T) {
 	// Persons with a folder of one small file each in their own root: a
 	// plain person and the administrator of alice's organization, and a
 	// person of another.
-	person := func(org uint64, name string, admin bool) (string, string) {
+	person := func(org uint64, name string, admin bool) (tok, zip, folder string) {
 		root, err := f.fs.CreateRoot(ctx, name, vfs.RootSync)
 		if err != nil {
 			t.Fatal(err)
 		}
-		tok := f.personToken(account.PersonInput{OrganizationID: org, Username: name,
+		tok = f.personToken(account.PersonInput{OrganizationID: org, Username: name,
 			Email: name + "@example.com", Password: fixturePassword, Admin: admin, RootID: root.ID})
 		d, err := f.fs.Mkdir(ctx, root.ID, root.FolderID, "d", vfs.WriteOptions{})
 		if err != nil {
@@ -508,15 +510,24 @@ func TestZipBudgetShared(t *testing.T) {
 		if _, err := f.fs.WriteFile(ctx, root.ID, d.ID, "x.txt", strings.NewReader("x"), vfs.WriteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		return tok, fmt.Sprintf("/api/2/files/%d/folder/%d/download", root.ID, d.ID)
+		folder = fmt.Sprintf("/api/2/files/%d/folder/%d", root.ID, d.ID)
+		return tok, folder + "/download", folder
 	}
-	plainTok, plainZip := person(f.org.ID, "bob", false)
-	adminTok, adminZip := person(f.org.ID, "carol", true)
+	plainTok, plainZip, plainFolder := person(f.org.ID, "bob", false)
+	adminTok, adminZip, _ := person(f.org.ID, "carol", true)
 	globex, err := f.accounts.CreateOrganization(ctx, account.OrganizationInput{Name: "Globex"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	tenantTok, tenantZip := person(globex.ID, "dave", false)
+	tenantTok, tenantZip, _ := person(globex.ID, "dave", false)
+	// A link of bob's: another maker's.
+	var bobs linkJSON
+	st, body := f.readAll(f.request(http.MethodPost, plainFolder+"/share", plainTok, strings.NewReader(""),
+		http.Header{"Content-Type": {"application/x-www-form-urlencoded"}}))
+	if st != http.StatusOK {
+		t.Fatalf("bob's link: %d %s", st, body)
+	}
+	decode(t, body, &bobs)
 
 	// hold opens zips of the held link until one is refused, and leaves
 	// the answers unread; stop cancels them, as a client that goes away.
@@ -581,8 +592,13 @@ func TestZipBudgetShared(t *testing.T) {
 		code              string
 	}{
 		{"the held link's other holders share its part", linkZip(held), "", 503, "temporarily_unavailable"},
-		{"another link's holder", linkZip(other), "", 200, ""},
-		{"the link's owner, her own folder", f.zipURL(small.ID), f.token, 200, ""},
+		// The maker's other links are one group with the held link,
+		// held to the same half: a person makes as many links as they
+		// like, and each link alone a requester of its own let them take
+		// all but a sliver of the budget.
+		{"another link of the same maker", linkZip(other), "", 503, "temporarily_unavailable"},
+		{"the link's maker, her own folder", f.zipURL(small.ID), f.token, 200, ""},
+		{"another maker's link", linkZip(bobs), "", 200, ""},
 		{"a plain person of the organization", plainZip, plainTok, 200, ""},
 		{"the organization's administrator", adminZip, adminTok, 200, ""},
 		{"a person of another organization", tenantZip, tenantTok, 200, ""},

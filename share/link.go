@@ -102,10 +102,25 @@ func (l Link) ItemID() uint64 {
 // downloads through it (vfs.ZipOptions.Requester): every holder of a
 // link, whatever their address or account, shares the link's part of
 // what the server lends to zips, so one holder who keeps its zips open
-// slows only that link's other holders, never another link's or a
-// person's own downloads. A person is named "person:<id>"
-// (account.Person.Principal), so the two never meet.
+// slows that link's other holders first, and those of its maker's other
+// links (RequesterGroup), never anyone else's. A person is named
+// "person:<id>" (account.Person.Principal), so the two never meet.
 func (l Link) Requester() string { return "link:" + strconv.FormatUint(l.ID, 10) }
+
+// RequesterGroup is who the link's zips count with (vfs.ZipOptions.Group):
+// every link its maker made. A person makes as many links as they like,
+// each a requester of its own: counted apart, ten links to a large
+// folder, each downloaded slowly, held all but 1/2048 of the budget and
+// kept every other zip of the server refused. So one holder of a link
+// who keeps its zips open slows the holders of that person's other
+// links, never anyone else, nor the person's own zips ("person:<id>",
+// a group of one).
+func (l Link) RequesterGroup() string {
+	if l.CreatorID == 0 {
+		return ""
+	}
+	return "links of " + account.Person{ID: l.CreatorID}.Principal()
+}
 
 // Expired reports whether the link's last day is before now's (UTC).
 func (l Link) Expired(now time.Time) bool {

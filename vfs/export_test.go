@@ -43,11 +43,19 @@ func WithZipBudget(opts Options, n int64) Options {
 }
 
 // ZipHeld is what the layouts of the zips being served hold of the
-// budget, in all and by requester (those holding none left out).
+// budget, in all and by requester and by group (as "group " and its
+// name), those holding none left out.
 func (fs *FS) ZipHeld() (total int64, by map[string]int64) {
 	fs.zips.mu.Lock()
 	defer fs.zips.mu.Unlock()
-	return fs.zips.total, maps.Clone(fs.zips.by)
+	by = maps.Clone(fs.zips.by)
+	for g, n := range fs.zips.groups {
+		if by == nil {
+			by = map[string]int64{}
+		}
+		by["group "+g] = n
+	}
+	return fs.zips.total, by
 }
 
 // WithBatchHook returns opts with fn run between the transactions of a

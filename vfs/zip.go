@@ -1,6 +1,7 @@
 package vfs
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"encoding/hex"
@@ -32,6 +33,13 @@ type ZipOptions struct {
 	// share one part of the budget (see ZipBudget), so that one who
 	// holds zips open cannot keep the others' from being served.
 	Requester string
+	// Group is who else Requester's zips count with: the other share
+	// links of the person who made the link that Requester names.
+	// Empty: Requester alone. The zips of a group hold together at most
+	// what one requester may, so that a person who makes share link
+	// after link, each a requester, does not take the whole budget
+	// through them.
+	Group string
 }
 
 // ZipMaxEntries bounds the entries of one zip: its layout is held in
@@ -59,7 +67,10 @@ const ZipMaxEntries = 500_000
 // one who holds zips open, slowly read or many at once, leaves every
 // other requester at least a quarter of it; with only the global bound,
 // one holder of a share link to a big folder who read its zip slowly
-// kept every other zip of the server refused for as long. A zip that
+// kept every other zip of the server refused for as long. A group of
+// requesters (ZipOptions.Group: the share links one person made) is
+// held to the same half, or a person who made link after link would
+// hold all but a sliver of the budget through them. A zip that
 // does not fit is ErrBusy until zips end; a zip whose entries alone pass
 // half the budget is ErrZipTooLarge.
 const ZipBudget = 54 << 20
@@ -126,8 +137,12 @@ type Zip struct {
 	// held is what the layout holds of its FS's ZipBudget (bytes), until
 	// Close, on behalf of who (ZipOptions.Requester).
 	held int64
-	who  string
+	who  zipHolder
 }
+
+// zipHolder is who a layout is held for: its requester and their group
+// (ZipOptions).
+type zipHolder struct{ requester, group string }
 
 // zipCentralMark is how many central records lie between two of
 // Zip.cdMarks: a read walks at most that many, and the marks cost 8 bytes
@@ -167,7 +182,7 @@ type zipEnt struct {
 // than half of ZipBudget bytes of them), ErrBusy (the requester's zips
 // hold as much of the budget as the others' let them), and ctx's.
 func (fs *FS) Zip(ctx context.Context, root, folder uint64, opts ZipOptions) (*Zip, error) {
-	z := &Zip{fs: fs, root: root, z64: zipUint32Max, max: ZipMaxEntries, who: opts.Requester}
+	z := &Zip{fs: fs, root: root, z64: zipUint32Max, max: ZipMaxEntries, who: zipHolder{opts.Requester, cmp.Or(opts.Group, opts.Requester)}}
 	if fs.zip64At > 0 {
 		z.z64 = fs.zip64At
 	}
@@ -210,47 +225,57 @@ func (z *Zip) reserve(n int64) error {
 }
 
 // zipShares is what the layouts of the zips being served hold of the
-// budget, in all and by requester.
+// budget, in all, by requester and by group.
 type zipShares struct {
 	budget int64
 	mu     sync.Mutex
 	total  int64
 	by     map[string]int64 // requesters that hold some
+	groups map[string]int64 // groups that hold some
 }
 
 // take reserves n more bytes for a layout of who that holds mine: at
 // most half of what the other requesters leave of the budget may be
-// who's. A layout whose own entries pass half the budget is
-// ErrZipTooLarge: it would be ErrBusy however long its client waited.
-func (s *zipShares) take(who string, mine, n int64) error {
+// who's requester's, and at most half of what the other groups leave
+// may be who's group's. A layout whose own entries pass half the
+// budget is ErrZipTooLarge: it would be ErrBusy however long its
+// client waited.
+func (s *zipShares) take(who zipHolder, mine, n int64) error {
 	if mine+n > s.budget/2 {
 		return fmt.Errorf("%w: its entries' names take more than %d bytes together, half the zips' budget", ErrZipTooLarge, s.budget/2)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	held := s.by[who]
-	others := s.total - held
-	if held+n > (s.budget-others)/2 {
+	held := s.by[who.requester]
+	if others := s.total - held; held+n > (s.budget-others)/2 {
 		return fmt.Errorf("%w: this requester's zips hold %d bytes of layout, and may hold at most half of the %d that the zips of others leave free", ErrBusy, held, s.budget-others)
 	}
-	if s.by == nil {
-		s.by = make(map[string]int64)
+	group := s.groups[who.group]
+	if others := s.total - group; group+n > (s.budget-others)/2 {
+		return fmt.Errorf("%w: the zips of this requester's group (the share links of one person) hold %d bytes of layout, and may hold at most half of the %d that the zips of others leave free", ErrBusy, group, s.budget-others)
 	}
-	s.by[who] = held + n
+	if s.by == nil {
+		s.by, s.groups = make(map[string]int64), make(map[string]int64)
+	}
+	s.by[who.requester] = held + n
+	s.groups[who.group] = group + n
 	s.total += n
 	return nil
 }
 
 // give gives back n bytes that a layout of who held.
-func (s *zipShares) give(who string, n int64) {
+func (s *zipShares) give(who zipHolder, n int64) {
 	if n == 0 {
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.total -= n
-	if s.by[who] -= n; s.by[who] == 0 {
-		delete(s.by, who)
+	if s.by[who.requester] -= n; s.by[who.requester] == 0 {
+		delete(s.by, who.requester)
+	}
+	if s.groups[who.group] -= n; s.groups[who.group] == 0 {
+		delete(s.groups, who.group)
 	}
 }
 

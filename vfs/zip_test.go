@@ -1204,23 +1204,35 @@ func zipBudgetShared(t *testing.T) {
 	for _, row := range []struct {
 		name    string
 		who     string
-		entries int // of the folder zipped; 0 closes who's zips
+		group   string // ZipOptions.Group
+		entries int    // of the folder zipped; 0 closes who's zips
 		want    error
 	}{
-		{"a's first zip", "link:1", 4, nil},
-		{"a's second, half the budget", "link:1", 4, nil},
-		{"a's third, past half", "link:1", 1, vfs.ErrBusy},
-		{"another requester beside a holding half", "person:2", 4, nil},
-		{"a third requester in what both leave", "person:3", 1, nil},
-		{"the third past half of what they leave", "person:3", 4, vfs.ErrBusy},
-		{"a can take no more while the others hold theirs", "link:1", 1, vfs.ErrBusy},
-		{"a's zips end", "link:1", 0, nil},
-		{"the second grows into what a gave back", "person:2", 1, nil},
-		{"a again, in half of what the others leave", "link:1", 4, nil},
-		{"everyone's zips end", "", 0, nil},
-		{"a requester alone holds half the budget", "link:1", 8, nil},
-		{"a requester alone is held to half", "person:2", 9, vfs.ErrZipTooLarge},
-		{"another beside the lone one, in a quarter", "person:2", 4, nil},
+		{"a's first zip", "link:1", "", 4, nil},
+		{"a's second, half the budget", "link:1", "", 4, nil},
+		{"a's third, past half", "link:1", "", 1, vfs.ErrBusy},
+		{"another requester beside a holding half", "person:2", "", 4, nil},
+		{"a third requester in what both leave", "person:3", "", 1, nil},
+		{"the third past half of what they leave", "person:3", "", 4, vfs.ErrBusy},
+		{"a can take no more while the others hold theirs", "link:1", "", 1, vfs.ErrBusy},
+		{"a's zips end", "link:1", "", 0, nil},
+		{"the second grows into what a gave back", "person:2", "", 1, nil},
+		{"a again, in half of what the others leave", "link:1", "", 4, nil},
+		{"everyone's zips end", "", "", 0, nil},
+		{"a requester alone holds half the budget", "link:1", "", 8, nil},
+		{"a requester alone is held to half", "person:2", "", 9, vfs.ErrZipTooLarge},
+		{"another beside the lone one, in a quarter", "person:2", "", 4, nil},
+		{"everyone's zips end again", "", "", 0, nil},
+		// A person's share links are requesters each, and the person
+		// makes as many as they like: with the half of what the others
+		// leave per requester alone, ten links held all but 1/2048 of
+		// the budget, and every other zip of the server was busy.
+		{"a person's link alone holds half", "link:11", "links of person:9", 8, nil},
+		{"the same person's next link, in what the first left of their half", "link:12", "links of person:9", 1, vfs.ErrBusy},
+		{"the person's own zip, apart from their links'", "person:9", "", 1, nil},
+		{"another person beside them", "person:2", "", 1, nil},
+		{"the first link's zips end", "link:11", "", 0, nil},
+		{"the person's next link in the half given back", "link:12", "links of person:9", 4, nil},
 	} {
 		if row.entries == 0 {
 			for who, zs := range open {
@@ -1233,7 +1245,7 @@ func zipBudgetShared(t *testing.T) {
 			}
 			continue
 		}
-		z, err := e.fs.Zip(ctx, root.ID, folders[row.entries], vfs.ZipOptions{Requester: row.who})
+		z, err := e.fs.Zip(ctx, root.ID, folders[row.entries], vfs.ZipOptions{Requester: row.who, Group: row.group})
 		if !errors.Is(err, row.want) || (err == nil) != (row.want == nil) {
 			total, by := e.fs.ZipHeld()
 			t.Fatalf("%s: %s's zip of %d entries: %v, want %v (held %d of %d: %v)", row.name, row.who, row.entries, err, row.want, total, 16*short, by)

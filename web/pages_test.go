@@ -299,7 +299,8 @@ func TestZip(t *testing.T) {
 // TestZipShared: a link's zips, from its page as from the API, hold at
 // most their share of the budget of zips being served (vfs.ZipBudget):
 // a holder of one link who keeps its zips open (answers left unread) is
-// answered the Busy page once they hold it, and another link's zip is
+// answered the Busy page once they hold it, as are the zips of the
+// maker's other links (one group), and another maker's link's zip is
 // served meanwhile. Let go, the link's zips are served again.
 func TestZipShared(t *testing.T) {
 	const entry = vfs.ZipEntryCost + 5 // a file of a five-byte name
@@ -319,7 +320,7 @@ func TestZipShared(t *testing.T) {
 		return d
 	}
 	_, held := s.link(t, folder("big", "b.bin", 16<<20), share.LinkSettings{})
-	_, other := s.link(t, folder("small", "s.txt", 5), share.LinkSettings{})
+	l2, other := s.link(t, folder("small", "s.txt", 5), share.LinkSettings{})
 	hctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var bodies []io.Closer
@@ -343,9 +344,30 @@ func TestZipShared(t *testing.T) {
 		checkBody(t, body, []string{"Busy"}, nil)
 		break
 	}
-	resp, body := get(t, other+"/download")
+	// Alice's other link is one group with the held one (her links,
+	// held to one half); bob's link is not.
+	if resp, _ := get(t, other+"/download"); resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("another link of the same maker beside the held one: %d, want 503", resp.StatusCode)
+	}
+	bob, bobRoot, _ := s.st.AddPerson(t, "bob", "correct horse battery")
+	bc, err := s.st.Accounts.Caller(ctx, bob.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bd, err := s.st.FS.Mkdir(ctx, bobRoot.ID, bobRoot.FolderID, "b", share.WriteOptions(bc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.st.FS.WriteFile(ctx, bobRoot.ID, bd.ID, "b.txt", strings.NewReader("bob's"), share.WriteOptions(bc)); err != nil {
+		t.Fatal(err)
+	}
+	bl, err := s.shares.CreateLink(ctx, bc, bobRoot.ID, bd.ID, true, share.LinkSettings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, body := get(t, strings.TrimSuffix(other, l2.Hash)+bl.Hash+"/download")
 	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("another link's zip beside the held one: %d", resp.StatusCode)
+		t.Fatalf("another maker's link's zip beside the held one: %d", resp.StatusCode)
 	}
 	berthtest.UnzipTest(t, []byte(body))
 	cancel()

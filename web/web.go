@@ -546,7 +546,7 @@ func (h *handler) serveFile(w http.ResponseWriter, r *http.Request, la share.Lin
 // serveZip serves the zip of folder n (vfs.Zip): exact size, ETag and
 // Range, so a browser resumes a broken download; counted as a file is.
 func (h *handler) serveZip(w http.ResponseWriter, r *http.Request, la share.LinkAccess, n vfs.Node) {
-	z, err := h.opts.FS.Zip(r.Context(), la.Root.ID, n.ID, vfs.ZipOptions{Requester: la.Link.Requester()})
+	z, err := h.opts.FS.Zip(r.Context(), la.Root.ID, n.ID, vfs.ZipOptions{Requester: la.Link.Requester(), Group: la.Link.RequesterGroup()})
 	if err != nil {
 		h.fail(w, r, err)
 		return

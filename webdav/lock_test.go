@@ -448,5 +448,42 @@ func TestLock(t *testing.T) {
 			st, _, body = f.do("PUT", "/locked/b.txt", strings.NewReader("no"))
 			want(t, "PUT below the destination's lock without its token", st, http.StatusLocked, body)
 		}},
+		// A lock ended by its root's manager (REST's unlock with force,
+		// which removes every lock of the item) leaves its client's token
+		// naming nothing: the client's next PUT, DELETE or UNLOCK with it
+		// fails cleanly and writes nothing, as after an expiry.
+		{"a lock ended by force: its token opens nothing", func(t *testing.T) {
+			f := newFixture(t)
+			st, _, body := f.do("MKCOL", "/d", nil)
+			want(t, "MKCOL", st, http.StatusCreated, body)
+			st, _, body = f.do("PUT", "/d/a.txt", strings.NewReader("v1"))
+			want(t, "PUT", st, http.StatusCreated, body)
+			for _, p := range []string{"/d/a.txt", "/d"} {
+				st, h, body := f.do("LOCK", p, strings.NewReader(lockExclusive), "Depth", "infinity")
+				want(t, "LOCK "+p, st, http.StatusOK, body)
+				tok := h.Get("Lock-Token")
+				n, err := f.lookup(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := f.fs.Unlock(context.Background(), f.root.ID, n.ID, ""); err != nil {
+					t.Fatal(err)
+				}
+				st, _, body = f.do("PUT", "/d/a.txt", strings.NewReader("stale"), "If", "("+tok+")")
+				want(t, "PUT with the ended lock's token ("+p+")", st, http.StatusPreconditionFailed, body)
+				st, _, body = f.do("PUT", "/d/new.txt", strings.NewReader("stale"), "If", "<"+f.url(p)+"> ("+tok+")")
+				want(t, "PUT of a new file with the ended lock's tagged token ("+p+")", st, http.StatusPreconditionFailed, body)
+				st, _, body = f.do("DELETE", "/d/a.txt", nil, "If", "("+tok+")")
+				want(t, "DELETE with the ended lock's token ("+p+")", st, http.StatusPreconditionFailed, body)
+				st, _, body = f.do("UNLOCK", p, nil, "Lock-Token", tok)
+				want(t, "UNLOCK of the ended lock ("+p+")", st, http.StatusConflict, body)
+				if b, err := f.read("/d/a.txt"); err != nil || string(b) != "v1" {
+					t.Fatalf("a.txt = %q, %v after writes with an ended lock's token", b, err)
+				}
+				if _, err := f.lookup("/d/new.txt"); !errors.Is(err, vfs.ErrNotExist) {
+					t.Fatalf("new.txt written with an ended lock's token: %v", err)
+				}
+			}
+		}},
 	})
 }
