@@ -514,9 +514,13 @@ func (s *server) organizationPersons(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	pol, err := s.accounts.EffectivePolicy(ctx, org.ID)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]personBody, 0, len(ps))
 	for _, p := range ps {
-		b, err := s.encodePersonIn(ctx, c, p, org)
+		b, err := s.encodePersonIn(ctx, c, p, pol)
 		if err != nil {
 			return nil, err
 		}
@@ -527,20 +531,21 @@ func (s *server) organizationPersons(r *http.Request) (any, error) {
 
 // encodePerson builds the person object of p for caller c.
 func (s *server) encodePerson(ctx context.Context, c caller, p account.Person) (personBody, error) {
-	org := c.Organization
-	if p.OrganizationID != org.ID {
+	pol := c.Organization.Policy
+	if p.OrganizationID != c.Organization.ID {
 		var err error
-		if org, err = s.accounts.Organization(ctx, p.OrganizationID); err != nil {
+		if pol, err = s.accounts.EffectivePolicy(ctx, p.OrganizationID); err != nil {
 			return personBody{}, err
 		}
 	}
-	return s.encodePersonIn(ctx, c, p, org)
+	return s.encodePersonIn(ctx, c, p, pol)
 }
 
-// encodePersonIn builds the person object of p, a person of org, for
-// caller c: the policy is org's, the roots' permissions are c's.
-func (s *server) encodePersonIn(ctx context.Context, c caller, p account.Person, org account.Organization) (personBody, error) {
-	pol := org.Policy
+// encodePersonIn builds the person object of p for caller c: pol is the
+// policy p acts under (p's organization's tightened by every ancestor's,
+// as the caller's own is), so that company_policy and can_share say what
+// binds p and read alike whoever asks; the roots' permissions are c's.
+func (s *server) encodePersonIn(ctx context.Context, c caller, p account.Person, pol account.Policy) (personBody, error) {
 	quota := p.QuotaUnder(pol)
 	body := personBody{
 		ID:                  p.ID,

@@ -665,3 +665,60 @@ func BenchmarkOrganizationPersonsPage(b *testing.B) {
 		}
 	}
 }
+
+// TestPersonPolicyChain: a person object's company_policy and can_share
+// are the policy the person acts under (their organization's tightened by
+// every ancestor's), whoever asks and by whichever route. An
+// administrator above saw a child's person with the child's own policy:
+// sharing allowed and no excluded extensions, where the parent withheld
+// sharing and excluded .exe, while the person, asking, saw the truth.
+func TestPersonPolicyChain(t *testing.T) {
+	f := newFixture(t)
+	tn := newTenants(t, f)
+	if _, err := f.accounts.UpdatePolicy(context.Background(), f.org.ID, func(p *account.Policy) error {
+		p.UserCreateShares = false
+		p.ExcludedExtensions = ".exe"
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	one := func(body []byte) personBody {
+		var p personBody
+		decode(t, body, &p)
+		return p
+	}
+	page := func(body []byte) personBody {
+		var pb pagedBody[personBody]
+		decode(t, body, &pb)
+		for _, p := range pb.Results {
+			if p.ID == tn.plain.p.ID {
+				return p
+			}
+		}
+		t.Fatalf("the person is not on the page: %s", body)
+		return personBody{}
+	}
+	for _, tc := range []struct {
+		name, path string
+		asker      member
+		read       func([]byte) personBody
+	}{
+		{"the person, of themselves", "/api/2/person", tn.plain, one},
+		{"the parent's administrator, by id", fmt.Sprintf("/api/2/person/%d", tn.plain.p.ID), tn.parentAdmin, one},
+		{"the organization's administrator, by id", fmt.Sprintf("/api/2/person/%d", tn.plain.p.ID), tn.midAdmin, one},
+		{"the parent's administrator, the organization's persons", fmt.Sprintf("/api/2/organization/%d/persons", tn.mid.ID), tn.parentAdmin, page},
+		{"the organization's administrator, its persons", fmt.Sprintf("/api/2/organization/%d/persons", tn.mid.ID), tn.midAdmin, page},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st, body := f.send("GET", tc.path, tc.asker.token, nil)
+			if st != 200 {
+				t.Fatalf("%d %s", st, body)
+			}
+			p := tc.read(body)
+			if p.CanShare || p.CompanyPolicy.UserCreateShares || !strings.Contains(p.CompanyPolicy.ExcludedExtensions, ".exe") ||
+				p.CompanyPolicy.CompanyID != tn.mid.ID {
+				t.Errorf("can_share %v, company_policy %+v: want the parent's limits, in Mid's policy", p.CanShare, p.CompanyPolicy)
+			}
+		})
+	}
+}
