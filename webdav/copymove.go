@@ -226,12 +226,12 @@ func (d *destination) slashChecks(sn, dn vfs.Node, exists bool) error {
 // the source.
 func (s *session) targetChecks(r *http.Request, src, dst target, sn, dn vfs.Node, exists bool, parentErr error, overwrite bool) error {
 	if r.Method == "MOVE" {
-		if err := s.readOnly(src.m.root.ID, sn); err != nil {
+		if err := s.readOnly(src, sn); err != nil {
 			return err
 		}
 	}
 	if exists {
-		if err := s.readOnly(dst.m.root.ID, dn); err != nil {
+		if err := s.readOnly(dst, dn); err != nil {
 			return err
 		}
 	}

@@ -24,7 +24,7 @@ func (s *session) delete(w http.ResponseWriter, r *http.Request) error {
 				refused = writeConditions(r, n, true)
 			}
 			if refused == nil {
-				refused = s.readOnly(t.m.root.ID, n)
+				refused = s.readOnly(t, n)
 			}
 			return refused
 		})
@@ -47,7 +47,7 @@ func (s *session) delete(w http.ResponseWriter, r *http.Request) error {
 	if err := s.preconditions(r, s.path, n, true); err != nil {
 		return err
 	}
-	if err := s.readOnly(t.m.root.ID, n); err != nil {
+	if err := s.readOnly(t, n); err != nil {
 		return err
 	}
 	// An If header reads the store (lock tokens, other resources), so

@@ -5,25 +5,25 @@ import (
 	"berth/vfs"
 )
 
-// readOnly refuses a change by the session's person to file n of root
-// that the root's policy's locked_extensions forbids (overwrite, move,
-// delete; account.Policy.ExtensionReadOnly says when): the same rule,
-// under the same policy, as REST's. A collection is not refused: what it
-// holds goes with it (docs/api.md says why).
-func (s *session) readOnly(root uint64, n vfs.Node) error {
+// readOnly refuses a change by the session's person to file n at t that
+// the policy of t's root forbids by its locked_extensions (overwrite,
+// move, delete; account.Policy.ExtensionReadOnly says when): the same
+// rule, under the same policy, as REST's. A collection is not refused:
+// what it holds goes with it (docs/api.md says why).
+func (s *session) readOnly(t target, n vfs.Node) error {
 	if n.Dir {
 		return nil
 	}
-	return s.policyFor(root).ExtensionReadOnly(s.caller.Person, n.Name, n.Size)
+	return s.policyOf(t).ExtensionReadOnly(s.caller.Person, n.Name, n.Size)
 }
 
-// policyAt is the policy of writes at dav path p: its root's
-// (policyFor). The list of roots, and a first segment that names no
-// root, have none: the caller's own answers for them, as it did before
-// the roots had their own.
+// policyAt is the policy of writes at dav path p (policyOf). A first
+// segment that names no root has none: the caller's own answers for it,
+// as for the list of roots.
 func (s *session) policyAt(p string) *account.Policy {
-	if t, err := s.resolve(p); err == nil && !t.top() {
-		return s.policyFor(t.m.root.ID)
+	t, err := s.resolve(p)
+	if err != nil {
+		t = target{}
 	}
-	return &s.caller.Organization.Policy
+	return s.policyOf(t)
 }

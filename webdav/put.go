@@ -37,7 +37,7 @@ func (s *session) put(w http.ResponseWriter, r *http.Request) error {
 	if err := s.preconditions(r, s.path, n, exists); err != nil {
 		return err
 	}
-	pol := s.policyFor(t.m.root.ID)
+	pol := s.policyOf(t)
 	locked := pol.Binds(s.caller.Person) && pol.ExtensionLocked(name)
 	if exists && locked {
 		if err := pol.ExtensionReadOnly(s.caller.Person, n.Name, n.Size); err != nil {
@@ -97,7 +97,7 @@ func (s *session) plainPut(w http.ResponseWriter, r *http.Request) (done bool, e
 	if err != nil || t.isMountRoot() {
 		return false, nil
 	}
-	if pol := s.policyFor(t.m.root.ID); pol.Binds(s.caller.Person) && pol.ExtensionLocked(path.Base(t.rel)) {
+	if pol := s.policyOf(t); pol.Binds(s.caller.Person) && pol.ExtensionLocked(path.Base(t.rel)) {
 		return false, nil
 	}
 	opts := s.optsFor(t.m.root.ID)

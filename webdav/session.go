@@ -129,15 +129,14 @@ func (s *session) optsFor(id uint64) vfs.WriteOptions {
 	return o
 }
 
-// policyFor is the policy of writes into root id: the mount's
-// (share.Access.Policy), the caller's own only for a root not mounted.
-func (s *session) policyFor(id uint64) *account.Policy {
-	for i := range s.mounts {
-		if s.mounts[i].root.ID == id {
-			return &s.mounts[i].policy
-		}
+// policyOf is the policy of writes at t: its mount's
+// (share.Access.Policy); the list of roots has none, and the caller's
+// own answers for it.
+func (s *session) policyOf(t target) *account.Policy {
+	if t.top() {
+		return &s.caller.Organization.Policy
 	}
-	return &s.caller.Organization.Policy
+	return &t.m.policy
 }
 
 // permitted refuses a change at dav path p that the caller's permissions
