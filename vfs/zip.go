@@ -246,19 +246,19 @@ func (s *zipShares) take(who zipHolder, mine, n int64) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	held := s.by[who.requester]
-	if others := s.total - held; held+n > (s.budget-others)/2 {
-		return fmt.Errorf("%w: this requester's zips hold %d bytes of layout, and may hold at most half of the %d that the zips of others leave free", ErrBusy, held, s.budget-others)
-	}
-	group := s.groups[who.group]
-	if others := s.total - group; group+n > (s.budget-others)/2 {
-		return fmt.Errorf("%w: the zips of this requester's group (the share links of one person) hold %d bytes of layout, and may hold at most half of the %d that the zips of others leave free", ErrBusy, group, s.budget-others)
-	}
 	if s.by == nil {
 		s.by, s.groups = make(map[string]int64), make(map[string]int64)
 	}
-	s.by[who.requester] = held + n
-	s.groups[who.group] = group + n
+	shares := s.shares(who)
+	for _, sh := range shares {
+		held := sh.of[sh.key]
+		if others := s.total - held; held+n > (s.budget-others)/2 {
+			return fmt.Errorf("%w: %s hold %d bytes of layout, and may hold at most half of the %d that the zips of others leave free", ErrBusy, sh.whose, held, s.budget-others)
+		}
+	}
+	for _, sh := range shares {
+		sh.of[sh.key] += n
+	}
 	s.total += n
 	return nil
 }
@@ -271,11 +271,25 @@ func (s *zipShares) give(who zipHolder, n int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.total -= n
-	if s.by[who.requester] -= n; s.by[who.requester] == 0 {
-		delete(s.by, who.requester)
+	for _, sh := range s.shares(who) {
+		if sh.of[sh.key] -= n; sh.of[sh.key] == 0 {
+			delete(sh.of, sh.key)
+		}
 	}
-	if s.groups[who.group] -= n; s.groups[who.group] == 0 {
-		delete(s.groups, who.group)
+}
+
+// zipShare is one of the shares a layout counts in: key's in of.
+type zipShare struct {
+	of         map[string]int64
+	key, whose string
+}
+
+// shares are the two shares who's layouts count in, each held to half
+// of what the others leave: its requester's and its group's.
+func (s *zipShares) shares(who zipHolder) [2]zipShare {
+	return [2]zipShare{
+		{s.by, who.requester, "this requester's zips"},
+		{s.groups, who.group, "the zips of this requester's group (the share links of one person)"},
 	}
 }
 
