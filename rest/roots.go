@@ -54,6 +54,11 @@ type fsAccess struct {
 	opts vfs.WriteOptions
 }
 
+// accessOf is the fsAccess of share's answer a.
+func accessOf(a share.Access) fsAccess {
+	return fsAccess{root: a.Root, granted: a.Perms, perms: permissions(a.Perms), policy: a.Policy, opts: a.Opts}
+}
+
 // parseID reads an integer id of a path or form; anything else (signs,
 // spaces, zero, leading zeros, overflow) is not an id. The spec's ids are
 // JSON integers, which clients hold as int64, so ids stop at
@@ -88,7 +93,7 @@ func (s *server) access(r *http.Request) (fsAccess, error) {
 	if need := neededPerms(r); !a.Perms.Has(need) {
 		return fsAccess{}, &share.Refusal{Reason: "this root is yours to read, not to change (" + need.String() + ")"}
 	}
-	return fsAccess{root: a.Root, granted: a.Perms, perms: permissions(a.Perms), policy: a.Policy, opts: a.Opts}, nil
+	return accessOf(a), nil
 }
 
 // neededPerms is what a file-system request asks of its root: a read

@@ -895,7 +895,7 @@ func (s *server) linkWriteTarget(r *http.Request) (share.LinkAccess, fsAccess, v
 	if err != nil {
 		return la, fsAccess{}, vfs.Node{}, err
 	}
-	return la, fsAccess{root: a.Root, granted: a.Perms, perms: permissions(a.Perms), policy: a.Policy, opts: a.Opts}, n, nil
+	return la, accessOf(a), n, nil
 }
 
 // linkCreateFolder answers POST .../sharelinks/{ref}/files/create_folder

@@ -482,7 +482,7 @@ func (s *server) tusAccess(r *http.Request, root uint64) (fsAccess, error) {
 	if !a.Perms.Has(share.Write) {
 		return fsAccess{}, &share.Refusal{Reason: "this root is yours to read, not to change (" + share.Write.String() + ")"}
 	}
-	return fsAccess{root: a.Root, granted: a.Perms, perms: permissions(a.Perms), policy: a.Policy, opts: a.Opts}, nil
+	return accessOf(a), nil
 }
 
 // tusUpload loads the upload of the path, which must be the caller's and
