@@ -221,11 +221,15 @@ func (f *fixture) curlExpecting(t *testing.T) func(t *testing.T, file string, si
 	src, out := filepath.Join(dir, "body"), filepath.Join(dir, "answer")
 	return func(t *testing.T, file string, size int64) (int, []byte, error) {
 		t.Helper()
-		if err := os.Truncate(src, size); errors.Is(err, fs.ErrNotExist) {
+		err := os.Truncate(src, size)
+		if errors.Is(err, fs.ErrNotExist) {
 			err = os.WriteFile(src, nil, 0o600)
 			if err == nil {
 				err = os.Truncate(src, size)
 			}
+		}
+		if err != nil {
+			t.Fatal(err)
 		}
 		os.Remove(out)
 		cmd := exec.CommandContext(t.Context(), curl, "--silent", "--show-error", "--http1.1", "--cacert", ca,

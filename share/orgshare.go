@@ -213,7 +213,7 @@ func (s *Service) Subscribers(ctx context.Context, rootID uint64) (Subscribers, 
 		rec, err = getSubs(tx, rootID)
 		return err
 	})
-	out := Subscribers{Persons: rec.Persons, Groups: rec.Groups, External: rec.External}
+	out := Subscribers(rec)
 	if out.Persons == nil {
 		out.Persons = []Entry{}
 	}

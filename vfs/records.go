@@ -155,13 +155,6 @@ func get(tx kv.Txn, key []byte, v any, notFound error) error {
 
 func put(tx kv.Txn, key []byte, v any) error { return tx.Set(key, enc(v)) }
 
-func ns(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixNano()
-}
-
 // clampNs is t in Unix nanoseconds, held to what an int64 holds:
 // UnixNano wraps around for instants before 1678 or after 2262, which a
 // client's date (modified_since) may well name. Earlier is MinInt64, later

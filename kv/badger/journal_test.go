@@ -33,7 +33,6 @@ import (
 func TestJournalReplay(t *testing.T) {
 	ctx := context.Background()
 	big := strings.Repeat("v", 64<<10) // in Badger's value log
-	type state map[string]string
 	tests := []struct {
 		name string
 		slot int64
