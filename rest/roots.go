@@ -511,8 +511,11 @@ func (s *server) lock(r *http.Request, a fsAccess, n vfs.Node) error {
 
 // unlock removes the caller's own locks on n. An item without locks is
 // already unlocked (success); one locked only by someone else is
-// resource_locked. With the form field `force` true it removes every
-// lock on n, whoever holds it, and only a caller who holds every
+// resource_locked. With the form field `force` true it ends every lock
+// that covers n, whoever holds it: n's own and the deep locks of the
+// folders above it (vfs.ForceUnlock), as a WebDAV UNLOCK of a resource
+// within a lock's scope ends the whole lock; n's own alone answered 200
+// and left n locked under a folder's lock. Only a caller who holds every
 // permission on the root may ask that (its owner, a share's manager, the
 // administrators of a share's organization and of those above): no one
 // else could end a lock its holder does not, and a collaborator's lock
@@ -520,7 +523,8 @@ func (s *server) lock(r *http.Request, a fsAccess, n vfs.Node) error {
 // collaborator had left it too. If-Match, If-None-Match and
 // If-Unmodified-Since are judged as for a rename (conditions), just
 // before: removing a lock changes no contents, so a revision that lands
-// after the check loses nothing by it.
+// after the check loses nothing by it, and a lock taken after the check
+// is ended with the rest (force ends what is there when it commits).
 func (s *server) unlock(r *http.Request, a fsAccess, n vfs.Node) error {
 	vals, err := form(r)
 	if err != nil {
@@ -537,10 +541,7 @@ func (s *server) unlock(r *http.Request, a fsAccess, n vfs.Node) error {
 		return err
 	}
 	if force {
-		if len(n.Locks) == 0 {
-			return nil
-		}
-		return s.fs.Unlock(r.Context(), a.root.ID, n.ID, "")
+		return s.fs.ForceUnlock(r.Context(), a.root.ID, n.ID)
 	}
 	mine := 0
 	for _, l := range n.Locks {
