@@ -49,6 +49,9 @@ type fsAccess struct {
 	granted share.Perm
 	perms   []string
 	policy  account.Policy
+	// place is the chain of policy's organization: whom it binds
+	// (account.Policy.Binds).
+	place []uint64
 	// opts carry the caller's principal and its organization's limits to
 	// every vfs write.
 	opts vfs.WriteOptions
@@ -56,7 +59,7 @@ type fsAccess struct {
 
 // accessOf is the fsAccess of share's answer a.
 func accessOf(a share.Access) fsAccess {
-	return fsAccess{root: a.Root, granted: a.Perms, perms: permissions(a.Perms), policy: a.Policy, opts: a.Opts}
+	return fsAccess{root: a.Root, granted: a.Perms, perms: permissions(a.Perms), policy: a.Policy, place: a.Place, opts: a.Opts}
 }
 
 // parseID reads an integer id of a path or form; anything else (signs,
@@ -470,7 +473,7 @@ func (s *server) unlockRoot(r *http.Request) (any, error) {
 // (conditions), and a new lock of a file commits only while the file is
 // at the revision they held for.
 func (s *server) lock(r *http.Request, a fsAccess, n vfs.Node) error {
-	if !a.policy.UserLockFiles && a.policy.Binds(callerOf(r).Person) {
+	if !a.policy.UserLockFiles && a.policy.Binds(callerOf(r).Person, a.place) {
 		return Describe(ErrForbidden, "the organization's policy does not let users lock files")
 	}
 	vals, err := form(r)

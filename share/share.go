@@ -88,6 +88,11 @@ type Access struct {
 	// Policy is the organization policy the caller acts under there (what
 	// it lets its persons do: lock files, share, use WebDAV).
 	Policy account.Policy
+	// Place is the chain of the organization whose policy Policy is,
+	// that organization first: its user_* switches and locked_extensions
+	// bind everyone but the administrators of those organizations
+	// (account.Policy.Binds), not every administrator.
+	Place []uint64
 	// Opts carry the caller's principal and the policy's limits (maximum
 	// file size, quota, excluded extensions) to every vfs write in the
 	// root. A front end adds what belongs to one request (lock tokens, a
@@ -152,7 +157,7 @@ func (s *Service) Root(ctx context.Context, c account.Caller, id uint64) (Access
 	if id == 0 {
 		return Access{}, ErrNoRoot
 	}
-	a := Access{Perms: Owner, Policy: c.Organization.Policy, Opts: WriteOptions(c), WebDAV: true}
+	a := Access{Perms: Owner, Policy: c.Organization.Policy, Place: c.Chain, Opts: WriteOptions(c), WebDAV: true}
 	if id != c.Person.RootID {
 		o, err := s.othersRoot(ctx, c, id)
 		if err != nil {
@@ -193,20 +198,20 @@ func (s *Service) othersRoot(ctx context.Context, c account.Caller, id uint64) (
 		return Access{}, err
 	}
 	if o := p.Owner; o.PersonID != 0 && o.PersonID == c.Person.ID {
-		return Access{Perms: Owner, Policy: c.Organization.Policy, Opts: WriteOptions(c), WebDAV: true}, nil
+		return Access{Perms: Owner, Policy: c.Organization.Policy, Place: c.Chain, Opts: WriteOptions(c), WebDAV: true}, nil
 	}
 	if p.Owner.PersonID == 0 && p.Owner.Type == string(vfs.RootShare) {
 		perms, dav, opts, err := s.shareAccess(ctx, c, p)
 		if err != nil {
 			return Access{}, err
 		}
-		return Access{Perms: perms, Policy: p.Policy, Opts: opts, WebDAV: dav}, nil
+		return Access{Perms: perms, Policy: p.Policy, Place: p.Chain, Opts: opts, WebDAV: dav}, nil
 	}
 	if !c.Person.Admin || c.Person.Guest || p.Owner.PersonID == 0 ||
 		!account.Within(p.Chain, c.Person.OrganizationID) || !browses(c, p.Organization) {
 		return Access{}, ErrNoRoot
 	}
-	return Access{Perms: View | Read, Policy: p.Policy, Opts: WriteOptions(c)}, nil
+	return Access{Perms: View | Read, Policy: p.Policy, Place: p.Chain, Opts: WriteOptions(c)}, nil
 }
 
 // browses reports whether administrator c, who manages org, may read the
@@ -291,7 +296,7 @@ func WriteOptions(c account.Caller) vfs.WriteOptions {
 
 // own is c's access to root r, which c owns.
 func own(c account.Caller, r vfs.Root) Access {
-	return Access{Root: r, Perms: Owner, Policy: c.Organization.Policy, Opts: WriteOptions(c), WebDAV: true}
+	return Access{Root: r, Perms: Owner, Policy: c.Organization.Policy, Place: c.Chain, Opts: WriteOptions(c), WebDAV: true}
 }
 
 // active refuses a caller whose person or organization is disabled. The
