@@ -20,11 +20,22 @@ import (
 // two-step and secure shares required if any requires them. Space quotas
 // bound the chain through the ledger (ChainQuotas), and what an
 // organization's own administrators may do (admin_*), its counts, its
-// billing and its background jobs stay the organization's own.
+// billing and its background jobs stay the organization's own, with one
+// exception: admin_browse_files withheld by an ancestor that is not
+// top-level is withheld below it too. Its administrators, whom their
+// parent withheld it from, make administrators in the organizations below
+// theirs (admin_create_users), set their passwords and sign in as them:
+// with the organization's own switch alone, a grandchild's administrator
+// of their making browsed where they may not. A top-level organization's
+// switch binds its administrators only in it (share's browses): they set
+// it themselves, so it withholds nothing from anyone below.
 func effectivePolicy(orgs []Organization) Policy {
 	p := orgs[0].Policy
 	for _, o := range orgs[1:] {
 		a := o.Policy
+		if o.ParentID != 0 {
+			p.AdminBrowseFiles = p.AdminBrowseFiles && a.AdminBrowseFiles
+		}
 		if a.MaxFileSize > 0 && (p.MaxFileSize == 0 || a.MaxFileSize < p.MaxFileSize) {
 			p.MaxFileSize = a.MaxFileSize
 		}

@@ -197,7 +197,10 @@ func TestAdminBrowseFiles(t *testing.T) {
 		{"other tenant's admin", true, true, func() account.Caller { return w.otherAdmin }, w.kidPersonRoot.ID, 0},
 		{"child admin withheld, grandchild allows it", true, false, func() account.Caller { return w.kidAdmin }, gpRoot.ID, 0},
 		{"child admin allowed, grandchild", false, true, func() account.Caller { return w.kidAdmin }, gpRoot.ID, browse},
-		{"grandchild admin, grandchild allows it", false, false, func() account.Caller { return caller(t, w.st, ga.ID) }, gpRoot.ID, browse},
+		{"grandchild admin, child and grandchild allow it, the top-level withholds it", false, true, func() account.Caller { return caller(t, w.st, ga.ID) }, gpRoot.ID, browse},
+		// The child's administrator made the grandchild's administrator
+		// (admin_create_users), knows their password and browses as them.
+		{"grandchild admin, child withholds it, grandchild allows it", false, false, func() account.Caller { return caller(t, w.st, ga.ID) }, gpRoot.ID, 0},
 		{"top admin, child withholds it, grandchild allows it", true, false, func() account.Caller { return w.topAdmin }, gpRoot.ID, browse},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

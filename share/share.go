@@ -216,20 +216,19 @@ func (s *Service) othersRoot(ctx context.Context, c account.Caller, id uint64) (
 
 // browses reports whether administrator c, who manages org, may read the
 // roots of org's persons: org's policy has admin_browse_files, and so
-// does c's own organization's, which binds its administrators everywhere
-// they manage, as admin_create_users does (orgAllows): with org's alone,
-// a child's administrators, whom the parent withheld it from, made a
-// grandchild, whose policy they set, turned it on there and read its
-// persons' files. A top-level organization's own switch does not bind
-// its administrators below it: they set it themselves, so it withholds
-// nothing from them, and they browse a child that allows it as before.
+// does the policy c acts under (their organization's, withheld where an
+// ancestor below the top level withholds it: account's effectivePolicy),
+// which binds its administrators everywhere they manage, as
+// admin_create_users does (orgAllows): with org's alone, a child's
+// administrators, whom the parent withheld it from, made a grandchild,
+// whose policy they set, turned it on there and read its persons' files;
+// with their own organization's alone, they made an administrator in the
+// grandchild and browsed as that one. A top-level organization's own
+// switch does not bind its administrators below it: they set it
+// themselves, so it withholds nothing from them, and they browse a child
+// that allows it as before.
 func browses(c account.Caller, org account.Organization) bool {
-	if !org.Policy.AdminBrowseFiles {
-		return false
-	}
-	// org's policy is the one just read; the caller's may be as old as
-	// their sign-in cache, and is the same organization's.
-	return org.ID == c.Person.OrganizationID || c.Organization.ParentID == 0 || c.Organization.Policy.AdminBrowseFiles
+	return org.Policy.AdminBrowseFiles && (c.Organization.ParentID == 0 || c.Organization.Policy.AdminBrowseFiles)
 }
 
 // Roots returns the access of caller c to every live root c reaches, in
