@@ -728,11 +728,19 @@ func snakeCase(name string) string {
 
 // Binds reports whether the policy's user_* switches (user_lock_files,
 // user_purge_deleted, user_trim_revisions, user_create_backups) and its
-// locked_extensions bind person pe. They bind persons and guests; the
-// organization's administrators, who set the policy and may change it at
-// any time, are not held by it, so they can still lock, replace or
-// remove what it protects from everyone else.
-func (p Policy) Binds(pe Person) bool { return !pe.Admin || pe.Guest }
+// locked_extensions bind person pe, where place is the chain of the
+// organization whose policy it is, that organization first
+// (RootPlace.Chain; Caller.Chain for the person's own). They bind
+// persons and guests; the administrators of that organization and of
+// those above it, who govern it, are not held by it, so they can still
+// lock, replace or remove what it protects from everyone else. An
+// administrator of any other organization is bound like a person: a
+// child organization's administrator in a share of its parent
+// administers nothing there, and was let past the share's
+// locked_extensions and user_lock_files.
+func (p Policy) Binds(pe Person, place []uint64) bool {
+	return !pe.Admin || pe.Guest || !Within(place, pe.OrganizationID)
+}
 
 // TrimKeep is the number of revisions of each file that trim_revisions
 // keeps (trim_revisions_x, the current revision included); 0 when
@@ -796,9 +804,10 @@ func (p Policy) PasswordExpiredFor(pe Person, now time.Time) bool {
 // and written while it is still empty (WebDAV clients create a file with
 // an empty PUT or a LOCK, then send its contents), but once it has
 // contents nobody the policy binds overwrites, renames, moves or deletes
-// it. Administrators are not bound (Binds).
-func (p Policy) ExtensionReadOnly(pe Person, name string, size int64) error {
-	if size == 0 || !p.Binds(pe) || !p.ExtensionLocked(name) {
+// it. The administrators of place, the chain of the policy's
+// organization, are not bound (Binds).
+func (p Policy) ExtensionReadOnly(pe Person, place []uint64, name string, size int64) error {
+	if size == 0 || !p.Binds(pe, place) || !p.ExtensionLocked(name) {
 		return nil
 	}
 	return fmt.Errorf("%w: %q", ErrExtensionLocked, name)

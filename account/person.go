@@ -328,6 +328,27 @@ func (s *Service) Person(ctx context.Context, id uint64) (Person, error) {
 	return p, err
 }
 
+// PrincipalText describes principal p for people as an actor is
+// described (a display name and username): the person's whose Principal
+// it is, "person <id>" for one no longer stored, and p itself for a
+// principal that names no person (the file system takes opaque ones).
+// It is how the activity log names the holder of a lock that a forced
+// unlock ended.
+func (s *Service) PrincipalText(ctx context.Context, p string) (string, error) {
+	id, err := strconv.ParseUint(strings.TrimPrefix(p, "person:"), 10, 64)
+	if !strings.HasPrefix(p, "person:") || err != nil {
+		return p, nil
+	}
+	pe, err := s.Person(ctx, id)
+	if errors.Is(err, ErrNotFound) {
+		return personText(Person{ID: id}), nil
+	}
+	if err != nil {
+		return "", err
+	}
+	return personText(pe), nil
+}
+
 // PersonByLogin returns the person whose username or e-mail address is
 // login, case-insensitively, or ErrNotFound.
 func (s *Service) PersonByLogin(ctx context.Context, login string) (Person, error) {

@@ -20,11 +20,24 @@ import (
 // two-step and secure shares required if any requires them. Space quotas
 // bound the chain through the ledger (ChainQuotas), and what an
 // organization's own administrators may do (admin_*), its counts, its
-// billing and its background jobs stay the organization's own.
+// billing and its background jobs stay the organization's own, with one
+// exception: admin_browse_files and admin_create_users withheld by an
+// ancestor that is not top-level are withheld below it too. Its
+// administrators, whom their parent withheld them from, make or promote
+// administrators in the organizations below theirs, set their passwords
+// and sign in as them: with the organization's own switches alone, a
+// grandchild's administrator of their making browsed, or created users,
+// where they may not. A top-level organization's switches bind only its
+// own administrators (share's browses and orgAllows): they set them
+// themselves, so they withhold nothing from anyone below.
 func effectivePolicy(orgs []Organization) Policy {
 	p := orgs[0].Policy
 	for _, o := range orgs[1:] {
 		a := o.Policy
+		if o.ParentID != 0 {
+			p.AdminBrowseFiles = p.AdminBrowseFiles && a.AdminBrowseFiles
+			p.AdminCreateUsers = p.AdminCreateUsers && a.AdminCreateUsers
+		}
 		if a.MaxFileSize > 0 && (p.MaxFileSize == 0 || a.MaxFileSize < p.MaxFileSize) {
 			p.MaxFileSize = a.MaxFileSize
 		}

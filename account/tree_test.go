@@ -248,7 +248,9 @@ func TestDisabledAncestor(t *testing.T) {
 // TestEffectivePolicy: a person acts under their organization's policy
 // tightened by every ancestor's, so a child's administrators cannot make
 // a grandchild with looser limits and put users there (found in review:
-// only the person's own organization counted).
+// only the person's own organization counted); admin_browse_files too,
+// by every ancestor below the top level, or they made an administrator
+// there and browsed as them.
 func TestEffectivePolicy(t *testing.T) {
 	ctx := context.Background()
 	s := newService(t, testOptions())
@@ -277,6 +279,7 @@ func TestEffectivePolicy(t *testing.T) {
 		p.UserLockFiles = false
 		p.WebDAVEnabled = true
 		p.DeactivateTokenFrequency = "24h"
+		p.AdminBrowseFiles = true // the mid's (default) withholds it
 	})
 	p, err := s.CreatePerson(ctx, PersonInput{OrganizationID: tr.leaf.ID, Username: "leafy", Email: "leafy@example.com", Password: pw})
 	if err != nil {
@@ -300,6 +303,7 @@ func TestEffectivePolicy(t *testing.T) {
 		{"require_two_step_auth", got.RequireTwoStepAuth, true},
 		{"deactivate_token_frequency", got.DeactivateTokenFrequency, "1h"},
 		{"company_id", got.CompanyID, tr.leaf.ID},
+		{"admin_browse_files", got.AdminBrowseFiles, false},
 	} {
 		if tt.got != tt.want {
 			t.Errorf("%s = %v, want %v", tt.field, tt.got, tt.want)
@@ -309,7 +313,13 @@ func TestEffectivePolicy(t *testing.T) {
 		t.Error("the top's .exe is not excluded for a grandchild's person")
 	}
 	// The organizations' own policies stay as they were set.
-	if o, _ := s.Organization(ctx, tr.leaf.ID); o.Policy.MaxFileSize != 0 || !o.Policy.WebDAVEnabled {
+	if o, _ := s.Organization(ctx, tr.leaf.ID); o.Policy.MaxFileSize != 0 || !o.Policy.WebDAVEnabled || !o.Policy.AdminBrowseFiles {
 		t.Errorf("the leaf's stored policy changed: %+v", o.Policy)
+	}
+	// A top-level organization's admin_browse_files binds only its own
+	// administrators (the top's is the default, off).
+	set(tr.mid.ID, func(p *Policy) { p.AdminBrowseFiles = true })
+	if c, err := s.Caller(ctx, p.ID); err != nil || !c.Organization.Policy.AdminBrowseFiles {
+		t.Errorf("admin_browse_files on in the leaf and the mid, off in the top-level: %v %v", c.Organization.Policy.AdminBrowseFiles, err)
 	}
 }

@@ -84,6 +84,14 @@ func (j *fileJournal) Record(ctx context.Context, tx kv.Txn, ev vfs.Event) error
 		r.DataText = strconv.FormatInt(ev.Size, 10) + " bytes"
 	case vfs.OpRename, vfs.OpMove, vfs.OpCopy:
 		r.DataText = ev.Name
+	case vfs.OpUnlock:
+		if ev.Forced != nil {
+			held, err := j.holder(ctx, *ev.Forced)
+			if err != nil {
+				return err
+			}
+			r.ActionText, r.DataText = "forced unlock", held
+		}
 	}
 	if s := j.owners.Load(); s != nil {
 		o, err := s.RootOwnerOf(ctx, ev.RootID)
@@ -96,6 +104,26 @@ func (j *fileJournal) Record(ctx context.Context, tx kv.Txn, ev vfs.Event) error
 	}
 	_, err := j.log.Append(ctx, tx, r)
 	return err
+}
+
+// holder is the data_text of a forced unlock's record: who held the lock
+// it ended (a forced unlock ends others' locks, so its actor is not the
+// holder), and whether it was a WebDAV client's.
+func (j *fileJournal) holder(ctx context.Context, l vfs.Lock) (string, error) {
+	who := l.Holder
+	if s := j.owners.Load(); s != nil && who != "" {
+		var err error
+		if who, err = s.PrincipalText(ctx, who); err != nil {
+			return "", err
+		}
+	}
+	if who == "" {
+		who = "no one named"
+	}
+	if l.TokenRequired {
+		return "held by " + who + ", over WebDAV", nil
+	}
+	return "held by " + who, nil
 }
 
 // actorRecord is a record with a's actor fields.

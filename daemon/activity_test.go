@@ -290,3 +290,74 @@ func TestJournalRootOwners(t *testing.T) {
 		t.Fatalf("changes naming the owner: %q, want %q", got, want)
 	}
 }
+
+// TestLockBreakActivity: a forced unlock is recorded as an unlock by its
+// actor with "forced unlock" and, for each lock it ended (the item's and
+// a folder's deep lock above it), who held it: it was recorded as a plain
+// unlock by the caller, who never held the lock.
+func TestLockBreakActivity(t *testing.T) {
+	ctx := context.Background()
+	_, log, st, root := openSpaceStores(t)
+	defer func() { st.close(log) }()
+	accounts := st.newAccounts(account.Options{Argon2: account.Argon2Params{Memory: 64, Time: 1, Threads: 1}})
+	org, err := accounts.CreateOrganization(ctx, account.OrganizationInput{Name: "O"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	person := func(name string) account.Person {
+		t.Helper()
+		p, err := accounts.CreatePerson(ctx, account.PersonInput{OrganizationID: org.ID, Username: name, DisplayName: strings.ToUpper(name),
+			Email: name + "@example.com", Password: "correct horse battery"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	alice, bob, carol := person("alice"), person("bob"), person("carol")
+	if _, err := accounts.AddRoot(ctx, account.RootOwner{RootID: root.ID, PersonID: alice.ID, Type: "sync"}); err != nil {
+		t.Fatal(err)
+	}
+	d, err := st.files.Mkdir(ctx, root.ID, root.FolderID, "d", vfs.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := st.files.WriteFile(ctx, root.ID, d.ID, "f.txt", strings.NewReader("f"), vfs.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range []struct {
+		id  uint64
+		who account.Person
+		dav bool
+	}{{d.ID, bob, true}, {f.ID, carol, false}} {
+		if _, err := st.files.Lock(ctx, root.ID, l.id, vfs.LockRequest{Holder: l.who.Principal(), Shared: true, Deep: true, TokenRequired: l.dav}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ac, err := accounts.Caller(ctx, alice.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.files.ForceUnlock(account.WithActor(ctx, ac.Actor()), root.ID, f.ID); err != nil {
+		t.Fatal(err)
+	}
+	recs, _, err := st.activity.Person(ctx, alice.ID, 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unlock, _ := activity.TypeNamed(string(vfs.OpUnlock))
+	var got []string
+	for _, r := range recs {
+		if r.ActivityTypeID == unlock.ID {
+			if r.ActorPersonID != alice.ID {
+				t.Errorf("%+v: want alice's", r)
+			}
+			got = append(got, r.ActedOnText+": "+r.ActionText+", "+r.DataText)
+		}
+	}
+	slices.Sort(got)
+	want := []string{"d: forced unlock, held by BOB (bob), over WebDAV", "f.txt: forced unlock, held by CAROL (carol)"}
+	if !slices.Equal(got, want) {
+		t.Errorf("unlock records:\n got %q\nwant %q", got, want)
+	}
+}

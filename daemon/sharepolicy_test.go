@@ -24,7 +24,10 @@ import (
 // not the caller's own: before, WebDAV held LOCK (user_lock_files) and
 // locked_extensions to the caller's policy and REST to the share's, so a
 // child organization's stricter switch refused over WebDAV what REST let
-// through (docs/api.md, "Choices where the spec is silent").
+// through (docs/api.md, "Choices where the spec is silent"). A child's
+// administrator is held to the share's locked_extensions and
+// user_lock_files like any subscriber: both front ends let them past,
+// as if they administered the parent.
 func TestSharePolicyParity(t *testing.T) {
 	const password = "correct horse battery"
 	type side int
@@ -44,15 +47,20 @@ func TestSharePolicyParity(t *testing.T) {
 		set   func(p *account.Policy)
 		op    op
 		allow bool
+		// childAdmin: the subscriber administers the child, which
+		// makes them no administrator of the parent's share.
+		childAdmin bool
 	}{
-		{"locked extension overwrite, share's side", shares, func(p *account.Policy) { p.LockedExtensions = ".pdf" }, overwrite, false},
-		{"locked extension overwrite, caller's side", callers, func(p *account.Policy) { p.LockedExtensions = ".pdf" }, overwrite, true},
-		{"LOCK, user_lock_files off on the share's side", shares, func(p *account.Policy) { p.UserLockFiles = false }, lock, false},
-		{"LOCK, user_lock_files off on the caller's side", callers, func(p *account.Policy) { p.UserLockFiles = false }, lock, true},
-		{"excluded extension, share's side", shares, func(p *account.Policy) { p.ExcludedExtensions = ".exe" }, upload, false},
-		{"excluded extension, caller's side", callers, func(p *account.Policy) { p.ExcludedExtensions = ".exe" }, upload, true},
-		{"max_file_size, share's side", shares, func(p *account.Policy) { p.MaxFileSize = 10 }, upload, false},
-		{"max_file_size, caller's side", callers, func(p *account.Policy) { p.MaxFileSize = 10 }, upload, true},
+		{"locked extension overwrite, share's side", shares, func(p *account.Policy) { p.LockedExtensions = ".pdf" }, overwrite, false, false},
+		{"locked extension overwrite, caller's side", callers, func(p *account.Policy) { p.LockedExtensions = ".pdf" }, overwrite, true, false},
+		{"LOCK, user_lock_files off on the share's side", shares, func(p *account.Policy) { p.UserLockFiles = false }, lock, false, false},
+		{"LOCK, user_lock_files off on the caller's side", callers, func(p *account.Policy) { p.UserLockFiles = false }, lock, true, false},
+		{"excluded extension, share's side", shares, func(p *account.Policy) { p.ExcludedExtensions = ".exe" }, upload, false, false},
+		{"excluded extension, caller's side", callers, func(p *account.Policy) { p.ExcludedExtensions = ".exe" }, upload, true, false},
+		{"max_file_size, share's side", shares, func(p *account.Policy) { p.MaxFileSize = 10 }, upload, false, false},
+		{"max_file_size, caller's side", callers, func(p *account.Policy) { p.MaxFileSize = 10 }, upload, true, false},
+		{"locked extension overwrite by a child's administrator, share's side", shares, func(p *account.Policy) { p.LockedExtensions = ".pdf" }, overwrite, false, true},
+		{"LOCK by a child's administrator, user_lock_files off on the share's side", shares, func(p *account.Policy) { p.UserLockFiles = false }, lock, false, true},
 	} {
 		for _, front := range []string{"rest", "webdav"} {
 			t.Run(tc.name+"/"+front, func(t *testing.T) {
@@ -79,7 +87,7 @@ func TestSharePolicyParity(t *testing.T) {
 					}
 					return c
 				}
-				admin, member := person("parentadm", st.Org.ID, true), person("member", child.ID, false)
+				admin, member := person("parentadm", st.Org.ID, true), person("member", child.ID, tc.childAdmin)
 				root, err := svc.CreateOrgShare(ctx, admin, st.Org.ID, "Team")
 				if err != nil {
 					t.Fatal(err)

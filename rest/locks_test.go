@@ -165,6 +165,12 @@ func TestLockBreak(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// A file in Team: a forced unlock of it ends the root's deep lock
+	// that covers it.
+	inTeam, err := f.fs.WriteFile(ctx0, team.ID, team.FolderID, "f.txt", strings.NewReader("f"), vfs.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	path := func(s string) string { return fmt.Sprintf("/api/2/files/%d/%s", team.ID, s) }
 	send := func(token, route string, form url.Values) (int, []byte) {
 		h := http.Header{"Content-Type": {"application/x-www-form-urlencoded"}}
@@ -177,6 +183,7 @@ func TestLockBreak(t *testing.T) {
 		form   url.Values
 		left   bool // bob left the share after he locked
 		dav    bool // bob's lock is a WebDAV client's (its token required)
+		file   bool // unlock the file in Team, not the root bob locked
 		status int
 		code   string
 		ended  bool
@@ -195,6 +202,9 @@ func TestLockBreak(t *testing.T) {
 		{name: "another organization's administrator's forced unlock", token: globexAdminTok, form: force, status: http.StatusNotFound, code: "not_found"},
 		{name: "an anonymous forced unlock", token: "", form: force, status: http.StatusUnauthorized, code: "access_denied"},
 		{name: "the manager's forced unlock of a WebDAV lock", token: f.token, form: force, dav: true, status: http.StatusOK, ended: true},
+		{name: "the manager's forced unlock of a file under the root's lock", token: f.token, form: force, file: true, status: http.StatusOK, ended: true},
+		{name: "the administrator's forced unlock of a file under a WebDAV lock of the root", token: carolTok, form: force, file: true, dav: true, status: http.StatusOK, ended: true},
+		{name: "a collaborator's forced unlock of a file under the root's lock", token: daveTok, form: force, file: true, status: http.StatusForbidden, code: "forbidden"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			subscribe(true)
@@ -208,7 +218,11 @@ func TestLockBreak(t *testing.T) {
 			if tc.left {
 				subscribe(false)
 			}
-			st, body := send(tc.token, "unlock", tc.form)
+			route := "unlock"
+			if tc.file {
+				route = fmt.Sprintf("%d/unlock", inTeam.ID)
+			}
+			st, body := send(tc.token, route, tc.form)
 			if tc.code != "" {
 				wantError(t, st, body, tc.status, tc.code)
 			} else if st != tc.status {

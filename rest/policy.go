@@ -13,7 +13,8 @@ import (
 // as WebDAV's, in account.Policy.ExtensionReadOnly): a file with a locked
 // extension may be created, and written while still empty, but once it
 // has contents nobody the policy binds overwrites, renames, moves or
-// deletes it. Administrators are not bound.
+// deletes it. The administrators of the policy's organization and of
+// those above it are not bound (account.Policy.Binds).
 
 // extensionReadOnly refuses a change by the caller to file n that
 // locked_extensions forbids; folders are not refused (what a folder
@@ -22,7 +23,7 @@ func extensionReadOnly(r *http.Request, a fsAccess, n vfs.Node) error {
 	if n.Dir {
 		return nil
 	}
-	return a.policy.ExtensionReadOnly(callerOf(r).Person, n.Name, n.Size)
+	return a.policy.ExtensionReadOnly(callerOf(r).Person, a.place, n.Name, n.Size)
 }
 
 // uploadOptions are the options of an upload of name into parent: when
@@ -34,7 +35,7 @@ func extensionReadOnly(r *http.Request, a fsAccess, n vfs.Node) error {
 func (s *server) uploadOptions(ctx context.Context, r *http.Request, a fsAccess, parent uint64, name string) (vfs.WriteOptions, error) {
 	opts := a.opts
 	pe := callerOf(r).Person
-	if !a.policy.Binds(pe) || !a.policy.ExtensionLocked(name) || vfs.ValidateName(name) != nil {
+	if !a.policy.Binds(pe, a.place) || !a.policy.ExtensionLocked(name) || vfs.ValidateName(name) != nil {
 		return opts, nil // a bad name is vfs's to refuse, by its own code
 	}
 	old, found, err := s.uploadTarget(ctx, a, parent, name)
@@ -47,7 +48,7 @@ func (s *server) uploadOptions(ctx context.Context, r *http.Request, a fsAccess,
 	case old.Dir:
 		return opts, nil // vfs answers name_conflict
 	}
-	if err := a.policy.ExtensionReadOnly(pe, old.Name, old.Size); err != nil {
+	if err := a.policy.ExtensionReadOnly(pe, a.place, old.Name, old.Size); err != nil {
 		return opts, err
 	}
 	opts.IfRevision = old.RevisionID

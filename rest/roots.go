@@ -49,6 +49,9 @@ type fsAccess struct {
 	granted share.Perm
 	perms   []string
 	policy  account.Policy
+	// place is the chain of policy's organization: whom it binds
+	// (account.Policy.Binds).
+	place []uint64
 	// opts carry the caller's principal and its organization's limits to
 	// every vfs write.
 	opts vfs.WriteOptions
@@ -56,7 +59,7 @@ type fsAccess struct {
 
 // accessOf is the fsAccess of share's answer a.
 func accessOf(a share.Access) fsAccess {
-	return fsAccess{root: a.Root, granted: a.Perms, perms: permissions(a.Perms), policy: a.Policy, opts: a.Opts}
+	return fsAccess{root: a.Root, granted: a.Perms, perms: permissions(a.Perms), policy: a.Policy, place: a.Place, opts: a.Opts}
 }
 
 // parseID reads an integer id of a path or form; anything else (signs,
@@ -470,7 +473,7 @@ func (s *server) unlockRoot(r *http.Request) (any, error) {
 // (conditions), and a new lock of a file commits only while the file is
 // at the revision they held for.
 func (s *server) lock(r *http.Request, a fsAccess, n vfs.Node) error {
-	if !a.policy.UserLockFiles && a.policy.Binds(callerOf(r).Person) {
+	if !a.policy.UserLockFiles && a.policy.Binds(callerOf(r).Person, a.place) {
 		return Describe(ErrForbidden, "the organization's policy does not let users lock files")
 	}
 	vals, err := form(r)
@@ -511,8 +514,11 @@ func (s *server) lock(r *http.Request, a fsAccess, n vfs.Node) error {
 
 // unlock removes the caller's own locks on n. An item without locks is
 // already unlocked (success); one locked only by someone else is
-// resource_locked. With the form field `force` true it removes every
-// lock on n, whoever holds it, and only a caller who holds every
+// resource_locked. With the form field `force` true it ends every lock
+// that covers n, whoever holds it: n's own and the deep locks of the
+// folders above it (vfs.ForceUnlock), as a WebDAV UNLOCK of a resource
+// within a lock's scope ends the whole lock; n's own alone answered 200
+// and left n locked under a folder's lock. Only a caller who holds every
 // permission on the root may ask that (its owner, a share's manager, the
 // administrators of a share's organization and of those above): no one
 // else could end a lock its holder does not, and a collaborator's lock
@@ -520,7 +526,8 @@ func (s *server) lock(r *http.Request, a fsAccess, n vfs.Node) error {
 // collaborator had left it too. If-Match, If-None-Match and
 // If-Unmodified-Since are judged as for a rename (conditions), just
 // before: removing a lock changes no contents, so a revision that lands
-// after the check loses nothing by it.
+// after the check loses nothing by it, and a lock taken after the check
+// is ended with the rest (force ends what is there when it commits).
 func (s *server) unlock(r *http.Request, a fsAccess, n vfs.Node) error {
 	vals, err := form(r)
 	if err != nil {
@@ -537,10 +544,7 @@ func (s *server) unlock(r *http.Request, a fsAccess, n vfs.Node) error {
 		return err
 	}
 	if force {
-		if len(n.Locks) == 0 {
-			return nil
-		}
-		return s.fs.Unlock(r.Context(), a.root.ID, n.ID, "")
+		return s.fs.ForceUnlock(r.Context(), a.root.ID, n.ID)
 	}
 	mine := 0
 	for _, l := range n.Locks {

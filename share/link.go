@@ -1006,7 +1006,7 @@ func (s *Service) LinkWrite(ctx context.Context, la LinkAccess, c *account.Calle
 	if err != nil || !ca.Perms.Has(Write) {
 		return Access{}, refuse("the share link's creator can no longer write here")
 	}
-	return Access{Root: la.Root, Perms: la.Perms & ca.Perms, Policy: ca.Policy, Opts: ca.Opts}, nil
+	return Access{Root: la.Root, Perms: la.Perms & ca.Perms, Policy: ca.Policy, Place: ca.Place, Opts: ca.Opts}, nil
 }
 
 // recordLink writes the activity record of a change to link l by c, in

@@ -124,15 +124,14 @@ func orgAllows(c account.Caller, org account.Organization, manages bool, act Org
 		if !manages {
 			return refuse("only administrators create and delete users")
 		}
-		// The caller's own organization's admin_create_users binds
-		// its administrators everywhere they manage: a child
-		// organization of their own making (whose policy they set)
-		// is no way around it. Those above still create users in it.
-		own := c.Organization.Policy
-		if org.ID == c.Person.OrganizationID {
-			own = org.Policy
-		}
-		if own.AdminCreateUsers {
+		// The policy the caller acts under (their organization's,
+		// withheld where an ancestor below the top level withholds
+		// it: account's effectivePolicy) binds its administrators
+		// everywhere they manage: a child organization of their own
+		// making (whose policy they set), or an administrator they
+		// made or promoted there, is no way around it. Those above
+		// still create users in it.
+		if c.Organization.Policy.AdminCreateUsers {
 			return nil
 		}
 		return refuse("your organization's policy does not let its administrators create or delete users (admin_create_users), in it or below it")

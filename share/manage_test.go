@@ -72,6 +72,18 @@ func TestOrganizationModel(t *testing.T) {
 	ctx := context.Background()
 	w := newTenants(t)
 	const ok, forbidden, notFound = "ok", "forbidden", "not found"
+	// A grandchild under the child without admin_create_users, which
+	// allows it, and its administrator: one the child's administrators
+	// could have made, or promoted, and signed in as.
+	strictGrand, err := w.st.Accounts.CreateOrganization(ctx, account.OrganizationInput{Name: "StrictGrand", ParentID: w.nobodyCreatesInChild.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sga, err := w.st.Accounts.CreatePerson(ctx, account.PersonInput{OrganizationID: strictGrand.ID, Username: "sgadmin", Email: "sgadmin@example.com", Password: password, Admin: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	strictGrandAdmin := caller(t, w.st, sga.ID)
 	for _, tt := range []struct {
 		who  string
 		c    account.Caller
@@ -89,6 +101,8 @@ func TestOrganizationModel(t *testing.T) {
 		{"child admin, sibling", w.kidAdmin, w.nobodyCreatesInChild, [4]string{notFound, notFound, notFound, notFound}},
 		{"child person, own org", w.kidPerson, w.child, [4]string{ok, forbidden, forbidden, forbidden}},
 		{"other admin, our top", w.otherAdmin, w.top, [4]string{notFound, notFound, notFound, notFound}},
+		{"grandchild admin under a child without admin_create_users", strictGrandAdmin, strictGrand, [4]string{ok, ok, forbidden, forbidden}},
+		{"top admin, grandchild under a child without admin_create_users", w.topAdmin, strictGrand, [4]string{ok, ok, ok, ok}},
 	} {
 		t.Run(tt.who, func(t *testing.T) {
 			for act, want := range tt.want {
@@ -103,7 +117,7 @@ func TestOrganizationModel(t *testing.T) {
 		t.Errorf("a missing organization: %v, want ErrNotFound", err)
 	}
 	// A refusal says why.
-	_, err := w.svc.Organization(ctx, w.kidAdmin, w.child.ID, share.OrgGovern)
+	_, err = w.svc.Organization(ctx, w.kidAdmin, w.child.ID, share.OrgGovern)
 	var r *share.Refusal
 	if !errors.As(err, &r) || r.Description() == "" {
 		t.Errorf("refusal %v carries no reason", err)
@@ -197,7 +211,10 @@ func TestAdminBrowseFiles(t *testing.T) {
 		{"other tenant's admin", true, true, func() account.Caller { return w.otherAdmin }, w.kidPersonRoot.ID, 0},
 		{"child admin withheld, grandchild allows it", true, false, func() account.Caller { return w.kidAdmin }, gpRoot.ID, 0},
 		{"child admin allowed, grandchild", false, true, func() account.Caller { return w.kidAdmin }, gpRoot.ID, browse},
-		{"grandchild admin, grandchild allows it", false, false, func() account.Caller { return caller(t, w.st, ga.ID) }, gpRoot.ID, browse},
+		{"grandchild admin, child and grandchild allow it, the top-level withholds it", false, true, func() account.Caller { return caller(t, w.st, ga.ID) }, gpRoot.ID, browse},
+		// The child's administrator made the grandchild's administrator
+		// (admin_create_users), knows their password and browses as them.
+		{"grandchild admin, child withholds it, grandchild allows it", false, false, func() account.Caller { return caller(t, w.st, ga.ID) }, gpRoot.ID, 0},
 		{"top admin, child withholds it, grandchild allows it", true, false, func() account.Caller { return w.topAdmin }, gpRoot.ID, browse},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

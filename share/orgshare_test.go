@@ -145,24 +145,38 @@ func TestOrgShareQuota(t *testing.T) {
 // under the child's policy tightened by every ancestor's, as the child's
 // persons are in their own roots (account's effectivePolicy): a child
 // keeps the default policy unless someone sets it, and was a way around
-// the parent's limits for its subscribers and administrators alike.
+// the parent's limits for its subscribers and administrators alike. In a
+// share of the parent (inParent) the child's administrator, who
+// administers nothing there, is bound by locked_extensions and
+// user_lock_files as the member is; the parent's administrators are not
+// (account.Policy.Binds).
 func TestOrgSharePolicyChain(t *testing.T) {
 	ctx := context.Background()
+	bound := func(a share.Access, c account.Caller) bool { return a.Policy.Binds(c.Person, a.Place) }
 	for _, tc := range []struct {
-		name   string
-		parent func(p *account.Policy)
-		check  func(a share.Access) bool
+		name     string
+		parent   func(p *account.Policy)
+		inParent bool
+		check    func(a share.Access, c account.Caller) bool
 	}{
-		{"the parent's max_file_size", func(p *account.Policy) { p.MaxFileSize = 10 },
-			func(a share.Access) bool { return a.Opts.MaxFileSize == 10 && a.Policy.MaxFileSize == 10 }},
-		{"the parent's excluded_extensions", func(p *account.Policy) { p.ExcludedExtensions = ".exe" },
-			func(a share.Access) bool { return slices.Contains(a.Opts.ExcludedExtensions, ".exe") }},
-		{"the parent's locked_extensions", func(p *account.Policy) { p.LockedExtensions = ".pdf" },
-			func(a share.Access) bool { return a.Policy.ExtensionLocked("report.pdf") }},
-		{"the parent's user_lock_files off", func(p *account.Policy) { p.UserLockFiles = false },
-			func(a share.Access) bool { return !a.Policy.UserLockFiles }},
-		{"the parent's user_create_shares off", func(p *account.Policy) { p.UserCreateShares = false },
-			func(a share.Access) bool { return !a.Policy.UserCreateShares }},
+		{"the parent's max_file_size", func(p *account.Policy) { p.MaxFileSize = 10 }, false,
+			func(a share.Access, _ account.Caller) bool {
+				return a.Opts.MaxFileSize == 10 && a.Policy.MaxFileSize == 10
+			}},
+		{"the parent's excluded_extensions", func(p *account.Policy) { p.ExcludedExtensions = ".exe" }, false,
+			func(a share.Access, _ account.Caller) bool { return slices.Contains(a.Opts.ExcludedExtensions, ".exe") }},
+		{"the parent's locked_extensions", func(p *account.Policy) { p.LockedExtensions = ".pdf" }, false,
+			func(a share.Access, _ account.Caller) bool { return a.Policy.ExtensionLocked("report.pdf") }},
+		{"the parent's user_lock_files off", func(p *account.Policy) { p.UserLockFiles = false }, false,
+			func(a share.Access, _ account.Caller) bool { return !a.Policy.UserLockFiles }},
+		{"the parent's user_create_shares off", func(p *account.Policy) { p.UserCreateShares = false }, false,
+			func(a share.Access, _ account.Caller) bool { return !a.Policy.UserCreateShares }},
+		{"the parent's share's locked_extensions bind a child's administrator", func(p *account.Policy) { p.LockedExtensions = ".pdf" }, true,
+			func(a share.Access, c account.Caller) bool {
+				return bound(a, c) && a.Policy.ExtensionReadOnly(c.Person, a.Place, "report.pdf", 1) != nil
+			}},
+		{"the parent's share's user_lock_files off binds a child's administrator", func(p *account.Policy) { p.UserLockFiles = false }, true,
+			func(a share.Access, c account.Caller) bool { return !a.Policy.UserLockFiles && bound(a, c) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := newWorld(t)
@@ -171,23 +185,29 @@ func TestOrgSharePolicyChain(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			mk := func(name string, admin bool) account.Caller {
+			mk := func(org uint64, name string, admin bool) account.Caller {
 				p, err := w.st.Accounts.CreatePerson(ctx, account.PersonInput{
-					OrganizationID: child.ID, Username: name, Email: name + "@example.com", Password: password, Admin: admin,
+					OrganizationID: org, Username: name, Email: name + "@example.com", Password: password, Admin: admin,
 				})
 				if err != nil {
 					t.Fatal(err)
 				}
 				return caller(t, w.st, p.ID)
 			}
-			admin, member := mk("childadm", true), mk("member", false)
-			root, err := w.svc.CreateOrgShare(ctx, admin, child.ID, "ChildTeam")
+			admin, member := mk(child.ID, "childadm", true), mk(child.ID, "member", false)
+			owner, org := admin, child.ID
+			if tc.inParent {
+				owner, org = mk(w.st.Org.ID, "parentadm", true), w.st.Org.ID
+			}
+			root, err := w.svc.CreateOrgShare(ctx, owner, org, "Team")
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := w.svc.SetSubscribers(ctx, admin, child.ID, root.ID, share.Subscribers{
-				Persons: []share.Entry{{ID: member.Person.ID, Channel: share.ChannelWeb, Role: share.RoleCollaborator}},
-			}); err != nil {
+			subs := []share.Entry{{ID: member.Person.ID, Channel: share.ChannelWeb, Role: share.RoleCollaborator}}
+			if tc.inParent {
+				subs = append(subs, share.Entry{ID: admin.Person.ID, Channel: share.ChannelWeb, Role: share.RoleCollaborator})
+			}
+			if _, err := w.svc.SetSubscribers(ctx, owner, org, root.ID, share.Subscribers{Persons: subs}); err != nil {
 				t.Fatal(err)
 			}
 			for _, c := range []account.Caller{member, admin} {
@@ -195,8 +215,13 @@ func TestOrgSharePolicyChain(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if !tc.check(a) {
-					t.Errorf("%s in the child's share: %s not applied", c.Person.Username, tc.name)
+				if !tc.check(a, c) {
+					t.Errorf("%s in the share: %s not applied", c.Person.Username, tc.name)
+				}
+			}
+			if tc.inParent {
+				if a, err := w.svc.Root(ctx, owner, root.ID); err != nil || bound(a, owner) {
+					t.Errorf("the parent's administrator in its share: bound %v, %v", bound(a, owner), err)
 				}
 			}
 		})

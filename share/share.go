@@ -88,6 +88,11 @@ type Access struct {
 	// Policy is the organization policy the caller acts under there (what
 	// it lets its persons do: lock files, share, use WebDAV).
 	Policy account.Policy
+	// Place is the chain of the organization whose policy Policy is,
+	// that organization first: its user_* switches and locked_extensions
+	// bind everyone but the administrators of those organizations
+	// (account.Policy.Binds), not every administrator.
+	Place []uint64
 	// Opts carry the caller's principal and the policy's limits (maximum
 	// file size, quota, excluded extensions) to every vfs write in the
 	// root. A front end adds what belongs to one request (lock tokens, a
@@ -152,7 +157,7 @@ func (s *Service) Root(ctx context.Context, c account.Caller, id uint64) (Access
 	if id == 0 {
 		return Access{}, ErrNoRoot
 	}
-	a := Access{Perms: Owner, Policy: c.Organization.Policy, Opts: WriteOptions(c), WebDAV: true}
+	a := Access{Perms: Owner, Policy: c.Organization.Policy, Place: c.Chain, Opts: WriteOptions(c), WebDAV: true}
 	if id != c.Person.RootID {
 		o, err := s.othersRoot(ctx, c, id)
 		if err != nil {
@@ -193,38 +198,37 @@ func (s *Service) othersRoot(ctx context.Context, c account.Caller, id uint64) (
 		return Access{}, err
 	}
 	if o := p.Owner; o.PersonID != 0 && o.PersonID == c.Person.ID {
-		return Access{Perms: Owner, Policy: c.Organization.Policy, Opts: WriteOptions(c), WebDAV: true}, nil
+		return Access{Perms: Owner, Policy: c.Organization.Policy, Place: c.Chain, Opts: WriteOptions(c), WebDAV: true}, nil
 	}
 	if p.Owner.PersonID == 0 && p.Owner.Type == string(vfs.RootShare) {
 		perms, dav, opts, err := s.shareAccess(ctx, c, p)
 		if err != nil {
 			return Access{}, err
 		}
-		return Access{Perms: perms, Policy: p.Policy, Opts: opts, WebDAV: dav}, nil
+		return Access{Perms: perms, Policy: p.Policy, Place: p.Chain, Opts: opts, WebDAV: dav}, nil
 	}
 	if !c.Person.Admin || c.Person.Guest || p.Owner.PersonID == 0 ||
 		!account.Within(p.Chain, c.Person.OrganizationID) || !browses(c, p.Organization) {
 		return Access{}, ErrNoRoot
 	}
-	return Access{Perms: View | Read, Policy: p.Policy, Opts: WriteOptions(c)}, nil
+	return Access{Perms: View | Read, Policy: p.Policy, Place: p.Chain, Opts: WriteOptions(c)}, nil
 }
 
 // browses reports whether administrator c, who manages org, may read the
 // roots of org's persons: org's policy has admin_browse_files, and so
-// does c's own organization's, which binds its administrators everywhere
-// they manage, as admin_create_users does (orgAllows): with org's alone,
-// a child's administrators, whom the parent withheld it from, made a
-// grandchild, whose policy they set, turned it on there and read its
-// persons' files. A top-level organization's own switch does not bind
-// its administrators below it: they set it themselves, so it withholds
-// nothing from them, and they browse a child that allows it as before.
+// does the policy c acts under (their organization's, withheld where an
+// ancestor below the top level withholds it: account's effectivePolicy),
+// which binds its administrators everywhere they manage, as
+// admin_create_users does (orgAllows): with org's alone, a child's
+// administrators, whom the parent withheld it from, made a grandchild,
+// whose policy they set, turned it on there and read its persons' files;
+// with their own organization's alone, they made an administrator in the
+// grandchild and browsed as that one. A top-level organization's own
+// switch does not bind its administrators below it: they set it
+// themselves, so it withholds nothing from them, and they browse a child
+// that allows it as before.
 func browses(c account.Caller, org account.Organization) bool {
-	if !org.Policy.AdminBrowseFiles {
-		return false
-	}
-	// org's policy is the one just read; the caller's may be as old as
-	// their sign-in cache, and is the same organization's.
-	return org.ID == c.Person.OrganizationID || c.Organization.ParentID == 0 || c.Organization.Policy.AdminBrowseFiles
+	return org.Policy.AdminBrowseFiles && (c.Organization.ParentID == 0 || c.Organization.Policy.AdminBrowseFiles)
 }
 
 // Roots returns the access of caller c to every live root c reaches, in
@@ -291,7 +295,7 @@ func WriteOptions(c account.Caller) vfs.WriteOptions {
 
 // own is c's access to root r, which c owns.
 func own(c account.Caller, r vfs.Root) Access {
-	return Access{Root: r, Perms: Owner, Policy: c.Organization.Policy, Opts: WriteOptions(c), WebDAV: true}
+	return Access{Root: r, Perms: Owner, Policy: c.Organization.Policy, Place: c.Chain, Opts: WriteOptions(c), WebDAV: true}
 }
 
 // active refuses a caller whose person or organization is disabled. The

@@ -58,6 +58,10 @@ type Event struct {
 	// Created is set for an OpWrite that made a new file rather than a
 	// new revision of one.
 	Created bool
+	// Forced is, for an OpUnlock of ForceUnlock, the lock it ended on
+	// the item (one event per lock, so the log can name each holder);
+	// nil for an unlock by a lock's holder.
+	Forced *Lock
 }
 
 // Journal records every change inside the transaction that commits it,

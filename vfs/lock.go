@@ -256,6 +256,64 @@ func (fs *FS) Unlock(ctx context.Context, root, id uint64, token string) error {
 	return err
 }
 
+// ForceUnlock ends every live lock that covers item id, whoever holds
+// it: the item's own and the deep locks of the folders above it, in one
+// transaction (RFC 4918 9.11: an UNLOCK may name any resource in a
+// lock's scope, and removes the whole lock). It is for those who may
+// end others' locks (a root's owner, a share's managers); ending only
+// the item's own left it locked, read-only for everyone, under a folder's
+// deep lock. A deleted item has only its own locks ended: the folders
+// above it are live and their locks are not its. Each lock ended is one
+// OpUnlock event of the item that held it, with Event.Forced set. An
+// item that nothing covers is a success that changes nothing.
+func (fs *FS) ForceUnlock(ctx context.Context, root, id uint64) error {
+	var ended int
+	err := fs.update(ctx, func(tx kv.Txn) error {
+		now := fs.nowNs()
+		ended = 0
+		rec, loc, err := nodeIn(tx, root, id)
+		if err != nil {
+			return err
+		}
+		_, gone, err := resolve(tx, rec)
+		if err != nil {
+			return err
+		}
+		for first := true; ; first = false {
+			var keep, end []lockRec
+			for _, l := range pruneLocks(rec.Locks, now) {
+				if first || l.Deep {
+					end = append(end, l)
+				} else {
+					keep = append(keep, l)
+				}
+			}
+			if len(end) > 0 {
+				rec.Locks = keep
+				if err := saveNode(tx, rec, loc); err != nil {
+					return err
+				}
+			}
+			for _, l := range liveLocks(end, 0) {
+				ended++
+				if err := fs.journal(ctx, tx, OpUnlock, nil, Event{RootID: root, NodeID: rec.ID, Name: rec.Name, Dir: rec.Dir, Forced: &l}); err != nil {
+					return err
+				}
+			}
+			if gone || rec.Parent == 0 {
+				return nil
+			}
+			if rec, loc, err = nodeIn(tx, root, rec.Parent); err != nil {
+				return err
+			}
+		}
+	})
+	if ended > 0 || err != nil {
+		fs.done(OpUnlock, err, Event{RootID: root, NodeID: id})
+	}
+	return err
+}
+
 // FindLock returns the item holding the lock token among from and the
 // folders above it: a WebDAV request names a resource that a lock on one of
 // its folders may cover.

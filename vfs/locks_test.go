@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"berth/berthtest"
+	"berth/kv"
 	"berth/vfs"
 )
 
@@ -36,6 +38,7 @@ func TestLocks(t *testing.T) {
 		{"ExclusiveLockStillRefusesUnderSharedOnes", exclusiveLockStillRefusesUnderSharedOnes},
 		// was tokenholder_test.go
 		{"LockTokenCountsOnlyForItsHolder", lockTokenCountsOnlyForItsHolder},
+		{"ForceUnlockEndsEveryCoveringLock", forceUnlockEndsEveryCoveringLock},
 	} {
 		t.Run(tc.name, tc.run)
 	}
@@ -500,5 +503,62 @@ func lockTokenCountsOnlyForItsHolder(t *testing.T) {
 	}
 	if err := write(top, "f.txt", with(bob, anon.Token)); err != nil {
 		t.Errorf("a write with the token of a lock without holder: %v", err)
+	}
+}
+
+// heldJournal keeps, for each forced unlock it hears, the item and the
+// holder of the lock ended.
+type heldJournal struct {
+	mu    sync.Mutex
+	ended []string
+}
+
+func (j *heldJournal) Record(_ context.Context, _ kv.Txn, ev vfs.Event) error {
+	if ev.Op == vfs.OpUnlock && ev.Forced != nil {
+		j.mu.Lock()
+		j.ended = append(j.ended, ev.Name+" held by "+ev.Forced.Holder)
+		j.mu.Unlock()
+	}
+	return nil
+}
+
+// forceUnlockEndsEveryCoveringLock: ForceUnlock of a file ends its own
+// locks and the deep locks of the folders above it, each recorded with
+// its holder, and leaves a folder's depth-0 lock, which does not cover
+// the file: ending the file's own alone left it read-only under the
+// folder's deep lock.
+func forceUnlockEndsEveryCoveringLock(t *testing.T) {
+	j := &heldJournal{}
+	e := newEnvWith(t, vfs.Options{Journal: j})
+	top := e.root.FolderID
+	d, err := e.fs.Mkdir(ctx, e.root.ID, top, "d", vfs.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := e.write(t, d.ID, "f", []byte("1"))
+	for _, l := range []struct {
+		id     uint64
+		holder string
+		deep   bool
+	}{{top, "person:3", false}, {d.ID, "person:1", true}, {f.ID, "person:2", false}} {
+		if _, err := e.fs.Lock(ctx, e.root.ID, l.id, vfs.LockRequest{Holder: l.holder, Shared: true, Deep: l.deep, TokenRequired: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.fs.ForceUnlock(ctx, e.root.ID, f.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.fs.WriteFile(ctx, e.root.ID, d.ID, "f", strings.NewReader("2"), vfs.WriteOptions{}); err != nil {
+		t.Fatalf("the file after its forced unlock: %v", err)
+	}
+	if n, _ := e.fs.Stat(ctx, e.root.ID, top); len(n.Locks) != 1 {
+		t.Fatalf("the top folder's depth-0 lock: %+v", n.Locks)
+	}
+	if want := "f held by person:2,d held by person:1"; strings.Join(j.ended, ",") != want {
+		t.Fatalf("recorded %q, want %q", j.ended, want)
+	}
+	// Nothing covers it now: a success that records nothing.
+	if err := e.fs.ForceUnlock(ctx, e.root.ID, f.ID); err != nil || len(j.ended) != 2 {
+		t.Fatalf("again: %v, %q", err, j.ended)
 	}
 }

@@ -16,7 +16,7 @@ import (
 // resource creates it empty (RFC 4918 7.3), which is how Windows and
 // Office create files; a refused lock creates nothing.
 func (s *session) lock(w http.ResponseWriter, r *http.Request) error {
-	if pol := s.policyAt(s.path); !pol.UserLockFiles && pol.Binds(s.caller.Person) {
+	if at := s.targetAt(s.path); !s.policyOf(at).UserLockFiles && s.binds(at) {
 		return errLockingDisabled
 	}
 	timeout := lockTimeout(r.Header.Get("Timeout"))

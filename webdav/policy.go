@@ -1,7 +1,6 @@
 package webdav
 
 import (
-	"berth/account"
 	"berth/vfs"
 )
 
@@ -14,16 +13,16 @@ func (s *session) readOnly(t target, n vfs.Node) error {
 	if n.Dir {
 		return nil
 	}
-	return s.policyOf(t).ExtensionReadOnly(s.caller.Person, n.Name, n.Size)
+	return s.policyOf(t).ExtensionReadOnly(s.caller.Person, s.placeOf(t), n.Name, n.Size)
 }
 
-// policyAt is the policy of writes at dav path p (policyOf). A first
-// segment that names no root has none: the caller's own answers for it,
-// as for the list of roots.
-func (s *session) policyAt(p string) *account.Policy {
+// targetAt is what dav path p names for the policy of writes there
+// (policyOf, binds). A first segment that names no root has none: the
+// caller's own answers for it, as for the list of roots.
+func (s *session) targetAt(p string) target {
 	t, err := s.resolve(p)
 	if err != nil {
-		t = target{}
+		return target{}
 	}
-	return s.policyOf(t)
+	return t
 }

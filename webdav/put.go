@@ -38,9 +38,9 @@ func (s *session) put(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	pol := s.policyOf(t)
-	locked := pol.Binds(s.caller.Person) && pol.ExtensionLocked(name)
+	locked := s.binds(t) && pol.ExtensionLocked(name)
 	if exists && locked {
-		if err := pol.ExtensionReadOnly(s.caller.Person, n.Name, n.Size); err != nil {
+		if err := s.readOnly(t, n); err != nil {
 			return err
 		}
 	}
@@ -97,7 +97,7 @@ func (s *session) plainPut(w http.ResponseWriter, r *http.Request) (done bool, e
 	if err != nil || t.isMountRoot() {
 		return false, nil
 	}
-	if pol := s.policyOf(t); pol.Binds(s.caller.Person) && pol.ExtensionLocked(path.Base(t.rel)) {
+	if s.binds(t) && s.policyOf(t).ExtensionLocked(path.Base(t.rel)) {
 		return false, nil
 	}
 	opts := s.optsFor(t.m.root.ID)

@@ -78,7 +78,10 @@ type mount struct {
 	// applies too (locked_extensions, user_lock_files), so the same
 	// request gets the same answer over both.
 	policy account.Policy
-	opts   vfs.WriteOptions
+	// place is share.Access.Place: the chain of policy's organization,
+	// whose administrators alone it does not bind.
+	place []uint64
+	opts  vfs.WriteOptions
 }
 
 // newSession starts the session of caller c for the request's dav path
@@ -139,6 +142,22 @@ func (s *session) policyOf(t target) *account.Policy {
 	return &t.m.policy
 }
 
+// binds reports whether policyOf(t)'s user_* switches and
+// locked_extensions bind the caller (account.Policy.Binds): in a root's
+// place, unless they administer its organization or one above it; at the
+// list of roots, their own organization's, unless they administer it.
+func (s *session) binds(t target) bool {
+	return s.policyOf(t).Binds(s.caller.Person, s.placeOf(t))
+}
+
+// placeOf is the chain of the organization whose policy policyOf(t) is.
+func (s *session) placeOf(t target) []uint64 {
+	if t.top() {
+		return s.caller.Chain
+	}
+	return t.m.place
+}
+
 // permitted refuses a change at dav path p that the caller's permissions
 // in its root do not allow (errShareReadOnly); the top and unknown roots
 // are left to the methods, which answer them as before.
@@ -169,7 +188,7 @@ func mountNames(reach []share.Access) []mount {
 			name = fmt.Sprintf("%s (%d)", name, r.ID)
 		}
 		seen[strings.ToLower(name)] = true
-		out = append(out, mount{name: name, root: r, perms: a.Perms, policy: a.Policy, opts: a.Opts})
+		out = append(out, mount{name: name, root: r, perms: a.Perms, policy: a.Policy, place: a.Place, opts: a.Opts})
 	}
 	return out
 }
