@@ -49,6 +49,10 @@ func TestDevicePasswordRoutes(t *testing.T) {
 	if c, ok, err := f.accounts.DeviceCallerRef(ctx, f.person.Username, made.Password); !ok || err != nil || c.MachineID != made.MachineID {
 		t.Fatalf("the password does not sign in: %v %v", ok, err)
 	}
+	// It serves WebDAV alone: the password grant, where a two-step
+	// code would follow the account's password, refuses it.
+	st, b = f.oauthPost("/oauth/token", passwordForm("password", made.Password))
+	wantError(t, st, b, http.StatusBadRequest, "invalid_grant")
 
 	// On an existing machine of the person's, and two more for paging.
 	st, b = f.postForm(base+"device_passwords/create", url.Values{"name": {"phone"}, "machine_id": {fmt.Sprint(made.MachineID)}})
