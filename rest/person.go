@@ -364,6 +364,13 @@ func (s *server) applyChanges(r *http.Request, p account.Person, ch changes) (ac
 				return account.Person{}, err
 			}
 		}
+	} else if self && ch.email != nil && !strings.EqualFold(*ch.email, p.Email) {
+		// The e-mail address is a login and where the e-mail mode's
+		// sign-in codes go: with a token alone, a thief would move the
+		// second factor to their own mailbox.
+		if err := s.reauthenticate(ctx, p, ch.current, "change your own e-mail address"); err != nil {
+			return account.Person{}, err
+		}
 	}
 	set := func(dst *string, v *string) {
 		if v != nil {
