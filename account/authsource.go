@@ -287,8 +287,10 @@ func (s *Service) UpdateAuthSource(ctx context.Context, id uint64, fn func(*Auth
 
 // DeleteAuthSource removes directory server id, recording
 // ActAuthSourceDeleted. Its persons stay, with their files, but lose the
-// directory they signed in with: their sessions end, and they sign in
-// again only once an administrator gives them a password. It is allowed
+// directory they signed in with: their sessions and device passwords end,
+// as with a password reset (the password they were made under is no
+// longer theirs), and they sign in again only once an administrator gives
+// them a password. It is allowed
 // whatever ad_enabled says, so that turning directories off leaves no
 // source nobody may remove. Errors: ErrNotFound.
 func (s *Service) DeleteAuthSource(ctx context.Context, id uint64) error {
@@ -337,6 +339,9 @@ func (s *Service) DeleteAuthSource(ctx context.Context, id uint64) error {
 					return err
 				}
 				if err := s.revokeAll(tx, pid); err != nil {
+					return err
+				}
+				if _, err := s.endDevicePasswords(tx, pid, 0); err != nil {
 					return err
 				}
 			}

@@ -264,9 +264,25 @@ func TestAuthSourceImport(t *testing.T) {
 			if carol, _ = s.Person(ctx, carol.ID); carol.Active {
 				t.Fatal("carol, disabled by an administrator, is active again")
 			}
-			// Deleting the source lets its persons go: they stay, without a password.
+			// Deleting the source lets its persons go: they stay,
+			// without a password, their sessions and device
+			// passwords ended, as a password reset ends them.
+			toks, err := s.IssueTokens(ctx, alice.ID, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, device, err := s.CreateDevicePassword(ctx, alice.ID, DevicePasswordInput{Name: "laptop"})
+			if err != nil {
+				t.Fatal(err)
+			}
 			if err := s.DeleteAuthSource(ctx, a.ID); err != nil {
 				t.Fatal(err)
+			}
+			if _, err := s.AccessCaller(ctx, toks.AccessToken); !errors.Is(err, ErrInvalidToken) {
+				t.Errorf("alice's token after the source was deleted: %v", err)
+			}
+			if _, ok, err := s.DeviceCallerRef(ctx, "alice", device); ok || !errors.Is(err, ErrInvalidCredentials) {
+				t.Errorf("alice's device password after the source was deleted: %v, %v", ok, err)
 			}
 			alice, _ = s.Person(ctx, alice.ID)
 			if alice.AuthSourceID != 0 || alice.PasswordHash != detachedHash {

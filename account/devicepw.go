@@ -231,7 +231,9 @@ func (s *Service) RevokeDevicePassword(ctx context.Context, personID, id uint64)
 //
 // Errors: ErrInvalidCredentials (with a description) for a revoked
 // device password; ErrAccountLocked while the person is locked by failed
-// sign-ins; ErrInactive for a disabled person or organization.
+// sign-ins, but at an address the person is known at (Authenticate)
+// whose own counter is not locked; ErrInactive for a disabled person or
+// organization.
 //
 // The Caller handed out is the cached one, as LoginCallerRef's: the
 // caller must not change it.
@@ -262,9 +264,9 @@ func (s *Service) DeviceCallerRef(ctx context.Context, login, password string) (
 // transaction fills escapes only on a miss, not on every request.
 func (s *Service) readDeviceCaller(ctx context.Context, gen uint64, h string) (*Caller, bool, error) {
 	c := new(Caller)
-	var found bool
+	var found, exempt bool
 	err := s.db.View(ctx, func(tx kv.Txn) error {
-		found = false
+		found, exempt = false, false
 		var ref devicePasswordRef
 		switch err := s.get(tx, keyBytes(pfxDevicePasswordHash, []byte(h)), &ref, ErrNotFound); {
 		case errors.Is(err, ErrNotFound):
@@ -281,10 +283,13 @@ func (s *Service) readDeviceCaller(ctx context.Context, gen uint64, h string) (*
 		case err != nil:
 			return err
 		}
-		if err := s.locked(tx, s.loginSubject("", rec.PersonID)); err != nil {
+		// A lock strangers' guesses brought does not apply where
+		// the person is known (accountLock), as for their tokens; that
+		// answer holds for this address only, so it is not kept.
+		var err error
+		if exempt, err = s.accountLock(ctx, tx, rec.PersonID); err != nil {
 			return err
 		}
-		var err error
 		if *c, err = s.activeCaller(tx, rec.PersonID); err != nil {
 			return err
 		}
@@ -294,7 +299,9 @@ func (s *Service) readDeviceCaller(ctx context.Context, gen uint64, h string) (*
 	if err != nil || !found {
 		return nil, false, err
 	}
-	s.callers.devices.Put(gen, h, c)
+	if !exempt {
+		s.callers.devices.Put(gen, h, c)
+	}
 	return c, true, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -265,6 +266,42 @@ func TestDevicePasswordEnds(t *testing.T) {
 			t.Fatalf("disabled: %v", err)
 		}
 		if _, err := s.UpdatePerson(ctx, alice.ID, func(p *Person) error { p.Active = true; return nil }); err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	// A lock strangers' wrong passwords brought does not refuse a
+	// device password where its person is known (Authenticate), as it
+	// refuses no token or remembered password there: else anyone who
+	// knows the login keeps a two-step person's mount out, at the office
+	// too, with one wrong password per lock.
+	t.Run("locked by strangers, at a known address", func(t *testing.T) {
+		_, secret := mk("g", 0)
+		s.opts.Lockout.KnownAddressTTL = time.Hour
+		defer func() { s.opts.Lockout.KnownAddressTTL = 0 }()
+		home := WithClientAddr(ctx, netip.MustParseAddr("198.51.100.4"))
+		stranger := WithClientAddr(ctx, netip.MustParseAddr("203.0.113.9"))
+		if _, err := s.Authenticate(home, "alice", pw); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Authenticate(stranger, "alice", "wrong"); !errors.Is(err, ErrAccountLocked) {
+			t.Fatal(err)
+		}
+		for _, at := range []struct {
+			name string
+			ctx  context.Context
+			want error
+		}{
+			{"home", home, nil},
+			{"stranger's address", stranger, ErrAccountLocked},
+			{"home again", home, nil},
+		} {
+			_, ok, err := s.DeviceCallerRef(at.ctx, "alice", secret)
+			if !errors.Is(err, at.want) || (at.want == nil && !ok) {
+				t.Errorf("%s: %v, %v; want %v", at.name, ok, err, at.want)
+			}
+		}
+		if err := s.Unlock(ctx, alice.ID); err != nil {
 			t.Fatal(err)
 		}
 	})

@@ -55,7 +55,8 @@ import (
 // lockout reveals nothing about which accounts exist. "t"<person> counts
 // the person's wrong two-step codes: apart from "p", whose count a right
 // password clears, which would give a guesser who has the password
-// unlimited codes; the lock it reaches is put on "p" (twostep_verify.go).
+// unlimited codes; the lock it reaches stays on "t" and is put on "p"
+// too (twostep_verify.go).
 //
 // TTL keys hold their exact deadline in the value too: Badger expires keys
 // with one-second resolution, so the TTL is rounded up to outlive the

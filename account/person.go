@@ -604,17 +604,18 @@ func (s *Service) Unlock(ctx context.Context, personID uint64) error {
 }
 
 // unlock deletes the person's lockout keys (Authenticate counts a known
-// login under the person, whichever of their logins was typed), and those
-// of the addresses they are known at.
+// login under the person, whichever of their logins was typed), those of
+// their wrong two-step codes, and those of the addresses they are known at.
 func (s *Service) unlock(tx kv.Txn, personID uint64) error {
-	subject := s.loginSubject("", personID)
-	if err := tx.Delete(keyBytes(pfxFail, subject)); err != nil {
-		return err
+	for _, subject := range [][]byte{s.loginSubject("", personID), twoStepSubject(personID)} {
+		if err := tx.Delete(keyBytes(pfxFail, subject)); err != nil {
+			return err
+		}
+		if err := tx.Delete(keyBytes(pfxLock, subject)); err != nil {
+			return err
+		}
 	}
-	if err := s.forgetAddresses(tx, personID); err != nil {
-		return err
-	}
-	return tx.Delete(keyBytes(pfxLock, subject))
+	return s.forgetAddresses(tx, personID)
 }
 
 func defaultDisplayName(p Person) string {

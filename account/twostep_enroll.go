@@ -241,7 +241,7 @@ func (s *Service) DisableTwoStep(ctx context.Context, id uint64) error {
 }
 
 // ResetTwoStep removes person id's two-step verification, enrolled or
-// waiting, and the count of their wrong codes: an administrator's answer
+// waiting, and the count and lock of their wrong codes: an administrator's answer
 // to a lost phone. Under require_two_step_auth the person enrolls again
 // at their next sign-in. The password lock, if any, stays (Unlock ends it).
 //
@@ -269,7 +269,8 @@ func (s *Service) removeTwoStep(ctx context.Context, id uint64, reset bool) erro
 		if err != nil {
 			return err
 		}
-		for _, k := range [][]byte{key(pfxTwoStep, id), key(pfxTwoStepNew, id), key(pfxTwoStepCode, id), keyBytes(pfxFail, twoStepSubject(id))} {
+		for _, k := range [][]byte{key(pfxTwoStep, id), key(pfxTwoStepNew, id), key(pfxTwoStepCode, id),
+			keyBytes(pfxFail, twoStepSubject(id)), keyBytes(pfxLock, twoStepSubject(id))} {
 			if err := tx.Delete(k); err != nil {
 				return err
 			}

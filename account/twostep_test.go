@@ -6,6 +6,7 @@ import (
 	"errors"
 	"image/png"
 	"log/slog"
+	"net/netip"
 	"strings"
 	"sync"
 	"testing"
@@ -286,46 +287,72 @@ func TestTwoStepRecoveryCodes(t *testing.T) {
 }
 
 // TestTwoStepLockout: wrong codes lock the whole account, however many
-// right passwords come between them, and Unlock ends it.
+// right passwords come between them, and Unlock ends it. From an address
+// the right password made known (Lockout.KnownAddressTTL), where the
+// account's lock does not keep the person out, the codes stay locked all
+// the same: else each right password there bought MaxFailures more
+// guesses at the code, with no wait.
 func TestTwoStepLockout(t *testing.T) {
-	ctx := context.Background()
-	e := newTwoStepEnv(t)
-	secret, _ := e.enrollTOTP(t)
-	s := e.s
-	for i := 1; i <= 3; i++ {
-		if _, err := s.Authenticate(ctx, "alice", pw); err != nil {
-			t.Fatalf("password %d: %v", i, err)
-		}
-		err := s.VerifyTwoStep(ctx, e.p, "000000")
-		if i < 3 {
-			wantTwoStep(t, err, ErrInvalidTOTP, TwoStepAuthenticator)
-			continue
-		}
-		var le *LockedError
-		if !errors.As(err, &le) || !errors.Is(err, ErrAccountLocked) {
-			t.Fatalf("third wrong code: %v", err)
-		}
-	}
-	// The password is refused unchecked; a right code too.
-	if _, err := s.Authenticate(ctx, "alice", pw); !errors.Is(err, ErrAccountLocked) {
-		t.Fatalf("password while locked: %v", err)
-	}
-	e.clk.Add(30 * time.Second)
-	if err := s.VerifyTwoStep(ctx, e.p, e.code(t, secret, 0)); err != nil && !errors.Is(err, ErrAccountLocked) {
-		t.Fatalf("code while locked: %v", err)
-	}
-	if n := testutil.ToFloat64(s.metrics.lockouts); n != 1 {
-		t.Errorf("lockouts %v", n)
-	}
-	if err := s.Unlock(ctx, e.p.ID); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Authenticate(ctx, "alice", pw); err != nil {
-		t.Fatalf("after unlock: %v", err)
-	}
-	e.clk.Add(30 * time.Second)
-	if err := s.VerifyTwoStep(ctx, e.p, e.code(t, secret, 0)); err != nil {
-		t.Fatalf("code after unlock: %v", err)
+	for _, tc := range []struct {
+		name  string
+		addr  string // "": none, nothing counted per address
+		known time.Duration
+	}{
+		{name: "without an address"},
+		{name: "from an address the password made known", addr: "203.0.113.7", known: 30 * 24 * time.Hour},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			if tc.addr != "" {
+				ctx = WithClientAddr(ctx, netip.MustParseAddr(tc.addr))
+			}
+			e := newTwoStepEnv(t)
+			e.s.opts.Lockout.KnownAddressTTL = tc.known
+			secret, _ := e.enrollTOTP(t)
+			s := e.s
+			for i := 1; i <= 3; i++ {
+				if _, err := s.Authenticate(ctx, "alice", pw); err != nil {
+					t.Fatalf("password %d: %v", i, err)
+				}
+				err := s.VerifyTwoStep(ctx, e.p, "000000")
+				if i < 3 {
+					wantTwoStep(t, err, ErrInvalidTOTP, TwoStepAuthenticator)
+					continue
+				}
+				var le *LockedError
+				if !errors.As(err, &le) || !errors.Is(err, ErrAccountLocked) {
+					t.Fatalf("third wrong code: %v", err)
+				}
+			}
+			// The password is refused unchecked, where the
+			// address is not known; the codes are refused
+			// everywhere, a right one too.
+			if _, err := s.Authenticate(ctx, "alice", pw); tc.known == 0 && !errors.Is(err, ErrAccountLocked) {
+				t.Fatalf("password while locked: %v", err)
+			}
+			for i := 0; i < 3; i++ {
+				if err := s.VerifyTwoStep(ctx, e.p, "000000"); !errors.Is(err, ErrAccountLocked) {
+					t.Fatalf("wrong code %d while locked: %v", i+1, err)
+				}
+			}
+			e.clk.Add(30 * time.Second)
+			if err := s.VerifyTwoStep(ctx, e.p, e.code(t, secret, 0)); !errors.Is(err, ErrAccountLocked) {
+				t.Fatalf("code while locked: %v", err)
+			}
+			if n := testutil.ToFloat64(s.metrics.lockouts); n != 1 {
+				t.Errorf("lockouts %v", n)
+			}
+			if err := s.Unlock(ctx, e.p.ID); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Authenticate(ctx, "alice", pw); err != nil {
+				t.Fatalf("after unlock: %v", err)
+			}
+			e.clk.Add(30 * time.Second)
+			if err := s.VerifyTwoStep(ctx, e.p, e.code(t, secret, 0)); err != nil {
+				t.Fatalf("code after unlock: %v", err)
+			}
+		})
 	}
 }
 

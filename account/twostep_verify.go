@@ -201,10 +201,15 @@ func (s *Service) sendSignInCode(ctx context.Context, p Person, rec twoStepRecor
 	})
 }
 
-// moveTwoStepLock puts the lock that wrong codes brought on person id's
+// moveTwoStepLock copies the lock that wrong codes brought on person id's
 // two-step subject onto the person's login subject: the whole account is
 // then locked, so that no password is checked while it holds (and
-// LoginCallerRef, over WebDAV, refuses too), and Unlock ends it.
+// LoginCallerRef, over WebDAV, refuses too), and Unlock ends it. The
+// two-step subject keeps its lock: where the person is known
+// (Authenticate), the account's lock does not apply and the password is
+// let in, and a guesser who has the password and signed in there once
+// would otherwise get MaxFailures more codes after every right password,
+// without waiting.
 func (s *Service) moveTwoStepLock(ctx context.Context, id uint64) error {
 	return s.db.Update(ctx, func(tx kv.Txn) error {
 		var lr lockRecord
@@ -213,9 +218,6 @@ func (s *Service) moveTwoStepLock(ctx context.Context, id uint64) error {
 		case errors.Is(err, ErrNotFound):
 			return nil
 		case err != nil:
-			return err
-		}
-		if err := tx.Delete(ts); err != nil {
 			return err
 		}
 		left := lr.Until.Sub(s.now())

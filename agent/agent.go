@@ -37,8 +37,11 @@ type Config struct {
 	Server string
 	// Login is the person the machine signs in as.
 	Login string
-	// Password returns the person's password (or a device password);
-	// asked only when the saved session has ended. Nil: the agent runs
+	// Password returns the person's password, never a device password:
+	// the agent signs in with the password grant, which takes the
+	// account's password and its two-step code, while a device password
+	// serves WebDAV alone (it would otherwise be a way around the code).
+	// Asked only when the saved session has ended. Nil: the agent runs
 	// only while its saved session lasts.
 	Password func() (string, error)
 	// TwoStepCode returns a two-step code when the person is enrolled.

@@ -331,7 +331,7 @@ func TestAgentMachine(t *testing.T) {
 		var en struct {
 			Secret string `json:"secret"`
 		}
-		srv.JSON(t, carol.Token, http.MethodPost, fmt.Sprintf("/api/2/person/%d/two_step/enroll", carol.ID), url.Values{"mode": {"authenticator"}}, &en)
+		srv.JSON(t, carol.Token, http.MethodPost, fmt.Sprintf("/api/2/person/%d/two_step/enroll", carol.ID), url.Values{"mode": {"authenticator"}, "current_password": {carol.Password}}, &en)
 		code, err := totp.GenerateCode(en.Secret, time.Now())
 		if err != nil {
 			t.Fatal(err)

@@ -94,7 +94,7 @@ func newAgentCommand(stderr io.Writer) *cobra.Command {
 	f.StringVar(&login, "login", "", "the person this machine signs in as (required)")
 	f.StringVar(&stateFile, "state-file", "", "where the machine's identity and session are kept (default $STATE_DIRECTORY or ~/.local/state/berth-agent, state.json)")
 	f.StringVar(&caFile, "ca-file", "", "PEM certificates to trust for the server (its self-signed certificate)")
-	f.StringVar(&passwordFile, "password-file", "", "a file holding the password (or a device password)")
+	f.StringVar(&passwordFile, "password-file", "", "a file holding the person's password (not a device password: those serve WebDAV only)")
 	f.StringVar(&level, "log-level", "info", "debug, info, warn or error")
 	f.DurationVar(&backupInterval, "backup-interval", agent.DefaultBackupInterval, "the time between two runs of each backup (docs/agent.md \"Backups\")")
 	_ = cmd.MarkFlagRequired("server")

@@ -143,7 +143,7 @@ func TestTwoStepCodesDelivered(t *testing.T) {
 		t.Run(c.mode, func(t *testing.T) {
 			p, _, token := st.AddPerson(t, "p-"+c.mode, "correct horse battery")
 			path := "/api/2/person/" + strconv.FormatUint(p.ID, 10) + "/two_step/"
-			if status, v := post(path+"enroll", token, url.Values{"mode": {c.mode}, "phone": {c.phone}}); status != 200 {
+			if status, v := post(path+"enroll", token, url.Values{"mode": {c.mode}, "phone": {c.phone}, "current_password": {"correct horse battery"}}); status != 200 {
 				t.Fatalf("enroll: %d %v", status, v)
 			}
 			if status, v := post(path+"confirm", token, url.Values{"auth_code": {c.code(1, p, account.CodeEnrollment)}}); status != 200 {

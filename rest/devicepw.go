@@ -73,9 +73,10 @@ func (s *server) listDevicePasswords(r *http.Request) (any, error) {
 // the account itself makes one, signed in with a token (a full sign-in,
 // two-step code included); administrators may list and revoke them but
 // not make one, which would be a password to someone else's account.
-// Form fields: name (required); machine_id, a machine of the account's
-// to tie it to, or else dns_name, os_type and os_version of the machine
-// made for it. The answer holds the password, this once.
+// Form fields: current_password and name (required); machine_id, a
+// machine of the account's to tie it to, or else dns_name, os_type and
+// os_version of the machine made for it. The answer holds the password,
+// this once.
 func (s *server) createDevicePassword(r *http.Request) (any, error) {
 	f, err := form(r)
 	if err != nil {
@@ -87,6 +88,17 @@ func (s *server) createDevicePassword(r *http.Request) (any, error) {
 	}
 	if p.ID != callerOf(r).Person.ID {
 		return nil, Describe(ErrForbidden, "a device password is made by its own account, signed in; administrators may list and revoke them")
+	}
+	// A device password outlives the token it is made with, and the
+	// person's own change of password: the password again, so that a
+	// stolen token is not made into one.
+	var cur *string
+	if f.Has("current_password") {
+		v := f.Get("current_password")
+		cur = &v
+	}
+	if err := s.reauthenticate(r.Context(), p, cur, "make a device password"); err != nil {
+		return nil, err
 	}
 	in := account.DevicePasswordInput{Name: f.Get("name"), Machine: account.MachineInput{
 		DNSName: f.Get("dns_name"), OSType: f.Get("os_type"), OSVersion: f.Get("os_version")}}

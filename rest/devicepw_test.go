@@ -21,7 +21,7 @@ func TestDevicePasswordRoutes(t *testing.T) {
 	me := f.person.ID
 	base := fmt.Sprintf("/api/2/person/%d/", me)
 
-	st, b := f.postForm(base+"device_passwords/create", url.Values{"name": {"laptop"}, "dns_name": {"laptop.local"}, "os_type": {"linux"}})
+	st, b := f.postForm(base+"device_passwords/create", url.Values{"name": {"laptop"}, "dns_name": {"laptop.local"}, "os_type": {"linux"}, "current_password": {fixturePassword}})
 	if st != http.StatusOK {
 		t.Fatalf("create: %d %s", st, b)
 	}
@@ -49,15 +49,19 @@ func TestDevicePasswordRoutes(t *testing.T) {
 	if c, ok, err := f.accounts.DeviceCallerRef(ctx, f.person.Username, made.Password); !ok || err != nil || c.MachineID != made.MachineID {
 		t.Fatalf("the password does not sign in: %v %v", ok, err)
 	}
+	// It serves WebDAV alone: the password grant, where a two-step
+	// code would follow the account's password, refuses it.
+	st, b = f.oauthPost("/oauth/token", passwordForm("password", made.Password))
+	wantError(t, st, b, http.StatusBadRequest, "invalid_grant")
 
 	// On an existing machine of the person's, and two more for paging.
-	st, b = f.postForm(base+"device_passwords/create", url.Values{"name": {"phone"}, "machine_id": {fmt.Sprint(made.MachineID)}})
+	st, b = f.postForm(base+"device_passwords/create", url.Values{"name": {"phone"}, "machine_id": {fmt.Sprint(made.MachineID)}, "current_password": {fixturePassword}})
 	var second devicePasswordBody
 	decode(t, b, &second)
 	if st != http.StatusOK || second.MachineID != made.MachineID {
 		t.Fatalf("on the same machine: %d %s", st, b)
 	}
-	f.postForm(base+"device_passwords/create", url.Values{"name": {"tablet"}})
+	f.postForm(base+"device_passwords/create", url.Values{"name": {"tablet"}, "current_password": {fixturePassword}})
 
 	for _, tc := range []struct {
 		query      string
@@ -106,11 +110,15 @@ func TestDevicePasswordRoutes(t *testing.T) {
 		code       string
 		mentions   string
 	}{
-		{"no name", url.Values{}, http.StatusBadRequest, "invalid_request", "name"},
-		{"a long name", url.Values{"name": {strings.Repeat("x", 101)}}, http.StatusBadRequest, "invalid_request", "name"},
-		{"a long dns_name", url.Values{"name": {"x"}, "dns_name": {strings.Repeat("x", 256)}}, http.StatusBadRequest, "invalid_request", "dns_name"},
-		{"machine_id not an id", url.Values{"name": {"x"}, "machine_id": {"abc"}}, http.StatusBadRequest, "invalid_request", "machine_id"},
-		{"another person's machine", url.Values{"name": {"x"}, "machine_id": {fmt.Sprint(bobs.ID)}}, http.StatusNotFound, "not_found", ""},
+		// A device password outlives the token it is made with: the
+		// current password again, so a stolen token is not made into one.
+		{"no current_password", url.Values{"name": {"x"}}, http.StatusBadRequest, "invalid_request", "current_password is required to make a device password"},
+		{"a wrong current_password", url.Values{"name": {"x"}, "current_password": {"not the password"}}, http.StatusForbidden, "forbidden", "current_password is wrong"},
+		{"no name", url.Values{"current_password": {fixturePassword}}, http.StatusBadRequest, "invalid_request", "name"},
+		{"a long name", url.Values{"name": {strings.Repeat("x", 101)}, "current_password": {fixturePassword}}, http.StatusBadRequest, "invalid_request", "name"},
+		{"a long dns_name", url.Values{"name": {"x"}, "dns_name": {strings.Repeat("x", 256)}, "current_password": {fixturePassword}}, http.StatusBadRequest, "invalid_request", "dns_name"},
+		{"machine_id not an id", url.Values{"name": {"x"}, "machine_id": {"abc"}, "current_password": {fixturePassword}}, http.StatusBadRequest, "invalid_request", "machine_id"},
+		{"another person's machine", url.Values{"name": {"x"}, "machine_id": {fmt.Sprint(bobs.ID)}, "current_password": {fixturePassword}}, http.StatusNotFound, "not_found", ""},
 	} {
 		t.Run("create, "+tc.name, func(t *testing.T) {
 			st, b := f.postForm(base+"device_passwords/create", tc.form)
@@ -157,7 +165,7 @@ func TestDevicePasswordRoutes(t *testing.T) {
 func TestDeleteMachineRoute(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	st, b := f.postForm(fmt.Sprintf("/api/2/person/%d/device_passwords/create", f.person.ID), url.Values{"name": {"laptop"}})
+	st, b := f.postForm(fmt.Sprintf("/api/2/person/%d/device_passwords/create", f.person.ID), url.Values{"name": {"laptop"}, "current_password": {fixturePassword}})
 	var dp devicePasswordBody
 	decode(t, b, &dp)
 	if st != http.StatusOK {

@@ -149,7 +149,7 @@ func (k *isoCast) tenant(tag string, parent uint64, policy func(*account.Policy)
 	n.file = k.upload(n, fmt.Sprintf("/api/2/files/%d/upload", n.root), m("file")+".txt")
 	n.folder = k.mkdir(n, fmt.Sprintf("/api/2/files/%d/create_folder", n.root), m("folder"))
 	if n.guest, err = f.accounts.CreateGuest(ctx, account.GuestInput{CreatorID: n.admin.ID, OrganizationID: n.org.ID,
-		Email: m("guest") + "@example.com", FirstName: m("guest")}); err != nil {
+		Email: m("guest") + "@example.com", FirstName: m("guest"), Password: fixturePassword}); err != nil {
 		t.Fatal(err)
 	}
 	toks, err := f.accounts.IssueTokens(ctx, n.guest.ID, 0)
@@ -733,13 +733,13 @@ func isoRows() []isoRow {
 		{pattern: "GET /api/2/person/{id}/device_passwords", path: pf("/api/2/person/%d/device_passwords", cPlain), want: childRead},
 		{pattern: "GET /api/2/person/{id}/device_passwords", name: "the parent's plain person", path: pf("/api/2/person/%d/device_passwords", pPlain), want: "PP=200 CP=404 CA=404 PA=200"},
 		{pattern: "POST /api/2/person/{id}/device_passwords/create", method: "POST", path: pf("/api/2/person/%d/device_passwords/create", cPlain),
-			form: fields("name", "laptop"), want: "CP=200 CA=403 PA=403"},
+			form: fields("name", "laptop", "current_password", fixturePassword), want: "CP=200 CA=403 PA=403"},
 		{pattern: "POST /api/2/person/{id}/device_passwords/create", name: "no name", method: "POST", path: pf("/api/2/person/%d/device_passwords/create", cPlain),
-			want: "CP=400 CA=403 PA=403"},
+			form: fields("current_password", fixturePassword), want: "CP=400 CA=403 PA=403"},
 		{pattern: "POST /api/2/person/{id}/device_passwords/create", name: "the guest, for itself", method: "POST", path: pf("/api/2/person/%d/device_passwords/create", cGuest),
-			form: fields("name", "laptop"), want: "CG=200 CP=404 CA=403 PA=403"},
+			form: fields("name", "laptop", "current_password", fixturePassword), want: "CG=200 CP=404 CA=403 PA=403"},
 		{pattern: "POST /api/2/person/{id}/device_passwords/create", name: "the parent's plain person", method: "POST", path: pf("/api/2/person/%d/device_passwords/create", pPlain),
-			form: fields("name", "laptop"), want: "PP=200 CP=404 CA=404 PA=403"},
+			form: fields("name", "laptop", "current_password", fixturePassword), want: "PP=200 CP=404 CA=404 PA=403"},
 		{pattern: "POST /api/2/person/{id}/device_password/{device_password_id}/delete", method: "POST",
 			path: pf("/api/2/person/%d/device_password/%d/delete", cPlain, newDevicePassword(cPlain)), want: childRead},
 		{pattern: "POST /api/2/person/{id}/device_password/{device_password_id}/delete", name: "the parent's plain person's", method: "POST",
@@ -835,14 +835,15 @@ func isoRows() []isoRow {
 		{pattern: "GET /api/2/person/{id}/two_step", name: "another person of the child", path: pf("/api/2/person/%d/two_step", cAdmin), want: childHidden},
 		{pattern: "GET /api/2/person/{id}/two_step", name: "the parent's plain person", path: pf("/api/2/person/%d/two_step", pPlain), want: "PP=200 CP=404 CA=404 PA=200"},
 		{pattern: "POST /api/2/person/{id}/two_step/enroll", method: "POST", path: pf("/api/2/person/%d/two_step/enroll", cPlain),
-			form: fields("mode", "authenticator"), want: "CP=200 CA=403 PA=403"},
+			form: fields("mode", "authenticator", "current_password", fixturePassword), want: "CP=200 CA=403 PA=403"},
 		{pattern: "POST /api/2/person/{id}/two_step/enroll", name: "the parent's plain person", method: "POST", path: pf("/api/2/person/%d/two_step/enroll", pPlain),
-			form: fields("mode", "authenticator"), want: "PP=200 CP=404 CA=404 PA=403"},
+			form: fields("mode", "authenticator", "current_password", fixturePassword), want: "PP=200 CP=404 CA=404 PA=403"},
 		{pattern: "POST /api/2/person/{id}/two_step/confirm", name: "a wrong code", method: "POST", path: pf("/api/2/person/%d/two_step/confirm", cPlain),
 			form: fields("auth_code", "000000"), want: "CP=400 CA=403 PA=403"},
 		{pattern: "POST /api/2/person/{id}/two_step/recovery_codes", name: "not enrolled", method: "POST", path: pf("/api/2/person/%d/two_step/recovery_codes", cPlain),
-			want: "CP=400 CA=403 PA=403"},
-		{pattern: "POST /api/2/person/{id}/two_step/disable", method: "POST", path: pf("/api/2/person/%d/two_step/disable", cPlain), want: "CP=200 CA=403 PA=403"},
+			form: fields("current_password", fixturePassword), want: "CP=400 CA=403 PA=403"},
+		{pattern: "POST /api/2/person/{id}/two_step/disable", method: "POST", path: pf("/api/2/person/%d/two_step/disable", cPlain),
+			form: fields("current_password", fixturePassword), want: "CP=200 CA=403 PA=403"},
 		{pattern: "POST /api/2/person/{id}/two_step/reset", method: "POST", path: pf("/api/2/person/%d/two_step/reset", cPlain), want: childAdmin + " CG=404"},
 		{pattern: "POST /api/2/person/{id}/two_step/reset", name: "another person of the child", method: "POST", path: pf("/api/2/person/%d/two_step/reset", cAdmin), want: childHidden},
 		{pattern: "POST /api/2/person/{id}/two_step/reset", name: "the parent's plain person", method: "POST", path: pf("/api/2/person/%d/two_step/reset", pPlain), want: parentAdmin},

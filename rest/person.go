@@ -364,6 +364,13 @@ func (s *server) applyChanges(r *http.Request, p account.Person, ch changes) (ac
 				return account.Person{}, err
 			}
 		}
+	} else if self && ch.email != nil && !strings.EqualFold(*ch.email, p.Email) {
+		// The e-mail address is a login and where the e-mail mode's
+		// sign-in codes go: with a token alone, a thief would move the
+		// second factor to their own mailbox.
+		if err := s.reauthenticate(ctx, p, ch.current, "change your own e-mail address"); err != nil {
+			return account.Person{}, err
+		}
 	}
 	set := func(dst *string, v *string) {
 		if v != nil {
@@ -407,8 +414,21 @@ func (s *server) applyChanges(r *http.Request, p account.Person, ch changes) (ac
 // count towards the lockout as wrong logins do: a stolen token cannot be
 // used to guess the password. A wrong one is 403 forbidden.
 func (s *server) checkCurrentPassword(ctx context.Context, p account.Person, current *string) error {
+	return s.reauthenticate(ctx, p, current, "change your own password")
+}
+
+// reauthenticate asks person p, who acts on their own account with a
+// token, for their current password before what the token alone must
+// not do (what says what, for the answer that asks for it): change the
+// password, or make or remove a credential of their own (a device
+// password, two-step verification, its recovery codes). A token stolen
+// from a device, or a browser left signed in, then cannot be turned into
+// a credential that outlives it, nor the account's second factor into
+// the thief's. Missing is 400 invalid_request; wrong is 403 forbidden,
+// counted towards the lockout as a wrong login.
+func (s *server) reauthenticate(ctx context.Context, p account.Person, current *string, what string) error {
 	if current == nil || *current == "" {
-		return Describe(ErrInvalidRequest, "current_password is required to change your own password")
+		return Describe(ErrInvalidRequest, "current_password is required to %s", what)
 	}
 	q, err := s.accounts.Authenticate(ctx, p.Username, *current)
 	if errors.Is(err, account.ErrInvalidCredentials) || (err == nil && q.ID != p.ID) {

@@ -464,7 +464,11 @@ func TestPersonUpdate(t *testing.T) {
 		{"short password", me.token, []string{"password", "short", "current_password", fixturePassword}, 400, "invalid_request"},
 		{"company_id", tn.parentAdmin.token, []string{"company_id", strconv.FormatUint(f.org.ID, 10)}, 400, "invalid_request"},
 		{"username taken", me.token, []string{"username", tn.midAdmin.p.Username}, 409, "name_conflict"},
-		{"bad e-mail", me.token, []string{"email", "nope"}, 400, "invalid_request"},
+		{"bad e-mail", me.token, []string{"email", "nope", "current_password", fixturePassword}, 400, "invalid_request"},
+		// The e-mail address is a login and where e-mail sign-in codes
+		// go: a token alone does not move it.
+		{"own e-mail without the current password", me.token, []string{"email", "thief@elsewhere.example"}, 400, "invalid_request"},
+		{"own e-mail, wrong current password", me.token, []string{"email", "thief@elsewhere.example", "current_password", "wrong guess"}, 403, "forbidden"},
 		{"active not a boolean", tn.parentAdmin.token, []string{"active", "maybe"}, 400, "invalid_request"},
 		{"administrator drops their own flag", tn.midAdmin.token, []string{"admin", "false"}, 403, "forbidden"},
 		{"administrator disables themself", tn.midAdmin.token, []string{"active", "false"}, 403, "forbidden"},
@@ -486,6 +490,13 @@ func TestPersonUpdate(t *testing.T) {
 			st, body := f.send("POST", path, c.token, v)
 			wantError(t, st, body, c.status, c.code)
 		})
+	}
+	// With the current password, or by an administrator, it moves.
+	if st, body := upd(me, me.token, "email", "pat@new.example", "current_password", fixturePassword); st != 200 {
+		t.Fatalf("own e-mail with the current password: %d %s", st, body)
+	}
+	if st, body := upd(me, tn.midAdmin.token, "email", "pat@newer.example"); st != 200 {
+		t.Fatalf("an administrator sets the e-mail: %d %s", st, body)
 	}
 	// A password in the URL is refused, whoever sends it.
 	st, body = f.send("POST", fmt.Sprintf("/api/2/person/%d/update?password=in+the+url+is+bad", me.p.ID), tn.midAdmin.token, nil)

@@ -125,6 +125,9 @@ func (s *server) twoStepEnroll(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := s.twoStepReauth(r, p, f, "set up two-step verification"); err != nil {
+		return nil, err
+	}
 	en, err := s.accounts.EnrollTwoStep(r.Context(), p.ID, mode, twoStepField(f, "phone"))
 	if err != nil {
 		return nil, err
@@ -152,6 +155,13 @@ func (s *server) twoStepConfirm(r *http.Request) (any, error) {
 func (s *server) twoStepRecoveryCodes(r *http.Request) (any, error) {
 	p, err := s.twoStepPerson(r, share.PersonUpdateSelf, true)
 	if err != nil {
+		return nil, err
+	}
+	f, err := twoStepForm(r)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.twoStepReauth(r, p, f, "make new recovery codes"); err != nil {
 		return nil, err
 	}
 	codes, err := s.accounts.NewRecoveryCodes(r.Context(), p.ID)
@@ -195,6 +205,13 @@ func (s *server) twoStepDisable(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	f, err := twoStepForm(r)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.twoStepReauth(r, p, f, "turn off two-step verification"); err != nil {
+		return nil, err
+	}
 	err = s.accounts.DisableTwoStep(r.Context(), p.ID)
 	if errors.Is(err, account.ErrTwoStepRequired) {
 		return nil, Describe(err, "the organization's policy requires two-step verification, so it cannot be turned off; enroll in another mode instead, or ask an administrator to reset it")
@@ -208,6 +225,17 @@ func (s *server) twoStepReset(r *http.Request) (any, error) {
 		return nil, err
 	}
 	return nil, s.accounts.ResetTwoStep(r.Context(), p.ID)
+}
+
+// twoStepReauth asks p for their current password in form f before
+// what (reauthenticate): a token alone neither sets up, nor turns off,
+// nor renews the second factor.
+func (s *server) twoStepReauth(r *http.Request, p account.Person, f map[string][]string, what string) error {
+	var cur *string
+	if v := twoStepField(f, "current_password"); v != "" {
+		cur = &v
+	}
+	return s.reauthenticate(r.Context(), p, cur, what)
 }
 
 // twoStepField is a form field's first value.

@@ -95,7 +95,7 @@ func (f *fixture) twoStepPost(token, path string, form url.Values) (int, []byte)
 // returns the secret and the recovery codes.
 func (f *fixture) enrollAuthenticator(t *testing.T, clk *berthtest.Clock) (string, []string) {
 	t.Helper()
-	status, body := f.twoStepPost(f.token, fmt.Sprintf("/api/2/person/%d/two_step/enroll", f.person.ID), url.Values{"mode": {"authenticator"}})
+	status, body := f.twoStepPost(f.token, fmt.Sprintf("/api/2/person/%d/two_step/enroll", f.person.ID), url.Values{"mode": {"authenticator"}, "current_password": {fixturePassword}})
 	var en struct {
 		Mode    string  `json:"two_step_mode"`
 		URI     string  `json:"otpauth_uri"`
@@ -206,7 +206,7 @@ func TestTwoStepSMSGrant(t *testing.T) {
 	f := twoStepFixture(t)
 	box := f.box
 	path := fmt.Sprintf("/api/2/person/%d/two_step/", f.person.ID)
-	status, body := f.twoStepPost(f.token, path+"enroll", url.Values{"mode": {"sms"}, "phone": {"+1 (555) 010-9999"}})
+	status, body := f.twoStepPost(f.token, path+"enroll", url.Values{"mode": {"sms"}, "phone": {"+1 (555) 010-9999"}, "current_password": {fixturePassword}})
 	if status != 200 || !strings.Contains(string(body), `"sent_to":"+15550109999"`) || !strings.Contains(string(body), `"otpauth_uri":null`) {
 		t.Fatalf("enroll: %d %s", status, body)
 	}
@@ -244,11 +244,18 @@ func TestTwoStepRoutesInput(t *testing.T) {
 		code, desc  string
 	}{
 		{"no mode", "enroll", nil, 400, "invalid_request", `missing parameter "mode"`},
-		{"unknown mode", "enroll", url.Values{"mode": {"pigeon"}}, 400, "invalid_request", "mode: must be authenticator, email or sms"},
-		{"sms without phone", "enroll", url.Values{"mode": {"sms"}}, 400, "invalid_request", "phone: "},
+		{"unknown mode", "enroll", url.Values{"mode": {"pigeon"}, "current_password": {fixturePassword}}, 400, "invalid_request", "mode: must be authenticator, email or sms"},
+		{"sms without phone", "enroll", url.Values{"mode": {"sms"}, "current_password": {fixturePassword}}, 400, "invalid_request", "phone: "},
 		{"confirm without code", "confirm", nil, 400, "invalid_request", `missing parameter "auth_code"`},
 		{"confirm without enrollment", "confirm", url.Values{"auth_code": {"123456"}}, 400, "invalid_request", "code: no enrollment"},
-		{"recovery codes without two-step", "recovery_codes", nil, 400, "invalid_request", "mode: two-step verification is not enabled"},
+		// The token alone does not make or remove a credential: the
+		// current password again (a stolen token would otherwise
+		// put the thief's second factor on the account, or take it off).
+		{"enroll without current_password", "enroll", url.Values{"mode": {"authenticator"}}, 400, "invalid_request", "current_password is required to set up two-step verification"},
+		{"enroll with a wrong current_password", "enroll", url.Values{"mode": {"authenticator"}, "current_password": {"not the password"}}, 403, "forbidden", "current_password is wrong"},
+		{"disable without current_password", "disable", nil, 400, "invalid_request", "current_password is required to turn off two-step verification"},
+		{"recovery codes without current_password", "recovery_codes", nil, 400, "invalid_request", "current_password is required to make new recovery codes"},
+		{"recovery codes without two-step", "recovery_codes", url.Values{"current_password": {fixturePassword}}, 400, "invalid_request", "mode: two-step verification is not enabled"},
 	} {
 		status, body := f.twoStepPost(f.token, path+c.route, c.form)
 		wantError(t, status, body, c.status, c.code)
@@ -280,14 +287,14 @@ func TestTwoStepRequired(t *testing.T) {
 	if status, body := f.get("/api/2/person"); status != 200 {
 		t.Fatalf("self: %d %s", status, body)
 	}
-	status, body = f.twoStepPost(f.token, fmt.Sprintf("/api/2/person/%d/two_step/disable", f.person.ID), nil)
+	status, body = f.twoStepPost(f.token, fmt.Sprintf("/api/2/person/%d/two_step/disable", f.person.ID), url.Values{"current_password": {fixturePassword}})
 	wantError(t, status, body, 403, "forbidden")
 	secret, _ := f.enrollAuthenticator(t, clk)
 	if status, body := f.get(f.at("/api/2/files/%d/folder/0")); status == 403 {
 		t.Fatalf("after enrolling: %d %s", status, body)
 	}
 	// Enrolled under the policy, the person cannot turn it off.
-	status, body = f.twoStepPost(f.token, fmt.Sprintf("/api/2/person/%d/two_step/disable", f.person.ID), nil)
+	status, body = f.twoStepPost(f.token, fmt.Sprintf("/api/2/person/%d/two_step/disable", f.person.ID), url.Values{"current_password": {fixturePassword}})
 	wantError(t, status, body, 403, "forbidden")
 	if !strings.Contains(string(body), "cannot be turned off") {
 		t.Errorf("disable under the policy: %s", body)

@@ -27,14 +27,17 @@ const (
 	sessionCookie = "berth_link"
 )
 
-// caller is the person signed in through the page's form, or nil.
+// caller is the person signed in through the page's form, or nil. A
+// person whose organization came to require two-step verification since
+// is nil until enrolled, as at the sign-in (and as the API refuses the
+// same token).
 func (h *handler) caller(r *http.Request) *account.Caller {
 	ck, err := r.Cookie(sessionCookie)
 	if err != nil || ck.Value == "" || h.opts.Accounts == nil {
 		return nil
 	}
 	c, err := h.opts.Accounts.AccessCaller(r.Context(), ck.Value)
-	if err != nil {
+	if err != nil || h.opts.Accounts.TwoStepDue(r.Context(), &c) != nil {
 		return nil
 	}
 	return &c

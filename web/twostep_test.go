@@ -78,6 +78,15 @@ func TestLoginTwoStep(t *testing.T) {
 	if _, err := accounts.UpdatePolicy(ctx, s.alice.Person.OrganizationID, func(p *account.Policy) error { p.RequireTwoStepAuth = true; return nil }); err != nil {
 		t.Fatal(err)
 	}
+	// Nor does the session a sign-in before the policy gave: the page
+	// asks for a sign-in again, as the API refuses its token.
+	resp, err = c.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body := readAll(t, resp); resp.StatusCode != http.StatusUnauthorized || !strings.Contains(body, `name="password"`) {
+		t.Errorf("session from before the policy: %d %s", resp.StatusCode, body)
+	}
 	if status, body := post(""); status != 403 || !strings.Contains(body, "requires two-step verification") {
 		t.Errorf("not enrolled under the policy: %d %s", status, body)
 	}
