@@ -56,7 +56,13 @@ func TestCallerCacheSeesEveryWrite(t *testing.T) {
 	setActive(false)
 	check("person disabled", ErrInactive, nil)
 	setActive(true)
-	check("person enabled", nil, any)
+	// Enabled again, the person is whole, and the sessions from before
+	// the disabling are gone.
+	check("person enabled", ErrInvalidToken, nil)
+	if toks, err = s.IssueTokens(ctx, alice.ID, 0); err != nil {
+		t.Fatal(err)
+	}
+	check("person enabled, signed in again", nil, any)
 
 	setOrg := func(v bool) {
 		if _, err := other.UpdateOrganization(ctx, org.ID, func(o *Organization) error { o.Active = v; return nil }); err != nil {

@@ -444,6 +444,16 @@ func (s *Service) updateAccount(ctx context.Context, id uint64, guest *bool, fn 
 		if err := s.putPerson(tx, &p, &cur); err != nil {
 			return err
 		}
+		// Enabling a person again ends the sessions they had before they
+		// were disabled: kept, they came back with it, on devices an
+		// administrator who disabled them had reason to distrust. They
+		// are ended here rather than at the disabling so that, while
+		// disabled, they are answered ErrInactive, which says why.
+		if !cur.Active && p.Active {
+			if err := s.revokeAll(tx, id); err != nil {
+				return err
+			}
+		}
 		act := ActPersonUpdated
 		if p.Guest {
 			act = ActGuestUpdated

@@ -34,6 +34,13 @@ func TestSessionCaller(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, ErrInactive},
+		{"person disabled, then enabled again", func(t *testing.T, w *cacheWorld) {
+			for _, active := range []bool{false, true} {
+				if _, err := w.s.UpdatePerson(ctx, w.alice.ID, func(p *Person) error { p.Active = active; return nil }); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}, ErrInvalidToken},
 		{"person deleted", func(t *testing.T, w *cacheWorld) {
 			if err := w.s.DeletePerson(ctx, w.alice.ID); err != nil {
 				t.Fatal(err)

@@ -627,8 +627,8 @@ func (s *Service) Revoke(ctx context.Context, token string) error {
 }
 
 // RevokeAll ends every session of the person: all their access and refresh
-// tokens stop working. SetPassword calls it; the caller should too when it
-// disables or deletes a person.
+// tokens stop working. SetPassword, DeletePerson and an UpdatePerson that
+// enables a disabled person again do it themselves.
 func (s *Service) RevokeAll(ctx context.Context, personID uint64) error {
 	return s.db.Update(ctx, func(tx kv.Txn) error { return s.revokeAll(tx, personID) })
 }
