@@ -40,7 +40,7 @@ func (fs *FS) Copy(ctx context.Context, root, id, dst, parent uint64, name strin
 				return err
 			}
 			d := replaced.usage
-			newID, err = fs.copyTree(ctx, tx, src, dst, parent, name, &d, now)
+			newID, err = fs.copyTree(ctx, tx, src, dst, parent, name, opts.ExcludedExtensions, &d, now)
 			if err != nil {
 				return err
 			}
@@ -153,6 +153,19 @@ func copyCheck(tx kv.Txn, root, id, dst, parent uint64, name string, opts WriteO
 	return src, checkLocks(tx, parent, 1, opts, now)
 }
 
+// excludedBelow refuses rec, an item below the top of a copied folder,
+// when it is a file whose name exts excludes. The copy would be a new file
+// of that name, which the policy forbids however it is made; only the
+// copy's top name was checked, so a folder holding setup.exe (written
+// before the policy excluded .exe, or in a root of another organization)
+// brought a new one past it.
+func excludedBelow(rec nodeRec, exts []string) error {
+	if !rec.Dir && excluded(rec.Name, exts) {
+		return fmt.Errorf("%w: %q below the folder copied", ErrExtensionExcluded, extension(rec.Name))
+	}
+	return nil
+}
+
 // copyCost is what copying one item costs one transaction.
 type copyCost struct {
 	// weight is in the unit of fs.refBatch: the item, its properties and
@@ -258,7 +271,10 @@ func (fs *FS) copyIsLarge(ctx context.Context, root, id uint64) (bool, error) {
 	return false, err
 }
 
-func (fs *FS) copyTree(ctx context.Context, tx kv.Txn, src nodeRec, root, parent uint64, name string, u *usageRec, now int64) (uint64, error) {
+// copyTree copies src into parent of root as name, with everything below
+// it. A file below it whose name exts excludes refuses the whole copy
+// (excludedBelow), as copyCheck refuses such a file copied alone.
+func (fs *FS) copyTree(ctx context.Context, tx kv.Txn, src nodeRec, root, parent uint64, name string, exts []string, u *usageRec, now int64) (uint64, error) {
 	id, err := fs.db.NextID(ctx, "node")
 	if err != nil {
 		return 0, err
@@ -282,7 +298,10 @@ func (fs *FS) copyTree(ctx context.Context, tx kv.Txn, src nodeRec, root, parent
 		return 0, err
 	}
 	for _, c := range kids {
-		if _, err := fs.copyTree(ctx, tx, c, root, id, c.Name, u, now); err != nil {
+		if err := excludedBelow(c, exts); err != nil {
+			return 0, err
+		}
+		if _, err := fs.copyTree(ctx, tx, c, root, id, c.Name, exts, u, now); err != nil {
 			return 0, err
 		}
 	}
@@ -361,6 +380,11 @@ func (fs *FS) copyStaged(ctx context.Context, root, id, dst, parent uint64, name
 		topFolder = r.Folder
 		var walk func(rec nodeRec, up int) error
 		walk = func(rec nodeRec, up int) error {
+			if up >= 0 {
+				if err := excludedBelow(rec, opts.ExcludedExtensions); err != nil {
+					return err
+				}
+			}
 			c, err := copyWeight(tx, rec)
 			if err != nil {
 				return err

@@ -2,6 +2,7 @@ package vfs
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -339,6 +340,50 @@ func (fs *FS) FindLock(ctx context.Context, root, from uint64, token string) (No
 		return fmt.Errorf("%w: %q", ErrNoSuchLock, token)
 	})
 	return n, lk, err
+}
+
+// FindLockAt is FindLock from the item at the path p of root, or, when p
+// names nothing, from the deepest item on the way to it: a lock on a
+// folder covers the names below it that do not exist yet. It is one read
+// of the path from the top. Walking up from p and looking each folder up
+// again from the top cost the square of the depth: an If header of 256
+// tagged lists, each 1,000 names deep, took one request 17 seconds.
+func (fs *FS) FindLockAt(ctx context.Context, root uint64, p, token string) (Node, Lock, error) {
+	segs, err := splitPath(p)
+	if err != nil {
+		return Node{}, Lock{}, err
+	}
+	var from uint64
+	err = fs.db.View(ctx, func(tx kv.Txn) error {
+		if _, err := loadRoot(tx, root); err != nil {
+			return err
+		}
+		var rec nodeRec
+		if err := get(tx, topKey(root), &rec, ErrNotExist); err != nil {
+			return err
+		}
+		from = rec.ID
+		for _, s := range segs {
+			if !rec.Dir {
+				break
+			}
+			parent := rec.ID
+			rec = nodeRec{}
+			err := get(tx, childKey(parent, s), &rec, ErrNotExist)
+			if errors.Is(err, ErrNotExist) {
+				break
+			}
+			if err != nil {
+				return err
+			}
+			from = rec.ID
+		}
+		return nil
+	})
+	if err != nil {
+		return Node{}, Lock{}, err
+	}
+	return fs.FindLock(ctx, root, from, token)
 }
 
 // isPathLock reports whether l is a token-required (WebDAV) lock, which

@@ -39,8 +39,49 @@ func TestLocks(t *testing.T) {
 		// was tokenholder_test.go
 		{"LockTokenCountsOnlyForItsHolder", lockTokenCountsOnlyForItsHolder},
 		{"ForceUnlockEndsEveryCoveringLock", forceUnlockEndsEveryCoveringLock},
+		{"FindLockAtAPath", findLockAtAPath},
 	} {
 		t.Run(tc.name, tc.run)
+	}
+}
+
+// findLockAtAPath: FindLockAt finds a lock from the item at a path, or
+// from the deepest item on the way to a path that names nothing (below a
+// missing name, or below a file), as FindLock from that item does.
+func findLockAtAPath(t *testing.T) {
+	e := newEnv(t)
+	d, err := e.fs.Mkdir(ctx, e.root.ID, e.root.FolderID, "d", vfs.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := e.write(t, d.ID, "f", []byte("1"))
+	dl, err := e.fs.Lock(ctx, e.root.ID, d.ID, vfs.LockRequest{Deep: true, Shared: true, TokenRequired: true, Duration: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fl, err := e.fs.Lock(ctx, e.root.ID, f.ID, vfs.LockRequest{Shared: true, TokenRequired: true, Duration: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		path, token string
+		at          uint64 // the item holding the lock; 0 when none is found
+		err         error
+	}{
+		{"/d", dl.Token, d.ID, nil},
+		{"/d/f", dl.Token, d.ID, nil},
+		{"/d/f", fl.Token, f.ID, nil},
+		{"/d/missing/deeper", dl.Token, d.ID, nil},
+		{"/d/f/below-a-file", fl.Token, f.ID, nil},
+		{"/d/missing", fl.Token, 0, vfs.ErrNoSuchLock},
+		{"/other", dl.Token, 0, vfs.ErrNoSuchLock},
+		{"/", dl.Token, 0, vfs.ErrNoSuchLock},
+		{"/d/../d", dl.Token, 0, vfs.ErrInvalidName},
+	} {
+		n, _, err := e.fs.FindLockAt(ctx, e.root.ID, c.path, c.token)
+		if !errors.Is(err, c.err) || (c.err == nil && n.ID != c.at) {
+			t.Errorf("FindLockAt(%s): item %d, %v; want item %d, %v", c.path, n.ID, err, c.at, c.err)
+		}
 	}
 }
 

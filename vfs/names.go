@@ -24,7 +24,12 @@ func ValidateName(name string) error {
 		return fmt.Errorf("%w: not valid UTF-8", ErrInvalidName)
 	}
 	for _, r := range name {
-		if r == '/' || r == '\\' || r < 0x20 || r == 0x7f {
+		// U+FFFE and U+FFFF are no characters, and XML 1.0, which every
+		// WebDAV answer is, cannot carry them: PROPFIND named such a
+		// file with U+FFFD, a name REST did not give and no request
+		// found. With them and the control characters out, every name
+		// is one XML can hold.
+		if r == '/' || r == '\\' || r < 0x20 || r == 0x7f || r == 0xfffe || r == 0xffff {
 			return fmt.Errorf("%w: %q holds a forbidden character", ErrInvalidName, name)
 		}
 	}

@@ -82,6 +82,12 @@ func TestScripts(t *testing.T) {
 			write / "a\x00b" "" want ErrInvalidName
 			write / "a\nb" "" want ErrInvalidName
 			write / "a\xffb" "" want ErrInvalidName
+			# U+FFFE and U+FFFF are no characters and XML 1.0, which every
+			# WebDAV answer is, cannot carry them: PROPFIND named such a file
+			# with U+FFFD, a name REST did not give and no request found.
+			write / "a\uFFFEb" "" want ErrInvalidName
+			write / "a\uFFFFb" "" want ErrInvalidName
+			write / "a\uFFFDb\uFDD0\U0010FFFF" "" ok
 			write / "é"*128 "" want ErrNameTooLong
 			# Names taken.
 			write / dir "" want ErrNameConflict

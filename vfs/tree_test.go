@@ -31,8 +31,64 @@ func TestTree(t *testing.T) {
 		// was batchbound_test.go
 		{"CopyAtDefaultBatch", copyAtDefaultBatch},
 		{"CopyBoundedByBytes", copyBoundedByBytes},
+		{"CopyOfAFolderHoldingAnExcludedName", copyExcludedInside},
 	} {
 		t.Run(tc.name, tc.run)
+	}
+}
+
+// copyExcludedInside: a copy of a folder is refused, whole, when a file
+// anywhere below it has a name the policy excludes, as a copy of that file
+// alone is. Only the copy's top name was checked, so a folder holding
+// setup.exe (written before the policy excluded .exe, or in another
+// organization's root) brought a new setup.exe past the policy with one
+// WebDAV COPY.
+func copyExcludedInside(t *testing.T) {
+	for _, large := range []bool{false, true} {
+		name := "one transaction"
+		if large {
+			name = "staged"
+		}
+		t.Run(name, func(t *testing.T) {
+			opts := vfs.Options{}
+			if large {
+				opts = vfs.WithRefBatch(opts, 1)
+			}
+			e := openEnvWith(t, t.TempDir(), opts)
+			t.Cleanup(e.close)
+			ctx := context.Background()
+			root, err := e.fs.CreateRoot(ctx, "alice", vfs.RootSync)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.root = root
+			top := root.FolderID
+			d, err := e.fs.Mkdir(ctx, root.ID, top, "d", vfs.WriteOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sub, err := e.fs.Mkdir(ctx, root.ID, d.ID, "sub", vfs.WriteOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.write(t, d.ID, "a.txt", randBytes(1, 100_000))
+			e.write(t, sub.ID, "setup.EXE.", randBytes(2, 100_000))
+			x := vfs.WriteOptions{ExcludedExtensions: []string{".exe"}}
+			for _, c := range []struct{ what, name string }{{"the folder", "d2"}, {"a folder named like the excluded file", "setup.exe"}} {
+				if _, err := e.fs.Copy(ctx, root.ID, d.ID, root.ID, top, c.name, x); !errors.Is(err, vfs.ErrExtensionExcluded) {
+					t.Fatalf("Copy of %s: %v, want ErrExtensionExcluded", c.what, err)
+				}
+				if _, err := e.fs.Lookup(ctx, root.ID, "/"+c.name); !errors.Is(err, vfs.ErrNotExist) {
+					t.Fatalf("after the refused Copy of %s: %v", c.what, err)
+				}
+			}
+			if _, err := e.fs.Copy(ctx, root.ID, sub.ID, root.ID, top, "sub2", vfs.WriteOptions{ExcludedExtensions: []string{".txt"}}); err != nil {
+				t.Fatalf("Copy of a folder with nothing excluded: %v", err)
+			}
+			if _, err := e.fs.Lookup(ctx, root.ID, "/sub2/setup.EXE."); err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }
 

@@ -15,7 +15,7 @@ import (
 // is the same as none (RFC 3986 6.2.2.1, 6.2.3). Either default counts
 // for either scheme, because a TLS-terminating proxy hands on https
 // requests as http ones; the Destination's scheme is not compared for
-// the same reason.
+// the same reason, but for being http or https at all (destination).
 func sameAuthority(a, b string) bool {
 	trim := func(h string) string {
 		for _, p := range []string{":443", ":80"} {
@@ -57,6 +57,10 @@ func (s *session) destination(r *http.Request) *destination {
 	case err != nil:
 		d.err = errBadDestination
 	case u.Host != "" && !sameAuthority(u.Host, r.Host):
+		d.err = errOtherServer
+	case u.Scheme != "" && !strings.EqualFold(u.Scheme, "https") && !strings.EqualFold(u.Scheme, "http"):
+		// file:///webdav/... or javascript:/webdav/... names nothing
+		// this server serves, whatever its path says.
 		d.err = errOtherServer
 	default:
 		if d.path, err = s.h.davPath(u.EscapedPath()); err != nil {

@@ -198,10 +198,10 @@ func (h *Handler) library(s *session) *xwebdav.Handler {
 }
 
 // maxPathDepth bounds the segments of a path below the prefix (the root's
-// name is the first). Finding a lock walks from a path up to the deepest
-// folder that exists, resolving each level from the top, so the work
-// grows with the square of the depth; a URL within the server's 1 MiB
-// header limit could otherwise name 500,000 levels. macOS's PATH_MAX
+// name is the first). A request reads its path, and the lock searches it
+// makes read theirs, from the top, so the work grows with the depth; a
+// URL within the server's 1 MiB header limit could otherwise name 500,000
+// levels. macOS's PATH_MAX
 // (1,024 bytes) allows at most 512, Windows's MAX_PATH 130.
 const maxPathDepth = 1024
 

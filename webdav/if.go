@@ -36,6 +36,14 @@ var errBadIf = errors.New("malformed If header")
 // that holds locked files sends one tagged list per lock, hence the room.
 const maxIfConditions = 256
 
+// maxIfSegments bounds the path segments of the distinct resources an If
+// header's lists name, all together. Judging a list reads its resource's
+// path from the top, and a header within maxIfConditions could name 256
+// resources 1,000 folders deep: about 4 seconds of one request's work
+// with the folders there. A MOVE's tagged lists name its locked files,
+// which a few thousand segments hold.
+const maxIfSegments = 4 * maxPathDepth
+
 // parseIf parses an If header value into its lists.
 func parseIf(s string) ([]ifList, error) {
 	var out []ifList
@@ -164,6 +172,11 @@ func (s *session) checkIf(r *http.Request, p string) error {
 		return err
 	}
 	s.tokens = append(s.tokens, submittedTokens(lists)...)
+	// Resources and their lock tokens are judged once however many
+	// lists name them (256 untagged lists of a deep request path read
+	// it 256 times), and the distinct ones are bounded in depth.
+	memo := ifMemo{etags: map[string]string{}, locks: map[[2]string]bool{}}
+	segs := strings.Count(p, "/")
 	for _, l := range lists {
 		res := p
 		if l.resource != "" {
@@ -177,25 +190,44 @@ func (s *session) checkIf(r *http.Request, p string) error {
 				continue // a resource not ours is never in the state the list names
 			}
 		}
-		if s.listHolds(res, l.conds) {
+		if _, ok := memo.etags[res]; !ok && res != p {
+			if segs += strings.Count(res, "/"); segs > maxIfSegments {
+				return describe(errBadIf, "the If header's resources hold more than %d path segments in all", maxIfSegments)
+			}
+		}
+		if s.listHolds(res, l.conds, &memo) {
 			return nil
 		}
 	}
 	return errIfFailed
 }
 
-func (s *session) listHolds(p string, conds []ifCond) bool {
-	var etag string
-	if t, err := s.resolve(p); err == nil {
-		if n, err := s.node(t); err == nil {
-			etag = fileInfoETag(n)
+// ifMemo is what checkIf found out so far: each resource's entity tag
+// ("" when it has none), and whether a token names a lock covering it.
+type ifMemo struct {
+	etags map[string]string
+	locks map[[2]string]bool
+}
+
+func (s *session) listHolds(p string, conds []ifCond, memo *ifMemo) bool {
+	etag, ok := memo.etags[p]
+	if !ok {
+		if t, err := s.resolve(p); err == nil {
+			if n, err := s.node(t); err == nil {
+				etag = fileInfoETag(n)
+			}
 		}
+		memo.etags[p] = etag
 	}
 	for _, c := range conds {
 		var holds bool
 		if c.token != "" {
-			_, _, err := s.findLock(p, c.token)
-			holds = err == nil
+			k := [2]string{p, c.token}
+			if holds, ok = memo.locks[k]; !ok {
+				_, _, err := s.findLock(p, c.token)
+				holds = err == nil
+				memo.locks[k] = holds
+			}
 		} else {
 			// RFC 4918 10.4.4: compared strongly, a weak tag never
 			// matches.

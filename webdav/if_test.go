@@ -429,6 +429,32 @@ func TestIf(t *testing.T) {
 			contains(t, body, "Destination")
 			st, _, body = f.do("PUT", "/i.txt", strings.NewReader("y"), "If", "<"+f.url(deep)+"> (<urn:uuid:00000000-0000-0000-0000-000000000000>)")
 			want(t, "PUT with an If tag 5,000 deep", st, http.StatusBadRequest, body)
+
+			// Distinct resources of more than 4,096 segments in all are
+			// 400: each list reads its resource's path from the top, and
+			// 256 tags 1,000 folders deep took one GET seconds of work.
+			var tags strings.Builder
+			for i := range 5 {
+				fmt.Fprintf(&tags, "<%s/x%d> (<urn:uuid:00000000-0000-0000-0000-000000000000>) ", f.url(strings.Repeat("/a", 1000)), i)
+			}
+			st, _, body = f.do("GET", "/i.txt", nil, "If", tags.String())
+			want(t, "GET with If tags of 5,000 segments in all", st, http.StatusBadRequest, body)
+			contains(t, body, "segments")
+			// The same resource in many lists counts once, and a list
+			// that holds still lets the write through.
+			lk := strings.Repeat("/a", 500)
+			st, _, body = f.do("MKCOL", "/a", nil)
+			want(t, "MKCOL", st, http.StatusCreated, body)
+			st, h, body := f.do("LOCK", "/a", strings.NewReader(lockExclusive), "Depth", "infinity")
+			want(t, "LOCK /a", st, http.StatusOK, body)
+			token := h.Get("Lock-Token")
+			var same strings.Builder
+			for range 200 {
+				fmt.Fprintf(&same, "<%s> (<urn:uuid:00000000-0000-0000-0000-000000000000>) ", f.url(lk))
+			}
+			fmt.Fprintf(&same, "<%s> (%s)", f.url(lk), token)
+			st, _, body = f.do("PUT", "/a/b.txt", strings.NewReader("b"), "If", same.String())
+			want(t, "PUT below a lock, its token in the 201st list of one deep tag", st, http.StatusCreated, body)
 			if b, err := f.read("/i.txt"); err != nil || string(b) != "x" {
 				t.Fatalf("i.txt = %q, %v; want it unchanged", b, err)
 			}

@@ -218,17 +218,7 @@ func (s *session) findLock(p, token string) (vfs.Node, vfs.Lock, error) {
 		return vfs.Node{}, vfs.Lock{}, vfs.ErrNoSuchLock
 	}
 	// The resource may not exist (a lock on its folder still covers the name).
-	rel := t.rel
-	for {
-		n, err := s.lookupRel(t.m.root.ID, rel)
-		if err == nil {
-			return s.h.opts.FS.FindLock(s.ctx, t.m.root.ID, n.ID, token)
-		}
-		if !errors.Is(err, vfs.ErrNotExist) || rel == "/" {
-			return vfs.Node{}, vfs.Lock{}, err
-		}
-		rel = parentOf(rel)
-	}
+	return s.h.opts.FS.FindLockAt(s.ctx, t.m.root.ID, t.rel, token)
 }
 
 // scopeLock is findLock for a lock whose scope holds the resource at dav

@@ -1,6 +1,7 @@
 package webdav_test
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -177,6 +178,35 @@ func TestPaths(t *testing.T) {
 			want(t, "MOVE below a name that is no root", st, http.StatusConflict, body)
 			if b, err := f.read("/a.txt"); err != nil || string(b) != "a" {
 				t.Fatalf("a.txt after refused moves: %q %v", b, err)
+			}
+		}},
+
+		// A Destination is another server's unless it is an http or https
+		// URI (of this host) or a path: "file:///webdav/alice/c.txt" and
+		// "javascript:/webdav/alice/c.txt" were taken for their paths and
+		// copied to, though no client of this server means them. 502 (RFC
+		// 4918 9.8.5, 10.3), and nothing is made; a scheme in capitals and
+		// a path alone stay this server's.
+		{"a Destination of another scheme is another server", func(t *testing.T) {
+			f := newFixture(t)
+			st, _, body := f.do("PUT", "/p.txt", strings.NewReader("x"))
+			want(t, "PUT", st, http.StatusCreated, body)
+			host := strings.TrimPrefix(f.srv.URL, "https://")
+			for _, d := range []string{"file:///webdav/alice/c.txt", "javascript:/webdav/alice/c.txt", "ftp://" + host + "/webdav/alice/c.txt", "webdav:/webdav/alice/c.txt"} {
+				for _, m := range []string{"COPY", "MOVE"} {
+					st, _, body := f.do(m, "/p.txt", nil, "Destination", d)
+					want(t, m+" to "+d, st, http.StatusBadGateway, body)
+				}
+			}
+			if _, err := f.lookup("/c.txt"); err == nil {
+				t.Fatal("a Destination of another scheme made c.txt")
+			}
+			for i, d := range []string{"HTTPS://" + host + "/webdav/alice/c1.txt", "/webdav/alice/c2.txt"} {
+				st, _, body := f.do("COPY", "/p.txt", nil, "Destination", d)
+				want(t, "COPY to "+d, st, http.StatusCreated, body)
+				if _, err := f.lookup(fmt.Sprintf("/c%d.txt", i+1)); err != nil {
+					t.Fatal(err)
+				}
 			}
 		}},
 

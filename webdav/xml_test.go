@@ -107,6 +107,36 @@ func TestXML(t *testing.T) {
 			}
 		}},
 
+		// Entities a DOCTYPE declares are never expanded: a billion
+		// laughs, an external entity naming a local file, and one in a
+		// LOCK owner are 400 (an undefined entity), nothing is stored, and
+		// no answer holds what the entity named. Hostile-input probe of
+		// issue 15's protocol review, kept as a row.
+		{"entities are not expanded", func(t *testing.T) {
+			f := newFixture(t)
+			st, _, body := f.do("PUT", "/x.txt", strings.NewReader("x"))
+			want(t, "PUT", st, http.StatusCreated, body)
+			const laughs = `<?xml version="1.0"?><!DOCTYPE l [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;"><!ENTITY c "&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;">]>`
+			const xxe = `<?xml version="1.0"?><!DOCTYPE l [<!ENTITY x SYSTEM "file:///etc/passwd">]>`
+			for _, c := range []struct{ method, body string }{
+				{"PROPFIND", laughs + `<D:propfind xmlns:D="DAV:"><D:prop><D:displayname>&c;</D:displayname></D:prop></D:propfind>`},
+				{"PROPPATCH", laughs + proppatchBody("<Z:a>&c;</Z:a>")},
+				{"PROPPATCH", xxe + proppatchBody("<Z:a>&x;</Z:a>")},
+				{"LOCK", xxe + `<D:lockinfo xmlns:D="DAV:"><D:lockscope><D:exclusive/></D:lockscope><D:locktype><D:write/></D:locktype><D:owner>&x;</D:owner></D:lockinfo>`},
+			} {
+				st, _, body := f.do(c.method, "/x.txt", strings.NewReader(c.body), "Depth", "0")
+				want(t, c.method+" with entities", st, http.StatusBadRequest, body)
+				if strings.Contains(body, "aaaa") || strings.Contains(body, "root:") {
+					t.Fatalf("%s: an entity was expanded: %q", c.method, body)
+				}
+			}
+			if len(f.props("/x.txt")) != 0 {
+				t.Fatal("a refused PROPPATCH stored properties")
+			}
+			st, _, body = f.do("PUT", "/x.txt", strings.NewReader("y"))
+			want(t, "PUT after the refused LOCK", st, http.StatusNoContent, body)
+		}},
+
 		// A body over the size cap is 413, not a truncated body called
 		// malformed; so are deep nesting and endless elements well within the
 		// size cap; a refused PROPPATCH stores nothing. Formerly
