@@ -730,7 +730,9 @@ func TestTusOptions(t *testing.T) {
 
 // TestTusAccess walks the tus routes as each kind of caller: anyone
 // but the owner of an upload gets 404, a person without write access to
-// the target 403, no token 401.
+// the target 403, no token 401; but an administrator of the organization
+// the upload's root is in ends it (DELETE 204), where before only its
+// owner could, and only by taking the owner's write access away.
 func TestTusAccess(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
@@ -783,15 +785,16 @@ func TestTusAccess(t *testing.T) {
 	callers := []struct {
 		name, token string
 		create      int // creating in the owner's root
-		upload      int // HEAD, PATCH, DELETE of the owner's upload
+		upload      int // HEAD, PATCH of the owner's upload
+		del         int // DELETE of another upload of the owner's
 	}{
-		{"anonymous", "", 401, 401},
-		{"a bad token", "not-a-token", 401, 401},
-		{"another organization", tenant, 404, 404},
-		{"a plain person of the organization", plain, 404, 404},
-		{"the organization's administrator", admin, 404, 404},
+		{"anonymous", "", 401, 401, 401},
+		{"a bad token", "not-a-token", 401, 401, 401},
+		{"another organization's administrator", tenant, 404, 404, 404},
+		{"a plain person of the organization", plain, 404, 404, 404},
+		{"the organization's administrator", admin, 404, 404, 204},
 	}
-	for _, c := range callers {
+	for i, c := range callers {
 		tc := f.tus(t, c.token)
 		resp, body, _ := tc.create(tusMeta("root_id", fmt.Sprint(f.root.ID), "filename", "x"), 1)
 		if resp.StatusCode != c.create {
@@ -804,9 +807,13 @@ func TestTusAccess(t *testing.T) {
 		if resp.StatusCode != c.upload {
 			t.Errorf("PATCH as %s: %d %s, want %d", c.name, resp.StatusCode, body, c.upload)
 		}
-		resp, body, _ = tc.do(http.MethodDelete, path, nil, nil, 0)
-		if resp.StatusCode != c.upload {
-			t.Errorf("DELETE as %s: %d %s, want %d", c.name, resp.StatusCode, body, c.upload)
+		victim := owner.mustCreate(f.root.ID, fmt.Sprintf("victim%d.bin", i), 10)
+		resp, body, _ = tc.do(http.MethodDelete, victim, nil, nil, 0)
+		if resp.StatusCode != c.del {
+			t.Errorf("DELETE as %s: %d %s, want %d", c.name, resp.StatusCode, body, c.del)
+		}
+		if st, _ := owner.offset(victim); (st == http.StatusNotFound) != (c.del == http.StatusNoContent) {
+			t.Errorf("HEAD as the owner after a DELETE as %s: %d", c.name, st)
 		}
 	}
 	// The viewer reaches the share but may not upload to it.
@@ -824,7 +831,9 @@ func TestTusAccess(t *testing.T) {
 // tusIsoRows are the tus routes in the isolation walk: creating in the
 // child's plain person's root is theirs (and refused to administrators
 // with admin_browse_files, who only read), an upload is its creator's
-// alone, and discovery is anyone's.
+// alone but for the administrators of its root's organization and those
+// above, who end it (with admin_browse_files or without: ending an upload
+// reads nothing), and discovery is anyone's.
 func tusIsoRows() []isoRow {
 	target := func(q isoReq) url.Values {
 		return url.Values{"root_id": {fmt.Sprint(q.c.root)}, "filename": {q.k.next() + ".bin"}}
@@ -847,7 +856,7 @@ func tusIsoRows() []isoRow {
 			isoRow{pattern: "PATCH /api/2/tus/{upload_id}", name: "the child's plain person's upload " + tenant, method: "TUSPATCH",
 				path: pf("/api/2/tus/%d", upload), want: "CP=204 CA=404 PA=404", tenant: tenant},
 			isoRow{pattern: "DELETE /api/2/tus/{upload_id}", name: "the child's plain person's upload " + tenant, method: "TUSDELETE",
-				path: pf("/api/2/tus/%d", upload), want: "CP=204 CA=404 PA=404", tenant: tenant},
+				path: pf("/api/2/tus/%d", upload), want: "CP=204 CA=204 PA=204", tenant: tenant},
 		)
 	}
 	return rows
@@ -970,9 +979,11 @@ func TestTusLostAccess(t *testing.T) {
 					t.Fatalf("the sweep ended %d uploads (%v)", n, err)
 				}
 			}
-			// The share's administrator uploads a MiB.
+			// The share's administrator uploads a MiB more than bob's
+			// upload leaves: it reserves half the quota, bob's fair
+			// share, and the rest only while he may go on.
 			admin := w.client(t, w.adminToken)
-			resp, body, _ := admin.create(tusMeta("root_id", fmt.Sprint(w.sh.ID), "filename", "a.bin"), 1<<20)
+			resp, body, _ := admin.create(tusMeta("root_id", fmt.Sprint(w.sh.ID), "filename", "a.bin"), quota/2+1<<20)
 			if c.kept {
 				wantError(t, resp.StatusCode, body, http.StatusConflict, "policy_error")
 			} else if resp.StatusCode != http.StatusCreated {
