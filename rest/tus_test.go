@@ -1147,3 +1147,89 @@ func TestTusFinishRace(t *testing.T) {
 		})
 	}
 }
+
+// TestTusFairShare: one person's uploads in progress reserve at most half
+// of what the organization's quota leaves free beside the others'; the
+// rest of a declared length is checked at the creation and again by the
+// last PATCH, and an administrator of the organization ends an upload.
+// Before, alice's upload of the whole room, with nothing sent, had bob's
+// creations and plain uploads refused (409 policy_error) for as long as a
+// PATCH a day kept it, and nobody but alice could end it.
+func TestTusFairShare(t *testing.T) {
+	const q = 4 << 20
+	type step struct {
+		who, op string // op: create (tus), put (REST upload), send (every byte of who's last upload), delete (alice's last upload)
+		n       int64
+		want    int
+	}
+	cases := []struct {
+		name  string
+		steps []step
+	}{
+		{"a person alone uploads the whole room", []step{{"alice", "create", q, 201}, {"alice", "send", 0, 204}}},
+		{"another's upload within the fair share", []step{{"alice", "create", q, 201}, {"bob", "create", q / 2, 201}, {"bob", "send", 0, 204}}},
+		{"another's plain upload within the fair share", []step{{"alice", "create", q, 201}, {"bob", "put", q / 2, 200}}},
+		{"another's upload and plain upload within the fair share", []step{
+			{"alice", "create", q, 201}, {"bob", "create", q / 4, 201}, {"bob", "put", q / 4, 200}}},
+		{"another's upload past what is free", []step{{"alice", "create", q, 201}, {"bob", "create", q/2 + 1, 409}}},
+		{"the last PATCH meets the room another took", []step{
+			{"alice", "create", q, 201}, {"bob", "put", q / 2, 200}, {"alice", "send", 0, 409}}},
+		{"an administrator of the organization ends an upload", []step{
+			{"alice", "create", q, 201}, {"admin", "delete", 0, 204}, {"bob", "create", q, 201}}},
+		{"a plain person does not end another's upload", []step{
+			{"alice", "create", q, 201}, {"bob", "delete", 0, 404}, {"bob", "create", q/2 + 1, 409}}},
+		{"an administrator of another organization does not", []step{
+			{"alice", "create", q, 201}, {"stranger", "delete", 0, 404}}},
+		{"nor does anyone without a token", []step{{"alice", "create", q, 201}, {"anonymous", "delete", 0, 401}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			pol := account.DefaultPolicy()
+			pol.SpaceQuota = strconv.Itoa(q)
+			f := newFixtureWith(t, fixtureOptions{Policy: &pol})
+			_, bobTok, bobRoot := f.member(f.org.ID, "bob", false)
+			_, adminTok, _ := f.member(f.org.ID, "carol", true)
+			other, err := f.accounts.CreateOrganization(context.Background(), account.OrganizationInput{Name: "Globex"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, strangerTok, _ := f.member(other.ID, "dave", true)
+			tokens := map[string]string{"alice": f.token, "bob": bobTok, "admin": adminTok, "stranger": strangerTok, "anonymous": ""}
+			roots := map[string]vfs.Root{"alice": f.root, "bob": bobRoot}
+			last := map[string]string{}    // who's last upload's path
+			lengths := map[string]int64{} // and its length
+			for i, s := range c.steps {
+				tc := f.tus(t, tokens[s.who])
+				var status int
+				var body []byte
+				switch s.op {
+				case "create":
+					var resp *http.Response
+					resp, body, last[s.who] = tc.create(tusMeta("root_id", fmt.Sprint(roots[s.who].ID), "filename", fmt.Sprintf("%s%d.bin", s.who, i)), s.n)
+					status, lengths[s.who] = resp.StatusCode, s.n
+				case "send":
+					resp, b, err := tc.patch(last[s.who], 0, bytes.NewReader(make([]byte, lengths[s.who])), lengths[s.who], nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+					status, body = resp.StatusCode, b
+				case "put":
+					mp, ct := multipartBody(fmt.Sprintf("put%d.bin", i), bytes.NewReader(make([]byte, s.n)))
+					status, body = f.readAll(f.request(http.MethodPost, fmt.Sprintf("/api/2/files/%d/upload", roots[s.who].ID), tokens[s.who], mp, http.Header{"Content-Type": {ct}}))
+				case "delete":
+					resp, b, err := tc.do(http.MethodDelete, last["alice"], nil, nil, 0)
+					if err != nil {
+						t.Fatal(err)
+					}
+					status, body = resp.StatusCode, b
+				}
+				if status != s.want {
+					t.Fatalf("step %d, %s by %s (%d bytes): %d %s, want %d", i, s.op, s.who, s.n, status, body, s.want)
+				}
+				if s.want == http.StatusConflict {
+					wantError(t, status, body, http.StatusConflict, "policy_error")
+				}
+			}
+		})
+	}
+}
