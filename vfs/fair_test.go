@@ -4,11 +4,15 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"berth/vfs"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 // fairWorld is two persons' roots under one organization's quota (a
@@ -23,9 +27,13 @@ type fairWorld struct {
 const fairQuota = 4 << 20
 
 func newFairWorld(t *testing.T, shared bool) *fairWorld {
+	return newFairWorldWith(t, shared, vfs.Options{})
+}
+
+func newFairWorldWith(t *testing.T, shared bool, o vfs.Options) *fairWorld {
 	t.Helper()
 	const tally = 90
-	e := openEnvWith(t, t.TempDir(), vfs.Options{})
+	e := openEnvWith(t, t.TempDir(), o)
 	t.Cleanup(e.close)
 	w := &fairWorld{e: e, roots: map[string]vfs.Root{}, last: map[string]vfs.Staged{},
 		opts: vfs.WriteOptions{Quotas: []vfs.Quota{{Tally: tally, Bytes: fairQuota, Shared: shared}}}}
@@ -155,6 +163,59 @@ func TestStagedFairConcurrent(t *testing.T) {
 	b := w.roots["b"]
 	if _, err := w.e.fs.Stage(ctx, b.ID, b.FolderID, "b", vfs.StageOptions{Length: q / 4, TTL: time.Hour, Owner: "b"}, w.opts); err != nil {
 		t.Fatalf("another person's upload of a quarter of the quota: %v", err)
+	}
+	w.e.fsckClean(t)
+}
+
+// TestStagedGauges: the gauges of the uploads in progress and of what
+// they reserve follow creations, termination and expiry; what is announced
+// past a person's fair share is not reserved. Before, no figure showed a
+// reservation.
+func TestStagedGauges(t *testing.T) {
+	const q = fairQuota
+	reg := prometheus.NewRegistry()
+	var mu sync.Mutex
+	now := time.Now()
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	w := newFairWorldWith(t, true, vfs.Options{Registerer: reg, Now: clock})
+	want := func(step string, uploads, reserved float64) {
+		t.Helper()
+		const exp = `# HELP berth_vfs_staged_reserved_bytes Bytes the declared lengths of the staged uploads in progress reserve against the quotas.
+# TYPE berth_vfs_staged_reserved_bytes gauge
+berth_vfs_staged_reserved_bytes %g
+# HELP berth_vfs_staged_uploads Staged (tus) uploads in progress, expired ones not yet swept included.
+# TYPE berth_vfs_staged_uploads gauge
+berth_vfs_staged_uploads %g
+`
+		if err := testutil.GatherAndCompare(reg, strings.NewReader(fmt.Sprintf(exp, reserved, uploads)),
+			"berth_vfs_staged_uploads", "berth_vfs_staged_reserved_bytes"); err != nil {
+			t.Errorf("%s: %v", step, err)
+		}
+	}
+	want("none", 0, 0)
+	if err := w.do(fairStep{"stage", "a", q, nil}); err != nil {
+		t.Fatal(err)
+	}
+	a := w.last["a"]
+	want("a person alone announces the whole quota", 1, q/2)
+	if err := w.do(fairStep{"stage", "b", q / 2, nil}); err != nil {
+		t.Fatal(err)
+	}
+	want("another announces half of it", 2, q/2+q/4)
+	if err := w.e.fs.Terminate(ctx, a.ID); err != nil {
+		t.Fatal(err)
+	}
+	want("the first is ended", 1, q/4)
+	mu.Lock()
+	now = now.Add(2 * time.Hour)
+	mu.Unlock()
+	want("the second expired, not swept", 1, q/4)
+	if n, err := w.e.fs.ExpireStaged(ctx); n != 1 || err != nil {
+		t.Fatalf("ExpireStaged: %d, %v", n, err)
+	}
+	want("swept", 0, 0)
+	if left, _, err := w.e.fs.QuotaLeft(ctx, w.roots["a"].ID, w.opts); err != nil || left != q {
+		t.Errorf("the quota leaves %d after the sweep (%v), want %d", left, err, q)
 	}
 	w.e.fsckClean(t)
 }
