@@ -552,7 +552,8 @@ func tusOwner(r *http.Request) string {
 // TusHolder returns the vfs.StagedHolder of the tus uploads: an upload
 // keeps its reservation while its creator may write to its root, as
 // tusAccess decides for each of their requests. The creator's reservation
-// is room that nobody else sees or can end; once they are removed from the
+// is room that nobody else can use, and only they or an administrator of
+// the root's organization (tusDelete) can end; once they are removed from the
 // share (or its group), lose its write permission, or are deactivated or
 // deleted, vfs ends the upload at its next sweep, or at once when a write
 // to a root under the same quota is refused for want of room.

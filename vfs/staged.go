@@ -41,9 +41,10 @@ import (
 // sees the uploads in flight, and given back when the upload is finished,
 // terminated or expires, or once its owner may no longer write its target
 // (StagedHolder). Under a quota others write under too, an owner's
-// uploads reserve at most their fair share of it (fair.go). An upload not appended to for its TTL expires:
-// ExpireStaged (which the daemon runs periodically) terminates it, and
-// every method treats it as gone from its expiry on.
+// uploads reserve at most their fair share of it (fair.go). An upload
+// not appended to for its TTL expires: ExpireStaged (which the daemon
+// runs periodically) terminates it, and every method treats it as gone
+// from its expiry on.
 
 // StageOptions describe a staged upload.
 type StageOptions struct {
