@@ -1196,7 +1196,7 @@ func TestTusFairShare(t *testing.T) {
 			_, strangerTok, _ := f.member(other.ID, "dave", true)
 			tokens := map[string]string{"alice": f.token, "bob": bobTok, "admin": adminTok, "stranger": strangerTok, "anonymous": ""}
 			roots := map[string]vfs.Root{"alice": f.root, "bob": bobRoot}
-			last := map[string]string{}    // who's last upload's path
+			last := map[string]string{}   // who's last upload's path
 			lengths := map[string]int64{} // and its length
 			for i, s := range c.steps {
 				tc := f.tus(t, tokens[s.who])
