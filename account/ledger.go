@@ -83,6 +83,10 @@ func (s *Service) RootTallies(ctx context.Context, owner Person, rootType string
 type TallyQuota struct {
 	Tally uint64
 	Bytes int64
+	// Shared: the tally sums the roots of more than one person (an
+	// organization's), whose resumable uploads share the quota fairly
+	// (vfs.Quota.Shared).
+	Shared bool
 }
 
 // Quotas returns what c's writes into their own roots are held to: c's
@@ -93,11 +97,11 @@ type TallyQuota struct {
 func (c Caller) Quotas() []TallyQuota {
 	var out []TallyQuota
 	if c.Person.SpaceQuota > 0 {
-		out = append(out, TallyQuota{TallyPerson(c.Person.ID), c.Person.SpaceQuota})
+		out = append(out, TallyQuota{Tally: TallyPerson(c.Person.ID), Bytes: c.Person.SpaceQuota})
 	}
 	for i, id := range c.Chain {
 		if i < len(c.ChainQuotas) && c.ChainQuotas[i] > 0 {
-			out = append(out, TallyQuota{TallyOrg(id, ""), c.ChainQuotas[i]})
+			out = append(out, TallyQuota{Tally: TallyOrg(id, ""), Bytes: c.ChainQuotas[i], Shared: true})
 		}
 	}
 	return out

@@ -73,7 +73,7 @@ func TestRootTallies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if q, want := c.Quotas(), []TallyQuota{{TallyPerson(p.ID), 50}, {TallyOrg(mid.ID, ""), 1000}}; !slices.Equal(q, want) {
+	if q, want := c.Quotas(), []TallyQuota{{TallyPerson(p.ID), 50, false}, {TallyOrg(mid.ID, ""), 1000, true}}; !slices.Equal(q, want) {
 		t.Errorf("Quotas = %+v, want %+v", q, want)
 	}
 }

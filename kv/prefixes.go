@@ -39,6 +39,7 @@ const (
 	VFSLocked  = "L/" // a folder's children that hold locks, for its listing hash
 	VFSHeld    = "J/" // the nodes whose uploads in flight hold a chunk
 	VFSDoomed  = "B/" // a chunk a collector is removing now
+	VFSOwned   = "A/" // what the staged uploads of one owner reserve, by root
 )
 
 // Prefixes of account (account/keys.go).
@@ -168,6 +169,7 @@ func Prefixes() []Prefix {
 		{"vfs", VFSLocked},
 		{"vfs", VFSHeld},
 		{"vfs", VFSDoomed},
+		{"vfs", VFSOwned},
 
 		{"account", AccountOrg},
 		{"account", AccountPerson},

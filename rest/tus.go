@@ -330,11 +330,35 @@ func (s *server) tusFinish(r *http.Request, st vfs.Staged, a fsAccess) error {
 	return nil
 }
 
-// tusDelete ends one of the caller's uploads (termination).
+// tusDelete ends an upload (termination): one of the caller's own, in a
+// root they may still write to, or anyone's in a root they administer
+// (share.ManagesRoot). An upload reserves room under its organization's
+// quota that only its creator could give back; its administrators end it
+// here, without taking the creator's write access away. To anyone else
+// it is not_found, as an upload that never was.
 func (s *server) tusDelete(w http.ResponseWriter, r *http.Request) error {
-	st, _, err := s.tusUpload(r)
+	st, err := s.tusStaged(r)
 	if err != nil {
 		return err
+	}
+	mine := st.Owner == tusOwner(r)
+	if mine {
+		_, err = s.tusAccess(r, st.Root)
+	}
+	if !mine || err != nil {
+		switch merr := s.shares.ManagesRoot(r.Context(), callerOf(r), st.Root); {
+		case merr == nil:
+			if !mine {
+				s.log.Info("tus: an administrator ends another's upload", "upload", st.ID, "root", st.Root,
+					"owner", st.Owner, "length", st.Length, "offset", st.Offset, "by", callerOf(r).Person.ID)
+			}
+		case !mine && errors.Is(merr, share.ErrNoRoot):
+			return errTusNotFound
+		case !mine:
+			return merr
+		default:
+			return err
+		}
 	}
 	s.tusServe(w, r, &tusRequest{staged: st, w: w}, s.tus.DelFile)
 	return nil
@@ -485,24 +509,35 @@ func (s *server) tusAccess(r *http.Request, root uint64) (fsAccess, error) {
 	return accessOf(a), nil
 }
 
+// errTusNotFound answers an upload that is not, or not the caller's.
+var errTusNotFound = Describe(ErrNotFound, "no such upload: it was finished, terminated or expired, or is not yours")
+
 // tusUpload loads the upload of the path, which must be the caller's and
 // in a root they may still write to. Anyone else's, like one that never
 // was, is not_found.
 func (s *server) tusUpload(r *http.Request) (vfs.Staged, fsAccess, error) {
-	notFound := Describe(ErrNotFound, "no such upload: it was finished, terminated or expired, or is not yours")
-	id, ok := parseID(r.PathValue("upload_id"))
-	if !ok {
-		return vfs.Staged{}, fsAccess{}, notFound
-	}
-	st, err := s.fs.StagedInfo(r.Context(), id)
-	if errors.Is(err, vfs.ErrNotExist) || (err == nil && st.Owner != tusOwner(r)) {
-		return vfs.Staged{}, fsAccess{}, notFound
+	st, err := s.tusStaged(r)
+	if err == nil && st.Owner != tusOwner(r) {
+		err = errTusNotFound
 	}
 	if err != nil {
 		return vfs.Staged{}, fsAccess{}, err
 	}
 	a, err := s.tusAccess(r, st.Root)
 	return st, a, err
+}
+
+// tusStaged loads the upload of the path, whoever's it is.
+func (s *server) tusStaged(r *http.Request) (vfs.Staged, error) {
+	id, ok := parseID(r.PathValue("upload_id"))
+	if !ok {
+		return vfs.Staged{}, errTusNotFound
+	}
+	st, err := s.fs.StagedInfo(r.Context(), id)
+	if errors.Is(err, vfs.ErrNotExist) {
+		return vfs.Staged{}, errTusNotFound
+	}
+	return st, err
 }
 
 // tusOwnerPrefix begins the owner (vfs.Staged.Owner) of a tus upload,
@@ -517,7 +552,8 @@ func tusOwner(r *http.Request) string {
 // TusHolder returns the vfs.StagedHolder of the tus uploads: an upload
 // keeps its reservation while its creator may write to its root, as
 // tusAccess decides for each of their requests. The creator's reservation
-// is room that nobody else sees or can end; once they are removed from the
+// is room that nobody else can use, and only they or an administrator of
+// the root's organization (tusDelete) can end; once they are removed from the
 // share (or its group), lose its write permission, or are deactivated or
 // deleted, vfs ends the upload at its next sweep, or at once when a write
 // to a root under the same quota is refused for want of room.

@@ -730,7 +730,9 @@ func TestTusOptions(t *testing.T) {
 
 // TestTusAccess walks the tus routes as each kind of caller: anyone
 // but the owner of an upload gets 404, a person without write access to
-// the target 403, no token 401.
+// the target 403, no token 401; but an administrator of the organization
+// the upload's root is in ends it (DELETE 204), where before only its
+// owner could, and only by taking the owner's write access away.
 func TestTusAccess(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
@@ -783,15 +785,16 @@ func TestTusAccess(t *testing.T) {
 	callers := []struct {
 		name, token string
 		create      int // creating in the owner's root
-		upload      int // HEAD, PATCH, DELETE of the owner's upload
+		upload      int // HEAD, PATCH of the owner's upload
+		del         int // DELETE of another upload of the owner's
 	}{
-		{"anonymous", "", 401, 401},
-		{"a bad token", "not-a-token", 401, 401},
-		{"another organization", tenant, 404, 404},
-		{"a plain person of the organization", plain, 404, 404},
-		{"the organization's administrator", admin, 404, 404},
+		{"anonymous", "", 401, 401, 401},
+		{"a bad token", "not-a-token", 401, 401, 401},
+		{"another organization's administrator", tenant, 404, 404, 404},
+		{"a plain person of the organization", plain, 404, 404, 404},
+		{"the organization's administrator", admin, 404, 404, 204},
 	}
-	for _, c := range callers {
+	for i, c := range callers {
 		tc := f.tus(t, c.token)
 		resp, body, _ := tc.create(tusMeta("root_id", fmt.Sprint(f.root.ID), "filename", "x"), 1)
 		if resp.StatusCode != c.create {
@@ -804,9 +807,13 @@ func TestTusAccess(t *testing.T) {
 		if resp.StatusCode != c.upload {
 			t.Errorf("PATCH as %s: %d %s, want %d", c.name, resp.StatusCode, body, c.upload)
 		}
-		resp, body, _ = tc.do(http.MethodDelete, path, nil, nil, 0)
-		if resp.StatusCode != c.upload {
-			t.Errorf("DELETE as %s: %d %s, want %d", c.name, resp.StatusCode, body, c.upload)
+		victim := owner.mustCreate(f.root.ID, fmt.Sprintf("victim%d.bin", i), 10)
+		resp, body, _ = tc.do(http.MethodDelete, victim, nil, nil, 0)
+		if resp.StatusCode != c.del {
+			t.Errorf("DELETE as %s: %d %s, want %d", c.name, resp.StatusCode, body, c.del)
+		}
+		if st, _ := owner.offset(victim); (st == http.StatusNotFound) != (c.del == http.StatusNoContent) {
+			t.Errorf("HEAD as the owner after a DELETE as %s: %d", c.name, st)
 		}
 	}
 	// The viewer reaches the share but may not upload to it.
@@ -824,7 +831,9 @@ func TestTusAccess(t *testing.T) {
 // tusIsoRows are the tus routes in the isolation walk: creating in the
 // child's plain person's root is theirs (and refused to administrators
 // with admin_browse_files, who only read), an upload is its creator's
-// alone, and discovery is anyone's.
+// alone but for the administrators of its root's organization and those
+// above, who end it (with admin_browse_files or without: ending an upload
+// reads nothing), and discovery is anyone's.
 func tusIsoRows() []isoRow {
 	target := func(q isoReq) url.Values {
 		return url.Values{"root_id": {fmt.Sprint(q.c.root)}, "filename": {q.k.next() + ".bin"}}
@@ -847,7 +856,7 @@ func tusIsoRows() []isoRow {
 			isoRow{pattern: "PATCH /api/2/tus/{upload_id}", name: "the child's plain person's upload " + tenant, method: "TUSPATCH",
 				path: pf("/api/2/tus/%d", upload), want: "CP=204 CA=404 PA=404", tenant: tenant},
 			isoRow{pattern: "DELETE /api/2/tus/{upload_id}", name: "the child's plain person's upload " + tenant, method: "TUSDELETE",
-				path: pf("/api/2/tus/%d", upload), want: "CP=204 CA=404 PA=404", tenant: tenant},
+				path: pf("/api/2/tus/%d", upload), want: "CP=204 CA=204 PA=204", tenant: tenant},
 		)
 	}
 	return rows
@@ -970,9 +979,11 @@ func TestTusLostAccess(t *testing.T) {
 					t.Fatalf("the sweep ended %d uploads (%v)", n, err)
 				}
 			}
-			// The share's administrator uploads a MiB.
+			// The share's administrator uploads a MiB more than bob's
+			// upload leaves: it reserves half the quota, bob's fair
+			// share, and the rest only while he may go on.
 			admin := w.client(t, w.adminToken)
-			resp, body, _ := admin.create(tusMeta("root_id", fmt.Sprint(w.sh.ID), "filename", "a.bin"), 1<<20)
+			resp, body, _ := admin.create(tusMeta("root_id", fmt.Sprint(w.sh.ID), "filename", "a.bin"), quota/2+1<<20)
 			if c.kept {
 				wantError(t, resp.StatusCode, body, http.StatusConflict, "policy_error")
 			} else if resp.StatusCode != http.StatusCreated {
@@ -1132,6 +1143,92 @@ func TestTusFinishRace(t *testing.T) {
 			list, _, err := f.fs.List(ctx0, f.root.ID, f.root.FolderID)
 			if err != nil || len(list) != 1 {
 				t.Fatalf("the folder holds %d items (%v), want the one file", len(list), err)
+			}
+		})
+	}
+}
+
+// TestTusFairShare: one person's uploads in progress reserve at most half
+// of what the organization's quota leaves free beside the others'; the
+// rest of a declared length is checked at the creation and again by the
+// last PATCH, and an administrator of the organization ends an upload.
+// Before, alice's upload of the whole room, with nothing sent, had bob's
+// creations and plain uploads refused (409 policy_error) for as long as a
+// PATCH a day kept it, and nobody but alice could end it.
+func TestTusFairShare(t *testing.T) {
+	const q = 4 << 20
+	type step struct {
+		who, op string // op: create (tus), put (REST upload), send (every byte of who's last upload), delete (alice's last upload)
+		n       int64
+		want    int
+	}
+	cases := []struct {
+		name  string
+		steps []step
+	}{
+		{"a person alone uploads the whole room", []step{{"alice", "create", q, 201}, {"alice", "send", 0, 204}}},
+		{"another's upload within the fair share", []step{{"alice", "create", q, 201}, {"bob", "create", q / 2, 201}, {"bob", "send", 0, 204}}},
+		{"another's plain upload within the fair share", []step{{"alice", "create", q, 201}, {"bob", "put", q / 2, 200}}},
+		{"another's upload and plain upload within the fair share", []step{
+			{"alice", "create", q, 201}, {"bob", "create", q / 4, 201}, {"bob", "put", q / 4, 200}}},
+		{"another's upload past what is free", []step{{"alice", "create", q, 201}, {"bob", "create", q/2 + 1, 409}}},
+		{"the last PATCH meets the room another took", []step{
+			{"alice", "create", q, 201}, {"bob", "put", q / 2, 200}, {"alice", "send", 0, 409}}},
+		{"an administrator of the organization ends an upload", []step{
+			{"alice", "create", q, 201}, {"admin", "delete", 0, 204}, {"bob", "create", q, 201}}},
+		{"a plain person does not end another's upload", []step{
+			{"alice", "create", q, 201}, {"bob", "delete", 0, 404}, {"bob", "create", q/2 + 1, 409}}},
+		{"an administrator of another organization does not", []step{
+			{"alice", "create", q, 201}, {"stranger", "delete", 0, 404}}},
+		{"nor does anyone without a token", []step{{"alice", "create", q, 201}, {"anonymous", "delete", 0, 401}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			pol := account.DefaultPolicy()
+			pol.SpaceQuota = strconv.Itoa(q)
+			f := newFixtureWith(t, fixtureOptions{Policy: &pol})
+			_, bobTok, bobRoot := f.member(f.org.ID, "bob", false)
+			_, adminTok, _ := f.member(f.org.ID, "carol", true)
+			other, err := f.accounts.CreateOrganization(context.Background(), account.OrganizationInput{Name: "Globex"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, strangerTok, _ := f.member(other.ID, "dave", true)
+			tokens := map[string]string{"alice": f.token, "bob": bobTok, "admin": adminTok, "stranger": strangerTok, "anonymous": ""}
+			roots := map[string]vfs.Root{"alice": f.root, "bob": bobRoot}
+			last := map[string]string{}   // who's last upload's path
+			lengths := map[string]int64{} // and its length
+			for i, s := range c.steps {
+				tc := f.tus(t, tokens[s.who])
+				var status int
+				var body []byte
+				switch s.op {
+				case "create":
+					var resp *http.Response
+					resp, body, last[s.who] = tc.create(tusMeta("root_id", fmt.Sprint(roots[s.who].ID), "filename", fmt.Sprintf("%s%d.bin", s.who, i)), s.n)
+					status, lengths[s.who] = resp.StatusCode, s.n
+				case "send":
+					resp, b, err := tc.patch(last[s.who], 0, bytes.NewReader(make([]byte, lengths[s.who])), lengths[s.who], nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+					status, body = resp.StatusCode, b
+				case "put":
+					mp, ct := multipartBody(fmt.Sprintf("put%d.bin", i), bytes.NewReader(make([]byte, s.n)))
+					status, body = f.readAll(f.request(http.MethodPost, fmt.Sprintf("/api/2/files/%d/upload", roots[s.who].ID), tokens[s.who], mp, http.Header{"Content-Type": {ct}}))
+				case "delete":
+					resp, b, err := tc.do(http.MethodDelete, last["alice"], nil, nil, 0)
+					if err != nil {
+						t.Fatal(err)
+					}
+					status, body = resp.StatusCode, b
+				}
+				if status != s.want {
+					t.Fatalf("step %d, %s by %s (%d bytes): %d %s, want %d", i, s.op, s.who, s.n, status, body, s.want)
+				}
+				if s.want == http.StatusConflict {
+					wantError(t, status, body, http.StatusConflict, "policy_error")
+				}
 			}
 		})
 	}

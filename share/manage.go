@@ -36,6 +36,11 @@ import (
 //     binds them in O and everywhere below O, as admin_create_users does,
 //     except for a top-level organization's, which its administrators
 //     set themselves.
+//   - An administrator of O, or of an organization above it, may end the
+//     resumable uploads in progress into any root of O (a person's or a
+//     share's; ManagesRoot): that frees room under O's quota and reads
+//     nothing, so it is managing, not browsing, and admin_browse_files
+//     does not enter into it.
 //   - A guest reaches only what is shared with it.
 //
 // A caller who may see a thing but not do what was asked gets ErrForbidden.
@@ -251,4 +256,32 @@ func (s *Service) NewRoot(ctx context.Context, owner account.Person, name string
 		return vfs.Root{}, err
 	}
 	return r, nil
+}
+
+// ManagesRoot returns nil when caller c administers root id: c is an
+// administrator (not a guest) of the organization the root belongs to
+// (its owner's, or the organization's of a share root) or of one above
+// it. Such an administrator may end the uploads in progress into it,
+// whoever made them; nothing of the root is read.
+//
+// Errors: ErrNoRoot (no such root, or not one c administers);
+// account.ErrInactive for a disabled caller.
+func (s *Service) ManagesRoot(ctx context.Context, c account.Caller, id uint64) error {
+	if err := active(c); err != nil {
+		return err
+	}
+	if !c.Person.Admin || c.Person.Guest || s.accounts == nil {
+		return ErrNoRoot
+	}
+	p, err := s.accounts.RootPlaceOf(ctx, id)
+	if errors.Is(err, account.ErrNotFound) {
+		return ErrNoRoot
+	}
+	if err != nil {
+		return err
+	}
+	if !account.Within(p.Chain, c.Person.OrganizationID) {
+		return ErrNoRoot
+	}
+	return nil
 }

@@ -589,7 +589,7 @@ func (s *Service) shareAccess(ctx context.Context, c account.Caller, p account.R
 			return 0, false, vfs.WriteOptions{}, err
 		}
 		if q := org.Policy.SpaceQuotaBytes(); q > 0 {
-			o.Quotas = append(o.Quotas, vfs.Quota{Tally: account.TallyOrg(id, ""), Bytes: q})
+			o.Quotas = append(o.Quotas, vfs.Quota{Tally: account.TallyOrg(id, ""), Bytes: q, Shared: true})
 		}
 	}
 	return perms, dav, o, nil

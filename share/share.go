@@ -288,7 +288,7 @@ func WriteOptions(c account.Caller) vfs.WriteOptions {
 		ExcludedExtensions: pol.ExcludedExtensionList(),
 	}
 	for _, q := range c.Quotas() {
-		o.Quotas = append(o.Quotas, vfs.Quota{Tally: q.Tally, Bytes: q.Bytes})
+		o.Quotas = append(o.Quotas, vfs.Quota{Tally: q.Tally, Bytes: q.Bytes, Shared: q.Shared})
 	}
 	return o
 }

@@ -271,7 +271,7 @@ func TestWriteOptions(t *testing.T) {
 				want.Quotas = append(want.Quotas, vfs.Quota{Tally: account.TallyPerson(c.Person.ID), Bytes: tc.wantPerson})
 			}
 			if tc.wantOrg > 0 {
-				want.Quotas = append(want.Quotas, vfs.Quota{Tally: account.TallyOrg(c.Organization.ID, ""), Bytes: tc.wantOrg})
+				want.Quotas = append(want.Quotas, vfs.Quota{Tally: account.TallyOrg(c.Organization.ID, ""), Bytes: tc.wantOrg, Shared: true})
 			}
 			for _, got := range []struct {
 				how  string

@@ -263,6 +263,7 @@ func Open(ctx context.Context, db kv.Store, chunks chunk.Store, opts Options) (*
 	fs.reads = chunk.NewReadPool(chunk.ReadPoolOptions{ReadAhead: opts.ReadAhead, AheadBudget: opts.ReadAheadBudget})
 	fs.m.registerReads(opts.Registerer, fs.reads)
 	fs.m.registerZips(opts.Registerer, &fs.zips)
+	fs.m.registerStaged(opts.Registerer, fs)
 	fs.heads.New = func() any {
 		b := make([]byte, InlineMax+1)
 		return &b

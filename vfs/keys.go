@@ -45,6 +45,9 @@ import (
 //	S/<upload>                stagedRec: a staged upload (staged.go)
 //	W/<upload>/<part>         stagedPart: a batch of a staged upload's
 //	                          sealed chunks, each holding a count on K/
+//	A/<len>/<owner><root>/    int64: what the staged uploads of one owner
+//	                          (StageOptions.Owner, <len> bytes) into root
+//	                          reserve; absent at 0 (fair.go)
 //	M/clean                   present while no process has the store open;
 //	                          absent at open means the last run crashed
 //	M/names                   present once every root has a name index
@@ -88,6 +91,7 @@ const (
 	pLocked  = kv.VFSLocked
 	pHeld    = kv.VFSHeld
 	pDoomed  = kv.VFSDoomed
+	pOwned   = kv.VFSOwned
 )
 
 var keyClean = []byte(kv.VFSMarker + "clean")
@@ -166,4 +170,20 @@ func stagedPartKey(id, part uint64) []byte { return key(pPart, id, part) }
 // stagedKeyID reads the upload id back from an S/ key.
 func stagedKeyID(k []byte) uint64 {
 	return binary.BigEndian.Uint64(k[len(pStaged) : len(pStaged)+8])
+}
+
+// ownedPrefix is the A/ keys of owner's reservations. The owner's length
+// comes first, so that one owner's prefix is never the start of
+// another's.
+func ownedPrefix(owner string) []byte {
+	return append(keyRoom(len(owner)+9, pOwned, uint64(len(owner))), owner...)
+}
+
+func ownedKey(owner string, root uint64) []byte {
+	return append(binary.BigEndian.AppendUint64(ownedPrefix(owner), root), '/')
+}
+
+// ownedKeyRoot reads the root back from an A/ key.
+func ownedKeyRoot(k []byte) uint64 {
+	return binary.BigEndian.Uint64(k[len(k)-9 : len(k)-1])
 }

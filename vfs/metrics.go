@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 
 	"berth/vfs/chunk"
 
@@ -105,6 +106,53 @@ func (m *metrics) registerZips(reg prometheus.Registerer, s *zipShares) {
 			Help: "Requesters (share links, persons) whose zips being served hold part of the zip layout budget.",
 		}, func() float64 { _, n := held(); return float64(n) }),
 	)
+}
+
+// registerStaged registers gauges of the staged uploads in progress and
+// of the bytes their declared lengths reserve against the quotas, read
+// from the store at each scrape (one scan of the upload records, which
+// are as many as the uploads in progress and those finished in the last
+// finishedGrace). A reservation is room nobody else can use and no
+// usage figure shows (nothing is stored for it), so an operator sees it
+// here; an administrator ends an upload with tus's DELETE.
+func (m *metrics) registerStaged(reg prometheus.Registerer, fs *FS) {
+	if reg == nil {
+		return
+	}
+	reg.MustRegister(stagedCollector{
+		fs: fs,
+		uploads: prometheus.NewDesc("berth_vfs_staged_uploads",
+			"Staged (tus) uploads in progress, expired ones not yet swept included.", nil, nil),
+		reserved: prometheus.NewDesc("berth_vfs_staged_reserved_bytes",
+			"Bytes the declared lengths of the staged uploads in progress reserve against the quotas.", nil, nil),
+	})
+}
+
+// stagedCollector collects registerStaged's gauges.
+type stagedCollector struct {
+	fs                *FS
+	uploads, reserved *prometheus.Desc
+}
+
+func (c stagedCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.uploads
+	ch <- c.reserved
+}
+
+// stagedScrapeTimeout bounds the scan of a scrape.
+const stagedScrapeTimeout = 10 * time.Second
+
+func (c stagedCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), stagedScrapeTimeout)
+	defer cancel()
+	n, bytes, err := c.fs.stagedTotals(ctx)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(c.uploads, err)
+		ch <- prometheus.NewInvalidMetric(c.reserved, err)
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(c.uploads, prometheus.GaugeValue, float64(n))
+	ch <- prometheus.MustNewConstMetric(c.reserved, prometheus.GaugeValue, float64(bytes))
 }
 
 // errorClasses bound the result label to a fixed set.

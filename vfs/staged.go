@@ -40,9 +40,11 @@ import (
 // reserved against the quotas at Stage (usageRec.Reserved), so a quota
 // sees the uploads in flight, and given back when the upload is finished,
 // terminated or expires, or once its owner may no longer write its target
-// (StagedHolder). An upload not appended to for its TTL expires:
-// ExpireStaged (which the daemon runs periodically) terminates it, and
-// every method treats it as gone from its expiry on.
+// (StagedHolder). Under a quota others write under too, an owner's
+// uploads reserve at most their fair share of it (fair.go). An upload
+// not appended to for its TTL expires: ExpireStaged (which the daemon
+// runs periodically) terminates it, and every method treats it as gone
+// from its expiry on.
 
 // StageOptions describe a staged upload.
 type StageOptions struct {
@@ -130,7 +132,18 @@ type stagedRec struct {
 	// that a second Finish (the one of the request that sent the last
 	// piece, after a HEAD made the file first) learns that it succeeded.
 	Done uint64 `cbor:"14,keyasint,omitempty"`
+	// Unreserved is the part of Length not reserved: past the owner's
+	// fair share of a quota others write under (fair.go). Finish checks
+	// it against the quotas.
+	Unreserved int64 `cbor:"15,keyasint,omitempty"`
+	// Owned says that what the upload reserves is counted in its owner's
+	// A/ record, which ending it takes it out of: false for an upload
+	// staged by a berth that did not count them.
+	Owned bool `cbor:"16,keyasint,omitempty"`
 }
+
+// reserved is what the upload reserves against the quotas.
+func (r stagedRec) reserved() int64 { return r.Length - r.Unreserved }
 
 // finishedGrace is how long a finished upload's record answers a second
 // Finish. The race it covers lasts from an append's commit to the Finish
@@ -179,7 +192,9 @@ func (fs *FS) loadStaged(tx kv.Txn, id uint64) (stagedRec, error) {
 // that length would be refused (a bad name, an excluded extension, a
 // length over opts.MaxFileSize or the quotas of opts, the name taken by a
 // folder, a lock, opts.IfAbsent or IfRevision) and reserves the length
-// against the quotas until the upload ends.
+// against the quotas until the upload ends, but for what passes its
+// owner's fair share of a quota others write under (fair.go), which is
+// checked again at Finish.
 func (fs *FS) Stage(ctx context.Context, root, parent uint64, name string, so StageOptions, opts WriteOptions) (Staged, error) {
 	if err := ValidateName(name); err != nil {
 		return Staged{}, err
@@ -214,14 +229,25 @@ func (fs *FS) Stage(ctx context.Context, root, parent uint64, name string, so St
 			return err
 		}
 		lim := limitsOf(opts)
+		firm, err := lim.firm(tx, so.Owner, so.Length)
+		if err != nil {
+			return err
+		}
 		if lim.space <= 0 || lim.space > maxHeld {
 			lim.space = maxHeld
 		}
-		if err := fs.addUsage(ctx, tx, root, usageRec{Reserved: so.Length}, lim); err != nil {
+		// The whole length must fit; the firm part is reserved.
+		if err := lim.check(tx, root, so.Length); err != nil {
+			return err
+		}
+		if err := fs.addUsage(ctx, tx, root, usageRec{Reserved: firm}, limits{}); err != nil {
+			return err
+		}
+		if err := addOwned(tx, so.Owner, root, firm); err != nil {
 			return err
 		}
 		rec = stagedRec{
-			Root: root, Parent: parent, Name: name, Length: so.Length,
+			Root: root, Parent: parent, Name: name, Length: so.Length, Unreserved: so.Length - firm, Owned: true,
 			Created: now, Expires: now + int64(ttl), TTL: int64(ttl), Owner: so.Owner, Meta: so.Meta,
 			CRC: new(uint32),
 		}
@@ -484,13 +510,19 @@ func slicesEqual(a, b []chunk.Ref) bool {
 // otherwise), the file it was staged as, in one transaction that checks
 // again what WriteFile checks at its commit (opts, the caller's at this
 // moment) and gives the reservation back. The chunks pass to the
-// revision as they are. Only a failure leaves the upload staged. An
+// revision as they are. Bytes of the length that were not reserved
+// (fair.go) are checked against the quotas as a write of that many,
+// again after freeRoom when they do not fit: ErrQuotaExceeded otherwise.
+// Only a failure leaves the upload staged. An
 // upload finished already, less than finishedGrace ago, is not made
 // again: Finish returns its file (as it is now) and nil, so that the two
 // requests that raced to finish it both learn it succeeded.
 func (fs *FS) Finish(ctx context.Context, id uint64, opts WriteOptions) (Node, error) {
 	var rec stagedRec
 	n, err := fs.finish(ctx, id, opts, &rec)
+	if errors.Is(err, ErrQuotaExceeded) && rec.Unreserved > 0 && fs.freeRoom(ctx, rec.Root, limitsOf(opts)) > 0 {
+		n, err = fs.finish(ctx, id, opts, &rec)
+	}
 	if err == nil && rec.Done != 0 {
 		return n, nil // made by the other Finish, which told the observer
 	}
@@ -557,7 +589,8 @@ func (fs *FS) finish(ctx context.Context, id uint64, opts WriteOptions, out *sta
 			return err
 		}
 		size := st.Length
-		d := usageRec{Reserved: -st.Length}
+		// The length not reserved grows the root: checked.
+		d := usageRec{Reserved: -st.reserved()}
 		if old != nil {
 			node = *old
 			d.Revisions++
@@ -570,6 +603,11 @@ func (fs *FS) finish(ctx context.Context, id uint64, opts WriteOptions, out *sta
 		}
 		if err := fs.addUsage(ctx, tx, st.Root, d, lim); err != nil {
 			return err
+		}
+		if st.Owned {
+			if err := addOwned(tx, st.Owner, st.Root, -st.reserved()); err != nil {
+				return err
+			}
 		}
 		revID, err := fs.db.NextID(ctx, "revision")
 		if err != nil {
@@ -663,9 +701,14 @@ func (fs *FS) terminate(ctx context.Context, id uint64, expired bool) error {
 				return err
 			}
 		}
+		if rec.Owned {
+			if err := addOwned(tx, rec.Owner, rec.Root, -rec.reserved()); err != nil {
+				return err
+			}
+		}
 		// A root purged meanwhile took its accounting with it.
 		if _, err := tx.Get(rootKey(rec.Root)); err == nil {
-			if err := fs.addUsage(ctx, tx, rec.Root, usageRec{Reserved: -rec.Length}, limits{}); err != nil {
+			if err := fs.addUsage(ctx, tx, rec.Root, usageRec{Reserved: -rec.reserved()}, limits{}); err != nil {
 				return err
 			}
 		} else if !errors.Is(err, kv.ErrNotFound) {
@@ -759,6 +802,26 @@ func (fs *FS) ExpireStaged(ctx context.Context) (int, error) {
 		errs = append(errs, fmt.Errorf("and %d more uploads that could not be ended", failed-maxSweepErrors))
 	}
 	return n, errors.Join(errs...)
+}
+
+// stagedTotals counts the staged uploads not finished, and sums what
+// they reserve.
+func (fs *FS) stagedTotals(ctx context.Context) (n int, reserved int64, err error) {
+	err = fs.db.View(ctx, func(tx kv.Txn) error {
+		n, reserved = 0, 0
+		return tx.Scan([]byte(pStaged), nil, func(_, v []byte) error {
+			var rec stagedRec
+			if cbor.Unmarshal(v, &rec) != nil {
+				return nil // ExpireStaged's to report
+			}
+			if rec.Done == 0 {
+				n++
+				reserved += rec.reserved()
+			}
+			return ctx.Err()
+		})
+	})
+	return n, reserved, err
 }
 
 // StagedHolder decides which staged uploads may keep their reservation.

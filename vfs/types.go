@@ -187,6 +187,11 @@ type WriteOptions struct {
 type Quota struct {
 	Tally uint64
 	Bytes int64
+	// Shared says that the roots under the quota are written by more
+	// than one owner of staged uploads (an organization's persons): each
+	// owner's staged uploads then reserve at most their fair share of it
+	// (Stage). A quota of one person's roots is theirs to fill.
+	Shared bool
 }
 
 // RootOptions are the options of a new root.

@@ -252,8 +252,8 @@ func (s *zipShares) take(who zipHolder, mine, n int64) error {
 	shares := s.shares(who)
 	for _, sh := range shares {
 		held := sh.of[sh.key]
-		if others := s.total - held; held+n > (s.budget-others)/2 {
-			return fmt.Errorf("%w: %s hold %d bytes of layout, and may hold at most half of the %d that the zips of others leave free", ErrBusy, sh.whose, held, s.budget-others)
+		if held+n > fairShare(s.budget, s.total, held) {
+			return fmt.Errorf("%w: %s hold %d bytes of layout, and may hold at most half of the %d that the zips of others leave free", ErrBusy, sh.whose, held, s.budget-(s.total-held))
 		}
 	}
 	for _, sh := range shares {

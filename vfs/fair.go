@@ -1,0 +1,126 @@
+package vfs
+
+import (
+	"errors"
+	"slices"
+
+	"berth/kv"
+
+	"github.com/fxamacker/cbor/v2"
+)
+
+// fairShare is what one of several holders of a budget, who holds held
+// of the total all of them hold, may hold: half of what the others leave
+// of it. So a holder alone may take half the budget, and one who holds
+// their share leaves every other at least as much as it holds; nobody's
+// hold can keep the others from the rest. The layouts of the zips being
+// served (zipShares) and the reservations of staged uploads under a quota
+// that several people write under (limits.firm) are shared so.
+func fairShare(budget, total, held int64) int64 {
+	return (budget - (total - held)) / 2
+}
+
+// A staged upload's declared length must fit, whole, in what a quota
+// leaves when it is staged (stored bytes and reservations counted), so a
+// person alone under their organization's quota may upload a file of all
+// the room left. But a reservation is room only its owner can use, kept
+// for as long as a PATCH a day keeps the upload alive: one person who
+// announced an upload of all that room, and sent nothing, had every other
+// write under the quota refused. So under a quota that others write
+// under too (Quota.Shared: an organization's, not a person's own), an
+// owner's staged uploads reserve together at most their fair share of
+// it, half of what its stored bytes and the other owners' reservations
+// leave free (fairShare), taken when each upload is staged; the rest of
+// an upload's length is announced but not reserved (stagedRec.Unreserved):
+// nobody else's write is refused for it, and Finish checks it against the
+// quotas, as a write of that many bytes, when the upload ends.
+
+// firm returns how much of the n bytes that an upload of owner declares
+// may be reserved: what passes owner's fair share of a Shared quota of l
+// is not. A quota no longer bounds (its sum wrapped) leaves none.
+func (l limits) firm(tx kv.Txn, owner string, n int64) (int64, error) {
+	firm := n
+	var owned []owned
+	read := false
+	for _, q := range l.quotas {
+		if q.Bytes <= 0 || !q.Shared || firm <= 0 {
+			continue
+		}
+		if !read {
+			var err error
+			if owned, err = loadOwned(tx, owner); err != nil {
+				return 0, err
+			}
+			read = true
+		}
+		var held int64
+		for _, o := range owned {
+			if slices.Contains(o.tallies, q.Tally) {
+				held += o.bytes
+			}
+		}
+		u, err := loadTally(tx, q.Tally)
+		if err != nil {
+			return 0, err
+		}
+		share := int64(0)
+		if u.held() >= 0 && held >= 0 {
+			share = max(fairShare(q.Bytes-u.physical(), u.Reserved, held)-held, 0)
+		}
+		firm = min(firm, share)
+	}
+	return firm, nil
+}
+
+// owned is what an owner's staged uploads into one live root reserve, and
+// the tallies the root counts into.
+type owned struct {
+	bytes   int64
+	tallies []uint64
+}
+
+// loadOwned reads what owner's staged uploads reserve, by live root; a
+// deleted root's usage left its tallies, its reservations with it.
+func loadOwned(tx kv.Txn, owner string) ([]owned, error) {
+	var roots []uint64
+	var sizes []int64
+	err := tx.Scan(ownedPrefix(owner), nil, func(k, v []byte) error {
+		var n int64
+		if err := cbor.Unmarshal(v, &n); err != nil {
+			return err
+		}
+		roots, sizes = append(roots, ownedKeyRoot(k)), append(sizes, n)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]owned, 0, len(roots))
+	for i, id := range roots {
+		var r rootRec
+		err := get(tx, rootKey(id), &r, kv.ErrNotFound)
+		if errors.Is(err, kv.ErrNotFound) {
+			continue // purged: it counts nowhere
+		}
+		if err != nil {
+			return nil, err
+		}
+		if !r.Deleted {
+			out = append(out, owned{bytes: sizes[i], tallies: r.Tallies})
+		}
+	}
+	return out, nil
+}
+
+// addOwned adds d to what owner's staged uploads into root reserve.
+func addOwned(tx kv.Txn, owner string, root uint64, d int64) error {
+	k := ownedKey(owner, root)
+	var n int64
+	if err := get(tx, k, &n, nil); err != nil {
+		return err
+	}
+	if n += d; n <= 0 {
+		return tx.Delete(k)
+	}
+	return put(tx, k, n)
+}
