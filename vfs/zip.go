@@ -211,11 +211,12 @@ func (e *zipEnt) setCRC(c uint32) { atomic.StoreUint64(&e.crcv, zipCRCKnown|uint
 // since, or anything else written, is laid out afresh, so the bytes
 // always match the ETag and hold every write acknowledged before the
 // request. A request that finds the same archive being laid out waits
-// for it, and the requests that waited share the next. A layout laid
-// out afresh whose ETag is that of the one being shared is dropped for
-// it (a download counted, a login, any commit moves Generation). The
-// layout lives while a Zip of it is open, and is forgotten when the last
-// one closes.
+// for it, and the requests that waited share the next. A request that
+// finds the store moved since the layout held was laid out (a download
+// counted, a login, any commit moves Generation) walks the folder's
+// listing against it, holding nothing, and shares it if nothing in it
+// changed. The layout lives while a Zip of it is open, and is forgotten
+// when the last one closes.
 //
 // The layout holds its entries of ZipBudget on behalf of every requester
 // whose Zip of it is open, each charged its whole size once, however
@@ -272,6 +273,23 @@ func (fs *FS) layOut(ctx context.Context, l *zipLayout, opts ZipOptions) (z *Zip
 			fs.zips.failed(l)
 		}
 	}()
+	if prev := l.share.prev; prev != nil {
+		var same bool
+		err = fs.db.View(ctx, func(tx kv.Txn) error {
+			if _, _, err := liveDirIn(tx, l.root, l.share.key.folder); err != nil {
+				return err
+			}
+			same, err = prev.matches(ctx, tx, l.share.key.folder, picker(opts))
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		if same {
+			done = true
+			return fs.zips.reuse(l, prev)
+		}
+	}
 	err = fs.db.View(ctx, func(tx kv.Txn) error {
 		l.ents = l.ents[:0]
 		if _, _, err := liveDirIn(tx, l.root, l.share.key.folder); err != nil {
@@ -288,7 +306,77 @@ func (fs *FS) layOut(ctx context.Context, l *zipLayout, opts ZipOptions) (z *Zip
 	}
 	l.layout()
 	done = true
-	return fs.zips.laidOut(l)
+	return fs.zips.laidOut(l), nil
+}
+
+// matches reports whether the listing of folder in tx, the children
+// keep keeps at the top, is still z's: the same entries in the same
+// order, each the same item at the same revision, size, time, name and
+// place, so that z's bytes and ETag are the archive's in tx too. It
+// holds no entries: it walks each folder's children against z's own,
+// keeping only the places of the folders among them.
+func (z *zipLayout) matches(ctx context.Context, tx kv.Txn, folder uint64, keep func(nodeRec) bool) (bool, error) {
+	end, err := z.matchChildren(ctx, tx, folder, keep, -1, 0)
+	return end == len(z.ents), err
+}
+
+// matchChildren matches the children of folder, entry parent (-1: the
+// top), against z's entries from pos on, each followed by everything
+// below it; it returns where they end in z.ents, -1 at a difference.
+func (z *zipLayout) matchChildren(ctx context.Context, tx kv.Txn, folder uint64, keep func(nodeRec) bool, parent int32, pos int) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return -1, err
+	}
+	var dirs []int
+	err := tx.Scan(childPrefix(folder), nil, func(k, v []byte) error {
+		var rec nodeRec
+		if err := cbor.Unmarshal(v, &rec); err != nil {
+			return fmt.Errorf("vfs: decode child of %d: %w", folder, err)
+		}
+		if keep != nil && !keep(rec) {
+			return nil
+		}
+		if pos < 0 || pos >= len(z.ents) {
+			pos = -1
+			return kv.ErrStop
+		}
+		e := &z.ents[pos]
+		size, rev := int64(0), uint64(0)
+		if !rec.Dir {
+			size, rev = rec.Size, rec.Rev
+		}
+		if e.parent != parent || e.id != rec.ID || e.name != rec.Name || e.mod != rec.Modified || e.dir != rec.Dir || e.size != size || e.rev != rev {
+			pos = -1
+			return kv.ErrStop
+		}
+		if e.dir {
+			dirs = append(dirs, pos)
+		}
+		pos = z.subtreeEnd(pos)
+		return nil
+	})
+	if err != nil || pos < 0 {
+		return -1, err
+	}
+	// Each folder's entries, matched, end where z placed its next
+	// sibling: more or fewer children are a difference.
+	for _, d := range dirs {
+		end, err := z.matchChildren(ctx, tx, z.ents[d].id, nil, int32(d), d+1)
+		if err != nil || end != z.subtreeEnd(d) {
+			return -1, err
+		}
+	}
+	return pos, nil
+}
+
+// subtreeEnd is where the entries below entry i end: in depth-first
+// order, the first entry after i whose folder comes before i.
+func (z *zipLayout) subtreeEnd(i int) int {
+	k := i + 1
+	for k < len(z.ents) && int(z.ents[k].parent) >= i {
+		k++
+	}
+	return k
 }
 
 // Close gives back what the request held of the layout; the Zip is not

@@ -58,6 +58,7 @@ func TestZip(t *testing.T) {
 		{"BudgetSharedByRequesters", zipBudgetShared},
 		{"BudgetGivenBackHoweverAZipEnds", zipBudgetGivenBack},
 		{"SharedWhileTheFolderIsUnchanged", zipShared},
+		{"NeverSharedOnceTheFolderChanged", zipNeverStale},
 	} {
 		t.Run(tc.name, tc.run)
 	}
@@ -1675,5 +1676,81 @@ func zipAs(e *env, zips map[string]*vfs.Zip, name, who string) func() error {
 			zips[name] = z
 		}
 		return err
+	}
+}
+
+// zipNeverStale: a request that finds the store moved since the layout
+// held was laid out shares it only if the folder's listing is still its
+// own: each row changes the tree (rows add up) while a zip of it is
+// held, then zips it again, and the second zip shares the first's
+// layout exactly where nothing in the archive changed, and otherwise
+// has the ETag and bytes of a layout made from nothing.
+func zipNeverStale(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	mkdir := func(parent uint64, name string) vfs.Node {
+		d, err := e.fs.Mkdir(ctx, e.root.ID, parent, name, vfs.WriteOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	a := mkdir(e.root.FolderID, "a")
+	one := e.write(t, a.ID, "1.txt", []byte("one"))
+	b := mkdir(a.ID, "b")
+	e.write(t, b.ID, "2.txt", []byte("two"))
+	three := e.write(t, e.root.FolderID, "3.txt", []byte("three"))
+	c := mkdir(e.root.FolderID, "c")
+	elsewhere, err := e.fs.CreateRoot(ctx, "elsewhere", vfs.RootSync)
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole, only3 := vfs.ZipOptions{}, vfs.ZipOptions{FileIDs: []uint64{three.ID}}
+	for _, row := range []struct {
+		name   string
+		opts   vfs.ZipOptions
+		change func() error
+		shared bool
+	}{
+		{"a commit elsewhere", whole, func() error {
+			_, err := e.fs.Mkdir(ctx, elsewhere.ID, elsewhere.FolderID, "x", vfs.WriteOptions{})
+			return err
+		}, true},
+		{"a file rewritten", whole, func() error { e.write(t, a.ID, "1.txt", []byte("ONE")); return nil }, false},
+		{"a file added in a subfolder", whole, func() error { e.write(t, b.ID, "0.txt", []byte("zero")); return nil }, false},
+		{"an empty folder added", whole, func() error { mkdir(c.ID, "empty"); return nil }, false},
+		{"a file moved to another folder", whole, func() error {
+			_, err := e.fs.Move(ctx, e.root.ID, one.ID, c.ID, "", vfs.WriteOptions{})
+			return err
+		}, false},
+		{"a folder renamed", whole, func() error {
+			_, err := e.fs.Rename(ctx, e.root.ID, b.ID, "B", vfs.WriteOptions{})
+			return err
+		}, false},
+		{"a folder deleted", whole, func() error { return e.fs.Delete(ctx, e.root.ID, c.ID, vfs.WriteOptions{}) }, false},
+		{"a change outside the entries chosen", only3, func() error { e.write(t, a.ID, "4.txt", []byte("four")); return nil }, true},
+		{"a change of the entry chosen", only3, func() error { e.write(t, e.root.FolderID, "3.txt", []byte("THREE")); return nil }, false},
+	} {
+		held, err := e.fs.Zip(ctx, e.root.ID, e.root.FolderID, row.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := row.change(); err != nil {
+			t.Fatalf("%s: %v", row.name, err)
+		}
+		z, b := zipBytes(t, e.fs, e.root.ID, e.root.FolderID, row.opts)
+		if shared := vfs.SameZipLayout(z, held); shared != row.shared {
+			t.Errorf("%s: the layout held shared: %v, want %v", row.name, shared, row.shared)
+		}
+		held.Close()
+		z.Close()
+		if e.fs.ZipLayouts() != 0 {
+			t.Fatalf("%s: every zip closed, %d layouts kept", row.name, e.fs.ZipLayouts())
+		}
+		fresh, fb := zipBytes(t, e.fs, e.root.ID, e.root.FolderID, row.opts)
+		if z.ETag() != fresh.ETag() || !bytes.Equal(b, fb) {
+			t.Errorf("%s: ETag %s, one made from nothing %s; bytes equal %v", row.name, z.ETag(), fresh.ETag(), bytes.Equal(b, fb))
+		}
+		fresh.Close()
 	}
 }

@@ -82,13 +82,10 @@ type zipShareState struct {
 	// ready is closed once the layout is laid out or failed.
 	ready chan struct{}
 	laid  bool
-	// prev is the layout of the same key that this one was laid out to
-	// replace, still held by some (nil once laid out): if the bytes are
-	// the same, this one is dropped for it.
+	// prev is the layout of the same key that this one was made to
+	// replace, held when it was made (nil once laid out): if the
+	// folder's listing is still prev's, this one is dropped for it.
 	prev *zipLayout
-	// credit is how much of the layout is not checked as it grows (see
-	// find).
-	credit int64
 	// bytes are what the layout holds of the budget; refs the Zips of
 	// it open; uses how many of them each requester (uses[0]) and each
 	// group (uses[1]) holds.
@@ -124,15 +121,15 @@ func (s *zipShares) shares(who zipHolder) [2]zipShare {
 // requests of key wait for. ErrBusy: who's share does not let it hold
 // the layout.
 //
-// A new layout that replaces one who holds already (its requester and
-// its group both) lays out on credit of that one's size: its growth up
-// to that size is counted but not checked, and laidOut checks it whole
-// if it turns out to be another archive. Generation moves with every
-// commit (the count of a share link's download, a login), so the next
-// segment of a download fetched in parallel often lays out afresh what
-// it already holds; checked as it grew, that second copy of a layout of
-// more than a quarter of the budget was refused (ErrBusy) before it
-// could be found to be the same archive and dropped.
+// A new layout made where one laid out earlier is held (prev) first
+// checks whether the folder's listing is still that one's (layOut,
+// zipLayout.matches), which holds no memory. Generation moves with
+// every commit (the count of a share link's download, a login), so the
+// next segment of a download fetched in parallel often finds the store
+// moved: laid out afresh to be compared, that second copy of a layout
+// of more than a quarter of the budget was refused (ErrBusy) as it
+// grew, and laid out on credit of the first, one requester's copies
+// in the making could hold all the others' quarter.
 func (s *zipShares) find(key zipKey, gen uint64, who zipHolder) (*Zip, <-chan struct{}, *zipLayout, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -148,9 +145,6 @@ func (s *zipShares) find(key zipKey, gen uint64, who zipHolder) (*Zip, <-chan st
 	}
 	l := &zipLayout{root: key.root, builder: who}
 	l.share = zipShareState{key: key, gen: gen, ready: make(chan struct{}), prev: cur}
-	if cur != nil && cur.share.uses[0][who.requester] > 0 && cur.share.uses[1][who.group] > 0 {
-		l.share.credit = cur.share.bytes
-	}
 	if s.layouts == nil {
 		s.layouts = make(map[zipKey]*zipLayout)
 	}
@@ -172,10 +166,8 @@ func (s *zipShares) grow(l *zipLayout, n int64) error {
 		return fmt.Errorf("%w: its entries' names take more than %d bytes together, half the zips' budget", ErrZipTooLarge, s.budget/2)
 	}
 	shares := s.shares(l.builder)
-	if l.share.bytes+n > l.share.credit {
-		if err := s.fits(shares, n); err != nil {
-			return err
-		}
+	if err := s.fits(shares, n); err != nil {
+		return err
 	}
 	for _, sh := range shares {
 		sh.of[sh.key] += n
@@ -265,44 +257,37 @@ func (s *zipShares) unhold(l *zipLayout, who zipHolder) {
 	}
 }
 
-// laidOut shares l, laid out by l.builder, and returns the builder's Zip:
-// of l, or of the layout l was to replace if that is still held and has
-// the same ETag (the same bytes), which then stands for the archive at
-// l's generation and l is dropped. The builder may hold that one: what l
-// held of its share, given back, is l's size again. A layout laid out on
-// credit that is another archive is checked whole: ErrBusy if the
-// builder's shares may not hold it beside the one it replaces.
-func (s *zipShares) laidOut(l *zipLayout) (*Zip, error) {
+// laidOut shares l, laid out by l.builder, and returns the builder's
+// Zip of it.
+func (s *zipShares) laidOut(l *zipLayout) *Zip {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	keep, prev := l, l.share.prev
-	switch {
-	case prev != nil && prev.share.refs > 0 && prev.etag == l.etag && prev.share.bytes == l.share.bytes:
-		s.unhold(l, l.builder)
-		s.hold(prev, l.builder)
-		prev.share.gen = max(prev.share.gen, l.share.gen)
-		keep = prev
-	case l.share.credit > 0:
-		shares := s.shares(l.builder)
-		for _, sh := range shares {
-			sh.of[sh.key] -= l.share.bytes
-		}
-		s.total -= l.share.bytes
-		err := s.fits(shares, l.share.bytes)
-		for _, sh := range shares {
-			sh.of[sh.key] += l.share.bytes
-		}
-		s.total += l.share.bytes
-		if err != nil {
-			s.fail(l)
-			return nil, err
-		}
-	}
 	l.share.prev = nil
-	keep.share.laid = true
-	s.layouts[l.share.key] = keep
+	l.share.laid = true
+	s.layouts[l.share.key] = l
 	close(l.share.ready)
-	return &Zip{zipLayout: keep, who: l.builder}, nil
+	return &Zip{zipLayout: l, who: l.builder}
+}
+
+// reuse drops l, made to replace prev, whose listing was found to be
+// still prev's at l's generation: prev then stands for the archive at
+// that generation, and l's builder joins it (ErrBusy where its share
+// does not let it).
+func (s *zipShares) reuse(l, prev *zipLayout) (*Zip, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	defer close(l.share.ready)
+	l.share.prev = nil
+	s.unhold(l, l.builder) // it holds nothing yet; forgotten
+	if err := s.join(prev, l.builder); err != nil {
+		if prev.share.refs > 0 {
+			s.layouts[l.share.key] = prev
+		}
+		return nil, err
+	}
+	prev.share.gen = max(prev.share.gen, l.share.gen)
+	s.layouts[l.share.key] = prev
+	return &Zip{zipLayout: prev, who: l.builder}, nil
 }
 
 // failed gives back what l held, which failed to be laid out, puts back
