@@ -483,7 +483,7 @@ func TestZipBudgetShared(t *testing.T) {
 	// The link's folder holds a file larger than what the connection
 	// buffers, so that an answer not read holds its zip open.
 	big := f.mustMkdir(f.at("/api/2/files/%d/create_folder"), "big")
-	f.mustUpload(f.at("/api/2/files/%d/folder/%d/upload", big.ID), "b.bin", berthtest.RandomBytes(3, 16<<20))
+	bigFile := f.mustUpload(f.at("/api/2/files/%d/folder/%d/upload", big.ID), "b.bin", berthtest.RandomBytes(3, 16<<20))
 	small := f.mustMkdir(f.at("/api/2/files/%d/create_folder"), "small")
 	f.mustUpload(f.at("/api/2/files/%d/folder/%d/upload", small.ID), "s.txt", []byte("small"))
 	lone := f.mustMkdir(f.at("/api/2/files/%d/create_folder"), "lone")
@@ -533,6 +533,9 @@ func TestZipBudgetShared(t *testing.T) {
 
 	// hold opens zips of the held link until one is refused, and leaves
 	// the answers unread; stop cancels them, as a client that goes away.
+	// Each chooses its file and a folder that is not there, another
+	// archive of the same entry each time: zips of the same archive
+	// share one layout.
 	hold := func() (stop func()) {
 		t.Helper()
 		hctx, cancel := context.WithCancel(ctx)
@@ -544,7 +547,7 @@ func TestZipBudgetShared(t *testing.T) {
 			}
 		}
 		for i := 0; ; i++ {
-			req, err := http.NewRequestWithContext(hctx, http.MethodGet, f.url(linkZip(held)), nil)
+			req, err := http.NewRequestWithContext(hctx, http.MethodGet, f.url(fmt.Sprintf("%s?file_ids=%d&folder_ids=%d", linkZip(held), bigFile.ID, 1<<40+i)), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
