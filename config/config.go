@@ -365,7 +365,8 @@ type Memory struct {
 	// SetMemoryLimit): near it the heap is collected more often and freed
 	// memory goes back to the kernel at once. 0 derives it from the
 	// other settings (48 MiB + 3 x KVMemtable + UploadBuffers, and
-	// ReadAheadBuffers beyond its default of 16 MiB);
+	// ReadAheadBuffers beyond its default of 16 MiB), raised by what the
+	// zip layouts hold while zips are served (of ZipLayouts);
 	// GOMEMLIMIT in the environment wins (GOMEMLIMIT=off: none).
 	Limit ByteSize `mapstructure:"limit"`
 	// ReadAhead is how many chunks (about 1 MiB each) a download fetches,
@@ -545,7 +546,7 @@ func options() []option {
 		{key: "storage.s3.credentials_file", def: "", usage: "AWS shared credentials file whose [default] profile signs requests (empty: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)"},
 		{key: "storage.s3.max_requests", def: 32, usage: "most requests to the S3 server in flight at once"},
 		{key: "storage.s3.parallelism", def: 8, usage: "requests one upload or download keeps in flight (each holds a chunk of about 1 MiB)"},
-		{key: "memory.limit", def: ByteSize(0), usage: "Go runtime soft memory limit (0: 48 MiB + 3 x kv_memtable + upload_buffers + read_ahead_buffers beyond 16MiB; GOMEMLIMIT wins)"},
+		{key: "memory.limit", def: ByteSize(0), usage: "Go runtime soft memory limit (0: 48 MiB + 3 x kv_memtable + upload_buffers + read_ahead_buffers beyond 16MiB, raised by what zip layouts hold while zips are served; GOMEMLIMIT wins)"},
 		{key: "memory.read_ahead", def: 4, usage: "chunks a download fetches and decodes ahead of the one it sends (0: none)"},
 		{key: "memory.read_ahead_buffers", def: ByteSize(16 << 20), usage: "memory all downloads share for the chunks they fetch ahead; past it they fetch fewer (0: none)"},
 		{key: "memory.upload_buffers", def: ByteSize(0), usage: "upload read-ahead shared by all uploads, beyond one 8 MiB segment each (0: none)"},

@@ -37,14 +37,27 @@ func memoryLimit(m config.Memory) int64 {
 }
 
 // applyMemoryLimit sets the runtime's soft memory limit from m unless
-// GOMEMLIMIT is set (GOMEMLIMIT=off: none).
-func applyMemoryLimit(m config.Memory, log *slog.Logger) {
+// GOMEMLIMIT is set (GOMEMLIMIT=off: none). Where the limit is derived,
+// it returns what raises it by what the layouts of the zips being served
+// hold (vfs.Options.ZipHeld), nil otherwise: those layouts are live heap
+// for as long as their answers last, up to memory.zip_layouts (54 MiB),
+// and under a limit that left them out the collector ran all the time
+// while they were held (Go lets it take up to half the CPU). The budget
+// itself is not added: the limit is also where a large upload's garbage
+// is collected, so it would raise the peak of every upload by 54 MiB
+// while no zip is served. A configured memory.limit is the operator's
+// bound and stays as set.
+func applyMemoryLimit(m config.Memory, log *slog.Logger) (zipHeld func(int64)) {
 	if os.Getenv("GOMEMLIMIT") != "" {
-		return
+		return nil
 	}
 	limit := memoryLimit(m)
 	debug.SetMemoryLimit(limit)
 	log.Debug("memory limit", "bytes", limit)
+	if m.Limit > 0 {
+		return nil
+	}
+	return func(held int64) { debug.SetMemoryLimit(limit + held) }
 }
 
 // readAheadBudget is vfs.Options.ReadAheadBudget for m: the

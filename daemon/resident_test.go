@@ -2,8 +2,10 @@ package daemon
 
 import (
 	"bytes"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -95,6 +97,47 @@ func TestMemoryLimit(t *testing.T) {
 			}
 			if got := readAheadBudget(tc.m); got != tc.ahead {
 				t.Errorf("readAheadBudget = %d, want %d", got, tc.ahead)
+			}
+		})
+	}
+}
+
+// TestMemoryLimitCountsZipLayouts: a derived soft limit rises by what
+// the layouts of the zips being served hold, and falls back when they
+// end; a configured limit, or GOMEMLIMIT, stays as set. Left out, the
+// layouts (up to memory.zip_layouts, 54 MiB, of live heap) took most of
+// the derived 72 MiB, and the collector ran all the time they were held.
+func TestMemoryLimitCountsZipLayouts(t *testing.T) {
+	was := debug.SetMemoryLimit(-1)
+	t.Cleanup(func() { debug.SetMemoryLimit(was) })
+	log := slog.New(slog.DiscardHandler)
+	derived := memoryLimit(config.Default().Memory)
+	for _, tc := range []struct {
+		name       string
+		m          config.Memory
+		gomemlimit string
+		want       int64 // after 10 MiB held; 0: not raised
+	}{
+		{"derived", config.Default().Memory, "", derived + 10<<20},
+		{"configured", config.Memory{Limit: 200 << 20, KVMemtable: 8 << 20}, "", 0},
+		{"GOMEMLIMIT", config.Default().Memory, "100MiB", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("GOMEMLIMIT", tc.gomemlimit)
+			held := applyMemoryLimit(tc.m, log)
+			if (held == nil) != (tc.want == 0) {
+				t.Fatalf("raised by zip layouts: %v, want %v", held != nil, tc.want != 0)
+			}
+			if held == nil {
+				return
+			}
+			held(10 << 20)
+			if got := debug.SetMemoryLimit(-1); got != tc.want {
+				t.Errorf("10 MiB of layouts held: limit %d MiB, want %d MiB", got>>20, tc.want>>20)
+			}
+			held(0)
+			if got := debug.SetMemoryLimit(-1); got != derived {
+				t.Errorf("none held: limit %d MiB, want %d MiB", got>>20, derived>>20)
 			}
 		})
 	}

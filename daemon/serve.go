@@ -85,7 +85,7 @@ func openStores(ctx context.Context, cfg config.Config, log *slog.Logger, reg pr
 	if err != nil {
 		return nil, err
 	}
-	applyMemoryLimit(cfg.Memory, log)
+	zipHeld := applyMemoryLimit(cfg.Memory, log)
 	chunks, err := openChunks(ctx, cfg, log, reg)
 	if err != nil {
 		db.Close()
@@ -98,7 +98,7 @@ func openStores(ctx context.Context, cfg config.Config, log *slog.Logger, reg pr
 		readAhead = -1 // the configuration's 0 is none; vfs's is its default
 	}
 	holder := &uploadHolder{}
-	files, err := vfs.Open(ctx, db, chunks, vfs.Options{Logger: log.With("component", "vfs"), Registerer: reg, Journal: journal, Holder: holder, ReadAhead: readAhead, ReadAheadBudget: readAheadBudget(cfg.Memory), SegmentBudget: segmentBudget(cfg.Memory), OrphanGrace: orphanGrace(db), ZipBudget: int64(cfg.Memory.ZipLayouts)})
+	files, err := vfs.Open(ctx, db, chunks, vfs.Options{Logger: log.With("component", "vfs"), Registerer: reg, Journal: journal, Holder: holder, ReadAhead: readAhead, ReadAheadBudget: readAheadBudget(cfg.Memory), SegmentBudget: segmentBudget(cfg.Memory), OrphanGrace: orphanGrace(db), ZipBudget: int64(cfg.Memory.ZipLayouts), ZipHeld: zipHeld})
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("opening file system: %w", err)

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"mime"
 	"mime/multipart"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -481,7 +483,7 @@ func TestZipBudgetShared(t *testing.T) {
 	// The link's folder holds a file larger than what the connection
 	// buffers, so that an answer not read holds its zip open.
 	big := f.mustMkdir(f.at("/api/2/files/%d/create_folder"), "big")
-	f.mustUpload(f.at("/api/2/files/%d/folder/%d/upload", big.ID), "b.bin", berthtest.RandomBytes(3, 16<<20))
+	bigFile := f.mustUpload(f.at("/api/2/files/%d/folder/%d/upload", big.ID), "b.bin", berthtest.RandomBytes(3, 16<<20))
 	small := f.mustMkdir(f.at("/api/2/files/%d/create_folder"), "small")
 	f.mustUpload(f.at("/api/2/files/%d/folder/%d/upload", small.ID), "s.txt", []byte("small"))
 	lone := f.mustMkdir(f.at("/api/2/files/%d/create_folder"), "lone")
@@ -531,6 +533,9 @@ func TestZipBudgetShared(t *testing.T) {
 
 	// hold opens zips of the held link until one is refused, and leaves
 	// the answers unread; stop cancels them, as a client that goes away.
+	// Each chooses its file and a folder that is not there, another
+	// archive of the same entry each time: zips of the same archive
+	// share one layout.
 	hold := func() (stop func()) {
 		t.Helper()
 		hctx, cancel := context.WithCancel(ctx)
@@ -542,7 +547,7 @@ func TestZipBudgetShared(t *testing.T) {
 			}
 		}
 		for i := 0; ; i++ {
-			req, err := http.NewRequestWithContext(hctx, http.MethodGet, f.url(linkZip(held)), nil)
+			req, err := http.NewRequestWithContext(hctx, http.MethodGet, f.url(fmt.Sprintf("%s?file_ids=%d&folder_ids=%d", linkZip(held), bigFile.ID, 1<<40+i)), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -625,5 +630,101 @@ func TestZipBudgetShared(t *testing.T) {
 	for round := range 4 {
 		hold()()
 		free(fmt.Sprint("round ", round))
+	}
+}
+
+// TestZipSegmentsShareALayout: a download fetched in parallel segments
+// (aria2c -x16, a download manager, a browser resuming) is 16 Range
+// requests at once for one archive, of one requester: they share one
+// layout, so every segment is answered (206) under a budget that holds
+// two copies of it in no requester's share, and the segments joined are
+// the whole archive, which unzip tests. Each request laid out its own
+// copy before, and the second of them was busy (503) however the budget
+// was set for the largest folder. Over the folder route, and over a
+// share link's, whose counted downloads commit between the segments.
+func TestZipSegmentsShareALayout(t *testing.T) {
+	const files, segments = 1000, 16
+	// The folder's entries: files of names of 9 bytes, and big.bin.
+	layout := int64(files)*(vfs.ZipEntryCost+9) + vfs.ZipEntryCost + 7
+	f := newFixtureWith(t, fixtureOptions{ZipBudget: 3 * layout})
+	ctx := context.Background()
+	d := f.mustMkdir(f.at("/api/2/files/%d/create_folder"), "many")
+	for i := range files {
+		if _, err := f.fs.WriteFile(ctx, f.root.ID, d.ID, fmt.Sprintf("f%04d.txt", i), strings.NewReader(fmt.Sprint(i)), vfs.WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Large enough that a segment not read yet holds its answer open.
+	f.mustUpload(f.at("/api/2/files/%d/folder/%d/upload", d.ID), "big.bin", berthtest.RandomBytes(7, 32<<20))
+	link := f.createLink(t, f.at("/api/2/files/%d/folder/%d/share", d.ID), nil)
+	for _, row := range []struct {
+		name, path, token string
+	}{
+		{"folder route", f.zipURL(d.ID), f.token},
+		{"share link", "/api/2/sharelinks/" + link.Hash + "/download", ""},
+	} {
+		t.Run(row.name, func(t *testing.T) {
+			send := func(h http.Header) (*http.Response, error) {
+				req, err := http.NewRequest(http.MethodGet, f.url(row.path), nil)
+				if err != nil {
+					return nil, err
+				}
+				maps.Copy(req.Header, h)
+				if row.token != "" {
+					req.Header.Set("Authorization", "Bearer "+row.token)
+				}
+				return f.client.Do(req)
+			}
+			resp, err := send(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			st, whole := f.readAll(resp)
+			etag := resp.Header.Get("ETag")
+			if st != http.StatusOK || int64(len(whole)) != resp.ContentLength {
+				t.Fatalf("whole: %d, %d bytes of %d", st, len(whole), resp.ContentLength)
+			}
+			type part struct {
+				status       int
+				contentRange string
+				body         []byte
+				err          error
+			}
+			parts := make([]part, segments)
+			var headers, done sync.WaitGroup
+			all := make(chan struct{})
+			size := len(whole)
+			for i := range segments {
+				from, to := i*size/segments, (i+1)*size/segments-1
+				headers.Add(1)
+				done.Go(func() {
+					resp, err := send(http.Header{"Range": {fmt.Sprintf("bytes=%d-%d", from, to)}, "If-Range": {etag}})
+					headers.Done()
+					if err != nil {
+						parts[i].err = err
+						return
+					}
+					defer resp.Body.Close()
+					<-all // every segment's answer begun before any is read
+					parts[i].status, parts[i].contentRange = resp.StatusCode, resp.Header.Get("Content-Range")
+					parts[i].body, parts[i].err = io.ReadAll(resp.Body)
+				})
+			}
+			headers.Wait()
+			close(all)
+			done.Wait()
+			var joined []byte
+			for i, p := range parts {
+				from, to := i*size/segments, (i+1)*size/segments-1
+				if want := fmt.Sprintf("bytes %d-%d/%d", from, to, size); p.err != nil || p.status != http.StatusPartialContent || p.contentRange != want {
+					t.Fatalf("segment %d: %v, %d %q %.200s, want 206 %q", i, p.err, p.status, p.contentRange, p.body, want)
+				}
+				joined = append(joined, p.body...)
+			}
+			if !bytes.Equal(joined, whole) {
+				t.Fatalf("the %d segments joined (%d bytes) differ from the whole archive (%d)", segments, len(joined), size)
+			}
+			berthtest.UnzipTest(t, joined)
+		})
 	}
 }

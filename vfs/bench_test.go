@@ -318,16 +318,21 @@ func fillFolder(b *testing.B, e *env, n int, writers ...int) {
 // BenchmarkZip zips a folder to io.Discard, from a fresh layout as a
 // download does: large files (32 of 4 MiB, random, as most large files
 // are), medium ones (400 of 64 KiB, each its own chunks) and small ones
-// (2,000 of 4 KiB of text, kept inline, in 20 subfolders).
+// (2,000 of 4 KiB of text, kept inline, in 20 subfolders). The
+// segments case reads the small ones' archive as a download fetched in
+// 16 parallel segments does: 16 requests at once, each a Zip of the
+// folder read over its sixteenth.
 func BenchmarkZip(b *testing.B) {
 	for _, c := range []struct {
 		name        string
 		files, size int
 		dirs        int
+		segments    int
 	}{
-		{"large", 32, 4 << 20, 1},
-		{"medium", 400, 64 << 10, 4},
-		{"small", 2000, 4 << 10, 20},
+		{"large", 32, 4 << 20, 1, 0},
+		{"medium", 400, 64 << 10, 4, 0},
+		{"small", 2000, 4 << 10, 20, 0},
+		{"small-16-segments", 2000, 4 << 10, 20, 16},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			e := newEnv(b)
@@ -351,11 +356,57 @@ func BenchmarkZip(b *testing.B) {
 				}
 			}
 			b.SetBytes(total)
-			for b.Loop() {
-				if err := e.fs.WriteZip(ctx, io.Discard, e.root.ID, e.root.FolderID, vfs.ZipOptions{}); err != nil {
-					b.Fatal(err)
+			cpu := cpuTime()
+			if c.segments > 0 {
+				benchZipSegments(b, e, c.segments)
+			} else {
+				for b.Loop() {
+					if err := e.fs.WriteZip(ctx, io.Discard, e.root.ID, e.root.FolderID, vfs.ZipOptions{}); err != nil {
+						b.Fatal(err)
+					}
 				}
 			}
+			b.ReportMetric(float64((cpuTime()-cpu).Microseconds())/1000/float64(b.N), "cpu-ms/op")
 		})
+	}
+}
+
+// benchZipSegments reads e's root's archive in n segments at once, each
+// through a Zip of its own, of one requester.
+func benchZipSegments(b *testing.B, e *env, n int) {
+	z, err := e.fs.Zip(ctx, e.root.ID, e.root.FolderID, vfs.ZipOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	size := z.Size()
+	z.Close()
+	for b.Loop() {
+		var wg sync.WaitGroup
+		errs := make(chan error, n)
+		for i := range n {
+			wg.Go(func() {
+				z, err := e.fs.Zip(ctx, e.root.ID, e.root.FolderID, vfs.ZipOptions{Requester: "segments"})
+				if err != nil {
+					errs <- err
+					return
+				}
+				defer z.Close()
+				r := z.Reader(ctx)
+				defer r.Close()
+				from, to := int64(i)*size/int64(n), int64(i+1)*size/int64(n)
+				if _, err := r.Seek(from, io.SeekStart); err != nil {
+					errs <- err
+					return
+				}
+				if _, err := io.CopyN(io.Discard, r, to-from); err != nil {
+					errs <- err
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			b.Fatal(err)
+		}
 	}
 }

@@ -58,6 +58,13 @@ func (fs *FS) ZipHeld() (total int64, by map[string]int64) {
 	return fs.zips.total, by
 }
 
+// ZipLayouts is how many layouts are kept to be shared.
+func (fs *FS) ZipLayouts() int {
+	fs.zips.mu.Lock()
+	defer fs.zips.mu.Unlock()
+	return len(fs.zips.layouts)
+}
+
 // WithBatchHook returns opts with fn run between the transactions of a
 // split operation.
 func WithBatchHook(opts Options, fn func(Op)) Options {
@@ -322,3 +329,6 @@ func (fs *FS) RoomFreedRoots() int {
 	fs.roomFreed.Range(func(any, any) bool { n++; return true })
 	return n
 }
+
+// SameZipLayout reports whether a and b share one layout.
+func SameZipLayout(a, b *Zip) bool { return a.zipLayout == b.zipLayout }

@@ -121,6 +121,12 @@ type Options struct {
 	// served may hold together (see ZipBudget, its default when 0); each
 	// requester's zips may hold at most half of what the others' leave.
 	ZipBudget int64
+	// ZipHeld, when set, is told what the layouts of the zips being
+	// served hold in all, each time it changes, in order: the daemon
+	// raises the soft memory limit it derived by as much, since those
+	// bytes are live heap that the limit does not count. It must not
+	// call back into the FS.
+	ZipHeld func(bytes int64)
 
 	// refBatch overrides defaultRefBatch; set by tests (export_test.go)
 	// so that small files take the split paths.
@@ -231,7 +237,7 @@ func Open(ctx context.Context, db kv.Store, chunks chunk.Store, opts Options) (*
 	fs := &FS{
 		db: listStore{db}, chunks: chunks, obs: opts.Observer, holder: opts.Holder, jnl: opts.Journal, now: opts.Now, log: opts.Logger,
 		m: newMetrics(opts.Registerer), refBatch: opts.refBatch, batchHook: opts.batchHook, zip64At: opts.zip64At, zipMax: opts.zipMax,
-		shortScan: opts.shortScan, zips: zipShares{budget: cmp.Or(opts.ZipBudget, ZipBudget)},
+		shortScan: opts.shortScan, zips: zipShares{budget: cmp.Or(opts.ZipBudget, ZipBudget), onHeld: opts.ZipHeld},
 		roots: kv.NewCache[uint64, cachedRoot](maxCachedRoots),
 		paths: kv.NewCache[pathKey, cachedPath](maxCachedPaths),
 		items: kv.NewCache[itemKey, cachedItem](maxCachedItems),

@@ -12,6 +12,7 @@ import (
 	"math"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fxamacker/cbor/v2"
@@ -72,7 +73,9 @@ const ZipMaxEntries = 500_000
 // held to the same half, or a person who made link after link would
 // hold all but a sliver of the budget through them. A zip that
 // does not fit is ErrBusy until zips end; a zip whose entries alone pass
-// half the budget is ErrZipTooLarge.
+// half the budget is ErrZipTooLarge. A layout that concurrent requests
+// share (FS.Zip) counts once in the budget, and whole in the share of
+// each requester holding it (zipShares says why).
 const ZipBudget = 54 << 20
 
 // ZipEntryCost is what an entry of a zip's layout costs of ZipBudget
@@ -116,10 +119,22 @@ const (
 // Its Size is known up front (a Content-Length), its ETag names that
 // sequence, and Reader reads any part of it (Range requests, a download
 // resumed): local headers and the central directory are generated on the
-// fly, file contents come from the revisions the listing named. A Zip
-// belongs to one request and is read through one Reader at a time (the
-// Reader notes the CRCs it computes in it).
+// fly, file contents come from the revisions the listing named.
+//
+// A Zip is one request's hold on a layout that the concurrent requests
+// for the same archive share (see FS.Zip): the segments of one download
+// fetched in parallel, or the visitors of one share link. Each Reader is
+// one request's; Readers of one layout may read at once.
 type Zip struct {
+	*zipLayout
+	who    zipHolder
+	closed atomic.Bool
+}
+
+// zipLayout is the layout of one archive, shared by the Zips of the
+// requests that read it. Its entries' places are fixed once laid out;
+// only their CRCs are noted as readers find them (zipEnt.crcv).
+type zipLayout struct {
 	fs   *FS
 	root uint64
 	ents []zipEnt
@@ -134,10 +149,10 @@ type Zip struct {
 	cdMarks  []int64
 	zip64End bool
 	etag     string
-	// held is what the layout holds of its FS's ZipBudget (bytes), until
-	// Close, on behalf of who (ZipOptions.Requester).
-	held int64
-	who  zipHolder
+	// builder is who lays it out, charged as it lists (zipShares.grow).
+	builder zipHolder
+	// The rest is zipShares', guarded by its mu.
+	share zipShareState
 }
 
 // zipHolder is who a layout is held for: its requester and their group
@@ -154,17 +169,32 @@ const zipCentralMark = 256
 
 // zipEnt is one entry: a folder ("a/") or a file at one revision.
 type zipEnt struct {
-	off     int64 // of its local header
-	size    int64
+	off  int64 // of its local header
+	size int64
+	// crcv is the CRC in its low 32 bits and 1<<32 once it is known:
+	// the readers of a shared layout note CRCs as they find them, at
+	// once (each the same for the same revision), so it is read and set
+	// atomically (crc, setCRC).
+	crcv    uint64
 	id, rev uint64
 	mod     int64  // unix ns
 	name    string // its own name; the path is its parents' and it
 	parent  int32  // index of the folder entry above it; -1 at the top
 	pathLen uint32 // of the full path, "/" of a folder included
-	crc     uint32
 	dir     bool
-	crcOK   bool // crc is known
 }
+
+// zipCRCKnown marks zipEnt.crcv as known.
+const zipCRCKnown = 1 << 32
+
+// crc returns the entry's CRC and whether it is known.
+func (e *zipEnt) crc() (uint32, bool) {
+	v := atomic.LoadUint64(&e.crcv)
+	return uint32(v), v&zipCRCKnown != 0
+}
+
+// setCRC notes the entry's CRC.
+func (e *zipEnt) setCRC(c uint32) { atomic.StoreUint64(&e.crcv, zipCRCKnown|uint64(c)) }
 
 // Zip lays out the zip archive of a live folder of a root: every live file
 // and folder below it, depth first in name order, with names relative to
@@ -174,123 +204,192 @@ type zipEnt struct {
 // the metadata store. The archive switches to Zip64 by itself for files of
 // 4 GiB or more, offsets past 4 GiB, or more than 65,535 entries.
 //
-// The layout holds its entries of ZipBudget, on behalf of
-// opts.Requester, until Close, which the caller defers.
+// Concurrent requests for the same archive share one layout: the same
+// folder with the same choice of entries (opts.FileIDs, opts.FolderIDs),
+// laid out since the request began or while the store has had no commit
+// since (kv.Store.Generation, as kv.Cache trusts it). A folder changed
+// since, or anything else written, is laid out afresh, so the bytes
+// always match the ETag and hold every write acknowledged before the
+// request. A request that finds the same archive being laid out waits
+// for it, and the requests that waited share the next. A request that
+// finds the store moved since the layout held was laid out (a download
+// counted, a login, any commit moves Generation) walks the folder's
+// listing against it, holding nothing, and shares it if nothing in it
+// changed. The layout lives while a Zip of it is open, and is forgotten
+// when the last one closes.
+//
+// The layout holds its entries of ZipBudget on behalf of every requester
+// whose Zip of it is open, each charged its whole size once, however
+// many of their requests share it (see ZipBudget), until Close, which
+// the caller defers.
 //
 // Errors: ErrNotExist (no such live folder, or another root's), ErrNotDir
 // (a file), ErrZipTooLarge (more than ZipMaxEntries entries, or more
 // than half of ZipBudget bytes of them), ErrBusy (the requester's zips
 // hold as much of the budget as the others' let them), and ctx's.
 func (fs *FS) Zip(ctx context.Context, root, folder uint64, opts ZipOptions) (*Zip, error) {
-	z := &Zip{fs: fs, root: root, z64: zipUint32Max, max: ZipMaxEntries, who: zipHolder{opts.Requester, cmp.Or(opts.Group, opts.Requester)}}
+	who := zipHolder{opts.Requester, cmp.Or(opts.Group, opts.Requester)}
+	key := zipKey{root: root, folder: folder, pick: pickKey(opts)}
+	// Read once, before any layout is found or laid out: a layout laid
+	// out at this generation or later holds every commit acknowledged
+	// before the request began, one laid out earlier only if the store
+	// has not moved since.
+	gen := fs.db.Generation()
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err // a client gone before, not only while it lists
+		}
+		z, wait, l, err := fs.zips.find(key, gen, who)
+		switch {
+		case err != nil || z != nil:
+			return z, err
+		case wait != nil:
+			select {
+			case <-wait:
+				continue
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		return fs.layOut(ctx, l, opts)
+	}
+}
+
+// layOut lays out l, which find made for who with l.share.gen read
+// before the snapshot begins, and hands out a Zip of it, or of the
+// layout of the same bytes that l was to replace. However it ends
+// (an error, a panic) the requests waiting for l go on.
+func (fs *FS) layOut(ctx context.Context, l *zipLayout, opts ZipOptions) (z *Zip, err error) {
+	l.fs, l.z64, l.max = fs, zipUint32Max, ZipMaxEntries
 	if fs.zip64At > 0 {
-		z.z64 = fs.zip64At
+		l.z64 = fs.zip64At
 	}
 	if fs.zipMax > 0 {
-		z.max = fs.zipMax
+		l.max = fs.zipMax
 	}
-	err := fs.db.View(ctx, func(tx kv.Txn) error {
-		z.ents = z.ents[:0]
-		if _, _, err := liveDirIn(tx, root, folder); err != nil {
+	done := false
+	defer func() {
+		if !done {
+			fs.zips.failed(l)
+		}
+	}()
+	if prev := l.share.prev; prev != nil {
+		var same bool
+		err = fs.db.View(ctx, func(tx kv.Txn) error {
+			if _, _, err := liveDirIn(tx, l.root, l.share.key.folder); err != nil {
+				return err
+			}
+			same, err = prev.matches(ctx, tx, l.share.key.folder, picker(opts))
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		if same {
+			done = true
+			return fs.zips.reuse(l, prev)
+		}
+	}
+	err = fs.db.View(ctx, func(tx kv.Txn) error {
+		l.ents = l.ents[:0]
+		if _, _, err := liveDirIn(tx, l.root, l.share.key.folder); err != nil {
 			return err
 		}
-		kids, err := z.children(tx, folder, picker(opts))
+		kids, err := l.children(tx, l.share.key.folder, picker(opts))
 		if err != nil {
 			return err
 		}
-		return z.add(ctx, tx, kids, -1, 0)
+		return l.add(ctx, tx, kids, -1, 0)
 	})
 	if err != nil {
-		z.Close()
 		return nil, err
 	}
-	z.layout()
-	return z, nil
+	l.layout()
+	done = true
+	return fs.zips.laidOut(l), nil
 }
 
-// Close gives back what the layout holds of ZipBudget; the Zip is not
+// matches reports whether the listing of folder in tx, the children
+// keep keeps at the top, is still z's: the same entries in the same
+// order, each the same item at the same revision, size, time, name and
+// place, so that z's bytes and ETag are the archive's in tx too. It
+// holds no entries: it walks each folder's children against z's own,
+// keeping only the places of the folders among them.
+func (z *zipLayout) matches(ctx context.Context, tx kv.Txn, folder uint64, keep func(nodeRec) bool) (bool, error) {
+	end, err := z.matchChildren(ctx, tx, folder, keep, -1, 0)
+	return end == len(z.ents), err
+}
+
+// matchChildren matches the children of folder, entry parent (-1: the
+// top), against z's entries from pos on, each followed by everything
+// below it; it returns where they end in z.ents, -1 at a difference.
+func (z *zipLayout) matchChildren(ctx context.Context, tx kv.Txn, folder uint64, keep func(nodeRec) bool, parent int32, pos int) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return -1, err
+	}
+	var dirs []int
+	err := tx.Scan(childPrefix(folder), nil, func(k, v []byte) error {
+		var rec nodeRec
+		if err := cbor.Unmarshal(v, &rec); err != nil {
+			return fmt.Errorf("vfs: decode child of %d: %w", folder, err)
+		}
+		if keep != nil && !keep(rec) {
+			return nil
+		}
+		if pos < 0 || pos >= len(z.ents) {
+			pos = -1
+			return kv.ErrStop
+		}
+		e := &z.ents[pos]
+		size, rev := int64(0), uint64(0)
+		if !rec.Dir {
+			size, rev = rec.Size, rec.Rev
+		}
+		if e.parent != parent || e.id != rec.ID || e.name != rec.Name || e.mod != rec.Modified || e.dir != rec.Dir || e.size != size || e.rev != rev {
+			pos = -1
+			return kv.ErrStop
+		}
+		if e.dir {
+			dirs = append(dirs, pos)
+		}
+		pos = z.subtreeEnd(pos)
+		return nil
+	})
+	if err != nil || pos < 0 {
+		return -1, err
+	}
+	// Each folder's entries, matched, end where z placed its next
+	// sibling: more or fewer children are a difference.
+	for _, d := range dirs {
+		end, err := z.matchChildren(ctx, tx, z.ents[d].id, nil, int32(d), d+1)
+		if err != nil || end != z.subtreeEnd(d) {
+			return -1, err
+		}
+	}
+	return pos, nil
+}
+
+// subtreeEnd is where the entries below entry i end: in depth-first
+// order, the first entry after i whose folder comes before i.
+func (z *zipLayout) subtreeEnd(i int) int {
+	k := i + 1
+	for k < len(z.ents) && int(z.ents[k].parent) >= i {
+		k++
+	}
+	return k
+}
+
+// Close gives back what the request held of the layout; the Zip is not
 // read after it. It may be called more than once.
 func (z *Zip) Close() {
-	z.fs.zips.give(z.who, z.held)
-	z.held = 0
+	if z.closed.CompareAndSwap(false, true) {
+		z.fs.zips.release(z.zipLayout, z.who)
+	}
 }
 
 // reserve takes n bytes of the budget for entries listed.
-func (z *Zip) reserve(n int64) error {
-	if err := z.fs.zips.take(z.who, z.held, n); err != nil {
-		return err
-	}
-	z.held += n
-	return nil
-}
-
-// zipShares is what the layouts of the zips being served hold of the
-// budget, in all, by requester and by group.
-type zipShares struct {
-	budget int64
-	mu     sync.Mutex
-	total  int64
-	by     map[string]int64 // requesters that hold some
-	groups map[string]int64 // groups that hold some
-}
-
-// take reserves n more bytes for a layout of who that holds mine: at
-// most half of what the other requesters leave of the budget may be
-// who's requester's, and at most half of what the other groups leave
-// may be who's group's. A layout whose own entries pass half the
-// budget is ErrZipTooLarge: it would be ErrBusy however long its
-// client waited.
-func (s *zipShares) take(who zipHolder, mine, n int64) error {
-	if mine+n > s.budget/2 {
-		return fmt.Errorf("%w: its entries' names take more than %d bytes together, half the zips' budget", ErrZipTooLarge, s.budget/2)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.by == nil {
-		s.by, s.groups = make(map[string]int64), make(map[string]int64)
-	}
-	shares := s.shares(who)
-	for _, sh := range shares {
-		held := sh.of[sh.key]
-		if held+n > fairShare(s.budget, s.total, held) {
-			return fmt.Errorf("%w: %s hold %d bytes of layout, and may hold at most half of the %d that the zips of others leave free", ErrBusy, sh.whose, held, s.budget-(s.total-held))
-		}
-	}
-	for _, sh := range shares {
-		sh.of[sh.key] += n
-	}
-	s.total += n
-	return nil
-}
-
-// give gives back n bytes that a layout of who held.
-func (s *zipShares) give(who zipHolder, n int64) {
-	if n == 0 {
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.total -= n
-	for _, sh := range s.shares(who) {
-		if sh.of[sh.key] -= n; sh.of[sh.key] == 0 {
-			delete(sh.of, sh.key)
-		}
-	}
-}
-
-// zipShare is one of the shares a layout counts in: key's in of.
-type zipShare struct {
-	of         map[string]int64
-	key, whose string
-}
-
-// shares are the two shares who's layouts count in, each held to half
-// of what the others leave: its requester's and its group's.
-func (s *zipShares) shares(who zipHolder) [2]zipShare {
-	return [2]zipShare{
-		{s.by, who.requester, "this requester's zips"},
-		{s.groups, who.group, "the zips of this requester's group (the share links of one person)"},
-	}
+func (z *zipLayout) reserve(n int64) error {
+	return z.fs.zips.grow(z, n)
 }
 
 // zipReserveStep is how many bytes of entries a listing gathers before it
@@ -304,7 +403,7 @@ const zipReserveStep = 64 << 10
 // listed the folder: concurrent layouts of a folder of as many children
 // as a zip may hold each held them all, some 170 MiB of long names,
 // before the first reservation refused one.
-func (z *Zip) children(tx kv.Txn, folder uint64, keep func(nodeRec) bool) ([]zipEnt, error) {
+func (z *zipLayout) children(tx kv.Txn, folder uint64, keep func(nodeRec) bool) ([]zipEnt, error) {
 	var out []zipEnt
 	var pending int64
 	err := tx.Scan(childPrefix(folder), nil, func(k, v []byte) error {
@@ -321,7 +420,9 @@ func (z *Zip) children(tx kv.Txn, folder uint64, keep func(nodeRec) bool) ([]zip
 		e := zipEnt{id: rec.ID, name: rec.Name, mod: rec.Modified, dir: rec.Dir}
 		if !rec.Dir {
 			e.size, e.rev = rec.Size, rec.Rev
-			e.crcOK = rec.Size == 0 // and crc 0
+			if rec.Size == 0 {
+				e.crcv = zipCRCKnown // and 0
+			}
 		}
 		if pending += zipEntBytes(&e); pending >= zipReserveStep {
 			if err := z.reserve(pending); err != nil {
@@ -340,7 +441,7 @@ func (z *Zip) children(tx kv.Txn, folder uint64, keep func(nodeRec) bool) ([]zip
 
 // add appends kids, children of the entry parent (of path length
 // prefixLen), each followed by everything below it.
-func (z *Zip) add(ctx context.Context, tx kv.Txn, kids []zipEnt, parent int32, prefixLen uint32) error {
+func (z *zipLayout) add(ctx context.Context, tx kv.Txn, kids []zipEnt, parent int32, prefixLen uint32) error {
 	for _, e := range kids {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -390,7 +491,7 @@ func picker(opts ZipOptions) func(nodeRec) bool {
 }
 
 // layout places every record and names the result.
-func (z *Zip) layout() {
+func (z *zipLayout) layout() {
 	h := blake3.New()
 	var b [8]byte
 	num := func(v uint64) {
@@ -446,9 +547,9 @@ func (z *Zip) ETag() string { return z.etag }
 // Entries is the number of entries, files and folders.
 func (z *Zip) Entries() int { return len(z.ents) }
 
-func (z *Zip) big(e *zipEnt) bool { return e.size >= z.z64 }
+func (z *zipLayout) big(e *zipEnt) bool { return e.size >= z.z64 }
 
-func (z *Zip) localLen(e *zipEnt) int64 {
+func (z *zipLayout) localLen(e *zipEnt) int64 {
 	n := int64(zipLocalLen) + int64(e.pathLen) + zipTimeExtraLen
 	if z.big(e) {
 		n += zip64LocalExtra
@@ -458,7 +559,7 @@ func (z *Zip) localLen(e *zipEnt) int64 {
 
 // central64 is the length of an entry's Zip64 extra in the central
 // directory: the sizes when they overflow, the offset when it does.
-func (z *Zip) central64(e *zipEnt) int64 {
+func (z *zipLayout) central64(e *zipEnt) int64 {
 	n := int64(0)
 	if z.big(e) {
 		n += 16
@@ -472,7 +573,7 @@ func (z *Zip) central64(e *zipEnt) int64 {
 	return n
 }
 
-func (z *Zip) centralLen(e *zipEnt) int64 {
+func (z *zipLayout) centralLen(e *zipEnt) int64 {
 	return int64(zipCentralLen) + int64(e.pathLen) + zipTimeExtraLen + z.central64(e)
 }
 
@@ -481,7 +582,7 @@ func (z *Zip) centralLen(e *zipEnt) int64 {
 // "C_" instead: the zip format forbids drive letters (APPNOTE 4.4.17),
 // and an extractor on Windows may take one for a drive and write outside
 // the folder it extracts into. The length stays the same.
-func (z *Zip) appendPath(dst []byte, i int32) []byte {
+func (z *zipLayout) appendPath(dst []byte, i int32) []byte {
 	start := len(dst)
 	dst = z.appendPathFrom(dst, i)
 	if p := dst[start:]; len(p) >= 2 && p[1] == ':' && ('a' <= p[0]|0x20 && p[0]|0x20 <= 'z') {
@@ -490,7 +591,7 @@ func (z *Zip) appendPath(dst []byte, i int32) []byte {
 	return dst
 }
 
-func (z *Zip) appendPathFrom(dst []byte, i int32) []byte {
+func (z *zipLayout) appendPathFrom(dst []byte, i int32) []byte {
 	e := &z.ents[i]
 	if e.parent >= 0 {
 		dst = z.appendPathFrom(dst, e.parent)
@@ -531,14 +632,14 @@ func (b le) u32(v uint32) le { return binary.LittleEndian.AppendUint32(b, v) }
 func (b le) u64(v uint64) le { return binary.LittleEndian.AppendUint64(b, v) }
 
 // sat is v in a 32-bit field: 0xFFFFFFFF from the Zip64 threshold on.
-func (z *Zip) sat(v int64) uint32 {
+func (z *zipLayout) sat(v int64) uint32 {
 	if v >= z.z64 {
 		return zipUint32Max
 	}
 	return uint32(v)
 }
 
-func (z *Zip) version(e *zipEnt) uint16 {
+func (z *zipLayout) version(e *zipEnt) uint16 {
 	if z.big(e) || e.off >= z.z64 {
 		return zipVersion45
 	}
@@ -546,15 +647,16 @@ func (z *Zip) version(e *zipEnt) uint16 {
 }
 
 // appendLocal appends entry i's local header; its CRC must be known.
-func (z *Zip) appendLocal(dst []byte, i int32) []byte {
+func (z *zipLayout) appendLocal(dst []byte, i int32) []byte {
 	e := &z.ents[i]
 	date, tm := dosTime(e.mod)
+	crc, _ := e.crc()
 	extra := uint16(zipTimeExtraLen)
 	if z.big(e) {
 		extra += zip64LocalExtra
 	}
 	b := le(dst).u32(zipLocalSig).u16(z.version(e)).u16(zipFlagUTF8).u16(0).
-		u16(tm).u16(date).u32(e.crc).u32(z.sat(e.size)).u32(z.sat(e.size)).
+		u16(tm).u16(date).u32(crc).u32(z.sat(e.size)).u32(z.sat(e.size)).
 		u16(uint16(e.pathLen)).u16(extra)
 	b = z.appendPath(b, i)
 	b = le(b).u16(zipTimeTag).u16(5)
@@ -568,16 +670,17 @@ func (z *Zip) appendLocal(dst []byte, i int32) []byte {
 
 // appendCentral appends entry i's central directory header; its CRC must
 // be known.
-func (z *Zip) appendCentral(dst []byte, i int32) []byte {
+func (z *zipLayout) appendCentral(dst []byte, i int32) []byte {
 	e := &z.ents[i]
 	date, tm := dosTime(e.mod)
+	crc, _ := e.crc()
 	z64 := z.central64(e)
 	attrs := uint32(0o100644) << 16 // a regular file, rw-r--r--
 	if e.dir {
 		attrs = uint32(0o40755)<<16 | 0x10 // a directory, rwxr-xr-x, and MS-DOS's flag
 	}
 	b := le(dst).u32(zipCentralSig).u16(zipMadeByUnix | zipVersion45).u16(z.version(e)).
-		u16(zipFlagUTF8).u16(0).u16(tm).u16(date).u32(e.crc).
+		u16(zipFlagUTF8).u16(0).u16(tm).u16(date).u32(crc).
 		u32(z.sat(e.size)).u32(z.sat(e.size)).u16(uint16(e.pathLen)).
 		u16(uint16(zipTimeExtraLen + z64)).u16(0).u16(0).u16(0).u32(attrs).u32(z.sat(e.off))
 	b = z.appendPath(b, i)
@@ -597,7 +700,7 @@ func (z *Zip) appendCentral(dst []byte, i int32) []byte {
 }
 
 // appendEnd appends the end records.
-func (z *Zip) appendEnd(dst []byte) []byte {
+func (z *zipLayout) appendEnd(dst []byte) []byte {
 	b := le(dst)
 	n := uint64(len(z.ents))
 	if z.zip64End {
@@ -791,7 +894,7 @@ func (r *ZipReader) open(i int32) error {
 	}
 	r.f, r.fEnt, r.fAt = f, i, 0
 	if c, ok := f.Revision.CRC(); ok {
-		e.crc, e.crcOK = c, true
+		e.setCRC(c)
 	}
 	return nil
 }
@@ -802,7 +905,7 @@ func (r *ZipReader) open(i int32) error {
 // (its contents follow the local header).
 func (r *ZipReader) knowCRC(i int32, keepOpen bool) error {
 	e := &r.z.ents[i]
-	if e.dir || e.crcOK {
+	if _, ok := e.crc(); e.dir || ok {
 		return nil
 	}
 	if keepOpen {
@@ -814,15 +917,15 @@ func (r *ZipReader) knowCRC(i int32, keepOpen bool) error {
 		if err != nil {
 			return fmt.Errorf("vfs: zip: %s: %w", e.name, err)
 		}
-		e.crc, e.crcOK = c, ok
 		if ok {
+			e.setCRC(c)
 			return nil
 		}
 		if err := r.open(i); err != nil {
 			return err
 		}
 	}
-	if e.crcOK {
+	if _, ok := e.crc(); ok {
 		return nil
 	}
 	h := crc32.NewIEEE()
@@ -836,8 +939,9 @@ func (r *ZipReader) knowCRC(i int32, keepOpen bool) error {
 		return err
 	}
 	r.fAt = 0
-	e.crc, e.crcOK = h.Sum32(), true
-	r.crcs = append(r.crcs, crcNote{e.id, e.rev, e.crc})
+	c := h.Sum32()
+	e.setCRC(c)
+	r.crcs = append(r.crcs, crcNote{e.id, e.rev, c})
 	if len(r.crcs) >= zipCRCBatch {
 		r.z.fs.keepCRCs(r.ctx, r.crcs)
 		r.crcs = r.crcs[:0]

@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"berth/vfs"
 	"berth/vfs/chunk"
 )
@@ -55,6 +57,8 @@ func TestZip(t *testing.T) {
 		{"BudgetHeldWhileListing", zipBudgetWhileListing},
 		{"BudgetSharedByRequesters", zipBudgetShared},
 		{"BudgetGivenBackHoweverAZipEnds", zipBudgetGivenBack},
+		{"SharedWhileTheFolderIsUnchanged", zipShared},
+		{"NeverSharedOnceTheFolderChanged", zipNeverStale},
 	} {
 		t.Run(tc.name, tc.run)
 	}
@@ -420,6 +424,7 @@ func zipBytes(t *testing.T, fs *vfs.FS, root, folder uint64, opts vfs.ZipOptions
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(z.Close)
 	r := z.Reader(ctx)
 	defer r.Close()
 	b, err := io.ReadAll(r)
@@ -937,6 +942,9 @@ func zipRevisionsWithoutCRC(t *testing.T) {
 	ctx := context.Background()
 	want := zipTree(t, e)
 	z0, b0 := zipBytes(t, e.fs, e.root.ID, e.root.FolderID, vfs.ZipOptions{})
+	// Held, its layout, CRCs known, would be shared with the next
+	// archive of the same bytes, which would then compute none.
+	z0.Close()
 	var files []vfs.Node
 	var walk func(uint64)
 	walk = func(folder uint64) {
@@ -967,6 +975,7 @@ func zipRevisionsWithoutCRC(t *testing.T) {
 	}
 	checkZip(t, b1, want)
 	crcsKept(t, e, files)
+	z1.Close()
 	// A Range that starts in the central directory, CRCs unknown.
 	drop()
 	z2, err := e.fs.Zip(ctx, e.root.ID, e.root.FolderID, vfs.ZipOptions{})
@@ -1092,15 +1101,26 @@ func zipBudget(t *testing.T) {
 	e.root = root
 	e.write(t, d.ID, "1", []byte("1"))
 	e.write(t, d.ID, "2", []byte("2"))
-	e.write(t, root.FolderID, "3", []byte("3"))
+	three := e.write(t, root.FolderID, "3", []byte("3"))
 	zip := func() (*vfs.Zip, error) { return e.fs.Zip(ctx, root.ID, root.FolderID, vfs.ZipOptions{}) }
 
 	first, err := zip()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := zip(); !errors.Is(err, vfs.ErrBusy) {
-		t.Fatalf("a second zip of 4 entries beside the first, 6 of 12 a requester's: %v, want ErrBusy", err)
+	// A second request for the same archive shares the first's layout,
+	// which is held once.
+	second, err := zip()
+	if err != nil {
+		t.Fatalf("a second zip of the same 4 entries beside the first: %v, want it to share the first's layout", err)
+	}
+	if total, by := e.fs.ZipHeld(); total != 4*short {
+		t.Fatalf("two zips of one layout of 4 entries hold %d bytes (%v), want %d", total, by, 4*short)
+	}
+	// The same entries chosen one by one are another archive, laid out
+	// apart: past the requester's half beside the first.
+	if _, err := e.fs.Zip(ctx, root.ID, root.FolderID, vfs.ZipOptions{FileIDs: []uint64{three.ID}, FolderIDs: []uint64{d.ID}}); !errors.Is(err, vfs.ErrBusy) {
+		t.Fatalf("another zip of 4 entries beside the first, 6 of 12 a requester's: %v, want ErrBusy", err)
 	}
 	// The folder d alone (2 entries) fits beside the first.
 	small, err := e.fs.Zip(ctx, root.ID, d.ID, vfs.ZipOptions{})
@@ -1110,6 +1130,13 @@ func zipBudget(t *testing.T) {
 	small.Close()
 	first.Close()
 	first.Close() // a second Close gives nothing back twice
+	if total, by := e.fs.ZipHeld(); total != 4*short {
+		t.Fatalf("the first closed twice, the second open: %d bytes held (%v), want %d", total, by, 4*short)
+	}
+	second.Close()
+	if total, by := e.fs.ZipHeld(); total != 0 || e.fs.ZipLayouts() != 0 {
+		t.Fatalf("every zip closed: %d bytes held (%v), %d layouts kept", total, by, e.fs.ZipLayouts())
+	}
 	for i := range 3 {
 		z, err := zip()
 		if err != nil {
@@ -1152,12 +1179,19 @@ func zipBudget(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			var ids []uint64
 			for i := range tc.files {
-				e.write(t, ld.ID, fmt.Sprint(i)+long, []byte("x"))
+				ids = append(ids, e.write(t, ld.ID, fmt.Sprint(i)+long, []byte("x")).ID)
 			}
 			var err2 error
-			for range tc.zips {
-				z, err := e.fs.Zip(ctx, root.ID, ld.ID, vfs.ZipOptions{})
+			for k := range tc.zips {
+				// The files chosen by id after the first: another
+				// archive of the same entries, not a share of it.
+				var opts vfs.ZipOptions
+				if k > 0 {
+					opts.FileIDs = ids
+				}
+				z, err := e.fs.Zip(ctx, root.ID, ld.ID, opts)
 				if err2 = err; err != nil {
 					break
 				}
@@ -1189,52 +1223,62 @@ func zipBudgetShared(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.root = root
-	folders := map[int]uint64{}
-	for _, n := range []int{1, 4, 8, 9} {
-		d, err := e.fs.Mkdir(ctx, root.ID, root.FolderID, fmt.Sprint(n), vfs.WriteOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := range n {
-			e.write(t, d.ID, string(rune('a'+i)), []byte("x"))
-		}
-		folders[n] = d.ID
-	}
+	// Each row zips a folder of its own, laid out apart, unless it names
+	// an earlier row's (same), whose layout it then shares.
+	folders := map[string]uint64{}
 	open := map[string][]*vfs.Zip{}
-	for _, row := range []struct {
+	for i, row := range []struct {
 		name    string
 		who     string
 		group   string // ZipOptions.Group
 		entries int    // of the folder zipped; 0 closes who's zips
 		want    error
+		tag     string // names the row's folder for a later row's same
+		same    string
+		total   int // entries' worth held after it, when not 0
 	}{
-		{"a's first zip", "link:1", "", 4, nil},
-		{"a's second, half the budget", "link:1", "", 4, nil},
-		{"a's third, past half", "link:1", "", 1, vfs.ErrBusy},
-		{"another requester beside a holding half", "person:2", "", 4, nil},
-		{"a third requester in what both leave", "person:3", "", 1, nil},
-		{"the third past half of what they leave", "person:3", "", 4, vfs.ErrBusy},
-		{"a can take no more while the others hold theirs", "link:1", "", 1, vfs.ErrBusy},
-		{"a's zips end", "link:1", "", 0, nil},
-		{"the second grows into what a gave back", "person:2", "", 1, nil},
-		{"a again, in half of what the others leave", "link:1", "", 4, nil},
-		{"everyone's zips end", "", "", 0, nil},
-		{"a requester alone holds half the budget", "link:1", "", 8, nil},
-		{"a requester alone is held to half", "person:2", "", 9, vfs.ErrZipTooLarge},
-		{"another beside the lone one, in a quarter", "person:2", "", 4, nil},
-		{"everyone's zips end again", "", "", 0, nil},
+		{name: "a's first zip", who: "link:1", entries: 4},
+		{name: "a's second, half the budget", who: "link:1", entries: 4},
+		{name: "a's third, past half", who: "link:1", entries: 1, want: vfs.ErrBusy},
+		{name: "another requester beside a holding half", who: "person:2", entries: 4},
+		{name: "a third requester in what both leave", who: "person:3", entries: 1},
+		{name: "the third past half of what they leave", who: "person:3", entries: 4, want: vfs.ErrBusy},
+		{name: "a can take no more while the others hold theirs", who: "link:1", entries: 1, want: vfs.ErrBusy},
+		{name: "a's zips end", who: "link:1"},
+		{name: "the second grows into what a gave back", who: "person:2", entries: 1},
+		{name: "a again, in half of what the others leave", who: "link:1", entries: 4},
+		{name: "everyone's zips end"},
+		{name: "a requester alone holds half the budget", who: "link:1", entries: 8},
+		{name: "a requester alone is held to half", who: "person:2", entries: 9, want: vfs.ErrZipTooLarge},
+		{name: "another beside the lone one, in a quarter", who: "person:2", entries: 4},
+		{name: "everyone's zips end again"},
 		// A person's share links are requesters each, and the person
 		// makes as many as they like: with the half of what the others
 		// leave per requester alone, ten links held all but 1/2048 of
 		// the budget, and every other zip of the server was busy.
-		{"a person's link alone holds half", "link:11", "links of person:9", 8, nil},
-		{"the same person's next link, in what the first left of their half", "link:12", "links of person:9", 1, vfs.ErrBusy},
-		{"the person's own zip, apart from their links'", "person:9", "", 1, nil},
-		{"another person beside them", "person:2", "", 1, nil},
-		{"the first link's zips end", "link:11", "", 0, nil},
-		{"the person's next link in the half given back", "link:12", "links of person:9", 4, nil},
+		{name: "a person's link alone holds half", who: "link:11", group: "links of person:9", entries: 8},
+		{name: "the same person's next link, in what the first left of their half", who: "link:12", group: "links of person:9", entries: 1, want: vfs.ErrBusy},
+		{name: "the person's own zip, apart from their links'", who: "person:9", entries: 1},
+		{name: "another person beside them", who: "person:2", entries: 1},
+		{name: "the first link's zips end", who: "link:11"},
+		{name: "the person's next link in the half given back", who: "link:12", group: "links of person:9", entries: 4},
+		{name: "everyone's zips end before they share"},
+		// Requests for the same archive share its layout: the segments
+		// of one download fetched in parallel held one layout each, and
+		// the second of a folder of more than a quarter of the budget
+		// was busy.
+		{name: "a zips a folder of half the budget", who: "link:1", entries: 8, tag: "big", total: 8},
+		{name: "a's second request for it shares its layout", who: "link:1", same: "big", total: 8},
+		{name: "and a third", who: "link:1", same: "big", total: 8},
+		// Each requester that holds a shared layout is charged all of
+		// it: it stays in memory for as long as any of them reads it.
+		{name: "another requester joins it, held once", who: "person:2", same: "big", total: 8},
+		{name: "who holds it lays out nothing more: alone it would hold half", who: "person:2", entries: 1, want: vfs.ErrBusy},
+		{name: "a's requests end, the other's keep the layout", who: "link:1"},
+		{name: "a fourth requester beside it, in a quarter", who: "person:4", entries: 4, tag: "four", total: 12},
+		{name: "who holds a layout laid out by another joins no more past half", who: "person:2", same: "four", want: vfs.ErrBusy},
 	} {
-		if row.entries == 0 {
+		if row.entries == 0 && row.same == "" {
 			for who, zs := range open {
 				if row.who == "" || who == row.who {
 					for _, z := range zs {
@@ -1245,10 +1289,27 @@ func zipBudgetShared(t *testing.T) {
 			}
 			continue
 		}
-		z, err := e.fs.Zip(ctx, root.ID, folders[row.entries], vfs.ZipOptions{Requester: row.who, Group: row.group})
+		folder, ok := folders[row.same]
+		if !ok {
+			d, err := e.fs.Mkdir(ctx, root.ID, root.FolderID, fmt.Sprint("row", i), vfs.WriteOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for k := range row.entries {
+				e.write(t, d.ID, string(rune('a'+k)), []byte("x"))
+			}
+			folder = d.ID
+			if row.tag != "" {
+				folders[row.tag] = folder
+			}
+		}
+		z, err := e.fs.Zip(ctx, root.ID, folder, vfs.ZipOptions{Requester: row.who, Group: row.group})
+		total, by := e.fs.ZipHeld()
 		if !errors.Is(err, row.want) || (err == nil) != (row.want == nil) {
-			total, by := e.fs.ZipHeld()
 			t.Fatalf("%s: %s's zip of %d entries: %v, want %v (held %d of %d: %v)", row.name, row.who, row.entries, err, row.want, total, 16*short, by)
+		}
+		if row.total != 0 && total != int64(row.total)*short {
+			t.Fatalf("%s: held %d (%v), want %d entries' worth", row.name, total, by, row.total)
 		}
 		if err == nil {
 			open[row.who] = append(open[row.who], z)
@@ -1259,16 +1320,20 @@ func zipBudgetShared(t *testing.T) {
 			z.Close()
 		}
 	}
-	if total, by := e.fs.ZipHeld(); total != 0 || len(by) != 0 {
-		t.Errorf("every zip closed, %d bytes still held: %v", total, by)
+	if total, by := e.fs.ZipHeld(); total != 0 || len(by) != 0 || e.fs.ZipLayouts() != 0 {
+		t.Errorf("every zip closed, %d bytes still held: %v, %d layouts kept", total, by, e.fs.ZipLayouts())
 	}
 }
 
 // zipBudgetGivenBack: every way a zip ends gives its share back, and a
 // requester holding none is forgotten: after many rounds of zips that
 // end (Close, twice; a WriteZip read whole, or cut by its client going
-// away mid-archive; a layout cancelled while it lists; ErrBusy), nothing
-// is held, and a requester alone holds half the budget again.
+// away mid-archive; a layout cancelled while it lists; ErrBusy; requests
+// sharing a layout, ended in any order; requests cancelled while they
+// wait for a layout), nothing is held, no layout is kept, and a
+// requester alone holds half the budget again. The ways run at once for
+// the same folder, so their requests share and wait for each other's
+// layouts.
 func zipBudgetGivenBack(t *testing.T) {
 	// 64 files of three-byte names; a requester alone may hold them all.
 	const files = 64
@@ -1280,10 +1345,11 @@ func zipBudgetGivenBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.root = root
+	var ids []uint64
 	for i := range files - 1 {
-		e.write(t, root.FolderID, fmt.Sprintf("f%02d", i), randBytes(uint64(i), 64<<10))
+		ids = append(ids, e.write(t, root.FolderID, fmt.Sprintf("f%02d", i), randBytes(uint64(i), 64<<10)).ID)
 	}
-	e.write(t, root.FolderID, "end", nil)
+	ids = append(ids, e.write(t, root.FolderID, "end", nil).ID)
 	ways := []struct {
 		name string
 		end  func(who string) error
@@ -1326,8 +1392,51 @@ func zipBudgetGivenBack(t *testing.T) {
 				return err
 			}
 			defer z.Close()
-			if _, err := e.fs.Zip(ctx, root.ID, root.FolderID, vfs.ZipOptions{Requester: who}); !errors.Is(err, vfs.ErrBusy) {
+			// The same files chosen by id: another archive, laid out
+			// apart (one of the same would share the first's layout).
+			if _, err := e.fs.Zip(ctx, root.ID, root.FolderID, vfs.ZipOptions{Requester: who, FileIDs: ids}); !errors.Is(err, vfs.ErrBusy) {
 				return fmt.Errorf("a second beside one held: %v, want ErrBusy", err)
+			}
+			return nil
+		}},
+		{"shared by requests that end in any order", func(who string) error {
+			var zs []*vfs.Zip
+			defer func() {
+				for _, z := range zs {
+					z.Close()
+				}
+			}()
+			for range 3 {
+				z, err := e.fs.Zip(ctx, root.ID, root.FolderID, vfs.ZipOptions{Requester: who})
+				if err != nil {
+					return err
+				}
+				zs = append(zs, z)
+			}
+			zs[1].Close()
+			r := zs[2].Reader(ctx)
+			io.CopyN(io.Discard, r, 100<<10)
+			zs[2].Close()
+			r.Close()
+			return nil
+		}},
+		{"a request cancelled while it waits", func(who string) error {
+			cctx, cancel := context.WithCancel(ctx)
+			errc := make(chan error, 8)
+			for range cap(errc) {
+				go func() {
+					z, err := e.fs.Zip(cctx, root.ID, root.FolderID, vfs.ZipOptions{Requester: who})
+					if err == nil {
+						z.Close()
+					}
+					errc <- err
+				}()
+			}
+			cancel()
+			for range cap(errc) {
+				if err := <-errc; err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, vfs.ErrBusy) {
+					return fmt.Errorf("cancelled: %v", err)
+				}
 			}
 			return nil
 		}},
@@ -1359,8 +1468,8 @@ func zipBudgetGivenBack(t *testing.T) {
 			t.Fatalf("round %d: %v", round, err)
 		}
 	}
-	if total, by := e.fs.ZipHeld(); total != 0 || len(by) != 0 {
-		t.Fatalf("after every zip ended, %d bytes held: %v", total, by)
+	if total, by := e.fs.ZipHeld(); total != 0 || len(by) != 0 || e.fs.ZipLayouts() != 0 {
+		t.Fatalf("after every zip ended, %d bytes held: %v, %d layouts kept", total, by, e.fs.ZipLayouts())
 	}
 	z, err := e.fs.Zip(ctx, root.ID, root.FolderID, vfs.ZipOptions{Requester: "alone"})
 	if err != nil {
@@ -1443,5 +1552,205 @@ func zipTooManyEntries(t *testing.T) {
 		if err := e.fs.Delete(ctx, root.ID, n.ID, vfs.WriteOptions{}); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// zipShared: requests for the same archive share one layout for as long
+// as its folder is unchanged, charged to each requester once and held
+// once (the gauges say so); a commit elsewhere lays it out afresh, which
+// is dropped for the one held, even where the requester's share holds
+// no second copy; a change in the folder is another archive, of another
+// ETag, while the requests of the first still read the bytes its ETag
+// names. Each row acts, then checks what is held.
+func zipShared(t *testing.T) {
+	// A folder of 4 entries of one-byte names, under a budget of 12 such:
+	// a requester alone may hold 6, one copy of the layout.
+	short := int64(vfs.ZipEntryCost + 1)
+	reg := prometheus.NewRegistry()
+	e := openEnvWith(t, t.TempDir(), vfs.WithZipBudget(vfs.Options{Registerer: reg}, 12*short))
+	t.Cleanup(e.close)
+	ctx := context.Background()
+	root, err := e.fs.CreateRoot(ctx, "shared", vfs.RootSync)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.root = root
+	d, err := e.fs.Mkdir(ctx, root.ID, root.FolderID, "d", vfs.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.write(t, d.ID, "1", []byte("1"))
+	e.write(t, d.ID, "2", []byte("2"))
+	three := e.write(t, root.FolderID, "3", []byte("3"))
+	elsewhere, err := e.fs.CreateRoot(ctx, "elsewhere", vfs.RootSync)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zips := map[string]*vfs.Zip{}
+	gauge := func(name string) int64 {
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() == name {
+				return int64(mf.GetMetric()[0].GetGauge().GetValue())
+			}
+		}
+		t.Fatalf("no %s", name)
+		return 0
+	}
+	for _, row := range []struct {
+		name       string
+		act        func() error
+		want       error
+		held       int64 // entries' worth, in all
+		requesters int64
+		sameAs     string // the zip whose layout the row's (its name) shares
+	}{
+		{name: "first", act: zipAs(e, zips, "first", "r"), held: 4, requesters: 1},
+		{name: "second", act: zipAs(e, zips, "second", "r"), held: 4, requesters: 1, sameAs: "first"},
+		{name: "another requester's", act: zipAs(e, zips, "other", "s"), held: 4, requesters: 2, sameAs: "first"},
+		{name: "a commit elsewhere", act: func() error {
+			_, err := e.fs.Mkdir(ctx, elsewhere.ID, elsewhere.FolderID, "x", vfs.WriteOptions{})
+			return err
+		}, held: 4, requesters: 2},
+		// Laid out afresh (the store moved), on credit of the layout r
+		// holds: checked as it grew, it was busy.
+		{name: "after it", act: zipAs(e, zips, "after", "r"), held: 4, requesters: 2, sameAs: "first"},
+		{name: "the folder changed", act: func() error {
+			_, err := e.fs.Rename(ctx, root.ID, three.ID, "x", vfs.WriteOptions{})
+			return err
+		}, held: 4, requesters: 2},
+		{name: "who holds the old archive holds no new one past half", act: zipAs(e, zips, "busy", "r"), want: vfs.ErrBusy, held: 4, requesters: 2},
+		{name: "the new archive beside the old", act: zipAs(e, zips, "changed", "t"), held: 8, requesters: 3},
+		{name: "the old archive's requests end", act: func() error {
+			for _, n := range []string{"first", "second", "other", "after"} {
+				zips[n].Close()
+			}
+			return nil
+		}, held: 4, requesters: 1},
+		{name: "r again, in the new", act: zipAs(e, zips, "again", "r"), held: 4, requesters: 2, sameAs: "changed"},
+		{name: "all end", act: func() error {
+			zips["changed"].Close()
+			zips["again"].Close()
+			return nil
+		}},
+	} {
+		if err := row.act(); !errors.Is(err, row.want) || (err == nil) != (row.want == nil) {
+			t.Fatalf("%s: %v, want %v", row.name, err, row.want)
+		}
+		total, by := e.fs.ZipHeld()
+		if total != row.held*short || gauge("berth_vfs_zip_layout_bytes") != total || gauge("berth_vfs_zip_requesters") != row.requesters {
+			t.Fatalf("%s: %d bytes held (%v), gauges %d bytes and %d requesters; want %d entries' worth and %d requesters", row.name, total, by,
+				gauge("berth_vfs_zip_layout_bytes"), gauge("berth_vfs_zip_requesters"), row.held, row.requesters)
+		}
+		if z, ok := zips[row.name]; ok && row.sameAs != "" && !vfs.SameZipLayout(z, zips[row.sameAs]) {
+			t.Fatalf("%s: another layout than %s's", row.name, row.sameAs)
+		}
+	}
+	if e.fs.ZipLayouts() != 0 {
+		t.Fatalf("every zip closed, %d layouts kept", e.fs.ZipLayouts())
+	}
+	// What each archive's requests read is what its ETag names.
+	if zips["changed"].ETag() == zips["first"].ETag() {
+		t.Fatal("the folder changed, the ETag did not")
+	}
+	for n, want := range map[string]string{"first": "3", "changed": "x"} {
+		r := zips[n].Reader(ctx)
+		b, err := io.ReadAll(r)
+		r.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkZip(t, b, map[string]zipEntry{"d/": {dir: true}, "d/1": {data: []byte("1")}, "d/2": {data: []byte("2")}, want: {data: []byte("3")}})
+	}
+}
+
+// zipAs returns what opens a zip of e's root for requester who and keeps
+// it in zips as name.
+func zipAs(e *env, zips map[string]*vfs.Zip, name, who string) func() error {
+	return func() error {
+		z, err := e.fs.Zip(context.Background(), e.root.ID, e.root.FolderID, vfs.ZipOptions{Requester: who})
+		if err == nil {
+			zips[name] = z
+		}
+		return err
+	}
+}
+
+// zipNeverStale: a request that finds the store moved since the layout
+// held was laid out shares it only if the folder's listing is still its
+// own: each row changes the tree (rows add up) while a zip of it is
+// held, then zips it again, and the second zip shares the first's
+// layout exactly where nothing in the archive changed, and otherwise
+// has the ETag and bytes of a layout made from nothing.
+func zipNeverStale(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	mkdir := func(parent uint64, name string) vfs.Node {
+		d, err := e.fs.Mkdir(ctx, e.root.ID, parent, name, vfs.WriteOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	a := mkdir(e.root.FolderID, "a")
+	one := e.write(t, a.ID, "1.txt", []byte("one"))
+	b := mkdir(a.ID, "b")
+	e.write(t, b.ID, "2.txt", []byte("two"))
+	three := e.write(t, e.root.FolderID, "3.txt", []byte("three"))
+	c := mkdir(e.root.FolderID, "c")
+	elsewhere, err := e.fs.CreateRoot(ctx, "elsewhere", vfs.RootSync)
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole, only3 := vfs.ZipOptions{}, vfs.ZipOptions{FileIDs: []uint64{three.ID}}
+	for _, row := range []struct {
+		name   string
+		opts   vfs.ZipOptions
+		change func() error
+		shared bool
+	}{
+		{"a commit elsewhere", whole, func() error {
+			_, err := e.fs.Mkdir(ctx, elsewhere.ID, elsewhere.FolderID, "x", vfs.WriteOptions{})
+			return err
+		}, true},
+		{"a file rewritten", whole, func() error { e.write(t, a.ID, "1.txt", []byte("ONE")); return nil }, false},
+		{"a file added in a subfolder", whole, func() error { e.write(t, b.ID, "0.txt", []byte("zero")); return nil }, false},
+		{"an empty folder added", whole, func() error { mkdir(c.ID, "empty"); return nil }, false},
+		{"a file moved to another folder", whole, func() error {
+			_, err := e.fs.Move(ctx, e.root.ID, one.ID, c.ID, "", vfs.WriteOptions{})
+			return err
+		}, false},
+		{"a folder renamed", whole, func() error {
+			_, err := e.fs.Rename(ctx, e.root.ID, b.ID, "B", vfs.WriteOptions{})
+			return err
+		}, false},
+		{"a folder deleted", whole, func() error { return e.fs.Delete(ctx, e.root.ID, c.ID, vfs.WriteOptions{}) }, false},
+		{"a change outside the entries chosen", only3, func() error { e.write(t, a.ID, "4.txt", []byte("four")); return nil }, true},
+		{"a change of the entry chosen", only3, func() error { e.write(t, e.root.FolderID, "3.txt", []byte("THREE")); return nil }, false},
+	} {
+		held, err := e.fs.Zip(ctx, e.root.ID, e.root.FolderID, row.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := row.change(); err != nil {
+			t.Fatalf("%s: %v", row.name, err)
+		}
+		z, b := zipBytes(t, e.fs, e.root.ID, e.root.FolderID, row.opts)
+		if shared := vfs.SameZipLayout(z, held); shared != row.shared {
+			t.Errorf("%s: the layout held shared: %v, want %v", row.name, shared, row.shared)
+		}
+		held.Close()
+		z.Close()
+		if e.fs.ZipLayouts() != 0 {
+			t.Fatalf("%s: every zip closed, %d layouts kept", row.name, e.fs.ZipLayouts())
+		}
+		fresh, fb := zipBytes(t, e.fs, e.root.ID, e.root.FolderID, row.opts)
+		if z.ETag() != fresh.ETag() || !bytes.Equal(b, fb) {
+			t.Errorf("%s: ETag %s, one made from nothing %s; bytes equal %v", row.name, z.ETag(), fresh.ETag(), bytes.Equal(b, fb))
+		}
+		fresh.Close()
 	}
 }

@@ -319,13 +319,28 @@ func TestZipShared(t *testing.T) {
 		}
 		return d
 	}
-	_, held := s.link(t, folder("big", "b.bin", 16<<20), share.LinkSettings{})
+	// The held link's folder holds folders of one large file each: each
+	// zipped apart is another archive (zips of the same archive share
+	// one layout).
+	bigDir, err := s.st.FS.Mkdir(ctx, s.root.ID, s.root.FolderID, "big", wo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var subs []string
+	for i := range 5 {
+		d := folder(fmt.Sprint("s", i), "b.bin", 16<<20)
+		if _, err := s.st.FS.Move(ctx, s.root.ID, d.ID, bigDir.ID, "", wo); err != nil {
+			t.Fatal(err)
+		}
+		subs = append(subs, "?folder="+strconv.FormatUint(d.ID, 10))
+	}
+	_, held := s.link(t, bigDir, share.LinkSettings{})
 	l2, other := s.link(t, folder("small", "s.txt", 5), share.LinkSettings{})
 	hctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var bodies []io.Closer
 	for i := 0; ; i++ {
-		req, err := http.NewRequestWithContext(hctx, http.MethodGet, held+"/download", nil)
+		req, err := http.NewRequestWithContext(hctx, http.MethodGet, held+"/download"+subs[i], nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -376,7 +391,7 @@ func TestZipShared(t *testing.T) {
 	}
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		resp, err := http.Get(held + "/download")
+		resp, err := http.Get(held + "/download" + subs[0])
 		if err != nil {
 			t.Fatal(err)
 		}
