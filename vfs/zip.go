@@ -328,24 +328,13 @@ func (z *zipLayout) matchChildren(ctx context.Context, tx kv.Txn, folder uint64,
 		return -1, err
 	}
 	var dirs []int
-	err := tx.Scan(childPrefix(folder), nil, func(k, v []byte) error {
-		var rec nodeRec
-		if err := cbor.Unmarshal(v, &rec); err != nil {
-			return fmt.Errorf("vfs: decode child of %d: %w", folder, err)
-		}
-		if keep != nil && !keep(rec) {
-			return nil
-		}
+	err := eachKept(tx, folder, keep, func(rec nodeRec) error {
 		if pos < 0 || pos >= len(z.ents) {
 			pos = -1
 			return kv.ErrStop
 		}
-		e := &z.ents[pos]
-		size, rev := int64(0), uint64(0)
-		if !rec.Dir {
-			size, rev = rec.Size, rec.Rev
-		}
-		if e.parent != parent || e.id != rec.ID || e.name != rec.Name || e.mod != rec.Modified || e.dir != rec.Dir || e.size != size || e.rev != rev {
+		e, now := &z.ents[pos], zipEntOf(rec)
+		if e.parent != parent || e.id != now.id || e.name != now.name || e.mod != now.mod || e.dir != now.dir || e.size != now.size || e.rev != now.rev {
 			pos = -1
 			return kv.ErrStop
 		}
@@ -406,24 +395,11 @@ const zipReserveStep = 64 << 10
 func (z *zipLayout) children(tx kv.Txn, folder uint64, keep func(nodeRec) bool) ([]zipEnt, error) {
 	var out []zipEnt
 	var pending int64
-	err := tx.Scan(childPrefix(folder), nil, func(k, v []byte) error {
-		var rec nodeRec
-		if err := cbor.Unmarshal(v, &rec); err != nil {
-			return fmt.Errorf("vfs: decode child of %d: %w", folder, err)
-		}
-		if keep != nil && !keep(rec) {
-			return nil
-		}
+	err := eachKept(tx, folder, keep, func(rec nodeRec) error {
 		if len(z.ents)+len(out) >= z.max {
 			return fmt.Errorf("%w: more than %d items", ErrZipTooLarge, z.max)
 		}
-		e := zipEnt{id: rec.ID, name: rec.Name, mod: rec.Modified, dir: rec.Dir}
-		if !rec.Dir {
-			e.size, e.rev = rec.Size, rec.Rev
-			if rec.Size == 0 {
-				e.crcv = zipCRCKnown // and 0
-			}
-		}
+		e := zipEntOf(rec)
 		if pending += zipEntBytes(&e); pending >= zipReserveStep {
 			if err := z.reserve(pending); err != nil {
 				return err
@@ -437,6 +413,35 @@ func (z *zipLayout) children(tx kv.Txn, folder uint64, keep func(nodeRec) bool) 
 		err = z.reserve(pending)
 	}
 	return out, err
+}
+
+// eachKept calls fn with each live child of folder that keep (nil: all)
+// keeps, in name order: what a layout lists and what a request that
+// would share it matches against it.
+func eachKept(tx kv.Txn, folder uint64, keep func(nodeRec) bool, fn func(nodeRec) error) error {
+	return tx.Scan(childPrefix(folder), nil, func(_, v []byte) error {
+		var rec nodeRec
+		if err := cbor.Unmarshal(v, &rec); err != nil {
+			return fmt.Errorf("vfs: decode child of %d: %w", folder, err)
+		}
+		if keep != nil && !keep(rec) {
+			return nil
+		}
+		return fn(rec)
+	})
+}
+
+// zipEntOf is the entry of child rec, still to be placed (parent and
+// pathLen unset).
+func zipEntOf(rec nodeRec) zipEnt {
+	e := zipEnt{id: rec.ID, name: rec.Name, mod: rec.Modified, dir: rec.Dir}
+	if !rec.Dir {
+		e.size, e.rev = rec.Size, rec.Rev
+		if rec.Size == 0 {
+			e.crcv = zipCRCKnown // and 0
+		}
+	}
+	return e
 }
 
 // add appends kids, children of the entry parent (of path length
