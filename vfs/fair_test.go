@@ -81,6 +81,10 @@ func TestStagedFairShare(t *testing.T) {
 			{"stage", "a", q / 2, nil}, {"write", "b", q / 4, nil}, {"send", "a", 0, nil}}},
 		{"an owner's second upload reserves what the first leaves of their share", true, []fairStep{
 			{"stage", "a", q / 2, nil}, {"stage", "a", q / 2, nil}, {"stage", "b", q / 2, nil}, {"stage", "a", q / 2, vfs.ErrQuotaExceeded}}},
+		{"an owner's announced lengths stay within the room", true, []fairStep{
+			{"stage", "a", q, nil}, {"stage", "a", q / 2, vfs.ErrQuotaExceeded}, {"stage", "a", 1, vfs.ErrQuotaExceeded}, {"stage", "b", q / 2, nil}}},
+		{"what an ended upload announced is free again", true, []fairStep{
+			{"stage", "a", q, nil}, {"send", "a", 0, nil}, {"drop", "a", 0, nil}, {"stage", "a", q, nil}}},
 		{"a person's own quota is theirs", false, []fairStep{{"stage", "a", q, nil}, {"write", "b", 1, vfs.ErrQuotaExceeded}}},
 	}
 	for _, c := range cases {
@@ -114,6 +118,13 @@ func (w *fairWorld) do(s fairStep) error {
 			opts.DeclaredSize = s.n
 		}
 		_, err := w.e.fs.WriteFile(ctx, r.ID, r.FolderID, fmt.Sprintf("w%d", time.Now().UnixNano()), bytes.NewReader(make([]byte, s.n)), opts)
+		return err
+	case "drop": // every file of the owner's root, to the trash and out of it
+		if err := w.e.fs.DeleteRoot(ctx, r.ID); err != nil {
+			return err
+		}
+		nr, err := w.e.fs.CreateRootWith(ctx, s.who+"2", vfs.RootSync, vfs.RootOptions{Tallies: []uint64{90}})
+		w.roots[s.who] = nr
 		return err
 	case "send":
 		st := w.last[s.who]
