@@ -140,7 +140,9 @@ func (w *fairWorld) do(s fairStep) error {
 // TestStagedFairConcurrent: creations of one person in parallel never
 // reserve more than the quota holds, nor more than their fair share of
 // it, so another person's upload of a quarter of it is created after
-// them. Before, the first four took the whole quota.
+// them, and together they announce no more than the quota. Before, the
+// first four took the whole quota; before the announced counts, all
+// eight were created.
 func TestStagedFairConcurrent(t *testing.T) {
 	const q = fairQuota
 	w := newFairWorld(t, true)
@@ -170,6 +172,9 @@ func TestStagedFairConcurrent(t *testing.T) {
 	}
 	if reserved := q - left; reserved > q/2 || reserved < 0 {
 		t.Errorf("%d bytes of uploads created (%d reserved), want at most %d reserved", made, reserved, q/2)
+	}
+	if made > q {
+		t.Errorf("%d bytes of uploads created, want at most the quota's %d: their bytes are stored as they come", made, q)
 	}
 	b := w.roots["b"]
 	if _, err := w.e.fs.Stage(ctx, b.ID, b.FolderID, "b", vfs.StageOptions{Length: q / 4, TTL: time.Hour, Owner: "b"}, w.opts); err != nil {
