@@ -33,17 +33,26 @@ func fairShare(budget, total, held int64) int64 {
 // leave free (fairShare), taken when each upload is staged; the rest of
 // an upload's length is announced but not reserved (stagedRec.Unreserved):
 // nobody else's write is refused for it, and Finish checks it against the
-// quotas, as a write of that many bytes, when the upload ends.
+// quotas, as a write of that many bytes, when the upload ends. But the
+// bytes of an upload in progress are stored as they come, reserved or
+// not: so what an owner's uploads announce past their reservations counts
+// against the room their next upload must fit in (an owner's lengths
+// together fit in the quota), where one person staged upload after
+// upload of the room left, reserving nothing, and stored their bytes
+// past the quota, as many times over as they liked. Others' unreserved
+// lengths are not counted: they refuse nobody's write but their owner's.
 
 // firm returns how much of the n bytes that an upload of owner declares
 // may be reserved: what passes owner's fair share of a Shared quota of l
-// is not. A quota no longer bounds (its sum wrapped) leaves none.
+// is not. A quota no longer bounds (its sum wrapped) leaves none. It
+// refuses (ErrQuotaExceeded) n that does not fit in what a Shared quota
+// leaves beside what owner's uploads announce past their reservations.
 func (l limits) firm(tx kv.Txn, owner string, n int64) (int64, error) {
 	firm := n
 	var owned []owned
 	read := false
 	for _, q := range l.quotas {
-		if q.Bytes <= 0 || !q.Shared || firm <= 0 {
+		if q.Bytes <= 0 || !q.Shared || n <= 0 {
 			continue
 		}
 		if !read {
@@ -53,15 +62,20 @@ func (l limits) firm(tx kv.Txn, owner string, n int64) (int64, error) {
 			}
 			read = true
 		}
-		var held int64
+		var held, announced int64
 		for _, o := range owned {
 			if slices.Contains(o.tallies, q.Tally) {
 				held += o.bytes
+				announced += o.announced
 			}
 		}
 		u, err := loadTally(tx, q.Tally)
 		if err != nil {
 			return 0, err
+		}
+		// announced below 0 wrapped: over, as a used that wrapped is.
+		if announced < 0 || announced > q.Bytes || over(u.held(), n, q.Bytes-announced) {
+			return 0, l.refuse("%d of %d bytes used or reserved, %d more announced by the uploader", u.held(), q.Bytes, announced)
 		}
 		share := int64(0)
 		if u.held() >= 0 && held >= 0 {
@@ -72,24 +86,34 @@ func (l limits) firm(tx kv.Txn, owner string, n int64) (int64, error) {
 	return firm, nil
 }
 
-// owned is what an owner's staged uploads into one live root reserve, and
-// the tallies the root counts into.
+// owned is what an owner's staged uploads into one live root reserve,
+// what they announce past that, and the tallies the root counts into.
 type owned struct {
-	bytes   int64
-	tallies []uint64
+	bytes, announced int64
+	tallies          []uint64
 }
 
 // loadOwned reads what owner's staged uploads reserve, by live root; a
 // deleted root's usage left its tallies, its reservations with it.
 func loadOwned(tx kv.Txn, owner string) ([]owned, error) {
 	var roots []uint64
-	var sizes []int64
+	var sizes, announced []int64
 	err := tx.Scan(ownedPrefix(owner), nil, func(k, v []byte) error {
 		var n int64
 		if err := cbor.Unmarshal(v, &n); err != nil {
 			return err
 		}
-		roots, sizes = append(roots, ownedKeyRoot(k)), append(sizes, n)
+		// A root's two keys are next to each other: ownedKey's '/'
+		// before announcedKey's 'u'.
+		id := ownedKeyRoot(k)
+		if len(roots) == 0 || roots[len(roots)-1] != id {
+			roots, sizes, announced = append(roots, id), append(sizes, 0), append(announced, 0)
+		}
+		if k[len(k)-1] == 'u' {
+			announced[len(announced)-1] = n
+		} else {
+			sizes[len(sizes)-1] = n
+		}
 		return nil
 	})
 	if err != nil {
@@ -106,7 +130,7 @@ func loadOwned(tx kv.Txn, owner string) ([]owned, error) {
 			return nil, err
 		}
 		if !r.Deleted {
-			out = append(out, owned{bytes: sizes[i], tallies: r.Tallies})
+			out = append(out, owned{bytes: sizes[i], announced: announced[i], tallies: r.Tallies})
 		}
 	}
 	return out, nil
@@ -114,7 +138,17 @@ func loadOwned(tx kv.Txn, owner string) ([]owned, error) {
 
 // addOwned adds d to what owner's staged uploads into root reserve.
 func addOwned(tx kv.Txn, owner string, root uint64, d int64) error {
-	k := ownedKey(owner, root)
+	return addCount(tx, ownedKey(owner, root), d)
+}
+
+// addAnnounced adds d to what owner's staged uploads into root announce
+// past their reservations.
+func addAnnounced(tx kv.Txn, owner string, root uint64, d int64) error {
+	return addCount(tx, announcedKey(owner, root), d)
+}
+
+// addCount adds d to the count at k; one that reaches 0 is deleted.
+func addCount(tx kv.Txn, k []byte, d int64) error {
 	var n int64
 	if err := get(tx, k, &n, nil); err != nil {
 		return err

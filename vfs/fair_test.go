@@ -81,6 +81,10 @@ func TestStagedFairShare(t *testing.T) {
 			{"stage", "a", q / 2, nil}, {"write", "b", q / 4, nil}, {"send", "a", 0, nil}}},
 		{"an owner's second upload reserves what the first leaves of their share", true, []fairStep{
 			{"stage", "a", q / 2, nil}, {"stage", "a", q / 2, nil}, {"stage", "b", q / 2, nil}, {"stage", "a", q / 2, vfs.ErrQuotaExceeded}}},
+		{"an owner's announced lengths stay within the room", true, []fairStep{
+			{"stage", "a", q, nil}, {"stage", "a", q / 2, vfs.ErrQuotaExceeded}, {"stage", "a", 1, vfs.ErrQuotaExceeded}, {"stage", "b", q / 2, nil}}},
+		{"what an ended upload announced is free again", true, []fairStep{
+			{"stage", "a", q, nil}, {"send", "a", 0, nil}, {"drop", "a", 0, nil}, {"stage", "a", q, nil}}},
 		{"a person's own quota is theirs", false, []fairStep{{"stage", "a", q, nil}, {"write", "b", 1, vfs.ErrQuotaExceeded}}},
 	}
 	for _, c := range cases {
@@ -115,6 +119,13 @@ func (w *fairWorld) do(s fairStep) error {
 		}
 		_, err := w.e.fs.WriteFile(ctx, r.ID, r.FolderID, fmt.Sprintf("w%d", time.Now().UnixNano()), bytes.NewReader(make([]byte, s.n)), opts)
 		return err
+	case "drop": // every file of the owner's root, to the trash and out of it
+		if err := w.e.fs.DeleteRoot(ctx, r.ID); err != nil {
+			return err
+		}
+		nr, err := w.e.fs.CreateRootWith(ctx, s.who+"2", vfs.RootSync, vfs.RootOptions{Tallies: []uint64{90}})
+		w.roots[s.who] = nr
+		return err
 	case "send":
 		st := w.last[s.who]
 		if _, err := w.e.fs.Append(ctx, st.ID, 0, bytes.NewReader(make([]byte, st.Length)), vfs.AppendOptions{}); err != nil {
@@ -129,7 +140,9 @@ func (w *fairWorld) do(s fairStep) error {
 // TestStagedFairConcurrent: creations of one person in parallel never
 // reserve more than the quota holds, nor more than their fair share of
 // it, so another person's upload of a quarter of it is created after
-// them. Before, the first four took the whole quota.
+// them, and together they announce no more than the quota. Before, the
+// first four took the whole quota; before the announced counts, all
+// eight were created.
 func TestStagedFairConcurrent(t *testing.T) {
 	const q = fairQuota
 	w := newFairWorld(t, true)
@@ -159,6 +172,9 @@ func TestStagedFairConcurrent(t *testing.T) {
 	}
 	if reserved := q - left; reserved > q/2 || reserved < 0 {
 		t.Errorf("%d bytes of uploads created (%d reserved), want at most %d reserved", made, reserved, q/2)
+	}
+	if made > q {
+		t.Errorf("%d bytes of uploads created, want at most the quota's %d: their bytes are stored as they come", made, q)
 	}
 	b := w.roots["b"]
 	if _, err := w.e.fs.Stage(ctx, b.ID, b.FolderID, "b", vfs.StageOptions{Length: q / 4, TTL: time.Hour, Owner: "b"}, w.opts); err != nil {

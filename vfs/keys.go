@@ -183,6 +183,12 @@ func ownedKey(owner string, root uint64) []byte {
 	return append(binary.BigEndian.AppendUint64(ownedPrefix(owner), root), '/')
 }
 
+// announcedKey holds what owner's staged uploads into root announce past
+// their reservations (stagedRec.Unreserved); it shares ownedKey's prefix.
+func announcedKey(owner string, root uint64) []byte {
+	return append(binary.BigEndian.AppendUint64(ownedPrefix(owner), root), 'u')
+}
+
 // ownedKeyRoot reads the root back from an A/ key.
 func ownedKeyRoot(k []byte) uint64 {
 	return binary.BigEndian.Uint64(k[len(k)-9 : len(k)-1])

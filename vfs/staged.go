@@ -246,6 +246,9 @@ func (fs *FS) Stage(ctx context.Context, root, parent uint64, name string, so St
 		if err := addOwned(tx, so.Owner, root, firm); err != nil {
 			return err
 		}
+		if err := addAnnounced(tx, so.Owner, root, so.Length-firm); err != nil {
+			return err
+		}
 		rec = stagedRec{
 			Root: root, Parent: parent, Name: name, Length: so.Length, Unreserved: so.Length - firm, Owned: true,
 			Created: now, Expires: now + int64(ttl), TTL: int64(ttl), Owner: so.Owner, Meta: so.Meta,
@@ -608,6 +611,9 @@ func (fs *FS) finish(ctx context.Context, id uint64, opts WriteOptions, out *sta
 			if err := addOwned(tx, st.Owner, st.Root, -st.reserved()); err != nil {
 				return err
 			}
+			if err := addAnnounced(tx, st.Owner, st.Root, -st.Unreserved); err != nil {
+				return err
+			}
 		}
 		revID, err := fs.db.NextID(ctx, "revision")
 		if err != nil {
@@ -703,6 +709,9 @@ func (fs *FS) terminate(ctx context.Context, id uint64, expired bool) error {
 		}
 		if rec.Owned {
 			if err := addOwned(tx, rec.Owner, rec.Root, -rec.reserved()); err != nil {
+				return err
+			}
+			if err := addAnnounced(tx, rec.Owner, rec.Root, -rec.Unreserved); err != nil {
 				return err
 			}
 		}
