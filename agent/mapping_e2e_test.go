@@ -18,6 +18,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -260,6 +261,49 @@ const syncWait = 30 * time.Second
 func TestMappingE2E(t *testing.T) {
 	srv := agenttest.StartServer(t)
 	srv.SetPolicy(t, 0, url.Values{"file_server_enabled": {"true"}})
+
+	// The read of the set-up at a connection and a reconfigure notice's
+	// run at once: the one that began first, if it ends last, must not
+	// undo what the later one found (a mapping made as the agent
+	// connected was dropped until the next reconnect).
+	t.Run("a stale read of the set-up ends last", func(t *testing.T) {
+		s := newE2ERoot(t, srv, "ines")
+		var hold atomic.Bool
+		held, release := make(chan struct{}), make(chan struct{})
+		hc := &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			resp, err := s.srv.Client.Transport.RoundTrip(r)
+			if strings.HasSuffix(r.URL.Path, "/mappings") && hold.CompareAndSwap(true, false) {
+				close(held)
+				<-release
+			}
+			return resp, err
+		})}
+		a, _ := inProcessAgentWith(t, s, "", hc)
+		eventually(t, syncWait, "the first set-up", func() error {
+			if _, known := a.Setup(); !known {
+				return fmt.Errorf("not read yet")
+			}
+			return nil
+		})
+		hold.Store(true)
+		stale := make(chan error, 1)
+		go func() { stale <- a.readSetup(context.Background()) }()
+		<-held // it read no mapping, and waits to apply that
+		s.mapFolder(a.MachineID(), filepath.Join(t.TempDir(), "Mapped"))
+		eventually(t, syncWait, "the notice's set-up", func() error {
+			if cur, _ := a.Setup(); len(cur.Mappings) != 1 {
+				return fmt.Errorf("%d mappings", len(cur.Mappings))
+			}
+			return nil
+		})
+		close(release)
+		if err := <-stale; err != nil {
+			t.Fatal(err)
+		}
+		if cur, _ := a.Setup(); len(cur.Mappings) != 1 {
+			t.Fatalf("after the stale read ended: %d mappings, want 1", len(cur.Mappings))
+		}
+	})
 
 	t.Run("both ways", func(t *testing.T) {
 		s := newE2ERoot(t, srv, "mia")
@@ -770,3 +814,9 @@ func (c *countingTransport) reset() map[string]int {
 	c.n = nil
 	return n
 }
+
+// roundTripFunc is an http.RoundTripper of a function.
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+// RoundTrip calls f.
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"sync/atomic"
 )
 
 // Mapping is one of the machine's mapped folders, as GET
@@ -84,6 +85,15 @@ type setupState struct {
 	known   bool
 	onSetup []func(ctx context.Context, s Setup)
 	status  []StatusFunc
+
+	// begun numbers the reads of the set-up as they start; applying
+	// holds the one being applied, and applied is its number. A read
+	// that began before one already applied is dropped: the read at a
+	// connection and a reconfigure notice's run at once, and the older
+	// one, finished last, undid a mapping made as the agent connected.
+	begun    atomic.Uint64
+	applying sync.Mutex
+	applied  uint64
 }
 
 // Setup returns the machine's set-up as last read (and whether it was
@@ -117,6 +127,7 @@ func (a *Agent) readSetup(ctx context.Context) error {
 	if id == 0 {
 		return fmt.Errorf("agent: the machine's id is not known yet")
 	}
+	seq := a.setup.begun.Add(1)
 	var ms struct {
 		Results []Mapping `json:"results"`
 	}
@@ -130,6 +141,12 @@ func (a *Agent) readSetup(ctx context.Context) error {
 		return err
 	}
 	s := Setup{Mappings: ms.Results, Backups: bs.Results}
+	a.setup.applying.Lock()
+	defer a.setup.applying.Unlock()
+	if seq < a.setup.applied {
+		return nil // a read begun after this one was applied
+	}
+	a.setup.applied = seq
 	a.setup.mu.Lock()
 	a.setup.cur, a.setup.known = s, true
 	fns := append([]func(context.Context, Setup){}, a.setup.onSetup...)
