@@ -26,7 +26,7 @@ import (
 // a row keeps it held against a change of server settings, Go version or
 // handler. Every loop is bounded in count and time.
 func TestHostileRequests(t *testing.T) {
-	_, _, p, lc := runningDaemon(t, "--listen", "127.0.0.1:21331", "--http-listen", "127.0.0.1:21332", "--metrics-listen", "127.0.0.1:21333", "--tls-http2")
+	_, _, p, lc := runningDaemon(t, "--tls-http2")
 	addr := p.addrs["https"]
 	if st, _, err := lc.dav("PUT", "f.txt", strings.NewReader("0123456789")); err != nil || st != http.StatusCreated {
 		t.Fatalf("PUT f.txt: %d %v", st, err)
