@@ -92,12 +92,7 @@ func (s *server) createDevicePassword(r *http.Request) (any, error) {
 	// A device password outlives the token it is made with, and the
 	// person's own change of password: the password again, so that a
 	// stolen token is not made into one.
-	var cur *string
-	if f.Has("current_password") {
-		v := f.Get("current_password")
-		cur = &v
-	}
-	if err := s.reauthenticate(r.Context(), p, cur, "make a device password"); err != nil {
+	if err := s.reauthenticate(r.Context(), p, formCurrent(f), "make a device password"); err != nil {
 		return nil, err
 	}
 	in := account.DevicePasswordInput{Name: f.Get("name"), Machine: account.MachineInput{

@@ -125,7 +125,7 @@ func (s *server) twoStepEnroll(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := s.twoStepReauth(r, p, f, "set up two-step verification"); err != nil {
+	if err := s.reauthenticate(r.Context(), p, formCurrent(f), "set up two-step verification"); err != nil {
 		return nil, err
 	}
 	en, err := s.accounts.EnrollTwoStep(r.Context(), p.ID, mode, twoStepField(f, "phone"))
@@ -161,7 +161,7 @@ func (s *server) twoStepRecoveryCodes(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := s.twoStepReauth(r, p, f, "make new recovery codes"); err != nil {
+	if err := s.reauthenticate(r.Context(), p, formCurrent(f), "make new recovery codes"); err != nil {
 		return nil, err
 	}
 	codes, err := s.accounts.NewRecoveryCodes(r.Context(), p.ID)
@@ -209,7 +209,7 @@ func (s *server) twoStepDisable(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := s.twoStepReauth(r, p, f, "turn off two-step verification"); err != nil {
+	if err := s.reauthenticate(r.Context(), p, formCurrent(f), "turn off two-step verification"); err != nil {
 		return nil, err
 	}
 	err = s.accounts.DisableTwoStep(r.Context(), p.ID)
@@ -227,15 +227,13 @@ func (s *server) twoStepReset(r *http.Request) (any, error) {
 	return nil, s.accounts.ResetTwoStep(r.Context(), p.ID)
 }
 
-// twoStepReauth asks p for their current password in form f before
-// what (reauthenticate): a token alone neither sets up, nor turns off,
-// nor renews the second factor.
-func (s *server) twoStepReauth(r *http.Request, p account.Person, f map[string][]string, what string) error {
-	var cur *string
-	if v := twoStepField(f, "current_password"); v != "" {
-		cur = &v
+// formCurrent is the form's current_password, nil when it has none
+// (reauthenticate says what a missing and a wrong one get).
+func formCurrent(f map[string][]string) *string {
+	if v, ok := f["current_password"]; ok && len(v) > 0 {
+		return &v[0]
 	}
-	return s.reauthenticate(r.Context(), p, cur, what)
+	return nil
 }
 
 // twoStepField is a form field's first value.
