@@ -2,7 +2,6 @@ package vfs
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -355,30 +354,9 @@ func (fs *FS) FindLockAt(ctx context.Context, root uint64, p, token string) (Nod
 	}
 	var from uint64
 	err = fs.db.View(ctx, func(tx kv.Txn) error {
-		if _, err := loadRoot(tx, root); err != nil {
-			return err
-		}
-		var rec nodeRec
-		if err := get(tx, topKey(root), &rec, ErrNotExist); err != nil {
-			return err
-		}
+		rec, _, err := walkIn(tx, root, segs)
 		from = rec.ID
-		for _, s := range segs {
-			if !rec.Dir {
-				break
-			}
-			parent := rec.ID
-			rec = nodeRec{}
-			err := get(tx, childKey(parent, s), &rec, ErrNotExist)
-			if errors.Is(err, ErrNotExist) {
-				break
-			}
-			if err != nil {
-				return err
-			}
-			from = rec.ID
-		}
-		return nil
+		return err
 	})
 	if err != nil {
 		return Node{}, Lock{}, err

@@ -54,34 +54,48 @@ func (fs *FS) lookupNode(tx kv.Txn, root uint64, segs []string, p string) (nodeR
 // lookupIn walks segs from root's top folder to a live item; p names the
 // path in errors.
 func lookupIn(tx kv.Txn, root uint64, segs []string, p string) (nodeRec, error) {
-	if _, err := loadRoot(tx, root); err != nil {
+	rec, n, err := walkIn(tx, root, segs)
+	if err != nil {
 		return nodeRec{}, err
+	}
+	if n < len(segs) {
+		// The error names p only when it is returned: quoting p for
+		// every name made a lookup cost its depth times p's length.
+		return nodeRec{}, fmt.Errorf("%w: %q", ErrNotExist, p)
+	}
+	return rec, nil
+}
+
+// walkIn walks segs from root's top folder as far as live items go: the
+// deepest item it reaches, and how many of segs lead to it (fewer than
+// all where a name is missing or names a file's child).
+func walkIn(tx kv.Txn, root uint64, segs []string) (nodeRec, int, error) {
+	if _, err := loadRoot(tx, root); err != nil {
+		return nodeRec{}, 0, err
 	}
 	var rec nodeRec
 	if err := get(tx, topKey(root), &rec, ErrNotExist); err != nil {
-		return nodeRec{}, err
+		return nodeRec{}, 0, err
 	}
 	placed(tx, rec)
-	for _, s := range segs {
+	for i, s := range segs {
 		if !rec.Dir {
-			return nodeRec{}, fmt.Errorf("%w: %q", ErrNotExist, p)
+			return rec, i, nil
 		}
-		parent := rec.ID
 		// A fresh record: decoding leaves fields the stored one omits
 		// (Dir, Locks) as they were in the parent.
-		rec = nodeRec{}
-		// The error names p only when it is returned: quoting p for
-		// every name made a lookup cost its depth times p's length.
-		err := get(tx, childKey(parent, s), &rec, ErrNotExist)
+		var c nodeRec
+		err := get(tx, childKey(rec.ID, s), &c, ErrNotExist)
 		if errors.Is(err, ErrNotExist) {
-			return nodeRec{}, fmt.Errorf("%w: %q", ErrNotExist, p)
+			return rec, i, nil
 		}
 		if err != nil {
-			return nodeRec{}, err
+			return nodeRec{}, 0, err
 		}
-		placed(tx, rec)
+		placed(tx, c)
+		rec = c
 	}
-	return rec, nil
+	return rec, len(segs), nil
 }
 
 // splitPath splits an absolute path into validated names.
