@@ -215,6 +215,10 @@ type HTTP struct {
 	// (per-address sign-in limits count it). Empty: the header is
 	// ignored, and every request comes from its connection's peer.
 	TrustedProxies string `mapstructure:"trusted_proxies"`
+	// MaxConnsPerAddress bounds the HTTPS connections one client address
+	// (an IPv6 /64) holds at once; those past it are closed unanswered.
+	// Trusted proxies are not counted. 0: no bound.
+	MaxConnsPerAddress int `mapstructure:"max_conns_per_address"`
 }
 
 // Prefixes parses a TrustedProxies list: addresses (a /32 or /128 each)
@@ -561,6 +565,7 @@ func options() []option {
 		{key: "two_step.issuer", def: "berth", usage: "name of berth in authenticator apps"},
 		{key: "two_step.code_ttl", def: 10 * time.Minute, usage: "how long an e-mail or text-message two-step code is valid"},
 		{key: "http.trusted_proxies", def: "", usage: "reverse proxies (addresses, CIDR networks, comma-separated) whose X-Forwarded-For is believed (empty: none)"},
+		{key: "http.max_conns_per_address", def: 1024, usage: "HTTPS connections one client address (an IPv6 /64) may hold at once, trusted proxies not counted (0: no bound)"},
 		{key: "smtp.host", def: "", usage: "SMTP server that e-mail goes through (empty: no e-mail is sent)"},
 		{key: "smtp.port", def: 587, usage: "SMTP server port (587 for starttls, 465 for tls)"},
 		{key: "smtp.security", def: "starttls", usage: "SMTP connection security: starttls, tls or none"},
@@ -961,6 +966,9 @@ func (c Config) Validate() error {
 	}
 	if c.HTTP.SendIdleTimeout <= 0 {
 		bad("http.send_idle_timeout", c.HTTP.SendIdleTimeout, "must be positive")
+	}
+	if c.HTTP.MaxConnsPerAddress < 0 {
+		bad("http.max_conns_per_address", c.HTTP.MaxConnsPerAddress, "must not be negative (0: no bound)")
 	}
 	if c.GC.Interval < 0 {
 		bad("gc.interval", c.GC.Interval, "must not be negative (0 turns it off)")

@@ -248,6 +248,12 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writ
 		return err // Validate has checked it
 	}
 
+	connsRefused := prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "berth_http_connections_refused_total",
+		Help: "HTTPS connections closed as they were accepted because their client address held http.max_conns_per_address already.",
+	})
+	reg.MustRegister(connsRefused)
+
 	// Bind every listener before serving any, so a taken port fails the
 	// start cleanly and READY means all of them accept.
 	var servers []*listener
@@ -267,6 +273,8 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writ
 			return fmt.Errorf("%s: %s listener: %w", key, name, err)
 		}
 		if tls {
+			// Innermost, so a refused connection costs no handshake.
+			ln = limitPerAddress(ln, cfg.HTTP.MaxConnsPerAddress, proxies, connsRefused)
 			// Plain HTTP sent here gets the JSON insecure_transport
 			// of the plain-HTTP listener, not net/http's text.
 			ln = rejectPlainHTTP(ln, rest.InsecureHandler())
