@@ -284,7 +284,9 @@ func (fs *FS) StagedInfo(ctx context.Context, id uint64) (Staged, error) {
 // or EOF: a front end that wants the bytes of a broken request kept hands
 // a reader that ends at the break. Bytes past the declared length are
 // ErrFileTooLarge, a mismatch with ao's checksum ErrChecksumMismatch;
-// either stores nothing. Each append moves the expiry TTL ahead, at its
+// either stores nothing. An upload whose root is deleted (or gone) is
+// ErrRootDeleted (ErrNotExist), and is ended: it could never become a
+// file. Each append moves the expiry TTL ahead, at its
 // commit and, while bytes arrive, each time half the TTL has gone by
 // (keepStaged).
 func (fs *FS) Append(ctx context.Context, id uint64, offset int64, r io.Reader, ao AppendOptions) (Staged, error) {
@@ -295,11 +297,13 @@ func (fs *FS) Append(ctx context.Context, id uint64, offset int64, r io.Reader, 
 	var rec stagedRec
 	err := fs.db.View(ctx, func(tx kv.Txn) error {
 		var err error
-		rec, err = fs.loadStaged(tx, id)
-		return err
+		if rec, err = fs.loadStaged(tx, id); err != nil {
+			return err
+		}
+		return stagedRootLive(tx, id, rec)
 	})
 	if err != nil {
-		return Staged{}, err
+		return Staged{}, fs.endOrphan(ctx, id, err)
 	}
 	if rec.offset() != offset {
 		return rec.public(id), fmt.Errorf("%w: the upload is at %d, not %d", ErrUploadOffset, rec.offset(), offset)
@@ -345,10 +349,45 @@ func (fs *FS) Append(ctx context.Context, id uint64, offset int64, r io.Reader, 
 	done, err := fs.commitAppend(ctx, id, rec, refs, sum)
 	if err != nil {
 		fs.forget(refs[done:])
-		return rec.public(id), err
+		return rec.public(id), fs.endOrphan(ctx, id, err)
 	}
 	fs.dropTail(ctx, rec.Tail)
 	return fs.StagedInfo(ctx, id)
+}
+
+// orphanError is the error of a method that found upload id's root
+// deleted or gone: the upload can never become a file, and the method
+// ends it (endOrphan) rather than leave its chunks and reservation held
+// until the sweep. It wraps ErrRootDeleted or ErrNotExist.
+type orphanError struct{ err error }
+
+func (e orphanError) Error() string { return e.err.Error() }
+func (e orphanError) Unwrap() error { return e.err }
+
+// stagedRootLive checks, in tx, that the root of upload id (rec) is
+// live: an orphanError otherwise. A root is never undeleted, so nothing
+// could append to or finish an upload into a deleted one; before, Append
+// stored bytes into it until the sweep ended it.
+func stagedRootLive(tx kv.Txn, id uint64, rec stagedRec) error {
+	_, err := loadRoot(tx, rec.Root)
+	if errors.Is(err, ErrRootDeleted) || errors.Is(err, ErrNotExist) {
+		return orphanError{fmt.Errorf("staged upload %d: %w", id, err)}
+	}
+	return err
+}
+
+// endOrphan ends upload id when err says its root is deleted or gone
+// (orphanError), giving back its chunks and reservation at once, and
+// returns err. A failure to end it is logged: the sweep ends it later.
+func (fs *FS) endOrphan(ctx context.Context, id uint64, err error) error {
+	var o orphanError
+	if !errors.As(err, &o) {
+		return err
+	}
+	if terr := fs.terminate(context.WithoutCancel(ctx), id, false); terr != nil && !errors.Is(terr, ErrNotExist) {
+		fs.log.Warn("vfs: could not end a staged upload whose root is deleted; the sweep ends it", "upload", id, "err", terr)
+	}
+	return err
 }
 
 // keepStaged is an append's body that keeps its upload alive while bytes
@@ -422,6 +461,11 @@ func (fs *FS) commitAppend(ctx context.Context, id uint64, was stagedRec, refs [
 		err := fs.update(ctx, func(tx kv.Txn) error {
 			rec, err := fs.loadStaged(tx, id)
 			if err != nil {
+				return err
+			}
+			// Read in the transaction, so that a DeleteRoot committed
+			// meanwhile conflicts with it.
+			if err := stagedRootLive(tx, id, rec); err != nil {
 				return err
 			}
 			if rec.Sealed != wantSealed || !slicesEqual(rec.Tail, wantTail) {
@@ -516,7 +560,8 @@ func slicesEqual(a, b []chunk.Ref) bool {
 // revision as they are. Bytes of the length that were not reserved
 // (fair.go) are checked against the quotas as a write of that many,
 // again after freeRoom when they do not fit: ErrQuotaExceeded otherwise.
-// Only a failure leaves the upload staged. An
+// Only a failure leaves the upload staged, but for ErrRootDeleted (or
+// ErrNotExist for a root gone), which ends it as Append does. An
 // upload finished already, less than finishedGrace ago, is not made
 // again: Finish returns its file (as it is now) and nil, so that the two
 // requests that raced to finish it both learn it succeeded.
@@ -529,6 +574,7 @@ func (fs *FS) Finish(ctx context.Context, id uint64, opts WriteOptions) (Node, e
 	if err == nil && rec.Done != 0 {
 		return n, nil // made by the other Finish, which told the observer
 	}
+	err = fs.endOrphan(ctx, id, err)
 	fs.done(OpWrite, err, Event{RootID: rec.Root, NodeID: n.ID, ParentID: rec.Parent, Name: rec.Name, Size: n.Size})
 	return n, err
 }
@@ -560,6 +606,9 @@ func (fs *FS) finish(ctx context.Context, id uint64, opts WriteOptions, out *sta
 			return nil
 		}
 		if err != nil {
+			return err
+		}
+		if err := stagedRootLive(tx, id, st); err != nil {
 			return err
 		}
 		if st.offset() != st.Length {

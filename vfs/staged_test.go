@@ -245,6 +245,30 @@ func TestStagedRefusals(t *testing.T) {
 			_, err := e.fs.Append(ctx, st.ID, 5, bytes.NewReader(nil), vfs.AppendOptions{})
 			return err
 		}, vfs.ErrNotExist},
+		{"append after the root's deletion ends the upload", func(t *testing.T, e *env) error {
+			st := e.stage(t, "a", int64(len(data)), vfs.WriteOptions{})
+			e.appendAll(t, st.ID, data, 0, 100)
+			if err := e.fs.DeleteRoot(ctx, e.root.ID); err != nil {
+				t.Fatal(err)
+			}
+			_, err := e.fs.Append(ctx, st.ID, 100, bytes.NewReader(data[100:]), vfs.AppendOptions{})
+			if _, ierr := e.fs.StagedInfo(ctx, st.ID); !errors.Is(ierr, vfs.ErrNotExist) {
+				t.Errorf("StagedInfo after an append refused for the root: %v, want ErrNotExist (the upload ended)", ierr)
+			}
+			return err
+		}, vfs.ErrRootDeleted},
+		{"finish after the root's deletion ends the upload", func(t *testing.T, e *env) error {
+			st := e.stage(t, "a", 5, vfs.WriteOptions{})
+			e.appendAll(t, st.ID, data, 0, 5)
+			if err := e.fs.DeleteRoot(ctx, e.root.ID); err != nil {
+				t.Fatal(err)
+			}
+			_, err := e.fs.Finish(ctx, st.ID, vfs.WriteOptions{})
+			if _, ierr := e.fs.StagedInfo(ctx, st.ID); !errors.Is(ierr, vfs.ErrNotExist) {
+				t.Errorf("StagedInfo after a finish refused for the root: %v, want ErrNotExist (the upload ended)", ierr)
+			}
+			return err
+		}, vfs.ErrRootDeleted},
 		{"append after terminate", func(t *testing.T, e *env) error {
 			st := e.stage(t, "a", 5, vfs.WriteOptions{})
 			if err := e.fs.Terminate(ctx, st.ID); err != nil {
