@@ -21,6 +21,13 @@ func WithRefBatch(opts Options, n int) Options {
 	return opts
 }
 
+// WithStagedBatch returns opts with EachStaged reading n uploads a
+// transaction, so tests reach its later transactions with a few.
+func WithStagedBatch(opts Options, n int) Options {
+	opts.stagedBatch = n
+	return opts
+}
+
 // WithZip64Threshold returns opts with zips using Zip64 fields for sizes
 // and offsets of n bytes or more, so tests reach them without 4 GiB.
 func WithZip64Threshold(opts Options, n int64) Options {

@@ -86,12 +86,15 @@ type Staged struct {
 	Parent uint64
 	Name   string
 	// Length is the declared size; Offset how much of it is stored.
-	Length  int64
-	Offset  int64
-	Created time.Time
-	Expires time.Time
-	Owner   string
-	Meta    map[string]string
+	Length int64
+	Offset int64
+	// Reserved is what the upload holds against the quotas: Length but
+	// for what passed its owner's fair share when it was staged (fair.go).
+	Reserved int64
+	Created  time.Time
+	Expires  time.Time
+	Owner    string
+	Meta     map[string]string
 }
 
 // AppendOptions check an append.
@@ -166,7 +169,7 @@ func (r stagedRec) offset() int64 {
 
 func (r stagedRec) public(id uint64) Staged {
 	return Staged{
-		ID: id, Root: r.Root, Parent: r.Parent, Name: r.Name, Length: r.Length, Offset: r.offset(),
+		ID: id, Root: r.Root, Parent: r.Parent, Name: r.Name, Length: r.Length, Offset: r.offset(), Reserved: r.reserved(),
 		Created: time.Unix(0, r.Created).UTC(), Expires: time.Unix(0, r.Expires).UTC(), Owner: r.Owner, Meta: r.Meta,
 	}
 }
@@ -880,6 +883,69 @@ func (fs *FS) stagedTotals(ctx context.Context) (n int, reserved int64, err erro
 		})
 	})
 	return n, reserved, err
+}
+
+// defaultStagedBatch is how many upload records EachStaged reads in one
+// transaction.
+const defaultStagedBatch = 256
+
+// EachStaged calls fn with every staged upload in progress, in id order:
+// those not finished, not expired, and into a live root (one into a
+// deleted root holds nothing against any quota and is ended at its next
+// append or by the sweep). It reads 256 records a transaction (defaultStagedBatch) and
+// calls fn outside any, so that a listing of many uploads holds neither
+// a transaction open for its length nor more than a batch in memory. A
+// record that does not read is skipped (ExpireStaged reports it). An
+// error from fn ends it with that error; kv.ErrStop ends it with nil.
+func (fs *FS) EachStaged(ctx context.Context, fn func(Staged) error) error {
+	next := uint64(0)
+	batch := make([]Staged, 0, fs.stagedBatch)
+	for {
+		now := fs.nowNs()
+		more := false
+		err := fs.db.View(ctx, func(tx kv.Txn) error {
+			batch, more = batch[:0], false
+			live := map[uint64]bool{}
+			return tx.Scan([]byte(pStaged), stagedKey(next), func(k, v []byte) error {
+				if len(batch) == fs.stagedBatch {
+					more = true
+					return kv.ErrStop
+				}
+				id := stagedKeyID(k)
+				next = id + 1
+				var rec stagedRec
+				if cbor.Unmarshal(v, &rec) != nil || rec.Done != 0 || rec.Expires <= now {
+					return nil
+				}
+				ok, seen := live[rec.Root]
+				if !seen {
+					_, err := loadRoot(tx, rec.Root)
+					if err != nil && !errors.Is(err, ErrRootDeleted) && !errors.Is(err, ErrNotExist) {
+						return err
+					}
+					ok = err == nil
+					live[rec.Root] = ok
+				}
+				if ok {
+					batch = append(batch, rec.public(id))
+				}
+				return nil
+			})
+		})
+		if err != nil {
+			return err
+		}
+		for _, st := range batch {
+			if err := fn(st); errors.Is(err, kv.ErrStop) {
+				return nil
+			} else if err != nil {
+				return err
+			}
+		}
+		if !more {
+			return ctx.Err()
+		}
+	}
 }
 
 // StagedHolder decides which staged uploads may keep their reservation.
