@@ -160,6 +160,11 @@ func fsckCommand(ctx context.Context, cfg config.Config, log *slog.Logger, out i
 			fmt.Fprintln(out, p.what, id)
 		}
 	}
+	// The counts of what uploads in progress reserve, each by owner and
+	// root, as the chunks are by name.
+	for _, b := range rep.BadReservations {
+		fmt.Fprintln(out, "bad reservation count", b)
+	}
 	if !rep.OK() {
 		return errFsckProblems
 	}

@@ -124,6 +124,10 @@ func (s *server) tusRoutes() {
 	s.handleTus("HEAD "+tusBase+"{upload_id}", s.tusHead)
 	s.handleTus("PATCH "+tusBase+"{upload_id}", s.tusPatch)
 	s.handleTus("DELETE "+tusBase+"{upload_id}", s.tusDelete)
+	// berth's own listings (tuslist.go): plain JSON routes, no tus
+	// headers asked.
+	s.handle("GET "+tusBase+"{$}", s.authed(s.listTusUploads))
+	s.handle("GET /api/2/organization/{org}/uploads", s.authed(s.listOrganizationUploads))
 }
 
 // tusBasePath is tusd's BasePath, from which it makes an upload's

@@ -828,7 +828,9 @@ func TestTusAccess(t *testing.T) {
 	}
 }
 
-// tusIsoRows are the tus routes in the isolation walk: creating in the
+// tusIsoRows are the tus routes in the isolation walk: the listings
+// (everyone's own uploads; an organization's to its administrators and
+// those above), creating in the
 // child's plain person's root is theirs (and refused to administrators
 // with admin_browse_files, who only read), an upload is its creator's
 // alone but for the administrators of its root's organization and those
@@ -842,6 +844,15 @@ func tusIsoRows() []isoRow {
 	rows := []isoRow{
 		{pattern: "OPTIONS /api/2/tus/{$}", name: "discovery", method: "OPTIONS", path: pf("/api/2/tus/"),
 			want: "none=204 OP=204 OA=204 PP=204 CG=204 CP=204 CA=204 PA=204"},
+		// The listings: everyone's own; an organization's for its
+		// administrators and those above (TestTusUploadList checks
+		// what each lists).
+		{pattern: "GET /api/2/tus/{$}", name: "the caller's own uploads", path: pf("/api/2/tus/"),
+			want: "OP=200 OA=200 PP=200 CG=200 CP=200 CA=200 PA=200"},
+		{pattern: "GET /api/2/organization/{org}/uploads", name: "the child's", path: pf("/api/2/organization/%d/uploads", cOrg),
+			want: "CG=403 CP=403 CA=200 PA=200"},
+		{pattern: "GET /api/2/organization/{org}/uploads", name: "the parent's", path: pf("/api/2/organization/%d/uploads", pOrg),
+			want: "PP=403 CP=404 CA=404 PA=200"},
 	}
 	for _, tenant := range []string{"", "browse"} {
 		create := "CP=201 CA=404 PA=404"
@@ -1228,6 +1239,134 @@ func TestTusFairShare(t *testing.T) {
 				}
 				if s.want == http.StatusConflict {
 					wantError(t, status, body, http.StatusConflict, "policy_error")
+				}
+			}
+		})
+	}
+}
+
+// TestTusUploadList: GET /api/2/tus/ lists the caller's own uploads in
+// progress, GET /api/2/organization/{id}/uploads those into the roots of
+// the organization and below, for its administrators and those above;
+// nobody else sees an upload there, and a finished or terminated one is
+// no longer listed. Before, no route listed them: an administrator found
+// an upload's id only in the logs.
+func TestTusUploadList(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	_, plainTok, _ := f.member(f.org.ID, "bob", false)
+	_, adminTok, _ := f.member(f.org.ID, "carol", true)
+	child, err := f.accounts.CreateOrganization(ctx, account.OrganizationInput{ParentID: f.org.ID, Name: "Sub"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	erin, erinTok, erinRoot := f.member(child.ID, "erin", false)
+	_, childAdminTok, _ := f.member(child.ID, "frank", true)
+	other, err := f.accounts.CreateOrganization(ctx, account.OrganizationInput{Name: "Globex"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, strangerTok, _ := f.member(other.ID, "dave", true)
+	carol, err := f.accounts.PersonByLogin(ctx, "carol")
+	if err != nil {
+		t.Fatal(err)
+	}
+	guest, err := f.accounts.CreateGuest(ctx, account.GuestInput{CreatorID: carol.ID, OrganizationID: f.org.ID, Email: "gus@example.com", Password: fixturePassword})
+	if err != nil {
+		t.Fatal(err)
+	}
+	toks, err := f.accounts.IssueTokens(ctx, guest.ID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	guestTok := toks.AccessToken
+
+	alice := f.tus(t, f.token)
+	mine := alice.mustCreate(f.root.ID, "mine.bin", 10)
+	if resp, b, err := alice.patch(mine, 0, strings.NewReader("0123"), 4, nil); err != nil || resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("PATCH: %v %s", err, b)
+	}
+	theirs := f.tus(t, erinTok).mustCreate(erinRoot.ID, "theirs.bin", 7)
+	gone := alice.mustCreate(f.root.ID, "gone.bin", 3)
+	if resp, b, err := alice.do(http.MethodDelete, gone, nil, nil, 0); err != nil || resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("DELETE: %v %s", err, b)
+	}
+	done := alice.mustCreate(f.root.ID, "done.bin", 2)
+	if resp, b, err := alice.patch(done, 0, strings.NewReader("ok"), 2, nil); err != nil || resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("PATCH: %v %s", err, b)
+	}
+	m, e := uploadID(t, mine), uploadID(t, theirs)
+
+	own := "/api/2/tus/"
+	org, sub := orgPath(f.org.ID, "/uploads"), orgPath(child.ID, "/uploads")
+	cases := []struct {
+		name, token, path string
+		status            int
+		ids               []uint64 // the page's uploads, in order
+		total             int
+	}{
+		{"the creator, their own", f.token, own, 200, []uint64{m}, 1},
+		{"another creator, their own", erinTok, own, 200, []uint64{e}, 1},
+		{"a plain person of the organization, none their own", plainTok, own, 200, nil, 0},
+		{"the organization's administrator, none their own", adminTok, own, 200, nil, 0},
+		{"a guest, none their own", guestTok, own, 200, nil, 0},
+		{"another tenant's administrator, none their own", strangerTok, own, 200, nil, 0},
+		{"anonymous, own", "", own, 401, nil, 0},
+		{"a bad token, own", "not-a-token", own, 401, nil, 0},
+		{"the organization's administrator, the organization and below", adminTok, org, 200, []uint64{m, e}, 2},
+		{"the organization's administrator, a page", adminTok, org + "?offset=1&limit=1", 200, []uint64{e}, 2},
+		{"the organization's administrator, a page past the end", adminTok, org + "?offset=5", 200, nil, 2},
+		{"the organization's administrator, a bad limit", adminTok, org + "?limit=101", 400, nil, 0},
+		{"the organization's administrator, the child below", adminTok, sub, 200, []uint64{e}, 1},
+		{"the child's administrator, the child", childAdminTok, sub, 200, []uint64{e}, 1},
+		{"the child's administrator, the parent above", childAdminTok, org, 404, nil, 0},
+		{"a plain person of the organization", plainTok, org, 403, nil, 0},
+		{"a plain person of the child, who created one there", erinTok, sub, 403, nil, 0},
+		{"a guest of the organization", guestTok, org, 403, nil, 0},
+		{"another tenant's administrator", strangerTok, org, 404, nil, 0},
+		{"another tenant's administrator, the child", strangerTok, sub, 404, nil, 0},
+		{"anonymous, the organization", "", org, 401, nil, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			st, body := f.send(http.MethodGet, c.path, c.token, nil)
+			if st != c.status {
+				t.Fatalf("%d %s, want %d", st, body, c.status)
+			}
+			if st != http.StatusOK {
+				wantError(t, st, body, st, map[int]string{400: "invalid_request", 401: "access_denied", 403: "forbidden", 404: "not_found"}[st])
+				return
+			}
+			var got struct {
+				Offset  int             `json:"offset"`
+				Results []tusUploadJSON `json:"results"`
+				Total   int             `json:"total"`
+			}
+			if err := json.Unmarshal(body, &got); err != nil || got.Results == nil {
+				t.Fatalf("not a paged list: %v %s", err, body)
+			}
+			var ids []uint64
+			for _, u := range got.Results {
+				ids = append(ids, u.UploadID)
+			}
+			if fmt.Sprint(ids) != fmt.Sprint(c.ids) || got.Total != c.total {
+				t.Fatalf("uploads %v of %d, want %v of %d: %s", ids, got.Total, c.ids, c.total, body)
+			}
+			for _, u := range got.Results {
+				want := tusUploadJSON{UploadID: m, RootID: f.root.ID, FolderID: f.root.FolderID, Name: "mine.bin",
+					Length: 10, Offset: 4, Reserved: 10, CreatorID: f.person.ID}
+				if u.UploadID == e {
+					want = tusUploadJSON{UploadID: e, RootID: erinRoot.ID, FolderID: erinRoot.FolderID, Name: "theirs.bin",
+						Length: 7, Reserved: 7, CreatorID: erin.ID}
+				}
+				created, cerr := parseDateTime(u.Created)
+				expires, eerr := parseDateTime(u.Expires)
+				if cerr != nil || eerr != nil || !expires.After(created) || time.Since(created) > time.Hour {
+					t.Errorf("upload %d: created %q, expires %q", u.UploadID, u.Created, u.Expires)
+				}
+				want.Created, want.Expires = u.Created, u.Expires
+				if u != want {
+					t.Errorf("upload %+v, want %+v", u, want)
 				}
 			}
 		})

@@ -21,6 +21,29 @@ func WithRefBatch(opts Options, n int) Options {
 	return opts
 }
 
+// SetOwnedCount stores n as the count of what owner's staged uploads
+// into root reserve (announced: announce past that), as damage would;
+// n < 0 deletes it.
+func (fs *FS) SetOwnedCount(ctx context.Context, owner string, root uint64, announced bool, n int64) error {
+	k := ownedKey(owner, root)
+	if announced {
+		k = announcedKey(owner, root)
+	}
+	return fs.db.Update(ctx, func(tx kv.Txn) error {
+		if n < 0 {
+			return tx.Delete(k)
+		}
+		return put(tx, k, n)
+	})
+}
+
+// WithStagedBatch returns opts with EachStaged reading n uploads a
+// transaction, so tests reach its later transactions with a few.
+func WithStagedBatch(opts Options, n int) Options {
+	opts.stagedBatch = n
+	return opts
+}
+
 // WithZip64Threshold returns opts with zips using Zip64 fields for sizes
 // and offsets of n bytes or more, so tests reach them without 4 GiB.
 func WithZip64Threshold(opts Options, n int64) Options {

@@ -1,8 +1,11 @@
 package vfs
 
 import (
+	"cmp"
 	"errors"
+	"fmt"
 	"slices"
+	"strings"
 
 	"berth/kv"
 
@@ -157,4 +160,94 @@ func addCount(tx kv.Txn, k []byte, d int64) error {
 		return tx.Delete(k)
 	}
 	return put(tx, k, n)
+}
+
+// BadReservation is a count of what one owner's staged uploads into one
+// root reserve, or announce past that (the A/ records the fair shares
+// are taken from), that differs from the sum over those uploads, as
+// Fsck finds it. Too high, it shrinks the owner's share and refuses
+// their uploads for room nobody holds; too low, it lets them reserve
+// past their share.
+type BadReservation struct {
+	Owner string
+	Root  uint64
+	// Announced: the count of what is announced past the reservations;
+	// otherwise of what is reserved.
+	Announced bool
+	// Stored is the count as stored (0: none), Want the uploads' sum.
+	Stored, Want int64
+}
+
+func (b BadReservation) String() string {
+	what := "reserved"
+	if b.Announced {
+		what = "announced"
+	}
+	return fmt.Sprintf("owner %q root %d %s: %d counted, %d by the uploads", b.Owner, b.Root, what, b.Stored, b.Want)
+}
+
+// ownedCount names one A/ count.
+type ownedCount struct {
+	owner     string
+	root      uint64
+	announced bool
+}
+
+// checkOwned compares, in tx, every A/ count with the sum over the staged
+// uploads in progress that it counts (Owned, not finished; expired ones
+// too, until terminate takes them out), and returns those that differ.
+func checkOwned(tx kv.Txn) ([]BadReservation, error) {
+	want := map[ownedCount]int64{}
+	err := tx.Scan([]byte(pStaged), nil, func(_, v []byte) error {
+		var rec stagedRec
+		if err := cbor.Unmarshal(v, &rec); err != nil {
+			return err
+		}
+		if rec.Done == 0 && rec.Owned {
+			want[ownedCount{rec.Owner, rec.Root, false}] += rec.reserved()
+			want[ownedCount{rec.Owner, rec.Root, true}] += rec.Unreserved
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	var bad []BadReservation
+	have := map[ownedCount]bool{}
+	err = tx.Scan([]byte(pOwned), nil, func(k, v []byte) error {
+		owner, ok := ownedKeyOwner(k)
+		var n int64
+		if !ok || cbor.Unmarshal(v, &n) != nil {
+			return fmt.Errorf("vfs: a reservation count that does not read, at %q", k)
+		}
+		c := ownedCount{owner, ownedKeyRoot(k), k[len(k)-1] == 'u'}
+		have[c] = true
+		// A count is deleted at 0 (addCount): a stored 0 is wrong too.
+		if n != want[c] || n <= 0 {
+			bad = append(bad, BadReservation{Owner: c.owner, Root: c.root, Announced: c.announced, Stored: n, Want: want[c]})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for c, n := range want {
+		if !have[c] && n != 0 {
+			bad = append(bad, BadReservation{Owner: c.owner, Root: c.root, Announced: c.announced, Want: n})
+		}
+	}
+	slices.SortFunc(bad, func(a, b BadReservation) int {
+		return cmp.Or(strings.Compare(a.Owner, b.Owner), cmp.Compare(a.Root, b.Root), boolCmp(a.Announced, b.Announced))
+	})
+	return bad, nil
+}
+
+func boolCmp(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
 }

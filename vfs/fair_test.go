@@ -235,3 +235,59 @@ berth_vfs_staged_uploads %g
 	}
 	w.e.fsckClean(t)
 }
+
+// TestFsckReservations: Fsck compares the counts of what each owner's
+// staged uploads reserve into a root, and announce past that, with the
+// uploads' sums, and reports each that differs. Before, it checked the
+// chunk counts alone, and a damaged count shrank or grew an owner's
+// share of the quota unseen.
+func TestFsckReservations(t *testing.T) {
+	const q = fairQuota
+	type set struct {
+		owner     string
+		announced bool
+		n         int64 // -1: delete
+	}
+	cases := []struct {
+		name   string
+		damage []set
+		want   []vfs.BadReservation // in owner, root, reserved-then-announced order
+	}{
+		{"sound", nil, nil},
+		{"a reservation counted too high", []set{{"a", false, q/2 + 1}},
+			[]vfs.BadReservation{{Owner: "a", Stored: q/2 + 1, Want: q / 2}}},
+		{"an announced count lost", []set{{"a", true, -1}},
+			[]vfs.BadReservation{{Owner: "a", Announced: true, Want: q / 2}}},
+		{"a count at 0, which is never stored", []set{{"a", false, 0}},
+			[]vfs.BadReservation{{Owner: "a", Want: q / 2}}},
+		{"a count of an owner with no upload", []set{{"ghost", false, 7}, {"ghost", true, 3}},
+			[]vfs.BadReservation{{Owner: "ghost", Stored: 7}, {Owner: "ghost", Announced: true, Stored: 3}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			w := newFairWorld(t, true)
+			if err := w.do(fairStep{"stage", "a", q, nil}); err != nil {
+				t.Fatal(err)
+			}
+			root := w.roots["a"].ID
+			for _, d := range c.damage {
+				if err := w.e.fs.SetOwnedCount(ctx, d.owner, root, d.announced, d.n); err != nil {
+					t.Fatal(err)
+				}
+			}
+			rep, err := w.e.fs.Fsck(ctx, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range c.want {
+				c.want[i].Root = root
+			}
+			if fmt.Sprint(rep.BadReservations) != fmt.Sprint(c.want) || rep.OK() != (len(c.want) == 0) {
+				t.Fatalf("fsck: %v (OK %v), bad reservations %v; want %v", rep, rep.OK(), rep.BadReservations, c.want)
+			}
+			if len(c.want) > 0 && !strings.Contains(rep.String(), fmt.Sprintf("%d bad reservation counts", len(c.want))) {
+				t.Errorf("the summary %q does not count them", rep)
+			}
+		})
+	}
+}

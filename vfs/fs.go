@@ -131,6 +131,9 @@ type Options struct {
 	// refBatch overrides defaultRefBatch; set by tests (export_test.go)
 	// so that small files take the split paths.
 	refBatch int
+	// stagedBatch overrides defaultStagedBatch; set by tests so that a
+	// few uploads take EachStaged's several transactions.
+	stagedBatch int
 	// batchHook, if set, runs between the transactions of a split
 	// operation; tests use it to fail or kill one half way.
 	batchHook func(Op)
@@ -203,6 +206,8 @@ type FS struct {
 	// refBatch bounds the chunk references one transaction changes; an
 	// operation over more is split with intents (see intent.go).
 	refBatch int
+	// stagedBatch bounds the uploads EachStaged reads a transaction.
+	stagedBatch int
 	// txnBytes bounds the bytes one transaction of a split operation
 	// sets (see defaultTxnBytes).
 	txnBytes  int
@@ -245,6 +250,9 @@ func Open(ctx context.Context, db kv.Store, chunks chunk.Store, opts Options) (*
 	}
 	if fs.refBatch <= 0 {
 		fs.refBatch = defaultRefBatch
+	}
+	if fs.stagedBatch = opts.stagedBatch; fs.stagedBatch <= 0 {
+		fs.stagedBatch = defaultStagedBatch
 	}
 	// Half the store's bound: a batch's estimate leaves out the records
 	// beside it (usage, journal, intents), and is an estimate.

@@ -48,6 +48,7 @@ import (
 //	A/<len>/<owner><root>/    int64: what the staged uploads of one owner
 //	                          (StageOptions.Owner, <len> bytes) into root
 //	                          reserve; absent at 0 (fair.go)
+//	A/<len>/<owner><root>u    int64: what they announce past that
 //	M/clean                   present while no process has the store open;
 //	                          absent at open means the last run crashed
 //	M/names                   present once every root has a name index
@@ -187,6 +188,20 @@ func ownedKey(owner string, root uint64) []byte {
 // their reservations (stagedRec.Unreserved); it shares ownedKey's prefix.
 func announcedKey(owner string, root uint64) []byte {
 	return append(binary.BigEndian.AppendUint64(ownedPrefix(owner), root), 'u')
+}
+
+// ownedKeyOwner reads the owner back from an A/ key, and whether the
+// key is well formed.
+func ownedKeyOwner(k []byte) (string, bool) {
+	head := len(pOwned) + 9
+	if len(k) < head+9 {
+		return "", false
+	}
+	n := binary.BigEndian.Uint64(k[len(pOwned):])
+	if n != uint64(len(k)-head-9) {
+		return "", false
+	}
+	return string(k[head : head+int(n)]), true
 }
 
 // ownedKeyRoot reads the root back from an A/ key.

@@ -86,12 +86,15 @@ type Staged struct {
 	Parent uint64
 	Name   string
 	// Length is the declared size; Offset how much of it is stored.
-	Length  int64
-	Offset  int64
-	Created time.Time
-	Expires time.Time
-	Owner   string
-	Meta    map[string]string
+	Length int64
+	Offset int64
+	// Reserved is what the upload holds against the quotas: Length but
+	// for what passed its owner's fair share when it was staged (fair.go).
+	Reserved int64
+	Created  time.Time
+	Expires  time.Time
+	Owner    string
+	Meta     map[string]string
 }
 
 // AppendOptions check an append.
@@ -166,7 +169,7 @@ func (r stagedRec) offset() int64 {
 
 func (r stagedRec) public(id uint64) Staged {
 	return Staged{
-		ID: id, Root: r.Root, Parent: r.Parent, Name: r.Name, Length: r.Length, Offset: r.offset(),
+		ID: id, Root: r.Root, Parent: r.Parent, Name: r.Name, Length: r.Length, Offset: r.offset(), Reserved: r.reserved(),
 		Created: time.Unix(0, r.Created).UTC(), Expires: time.Unix(0, r.Expires).UTC(), Owner: r.Owner, Meta: r.Meta,
 	}
 }
@@ -284,7 +287,9 @@ func (fs *FS) StagedInfo(ctx context.Context, id uint64) (Staged, error) {
 // or EOF: a front end that wants the bytes of a broken request kept hands
 // a reader that ends at the break. Bytes past the declared length are
 // ErrFileTooLarge, a mismatch with ao's checksum ErrChecksumMismatch;
-// either stores nothing. Each append moves the expiry TTL ahead, at its
+// either stores nothing. An upload whose root is deleted (or gone) is
+// ErrRootDeleted (ErrNotExist), and is ended: it could never become a
+// file. Each append moves the expiry TTL ahead, at its
 // commit and, while bytes arrive, each time half the TTL has gone by
 // (keepStaged).
 func (fs *FS) Append(ctx context.Context, id uint64, offset int64, r io.Reader, ao AppendOptions) (Staged, error) {
@@ -295,11 +300,13 @@ func (fs *FS) Append(ctx context.Context, id uint64, offset int64, r io.Reader, 
 	var rec stagedRec
 	err := fs.db.View(ctx, func(tx kv.Txn) error {
 		var err error
-		rec, err = fs.loadStaged(tx, id)
-		return err
+		if rec, err = fs.loadStaged(tx, id); err != nil {
+			return err
+		}
+		return stagedRootLive(tx, id, rec)
 	})
 	if err != nil {
-		return Staged{}, err
+		return Staged{}, fs.endOrphan(ctx, id, err)
 	}
 	if rec.offset() != offset {
 		return rec.public(id), fmt.Errorf("%w: the upload is at %d, not %d", ErrUploadOffset, rec.offset(), offset)
@@ -345,10 +352,45 @@ func (fs *FS) Append(ctx context.Context, id uint64, offset int64, r io.Reader, 
 	done, err := fs.commitAppend(ctx, id, rec, refs, sum)
 	if err != nil {
 		fs.forget(refs[done:])
-		return rec.public(id), err
+		return rec.public(id), fs.endOrphan(ctx, id, err)
 	}
 	fs.dropTail(ctx, rec.Tail)
 	return fs.StagedInfo(ctx, id)
+}
+
+// orphanError is the error of a method that found upload id's root
+// deleted or gone: the upload can never become a file, and the method
+// ends it (endOrphan) rather than leave its chunks and reservation held
+// until the sweep. It wraps ErrRootDeleted or ErrNotExist.
+type orphanError struct{ err error }
+
+func (e orphanError) Error() string { return e.err.Error() }
+func (e orphanError) Unwrap() error { return e.err }
+
+// stagedRootLive checks, in tx, that the root of upload id (rec) is
+// live: an orphanError otherwise. A root is never undeleted, so nothing
+// could append to or finish an upload into a deleted one; before, Append
+// stored bytes into it until the sweep ended it.
+func stagedRootLive(tx kv.Txn, id uint64, rec stagedRec) error {
+	_, err := loadRoot(tx, rec.Root)
+	if errors.Is(err, ErrRootDeleted) || errors.Is(err, ErrNotExist) {
+		return orphanError{fmt.Errorf("staged upload %d: %w", id, err)}
+	}
+	return err
+}
+
+// endOrphan ends upload id when err says its root is deleted or gone
+// (orphanError), giving back its chunks and reservation at once, and
+// returns err. A failure to end it is logged: the sweep ends it later.
+func (fs *FS) endOrphan(ctx context.Context, id uint64, err error) error {
+	var o orphanError
+	if !errors.As(err, &o) {
+		return err
+	}
+	if terr := fs.terminate(context.WithoutCancel(ctx), id, false); terr != nil && !errors.Is(terr, ErrNotExist) {
+		fs.log.Warn("vfs: could not end a staged upload whose root is deleted; the sweep ends it", "upload", id, "err", terr)
+	}
+	return err
 }
 
 // keepStaged is an append's body that keeps its upload alive while bytes
@@ -422,6 +464,11 @@ func (fs *FS) commitAppend(ctx context.Context, id uint64, was stagedRec, refs [
 		err := fs.update(ctx, func(tx kv.Txn) error {
 			rec, err := fs.loadStaged(tx, id)
 			if err != nil {
+				return err
+			}
+			// Read in the transaction, so that a DeleteRoot committed
+			// meanwhile conflicts with it.
+			if err := stagedRootLive(tx, id, rec); err != nil {
 				return err
 			}
 			if rec.Sealed != wantSealed || !slicesEqual(rec.Tail, wantTail) {
@@ -516,7 +563,8 @@ func slicesEqual(a, b []chunk.Ref) bool {
 // revision as they are. Bytes of the length that were not reserved
 // (fair.go) are checked against the quotas as a write of that many,
 // again after freeRoom when they do not fit: ErrQuotaExceeded otherwise.
-// Only a failure leaves the upload staged. An
+// Only a failure leaves the upload staged, but for ErrRootDeleted (or
+// ErrNotExist for a root gone), which ends it as Append does. An
 // upload finished already, less than finishedGrace ago, is not made
 // again: Finish returns its file (as it is now) and nil, so that the two
 // requests that raced to finish it both learn it succeeded.
@@ -529,6 +577,7 @@ func (fs *FS) Finish(ctx context.Context, id uint64, opts WriteOptions) (Node, e
 	if err == nil && rec.Done != 0 {
 		return n, nil // made by the other Finish, which told the observer
 	}
+	err = fs.endOrphan(ctx, id, err)
 	fs.done(OpWrite, err, Event{RootID: rec.Root, NodeID: n.ID, ParentID: rec.Parent, Name: rec.Name, Size: n.Size})
 	return n, err
 }
@@ -560,6 +609,9 @@ func (fs *FS) finish(ctx context.Context, id uint64, opts WriteOptions, out *sta
 			return nil
 		}
 		if err != nil {
+			return err
+		}
+		if err := stagedRootLive(tx, id, st); err != nil {
 			return err
 		}
 		if st.offset() != st.Length {
@@ -831,6 +883,69 @@ func (fs *FS) stagedTotals(ctx context.Context) (n int, reserved int64, err erro
 		})
 	})
 	return n, reserved, err
+}
+
+// defaultStagedBatch is how many upload records EachStaged reads in one
+// transaction.
+const defaultStagedBatch = 256
+
+// EachStaged calls fn with every staged upload in progress, in id order:
+// those not finished, not expired, and into a live root (one into a
+// deleted root holds nothing against any quota and is ended at its next
+// append or by the sweep). It reads 256 records a transaction (defaultStagedBatch) and
+// calls fn outside any, so that a listing of many uploads holds neither
+// a transaction open for its length nor more than a batch in memory. A
+// record that does not read is skipped (ExpireStaged reports it). An
+// error from fn ends it with that error; kv.ErrStop ends it with nil.
+func (fs *FS) EachStaged(ctx context.Context, fn func(Staged) error) error {
+	next := uint64(0)
+	batch := make([]Staged, 0, fs.stagedBatch)
+	for {
+		now := fs.nowNs()
+		more := false
+		err := fs.db.View(ctx, func(tx kv.Txn) error {
+			batch, more = batch[:0], false
+			live := map[uint64]bool{}
+			return tx.Scan([]byte(pStaged), stagedKey(next), func(k, v []byte) error {
+				if len(batch) == fs.stagedBatch {
+					more = true
+					return kv.ErrStop
+				}
+				id := stagedKeyID(k)
+				next = id + 1
+				var rec stagedRec
+				if cbor.Unmarshal(v, &rec) != nil || rec.Done != 0 || rec.Expires <= now {
+					return nil
+				}
+				ok, seen := live[rec.Root]
+				if !seen {
+					_, err := loadRoot(tx, rec.Root)
+					if err != nil && !errors.Is(err, ErrRootDeleted) && !errors.Is(err, ErrNotExist) {
+						return err
+					}
+					ok = err == nil
+					live[rec.Root] = ok
+				}
+				if ok {
+					batch = append(batch, rec.public(id))
+				}
+				return nil
+			})
+		})
+		if err != nil {
+			return err
+		}
+		for _, st := range batch {
+			if err := fn(st); errors.Is(err, kv.ErrStop) {
+				return nil
+			} else if err != nil {
+				return err
+			}
+		}
+		if !more {
+			return ctx.Err()
+		}
+	}
 }
 
 // StagedHolder decides which staged uploads may keep their reservation.

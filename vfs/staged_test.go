@@ -245,6 +245,30 @@ func TestStagedRefusals(t *testing.T) {
 			_, err := e.fs.Append(ctx, st.ID, 5, bytes.NewReader(nil), vfs.AppendOptions{})
 			return err
 		}, vfs.ErrNotExist},
+		{"append after the root's deletion ends the upload", func(t *testing.T, e *env) error {
+			st := e.stage(t, "a", int64(len(data)), vfs.WriteOptions{})
+			e.appendAll(t, st.ID, data, 0, 100)
+			if err := e.fs.DeleteRoot(ctx, e.root.ID); err != nil {
+				t.Fatal(err)
+			}
+			_, err := e.fs.Append(ctx, st.ID, 100, bytes.NewReader(data[100:]), vfs.AppendOptions{})
+			if _, ierr := e.fs.StagedInfo(ctx, st.ID); !errors.Is(ierr, vfs.ErrNotExist) {
+				t.Errorf("StagedInfo after an append refused for the root: %v, want ErrNotExist (the upload ended)", ierr)
+			}
+			return err
+		}, vfs.ErrRootDeleted},
+		{"finish after the root's deletion ends the upload", func(t *testing.T, e *env) error {
+			st := e.stage(t, "a", 5, vfs.WriteOptions{})
+			e.appendAll(t, st.ID, data, 0, 5)
+			if err := e.fs.DeleteRoot(ctx, e.root.ID); err != nil {
+				t.Fatal(err)
+			}
+			_, err := e.fs.Finish(ctx, st.ID, vfs.WriteOptions{})
+			if _, ierr := e.fs.StagedInfo(ctx, st.ID); !errors.Is(ierr, vfs.ErrNotExist) {
+				t.Errorf("StagedInfo after a finish refused for the root: %v, want ErrNotExist (the upload ended)", ierr)
+			}
+			return err
+		}, vfs.ErrRootDeleted},
 		{"append after terminate", func(t *testing.T, e *env) error {
 			st := e.stage(t, "a", 5, vfs.WriteOptions{})
 			if err := e.fs.Terminate(ctx, st.ID); err != nil {
@@ -785,6 +809,73 @@ func TestStagedFreeRoomForgotten(t *testing.T) {
 			}
 			if n := e.fs.RoomFreedRoots(); n != c.want {
 				t.Errorf("the throttle remembers %d roots after the sweep, want %d", n, c.want)
+			}
+		})
+	}
+}
+
+// TestStagedEach: EachStaged yields the uploads in progress, in id order,
+// across as many transactions as its batch takes, and leaves out those
+// finished, terminated, expired or into a deleted root; kv.ErrStop ends
+// it early without an error.
+func TestStagedEach(t *testing.T) {
+	for _, batch := range []int{1, 2, 3, 0} {
+		t.Run(fmt.Sprint("batch ", batch), func(t *testing.T) {
+			clock := berthtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+			e := newEnvWith(t, vfs.WithStagedBatch(vfs.Options{Now: clock.Now}, batch))
+			other, err := e.fs.CreateRoot(ctx, "bob", vfs.RootSync)
+			if err != nil {
+				t.Fatal(err)
+			}
+			stage := func(root vfs.Root, name string, ttl time.Duration) vfs.Staged {
+				t.Helper()
+				st, err := e.fs.Stage(ctx, root.ID, root.FolderID, name, vfs.StageOptions{Length: 5, TTL: ttl, Owner: name}, vfs.WriteOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return st
+			}
+			var want []uint64
+			keep := stage(e.root, "a", time.Hour)
+			want = append(want, keep.ID)
+			e.appendAll(t, keep.ID, []byte("01234"), 0, 2)
+			fin := stage(e.root, "finished", time.Hour)
+			e.appendAll(t, fin.ID, []byte("01234"), 0, 5)
+			if _, err := e.fs.Finish(ctx, fin.ID, vfs.WriteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if err := e.fs.Terminate(ctx, stage(e.root, "terminated", time.Hour).ID); err != nil {
+				t.Fatal(err)
+			}
+			stage(e.root, "expired", time.Minute)
+			stage(other, "deleted root", time.Hour)
+			for _, n := range []string{"b", "c", "d"} {
+				want = append(want, stage(e.root, n, time.Hour).ID)
+			}
+			if err := e.fs.DeleteRoot(ctx, other.ID); err != nil {
+				t.Fatal(err)
+			}
+			clock.Add(2 * time.Minute)
+			var got []uint64
+			err = e.fs.EachStaged(ctx, func(st vfs.Staged) error {
+				got = append(got, st.ID)
+				if st.ID == keep.ID && (st.Offset != 2 || st.Length != 5 || st.Reserved != 5 || st.Owner != "a" || st.Name != "a") {
+					t.Errorf("upload %+v, want offset 2 of 5, 5 reserved, owner and name a", st)
+				}
+				return nil
+			})
+			if err != nil || fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("EachStaged: %v, %v; want %v", got, err, want)
+			}
+			got = nil
+			err = e.fs.EachStaged(ctx, func(st vfs.Staged) error {
+				if got = append(got, st.ID); len(got) == 2 {
+					return kv.ErrStop
+				}
+				return nil
+			})
+			if err != nil || fmt.Sprint(got) != fmt.Sprint(want[:2]) {
+				t.Fatalf("EachStaged stopped at the second: %v, %v; want %v", got, err, want[:2])
 			}
 		})
 	}
