@@ -161,6 +161,9 @@ func TestSecurityHeaders(t *testing.T) {
 		for k, v := range map[string]string{
 			"Referrer-Policy": "no-referrer", "X-Content-Type-Options": "nosniff",
 			"Strict-Transport-Security": "max-age=31536000", "X-Frame-Options": "DENY",
+			// A link posted where a crawler reads it is still no page
+			// for a search engine to list, nor its files.
+			"X-Robots-Tag": "noindex, nofollow",
 		} {
 			if h.Get(k) != v {
 				t.Errorf("%s: %s %q, want %q", u, k, h.Get(k), v)

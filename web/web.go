@@ -158,6 +158,10 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hd.Set("Strict-Transport-Security", hsts)
 	hd.Set("Cross-Origin-Opener-Policy", "same-origin")
 	hd.Set("Cross-Origin-Resource-Policy", "same-origin")
+	// A link's address posted where a crawler reads it makes no page
+	// of a search engine's: the names, previews and files of a share
+	// are for whoever is given the link, not for whoever searches.
+	hd.Set("X-Robots-Tag", "noindex, nofollow")
 	if r.Method != http.MethodGet && r.Method != http.MethodHead && !(r.Method == http.MethodPost && (strings.HasSuffix(r.URL.Path, "/login") || strings.HasSuffix(r.URL.Path, "/upload"))) {
 		hd.Set("Allow", "GET, HEAD")
 		h.problem(w, r, http.StatusMethodNotAllowed, "Method not allowed", "These pages are only read.")
