@@ -48,8 +48,22 @@ type tokenResponse struct {
 // oauthRoutes registers the OAuth2 endpoints (spec 4.1, 5). They are not
 // tied to an API version and need no bearer token.
 func (s *server) oauthRoutes() {
-	s.handlePublic("POST /oauth/token", s.token)
-	s.handlePublic("POST /oauth/revoke", s.revoke)
+	s.handleOAuth("POST /oauth/token", s.token)
+	s.handleOAuth("POST /oauth/revoke", s.revoke)
+}
+
+// handleOAuth is handlePublic for the OAuth2 endpoints, whose every
+// answer carries Pragma: no-cache besides Cache-Control: no-store (RFC
+// 6749 5.1 and 5.2 ask both of a token response and its errors): an
+// HTTP/1.0 cache between a browser and berth reads only Pragma, and kept
+// a response that holds tokens.
+func (s *server) handleOAuth(pattern string, h JSONHandler) {
+	s.registered(pattern, true)
+	next := s.serveJSON(h)
+	s.mux.Handle(pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Pragma", "no-cache")
+		next.ServeHTTP(w, r)
+	}))
 }
 
 // token serves both grants of spec 5.1 and 5.2.

@@ -130,6 +130,10 @@ func TestOAuthTokenResponse(t *testing.T) {
 	if cc := resp.Header.Get("Cache-Control"); cc != "no-store" {
 		t.Errorf("Cache-Control = %q, want no-store", cc)
 	}
+	// RFC 6749 5.1: and Pragma, which an HTTP/1.0 cache reads.
+	if p := resp.Header.Get("Pragma"); p != "no-cache" {
+		t.Errorf("Pragma = %q, want no-cache", p)
+	}
 	if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
 		t.Errorf("Content-Type = %q", ct)
 	}

@@ -3,7 +3,10 @@ package web_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -316,5 +319,61 @@ func TestBrowserDropUpload(t *testing.T) {
 	defer f.Close()
 	if b, _ := io.ReadAll(f); string(b) != "dropped two" {
 		t.Errorf("dropped-2.txt holds %q", b)
+	}
+}
+
+// TestBrowserCrossSite: another site's page, in the browser of someone
+// who opened an upload link (and so holds its CSRF cookie), posts to the
+// link's upload, by a form the page submits and by fetch: even handed
+// the right token (as if it had leaked), nothing is stored, because the
+// browser neither sends the SameSite=Strict cookie on such a request nor
+// calls it same-origin. Another site is another host for the browser
+// (localhost for 127.0.0.1).
+func TestBrowserCrossSite(t *testing.T) {
+	ctx := chrome(t)
+	s := newSite(t)
+	l, u := s.link(t, s.docs, share.LinkSettings{WriteAccess: ptr(true), AnonEdit: ptr(true)})
+	step(t, ctx, chromedp.Navigate(u), chromedp.WaitVisible(chromedp.CSS("#upload-form")))
+	tok, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('input[name="csrf"]').value`))
+	if err != nil || tok == "" {
+		t.Fatalf("no token on the page (%v)", err)
+	}
+	up := s.srv.URL + "/s/" + l.Hash + "/upload"
+	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprintf(w, `<!doctype html><title>evil</title><body>
+<form id="f" method="post" enctype="multipart/form-data" action="%[1]s"><input type="hidden" name="csrf" value="%[2]s"></form>
+<script>
+async function attack() {
+	const fd = new FormData();
+	fd.append("csrf", %[2]q);
+	fd.append("file", new Blob(["by fetch"]), "by-fetch.txt");
+	try { await fetch(%[1]q, {method: "POST", body: fd, mode: "no-cors", credentials: "include"}); } catch (e) {}
+	document.title = "sent";
+}
+</script></body>`, up, tok)
+	}))
+	defer evil.Close()
+	evilURL := strings.Replace(evil.URL, "127.0.0.1", "localhost", 1)
+	step(t, ctx, chromedp.Navigate(evilURL), chromedp.WaitReady(chromedp.CSS("#f")))
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`attack().then(() => true)`, chromedp.EvalAwaitPromise)); err != nil {
+		t.Fatal(err)
+	}
+	// The form, submitted by the page: the browser lands on berth's answer.
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.getElementById("f").submit(), true`)); err != nil {
+		t.Fatal(err)
+	}
+	step(t, ctx, chromedp.WaitVisible(chromedp.CSS("#problem")))
+	if got := text(t, ctx, "#problem"); got != "Form expired" {
+		t.Errorf("a cross-site form's upload answered %q, want Form expired", got)
+	}
+	kids, _, err := s.st.FS.List(context.Background(), s.root.ID, s.docs.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range kids {
+		if k.Name == "by-fetch.txt" {
+			t.Error("a cross-site fetch uploaded by-fetch.txt")
+		}
 	}
 }

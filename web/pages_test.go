@@ -31,6 +31,10 @@ func TestPages(t *testing.T) {
 	_, loginURL := s.link(t, s.file, share.LinkSettings{LoginRequired: ptr(true)})
 	_, noReadURL := s.link(t, s.file, share.LinkSettings{ReadAccess: ptr(false)})
 	other := s.mkfiles(t, "elsewhere", 1)
+	// A name with a right-to-left override reads "photoexe.jpg" as is.
+	spoof := "photo\u202egpj.exe"
+	_, spoofURL := s.link(t, s.write(t, spoof, []byte("MZ")), share.LinkSettings{})
+	_, spoofDirURL := s.link(t, s.mkfiles(t, "isolate\u2067d", 0), share.LinkSettings{})
 	id := func(n uint64) string { return strconv.FormatUint(n, 10) }
 	tests := []struct {
 		name   string
@@ -61,6 +65,8 @@ func TestPages(t *testing.T) {
 		{"login required", loginURL, 401, "text/html; charset=utf-8", []string{"Sign-in required"}, nil},
 		{"no read access: page", noReadURL, 200, "text/html; charset=utf-8", []string{"report.pdf"}, []string{"/download"}},
 		{"no read access: download", noReadURL + "/download", 403, "text/html; charset=utf-8", nil, nil},
+		{"name reordered by an override: file page", spoofURL, 200, "text/html; charset=utf-8", []string{"photo\ufffdgpj.exe</h1>", "<title>photo\ufffdgpj.exe"}, []string{"\u202e"}},
+		{"name reordered by an isolate: folder page", spoofDirURL, 200, "text/html; charset=utf-8", []string{"isolate\ufffdd</h1>"}, []string{"\u2067"}},
 		{"style sheet", s.srv.URL + "/s/static/style.css", 200, "text/css; charset=utf-8", []string{"body{"}, nil},
 	}
 	for _, tt := range tests {
@@ -155,6 +161,9 @@ func TestSecurityHeaders(t *testing.T) {
 		for k, v := range map[string]string{
 			"Referrer-Policy": "no-referrer", "X-Content-Type-Options": "nosniff",
 			"Strict-Transport-Security": "max-age=31536000", "X-Frame-Options": "DENY",
+			// A link posted where a crawler reads it is still no page
+			// for a search engine to list, nor its files.
+			"X-Robots-Tag": "noindex, nofollow",
 		} {
 			if h.Get(k) != v {
 				t.Errorf("%s: %s %q, want %q", u, k, h.Get(k), v)

@@ -27,6 +27,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"berth/account"
 	"berth/httpserve"
@@ -129,6 +130,7 @@ func New(o Options) http.Handler {
 		"size":  humanSize,
 		"date":  func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") },
 		"style": func() string { return h.style.url },
+		"shown": shownName,
 	}).ParseFS(files, "templates/*.html"))
 	m := http.NewServeMux()
 	m.HandleFunc("GET "+h.style.url, func(w http.ResponseWriter, r *http.Request) { h.serveStyle(w, r, styleCache) })
@@ -156,6 +158,10 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hd.Set("Strict-Transport-Security", hsts)
 	hd.Set("Cross-Origin-Opener-Policy", "same-origin")
 	hd.Set("Cross-Origin-Resource-Policy", "same-origin")
+	// A link's address posted where a crawler reads it makes no page
+	// of a search engine's: the names, previews and files of a share
+	// are for whoever is given the link, not for whoever searches.
+	hd.Set("X-Robots-Tag", "noindex, nofollow")
 	if r.Method != http.MethodGet && r.Method != http.MethodHead && !(r.Method == http.MethodPost && (strings.HasSuffix(r.URL.Path, "/login") || strings.HasSuffix(r.URL.Path, "/upload"))) {
 		hd.Set("Allow", "GET, HEAD")
 		h.problem(w, r, http.StatusMethodNotAllowed, "Method not allowed", "These pages are only read.")
@@ -575,6 +581,34 @@ func (h *handler) abort(r *http.Request, err error) {
 		h.log.Warn("share-link download aborted", "path", r.URL.Path, "error", err)
 	}
 	panic(http.ErrAbortHandler)
+}
+
+// shownName is a name as the pages show it: each bidirectional
+// embedding, override or isolate (U+202A to U+202E, U+2066 to U+2069)
+// is shown as U+FFFD. Those characters reorder the text after them, so
+// "photo\u202Egpj.exe" read "photoexe.jpg" on the page, and a file that
+// one who may upload through a link named so passed for another type
+// than it downloads as. Names are kept as they are everywhere else (a
+// download's Content-Disposition, the API); the marks (U+200E, U+200F,
+// U+061C), which names in right-to-left scripts need and which reorder
+// nothing but the neutral characters around them, are kept here too.
+func shownName(name string) string {
+	if !strings.ContainsFunc(name, bidiControl) {
+		return name
+	}
+	return strings.Map(func(r rune) rune {
+		if bidiControl(r) {
+			return utf8.RuneError
+		}
+		return r
+	}, name)
+}
+
+// bidiControl reports whether r is a bidirectional embedding, override,
+// pop or isolate (Unicode's explicit formatting characters, less the
+// marks).
+func bidiControl(r rune) bool {
+	return (r >= '\u202a' && r <= '\u202e') || (r >= '\u2066' && r <= '\u2069')
 }
 
 // humanSize writes n bytes as people read sizes (1.5 MB), in powers of

@@ -77,6 +77,28 @@ func TestDownload(t *testing.T) {
 				t.Errorf("GET of a collection: %d %q %q", st, h.Get("Content-Type"), body)
 			}
 		}},
+		// A page of another site that loads a file as its own subresource
+		// (<script src>, <link rel=stylesheet>, <img>) with the Basic
+		// credentials a browser keeps for berth ran a .js file's code,
+		// applied a .css file and measured an image in that page (no
+		// CORS needed: such loads are no-cors); with the answer marked
+		// same-origin the browser refuses them, whichever path answers
+		// (whole, ranged, conditional, HEAD, POST).
+		{"a file is no other site's subresource", func(t *testing.T) {
+			f := newFixture(t)
+			if _, err := f.fs.WriteFile(context.Background(), f.root.ID, f.root.FolderID, "secret.js", bytes.NewReader([]byte(`window.leak = "secret";`)), vfs.WriteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			for _, req := range [][]string{{"GET"}, {"HEAD"}, {"POST"}, {"GET", "Range", "bytes=0-3"}, {"GET", "If-None-Match", `"other"`}} {
+				st, h, body := f.do(req[0], "/secret.js", nil, req[1:]...)
+				if st >= 300 {
+					t.Fatalf("%v: %d %s", req, st, body)
+				}
+				if got := h.Get("Cross-Origin-Resource-Policy"); got != "same-origin" {
+					t.Errorf("%v: Cross-Origin-Resource-Policy %q, want same-origin", req, got)
+				}
+			}
+		}},
 		// A GET or HEAD of a whole file is answered without x/net/webdav
 		// (Handler.sendWhole); the answer is the library's all the same:
 		// the same status, headers and body as a request the library

@@ -69,7 +69,7 @@ func (h *Handler) sendWhole(w http.ResponseWriter, r *http.Request, s *session, 
 	defer vf.Close()
 	send := httpserve.NewSend(w, vf)
 	stream, body := &send.Stream, &send.Body
-	var hdrs [10]string
+	var hdrs [12]string
 	if !httpserve.SendWhole(stream, r, n.Modified, body, appendGetHeaders(hdrs[:0], p, "Etag", fileInfoETag(n))...) {
 		return false
 	}
@@ -83,7 +83,7 @@ func (h *Handler) sendWhole(w http.ResponseWriter, r *http.Request, s *session, 
 // as pairs, whichever path serves it, followed by the pairs of more (in
 // the same allocation).
 func getHeaders(p string, more ...string) []string {
-	return appendGetHeaders(make([]string, 0, 8+len(more)), p, more...)
+	return appendGetHeaders(make([]string, 0, 10+len(more)), p, more...)
 }
 
 // appendGetHeaders appends getHeaders(p, more...) to dst, which may be
@@ -96,6 +96,11 @@ func appendGetHeaders(dst []string, p string, more ...string) []string {
 		// it as berth's page, with the Basic credentials it keeps for
 		// the origin.
 		"Content-Security-Policy", httpserve.DownloadCSP,
+		// Nor may another site's page load it as its own subresource
+		// (<script src>, a style sheet, an image) with those
+		// credentials: such loads need no CORS, and ran a .js file in
+		// that page, where it could read what the code defines.
+		"Cross-Origin-Resource-Policy", "same-origin",
 		// Revalidated before each reuse, as every download is: a
 		// mount's or a browser's cache would otherwise reuse a file
 		// for a while it guesses from Last-Modified, stale all along
