@@ -37,6 +37,10 @@ type ListOptions struct {
 	// Props reads every listed child's dead properties along with it,
 	// one ordered scan per batch rather than a seek per child.
 	Props bool
+	// Count asks for the number of live children (Listing.Count), read
+	// from the folder's kept sum without a pass over them: a front end
+	// that must not hold a large folder whole learns its size first.
+	Count bool
 }
 
 // Child is one listed item.
@@ -51,6 +55,11 @@ type Child struct {
 type Listing struct {
 	// Hash is the listing hash when ListOptions.Hash asked for it.
 	Hash string
+	// Count is the number of live children when ListOptions.Count asked
+	// for it, or -1 for a folder that keeps no sum yet (one of a store
+	// older than the sums, until a child of it changes), whose count
+	// would take a pass over every child.
+	Count int64
 
 	fs     *FS
 	ctx    context.Context
@@ -89,6 +98,11 @@ func (fs *FS) ListEach(ctx context.Context, root, folder uint64, opts ListOption
 		l := &Listing{fs: fs, ctx: ctx, tx: tx, folder: folder, base: base, opts: opts}
 		if opts.Hash && whole {
 			if l.Hash, err = listHash(tx, folder, fs.nowNs()); err != nil {
+				return err
+			}
+		}
+		if opts.Count {
+			if l.Count, err = childCount(tx, folder); err != nil {
 				return err
 			}
 		}

@@ -123,17 +123,7 @@ func listHashOf(sum listSumRec, locked []uint64) string {
 // listHash reads the listing hash of folder at now in tx: from its kept
 // sum, or by a scan of its children when it has none.
 func listHash(tx kv.Txn, folder uint64, now int64) (string, error) {
-	var sum listSumRec
-	kept := false
-	err := tx.Scan(listSumPrefix(folder), nil, func(k, v []byte) error {
-		var s listSumRec
-		if err := cbor.Unmarshal(v, &s); err != nil {
-			return fmt.Errorf("vfs: decode listing sum of %d: %w", folder, err)
-		}
-		sum.add(s)
-		kept = true
-		return nil
-	})
+	sum, kept, err := keptSum(tx, folder)
 	if err != nil {
 		return "", err
 	}
@@ -151,6 +141,31 @@ func listHash(tx kv.Txn, folder uint64, now int64) (string, error) {
 		return "", err
 	}
 	return listHashOf(sum, locked), nil
+}
+
+// childCount is the number of live children of folder from its kept
+// sum, or -1 when it keeps none.
+func childCount(tx kv.Txn, folder uint64) (int64, error) {
+	sum, kept, err := keptSum(tx, folder)
+	if err != nil || !kept {
+		return -1, err
+	}
+	return sum.Count, nil
+}
+
+// keptSum adds up the shards of folder's kept sum; kept is false when
+// it has none.
+func keptSum(tx kv.Txn, folder uint64) (sum listSumRec, kept bool, err error) {
+	err = tx.Scan(listSumPrefix(folder), nil, func(k, v []byte) error {
+		var s listSumRec
+		if err := cbor.Unmarshal(v, &s); err != nil {
+			return fmt.Errorf("vfs: decode listing sum of %d: %w", folder, err)
+		}
+		sum.add(s)
+		kept = true
+		return nil
+	})
+	return sum, kept, err
 }
 
 // scanListHash computes the listing hash of folder from its children,

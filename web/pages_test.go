@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"html"
 	"io"
 	"net/http"
 	"regexp"
@@ -18,6 +19,7 @@ import (
 	"berth/berthtest"
 	"berth/share"
 	"berth/vfs"
+	"berth/web"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -455,6 +457,58 @@ func TestPaging(t *testing.T) {
 		}
 		if strings.Contains(body, `id="prev"`) != tt.prev || strings.Contains(body, `id="next"`) != tt.next {
 			t.Errorf("%s: prev/next links wrong", tt.page)
+		}
+	}
+}
+
+// TestPagingLargeFolder: a folder of more items than a page sorts whole
+// (web.SetSmallFolder, 5,000 in earnest) is listed by name as stored, a
+// page at a time from the name its Next link carries, with a link back to
+// its first page; bad cursors are 400. Folders mix with files there.
+func TestPagingLargeFolder(t *testing.T) {
+	s := newSite(t)
+	web.SetSmallFolder(t, 100)
+	d := s.mkfiles(t, "many", 250)
+	if _, err := s.st.FS.Mkdir(context.Background(), s.root.ID, d.ID, "f150.dir", share.WriteOptions(s.alice)); err != nil {
+		t.Fatal(err)
+	}
+	_, u := s.link(t, d, share.LinkSettings{})
+	next := regexp.MustCompile(`id="next" href="([^"]+)"`)
+	origin := u[:strings.Index(u, "/s/")]
+	at := u
+	for _, tt := range []struct {
+		rows, dirs  int
+		first, last string
+		back, more  bool
+	}{
+		{100, 0, "f000.txt", "f099.txt", false, true},
+		{100, 1, "f100.txt", "f198.txt", true, true},
+		{51, 0, "f199.txt", "f249.txt", true, false},
+	} {
+		resp, body := get(t, at)
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s: %d", at, resp.StatusCode)
+		}
+		if n, dirs := strings.Count(body, `class="file"`)+strings.Count(body, `class="folder"`), strings.Count(body, `class="folder"`); n != tt.rows || dirs != tt.dirs {
+			t.Errorf("%s: %d rows, %d folders; want %d, %d", at, n, dirs, tt.rows, tt.dirs)
+		}
+		if !strings.Contains(body, tt.first) || !strings.Contains(body, tt.last) {
+			t.Errorf("%s: lacks %s or %s", at, tt.first, tt.last)
+		}
+		if strings.Contains(body, `id="first"`) != tt.back || strings.Contains(body, `id="prev"`) {
+			t.Errorf("%s: first-page or previous link wrong", at)
+		}
+		m := next.FindStringSubmatch(body)
+		if (m != nil) != tt.more {
+			t.Fatalf("%s: next link %v, want %v", at, m != nil, tt.more)
+		}
+		if m != nil {
+			at = origin + html.UnescapeString(m[1])
+		}
+	}
+	for _, q := range []string{"?page=2", "?after=a%2Fb", "?after=f100.txt&page=2", "?after=" + strings.Repeat("x", 300)} {
+		if resp, _ := get(t, u+q); resp.StatusCode != 400 {
+			t.Errorf("%s: %d, want 400", q, resp.StatusCode)
 		}
 	}
 }

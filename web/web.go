@@ -374,36 +374,15 @@ func (h *handler) page(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	page := 1
-	if v := q.Get("page"); v != "" {
-		if page, err = strconv.Atoi(v); err != nil || page < 1 {
-			h.fail(w, r, fmt.Errorf("%w: page must be a whole number from 1", errBadQuery))
-			return
+	name := func(f vfs.Node) string {
+		if f.ID == la.Root.FolderID || f.Name == "" {
+			return la.Root.Name
 		}
+		return f.Name
 	}
-	kids, _, err := h.opts.FS.List(r.Context(), la.Root.ID, n.ID)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	kids = slices.Clone(kids)
-	// Folders first, then by name, as a file manager lists them.
-	slices.SortFunc(kids, func(a, b vfs.Node) int {
-		if a.Dir != b.Dir {
-			if a.Dir {
-				return -1
-			}
-			return 1
-		}
-		return cmp.Or(strings.Compare(strings.ToLower(a.Name), strings.ToLower(b.Name)), strings.Compare(a.Name, b.Name))
-	})
-	maxPage := max(1, (len(kids)+PageSize-1)/PageSize)
-	if page > maxPage {
-		h.fail(w, r, fmt.Errorf("%w: this folder has %d pages", errBadQuery, maxPage))
-		return
-	}
-	lo, hi := (page-1)*PageSize, min(page*PageSize, len(kids))
-	folderURL := func(id uint64, page int) string {
+	// folderURL is the page of folder id: from its start, at page (a
+	// small folder's), or after the name after (a large folder's).
+	folderURL := func(id uint64, page int, after string) string {
 		v := url.Values{}
 		if id != la.Link.FolderID {
 			v.Set("folder", strconv.FormatUint(id, 10))
@@ -411,30 +390,32 @@ func (h *handler) page(w http.ResponseWriter, r *http.Request) {
 		if page > 1 {
 			v.Set("page", strconv.Itoa(page))
 		}
+		if after != "" {
+			v.Set("after", after)
+		}
 		if len(v) == 0 {
 			return base
 		}
 		return base + "?" + v.Encode()
 	}
-	name := func(f vfs.Node) string {
-		if f.ID == la.Root.FolderID || f.Name == "" {
-			return la.Root.Name
-		}
-		return f.Name
-	}
 	var crumbs []crumb
 	for i, c := range chain {
 		cr := crumb{Name: name(c)}
 		if i < len(chain)-1 {
-			cr.Href = folderURL(c.ID, 1)
+			cr.Href = folderURL(c.ID, 1, "")
 		}
 		crumbs = append(crumbs, cr)
 	}
-	items := make([]item, 0, hi-lo)
-	for _, k := range kids[lo:hi] {
+	kids, nav, err := h.listFolder(r, la, n.ID)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	items := make([]item, 0, len(kids))
+	for _, k := range kids {
 		it := item{Name: k.Name, Dir: k.Dir, Size: k.Size, Modified: k.Modified}
 		if k.Dir {
-			it.Href = folderURL(k.ID, 1)
+			it.Href = folderURL(k.ID, 1, "")
 		} else {
 			it.Href = base + "/file/" + strconv.FormatUint(k.ID, 10)
 		}
@@ -447,18 +428,109 @@ func (h *handler) page(w http.ResponseWriter, r *http.Request) {
 	}
 	data := map[string]any{
 		"Title": name(n), "Folder": name(n), "Crumbs": crumbs, "Items": items, "CanRead": canRead,
-		"Zip": zip, "Upload": "", "Page": page, "MaxPage": maxPage, "Prev": "", "Next": "",
+		"Zip": zip, "Upload": "", "Page": nav.page, "MaxPage": nav.maxPage, "Prev": "", "Next": "", "First": "",
 	}
 	if h.canWrite(r, la) {
 		data["Upload"], data["CSRF"], data["Script"] = up, csrfToken(w, r), h.script
 	}
-	if page > 1 {
-		data["Prev"] = folderURL(n.ID, page-1)
+	switch {
+	case nav.page > 1:
+		data["Prev"] = folderURL(n.ID, nav.page-1, "")
+	case nav.after != "":
+		data["First"] = folderURL(n.ID, 1, "")
 	}
-	if page < maxPage {
-		data["Next"] = folderURL(n.ID, page+1)
+	switch {
+	case nav.page < nav.maxPage:
+		data["Next"] = folderURL(n.ID, nav.page+1, "")
+	case nav.next != "":
+		data["Next"] = folderURL(n.ID, 1, nav.next)
 	}
 	h.render(w, r, http.StatusOK, "folder.html", data)
+}
+
+// smallFolder is the most items a folder page sorts: a folder of up to
+// this many is read whole (about 1 MiB), listed folders first and by
+// name regardless of case, in numbered pages. A larger one is listed as
+// it is stored, by name bytewise, a page at a time from the name a Next
+// link carries, so a visitor of a link to a folder of a million files
+// costs a page's memory and reading, never the folder's. A variable for
+// the tests, which list large folders of a few files.
+var smallFolder = int64(5000)
+
+// folderNav is where a folder page stands: page of maxPage for a small
+// folder; for a large one after, the name it lists after ("" from the
+// start), and next, the last name it lists when more follow.
+type folderNav struct {
+	page, maxPage int
+	after, next   string
+}
+
+// listFolder reads the page of folder that r's query names (?page=N of
+// a small folder, ?after=NAME of a large one).
+func (h *handler) listFolder(r *http.Request, la share.LinkAccess, folder uint64) ([]vfs.Node, folderNav, error) {
+	q := r.URL.Query()
+	nav := folderNav{page: 1, maxPage: 1, after: q.Get("after")}
+	if v := q.Get("page"); v != "" {
+		p, err := strconv.Atoi(v)
+		if err != nil || p < 1 {
+			return nil, nav, fmt.Errorf("%w: page must be a whole number from 1", errBadQuery)
+		}
+		nav.page = p
+	}
+	if nav.after != "" {
+		if err := vfs.ValidateName(nav.after); err != nil {
+			return nil, nav, fmt.Errorf("%w: after must be a name", errBadQuery)
+		}
+		if nav.page > 1 {
+			return nil, nav, fmt.Errorf("%w: page and after do not go together", errBadQuery)
+		}
+	}
+	count := int64(-1)
+	if nav.after == "" {
+		err := h.opts.FS.ListEach(r.Context(), la.Root.ID, folder, vfs.ListOptions{Count: true}, func(l *vfs.Listing) error {
+			count = l.Count
+			return nil
+		})
+		if err != nil {
+			return nil, nav, err
+		}
+	}
+	if count >= 0 && count <= smallFolder {
+		kids, _, err := h.opts.FS.List(r.Context(), la.Root.ID, folder)
+		if err != nil {
+			return nil, nav, err
+		}
+		// Folders first, then by name, as a file manager lists them.
+		slices.SortFunc(kids, func(a, b vfs.Node) int {
+			if a.Dir != b.Dir {
+				if a.Dir {
+					return -1
+				}
+				return 1
+			}
+			return cmp.Or(strings.Compare(strings.ToLower(a.Name), strings.ToLower(b.Name)), strings.Compare(a.Name, b.Name))
+		})
+		nav.maxPage = max(1, (len(kids)+PageSize-1)/PageSize)
+		if nav.page > nav.maxPage {
+			return nil, nav, fmt.Errorf("%w: this folder has %d pages", errBadQuery, nav.maxPage)
+		}
+		return kids[(nav.page-1)*PageSize : min(nav.page*PageSize, len(kids))], nav, nil
+	}
+	if nav.page > 1 {
+		return nil, nav, fmt.Errorf("%w: this folder is listed by name from a Next link, not by page number", errBadQuery)
+	}
+	kids := make([]vfs.Node, 0, PageSize)
+	err := h.opts.FS.ListEach(r.Context(), la.Root.ID, folder, vfs.ListOptions{After: nav.after, Limit: PageSize}, func(l *vfs.Listing) error {
+		for c, err := range l.Children() {
+			if err != nil {
+				return err
+			}
+			kids = append(kids, c.Node)
+		}
+		nav.next = l.Next()
+		return nil
+	})
+	return kids, nav, err
 }
 
 // download serves /s/<hash>/download: the shared file, or a zip of the
