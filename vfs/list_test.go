@@ -80,6 +80,14 @@ func TestListEachAgreesWithList(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				// The count the kept sum gives is the listing's.
+				var count int64
+				if err := e.fs.ListEach(ctx, e.root.ID, folder, vfs.ListOptions{Count: true}, func(l *vfs.Listing) error {
+					count = l.Count
+					return nil
+				}); err != nil || count != int64(len(want)) {
+					t.Fatalf("Count %d (%v), want %d", count, err, len(want))
+				}
 				for _, props := range []bool{false, true} {
 					got, hash, next := listEach(t, e, folder, vfs.ListOptions{Hash: true, Props: props})
 					if hash != wantHash || next != "" {

@@ -230,7 +230,25 @@ func TestListHashOlderStore(t *testing.T) {
 	if err != nil || has || kept != before || scanned != before {
 		t.Fatalf("without sums: kept %s (%v), recomputed %s, before %s, %v", kept, has, scanned, before, err)
 	}
+	// Without a sum the count is unknown (-1), not a pass over the
+	// children; the first change keeps one, and the count with it.
+	count := func() int64 {
+		n := int64(-2)
+		if err := e.fs.ListEach(ctx, e.root.ID, d.ID, vfs.ListOptions{Count: true}, func(l *vfs.Listing) error {
+			n = l.Count
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := count(); n != -1 {
+		t.Fatalf("Count without a kept sum: %d, want -1", n)
+	}
 	e.write(t, d.ID, "new", []byte("x"))
+	if n := count(); n != 21 {
+		t.Fatalf("Count after a change: %d, want 21", n)
+	}
 	kept, scanned, has, err = e.fs.ListHashes(ctx, d.ID)
 	if err != nil || !has || kept != scanned || kept == before {
 		t.Fatalf("after a change: kept %s (%v), recomputed %s, before %s, %v", kept, has, scanned, before, err)
