@@ -72,7 +72,12 @@ func TestCallerCacheSeesEveryWrite(t *testing.T) {
 	setOrg(false)
 	check("organization disabled", ErrInactive, nil)
 	setOrg(true)
-	check("organization enabled", nil, any)
+	// As for a person: enabled again, the sessions from before are gone.
+	check("organization enabled", ErrInvalidToken, nil)
+	if toks, err = s.IssueTokens(ctx, alice.ID, 0); err != nil {
+		t.Fatal(err)
+	}
+	check("organization enabled, signed in again", nil, any)
 
 	if _, err := other.UpdatePolicy(ctx, org.ID, func(p *Policy) error { p.WebDAVEnabled = false; return nil }); err != nil {
 		t.Fatal(err)

@@ -48,6 +48,9 @@ type Caller struct {
 	// ChainQuotas are the space_quota in bytes of each organization of
 	// Chain, in its order (see Quotas).
 	ChainQuotas []int64
+	// sessionsFrom is the latest SessionsFrom of Chain's organizations:
+	// a session begun at or before it was ended by an enabling.
+	sessionsFrom time.Time
 }
 
 // Token records. Tokens themselves are never stored, only their SHA-256:
@@ -112,17 +115,30 @@ func (f familyRecord) end(pol Policy) (time.Time, bool) {
 	if d <= 0 {
 		return time.Time{}, false
 	}
-	start := f.SignedIn
-	if start.IsZero() {
-		start = f.Created
-	}
-	return start.Add(d), true
+	return f.began().Add(d), true
 }
 
 // endedBy reports whether the session is over at now under pol.
 func (f familyRecord) endedBy(pol Policy, now time.Time) bool {
 	end, ok := f.end(pol)
 	return ok && !now.Before(end)
+}
+
+// began is when the session began: SignedIn, or for families stored
+// before berth recorded it Created, the best known bound.
+func (f familyRecord) began() time.Time {
+	if f.SignedIn.IsZero() {
+		return f.Created
+	}
+	return f.SignedIn
+}
+
+// heldFor reports whether the session still speaks for c: begun under
+// c's current password, and after the last enabling of c's
+// organizations (a session cannot begin while one is disabled, so one
+// begun at the very instant is taken as from before).
+func (f familyRecord) heldFor(c Caller) bool {
+	return f.passwordOf(c.Person) && f.began().After(c.sessionsFrom)
 }
 
 // passwordStamp identifies p's current password (a digest of its salted
@@ -315,6 +331,11 @@ func (s *Service) activeCaller(tx kv.Txn, personID uint64) (Caller, error) {
 		return Caller{}, err
 	}
 	c.Organization, c.Chain, c.ChainQuotas = orgs[0], chainIDs(orgs), chainQuotas(orgs)
+	for _, o := range orgs {
+		if o.SessionsFrom.After(c.sessionsFrom) {
+			c.sessionsFrom = o.SessionsFrom
+		}
+	}
 	// What the person acts under: the organization's policy tightened
 	// by every ancestor's (effectivePolicy).
 	c.Organization.Policy = effectivePolicy(orgs)
@@ -396,7 +417,7 @@ func (s *Service) Refresh(ctx context.Context, refreshToken string) (Tokens, Per
 		if err != nil {
 			return err
 		}
-		if !fam.passwordOf(c.Person) {
+		if !fam.heldFor(c) {
 			return ErrInvalidToken
 		}
 		// Refused, not deleted: a policy that allows longer again

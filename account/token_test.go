@@ -106,7 +106,8 @@ func TestTokens(t *testing.T) {
 		}
 	}
 
-	// A disabled organization stops its tokens; enabling it restores them.
+	// A disabled organization stops its tokens; enabling it again ends
+	// them, as for a person.
 	setActive := func(on bool) {
 		if _, err := s.UpdateOrganization(ctx, org.ID, func(o *Organization) error { o.Active = on; return nil }); err != nil {
 			t.Fatal(err)
@@ -123,8 +124,14 @@ func TestTokens(t *testing.T) {
 		t.Fatalf("inactive org, issue: %v", err)
 	}
 	setActive(true)
-	if _, err := s.ValidateAccess(ctx, b.AccessToken); err != nil {
-		t.Fatalf("re-enabled org: %v", err)
+	if _, err := s.ValidateAccess(ctx, b.AccessToken); !errors.Is(err, ErrInvalidToken) {
+		t.Fatalf("re-enabled org, access: %v", err)
+	}
+	if _, _, err := s.Refresh(ctx, b.RefreshToken); !errors.Is(err, ErrInvalidToken) {
+		t.Fatalf("re-enabled org, refresh: %v", err)
+	}
+	if b, err = s.IssueTokens(ctx, alice.ID, 0); err != nil {
+		t.Fatalf("re-enabled org, issue: %v", err)
 	}
 
 	// A changed password ends every session.
