@@ -198,6 +198,9 @@ func TestCallerCacheFileWrites(t *testing.T) {
 		{"session signed out", func(_ *testing.T, w *cacheWorld) error {
 			return w.s.Revoke(context.Background(), w.toks.RefreshToken)
 		}, want{nil, ErrInvalidToken, nil}},
+		{"signed out by the access token", func(_ *testing.T, w *cacheWorld) error {
+			return w.s.SignOut(context.Background(), w.toks.AccessToken)
+		}, want{nil, ErrInvalidToken, nil}},
 		{"access token revoked", func(_ *testing.T, w *cacheWorld) error {
 			return w.s.Revoke(context.Background(), w.toks.AccessToken)
 		}, want{nil, ErrInvalidToken, nil}},

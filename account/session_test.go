@@ -24,6 +24,11 @@ func TestSessionCaller(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, ErrInvalidToken},
+		{"signed out by its access token", func(t *testing.T, w *cacheWorld) {
+			if err := w.s.SignOut(ctx, w.toks.AccessToken); err != nil {
+				t.Fatal(err)
+			}
+		}, ErrInvalidToken},
 		{"password changed", func(t *testing.T, w *cacheWorld) {
 			if err := w.s.SetPassword(ctx, w.alice.ID, "another correct horse"); err != nil {
 				t.Fatal(err)

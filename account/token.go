@@ -176,7 +176,7 @@ func tokenHash(tok string) []byte {
 // (machineID 0 for none) and returns its first access and refresh tokens.
 // Errors: ErrNotFound (person or machine), ErrInactive.
 func (s *Service) IssueTokens(ctx context.Context, personID, machineID uint64) (Tokens, error) {
-	return s.issueTokens(ctx, personID, machineID, nil)
+	return s.issueTokens(ctx, personID, machineID, nil, false)
 }
 
 // IssueLoginTokens is IssueTokens for p as Authenticate returned it: the
@@ -185,17 +185,36 @@ func (s *Service) IssueTokens(ctx context.Context, personID, machineID uint64) (
 // (which ends every session) cannot start a session that outlives it.
 // Errors: those of IssueTokens, ErrInvalidCredentials.
 func (s *Service) IssueLoginTokens(ctx context.Context, p Person, machineID uint64) (Tokens, error) {
-	return s.issueTokens(ctx, p.ID, machineID, func(cur Person) error {
+	return s.issueTokens(ctx, p.ID, machineID, samePassword(p), false)
+}
+
+// IssuePageSession is IssueLoginTokens for a sign-in on a web page
+// (share-link pages), which keeps the access token in a cookie and has
+// no refresh token to carry the session on: none is made (RefreshToken
+// is ""), and the session is stored only as long as its access token
+// (AccessTTL), not RefreshTTL, so that sign-ins a page never signs out
+// of are gone within the hour. Like any session it counts toward
+// MaxSessions, the least recently used ending to make room; SignOut
+// ends it. Errors: those of IssueLoginTokens.
+func (s *Service) IssuePageSession(ctx context.Context, p Person) (Tokens, error) {
+	return s.issueTokens(ctx, p.ID, 0, samePassword(p), true)
+}
+
+// samePassword is the check of a session started for p as Authenticate
+// returned it: the password it was judged by still p's.
+func samePassword(p Person) func(Person) error {
+	return func(cur Person) error {
 		if cur.PasswordHash != p.PasswordHash {
 			return ErrInvalidCredentials
 		}
 		return nil
-	})
+	}
 }
 
 // issueTokens is IssueTokens; check, when not nil, vets the stored person
-// in the transaction that starts the session.
-func (s *Service) issueTokens(ctx context.Context, personID, machineID uint64, check func(Person) error) (Tokens, error) {
+// in the transaction that starts the session; page makes the session of
+// IssuePageSession, without a refresh token.
+func (s *Service) issueTokens(ctx context.Context, personID, machineID uint64, check func(Person) error, page bool) (Tokens, error) {
 	family := make([]byte, 16)
 	if _, err := rand.Read(family); err != nil {
 		return Tokens{}, err
@@ -224,11 +243,19 @@ func (s *Service) issueTokens(ctx context.Context, personID, machineID uint64, c
 			return err
 		}
 		now := s.now()
+		life := s.opts.RefreshTTL
+		if page {
+			life = s.opts.AccessTTL
+		}
 		fam := familyRecord{PersonID: personID, MachineID: machineID, Created: now, SignedIn: now, Password: passwordStamp(c.Person)}
-		if err := s.putTTL(tx, keyBytes(pfxFamily, family), &fam, s.opts.RefreshTTL); err != nil {
+		if err := s.putTTL(tx, keyBytes(pfxFamily, family), &fam, life); err != nil {
 			return err
 		}
-		if err := tx.SetTTL(personFamilyKey(personID, family), nil, s.ttl(s.opts.RefreshTTL)); err != nil {
+		if err := tx.SetTTL(personFamilyKey(personID, family), nil, s.ttl(life)); err != nil {
+			return err
+		}
+		if page {
+			toks, err = s.mintAccess(tx, personID, machineID, family, now)
 			return err
 		}
 		toks, err = s.mint(tx, personID, machineID, family, now)
@@ -298,7 +325,7 @@ func personFamilyKey(personID uint64, family []byte) []byte {
 
 // mint writes a new access and refresh token of the family.
 func (s *Service) mint(tx kv.Txn, personID, machineID uint64, family []byte, now time.Time) (Tokens, error) {
-	access, ah, err := newToken()
+	toks, err := s.mintAccess(tx, personID, machineID, family, now)
 	if err != nil {
 		return Tokens{}, err
 	}
@@ -306,15 +333,25 @@ func (s *Service) mint(tx kv.Txn, personID, machineID uint64, family []byte, now
 	if err != nil {
 		return Tokens{}, err
 	}
-	ar := accessRecord{PersonID: personID, MachineID: machineID, Family: family, Expires: now.Add(s.opts.AccessTTL)}
-	if err := s.putTTL(tx, keyBytes(pfxAccess, ah), &ar, s.opts.AccessTTL); err != nil {
-		return Tokens{}, err
-	}
 	rr := refreshRecord{PersonID: personID, MachineID: machineID, Family: family, Expires: now.Add(s.opts.RefreshTTL)}
 	if err := s.putTTL(tx, keyBytes(pfxRefresh, rh), &rr, s.opts.RefreshTTL); err != nil {
 		return Tokens{}, err
 	}
-	return Tokens{AccessToken: access, RefreshToken: refresh, ExpiresIn: s.opts.AccessTTL, MachineID: machineID}, nil
+	toks.RefreshToken = refresh
+	return toks, nil
+}
+
+// mintAccess writes a new access token of the family.
+func (s *Service) mintAccess(tx kv.Txn, personID, machineID uint64, family []byte, now time.Time) (Tokens, error) {
+	access, ah, err := newToken()
+	if err != nil {
+		return Tokens{}, err
+	}
+	ar := accessRecord{PersonID: personID, MachineID: machineID, Family: family, Expires: now.Add(s.opts.AccessTTL)}
+	if err := s.putTTL(tx, keyBytes(pfxAccess, ah), &ar, s.opts.AccessTTL); err != nil {
+		return Tokens{}, err
+	}
+	return Tokens{AccessToken: access, ExpiresIn: s.opts.AccessTTL, MachineID: machineID}, nil
 }
 
 // activeCaller reads person personID and their organization's chain, all
@@ -644,6 +681,29 @@ func (s *Service) Revoke(ctx context.Context, token string) error {
 			return err
 		}
 		return s.deleteFamily(tx, rr.PersonID, rr.Family)
+	})
+}
+
+// SignOut ends the whole session accessToken belongs to: the token, the
+// others of its session and its refresh token stop working, and what
+// stored the session is deleted. A page signs out with it (a page holds
+// no refresh token to Revoke). An unknown or expired token is not an
+// error.
+func (s *Service) SignOut(ctx context.Context, accessToken string) error {
+	h := tokenHash(accessToken)
+	return s.db.Update(ctx, func(tx kv.Txn) error {
+		var ar accessRecord
+		err := s.get(tx, keyBytes(pfxAccess, h), &ar, ErrNotFound)
+		if errors.Is(err, ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := tx.Delete(keyBytes(pfxAccess, h)); err != nil {
+			return err
+		}
+		return s.deleteFamily(tx, ar.PersonID, ar.Family)
 	})
 }
 

@@ -138,6 +138,7 @@ func New(o Options) http.Handler {
 	m.HandleFunc("GET /s/{hash}/preview", h.preview)
 	m.HandleFunc("GET /s/{hash}/file/{id}", h.fileDownload)
 	m.HandleFunc("POST /s/{hash}/login", h.login)
+	m.HandleFunc("POST /s/{hash}/logout", h.logout)
 	m.HandleFunc("POST /s/{hash}/upload", h.upload)
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		h.problem(w, r, http.StatusNotFound, "Not found", "There is nothing at this address.")
@@ -156,7 +157,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hd.Set("Strict-Transport-Security", hsts)
 	hd.Set("Cross-Origin-Opener-Policy", "same-origin")
 	hd.Set("Cross-Origin-Resource-Policy", "same-origin")
-	if r.Method != http.MethodGet && r.Method != http.MethodHead && !(r.Method == http.MethodPost && (strings.HasSuffix(r.URL.Path, "/login") || strings.HasSuffix(r.URL.Path, "/upload"))) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead && !(r.Method == http.MethodPost && (strings.HasSuffix(r.URL.Path, "/login") || strings.HasSuffix(r.URL.Path, "/logout") || strings.HasSuffix(r.URL.Path, "/upload"))) {
 		hd.Set("Allow", "GET, HEAD")
 		h.problem(w, r, http.StatusMethodNotAllowed, "Method not allowed", "These pages are only read.")
 		return
@@ -360,6 +361,7 @@ func (h *handler) page(w http.ResponseWriter, r *http.Request) {
 				data["Text"], data["TextMore"], data["TextMax"] = text, more, int64(PreviewTextMax)
 			}
 		}
+		h.signOutForm(w, r, base, data)
 		h.render(w, r, http.StatusOK, "file.html", data)
 		return
 	}
@@ -446,6 +448,7 @@ func (h *handler) page(w http.ResponseWriter, r *http.Request) {
 	if h.canWrite(r, la) {
 		data["Upload"], data["CSRF"], data["Script"] = up, csrfToken(w, r), h.script
 	}
+	h.signOutForm(w, r, base, data)
 	if page > 1 {
 		data["Prev"] = folderURL(n.ID, page-1)
 	}
@@ -453,6 +456,14 @@ func (h *handler) page(w http.ResponseWriter, r *http.Request) {
 		data["Next"] = folderURL(n.ID, page+1)
 	}
 	h.render(w, r, http.StatusOK, "folder.html", data)
+}
+
+// signOutForm adds to a page's data the sign-out form (SignOut, its
+// action, and CSRF) when r has the link's session.
+func (h *handler) signOutForm(w http.ResponseWriter, r *http.Request, base string, data map[string]any) {
+	if h.caller(r) != nil {
+		data["SignOut"], data["CSRF"] = base+"/logout", csrfToken(w, r)
+	}
 }
 
 // download serves /s/<hash>/download: the shared file, or a zip of the
