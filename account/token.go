@@ -410,8 +410,9 @@ func (s *Service) Caller(ctx context.Context, personID uint64) (Caller, error) {
 // (spec 5.2). The old refresh token stops working; access tokens issued
 // before stay valid until they expire. Presenting an already rotated
 // refresh token again revokes the whole session. A session older than the
-// policy's deactivate_token_frequency is refused. Errors: ErrInvalidToken,
-// ErrInactive, and a *LockedError (ErrAccountLocked) while the person is
+// policy's deactivate_token_frequency is refused. A person imported from
+// a directory server is asked of it first (recheckDirectory). Errors:
+// ErrInvalidToken, ErrInactive, and a *LockedError (ErrAccountLocked) while the person is
 // locked by failed logins (the refresh token is not used up then).
 func (s *Service) Refresh(ctx context.Context, refreshToken string) (Tokens, Person, error) {
 	var (
@@ -420,6 +421,9 @@ func (s *Service) Refresh(ctx context.Context, refreshToken string) (Tokens, Per
 		reuse bool
 	)
 	h := tokenHash(refreshToken)
+	if err := s.recheckDirectory(ctx, h); err != nil {
+		return Tokens{}, Person{}, err
+	}
 	err := s.db.Update(ctx, func(tx kv.Txn) error {
 		reuse = false
 		now := s.now()
