@@ -367,6 +367,65 @@ func (s *Service) disableMember(ctx context.Context, a AuthSource, pid uint64, r
 	return err
 }
 
+// recheckDirectory asks, before the refresh grant of the refresh token
+// of hash h, whether the directory the token's person was imported from
+// still holds them (holds), rather than waiting up to an import interval
+// for the import to find them gone. Gone, or left out by the source's
+// filter, they are disabled as that import would (disableMember: their
+// sessions end, and an import that finds them back enables them again),
+// and the refresh is refused with ErrInactive. A directory that does not
+// answer refuses nothing: the last import's word stands, as it does for
+// every other use of the session, so an outage of the directory does
+// not sign out every device of its persons. A token that is unknown,
+// used or expired, and a person not imported or not active, are left to
+// the refresh itself.
+func (s *Service) recheckDirectory(ctx context.Context, h []byte) error {
+	var (
+		a   AuthSource
+		m   directoryMember
+		pid uint64
+	)
+	err := s.db.View(ctx, func(tx kv.Txn) error {
+		pid = 0
+		var rr refreshRecord
+		if err := s.get(tx, keyBytes(pfxRefresh, h), &rr, ErrNotFound); err != nil {
+			return err
+		}
+		if rr.Used || !s.now().Before(rr.Expires) {
+			return ErrNotFound
+		}
+		var p Person
+		if err := s.get(tx, key(pfxPerson, rr.PersonID), &p, ErrNotFound); err != nil {
+			return err
+		}
+		if p.AuthSourceID == 0 || !p.Active {
+			return ErrNotFound
+		}
+		if err := s.get(tx, key(pfxAuthSource, p.AuthSourceID), &a, ErrNotFound); err != nil {
+			return err
+		}
+		pid = p.ID
+		return s.get(tx, key(pfxAuthSourcePerson, p.AuthSourceID, p.ID), &m, ErrNotFound)
+	})
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	held, err := s.holds(ctx, a, m.UID)
+	if err != nil {
+		return ctx.Err() // nil unless the request ended: not the directory's word
+	}
+	if held {
+		return nil
+	}
+	if err := s.disableMember(ctx, a, pid, &ImportReport{}); err != nil {
+		return err
+	}
+	return ErrInactive
+}
+
 // verifyDirectory judges the password of p, imported from a directory
 // server, by binding to it as p's entry. A person whose source is gone
 // has no password at all.

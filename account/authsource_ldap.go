@@ -131,6 +131,44 @@ func (s *Service) search(ctx context.Context, a AuthSource) ([]directoryEntry, e
 	return out, nil
 }
 
+// holds reports whether a's directory still holds the entry of uid that
+// an import reads: under its search base, selected by its filter. An
+// answer other than the entries (a server that cannot be reached or
+// refuses berth's login, a base that is gone) is a *DirectoryError.
+func (s *Service) holds(ctx context.Context, a AuthSource, uid string) (bool, error) {
+	select {
+	case s.dir.binds <- struct{}{}:
+		defer func() { <-s.dir.binds }()
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
+	conn, closeConn, err := s.dial(ctx, a)
+	if err != nil {
+		return false, err
+	}
+	defer closeConn()
+	if a.Password == "" {
+		return false, &DirectoryError{URL: a.URL(), Op: "bind", Err: errors.New("no password is set for the login")}
+	}
+	if err := conn.Bind(a.Login, a.Password); err != nil {
+		return false, &DirectoryError{URL: a.URL(), Op: "bind", Err: err}
+	}
+	filter := "(&" + a.SearchFilter() + "(uid=" + ldap.EscapeFilter(uid) + "))"
+	// "1.1" asks for no attributes: only whether an entry matches.
+	req := ldap.NewSearchRequest(a.SearchBase(), ldap.ScopeWholeSubtree, ldap.NeverDerefAliases, 1, 0, false,
+		filter, []string{"1.1"}, nil)
+	res, err := conn.Search(req)
+	switch {
+	case err == nil:
+		return len(res.Entries) > 0, nil
+	case ldap.IsErrorWithCode(err, ldap.LDAPResultSizeLimitExceeded):
+		return true, nil
+	case ctx.Err() != nil:
+		return false, ctx.Err()
+	}
+	return false, &DirectoryError{URL: a.URL(), Op: "search", Err: err}
+}
+
 // bindAs reports whether the directory of source id accepts password for
 // dn: the sign-in of an imported person. A wrong password is false; a
 // server that cannot be reached is a *DirectoryError.

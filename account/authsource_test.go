@@ -368,3 +368,88 @@ func TestAuthSourceImportErrors(t *testing.T) {
 		t.Fatalf("an untrusted CA: %v", err)
 	}
 }
+
+// TestAuthSourceRefresh: the refresh grant of an imported person asks
+// the directory whether it still holds them (their uid, under the
+// source's base and filter), without waiting for the next import. Gone
+// or left out by the filter, the refresh is refused as disabled, and the
+// person is disabled as the import would (their sessions ended, enabled
+// again by an import that finds them back); a directory that does not
+// answer refuses nothing, the last import's word standing.
+func TestAuthSourceRefresh(t *testing.T) {
+	ctx := context.Background()
+	user := directorytest.User{UID: "alice", GivenName: "Alice", SN: "Liddell", Mail: "alice@example.com", Password: "wonderland-1"}
+	rows := []struct {
+		name   string
+		change func(t *testing.T, srv *directorytest.Server, s *Service, a AuthSource)
+		want   error
+		back   func(srv *directorytest.Server) // alice back in the directory
+	}{
+		{"still in the directory", func(*testing.T, *directorytest.Server, *Service, AuthSource) {}, nil, nil},
+		{"deleted from the directory", func(_ *testing.T, srv *directorytest.Server, _ *Service, _ AuthSource) {
+			srv.Delete("alice")
+		}, ErrInactive, func(srv *directorytest.Server) { srv.Add(user) }},
+		{"left out by the source's filter", func(_ *testing.T, srv *directorytest.Server, _ *Service, _ AuthSource) {
+			srv.Replace("alice", map[string]string{"description": "disabled"})
+		}, ErrInactive, func(srv *directorytest.Server) { srv.Replace("alice", map[string]string{"description": "back"}) }},
+		{"the directory does not answer", func(t *testing.T, srv *directorytest.Server, s *Service, a AuthSource) {
+			srv.Delete("alice")
+			if _, err := s.UpdateAuthSource(ctx, a.ID, func(a *AuthSource) error { a.Port = 1; return nil }); err != nil {
+				t.Fatal(err)
+			}
+		}, nil, nil},
+	}
+	for _, row := range rows {
+		t.Run(row.name, func(t *testing.T) {
+			srv := directorytest.Start(t)
+			srv.Add(user)
+			s, _, _, a := directoryService(t, srv, false)
+			a, err := s.UpdateAuthSource(ctx, a.ID, func(a *AuthSource) error {
+				a.Filter = "(&(objectClass=inetOrgPerson)(uid=*)(!(description=disabled)))"
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.ImportAuthSource(ctx, a.ID); err != nil {
+				t.Fatal(err)
+			}
+			alice, err := s.Authenticate(ctx, "alice", "wonderland-1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			toks, err := s.IssueLoginTokens(ctx, alice, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			other, err := s.IssueLoginTokens(ctx, alice, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			row.change(t, srv, s, a)
+			_, _, err = s.Refresh(ctx, toks.RefreshToken)
+			if (err == nil) != (row.want == nil) || !errors.Is(err, row.want) {
+				t.Fatalf("refresh: %v, want %v", err, row.want)
+			}
+			p, _ := s.Person(ctx, alice.ID)
+			_, oerr := s.AccessCaller(ctx, other.AccessToken)
+			if row.want == nil {
+				if !p.Active || oerr != nil {
+					t.Fatalf("let in, yet alice is active %v, her other session %v", p.Active, oerr)
+				}
+				return
+			}
+			if p.Active || oerr == nil {
+				t.Fatalf("refused, yet alice is active %v, her other session %v", p.Active, oerr)
+			}
+			// Back in the directory, the next import enables her again.
+			row.back(srv)
+			if _, err := s.ImportAuthSource(ctx, a.ID); err != nil {
+				t.Fatal(err)
+			}
+			if p, _ = s.Person(ctx, alice.ID); !p.Active {
+				t.Fatal("alice, back in the directory, was not enabled again")
+			}
+		})
+	}
+}

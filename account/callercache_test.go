@@ -72,7 +72,12 @@ func TestCallerCacheSeesEveryWrite(t *testing.T) {
 	setOrg(false)
 	check("organization disabled", ErrInactive, nil)
 	setOrg(true)
-	check("organization enabled", nil, any)
+	// As for a person: enabled again, the sessions from before are gone.
+	check("organization enabled", ErrInvalidToken, nil)
+	if toks, err = s.IssueTokens(ctx, alice.ID, 0); err != nil {
+		t.Fatal(err)
+	}
+	check("organization enabled, signed in again", nil, any)
 
 	if _, err := other.UpdatePolicy(ctx, org.ID, func(p *Policy) error { p.WebDAVEnabled = false; return nil }); err != nil {
 		t.Fatal(err)
@@ -192,6 +197,9 @@ func TestCallerCacheFileWrites(t *testing.T) {
 		}, want{ErrInactive, ErrInactive, ErrInactive}},
 		{"session signed out", func(_ *testing.T, w *cacheWorld) error {
 			return w.s.Revoke(context.Background(), w.toks.RefreshToken)
+		}, want{nil, ErrInvalidToken, nil}},
+		{"signed out by the access token", func(_ *testing.T, w *cacheWorld) error {
+			return w.s.SignOut(context.Background(), w.toks.AccessToken)
 		}, want{nil, ErrInvalidToken, nil}},
 		{"access token revoked", func(_ *testing.T, w *cacheWorld) error {
 			return w.s.Revoke(context.Background(), w.toks.AccessToken)

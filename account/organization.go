@@ -55,6 +55,13 @@ type Organization struct {
 	// (spec 4.6); its form is berth's choice (NewLicenseKey). "" for an
 	// organization made before keys existed: LicenseKey gives it one.
 	LicenseKey string `cbor:"27,keyasint"`
+	// SessionsFrom is when the organization was last enabled again
+	// after a disabling: the sessions of its persons, and of persons
+	// of organizations below it, that began before then are ended, as
+	// enabling a person ends theirs. A stamp, not a sweep of the
+	// subtree's sessions, so that enabling a large organization is one
+	// small write. Zero: never enabled again.
+	SessionsFrom time.Time `cbor:"28,keyasint,omitempty"`
 }
 
 // Policy holds an organization's access control, limits and settings
@@ -510,7 +517,8 @@ func (s *Service) UpdatePolicy(ctx context.Context, orgID uint64, fn func(*Polic
 
 // DisableOrganization disables organization id: nobody in it or below it
 // signs in, and their tokens and WebDAV credentials are refused from the
-// next request on (the chain check of every caller). Disabling a disabled
+// next request on (the chain check of every caller). Enabling it again
+// ends the sessions begun before (SessionsFrom). Disabling a disabled
 // organization changes nothing and records nothing. Errors: ErrNotFound.
 func (s *Service) DisableOrganization(ctx context.Context, id uint64) (Organization, error) {
 	return s.setActive(ctx, id, false, ActOrganizationDisabled)
@@ -602,6 +610,13 @@ func (s *Service) changeOrganization(ctx context.Context, id uint64, activity st
 			return err
 		}
 		org.ID, org.Created, org.Policy.CompanyID, org.LicenseKey = cur.ID, cur.Created, cur.ID, cur.LicenseKey
+		org.SessionsFrom = cur.SessionsFrom
+		// Enabled again: the sessions from before end, as a person's
+		// do (updateAccount); while it was disabled they were refused
+		// as disabled, which said why.
+		if !cur.Active && org.Active {
+			org.SessionsFrom = s.now()
+		}
 		if activity != ActOrganizationDeleted {
 			org.Deleted = cur.Deleted
 		}

@@ -37,7 +37,8 @@ func (s *Service) SessionOf(ctx context.Context, accessToken string) (Caller, Se
 // SessionCaller returns the caller of session ses while the session
 // holds, whether or not the access token it was named by has expired:
 // ErrInvalidToken once it was signed out or revoked, its refresh token
-// expired, its person's password changed, its machine deleted, or the
+// expired, its person's password changed, its organization (or one
+// above) enabled again after a disabling, its machine deleted, or the
 // policy's deactivate_token_frequency ran out; ErrInactive for a
 // disabled person or organization; a *LockedError while the person is
 // locked by failed sign-ins. It reads the store each time.
@@ -71,7 +72,8 @@ func (s *Service) SessionCaller(ctx context.Context, ses Session) (Caller, error
 // sessionCaller reads session family of person personID and the caller
 // it speaks for, with what every use of a session's tokens checks: the
 // session not revoked, the person and their organizations active, the
-// password it began under still theirs, the policy's
+// password it began under still theirs, none of the organizations
+// enabled again since it began, the policy's
 // deactivate_token_frequency not run out, and the person not locked by
 // failed sign-ins (a lock refuses the tokens while it lasts and ends
 // none of them). exempt is accountLock's: the lock spared this address.
@@ -86,7 +88,7 @@ func (s *Service) sessionCaller(ctx context.Context, tx kv.Txn, personID uint64,
 	if err != nil {
 		return Caller{}, fam, false, err
 	}
-	if !fam.passwordOf(c.Person) || fam.endedBy(c.Organization.Policy, s.now()) {
+	if !fam.heldFor(c) || fam.endedBy(c.Organization.Policy, s.now()) {
 		return Caller{}, fam, false, ErrInvalidToken
 	}
 	if exempt, err = s.accountLock(ctx, tx, personID); err != nil {

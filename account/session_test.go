@@ -24,6 +24,11 @@ func TestSessionCaller(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, ErrInvalidToken},
+		{"signed out by its access token", func(t *testing.T, w *cacheWorld) {
+			if err := w.s.SignOut(ctx, w.toks.AccessToken); err != nil {
+				t.Fatal(err)
+			}
+		}, ErrInvalidToken},
 		{"password changed", func(t *testing.T, w *cacheWorld) {
 			if err := w.s.SetPassword(ctx, w.alice.ID, "another correct horse"); err != nil {
 				t.Fatal(err)
@@ -51,6 +56,21 @@ func TestSessionCaller(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, ErrInactive},
+		{"organization disabled, then enabled again", func(t *testing.T, w *cacheWorld) {
+			if _, err := w.s.DisableOrganization(ctx, w.org.ID); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := w.s.EnableOrganization(ctx, w.org.ID); err != nil {
+				t.Fatal(err)
+			}
+		}, ErrInvalidToken},
+		{"parent organization disabled, then enabled again", func(t *testing.T, w *cacheWorld) {
+			for _, active := range []bool{false, true} {
+				if _, err := w.s.UpdateOrganization(ctx, w.parent.ID, func(o *Organization) error { o.Active = active; return nil }); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}, ErrInvalidToken},
 		{"machine deleted", func(t *testing.T, w *cacheWorld) {
 			if err := w.s.DeleteMachine(ctx, w.device.MachineID); err != nil {
 				t.Fatal(err)

@@ -48,6 +48,9 @@ type Caller struct {
 	// ChainQuotas are the space_quota in bytes of each organization of
 	// Chain, in its order (see Quotas).
 	ChainQuotas []int64
+	// sessionsFrom is the latest SessionsFrom of Chain's organizations:
+	// a session begun at or before it was ended by an enabling.
+	sessionsFrom time.Time
 }
 
 // Token records. Tokens themselves are never stored, only their SHA-256:
@@ -112,17 +115,30 @@ func (f familyRecord) end(pol Policy) (time.Time, bool) {
 	if d <= 0 {
 		return time.Time{}, false
 	}
-	start := f.SignedIn
-	if start.IsZero() {
-		start = f.Created
-	}
-	return start.Add(d), true
+	return f.began().Add(d), true
 }
 
 // endedBy reports whether the session is over at now under pol.
 func (f familyRecord) endedBy(pol Policy, now time.Time) bool {
 	end, ok := f.end(pol)
 	return ok && !now.Before(end)
+}
+
+// began is when the session began: SignedIn, or for families stored
+// before berth recorded it Created, the best known bound.
+func (f familyRecord) began() time.Time {
+	if f.SignedIn.IsZero() {
+		return f.Created
+	}
+	return f.SignedIn
+}
+
+// heldFor reports whether the session still speaks for c: begun under
+// c's current password, and after the last enabling of c's
+// organizations (a session cannot begin while one is disabled, so one
+// begun at the very instant is taken as from before).
+func (f familyRecord) heldFor(c Caller) bool {
+	return f.passwordOf(c.Person) && f.began().After(c.sessionsFrom)
 }
 
 // passwordStamp identifies p's current password (a digest of its salted
@@ -160,7 +176,7 @@ func tokenHash(tok string) []byte {
 // (machineID 0 for none) and returns its first access and refresh tokens.
 // Errors: ErrNotFound (person or machine), ErrInactive.
 func (s *Service) IssueTokens(ctx context.Context, personID, machineID uint64) (Tokens, error) {
-	return s.issueTokens(ctx, personID, machineID, nil)
+	return s.issueTokens(ctx, personID, machineID, nil, false)
 }
 
 // IssueLoginTokens is IssueTokens for p as Authenticate returned it: the
@@ -169,17 +185,36 @@ func (s *Service) IssueTokens(ctx context.Context, personID, machineID uint64) (
 // (which ends every session) cannot start a session that outlives it.
 // Errors: those of IssueTokens, ErrInvalidCredentials.
 func (s *Service) IssueLoginTokens(ctx context.Context, p Person, machineID uint64) (Tokens, error) {
-	return s.issueTokens(ctx, p.ID, machineID, func(cur Person) error {
+	return s.issueTokens(ctx, p.ID, machineID, samePassword(p), false)
+}
+
+// IssuePageSession is IssueLoginTokens for a sign-in on a web page
+// (share-link pages), which keeps the access token in a cookie and has
+// no refresh token to carry the session on: none is made (RefreshToken
+// is ""), and the session is stored only as long as its access token
+// (AccessTTL), not RefreshTTL, so that sign-ins a page never signs out
+// of are gone within the hour. Like any session it counts toward
+// MaxSessions, the least recently used ending to make room; SignOut
+// ends it. Errors: those of IssueLoginTokens.
+func (s *Service) IssuePageSession(ctx context.Context, p Person) (Tokens, error) {
+	return s.issueTokens(ctx, p.ID, 0, samePassword(p), true)
+}
+
+// samePassword is the check of a session started for p as Authenticate
+// returned it: the password it was judged by still p's.
+func samePassword(p Person) func(Person) error {
+	return func(cur Person) error {
 		if cur.PasswordHash != p.PasswordHash {
 			return ErrInvalidCredentials
 		}
 		return nil
-	})
+	}
 }
 
 // issueTokens is IssueTokens; check, when not nil, vets the stored person
-// in the transaction that starts the session.
-func (s *Service) issueTokens(ctx context.Context, personID, machineID uint64, check func(Person) error) (Tokens, error) {
+// in the transaction that starts the session; page makes the session of
+// IssuePageSession, without a refresh token.
+func (s *Service) issueTokens(ctx context.Context, personID, machineID uint64, check func(Person) error, page bool) (Tokens, error) {
 	family := make([]byte, 16)
 	if _, err := rand.Read(family); err != nil {
 		return Tokens{}, err
@@ -208,11 +243,19 @@ func (s *Service) issueTokens(ctx context.Context, personID, machineID uint64, c
 			return err
 		}
 		now := s.now()
+		life := s.opts.RefreshTTL
+		if page {
+			life = s.opts.AccessTTL
+		}
 		fam := familyRecord{PersonID: personID, MachineID: machineID, Created: now, SignedIn: now, Password: passwordStamp(c.Person)}
-		if err := s.putTTL(tx, keyBytes(pfxFamily, family), &fam, s.opts.RefreshTTL); err != nil {
+		if err := s.putTTL(tx, keyBytes(pfxFamily, family), &fam, life); err != nil {
 			return err
 		}
-		if err := tx.SetTTL(personFamilyKey(personID, family), nil, s.ttl(s.opts.RefreshTTL)); err != nil {
+		if err := tx.SetTTL(personFamilyKey(personID, family), nil, s.ttl(life)); err != nil {
+			return err
+		}
+		if page {
+			toks, err = s.mintAccess(tx, personID, machineID, family, now)
 			return err
 		}
 		toks, err = s.mint(tx, personID, machineID, family, now)
@@ -282,7 +325,7 @@ func personFamilyKey(personID uint64, family []byte) []byte {
 
 // mint writes a new access and refresh token of the family.
 func (s *Service) mint(tx kv.Txn, personID, machineID uint64, family []byte, now time.Time) (Tokens, error) {
-	access, ah, err := newToken()
+	toks, err := s.mintAccess(tx, personID, machineID, family, now)
 	if err != nil {
 		return Tokens{}, err
 	}
@@ -290,15 +333,25 @@ func (s *Service) mint(tx kv.Txn, personID, machineID uint64, family []byte, now
 	if err != nil {
 		return Tokens{}, err
 	}
-	ar := accessRecord{PersonID: personID, MachineID: machineID, Family: family, Expires: now.Add(s.opts.AccessTTL)}
-	if err := s.putTTL(tx, keyBytes(pfxAccess, ah), &ar, s.opts.AccessTTL); err != nil {
-		return Tokens{}, err
-	}
 	rr := refreshRecord{PersonID: personID, MachineID: machineID, Family: family, Expires: now.Add(s.opts.RefreshTTL)}
 	if err := s.putTTL(tx, keyBytes(pfxRefresh, rh), &rr, s.opts.RefreshTTL); err != nil {
 		return Tokens{}, err
 	}
-	return Tokens{AccessToken: access, RefreshToken: refresh, ExpiresIn: s.opts.AccessTTL, MachineID: machineID}, nil
+	toks.RefreshToken = refresh
+	return toks, nil
+}
+
+// mintAccess writes a new access token of the family.
+func (s *Service) mintAccess(tx kv.Txn, personID, machineID uint64, family []byte, now time.Time) (Tokens, error) {
+	access, ah, err := newToken()
+	if err != nil {
+		return Tokens{}, err
+	}
+	ar := accessRecord{PersonID: personID, MachineID: machineID, Family: family, Expires: now.Add(s.opts.AccessTTL)}
+	if err := s.putTTL(tx, keyBytes(pfxAccess, ah), &ar, s.opts.AccessTTL); err != nil {
+		return Tokens{}, err
+	}
+	return Tokens{AccessToken: access, ExpiresIn: s.opts.AccessTTL, MachineID: machineID}, nil
 }
 
 // activeCaller reads person personID and their organization's chain, all
@@ -315,6 +368,11 @@ func (s *Service) activeCaller(tx kv.Txn, personID uint64) (Caller, error) {
 		return Caller{}, err
 	}
 	c.Organization, c.Chain, c.ChainQuotas = orgs[0], chainIDs(orgs), chainQuotas(orgs)
+	for _, o := range orgs {
+		if o.SessionsFrom.After(c.sessionsFrom) {
+			c.sessionsFrom = o.SessionsFrom
+		}
+	}
 	// What the person acts under: the organization's policy tightened
 	// by every ancestor's (effectivePolicy).
 	c.Organization.Policy = effectivePolicy(orgs)
@@ -352,8 +410,9 @@ func (s *Service) Caller(ctx context.Context, personID uint64) (Caller, error) {
 // (spec 5.2). The old refresh token stops working; access tokens issued
 // before stay valid until they expire. Presenting an already rotated
 // refresh token again revokes the whole session. A session older than the
-// policy's deactivate_token_frequency is refused. Errors: ErrInvalidToken,
-// ErrInactive, and a *LockedError (ErrAccountLocked) while the person is
+// policy's deactivate_token_frequency is refused. A person imported from
+// a directory server is asked of it first (recheckDirectory). Errors:
+// ErrInvalidToken, ErrInactive, and a *LockedError (ErrAccountLocked) while the person is
 // locked by failed logins (the refresh token is not used up then).
 func (s *Service) Refresh(ctx context.Context, refreshToken string) (Tokens, Person, error) {
 	var (
@@ -362,6 +421,9 @@ func (s *Service) Refresh(ctx context.Context, refreshToken string) (Tokens, Per
 		reuse bool
 	)
 	h := tokenHash(refreshToken)
+	if err := s.recheckDirectory(ctx, h); err != nil {
+		return Tokens{}, Person{}, err
+	}
 	err := s.db.Update(ctx, func(tx kv.Txn) error {
 		reuse = false
 		now := s.now()
@@ -396,7 +458,7 @@ func (s *Service) Refresh(ctx context.Context, refreshToken string) (Tokens, Per
 		if err != nil {
 			return err
 		}
-		if !fam.passwordOf(c.Person) {
+		if !fam.heldFor(c) {
 			return ErrInvalidToken
 		}
 		// Refused, not deleted: a policy that allows longer again
@@ -623,6 +685,29 @@ func (s *Service) Revoke(ctx context.Context, token string) error {
 			return err
 		}
 		return s.deleteFamily(tx, rr.PersonID, rr.Family)
+	})
+}
+
+// SignOut ends the whole session accessToken belongs to: the token, the
+// others of its session and its refresh token stop working, and what
+// stored the session is deleted. A page signs out with it (a page holds
+// no refresh token to Revoke). An unknown or expired token is not an
+// error.
+func (s *Service) SignOut(ctx context.Context, accessToken string) error {
+	h := tokenHash(accessToken)
+	return s.db.Update(ctx, func(tx kv.Txn) error {
+		var ar accessRecord
+		err := s.get(tx, keyBytes(pfxAccess, h), &ar, ErrNotFound)
+		if errors.Is(err, ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := tx.Delete(keyBytes(pfxAccess, h)); err != nil {
+			return err
+		}
+		return s.deleteFamily(tx, ar.PersonID, ar.Family)
 	})
 }
 

@@ -106,7 +106,8 @@ func TestTokens(t *testing.T) {
 		}
 	}
 
-	// A disabled organization stops its tokens; enabling it restores them.
+	// A disabled organization stops its tokens; enabling it again ends
+	// them, as for a person.
 	setActive := func(on bool) {
 		if _, err := s.UpdateOrganization(ctx, org.ID, func(o *Organization) error { o.Active = on; return nil }); err != nil {
 			t.Fatal(err)
@@ -123,8 +124,14 @@ func TestTokens(t *testing.T) {
 		t.Fatalf("inactive org, issue: %v", err)
 	}
 	setActive(true)
-	if _, err := s.ValidateAccess(ctx, b.AccessToken); err != nil {
-		t.Fatalf("re-enabled org: %v", err)
+	if _, err := s.ValidateAccess(ctx, b.AccessToken); !errors.Is(err, ErrInvalidToken) {
+		t.Fatalf("re-enabled org, access: %v", err)
+	}
+	if _, _, err := s.Refresh(ctx, b.RefreshToken); !errors.Is(err, ErrInvalidToken) {
+		t.Fatalf("re-enabled org, refresh: %v", err)
+	}
+	if b, err = s.IssueTokens(ctx, alice.ID, 0); err != nil {
+		t.Fatalf("re-enabled org, issue: %v", err)
 	}
 
 	// A changed password ends every session.
@@ -192,6 +199,57 @@ func TestTokenExpiry(t *testing.T) {
 	waitFor(t, 6*time.Second, func() bool {
 		return countKeys(t, s, pfxAccess)+countKeys(t, s, pfxRefresh)+countKeys(t, s, pfxFamily)+countKeys(t, s, pfxPersonFamily) == 0
 	})
+}
+
+// TestPageSession: a page's session has no refresh token and is stored
+// only as long as its access token, not RefreshTTL; it counts toward
+// MaxSessions like any other, and SignOut ends it and deletes it.
+func TestPageSession(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	o := testOptions()
+	o.AccessTTL = time.Second
+	o.RefreshTTL = time.Hour
+	o.MaxSessions = 2
+	s := newService(t, o)
+	_, alice := fixture(t, s)
+	api, err := s.IssueTokens(ctx, alice.ID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := s.IssuePageSession(ctx, alice)
+	if err != nil || page.RefreshToken != "" || page.ExpiresIn != o.AccessTTL {
+		t.Fatalf("IssuePageSession: %+v %v, want an access token alone", page, err)
+	}
+	if _, err := s.ValidateAccess(ctx, page.AccessToken); err != nil {
+		t.Fatal(err)
+	}
+	// The cap counts it: a third session ends the oldest, the API's.
+	third, err := s.IssuePageSession(ctx, alice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.Refresh(ctx, api.RefreshToken); !errors.Is(err, ErrInvalidToken) {
+		t.Fatalf("the oldest session past the cap: %v", err)
+	}
+	if err := s.SignOut(ctx, third.AccessToken); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ValidateAccess(ctx, third.AccessToken); !errors.Is(err, ErrInvalidToken) {
+		t.Fatalf("signed out: %v", err)
+	}
+	if n := countKeys(t, s, pfxPersonFamily); n != 1 {
+		t.Fatalf("%d sessions stored after the sign-out, want 1", n)
+	}
+	// The one left is gone with its access token, not an hour later.
+	waitFor(t, 6*time.Second, func() bool {
+		return countKeys(t, s, pfxAccess)+countKeys(t, s, pfxFamily)+countKeys(t, s, pfxPersonFamily) == 0
+	})
+	for _, tok := range []string{"", "nonsense", third.AccessToken} {
+		if err := s.SignOut(ctx, tok); err != nil {
+			t.Fatalf("SignOut(%q): %v", tok, err)
+		}
+	}
 }
 
 // With a fake clock the deadline is exact, whatever the TTL resolution.

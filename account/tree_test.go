@@ -188,7 +188,8 @@ func TestUserLimitOfAncestors(t *testing.T) {
 
 // TestDisabledAncestor: disabling or deleting an organization refuses its
 // descendants' persons at login, over their tokens and over remembered
-// credentials, and enabling it lets them back.
+// credentials, and enabling it lets them back (signed in again: the
+// session from before is ended).
 func TestDisabledAncestor(t *testing.T) {
 	ctx := context.Background()
 	s := newService(t, testOptions())
@@ -229,6 +230,10 @@ func TestDisabledAncestor(t *testing.T) {
 	set(tr.mid.ID, func(o *Organization) { o.Active = false })
 	check(ErrInactive)
 	set(tr.mid.ID, func(o *Organization) { o.Active = true })
+	// Enabled again: the session from before is ended (TestSessionCaller).
+	if toks, err = s.IssueTokens(ctx, p.ID, 0); err != nil {
+		t.Fatal(err)
+	}
 	check(nil)
 	// Deleted is not for UpdateOrganization to set; write it as the
 	// deletion does.

@@ -94,9 +94,10 @@ func DomainErrors() map[string]error {
 		"account.ErrTooManyAttempts":   account.ErrTooManyAttempts,
 		"account.ErrBusy":              account.ErrBusy,
 
-		"share.ErrNoRoot":    share.ErrNoRoot,
-		"share.ErrForbidden": share.ErrForbidden,
-		"share.ErrNotFound":  share.ErrNotFound,
+		"share.ErrNoRoot":            share.ErrNoRoot,
+		"share.ErrForbidden":         share.ErrForbidden,
+		"share.ErrNotFound":          share.ErrNotFound,
+		"share.ErrInvitationExpired": share.ErrInvitationExpired,
 
 		"share.ErrLinkExpired":   share.ErrLinkExpired,
 		"share.ErrDownloadLimit": share.ErrDownloadLimit,

@@ -87,6 +87,9 @@ type Config struct {
 	// SMTP is the server berth sends e-mail through (share invitations,
 	// download and upload notifications); no host turns e-mail off.
 	SMTP SMTP `mapstructure:"smtp"`
+	// Shares sets organization shares' invitations of people outside
+	// berth (docs/api.md "Organization shares").
+	Shares Shares `mapstructure:"shares"`
 	// Directory sets how berth talks to organizations' directory servers
 	// (auth sources) and how often it imports their persons.
 	Directory Directory `mapstructure:"directory"`
@@ -297,6 +300,13 @@ type OAuth struct {
 	// (a client retrying a refresh whose answer it lost) without revoking
 	// its session; 0 revokes at any reuse.
 	RefreshReuseGrace time.Duration `mapstructure:"refresh_reuse_grace"`
+}
+
+// Shares sets organization shares' invitations.
+type Shares struct {
+	// InvitationTTL is how long an external subscriber's invitation can
+	// be accepted.
+	InvitationTTL time.Duration `mapstructure:"invitation_ttl"`
 }
 
 // Lockout sets how failed logins lock an account.
@@ -525,6 +535,7 @@ func options() []option {
 		{key: "oauth.access_token_ttl", def: time.Hour, usage: "access token lifetime"},
 		{key: "oauth.refresh_token_ttl", def: 720 * time.Hour, usage: "refresh token lifetime"},
 		{key: "oauth.refresh_reuse_grace", def: 30 * time.Second, usage: "how long a rotated refresh token may be retried without revoking its session (0: never)"},
+		{key: "shares.invitation_ttl", def: 7 * 24 * time.Hour, usage: "how long an organization share's invitation can be accepted"},
 		{key: "lockout.max_failures", def: 5, usage: "failed logins that lock an account"},
 		{key: "lockout.duration", def: 15 * time.Minute, usage: "how long a locked account stays locked"},
 		{key: "lockout.window", def: 15 * time.Minute, usage: "time the failures that lock an account must fall within"},
@@ -883,6 +894,9 @@ func (c Config) Validate() error {
 	}
 	if c.OAuth.RefreshTokenTTL <= 0 {
 		bad("oauth.refresh_token_ttl", c.OAuth.RefreshTokenTTL, "must be positive")
+	}
+	if c.Shares.InvitationTTL < time.Hour || c.Shares.InvitationTTL > 365*24*time.Hour {
+		bad("shares.invitation_ttl", c.Shares.InvitationTTL, "must be between 1h and 8760h")
 	}
 	if c.OAuth.RefreshReuseGrace < 0 || c.OAuth.RefreshReuseGrace > 10*time.Minute {
 		// Longer, and a stolen refresh token stays good long after the

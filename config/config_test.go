@@ -167,6 +167,7 @@ func TestValidationNamesKeyAndValue(t *testing.T) {
 		// x/oauth2, whose clients would then send the dead token on.
 		{name: "sub-second token", env: map[string]string{"BERTH_OAUTH_ACCESS_TOKEN_TTL": "500ms"}, want: []string{`oauth.access_token_ttl: "500ms" must be at least 1s`}},
 		{name: "long refresh grace", env: map[string]string{"BERTH_OAUTH_REFRESH_REUSE_GRACE": "1h"}, want: []string{`oauth.refresh_reuse_grace: "1h0m0s" must be between 0 and 10m`}},
+		{name: "short invitation lifetime", env: map[string]string{"BERTH_SHARES_INVITATION_TTL": "30m"}, want: []string{`shares.invitation_ttl: "30m0s" must be between 1h and 8760h`}},
 		{name: "zero failures", env: map[string]string{"BERTH_LOCKOUT_MAX_FAILURES": "0"}, want: []string{`lockout.max_failures: "0" must be at least 1`}},
 		{name: "boolean", env: map[string]string{"BERTH_WEBDAV_INFINITE_DEPTH": "perhaps"}, want: []string{`webdav.infinite_depth: "perhaps" is not a boolean`}},
 		{name: "negative purge age", env: map[string]string{"BERTH_GC_PURGE_DELETED_AFTER": "-1h"}, want: []string{`gc.purge_deleted_after: "-1h0m0s" must not be negative`}},

@@ -216,7 +216,8 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writ
 	// Share links' download and upload notices and organization share
 	// invitations go out through it (or are logged when no SMTP server
 	// is configured).
-	shares := share.New(share.Options{FS: st.files, Accounts: accounts, Store: st.db, Notifier: mailer, PublicURL: cfg.PublicURL})
+	shares := share.New(share.Options{FS: st.files, Accounts: accounts, Store: st.db, Notifier: mailer, PublicURL: cfg.PublicURL,
+		InvitationTTL: cfg.Shares.InvitationTTL})
 	st.holder.set(rest.TusHolder(accounts, shares))
 
 	tlsCfg, certs, err := tlsConfig(cfg.TLS, cfg.Data, log)

@@ -230,9 +230,24 @@ func TestAuthSourceSignIn(t *testing.T) {
 				t.Fatalf("sign-in with the new e-mail: %d %s", st, b)
 			}
 
+			// Gone from the directory, trent's refresh is refused
+			// at once, before any import, and disables him.
+			st, b = signIn("trent", "dir-password-2")
+			if st != http.StatusOK {
+				t.Fatalf("trent's sign-in: %d %s", st, b)
+			}
+			decode(t, b, &tok)
 			srv.Delete("trent")
-			if rep := importNow(); rep.Disabled != 1 {
-				t.Fatalf("after a delete: %+v", rep)
+			st, b = f.oauthPost("/oauth/token", url.Values{"grant_type": {"refresh_token"}, "client_id": {"anchor"}, "refresh_token": {tok.RefreshToken}})
+			wantError(t, st, b, http.StatusBadRequest, "invalid_grant")
+			if !strings.Contains(string(b), "disabled") {
+				t.Errorf("trent's refresh once gone: %s", b)
+			}
+			if st, _ := f.personStatus(tok.AccessToken); st != http.StatusUnauthorized {
+				t.Errorf("trent's access token once gone: %d, want 401", st)
+			}
+			if rep := importNow(); rep.Disabled != 0 || rep.Unchanged != 1 {
+				t.Fatalf("the import after trent's refresh: %+v", rep)
 			}
 			if st, _ := signIn("trent", "dir-password-2"); st == http.StatusOK {
 				t.Fatal("trent signed in after leaving the directory")

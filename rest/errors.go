@@ -186,6 +186,9 @@ func errorTable() []errorMapping {
 		// A *share.Refusal says why (describer).
 		{share.ErrForbidden, http.StatusForbidden, "forbidden", ""},
 		{share.ErrNotFound, http.StatusNotFound, "not_found", ""},
+		// An expired invitation is as good as none (the spec's codes
+		// have no other), but the description tells its holder why.
+		{share.ErrInvitationExpired, http.StatusNotFound, "not_found", "the invitation has expired; ask the share's administrator to invite you again"},
 		{share.ErrLinkExpired, http.StatusGone, "link_expired", "the share link has expired"},
 		{share.ErrDownloadLimit, http.StatusForbidden, "forbidden", "download limit reached: the share link's download_limit has been used up"},
 		{share.ErrLoginRequired, http.StatusUnauthorized, "access_denied", "this share link requires signing in (Authorization: Bearer <token>) as its creator or a subscriber"},

@@ -525,7 +525,7 @@ func TestOrganizationLimitAndPaging(t *testing.T) {
 
 // TestOrganizationLifecycle: disable refuses the persons of the
 // organization and of those below it on their next request, enable
-// serves them again, delete answers 410 root_deleted on their roots and
+// ends their sessions from before and serves them once signed in again, delete answers 410 root_deleted on their roots and
 // takes the organization out of its parent's list.
 func TestOrganizationLifecycle(t *testing.T) {
 	w := newOrgWorld(t)
@@ -574,10 +574,22 @@ func TestOrganizationLifecycle(t *testing.T) {
 	if st, body := w.send("POST", orgPath(w.child.ID, "/enable"), pa, nil); st != 200 || strings.TrimSpace(string(body)) != okBody {
 		t.Fatalf("enable: %d %s", st, body)
 	}
+	// Enabled again, the sessions from before are ended; each person
+	// signs in again and is served.
 	for _, tok := range []string{w.carolToken, daveToken, w.childAdmin} {
-		if st := served(tok); st != 200 {
-			t.Fatalf("after enable: %d", st)
+		if st := served(tok); st != http.StatusUnauthorized {
+			t.Fatalf("after enable, a session from before: %d, want 401", st)
 		}
+	}
+	for _, p := range []struct {
+		name string
+		tok  *string
+	}{{"carol", &w.carolToken}, {"dave", &daveToken}, {"cadmin", &w.childAdmin}} {
+		tr := w.grant(url.Values{"grant_type": {"password"}, "client_id": {"anchor"}, "username": {p.name}, "password": {fixturePassword}})
+		if st := served(tr.AccessToken); st != 200 {
+			t.Fatalf("after enable, %s signed in again: %d", p.name, st)
+		}
+		*p.tok = tr.AccessToken
 	}
 
 	// The parent's administrator browses carol's root until the delete.

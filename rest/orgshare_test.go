@@ -9,8 +9,10 @@ import (
 	"net/url"
 	"slices"
 	"testing"
+	"time"
 
 	"berth/account"
+	"berth/berthtest"
 	"berth/share"
 )
 
@@ -183,10 +185,15 @@ func init() {
 // TestOrgShareInvitation: a new external subscriber's invitation goes to
 // Options.Invite; its token, at POST /api/2/shares/accept without an
 // access token, makes the address accepted; a bad token is 404, none 400.
+// An expired one is 404 too, whoever sends it (the token alone decides),
+// with a description that says so; a subscribers update that keeps the
+// address invites it again.
 func TestOrgShareInvitation(t *testing.T) {
 	w := newOrgWorld(t)
 	var sent []share.Invitation
-	w.srv.Config.Handler = New(Options{FS: w.fs, Accounts: w.accounts, Invite: func(_ context.Context, inv share.Invitation) error {
+	clk := berthtest.NewClock(time.Now())
+	shares := share.New(share.Options{FS: w.fs, Accounts: w.accounts, Now: clk.Now})
+	w.srv.Config.Handler = New(Options{FS: w.fs, Accounts: w.accounts, Share: shares, Invite: func(_ context.Context, inv share.Invitation) error {
 		sent = append(sent, inv)
 		return nil
 	}})
@@ -217,5 +224,33 @@ func TestOrgShareInvitation(t *testing.T) {
 	_, body = w.getAs(w.childAdmin, sharePath+"/subscribers")
 	if !bytes.Contains(body, []byte(`"a@example.com":"accepted"`)) {
 		t.Fatalf("after accept: %s", body)
+	}
+
+	// b is invited, and accepts a week later: too late.
+	both := url.Values{"external_subscribers": {`["a@example.com", "b@example.com"]`}}
+	if st, body := w.postAs(w.childAdmin, sharePath+"/subscribers/update", both); st != http.StatusOK || len(sent) != 2 || sent[1].Email != "b@example.com" {
+		t.Fatalf("b invited: %d %s, sent %+v", st, body, sent)
+	}
+	clk.Add(share.DefaultInvitationTTL)
+	for _, c := range []struct{ name, token string }{
+		{"anonymous", ""}, {"another tenant's administrator", w.otherAdmin}, {"a plain person", w.carolToken},
+		{"the share's administrator", w.childAdmin}, {"an administrator above", w.parentAdmin},
+	} {
+		st, body := w.postAs(c.token, "/api/2/shares/accept", url.Values{"token": {sent[1].Token}})
+		wantError(t, st, body, http.StatusNotFound, "not_found")
+		if !bytes.Contains(body, []byte("expired")) {
+			t.Errorf("%s: an expired invitation's answer does not say so: %s", c.name, body)
+		}
+	}
+	_, body = w.getAs(w.childAdmin, sharePath+"/subscribers")
+	if !bytes.Contains(body, []byte(`"b@example.com":"invited"`)) || !bytes.Contains(body, []byte(`"a@example.com":"accepted"`)) {
+		t.Fatalf("after an expired acceptance: %s", body)
+	}
+	// Kept by the next update, b is invited again; a, accepted, is not.
+	if st, body := w.postAs(w.childAdmin, sharePath+"/subscribers/update", both); st != http.StatusOK || len(sent) != 3 || sent[2].Email != "b@example.com" {
+		t.Fatalf("b invited again: %d %s, sent %+v", st, body, sent)
+	}
+	if st, body := w.postAs("", "/api/2/shares/accept", url.Values{"token": {sent[2].Token}}); st != http.StatusOK {
+		t.Fatalf("the new invitation: %d %s", st, body)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/fxamacker/cbor/v2"
 
@@ -112,7 +113,27 @@ type subsRec struct {
 type inviteRec struct {
 	RootID uint64 `cbor:"1,keyasint"`
 	Email  string `cbor:"2,keyasint"`
+	// Expires is when the invitation stops being accepted. Zero in
+	// invitations stored before they expired: those are expired (a
+	// subscribers update that keeps the address sends a new one).
+	Expires time.Time `cbor:"3,keyasint,omitempty"`
 }
+
+// DefaultInvitationTTL is how long an invitation can be accepted unless
+// Options.InvitationTTL says otherwise: a week, as invitations by mail
+// commonly last.
+const DefaultInvitationTTL = 7 * 24 * time.Hour
+
+// invitationKept is how long an expired invitation stays stored, so that
+// its token is answered ErrInvitationExpired, which tells its holder to
+// ask for a new one, rather than ErrNotFound; the store's TTL then drops
+// it, without a sweeper.
+const invitationKept = 30 * 24 * time.Hour
+
+// ErrInvitationExpired: the invitation's lifetime (Options.InvitationTTL)
+// is over. The share's administrator sends a new one by a subscribers
+// update that keeps the address.
+var ErrInvitationExpired = errors.New("share: the invitation has expired")
 
 func (s *Service) store() kv.Store { return s.accounts.Store() }
 
@@ -271,8 +292,9 @@ func compareSub(a, b Entry) int {
 // must manage (as OrgShare). Persons and groups must belong to orgID or an
 // organization below it. An e-mail address new to External is invited (its
 // state is set to invited whatever was asked); one already there keeps
-// its state; one left out is dropped with its invitation. The returned
-// invitations are for the caller to send.
+// its state, and one still invited whose invitation expired is invited
+// again, with a new token; one left out is dropped with its invitation.
+// The returned invitations are for the caller to send.
 //
 // Errors: those of OrgShare; an account.FieldError naming the bad entry.
 func (s *Service) SetSubscribers(ctx context.Context, c account.Caller, orgID, rootID uint64, subs Subscribers) ([]Invitation, error) {
@@ -310,24 +332,12 @@ func (s *Service) SetSubscribers(ctx context.Context, c account.Caller, orgID, r
 				return err
 			}
 		}
-		for email := range subs.External {
-			if st, ok := old.External[email]; ok {
-				rec.External[email] = st
-				continue
-			}
-			tok := newToken()
-			b, err := cbor.Marshal(inviteRec{RootID: rootID, Email: email})
-			if err != nil {
-				return err
-			}
-			if err := tx.Set(inviteKey(tok), b); err != nil {
-				return err
-			}
-			rec.External[email] = ExternalInvited
-			invites = append(invites, Invitation{RootID: rootID, Email: email, Token: tok})
-		}
-		// Invitations of dropped addresses are found by scanning: they
-		// are few, and a dropped address's token must stop working.
+		now := s.now()
+		// The share's invitations are found by scanning: they are few
+		// (each is dropped by the store's TTL after invitationKept). A
+		// dropped address's token must stop working, and an expired
+		// one is replaced below.
+		live := map[string]bool{}
 		if err := tx.Scan([]byte(pfxInvite), nil, func(k, v []byte) error {
 			var in inviteRec
 			if err := cbor.Unmarshal(v, &in); err != nil {
@@ -336,12 +346,30 @@ func (s *Service) SetSubscribers(ctx context.Context, c account.Caller, orgID, r
 			if in.RootID != rootID {
 				return nil
 			}
-			if _, keep := subs.External[in.Email]; keep {
+			if _, keep := subs.External[in.Email]; keep && now.Before(in.Expires) {
+				live[in.Email] = true
 				return nil
 			}
 			return tx.Delete(slices.Clone(k))
 		}); err != nil {
 			return err
+		}
+		for email := range subs.External {
+			st, ok := old.External[email]
+			if ok && (st != ExternalInvited || live[email]) {
+				rec.External[email] = st
+				continue
+			}
+			tok := newToken()
+			b, err := cbor.Marshal(inviteRec{RootID: rootID, Email: email, Expires: now.Add(s.inviteTTL)})
+			if err != nil {
+				return err
+			}
+			if err := tx.SetTTL(inviteKey(tok), b, s.inviteTTL+invitationKept); err != nil {
+				return err
+			}
+			rec.External[email] = ExternalInvited
+			invites = append(invites, Invitation{RootID: rootID, Email: email, Token: tok})
 		}
 		b, err := cbor.Marshal(rec)
 		if err != nil {
@@ -436,7 +464,8 @@ func (s *Service) checkSubscribers(ctx context.Context, orgID uint64, subs *Subs
 
 // AcceptInvitation marks the invitation of token accepted and returns the
 // share and address it was for. Errors: ErrNotFound for an unknown token
-// (or one whose address was dropped since).
+// (or one whose address was dropped or invited again since),
+// ErrInvitationExpired once its lifetime (Options.InvitationTTL) is over.
 func (s *Service) AcceptInvitation(ctx context.Context, token string) (Invitation, error) {
 	var in inviteRec
 	err := s.store().Update(ctx, func(tx kv.Txn) error {
@@ -449,6 +478,9 @@ func (s *Service) AcceptInvitation(ctx context.Context, token string) (Invitatio
 		}
 		if err := cbor.Unmarshal(v, &in); err != nil {
 			return err
+		}
+		if !s.now().Before(in.Expires) {
+			return ErrInvitationExpired
 		}
 		rec, err := getSubs(tx, in.RootID)
 		if err != nil {

@@ -6,8 +6,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"berth/account"
+	"berth/berthtest"
 	"berth/share"
 	"berth/vfs"
 )
@@ -301,5 +303,70 @@ func TestOrgShareInvitation(t *testing.T) {
 	}
 	if _, err := w.svc.AcceptInvitation(ctx, inv[0].Token); !errors.Is(err, share.ErrNotFound) {
 		t.Fatalf("a dropped address's token: %v", err)
+	}
+}
+
+// TestOrgShareInvitationExpiry: an invitation is accepted within its
+// lifetime (Options.InvitationTTL) and refused with ErrInvitationExpired
+// from then on; a subscribers update that keeps an address whose
+// invitation expired invites it again, with a new token. An address
+// that accepted is not invited again.
+func TestOrgShareInvitationExpiry(t *testing.T) {
+	ctx := context.Background()
+	const ttl = 7 * 24 * time.Hour
+	rows := []struct {
+		name    string
+		after   time.Duration // from the invitation to the acceptance
+		reinvit bool          // a subscribers update keeping the address comes first
+		want    error
+	}{
+		{"within its lifetime", ttl - time.Second, false, nil},
+		{"at its end", ttl, false, share.ErrInvitationExpired},
+		{"long after", 5 * ttl, false, share.ErrInvitationExpired},
+		{"expired, then invited again", ttl, true, nil},
+	}
+	for _, row := range rows {
+		t.Run(row.name, func(t *testing.T) {
+			w := newShareWorld(t)
+			clk := berthtest.NewClock(time.Now())
+			svc := share.New(share.Options{FS: w.st.FS, Accounts: w.st.Accounts, Now: clk.Now, InvitationTTL: ttl})
+			subs := share.Subscribers{External: map[string]string{"new@example.com": ""}}
+			inv, err := svc.SetSubscribers(ctx, w.admin, w.st.Org.ID, w.root.ID, subs)
+			if err != nil || len(inv) != 1 {
+				t.Fatalf("%+v %v", inv, err)
+			}
+			clk.Add(row.after)
+			tok := inv[0].Token
+			if row.reinvit {
+				again, err := svc.SetSubscribers(ctx, w.admin, w.st.Org.ID, w.root.ID, subs)
+				if err != nil || len(again) != 1 || again[0].Email != "new@example.com" || again[0].Token == tok {
+					t.Fatalf("invited again: %+v %v", again, err)
+				}
+				if _, err := svc.AcceptInvitation(ctx, tok); !errors.Is(err, share.ErrInvitationExpired) && !errors.Is(err, share.ErrNotFound) {
+					t.Fatalf("the expired token after a new invitation: %v", err)
+				}
+				tok = again[0].Token
+				clk.Add(ttl - time.Second)
+			}
+			_, err = svc.AcceptInvitation(ctx, tok)
+			if (err == nil) != (row.want == nil) || !errors.Is(err, row.want) {
+				t.Fatalf("accept: %v, want %v", err, row.want)
+			}
+			st, _ := svc.Subscribers(ctx, w.root.ID)
+			wantState := share.ExternalAccepted
+			if row.want != nil {
+				wantState = share.ExternalInvited
+			}
+			if st.External["new@example.com"] != wantState {
+				t.Fatalf("state %q, want %q", st.External["new@example.com"], wantState)
+			}
+			if row.want == nil {
+				// Accepted: a later update sends nothing, however late.
+				clk.Add(5 * ttl)
+				if again, err := svc.SetSubscribers(ctx, w.admin, w.st.Org.ID, w.root.ID, subs); err != nil || len(again) != 0 {
+					t.Fatalf("an accepted address invited again: %+v %v", again, err)
+				}
+			}
+		})
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"berth/account"
 	"berth/kv"
@@ -119,6 +120,11 @@ type Options struct {
 	// PublicURL is the base of link urls in those notices (as
 	// rest.Options.PublicURL); empty: the notice gives the path /s/<hash>.
 	PublicURL string
+	// InvitationTTL is how long an organization share's invitation can
+	// be accepted (AcceptInvitation); 0 means DefaultInvitationTTL.
+	InvitationTTL time.Duration
+	// Now is the clock invitations expire by. Nil: time.Now.
+	Now func() time.Time
 }
 
 // Service answers who may reach what. Build it with New; it is safe for
@@ -133,6 +139,9 @@ type Service struct {
 	// subscriptions keeps each person's subscribed shares until the store's
 	// next commit: WebDAV asks Roots on every request.
 	subscriptions *kv.Cache[uint64, []uint64]
+	// inviteTTL and now: Options.InvitationTTL and Options.Now, defaulted.
+	inviteTTL time.Duration
+	now       func() time.Time
 }
 
 // New returns the Service over o.
@@ -141,7 +150,15 @@ func New(o Options) *Service {
 	if db == nil && o.Accounts != nil {
 		db = o.Accounts.Store()
 	}
-	return &Service{fs: o.FS, accounts: o.Accounts, db: db, notify: o.Notifier, publicURL: o.PublicURL, subscriptions: kv.NewCache[uint64, []uint64](4096)}
+	s := &Service{fs: o.FS, accounts: o.Accounts, db: db, notify: o.Notifier, publicURL: o.PublicURL, subscriptions: kv.NewCache[uint64, []uint64](4096),
+		inviteTTL: o.InvitationTTL, now: o.Now}
+	if s.inviteTTL <= 0 {
+		s.inviteTTL = DefaultInvitationTTL
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	return s
 }
 
 // Root returns the access of caller c to root id.

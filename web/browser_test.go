@@ -225,8 +225,9 @@ func TestBrowserExpiredLink(t *testing.T) {
 }
 
 // TestBrowserSignInAndUpload signs in to a login_required folder link
-// through its form, then uploads a file through the page's upload form:
-// both forms post with their CSRF token and no JavaScript.
+// through its form, uploads a file through the page's upload form, then
+// signs out through the page's sign-out form: each form posts with its
+// CSRF token and no JavaScript.
 func TestBrowserSignInAndUpload(t *testing.T) {
 	ctx := chrome(t)
 	s := newSite(t)
@@ -252,6 +253,11 @@ func TestBrowserSignInAndUpload(t *testing.T) {
 	)
 	waitListed(t, ctx, "from-browser.txt")
 	screenshot(t, ctx, "uploaded")
+	step(t, ctx,
+		chromedp.Click(chromedp.CSS("#signout")),
+		chromedp.WaitVisible(chromedp.CSS("#signin")),
+	)
+	screenshot(t, ctx, "signed-out")
 }
 
 // TestBrowserPreviews opens the pages of an image, a text and a PDF link:

@@ -85,6 +85,48 @@ func sameOrigin(r *http.Request) bool {
 	return err == nil && strings.EqualFold(u.Host, r.Host)
 }
 
+// formFromPage reports whether r's parsed form was sent from the pages:
+// its csrf field equals the CSRF cookie, and the browser does not say
+// it came from elsewhere (sameOrigin).
+func formFromPage(r *http.Request) bool {
+	ck, err := r.Cookie(csrfCookie)
+	return err == nil && sameOrigin(r) && len(ck.Value) >= 22 &&
+		subtle.ConstantTimeCompare([]byte(ck.Value), []byte(r.PostForm.Get("csrf"))) == 1
+}
+
+// logout handles the sign-out form's POST /s/<hash>/logout: with the
+// CSRF token, as every form of the pages (a sign-out forced from another
+// site is a nuisance at least), it ends the session of the link's
+// cookie, stored session included (account.SignOut), clears the cookie
+// and goes back to the link's page. Without a session it only goes back.
+// Whoever holds a session cookie may end that session, and nothing else.
+func (h *handler) logout(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
+	if err := r.ParseForm(); err != nil {
+		h.problem(w, r, http.StatusBadRequest, "Bad request", "The form could not be read.")
+		return
+	}
+	if !formFromPage(r) {
+		h.problem(w, r, http.StatusForbidden, "Form expired", "The sign-out form was not sent from this page. Open the link again and sign out.")
+		return
+	}
+	hash := r.PathValue("hash")
+	if len(hash) < 16 {
+		h.fail(w, r, share.ErrNotFound)
+		return
+	}
+	page := Prefix + url.PathEscape(hash)
+	if ck, err := r.Cookie(sessionCookie); err == nil && ck.Value != "" && h.opts.Accounts != nil {
+		if err := h.opts.Accounts.SignOut(r.Context(), ck.Value); err != nil {
+			h.fail(w, r, err)
+			return
+		}
+	}
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: page, MaxAge: -1,
+		HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteLaxMode})
+	http.Redirect(w, r, page, http.StatusSeeOther)
+}
+
 // login handles the sign-in form's POST /s/<hash>/login: the CSRF token
 // must match its cookie; a right password of the link's creator or a
 // subscriber sets the session cookie and goes back to the link's page.
@@ -98,9 +140,7 @@ func (h *handler) login(w http.ResponseWriter, r *http.Request) {
 		h.problem(w, r, http.StatusBadRequest, "Bad request", "The form could not be read.")
 		return
 	}
-	ck, err := r.Cookie(csrfCookie)
-	if err != nil || !sameOrigin(r) || len(ck.Value) < 22 ||
-		subtle.ConstantTimeCompare([]byte(ck.Value), []byte(r.PostForm.Get("csrf"))) != 1 {
+	if !formFromPage(r) {
 		h.problem(w, r, http.StatusForbidden, "Form expired", "The sign-in form was not sent from this page. Open the link again and sign in.")
 		return
 	}
@@ -124,7 +164,7 @@ func (h *handler) login(w http.ResponseWriter, r *http.Request) {
 		h.loginPage(w, r, http.StatusUnauthorized, loginRefusal(err))
 		return
 	}
-	toks, err := h.opts.Accounts.IssueLoginTokens(r.Context(), p, 0)
+	toks, err := h.opts.Accounts.IssuePageSession(r.Context(), p)
 	if err != nil {
 		h.loginPage(w, r, http.StatusUnauthorized, "Wrong username or password.")
 		return
@@ -136,13 +176,13 @@ func (h *handler) login(w http.ResponseWriter, r *http.Request) {
 	}
 	if h.opts.Accounts.TwoStepDue(r.Context(), &c) != nil {
 		// Not enrolled under require_two_step_auth: no session here.
-		h.opts.Accounts.Revoke(r.Context(), toks.RefreshToken)
+		h.opts.Accounts.SignOut(r.Context(), toks.AccessToken)
 		h.loginPage(w, r, http.StatusForbidden, "Your organization requires two-step verification: set it up in the berth app first, then sign in here.")
 		return
 	}
 	if _, err := h.opts.Share.OpenLink(r.Context(), hash, &c); err != nil {
 		// Signed in, but not one the link is shared with: keep no session.
-		h.opts.Accounts.Revoke(r.Context(), toks.RefreshToken)
+		h.opts.Accounts.SignOut(r.Context(), toks.AccessToken)
 		if errors.Is(err, share.ErrLoginRequired) {
 			h.loginPage(w, r, http.StatusForbidden, "This share link is not shared with you.")
 			return

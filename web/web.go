@@ -140,6 +140,7 @@ func New(o Options) http.Handler {
 	m.HandleFunc("GET /s/{hash}/preview", h.preview)
 	m.HandleFunc("GET /s/{hash}/file/{id}", h.fileDownload)
 	m.HandleFunc("POST /s/{hash}/login", h.login)
+	m.HandleFunc("POST /s/{hash}/logout", h.logout)
 	m.HandleFunc("POST /s/{hash}/upload", h.upload)
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		h.problem(w, r, http.StatusNotFound, "Not found", "There is nothing at this address.")
@@ -162,7 +163,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// of a search engine's: the names, previews and files of a share
 	// are for whoever is given the link, not for whoever searches.
 	hd.Set("X-Robots-Tag", "noindex, nofollow")
-	if r.Method != http.MethodGet && r.Method != http.MethodHead && !(r.Method == http.MethodPost && (strings.HasSuffix(r.URL.Path, "/login") || strings.HasSuffix(r.URL.Path, "/upload"))) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead && !(r.Method == http.MethodPost && (strings.HasSuffix(r.URL.Path, "/login") || strings.HasSuffix(r.URL.Path, "/logout") || strings.HasSuffix(r.URL.Path, "/upload"))) {
 		hd.Set("Allow", "GET, HEAD")
 		h.problem(w, r, http.StatusMethodNotAllowed, "Method not allowed", "These pages are only read.")
 		return
@@ -366,6 +367,7 @@ func (h *handler) page(w http.ResponseWriter, r *http.Request) {
 				data["Text"], data["TextMore"], data["TextMax"] = text, more, int64(PreviewTextMax)
 			}
 		}
+		h.signOutForm(w, r, base, data)
 		h.render(w, r, http.StatusOK, "file.html", data)
 		return
 	}
@@ -433,6 +435,7 @@ func (h *handler) page(w http.ResponseWriter, r *http.Request) {
 	if h.canWrite(r, la) {
 		data["Upload"], data["CSRF"], data["Script"] = up, csrfToken(w, r), h.script
 	}
+	h.signOutForm(w, r, base, data)
 	switch {
 	case nav.page > 1:
 		data["Prev"] = folderURL(n.ID, nav.page-1, "")
@@ -531,6 +534,14 @@ func (h *handler) listFolder(r *http.Request, la share.LinkAccess, folder uint64
 		return nil
 	})
 	return kids, nav, err
+}
+
+// signOutForm adds to a page's data the sign-out form (SignOut, its
+// action, and CSRF) when r has the link's session.
+func (h *handler) signOutForm(w http.ResponseWriter, r *http.Request, base string, data map[string]any) {
+	if h.caller(r) != nil {
+		data["SignOut"], data["CSRF"] = base+"/logout", csrfToken(w, r)
+	}
 }
 
 // download serves /s/<hash>/download: the shared file, or a zip of the

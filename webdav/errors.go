@@ -147,6 +147,7 @@ func errorTable() []errorMapping {
 		// answered as REST answers them, should one come through.
 		{err: share.ErrForbidden, status: http.StatusForbidden, os: os.ErrPermission},
 		{err: share.ErrNotFound, status: http.StatusNotFound, os: os.ErrNotExist, msg: "not found"},
+		{err: share.ErrInvitationExpired, status: http.StatusNotFound, os: os.ErrNotExist, msg: "not found"},
 		{err: share.ErrLinkExpired, status: http.StatusGone, os: os.ErrNotExist, msg: "the share link has expired"},
 		{err: share.ErrDownloadLimit, status: http.StatusForbidden, os: os.ErrPermission},
 		{err: share.ErrLoginRequired, status: http.StatusForbidden, os: os.ErrPermission},
