@@ -2,8 +2,8 @@ package rest
 
 import (
 	"cmp"
+	"container/heap"
 	"context"
-	"errors"
 	"net/http"
 	"net/url"
 	"slices"
@@ -562,59 +562,37 @@ func (s *server) linkTop(w http.ResponseWriter, r *http.Request) error {
 	return s.writeLinkObject(w, r, la, strconv.FormatUint(la.Link.ItemID(), 10), !la.Link.Folder())
 }
 
-// errNotModified is linkFolderObject's answer when the client's listing
-// hash matches: written as 304, never through the error table.
-var errNotModified = errors.New("rest: listing not modified")
-
-// writeLinkObject writes linkFolderObject's answer, or 304.
+// writeLinkObject writes the link's file or folder object of id; a
+// folder's children, with include_children=true, stream from the
+// listing as the folder route's do (writeListing), or 304 when the
+// client's hash is current: a link to a folder of a million files costs
+// its visitor a batch of them in memory, never the folder.
 func (s *server) writeLinkObject(w http.ResponseWriter, r *http.Request, la share.LinkAccess, id string, file bool) error {
-	v, err := s.linkFolderObject(r, la, id, file)
-	if err == errNotModified {
-		writeBody(w, http.StatusNotModified, notModifiedBody)
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, v)
-}
-
-func (s *server) linkFolderObject(r *http.Request, la share.LinkAccess, id string, file bool) (any, error) {
 	perms := permissions(la.Perms)
 	if file {
 		n, err := s.linkNode(r.Context(), la, id, false)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		return encodeFile(n, perms), nil
+		return writeJSON(w, encodeFile(n, perms))
 	}
 	n, err := s.linkNode(r.Context(), la, id, true)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	q, err := query(r)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	withChildren, err := boolParam(q, "include_children")
 	if err != nil {
-		return nil, err
+		return err
 	}
 	obj := encodeFolder(n, perms)
-	if withChildren {
-		children, vh, err := s.fs.List(r.Context(), la.Root.ID, n.ID)
-		if err != nil {
-			return nil, err
-		}
-		if obj.Hash, err = listingHash(vh, obj); err != nil {
-			return nil, err
-		}
-		obj.Children = encodeNodes(children, perms)
-		if q.Get("hash") == obj.Hash {
-			return nil, errNotModified
-		}
+	if !withChildren {
+		return writeJSON(w, obj)
 	}
-	return obj, nil
+	return s.writeListing(w, r, q, obj, typeFolder, la.Root.ID, n.ID, listPage{}, perms)
 }
 
 // linkFile answers GET .../sharelinks/{ref}/files/{file_id}.
@@ -681,8 +659,10 @@ func (s *server) linkChildren(r *http.Request) (any, error) {
 		return nil, err
 	}
 	var less func(a, b vfs.Node) int
+	byName := false // the listing's own order: read as it is stored
 	switch q.Get("sort") {
 	case "", "name":
+		byName = true
 		less = func(a, b vfs.Node) int { return strings.Compare(a.Name, b.Name) }
 	case "size":
 		less = func(a, b vfs.Node) int { return cmp.Or(cmp.Compare(a.Size, b.Size), strings.Compare(a.Name, b.Name)) }
@@ -698,25 +678,100 @@ func (s *server) linkChildren(r *http.Request) (any, error) {
 	case "desc":
 		asc := less
 		less = func(a, b vfs.Node) int { return asc(b, a) }
+		byName = false
 	default:
 		return nil, Describe(ErrInvalidRequest, "order must be asc or desc")
 	}
-	kids, _, err := s.fs.List(r.Context(), la.Root.ID, n.ID)
+	lo := (page - 1) * size
+	kids, total, err := s.linkPage(r.Context(), la.Root.ID, n.ID, lo, lo+size, byName, less)
 	if err != nil {
 		return nil, err
 	}
-	kids = slices.Clone(kids)
-	slices.SortFunc(kids, less)
-	total := len(kids)
-	lo := min((page-1)*size, total)
-	hi := min(lo+size, total)
 	return struct {
 		Page     int   `json:"page"`
 		PageSize int   `json:"page_size"`
 		MaxPage  int   `json:"max_page"`
 		Results  []any `json:"results"`
 		Total    int   `json:"total"`
-	}{page, size, max(1, (total+size-1)/size), encodeNodes(kids[lo:hi], permissions(la.Perms)), total}, nil
+	}{page, size, max(1, (total+size-1)/size), encodeNodes(kids, permissions(la.Perms)), total}, nil
+}
+
+// maxSortedWindow is how far into a folder of more children than this a
+// page sorted other than by name, ascending, may reach: such a page is
+// chosen in one pass over the children keeping the best lo+page_size of
+// them (about 300 bytes each), so a link to a folder of a million files
+// costs its visitor at most this many in memory, never the folder. A
+// variable for the tests.
+var maxSortedWindow = 10_000
+
+// linkPage returns the children of folder from lo to hi (exclusive) in
+// less's order, and how many it has. byName says less is the listing's
+// own order (by name, bytewise, ascending): then the page is read as
+// stored, skipping lo children, at any depth.
+func (s *server) linkPage(ctx context.Context, root, folder uint64, lo, hi int, byName bool, less func(a, b vfs.Node) int) ([]vfs.Node, int, error) {
+	count := -1
+	if err := s.fs.ListEach(ctx, root, folder, vfs.ListOptions{Count: true}, func(l *vfs.Listing) error {
+		count = int(l.Count)
+		return nil
+	}); err != nil {
+		return nil, 0, err
+	}
+	if !byName && hi > maxSortedWindow && (count < 0 || count > maxSortedWindow) {
+		return nil, 0, Describe(ErrInvalidRequest, "a folder of more than %d items is paged by name (ascending) past its first %d items; sort by name", maxSortedWindow, maxSortedWindow)
+	}
+	var page []vfs.Node
+	seen := 0
+	err := s.fs.ListEach(ctx, root, folder, vfs.ListOptions{}, func(l *vfs.Listing) error {
+		h := &nodeHeap{less: less}
+		for c, err := range l.Children() {
+			if err != nil {
+				return err
+			}
+			seen++
+			switch {
+			case byName:
+				if seen > lo && seen <= hi {
+					page = append(page, c.Node)
+				}
+				if seen >= hi && count >= 0 {
+					return nil // the count is known: no need to read on
+				}
+			case len(h.nodes) < hi:
+				heap.Push(h, c.Node)
+			case less(c.Node, h.nodes[0]) < 0:
+				h.nodes[0] = c.Node
+				heap.Fix(h, 0)
+			}
+		}
+		if !byName {
+			slices.SortFunc(h.nodes, less)
+			if lo < len(h.nodes) {
+				page = h.nodes[lo:]
+			}
+		}
+		return nil
+	})
+	if count < 0 {
+		count = seen
+	}
+	return page, count, err
+}
+
+// nodeHeap keeps the least nodes under less seen so far, the greatest of
+// them on top (container/heap), so that a node less than it replaces it.
+type nodeHeap struct {
+	nodes []vfs.Node
+	less  func(a, b vfs.Node) int
+}
+
+func (h *nodeHeap) Len() int           { return len(h.nodes) }
+func (h *nodeHeap) Less(i, j int) bool { return h.less(h.nodes[i], h.nodes[j]) > 0 }
+func (h *nodeHeap) Swap(i, j int)      { h.nodes[i], h.nodes[j] = h.nodes[j], h.nodes[i] }
+func (h *nodeHeap) Push(x any)         { h.nodes = append(h.nodes, x.(vfs.Node)) }
+func (h *nodeHeap) Pop() any {
+	n := h.nodes[len(h.nodes)-1]
+	h.nodes = h.nodes[:len(h.nodes)-1]
+	return n
 }
 
 // linkItemGet serves GET .../files/folder/{folder_id} and

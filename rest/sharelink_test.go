@@ -1,10 +1,12 @@
 package rest
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -208,6 +210,99 @@ func TestShareLinkUse(t *testing.T) {
 	}
 	if got := f.link(t, l.ID); got.TimesDownloaded != 1 || got.TimesViewed != 1 {
 		t.Errorf("file link counted %d downloads, %d views; want 1 and 1", got.TimesDownloaded, got.TimesViewed)
+	}
+}
+
+// TestShareLinkChildrenPaging: a link's children, paged by every sort and
+// order, are the pages of the whole listing sorted, whichever way the
+// page is chosen (read as stored for name ascending, the best lo+size
+// kept otherwise); past maxSortedWindow of a larger folder a sort other
+// than by name ascending is 400, and name ascending pages on. Each view
+// read the whole folder into memory and sorted it before.
+func TestShareLinkChildrenPaging(t *testing.T) {
+	f, _, folder, _ := linkFixture(t, fixtureOptions{})
+	ctx := context.Background()
+	for i := range 39 {
+		// Sizes repeat, so ties fall to the name; names interleave.
+		name := fmt.Sprintf("%c%02d.bin", "zAmb"[i%4], i)
+		if _, err := f.fs.WriteFile(ctx, f.root.ID, folder, name, strings.NewReader(strings.Repeat("x", (i*7)%5)), vfs.WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fl := f.createLink(t, f.at("/api/2/files/%d/folder/%d/share", folder), nil)
+	all, _, err := f.fs.List(ctx, f.root.ID, folder)
+	if err != nil || len(all) != 40 {
+		t.Fatalf("%d children, %v", len(all), err)
+	}
+	type page struct {
+		MaxPage int `json:"max_page"`
+		Total   int `json:"total"`
+		Results []struct {
+			Path string `json:"path"`
+		} `json:"results"`
+	}
+	get := func(q string) (int, page, []byte) {
+		st, b := f.readAll(f.request(http.MethodGet, "/api/2/sharelinks/"+fl.Hash+"/files/children?"+q, "", nil, nil))
+		var p page
+		if st == 200 {
+			decode(t, b, &p)
+		}
+		return st, p, b
+	}
+	sorts := map[string]func(a, b vfs.Node) int{
+		"name": func(a, b vfs.Node) int { return strings.Compare(a.Name, b.Name) },
+		"size": func(a, b vfs.Node) int { return cmp.Or(cmp.Compare(a.Size, b.Size), strings.Compare(a.Name, b.Name)) },
+		"modified": func(a, b vfs.Node) int {
+			return cmp.Or(a.Modified.Compare(b.Modified), strings.Compare(a.Name, b.Name))
+		},
+	}
+	for sortBy, less := range sorts {
+		for _, order := range []string{"asc", "desc"} {
+			want := slices.Clone(all)
+			slices.SortFunc(want, less)
+			if order == "desc" {
+				slices.Reverse(want)
+			}
+			for _, size := range []int{7, 40, 1000} {
+				for pg := 1; pg <= 41/size+2; pg++ {
+					q := fmt.Sprintf("sort=%s&order=%s&page_size=%d&page=%d", sortBy, order, size, pg)
+					st, p, b := get(q)
+					if st != 200 || p.Total != 40 || p.MaxPage != (40+size-1)/size {
+						t.Fatalf("%s: %d total %d max_page %d: %.200s", q, st, p.Total, p.MaxPage, b)
+					}
+					lo, hi := min((pg-1)*size, 40), min(pg*size, 40)
+					if len(p.Results) != hi-lo {
+						t.Fatalf("%s: %d results, want %d", q, len(p.Results), hi-lo)
+					}
+					for i, r := range p.Results {
+						if r.Path != want[lo+i].Path {
+							t.Fatalf("%s: result %d is %s, want %s", q, i, r.Path, want[lo+i].Path)
+						}
+					}
+				}
+			}
+		}
+	}
+	// A window of 10 on this folder of 40: sorted pages stop at it, by
+	// name ascending they go on.
+	old := maxSortedWindow
+	maxSortedWindow = 10
+	defer func() { maxSortedWindow = old }()
+	for _, c := range []struct {
+		q    string
+		want int
+	}{
+		{"sort=size&page_size=7&page=1", 200},
+		{"sort=size&page_size=7&page=2", 400},
+		{"sort=name&order=desc&page_size=10&page=1", 200},
+		{"sort=name&order=desc&page_size=10&page=2", 400},
+		{"sort=modified&page_size=1000&page=1", 400},
+		{"sort=name&page_size=7&page=6", 200},
+		{"page_size=1000&page=1", 200},
+	} {
+		if st, _, b := get(c.q); st != c.want {
+			t.Errorf("window 10, %s: %d, want %d: %.200s", c.q, st, c.want, b)
+		}
 	}
 }
 
