@@ -21,8 +21,9 @@ import (
 // bound the chain through the ledger (ChainQuotas), and what an
 // organization's own administrators may do (admin_*), its counts, its
 // billing and its background jobs stay the organization's own, with one
-// exception: admin_browse_files and admin_create_users withheld by an
-// ancestor that is not top-level are withheld below it too. Its
+// exception: admin_browse_files, admin_browse_remote and
+// admin_create_users withheld by an ancestor that is not top-level are
+// withheld below it too. Its
 // administrators, whom their parent withheld them from, make or promote
 // administrators in the organizations below theirs, set their passwords
 // and sign in as them: with the organization's own switches alone, a
@@ -36,6 +37,7 @@ func effectivePolicy(orgs []Organization) Policy {
 		a := o.Policy
 		if o.ParentID != 0 {
 			p.AdminBrowseFiles = p.AdminBrowseFiles && a.AdminBrowseFiles
+			p.AdminBrowseRemote = p.AdminBrowseRemote && a.AdminBrowseRemote
 			p.AdminCreateUsers = p.AdminCreateUsers && a.AdminCreateUsers
 		}
 		if a.MaxFileSize > 0 && (p.MaxFileSize == 0 || a.MaxFileSize < p.MaxFileSize) {

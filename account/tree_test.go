@@ -280,6 +280,7 @@ func TestEffectivePolicy(t *testing.T) {
 		p.WebDAVEnabled = true
 		p.DeactivateTokenFrequency = "24h"
 		p.AdminBrowseFiles = true // the mid's (default) withholds it
+		p.AdminBrowseRemote = true
 	})
 	p, err := s.CreatePerson(ctx, PersonInput{OrganizationID: tr.leaf.ID, Username: "leafy", Email: "leafy@example.com", Password: pw})
 	if err != nil {
@@ -304,6 +305,7 @@ func TestEffectivePolicy(t *testing.T) {
 		{"deactivate_token_frequency", got.DeactivateTokenFrequency, "1h"},
 		{"company_id", got.CompanyID, tr.leaf.ID},
 		{"admin_browse_files", got.AdminBrowseFiles, false},
+		{"admin_browse_remote", got.AdminBrowseRemote, false},
 	} {
 		if tt.got != tt.want {
 			t.Errorf("%s = %v, want %v", tt.field, tt.got, tt.want)

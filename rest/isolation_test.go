@@ -479,6 +479,34 @@ func machinePath(parent bool, format string, ids func(m isoMachine) []any) func(
 	}
 }
 
+// grandchildMachinePath is a path of a fresh set-up machine of a person
+// of a fresh grandchild below the child, whose own policy turns
+// admin_browse_remote on; format takes the machine's id.
+func grandchildMachinePath(format string) func(q isoReq) string {
+	return func(q isoReq) string {
+		ctx := context.Background()
+		g, err := q.k.f.accounts.CreateOrganization(ctx, account.OrganizationInput{ParentID: q.c.org.ID, Name: q.k.next()})
+		if err != nil {
+			q.k.t.Fatal(err)
+		}
+		if _, err := q.k.f.accounts.UpdatePolicy(ctx, g.ID, func(p *account.Policy) error { p.AdminBrowseRemote = true; return nil }); err != nil {
+			q.k.t.Fatal(err)
+		}
+		p := q.k.personIn(g.ID)
+		root, err := q.k.shares.NewRoot(ctx, p, p.Username, vfs.RootSync)
+		if err != nil {
+			q.k.t.Fatal(err)
+		}
+		m := q.k.machineSetUp(p, root.ID)
+		return fmt.Sprintf(format, m.id)
+	}
+}
+
+// cShareMapForm maps /m/map to a fresh share of the child.
+func cShareMapForm(q isoReq) url.Values {
+	return url.Values{"path": {"/m/map"}, "root_id": {fmt.Sprint(newCShare(q))}}
+}
+
 // crossMachinePath names one fresh machine of the child's plain person
 // in the path and another's mapping or backup id (second: the mapping's
 // when mapping).
@@ -778,6 +806,19 @@ func isoRows() []isoRow {
 		// person's administrators may list it too.
 		{pattern: "POST /api/2/machine/{machine_id}/ls", name: "a mapped folder, offline, admin_browse_remote on", method: "POST", path: machinePath(false, "/api/2/machine/%d/ls", noIDs),
 			form: fields("path", "/m/map/sub"), want: "CP=503 CA=503 PA=503", tenant: "browse"},
+		// admin_browse_remote withheld from the child's administrators
+		// (c1's policy, set above them) binds them below the child too:
+		// a grandchild of theirs that turns it on is no way around it,
+		// and the parent's (top-level) administrators list it.
+		{pattern: "POST /api/2/machine/{machine_id}/ls", name: "a grandchild's person's mapped folder, admin_browse_remote on there, offline", method: "POST", path: grandchildMachinePath("/api/2/machine/%d/ls"),
+			form: fields("path", "/m/map/sub"), want: "CP=404 CA=403 PA=503"},
+		// A mapping an administrator makes brings a folder of the
+		// person's disk up into a root the administrator reads: it is
+		// admin_browse_remote's, as ls is.
+		{pattern: "POST /api/2/machine/{machine_id}/mappings/create", name: "file server on, a share of the child, admin_browse_remote off", method: "POST", path: pf("/api/2/machine/%d/mappings/create", newServerMachine(cPlain)),
+			form: cShareMapForm, want: "CP=404 CA=403 PA=403"},
+		{pattern: "POST /api/2/machine/{machine_id}/mappings/create", name: "file server on, a share of the child, admin_browse_remote on", method: "POST", path: pf("/api/2/machine/%d/mappings/create", newServerMachine(cPlain)),
+			form: cShareMapForm, want: "CP=404 CA=200 PA=200", tenant: "browse"},
 		{pattern: "POST /api/2/machine/{machine_id}/ls", name: "a backed-up folder of the parent's plain person, offline", method: "POST", path: machinePath(true, "/api/2/machine/%d/ls", noIDs),
 			form: fields("path", "/m/backup"), want: "PP=503 CP=404 CA=404 PA=403"},
 		{pattern: "GET /api/2/machine/{machine_id}/mappings", name: "the parent's plain person's", path: machinePath(true, "/api/2/machine/%d/mappings", noIDs), want: "PP=200 CP=404 CA=404 PA=200"},
