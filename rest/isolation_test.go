@@ -410,6 +410,7 @@ func pOrg(q isoReq) any    { return q.k.p.org.ID }
 func cPlain(q isoReq) any  { return q.c.plain.ID }
 func cAdmin(q isoReq) any  { return q.c.admin.ID }
 func pPlain(q isoReq) any  { return q.k.p.plain.ID }
+func pAdmin(q isoReq) any  { return q.k.p.admin.ID }
 func cRoot(q isoReq) any   { return q.c.root }
 func pRoot(q isoReq) any   { return q.k.p.root }
 func cFile(q isoReq) any   { return q.c.file }
@@ -729,6 +730,18 @@ func isoRows() []isoRow {
 			form: fields("admin", "true"), want: "PP=403 CP=404 CA=404 PA=-"},
 		{pattern: "POST /api/2/person/{id}/update", name: "the child's administrator resets the parent's administrator's password", method: "POST",
 			path: pf("/api/2/person/%d/update", func(q isoReq) any { return q.k.p.admin.ID }), form: fields("password", "another long password"), want: "PP=404 CP=404 CA=404 PA=-"},
+		// The take-over of an account above, piece by piece: the
+		// parent's administrator's e-mail (a login, and where sign-in
+		// codes go), their active flag, their administrator flag, their
+		// two-step state and the account itself are out of the child's
+		// administrator's sight (the parent's administrator is not sent
+		// these: they would end the cast's own).
+		{pattern: "POST /api/2/person/{id}/update", name: "the child's administrator moves the parent's administrator's e-mail", method: "POST",
+			path: pf("/api/2/person/%d/update", pAdmin), form: fields("email", "taken@example.com"), want: "PP=404 CP=404 CA=404 PA=-"},
+		{pattern: "POST /api/2/person/{id}/update", name: "the child's administrator disables or demotes the parent's administrator", method: "POST",
+			path: pf("/api/2/person/%d/update", pAdmin), form: func(isoReq) url.Values { return url.Values{"active": {"false"}, "admin": {"false"}} }, want: "PP=404 CP=404 CA=404 PA=-"},
+		{pattern: "POST /api/2/person/{id}/two_step/reset", name: "the parent's administrator", method: "POST", path: pf("/api/2/person/%d/two_step/reset", pAdmin), want: "PP=404 CP=404 CA=404 PA=-"},
+		{pattern: "POST /api/2/person/{id}/delete", name: "the parent's administrator", method: "POST", path: pf("/api/2/person/%d/delete", pAdmin), want: "PP=404 CP=404 CA=404 PA=-"},
 		{pattern: "POST /api/2/guest/{id}/update", name: "a guest makes itself active", method: "POST", path: pf("/api/2/guest/%d/update", cGuest),
 			form: fields("active", "true"), want: "CG=403 CP=404 CA=- PA=-"},
 		{pattern: "POST /api/2/person/{id}/update", name: "another person of the child", method: "POST", path: pf("/api/2/person/%d/update", cAdmin),
