@@ -281,6 +281,7 @@ func TestEffectivePolicy(t *testing.T) {
 		p.DeactivateTokenFrequency = "24h"
 		p.AdminBrowseFiles = true // the mid's (default) withholds it
 		p.AdminBrowseRemote = true
+		p.FileServerEnabled = true // the mid's and the top's (default) withhold it
 	})
 	p, err := s.CreatePerson(ctx, PersonInput{OrganizationID: tr.leaf.ID, Username: "leafy", Email: "leafy@example.com", Password: pw})
 	if err != nil {
@@ -306,6 +307,7 @@ func TestEffectivePolicy(t *testing.T) {
 		{"company_id", got.CompanyID, tr.leaf.ID},
 		{"admin_browse_files", got.AdminBrowseFiles, false},
 		{"admin_browse_remote", got.AdminBrowseRemote, false},
+		{"file_server_enabled", got.FileServerEnabled, false},
 	} {
 		if tt.got != tt.want {
 			t.Errorf("%s = %v, want %v", tt.field, tt.got, tt.want)

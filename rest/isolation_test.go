@@ -550,6 +550,30 @@ func withPolicy(set func(*account.Policy), path func(q isoReq) string) func(q is
 	}
 }
 
+// withFileServer is path, after setting file_server_enabled in the
+// parent's policy to parent and in the row's (fresh) child tenant's to
+// child. The parent's stays so for the rows after: only these read it.
+func withFileServer(parent, child bool, path func(q isoReq) string) func(q isoReq) string {
+	return func(q isoReq) string {
+		for id, on := range map[uint64]bool{q.k.p.org.ID: parent, q.c.org.ID: child} {
+			if _, err := q.k.f.accounts.UpdatePolicy(context.Background(), id, func(p *account.Policy) error { p.FileServerEnabled = on; return nil }); err != nil {
+				q.k.t.Fatal(err)
+			}
+		}
+		return path(q)
+	}
+}
+
+// fileServerGrandchildPerson is a person of a fresh grandchild below the
+// child whose own policy turns file_server_enabled on.
+func fileServerGrandchildPerson(q isoReq) any {
+	g := newGrandchild(q).(uint64)
+	if _, err := q.k.f.accounts.UpdatePolicy(context.Background(), g, func(p *account.Policy) error { p.FileServerEnabled = true; return nil }); err != nil {
+		q.k.t.Fatal(err)
+	}
+	return q.k.personIn(g).ID
+}
+
 // newDevicePassword makes a fresh device password of the account whose
 // id of returns.
 func newDevicePassword(of func(isoReq) any) func(isoReq) any {
@@ -859,8 +883,16 @@ func isoRows() []isoRow {
 		{pattern: "POST /api/2/machine/{machine_id}/backups/create", name: "user_create_backups off: administrators only", method: "POST", tenant: "fresh",
 			path: withPolicy(func(p *account.Policy) { p.UserCreateBackups = false }, pf("/api/2/machine/%d/backups/create", newMachine(cPlain))),
 			form: fields("path", "/home/x"), want: "CP=403 CA=200 PA=200"},
-		{pattern: "POST /api/2/machine/{machine_id}/server/enable", name: "file_server_enabled on", method: "POST", tenant: "fresh",
-			path: withPolicy(func(p *account.Policy) { p.FileServerEnabled = true }, pf("/api/2/machine/%d/server/enable", newMachine(cPlain))), want: childRead},
+		// file_server_enabled grants something, so it is the owner's
+		// organization's and every one's above it (as ad_enabled): a
+		// parent without it, or a child without it above a grandchild
+		// of its administrators' that turns it on, withholds it below.
+		{pattern: "POST /api/2/machine/{machine_id}/server/enable", name: "file_server_enabled on, in the parent too", method: "POST", tenant: "fresh",
+			path: withFileServer(true, true, pf("/api/2/machine/%d/server/enable", newMachine(cPlain))), want: childRead},
+		{pattern: "POST /api/2/machine/{machine_id}/server/enable", name: "file_server_enabled on, off in the parent", method: "POST", tenant: "fresh",
+			path: withFileServer(false, true, pf("/api/2/machine/%d/server/enable", newMachine(cPlain))), want: "CP=403 CA=403 PA=403"},
+		{pattern: "POST /api/2/machine/{machine_id}/server/enable", name: "file_server_enabled on in a grandchild, off in the child", method: "POST", tenant: "fresh",
+			path: withFileServer(true, false, pf("/api/2/machine/%d/server/enable", newMachine(fileServerGrandchildPerson))), want: "CP=404 CA=403 PA=403"},
 		// berth's backup routes (docs/api.md "Agent writes"): a write
 		// needs write access to the root; start needs the backup.
 		{pattern: "POST /api/2/machine/{machine_id}/backup/{root_id}/start", name: "none", method: "POST", path: pf("/api/2/machine/%d/backup/999999/start", newMachine(cPlain)), want: "CP=404 CA=404 PA=404"},
