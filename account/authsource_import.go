@@ -23,7 +23,7 @@ type ImportReport struct {
 	Updated, Enabled, Disabled, Unchanged int
 	// Skipped are the entries that made no person, each with why (a
 	// missing uid, a login taken by another person, the organization's
-	// num_users_maximum reached).
+	// num_users_maximum reached, admin_create_users withheld).
 	Skipped []string
 }
 
@@ -50,8 +50,10 @@ func (r *ImportReport) skip(format string, args ...any) {
 // entry is gone is disabled, their files kept; one that the import
 // disabled is enabled again when the entry returns, one an administrator
 // disabled is not. New persons count against num_users_maximum as any
-// other. The outcome is recorded as ActAuthSourceImported, a failure too,
-// and kept on the source (LastImport, LastError). Imports run one at a time.
+// other, and are made only where the organization's administrators may
+// create users (admin_create_users, as EffectivePolicy has it). The
+// outcome is recorded as ActAuthSourceImported, a failure too, and kept
+// on the source (LastImport, LastError). Imports run one at a time.
 //
 // Errors: ErrNotFound, ErrDirectoryDisabled, a *DirectoryError
 // (ErrDirectory) when the server cannot be reached or refuses berth.
@@ -143,6 +145,16 @@ func (s *Service) apply(ctx context.Context, a AuthSource, entries []directoryEn
 	if err != nil {
 		return err
 	}
+	// New entries are new users: an import creates them only where the
+	// organization's administrators may create users (admin_create_users
+	// in the policy they act under, which an ancestor below the top
+	// level withholds too), as person/create does. Otherwise a child's
+	// administrator whom the parent withheld it from set up a directory
+	// server of their own and imported as many persons as they liked.
+	pol, err := s.EffectivePolicy(ctx, a.OrganizationID)
+	if err != nil {
+		return err
+	}
 	seen := map[string]bool{}
 	limited := false
 	for _, e := range entries {
@@ -172,6 +184,10 @@ func (s *Service) apply(ctx context.Context, a AuthSource, entries []directoryEn
 			default:
 				return err
 			}
+		}
+		if !pol.AdminCreateUsers {
+			rep.skip("%s: the organization's policy does not let its administrators create users (admin_create_users)", uid)
+			continue
 		}
 		if limited {
 			rep.skip("%s: the organization holds its maximum of users (num_users_maximum)", uid)

@@ -16,18 +16,21 @@ import (
 // limit and switch that restricts persons takes the strictest value along
 // the chain: the smallest maximum file size, the union of excluded and
 // locked extensions, a switch that withholds something withheld if any
-// organization withholds it, the shortest password and session lifetimes,
-// two-step and secure shares required if any requires them. Space quotas
-// bound the chain through the ledger (ChainQuotas), and what an
-// organization's own administrators may do (admin_*), its counts, its
-// billing and its background jobs stay the organization's own, with one
-// exception: admin_browse_files and admin_create_users withheld by an
-// ancestor that is not top-level are withheld below it too. Its
-// administrators, whom their parent withheld them from, make or promote
-// administrators in the organizations below theirs, set their passwords
-// and sign in as them: with the organization's own switches alone, a
-// grandchild's administrator of their making browsed, or created users,
-// where they may not. A top-level organization's switches bind only its
+// organization withholds it (file_server_enabled too: a child's
+// administrators turned it on in a grandchild of theirs, and its persons
+// served their machines' folders where an ancestor allows none), the
+// shortest password and session lifetimes, two-step and secure shares
+// required if any requires them. Space quotas bound the chain through
+// the ledger (ChainQuotas), and what an organization's own
+// administrators may do (admin_*), its counts, its billing and its
+// background jobs stay the organization's own, with one exception:
+// admin_browse_files, admin_browse_remote and admin_create_users
+// withheld by an ancestor that is not top-level are withheld below it
+// too. Its administrators, whom their parent withheld them from, make or
+// promote administrators in the organizations below theirs, set their
+// passwords and sign in as them: with the organization's own switches
+// alone, a grandchild's administrator of their making browsed, or
+// created users, where they may not. A top-level organization's switches bind only its
 // own administrators (share's browses and orgAllows): they set them
 // themselves, so they withhold nothing from anyone below.
 func effectivePolicy(orgs []Organization) Policy {
@@ -36,6 +39,7 @@ func effectivePolicy(orgs []Organization) Policy {
 		a := o.Policy
 		if o.ParentID != 0 {
 			p.AdminBrowseFiles = p.AdminBrowseFiles && a.AdminBrowseFiles
+			p.AdminBrowseRemote = p.AdminBrowseRemote && a.AdminBrowseRemote
 			p.AdminCreateUsers = p.AdminCreateUsers && a.AdminCreateUsers
 		}
 		if a.MaxFileSize > 0 && (p.MaxFileSize == 0 || a.MaxFileSize < p.MaxFileSize) {
@@ -51,6 +55,7 @@ func effectivePolicy(orgs []Organization) Policy {
 			{&p.UserTrimRevisions, &a.UserTrimRevisions},
 			{&p.UserCreateBackups, &a.UserCreateBackups},
 			{&p.BackupsEnabled, &a.BackupsEnabled},
+			{&p.FileServerEnabled, &a.FileServerEnabled},
 		} {
 			*f.dst = *f.dst && *f.src
 		}

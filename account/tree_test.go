@@ -285,6 +285,8 @@ func TestEffectivePolicy(t *testing.T) {
 		p.WebDAVEnabled = true
 		p.DeactivateTokenFrequency = "24h"
 		p.AdminBrowseFiles = true // the mid's (default) withholds it
+		p.AdminBrowseRemote = true
+		p.FileServerEnabled = true // the mid's and the top's (default) withhold it
 	})
 	p, err := s.CreatePerson(ctx, PersonInput{OrganizationID: tr.leaf.ID, Username: "leafy", Email: "leafy@example.com", Password: pw})
 	if err != nil {
@@ -309,6 +311,8 @@ func TestEffectivePolicy(t *testing.T) {
 		{"deactivate_token_frequency", got.DeactivateTokenFrequency, "1h"},
 		{"company_id", got.CompanyID, tr.leaf.ID},
 		{"admin_browse_files", got.AdminBrowseFiles, false},
+		{"admin_browse_remote", got.AdminBrowseRemote, false},
+		{"file_server_enabled", got.FileServerEnabled, false},
 	} {
 		if tt.got != tt.want {
 			t.Errorf("%s = %v, want %v", tt.field, tt.got, tt.want)

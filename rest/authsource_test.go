@@ -266,3 +266,98 @@ func TestAuthSourceSignIn(t *testing.T) {
 		})
 	}
 }
+
+// An import makes persons only where the administrators of the source's
+// organization may create users (admin_create_users in the policy they
+// act under): a child's administrator whom the parent withheld it from,
+// refused person/create, set up a directory server and imported its
+// entries as persons, in the child or in a grandchild of theirs that
+// turns it on. Each row is a fresh organization below the fixture's
+// (top-level) one and its administrator's source of one slapd; the
+// directory's entries are made persons once, so the row that makes them
+// comes last.
+func TestAuthSourceAdminCreateUsers(t *testing.T) {
+	srv := directorytest.Start(t)
+	srv.Add(directorytest.User{UID: "ivan", SN: "Ivan", Mail: "ivan@example.org", Password: "dir-password-3"})
+	srv.Add(directorytest.User{UID: "judy", SN: "Judy", Mail: "judy@example.org", Password: "dir-password-4"})
+	f, _ := adFixture(t, srv)
+	ctx := context.Background()
+	org := func(parent uint64, createUsers bool) account.Organization {
+		t.Helper()
+		o, err := f.accounts.CreateOrganization(ctx, account.OrganizationInput{ParentID: parent, Name: fmt.Sprintf("org below %d", parent)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, err = f.accounts.UpdatePolicy(ctx, o.ID, func(p *account.Policy) error {
+			p.ADEnabled, p.AdminCreateUsers = true, createUsers
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return o
+	}
+	for i, tc := range []struct {
+		name string
+		// child: the child's admin_create_users; grandchild: the
+		// source is a grandchild's that turns it on.
+		child, grandchild bool
+		// created by the import; persons in the source's organization
+		// after it.
+		created, persons int
+	}{
+		{"the child withholds it", false, false, 0, 1},
+		{"a grandchild turns it on below a child that withholds it", false, true, 0, 0},
+		{"the child allows it", true, false, 2, 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			child := org(f.org.ID, tc.child)
+			admin, err := f.accounts.CreatePerson(ctx, account.PersonInput{OrganizationID: child.ID, Username: fmt.Sprintf("childadmin%d", i),
+				Email: fmt.Sprintf("childadmin%d@example.com", i), Password: fixturePassword, Admin: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			toks, err := f.accounts.IssueTokens(ctx, admin.ID, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tok := toks.AccessToken
+			in := child
+			if tc.grandchild {
+				in = org(child.ID, true)
+			}
+			st, b := f.send(http.MethodPost, "/api/2/person/create", tok, url.Values{"company_id": {fmt.Sprint(in.ID)},
+				"username": {fmt.Sprintf("direct%d", i)}, "email": {fmt.Sprintf("direct%d@example.com", i)}})
+			if want := map[bool]int{false: 403, true: 200}[tc.created > 0]; st != want {
+				t.Fatalf("person/create beside it: %d %s, want %d", st, b, want)
+			}
+			st, b = f.send(http.MethodPost, fmt.Sprintf("/api/2/organization/%d/auth_sources/create", in.ID), tok, url.Values{
+				"host": {directorytest.Host}, "domain": {directorytest.Domain}, "login": {directorytest.AdminDN},
+				"password": {directorytest.AdminPassword}, "port": {fmt.Sprint(srv.Port)}})
+			if st != http.StatusOK {
+				t.Fatalf("create: %d %s", st, b)
+			}
+			var src authSourceBody
+			decode(t, b, &src)
+			st, b = f.send(http.MethodPost, fmt.Sprintf("/api/2/auth_source/%d/import", src.ID), tok, nil)
+			if st != http.StatusOK {
+				t.Fatalf("import: %d %s", st, b)
+			}
+			var rep importBody
+			decode(t, b, &rep)
+			if rep.Created != tc.created || rep.Entries != 2 {
+				t.Fatalf("import: %s, want %d created", b, tc.created)
+			}
+			if tc.created == 0 && !strings.Contains(strings.Join(rep.Skipped, "\n"), "admin_create_users") {
+				t.Errorf("the skipped entries do not say why: %q", rep.Skipped)
+			}
+			_, total, err := f.accounts.Persons(ctx, in.ID, 0, 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if total != tc.persons {
+				t.Errorf("%d persons in the organization, want %d", total, tc.persons)
+			}
+		})
+	}
+}

@@ -410,6 +410,7 @@ func pOrg(q isoReq) any    { return q.k.p.org.ID }
 func cPlain(q isoReq) any  { return q.c.plain.ID }
 func cAdmin(q isoReq) any  { return q.c.admin.ID }
 func pPlain(q isoReq) any  { return q.k.p.plain.ID }
+func pAdmin(q isoReq) any  { return q.k.p.admin.ID }
 func cRoot(q isoReq) any   { return q.c.root }
 func pRoot(q isoReq) any   { return q.k.p.root }
 func cFile(q isoReq) any   { return q.c.file }
@@ -479,6 +480,34 @@ func machinePath(parent bool, format string, ids func(m isoMachine) []any) func(
 	}
 }
 
+// grandchildMachinePath is a path of a fresh set-up machine of a person
+// of a fresh grandchild below the child, whose own policy turns
+// admin_browse_remote on; format takes the machine's id.
+func grandchildMachinePath(format string) func(q isoReq) string {
+	return func(q isoReq) string {
+		ctx := context.Background()
+		g, err := q.k.f.accounts.CreateOrganization(ctx, account.OrganizationInput{ParentID: q.c.org.ID, Name: q.k.next()})
+		if err != nil {
+			q.k.t.Fatal(err)
+		}
+		if _, err := q.k.f.accounts.UpdatePolicy(ctx, g.ID, func(p *account.Policy) error { p.AdminBrowseRemote = true; return nil }); err != nil {
+			q.k.t.Fatal(err)
+		}
+		p := q.k.personIn(g.ID)
+		root, err := q.k.shares.NewRoot(ctx, p, p.Username, vfs.RootSync)
+		if err != nil {
+			q.k.t.Fatal(err)
+		}
+		m := q.k.machineSetUp(p, root.ID)
+		return fmt.Sprintf(format, m.id)
+	}
+}
+
+// cShareMapForm maps /m/map to a fresh share of the child.
+func cShareMapForm(q isoReq) url.Values {
+	return url.Values{"path": {"/m/map"}, "root_id": {fmt.Sprint(newCShare(q))}}
+}
+
 // crossMachinePath names one fresh machine of the child's plain person
 // in the path and another's mapping or backup id (second: the mapping's
 // when mapping).
@@ -519,6 +548,30 @@ func withPolicy(set func(*account.Policy), path func(q isoReq) string) func(q is
 		}
 		return path(q)
 	}
+}
+
+// withFileServer is path, after setting file_server_enabled in the
+// parent's policy to parent and in the row's (fresh) child tenant's to
+// child. The parent's stays so for the rows after: only these read it.
+func withFileServer(parent, child bool, path func(q isoReq) string) func(q isoReq) string {
+	return func(q isoReq) string {
+		for id, on := range map[uint64]bool{q.k.p.org.ID: parent, q.c.org.ID: child} {
+			if _, err := q.k.f.accounts.UpdatePolicy(context.Background(), id, func(p *account.Policy) error { p.FileServerEnabled = on; return nil }); err != nil {
+				q.k.t.Fatal(err)
+			}
+		}
+		return path(q)
+	}
+}
+
+// fileServerGrandchildPerson is a person of a fresh grandchild below the
+// child whose own policy turns file_server_enabled on.
+func fileServerGrandchildPerson(q isoReq) any {
+	g := newGrandchild(q).(uint64)
+	if _, err := q.k.f.accounts.UpdatePolicy(context.Background(), g, func(p *account.Policy) error { p.FileServerEnabled = true; return nil }); err != nil {
+		q.k.t.Fatal(err)
+	}
+	return q.k.personIn(g).ID
 }
 
 // newDevicePassword makes a fresh device password of the account whose
@@ -701,6 +754,18 @@ func isoRows() []isoRow {
 			form: fields("admin", "true"), want: "PP=403 CP=404 CA=404 PA=-"},
 		{pattern: "POST /api/2/person/{id}/update", name: "the child's administrator resets the parent's administrator's password", method: "POST",
 			path: pf("/api/2/person/%d/update", func(q isoReq) any { return q.k.p.admin.ID }), form: fields("password", "another long password"), want: "PP=404 CP=404 CA=404 PA=-"},
+		// The take-over of an account above, piece by piece: the
+		// parent's administrator's e-mail (a login, and where sign-in
+		// codes go), their active flag, their administrator flag, their
+		// two-step state and the account itself are out of the child's
+		// administrator's sight (the parent's administrator is not sent
+		// these: they would end the cast's own).
+		{pattern: "POST /api/2/person/{id}/update", name: "the child's administrator moves the parent's administrator's e-mail", method: "POST",
+			path: pf("/api/2/person/%d/update", pAdmin), form: fields("email", "taken@example.com"), want: "PP=404 CP=404 CA=404 PA=-"},
+		{pattern: "POST /api/2/person/{id}/update", name: "the child's administrator disables or demotes the parent's administrator", method: "POST",
+			path: pf("/api/2/person/%d/update", pAdmin), form: func(isoReq) url.Values { return url.Values{"active": {"false"}, "admin": {"false"}} }, want: "PP=404 CP=404 CA=404 PA=-"},
+		{pattern: "POST /api/2/person/{id}/two_step/reset", name: "the parent's administrator", method: "POST", path: pf("/api/2/person/%d/two_step/reset", pAdmin), want: "PP=404 CP=404 CA=404 PA=-"},
+		{pattern: "POST /api/2/person/{id}/delete", name: "the parent's administrator", method: "POST", path: pf("/api/2/person/%d/delete", pAdmin), want: "PP=404 CP=404 CA=404 PA=-"},
 		{pattern: "POST /api/2/guest/{id}/update", name: "a guest makes itself active", method: "POST", path: pf("/api/2/guest/%d/update", cGuest),
 			form: fields("active", "true"), want: "CG=403 CP=404 CA=- PA=-"},
 		{pattern: "POST /api/2/person/{id}/update", name: "another person of the child", method: "POST", path: pf("/api/2/person/%d/update", cAdmin),
@@ -778,6 +843,19 @@ func isoRows() []isoRow {
 		// person's administrators may list it too.
 		{pattern: "POST /api/2/machine/{machine_id}/ls", name: "a mapped folder, offline, admin_browse_remote on", method: "POST", path: machinePath(false, "/api/2/machine/%d/ls", noIDs),
 			form: fields("path", "/m/map/sub"), want: "CP=503 CA=503 PA=503", tenant: "browse"},
+		// admin_browse_remote withheld from the child's administrators
+		// (c1's policy, set above them) binds them below the child too:
+		// a grandchild of theirs that turns it on is no way around it,
+		// and the parent's (top-level) administrators list it.
+		{pattern: "POST /api/2/machine/{machine_id}/ls", name: "a grandchild's person's mapped folder, admin_browse_remote on there, offline", method: "POST", path: grandchildMachinePath("/api/2/machine/%d/ls"),
+			form: fields("path", "/m/map/sub"), want: "CP=404 CA=403 PA=503"},
+		// A mapping an administrator makes brings a folder of the
+		// person's disk up into a root the administrator reads: it is
+		// admin_browse_remote's, as ls is.
+		{pattern: "POST /api/2/machine/{machine_id}/mappings/create", name: "file server on, a share of the child, admin_browse_remote off", method: "POST", path: pf("/api/2/machine/%d/mappings/create", newServerMachine(cPlain)),
+			form: cShareMapForm, want: "CP=404 CA=403 PA=403"},
+		{pattern: "POST /api/2/machine/{machine_id}/mappings/create", name: "file server on, a share of the child, admin_browse_remote on", method: "POST", path: pf("/api/2/machine/%d/mappings/create", newServerMachine(cPlain)),
+			form: cShareMapForm, want: "CP=404 CA=200 PA=200", tenant: "browse"},
 		{pattern: "POST /api/2/machine/{machine_id}/ls", name: "a backed-up folder of the parent's plain person, offline", method: "POST", path: machinePath(true, "/api/2/machine/%d/ls", noIDs),
 			form: fields("path", "/m/backup"), want: "PP=503 CP=404 CA=404 PA=403"},
 		{pattern: "GET /api/2/machine/{machine_id}/mappings", name: "the parent's plain person's", path: machinePath(true, "/api/2/machine/%d/mappings", noIDs), want: "PP=200 CP=404 CA=404 PA=200"},
@@ -805,8 +883,16 @@ func isoRows() []isoRow {
 		{pattern: "POST /api/2/machine/{machine_id}/backups/create", name: "user_create_backups off: administrators only", method: "POST", tenant: "fresh",
 			path: withPolicy(func(p *account.Policy) { p.UserCreateBackups = false }, pf("/api/2/machine/%d/backups/create", newMachine(cPlain))),
 			form: fields("path", "/home/x"), want: "CP=403 CA=200 PA=200"},
-		{pattern: "POST /api/2/machine/{machine_id}/server/enable", name: "file_server_enabled on", method: "POST", tenant: "fresh",
-			path: withPolicy(func(p *account.Policy) { p.FileServerEnabled = true }, pf("/api/2/machine/%d/server/enable", newMachine(cPlain))), want: childRead},
+		// file_server_enabled grants something, so it is the owner's
+		// organization's and every one's above it (as ad_enabled): a
+		// parent without it, or a child without it above a grandchild
+		// of its administrators' that turns it on, withholds it below.
+		{pattern: "POST /api/2/machine/{machine_id}/server/enable", name: "file_server_enabled on, in the parent too", method: "POST", tenant: "fresh",
+			path: withFileServer(true, true, pf("/api/2/machine/%d/server/enable", newMachine(cPlain))), want: childRead},
+		{pattern: "POST /api/2/machine/{machine_id}/server/enable", name: "file_server_enabled on, off in the parent", method: "POST", tenant: "fresh",
+			path: withFileServer(false, true, pf("/api/2/machine/%d/server/enable", newMachine(cPlain))), want: "CP=403 CA=403 PA=403"},
+		{pattern: "POST /api/2/machine/{machine_id}/server/enable", name: "file_server_enabled on in a grandchild, off in the child", method: "POST", tenant: "fresh",
+			path: withFileServer(true, false, pf("/api/2/machine/%d/server/enable", newMachine(fileServerGrandchildPerson))), want: "CP=404 CA=403 PA=403"},
 		// berth's backup routes (docs/api.md "Agent writes"): a write
 		// needs write access to the root; start needs the backup.
 		{pattern: "POST /api/2/machine/{machine_id}/backup/{root_id}/start", name: "none", method: "POST", path: pf("/api/2/machine/%d/backup/999999/start", newMachine(cPlain)), want: "CP=404 CA=404 PA=404"},

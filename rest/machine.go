@@ -154,16 +154,8 @@ func (s *server) machineLs(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if callerOf(r).Person.ID != owner.ID {
-		// Another person's disk: their administrators browse it only
-		// where the policy says they may.
-		pol, err := s.ownerPolicy(ctx, owner)
-		if err != nil {
-			return nil, err
-		}
-		if !pol.AdminBrowseRemote {
-			return nil, Describe(ErrForbidden, "the organization's policy does not let administrators browse machines (admin_browse_remote)")
-		}
+	if err := s.reachesDisk(ctx, callerOf(r), owner); err != nil {
+		return nil, err
 	}
 	vals, err := form(r)
 	if err != nil {
@@ -192,6 +184,26 @@ func (s *server) machineLs(r *http.Request) (any, error) {
 	return struct {
 		Results []string `json:"results"`
 	}{out.Names}, nil
+}
+
+// reachesDisk returns nil when caller c may reach the disk of machine
+// owner's machine: it is c's own, or c administers owner where
+// share.BrowsesRemote lets them (admin_browse_remote in the owner's
+// organization's policy and in the one c acts under). Another person's
+// disk is theirs to open: a listing shows it, and a mapping brings the
+// folder's files up into a root the administrator reads.
+func (s *server) reachesDisk(ctx context.Context, c caller, owner account.Person) error {
+	if c.Person.ID == owner.ID {
+		return nil
+	}
+	org, err := s.accounts.Organization(ctx, owner.OrganizationID)
+	if err != nil {
+		return err
+	}
+	if !share.BrowsesRemote(c, org) {
+		return Describe(ErrForbidden, "the policy does not let you browse this person's machines (admin_browse_remote, in their organization's policy and in yours)")
+	}
+	return nil
 }
 
 // machineFolders are the folders machine id maps or backs up.
@@ -265,8 +277,10 @@ func (s *server) listMappings(r *http.Request) (any, error) {
 
 // createMapping answers POST /api/2/machine/{machine_id}/mappings/create
 // (form fields path, root_id, name): the machine's folder path is kept in
-// step with the root. The machine's file server must be on, and the
-// caller must be able to write the root.
+// step with the root. The machine's file server must be on, the caller
+// must be able to write the root, and reach the machine's disk
+// (reachesDisk): a mapping made by an administrator brings a folder of
+// the person's disk up into a root of the administrator's choosing.
 func (s *server) createMapping(r *http.Request) (any, error) {
 	ctx := r.Context()
 	m, p, err := s.machineOf(r, share.PersonUpdateSelf)
@@ -294,6 +308,9 @@ func (s *server) createMapping(r *http.Request) (any, error) {
 	}
 	if !a.Perms.Has(share.Read | share.Write) {
 		return nil, Describe(ErrForbidden, "a mapped root must be one the caller can read and write")
+	}
+	if err := s.reachesDisk(ctx, callerOf(r), p); err != nil {
+		return nil, err
 	}
 	root, err := s.fs.Root(ctx, rootID)
 	if err != nil {

@@ -151,6 +151,50 @@ func TestShareLinkPolicy(t *testing.T) {
 	}
 }
 
+// TestShareLinkPolicyLater: a policy set after a link was made reaches
+// it (the creator's organization's, or one above it, which the policy
+// they act under takes in): user_create_shares off makes the link as
+// gone (404) until it is on again; secure_shares on makes it
+// login_required, for the creator still open. Before, both bound only
+// the links made afterwards: a child's persons' public links outlived a
+// parent's withholding sharing.
+func TestShareLinkPolicyLater(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		set           func(*account.Policy)
+		anon, creator int
+		code          string // the anonymous caller's error
+	}{
+		{"user_create_shares off", func(p *account.Policy) { p.UserCreateShares = false }, 404, 404, "not_found"},
+		{"secure_shares on", func(p *account.Policy) { p.SecureShares = true }, 401, 200, "access_denied"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, file, _, _ := linkFixture(t, fixtureOptions{})
+			l := f.createLink(t, f.at("/api/2/files/%d/%d/share", file), nil)
+			path := "/api/2/sharelinks/" + l.Hash + "/download"
+			policy := func(set func(*account.Policy)) {
+				t.Helper()
+				if _, err := f.accounts.UpdatePolicy(context.Background(), f.org.ID, func(p *account.Policy) error { set(p); return nil }); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if st, b := f.readAll(f.request(http.MethodGet, path, "", nil, nil)); st != 200 {
+				t.Fatalf("before: %d %s", st, b)
+			}
+			policy(tc.set)
+			st, b := f.readAll(f.request(http.MethodGet, path, "", nil, nil))
+			wantError(t, st, b, tc.anon, tc.code)
+			if st, b := f.readAll(f.request(http.MethodGet, path, f.token, nil, nil)); st != tc.creator {
+				t.Errorf("the creator: %d %.200s, want %d", st, b, tc.creator)
+			}
+			policy(func(p *account.Policy) { *p = account.DefaultPolicy() })
+			if st, b := f.readAll(f.request(http.MethodGet, path, "", nil, nil)); st != 200 {
+				t.Errorf("with the policy as it was: %d %s", st, b)
+			}
+		})
+	}
+}
+
 // TestShareLinkUse walks the use of a link by hash, without a token.
 func TestShareLinkUse(t *testing.T) {
 	f, file, folder, body := linkFixture(t, fixtureOptions{})

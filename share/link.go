@@ -596,9 +596,11 @@ func (s *Service) OpenLink(ctx context.Context, ref string, c *account.Caller) (
 	if err != nil {
 		return LinkAccess{}, err
 	}
-	if err := s.creatorShares(ctx, l); err != nil {
+	secure, err := s.creatorShares(ctx, l)
+	if err != nil {
 		return LinkAccess{}, err
 	}
+	l.LoginRequired = l.LoginRequired || secure
 	member := c != nil && c.Person.Active && (c.Person.ID == l.CreatorID || s.subscribed(ctx, l, *c))
 	if !byHash && !member {
 		return LinkAccess{}, ErrNotFound
@@ -653,34 +655,39 @@ func (s *Service) OpenLink(ctx context.Context, ref string, c *account.Caller) (
 	return la, nil
 }
 
-// creatorShares checks that l's creator may still share its root (the
-// Reshare a link is created with): a link shares no more than its creator
-// may, so once they may not (they left an organization share, or are no
-// longer its MANAGER; they or their organization are disabled) it is as
-// gone, and answers again if they regain it.
+// creatorShares checks that l's creator may still share its root as
+// CreateLink let them: a link shares no more than its creator may, so
+// once they may not (they left an organization share, or are no longer
+// its MANAGER; they or their organization are disabled; the policy they
+// act under no longer lets persons share, user_create_shares) it is as
+// gone, and answers again if they regain it. secure is whether
+// secure_shares now binds the link (in that policy or the root's), which
+// makes it login_required whatever it was made with: a policy an
+// organization above sets later reaches the links made before, or a
+// child's persons' public links outlived a parent's withholding sharing.
 //
 // Errors: ErrNotFound; the store's.
-func (s *Service) creatorShares(ctx context.Context, l Link) error {
+func (s *Service) creatorShares(ctx context.Context, l Link) (secure bool, err error) {
 	if s.accounts == nil {
-		return nil
+		return false, nil
 	}
 	cr, err := s.accounts.Caller(ctx, l.CreatorID)
 	if errors.Is(err, account.ErrNotFound) || errors.Is(err, account.ErrInactive) {
-		return ErrNotFound
+		return false, ErrNotFound
 	}
 	if err != nil {
-		return err
+		return false, err
 	}
 	a, err := s.Root(ctx, cr, l.RootID)
 	switch {
 	case errors.Is(err, ErrNoRoot), errors.Is(err, account.ErrInactive), errors.Is(err, vfs.ErrRootDeleted), errors.Is(err, vfs.ErrNotExist):
-		return ErrNotFound
+		return false, ErrNotFound
 	case err != nil:
-		return err
-	case !a.Perms.Has(Reshare):
-		return ErrNotFound
+		return false, err
+	case !a.Perms.Has(Reshare), !cr.Person.CanShare(cr.Organization.Policy):
+		return false, ErrNotFound
 	}
-	return nil
+	return cr.Organization.Policy.SecureShares || a.Policy.SecureShares, nil
 }
 
 // subscribed reports whether c is a person or guest subscriber of l, an

@@ -248,6 +248,18 @@ func browses(c account.Caller, org account.Organization) bool {
 	return org.Policy.AdminBrowseFiles && (c.Organization.ParentID == 0 || c.Organization.Policy.AdminBrowseFiles)
 }
 
+// BrowsesRemote reports whether administrator c, who manages org (the
+// organization of a machine's person), may reach that person's machine
+// (list its folders, map a folder of it to a root, which brings the
+// folder's files up): org's policy has admin_browse_remote, and so does
+// the policy c acts under unless c's organization is top-level, as
+// browses rules admin_browse_files. With the owner's policy alone, a
+// child's administrators whom the parent withheld it from made a
+// grandchild, turned it on there and listed its persons' disks.
+func BrowsesRemote(c account.Caller, org account.Organization) bool {
+	return org.Policy.AdminBrowseRemote && (c.Organization.ParentID == 0 || c.Organization.Policy.AdminBrowseRemote)
+}
+
 // Roots returns the access of caller c to every live root c reaches, in
 // no particular order; none is an empty list, not an error. A deleted or
 // missing root is left out.
