@@ -805,6 +805,14 @@ func isoRows() []isoRow {
 		{pattern: "POST /api/2/machine/{machine_id}/backups/create", name: "user_create_backups off: administrators only", method: "POST", tenant: "fresh",
 			path: withPolicy(func(p *account.Policy) { p.UserCreateBackups = false }, pf("/api/2/machine/%d/backups/create", newMachine(cPlain))),
 			form: fields("path", "/home/x"), want: "CP=403 CA=200 PA=200"},
+		// backups_enabled turned off after a backup was set up: no run
+		// starts and the agent's writes into its root are refused (before,
+		// start reached the agent and the runs went on storing).
+		{pattern: "POST /api/2/machine/{machine_id}/backup/{root_id}/start", name: "backups_enabled off since the backup was set up", method: "POST", tenant: "fresh",
+			path: withPolicy(func(p *account.Policy) { p.BackupsEnabled = false }, machinePath(false, "/api/2/machine/%d/backup/%d/start", backupID)), want: "CP=403 CA=403 PA=403"},
+		{pattern: "POST /api/2/agent/files/{root_id}/write", name: "a backup root, backups_enabled off since it was set up", method: "POST", tenant: "fresh",
+			path: withPolicy(func(p *account.Policy) { p.BackupsEnabled = false }, machinePath(false, "/api/2/agent/files/%[2]d/write", backupID)),
+			form: fields("path", "/n"), want: "CP=403 CA=404 PA=404"},
 		{pattern: "POST /api/2/machine/{machine_id}/server/enable", name: "file_server_enabled on", method: "POST", tenant: "fresh",
 			path: withPolicy(func(p *account.Policy) { p.FileServerEnabled = true }, pf("/api/2/machine/%d/server/enable", newMachine(cPlain))), want: childRead},
 		// berth's backup routes (docs/api.md "Agent writes"): a write
