@@ -154,16 +154,8 @@ func (s *server) machineLs(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if callerOf(r).Person.ID != owner.ID {
-		// Another person's disk: their administrators browse it only
-		// where the policy says they may.
-		pol, err := s.ownerPolicy(ctx, owner)
-		if err != nil {
-			return nil, err
-		}
-		if !pol.AdminBrowseRemote {
-			return nil, Describe(ErrForbidden, "the organization's policy does not let administrators browse machines (admin_browse_remote)")
-		}
+	if err := s.remoteBrowse(ctx, r, owner, "browse"); err != nil {
+		return nil, err
 	}
 	vals, err := form(r)
 	if err != nil {
@@ -192,6 +184,25 @@ func (s *server) machineLs(r *http.Request) (any, error) {
 	return struct {
 		Results []string `json:"results"`
 	}{out.Names}, nil
+}
+
+// remoteBrowse is nil when the caller is the machine's person owner,
+// or one of their administrators whose organization's policy has
+// admin_browse_remote: another person's disk is theirs to reach (list,
+// map, restore into a folder of their choosing) only where the policy
+// says so. what says what the administrator asked, for the reason.
+func (s *server) remoteBrowse(ctx context.Context, r *http.Request, owner account.Person, what string) error {
+	if callerOf(r).Person.ID == owner.ID {
+		return nil
+	}
+	pol, err := s.ownerPolicy(ctx, owner)
+	if err != nil {
+		return err
+	}
+	if !pol.AdminBrowseRemote {
+		return Describe(ErrForbidden, "the organization's policy does not let administrators %s a person's machine (admin_browse_remote)", what)
+	}
+	return nil
 }
 
 // machineFolders are the folders machine id maps or backs up.
@@ -294,6 +305,13 @@ func (s *server) createMapping(r *http.Request) (any, error) {
 	}
 	if !a.Perms.Has(share.Read | share.Write) {
 		return nil, Describe(ErrForbidden, "a mapped root must be one the caller can read and write")
+	}
+	if err := s.remoteBrowse(ctx, r, p, "map a folder of"); err != nil {
+		// The agent uploads the folder's files into the root and
+		// writes the root's into the folder: an administrator's root
+		// (an organization share they edit) would open the person's
+		// disk to them, which admin_browse_remote keeps closed.
+		return nil, err
 	}
 	root, err := s.fs.Root(ctx, rootID)
 	if err != nil {
@@ -488,6 +506,17 @@ func (s *server) restoreBackup(r *http.Request) (any, error) {
 	target := b.Path
 	if t := vals.Get("target"); t != "" {
 		if target, err = account.CleanMachinePath("target", t); err != nil {
+			return nil, err
+		}
+	}
+	if !account.WithinMachinePath(target, b.Path) {
+		// A folder of the caller's choosing, anywhere on the disk, that
+		// the backup root's files are written into.
+		owner, err := s.accounts.Person(ctx, m.PersonID)
+		if err != nil {
+			return nil, err
+		}
+		if err := s.remoteBrowse(ctx, r, owner, "restore into a folder outside the backup's on"); err != nil {
 			return nil, err
 		}
 	}
