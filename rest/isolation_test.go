@@ -580,6 +580,10 @@ func (k *isoCast) orgShare(n *isoTenant, subs []share.Entry) uint64 {
 	return r.ID
 }
 
+// fileServerOn turns file_server_enabled on, which mappings/create
+// needs.
+func fileServerOn(p *account.Policy) { p.FileServerEnabled = true }
+
 // adminShareMapping is the form of a mapping of /m/share to a fresh
 // organization share of the child that its plain person and its
 // administrator (who made it) both edit.
@@ -795,18 +799,24 @@ func isoRows() []isoRow {
 		{pattern: "POST /api/2/machine/{machine_id}/mapping/{mapping_id}/delete", name: "an existing one", method: "POST", path: machinePath(false, "/api/2/machine/%d/mapping/%d/delete", mappingID), want: childRead},
 		{pattern: "POST /api/2/machine/{machine_id}/mapping/{mapping_id}/delete", name: "the parent's plain person's", method: "POST", path: machinePath(true, "/api/2/machine/%d/mapping/%d/delete", mappingID), want: "PP=200 CP=404 CA=404 PA=200"},
 		{pattern: "POST /api/2/machine/{machine_id}/mapping/{mapping_id}/delete", name: "another machine's, through this one", method: "POST", path: crossMachinePath("/api/2/machine/%d/mapping/%d/delete", true), want: "CP=404 CA=404 PA=404"},
-		{pattern: "POST /api/2/machine/{machine_id}/mappings/create", name: "file server on, the person's root", method: "POST", path: pf("/api/2/machine/%d/mappings/create", newServerMachine(cPlain)),
+		{pattern: "POST /api/2/machine/{machine_id}/mappings/create", name: "file server on, the person's root", method: "POST", tenant: "fresh",
+			path: withPolicy(fileServerOn, pf("/api/2/machine/%d/mappings/create", newServerMachine(cPlain))),
 			form: func(q isoReq) url.Values { return url.Values{"path": {"/m/map"}, "root_id": {fmt.Sprint(q.c.root)}} }, want: "CP=200 CA=404 PA=404"},
+		// file_server_enabled turned off after the machine's file server
+		// was enabled: no new mapping (before, only server/enable read
+		// the policy).
+		{pattern: "POST /api/2/machine/{machine_id}/mappings/create", name: "file server on, file_server_enabled off since", method: "POST", path: pf("/api/2/machine/%d/mappings/create", newServerMachine(cPlain)),
+			form: func(q isoReq) url.Values { return url.Values{"path": {"/m/map"}, "root_id": {fmt.Sprint(q.c.root)}} }, want: "CP=403 CA=403 PA=403"},
 		// An administrator's root mapped onto a person's machine (an
 		// organization share both edit) would have the agent upload the
 		// person's folder to it and write its files there: that is
 		// admin_browse_remote's to allow, as ls is. So is a restore into
 		// a folder outside the backup's. Before, both were open to the
 		// administrators whatever the policy.
-		{pattern: "POST /api/2/machine/{machine_id}/mappings/create", name: "an organization share the administrators edit too", method: "POST", path: pf("/api/2/machine/%d/mappings/create", newServerMachine(cPlain)),
-			form: adminShareMapping, want: "CP=200 CA=403 PA=403"},
-		{pattern: "POST /api/2/machine/{machine_id}/mappings/create", name: "an organization share the administrators edit too, admin_browse_remote on", method: "POST", path: pf("/api/2/machine/%d/mappings/create", newServerMachine(cPlain)),
-			form: adminShareMapping, want: "CP=200 CA=200 PA=200", tenant: "browse"},
+		{pattern: "POST /api/2/machine/{machine_id}/mappings/create", name: "an organization share the administrators edit too", method: "POST", tenant: "fresh",
+			path: withPolicy(fileServerOn, pf("/api/2/machine/%d/mappings/create", newServerMachine(cPlain))), form: adminShareMapping, want: "CP=200 CA=403 PA=403"},
+		{pattern: "POST /api/2/machine/{machine_id}/mappings/create", name: "an organization share the administrators edit too, admin_browse_remote on", method: "POST", tenant: "browse",
+			path: withPolicy(fileServerOn, pf("/api/2/machine/%d/mappings/create", newServerMachine(cPlain))), form: adminShareMapping, want: "CP=200 CA=200 PA=200"},
 		{pattern: "POST /api/2/machine/{machine_id}/backup/{root_id}/restore", name: "a target outside the backup's folder, offline", method: "POST", path: machinePath(false, "/api/2/machine/%d/backup/%d/restore", backupID),
 			form: fields("target", "/home/p/.config/autostart"), want: "CP=503 CA=403 PA=403"},
 		{pattern: "POST /api/2/machine/{machine_id}/backup/{root_id}/restore", name: "a target inside the backup's folder, offline", method: "POST", path: machinePath(false, "/api/2/machine/%d/backup/%d/restore", backupID),

@@ -291,6 +291,15 @@ func (s *server) createMapping(r *http.Request) (any, error) {
 	if !m.FileServer {
 		return nil, Describe(ErrForbidden, "the machine's file server is off (POST /api/2/machine/%d/server/enable)", m.ID)
 	}
+	// The policy again: file_server_enabled may have been turned off
+	// since the file server was enabled.
+	pol, err := s.ownerPolicy(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	if !pol.FileServerEnabled {
+		return nil, Describe(ErrForbidden, "the organization's policy does not allow file servers (file_server_enabled)")
+	}
 	ref, err := required(vals, "root_id")
 	if err != nil {
 		return nil, err
