@@ -817,6 +817,14 @@ func isoRows() []isoRow {
 			path: withPolicy(fileServerOn, pf("/api/2/machine/%d/mappings/create", newServerMachine(cPlain))), form: adminShareMapping, want: "CP=200 CA=403 PA=403"},
 		{pattern: "POST /api/2/machine/{machine_id}/mappings/create", name: "an organization share the administrators edit too, admin_browse_remote on", method: "POST", tenant: "browse",
 			path: withPolicy(fileServerOn, pf("/api/2/machine/%d/mappings/create", newServerMachine(cPlain))), form: adminShareMapping, want: "CP=200 CA=200 PA=200"},
+		// A root the machine's person cannot read and write, mapped by
+		// their administrator: the agent, syncing as the person, never
+		// could (before, the mapping was made).
+		{pattern: "POST /api/2/machine/{machine_id}/mappings/create", name: "an organization share the person is not in, admin_browse_remote on", method: "POST", tenant: "browse",
+			path: withPolicy(fileServerOn, pf("/api/2/machine/%d/mappings/create", newServerMachine(cPlain))),
+			form: func(q isoReq) url.Values {
+				return url.Values{"path": {"/m/share"}, "root_id": {fmt.Sprint(q.k.orgShare(q.c, nil))}}
+			}, want: "CP=404 CA=403 PA=403"},
 		{pattern: "POST /api/2/machine/{machine_id}/backup/{root_id}/restore", name: "a target outside the backup's folder, offline", method: "POST", path: machinePath(false, "/api/2/machine/%d/backup/%d/restore", backupID),
 			form: fields("target", "/home/p/.config/autostart"), want: "CP=503 CA=403 PA=403"},
 		{pattern: "POST /api/2/machine/{machine_id}/backup/{root_id}/restore", name: "a target inside the backup's folder, offline", method: "POST", path: machinePath(false, "/api/2/machine/%d/backup/%d/restore", backupID),

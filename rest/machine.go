@@ -322,6 +322,21 @@ func (s *server) createMapping(r *http.Request) (any, error) {
 		// disk to them, which admin_browse_remote keeps closed.
 		return nil, err
 	}
+	if callerOf(r).Person.ID != p.ID {
+		// The agent syncs the root as the machine's person: one they
+		// cannot read and write is a mapping that never syncs.
+		oc, err := s.accounts.Caller(ctx, p.ID)
+		if err != nil {
+			return nil, err
+		}
+		oa, err := s.shares.Root(ctx, oc, rootID)
+		if err != nil && !errors.Is(err, share.ErrNoRoot) && !errors.Is(err, account.ErrInactive) {
+			return nil, err
+		}
+		if err != nil || !oa.Perms.Has(share.Read|share.Write) {
+			return nil, Describe(ErrForbidden, "the machine's person cannot read and write this root, and their agent syncs it as them")
+		}
+	}
 	root, err := s.fs.Root(ctx, rootID)
 	if err != nil {
 		return nil, err
