@@ -221,6 +221,14 @@ func TestDevicePasswordEnds(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// Its mapping and backup go with it (before, their records
+		// stayed, of a machine nobody could reach).
+		if _, err := s.CreateMapping(ctx, MachineMapping{MachineID: a.MachineID, Path: "/home/a", PersonID: alice.ID, RootID: 1}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.CreateBackup(ctx, Backup{RootID: 2, MachineID: a.MachineID, Path: "/home/b"}); err != nil {
+			t.Fatal(err)
+		}
 		if err := s.DeleteMachine(ctx, a.MachineID); err != nil {
 			t.Fatal(err)
 		}
@@ -238,6 +246,14 @@ func TestDevicePasswordEnds(t *testing.T) {
 		}
 		if err := s.DeleteMachine(ctx, a.MachineID); !errors.Is(err, ErrNotFound) {
 			t.Fatalf("delete twice: %v", err)
+		}
+		mms, err1 := s.Mappings(ctx, a.MachineID)
+		bs, err2 := s.Backups(ctx, a.MachineID)
+		if len(mms) != 0 || len(bs) != 0 || err1 != nil || err2 != nil {
+			t.Fatalf("after the machine went: mappings %v (%v), backups %v (%v)", mms, err1, bs, err2)
+		}
+		if _, err := s.BackupOf(ctx, a.MachineID, 2); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("its backup: %v", err)
 		}
 		after, _, _ := s.Counts(ctx, org.ID)
 		if after.Machines != before.Machines-1 {

@@ -207,8 +207,9 @@ func (s *Service) OrganizationMachines(ctx context.Context, id uint64, offset, l
 }
 
 // DeleteMachine removes machine id: its GUID, its place in its person's
-// and organization's lists and counts, the sessions signed in from it
-// and its device passwords, in one transaction, recording
+// and organization's lists and counts, its mappings and backups (not
+// their roots), the sessions signed in from it and its device passwords,
+// in one transaction, recording
 // ActMachineDeleted. Its tokens and device passwords fail from the next
 // request on. Errors: ErrNotFound.
 func (s *Service) DeleteMachine(ctx context.Context, id uint64) error {
@@ -229,6 +230,9 @@ func (s *Service) DeleteMachine(ctx context.Context, id uint64) error {
 		if err := s.countIn(tx, p.OrganizationID, Counts{Machines: 1}, -1); err != nil {
 			return err
 		}
+		if err := s.endMachineSetup(tx, id); err != nil {
+			return err
+		}
 		if err := s.endMachineSessions(tx, p.ID, id); err != nil {
 			return err
 		}
@@ -237,6 +241,36 @@ func (s *Service) DeleteMachine(ctx context.Context, id uint64) error {
 		}
 		return s.record(ctx, tx, machineChange(ActMachineDeleted, p, m))
 	})
+}
+
+// endMachineSetup removes machine id's mappings and backups: records of
+// a machine nobody reaches any more, left behind they only grew the
+// store. The roots stay, backup roots with their revisions (as a
+// backup's delete keeps them).
+func (s *Service) endMachineSetup(tx kv.Txn, id uint64) error {
+	mms, err := s.mappingsIn(tx, id)
+	if err != nil {
+		return err
+	}
+	for _, mm := range mms {
+		for _, k := range [][]byte{key(pfxMapping, mm.ID), key(pfxMachineMapping, id, mm.ID)} {
+			if err := tx.Delete(k); err != nil {
+				return err
+			}
+		}
+	}
+	bs, err := s.backupsIn(tx, id)
+	if err != nil {
+		return err
+	}
+	for _, b := range bs {
+		for _, k := range [][]byte{key(pfxBackup, b.RootID), key(pfxMachineBackup, id, b.RootID)} {
+			if err := tx.Delete(k); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // endMachineSessions ends person personID's sessions signed in from

@@ -97,3 +97,69 @@ func TestBackupAdoptsAfterCrash(t *testing.T) {
 		t.Errorf("usage after the runs: %d %s, want no older revision", status, body)
 	}
 }
+
+// TestRestoreThroughLinks: a restore writes only inside the folder it
+// restores into. A symbolic link already on the disk, in the backup's
+// folder or on the way to a target inside it, that leads out of it is
+// not written through (before, the restore followed it and wrote where
+// it led), and a link that is a file's place is replaced, not followed.
+func TestRestoreThroughLinks(t *testing.T) {
+	srv := agenttest.StartServer(t)
+	alice := srv.CreatePerson(t, "alice", false)
+	dir := t.TempDir()
+	src := filepath.Join(dir, "tree")
+	writeFile(t, filepath.Join(src, "a.txt"), "backed up")
+	a, j, _ := startBackupAgent(t, srv, alice, dir, src)
+	machine := a.MachineID()
+	// In the backup root, as its person (or an administrator) may put
+	// them: a folder "out" holding a file, and a file "victim.txt".
+	var out struct{ ID uint64 }
+	srv.JSON(t, alice.Token, http.MethodPost, fmt.Sprintf("/api/2/files/%d/create_folder", j.root), url.Values{"name": {"out"}}, &out)
+	s := &e2eRoot{t: t, srv: srv, p: alice, root: j.root}
+	s.uploadIn(out.ID, "planted.txt", "planted")
+	s.upload("victim.txt", "restored")
+	for _, tc := range []struct {
+		name   string
+		target string // "" the backup's folder
+	}{
+		{"a link in the backup's folder", ""},
+		{"a target inside the backup's folder through a link", filepath.Join(src, "out", "deeper")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			outside := filepath.Join(t.TempDir(), "outside")
+			writeFile(t, filepath.Join(outside, "victim.txt"), "kept")
+			os.Remove(filepath.Join(src, "out"))
+			os.Remove(filepath.Join(src, "victim.txt"))
+			if err := os.Symlink(outside, filepath.Join(src, "out")); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(filepath.Join(outside, "victim.txt"), filepath.Join(src, "victim.txt")); err != nil {
+				t.Fatal(err)
+			}
+			report := filepath.Join(a.backups.jobDir(j.root), "last-restore.json")
+			os.Remove(report)
+			form := url.Values{}
+			if tc.target != "" {
+				form.Set("target", tc.target)
+			}
+			srv.JSON(t, alice.Token, http.MethodPost, fmt.Sprintf("/api/2/machine/%d/backup/%d/restore", machine, j.root), form, nil)
+			for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+				if _, err := os.Stat(report); err == nil {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("the restore did not end")
+				}
+			}
+			rb, _ := os.ReadFile(report)
+			t.Logf("restore report: %s", rb)
+			ents, _ := os.ReadDir(outside)
+			if len(ents) != 1 {
+				t.Errorf("the folder the link leads to: %v, want only victim.txt", ents)
+			}
+			if b, _ := os.ReadFile(filepath.Join(outside, "victim.txt")); string(b) != "kept" {
+				t.Errorf("victim.txt where the link leads: %q, want it kept", b)
+			}
+		})
+	}
+}

@@ -50,12 +50,22 @@ func (s *e2eRoot) call(method, p string, form url.Values, out any) {
 // upload stores data as name in the root's top folder.
 func (s *e2eRoot) upload(name, data string) {
 	s.t.Helper()
+	s.uploadIn(0, name, data)
+}
+
+// uploadIn stores data as name in folder (0: the root's top folder).
+func (s *e2eRoot) uploadIn(folder uint64, name, data string) {
+	s.t.Helper()
 	var b bytes.Buffer
 	mw := multipart.NewWriter(&b)
 	fw, _ := mw.CreateFormFile("file", name)
 	fw.Write([]byte(data))
 	mw.Close()
-	req, _ := http.NewRequest("POST", fmt.Sprintf("%s/api/2/files/%d/upload", s.srv.URL, s.root), &b)
+	where := fmt.Sprintf("%s/api/2/files/%d", s.srv.URL, s.root)
+	if folder != 0 {
+		where += fmt.Sprintf("/folder/%d", folder)
+	}
+	req, _ := http.NewRequest("POST", where+"/upload", &b)
 	req.Header.Set("Content-Type", mw.FormDataContentType())
 	req.Header.Set("Authorization", "Bearer "+s.p.Token)
 	resp, err := s.srv.Client.Do(req)
@@ -302,6 +312,63 @@ func TestMappingE2E(t *testing.T) {
 		}
 		if cur, _ := a.Setup(); len(cur.Mappings) != 1 {
 			t.Fatalf("after the stale read ended: %d mappings, want 1", len(cur.Mappings))
+		}
+	})
+
+	// The agent does not take the server's word for names: a listing
+	// (the server's, or a man in the middle's) that calls a folder ".."
+	// must not make the agent write, rename or upload anything outside
+	// the mapped folder. Before, the folder's files were downloaded next
+	// to the mapped folder, and a file already there was set aside as a
+	// conflict, replaced by the server's and its old contents uploaded.
+	t.Run("a listing that names a folder outside the mapped one", func(t *testing.T) {
+		s := newE2ERoot(t, srv, "hana")
+		base := t.TempDir()
+		dir := filepath.Join(base, "Mapped")
+		writeFile(t, filepath.Join(base, "secret.txt"), "kept on this machine")
+		var up struct{ ID uint64 }
+		s.call("POST", fmt.Sprintf("/api/2/files/%d/create_folder", s.root), url.Values{"name": {"up"}}, &up)
+		s.uploadIn(up.ID, "planted.txt", "planted by the server")
+		s.uploadIn(up.ID, "secret.txt", "the server's secret.txt, longer than the local one")
+		s.upload("plain.txt", "an ordinary file")
+		top := fmt.Sprintf("/api/2/files/%d", s.root)
+		hc := &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			resp, err := s.srv.Client.Transport.RoundTrip(r)
+			if err != nil || r.Method != "GET" || r.URL.Path != top || resp.StatusCode != 200 {
+				return resp, err
+			}
+			b, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err != nil {
+				return nil, err
+			}
+			b = bytes.ReplaceAll(b, []byte(`"/up"`), []byte(`"/.."`))
+			resp.Body, resp.ContentLength = io.NopCloser(bytes.NewReader(b)), int64(len(b))
+			resp.Header.Del("Content-Length")
+			return resp, nil
+		})}
+		a, _ := inProcessAgentWith(t, s, "", hc)
+		s.mapFolder(a.MachineID(), dir)
+		eventually(t, syncWait, "the ordinary file", func() error {
+			_, err := os.Stat(filepath.Join(dir, "plain.txt"))
+			return err
+		})
+		time.Sleep(10 * fastTiming.Poll) // cycles enough for a conflict to be set aside
+		if _, err := os.Stat(filepath.Join(base, "planted.txt")); err == nil {
+			t.Error("the agent wrote planted.txt next to the mapped folder")
+		}
+		if b, err := os.ReadFile(filepath.Join(base, "secret.txt")); err != nil || string(b) != "kept on this machine" {
+			t.Errorf("secret.txt next to the mapped folder: %q, %v", b, err)
+		}
+		ents, _ := os.ReadDir(base)
+		if len(ents) != 2 {
+			t.Errorf("next to the mapped folder: %v, want only Mapped and secret.txt", ents)
+		}
+		files, _ := s.tree()
+		for p, data := range files {
+			if strings.Contains(data, "kept on this machine") {
+				t.Errorf("the local secret.txt reached the root as %s", p)
+			}
 		}
 	})
 

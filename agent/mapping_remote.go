@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path"
+	"strings"
 	"time"
 )
 
@@ -94,6 +95,7 @@ func (rt *remoteTree) scan(ctx context.Context) (map[string]remoteItem, bool, er
 		rel string
 	}
 	queue := []todo{{0, ""}}
+	queued := map[uint64]bool{0: true}
 	for len(queue) > 0 {
 		f := queue[0]
 		queue = queue[1:]
@@ -104,9 +106,19 @@ func (rt *remoteTree) scan(ctx context.Context) (map[string]remoteItem, bool, er
 		}
 		anyChanged = anyChanged || changed
 		for _, ch := range children {
-			rel := path.Join(f.rel, path.Base(ch.Path))
+			// The listing is the server's word, and the server (or
+			// whoever sits between) is not trusted with this disk: a
+			// name such as ".." would make every path below it one
+			// outside the mapped folder, and a folder listed twice
+			// (inside itself) would make the walk endless.
+			name := path.Base(ch.Path)
+			if !localName(name) || (ch.dir() && queued[ch.ID]) {
+				continue
+			}
+			rel := path.Join(f.rel, name)
 			out[rel] = ch
 			if ch.dir() {
+				queued[ch.ID] = true
 				queue = append(queue, todo{ch.ID, rel})
 			}
 		}
@@ -118,6 +130,21 @@ func (rt *remoteTree) scan(ctx context.Context) (map[string]remoteItem, bool, er
 		}
 	}
 	return out, anyChanged, nil
+}
+
+// localName reports whether name, from the server, may name a file or
+// folder on this disk: one path element, as the server's own naming
+// rule has it (vfs.ValidateName: not empty, ".", "..", nor longer than
+// 255 bytes, no slash, backslash or control character). The agent
+// checks it again rather than join whatever a listing says onto a local
+// path.
+func localName(name string) bool {
+	if name == "" || name == "." || name == ".." || len(name) > 255 {
+		return false
+	}
+	return !strings.ContainsFunc(name, func(r rune) bool {
+		return r == '/' || r == '\\' || r < 0x20 || r == 0x7f
+	})
 }
 
 // forget drops folder id's cached listing, so the next scan reads it

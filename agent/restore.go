@@ -2,6 +2,8 @@ package agent
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -116,7 +118,11 @@ func targetAllowed(backup, target string) error {
 }
 
 // restore writes the folder src of j's root into target. It holds j's
-// run lock, so no backup run reads a half-restored folder.
+// run lock, so no backup run reads a half-restored folder. Every write
+// goes through an os.Root of the folder it may write in: a symbolic link
+// already on the disk (in the backup's folder, or on the way to a target
+// inside it) is followed only where it stays inside that folder, so a
+// restore never writes where the link leads outside it.
 func (m *backupManager) restore(ctx context.Context, j *backupJob, run *restoreRun, src, target string, rep *RestoreReport) error {
 	j.runMu.Lock()
 	defer j.runMu.Unlock()
@@ -139,13 +145,43 @@ func (m *backupManager) restore(ctx context.Context, j *backupJob, run *restoreR
 			}
 		}
 	}
-	if err := os.MkdirAll(target, 0o755); err != nil {
+	dst, err := openTarget(filepath.Clean(j.local), target)
+	if err != nil {
 		return err
 	}
-	return m.restoreFolder(ctx, j.root, folder, target, run, rep)
+	defer dst.Close()
+	return m.restoreFolder(ctx, j.root, folder, dst, ".", run, rep)
 }
 
-func (m *backupManager) restoreFolder(ctx context.Context, root, folder uint64, dir string, run *restoreRun, rep *RestoreReport) error {
+// openTarget makes the restore's target folder and opens it as a Root. A
+// target inside the backup's folder is made and opened through a Root of
+// that folder (targetAllowed checked it only by name; a link on the way
+// must not lead out); any other target is new or empty, a folder the
+// caller named.
+func openTarget(backup, target string) (*os.Root, error) {
+	rel, err := filepath.Rel(backup, target)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		if err := os.MkdirAll(target, 0o755); err != nil {
+			return nil, err
+		}
+		return os.OpenRoot(target)
+	}
+	if err := os.MkdirAll(backup, 0o755); err != nil {
+		return nil, err
+	}
+	b, err := os.OpenRoot(backup)
+	if err != nil {
+		return nil, err
+	}
+	defer b.Close()
+	if err := b.MkdirAll(rel, 0o755); err != nil {
+		return nil, fmt.Errorf("agent: the restore's target %s: %w", target, err)
+	}
+	return b.OpenRoot(rel)
+}
+
+// restoreFolder writes folder of root into dir, a folder of dst.
+func (m *backupManager) restoreFolder(ctx context.Context, root, folder uint64, dst *os.Root, dir string, run *restoreRun, rep *RestoreReport) error {
 	items, err := listFolder(ctx, m.a.client, root, folder)
 	if err != nil {
 		return err
@@ -159,20 +195,20 @@ func (m *backupManager) restoreFolder(ctx context.Context, root, folder uint64, 
 	m.mu.Unlock()
 	for _, it := range items {
 		name := path.Base(it.Path)
-		if name == "." || name == ".." || name == "/" || strings.ContainsRune(name, filepath.Separator) {
+		if !localName(name) {
 			continue // not a name this machine can hold
 		}
-		dst := filepath.Join(dir, name)
+		p := filepath.Join(dir, name)
 		if it.Type == "folder" {
-			if err := os.MkdirAll(dst, 0o755); err != nil {
-				return err
+			if err := dst.MkdirAll(p, 0o755); err != nil {
+				return fmt.Errorf("agent: restoring %s: %w", it.Path, err)
 			}
-			if err := m.restoreFolder(ctx, root, it.ID, dst, run, rep); err != nil {
+			if err := m.restoreFolder(ctx, root, it.ID, dst, p, run, rep); err != nil {
 				return err
 			}
 			continue
 		}
-		if err := m.download(ctx, root, it, dir, dst, run); err != nil {
+		if err := m.download(ctx, root, it, dst, dir, p, run); err != nil {
 			return fmt.Errorf("agent: restoring %s: %w", it.Path, err)
 		}
 		rep.Files++
@@ -182,9 +218,10 @@ func (m *backupManager) restoreFolder(ctx context.Context, root, folder uint64, 
 }
 
 // download streams file it into a temporary file in dir, gives it its
-// modification time, and renames it to dst: dst is the old file or the
-// whole restored one, never a part.
-func (m *backupManager) download(ctx context.Context, root uint64, it remoteItem, dir, dst string, run *restoreRun) error {
+// modification time, and renames it to p (dir and p in dst): p is the
+// old file or the whole restored one, never a part. A link at p is
+// replaced, not written through.
+func (m *backupManager) download(ctx context.Context, root uint64, it remoteItem, dst *os.Root, dir, p string, run *restoreRun) error {
 	c := m.a.client
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("%s/api/2/files/%d/%d/download", c.base, root, it.ID), nil)
 	if err != nil {
@@ -198,33 +235,50 @@ func (m *backupManager) download(ctx context.Context, root uint64, it remoteItem
 		return err
 	}
 	defer resp.Body.Close()
-	tmp, err := os.CreateTemp(dir, ".berth-restore-*")
+	tmp, f, err := createTemp(dst, dir, ".berth-restore-")
 	if err != nil {
 		return err
 	}
-	defer os.Remove(tmp.Name())
-	n, err := io.Copy(tmp, &restoreProgress{r: resp.Body, m: m, run: run})
+	defer dst.Remove(tmp)
+	n, err := io.Copy(f, &restoreProgress{r: resp.Body, m: m, run: run})
 	if err == nil && n != it.Size {
 		err = fmt.Errorf("%d bytes arrived, the file has %d", n, it.Size)
 	}
 	if err == nil {
-		err = tmp.Sync()
+		err = f.Sync()
 	}
-	if cerr := tmp.Close(); err == nil {
+	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
 		return err
 	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+	if err := dst.Chmod(tmp, 0o644); err != nil {
 		return err
 	}
 	if mt, perr := time.ParseInLocation(apiTime, it.Modified, time.UTC); perr == nil {
-		if err := os.Chtimes(tmp.Name(), mt, mt); err != nil {
+		if err := dst.Chtimes(tmp, mt, mt); err != nil {
 			return err
 		}
 	}
-	return os.Rename(tmp.Name(), dst)
+	return dst.Rename(tmp, p)
+}
+
+// createTemp creates a new file in dir of r named prefix and a random
+// suffix, as os.CreateTemp does outside a Root, and returns its name (in
+// r) and the file, open for writing.
+func createTemp(r *os.Root, dir, prefix string) (string, *os.File, error) {
+	for range 100 {
+		var b [8]byte
+		rand.Read(b[:])
+		name := filepath.Join(dir, prefix+hex.EncodeToString(b[:]))
+		f, err := r.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		return name, f, err
+	}
+	return "", nil, fmt.Errorf("agent: no free temporary name in %s", dir)
 }
 
 type restoreProgress struct {

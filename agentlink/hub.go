@@ -79,17 +79,28 @@ type Hub struct {
 	// cluster records where this node's agents are and relays calls for
 	// the others' (cluster.go); nil on a lone node.
 	cluster *cluster
+	// relayed holds a slot for each answer being read for a call that
+	// waits on another node (Claim).
+	relayed chan struct{}
 }
 
 type pending struct {
 	machine uint64
 	conn    *Conn
 	done    chan Reply
+	// claimed: an answer to the call is being read (Claim), so a
+	// second one is refused before its body is.
+	claimed bool
 }
+
+// maxRelayedAnswers bounds the answers read at once on this node for
+// calls that may wait on another node (Claim): one arrives here only when
+// a balancer sends an agent's answer elsewhere than its channel.
+const maxRelayedAnswers = 4
 
 // New returns an empty Hub.
 func New() *Hub {
-	return &Hub{conns: make(map[uint64]*Conn), pending: make(map[string]*pending)}
+	return &Hub{conns: make(map[uint64]*Conn), pending: make(map[string]*pending), relayed: make(chan struct{}, maxRelayedAnswers)}
 }
 
 // Conn is one connected agent. Its commands are read by the goroutine
@@ -285,6 +296,41 @@ func (h *Hub) notifyLocal(machineID uint64, op string, raw json.RawMessage) bool
 	default:
 	}
 	return true
+}
+
+// Claim reserves call id of machine machineID for the one answer whose
+// body is about to be read, and returns the function that frees the
+// reservation (after Deliver, or a body that could not be read). It
+// reports false when no call of that machine waits under that id here, or
+// one answer is already being read for it; the front end refuses the
+// answer then without reading it, so nobody makes the server hold
+// answers no call waits for. A call that may wait on another node (the
+// machine's channel is not on this one) is claimed there when
+// delivered; here at most maxRelayedAnswers such answers are read at
+// once.
+func (h *Hub) Claim(machineID uint64, id string) (release func(), ok bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if p := h.pending[id]; p != nil && p.machine == machineID {
+		if p.claimed {
+			return nil, false
+		}
+		p.claimed = true
+		return func() {
+			h.mu.Lock()
+			p.claimed = false
+			h.mu.Unlock()
+		}, true
+	}
+	if h.cluster == nil || h.conns[machineID] != nil {
+		return nil, false
+	}
+	select {
+	case h.relayed <- struct{}{}:
+		return func() { <-h.relayed }, true
+	default:
+		return nil, false
+	}
 }
 
 // Reply hands the agent's answer to call id to the Call waiting for it.

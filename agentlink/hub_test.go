@@ -127,6 +127,30 @@ func TestReplyOnlyByItsMachine(t *testing.T) {
 	if h.Reply(2, id, Reply{}) {
 		t.Fatal("machine 2 answered machine 1's call")
 	}
+	// An answer's body is read only once Claim reserved the call: for
+	// the call's own machine, one answer at a time, never for a call
+	// that does not wait.
+	for _, tc := range []struct {
+		machine uint64
+		id      string
+	}{{2, id}, {1, "no-such-call"}} {
+		if _, ok := h.Claim(tc.machine, tc.id); ok {
+			t.Fatalf("machine %d claimed call %q", tc.machine, tc.id)
+		}
+	}
+	release, ok := h.Claim(1, id)
+	if !ok {
+		t.Fatal("machine 1 could not claim its own call")
+	}
+	if _, ok := h.Claim(1, id); ok {
+		t.Fatal("a second answer claimed a call being answered")
+	}
+	release()
+	release, ok = h.Claim(1, id)
+	if !ok {
+		t.Fatal("an answer that could not be read kept its call claimed")
+	}
+	release()
 	if !h.Reply(1, id, Reply{Result: json.RawMessage(`{}`)}) {
 		t.Fatal("machine 1 could not answer its own call")
 	}

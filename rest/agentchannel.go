@@ -157,6 +157,14 @@ func (s *server) agentReply(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The body is read only for a call that waits for it, and for one
+	// answer at a time: an answer to nothing, or a second one, could
+	// otherwise have the server hold maxReply bytes per request.
+	release, ok := s.agents.Claim(id, r.PathValue("call_id"))
+	if !ok {
+		return nil, Describe(ErrNotFound, "no call %q waits for an answer from this machine", r.PathValue("call_id"))
+	}
+	defer release()
 	var rep agentlink.Reply
 	dec := json.NewDecoder(io.LimitReader(r.Body, maxReply))
 	if err := dec.Decode(&rep); err != nil {

@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -152,6 +154,59 @@ func TestAgentChannelEndsOnRevocation(t *testing.T) {
 			}
 			if err := <-called; !errors.Is(err, agentlink.ErrOffline) {
 				t.Fatalf("the call after the revocation: %v, want %v", err, agentlink.ErrOffline)
+			}
+		})
+	}
+}
+
+// TestAgentReplyUnread: an answer the agent channel has no call waiting
+// for is refused before its body is read. Before, any signed-in client
+// with a machine's token could have the server read up to maxReply
+// bytes of JSON per request for a call id that named nothing; a body
+// that stalls here is answered at once, 404.
+func TestAgentReplyUnread(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	hub := agentlink.New()
+	srv := httptest.NewUnstartedServer(New(Options{FS: f.fs, Accounts: f.accounts, Agents: hub}))
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	m, err := f.accounts.UpsertMachine(ctx, f.person.ID, account.MachineInput{GUID: "agent-guid"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	toks, err := f.accounts.IssueTokens(ctx, f.person.ID, m.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := hub.Attach(ctx, m.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hub.Detach(conn)
+	for _, tc := range []struct {
+		name, call string
+	}{
+		{"a call id that names nothing", "nothing"},
+		{"another machine's call id", "1." + strconv.FormatUint(m.ID+1, 36)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pr, pw := io.Pipe()
+			defer pw.Close()
+			go pw.Write([]byte(`{"result":"` + strings.Repeat("x", 64<<10)))
+			rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			req, _ := http.NewRequestWithContext(rctx, "POST", srv.URL+"/api/2/agent/reply/"+tc.call, pr)
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Authorization", "Bearer "+toks.AccessToken)
+			resp, err := srv.Client().Do(req)
+			if err != nil {
+				t.Fatalf("no answer while the body was still coming: %v", err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusNotFound {
+				t.Fatalf("status %d, want 404", resp.StatusCode)
 			}
 		})
 	}

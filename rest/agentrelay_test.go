@@ -80,6 +80,9 @@ func TestRelayThroughOtherNode(t *testing.T) {
 	if _, err := f.accounts.SetFileServer(ctx, m.ID, true); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := f.accounts.UpdatePolicy(ctx, f.org.ID, func(p *account.Policy) error { p.FileServerEnabled = true; return nil }); err != nil {
+		t.Fatal(err)
+	}
 	if st, body := f.postForm(fmt.Sprintf("/api/2/machine/%d/mappings/create", m.ID), url.Values{"path": {"/home/a/docs"}, "root_id": {fmt.Sprint(f.root.ID)}}); st != 200 {
 		t.Fatalf("mapping: %d %s", st, body)
 	}

@@ -55,6 +55,11 @@ func (s *server) agentWrite(r *http.Request) (_ any, err error) {
 	if err != nil {
 		return nil, err
 	}
+	if a.root.Type == vfs.RootBackup && !a.policy.BackupsEnabled {
+		// The agent's runs write here: with backups_enabled off they
+		// store nothing more, whenever the policy changed.
+		return nil, Describe(ErrForbidden, "the organization's policy does not allow backups (backups_enabled)")
+	}
 	ct, params, perr := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if perr != nil || ct != "multipart/form-data" || params["boundary"] == "" {
 		return nil, Describe(ErrInvalidRequest, "an agent write is a multipart/form-data body: the fields path, type, modified, base_revision, then the part `delta`")
@@ -332,6 +337,19 @@ func (s *server) startBackup(r *http.Request) (any, error) {
 	m, b, err := s.backupOf(r, share.PersonUpdateSelf)
 	if err != nil {
 		return nil, err
+	}
+	// backups_enabled turned off after the backup was set up stops it
+	// here as at backups/create.
+	owner, err := s.accounts.Person(r.Context(), m.PersonID)
+	if err != nil {
+		return nil, err
+	}
+	pol, err := s.ownerPolicy(r.Context(), owner)
+	if err != nil {
+		return nil, err
+	}
+	if !pol.BackupsEnabled {
+		return nil, Describe(ErrForbidden, "the organization's policy does not allow backups (backups_enabled)")
 	}
 	args := map[string]uint64{"root_id": b.RootID}
 	return nil, s.callAgent(r.Context(), m.ID, "backup_now", args, nil)

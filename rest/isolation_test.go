@@ -633,6 +633,18 @@ func (k *isoCast) orgShare(n *isoTenant, subs []share.Entry) uint64 {
 	return r.ID
 }
 
+// fileServerOn turns file_server_enabled on, which mappings/create
+// needs.
+func fileServerOn(p *account.Policy) { p.FileServerEnabled = true }
+
+// adminShareMapping is the form of a mapping of /m/share to a fresh
+// organization share of the child that its plain person and its
+// administrator (who made it) both edit.
+func adminShareMapping(q isoReq) url.Values {
+	id := q.k.orgShare(q.c, []share.Entry{{ID: q.c.plain.ID, Channel: share.ChannelWeb, Role: share.RoleCollaborator}})
+	return url.Values{"path": {"/m/share"}, "root_id": {fmt.Sprint(id)}}
+}
+
 // Directory servers: adOn lets the parent and the child (and the other
 // tenant) use them; cSource, pSource and oSource are fresh ones of the
 // child, the parent and the other tenant, at a loopback port nobody
@@ -865,8 +877,38 @@ func isoRows() []isoRow {
 		{pattern: "POST /api/2/machine/{machine_id}/mapping/{mapping_id}/delete", name: "an existing one", method: "POST", path: machinePath(false, "/api/2/machine/%d/mapping/%d/delete", mappingID), want: childRead},
 		{pattern: "POST /api/2/machine/{machine_id}/mapping/{mapping_id}/delete", name: "the parent's plain person's", method: "POST", path: machinePath(true, "/api/2/machine/%d/mapping/%d/delete", mappingID), want: "PP=200 CP=404 CA=404 PA=200"},
 		{pattern: "POST /api/2/machine/{machine_id}/mapping/{mapping_id}/delete", name: "another machine's, through this one", method: "POST", path: crossMachinePath("/api/2/machine/%d/mapping/%d/delete", true), want: "CP=404 CA=404 PA=404"},
-		{pattern: "POST /api/2/machine/{machine_id}/mappings/create", name: "file server on, the person's root", method: "POST", path: pf("/api/2/machine/%d/mappings/create", newServerMachine(cPlain)),
+		{pattern: "POST /api/2/machine/{machine_id}/mappings/create", name: "file server on, the person's root", method: "POST", tenant: "fresh",
+			path: withPolicy(fileServerOn, pf("/api/2/machine/%d/mappings/create", newServerMachine(cPlain))),
 			form: func(q isoReq) url.Values { return url.Values{"path": {"/m/map"}, "root_id": {fmt.Sprint(q.c.root)}} }, want: "CP=200 CA=404 PA=404"},
+		// file_server_enabled turned off after the machine's file server
+		// was enabled: no new mapping (before, only server/enable read
+		// the policy).
+		{pattern: "POST /api/2/machine/{machine_id}/mappings/create", name: "file server on, file_server_enabled off since", method: "POST", path: pf("/api/2/machine/%d/mappings/create", newServerMachine(cPlain)),
+			form: func(q isoReq) url.Values { return url.Values{"path": {"/m/map"}, "root_id": {fmt.Sprint(q.c.root)}} }, want: "CP=403 CA=403 PA=403"},
+		// An administrator's root mapped onto a person's machine (an
+		// organization share both edit) would have the agent upload the
+		// person's folder to it and write its files there: that is
+		// admin_browse_remote's to allow, as ls is. So is a restore into
+		// a folder outside the backup's. Before, both were open to the
+		// administrators whatever the policy.
+		{pattern: "POST /api/2/machine/{machine_id}/mappings/create", name: "an organization share the administrators edit too", method: "POST", tenant: "fresh",
+			path: withPolicy(fileServerOn, pf("/api/2/machine/%d/mappings/create", newServerMachine(cPlain))), form: adminShareMapping, want: "CP=200 CA=403 PA=403"},
+		{pattern: "POST /api/2/machine/{machine_id}/mappings/create", name: "an organization share the administrators edit too, admin_browse_remote on", method: "POST", tenant: "browse",
+			path: withPolicy(fileServerOn, pf("/api/2/machine/%d/mappings/create", newServerMachine(cPlain))), form: adminShareMapping, want: "CP=200 CA=200 PA=200"},
+		// A root the machine's person cannot read and write, mapped by
+		// their administrator: the agent, syncing as the person, never
+		// could (before, the mapping was made).
+		{pattern: "POST /api/2/machine/{machine_id}/mappings/create", name: "an organization share the person is not in, admin_browse_remote on", method: "POST", tenant: "browse",
+			path: withPolicy(fileServerOn, pf("/api/2/machine/%d/mappings/create", newServerMachine(cPlain))),
+			form: func(q isoReq) url.Values {
+				return url.Values{"path": {"/m/share"}, "root_id": {fmt.Sprint(q.k.orgShare(q.c, nil))}}
+			}, want: "CP=404 CA=403 PA=403"},
+		{pattern: "POST /api/2/machine/{machine_id}/backup/{root_id}/restore", name: "a target outside the backup's folder, offline", method: "POST", path: machinePath(false, "/api/2/machine/%d/backup/%d/restore", backupID),
+			form: fields("target", "/home/p/.config/autostart"), want: "CP=503 CA=403 PA=403"},
+		{pattern: "POST /api/2/machine/{machine_id}/backup/{root_id}/restore", name: "a target inside the backup's folder, offline", method: "POST", path: machinePath(false, "/api/2/machine/%d/backup/%d/restore", backupID),
+			form: fields("target", "/m/backup/sub"), want: "CP=503 CA=503 PA=503"},
+		{pattern: "POST /api/2/machine/{machine_id}/backup/{root_id}/restore", name: "a target outside the backup's folder, offline, admin_browse_remote on", method: "POST", path: machinePath(false, "/api/2/machine/%d/backup/%d/restore", backupID),
+			form: fields("target", "/home/p/.config/autostart"), want: "CP=503 CA=503 PA=503", tenant: "browse"},
 		{pattern: "GET /api/2/machine/{machine_id}/backups", name: "the parent's plain person's", path: machinePath(true, "/api/2/machine/%d/backups", noIDs), want: "PP=200 CP=404 CA=404 PA=200"},
 		{pattern: "GET /api/2/machine/{machine_id}/backup/{root_id}", name: "an existing one", path: machinePath(false, "/api/2/machine/%d/backup/%d", backupID), want: childRead},
 		{pattern: "GET /api/2/machine/{machine_id}/backup/{root_id}", name: "the parent's plain person's", path: machinePath(true, "/api/2/machine/%d/backup/%d", backupID), want: "PP=200 CP=404 CA=404 PA=200"},
@@ -893,6 +935,14 @@ func isoRows() []isoRow {
 			path: withFileServer(false, true, pf("/api/2/machine/%d/server/enable", newMachine(cPlain))), want: "CP=403 CA=403 PA=403"},
 		{pattern: "POST /api/2/machine/{machine_id}/server/enable", name: "file_server_enabled on in a grandchild, off in the child", method: "POST", tenant: "fresh",
 			path: withFileServer(true, false, pf("/api/2/machine/%d/server/enable", newMachine(fileServerGrandchildPerson))), want: "CP=404 CA=403 PA=403"},
+		// backups_enabled turned off after a backup was set up: no run
+		// starts and the agent's writes into its root are refused (before,
+		// start reached the agent and the runs went on storing).
+		{pattern: "POST /api/2/machine/{machine_id}/backup/{root_id}/start", name: "backups_enabled off since the backup was set up", method: "POST", tenant: "fresh",
+			path: withPolicy(func(p *account.Policy) { p.BackupsEnabled = false }, machinePath(false, "/api/2/machine/%d/backup/%d/start", backupID)), want: "CP=403 CA=403 PA=403"},
+		{pattern: "POST /api/2/agent/files/{root_id}/write", name: "a backup root, backups_enabled off since it was set up", method: "POST", tenant: "fresh",
+			path: withPolicy(func(p *account.Policy) { p.BackupsEnabled = false }, machinePath(false, "/api/2/agent/files/%[2]d/write", backupID)),
+			form: fields("path", "/n"), want: "CP=403 CA=404 PA=404"},
 		// berth's backup routes (docs/api.md "Agent writes"): a write
 		// needs write access to the root; start needs the backup.
 		{pattern: "POST /api/2/machine/{machine_id}/backup/{root_id}/start", name: "none", method: "POST", path: pf("/api/2/machine/%d/backup/999999/start", newMachine(cPlain)), want: "CP=404 CA=404 PA=404"},

@@ -154,7 +154,7 @@ func (s *server) machineLs(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := s.reachesDisk(ctx, callerOf(r), owner); err != nil {
+	if err := s.reachesDisk(ctx, callerOf(r), owner, "browse"); err != nil {
 		return nil, err
 	}
 	vals, err := form(r)
@@ -190,9 +190,11 @@ func (s *server) machineLs(r *http.Request) (any, error) {
 // owner's machine: it is c's own, or c administers owner where
 // share.BrowsesRemote lets them (admin_browse_remote in the owner's
 // organization's policy and in the one c acts under). Another person's
-// disk is theirs to open: a listing shows it, and a mapping brings the
-// folder's files up into a root the administrator reads.
-func (s *server) reachesDisk(ctx context.Context, c caller, owner account.Person) error {
+// disk is theirs to open: a listing shows it, a mapping brings the
+// folder's files up into a root the administrator reads, a restore
+// writes into a folder of the administrator's choosing. what says what
+// the administrator asked, for the reason.
+func (s *server) reachesDisk(ctx context.Context, c caller, owner account.Person, what string) error {
 	if c.Person.ID == owner.ID {
 		return nil
 	}
@@ -201,7 +203,7 @@ func (s *server) reachesDisk(ctx context.Context, c caller, owner account.Person
 		return err
 	}
 	if !share.BrowsesRemote(c, org) {
-		return Describe(ErrForbidden, "the policy does not let you browse this person's machines (admin_browse_remote, in their organization's policy and in yours)")
+		return Describe(ErrForbidden, "the policy does not let you %s this person's machine (admin_browse_remote, in their organization's policy and in yours)", what)
 	}
 	return nil
 }
@@ -294,6 +296,15 @@ func (s *server) createMapping(r *http.Request) (any, error) {
 	if !m.FileServer {
 		return nil, Describe(ErrForbidden, "the machine's file server is off (POST /api/2/machine/%d/server/enable)", m.ID)
 	}
+	// The policy again: file_server_enabled may have been turned off
+	// since the file server was enabled.
+	pol, err := s.ownerPolicy(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	if !pol.FileServerEnabled {
+		return nil, Describe(ErrForbidden, "the organization's policy does not allow file servers (file_server_enabled)")
+	}
 	ref, err := required(vals, "root_id")
 	if err != nil {
 		return nil, err
@@ -309,8 +320,27 @@ func (s *server) createMapping(r *http.Request) (any, error) {
 	if !a.Perms.Has(share.Read | share.Write) {
 		return nil, Describe(ErrForbidden, "a mapped root must be one the caller can read and write")
 	}
-	if err := s.reachesDisk(ctx, callerOf(r), p); err != nil {
+	if err := s.reachesDisk(ctx, callerOf(r), p, "map a folder of"); err != nil {
+		// The agent uploads the folder's files into the root and
+		// writes the root's into the folder: an administrator's root
+		// (an organization share they edit) would open the person's
+		// disk to them, which admin_browse_remote keeps closed.
 		return nil, err
+	}
+	if callerOf(r).Person.ID != p.ID {
+		// The agent syncs the root as the machine's person: one they
+		// cannot read and write is a mapping that never syncs.
+		oc, err := s.accounts.Caller(ctx, p.ID)
+		if err != nil {
+			return nil, err
+		}
+		oa, err := s.shares.Root(ctx, oc, rootID)
+		if err != nil && !errors.Is(err, share.ErrNoRoot) && !errors.Is(err, account.ErrInactive) {
+			return nil, err
+		}
+		if err != nil || !oa.Perms.Has(share.Read|share.Write) {
+			return nil, Describe(ErrForbidden, "the machine's person cannot read and write this root, and their agent syncs it as them")
+		}
 	}
 	root, err := s.fs.Root(ctx, rootID)
 	if err != nil {
@@ -505,6 +535,17 @@ func (s *server) restoreBackup(r *http.Request) (any, error) {
 	target := b.Path
 	if t := vals.Get("target"); t != "" {
 		if target, err = account.CleanMachinePath("target", t); err != nil {
+			return nil, err
+		}
+	}
+	if !account.WithinMachinePath(target, b.Path) {
+		// A folder of the caller's choosing, anywhere on the disk, that
+		// the backup root's files are written into.
+		owner, err := s.accounts.Person(ctx, m.PersonID)
+		if err != nil {
+			return nil, err
+		}
+		if err := s.reachesDisk(ctx, callerOf(r), owner, "restore into a folder outside the backup's on"); err != nil {
 			return nil, err
 		}
 	}

@@ -28,6 +28,13 @@ func TestMachineBadInputs(t *testing.T) {
 	if _, err := f.accounts.SetFileServer(ctx, m.ID, true); err != nil {
 		t.Fatal(err)
 	}
+	filePolicy := func(on bool) {
+		t.Helper()
+		if _, err := f.accounts.UpdatePolicy(ctx, f.org.ID, func(p *account.Policy) error { p.FileServerEnabled = on; return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	filePolicy(true)
 	off, err := f.accounts.UpsertMachine(ctx, f.person.ID, account.MachineInput{})
 	if err != nil {
 		t.Fatal(err)
@@ -145,6 +152,11 @@ func TestMachineBadInputs(t *testing.T) {
 			}
 		})
 	}
+	// file_server_enabled turned off after the file server was enabled:
+	// no new mapping.
+	filePolicy(false)
+	st, body = f.send(http.MethodPost, mp("/mappings/create"), f.token, mapForm("/home/z", second.ID))
+	wantError(t, st, body, 403, "forbidden")
 	// Nothing refused was made.
 	for _, p := range []string{mp("/mappings"), mp("/backups")} {
 		st, body := f.send(http.MethodGet, p, f.token, nil)
