@@ -864,10 +864,13 @@ func isoRows() []isoRow {
 		// A mapping an administrator makes brings a folder of the
 		// person's disk up into a root the administrator reads: it is
 		// admin_browse_remote's, as ls is.
-		{pattern: "POST /api/2/machine/{machine_id}/mappings/create", name: "file server on, a share of the child, admin_browse_remote off", method: "POST", path: pf("/api/2/machine/%d/mappings/create", newServerMachine(cPlain)),
+		{pattern: "POST /api/2/machine/{machine_id}/mappings/create", name: "file server on, a share of the child, admin_browse_remote off", method: "POST", path: withFileServer(true, true, pf("/api/2/machine/%d/mappings/create", newServerMachine(cPlain))),
 			form: cShareMapForm, want: "CP=404 CA=403 PA=403"},
-		{pattern: "POST /api/2/machine/{machine_id}/mappings/create", name: "file server on, a share of the child, admin_browse_remote on", method: "POST", path: pf("/api/2/machine/%d/mappings/create", newServerMachine(cPlain)),
-			form: cShareMapForm, want: "CP=404 CA=200 PA=200", tenant: "browse"},
+		{pattern: "POST /api/2/machine/{machine_id}/mappings/create", name: "file server on, a share of the child, admin_browse_remote on", method: "POST", path: withFileServer(true, true, pf("/api/2/machine/%d/mappings/create", newServerMachine(cPlain))),
+			// A share the machine's person is not in: refused as one
+			// their agent could not sync (the row of an organization
+			// share both edit, below, is admin_browse_remote's 200).
+			form: cShareMapForm, want: "CP=404 CA=403 PA=403", tenant: "browse"},
 		{pattern: "POST /api/2/machine/{machine_id}/ls", name: "a backed-up folder of the parent's plain person, offline", method: "POST", path: machinePath(true, "/api/2/machine/%d/ls", noIDs),
 			form: fields("path", "/m/backup"), want: "PP=503 CP=404 CA=404 PA=403"},
 		{pattern: "GET /api/2/machine/{machine_id}/mappings", name: "the parent's plain person's", path: machinePath(true, "/api/2/machine/%d/mappings", noIDs), want: "PP=200 CP=404 CA=404 PA=200"},
@@ -878,12 +881,12 @@ func isoRows() []isoRow {
 		{pattern: "POST /api/2/machine/{machine_id}/mapping/{mapping_id}/delete", name: "the parent's plain person's", method: "POST", path: machinePath(true, "/api/2/machine/%d/mapping/%d/delete", mappingID), want: "PP=200 CP=404 CA=404 PA=200"},
 		{pattern: "POST /api/2/machine/{machine_id}/mapping/{mapping_id}/delete", name: "another machine's, through this one", method: "POST", path: crossMachinePath("/api/2/machine/%d/mapping/%d/delete", true), want: "CP=404 CA=404 PA=404"},
 		{pattern: "POST /api/2/machine/{machine_id}/mappings/create", name: "file server on, the person's root", method: "POST", tenant: "fresh",
-			path: withPolicy(fileServerOn, pf("/api/2/machine/%d/mappings/create", newServerMachine(cPlain))),
+			path: withFileServer(true, true, pf("/api/2/machine/%d/mappings/create", newServerMachine(cPlain))),
 			form: func(q isoReq) url.Values { return url.Values{"path": {"/m/map"}, "root_id": {fmt.Sprint(q.c.root)}} }, want: "CP=200 CA=404 PA=404"},
 		// file_server_enabled turned off after the machine's file server
 		// was enabled: no new mapping (before, only server/enable read
 		// the policy).
-		{pattern: "POST /api/2/machine/{machine_id}/mappings/create", name: "file server on, file_server_enabled off since", method: "POST", path: pf("/api/2/machine/%d/mappings/create", newServerMachine(cPlain)),
+		{pattern: "POST /api/2/machine/{machine_id}/mappings/create", name: "file server on, file_server_enabled off since", method: "POST", path: withFileServer(true, false, pf("/api/2/machine/%d/mappings/create", newServerMachine(cPlain))),
 			form: func(q isoReq) url.Values { return url.Values{"path": {"/m/map"}, "root_id": {fmt.Sprint(q.c.root)}} }, want: "CP=403 CA=403 PA=403"},
 		// An administrator's root mapped onto a person's machine (an
 		// organization share both edit) would have the agent upload the
@@ -892,14 +895,14 @@ func isoRows() []isoRow {
 		// a folder outside the backup's. Before, both were open to the
 		// administrators whatever the policy.
 		{pattern: "POST /api/2/machine/{machine_id}/mappings/create", name: "an organization share the administrators edit too", method: "POST", tenant: "fresh",
-			path: withPolicy(fileServerOn, pf("/api/2/machine/%d/mappings/create", newServerMachine(cPlain))), form: adminShareMapping, want: "CP=200 CA=403 PA=403"},
+			path: withFileServer(true, true, pf("/api/2/machine/%d/mappings/create", newServerMachine(cPlain))), form: adminShareMapping, want: "CP=200 CA=403 PA=403"},
 		{pattern: "POST /api/2/machine/{machine_id}/mappings/create", name: "an organization share the administrators edit too, admin_browse_remote on", method: "POST", tenant: "browse",
-			path: withPolicy(fileServerOn, pf("/api/2/machine/%d/mappings/create", newServerMachine(cPlain))), form: adminShareMapping, want: "CP=200 CA=200 PA=200"},
+			path: withFileServer(true, true, pf("/api/2/machine/%d/mappings/create", newServerMachine(cPlain))), form: adminShareMapping, want: "CP=200 CA=200 PA=200"},
 		// A root the machine's person cannot read and write, mapped by
 		// their administrator: the agent, syncing as the person, never
 		// could (before, the mapping was made).
 		{pattern: "POST /api/2/machine/{machine_id}/mappings/create", name: "an organization share the person is not in, admin_browse_remote on", method: "POST", tenant: "browse",
-			path: withPolicy(fileServerOn, pf("/api/2/machine/%d/mappings/create", newServerMachine(cPlain))),
+			path: withFileServer(true, true, pf("/api/2/machine/%d/mappings/create", newServerMachine(cPlain))),
 			form: func(q isoReq) url.Values {
 				return url.Values{"path": {"/m/share"}, "root_id": {fmt.Sprint(q.k.orgShare(q.c, nil))}}
 			}, want: "CP=404 CA=403 PA=403"},
