@@ -152,6 +152,9 @@ func (s *Service) CreateDevicePassword(ctx context.Context, personID uint64, in 
 		} else {
 			m = Machine{ID: newMachine, PersonID: personID, GUID: strings.ToLower(uuid.NewString()),
 				DNSName: mi.DNSName, Created: now, OSType: mi.OSType, OSVersion: mi.OSVersion}
+			if err := s.makeRoomForMachine(ctx, tx, personID); err != nil {
+				return err
+			}
 			if err := s.insertMachine(tx, &m); err != nil {
 				return err
 			}

@@ -127,11 +127,72 @@ func (s *Service) UpsertMachine(ctx context.Context, personID uint64, in Machine
 		OSType:    in.OSType,
 		OSVersion: in.OSVersion,
 	}
-	err = s.db.Update(ctx, func(tx kv.Txn) error { return s.insertMachine(tx, &m) })
+	err = s.db.Update(ctx, func(tx kv.Txn) error {
+		if err := s.makeRoomForMachine(ctx, tx, personID); err != nil {
+			return err
+		}
+		return s.insertMachine(tx, &m)
+	})
 	if err != nil {
 		return Machine{}, err
 	}
 	return m, nil
+}
+
+// makeRoomForMachine deletes, when person personID holds MaxMachines
+// machines, the one signed in from least recently (never, first) among
+// those nothing is set up on: no mapping, backup, file server or device
+// password, whose deletion loses nothing but the record and the sessions
+// signed in from it, which the session bound would have ended first.
+// When every machine has something set up, the new one is refused
+// (ErrInvalid): those are a person's own doing, and theirs to delete.
+func (s *Service) makeRoomForMachine(ctx context.Context, tx kv.Txn, personID uint64) error {
+	ms, err := listed[Machine](s, tx, pfxPersonMachine, personID, pfxMachine)
+	if err != nil || len(ms) < s.opts.MaxMachines {
+		return err
+	}
+	dps, err := s.devicePasswordsOf(tx, personID)
+	if err != nil {
+		return err
+	}
+	withPassword := map[uint64]bool{}
+	for _, dp := range dps {
+		withPassword[dp.MachineID] = true
+	}
+	var oldest *Machine
+	for i := range ms {
+		m := &ms[i]
+		if m.FileServer || withPassword[m.ID] {
+			continue
+		}
+		if mms, err := s.mappingsIn(tx, m.ID); err != nil || len(mms) > 0 {
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		if bs, err := s.backupsIn(tx, m.ID); err != nil || len(bs) > 0 {
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		if oldest == nil || lastLogin(*m).Before(lastLogin(*oldest)) {
+			oldest = m
+		}
+	}
+	if oldest == nil {
+		return invalid("machine", "the person holds "+strconv.Itoa(len(ms))+" machines, each with mappings, backups, a file server or a device password; delete one first")
+	}
+	return s.deleteMachineIn(ctx, tx, oldest.ID)
+}
+
+// lastLogin is when m was last signed in from, the zero time for never.
+func lastLogin(m Machine) time.Time {
+	if m.LastLogin == nil {
+		return time.Time{}
+	}
+	return *m.LastLogin
 }
 
 // insertMachine stores new machine m of m.PersonID with its GUID and its
@@ -213,34 +274,37 @@ func (s *Service) OrganizationMachines(ctx context.Context, id uint64, offset, l
 // ActMachineDeleted. Its tokens and device passwords fail from the next
 // request on. Errors: ErrNotFound.
 func (s *Service) DeleteMachine(ctx context.Context, id uint64) error {
-	return s.db.Update(ctx, func(tx kv.Txn) error {
-		var m Machine
-		if err := s.get(tx, key(pfxMachine, id), &m, notFoundf("machine %d", id)); err != nil {
+	return s.db.Update(ctx, func(tx kv.Txn) error { return s.deleteMachineIn(ctx, tx, id) })
+}
+
+// deleteMachineIn is DeleteMachine's work, in tx.
+func (s *Service) deleteMachineIn(ctx context.Context, tx kv.Txn, id uint64) error {
+	var m Machine
+	if err := s.get(tx, key(pfxMachine, id), &m, notFoundf("machine %d", id)); err != nil {
+		return err
+	}
+	var p Person
+	if err := s.get(tx, key(pfxPerson, m.PersonID), &p, notFoundf("person %d", m.PersonID)); err != nil {
+		return err
+	}
+	for _, k := range [][]byte{guidKey(m.GUID), key(pfxMachine, id), key(pfxPersonMachine, p.ID, id), key(pfxOrgMachine, p.OrganizationID, id)} {
+		if err := tx.Delete(k); err != nil {
 			return err
 		}
-		var p Person
-		if err := s.get(tx, key(pfxPerson, m.PersonID), &p, notFoundf("person %d", m.PersonID)); err != nil {
-			return err
-		}
-		for _, k := range [][]byte{guidKey(m.GUID), key(pfxMachine, id), key(pfxPersonMachine, p.ID, id), key(pfxOrgMachine, p.OrganizationID, id)} {
-			if err := tx.Delete(k); err != nil {
-				return err
-			}
-		}
-		if err := s.countIn(tx, p.OrganizationID, Counts{Machines: 1}, -1); err != nil {
-			return err
-		}
-		if err := s.endMachineSetup(tx, id); err != nil {
-			return err
-		}
-		if err := s.endMachineSessions(tx, p.ID, id); err != nil {
-			return err
-		}
-		if _, err := s.endDevicePasswords(tx, p.ID, id); err != nil {
-			return err
-		}
-		return s.record(ctx, tx, machineChange(ActMachineDeleted, p, m))
-	})
+	}
+	if err := s.countIn(tx, p.OrganizationID, Counts{Machines: 1}, -1); err != nil {
+		return err
+	}
+	if err := s.endMachineSetup(tx, id); err != nil {
+		return err
+	}
+	if err := s.endMachineSessions(tx, p.ID, id); err != nil {
+		return err
+	}
+	if _, err := s.endDevicePasswords(tx, p.ID, id); err != nil {
+		return err
+	}
+	return s.record(ctx, tx, machineChange(ActMachineDeleted, p, m))
 }
 
 // endMachineSetup removes machine id's mappings and backups: records of

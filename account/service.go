@@ -51,6 +51,12 @@ type Options struct {
 	// MaxSessions bounds the sessions (token families) one person holds
 	// at once. Default 100.
 	MaxSessions int
+	// MaxMachines bounds the machine records one person holds: each
+	// password grant without a known guid makes one (spec 2.12), so a
+	// script signing in again and again would grow them without end. At
+	// the bound a new one takes the place of the least recently signed-in
+	// machine that nothing is set up on (UpsertMachine). Default 100.
+	MaxMachines int
 	// MinPasswordLength is the shortest password, in characters, that
 	// CreatePerson, SetPassword and ResetPassword accept. Default 8.
 	MinPasswordLength int
@@ -113,6 +119,7 @@ func DefaultOptions() Options {
 		MaxHashQueue:      64,
 		MinPasswordLength: 8,
 		MaxSessions:       100,
+		MaxMachines:       100,
 	}
 }
 
@@ -204,6 +211,9 @@ func New(db kv.Store, opts Options) *Service {
 	}
 	if opts.MaxSessions <= 0 {
 		opts.MaxSessions = def.MaxSessions
+	}
+	if opts.MaxMachines <= 0 {
+		opts.MaxMachines = def.MaxMachines
 	}
 	opts.TwoStep = opts.TwoStep.withDefaults()
 	log := opts.Logger

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -509,6 +510,91 @@ func TestSessionsBounded(t *testing.T) {
 	}
 	if n := countKeys(t, s, pfxPersonFamily); n != 3 {
 		t.Fatalf("%d sessions indexed, want 3", n)
+	}
+}
+
+// TestMachinesBounded: a person holds at most MaxMachines machine
+// records; a new one (a password grant without a known guid, a device
+// password for a new machine) takes the place of the least recently
+// signed-in one that nothing is set up on, ending its sessions; machines
+// with a mapping, a backup, a file server or a device password stay, and
+// when all have one the new machine is refused. Each guid-less sign-in
+// of a script grew a person's machines without end before.
+func TestMachinesBounded(t *testing.T) {
+	ctx := context.Background()
+	clk := &clock{t: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)}
+	o := testOptions()
+	o.Now = clk.Now
+	o.MaxMachines = 4
+	s := newService(t, o)
+	_, alice := fixture(t, s)
+	signIn := func() Machine {
+		t.Helper()
+		clk.Add(time.Second)
+		m, err := s.UpsertMachine(ctx, alice.ID, MachineInput{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	ids := func() []uint64 {
+		t.Helper()
+		ms, err := s.Machines(ctx, alice.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []uint64
+		for _, m := range ms {
+			out = append(out, m.ID)
+		}
+		return out
+	}
+	a, b, c, d := signIn(), signIn(), signIn(), signIn()
+	toks, err := s.IssueTokens(ctx, alice.ID, a.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := signIn() // a, the oldest, makes room; its session ends
+	if got := ids(); !slices.Equal(got, []uint64{b.ID, c.ID, d.ID, e.ID}) {
+		t.Fatalf("after a fifth machine: %v, want b to e", got)
+	}
+	if _, err := s.ValidateAccess(ctx, toks.AccessToken); err == nil {
+		t.Fatal("the session of the machine that made room still serves")
+	}
+	// b signs in again (a known guid): now c is the least recent.
+	clk.Add(time.Second)
+	if _, err := s.UpsertMachine(ctx, alice.ID, MachineInput{GUID: b.GUID}); err != nil {
+		t.Fatal(err)
+	}
+	f := signIn()
+	if got := ids(); !slices.Equal(got, []uint64{b.ID, d.ID, e.ID, f.ID}) {
+		t.Fatalf("after b's sign-in and a sixth: %v, want b, d, e, f", got)
+	}
+	// Set up on each but f: a file server, a mapping, a device password.
+	if _, err := s.SetFileServer(ctx, b.ID, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreateMapping(ctx, MachineMapping{MachineID: d.ID, RootID: 1, Path: "/home/a"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.CreateDevicePassword(ctx, alice.ID, DevicePasswordInput{Name: "webdav", MachineID: e.ID}); err != nil {
+		t.Fatal(err)
+	}
+	g := signIn() // only f may make room
+	if got := ids(); !slices.Equal(got, []uint64{b.ID, d.ID, e.ID, g.ID}) {
+		t.Fatalf("with three set up: %v, want b, d, e, g", got)
+	}
+	if _, err := s.CreateBackup(ctx, Backup{RootID: 2, MachineID: g.ID, Path: "/home/b"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.UpsertMachine(ctx, alice.ID, MachineInput{}); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("a fifth machine with every one set up: %v, want ErrInvalid", err)
+	}
+	if _, _, err := s.CreateDevicePassword(ctx, alice.ID, DevicePasswordInput{Name: "another"}); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("a device password for a new machine with every one set up: %v, want ErrInvalid", err)
+	}
+	if got := ids(); len(got) != 4 {
+		t.Fatalf("%d machines, want 4", len(got))
 	}
 }
 
