@@ -77,6 +77,9 @@ func (s *Service) dial(ctx context.Context, a AuthSource) (*ldap.Conn, func(), e
 	o := s.dir.opts
 	url := a.URL()
 	d := &net.Dialer{Timeout: o.Timeout}
+	if dl, ok := ctx.Deadline(); ok {
+		d.Deadline = dl // the sooner of the two (recheckDirectory's bound)
+	}
 	opts := []ldap.DialOpt{ldap.DialWithDialer(d)}
 	if a.SSL {
 		opts = append(opts, ldap.DialWithTLSConfig(&tls.Config{ServerName: a.Host, RootCAs: o.RootCAs, MinVersion: tls.VersionTLS12}))
