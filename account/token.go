@@ -247,7 +247,15 @@ func (s *Service) issueTokens(ctx context.Context, personID, machineID uint64, c
 		if page {
 			life = s.opts.AccessTTL
 		}
-		fam := familyRecord{PersonID: personID, MachineID: machineID, Created: now, SignedIn: now, Password: passwordStamp(c.Person)}
+		// A session begun after an enabling of the chain (read in this
+		// transaction) is after it, even on a node whose clock is
+		// behind the one that enabled it (heldFor): it would otherwise
+		// be ended as it began.
+		began := now
+		if !began.After(c.sessionsFrom) {
+			began = c.sessionsFrom.Add(time.Nanosecond)
+		}
+		fam := familyRecord{PersonID: personID, MachineID: machineID, Created: now, SignedIn: began, Password: passwordStamp(c.Person)}
 		if err := s.putTTL(tx, keyBytes(pfxFamily, family), &fam, life); err != nil {
 			return err
 		}
