@@ -164,6 +164,16 @@ func (h *handler) login(w http.ResponseWriter, r *http.Request) {
 		h.loginPage(w, r, http.StatusUnauthorized, loginRefusal(err))
 		return
 	}
+	// A sign-in from a form left open (another tab signed in since)
+	// replaces the cookie's session: end it first, or it stayed stored
+	// for its hour, counted toward the person's session cap, and past
+	// the cap ended one of their devices' sessions in its stead.
+	if ck, err := r.Cookie(sessionCookie); err == nil && ck.Value != "" {
+		if err := h.opts.Accounts.SignOut(r.Context(), ck.Value); err != nil {
+			h.fail(w, r, err)
+			return
+		}
+	}
 	toks, err := h.opts.Accounts.IssuePageSession(r.Context(), p)
 	if err != nil {
 		h.loginPage(w, r, http.StatusUnauthorized, "Wrong username or password.")
