@@ -71,6 +71,40 @@ func TestSessionCaller(t *testing.T) {
 				}
 			}
 		}, ErrInvalidToken},
+		{"moved to an organization enabled again before", func(t *testing.T, w *cacheWorld) {
+			// The enabling ended the sessions of that organization's
+			// persons then; alice's was not one of them.
+			w.clk.Add(time.Minute)
+			other := enabledAgain(t, w)
+			w.clk.Add(time.Minute)
+			moveTo(t, w, other.ID)
+		}, nil},
+		{"organization enabled again, then moved to another", func(t *testing.T, w *cacheWorld) {
+			// Ended by the enabling, the session stays ended.
+			w.clk.Add(time.Minute)
+			for _, f := range []func(context.Context, uint64) (Organization, error){w.s.DisableOrganization, w.s.EnableOrganization} {
+				if _, err := f(ctx, w.org.ID); err != nil {
+					t.Fatal(err)
+				}
+			}
+			other, err := w.s.CreateOrganization(ctx, OrganizationInput{ParentID: w.parent.ID, Name: "Acme Other"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			moveTo(t, w, other.ID)
+		}, ErrInvalidToken},
+		{"moved, then the organization moved to enabled again", func(t *testing.T, w *cacheWorld) {
+			w.clk.Add(time.Minute)
+			other := enabledAgain(t, w)
+			w.clk.Add(time.Minute)
+			moveTo(t, w, other.ID)
+			w.clk.Add(time.Minute)
+			for _, f := range []func(context.Context, uint64) (Organization, error){w.s.DisableOrganization, w.s.EnableOrganization} {
+				if _, err := f(ctx, other.ID); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}, ErrInvalidToken},
 		{"machine deleted", func(t *testing.T, w *cacheWorld) {
 			if err := w.s.DeleteMachine(ctx, w.device.MachineID); err != nil {
 				t.Fatal(err)
@@ -174,5 +208,31 @@ func TestSessionsFromNodes(t *testing.T) {
 				t.Fatalf("refresh: %v, want %v", err, row.want)
 			}
 		})
+	}
+}
+
+// enabledAgain makes an organization beside w.org and disables and
+// enables it again.
+func enabledAgain(t *testing.T, w *cacheWorld) Organization {
+	t.Helper()
+	ctx := context.Background()
+	o, err := w.s.CreateOrganization(ctx, OrganizationInput{ParentID: w.parent.ID, Name: "Acme Other"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.s.DisableOrganization(ctx, o.ID); err != nil {
+		t.Fatal(err)
+	}
+	if o, err = w.s.EnableOrganization(ctx, o.ID); err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
+// moveTo moves alice to organization id.
+func moveTo(t *testing.T, w *cacheWorld, id uint64) {
+	t.Helper()
+	if _, err := w.s.UpdatePerson(context.Background(), w.alice.ID, func(p *Person) error { p.OrganizationID = id; return nil }); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -138,7 +138,71 @@ func (f familyRecord) began() time.Time {
 // organizations (a session cannot begin while one is disabled, so one
 // begun at the very instant is taken as from before).
 func (f familyRecord) heldFor(c Caller) bool {
-	return f.passwordOf(c.Person) && f.began().After(c.sessionsFrom)
+	return f.passwordOf(c.Person) && f.under(c.Person).After(c.sessionsFrom)
+}
+
+// under is when the session came under p's organizations: when it began,
+// or when p last moved to them (Person.SessionsMoved), if later.
+func (f familyRecord) under(p Person) time.Time {
+	if b := f.began(); b.After(p.SessionsMoved) {
+		return b
+	}
+	return p.SessionsMoved
+}
+
+// sessionsFrom is the latest SessionsFrom of orgs: a session that came
+// under them at or before it was ended by an enabling.
+func sessionsFrom(orgs []Organization) time.Time {
+	var t time.Time
+	for _, o := range orgs {
+		if o.SessionsFrom.After(t) {
+			t = o.SessionsFrom
+		}
+	}
+	return t
+}
+
+// moveSessions carries the sessions of cur, moving to p.OrganizationID
+// (p), from one chain of organizations to another: those an enabling of
+// the old chain ended are deleted, so the move does not give them back,
+// and p.SessionsMoved is set after every enabling of the new chain,
+// which they were never under (after it even by a clock behind the one
+// that enabled, as issueTokens begins sessions).
+func (s *Service) moveSessions(tx kv.Txn, cur Person, p *Person) error {
+	old, err := s.chain(tx, cur.OrganizationID, notFoundf("organization %d", cur.OrganizationID))
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	orgs, err := s.chain(tx, p.OrganizationID, notFoundf("organization %d", p.OrganizationID))
+	if err != nil {
+		return err
+	}
+	if from := sessionsFrom(old); !from.IsZero() {
+		fams, err := families(tx, cur.ID)
+		if err != nil {
+			return err
+		}
+		for _, f := range fams {
+			var fam familyRecord
+			err := s.get(tx, keyBytes(pfxFamily, f), &fam, ErrNotFound)
+			if errors.Is(err, ErrNotFound) {
+				continue // expired; its index entry goes with its TTL
+			}
+			if err != nil {
+				return err
+			}
+			if !fam.under(cur).After(from) {
+				if err := s.deleteFamily(tx, cur.ID, f); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	p.SessionsMoved = s.now()
+	if to := sessionsFrom(orgs); !p.SessionsMoved.After(to) {
+		p.SessionsMoved = to.Add(time.Nanosecond)
+	}
+	return nil
 }
 
 // passwordStamp identifies p's current password (a digest of its salted
@@ -376,11 +440,7 @@ func (s *Service) activeCaller(tx kv.Txn, personID uint64) (Caller, error) {
 		return Caller{}, err
 	}
 	c.Organization, c.Chain, c.ChainQuotas = orgs[0], chainIDs(orgs), chainQuotas(orgs)
-	for _, o := range orgs {
-		if o.SessionsFrom.After(c.sessionsFrom) {
-			c.sessionsFrom = o.SessionsFrom
-		}
-	}
+	c.sessionsFrom = sessionsFrom(orgs)
 	// What the person acts under: the organization's policy tightened
 	// by every ancestor's (effectivePolicy).
 	c.Organization.Policy = effectivePolicy(orgs)
