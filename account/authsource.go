@@ -137,7 +137,8 @@ type directoryState struct {
 	// would otherwise race on the same persons.
 	importing chan struct{}
 
-	// mu guards silent.
+	// mu guards silent, which is kept by the real clock, as Timeout
+	// is, not Options.Now.
 	mu sync.Mutex
 	// silent holds, by source id, until when the refreshes of its
 	// persons do not ask it again (recheckDirectory): it failed to

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"berth/kv"
 )
@@ -420,7 +421,7 @@ func (s *Service) recheckDirectory(ctx context.Context, h []byte) error {
 	// hangs (connect, bind and search are each bounded by it alone).
 	// One that did not answer is not asked again for as long, so that
 	// while it is down refreshes do not pile up waiting on it.
-	if s.dir.quiet(a.ID, s.now()) {
+	if s.dir.quiet(a.ID, time.Now()) {
 		return nil
 	}
 	qctx, cancel := context.WithTimeout(ctx, s.dir.opts.Timeout)
@@ -430,7 +431,7 @@ func (s *Service) recheckDirectory(ctx context.Context, h []byte) error {
 		if ctx.Err() != nil {
 			return ctx.Err() // the request ended
 		}
-		s.dir.failed(a.ID, s.now())
+		s.dir.failed(a.ID, time.Now())
 		return nil // not the directory's word
 	}
 	if held {
