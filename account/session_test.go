@@ -93,6 +93,17 @@ func TestSessionCaller(t *testing.T) {
 			}
 			moveTo(t, w, other.ID)
 		}, ErrInvalidToken},
+		{"organization disabled, then moved to another", func(t *testing.T, w *cacheWorld) {
+			// Let out of it by the move as by an enabling.
+			if _, err := w.s.DisableOrganization(ctx, w.org.ID); err != nil {
+				t.Fatal(err)
+			}
+			other, err := w.s.CreateOrganization(ctx, OrganizationInput{ParentID: w.parent.ID, Name: "Acme Other"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			moveTo(t, w, other.ID)
+		}, ErrInvalidToken},
 		{"moved, then the organization moved to enabled again", func(t *testing.T, w *cacheWorld) {
 			w.clk.Add(time.Minute)
 			other := enabledAgain(t, w)

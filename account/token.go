@@ -164,7 +164,8 @@ func sessionsFrom(orgs []Organization) time.Time {
 
 // moveSessions carries the sessions of cur, moving to p.OrganizationID
 // (p), from one chain of organizations to another: those an enabling of
-// the old chain ended are deleted, so the move does not give them back,
+// the old chain ended are deleted, so the move does not give them back
+// (all of them when it is disabled: an enabling would end them all),
 // and p.SessionsMoved is set after every enabling of the new chain,
 // which they were never under (after it even by a clock behind the one
 // that enabled, as issueTokens begins sessions).
@@ -177,7 +178,13 @@ func (s *Service) moveSessions(tx kv.Txn, cur Person, p *Person) error {
 	if err != nil {
 		return err
 	}
-	if from := sessionsFrom(old); !from.IsZero() {
+	if len(old) > 0 && live(old) != nil {
+		// Moved out of a disabled organization: every session began
+		// before the disabling, and ends as enabling it would end it.
+		if err := s.revokeAll(tx, cur.ID); err != nil {
+			return err
+		}
+	} else if from := sessionsFrom(old); !from.IsZero() {
 		fams, err := families(tx, cur.ID)
 		if err != nil {
 			return err
@@ -781,7 +788,8 @@ func (s *Service) SignOut(ctx context.Context, accessToken string) error {
 
 // RevokeAll ends every session of the person: all their access and refresh
 // tokens stop working. SetPassword, DeletePerson and an UpdatePerson that
-// enables a disabled person again do it themselves.
+// enables a disabled person again, or moves one out of a disabled
+// organization, do it themselves.
 func (s *Service) RevokeAll(ctx context.Context, personID uint64) error {
 	return s.db.Update(ctx, func(tx kv.Txn) error { return s.revokeAll(tx, personID) })
 }
