@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 
@@ -120,7 +121,9 @@ type DirectoryOptions struct {
 	// Timeout bounds connecting and each request to a server. Default 10 seconds.
 	Timeout time.Duration
 	// MaxBinds bounds the sign-ins checked against directories at once,
-	// so a flood of them cannot open connections without bound. Default 16.
+	// and the refreshes that ask one whether it still holds their person
+	// (recheckDirectory), so a flood of them cannot open connections
+	// without bound. Default 16.
 	MaxBinds int
 	// MaxEntries bounds what one import reads. Default 100000.
 	MaxEntries int
@@ -133,6 +136,16 @@ type directoryState struct {
 	// importing serializes imports: a scheduled one and one asked for
 	// would otherwise race on the same persons.
 	importing chan struct{}
+
+	// mu guards silent, which is kept by the real clock, as Timeout
+	// is, not Options.Now.
+	mu sync.Mutex
+	// silent holds, by source id, until when the refreshes of its
+	// persons do not ask it again (recheckDirectory): it failed to
+	// answer one within Timeout, and each refresh that waited on it
+	// while it is down would hold its request (and a slot of binds)
+	// for as long again, to refuse nothing in the end.
+	silent map[uint64]time.Time
 }
 
 func newDirectoryState(o DirectoryOptions) *directoryState {
@@ -145,7 +158,29 @@ func newDirectoryState(o DirectoryOptions) *directoryState {
 	if o.MaxEntries <= 0 {
 		o.MaxEntries = 100000
 	}
-	return &directoryState{opts: o, binds: make(chan struct{}, o.MaxBinds), importing: make(chan struct{}, 1)}
+	return &directoryState{opts: o, binds: make(chan struct{}, o.MaxBinds), importing: make(chan struct{}, 1),
+		silent: map[uint64]time.Time{}}
+}
+
+// quiet reports whether source id failed to answer a refresh's question
+// less than Timeout before now.
+func (d *directoryState) quiet(id uint64, now time.Time) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	until, ok := d.silent[id]
+	if ok && !now.Before(until) {
+		delete(d.silent, id)
+		return false
+	}
+	return ok
+}
+
+// failed records that source id did not answer a refresh's question at
+// now: the refreshes of the next Timeout do not ask it.
+func (d *directoryState) failed(id uint64, now time.Time) {
+	d.mu.Lock()
+	d.silent[id] = now.Add(d.opts.Timeout)
+	d.mu.Unlock()
 }
 
 // detachedHash is the password hash of a person whose directory server

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"berth/kv"
 )
@@ -392,7 +393,9 @@ func (s *Service) disableMember(ctx context.Context, a AuthSource, pid uint64, r
 // and the refresh is refused with ErrInactive. A directory that does not
 // answer refuses nothing: the last import's word stands, as it does for
 // every other use of the session, so an outage of the directory does
-// not sign out every device of its persons. A token that is unknown,
+// not sign out every device of its persons; it is asked within
+// directory.timeout, and not again for as long after it did not answer.
+// A token that is unknown,
 // used or expired, and a person not imported or not active, are left to
 // the refresh itself.
 func (s *Service) recheckDirectory(ctx context.Context, h []byte) error {
@@ -429,9 +432,23 @@ func (s *Service) recheckDirectory(ctx context.Context, h []byte) error {
 	if err != nil {
 		return err
 	}
-	held, err := s.holds(ctx, a, m.UID)
+	// The whole question, a slot of binds included, is bounded by
+	// directory.timeout: a refresh waits no longer on a directory that
+	// hangs (connect, bind and search are each bounded by it alone).
+	// One that did not answer is not asked again for as long, so that
+	// while it is down refreshes do not pile up waiting on it.
+	if s.dir.quiet(a.ID, time.Now()) {
+		return nil
+	}
+	qctx, cancel := context.WithTimeout(ctx, s.dir.opts.Timeout)
+	defer cancel()
+	held, err := s.holds(qctx, a, m.UID)
 	if err != nil {
-		return ctx.Err() // nil unless the request ended: not the directory's word
+		if ctx.Err() != nil {
+			return ctx.Err() // the request ended
+		}
+		s.dir.failed(a.ID, time.Now())
+		return nil // not the directory's word
 	}
 	if held {
 		return nil

@@ -77,6 +77,9 @@ func (s *Service) dial(ctx context.Context, a AuthSource) (*ldap.Conn, func(), e
 	o := s.dir.opts
 	url := a.URL()
 	d := &net.Dialer{Timeout: o.Timeout}
+	if dl, ok := ctx.Deadline(); ok {
+		d.Deadline = dl // the sooner of the two (recheckDirectory's bound)
+	}
 	opts := []ldap.DialOpt{ldap.DialWithDialer(d)}
 	if a.SSL {
 		opts = append(opts, ldap.DialWithTLSConfig(&tls.Config{ServerName: a.Host, RootCAs: o.RootCAs, MinVersion: tls.VersionTLS12}))
@@ -90,6 +93,25 @@ func (s *Service) dial(ctx context.Context, a AuthSource) (*ldap.Conn, func(), e
 	return conn, func() { stop(); conn.Close() }, nil
 }
 
+// login connects to a's server (dial) and binds as its login, as an
+// import's search and a refresh's question (holds) read the directory.
+func (s *Service) login(ctx context.Context, a AuthSource) (*ldap.Conn, func(), error) {
+	if a.Password == "" {
+		// An empty password is an unauthenticated bind (RFC 4513
+		// 5.1.2), which succeeds as nobody.
+		return nil, nil, &DirectoryError{URL: a.URL(), Op: "bind", Err: errors.New("no password is set for the login")}
+	}
+	conn, closeConn, err := s.dial(ctx, a)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := conn.Bind(a.Login, a.Password); err != nil {
+		closeConn()
+		return nil, nil, &DirectoryError{URL: a.URL(), Op: "bind", Err: err}
+	}
+	return conn, closeConn, nil
+}
+
 // directoryEntry is one person as the directory describes them.
 type directoryEntry struct {
 	DN, UID, Mail, GivenName, SN, CN string
@@ -98,19 +120,11 @@ type directoryEntry struct {
 // search binds as a's login and reads the entries of its search base
 // that its filter selects, at most MaxEntries of them.
 func (s *Service) search(ctx context.Context, a AuthSource) ([]directoryEntry, error) {
-	conn, closeConn, err := s.dial(ctx, a)
+	conn, closeConn, err := s.login(ctx, a)
 	if err != nil {
 		return nil, err
 	}
 	defer closeConn()
-	if a.Password == "" {
-		// An empty password is an unauthenticated bind (RFC 4513
-		// 5.1.2), which succeeds as nobody.
-		return nil, &DirectoryError{URL: a.URL(), Op: "bind", Err: errors.New("no password is set for the login")}
-	}
-	if err := conn.Bind(a.Login, a.Password); err != nil {
-		return nil, &DirectoryError{URL: a.URL(), Op: "bind", Err: err}
-	}
 	req := ldap.NewSearchRequest(a.SearchBase(), ldap.ScopeWholeSubtree, ldap.NeverDerefAliases, s.dir.opts.MaxEntries+1, 0, false,
 		a.SearchFilter(), []string{"uid", "mail", "givenName", "sn", "cn"}, nil)
 	res, err := conn.SearchWithPaging(req, 500)
@@ -142,17 +156,11 @@ func (s *Service) holds(ctx context.Context, a AuthSource, uid string) (bool, er
 	case <-ctx.Done():
 		return false, ctx.Err()
 	}
-	conn, closeConn, err := s.dial(ctx, a)
+	conn, closeConn, err := s.login(ctx, a)
 	if err != nil {
 		return false, err
 	}
 	defer closeConn()
-	if a.Password == "" {
-		return false, &DirectoryError{URL: a.URL(), Op: "bind", Err: errors.New("no password is set for the login")}
-	}
-	if err := conn.Bind(a.Login, a.Password); err != nil {
-		return false, &DirectoryError{URL: a.URL(), Op: "bind", Err: err}
-	}
 	filter := "(&" + a.SearchFilter() + "(uid=" + ldap.EscapeFilter(uid) + "))"
 	// "1.1" asks for no attributes: only whether an entry matches.
 	req := ldap.NewSearchRequest(a.SearchBase(), ldap.ScopeWholeSubtree, ldap.NeverDerefAliases, 1, 0, false,

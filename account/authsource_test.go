@@ -3,9 +3,12 @@ package account
 import (
 	"context"
 	"errors"
+	"net"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"berth/account/directorytest"
 )
@@ -451,5 +454,93 @@ func TestAuthSourceRefresh(t *testing.T) {
 				t.Fatal("alice, back in the directory, was not enabled again")
 			}
 		})
+	}
+}
+
+// TestAuthSourceRefreshSilent: a directory that takes connections and
+// never answers holds a refresh for directory.timeout at most, the wait
+// for a slot of MaxBinds included, and refuses nothing; once it did not
+// answer it is not asked again for as long, so refreshes arriving at once
+// while it hangs neither queue behind each other nor hold their requests.
+func TestAuthSourceRefreshSilent(t *testing.T) {
+	ctx := context.Background()
+	srv := directorytest.Start(t)
+	srv.Add(directorytest.User{UID: "alice", GivenName: "Alice", SN: "Liddell", Mail: "alice@example.com", Password: "wonderland-1"})
+	s, _, _, a := directoryService(t, srv, false)
+	const timeout = 300 * time.Millisecond
+	s.dir = newDirectoryState(DirectoryOptions{RootCAs: srv.RootCAs, Timeout: timeout, MaxBinds: 1})
+	if _, err := s.ImportAuthSource(ctx, a.ID); err != nil {
+		t.Fatal(err)
+	}
+	alice, err := s.Authenticate(ctx, "alice", "wonderland-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refresh := make([]string, 8) // eight times the slots
+	for i := range refresh {
+		toks, err := s.IssueLoginTokens(ctx, alice, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		refresh[i] = toks.RefreshToken
+	}
+
+	// The directory hangs: it accepts and then says nothing.
+	ln, err := net.Listen("tcp", directorytest.Host+":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var held []net.Conn
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			held = append(held, c)
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		<-done
+		for _, c := range held {
+			c.Close()
+		}
+	})
+	if _, err := s.UpdateAuthSource(ctx, a.ID, func(a *AuthSource) error {
+		a.Port = ln.Addr().(*net.TCPAddr).Port
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+
+	type result struct {
+		took time.Duration
+		err  error
+		next string
+	}
+	results := make([]result, len(refresh))
+	var wg sync.WaitGroup
+	for i, tok := range refresh {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			start := time.Now()
+			toks, _, err := s.Refresh(ctx, tok)
+			results[i] = result{time.Since(start), err, toks.RefreshToken}
+		}()
+	}
+	wg.Wait()
+	for i, r := range results {
+		if r.err != nil || r.took > 3*timeout {
+			t.Errorf("refresh %d while the directory hangs: %v after %v, want nil within %v", i, r.err, r.took, 3*timeout)
+		}
+	}
+	// Still hanging, and it did not answer: not asked again at once.
+	start := time.Now()
+	if _, _, err := s.Refresh(ctx, results[0].next); err != nil || time.Since(start) > timeout/2 {
+		t.Errorf("refresh just after the directory did not answer: %v after %v, want nil at once", err, time.Since(start))
 	}
 }

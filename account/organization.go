@@ -60,7 +60,9 @@ type Organization struct {
 	// of organizations below it, that began before then are ended, as
 	// enabling a person ends theirs. A stamp, not a sweep of the
 	// subtree's sessions, so that enabling a large organization is one
-	// small write. Zero: never enabled again.
+	// small write. A session begun after it is stamped after it, even
+	// by a node whose clock is behind (issueTokens). Zero: never
+	// enabled again.
 	SessionsFrom time.Time `cbor:"28,keyasint,omitempty"`
 }
 

@@ -49,6 +49,12 @@ type Person struct {
 	// AuthSourceID is the directory server the person was imported
 	// from (authsource.go), which judges their password; 0 for none.
 	AuthSourceID uint64 `cbor:"17,keyasint"`
+	// SessionsMoved is when the person last moved to another
+	// organization: the sessions they held then count as begun then
+	// against the enablings of the organizations they moved under
+	// (Organization.SessionsFrom), which ended the sessions of those
+	// organizations' persons of the time, not theirs. Zero: never moved.
+	SessionsMoved time.Time `cbor:"18,keyasint,omitempty"`
 }
 
 // Principal is the person's identity as the file system records it, for
@@ -420,7 +426,7 @@ func (s *Service) updateAccount(ctx context.Context, id uint64, guest *bool, fn 
 			return err
 		}
 		p.ID, p.Created, p.PasswordHash, p.PasswordChanged = cur.ID, cur.Created, cur.PasswordHash, cur.PasswordChanged
-		p.Guest, p.CreatorID = cur.Guest, cur.CreatorID
+		p.Guest, p.CreatorID, p.SessionsMoved = cur.Guest, cur.CreatorID, cur.SessionsMoved
 		// A display name that was derived follows the names it came
 		// from, unless fn set one of its own.
 		if p.DisplayName == "" || (p.DisplayName == cur.DisplayName && cur.DisplayName == defaultDisplayName(cur)) {
@@ -436,6 +442,9 @@ func (s *Service) updateAccount(ctx context.Context, id uint64, guest *bool, fn 
 			}
 			if !ok {
 				return invalid("company_id", "no such organization")
+			}
+			if err := s.moveSessions(tx, cur, &p); err != nil {
+				return err
 			}
 		}
 		if err := s.checkLoginsFree(tx, id, p.Username, p.Email); err != nil {

@@ -138,7 +138,78 @@ func (f familyRecord) began() time.Time {
 // organizations (a session cannot begin while one is disabled, so one
 // begun at the very instant is taken as from before).
 func (f familyRecord) heldFor(c Caller) bool {
-	return f.passwordOf(c.Person) && f.began().After(c.sessionsFrom)
+	return f.passwordOf(c.Person) && f.under(c.Person).After(c.sessionsFrom)
+}
+
+// under is when the session came under p's organizations: when it began,
+// or when p last moved to them (Person.SessionsMoved), if later.
+func (f familyRecord) under(p Person) time.Time {
+	if b := f.began(); b.After(p.SessionsMoved) {
+		return b
+	}
+	return p.SessionsMoved
+}
+
+// sessionsFrom is the latest SessionsFrom of orgs: a session that came
+// under them at or before it was ended by an enabling.
+func sessionsFrom(orgs []Organization) time.Time {
+	var t time.Time
+	for _, o := range orgs {
+		if o.SessionsFrom.After(t) {
+			t = o.SessionsFrom
+		}
+	}
+	return t
+}
+
+// moveSessions carries the sessions of cur, moving to p.OrganizationID
+// (p), from one chain of organizations to another: those an enabling of
+// the old chain ended are deleted, so the move does not give them back
+// (all of them when it is disabled: an enabling would end them all),
+// and p.SessionsMoved is set after every enabling of the new chain,
+// which they were never under (after it even by a clock behind the one
+// that enabled, as issueTokens begins sessions).
+func (s *Service) moveSessions(tx kv.Txn, cur Person, p *Person) error {
+	old, err := s.chain(tx, cur.OrganizationID, notFoundf("organization %d", cur.OrganizationID))
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	orgs, err := s.chain(tx, p.OrganizationID, notFoundf("organization %d", p.OrganizationID))
+	if err != nil {
+		return err
+	}
+	if len(old) > 0 && live(old) != nil {
+		// Moved out of a disabled organization: every session began
+		// before the disabling, and ends as enabling it would end it.
+		if err := s.revokeAll(tx, cur.ID); err != nil {
+			return err
+		}
+	} else if from := sessionsFrom(old); !from.IsZero() {
+		fams, err := families(tx, cur.ID)
+		if err != nil {
+			return err
+		}
+		for _, f := range fams {
+			var fam familyRecord
+			err := s.get(tx, keyBytes(pfxFamily, f), &fam, ErrNotFound)
+			if errors.Is(err, ErrNotFound) {
+				continue // expired; its index entry goes with its TTL
+			}
+			if err != nil {
+				return err
+			}
+			if !fam.under(cur).After(from) {
+				if err := s.deleteFamily(tx, cur.ID, f); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	p.SessionsMoved = s.now()
+	if to := sessionsFrom(orgs); !p.SessionsMoved.After(to) {
+		p.SessionsMoved = to.Add(time.Nanosecond)
+	}
+	return nil
 }
 
 // passwordStamp identifies p's current password (a digest of its salted
@@ -247,7 +318,15 @@ func (s *Service) issueTokens(ctx context.Context, personID, machineID uint64, c
 		if page {
 			life = s.opts.AccessTTL
 		}
-		fam := familyRecord{PersonID: personID, MachineID: machineID, Created: now, SignedIn: now, Password: passwordStamp(c.Person)}
+		// A session begun after an enabling of the chain (read in this
+		// transaction) is after it, even on a node whose clock is
+		// behind the one that enabled it (heldFor): it would otherwise
+		// be ended as it began.
+		began := now
+		if !began.After(c.sessionsFrom) {
+			began = c.sessionsFrom.Add(time.Nanosecond)
+		}
+		fam := familyRecord{PersonID: personID, MachineID: machineID, Created: now, SignedIn: began, Password: passwordStamp(c.Person)}
 		if err := s.putTTL(tx, keyBytes(pfxFamily, family), &fam, life); err != nil {
 			return err
 		}
@@ -368,11 +447,7 @@ func (s *Service) activeCaller(tx kv.Txn, personID uint64) (Caller, error) {
 		return Caller{}, err
 	}
 	c.Organization, c.Chain, c.ChainQuotas = orgs[0], chainIDs(orgs), chainQuotas(orgs)
-	for _, o := range orgs {
-		if o.SessionsFrom.After(c.sessionsFrom) {
-			c.sessionsFrom = o.SessionsFrom
-		}
-	}
+	c.sessionsFrom = sessionsFrom(orgs)
 	// What the person acts under: the organization's policy tightened
 	// by every ancestor's (effectivePolicy).
 	c.Organization.Policy = effectivePolicy(orgs)
@@ -713,7 +788,8 @@ func (s *Service) SignOut(ctx context.Context, accessToken string) error {
 
 // RevokeAll ends every session of the person: all their access and refresh
 // tokens stop working. SetPassword, DeletePerson and an UpdatePerson that
-// enables a disabled person again do it themselves.
+// enables a disabled person again, or moves one out of a disabled
+// organization, do it themselves.
 func (s *Service) RevokeAll(ctx context.Context, personID uint64) error {
 	return s.db.Update(ctx, func(tx kv.Txn) error { return s.revokeAll(tx, personID) })
 }

@@ -588,7 +588,7 @@ func options() []option {
 		{key: "smtp.ca_file", def: "", usage: "PEM file of the authorities that sign the SMTP server's certificate (empty: the system's)"},
 		{key: "smtp.insecure_skip_verify", def: false, usage: "accept any SMTP server certificate (tests only)"},
 		{key: "directory.import_interval", def: time.Hour, usage: "time between scheduled imports of the organizations' directory servers (0: off)"},
-		{key: "directory.timeout", def: 10 * time.Second, usage: "time connecting to a directory server, and each request to it, may take"},
+		{key: "directory.timeout", def: 10 * time.Second, usage: "time connecting to a directory server, and each request to it, may take; and the whole check a refresh of an imported person makes"},
 		{key: "directory.ca_file", def: "", usage: "PEM file of the authorities that sign LDAPS directory servers' certificates (empty: the system's)"},
 		{key: "metadata.backend", def: "badger", usage: "metadata store: badger (embedded, in the data directory) or postgres (shared by several nodes)"},
 		{key: "metadata.postgres.dsn", def: "", usage: "PostgreSQL connection string of the postgres metadata backend", noFlag: true},

@@ -101,6 +101,7 @@ type limitedConn struct {
 	once sync.Once
 }
 
+// Close closes the connection and gives its place back.
 func (c *limitedConn) Close() error {
 	err := c.Conn.Close()
 	c.once.Do(func() { c.l.release(c.key) })

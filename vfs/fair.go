@@ -178,6 +178,7 @@ type BadReservation struct {
 	Stored, Want int64
 }
 
+// String is the line berth fsck prints for b.
 func (b BadReservation) String() string {
 	what := "reserved"
 	if b.Announced {

@@ -364,7 +364,10 @@ func (fs *FS) Append(ctx context.Context, id uint64, offset int64, r io.Reader, 
 // until the sweep. It wraps ErrRootDeleted or ErrNotExist.
 type orphanError struct{ err error }
 
+// Error is the wrapped error's text.
 func (e orphanError) Error() string { return e.err.Error() }
+
+// Unwrap makes errors.Is(err, ErrRootDeleted) (or ErrNotExist) true.
 func (e orphanError) Unwrap() error { return e.err }
 
 // stagedRootLive checks, in tx, that the root of upload id (rec) is

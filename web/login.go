@@ -94,6 +94,28 @@ func formFromPage(r *http.Request) bool {
 		subtle.ConstantTimeCompare([]byte(ck.Value), []byte(r.PostForm.Get("csrf"))) == 1
 }
 
+// pageForm reads the form a page's sign-in or sign-out (what, to do it)
+// posted, at most 16 KiB, and returns the link's hash; false when it
+// answered r already: a form that does not read, one not sent from the
+// pages (formFromPage), or a hash too short to be a link's.
+func (h *handler) pageForm(w http.ResponseWriter, r *http.Request, what, do string) (string, bool) {
+	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
+	if err := r.ParseForm(); err != nil {
+		h.problem(w, r, http.StatusBadRequest, "Bad request", "The form could not be read.")
+		return "", false
+	}
+	if !formFromPage(r) {
+		h.problem(w, r, http.StatusForbidden, "Form expired", "The "+what+" form was not sent from this page. Open the link again and "+do+".")
+		return "", false
+	}
+	hash := r.PathValue("hash")
+	if len(hash) < 16 {
+		h.fail(w, r, share.ErrNotFound)
+		return "", false
+	}
+	return hash, true
+}
+
 // logout handles the sign-out form's POST /s/<hash>/logout: with the
 // CSRF token, as every form of the pages (a sign-out forced from another
 // site is a nuisance at least), it ends the session of the link's
@@ -101,18 +123,8 @@ func formFromPage(r *http.Request) bool {
 // and goes back to the link's page. Without a session it only goes back.
 // Whoever holds a session cookie may end that session, and nothing else.
 func (h *handler) logout(w http.ResponseWriter, r *http.Request) {
-	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
-	if err := r.ParseForm(); err != nil {
-		h.problem(w, r, http.StatusBadRequest, "Bad request", "The form could not be read.")
-		return
-	}
-	if !formFromPage(r) {
-		h.problem(w, r, http.StatusForbidden, "Form expired", "The sign-out form was not sent from this page. Open the link again and sign out.")
-		return
-	}
-	hash := r.PathValue("hash")
-	if len(hash) < 16 {
-		h.fail(w, r, share.ErrNotFound)
+	hash, ok := h.pageForm(w, r, "sign-out", "sign out")
+	if !ok {
 		return
 	}
 	page := Prefix + url.PathEscape(hash)
@@ -135,18 +147,8 @@ func (h *handler) login(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, share.ErrNotFound)
 		return
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
-	if err := r.ParseForm(); err != nil {
-		h.problem(w, r, http.StatusBadRequest, "Bad request", "The form could not be read.")
-		return
-	}
-	if !formFromPage(r) {
-		h.problem(w, r, http.StatusForbidden, "Form expired", "The sign-in form was not sent from this page. Open the link again and sign in.")
-		return
-	}
-	hash := r.PathValue("hash")
-	if len(hash) < 16 {
-		h.fail(w, r, share.ErrNotFound)
+	hash, ok := h.pageForm(w, r, "sign-in", "sign in")
+	if !ok {
 		return
 	}
 	// The link must exist (and not be expired) before a password is tried.
@@ -163,6 +165,16 @@ func (h *handler) login(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		h.loginPage(w, r, http.StatusUnauthorized, loginRefusal(err))
 		return
+	}
+	// A sign-in from a form left open (another tab signed in since)
+	// replaces the cookie's session: end it first, or it stayed stored
+	// for its hour, counted toward the person's session cap, and past
+	// the cap ended one of their devices' sessions in its stead.
+	if ck, err := r.Cookie(sessionCookie); err == nil && ck.Value != "" {
+		if err := h.opts.Accounts.SignOut(r.Context(), ck.Value); err != nil {
+			h.fail(w, r, err)
+			return
+		}
 	}
 	toks, err := h.opts.Accounts.IssuePageSession(r.Context(), p)
 	if err != nil {

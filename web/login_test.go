@@ -168,6 +168,23 @@ func TestPageSignOut(t *testing.T) {
 	if resp.StatusCode != 200 || !strings.Contains(body, `action="/s/`+l.Hash+`/logout"`) || !strings.Contains(body, `id="signout"`) {
 		t.Fatalf("signed-in page without a sign-out form: %d %s", resp.StatusCode, body)
 	}
+	// The sign-in form of another tab, left open, sent again: the new
+	// session replaces the cookie's, which ends rather than staying
+	// stored for its hour and taking one of alice's devices' places.
+	resp, body = postForm(t, c, u+"/login", url.Values{"username": {"alice"}, "password": {"correct horse battery"}, "csrf": {csrf[1]}}, "same-origin")
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("sign-in again: %d %s", resp.StatusCode, body)
+	}
+	was := page
+	for _, ck := range jar.Cookies(mustURL(t, u)) {
+		if ck.Name == "berth_link" {
+			page = ck.Value
+		}
+	}
+	if page == was || !alive(page) || alive(was) || !alive(api[1]) || !alive(api[2]) {
+		t.Fatalf("signed in again: new session %v, replaced session %v, API sessions %v %v; want the replaced one alone ended",
+			alive(page), alive(was), alive(api[1]), alive(api[2]))
+	}
 
 	rows := []struct {
 		name   string
