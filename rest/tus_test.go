@@ -1299,36 +1299,42 @@ func TestTusUploadList(t *testing.T) {
 
 	own := "/api/2/tus/"
 	org, sub := orgPath(f.org.ID, "/uploads"), orgPath(child.ID, "/uploads")
-	cases := []struct {
+	type listCase struct {
 		name, token, path string
 		status            int
 		ids               []uint64 // the page's uploads, in order
 		total             int
-	}{
-		{"the creator, their own", f.token, own, 200, []uint64{m}, 1},
-		{"another creator, their own", erinTok, own, 200, []uint64{e}, 1},
-		{"a plain person of the organization, none their own", plainTok, own, 200, nil, 0},
-		{"the organization's administrator, none their own", adminTok, own, 200, nil, 0},
-		{"a guest, none their own", guestTok, own, 200, nil, 0},
-		{"another tenant's administrator, none their own", strangerTok, own, 200, nil, 0},
-		{"anonymous, own", "", own, 401, nil, 0},
-		{"a bad token, own", "not-a-token", own, 401, nil, 0},
-		{"the organization's administrator, the organization and below", adminTok, org, 200, []uint64{m, e}, 2},
-		{"the organization's administrator, a page", adminTok, org + "?offset=1&limit=1", 200, []uint64{e}, 2},
-		{"the organization's administrator, a page past the end", adminTok, org + "?offset=5", 200, nil, 2},
-		{"the organization's administrator, a bad limit", adminTok, org + "?limit=101", 400, nil, 0},
-		{"the organization's administrator, the child below", adminTok, sub, 200, []uint64{e}, 1},
-		{"the child's administrator, the child", childAdminTok, sub, 200, []uint64{e}, 1},
-		{"the child's administrator, the parent above", childAdminTok, org, 404, nil, 0},
-		{"a plain person of the organization", plainTok, org, 403, nil, 0},
-		{"a plain person of the child, who created one there", erinTok, sub, 403, nil, 0},
-		{"a guest of the organization", guestTok, org, 403, nil, 0},
-		{"another tenant's administrator", strangerTok, org, 404, nil, 0},
-		{"another tenant's administrator, the child", strangerTok, sub, 404, nil, 0},
-		{"anonymous, the organization", "", org, 401, nil, 0},
+		// named: the file names show; an administrator who may not
+		// read the roots (admin_browse_files off, the default) sees
+		// null (the rows after the table turn it on).
+		named bool
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
+	cases := []listCase{
+		{"the creator, their own", f.token, own, 200, []uint64{m}, 1, true},
+		{"another creator, their own", erinTok, own, 200, []uint64{e}, 1, true},
+		{"a plain person of the organization, none their own", plainTok, own, 200, nil, 0, true},
+		{"the organization's administrator, none their own", adminTok, own, 200, nil, 0, true},
+		{"a guest, none their own", guestTok, own, 200, nil, 0, true},
+		{"another tenant's administrator, none their own", strangerTok, own, 200, nil, 0, true},
+		{"anonymous, own", "", own, 401, nil, 0, true},
+		{"a bad token, own", "not-a-token", own, 401, nil, 0, true},
+		{"the organization's administrator, the organization and below", adminTok, org, 200, []uint64{m, e}, 2, false},
+		{"the organization's administrator, a page", adminTok, org + "?offset=1&limit=1", 200, []uint64{e}, 2, false},
+		{"the organization's administrator, a page past the end", adminTok, org + "?offset=5", 200, nil, 2, false},
+		{"the organization's administrator, a bad limit", adminTok, org + "?limit=101", 400, nil, 0, false},
+		{"the organization's administrator, the child below", adminTok, sub, 200, []uint64{e}, 1, false},
+		{"the child's administrator, the child", childAdminTok, sub, 200, []uint64{e}, 1, false},
+		{"the child's administrator, the parent above", childAdminTok, org, 404, nil, 0, false},
+		{"a plain person of the organization", plainTok, org, 403, nil, 0, false},
+		{"a plain person of the child, who created one there", erinTok, sub, 403, nil, 0, false},
+		{"a guest of the organization", guestTok, org, 403, nil, 0, false},
+		{"another tenant's administrator", strangerTok, org, 404, nil, 0, false},
+		{"another tenant's administrator, the child", strangerTok, sub, 404, nil, 0, false},
+		{"anonymous, the organization", "", org, 401, nil, 0, false},
+	}
+	check := func(t *testing.T, c listCase) {
+		t.Helper()
+		{
 			st, body := f.send(http.MethodGet, c.path, c.token, nil)
 			if st != c.status {
 				t.Fatalf("%d %s, want %d", st, body, c.status)
@@ -1353,10 +1359,10 @@ func TestTusUploadList(t *testing.T) {
 				t.Fatalf("uploads %v of %d, want %v of %d: %s", ids, got.Total, c.ids, c.total, body)
 			}
 			for _, u := range got.Results {
-				want := tusUploadJSON{UploadID: m, RootID: f.root.ID, FolderID: f.root.FolderID, Name: "mine.bin",
+				want := tusUploadJSON{UploadID: m, RootID: f.root.ID, FolderID: f.root.FolderID, Name: new("mine.bin"),
 					Length: 10, Offset: 4, Reserved: 10, CreatorID: f.person.ID}
 				if u.UploadID == e {
-					want = tusUploadJSON{UploadID: e, RootID: erinRoot.ID, FolderID: erinRoot.FolderID, Name: "theirs.bin",
+					want = tusUploadJSON{UploadID: e, RootID: erinRoot.ID, FolderID: erinRoot.FolderID, Name: new("theirs.bin"),
 						Length: 7, Reserved: 7, CreatorID: erin.ID}
 				}
 				created, cerr := parseDateTime(u.Created)
@@ -1365,10 +1371,30 @@ func TestTusUploadList(t *testing.T) {
 					t.Errorf("upload %d: created %q, expires %q", u.UploadID, u.Created, u.Expires)
 				}
 				want.Created, want.Expires = u.Created, u.Expires
+				if !c.named {
+					want.Name = nil
+				}
+				if (u.Name == nil) != (want.Name == nil) || u.Name != nil && *u.Name != *want.Name {
+					t.Errorf("upload %d: name %v, want %v", u.UploadID, u.Name, want.Name)
+				}
+				u.Name, want.Name = nil, nil
 				if u != want {
 					t.Errorf("upload %+v, want %+v", u, want)
 				}
 			}
-		})
+		}
 	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) { check(t, c) })
+	}
+	// With admin_browse_files on in both organizations, their
+	// administrators read the roots, and the names show.
+	for _, id := range []uint64{f.org.ID, child.ID} {
+		if _, err := f.accounts.UpdatePolicy(ctx, id, func(p *account.Policy) error { p.AdminBrowseFiles = true; return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Run("admin_browse_files on, the organization's administrator", func(t *testing.T) {
+		check(t, listCase{"", adminTok, org, 200, []uint64{m, e}, 2, true})
+	})
 }

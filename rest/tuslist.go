@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"berth/account"
+	"berth/share"
 	"berth/vfs"
 )
 
@@ -24,21 +25,24 @@ import (
 // creator sent, and resolving the folder's path would read the root's
 // tree, which an administrator without admin_browse_files may not.
 type tusUploadJSON struct {
-	UploadID  uint64 `json:"upload_id"`
-	RootID    uint64 `json:"root_id"`
-	FolderID  uint64 `json:"folder_id"`
-	Name      string `json:"name"`
-	Length    int64  `json:"length"`
-	Offset    int64  `json:"offset"`
-	Reserved  int64  `json:"reserved"`
-	Created   string `json:"created"`
-	Expires   string `json:"expires"`
-	CreatorID uint64 `json:"creator_id"`
+	UploadID uint64 `json:"upload_id"`
+	RootID   uint64 `json:"root_id"`
+	FolderID uint64 `json:"folder_id"`
+	// Name is null in an administrator's listing of an upload into a
+	// root they may not read (admin_browse_files): it is the name of
+	// the file the creator is putting there.
+	Name      *string `json:"name"`
+	Length    int64   `json:"length"`
+	Offset    int64   `json:"offset"`
+	Reserved  int64   `json:"reserved"`
+	Created   string  `json:"created"`
+	Expires   string  `json:"expires"`
+	CreatorID uint64  `json:"creator_id"`
 }
 
 func encodeTusUpload(st vfs.Staged) tusUploadJSON {
 	return tusUploadJSON{
-		UploadID: st.ID, RootID: st.Root, FolderID: st.Parent, Name: st.Name,
+		UploadID: st.ID, RootID: st.Root, FolderID: st.Parent, Name: &st.Name,
 		Length: st.Length, Offset: st.Offset, Reserved: st.Reserved,
 		Created: formatDateTime(st.Created), Expires: formatDateTime(st.Expires),
 		CreatorID: tusCreator(st.Owner),
@@ -65,7 +69,7 @@ func (s *server) listTusUploads(r *http.Request) (any, error) {
 		return nil, err
 	}
 	owner := tusOwner(r)
-	return s.tusPage(r.Context(), p, func(st vfs.Staged) (bool, error) { return st.Owner == owner, nil })
+	return s.tusPage(r.Context(), p, func(st vfs.Staged) (bool, error) { return st.Owner == owner, nil }, nil)
 }
 
 // listOrganizationUploads answers GET /api/2/organization/{org}/uploads:
@@ -73,13 +77,30 @@ func (s *server) listTusUploads(r *http.Request) (any, error) {
 // below it, whoever made them, for an administrator of org or above
 // (share.OrgManage, as its other lists; with admin_browse_files or
 // without, as ending them is). A root's place is the owner's
-// organization, or the share's (account.RootPlaceOf).
+// organization, or the share's (account.RootPlaceOf). The file's name is
+// shown only where the caller may read the root (or made the upload):
+// the rest of an upload tells nothing of what the root holds.
 func (s *server) listOrganizationUploads(r *http.Request) (any, error) {
 	o, p, err := s.orgPage(r)
 	if err != nil {
 		return nil, err
 	}
 	ctx := r.Context()
+	c := callerOf(r)
+	owner := tusOwner(r)
+	shown := func(st vfs.Staged) (bool, error) {
+		if st.Owner == owner {
+			return true, nil
+		}
+		a, err := s.shares.Root(ctx, c, st.Root)
+		switch {
+		case errors.Is(err, share.ErrNoRoot), errors.Is(err, share.ErrForbidden), errors.Is(err, vfs.ErrRootDeleted), errors.Is(err, vfs.ErrNotExist):
+			return false, nil
+		case err != nil:
+			return false, err
+		}
+		return a.Perms.Has(share.Read), nil
+	}
 	return s.tusPage(ctx, p, func(st vfs.Staged) (bool, error) {
 		place, err := s.accounts.RootPlaceOf(ctx, st.Root)
 		if errors.Is(err, account.ErrNotFound) {
@@ -89,13 +110,14 @@ func (s *server) listOrganizationUploads(r *http.Request) (any, error) {
 			return false, err
 		}
 		return account.Within(place.Chain, o.ID), nil
-	})
+	}, shown)
 }
 
 // tusPage is page p of the uploads in progress that match picks, in id
 // order, with the count of all that match. The uploads stream from vfs
-// (EachStaged) and only the page is kept.
-func (s *server) tusPage(ctx context.Context, p page, match func(vfs.Staged) (bool, error)) (any, error) {
+// (EachStaged) and only the page is kept. shown, when not nil, says
+// whether an upload of the page shows its file's name.
+func (s *server) tusPage(ctx context.Context, p page, match func(vfs.Staged) (bool, error), shown func(vfs.Staged) (bool, error)) (any, error) {
 	var out []tusUploadJSON
 	total := 0
 	err := s.fs.EachStaged(ctx, func(st vfs.Staged) error {
@@ -104,7 +126,17 @@ func (s *server) tusPage(ctx context.Context, p page, match func(vfs.Staged) (bo
 			return err
 		}
 		if total >= p.Offset && len(out) < p.Limit {
-			out = append(out, encodeTusUpload(st))
+			u := encodeTusUpload(st)
+			if shown != nil {
+				ok, err := shown(st)
+				if err != nil {
+					return err
+				}
+				if !ok {
+					u.Name = nil
+				}
+			}
+			out = append(out, u)
 		}
 		total++
 		return nil
