@@ -506,7 +506,13 @@ func TestPagingLargeFolder(t *testing.T) {
 			at = origin + html.UnescapeString(m[1])
 		}
 	}
-	for _, q := range []string{"?page=2", "?after=a%2Fb", "?after=f100.txt&page=2", "?after=" + strings.Repeat("x", 300)} {
+	// A numbered page, from a link followed while the folder was small,
+	// is its items by name still.
+	if resp, body := get(t, u+"?page=2"); resp.StatusCode != 200 || !strings.Contains(body, "f100.txt") || !strings.Contains(body, "f198.txt") ||
+		strings.Contains(body, "f099.txt") || !strings.Contains(body, `id="first"`) || !strings.Contains(body, `?after=f198.txt`) {
+		t.Errorf("?page=2 of a large folder: %d", resp.StatusCode)
+	}
+	for _, q := range []string{"?page=4", "?after=a%2Fb", "?after=f100.txt&page=2", "?after=" + strings.Repeat("x", 300)} {
 		if resp, _ := get(t, u+q); resp.StatusCode != 400 {
 			t.Errorf("%s: %d, want 400", q, resp.StatusCode)
 		}

@@ -437,9 +437,9 @@ func (h *handler) page(w http.ResponseWriter, r *http.Request) {
 	}
 	h.signOutForm(w, r, base, data)
 	switch {
-	case nav.page > 1:
+	case nav.page > 1 && nav.maxPage > 1:
 		data["Prev"] = folderURL(n.ID, nav.page-1, "")
-	case nav.after != "":
+	case nav.page > 1 || nav.after != "":
 		data["First"] = folderURL(n.ID, 1, "")
 	}
 	switch {
@@ -519,20 +519,31 @@ func (h *handler) listFolder(r *http.Request, la share.LinkAccess, folder uint64
 		}
 		return kids[(nav.page-1)*PageSize : min(nav.page*PageSize, len(kids))], nav, nil
 	}
-	if nav.page > 1 {
-		return nil, nav, fmt.Errorf("%w: this folder is listed by name from a Next link, not by page number", errBadQuery)
-	}
+	// By name from after; a numbered page (a link followed while the
+	// folder was small) skips the pages before it, reading them but
+	// holding one page.
+	skip := (nav.page - 1) * PageSize
 	kids := make([]vfs.Node, 0, PageSize)
-	err := h.opts.FS.ListEach(r.Context(), la.Root.ID, folder, vfs.ListOptions{After: nav.after, Limit: PageSize}, func(l *vfs.Listing) error {
+	err := h.opts.FS.ListEach(r.Context(), la.Root.ID, folder, vfs.ListOptions{After: nav.after}, func(l *vfs.Listing) error {
 		for c, err := range l.Children() {
 			if err != nil {
 				return err
 			}
+			if skip > 0 {
+				skip--
+				continue
+			}
+			if len(kids) == PageSize {
+				nav.next = kids[len(kids)-1].Name
+				return nil
+			}
 			kids = append(kids, c.Node)
 		}
-		nav.next = l.Next()
 		return nil
 	})
+	if err == nil && nav.page > 1 && len(kids) == 0 {
+		return nil, nav, fmt.Errorf("%w: this folder has fewer pages", errBadQuery)
+	}
 	return kids, nav, err
 }
 
