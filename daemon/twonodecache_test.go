@@ -1,0 +1,644 @@
+package daemon
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// clusterUser is a person the administrator made for one row of the
+// cluster tests, with a password of their own.
+type clusterUser struct {
+	id       int
+	login    string
+	password string
+	root     int
+}
+
+// send makes a request on lc's node with the headers (name, value pairs;
+// "Authorization" among them, or none) and returns status and body.
+func (lc *lcClient) send(method, path string, body io.Reader, headers ...string) (int, []byte) {
+	lc.t.Helper()
+	req, err := http.NewRequest(method, lc.base+path, body)
+	if err != nil {
+		lc.t.Fatal(err)
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := lc.c.Do(req)
+	if err != nil {
+		lc.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
+// form sends a form-encoded REST request with lc's token.
+func (lc *lcClient) form(method, path string, v url.Values) (int, []byte) {
+	lc.t.Helper()
+	return lc.do(method, path, strings.NewReader(v.Encode()), "application/x-www-form-urlencoded")
+}
+
+// as returns a copy of lc that sends token.
+func (lc *lcClient) as(token string) *lcClient {
+	c := *lc
+	c.token = token
+	return &c
+}
+
+// basicHeader is the Authorization header value of login and password.
+func basicHeader(login, password string) string { return "Basic " + basicAuth(login, password) }
+
+// propfind asks lc's node for the top of login's WebDAV tree with Basic
+// credentials and returns the status (207 when let in).
+func (lc *lcClient) propfind(login, password string) int {
+	lc.t.Helper()
+	st, _ := lc.send("PROPFIND", "/webdav/"+login+"/", nil, "Authorization", basicHeader(login, password), "Depth", "0")
+	return st
+}
+
+// tokenFor signs login in on lc's node with the password grant and
+// returns the access token, or "" and the status when refused.
+func (lc *lcClient) tokenFor(login, password string) (string, int, string) {
+	lc.t.Helper()
+	st, body := lc.send(http.MethodPost, "/oauth/token", strings.NewReader(url.Values{
+		"grant_type": {"password"}, "client_id": {"anchor"}, "username": {login}, "password": {password},
+	}.Encode()), "Content-Type", "application/x-www-form-urlencoded")
+	var tok struct {
+		AccessToken  string `json:"access_token"`
+		RefreshToken string `json:"refresh_token"`
+	}
+	if st != 200 || json.Unmarshal(body, &tok) != nil {
+		return "", st, string(body)
+	}
+	return tok.AccessToken, st, tok.RefreshToken
+}
+
+// orgID returns the administrator's organization.
+func (lc *lcClient) orgID() int {
+	lc.t.Helper()
+	st, body := lc.do(http.MethodGet, "/api/2/person", nil, "")
+	var p struct {
+		CompanyID int `json:"company_id"`
+	}
+	if st != 200 || json.Unmarshal(body, &p) != nil || p.CompanyID == 0 {
+		lc.t.Fatalf("GET /api/2/person: %d %s", st, body)
+	}
+	return p.CompanyID
+}
+
+// newUser makes a person named name in org (0: the administrator's) with
+// extra form fields.
+func (lc *lcClient) newUser(name string, org int, extra url.Values) clusterUser {
+	lc.t.Helper()
+	u := clusterUser{login: name, password: "pw-of-" + name + "-long-enough"}
+	v := url.Values{"username": {name}, "email": {name + "@example.com"}, "password": {u.password}}
+	if org != 0 {
+		v.Set("company_id", fmt.Sprint(org))
+	}
+	for k, vs := range extra {
+		v[k] = vs
+	}
+	st, body := lc.form(http.MethodPost, "/api/2/person/create", v)
+	var p struct {
+		ID     int `json:"id"`
+		RootID int `json:"root_id"`
+	}
+	if st != 200 || json.Unmarshal(body, &p) != nil || p.ID == 0 {
+		lc.t.Fatalf("person/create %s: %d %s", name, st, body)
+	}
+	u.id, u.root = p.ID, p.RootID
+	return u
+}
+
+// newShare makes an organization share named name in org with u as a
+// subscriber of role, and returns its root id.
+func (lc *lcClient) newShare(org int, name string, u clusterUser, role string) int {
+	lc.t.Helper()
+	st, body := lc.form(http.MethodPost, fmt.Sprintf("/api/2/organization/%d/shares/create", org), url.Values{"name": {name}})
+	var sh struct {
+		ID int `json:"id"`
+	}
+	if st != 200 || json.Unmarshal(body, &sh) != nil || sh.ID == 0 {
+		lc.t.Fatalf("shares/create: %d %s", st, body)
+	}
+	lc.setSubscribers(org, sh.ID, fmt.Sprintf(`[[%d, "webdav", %q]]`, u.id, role))
+	return sh.ID
+}
+
+// setSubscribers replaces the share's person subscribers with subs.
+func (lc *lcClient) setSubscribers(org, share int, subs string) {
+	lc.t.Helper()
+	if st, body := lc.form(http.MethodPost, fmt.Sprintf("/api/2/organization/%d/share/%d/subscribers/update", org, share), url.Values{"subscribers": {subs}}); st != 200 {
+		lc.t.Fatalf("subscribers/update: %d %s", st, body)
+	}
+}
+
+// TestTwoNodesInvalidation checks, with two real nodes on one
+// PostgreSQL database and one S3 bucket, that what A changes about who
+// may do what refuses the very next request on B, which had just let the
+// same credentials in (and so holds them in its caches).
+func TestTwoNodesInvalidation(t *testing.T) {
+	n := startTwoNodes(t, "0s")
+	a, b := n.ca, n.cb
+	org := a.orgID()
+
+	// Each row: prime lets the user in on B (so B caches them) and
+	// returns what check needs; change is done on A; check is the next
+	// request on B, which must be refused.
+	type step func(t *testing.T, u clusterUser, state map[string]string) int
+	rows := []struct {
+		name   string
+		prime  step // returns the status B answered (want 2xx)
+		change func(t *testing.T, u clusterUser, state map[string]string)
+		check  step // returns B's status, want refusal
+		want   int
+	}{
+		{
+			name:  "password changed on A: old Basic password on B",
+			prime: func(t *testing.T, u clusterUser, _ map[string]string) int { return b.propfind(u.login, u.password) },
+			change: func(t *testing.T, u clusterUser, _ map[string]string) {
+				if st, body := a.form(http.MethodPost, fmt.Sprintf("/api/2/person/%d/update", u.id), url.Values{"password": {"a-new-password-entirely"}}); st != 200 {
+					t.Fatalf("update: %d %s", st, body)
+				}
+			},
+			check: func(t *testing.T, u clusterUser, _ map[string]string) int { return b.propfind(u.login, u.password) },
+			want:  401,
+		},
+		{
+			name: "password changed on A: bearer token on B",
+			prime: func(t *testing.T, u clusterUser, s map[string]string) int {
+				tok, st, _ := b.tokenFor(u.login, u.password)
+				if tok == "" {
+					return st
+				}
+				s["token"] = tok
+				st, _ = b.as(tok).do(http.MethodGet, "/api/2/person", nil, "")
+				return st
+			},
+			change: func(t *testing.T, u clusterUser, _ map[string]string) {
+				if st, body := a.form(http.MethodPost, fmt.Sprintf("/api/2/person/%d/update", u.id), url.Values{"password": {"a-new-password-entirely"}}); st != 200 {
+					t.Fatalf("update: %d %s", st, body)
+				}
+			},
+			check: func(t *testing.T, u clusterUser, s map[string]string) int {
+				st, _ := b.as(s["token"]).do(http.MethodGet, "/api/2/person", nil, "")
+				return st
+			},
+			want: 401,
+		},
+		{
+			name: "access token revoked on A: on B",
+			prime: func(t *testing.T, u clusterUser, s map[string]string) int {
+				tok, st, _ := b.tokenFor(u.login, u.password)
+				if tok == "" {
+					return st
+				}
+				s["token"] = tok
+				st, _ = b.as(tok).do(http.MethodGet, "/api/2/person", nil, "")
+				return st
+			},
+			change: func(t *testing.T, u clusterUser, s map[string]string) {
+				st, body := a.send(http.MethodPost, "/oauth/revoke", strings.NewReader(url.Values{"client_id": {"anchor"}, "token": {s["token"]}, "token_type_hint": {"access_token"}}.Encode()),
+					"Content-Type", "application/x-www-form-urlencoded")
+				if st != 200 {
+					t.Fatalf("revoke: %d %s", st, body)
+				}
+			},
+			check: func(t *testing.T, u clusterUser, s map[string]string) int {
+				st, _ := b.as(s["token"]).do(http.MethodGet, "/api/2/person", nil, "")
+				return st
+			},
+			want: 401,
+		},
+		{
+			name:  "person disabled on A: Basic on B",
+			prime: func(t *testing.T, u clusterUser, _ map[string]string) int { return b.propfind(u.login, u.password) },
+			change: func(t *testing.T, u clusterUser, _ map[string]string) {
+				if st, body := a.form(http.MethodPost, fmt.Sprintf("/api/2/person/%d/update", u.id), url.Values{"active": {"false"}}); st != 200 {
+					t.Fatalf("update: %d %s", st, body)
+				}
+			},
+			check: func(t *testing.T, u clusterUser, _ map[string]string) int { return b.propfind(u.login, u.password) },
+			want:  403,
+		},
+		{
+			name: "person disabled on A: bearer on B",
+			prime: func(t *testing.T, u clusterUser, s map[string]string) int {
+				tok, st, _ := b.tokenFor(u.login, u.password)
+				if tok == "" {
+					return st
+				}
+				s["token"] = tok
+				st, _ = b.as(tok).do(http.MethodGet, "/api/2/person", nil, "")
+				return st
+			},
+			change: func(t *testing.T, u clusterUser, _ map[string]string) {
+				if st, body := a.form(http.MethodPost, fmt.Sprintf("/api/2/person/%d/update", u.id), url.Values{"active": {"false"}}); st != 200 {
+					t.Fatalf("update: %d %s", st, body)
+				}
+			},
+			check: func(t *testing.T, u clusterUser, s map[string]string) int {
+				st, _ := b.as(s["token"]).do(http.MethodGet, "/api/2/person", nil, "")
+				return st
+			},
+			want: 401,
+		},
+		{
+			name:  "five wrong passwords split across A and B lock: remembered Basic on B",
+			prime: func(t *testing.T, u clusterUser, _ map[string]string) int { return b.propfind(u.login, u.password) },
+			change: func(t *testing.T, u clusterUser, _ map[string]string) {
+				for i := range 5 {
+					c := a
+					if i%2 == 1 {
+						c = b
+					}
+					if st := c.propfind(u.login, "wrong-guess-"+fmt.Sprint(i)); st != 401 && st != 403 {
+						t.Fatalf("wrong password %d: %d", i, st)
+					}
+				}
+			},
+			check: func(t *testing.T, u clusterUser, _ map[string]string) int { return b.propfind(u.login, u.password) },
+			want:  403,
+		},
+		{
+			name: "five wrong passwords split across A and B lock: password grant on B",
+			prime: func(t *testing.T, u clusterUser, _ map[string]string) int {
+				_, st, _ := b.tokenFor(u.login, u.password)
+				return st
+			},
+			change: func(t *testing.T, u clusterUser, _ map[string]string) {
+				for i := range 5 {
+					c := a
+					if i%2 == 1 {
+						c = b
+					}
+					if _, st, _ := c.tokenFor(u.login, "wrong-guess-"+fmt.Sprint(i)); st != 400 && st != 401 && st != 403 {
+						t.Fatalf("wrong password %d: %d", i, st)
+					}
+				}
+			},
+			check: func(t *testing.T, u clusterUser, _ map[string]string) int {
+				_, st, _ := b.tokenFor(u.login, u.password)
+				return st
+			},
+			want: 403,
+		},
+		{
+			name: "device password deleted on A: on B",
+			prime: func(t *testing.T, u clusterUser, s map[string]string) int {
+				tok, st, _ := b.tokenFor(u.login, u.password)
+				if tok == "" {
+					return st
+				}
+				st, body := b.as(tok).form(http.MethodPost, fmt.Sprintf("/api/2/person/%d/device_passwords/create", u.id), url.Values{"name": {"laptop"}, "current_password": {u.password}})
+				var dp struct {
+					ID       int    `json:"id"`
+					Password string `json:"password"`
+				}
+				if st != 200 || json.Unmarshal(body, &dp) != nil || dp.Password == "" {
+					t.Fatalf("device password: %d %s", st, body)
+				}
+				s["dp"], s["dpid"], s["token"] = dp.Password, fmt.Sprint(dp.ID), tok
+				return b.propfind(u.login, dp.Password)
+			},
+			change: func(t *testing.T, u clusterUser, s map[string]string) {
+				if st, body := a.form(http.MethodPost, fmt.Sprintf("/api/2/person/%d/device_password/%s/delete", u.id, s["dpid"]), nil); st != 200 && st != 204 {
+					t.Fatalf("delete: %d %s", st, body)
+				}
+			},
+			check: func(t *testing.T, u clusterUser, s map[string]string) int { return b.propfind(u.login, s["dp"]) },
+			want:  401,
+		},
+		{
+			name: "share link subscriber removed on A: on B",
+			prime: func(t *testing.T, u clusterUser, s map[string]string) int {
+				if st, err := a.upload("linked.txt", []byte("shared with a subscriber"), false); err != nil || st != 200 {
+					t.Fatalf("upload: %d %v", st, err)
+				}
+				id := a.fileID("linked.txt")
+				st, body := a.form(http.MethodPost, fmt.Sprintf("/api/2/files/%d/%d/share", a.root, id), url.Values{"login_required": {"true"}})
+				var link struct {
+					ID   int    `json:"id"`
+					Hash string `json:"hash"`
+				}
+				if st != 200 || json.Unmarshal(body, &link) != nil {
+					t.Fatalf("share: %d %s", st, body)
+				}
+				st, body = a.form(http.MethodPost, fmt.Sprintf("/api/2/sharelinks/%d/subscribers", link.ID), url.Values{"subscriber_type": {"person"}, "subscriber_id": {fmt.Sprint(u.id)}})
+				var sub struct {
+					ID int `json:"id"`
+				}
+				if st != 200 || json.Unmarshal(body, &sub) != nil {
+					t.Fatalf("subscribe: %d %s", st, body)
+				}
+				tok, st, _ := b.tokenFor(u.login, u.password)
+				if tok == "" {
+					return st
+				}
+				s["token"], s["hash"], s["link"], s["sub"] = tok, link.Hash, fmt.Sprint(link.ID), fmt.Sprint(sub.ID)
+				st, _ = b.as(tok).do(http.MethodGet, "/api/2/sharelinks/"+link.Hash+"/download", nil, "")
+				return st
+			},
+			change: func(t *testing.T, u clusterUser, s map[string]string) {
+				if st, body := a.do(http.MethodDelete, fmt.Sprintf("/api/2/sharelinks/%s/subscribers/%s", s["link"], s["sub"]), nil, ""); st != 200 {
+					t.Fatalf("unsubscribe: %d %s", st, body)
+				}
+			},
+			check: func(t *testing.T, u clusterUser, s map[string]string) int {
+				st, _ := b.as(s["token"]).do(http.MethodGet, "/api/2/sharelinks/"+s["hash"]+"/download", nil, "")
+				return st
+			},
+			want: 401,
+		},
+		{
+			name: "share link deleted on A: its hash on B",
+			prime: func(t *testing.T, u clusterUser, s map[string]string) int {
+				if st, err := a.upload("public.txt", []byte("public for a moment"), false); err != nil || st != 200 {
+					t.Fatalf("upload: %d %v", st, err)
+				}
+				id := a.fileID("public.txt")
+				st, body := a.form(http.MethodPost, fmt.Sprintf("/api/2/files/%d/%d/share", a.root, id), nil)
+				var link struct {
+					ID   int    `json:"id"`
+					Hash string `json:"hash"`
+				}
+				if st != 200 || json.Unmarshal(body, &link) != nil {
+					t.Fatalf("share: %d %s", st, body)
+				}
+				s["hash"], s["link"] = link.Hash, fmt.Sprint(link.ID)
+				st, _ = b.send(http.MethodGet, "/api/2/sharelinks/"+link.Hash+"/download", nil)
+				return st
+			},
+			change: func(t *testing.T, u clusterUser, s map[string]string) {
+				if st, body := a.do(http.MethodDelete, "/api/2/sharelinks/"+s["link"], nil, ""); st != 200 {
+					t.Fatalf("delete link: %d %s", st, body)
+				}
+			},
+			check: func(t *testing.T, u clusterUser, s map[string]string) int {
+				st, _ := b.send(http.MethodGet, "/api/2/sharelinks/"+s["hash"]+"/download", nil)
+				return st
+			},
+			want: 404,
+		},
+		{
+			name: "share subscriber removed on A: WebDAV on B",
+			prime: func(t *testing.T, u clusterUser, s map[string]string) int {
+				s["share"] = fmt.Sprint(a.newShare(org, "Gone"+u.login, u, "COLLABORATOR"))
+				st, _ := b.send("PROPFIND", "/webdav/Gone"+u.login+"/", nil, "Authorization", basicHeader(u.login, u.password), "Depth", "1")
+				return st
+			},
+			change: func(t *testing.T, u clusterUser, s map[string]string) {
+				var id int
+				fmt.Sscan(s["share"], &id)
+				a.setSubscribers(org, id, "[]")
+			},
+			check: func(t *testing.T, u clusterUser, s map[string]string) int {
+				st, _ := b.send("PROPFIND", "/webdav/Gone"+u.login+"/", nil, "Authorization", basicHeader(u.login, u.password), "Depth", "1")
+				return st
+			},
+			want: 404,
+		},
+		{
+			name: "share role lowered to VIEWER on A: WebDAV PUT on B",
+			prime: func(t *testing.T, u clusterUser, s map[string]string) int {
+				s["share"] = fmt.Sprint(a.newShare(org, "Low"+u.login, u, "COLLABORATOR"))
+				st, _ := b.send(http.MethodPut, "/webdav/Low"+u.login+"/one.txt", strings.NewReader("x"), "Authorization", basicHeader(u.login, u.password))
+				return st
+			},
+			change: func(t *testing.T, u clusterUser, s map[string]string) {
+				var id int
+				fmt.Sscan(s["share"], &id)
+				a.setSubscribers(org, id, fmt.Sprintf(`[[%d, "webdav", "VIEWER"]]`, u.id))
+			},
+			check: func(t *testing.T, u clusterUser, s map[string]string) int {
+				st, _ := b.send(http.MethodPut, "/webdav/Low"+u.login+"/two.txt", strings.NewReader("x"), "Authorization", basicHeader(u.login, u.password))
+				return st
+			},
+			want: 403,
+		},
+		{
+			name:  "webdav_enabled off on A: Basic on B",
+			prime: func(t *testing.T, u clusterUser, _ map[string]string) int { return b.propfind(u.login, u.password) },
+			change: func(t *testing.T, u clusterUser, _ map[string]string) {
+				if st, body := a.form(http.MethodPost, fmt.Sprintf("/api/2/organization/%d/policy/update", org), url.Values{"webdav_enabled": {"false"}}); st != 200 {
+					t.Fatalf("policy: %d %s", st, body)
+				}
+				t.Cleanup(func() {
+					a.form(http.MethodPost, fmt.Sprintf("/api/2/organization/%d/policy/update", org), url.Values{"webdav_enabled": {"true"}})
+				})
+			},
+			check: func(t *testing.T, u clusterUser, _ map[string]string) int { return b.propfind(u.login, u.password) },
+			want:  403,
+		},
+		{
+			name: "excluded_extensions set on A: PUT on B",
+			prime: func(t *testing.T, u clusterUser, _ map[string]string) int {
+				st, _ := b.send(http.MethodPut, "/webdav/"+u.login+"/first.exe", strings.NewReader("x"), "Authorization", basicHeader(u.login, u.password))
+				return st
+			},
+			change: func(t *testing.T, u clusterUser, _ map[string]string) {
+				if st, body := a.form(http.MethodPost, fmt.Sprintf("/api/2/organization/%d/policy/update", org), url.Values{"excluded_extensions": {".exe"}}); st != 200 {
+					t.Fatalf("policy: %d %s", st, body)
+				}
+				t.Cleanup(func() {
+					a.form(http.MethodPost, fmt.Sprintf("/api/2/organization/%d/policy/update", org), url.Values{"excluded_extensions": {""}})
+				})
+			},
+			check: func(t *testing.T, u clusterUser, _ map[string]string) int {
+				st, _ := b.send(http.MethodPut, "/webdav/"+u.login+"/second.exe", strings.NewReader("x"), "Authorization", basicHeader(u.login, u.password))
+				return st
+			},
+			want: 403,
+		},
+	}
+	for i, row := range rows {
+		t.Run(row.name, func(t *testing.T) {
+			u := a.newUser(fmt.Sprintf("inv%d", i), 0, nil)
+			s := map[string]string{}
+			if st := row.prime(t, u, s); st < 200 || st > 299 {
+				t.Fatalf("prime on B: %d", st)
+			}
+			row.change(t, u, s)
+			start := time.Now()
+			st := row.check(t, u, s)
+			if st == row.want {
+				return
+			}
+			// How long B keeps letting in: ask again, bounded.
+			for time.Since(start) < 5*time.Second && st != row.want {
+				time.Sleep(100 * time.Millisecond)
+				st = row.check(t, u, s)
+			}
+			t.Errorf("the next request on B after the change on A: not %d; B kept letting in for %v (then %d)", row.want, time.Since(start).Round(time.Millisecond), st)
+		})
+	}
+}
+
+// TestTwoNodesLimits checks limits that must hold for the cluster, not
+// per node, with requests split between two real nodes at once.
+func TestTwoNodesLimits(t *testing.T) {
+	n := startTwoNodes(t, "0s")
+	a, b := n.ca, n.cb
+
+	t.Run("quota under parallel uploads on both nodes", func(t *testing.T) {
+		const quota, size, count = 100_000, 30_000, 20
+		u := a.newUser("quota", 0, url.Values{"space_quota": {fmt.Sprint(quota)}})
+		var wg sync.WaitGroup
+		statuses := make([]int, count)
+		for i := range count {
+			c := a
+			if i%2 == 1 {
+				c = b
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				st, _ := c.send(http.MethodPut, fmt.Sprintf("/webdav/%s/f%02d.bin", u.login, i), strings.NewReader(strings.Repeat("q", size)),
+					"Authorization", basicHeader(u.login, u.password))
+				statuses[i] = st
+			}()
+		}
+		wg.Wait()
+		ok := 0
+		for _, st := range statuses {
+			if st == 201 || st == 204 {
+				ok++
+			}
+		}
+		t.Logf("%d of %d uploads succeeded: %v", ok, count, statuses)
+		if ok*size > quota || ok == 0 {
+			t.Errorf("%d of %d uploads of %d bytes under a quota of %d succeeded: %v", ok, count, size, quota, statuses)
+		}
+	})
+
+	t.Run("num_users_maximum under parallel creates on both nodes", func(t *testing.T) {
+		st, body := a.form(http.MethodPost, fmt.Sprintf("/api/2/organization/%d/organizations/create", a.orgID()), url.Values{"name": {"Capped"}})
+		var child struct {
+			ID int `json:"id"`
+		}
+		if st != 200 || json.Unmarshal(body, &child) != nil {
+			t.Fatalf("create org: %d %s", st, body)
+		}
+		if st, body := a.form(http.MethodPost, fmt.Sprintf("/api/2/organization/%d/policy/update", child.ID), url.Values{"num_users_maximum": {"3"}}); st != 200 {
+			t.Fatalf("policy: %d %s", st, body)
+		}
+		const count = 10
+		var wg sync.WaitGroup
+		statuses := make([]int, count)
+		for i := range count {
+			c := a
+			if i%2 == 1 {
+				c = b
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				statuses[i], _ = c.form(http.MethodPost, "/api/2/person/create", url.Values{"username": {fmt.Sprintf("capped%d", i)},
+					"email": {fmt.Sprintf("capped%d@example.com", i)}, "company_id": {fmt.Sprint(child.ID)}})
+			}()
+		}
+		wg.Wait()
+		ok := 0
+		for _, st := range statuses {
+			if st == 200 {
+				ok++
+			}
+		}
+		if ok > 3 || ok == 0 {
+			t.Errorf("%d persons made in an organization of at most 3: %v", ok, statuses)
+		}
+	})
+
+	t.Run("share link download limit under parallel downloads on both nodes", func(t *testing.T) {
+		if st, err := a.upload("limited.txt", []byte("three downloads only"), false); err != nil || st != 200 {
+			t.Fatalf("upload: %d %v", st, err)
+		}
+		id := a.fileID("limited.txt")
+		st, body := a.form(http.MethodPost, fmt.Sprintf("/api/2/files/%d/%d/share", a.root, id), url.Values{"download_limit": {"3"}})
+		var link struct {
+			Hash string `json:"hash"`
+		}
+		if st != 200 || json.Unmarshal(body, &link) != nil {
+			t.Fatalf("share: %d %s", st, body)
+		}
+		const count = 12
+		var wg sync.WaitGroup
+		statuses := make([]int, count)
+		for i := range count {
+			c := a
+			if i%2 == 1 {
+				c = b
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				statuses[i], _ = c.send(http.MethodGet, "/api/2/sharelinks/"+link.Hash+"/download", nil)
+			}()
+		}
+		wg.Wait()
+		ok := 0
+		for _, st := range statuses {
+			if st == 200 {
+				ok++
+			}
+		}
+		if ok > 3 || ok == 0 {
+			t.Errorf("%d downloads through a link limited to 3: %v", ok, statuses)
+		}
+	})
+
+	t.Run("REST lock on A refuses WebDAV PUT on B until it expires or is forced open", func(t *testing.T) {
+		u := a.newUser("locker", 0, nil)
+		shareRoot := a.newShare(a.orgID(), "Locks", u, "COLLABORATOR")
+		put := func(c *lcClient, data string) int {
+			st, _ := c.send(http.MethodPut, "/webdav/Locks/doc.txt", strings.NewReader(data), "Authorization", basicHeader(u.login, u.password))
+			return st
+		}
+		if st := put(b, "v1"); st != 201 {
+			t.Fatalf("PUT: %d", st)
+		}
+		st, body := a.do(http.MethodGet, fmt.Sprintf("/api/2/files/%d?include_children=true", shareRoot), nil, "")
+		var root struct {
+			Children []struct {
+				ID int `json:"id"`
+			} `json:"children"`
+		}
+		if st != 200 || json.Unmarshal(body, &root) != nil || len(root.Children) != 1 {
+			t.Fatalf("listing: %d %s", st, body)
+		}
+		fid := root.Children[0].ID
+		// The administrator's lock, for two seconds.
+		if st, body := a.form(http.MethodPost, fmt.Sprintf("/api/2/files/%d/%d/lock", shareRoot, fid), url.Values{"duration": {"2"}}); st != 200 {
+			t.Fatalf("lock on A: %d %s", st, body)
+		}
+		if st := put(b, "v2"); st != 423 {
+			t.Errorf("PUT on B of a file locked on A: %d, want 423", st)
+		}
+		time.Sleep(2500 * time.Millisecond)
+		if st := put(b, "v3"); st != 204 {
+			t.Errorf("PUT on B after the lock on A expired: %d, want 204", st)
+		}
+		// A lock without end, forced open on A by the user.
+		if st, body := a.form(http.MethodPost, fmt.Sprintf("/api/2/files/%d/%d/lock", shareRoot, fid), nil); st != 200 {
+			t.Fatalf("lock on A: %d %s", st, body)
+		}
+		if st := put(b, "v4"); st != 423 {
+			t.Errorf("PUT on B of a file locked on A: %d, want 423", st)
+		}
+		if st, body := a.form(http.MethodPost, fmt.Sprintf("/api/2/files/%d/%d/unlock", shareRoot, fid), url.Values{"force": {"true"}}); st != 200 {
+			t.Fatalf("forced unlock on A: %d %s", st, body)
+		}
+		if st := put(b, "v5"); st != 204 {
+			t.Errorf("PUT on B after the forced unlock on A: %d, want 204", st)
+		}
+	})
+}
