@@ -157,6 +157,7 @@ func TestTwoNodesInvalidation(t *testing.T) {
 	type step func(t *testing.T, u clusterUser, state map[string]string) int
 	rows := []struct {
 		name   string
+		child  bool // the user is made in an organization of their own, below the administrator's (s["org"])
 		prime  step // returns the status B answered (want 2xx)
 		change func(t *testing.T, u clusterUser, state map[string]string)
 		check  step // returns B's status, want refusal
@@ -426,6 +427,79 @@ func TestTwoNodesInvalidation(t *testing.T) {
 			want: 403,
 		},
 		{
+			name: "machine deleted on A: its device password on B",
+			prime: func(t *testing.T, u clusterUser, s map[string]string) int {
+				tok, st, _ := b.tokenFor(u.login, u.password)
+				if tok == "" {
+					return st
+				}
+				st, body := b.as(tok).form(http.MethodPost, fmt.Sprintf("/api/2/person/%d/device_passwords/create", u.id), url.Values{"name": {"desktop"}, "current_password": {u.password}, "dns_name": {"desk"}})
+				var dp struct {
+					MachineID int    `json:"machine_id"`
+					Password  string `json:"password"`
+				}
+				if st != 200 || json.Unmarshal(body, &dp) != nil || dp.Password == "" || dp.MachineID == 0 {
+					t.Fatalf("device password: %d %s", st, body)
+				}
+				s["dp"], s["machine"] = dp.Password, fmt.Sprint(dp.MachineID)
+				return b.propfind(u.login, dp.Password)
+			},
+			change: func(t *testing.T, u clusterUser, s map[string]string) {
+				if st, body := a.form(http.MethodPost, "/api/2/machine/"+s["machine"]+"/delete", nil); st != 200 && st != 204 {
+					t.Fatalf("delete machine: %d %s", st, body)
+				}
+			},
+			check: func(t *testing.T, u clusterUser, s map[string]string) int { return b.propfind(u.login, s["dp"]) },
+			want:  401,
+		},
+		{
+			name:  "organization disabled on A: Basic on B",
+			child: true,
+			prime: func(t *testing.T, u clusterUser, _ map[string]string) int { return b.propfind(u.login, u.password) },
+			change: func(t *testing.T, u clusterUser, s map[string]string) {
+				if st, body := a.form(http.MethodPost, "/api/2/organization/"+s["org"]+"/disable", nil); st != 200 && st != 204 {
+					t.Fatalf("disable: %d %s", st, body)
+				}
+			},
+			check: func(t *testing.T, u clusterUser, _ map[string]string) int { return b.propfind(u.login, u.password) },
+			want:  403,
+		},
+		{
+			name:  "organization disabled on A: bearer on B",
+			child: true,
+			prime: func(t *testing.T, u clusterUser, s map[string]string) int {
+				tok, st, _ := b.tokenFor(u.login, u.password)
+				if tok == "" {
+					return st
+				}
+				s["token"] = tok
+				st, _ = b.as(tok).do(http.MethodGet, "/api/2/person", nil, "")
+				return st
+			},
+			change: func(t *testing.T, u clusterUser, s map[string]string) {
+				if st, body := a.form(http.MethodPost, "/api/2/organization/"+s["org"]+"/disable", nil); st != 200 && st != 204 {
+					t.Fatalf("disable: %d %s", st, body)
+				}
+			},
+			check: func(t *testing.T, u clusterUser, s map[string]string) int {
+				st, _ := b.as(s["token"]).do(http.MethodGet, "/api/2/person", nil, "")
+				return st
+			},
+			want: 401,
+		},
+		{
+			name:  "require_two_step_auth on A: main password over WebDAV on B",
+			child: true,
+			prime: func(t *testing.T, u clusterUser, _ map[string]string) int { return b.propfind(u.login, u.password) },
+			change: func(t *testing.T, u clusterUser, s map[string]string) {
+				if st, body := a.form(http.MethodPost, "/api/2/organization/"+s["org"]+"/policy/update", url.Values{"require_two_step_auth": {"true"}}); st != 200 {
+					t.Fatalf("policy: %d %s", st, body)
+				}
+			},
+			check: func(t *testing.T, u clusterUser, _ map[string]string) int { return b.propfind(u.login, u.password) },
+			want:  403,
+		},
+		{
 			name:  "webdav_enabled off on A: Basic on B",
 			prime: func(t *testing.T, u clusterUser, _ map[string]string) int { return b.propfind(u.login, u.password) },
 			change: func(t *testing.T, u clusterUser, _ map[string]string) {
@@ -462,8 +536,19 @@ func TestTwoNodesInvalidation(t *testing.T) {
 	}
 	for i, row := range rows {
 		t.Run(row.name, func(t *testing.T) {
-			u := a.newUser(fmt.Sprintf("inv%d", i), 0, nil)
 			s := map[string]string{}
+			in := 0
+			if row.child {
+				st, body := a.form(http.MethodPost, fmt.Sprintf("/api/2/organization/%d/organizations/create", org), url.Values{"name": {fmt.Sprintf("Org %d", i)}})
+				var child struct {
+					ID int `json:"id"`
+				}
+				if st != 200 || json.Unmarshal(body, &child) != nil {
+					t.Fatalf("create org: %d %s", st, body)
+				}
+				in, s["org"] = child.ID, fmt.Sprint(child.ID)
+			}
+			u := a.newUser(fmt.Sprintf("inv%d", i), in, nil)
 			if st := row.prime(t, u, s); st < 200 || st > 299 {
 				t.Fatalf("prime on B: %d", st)
 			}
