@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -681,6 +682,42 @@ func TestTwoNodesLimits(t *testing.T) {
 		}
 	})
 
+	t.Run("tus reservations under parallel creates on both nodes", func(t *testing.T) {
+		const quota, size, count = 100_000, 30_000, 20
+		u := a.newUser("tusquota", 0, url.Values{"space_quota": {fmt.Sprint(quota)}})
+		tok, st, _ := a.tokenFor(u.login, u.password)
+		if tok == "" {
+			t.Fatalf("token: %d", st)
+		}
+		var wg sync.WaitGroup
+		statuses := make([]int, count)
+		for i := range count {
+			c := a
+			if i%2 == 1 {
+				c = b
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				meta := "root_id " + base64.StdEncoding.EncodeToString([]byte(fmt.Sprint(u.root))) +
+					",filename " + base64.StdEncoding.EncodeToString([]byte(fmt.Sprintf("t%02d.bin", i)))
+				statuses[i], _ = c.send(http.MethodPost, "/api/2/tus/", nil, "Authorization", "Bearer "+tok, "Tus-Resumable", "1.0.0",
+					"Upload-Length", fmt.Sprint(size), "Upload-Metadata", meta)
+			}()
+		}
+		wg.Wait()
+		ok := 0
+		for _, st := range statuses {
+			if st == 201 {
+				ok++
+			}
+		}
+		t.Logf("%d of %d uploads created: %v", ok, count, statuses)
+		if ok*size > quota || ok == 0 {
+			t.Errorf("%d uploads of %d bytes reserved under a quota of %d: %v", ok, size, quota, statuses)
+		}
+	})
+
 	t.Run("REST lock on A refuses WebDAV PUT on B until it expires or is forced open", func(t *testing.T) {
 		u := a.newUser("locker", 0, nil)
 		shareRoot := a.newShare(a.orgID(), "Locks", u, "COLLABORATOR")
@@ -726,4 +763,54 @@ func TestTwoNodesLimits(t *testing.T) {
 			t.Errorf("PUT on B after the forced unlock on A: %d, want 204", st)
 		}
 	})
+}
+
+// TestTwoNodesTrimRevisions: trim_revisions keeps a file's newest
+// revisions when its writes came through both nodes, whose revision ids
+// come from leases of their own and so do not rise with time across
+// nodes.
+func TestTwoNodesTrimRevisions(t *testing.T) {
+	n := startCluster(t, "0s", false, "BERTH_POLICY_INTERVAL=1s")
+	a, b := n.ca, n.cb
+	org := a.orgID()
+	// A leases the first revision ids, B the next; the writes go A, B, A, A.
+	for i, w := range []struct {
+		c    *lcClient
+		size int
+	}{{a, 1000}, {b, 2000}, {a, 3000}, {a, 4000}} {
+		if st, err := w.c.upload("revs.bin", content(uint64(300+i), w.size), true); err != nil || (st != 201 && st != 204) {
+			t.Fatalf("write %d: %d %v", i, st, err)
+		}
+	}
+	usage := func() (count, size int64) {
+		st, body := a.do(http.MethodGet, fmt.Sprintf("/api/2/organization/%d/metrics/usage", org), nil, "")
+		var u struct {
+			Total struct {
+				RevisionCount int64 `json:"revision_count"`
+				RevisionSize  int64 `json:"revision_size"`
+			} `json:"total_space_usage"`
+		}
+		if st != 200 || json.Unmarshal(body, &u) != nil {
+			t.Fatalf("usage: %d %s", st, body)
+		}
+		return u.Total.RevisionCount, u.Total.RevisionSize
+	}
+	count, size := usage()
+	t.Logf("before the trim: %d revisions, %d bytes", count, size)
+	if st, body := a.form(http.MethodPost, fmt.Sprintf("/api/2/organization/%d/policy/update", org), url.Values{"trim_revisions": {"true"}, "trim_revisions_x": {"2"}}); st != 200 {
+		t.Fatalf("policy: %d %s", st, body)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for count > 2 && time.Now().Before(deadline) {
+		time.Sleep(200 * time.Millisecond)
+		count, size = usage()
+	}
+	if count > 2 {
+		t.Fatalf("no trim within 15s: %d revisions", count)
+	}
+	// The current revision (4000 bytes) and the one before it (3000),
+	// not the older one B wrote (2000) whose id is higher.
+	if size != 7000 && size != 3000 {
+		t.Errorf("after the trim the revisions hold %d bytes, want the newest two (4000 + 3000)", size)
+	}
 }
