@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -812,5 +813,48 @@ func TestTwoNodesTrimRevisions(t *testing.T) {
 	// not the older one B wrote (2000) whose id is higher.
 	if size != 7000 && size != 3000 {
 		t.Errorf("after the trim the revisions hold %d bytes, want the newest two (4000 + 3000)", size)
+	}
+}
+
+// TestTwoNodesActivityOrder: an organization's activity lists newest
+// first whichever node recorded each change, though each node takes
+// ids from leases of its own.
+func TestTwoNodesActivityOrder(t *testing.T) {
+	n := startTwoNodes(t, "0s")
+	a, b := n.ca, n.cb
+	org := a.orgID()
+	names := []string{"made-on-b-first", "made-on-a-second", "made-on-b-third", "made-on-a-fourth"}
+	for i, name := range names {
+		c := b
+		if i%2 == 1 {
+			c = a
+		}
+		if st, body := c.form(http.MethodPost, fmt.Sprintf("/api/2/files/%d/create_folder", c.root), url.Values{"name": {name}}); st != 200 {
+			t.Fatalf("create_folder %s: %d %s", name, st, body)
+		}
+		time.Sleep(1100 * time.Millisecond) // created has a second's resolution
+	}
+	st, body := a.do(http.MethodGet, fmt.Sprintf("/api/2/organization/%d/activity?limit=100", org), nil, "")
+	var page struct {
+		Results []struct {
+			ID          uint64 `json:"id"`
+			ActedOnText string `json:"acted_on_text"`
+			Created     string `json:"created"`
+		} `json:"results"`
+	}
+	if st != 200 || json.Unmarshal(body, &page) != nil {
+		t.Fatalf("activity: %d %s", st, body)
+	}
+	var got []string
+	for _, r := range page.Results {
+		for _, name := range names {
+			if strings.Contains(r.ActedOnText, name) {
+				got = append(got, name)
+			}
+		}
+	}
+	want := []string{names[3], names[2], names[1], names[0]}
+	if !slices.Equal(got, want) {
+		t.Errorf("activity newest first names the folders %v, want %v\n%s", got, want, body)
 	}
 }
