@@ -719,6 +719,48 @@ func TestTwoNodesLimits(t *testing.T) {
 		}
 	})
 
+	t.Run("100 sessions a person under parallel sign-ins on both nodes", func(t *testing.T) {
+		const logins, workers, maxSessions = 116, 8, 100
+		u := a.newUser("sessions", 0, nil)
+		tokens := make([]string, logins)
+		var wg sync.WaitGroup
+		next := make(chan int)
+		for range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range next {
+					c := a
+					if i%2 == 1 {
+						c = b
+					}
+					tokens[i], _, _ = c.tokenFor(u.login, u.password)
+				}
+			}()
+		}
+		for i := range logins {
+			next <- i
+		}
+		close(next)
+		wg.Wait()
+		live := 0
+		for i, tok := range tokens {
+			if tok == "" {
+				t.Fatalf("sign-in %d refused", i)
+			}
+			c := b
+			if i%2 == 1 {
+				c = a
+			}
+			if st, _ := c.as(tok).do(http.MethodGet, "/api/2/person", nil, ""); st == 200 {
+				live++
+			}
+		}
+		if live > maxSessions || live < maxSessions-workers {
+			t.Errorf("%d of %d sessions still let in, want at most %d (and not many fewer)", live, logins, maxSessions)
+		}
+	})
+
 	t.Run("REST lock on A refuses WebDAV PUT on B until it expires or is forced open", func(t *testing.T) {
 		u := a.newUser("locker", 0, nil)
 		shareRoot := a.newShare(a.orgID(), "Locks", u, "COLLABORATOR")
