@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/pquerna/otp/totp"
 )
 
 // clusterUser is a person the administrator made for one row of the
@@ -141,6 +143,30 @@ func (lc *lcClient) setSubscribers(org, share int, subs string) {
 	lc.t.Helper()
 	if st, body := lc.form(http.MethodPost, fmt.Sprintf("/api/2/organization/%d/share/%d/subscribers/update", org, share), url.Values{"subscribers": {subs}}); st != 200 {
 		lc.t.Fatalf("subscribers/update: %d %s", st, body)
+	}
+}
+
+// enrollAuthenticator enrolls u in two-step verification by
+// authenticator app, signed in on lc's node.
+func enrollAuthenticator(t *testing.T, lc *lcClient, u clusterUser) {
+	t.Helper()
+	tok, st, _ := lc.tokenFor(u.login, u.password)
+	if tok == "" {
+		t.Fatalf("token: %d", st)
+	}
+	st, body := lc.as(tok).form(http.MethodPost, fmt.Sprintf("/api/2/person/%d/two_step/enroll", u.id), url.Values{"mode": {"authenticator"}, "current_password": {u.password}})
+	var en struct {
+		Secret string `json:"secret"`
+	}
+	if st != 200 || json.Unmarshal(body, &en) != nil || en.Secret == "" {
+		t.Fatalf("enroll: %d %s", st, body)
+	}
+	code, err := totp.GenerateCode(en.Secret, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, body := lc.as(tok).form(http.MethodPost, fmt.Sprintf("/api/2/person/%d/two_step/confirm", u.id), url.Values{"auth_code": {code}}); st != 200 {
+		t.Fatalf("confirm: %d %s", st, body)
 	}
 }
 
@@ -502,6 +528,60 @@ func TestTwoNodesInvalidation(t *testing.T) {
 			want:  403,
 		},
 		{
+			name:  "two-step enrolled on A: main password over WebDAV on B",
+			prime: func(t *testing.T, u clusterUser, _ map[string]string) int { return b.propfind(u.login, u.password) },
+			change: func(t *testing.T, u clusterUser, _ map[string]string) {
+				enrollAuthenticator(t, a, u)
+			},
+			check: func(t *testing.T, u clusterUser, _ map[string]string) int { return b.propfind(u.login, u.password) },
+			want:  401, // a device password required
+		},
+		{
+			name: "two-step enrolled on A: password grant without a code on B",
+			prime: func(t *testing.T, u clusterUser, _ map[string]string) int {
+				_, st, _ := b.tokenFor(u.login, u.password)
+				return st
+			},
+			change: func(t *testing.T, u clusterUser, _ map[string]string) {
+				enrollAuthenticator(t, a, u)
+			},
+			check: func(t *testing.T, u clusterUser, _ map[string]string) int {
+				_, st, _ := b.tokenFor(u.login, u.password)
+				return st
+			},
+			want: 401,
+		},
+		{
+			name: "share link made login_required on A: its hash without a token on B",
+			prime: func(t *testing.T, u clusterUser, s map[string]string) int {
+				if st, err := a.upload("turned.txt", []byte("public, then not"), false); err != nil || st != 200 {
+					t.Fatalf("upload: %d %v", st, err)
+				}
+				id := a.fileID("turned.txt")
+				st, body := a.form(http.MethodPost, fmt.Sprintf("/api/2/files/%d/%d/share", a.root, id), nil)
+				var link struct {
+					ID   int    `json:"id"`
+					Hash string `json:"hash"`
+				}
+				if st != 200 || json.Unmarshal(body, &link) != nil {
+					t.Fatalf("share: %d %s", st, body)
+				}
+				s["hash"], s["link"] = link.Hash, fmt.Sprint(link.ID)
+				st, _ = b.send(http.MethodGet, "/api/2/sharelinks/"+link.Hash+"/download", nil)
+				return st
+			},
+			change: func(t *testing.T, u clusterUser, s map[string]string) {
+				if st, body := a.form(http.MethodPut, "/api/2/sharelinks/"+s["link"], url.Values{"login_required": {"true"}}); st != 200 {
+					t.Fatalf("update link: %d %s", st, body)
+				}
+			},
+			check: func(t *testing.T, u clusterUser, s map[string]string) int {
+				st, _ := b.send(http.MethodGet, "/api/2/sharelinks/"+s["hash"]+"/download", nil)
+				return st
+			},
+			want: 401,
+		},
+		{
 			name:  "webdav_enabled off on A: Basic on B",
 			prime: func(t *testing.T, u clusterUser, _ map[string]string) int { return b.propfind(u.login, u.password) },
 			change: func(t *testing.T, u clusterUser, _ map[string]string) {
@@ -557,6 +637,7 @@ func TestTwoNodesInvalidation(t *testing.T) {
 			row.change(t, u, s)
 			start := time.Now()
 			st := row.check(t, u, s)
+			first := st
 			if st == row.want {
 				return
 			}
@@ -565,7 +646,7 @@ func TestTwoNodesInvalidation(t *testing.T) {
 				time.Sleep(100 * time.Millisecond)
 				st = row.check(t, u, s)
 			}
-			t.Errorf("the next request on B after the change on A: not %d; B kept letting in for %v (then %d)", row.want, time.Since(start).Round(time.Millisecond), st)
+			t.Errorf("the next request on B after the change on A: %d, want %d; B kept answering otherwise for %v (then %d)", first, row.want, time.Since(start).Round(time.Millisecond), st)
 		})
 	}
 }
