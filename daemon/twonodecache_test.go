@@ -887,6 +887,44 @@ func TestTwoNodesLimits(t *testing.T) {
 			t.Errorf("PUT on B after the forced unlock on A: %d, want 204", st)
 		}
 	})
+
+	// Last: its guesses throttle the client address (127.0.0.1) for
+	// every account.
+	t.Run("lockout under parallel wrong passwords on both nodes", func(t *testing.T) {
+		const guesses, maxFailures = 16, 5
+		u := a.newUser("guessed", 0, nil)
+		statuses := make([]int, guesses)
+		var wg sync.WaitGroup
+		for i := range guesses {
+			c := a
+			if i%2 == 1 {
+				c = b
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, statuses[i], _ = c.tokenFor(u.login, fmt.Sprintf("wrong-guess-%d", i))
+			}()
+		}
+		wg.Wait()
+		checked := 0
+		for _, st := range statuses {
+			if st != 403 { // 403 account_locked: refused unchecked
+				checked++
+			}
+		}
+		// Each node lets up to the threshold through at once (account/attempt.go).
+		t.Logf("%d of %d parallel guesses were checked: %v", checked, guesses, statuses)
+		if checked > 2*maxFailures {
+			t.Errorf("%d guesses checked, want at most %d (the threshold on each node)", checked, 2*maxFailures)
+		}
+		for _, c := range []*lcClient{a, b} {
+			// 403 account_locked, or 429 once the address is throttled too.
+			if _, st, _ := c.tokenFor(u.login, u.password); st != 403 && st != 429 {
+				t.Errorf("the right password on %s after the guesses: %d, want 403 or 429", c.base, st)
+			}
+		}
+	})
 }
 
 // TestTwoNodesTrimRevisions: trim_revisions keeps a file's newest
