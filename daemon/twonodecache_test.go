@@ -842,6 +842,23 @@ func TestTwoNodesLimits(t *testing.T) {
 		}
 	})
 
+	t.Run("WebDAV lock on A expires for B", func(t *testing.T) {
+		if st, err := a.upload("davlock.txt", []byte("v1"), true); err != nil || st != 201 {
+			t.Fatalf("PUT: %d %v", st, err)
+		}
+		lockBody := `<?xml version="1.0"?><D:lockinfo xmlns:D="DAV:"><D:lockscope><D:exclusive/></D:lockscope><D:locktype><D:write/></D:locktype></D:lockinfo>`
+		if st, resp, err := a.dav("LOCK", "davlock.txt", strings.NewReader(lockBody), "Timeout", "Second-2"); err != nil || st != 200 {
+			t.Fatalf("LOCK on A: %d %v %s", st, err, resp)
+		}
+		if st, err := b.upload("davlock.txt", []byte("v2"), true); err != nil || st != http.StatusLocked {
+			t.Fatalf("PUT on B under A's lock: %d %v, want 423", st, err)
+		}
+		time.Sleep(2500 * time.Millisecond)
+		if st, err := b.upload("davlock.txt", []byte("v3"), true); err != nil || st != 204 {
+			t.Errorf("PUT on B after A's lock expired: %d %v, want 204", st, err)
+		}
+	})
+
 	t.Run("REST lock on A refuses WebDAV PUT on B until it expires or is forced open", func(t *testing.T) {
 		u := a.newUser("locker", 0, nil)
 		shareRoot := a.newShare(a.orgID(), "Locks", u, "COLLABORATOR")
