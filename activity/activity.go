@@ -111,10 +111,11 @@ func (l *Log) Append(ctx context.Context, tx kv.Txn, r Record) (Record, error) {
 	if _, ok := l.byID[r.ActivityTypeID]; !ok {
 		return Record{}, fmt.Errorf("%w: %d", errUnknownType, r.ActivityTypeID)
 	}
-	// The sequence is outside the transaction (kv.Store.NextID); a
+	// The sequence is outside the transaction (kv.NextOrderedID); a
 	// transaction retried after a conflict takes another, and the gap
-	// is harmless.
-	id, err := l.db.NextID(ctx, sequence)
+	// is harmless. Ordered, not leased: the lists are newest first by
+	// id, and on several nodes leased ids interleave by lease.
+	id, err := kv.NextOrderedID(ctx, l.db, sequence)
 	if err != nil {
 		return Record{}, err
 	}

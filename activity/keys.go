@@ -18,9 +18,11 @@ import "berth/kv"
 // actor's and the acted-on organization, and under the actor's and the
 // acted-on person or guest, each once.
 //
-// Sequence (kv.Store.NextID): "activity", taken outside the transaction
+// Sequence (kv.NextOrderedID): "activity", taken outside the transaction
 // that writes the record (a retried or failed transaction skips an id;
-// ids never repeat).
+// ids never repeat), in the order asked for across nodes, so that ids
+// grow with time on several nodes too (kv.Store.NextID's leases would
+// interleave: TestTwoNodesActivityOrder).
 const (
 	pfxRecord = kv.ActivityRecord
 	pfxOrg    = kv.ActivityOrg

@@ -83,7 +83,7 @@ type holder struct {
 	Node string `cbor:"1,keyasint"`
 	URL  string `cbor:"2,keyasint"`
 	// Gen orders the machine's connections, whichever node took them
-	// (a store sequence): a record with a higher one is a newer
+	// (a store sequence, kv.NextOrderedID): a record with a higher one is a newer
 	// connection's, which an older one never overwrites or removes.
 	Gen uint64 `cbor:"3,keyasint"`
 }
@@ -119,7 +119,11 @@ func (cl *cluster) write(tx kv.Txn, c *Conn) error {
 // node between the two steps) recorded itself already: then c is stale
 // and refused with ErrOffline.
 func (cl *cluster) attach(ctx context.Context, c *Conn) error {
-	gen, err := cl.Store.NextID(ctx, connSeq)
+	// Ordered across nodes, not NextID: each node's leases of ids
+	// interleave (kv/postgres), and a reconnection to a node whose lease
+	// is below another's was older than the connection it replaced, and
+	// refused while that one's record lived.
+	gen, err := kv.NextOrderedID(ctx, cl.Store, connSeq)
 	if err != nil {
 		return err
 	}

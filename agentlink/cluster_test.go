@@ -9,6 +9,8 @@ import (
 
 	"berth/kv"
 	"berth/kv/badger"
+	"berth/kv/postgres"
+	"berth/kv/postgres/pgtest"
 )
 
 // twoHubs is two nodes' Hubs on one store, each relaying to the other
@@ -27,6 +29,31 @@ func newTwoHubs(t *testing.T) *twoHubs {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
+	return newTwoHubsOn(db, db)
+}
+
+// newTwoHubsPostgres is newTwoHubs with each node on a store of its own
+// over one PostgreSQL database, as real nodes are: each takes ids from
+// leases of its own.
+func newTwoHubsPostgres(t *testing.T) *twoHubs {
+	t.Helper()
+	dsn := pgtest.Start(t).NewDatabase(t)
+	var dbs [2]kv.Store
+	for i := range dbs {
+		db, err := postgres.Open(context.Background(), postgres.Options{DSN: dsn})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		dbs[i] = db
+	}
+	return newTwoHubsOn(dbs[0], dbs[1])
+}
+
+// newTwoHubsOn makes A's Hub on dbA and B's on dbB, one store or two
+// over one database.
+func newTwoHubsOn(dbA, dbB kv.Store) *twoHubs {
+	db := dbA
 	n := &twoHubs{db: db, down: map[string]bool{}}
 	peers := map[string]**Hub{"https://a": &n.a, "https://b": &n.b}
 	fwd := ForwarderFunc(func(ctx context.Context, url string, id uint64, req RelayRequest) (RelayAnswer, error) {
@@ -35,8 +62,8 @@ func newTwoHubs(t *testing.T) *twoHubs {
 		}
 		return (*peers[url]).Serve(ctx, id, req), nil
 	})
-	n.a = NewCluster(Cluster{Store: db, Node: "a", URL: "https://a", Forward: fwd, TTL: 3 * time.Second})
-	n.b = NewCluster(Cluster{Store: db, Node: "b", URL: "https://b", Forward: fwd, TTL: 3 * time.Second})
+	n.a = NewCluster(Cluster{Store: dbA, Node: "a", URL: "https://a", Forward: fwd, TTL: 3 * time.Second})
+	n.b = NewCluster(Cluster{Store: dbB, Node: "b", URL: "https://b", Forward: fwd, TTL: 3 * time.Second})
 	return n
 }
 
@@ -216,6 +243,34 @@ func TestNewerConnectionOnAnotherNode(t *testing.T) {
 		t.Fatalf("holder after a TTL of renewals = %q, want b", got)
 	}
 	n.b.Detach(cur)
+}
+
+// TestReconnectAcrossNodesOnPostgres: an agent that reconnects, from A
+// to B and back to A while B still records its connection (a half-open
+// one B has not yet found dead), is taken on A, whose store hands out
+// ids from a lease below B's: the connection's generation is ordered
+// across nodes, not by each node's leases.
+func TestReconnectAcrossNodesOnPostgres(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts PostgreSQL")
+	}
+	n := newTwoHubsPostgres(t)
+	first := attach(t, n.a, 9)
+	n.a.Detach(first)
+	onB := attach(t, n.b, 9)
+	back, err := n.a.Attach(context.Background(), 9)
+	if err != nil {
+		t.Fatalf("the agent's newer connection on A: %v, want it taken (B's is older)", err)
+	}
+	if got := n.holderOf(t, 9); got != "a" {
+		t.Fatalf("holder = %q, want a", got)
+	}
+	// B's stale connection, once it ends, leaves A's record alone.
+	n.b.Detach(onB)
+	if got := n.holderOf(t, 9); got != "a" {
+		t.Fatalf("holder after B's stale connection ended = %q, want a", got)
+	}
+	n.a.Detach(back)
 }
 
 // TestLoneHubRecordsNothing: a Hub of New (one node, Badger) writes

@@ -48,8 +48,9 @@ func startTwoNodes(t *testing.T, gcInterval string) *twoNodes {
 }
 
 // startCluster is startTwoNodes, with the nodes relaying agents' calls
-// to each other when relay is set (relay_test.go).
-func startCluster(t *testing.T, gcInterval string, relay bool) *twoNodes {
+// to each other when relay is set (relay_test.go), and env (KEY=value)
+// given to both.
+func startCluster(t *testing.T, gcInterval string, relay bool, env ...string) *twoNodes {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("builds and runs the real binary, PostgreSQL and versitygw")
@@ -65,6 +66,7 @@ func startCluster(t *testing.T, gcInterval string, relay bool) *twoNodes {
 		dataB:      filepath.Join(t.TempDir(), "b"),
 		gcInterval: gcInterval,
 	}
+	n.env = append(n.env, env...)
 	// A first: the first run (organization, administrator) is done by the
 	// first node to start; B then finds it done.
 	var envA, envB, argsA, argsB []string

@@ -114,6 +114,31 @@ type Failer interface {
 	Failed() error
 }
 
+// OrderedIDs is a Store whose NextID may hand out ids in leases that
+// interleave across nodes (kv/postgres), and that can also hand out ids
+// in the order they are asked for, by any node: for sequences whose
+// order is read as time order (the activity log lists newest first by
+// id). A Store that does not implement it hands out every sequence in
+// order already (kv/badger: one process).
+type OrderedIDs interface {
+	// NextOrderedID returns an id of the named sequence greater than
+	// every id of it handed out before the call began, by NextID or
+	// NextOrderedID, on any node. Take a kind through one of the two
+	// only: an id from a lease NextID took earlier is lower than an
+	// ordered id handed out since.
+	NextOrderedID(ctx context.Context, kind string) (uint64, error)
+}
+
+// NextOrderedID returns s's next id of kind in the order of the calls
+// across nodes (OrderedIDs), or its NextID where s hands out every
+// sequence in order.
+func NextOrderedID(ctx context.Context, s Store, kind string) (uint64, error) {
+	if o, ok := s.(OrderedIDs); ok {
+		return o.NextOrderedID(ctx, kind)
+	}
+	return s.NextID(ctx, kind)
+}
+
 // Exclusive is a Store that one process at a time can open (kv/badger:
 // its directory is locked). Whatever another process left in it was left
 // by a process that is gone, so recovery at open may release it all

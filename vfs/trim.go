@@ -1,9 +1,11 @@
 package vfs
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/fxamacker/cbor/v2"
@@ -129,6 +131,10 @@ func (fs *FS) trimFile(ctx context.Context, root, id uint64, keep, budget int) (
 			if drop > fs.refBatch {
 				drop, more = fs.refBatch, true
 			}
+			victims, err := oldestRevisions(tx, id, rec.Rev, drop)
+			if err != nil {
+				return err
+			}
 			un := &unref{fs: fs, tx: tx}
 			var d usageRec
 			err = tx.Scan(revPrefix(id), nil, func(k, v []byte) error {
@@ -136,12 +142,12 @@ func (fs *FS) trimFile(ctx context.Context, root, id uint64, keep, budget int) (
 					more = more || n < drop
 					return kv.ErrStop
 				}
+				if _, ok := victims[kv.Uint64At(k, len(revPrefix(id)))]; !ok {
+					return nil // newer, or the current one
+				}
 				var r revRec
 				if err := cbor.Unmarshal(v, &r); err != nil {
 					return fmt.Errorf("vfs: decode %q: %w", k[:2], err)
-				}
-				if r.ID == rec.Rev {
-					return nil // never the current one, whatever its place
 				}
 				if err := un.drop(ctx, r.Chunks); err != nil {
 					return err
@@ -230,4 +236,41 @@ func (fs *FS) PurgeDeletedIn(ctx context.Context, cutoffs map[uint64]time.Time, 
 		}
 	}
 	return rep, errors.Join(errs...)
+}
+
+// revAge is what oldestRevisions decodes of a revision record.
+type revAge struct {
+	ID      uint64 `cbor:"1,keyasint"`
+	Created int64  `cbor:"4,keyasint"`
+}
+
+// oldestRevisions returns the ids of file's drop oldest revisions but
+// current, oldest by when they were written (Created, then id). Not by
+// id alone: on several nodes each takes revision ids from leases of its
+// own (kv/postgres), so a revision written later on one node may have a
+// lower id than one written earlier on another, and a trim in id order
+// dropped the newer revision and kept the older.
+func oldestRevisions(tx kv.Txn, file, current uint64, drop int) (map[uint64]struct{}, error) {
+	var all []revAge
+	err := tx.Scan(revPrefix(file), nil, func(k, v []byte) error {
+		var r revAge
+		if err := cbor.Unmarshal(v, &r); err != nil {
+			return fmt.Errorf("vfs: decode %q: %w", k[:2], err)
+		}
+		if r.ID != current {
+			all = append(all, r)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(all, func(a, b revAge) int {
+		return cmp.Or(cmp.Compare(a.Created, b.Created), cmp.Compare(a.ID, b.ID))
+	})
+	out := make(map[uint64]struct{}, drop)
+	for _, r := range all[:min(drop, len(all))] {
+		out[r.ID] = struct{}{}
+	}
+	return out, nil
 }

@@ -453,7 +453,9 @@ func (fs *FS) writeFile(ctx context.Context, root, parent uint64, name string, r
 		// The revision's id is taken in the transaction that commits it,
 		// after the one it replaces: of two writes racing on one file, the
 		// one committed last, current, then has the higher id, and a
-		// file's revisions in id order are in the order they were written.
+		// file's revisions in id order are in the order they were written
+		// on one node. Not across nodes: each takes ids from leases of
+		// its own, so what orders revisions by age (trim.go) reads Created.
 		revID, err := fs.db.NextID(ctx, "revision")
 		if err != nil {
 			return err

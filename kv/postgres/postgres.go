@@ -653,6 +653,30 @@ func (d *DB) NextID(ctx context.Context, kind string) (uint64, error) {
 	return id, nil
 }
 
+// NextOrderedID returns the next id of the sequence named kind, greater
+// than every id of it any node reserved before (kv.OrderedIDs): one
+// statement of its own adds one to the kind's row of berth_kv_seq, a
+// lease of one id. It costs a round trip per id, where NextID costs one
+// per Options.IDLease ids, and is for sequences whose order is read as
+// time order across nodes (the activity log's).
+func (d *DB) NextOrderedID(ctx context.Context, kind string) (uint64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if err := d.enter(); err != nil {
+		return 0, err
+	}
+	defer d.leave()
+	var hi int64
+	err := d.aux.QueryRow(ctx, `INSERT INTO berth_kv_seq (kind, hi) VALUES ($1, 1)
+		ON CONFLICT (kind) DO UPDATE SET hi = berth_kv_seq.hi + 1
+		RETURNING hi`, kind).Scan(&hi)
+	if err != nil {
+		return 0, fmt.Errorf("kv: next ordered id of %q: %w", kind, mapErr(err))
+	}
+	return uint64(hi), nil
+}
+
 // Close waits for calls in flight, stops the background expiry and
 // closes the connections. Calls made after Close return kv.ErrClosed;
 // closing twice is not an error. The unused ids of the sequence leases

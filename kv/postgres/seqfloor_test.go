@@ -51,3 +51,54 @@ func TestRaiseSequence(t *testing.T) {
 		}
 	}
 }
+
+// TestNextOrderedID: ordered ids rise in the order they are asked for,
+// whichever of two stores on one database asks, past every id either
+// leased, where NextID's leases interleave (A's first lease is below
+// B's, so A's next id is below B's earlier one).
+func TestNextOrderedID(t *testing.T) {
+	srv := pgtest.Start(t)
+	ctx := context.Background()
+	dsn := srv.NewDatabase(t)
+	var nodes [2]*DB
+	for i := range nodes {
+		d, err := Open(ctx, Options{DSN: dsn, IDLease: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close()
+		nodes[i] = d
+	}
+	a, b := nodes[0], nodes[1]
+	leasedA, _ := a.NextID(ctx, "leased")
+	leasedB, _ := b.NextID(ctx, "leased")
+	if again, _ := a.NextID(ctx, "leased"); again > leasedB {
+		t.Fatalf("NextID: A %d, B %d, A again %d: the leases do not interleave as this test expects", leasedA, leasedB, again)
+	}
+	var last uint64
+	for i := range 25 {
+		d := nodes[i%2]
+		if i%3 == 0 {
+			if _, err := d.NextID(ctx, "mixed"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		id, err := d.NextOrderedID(ctx, "ordered")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if id <= last {
+			t.Fatalf("NextOrderedID call %d on node %d = %d, not above the previous %d", i, i%2, id, last)
+		}
+		last = id
+		// Past every id a lease of the same kind reserved.
+		leased, _ := d.NextID(ctx, "mixed")
+		mixed, err := nodes[(i+1)%2].NextOrderedID(ctx, "mixed")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if mixed <= leased {
+			t.Fatalf("NextOrderedID(mixed) = %d after the other store's lease handed out %d", mixed, leased)
+		}
+	}
+}
