@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"strings"
 	"sync"
 	"time"
@@ -127,6 +128,14 @@ type DirectoryOptions struct {
 	MaxBinds int
 	// MaxEntries bounds what one import reads. Default 100000.
 	MaxEntries int
+	// AllowedNetworks, when not empty, are the only networks a directory
+	// server may be reached at, checked on the address dialled (after
+	// the name is resolved, so a name that resolves elsewhere later
+	// gains nothing): any organization's administrators configure
+	// directory servers, and without it they could have berth connect
+	// to any host and port its network reaches, and learn from the
+	// answers which are open. Empty: any.
+	AllowedNetworks []netip.Prefix
 }
 
 // directoryState is what the Service keeps for directory servers.

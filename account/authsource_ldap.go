@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"strings"
+	"syscall"
 
 	"github.com/go-ldap/ldap/v3"
 )
@@ -76,7 +78,7 @@ func rootCause(err error) string {
 func (s *Service) dial(ctx context.Context, a AuthSource) (*ldap.Conn, func(), error) {
 	o := s.dir.opts
 	url := a.URL()
-	d := &net.Dialer{Timeout: o.Timeout}
+	d := &net.Dialer{Timeout: o.Timeout, Control: allowedDial(o.AllowedNetworks)}
 	if dl, ok := ctx.Deadline(); ok {
 		d.Deadline = dl // the sooner of the two (recheckDirectory's bound)
 	}
@@ -91,6 +93,30 @@ func (s *Service) dial(ctx context.Context, a AuthSource) (*ldap.Conn, func(), e
 	conn.SetTimeout(o.Timeout)
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	return conn, func() { stop(); conn.Close() }, nil
+}
+
+// errNetworkNotAllowed is a dial refused by DirectoryOptions.AllowedNetworks.
+var errNetworkNotAllowed = errors.New("berth's configuration does not allow directory servers at this address (directory.allowed_networks)")
+
+// allowedDial is a net.Dialer's Control that refuses addresses outside
+// networks before connecting; nil for none (any address).
+func allowedDial(networks []netip.Prefix) func(network, address string, c syscall.RawConn) error {
+	if len(networks) == 0 {
+		return nil
+	}
+	return func(_, address string, _ syscall.RawConn) error {
+		ap, err := netip.ParseAddrPort(address)
+		if err != nil {
+			return err
+		}
+		a := ap.Addr().Unmap()
+		for _, p := range networks {
+			if p.Contains(a) {
+				return nil
+			}
+		}
+		return fmt.Errorf("%w: %s", errNetworkNotAllowed, a)
+	}
 }
 
 // login connects to a's server (dial) and binds as its login, as an

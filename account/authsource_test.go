@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync"
@@ -343,14 +344,25 @@ func TestAuthSourceImportErrors(t *testing.T) {
 		edit func(*AuthSource)
 		op   string
 		text string
+		// allowed is DirectoryOptions.AllowedNetworks, spaced, "" for any.
+		allowed string
 	}{
-		{"nobody listening", func(a *AuthSource) { a.Port = 1 }, "connect", "could not be reached"},
-		{"a wrong password", func(a *AuthSource) { a.Password = "wrong" }, "bind", "login or password"},
-		{"a host the certificate does not name", func(a *AuthSource) { a.Host, a.Port, a.SSL = "localhost", srv.TLSPort, true }, "connect", "certificate"},
-		{"a base that does not exist", func(a *AuthSource) { a.BaseDN = "ou=nowhere,dc=example,dc=com" }, "search", "No Such Object"},
+		{"nobody listening", func(a *AuthSource) { a.Port = 1 }, "connect", "could not be reached", ""},
+		// Any organization's administrators set a host and port: on a
+		// server that names its directories' networks, any other is
+		// refused before a connection is made (before, berth connected
+		// to whatever it reached, loopback included).
+		{"a network the configuration does not allow", func(*AuthSource) {}, "connect", "directory.allowed_networks", "10.0.0.0/8 192.168.1.7/32"},
+		{"an IPv6 network only", func(*AuthSource) {}, "connect", "directory.allowed_networks", "::1/128"},
+		{"a wrong password", func(a *AuthSource) { a.Password = "wrong" }, "bind", "login or password", ""},
+		{"a host the certificate does not name", func(a *AuthSource) { a.Host, a.Port, a.SSL = "localhost", srv.TLSPort, true }, "connect", "certificate", ""},
+		{"a base that does not exist", func(a *AuthSource) { a.BaseDN = "ou=nowhere,dc=example,dc=com" }, "search", "No Such Object", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, _, _, a := directoryService(t, srv, false)
+			for _, p := range strings.Fields(tc.allowed) {
+				s.dir.opts.AllowedNetworks = append(s.dir.opts.AllowedNetworks, netip.MustParsePrefix(p))
+			}
 			if _, err := s.UpdateAuthSource(ctx, a.ID, func(a *AuthSource) error { tc.edit(a); return nil }); err != nil {
 				t.Fatal(err)
 			}
@@ -364,8 +376,14 @@ func TestAuthSourceImportErrors(t *testing.T) {
 			}
 		})
 	}
+	// A network the configuration names is reached as any.
+	s, _, _, a := directoryService(t, srv, false)
+	s.dir.opts.AllowedNetworks = []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("127.0.0.0/8")}
+	if _, err := s.ImportAuthSource(ctx, a.ID); err != nil {
+		t.Fatalf("a server in an allowed network: %v", err)
+	}
 	// The system pool does not know the test CA.
-	s, _, _, a := directoryService(t, srv, true)
+	s, _, _, a = directoryService(t, srv, true)
 	s.dir.opts.RootCAs = nil
 	if _, err := s.ImportAuthSource(ctx, a.ID); !errors.Is(err, ErrDirectory) {
 		t.Fatalf("an untrusted CA: %v", err)

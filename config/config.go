@@ -153,6 +153,13 @@ type Directory struct {
 	// CAFile is a PEM file of the authorities that sign LDAPS servers'
 	// certificates; empty trusts the system's.
 	CAFile string `mapstructure:"ca_file"`
+	// AllowedNetworks are the addresses and networks (comma-separated,
+	// as http.trusted_proxies) directory servers may be reached at;
+	// empty: any. Every organization's administrators configure
+	// directory servers, so a service of many tenants names its
+	// directories' networks here, and no administrator has berth
+	// connect elsewhere.
+	AllowedNetworks string `mapstructure:"allowed_networks"`
 }
 
 // TwoStep sets two-step verification.
@@ -590,6 +597,7 @@ func options() []option {
 		{key: "directory.import_interval", def: time.Hour, usage: "time between scheduled imports of the organizations' directory servers (0: off)"},
 		{key: "directory.timeout", def: 10 * time.Second, usage: "time connecting to a directory server, and each request to it, may take; and the whole check a refresh of an imported person makes"},
 		{key: "directory.ca_file", def: "", usage: "PEM file of the authorities that sign LDAPS directory servers' certificates (empty: the system's)"},
+		{key: "directory.allowed_networks", def: "", usage: "addresses and CIDR networks, comma-separated, that directory servers may be reached at (empty: any)"},
 		{key: "metadata.backend", def: "badger", usage: "metadata store: badger (embedded, in the data directory) or postgres (shared by several nodes)"},
 		{key: "metadata.postgres.dsn", def: "", usage: "PostgreSQL connection string of the postgres metadata backend", noFlag: true},
 		{key: "metadata.postgres.dsn_file", def: "", usage: "file holding the PostgreSQL connection string of the postgres metadata backend"},
@@ -932,6 +940,9 @@ func (c Config) Validate() error {
 	}
 	if _, err := Prefixes(c.HTTP.TrustedProxies); err != nil {
 		bad("http.trusted_proxies", c.HTTP.TrustedProxies, "is not a comma-separated list of addresses and networks: "+err.Error())
+	}
+	if _, err := Prefixes(c.Directory.AllowedNetworks); err != nil {
+		bad("directory.allowed_networks", c.Directory.AllowedNetworks, "is not a comma-separated list of addresses and networks: "+err.Error())
 	}
 	if c.Activity.Retention < 0 {
 		bad("activity.retention", c.Activity.Retention, "must not be negative (0 keeps records forever)")

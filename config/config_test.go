@@ -162,6 +162,8 @@ func TestValidationNamesKeyAndValue(t *testing.T) {
 		{name: "negative duration", file: "lockout:\n  duration: -1m\n", want: []string{`lockout.duration: "-1m0s" must be positive`}},
 		{name: "negative retention", file: "activity:\n  retention: -1h\n", want: []string{`activity.retention: "-1h0m0s" must not be negative (0 keeps records forever)`}},
 		{name: "zero body idle timeout", env: map[string]string{"BERTH_HTTP_BODY_IDLE_TIMEOUT": "0s"}, want: []string{`http.body_idle_timeout: "0s" must be positive`}},
+		{name: "negative connections per address", env: map[string]string{"BERTH_HTTP_MAX_CONNS_PER_ADDRESS": "-1"}, want: []string{`http.max_conns_per_address: "-1" must not be negative`}},
+		{name: "a directory network that is none", env: map[string]string{"BERTH_DIRECTORY_ALLOWED_NETWORKS": "10.0.0.0/8, ldap.example.com"}, want: []string{`directory.allowed_networks: "10.0.0.0/8, ldap.example.com" is not a comma-separated list of addresses and networks`}},
 		{name: "integer", env: map[string]string{"BERTH_LOCKOUT_MAX_FAILURES": "many"}, want: []string{`lockout.max_failures: "many" is not an integer`}},
 		// expires_in is whole seconds: 0 reads as "never expires" to
 		// x/oauth2, whose clients would then send the dead token on.

@@ -16,10 +16,15 @@ import (
 )
 
 // directoryOptions maps the directory section onto the account service:
-// the timeout, and the authorities of directory.ca_file, which replace
+// the timeout, the networks servers may be at, and the authorities of directory.ca_file, which replace
 // the system's for LDAPS servers, as smtp.ca_file does for mail.
 func directoryOptions(cfg config.Directory) (account.DirectoryOptions, error) {
 	o := account.DirectoryOptions{Timeout: cfg.Timeout}
+	nets, err := config.Prefixes(cfg.AllowedNetworks)
+	if err != nil {
+		return o, fmt.Errorf("directory.allowed_networks: %w", err)
+	}
+	o.AllowedNetworks = nets
 	if cfg.CAFile == "" {
 		return o, nil
 	}
