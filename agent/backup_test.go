@@ -3,6 +3,7 @@ package agent
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"io"
@@ -195,5 +196,26 @@ func TestRestoreTarget(t *testing.T) {
 		if err := targetAllowed(backup, tc.target); (err == nil) != tc.ok {
 			t.Errorf("%s: %v, want allowed %v", tc.target, err, tc.ok)
 		}
+	}
+}
+
+// TestRestoresBounded: a machine runs at most maxRestores restores at
+// once (each a goroutine with its transfers); one more is refused with
+// temporarily_unavailable, where a server, or whoever held it, could have
+// the agent start restores without end.
+func TestRestoresBounded(t *testing.T) {
+	dir := t.TempDir()
+	m := &backupManager{jobs: map[uint64]*backupJob{7: {root: 7, local: dir}}, restores: map[*restoreRun]struct{}{}}
+	for range maxRestores {
+		m.restores[&restoreRun{root: 7}] = struct{}{}
+	}
+	args := []byte(`{"root_id":7,"path":"/","target":"` + filepath.ToSlash(dir) + `"}`)
+	_, err := m.restoreCmd(context.Background(), args)
+	var ae *APIError
+	if !errors.As(err, &ae) || ae.Code != "temporarily_unavailable" {
+		t.Fatalf("a restore past %d: %v, want temporarily_unavailable", maxRestores, err)
+	}
+	if len(m.restores) != maxRestores {
+		t.Fatalf("%d restores held, want %d", len(m.restores), maxRestores)
 	}
 }

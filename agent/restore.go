@@ -42,6 +42,12 @@ type RestoreReport struct {
 	Bytes    int64     `json:"bytes"`
 }
 
+// maxRestores bounds the restores a machine runs (or waits to run, one
+// backup root's after another) at once: each holds a goroutine and its
+// transfers, and a server, or whoever holds it, must not have the agent
+// start them without end.
+const maxRestores = 4
+
 // restoreCmd answers restore {root_id, path, target}: once the target is
 // allowed (docs/agent.md "Restore"), it answers {} and writes the
 // backup root's folder path into target in the background.
@@ -70,6 +76,10 @@ func (m *backupManager) restoreCmd(ctx context.Context, args json.RawMessage) (a
 	src := path.Clean("/" + in.Path)
 	run := &restoreRun{root: j.root, target: in.Target}
 	m.mu.Lock()
+	if len(m.restores) >= maxRestores {
+		m.mu.Unlock()
+		return nil, &APIError{Code: "temporarily_unavailable", Description: fmt.Sprintf("this machine already runs %d restores; ask again when one has ended", maxRestores)}
+	}
 	m.restores[run] = struct{}{}
 	m.mu.Unlock()
 	go func() {
