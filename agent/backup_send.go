@@ -13,7 +13,6 @@ import (
 	"mime/multipart"
 	"net/http"
 	"net/textproto"
-	"os"
 	"path"
 	"strconv"
 	"time"
@@ -72,7 +71,7 @@ func (r *backupRun) sendFile(ctx context.Context, fj fileJob) error {
 
 // trySend sends fj's file once.
 func (r *backupRun) trySend(ctx context.Context, fj fileJob, useBase bool) error {
-	f, err := os.Open(fj.abs)
+	f, err := openNoFollow(fj.abs)
 	if err != nil {
 		return &localError{err}
 	}

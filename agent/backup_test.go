@@ -219,3 +219,34 @@ func TestRestoresBounded(t *testing.T) {
 		t.Fatalf("%d restores held, want %d", len(m.restores), maxRestores)
 	}
 }
+
+// TestOpenNoFollow: the agent opens what it uploads without following a
+// symbolic link in the file's place, where os.Open followed one swapped
+// in between a scan (which skips links) and the upload, and sent
+// whatever it led to.
+func TestOpenNoFollow(t *testing.T) {
+	dir := t.TempDir()
+	secret := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secret, []byte("not the agent's to send"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	file, link := filepath.Join(dir, "f"), filepath.Join(dir, "l")
+	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(secret, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		ok   bool
+	}{{file, true}, {link, false}} {
+		f, err := openNoFollow(tc.name)
+		if (err == nil) != tc.ok {
+			t.Errorf("%s: %v, want opened %v", tc.name, err, tc.ok)
+		}
+		if f != nil {
+			f.Close()
+		}
+	}
+}

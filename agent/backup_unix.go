@@ -4,6 +4,7 @@ package agent
 
 import (
 	"io/fs"
+	"os"
 	"syscall"
 )
 
@@ -14,4 +15,12 @@ func inodeOf(fi fs.FileInfo) uint64 {
 		return uint64(st.Ino)
 	}
 	return 0
+}
+
+// openNoFollow opens the file at name for reading, failing where its
+// last element is a symbolic link (O_NOFOLLOW): the scans skip links,
+// and a file swapped for one between a scan and its upload must not have
+// the agent read, and send, wherever the link leads.
+func openNoFollow(name string) (*os.File, error) {
+	return os.OpenFile(name, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
 }

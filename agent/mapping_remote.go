@@ -177,7 +177,7 @@ func (rt *remoteTree) upload(ctx context.Context, parent uint64, name, local str
 	// The body is a pipe fed from the file, never a buffer; GetBody
 	// builds it again from the start when a 401 makes Do resend it.
 	body := func() (io.ReadCloser, string, error) {
-		f, err := os.Open(local)
+		f, err := openNoFollow(local)
 		if err != nil {
 			return nil, "", err
 		}

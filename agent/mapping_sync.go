@@ -760,7 +760,7 @@ func (s *syncer) finishFolder(ctx context.Context, p string, localKids, remoteKi
 // sameContent compares the local file p with the root's R byte for byte,
 // streaming both.
 func (s *syncer) sameContent(ctx context.Context, p string, R remoteItem) (bool, error) {
-	f, err := os.Open(s.local.abs(p))
+	f, err := openNoFollow(s.local.abs(p))
 	if err != nil {
 		return false, err
 	}
