@@ -178,6 +178,26 @@ func TestTwoNodesInvalidation(t *testing.T) {
 	n := startTwoNodes(t, "0s")
 	a, b := n.ca, n.cb
 	org := a.orgID()
+	// sharedOnB uploads name on A, shares it by a public link (its hash
+	// and id into s) and downloads it through the link on B, which then
+	// knows the link.
+	sharedOnB := func(t *testing.T, name, content string, s map[string]string) int {
+		t.Helper()
+		if st, err := a.upload(name, []byte(content), false); err != nil || st != 200 {
+			t.Fatalf("upload: %d %v", st, err)
+		}
+		st, body := a.form(http.MethodPost, fmt.Sprintf("/api/2/files/%d/%d/share", a.root, a.fileID(name)), nil)
+		var link struct {
+			ID   int    `json:"id"`
+			Hash string `json:"hash"`
+		}
+		if st != 200 || json.Unmarshal(body, &link) != nil {
+			t.Fatalf("share: %d %s", st, body)
+		}
+		s["hash"], s["link"] = link.Hash, fmt.Sprint(link.ID)
+		st, _ = b.send(http.MethodGet, "/api/2/sharelinks/"+link.Hash+"/download", nil)
+		return st
+	}
 
 	// Each row: prime lets the user in on B (so B caches them) and
 	// returns what check needs; change is done on A; check is the next
@@ -390,22 +410,8 @@ func TestTwoNodesInvalidation(t *testing.T) {
 		},
 		{
 			name: "share link deleted on A: its hash on B",
-			prime: func(t *testing.T, u clusterUser, s map[string]string) int {
-				if st, err := a.upload("public.txt", []byte("public for a moment"), false); err != nil || st != 200 {
-					t.Fatalf("upload: %d %v", st, err)
-				}
-				id := a.fileID("public.txt")
-				st, body := a.form(http.MethodPost, fmt.Sprintf("/api/2/files/%d/%d/share", a.root, id), nil)
-				var link struct {
-					ID   int    `json:"id"`
-					Hash string `json:"hash"`
-				}
-				if st != 200 || json.Unmarshal(body, &link) != nil {
-					t.Fatalf("share: %d %s", st, body)
-				}
-				s["hash"], s["link"] = link.Hash, fmt.Sprint(link.ID)
-				st, _ = b.send(http.MethodGet, "/api/2/sharelinks/"+link.Hash+"/download", nil)
-				return st
+			prime: func(t *testing.T, _ clusterUser, s map[string]string) int {
+				return sharedOnB(t, "public.txt", "public for a moment", s)
 			},
 			change: func(t *testing.T, u clusterUser, s map[string]string) {
 				if st, body := a.do(http.MethodDelete, "/api/2/sharelinks/"+s["link"], nil, ""); st != 200 {
@@ -553,22 +559,8 @@ func TestTwoNodesInvalidation(t *testing.T) {
 		},
 		{
 			name: "share link made login_required on A: its hash without a token on B",
-			prime: func(t *testing.T, u clusterUser, s map[string]string) int {
-				if st, err := a.upload("turned.txt", []byte("public, then not"), false); err != nil || st != 200 {
-					t.Fatalf("upload: %d %v", st, err)
-				}
-				id := a.fileID("turned.txt")
-				st, body := a.form(http.MethodPost, fmt.Sprintf("/api/2/files/%d/%d/share", a.root, id), nil)
-				var link struct {
-					ID   int    `json:"id"`
-					Hash string `json:"hash"`
-				}
-				if st != 200 || json.Unmarshal(body, &link) != nil {
-					t.Fatalf("share: %d %s", st, body)
-				}
-				s["hash"], s["link"] = link.Hash, fmt.Sprint(link.ID)
-				st, _ = b.send(http.MethodGet, "/api/2/sharelinks/"+link.Hash+"/download", nil)
-				return st
+			prime: func(t *testing.T, _ clusterUser, s map[string]string) int {
+				return sharedOnB(t, "turned.txt", "public, then not", s)
 			},
 			change: func(t *testing.T, u clusterUser, s map[string]string) {
 				if st, body := a.form(http.MethodPut, "/api/2/sharelinks/"+s["link"], url.Values{"login_required": {"true"}}); st != 200 {
