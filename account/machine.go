@@ -1,6 +1,7 @@
 package account
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"strconv"
@@ -141,9 +142,11 @@ func (s *Service) UpsertMachine(ctx context.Context, personID uint64, in Machine
 
 // makeRoomForMachine deletes, when person personID holds MaxMachines
 // machines, the one signed in from least recently (never, first) among
-// those nothing is set up on: no mapping, backup, file server or device
-// password, whose deletion loses nothing but the record and the sessions
-// signed in from it, which the session bound would have ended first.
+// those nothing is set up on (no mapping, backup, file server or device
+// password), one that no live session was signed in from first: its
+// deletion loses nothing but the record, where a device signed in long
+// ago may still refresh its session. Only when every such machine has a
+// session does one go with its sessions.
 // When every machine has something set up, the new one is refused
 // (ErrInvalid): those are a person's own doing, and theirs to delete.
 func (s *Service) makeRoomForMachine(ctx context.Context, tx kv.Txn, personID uint64) error {
@@ -158,6 +161,10 @@ func (s *Service) makeRoomForMachine(ctx context.Context, tx kv.Txn, personID ui
 	withPassword := map[uint64]bool{}
 	for _, dp := range dps {
 		withPassword[dp.MachineID] = true
+	}
+	inUse, err := s.machinesInSession(tx, personID)
+	if err != nil {
+		return err
 	}
 	var oldest *Machine
 	for i := range ms {
@@ -177,7 +184,10 @@ func (s *Service) makeRoomForMachine(ctx context.Context, tx kv.Txn, personID ui
 			}
 			continue
 		}
-		if oldest == nil || lastLogin(*m).Before(lastLogin(*oldest)) {
+		// One without a session first: a device signed in long ago
+		// may refresh its session still, and only the session bound
+		// (MaxSessions, the oldest first) may end it.
+		if oldest == nil || cmp.Or(cmpBool(inUse[m.ID], inUse[oldest.ID]), lastLogin(*m).Compare(lastLogin(*oldest))) < 0 {
 			oldest = m
 		}
 	}
@@ -185,6 +195,40 @@ func (s *Service) makeRoomForMachine(ctx context.Context, tx kv.Txn, personID ui
 		return invalid("machine", "the person holds "+strconv.Itoa(len(ms))+" machines, each with mappings, backups, a file server or a device password; delete one first")
 	}
 	return s.deleteMachineIn(ctx, tx, oldest.ID)
+}
+
+// machinesInSession is the set of person personID's machines that a
+// live session was signed in from.
+func (s *Service) machinesInSession(tx kv.Txn, personID uint64) (map[uint64]bool, error) {
+	fams, err := families(tx, personID)
+	if err != nil {
+		return nil, err
+	}
+	out := map[uint64]bool{}
+	for _, f := range fams {
+		var fam familyRecord
+		switch err := s.get(tx, keyBytes(pfxFamily, f), &fam, ErrNotFound); {
+		case errors.Is(err, ErrNotFound):
+			continue // expired; its index entry goes with its TTL
+		case err != nil:
+			return nil, err
+		}
+		if fam.MachineID != 0 {
+			out[fam.MachineID] = true
+		}
+	}
+	return out, nil
+}
+
+// cmpBool orders false before true.
+func cmpBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
 }
 
 // lastLogin is when m was last signed in from, the zero time for never.

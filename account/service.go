@@ -55,7 +55,8 @@ type Options struct {
 	// password grant without a known guid makes one (spec 2.12), so a
 	// script signing in again and again would grow them without end. At
 	// the bound a new one takes the place of the least recently signed-in
-	// machine that nothing is set up on (UpsertMachine). Default 100.
+	// machine that nothing is set up on, one without a live session
+	// first (makeRoomForMachine). Default 100.
 	MaxMachines int
 	// MinPasswordLength is the shortest password, in characters, that
 	// CreatePerson, SetPassword and ResetPassword accept. Default 8.

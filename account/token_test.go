@@ -516,7 +516,9 @@ func TestSessionsBounded(t *testing.T) {
 // TestMachinesBounded: a person holds at most MaxMachines machine
 // records; a new one (a password grant without a known guid, a device
 // password for a new machine) takes the place of the least recently
-// signed-in one that nothing is set up on, ending its sessions; machines
+// signed-in one that nothing is set up on, one without a session first
+// (a device signed in long ago may still refresh its session), ending
+// its sessions; machines
 // with a mapping, a backup, a file server or a device password stay, and
 // when all have one the new machine is refused. Each guid-less sign-in
 // of a script grew a person's machines without end before.
@@ -554,35 +556,40 @@ func TestMachinesBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := signIn() // a, the oldest, makes room; its session ends
-	if got := ids(); !slices.Equal(got, []uint64{b.ID, c.ID, d.ID, e.ID}) {
-		t.Fatalf("after a fifth machine: %v, want b to e", got)
+	// a, the oldest, holds a session a device still uses: b, the
+	// oldest of those without one, makes room.
+	e := signIn()
+	if got := ids(); !slices.Equal(got, []uint64{a.ID, c.ID, d.ID, e.ID}) {
+		t.Fatalf("after a fifth machine: %v, want a, c, d, e (b %d made room)", got, b.ID)
 	}
-	if _, err := s.ValidateAccess(ctx, toks.AccessToken); err == nil {
-		t.Fatal("the session of the machine that made room still serves")
+	if _, err := s.ValidateAccess(ctx, toks.AccessToken); err != nil {
+		t.Fatalf("the session of a machine still in use ended to make room: %v", err)
 	}
-	// b signs in again (a known guid): now c is the least recent.
+	// c signs in again (a known guid): now d is the least recent.
 	clk.Add(time.Second)
-	if _, err := s.UpsertMachine(ctx, alice.ID, MachineInput{GUID: b.GUID}); err != nil {
+	if _, err := s.UpsertMachine(ctx, alice.ID, MachineInput{GUID: c.GUID}); err != nil {
 		t.Fatal(err)
 	}
 	f := signIn()
-	if got := ids(); !slices.Equal(got, []uint64{b.ID, d.ID, e.ID, f.ID}) {
-		t.Fatalf("after b's sign-in and a sixth: %v, want b, d, e, f", got)
+	if got := ids(); !slices.Equal(got, []uint64{a.ID, c.ID, e.ID, f.ID}) {
+		t.Fatalf("after c's sign-in and a sixth: %v, want a, c, e, f", got)
 	}
-	// Set up on each but f: a file server, a mapping, a device password.
-	if _, err := s.SetFileServer(ctx, b.ID, true); err != nil {
+	// Set up on each but a: a file server, a mapping, a device password.
+	if _, err := s.SetFileServer(ctx, c.ID, true); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.CreateMapping(ctx, MachineMapping{MachineID: d.ID, RootID: 1, Path: "/home/a"}); err != nil {
+	if _, err := s.CreateMapping(ctx, MachineMapping{MachineID: e.ID, RootID: 1, Path: "/home/a"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.CreateDevicePassword(ctx, alice.ID, DevicePasswordInput{Name: "webdav", MachineID: e.ID}); err != nil {
+	if _, _, err := s.CreateDevicePassword(ctx, alice.ID, DevicePasswordInput{Name: "webdav", MachineID: f.ID}); err != nil {
 		t.Fatal(err)
 	}
-	g := signIn() // only f may make room
-	if got := ids(); !slices.Equal(got, []uint64{b.ID, d.ID, e.ID, g.ID}) {
-		t.Fatalf("with three set up: %v, want b, d, e, g", got)
+	g := signIn() // only a may make room, session and all
+	if got := ids(); !slices.Equal(got, []uint64{c.ID, e.ID, f.ID, g.ID}) {
+		t.Fatalf("with three set up: %v, want c, e, f, g", got)
+	}
+	if _, err := s.ValidateAccess(ctx, toks.AccessToken); err == nil {
+		t.Fatal("the session of the machine that made room still serves")
 	}
 	if _, err := s.CreateBackup(ctx, Backup{RootID: 2, MachineID: g.ID, Path: "/home/b"}); err != nil {
 		t.Fatal(err)

@@ -709,19 +709,16 @@ var maxSortedWindow = 10_000
 // own order (by name, bytewise, ascending): then the page is read as
 // stored, skipping lo children, at any depth.
 func (s *server) linkPage(ctx context.Context, root, folder uint64, lo, hi int, byName bool, less func(a, b vfs.Node) int) ([]vfs.Node, int, error) {
-	count := -1
-	if err := s.fs.ListEach(ctx, root, folder, vfs.ListOptions{Count: true}, func(l *vfs.Listing) error {
-		count = int(l.Count)
-		return nil
-	}); err != nil {
-		return nil, 0, err
-	}
-	if !byName && hi > maxSortedWindow && (count < 0 || count > maxSortedWindow) {
-		return nil, 0, Describe(ErrInvalidRequest, "a folder of more than %d items is paged by name (ascending) past its first %d items; sort by name", maxSortedWindow, maxSortedWindow)
-	}
 	var page []vfs.Node
-	seen := 0
-	err := s.fs.ListEach(ctx, root, folder, vfs.ListOptions{}, func(l *vfs.Listing) error {
+	count, seen := -1, 0
+	// One snapshot for the count and the children: the count decides
+	// how much a sorted page may keep, and the folder may grow between
+	// two.
+	err := s.fs.ListEach(ctx, root, folder, vfs.ListOptions{Count: true}, func(l *vfs.Listing) error {
+		count = int(l.Count)
+		if !byName && hi > maxSortedWindow && (count < 0 || count > maxSortedWindow) {
+			return Describe(ErrInvalidRequest, "a folder of more than %d items is paged by name (ascending) past its first %d items; sort by name", maxSortedWindow, maxSortedWindow)
+		}
 		h := &nodeHeap{less: less}
 		for c, err := range l.Children() {
 			if err != nil {
@@ -751,10 +748,13 @@ func (s *server) linkPage(ctx context.Context, root, folder uint64, lo, hi int, 
 		}
 		return nil
 	})
+	if err != nil {
+		return nil, 0, err
+	}
 	if count < 0 {
 		count = seen
 	}
-	return page, count, err
+	return page, count, nil
 }
 
 // nodeHeap keeps the least nodes under less seen so far, the greatest of

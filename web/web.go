@@ -456,7 +456,8 @@ func (h *handler) page(w http.ResponseWriter, r *http.Request) {
 // name regardless of case, in numbered pages. A larger one is listed as
 // it is stored, by name bytewise, a page at a time from the name a Next
 // link carries, so a visitor of a link to a folder of a million files
-// costs a page's memory and reading, never the folder's. A variable for
+// costs a page's memory and reading (a numbered page, at most a small
+// folder's reading), never the folder's. A variable for
 // the tests, which list large folders of a few files.
 var smallFolder = int64(5000)
 
@@ -521,7 +522,12 @@ func (h *handler) listFolder(r *http.Request, la share.LinkAccess, folder uint64
 	}
 	// By name from after; a numbered page (a link followed while the
 	// folder was small) skips the pages before it, reading them but
-	// holding one page.
+	// holding one page. Only a page a small folder had: a greater number
+	// was followed from no page, and would have a visitor's request read
+	// the folder through.
+	if maxSmall := int((smallFolder + PageSize - 1) / PageSize); nav.page > max(1, maxSmall) {
+		return nil, nav, fmt.Errorf("%w: this folder is listed by name from a Next link past page %d", errBadQuery, max(1, maxSmall))
+	}
 	skip := (nav.page - 1) * PageSize
 	kids := make([]vfs.Node, 0, PageSize)
 	err := h.opts.FS.ListEach(r.Context(), la.Root.ID, folder, vfs.ListOptions{After: nav.after}, func(l *vfs.Listing) error {
