@@ -147,12 +147,23 @@ const DefaultMaxConns = 32
 // each other for ever.
 const auxConns = 8
 
+// seqConns is the size of the pool of the sequences' statements (NextID,
+// NextOrderedID), whose commits do not wait for the WAL to reach the disk
+// (synchronous_commit off, for that pool's connections alone): an id
+// only matters once a write that uses it commits, and that commit, which
+// waits, flushes the WAL up to itself, the id's taking with it; a crash
+// before loses an id nobody used. Waiting would hold the sequence's row
+// through a disk flush per id, and the activity log takes one id a write
+// (NextOrderedID), which would queue every node's writes on one row.
+const seqConns = 4
+
 // DB is a kv.Store on a PostgreSQL database. Create it with Open; it is
 // safe for concurrent use, and any number of DBs, in any number of
 // processes, may use one database at once.
 type DB struct {
 	pool *pgxpool.Pool // transactions
-	aux  *pgxpool.Pool // NextID, Generation, Expire: never held across a call
+	aux  *pgxpool.Pool // Generation, Expire, RaiseSequence: never held across a call
+	seq  *pgxpool.Pool // NextID, NextOrderedID: commits without a flush (seqConns)
 	// writers bounds the Updates in flight to three quarters of pool, so
 	// that a View called inside an Update's fn (which kv allows) always
 	// finds a connection.
@@ -253,14 +264,25 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 		pool.Close()
 		return nil, fmt.Errorf("kv/postgres: %w", err)
 	}
+	seqCfg := cfg.Copy()
+	seqCfg.MaxConns = seqConns
+	seqCfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
+	seq, err := pgxpool.NewWithConfig(ctx, seqCfg)
+	if err != nil {
+		pool.Close()
+		aux.Close()
+		return nil, fmt.Errorf("kv/postgres: %w", err)
+	}
 	if err := createSchema(ctx, pool); err != nil {
 		pool.Close()
 		aux.Close()
+		seq.Close()
 		return nil, err
 	}
 	d := &DB{
 		pool:     pool,
 		aux:      aux,
+		seq:      seq,
 		writers:  make(chan struct{}, max(1, cfg.MaxConns*3/4)),
 		log:      opts.Logger,
 		retries:  opts.ConflictRetries,
@@ -639,7 +661,7 @@ func (d *DB) NextID(ctx context.Context, kind string) (uint64, error) {
 	defer s.mu.Unlock()
 	if s.next == 0 || s.next > s.hi {
 		var hi int64
-		err := d.aux.QueryRow(ctx, `INSERT INTO berth_kv_seq (kind, hi) VALUES ($1, $2)
+		err := d.seq.QueryRow(ctx, `INSERT INTO berth_kv_seq (kind, hi) VALUES ($1, $2)
 			ON CONFLICT (kind) DO UPDATE SET hi = berth_kv_seq.hi + excluded.hi
 			RETURNING hi`, kind, int64(d.lease)).Scan(&hi)
 		if err != nil {
@@ -668,7 +690,7 @@ func (d *DB) NextOrderedID(ctx context.Context, kind string) (uint64, error) {
 	}
 	defer d.leave()
 	var hi int64
-	err := d.aux.QueryRow(ctx, `INSERT INTO berth_kv_seq (kind, hi) VALUES ($1, 1)
+	err := d.seq.QueryRow(ctx, `INSERT INTO berth_kv_seq (kind, hi) VALUES ($1, 1)
 		ON CONFLICT (kind) DO UPDATE SET hi = berth_kv_seq.hi + 1
 		RETURNING hi`, kind).Scan(&hi)
 	if err != nil {
@@ -697,6 +719,7 @@ func (d *DB) Close() error {
 	d.ends.Wait()
 	d.pool.Close()
 	d.aux.Close()
+	d.seq.Close()
 	return nil
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
 	"berth/kv/postgres/pgtest"
 )
 
@@ -100,5 +102,39 @@ func TestNextOrderedID(t *testing.T) {
 		if mixed <= leased {
 			t.Fatalf("NextOrderedID(mixed) = %d after the other store's lease handed out %d", mixed, leased)
 		}
+	}
+}
+
+// TestSequencesCommitAsync: the sequences' statements run on connections
+// whose commits do not wait for the WAL flush (seqConns), and only
+// theirs: the activity log takes an id a write, and each id's commit
+// held the sequence's row through a disk flush, queueing every node's
+// writes on it. Transactions and the other statements still wait.
+func TestSequencesCommitAsync(t *testing.T) {
+	srv := pgtest.Start(t)
+	ctx := context.Background()
+	d, err := Open(ctx, Options{DSN: srv.NewDatabase(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	for _, tc := range []struct {
+		name string
+		pool interface {
+			QueryRow(context.Context, string, ...any) pgx.Row
+		}
+		want string
+	}{
+		{"sequences", d.seq, "off"},
+		{"transactions", d.pool, "on"},
+		{"generation and expiry", d.aux, "on"},
+	} {
+		var got string
+		if err := tc.pool.QueryRow(ctx, "SHOW synchronous_commit").Scan(&got); err != nil || got != tc.want {
+			t.Errorf("%s: synchronous_commit %q (%v), want %q", tc.name, got, err, tc.want)
+		}
+	}
+	if id, err := d.NextOrderedID(ctx, "activity"); err != nil || id == 0 {
+		t.Fatalf("NextOrderedID: %d %v", id, err)
 	}
 }
