@@ -24,20 +24,23 @@ type ImportReport struct {
 	Updated, Enabled, Disabled, Unchanged int
 	// Skipped are the entries that made no person, each with why (a
 	// missing uid, a login taken by another person, the organization's
-	// num_users_maximum reached, admin_create_users withheld).
-	Skipped []string
+	// num_users_maximum reached, admin_create_users withheld), the
+	// first maxSkipped of them; SkippedTotal counts them all.
+	Skipped      []string
+	SkippedTotal int
 }
 
 // String sums the report up, for the log and the activity record.
 func (r ImportReport) String() string {
 	return fmt.Sprintf("%d entries: %d created, %d updated, %d enabled, %d disabled, %d unchanged, %d skipped",
-		r.Entries, len(r.Created), r.Updated, r.Enabled, r.Disabled, r.Unchanged, len(r.Skipped))
+		r.Entries, len(r.Created), r.Updated, r.Enabled, r.Disabled, r.Unchanged, r.SkippedTotal)
 }
 
 // maxSkipped bounds the reasons a report keeps; the count goes on.
 const maxSkipped = 100
 
 func (r *ImportReport) skip(format string, args ...any) {
+	r.SkippedTotal++
 	if len(r.Skipped) < maxSkipped {
 		r.Skipped = append(r.Skipped, fmt.Sprintf(format, args...))
 	}

@@ -3,6 +3,7 @@ package account
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/netip"
 	"slices"
@@ -560,5 +561,18 @@ func TestAuthSourceRefreshSilent(t *testing.T) {
 	start := time.Now()
 	if _, _, err := s.Refresh(ctx, results[0].next); err != nil || time.Since(start) > timeout/2 {
 		t.Errorf("refresh just after the directory did not answer: %v after %v, want nil at once", err, time.Since(start))
+	}
+}
+
+// TestImportReportSkipped: a report keeps the reasons of the first
+// maxSkipped entries it skipped and counts them all, where its summary
+// (the log's, the activity record's) said 100 of however many.
+func TestImportReportSkipped(t *testing.T) {
+	var r ImportReport
+	for i := range maxSkipped + 50 {
+		r.skip("entry %d: no uid", i)
+	}
+	if len(r.Skipped) != maxSkipped || r.SkippedTotal != maxSkipped+50 || !strings.HasSuffix(r.String(), fmt.Sprintf("%d skipped", maxSkipped+50)) {
+		t.Fatalf("%d reasons, %d counted, %q", len(r.Skipped), r.SkippedTotal, r.String())
 	}
 }
