@@ -335,6 +335,13 @@ func (fs *FS) copyNode(ctx context.Context, tx kv.Txn, src, rec nodeRec, loc loc
 			return err
 		}
 	}
+	if rec.Dir {
+		// A new folder: its listing sum starts empty, as a Mkdir's does
+		// (saveNewNode). Without it an empty copy kept no sum until its
+		// first child, and ListOptions.Count said -1 of it, the answer
+		// for a folder of a store older than the sums.
+		startEmpty(tx, rec.ID)
+	}
 	if err := saveNode(tx, rec, loc); err != nil {
 		return err
 	}
