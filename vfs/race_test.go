@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -50,6 +51,7 @@ func TestRaces(t *testing.T) {
 		{"SplitOpRacesFolderChange", splitOpRacesFolderChange},
 		{"LockRacesMoveOfParent", lockRacesMoveOfParent},
 		{"QuotaStorm", quotaStorm},
+		{"StagedEndsRace", stagedEndsRace},
 	} {
 		t.Run(tc.name, tc.run)
 	}
@@ -1620,4 +1622,99 @@ func quotaStorm(t *testing.T) {
 		t.Fatalf("the tally holds %d bytes, over its quota of %d", tu.PhysicalSize, tallyQuota)
 	}
 	t.Logf("made %d items; tally %+v", len(made), tu)
+}
+
+// stagedEndsRace: two clients of one staged upload (tus) end it at once:
+// one finishes it or appends to it while the other terminates, finishes
+// or appends at the same offset, inside its transaction. At most one
+// end stands (two finishes give one file, as one does); a finished file
+// reads back one whole body, never a mix;
+// the chunks, counts and reservations agree afterwards.
+func stagedEndsRace(t *testing.T) {
+	const size = 3 << 20
+	for _, tc := range []struct{ outer, inner string }{
+		{"finish", "terminate"},
+		{"terminate", "finish"},
+		{"finish", "finish"},
+		{"append", "terminate"},
+		{"append", "append"},
+	} {
+		t.Run(tc.outer+"/"+tc.inner, func(t *testing.T) {
+			fs, root, db, _ := openHooked(t, vfs.WithRefBatch(vfs.Options{}, 2))
+			o := vfs.WriteOptions{SpaceQuota: 100 << 20}
+			st, err := fs.Stage(ctx, root.ID, root.FolderID, "f", vfs.StageOptions{Length: size, Owner: "alice"}, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			appended := strings.HasPrefix(tc.outer, "append")
+			if !appended {
+				if _, err := fs.Append(ctx, st.ID, 0, bytes.NewReader(body(1, size)), vfs.AppendOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var finished []vfs.Node
+			do := func(op string, seed uint64) error {
+				switch op {
+				case "finish":
+					n, err := fs.Finish(ctx, st.ID, o)
+					if err == nil {
+						finished = append(finished, n)
+					}
+					return err
+				case "terminate":
+					return fs.Terminate(ctx, st.ID)
+				default:
+					_, err := fs.Append(ctx, st.ID, 0, bytes.NewReader(body(seed, size)), vfs.AppendOptions{})
+					return err
+				}
+			}
+			var innerErr error
+			ran := inside(db, func() { innerErr = do(tc.inner, 2) })
+			outerErr := do(tc.outer, 3)
+			if !*ran {
+				t.Fatal("the hook did not run")
+			}
+			t.Logf("%s: %v; %s inside: %v", tc.outer, outerErr, tc.inner, innerErr)
+			for _, err := range []error{outerErr, innerErr} {
+				if err != nil && !errors.Is(err, vfs.ErrNotExist) && !errors.Is(err, vfs.ErrUploadOffset) {
+					t.Fatal(err)
+				}
+			}
+			if tc.outer != tc.inner && outerErr == nil && innerErr == nil {
+				t.Fatalf("both %s and %s stood", tc.outer, tc.inner)
+			}
+			// A second Finish answers the first's file (tus: the request
+			// that sent the last piece after a HEAD finished it).
+			if len(finished) == 2 {
+				a, b := finished[0], finished[1]
+				if a.ID != b.ID || a.RevisionID != b.RevisionID {
+					t.Fatalf("finished twice: %+v", finished)
+				}
+				if revs, err := fs.Revisions(ctx, root.ID, a.ID); err != nil || len(revs) != 1 {
+					t.Fatalf("%d revisions (%v)", len(revs), err)
+				}
+				finished = finished[:1]
+			}
+			if appended && outerErr == nil && innerErr == nil {
+				t.Fatalf("both appends at offset 0 stood")
+			}
+			if appended {
+				// What stands, if anything, finishes into one whole body.
+				if n, err := fs.Finish(ctx, st.ID, o); err == nil {
+					finished = append(finished, n)
+				} else if !errors.Is(err, vfs.ErrNotExist) {
+					t.Fatalf("finish after: %v", err)
+				}
+			}
+			var ids []uint64
+			for _, n := range finished {
+				ids = append(ids, n.ID)
+				if err := checkBody(contents(t, fs, root.ID, n.ID)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			fs.Terminate(ctx, st.ID)
+			checkStore(t, fs, root.ID, ids)
+		})
+	}
 }
