@@ -277,14 +277,17 @@ func stagedCopyRacesMoveDeeper(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The chain's bottom is MaxDepth-1 deep: a fits in it, empty.
-	bottom := chain(t, e.env, e.root.FolderID, "b", vfs.MaxDepth-1)
+	bottom, err := e.fs.MkdirChain(ctx, e.root.ID, e.root.FolderID, "b", vfs.MaxDepth-1)
+	if err != nil {
+		t.Fatal(err)
+	}
 	moved := false
 	e.onBatch(t, vfs.OpCopy, func() {
 		if moved {
 			return
 		}
 		moved = true
-		if _, err := e.fs.Move(ctx, e.root.ID, a.ID, bottom.ID, "", vfs.WriteOptions{}); err != nil {
+		if _, err := e.fs.Move(ctx, e.root.ID, a.ID, bottom, "", vfs.WriteOptions{}); err != nil {
 			t.Errorf("move of a to the bottom: %v", err)
 		}
 	})
