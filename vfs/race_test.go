@@ -1377,14 +1377,14 @@ func checkListings(t *testing.T, fs *vfs.FS, root, folder uint64) {
 
 // splitOpRacesFolderChange: a copy of a folder or an upload, each split
 // over several transactions, has its destination folder (or the folder
-// above it, or the source) deleted or moved (the destination into the
+// above it, or the source) deleted (and purged) or moved (the destination into the
 // source, the source into the destination) between two of them; a
 // staged upload has it changed inside the transaction of its Finish.
 // Whatever each answers, what it reports made reads back whole, nothing
 // lands unreachable yet counted live, and the stores stay consistent.
 func splitOpRacesFolderChange(t *testing.T) {
 	for _, op := range []string{"copy", "write", "staged"} {
-		for _, change := range []string{"delete dst", "move dst into src", "move src into dst", "delete src", "delete dst parent", "move dst parent into src"} {
+		for _, change := range []string{"delete dst", "purge dst", "move dst into src", "move src into dst", "delete src", "delete dst parent", "move dst parent into src"} {
 			if op != "copy" && (change == "move dst into src" || change == "move src into dst" || change == "delete src") {
 				continue
 			}
@@ -1412,6 +1412,13 @@ func splitOpRacesFolderChange(t *testing.T) {
 					switch change {
 					case "delete dst":
 						err = fs.Delete(ctx, root.ID, dst.ID, vfs.WriteOptions{})
+					case "purge dst":
+						if err = fs.Delete(ctx, root.ID, up.ID, vfs.WriteOptions{}); err == nil {
+							err = fs.Purge(ctx, root.ID, up.ID)
+						}
+						if err == nil {
+							_, err = fs.GC(ctx)
+						}
 					case "delete dst parent":
 						err = fs.Delete(ctx, root.ID, up.ID, vfs.WriteOptions{})
 					case "delete src":
