@@ -335,6 +335,13 @@ func (fs *FS) copyNode(ctx context.Context, tx kv.Txn, src, rec nodeRec, loc loc
 			return err
 		}
 	}
+	if rec.Dir {
+		// A new folder: its listing sum starts empty, as a Mkdir's does
+		// (saveNewNode). Without it an empty copy kept no sum until its
+		// first child, and ListOptions.Count said -1 of it, the answer
+		// for a folder of a store older than the sums.
+		startEmpty(tx, rec.ID)
+	}
 	if err := saveNode(tx, rec, loc); err != nil {
 		return err
 	}
@@ -428,6 +435,16 @@ func (fs *FS) copyStaged(ctx context.Context, root, id, dst, parent uint64, name
 			return 0, replacement{}, err
 		}
 	}
+	// The copy's height, for the last transaction's depth check: the
+	// plan lists a folder before what it holds.
+	height := 0
+	levels := make([]int, len(plan))
+	for i, it := range plan {
+		if it.parent >= 0 {
+			levels[i] = levels[it.parent] + 1
+			height = max(height, levels[i])
+		}
+	}
 	in, err := fs.newIntent(ctx)
 	if err != nil {
 		return 0, replacement{}, err
@@ -513,6 +530,11 @@ func (fs *FS) copyStaged(ctx context.Context, root, id, dst, parent uint64, name
 	err = fs.update(ctx, func(tx kv.Txn) error {
 		at := fs.nowNs()
 		if _, _, err := liveDirIn(tx, dst, parent); err != nil {
+			return err
+		}
+		// The folder may have moved deeper since the first check; the
+		// copy, hidden, held it back from no move.
+		if err := fitsDepthBelow(tx, parent, height); err != nil {
 			return err
 		}
 		var err error

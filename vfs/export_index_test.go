@@ -167,6 +167,35 @@ func (fs *FS) MkdirMany(ctx context.Context, root, parent uint64, names []string
 	return ids, nil
 }
 
+// MkdirChain creates n empty folders, each in the one before, the first
+// in the folder parent of root, named prefix0, prefix1, ..., as Mkdir
+// would store them but in one transaction and without Mkdir's checks,
+// each a walk of the folders above: a chain MaxDepth deep is then made
+// in a moment, where n Mkdirs walked n*n/2 folders. It returns the last.
+func (fs *FS) MkdirChain(ctx context.Context, root, parent uint64, prefix string, n int) (uint64, error) {
+	ids := make([]uint64, n)
+	for i := range ids {
+		id, err := fs.db.NextID(ctx, "node")
+		if err != nil {
+			return 0, err
+		}
+		ids[i] = id
+	}
+	err := fs.update(ctx, func(tx kv.Txn) error {
+		now := fs.nowNs()
+		up := parent
+		for i, id := range ids {
+			rec := nodeRec{ID: id, Root: root, Parent: up, Name: fmt.Sprint(prefix, i), Dir: true, Created: now, Modified: now}
+			if err := fs.addChild(ctx, tx, rec, usageRec{Folders: 1}); err != nil {
+				return err
+			}
+			up = id
+		}
+		return nil
+	})
+	return ids[n-1], err
+}
+
 // IndexOnly does the name index's writes for new items of the given names
 // in one transaction that it then abandons: a benchmark times the index's
 // share of a create with it.

@@ -466,6 +466,14 @@ func (t *listTxn) startEmpty(folder uint64) {
 	t.shards[shardKey{folder, 0}] = &listSumRec{}
 }
 
+// startEmpty is listTxn.startEmpty for tx, a file system transaction,
+// and does nothing for another (a test's plain one).
+func startEmpty(tx kv.Txn, folder uint64) {
+	if lt, ok := tx.(*listTxn); ok {
+		lt.startEmpty(folder)
+	}
+}
+
 // shard is the shard of folder's sum that child's changes go to: one of
 // 1 to listShards-1 (0 is ensure's).
 func (t *listTxn) shard(folder, child uint64) (*listSumRec, error) {

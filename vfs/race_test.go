@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -46,6 +47,11 @@ func TestRaces(t *testing.T) {
 		{"PurgeRootRaces", purgeRootRaces},
 		// was stress_test.go
 		{"ConcurrentTreeChanges", concurrentTreeChanges},
+		{"StormAcrossRoots", stormAcrossRoots},
+		{"SplitOpRacesFolderChange", splitOpRacesFolderChange},
+		{"LockRacesMoveOfParent", lockRacesMoveOfParent},
+		{"QuotaStorm", quotaStorm},
+		{"StagedEndsRace", stagedEndsRace},
 	} {
 		t.Run(tc.name, tc.run)
 	}
@@ -1153,4 +1159,569 @@ func metricValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
 		}
 	}
 	return 0
+}
+
+// stormAcrossRoots: clients of three roots at once make, write, move
+// (folders into one another, so cycles are tried), rename onto one name,
+// copy across roots, delete, purge, lock deep and collect, each op split
+// into transactions of two chunks. Then every root's usage matches a
+// walk, the chunk store its references, and every live folder's kept
+// listing sum and count match a scan of its children.
+func stormAcrossRoots(t *testing.T) {
+	fs, first, _, _ := openHooked(t, vfs.WithRefBatch(vfs.Options{}, 2))
+	roots := []vfs.Root{first}
+	for _, n := range []string{"bob", "carol"} {
+		r, err := fs.CreateRoot(ctx, n, vfs.RootSync)
+		if err != nil {
+			t.Fatal(err)
+		}
+		roots = append(roots, r)
+	}
+	var mu sync.Mutex
+	ids := map[uint64][]uint64{}  // by root: every item made
+	dirs := map[uint64][]uint64{} // by root: every folder made
+	add := func(root uint64, n vfs.Node) {
+		mu.Lock()
+		ids[root] = append(ids[root], n.ID)
+		if n.Dir {
+			dirs[root] = append(dirs[root], n.ID)
+		}
+		mu.Unlock()
+	}
+	// pick prefers live items, as clients mostly name those.
+	pick := func(r *rand.Rand, root uint64, dir bool) uint64 {
+		var id uint64
+		for range 4 {
+			mu.Lock()
+			if dir || r.IntN(3) == 0 {
+				id = dirs[root][r.IntN(len(dirs[root]))]
+			} else {
+				id = ids[root][r.IntN(len(ids[root]))]
+			}
+			mu.Unlock()
+			if n, err := fs.Stat(ctx, root, id); err == nil && !n.Deleted {
+				break
+			}
+		}
+		return id
+	}
+	for _, root := range roots {
+		dirs[root.ID] = []uint64{root.FolderID}
+		for _, a := range []string{"a", "b"} {
+			d := mustMkdir(t, fs, root.ID, root.FolderID, a)
+			add(root.ID, d)
+			for _, b := range []string{"x", "y"} {
+				add(root.ID, mustMkdir(t, fs, root.ID, d.ID, b))
+			}
+		}
+	}
+	names := []string{"a", "b", "x", "n"}
+	seed := uint64(11)
+	if v := os.Getenv("BERTH_STRESS_SEED"); v != "" {
+		seed, _ = strconv.ParseUint(v, 10, 64)
+	}
+	const workers, steps = 8, 50
+	deadline := time.Now().Add(6 * time.Second)
+	var wg sync.WaitGroup
+	var tally sync.Map
+	for w := range workers {
+		wg.Go(func() {
+			r := rand.New(rand.NewPCG(uint64(w), seed))
+			for range steps {
+				if time.Now().After(deadline) {
+					return
+				}
+				root := roots[r.IntN(len(roots))].ID
+				name := names[r.IntN(len(names))]
+				o := vfs.WriteOptions{Overwrite: r.IntN(4) == 0}
+				var err error
+				var n vfs.Node
+				op := ""
+				switch r.IntN(18) {
+				case 0, 1:
+					op = "mkdir"
+					if n, err = fs.Mkdir(ctx, root, pick(r, root, true), name, vfs.WriteOptions{}); err == nil {
+						add(root, n)
+					}
+				case 2, 3, 4:
+					op = "write"
+					size := []int{100, 20 << 10, 300 << 10}[r.IntN(3)]
+					if n, err = fs.WriteFile(ctx, root, pick(r, root, true), name, bytes.NewReader(body(uint64(r.IntN(5)), size)), o); err == nil {
+						add(root, n)
+					}
+				case 5, 6:
+					op = "move"
+					_, err = fs.Move(ctx, root, pick(r, root, r.IntN(2) == 0), pick(r, root, true), "", o)
+				case 7:
+					op = "rename"
+					_, err = fs.Rename(ctx, root, pick(r, root, false), name, o)
+				case 8:
+					op = "copy"
+					dst := roots[r.IntN(len(roots))].ID
+					if n, err = fs.Copy(ctx, root, pick(r, root, false), dst, pick(r, dst, true), name, o); err == nil {
+						add(dst, n)
+					}
+				case 9:
+					op = "delete"
+					err = fs.Delete(ctx, root, pick(r, root, false), vfs.WriteOptions{})
+				case 10:
+					op = "purge"
+					mu.Lock()
+					id := ids[root][r.IntN(len(ids[root]))]
+					mu.Unlock()
+					err = fs.Purge(ctx, root, id)
+				case 11:
+					op = "lock"
+					id := pick(r, root, true)
+					var l vfs.Lock
+					if l, err = fs.Lock(ctx, root, id, vfs.LockRequest{Deep: true, Holder: "h"}); err == nil {
+						err = fs.Unlock(ctx, root, id, l.Token)
+					}
+				case 12:
+					op = "gc"
+					_, err = fs.GC(ctx)
+				case 13:
+					op = "trim"
+					_, err = fs.TrimRevisions(ctx, root, 1+r.IntN(2), 0)
+				case 14:
+					op = "staged"
+					data := body(uint64(r.IntN(5)), 200<<10)
+					var st vfs.Staged
+					if st, err = fs.Stage(ctx, root, pick(r, root, true), name, vfs.StageOptions{Length: int64(len(data))}, o); err == nil {
+						if _, err = fs.Append(ctx, st.ID, 0, bytes.NewReader(data), vfs.AppendOptions{}); err == nil {
+							if n, err = fs.Finish(ctx, st.ID, o); err == nil {
+								add(root, n)
+							}
+						}
+						if err != nil {
+							fs.Terminate(ctx, st.ID)
+						}
+					}
+				case 15:
+					op = "moveat"
+					from := []string{"/a", "/b", "/a/x", "/b/y", "/a/x/n", "/b/a"}[r.IntN(6)]
+					to := []string{"/a", "/b", "/a/x", "/b/y", "/a/n", "/b/x/a"}[r.IntN(6)]
+					_, _, err = fs.MoveAt(ctx, root, from, to, o, nil)
+				case 16:
+					op = "copyempty"
+					dst := roots[r.IntN(len(roots))].ID
+					if n, err = fs.CopyEmpty(ctx, root, pick(r, root, true), dst, pick(r, dst, true), name, o); err == nil {
+						add(dst, n)
+					}
+				case 17:
+					if r.IntN(3) > 0 {
+						continue
+					}
+					op = "purgedeleted"
+					_, err = fs.PurgeDeleted(ctx, time.Now().Add(time.Hour))
+				}
+				if !expected(err) {
+					t.Errorf("%s: %v", op, err)
+				}
+				key := op + " ok"
+				if err != nil {
+					key = op + " refused"
+					for _, e := range []error{vfs.ErrNotExist, vfs.ErrNameConflict, vfs.ErrLocked, vfs.ErrBusy,
+						vfs.ErrNotDir, vfs.ErrIsDir, vfs.ErrRootItem} {
+						if errors.Is(err, e) {
+							key = op + " " + e.Error()
+						}
+					}
+				}
+				c, _ := tally.LoadOrStore(key, new(atomic.Int64))
+				c.(*atomic.Int64).Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	tally.Range(func(k, v any) bool {
+		t.Logf("%s: %d", k, v.(*atomic.Int64).Load())
+		return true
+	})
+	for _, root := range roots {
+		checkStore(t, fs, root.ID, ids[root.ID])
+		checkListings(t, fs, root.ID, root.FolderID)
+	}
+}
+
+// checkListings walks the live tree below folder and checks each
+// folder's kept listing hash and count against a scan of its children.
+func checkListings(t *testing.T, fs *vfs.FS, root, folder uint64) {
+	t.Helper()
+	kept, scanned, _, err := fs.ListHashes(ctx, folder)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kept != scanned {
+		t.Fatalf("folder %d: kept hash %s, scan %s", folder, kept, scanned)
+	}
+	kids, _, err := fs.List(ctx, root, folder)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = fs.ListEach(ctx, root, folder, vfs.ListOptions{Count: true}, func(l *vfs.Listing) error {
+		if l.Count != int64(len(kids)) {
+			return fmt.Errorf("folder %d: count %d, %d children", folder, l.Count, len(kids))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range kids {
+		if k.Dir {
+			checkListings(t, fs, root, k.ID)
+		}
+	}
+}
+
+// splitOpRacesFolderChange: a copy of a folder or an upload, each split
+// over several transactions, has its destination folder (or the folder
+// above it, or the source) deleted (and purged) or moved (the destination into the
+// source, the source into the destination) between two of them; a
+// staged upload has it changed inside the transaction of its Finish.
+// Whatever each answers, what it reports made reads back whole, nothing
+// lands unreachable yet counted live, and the stores stay consistent.
+func splitOpRacesFolderChange(t *testing.T) {
+	for _, op := range []string{"copy", "write", "staged"} {
+		for _, change := range []string{"delete dst", "purge dst", "move dst into src", "move src into dst", "delete src", "delete dst parent", "move dst parent into src"} {
+			if op != "copy" && (change == "move dst into src" || change == "move src into dst" || change == "delete src") {
+				continue
+			}
+			t.Run(op+"/"+change, func(t *testing.T) {
+				var hook func()
+				opts := vfs.WithRefBatch(vfs.WithBatchHook(vfs.Options{}, func(o vfs.Op) {
+					if h := hook; h != nil && (o == vfs.OpCopy || o == vfs.OpWrite) {
+						hook = nil
+						h()
+					}
+				}), 2)
+				fs, root, db, _ := openHooked(t, opts)
+				src := mustMkdir(t, fs, root.ID, root.FolderID, "src")
+				sub := mustMkdir(t, fs, root.ID, src.ID, "sub")
+				keep := []uint64{src.ID, sub.ID}
+				for i := range 3 {
+					keep = append(keep, mustWrite(t, fs, root.ID, sub.ID, fmt.Sprint("f", i), body(uint64(20+i), 300<<10)).ID)
+				}
+				up := mustMkdir(t, fs, root.ID, root.FolderID, "up")
+				dst := mustMkdir(t, fs, root.ID, up.ID, "dst")
+				ran := false
+				hook = func() {
+					ran = true
+					var err error
+					switch change {
+					case "delete dst":
+						err = fs.Delete(ctx, root.ID, dst.ID, vfs.WriteOptions{})
+					case "purge dst":
+						if err = fs.Delete(ctx, root.ID, up.ID, vfs.WriteOptions{}); err == nil {
+							err = fs.Purge(ctx, root.ID, up.ID)
+						}
+						if err == nil {
+							_, err = fs.GC(ctx)
+						}
+					case "delete dst parent":
+						err = fs.Delete(ctx, root.ID, up.ID, vfs.WriteOptions{})
+					case "delete src":
+						err = fs.Delete(ctx, root.ID, src.ID, vfs.WriteOptions{})
+					case "move dst into src":
+						_, err = fs.Move(ctx, root.ID, dst.ID, sub.ID, "", vfs.WriteOptions{})
+					case "move dst parent into src":
+						_, err = fs.Move(ctx, root.ID, up.ID, sub.ID, "", vfs.WriteOptions{})
+					case "move src into dst":
+						_, err = fs.Move(ctx, root.ID, src.ID, dst.ID, "", vfs.WriteOptions{})
+					}
+					if err != nil {
+						t.Errorf("%s: %v", change, err)
+					}
+				}
+				var n vfs.Node
+				var err error
+				switch op {
+				case "copy":
+					n, err = fs.Copy(ctx, root.ID, src.ID, root.ID, dst.ID, "copy", vfs.WriteOptions{})
+				case "staged":
+					data := body(30, 3<<20)
+					var st vfs.Staged
+					if st, err = fs.Stage(ctx, root.ID, dst.ID, "new", vfs.StageOptions{Length: int64(len(data))}, vfs.WriteOptions{}); err != nil {
+						t.Fatal(err)
+					}
+					if _, err := fs.Append(ctx, st.ID, 0, bytes.NewReader(data), vfs.AppendOptions{}); err != nil {
+						t.Fatal(err)
+					}
+					// The change commits inside the transaction that
+					// makes the file.
+					if h := hook; h != nil {
+						hook = nil
+						inside(db, h)
+					}
+					n, err = fs.Finish(ctx, st.ID, vfs.WriteOptions{})
+					if err != nil {
+						fs.Terminate(ctx, st.ID)
+					}
+				default:
+					n, err = fs.WriteFile(ctx, root.ID, dst.ID, "new", bytes.NewReader(body(30, 3<<20)), vfs.WriteOptions{})
+				}
+				if !ran {
+					t.Fatal("the hook did not run")
+				}
+				t.Logf("%s: %v", op, err)
+				if err == nil {
+					keep = append(keep, n.ID)
+					got, err := fs.Stat(ctx, root.ID, n.ID)
+					if err != nil {
+						t.Fatal(err)
+					}
+					t.Logf("made %+v", got)
+					if op != "copy" && !got.Deleted && !bytes.Equal(contents(t, fs, root.ID, n.ID), body(30, 3<<20)) {
+						t.Fatal("the upload differs")
+					}
+				} else if !expected(err) {
+					t.Fatal(err)
+				}
+				checkStore(t, fs, root.ID, keep)
+				checkListings(t, fs, root.ID, root.FolderID)
+			})
+		}
+	}
+}
+
+// lockRacesMoveOfParent: alice holds a deep lock on q and moves p into
+// it while bob locks f, a file in p, inside the move's transaction, or
+// the other way about. Both cannot stand: f would hold bob's exclusive
+// lock under alice's exclusive deep lock. One is refused (ErrLocked) and
+// the other holds.
+func lockRacesMoveOfParent(t *testing.T) {
+	for _, lockInside := range []bool{true, false} {
+		t.Run(fmt.Sprintf("lockInside=%v", lockInside), func(t *testing.T) {
+			fs, root, db, _ := openHooked(t, vfs.Options{})
+			q := mustMkdir(t, fs, root.ID, root.FolderID, "q")
+			p := mustMkdir(t, fs, root.ID, root.FolderID, "p")
+			f := mustWrite(t, fs, root.ID, p.ID, "f", body(1, 4096))
+			if _, err := fs.Lock(ctx, root.ID, q.ID, vfs.LockRequest{Holder: "alice", Deep: true}); err != nil {
+				t.Fatal(err)
+			}
+			var moveErr, lockErr error
+			move := func() { _, moveErr = fs.Move(ctx, root.ID, p.ID, q.ID, "", vfs.WriteOptions{Principal: "alice"}) }
+			lock := func() { _, lockErr = fs.Lock(ctx, root.ID, f.ID, vfs.LockRequest{Holder: "bob"}) }
+			var ran *bool
+			if lockInside {
+				ran = inside(db, lock)
+				move()
+			} else {
+				ran = inside(db, move)
+				lock()
+			}
+			if !*ran {
+				t.Fatal("the hook did not run")
+			}
+			t.Logf("move: %v, lock: %v", moveErr, lockErr)
+			if (moveErr == nil) == (lockErr == nil) {
+				t.Fatalf("move %v, lock %v: exactly one must stand", moveErr, lockErr)
+			}
+			for _, err := range []error{moveErr, lockErr} {
+				if err != nil && !errors.Is(err, vfs.ErrLocked) {
+					t.Fatal(err)
+				}
+			}
+			checkStore(t, fs, root.ID, []uint64{f.ID})
+		})
+	}
+}
+
+// quotaStorm: writers of three roots counted into one tally write, copy
+// across the roots, upload staged and delete at once, each write held to
+// its root's space quota and the tally's. No quota ends exceeded, and
+// every root's usage and the tally match a recount.
+func quotaStorm(t *testing.T) {
+	fs, _, _, _ := openHooked(t, vfs.WithRefBatch(vfs.Options{}, 2))
+	const tally = 77
+	const rootQuota, tallyQuota = 3 << 20, 5 << 20
+	var roots []vfs.Root
+	for _, n := range []string{"q1", "q2", "q3"} {
+		r, err := fs.CreateRootWith(ctx, n, vfs.RootSync, vfs.RootOptions{Tallies: []uint64{tally}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		roots = append(roots, r)
+	}
+	o := vfs.WriteOptions{SpaceQuota: rootQuota, Quotas: []vfs.Quota{{Tally: tally, Bytes: tallyQuota}}}
+	var mu sync.Mutex
+	var made []vfs.Node
+	seed := uint64(5)
+	if v := os.Getenv("BERTH_STRESS_SEED"); v != "" {
+		seed, _ = strconv.ParseUint(v, 10, 64)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Go(func() {
+			r := rand.New(rand.NewPCG(uint64(w), seed))
+			for range 30 {
+				if time.Now().After(deadline) {
+					return
+				}
+				root := roots[r.IntN(len(roots))]
+				name := fmt.Sprint("f", r.IntN(6))
+				var n vfs.Node
+				var err error
+				switch r.IntN(4) {
+				case 0, 1:
+					n, err = fs.WriteFile(ctx, root.ID, root.FolderID, name, bytes.NewReader(body(uint64(r.IntN(1000)), 400<<10)), o)
+				case 2:
+					mu.Lock()
+					var src vfs.Node
+					if len(made) > 0 {
+						src = made[r.IntN(len(made))]
+					}
+					mu.Unlock()
+					if src.ID != 0 {
+						n, err = fs.Copy(ctx, src.RootID, src.ID, root.ID, root.FolderID, name+"c", o)
+					}
+				case 3:
+					data := body(uint64(r.IntN(1000)), 300<<10)
+					var st vfs.Staged
+					if st, err = fs.Stage(ctx, root.ID, root.FolderID, name+"s", vfs.StageOptions{Length: int64(len(data))}, o); err == nil {
+						if _, err = fs.Append(ctx, st.ID, 0, bytes.NewReader(data), vfs.AppendOptions{}); err == nil {
+							n, err = fs.Finish(ctx, st.ID, o)
+						}
+						if err != nil {
+							fs.Terminate(ctx, st.ID)
+						}
+					}
+				}
+				if err != nil && !expected(err) && !errors.Is(err, vfs.ErrQuotaExceeded) {
+					t.Errorf("%v", err)
+				}
+				if err == nil && n.ID != 0 {
+					mu.Lock()
+					made = append(made, n)
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	var sum int64
+	for _, root := range roots {
+		u, err := fs.Usage(ctx, root.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if u.PhysicalSize > rootQuota {
+			t.Errorf("root %s holds %d bytes, over its quota of %d", root.Name, u.PhysicalSize, rootQuota)
+		}
+		sum += u.PhysicalSize
+		checkStore(t, fs, root.ID, nil)
+		checkListings(t, fs, root.ID, root.FolderID)
+	}
+	tu, err := fs.TallyUsage(ctx, tally)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := fs.TallyRecount(ctx, tally)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tu != want || tu.PhysicalSize != sum {
+		t.Fatalf("tally\n got %+v\nrecount %+v (roots hold %d)", tu, want, sum)
+	}
+	if tu.PhysicalSize > tallyQuota {
+		t.Fatalf("the tally holds %d bytes, over its quota of %d", tu.PhysicalSize, tallyQuota)
+	}
+	t.Logf("made %d items; tally %+v", len(made), tu)
+}
+
+// stagedEndsRace: two clients of one staged upload (tus) end it at once:
+// one finishes it or appends to it while the other terminates, finishes
+// or appends at the same offset, inside its transaction. At most one
+// end stands (two finishes give one file, as one does); a finished file
+// reads back one whole body, never a mix;
+// the chunks, counts and reservations agree afterwards.
+func stagedEndsRace(t *testing.T) {
+	const size = 3 << 20
+	for _, tc := range []struct{ outer, inner string }{
+		{"finish", "terminate"},
+		{"terminate", "finish"},
+		{"finish", "finish"},
+		{"append", "terminate"},
+		{"append", "append"},
+	} {
+		t.Run(tc.outer+"/"+tc.inner, func(t *testing.T) {
+			fs, root, db, _ := openHooked(t, vfs.WithRefBatch(vfs.Options{}, 2))
+			o := vfs.WriteOptions{SpaceQuota: 100 << 20}
+			st, err := fs.Stage(ctx, root.ID, root.FolderID, "f", vfs.StageOptions{Length: size, Owner: "alice"}, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			appended := strings.HasPrefix(tc.outer, "append")
+			if !appended {
+				if _, err := fs.Append(ctx, st.ID, 0, bytes.NewReader(body(1, size)), vfs.AppendOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var finished []vfs.Node
+			do := func(op string, seed uint64) error {
+				switch op {
+				case "finish":
+					n, err := fs.Finish(ctx, st.ID, o)
+					if err == nil {
+						finished = append(finished, n)
+					}
+					return err
+				case "terminate":
+					return fs.Terminate(ctx, st.ID)
+				default:
+					_, err := fs.Append(ctx, st.ID, 0, bytes.NewReader(body(seed, size)), vfs.AppendOptions{})
+					return err
+				}
+			}
+			var innerErr error
+			ran := inside(db, func() { innerErr = do(tc.inner, 2) })
+			outerErr := do(tc.outer, 3)
+			if !*ran {
+				t.Fatal("the hook did not run")
+			}
+			t.Logf("%s: %v; %s inside: %v", tc.outer, outerErr, tc.inner, innerErr)
+			for _, err := range []error{outerErr, innerErr} {
+				if err != nil && !errors.Is(err, vfs.ErrNotExist) && !errors.Is(err, vfs.ErrUploadOffset) {
+					t.Fatal(err)
+				}
+			}
+			if tc.outer != tc.inner && outerErr == nil && innerErr == nil {
+				t.Fatalf("both %s and %s stood", tc.outer, tc.inner)
+			}
+			// A second Finish answers the first's file (tus: the request
+			// that sent the last piece after a HEAD finished it).
+			if len(finished) == 2 {
+				a, b := finished[0], finished[1]
+				if a.ID != b.ID || a.RevisionID != b.RevisionID {
+					t.Fatalf("finished twice: %+v", finished)
+				}
+				if revs, err := fs.Revisions(ctx, root.ID, a.ID); err != nil || len(revs) != 1 {
+					t.Fatalf("%d revisions (%v)", len(revs), err)
+				}
+				finished = finished[:1]
+			}
+			if appended && outerErr == nil && innerErr == nil {
+				t.Fatalf("both appends at offset 0 stood")
+			}
+			if appended {
+				// What stands, if anything, finishes into one whole body.
+				if n, err := fs.Finish(ctx, st.ID, o); err == nil {
+					finished = append(finished, n)
+				} else if !errors.Is(err, vfs.ErrNotExist) {
+					t.Fatalf("finish after: %v", err)
+				}
+			}
+			var ids []uint64
+			for _, n := range finished {
+				ids = append(ids, n.ID)
+				if err := checkBody(contents(t, fs, root.ID, n.ID)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			fs.Terminate(ctx, st.ID)
+			checkStore(t, fs, root.ID, ids)
+		})
+	}
 }

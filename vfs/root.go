@@ -42,6 +42,9 @@ func (fs *FS) CreateRootWith(ctx context.Context, name string, typ RootType, opt
 		if err := put(tx, rootKey(id), r); err != nil {
 			return err
 		}
+		// The top folder's listing sum starts empty, as a new folder's
+		// does (startEmpty).
+		startEmpty(tx, folder)
 		if err := saveNode(tx, top, locRec{Root: id}); err != nil {
 			return err
 		}

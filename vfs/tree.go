@@ -292,7 +292,7 @@ func fitsDepth(tx kv.Txn, rec nodeRec, parent uint64) error {
 		return err
 	}
 	if pd+1 > MaxDepth {
-		return fmt.Errorf("%w: at most %d levels", ErrTooDeep, MaxDepth)
+		return tooDeep()
 	}
 	if !rec.Dir {
 		return nil
@@ -302,10 +302,26 @@ func fitsDepth(tx kv.Txn, rec nodeRec, parent uint64) error {
 		return err
 	}
 	if pd+1+h > MaxDepth {
-		return fmt.Errorf("%w: at most %d levels", ErrTooDeep, MaxDepth)
+		return tooDeep()
 	}
 	return nil
 }
+
+// fitsDepthBelow returns ErrTooDeep unless an item holding height levels
+// of items below it fits within MaxDepth in the folder parent: fitsDepth
+// for a tree whose height is known without a walk (a staged copy's).
+func fitsDepthBelow(tx kv.Txn, parent uint64, height int) error {
+	pd, err := depthOf(tx, parent)
+	if err != nil {
+		return err
+	}
+	if pd+1+height > MaxDepth {
+		return tooDeep()
+	}
+	return nil
+}
+
+func tooDeep() error { return fmt.Errorf("%w: at most %d levels", ErrTooDeep, MaxDepth) }
 
 // walkLive calls fn for every live item below the folder id. It reads (and
 // so watches) each folder's generation, as a delete's count does: a child

@@ -32,6 +32,7 @@ func TestTree(t *testing.T) {
 		{"CopyAtDefaultBatch", copyAtDefaultBatch},
 		{"CopyBoundedByBytes", copyBoundedByBytes},
 		{"CopyOfAFolderHoldingAnExcludedName", copyExcludedInside},
+		{"StagedCopyRacesMoveDeeper", stagedCopyRacesMoveDeeper},
 	} {
 		t.Run(tc.name, tc.run)
 	}
@@ -260,6 +261,47 @@ func maxDepth(t *testing.T) {
 	if _, err := e.fs.Move(ctx, e.root.ID, b.ID, top, "", vfs.WriteOptions{}); err != nil {
 		t.Fatalf("move of the deepest folder to the top: %v", err)
 	}
+}
+
+// stagedCopyRacesMoveDeeper: a copy built out of sight was checked
+// against MaxDepth where it began; its folder, empty to everyone else
+// meanwhile, then moved to the deepest level a folder may have. The
+// last transaction, which puts the copy in place, must check again:
+// without that the copy landed below MaxDepth, out of reach of every
+// write and beyond what the limit promises a client syncing to a disk.
+func stagedCopyRacesMoveDeeper(t *testing.T) {
+	e := newSplitEnv(t)
+	d := buildTree(t, e)
+	a, err := e.fs.Mkdir(ctx, e.root.ID, e.root.FolderID, "a", vfs.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The chain's bottom is MaxDepth-1 deep: a fits in it, empty.
+	bottom, err := e.fs.MkdirChain(ctx, e.root.ID, e.root.FolderID, "b", vfs.MaxDepth-1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	moved := false
+	e.onBatch(t, vfs.OpCopy, func() {
+		if moved {
+			return
+		}
+		moved = true
+		if _, err := e.fs.Move(ctx, e.root.ID, a.ID, bottom, "", vfs.WriteOptions{}); err != nil {
+			t.Errorf("move of a to the bottom: %v", err)
+		}
+	})
+	_, err = e.fs.Copy(ctx, e.root.ID, d.ID, e.root.ID, a.ID, "d2", vfs.WriteOptions{})
+	if !moved {
+		t.Fatal("the hook did not run")
+	}
+	if !errors.Is(err, vfs.ErrTooDeep) {
+		t.Fatalf("copy into a folder moved to MaxDepth meanwhile: %v, want ErrTooDeep", err)
+	}
+	if kids, _, err := e.fs.List(ctx, e.root.ID, a.ID); err != nil || len(kids) != 0 {
+		t.Fatalf("a holds %d items (%v), want none", len(kids), err)
+	}
+	checkClean(t, e.env, "after the refused copy")
 }
 
 // TestStagedCopyHiddenByID: the items of a copy still being staged are
