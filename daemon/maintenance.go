@@ -165,6 +165,10 @@ func fsckCommand(ctx context.Context, cfg config.Config, log *slog.Logger, out i
 	for _, b := range rep.BadReservations {
 		fmt.Fprintln(out, "bad reservation count", b)
 	}
+	// A folder whose listing hash and count are read from a wrong sum.
+	for _, f := range rep.BadListSums {
+		fmt.Fprintln(out, "bad listing sum of folder", f)
+	}
 	if !rep.OK() {
 		return errFsckProblems
 	}

@@ -2,6 +2,8 @@ package vfs
 
 import (
 	"context"
+	"errors"
+	"fmt"
 
 	"berth/kv"
 )
@@ -57,5 +59,26 @@ func (fs *FS) ForgetListSums(ctx context.Context) error {
 			}
 		}
 		return nil
+	})
+}
+
+// DamageListSum adds count to the count of shard 0 of folder's kept sum
+// and, with digest, 1 to its digest, as a bug or damage would, going
+// around the listTxn that keeps sums right.
+func (fs *FS) DamageListSum(ctx context.Context, folder uint64, count int64, digest bool) error {
+	st, ok := fs.db.(listStore)
+	if !ok {
+		return fmt.Errorf("vfs: the store is not a listStore")
+	}
+	return st.Store.Update(ctx, func(tx kv.Txn) error {
+		var s listSumRec
+		if err := get(tx, listSumKey(folder, 0), &s, kv.ErrNotFound); err != nil && !errors.Is(err, kv.ErrNotFound) {
+			return err
+		}
+		s.Count += count
+		if digest {
+			s.Lo++
+		}
+		return put(tx, listSumKey(folder, 0), s)
 	})
 }

@@ -230,11 +230,14 @@ type FsckReport struct {
 	// BadReservations are the counts of what an owner's staged uploads
 	// reserve by root (fair.go) that differ from the uploads' sums.
 	BadReservations []BadReservation
+	// BadListSums are the folders whose kept listing sum (listhash.go)
+	// differs from a scan of their children.
+	BadListSums []uint64
 }
 
 // OK reports whether nothing is wrong.
 func (r FsckReport) OK() bool {
-	return len(r.Missing)+len(r.Leaked)+len(r.BadRefcounts)+len(r.Corrupt)+len(r.BadReservations) == 0
+	return len(r.Missing)+len(r.Leaked)+len(r.BadRefcounts)+len(r.Corrupt)+len(r.BadReservations)+len(r.BadListSums) == 0
 }
 
 // String summarises the report.
@@ -245,13 +248,17 @@ func (r FsckReport) String() string {
 		// Only when there are: scripts read the line above as it was.
 		s += fmt.Sprintf(", %d bad reservation counts", len(r.BadReservations))
 	}
+	if len(r.BadListSums) > 0 {
+		s += fmt.Sprintf(", %d bad listing sums", len(r.BadListSums))
+	}
 	return s
 }
 
 // Fsck checks that every chunk a revision or an intent references is
 // stored, that every stored chunk is referenced, and that reference counts
-// match, and that the counts of what each owner's staged uploads reserve
-// (fair.go) are the sums of those uploads; with verify
+// match, that the counts of what each owner's staged uploads reserve
+// (fair.go) are the sums of those uploads, and that every folder's kept
+// listing sum is its children's (listhash.go); with verify
 // it also reads every chunk and checks its hash. It changes nothing.
 func (fs *FS) Fsck(ctx context.Context, verify bool) (FsckReport, error) {
 	fs.gcMu.Lock()
@@ -294,6 +301,9 @@ func (fs *FS) Fsck(ctx context.Context, verify bool) (FsckReport, error) {
 			return err
 		}
 		if rep.BadReservations, err = checkOwned(tx); err != nil {
+			return err
+		}
+		if rep.BadListSums, err = checkListSums(tx); err != nil {
 			return err
 		}
 		return tx.Scan([]byte(pRef), nil, func(k, v []byte) error {

@@ -168,6 +168,60 @@ func keptSum(tx kv.Txn, folder uint64) (sum listSumRec, kept bool, err error) {
 	return sum, kept, err
 }
 
+// listSumCheckBatch is how many folders' kept sums checkListSums reads
+// before it scans their children: a scan is not made inside another
+// (a store on a database server reads one at a time on a connection).
+const listSumCheckBatch = 256
+
+// checkListSums compares the kept listing sum of every folder that keeps
+// one with a scan of its children (fsck), and returns the folders whose
+// sums differ: a listing hash and a count (ListOptions.Count) read from a
+// wrong sum would tell clients a folder changed, or did not, wrongly.
+func checkListSums(tx kv.Txn) ([]uint64, error) {
+	var bad []uint64
+	start := []byte(pListSum)
+	for {
+		type kept struct {
+			folder uint64
+			sum    listSumRec
+		}
+		var batch []kept
+		var next []byte
+		err := tx.Scan([]byte(pListSum), start, func(k, v []byte) error {
+			f := kv.Uint64At(k, len(pListSum))
+			if n := len(batch); n == 0 || batch[n-1].folder != f {
+				if n == listSumCheckBatch {
+					next = append([]byte(nil), k...)
+					return kv.ErrStop
+				}
+				batch = append(batch, kept{folder: f})
+			}
+			var s listSumRec
+			if err := cbor.Unmarshal(v, &s); err != nil {
+				return fmt.Errorf("vfs: decode listing sum of %d: %w", f, err)
+			}
+			batch[len(batch)-1].sum.add(s)
+			return nil
+		})
+		if err != nil {
+			return bad, err
+		}
+		for _, b := range batch {
+			scanned, _, err := scanListSum(tx, b.folder)
+			if err != nil {
+				return bad, err
+			}
+			if scanned != b.sum {
+				bad = append(bad, b.folder)
+			}
+		}
+		if next == nil {
+			return bad, nil
+		}
+		start = next
+	}
+}
+
 // scanListHash computes the listing hash of folder from its children,
 // as listHash reads it: for a folder without a kept sum, and for the
 // tests that check the kept one.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -372,5 +373,57 @@ func TestListHashConcurrentWriters(t *testing.T) {
 	}
 	if _, _, has, _ := e.fs.ListHashes(ctx, d.ID); !has {
 		t.Fatal("no sum kept after the writers")
+	}
+}
+
+// TestFsckListSums: fsck compares every folder's kept listing sum with a
+// scan of its children and names each that differs, where it checked
+// chunks and reservations alone and a wrong sum (a listing hash that
+// says a folder changed or did not, a wrong count) went unseen. A chain
+// of 300 folders, each keeping a sum, crosses the check's batches.
+func TestFsckListSums(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		count  int64
+		digest bool
+		bad    bool
+	}{
+		{"sound", 0, false, false},
+		{"a count one too high", 1, false, true},
+		{"a count one too low", -1, false, true},
+		{"a digest changed", 0, true, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t)
+			d, err := e.fs.Mkdir(ctx, e.root.ID, e.root.FolderID, "d", vfs.WriteOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range 5 {
+				e.write(t, d.ID, fmt.Sprintf("f%d", i), []byte{byte(i)})
+			}
+			if _, err := e.fs.MkdirChain(ctx, e.root.ID, e.root.FolderID, "chain", 300); err != nil {
+				t.Fatal(err)
+			}
+			if c.count != 0 || c.digest {
+				if err := e.fs.DamageListSum(ctx, d.ID, c.count, c.digest); err != nil {
+					t.Fatal(err)
+				}
+			}
+			rep, err := e.fs.Fsck(ctx, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []uint64(nil)
+			if c.bad {
+				want = []uint64{d.ID}
+			}
+			if !slices.Equal(rep.BadListSums, want) || rep.OK() == c.bad {
+				t.Fatalf("bad listing sums %v (OK %v), want %v: %s", rep.BadListSums, rep.OK(), want, rep)
+			}
+			if c.bad && !strings.Contains(rep.String(), "1 bad listing sums") {
+				t.Errorf("report %q does not count the bad sum", rep)
+			}
+		})
 	}
 }
