@@ -14,6 +14,7 @@ import (
 	"berth/account"
 	"berth/config"
 	"berth/kv"
+	"berth/share"
 	"berth/vfs/chunk"
 )
 
@@ -302,6 +303,23 @@ func finishGroupDeletions(ctx context.Context, st *stores, accounts *account.Ser
 			log.Error("finishing group deletions", "error", err, "finished", n)
 		} else if n > 0 {
 			log.Info("finished group deletions left half done", "groups", n)
+		}
+	})
+}
+
+// dateInvitations gives, once at start, the organization share
+// invitations stored before invitations expired their lifetime from now
+// (share.Service.DateInvitations), so that an upgrade neither ends the
+// invitations already sent nor keeps those never accepted forever. In a
+// cluster the node holding the job's lease does it; another node's start
+// finds none left.
+func dateInvitations(ctx context.Context, st *stores, shares *share.Service, log *slog.Logger) {
+	st.jobs.once(ctx, "date-invitations", func(ctx context.Context) {
+		n, err := shares.DateInvitations(ctx)
+		if err != nil && ctx.Err() == nil {
+			log.Error("dating invitations stored before they expired", "error", err, "dated", n)
+		} else if n > 0 {
+			log.Info("dated invitations stored before they expired", "invitations", n)
 		}
 	})
 }

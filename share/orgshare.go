@@ -114,8 +114,9 @@ type inviteRec struct {
 	RootID uint64 `cbor:"1,keyasint"`
 	Email  string `cbor:"2,keyasint"`
 	// Expires is when the invitation stops being accepted. Zero in
-	// invitations stored before they expired: those are expired (a
-	// subscribers update that keeps the address sends a new one).
+	// invitations stored before they expired, until DateInvitations
+	// gives them a lifetime from then: they count as live meanwhile, as
+	// they were when stored (an upgrade does not end them).
 	Expires time.Time `cbor:"3,keyasint,omitempty"`
 }
 
@@ -346,7 +347,7 @@ func (s *Service) SetSubscribers(ctx context.Context, c account.Caller, orgID, r
 			if in.RootID != rootID {
 				return nil
 			}
-			if _, keep := subs.External[in.Email]; keep && now.Before(in.Expires) {
+			if _, keep := subs.External[in.Email]; keep && (in.Expires.IsZero() || now.Before(in.Expires)) {
 				live[in.Email] = true
 				return nil
 			}
@@ -479,7 +480,7 @@ func (s *Service) AcceptInvitation(ctx context.Context, token string) (Invitatio
 		if err := cbor.Unmarshal(v, &in); err != nil {
 			return err
 		}
-		if !s.now().Before(in.Expires) {
+		if !in.Expires.IsZero() && !s.now().Before(in.Expires) {
 			return ErrInvitationExpired
 		}
 		rec, err := getSubs(tx, in.RootID)
@@ -643,6 +644,63 @@ func newToken() string {
 	var b [24]byte
 	rand.Read(b[:])
 	return hex.EncodeToString(b[:])
+}
+
+// datedBatch bounds the invitations one transaction of DateInvitations
+// dates.
+const datedBatch = 1000
+
+// DateInvitations gives each invitation stored before invitations
+// expired (no Expires, no TTL in the store) the lifetime a new one gets,
+// counted from now (Options.InvitationTTL, then invitationKept in the
+// store), and returns how many it dated. The daemon runs it once at
+// start: without it such an invitation would count as expired the moment
+// berth was upgraded, and one never accepted would stay stored forever.
+func (s *Service) DateInvitations(ctx context.Context) (int, error) {
+	dated := 0
+	for {
+		n := 0
+		err := s.store().Update(ctx, func(tx kv.Txn) error {
+			n = 0
+			now := s.now()
+			type old struct {
+				key []byte
+				rec inviteRec
+			}
+			var found []old
+			if err := tx.Scan([]byte(pfxInvite), nil, func(k, v []byte) error {
+				var in inviteRec
+				if err := cbor.Unmarshal(v, &in); err != nil {
+					return err
+				}
+				if in.Expires.IsZero() {
+					found = append(found, old{slices.Clone(k), in})
+					if len(found) == datedBatch {
+						return kv.ErrStop
+					}
+				}
+				return nil
+			}); err != nil {
+				return err
+			}
+			for _, o := range found {
+				o.rec.Expires = now.Add(s.inviteTTL)
+				b, err := cbor.Marshal(o.rec)
+				if err != nil {
+					return err
+				}
+				if err := tx.SetTTL(o.key, b, s.inviteTTL+invitationKept); err != nil {
+					return err
+				}
+			}
+			n = len(found)
+			return nil
+		})
+		dated += n
+		if err != nil || n < datedBatch {
+			return dated, err
+		}
+	}
 }
 
 func inviteKey(token string) []byte {

@@ -389,6 +389,11 @@ func TestClusterDownloadGrace(t *testing.T) {
 		if rep, err := b.GC(ctx); err != nil || rep.Deleted != 0 {
 			t.Fatalf("gc within the grace: %v, %v", rep, err)
 		}
+		// What waits for the grace is garbage the collector knows of,
+		// not a leak: fsck of a stopped cluster is clean.
+		if rep, err := b.Fsck(ctx, false); err != nil || !rep.OK() || rep.Awaiting == 0 {
+			t.Fatalf("fsck within the grace: %v (%v); want OK, the purged chunks awaiting the collector", rep, err)
+		}
 		if rep, err := b.Sweep(ctx); err != nil || rep.Deleted != 0 {
 			t.Fatalf("sweep within the grace: %v, %v", rep, err)
 		}

@@ -224,7 +224,7 @@ type FsckReport struct {
 	Revisions    int        // revisions checked
 	Chunks       int        // chunks in the store
 	Missing      []chunk.ID // referenced by a revision, absent from the store
-	Leaked       []chunk.ID // in the store, referenced by no revision
+	Leaked       []chunk.ID // in the store, referenced by no revision, unknown to the collector
 	BadRefcounts []chunk.ID // stored count differs from the revisions'
 	Corrupt      []chunk.ID // present but unreadable or wrong hash (Verify only)
 	// BadReservations are the counts of what an owner's staged uploads
@@ -233,6 +233,11 @@ type FsckReport struct {
 	// BadListSums are the folders whose kept listing sum (listhash.go)
 	// differs from a scan of their children.
 	BadListSums []uint64
+	// Awaiting counts the chunks referenced by nothing that carry the
+	// collector's note (O/): garbage it deletes once their grace
+	// (Options.OrphanGrace) has passed, not leaks. On several nodes each
+	// change that drops a chunk leaves one for the grace.
+	Awaiting int
 }
 
 // OK reports whether nothing is wrong.
@@ -251,6 +256,9 @@ func (r FsckReport) String() string {
 	if len(r.BadListSums) > 0 {
 		s += fmt.Sprintf(", %d bad listing sums", len(r.BadListSums))
 	}
+	if r.Awaiting > 0 {
+		s += fmt.Sprintf(" (%d unreferenced awaiting the collector)", r.Awaiting)
+	}
 	return s
 }
 
@@ -266,8 +274,18 @@ func (fs *FS) Fsck(ctx context.Context, verify bool) (FsckReport, error) {
 	var rep FsckReport
 	want := map[chunk.ID]int64{}
 	have := map[chunk.ID]int64{}
+	noted := map[chunk.ID]bool{}
 	err := fs.db.View(ctx, func(tx kv.Txn) error {
-		err := tx.Scan([]byte(pRev), nil, func(k, v []byte) error {
+		// The chunks the collector knows to be garbage: on a shared
+		// store it leaves them for the grace (OrphanGrace).
+		err := tx.Scan([]byte(pOrphan), nil, func(k, _ []byte) error {
+			noted[chunkIDFromKey(k)] = true
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		err = tx.Scan([]byte(pRev), nil, func(k, v []byte) error {
 			var r revRec
 			if err := cbor.Unmarshal(v, &r); err != nil {
 				return err
@@ -332,7 +350,9 @@ func (fs *FS) Fsck(ctx context.Context, verify bool) (FsckReport, error) {
 	err = fs.chunks.Walk(ctx, func(id chunk.ID) error {
 		rep.Chunks++
 		stored[id] = true
-		if _, ok := want[id]; !ok {
+		if _, ok := want[id]; !ok && noted[id] {
+			rep.Awaiting++
+		} else if !ok {
 			rep.Leaked = append(rep.Leaked, id)
 		} else if verify {
 			if err := fs.verifyChunk(ctx, id); err != nil {
