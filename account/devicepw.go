@@ -126,6 +126,12 @@ func (s *Service) CreateDevicePassword(ctx context.Context, personID uint64, in 
 			return DevicePassword{}, "", err
 		}
 	}
+	full := false
+	if in.MachineID == 0 {
+		if full, err = s.atMachineBound(ctx, personID); err != nil {
+			return DevicePassword{}, "", err
+		}
+	}
 	rec := devicePasswordRecord{ID: id, PersonID: personID, MachineID: in.MachineID, Name: in.Name, Hash: tokenHash(secret)}
 	err = s.db.Update(ctx, func(tx kv.Txn) error {
 		var p Person
@@ -152,8 +158,10 @@ func (s *Service) CreateDevicePassword(ctx context.Context, personID uint64, in 
 		} else {
 			m = Machine{ID: newMachine, PersonID: personID, GUID: strings.ToLower(uuid.NewString()),
 				DNSName: mi.DNSName, Created: now, OSType: mi.OSType, OSVersion: mi.OSVersion}
-			if err := s.makeRoomForMachine(ctx, tx, personID); err != nil {
-				return err
+			if full {
+				if err := s.makeRoomForMachine(ctx, tx, personID); err != nil {
+					return err
+				}
 			}
 			if err := s.insertMachine(tx, &m); err != nil {
 				return err

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -128,9 +129,15 @@ func (s *Service) UpsertMachine(ctx context.Context, personID uint64, in Machine
 		OSType:    in.OSType,
 		OSVersion: in.OSVersion,
 	}
+	full, err := s.atMachineBound(ctx, personID)
+	if err != nil {
+		return Machine{}, err
+	}
 	err = s.db.Update(ctx, func(tx kv.Txn) error {
-		if err := s.makeRoomForMachine(ctx, tx, personID); err != nil {
-			return err
+		if full {
+			if err := s.makeRoomForMachine(ctx, tx, personID); err != nil {
+				return err
+			}
 		}
 		return s.insertMachine(tx, &m)
 	})
@@ -140,14 +147,33 @@ func (s *Service) UpsertMachine(ctx context.Context, personID uint64, in Machine
 	return m, nil
 }
 
-// makeRoomForMachine deletes, when person personID holds MaxMachines
-// machines, the one signed in from least recently (never, first) among
-// those nothing is set up on (no mapping, backup, file server or device
-// password), one that no live session was signed in from first: its
-// deletion loses nothing but the record, where a device signed in long
-// ago may still refresh its session. Only when every such machine has a
-// session does one go with its sessions.
-// When every machine has something set up, the new one is refused
+// atMachineBound reports whether person personID holds MaxMachines
+// machines or more, read apart from the transaction that adds one: a
+// write that read the person's list of machines would conflict with
+// every other sign-in of theirs, and parallel sign-ins (a person's
+// devices, on several nodes) failed on it. So the bound is held up to
+// the sign-ins that ran at once; makeRoomForMachine brings a person past
+// it back under.
+func (s *Service) atMachineBound(ctx context.Context, personID uint64) (bool, error) {
+	n := 0
+	err := s.db.View(ctx, func(tx kv.Txn) error {
+		n = 0
+		return tx.Scan(key(pfxPersonMachine, personID), nil, func(k, _ []byte) error {
+			n++
+			return nil
+		})
+	})
+	return n >= s.opts.MaxMachines, err
+}
+
+// makeRoomForMachine deletes, while person personID holds MaxMachines
+// machines or more, the one signed in from least recently (never, first)
+// among those nothing is set up on (no mapping, backup, file server or
+// device password), those that no live session was signed in from
+// first: such a deletion loses nothing but the record, where a device
+// signed in long ago may still refresh its session. Only when every such
+// machine has a session do they go with their sessions.
+// When too few machines have nothing set up, the new one is refused
 // (ErrInvalid): those are a person's own doing, and theirs to delete.
 func (s *Service) makeRoomForMachine(ctx context.Context, tx kv.Txn, personID uint64) error {
 	ms, err := listed[Machine](s, tx, pfxPersonMachine, personID, pfxMachine)
@@ -166,9 +192,8 @@ func (s *Service) makeRoomForMachine(ctx context.Context, tx kv.Txn, personID ui
 	if err != nil {
 		return err
 	}
-	var oldest *Machine
-	for i := range ms {
-		m := &ms[i]
+	var spare []Machine
+	for _, m := range ms {
 		if m.FileServer || withPassword[m.ID] {
 			continue
 		}
@@ -184,17 +209,29 @@ func (s *Service) makeRoomForMachine(ctx context.Context, tx kv.Txn, personID ui
 			}
 			continue
 		}
-		// One without a session first: a device signed in long ago
-		// may refresh its session still, and only the session bound
-		// (MaxSessions, the oldest first) may end it.
-		if oldest == nil || cmp.Or(cmpBool(inUse[m.ID], inUse[oldest.ID]), lastLogin(*m).Compare(lastLogin(*oldest))) < 0 {
-			oldest = m
-		}
+		spare = append(spare, m)
 	}
-	if oldest == nil {
+	need := len(ms) - s.opts.MaxMachines + 1
+	if len(spare) < need {
 		return invalid("machine", "the person holds "+strconv.Itoa(len(ms))+" machines, each with mappings, backups, a file server or a device password; delete one first")
 	}
-	return s.deleteMachineIn(ctx, tx, oldest.ID)
+	// One without a session first: a device signed in long ago may
+	// refresh its session still, and only the session bound
+	// (MaxSessions, the oldest first) may end it. A machine signed in
+	// from within the last minute counts as in use too: a sign-in made
+	// at the same time may not have its session yet, and deleting its
+	// machine would fail it (404, its machine gone).
+	recent := s.now().Add(-time.Minute)
+	busy := func(m Machine) bool { return inUse[m.ID] || lastLogin(m).After(recent) }
+	slices.SortFunc(spare, func(a, b Machine) int {
+		return cmp.Or(cmpBool(busy(a), busy(b)), lastLogin(a).Compare(lastLogin(b)), cmp.Compare(a.ID, b.ID))
+	})
+	for _, m := range spare[:need] {
+		if err := s.deleteMachineIn(ctx, tx, m.ID); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // machinesInSession is the set of person personID's machines that a

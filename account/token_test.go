@@ -530,9 +530,11 @@ func TestMachinesBounded(t *testing.T) {
 	o.MaxMachines = 4
 	s := newService(t, o)
 	_, alice := fixture(t, s)
+	// Sign-ins two minutes apart: a machine signed in from within the
+	// last minute counts as in use (its session may be on its way).
 	signIn := func() Machine {
 		t.Helper()
-		clk.Add(time.Second)
+		clk.Add(2 * time.Minute)
 		m, err := s.UpsertMachine(ctx, alice.ID, MachineInput{})
 		if err != nil {
 			t.Fatal(err)
@@ -566,7 +568,7 @@ func TestMachinesBounded(t *testing.T) {
 		t.Fatalf("the session of a machine still in use ended to make room: %v", err)
 	}
 	// c signs in again (a known guid): now d is the least recent.
-	clk.Add(time.Second)
+	clk.Add(2 * time.Minute)
 	if _, err := s.UpsertMachine(ctx, alice.ID, MachineInput{GUID: c.GUID}); err != nil {
 		t.Fatal(err)
 	}
@@ -602,6 +604,47 @@ func TestMachinesBounded(t *testing.T) {
 	}
 	if got := ids(); len(got) != 4 {
 		t.Fatalf("%d machines, want 4", len(got))
+	}
+}
+
+// TestMachinesBoundedParallel: the bound is read apart from the sign-in's
+// transaction, so that a person's parallel sign-ins do not conflict on
+// their list of machines (they failed on it, on two nodes); those that
+// ran at once may pass it, and the next sign-in brings the person back
+// under it, deleting as many machines as it must.
+func TestMachinesBoundedParallel(t *testing.T) {
+	ctx := context.Background()
+	o := testOptions()
+	o.MaxMachines = 20
+	s := newService(t, o)
+	_, alice := fixture(t, s)
+	var wg sync.WaitGroup
+	errs := make(chan error, 40)
+	for range 40 {
+		wg.Go(func() {
+			_, err := s.UpsertMachine(ctx, alice.ID, MachineInput{})
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatalf("a parallel sign-in: %v", err)
+		}
+	}
+	ms, err := s.Machines(ctx, alice.ID)
+	if err != nil || len(ms) < 20 {
+		t.Fatalf("%d machines after 40 sign-ins (%v), want at least the bound, 20", len(ms), err)
+	}
+	// Past the bound by however many ran at once: one more sign-in
+	// brings it back under.
+	s.opts.MaxMachines = 5
+	if _, err := s.UpsertMachine(ctx, alice.ID, MachineInput{}); err != nil {
+		t.Fatal(err)
+	}
+	if ms, err = s.Machines(ctx, alice.ID); err != nil || len(ms) != 5 {
+		t.Fatalf("%d machines after a sign-in over the bound (%v), want 5", len(ms), err)
 	}
 }
 

@@ -161,9 +161,10 @@ func TestImportDirection(t *testing.T) {
 		}
 		check(t, p.ImportPath, from, p.Imports, allowedImports()[from])
 		// Tests build real stores, so they may also reach the lower lines
-		// of the direction (rest tests open kv and vfs/chunk), never
-		// sideways or up.
-		check(t, p.ImportPath+" (tests)", from, testOnly(slices.Concat(p.TestImports, p.XTestImports)), append(below(from), "berthtest", "kv/badger", "kv/kvtest", "mail/mailtest"))
+		// of the direction (rest tests open kv and vfs/chunk), and either
+		// metadata engine (agentlink's open two nodes' on one PostgreSQL),
+		// never sideways or up.
+		check(t, p.ImportPath+" (tests)", from, testOnly(slices.Concat(p.TestImports, p.XTestImports)), append(below(from), "berthtest", "kv/badger", "kv/postgres", "kv/kvtest", "mail/mailtest"))
 	}
 	if checked < 5 {
 		t.Fatalf("checked only %d berth packages; go list output not understood", checked)

@@ -796,6 +796,7 @@ func TestTwoNodesLimits(t *testing.T) {
 		const logins, workers, maxSessions = 116, 8, 100
 		u := a.newUser("sessions", 0, nil)
 		tokens := make([]string, logins)
+		why := make([]string, logins)
 		var wg sync.WaitGroup
 		next := make(chan int)
 		for range workers {
@@ -807,7 +808,10 @@ func TestTwoNodesLimits(t *testing.T) {
 					if i%2 == 1 {
 						c = b
 					}
-					tokens[i], _, _ = c.tokenFor(u.login, u.password)
+					var st int
+					var body string
+					tokens[i], st, body = c.tokenFor(u.login, u.password)
+					why[i] = fmt.Sprintf("%d %s", st, body)
 				}
 			}()
 		}
@@ -819,7 +823,7 @@ func TestTwoNodesLimits(t *testing.T) {
 		live := 0
 		for i, tok := range tokens {
 			if tok == "" {
-				t.Fatalf("sign-in %d refused", i)
+				t.Fatalf("sign-in %d refused: %s", i, why[i])
 			}
 			c := b
 			if i%2 == 1 {

@@ -98,7 +98,10 @@ func (j *isoJournal) Record(tx kv.Txn, c account.Change) error {
 func newIsoCast(t *testing.T) *isoCast {
 	t.Helper()
 	j := &isoJournal{}
-	f := newFixtureWith(t, fixtureOptions{Accounts: account.Options{Journal: j}})
+	// The walk gives its persons a machine a row, set up as the row
+	// needs: more than a person's bound of machines (MaxMachines), which
+	// a real person would delete first.
+	f := newFixtureWith(t, fixtureOptions{Accounts: account.Options{Journal: j, MaxMachines: 10_000}})
 	k := &isoCast{t: t, f: f, log: activity.New(f.db, activity.Options{}),
 		shares: share.New(share.Options{FS: f.fs, Accounts: f.accounts, Store: f.db})}
 	j.log = k.log
