@@ -97,6 +97,14 @@ func (s *Service) argon(ctx context.Context, password string, salt []byte, p Arg
 		}
 		select {
 		case s.hashSlots <- struct{}{}:
+			// Both may be ready when this wait is scheduled late, and
+			// select picks either: a check whose callers all left
+			// (Authenticate cancels it before it returns) must not
+			// hash for nobody.
+			if err := ctx.Err(); err != nil {
+				<-s.hashSlots
+				return nil, err
+			}
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
