@@ -1,0 +1,129 @@
+package webdav_test
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/xml"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"golang.org/x/net/http/httpguts"
+)
+
+// fuzzMethods are the methods FuzzRequest sends; the fuzzer picks one by
+// index.
+var fuzzMethods = []string{"PROPFIND", "PROPPATCH", "LOCK", "UNLOCK", "COPY", "MOVE", "DELETE", "PUT", "MKCOL", "GET", "HEAD", "OPTIONS"}
+
+// fuzzStatusOK are the server errors a WebDAV answer may carry for a
+// client's request: a Destination on another server (502) and a store
+// that is full (507). Anything else of 500 or more is a bug.
+var fuzzStatusOK = map[int]bool{http.StatusBadGateway: true, http.StatusInsufficientStorage: true}
+
+// FuzzRequest sends arbitrary client-controlled parts of a WebDAV request
+// to a real handler (real stores; the handler is called without the TLS
+// listener so that executions are cheap): the path, the If, Depth,
+// Destination, Overwrite and Timeout headers and an XML (or any) body,
+// over a tree with a file, a folder and a file in it (locked at first). It checks that no
+// request panics or is answered 5xx but for 502 and 507, and that every
+// 207 is well-formed XML. Requests change the tree; what they move or
+// delete is put back before the next.
+func FuzzRequest(f *testing.F) {
+	fx := newFixture(f)
+	st, _, body := fx.do("PUT", "/a.txt", strings.NewReader("one"))
+	want(f, "PUT a", st, http.StatusCreated, body)
+	st, _, body = fx.do("MKCOL", "/d", nil)
+	want(f, "MKCOL d", st, http.StatusCreated, body)
+	st, _, body = fx.do("PUT", "/d/b.txt", strings.NewReader("two"))
+	want(f, "PUT b", st, http.StatusCreated, body)
+	lockinfo := `<D:lockinfo xmlns:D="DAV:"><D:lockscope><D:exclusive/></D:lockscope><D:locktype><D:write/></D:locktype><D:owner>me</D:owner></D:lockinfo>`
+	st, h, body := fx.do("LOCK", "/d/b.txt", strings.NewReader(lockinfo), "Timeout", "Second-3600")
+	want(f, "LOCK b", st, http.StatusOK, body)
+	token := strings.Trim(h.Get("Lock-Token"), "<>")
+
+	const host = "http://example.com/webdav/alice"
+	type seed struct {
+		method                                 uint8
+		path, ifh, depth, dest, overwrite, tmo string
+		body                                   string
+	}
+	propfind := `<?xml version="1.0"?><D:propfind xmlns:D="DAV:"><D:prop><D:getetag/><D:resourcetype/><Z:x xmlns:Z="urn:z"/></D:prop></D:propfind>`
+	patch := `<D:propertyupdate xmlns:D="DAV:"><D:set><D:prop><Z:c xmlns:Z="urn:z" xml:lang="en">r<Z:i/></Z:c></D:prop></D:set><D:remove><D:prop><Z:d xmlns:Z="urn:z"/></D:prop></D:remove></D:propertyupdate>`
+	for _, s := range []seed{
+		{0, "/", "", "1", "", "", "", propfind},
+		{0, "/d", "", "infinity", "", "", "", `<D:propfind xmlns:D="DAV:"><D:allprop/></D:propfind>`},
+		{0, "/a.txt", "", "0", "", "", "", `<D:propfind xmlns:D="DAV:"><D:propname/></D:propfind>`},
+		{0, "/", "", "", "", "", "", `<propfind xmlns="DAV:"><prop><x xmlns=""/></prop></propfind>`},
+		{0, "/", "", "1", "", "", "", `<D:propfind xmlns:D="DAV:"><D:prop>`},
+		{0, "/", "", "1", "", "", "", `<!DOCTYPE x [<!ENTITY a "aaaa">]><x>&a;</x>`},
+		{1, "/a.txt", "", "", "", "", "", patch},
+		{1, "/a.txt", "", "", "", "", "", `<D:propertyupdate xmlns:D="DAV:"><D:set><D:prop><D:getetag>x</D:getetag></D:prop></D:set></D:propertyupdate>`},
+		{2, "/a.txt", "", "0", "", "", "Second-60, Infinite", lockinfo},
+		{2, "/d", "", "infinity", "", "", "Second-99999999999999999999", lockinfo},
+		{2, "/d/b.txt", "(<" + token + ">)", "", "", "", "Second-10", ""},
+		{3, "/d/b.txt", "", "", "", "", "", ""},
+		{4, "/a.txt", "", "0", host + "/c.txt", "F", "", ""},
+		{4, "/d", "", "infinity", "/webdav/alice/e", "T", "", ""},
+		{5, "/d/b.txt", "(<" + token + ">)", "", host + "/d/c.txt", "", "", ""},
+		{5, "/d", `<` + host + `/d/b.txt> (<` + token + `>) (Not <urn:x> ["r1"])`, "", host + "/f", "T", "", ""},
+		{5, "/a.txt", "", "", "http://other.example/x", "", "", ""},
+		{5, "/a.txt", "", "", host + "/%2e%2e/x", "", "", ""},
+		{6, "/d", `(["x"]) (Not <DAV:no-lock>)`, "infinity", "", "", "", ""},
+		{7, "/g.txt", "(<" + token + ">) <x> ([", "", "", "", "", "data"},
+		{7, "/d/b.txt", "(<" + token + ">)", "", "", "", "", "three"},
+		{8, "/h", "", "", "", "", "", "<x/>"},
+		{9, "/a.txt", "(Not)", "", "", "", "", ""},
+		{0, "/%00/..", "", "1 ", "", "", "", ""},
+	} {
+		f.Add(s.method, s.path, s.ifh, s.depth, s.dest, s.overwrite, s.tmo, []byte(s.body))
+	}
+	auth := "Basic " + base64.StdEncoding.EncodeToString([]byte("alice:"+password))
+	f.Fuzz(func(t *testing.T, method uint8, path, ifh, depth, dest, overwrite, tmo string, body []byte) {
+		m := fuzzMethods[int(method)%len(fuzzMethods)]
+		// Put back what an earlier execution moved or deleted, so that
+		// each one finds a file, a folder and a file in it to work on.
+		for _, p := range []string{"/a.txt", "/d", "/d/b.txt"} {
+			if _, err := fx.lookup(p); err != nil {
+				m, body := "PUT", "x"
+				if p == "/d" {
+					m, body = "MKCOL", ""
+				}
+				r := httptest.NewRequest(m, "/webdav/alice"+p, strings.NewReader(body))
+				r.Header.Set("Authorization", auth)
+				fx.h.ServeHTTP(httptest.NewRecorder(), r)
+			}
+		}
+		req := httptest.NewRequest(m, "/webdav/alice/", bytes.NewReader(body))
+		req.URL.Path = "/webdav/alice" + path
+		req.URL.RawPath = ""
+		req.RequestURI = req.URL.RequestURI()
+		req.Header.Set("Authorization", auth)
+		for _, kv := range [][2]string{{"If", ifh}, {"Depth", depth}, {"Destination", dest}, {"Overwrite", overwrite}, {"Timeout", tmo}} {
+			// net/http refuses a request with such a value, and trims
+			// what is around one.
+			if !httpguts.ValidHeaderFieldValue(kv[1]) {
+				return
+			}
+			if v := strings.Trim(kv[1], " \t"); v != "" {
+				req.Header.Set(kv[0], v)
+			}
+		}
+		w := httptest.NewRecorder()
+		fx.h.ServeHTTP(w, req)
+		if w.Code >= 500 && !fuzzStatusOK[w.Code] {
+			t.Fatalf("%s %q: %d %s", m, path, w.Code, w.Body.String())
+		}
+		if w.Code == http.StatusMultiStatus {
+			d := xml.NewDecoder(bytes.NewReader(w.Body.Bytes()))
+			for {
+				if _, err := d.Token(); err == io.EOF {
+					break
+				} else if err != nil {
+					t.Fatalf("%s %q: 207 that is not XML (%v): %s", m, path, err, w.Body.String())
+				}
+			}
+		}
+	})
+}
