@@ -4,9 +4,16 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"slices"
+	"strings"
 	"testing"
+
+	"berth/vfs"
 )
 
 // fsErrorCodes are the error codes the file-system routes may answer with
@@ -112,5 +119,131 @@ func FuzzForm(f *testing.F) {
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, req)
 		checkFuzzAnswer(t, w)
+	})
+}
+
+// FuzzListingNames creates folders of arbitrary names (the fuzzed string
+// split at "/", which no name holds) in a fresh folder through
+// create_folder, then lists it whole and in pages of a fuzzed size,
+// following next_cursor. It checks that a name vfs.ValidateName accepts
+// is stored (200, its path the name) unless it was created already, and
+// one it refuses is invalid_name or name_too_long; that the whole
+// listing is every name stored, once, in byte order, each as given; and
+// that the pages, read through their cursors, are the whole listing:
+// no child skipped or repeated.
+func FuzzListingNames(f *testing.F) {
+	fx := newFixture(f)
+	h := fx.srv.Config.Handler
+	for _, s := range []struct {
+		names string
+		limit uint8
+	}{
+		{"a/b/c", 0},
+		{"b/a/B/A/a", 1},
+		{"é/é/e\u0301/E\u0301", 1},
+		{"./../.../ /  /\t/x\x7f/\uffff/\ufffe/\u2028", 2},
+		{"\xff\xfe/ok", 0},
+		{strings.Repeat("x", 255) + "/" + strings.Repeat("y", 256) + "/" + strings.Repeat("é", 128), 1},
+		{"a\\b/CON/nul/setup.exe./x::$DATA/<>&\"'", 3},
+		{"z/y/x/w/v/u/t/s/r/q/p/o/n/m/l/k/j/i/h/g/f", 4},
+		{"\U0001F600/\u00a0/\u200b/\ufeff", 1},
+	} {
+		f.Add(s.names, s.limit)
+	}
+	do := func(t *testing.T, method, path string, form url.Values) (int, []byte) {
+		var body io.Reader
+		if form != nil {
+			body = strings.NewReader(form.Encode())
+		}
+		req := httptest.NewRequest(method, path, body)
+		if form != nil {
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		}
+		req.Header.Set("Authorization", "Bearer "+fx.token)
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		return w.Code, w.Body.Bytes()
+	}
+	var n int
+	f.Fuzz(func(t *testing.T, names string, limit uint8) {
+		if strings.Count(names, "/") >= 64 {
+			return // each name is a write: keep an execution short
+		}
+		n++
+		dir := fmt.Sprintf("f%d", n)
+		st, body := do(t, http.MethodPost, fx.at("/api/2/files/%d/create_folder"), url.Values{"name": {dir}})
+		if st != http.StatusOK {
+			t.Fatalf("create_folder %s: %d %s", dir, st, body)
+		}
+		var d folderJSON
+		decode(t, body, &d)
+		stored := map[string]bool{}
+		for _, name := range strings.Split(names, "/") {
+			st, body := do(t, http.MethodPost, fx.at("/api/2/files/%d/folder/%d/create_folder", d.ID), url.Values{"name": {name}})
+			err := vfs.ValidateName(name)
+			switch {
+			case err != nil:
+				var e errorBody
+				decode(t, body, &e)
+				if st != http.StatusBadRequest || (e.Error != "invalid_name" && e.Error != "name_too_long") {
+					t.Fatalf("create_folder %q (%v): %d %s", name, err, st, body)
+				}
+			case stored[name]:
+				var e errorBody
+				decode(t, body, &e)
+				if e.Error != "name_conflict" {
+					t.Fatalf("create_folder %q again: %d %s", name, st, body)
+				}
+			default:
+				if st != http.StatusOK {
+					t.Fatalf("create_folder %q, which ValidateName accepts: %d %s", name, st, body)
+				}
+				var c folderJSON
+				decode(t, body, &c)
+				if c.Path != "/"+dir+"/"+name {
+					t.Fatalf("create_folder %q: path %q", name, c.Path)
+				}
+				stored[name] = true
+			}
+		}
+		want := slices.Sorted(maps.Keys(stored))
+		for i, w := range want {
+			want[i] = "/" + dir + "/" + w
+		}
+		list := func(q string) listingPage {
+			st, body := do(t, http.MethodGet, fx.at("/api/2/files/%d/folder/%d?include_children=true", d.ID)+q, nil)
+			if st != http.StatusOK {
+				t.Fatalf("listing%s: %d %s", q, st, body)
+			}
+			var p listingPage
+			decode(t, body, &p)
+			return p
+		}
+		var whole []string
+		for _, c := range list("").Children {
+			whole = append(whole, c.Path)
+		}
+		if !slices.Equal(whole, want) {
+			t.Fatalf("listing %q, stored %q", whole, want)
+		}
+		size := int(limit%8) + 1
+		var paged []string
+		q := fmt.Sprintf("&limit=%d", size)
+		for range len(want) + 2 {
+			p := list(q)
+			if len(p.Children) > size || p.Hash != nil {
+				t.Fatalf("a page of %d: %d children, hash %v", size, len(p.Children), p.Hash)
+			}
+			for _, c := range p.Children {
+				paged = append(paged, c.Path)
+			}
+			if p.NextCursor == nil {
+				break
+			}
+			q = fmt.Sprintf("&limit=%d&cursor=%s", size, url.QueryEscape(*p.NextCursor))
+		}
+		if !slices.Equal(paged, want) {
+			t.Fatalf("pages of %d: %q, whole %q", size, paged, want)
+		}
 	})
 }
