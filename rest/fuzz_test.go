@@ -2,6 +2,8 @@ package rest
 
 import (
 	"bytes"
+	"crypto/sha1"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,8 +12,11 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+
+	"golang.org/x/net/http/httpguts"
 
 	"berth/vfs"
 )
@@ -245,5 +250,121 @@ func FuzzListingNames(f *testing.F) {
 		if !slices.Equal(paged, want) {
 			t.Fatalf("pages of %d: %q, whole %q", size, paged, want)
 		}
+	})
+}
+
+// FuzzTus sends arbitrary tus headers and bodies to a real server: a
+// creation (Upload-Length, Upload-Metadata, whose "$R" is the base64 of
+// the root's id, Upload-Checksum, and a first piece), then a PATCH of the
+// upload it made (Upload-Offset, Upload-Checksum, a piece) and a HEAD.
+// It checks that none is answered 5xx or with an error body that is not
+// the spec's, and that an upload's offset never passes its length nor
+// moves but by the bytes of a piece taken; the upload is ended after.
+func FuzzTus(f *testing.F) {
+	fx := newFixture(f)
+	h := fx.srv.Config.Handler
+	rootB64 := base64.StdEncoding.EncodeToString(fmt.Appendf(nil, "%d", fx.root.ID))
+	sha := func(b string) string {
+		s := sha1.Sum([]byte(b))
+		return "sha1 " + base64.StdEncoding.EncodeToString(s[:])
+	}
+	name := func(n string) string { return "root_id $R,filename " + base64.StdEncoding.EncodeToString([]byte(n)) }
+	for _, s := range []struct {
+		length, meta, createSum, createBody, offset, patchSum, patchBody string
+	}{
+		{"5", name("a.txt"), "", "", "0", "", "hello"},
+		{"5", name("b.txt"), sha("he"), "he", "2", sha("llo"), "llo"},
+		{"5", name("c.txt"), sha("x"), "he", "2", "", "llo"},
+		{"3", name("d.txt"), "", "", "0", "", "toolong"},
+		{"3", name("e.txt"), "", "", "1", "", "x"},
+		{"0", name("f.txt"), "", "", "0", "", ""},
+		{"-1", name("g.txt"), "", "", "0", "", ""},
+		{"99999999999999999999", name("h.txt"), "", "", "0", "", ""},
+		{"5", name(".."), "", "", "0", "", "hello"},
+		{"5", name("a/b"), "", "", "0", "", "hello"},
+		{"5", "root_id $R,filename", "", "", "0", "", "hello"},
+		{"5", "root_id $R,filename !!!,name " + base64.StdEncoding.EncodeToString([]byte("n.txt")), "", "", "0", "", "hello"},
+		{"5", "root_id $R,folder_id " + base64.StdEncoding.EncodeToString([]byte("999")) + ",filename " + base64.StdEncoding.EncodeToString([]byte("i.txt")), "", "", "0", "", "hello"},
+		{"5", "root_id " + base64.StdEncoding.EncodeToString([]byte("-1")) + ",filename x", "", "", "0", "", ""},
+		{"5", name("j.txt"), "md5 " + base64.StdEncoding.EncodeToString(make([]byte, 16)), "", "+0", "crc32 AAAA", "hello"},
+		{"5", name("k.txt"), "", "", "0", "sha256 ====", "hello"},
+	} {
+		f.Add(s.length, s.meta, s.createSum, []byte(s.createBody), s.offset, s.patchSum, []byte(s.patchBody))
+	}
+	do := func(t *testing.T, method, path string, hdr map[string]string, body []byte) *httptest.ResponseRecorder {
+		t.Helper()
+		req := httptest.NewRequest(method, path, bytes.NewReader(body))
+		req.Header.Set("Tus-Resumable", "1.0.0")
+		req.Header.Set("Authorization", "Bearer "+fx.token)
+		for k, v := range hdr {
+			if v != "" {
+				req.Header.Set(k, v)
+			}
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		if w.Code >= 500 {
+			t.Fatalf("%s %v: %d %s", method, hdr, w.Code, w.Body.Bytes())
+		}
+		if w.Code >= 400 && method != http.MethodHead {
+			var e errorBody
+			if err := json.Unmarshal(w.Body.Bytes(), &e); err != nil || e.Error == "" || e.Error == "unknown" {
+				t.Fatalf("%s %v: %d with %q", method, hdr, w.Code, w.Body.Bytes())
+			}
+		}
+		return w
+	}
+	offsetOf := func(t *testing.T, w *httptest.ResponseRecorder) int64 {
+		t.Helper()
+		n, err := strconv.ParseInt(w.Header().Get("Upload-Offset"), 10, 64)
+		if err != nil {
+			t.Fatalf("%d: Upload-Offset %q", w.Code, w.Header().Get("Upload-Offset"))
+		}
+		return n
+	}
+	f.Fuzz(func(t *testing.T, length, meta, createSum string, createBody []byte, offset, patchSum string, patchBody []byte) {
+		for _, v := range []string{length, meta, createSum, offset, patchSum} {
+			if !httpguts.ValidHeaderFieldValue(v) {
+				return // net/http refuses such a request
+			}
+		}
+		meta = strings.ReplaceAll(meta, "$R", rootB64)
+		hdr := map[string]string{"Upload-Length": length, "Upload-Metadata": meta, "Upload-Checksum": createSum}
+		if len(createBody) > 0 {
+			hdr["Content-Type"] = "application/offset+octet-stream"
+		}
+		w := do(t, http.MethodPost, tusBase, hdr, createBody)
+		if w.Code != http.StatusCreated {
+			return
+		}
+		loc := w.Header().Get("Location")
+		i := strings.Index(loc, tusBase)
+		if i < 0 {
+			t.Fatalf("201 with Location %q", loc)
+		}
+		loc = loc[i:]
+		size, _ := strconv.ParseInt(length, 10, 64)
+		at := int64(0)
+		if len(createBody) > 0 {
+			at = offsetOf(t, w)
+		}
+		if at < 0 || at > size || at > int64(len(createBody)) {
+			t.Fatalf("created at offset %d of %d with a piece of %d", at, size, len(createBody))
+		}
+		w = do(t, http.MethodPatch, loc, map[string]string{"Upload-Offset": offset, "Upload-Checksum": patchSum,
+			"Content-Type": "application/offset+octet-stream"}, patchBody)
+		if w.Code == http.StatusNoContent {
+			next := offsetOf(t, w)
+			if next < at || next > size || next-at > int64(len(patchBody)) {
+				t.Fatalf("PATCH from %d with %d bytes: offset %d of %d", at, len(patchBody), next, size)
+			}
+		}
+		w = do(t, http.MethodHead, loc, nil, nil)
+		if w.Code == http.StatusOK {
+			if n := offsetOf(t, w); n < at || n > size {
+				t.Fatalf("HEAD: offset %d of %d", n, size)
+			}
+		}
+		do(t, http.MethodDelete, loc, nil, nil)
 	})
 }
