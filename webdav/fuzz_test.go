@@ -127,3 +127,100 @@ func FuzzRequest(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDeadProperty sets a dead property of arbitrary XML content with
+// PROPPATCH and reads every property back with PROPFIND. It checks that
+// the PROPPATCH is answered as FuzzRequest's are, and that the 207 of the
+// PROPFIND is XML a namespace-aware parser (expat, which davfs2, neon
+// and Windows' redirector use) reads: well-formed, and no element with
+// two attributes of one name, raw or expanded. Each execution removes
+// the property after.
+func FuzzDeadProperty(f *testing.F) {
+	fx := newFixture(f)
+	st, _, body := fx.do("PUT", "/a.txt", strings.NewReader("one"))
+	want(f, "PUT a", st, http.StatusCreated, body)
+	for _, v := range []string{
+		"plain",
+		`<Z:i xmlns:Z="urn:z" a="1"/>`,
+		`<i x="1" x="2"/>`,
+		`<i xmlns:a="urn:u" xmlns:b="urn:u" a:x="1" b:x="2"/>`,
+		`<i xmlns:a="urn:u" a:x="1" x="2"/>`,
+		`<i xml:lang="en" xml:space="preserve">t</i>`,
+		`a &amp; b &lt; c]]&gt;<![CDATA[<x>]]>`,
+		"\r\n\t",
+		`<i xmlns="urn:d"><j/></i>`,
+	} {
+		f.Add(v)
+	}
+	auth := "Basic " + base64.StdEncoding.EncodeToString([]byte("alice:"+password))
+	send := func(method, depth, body string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(method, "/webdav/alice/a.txt", strings.NewReader(body))
+		req.Header.Set("Authorization", auth)
+		if depth != "" {
+			req.Header.Set("Depth", depth)
+		}
+		w := httptest.NewRecorder()
+		fx.h.ServeHTTP(w, req)
+		return w
+	}
+	f.Fuzz(func(t *testing.T, value string) {
+		w := send("PROPPATCH", "", `<D:propertyupdate xmlns:D="DAV:"><D:set><D:prop><Z:c xmlns:Z="urn:z">`+value+`</Z:c></D:prop></D:set></D:propertyupdate>`)
+		if w.Code >= 500 && !fuzzStatusOK[w.Code] {
+			t.Fatalf("PROPPATCH: %d %s", w.Code, w.Body.String())
+		}
+		defer send("PROPPATCH", "", `<D:propertyupdate xmlns:D="DAV:"><D:remove><D:prop><Z:c xmlns:Z="urn:z"/></D:prop></D:remove></D:propertyupdate>`)
+		w = send("PROPFIND", "0", `<D:propfind xmlns:D="DAV:"><D:allprop/></D:propfind>`)
+		if w.Code != http.StatusMultiStatus {
+			t.Fatalf("PROPFIND: %d %s", w.Code, w.Body.String())
+		}
+		checkNamespaceXML(t, w.Body.Bytes())
+	})
+}
+
+// checkNamespaceXML fails unless b is well-formed XML in which no element
+// has two attributes of one name, raw or expanded: both are fatal to
+// expat, which encoding/xml does not check.
+func checkNamespaceXML(t *testing.T, b []byte) {
+	t.Helper()
+	d := xml.NewDecoder(bytes.NewReader(b))
+	for {
+		tok, err := d.RawToken()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("not XML (%v): %s", err, b)
+		}
+		if se, ok := tok.(xml.StartElement); ok {
+			seen := map[xml.Name]bool{}
+			for _, a := range se.Attr {
+				if seen[a.Name] {
+					t.Fatalf("element %s has two attributes %s:%s: %s", se.Name.Local, a.Name.Space, a.Name.Local, b)
+				}
+				seen[a.Name] = true
+			}
+		}
+	}
+	d = xml.NewDecoder(bytes.NewReader(b))
+	for {
+		tok, err := d.Token()
+		if err == io.EOF {
+			return
+		}
+		if err != nil {
+			t.Fatalf("not XML (%v): %s", err, b)
+		}
+		if se, ok := tok.(xml.StartElement); ok {
+			seen := map[xml.Name]bool{}
+			for _, a := range se.Attr {
+				if a.Name.Space == "xmlns" || (a.Name.Space == "" && a.Name.Local == "xmlns") {
+					continue
+				}
+				if seen[a.Name] {
+					t.Fatalf("element %s has two attributes {%s}%s: %s", se.Name.Local, a.Name.Space, a.Name.Local, b)
+				}
+				seen[a.Name] = true
+			}
+		}
+	}
+}
