@@ -143,6 +143,7 @@ func FuzzDeadProperty(f *testing.F) {
 		"plain",
 		`<Z:i xmlns:Z="urn:z" a="1"/>`,
 		`<i x="1" x="2"/>`,
+		`<i a="1" b="1" c="1" d="1" e="1" f="1" g="1" h="1" i="1" a="2"/>`,
 		`<i xmlns:a="urn:u" xmlns:b="urn:u" a:x="1" b:x="2"/>`,
 		`<i xmlns:a="urn:u" a:x="1" x="2"/>`,
 		`<i xml:lang="en" xml:space="preserve">t</i>`,
