@@ -368,3 +368,60 @@ func FuzzTus(f *testing.F) {
 		do(t, http.MethodDelete, loc, nil, nil)
 	})
 }
+
+// FuzzOAuth sends arbitrary bodies, content types and Authorization
+// headers to the OAuth2 token and revoke endpoints, and checks that no
+// request is answered 5xx and that every refusal is a JSON error body
+// with a code (never unknown).
+func FuzzOAuth(f *testing.F) {
+	fx := newFixture(f)
+	h := fx.srv.Config.Handler
+	routes := []string{"/oauth/token", "/oauth/revoke"}
+	const urlenc = "application/x-www-form-urlencoded"
+	basic := "Basic " + base64.StdEncoding.EncodeToString([]byte("anchor:"))
+	for _, s := range []struct {
+		route           uint8
+		body, ct, authz string
+	}{
+		{0, passwordForm().Encode(), urlenc, ""},
+		{0, passwordForm("password", "wrong").Encode(), urlenc, ""},
+		{0, passwordForm("client_id", "").Encode(), urlenc, basic},
+		{0, passwordForm().Encode(), urlenc, "Basic !!!"},
+		{0, passwordForm().Encode(), urlenc, "Basic " + base64.StdEncoding.EncodeToString([]byte("other:x"))},
+		{0, "grant_type=refresh_token&client_id=anchor&refresh_token=x", urlenc, ""},
+		{0, "grant_type=authorization_code&client_id=anchor&code=x&redirect_uri=http://x", urlenc, ""},
+		{0, "grant_type=client_credentials&client_id=anchor", urlenc, ""},
+		{0, "grant_type=password&grant_type=refresh_token&client_id=anchor", urlenc, ""},
+		{0, "grant_type=%zz", urlenc, ""},
+		{0, `{"grant_type":"password"}`, "application/json", ""},
+		{0, "--XX\r\nContent-Disposition: form-data; name=\"grant_type\"\r\n\r\npassword\r\n--XX--\r\n", "multipart/form-data; boundary=XX", ""},
+		{0, "", "", ""},
+		{1, "client_id=anchor&token=x&token_type_hint=access_token", urlenc, ""},
+		{1, "client_id=anchor&token=x&token_type_hint=nonsense", urlenc, ""},
+		{1, "token=", urlenc, basic},
+	} {
+		f.Add(s.route, []byte(s.body), s.ct, s.authz)
+	}
+	f.Fuzz(func(t *testing.T, route uint8, body []byte, contentType, authz string) {
+		if !httpguts.ValidHeaderFieldValue(contentType) || !httpguts.ValidHeaderFieldValue(authz) {
+			return // net/http refuses such a request
+		}
+		req := httptest.NewRequest(http.MethodPost, routes[int(route)%len(routes)], bytes.NewReader(body))
+		req.Header.Set("Content-Type", contentType)
+		if authz != "" {
+			req.Header.Set("Authorization", authz)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		if w.Code == http.StatusOK {
+			if !json.Valid(w.Body.Bytes()) {
+				t.Fatalf("200 with a body that is not JSON: %q", w.Body.Bytes())
+			}
+			return
+		}
+		var e errorBody
+		if err := json.Unmarshal(w.Body.Bytes(), &e); err != nil || w.Code >= 500 || e.Error == "" || e.Error == "unknown" {
+			t.Fatalf("%d %q", w.Code, w.Body.Bytes())
+		}
+	})
+}
