@@ -7,8 +7,11 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
+
+	"berth/vfs"
 
 	"golang.org/x/net/http/httpguts"
 )
@@ -224,4 +227,80 @@ func checkNamespaceXML(t *testing.T, b []byte) {
 			}
 		}
 	}
+}
+
+// FuzzDavName stores a file of an arbitrary name with PUT and lists its
+// folder with PROPFIND. A name vfs.ValidateName accepts must be stored
+// under that name (the store's node is named so) and listed with an href
+// that reads back as it and a displayname that is it; one it refuses is
+// refused. The file is deleted after.
+func FuzzDavName(f *testing.F) {
+	fx := newFixture(f)
+	st, _, body := fx.do("MKCOL", "/n", nil)
+	want(f, "MKCOL n", st, http.StatusCreated, body)
+	for _, s := range []string{"a.txt", "a b", "a%20b", "a+b", "é", "e\u0301", "?", "#", ";x", "a:b", "<&>", "'\"", "\u2028", "\U0001F600",
+		"..", ".", "a/b", "a\\b", "\x00", "\xff", "\ufffe", strings.Repeat("x", 255), strings.Repeat("x", 256), " ", "~", "%", "%zz"} {
+		f.Add(s)
+	}
+	auth := "Basic " + base64.StdEncoding.EncodeToString([]byte("alice:"+password))
+	send := func(method, p, depth, body string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(method, "/webdav/alice/", strings.NewReader(body))
+		req.URL.Path, req.URL.RawPath = "/webdav/alice"+p, ""
+		req.RequestURI = req.URL.RequestURI()
+		req.Header.Set("Authorization", auth)
+		if depth != "" {
+			req.Header.Set("Depth", depth)
+		}
+		w := httptest.NewRecorder()
+		fx.h.ServeHTTP(w, req)
+		return w
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		if strings.Contains(name, "/") {
+			return // a path, not a name
+		}
+		w := send("PUT", "/n/"+name, "", "x")
+		if vfs.ValidateName(name) != nil {
+			if w.Code < 400 || w.Code >= 500 {
+				t.Fatalf("PUT %q, which ValidateName refuses: %d %s", name, w.Code, w.Body.String())
+			}
+			return
+		}
+		if w.Code != http.StatusCreated {
+			t.Fatalf("PUT %q: %d %s", name, w.Code, w.Body.String())
+		}
+		defer send("DELETE", "/n/"+name, "", "")
+		if _, err := fx.lookup("/n/" + name); err != nil {
+			t.Fatalf("PUT %q stored no node of that name: %v", name, err)
+		}
+		w = send("PROPFIND", "/n", "1", `<D:propfind xmlns:D="DAV:"><D:prop><D:displayname/></D:prop></D:propfind>`)
+		if w.Code != http.StatusMultiStatus {
+			t.Fatalf("PROPFIND: %d %s", w.Code, w.Body.String())
+		}
+		var ms struct {
+			Responses []struct {
+				Href string `xml:"href"`
+				Name string `xml:"propstat>prop>displayname"`
+			} `xml:"response"`
+		}
+		if err := xml.Unmarshal(w.Body.Bytes(), &ms); err != nil {
+			t.Fatalf("PROPFIND: %v %s", err, w.Body.String())
+		}
+		found := false
+		for _, r := range ms.Responses {
+			u, err := url.Parse(r.Href)
+			if err != nil {
+				t.Fatalf("href %q: %v", r.Href, err)
+			}
+			if u.Path == "/webdav/alice/n/"+name {
+				if r.Name != name {
+					t.Fatalf("%q listed with displayname %q", name, r.Name)
+				}
+				found = true
+			}
+		}
+		if !found {
+			t.Fatalf("%q not listed: %s", name, w.Body.String())
+		}
+	})
 }
