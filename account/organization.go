@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"berth/kv"
 )
@@ -690,8 +691,13 @@ func slugify(s string) string {
 	return out
 }
 
+// hasControl reports whether s, a text a client gives, has a control
+// character or is not valid UTF-8, so that it may not be stored: CBOR
+// text holds UTF-8 only, and a record holding anything else was written
+// but never read back (a machine mapping of path %FF failed every read
+// of it).
 func hasControl(s string) bool {
-	return strings.ContainsFunc(s, unicode.IsControl)
+	return !utf8.ValidString(s) || strings.ContainsFunc(s, unicode.IsControl)
 }
 
 func validateEmail(addr string) error {

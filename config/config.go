@@ -502,12 +502,19 @@ func (b *ByteSize) UnmarshalText(text []byte) error {
 	return nil
 }
 
-// String writes b with an IEC unit, in a form UnmarshalText reads back.
+// String writes b in a form UnmarshalText reads back as b: with an IEC
+// unit when that is exact, else in bytes. humanize.IBytes alone rounds
+// to three digits, so 1500 was written "1.5 KiB", which reads as 1536,
+// and a size just under 8 EiB as "8.0 EiB", which does not read at all.
 func (b ByteSize) String() string {
 	if b < 0 {
 		return strconv.FormatInt(int64(b), 10) // only to name a bad value
 	}
-	return humanize.IBytes(uint64(b))
+	s := humanize.IBytes(uint64(b))
+	if n, err := humanize.ParseBytes(s); err != nil || n != uint64(b) {
+		return strconv.FormatInt(int64(b), 10)
+	}
+	return s
 }
 
 // option is one configuration key. The table below drives defaults, flags,

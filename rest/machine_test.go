@@ -92,11 +92,13 @@ func TestMachineBadInputs(t *testing.T) {
 		code               string
 	}{
 		// Paths on the machine: absolute, clean, no "..", no control
-		// characters, at most 4096 bytes.
+		// characters, valid UTF-8, at most 4096 bytes.
 		{"mapping: relative path", "POST", mp("/mappings/create"), mapForm("home/x", second.ID), 400, "invalid_request"},
 		{"mapping: dot-dot", "POST", mp("/mappings/create"), mapForm("/home/a/../x", second.ID), 400, "invalid_request"},
 		{"mapping: control character", "POST", mp("/mappings/create"), mapForm("/home/\x01x", second.ID), 400, "invalid_request"},
 		{"mapping: overlong path", "POST", mp("/mappings/create"), mapForm(long, second.ID), 400, "invalid_request"},
+		{"mapping: path not UTF-8", "POST", mp("/mappings/create"), mapForm("/home/\xff", second.ID), 400, "invalid_request"},
+		{"mapping: name not UTF-8", "POST", mp("/mappings/create"), url.Values{"path": {"/home/x"}, "root_id": {fmt.Sprint(second.ID)}, "name": {"a\xed\xa0\x80"}}, 400, "invalid_request"},
 		{"mapping: no path", "POST", mp("/mappings/create"), url.Values{"root_id": {fmt.Sprint(second.ID)}}, 400, "invalid_request"},
 		{"mapping: no root_id", "POST", mp("/mappings/create"), url.Values{"path": {"/home/x"}}, 400, "invalid_request"},
 		{"mapping: root_id not a number", "POST", mp("/mappings/create"), mapForm("/home/x", "abc"), 400, "invalid_request"},
@@ -120,6 +122,7 @@ func TestMachineBadInputs(t *testing.T) {
 		{"backup: dot-dot", "POST", mp("/backups/create"), url.Values{"path": {"/home/../b"}}, 400, "invalid_request"},
 		{"backup: control character", "POST", mp("/backups/create"), url.Values{"path": {"/home/\nb"}}, 400, "invalid_request"},
 		{"backup: overlong path", "POST", mp("/backups/create"), url.Values{"path": {long}}, 400, "invalid_request"},
+		{"backup: path not UTF-8", "POST", mp("/backups/create"), url.Values{"path": {"/home/\xff"}}, 400, "invalid_request"},
 		{"backup: no path", "POST", mp("/backups/create"), url.Values{}, 400, "invalid_request"},
 		{"backup: inside a backed-up folder", "POST", mp("/backups/create"), url.Values{"path": {"/home/a/backup/sub"}}, 409, "name_conflict"},
 		{"backup: above a backed-up folder", "POST", mp("/backups/create"), url.Values{"path": {"/home/a"}}, 409, "name_conflict"},

@@ -31,10 +31,10 @@ type site struct {
 
 const fileBody = "%PDF-1.4 not really a pdf, 48 bytes of content.\n"
 
-func newSite(t *testing.T) *site { return newSiteWith(t, berthtest.Options{}) }
+func newSite(t testing.TB) *site { return newSiteWith(t, berthtest.Options{}) }
 
 // newSiteWith is newSite over a stack built with o.
-func newSiteWith(t *testing.T, o berthtest.Options) *site {
+func newSiteWith(t testing.TB, o berthtest.Options) *site {
 	t.Helper()
 	ctx := context.Background()
 	st := berthtest.New(t, o)
@@ -65,7 +65,7 @@ func newSiteWith(t *testing.T, o berthtest.Options) *site {
 }
 
 // link shares item (a folder when dir) with set, and returns its page URL.
-func (s *site) link(t *testing.T, item vfs.Node, set share.LinkSettings) (share.Link, string) {
+func (s *site) link(t testing.TB, item vfs.Node, set share.LinkSettings) (share.Link, string) {
 	t.Helper()
 	l, err := s.shares.CreateLink(context.Background(), s.alice, s.root.ID, item.ID, item.Dir, set)
 	if err != nil {
@@ -75,7 +75,7 @@ func (s *site) link(t *testing.T, item vfs.Node, set share.LinkSettings) (share.
 }
 
 // mkfiles writes n empty files into a new folder and returns it.
-func (s *site) mkfiles(t *testing.T, name string, n int) vfs.Node {
+func (s *site) mkfiles(t testing.TB, name string, n int) vfs.Node {
 	t.Helper()
 	ctx := context.Background()
 	wo := share.WriteOptions(s.alice)

@@ -21,6 +21,7 @@ import (
 	"html/template"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/url"
 	"slices"
@@ -478,6 +479,11 @@ func (h *handler) listFolder(r *http.Request, la share.LinkAccess, folder uint64
 		p, err := strconv.Atoi(v)
 		if err != nil || p < 1 {
 			return nil, nav, fmt.Errorf("%w: page must be a whole number from 1", errBadQuery)
+		}
+		if p > math.MaxInt/PageSize {
+			// The items before it would overflow the count skipped,
+			// which wrapped below zero and listed the first page.
+			return nil, nav, fmt.Errorf("%w: this folder has fewer pages", errBadQuery)
 		}
 		nav.page = p
 	}

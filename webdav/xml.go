@@ -144,11 +144,30 @@ func parseXML(r io.Reader) (*element, error) {
 			if t.Name.Space != "" && !inScope(scopes, t.Name.Space) {
 				return nil, fmt.Errorf("%w: undeclared namespace prefix %q", errBadXML, t.Name.Space)
 			}
-			for _, a := range t.Attr {
+			var names map[xml.Name]bool
+			if len(t.Attr) > 8 {
+				names = make(map[xml.Name]bool, len(t.Attr))
+			}
+			for i, a := range t.Attr {
 				// encoding/xml leaves an undeclared prefix as the
 				// attribute's namespace, which then reads as a URI.
 				if a.Name.Space != "" && a.Name.Space != "xmlns" && !inScope(scopes, a.Name.Space) {
 					return nil, fmt.Errorf("%w: undeclared namespace prefix %q", errBadXML, a.Name.Space)
+				}
+				// An attribute twice, by its name or by its namespace
+				// and local name (XML 3.1, XML Namespaces 6.3), which
+				// encoding/xml lets through: stored in a dead property,
+				// it made every PROPFIND answer naming it one that
+				// expat (davfs2, neon, Windows) refuses whole. A map
+				// past a few, as a body may hold 100,000 attributes.
+				twice := names[a.Name]
+				if names != nil {
+					names[a.Name] = true
+				} else {
+					twice = slices.ContainsFunc(t.Attr[:i], func(b xml.Attr) bool { return b.Name == a.Name })
+				}
+				if twice {
+					return nil, fmt.Errorf("%w: attribute %q twice", errBadXML, a.Name.Local)
 				}
 			}
 			el := &element{name: t.Name, attrs: t.Copy().Attr}
