@@ -8,6 +8,7 @@
 package config
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math"
@@ -489,8 +490,14 @@ const (
 // an integer with an optional SI or IEC unit: 1GiB, 500MB, 1073741824.
 type ByteSize int64
 
-// UnmarshalText parses the forms go-humanize's ParseBytes reads.
+// UnmarshalText parses the forms go-humanize's ParseBytes reads, but a
+// comma: ParseBytes drops it as a thousands separator, so "1,5GB", a
+// decimal comma as much of Europe writes it, read as 15 GB, ten times
+// what was meant. A size is written with a decimal point, or none.
 func (b *ByteSize) UnmarshalText(text []byte) error {
+	if bytes.ContainsRune(text, ',') {
+		return fmt.Errorf("%q: write a size without commas (1.5GB, 1536MiB, 1073741824)", text)
+	}
 	n, err := humanize.ParseBytes(string(text))
 	if err != nil {
 		return err

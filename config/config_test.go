@@ -179,6 +179,9 @@ func TestValidationNamesKeyAndValue(t *testing.T) {
 		{name: "read-ahead too far", file: "memory:\n  read_ahead: 100\n", want: []string{`memory.read_ahead: "100" must be between 0 and 64`}},
 		{name: "negative read-ahead buffers", file: "memory:\n  read_ahead_buffers: -1\n", want: []string{`memory.read_ahead_buffers: "-1" must not be negative`}},
 		{name: "zip layouts too small", file: "memory:\n  zip_layouts: 64KiB\n", want: []string{`memory.zip_layouts: "64 KiB" must be between 1MiB and 4GiB`}},
+		// A decimal comma read as a thousands separator was ten times the
+		// size meant.
+		{name: "a size with a decimal comma", env: map[string]string{"BERTH_MEMORY_ZIP_LAYOUTS": "1,5GB"}, want: []string{`memory.zip_layouts: "1,5GB" is not a size in bytes`}},
 		{name: "negative memory limit", file: "memory:\n  limit: -1\n", want: []string{`memory.limit: "-1" must not be negative`}},
 		{name: "size unit", file: "storage:\n  reserve: 3 parsecs\n", want: []string{`storage.reserve: "3 parsecs" is not a size in bytes`}},
 		{name: "log format", env: map[string]string{"BERTH_LOG_FORMAT": "xml"}, want: []string{`log.format: "xml" is not text or json`}},
