@@ -334,7 +334,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writ
 		Accounts: accounts,
 		Share:    shares,
 	})
-	if err := bind("https", "listen", cfg.Listen, withClientAddr(withWebDAV(dav, withPages(pages, api)), proxies), true); err != nil {
+	if err := bind("https", "listen", cfg.Listen, withHSTS(withClientAddr(withWebDAV(dav, withPages(pages, api)), proxies)), true); err != nil {
 		return err
 	}
 	if err := bind("http", "http_listen", cfg.HTTPListen, rest.InsecureHandler(), false); err != nil {

@@ -197,3 +197,38 @@ func TestPlainHTTPOnTLSListener(t *testing.T) {
 		t.Fatalf("TLS: %d %q", resp.StatusCode, body)
 	}
 }
+
+// TestStrictTransportSecurity: every answer of the HTTPS listener carries
+// Strict-Transport-Security, the API's and WebDAV's (an error's too) as
+// the share-link pages' did alone before; the plain-HTTP listener's
+// never does (RFC 6797 7.2).
+func TestStrictTransportSecurity(t *testing.T) {
+	_, data, p, _ := runningDaemon(t)
+	c := trustingClient(t, filepath.Join(data, "tls", "cert.pem"))
+	base := "https://" + p.addrs["https"]
+	for _, tc := range []struct{ method, path string }{
+		{http.MethodGet, "/api/2/version"},
+		{http.MethodGet, "/api/2/person"},
+		{"PROPFIND", "/webdav/"},
+		{http.MethodGet, "/s/nosuchlinkatall"},
+		{http.MethodGet, "/nowhere"},
+	} {
+		req, _ := http.NewRequest(tc.method, base+tc.path, nil)
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if got := resp.Header.Get("Strict-Transport-Security"); got != hsts {
+			t.Errorf("%s %s (%d): Strict-Transport-Security %q, want %q", tc.method, tc.path, resp.StatusCode, got, hsts)
+		}
+	}
+	resp, err := http.Get("http://" + p.addrs["http"] + "/api/2/version")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if got := resp.Header.Get("Strict-Transport-Security"); got != "" || resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("plain HTTP: %d with Strict-Transport-Security %q, want 400 without", resp.StatusCode, got)
+	}
+}
