@@ -237,24 +237,14 @@ func (s *Service) makeRoomForMachine(ctx context.Context, tx kv.Txn, personID ui
 // machinesInSession is the set of person personID's machines that a
 // live session was signed in from.
 func (s *Service) machinesInSession(tx kv.Txn, personID uint64) (map[uint64]bool, error) {
-	fams, err := families(tx, personID)
-	if err != nil {
-		return nil, err
-	}
 	out := map[uint64]bool{}
-	for _, f := range fams {
-		var fam familyRecord
-		switch err := s.get(tx, keyBytes(pfxFamily, f), &fam, ErrNotFound); {
-		case errors.Is(err, ErrNotFound):
-			continue // expired; its index entry goes with its TTL
-		case err != nil:
-			return nil, err
-		}
+	err := s.eachSession(tx, personID, func(_ []byte, fam familyRecord) error {
 		if fam.MachineID != 0 {
 			out[fam.MachineID] = true
 		}
-	}
-	return out, nil
+		return nil
+	})
+	return out, err
 }
 
 // cmpBool orders false before true.
@@ -421,25 +411,12 @@ func (s *Service) endMachineSetup(tx kv.Txn, id uint64) error {
 // endMachineSessions ends person personID's sessions signed in from
 // machine machineID.
 func (s *Service) endMachineSessions(tx kv.Txn, personID, machineID uint64) error {
-	fams, err := families(tx, personID)
-	if err != nil {
-		return err
-	}
-	for _, f := range fams {
-		var fam familyRecord
-		switch err := s.get(tx, keyBytes(pfxFamily, f), &fam, ErrNotFound); {
-		case errors.Is(err, ErrNotFound):
-			continue
-		case err != nil:
-			return err
+	return s.eachSession(tx, personID, func(f []byte, fam familyRecord) error {
+		if fam.MachineID != machineID {
+			return nil
 		}
-		if fam.MachineID == machineID {
-			if err := s.deleteFamily(tx, personID, f); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+		return s.deleteFamily(tx, personID, f)
+	})
 }
 
 // machineChange is a Change acting on machine m of person p.

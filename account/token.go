@@ -185,24 +185,14 @@ func (s *Service) moveSessions(tx kv.Txn, cur Person, p *Person) error {
 			return err
 		}
 	} else if from := sessionsFrom(old); !from.IsZero() {
-		fams, err := families(tx, cur.ID)
+		err := s.eachSession(tx, cur.ID, func(f []byte, fam familyRecord) error {
+			if fam.under(cur).After(from) {
+				return nil
+			}
+			return s.deleteFamily(tx, cur.ID, f)
+		})
 		if err != nil {
 			return err
-		}
-		for _, f := range fams {
-			var fam familyRecord
-			err := s.get(tx, keyBytes(pfxFamily, f), &fam, ErrNotFound)
-			if errors.Is(err, ErrNotFound) {
-				continue // expired; its index entry goes with its TTL
-			}
-			if err != nil {
-				return err
-			}
-			if !fam.under(cur).After(from) {
-				if err := s.deleteFamily(tx, cur.ID, f); err != nil {
-					return err
-				}
-			}
 		}
 	}
 	p.SessionsMoved = s.now()
@@ -381,6 +371,29 @@ func (s *Service) evictSessions(tx kv.Txn, personID uint64, keep int) error {
 			return err
 		}
 		sessions = sessions[1:]
+	}
+	return nil
+}
+
+// eachSession calls fn with each of the person's sessions that has not
+// expired: its id and its record. An index entry whose session expired a
+// moment before it is passed over; it goes with its own TTL.
+func (s *Service) eachSession(tx kv.Txn, personID uint64, fn func(family []byte, fam familyRecord) error) error {
+	fams, err := families(tx, personID)
+	if err != nil {
+		return err
+	}
+	for _, f := range fams {
+		var fam familyRecord
+		switch err := s.get(tx, keyBytes(pfxFamily, f), &fam, ErrNotFound); {
+		case errors.Is(err, ErrNotFound):
+			continue
+		case err != nil:
+			return err
+		}
+		if err := fn(f, fam); err != nil {
+			return err
+		}
 	}
 	return nil
 }
