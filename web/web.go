@@ -21,7 +21,6 @@ import (
 	"html/template"
 	"io"
 	"log/slog"
-	"math"
 	"net/http"
 	"net/url"
 	"slices"
@@ -480,11 +479,6 @@ func (h *handler) listFolder(r *http.Request, la share.LinkAccess, folder uint64
 		if err != nil || p < 1 {
 			return nil, nav, fmt.Errorf("%w: page must be a whole number from 1", errBadQuery)
 		}
-		if p > math.MaxInt/PageSize {
-			// The items before it would overflow the count skipped,
-			// which wrapped below zero and listed the first page.
-			return nil, nav, fmt.Errorf("%w: this folder has fewer pages", errBadQuery)
-		}
 		nav.page = p
 	}
 	if nav.after != "" {
@@ -536,7 +530,7 @@ func (h *handler) listFolder(r *http.Request, la share.LinkAccess, folder uint64
 	}
 	skip := (nav.page - 1) * PageSize
 	kids := make([]vfs.Node, 0, PageSize)
-	err := h.opts.FS.ListEach(r.Context(), la.Root.ID, folder, vfs.ListOptions{After: nav.after}, func(l *vfs.Listing) error {
+	err := h.opts.FS.ListEach(r.Context(), la.Root.ID, folder, vfs.ListOptions{After: nav.after, Limit: skip + PageSize}, func(l *vfs.Listing) error {
 		for c, err := range l.Children() {
 			if err != nil {
 				return err
@@ -545,12 +539,9 @@ func (h *handler) listFolder(r *http.Request, la share.LinkAccess, folder uint64
 				skip--
 				continue
 			}
-			if len(kids) == PageSize {
-				nav.next = kids[len(kids)-1].Name
-				return nil
-			}
 			kids = append(kids, c.Node)
 		}
+		nav.next = l.Next()
 		return nil
 	})
 	if err == nil && nav.page > 1 && len(kids) == 0 {
