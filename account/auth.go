@@ -323,7 +323,7 @@ func (s *Service) SignInWithNewPassword(ctx context.Context, login, password, ne
 // function.
 func (s *Service) LoginCallerRef(ctx context.Context, personID uint64, login, passwordHash string) (*Caller, error) {
 	gen := kv.MetaGeneration(s.db)
-	c, ok := s.callers.logins.Get(gen, callerAt{personID, addrNet(ClientAddr(ctx))})
+	c, ok := s.callers.logins.Get(gen, callerAt{personID, AddrNet(ClientAddr(ctx))})
 	if ok && s.underWayFor(personID, ClientAddr(ctx)) {
 		// Attempts under way may refuse it (passwordLock), and
 		// came without a commit: ask again.
@@ -357,7 +357,7 @@ func (s *Service) readLoginCaller(ctx context.Context, gen, personID uint64) (*C
 		// Authenticate), nor does their address's throttle; that
 		// answer holds while the address is known only, so it is
 		// not kept. Every other answer is kept for the network the
-		// lockout counts this address as (addrNet) only: another
+		// lockout counts this address as (AddrNet) only: another
 		// may be throttled, or known.
 		exempt, err := s.passwordLock(ctx, tx, personID)
 		if err != nil {
@@ -371,7 +371,7 @@ func (s *Service) readLoginCaller(ctx context.Context, gen, personID uint64) (*C
 		return nil, err
 	}
 	if cache {
-		s.callers.logins.Put(gen, callerAt{personID, addrNet(ClientAddr(ctx))}, c)
+		s.callers.logins.Put(gen, callerAt{personID, AddrNet(ClientAddr(ctx))}, c)
 	}
 	return c, nil
 }

@@ -35,7 +35,7 @@ type callerCache struct {
 
 // callerAt keys LoginCallerRef's answers: a person as a request from
 // network net meets their locks (passwordLock), which depend on the
-// address only through the network the lockout counts it as (addrNet).
+// address only through the network the lockout counts it as (AddrNet).
 type callerAt struct {
 	person uint64
 	net    netip.Addr

@@ -392,7 +392,7 @@ func TestTwoStepCacheFileWrites(t *testing.T) {
 }
 
 // TestLoginCallerCacheByNetwork: LoginCallerRef keeps its answers by the
-// network the lockout counts a client address as (addrNet): the IPv6
+// network the lockout counts a client address as (AddrNet): the IPv6
 // privacy addresses of one /64 share an entry, other networks read their
 // own, and a throttle of the /64, brought by guesses from a third address
 // in it, refuses the remembered password from the very next request of

@@ -24,14 +24,14 @@ func ClientAddr(ctx context.Context) netip.Addr {
 	return a
 }
 
-// addrNet is the network a client address is counted as, by its first
+// AddrNet is the network a client address is counted as, by its first
 // address: the address itself for IPv4, its /64 for IPv6, since one IPv6
 // host commonly holds a whole /64 and could otherwise try from a new
 // address each time. The zero Addr for no address. What depends on the
 // lockout's answer for an address (LoginCallerRef's cache) is keyed by
 // it too. An Addr, not a Prefix: a key without padding hashes as one
 // block of memory.
-func addrNet(a netip.Addr) netip.Addr {
+func AddrNet(a netip.Addr) netip.Addr {
 	bits := 64
 	if a.Is4() {
 		bits = 32
@@ -41,9 +41,9 @@ func addrNet(a netip.Addr) netip.Addr {
 }
 
 // addrSubject names the lockout counter of a client address's network
-// (addrNet). Nil for no address.
+// (AddrNet). Nil for no address.
 func addrSubject(a netip.Addr) []byte {
-	n := addrNet(a)
+	n := AddrNet(a)
 	if !n.IsValid() {
 		return nil
 	}

@@ -6,6 +6,8 @@ import (
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"berth/account"
 )
 
 // limitPerAddress wraps the HTTPS listener so that one client address
@@ -64,22 +66,19 @@ func (l *addrLimiter) Accept() (net.Conn, error) {
 	}
 }
 
-// key is what a connection counts against: its peer's address, or the
-// /64 of an IPv6 one; ok is false for a connection not counted.
+// key is what a connection counts against: its peer's network, as the
+// sign-in limits count an address (account.AddrNet: an IPv6 /64 whole);
+// ok is false for a connection not counted.
 func (l *addrLimiter) key(c net.Conn) (netip.Addr, bool) {
-	ap, err := netip.ParseAddrPort(c.RemoteAddr().String())
-	if err != nil {
+	ta, ok := c.RemoteAddr().(*net.TCPAddr)
+	if !ok {
 		return netip.Addr{}, false
 	}
-	a := ap.Addr().Unmap()
-	if trusted(a, l.proxies) {
+	a := ta.AddrPort().Addr().Unmap().WithZone("")
+	if !a.IsValid() || trusted(a, l.proxies) {
 		return netip.Addr{}, false
 	}
-	if a.Is6() {
-		p, _ := a.Prefix(64)
-		a = p.Addr()
-	}
-	return a, true
+	return account.AddrNet(a), true
 }
 
 func (l *addrLimiter) release(key netip.Addr) {

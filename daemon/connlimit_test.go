@@ -159,17 +159,10 @@ type remoteConn struct {
 	addr string
 }
 
-// RemoteAddr is the address the test gave.
-func (c remoteConn) RemoteAddr() net.Addr { return remoteAddr(c.addr) }
-
-// remoteAddr is a TCP peer address as its text.
-type remoteAddr string
-
-// Network is "tcp".
-func (a remoteAddr) Network() string { return "tcp" }
-
-// String is the address as given.
-func (a remoteAddr) String() string { return string(a) }
+// RemoteAddr is the address the test gave, as a TCP connection has it.
+func (c remoteConn) RemoteAddr() net.Addr {
+	return net.TCPAddrFromAddrPort(netip.MustParseAddrPort(c.addr))
+}
 
 // TestConnsPerAddress: the daemon's HTTPS listener holds one client
 // address to http.max_conns_per_address, counts what it refuses in
