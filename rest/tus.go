@@ -588,7 +588,14 @@ func (h tusHolder) HoldsStaged(ctx context.Context, st vfs.Staged) (bool, error)
 	if err != nil {
 		return false, err
 	}
-	a, err := h.shares.Root(ctx, c, st.Root)
+	return rootPerms(ctx, h.shares, c, st.Root, share.Write)
+}
+
+// rootPerms reports whether caller c holds perms on root, false (not an
+// error) where c reaches the root no more: it is gone, deleted, or not
+// theirs, or c is inactive.
+func rootPerms(ctx context.Context, shares *share.Service, c account.Caller, root uint64, perms share.Perm) (bool, error) {
+	a, err := shares.Root(ctx, c, root)
 	switch {
 	case errors.Is(err, share.ErrNoRoot), errors.Is(err, share.ErrForbidden), errors.Is(err, account.ErrInactive),
 		errors.Is(err, account.ErrNotFound), errors.Is(err, vfs.ErrRootDeleted), errors.Is(err, vfs.ErrNotExist):
@@ -596,7 +603,7 @@ func (h tusHolder) HoldsStaged(ctx context.Context, st vfs.Staged) (bool, error)
 	case err != nil:
 		return false, err
 	}
-	return a.Perms.Has(share.Write), nil
+	return a.Perms.Has(perms), nil
 }
 
 // tusChecksum reads Upload-Checksum: an algorithm of tusChecksums and

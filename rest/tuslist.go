@@ -92,14 +92,7 @@ func (s *server) listOrganizationUploads(r *http.Request) (any, error) {
 		if st.Owner == owner {
 			return true, nil
 		}
-		a, err := s.shares.Root(ctx, c, st.Root)
-		switch {
-		case errors.Is(err, share.ErrNoRoot), errors.Is(err, share.ErrForbidden), errors.Is(err, vfs.ErrRootDeleted), errors.Is(err, vfs.ErrNotExist):
-			return false, nil
-		case err != nil:
-			return false, err
-		}
-		return a.Perms.Has(share.Read), nil
+		return rootPerms(ctx, s.shares, c, st.Root, share.Read)
 	}
 	return s.tusPage(ctx, p, func(st vfs.Staged) (bool, error) {
 		place, err := s.accounts.RootPlaceOf(ctx, st.Root)
