@@ -766,6 +766,38 @@ func TestMappingE2E(t *testing.T) {
 		}
 	})
 
+	t.Run("a download cut by a kill leaves no partial file after the restart", func(t *testing.T) {
+		s := newE2ERoot(t, srv, "quill")
+		ag := srv.NewAgent(t, s.p)
+		t.Cleanup(func() {
+			if t.Failed() {
+				t.Logf("the agent's log:\n%s", ag.Output())
+			}
+		})
+		dir := ag.Path("Cut")
+		s.upload("kept.txt", "kept")
+		ag.Start(t)
+		machine := ag.WaitOnline(t)
+		s.mapFolder(machine, dir)
+		eventually(t, syncWait, "first sync", func() error { return sameTrees(t, s, dir) })
+		ag.Kill(t)
+		// What a kill in the middle of a download leaves: the agent's
+		// temporary file, in the folder and in a subfolder.
+		writeFile(t, filepath.Join(dir, tempPrefix+"1815773022"), "partial")
+		writeFile(t, filepath.Join(dir, "sub", tempPrefix+"99"), "partial")
+		ag.Start(t)
+		eventually(t, syncWait, "the partial files gone", func() error {
+			if err := sameTrees(t, s, dir); err != nil {
+				return err
+			}
+			subs, _ := s.status(machine)
+			if len(subs) != 1 || subs[0].ExclFiles != 0 {
+				return fmt.Errorf("status %+v", subs)
+			}
+			return nil
+		})
+	})
+
 	t.Run("big files stream both ways", func(t *testing.T) {
 		s := newE2ERoot(t, srv, "rui")
 		dir := filepath.Join(t.TempDir(), "Big")

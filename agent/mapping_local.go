@@ -13,7 +13,8 @@ import (
 
 // tempPrefix starts the names of the agent's own temporary files (a
 // download before it is renamed into place). They are never synced and
-// are counted in excl_files while they exist.
+// are counted in excl_files while they exist; a mapping's first scan
+// removes those a cut download left.
 const tempPrefix = ".berth-part-"
 
 // markerName is a file the agent puts in a mapped folder when it first
@@ -73,6 +74,25 @@ func (v *localView) rescan(w *fsnotify.Watcher) error {
 	v.items = map[string]localItem{}
 	v.excluded = map[string]bool{}
 	return v.walk("", w)
+}
+
+// removeLeftovers removes the agent's temporary files that the first
+// scan found: a download cut by a kill or a power loss leaves one, and
+// nothing else would ever remove it from the user's folder. Only the
+// first scan may do it, before this run starts a download of its own.
+func (v *localView) removeLeftovers() {
+	for rel := range v.excluded {
+		p := v.abs(rel)
+		if !skipName(path.Base(rel)) {
+			continue
+		}
+		if fi, err := os.Lstat(p); err != nil || !fi.Mode().IsRegular() {
+			continue // a folder or link of the user's with the name is theirs
+		}
+		if err := os.Remove(p); err == nil || errors.Is(err, fs.ErrNotExist) {
+			delete(v.excluded, rel)
+		}
+	}
 }
 
 // walk adds everything below rel (a folder) to the view.

@@ -111,6 +111,7 @@ func (s *syncer) run(ctx context.Context) error {
 	if err := s.local.rescan(w); err != nil {
 		return err
 	}
+	s.local.removeLeftovers()
 	poll := time.NewTimer(s.timing.Poll)
 	defer poll.Stop()
 	rescan := time.NewTicker(s.timing.Rescan)
