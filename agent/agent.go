@@ -62,7 +62,15 @@ type Config struct {
 	// BackupInterval is the time between two runs of a backup
 	// (default DefaultBackupInterval).
 	BackupInterval time.Duration
+	// SetupRefresh is how often the agent reads its set-up again while
+	// connected (default DefaultSetupRefresh): what no reconfigure
+	// notice reaches it for, such as a policy turned off above the
+	// machine's organization, takes effect within it.
+	SetupRefresh time.Duration
 }
+
+// DefaultSetupRefresh is Config.SetupRefresh's default.
+const DefaultSetupRefresh = 5 * time.Minute
 
 // Handler answers one command of the server. args is the command's JSON
 // arguments; the result is marshalled to JSON. An *APIError result is
@@ -97,6 +105,9 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.MaxBackoff < cfg.MinBackoff {
 		cfg.MaxBackoff = 60 * time.Second
 	}
+	if cfg.SetupRefresh <= 0 {
+		cfg.SetupRefresh = DefaultSetupRefresh
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -122,8 +133,17 @@ func New(cfg Config) (*Agent, error) {
 	a.Handle("status", a.statusResult)
 	a.Handle("reconfigure", func(ctx context.Context, _ json.RawMessage) (any, error) { return nil, a.readSetup(ctx) })
 	a.OnConnect(func(ctx context.Context) {
-		if err := a.readSetup(ctx); err != nil {
-			a.log.Warn("reading the machine's set-up", "err", err)
+		t := time.NewTicker(a.cfg.SetupRefresh)
+		defer t.Stop()
+		for {
+			if err := a.readSetup(ctx); err != nil && ctx.Err() == nil {
+				a.log.Warn("reading the machine's set-up", "err", err)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
 		}
 	})
 	return a, nil

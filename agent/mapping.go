@@ -56,7 +56,8 @@ func (a *Agent) startMappings(t syncTiming) *mappings {
 }
 
 // setup starts a syncer for each new mapping and stops those of mappings
-// gone or changed. A syncer lives as long as the channel that read its
+// gone, paused or changed (a paused one keeps its index). A syncer lives
+// as long as the channel that read its
 // set-up: after a reconnect the new set-up starts it again.
 func (m *mappings) setup(ctx context.Context, s Setup) {
 	m.mu.Lock()
@@ -65,13 +66,17 @@ func (m *mappings) setup(ctx context.Context, s Setup) {
 	for _, mp := range s.Mappings {
 		want[mp.ID] = mp
 	}
+	paused := map[uint64]bool{}
+	for _, mp := range s.Paused {
+		paused[mp.ID] = true
+	}
 	for id, sy := range m.running {
 		mp, ok := want[id]
 		if ok && sy.m.RootID == mp.RootID && sy.m.Path == mp.Path && sy.ctx.Err() == nil {
 			delete(want, id) // running as asked
 			continue
 		}
-		if !ok {
+		if !ok && !paused[id] {
 			// The mapping was deleted: stop, keep both sides' files,
 			// forget its index.
 			sy.removed.Store(true)

@@ -216,13 +216,21 @@ func inProcessAgent(t *testing.T, s *e2eRoot, stateDir string) (a *Agent, stop f
 // inProcessAgentWith is inProcessAgent with the HTTP client hc.
 func inProcessAgentWith(t *testing.T, s *e2eRoot, stateDir string, hc *http.Client) (a *Agent, stop func()) {
 	t.Helper()
+	return inProcessAgentRefresh(t, s, stateDir, hc, 0)
+}
+
+// inProcessAgentRefresh is inProcessAgentWith reading its set-up every
+// refresh (0: the default).
+func inProcessAgentRefresh(t *testing.T, s *e2eRoot, stateDir string, hc *http.Client, refresh time.Duration) (a *Agent, stop func()) {
+	t.Helper()
 	if stateDir == "" {
 		stateDir = t.TempDir()
 	}
 	a, err := New(Config{
 		Server: s.srv.URL, Login: s.p.Login, StateFile: filepath.Join(stateDir, "state.json"),
 		Password: func() (string, error) { return s.p.Password, nil }, HTTPClient: hc,
-		Logger: slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Logger:       slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		SetupRefresh: refresh,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -764,6 +772,69 @@ func TestMappingE2E(t *testing.T) {
 				t.Errorf("a conflict copy after a restart: %s", name)
 			}
 		}
+	})
+
+	// A mapping is of a file-server-enabled machine (spec 2.13): with
+	// the machine's file server off, or file_server_enabled turned off
+	// in the policy, its sync stops, and goes on from its index when
+	// both are back. Before, both only refused new mappings.
+	t.Run("a mapping pauses while the file server or the policy is off", func(t *testing.T) {
+		s := newE2ERoot(t, srv, "pax")
+		dir := filepath.Join(t.TempDir(), "Paused")
+		writeFile(t, filepath.Join(dir, "a.txt"), "a")
+		a, _ := inProcessAgentRefresh(t, s, "", s.srv.Client, 2*time.Second)
+		machine := a.MachineID()
+		s.mapFolder(machine, dir)
+		eventually(t, syncWait, "first sync", func() error { return sameTrees(t, s, dir) })
+		paused := func(what string) {
+			t.Helper()
+			eventually(t, syncWait, what, func() error {
+				if subs, _ := s.status(machine); len(subs) != 0 {
+					return fmt.Errorf("still syncing: %+v", subs)
+				}
+				return nil
+			})
+			writeFile(t, filepath.Join(dir, "here-"+what+".txt"), "not while paused")
+			time.Sleep(3 * fastTiming.Poll)
+			if r, _ := s.tree(); r["here-"+what+".txt"] != "" {
+				t.Fatalf("%s: a file written while paused reached the root", what)
+			}
+			os.Remove(filepath.Join(dir, "here-"+what+".txt"))
+		}
+		resumed := func(what string) {
+			t.Helper()
+			eventually(t, syncWait, what, func() error {
+				if subs, _ := s.status(machine); len(subs) != 1 {
+					return fmt.Errorf("subscriptions %+v", subs)
+				}
+				return sameTrees(t, s, dir)
+			})
+		}
+
+		s.call("POST", fmt.Sprintf("/api/2/machine/%d/server/disable", machine), url.Values{}, nil)
+		paused("server-off")
+		// Deleted on the server while paused: the kept index knows the
+		// local a.txt was synced, so the resumed sync deletes it here
+		// (a lost index would upload it back).
+		_, ids, err := s.tryTree()
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.call("POST", fmt.Sprintf("/api/2/files/%d/%d/delete", s.root, ids["a.txt"]), url.Values{}, nil)
+		s.call("POST", fmt.Sprintf("/api/2/machine/%d/server/enable", machine), url.Values{}, nil)
+		resumed("resumed after server/enable")
+		if _, ok := localTree(t, dir)["a.txt"]; ok {
+			t.Fatal("a.txt, deleted on the server while paused, came back")
+		}
+
+		// The policy, turned off above the machine's organization: no
+		// notice reaches the agent, its set-up refresh finds it.
+		srv.SetPolicy(t, 0, url.Values{"file_server_enabled": {"false"}})
+		t.Cleanup(func() { srv.SetPolicy(t, 0, url.Values{"file_server_enabled": {"true"}}) })
+		paused("policy-off")
+		writeFile(t, filepath.Join(dir, "b.txt"), "b")
+		srv.SetPolicy(t, 0, url.Values{"file_server_enabled": {"true"}})
+		resumed("resumed with the policy on")
 	})
 
 	t.Run("a download cut by a kill leaves no partial file after the restart", func(t *testing.T) {

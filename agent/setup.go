@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 )
@@ -31,8 +32,13 @@ type Backup struct {
 // in step. It is read from the server when the channel connects and on
 // every reconfigure notice.
 type Setup struct {
+	// Mappings are the mappings in force (GET .../mappings/active).
 	Mappings []Mapping
-	Backups  []Backup
+	// Paused are the others: the machine's file server is off, or the
+	// policy withholds file_server_enabled. Their syncs stop and keep
+	// their indexes, to go on where they were when both are back.
+	Paused  []Mapping
+	Backups []Backup
 }
 
 // Folders are the local folders the setup names: what ls may list and
@@ -128,10 +134,13 @@ func (a *Agent) readSetup(ctx context.Context) error {
 		return fmt.Errorf("agent: the machine's id is not known yet")
 	}
 	seq := a.setup.begun.Add(1)
-	var ms struct {
+	var ms, active struct {
 		Results []Mapping `json:"results"`
 	}
 	if err := a.client.GetJSON(ctx, fmt.Sprintf("/api/2/machine/%d/mappings", id), &ms); err != nil {
+		return err
+	}
+	if err := a.client.GetJSON(ctx, fmt.Sprintf("/api/2/machine/%d/mappings/active", id), &active); err != nil {
 		return err
 	}
 	var bs struct {
@@ -140,7 +149,12 @@ func (a *Agent) readSetup(ctx context.Context) error {
 	if err := a.client.GetJSON(ctx, fmt.Sprintf("/api/2/machine/%d/backups", id), &bs); err != nil {
 		return err
 	}
-	s := Setup{Mappings: ms.Results, Backups: bs.Results}
+	s := Setup{Mappings: active.Results, Backups: bs.Results}
+	for _, m := range ms.Results {
+		if !slices.ContainsFunc(s.Mappings, func(x Mapping) bool { return x.ID == m.ID }) {
+			s.Paused = append(s.Paused, m)
+		}
+	}
 	a.setup.applying.Lock()
 	defer a.setup.applying.Unlock()
 	if seq < a.setup.applied {

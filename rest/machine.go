@@ -23,6 +23,7 @@ func (s *server) machineRoutes() {
 	s.handle("POST /api/2/machine/{machine_id}/server/disable", s.authed(s.machineServer(false)))
 	s.handle("POST /api/2/machine/{machine_id}/ls", s.authed(s.machineLs))
 	s.handle("GET /api/2/machine/{machine_id}/mappings", s.authed(s.listMappings))
+	s.handle("GET /api/2/machine/{machine_id}/mappings/active", s.authed(s.listActiveMappings))
 	s.handle("POST /api/2/machine/{machine_id}/mappings/create", s.authed(s.createMapping))
 	s.handle("GET /api/2/machine/{machine_id}/mapping/{mapping_id}", s.authed(s.getMapping))
 	s.handle("POST /api/2/machine/{machine_id}/mapping/{mapping_id}/delete", s.authed(s.deleteMapping))
@@ -271,6 +272,39 @@ func (s *server) listMappings(r *http.Request) (any, error) {
 	out := make([]mappingBody, 0, len(mms))
 	for _, mm := range mms {
 		out = append(out, encodeMapping(mm))
+	}
+	return struct {
+		Results []mappingBody `json:"results"`
+	}{out}, nil
+}
+
+// listActiveMappings answers GET /api/2/machine/{machine_id}/mappings/active
+// (berth's own, read by the machine's agent): the mappings in force, as
+// /mappings lists them, or none while the machine's file server is off or
+// the owner's policy chain withholds file_server_enabled. The agent keeps
+// the others' indexes and syncs them again when both are back on.
+func (s *server) listActiveMappings(r *http.Request) (any, error) {
+	m, p, err := s.machineOf(r, share.PersonRead)
+	if err != nil {
+		return nil, err
+	}
+	out := []mappingBody{}
+	active := m.FileServer
+	if active {
+		pol, err := s.ownerPolicy(r.Context(), p)
+		if err != nil {
+			return nil, err
+		}
+		active = pol.FileServerEnabled
+	}
+	if active {
+		mms, err := s.accounts.Mappings(r.Context(), m.ID)
+		if err != nil {
+			return nil, err
+		}
+		for _, mm := range mms {
+			out = append(out, encodeMapping(mm))
+		}
 	}
 	return struct {
 		Results []mappingBody `json:"results"`
