@@ -1006,8 +1006,11 @@ func (s *Service) notice(ctx context.Context, l Link, subject, body string) {
 // token): the link (or the subscriber's hash) must grant write access, and
 // a user who is neither the creator nor a subscriber writes only with
 // anon_edit. The write is made with the creator's access to the root:
-// their principal, and the limits and quotas of the root's policy (their
-// own for their root; an organization share's organization's).
+// the limits and quotas of the root's policy (their own for their root;
+// an organization share's organization's), and their name in the
+// activity log. Locks hold the writer, not the creator: the principal
+// is the creator's for the creator, a signed-in subscriber's own, and
+// the link's (Link.Requester) for anyone else.
 //
 // Errors: ErrForbidden (a *Refusal) when the write is not allowed;
 // account's errors reading the creator (an inactive creator is refused).
@@ -1032,7 +1035,19 @@ func (s *Service) LinkWrite(ctx context.Context, la LinkAccess, c *account.Calle
 	if err != nil || !ca.Perms.Has(Write) {
 		return Access{}, refuse("the share link's creator can no longer write here")
 	}
-	return Access{Root: la.Root, Perms: la.Perms & ca.Perms, Policy: ca.Policy, Place: ca.Place, Opts: ca.Opts}, nil
+	// The creator's locks hold everyone else who writes through the
+	// link: the write is the creator's in all but whose it is to a lock.
+	// With the creator's principal, anyone holding an anon_edit link
+	// wrote over a file its creator had locked against changes.
+	opts := ca.Opts
+	switch {
+	case c != nil && c.Person.ID == la.Link.CreatorID:
+	case c != nil && member:
+		opts.Principal = c.Person.Principal()
+	default:
+		opts.Principal = la.Link.Requester()
+	}
+	return Access{Root: la.Root, Perms: la.Perms & ca.Perms, Policy: ca.Policy, Place: ca.Place, Opts: opts}, nil
 }
 
 // recordLink writes the activity record of a change to link l by c, in
