@@ -317,12 +317,27 @@ func TestLinkSubscribers(t *testing.T) {
 	if _, err := w.svc.OpenLink(ctx, l.Hash, &w.bob); !errors.Is(err, share.ErrLoginRequired) {
 		t.Fatalf("bob before: %v", err)
 	}
+	// A disabled group reaches nobody, as a disabled group subscriber of
+	// an organization share does.
+	gina := w.personIn(t, w.st.Org.ID, "gina", "gina@example.com")
+	off, err := w.st.Accounts.CreateGroup(ctx, account.GroupInput{OrganizationID: w.st.Org.ID, Name: "disbanded"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.st.Accounts.UpdateMembers(ctx, off.ID, account.MembersChange{AddPersons: []uint64{gina.Person.ID}}); err != nil {
+		t.Fatal(err)
+	}
+	no := false
+	if _, err := w.st.Accounts.UpdateGroup(ctx, off.ID, account.GroupUpdate{Active: &no}); err != nil {
+		t.Fatal(err)
+	}
 	adds := []struct {
 		name string
 		sb   share.Subscriber
 		want error
 	}{
 		{"group of the organization", share.Subscriber{Kind: "group", SubjectID: g.ID}, nil},
+		{"a group of the organization, disabled", share.Subscriber{Kind: "group", SubjectID: off.ID}, nil},
 		{"person of another organization", share.Subscriber{Kind: "person", SubjectID: w.carol.Person.ID}, share.ErrNotFound},
 		{"no such group", share.Subscriber{Kind: "group", SubjectID: 99999}, share.ErrNotFound},
 		{"a person as a guest", share.Subscriber{Kind: "guest", SubjectID: w.bob.Person.ID}, share.ErrNotFound},
@@ -358,6 +373,8 @@ func TestLinkSubscribers(t *testing.T) {
 		want error
 	}{
 		{"a member of a group subscriber, by the link's hash", w.bob, l.Hash, nil},
+		{"a member of a disabled group subscriber, by the link's hash", gina, l.Hash, share.ErrLoginRequired},
+		{"a member of a disabled group subscriber, by the link's id", gina, strconv.FormatUint(l.ID, 10), share.ErrNotFound},
 		{"an e-mail subscriber, by their own hash", w.carol, hashes[w.carol.Person.Email], nil},
 		{"an e-mail subscriber, by the link's hash", w.carol, l.Hash, share.ErrLoginRequired},
 		{"an e-mail subscriber, by the link's id", w.carol, strconv.FormatUint(l.ID, 10), share.ErrNotFound},
