@@ -729,8 +729,16 @@ func (s *Service) matches(ctx context.Context, sb Subscriber, c account.Caller, 
 	case sb.Kind == "email":
 		return via != "" && via == sb.Hash && sb.Email != "" && strings.ToLower(sb.Email) == strings.ToLower(c.Person.Email)
 	case sb.Kind == "group" && s.accounts != nil:
+		// A disabled group reaches nobody, as it reaches nobody
+		// through an organization share's subscribers (groupActive):
+		// disabling it cut its members off the shares but left them
+		// every login_required link shared with it.
 		in, err := s.accounts.InGroup(ctx, sb.SubjectID, c.Person.ID)
-		return err == nil && in
+		if err != nil || !in {
+			return false
+		}
+		active, err := s.groupActive(ctx, sb.SubjectID)
+		return err == nil && active
 	}
 	return false
 }
