@@ -506,25 +506,34 @@ func TestShareLinkLimitRanges(t *testing.T) {
 // TestShareLinkWrite: create_folder and upload through a folder link with
 // write access: anonymous only with anon_edit; never without write access.
 func TestShareLinkWrite(t *testing.T) {
-	f, _, folder, _ := linkFixture(t, fixtureOptions{})
+	f, file, folder, _ := linkFixture(t, fixtureOptions{})
 	share := func(form url.Values) string {
 		return f.createLink(t, f.at("/api/2/files/%d/folder/%d/share", folder), form).Hash
 	}
 	readOnly := share(nil)
 	writer := share(url.Values{"write_access": {"true"}})
 	anon := share(url.Values{"write_access": {"true"}, "anon_edit": {"true"}})
+	// The creator locks a.txt: a write through the link is made with
+	// the creator's access, but by someone else, whom the lock holds.
+	if st, b := f.postForm(f.at("/api/2/files/%d/%d/lock", file), nil); st != 200 {
+		t.Fatalf("lock: %d %s", st, b)
+	}
 	tests := []struct {
 		name   string
 		hash   string
 		token  string
 		status int
 		code   string
+		file   string // the name uploaded; "" a new one
+		upCode string // the upload's error, "" none
 	}{
-		{"read-only link", readOnly, "", 403, "forbidden"},
-		{"read-only link, creator", readOnly, f.token, 403, "forbidden"},
-		{"write link, anonymous", writer, "", 403, "forbidden"},
-		{"write link, creator", writer, f.token, 200, ""},
-		{"anon_edit, anonymous", anon, "", 200, ""},
+		{"read-only link", readOnly, "", 403, "forbidden", "", ""},
+		{"read-only link, creator", readOnly, f.token, 403, "forbidden", "", ""},
+		{"write link, anonymous", writer, "", 403, "forbidden", "", ""},
+		{"write link, creator", writer, f.token, 200, "", "", ""},
+		{"anon_edit, anonymous", anon, "", 200, "", "", ""},
+		{"anon_edit, anonymous, over a file the creator locked", anon, "", 200, "", "a.txt", "resource_locked"},
+		{"write link, creator, over a file they locked", writer, f.token, 200, "", "a.txt", ""},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -538,9 +547,14 @@ func TestShareLinkWrite(t *testing.T) {
 			if st != tt.status {
 				t.Fatalf("create_folder: %d %s", st, b)
 			}
-			body, ct := multipartBody(fmt.Sprintf("up%d.txt", i), strings.NewReader("up"))
+			name := cmp.Or(tt.file, fmt.Sprintf("up%d.txt", i))
+			body, ct := multipartBody(name, strings.NewReader("up"))
 			st, b = f.readAll(f.request(http.MethodPost, "/api/2/sharelinks/"+tt.hash+"/files/upload", tt.token, body, http.Header{"Content-Type": {ct}}))
-			if st != 200 || !strings.Contains(string(b), fmt.Sprintf("/docs/up%d.txt", i)) {
+			if tt.upCode != "" {
+				wantError(t, st, b, 409, tt.upCode)
+				return
+			}
+			if st != 200 || !strings.Contains(string(b), "/docs/"+name) {
 				t.Fatalf("upload: %d %s", st, b)
 			}
 		})

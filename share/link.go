@@ -572,6 +572,10 @@ type LinkAccess struct {
 	Subscriber *Subscriber
 	Root       vfs.Root
 	Perms      Perm
+	// via is the subscriber hash the link was opened by ("" for the
+	// link's own hash or its id): an e-mail subscriber is admitted only
+	// by its own (matches).
+	via string
 }
 
 // OpenLink opens link ref for use. ref is a hash (anyone holding it, when
@@ -601,7 +605,11 @@ func (s *Service) OpenLink(ctx context.Context, ref string, c *account.Caller) (
 		return LinkAccess{}, err
 	}
 	l.LoginRequired = l.LoginRequired || secure
-	member := c != nil && c.Person.Active && (c.Person.ID == l.CreatorID || s.subscribed(ctx, l, *c))
+	via := ""
+	if sub >= 0 {
+		via = ref
+	}
+	member := c != nil && c.Person.Active && (c.Person.ID == l.CreatorID || s.subscribed(ctx, l, *c, via))
 	if !byHash && !member {
 		return LinkAccess{}, ErrNotFound
 	}
@@ -611,7 +619,7 @@ func (s *Service) OpenLink(ctx context.Context, ref string, c *account.Caller) (
 	if l.Expired(time.Now()) {
 		return LinkAccess{}, ErrLinkExpired
 	}
-	la := LinkAccess{Link: l, Perms: View}
+	la := LinkAccess{Link: l, Perms: View, via: via}
 	read, write, del := l.ReadAccess, l.WriteAccess, l.DeleteAccess
 	if sub >= 0 {
 		sb := l.Subscribers[sub]
@@ -626,7 +634,7 @@ func (s *Service) OpenLink(ctx context.Context, ref string, c *account.Caller) (
 		read, write, del = false, false, false
 		la.Subscriber = nil
 		for _, sb := range l.Subscribers {
-			if !s.matches(ctx, sb, *c) {
+			if !s.matches(ctx, sb, *c, via) {
 				continue
 			}
 			if la.Subscriber == nil {
@@ -691,27 +699,46 @@ func (s *Service) creatorShares(ctx context.Context, l Link) (secure bool, err e
 }
 
 // subscribed reports whether c is a person or guest subscriber of l, an
-// email subscriber by c's address, or a member of a group subscriber
-// (directly or through member groups).
-func (s *Service) subscribed(ctx context.Context, l Link, c account.Caller) bool {
+// email subscriber by c's address who came by that subscriber's hash
+// (via), or a member of a group subscriber (directly or through member
+// groups).
+func (s *Service) subscribed(ctx context.Context, l Link, c account.Caller, via string) bool {
 	for _, sb := range l.Subscribers {
-		if s.matches(ctx, sb, c) {
+		if s.matches(ctx, sb, c, via) {
 			return true
 		}
 	}
 	return false
 }
 
-// matches reports whether subscriber entry sb admits c.
-func (s *Service) matches(ctx context.Context, sb Subscriber, c account.Caller) bool {
+// matches reports whether subscriber entry sb admits c, who opened the
+// link by subscriber hash via ("" for the link's own hash or id).
+//
+// An email entry admits c only by its own hash, and only when c's
+// address is the entry's, compared as logins are (lower case): anyone
+// sets their own address (to any no account holds) and none is
+// verified, so the address on an account proves nothing, while the
+// entry's hash is what was sent to the address. Matched by address
+// alone, a person of any organization who set theirs to a subscriber's
+// (or to "ſam@..." for "sam@...", another login that strings.EqualFold
+// took for it) used every login_required link shared with that address.
+func (s *Service) matches(ctx context.Context, sb Subscriber, c account.Caller, via string) bool {
 	switch {
 	case (sb.Kind == "person" || sb.Kind == "guest") && sb.SubjectID == c.Person.ID:
 		return true
-	case sb.Kind == "email" && sb.Email != "" && strings.EqualFold(sb.Email, c.Person.Email):
-		return true
+	case sb.Kind == "email":
+		return via != "" && via == sb.Hash && sb.Email != "" && strings.ToLower(sb.Email) == strings.ToLower(c.Person.Email)
 	case sb.Kind == "group" && s.accounts != nil:
+		// A disabled group reaches nobody, as it reaches nobody
+		// through an organization share's subscribers (groupActive):
+		// disabling it cut its members off the shares but left them
+		// every login_required link shared with it.
 		in, err := s.accounts.InGroup(ctx, sb.SubjectID, c.Person.ID)
-		return err == nil && in
+		if err != nil || !in {
+			return false
+		}
+		active, err := s.groupActive(ctx, sb.SubjectID)
+		return err == nil && active
 	}
 	return false
 }
@@ -987,8 +1014,11 @@ func (s *Service) notice(ctx context.Context, l Link, subject, body string) {
 // token): the link (or the subscriber's hash) must grant write access, and
 // a user who is neither the creator nor a subscriber writes only with
 // anon_edit. The write is made with the creator's access to the root:
-// their principal, and the limits and quotas of the root's policy (their
-// own for their root; an organization share's organization's).
+// the limits and quotas of the root's policy (their own for their root;
+// an organization share's organization's), and their name in the
+// activity log. Locks hold the writer, not the creator: the principal
+// is the creator's for the creator, a signed-in subscriber's own, and
+// the link's (Link.Requester) for anyone else.
 //
 // Errors: ErrForbidden (a *Refusal) when the write is not allowed;
 // account's errors reading the creator (an inactive creator is refused).
@@ -996,7 +1026,7 @@ func (s *Service) LinkWrite(ctx context.Context, la LinkAccess, c *account.Calle
 	if !la.Perms.Has(Write) {
 		return Access{}, refuse("this share link does not allow writing")
 	}
-	member := c != nil && (c.Person.ID == la.Link.CreatorID || s.subscribed(ctx, la.Link, *c))
+	member := c != nil && (c.Person.ID == la.Link.CreatorID || s.subscribed(ctx, la.Link, *c, la.via))
 	if !member && !la.Link.AnonEdit {
 		return Access{}, refuse("this share link allows writing only to its creator and subscribers (anon_edit is off)")
 	}
@@ -1013,7 +1043,19 @@ func (s *Service) LinkWrite(ctx context.Context, la LinkAccess, c *account.Calle
 	if err != nil || !ca.Perms.Has(Write) {
 		return Access{}, refuse("the share link's creator can no longer write here")
 	}
-	return Access{Root: la.Root, Perms: la.Perms & ca.Perms, Policy: ca.Policy, Place: ca.Place, Opts: ca.Opts}, nil
+	// The creator's locks hold everyone else who writes through the
+	// link: the write is the creator's in all but whose it is to a lock.
+	// With the creator's principal, anyone holding an anon_edit link
+	// wrote over a file its creator had locked against changes.
+	opts := ca.Opts
+	switch {
+	case c != nil && c.Person.ID == la.Link.CreatorID:
+	case c != nil && member:
+		opts.Principal = c.Person.Principal()
+	default:
+		opts.Principal = la.Link.Requester()
+	}
+	return Access{Root: la.Root, Perms: la.Perms & ca.Perms, Policy: ca.Policy, Place: ca.Place, Opts: opts}, nil
 }
 
 // recordLink writes the activity record of a change to link l by c, in

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -316,32 +317,93 @@ func TestLinkSubscribers(t *testing.T) {
 	if _, err := w.svc.OpenLink(ctx, l.Hash, &w.bob); !errors.Is(err, share.ErrLoginRequired) {
 		t.Fatalf("bob before: %v", err)
 	}
+	// A disabled group reaches nobody, as a disabled group subscriber of
+	// an organization share does.
+	gina := w.personIn(t, w.st.Org.ID, "gina", "gina@example.com")
+	off, err := w.st.Accounts.CreateGroup(ctx, account.GroupInput{OrganizationID: w.st.Org.ID, Name: "disbanded"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.st.Accounts.UpdateMembers(ctx, off.ID, account.MembersChange{AddPersons: []uint64{gina.Person.ID}}); err != nil {
+		t.Fatal(err)
+	}
+	no := false
+	if _, err := w.st.Accounts.UpdateGroup(ctx, off.ID, account.GroupUpdate{Active: &no}); err != nil {
+		t.Fatal(err)
+	}
 	adds := []struct {
 		name string
 		sb   share.Subscriber
 		want error
 	}{
 		{"group of the organization", share.Subscriber{Kind: "group", SubjectID: g.ID}, nil},
+		{"a group of the organization, disabled", share.Subscriber{Kind: "group", SubjectID: off.ID}, nil},
 		{"person of another organization", share.Subscriber{Kind: "person", SubjectID: w.carol.Person.ID}, share.ErrNotFound},
 		{"no such group", share.Subscriber{Kind: "group", SubjectID: 99999}, share.ErrNotFound},
 		{"a person as a guest", share.Subscriber{Kind: "guest", SubjectID: w.bob.Person.ID}, share.ErrNotFound},
 		{"bad e-mail", share.Subscriber{Kind: "email", Email: "nobody"}, account.ErrInvalid},
 		{"bad kind", share.Subscriber{Kind: "robot"}, account.ErrInvalid},
 		{"e-mail of another organization's person", share.Subscriber{Kind: "email", Email: w.carol.Person.Email}, nil},
+		{"e-mail nobody's account has", share.Subscriber{Kind: "email", Email: "partner@example.net"}, nil},
+		{"e-mail with an s", share.Subscriber{Kind: "email", Email: "sam@example.com"}, nil},
 	}
+	hashes := map[string]string{}
 	for _, tt := range adds {
 		t.Run(tt.name, func(t *testing.T) {
-			if _, err := w.svc.AddSubscriber(ctx, w.alice, l.ID, tt.sb); !errors.Is(err, tt.want) {
+			sb, err := w.svc.AddSubscriber(ctx, w.alice, l.ID, tt.sb)
+			if !errors.Is(err, tt.want) {
+				t.Errorf("got %v, want %v", err, tt.want)
+			}
+			hashes[tt.sb.Email] = sb.Hash
+		})
+	}
+	// Anyone sets their own e-mail address (rest's person update, with
+	// their password), to any address no account holds, and none is
+	// verified: an address on an account proves nothing. An e-mail
+	// subscriber's hash is what was sent to the address, so only that
+	// hash, signed in with that address, lets them in; and the address is
+	// compared as logins are, where "ſam" is another login than "sam"
+	// that strings.EqualFold took for it.
+	mallory := w.personIn(t, w.carol.Person.OrganizationID, "mallory", "partner@example.net")
+	sigrid := w.personIn(t, w.carol.Person.OrganizationID, "sigrid", "ſam@example.com")
+	opens := []struct {
+		name string
+		c    account.Caller
+		ref  string
+		want error
+	}{
+		{"a member of a group subscriber, by the link's hash", w.bob, l.Hash, nil},
+		{"a member of a disabled group subscriber, by the link's hash", gina, l.Hash, share.ErrLoginRequired},
+		{"a member of a disabled group subscriber, by the link's id", gina, strconv.FormatUint(l.ID, 10), share.ErrNotFound},
+		{"an e-mail subscriber, by their own hash", w.carol, hashes[w.carol.Person.Email], nil},
+		{"an e-mail subscriber, by the link's hash", w.carol, l.Hash, share.ErrLoginRequired},
+		{"an e-mail subscriber, by the link's id", w.carol, strconv.FormatUint(l.ID, 10), share.ErrNotFound},
+		{"one who set their address to a subscriber's, by the link's hash", mallory, l.Hash, share.ErrLoginRequired},
+		{"one who set their address to a subscriber's, by the link's id", mallory, strconv.FormatUint(l.ID, 10), share.ErrNotFound},
+		{"an address that folds to the subscriber's, by its hash", sigrid, hashes["sam@example.com"], share.ErrLoginRequired},
+		{"an address that folds to the subscriber's, by the link's hash", sigrid, l.Hash, share.ErrLoginRequired},
+	}
+	for _, tt := range opens {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := w.svc.OpenLink(ctx, tt.ref, &tt.c); !errors.Is(err, tt.want) {
 				t.Errorf("got %v, want %v", err, tt.want)
 			}
 		})
 	}
-	for _, c := range []account.Caller{w.bob, w.carol} {
-		if _, err := w.svc.OpenLink(ctx, l.Hash, &c); err != nil {
-			t.Errorf("%s after: %v", c.Person.Username, err)
-		}
-	}
 	if _, err := w.svc.AddSubscriber(ctx, w.bob, l.ID, share.Subscriber{Kind: "email", Email: "x@example.com"}); !errors.Is(err, share.ErrNotFound) {
 		t.Errorf("a subscriber added by someone else: %v", err)
 	}
+}
+
+// personIn adds a person of organization org with e-mail address email
+// and returns them signed in.
+func (w *world) personIn(t *testing.T, org uint64, username, email string) account.Caller {
+	t.Helper()
+	p, err := w.st.Accounts.CreatePerson(context.Background(), account.PersonInput{
+		OrganizationID: org, Username: username, Email: email, Password: password,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return caller(t, w.st, p.ID)
 }
