@@ -170,6 +170,13 @@ func fsckCommand(ctx context.Context, cfg config.Config, log *slog.Logger, out i
 	for _, f := range rep.BadListSums {
 		fmt.Fprintln(out, "bad listing sum of folder", f)
 	}
+	// Usage that quotas are checked against.
+	for _, r := range rep.BadUsage {
+		fmt.Fprintln(out, "bad usage ledger of root", r)
+	}
+	for _, t := range rep.BadTallies {
+		fmt.Fprintln(out, "bad tally", t)
+	}
 	if !rep.OK() {
 		return errFsckProblems
 	}

@@ -158,28 +158,13 @@ func (fs *FS) Audit(ctx context.Context, root uint64) (Usage, error) {
 			if rec.Parent == 0 {
 				continue
 			}
-			if rec.Dir {
-				if !gone {
-					u.Folders++
+			if !rec.Dir {
+				if _, err := tx.Get(revKey(id, rec.Rev)); err != nil {
+					return fmt.Errorf("file %d: current revision %d: %w", id, rec.Rev, err)
 				}
-				continue
 			}
-			count, total, err := revisionTotals(tx, id)
-			if err != nil {
+			if err := countItem(tx, rec, gone, &u); err != nil {
 				return err
-			}
-			if _, err := tx.Get(revKey(id, rec.Rev)); err != nil {
-				return fmt.Errorf("file %d: current revision %d: %w", id, rec.Rev, err)
-			}
-			if gone {
-				u.DelFiles++
-				u.DelRevisions += count
-				u.DeletedSize += total
-			} else {
-				u.Files++
-				u.HeadSize += rec.Size
-				u.Revisions += count - 1
-				u.RevisionSize += total - rec.Size
 			}
 		}
 		for _, prefix := range []string{pChild, pDeleted} {

@@ -61,3 +61,14 @@ func TestCoarseRoom(t *testing.T) {
 		}
 	}
 }
+
+// DamageUsage adds files to root's usage ledger, and DamageTally to
+// tally's sum, as an update lost or counted twice would.
+func (fs *FS) DamageUsage(ctx context.Context, root uint64, files int64) error {
+	return fs.update(ctx, func(tx kv.Txn) error { return addShard(tx, usageKey(root, 0), usageRec{Files: files}) })
+}
+
+// DamageTally: see DamageUsage.
+func (fs *FS) DamageTally(ctx context.Context, tally uint64, files int64) error {
+	return fs.update(ctx, func(tx kv.Txn) error { return addShard(tx, tallyKey(tally, 3), usageRec{Files: files}) })
+}

@@ -233,6 +233,10 @@ type FsckReport struct {
 	// BadListSums are the folders whose kept listing sum (listhash.go)
 	// differs from a scan of their children.
 	BadListSums []uint64
+	// BadUsage are the live roots whose usage ledger (usage.go) differs
+	// from a recount of their items, and BadTallies the tallies whose
+	// sums differ from their live roots' ledgers: quotas read both.
+	BadUsage, BadTallies []uint64
 	// Awaiting counts the chunks referenced by nothing that carry the
 	// collector's note (O/): garbage it deletes once their grace
 	// (Options.OrphanGrace) has passed, not leaks. On several nodes each
@@ -242,7 +246,8 @@ type FsckReport struct {
 
 // OK reports whether nothing is wrong.
 func (r FsckReport) OK() bool {
-	return len(r.Missing)+len(r.Leaked)+len(r.BadRefcounts)+len(r.Corrupt)+len(r.BadReservations)+len(r.BadListSums) == 0
+	return len(r.Missing)+len(r.Leaked)+len(r.BadRefcounts)+len(r.Corrupt)+len(r.BadReservations)+len(r.BadListSums)+
+		len(r.BadUsage)+len(r.BadTallies) == 0
 }
 
 // String summarises the report.
@@ -256,6 +261,12 @@ func (r FsckReport) String() string {
 	if len(r.BadListSums) > 0 {
 		s += fmt.Sprintf(", %d bad listing sums", len(r.BadListSums))
 	}
+	if len(r.BadUsage) > 0 {
+		s += fmt.Sprintf(", %d bad usage ledgers", len(r.BadUsage))
+	}
+	if len(r.BadTallies) > 0 {
+		s += fmt.Sprintf(", %d bad tallies", len(r.BadTallies))
+	}
 	if r.Awaiting > 0 {
 		s += fmt.Sprintf(" (%d unreferenced awaiting the collector)", r.Awaiting)
 	}
@@ -266,7 +277,9 @@ func (r FsckReport) String() string {
 // stored, that every stored chunk is referenced, and that reference counts
 // match, that the counts of what each owner's staged uploads reserve
 // (fair.go) are the sums of those uploads, and that every folder's kept
-// listing sum is its children's (listhash.go); with verify
+// listing sum is its children's (listhash.go), and that each live root's
+// usage ledger is a recount of its items and each tally its roots' sum
+// (fsckusage.go); with verify
 // it also reads every chunk and checks its hash. It changes nothing.
 func (fs *FS) Fsck(ctx context.Context, verify bool) (FsckReport, error) {
 	fs.gcMu.Lock()
@@ -322,6 +335,9 @@ func (fs *FS) Fsck(ctx context.Context, verify bool) (FsckReport, error) {
 			return err
 		}
 		if rep.BadListSums, err = checkListSums(tx); err != nil {
+			return err
+		}
+		if rep.BadUsage, rep.BadTallies, err = checkUsage(tx); err != nil {
 			return err
 		}
 		return tx.Scan([]byte(pRef), nil, func(k, v []byte) error {
