@@ -256,6 +256,10 @@ func TestTwoStepRoutesInput(t *testing.T) {
 		{"disable without current_password", "disable", nil, 400, "invalid_request", "current_password is required to turn off two-step verification"},
 		{"recovery codes without current_password", "recovery_codes", nil, 400, "invalid_request", "current_password is required to make new recovery codes"},
 		{"recovery codes without two-step", "recovery_codes", url.Values{"current_password": {fixturePassword}}, 400, "invalid_request", "mode: two-step verification is not enabled"},
+		// A password in a URL ends up in logs and histories.
+		{"enroll with current_password in the URL", "enroll?current_password=" + url.QueryEscape(fixturePassword), url.Values{"mode": {"authenticator"}}, 400, "invalid_request", "current_password is taken from the request body only"},
+		{"disable with current_password in the URL", "disable?current_password=" + url.QueryEscape(fixturePassword), nil, 400, "invalid_request", "current_password is taken from the request body only"},
+		{"recovery codes with current_password in the URL", "recovery_codes?current_password=" + url.QueryEscape(fixturePassword), nil, 400, "invalid_request", "current_password is taken from the request body only"},
 	} {
 		status, body := f.twoStepPost(f.token, path+c.route, c.form)
 		wantError(t, status, body, c.status, c.code)
