@@ -135,7 +135,9 @@ type Subscriber struct {
 	// Kind is person, guest, group or email.
 	Kind string `json:"kind"`
 	// SubjectID is the person's, guest's or group's id; Email the address
-	// of an email subscriber.
+	// of an email subscriber. An email subscriber's SubjectID is the
+	// account that held the address when it was added (0: none did),
+	// the one it admits (matches).
 	SubjectID       uint64 `json:"subject_id,omitempty"`
 	Email           string `json:"email,omitempty"`
 	ReadAccess      bool   `json:"read_access"`
@@ -438,6 +440,18 @@ func (s *Service) AddSubscriber(ctx context.Context, c account.Caller, id uint64
 		if !strings.Contains(sb.Email, "@") {
 			return Subscriber{}, fmt.Errorf("%w: email is not an e-mail address", account.ErrInvalid)
 		}
+		// Bound to the account that holds the address now, if any
+		// (matches), never to an id the caller names.
+		sb.SubjectID = 0
+		if s.accounts != nil {
+			p, err := s.accounts.PersonByLogin(ctx, sb.Email)
+			switch {
+			case err == nil && strings.EqualFold(p.Email, sb.Email):
+				sb.SubjectID = p.ID
+			case err != nil && !errors.Is(err, account.ErrNotFound):
+				return Subscriber{}, err
+			}
+		}
 	default:
 		return Subscriber{}, fmt.Errorf("%w: subscriber_type is one of person, guest, group, email", account.ErrInvalid)
 	}
@@ -572,6 +586,9 @@ type LinkAccess struct {
 	Subscriber *Subscriber
 	Root       vfs.Root
 	Perms      Perm
+	// via is the subscriber hash the link was opened by ("" for the
+	// link's own hash or id), for matches.
+	via string
 }
 
 // OpenLink opens link ref for use. ref is a hash (anyone holding it, when
@@ -601,7 +618,13 @@ func (s *Service) OpenLink(ctx context.Context, ref string, c *account.Caller) (
 		return LinkAccess{}, err
 	}
 	l.LoginRequired = l.LoginRequired || secure
-	member := c != nil && c.Person.Active && (c.Person.ID == l.CreatorID || s.subscribed(ctx, l, *c))
+	// via is the subscriber hash ref is, if it is one: an email
+	// subscriber nobody held the address of admits only through it.
+	via := ""
+	if sub >= 0 {
+		via = l.Subscribers[sub].Hash
+	}
+	member := c != nil && c.Person.Active && (c.Person.ID == l.CreatorID || s.subscribed(ctx, l, *c, via))
 	if !byHash && !member {
 		return LinkAccess{}, ErrNotFound
 	}
@@ -611,7 +634,7 @@ func (s *Service) OpenLink(ctx context.Context, ref string, c *account.Caller) (
 	if l.Expired(time.Now()) {
 		return LinkAccess{}, ErrLinkExpired
 	}
-	la := LinkAccess{Link: l, Perms: View}
+	la := LinkAccess{Link: l, Perms: View, via: via}
 	read, write, del := l.ReadAccess, l.WriteAccess, l.DeleteAccess
 	if sub >= 0 {
 		sb := l.Subscribers[sub]
@@ -626,7 +649,7 @@ func (s *Service) OpenLink(ctx context.Context, ref string, c *account.Caller) (
 		read, write, del = false, false, false
 		la.Subscriber = nil
 		for _, sb := range l.Subscribers {
-			if !s.matches(ctx, sb, *c) {
+			if !s.matches(ctx, sb, *c, via) {
 				continue
 			}
 			if la.Subscriber == nil {
@@ -691,23 +714,34 @@ func (s *Service) creatorShares(ctx context.Context, l Link) (secure bool, err e
 }
 
 // subscribed reports whether c is a person or guest subscriber of l, an
-// email subscriber by c's address, or a member of a group subscriber
-// (directly or through member groups).
-func (s *Service) subscribed(ctx context.Context, l Link, c account.Caller) bool {
+// email subscriber (matches says which), or a member of a group
+// subscriber (directly or through member groups); via is the subscriber
+// hash the link was opened by, "" for none.
+func (s *Service) subscribed(ctx context.Context, l Link, c account.Caller, via string) bool {
 	for _, sb := range l.Subscribers {
-		if s.matches(ctx, sb, c) {
+		if s.matches(ctx, sb, c, via) {
 			return true
 		}
 	}
 	return false
 }
 
-// matches reports whether subscriber entry sb admits c.
-func (s *Service) matches(ctx context.Context, sb Subscriber, c account.Caller) bool {
+// matches reports whether subscriber entry sb admits c, the link opened
+// by subscriber hash via ("" for none). An e-mail address proves nothing
+// (anyone sets their own, or a guest's, to one nobody holds), so an
+// email subscriber admits the account that held its address when it was
+// added (SubjectID), whatever address that account holds later; one
+// whose address nobody held then admits the holder of the address only
+// through the subscriber's own hash, which went to the address. By the
+// link's hash or id it had admitted anyone who took the address since,
+// and ids are sequential.
+func (s *Service) matches(ctx context.Context, sb Subscriber, c account.Caller, via string) bool {
 	switch {
 	case (sb.Kind == "person" || sb.Kind == "guest") && sb.SubjectID == c.Person.ID:
 		return true
-	case sb.Kind == "email" && sb.Email != "" && strings.EqualFold(sb.Email, c.Person.Email):
+	case sb.Kind == "email" && sb.SubjectID != 0:
+		return sb.SubjectID == c.Person.ID
+	case sb.Kind == "email" && via != "" && sb.Hash == via && sb.Email != "" && strings.EqualFold(sb.Email, c.Person.Email):
 		return true
 	case sb.Kind == "group" && s.accounts != nil:
 		in, err := s.accounts.InGroup(ctx, sb.SubjectID, c.Person.ID)
@@ -996,7 +1030,7 @@ func (s *Service) LinkWrite(ctx context.Context, la LinkAccess, c *account.Calle
 	if !la.Perms.Has(Write) {
 		return Access{}, refuse("this share link does not allow writing")
 	}
-	member := c != nil && (c.Person.ID == la.Link.CreatorID || s.subscribed(ctx, la.Link, *c))
+	member := c != nil && (c.Person.ID == la.Link.CreatorID || s.subscribed(ctx, la.Link, *c, la.via))
 	if !member && !la.Link.AnonEdit {
 		return Access{}, refuse("this share link allows writing only to its creator and subscribers (anon_edit is off)")
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -343,5 +344,60 @@ func TestLinkSubscribers(t *testing.T) {
 	}
 	if _, err := w.svc.AddSubscriber(ctx, w.bob, l.ID, share.Subscriber{Kind: "email", Email: "x@example.com"}); !errors.Is(err, share.ErrNotFound) {
 		t.Errorf("a subscriber added by someone else: %v", err)
+	}
+
+	// An e-mail address proves nothing: anyone sets their own (or a
+	// guest's) to one nobody holds. An email subscriber admits the
+	// account that held the address when it was added, whatever address
+	// it holds later; one for an address nobody held then admits its
+	// holder only through the subscriber's own hash (the one sent to
+	// the address), never by the link's hash or id, which anyone with an
+	// account and a guessed address tried in turn before.
+	l2, err := w.svc.CreateLink(ctx, w.alice, w.aliceRoot.ID, file, false, share.LinkSettings{LoginRequired: &yes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, err := w.svc.AddSubscriber(ctx, w.alice, l2.ID, share.Subscriber{Kind: "email", Email: strings.ToUpper(w.carol.Person.Email)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	free, err := w.svc.AddSubscriber(ctx, w.alice, l2.ID, share.Subscriber{Kind: "email", Email: "dave@partner.example", SubjectID: w.bob.Person.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	carolsOld := w.carol.Person.Email
+	claim := func(c *account.Caller, email string) {
+		t.Helper()
+		p, err := w.st.Accounts.UpdatePerson(ctx, c.Person.ID, func(p *account.Person) error { p.Email = email; return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Person = p
+	}
+	claim(&w.carol, "carol@elsewhere.example")
+	claim(&w.bob, "dave@partner.example")
+	for _, tt := range []struct {
+		name string
+		c    account.Caller
+		ref  string
+		want error
+	}{
+		{"the address's holder when added, moved on, by the link's hash", w.carol, l2.Hash, nil},
+		{"the address's holder when added, moved on, by id", w.carol, fmt.Sprint(l2.ID), nil},
+		{"the address's holder when added, by their own hash", w.carol, held.Hash, nil},
+		{"an address nobody held, taken since, by the link's hash", w.bob, l2.Hash, share.ErrLoginRequired},
+		{"an address nobody held, taken since, by id", w.bob, fmt.Sprint(l2.ID), share.ErrNotFound},
+		{"an address nobody held, taken since, by its subscriber's hash", w.bob, free.Hash, nil},
+		{"an address nobody held, by another subscriber's hash", w.bob, held.Hash, share.ErrLoginRequired},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := w.svc.OpenLink(ctx, tt.ref, &tt.c); !errors.Is(err, tt.want) {
+				t.Errorf("got %v, want %v", err, tt.want)
+			}
+		})
+	}
+	claim(&w.bob, carolsOld)
+	if _, err := w.svc.OpenLink(ctx, l2.Hash, &w.bob); !errors.Is(err, share.ErrLoginRequired) {
+		t.Errorf("the address taken over from its holder when added: %v", err)
 	}
 }
