@@ -77,6 +77,11 @@ var (
 	// ErrCodeNotSent: an e-mail or SMS code could not be handed to the
 	// configured sender; nothing was changed, and asking again may work.
 	ErrCodeNotSent = errors.New("account: the two-step code could not be sent")
+	// ErrCodeSentRecently: an enrollment asked for an e-mail or SMS code
+	// too soon after the last one (TwoStepOptions.ResendAfter) or after
+	// too many within the hour; none was sent. The Service returns it
+	// inside a *ResendError, which says how long to wait.
+	ErrCodeSentRecently = errors.New("account: a two-step code was sent too recently")
 	// ErrTooManyAttempts: too many failed sign-ins from the client's
 	// network address; its attempts are refused unchecked for a while,
 	// whichever account they name (a known address of the account's
@@ -216,21 +221,47 @@ func throttledError(until, now time.Time) error {
 	return &ThrottledError{Until: until.UTC(), Left: until.Sub(now)}
 }
 
+// ResendError is an enrollment refused a new e-mail or SMS code: how
+// long until one may be sent. It unwraps to ErrCodeSentRecently.
+type ResendError struct {
+	// Left is the wait, by the Service's clock at the refusal.
+	Left time.Duration
+}
+
+// Error says how long, for logs.
+func (e *ResendError) Error() string {
+	return "account: a two-step code was sent too recently; the next in " + e.Left.Round(time.Second).String()
+}
+
+// Unwrap makes errors.Is(err, ErrCodeSentRecently) true.
+func (e *ResendError) Unwrap() error { return ErrCodeSentRecently }
+
+// Description is the wait told to the person, the same over every
+// front end.
+func (e *ResendError) Description() string {
+	return "a verification code was sent a moment ago; wait " + about(e.Left) +
+		" before asking for another (a code already sent stays good for its time)"
+}
+
 // busyRetry is the Retry-After of ErrBusy: a few hashes' time.
 const busyRetry = time.Second
 
 // RetryAfter says how long a client refused with err should wait before
 // trying again, for the front ends' Retry-After header (RFC 9110 10.2.3):
-// the time left of a lock (*LockedError) or throttle (*ThrottledError),
-// about a second for ErrBusy. ok is false for any other error.
+// the time left of a lock (*LockedError), throttle (*ThrottledError) or
+// wait for a new code (*ResendError), about a second for ErrBusy. ok is
+// false for any other error.
 func RetryAfter(err error) (d time.Duration, ok bool) {
 	var le *LockedError
 	var te *ThrottledError
+	var re *ResendError
 	switch {
 	case errors.As(err, &le):
 		return max(le.Left, time.Second), true
 	case errors.As(err, &te):
 		return max(te.Left, time.Second), true
+	case errors.As(err, &re):
+		return max(re.Left, time.Second), true
 	case errors.Is(err, ErrBusy):
 		return busyRetry, true
 	}

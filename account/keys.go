@@ -101,6 +101,7 @@ const (
 	pfxTwoStep              = kv.AccountTwoStep
 	pfxTwoStepNew           = kv.AccountTwoStepNew
 	pfxTwoStepCode          = kv.AccountTwoStepCode
+	pfxTwoStepSent          = kv.AccountTwoStepSent
 
 	seqOrg     = "org"
 	seqPerson  = "person"

@@ -58,7 +58,9 @@ const qrSize = 256
 //
 // Errors: ErrNotFound; ErrInvalid (field mode: unknown, or a mode this
 // server cannot send codes for, or email for a person without an e-mail
-// address; field phone: not an E.164 number); ErrCodeNotSent.
+// address; field phone: not an E.164 number); ErrCodeNotSent; a
+// *ResendError (ErrCodeSentRecently) for an e-mail or SMS code asked for
+// too soon after the last, or past enrollmentCodes within the hour.
 func (s *Service) EnrollTwoStep(ctx context.Context, id uint64, mode, phone string) (TwoStepEnrollment, error) {
 	p, err := s.Person(ctx, id)
 	if err != nil {
@@ -111,8 +113,13 @@ func (s *Service) EnrollTwoStep(ctx context.Context, id uint64, mode, phone stri
 		if err != nil {
 			return TwoStepEnrollment{}, err
 		}
-		if err := s.sendCode(ctx, p, CodeMessage{Mode: mode, To: en.To, Code: code, Purpose: CodeEnrollment, Expires: en.Expires}); err != nil {
+		prev, err := s.countEnrollmentCode(ctx, id)
+		if err != nil {
 			return TwoStepEnrollment{}, err
+		}
+		if err := s.sendCode(ctx, p, CodeMessage{Mode: mode, To: en.To, Code: code, Purpose: CodeEnrollment, Expires: en.Expires}); err != nil {
+			// Not sent: it does not count.
+			return TwoStepEnrollment{}, errors.Join(err, s.putEnrollmentCodes(context.WithoutCancel(ctx), id, prev))
 		}
 		pend.Code = codeHash("enroll", id, code)
 	}
@@ -126,6 +133,75 @@ func (s *Service) EnrollTwoStep(ctx context.Context, id uint64, mode, phone stri
 		return s.putTTL(tx, key(pfxTwoStepNew, id), &pend, o.CodeTTL)
 	})
 	return en, err
+}
+
+// Bounds of the e-mail and SMS codes one person's enrollments send: one
+// per TwoStepOptions.ResendAfter, and enrollmentCodes within
+// enrollmentWindow of the first. An enrollment asks only for the
+// person's own password, and the number (or, through a change of the
+// e-mail address, the address) is theirs to choose, so without a bound
+// anyone with an account had berth text any number, or mail any
+// address, as fast as it hashes passwords: SMS pumping, or a flood
+// aimed at someone else.
+const (
+	enrollmentCodes  = 5
+	enrollmentWindow = time.Hour
+)
+
+// enrollmentCodesSent counts the codes a person's enrollments sent
+// (key accttwostepsent/<person>, TTL enrollmentWindow from First). It
+// is its own key, not part of the enrollment waiting: an enrollment in
+// the authenticator mode, a confirmation's tries running out, or the
+// person's own disabling would otherwise clear it between two codes.
+type enrollmentCodesSent struct {
+	First time.Time `cbor:"1,keyasint"` // the first code of the window
+	Last  time.Time `cbor:"2,keyasint"`
+	Count int       `cbor:"3,keyasint"`
+}
+
+// countEnrollmentCode counts a code about to be sent for person id's
+// enrollment, or refuses it with a *ResendError (ErrCodeSentRecently)
+// beyond the bounds above. It is counted before it is sent, so that
+// enrollments made at once cannot all pass; prev is the count before,
+// for putEnrollmentCodes to put back when the code does not go.
+func (s *Service) countEnrollmentCode(ctx context.Context, id uint64) (prev enrollmentCodesSent, err error) {
+	err = s.db.Update(ctx, func(tx kv.Txn) error {
+		now := s.now()
+		var c enrollmentCodesSent
+		switch err := s.get(tx, key(pfxTwoStepSent, id), &c, ErrNotFound); {
+		case errors.Is(err, ErrNotFound) || err == nil && !now.Before(c.First.Add(enrollmentWindow)):
+			c = enrollmentCodesSent{First: now}
+		case err != nil:
+			return err
+		}
+		prev = c
+		var wait time.Duration
+		if next := c.Last.Add(s.opts.TwoStep.ResendAfter); c.Count > 0 && now.Before(next) {
+			wait = next.Sub(now)
+		}
+		if c.Count >= enrollmentCodes {
+			wait = max(wait, c.First.Add(enrollmentWindow).Sub(now))
+		}
+		if wait > 0 {
+			return &ResendError{Left: wait}
+		}
+		c.Last = now
+		c.Count++
+		return s.putTTL(tx, key(pfxTwoStepSent, id), &c, c.First.Add(enrollmentWindow).Sub(now))
+	})
+	return prev, err
+}
+
+// putEnrollmentCodes puts back person id's count of enrollment codes as
+// countEnrollmentCode found it.
+func (s *Service) putEnrollmentCodes(ctx context.Context, id uint64, c enrollmentCodesSent) error {
+	return s.db.Update(ctx, func(tx kv.Txn) error {
+		left := c.First.Add(enrollmentWindow).Sub(s.now())
+		if c.Count == 0 || left <= 0 {
+			return tx.Delete(key(pfxTwoStepSent, id))
+		}
+		return s.putTTL(tx, key(pfxTwoStepSent, id), &c, left)
+	})
 }
 
 // ConfirmTwoStep completes person id's enrollment with its first code and

@@ -224,6 +224,45 @@ func TestTwoStepSentCodes(t *testing.T) {
 			if m.Mode != mode || m.To != want || en.To != want || m.Purpose != CodeEnrollment || len(m.Code) != 6 {
 				t.Fatalf("enrollment message %+v", m)
 			}
+			// Enrolling again at once sends nothing: whoever holds
+			// their own password would otherwise have berth text or
+			// mail any number or address as fast as it hashes (SMS
+			// pumping), the authenticator mode between them included.
+			again := func(want error) {
+				t.Helper()
+				n := e.box.count()
+				if _, err := s.EnrollTwoStep(ctx, id, TwoStepAuthenticator, ""); err != nil {
+					t.Fatal(err)
+				}
+				_, err := s.EnrollTwoStep(ctx, id, mode, "+41 44 668 18 01")
+				if !errors.Is(err, want) || (want == nil) != (e.box.count() == n+1) {
+					t.Fatalf("enrolling again: %v, %d sent before, %d now; want %v", err, n, e.box.count(), want)
+				}
+				if d, ok := RetryAfter(err); want != nil && (!ok || d <= 0) {
+					t.Fatalf("enrolling again: Retry-After %v %v", d, ok)
+				}
+			}
+			again(ErrCodeSentRecently)
+			// After ResendAfter a new code goes; within an hour,
+			// enrollmentCodes of them at most.
+			for range enrollmentCodes - 1 {
+				e.clk.Add(31 * time.Second)
+				again(nil)
+			}
+			e.clk.Add(31 * time.Second)
+			again(ErrCodeSentRecently)
+			e.clk.Add(time.Hour)
+			again(nil)
+			e.clk.Add(31 * time.Second)
+			if en, err = s.EnrollTwoStep(ctx, id, mode, phone); err != nil {
+				t.Fatal(err)
+			}
+			// The code confirmed is the last sent: the counts
+			// below start from it.
+			m = e.box.last(t)
+			e.box.mu.Lock()
+			e.box.msgs = []CodeMessage{m}
+			e.box.mu.Unlock()
 			if _, err := s.ConfirmTwoStep(ctx, id, m.Code); err != nil {
 				t.Fatal(err)
 			}

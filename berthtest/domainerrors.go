@@ -91,6 +91,7 @@ func DomainErrors() map[string]error {
 		"account.ErrInvalidTOTP":       account.ErrInvalidTOTP,
 		"account.ErrTwoStepRequired":   account.ErrTwoStepRequired,
 		"account.ErrCodeNotSent":       account.ErrCodeNotSent,
+		"account.ErrCodeSentRecently":  account.ErrCodeSentRecently,
 		"account.ErrTooManyAttempts":   account.ErrTooManyAttempts,
 		"account.ErrBusy":              account.ErrBusy,
 

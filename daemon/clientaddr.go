@@ -77,8 +77,8 @@ func clientAddr(r *http.Request, proxies []netip.Prefix) netip.Addr {
 	for i := len(hops) - 1; i >= 0; i-- {
 		fields := strings.Split(hops[i], ",")
 		for j := len(fields) - 1; j >= 0; j-- {
-			a, err := netip.ParseAddr(strings.TrimSpace(fields[j]))
-			if err != nil {
+			a, ok := forwardedAddr(strings.TrimSpace(fields[j]))
+			if !ok {
 				// A malformed entry from past the trusted ones: the
 				// last address known for sure is the one before it.
 				return peer
@@ -91,6 +91,19 @@ func clientAddr(r *http.Request, proxies []netip.Prefix) netip.Addr {
 		}
 	}
 	return peer
+}
+
+// forwardedAddr parses one X-Forwarded-For entry: an address, or an
+// address with its port ("203.0.113.9:51234", "[2001:db8::9]:51234"),
+// as some proxies (Azure's application gateway) write them; read as
+// malformed, every client behind such a proxy would be counted as the
+// proxy, and one guesser would throttle them all.
+func forwardedAddr(s string) (netip.Addr, bool) {
+	if a, err := netip.ParseAddr(s); err == nil {
+		return a, true
+	}
+	ap, err := netip.ParseAddrPort(s)
+	return ap.Addr(), err == nil
 }
 
 // trusted reports whether a is in one of proxies.

@@ -42,6 +42,12 @@ func TestClientAddr(t *testing.T) {
 		{"past a chain of trusted proxies", "10.0.0.5:443", []string{"1.2.3.4, 203.0.113.9", "192.168.0.7"}, "203.0.113.9"},
 		{"a trusted proxy without the header", "10.0.0.5:443", nil, "10.0.0.5"},
 		{"a malformed entry stops the walk", "10.0.0.5:443", []string{"203.0.113.9, junk"}, "10.0.0.5"},
+		// Some proxies (Azure's application gateway) append the
+		// client with its port: read as malformed, every client
+		// behind them was the proxy, and one guesser throttled all.
+		{"an entry with a port", "10.0.0.5:443", []string{"198.51.100.1, 203.0.113.9:51234"}, "203.0.113.9"},
+		{"an IPv6 entry with a port", "10.0.0.5:443", []string{"[2001:db8::9]:51234"}, "2001:db8::9"},
+		{"a trusted entry with a port", "10.0.0.5:443", []string{"203.0.113.9, 192.168.0.7:8080"}, "203.0.113.9"},
 		{"IPv6 peer", "[2001:db8::1]:443", nil, "2001:db8::1"},
 		{"IPv4-mapped peer", "[::ffff:203.0.113.7]:443", nil, "203.0.113.7"},
 	} {

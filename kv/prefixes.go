@@ -84,6 +84,7 @@ const (
 	AccountTwoStep          = "accttwostep/"     // a person's two-step verification (account/twostep.go)
 	AccountTwoStepNew       = "accttwostepnew/"  // an enrollment waiting for its first code
 	AccountTwoStepCode      = "accttwostepcode/" // an e-mail or SMS sign-in code
+	AccountTwoStepSent      = "accttwostepsent/" // the e-mail and SMS enrollment codes sent lately
 )
 
 // Prefixes of account's machine mappings and backups (account/machinemap.go).
@@ -206,6 +207,7 @@ func Prefixes() []Prefix {
 		{"account", AccountTwoStep},
 		{"account", AccountTwoStepNew},
 		{"account", AccountTwoStepCode},
+		{"account", AccountTwoStepSent},
 		{"account", AccountMapping},
 		{"account", AccountMachineMapping},
 		{"account", AccountBackup},

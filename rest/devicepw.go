@@ -78,7 +78,7 @@ func (s *server) listDevicePasswords(r *http.Request) (any, error) {
 // os_version of the machine made for it. The answer holds the password,
 // this once.
 func (s *server) createDevicePassword(r *http.Request) (any, error) {
-	f, err := form(r)
+	f, err := secretForm(r, "current_password")
 	if err != nil {
 		return nil, err
 	}

@@ -109,19 +109,22 @@ func TestDevicePasswordRoutes(t *testing.T) {
 		wantStatus int
 		code       string
 		mentions   string
+		query      string // the URL's
 	}{
 		// A device password outlives the token it is made with: the
 		// current password again, so a stolen token is not made into one.
-		{"no current_password", url.Values{"name": {"x"}}, http.StatusBadRequest, "invalid_request", "current_password is required to make a device password"},
-		{"a wrong current_password", url.Values{"name": {"x"}, "current_password": {"not the password"}}, http.StatusForbidden, "forbidden", "current_password is wrong"},
-		{"no name", url.Values{"current_password": {fixturePassword}}, http.StatusBadRequest, "invalid_request", "name"},
-		{"a long name", url.Values{"name": {strings.Repeat("x", 101)}, "current_password": {fixturePassword}}, http.StatusBadRequest, "invalid_request", "name"},
-		{"a long dns_name", url.Values{"name": {"x"}, "dns_name": {strings.Repeat("x", 256)}, "current_password": {fixturePassword}}, http.StatusBadRequest, "invalid_request", "dns_name"},
-		{"machine_id not an id", url.Values{"name": {"x"}, "machine_id": {"abc"}, "current_password": {fixturePassword}}, http.StatusBadRequest, "invalid_request", "machine_id"},
-		{"another person's machine", url.Values{"name": {"x"}, "machine_id": {fmt.Sprint(bobs.ID)}, "current_password": {fixturePassword}}, http.StatusNotFound, "not_found", ""},
+		{"no current_password", url.Values{"name": {"x"}}, http.StatusBadRequest, "invalid_request", "current_password is required to make a device password", ""},
+		{"a wrong current_password", url.Values{"name": {"x"}, "current_password": {"not the password"}}, http.StatusForbidden, "forbidden", "current_password is wrong", ""},
+		{"no name", url.Values{"current_password": {fixturePassword}}, http.StatusBadRequest, "invalid_request", "name", ""},
+		{"a long name", url.Values{"name": {strings.Repeat("x", 101)}, "current_password": {fixturePassword}}, http.StatusBadRequest, "invalid_request", "name", ""},
+		{"a long dns_name", url.Values{"name": {"x"}, "dns_name": {strings.Repeat("x", 256)}, "current_password": {fixturePassword}}, http.StatusBadRequest, "invalid_request", "dns_name", ""},
+		{"machine_id not an id", url.Values{"name": {"x"}, "machine_id": {"abc"}, "current_password": {fixturePassword}}, http.StatusBadRequest, "invalid_request", "machine_id", ""},
+		{"another person's machine", url.Values{"name": {"x"}, "machine_id": {fmt.Sprint(bobs.ID)}, "current_password": {fixturePassword}}, http.StatusNotFound, "not_found", "", ""},
+		// Passwords end up in logs and histories from a URL: the body only.
+		{"current_password in the URL", url.Values{"name": {"x"}}, http.StatusBadRequest, "invalid_request", "current_password is taken from the request body only", "?current_password=" + url.QueryEscape(fixturePassword)},
 	} {
 		t.Run("create, "+tc.name, func(t *testing.T) {
-			st, b := f.postForm(base+"device_passwords/create", tc.form)
+			st, b := f.postForm(base+"device_passwords/create"+tc.query, tc.form)
 			wantError(t, st, b, tc.wantStatus, tc.code)
 			if !strings.Contains(string(b), tc.mentions) {
 				t.Fatalf("the description does not name %s: %s", tc.mentions, b)

@@ -176,6 +176,9 @@ func errorTable() []errorMapping {
 		{account.ErrInvalidTOTP, http.StatusUnauthorized, "invalid_totp", ""},
 		{account.ErrTwoStepRequired, http.StatusForbidden, "forbidden", "the organization's policy requires two-step verification: enroll first (POST /api/2/person/<id>/two_step/enroll, then .../two_step/confirm)"},
 		{account.ErrCodeNotSent, http.StatusServiceUnavailable, "temporarily_unavailable", "the verification code could not be sent; try again later"},
+		// An enrollment's code asked for too soon after the last: a
+		// *account.ResendError says how long (describer, Retry-After).
+		{account.ErrCodeSentRecently, http.StatusTooManyRequests, "too_many_attempts", "a verification code was sent a moment ago; wait before asking for another"},
 		// Sign-in under attack (docs/api.md): a throttled client address
 		// (a *account.ThrottledError says until when), and a full
 		// password-check queue. Both carry Retry-After (writeError).

@@ -213,11 +213,18 @@ func (s *server) withSyncRoot(ctx context.Context, c caller, p account.Person) (
 // form's fields, with password and current_password refused in the
 // query string, since URLs end up in logs and histories.
 func accountForm(r *http.Request) (url.Values, error) {
+	return secretForm(r, "password", "current_password")
+}
+
+// secretForm reads form's fields, refusing the secrets named in the
+// query string: every route that takes a password or a code reads its
+// form through it.
+func secretForm(r *http.Request, secrets ...string) (url.Values, error) {
 	q, err := query(r)
 	if err != nil {
 		return nil, err
 	}
-	for _, name := range []string{"password", "current_password"} {
+	for _, name := range secrets {
 		if q.Has(name) {
 			return nil, Describe(ErrInvalidRequest, "%s is taken from the request body only, never from the URL", name)
 		}

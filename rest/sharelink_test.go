@@ -640,3 +640,53 @@ func manyRanges(n int) string {
 	}
 	return "bytes=" + strings.Join(parts, ",")
 }
+
+// TestShareLinkEmailClaim: a person of another organization who sets
+// their own e-mail address to one a login_required link's email
+// subscriber names (nobody held it) does not open the link by its
+// sequential id or its hash, as they did; only the subscriber's own
+// hash, the one sent to the address, admits the address's holder.
+func TestShareLinkEmailClaim(t *testing.T) {
+	ctx := context.Background()
+	f, file, _, body := linkFixture(t, fixtureOptions{})
+	l := f.createLink(t, f.at("/api/2/files/%d/%d/share", file), url.Values{"login_required": {"true"}})
+	st, b := f.postForm(fmt.Sprintf("/api/2/sharelinks/%d/subscribers", l.ID), url.Values{"subscriber_type": {"email"}, "email": {"carol@partner.example"}})
+	if st != http.StatusOK {
+		t.Fatalf("subscribe: %d %s", st, b)
+	}
+	var sb struct {
+		Hash string `json:"hash"`
+	}
+	decode(t, b, &sb)
+	globex, err := f.accounts.CreateOrganization(ctx, account.OrganizationInput{Name: "Globex"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := f.accounts.CreatePerson(ctx, account.PersonInput{OrganizationID: globex.ID, Username: "mallory", Email: "mallory@globex.example", Password: fixturePassword})
+	if err != nil {
+		t.Fatal(err)
+	}
+	toks, err := f.accounts.IssueTokens(ctx, m.ID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	claim := url.Values{"email": {"carol@partner.example"}, "current_password": {fixturePassword}}
+	st, b = f.readAll(f.request(http.MethodPost, fmt.Sprintf("/api/2/person/%d/update", m.ID), toks.AccessToken,
+		strings.NewReader(claim.Encode()), http.Header{"Content-Type": {"application/x-www-form-urlencoded"}}))
+	if st != http.StatusOK {
+		t.Fatalf("claim: %d %s", st, b)
+	}
+	for _, c := range []struct {
+		name, ref string
+		status    int
+	}{
+		{"by id", fmt.Sprint(l.ID), http.StatusNotFound},
+		{"by the link's hash", l.Hash, http.StatusUnauthorized},
+		{"by the subscriber's own hash", sb.Hash, http.StatusOK},
+	} {
+		st, b := f.readAll(f.request(http.MethodGet, "/api/2/sharelinks/"+c.ref+"/download", toks.AccessToken, nil, nil))
+		if st != c.status || (st == http.StatusOK) != (string(b) == body) {
+			t.Errorf("%s: %d %.80s, want %d", c.name, st, b, c.status)
+		}
+	}
+}

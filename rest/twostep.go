@@ -91,16 +91,10 @@ func (s *server) twoStepPerson(r *http.Request, act share.PersonAction, self boo
 	return p, nil
 }
 
-// twoStepForm reads a form that may carry a code: never from the URL.
+// twoStepForm reads a form that may carry a code or the current
+// password: never from the URL.
 func twoStepForm(r *http.Request) (map[string][]string, error) {
-	q, err := query(r)
-	if err != nil {
-		return nil, err
-	}
-	if q.Has("auth_code") {
-		return nil, Describe(ErrInvalidRequest, "auth_code is taken from the request body only, never from the URL")
-	}
-	return form(r)
+	return secretForm(r, "auth_code", "current_password")
 }
 
 func (s *server) twoStepStatus(r *http.Request) (any, error) {

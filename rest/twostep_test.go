@@ -256,6 +256,10 @@ func TestTwoStepRoutesInput(t *testing.T) {
 		{"disable without current_password", "disable", nil, 400, "invalid_request", "current_password is required to turn off two-step verification"},
 		{"recovery codes without current_password", "recovery_codes", nil, 400, "invalid_request", "current_password is required to make new recovery codes"},
 		{"recovery codes without two-step", "recovery_codes", url.Values{"current_password": {fixturePassword}}, 400, "invalid_request", "mode: two-step verification is not enabled"},
+		// A password in a URL ends up in logs and histories.
+		{"enroll with current_password in the URL", "enroll?current_password=" + url.QueryEscape(fixturePassword), url.Values{"mode": {"authenticator"}}, 400, "invalid_request", "current_password is taken from the request body only"},
+		{"disable with current_password in the URL", "disable?current_password=" + url.QueryEscape(fixturePassword), nil, 400, "invalid_request", "current_password is taken from the request body only"},
+		{"recovery codes with current_password in the URL", "recovery_codes?current_password=" + url.QueryEscape(fixturePassword), nil, 400, "invalid_request", "current_password is taken from the request body only"},
 	} {
 		status, body := f.twoStepPost(f.token, path+c.route, c.form)
 		wantError(t, status, body, c.status, c.code)
@@ -268,6 +272,19 @@ func TestTwoStepRoutesInput(t *testing.T) {
 	// A code in the URL is refused.
 	status, body := f.twoStepPost(f.token, path+"confirm?auth_code=123456", nil)
 	wantError(t, status, body, 400, "invalid_request")
+	// A text message to a number of one's choosing, again at once, is
+	// not sent: 429 with how long to wait.
+	sms := url.Values{"mode": {"sms"}, "phone": {"+41446681800"}, "current_password": {fixturePassword}}
+	if status, body := f.twoStepPost(f.token, path+"enroll", sms); status != http.StatusOK {
+		t.Fatalf("sms enrollment: %d %s", status, body)
+	}
+	sms.Set("phone", "+41446681801")
+	resp := f.request(http.MethodPost, path+"enroll", f.token, strings.NewReader(sms.Encode()), http.Header{"Content-Type": {"application/x-www-form-urlencoded"}})
+	status, body = f.readAll(resp)
+	wantError(t, status, body, http.StatusTooManyRequests, "too_many_attempts")
+	if ra := resp.Header.Get("Retry-After"); ra != "30" || !strings.Contains(string(body), "wait less than a minute") || len(f.box.msgs) != 1 {
+		t.Errorf("sms enrollment again: Retry-After %q, %s, %d sent", ra, body, len(f.box.msgs))
+	}
 }
 
 // TestTwoStepRequired: under require_two_step_auth a person who has not

@@ -245,6 +245,8 @@ func errorTable() []errorMapping {
 		{err: account.ErrInvalidTOTP, status: http.StatusForbidden, msg: "This account uses two-step verification, which WebDAV cannot ask for: use a device password."},
 		{err: account.ErrTwoStepRequired, status: http.StatusForbidden, msg: "Your organization requires two-step verification: enroll in the berth app first."},
 		{err: account.ErrCodeNotSent, status: http.StatusServiceUnavailable},
+		// WebDAV enrolls nobody: a server fault if it ever came here.
+		{err: account.ErrCodeSentRecently, status: http.StatusInternalServerError},
 
 		// The request itself.
 		{err: errPathTooDeep, status: http.StatusRequestURITooLong, msg: "%v"},
