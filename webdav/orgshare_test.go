@@ -2,6 +2,7 @@ package webdav_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -92,4 +93,19 @@ func TestOrgShareOverWebDAV(t *testing.T) {
 	want(t, "PUT past the writer's own quota, into the share", st, http.StatusCreated, b)
 	st, b = as("collab", "PUT", "/webdav/Team/big.bin", strings.Repeat("x", 1<<17))
 	want(t, "PUT past the organization's quota", st, http.StatusInsufficientStorage, b)
+
+	// The share renamed to a subscriber's own root's name: the older
+	// root, it took the plain name in id order, and collab's client,
+	// mapped to /webdav/collab/, wrote into the share. Their own root
+	// keeps the name; the share is "collab (id)".
+	if _, err := svc.RenameOrgShare(ctx, ac, f.org.ID, root.ID, "collab"); err != nil {
+		t.Fatal(err)
+	}
+	st, b = as("collab", "PUT", "/webdav/collab/mine.txt", "") // their quota is 1 byte
+	want(t, "PUT into one's own root's name", st, http.StatusCreated, b)
+	if _, err := f.fs.Lookup(ctx, root.ID, "/mine.txt"); err == nil {
+		t.Fatal("a PUT to /webdav/collab/ landed in the share renamed to collab")
+	}
+	st, b = as("collab", "GET", fmt.Sprintf("/webdav/collab%%20(%d)/a.txt", root.ID), "")
+	want(t, "GET from the renamed share", st, http.StatusOK, b)
 }

@@ -111,7 +111,7 @@ func (h *Handler) newSession(ctx context.Context, gen uint64, c *account.Caller,
 	// An organization share is shown only to a subscriber whose
 	// subscription names the webdav channel.
 	reach = slices.DeleteFunc(reach, func(a share.Access) bool { return !a.WebDAV })
-	s.mounts = mountNames(reach)
+	s.mounts = mountNames(reach, c.Person.RootID)
 	h.mounts.Put(gen, c.Principal, sessionMounts{mounts: s.mounts, caller: s.sessionCaller})
 	s.at, s.atErr = s.resolveIn(reqPath)
 	return s, nil
@@ -172,10 +172,22 @@ func (s *session) permitted(p string, need share.Perm) error {
 	return nil
 }
 
-// mountNames names each root's folder after the root, in id order, so a
-// clash is resolved the same way every time: the later root gets " (id)".
-func mountNames(reach []share.Access) []mount {
-	slices.SortFunc(reach, func(a, b share.Access) int { return compareID(a.Root.ID, b.Root.ID) })
+// mountNames names each root's folder after the root: the caller's own
+// root (own) first, then the others in id order, so a clash is resolved
+// the same way every time: the later root gets " (id)". Own first: in id
+// order, an administrator who renamed an older share to the name of a
+// subscriber's own root took the plain name, and the subscriber's
+// client, mapped to it, wrote into the share.
+func mountNames(reach []share.Access, own uint64) []mount {
+	slices.SortFunc(reach, func(a, b share.Access) int {
+		if ao, bo := a.Root.ID == own, b.Root.ID == own; ao != bo {
+			if ao {
+				return -1
+			}
+			return 1
+		}
+		return compareID(a.Root.ID, b.Root.ID)
+	})
 	seen := map[string]bool{}
 	out := make([]mount, 0, len(reach))
 	for _, a := range reach {
