@@ -3,6 +3,7 @@ package vfs_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -125,6 +126,44 @@ func TestTrimRevisions(t *testing.T) {
 			t.Fatalf("got %v", err)
 		}
 	})
+}
+
+// TestTrimReadsRevisionsOnce: a trim reads which of a file's revisions
+// go once, whatever the number of its transactions, where it scanned and
+// decoded every revision of the file again in each (a file that kept
+// 100,000 revisions: n²/refBatch decodes, about 10 s). Transactions of 2
+// revisions over 200 to drop: before, 300 scans of the revisions.
+func TestTrimReadsRevisionsOnce(t *testing.T) {
+	ctx := context.Background()
+	e := openEnvWith(t, t.TempDir(), vfs.WithRefBatch(vfs.Options{}, 2))
+	t.Cleanup(e.close)
+	root, err := e.fs.CreateRoot(ctx, "alice", vfs.RootSync)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.root = root
+	var f vfs.Node
+	for i := range 201 {
+		f = e.write(t, root.FolderID, "saved.txt", []byte(fmt.Sprint("save ", i)))
+	}
+	before := e.db.TxnStats()
+	rep, err := e.fs.TrimRevisions(ctx, root.ID, 1, 0)
+	if err != nil || rep.Revisions != 200 || rep.More {
+		t.Fatalf("trim: %s, %v", rep, err)
+	}
+	if scans := e.db.TxnStats().Scans - before.Scans; scans > 10 {
+		t.Errorf("%d scans for a trim of 200 revisions in transactions of 2", scans)
+	}
+	if revs, err := e.fs.Revisions(ctx, root.ID, f.ID); err != nil || len(revs) != 1 || revs[0].ID != mustStat(t, e, f.ID).RevisionID {
+		t.Fatalf("left %v, %v", revs, err)
+	}
+	if got := string(e.read(t, f.ID)); got != "save 200" {
+		t.Fatalf("current contents %q", got)
+	}
+	fr, err := e.fs.Fsck(ctx, false)
+	if err != nil || !fr.OK() {
+		t.Fatalf("fsck: %v %s", err, fr)
+	}
 }
 
 func mustStat(t *testing.T, e *env, id uint64) vfs.Node {
