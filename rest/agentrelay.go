@@ -5,7 +5,10 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
+	"sync"
+	"time"
 
 	"berth/agentlink"
 )
@@ -26,11 +29,11 @@ const maxRelayRequest = maxReply + 1<<20
 // error table.
 func (s *server) agentRelay(r *http.Request) (any, error) {
 	if s.opts.ClusterSecret == "" {
-		s.log.Warn("refused a relayed agent call: this node has no cluster secret (cluster.secret_file)", "client", r.RemoteAddr)
+		s.relayRefused.warn(s.log, "refused a relayed agent call: this node has no cluster secret (cluster.secret_file)", "client", r.RemoteAddr)
 		return nil, Describe(ErrForbidden, "this node takes no relayed calls: it has no cluster secret")
 	}
 	if !sameSecret(r.Header.Get(agentlink.SecretHeader), s.opts.ClusterSecret) {
-		s.log.Warn("refused a relayed agent call: the cluster secret is missing or wrong", "client", r.RemoteAddr)
+		s.relayRefused.warn(s.log, "refused a relayed agent call: the cluster secret is missing or wrong", "client", r.RemoteAddr)
 		return nil, Describe(ErrForbidden, "the cluster secret is missing or wrong")
 	}
 	id, ok := parseID(r.PathValue("machine_id"))
@@ -49,4 +52,31 @@ func (s *server) agentRelay(r *http.Request) (any, error) {
 func sameSecret(got, want string) bool {
 	g, w := sha256.Sum256([]byte(got)), sha256.Sum256([]byte(want))
 	return subtle.ConstantTimeCompare(g[:], w[:]) == 1
+}
+
+// sometimes writes a warning at once, then at most one a minute with how
+// many it held back since: the relay route takes no token, so anyone
+// who reaches it could otherwise write a line to the log with every
+// request.
+type sometimes struct {
+	mu   sync.Mutex
+	next time.Time
+	held int
+}
+
+func (w *sometimes) warn(log *slog.Logger, msg string, args ...any) {
+	w.mu.Lock()
+	now := time.Now()
+	if now.Before(w.next) {
+		w.held++
+		w.mu.Unlock()
+		return
+	}
+	held := w.held
+	w.held, w.next = 0, now.Add(time.Minute)
+	w.mu.Unlock()
+	if held > 0 {
+		args = append(args, "held_back", held)
+	}
+	log.Warn(msg, args...)
 }

@@ -185,4 +185,12 @@ func TestRelayRouteRefusals(t *testing.T) {
 	if !strings.Contains(f.logs.String(), "no cluster secret") {
 		t.Error("a relayed call refused for want of a secret was not logged")
 	}
+	// The route takes no token: anyone who reaches it wrote a warning
+	// with each call. One a minute now, with how many were held back.
+	for range 50 {
+		f.readAll(f.request(http.MethodPost, path, "", strings.NewReader(`{"op":"status"}`), http.Header{"Content-Type": {"application/json"}}))
+	}
+	if n := strings.Count(f.logs.String(), "refused a relayed agent call"); n > 1 {
+		t.Errorf("%d warnings for 51 refused relayed calls within a minute", n)
+	}
 }

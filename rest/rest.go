@@ -81,6 +81,8 @@ type server struct {
 	shares   *share.Service
 	log      *slog.Logger
 	mux      *http.ServeMux
+	// relayRefused logs the relayed agent calls refused (agentrelay.go).
+	relayRefused sometimes
 	// metrics are the HTTP families every front end shares, built once
 	// per registry: a WebDAV handler on the same registry counts into the
 	// same families, told apart by route.
