@@ -154,6 +154,11 @@ func TestStartRefusalsNameTheProblem(t *testing.T) {
 		if !strings.Contains(out, "permission denied") || strings.Contains(out, "another berth") {
 			t.Errorf("a data directory berth may not open printed:\n%s", out)
 		}
+		// The fix, not only the refusal: whose the directory must be,
+		// and the command that makes it so.
+		if !strings.Contains(out, "chown -R") || !strings.Contains(out, data) || !strings.Contains(out, "--data") {
+			t.Errorf("a data directory berth may not open printed no fix (chown -R, the directory, --data):\n%s", out)
+		}
 	})
 	t.Run("corrupt TLS key", func(t *testing.T) {
 		key := filepath.Join(data, "tls", "key.pem")
