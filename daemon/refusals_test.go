@@ -50,9 +50,10 @@ func TestServeRefused(t *testing.T) {
 		// The key comes first, as in the configuration's own errors, so
 		// the operator knows which setting to change.
 		{name: "port in use", args: []string{"--metrics-listen", "", "--http-listen", "", "--listen", taken.Addr().String()},
-			want: []string{"listen: https listener: listen tcp " + taken.Addr().String() + ": bind: address already in use"}},
+			want: []string{"listen: https listener: listen tcp " + taken.Addr().String() + ": bind: address already in use",
+				"another program (or berth) listens there: stop it, or choose another address (listen, --listen)"}},
 		{name: "metrics port in use", args: []string{"--metrics-listen", "", "--http-listen", "", "--listen", "127.0.0.1:0", "--metrics-listen", taken.Addr().String()},
-			want: []string{"metrics_listen: metrics listener: listen tcp"}},
+			want: []string{"metrics_listen: metrics listener: listen tcp", "(metrics_listen, --metrics-listen)"}},
 		{name: "unreadable certificate", args: []string{"--metrics-listen", "", "--http-listen", "", "--listen", "127.0.0.1:0", "--tls-cert", certDir, "--tls-key", certDir},
 			want: []string{certDir}},
 		// TestBadConfigNamesKeyAndValue.

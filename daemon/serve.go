@@ -306,7 +306,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writ
 		}
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
-			return fmt.Errorf("%s: %s listener: %w", key, name, err)
+			return fmt.Errorf("%s: %s listener: %w%s", key, name, err, bindFix(key, err))
 		}
 		if tls {
 			// Innermost, so a refused connection costs no handshake.
@@ -466,6 +466,20 @@ func withPages(pages, api http.Handler) http.Handler {
 		}
 		api.ServeHTTP(w, r)
 	})
+}
+
+// bindFix is what to do about a listener's address that would not bind,
+// for the two refusals a new operator meets (a port taken, a privileged
+// port), naming the key and its flag; "" for any other error.
+func bindFix(key string, err error) string {
+	where := key + ", --" + strings.ReplaceAll(key, "_", "-")
+	switch {
+	case errors.Is(err, syscall.EADDRINUSE):
+		return "; another program (or berth) listens there: stop it, or choose another address (" + where + ")"
+	case errors.Is(err, syscall.EACCES):
+		return "; a port below 1024 needs CAP_NET_BIND_SERVICE (berth.service grants it), or choose a port above 1023 (" + where + ")"
+	}
+	return ""
 }
 
 // listener is one bound address and its server.
