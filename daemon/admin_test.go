@@ -615,23 +615,36 @@ func TestAdminUsage(t *testing.T) {
 	}
 }
 
-// TestAdminHelp: admin's help lists its own flags, not the server's,
+// TestClientHelp: the help of the commands that run away from the
+// server's data (admin, agent) lists their own flags, not the server's,
 // which are persistent on the root and mean nothing to a client.
-func TestAdminHelp(t *testing.T) {
-	root := newRootCommand(io.Discard, io.Discard)
-	var out bytes.Buffer
-	root.SetOut(&out)
-	root.SetArgs([]string{"admin", "person", "create", "--help"})
-	if err := root.Execute(); err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range []string{"USERNAME EMAIL", "--password", "--config", "--json"} {
-		if !strings.Contains(out.String(), s) {
-			t.Errorf("help lacks %q:\n%s", s, out.String())
-		}
-	}
-	if strings.Contains(out.String(), "--data") {
-		t.Errorf("help lists the server's flags:\n%s", out.String())
+func TestClientHelp(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{args: []string{"admin", "person", "create", "--help"}, want: []string{"USERNAME EMAIL", "--password", "--config", "--json"}},
+		{args: []string{"agent", "--help"}, want: []string{"--server", "--login", "--ca-file", "--password-file", "--state-file", "--backup-interval", "--log-level"}},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			root := newRootCommand(io.Discard, io.Discard)
+			var out bytes.Buffer
+			root.SetOut(&out)
+			root.SetArgs(tc.args)
+			if err := root.Execute(); err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range tc.want {
+				if !strings.Contains(out.String(), s) {
+					t.Errorf("help lacks %q:\n%s", s, out.String())
+				}
+			}
+			for _, s := range []string{"--data", "--listen", "--smtp-host", "Global Flags"} {
+				if strings.Contains(out.String(), s) {
+					t.Errorf("help lists the server's flags (%s):\n%s", s, out.String())
+				}
+			}
+		})
 	}
 }
 
