@@ -197,8 +197,9 @@ func TestAdminLoginFails(t *testing.T) {
 	}{
 		{"wrong password", "wrong", []string{"--url", b.srv.URL, "--user", "boss", "--ca", b.ca}, exitNoAccess, "(HTTP 4"},
 		{"unknown user", adminPassword, []string{"--url", b.srv.URL, "--user", "nobody", "--ca", b.ca}, exitNoAccess, "(HTTP 4"},
-		{"certificate of another CA", adminPassword, []string{"--url", b.srv.URL, "--user", "boss", "--ca", otherCA}, exitNoAccess, "certificate"},
-		{"system roots", adminPassword, []string{"--url", b.srv.URL, "--user", "boss"}, exitNoAccess, "certificate"},
+		// The refusal and the fix: the flag that trusts berth's certificate.
+		{"certificate of another CA", adminPassword, []string{"--url", b.srv.URL, "--user", "boss", "--ca", otherCA}, exitNoAccess, "certificate is not trusted: log in with --ca"},
+		{"system roots", adminPassword, []string{"--url", b.srv.URL, "--user", "boss"}, exitNoAccess, "certificate is not trusted: log in with --ca"},
 		{"nothing listening", adminPassword, []string{"--url", deadURL, "--user", "boss", "--ca", b.ca}, exitNoAccess, "refused"},
 		{"CA file missing", adminPassword, []string{"--url", b.srv.URL, "--user", "boss", "--ca", "/nonexistent.pem"}, exitNoAccess, "CA file"},
 		{"no password", "", []string{"--url", b.srv.URL, "--user", "boss", "--ca", b.ca}, exitUsage, adminPasswordEnv},
