@@ -209,7 +209,16 @@ func (a *Agent) Run(ctx context.Context) error {
 			wait = a.cfg.MinBackoff // it was up a good while: start over
 		}
 		d := wait/2 + rand.N(wait/2+1)
-		a.log.Warn("channel ended; reconnecting", "err", err, "in", d)
+		var cv *tls.CertificateVerificationError
+		if errors.As(err, &cv) {
+			// Retried like any failure (the server's certificate may
+			// be mended), but Go's text says what failed, not what to
+			// do about it.
+			a.log.Warn("channel ended; reconnecting", "err", err, "in", d,
+				"fix", "the server's certificate is not trusted: name it, or the authority that signs it, with --ca-file (a self-signed berth's is DATA/tls/cert.pem)")
+		} else {
+			a.log.Warn("channel ended; reconnecting", "err", err, "in", d)
+		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()

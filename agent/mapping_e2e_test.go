@@ -276,6 +276,18 @@ const syncWait = 30 * time.Second
 // in step both ways (new files, changes, renames, deletes), a conflict
 // that keeps both versions, and a deleted mapping that keeps both sides'
 // files.
+// fileMode is an error when the file at p has not permissions want.
+func fileMode(p string, want fs.FileMode) error {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return err
+	}
+	if got := fi.Mode().Perm(); got != want {
+		return fmt.Errorf("%s has mode %#o, want %#o", filepath.Base(p), got, want)
+	}
+	return nil
+}
+
 func TestMappingE2E(t *testing.T) {
 	srv := agenttest.StartServer(t)
 	srv.SetPolicy(t, 0, url.Values{"file_server_enabled": {"true"}})
@@ -405,8 +417,18 @@ func TestMappingE2E(t *testing.T) {
 		}{
 			{"a file and folders made here", func() { writeFile(t, filepath.Join(dir, "a", "b", "new.txt"), "deep") }, nil},
 			{"a file changed here", func() { writeFile(t, filepath.Join(dir, "local0.txt"), "changed here, longer") }, nil},
-			{"a file uploaded there", func() { s.upload("up.txt", "from the root") }, nil},
-			{"a file changed there", func() { s.upload("remote0.txt", "changed there") }, nil},
+			// A file that comes down is readable as one made here is
+			// (0644, as a restore's), not the temporary file's 0600; one
+			// that comes down over a local file keeps that file's mode.
+			{"a file uploaded there", func() { s.upload("up.txt", "from the root") }, func() error {
+				return fileMode(filepath.Join(dir, "up.txt"), 0o644)
+			}},
+			{"a file changed there", func() {
+				if err := os.Chmod(filepath.Join(dir, "remote0.txt"), 0o664); err != nil {
+					t.Fatal(err)
+				}
+				s.upload("remote0.txt", "changed there")
+			}, func() error { return fileMode(filepath.Join(dir, "remote0.txt"), 0o664) }},
 			{"a rename here", func() {
 				_, ids := s.tree()
 				idBefore = ids["local0.txt"]

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path"
@@ -677,6 +678,17 @@ func (s *syncer) download(ctx context.Context, p string, R remoteItem, expect *l
 		os.Remove(tmp)
 		s.dirty[p] = false
 		return fmt.Errorf("%s: %w", p, errRaced)
+	}
+	// The temporary file is 0600; the file it becomes is readable as
+	// one made here is (0644, as a restore writes), and one it replaces
+	// keeps its mode, which the server does not hold.
+	mode := fs.FileMode(0o644)
+	if fi, err := os.Lstat(s.local.abs(p)); err == nil && fi.Mode().IsRegular() {
+		mode = fi.Mode().Perm()
+	}
+	if err := os.Chmod(tmp, mode); err != nil {
+		os.Remove(tmp)
+		return err
 	}
 	if err := os.Rename(tmp, s.local.abs(p)); err != nil {
 		os.Remove(tmp)

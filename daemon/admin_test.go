@@ -197,8 +197,9 @@ func TestAdminLoginFails(t *testing.T) {
 	}{
 		{"wrong password", "wrong", []string{"--url", b.srv.URL, "--user", "boss", "--ca", b.ca}, exitNoAccess, "(HTTP 4"},
 		{"unknown user", adminPassword, []string{"--url", b.srv.URL, "--user", "nobody", "--ca", b.ca}, exitNoAccess, "(HTTP 4"},
-		{"certificate of another CA", adminPassword, []string{"--url", b.srv.URL, "--user", "boss", "--ca", otherCA}, exitNoAccess, "certificate"},
-		{"system roots", adminPassword, []string{"--url", b.srv.URL, "--user", "boss"}, exitNoAccess, "certificate"},
+		// The refusal and the fix: the flag that trusts berth's certificate.
+		{"certificate of another CA", adminPassword, []string{"--url", b.srv.URL, "--user", "boss", "--ca", otherCA}, exitNoAccess, "certificate is not trusted: log in with --ca"},
+		{"system roots", adminPassword, []string{"--url", b.srv.URL, "--user", "boss"}, exitNoAccess, "certificate is not trusted: log in with --ca"},
 		{"nothing listening", adminPassword, []string{"--url", deadURL, "--user", "boss", "--ca", b.ca}, exitNoAccess, "refused"},
 		{"CA file missing", adminPassword, []string{"--url", b.srv.URL, "--user", "boss", "--ca", "/nonexistent.pem"}, exitNoAccess, "CA file"},
 		{"no password", "", []string{"--url", b.srv.URL, "--user", "boss", "--ca", b.ca}, exitUsage, adminPasswordEnv},
@@ -615,23 +616,36 @@ func TestAdminUsage(t *testing.T) {
 	}
 }
 
-// TestAdminHelp: admin's help lists its own flags, not the server's,
+// TestClientHelp: the help of the commands that run away from the
+// server's data (admin, agent) lists their own flags, not the server's,
 // which are persistent on the root and mean nothing to a client.
-func TestAdminHelp(t *testing.T) {
-	root := newRootCommand(io.Discard, io.Discard)
-	var out bytes.Buffer
-	root.SetOut(&out)
-	root.SetArgs([]string{"admin", "person", "create", "--help"})
-	if err := root.Execute(); err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range []string{"USERNAME EMAIL", "--password", "--config", "--json"} {
-		if !strings.Contains(out.String(), s) {
-			t.Errorf("help lacks %q:\n%s", s, out.String())
-		}
-	}
-	if strings.Contains(out.String(), "--data") {
-		t.Errorf("help lists the server's flags:\n%s", out.String())
+func TestClientHelp(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{args: []string{"admin", "person", "create", "--help"}, want: []string{"USERNAME EMAIL", "--password", "--config", "--json"}},
+		{args: []string{"agent", "--help"}, want: []string{"--server", "--login", "--ca-file", "--password-file", "--state-file", "--backup-interval", "--log-level"}},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			root := newRootCommand(io.Discard, io.Discard)
+			var out bytes.Buffer
+			root.SetOut(&out)
+			root.SetArgs(tc.args)
+			if err := root.Execute(); err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range tc.want {
+				if !strings.Contains(out.String(), s) {
+					t.Errorf("help lacks %q:\n%s", s, out.String())
+				}
+			}
+			for _, s := range []string{"--data", "--listen", "--smtp-host", "Global Flags"} {
+				if strings.Contains(out.String(), s) {
+					t.Errorf("help lists the server's flags (%s):\n%s", s, out.String())
+				}
+			}
+		})
 	}
 }
 

@@ -66,6 +66,12 @@ func noAccess(err error) error {
 	if errors.As(err, &xe) {
 		return err
 	}
+	var cv *tls.CertificateVerificationError
+	if errors.As(err, &cv) {
+		// Go's text says what failed, not what to do: a berth with its
+		// own certificate is trusted only by naming that certificate.
+		err = fmt.Errorf("%w; berth's certificate is not trusted: log in with --ca FILE (a self-signed berth's is DATA/tls/cert.pem)", err)
+	}
 	return &exitError{code: exitNoAccess, err: err}
 }
 

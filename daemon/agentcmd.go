@@ -99,8 +99,20 @@ func newAgentCommand(stderr io.Writer) *cobra.Command {
 	f.DurationVar(&backupInterval, "backup-interval", agent.DefaultBackupInterval, "the time between two runs of each backup (docs/agent.md \"Backups\")")
 	_ = cmd.MarkFlagRequired("server")
 	_ = cmd.MarkFlagRequired("login")
+	// The server's flags are persistent on the root, so cobra would list
+	// all of them here too, where the agent reads none.
+	cmd.SetUsageTemplate(agentUsage)
 	return cmd
 }
+
+// agentUsage is cobra's usage template without the global flags: the
+// agent's own are all it reads.
+const agentUsage = `Usage:
+  {{.UseLine}}{{if .HasAvailableLocalFlags}}
+
+Flags:
+{{.LocalFlags.FlagUsages | trimTrailingWhitespaces}}{{end}}
+`
 
 // defaultAgentState is systemd's StateDirectory when run as a service,
 // else the user's state folder.

@@ -50,9 +50,10 @@ func TestServeRefused(t *testing.T) {
 		// The key comes first, as in the configuration's own errors, so
 		// the operator knows which setting to change.
 		{name: "port in use", args: []string{"--metrics-listen", "", "--http-listen", "", "--listen", taken.Addr().String()},
-			want: []string{"listen: https listener: listen tcp " + taken.Addr().String() + ": bind: address already in use"}},
+			want: []string{"listen: https listener: listen tcp " + taken.Addr().String() + ": bind: address already in use",
+				"another program (or berth) listens there: stop it, or choose another address (listen, --listen)"}},
 		{name: "metrics port in use", args: []string{"--metrics-listen", "", "--http-listen", "", "--listen", "127.0.0.1:0", "--metrics-listen", taken.Addr().String()},
-			want: []string{"metrics_listen: metrics listener: listen tcp"}},
+			want: []string{"metrics_listen: metrics listener: listen tcp", "(metrics_listen, --metrics-listen)"}},
 		{name: "unreadable certificate", args: []string{"--metrics-listen", "", "--http-listen", "", "--listen", "127.0.0.1:0", "--tls-cert", certDir, "--tls-key", certDir},
 			want: []string{certDir}},
 		// TestBadConfigNamesKeyAndValue.
@@ -153,6 +154,11 @@ func TestStartRefusalsNameTheProblem(t *testing.T) {
 		out := startFails(t, bin, cred, "--data", data)
 		if !strings.Contains(out, "permission denied") || strings.Contains(out, "another berth") {
 			t.Errorf("a data directory berth may not open printed:\n%s", out)
+		}
+		// The fix, not only the refusal: whose the directory must be,
+		// and the command that makes it so.
+		if !strings.Contains(out, "chown -R") || !strings.Contains(out, data) || !strings.Contains(out, "--data") {
+			t.Errorf("a data directory berth may not open printed no fix (chown -R, the directory, --data):\n%s", out)
 		}
 	})
 	t.Run("corrupt TLS key", func(t *testing.T) {

@@ -5,13 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
+	"os/user"
 	"path/filepath"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -71,10 +74,10 @@ type metricsCollector interface {
 // in cfg.Data, creating the directory on first start. reg may be nil.
 func openStores(ctx context.Context, cfg config.Config, log *slog.Logger, reg prometheus.Registerer) (*stores, error) {
 	if err := os.MkdirAll(cfg.Data, 0o700); err != nil {
-		return nil, fmt.Errorf("creating data directory: %w", err)
+		return nil, dataDirRefused(cfg.Data, fmt.Errorf("creating data directory: %w", err))
 	}
 	if err := checkFormat(cfg.Data); err != nil {
-		return nil, err
+		return nil, dataDirRefused(cfg.Data, err)
 	}
 	// The memtable Badger allocates whole must land on memory the
 	// runtime has handed back to the kernel, which reads as zeros: on
@@ -83,12 +86,18 @@ func openStores(ctx context.Context, cfg config.Config, log *slog.Logger, reg pr
 	debug.FreeOSMemory()
 	db, err := openMetadata(ctx, cfg, log)
 	if err != nil {
+		if cfg.Metadata.Backend == "badger" || cfg.Metadata.Backend == "" {
+			err = dataDirRefused(cfg.Data, err)
+		}
 		return nil, err
 	}
 	zipHeld := applyMemoryLimit(cfg.Memory, log)
 	chunks, err := openChunks(ctx, cfg, log, reg)
 	if err != nil {
 		db.Close()
+		if cfg.Storage.Backend != "s3" {
+			err = dataDirRefused(cfg.Data, err)
+		}
 		return nil, err
 	}
 	acts := activity.New(db, activity.Options{Retention: cfg.Activity.Retention})
@@ -104,6 +113,32 @@ func openStores(ctx context.Context, cfg config.Config, log *slog.Logger, reg pr
 		return nil, fmt.Errorf("opening file system: %w", err)
 	}
 	return &stores{db: db, files: files, activity: acts, journal: journal, holder: holder}, nil
+}
+
+// dataDirRefused adds the fix to an error of opening the data directory
+// dir that is a refused permission. Its usual cause is a directory made
+// by another user: root running berth by hand before the service, which
+// runs as its own user, did. The error alone names a file and "permission
+// denied"; this names the user berth runs as and the command that hands
+// the directory over. Other errors are returned as they are.
+func dataDirRefused(dir string, err error) error {
+	if !errors.Is(err, fs.ErrPermission) {
+		return err
+	}
+	uid := strconv.Itoa(os.Geteuid())
+	who, owner := "uid "+uid, uid
+	if u, uerr := user.LookupId(uid); uerr == nil {
+		who, owner = u.Username+" (uid "+uid+")", u.Username
+	}
+	if abs, aerr := filepath.Abs(dir); aerr == nil {
+		dir = abs
+	}
+	fix := fmt.Sprintf("give it to that user (chown -R %s %s)", owner, dir)
+	if _, serr := os.Stat(dir); errors.Is(serr, fs.ErrNotExist) {
+		// Its parent refused the mkdir: nothing to chown yet.
+		fix = fmt.Sprintf("create it for that user (install -d -m 0700 -o %s %s)", owner, dir)
+	}
+	return fmt.Errorf("%w; berth runs as %s, which may not read and write the data directory %s: %s or choose another with --data", err, who, dir, fix)
 }
 
 // uploadHolder is a vfs.StagedHolder set once the one it stands for
@@ -271,7 +306,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writ
 		}
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
-			return fmt.Errorf("%s: %s listener: %w", key, name, err)
+			return fmt.Errorf("%s: %s listener: %w%s", key, name, err, bindFix(key, err))
 		}
 		if tls {
 			// Innermost, so a refused connection costs no handshake.
@@ -431,6 +466,20 @@ func withPages(pages, api http.Handler) http.Handler {
 		}
 		api.ServeHTTP(w, r)
 	})
+}
+
+// bindFix is what to do about a listener's address that would not bind,
+// for the two refusals a new operator meets (a port taken, a privileged
+// port), naming the key and its flag; "" for any other error.
+func bindFix(key string, err error) string {
+	where := key + ", --" + strings.ReplaceAll(key, "_", "-")
+	switch {
+	case errors.Is(err, syscall.EADDRINUSE):
+		return "; another program (or berth) listens there: stop it, or choose another address (" + where + ")"
+	case errors.Is(err, syscall.EACCES):
+		return "; a port below 1024 needs CAP_NET_BIND_SERVICE (berth.service grants it), or choose a port above 1023 (" + where + ")"
+	}
+	return ""
 }
 
 // listener is one bound address and its server.

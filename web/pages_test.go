@@ -37,6 +37,8 @@ func TestPages(t *testing.T) {
 	spoof := "photo\u202egpj.exe"
 	_, spoofURL := s.link(t, s.write(t, spoof, []byte("MZ")), share.LinkSettings{})
 	_, spoofDirURL := s.link(t, s.mkfiles(t, "isolate\u2067d", 0), share.LinkSettings{})
+	// 999,960 bytes is 999.96 kB, which one decimal rounds up to the next unit.
+	_, roundsUpURL := s.link(t, s.write(t, "almost.bin", make([]byte, 999_960)), share.LinkSettings{})
 	id := func(n uint64) string { return strconv.FormatUint(n, 10) }
 	tests := []struct {
 		name   string
@@ -69,6 +71,7 @@ func TestPages(t *testing.T) {
 		{"no read access: download", noReadURL + "/download", 403, "text/html; charset=utf-8", nil, nil},
 		{"name reordered by an override: file page", spoofURL, 200, "text/html; charset=utf-8", []string{"photo\ufffdgpj.exe</h1>", "<title>photo\ufffdgpj.exe"}, []string{"\u202e"}},
 		{"name reordered by an isolate: folder page", spoofDirURL, 200, "text/html; charset=utf-8", []string{"isolate\ufffdd</h1>"}, []string{"\u2067"}},
+		{"a size that rounds up to the next unit", roundsUpURL, 200, "text/html; charset=utf-8", []string{">1.0 MB<"}, []string{"1000.0"}},
 		{"style sheet", s.srv.URL + "/s/static/style.css", 200, "text/css; charset=utf-8", []string{"body{"}, nil},
 	}
 	for _, tt := range tests {

@@ -717,7 +717,8 @@ func humanSize(n int64) string {
 	f := float64(n)
 	for _, u := range []string{"kB", "MB", "GB", "TB"} {
 		f /= 1000
-		if f < 1000 || u == "TB" {
+		// 999.95 and up prints as "1000.0": that is the next unit's 1.0.
+		if f < 999.95 || u == "TB" {
 			return fmt.Sprintf("%.1f %s", f, u)
 		}
 	}
