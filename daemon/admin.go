@@ -364,6 +364,8 @@ const (
 	kindGroup  kind = "group"
 	kindPolicy kind = "policy"
 	kindStatus kind = "status"
+	// kindDevicePassword is one device password, its secret shown once.
+	kindDevicePassword kind = "device_password"
 )
 
 // request is one API call a subcommand makes, built from its arguments

@@ -114,7 +114,7 @@ func (a *adminCLI) policyCommand() *cobra.Command {
 }
 
 func (a *adminCLI) personCommand() *cobra.Command {
-	person := groupCommand("person", "Persons: show, create, update, delete, list, passwd, unlock", "")
+	person := groupCommand("person", "Persons: show, create, update, delete, list, passwd, unlock, device-password", "")
 
 	show := a.simple("show [ID|EMAIL]", "Show a person (default: yourself)", cobra.MaximumNArgs(1), kindPerson,
 		func(_ context.Context, _ *adminSession, args []string) (request, string, error) {
@@ -201,7 +201,24 @@ func (a *adminCLI) personCommand() *cobra.Command {
 			return postReq("/api/2/person/"+id+"/unlock", nil), "person " + id + " unlocked", err
 		})
 
-	person.AddCommand(show, create, update, a.deleteCommand("person"), passwd, unlock,
+	// A two-step account's main password is refused over WebDAV, which
+	// cannot ask for a code: a device password is what its drive mounts
+	// with, and it is made by the account itself, signed in.
+	devicePw := a.simple("device-password NAME", "Make a device password of your own (for a WebDAV drive or an app that cannot ask for a code); it is shown once", cobra.ExactArgs(1), kindDevicePassword,
+		func(ctx context.Context, s *adminSession, args []string) (request, string, error) {
+			self, err := a.selfID(ctx, s)
+			if err != nil {
+				return request{}, "", err
+			}
+			cur, err := a.currentPassword(ctx)
+			if err != nil {
+				return request{}, "", err
+			}
+			form := url.Values{"name": {args[0]}, "current_password": {cur}}
+			return postReq("/api/2/person/"+self+"/device_passwords/create", form), "", nil
+		})
+
+	person.AddCommand(show, create, update, a.deleteCommand("person"), passwd, unlock, devicePw,
 		a.listCommand("list", "List the persons of --org", "persons", kindPerson))
 	return person
 }

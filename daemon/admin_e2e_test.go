@@ -273,6 +273,26 @@ func TestAdminDay(t *testing.T) {
 		{name: "logout of an ended session", args: []string{"logout"}, out: []string{"logged out of " + lc.base}},
 		{name: "login again", args: []string{"login", "--url", lc.base, "--user", "admin@localhost", "--ca", filepath.Join(data, "tls", "cert.pem")},
 			env: []string{adminPasswordEnv + "=the admin's new password"}, out: []string{"as admin"}},
+		// A device password of one's own: what a two-step account's
+		// WebDAV drive mounts with. The password again, as the route asks.
+		{name: "device password, wrong current password", args: []string{"person", "device-password", "laptop"},
+			env: []string{adminPasswordEnv + "=not it at all"}, code: exitAPIError, errOut: "(HTTP 403)"},
+		{name: "device password", args: []string{"person", "device-password", "laptop", "--json"},
+			env: []string{adminPasswordEnv + "=the admin's new password"}, out: []string{`"name": "laptop"`, `"type": "device_password"`}, capture: map[string]string{"devpw": "password"},
+			after: func(t *testing.T, v map[string]string) {
+				// It mounts the drive: Basic over WebDAV.
+				req, _ := http.NewRequest("PROPFIND", lc.base+"/webdav/", nil)
+				req.Header.Set("Depth", "0")
+				req.SetBasicAuth("admin", v["devpw"])
+				resp, err := lc.c.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusMultiStatus {
+					t.Errorf("PROPFIND /webdav/ with the device password: %d", resp.StatusCode)
+				}
+			}},
 
 		{name: "help", args: []string{"--help"}, out: []string{"login ", "logout ", "org ", "person ", "guest ", "group ", "--json"}},
 		{name: "no subcommand", args: []string{}, out: []string{"Available Commands:"}},

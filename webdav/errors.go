@@ -289,7 +289,7 @@ const loginMessage = "Log in with your berth username (or e-mail address) and pa
 
 // devicePasswordMessage is the body of the 401 that refuses the main
 // password of an account with two-step verification.
-const devicePasswordMessage = "This account uses two-step verification, so its password is not accepted over WebDAV, which cannot ask for a code. Sign in to berth's API with your password and code (POST /oauth/token), create a device password for this device (POST /api/2/person/<your id>/device_passwords/create), and log in here with your username and that device password."
+const devicePasswordMessage = "This account uses two-step verification, so its password is not accepted over WebDAV, which cannot ask for a code. Create a device password for this device (berth admin person device-password NAME, or POST /api/2/person/<your id>/device_passwords/create signed in with your password and code) and log in here with your username and that device password."
 
 // unknownError is the answer to an error no row matches.
 var unknownError = errorMapping{status: http.StatusInternalServerError}
