@@ -33,6 +33,7 @@ import (
 const (
 	adminPasswordEnv    = "BERTH_PASSWORD"     // login's password
 	adminNewPasswordEnv = "BERTH_NEW_PASSWORD" // person passwd's and person create --password's
+	adminAuthCodeEnv    = "BERTH_AUTH_CODE"    // login's two-step code
 )
 
 // adminIO is what `berth admin` reads and writes besides the network:
@@ -212,6 +213,19 @@ func (a *adminCLI) currentPassword(ctx context.Context) (string, error) {
 	return p, err
 }
 
+// authCode is the two-step code of a login: from BERTH_AUTH_CODE, or
+// typed on the terminal.
+func (a *adminCLI) authCode(ctx context.Context) (string, error) {
+	if c := a.io.getenv(adminAuthCodeEnv); c != "" {
+		return c, nil
+	}
+	c, err := a.readSecret(ctx, "Two-step code: ")
+	if errors.Is(err, errNoTerminal) {
+		return "", usageErrorf("login: this account uses two-step verification: set %s to a code or run on a terminal", adminAuthCodeEnv)
+	}
+	return strings.TrimSpace(c), err
+}
+
 func (a *adminCLI) loginCommand() *cobra.Command {
 	var (
 		base, user, ca string
@@ -270,6 +284,15 @@ func (a *adminCLI) login(ctx context.Context, base, user, ca string, insecure bo
 		return err
 	}
 	tok, err := oauthConfig(base).PasswordCredentialsToken(context.WithValue(ctx, oauth2.HTTPClient, client), user, password)
+	if re := (*oauth2.RetrieveError)(nil); errors.As(err, &re) && re.ErrorCode == "missing_totp" {
+		// A two-step account: the password was right, the code is
+		// asked for now (spec 5.4's auth_code).
+		code, cerr := a.authCode(ctx)
+		if cerr != nil {
+			return cerr
+		}
+		tok, err = passwordGrantWithCode(ctx, client, base, user, password, code)
+	}
 	if err != nil {
 		return fmt.Errorf("login: %w", grantError(err))
 	}

@@ -29,6 +29,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pquerna/otp/totp"
 	"github.com/spf13/cobra"
 
 	"berth/account"
@@ -176,6 +177,49 @@ func TestAdminLogin(t *testing.T) {
 		"login", "--url", b.srv.URL, "--user", "boss@example.com", "--insecure-skip-verify", "--config", insecure)
 	if r.code != 0 {
 		t.Errorf("login --insecure-skip-verify: exit %d\n%s", r.code, r.err)
+	}
+}
+
+// TestAdminLoginTwoStep: a person with two-step verification logs in
+// with a code (BERTH_AUTH_CODE, or typed), where berth admin could not
+// log them in at all and so could not make the device password their
+// WebDAV drive needs.
+func TestAdminLoginTwoStep(t *testing.T) {
+	b := newAdminBerth(t)
+	ctx := context.Background()
+	en, err := b.stack.Accounts.EnrollTwoStep(ctx, b.admin.ID, "authenticator", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, err := totp.GenerateCode(en.Secret, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.stack.Accounts.ConfirmTwoStep(ctx, b.admin.ID, code); err != nil {
+		t.Fatal(err)
+	}
+	next, _ := totp.GenerateCode(en.Secret, time.Now().Add(30*time.Second))
+	login := func(env map[string]string) adminRun {
+		return runAdmin(t, env, "login", "--url", b.srv.URL, "--user", "boss", "--ca", b.ca, "--config", b.config)
+	}
+	for _, c := range []struct {
+		name string
+		env  map[string]string
+		code int
+		want string
+	}{
+		{"no code, no terminal", map[string]string{adminPasswordEnv: adminPassword}, exitUsage, adminAuthCodeEnv},
+		{"a wrong code", map[string]string{adminPasswordEnv: adminPassword, adminAuthCodeEnv: "000000"}, exitNoAccess, "invalid_totp"},
+		{"a wrong password with a code", map[string]string{adminPasswordEnv: "not the password", adminAuthCodeEnv: next}, exitNoAccess, "invalid_grant"},
+		{"the code", map[string]string{adminPasswordEnv: adminPassword, adminAuthCodeEnv: next}, 0, "as boss"},
+	} {
+		r := login(c.env)
+		if r.code != c.code || !strings.Contains(r.out+r.err, c.want) {
+			t.Errorf("%s: exit %d, want %d with %q\n%s%s", c.name, r.code, c.code, c.want, r.out, r.err)
+		}
+	}
+	if r := b.run(t, "person", "show"); r.code != 0 || !strings.Contains(r.out, "boss@example.com") {
+		t.Errorf("person show after a two-step login: exit %d\n%s%s", r.code, r.out, r.err)
 	}
 }
 

@@ -223,6 +223,45 @@ func oauthConfig(base string) *oauth2.Config {
 	}
 }
 
+// passwordGrantWithCode is the password grant with a two-step code
+// (auth_code), which oauth2's PasswordCredentialsToken has no way to
+// send. It answers as that does: the token, or an *oauth2.RetrieveError
+// with berth's error code.
+func passwordGrantWithCode(ctx context.Context, client *http.Client, base, user, password, code string) (*oauth2.Token, error) {
+	form := url.Values{"grant_type": {"password"}, "client_id": {oauthConfig(base).ClientID},
+		"username": {user}, "password": {password}, "auth_code": {code}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/oauth/token", strings.NewReader(form.Encode()))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return nil, err
+	}
+	var out struct {
+		AccessToken  string `json:"access_token"`
+		TokenType    string `json:"token_type"`
+		RefreshToken string `json:"refresh_token"`
+		ExpiresIn    int64  `json:"expires_in"`
+		Error        string `json:"error"`
+		Description  string `json:"error_description"`
+	}
+	if err := json.Unmarshal(body, &out); err != nil || resp.StatusCode != http.StatusOK || out.AccessToken == "" {
+		return nil, &oauth2.RetrieveError{Response: resp, Body: body, ErrorCode: out.Error, ErrorDescription: out.Description}
+	}
+	tok := &oauth2.Token{AccessToken: out.AccessToken, TokenType: out.TokenType, RefreshToken: out.RefreshToken}
+	if out.ExpiresIn > 0 {
+		tok.Expiry = time.Now().Add(time.Duration(out.ExpiresIn) * time.Second)
+	}
+	return tok, nil
+}
+
 // grantError turns a failed grant into its exit status: berth's refusal
 // (wrong password, account_locked, invalid_grant) and an unreachable
 // berth alike are exit 3.
