@@ -693,6 +693,27 @@ func TestClientHelp(t *testing.T) {
 	}
 }
 
+// TestAgentRefusesServerFlags: the server's flags, which cobra lets
+// through to every subcommand, stop the agent with their names, where
+// `berth agent --data DIR` ran as if the flag were not there.
+func TestAgentRefusesServerFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"agent", "--data", "/tmp/x", "--server", "https://127.0.0.1:1", "--login", "a"}, "(--data)"},
+		{[]string{"agent", "--server", "https://127.0.0.1:1", "--login", "a", "--listen", "127.0.0.1:1", "--config", "/x.yaml"}, "(--config, --listen)"},
+	} {
+		root := newRootCommand(io.Discard, io.Discard)
+		root.SetOut(io.Discard)
+		root.SetErr(io.Discard)
+		root.SetArgs(tc.args)
+		if err := root.Execute(); err == nil || !strings.Contains(err.Error(), "does not read the server's flags "+tc.want) {
+			t.Errorf("%q: %v", tc.args, err)
+		}
+	}
+}
+
 // TestAdminOutput: tables and --json over the recorder's answers, and
 // --all following the pages of a list.
 func TestAdminOutput(t *testing.T) {

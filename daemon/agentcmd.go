@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"berth/agent"
 )
@@ -38,6 +39,21 @@ func newAgentCommand(stderr io.Writer) *cobra.Command {
 			"The password comes from --password-file or $" + agentPasswordEnv + " (needed only\n" +
 			"until the first sign-in, and again if the session ends); a two-step code from $" + agentCodeEnv + ".",
 		Args: cobra.NoArgs,
+		PreRunE: func(cmd *cobra.Command, _ []string) error {
+			// The server's flags are persistent on the root, so cobra
+			// takes them here too; the agent reads none, and one given
+			// (--data, --config) would be silently ignored.
+			var given []string
+			cmd.InheritedFlags().VisitAll(func(f *pflag.Flag) {
+				if f.Changed {
+					given = append(given, "--"+f.Name)
+				}
+			})
+			if len(given) > 0 {
+				return fmt.Errorf("berth agent does not read the server's flags (%s): see berth agent --help", strings.Join(given, ", "))
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var lv slog.Level
 			if err := lv.UnmarshalText([]byte(level)); err != nil {
