@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"strconv"
 
+	"berth/httpserve"
 	"berth/share"
 	"berth/vfs"
 )
@@ -125,7 +126,7 @@ func encodeRoot(r vfs.Root, u vfs.Usage, perms []string) rootJSON {
 		IsLocked:           r.Locked(),
 		RootType:           string(r.Type),
 		SpaceUsed:          u.PhysicalSize,
-		SpaceUsedFormatted: formatSize(u.PhysicalSize),
+		SpaceUsedFormatted: httpserve.FormatSize(u.PhysicalSize),
 		Permissions:        perms,
 		Type:               typeRoot,
 	}
@@ -142,7 +143,7 @@ func encodeFile(n vfs.Node, perms []string) fileJSON {
 		Created:       formatDateTime(n.Created),
 		Modified:      formatDateTime(n.Modified),
 		Size:          n.Size,
-		SizeFormatted: formatSize(n.Size),
+		SizeFormatted: httpserve.FormatSize(n.Size),
 		IsLocked:      n.Locked(),
 		Permissions:   perms,
 		Type:          typeFile,

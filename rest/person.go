@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"berth/account"
+	"berth/httpserve"
 	"berth/share"
 	"berth/vfs"
 )
@@ -612,7 +613,7 @@ func (s *server) encodePersonIn(ctx context.Context, c caller, p account.Person,
 	if err != nil {
 		return personBody{}, err
 	}
-	body.SpaceUsage, body.SpaceUsageFormatted = usage, formatSize(usage)
+	body.SpaceUsage, body.SpaceUsageFormatted = usage, httpserve.FormatSize(usage)
 	return body, nil
 }
 
@@ -691,13 +692,13 @@ func (s *server) rootPermissions(ctx context.Context, c caller, p account.Person
 	return permissions(a.Perms)
 }
 
-// formatQuota is formatSize with 0 written as "unlimited", which is what a
+// formatQuota is httpserve.FormatSize with 0 written as "unlimited", which is what a
 // zero quota means.
 func formatQuota(n int64) string {
 	if n == 0 {
 		return "unlimited"
 	}
-	return formatSize(n)
+	return httpserve.FormatSize(n)
 }
 
 func encodePolicy(p account.Policy) policyBody {

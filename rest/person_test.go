@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"berth/account"
+	"berth/httpserve"
 	"berth/vfs"
 )
 
@@ -151,8 +152,8 @@ func TestFormatSize(t *testing.T) {
 		0: "0 B", 999: "999 B", 1000: "1.0 KB", 1500: "1.5 KB", 999_949: "999.9 KB",
 		999_950: "1.0 MB", 5_000_000_000: "5.0 GB", 1 << 62: "4.6 EB",
 	} {
-		if got := formatSize(n); got != want {
-			t.Errorf("formatSize(%d) = %q, want %q", n, got, want)
+		if got := httpserve.FormatSize(n); got != want {
+			t.Errorf("httpserve.FormatSize(%d) = %q, want %q", n, got, want)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"berth/account"
+	"berth/httpserve"
 	"berth/share"
 	"berth/vfs"
 )
@@ -36,15 +37,15 @@ func encodeSpaceUsage(u vfs.Usage) rootSpaceUsage {
 		DelFileCount:          u.DelFileCount,
 		DelRevisionCount:      u.DelRevisionCount,
 		DeletedSize:           u.DeletedSize,
-		DeletedSizeFormatted:  formatSize(u.DeletedSize),
+		DeletedSizeFormatted:  httpserve.FormatSize(u.DeletedSize),
 		FileCount:             u.FileCount,
 		HeadSize:              u.HeadSize,
-		HeadSizeFormatted:     formatSize(u.HeadSize),
+		HeadSizeFormatted:     httpserve.FormatSize(u.HeadSize),
 		PhysicalSize:          u.PhysicalSize,
-		PhysicalSizeFormatted: formatSize(u.PhysicalSize),
+		PhysicalSizeFormatted: httpserve.FormatSize(u.PhysicalSize),
 		RevisionCount:         u.RevisionCount,
 		RevisionSize:          u.RevisionSize,
-		RevisionSizeFormatted: formatSize(u.RevisionSize),
+		RevisionSizeFormatted: httpserve.FormatSize(u.RevisionSize),
 		RootCount:             u.RootCount,
 		Type:                  "root_space_usage",
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"berth/account"
+	"berth/httpserve"
 	"berth/vfs"
 )
 
@@ -154,7 +155,7 @@ func TestOrgUsage(t *testing.T) {
 	want := func(name string, got rootSpaceUsage, roots, files, size int64) {
 		t.Helper()
 		if got.RootCount != roots || got.FileCount != files || got.PhysicalSize != size || got.HeadSize != size ||
-			got.PhysicalSizeFormatted != formatSize(size) || got.Type != "root_space_usage" {
+			got.PhysicalSizeFormatted != httpserve.FormatSize(size) || got.Type != "root_space_usage" {
 			t.Errorf("%s = %+v, want %d roots, %d files, %d bytes", name, got, roots, files, size)
 		}
 	}

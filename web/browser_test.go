@@ -158,7 +158,7 @@ func TestBrowserFileLink(t *testing.T) {
 	if got := text(t, ctx, "#name"); got != "report.pdf" {
 		t.Errorf("name %q", got)
 	}
-	if got := text(t, ctx, "#size"); got != "48 bytes" {
+	if got := text(t, ctx, "#size"); got != "48 B" {
 		t.Errorf("size %q", got)
 	}
 	// The page is styled from the sheet's versioned URL, as the page's

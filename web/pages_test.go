@@ -37,7 +37,7 @@ func TestPages(t *testing.T) {
 	spoof := "photo\u202egpj.exe"
 	_, spoofURL := s.link(t, s.write(t, spoof, []byte("MZ")), share.LinkSettings{})
 	_, spoofDirURL := s.link(t, s.mkfiles(t, "isolate\u2067d", 0), share.LinkSettings{})
-	// 999,960 bytes is 999.96 kB, which one decimal rounds up to the next unit.
+	// 999,960 bytes is 999.96 KB, which one decimal rounds up to the next unit.
 	_, roundsUpURL := s.link(t, s.write(t, "almost.bin", make([]byte, 999_960)), share.LinkSettings{})
 	id := func(n uint64) string { return strconv.FormatUint(n, 10) }
 	tests := []struct {
@@ -48,7 +48,7 @@ func TestPages(t *testing.T) {
 		want   []string
 		absent []string
 	}{
-		{"file page", fileURL, 200, "text/html; charset=utf-8", []string{"report.pdf", "48 bytes", `href="/s/`, "/download"}, nil},
+		{"file page", fileURL, 200, "text/html; charset=utf-8", []string{"report.pdf", "48 B", `href="/s/`, "/download"}, nil},
 		{"file download", fileURL + "/download", 200, "application/pdf", []string{fileBody}, nil},
 		{"folder page", folderURL, 200, "text/html; charset=utf-8", []string{"notes.txt", "sub/", "?folder=" + id(s.sub.ID), "Download all (zip)"}, nil},
 		{"subfolder page", folderURL + "?folder=" + id(s.sub.ID), 200, "text/html; charset=utf-8", []string{"deep.txt", ">docs</a>", "/download?folder=" + id(s.sub.ID)}, []string{"notes.txt"}},

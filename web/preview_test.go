@@ -90,7 +90,7 @@ func TestPreviews(t *testing.T) {
 		{"pdf preview", pdf + "/preview", 200, "application/pdf", []string{"%PDF-1.4"}, nil, "inline", "default-src 'none'; frame-ancestors 'self'", "SAMEORIGIN"},
 		{"text page, escaped", urls["notes.md"], 200, html, []string{`<pre id="preview">`, "# Title", "&lt;script&gt;alert(1)&lt;/script&gt;"}, []string{"<script>alert", "preview-more"}, "", "", ""},
 		{"svg shown as its source", urls["drawing.svg"], 200, html, []string{`<pre id="preview">`, "&lt;svg"}, []string{"<svg", "<img"}, "", "", ""},
-		{"long text cut on a character", urls["long.txt"], 200, html, []string{`id="preview-more"`, "The first 65.5 kB are shown"}, []string{"xyz", "\ufffd"}, "", "", ""},
+		{"long text cut on a character", urls["long.txt"], 200, html, []string{`id="preview-more"`, "The first 65.5 KB are shown"}, []string{"xyz", "\ufffd"}, "", "", ""},
 		{"text has no /preview", urls["notes.md"] + "/preview", 404, html, []string{"Link not found"}, nil, "", "", ""},
 		{"NUL: no preview", urls["binary.txt"], 200, html, []string{"binary.txt"}, []string{`id="preview"`}, "", "", ""},
 		{"not UTF-8: no preview", urls["latin1.txt"], 200, html, []string{"latin1.txt"}, []string{`id="preview"`}, "", "", ""},

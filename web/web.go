@@ -127,7 +127,7 @@ func New(o Options) http.Handler {
 	}
 	h := &handler{opts: o, log: cmp.Or(o.Logger, slog.Default()), csp: pagePolicy(script), script: template.JS(script), style: newSheet(css)}
 	h.tmpl = template.Must(template.New("").Funcs(template.FuncMap{
-		"size":  humanSize,
+		"size":  httpserve.FormatSize,
 		"date":  func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") },
 		"style": func() string { return h.style.url },
 		"shown": shownName,
@@ -706,21 +706,4 @@ func shownName(name string) string {
 // marks).
 func bidiControl(r rune) bool {
 	return (r >= '\u202a' && r <= '\u202e') || (r >= '\u2066' && r <= '\u2069')
-}
-
-// humanSize writes n bytes as people read sizes (1.5 MB), in powers of
-// 1000 as file managers on phones show them.
-func humanSize(n int64) string {
-	if n < 1000 {
-		return fmt.Sprintf("%d bytes", n)
-	}
-	f := float64(n)
-	for _, u := range []string{"kB", "MB", "GB", "TB"} {
-		f /= 1000
-		// 999.95 and up prints as "1000.0": that is the next unit's 1.0.
-		if f < 999.95 || u == "TB" {
-			return fmt.Sprintf("%.1f %s", f, u)
-		}
-	}
-	return ""
 }
