@@ -42,10 +42,12 @@ type Setup struct {
 }
 
 // Folders are the local folders the setup names: what ls may list and
-// restores may write below (docs/agent.md).
+// restores may write below (docs/agent.md). A paused mapping's folder is
+// one of them, as the server's check of ls counts every mapping: without
+// it the agent refused (403) a listing the server had let through.
 func (s Setup) Folders() []string {
 	var out []string
-	for _, m := range s.Mappings {
+	for _, m := range slices.Concat(s.Mappings, s.Paused) {
 		out = append(out, localPath(m.Path))
 	}
 	for _, b := range s.Backups {
