@@ -866,6 +866,26 @@ func TestMappingE2E(t *testing.T) {
 		})
 	})
 
+	// An agent of this release and a server of the one before, which
+	// has no /mappings/active (404): every mapping is in force, as
+	// that server had it. Before, the set-up was never read, and
+	// neither mappings nor backups ran.
+	t.Run("a server without mappings/active keeps every mapping in force", func(t *testing.T) {
+		s := newE2ERoot(t, srv, "olds")
+		hc := &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			if strings.HasSuffix(r.URL.Path, "/mappings/active") {
+				return &http.Response{StatusCode: http.StatusNotFound, Status: "404 Not Found", Header: http.Header{},
+					Body: io.NopCloser(strings.NewReader("404 page not found\n")), Request: r}, nil
+			}
+			return s.srv.Client.Transport.RoundTrip(r)
+		})}
+		dir := filepath.Join(t.TempDir(), "Old")
+		writeFile(t, filepath.Join(dir, "a.txt"), "a")
+		a, _ := inProcessAgentWith(t, s, "", hc)
+		s.mapFolder(a.MachineID(), dir)
+		eventually(t, syncWait, "first sync", func() error { return sameTrees(t, s, dir) })
+	})
+
 	t.Run("a download cut by a kill leaves no partial file after the restart", func(t *testing.T) {
 		s := newE2ERoot(t, srv, "quill")
 		ag := srv.NewAgent(t, s.p)
