@@ -3,7 +3,9 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -142,7 +144,16 @@ func (a *Agent) readSetup(ctx context.Context) error {
 	if err := a.client.GetJSON(ctx, fmt.Sprintf("/api/2/machine/%d/mappings", id), &ms); err != nil {
 		return err
 	}
-	if err := a.client.GetJSON(ctx, fmt.Sprintf("/api/2/machine/%d/mappings/active", id), &active); err != nil {
+	err := a.client.GetJSON(ctx, fmt.Sprintf("/api/2/machine/%d/mappings/active", id), &active)
+	var ae *APIError
+	switch {
+	case errors.As(err, &ae) && ae.Status == http.StatusNotFound:
+		// A server of a release before /mappings/active (the machine
+		// itself was just found by /mappings): every mapping is in
+		// force, as that server has it. Failing here read no set-up
+		// at all, and neither mappings nor backups ran.
+		active.Results = ms.Results
+	case err != nil:
 		return err
 	}
 	var bs struct {
