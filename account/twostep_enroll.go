@@ -113,13 +113,13 @@ func (s *Service) EnrollTwoStep(ctx context.Context, id uint64, mode, phone stri
 		if err != nil {
 			return TwoStepEnrollment{}, err
 		}
-		prev, err := s.countEnrollmentCode(ctx, id)
+		prev, counted, err := s.countEnrollmentCode(ctx, id)
 		if err != nil {
 			return TwoStepEnrollment{}, err
 		}
 		if err := s.sendCode(ctx, p, CodeMessage{Mode: mode, To: en.To, Code: code, Purpose: CodeEnrollment, Expires: en.Expires}); err != nil {
 			// Not sent: it does not count.
-			return TwoStepEnrollment{}, errors.Join(err, s.putEnrollmentCodes(context.WithoutCancel(ctx), id, prev))
+			return TwoStepEnrollment{}, errors.Join(err, s.uncountEnrollmentCode(context.WithoutCancel(ctx), id, prev, counted))
 		}
 		pend.Code = codeHash("enroll", id, code)
 	}
@@ -162,9 +162,10 @@ type enrollmentCodesSent struct {
 // countEnrollmentCode counts a code about to be sent for person id's
 // enrollment, or refuses it with a *ResendError (ErrCodeSentRecently)
 // beyond the bounds above. It is counted before it is sent, so that
-// enrollments made at once cannot all pass; prev is the count before,
-// for putEnrollmentCodes to put back when the code does not go.
-func (s *Service) countEnrollmentCode(ctx context.Context, id uint64) (prev enrollmentCodesSent, err error) {
+// enrollments made at once cannot all pass; prev and counted are the
+// count before and after, for uncountEnrollmentCode when the code does
+// not go.
+func (s *Service) countEnrollmentCode(ctx context.Context, id uint64) (prev, counted enrollmentCodesSent, err error) {
 	err = s.db.Update(ctx, func(tx kv.Txn) error {
 		now := s.now()
 		var c enrollmentCodesSent
@@ -187,15 +188,34 @@ func (s *Service) countEnrollmentCode(ctx context.Context, id uint64) (prev enro
 		}
 		c.Last = now
 		c.Count++
+		counted = c
 		return s.putTTL(tx, key(pfxTwoStepSent, id), &c, c.First.Add(enrollmentWindow).Sub(now))
 	})
-	return prev, err
+	return prev, counted, err
 }
 
-// putEnrollmentCodes puts back person id's count of enrollment codes as
-// countEnrollmentCode found it.
-func (s *Service) putEnrollmentCodes(ctx context.Context, id uint64, c enrollmentCodesSent) error {
+// uncountEnrollmentCode takes back one code that countEnrollmentCode
+// counted (prev before it, counted after) and that was not sent: one
+// from the count of the same window, and its time as the last only when
+// no code was counted since. Putting prev back whole erased the codes
+// sent while this one's send was failing, and a slow failing send,
+// kept up alongside, reopened the bounds.
+func (s *Service) uncountEnrollmentCode(ctx context.Context, id uint64, prev, counted enrollmentCodesSent) error {
 	return s.db.Update(ctx, func(tx kv.Txn) error {
+		var c enrollmentCodesSent
+		switch err := s.get(tx, key(pfxTwoStepSent, id), &c, ErrNotFound); {
+		case errors.Is(err, ErrNotFound):
+			return nil // its window is over
+		case err != nil:
+			return err
+		}
+		if !c.First.Equal(counted.First) || c.Count == 0 {
+			return nil // a window begun since
+		}
+		c.Count--
+		if c.Last.Equal(counted.Last) {
+			c.Last = prev.Last
+		}
 		left := c.First.Add(enrollmentWindow).Sub(s.now())
 		if c.Count == 0 || left <= 0 {
 			return tx.Delete(key(pfxTwoStepSent, id))

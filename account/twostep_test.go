@@ -497,6 +497,64 @@ func TestTwoStepEnrollErrors(t *testing.T) {
 	}
 }
 
+// gatedSender fails every code sent to failTo, once released; others go
+// to box.
+type gatedSender struct {
+	box     *codeBox
+	failTo  string
+	in      chan struct{}
+	release chan struct{}
+}
+
+func (g *gatedSender) SendCode(ctx context.Context, m CodeMessage) error {
+	if m.To != g.failTo {
+		return g.box.SendCode(ctx, m)
+	}
+	g.in <- struct{}{}
+	<-g.release
+	return errors.New("the gateway refused the number")
+}
+
+// TestTwoStepEnrollCodeNotSent: a code that could not be sent does not
+// count against the person's bounds, and takes back only itself. Before,
+// a send that failed put back the count as it was before it, erasing
+// every code sent meanwhile: a send kept failing slowly, alongside,
+// reopened the bound of one code per 30 s and five an hour.
+func TestTwoStepEnrollCodeNotSent(t *testing.T) {
+	ctx := context.Background()
+	e := newTwoStepEnv(t)
+	const bad = "+41446681899"
+	g := &gatedSender{box: e.box, failTo: bad, in: make(chan struct{}), release: make(chan struct{})}
+	e.s.opts.TwoStep.Sender = g
+	failed := make(chan error, 1)
+	go func() {
+		_, err := e.s.EnrollTwoStep(ctx, e.p.ID, TwoStepSMS, bad)
+		failed <- err
+	}()
+	<-g.in // counted, in flight
+	e.clk.Add(31 * time.Second)
+	if _, err := e.s.EnrollTwoStep(ctx, e.p.ID, TwoStepSMS, "+41446681801"); err != nil {
+		t.Fatalf("a code 31 s after the first: %v", err)
+	}
+	close(g.release)
+	if err := <-failed; !errors.Is(err, ErrCodeNotSent) {
+		t.Fatalf("the failed send: %v", err)
+	}
+	e.clk.Add(time.Second)
+	if _, err := e.s.EnrollTwoStep(ctx, e.p.ID, TwoStepSMS, "+41446681801"); !errors.Is(err, ErrCodeSentRecently) {
+		t.Fatalf("a code 1 s after one sent, once another failed: %v, want ErrCodeSentRecently", err)
+	}
+	// The failed one is not counted: four more go within the hour, and
+	// no more.
+	for i := range enrollmentCodes {
+		e.clk.Add(31 * time.Second)
+		_, err := e.s.EnrollTwoStep(ctx, e.p.ID, TwoStepSMS, "+41446681801")
+		if want := i < enrollmentCodes-1; want != (err == nil) {
+			t.Fatalf("code %d of the hour: %v", i+2, err)
+		}
+	}
+}
+
 // BenchmarkTwoStepVerify is the second step of a sign-in with a TOTP code
 // (wrong codes, so that every iteration does the whole check and the
 // lockout's writes; the lockout is set out of reach).

@@ -37,7 +37,19 @@ type mappings struct {
 	host    string // this machine's name, in conflict copies' names
 	mu      sync.Mutex
 	running map[uint64]*syncer
-	wg      sync.WaitGroup
+	// paused are the mappings the last set-up listed as not in force,
+	// each with the done channel of its stopped syncer (nil when none
+	// ran): a resumed one starts once that one has finished with the
+	// index, and a deleted one's index is removed.
+	paused map[uint64]pausedMapping
+	wg     sync.WaitGroup
+}
+
+// pausedMapping is a mapping not in force: its index path, and the done
+// channel of its last syncer (nil when none ran in this process).
+type pausedMapping struct {
+	indexPath string
+	done      chan struct{}
 }
 
 // mappingFeature registers mapped folders: a syncer per mapping, started
@@ -49,7 +61,7 @@ func (a *Agent) startMappings(t syncTiming) *mappings {
 	if host == "" {
 		host = "this machine"
 	}
-	m := &mappings{a: a, timing: t, dir: filepath.Join(filepath.Dir(a.cfg.StateFile), "mappings"), host: host, running: map[uint64]*syncer{}}
+	m := &mappings{a: a, timing: t, dir: filepath.Join(filepath.Dir(a.cfg.StateFile), "mappings"), host: host, running: map[uint64]*syncer{}, paused: map[uint64]pausedMapping{}}
 	a.OnSetup(m.setup)
 	a.AddStatus(m.status)
 	return m
@@ -86,11 +98,48 @@ func (m *mappings) setup(ctx context.Context, s Setup) {
 		if ok {
 			m.start(ctx, mp, sy.done)
 			delete(want, id)
+		} else if paused[id] {
+			m.paused[id] = pausedMapping{indexPath: sy.indexPath, done: sy.done}
+		}
+	}
+	for id, pm := range m.paused {
+		if mp, ok := want[id]; ok {
+			// Resumed: after the paused syncer, which may still be
+			// saving the index, as a changed mapping's new syncer
+			// waits for the old one. Started at once, two syncers
+			// worked the folder and its index together.
+			m.start(ctx, mp, pm.done)
+			delete(want, id)
+			delete(m.paused, id)
+			continue
+		}
+		if !paused[id] {
+			// Deleted while paused: forget its index, as a running
+			// mapping's is forgotten when it is deleted.
+			delete(m.paused, id)
+			m.wg.Add(1)
+			go func() {
+				defer m.wg.Done()
+				if pm.done != nil {
+					<-pm.done
+				}
+				os.Remove(pm.indexPath)
+			}()
+		}
+	}
+	for _, mp := range s.Paused {
+		if _, ok := m.paused[mp.ID]; !ok && m.running[mp.ID] == nil {
+			m.paused[mp.ID] = pausedMapping{indexPath: m.indexPath(mp.ID)}
 		}
 	}
 	for _, mp := range want {
 		m.start(ctx, mp, nil)
 	}
+}
+
+// indexPath is where mapping id's index is kept.
+func (m *mappings) indexPath(id uint64) string {
+	return filepath.Join(m.dir, fmt.Sprintf("%d.json", id))
 }
 
 // start runs a syncer for mp once prev (the mapping's previous syncer,
@@ -100,7 +149,7 @@ func (m *mappings) start(ctx context.Context, mp Mapping, prev chan struct{}) {
 	sy := &syncer{
 		m: mp, c: m.a.client, log: m.a.log.With("mapping", mp.ID), timing: m.timing, host: m.host,
 		ctx: ctx, cancel: cancel, done: make(chan struct{}),
-		indexPath: filepath.Join(m.dir, fmt.Sprintf("%d.json", mp.ID)),
+		indexPath: m.indexPath(mp.ID),
 	}
 	m.running[mp.ID] = sy
 	m.wg.Add(1)

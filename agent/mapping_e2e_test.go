@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -236,6 +237,7 @@ func inProcessAgentRefresh(t *testing.T, s *e2eRoot, stateDir string, hc *http.C
 		t.Fatal(err)
 	}
 	m := a.startMappings(fastTiming)
+	registerLs(a) // what may be listed follows the mappings
 	ctx, cancel := context.WithCancel(context.Background())
 	ran := make(chan struct{})
 	go func() { defer close(ran); a.Run(ctx) }()
@@ -804,9 +806,10 @@ func TestMappingE2E(t *testing.T) {
 		s := newE2ERoot(t, srv, "pax")
 		dir := filepath.Join(t.TempDir(), "Paused")
 		writeFile(t, filepath.Join(dir, "a.txt"), "a")
-		a, _ := inProcessAgentRefresh(t, s, "", s.srv.Client, 2*time.Second)
+		stateDir := t.TempDir()
+		a, _ := inProcessAgentRefresh(t, s, stateDir, s.srv.Client, 2*time.Second)
 		machine := a.MachineID()
-		s.mapFolder(machine, dir)
+		mapping := s.mapFolder(machine, dir)
 		eventually(t, syncWait, "first sync", func() error { return sameTrees(t, s, dir) })
 		paused := func(what string) {
 			t.Helper()
@@ -835,6 +838,15 @@ func TestMappingE2E(t *testing.T) {
 
 		s.call("POST", fmt.Sprintf("/api/2/machine/%d/server/disable", machine), url.Values{}, nil)
 		paused("server-off")
+		// A paused mapping's folder is still the machine's mapped
+		// folder: the server lets it be listed, and so does the agent.
+		// Before, the agent's allowed folders were the mappings in
+		// force only, and it refused (403) what the server admitted.
+		var ls struct{ Results []string }
+		s.call("POST", fmt.Sprintf("/api/2/machine/%d/ls", machine), url.Values{"path": {dir}}, &ls)
+		if !slices.Contains(ls.Results, "a.txt") {
+			t.Fatalf("ls of the paused mapping's folder: %v", ls.Results)
+		}
 		// Deleted on the server while paused: the kept index knows the
 		// local a.txt was synced, so the resumed sync deletes it here
 		// (a lost index would upload it back).
@@ -857,6 +869,43 @@ func TestMappingE2E(t *testing.T) {
 		writeFile(t, filepath.Join(dir, "b.txt"), "b")
 		srv.SetPolicy(t, 0, url.Values{"file_server_enabled": {"true"}})
 		resumed("resumed with the policy on")
+
+		// Deleted while paused: its index goes, as a running mapping's
+		// does when it is deleted. Before, the stopped sync was
+		// forgotten at the pause and the index stayed for good.
+		index := filepath.Join(stateDir, "mappings", fmt.Sprintf("%d.json", mapping))
+		if _, err := os.Stat(index); err != nil {
+			t.Fatalf("the index of a running mapping: %v", err)
+		}
+		s.call("POST", fmt.Sprintf("/api/2/machine/%d/server/disable", machine), url.Values{}, nil)
+		paused("server-off-again")
+		s.call("POST", fmt.Sprintf("/api/2/machine/%d/mapping/%d/delete", machine, mapping), url.Values{}, nil)
+		eventually(t, syncWait, "the paused mapping's index removed", func() error {
+			if _, err := os.Stat(index); !errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("index of the deleted mapping: %v", err)
+			}
+			return nil
+		})
+	})
+
+	// An agent of this release and a server of the one before, which
+	// has no /mappings/active (404): every mapping is in force, as
+	// that server had it. Before, the set-up was never read, and
+	// neither mappings nor backups ran.
+	t.Run("a server without mappings/active keeps every mapping in force", func(t *testing.T) {
+		s := newE2ERoot(t, srv, "olds")
+		hc := &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			if strings.HasSuffix(r.URL.Path, "/mappings/active") {
+				return &http.Response{StatusCode: http.StatusNotFound, Status: "404 Not Found", Header: http.Header{},
+					Body: io.NopCloser(strings.NewReader("404 page not found\n")), Request: r}, nil
+			}
+			return s.srv.Client.Transport.RoundTrip(r)
+		})}
+		dir := filepath.Join(t.TempDir(), "Old")
+		writeFile(t, filepath.Join(dir, "a.txt"), "a")
+		a, _ := inProcessAgentWith(t, s, "", hc)
+		s.mapFolder(a.MachineID(), dir)
+		eventually(t, syncWait, "first sync", func() error { return sameTrees(t, s, dir) })
 	})
 
 	t.Run("a download cut by a kill leaves no partial file after the restart", func(t *testing.T) {

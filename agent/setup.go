@@ -3,7 +3,9 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -42,10 +44,12 @@ type Setup struct {
 }
 
 // Folders are the local folders the setup names: what ls may list and
-// restores may write below (docs/agent.md).
+// restores may write below (docs/agent.md). A paused mapping's folder is
+// one of them, as the server's check of ls counts every mapping: without
+// it the agent refused (403) a listing the server had let through.
 func (s Setup) Folders() []string {
 	var out []string
-	for _, m := range s.Mappings {
+	for _, m := range slices.Concat(s.Mappings, s.Paused) {
 		out = append(out, localPath(m.Path))
 	}
 	for _, b := range s.Backups {
@@ -140,7 +144,16 @@ func (a *Agent) readSetup(ctx context.Context) error {
 	if err := a.client.GetJSON(ctx, fmt.Sprintf("/api/2/machine/%d/mappings", id), &ms); err != nil {
 		return err
 	}
-	if err := a.client.GetJSON(ctx, fmt.Sprintf("/api/2/machine/%d/mappings/active", id), &active); err != nil {
+	err := a.client.GetJSON(ctx, fmt.Sprintf("/api/2/machine/%d/mappings/active", id), &active)
+	var ae *APIError
+	switch {
+	case errors.As(err, &ae) && ae.Status == http.StatusNotFound:
+		// A server of a release before /mappings/active (the machine
+		// itself was just found by /mappings): every mapping is in
+		// force, as that server has it. Failing here read no set-up
+		// at all, and neither mappings nor backups ran.
+		active.Results = ms.Results
+	case err != nil:
 		return err
 	}
 	var bs struct {

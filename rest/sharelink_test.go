@@ -513,6 +513,14 @@ func TestShareLinkWrite(t *testing.T) {
 	readOnly := share(nil)
 	writer := share(url.Values{"write_access": {"true"}})
 	anon := share(url.Values{"write_access": {"true"}, "anon_edit": {"true"}})
+	// A subscriber with write access, signed in: held by the creator's
+	// lock as themself (their writes elsewhere through the link go).
+	subLink := f.createLink(t, f.at("/api/2/files/%d/folder/%d/share", folder), url.Values{"write_access": {"true"}})
+	sub, _, subToken := f.addPerson("linkwriter")
+	if st, b := f.postForm(fmt.Sprintf("/api/2/sharelinks/%d/subscribers", subLink.ID), url.Values{
+		"subscriber_type": {"person"}, "subscriber_id": {fmt.Sprint(sub.ID)}, "write_access": {"true"}}); st != 200 {
+		t.Fatalf("subscribe: %d %s", st, b)
+	}
 	// The creator locks a.txt: a write through the link is made with
 	// the creator's access, but by someone else, whom the lock holds.
 	if st, b := f.postForm(f.at("/api/2/files/%d/%d/lock", file), nil); st != 200 {
@@ -534,6 +542,8 @@ func TestShareLinkWrite(t *testing.T) {
 		{"anon_edit, anonymous", anon, "", 200, "", "", ""},
 		{"anon_edit, anonymous, over a file the creator locked", anon, "", 200, "", "a.txt", "resource_locked"},
 		{"write link, creator, over a file they locked", writer, f.token, 200, "", "a.txt", ""},
+		{"write link, subscriber", subLink.Hash, subToken, 200, "", "", ""},
+		{"write link, subscriber, over a file the creator locked", subLink.Hash, subToken, 200, "", "a.txt", "resource_locked"},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -32,6 +32,9 @@ type rootRec struct {
 	// Indexed says the root's name index (index.go) is whole: set at
 	// creation, or by the backfill for a root older than the index.
 	Indexed bool `cbor:"10,keyasint,omitempty"`
+	// Named is when the root last took a new name (unix ns); 0 for one
+	// never renamed, or renamed before it was recorded: Created then.
+	Named int64 `cbor:"11,keyasint,omitempty"`
 }
 
 type locRec struct {

@@ -1,8 +1,10 @@
 package vfs
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"strings"
 
 	"berth/kv"
 )
@@ -60,7 +62,7 @@ func (fs *FS) CreateRootWith(ctx context.Context, name string, typ RootType, opt
 	if err != nil {
 		return Root{}, err
 	}
-	return Root{ID: id, Name: name, Type: typ, Created: fromNs(now), FolderID: folder}, nil
+	return Root{ID: id, Name: name, Type: typ, Created: fromNs(now), Named: fromNs(now), FolderID: folder}, nil
 }
 
 // SetRootTallies gives a live root created without tallies the tallies
@@ -99,7 +101,7 @@ func (fs *FS) Root(ctx context.Context, id uint64) (Root, error) {
 		}
 	}
 	// Locks expire without a commit: which are live is decided now.
-	return Root{ID: c.rec.ID, Name: c.rec.Name, Type: c.rec.Type, Created: fromNs(c.rec.Created),
+	return Root{ID: c.rec.ID, Name: c.rec.Name, Type: c.rec.Type, Created: fromNs(c.rec.Created), Named: fromNs(cmp.Or(c.rec.Named, c.rec.Created)),
 		FolderID: c.rec.Folder, Locks: liveLocks(c.locks, fs.nowNs())}, nil
 }
 
@@ -143,7 +145,8 @@ type cachedRoot struct {
 	locks []lockRec // of the top folder
 }
 
-// RenameRoot changes a root's display name.
+// RenameRoot changes a root's display name; another name than it had
+// (case aside) is taken now, Root.Named.
 func (fs *FS) RenameRoot(ctx context.Context, id uint64, name string) (Root, error) {
 	if name == "" {
 		return Root{}, fmt.Errorf("%w: empty root name", ErrInvalidName)
@@ -152,6 +155,11 @@ func (fs *FS) RenameRoot(ctx context.Context, id uint64, name string) (Root, err
 		r, err := loadRoot(tx, id)
 		if err != nil {
 			return err
+		}
+		if !strings.EqualFold(r.Name, name) {
+			// Another name: taken now (Root.Named), and yielded to a
+			// root that held it before wherever names clash.
+			r.Named = fs.nowNs()
 		}
 		r.Name = name
 		return put(tx, rootKey(id), r)

@@ -24,10 +24,14 @@ func (t RootType) Valid() bool {
 
 // Root is a top-level container of folders and files.
 type Root struct {
-	ID       uint64
-	Name     string
-	Type     RootType
-	Created  time.Time
+	ID      uint64
+	Name    string
+	Type    RootType
+	Created time.Time
+	// Named is when the root took its name: its last rename to another
+	// name (case aside), else its creation. Front ends that show roots
+	// side by side by name let the one that held a name longest keep it.
+	Named    time.Time
 	Deleted  bool
 	FolderID uint64 // the root's top folder, parent of its top-level items
 	Locks    []Lock // live locks on the top folder (the root's is_locked)

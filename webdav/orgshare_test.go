@@ -108,4 +108,27 @@ func TestOrgShareOverWebDAV(t *testing.T) {
 	}
 	st, b = as("collab", "GET", fmt.Sprintf("/webdav/collab%%20(%d)/a.txt", root.ID), "")
 	want(t, "GET from the renamed share", st, http.StatusOK, b)
+
+	// The older share renamed to a newer share's name: the newer one
+	// had the name first and keeps it. In id order the older took it,
+	// and a drive mapped to the newer share wrote into the older, whose
+	// administrators need not be the newer's.
+	later, err := svc.CreateOrgShare(ctx, ac, f.org.ID, "Later")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.SetSubscribers(ctx, ac, f.org.ID, later.ID, share.Subscribers{Persons: []share.Entry{
+		{ID: collab.ID, Channel: "webdav", Role: "COLLABORATOR"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.RenameOrgShare(ctx, ac, f.org.ID, root.ID, "Later"); err != nil {
+		t.Fatal(err)
+	}
+	st, b = as("collab", "PUT", "/webdav/Later/later.txt", "x")
+	want(t, "PUT into the newer share's name", st, http.StatusCreated, b)
+	if _, err := f.fs.Lookup(ctx, later.ID, "/later.txt"); err != nil {
+		t.Fatalf("a PUT to /webdav/Later/ landed in the older share renamed to Later: %v", err)
+	}
+	st, b = as("collab", "GET", fmt.Sprintf("/webdav/Later%%20(%d)/a.txt", root.ID), "")
+	want(t, "GET from the older share, renamed", st, http.StatusOK, b)
 }

@@ -1,6 +1,7 @@
 package webdav
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -173,11 +174,15 @@ func (s *session) permitted(p string, need share.Perm) error {
 }
 
 // mountNames names each root's folder after the root: the caller's own
-// root (own) first, then the others in id order, so a clash is resolved
-// the same way every time: the later root gets " (id)". Own first: in id
-// order, an administrator who renamed an older share to the name of a
+// root (own) first, then the others in the order they took their names
+// (vfs.Root.Named), then id, so a clash is resolved the same way every
+// time: the later root gets " (id)". Own first: in id order, an
+// administrator who renamed an older share to the name of a
 // subscriber's own root took the plain name, and the subscriber's
-// client, mapped to it, wrote into the share.
+// client, mapped to it, wrote into the share. By when the name was
+// taken: in id order, the administrators of an older share who renamed
+// it to a newer share's name took it the same way, from a share they
+// need not administer.
 func mountNames(reach []share.Access, own uint64) []mount {
 	slices.SortFunc(reach, func(a, b share.Access) int {
 		if ao, bo := a.Root.ID == own, b.Root.ID == own; ao != bo {
@@ -186,7 +191,7 @@ func mountNames(reach []share.Access, own uint64) []mount {
 			}
 			return 1
 		}
-		return compareID(a.Root.ID, b.Root.ID)
+		return cmp.Or(a.Root.Named.Compare(b.Root.Named), compareID(a.Root.ID, b.Root.ID))
 	})
 	seen := map[string]bool{}
 	out := make([]mount, 0, len(reach))
