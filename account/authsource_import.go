@@ -249,6 +249,15 @@ func (s *Service) createMember(ctx context.Context, a AuthSource, e directoryEnt
 		return err
 	}
 	err = s.db.Update(ctx, func(tx kv.Txn) error {
+		// The source is read here, so that a DeleteAuthSource
+		// committed meanwhile fails this one (a conflict, then
+		// ErrNotFound): no person is linked to a source that is gone.
+		if ok, err := exists(tx, key(pfxAuthSource, a.ID)); err != nil || !ok {
+			if err == nil {
+				err = notFoundf("auth source %d", a.ID)
+			}
+			return err
+		}
 		if err := s.insertPerson(tx, &p); err != nil {
 			return err
 		}
