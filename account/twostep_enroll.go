@@ -113,13 +113,13 @@ func (s *Service) EnrollTwoStep(ctx context.Context, id uint64, mode, phone stri
 		if err != nil {
 			return TwoStepEnrollment{}, err
 		}
-		prev, err := s.countEnrollmentCode(ctx, id)
+		prev, counted, err := s.countEnrollmentCode(ctx, id)
 		if err != nil {
 			return TwoStepEnrollment{}, err
 		}
 		if err := s.sendCode(ctx, p, CodeMessage{Mode: mode, To: en.To, Code: code, Purpose: CodeEnrollment, Expires: en.Expires}); err != nil {
 			// Not sent: it does not count.
-			return TwoStepEnrollment{}, errors.Join(err, s.putEnrollmentCodes(context.WithoutCancel(ctx), id, prev))
+			return TwoStepEnrollment{}, errors.Join(err, s.uncountEnrollmentCode(context.WithoutCancel(ctx), id, prev, counted))
 		}
 		pend.Code = codeHash("enroll", id, code)
 	}
@@ -162,9 +162,10 @@ type enrollmentCodesSent struct {
 // countEnrollmentCode counts a code about to be sent for person id's
 // enrollment, or refuses it with a *ResendError (ErrCodeSentRecently)
 // beyond the bounds above. It is counted before it is sent, so that
-// enrollments made at once cannot all pass; prev is the count before,
-// for putEnrollmentCodes to put back when the code does not go.
-func (s *Service) countEnrollmentCode(ctx context.Context, id uint64) (prev enrollmentCodesSent, err error) {
+// enrollments made at once cannot all pass; prev is the count before
+// and counted the count it stored, for uncountEnrollmentCode to take
+// back when the code does not go.
+func (s *Service) countEnrollmentCode(ctx context.Context, id uint64) (prev, counted enrollmentCodesSent, err error) {
 	err = s.db.Update(ctx, func(tx kv.Txn) error {
 		now := s.now()
 		var c enrollmentCodesSent
@@ -187,15 +188,34 @@ func (s *Service) countEnrollmentCode(ctx context.Context, id uint64) (prev enro
 		}
 		c.Last = now
 		c.Count++
+		counted = c
 		return s.putTTL(tx, key(pfxTwoStepSent, id), &c, c.First.Add(enrollmentWindow).Sub(now))
 	})
-	return prev, err
+	return prev, counted, err
 }
 
-// putEnrollmentCodes puts back person id's count of enrollment codes as
-// countEnrollmentCode found it.
-func (s *Service) putEnrollmentCodes(ctx context.Context, id uint64, c enrollmentCodesSent) error {
+// uncountEnrollmentCode takes back the code countEnrollmentCode counted
+// for person id (counted, from prev) when it was not sent: one off the
+// count, and, when nothing was counted since, the last code's time as
+// it was. Putting prev back whole, as it did, undid the codes that
+// enrollments made at once counted, and sent, between the two steps, so
+// one whose sends failed on purpose (a number the gateway refuses) let
+// the others send past the bounds.
+func (s *Service) uncountEnrollmentCode(ctx context.Context, id uint64, prev, counted enrollmentCodesSent) error {
 	return s.db.Update(ctx, func(tx kv.Txn) error {
+		var c enrollmentCodesSent
+		switch err := s.get(tx, key(pfxTwoStepSent, id), &c, ErrNotFound); {
+		case errors.Is(err, ErrNotFound):
+			return nil // its window is over: nothing to take back
+		case err != nil:
+			return err
+		case !c.First.Equal(counted.First) || c.Count <= 0:
+			return nil // another window: the code is not in it
+		}
+		if c.Count == counted.Count && c.Last.Equal(counted.Last) {
+			c.Last = prev.Last
+		}
+		c.Count--
 		left := c.First.Add(enrollmentWindow).Sub(s.now())
 		if c.Count == 0 || left <= 0 {
 			return tx.Delete(key(pfxTwoStepSent, id))
