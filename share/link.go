@@ -432,7 +432,11 @@ func (s *Service) DeleteLink(ctx context.Context, c account.Caller, id uint64) e
 var SubscriberKinds = []string{"person", "guest", "group", "email"}
 
 // AddSubscriber adds a subscriber to link id of c's. Persons and guests
-// must exist; the new subscriber's access defaults to the link's.
+// must exist; the new subscriber's access defaults to the link's. A
+// subscriber the link has already (subscriberOf) is answered as it is,
+// its access unchanged (UpdateSubscriber changes it), and nothing is
+// written. The entry, its hash and its subject index entry are written
+// in one transaction.
 func (s *Service) AddSubscriber(ctx context.Context, c account.Caller, id uint64, sb Subscriber) (Subscriber, error) {
 	switch sb.Kind {
 	case "person", "guest", "group":
