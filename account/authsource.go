@@ -337,81 +337,82 @@ func (s *Service) UpdateAuthSource(ctx context.Context, id uint64, fn func(*Auth
 // them a password. It is allowed
 // whatever ad_enabled says, so that turning directories off leaves no
 // source nobody may remove. Errors: ErrNotFound.
+//
+// The persons are let go in transactions of their own
+// (authSourceDetachBatch at a time), so a large directory fits, and the
+// source goes in the transaction that lets the last of them go: a crash
+// or a failure between leaves the source, with fewer persons, which
+// DeleteAuthSource called again finishes. Deleted first, as it was, a
+// crash between left persons whose sessions and device passwords still
+// worked, linked to a source no request could name again.
 func (s *Service) DeleteAuthSource(ctx context.Context, id uint64) error {
-	var a AuthSource
-	err := s.db.Update(ctx, func(tx kv.Txn) error {
-		if err := s.get(tx, key(pfxAuthSource, id), &a, notFoundf("auth source %d", id)); err != nil {
-			return err
-		}
-		if err := tx.Delete(key(pfxOrgAuthSource, a.OrganizationID, id)); err != nil {
-			return err
-		}
-		if err := tx.Delete(key(pfxAuthSource, id)); err != nil {
-			return err
-		}
-		return s.record(ctx, tx, authSourceChange(ActAuthSourceDeleted, a))
-	})
-	if err != nil {
-		return err
-	}
-	// The persons are let go in transactions of their own, so a large
-	// directory fits; one left linked by a crash meanwhile names a
-	// source that is gone, and cannot sign in either.
 	for {
-		ids, err := s.memberIDs(ctx, id, 100)
-		if err != nil || len(ids) == 0 {
-			return err
-		}
-		err = s.db.Update(ctx, func(tx kv.Txn) error {
-			for _, pid := range ids {
-				if err := tx.Delete(key(pfxAuthSourcePerson, id, pid)); err != nil {
-					return err
-				}
-				var p Person
-				err := s.get(tx, key(pfxPerson, pid), &p, ErrNotFound)
-				if errors.Is(err, ErrNotFound) || (err == nil && p.AuthSourceID != id) {
-					continue
-				}
-				if err != nil {
-					return err
-				}
-				// A new mark, where the hash was "": a front end that
-				// remembers the person's last sign-in by the hash
-				// (LoginCallerRef) sees the change and asks again.
-				p.AuthSourceID, p.PasswordHash = 0, detachedHash
-				if err := s.put(tx, key(pfxPerson, pid), &p); err != nil {
-					return err
-				}
-				if err := s.revokeAll(tx, pid); err != nil {
-					return err
-				}
-				if _, err := s.endDevicePasswords(tx, pid, 0); err != nil {
-					return err
-				}
+		done := false
+		err := s.db.Update(ctx, func(tx kv.Txn) error {
+			done = false
+			var a AuthSource
+			if err := s.get(tx, key(pfxAuthSource, id), &a, notFoundf("auth source %d", id)); err != nil {
+				return err
 			}
-			return nil
+			ids, err := scanIDsUpTo(tx, key(pfxAuthSourcePerson, id), authSourceDetachBatch)
+			if err != nil {
+				return err
+			}
+			if err := s.detachMembers(tx, id, ids); err != nil {
+				return err
+			}
+			if len(ids) == authSourceDetachBatch {
+				return nil // more: the next transaction
+			}
+			if err := tx.Delete(key(pfxOrgAuthSource, a.OrganizationID, id)); err != nil {
+				return err
+			}
+			if err := tx.Delete(key(pfxAuthSource, id)); err != nil {
+				return err
+			}
+			done = true
+			return s.record(ctx, tx, authSourceChange(ActAuthSourceDeleted, a))
 		})
-		if err != nil {
+		if err != nil || done {
 			return err
 		}
 	}
 }
 
-// memberIDs returns up to limit persons linked to source id.
-func (s *Service) memberIDs(ctx context.Context, id uint64, limit int) ([]uint64, error) {
-	var ids []uint64
-	err := s.db.View(ctx, func(tx kv.Txn) error {
-		ids = ids[:0]
-		prefix := key(pfxAuthSourcePerson, id)
-		return tx.Scan(prefix, nil, func(k, _ []byte) error {
-			ids = append(ids, kv.Uint64At(k, len(prefix)))
-			if len(ids) >= limit {
-				return kv.ErrStop
-			}
-			return nil
-		})
-	})
-	return ids, err
+// authSourceDetachBatch bounds the persons one transaction of
+// DeleteAuthSource lets go; a variable for the tests.
+var authSourceDetachBatch = 100
+
+// detachMembers lets persons ids of source id go, in tx: their link, the
+// source on their record, their sessions and device passwords.
+func (s *Service) detachMembers(tx kv.Txn, id uint64, ids []uint64) error {
+	for _, pid := range ids {
+		if err := tx.Delete(key(pfxAuthSourcePerson, id, pid)); err != nil {
+			return err
+		}
+		var p Person
+		err := s.get(tx, key(pfxPerson, pid), &p, ErrNotFound)
+		if errors.Is(err, ErrNotFound) || (err == nil && p.AuthSourceID != id) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		// A new mark, where the hash was "": a front end that
+		// remembers the person's last sign-in by the hash
+		// (LoginCallerRef) sees the change and asks again.
+		p.AuthSourceID, p.PasswordHash = 0, detachedHash
+		if err := s.put(tx, key(pfxPerson, pid), &p); err != nil {
+			return err
+		}
+		if err := s.revokeAll(tx, pid); err != nil {
+			return err
+		}
+		if _, err := s.endDevicePasswords(tx, pid, 0); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // AuthSources returns one page of organization orgID's directory servers

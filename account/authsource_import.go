@@ -17,7 +17,14 @@ type ImportReport struct {
 	Entries int
 	// Created are the persons made for new entries. They have no sync
 	// root: the caller makes one (share.NewRoot), as for any new person.
+	// An import that fails returns those it made before it did.
 	Created []Person
+	// Rootless are the source's persons found again who still have no
+	// sync root (RootID 0): an import before made them, and their root
+	// was never made (the caller's step after the import failed, or the
+	// process was killed between). The caller makes theirs as for
+	// Created, so each import repairs what an earlier one left.
+	Rootless []Person
 	// Updated persons had their names or e-mail address changed;
 	// Enabled were disabled by an earlier import and are back in the
 	// directory; Disabled are gone from it; Unchanged the rest.
@@ -249,6 +256,15 @@ func (s *Service) createMember(ctx context.Context, a AuthSource, e directoryEnt
 		return err
 	}
 	err = s.db.Update(ctx, func(tx kv.Txn) error {
+		// The source is read here, so that a DeleteAuthSource
+		// committed meanwhile fails this one (a conflict, then
+		// ErrNotFound): no person is linked to a source that is gone.
+		if ok, err := exists(tx, key(pfxAuthSource, a.ID)); err != nil || !ok {
+			if err == nil {
+				err = notFoundf("auth source %d", a.ID)
+			}
+			return err
+		}
 		if err := s.insertPerson(tx, &p); err != nil {
 			return err
 		}
@@ -271,8 +287,9 @@ func (s *Service) createMember(ctx context.Context, a AuthSource, e directoryEnt
 // Errors: ErrNotFound when the person is gone (their link goes too).
 func (s *Service) refreshMember(ctx context.Context, a AuthSource, pid uint64, e directoryEntry, rep *ImportReport) error {
 	outcome := ""
+	var rootless *Person
 	err := s.db.Update(ctx, func(tx kv.Txn) error {
-		outcome = ""
+		outcome, rootless = "", nil
 		var m directoryMember
 		if err := s.get(tx, key(pfxAuthSourcePerson, a.ID, pid), &m, ErrNotFound); err != nil {
 			return err
@@ -286,6 +303,9 @@ func (s *Service) refreshMember(ctx context.Context, a AuthSource, pid uint64, e
 			return notFoundf("person %d", pid)
 		} else if err != nil {
 			return err
+		}
+		if cur.RootID == 0 && !cur.Guest {
+			rootless = &cur
 		}
 		p := cur
 		first, last, display, email := entryPerson(a, e, m.UID)
@@ -331,6 +351,9 @@ func (s *Service) refreshMember(ctx context.Context, a AuthSource, pid uint64, e
 		}
 		return s.record(ctx, tx, c)
 	})
+	if err == nil && rootless != nil {
+		rep.Rootless = append(rep.Rootless, *rootless)
+	}
 	switch outcome {
 	case "unchanged":
 		rep.Unchanged++

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"berth/account/directorytest"
+	"berth/kv"
 )
 
 // adOrg creates a top-level organization whose policy enables directory servers.
@@ -574,5 +575,116 @@ func TestImportReportSkipped(t *testing.T) {
 	}
 	if len(r.Skipped) != maxSkipped || r.SkippedTotal != maxSkipped+50 || !strings.HasSuffix(r.String(), fmt.Sprintf("%d skipped", maxSkipped+50)) {
 		t.Fatalf("%d reasons, %d counted, %q", len(r.Skipped), r.SkippedTotal, r.String())
+	}
+}
+
+// stepFailer is the real store with one of its write transactions
+// failed: once armed, the Update after the next `left` fails with
+// errStep without running, as a crash, a kill or a failed write between
+// two steps of one change would leave the store.
+type stepFailer struct {
+	kv.Store
+	mu   sync.Mutex
+	left int // Updates let through before the one that fails; -1: none fails
+}
+
+var errStep = errors.New("test: the step failed")
+
+// MetaGeneration passes the store's on, which embedding would hide.
+func (f *stepFailer) MetaGeneration() uint64 { return kv.MetaGeneration(f.Store) }
+
+func (f *stepFailer) arm(left int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.left = left
+}
+
+func (f *stepFailer) Update(ctx context.Context, fn func(kv.Txn) error) error {
+	f.mu.Lock()
+	fail := f.left == 0
+	if f.left >= 0 {
+		f.left--
+	}
+	f.mu.Unlock()
+	if fail {
+		return errStep
+	}
+	return f.Store.Update(ctx, fn)
+}
+
+// A deletion of a source that fails between its transactions leaves
+// either the source, which a second deletion finishes, or no source and
+// none of its persons' sessions: never a source gone while persons it
+// let go still sign in with the sessions it had. Before, the source went
+// in its first transaction and its persons in later ones, so a failure
+// between left their sessions and device passwords working, linked to a
+// source no request could name again.
+func TestAuthSourceDeleteSteps(t *testing.T) {
+	srv := directorytest.Start(t)
+	for _, u := range []string{"ann", "ben", "cat"} {
+		srv.Add(directorytest.User{UID: u, GivenName: u, SN: "Doe", Password: u + "-password-1"})
+	}
+	defer func(n int) { authSourceDetachBatch = n }(authSourceDetachBatch)
+	rows := []struct {
+		name  string
+		batch int // persons let go per transaction
+		fail  int // Updates let through before the one that fails
+	}{
+		{"the only transaction fails", 100, 0},
+		{"a failure after one person's transaction", 1, 1},
+		{"a failure after two persons' transactions", 1, 2},
+		{"a failure after every person's", 1, 3},
+	}
+	for _, tt := range rows {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			authSourceDetachBatch = tt.batch
+			s, _, _, a := directoryService(t, srv, false)
+			rep, err := s.ImportAuthSource(ctx, a.ID)
+			if err != nil || len(rep.Created) != 3 {
+				t.Fatalf("import: %s, %v", rep, err)
+			}
+			var toks []string
+			for _, p := range rep.Created {
+				tk, err := s.IssueTokens(ctx, p.ID, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				toks = append(toks, tk.AccessToken)
+			}
+			f := &stepFailer{Store: s.db, left: tt.fail}
+			s.db = f
+			err = s.DeleteAuthSource(ctx, a.ID)
+			f.arm(-1)
+			if !errors.Is(err, errStep) {
+				t.Fatalf("delete: %v, want the failed step", err)
+			}
+			_, err = s.AuthSource(ctx, a.ID)
+			if errors.Is(err, ErrNotFound) {
+				for i, tk := range toks {
+					if _, err := s.AccessCaller(ctx, tk); !errors.Is(err, ErrInvalidToken) {
+						t.Errorf("the source is gone, but %s's session: %v", rep.Created[i].Username, err)
+					}
+				}
+				if n := countKeys(t, s, pfxAuthSourcePerson); n != 0 {
+					t.Errorf("the source is gone, but %d links to it stay", n)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.DeleteAuthSource(ctx, a.ID); err != nil {
+				t.Fatalf("deleting again: %v", err)
+			}
+			for i, tk := range toks {
+				if _, err := s.AccessCaller(ctx, tk); !errors.Is(err, ErrInvalidToken) {
+					t.Errorf("deleted again, %s's session: %v", rep.Created[i].Username, err)
+				}
+			}
+			if n := countKeys(t, s, pfxAuthSourcePerson); n != 0 {
+				t.Errorf("deleted again, %d links to the source stay", n)
+			}
+		})
 	}
 }

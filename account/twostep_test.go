@@ -579,3 +579,71 @@ func BenchmarkTwoStepVerify(b *testing.B) {
 		}
 	}
 }
+
+// failingSender is a CodeSender that refuses every code to one number,
+// after running during (an enrollment made at once, between counting
+// the refused code and taking it back), and hands the others to box.
+type failingSender struct {
+	box    *codeBox
+	failTo string
+	during func()
+}
+
+var errRefused = errors.New("test: the gateway refuses the number")
+
+func (f *failingSender) SendCode(ctx context.Context, m CodeMessage) error {
+	if m.To != f.failTo {
+		return f.box.SendCode(ctx, m)
+	}
+	if f.during != nil {
+		f.during()
+	}
+	return errRefused
+}
+
+// A code that is not sent does not count against the bounds of the
+// enrollment codes, while every code sent does, whatever was sent
+// between the count and the failure. Before, the count as it was before
+// the failed code was put back whole, over the codes enrollments made
+// at once had sent meanwhile: one whose codes failed on purpose (a
+// number the gateway refuses) let the others send past the bounds.
+func TestTwoStepUnsentCodes(t *testing.T) {
+	const refused, good, other = "+41446681899", "+41446681800", "+41446681801"
+	rows := []struct {
+		name string
+		// during: an enrollment to good, sent while the refused code
+		// is on its way.
+		during bool
+		// then is what an enrollment to other gets right after.
+		then error
+	}{
+		{"a code refused alone is not counted", false, nil},
+		{"a code sent while another is refused stays counted", true, ErrCodeSentRecently},
+	}
+	for _, tt := range rows {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			clk := &clock{t: twoStepStart}
+			snd := &failingSender{box: &codeBox{}, failTo: refused}
+			o := testOptions()
+			o.Now = clk.Now
+			o.TwoStep = TwoStepOptions{Sender: snd, SMS: true}
+			s := newService(t, o)
+			_, p := fixture(t, s)
+			if tt.during {
+				snd.during = func() {
+					clk.Add(31 * time.Second)
+					if _, err := s.EnrollTwoStep(ctx, p.ID, TwoStepSMS, good); err != nil {
+						t.Errorf("the enrollment between: %v", err)
+					}
+				}
+			}
+			if _, err := s.EnrollTwoStep(ctx, p.ID, TwoStepSMS, refused); !errors.Is(err, ErrCodeNotSent) {
+				t.Fatalf("the refused code: %v", err)
+			}
+			if _, err := s.EnrollTwoStep(ctx, p.ID, TwoStepSMS, other); !errors.Is(err, tt.then) {
+				t.Errorf("an enrollment right after: %v, want %v", err, tt.then)
+			}
+		})
+	}
+}

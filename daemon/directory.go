@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -90,6 +91,17 @@ func (j *directoryJobs) run(ctx context.Context) {
 		for _, a := range srcs {
 			after = a.ID
 			rep, err := j.accounts.ImportAuthSource(ctx, a.ID)
+			// The persons an import made before it failed get
+			// their roots too, and those an earlier import made
+			// whose roots were never made (ImportReport.Rootless).
+			for _, p := range slices.Concat(rep.Created, rep.Rootless) {
+				if ctx.Err() != nil {
+					return
+				}
+				if _, err := j.shares.NewRoot(ctx, p, p.Username, vfs.RootSync); err != nil {
+					j.log.Warn("sync root of an imported person not created", "person", p.ID, "error", err)
+				}
+			}
 			switch {
 			case ctx.Err() != nil:
 				return
@@ -101,11 +113,6 @@ func (j *directoryJobs) run(ctx context.Context) {
 				continue
 			}
 			j.imports.WithLabelValues("ok").Inc()
-			for _, p := range rep.Created {
-				if _, err := j.shares.NewRoot(ctx, p, p.Username, vfs.RootSync); err != nil {
-					j.log.Warn("sync root of an imported person not created", "person", p.ID, "error", err)
-				}
-			}
 			j.log.Info("directory import", "auth_source", a.ID, "organization", a.OrganizationID, "report", rep.String())
 		}
 		if len(srcs) < 100 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 
 	"berth/account"
@@ -199,11 +200,14 @@ func (s *server) importAuthSource(r *http.Request) (any, error) {
 		return nil, err
 	}
 	rep, err := s.accounts.ImportAuthSource(r.Context(), a.ID)
+	// The persons an import made before it failed get their roots too,
+	// and so do those an earlier import made whose roots were never
+	// made: the next import finds them as its own and would not.
+	s.syncRoots(r.Context(), slices.Concat(rep.Created, rep.Rootless))
 	if err != nil {
 		s.log.Warn("directory import failed", "auth_source", a.ID, "url", a.URL(), "error", err)
 		return nil, err
 	}
-	s.syncRoots(r.Context(), rep.Created)
 	s.log.Info("directory import", "auth_source", a.ID, "report", rep.String())
 	b := importBody{AuthSourceID: a.ID, Entries: rep.Entries, Created: len(rep.Created), Updated: rep.Updated,
 		Enabled: rep.Enabled, Disabled: rep.Disabled, Unchanged: rep.Unchanged, Skipped: rep.Skipped, Type: "auth_source_import"}
@@ -213,8 +217,8 @@ func (s *server) importAuthSource(r *http.Request) (any, error) {
 	return b, nil
 }
 
-// syncRoots gives each person an import created their sync root, as
-// person/create does. One that fails is logged: the person exists, and
+// syncRoots gives each person an import created (or found without one:
+// ImportReport.Rootless) their sync root, as person/create does. One that fails is logged: the person exists, and
 // POST /api/2/person/<id>/roots/create makes it later.
 func (s *server) syncRoots(ctx context.Context, created []account.Person) {
 	for _, p := range created {

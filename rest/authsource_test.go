@@ -361,3 +361,55 @@ func TestAuthSourceAdminCreateUsers(t *testing.T) {
 		})
 	}
 }
+
+// An import gives a sync root to each person it makes, and to each of
+// the source's persons an earlier import made whose root was never made:
+// a failed import (its persons made before it failed) or a kill between
+// the import's commits and the roots left them without one, and the
+// next import, which found them as its own, left them so for good.
+func TestAuthSourceImportRoots(t *testing.T) {
+	srv := directorytest.Start(t)
+	srv.Add(directorytest.User{UID: "rita", GivenName: "Rita", SN: "Root", Mail: "rita@example.org", Password: "dir-password-1"})
+	f, admin := adFixture(t, srv)
+	ctx := context.Background()
+	st, b := f.send(http.MethodPost, fmt.Sprintf("/api/2/organization/%d/auth_sources/create", f.org.ID), admin, url.Values{
+		"host": {directorytest.Host}, "domain": {directorytest.Domain}, "login": {directorytest.AdminDN},
+		"password": {directorytest.AdminPassword}, "port": {fmt.Sprint(srv.Port)}})
+	if st != http.StatusOK {
+		t.Fatalf("create: %d %s", st, b)
+	}
+	var src authSourceBody
+	decode(t, b, &src)
+	// The import's commits without the step after them: what a kill
+	// between the two leaves.
+	rep, err := f.accounts.ImportAuthSource(ctx, src.ID)
+	if err != nil || len(rep.Created) != 1 || rep.Created[0].RootID != 0 {
+		t.Fatalf("import: %s, %v", rep, err)
+	}
+	st, b = f.send(http.MethodPost, fmt.Sprintf("/api/2/auth_source/%d/import", src.ID), admin, nil)
+	if st != http.StatusOK {
+		t.Fatalf("import: %d %s", st, b)
+	}
+	rita, err := f.accounts.Person(ctx, rep.Created[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rita.RootID == 0 {
+		t.Fatal("the next import left rita without a sync root")
+	}
+	if _, err := f.fs.Root(ctx, rita.RootID); err != nil {
+		t.Fatalf("rita's root: %v", err)
+	}
+	// Once made, no import makes another.
+	st, b = f.send(http.MethodPost, fmt.Sprintf("/api/2/auth_source/%d/import", src.ID), admin, nil)
+	if st != http.StatusOK {
+		t.Fatalf("import: %d %s", st, b)
+	}
+	if again, _ := f.accounts.Person(ctx, rita.ID); again.RootID != rita.RootID {
+		t.Fatalf("rita's root moved from %d to %d", rita.RootID, again.RootID)
+	}
+	roots, err := f.accounts.PersonRoots(ctx, rita)
+	if err != nil || len(roots) != 1 {
+		t.Fatalf("rita's roots: %v, %v", roots, err)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -354,7 +355,7 @@ func (s *Service) ManagedLink(ctx context.Context, c account.Caller, ref string)
 
 // UpdateLink changes link id of c's.
 func (s *Service) UpdateLink(ctx context.Context, c account.Caller, id uint64, set LinkSettings) (Link, error) {
-	return s.changeLink(ctx, c, id, func(l *Link) error {
+	return s.changeLink(ctx, c, id, func(_ kv.Txn, l *Link) error {
 		if err := set.apply(l); err != nil {
 			return err
 		}
@@ -365,8 +366,12 @@ func (s *Service) UpdateLink(ctx context.Context, c account.Caller, id uint64, s
 	})
 }
 
-// changeLink runs fn on link id of c's in one transaction.
-func (s *Service) changeLink(ctx context.Context, c account.Caller, id uint64, fn func(*Link) error) (Link, error) {
+// changeLink runs fn on link id of c's in one transaction, which fn
+// also writes the link's indexes in: a link and the hashes and subject
+// entries naming its subscribers change together, so that no crash or
+// failure leaves a subscriber whose URL does not resolve, or an index
+// naming one that is gone. fn may run more than once (kv.Store.Update).
+func (s *Service) changeLink(ctx context.Context, c account.Caller, id uint64, fn func(kv.Txn, *Link) error) (Link, error) {
 	if err := s.links(); err != nil {
 		return Link{}, err
 	}
@@ -379,7 +384,7 @@ func (s *Service) changeLink(ctx context.Context, c account.Caller, id uint64, f
 		if l.CreatorID != c.Person.ID {
 			return ErrNotFound
 		}
-		if err := fn(&l); err != nil {
+		if err := fn(tx, &l); err != nil {
 			return err
 		}
 		out = l
@@ -410,7 +415,7 @@ func (s *Service) DeleteLink(ctx context.Context, c account.Caller, id uint64) e
 		keys := [][]byte{linkKey(id), hashKey(l.Hash), creatorKey(l.CreatorID, id)}
 		for _, sb := range l.Subscribers {
 			keys = append(keys, hashKey(sb.Hash))
-			if sb.SubjectID != 0 && (sb.Kind == "person" || sb.Kind == "guest") {
+			if sb.indexed() {
 				keys = append(keys, subjectKey(sb.SubjectID, id))
 			}
 		}
@@ -427,7 +432,11 @@ func (s *Service) DeleteLink(ctx context.Context, c account.Caller, id uint64) e
 var SubscriberKinds = []string{"person", "guest", "group", "email"}
 
 // AddSubscriber adds a subscriber to link id of c's. Persons and guests
-// must exist; the new subscriber's access defaults to the link's.
+// must exist; the new subscriber's access defaults to the link's. A
+// subscriber the link has already (subscriberOf) is answered as it is,
+// its access unchanged (UpdateSubscriber changes it), and nothing is
+// written. The entry, its hash and its subject index entry are written
+// in one transaction.
 func (s *Service) AddSubscriber(ctx context.Context, c account.Caller, id uint64, sb Subscriber) (Subscriber, error) {
 	switch sb.Kind {
 	case "person", "guest", "group":
@@ -462,32 +471,66 @@ func (s *Service) AddSubscriber(ctx context.Context, c account.Caller, id uint64
 		return Subscriber{}, err
 	}
 	var out Subscriber
-	_, err = s.changeLink(ctx, c, id, func(l *Link) error {
+	_, err = s.changeLink(ctx, c, id, func(tx kv.Txn, l *Link) error {
+		if i := l.subscriberOf(sb); i >= 0 {
+			out = l.Subscribers[i]
+			return errUnchanged
+		}
 		l.NextSub++
 		out = sb
 		out.ID, out.Hash, out.TimesDownloaded, out.TimesViewed = l.NextSub, h, 0, 0
 		l.Subscribers = append(l.Subscribers, out)
-		return nil
-	})
-	if err != nil {
-		return Subscriber{}, err
-	}
-	err = s.db.Update(ctx, func(tx kv.Txn) error {
 		if err := tx.Set(hashKey(h), kv.Key("", id)); err != nil {
 			return err
 		}
-		if out.SubjectID != 0 && (out.Kind == "person" || out.Kind == "guest") {
+		if out.indexed() {
 			return tx.Set(subjectKey(out.SubjectID, id), nil)
 		}
 		return nil
 	})
-	return out, err
+	if errors.Is(err, errUnchanged) {
+		return out, nil
+	}
+	if err != nil {
+		return Subscriber{}, err
+	}
+	return out, nil
+}
+
+// errUnchanged ends a changeLink that found nothing to change, so that
+// nothing is written or recorded; its caller answers nil.
+var errUnchanged = errors.New("share: nothing to change")
+
+// indexed reports whether sb has an entry in the subject index
+// (ShareLinkSubject), which SubjectLinks reads: persons and guests, whose
+// ids are of one sequence. A group's id is of another, and may be a
+// person's: it has none.
+func (sb Subscriber) indexed() bool {
+	return sb.SubjectID != 0 && (sb.Kind == "person" || sb.Kind == "guest")
+}
+
+// subscriberOf returns the index of l's entry for the subscriber sb
+// names (the same kind and id; for an e-mail subscriber the same
+// address, compared as logins are), or -1. A subscriber is on a link
+// once: a second entry of the same person would share the first's
+// subject index entry, which removing either dropped for both.
+func (l Link) subscriberOf(sb Subscriber) int {
+	for i, o := range l.Subscribers {
+		if o.Kind != sb.Kind {
+			continue
+		}
+		if sb.Kind == "email" && strings.ToLower(o.Email) == strings.ToLower(sb.Email) ||
+			sb.Kind != "email" && o.SubjectID == sb.SubjectID {
+			return i
+		}
+	}
+	return -1
 }
 
 // UpdateSubscriber sets a subscriber's access flags (nil leaves one).
 func (s *Service) UpdateSubscriber(ctx context.Context, c account.Caller, id, subID uint64, read, write, del *bool) (Subscriber, error) {
 	var out Subscriber
-	_, err := s.changeLink(ctx, c, id, func(l *Link) error {
+	_, err := s.changeLink(ctx, c, id, func(_ kv.Txn, l *Link) error {
 		for i := range l.Subscribers {
 			if sb := &l.Subscribers[i]; sb.ID == subID {
 				for _, f := range []struct {
@@ -507,31 +550,29 @@ func (s *Service) UpdateSubscriber(ctx context.Context, c account.Caller, id, su
 	return out, err
 }
 
-// RemoveSubscriber removes subscriber subID of link id of c's.
+// RemoveSubscriber removes subscriber subID of link id of c's, with its
+// hash and, unless another entry of the link still names the same person
+// or guest (a link stored before a subscriber was kept once), its subject
+// index entry.
 func (s *Service) RemoveSubscriber(ctx context.Context, c account.Caller, id, subID uint64) error {
-	var gone Subscriber
-	_, err := s.changeLink(ctx, c, id, func(l *Link) error {
-		for i, sb := range l.Subscribers {
-			if sb.ID == subID {
-				gone = sb
-				l.Subscribers = append(l.Subscribers[:i], l.Subscribers[i+1:]...)
-				return nil
-			}
+	_, err := s.changeLink(ctx, c, id, func(tx kv.Txn, l *Link) error {
+		i := slices.IndexFunc(l.Subscribers, func(sb Subscriber) bool { return sb.ID == subID })
+		if i < 0 {
+			return ErrNotFound
 		}
-		return ErrNotFound
-	})
-	if err != nil {
-		return err
-	}
-	return s.db.Update(ctx, func(tx kv.Txn) error {
+		gone := l.Subscribers[i]
+		l.Subscribers = slices.Delete(slices.Clone(l.Subscribers), i, i+1)
 		if err := tx.Delete(hashKey(gone.Hash)); err != nil {
 			return err
 		}
-		if gone.SubjectID != 0 {
-			return tx.Delete(subjectKey(gone.SubjectID, id))
+		if !gone.indexed() || slices.ContainsFunc(l.Subscribers, func(sb Subscriber) bool {
+			return sb.indexed() && sb.SubjectID == gone.SubjectID
+		}) {
+			return nil
 		}
-		return nil
+		return tx.Delete(subjectKey(gone.SubjectID, id))
 	})
+	return err
 }
 
 // SubjectLinks returns the links person or guest pid subscribes to.

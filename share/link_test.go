@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -406,4 +407,186 @@ func (w *world) personIn(t *testing.T, org uint64, username, email string) accou
 		t.Fatal(err)
 	}
 	return caller(t, w.st, p.ID)
+}
+
+// stepFailer is the real store with one of its write transactions
+// failed: once armed, the Update after the next `left` fails with
+// errStep without running, as a crash, a kill or a failed write between
+// two steps of one change would leave the store.
+type stepFailer struct {
+	kv.Store
+	mu   sync.Mutex
+	left int // Updates let through before the one that fails; -1: none fails
+}
+
+var errStep = errors.New("test: the step failed")
+
+// MetaGeneration passes the store's on, which embedding would hide.
+func (f *stepFailer) MetaGeneration() uint64 { return kv.MetaGeneration(f.Store) }
+
+func (f *stepFailer) arm(left int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.left = left
+}
+
+func (f *stepFailer) Update(ctx context.Context, fn func(kv.Txn) error) error {
+	f.mu.Lock()
+	fail := f.left == 0
+	if f.left >= 0 {
+		f.left--
+	}
+	f.mu.Unlock()
+	if fail {
+		return errStep
+	}
+	return f.Store.Update(ctx, fn)
+}
+
+// TestLinkSubscriberIndexes: a link's subscribers and the indexes that
+// name them (each subscriber's hash; guest/<id>/shares's subject index)
+// agree after every change, including one whose write failed after its
+// first step, a second add of the same subscriber, and the removal of
+// a group whose id is also a guest's. Before, a subscriber was added and
+// removed in two transactions (the link, then its indexes): a failure
+// between left a subscriber whose URL did not work, or an index naming a
+// subscriber that was gone; the same guest could be added twice, and
+// removing either entry dropped the subject index both shared, as did
+// removing a group of the guest's id.
+func TestLinkSubscriberIndexes(t *testing.T) {
+	w, file := linkWorld(t)
+	ctx := context.Background()
+	f := &stepFailer{Store: w.st.DB, left: -1}
+	svc := share.New(share.Options{FS: w.st.FS, Accounts: w.st.Accounts, Store: f})
+	guest, err := w.st.Accounts.CreateGuest(ctx, account.GuestInput{OrganizationID: w.st.Org.ID, Email: "gus@example.com", Password: password})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A group whose id is the guest's: ids of the two are of two sequences.
+	var twin account.Group
+	for i := 0; twin.ID < guest.ID && i < 100; i++ {
+		if twin, err = w.st.Accounts.CreateGroup(ctx, account.GroupInput{OrganizationID: w.st.Org.ID, Name: "g" + strconv.Itoa(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if twin.ID != guest.ID {
+		t.Fatalf("no group of id %d (the guest's): the last is %d", guest.ID, twin.ID)
+	}
+	asGuest := share.Subscriber{Kind: "guest", SubjectID: guest.ID, ReadAccess: true}
+	asGroup := share.Subscriber{Kind: "group", SubjectID: twin.ID, ReadAccess: true}
+	byMail := share.Subscriber{Kind: "email", Email: "Friend@example.com", ReadAccess: true}
+	add := func(sb share.Subscriber) func(l share.Link) error {
+		return func(l share.Link) error { _, err := svc.AddSubscriber(ctx, w.alice, l.ID, sb); return err }
+	}
+	// twice stores a second entry of the guest on link l, as a link
+	// stored before a subscriber was kept once may hold.
+	twice := func(l share.Link) error {
+		return w.st.DB.Update(ctx, func(tx kv.Txn) error {
+			b, err := tx.Get(kv.Key(kv.ShareLink, l.ID))
+			if err != nil {
+				return err
+			}
+			if err := json.Unmarshal(b, &l); err != nil {
+				return err
+			}
+			sb := l.Subscribers[0]
+			l.NextSub++
+			sb.ID, sb.Hash = l.NextSub, "second-entry-hash"
+			l.Subscribers = append(l.Subscribers, sb)
+			if b, err = json.Marshal(l); err != nil {
+				return err
+			}
+			if err := tx.Set(kv.Key(kv.ShareLink, l.ID), b); err != nil {
+				return err
+			}
+			return tx.Set(append([]byte(kv.ShareLinkHash), sb.Hash...), kv.Key("", l.ID))
+		})
+	}
+	remove := func(sub uint64) func(l share.Link) error {
+		return func(l share.Link) error { return svc.RemoveSubscriber(ctx, w.alice, l.ID, sub) }
+	}
+	rows := []struct {
+		name string
+		// before is added first, then stored is done (when set),
+		// unfailed; then op, with the store armed to fail the Update
+		// after the first fail (-1: none fails).
+		before []share.Subscriber
+		stored func(l share.Link) error
+		fail   int
+		op     func(l share.Link) error
+		// guests and entries are how many entries of the guest, and in
+		// all, the link then has (-1: either, as long as the indexes
+		// agree with them).
+		guests, entries int
+	}{
+		{name: "an add whose step after the link fails", fail: 1, op: add(asGuest), guests: -1, entries: -1},
+		{name: "an add whose first step fails", fail: 0, op: add(asGuest), guests: 0, entries: 0},
+		{name: "a removal whose step after the link fails", before: []share.Subscriber{asGuest}, fail: 1, op: remove(1), guests: -1, entries: -1},
+		{name: "a second add of the same guest answers the first", before: []share.Subscriber{asGuest}, fail: -1, op: func(l share.Link) error {
+			sb, err := svc.AddSubscriber(ctx, w.alice, l.ID, share.Subscriber{Kind: "guest", SubjectID: guest.ID, WriteAccess: true})
+			if err == nil && (sb.ID != 1 || sb.WriteAccess) {
+				return fmt.Errorf("second add answered %+v, want subscriber 1 as it was", sb)
+			}
+			return err
+		}, guests: 1, entries: 1},
+		{name: "a second add of an address, in other case, answers the first", before: []share.Subscriber{byMail}, fail: -1, op: func(l share.Link) error {
+			sb, err := svc.AddSubscriber(ctx, w.alice, l.ID, share.Subscriber{Kind: "email", Email: "friend@EXAMPLE.com"})
+			if err == nil && sb.ID != 1 {
+				return fmt.Errorf("second add answered %+v, want subscriber 1", sb)
+			}
+			return err
+		}, guests: 0, entries: 1},
+		{name: "removing one of two entries of a guest stored before", before: []share.Subscriber{asGuest}, stored: twice, fail: -1, op: remove(2), guests: 1, entries: 1},
+		{name: "removing a group of the guest's id", before: []share.Subscriber{asGuest, asGroup}, fail: -1, op: remove(2), guests: 1, entries: 1},
+	}
+	for _, tt := range rows {
+		t.Run(tt.name, func(t *testing.T) {
+			l, err := svc.CreateLink(ctx, w.alice, w.aliceRoot.ID, file, false, share.LinkSettings{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, sb := range tt.before {
+				if err := add(sb)(l); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tt.stored != nil {
+				if err := tt.stored(l); err != nil {
+					t.Fatal(err)
+				}
+			}
+			f.arm(tt.fail)
+			err = tt.op(l)
+			f.arm(-1)
+			if err != nil && !errors.Is(err, errStep) {
+				t.Fatal(err)
+			}
+			if l, err = svc.ManagedLink(ctx, w.alice, strconv.FormatUint(l.ID, 10)); err != nil {
+				t.Fatal(err)
+			}
+			guests := 0
+			for _, sb := range l.Subscribers {
+				if _, err := svc.OpenLink(ctx, sb.Hash, nil); err != nil {
+					t.Errorf("subscriber %d's hash: %v", sb.ID, err)
+				}
+				if sb.Kind == "guest" && sb.SubjectID == guest.ID {
+					guests++
+				}
+			}
+			if tt.guests >= 0 && guests != tt.guests || tt.entries >= 0 && len(l.Subscribers) != tt.entries {
+				t.Errorf("%d entries, %d of the guest; want %d, %d", len(l.Subscribers), guests, tt.entries, tt.guests)
+			}
+			listed := false
+			links, err := svc.SubjectLinks(ctx, guest.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, sl := range links {
+				listed = listed || sl.ID == l.ID
+			}
+			if listed != (guests > 0) {
+				t.Errorf("the guest's shares list the link: %v; the link has %d entries of theirs", listed, guests)
+			}
+		})
+	}
 }
