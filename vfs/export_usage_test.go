@@ -72,3 +72,16 @@ func (fs *FS) DamageUsage(ctx context.Context, root uint64, files int64) error {
 func (fs *FS) DamageTally(ctx context.Context, tally uint64, files int64) error {
 	return fs.update(ctx, func(tx kv.Txn) error { return addShard(tx, tallyKey(tally, 3), usageRec{Files: files}) })
 }
+
+// DamageNodeRoot makes item id's record name root, which its location
+// does not: damage no change makes.
+func (fs *FS) DamageNodeRoot(ctx context.Context, id, root uint64) error {
+	return fs.update(ctx, func(tx kv.Txn) error {
+		rec, loc, err := loadNode(tx, id)
+		if err != nil {
+			return err
+		}
+		rec.Root = root
+		return put(tx, recKey(id, loc), rec)
+	})
+}

@@ -23,11 +23,14 @@ func TestFsckUsage(t *testing.T) {
 		name                string
 		rootFiles, tallyOff int64
 		badRoot, badTally   bool
+		nodeRoot            bool // an item's record names the deleted root
 	}{
 		{name: "sound"},
 		{name: "a root's ledger a file too many", rootFiles: 1, badRoot: true},
 		{name: "a root's ledger a file short", rootFiles: -1, badRoot: true},
 		{name: "a tally a file too many", tallyOff: 1, badTally: true},
+		// Before, a nil pointer: fsck crashed on the damage it is for.
+		{name: "an item's record naming another root", nodeRoot: true, badRoot: true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			e := newEnv(t)
@@ -78,6 +81,15 @@ func TestFsckUsage(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			if c.nodeRoot {
+				kept, err := e.fs.Lookup(ctx, r.ID, "/kept.txt")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := e.fs.DamageNodeRoot(ctx, kept.ID, gone.ID); err != nil {
+					t.Fatal(err)
+				}
+			}
 			if c.tallyOff != 0 {
 				if err := e.fs.DamageTally(ctx, tally, c.tallyOff); err != nil {
 					t.Fatal(err)
@@ -92,6 +104,8 @@ func TestFsckUsage(t *testing.T) {
 			var wantRoots, wantTallies []uint64
 			if c.badRoot {
 				wantRoots = []uint64{r.ID}
+			}
+			if c.rootFiles != 0 {
 				wantTallies = []uint64{tally}
 			}
 			if c.badTally {
