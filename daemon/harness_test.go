@@ -431,6 +431,22 @@ func (r *slowReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
+// firstRead is r that calls fn (unless nil) at its first Read. A request
+// body is read once the transport has its connection and has written
+// the request's head.
+type firstRead struct {
+	r  io.Reader
+	fn func()
+}
+
+func (f *firstRead) Read(p []byte) (int, error) {
+	if f.fn != nil {
+		f.fn()
+		f.fn = nil
+	}
+	return f.r.Read(p)
+}
+
 // slowUpload streams data as name over REST or WebDAV in about d.
 func (lc *lcClient) slowUpload(name string, data []byte, d time.Duration, dav bool) (int, error) {
 	return lc.slowUploadCtx(context.Background(), name, data, d, dav)
@@ -438,9 +454,17 @@ func (lc *lcClient) slowUpload(name string, data []byte, d time.Duration, dav bo
 
 // slowUploadCtx is slowUpload, abandoned when ctx ends.
 func (lc *lcClient) slowUploadCtx(ctx context.Context, name string, data []byte, d time.Duration, dav bool) (int, error) {
+	return lc.slowUploadStarted(ctx, name, data, d, dav, nil)
+}
+
+// slowUploadStarted is slowUploadCtx that calls started (unless nil) when
+// the request's body begins to go out: the connection is up then, its
+// TLS handshake done, so the server has accepted it, and a server told
+// to stop serves the request still.
+func (lc *lcClient) slowUploadStarted(ctx context.Context, name string, data []byte, d time.Duration, dav bool, started func()) (int, error) {
 	var req *http.Request
 	if dav {
-		req, _ = http.NewRequestWithContext(ctx, http.MethodPut, lc.base+"/webdav/admin/"+name, newSlowReader(data, d))
+		req, _ = http.NewRequestWithContext(ctx, http.MethodPut, lc.base+"/webdav/admin/"+name, &firstRead{r: newSlowReader(data, d), fn: started})
 		req.SetBasicAuth("admin", lc.password)
 	} else {
 		pr, pw := io.Pipe()
@@ -455,7 +479,7 @@ func (lc *lcClient) slowUploadCtx(ctx context.Context, name string, data []byte,
 			}
 			pw.CloseWithError(err)
 		}()
-		req, _ = http.NewRequestWithContext(ctx, http.MethodPost, fmt.Sprintf("%s/api/2/files/%d/upload", lc.base, lc.root), pr)
+		req, _ = http.NewRequestWithContext(ctx, http.MethodPost, fmt.Sprintf("%s/api/2/files/%d/upload", lc.base, lc.root), &firstRead{r: pr, fn: started})
 		req.Header.Set("Content-Type", mw.FormDataContentType())
 		req.Header.Set("Authorization", "Bearer "+lc.token)
 	}
@@ -471,9 +495,18 @@ func (lc *lcClient) slowUploadCtx(ctx context.Context, name string, data []byte,
 // slowRead downloads name over WebDAV, taking about d, and returns what
 // arrived.
 func (lc *lcClient) slowRead(name string, d time.Duration) (int, []byte, error) {
+	return lc.slowReadStarted(name, d, nil)
+}
+
+// slowReadStarted is slowRead that calls started (unless nil) once the
+// answer's head has come: the server is serving the request then.
+func (lc *lcClient) slowReadStarted(name string, d time.Duration, started func()) (int, []byte, error) {
 	req, _ := http.NewRequest(http.MethodGet, lc.base+"/webdav/admin/"+name, nil)
 	req.SetBasicAuth("admin", lc.password)
 	resp, err := lc.c.Do(req)
+	if started != nil {
+		started()
+	}
 	if err != nil {
 		return 0, nil, err
 	}

@@ -843,10 +843,11 @@ func TestTwoNodesLimits(t *testing.T) {
 			t.Fatalf("PUT: %d %v", st, err)
 		}
 		lockBody := `<?xml version="1.0"?><D:lockinfo xmlns:D="DAV:"><D:lockscope><D:exclusive/></D:lockscope><D:locktype><D:write/></D:locktype></D:lockinfo>`
+		locked := time.Now()
 		if st, resp, err := a.dav("LOCK", "davlock.txt", strings.NewReader(lockBody), "Timeout", "Second-2"); err != nil || st != 200 {
 			t.Fatalf("LOCK on A: %d %v %s", st, err, resp)
 		}
-		if st, err := b.upload("davlock.txt", []byte("v2"), true); err != nil || st != http.StatusLocked {
+		if st, err := b.upload("davlock.txt", []byte("v2"), true); err != nil || st != http.StatusLocked && !lockOver(locked, 2*time.Second) {
 			t.Fatalf("PUT on B under A's lock: %d %v, want 423", st, err)
 		}
 		time.Sleep(2500 * time.Millisecond)
@@ -876,10 +877,11 @@ func TestTwoNodesLimits(t *testing.T) {
 		}
 		fid := root.Children[0].ID
 		// The administrator's lock, for two seconds.
+		locked := time.Now()
 		if st, body := a.form(http.MethodPost, fmt.Sprintf("/api/2/files/%d/%d/lock", shareRoot, fid), url.Values{"duration": {"2"}}); st != 200 {
 			t.Fatalf("lock on A: %d %s", st, body)
 		}
-		if st := put(b, "v2"); st != 423 {
+		if st := put(b, "v2"); st != 423 && !lockOver(locked, 2*time.Second) {
 			t.Errorf("PUT on B of a file locked on A: %d, want 423", st)
 		}
 		time.Sleep(2500 * time.Millisecond)
@@ -1031,4 +1033,11 @@ func TestTwoNodesActivityOrder(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("activity newest first names the folders %v, want %v\n%s", got, want, body)
 	}
+}
+
+// lockOver reports whether a lock of d asked for at locked may have
+// ended by now: a write let through then proves nothing against the
+// lock, on a machine loaded enough to take that long.
+func lockOver(locked time.Time, d time.Duration) bool {
+	return time.Since(locked) >= d
 }
