@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -134,6 +137,32 @@ func (m *mappings) setup(ctx context.Context, s Setup) {
 	}
 	for _, mp := range want {
 		m.start(ctx, mp, nil)
+	}
+	m.forgetStale(s)
+}
+
+// forgetStale removes the indexes of mappings the set-up s no longer
+// names and no syncer holds: those deleted on the server while the agent
+// was not running, which nothing else would ever remove.
+func (m *mappings) forgetStale(s Setup) {
+	entries, err := os.ReadDir(m.dir)
+	if err != nil {
+		return
+	}
+	named := map[uint64]bool{}
+	for _, mp := range append(slices.Clone(s.Mappings), s.Paused...) {
+		named[mp.ID] = true
+	}
+	for _, e := range entries {
+		idText, ok := strings.CutSuffix(e.Name(), ".json")
+		id, err := strconv.ParseUint(idText, 10, 64)
+		if !ok || err != nil || !e.Type().IsRegular() || named[id] || m.running[id] != nil {
+			continue
+		}
+		if _, held := m.paused[id]; held {
+			continue
+		}
+		os.Remove(filepath.Join(m.dir, e.Name()))
 	}
 }
 

@@ -908,6 +908,36 @@ func TestMappingE2E(t *testing.T) {
 		eventually(t, syncWait, "first sync", func() error { return sameTrees(t, s, dir) })
 	})
 
+	// A mapping deleted on the server while its agent was not running:
+	// its index went nowhere, and nothing removed it for good.
+	t.Run("a mapping deleted while the agent was stopped forgets its index", func(t *testing.T) {
+		s := newE2ERoot(t, srv, "quinn")
+		state := t.TempDir()
+		dir := filepath.Join(t.TempDir(), "Stale")
+		writeFile(t, filepath.Join(dir, "a.txt"), "a")
+		a, stop := inProcessAgent(t, s, state)
+		machine := a.MachineID()
+		id := s.mapFolder(machine, dir)
+		eventually(t, syncWait, "first sync", func() error { return sameTrees(t, s, dir) })
+		index := filepath.Join(state, "mappings", fmt.Sprintf("%d.json", id))
+		eventually(t, syncWait, "the index written", func() error {
+			_, err := os.Stat(index)
+			return err
+		})
+		stop()
+		s.call("POST", fmt.Sprintf("/api/2/machine/%d/mapping/%d/delete", machine, id), url.Values{}, nil)
+		inProcessAgent(t, s, state)
+		eventually(t, syncWait, "the index removed", func() error {
+			if _, err := os.Stat(index); !errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("still there: %v", err)
+			}
+			return nil
+		})
+		if l := localTree(t, dir); l["a.txt"] != "a" {
+			t.Fatalf("the folder's files went with the index: %v", l)
+		}
+	})
+
 	t.Run("a download cut by a kill leaves no partial file after the restart", func(t *testing.T) {
 		s := newE2ERoot(t, srv, "quill")
 		ag := srv.NewAgent(t, s.p)
