@@ -1,6 +1,7 @@
 package rest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -92,6 +93,10 @@ func errorTable() []errorMapping {
 		// http.body_idle_timeout sets): RFC 9110's 408, with the spec's
 		// generic code, which has none for it.
 		{os.ErrDeadlineExceeded, http.StatusRequestTimeout, "invalid_request", "the request body stopped arriving; nothing was stored"},
+		// The client went away (its request's context is done) before
+		// the answer: nobody reads it, but a 500 counted it as the
+		// server's fault in the logs and metrics. As WebDAV answers it.
+		{context.Canceled, http.StatusBadRequest, "invalid_request", "the request was cancelled before its answer; nothing more was done"},
 		{errRangeNotSatisfiable, http.StatusRequestedRangeNotSatisfiable, "invalid_request", "the requested range is not satisfiable"},
 		{errPreconditionFailed, http.StatusPreconditionFailed, "invalid_request", "the file does not match If-Match or If-Unmodified-Since"},
 		{errUploadExcluded, http.StatusConflict, "policy_error", "the organization's policy does not allow uploads of files with this extension (excluded_extensions)"},

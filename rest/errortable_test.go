@@ -1,6 +1,7 @@
 package rest
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"slices"
@@ -65,6 +66,10 @@ func TestErrorTableRows(t *testing.T) {
 		{kv.ErrClosed, http.StatusServiceUnavailable, "temporarily_unavailable", true, ""},
 		{fmt.Errorf("%w: %w", vfs.ErrBusy, kv.ErrConflict), http.StatusServiceUnavailable, "temporarily_unavailable", true, ""},
 		{chunk.ErrNoSpace, http.StatusServiceUnavailable, "temporarily_unavailable", true, ""},
+		// A client gone before the answer is no fault of the server's
+		// (it was 500 unknown, in the logs and metrics too).
+		{context.Canceled, http.StatusBadRequest, "invalid_request", true, ""},
+		{fmt.Errorf("writing: %w", context.Canceled), http.StatusBadRequest, "invalid_request", true, ""},
 		// The server's own faults: logged, answered without detail.
 		{kv.ErrNotDurable, http.StatusInternalServerError, "unknown", false, ""},
 		{chunk.ErrCorrupt, http.StatusInternalServerError, "unknown", false, ""},
