@@ -91,6 +91,8 @@ type Config struct {
 	// Shares sets organization shares' invitations of people outside
 	// berth (docs/api.md "Organization shares").
 	Shares Shares `mapstructure:"shares"`
+	// Tus sets the resumable uploads (docs/api.md "Resumable uploads").
+	Tus Tus `mapstructure:"tus"`
 	// Directory sets how berth talks to organizations' directory servers
 	// (auth sources) and how often it imports their persons.
 	Directory Directory `mapstructure:"directory"`
@@ -315,6 +317,13 @@ type Shares struct {
 	// InvitationTTL is how long an external subscriber's invitation can
 	// be accepted.
 	InvitationTTL time.Duration `mapstructure:"invitation_ttl"`
+}
+
+// Tus sets the resumable (tus) uploads.
+type Tus struct {
+	// MaxUploads bounds the resumable uploads one person may have in
+	// progress at once (rest.Options.TusMaxUploads); 0: no bound.
+	MaxUploads int `mapstructure:"max_uploads"`
 }
 
 // Lockout sets how failed logins lock an account.
@@ -557,6 +566,7 @@ func options() []option {
 		{key: "oauth.refresh_token_ttl", def: 720 * time.Hour, usage: "refresh token lifetime"},
 		{key: "oauth.refresh_reuse_grace", def: 30 * time.Second, usage: "how long a rotated refresh token may be retried without revoking its session (0: never)"},
 		{key: "shares.invitation_ttl", def: 7 * 24 * time.Hour, usage: "how long an organization share's invitation can be accepted"},
+		{key: "tus.max_uploads", def: 1000, usage: "resumable uploads one person may have in progress at once (0: no bound)"},
 		{key: "lockout.max_failures", def: 5, usage: "failed logins that lock an account"},
 		{key: "lockout.duration", def: 15 * time.Minute, usage: "how long a locked account stays locked"},
 		{key: "lockout.window", def: 15 * time.Minute, usage: "time the failures that lock an account must fall within"},
@@ -1005,6 +1015,9 @@ func (c Config) Validate() error {
 	}
 	if c.HTTP.SendIdleTimeout <= 0 {
 		bad("http.send_idle_timeout", c.HTTP.SendIdleTimeout, "must be positive")
+	}
+	if c.Tus.MaxUploads < 0 {
+		bad("tus.max_uploads", c.Tus.MaxUploads, "must not be negative (0: no bound)")
 	}
 	if c.HTTP.MaxConnsPerAddress < 0 {
 		bad("http.max_conns_per_address", c.HTTP.MaxConnsPerAddress, "must not be negative (0: no bound)")

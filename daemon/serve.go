@@ -242,6 +242,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writ
 		PublicURL:     cfg.PublicURL,
 		Agents:        agents,
 		ClusterSecret: clusterSecret,
+		TusMaxUploads: tusMaxUploads(cfg.Tus.MaxUploads),
 	})
 
 	proxies, err := config.Prefixes(cfg.HTTP.TrustedProxies)
@@ -493,4 +494,13 @@ func monotonicUsec() string {
 		return ""
 	}
 	return fmt.Sprintf("MONOTONIC_USEC=%d", ts.Nano()/1000)
+}
+
+// tusMaxUploads is rest.Options.TusMaxUploads for the configured
+// tus.max_uploads, whose 0 means no bound where rest's means its default.
+func tusMaxUploads(n int) int {
+	if n == 0 {
+		return -1
+	}
+	return n
 }

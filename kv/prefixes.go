@@ -40,6 +40,8 @@ const (
 	VFSHeld    = "J/" // the nodes whose uploads in flight hold a chunk
 	VFSDoomed  = "B/" // a chunk a collector is removing now
 	VFSOwned   = "A/" // what the staged uploads of one owner reserve, by root
+	// Every capital letter is taken: later vfs prefixes take the stem "vfs".
+	VFSOwnerStaged = "vfsownstaged/" // how many staged uploads one owner has in progress
 )
 
 // Prefixes of account (account/keys.go).
@@ -170,6 +172,7 @@ func Prefixes() []Prefix {
 		{"vfs", VFSHeld},
 		{"vfs", VFSDoomed},
 		{"vfs", VFSOwned},
+		{"vfs", VFSOwnerStaged},
 
 		{"account", AccountOrg},
 		{"account", AccountPerson},

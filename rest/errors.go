@@ -128,6 +128,7 @@ func errorTable() []errorMapping {
 		// Over REST only a lock meets a metadata bound (vfs.MaxLocks,
 		// vfs.MaxLockOwnerBytes): the item cannot take another lock.
 		{vfs.ErrMetadataLimit, http.StatusConflict, "resource_locked", "the item holds as many locks or properties as it may; nothing was stored"},
+		{vfs.ErrTooManyStaged, http.StatusBadRequest, "invalid_request", "you have as many resumable uploads in progress as berth keeps: finish or end one (tus DELETE) first"},
 		{vfs.ErrZipTooLarge, http.StatusBadRequest, "invalid_request", fmt.Sprintf("the folder holds more than one zip may (%d items, paths of 65,535 bytes); download its folders one by one", vfs.ZipMaxEntries)},
 
 		// The layers below vfs. vfs turns kv's conflicts and closing into

@@ -70,6 +70,11 @@ type Options struct {
 	// TusExpiry is how long a resumable (tus) upload lives without a
 	// PATCH; 0 means DefaultTusExpiry.
 	TusExpiry time.Duration
+	// TusMaxUploads bounds the resumable uploads one person may have in
+	// progress at once (vfs.StageOptions.MaxPerOwner); past it a creation
+	// is 400 invalid_request. 0 means DefaultTusMaxUploads, less than 0
+	// no bound.
+	TusMaxUploads int
 }
 
 // server holds what every handler shares.
@@ -117,6 +122,9 @@ func newServer(opts Options) *server {
 	}
 	if opts.TusExpiry <= 0 {
 		opts.TusExpiry = DefaultTusExpiry
+	}
+	if opts.TusMaxUploads == 0 {
+		opts.TusMaxUploads = DefaultTusMaxUploads
 	}
 	if opts.Share == nil {
 		opts.Share = share.New(share.Options{FS: opts.FS, Accounts: opts.Accounts})
