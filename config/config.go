@@ -206,6 +206,10 @@ type SMTP struct {
 	// InsecureSkipVerify accepts any server certificate: for tests, never
 	// for a real server, whose password would go to whoever answers.
 	InsecureSkipVerify bool `mapstructure:"insecure_skip_verify"`
+	// MaxPerHour bounds the e-mail sent on one sender's behalf in an
+	// hour (share.Options.MailPerHour): one person's share link notices,
+	// one top-level organization's share invitations; 0: no bound.
+	MaxPerHour int `mapstructure:"max_per_hour"`
 }
 
 // HTTP sets limits of the requests of every listener.
@@ -618,6 +622,7 @@ func options() []option {
 		{key: "smtp.timeout", def: 30 * time.Second, usage: "time one e-mail may take to send"},
 		{key: "smtp.ca_file", def: "", usage: "PEM file of the authorities that sign the SMTP server's certificate (empty: the system's)"},
 		{key: "smtp.insecure_skip_verify", def: false, usage: "accept any SMTP server certificate (tests only)"},
+		{key: "smtp.max_per_hour", def: 100, usage: "e-mails one person's share link notices, or one top-level organization's share invitations, may send in an hour (0: no bound)"},
 		{key: "directory.import_interval", def: time.Hour, usage: "time between scheduled imports of the organizations' directory servers (0: off)"},
 		{key: "directory.timeout", def: 10 * time.Second, usage: "time connecting to a directory server, and each request to it, may take; and the whole check a refresh of an imported person makes"},
 		{key: "directory.ca_file", def: "", usage: "PEM file of the authorities that sign LDAPS directory servers' certificates (empty: the system's)"},
@@ -1015,6 +1020,9 @@ func (c Config) Validate() error {
 	}
 	if c.HTTP.SendIdleTimeout <= 0 {
 		bad("http.send_idle_timeout", c.HTTP.SendIdleTimeout, "must be positive")
+	}
+	if c.SMTP.MaxPerHour < 0 {
+		bad("smtp.max_per_hour", c.SMTP.MaxPerHour, "must not be negative (0: no bound)")
 	}
 	if c.Tus.MaxUploads < 0 {
 		bad("tus.max_uploads", c.Tus.MaxUploads, "must not be negative (0: no bound)")

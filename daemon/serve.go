@@ -217,7 +217,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writ
 	// invitations go out through it (or are logged when no SMTP server
 	// is configured).
 	shares := share.New(share.Options{FS: st.files, Accounts: accounts, Store: st.db, Notifier: mailer, PublicURL: cfg.PublicURL,
-		InvitationTTL: cfg.Shares.InvitationTTL})
+		InvitationTTL: cfg.Shares.InvitationTTL, MailPerHour: noBound(cfg.SMTP.MaxPerHour), Logger: log.With("component", "share")})
 	st.holder.set(rest.TusHolder(accounts, shares))
 
 	tlsCfg, certs, err := tlsConfig(cfg.TLS, cfg.Data, log)
@@ -242,7 +242,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writ
 		PublicURL:     cfg.PublicURL,
 		Agents:        agents,
 		ClusterSecret: clusterSecret,
-		TusMaxUploads: tusMaxUploads(cfg.Tus.MaxUploads),
+		TusMaxUploads: noBound(cfg.Tus.MaxUploads),
 	})
 
 	proxies, err := config.Prefixes(cfg.HTTP.TrustedProxies)
@@ -496,9 +496,10 @@ func monotonicUsec() string {
 	return fmt.Sprintf("MONOTONIC_USEC=%d", ts.Nano()/1000)
 }
 
-// tusMaxUploads is rest.Options.TusMaxUploads for the configured
-// tus.max_uploads, whose 0 means no bound where rest's means its default.
-func tusMaxUploads(n int) int {
+// noBound is the option of a domain package (rest.Options.TusMaxUploads,
+// share.Options.MailPerHour) for a configured bound n, whose 0 means no
+// bound where the package's 0 means its default and less than 0 none.
+func noBound(n int) int {
 	if n == 0 {
 		return -1
 	}

@@ -1007,6 +1007,12 @@ func (s *Service) notice(ctx context.Context, l Link, subject, body string) {
 	if err != nil || p.Email == "" {
 		return
 	}
+	if ok, _, first := s.mail.use(personSender(l.CreatorID), 1); !ok {
+		if first {
+			s.log.Warn("share link notices not sent: the creator's for this hour are used up", "person_id", l.CreatorID, "link_id", l.ID, "per_hour", s.mail.max)
+		}
+		return
+	}
 	_ = s.notify.Notify(ctx, p.Email, subject, body)
 }
 

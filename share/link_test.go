@@ -8,8 +8,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"berth/account"
+	"berth/berthtest"
 	"berth/kv"
 	"berth/share"
 )
@@ -294,6 +296,39 @@ func TestLinkNotify(t *testing.T) {
 	}
 	if len(n.sent) != 1 || !strings.HasPrefix(n.sent[0], w.alice.Person.Email+": ") {
 		t.Errorf("notices %q, want one to alice", n.sent)
+	}
+
+	// A creator's notices go to the address they set, which nothing
+	// verifies, naming the item they chose: past MailPerHour in an hour
+	// they are not sent, and the downloads go on. Before, each download
+	// of a link mailed it, without end.
+	clk := berthtest.NewClock(time.Now())
+	n = &notices{}
+	w.svc = share.New(share.Options{FS: w.st.FS, Accounts: w.st.Accounts, Store: w.st.DB, Notifier: n, MailPerHour: 2, Now: clk.Now})
+	l, err := w.svc.CreateLink(ctx, w.alice, w.aliceRoot.ID, file, false, share.LinkSettings{DownloadNotify: &yes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	la, err := w.svc.OpenLink(ctx, l.Hash, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	download := func() {
+		t.Helper()
+		if err := w.svc.CountDownload(ctx, la, `"a"`); err != nil {
+			t.Fatalf("a download past the notices: %v", err)
+		}
+	}
+	for range 5 {
+		download()
+	}
+	if len(n.sent) != 2 {
+		t.Errorf("5 downloads under a budget of 2 an hour: %d notices", len(n.sent))
+	}
+	clk.Add(time.Hour)
+	download()
+	if len(n.sent) != 3 {
+		t.Errorf("an hour later: %d notices, want 3", len(n.sent))
 	}
 }
 

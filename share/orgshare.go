@@ -297,7 +297,9 @@ func compareSub(a, b Entry) int {
 // again, with a new token; one left out is dropped with its invitation.
 // The returned invitations are for the caller to send.
 //
-// Errors: those of OrgShare; an account.FieldError naming the bad entry.
+// Errors: those of OrgShare; an account.FieldError naming the bad entry,
+// or external_subscribers when the invitations would pass what the
+// top-level organization may send this hour (Options.MailPerHour).
 func (s *Service) SetSubscribers(ctx context.Context, c account.Caller, orgID, rootID uint64, subs Subscribers) ([]Invitation, error) {
 	if _, err := s.OrgShare(ctx, c, orgID, rootID); err != nil {
 		return nil, err
@@ -305,9 +307,19 @@ func (s *Service) SetSubscribers(ctx context.Context, c account.Caller, orgID, r
 	if err := s.checkSubscribers(ctx, orgID, &subs); err != nil {
 		return nil, err
 	}
+	// Invitations are counted against the top-level organization's
+	// mail budget, so that making child organizations gains nothing.
+	chain, err := s.accounts.Chain(ctx, orgID)
+	if err != nil {
+		return nil, err
+	}
+	sender := orgSender(chain[len(chain)-1])
 	var invites []Invitation
-	err := s.store().Update(ctx, func(tx kv.Txn) error {
+	taken := 0
+	err = s.store().Update(ctx, func(tx kv.Txn) error {
 		invites = nil
+		s.mail.giveBack(sender, taken) // a try run again
+		taken = 0
 		old, err := getSubs(tx, rootID)
 		if err != nil {
 			return err
@@ -372,6 +384,11 @@ func (s *Service) SetSubscribers(ctx context.Context, c account.Caller, orgID, r
 			rec.External[email] = ExternalInvited
 			invites = append(invites, Invitation{RootID: rootID, Email: email, Token: tok})
 		}
+		if ok, left, _ := s.mail.use(sender, len(invites)); !ok {
+			return &account.FieldError{Field: "external_subscribers", Reason: fmt.Sprintf(
+				"%d new addresses to invite, but the organization may send %d more invitations this hour (at most %d an hour)", len(invites), max(left, 0), s.mail.max)}
+		}
+		taken = len(invites)
 		b, err := cbor.Marshal(rec)
 		if err != nil {
 			return err
@@ -390,7 +407,11 @@ func (s *Service) SetSubscribers(ctx context.Context, c account.Caller, orgID, r
 			OnRootID:    rootID,
 		})
 	})
-	return invites, err
+	if err != nil {
+		s.mail.giveBack(sender, taken)
+		return nil, err
+	}
+	return invites, nil
 }
 
 // checkSubscribers validates and normalizes subs: channels and roles
