@@ -232,8 +232,9 @@ type HTTP struct {
 	// (per-address sign-in limits count it). Empty: the header is
 	// ignored, and every request comes from its connection's peer.
 	TrustedProxies string `mapstructure:"trusted_proxies"`
-	// MaxConnsPerAddress bounds the HTTPS connections one client address
-	// (an IPv6 /64) holds at once; those past it are closed unanswered.
+	// MaxConnsPerAddress bounds the connections one client address (an
+	// IPv6 /64) holds at once on each listener (HTTPS, plain HTTP,
+	// metrics); those past it are closed unanswered.
 	// Trusted proxies are not counted. 0: no bound.
 	MaxConnsPerAddress int `mapstructure:"max_conns_per_address"`
 }
@@ -611,7 +612,7 @@ func options() []option {
 		{key: "two_step.issuer", def: "berth", usage: "name of berth in authenticator apps"},
 		{key: "two_step.code_ttl", def: 10 * time.Minute, usage: "how long an e-mail or text-message two-step code is valid"},
 		{key: "http.trusted_proxies", def: "", usage: "reverse proxies (addresses, CIDR networks, comma-separated) whose X-Forwarded-For is believed (empty: none)"},
-		{key: "http.max_conns_per_address", def: 1024, usage: "HTTPS connections one client address (an IPv6 /64) may hold at once, trusted proxies not counted (0: no bound)"},
+		{key: "http.max_conns_per_address", def: 1024, usage: "connections one client address (an IPv6 /64) may hold at once on each listener, trusted proxies not counted (0: no bound)"},
 		{key: "smtp.host", def: "", usage: "SMTP server that e-mail goes through (empty: no e-mail is sent)"},
 		{key: "smtp.port", def: 587, usage: "SMTP server port (587 for starttls, 465 for tls)"},
 		{key: "smtp.security", def: "starttls", usage: "SMTP connection security: starttls, tls or none"},

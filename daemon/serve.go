@@ -252,7 +252,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writ
 
 	connsRefused := prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "berth_http_connections_refused_total",
-		Help: "HTTPS connections closed as they were accepted because their client address held http.max_conns_per_address already.",
+		Help: "Connections (HTTPS, plain HTTP, metrics) closed as they were accepted because their client address held http.max_conns_per_address already on that listener.",
 	})
 	reg.MustRegister(connsRefused)
 
@@ -274,9 +274,12 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writ
 		if err != nil {
 			return fmt.Errorf("%s: %s listener: %w", key, name, err)
 		}
+		// Innermost, so a refused connection costs no handshake. Every
+		// listener's connections are descriptors of the one process:
+		// bounded on HTTPS alone, one address held them all through
+		// the plain-HTTP or metrics listener.
+		ln = limitPerAddress(ln, cfg.HTTP.MaxConnsPerAddress, proxies, connsRefused)
 		if tls {
-			// Innermost, so a refused connection costs no handshake.
-			ln = limitPerAddress(ln, cfg.HTTP.MaxConnsPerAddress, proxies, connsRefused)
 			// Plain HTTP sent here gets the JSON insecure_transport
 			// of the plain-HTTP listener, not net/http's text.
 			ln = rejectPlainHTTP(ln, rest.InsecureHandler())
