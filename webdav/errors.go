@@ -168,6 +168,7 @@ func errorTable() []errorMapping {
 		// Staged uploads are tus's (rest); WebDAV never makes one.
 		{err: vfs.ErrUploadOffset, status: http.StatusConflict, msg: "%v"},
 		{err: vfs.ErrChecksumMismatch, status: http.StatusBadRequest, msg: "%v"},
+		{err: vfs.ErrTooManyStaged, status: http.StatusBadRequest, msg: "%v"},
 		// A race with the garbage collector, or a store closing under
 		// the request: nothing was stored, and the same request can
 		// succeed again, as REST's 503 temporarily_unavailable says.
