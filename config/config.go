@@ -365,6 +365,9 @@ type Activity struct {
 	// records forever. Records expire by the store's TTL, without a
 	// sweeper.
 	Retention time.Duration `mapstructure:"retention"`
+	// NotesPerHour bounds the notes one person adds in an hour (POST
+	// activity/create; rest.Options.ActivityNotesPerHour); 0: no bound.
+	NotesPerHour int `mapstructure:"notes_per_hour"`
 }
 
 // GC sets background garbage collection.
@@ -582,6 +585,7 @@ func options() []option {
 		{key: "lockout.refusal_delay", def: 3 * time.Second, usage: "how long a refusal of a locked account or throttled address is held before it is answered (0: none)"},
 		{key: "lockout.hash_queue", def: 64, usage: "sign-ins that may wait for a password check; more are answered 503"},
 		{key: "activity.retention", def: 365 * 24 * time.Hour, usage: "how long activity log records are kept (0: forever)"},
+		{key: "activity.notes_per_hour", def: 600, usage: "activity notes (activity/create) one person may add in an hour (0: no bound)"},
 		{key: "gc.interval", def: time.Hour, usage: "time between garbage collections (0: off)"},
 		{key: "gc.purge_deleted_after", def: time.Duration(0), usage: "purge items deleted longer ago than this at each collection (0: never)"},
 		{key: "policy.interval", def: time.Hour, usage: "time between runs of the trim_revisions and purge_deleted policy jobs (0: off)"},
@@ -1024,6 +1028,9 @@ func (c Config) Validate() error {
 	}
 	if c.SMTP.MaxPerHour < 0 {
 		bad("smtp.max_per_hour", c.SMTP.MaxPerHour, "must not be negative (0: no bound)")
+	}
+	if c.Activity.NotesPerHour < 0 {
+		bad("activity.notes_per_hour", c.Activity.NotesPerHour, "must not be negative (0: no bound)")
 	}
 	if c.Tus.MaxUploads < 0 {
 		bad("tus.max_uploads", c.Tus.MaxUploads, "must not be negative (0: no bound)")

@@ -243,6 +243,8 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writ
 		Agents:        agents,
 		ClusterSecret: clusterSecret,
 		TusMaxUploads: noBound(cfg.Tus.MaxUploads),
+		// Notes past it: 429 (docs/api.md "Activity").
+		ActivityNotesPerHour: noBound(cfg.Activity.NotesPerHour),
 	})
 
 	proxies, err := config.Prefixes(cfg.HTTP.TrustedProxies)
@@ -500,7 +502,7 @@ func monotonicUsec() string {
 }
 
 // noBound is the option of a domain package (rest.Options.TusMaxUploads,
-// share.Options.MailPerHour) for a configured bound n, whose 0 means no
+// ActivityNotesPerHour, share.Options.MailPerHour) for a configured bound n, whose 0 means no
 // bound where the package's 0 means its default and less than 0 none.
 func noBound(n int) int {
 	if n == 0 {

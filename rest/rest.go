@@ -75,6 +75,10 @@ type Options struct {
 	// is 400 invalid_request. 0 means DefaultTusMaxUploads, less than 0
 	// no bound.
 	TusMaxUploads int
+	// ActivityNotesPerHour bounds the notes (POST activity/create) one
+	// person may add in an hour; past it 429 too_many_requests. 0 means
+	// DefaultActivityNotesPerHour, less than 0 no bound.
+	ActivityNotesPerHour int
 }
 
 // server holds what every handler shares.
@@ -101,6 +105,9 @@ type server struct {
 	patterns []string
 	// tus serves the resumable uploads (tus.go).
 	tus *tusd.UnroutedHandler
+	// notes counts each person's activity notes of the hour
+	// (Options.ActivityNotesPerHour).
+	notes *account.Budget
 }
 
 // New returns the REST API handler.
@@ -126,6 +133,9 @@ func newServer(opts Options) *server {
 	if opts.TusMaxUploads == 0 {
 		opts.TusMaxUploads = DefaultTusMaxUploads
 	}
+	if opts.ActivityNotesPerHour == 0 {
+		opts.ActivityNotesPerHour = DefaultActivityNotesPerHour
+	}
 	if opts.Share == nil {
 		opts.Share = share.New(share.Options{FS: opts.FS, Accounts: opts.Accounts})
 	}
@@ -141,6 +151,7 @@ func newServer(opts Options) *server {
 		log:      opts.Logger,
 		mux:      http.NewServeMux(),
 		metrics:  httpserve.NewMetrics(opts.Registerer),
+		notes:    account.NewBudget(opts.ActivityNotesPerHour, time.Hour, nil),
 	}
 	s.routes()
 	return s

@@ -1007,9 +1007,9 @@ func (s *Service) notice(ctx context.Context, l Link, subject, body string) {
 	if err != nil || p.Email == "" {
 		return
 	}
-	if ok, _, first := s.mail.use(personSender(l.CreatorID), 1); !ok {
+	if ok, _, first := s.mail.Use(personSender(l.CreatorID), 1); !ok {
 		if first {
-			s.log.Warn("share link notices not sent: the creator's for this hour are used up", "person_id", l.CreatorID, "link_id", l.ID, "per_hour", s.mail.max)
+			s.log.Warn("share link notices not sent: the creator's for this hour are used up", "person_id", l.CreatorID, "link_id", l.ID, "per_hour", s.mail.Max())
 		}
 		return
 	}

@@ -318,7 +318,7 @@ func (s *Service) SetSubscribers(ctx context.Context, c account.Caller, orgID, r
 	taken := 0
 	err = s.store().Update(ctx, func(tx kv.Txn) error {
 		invites = nil
-		s.mail.giveBack(sender, taken) // a try run again
+		s.mail.GiveBack(sender, taken) // a try run again
 		taken = 0
 		old, err := getSubs(tx, rootID)
 		if err != nil {
@@ -384,9 +384,9 @@ func (s *Service) SetSubscribers(ctx context.Context, c account.Caller, orgID, r
 			rec.External[email] = ExternalInvited
 			invites = append(invites, Invitation{RootID: rootID, Email: email, Token: tok})
 		}
-		if ok, left, _ := s.mail.use(sender, len(invites)); !ok {
+		if ok, left, _ := s.mail.Use(sender, len(invites)); !ok {
 			return &account.FieldError{Field: "external_subscribers", Reason: fmt.Sprintf(
-				"%d new addresses to invite, but the organization may send %d more invitations this hour (at most %d an hour)", len(invites), max(left, 0), s.mail.max)}
+				"%d new addresses to invite, but the organization may send %d more invitations this hour (at most %d an hour)", len(invites), max(left, 0), s.mail.Max())}
 		}
 		taken = len(invites)
 		b, err := cbor.Marshal(rec)
@@ -408,7 +408,7 @@ func (s *Service) SetSubscribers(ctx context.Context, c account.Caller, orgID, r
 		})
 	})
 	if err != nil {
-		s.mail.giveBack(sender, taken)
+		s.mail.GiveBack(sender, taken)
 		return nil, err
 	}
 	return invites, nil

@@ -153,7 +153,7 @@ type Service struct {
 	inviteTTL time.Duration
 	now       func() time.Time
 	// mail bounds the notices and invitations of each sender.
-	mail *mailBudget
+	mail *account.Budget
 	log  *slog.Logger
 }
 
