@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -377,6 +378,9 @@ func TestLinkSubscribers(t *testing.T) {
 		{"no such group", share.Subscriber{Kind: "group", SubjectID: 99999}, share.ErrNotFound},
 		{"a person as a guest", share.Subscriber{Kind: "guest", SubjectID: w.bob.Person.ID}, share.ErrNotFound},
 		{"bad e-mail", share.Subscriber{Kind: "email", Email: "nobody"}, account.ErrInvalid},
+		// The link's record holds its subscribers, and each download
+		// rewrote it whole: 60 KB addresses made that 1.1 MB.
+		{"e-mail longer than an address may be", share.Subscriber{Kind: "email", Email: strings.Repeat("x", 243) + "@example.com"}, account.ErrInvalid},
 		{"bad kind", share.Subscriber{Kind: "robot"}, account.ErrInvalid},
 		{"e-mail of another organization's person", share.Subscriber{Kind: "email", Email: w.carol.Person.Email}, nil},
 		{"e-mail nobody's account has", share.Subscriber{Kind: "email", Email: "partner@example.net"}, nil},
@@ -392,6 +396,20 @@ func TestLinkSubscribers(t *testing.T) {
 			hashes[tt.sb.Email] = sb.Hash
 		})
 	}
+	t.Run("past the subscribers a link holds", func(t *testing.T) {
+		full, err := w.svc.CreateLink(ctx, w.alice, w.aliceRoot.ID, file, false, share.LinkSettings{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range share.MaxLinkSubscribers {
+			if _, err := w.svc.AddSubscriber(ctx, w.alice, full.ID, share.Subscriber{Kind: "email", Email: fmt.Sprintf("s%d@example.com", i)}); err != nil {
+				t.Fatalf("subscriber %d: %v", i, err)
+			}
+		}
+		if _, err := w.svc.AddSubscriber(ctx, w.alice, full.ID, share.Subscriber{Kind: "email", Email: "one-more@example.com"}); !errors.Is(err, account.ErrInvalid) {
+			t.Errorf("subscriber %d: %v, want %v", share.MaxLinkSubscribers+1, err, account.ErrInvalid)
+		}
+	})
 	// Anyone sets their own e-mail address (rest's person update, with
 	// their password), to any address no account holds, and none is
 	// verified: an address on an account proves nothing. An e-mail
