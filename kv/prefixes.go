@@ -105,10 +105,11 @@ const (
 
 // Prefixes of share's organization shares (share/orgshare.go).
 const (
-	ShareSubscribers = "shrsubs/"   // a share root's subscribers
-	SharePerson      = "shrperson/" // the share roots a person subscribes to directly
-	ShareGroup       = "shrgroup/"  // the share roots a group subscribes to
-	ShareInvite      = "shrinvite/" // an external subscriber's invitation, by token hash
+	ShareSubscribers = "shrsubs/"    // a share root's subscribers
+	SharePerson      = "shrperson/"  // the share roots a person subscribes to directly
+	ShareGroup       = "shrgroup/"   // the share roots a group subscribes to
+	ShareInvite      = "shrinvite/"  // an external subscriber's invitation, by token hash
+	ShareRootInvite  = "shrrootinv/" // a share root's invitations, by token hash
 )
 
 // Prefixes of agentlink (agentlink/cluster.go).
@@ -226,6 +227,7 @@ func Prefixes() []Prefix {
 		{"share", SharePerson},
 		{"share", ShareGroup},
 		{"share", ShareInvite},
+		{"share", ShareRootInvite},
 	}
 }
 

@@ -32,11 +32,13 @@ import (
 //	shrperson/<person><root>   empty      shares a person subscribes to directly
 //	shrgroup/<group><root>     empty      shares a group subscribes to
 //	shrinvite/<sha256(token)>  inviteRec  an external subscriber's invitation
+//	shrrootinv/<root><sha256(token)>  empty  the share's invitations
 const (
-	pfxSubs   = kv.ShareSubscribers
-	pfxPerson = kv.SharePerson
-	pfxGroup  = kv.ShareGroup
-	pfxInvite = kv.ShareInvite
+	pfxSubs       = kv.ShareSubscribers
+	pfxPerson     = kv.SharePerson
+	pfxGroup      = kv.ShareGroup
+	pfxInvite     = kv.ShareInvite
+	pfxRootInvite = kv.ShareRootInvite
 )
 
 // The channels a subscription names (spec 4.7's values seen). A share is
@@ -346,26 +348,43 @@ func (s *Service) SetSubscribers(ctx context.Context, c account.Caller, orgID, r
 			}
 		}
 		now := s.now()
-		// The share's invitations are found by scanning: they are few
-		// (each is dropped by the store's TTL after invitationKept). A
-		// dropped address's token must stop working, and an expired
-		// one is replaced below.
+		// The share's invitations are found through its own index
+		// (each entry and invitation dropped by the store's TTL after
+		// invitationKept). A dropped address's token must stop working,
+		// and an expired one is replaced below. Before the index this
+		// read every invitation of every share on the server, in the
+		// transaction, so each update cost all tenants' invitations
+		// and conflicted with their every change of one.
 		live := map[string]bool{}
-		if err := tx.Scan([]byte(pfxInvite), nil, func(k, v []byte) error {
+		var ends [][]byte
+		prefix := kv.Key(pfxRootInvite, rootID)
+		if err := tx.Scan(prefix, nil, func(k, _ []byte) error {
+			ik := kv.KeyString(pfxInvite, nil, string(k[len(prefix):]))
+			v, err := tx.Get(ik)
+			if errors.Is(err, kv.ErrNotFound) {
+				ends = append(ends, slices.Clone(k)) // the invitation expired
+				return nil
+			}
+			if err != nil {
+				return err
+			}
 			var in inviteRec
 			if err := cbor.Unmarshal(v, &in); err != nil {
 				return err
 			}
-			if in.RootID != rootID {
-				return nil
-			}
-			if _, keep := subs.External[in.Email]; keep && (in.Expires.IsZero() || now.Before(in.Expires)) {
+			if _, keep := subs.External[in.Email]; keep && in.RootID == rootID && (in.Expires.IsZero() || now.Before(in.Expires)) {
 				live[in.Email] = true
 				return nil
 			}
-			return tx.Delete(slices.Clone(k))
+			ends = append(ends, slices.Clone(k), ik)
+			return nil
 		}); err != nil {
 			return err
+		}
+		for _, k := range ends {
+			if err := tx.Delete(k); err != nil {
+				return err
+			}
 		}
 		for email := range subs.External {
 			st, ok := old.External[email]
@@ -379,6 +398,9 @@ func (s *Service) SetSubscribers(ctx context.Context, c account.Caller, orgID, r
 				return err
 			}
 			if err := tx.SetTTL(inviteKey(tok), b, s.inviteTTL+invitationKept); err != nil {
+				return err
+			}
+			if err := tx.SetTTL(rootInviteKey(rootID, tok), nil, s.inviteTTL+invitationKept); err != nil {
 				return err
 			}
 			rec.External[email] = ExternalInvited
@@ -674,9 +696,12 @@ const datedBatch = 1000
 // DateInvitations gives each invitation stored before invitations
 // expired (no Expires, no TTL in the store) the lifetime a new one gets,
 // counted from now (Options.InvitationTTL, then invitationKept in the
-// store), and returns how many it dated. The daemon runs it once at
-// start: without it such an invitation would count as expired the moment
-// berth was upgraded, and one never accepted would stay stored forever.
+// store), enters each stored before its share's index of invitations
+// (shrrootinv/) existed in that index, and returns how many it changed.
+// The daemon runs it once at start: without it such an invitation would
+// count as expired the moment berth was upgraded, one never accepted
+// would stay stored forever, and one out of the index would not be
+// revoked when its address is dropped.
 func (s *Service) DateInvitations(ctx context.Context) (int, error) {
 	dated := 0
 	for {
@@ -685,8 +710,9 @@ func (s *Service) DateInvitations(ctx context.Context) (int, error) {
 			n = 0
 			now := s.now()
 			type old struct {
-				key []byte
-				rec inviteRec
+				key, index []byte
+				rec        inviteRec
+				undated    bool
 			}
 			var found []old
 			if err := tx.Scan([]byte(pfxInvite), nil, func(k, v []byte) error {
@@ -694,8 +720,13 @@ func (s *Service) DateInvitations(ctx context.Context) (int, error) {
 				if err := cbor.Unmarshal(v, &in); err != nil {
 					return err
 				}
-				if in.Expires.IsZero() {
-					found = append(found, old{slices.Clone(k), in})
+				index := kv.KeyString(pfxRootInvite, []uint64{in.RootID}, string(k[len(pfxInvite):]))
+				_, err := tx.Get(index)
+				if err != nil && !errors.Is(err, kv.ErrNotFound) {
+					return err
+				}
+				if in.Expires.IsZero() || err != nil {
+					found = append(found, old{slices.Clone(k), index, in, in.Expires.IsZero()})
 					if len(found) == datedBatch {
 						return kv.ErrStop
 					}
@@ -705,12 +736,22 @@ func (s *Service) DateInvitations(ctx context.Context) (int, error) {
 				return err
 			}
 			for _, o := range found {
-				o.rec.Expires = now.Add(s.inviteTTL)
-				b, err := cbor.Marshal(o.rec)
-				if err != nil {
-					return err
+				ttl := s.inviteTTL + invitationKept
+				if o.undated {
+					o.rec.Expires = now.Add(s.inviteTTL)
+					b, err := cbor.Marshal(o.rec)
+					if err != nil {
+						return err
+					}
+					if err := tx.SetTTL(o.key, b, ttl); err != nil {
+						return err
+					}
+				} else {
+					// Kept while the invitation may be: an entry left
+					// after it is dropped by the next update.
+					ttl = o.rec.Expires.Sub(now) + invitationKept
 				}
-				if err := tx.SetTTL(o.key, b, s.inviteTTL+invitationKept); err != nil {
+				if err := tx.SetTTL(o.index, nil, max(ttl, time.Second)); err != nil {
 					return err
 				}
 			}
@@ -727,6 +768,12 @@ func (s *Service) DateInvitations(ctx context.Context) (int, error) {
 func inviteKey(token string) []byte {
 	h := sha256.Sum256([]byte(token))
 	return kv.KeyString(pfxInvite, nil, string(h[:]))
+}
+
+// rootInviteKey is share root's index entry of the invitation of token.
+func rootInviteKey(root uint64, token string) []byte {
+	h := sha256.Sum256([]byte(token))
+	return kv.KeyString(pfxRootInvite, []uint64{root}, string(h[:]))
 }
 
 func itoa(n uint64) string {
