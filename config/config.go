@@ -395,6 +395,10 @@ type PolicyJobs struct {
 type WebDAV struct {
 	// InfiniteDepth allows PROPFIND with Depth: infinity.
 	InfiniteDepth bool `mapstructure:"infinite_depth"`
+	// MaxXMLBodies bounds the XML bodies (PROPFIND, PROPPATCH, LOCK) one
+	// person's requests may be sending at once (webdav.Options.MaxXMLBodies);
+	// 0: no bound.
+	MaxXMLBodies int `mapstructure:"max_xml_bodies"`
 }
 
 // Memory sizes what holds most of the daemon's resident memory; the
@@ -591,6 +595,7 @@ func options() []option {
 		{key: "policy.interval", def: time.Hour, usage: "time between runs of the trim_revisions and purge_deleted policy jobs (0: off)"},
 		{key: "policy.batch", def: 10000, usage: "most revisions trimmed, and deleted items purged, by one policy run"},
 		{key: "webdav.infinite_depth", def: false, usage: "allow WebDAV PROPFIND with Depth: infinity"},
+		{key: "webdav.max_xml_bodies", def: 8, usage: "WebDAV XML bodies (PROPFIND, PROPPATCH, LOCK) one person's requests may be sending at once; more are answered 503 (0: no bound)"},
 		{key: "storage.reserve", def: ByteSize(1 << 30), usage: "free space to leave on the data directory's disk; writes stop there (0: none)"},
 		{key: "storage.backend", def: "disk", usage: "where file contents are kept: disk (the data directory) or s3"},
 		{key: "storage.s3.endpoint", def: "", usage: "S3 server URL, like https://s3.eu-west-1.amazonaws.com (storage.backend s3)"},
@@ -1028,6 +1033,9 @@ func (c Config) Validate() error {
 	}
 	if c.SMTP.MaxPerHour < 0 {
 		bad("smtp.max_per_hour", c.SMTP.MaxPerHour, "must not be negative (0: no bound)")
+	}
+	if c.WebDAV.MaxXMLBodies < 0 {
+		bad("webdav.max_xml_bodies", c.WebDAV.MaxXMLBodies, "must not be negative (0: no bound)")
 	}
 	if c.Activity.NotesPerHour < 0 {
 		bad("activity.notes_per_hour", c.Activity.NotesPerHour, "must not be negative (0: no bound)")

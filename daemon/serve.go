@@ -332,6 +332,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writ
 		Share:         shares,
 		Prefix:        "/webdav",
 		InfiniteDepth: cfg.WebDAV.InfiniteDepth,
+		MaxXMLBodies:  noBound(cfg.WebDAV.MaxXMLBodies),
 		Registerer:    reg,
 	})
 	pages := web.New(web.Options{
@@ -502,7 +503,8 @@ func monotonicUsec() string {
 }
 
 // noBound is the option of a domain package (rest.Options.TusMaxUploads,
-// ActivityNotesPerHour, share.Options.MailPerHour) for a configured bound n, whose 0 means no
+// ActivityNotesPerHour, share.Options.MailPerHour,
+// webdav.Options.MaxXMLBodies) for a configured bound n, whose 0 means no
 // bound where the package's 0 means its default and less than 0 none.
 func noBound(n int) int {
 	if n == 0 {
