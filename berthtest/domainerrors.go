@@ -52,6 +52,7 @@ func DomainErrors() map[string]error {
 		"vfs.ErrUploadOffset":      vfs.ErrUploadOffset,
 		"vfs.ErrChecksumMismatch":  vfs.ErrChecksumMismatch,
 		"vfs.ErrZipTooLarge":       vfs.ErrZipTooLarge,
+		"vfs.ErrTooManyStaged":     vfs.ErrTooManyStaged,
 
 		"chunk.ErrNotFound":  chunk.ErrNotFound,
 		"chunk.ErrCorrupt":   chunk.ErrCorrupt,

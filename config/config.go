@@ -91,6 +91,8 @@ type Config struct {
 	// Shares sets organization shares' invitations of people outside
 	// berth (docs/api.md "Organization shares").
 	Shares Shares `mapstructure:"shares"`
+	// Tus sets the resumable uploads (docs/api.md "Resumable uploads").
+	Tus Tus `mapstructure:"tus"`
 	// Directory sets how berth talks to organizations' directory servers
 	// (auth sources) and how often it imports their persons.
 	Directory Directory `mapstructure:"directory"`
@@ -204,6 +206,10 @@ type SMTP struct {
 	// InsecureSkipVerify accepts any server certificate: for tests, never
 	// for a real server, whose password would go to whoever answers.
 	InsecureSkipVerify bool `mapstructure:"insecure_skip_verify"`
+	// MaxPerHour bounds the e-mail sent on one sender's behalf in an
+	// hour (share.Options.MailPerHour): one person's share link notices,
+	// one top-level organization's share invitations; 0: no bound.
+	MaxPerHour int `mapstructure:"max_per_hour"`
 }
 
 // HTTP sets limits of the requests of every listener.
@@ -226,8 +232,9 @@ type HTTP struct {
 	// (per-address sign-in limits count it). Empty: the header is
 	// ignored, and every request comes from its connection's peer.
 	TrustedProxies string `mapstructure:"trusted_proxies"`
-	// MaxConnsPerAddress bounds the HTTPS connections one client address
-	// (an IPv6 /64) holds at once; those past it are closed unanswered.
+	// MaxConnsPerAddress bounds the connections one client address (an
+	// IPv6 /64) holds at once on each listener (HTTPS, plain HTTP,
+	// metrics); those past it are closed unanswered.
 	// Trusted proxies are not counted. 0: no bound.
 	MaxConnsPerAddress int `mapstructure:"max_conns_per_address"`
 }
@@ -317,6 +324,13 @@ type Shares struct {
 	InvitationTTL time.Duration `mapstructure:"invitation_ttl"`
 }
 
+// Tus sets the resumable (tus) uploads.
+type Tus struct {
+	// MaxUploads bounds the resumable uploads one person may have in
+	// progress at once (rest.Options.TusMaxUploads); 0: no bound.
+	MaxUploads int `mapstructure:"max_uploads"`
+}
+
 // Lockout sets how failed logins lock an account.
 type Lockout struct {
 	// MaxFailures is the number of failed attempts that locks an account.
@@ -351,6 +365,9 @@ type Activity struct {
 	// records forever. Records expire by the store's TTL, without a
 	// sweeper.
 	Retention time.Duration `mapstructure:"retention"`
+	// NotesPerHour bounds the notes one person adds in an hour (POST
+	// activity/create; rest.Options.ActivityNotesPerHour); 0: no bound.
+	NotesPerHour int `mapstructure:"notes_per_hour"`
 }
 
 // GC sets background garbage collection.
@@ -378,6 +395,10 @@ type PolicyJobs struct {
 type WebDAV struct {
 	// InfiniteDepth allows PROPFIND with Depth: infinity.
 	InfiniteDepth bool `mapstructure:"infinite_depth"`
+	// MaxXMLBodies bounds the XML bodies (PROPFIND, PROPPATCH, LOCK) one
+	// person's requests may be sending at once (webdav.Options.MaxXMLBodies);
+	// 0: no bound.
+	MaxXMLBodies int `mapstructure:"max_xml_bodies"`
 }
 
 // Memory sizes what holds most of the daemon's resident memory; the
@@ -557,6 +578,7 @@ func options() []option {
 		{key: "oauth.refresh_token_ttl", def: 720 * time.Hour, usage: "refresh token lifetime"},
 		{key: "oauth.refresh_reuse_grace", def: 30 * time.Second, usage: "how long a rotated refresh token may be retried without revoking its session (0: never)"},
 		{key: "shares.invitation_ttl", def: 7 * 24 * time.Hour, usage: "how long an organization share's invitation can be accepted"},
+		{key: "tus.max_uploads", def: 1000, usage: "resumable uploads one person may have in progress at once (0: no bound)"},
 		{key: "lockout.max_failures", def: 5, usage: "failed logins that lock an account"},
 		{key: "lockout.duration", def: 15 * time.Minute, usage: "how long a locked account stays locked"},
 		{key: "lockout.window", def: 15 * time.Minute, usage: "time the failures that lock an account must fall within"},
@@ -567,11 +589,13 @@ func options() []option {
 		{key: "lockout.refusal_delay", def: 3 * time.Second, usage: "how long a refusal of a locked account or throttled address is held before it is answered (0: none)"},
 		{key: "lockout.hash_queue", def: 64, usage: "sign-ins that may wait for a password check; more are answered 503"},
 		{key: "activity.retention", def: 365 * 24 * time.Hour, usage: "how long activity log records are kept (0: forever)"},
+		{key: "activity.notes_per_hour", def: 600, usage: "activity notes (activity/create) one person may add in an hour (0: no bound)"},
 		{key: "gc.interval", def: time.Hour, usage: "time between garbage collections (0: off)"},
 		{key: "gc.purge_deleted_after", def: time.Duration(0), usage: "purge items deleted longer ago than this at each collection (0: never)"},
 		{key: "policy.interval", def: time.Hour, usage: "time between runs of the trim_revisions and purge_deleted policy jobs (0: off)"},
 		{key: "policy.batch", def: 10000, usage: "most revisions trimmed, and deleted items purged, by one policy run"},
 		{key: "webdav.infinite_depth", def: false, usage: "allow WebDAV PROPFIND with Depth: infinity"},
+		{key: "webdav.max_xml_bodies", def: 8, usage: "WebDAV XML bodies (PROPFIND, PROPPATCH, LOCK) one person's requests may be sending at once; more are answered 503 (0: no bound)"},
 		{key: "storage.reserve", def: ByteSize(1 << 30), usage: "free space to leave on the data directory's disk; writes stop there (0: none)"},
 		{key: "storage.backend", def: "disk", usage: "where file contents are kept: disk (the data directory) or s3"},
 		{key: "storage.s3.endpoint", def: "", usage: "S3 server URL, like https://s3.eu-west-1.amazonaws.com (storage.backend s3)"},
@@ -597,7 +621,7 @@ func options() []option {
 		{key: "two_step.issuer", def: "berth", usage: "name of berth in authenticator apps"},
 		{key: "two_step.code_ttl", def: 10 * time.Minute, usage: "how long an e-mail or text-message two-step code is valid"},
 		{key: "http.trusted_proxies", def: "", usage: "reverse proxies (addresses, CIDR networks, comma-separated) whose X-Forwarded-For is believed (empty: none)"},
-		{key: "http.max_conns_per_address", def: 1024, usage: "HTTPS connections one client address (an IPv6 /64) may hold at once, trusted proxies not counted (0: no bound)"},
+		{key: "http.max_conns_per_address", def: 1024, usage: "connections one client address (an IPv6 /64) may hold at once on each listener, trusted proxies not counted (0: no bound)"},
 		{key: "smtp.host", def: "", usage: "SMTP server that e-mail goes through (empty: no e-mail is sent)"},
 		{key: "smtp.port", def: 587, usage: "SMTP server port (587 for starttls, 465 for tls)"},
 		{key: "smtp.security", def: "starttls", usage: "SMTP connection security: starttls, tls or none"},
@@ -608,6 +632,7 @@ func options() []option {
 		{key: "smtp.timeout", def: 30 * time.Second, usage: "time one e-mail may take to send"},
 		{key: "smtp.ca_file", def: "", usage: "PEM file of the authorities that sign the SMTP server's certificate (empty: the system's)"},
 		{key: "smtp.insecure_skip_verify", def: false, usage: "accept any SMTP server certificate (tests only)"},
+		{key: "smtp.max_per_hour", def: 100, usage: "e-mails one person's share link notices, or one top-level organization's share invitations, may send in an hour (0: no bound)"},
 		{key: "directory.import_interval", def: time.Hour, usage: "time between scheduled imports of the organizations' directory servers (0: off)"},
 		{key: "directory.timeout", def: 10 * time.Second, usage: "time connecting to a directory server, and each request to it, may take; and the whole check a refresh of an imported person makes"},
 		{key: "directory.ca_file", def: "", usage: "PEM file of the authorities that sign LDAPS directory servers' certificates (empty: the system's)"},
@@ -1005,6 +1030,18 @@ func (c Config) Validate() error {
 	}
 	if c.HTTP.SendIdleTimeout <= 0 {
 		bad("http.send_idle_timeout", c.HTTP.SendIdleTimeout, "must be positive")
+	}
+	if c.SMTP.MaxPerHour < 0 {
+		bad("smtp.max_per_hour", c.SMTP.MaxPerHour, "must not be negative (0: no bound)")
+	}
+	if c.WebDAV.MaxXMLBodies < 0 {
+		bad("webdav.max_xml_bodies", c.WebDAV.MaxXMLBodies, "must not be negative (0: no bound)")
+	}
+	if c.Activity.NotesPerHour < 0 {
+		bad("activity.notes_per_hour", c.Activity.NotesPerHour, "must not be negative (0: no bound)")
+	}
+	if c.Tus.MaxUploads < 0 {
+		bad("tus.max_uploads", c.Tus.MaxUploads, "must not be negative (0: no bound)")
 	}
 	if c.HTTP.MaxConnsPerAddress < 0 {
 		bad("http.max_conns_per_address", c.HTTP.MaxConnsPerAddress, "must not be negative (0: no bound)")

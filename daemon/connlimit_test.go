@@ -164,11 +164,11 @@ func (c remoteConn) RemoteAddr() net.Addr {
 	return net.TCPAddrFromAddrPort(netip.MustParseAddrPort(c.addr))
 }
 
-// TestConnsPerAddress: the daemon's HTTPS listener holds one client
+// TestConnsPerAddress: each of the daemon's listeners holds one client
 // address to http.max_conns_per_address, counts what it refuses in
 // berth_http_connections_refused_total, and serves other addresses.
 func TestConnsPerAddress(t *testing.T) {
-	_, data, p, _ := runningDaemon(t, "--http-max-conns-per-address", "2")
+	_, data, p, _ := runningDaemon(t, "--http-max-conns-per-address", "2", "--http-listen", "127.0.0.1:0")
 	addr := p.addrs["https"]
 	// Two idle connections hold 127.0.0.2's places; the third is closed
 	// before any TLS.
@@ -180,8 +180,19 @@ func TestConnsPerAddress(t *testing.T) {
 	if st, body := get(t, fromAddr(t, data, "127.0.0.3"), "https://"+addr+"/api/2/version"); st != http.StatusOK {
 		t.Errorf("another address: %d %s", st, body)
 	}
+	// The plain-HTTP and metrics listeners too: each connection is a
+	// descriptor of the same process, so one address held every one
+	// through them (each idle connection lasting ReadHeaderTimeout,
+	// opened again as fast).
+	for _, l := range []string{"http", "metrics"} {
+		dialFrom(t, "127.0.0.2", p.addrs[l])
+		dialFrom(t, "127.0.0.2", p.addrs[l])
+		if c := dialFrom(t, "127.0.0.2", p.addrs[l]); !closedByPeer(c) {
+			t.Errorf("%s listener: a third connection from 127.0.0.2 was not closed", l)
+		}
+	}
 	_, metrics := get(t, http.DefaultClient, "http://"+p.addrs["metrics"]+"/metrics")
-	if !strings.Contains(metrics, fmt.Sprintf("berth_http_connections_refused_total %d", 1)) {
-		t.Errorf("metrics lack berth_http_connections_refused_total 1:\n%s", grepLines(metrics, "berth_http_connections"))
+	if !strings.Contains(metrics, fmt.Sprintf("berth_http_connections_refused_total %d", 3)) {
+		t.Errorf("metrics lack berth_http_connections_refused_total 3:\n%s", grepLines(metrics, "berth_http_connections"))
 	}
 }

@@ -252,7 +252,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writ
 	// invitations go out through it (or are logged when no SMTP server
 	// is configured).
 	shares := share.New(share.Options{FS: st.files, Accounts: accounts, Store: st.db, Notifier: mailer, PublicURL: cfg.PublicURL,
-		InvitationTTL: cfg.Shares.InvitationTTL})
+		InvitationTTL: cfg.Shares.InvitationTTL, MailPerHour: noBound(cfg.SMTP.MaxPerHour), Logger: log.With("component", "share")})
 	st.holder.set(rest.TusHolder(accounts, shares))
 
 	tlsCfg, certs, err := tlsConfig(cfg.TLS, cfg.Data, log)
@@ -277,6 +277,9 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writ
 		PublicURL:     cfg.PublicURL,
 		Agents:        agents,
 		ClusterSecret: clusterSecret,
+		TusMaxUploads: noBound(cfg.Tus.MaxUploads),
+		// Notes past it: 429 (docs/api.md "Activity").
+		ActivityNotesPerHour: noBound(cfg.Activity.NotesPerHour),
 	})
 
 	proxies, err := config.Prefixes(cfg.HTTP.TrustedProxies)
@@ -286,7 +289,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writ
 
 	connsRefused := prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "berth_http_connections_refused_total",
-		Help: "HTTPS connections closed as they were accepted because their client address held http.max_conns_per_address already.",
+		Help: "Connections (HTTPS, plain HTTP, metrics) closed as they were accepted because their client address held http.max_conns_per_address already on that listener.",
 	})
 	reg.MustRegister(connsRefused)
 
@@ -308,9 +311,12 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writ
 		if err != nil {
 			return fmt.Errorf("%s: %s listener: %w%s", key, name, err, bindFix(key, err))
 		}
+		// Innermost, so a refused connection costs no handshake. Every
+		// listener's connections are descriptors of the one process:
+		// bounded on HTTPS alone, one address held them all through
+		// the plain-HTTP or metrics listener.
+		ln = limitPerAddress(ln, cfg.HTTP.MaxConnsPerAddress, proxies, connsRefused)
 		if tls {
-			// Innermost, so a refused connection costs no handshake.
-			ln = limitPerAddress(ln, cfg.HTTP.MaxConnsPerAddress, proxies, connsRefused)
 			// Plain HTTP sent here gets the JSON insecure_transport
 			// of the plain-HTTP listener, not net/http's text.
 			ln = rejectPlainHTTP(ln, rest.InsecureHandler())
@@ -361,6 +367,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writ
 		Share:         shares,
 		Prefix:        "/webdav",
 		InfiniteDepth: cfg.WebDAV.InfiniteDepth,
+		MaxXMLBodies:  noBound(cfg.WebDAV.MaxXMLBodies),
 		Registerer:    reg,
 	})
 	pages := web.New(web.Options{
@@ -542,4 +549,15 @@ func monotonicUsec() string {
 		return ""
 	}
 	return fmt.Sprintf("MONOTONIC_USEC=%d", ts.Nano()/1000)
+}
+
+// noBound is the option of a domain package (rest.Options.TusMaxUploads,
+// ActivityNotesPerHour, share.Options.MailPerHour,
+// webdav.Options.MaxXMLBodies) for a configured bound n, whose 0 means no
+// bound where the package's 0 means its default and less than 0 none.
+func noBound(n int) int {
+	if n == 0 {
+		return -1
+	}
+	return n
 }

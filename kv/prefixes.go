@@ -40,6 +40,8 @@ const (
 	VFSHeld    = "J/" // the nodes whose uploads in flight hold a chunk
 	VFSDoomed  = "B/" // a chunk a collector is removing now
 	VFSOwned   = "A/" // what the staged uploads of one owner reserve, by root
+	// Every capital letter is taken: later vfs prefixes take the stem "vfs".
+	VFSOwnerStaged = "vfsownstaged/" // how many staged uploads one owner has in progress
 )
 
 // Prefixes of account (account/keys.go).
@@ -104,10 +106,11 @@ const (
 
 // Prefixes of share's organization shares (share/orgshare.go).
 const (
-	ShareSubscribers = "shrsubs/"   // a share root's subscribers
-	SharePerson      = "shrperson/" // the share roots a person subscribes to directly
-	ShareGroup       = "shrgroup/"  // the share roots a group subscribes to
-	ShareInvite      = "shrinvite/" // an external subscriber's invitation, by token hash
+	ShareSubscribers = "shrsubs/"    // a share root's subscribers
+	SharePerson      = "shrperson/"  // the share roots a person subscribes to directly
+	ShareGroup       = "shrgroup/"   // the share roots a group subscribes to
+	ShareInvite      = "shrinvite/"  // an external subscriber's invitation, by token hash
+	ShareRootInvite  = "shrrootinv/" // a share root's invitations, by token hash
 )
 
 // Prefixes of agentlink (agentlink/cluster.go).
@@ -171,6 +174,7 @@ func Prefixes() []Prefix {
 		{"vfs", VFSHeld},
 		{"vfs", VFSDoomed},
 		{"vfs", VFSOwned},
+		{"vfs", VFSOwnerStaged},
 
 		{"account", AccountOrg},
 		{"account", AccountPerson},
@@ -225,6 +229,7 @@ func Prefixes() []Prefix {
 		{"share", SharePerson},
 		{"share", ShareGroup},
 		{"share", ShareInvite},
+		{"share", ShareRootInvite},
 	}
 }
 

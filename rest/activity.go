@@ -323,6 +323,13 @@ func (s *server) hideActors(ctx context.Context, c caller, recs []activity.Recor
 // maxActivityText bounds action_text and data_text of activity/create.
 const maxActivityText = 4096
 
+// DefaultActivityNotesPerHour is how many notes one person may add to
+// the activity log in an hour when Options.ActivityNotesPerHour is 0.
+// Each is kept for activity.retention (a year) with up to 8 KiB of text
+// that no quota counts, and is read by every total of the lists it is
+// in; a client noting what it does adds a few an hour.
+const DefaultActivityNotesPerHour = 600
+
 // createActivity answers POST /api/2/activity/create: any signed-in
 // person or guest adds a note to the log, as its actor. Form fields:
 // activity_type_id (optional; only the note type, the others being
@@ -369,8 +376,17 @@ func (s *server) createActivity(r *http.Request) (any, error) {
 	if err := s.actedOn(r.Context(), c, f.Get, &rec); err != nil {
 		return nil, err
 	}
+	// Counted once the note is known good, so refusals spend nothing.
+	sender := "person:" + strconv.FormatUint(c.Person.ID, 10)
+	if ok, _, first := s.notes.Use(sender, 1); !ok {
+		if first {
+			s.log.Warn("activity notes refused: the person's for this hour are used up", "person_id", c.Person.ID, "per_hour", s.notes.Max())
+		}
+		return nil, Describe(ErrTooManyRequests, "you have added %d activity notes this hour, as many as berth takes from one person: try again later", s.notes.Max())
+	}
 	out, err := s.opts.Activity.Create(r.Context(), rec)
 	if err != nil {
+		s.notes.GiveBack(sender, 1)
 		return nil, err
 	}
 	return encodeActivity(out), nil

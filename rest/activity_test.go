@@ -32,7 +32,7 @@ func newActivityFixture(t *testing.T) *activityFixture {
 	f := newFixture(t)
 	ctx := context.Background()
 	a := &activityFixture{fixture: f, log: activity.New(f.db, activity.Options{})}
-	srv := httptest.NewUnstartedServer(New(Options{FS: f.fs, Accounts: f.accounts, Activity: a.log}))
+	srv := httptest.NewUnstartedServer(New(Options{FS: f.fs, Accounts: f.accounts, Activity: a.log, ActivityNotesPerHour: activityNotesPerHour}))
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
 	f.srv, f.client = srv, srv.Client()
@@ -60,6 +60,10 @@ func newActivityFixture(t *testing.T) *activityFixture {
 	}
 	return a
 }
+
+// activityNotesPerHour is the activity fixture's bound on one person's
+// notes over REST (TestActivityAccess spends alice's).
+const activityNotesPerHour = 4
 
 // about creates a note by and about p.
 func (a *activityFixture) about(t *testing.T, p account.Person) activity.Record {
@@ -131,6 +135,12 @@ func TestActivityAccess(t *testing.T) {
 		{"create about two things", "POST", "/api/2/activity/create", url.Values{"acted_on_person_id": {"1"}, "acted_on_company_id": {"1"}}, a.token, 400},
 		{"create about a bad id", "POST", "/api/2/activity/create", url.Values{"acted_on_root_id": {"-1"}}, a.token, 400},
 		{"create with a long text", "POST", "/api/2/activity/create", url.Values{"data_text": {strings.Repeat("x", 4097)}}, a.token, 400},
+		// alice's fourth note is her last of the hour: each is kept a
+		// year, with 8 KiB of text no quota counts, and one client
+		// added them without end.
+		{"create, the last note of the hour", "POST", "/api/2/activity/create", url.Values{"data_text": {strings.Repeat("x", 4096)}}, a.token, 200},
+		{"create past the notes of an hour", "POST", "/api/2/activity/create", url.Values{"data_text": {"x"}}, a.token, 429},
+		{"create, another person's notes", "POST", "/api/2/activity/create", url.Values{"data_text": {"x"}}, a.plain, 200},
 	}
 	for _, c := range cases {
 		st, body := a.send(c.method, c.path, c.token, c.form)

@@ -41,6 +41,10 @@ var (
 	// ErrUnavailable is a temporary inability to serve, such as during
 	// shutdown (503 temporarily_unavailable).
 	ErrUnavailable = errors.New("temporarily unavailable")
+	// ErrTooManyRequests is a request past what its caller may make in a
+	// while, such as activity notes (429 too_many_requests; the spec has
+	// no code for it).
+	ErrTooManyRequests = errors.New("too many requests")
 )
 
 // errorMapping maps one error value to its status and spec code (section
@@ -79,6 +83,7 @@ func errorTable() []errorMapping {
 		{ErrNotFound, http.StatusNotFound, "not_found", ""},
 		{ErrMethodNotAllowed, http.StatusMethodNotAllowed, "invalid_request", "the method is not allowed on this path"},
 		{ErrUnavailable, http.StatusServiceUnavailable, "temporarily_unavailable", "the service is temporarily unavailable"},
+		{ErrTooManyRequests, http.StatusTooManyRequests, "too_many_requests", "too many requests of this kind; try again later"},
 		// A machine's agent offline or silent: the request cannot be
 		// served now, and may be later (docs/agent.md).
 		{agentlink.ErrOffline, http.StatusServiceUnavailable, "temporarily_unavailable", "the machine is offline: its agent is not connected"},
@@ -133,6 +138,7 @@ func errorTable() []errorMapping {
 		// Over REST only a lock meets a metadata bound (vfs.MaxLocks,
 		// vfs.MaxLockOwnerBytes): the item cannot take another lock.
 		{vfs.ErrMetadataLimit, http.StatusConflict, "resource_locked", "the item holds as many locks or properties as it may; nothing was stored"},
+		{vfs.ErrTooManyStaged, http.StatusBadRequest, "invalid_request", "you have as many resumable uploads in progress as berth keeps: finish or end one (tus DELETE) first"},
 		{vfs.ErrZipTooLarge, http.StatusBadRequest, "invalid_request", fmt.Sprintf("the folder holds more than one zip may (%d items, paths of 65,535 bytes); download its folders one by one", vfs.ZipMaxEntries)},
 
 		// The layers below vfs. vfs turns kv's conflicts and closing into

@@ -63,6 +63,8 @@ type fixtureOptions struct {
 	Now func() time.Time
 	// ZipBudget is vfs's budget of zip layouts; 0 is vfs.ZipBudget.
 	ZipBudget int64
+	// TusMaxUploads is Options.TusMaxUploads.
+	TusMaxUploads int
 }
 
 // newFixture builds and starts a fixture; t.Cleanup stops it.
@@ -77,7 +79,7 @@ func newFixtureWith(t testing.TB, o fixtureOptions) *fixture {
 	f.stack = st
 	f.person, f.root, f.token = f.addPerson("alice")
 
-	f.srv = httptest.NewUnstartedServer(New(Options{Logger: log, Registerer: f.reg, FS: f.fs, Accounts: f.accounts}))
+	f.srv = httptest.NewUnstartedServer(New(Options{Logger: log, Registerer: f.reg, FS: f.fs, Accounts: f.accounts, TusMaxUploads: o.TusMaxUploads}))
 	f.srv.EnableHTTP2 = true
 	f.srv.StartTLS()
 	f.client = f.srv.Client()

@@ -253,4 +253,37 @@ func TestOrgShareInvitation(t *testing.T) {
 	if st, body := w.postAs("", "/api/2/shares/accept", url.Values{"token": {sent[2].Token}}); st != http.StatusOK {
 		t.Fatalf("the new invitation: %d %s", st, body)
 	}
+
+	// Invitations go to any address: one organization sends at most
+	// MailPerHour of them an hour, an update past it is refused whole,
+	// and dropping an address and adding it back counts again. Before,
+	// an administrator had berth mail every address of a list, again at
+	// every such toggle.
+	shares = share.New(share.Options{FS: w.fs, Accounts: w.accounts, Now: clk.Now, MailPerHour: 3})
+	w.srv.Config.Handler = New(Options{FS: w.fs, Accounts: w.accounts, Share: shares, Invite: func(_ context.Context, inv share.Invitation) error {
+		sent = append(sent, inv)
+		return nil
+	}})
+	sent = nil
+	list := func(emails ...string) url.Values {
+		b, _ := json.Marshal(emails)
+		return url.Values{"external_subscribers": {string(b)}}
+	}
+	if st, body := w.postAs(w.childAdmin, sharePath+"/subscribers/update", list("c@example.com", "d@example.com")); st != http.StatusOK || len(sent) != 2 {
+		t.Fatalf("two invitations: %d %s, sent %+v", st, body, sent)
+	}
+	w.postAs(w.childAdmin, sharePath+"/subscribers/update", list())
+	st, body = w.postAs(w.childAdmin, sharePath+"/subscribers/update", list("c@example.com", "d@example.com"))
+	wantError(t, st, body, http.StatusBadRequest, "invalid_request")
+	if !bytes.Contains(body, []byte("more invitations this hour")) {
+		t.Errorf("the refusal does not say why: %s", body)
+	}
+	if _, body := w.getAs(w.childAdmin, sharePath+"/subscribers"); bytes.Contains(body, []byte("c@example.com")) || len(sent) != 2 {
+		t.Errorf("the refused update stored or sent something: %s, sent %+v", body, sent)
+	}
+	// An hour later the budget is whole again.
+	clk.Add(time.Hour)
+	if st, body := w.postAs(w.childAdmin, sharePath+"/subscribers/update", list("c@example.com", "d@example.com", "e@example.com")); st != http.StatusOK || len(sent) != 5 {
+		t.Fatalf("an hour later: %d %s, sent %+v", st, body, sent)
+	}
 }

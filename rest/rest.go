@@ -70,6 +70,15 @@ type Options struct {
 	// TusExpiry is how long a resumable (tus) upload lives without a
 	// PATCH; 0 means DefaultTusExpiry.
 	TusExpiry time.Duration
+	// TusMaxUploads bounds the resumable uploads one person may have in
+	// progress at once (vfs.StageOptions.MaxPerOwner); past it a creation
+	// is 400 invalid_request. 0 means DefaultTusMaxUploads, less than 0
+	// no bound.
+	TusMaxUploads int
+	// ActivityNotesPerHour bounds the notes (POST activity/create) one
+	// person may add in an hour; past it 429 too_many_requests. 0 means
+	// DefaultActivityNotesPerHour, less than 0 no bound.
+	ActivityNotesPerHour int
 }
 
 // server holds what every handler shares.
@@ -98,6 +107,9 @@ type server struct {
 	patterns []string
 	// tus serves the resumable uploads (tus.go).
 	tus *tusd.UnroutedHandler
+	// notes counts each person's activity notes of the hour
+	// (Options.ActivityNotesPerHour).
+	notes *account.Budget
 }
 
 // New returns the REST API handler.
@@ -120,6 +132,12 @@ func newServer(opts Options) *server {
 	if opts.TusExpiry <= 0 {
 		opts.TusExpiry = DefaultTusExpiry
 	}
+	if opts.TusMaxUploads == 0 {
+		opts.TusMaxUploads = DefaultTusMaxUploads
+	}
+	if opts.ActivityNotesPerHour == 0 {
+		opts.ActivityNotesPerHour = DefaultActivityNotesPerHour
+	}
 	if opts.Share == nil {
 		opts.Share = share.New(share.Options{FS: opts.FS, Accounts: opts.Accounts})
 	}
@@ -135,6 +153,7 @@ func newServer(opts Options) *server {
 		log:      opts.Logger,
 		mux:      http.NewServeMux(),
 		metrics:  httpserve.NewMetrics(opts.Registerer),
+		notes:    account.NewBudget(opts.ActivityNotesPerHour, time.Hour, nil),
 	}
 	s.routes()
 	return s

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"berth/account"
 	"berth/share"
@@ -381,6 +382,11 @@ func (s *server) search(w http.ResponseWriter, r *http.Request) error {
 	text := q.Get("query")
 	if text == "" {
 		return Describe(ErrInvalidRequest, "missing parameter %q", "query")
+	}
+	// No name holds more characters than bytes: a longer query matches
+	// nothing, and would cost a scan of the index per trigram.
+	if utf8.RuneCountInString(text) > vfs.MaxNameBytes {
+		return Describe(ErrInvalidRequest, "query may be at most %d characters: no name is longer", vfs.MaxNameBytes)
 	}
 	limit, err := limitParam(q)
 	if err != nil {

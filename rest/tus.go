@@ -56,6 +56,12 @@ const maxTusMetadata = 4 << 10
 // Options.TusExpiry is 0.
 const DefaultTusExpiry = 24 * time.Hour
 
+// DefaultTusMaxUploads is how many resumable uploads one person may have
+// in progress at once when Options.TusMaxUploads is 0: far more than a
+// client runs in parallel (tus-js-client and Uppy run a few), while each
+// upload left unsent stays for TusExpiry with up to 4 KiB of metadata.
+const DefaultTusMaxUploads = 1000
+
 // tusChecksums are the algorithms of Upload-Checksum (sha1 is the one tus
 // requires).
 var tusChecksums = map[string]func() hash.Hash{
@@ -231,8 +237,11 @@ func (s *server) tusCreate(w http.ResponseWriter, r *http.Request) error {
 		return nameError(false, err)
 	}
 	st, err := s.fs.Stage(r.Context(), root, folder, name, vfs.StageOptions{
-		Length: length, TTL: s.opts.TusExpiry, Owner: tusOwner(r), Meta: meta,
+		Length: length, TTL: s.opts.TusExpiry, Owner: tusOwner(r), Meta: meta, MaxPerOwner: s.opts.TusMaxUploads,
 	}, opts)
+	if errors.Is(err, vfs.ErrTooManyStaged) {
+		return Describe(err, "you have %d resumable uploads in progress, as many as berth keeps for one person: finish some, or end those you gave up on (DELETE), first", s.opts.TusMaxUploads)
+	}
 	if errors.Is(err, vfs.ErrExtensionExcluded) {
 		return Describe(errUploadExcluded, "the organization's policy does not allow uploads of files with this extension (excluded_extensions: %s)", strings.Join(a.opts.ExcludedExtensions, ","))
 	}

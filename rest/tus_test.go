@@ -336,6 +336,36 @@ func TestTusRefusals(t *testing.T) {
 			return resp.StatusCode, body
 		}, 409, "policy_error"},
 		{"excluded extension", create(tusMeta("root_id", root, "filename", "a.exe"), 1), 409, "policy_error"},
+		{"more uploads in progress than one person may have", func(t *testing.T) (int, []byte) {
+			// Each upload left unsent kept its record (and 4 KiB of
+			// metadata) for a day, read by every listing of the uploads,
+			// scrape of the gauges and quota's room-making, whoever
+			// asked: one client staged them without end.
+			f := newFixtureWith(t, fixtureOptions{TusMaxUploads: 2})
+			tc := f.tus(t, f.token)
+			sent := tc.mustCreate(f.root.ID, "sent.bin", 2)
+			given := tc.mustCreate(f.root.ID, "given-up.bin", 1)
+			resp, body, loc := tc.create(tusMeta("root_id", fmt.Sprint(f.root.ID), "filename", "third.bin"), 1)
+			if loc != "" {
+				t.Errorf("the refused upload has a Location %q", loc)
+			}
+			// Another person's uploads are theirs to count.
+			_, bobRoot, bobToken := f.addPerson("bob")
+			f.tus(t, bobToken).mustCreate(bobRoot.ID, "bob.bin", 1)
+			// A finished upload, and one ended, leave room for another.
+			if r, b, err := tc.patch(sent, 0, strings.NewReader("ab"), 2, nil); err != nil || r.StatusCode != http.StatusNoContent {
+				t.Fatalf("the last piece: %v %s", err, b)
+			}
+			tc.mustCreate(f.root.ID, "after-finish.bin", 1)
+			if r, b, err := tc.do(http.MethodDelete, given, nil, nil, 0); err != nil || r.StatusCode != http.StatusNoContent {
+				t.Fatalf("DELETE: %v %s", err, b)
+			}
+			tc.mustCreate(f.root.ID, "after-delete.bin", 1)
+			if r, _, _ := tc.create(tusMeta("root_id", fmt.Sprint(f.root.ID), "filename", "again.bin"), 1); r.StatusCode != http.StatusBadRequest {
+				t.Errorf("a third upload in progress again: %d, want 400", r.StatusCode)
+			}
+			return resp.StatusCode, body
+		}, 400, "invalid_request"},
 		{"no root_id", create(tusMeta("filename", "a"), 1), 400, "invalid_request"},
 		{"no filename", create(tusMeta("root_id", root), 1), 400, "invalid_name"},
 		{"bad filename", create(tusMeta("root_id", root, "filename", "a/b"), 1), 400, "invalid_name"},

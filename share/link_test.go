@@ -9,8 +9,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"berth/account"
+	"berth/berthtest"
 	"berth/kv"
 	"berth/share"
 )
@@ -296,6 +298,39 @@ func TestLinkNotify(t *testing.T) {
 	if len(n.sent) != 1 || !strings.HasPrefix(n.sent[0], w.alice.Person.Email+": ") {
 		t.Errorf("notices %q, want one to alice", n.sent)
 	}
+
+	// A creator's notices go to the address they set, which nothing
+	// verifies, naming the item they chose: past MailPerHour in an hour
+	// they are not sent, and the downloads go on. Before, each download
+	// of a link mailed it, without end.
+	clk := berthtest.NewClock(time.Now())
+	n = &notices{}
+	w.svc = share.New(share.Options{FS: w.st.FS, Accounts: w.st.Accounts, Store: w.st.DB, Notifier: n, MailPerHour: 2, Now: clk.Now})
+	l, err := w.svc.CreateLink(ctx, w.alice, w.aliceRoot.ID, file, false, share.LinkSettings{DownloadNotify: &yes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	la, err := w.svc.OpenLink(ctx, l.Hash, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	download := func() {
+		t.Helper()
+		if err := w.svc.CountDownload(ctx, la, `"a"`); err != nil {
+			t.Fatalf("a download past the notices: %v", err)
+		}
+	}
+	for range 5 {
+		download()
+	}
+	if len(n.sent) != 2 {
+		t.Errorf("5 downloads under a budget of 2 an hour: %d notices", len(n.sent))
+	}
+	clk.Add(time.Hour)
+	download()
+	if len(n.sent) != 3 {
+		t.Errorf("an hour later: %d notices, want 3", len(n.sent))
+	}
 }
 
 // TestLinkSubscribers: who a login_required link admits, by subscriber
@@ -343,6 +378,9 @@ func TestLinkSubscribers(t *testing.T) {
 		{"no such group", share.Subscriber{Kind: "group", SubjectID: 99999}, share.ErrNotFound},
 		{"a person as a guest", share.Subscriber{Kind: "guest", SubjectID: w.bob.Person.ID}, share.ErrNotFound},
 		{"bad e-mail", share.Subscriber{Kind: "email", Email: "nobody"}, account.ErrInvalid},
+		// The link's record holds its subscribers, and each download
+		// rewrote it whole: 60 KB addresses made that 1.1 MB.
+		{"e-mail longer than an address may be", share.Subscriber{Kind: "email", Email: strings.Repeat("x", 243) + "@example.com"}, account.ErrInvalid},
 		{"bad kind", share.Subscriber{Kind: "robot"}, account.ErrInvalid},
 		{"e-mail of another organization's person", share.Subscriber{Kind: "email", Email: w.carol.Person.Email}, nil},
 		{"e-mail nobody's account has", share.Subscriber{Kind: "email", Email: "partner@example.net"}, nil},
@@ -358,6 +396,20 @@ func TestLinkSubscribers(t *testing.T) {
 			hashes[tt.sb.Email] = sb.Hash
 		})
 	}
+	t.Run("past the subscribers a link holds", func(t *testing.T) {
+		full, err := w.svc.CreateLink(ctx, w.alice, w.aliceRoot.ID, file, false, share.LinkSettings{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range share.MaxLinkSubscribers {
+			if _, err := w.svc.AddSubscriber(ctx, w.alice, full.ID, share.Subscriber{Kind: "email", Email: fmt.Sprintf("s%d@example.com", i)}); err != nil {
+				t.Fatalf("subscriber %d: %v", i, err)
+			}
+		}
+		if _, err := w.svc.AddSubscriber(ctx, w.alice, full.ID, share.Subscriber{Kind: "email", Email: "one-more@example.com"}); !errors.Is(err, account.ErrInvalid) {
+			t.Errorf("subscriber %d: %v, want %v", share.MaxLinkSubscribers+1, err, account.ErrInvalid)
+		}
+	})
 	// Anyone sets their own e-mail address (rest's person update, with
 	// their password), to any address no account holds, and none is
 	// verified: an address on an account proves nothing. An e-mail

@@ -32,11 +32,13 @@ import (
 //	shrperson/<person><root>   empty      shares a person subscribes to directly
 //	shrgroup/<group><root>     empty      shares a group subscribes to
 //	shrinvite/<sha256(token)>  inviteRec  an external subscriber's invitation
+//	shrrootinv/<root><sha256(token)>  empty  the share's invitations
 const (
-	pfxSubs   = kv.ShareSubscribers
-	pfxPerson = kv.SharePerson
-	pfxGroup  = kv.ShareGroup
-	pfxInvite = kv.ShareInvite
+	pfxSubs       = kv.ShareSubscribers
+	pfxPerson     = kv.SharePerson
+	pfxGroup      = kv.ShareGroup
+	pfxInvite     = kv.ShareInvite
+	pfxRootInvite = kv.ShareRootInvite
 )
 
 // The channels a subscription names (spec 4.7's values seen). A share is
@@ -297,7 +299,9 @@ func compareSub(a, b Entry) int {
 // again, with a new token; one left out is dropped with its invitation.
 // The returned invitations are for the caller to send.
 //
-// Errors: those of OrgShare; an account.FieldError naming the bad entry.
+// Errors: those of OrgShare; an account.FieldError naming the bad entry,
+// or external_subscribers when the invitations would pass what the
+// top-level organization may send this hour (Options.MailPerHour).
 func (s *Service) SetSubscribers(ctx context.Context, c account.Caller, orgID, rootID uint64, subs Subscribers) ([]Invitation, error) {
 	if _, err := s.OrgShare(ctx, c, orgID, rootID); err != nil {
 		return nil, err
@@ -305,9 +309,19 @@ func (s *Service) SetSubscribers(ctx context.Context, c account.Caller, orgID, r
 	if err := s.checkSubscribers(ctx, orgID, &subs); err != nil {
 		return nil, err
 	}
+	// Invitations are counted against the top-level organization's
+	// mail budget, so that making child organizations gains nothing.
+	chain, err := s.accounts.Chain(ctx, orgID)
+	if err != nil {
+		return nil, err
+	}
+	sender := orgSender(chain[len(chain)-1])
 	var invites []Invitation
-	err := s.store().Update(ctx, func(tx kv.Txn) error {
+	taken := 0
+	err = s.store().Update(ctx, func(tx kv.Txn) error {
 		invites = nil
+		s.mail.GiveBack(sender, taken) // a try run again
+		taken = 0
 		old, err := getSubs(tx, rootID)
 		if err != nil {
 			return err
@@ -334,26 +348,43 @@ func (s *Service) SetSubscribers(ctx context.Context, c account.Caller, orgID, r
 			}
 		}
 		now := s.now()
-		// The share's invitations are found by scanning: they are few
-		// (each is dropped by the store's TTL after invitationKept). A
-		// dropped address's token must stop working, and an expired
-		// one is replaced below.
+		// The share's invitations are found through its own index
+		// (each entry and invitation dropped by the store's TTL after
+		// invitationKept). A dropped address's token must stop working,
+		// and an expired one is replaced below. Before the index this
+		// read every invitation of every share on the server, in the
+		// transaction, so each update cost all tenants' invitations
+		// and conflicted with their every change of one.
 		live := map[string]bool{}
-		if err := tx.Scan([]byte(pfxInvite), nil, func(k, v []byte) error {
+		var ends [][]byte
+		prefix := kv.Key(pfxRootInvite, rootID)
+		if err := tx.Scan(prefix, nil, func(k, _ []byte) error {
+			ik := kv.KeyString(pfxInvite, nil, string(k[len(prefix):]))
+			v, err := tx.Get(ik)
+			if errors.Is(err, kv.ErrNotFound) {
+				ends = append(ends, slices.Clone(k)) // the invitation expired
+				return nil
+			}
+			if err != nil {
+				return err
+			}
 			var in inviteRec
 			if err := cbor.Unmarshal(v, &in); err != nil {
 				return err
 			}
-			if in.RootID != rootID {
-				return nil
-			}
-			if _, keep := subs.External[in.Email]; keep && (in.Expires.IsZero() || now.Before(in.Expires)) {
+			if _, keep := subs.External[in.Email]; keep && in.RootID == rootID && (in.Expires.IsZero() || now.Before(in.Expires)) {
 				live[in.Email] = true
 				return nil
 			}
-			return tx.Delete(slices.Clone(k))
+			ends = append(ends, slices.Clone(k), ik)
+			return nil
 		}); err != nil {
 			return err
+		}
+		for _, k := range ends {
+			if err := tx.Delete(k); err != nil {
+				return err
+			}
 		}
 		for email := range subs.External {
 			st, ok := old.External[email]
@@ -369,9 +400,17 @@ func (s *Service) SetSubscribers(ctx context.Context, c account.Caller, orgID, r
 			if err := tx.SetTTL(inviteKey(tok), b, s.inviteTTL+invitationKept); err != nil {
 				return err
 			}
+			if err := tx.SetTTL(rootInviteKey(rootID, tok), nil, s.inviteTTL+invitationKept); err != nil {
+				return err
+			}
 			rec.External[email] = ExternalInvited
 			invites = append(invites, Invitation{RootID: rootID, Email: email, Token: tok})
 		}
+		if ok, left, _ := s.mail.Use(sender, len(invites)); !ok {
+			return &account.FieldError{Field: "external_subscribers", Reason: fmt.Sprintf(
+				"%d new addresses to invite, but the organization may send %d more invitations this hour (at most %d an hour)", len(invites), max(left, 0), s.mail.Max())}
+		}
+		taken = len(invites)
 		b, err := cbor.Marshal(rec)
 		if err != nil {
 			return err
@@ -390,7 +429,11 @@ func (s *Service) SetSubscribers(ctx context.Context, c account.Caller, orgID, r
 			OnRootID:    rootID,
 		})
 	})
-	return invites, err
+	if err != nil {
+		s.mail.GiveBack(sender, taken)
+		return nil, err
+	}
+	return invites, nil
 }
 
 // checkSubscribers validates and normalizes subs: channels and roles
@@ -653,9 +696,12 @@ const datedBatch = 1000
 // DateInvitations gives each invitation stored before invitations
 // expired (no Expires, no TTL in the store) the lifetime a new one gets,
 // counted from now (Options.InvitationTTL, then invitationKept in the
-// store), and returns how many it dated. The daemon runs it once at
-// start: without it such an invitation would count as expired the moment
-// berth was upgraded, and one never accepted would stay stored forever.
+// store), enters each stored before its share's index of invitations
+// (shrrootinv/) existed in that index, and returns how many it changed.
+// The daemon runs it once at start: without it such an invitation would
+// count as expired the moment berth was upgraded, one never accepted
+// would stay stored forever, and one out of the index would not be
+// revoked when its address is dropped.
 func (s *Service) DateInvitations(ctx context.Context) (int, error) {
 	dated := 0
 	for {
@@ -664,8 +710,9 @@ func (s *Service) DateInvitations(ctx context.Context) (int, error) {
 			n = 0
 			now := s.now()
 			type old struct {
-				key []byte
-				rec inviteRec
+				key, index []byte
+				rec        inviteRec
+				undated    bool
 			}
 			var found []old
 			if err := tx.Scan([]byte(pfxInvite), nil, func(k, v []byte) error {
@@ -673,8 +720,13 @@ func (s *Service) DateInvitations(ctx context.Context) (int, error) {
 				if err := cbor.Unmarshal(v, &in); err != nil {
 					return err
 				}
-				if in.Expires.IsZero() {
-					found = append(found, old{slices.Clone(k), in})
+				index := kv.KeyString(pfxRootInvite, []uint64{in.RootID}, string(k[len(pfxInvite):]))
+				_, err := tx.Get(index)
+				if err != nil && !errors.Is(err, kv.ErrNotFound) {
+					return err
+				}
+				if in.Expires.IsZero() || err != nil {
+					found = append(found, old{slices.Clone(k), index, in, in.Expires.IsZero()})
 					if len(found) == datedBatch {
 						return kv.ErrStop
 					}
@@ -684,12 +736,22 @@ func (s *Service) DateInvitations(ctx context.Context) (int, error) {
 				return err
 			}
 			for _, o := range found {
-				o.rec.Expires = now.Add(s.inviteTTL)
-				b, err := cbor.Marshal(o.rec)
-				if err != nil {
-					return err
+				ttl := s.inviteTTL + invitationKept
+				if o.undated {
+					o.rec.Expires = now.Add(s.inviteTTL)
+					b, err := cbor.Marshal(o.rec)
+					if err != nil {
+						return err
+					}
+					if err := tx.SetTTL(o.key, b, ttl); err != nil {
+						return err
+					}
+				} else {
+					// Kept while the invitation may be: an entry left
+					// after it is dropped by the next update.
+					ttl = o.rec.Expires.Sub(now) + invitationKept
 				}
-				if err := tx.SetTTL(o.key, b, s.inviteTTL+invitationKept); err != nil {
+				if err := tx.SetTTL(o.index, nil, max(ttl, time.Second)); err != nil {
 					return err
 				}
 			}
@@ -706,6 +768,12 @@ func (s *Service) DateInvitations(ctx context.Context) (int, error) {
 func inviteKey(token string) []byte {
 	h := sha256.Sum256([]byte(token))
 	return kv.KeyString(pfxInvite, nil, string(h[:]))
+}
+
+// rootInviteKey is share root's index entry of the invitation of token.
+func rootInviteKey(root uint64, token string) []byte {
+	h := sha256.Sum256([]byte(token))
+	return kv.KeyString(pfxRootInvite, []uint64{root}, string(h[:]))
 }
 
 func itoa(n uint64) string {

@@ -2,6 +2,7 @@ package share_test
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"slices"
 	"strings"
@@ -10,8 +11,11 @@ import (
 
 	"berth/account"
 	"berth/berthtest"
+	"berth/kv"
 	"berth/share"
 	"berth/vfs"
+
+	"github.com/fxamacker/cbor/v2"
 )
 
 // shareWorld is Acme with an administrator, an organization share and a
@@ -303,6 +307,54 @@ func TestOrgShareInvitation(t *testing.T) {
 	}
 	if _, err := w.svc.AcceptInvitation(ctx, inv[0].Token); !errors.Is(err, share.ErrNotFound) {
 		t.Fatalf("a dropped address's token: %v", err)
+	}
+}
+
+// TestOrgShareInvitationIndex: an update of a share's subscribers reads
+// that share's invitations only, through its index, where it read every
+// invitation of every share on the server in its transaction (each
+// tenant's update cost all tenants' invitations and conflicted with
+// their changes: an unreadable one of another share failed it); and an
+// invitation stored before the index is entered in it at start
+// (DateInvitations), so dropping its address still revokes it.
+func TestOrgShareInvitationIndex(t *testing.T) {
+	ctx := context.Background()
+	w := newShareWorld(t)
+	put := func(token string, v []byte) {
+		t.Helper()
+		h := sha256.Sum256([]byte(token))
+		if err := w.st.DB.Update(ctx, func(tx kv.Txn) error {
+			return tx.Set(kv.KeyString(kv.ShareInvite, nil, string(h[:])), v)
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	set := func(emails ...string) {
+		t.Helper()
+		ext := map[string]string{}
+		for _, e := range emails {
+			ext[e] = ""
+		}
+		if _, err := w.svc.SetSubscribers(ctx, w.admin, w.st.Org.ID, w.root.ID, share.Subscribers{External: ext}); err != nil {
+			t.Fatalf("update: %v", err)
+		}
+	}
+	set("old@example.com")
+	// An invitation of the address as the berth before the index stored
+	// it: a lifetime, no entry in the share's index.
+	old, err := cbor.Marshal(map[int]any{1: w.root.ID, 2: "old@example.com", 3: time.Now().Add(time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	put("old-token", old)
+	if n, err := w.svc.DateInvitations(ctx); err != nil || n != 1 {
+		t.Fatalf("DateInvitations: %d %v, want 1", n, err)
+	}
+	put("another share's", []byte{0xff})
+	set()
+	set("old@example.com")
+	if _, err := w.svc.AcceptInvitation(ctx, "old-token"); !errors.Is(err, share.ErrNotFound) {
+		t.Errorf("the old token of an address dropped and invited again: %v, want %v", err, share.ErrNotFound)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -125,6 +126,15 @@ type Options struct {
 	InvitationTTL time.Duration
 	// Now is the clock invitations expire by. Nil: time.Now.
 	Now func() time.Time
+	// MailPerHour bounds the e-mail sent on one sender's behalf in an
+	// hour (mailbudget.go): the notices of one person's links, past which
+	// they are not sent, and the invitations of one top-level
+	// organization's shares, past which SetSubscribers refuses an update
+	// that would invite more. 0 means DefaultMailPerHour, less than 0 no
+	// bound.
+	MailPerHour int
+	// Logger says when a sender's notices are used up. Nil: discarded.
+	Logger *slog.Logger
 }
 
 // Service answers who may reach what. Build it with New; it is safe for
@@ -142,6 +152,9 @@ type Service struct {
 	// inviteTTL and now: Options.InvitationTTL and Options.Now, defaulted.
 	inviteTTL time.Duration
 	now       func() time.Time
+	// mail bounds the notices and invitations of each sender.
+	mail *account.Budget
+	log  *slog.Logger
 }
 
 // New returns the Service over o.
@@ -157,6 +170,15 @@ func New(o Options) *Service {
 	}
 	if s.now == nil {
 		s.now = time.Now
+	}
+	perHour := o.MailPerHour
+	if perHour == 0 {
+		perHour = DefaultMailPerHour
+	}
+	s.mail = newMailBudget(perHour, s.now)
+	s.log = o.Logger
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
 	}
 	return s
 }

@@ -75,4 +75,10 @@ var (
 	// path longer than a zip entry's name holds (65,535 bytes); its
 	// subfolders can be zipped one by one.
 	ErrZipTooLarge = errors.New("vfs: folder too large for one zip")
+	// ErrTooManyStaged: the owner already has StageOptions.MaxPerOwner
+	// staged uploads in progress; nothing was staged. Each holds a record
+	// that every listing of the uploads, the quota's room-making and the
+	// gauges read, so one owner's uploads left unsent must not grow them
+	// for everyone.
+	ErrTooManyStaged = errors.New("vfs: too many staged uploads in progress")
 )

@@ -93,6 +93,8 @@ const (
 	pHeld    = kv.VFSHeld
 	pDoomed  = kv.VFSDoomed
 	pOwned   = kv.VFSOwned
+	// pOwnerStaged counts the staged uploads in progress of one owner.
+	pOwnerStaged = kv.VFSOwnerStaged
 )
 
 var keyClean = []byte(kv.VFSMarker + "clean")
@@ -178,6 +180,12 @@ func stagedKeyID(k []byte) uint64 {
 // another's.
 func ownedPrefix(owner string) []byte {
 	return append(keyRoom(len(owner)+9, pOwned, uint64(len(owner))), owner...)
+}
+
+// ownerStagedKey counts owner's staged uploads in progress (Stage's
+// StageOptions.MaxPerOwner), the owner's length first as in ownedPrefix.
+func ownerStagedKey(owner string) []byte {
+	return append(keyRoom(len(owner), pOwnerStaged, uint64(len(owner))), owner...)
 }
 
 func ownedKey(owner string, root uint64) []byte {

@@ -60,6 +60,14 @@ type StageOptions struct {
 	// Meta is kept with the upload and given back as it is (tus's
 	// Upload-Metadata).
 	Meta map[string]string
+	// MaxPerOwner bounds the uploads in progress Owner may have at once,
+	// this one included: past it Stage is ErrTooManyStaged. 0 or less:
+	// no bound. An upload is in progress from Stage until it is finished,
+	// terminated or expired; without a bound, one client that staged
+	// uploads and sent nothing grew, for a TTL, the records that every
+	// listing of the uploads, every scrape of the gauges and the quota's
+	// room-making read, whoever asked.
+	MaxPerOwner int
 }
 
 // MaxStagedLength bounds the length a staged upload declares (1 PiB, far
@@ -143,10 +151,31 @@ type stagedRec struct {
 	// A/ record, which ending it takes it out of: false for an upload
 	// staged by a berth that did not count them.
 	Owned bool `cbor:"16,keyasint,omitempty"`
+	// Counted says that the upload is counted in its owner's count of
+	// uploads in progress (ownerStagedKey), which ending it takes it out
+	// of: false for an upload staged by a berth that did not count them,
+	// and for a finished upload's record.
+	Counted bool `cbor:"17,keyasint,omitempty"`
 }
 
 // reserved is what the upload reserves against the quotas.
 func (r stagedRec) reserved() int64 { return r.Length - r.Unreserved }
+
+// countStaged counts one more upload in progress of owner, or is
+// ErrTooManyStaged when owner has max of them already (max 0 or less: no
+// bound). The count is read and written in the transaction that stages
+// the upload, so uploads staged at once conflict and none passes max.
+func countStaged(tx kv.Txn, owner string, max int) error {
+	k := ownerStagedKey(owner)
+	var n int64
+	if err := get(tx, k, &n, nil); err != nil {
+		return err
+	}
+	if max > 0 && n >= int64(max) {
+		return fmt.Errorf("%w: %d uploads in progress, at most %d", ErrTooManyStaged, n, max)
+	}
+	return put(tx, k, n+1)
+}
 
 // finishedGrace is how long a finished upload's record answers a second
 // Finish. The race it covers lasts from an append's commit to the Finish
@@ -252,10 +281,13 @@ func (fs *FS) Stage(ctx context.Context, root, parent uint64, name string, so St
 		if err := addAnnounced(tx, so.Owner, root, so.Length-firm); err != nil {
 			return err
 		}
+		if err := countStaged(tx, so.Owner, so.MaxPerOwner); err != nil {
+			return err
+		}
 		rec = stagedRec{
 			Root: root, Parent: parent, Name: name, Length: so.Length, Unreserved: so.Length - firm, Owned: true,
 			Created: now, Expires: now + int64(ttl), TTL: int64(ttl), Owner: so.Owner, Meta: so.Meta,
-			CRC: new(uint32),
+			CRC: new(uint32), Counted: true,
 		}
 		return put(tx, stagedKey(id), rec)
 	}
@@ -670,6 +702,11 @@ func (fs *FS) finish(ctx context.Context, id uint64, opts WriteOptions, out *sta
 				return err
 			}
 		}
+		if st.Counted {
+			if err := addCount(tx, ownerStagedKey(st.Owner), -1); err != nil {
+				return err
+			}
+		}
 		revID, err := fs.db.NextID(ctx, "revision")
 		if err != nil {
 			return err
@@ -767,6 +804,11 @@ func (fs *FS) terminate(ctx context.Context, id uint64, expired bool) error {
 				return err
 			}
 			if err := addAnnounced(tx, rec.Owner, rec.Root, -rec.Unreserved); err != nil {
+				return err
+			}
+		}
+		if rec.Counted {
+			if err := addCount(tx, ownerStagedKey(rec.Owner), -1); err != nil {
 				return err
 			}
 		}

@@ -30,6 +30,10 @@ var (
 	// errBadPath is a request path berth refuses rather than reinterprets
 	// (400): outside the prefix, an escaped slash, "." or "..".
 	errBadPath = errors.New("invalid request path")
+	// errTooManyXMLBodies is an XML body (PROPFIND, PROPPATCH, LOCK) of
+	// a person whose requests are reading Options.MaxXMLBodies of them
+	// already (503: the same request succeeds once one ends).
+	errTooManyXMLBodies = errors.New("as many of your requests' XML bodies are being read as berth reads at once for one person; try again once one has arrived")
 	// errDisabled is a caller whose organization's policy turns WebDAV off (403).
 	errDisabled = errors.New("WebDAV access is disabled by your organization's policy; use the web or sync clients instead.")
 	// errRootsNotCreated is a write that would create something directly
@@ -168,6 +172,7 @@ func errorTable() []errorMapping {
 		// Staged uploads are tus's (rest); WebDAV never makes one.
 		{err: vfs.ErrUploadOffset, status: http.StatusConflict, msg: "%v"},
 		{err: vfs.ErrChecksumMismatch, status: http.StatusBadRequest, msg: "%v"},
+		{err: vfs.ErrTooManyStaged, status: http.StatusBadRequest, msg: "%v"},
 		// A race with the garbage collector, or a store closing under
 		// the request: nothing was stored, and the same request can
 		// succeed again, as REST's 503 temporarily_unavailable says.
@@ -254,6 +259,7 @@ func errorTable() []errorMapping {
 		{err: errDisabled, status: http.StatusForbidden, msg: "%v"},
 		{err: errStalled, status: http.StatusRequestTimeout, msg: "%v"},
 		{err: errXMLTooLarge, status: http.StatusRequestEntityTooLarge, msg: "%v"},
+		{err: errTooManyXMLBodies, status: http.StatusServiceUnavailable, msg: "%v"},
 		{err: errBadXML, status: http.StatusBadRequest, msg: "%v"},
 		{err: errBadBody, status: http.StatusBadRequest, msg: "%v"},
 		{err: errBadIf, status: http.StatusBadRequest, msg: "%v"},

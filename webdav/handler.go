@@ -54,6 +54,10 @@ type Options struct {
 	CredentialMaxAge time.Duration
 	// Registerer receives the HTTP metrics. Nil keeps them unregistered.
 	Registerer prometheus.Registerer
+	// MaxXMLBodies bounds the XML bodies (PROPFIND, PROPPATCH, LOCK) one
+	// person's requests may be sending at once (xmlbodies.go); past it
+	// 503. 0 means DefaultMaxXMLBodies, less than 0 no bound.
+	MaxXMLBodies int
 }
 
 // Handler is the WebDAV front end; build it with New.
@@ -68,6 +72,8 @@ type Handler struct {
 	// plainMoveDecided, when set (by tests: PlainMoveDecided), runs each
 	// time a request works out plainMove's answer.
 	plainMoveDecided func()
+	// xml counts the XML bodies each person's requests are reading.
+	xml *xmlReaders
 }
 
 // New returns the WebDAV handler for o.
@@ -91,6 +97,11 @@ func New(o Options) *Handler {
 	}
 	h := &Handler{opts: o, log: log, creds: newCredCache(o.CredentialTTL, o.CredentialMaxAge, 4096), metrics: httpserve.NewMetrics(o.Registerer),
 		mounts: vfs.NewCache[account.Principal, sessionMounts](maxCachedSessions)}
+	maxXML := o.MaxXMLBodies
+	if maxXML == 0 {
+		maxXML = DefaultMaxXMLBodies
+	}
+	h.xml = newXMLReaders(maxXML)
 	h.observed = h.metrics.Observe(log, httpserve.Fixed(route), http.HandlerFunc(h.serve))
 	return h
 }

@@ -20,7 +20,7 @@ func (s *session) lock(w http.ResponseWriter, r *http.Request) error {
 		return errLockingDisabled
 	}
 	timeout := lockTimeout(r.Header.Get("Timeout"))
-	body, err := parseXML(r.Body)
+	body, err := s.h.xml.parse(s.caller.Person.ID, r.Body)
 	if err != nil {
 		return err
 	}

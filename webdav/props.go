@@ -74,7 +74,7 @@ func (s *session) propfind(w http.ResponseWriter, r *http.Request) error {
 	default:
 		return errBadDepth
 	}
-	body, err := parseXML(r.Body)
+	body, err := s.h.xml.parse(s.caller.Person.ID, r.Body)
 	if err != nil {
 		return err
 	}
@@ -256,7 +256,7 @@ func (s *session) proppatch(w http.ResponseWriter, r *http.Request) error {
 	if err := s.preconditions(r, s.path, n, exists); err != nil {
 		return err
 	}
-	body, err := parseXML(r.Body)
+	body, err := s.h.xml.parse(s.caller.Person.ID, r.Body)
 	if err != nil {
 		return err
 	}
