@@ -17,7 +17,10 @@ func Content(key []byte) bool {
 		}
 		return key[0] >= 'A' && key[0] <= 'Z'
 	}
-	for _, p := range []string{ActivityRecord, ActivityOrg, ActivityPerson} {
+	// vfs's later prefixes take the stem "vfs" (every capital letter is
+	// taken): a staged upload's count per owner is changed by uploads,
+	// as the letters' records are.
+	for _, p := range []string{VFSOwnerStaged, ActivityRecord, ActivityOrg, ActivityPerson} {
 		if len(key) >= len(p) && string(key[:len(p)]) == p {
 			return true
 		}

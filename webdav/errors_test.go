@@ -167,6 +167,7 @@ func TestErrorTableOrder(t *testing.T) {
 		"errShareReadOnly":     errShareReadOnly,
 		"errSameResource":      errSameResource,
 		"errStalled":           errStalled,
+		"errTooManyXMLBodies":  errTooManyXMLBodies,
 		"errXMLTooLarge":       errXMLTooLarge,
 	}
 	_, names := berthtest.VarNames(t, ".", "err")
