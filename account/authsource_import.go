@@ -258,11 +258,21 @@ func (s *Service) createMember(ctx context.Context, a AuthSource, e directoryEnt
 	err = s.db.Update(ctx, func(tx kv.Txn) error {
 		// The source is read here, so that a DeleteAuthSource
 		// committed meanwhile fails this one (a conflict, then
-		// ErrNotFound): no person is linked to a source that is gone.
-		if ok, err := exists(tx, key(pfxAuthSource, a.ID)); err != nil || !ok {
-			if err == nil {
-				err = notFoundf("auth source %d", a.ID)
-			}
+		// ErrNotFound), and written back as it is, so that this one
+		// committed meanwhile fails the deletion's last transaction,
+		// which reads the source (a conflict, then it finds this
+		// person's link too): its scan of the links does not see one
+		// made after it began. No person is linked to a source that is
+		// gone.
+		src := key(pfxAuthSource, a.ID)
+		v, err := tx.Get(src)
+		if errors.Is(err, kv.ErrNotFound) {
+			return notFoundf("auth source %d", a.ID)
+		}
+		if err != nil {
+			return err
+		}
+		if err := tx.Set(src, v); err != nil {
 			return err
 		}
 		if err := s.insertPerson(tx, &p); err != nil {

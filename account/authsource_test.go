@@ -688,3 +688,92 @@ func TestAuthSourceDeleteSteps(t *testing.T) {
 		})
 	}
 }
+
+// alongside runs during inside the closure of the delete's Update number
+// at (0 the first), after the closure's own reads and writes and before
+// its commit: a change that commits between the two, as another request
+// or node's would.
+type alongside struct {
+	kv.Store
+	mu     sync.Mutex
+	at     int
+	during func()
+}
+
+// MetaGeneration passes the store's on, which embedding would hide.
+func (a *alongside) MetaGeneration() uint64 { return kv.MetaGeneration(a.Store) }
+
+func (a *alongside) Update(ctx context.Context, fn func(kv.Txn) error) error {
+	a.mu.Lock()
+	run := a.at == 0
+	a.at--
+	a.mu.Unlock()
+	if !run {
+		return a.Store.Update(ctx, fn)
+	}
+	ran := false
+	return a.Store.Update(ctx, func(tx kv.Txn) error {
+		err := fn(tx)
+		if !ran {
+			ran = true
+			a.during()
+		}
+		return err
+	})
+}
+
+// A person an import links to the source while the deletion's last
+// transaction runs is let go with it, or not made: the import's link
+// and the deletion's scan of the links touch no common key, so the
+// import writes the source's record, which the deletion reads. Before,
+// the deletion committed over the new link: a person linked to a source
+// that was gone.
+func TestAuthSourceDeleteDuringImport(t *testing.T) {
+	srv := directorytest.Start(t)
+	srv.Add(directorytest.User{UID: "ann", GivenName: "ann", SN: "Doe", Password: "ann-password-1"})
+	defer func(n int) { authSourceDetachBatch = n }(authSourceDetachBatch)
+	for _, tt := range []struct {
+		name   string
+		batch  int  // persons let go per transaction
+		before bool // ann imported before the deletion
+		at     int  // the deletion's transaction the import commits in
+	}{
+		{"in the only transaction", 100, false, 0},
+		{"in the last, after one letting ann go", 1, true, 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			authSourceDetachBatch = tt.batch
+			s, _, _, a := directoryService(t, srv, false)
+			if tt.before {
+				if rep, err := s.ImportAuthSource(ctx, a.ID); err != nil || len(rep.Created) != 1 {
+					t.Fatalf("import: %s, %v", rep, err)
+				}
+			}
+			var made []Person
+			var madeErr error
+			s.db = &alongside{Store: s.db, at: tt.at, during: func() {
+				var rep ImportReport
+				madeErr = s.createMember(ctx, a, directoryEntry{DN: "uid=zed", UID: "zed", GivenName: "Zed", SN: "Doe"}, "zed", &rep)
+				made = rep.Created
+			}}
+			if err := s.DeleteAuthSource(ctx, a.ID); err != nil {
+				t.Fatalf("delete: %v", err)
+			}
+			if _, err := s.AuthSource(ctx, a.ID); !errors.Is(err, ErrNotFound) {
+				t.Fatalf("the source after its deletion: %v", err)
+			}
+			if madeErr != nil && !errors.Is(madeErr, ErrNotFound) {
+				t.Fatalf("the import alongside: %v", madeErr)
+			}
+			if n := countKeys(t, s, pfxAuthSourcePerson); n != 0 {
+				t.Errorf("the source is gone, but %d links to it stay", n)
+			}
+			for _, p := range made {
+				if got, err := s.Person(ctx, p.ID); err != nil || got.AuthSourceID != 0 {
+					t.Errorf("%s after the deletion: source %d, %v", p.Username, got.AuthSourceID, err)
+				}
+			}
+		})
+	}
+}

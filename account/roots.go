@@ -2,6 +2,7 @@ package account
 
 import (
 	"context"
+	"fmt"
 
 	"berth/kv"
 )
@@ -25,6 +26,25 @@ type RootOwner struct {
 // an organization deleted, or below a deleted one),
 // ErrInvalid (no root id).
 func (s *Service) AddRoot(ctx context.Context, o RootOwner) (RootOwner, error) {
+	return s.addRoot(ctx, o, false)
+}
+
+// AddFirstSyncRoot records sync root o.RootID as person o.PersonID's
+// first, their RootID, as AddRoot does, and refuses with ErrExists when
+// the person has one already. The check is in the transaction that
+// records it: two steps that each found the person rootless (an import's
+// roots for the persons it made, and another import's for those it found
+// without one, ImportReport.Rootless) make one root between them, where
+// checking first made the person a second sync root. Errors: those of
+// AddRoot, and ErrExists.
+func (s *Service) AddFirstSyncRoot(ctx context.Context, o RootOwner) (RootOwner, error) {
+	if o.PersonID == 0 || o.Type != "sync" {
+		return RootOwner{}, invalid("person_id", "a person's sync root")
+	}
+	return s.addRoot(ctx, o, true)
+}
+
+func (s *Service) addRoot(ctx context.Context, o RootOwner, firstOnly bool) (RootOwner, error) {
 	if o.RootID == 0 {
 		return RootOwner{}, invalid("root_id", "required")
 	}
@@ -37,6 +57,9 @@ func (s *Service) AddRoot(ctx context.Context, o RootOwner) (RootOwner, error) {
 			o.OrganizationID = p.OrganizationID
 			if _, err := s.undeletedChain(tx, p.OrganizationID, notFoundf("organization %d", p.OrganizationID)); err != nil {
 				return err
+			}
+			if firstOnly && p.RootID != 0 {
+				return fmt.Errorf("%w: person %d has a sync root (%d)", ErrExists, p.ID, p.RootID)
 			}
 			if o.Type == "sync" && p.RootID == 0 {
 				old := p

@@ -420,10 +420,16 @@ func TestMappingE2E(t *testing.T) {
 			{"a file and folders made here", func() { writeFile(t, filepath.Join(dir, "a", "b", "new.txt"), "deep") }, nil},
 			{"a file changed here", func() { writeFile(t, filepath.Join(dir, "local0.txt"), "changed here, longer") }, nil},
 			// A file that comes down is readable as one made here is
-			// (0644, as a restore's), not the temporary file's 0600; one
-			// that comes down over a local file keeps that file's mode.
-			{"a file uploaded there", func() { s.upload("up.txt", "from the root") }, func() error {
-				return fileMode(filepath.Join(dir, "up.txt"), 0o644)
+			// (0666 less the umask, as a restore's), not the temporary
+			// file's 0600 nor a fixed 0644, which gave group and others
+			// the read a private umask (here 027) withholds; one that
+			// comes down over a local file keeps that file's mode.
+			{"a file uploaded there", func() {
+				old := setUmask(0o027)
+				t.Cleanup(func() { setUmask(old) })
+				s.upload("up.txt", "from the root")
+			}, func() error {
+				return fileMode(filepath.Join(dir, "up.txt"), 0o640)
 			}},
 			{"a file changed there", func() {
 				if err := os.Chmod(filepath.Join(dir, "remote0.txt"), 0o664); err != nil {

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path"
+	"path/filepath"
 	"strings"
 	"time"
 )
@@ -236,11 +237,18 @@ func (rt *remoteTree) download(ctx context.Context, it remoteItem, dir string, p
 		return "", err
 	}
 	defer resp.Body.Close()
-	f, err := os.CreateTemp(dir, tempPrefix+"*")
+	// createTemp: the mode of a file made here (0666 less the umask),
+	// not os.CreateTemp's 0600.
+	d, err := os.OpenRoot(dir)
 	if err != nil {
 		return "", err
 	}
-	tmp := f.Name()
+	name, f, err := createTemp(d, ".", tempPrefix)
+	d.Close()
+	if err != nil {
+		return "", err
+	}
+	tmp := filepath.Join(dir, name)
 	_, err = io.Copy(f, &countingReader{r: resp.Body, fn: progress})
 	if err == nil {
 		err = f.Sync()

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"os"
 	"path"
@@ -679,16 +678,14 @@ func (s *syncer) download(ctx context.Context, p string, R remoteItem, expect *l
 		s.dirty[p] = false
 		return fmt.Errorf("%s: %w", p, errRaced)
 	}
-	// The temporary file is 0600; the file it becomes is readable as
-	// one made here is (0644, as a restore writes), and one it replaces
-	// keeps its mode, which the server does not hold.
-	mode := fs.FileMode(0o644)
+	// The temporary file has the mode of one made here (createTemp:
+	// 0666 less the umask, as a restore writes); one it replaces keeps
+	// its mode, which the server does not hold.
 	if fi, err := os.Lstat(s.local.abs(p)); err == nil && fi.Mode().IsRegular() {
-		mode = fi.Mode().Perm()
-	}
-	if err := os.Chmod(tmp, mode); err != nil {
-		os.Remove(tmp)
-		return err
+		if err := os.Chmod(tmp, fi.Mode().Perm()); err != nil {
+			os.Remove(tmp)
+			return err
+		}
 	}
 	if err := os.Rename(tmp, s.local.abs(p)); err != nil {
 		os.Remove(tmp)

@@ -263,9 +263,6 @@ func (m *backupManager) download(ctx context.Context, root uint64, it remoteItem
 	if err != nil {
 		return err
 	}
-	if err := dst.Chmod(tmp, 0o644); err != nil {
-		return err
-	}
 	if mt, perr := time.ParseInLocation(apiTime, it.Modified, time.UTC); perr == nil {
 		if err := dst.Chtimes(tmp, mt, mt); err != nil {
 			return err
@@ -276,13 +273,17 @@ func (m *backupManager) download(ctx context.Context, root uint64, it remoteItem
 
 // createTemp creates a new file in dir of r named prefix and a random
 // suffix, as os.CreateTemp does outside a Root, and returns its name (in
-// r) and the file, open for writing.
+// r) and the file, open for writing. Unlike os.CreateTemp's 0600, it has
+// the mode a file made here by the person gets (0666 less their umask:
+// 0644 under the usual 022, 0600 under 077): it becomes a file of theirs
+// by a rename, and a fixed 0644 gave group and others the read a
+// private umask withholds.
 func createTemp(r *os.Root, dir, prefix string) (string, *os.File, error) {
 	for range 100 {
 		var b [8]byte
 		rand.Read(b[:])
 		name := filepath.Join(dir, prefix+hex.EncodeToString(b[:]))
-		f, err := r.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+		f, err := r.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o666)
 		if errors.Is(err, fs.ErrExist) {
 			continue
 		}

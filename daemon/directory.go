@@ -13,7 +13,6 @@ import (
 	"berth/account"
 	"berth/config"
 	"berth/share"
-	"berth/vfs"
 )
 
 // directoryOptions maps the directory section onto the account service:
@@ -98,7 +97,9 @@ func (j *directoryJobs) run(ctx context.Context) {
 				if ctx.Err() != nil {
 					return
 				}
-				if _, err := j.shares.NewRoot(ctx, p, p.Username, vfs.RootSync); err != nil {
+				// FirstSyncRoot: an import through the API running
+				// alongside makes the same persons' roots.
+				if _, _, err := j.shares.FirstSyncRoot(ctx, p); err != nil {
 					j.log.Warn("sync root of an imported person not created", "person", p.ID, "error", err)
 				}
 			}

@@ -9,7 +9,6 @@ import (
 
 	"berth/account"
 	"berth/share"
-	"berth/vfs"
 )
 
 // authSourceRoutes registers the directory server routes: the list is
@@ -220,9 +219,13 @@ func (s *server) importAuthSource(r *http.Request) (any, error) {
 // syncRoots gives each person an import created (or found without one:
 // ImportReport.Rootless) their sync root, as person/create does. One that fails is logged: the person exists, and
 // POST /api/2/person/<id>/roots/create makes it later.
+//
+// FirstSyncRoot, not NewRoot: another import running alongside finds the
+// persons this one made rootless until their roots are made, and makes
+// them too; one of the two must yield.
 func (s *server) syncRoots(ctx context.Context, created []account.Person) {
 	for _, p := range created {
-		if _, err := s.shares.NewRoot(ctx, p, p.Username, vfs.RootSync); err != nil {
+		if _, _, err := s.shares.FirstSyncRoot(ctx, p); err != nil {
 			s.log.Warn("sync root of an imported person not created", "person", p.ID, "error", err)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 
 	"berth/account"
 	"berth/account/directorytest"
+	"berth/share"
 )
 
 // adFixture is a fixture whose organization's policy enables directory
@@ -399,6 +400,13 @@ func TestAuthSourceImportRoots(t *testing.T) {
 	}
 	if _, err := f.fs.Root(ctx, rita.RootID); err != nil {
 		t.Fatalf("rita's root: %v", err)
+	}
+	// The first import's own step after it, late, while the second made
+	// the root (rita as the first read her, rootless): no second root,
+	// where NewRoot made her a second sync root.
+	shares := share.New(share.Options{FS: f.fs, Accounts: f.accounts})
+	if _, made, err := shares.FirstSyncRoot(ctx, rep.Created[0]); err != nil || made {
+		t.Fatalf("the first import's late step: made %v, %v", made, err)
 	}
 	// Once made, no import makes another.
 	st, b = f.send(http.MethodPost, fmt.Sprintf("/api/2/auth_source/%d/import", src.ID), admin, nil)

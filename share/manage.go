@@ -236,6 +236,25 @@ func (s *Service) Person(ctx context.Context, c account.Caller, id uint64, act P
 // organization and every ancestor (account.RootTallies): what
 // space_usage, metrics/usage and the quotas read.
 func (s *Service) NewRoot(ctx context.Context, owner account.Person, name string, typ vfs.RootType) (vfs.Root, error) {
+	return s.newRoot(ctx, owner, name, typ, s.accounts.AddRoot)
+}
+
+// FirstSyncRoot makes person p's sync root, named after their username,
+// unless p has one by the time it is recorded (account.AddFirstSyncRoot):
+// then the root made is deleted again and made is false. It is the root
+// an import gives the persons it made or found rootless, which another
+// import running alongside may give them first; NewRoot would make them
+// a second sync root.
+func (s *Service) FirstSyncRoot(ctx context.Context, p account.Person) (r vfs.Root, made bool, err error) {
+	r, err = s.newRoot(ctx, p, p.Username, vfs.RootSync, s.accounts.AddFirstSyncRoot)
+	if errors.Is(err, account.ErrExists) {
+		return vfs.Root{}, false, nil
+	}
+	return r, err == nil, err
+}
+
+func (s *Service) newRoot(ctx context.Context, owner account.Person, name string, typ vfs.RootType,
+	add func(context.Context, account.RootOwner) (account.RootOwner, error)) (vfs.Root, error) {
 	tallies, err := s.accounts.RootTallies(ctx, owner, string(typ))
 	if err != nil {
 		return vfs.Root{}, err
@@ -245,8 +264,9 @@ func (s *Service) NewRoot(ctx context.Context, owner account.Person, name string
 		return vfs.Root{}, err
 	}
 	o := account.RootOwner{RootID: r.ID, PersonID: owner.ID, OrganizationID: owner.OrganizationID, Type: string(typ)}
-	if _, err := s.accounts.AddRoot(ctx, o); err != nil {
-		// The owner went meanwhile (a delete racing roots/create):
+	if _, err := add(ctx, o); err != nil {
+		// The owner went meanwhile (a delete racing roots/create), or
+		// has the root FirstSyncRoot would have made:
 		// the empty root is deleted again, so that it leaves the
 		// tallies it was counted into; nobody could reach or delete
 		// it otherwise.

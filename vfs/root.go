@@ -146,7 +146,7 @@ type cachedRoot struct {
 }
 
 // RenameRoot changes a root's display name; another name than it had
-// (case aside) is taken now, Root.Named.
+// (in lower case) is taken now, Root.Named.
 func (fs *FS) RenameRoot(ctx context.Context, id uint64, name string) (Root, error) {
 	if name == "" {
 		return Root{}, fmt.Errorf("%w: empty root name", ErrInvalidName)
@@ -156,9 +156,14 @@ func (fs *FS) RenameRoot(ctx context.Context, id uint64, name string) (Root, err
 		if err != nil {
 			return err
 		}
-		if !strings.EqualFold(r.Name, name) {
+		if strings.ToLower(r.Name) != strings.ToLower(name) {
 			// Another name: taken now (Root.Named), and yielded to a
-			// root that held it before wherever names clash.
+			// root that held it before wherever names clash. Compared
+			// in lower case, as front ends tell clashing names apart
+			// (WebDAV's mount names): strings.EqualFold takes "ſam"
+			// for "sam", and a root renamed from one to the other kept
+			// its earlier time, and took the name from a root that
+			// held it meanwhile.
 			r.Named = fs.nowNs()
 		}
 		r.Name = name

@@ -29,7 +29,7 @@ type Root struct {
 	Type    RootType
 	Created time.Time
 	// Named is when the root took its name: its last rename to another
-	// name (case aside), else its creation. Front ends that show roots
+	// name (in lower case), else its creation. Front ends that show roots
 	// side by side by name let the one that held a name longest keep it.
 	Named    time.Time
 	Deleted  bool

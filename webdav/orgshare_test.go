@@ -131,4 +131,29 @@ func TestOrgShareOverWebDAV(t *testing.T) {
 	}
 	st, b = as("collab", "GET", fmt.Sprintf("/webdav/Later%%20(%d)/a.txt", root.ID), "")
 	want(t, "GET from the older share, renamed", st, http.StatusOK, b)
+
+	// A rename that strings.EqualFold takes for no change ("ſam" to
+	// "sam") is one to another mount name, which folds with ToLower:
+	// the older share renamed so after a newer "sam" was made took its
+	// name with the time it took "ſam", and the newer's drive wrote
+	// into it.
+	if _, err := svc.RenameOrgShare(ctx, ac, f.org.ID, root.ID, "ſam"); err != nil {
+		t.Fatal(err)
+	}
+	sam, err := svc.CreateOrgShare(ctx, ac, f.org.ID, "sam")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.SetSubscribers(ctx, ac, f.org.ID, sam.ID, share.Subscribers{Persons: []share.Entry{
+		{ID: collab.ID, Channel: "webdav", Role: "COLLABORATOR"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.RenameOrgShare(ctx, ac, f.org.ID, root.ID, "sam"); err != nil {
+		t.Fatal(err)
+	}
+	st, b = as("collab", "PUT", "/webdav/sam/sam.txt", "x")
+	want(t, "PUT into the newer share's name", st, http.StatusCreated, b)
+	if _, err := f.fs.Lookup(ctx, sam.ID, "/sam.txt"); err != nil {
+		t.Fatalf("a PUT to /webdav/sam/ landed in the older share renamed from ſam: %v", err)
+	}
 }
