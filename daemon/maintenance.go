@@ -330,3 +330,18 @@ func dateInvitations(ctx context.Context, st *stores, shares *share.Service, log
 		}
 	})
 }
+
+// indexLinkSubjects mends, once at start, the index of the links each
+// guest and person subscribes to that a release before left short or
+// over (share.Service.IndexLinkSubjects): without it a guest kept opening
+// a link that their shares listing left out.
+func indexLinkSubjects(ctx context.Context, st *stores, shares *share.Service, log *slog.Logger) {
+	st.jobs.once(ctx, "index-link-subjects", func(ctx context.Context) {
+		n, err := shares.IndexLinkSubjects(ctx)
+		if err != nil && ctx.Err() == nil {
+			log.Error("mending the share links' index of subscribers", "error", err, "mended", n)
+		} else if n > 0 {
+			log.Info("mended the share links' index of subscribers stored before it was kept with them", "entries", n)
+		}
+	})
+}

@@ -412,6 +412,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writ
 	bg.Go(func() { expireUploads(bgCtx, expireUploadsEvery, st, log) })
 	bg.Go(func() { finishGroupDeletions(bgCtx, st, accounts, log) })
 	bg.Go(func() { dateInvitations(bgCtx, st, shares, log) })
+	bg.Go(func() { indexLinkSubjects(bgCtx, st, shares, log) })
 	policy := newPolicyJobs(st.files, accounts, log.With("component", "policy"), reg, cfg.Policy.Batch)
 	policy.jobs = st.jobs
 	bg.Go(func() { policy.loop(bgCtx, cfg.Policy.Interval) })

@@ -101,3 +101,55 @@ func TestUpgradeInvitations(t *testing.T) {
 		})
 	}
 }
+
+// TestUpgradeLinkSubjects: the index of the links a guest subscribes to
+// (guest/<id>/shares), as the release before left it, is mended by the
+// job the daemon runs at start. That release deleted a guest's entry when
+// a group of the guest's id was removed from the link, the guest staying
+// on it, and left an entry over when a failure came between its two
+// transactions of a removal.
+func TestUpgradeLinkSubjects(t *testing.T) {
+	ctx := context.Background()
+	cfg := config.Default()
+	cfg.Data = t.TempDir()
+	log := slog.New(slog.DiscardHandler)
+	st, err := openStores(ctx, cfg, log, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.close(log) })
+	accounts := st.newAccounts(account.Options{Argon2: account.Argon2Params{Memory: 64, Time: 1, Threads: 1}})
+	shares := share.New(share.Options{FS: st.files, Accounts: accounts, Store: st.db})
+	const guest = 7
+	// What the release before stored: link 1 with the guest on it and
+	// no index entry (its group 7 removed), link 2 without the guest
+	// and an index entry of theirs.
+	oldLink := func(id uint64, subs string) []byte {
+		return fmt.Appendf(nil, `{"id":%d,"hash":"link-%d-hash","root_id":1,"file_id":5,"creator_id":2,"read_access":true,"next_sub":2,"subscribers":[%s]}`, id, id, subs)
+	}
+	if err := st.db.Update(ctx, func(tx kv.Txn) error {
+		if err := tx.Set(kv.Key(kv.ShareLink, 1), oldLink(1, `{"id":1,"hash":"sub-1-hash","kind":"guest","subject_id":7,"read_access":true}`)); err != nil {
+			return err
+		}
+		if err := tx.Set(kv.Key(kv.ShareLink, 2), oldLink(2, `{"id":2,"hash":"sub-2-hash","kind":"group","subject_id":7,"read_access":true}`)); err != nil {
+			return err
+		}
+		return tx.Set(kv.Key(kv.ShareLinkSubject, guest, 2), nil)
+	}); err != nil {
+		t.Fatal(err)
+	}
+
+	indexLinkSubjects(ctx, st, shares, log)
+
+	links, err := shares.SubjectLinks(ctx, guest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []uint64
+	for _, l := range links {
+		ids = append(ids, l.ID)
+	}
+	if fmt.Sprint(ids) != "[1]" {
+		t.Errorf("the guest's links after the start's job: %v, want [1]", ids)
+	}
+}

@@ -593,6 +593,110 @@ func (s *Service) RemoveSubscriber(ctx context.Context, c account.Caller, id, su
 	return err
 }
 
+// subjectBatch bounds the links, or the index entries, one transaction of
+// IndexLinkSubjects reads.
+const subjectBatch = 500
+
+// IndexLinkSubjects makes the subject index (ShareLinkSubject, which
+// SubjectLinks and so a guest's shares listing read) name each person and
+// guest that a link has an entry of, and nothing else, and returns how
+// many index entries it added or removed. The daemon runs it once at
+// start, for links stored by a berth before a subscriber and its index
+// entry changed in one transaction (49523ab and before): its removal of a
+// group subscriber, or of a second entry of a guest, deleted the entry of
+// the guest of that id who stayed subscribed, and a failure between its
+// two transactions left an entry out or one over. The link kept working
+// for the guest while guest/<id>/shares left it out, or listed a link the
+// guest was no longer on, for good.
+func (s *Service) IndexLinkSubjects(ctx context.Context) (int, error) {
+	if err := s.links(); err != nil {
+		return 0, err
+	}
+	changed := 0
+	// batches runs step on the keys under prefix, at most subjectBatch
+	// of them to a transaction.
+	batches := func(prefix string, step func(tx kv.Txn, k, v []byte) (bool, error)) error {
+		start := []byte(prefix)
+		for start != nil {
+			var next []byte
+			n := 0
+			err := s.db.Update(ctx, func(tx kv.Txn) error {
+				next, n = nil, 0
+				type kvPair struct{ k, v []byte }
+				var batch []kvPair
+				if err := tx.Scan([]byte(prefix), start, func(k, v []byte) error {
+					if len(batch) == subjectBatch {
+						next = slices.Clone(k)
+						return kv.ErrStop
+					}
+					batch = append(batch, kvPair{slices.Clone(k), slices.Clone(v)})
+					return nil
+				}); err != nil {
+					return err
+				}
+				for _, p := range batch {
+					ch, err := step(tx, p.k, p.v)
+					if err != nil {
+						return err
+					}
+					if ch {
+						n++
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			changed += n
+			start = next
+		}
+		return nil
+	}
+	// Entries left out: each link's persons and guests.
+	err := batches(kv.ShareLink, func(tx kv.Txn, k, v []byte) (bool, error) {
+		var l Link
+		if err := json.Unmarshal(v, &l); err != nil {
+			return false, fmt.Errorf("share: decode link %d: %w", kv.Uint64At(k, len(kv.ShareLink)), err)
+		}
+		id := kv.Uint64At(k, len(kv.ShareLink))
+		added := false
+		for _, sb := range l.Subscribers {
+			if !sb.indexed() {
+				continue
+			}
+			_, err := tx.Get(subjectKey(sb.SubjectID, id))
+			if err == nil {
+				continue
+			}
+			if !errors.Is(err, kv.ErrNotFound) {
+				return false, err
+			}
+			if err := tx.Set(subjectKey(sb.SubjectID, id), nil); err != nil {
+				return false, err
+			}
+			added = true
+		}
+		return added, nil
+	})
+	if err != nil {
+		return changed, err
+	}
+	// Entries over: of a link gone, or that no entry of the link names.
+	err = batches(kv.ShareLinkSubject, func(tx kv.Txn, k, _ []byte) (bool, error) {
+		pid, id := kv.Uint64At(k, len(kv.ShareLinkSubject)), kv.Uint64At(k, len(kv.ShareLinkSubject)+8)
+		l, err := getLink(tx, id)
+		if err != nil && !errors.Is(err, ErrNotFound) {
+			return false, err
+		}
+		if err == nil && slices.ContainsFunc(l.Subscribers, func(sb Subscriber) bool { return sb.indexed() && sb.SubjectID == pid }) {
+			return false, nil
+		}
+		return true, tx.Delete(k)
+	})
+	return changed, err
+}
+
 // SubjectLinks returns the links person or guest pid subscribes to.
 func (s *Service) SubjectLinks(ctx context.Context, pid uint64) ([]Link, error) {
 	if err := s.links(); err != nil {

@@ -557,6 +557,34 @@ func TestLinkSubscriberIndexes(t *testing.T) {
 	remove := func(sub uint64) func(l share.Link) error {
 		return func(l share.Link) error { return svc.RemoveSubscriber(ctx, w.alice, l.ID, sub) }
 	}
+	// unlisted deletes the guest's index entry of link l, as the release
+	// before's removal of a group of the guest's id (or of a second entry
+	// of the guest) did, the guest's entry staying.
+	unlisted := func(l share.Link) error {
+		return w.st.DB.Update(ctx, func(tx kv.Txn) error {
+			return tx.Delete(kv.Key(kv.ShareLinkSubject, guest.ID, l.ID))
+		})
+	}
+	// unsubscribed takes the guest's entries off link l and leaves its
+	// index entry, as a failure between the release before's two
+	// transactions of a removal did.
+	unsubscribed := func(l share.Link) error {
+		return w.st.DB.Update(ctx, func(tx kv.Txn) error {
+			b, err := tx.Get(kv.Key(kv.ShareLink, l.ID))
+			if err != nil {
+				return err
+			}
+			if err := json.Unmarshal(b, &l); err != nil {
+				return err
+			}
+			l.Subscribers = nil
+			if b, err = json.Marshal(l); err != nil {
+				return err
+			}
+			return tx.Set(kv.Key(kv.ShareLink, l.ID), b)
+		})
+	}
+	reindex := func(share.Link) error { _, err := svc.IndexLinkSubjects(ctx); return err }
 	rows := []struct {
 		name string
 		// before is added first, then stored is done (when set),
@@ -590,6 +618,11 @@ func TestLinkSubscriberIndexes(t *testing.T) {
 		}, guests: 0, entries: 1},
 		{name: "removing one of two entries of a guest stored before", before: []share.Subscriber{asGuest}, stored: twice, fail: -1, op: remove(2), guests: 1, entries: 1},
 		{name: "removing a group of the guest's id", before: []share.Subscriber{asGuest, asGroup}, fail: -1, op: remove(2), guests: 1, entries: 1},
+		// What the release before left (49523ab: a removal deleted the
+		// index entry of any kind's id, and two transactions): the
+		// start's IndexLinkSubjects mends it.
+		{name: "a listing the release before lost is mended at start", before: []share.Subscriber{asGuest}, stored: unlisted, fail: -1, op: reindex, guests: 1, entries: 1},
+		{name: "a listing the release before left over is mended at start", before: []share.Subscriber{asGuest}, stored: unsubscribed, fail: -1, op: reindex, guests: 0, entries: 0},
 	}
 	for _, tt := range rows {
 		t.Run(tt.name, func(t *testing.T) {
