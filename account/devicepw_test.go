@@ -431,3 +431,77 @@ func BenchmarkDeviceCaller(b *testing.B) {
 		}
 	})
 }
+
+// A child of a machine made while the machine's deletion runs (a device
+// password, a mapping, a backup, a session signed in from it) goes with
+// the machine: each such insert writes the machine's record back, which
+// the deletion reads, so the two conflict. Before, the deletion's scans
+// of the machine's children missed one committed after they began and
+// the deletion committed over it: a device password or a session that
+// still signed in as a machine that was gone, a mapping or a backup of
+// it nobody could reach.
+func TestMachineDeleteDuringChild(t *testing.T) {
+	ctx := context.Background()
+	for _, tt := range []struct {
+		name string
+		// make makes a child of machine m of alice's; left reports
+		// whether it outlived the machine's deletion.
+		make func(t *testing.T, s *Service, alice Person, m uint64) (left func() bool)
+	}{
+		{"device password", func(t *testing.T, s *Service, alice Person, m uint64) func() bool {
+			_, secret, err := s.CreateDevicePassword(ctx, alice.ID, DevicePasswordInput{Name: "late", MachineID: m})
+			if err != nil {
+				t.Errorf("the password alongside: %v", err)
+			}
+			return func() bool {
+				_, ok, err := s.DeviceCallerRef(ctx, "alice", secret)
+				return ok || err == nil && countKeys(t, s, string(key(pfxPersonDevicePassword, alice.ID))) > 0
+			}
+		}},
+		{"mapping", func(t *testing.T, s *Service, alice Person, m uint64) func() bool {
+			if _, err := s.CreateMapping(ctx, MachineMapping{MachineID: m, Path: "/home/a", PersonID: alice.ID, RootID: 1}); err != nil {
+				t.Errorf("the mapping alongside: %v", err)
+			}
+			return func() bool { return countKeys(t, s, string(key(pfxMachineMapping, m))) > 0 }
+		}},
+		{"backup", func(t *testing.T, s *Service, alice Person, m uint64) func() bool {
+			if _, err := s.CreateBackup(ctx, Backup{RootID: 2, MachineID: m, Path: "/home/b"}); err != nil {
+				t.Errorf("the backup alongside: %v", err)
+			}
+			return func() bool { return countKeys(t, s, string(key(pfxMachineBackup, m))) > 0 }
+		}},
+		{"session", func(t *testing.T, s *Service, alice Person, m uint64) func() bool {
+			toks, err := s.IssueTokens(ctx, alice.ID, m)
+			if err != nil {
+				t.Errorf("the sign-in alongside: %v", err)
+			}
+			return func() bool {
+				c, err := s.AccessCaller(ctx, toks.AccessToken)
+				return err == nil && c.MachineID == m
+			}
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newService(t, testOptions())
+			_, alice := fixture(t, s)
+			m, err := s.UpsertMachine(ctx, alice.ID, MachineInput{DNSName: "laptop"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var left func() bool
+			s.db = &alongside{Store: s.db, during: func() { left = tt.make(t, s, alice, m.ID) }}
+			if err := s.DeleteMachine(ctx, m.ID); err != nil {
+				t.Fatalf("delete: %v", err)
+			}
+			if _, err := s.Machine(ctx, m.ID); !errors.Is(err, ErrNotFound) {
+				t.Fatalf("the machine after its deletion: %v", err)
+			}
+			if left == nil {
+				t.Fatal("nothing ran alongside the deletion")
+			}
+			if left() {
+				t.Errorf("the machine is gone, but its %s made alongside stays", tt.name)
+			}
+		})
+	}
+}
