@@ -155,6 +155,10 @@ func (s *Service) CreateDevicePassword(ctx context.Context, personID uint64, in 
 			if m.PersonID != personID {
 				return notFoundf("machine %d", in.MachineID)
 			}
+			// The machine's deletion reads it: see touch.
+			if err := touch(tx, key(pfxMachine, m.ID)); err != nil {
+				return err
+			}
 		} else {
 			m = Machine{ID: newMachine, PersonID: personID, GUID: strings.ToLower(uuid.NewString()),
 				DNSName: mi.DNSName, Created: now, OSType: mi.OSType, OSVersion: mi.OSVersion}
