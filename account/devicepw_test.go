@@ -505,3 +505,61 @@ func TestMachineDeleteDuringChild(t *testing.T) {
 		})
 	}
 }
+
+// Two mappings (or backups) of one machine made at once are checked
+// against each other: each writes the machine's record back (touch), so
+// the later to commit conflicts and, tried again, finds the other.
+// Before, each one's scan of the machine's others missed the other's,
+// and both were kept: two mappings of one root, or of folders one
+// inside the other.
+func TestMachineSetupAlongside(t *testing.T) {
+	ctx := context.Background()
+	for _, tt := range []struct {
+		name          string
+		first, second func(s *Service, m Machine) error
+		prefix        string // the machine's index of what they make
+	}{
+		{"mappings of one root", func(s *Service, m Machine) error {
+			_, err := s.CreateMapping(ctx, MachineMapping{MachineID: m.ID, Path: "/home/a", PersonID: m.PersonID, RootID: 1})
+			return err
+		}, func(s *Service, m Machine) error {
+			_, err := s.CreateMapping(ctx, MachineMapping{MachineID: m.ID, Path: "/srv/b", PersonID: m.PersonID, RootID: 1})
+			return err
+		}, pfxMachineMapping},
+		{"mappings one inside the other", func(s *Service, m Machine) error {
+			_, err := s.CreateMapping(ctx, MachineMapping{MachineID: m.ID, Path: "/home/a", PersonID: m.PersonID, RootID: 1})
+			return err
+		}, func(s *Service, m Machine) error {
+			_, err := s.CreateMapping(ctx, MachineMapping{MachineID: m.ID, Path: "/home/a/b", PersonID: m.PersonID, RootID: 2})
+			return err
+		}, pfxMachineMapping},
+		{"backups one inside the other", func(s *Service, m Machine) error {
+			_, err := s.CreateBackup(ctx, Backup{RootID: 1, MachineID: m.ID, Path: "/home/a"})
+			return err
+		}, func(s *Service, m Machine) error {
+			_, err := s.CreateBackup(ctx, Backup{RootID: 2, MachineID: m.ID, Path: "/home/a/b"})
+			return err
+		}, pfxMachineBackup},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newService(t, testOptions())
+			_, alice := fixture(t, s)
+			m, err := s.UpsertMachine(ctx, alice.ID, MachineInput{DNSName: "laptop"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var secondErr error
+			s.db = &alongside{Store: s.db, during: func() { secondErr = tt.second(s, m) }}
+			firstErr := tt.first(s, m)
+			if secondErr != nil {
+				t.Fatalf("the one alongside: %v", secondErr)
+			}
+			if !errors.Is(firstErr, ErrExists) {
+				t.Errorf("the first, after the one alongside committed: %v, want ErrExists", firstErr)
+			}
+			if n := countKeys(t, s, string(key(tt.prefix, m.ID))); n != 1 {
+				t.Errorf("the machine holds %d, want 1", n)
+			}
+		})
+	}
+}
