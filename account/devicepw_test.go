@@ -563,3 +563,41 @@ func TestMachineSetupAlongside(t *testing.T) {
 		})
 	}
 }
+
+// Two device passwords made at once, for two machines, when the person
+// has room for one: one is refused. Each writes the person's record back
+// (touch), so the later to commit conflicts and, tried again, counts the
+// other. Before, each count of the person's passwords was a scan that
+// missed the other's, and the person held MaxDevicePasswords+1.
+func TestDevicePasswordBoundAlongside(t *testing.T) {
+	ctx := context.Background()
+	s := newService(t, testOptions())
+	_, alice := fixture(t, s)
+	first, _, err := s.CreateDevicePassword(ctx, alice.ID, DevicePasswordInput{Name: "p0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i < MaxDevicePasswords-1; i++ {
+		if _, _, err := s.CreateDevicePassword(ctx, alice.ID, DevicePasswordInput{Name: fmt.Sprint("p", i), MachineID: first.MachineID}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	other, err := s.UpsertMachine(ctx, alice.ID, MachineInput{DNSName: "desktop"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var innerErr error
+	s.db = &alongside{Store: s.db, during: func() {
+		_, _, innerErr = s.CreateDevicePassword(ctx, alice.ID, DevicePasswordInput{Name: "inner", MachineID: other.ID})
+	}}
+	_, _, outerErr := s.CreateDevicePassword(ctx, alice.ID, DevicePasswordInput{Name: "outer", MachineID: first.MachineID})
+	if innerErr != nil {
+		t.Fatalf("the one alongside: %v", innerErr)
+	}
+	if !errors.Is(outerErr, ErrInvalid) {
+		t.Errorf("the last one, over the bound: %v, want ErrInvalid", outerErr)
+	}
+	if n := countKeys(t, s, string(key(pfxPersonDevicePassword, alice.ID))); n != MaxDevicePasswords {
+		t.Errorf("alice holds %d device passwords, want %d", n, MaxDevicePasswords)
+	}
+}
