@@ -138,6 +138,13 @@ func (s *Service) CreateDevicePassword(ctx context.Context, personID uint64, in 
 		if err := s.get(tx, key(pfxPerson, personID), &p, notFoundf("person %d", personID)); err != nil {
 			return err
 		}
+		// The count below is a scan, which misses a password another
+		// transaction adds meanwhile: written back, the person's record
+		// makes two of them conflict, and the later counts the other
+		// (see touch). The person's deletion reads it too.
+		if err := touch(tx, key(pfxPerson, personID)); err != nil {
+			return err
+		}
 		n, err := s.countDevicePasswords(tx, personID)
 		if err != nil {
 			return err
@@ -154,6 +161,10 @@ func (s *Service) CreateDevicePassword(ctx context.Context, personID uint64, in 
 			}
 			if m.PersonID != personID {
 				return notFoundf("machine %d", in.MachineID)
+			}
+			// The machine's deletion reads it: see touch.
+			if err := touch(tx, key(pfxMachine, m.ID)); err != nil {
+				return err
 			}
 		} else {
 			m = Machine{ID: newMachine, PersonID: personID, GUID: strings.ToLower(uuid.NewString()),

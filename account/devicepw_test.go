@@ -431,3 +431,173 @@ func BenchmarkDeviceCaller(b *testing.B) {
 		}
 	})
 }
+
+// A child of a machine made while the machine's deletion runs (a device
+// password, a mapping, a backup, a session signed in from it) goes with
+// the machine: each such insert writes the machine's record back, which
+// the deletion reads, so the two conflict. Before, the deletion's scans
+// of the machine's children missed one committed after they began and
+// the deletion committed over it: a device password or a session that
+// still signed in as a machine that was gone, a mapping or a backup of
+// it nobody could reach.
+func TestMachineDeleteDuringChild(t *testing.T) {
+	ctx := context.Background()
+	for _, tt := range []struct {
+		name string
+		// make makes a child of machine m of alice's; left reports
+		// whether it outlived the machine's deletion.
+		make func(t *testing.T, s *Service, alice Person, m uint64) (left func() bool)
+	}{
+		{"device password", func(t *testing.T, s *Service, alice Person, m uint64) func() bool {
+			_, secret, err := s.CreateDevicePassword(ctx, alice.ID, DevicePasswordInput{Name: "late", MachineID: m})
+			if err != nil {
+				t.Errorf("the password alongside: %v", err)
+			}
+			return func() bool {
+				_, ok, err := s.DeviceCallerRef(ctx, "alice", secret)
+				return ok || err == nil && countKeys(t, s, string(key(pfxPersonDevicePassword, alice.ID))) > 0
+			}
+		}},
+		{"mapping", func(t *testing.T, s *Service, alice Person, m uint64) func() bool {
+			if _, err := s.CreateMapping(ctx, MachineMapping{MachineID: m, Path: "/home/a", PersonID: alice.ID, RootID: 1}); err != nil {
+				t.Errorf("the mapping alongside: %v", err)
+			}
+			return func() bool { return countKeys(t, s, string(key(pfxMachineMapping, m))) > 0 }
+		}},
+		{"backup", func(t *testing.T, s *Service, alice Person, m uint64) func() bool {
+			if _, err := s.CreateBackup(ctx, Backup{RootID: 2, MachineID: m, Path: "/home/b"}); err != nil {
+				t.Errorf("the backup alongside: %v", err)
+			}
+			return func() bool { return countKeys(t, s, string(key(pfxMachineBackup, m))) > 0 }
+		}},
+		{"session", func(t *testing.T, s *Service, alice Person, m uint64) func() bool {
+			toks, err := s.IssueTokens(ctx, alice.ID, m)
+			if err != nil {
+				t.Errorf("the sign-in alongside: %v", err)
+			}
+			return func() bool {
+				c, err := s.AccessCaller(ctx, toks.AccessToken)
+				return err == nil && c.MachineID == m
+			}
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newService(t, testOptions())
+			_, alice := fixture(t, s)
+			m, err := s.UpsertMachine(ctx, alice.ID, MachineInput{DNSName: "laptop"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var left func() bool
+			s.db = &alongside{Store: s.db, during: func() { left = tt.make(t, s, alice, m.ID) }}
+			if err := s.DeleteMachine(ctx, m.ID); err != nil {
+				t.Fatalf("delete: %v", err)
+			}
+			if _, err := s.Machine(ctx, m.ID); !errors.Is(err, ErrNotFound) {
+				t.Fatalf("the machine after its deletion: %v", err)
+			}
+			if left == nil {
+				t.Fatal("nothing ran alongside the deletion")
+			}
+			if left() {
+				t.Errorf("the machine is gone, but its %s made alongside stays", tt.name)
+			}
+		})
+	}
+}
+
+// Two mappings (or backups) of one machine made at once are checked
+// against each other: each writes the machine's record back (touch), so
+// the later to commit conflicts and, tried again, finds the other.
+// Before, each one's scan of the machine's others missed the other's,
+// and both were kept: two mappings of one root, or of folders one
+// inside the other.
+func TestMachineSetupAlongside(t *testing.T) {
+	ctx := context.Background()
+	for _, tt := range []struct {
+		name          string
+		first, second func(s *Service, m Machine) error
+		prefix        string // the machine's index of what they make
+	}{
+		{"mappings of one root", func(s *Service, m Machine) error {
+			_, err := s.CreateMapping(ctx, MachineMapping{MachineID: m.ID, Path: "/home/a", PersonID: m.PersonID, RootID: 1})
+			return err
+		}, func(s *Service, m Machine) error {
+			_, err := s.CreateMapping(ctx, MachineMapping{MachineID: m.ID, Path: "/srv/b", PersonID: m.PersonID, RootID: 1})
+			return err
+		}, pfxMachineMapping},
+		{"mappings one inside the other", func(s *Service, m Machine) error {
+			_, err := s.CreateMapping(ctx, MachineMapping{MachineID: m.ID, Path: "/home/a", PersonID: m.PersonID, RootID: 1})
+			return err
+		}, func(s *Service, m Machine) error {
+			_, err := s.CreateMapping(ctx, MachineMapping{MachineID: m.ID, Path: "/home/a/b", PersonID: m.PersonID, RootID: 2})
+			return err
+		}, pfxMachineMapping},
+		{"backups one inside the other", func(s *Service, m Machine) error {
+			_, err := s.CreateBackup(ctx, Backup{RootID: 1, MachineID: m.ID, Path: "/home/a"})
+			return err
+		}, func(s *Service, m Machine) error {
+			_, err := s.CreateBackup(ctx, Backup{RootID: 2, MachineID: m.ID, Path: "/home/a/b"})
+			return err
+		}, pfxMachineBackup},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newService(t, testOptions())
+			_, alice := fixture(t, s)
+			m, err := s.UpsertMachine(ctx, alice.ID, MachineInput{DNSName: "laptop"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var secondErr error
+			s.db = &alongside{Store: s.db, during: func() { secondErr = tt.second(s, m) }}
+			firstErr := tt.first(s, m)
+			if secondErr != nil {
+				t.Fatalf("the one alongside: %v", secondErr)
+			}
+			if !errors.Is(firstErr, ErrExists) {
+				t.Errorf("the first, after the one alongside committed: %v, want ErrExists", firstErr)
+			}
+			if n := countKeys(t, s, string(key(tt.prefix, m.ID))); n != 1 {
+				t.Errorf("the machine holds %d, want 1", n)
+			}
+		})
+	}
+}
+
+// Two device passwords made at once, for two machines, when the person
+// has room for one: one is refused. Each writes the person's record back
+// (touch), so the later to commit conflicts and, tried again, counts the
+// other. Before, each count of the person's passwords was a scan that
+// missed the other's, and the person held MaxDevicePasswords+1.
+func TestDevicePasswordBoundAlongside(t *testing.T) {
+	ctx := context.Background()
+	s := newService(t, testOptions())
+	_, alice := fixture(t, s)
+	first, _, err := s.CreateDevicePassword(ctx, alice.ID, DevicePasswordInput{Name: "p0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i < MaxDevicePasswords-1; i++ {
+		if _, _, err := s.CreateDevicePassword(ctx, alice.ID, DevicePasswordInput{Name: fmt.Sprint("p", i), MachineID: first.MachineID}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	other, err := s.UpsertMachine(ctx, alice.ID, MachineInput{DNSName: "desktop"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var innerErr error
+	s.db = &alongside{Store: s.db, during: func() {
+		_, _, innerErr = s.CreateDevicePassword(ctx, alice.ID, DevicePasswordInput{Name: "inner", MachineID: other.ID})
+	}}
+	_, _, outerErr := s.CreateDevicePassword(ctx, alice.ID, DevicePasswordInput{Name: "outer", MachineID: first.MachineID})
+	if innerErr != nil {
+		t.Fatalf("the one alongside: %v", innerErr)
+	}
+	if !errors.Is(outerErr, ErrInvalid) {
+		t.Errorf("the last one, over the bound: %v, want ErrInvalid", outerErr)
+	}
+	if n := countKeys(t, s, string(key(pfxPersonDevicePassword, alice.ID))); n != MaxDevicePasswords {
+		t.Errorf("alice holds %d device passwords, want %d", n, MaxDevicePasswords)
+	}
+}

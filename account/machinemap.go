@@ -139,6 +139,12 @@ func (s *Service) CreateMapping(ctx context.Context, mm MachineMapping) (Machine
 		if err := s.get(tx, key(pfxMachine, mm.MachineID), &m, notFoundf("machine %d", mm.MachineID)); err != nil {
 			return err
 		}
+		// The machine's deletion reads it (see touch), and so does a
+		// concurrent mapping of it, whose check of the others
+		// below then meets this one.
+		if err := touch(tx, key(pfxMachine, mm.MachineID)); err != nil {
+			return err
+		}
 		existing, err := s.mappingsIn(tx, mm.MachineID)
 		if err != nil {
 			return err
@@ -238,6 +244,12 @@ func (s *Service) CreateBackup(ctx context.Context, b Backup) (Backup, error) {
 	err = s.db.Update(ctx, func(tx kv.Txn) error {
 		var m Machine
 		if err := s.get(tx, key(pfxMachine, b.MachineID), &m, notFoundf("machine %d", b.MachineID)); err != nil {
+			return err
+		}
+		// The machine's deletion reads it (see touch), and so does a
+		// concurrent backup of it, whose check of the others
+		// below then meets this one.
+		if err := touch(tx, key(pfxMachine, b.MachineID)); err != nil {
 			return err
 		}
 		existing, err := s.backupsIn(tx, b.MachineID)

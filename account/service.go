@@ -284,6 +284,21 @@ func exists(tx kv.Txn, k []byte) (bool, error) {
 	return err == nil, err
 }
 
+// touch writes record k back as it is, in a transaction that adds a
+// child of k's (a device password, mapping, backup or session of a
+// machine): the deletion of k reads k, and the store detects a conflict
+// on the keys a transaction read, not on the ranges it scanned, so a
+// deletion that began before the child commits would miss it in its
+// scan and commit over it, leaving the child of a record that is gone.
+// Errors: kv.ErrNotFound when k is absent.
+func touch(tx kv.Txn, k []byte) error {
+	v, err := tx.Get(k)
+	if err != nil {
+		return err
+	}
+	return tx.Set(k, v)
+}
+
 func notFoundf(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrNotFound}, args...)...)
 }

@@ -299,6 +299,12 @@ func (s *Service) issueTokens(ctx context.Context, personID, machineID uint64, c
 			if m.PersonID != personID {
 				return notFoundf("machine %d", machineID)
 			}
+			// The machine's deletion ends its sessions by a scan,
+			// which misses this one unless the two conflict: see
+			// touch.
+			if err := touch(tx, key(pfxMachine, machineID)); err != nil {
+				return err
+			}
 		}
 		if err := s.evictSessions(tx, personID, s.opts.MaxSessions-1); err != nil {
 			return err

@@ -65,6 +65,9 @@ type fixtureOptions struct {
 	ZipBudget int64
 	// TusMaxUploads is Options.TusMaxUploads.
 	TusMaxUploads int
+	// Store is the metadata store (berthtest.Options.Store); nil opens
+	// Badger.
+	Store kv.Store
 }
 
 // newFixture builds and starts a fixture; t.Cleanup stops it.
@@ -74,8 +77,8 @@ func newFixtureWith(t testing.TB, o fixtureOptions) *fixture {
 	t.Helper()
 	f := &fixture{t: t, logs: &berthtest.LogBuffer{}, reg: prometheus.NewRegistry()}
 	log := slog.New(slog.NewTextHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	st := berthtest.New(t, berthtest.Options{Logger: log, Accounts: o.Accounts, Policy: o.Policy, Disk: o.Disk, Now: o.Now, ZipBudget: o.ZipBudget})
-	f.dir, f.db, f.chunks, f.fs, f.accounts, f.org = st.Dir, st.DB, st.Chunks, st.FS, st.Accounts, st.Org
+	st := berthtest.New(t, berthtest.Options{Logger: log, Accounts: o.Accounts, Policy: o.Policy, Disk: o.Disk, Now: o.Now, ZipBudget: o.ZipBudget, Store: o.Store})
+	f.dir, f.db, f.chunks, f.fs, f.accounts, f.org = st.Dir, st.KV, st.Chunks, st.FS, st.Accounts, st.Org
 	f.stack = st
 	f.person, f.root, f.token = f.addPerson("alice")
 

@@ -382,6 +382,13 @@ func (s *server) enableOrganization(r *http.Request) (any, error) {
 // below it are deleted in vfs (they answer 410 root_deleted), then the
 // organization (account). Roots first: a delete that fails halfway is
 // retried whole, since the organization is still there to name.
+//
+// The roots are listed again after the organization's deletion, as a
+// person's delete does: a root made while the first ones were deleted
+// (roots/create racing this delete) is recorded by then, and goes too,
+// so no live root outlives its organization. One recorded later is
+// refused (account checks the organization's chain, which the deletion
+// wrote).
 func (s *server) deleteOrganization(r *http.Request) (any, error) {
 	o, err := s.govern(r)
 	if err != nil {
@@ -390,8 +397,10 @@ func (s *server) deleteOrganization(r *http.Request) (any, error) {
 	if err := s.deleteSubtreeRoots(r.Context(), o.ID); err != nil {
 		return nil, err
 	}
-	_, err = s.accounts.DeleteOrganization(r.Context(), o.ID)
-	return nil, err
+	if _, err := s.accounts.DeleteOrganization(r.Context(), o.ID); err != nil {
+		return nil, err
+	}
+	return nil, s.deleteSubtreeRoots(r.Context(), o.ID)
 }
 
 // deleteRootsAtOnce bounds the root deletes one organization delete has

@@ -33,6 +33,7 @@ func TestTree(t *testing.T) {
 		{"CopyBoundedByBytes", copyBoundedByBytes},
 		{"CopyOfAFolderHoldingAnExcludedName", copyExcludedInside},
 		{"StagedCopyRacesMoveDeeper", stagedCopyRacesMoveDeeper},
+		{"MoveDeeperRacesMkdirBelow", moveDeeperRacesMkdirBelow},
 	} {
 		t.Run(tc.name, tc.run)
 	}
@@ -260,6 +261,48 @@ func maxDepth(t *testing.T) {
 	// Moving an item up, or a file to the deepest folder but one, is fine.
 	if _, err := e.fs.Move(ctx, e.root.ID, b.ID, top, "", vfs.WriteOptions{}); err != nil {
 		t.Fatalf("move of the deepest folder to the top: %v", err)
+	}
+}
+
+// moveDeeperRacesMkdirBelow: a folder moved to where what it holds just
+// fits MaxDepth, while a folder is made in it one level deeper than its
+// height was: the move's count of the levels below the folder reads each
+// folder's write marker (G/), so the two conflict and the move, tried
+// again, counts the new level and is refused. Before, the move's scan
+// missed the folder made after it began, both committed, and the new
+// folder landed one level past MaxDepth.
+func moveDeeperRacesMkdirBelow(t *testing.T) {
+	ctx := context.Background()
+	fs, root, db, _ := openHooked(t, vfs.Options{})
+	a, err := fs.Mkdir(ctx, root.ID, root.FolderID, "a", vfs.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := fs.Mkdir(ctx, root.ID, a.ID, "c", vfs.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// a in the chain's bottom is MaxDepth-1 deep, c MaxDepth: a fits.
+	bottom, err := fs.MkdirChain(ctx, root.ID, root.FolderID, "b", vfs.MaxDepth-2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var made error
+	ran := false
+	mkdir := func() {
+		ran = true
+		_, made = fs.Mkdir(ctx, root.ID, c.ID, "d", vfs.WriteOptions{})
+	}
+	db.beforeCommit.Store(&mkdir)
+	_, err = fs.Move(ctx, root.ID, a.ID, bottom, "", vfs.WriteOptions{})
+	if !ran {
+		t.Fatal("the hook did not run")
+	}
+	if made != nil {
+		t.Fatalf("the folder made alongside: %v", made)
+	}
+	if !errors.Is(err, vfs.ErrTooDeep) {
+		t.Fatalf("the move, after a level was made below the folder: %v, want ErrTooDeep", err)
 	}
 }
 

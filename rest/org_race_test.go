@@ -1,0 +1,111 @@
+package rest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"berth/account"
+	"berth/kv"
+	"berth/kv/badger"
+	"berth/vfs"
+)
+
+// orgDeleteHook is the metadata store with one hook: during runs inside
+// the transaction that removes organization child from parent's list
+// (account.DeleteOrganization's), after its closure and before its
+// commit, as a request on another connection would commit there.
+type orgDeleteHook struct {
+	*badger.DB
+	mu            sync.Mutex
+	parent, child uint64
+	during        func()
+}
+
+func (h *orgDeleteHook) Update(ctx context.Context, fn func(kv.Txn) error) error {
+	return h.DB.Update(ctx, func(tx kv.Txn) error {
+		if err := fn(tx); err != nil {
+			return err
+		}
+		h.mu.Lock()
+		during := h.during
+		h.mu.Unlock()
+		if during == nil {
+			return nil
+		}
+		if _, err := tx.Get(kv.Key(kv.AccountOrgChild, h.parent, h.child)); !errors.Is(err, kv.ErrNotFound) {
+			return err // not the deletion
+		}
+		h.mu.Lock()
+		h.during = nil
+		h.mu.Unlock()
+		during()
+		return nil
+	})
+}
+
+// TestOrganizationDeleteDuringRootsCreate: a root made for a person of an
+// organization while the organization's delete runs, after the delete
+// has deleted the roots it found, is deleted too: no live root outlives
+// its organization, counted in the tallies, reached by nobody. Before,
+// the roots were listed once, before the organization's deletion, as a
+// person's delete now lists them again after theirs.
+func TestOrganizationDeleteDuringRootsCreate(t *testing.T) {
+	ctx := context.Background()
+	db, err := badger.Open(badger.Options{Dir: filepath.Join(t.TempDir(), "meta")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hook := &orgDeleteHook{DB: db}
+	f := newFixtureWith(t, fixtureOptions{Store: hook})
+	admin := f.personToken(account.PersonInput{OrganizationID: f.org.ID, Username: "boss", Email: "boss@example.com", Password: fixturePassword, Admin: true})
+	kid, err := f.accounts.CreateOrganization(ctx, account.OrganizationInput{Name: "Kid", ParentID: f.org.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := f.accounts.CreatePerson(ctx, account.PersonInput{OrganizationID: kid.ID, Username: "kim", Email: "kim@example.com", Password: fixturePassword})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var made int
+	hook.mu.Lock()
+	hook.parent, hook.child = f.org.ID, kid.ID
+	hook.during = func() {
+		req, err := http.NewRequest(http.MethodPost, f.url(fmt.Sprintf("/api/2/person/%d/roots/create", p.ID)), nil)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		req.Header.Set("Authorization", "Bearer "+admin)
+		resp, err := f.client.Do(req)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		resp.Body.Close()
+		made = resp.StatusCode
+	}
+	hook.mu.Unlock()
+	if code, body := f.send(http.MethodPost, fmt.Sprintf("/api/2/organization/%d/delete", kid.ID), admin, nil); code != http.StatusOK {
+		t.Fatalf("delete: %d %s", code, body)
+	}
+	if made != http.StatusOK {
+		t.Fatalf("the root made alongside: %d", made)
+	}
+	roots, _, err := f.accounts.OrganizationRoots(ctx, kid.ID, 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(roots) == 0 {
+		t.Fatal("no root recorded alongside the delete")
+	}
+	for _, o := range roots {
+		if _, err := f.fs.Root(ctx, o.RootID); !errors.Is(err, vfs.ErrRootDeleted) {
+			t.Errorf("root %d of the deleted organization: %v, want ErrRootDeleted", o.RootID, err)
+		}
+	}
+}
