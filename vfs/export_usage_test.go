@@ -85,3 +85,15 @@ func (fs *FS) DamageNodeRoot(ctx context.Context, id, root uint64) error {
 		return put(tx, recKey(id, loc), rec)
 	})
 }
+
+// DropNodeRecord deletes item id's record and leaves its location:
+// damage no change makes.
+func (fs *FS) DropNodeRecord(ctx context.Context, id uint64) error {
+	return fs.update(ctx, func(tx kv.Txn) error {
+		_, loc, err := loadNode(tx, id)
+		if err != nil {
+			return err
+		}
+		return tx.Delete(recKey(id, loc))
+	})
+}

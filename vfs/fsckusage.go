@@ -130,15 +130,16 @@ func checkUsage(tx kv.Txn) (badRoots, badTallies []uint64, err error) {
 		for _, it := range ids {
 			id := it.id
 			rec, _, err := loadNode(tx, id)
-			if err != nil {
-				return nil, nil, fmt.Errorf("vfs: item %d: %w", id, err)
-			}
-			if rec.Root != it.root {
-				// A record that names another root than its location:
-				// damage, which no change makes. Its root's ledger
-				// cannot be checked against a recount.
+			if errors.Is(err, ErrNotExist) || err == nil && rec.Root != it.root {
+				// A location without its record, or a record that
+				// names another root: damage, which no change makes.
+				// Its root's ledger cannot be checked against a
+				// recount; fsck names the root rather than stop.
 				unsure[it.root] = true
 				continue
+			}
+			if err != nil {
+				return nil, nil, fmt.Errorf("vfs: item %d: %w", id, err)
 			}
 			if rec.Parent == 0 || rec.Staged {
 				continue // a top folder; an item of a copy not finished
@@ -146,6 +147,10 @@ func checkUsage(tx kv.Txn) (badRoots, badTallies []uint64, err error) {
 			g, err := goneOf(rec.Parent, 0)
 			g = g || rec.Deleted != 0
 			if errors.Is(err, errStaged) {
+				continue
+			}
+			if errors.Is(err, ErrNotExist) {
+				unsure[it.root] = true // a folder above it lost its record
 				continue
 			}
 			if err != nil {

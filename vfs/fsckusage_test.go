@@ -24,6 +24,7 @@ func TestFsckUsage(t *testing.T) {
 		rootFiles, tallyOff int64
 		badRoot, badTally   bool
 		nodeRoot            bool // an item's record names the deleted root
+		noRecord            bool // an item's location is left without its record
 	}{
 		{name: "sound"},
 		{name: "a root's ledger a file too many", rootFiles: 1, badRoot: true},
@@ -31,6 +32,8 @@ func TestFsckUsage(t *testing.T) {
 		{name: "a tally a file too many", tallyOff: 1, badTally: true},
 		// Before, a nil pointer: fsck crashed on the damage it is for.
 		{name: "an item's record naming another root", nodeRoot: true, badRoot: true},
+		// Before, fsck stopped at it with an error.
+		{name: "an item's location without its record", noRecord: true, badRoot: true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			e := newEnv(t)
@@ -81,12 +84,16 @@ func TestFsckUsage(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if c.nodeRoot {
+			if c.nodeRoot || c.noRecord {
 				kept, err := e.fs.Lookup(ctx, r.ID, "/kept.txt")
 				if err != nil {
 					t.Fatal(err)
 				}
-				if err := e.fs.DamageNodeRoot(ctx, kept.ID, gone.ID); err != nil {
+				damage := func() error { return e.fs.DamageNodeRoot(ctx, kept.ID, gone.ID) }
+				if c.noRecord {
+					damage = func() error { return e.fs.DropNodeRecord(ctx, kept.ID) }
+				}
+				if err := damage(); err != nil {
 					t.Fatal(err)
 				}
 			}
