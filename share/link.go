@@ -1,6 +1,7 @@
 package share
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
@@ -486,7 +487,7 @@ func (s *Service) AddSubscriber(ctx context.Context, c account.Caller, id uint64
 		return Subscriber{}, err
 	}
 	var out Subscriber
-	_, err = s.changeLink(ctx, c, id, func(tx kv.Txn, l *Link) error {
+	l, err := s.changeLink(ctx, c, id, func(tx kv.Txn, l *Link) error {
 		if i := l.subscriberOf(sb); i >= 0 {
 			out = l.Subscribers[i]
 			return errUnchanged
@@ -512,7 +513,32 @@ func (s *Service) AddSubscriber(ctx context.Context, c account.Caller, id uint64
 	if err != nil {
 		return Subscriber{}, err
 	}
+	if out.Kind == "email" {
+		s.tellSubscriber(ctx, c, l, out)
+	}
 	return out, nil
+}
+
+// tellSubscriber mails a new e-mail subscriber its own URL, the one way
+// it opens a login_required link (matches), best effort: from the
+// creator's mail budget, as the link's notices are, and only where berth
+// knows its public address (share.Options.PublicURL). Otherwise, or past
+// the budget, the creator passes on the URL the answer carries.
+func (s *Service) tellSubscriber(ctx context.Context, c account.Caller, l Link, sb Subscriber) {
+	if s.notify == nil || s.publicURL == "" {
+		return
+	}
+	if ok, _, first := s.mail.Use(personSender(c.Person.ID), 1); !ok {
+		if first {
+			s.log.Warn("share link subscriber mails not sent: the creator's for this hour are used up", "person_id", c.Person.ID, "link_id", l.ID, "per_hour", s.mail.Max())
+		}
+		return
+	}
+	who := cmp.Or(c.Person.DisplayName, c.Person.Username)
+	name := s.itemName(ctx, l)
+	url := strings.TrimRight(s.publicURL, "/") + "/s/" + sb.Hash
+	_ = s.notify.Notify(ctx, sb.Email, fmt.Sprintf("%s shared %q with you", who, name),
+		fmt.Sprintf("%s shared %q with you on berth: %s\n\nThe link is yours: do not pass it on.\n", who, name, url))
 }
 
 // errUnchanged ends a changeLink that found nothing to change, so that

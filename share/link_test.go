@@ -263,15 +263,67 @@ func storeAsOld(t *testing.T, w *world, id uint64) {
 
 // notices records what a Notifier is asked to send.
 type notices struct {
-	mu   sync.Mutex
-	sent []string
+	mu     sync.Mutex
+	sent   []string
+	bodies []string
 }
 
-func (n *notices) Notify(_ context.Context, to, subject, _ string) error {
+func (n *notices) Notify(_ context.Context, to, subject, body string) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.sent = append(n.sent, to+": "+subject)
+	n.bodies = append(n.bodies, body)
 	return nil
+}
+
+// TestLinkSubscriberMail: a new e-mail subscriber is mailed its own URL,
+// the one way it opens a login_required link, where berth mailed it to no
+// one and the creator had to pass it on by hand. Once per subscriber (a
+// second add answers the entry and sends nothing), from the creator's
+// mail budget, and only where berth knows its public address.
+func TestLinkSubscriberMail(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name      string
+		publicURL string
+		perHour   int
+		adds      []string
+		want      int // mails sent
+	}{
+		{"one subscriber", "https://files.example.org/", 0, []string{"sam@example.com"}, 1},
+		{"the same subscriber twice", "https://files.example.org", 0, []string{"sam@example.com", "SAM@example.com"}, 1},
+		{"no public address", "", 0, []string{"sam@example.com"}, 0},
+		{"past the creator's budget", "https://files.example.org", 2, []string{"a@example.com", "b@example.com", "c@example.com"}, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w, file := linkWorld(t)
+			n := &notices{}
+			w.svc = share.New(share.Options{FS: w.st.FS, Accounts: w.st.Accounts, Store: w.st.DB, Notifier: n, PublicURL: tc.publicURL, MailPerHour: tc.perHour})
+			l, err := w.svc.CreateLink(ctx, w.alice, w.aliceRoot.ID, file, false, share.LinkSettings{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var first share.Subscriber
+			for i, addr := range tc.adds {
+				sb, err := w.svc.AddSubscriber(ctx, w.alice, l.ID, share.Subscriber{Kind: "email", Email: addr})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if i == 0 {
+					first = sb
+				}
+			}
+			if len(n.sent) != tc.want {
+				t.Fatalf("mails %q, want %d", n.sent, tc.want)
+			}
+			if tc.want > 0 {
+				want := "https://files.example.org/s/" + first.Hash
+				if !strings.HasPrefix(n.sent[0], tc.adds[0]+": ") || !strings.Contains(n.sent[0], "a.txt") || !strings.Contains(n.bodies[0], want) {
+					t.Errorf("mail %q %q, want one to %s with %s", n.sent[0], n.bodies[0], tc.adds[0], want)
+				}
+			}
+		})
+	}
 }
 
 // TestLinkNotify: a counted download of a link with download_notify tells
