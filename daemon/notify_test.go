@@ -155,6 +155,21 @@ func TestNotificationMails(t *testing.T) {
 			t.Fatalf("notice: %+v, want to %s, subject naming the file, body with %s and the folder", m, alice.Email, obj.URL)
 		}
 	})
+	// A link's new e-mail subscriber gets its own URL, the one way it
+	// opens a login_required link.
+	t.Run("link subscriber", func(t *testing.T) {
+		json.Unmarshal(upload(fmt.Sprintf("/api/2/files/%d/upload", root.ID), token, "Plan.txt", "plan"), &obj)
+		json.Unmarshal(form(fmt.Sprintf("/api/2/files/%d/%d/share", root.ID, obj.ID), token, url.Values{"login_required": {"true"}}), &obj)
+		var sb struct {
+			URL string `json:"url"`
+		}
+		json.Unmarshal(form(fmt.Sprintf("/api/2/sharelinks/%d/subscribers", obj.ID), token,
+			url.Values{"subscriber_type": {"email"}, "email": {"partner@elsewhere.example"}}), &sb)
+		m := next(3)
+		if m.to != "partner@elsewhere.example" || sb.URL == "" || !strings.Contains(m.body, sb.URL) || !strings.Contains(m.subject, "Plan.txt") {
+			t.Fatalf("subscriber mail: %+v, want to partner@elsewhere.example naming Plan.txt with %q", m, sb.URL)
+		}
+	})
 	t.Run("organization share invitation", func(t *testing.T) {
 		ctx := context.Background()
 		admin, err := st.Accounts.CreatePerson(ctx, account.PersonInput{OrganizationID: st.Org.ID, Username: "admin",
@@ -169,7 +184,7 @@ func TestNotificationMails(t *testing.T) {
 		org := fmt.Sprintf("/api/2/organization/%d", st.Org.ID)
 		json.Unmarshal(form(org+"/shares/create", toks.AccessToken, url.Values{"name": {"Team"}}), &obj)
 		form(fmt.Sprintf("%s/share/%d/subscribers/update", org, obj.ID), toks.AccessToken, url.Values{"external_subscribers": {`["guest@elsewhere.example"]`}})
-		m := next(3)
+		m := next(4)
 		const marker = "token="
 		i := strings.Index(m.body, marker)
 		if m.to != "guest@elsewhere.example" || i < 0 {
