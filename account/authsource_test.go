@@ -14,6 +14,7 @@ import (
 
 	"berth/account/directorytest"
 	"berth/kv"
+	"berth/kv/kvtest"
 )
 
 // adOrg creates a top-level organization whose policy enables directory servers.
@@ -578,40 +579,6 @@ func TestImportReportSkipped(t *testing.T) {
 	}
 }
 
-// stepFailer is the real store with one of its write transactions
-// failed: once armed, the Update after the next `left` fails with
-// errStep without running, as a crash, a kill or a failed write between
-// two steps of one change would leave the store.
-type stepFailer struct {
-	kv.Store
-	mu   sync.Mutex
-	left int // Updates let through before the one that fails; -1: none fails
-}
-
-var errStep = errors.New("test: the step failed")
-
-// MetaGeneration passes the store's on, which embedding would hide.
-func (f *stepFailer) MetaGeneration() uint64 { return kv.MetaGeneration(f.Store) }
-
-func (f *stepFailer) arm(left int) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.left = left
-}
-
-func (f *stepFailer) Update(ctx context.Context, fn func(kv.Txn) error) error {
-	f.mu.Lock()
-	fail := f.left == 0
-	if f.left >= 0 {
-		f.left--
-	}
-	f.mu.Unlock()
-	if fail {
-		return errStep
-	}
-	return f.Store.Update(ctx, fn)
-}
-
 // A deletion of a source that fails between its transactions leaves
 // either the source, which a second deletion finishes, or no source and
 // none of its persons' sessions: never a source gone while persons it
@@ -652,11 +619,11 @@ func TestAuthSourceDeleteSteps(t *testing.T) {
 				}
 				toks = append(toks, tk.AccessToken)
 			}
-			f := &stepFailer{Store: s.db, left: tt.fail}
+			f := kvtest.NewStepFailer(s.db, tt.fail)
 			s.db = f
 			err = s.DeleteAuthSource(ctx, a.ID)
-			f.arm(-1)
-			if !errors.Is(err, errStep) {
+			f.Arm(-1)
+			if !errors.Is(err, kvtest.ErrStep) {
 				t.Fatalf("delete: %v, want the failed step", err)
 			}
 			_, err = s.AuthSource(ctx, a.ID)

@@ -14,6 +14,7 @@ import (
 	"berth/account"
 	"berth/berthtest"
 	"berth/kv"
+	"berth/kv/kvtest"
 	"berth/share"
 )
 
@@ -513,40 +514,6 @@ func (w *world) personIn(t *testing.T, org uint64, username, email string) accou
 	return caller(t, w.st, p.ID)
 }
 
-// stepFailer is the real store with one of its write transactions
-// failed: once armed, the Update after the next `left` fails with
-// errStep without running, as a crash, a kill or a failed write between
-// two steps of one change would leave the store.
-type stepFailer struct {
-	kv.Store
-	mu   sync.Mutex
-	left int // Updates let through before the one that fails; -1: none fails
-}
-
-var errStep = errors.New("test: the step failed")
-
-// MetaGeneration passes the store's on, which embedding would hide.
-func (f *stepFailer) MetaGeneration() uint64 { return kv.MetaGeneration(f.Store) }
-
-func (f *stepFailer) arm(left int) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.left = left
-}
-
-func (f *stepFailer) Update(ctx context.Context, fn func(kv.Txn) error) error {
-	f.mu.Lock()
-	fail := f.left == 0
-	if f.left >= 0 {
-		f.left--
-	}
-	f.mu.Unlock()
-	if fail {
-		return errStep
-	}
-	return f.Store.Update(ctx, fn)
-}
-
 // TestLinkSubscriberIndexes: a link's subscribers and the indexes that
 // name them (each subscriber's hash; guest/<id>/shares's subject index)
 // agree after every change, including one whose write failed after its
@@ -560,7 +527,7 @@ func (f *stepFailer) Update(ctx context.Context, fn func(kv.Txn) error) error {
 func TestLinkSubscriberIndexes(t *testing.T) {
 	w, file := linkWorld(t)
 	ctx := context.Background()
-	f := &stepFailer{Store: w.st.DB, left: -1}
+	f := kvtest.NewStepFailer(w.st.DB, -1)
 	svc := share.New(share.Options{FS: w.st.FS, Accounts: w.st.Accounts, Store: f})
 	guest, err := w.st.Accounts.CreateGuest(ctx, account.GuestInput{OrganizationID: w.st.Org.ID, Email: "gus@example.com", Password: password})
 	if err != nil {
@@ -692,10 +659,10 @@ func TestLinkSubscriberIndexes(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			f.arm(tt.fail)
+			f.Arm(tt.fail)
 			err = tt.op(l)
-			f.arm(-1)
-			if err != nil && !errors.Is(err, errStep) {
+			f.Arm(-1)
+			if err != nil && !errors.Is(err, kvtest.ErrStep) {
 				t.Fatal(err)
 			}
 			if l, err = svc.ManagedLink(ctx, w.alice, strconv.FormatUint(l.ID, 10)); err != nil {
