@@ -129,6 +129,11 @@ func TestAgentWrite(t *testing.T) {
 		{"a base revision that is not an id", f.token, root, delta(false, []int64{0, 1}), []string{"path", "/a/b/c.bin", "base_revision", "x"}, 400, "invalid_request"},
 		{"a copy past the base's end", f.token, root, delta(false, []int64{50, 54}), []string{"path", "/a/b/c.bin", "base_revision", cur}, 400, "invalid_request"},
 		{"a copy of nothing", f.token, root, delta(false, []int64{0, 0}), []string{"path", "/a/b/c.bin", "base_revision", cur}, 400, "invalid_request"},
+		// Copies may repeat ranges, but all of them together at most
+		// twice the base's size: each op a few bytes, a body of them
+		// had the server compose (hash, cut, store) terabytes, where a
+		// download of the base is what a request may otherwise cost.
+		{"copies of more than twice the base", f.token, root, delta(false, []int64{0, 90}, []int64{0, 90}, []int64{0, 90}), []string{"path", "/a/b/c.bin", "base_revision", cur}, 409, "name_conflict"},
 		{"a huge offset", f.token, root, delta(false, []int64{1 << 62, 1 << 62}), []string{"path", "/a/b/c.bin", "base_revision", cur}, 400, "invalid_request"},
 		{"a copy without a base", f.token, root, delta(false, []int64{0, 1}), []string{"path", "/a/b/c.bin"}, 400, "invalid_request"},
 		{"no end mark", f.token, root, delta(true, []byte("abc")), []string{"path", "/a/b/c.bin"}, 400, "invalid_request"},
