@@ -203,7 +203,13 @@ func TestMachineStatusShaped(t *testing.T) {
 			case <-conn.Gone():
 				return
 			case cmd := <-conn.Commands():
-				hub.Reply(m.ID, cmd.ID, agentlink.Reply{Result: json.RawMessage(<-answer)})
+				var rep agentlink.Reply
+				if a := <-answer; strings.HasPrefix(a, `{"error"`) {
+					json.Unmarshal([]byte(a), &rep)
+				} else {
+					rep.Result = json.RawMessage(a)
+				}
+				hub.Reply(m.ID, cmd.ID, rep)
 			}
 		}
 	}()
@@ -219,6 +225,9 @@ func TestMachineStatusShaped(t *testing.T) {
 			`{"results":{"subscriptions":[{"excl_files":0,"rsub_id":7,"synced":false,"synced_folder":""}],"synced":false,"transfers":[{"kind":"backup","root_id":0,"path":"","bytes":0,"total":0}]}}`},
 		{"a field of the wrong type", `{"subscriptions":[{"rsub_id":"7"}]}`, 503, "temporarily_unavailable"},
 		{"not an object", `[1,2]`, 503, "temporarily_unavailable"},
+		// An error's description is shown and logged (a 503 is): a
+		// megabyte of it, control characters and all, went into both.
+		{"a huge error description", `{"error":{"error":"x","error_description":"` + strings.Repeat(`\u001b[31m<b>`, 1<<16) + `"}}`, 503, "temporarily_unavailable"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			answer <- tc.answer
@@ -227,6 +236,9 @@ func TestMachineStatusShaped(t *testing.T) {
 			st, body := f.readAll(mustDo(t, srv.Client(), req))
 			if tc.status != 200 {
 				wantError(t, st, body, tc.status, tc.want)
+				if len(body) > 2048 || strings.Contains(string(body), `\u001b`) {
+					t.Fatalf("the agent's description came through as it was: %d bytes %.200s", len(body), body)
+				}
 				return
 			}
 			if st != 200 || strings.TrimSpace(string(body)) != tc.want {
