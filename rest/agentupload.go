@@ -126,6 +126,12 @@ func agentTarget(fields map[string]string) (dir, name string, modified time.Time
 	if !strings.HasPrefix(p, "/") || path.Clean(p) != p || p == "/" {
 		return "", "", modified, Describe(ErrInvalidRequest, "path must be an absolute, clean path of an item in the root, such as /docs/a.txt")
 	}
+	if strings.Count(p, "/") > vfs.MaxDepth {
+		// Refused before a folder above is looked up or made: each
+		// level's lookup walks the path again, so a long path cost the
+		// server time in its square, and left the levels that fit.
+		return "", "", modified, vfs.ErrTooDeep
+	}
 	switch fields["type"] {
 	case "", "file", "folder":
 	default:
