@@ -35,6 +35,10 @@ var (
 	ErrOffline = errors.New("agentlink: the machine's agent is not connected")
 	// ErrTimeout is a command the agent did not answer in time.
 	ErrTimeout = errors.New("agentlink: the machine's agent did not answer in time")
+	// ErrBadAnswer is an answer that does not have the shape the
+	// command's result takes: the agent's fault, or a hostile one's, not
+	// the server's.
+	ErrBadAnswer = errors.New("agentlink: the machine's agent answered in a form the command does not take")
 )
 
 // AgentError is an error the agent answered with, in the API's form.
@@ -216,7 +220,7 @@ func (h *Hub) Call(ctx context.Context, machineID uint64, op string, args, resul
 		return nil
 	}
 	if err := json.Unmarshal(r.Result, result); err != nil {
-		return fmt.Errorf("agentlink: the agent's answer to %s: %w", op, err)
+		return fmt.Errorf("%w: %s: %v", ErrBadAnswer, op, err)
 	}
 	return nil
 }

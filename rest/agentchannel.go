@@ -6,7 +6,10 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"berth/account"
 	"berth/agentlink"
@@ -195,5 +198,36 @@ func (s *server) callAgent(ctx context.Context, machineID uint64, op string, arg
 	case "forbidden":
 		base = ErrForbidden
 	}
-	return Describe(base, "the machine answered: %s", ae.Description)
+	return Describe(base, "the machine answered: %s", agentText(ae.Description))
+}
+
+// maxAgentText bounds the part of an agent's error description the API
+// answers with and the log records.
+const maxAgentText = 256
+
+// agentText is an agent's error description as the API shows it: at
+// most maxAgentText bytes of valid UTF-8, control characters dropped. The
+// description is the machine's word, answered to administrators and, as a
+// 503, logged: a compromised agent sent megabytes of terminal escapes
+// into both.
+func agentText(s string) string {
+	long := len(s) > 4*maxAgentText
+	if long {
+		s = s[:4*maxAgentText] // a rune cut here is mended below
+	}
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
+			return -1
+		}
+		return r
+	}, s)
+	if long || len(s) > maxAgentText {
+		cut := min(len(s), maxAgentText)
+		for cut < len(s) && cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "…"
+	}
+	return s
 }

@@ -33,6 +33,16 @@ func (s *server) agentUploadRoutes() {
 // file instead.
 var errBaseRevision = errors.New("agent write: the base revision is not the file's current revision")
 
+// maxCopiedPerBase bounds a delta's copies, all together, to this many
+// times its base revision's size. Copies may repeat a range (a file of
+// repeated chunks), but each is a few bytes of body for up to the whole
+// base, so without a bound a small body had the server compose, hash and
+// store terabytes (and no quota or max_file_size need bind it). With
+// it, a write costs the server at most what a download of its base
+// twice does, plus its literal bytes. A delta over the bound is 409 as a
+// stale base is: the agent sends the file whole then.
+const maxCopiedPerBase = 2
+
 // The operations of a delta body (docs/api.md "Agent writes"). Each is one
 // byte followed by unsigned varints (encoding/binary's Uvarint).
 const (
@@ -115,6 +125,12 @@ func agentTarget(fields map[string]string) (dir, name string, modified time.Time
 	}
 	if !strings.HasPrefix(p, "/") || path.Clean(p) != p || p == "/" {
 		return "", "", modified, Describe(ErrInvalidRequest, "path must be an absolute, clean path of an item in the root, such as /docs/a.txt")
+	}
+	if strings.Count(p, "/") > vfs.MaxDepth {
+		// Refused before a folder above is looked up or made: each
+		// level's lookup walks the path again, so a long path cost the
+		// server time in its square, and left the levels that fit.
+		return "", "", modified, vfs.ErrTooDeep
 	}
 	switch fields["type"] {
 	case "", "file", "folder":
@@ -228,6 +244,8 @@ func (s *server) agentPut(r *http.Request, a fsAccess, fields map[string]string,
 	switch {
 	case err != nil && body.err != nil:
 		return nil, bodyError(r, body.err)
+	case err != nil && d.err != nil && errors.Is(d.err, errBaseRevision):
+		return nil, d.err
 	case err != nil && d.err != nil:
 		return nil, Describe(ErrInvalidRequest, "%v", d.err)
 	case errors.Is(err, vfs.ErrChanged):
@@ -246,6 +264,7 @@ type deltaReader struct {
 	src      *bufio.Reader
 	base     io.ReadSeeker // nil without a base revision
 	baseSize int64
+	copied   int64     // bytes of the base copied so far
 	cur      io.Reader // the operation being read; nil between them
 	left     int64     // bytes cur still owes
 	literal  bool
@@ -314,6 +333,10 @@ func (d *deltaReader) Read(p []byte) (int, error) {
 			}
 			if _, err := d.base.Seek(int64(off), io.SeekStart); err != nil {
 				return 0, err
+			}
+			if d.copied += int64(n); d.copied > maxCopiedPerBase*d.baseSize {
+				d.err = Describe(errBaseRevision, "the delta copies more than %d times its base revision's %d bytes: send the whole file", maxCopiedPerBase, d.baseSize)
+				return 0, d.err
 			}
 			d.cur, d.left, d.literal = d.base, int64(n), false
 		case deltaData:

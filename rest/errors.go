@@ -88,6 +88,7 @@ func errorTable() []errorMapping {
 		// served now, and may be later (docs/agent.md).
 		{agentlink.ErrOffline, http.StatusServiceUnavailable, "temporarily_unavailable", "the machine is offline: its agent is not connected"},
 		{agentlink.ErrTimeout, http.StatusServiceUnavailable, "temporarily_unavailable", "the machine's agent did not answer in time"},
+		{agentlink.ErrBadAnswer, http.StatusServiceUnavailable, "temporarily_unavailable", "the machine's agent answered in a form the command does not take"},
 		// OAuth2 token and revoke endpoints (RFC 6749 5.2).
 		{ErrUnsupportedGrantType, http.StatusBadRequest, "unsupported_grant_type", ""},
 		{ErrInvalidClient, http.StatusUnauthorized, "invalid_client", ""},

@@ -119,26 +119,48 @@ func (s *server) reconfigure(id uint64) {
 	}
 }
 
+// machineSubscription is one of a machine status's subscriptions, spec
+// 4.11's fields (the agent's agent.Subscription).
+type machineSubscription struct {
+	ExclFiles    int64  `json:"excl_files"`
+	RsubID       uint64 `json:"rsub_id"`
+	Synced       bool   `json:"synced"`
+	SyncedFolder string `json:"synced_folder"`
+}
+
+// machineTransfer is one of a machine status's transfers, berth's fields
+// (docs/agent.md; the agent's agent.Transfer).
+type machineTransfer struct {
+	Kind   string `json:"kind"`
+	RootID uint64 `json:"root_id"`
+	Path   string `json:"path"`
+	Bytes  int64  `json:"bytes"`
+	Total  int64  `json:"total"`
+}
+
 // machineStatus answers GET /api/2/machine/{machine_id}/status with what
-// the agent reports now. An offline machine is 503.
+// the agent reports now. An offline machine is 503. The answer is the
+// machine's word, read into the fields the API has: a compromised agent
+// must not put keys or values of its choosing before the administrators
+// who read it (an answer of another shape is 503, ErrBadAnswer).
 func (s *server) machineStatus(r *http.Request) (any, error) {
 	m, _, err := s.machineOf(r, share.PersonRead)
 	if err != nil {
 		return nil, err
 	}
 	var st struct {
-		Subscriptions []map[string]any `json:"subscriptions"`
-		Synced        bool             `json:"synced"`
-		Transfers     []map[string]any `json:"transfers"`
+		Subscriptions []machineSubscription `json:"subscriptions"`
+		Synced        bool                  `json:"synced"`
+		Transfers     []machineTransfer     `json:"transfers"`
 	}
 	if err := s.callAgent(r.Context(), m.ID, "status", nil, &st); err != nil {
 		return nil, err
 	}
 	if st.Subscriptions == nil {
-		st.Subscriptions = []map[string]any{}
+		st.Subscriptions = []machineSubscription{}
 	}
 	if st.Transfers == nil {
-		st.Transfers = []map[string]any{}
+		st.Transfers = []machineTransfer{}
 	}
 	return struct {
 		Results any `json:"results"`

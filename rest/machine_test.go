@@ -2,13 +2,17 @@ package rest
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 
 	"berth/account"
+	"berth/agentlink"
 	"berth/share"
 	"berth/vfs"
 )
@@ -166,5 +170,80 @@ func TestMachineBadInputs(t *testing.T) {
 		if st != 200 || strings.Count(string(body), `"id"`) != 1 {
 			t.Errorf("GET %s after the refusals: %d %s, want the one made first", p, st, body)
 		}
+	}
+}
+
+// TestMachineStatusShaped: GET /api/2/machine/<id>/status answers spec
+// 4.11's fields and berth's transfer fields, whatever the machine's agent
+// answered. The agent's answer is the machine's word: a compromised one
+// sent any keys and values (markup, nested objects, megabytes of them)
+// through to the administrators who read its status; an answer of the
+// wrong shape is 503, as for an agent that does not answer.
+func TestMachineStatusShaped(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	hub := agentlink.New()
+	srv := httptest.NewUnstartedServer(New(Options{FS: f.fs, Accounts: f.accounts, Agents: hub}))
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	m, err := f.accounts.UpsertMachine(ctx, f.person.ID, account.MachineInput{GUID: "status-guid"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := hub.Attach(ctx, m.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hub.Detach(conn)
+	answer := make(chan string, 1)
+	go func() {
+		for {
+			select {
+			case <-conn.Gone():
+				return
+			case cmd := <-conn.Commands():
+				var rep agentlink.Reply
+				if a := <-answer; strings.HasPrefix(a, `{"error"`) {
+					json.Unmarshal([]byte(a), &rep)
+				} else {
+					rep.Result = json.RawMessage(a)
+				}
+				hub.Reply(m.ID, cmd.ID, rep)
+			}
+		}
+	}()
+	for _, tc := range []struct {
+		name, answer string
+		status       int
+		want         string // the body, or the error code
+	}{
+		{"the agent's own", `{"subscriptions":[{"excl_files":0,"rsub_id":7,"synced":true,"synced_folder":"/home/a"}],"synced":true,"transfers":[{"kind":"backup","root_id":7,"path":"/x","bytes":1,"total":2}]}`, 200,
+			`{"results":{"subscriptions":[{"excl_files":0,"rsub_id":7,"synced":true,"synced_folder":"/home/a"}],"synced":true,"transfers":[{"kind":"backup","root_id":7,"path":"/x","bytes":1,"total":2}]}}`},
+		{"nothing", `{}`, 200, `{"results":{"subscriptions":[],"synced":false,"transfers":[]}}`},
+		{"fields of its own are dropped", `{"admin_note":"<b>x</b>","subscriptions":[{"rsub_id":7,"html":"<script>alert(1)</script>","deep":{"a":[1,2,3]}}],"transfers":[{"kind":"backup","link":"javascript:x"}]}`, 200,
+			`{"results":{"subscriptions":[{"excl_files":0,"rsub_id":7,"synced":false,"synced_folder":""}],"synced":false,"transfers":[{"kind":"backup","root_id":0,"path":"","bytes":0,"total":0}]}}`},
+		{"a field of the wrong type", `{"subscriptions":[{"rsub_id":"7"}]}`, 503, "temporarily_unavailable"},
+		{"not an object", `[1,2]`, 503, "temporarily_unavailable"},
+		// An error's description is shown and logged (a 503 is): a
+		// megabyte of it, control characters and all, went into both.
+		{"a huge error description", `{"error":{"error":"x","error_description":"` + strings.Repeat(`\u001b[31m<b>`, 1<<16) + `"}}`, 503, "temporarily_unavailable"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			answer <- tc.answer
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/api/2/machine/"+strconv.FormatUint(m.ID, 10)+"/status", nil)
+			req.Header.Set("Authorization", "Bearer "+f.token)
+			st, body := f.readAll(mustDo(t, srv.Client(), req))
+			if tc.status != 200 {
+				wantError(t, st, body, tc.status, tc.want)
+				if len(body) > 2048 || strings.Contains(string(body), `\u001b`) {
+					t.Fatalf("the agent's description came through as it was: %d bytes %.200s", len(body), body)
+				}
+				return
+			}
+			if st != 200 || strings.TrimSpace(string(body)) != tc.want {
+				t.Fatalf("got %d %s\nwant %s", st, body, tc.want)
+			}
+		})
 	}
 }
