@@ -5,10 +5,7 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
-	"sync"
-	"time"
 
 	"berth/agentlink"
 )
@@ -29,11 +26,11 @@ const maxRelayRequest = maxReply + 1<<20
 // error table.
 func (s *server) agentRelay(r *http.Request) (any, error) {
 	if s.opts.ClusterSecret == "" {
-		s.relayRefused.warn(s.log, "refused a relayed agent call: this node has no cluster secret (cluster.secret_file)", "client", r.RemoteAddr)
+		s.warnRelayRefused("refused a relayed agent call: this node has no cluster secret (cluster.secret_file)", r)
 		return nil, Describe(ErrForbidden, "this node takes no relayed calls: it has no cluster secret")
 	}
 	if !sameSecret(r.Header.Get(agentlink.SecretHeader), s.opts.ClusterSecret) {
-		s.relayRefused.warn(s.log, "refused a relayed agent call: the cluster secret is missing or wrong", "client", r.RemoteAddr)
+		s.warnRelayRefused("refused a relayed agent call: the cluster secret is missing or wrong", r)
 		return nil, Describe(ErrForbidden, "the cluster secret is missing or wrong")
 	}
 	id, ok := parseID(r.PathValue("machine_id"))
@@ -54,29 +51,10 @@ func sameSecret(got, want string) bool {
 	return subtle.ConstantTimeCompare(g[:], w[:]) == 1
 }
 
-// sometimes writes a warning at once, then at most one a minute with how
-// many it held back since: the relay route takes no token, so anyone
-// who reaches it could otherwise write a line to the log with every
-// request.
-type sometimes struct {
-	mu   sync.Mutex
-	next time.Time
-	held int
-}
-
-func (w *sometimes) warn(log *slog.Logger, msg string, args ...any) {
-	w.mu.Lock()
-	now := time.Now()
-	if now.Before(w.next) {
-		w.held++
-		w.mu.Unlock()
-		return
+// warnRelayRefused logs a refused relayed call, the first of each
+// minute: the later ones of the minute go unlogged.
+func (s *server) warnRelayRefused(msg string, r *http.Request) {
+	if ok, _, _ := s.relayRefused.Use("relay", 1); ok {
+		s.log.Warn(msg, "client", r.RemoteAddr)
 	}
-	held := w.held
-	w.held, w.next = 0, now.Add(time.Minute)
-	w.mu.Unlock()
-	if held > 0 {
-		args = append(args, "held_back", held)
-	}
-	log.Warn(msg, args...)
 }

@@ -90,8 +90,9 @@ type server struct {
 	shares   *share.Service
 	log      *slog.Logger
 	mux      *http.ServeMux
-	// relayRefused logs the relayed agent calls refused (agentrelay.go).
-	relayRefused sometimes
+	// relayRefused bounds the log lines of refused relayed agent calls
+	// to one a minute (agentrelay.go).
+	relayRefused *account.Budget
 	// metrics are the HTTP families every front end shares, built once
 	// per registry: a WebDAV handler on the same registry counts into the
 	// same families, told apart by route.
@@ -154,6 +155,9 @@ func newServer(opts Options) *server {
 		mux:      http.NewServeMux(),
 		metrics:  httpserve.NewMetrics(opts.Registerer),
 		notes:    account.NewBudget(opts.ActivityNotesPerHour, time.Hour, nil),
+		// The route takes no token: anyone who reaches it could
+		// otherwise write a line to the log with every request.
+		relayRefused: account.NewBudget(1, time.Minute, nil),
 	}
 	s.routes()
 	return s
