@@ -61,15 +61,7 @@ func TestAgentChannelEndsOnRevocation(t *testing.T) {
 		t.Run(row.name, func(t *testing.T) {
 			f := newFixtureWith(t, fixtureOptions{Accounts: account.Options{Now: clk.Now}})
 			_, bobRoot, _ := f.addPerson("bob")
-			hub := agentlink.New()
-			srv := httptest.NewUnstartedServer(New(Options{FS: f.fs, Accounts: f.accounts, Agents: hub}))
-			srv.EnableHTTP2 = true
-			srv.StartTLS()
-			t.Cleanup(srv.Close)
-			m, err := f.accounts.UpsertMachine(ctx, f.person.ID, account.MachineInput{GUID: "agent-guid"})
-			if err != nil {
-				t.Fatal(err)
-			}
+			hub, srv, m := f.agentServer(t, "agent-guid")
 			toks, err := f.accounts.IssueTokens(ctx, f.person.ID, m.ID)
 			if err != nil {
 				t.Fatal(err)
@@ -167,15 +159,7 @@ func TestAgentChannelEndsOnRevocation(t *testing.T) {
 func TestAgentReplyUnread(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t)
-	hub := agentlink.New()
-	srv := httptest.NewUnstartedServer(New(Options{FS: f.fs, Accounts: f.accounts, Agents: hub}))
-	srv.EnableHTTP2 = true
-	srv.StartTLS()
-	t.Cleanup(srv.Close)
-	m, err := f.accounts.UpsertMachine(ctx, f.person.ID, account.MachineInput{GUID: "agent-guid"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	hub, srv, m := f.agentServer(t, "agent-guid")
 	toks, err := f.accounts.IssueTokens(ctx, f.person.ID, m.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -220,4 +204,20 @@ func mustDo(t *testing.T, c *http.Client, req *http.Request) *http.Response {
 		t.Fatal(err)
 	}
 	return resp
+}
+
+// agentServer serves f's stores over HTTPS (HTTP/2, as agents connect)
+// with an agent hub, and makes a machine of f's person with guid.
+func (f *fixture) agentServer(t *testing.T, guid string) (*agentlink.Hub, *httptest.Server, account.Machine) {
+	t.Helper()
+	hub := agentlink.New()
+	srv := httptest.NewUnstartedServer(New(Options{FS: f.fs, Accounts: f.accounts, Agents: hub}))
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	m, err := f.accounts.UpsertMachine(context.Background(), f.person.ID, account.MachineInput{GUID: guid})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hub, srv, m
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strconv"
 	"strings"
@@ -182,15 +181,7 @@ func TestMachineBadInputs(t *testing.T) {
 func TestMachineStatusShaped(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t)
-	hub := agentlink.New()
-	srv := httptest.NewUnstartedServer(New(Options{FS: f.fs, Accounts: f.accounts, Agents: hub}))
-	srv.EnableHTTP2 = true
-	srv.StartTLS()
-	t.Cleanup(srv.Close)
-	m, err := f.accounts.UpsertMachine(ctx, f.person.ID, account.MachineInput{GUID: "status-guid"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	hub, srv, m := f.agentServer(t, "status-guid")
 	conn, err := hub.Attach(ctx, m.ID)
 	if err != nil {
 		t.Fatal(err)
