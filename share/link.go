@@ -528,16 +528,10 @@ func (s *Service) tellSubscriber(ctx context.Context, c account.Caller, l Link, 
 	if s.notify == nil || s.publicURL == "" {
 		return
 	}
-	if ok, _, first := s.mail.Use(personSender(c.Person.ID), 1); !ok {
-		if first {
-			s.log.Warn("share link subscriber mails not sent: the creator's for this hour are used up", "person_id", c.Person.ID, "link_id", l.ID, "per_hour", s.mail.Max())
-		}
-		return
-	}
 	who := cmp.Or(c.Person.DisplayName, c.Person.Username)
 	name := s.itemName(ctx, l)
 	url := strings.TrimRight(s.publicURL, "/") + "/s/" + sb.Hash
-	_ = s.notify.Notify(ctx, sb.Email, fmt.Sprintf("%s shared %q with you", who, name),
+	s.mailFor(ctx, l, sb.Email, fmt.Sprintf("%s shared %q with you", who, name),
 		fmt.Sprintf("%s shared %q with you on berth: %s\n\nThe link is yours: do not pass it on.\n", who, name, url))
 }
 
@@ -1196,13 +1190,20 @@ func (s *Service) notice(ctx context.Context, l Link, subject, body string) {
 	if err != nil || p.Email == "" {
 		return
 	}
+	s.mailFor(ctx, l, p.Email, subject, body)
+}
+
+// mailFor sends a mail of link l to to, best effort, from its creator's
+// mail budget (mailbudget.go): past it, it is not sent, and the first
+// refusal of the hour is logged.
+func (s *Service) mailFor(ctx context.Context, l Link, to, subject, body string) {
 	if ok, _, first := s.mail.Use(personSender(l.CreatorID), 1); !ok {
 		if first {
-			s.log.Warn("share link notices not sent: the creator's for this hour are used up", "person_id", l.CreatorID, "link_id", l.ID, "per_hour", s.mail.Max())
+			s.log.Warn("share link mails not sent: the creator's for this hour are used up", "person_id", l.CreatorID, "link_id", l.ID, "per_hour", s.mail.Max())
 		}
 		return
 	}
-	_ = s.notify.Notify(ctx, p.Email, subject, body)
+	_ = s.notify.Notify(ctx, to, subject, body)
 }
 
 // LinkWrite returns the terms of a write through la's link by c (nil: no
