@@ -1,36 +1,17 @@
 package agent
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"berth/berthtest"
 )
-
-// lockedBuffer is a bytes.Buffer the agent's goroutines may log to
-// while the test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestUntrustedServerSaysWhy: an agent started without --ca-file against
 // a server whose certificate the system does not trust (a self-signed
@@ -40,7 +21,7 @@ func (l *lockedBuffer) String() string {
 func TestUntrustedServerSaysWhy(t *testing.T) {
 	srv := httptest.NewTLSServer(http.NotFoundHandler())
 	defer srv.Close()
-	var logs lockedBuffer
+	var logs berthtest.LogBuffer
 	a, err := New(Config{
 		Server: srv.URL, Login: "alice", StateFile: filepath.Join(t.TempDir(), "state.json"),
 		Password:   func() (string, error) { return "a password", nil },
