@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -90,15 +89,9 @@ func TestGroupDeletionActivity(t *testing.T) {
 func TestFinishGroupDeletions(t *testing.T) {
 	ctx := t.Context()
 	cfg := config.Default()
-	cfg.Data = t.TempDir()
 	// 1 MiB memtables: a full group's memberships go in many batches.
 	cfg.Memory.KVMemtable = 1 << 20
-	log := slog.New(slog.DiscardHandler)
-	st, err := openStores(ctx, cfg, log, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.close(log) })
+	st, log := tempStores(t, cfg)
 	accounts := st.newAccounts(account.Options{Argon2: account.Argon2Params{Memory: 64, Time: 1, Threads: 1}})
 	org, err := accounts.CreateOrganization(ctx, account.OrganizationInput{Name: "acme"})
 	if err != nil {

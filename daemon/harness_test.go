@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/rand/v2"
 	"mime/multipart"
 	"net/http"
@@ -24,6 +25,7 @@ import (
 	"time"
 
 	"berth/berthtest"
+	"berth/config"
 )
 
 // daemonProc is a running berth and what it said.
@@ -640,4 +642,18 @@ func waitFor[T any](t *testing.T, d time.Duration, cond func() (T, bool)) T {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// tempStores opens cfg's stores in a new temporary data directory, with
+// logs discarded, for the test's length.
+func tempStores(t *testing.T, cfg config.Config) (*stores, *slog.Logger) {
+	t.Helper()
+	cfg.Data = t.TempDir()
+	log := slog.New(slog.DiscardHandler)
+	st, err := openStores(t.Context(), cfg, log, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.close(log) })
+	return st, log
 }

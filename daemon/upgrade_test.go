@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -26,14 +25,7 @@ import (
 // day before was answered "expired" at its first click.
 func TestUpgradeInvitations(t *testing.T) {
 	ctx := context.Background()
-	cfg := config.Default()
-	cfg.Data = t.TempDir()
-	log := slog.New(slog.DiscardHandler)
-	st, err := openStores(ctx, cfg, log, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.close(log) })
+	st, log := tempStores(t, config.Default())
 	const ttl = share.DefaultInvitationTTL
 	upgrade := time.Now().Truncate(time.Second)
 	clock := berthtest.NewClock(upgrade)
@@ -110,14 +102,7 @@ func TestUpgradeInvitations(t *testing.T) {
 // transactions of a removal.
 func TestUpgradeLinkSubjects(t *testing.T) {
 	ctx := context.Background()
-	cfg := config.Default()
-	cfg.Data = t.TempDir()
-	log := slog.New(slog.DiscardHandler)
-	st, err := openStores(ctx, cfg, log, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.close(log) })
+	st, log := tempStores(t, config.Default())
 	accounts := st.newAccounts(account.Options{Argon2: account.Argon2Params{Memory: 64, Time: 1, Threads: 1}})
 	shares := share.New(share.Options{FS: st.files, Accounts: accounts, Store: st.db})
 	const guest = 7
