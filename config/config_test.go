@@ -45,7 +45,8 @@ func TestDefaults(t *testing.T) {
 		c.OAuth.AccessTokenTTL != time.Hour || c.OAuth.RefreshTokenTTL != 720*time.Hour ||
 		c.Lockout.MaxFailures != 5 || c.Lockout.Duration != 15*time.Minute || c.Activity.Retention != 365*24*time.Hour ||
 		c.GC.Interval != time.Hour || c.WebDAV.InfiniteDepth || c.Log.Format != "text" ||
-		c.Storage.Reserve != 1<<30 || c.GC.PurgeDeletedAfter != 0 || c.HTTP.BodyIdleTimeout != time.Minute {
+		c.Storage.Reserve != 1<<30 || c.GC.PurgeDeletedAfter != 0 || c.HTTP.BodyIdleTimeout != time.Minute ||
+		c.HTTP.MaxHeaderBytes != 64<<10 {
 		t.Fatalf("unexpected defaults: %+v", c)
 	}
 	if err := Default().Validate(); err != nil {
@@ -162,6 +163,8 @@ func TestValidationNamesKeyAndValue(t *testing.T) {
 		{name: "negative duration", file: "lockout:\n  duration: -1m\n", want: []string{`lockout.duration: "-1m0s" must be positive`}},
 		{name: "negative retention", file: "activity:\n  retention: -1h\n", want: []string{`activity.retention: "-1h0m0s" must not be negative (0 keeps records forever)`}},
 		{name: "zero body idle timeout", env: map[string]string{"BERTH_HTTP_BODY_IDLE_TIMEOUT": "0s"}, want: []string{`http.body_idle_timeout: "0s" must be positive`}},
+		{name: "header bound below 4 KiB", env: map[string]string{"BERTH_HTTP_MAX_HEADER_BYTES": "1KiB"}, want: []string{`http.max_header_bytes: "1.0 KiB" must be between 4KiB and 1MiB`}},
+		{name: "header bound over 1 MiB", env: map[string]string{"BERTH_HTTP_MAX_HEADER_BYTES": "2MiB"}, want: []string{`http.max_header_bytes: "2.0 MiB" must be between 4KiB and 1MiB`}},
 		{name: "negative connections per address", env: map[string]string{"BERTH_HTTP_MAX_CONNS_PER_ADDRESS": "-1"}, want: []string{`http.max_conns_per_address: "-1" must not be negative`}},
 		{name: "a directory network that is none", env: map[string]string{"BERTH_DIRECTORY_ALLOWED_NETWORKS": "10.0.0.0/8, ldap.example.com"}, want: []string{`directory.allowed_networks: "10.0.0.0/8, ldap.example.com" is not a comma-separated list of addresses and networks`}},
 		{name: "integer", env: map[string]string{"BERTH_LOCKOUT_MAX_FAILURES": "many"}, want: []string{`lockout.max_failures: "many" is not an integer`}},

@@ -20,13 +20,18 @@ import (
 // The check is made on the connection's first read, which the TLS
 // handshake makes in the connection's own goroutine under the server's
 // handshake deadline, so Accept never waits for a slow client.
-func rejectPlainHTTP(ln net.Listener, h http.Handler) net.Listener {
-	return &plainHTTPGuard{Listener: ln, h: h}
+//
+// maxHead bounds what is read of such a request before it is answered
+// (http.max_header_bytes, as for requests over TLS): a longer one is
+// answered as a GET.
+func rejectPlainHTTP(ln net.Listener, h http.Handler, maxHead int64) net.Listener {
+	return &plainHTTPGuard{Listener: ln, h: h, maxHead: maxHead}
 }
 
 type plainHTTPGuard struct {
 	net.Listener
-	h http.Handler
+	h       http.Handler
+	maxHead int64
 }
 
 func (l *plainHTTPGuard) Accept() (net.Conn, error) {
@@ -34,21 +39,18 @@ func (l *plainHTTPGuard) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &guardedConn{Conn: c, h: l.h}, nil
+	return &guardedConn{Conn: c, h: l.h, maxHead: l.maxHead}, nil
 }
 
 // errPlainHTTP ends the TLS handshake of a connection that spoke plain
 // HTTP and has been answered.
 var errPlainHTTP = errors.New("client spoke plain HTTP to the HTTPS port; answered 400 insecure_transport")
 
-// maxPlainRequestHead bounds what is read of a plain HTTP request before
-// it is answered: its request line and headers, as net/http's default.
-const maxPlainRequestHead = http.DefaultMaxHeaderBytes
-
 // guardedConn checks the first bytes a client sends.
 type guardedConn struct {
 	net.Conn
 	h       http.Handler
+	maxHead int64
 	checked bool
 }
 
@@ -76,7 +78,7 @@ func (c *guardedConn) Read(p []byte) (int, error) {
 // answer to it, closing the connection after. The request is read first
 // so the client, still sending, is not reset before it reads the answer.
 func (c *guardedConn) answer(first []byte) {
-	br := bufio.NewReader(io.MultiReader(bytes.NewReader(first), io.LimitReader(c.Conn, maxPlainRequestHead)))
+	br := bufio.NewReader(io.MultiReader(bytes.NewReader(first), io.LimitReader(c.Conn, c.maxHead)))
 	req, err := http.ReadRequest(br)
 	if err != nil {
 		// Not a request net/http can read: answer as for a GET.

@@ -319,7 +319,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writ
 		if tls {
 			// Plain HTTP sent here gets the JSON insecure_transport
 			// of the plain-HTTP listener, not net/http's text.
-			ln = rejectPlainHTTP(ln, rest.InsecureHandler())
+			ln = rejectPlainHTTP(ln, rest.InsecureHandler(), int64(cfg.HTTP.MaxHeaderBytes))
 			// A large download sends its TLS records in large writes.
 			ln = httpserve.CoalesceListener(ln)
 		}
@@ -334,6 +334,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writ
 		srv := &http.Server{
 			Handler:           withSendIdleTimeout(withBodyIdleTimeout(h, cfg.HTTP.BodyIdleTimeout), cfg.HTTP.SendIdleTimeout),
 			ReadHeaderTimeout: 10 * time.Second,
+			MaxHeaderBytes:    int(cfg.HTTP.MaxHeaderBytes),
 			IdleTimeout:       2 * time.Minute,
 			ErrorLog:          slog.NewLogLogger(log.With("component", "http", "listener", name).Handler(), slog.LevelWarn),
 		}

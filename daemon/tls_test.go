@@ -136,7 +136,7 @@ func TestPlainHTTPOnTLSListener(t *testing.T) {
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "over TLS")
 	}))
-	srv.Listener = rejectPlainHTTP(srv.Listener, rest.InsecureHandler())
+	srv.Listener = rejectPlainHTTP(srv.Listener, rest.InsecureHandler(), 64<<10)
 	srv.StartTLS()
 	defer srv.Close()
 
