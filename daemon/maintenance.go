@@ -166,6 +166,9 @@ func fsckCommand(ctx context.Context, cfg config.Config, log *slog.Logger, out i
 	for _, b := range rep.BadReservations {
 		fmt.Fprintln(out, "bad reservation count", b)
 	}
+	for _, b := range rep.BadUploadCounts {
+		fmt.Fprintln(out, "bad upload count", b)
+	}
 	// A folder whose listing hash and count are read from a wrong sum.
 	for _, f := range rep.BadListSums {
 		fmt.Fprintln(out, "bad listing sum of folder", f)

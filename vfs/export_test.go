@@ -37,6 +37,17 @@ func (fs *FS) SetOwnedCount(ctx context.Context, owner string, root uint64, anno
 	})
 }
 
+// SetUploadCount stores n as owner's count of staged uploads in
+// progress, as damage would; n < 0 deletes it.
+func (fs *FS) SetUploadCount(ctx context.Context, owner string, n int64) error {
+	return fs.db.Update(ctx, func(tx kv.Txn) error {
+		if n < 0 {
+			return tx.Delete(ownerStagedKey(owner))
+		}
+		return put(tx, ownerStagedKey(owner), n)
+	})
+}
+
 // WithStagedBatch returns opts with EachStaged reading n uploads a
 // transaction, so tests reach its later transactions with a few.
 func WithStagedBatch(opts Options, n int) Options {

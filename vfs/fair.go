@@ -243,6 +243,67 @@ func checkOwned(tx kv.Txn) ([]BadReservation, error) {
 	return bad, nil
 }
 
+// BadUploadCount is an owner's count of staged uploads in progress (the
+// one StageOptions.MaxPerOwner, tus.max_uploads, is checked against)
+// that differs from the uploads it counts, as Fsck finds it. Too high,
+// the owner is refused uploads for ones they do not have; too low, they
+// may stage past the bound.
+type BadUploadCount struct {
+	Owner        string
+	Stored, Want int64 // Stored 0: none
+}
+
+// String is the line berth fsck prints for b.
+func (b BadUploadCount) String() string {
+	return fmt.Sprintf("owner %q: %d counted, %d uploads in progress", b.Owner, b.Stored, b.Want)
+}
+
+// checkUploadCounts compares, in tx, every owner's count of staged
+// uploads (ownerStagedKey) with the uploads that say they are counted
+// in it (Counted: in progress, expired ones too until terminate takes
+// them out), and returns those that differ, by owner.
+func checkUploadCounts(tx kv.Txn) ([]BadUploadCount, error) {
+	want := map[string]int64{}
+	err := tx.Scan([]byte(pStaged), nil, func(_, v []byte) error {
+		var rec stagedRec
+		if err := cbor.Unmarshal(v, &rec); err != nil {
+			return err
+		}
+		if rec.Counted {
+			want[rec.Owner]++
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	var bad []BadUploadCount
+	have := map[string]bool{}
+	err = tx.Scan([]byte(pOwnerStaged), nil, func(k, v []byte) error {
+		owner, ok := ownerStagedKeyOwner(k)
+		var n int64
+		if !ok || cbor.Unmarshal(v, &n) != nil {
+			return fmt.Errorf("vfs: a count of uploads in progress that does not read, at %q", k)
+		}
+		have[owner] = true
+		// A count is deleted at 0 (addCount): a stored 0 is wrong too.
+		if n != want[owner] || n <= 0 {
+			bad = append(bad, BadUploadCount{Owner: owner, Stored: n, Want: want[owner]})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for owner, n := range want {
+		if !have[owner] {
+			bad = append(bad, BadUploadCount{Owner: owner, Want: n})
+		}
+	}
+	slices.SortFunc(bad, func(a, b BadUploadCount) int { return strings.Compare(a.Owner, b.Owner) })
+	return bad, nil
+}
+
 func boolCmp(a, b bool) int {
 	switch {
 	case a == b:

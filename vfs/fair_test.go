@@ -291,3 +291,44 @@ func TestFsckReservations(t *testing.T) {
 		})
 	}
 }
+
+// TestFsckUploadCounts: fsck names each owner whose count of staged
+// uploads in progress (what tus.max_uploads is checked against) differs
+// from the uploads it counts.
+func TestFsckUploadCounts(t *testing.T) {
+	const q = fairQuota
+	cases := []struct {
+		name   string
+		damage map[string]int64 // owner: count stored, -1 deleted
+		want   []vfs.BadUploadCount
+	}{
+		{"sound", nil, nil},
+		{"a count too high", map[string]int64{"a": 3}, []vfs.BadUploadCount{{Owner: "a", Stored: 3, Want: 1}}},
+		{"a count lost", map[string]int64{"a": -1}, []vfs.BadUploadCount{{Owner: "a", Want: 1}}},
+		{"a count at 0, which is never stored", map[string]int64{"a": 0}, []vfs.BadUploadCount{{Owner: "a", Want: 1}}},
+		{"a count of an owner with no upload", map[string]int64{"ghost": 2}, []vfs.BadUploadCount{{Owner: "ghost", Stored: 2}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			w := newFairWorld(t, true)
+			if err := w.do(fairStep{"stage", "a", q / 4, nil}); err != nil {
+				t.Fatal(err)
+			}
+			for owner, n := range c.damage {
+				if err := w.e.fs.SetUploadCount(ctx, owner, n); err != nil {
+					t.Fatal(err)
+				}
+			}
+			rep, err := w.e.fs.Fsck(ctx, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fmt.Sprint(rep.BadUploadCounts) != fmt.Sprint(c.want) || rep.OK() != (len(c.want) == 0) {
+				t.Fatalf("fsck: %v (OK %v), bad upload counts %v; want %v", rep, rep.OK(), rep.BadUploadCounts, c.want)
+			}
+			if len(c.want) > 0 && !strings.Contains(rep.String(), fmt.Sprintf("%d bad upload counts", len(c.want))) {
+				t.Errorf("the summary %q does not count them", rep)
+			}
+		})
+	}
+}

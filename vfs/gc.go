@@ -230,6 +230,10 @@ type FsckReport struct {
 	// BadReservations are the counts of what an owner's staged uploads
 	// reserve by root (fair.go) that differ from the uploads' sums.
 	BadReservations []BadReservation
+	// BadUploadCounts are the counts of each owner's staged uploads in
+	// progress (the bound on them is checked against) that differ from
+	// the uploads.
+	BadUploadCounts []BadUploadCount
 	// BadListSums are the folders whose kept listing sum (listhash.go)
 	// differs from a scan of their children.
 	BadListSums []uint64
@@ -246,7 +250,7 @@ type FsckReport struct {
 
 // OK reports whether nothing is wrong.
 func (r FsckReport) OK() bool {
-	return len(r.Missing)+len(r.Leaked)+len(r.BadRefcounts)+len(r.Corrupt)+len(r.BadReservations)+len(r.BadListSums)+
+	return len(r.Missing)+len(r.Leaked)+len(r.BadRefcounts)+len(r.Corrupt)+len(r.BadReservations)+len(r.BadUploadCounts)+len(r.BadListSums)+
 		len(r.BadUsage)+len(r.BadTallies) == 0
 }
 
@@ -257,6 +261,9 @@ func (r FsckReport) String() string {
 	if len(r.BadReservations) > 0 {
 		// Only when there are: scripts read the line above as it was.
 		s += fmt.Sprintf(", %d bad reservation counts", len(r.BadReservations))
+	}
+	if len(r.BadUploadCounts) > 0 {
+		s += fmt.Sprintf(", %d bad upload counts", len(r.BadUploadCounts))
 	}
 	if len(r.BadListSums) > 0 {
 		s += fmt.Sprintf(", %d bad listing sums", len(r.BadListSums))
@@ -276,7 +283,8 @@ func (r FsckReport) String() string {
 // Fsck checks that every chunk a revision or an intent references is
 // stored, that every stored chunk is referenced, and that reference counts
 // match, that the counts of what each owner's staged uploads reserve
-// (fair.go) are the sums of those uploads, and that every folder's kept
+// (fair.go) are the sums of those uploads and each owner's count of them
+// their number, and that every folder's kept
 // listing sum is its children's (listhash.go), and that each live root's
 // usage ledger is a recount of its items and each tally its roots' sum
 // (fsckusage.go); with verify
@@ -332,6 +340,9 @@ func (fs *FS) Fsck(ctx context.Context, verify bool) (FsckReport, error) {
 			return err
 		}
 		if rep.BadReservations, err = checkOwned(tx); err != nil {
+			return err
+		}
+		if rep.BadUploadCounts, err = checkUploadCounts(tx); err != nil {
 			return err
 		}
 		if rep.BadListSums, err = checkListSums(tx); err != nil {

@@ -212,6 +212,19 @@ func ownedKeyOwner(k []byte) (string, bool) {
 	return string(k[head : head+int(n)]), true
 }
 
+// ownerStagedKeyOwner reads the owner back from an ownerStagedKey.
+func ownerStagedKeyOwner(k []byte) (string, bool) {
+	head := len(pOwnerStaged) + 9
+	if len(k) < head {
+		return "", false
+	}
+	n := binary.BigEndian.Uint64(k[len(pOwnerStaged):])
+	if n != uint64(len(k)-head) {
+		return "", false
+	}
+	return string(k[head:]), true
+}
+
 // ownedKeyRoot reads the root back from an A/ key.
 func ownedKeyRoot(k []byte) uint64 {
 	return binary.BigEndian.Uint64(k[len(k)-9 : len(k)-1])
