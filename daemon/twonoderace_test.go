@@ -1,0 +1,399 @@
+package daemon
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// topPaths returns the paths of the root's top-level items as lc's node
+// lists them, duplicates kept.
+func (lc *lcClient) topPaths() []string {
+	lc.t.Helper()
+	st, body := lc.do(http.MethodGet, fmt.Sprintf("/api/2/files/%d?include_children=true", lc.root), nil, "")
+	var f struct {
+		Children []struct {
+			Path string `json:"path"`
+		} `json:"children"`
+	}
+	if st != 200 || json.Unmarshal(body, &f) != nil || len(f.Children) == 0 {
+		lc.t.Fatalf("listing: %d %s", st, body)
+	}
+	paths := make([]string, len(f.Children))
+	for i, c := range f.Children {
+		paths[i] = c.Path
+	}
+	return paths
+}
+
+// both runs a on node A's client and b on node B's at the same moment
+// and returns their statuses.
+func both(a, b func() int) (int, int) {
+	var wg sync.WaitGroup
+	var sa, sb int
+	start := make(chan struct{})
+	wg.Add(2)
+	go func() { defer wg.Done(); <-start; sa = a() }()
+	go func() { defer wg.Done(); <-start; sb = b() }()
+	close(start)
+	wg.Wait()
+	return sa, sb
+}
+
+// TestTwoNodesRaces sends conflicting changes to two real nodes on one
+// PostgreSQL database and one S3 bucket at the same moment: the store
+// must end as one of them alone would have left it (no duplicate names,
+// nothing written into a folder deleted meanwhile), and a node killed
+// in the middle of a resumable upload must leave what it acknowledged
+// for the other to finish.
+func TestTwoNodesRaces(t *testing.T) {
+	n := startTwoNodes(t, "0s")
+	a, b := n.ca, n.cb
+
+	t.Run("one name made on both nodes at once: one item", func(t *testing.T) {
+		for i := range 6 {
+			name := fmt.Sprintf("same%d", i)
+			mk := func(c *lcClient) func() int {
+				return func() int {
+					st, _ := c.form(http.MethodPost, fmt.Sprintf("/api/2/files/%d/create_folder", c.root), url.Values{"name": {name}})
+					return st
+				}
+			}
+			sa, sb := both(mk(a), mk(b))
+			if (sa == 200) == (sb == 200) {
+				t.Errorf("create_folder %s on A and B at once: %d and %d, want one 200", name, sa, sb)
+			}
+			// WebDAV: a new file, with If-None-Match: *.
+			file := fmt.Sprintf("same%d.txt", i)
+			put := func(c *lcClient, body string) func() int {
+				return func() int {
+					st, _, err := c.dav(http.MethodPut, file, strings.NewReader(body), "If-None-Match", "*")
+					if err != nil {
+						t.Errorf("PUT %s: %v", file, err)
+					}
+					return st
+				}
+			}
+			sa, sb = both(put(a, "from A"), put(b, "from B"))
+			if (sa == 201) == (sb == 201) {
+				t.Errorf("PUT %s with If-None-Match: * on A and B at once: %d and %d, want one 201", file, sa, sb)
+			}
+		}
+		counts := map[string]int{}
+		for _, name := range b.topPaths() {
+			counts[name]++
+		}
+		for name, c := range counts {
+			if c > 1 {
+				t.Errorf("%s listed %d times", name, c)
+			}
+		}
+	})
+
+	t.Run("folder deleted on A while B uploads into it", func(t *testing.T) {
+		if st, _, err := a.dav("MKCOL", "doomed", nil); err != nil || st != 201 {
+			t.Fatalf("MKCOL: %d %v", st, err)
+		}
+		body := content(7, 2<<20)
+		done := make(chan int, 1)
+		go func() {
+			st, err := b.slowUpload("doomed/late.bin", body, 3*time.Second, true)
+			if err != nil {
+				st = -1
+			}
+			done <- st
+		}()
+		time.Sleep(time.Second)
+		if st, _, err := a.dav(http.MethodDelete, "doomed", nil); err != nil || st != 204 {
+			t.Fatalf("DELETE of the folder on A: %d %v", st, err)
+		}
+		st := <-done
+		t.Logf("B's upload into the deleted folder: %d", st)
+		if st == 201 || st == 204 {
+			t.Errorf("B's upload into a folder A deleted during it: %d, want a refusal", st)
+		}
+		for _, c := range []*lcClient{a, b} {
+			if st, _ := c.read("doomed/late.bin"); st != 404 {
+				t.Errorf("GET on %s of the file in the deleted folder: %d, want 404", c.base, st)
+			}
+		}
+	})
+
+	t.Run("collection locked on A: writes into it through B", func(t *testing.T) {
+		if st, _, err := a.dav("MKCOL", "held", nil); err != nil || st != 201 {
+			t.Fatalf("MKCOL: %d %v", st, err)
+		}
+		if st, err := a.upload("held/inside.txt", []byte("v1"), true); err != nil || st != 201 {
+			t.Fatalf("PUT: %d %v", st, err)
+		}
+		lockBody := `<?xml version="1.0"?><D:lockinfo xmlns:D="DAV:"><D:lockscope><D:exclusive/></D:lockscope><D:locktype><D:write/></D:locktype></D:lockinfo>`
+		st, resp, err := a.dav("LOCK", "held", strings.NewReader(lockBody), "Timeout", "Second-60", "Depth", "infinity")
+		if err != nil || st != 200 {
+			t.Fatalf("LOCK on A: %d %v %s", st, err, resp)
+		}
+		i := bytes.Index(resp, []byte("urn:uuid:"))
+		if i < 0 {
+			t.Fatalf("no lock token in %s", resp)
+		}
+		token := string(resp[i : i+len("urn:uuid:")+36])
+		for _, w := range []struct {
+			method, path string
+			headers      []string
+		}{
+			{http.MethodPut, "held/new.txt", nil},
+			{http.MethodPut, "held/inside.txt", nil},
+			{http.MethodDelete, "held/inside.txt", nil},
+			{"MKCOL", "held/sub", nil},
+			{"MOVE", "held/inside.txt", []string{"Destination", b.base + "/webdav/admin/moved-out.txt"}},
+		} {
+			var body *strings.Reader
+			if w.method == http.MethodPut {
+				body = strings.NewReader("through B")
+			}
+			var st int
+			if body != nil {
+				st, _, err = b.dav(w.method, w.path, body, w.headers...)
+			} else {
+				st, _, err = b.dav(w.method, w.path, nil, w.headers...)
+			}
+			if err != nil || st != http.StatusLocked {
+				t.Errorf("%s %s on B under A's lock of the folder: %d %v, want 423", w.method, w.path, st, err)
+			}
+		}
+		if st, _, err := b.dav("UNLOCK", "held", nil, "Lock-Token", "<"+token+">"); err != nil || st != 204 {
+			t.Fatalf("UNLOCK on B: %d %v", st, err)
+		}
+	})
+
+	t.Run("folders moved into each other on A and B at once: no cycle", func(t *testing.T) {
+		for i := range 5 {
+			x, y := fmt.Sprintf("x%d", i), fmt.Sprintf("y%d", i)
+			for _, d := range []string{x, y} {
+				if st, _, err := a.dav("MKCOL", d, nil); err != nil || st != 201 {
+					t.Fatalf("MKCOL %s: %d %v", d, st, err)
+				}
+			}
+			move := func(c *lcClient, from, into string) func() int {
+				return func() int {
+					st, _, err := c.dav("MOVE", from, nil, "Destination", c.base+"/webdav/admin/"+into+"/"+from)
+					if err != nil {
+						t.Errorf("MOVE %s: %v", from, err)
+					}
+					return st
+				}
+			}
+			sa, sb := both(move(a, x, y), move(b, y, x))
+			if sa == 201 && sb == 201 {
+				t.Errorf("MOVE %s into %s on A and %s into %s on B at once: both 201", x, y, y, x)
+			}
+			// Whatever won, both folders are still reachable from the top.
+			for _, p := range []string{x, y, y + "/" + x, x + "/" + y} {
+				st, _, _ := b.dav("PROPFIND", p, nil, "Depth", "0")
+				t.Logf("round %d: PROPFIND %s: %d (moves %d, %d)", i, p, st, sa, sb)
+			}
+			found := 0
+			for _, p := range []string{x, y, y + "/" + x, x + "/" + y} {
+				if st, _, _ := b.dav("PROPFIND", p, nil, "Depth", "0"); st == 207 {
+					found++
+				}
+			}
+			if found != 2 {
+				t.Errorf("round %d: %d of the two folders reachable from the top after the moves (%d, %d)", i, found, sa, sb)
+			}
+		}
+	})
+
+	t.Run("two files renamed to one name on A and B at once: one wins", func(t *testing.T) {
+		for i := range 5 {
+			f, g, to := fmt.Sprintf("r%da.txt", i), fmt.Sprintf("r%db.txt", i), fmt.Sprintf("r%d.txt", i)
+			for _, name := range []string{f, g} {
+				if st, err := a.upload(name, []byte(name), true); err != nil || st != 201 {
+					t.Fatalf("PUT %s: %d %v", name, st, err)
+				}
+			}
+			move := func(c *lcClient, from string) func() int {
+				return func() int {
+					st, _, err := c.dav("MOVE", from, nil, "Destination", c.base+"/webdav/admin/"+to, "Overwrite", "F")
+					if err != nil {
+						t.Errorf("MOVE %s: %v", from, err)
+					}
+					return st
+				}
+			}
+			sa, sb := both(move(a, f), move(b, g))
+			if (sa == 201) == (sb == 201) {
+				t.Errorf("MOVE %s and %s to %s with Overwrite: F on A and B at once: %d and %d, want one 201", f, g, to, sa, sb)
+			}
+		}
+		counts := map[string]int{}
+		for _, name := range b.topPaths() {
+			counts[name]++
+		}
+		for name, c := range counts {
+			if c > 1 {
+				t.Errorf("%s listed %d times", name, c)
+			}
+		}
+	})
+
+	t.Run("file moved on B into a folder deleted on A at once", func(t *testing.T) {
+		for i := range 5 {
+			dir, file := fmt.Sprintf("gone%d", i), fmt.Sprintf("mover%d.txt", i)
+			if st, _, err := a.dav("MKCOL", dir, nil); err != nil || st != 201 {
+				t.Fatalf("MKCOL: %d %v", st, err)
+			}
+			if st, err := a.upload(file, []byte("moving"), true); err != nil || st != 201 {
+				t.Fatalf("PUT: %d %v", st, err)
+			}
+			sa, sb := both(func() int {
+				st, _, _ := a.dav(http.MethodDelete, dir, nil)
+				return st
+			}, func() int {
+				st, _, _ := b.dav("MOVE", file, nil, "Destination", b.base+"/webdav/admin/"+dir+"/"+file)
+				return st
+			})
+			// The file is either still at the top (the move lost) or
+			// went with the folder (the move won, then the delete).
+			stTop, _ := b.read(file)
+			stIn, _ := b.read(dir + "/" + file)
+			t.Logf("round %d: DELETE %d, MOVE %d; then top %d, inside %d", i, sa, sb, stTop, stIn)
+			if stIn != 404 {
+				t.Errorf("round %d: the file inside the deleted folder answers %d", i, stIn)
+			}
+			if (stTop == 200) == (sb == 201) {
+				t.Errorf("round %d: MOVE answered %d and the file at the top answers %d", i, sb, stTop)
+			}
+		}
+	})
+
+	t.Run("chunked uploads on A and B together past a quota", func(t *testing.T) {
+		const size = 3 << 20
+		u := a.newUser("bigquota", 0, url.Values{"space_quota": {fmt.Sprint(5 << 20)}})
+		statuses := make([]int, 2)
+		var wg sync.WaitGroup
+		for i, c := range []*lcClient{a, b} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				uc := *c
+				req, _ := http.NewRequest(http.MethodPut, uc.base+fmt.Sprintf("/webdav/%s/big%d.bin", u.login, i), newSlowReader(content(uint64(40+i), size), 2*time.Second))
+				req.SetBasicAuth(u.login, u.password)
+				req.ContentLength = size
+				resp, err := uc.c.Do(req)
+				if err != nil {
+					t.Errorf("PUT %d: %v", i, err)
+					return
+				}
+				resp.Body.Close()
+				statuses[i] = resp.StatusCode
+			}()
+		}
+		wg.Wait()
+		ok := 0
+		for _, st := range statuses {
+			if st == 201 || st == 204 {
+				ok++
+			}
+		}
+		if ok != 1 {
+			t.Errorf("two uploads of %d bytes under a quota of %d on A and B at once: %v, want one stored", size, 5<<20, statuses)
+		}
+	})
+
+	// Last: it kills B.
+	t.Run("B killed mid-PATCH of a tus upload: A resumes and finishes it", func(t *testing.T) {
+		tok, st, _ := a.tokenFor("admin", clusterPassword)
+		if tok == "" {
+			t.Fatalf("token: %d", st)
+		}
+		body := content(8, 6<<20)
+		meta := "root_id " + base64.StdEncoding.EncodeToString([]byte(fmt.Sprint(a.root))) +
+			",filename " + base64.StdEncoding.EncodeToString([]byte("resumed.bin"))
+		req, _ := http.NewRequest(http.MethodPost, a.base+"/api/2/tus/", nil)
+		for k, v := range map[string]string{"Authorization": "Bearer " + tok, "Tus-Resumable": "1.0.0", "Upload-Length": fmt.Sprint(len(body)), "Upload-Metadata": meta} {
+			req.Header.Set(k, v)
+		}
+		resp, err := a.c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		loc := resp.Header.Get("Location")
+		if resp.StatusCode != 201 || loc == "" {
+			t.Fatalf("tus create on A: %d %q", resp.StatusCode, loc)
+		}
+		u, err := url.Parse(loc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := u.Path
+		patch := func(c *lcClient, ctx context.Context, offset int, data []byte, d time.Duration) (int, error) {
+			var r = newSlowReader(data, d)
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPatch, c.base+path, r)
+			req.Header.Set("Authorization", "Bearer "+tok)
+			req.Header.Set("Tus-Resumable", "1.0.0")
+			req.Header.Set("Upload-Offset", fmt.Sprint(offset))
+			req.Header.Set("Content-Type", "application/offset+octet-stream")
+			req.ContentLength = int64(len(data))
+			resp, err := c.c.Do(req)
+			if err != nil {
+				return 0, err
+			}
+			resp.Body.Close()
+			return resp.StatusCode, nil
+		}
+		offset := func(c *lcClient) int {
+			req, _ := http.NewRequest(http.MethodHead, c.base+path, nil)
+			req.Header.Set("Authorization", "Bearer "+tok)
+			req.Header.Set("Tus-Resumable", "1.0.0")
+			resp, err := c.c.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			var off int
+			if resp.StatusCode != 200 {
+				t.Fatalf("HEAD on %s: %d", c.base, resp.StatusCode)
+			}
+			fmt.Sscan(resp.Header.Get("Upload-Offset"), &off)
+			return off
+		}
+		// The first 2 MiB through B, acknowledged.
+		if st, err := patch(b, context.Background(), 0, body[:2<<20], 0); err != nil || st != 204 {
+			t.Fatalf("PATCH on B: %d %v", st, err)
+		}
+		// The rest through B slowly, and B dies in the middle.
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			patch(b, ctx, 2<<20, body[2<<20:], 4*time.Second)
+		}()
+		time.Sleep(1500 * time.Millisecond)
+		n.b.kill(t)
+		<-done
+		got := offset(a)
+		if got < 2<<20 || got > len(body) {
+			t.Fatalf("offset on A after B died: %d, want at least the %d bytes B acknowledged", got, 2<<20)
+		}
+		if got < len(body) {
+			if st, err := patch(a, context.Background(), got, body[got:], 0); err != nil || st != 204 {
+				t.Fatalf("PATCH on A from %d: %d %v", got, st, err)
+			}
+		}
+		if st, data := a.read("resumed.bin"); st != 200 || !bytes.Equal(data, body) {
+			t.Fatalf("read on A of the resumed upload: %d, %d bytes, equal %v", st, len(data), bytes.Equal(data, body))
+		}
+		n.a.stop(t)
+		t.Logf("fsck: %s", n.fsck(t))
+	})
+}
