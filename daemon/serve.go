@@ -92,7 +92,7 @@ func openStores(ctx context.Context, cfg config.Config, log *slog.Logger, reg pr
 		return nil, err
 	}
 	zipHeld := applyMemoryLimit(cfg.Memory, log)
-	chunks, err := openChunks(ctx, cfg, log, reg)
+	chunks, err := openChunks(ctx, cfg, log, reg, db)
 	if err != nil {
 		db.Close()
 		if cfg.Storage.Backend != "s3" {

@@ -8,6 +8,10 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -396,4 +400,76 @@ func TestTwoNodesRaces(t *testing.T) {
 		n.a.stop(t)
 		t.Logf("fsck: %s", n.fsck(t))
 	})
+}
+
+// startRefused starts a node that must refuse to serve: it returns what
+// the node printed before it exited, and fails the test if it listens.
+func startRefused(t *testing.T, bin, data string, env []string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "serve", "--data", data,
+		"--listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--log-format", "json", "--gc-interval", "0s")
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}, env...)
+	var out lockedBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	for {
+		select {
+		case err := <-done:
+			if err == nil {
+				t.Fatalf("the node exited without an error:\n%s", out.String())
+			}
+			return out.String()
+		case <-time.After(100 * time.Millisecond):
+			if strings.Contains(out.String(), `"msg":"listening"`) {
+				cmd.Process.Kill()
+				<-done
+				t.Fatalf("the node started serving:\n%s", out.String())
+			}
+		}
+	}
+}
+
+// TestTwoNodesOtherChunkStore: a node configured with the cluster's
+// database but another chunk store than the cluster's (storage.backend
+// left at disk, another bucket or prefix) refuses to start. Before, it
+// served: what it stored was in its own chunk store, unreadable on
+// every other node, and what the others stored was missing on it.
+func TestTwoNodesOtherChunkStore(t *testing.T) {
+	n := startTwoNodes(t, "0s")
+	if st, err := n.ca.upload("cluster.bin", content(9, 1<<20), false); err != nil || st != 200 {
+		t.Fatalf("upload on A: %d %v", st, err)
+	}
+	var database, storage []string
+	for _, kv := range n.env {
+		if strings.HasPrefix(kv, "BERTH_STORAGE_") {
+			storage = append(storage, kv)
+		} else {
+			database = append(database, kv)
+		}
+	}
+	for _, row := range []struct {
+		name string
+		env  []string
+	}{
+		{"storage.backend left at disk", database},
+		{"another prefix in the cluster's bucket", append(append(slices.Clone(database), storage...), "BERTH_STORAGE_S3_PREFIX=elsewhere")},
+	} {
+		t.Run(row.name, func(t *testing.T) {
+			out := startRefused(t, n.bin, filepath.Join(t.TempDir(), "c"), row.env)
+			i := strings.Index(out, "this chunk store is not")
+			if i < 0 {
+				t.Fatalf("the refusal does not say why:\n%s", out)
+			}
+			t.Logf("refused: %s", out[i:])
+		})
+	}
+	// The cluster's own nodes still start.
+	n.b.stop(t)
+	n.b = startDaemonEnv(t, n.bin, n.dataB, n.env)
 }
