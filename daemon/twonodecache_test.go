@@ -806,6 +806,39 @@ func TestTwoNodesInvalidation(t *testing.T) {
 			want:  401,
 		},
 		{
+			name: "share deleted on A: WebDAV on B",
+			prime: func(t *testing.T, u clusterUser, s map[string]string) int {
+				s["share"] = fmt.Sprint(a.newShare(org, "Del"+u.login, u, "COLLABORATOR"))
+				st, _ := b.send("PROPFIND", "/webdav/Del"+u.login+"/", nil, "Authorization", basicHeader(u.login, u.password), "Depth", "1")
+				return st
+			},
+			change: func(t *testing.T, u clusterUser, s map[string]string) {
+				if st, body := a.form(http.MethodPost, fmt.Sprintf("/api/2/organization/%d/share/%s/delete", org, s["share"]), nil); st != 200 {
+					t.Fatalf("delete share: %d %s", st, body)
+				}
+			},
+			check: func(t *testing.T, u clusterUser, s map[string]string) int {
+				st, _ := b.send("PROPFIND", "/webdav/Del"+u.login+"/", nil, "Authorization", basicHeader(u.login, u.password), "Depth", "1")
+				return st
+			},
+			want: 404,
+		},
+		{
+			name:  "webdav_enabled off in the parent organization on A: Basic on B",
+			child: true,
+			prime: func(t *testing.T, u clusterUser, _ map[string]string) int { return b.propfind(u.login, u.password) },
+			change: func(t *testing.T, u clusterUser, _ map[string]string) {
+				if st, body := a.form(http.MethodPost, fmt.Sprintf("/api/2/organization/%d/policy/update", org), url.Values{"webdav_enabled": {"false"}}); st != 200 {
+					t.Fatalf("policy: %d %s", st, body)
+				}
+				t.Cleanup(func() {
+					a.form(http.MethodPost, fmt.Sprintf("/api/2/organization/%d/policy/update", org), url.Values{"webdav_enabled": {"true"}})
+				})
+			},
+			check: func(t *testing.T, u clusterUser, _ map[string]string) int { return b.propfind(u.login, u.password) },
+			want:  403,
+		},
+		{
 			name: "excluded_extensions set on A: PUT on B",
 			prime: func(t *testing.T, u clusterUser, _ map[string]string) int {
 				st, _ := b.send(http.MethodPut, "/webdav/"+u.login+"/first.exe", strings.NewReader("x"), "Authorization", basicHeader(u.login, u.password))

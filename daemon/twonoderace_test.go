@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -309,6 +310,46 @@ func TestTwoNodesRaces(t *testing.T) {
 		}
 		if ok != 1 {
 			t.Errorf("two uploads of %d bytes under a quota of %d on A and B at once: %v, want one stored", size, 5<<20, statuses)
+		}
+	})
+
+	t.Run("copies on A and B together past a quota", func(t *testing.T) {
+		const size = 3 << 20
+		u := a.newUser("copyquota", 0, url.Values{"space_quota": {fmt.Sprint(8 << 20)}})
+		dav := func(c *lcClient, method, path string, body io.Reader, headers ...string) int {
+			req, _ := http.NewRequest(method, c.base+"/webdav/"+u.login+"/"+path, body)
+			req.SetBasicAuth(u.login, u.password)
+			for i := 0; i+1 < len(headers); i += 2 {
+				req.Header.Set(headers[i], headers[i+1])
+			}
+			resp, err := c.c.Do(req)
+			if err != nil {
+				t.Fatalf("%s %s: %v", method, path, err)
+			}
+			resp.Body.Close()
+			return resp.StatusCode
+		}
+		if st := dav(a, http.MethodPut, "src.bin", bytes.NewReader(content(50, size))); st != 201 {
+			t.Fatalf("PUT: %d", st)
+		}
+		for i := range 3 {
+			cp := func(c *lcClient, to string) func() int {
+				return func() int {
+					return dav(c, "COPY", "src.bin", nil, "Destination", c.base+"/webdav/"+u.login+"/"+to)
+				}
+			}
+			sa, sb := both(cp(a, fmt.Sprintf("a%d.bin", i)), cp(b, fmt.Sprintf("b%d.bin", i)))
+			t.Logf("round %d: COPY on A %d, on B %d", i, sa, sb)
+		}
+		st, body := a.do(http.MethodGet, fmt.Sprintf("/api/2/person/%d", u.id), nil, "")
+		var p struct {
+			SpaceUsage int64 `json:"space_usage"`
+		}
+		if st != 200 || json.Unmarshal(body, &p) != nil {
+			t.Fatalf("person: %d %s", st, body)
+		}
+		if p.SpaceUsage > 8<<20 {
+			t.Errorf("space used %d past the quota of %d after copies on both nodes at once", p.SpaceUsage, 8<<20)
 		}
 	})
 
