@@ -500,6 +500,12 @@ func TestTwoNodesOtherChunkStore(t *testing.T) {
 	}{
 		{"storage.backend left at disk", database},
 		{"another prefix in the cluster's bucket", append(append(slices.Clone(database), storage...), "BERTH_STORAGE_S3_PREFIX=elsewhere")},
+		// A node of its own (Badger) on the cluster's bucket: its
+		// recovery after a crash sweeps the bucket of every chunk its
+		// own metadata does not count, which is all of the cluster's.
+		{"metadata.backend left at badger, the cluster's bucket", append(slices.DeleteFunc(slices.Clone(database), func(kv string) bool {
+			return strings.HasPrefix(kv, "BERTH_METADATA_")
+		}), storage...)},
 	} {
 		t.Run(row.name, func(t *testing.T) {
 			out := startRefused(t, n.bin, filepath.Join(t.TempDir(), "c"), row.env)
