@@ -53,6 +53,76 @@ func both(a, b func() int) (int, int) {
 	return sa, sb
 }
 
+// tusUp is a tus upload of the administrator's, made on one node and
+// driven through either.
+type tusUp struct {
+	t     *testing.T
+	token string
+	path  string
+}
+
+// newTus creates, on c's node, a tus upload of size bytes named name in
+// folder (0: the top) of root.
+func newTus(t *testing.T, c *lcClient, root, folder, name string, size int) *tusUp {
+	t.Helper()
+	tok, st, _ := c.tokenFor("admin", clusterPassword)
+	if tok == "" {
+		t.Fatalf("token: %d", st)
+	}
+	enc := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+	meta := "root_id " + enc(root) + ",folder_id " + enc(folder) + ",filename " + enc(name)
+	req, _ := http.NewRequest(http.MethodPost, c.base+"/api/2/tus/", nil)
+	for k, v := range map[string]string{"Authorization": "Bearer " + tok, "Tus-Resumable": "1.0.0", "Upload-Length": fmt.Sprint(size), "Upload-Metadata": meta} {
+		req.Header.Set(k, v)
+	}
+	resp, err := c.c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	u, err := url.Parse(resp.Header.Get("Location"))
+	if resp.StatusCode != 201 || err != nil || u.Path == "" {
+		t.Fatalf("tus create on %s: %d %q", c.base, resp.StatusCode, resp.Header.Get("Location"))
+	}
+	return &tusUp{t: t, token: tok, path: u.Path}
+}
+
+// patch sends data at offset through c's node over d and returns the
+// status.
+func (u *tusUp) patch(c *lcClient, ctx context.Context, offset int, data []byte, d time.Duration) (int, error) {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPatch, c.base+u.path, newSlowReader(data, d))
+	req.Header.Set("Authorization", "Bearer "+u.token)
+	req.Header.Set("Tus-Resumable", "1.0.0")
+	req.Header.Set("Upload-Offset", fmt.Sprint(offset))
+	req.Header.Set("Content-Type", "application/offset+octet-stream")
+	req.ContentLength = int64(len(data))
+	resp, err := c.c.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	resp.Body.Close()
+	return resp.StatusCode, nil
+}
+
+// offset asks c's node where the upload stands.
+func (u *tusUp) offset(c *lcClient) int {
+	u.t.Helper()
+	req, _ := http.NewRequest(http.MethodHead, c.base+u.path, nil)
+	req.Header.Set("Authorization", "Bearer "+u.token)
+	req.Header.Set("Tus-Resumable", "1.0.0")
+	resp, err := c.c.Do(req)
+	if err != nil {
+		u.t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		u.t.Fatalf("HEAD on %s: %d", c.base, resp.StatusCode)
+	}
+	var off int
+	fmt.Sscan(resp.Header.Get("Upload-Offset"), &off)
+	return off
+}
+
 // TestTwoNodesRaces sends conflicting changes to two real nodes on one
 // PostgreSQL database and one S3 bucket at the same moment: the store
 // must end as one of them alone would have left it (no duplicate names,
@@ -200,10 +270,6 @@ func TestTwoNodesRaces(t *testing.T) {
 				t.Errorf("MOVE %s into %s on A and %s into %s on B at once: both 201", x, y, y, x)
 			}
 			// Whatever won, both folders are still reachable from the top.
-			for _, p := range []string{x, y, y + "/" + x, x + "/" + y} {
-				st, _, _ := b.dav("PROPFIND", p, nil, "Depth", "0")
-				t.Logf("round %d: PROPFIND %s: %d (moves %d, %d)", i, p, st, sa, sb)
-			}
 			found := 0
 			for _, p := range []string{x, y, y + "/" + x, x + "/" + y} {
 				if st, _, _ := b.dav("PROPFIND", p, nil, "Depth", "0"); st == 207 {
@@ -353,64 +419,39 @@ func TestTwoNodesRaces(t *testing.T) {
 		}
 	})
 
+	t.Run("tus upload finished on A into a folder deleted on A after B took its first part", func(t *testing.T) {
+		st, body := a.form(http.MethodPost, fmt.Sprintf("/api/2/files/%d/create_folder", a.root), url.Values{"name": {"tusdoomed"}})
+		var f struct {
+			ID int `json:"id"`
+		}
+		if st != 200 || json.Unmarshal(body, &f) != nil || f.ID == 0 {
+			t.Fatalf("create_folder: %d %s", st, body)
+		}
+		data := content(10, 2<<20)
+		up := newTus(t, b, fmt.Sprint(a.root), fmt.Sprint(f.ID), "late.bin", len(data))
+		if st, err := up.patch(b, context.Background(), 0, data[:1<<20], 0); err != nil || st != 204 {
+			t.Fatalf("first PATCH on B: %d %v", st, err)
+		}
+		if st, _, err := a.dav(http.MethodDelete, "tusdoomed", nil); err != nil || st != 204 {
+			t.Fatalf("DELETE of the folder on A: %d %v", st, err)
+		}
+		st, err := up.patch(a, context.Background(), 1<<20, data[1<<20:], 0)
+		t.Logf("the last PATCH on A, into the deleted folder: %d %v", st, err)
+		if err != nil || st == 204 {
+			t.Errorf("the last PATCH on A of an upload into a folder deleted meanwhile: %d %v, want a refusal", st, err)
+		}
+		for _, c := range []*lcClient{a, b} {
+			if st, _ := c.read("tusdoomed/late.bin"); st != 404 {
+				t.Errorf("GET on %s of the upload in the deleted folder: %d, want 404", c.base, st)
+			}
+		}
+	})
+
 	// Last: it kills B.
 	t.Run("B killed mid-PATCH of a tus upload: A resumes and finishes it", func(t *testing.T) {
-		tok, st, _ := a.tokenFor("admin", clusterPassword)
-		if tok == "" {
-			t.Fatalf("token: %d", st)
-		}
 		body := content(8, 6<<20)
-		meta := "root_id " + base64.StdEncoding.EncodeToString([]byte(fmt.Sprint(a.root))) +
-			",filename " + base64.StdEncoding.EncodeToString([]byte("resumed.bin"))
-		req, _ := http.NewRequest(http.MethodPost, a.base+"/api/2/tus/", nil)
-		for k, v := range map[string]string{"Authorization": "Bearer " + tok, "Tus-Resumable": "1.0.0", "Upload-Length": fmt.Sprint(len(body)), "Upload-Metadata": meta} {
-			req.Header.Set(k, v)
-		}
-		resp, err := a.c.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		loc := resp.Header.Get("Location")
-		if resp.StatusCode != 201 || loc == "" {
-			t.Fatalf("tus create on A: %d %q", resp.StatusCode, loc)
-		}
-		u, err := url.Parse(loc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		path := u.Path
-		patch := func(c *lcClient, ctx context.Context, offset int, data []byte, d time.Duration) (int, error) {
-			var r = newSlowReader(data, d)
-			req, _ := http.NewRequestWithContext(ctx, http.MethodPatch, c.base+path, r)
-			req.Header.Set("Authorization", "Bearer "+tok)
-			req.Header.Set("Tus-Resumable", "1.0.0")
-			req.Header.Set("Upload-Offset", fmt.Sprint(offset))
-			req.Header.Set("Content-Type", "application/offset+octet-stream")
-			req.ContentLength = int64(len(data))
-			resp, err := c.c.Do(req)
-			if err != nil {
-				return 0, err
-			}
-			resp.Body.Close()
-			return resp.StatusCode, nil
-		}
-		offset := func(c *lcClient) int {
-			req, _ := http.NewRequest(http.MethodHead, c.base+path, nil)
-			req.Header.Set("Authorization", "Bearer "+tok)
-			req.Header.Set("Tus-Resumable", "1.0.0")
-			resp, err := c.c.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp.Body.Close()
-			var off int
-			if resp.StatusCode != 200 {
-				t.Fatalf("HEAD on %s: %d", c.base, resp.StatusCode)
-			}
-			fmt.Sscan(resp.Header.Get("Upload-Offset"), &off)
-			return off
-		}
+		up := newTus(t, a, fmt.Sprint(a.root), "0", "resumed.bin", len(body))
+		patch, offset := up.patch, up.offset
 		// The first 2 MiB through B, acknowledged.
 		if st, err := patch(b, context.Background(), 0, body[:2<<20], 0); err != nil || st != 204 {
 			t.Fatalf("PATCH on B: %d %v", st, err)
