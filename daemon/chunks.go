@@ -12,6 +12,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"berth/config"
+	"berth/kv"
+	"berth/vfs"
 	"berth/vfs/chunk"
 	"berth/vfs/chunk/s3"
 )
@@ -36,10 +38,29 @@ type (
 	}
 )
 
+// checkChunkStore refuses a chunk store that is not the one the files of
+// db are in (vfs.CheckChunkStore), where the two may part: a metadata
+// store several nodes share, each with its own storage settings, or
+// chunks in a bucket that another deployment's settings may name too. A
+// Badger store and the disk store beside it in one data directory cannot
+// part, and are not asked. db nil (berth migrate's target, checked by
+// its own fsck) asks nothing.
+func checkChunkStore(ctx context.Context, cfg config.Config, db kv.Store, chunks chunk.Marked) error {
+	if db == nil {
+		return nil
+	}
+	if x, ok := db.(kv.Exclusive); ok && x.Exclusive() && cfg.Storage.Backend != "s3" {
+		return nil
+	}
+	return vfs.CheckChunkStore(ctx, db, chunks)
+}
+
 // openChunks opens the chunk store storage.backend names: the disk store
 // in the data directory, or the S3 bucket behind retries and a limit on
-// requests in flight. reg may be nil.
-func openChunks(ctx context.Context, cfg config.Config, log *slog.Logger, reg prometheus.Registerer) (chunk.Store, error) {
+// requests in flight. reg may be nil. With db, the metadata store the
+// chunks belong to, it refuses a chunk store that is not db's
+// (checkChunkStore).
+func openChunks(ctx context.Context, cfg config.Config, log *slog.Logger, reg prometheus.Registerer, db kv.Store) (chunk.Store, error) {
 	var store chunk.Store
 	switch cfg.Storage.Backend {
 	case "s3":
@@ -54,6 +75,9 @@ func openChunks(ctx context.Context, cfg config.Config, log *slog.Logger, reg pr
 		if err != nil {
 			return nil, fmt.Errorf("opening chunk store (storage.backend s3): %w", err)
 		}
+		if err := checkChunkStore(ctx, cfg, db, st); err != nil {
+			return nil, fmt.Errorf("opening chunk store (storage.backend s3, bucket %s, prefix %q): %w", o.Bucket, o.Prefix, err)
+		}
 		log.Info("file contents in S3", "endpoint", o.Endpoint, "bucket", o.Bucket, "prefix", o.Prefix)
 		m := newStoreMetrics(reg) // each attempt's latency and failure
 		// Retry outside the limit: a call waiting out its backoff gives
@@ -66,6 +90,9 @@ func openChunks(ctx context.Context, cfg config.Config, log *slog.Logger, reg pr
 		d, err := chunk.OpenDisk(filepath.Join(cfg.Data, "chunks"), chunk.DiskOptions{Reserve: int64(cfg.Storage.Reserve)})
 		if err != nil {
 			return nil, fmt.Errorf("opening chunk store: %w", err)
+		}
+		if err := checkChunkStore(ctx, cfg, db, d); err != nil {
+			return nil, fmt.Errorf("opening chunk store (storage.backend disk, %s): %w", filepath.Join(cfg.Data, "chunks"), err)
 		}
 		store = d
 	}

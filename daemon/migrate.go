@@ -127,7 +127,7 @@ func migrateCommand(ctx context.Context, src config.Config, log *slog.Logger, ou
 	if !ok {
 		return errors.New("migrate: the target is not a PostgreSQL store")
 	}
-	dchunks, err := openChunks(ctx, dst, log, nil)
+	dchunks, err := openChunks(ctx, dst, log, nil, nil)
 	if err != nil {
 		return err
 	}

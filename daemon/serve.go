@@ -92,7 +92,7 @@ func openStores(ctx context.Context, cfg config.Config, log *slog.Logger, reg pr
 		return nil, err
 	}
 	zipHeld := applyMemoryLimit(cfg.Memory, log)
-	chunks, err := openChunks(ctx, cfg, log, reg)
+	chunks, err := openChunks(ctx, cfg, log, reg, db)
 	if err != nil {
 		db.Close()
 		if cfg.Storage.Backend != "s3" {
@@ -408,6 +408,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writ
 	bgCtx, stopBG := context.WithCancel(ctx)
 	defer stopBG()
 	bg.Go(func() { watchdog(bgCtx, st.db, log) })
+	bg.Go(func() { watchClock(bgCtx, st.db, reg, log) })
 	bg.Go(func() { agents.Run(bgCtx) })
 	bg.Go(func() { collectGarbage(bgCtx, cfg.GC.Interval, cfg.GC.PurgeDeletedAfter, st, log) })
 	bg.Go(func() { expireUploads(bgCtx, expireUploadsEvery, st, log) })

@@ -199,6 +199,45 @@ func TestTwoNodesInvalidation(t *testing.T) {
 		return st
 	}
 
+	// bearerOnB signs u in on B with the password grant (access and
+	// refresh token into s) and uses the access token there once.
+	bearerOnB := func(t *testing.T, u clusterUser, s map[string]string) int {
+		t.Helper()
+		tok, st, refresh := b.tokenFor(u.login, u.password)
+		if tok == "" {
+			return st
+		}
+		s["token"], s["refresh"] = tok, refresh
+		st, _ = b.as(tok).do(http.MethodGet, "/api/2/person", nil, "")
+		return st
+	}
+	// bearerCheck uses s's access token on B.
+	bearerCheck := func(t *testing.T, _ clusterUser, s map[string]string) int {
+		st, _ := b.as(s["token"]).do(http.MethodGet, "/api/2/person", nil, "")
+		return st
+	}
+	// refreshOnB uses s's refresh token on B (and keeps the new one).
+	refreshOnB := func(t *testing.T, _ clusterUser, s map[string]string) int {
+		st, body := b.send(http.MethodPost, "/oauth/token", strings.NewReader(url.Values{
+			"grant_type": {"refresh_token"}, "client_id": {"anchor"}, "refresh_token": {s["refresh"]},
+		}.Encode()), "Content-Type", "application/x-www-form-urlencoded")
+		var tok struct {
+			RefreshToken string `json:"refresh_token"`
+		}
+		if st == 200 && json.Unmarshal(body, &tok) == nil && tok.RefreshToken != "" {
+			s["refresh"] = tok.RefreshToken
+		}
+		return st
+	}
+
+	// refreshPrime signs u in on B and refreshes the session there once.
+	refreshPrime := func(t *testing.T, u clusterUser, s map[string]string) int {
+		if st := bearerOnB(t, u, s); st != 200 {
+			return st
+		}
+		return refreshOnB(t, u, s)
+	}
+
 	// Each row: prime lets the user in on B (so B caches them) and
 	// returns what check needs; change is done on A; check is the next
 	// request on B, which must be refused.
@@ -575,6 +614,218 @@ func TestTwoNodesInvalidation(t *testing.T) {
 		},
 		{
 			name:  "webdav_enabled off on A: Basic on B",
+			prime: func(t *testing.T, u clusterUser, _ map[string]string) int { return b.propfind(u.login, u.password) },
+			change: func(t *testing.T, u clusterUser, _ map[string]string) {
+				if st, body := a.form(http.MethodPost, fmt.Sprintf("/api/2/organization/%d/policy/update", org), url.Values{"webdav_enabled": {"false"}}); st != 200 {
+					t.Fatalf("policy: %d %s", st, body)
+				}
+				t.Cleanup(func() {
+					a.form(http.MethodPost, fmt.Sprintf("/api/2/organization/%d/policy/update", org), url.Values{"webdav_enabled": {"true"}})
+				})
+			},
+			check: func(t *testing.T, u clusterUser, _ map[string]string) int { return b.propfind(u.login, u.password) },
+			want:  403,
+		},
+		{
+			name:  "person deleted on A: Basic on B",
+			prime: func(t *testing.T, u clusterUser, _ map[string]string) int { return b.propfind(u.login, u.password) },
+			change: func(t *testing.T, u clusterUser, _ map[string]string) {
+				if st, body := a.form(http.MethodPost, fmt.Sprintf("/api/2/person/%d/delete", u.id), nil); st != 200 {
+					t.Fatalf("delete: %d %s", st, body)
+				}
+			},
+			check: func(t *testing.T, u clusterUser, _ map[string]string) int { return b.propfind(u.login, u.password) },
+			want:  401,
+		},
+		{
+			name:  "person deleted on A: bearer on B",
+			prime: bearerOnB,
+			change: func(t *testing.T, u clusterUser, _ map[string]string) {
+				if st, body := a.form(http.MethodPost, fmt.Sprintf("/api/2/person/%d/delete", u.id), nil); st != 200 {
+					t.Fatalf("delete: %d %s", st, body)
+				}
+			},
+			check: bearerCheck,
+			want:  401,
+		},
+		{
+			name:  "refresh token revoked on A: refresh grant on B",
+			prime: refreshPrime,
+			change: func(t *testing.T, u clusterUser, s map[string]string) {
+				st, body := a.send(http.MethodPost, "/oauth/revoke", strings.NewReader(url.Values{"client_id": {"anchor"}, "token": {s["refresh"]}, "token_type_hint": {"refresh_token"}}.Encode()),
+					"Content-Type", "application/x-www-form-urlencoded")
+				if st != 200 {
+					t.Fatalf("revoke: %d %s", st, body)
+				}
+			},
+			check: refreshOnB,
+			want:  400,
+		},
+		{
+			name:  "password changed on A: refresh grant on B",
+			prime: refreshPrime,
+			change: func(t *testing.T, u clusterUser, _ map[string]string) {
+				if st, body := a.form(http.MethodPost, fmt.Sprintf("/api/2/person/%d/update", u.id), url.Values{"password": {"a-new-password-entirely"}}); st != 200 {
+					t.Fatalf("update: %d %s", st, body)
+				}
+			},
+			check: refreshOnB,
+			want:  400,
+		},
+		{
+			name: "guest deleted on A: bearer on B",
+			prime: func(t *testing.T, u clusterUser, s map[string]string) int {
+				email := "guest-" + u.login + "@example.com"
+				pw := "pw-of-a-guest-long-enough"
+				st, body := a.form(http.MethodPost, "/api/2/guest/create", url.Values{"email": {email}, "password": {pw}})
+				var g struct {
+					ID int `json:"id"`
+				}
+				if st != 200 || json.Unmarshal(body, &g) != nil || g.ID == 0 {
+					t.Fatalf("guest/create: %d %s", st, body)
+				}
+				s["guest"] = fmt.Sprint(g.ID)
+				return bearerOnB(t, clusterUser{login: email, password: pw}, s)
+			},
+			change: func(t *testing.T, _ clusterUser, s map[string]string) {
+				if st, body := a.form(http.MethodPost, "/api/2/guest/"+s["guest"]+"/delete", nil); st != 200 {
+					t.Fatalf("delete guest: %d %s", st, body)
+				}
+			},
+			check: bearerCheck,
+			want:  401,
+		},
+		{
+			name: "group member removed on A: WebDAV on B of a share given to the group",
+			prime: func(t *testing.T, u clusterUser, s map[string]string) int {
+				st, body := a.form(http.MethodPost, "/api/2/group/create", url.Values{"name": {"Team " + u.login}, "company_id": {fmt.Sprint(org)}})
+				var g struct {
+					ID int `json:"id"`
+				}
+				if st != 200 || json.Unmarshal(body, &g) != nil || g.ID == 0 {
+					t.Fatalf("group/create: %d %s", st, body)
+				}
+				s["group"] = fmt.Sprint(g.ID)
+				if st, body := a.form(http.MethodPost, "/api/2/group/"+s["group"]+"/members/update", url.Values{"add_members": {fmt.Sprint(u.id)}}); st != 200 {
+					t.Fatalf("members/update: %d %s", st, body)
+				}
+				st, body = a.form(http.MethodPost, fmt.Sprintf("/api/2/organization/%d/shares/create", org), url.Values{"name": {"Team" + u.login}})
+				var sh struct {
+					ID int `json:"id"`
+				}
+				if st != 200 || json.Unmarshal(body, &sh) != nil || sh.ID == 0 {
+					t.Fatalf("shares/create: %d %s", st, body)
+				}
+				if st, body := a.form(http.MethodPost, fmt.Sprintf("/api/2/organization/%d/share/%d/subscribers/update", org, sh.ID),
+					url.Values{"group_subscribers": {fmt.Sprintf(`[[%d, "webdav", "COLLABORATOR"]]`, g.ID)}}); st != 200 {
+					t.Fatalf("subscribers/update: %d %s", st, body)
+				}
+				st, _ = b.send("PROPFIND", "/webdav/Team"+u.login+"/", nil, "Authorization", basicHeader(u.login, u.password), "Depth", "1")
+				return st
+			},
+			change: func(t *testing.T, u clusterUser, s map[string]string) {
+				if st, body := a.form(http.MethodPost, "/api/2/group/"+s["group"]+"/members/update", url.Values{"remove_members": {fmt.Sprint(u.id)}}); st != 200 {
+					t.Fatalf("members/update: %d %s", st, body)
+				}
+			},
+			check: func(t *testing.T, u clusterUser, s map[string]string) int {
+				st, _ := b.send("PROPFIND", "/webdav/Team"+u.login+"/", nil, "Authorization", basicHeader(u.login, u.password), "Depth", "1")
+				return st
+			},
+			want: 404,
+		},
+		{
+			name: "share link expired on A: its hash on B",
+			prime: func(t *testing.T, _ clusterUser, s map[string]string) int {
+				return sharedOnB(t, "expiring.txt", "until yesterday", s)
+			},
+			change: func(t *testing.T, u clusterUser, s map[string]string) {
+				yesterday := time.Now().UTC().AddDate(0, 0, -1).Format("2006-01-02")
+				if st, body := a.form(http.MethodPut, "/api/2/sharelinks/"+s["link"], url.Values{"expires": {yesterday}}); st != 200 {
+					t.Fatalf("update link: %d %s", st, body)
+				}
+			},
+			check: func(t *testing.T, u clusterUser, s map[string]string) int {
+				st, _ := b.send(http.MethodGet, "/api/2/sharelinks/"+s["hash"]+"/download", nil)
+				return st
+			},
+			want: 410,
+		},
+		{
+			name: "machine deleted on A: the bearer of its session on B",
+			prime: func(t *testing.T, u clusterUser, s map[string]string) int {
+				st, body := b.send(http.MethodPost, "/oauth/token", strings.NewReader(url.Values{
+					"grant_type": {"password"}, "client_id": {"anchor"}, "username": {u.login}, "password": {u.password},
+					"dns_name": {"agent-" + u.login}, "os_type": {"linux"},
+				}.Encode()), "Content-Type", "application/x-www-form-urlencoded")
+				var tok struct {
+					AccessToken string `json:"access_token"`
+				}
+				if st != 200 || json.Unmarshal(body, &tok) != nil || tok.AccessToken == "" {
+					t.Fatalf("token with a machine: %d %s", st, body)
+				}
+				s["token"] = tok.AccessToken
+				st, body = a.do(http.MethodGet, fmt.Sprintf("/api/2/organization/%d/machines?limit=100", org), nil, "")
+				var list struct {
+					Results []struct {
+						ID      int    `json:"id"`
+						DNSName string `json:"dns_name"`
+					} `json:"results"`
+				}
+				if st != 200 || json.Unmarshal(body, &list) != nil {
+					t.Fatalf("machines: %d %s", st, body)
+				}
+				for _, m := range list.Results {
+					if m.DNSName == "agent-"+u.login {
+						s["machine"] = fmt.Sprint(m.ID)
+					}
+				}
+				if s["machine"] == "" {
+					t.Fatalf("no machine agent-%s in %s", u.login, body)
+				}
+				return bearerCheck(t, u, s)
+			},
+			change: func(t *testing.T, u clusterUser, s map[string]string) {
+				if st, body := a.form(http.MethodPost, "/api/2/machine/"+s["machine"]+"/delete", nil); st != 200 && st != 204 {
+					t.Fatalf("delete machine: %d %s", st, body)
+				}
+			},
+			check: bearerCheck,
+			want:  401,
+		},
+		{
+			name:  "organization deleted on A: bearer on B",
+			child: true,
+			prime: bearerOnB,
+			change: func(t *testing.T, u clusterUser, s map[string]string) {
+				if st, body := a.form(http.MethodPost, "/api/2/organization/"+s["org"]+"/delete", nil); st != 200 && st != 204 {
+					t.Fatalf("delete org: %d %s", st, body)
+				}
+			},
+			check: bearerCheck,
+			want:  401,
+		},
+		{
+			name: "share deleted on A: WebDAV on B",
+			prime: func(t *testing.T, u clusterUser, s map[string]string) int {
+				s["share"] = fmt.Sprint(a.newShare(org, "Del"+u.login, u, "COLLABORATOR"))
+				st, _ := b.send("PROPFIND", "/webdav/Del"+u.login+"/", nil, "Authorization", basicHeader(u.login, u.password), "Depth", "1")
+				return st
+			},
+			change: func(t *testing.T, u clusterUser, s map[string]string) {
+				if st, body := a.form(http.MethodPost, fmt.Sprintf("/api/2/organization/%d/share/%s/delete", org, s["share"]), nil); st != 200 {
+					t.Fatalf("delete share: %d %s", st, body)
+				}
+			},
+			check: func(t *testing.T, u clusterUser, s map[string]string) int {
+				st, _ := b.send("PROPFIND", "/webdav/Del"+u.login+"/", nil, "Authorization", basicHeader(u.login, u.password), "Depth", "1")
+				return st
+			},
+			want: 404,
+		},
+		{
+			name:  "webdav_enabled off in the parent organization on A: Basic on B",
+			child: true,
 			prime: func(t *testing.T, u clusterUser, _ map[string]string) int { return b.propfind(u.login, u.password) },
 			change: func(t *testing.T, u clusterUser, _ map[string]string) {
 				if st, body := a.form(http.MethodPost, fmt.Sprintf("/api/2/organization/%d/policy/update", org), url.Values{"webdav_enabled": {"false"}}); st != 200 {

@@ -14,6 +14,7 @@ import (
 
 	"berth/berthtest"
 	"berth/kv"
+	"berth/kv/badger"
 	"berth/vfs"
 	"berth/vfs/chunk"
 )
@@ -458,5 +459,87 @@ func TestDeadCollectorClaims(t *testing.T) {
 	}
 	if left != 0 {
 		t.Fatalf("%d chunks of a purged file are still stored after a reopen and a collection", left)
+	}
+}
+
+// TestCheckChunkStore: a process refuses a chunk store that is not the
+// one its metadata store's chunks are in: one without the marker the
+// metadata store names (another node's storage.backend left at disk,
+// another bucket or prefix), one another metadata store marked, and one
+// marked otherwise. The first check of a fresh pair marks it, and every
+// later one, by any process, finds it the same.
+func TestCheckChunkStore(t *testing.T) {
+	ctx := context.Background()
+	newDB := func(t *testing.T) kv.Store {
+		db, err := badger.Open(badger.Options{InMemory: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		return db
+	}
+	newChunks := func(t *testing.T) *chunk.Disk {
+		d, err := chunk.OpenDisk(filepath.Join(t.TempDir(), "chunks"), chunk.DiskOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	for _, tc := range []struct {
+		name string
+		// set up returns the metadata store and the chunk store the
+		// process checks, after whatever checks came before.
+		setup func(t *testing.T) (kv.Store, *chunk.Disk)
+		want  error
+	}{
+		{"a fresh pair", func(t *testing.T) (kv.Store, *chunk.Disk) { return newDB(t), newChunks(t) }, nil},
+		{"the pair a check marked", func(t *testing.T) (kv.Store, *chunk.Disk) {
+			db, c := newDB(t), newChunks(t)
+			if err := vfs.CheckChunkStore(ctx, db, c); err != nil {
+				t.Fatal(err)
+			}
+			return db, c
+		}, nil},
+		{"a chunk store without the marker the metadata store names", func(t *testing.T) (kv.Store, *chunk.Disk) {
+			db := newDB(t)
+			if err := vfs.CheckChunkStore(ctx, db, newChunks(t)); err != nil {
+				t.Fatal(err)
+			}
+			return db, newChunks(t)
+		}, vfs.ErrOtherChunkStore},
+		{"a chunk store another metadata store marked", func(t *testing.T) (kv.Store, *chunk.Disk) {
+			c := newChunks(t)
+			if err := vfs.CheckChunkStore(ctx, newDB(t), c); err != nil {
+				t.Fatal(err)
+			}
+			return newDB(t), c
+		}, vfs.ErrOtherChunkStore},
+		{"a chunk store marked otherwise", func(t *testing.T) (kv.Store, *chunk.Disk) {
+			db, c := newDB(t), newChunks(t)
+			if err := vfs.CheckChunkStore(ctx, db, c); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.SetMarker(ctx, []byte("another")); err != nil {
+				t.Fatal(err)
+			}
+			return db, c
+		}, vfs.ErrOtherChunkStore},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db, c := tc.setup(t)
+			err := vfs.CheckChunkStore(ctx, db, c)
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("CheckChunkStore = %v, want %v", err, tc.want)
+			}
+			// A refusal changes nothing; a pass leaves a pair that passes
+			// again, and whose chunks the store still walks alone.
+			if err := vfs.CheckChunkStore(ctx, db, c); !errors.Is(err, tc.want) {
+				t.Fatalf("CheckChunkStore again = %v, want %v", err, tc.want)
+			}
+			n := 0
+			if err := c.Walk(ctx, func(chunk.ID) error { n++; return nil }); err != nil || n != 0 {
+				t.Fatalf("Walk of a store holding only its marker: %d ids, %v", n, err)
+			}
+		})
 	}
 }

@@ -611,6 +611,20 @@ func (d *DB) Generation() uint64 {
 	return g.out
 }
 
+// Now returns the database's clock (now()), the one that keys' lifetimes
+// are computed and compared by: a node compares its own with it, where
+// records it stamps by its own clock are read by other nodes (the
+// daemon's clock check).
+func (d *DB) Now(ctx context.Context) (time.Time, error) {
+	if err := d.enter(); err != nil {
+		return time.Time{}, err
+	}
+	defer d.leave()
+	var now time.Time
+	err := d.aux.QueryRow(ctx, `SELECT now()`).Scan(&now)
+	return now, err
+}
+
 // generationTimeout bounds a Generation call, which has no context.
 const generationTimeout = 5 * time.Second
 

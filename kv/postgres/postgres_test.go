@@ -54,6 +54,7 @@ func TestEngine(t *testing.T) {
 		{"OwnWrites", testOwnWrites},
 		{"SameValueWrites", testSameValueWrites},
 		{"RoundTrips", testRoundTrips},
+		{"Now", testNow},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -512,5 +513,22 @@ func testRoundTrips(t *testing.T, srv *pgtest.Server) {
 		if got := trips(tc.fn); got != tc.want {
 			t.Errorf("%s: %d round trips, want %d", tc.name, got, tc.want)
 		}
+	}
+}
+
+// testNow: the database tells its clock, which on one machine is this
+// process's, and a closed store refuses.
+func testNow(t *testing.T, srv *pgtest.Server) {
+	db := open(t, srv, Options{})
+	now, err := db.Now(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(now); d < -5*time.Second || d > 5*time.Second {
+		t.Errorf("the database's clock reads %v, %v from this process's", now, d)
+	}
+	db.Close()
+	if _, err := db.Now(t.Context()); !errors.Is(err, kv.ErrClosed) {
+		t.Errorf("Now on a closed store = %v, want kv.ErrClosed", err)
 	}
 }

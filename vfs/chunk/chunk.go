@@ -68,6 +68,19 @@ type SpaceChecker interface {
 	CheckSpace(need int64) error
 }
 
+// Marked is a Store that keeps, beside its chunks and out of Walk's
+// sight, one small marker: the identity of the metadata store whose files
+// it holds (vfs.CheckChunkStore). Several nodes share one chunk store
+// only by configuration, which one node may get wrong; the marker lets a
+// node see that the chunk store it opened is not the one the metadata
+// store's chunks are in. Found by type assertion.
+type Marked interface {
+	// Marker returns the marker, or ErrNotFound when none was set.
+	Marker(ctx context.Context) ([]byte, error)
+	// SetMarker stores m durably as the marker, replacing any.
+	SetMarker(ctx context.Context, m []byte) error
+}
+
 // Store keeps encoded chunk blobs by ID. It knows nothing of chunking or
 // compression: callers hand it the already-encoded blob (see Encode) and get
 // the same bytes back. Implementations are safe for concurrent use. Put does

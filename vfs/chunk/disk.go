@@ -606,3 +606,54 @@ func (d *Disk) CleanTemp(ctx context.Context) error {
 		return nil
 	})
 }
+
+// markerFile names the store's marker (Marked) in its directory, beside
+// the fan-out directories that Walk reads.
+const markerFile = "marker"
+
+// Marker reads the store's marker; ErrNotFound when it has none.
+func (d *Disk) Marker(ctx context.Context) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	b, err := os.ReadFile(filepath.Join(d.dir, markerFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%w: the chunk store's marker", ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("chunk: reading the store's marker: %w", err)
+	}
+	return b, nil
+}
+
+// SetMarker writes the store's marker through a synced temporary file
+// renamed into place, then syncs the directory.
+func (d *Disk) SetMarker(ctx context.Context, m []byte) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(d.dir, tempPrefix+"marker-")
+	if err != nil {
+		return fmt.Errorf("chunk: writing the store's marker: %w", noSpace(err))
+	}
+	_, err = tmp.Write(m)
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), filepath.Join(d.dir, markerFile))
+	}
+	if err == nil {
+		err = syncDir(d.dir)
+	}
+	if err != nil {
+		_ = os.Remove(tmp.Name())
+		return fmt.Errorf("chunk: writing the store's marker: %w", noSpace(err))
+	}
+	return nil
+}
+
+var _ Marked = (*Disk)(nil)

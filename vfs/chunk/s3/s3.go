@@ -420,3 +420,51 @@ type transientError struct{ err error }
 func (e transientError) Error() string   { return e.err.Error() }
 func (e transientError) Unwrap() error   { return e.err }
 func (e transientError) Transient() bool { return true }
+
+// markerKey is the object name of the store's marker (chunk.Marked): the
+// prefix's, beside its fan-out names, which parseKey does not take.
+func (s *Store) markerKey() string { return s.prefix + "berth-marker" }
+
+// Marker downloads the store's marker; chunk.ErrNotFound when it has
+// none.
+func (s *Store) Marker(ctx context.Context) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	body, _, _, err := s.c.GetObject(ctx, s.bucket, s.markerKey(), minio.GetObjectOptions{})
+	if err != nil {
+		return nil, s.failMarker(ctx, "get", err)
+	}
+	defer body.Close()
+	b, err := io.ReadAll(io.LimitReader(body, 4<<10))
+	if err != nil {
+		return nil, s.failMarker(ctx, "get", err)
+	}
+	return b, nil
+}
+
+// SetMarker uploads the store's marker.
+func (s *Store) SetMarker(ctx context.Context, m []byte) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	_, err := s.c.Client.PutObject(ctx, s.bucket, s.markerKey(), bytes.NewReader(m), int64(len(m)), minio.PutObjectOptions{})
+	return s.failMarker(ctx, "put", err)
+}
+
+// failMarker is fail for the marker's object.
+func (s *Store) failMarker(ctx context.Context, op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("s3 %s %s: %w", op, s.markerKey(), ctx.Err())
+	}
+	r := minio.ToErrorResponse(err)
+	if r.Code == minio.NoSuchKey || (r.StatusCode == http.StatusNotFound && r.Code != minio.NoSuchBucket) {
+		return fmt.Errorf("%w: %s", chunk.ErrNotFound, s.markerKey())
+	}
+	return fmt.Errorf("s3 %s %s: %w", op, s.markerKey(), err)
+}
+
+var _ chunk.Marked = (*Store)(nil)
