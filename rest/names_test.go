@@ -90,3 +90,53 @@ func TestMaxDepthIsInvalidRequest(t *testing.T) {
 		t.Fatalf("the deepest folder holds %d items (%v), want none", len(kids), err)
 	}
 }
+
+// TestRootNames: a root's name is the name of its folder on WebDAV and
+// is read by every listing of its organization's roots, so it is held to
+// what the store can read back and an XML answer can carry
+// (vfs.ValidateRootName). An organization share created or renamed
+// with invalid UTF-8 was stored, and the organization's /shares and
+// /roots answered 500 from then on; one with a control character or
+// U+FFFF made /webdav/ an answer XML cannot hold.
+func TestRootNames(t *testing.T) {
+	w := newOrgWorld(t)
+	st, body := w.postAs(w.childAdmin, orgPath(w.child.ID, "/shares/create"), url.Values{"name": {"Team"}})
+	if st != http.StatusOK {
+		t.Fatalf("create: %d %s", st, body)
+	}
+	var team rootJSON
+	decode(t, body, &team)
+	for _, c := range []struct {
+		name   string
+		status int // of create and of rename
+		code   string
+	}{
+		{"bad\xffname", 400, "invalid_name"},
+		{"nul\x00", 400, "invalid_name"},
+		{"line\nbreak", 400, "invalid_name"},
+		{"del\x7f", 400, "invalid_name"},
+		{"no character \uffff", 400, "invalid_name"},
+		{"Sales/EU", 200, ""}, // WebDAV shows it as Sales_EU
+		{`back\slash`, 200, ""},
+		{"caf\u00e9 \u202eright-to-left", 200, ""},
+		{strings.Repeat("x", 300), 200, ""}, // a backup's root is named after a long path
+	} {
+		st, body := w.postAs(w.childAdmin, orgPath(w.child.ID, "/shares/create"), url.Values{"name": {c.name}})
+		if c.code != "" {
+			wantError(t, st, body, c.status, c.code)
+		} else if st != c.status {
+			t.Fatalf("create %q: %d %s", c.name, st, body)
+		}
+		st, body = w.postAs(w.childAdmin, orgPath(w.child.ID, fmt.Sprintf("/share/%d/update", team.ID)), url.Values{"name": {c.name}})
+		if c.code != "" {
+			wantError(t, st, body, c.status, c.code)
+		} else if st != c.status {
+			t.Fatalf("rename to %q: %d %s", c.name, st, body)
+		}
+		for _, p := range []string{"/shares", "/roots"} {
+			if st, body := w.getAs(w.childAdmin, orgPath(w.child.ID, p)); st != http.StatusOK {
+				t.Fatalf("after %q: GET %s: %d %s", c.name, p, st, body)
+			}
+		}
+	}
+}
