@@ -140,3 +140,43 @@ func TestRootNames(t *testing.T) {
 		}
 	}
 }
+
+// TestUploadFileNames: the name an upload stores is its part's filename
+// less any directory part, as each kind of client writes it. Old Windows
+// browsers send the whole path with "\", which was refused
+// (invalid_name) where the same file sent by any other client was
+// stored under its base name.
+func TestUploadFileNames(t *testing.T) {
+	f := newFixture(t)
+	for _, c := range []struct {
+		disposition string // the file part's Content-Disposition parameters after name="file"
+		want        string // the name stored, or "" for a refusal, invalid_name
+	}{
+		{`filename="plain.txt"`, "plain.txt"},
+		{`filename="dir/sub/slash.txt"`, "slash.txt"},
+		{`filename="C:\Users\me\ie.txt"`, "ie.txt"}, // as Internet Explorer sends it
+		{`filename="C:\\Users\\me\\escaped.txt"`, "escaped.txt"},
+		{`filename="..\..\up.txt"`, "up.txt"},
+		{`filename*=UTF-8''caf%C3%A9%20%22q%22.txt`, `café "q".txt`},
+		{`filename="a%22b.txt"`, "a%22b.txt"}, // kept as sent: no guessing at a browser's escaping
+		{"filename=\"bad\xffname.txt\"", ""},
+		{`filename*=UTF-8''bad%FF.txt`, ""},
+		{`filename=".."`, ""},
+	} {
+		body := "--XX\r\nContent-Disposition: form-data; name=\"file\"; " + c.disposition + "\r\n\r\nx\r\n--XX--\r\n"
+		h := http.Header{"Content-Type": {"multipart/form-data; boundary=XX"}}
+		st, b := f.readAll(f.request(http.MethodPost, f.at("/api/2/files/%d/upload"), f.token, strings.NewReader(body), h))
+		if c.want == "" {
+			wantError(t, st, b, http.StatusBadRequest, "invalid_name")
+			continue
+		}
+		var got fileJSON
+		if st != http.StatusOK {
+			t.Fatalf("%s: %d %s", c.disposition, st, b)
+		}
+		decode(t, b, &got)
+		if got.Path != "/"+c.want {
+			t.Errorf("%s: stored %q, want %q", c.disposition, got.Path, "/"+c.want)
+		}
+	}
+}
