@@ -180,3 +180,26 @@ func TestUploadFileNames(t *testing.T) {
 		}
 	}
 }
+
+// TestNamesWindowsCannotHold pins a choice (docs/api.md, Names): names
+// that Windows refuses or changes (its reserved device names, a dot or
+// space at the end, the characters NTFS forbids) are stored as sent,
+// since berth serves Linux and macOS clients as well, which hold them.
+func TestNamesWindowsCannotHold(t *testing.T) {
+	f := newFixture(t)
+	for _, name := range []string{
+		"CON", "aux.txt", "nul", "COM1.log", "LPT9",
+		"ends in a dot.", "ends in a space ", " begins with a space",
+		`a:b`, `a*b`, `a?b`, `a"b`, `a<b>`, `a|b`, "~$report.docx",
+	} {
+		st, body := f.postForm(f.at("/api/2/files/%d/create_folder"), url.Values{"name": {name}})
+		var got folderJSON
+		if st != http.StatusOK {
+			t.Fatalf("create_folder %q: %d %s", name, st, body)
+		}
+		decode(t, body, &got)
+		if got.Path != "/"+name {
+			t.Errorf("create_folder %q: stored %q", name, got.Path)
+		}
+	}
+}
