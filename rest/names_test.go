@@ -117,6 +117,9 @@ func TestRootNames(t *testing.T) {
 		st, body := w.postAs(w.childAdmin, orgPath(w.child.ID, "/shares/create"), url.Values{"name": {c.name}})
 		if c.code != "" {
 			wantError(t, st, body, c.status, c.code)
+			if !strings.Contains(string(body), "root's name") {
+				t.Errorf("create %q: %s, which does not say the rule of root names", c.name, body)
+			}
 		} else if st != c.status {
 			t.Fatalf("create %q: %d %s", c.name, st, body)
 		}
