@@ -665,6 +665,23 @@ func (o *Organization) validate() error {
 	if hasControl(o.Hostname) || strings.ContainsAny(o.Hostname, " /") {
 		return invalid("hostname", "not a host name")
 	}
+	// Free text may hold line breaks, but not invalid UTF-8: the store's
+	// decoder refuses it, and a description of "\xff" was stored, after
+	// which every request that read the organization (a sign-in of any of
+	// its persons, WebDAV, its listings) failed, 500, for good.
+	for _, f := range []struct {
+		name string
+		v    *string
+	}{{"description", &o.Description}, {"share_disclaimer", o.ShareDisclaimer},
+		{"subscription_uuid", o.SubscriptionUUID}, {"throttle_exception_days", o.ThrottleExceptionDays},
+		{"throttle_exception_dow", o.ThrottleExceptionDOW}, {"throttle_exception_end", o.ThrottleExceptionEnd},
+		{"throttle_exception_start", o.ThrottleExceptionStart},
+		{"monthly_cost_currency", &o.Policy.MonthlyCostCurrency}, {"trim_revisions_x", &o.Policy.TrimRevisionsX},
+		{"excluded_extensions", &o.Policy.ExcludedExtensions}, {"locked_extensions", &o.Policy.LockedExtensions}} {
+		if f.v != nil && !utf8.ValidString(*f.v) {
+			return invalid(f.name, "not valid UTF-8")
+		}
+	}
 	return o.Policy.validate()
 }
 

@@ -199,6 +199,16 @@ func nameError(dir bool, err error) error {
 	return err
 }
 
+// rootNameError describes a root name vfs refused by the rules of root
+// names (vfs.ValidateRootName), which allow "/" and "\", rather than by
+// the error table's, which are a file's.
+func rootNameError(err error) error {
+	if errors.Is(err, vfs.ErrInvalidName) {
+		return Describe(vfs.ErrInvalidName, "a root's name must be valid UTF-8 without control characters, U+FFFE or U+FFFF")
+	}
+	return err
+}
+
 // destination reads the target folder of a move.
 func destination(vals url.Values, a fsAccess) (uint64, error) {
 	if v, ok := vals["root_id"]; ok {

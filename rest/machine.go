@@ -527,7 +527,7 @@ func (s *server) createBackup(r *http.Request) (any, error) {
 	}
 	root, err := s.shares.NewRoot(ctx, p, name, vfs.RootBackup)
 	if err != nil {
-		return nil, err
+		return nil, rootNameError(err)
 	}
 	b, err := s.accounts.CreateBackup(ctx, account.Backup{RootID: root.ID, MachineID: m.ID, Path: path})
 	if err != nil {

@@ -13,8 +13,8 @@ import (
 
 // TestNamesKeptAsSent pins berth's choice where the spec is silent
 // (docs/api.md, Names): a name is stored and compared byte for byte, with
-// no Unicode normalization, the same way when an item is created and when
-// a name is looked up (a conflict, search). "café" written with a
+// no Unicode normalization, when an item is created and when a name
+// conflicts; search finds either form. "café" written with a
 // precomposed é (NFC, what Windows and Linux send) and with e and a
 // combining accent (NFD, what older macOS sends) are two names.
 func TestNamesKeptAsSent(t *testing.T) {
@@ -44,26 +44,19 @@ func TestNamesKeptAsSent(t *testing.T) {
 	if st, body := f.postForm(f.at("/api/2/files/%d/create_folder"), url.Values{"name": {nfd}}); st != http.StatusOK {
 		t.Fatalf("create_folder %q: %d %s", nfd, st, body)
 	}
-	// Search compares the same way: each form finds its own names only
-	// (case still does not matter).
-	for _, c := range []struct{ query, want string }{
-		{strings.ToUpper(nfc), "/" + nfc},
-		{nfd, "/" + nfd},
-	} {
-		st, body := f.get(f.at("/api/2/files/%d/search?query=") + url.QueryEscape(c.query))
+	// Search finds both forms for either (vfs.SearchAfter's query
+	// forms): every keyboard types NFC, and macOS's WebDAV client
+	// writes NFD. Case does not matter either.
+	for _, query := range []string{strings.ToUpper(nfc), nfd, "\u00e9"} {
+		st, body := f.get(f.at("/api/2/files/%d/search?query=") + url.QueryEscape(query))
 		var res struct {
 			Results []struct {
 				Path string `json:"path"`
 			} `json:"results"`
 		}
 		decode(t, body, &res)
-		if st != http.StatusOK || len(res.Results) != 2 {
-			t.Fatalf("search %q: %d %s", c.query, st, body)
-		}
-		for _, r := range res.Results {
-			if !strings.HasPrefix(r.Path, c.want) {
-				t.Fatalf("search %q found %q", c.query, r.Path)
-			}
+		if st != http.StatusOK || len(res.Results) != 4 {
+			t.Fatalf("search %q: %d %s", query, st, body)
 		}
 	}
 }
@@ -88,5 +81,121 @@ func TestMaxDepthIsInvalidRequest(t *testing.T) {
 	}
 	if kids, _, err := f.fs.List(ctx, f.root.ID, parent); err != nil || len(kids) != 0 {
 		t.Fatalf("the deepest folder holds %d items (%v), want none", len(kids), err)
+	}
+}
+
+// TestRootNames: a root's name is the name of its folder on WebDAV and
+// is read by every listing of its organization's roots, so it is held to
+// what the store can read back and an XML answer can carry
+// (vfs.ValidateRootName). An organization share created or renamed
+// with invalid UTF-8 was stored, and the organization's /shares and
+// /roots answered 500 from then on; one with a control character or
+// U+FFFF made /webdav/ an answer XML cannot hold.
+func TestRootNames(t *testing.T) {
+	w := newOrgWorld(t)
+	st, body := w.postAs(w.childAdmin, orgPath(w.child.ID, "/shares/create"), url.Values{"name": {"Team"}})
+	if st != http.StatusOK {
+		t.Fatalf("create: %d %s", st, body)
+	}
+	var team rootJSON
+	decode(t, body, &team)
+	for _, c := range []struct {
+		name   string
+		status int // of create and of rename
+		code   string
+	}{
+		{"bad\xffname", 400, "invalid_name"},
+		{"nul\x00", 400, "invalid_name"},
+		{"line\nbreak", 400, "invalid_name"},
+		{"del\x7f", 400, "invalid_name"},
+		{"no character \uffff", 400, "invalid_name"},
+		{"Sales/EU", 200, ""}, // WebDAV shows it as Sales_EU
+		{`back\slash`, 200, ""},
+		{"caf\u00e9 \u202eright-to-left", 200, ""},
+		{strings.Repeat("x", 300), 200, ""}, // a backup's root is named after a long path
+	} {
+		st, body := w.postAs(w.childAdmin, orgPath(w.child.ID, "/shares/create"), url.Values{"name": {c.name}})
+		if c.code != "" {
+			wantError(t, st, body, c.status, c.code)
+			if !strings.Contains(string(body), "root's name") {
+				t.Errorf("create %q: %s, which does not say the rule of root names", c.name, body)
+			}
+		} else if st != c.status {
+			t.Fatalf("create %q: %d %s", c.name, st, body)
+		}
+		st, body = w.postAs(w.childAdmin, orgPath(w.child.ID, fmt.Sprintf("/share/%d/update", team.ID)), url.Values{"name": {c.name}})
+		if c.code != "" {
+			wantError(t, st, body, c.status, c.code)
+		} else if st != c.status {
+			t.Fatalf("rename to %q: %d %s", c.name, st, body)
+		}
+		for _, p := range []string{"/shares", "/roots"} {
+			if st, body := w.getAs(w.childAdmin, orgPath(w.child.ID, p)); st != http.StatusOK {
+				t.Fatalf("after %q: GET %s: %d %s", c.name, p, st, body)
+			}
+		}
+	}
+}
+
+// TestUploadFileNames: the name an upload stores is its part's filename
+// less any directory part, as each kind of client writes it. Old Windows
+// browsers send the whole path with "\", which was refused
+// (invalid_name) where the same file sent by any other client was
+// stored under its base name.
+func TestUploadFileNames(t *testing.T) {
+	f := newFixture(t)
+	for _, c := range []struct {
+		disposition string // the file part's Content-Disposition parameters after name="file"
+		want        string // the name stored, or "" for a refusal, invalid_name
+	}{
+		{`filename="plain.txt"`, "plain.txt"},
+		{`filename="dir/sub/slash.txt"`, "slash.txt"},
+		{`filename="C:\Users\me\ie.txt"`, "ie.txt"}, // as Internet Explorer sends it
+		{`filename="C:\\Users\\me\\escaped.txt"`, "escaped.txt"},
+		{`filename="..\..\up.txt"`, "up.txt"},
+		{`filename*=UTF-8''caf%C3%A9%20%22q%22.txt`, `café "q".txt`},
+		{`filename="a%22b.txt"`, "a%22b.txt"}, // kept as sent: no guessing at a browser's escaping
+		{"filename=\"bad\xffname.txt\"", ""},
+		{`filename*=UTF-8''bad%FF.txt`, ""},
+		{`filename=".."`, ""},
+	} {
+		body := "--XX\r\nContent-Disposition: form-data; name=\"file\"; " + c.disposition + "\r\n\r\nx\r\n--XX--\r\n"
+		h := http.Header{"Content-Type": {"multipart/form-data; boundary=XX"}}
+		st, b := f.readAll(f.request(http.MethodPost, f.at("/api/2/files/%d/upload"), f.token, strings.NewReader(body), h))
+		if c.want == "" {
+			wantError(t, st, b, http.StatusBadRequest, "invalid_name")
+			continue
+		}
+		var got fileJSON
+		if st != http.StatusOK {
+			t.Fatalf("%s: %d %s", c.disposition, st, b)
+		}
+		decode(t, b, &got)
+		if got.Path != "/"+c.want {
+			t.Errorf("%s: stored %q, want %q", c.disposition, got.Path, "/"+c.want)
+		}
+	}
+}
+
+// TestNamesWindowsCannotHold pins a choice (docs/api.md, Names): names
+// that Windows refuses or changes (its reserved device names, a dot or
+// space at the end, the characters NTFS forbids) are stored as sent,
+// since berth serves Linux and macOS clients as well, which hold them.
+func TestNamesWindowsCannotHold(t *testing.T) {
+	f := newFixture(t)
+	for _, name := range []string{
+		"CON", "aux.txt", "nul", "COM1.log", "LPT9",
+		"ends in a dot.", "ends in a space ", " begins with a space",
+		`a:b`, `a*b`, `a?b`, `a"b`, `a<b>`, `a|b`, "~$report.docx",
+	} {
+		st, body := f.postForm(f.at("/api/2/files/%d/create_folder"), url.Values{"name": {name}})
+		var got folderJSON
+		if st != http.StatusOK {
+			t.Fatalf("create_folder %q: %d %s", name, st, body)
+		}
+		decode(t, body, &got)
+		if got.Path != "/"+name {
+			t.Errorf("create_folder %q: stored %q", name, got.Path)
+		}
 	}
 }

@@ -438,6 +438,10 @@ func TestOrganizationBadInputs(t *testing.T) {
 		{"update moving the organization", "POST", orgPath(w.child.ID, "/update"), url.Values{"parent_id": {fmt.Sprint(w.other.ID)}}, 400, "invalid_request", "parent_id"},
 		{"update with a parent_id that is no id", "POST", orgPath(w.child.ID, "/update"), url.Values{"parent_id": {"x"}}, 400, "invalid_request", "parent_id"},
 		{"update with a bad trial_until", "POST", orgPath(w.child.ID, "/update"), url.Values{"trial_until": {"2031-02-03 04:05:06"}}, 400, "invalid_datetime_format", "trial_until"},
+		// The store cannot read invalid UTF-8 back: such a description
+		// was stored, and every request that read the organization failed.
+		{"create with a description of invalid UTF-8", "POST", orgPath(w.child.ID, "/organizations/create"), url.Values{"name": {"x"}, "description": {"D\xffx"}}, 400, "invalid_request", "description"},
+		{"update with a description of invalid UTF-8", "POST", orgPath(w.child.ID, "/update"), url.Values{"description": {"D\xffx"}}, 400, "invalid_request", "description"},
 		{"policy with a bad boolean", "POST", orgPath(w.child.ID, "/policy/update"), url.Values{"webdav_enabled": {"yes"}}, 400, "invalid_request", "webdav_enabled"},
 		// One reading of booleans everywhere (parseBool): TRUE is refused,
 		// as include_children=TRUE is, not guessed at.

@@ -94,7 +94,7 @@ func (s *server) createOrgShare(r *http.Request) (any, error) {
 	}
 	root, err := s.shares.CreateOrgShare(r.Context(), callerOf(r), org, name)
 	if err != nil {
-		return nil, err
+		return nil, rootNameError(err)
 	}
 	return s.orgRoot(r.Context(), callerOf(r), root.ID)
 }
@@ -124,7 +124,7 @@ func (s *server) updateOrgShare(r *http.Request) (any, error) {
 		return nil, err
 	}
 	if _, err := s.shares.RenameOrgShare(r.Context(), callerOf(r), org, id, name); err != nil {
-		return nil, err
+		return nil, rootNameError(err)
 	}
 	return s.orgRoot(r.Context(), callerOf(r), id)
 }

@@ -75,8 +75,8 @@ func (s *server) upload(r *http.Request, a fsAccess, parent uint64) (_ any, err 
 			continue
 		}
 		if name == "" {
-			// FileName has already dropped any directory part.
-			name = p.FileName()
+			// FileName has already dropped any directory part, "/" or "\".
+			name = httpserve.FileName(p)
 		}
 		if name == "" {
 			return nil, Describe(vfs.ErrInvalidName, "the part `file` has no filename and no field `name` came before it")

@@ -24,14 +24,39 @@ func ValidateName(name string) error {
 		return fmt.Errorf("%w: not valid UTF-8", ErrInvalidName)
 	}
 	for _, r := range name {
-		// U+FFFE and U+FFFF are no characters, and XML 1.0, which every
-		// WebDAV answer is, cannot carry them: PROPFIND named such a
-		// file with U+FFFD, a name REST did not give and no request
-		// found. With them and the control characters out, every name
-		// is one XML can hold.
-		if r == '/' || r == '\\' || r < 0x20 || r == 0x7f || r == 0xfffe || r == 0xffff {
+		if r == '/' || r == '\\' || !xmlChar(r) {
 			return fmt.Errorf("%w: %q holds a forbidden character", ErrInvalidName, name)
 		}
+	}
+	return nil
+}
+
+// xmlChar reports whether r may stand in a name. U+FFFE and U+FFFF are
+// no characters, and XML 1.0, which every WebDAV answer is, cannot carry
+// them: PROPFIND named such a file with U+FFFD, a name REST did not give
+// and no request found. With them and the control characters out, every
+// name is one XML can hold.
+func xmlChar(r rune) bool {
+	return r >= 0x20 && r != 0x7f && r != 0xfffe && r != 0xffff
+}
+
+// ValidateRootName reports whether name may name a root: not empty, valid
+// UTF-8, and only characters a WebDAV answer can carry (as
+// ValidateName, but "/" and "\" are allowed, which WebDAV's folder of
+// the root shows as "_", and the length is not bounded: a backup's root
+// is named after its machine and path). CreateRoot and RenameRoot took
+// any name that was not empty, and the store's decoder refuses invalid
+// UTF-8: an organization share or a backup named with a byte such as
+// 0xFF was stored, and every listing of the organization's roots read
+// it and failed, 500, until the record was edited by hand.
+func ValidateRootName(name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("%w: empty root name", ErrInvalidName)
+	case !utf8.ValidString(name):
+		return fmt.Errorf("%w: a root name must be valid UTF-8", ErrInvalidName)
+	case strings.ContainsFunc(name, func(r rune) bool { return !xmlChar(r) }):
+		return fmt.Errorf("%w: root name %q holds a forbidden character", ErrInvalidName, name)
 	}
 	return nil
 }

@@ -20,8 +20,8 @@ func (fs *FS) CreateRootWith(ctx context.Context, name string, typ RootType, opt
 	if !typ.Valid() {
 		return Root{}, fmt.Errorf("vfs: root type %q is not sync, share or backup", typ)
 	}
-	if name == "" {
-		return Root{}, fmt.Errorf("%w: empty root name", ErrInvalidName)
+	if err := ValidateRootName(name); err != nil {
+		return Root{}, err
 	}
 	if err := fs.roomFor(); err != nil {
 		return Root{}, err
@@ -148,8 +148,8 @@ type cachedRoot struct {
 // RenameRoot changes a root's display name; another name than it had
 // (in lower case) is taken now, Root.Named.
 func (fs *FS) RenameRoot(ctx context.Context, id uint64, name string) (Root, error) {
-	if name == "" {
-		return Root{}, fmt.Errorf("%w: empty root name", ErrInvalidName)
+	if err := ValidateRootName(name); err != nil {
+		return Root{}, err
 	}
 	err := fs.update(ctx, func(tx kv.Txn) error {
 		r, err := loadRoot(tx, id)

@@ -1,6 +1,7 @@
 package vfs
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"math"
@@ -8,6 +9,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
 
 	"berth/kv"
 )
@@ -39,14 +42,15 @@ const ShortQueryScan = 100_000
 // names in id order until it has limit results or ShortQueryScan names.
 // Deleted items, and items of a deleted folder, are never returned.
 func (fs *FS) SearchAfter(ctx context.Context, root uint64, query string, after uint64, limit int) (nodes []Node, next uint64, err error) {
-	q := fold(query)
+	qs := queryForms(query)
+	q := qs[0] // the shortest
 	err = fs.db.View(ctx, func(tx kv.Txn) error {
 		nodes, next = nodes[:0], 0
 		r, err := loadRoot(tx, root)
 		if err != nil {
 			return err
 		}
-		s := searcher{tx: tx, root: root, q: q, limit: limit, now: fs.nowNs(), scanMax: fs.shortScan}
+		s := searcher{tx: tx, root: root, q: q, qs: qs, limit: limit, now: fs.nowNs(), scanMax: fs.shortScan}
 		if s.scanMax <= 0 {
 			s.scanMax = ShortQueryScan
 		}
@@ -59,7 +63,7 @@ func (fs *FS) SearchAfter(ctx context.Context, root uint64, query string, after 
 		case !r.Indexed:
 			err = s.scanAll(ctx, after)
 		case utf8.RuneCountInString(q) >= gramRunes:
-			err = s.byGram(ctx, after)
+			err = s.byGrams(ctx, after)
 		default:
 			err = s.byName(ctx, after)
 		}
@@ -69,11 +73,62 @@ func (fs *FS) SearchAfter(ctx context.Context, root uint64, query string, after 
 	return nodes, next, err
 }
 
+// queryForms are the folded forms of query that a name may hold it in:
+// as sent, in NFC and in NFD, each once, the shortest first. Names are
+// stored as sent (docs/api.md, Unicode normalization), and every keyboard
+// types NFC while macOS's WebDAV client names what it writes in NFD: a
+// search for "café" typed anywhere found none of the files Finder had
+// written.
+func queryForms(query string) []string {
+	qs := []string{fold(norm.NFC.String(query))}
+	for _, f := range []string{fold(query), fold(norm.NFD.String(query))} {
+		if !slices.Contains(qs, f) {
+			qs = append(qs, f)
+		}
+	}
+	return qs
+}
+
+// byGrams is byGram for each of the query's forms, the pages merged:
+// each form's page holds the first limit items of its own matches, so
+// the first limit of their union by id are among them.
+func (s *searcher) byGrams(ctx context.Context, after uint64) error {
+	if len(s.qs) == 1 {
+		return s.byGram(ctx, after)
+	}
+	var all []Node
+	for _, q := range s.qs {
+		s.q, s.out, s.next = q, nil, 0
+		if err := s.byGram(ctx, after); err != nil {
+			return err
+		}
+		all = append(all, s.out...)
+	}
+	slices.SortFunc(all, func(a, b Node) int { return cmp.Compare(a.ID, b.ID) })
+	all = slices.CompactFunc(all, func(a, b Node) bool { return a.ID == b.ID })
+	s.out, s.next = all, 0
+	if s.limit > 0 && len(all) >= s.limit {
+		s.out, s.next = all[:s.limit], all[s.limit-1].ID
+	}
+	return nil
+}
+
+// matches reports whether the folded name holds one of the query's forms.
+func (s *searcher) matches(folded string) bool {
+	for _, q := range s.qs {
+		if strings.Contains(folded, q) {
+			return true
+		}
+	}
+	return false
+}
+
 // searcher is one search, inside its read transaction.
 type searcher struct {
 	tx      kv.Txn
 	root    uint64
-	q       string // folded
+	q       string   // folded: the form byGram reads the index for
+	qs      []string // every folded form of the query (queryForms)
 	limit   int
 	now     int64
 	scanMax int
@@ -95,7 +150,7 @@ func (s *searcher) take(ctx context.Context, id uint64) error {
 	} else if err != nil {
 		return err
 	}
-	if rec.Root != s.root || rec.Parent == 0 || rec.Deleted != 0 || !strings.Contains(fold(rec.Name), s.q) {
+	if rec.Root != s.root || rec.Parent == 0 || rec.Deleted != 0 || !s.matches(fold(rec.Name)) {
 		return nil
 	}
 	n := rec.public(s.now)
@@ -139,7 +194,7 @@ func (s *searcher) byName(ctx context.Context, after uint64) error {
 		}
 		read++
 		last = entryNode(k)
-		if !strings.Contains(string(v), s.q) {
+		if !s.matches(string(v)) {
 			return nil
 		}
 		return s.take(ctx, last)

@@ -149,6 +149,10 @@ type zipLayout struct {
 	cdMarks  []int64
 	zip64End bool
 	etag     string
+	// topNames are the names in the archive of the top-level entries
+	// whose own names begin with a drive letter, by item id (nameTop,
+	// entName).
+	topNames map[uint64]string
 	// builder is who lays it out, charged as it lists (zipShares.grow).
 	builder zipHolder
 	// The rest is zipShares', guarded by its mu.
@@ -297,6 +301,9 @@ func (fs *FS) layOut(ctx context.Context, l *zipLayout, opts ZipOptions) (z *Zip
 		}
 		kids, err := l.children(tx, l.share.key.folder, picker(opts))
 		if err != nil {
+			return err
+		}
+		if err := l.nameTop(kids); err != nil {
 			return err
 		}
 		return l.add(ctx, tx, kids, -1, 0)
@@ -454,7 +461,8 @@ func (z *zipLayout) add(ctx context.Context, tx kv.Txn, kids []zipEnt, parent in
 		if len(z.ents) >= z.max {
 			return fmt.Errorf("%w: more than %d items", ErrZipTooLarge, z.max)
 		}
-		e.parent, e.pathLen = parent, prefixLen+uint32(len(e.name))
+		e.parent = parent
+		e.pathLen = prefixLen + uint32(len(z.entName(&e)))
 		if e.dir {
 			e.pathLen++
 		}
@@ -505,7 +513,8 @@ func (z *zipLayout) layout() {
 	}
 	// The format's version, then whatever decides a byte of the archive.
 	// 2: paths that begin with a drive letter changed (appendPath).
-	h.Write([]byte("berth zip 2"))
+	// 3: and kept apart from the names beside them (nameTop).
+	h.Write([]byte("berth zip 3"))
 	num(uint64(z.z64))
 	var off int64
 	for i := range z.ents {
@@ -582,30 +591,70 @@ func (z *zipLayout) centralLen(e *zipEnt) int64 {
 	return int64(zipCentralLen) + int64(e.pathLen) + zipTimeExtraLen + z.central64(e)
 }
 
-// appendPath appends the entry's path relative to the folder zipped. A
-// path that would begin with a drive letter ("C:", "c:notes") begins with
-// "C_" instead: the zip format forbids drive letters (APPNOTE 4.4.17),
-// and an extractor on Windows may take one for a drive and write outside
-// the folder it extracts into. The length stays the same.
+// appendPath appends the entry's path relative to the folder zipped.
 func (z *zipLayout) appendPath(dst []byte, i int32) []byte {
-	start := len(dst)
-	dst = z.appendPathFrom(dst, i)
-	if p := dst[start:]; len(p) >= 2 && p[1] == ':' && ('a' <= p[0]|0x20 && p[0]|0x20 <= 'z') {
-		p[1] = '_'
-	}
-	return dst
-}
-
-func (z *zipLayout) appendPathFrom(dst []byte, i int32) []byte {
 	e := &z.ents[i]
 	if e.parent >= 0 {
-		dst = z.appendPathFrom(dst, e.parent)
+		dst = z.appendPath(dst, e.parent)
 	}
-	dst = append(dst, e.name...)
+	dst = append(dst, z.entName(e)...)
 	if e.dir {
 		dst = append(dst, '/')
 	}
 	return dst
+}
+
+// entName is e's name in the archive: its own, or the one nameTop gave
+// a top-level entry.
+func (z *zipLayout) entName(e *zipEnt) string {
+	if e.parent < 0 && z.topNames != nil {
+		if n, ok := z.topNames[e.id]; ok {
+			return n
+		}
+	}
+	return e.name
+}
+
+// driveLetter reports whether a path that begins with name begins with a
+// drive letter ("C:", "c:notes").
+func driveLetter(name string) bool {
+	return len(name) >= 2 && name[1] == ':' && 'a' <= name[0]|0x20 && name[0]|0x20 <= 'z'
+}
+
+// nameTop names the top-level entries kids (in name order) whose names
+// begin with a drive letter: the zip format forbids drive letters (APPNOTE
+// 4.4.17), and an extractor on Windows may take one for a drive and write
+// outside the folder it extracts into. "c:notes" is "c_notes" in the
+// archive, or "c__notes" (as many "_" as it takes) when a sibling has
+// that name or an earlier one of these took it: with "_" alone, "c:notes"
+// and "c_notes" were two entries of one path, and an extractor wrote one
+// over the other (unzip without a word, Python's zipfile with a warning).
+// Names below the top cannot begin a path.
+func (z *zipLayout) nameTop(kids []zipEnt) error {
+	z.topNames = nil
+	var taken map[string]bool
+	var cost int64
+	for _, e := range kids {
+		if !driveLetter(e.name) {
+			continue
+		}
+		if taken == nil {
+			taken = make(map[string]bool, len(kids))
+			for _, k := range kids {
+				taken[k.name] = true
+			}
+			z.topNames = map[uint64]string{}
+		}
+		n := e.name[:1] + "_" + e.name[2:]
+		for taken[n] {
+			n = n[:1] + "_" + n[1:]
+		}
+		taken[n] = true
+		z.topNames[e.id] = n
+		cost += zipEntBytes(&e)
+	}
+	// Held as long as the layout, as its entries are.
+	return z.reserve(cost)
 }
 
 // dosTime is t (UTC) as MS-DOS date and time, held to the years that

@@ -44,6 +44,7 @@ func TestZip(t *testing.T) {
 		{"ReadsFromAnyOffset", zipReadsFromAnyOffset},
 		{"CentralDirectoryInAnyOrder", zipCentralInAnyOrder},
 		{"NoDriveLetters", zipNoDriveLetters},
+		{"DriveLettersKeptApart", zipDriveLettersKeptApart},
 		{"ResumedAt60Percent", zipResumedAt60Percent},
 		{"ETagChangesWithTheFolder", zipETagChanges},
 		{"EmptyFolder", zipEmptyFolder},
@@ -669,6 +670,42 @@ func zipNoDriveLetters(t *testing.T) {
 		}
 		berthtest.UnzipTest(t, whole)
 	}
+}
+
+// zipDriveLettersKeptApart: the name that replaces a drive letter is
+// none of its siblings' (and none another such name took): "c:notes"
+// and "c_notes" side by side were two entries "c_notes", of which an
+// extractor kept one.
+func zipDriveLettersKeptApart(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	top := e.root.FolderID
+	d, err := e.fs.Mkdir(ctx, e.root.ID, top, "D:", vfs.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.write(t, d.ID, "y", []byte("in D:"))
+	if _, err := e.fs.Mkdir(ctx, e.root.ID, top, "D_", vfs.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.write(t, top, "c:notes", []byte("colon"))
+	e.write(t, top, "c_notes", []byte("one"))
+	e.write(t, top, "c__notes", []byte("two"))
+	e.write(t, top, "c:x", []byte("no clash"))
+	_, whole := zipBytes(t, e.fs, e.root.ID, top, vfs.ZipOptions{})
+	zr, err := zip.NewReader(bytes.NewReader(whole), int64(len(whole)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, f := range zr.File {
+		names = append(names, f.Name)
+	}
+	want := []string{"D__/", "D__/y", "D_/", "c___notes", "c_x", "c__notes", "c_notes"}
+	if strings.Join(names, "|") != strings.Join(want, "|") {
+		t.Errorf("names %q, want %q", names, want)
+	}
+	berthtest.UnzipTest(t, whole)
 }
 
 // zipCentralInAnyOrder reads the central records of a zip of many

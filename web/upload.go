@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"berth/httpserve"
 	"berth/share"
 )
 
@@ -78,13 +79,13 @@ func (h *handler) upload(w http.ResponseWriter, r *http.Request) {
 		if errors.Is(err, io.EOF) && done > 0 {
 			break
 		}
-		if err != nil || p.FormName() != "file" || p.FileName() == "" {
+		if err != nil || p.FormName() != "file" || httpserve.FileName(p) == "" {
 			h.problem(w, r, http.StatusBadRequest, "No file", "Choose a file to upload."+uploadedBefore(done))
 			return
 		}
 		opts := a.Opts
 		opts.IfAbsent = true
-		f, err := h.opts.FS.WriteFile(r.Context(), a.Root.ID, n.ID, p.FileName(), p, opts)
+		f, err := h.opts.FS.WriteFile(r.Context(), a.Root.ID, n.ID, httpserve.FileName(p), p, opts)
 		if err != nil {
 			h.uploadFailed(w, r, la, err, done)
 			return

@@ -1,6 +1,7 @@
 package webdav_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strings"
@@ -38,6 +39,63 @@ func TestPaths(t *testing.T) {
 			if b, err := f.read("/été.txt"); err != nil || string(b) != "unicode" {
 				t.Fatalf("after MOVE: %q, %v", b, err)
 			}
+		}},
+
+		// macOS's client sends every path decomposed (NFD), whatever the
+		// listing said: a name stored precomposed (NFC) by anyone else is
+		// found under its NFD form too, and written, moved and deleted as
+		// the same item. The exact bytes always win, and a new name is
+		// kept as sent. Before, GET of the NFD form was 404 and a PUT
+		// made a second "café.txt" beside the first.
+		{"a name in NFD finds the item stored in NFC", func(t *testing.T) {
+			f := newFixture(t)
+			const nfcDir, nfdDir = "/R%C3%A9sum%C3%A9s", "/Re%CC%81sume%CC%81s" // Résumés
+			const nfc, nfd = "/caf%C3%A9.txt", "/cafe%CC%81.txt"                // café.txt
+			st, _, body := f.do("MKCOL", nfcDir, nil)
+			want(t, "MKCOL NFC", st, http.StatusCreated, body)
+			st, _, body = f.do("PUT", nfcDir+nfc, strings.NewReader("precomposed"))
+			want(t, "PUT NFC", st, http.StatusCreated, body)
+			st, _, body = f.do("GET", nfdDir+nfd, nil)
+			want(t, "GET NFD", st, http.StatusOK, body)
+			if string(body) != "precomposed" {
+				t.Fatalf("GET NFD: %q", body)
+			}
+			st, _, body = f.do("PROPFIND", nfdDir+nfd, nil, "Depth", "0")
+			want(t, "PROPFIND NFD", st, http.StatusMultiStatus, body)
+			st, _, body = f.do("MKCOL", nfdDir, nil)
+			want(t, "MKCOL NFD over NFC", st, http.StatusMethodNotAllowed, body)
+			st, _, body = f.do("PUT", nfdDir+nfd, strings.NewReader("saved by Finder"))
+			want(t, "PUT NFD over NFC", st, http.StatusNoContent, body)
+			if b, err := f.read("/Résumés/café.txt"); err != nil || string(b) != "saved by Finder" {
+				t.Fatalf("NFC file after the NFD PUT: %q, %v", b, err)
+			}
+			st, _, body = f.do("PROPFIND", nfcDir+"/", nil, "Depth", "1")
+			want(t, "PROPFIND", st, http.StatusMultiStatus, body)
+			if n := strings.Count(string(body), "<D:response>"); n != 2 {
+				t.Fatalf("PROPFIND: %d responses, want the folder and one file:\n%s", n, body)
+			}
+			st, _, body = f.do("MOVE", nfdDir+nfd, nil, "Destination", f.url(nfdDir+"/tart%C3%AE.txt"))
+			want(t, "MOVE NFD", st, http.StatusCreated, body)
+			// A new name is kept as sent, and where both forms are
+			// stored (the NFC one written over the API), each request
+			// finds its own.
+			st, _, body = f.do("PUT", nfdDir+nfd, strings.NewReader("a new NFD name"))
+			want(t, "PUT new NFD", st, http.StatusCreated, body)
+			dir, err := f.lookup("/Résumés")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.fs.WriteFile(context.Background(), f.root.ID, dir.ID, "café.txt", strings.NewReader("NFC over the API"), f.opts()); err != nil {
+				t.Fatal(err)
+			}
+			for p, w := range map[string]string{nfdDir + nfd: "a new NFD name", nfcDir + nfc: "NFC over the API", nfcDir + "/tart%C3%AE.txt": "saved by Finder"} {
+				st, _, body := f.do("GET", p, nil)
+				if st != http.StatusOK || body != w {
+					t.Fatalf("GET %s: %d %q, want %q", p, st, body, w)
+				}
+			}
+			st, _, body = f.do("DELETE", nfdDir+"/tarti%CC%82.txt", nil)
+			want(t, "DELETE NFD", st, http.StatusNoContent, body)
 		}},
 
 		// A URL ending in "/" names a collection. Where the name is a file,

@@ -271,10 +271,26 @@ func (s *session) resolveIn(p string) (target, error) {
 	}
 	for i := range s.mounts {
 		if s.mounts[i].name == first {
-			return target{m: &s.mounts[i], rel: rel}, nil
+			return s.equivalent(target{m: &s.mounts[i], rel: rel}), nil
+		}
+	}
+	// A root's name as macOS's client sends it, decomposed (see
+	// vfs.FS.Equivalent): the first mount of an equivalent name.
+	for i := range s.mounts {
+		if vfs.EquivalentNames(s.mounts[i].name, first) {
+			return s.equivalent(target{m: &s.mounts[i], rel: rel}), nil
 		}
 	}
 	return target{}, &os.PathError{Op: "resolve", Path: p, Err: os.ErrNotExist}
+}
+
+// equivalent is t with its path in the names the root holds where the
+// request sent canonically equivalent ones that name nothing as they are
+// (vfs.FS.Equivalent): macOS's WebDAV client sends every path decomposed
+// (NFD), and found nothing written precomposed (NFC) by anyone else.
+func (s *session) equivalent(t target) target {
+	t.rel = s.h.opts.FS.Equivalent(s.ctx, t.m.root.ID, t.rel)
+	return t
 }
 
 // node looks a target up: the top is a synthetic folder.
