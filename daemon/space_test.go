@@ -504,3 +504,172 @@ func TestRevisionsSpace(t *testing.T) {
 		t.Errorf("%d MiB of the revisions still on disk", (after-empty)>>20)
 	}
 }
+
+// TestFullMetadataDisk: the metadata store's directory (meta/) on a
+// small disk of its own, as an operator puts it on a fast one, while
+// the chunks have room. The reserve was counted on the chunks' disk
+// alone, so small files (kept in the metadata store) filled the
+// metadata's disk until Badger's memory-mapped value log took a SIGBUS
+// and the daemon died; it could not start again until space was freed.
+// Now the reserve holds on both: small uploads are refused with the
+// spec's 503, logins, reads and deletes go on, writes resume once the
+// space is freed, and fsck finds nothing wrong.
+func TestFullMetadataDisk(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the real binary")
+	}
+	data := filepath.Join(t.TempDir(), "data")
+	if err := os.Mkdir(data, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	meta := filepath.Join(data, "meta")
+	if err := os.Mkdir(meta, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	disk := mountTmpfs(t, 48)
+	if out, err := exec.Command("mount", "--bind", disk, meta).CombinedOutput(); err != nil {
+		t.Skipf("cannot bind the small file system at meta/: %v %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("umount", "-l", meta).Run() })
+	bin := berthtest.BuildBerth(t)
+	// Space that something else on the metadata's disk holds, freed later.
+	filler := filepath.Join(meta, "filler")
+	if err := os.WriteFile(filler, make([]byte, 24<<20), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := startDaemon(t, bin, data, "--storage-reserve", "8MiB")
+	c := newSpaceClient(t, p, data)
+
+	// 8 KB files live in the metadata store; about 16 MiB are free
+	// there, 8 above the reserve: some 1,000 uploads at most.
+	small := make([]byte, 8000)
+	rand.Read(small)
+	var stored []uint64
+	var refusal []byte
+	for i := 0; i < 3000 && refusal == nil; i++ {
+		status, body := c.upload(fmt.Sprintf("s%04d.bin", i), small)
+		switch status {
+		case http.StatusOK:
+			var f struct {
+				ID uint64 `json:"id"`
+			}
+			if err := json.Unmarshal(body, &f); err != nil {
+				t.Fatal(err)
+			}
+			stored = append(stored, f.ID)
+		case http.StatusServiceUnavailable:
+			refusal = body
+		default:
+			t.Fatalf("upload %d: %d %s", i, status, body)
+		}
+	}
+	if refusal == nil || !bytes.Contains(refusal, []byte(`"error":"temporarily_unavailable"`)) {
+		t.Fatalf("3000 small uploads on a full metadata disk: refusal %s", refusal)
+	}
+	if len(stored) < 100 {
+		t.Fatalf("refused after %d small uploads; the disk had room for more", len(stored))
+	}
+	t.Logf("%d small uploads stored before the refusal", len(stored))
+	if status, body := c.call("POST", fmt.Sprintf("/api/2/files/%d/create_folder", c.root), strings.NewReader("name=new"), "application/x-www-form-urlencoded"); status != http.StatusServiceUnavailable {
+		t.Errorf("create_folder on a full metadata disk: %d %s", status, body)
+	}
+	c.token = c.login()
+	for _, id := range stored {
+		status, got := c.call("GET", fmt.Sprintf("/api/2/files/%d/%d/download", c.root, id), nil, "")
+		if status != 200 || !bytes.Equal(got, small) {
+			t.Fatalf("file %d on a full metadata disk: status %d, %d bytes", id, status, len(got))
+		}
+	}
+	if status, body := c.call("POST", fmt.Sprintf("/api/2/files/%d/%d/delete", c.root, stored[0]), nil, ""); status != 200 {
+		t.Errorf("delete on a full metadata disk: %d %s", status, body)
+	}
+
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	if status, body := c.upload("after.bin", small); status != 200 {
+		t.Fatalf("upload after freeing space: %d %s", status, body)
+	}
+	p.stop(t)
+	if out, err := exec.Command(bin, "fsck", "--verify", "--data", data).CombinedOutput(); err != nil {
+		t.Errorf("fsck after filling the metadata disk: %v\n%s", err, out)
+	}
+}
+
+// spaceClient calls a daemon the space tests started, as its first
+// administrator.
+type spaceClient struct {
+	t        *testing.T
+	base     string
+	client   *http.Client
+	password string
+	token    string
+	root     uint64 // the administrator's root
+}
+
+func newSpaceClient(t *testing.T, p *daemonProc, data string) *spaceClient {
+	t.Helper()
+	pw, err := os.ReadFile(filepath.Join(data, initialPasswordFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &spaceClient{t: t, base: "https://" + p.addrs["https"], client: trustingClient(t, filepath.Join(data, "tls", "cert.pem")),
+		password: strings.TrimSpace(string(pw))}
+	c.token = c.login()
+	_, body := c.call("GET", "/api/2/person", nil, "")
+	var me struct {
+		RootID uint64 `json:"root_id"`
+	}
+	if err := json.Unmarshal(body, &me); err != nil || me.RootID == 0 {
+		t.Fatalf("person: %v %s", err, body)
+	}
+	c.root = me.RootID
+	return c
+}
+
+// login signs the administrator in with the password grant.
+func (c *spaceClient) login() string {
+	c.t.Helper()
+	resp, err := c.client.PostForm(c.base+"/oauth/token", url.Values{
+		"grant_type": {"password"}, "client_id": {"anchor"}, "username": {"admin"}, "password": {c.password},
+	})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var tok struct {
+		AccessToken string `json:"access_token"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&tok); err != nil || resp.StatusCode != 200 {
+		c.t.Fatalf("password grant: %d %v", resp.StatusCode, err)
+	}
+	return tok.AccessToken
+}
+
+func (c *spaceClient) call(method, path string, body io.Reader, ct string) (int, []byte) {
+	c.t.Helper()
+	req, _ := http.NewRequest(method, c.base+path, body)
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	if ct != "" {
+		req.Header.Set("Content-Type", ct)
+	}
+	resp, err := c.client.Do(req)
+	if err != nil {
+		c.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
+// upload stores content as name in the administrator's root folder
+// (multipart, as the spec's upload).
+func (c *spaceClient) upload(name string, content []byte) (int, []byte) {
+	c.t.Helper()
+	var buf bytes.Buffer
+	mw := multipart.NewWriter(&buf)
+	fw, _ := mw.CreateFormFile("file", name)
+	fw.Write(content)
+	mw.Close()
+	return c.call("POST", fmt.Sprintf("/api/2/files/%d/upload", c.root), &buf, mw.FormDataContentType())
+}

@@ -45,7 +45,8 @@ const tempPrefix = ".tmp-"
 // skip it and could commit a file that a crash then leaves without it.
 type Disk struct {
 	dir     string
-	reserve int64 // DiskOptions.Reserve
+	also    []string // DiskOptions.Also
+	reserve int64    // DiskOptions.Reserve
 	free    func() (int64, error)
 	// read is the last free space CheckSpace read from the file system,
 	// kept when free is statfs (readKept, see freeFresh).
@@ -143,6 +144,13 @@ type DiskOptions struct {
 	// statfs(2) of the store's directory. Tests set it to simulate a disk
 	// that fills up.
 	Free func() (int64, error)
+	// Also names other directories whose file systems the reserve holds
+	// as well: the metadata store's, which an operator may mount apart
+	// from the chunks (a small fast disk). Its memory-mapped logs fill
+	// that disk, not the chunks', and a reserve counted on the chunks'
+	// alone let them fill it to a SIGBUS. The free space is the least
+	// of the store's and theirs; Free, when set, replaces all of them.
+	Also []string
 }
 
 // NewDisk opens (creating if needed) a disk store rooted at dir, with no
@@ -170,7 +178,7 @@ func OpenDisk(dir string, opts DiskOptions) (*Disk, error) {
 			return nil, fmt.Errorf("chunk: open store: %w", err)
 		}
 	}
-	d := &Disk{dir: dir, reserve: opts.Reserve, free: opts.Free, landing: make(map[ID]*landing), fresh: freeFresh}
+	d := &Disk{dir: dir, also: opts.Also, reserve: opts.Reserve, free: opts.Free, landing: make(map[ID]*landing), fresh: freeFresh}
 	if d.free == nil {
 		d.free = d.statfs
 		d.readKept = true
@@ -201,12 +209,28 @@ type freeRead struct {
 }
 
 // statfs returns the bytes an unprivileged writer may still use on the
-// store's file system: root's reserved blocks do not count, since the
-// daemon should not depend on running as root.
+// store's file system, or on the fullest of DiskOptions.Also's: root's
+// reserved blocks do not count, since the daemon should not depend on
+// running as root.
 func (d *Disk) statfs() (int64, error) {
+	free, err := FreeBytes(d.dir)
+	for _, dir := range d.also {
+		if err != nil {
+			break
+		}
+		var f int64
+		f, err = FreeBytes(dir)
+		free = min(free, f)
+	}
+	return free, err
+}
+
+// FreeBytes returns the bytes an unprivileged writer may still use on
+// dir's file system (statfs(2) f_bavail).
+func FreeBytes(dir string) (int64, error) {
 	var st unix.Statfs_t
-	if err := unix.Statfs(d.dir, &st); err != nil {
-		return 0, fmt.Errorf("chunk: statfs %s: %w", d.dir, err)
+	if err := unix.Statfs(dir, &st); err != nil {
+		return 0, fmt.Errorf("chunk: statfs %s: %w", dir, err)
 	}
 	return int64(st.Bavail) * int64(st.Bsize), nil // Bsize is int32 on 386 and arm
 }
