@@ -149,9 +149,15 @@ type dataReserve struct {
 // free returns what an unprivileged writer may still use of the fullest
 // of the data directory's file systems, as chunk.Disk counts it.
 func (d dataReserve) free() (int64, error) {
+	return d.space(0)
+}
+
+// space is free, with ErrNoSpace for a file system down to keepInodes
+// (chunk.FreeSpace).
+func (d dataReserve) space(keepInodes int64) (int64, error) {
 	free := int64(math.MaxInt64)
 	for _, dir := range d.dirs {
-		f, err := chunk.FreeBytes(dir)
+		f, err := chunk.FreeSpace(dir, keepInodes)
 		if err != nil {
 			return 0, err
 		}
@@ -164,7 +170,7 @@ func (d dataReserve) check() error {
 	if d.reserve <= 0 {
 		return nil
 	}
-	free, err := d.free()
+	free, err := d.space(chunk.InodeReserve(d.reserve))
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -35,11 +36,18 @@ import (
 // vfs cover the same refusals with a simulated disk everywhere.
 func mountTmpfs(t *testing.T, mib int) string {
 	t.Helper()
+	return mountTmpfsWith(t, fmt.Sprintf("size=%dm", mib))
+}
+
+// mountTmpfsWith is mountTmpfs with mount(8)'s -o options (size=,
+// nr_inodes=).
+func mountTmpfsWith(t *testing.T, opts string) string {
+	t.Helper()
 	dir := filepath.Join(t.TempDir(), "tiny")
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command("mount", "-t", "tmpfs", "-o", fmt.Sprintf("size=%dm", mib), "tmpfs", dir).CombinedOutput()
+	out, err := exec.Command("mount", "-t", "tmpfs", "-o", opts, "tmpfs", dir).CombinedOutput()
 	if err != nil {
 		t.Skipf("cannot mount a small file system to fill (needs root): %v %s", err, bytes.TrimSpace(out))
 	}
@@ -672,4 +680,87 @@ func (c *spaceClient) upload(name string, content []byte) (int, []byte) {
 	fw.Write(content)
 	mw.Close()
 	return c.call("POST", fmt.Sprintf("/api/2/files/%d/upload", c.root), &buf, mw.FormDataContentType())
+}
+
+// TestFullDiskInodes: a disk that runs out of inodes long before bytes
+// (ext4 made with -T largefile; here a tmpfs of 700 inodes), every chunk
+// a file. The reserve counted bytes alone: chunk writes failed with the
+// kernel's ENOSPC (503), but small files, kept in the metadata store,
+// went on until Badger could not create its next memtable's file; it
+// went on without one and the next read killed the daemon with a nil
+// pointer. Now the reserve keeps inodes too (chunk.InodeReserve): every
+// write that adds data is refused with 503 before, logins and reads go
+// on, writes resume once inodes are freed, and fsck finds nothing wrong.
+func TestFullDiskInodes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the real binary")
+	}
+	disk := mountTmpfsWith(t, "size=256m,nr_inodes=700")
+	bin := berthtest.BuildBerth(t)
+	// Inodes something else on the disk holds, freed later.
+	fillers := filepath.Join(disk, "fillers")
+	if err := os.Mkdir(fillers, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 100 {
+		if err := os.WriteFile(filepath.Join(fillers, strconv.Itoa(i)), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	data := filepath.Join(disk, "data")
+	// A small memtable, so that Badger needs its next file soon.
+	p := startDaemon(t, bin, data, "--storage-reserve", "16MiB", "--memory-kv-memtable", "1MiB")
+	c := newSpaceClient(t, p, data)
+
+	// 20 KB files: one chunk file each. Then 8 KB files, kept in the
+	// metadata store alone.
+	stored := map[uint64][]byte{}
+	refused := 0
+	for i := 0; i < 1000 && refused < 300; i++ {
+		content := make([]byte, 20000)
+		if refused > 0 {
+			content = content[:8000]
+		}
+		rand.Read(content)
+		status, body := c.upload(fmt.Sprintf("f%04d.bin", i), content)
+		switch status {
+		case http.StatusOK:
+			var f struct {
+				ID uint64 `json:"id"`
+			}
+			if err := json.Unmarshal(body, &f); err != nil {
+				t.Fatal(err)
+			}
+			stored[f.ID] = content
+		case http.StatusServiceUnavailable:
+			if !bytes.Contains(body, []byte(`"error":"temporarily_unavailable"`)) {
+				t.Fatalf("refusal %d: %s", refused, body)
+			}
+			refused++
+		default:
+			t.Fatalf("upload %d (%d refused before): %d %s", i, refused, status, body)
+		}
+	}
+	if refused == 0 || len(stored) < 100 {
+		t.Fatalf("%d uploads stored, %d refused", len(stored), refused)
+	}
+	t.Logf("%d uploads stored, then %d refused", len(stored), refused)
+	c.token = c.login()
+	for id, want := range stored {
+		status, got := c.call("GET", fmt.Sprintf("/api/2/files/%d/%d/download", c.root, id), nil, "")
+		if status != 200 || !bytes.Equal(got, want) {
+			t.Fatalf("file %d out of inodes: status %d, %d bytes", id, status, len(got))
+		}
+	}
+
+	if err := os.RemoveAll(fillers); err != nil {
+		t.Fatal(err)
+	}
+	if status, body := c.upload("after.bin", make([]byte, 20000)); status != 200 {
+		t.Fatalf("upload after freeing inodes: %d %s", status, body)
+	}
+	p.stop(t)
+	if out, err := exec.Command(bin, "fsck", "--verify", "--data", data).CombinedOutput(); err != nil {
+		t.Errorf("fsck after running out of inodes: %v\n%s", err, out)
+	}
 }
