@@ -764,3 +764,30 @@ func TestFullDiskInodes(t *testing.T) {
 		t.Errorf("fsck after running out of inodes: %v\n%s", err, out)
 	}
 }
+
+// TestDataReserveHoldsOnMeta: with the chunks in S3, the reserve kept on
+// the data directory holds on the Badger metadata store's directory too,
+// which may be a small disk of its own; a PostgreSQL metadata store
+// keeps nothing there.
+func TestDataReserveHoldsOnMeta(t *testing.T) {
+	cfg := config.Default()
+	cfg.Data = t.TempDir()
+	meta := filepath.Join(cfg.Data, "meta")
+	if err := os.Mkdir(meta, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	disk := mountTmpfs(t, 4)
+	if out, err := exec.Command("mount", "--bind", disk, meta).CombinedOutput(); err != nil {
+		t.Skipf("cannot bind the small file system at meta/: %v %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("umount", "-l", meta).Run() })
+	r := dataReserve{dirs: reserveDirs(cfg), reserve: 8 << 20}
+	if err := r.check(); !errors.Is(err, vfs.ErrNoSpace) {
+		t.Errorf("a 4 MiB meta/ under an 8 MiB reserve: %v, want ErrNoSpace", err)
+	}
+	cfg.Metadata.Backend = "postgres"
+	r = dataReserve{dirs: reserveDirs(cfg), reserve: 8 << 20}
+	if err := r.check(); err != nil {
+		t.Errorf("the same with the metadata in PostgreSQL: %v", err)
+	}
+}
