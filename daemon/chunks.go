@@ -77,7 +77,7 @@ func openChunks(ctx context.Context, cfg config.Config, log *slog.Logger, reg pr
 		reg.MustRegister(
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 				Name: "berth_storage_free_bytes",
-				Help: "Free bytes on the data directory's file system (for an unprivileged writer).",
+				Help: "Free bytes on the data directory's file system, the fullest of its chunks' and metadata's when mounted apart (for an unprivileged writer).",
 			}, func() float64 {
 				free, err := fs.Free()
 				if err != nil {
