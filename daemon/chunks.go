@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"golang.org/x/sys/unix"
 
 	"berth/config"
 	"berth/kv"
@@ -84,10 +83,10 @@ func openChunks(ctx context.Context, cfg config.Config, log *slog.Logger, reg pr
 		// its slot to another.
 		store = remoteChunks{
 			Retry:   chunk.NewRetry(chunk.NewLimit(meteredStore{st, m}, o.MaxRequests), chunk.RetryOptions{Retryable: m.retryable}),
-			reserve: dataReserve{dir: cfg.Data, reserve: int64(cfg.Storage.Reserve)},
+			reserve: dataReserve{dirs: reserveDirs(cfg), reserve: int64(cfg.Storage.Reserve)},
 		}
 	default:
-		d, err := chunk.OpenDisk(filepath.Join(cfg.Data, "chunks"), chunk.DiskOptions{Reserve: int64(cfg.Storage.Reserve)})
+		d, err := chunk.OpenDisk(filepath.Join(cfg.Data, "chunks"), chunk.DiskOptions{Reserve: int64(cfg.Storage.Reserve), Also: reserveDirs(cfg)})
 		if err != nil {
 			return nil, fmt.Errorf("opening chunk store: %w", err)
 		}
@@ -105,7 +104,7 @@ func openChunks(ctx context.Context, cfg config.Config, log *slog.Logger, reg pr
 		reg.MustRegister(
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 				Name: "berth_storage_free_bytes",
-				Help: "Free bytes on the data directory's file system (for an unprivileged writer).",
+				Help: "Free bytes on the data directory's file system, the fullest of its chunks' and metadata's when mounted apart (for an unprivileged writer).",
 			}, func() float64 {
 				free, err := fs.Free()
 				if err != nil {
@@ -153,27 +152,52 @@ func (r remoteChunks) Free() (int64, error) { return r.reserve.free() }
 // Reserve is storage.reserve.
 func (r remoteChunks) Reserve() int64 { return r.reserve.reserve }
 
-// dataReserve is the free space kept on the data directory's disk.
+// reserveDirs are the directories whose file systems storage.reserve
+// holds besides the chunks': the data directory, and the Badger metadata
+// store's directory in it, which an operator may mount apart (a small
+// fast disk). Badger writes through memory maps: on a full disk that is
+// a SIGBUS, and a reserve counted on the chunks' disk alone let small
+// files, folders and sessions fill a separate metadata disk until the
+// daemon died, and could not start again.
+func reserveDirs(cfg config.Config) []string {
+	dirs := []string{cfg.Data}
+	if cfg.Metadata.Backend == "badger" || cfg.Metadata.Backend == "" {
+		dirs = append(dirs, filepath.Join(cfg.Data, "meta"))
+	}
+	return dirs
+}
+
+// dataReserve is the free space kept on the data directory's disks.
 type dataReserve struct {
-	dir     string
+	dirs    []string // reserveDirs
 	reserve int64
 }
 
-// free returns what an unprivileged writer may still use of the data
-// directory's file system, as chunk.Disk counts it.
+// free returns what an unprivileged writer may still use of the fullest
+// of the data directory's file systems, as chunk.Disk counts it.
 func (d dataReserve) free() (int64, error) {
-	var st unix.Statfs_t
-	if err := unix.Statfs(d.dir, &st); err != nil {
-		return 0, fmt.Errorf("statfs %s: %w", d.dir, err)
+	return d.space(0)
+}
+
+// space is free, with ErrNoSpace for a file system down to keepInodes
+// (chunk.FreeSpace).
+func (d dataReserve) space(keepInodes int64) (int64, error) {
+	free := int64(math.MaxInt64)
+	for _, dir := range d.dirs {
+		f, err := chunk.FreeSpace(dir, keepInodes)
+		if err != nil {
+			return 0, err
+		}
+		free = min(free, f)
 	}
-	return int64(st.Bavail) * int64(st.Bsize), nil
+	return free, nil
 }
 
 func (d dataReserve) check() error {
 	if d.reserve <= 0 {
 		return nil
 	}
-	free, err := d.free()
+	free, err := d.space(chunk.InodeReserve(d.reserve))
 	if err != nil {
 		return err
 	}

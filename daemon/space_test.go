@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -35,11 +36,18 @@ import (
 // vfs cover the same refusals with a simulated disk everywhere.
 func mountTmpfs(t *testing.T, mib int) string {
 	t.Helper()
+	return mountTmpfsWith(t, fmt.Sprintf("size=%dm", mib))
+}
+
+// mountTmpfsWith is mountTmpfs with mount(8)'s -o options (size=,
+// nr_inodes=).
+func mountTmpfsWith(t *testing.T, opts string) string {
+	t.Helper()
 	dir := filepath.Join(t.TempDir(), "tiny")
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command("mount", "-t", "tmpfs", "-o", fmt.Sprintf("size=%dm", mib), "tmpfs", dir).CombinedOutput()
+	out, err := exec.Command("mount", "-t", "tmpfs", "-o", opts, "tmpfs", dir).CombinedOutput()
 	if err != nil {
 		t.Skipf("cannot mount a small file system to fill (needs root): %v %s", err, bytes.TrimSpace(out))
 	}
@@ -502,5 +510,284 @@ func TestRevisionsSpace(t *testing.T) {
 		overwrites, empty>>20, full>>20, after>>20)
 	if after-empty > 4<<20 {
 		t.Errorf("%d MiB of the revisions still on disk", (after-empty)>>20)
+	}
+}
+
+// TestFullMetadataDisk: the metadata store's directory (meta/) on a
+// small disk of its own, as an operator puts it on a fast one, while
+// the chunks have room. The reserve was counted on the chunks' disk
+// alone, so small files (kept in the metadata store) filled the
+// metadata's disk until Badger's memory-mapped value log took a SIGBUS
+// and the daemon died; it could not start again until space was freed.
+// Now the reserve holds on both: small uploads are refused with the
+// spec's 503, logins, reads and deletes go on, writes resume once the
+// space is freed, and fsck finds nothing wrong.
+func TestFullMetadataDisk(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the real binary")
+	}
+	data := filepath.Join(t.TempDir(), "data")
+	if err := os.Mkdir(data, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	meta := filepath.Join(data, "meta")
+	if err := os.Mkdir(meta, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	disk := mountTmpfs(t, 48)
+	if out, err := exec.Command("mount", "--bind", disk, meta).CombinedOutput(); err != nil {
+		t.Skipf("cannot bind the small file system at meta/: %v %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("umount", "-l", meta).Run() })
+	bin := berthtest.BuildBerth(t)
+	// Space that something else on the metadata's disk holds, freed later.
+	filler := filepath.Join(meta, "filler")
+	if err := os.WriteFile(filler, make([]byte, 24<<20), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := startDaemon(t, bin, data, "--storage-reserve", "8MiB")
+	c := newSpaceClient(t, p, data)
+
+	// 8 KB files live in the metadata store; about 16 MiB are free
+	// there, 8 above the reserve: some 1,000 uploads at most.
+	small := make([]byte, 8000)
+	rand.Read(small)
+	var stored []uint64
+	var refusal []byte
+	for i := 0; i < 3000 && refusal == nil; i++ {
+		status, body := c.upload(fmt.Sprintf("s%04d.bin", i), small)
+		switch status {
+		case http.StatusOK:
+			var f struct {
+				ID uint64 `json:"id"`
+			}
+			if err := json.Unmarshal(body, &f); err != nil {
+				t.Fatal(err)
+			}
+			stored = append(stored, f.ID)
+		case http.StatusServiceUnavailable:
+			refusal = body
+		default:
+			t.Fatalf("upload %d: %d %s", i, status, body)
+		}
+	}
+	if refusal == nil || !bytes.Contains(refusal, []byte(`"error":"temporarily_unavailable"`)) {
+		t.Fatalf("3000 small uploads on a full metadata disk: refusal %s", refusal)
+	}
+	if len(stored) < 100 {
+		t.Fatalf("refused after %d small uploads; the disk had room for more", len(stored))
+	}
+	t.Logf("%d small uploads stored before the refusal", len(stored))
+	if status, body := c.call("POST", fmt.Sprintf("/api/2/files/%d/create_folder", c.root), strings.NewReader("name=new"), "application/x-www-form-urlencoded"); status != http.StatusServiceUnavailable {
+		t.Errorf("create_folder on a full metadata disk: %d %s", status, body)
+	}
+	c.token = c.login()
+	for _, id := range stored {
+		status, got := c.call("GET", fmt.Sprintf("/api/2/files/%d/%d/download", c.root, id), nil, "")
+		if status != 200 || !bytes.Equal(got, small) {
+			t.Fatalf("file %d on a full metadata disk: status %d, %d bytes", id, status, len(got))
+		}
+	}
+	if status, body := c.call("POST", fmt.Sprintf("/api/2/files/%d/%d/delete", c.root, stored[0]), nil, ""); status != 200 {
+		t.Errorf("delete on a full metadata disk: %d %s", status, body)
+	}
+
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	if status, body := c.upload("after.bin", small); status != 200 {
+		t.Fatalf("upload after freeing space: %d %s", status, body)
+	}
+	p.stop(t)
+	if out, err := exec.Command(bin, "fsck", "--verify", "--data", data).CombinedOutput(); err != nil {
+		t.Errorf("fsck after filling the metadata disk: %v\n%s", err, out)
+	}
+}
+
+// spaceClient calls a daemon the space tests started, as its first
+// administrator.
+type spaceClient struct {
+	t        *testing.T
+	base     string
+	client   *http.Client
+	password string
+	token    string
+	root     uint64 // the administrator's root
+}
+
+func newSpaceClient(t *testing.T, p *daemonProc, data string) *spaceClient {
+	t.Helper()
+	pw, err := os.ReadFile(filepath.Join(data, initialPasswordFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &spaceClient{t: t, base: "https://" + p.addrs["https"], client: trustingClient(t, filepath.Join(data, "tls", "cert.pem")),
+		password: strings.TrimSpace(string(pw))}
+	c.token = c.login()
+	_, body := c.call("GET", "/api/2/person", nil, "")
+	var me struct {
+		RootID uint64 `json:"root_id"`
+	}
+	if err := json.Unmarshal(body, &me); err != nil || me.RootID == 0 {
+		t.Fatalf("person: %v %s", err, body)
+	}
+	c.root = me.RootID
+	return c
+}
+
+// login signs the administrator in with the password grant.
+func (c *spaceClient) login() string {
+	c.t.Helper()
+	resp, err := c.client.PostForm(c.base+"/oauth/token", url.Values{
+		"grant_type": {"password"}, "client_id": {"anchor"}, "username": {"admin"}, "password": {c.password},
+	})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var tok struct {
+		AccessToken string `json:"access_token"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&tok); err != nil || resp.StatusCode != 200 {
+		c.t.Fatalf("password grant: %d %v", resp.StatusCode, err)
+	}
+	return tok.AccessToken
+}
+
+func (c *spaceClient) call(method, path string, body io.Reader, ct string) (int, []byte) {
+	c.t.Helper()
+	req, _ := http.NewRequest(method, c.base+path, body)
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	if ct != "" {
+		req.Header.Set("Content-Type", ct)
+	}
+	resp, err := c.client.Do(req)
+	if err != nil {
+		c.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
+// upload stores content as name in the administrator's root folder
+// (multipart, as the spec's upload).
+func (c *spaceClient) upload(name string, content []byte) (int, []byte) {
+	c.t.Helper()
+	var buf bytes.Buffer
+	mw := multipart.NewWriter(&buf)
+	fw, _ := mw.CreateFormFile("file", name)
+	fw.Write(content)
+	mw.Close()
+	return c.call("POST", fmt.Sprintf("/api/2/files/%d/upload", c.root), &buf, mw.FormDataContentType())
+}
+
+// TestFullDiskInodes: a disk that runs out of inodes long before bytes
+// (ext4 made with -T largefile; here a tmpfs of 700 inodes), every chunk
+// a file. The reserve counted bytes alone: chunk writes failed with the
+// kernel's ENOSPC (503), but small files, kept in the metadata store,
+// went on until Badger could not create its next memtable's file; it
+// went on without one and the next read killed the daemon with a nil
+// pointer. Now the reserve keeps inodes too (chunk.InodeReserve): every
+// write that adds data is refused with 503 before, logins and reads go
+// on, writes resume once inodes are freed, and fsck finds nothing wrong.
+func TestFullDiskInodes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the real binary")
+	}
+	disk := mountTmpfsWith(t, "size=256m,nr_inodes=700")
+	bin := berthtest.BuildBerth(t)
+	// Inodes something else on the disk holds, freed later.
+	fillers := filepath.Join(disk, "fillers")
+	if err := os.Mkdir(fillers, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 100 {
+		if err := os.WriteFile(filepath.Join(fillers, strconv.Itoa(i)), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	data := filepath.Join(disk, "data")
+	// A small memtable, so that Badger needs its next file soon.
+	p := startDaemon(t, bin, data, "--storage-reserve", "16MiB", "--memory-kv-memtable", "1MiB")
+	c := newSpaceClient(t, p, data)
+
+	// 20 KB files: one chunk file each. Then 8 KB files, kept in the
+	// metadata store alone.
+	stored := map[uint64][]byte{}
+	refused := 0
+	for i := 0; i < 1000 && refused < 300; i++ {
+		content := make([]byte, 20000)
+		if refused > 0 {
+			content = content[:8000]
+		}
+		rand.Read(content)
+		status, body := c.upload(fmt.Sprintf("f%04d.bin", i), content)
+		switch status {
+		case http.StatusOK:
+			var f struct {
+				ID uint64 `json:"id"`
+			}
+			if err := json.Unmarshal(body, &f); err != nil {
+				t.Fatal(err)
+			}
+			stored[f.ID] = content
+		case http.StatusServiceUnavailable:
+			if !bytes.Contains(body, []byte(`"error":"temporarily_unavailable"`)) {
+				t.Fatalf("refusal %d: %s", refused, body)
+			}
+			refused++
+		default:
+			t.Fatalf("upload %d (%d refused before): %d %s", i, refused, status, body)
+		}
+	}
+	if refused == 0 || len(stored) < 100 {
+		t.Fatalf("%d uploads stored, %d refused", len(stored), refused)
+	}
+	t.Logf("%d uploads stored, then %d refused", len(stored), refused)
+	c.token = c.login()
+	for id, want := range stored {
+		status, got := c.call("GET", fmt.Sprintf("/api/2/files/%d/%d/download", c.root, id), nil, "")
+		if status != 200 || !bytes.Equal(got, want) {
+			t.Fatalf("file %d out of inodes: status %d, %d bytes", id, status, len(got))
+		}
+	}
+
+	if err := os.RemoveAll(fillers); err != nil {
+		t.Fatal(err)
+	}
+	if status, body := c.upload("after.bin", make([]byte, 20000)); status != 200 {
+		t.Fatalf("upload after freeing inodes: %d %s", status, body)
+	}
+	p.stop(t)
+	if out, err := exec.Command(bin, "fsck", "--verify", "--data", data).CombinedOutput(); err != nil {
+		t.Errorf("fsck after running out of inodes: %v\n%s", err, out)
+	}
+}
+
+// TestDataReserveHoldsOnMeta: with the chunks in S3, the reserve kept on
+// the data directory holds on the Badger metadata store's directory too,
+// which may be a small disk of its own; a PostgreSQL metadata store
+// keeps nothing there.
+func TestDataReserveHoldsOnMeta(t *testing.T) {
+	cfg := config.Default()
+	cfg.Data = t.TempDir()
+	meta := filepath.Join(cfg.Data, "meta")
+	if err := os.Mkdir(meta, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	disk := mountTmpfs(t, 4)
+	if out, err := exec.Command("mount", "--bind", disk, meta).CombinedOutput(); err != nil {
+		t.Skipf("cannot bind the small file system at meta/: %v %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("umount", "-l", meta).Run() })
+	r := dataReserve{dirs: reserveDirs(cfg), reserve: 8 << 20}
+	if err := r.check(); !errors.Is(err, vfs.ErrNoSpace) {
+		t.Errorf("a 4 MiB meta/ under an 8 MiB reserve: %v, want ErrNoSpace", err)
+	}
+	cfg.Metadata.Backend = "postgres"
+	r = dataReserve{dirs: reserveDirs(cfg), reserve: 8 << 20}
+	if err := r.check(); err != nil {
+		t.Errorf("the same with the metadata in PostgreSQL: %v", err)
 	}
 }

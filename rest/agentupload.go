@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"berth/httpserve"
 	"berth/share"
 	"berth/vfs"
 )
@@ -77,7 +78,7 @@ func (s *server) agentWrite(r *http.Request) (_ any, err error) {
 	mr, orig, head, err := streamedMultipart(r)
 	defer func() {
 		if err != nil {
-			drainBody(r, orig)
+			httpserve.Drain(r, orig)
 		}
 	}()
 	if err != nil {

@@ -7,7 +7,6 @@ import (
 	"mime/multipart"
 	"net/http"
 	"strings"
-	"time"
 
 	"berth/httpserve"
 	"berth/vfs"
@@ -24,7 +23,7 @@ import (
 // A refusal decided once the body has begun to arrive (a name taken by a
 // folder, a full disk, a file over the limits) is answered only after
 // the rest of the body has been read and discarded, within bounds
-// (drainBody): a client that sent Expect: 100-continue was told to go on
+// (httpserve.Drain): a client that sent Expect: 100-continue was told to go on
 // at the first read, and net/http, answering with most of the body
 // unread, would close the connection under the client, which then loses
 // the answer to a reset ("broken pipe").
@@ -45,7 +44,7 @@ func (s *server) upload(r *http.Request, a fsAccess, parent uint64) (_ any, err 
 	mr, orig, head, err := streamedMultipart(r)
 	defer func() {
 		if err != nil {
-			drainBody(r, orig)
+			httpserve.Drain(r, orig)
 		}
 	}()
 	if err != nil {
@@ -177,69 +176,12 @@ func (h *headReader) Read(b []byte) (int, error) {
 	return n, err
 }
 
-// Bounds of drainBody. The bytes bound what one refused request can make
-// berth read for nothing (well above the 150 MiB that lost their answer
-// before, issue 11), the time a client that sends slowly; a client that
-// stops sending is cut off sooner by the daemon's body idle timeout.
-const (
-	maxUploadDrain     = 256 << 20
-	maxUploadDrainTime = 30 * time.Second
-)
-
-// drainBody reads and discards what is left of a refused upload's body,
-// so that net/http can answer on a connection it keeps, and the client,
-// which may still be sending, reads the answer instead of a reset. It
-// reads nothing when the client left, when the body already failed or
-// ended, and when the body announced more than maxUploadDrain still to
-// come: the answer is then sent at once and the connection closed, as
-// net/http does, and a client that does not read while it sends may miss
-// it. This lingering read is what nginx and Apache do before they close
-// (lingering_close), bounded the same way.
-//
-// HTTP/2 needs none of it: its server ends the stream with NO_ERROR, which
-// asks the client to stop sending and keep the answer (RFC 9113 8.1).
-func drainBody(r *http.Request, body *countingReader) {
-	if r.ProtoMajor != 1 || r.Context().Err() != nil || body.err != nil {
-		return
-	}
-	if r.ContentLength >= 0 && r.ContentLength-body.n > maxUploadDrain {
-		return
-	}
-	end := time.Now().Add(maxUploadDrainTime)
-	buf := make([]byte, 32<<10)
-	for left := int64(maxUploadDrain); left > 0 && body.err == nil && time.Now().Before(end); {
-		n, _ := body.Read(buf[:min(int64(len(buf)), left)])
-		left -= int64(n)
-	}
-}
-
-// countingReader counts the bytes of the request body read so far and
-// keeps its first error (io.EOF included), which tells drainBody whether
-// anything is left to read.
-type countingReader struct {
-	r   io.Reader
-	n   int64
-	err error
-}
-
-// Read reads on until the first error, then repeats it, so a drain after
-// the handler read to the end reads nothing more.
-func (c *countingReader) Read(b []byte) (int, error) {
-	if c.err != nil {
-		return 0, c.err
-	}
-	n, err := c.r.Read(b)
-	c.n += int64(n)
-	c.err = err
-	return n, err
-}
-
 // streamedMultipart prepares r's body for a streamed multipart read: counted
-// (orig, for drainBody when the handler fails) and with what comes before
+// (orig, for httpserve.Drain when the handler fails) and with what comes before
 // the contents bounded (head, until the handler lifts it), and returns its
 // reader.
-func streamedMultipart(r *http.Request) (mr *multipart.Reader, orig *countingReader, head *headReader, err error) {
-	orig = &countingReader{r: r.Body}
+func streamedMultipart(r *http.Request) (mr *multipart.Reader, orig *httpserve.CountingBody, head *headReader, err error) {
+	orig = &httpserve.CountingBody{R: r.Body}
 	head = &headReader{r: orig, left: maxUploadHead}
 	r.Body = struct {
 		io.Reader

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"berth/berthtest"
+	"berth/httpserve"
 	"berth/vfs"
 	"berth/vfs/chunk"
 )
@@ -108,7 +109,7 @@ func TestRefusedUploadAnswered(t *testing.T) {
 }
 
 // TestRefusedUploadDrainBounded: what berth reads of a refused upload to
-// keep its answer deliverable is bounded (maxUploadDrain), so a client
+// keep its answer deliverable is bounded (httpserve.MaxDrain), so a client
 // cannot make it read gigabytes for nothing. A body that announces more
 // is not read at all; one that announces nothing is read up to the bound.
 func TestRefusedUploadDrainBounded(t *testing.T) {
@@ -123,22 +124,22 @@ func TestRefusedUploadDrainBounded(t *testing.T) {
 		max  int64 // what the client may have sent: the bound and buffers
 	}{
 		{"announced over the bound", 4 << 30, 64 << 20},
-		{"chunked, endless", -1, maxUploadDrain + 64<<20},
+		{"chunked, endless", -1, httpserve.MaxDrain + 64<<20},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			sent := &countingReader{r: zeros{}}
+			sent := &httpserve.CountingBody{R: zeros{}}
 			var content io.Reader = sent
 			if c.size >= 0 {
 				content = io.LimitReader(sent, c.size)
 			}
 			status, body, err := f.postExpecting(t, "taken", content, c.size)
-			if sent.n > c.max {
-				t.Errorf("the client sent %d bytes before berth gave up, want at most %d", sent.n, c.max)
+			if sent.N > c.max {
+				t.Errorf("the client sent %d bytes before berth gave up, want at most %d", sent.N, c.max)
 			}
 			if err == nil && (status != http.StatusConflict || !strings.Contains(string(body), "name_conflict")) {
 				t.Errorf("got %d %s, want 409 name_conflict or a closed connection", status, body)
 			}
-			t.Logf("sent %d bytes; answer %d %s, error %v", sent.n, status, body, err)
+			t.Logf("sent %d bytes; answer %d %s, error %v", sent.N, status, body, err)
 		})
 	}
 }

@@ -56,6 +56,16 @@ func (h *handler) upload(w http.ResponseWriter, r *http.Request) {
 		h.problem(w, r, http.StatusBadRequest, "Bad request", "An upload is a multipart form.")
 		return
 	}
+	// A refusal once the body has begun to arrive (a full disk, a name
+	// taken, a form from elsewhere) reads the rest of it first, within
+	// bounds (httpserve.Drain): net/http answering with more than 256 KiB
+	// unread closes the connection, and the browser, still sending,
+	// showed a reset in place of the page that says why.
+	body := &httpserve.CountingBody{R: r.Body}
+	r.Body = struct {
+		io.Reader
+		io.Closer
+	}{body, r.Body}
 	mr, err := r.MultipartReader()
 	if err != nil {
 		h.problem(w, r, http.StatusBadRequest, "Bad request", "The form could not be read.")
@@ -67,6 +77,7 @@ func (h *handler) upload(w http.ResponseWriter, r *http.Request) {
 		tok, _ = io.ReadAll(io.LimitReader(p, maxUploadFields))
 	}
 	if cerr != nil || !sameOrigin(r) || len(ck.Value) < 22 || subtle.ConstantTimeCompare([]byte(ck.Value), tok) != 1 {
+		httpserve.Drain(r, body)
 		h.problem(w, r, http.StatusForbidden, "Form expired", "The upload form was not sent from this page. Open the link again and upload.")
 		return
 	}
@@ -80,6 +91,7 @@ func (h *handler) upload(w http.ResponseWriter, r *http.Request) {
 			break
 		}
 		if err != nil || p.FormName() != "file" || httpserve.FileName(p) == "" {
+			httpserve.Drain(r, body)
 			h.problem(w, r, http.StatusBadRequest, "No file", "Choose a file to upload."+uploadedBefore(done))
 			return
 		}
@@ -87,6 +99,7 @@ func (h *handler) upload(w http.ResponseWriter, r *http.Request) {
 		opts.IfAbsent = true
 		f, err := h.opts.FS.WriteFile(r.Context(), a.Root.ID, n.ID, httpserve.FileName(p), p, opts)
 		if err != nil {
+			httpserve.Drain(r, body)
 			h.uploadFailed(w, r, la, err, done)
 			return
 		}

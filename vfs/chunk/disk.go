@@ -45,7 +45,8 @@ const tempPrefix = ".tmp-"
 // skip it and could commit a file that a crash then leaves without it.
 type Disk struct {
 	dir     string
-	reserve int64 // DiskOptions.Reserve
+	also    []string // DiskOptions.Also
+	reserve int64    // DiskOptions.Reserve
 	free    func() (int64, error)
 	// read is the last free space CheckSpace read from the file system,
 	// kept when free is statfs (readKept, see freeFresh).
@@ -143,6 +144,13 @@ type DiskOptions struct {
 	// statfs(2) of the store's directory. Tests set it to simulate a disk
 	// that fills up.
 	Free func() (int64, error)
+	// Also names other directories whose file systems the reserve holds
+	// as well: the metadata store's, which an operator may mount apart
+	// from the chunks (a small fast disk). Its memory-mapped logs fill
+	// that disk, not the chunks', and a reserve counted on the chunks'
+	// alone let them fill it to a SIGBUS. The free space is the least
+	// of the store's and theirs; Free, when set, replaces all of them.
+	Also []string
 }
 
 // NewDisk opens (creating if needed) a disk store rooted at dir, with no
@@ -170,9 +178,9 @@ func OpenDisk(dir string, opts DiskOptions) (*Disk, error) {
 			return nil, fmt.Errorf("chunk: open store: %w", err)
 		}
 	}
-	d := &Disk{dir: dir, reserve: opts.Reserve, free: opts.Free, landing: make(map[ID]*landing), fresh: freeFresh}
+	d := &Disk{dir: dir, also: opts.Also, reserve: opts.Reserve, free: opts.Free, landing: make(map[ID]*landing), fresh: freeFresh}
 	if d.free == nil {
-		d.free = d.statfs
+		d.free = func() (int64, error) { return d.statfs(true) }
 		d.readKept = true
 	}
 	return d, nil
@@ -201,19 +209,59 @@ type freeRead struct {
 }
 
 // statfs returns the bytes an unprivileged writer may still use on the
-// store's file system: root's reserved blocks do not count, since the
-// daemon should not depend on running as root.
-func (d *Disk) statfs() (int64, error) {
+// store's file system, or on the fullest of DiskOptions.Also's: root's
+// reserved blocks do not count, since the daemon should not depend on
+// running as root. With inodes, a file system down to its inode reserve
+// (InodeReserve) is ErrNoSpace whatever its free bytes.
+func (d *Disk) statfs(inodes bool) (int64, error) {
+	keep := int64(0)
+	if inodes {
+		keep = InodeReserve(d.reserve)
+	}
+	free, err := FreeSpace(d.dir, keep)
+	for _, dir := range d.also {
+		if err != nil {
+			break
+		}
+		var f int64
+		f, err = FreeSpace(dir, keep)
+		free = min(free, f)
+	}
+	return free, err
+}
+
+// InodeReserve is the inodes a reserve of reserve bytes also keeps free
+// (one per MiB, at least 64): every chunk is a file, and on a file system
+// with few inodes (ext4 made with -T largefile, a small tmpfs) files of a
+// few dozen KiB ran out of inodes long before bytes. The reserve, counted
+// in bytes alone, then let writes through until Badger could not create
+// its next memtable's file; it went on without one, and the next read
+// dereferenced it: the daemon died of a nil pointer.
+func InodeReserve(reserve int64) int64 { return max(64, reserve>>20) }
+
+// FreeSpace returns the bytes an unprivileged writer may still use on
+// dir's file system (statfs(2) f_bavail). When keepInodes is positive
+// and the file system counts inodes (btrfs does not) but has fewer than
+// keepInodes free, it returns ErrNoSpace.
+func FreeSpace(dir string, keepInodes int64) (int64, error) {
 	var st unix.Statfs_t
-	if err := unix.Statfs(d.dir, &st); err != nil {
-		return 0, fmt.Errorf("chunk: statfs %s: %w", d.dir, err)
+	if err := unix.Statfs(dir, &st); err != nil {
+		return 0, fmt.Errorf("chunk: statfs %s: %w", dir, err)
+	}
+	if keepInodes > 0 && st.Files > 0 && int64(st.Ffree) < keepInodes {
+		return 0, fmt.Errorf("%w: %s has %d inodes free, %d kept in reserve", ErrNoSpace, dir, st.Ffree, keepInodes)
 	}
 	return int64(st.Bavail) * int64(st.Bsize), nil // Bsize is int32 on 386 and arm
 }
 
 // Free returns the free bytes of the store's file system, as the reserve
-// counts them.
-func (d *Disk) Free() (int64, error) { return d.free() }
+// counts them (its inodes aside).
+func (d *Disk) Free() (int64, error) {
+	if d.readKept {
+		return d.statfs(false)
+	}
+	return d.free()
+}
 
 // Reserve returns the free space the store leaves (DiskOptions.Reserve).
 func (d *Disk) Reserve() int64 { return d.reserve }

@@ -31,6 +31,8 @@ func TestSpace(t *testing.T) {
 		{"KeptReadingCountsWhatItGranted", keptReadingCountsWhatItGranted},
 		{"KernelNoSpaceIsErrNoSpace", kernelNoSpaceIsErrNoSpace},
 		{"KernelNoSpaceOnMkdir", kernelNoSpaceOnMkdir},
+		{"ReserveKeepsInodes", reserveKeepsInodes},
+		{"ReserveHoldsOnAlso", reserveHoldsOnAlso},
 		{"BuildsOn32BitLinux", buildsOn32BitLinux},
 	} {
 		t.Run(tc.name, tc.run)
@@ -227,6 +229,62 @@ func kernelNoSpaceOnMkdir(t *testing.T) {
 			}
 			return
 		}
+	}
+}
+
+// smallTmpfs mounts a tmpfs with mount(8)'s -o opts on a new directory,
+// or skips the test where that is not allowed (not root).
+func smallTmpfs(t *testing.T, opts string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "tiny")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", opts, "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a small file system to fill (needs root): %v %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("umount", "-l", dir).Run() })
+	return dir
+}
+
+// reserveKeepsInodes: a file system with bytes to spare but down to its
+// last inodes refuses new data as one down to its last bytes, before
+// the metadata store beside the chunks cannot create its next file.
+func reserveKeepsInodes(t *testing.T) {
+	dir := smallTmpfs(t, "size=64m,nr_inodes=400")
+	d, err := chunk.OpenDisk(filepath.Join(dir, "chunks"), chunk.DiskOptions{Reserve: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.CheckSpace(0); err != nil {
+		t.Fatalf("CheckSpace with 140 inodes free: %v", err)
+	}
+	for i := range 100 { // 40 inodes left: fewer than the 64 kept
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprint("f", i)), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	blob := []byte("blob")
+	if err := d.Put(context.Background(), chunk.Sum(blob), blob); !errors.Is(err, chunk.ErrNoSpace) {
+		t.Fatalf("put with %d inodes kept and fewer free: %v, want ErrNoSpace", chunk.InodeReserve(1<<20), err)
+	}
+	if free, err := d.Free(); err != nil || free < 32<<20 {
+		t.Errorf("Free out of inodes: %d, %v; want the bytes free", free, err)
+	}
+}
+
+// reserveHoldsOnAlso: the reserve holds on the file systems
+// DiskOptions.Also names (the metadata store's, mounted apart), not
+// only on the chunks'.
+func reserveHoldsOnAlso(t *testing.T) {
+	meta := smallTmpfs(t, "size=4m")
+	d, err := chunk.OpenDisk(filepath.Join(t.TempDir(), "chunks"), chunk.DiskOptions{Reserve: 8 << 20, Also: []string{meta}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	blob := []byte("blob")
+	if err := d.Put(context.Background(), chunk.Sum(blob), blob); !errors.Is(err, chunk.ErrNoSpace) {
+		t.Fatalf("put with the chunks' disk roomy and Also's under the reserve: %v, want ErrNoSpace", err)
 	}
 }
 
