@@ -265,6 +265,22 @@ func (s *server) tusCreate(w http.ResponseWriter, r *http.Request) error {
 // tusHead answers the offset of one of the caller's uploads.
 func (s *server) tusHead(w http.ResponseWriter, r *http.Request) error {
 	st, a, err := s.tusUpload(r)
+	if err == errTusNotFound {
+		// Finished already, a moment ago: the client that sent the
+		// last piece lost its answer (the connection broke after the
+		// commit) and asks for the offset, as tus-js-client does
+		// before it goes on. An offset equal to the length tells it the
+		// upload is done; 404 made it create a new upload and send the
+		// whole file again.
+		id, _ := parseID(r.PathValue("upload_id"))
+		if st, ferr := s.fs.StagedFinished(r.Context(), id); ferr == nil && st.Owner == tusOwner(r) {
+			if _, err := s.tusAccess(r, st.Root); err != nil {
+				return err
+			}
+			tusDone(w, st)
+			return nil
+		}
+	}
 	if err != nil {
 		return err
 	}
@@ -278,19 +294,25 @@ func (s *server) tusHead(w http.ResponseWriter, r *http.Request) error {
 		if err := s.tusFinish(r, st, a); err != nil {
 			return err
 		}
-		h := w.Header()
-		h.Set("Cache-Control", "no-store")
-		h.Set("Upload-Offset", strconv.FormatInt(st.Offset, 10))
-		h.Set("Upload-Length", strconv.FormatInt(st.Length, 10))
-		if len(st.Meta) > 0 {
-			h.Set("Upload-Metadata", tusd.SerializeMetadataHeader(st.Meta))
-		}
-		w.WriteHeader(http.StatusOK)
+		tusDone(w, st)
 		return nil
 	}
 	w.Header().Set("Upload-Expires", st.Expires.Format(http.TimeFormat))
 	s.tusServe(w, r, &tusRequest{staged: st, w: w}, s.tus.HeadFile)
 	return nil
+}
+
+// tusDone answers a HEAD of upload st, whose file is made: its offset is
+// its length.
+func tusDone(w http.ResponseWriter, st vfs.Staged) {
+	h := w.Header()
+	h.Set("Cache-Control", "no-store")
+	h.Set("Upload-Offset", strconv.FormatInt(st.Length, 10))
+	h.Set("Upload-Length", strconv.FormatInt(st.Length, 10))
+	if len(st.Meta) > 0 {
+		h.Set("Upload-Metadata", tusd.SerializeMetadataHeader(st.Meta))
+	}
+	w.WriteHeader(http.StatusOK)
 }
 
 // tusPatch checks the offset and the checksum of a piece and lets tusd

@@ -226,8 +226,10 @@ func TestTusResume(t *testing.T) {
 			if !bytes.Equal(f.fileBytes(t, f.root, name), data) {
 				t.Fatal("the file differs from what was sent")
 			}
-			if st, _ := tc.offset(path); st != http.StatusNotFound {
-				t.Fatalf("HEAD of a finished upload: %d, want 404", st)
+			// Finished: its offset is its length, which a client whose
+			// last answer was lost takes for success (TestTusFinishedHead).
+			if st, off := tc.offset(path); st != http.StatusOK || off != int64(len(data)) {
+				t.Fatalf("HEAD of a finished upload: %d offset %d, want 200 %d", st, off, len(data))
 			}
 		})
 	}
@@ -610,8 +612,8 @@ func TestTusUnfinished(t *testing.T) {
 	if got := f.fileBytes(t, f.root, "u.bin"); !bytes.Equal(got, data) {
 		t.Fatalf("the file holds %q", got)
 	}
-	if st, _ := tc.offset(path); st != http.StatusNotFound {
-		t.Fatalf("HEAD of the finished upload: %d, want 404", st)
+	if st, off := tc.offset(path); st != http.StatusOK || off != int64(len(data)) {
+		t.Fatalf("HEAD of the finished upload: %d offset %d, want 200 %d (TestTusFinishedHead)", st, off, len(data))
 	}
 }
 
@@ -623,8 +625,8 @@ func TestTusEmpty(t *testing.T) {
 	if got := f.fileBytes(t, f.root, "empty.txt"); len(got) != 0 {
 		t.Fatalf("the empty file holds %d bytes", len(got))
 	}
-	if st, _ := tc.offset(path); st != http.StatusNotFound {
-		t.Fatalf("HEAD of the finished upload: %d", st)
+	if st, off := tc.offset(path); st != http.StatusOK || off != 0 {
+		t.Fatalf("HEAD of the finished upload: %d offset %d, want 200 0 (TestTusFinishedHead)", st, off)
 	}
 }
 
@@ -1154,7 +1156,7 @@ func TestTusFinishRace(t *testing.T) {
 		head      int // the status of the HEAD
 	}{
 		{"HEAD between the last piece and its finish", true, http.StatusOK},
-		{"HEAD after the finish", false, http.StatusNotFound},
+		{"HEAD after the finish", false, http.StatusOK},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			f := newFixture(t)
@@ -1184,6 +1186,72 @@ func TestTusFinishRace(t *testing.T) {
 			list, _, err := f.fs.List(ctx0, f.root.ID, f.root.FolderID)
 			if err != nil || len(list) != 1 {
 				t.Fatalf("the folder holds %d items (%v), want the one file", len(list), err)
+			}
+		})
+	}
+}
+
+// TestTusFinishedHead: a HEAD of an upload finished a moment ago answers
+// its offset as its length to its creator, as tus clients expect of a
+// finished upload, and changes nothing. tus-js-client whose last PATCH's
+// answer was lost (the connection broke after the commit) asks for the
+// offset before it goes on; berth answered 404, and the client created a
+// new upload and sent the whole file again. Past the grace in which vfs
+// keeps the finished record, and to anyone else, it is 404.
+func TestTusFinishedHead(t *testing.T) {
+	data := []byte("the whole file, stored")
+	for _, c := range []struct {
+		name   string
+		who    string        // "alice" (the creator) or "bob"
+		after  time.Duration // how long after the finish the HEAD comes
+		method string
+		want   int
+	}{
+		{"the creator's HEAD right after the finish", "alice", 0, http.MethodHead, http.StatusOK},
+		{"the creator's HEAD nine minutes after", "alice", 9 * time.Minute, http.MethodHead, http.StatusOK},
+		{"the creator's HEAD past the grace", "alice", 11 * time.Minute, http.MethodHead, http.StatusNotFound},
+		{"another person's HEAD", "bob", 0, http.MethodHead, http.StatusNotFound},
+		{"the creator's DELETE", "alice", 0, http.MethodDelete, http.StatusNotFound},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var skew atomic.Int64
+			now := func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
+			f := newFixtureWith(t, fixtureOptions{Now: now})
+			tc := f.tus(t, f.token)
+			path := tc.mustCreate(f.root.ID, "done.bin", int64(len(data)))
+			if resp, b, err := tc.patch(path, 0, bytes.NewReader(data), int64(len(data)), nil); err != nil || resp.StatusCode != http.StatusNoContent {
+				t.Fatalf("the last PATCH: %v %s", err, b)
+			}
+			before, err := f.fs.Lookup(ctx0, f.root.ID, "/done.bin")
+			if err != nil {
+				t.Fatal(err)
+			}
+			skew.Store(int64(c.after))
+			if c.who == "bob" {
+				_, _, tc.token = f.addPerson("bob")
+			}
+			resp, b, err := tc.do(c.method, path, nil, nil, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.StatusCode != c.want {
+				t.Fatalf("%s: %d %s, want %d", c.method, resp.StatusCode, b, c.want)
+			}
+			if c.want == http.StatusOK {
+				n := strconv.Itoa(len(data))
+				if got := resp.Header.Get("Upload-Offset"); got != n || resp.Header.Get("Upload-Length") != n {
+					t.Errorf("Upload-Offset %q, Upload-Length %q, want both %s", got, resp.Header.Get("Upload-Length"), n)
+				}
+				if cc := resp.Header.Get("Cache-Control"); cc != "no-store" {
+					t.Errorf("Cache-Control %q, want no-store (tus)", cc)
+				}
+			}
+			after, err := f.fs.Lookup(ctx0, f.root.ID, "/done.bin")
+			if err != nil || after.RevisionID != before.RevisionID {
+				t.Fatalf("the file is at revision %d (%v), was %d: made again", after.RevisionID, err, before.RevisionID)
+			}
+			if got := f.fileBytes(t, f.root, "done.bin"); !bytes.Equal(got, data) {
+				t.Fatalf("the file holds %q", got)
 			}
 		})
 	}

@@ -103,6 +103,9 @@ type Staged struct {
 	Expires  time.Time
 	Owner    string
 	Meta     map[string]string
+	// Done is the file a finished upload became (StagedFinished); 0
+	// for an upload in progress.
+	Done uint64
 }
 
 // AppendOptions check an append.
@@ -311,6 +314,29 @@ func (fs *FS) StagedInfo(ctx context.Context, id uint64) (Staged, error) {
 		return err
 	})
 	return rec.public(id), err
+}
+
+// StagedFinished returns upload id as it was finished, less than
+// finishedGrace ago: every byte stored (Offset is Length) and Done the
+// file it became. ErrNotExist for an upload in progress, terminated,
+// expired, or finished longer ago. A client whose last append's answer
+// was lost asks for the offset again: a tus client takes an offset equal
+// to the length for success, where not finding the upload makes it send
+// the whole file again as a new one.
+func (fs *FS) StagedFinished(ctx context.Context, id uint64) (Staged, error) {
+	var rec stagedRec
+	err := fs.db.View(ctx, func(tx kv.Txn) error {
+		return get(tx, stagedKey(id), &rec, fmt.Errorf("%w: staged upload %d", ErrNotExist, id))
+	})
+	if err != nil {
+		return Staged{}, err
+	}
+	if rec.Done == 0 || rec.Expires <= fs.nowNs() {
+		return Staged{}, fmt.Errorf("%w: staged upload %d is not finished", ErrNotExist, id)
+	}
+	st := rec.public(id)
+	st.Offset, st.Done = rec.Length, rec.Done
+	return st, nil
 }
 
 // Append stores what r yields as the bytes of upload id from offset on,
