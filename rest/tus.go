@@ -47,6 +47,10 @@ import (
 // tusBase is the creation endpoint and the prefix of every upload's URL.
 const tusBase = "/api/2/tus/"
 
+// tusEndpoint is the creation endpoint without its slash, which clients
+// are as often configured with (tusd's own server serves both).
+const tusEndpoint = "/api/2/tus"
+
 // maxTusMetadata bounds the Upload-Metadata kept with an upload (and
 // answered to every HEAD): a name, two ids and what clients add (a type,
 // a modification time) take some hundred bytes.
@@ -127,6 +131,13 @@ func (s *server) tusRoutes() {
 	s.registered("OPTIONS "+tusBase+"{$}", true)
 	s.mux.HandleFunc("OPTIONS "+tusBase+"{$}", tusOptions)
 	s.handleTus("POST "+tusBase+"{$}", s.tusCreate)
+	// The endpoint without its slash is the same endpoint. The mux
+	// answered it 307 to the slash, which tus-js-client under Node,
+	// tus-java-client and curl without -L do not follow for a POST:
+	// their uploads failed before they began.
+	s.registered("OPTIONS "+tusEndpoint, true)
+	s.mux.HandleFunc("OPTIONS "+tusEndpoint, tusOptions)
+	s.handleTus("POST "+tusEndpoint, s.tusCreate)
 	s.handleTus("HEAD "+tusBase+"{upload_id}", s.tusHead)
 	s.handleTus("PATCH "+tusBase+"{upload_id}", s.tusPatch)
 	s.handleTus("DELETE "+tusBase+"{upload_id}", s.tusDelete)

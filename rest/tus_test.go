@@ -710,16 +710,24 @@ func TestTusLocation(t *testing.T) {
 	f := newFixture(t)
 	for _, tc := range []struct {
 		name, public, host, want string
+		endpoint                 string // "": tusBase
 	}{
-		{"public_url", "https://files.example.com", "127.0.0.1:9", "https://files.example.com" + tusBase},
-		{"public_url with a slash", "https://files.example.com/", "127.0.0.1:9", "https://files.example.com" + tusBase},
-		{"none: the request's host", "", "files.example.org", "https://files.example.org" + tusBase},
+		{"public_url", "https://files.example.com", "127.0.0.1:9", "https://files.example.com" + tusBase, ""},
+		{"public_url with a slash", "https://files.example.com/", "127.0.0.1:9", "https://files.example.com" + tusBase, ""},
+		{"none: the request's host", "", "files.example.org", "https://files.example.org" + tusBase, ""},
+		// Clients are as often configured without the slash; the mux
+		// answered 307, which tus-js-client under Node does not follow.
+		{"the endpoint without its slash", "", "files.example.org", "https://files.example.org" + tusBase, "/api/2/tus"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := httptest.NewUnstartedServer(New(Options{FS: f.fs, Accounts: f.accounts, PublicURL: tc.public}))
 			srv.StartTLS()
 			defer srv.Close()
-			req, err := http.NewRequest(http.MethodPost, srv.URL+tusBase, nil)
+			endpoint := tc.endpoint
+			if endpoint == "" {
+				endpoint = tusBase
+			}
+			req, err := http.NewRequest(http.MethodPost, srv.URL+endpoint, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -728,7 +736,7 @@ func TestTusLocation(t *testing.T) {
 			req.Header.Set("Upload-Length", "3")
 			req.Header.Set("Upload-Metadata", tusMeta("root_id", fmt.Sprint(f.root.ID), "filename", tc.name+".txt"))
 			req.Header.Set("Authorization", "Bearer "+f.token)
-			resp, err := srv.Client().Do(req)
+			resp, err := noRedirects(srv.Client()).Do(req)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -749,14 +757,25 @@ func TestTusLocation(t *testing.T) {
 
 func TestTusOptions(t *testing.T) {
 	f := newFixture(t)
-	resp := f.request(http.MethodOptions, tusBase, "", nil, nil)
-	resp.Body.Close()
-	ext := strings.Split(resp.Header.Get("Tus-Extension"), ",")
-	sort.Strings(ext)
-	if resp.StatusCode != http.StatusNoContent || resp.Header.Get("Tus-Version") != "1.0.0" ||
-		strings.Join(ext, ",") != "checksum,creation,creation-with-upload,expiration,termination" ||
-		!strings.Contains(resp.Header.Get("Tus-Checksum-Algorithm"), "sha1") {
-		t.Fatalf("OPTIONS: %d %v", resp.StatusCode, resp.Header)
+	// The endpoint with its slash and without (which the mux answered
+	// 307).
+	for _, path := range []string{tusBase, "/api/2/tus"} {
+		req, err := http.NewRequest(http.MethodOptions, f.url(path), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := noRedirects(f.client).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		ext := strings.Split(resp.Header.Get("Tus-Extension"), ",")
+		sort.Strings(ext)
+		if resp.StatusCode != http.StatusNoContent || resp.Header.Get("Tus-Version") != "1.0.0" ||
+			strings.Join(ext, ",") != "checksum,creation,creation-with-upload,expiration,termination" ||
+			!strings.Contains(resp.Header.Get("Tus-Checksum-Algorithm"), "sha1") {
+			t.Fatalf("OPTIONS %s: %d %v", path, resp.StatusCode, resp.Header)
+		}
 	}
 }
 
@@ -876,6 +895,8 @@ func tusIsoRows() []isoRow {
 	rows := []isoRow{
 		{pattern: "OPTIONS /api/2/tus/{$}", name: "discovery", method: "OPTIONS", path: pf("/api/2/tus/"),
 			want: "none=204 OP=204 OA=204 PP=204 CG=204 CP=204 CA=204 PA=204"},
+		{pattern: "OPTIONS /api/2/tus", name: "discovery without the slash", method: "OPTIONS", path: pf("/api/2/tus"),
+			want: "none=204 OP=204 OA=204 PP=204 CG=204 CP=204 CA=204 PA=204"},
 		// The listings: everyone's own; an organization's for its
 		// administrators and those above (TestTusUploadList checks
 		// what each lists).
@@ -894,6 +915,8 @@ func tusIsoRows() []isoRow {
 		rows = append(rows,
 			isoRow{pattern: "POST /api/2/tus/{$}", name: "in the child's plain person's root " + tenant, method: "TUSCREATE",
 				path: pf("/api/2/tus/"), form: target, want: create, tenant: tenant},
+			isoRow{pattern: "POST /api/2/tus", name: "in the child's plain person's root, without the slash " + tenant, method: "TUSCREATE",
+				path: pf("/api/2/tus"), form: target, want: create, tenant: tenant},
 			isoRow{pattern: "HEAD /api/2/tus/{upload_id}", name: "the child's plain person's upload " + tenant, method: "TUSHEAD",
 				path: pf("/api/2/tus/%d", upload), want: "CP=200 CA=404 PA=404", tenant: tenant},
 			isoRow{pattern: "PATCH /api/2/tus/{upload_id}", name: "the child's plain person's upload " + tenant, method: "TUSPATCH",
@@ -1189,6 +1212,14 @@ func TestTusFinishRace(t *testing.T) {
 			}
 		})
 	}
+}
+
+// noRedirects is c following no redirect, as tus-js-client under Node
+// (and curl without -L) does: a 307 is its answer.
+func noRedirects(c *http.Client) *http.Client {
+	nc := *c
+	nc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return &nc
 }
 
 // TestTusFinishedHead: a HEAD of an upload finished a moment ago answers
