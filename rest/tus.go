@@ -189,13 +189,17 @@ func (s *server) handleTus(pattern string, h func(http.ResponseWriter, *http.Req
 }
 
 // tusOptions answers tus's discovery: no token needed, nothing of
-// anyone's behind it.
+// anyone's behind it (a policy's max_file_size is the caller's, so it
+// is not in Tus-Max-Size).
 func tusOptions(w http.ResponseWriter, _ *http.Request) {
 	h := w.Header()
 	h.Set("Tus-Resumable", "1.0.0")
 	h.Set("Tus-Version", "1.0.0")
 	h.Set("Tus-Extension", "creation,creation-with-upload,expiration,termination,checksum")
 	h.Set("Tus-Checksum-Algorithm", tusAlgorithms)
+	// tus asks for the hard limit where there is one: a creation past
+	// it is refused (409) whoever sends it, before a byte is stored.
+	h.Set("Tus-Max-Size", strconv.FormatInt(vfs.MaxStagedLength, 10))
 	w.WriteHeader(http.StatusNoContent)
 }
 

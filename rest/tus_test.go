@@ -773,7 +773,8 @@ func TestTusOptions(t *testing.T) {
 		sort.Strings(ext)
 		if resp.StatusCode != http.StatusNoContent || resp.Header.Get("Tus-Version") != "1.0.0" ||
 			strings.Join(ext, ",") != "checksum,creation,creation-with-upload,expiration,termination" ||
-			!strings.Contains(resp.Header.Get("Tus-Checksum-Algorithm"), "sha1") {
+			!strings.Contains(resp.Header.Get("Tus-Checksum-Algorithm"), "sha1") ||
+			resp.Header.Get("Tus-Max-Size") != strconv.FormatInt(vfs.MaxStagedLength, 10) {
 			t.Fatalf("OPTIONS %s: %d %v", path, resp.StatusCode, resp.Header)
 		}
 	}
