@@ -60,6 +60,14 @@ const maxTusMetadata = 4 << 10
 // Options.TusExpiry is 0.
 const DefaultTusExpiry = 24 * time.Hour
 
+// DefaultTusCommitEvery is how many bytes of a PATCH are committed at a
+// time as they arrive when Options.TusCommitEvery is 0. tus-js-client
+// sends a whole file as one PATCH: committed at its end alone, a crash of
+// berth at 9 GiB of 10 lost all of them. Each commit cuts the last chunk
+// again with what follows (reading up to 4 MiB back), so segments much
+// smaller cost reads; a crash loses at most this much.
+const DefaultTusCommitEvery = 64 << 20
+
 // DefaultTusMaxUploads is how many resumable uploads one person may have
 // in progress at once when Options.TusMaxUploads is 0: far more than a
 // client runs in parallel (tus-js-client and Uppy run a few), while each
@@ -238,6 +246,7 @@ func (s *server) tusCreate(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	check.Every = s.tusEvery(r, check)
 	folder := a.root.FolderID
 	if v, ok := meta["folder_id"]; ok && v != "0" {
 		if folder, ok = parseID(v); !ok {
@@ -348,6 +357,7 @@ func (s *server) tusPatch(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	check.Every = s.tusEvery(r, check)
 	if st.Offset == st.Length {
 		// Every byte is stored but the file was not made (its last
 		// PATCH met a refusal: a folder took the name, a lock): tusd
@@ -365,6 +375,19 @@ func (s *server) tusPatch(w http.ResponseWriter, r *http.Request) error {
 	}
 	s.tusServe(w, r, &tusRequest{staged: st, opts: opts, check: check, w: w}, s.tus.PatchFile)
 	return nil
+}
+
+// tusEvery is how often the bytes of r's piece are committed as they
+// arrive (vfs.AppendOptions.Every): every Options.TusCommitEvery bytes
+// for a body of known length without a checksum; 0 (once, at its end)
+// for a piece under Upload-Checksum, which is kept whole or not at all,
+// and for a body of unknown length (chunked), which may bring more than
+// the upload has left and is then refused whole (tusBody).
+func (s *server) tusEvery(r *http.Request, check vfs.AppendOptions) int64 {
+	if check.Hash != nil || r.ContentLength < 0 {
+		return 0
+	}
+	return s.opts.TusCommitEvery
 }
 
 // tusFinish makes the file of upload st, all of whose bytes are stored,

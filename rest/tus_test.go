@@ -272,6 +272,80 @@ func TestTusRestart(t *testing.T) {
 	}
 }
 
+// TestTusCommitsAsItGoes: a long PATCH's bytes are committed every
+// TusCommitEvery bytes while its body arrives, so a crash of berth
+// during it keeps them; one under Upload-Checksum is kept whole or not at
+// all, and commits at its end. Before, every PATCH committed at its end
+// alone: tus-js-client sends a whole file as one PATCH, and berth killed
+// at 9 GiB of 10 answered offset 0 after its restart.
+func TestTusCommitsAsItGoes(t *testing.T) {
+	data := randomData(t, 3<<20)
+	for _, c := range []struct {
+		name     string
+		checksum bool
+		kept     int64 // committed while the body waits after 2.5 MiB
+	}{
+		{"a body of known length", false, 2 << 20},
+		{"under Upload-Checksum", true, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t)
+			srv := httptest.NewUnstartedServer(New(Options{FS: f.fs, Accounts: f.accounts, TusCommitEvery: 1 << 20}))
+			srv.StartTLS()
+			defer srv.Close()
+			tc := &tusClient{t: t, base: srv.URL, client: srv.Client(), token: f.token}
+			path := tc.mustCreate(f.root.ID, "long.bin", int64(len(data)))
+			h := http.Header{}
+			if c.checksum {
+				sum := sha1.Sum(data)
+				h.Set("Upload-Checksum", "sha1 "+base64.StdEncoding.EncodeToString(sum[:]))
+			}
+			pr, pw := io.Pipe()
+			defer pw.CloseWithError(errCut) // a failed test ends the PATCH before the server closes
+			answered := make(chan int, 1)
+			go func() {
+				resp, _, err := tc.patch(path, 0, pr, int64(len(data)), h)
+				if err != nil {
+					answered <- 0
+					return
+				}
+				answered <- resp.StatusCode
+			}()
+			if _, err := pw.Write(data[:5<<19]); err != nil {
+				t.Fatal(err)
+			}
+			id := uploadID(t, path)
+			deadline := time.Now().Add(20 * time.Second)
+			for {
+				st, err := f.fs.StagedInfo(ctx0, id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if st.Offset > c.kept {
+					t.Fatalf("committed %d bytes while the PATCH waits, want %d", st.Offset, c.kept)
+				}
+				if st.Offset == c.kept && (c.kept > 0 || time.Until(deadline) < 19*time.Second) {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("committed %d bytes while the PATCH waits after 2.5 MiB, want %d", st.Offset, c.kept)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			if _, err := pw.Write(data[5<<19:]); err != nil {
+				t.Fatal(err)
+			}
+			pw.Close()
+			if st := <-answered; st != http.StatusNoContent {
+				t.Fatalf("the PATCH: %d, want 204", st)
+			}
+			if got := f.fileBytes(t, f.root, "long.bin"); !bytes.Equal(got, data) {
+				t.Fatal("the file differs from what was sent")
+			}
+		})
+	}
+}
+
 // TestTusRefusals checks what berth refuses, each in the error table's
 // form: the policy and the quota against the declared length at
 // creation, a wrong offset, a bad checksum, a bad request.
