@@ -77,12 +77,16 @@ func TestStagedPieces(t *testing.T) {
 		name  string
 		cuts  []int // offsets at which one append ends and the next begins
 		batch int   // refBatch; 0 the default
+		every int64 // AppendOptions.Every
 	}{
-		{"one append", nil, 0},
-		{"three pieces", []int{1 << 20, 5<<20 + 7}, 0},
-		{"tiny pieces at the start", []int{1, 2, 100, vfs.InlineMax, vfs.InlineMax + 1}, 0},
-		{"empty pieces", []int{0, 3 << 20, 3 << 20}, 0},
-		{"split commits", []int{2 << 20, 8 << 20}, 2},
+		{"one append", nil, 0, 0},
+		{"three pieces", []int{1 << 20, 5<<20 + 7}, 0, 0},
+		{"tiny pieces at the start", []int{1, 2, 100, vfs.InlineMax, vfs.InlineMax + 1}, 0, 0},
+		{"empty pieces", []int{0, 3 << 20, 3 << 20}, 0, 0},
+		{"split commits", []int{2 << 20, 8 << 20}, 2, 0},
+		// Each append commits every MiB: segments cut like pieces.
+		{"committed as they arrive", []int{3<<20 + 5}, 0, 1 << 20},
+		{"committed as they arrive, a segment ending at the end", []int{2 * (1<<20 + 12345)}, 0, 1<<20 + 12345},
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -97,7 +101,10 @@ func TestStagedPieces(t *testing.T) {
 			st := e.stage(t, "big.bin", size, vfs.WriteOptions{})
 			from := 0
 			for _, to := range append(c.cuts, size) {
-				e.appendAll(t, st.ID, data, from, to)
+				got, err := e.fs.Append(ctx, st.ID, int64(from), bytes.NewReader(data[from:to]), vfs.AppendOptions{Every: c.every})
+				if err != nil || got.Offset != int64(to) {
+					t.Fatalf("append %d..%d: offset %d, %v", from, to, got.Offset, err)
+				}
 				e.fsckClean(t)
 				from = to
 			}
