@@ -75,6 +75,10 @@ type Options struct {
 	// is 400 invalid_request. 0 means DefaultTusMaxUploads, less than 0
 	// no bound.
 	TusMaxUploads int
+	// TusCommitEvery is how many bytes of a tus PATCH are stored before
+	// they are committed, as the body arrives (vfs.AppendOptions.Every);
+	// 0 means DefaultTusCommitEvery.
+	TusCommitEvery int64
 	// ActivityNotesPerHour bounds the notes (POST activity/create) one
 	// person may add in an hour; past it 429 too_many_requests. 0 means
 	// DefaultActivityNotesPerHour, less than 0 no bound.
@@ -132,6 +136,9 @@ func newServer(opts Options) *server {
 	}
 	if opts.TusExpiry <= 0 {
 		opts.TusExpiry = DefaultTusExpiry
+	}
+	if opts.TusCommitEvery <= 0 {
+		opts.TusCommitEvery = DefaultTusCommitEvery
 	}
 	if opts.TusMaxUploads == 0 {
 		opts.TusMaxUploads = DefaultTusMaxUploads

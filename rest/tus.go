@@ -47,6 +47,10 @@ import (
 // tusBase is the creation endpoint and the prefix of every upload's URL.
 const tusBase = "/api/2/tus/"
 
+// tusEndpoint is the creation endpoint without its slash, which clients
+// are as often configured with (tusd's own server serves both).
+const tusEndpoint = "/api/2/tus"
+
 // maxTusMetadata bounds the Upload-Metadata kept with an upload (and
 // answered to every HEAD): a name, two ids and what clients add (a type,
 // a modification time) take some hundred bytes.
@@ -55,6 +59,14 @@ const maxTusMetadata = 4 << 10
 // DefaultTusExpiry is how long a tus upload lives without a PATCH when
 // Options.TusExpiry is 0.
 const DefaultTusExpiry = 24 * time.Hour
+
+// DefaultTusCommitEvery is how many bytes of a PATCH are committed at a
+// time as they arrive when Options.TusCommitEvery is 0. tus-js-client
+// sends a whole file as one PATCH: committed at its end alone, a crash of
+// berth at 9 GiB of 10 lost all of them. Each commit cuts the last chunk
+// again with what follows (reading up to 4 MiB back), so segments much
+// smaller cost reads; a crash loses at most this much.
+const DefaultTusCommitEvery = 64 << 20
 
 // DefaultTusMaxUploads is how many resumable uploads one person may have
 // in progress at once when Options.TusMaxUploads is 0: far more than a
@@ -127,6 +139,13 @@ func (s *server) tusRoutes() {
 	s.registered("OPTIONS "+tusBase+"{$}", true)
 	s.mux.HandleFunc("OPTIONS "+tusBase+"{$}", tusOptions)
 	s.handleTus("POST "+tusBase+"{$}", s.tusCreate)
+	// The endpoint without its slash is the same endpoint. The mux
+	// answered it 307 to the slash, which tus-js-client under Node,
+	// tus-java-client and curl without -L do not follow for a POST:
+	// their uploads failed before they began.
+	s.registered("OPTIONS "+tusEndpoint, true)
+	s.mux.HandleFunc("OPTIONS "+tusEndpoint, tusOptions)
+	s.handleTus("POST "+tusEndpoint, s.tusCreate)
 	s.handleTus("HEAD "+tusBase+"{upload_id}", s.tusHead)
 	s.handleTus("PATCH "+tusBase+"{upload_id}", s.tusPatch)
 	s.handleTus("DELETE "+tusBase+"{upload_id}", s.tusDelete)
@@ -178,13 +197,17 @@ func (s *server) handleTus(pattern string, h func(http.ResponseWriter, *http.Req
 }
 
 // tusOptions answers tus's discovery: no token needed, nothing of
-// anyone's behind it.
+// anyone's behind it (a policy's max_file_size is the caller's, so it
+// is not in Tus-Max-Size).
 func tusOptions(w http.ResponseWriter, _ *http.Request) {
 	h := w.Header()
 	h.Set("Tus-Resumable", "1.0.0")
 	h.Set("Tus-Version", "1.0.0")
 	h.Set("Tus-Extension", "creation,creation-with-upload,expiration,termination,checksum")
 	h.Set("Tus-Checksum-Algorithm", tusAlgorithms)
+	// tus asks for the hard limit where there is one: a creation past
+	// it is refused (409) whoever sends it, before a byte is stored.
+	h.Set("Tus-Max-Size", strconv.FormatInt(vfs.MaxStagedLength, 10))
 	w.WriteHeader(http.StatusNoContent)
 }
 
@@ -223,6 +246,7 @@ func (s *server) tusCreate(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	check.Every = s.tusEvery(r, check)
 	folder := a.root.FolderID
 	if v, ok := meta["folder_id"]; ok && v != "0" {
 		if folder, ok = parseID(v); !ok {
@@ -265,6 +289,22 @@ func (s *server) tusCreate(w http.ResponseWriter, r *http.Request) error {
 // tusHead answers the offset of one of the caller's uploads.
 func (s *server) tusHead(w http.ResponseWriter, r *http.Request) error {
 	st, a, err := s.tusUpload(r)
+	if err == errTusNotFound {
+		// Finished already, a moment ago: the client that sent the
+		// last piece lost its answer (the connection broke after the
+		// commit) and asks for the offset, as tus-js-client does
+		// before it goes on. An offset equal to the length tells it the
+		// upload is done; 404 made it create a new upload and send the
+		// whole file again.
+		id, _ := parseID(r.PathValue("upload_id"))
+		if st, ferr := s.fs.StagedFinished(r.Context(), id); ferr == nil && st.Owner == tusOwner(r) {
+			if _, err := s.tusAccess(r, st.Root); err != nil {
+				return err
+			}
+			tusDone(w, st)
+			return nil
+		}
+	}
 	if err != nil {
 		return err
 	}
@@ -278,19 +318,25 @@ func (s *server) tusHead(w http.ResponseWriter, r *http.Request) error {
 		if err := s.tusFinish(r, st, a); err != nil {
 			return err
 		}
-		h := w.Header()
-		h.Set("Cache-Control", "no-store")
-		h.Set("Upload-Offset", strconv.FormatInt(st.Offset, 10))
-		h.Set("Upload-Length", strconv.FormatInt(st.Length, 10))
-		if len(st.Meta) > 0 {
-			h.Set("Upload-Metadata", tusd.SerializeMetadataHeader(st.Meta))
-		}
-		w.WriteHeader(http.StatusOK)
+		tusDone(w, st)
 		return nil
 	}
 	w.Header().Set("Upload-Expires", st.Expires.Format(http.TimeFormat))
 	s.tusServe(w, r, &tusRequest{staged: st, w: w}, s.tus.HeadFile)
 	return nil
+}
+
+// tusDone answers a HEAD of upload st, whose file is made: its offset is
+// its length.
+func tusDone(w http.ResponseWriter, st vfs.Staged) {
+	h := w.Header()
+	h.Set("Cache-Control", "no-store")
+	h.Set("Upload-Offset", strconv.FormatInt(st.Length, 10))
+	h.Set("Upload-Length", strconv.FormatInt(st.Length, 10))
+	if len(st.Meta) > 0 {
+		h.Set("Upload-Metadata", tusd.SerializeMetadataHeader(st.Meta))
+	}
+	w.WriteHeader(http.StatusOK)
 }
 
 // tusPatch checks the offset and the checksum of a piece and lets tusd
@@ -311,6 +357,7 @@ func (s *server) tusPatch(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	check.Every = s.tusEvery(r, check)
 	if st.Offset == st.Length {
 		// Every byte is stored but the file was not made (its last
 		// PATCH met a refusal: a folder took the name, a lock): tusd
@@ -328,6 +375,19 @@ func (s *server) tusPatch(w http.ResponseWriter, r *http.Request) error {
 	}
 	s.tusServe(w, r, &tusRequest{staged: st, opts: opts, check: check, w: w}, s.tus.PatchFile)
 	return nil
+}
+
+// tusEvery is how often the bytes of r's piece are committed as they
+// arrive (vfs.AppendOptions.Every): every Options.TusCommitEvery bytes
+// for a body of known length without a checksum; 0 (once, at its end)
+// for a piece under Upload-Checksum, which is kept whole or not at all,
+// and for a body of unknown length (chunked), which may bring more than
+// the upload has left and is then refused whole (tusBody).
+func (s *server) tusEvery(r *http.Request, check vfs.AppendOptions) int64 {
+	if check.Hash != nil || r.ContentLength < 0 {
+		return 0
+	}
+	return s.opts.TusCommitEvery
 }
 
 // tusFinish makes the file of upload st, all of whose bytes are stored,

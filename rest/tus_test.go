@@ -226,8 +226,10 @@ func TestTusResume(t *testing.T) {
 			if !bytes.Equal(f.fileBytes(t, f.root, name), data) {
 				t.Fatal("the file differs from what was sent")
 			}
-			if st, _ := tc.offset(path); st != http.StatusNotFound {
-				t.Fatalf("HEAD of a finished upload: %d, want 404", st)
+			// Finished: its offset is its length, which a client whose
+			// last answer was lost takes for success (TestTusFinishedHead).
+			if st, off := tc.offset(path); st != http.StatusOK || off != int64(len(data)) {
+				t.Fatalf("HEAD of a finished upload: %d offset %d, want 200 %d", st, off, len(data))
 			}
 		})
 	}
@@ -267,6 +269,80 @@ func TestTusRestart(t *testing.T) {
 	f.fs = fs2
 	if !bytes.Equal(f.fileBytes(t, f.root, "r.bin"), data) {
 		t.Fatal("the file differs from what was sent")
+	}
+}
+
+// TestTusCommitsAsItGoes: a long PATCH's bytes are committed every
+// TusCommitEvery bytes while its body arrives, so a crash of berth
+// during it keeps them; one under Upload-Checksum is kept whole or not at
+// all, and commits at its end. Before, every PATCH committed at its end
+// alone: tus-js-client sends a whole file as one PATCH, and berth killed
+// at 9 GiB of 10 answered offset 0 after its restart.
+func TestTusCommitsAsItGoes(t *testing.T) {
+	data := randomData(t, 3<<20)
+	for _, c := range []struct {
+		name     string
+		checksum bool
+		kept     int64 // committed while the body waits after 2.5 MiB
+	}{
+		{"a body of known length", false, 2 << 20},
+		{"under Upload-Checksum", true, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t)
+			srv := httptest.NewUnstartedServer(New(Options{FS: f.fs, Accounts: f.accounts, TusCommitEvery: 1 << 20}))
+			srv.StartTLS()
+			defer srv.Close()
+			tc := &tusClient{t: t, base: srv.URL, client: srv.Client(), token: f.token}
+			path := tc.mustCreate(f.root.ID, "long.bin", int64(len(data)))
+			h := http.Header{}
+			if c.checksum {
+				sum := sha1.Sum(data)
+				h.Set("Upload-Checksum", "sha1 "+base64.StdEncoding.EncodeToString(sum[:]))
+			}
+			pr, pw := io.Pipe()
+			defer pw.CloseWithError(errCut) // a failed test ends the PATCH before the server closes
+			answered := make(chan int, 1)
+			go func() {
+				resp, _, err := tc.patch(path, 0, pr, int64(len(data)), h)
+				if err != nil {
+					answered <- 0
+					return
+				}
+				answered <- resp.StatusCode
+			}()
+			if _, err := pw.Write(data[:5<<19]); err != nil {
+				t.Fatal(err)
+			}
+			id := uploadID(t, path)
+			deadline := time.Now().Add(20 * time.Second)
+			for {
+				st, err := f.fs.StagedInfo(ctx0, id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if st.Offset > c.kept {
+					t.Fatalf("committed %d bytes while the PATCH waits, want %d", st.Offset, c.kept)
+				}
+				if st.Offset == c.kept && (c.kept > 0 || time.Until(deadline) < 19*time.Second) {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("committed %d bytes while the PATCH waits after 2.5 MiB, want %d", st.Offset, c.kept)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			if _, err := pw.Write(data[5<<19:]); err != nil {
+				t.Fatal(err)
+			}
+			pw.Close()
+			if st := <-answered; st != http.StatusNoContent {
+				t.Fatalf("the PATCH: %d, want 204", st)
+			}
+			if got := f.fileBytes(t, f.root, "long.bin"); !bytes.Equal(got, data) {
+				t.Fatal("the file differs from what was sent")
+			}
+		})
 	}
 }
 
@@ -610,8 +686,8 @@ func TestTusUnfinished(t *testing.T) {
 	if got := f.fileBytes(t, f.root, "u.bin"); !bytes.Equal(got, data) {
 		t.Fatalf("the file holds %q", got)
 	}
-	if st, _ := tc.offset(path); st != http.StatusNotFound {
-		t.Fatalf("HEAD of the finished upload: %d, want 404", st)
+	if st, off := tc.offset(path); st != http.StatusOK || off != int64(len(data)) {
+		t.Fatalf("HEAD of the finished upload: %d offset %d, want 200 %d (TestTusFinishedHead)", st, off, len(data))
 	}
 }
 
@@ -623,8 +699,8 @@ func TestTusEmpty(t *testing.T) {
 	if got := f.fileBytes(t, f.root, "empty.txt"); len(got) != 0 {
 		t.Fatalf("the empty file holds %d bytes", len(got))
 	}
-	if st, _ := tc.offset(path); st != http.StatusNotFound {
-		t.Fatalf("HEAD of the finished upload: %d", st)
+	if st, off := tc.offset(path); st != http.StatusOK || off != 0 {
+		t.Fatalf("HEAD of the finished upload: %d offset %d, want 200 0 (TestTusFinishedHead)", st, off)
 	}
 }
 
@@ -708,16 +784,24 @@ func TestTusLocation(t *testing.T) {
 	f := newFixture(t)
 	for _, tc := range []struct {
 		name, public, host, want string
+		endpoint                 string // "": tusBase
 	}{
-		{"public_url", "https://files.example.com", "127.0.0.1:9", "https://files.example.com" + tusBase},
-		{"public_url with a slash", "https://files.example.com/", "127.0.0.1:9", "https://files.example.com" + tusBase},
-		{"none: the request's host", "", "files.example.org", "https://files.example.org" + tusBase},
+		{"public_url", "https://files.example.com", "127.0.0.1:9", "https://files.example.com" + tusBase, ""},
+		{"public_url with a slash", "https://files.example.com/", "127.0.0.1:9", "https://files.example.com" + tusBase, ""},
+		{"none: the request's host", "", "files.example.org", "https://files.example.org" + tusBase, ""},
+		// Clients are as often configured without the slash; the mux
+		// answered 307, which tus-js-client under Node does not follow.
+		{"the endpoint without its slash", "", "files.example.org", "https://files.example.org" + tusBase, "/api/2/tus"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := httptest.NewUnstartedServer(New(Options{FS: f.fs, Accounts: f.accounts, PublicURL: tc.public}))
 			srv.StartTLS()
 			defer srv.Close()
-			req, err := http.NewRequest(http.MethodPost, srv.URL+tusBase, nil)
+			endpoint := tc.endpoint
+			if endpoint == "" {
+				endpoint = tusBase
+			}
+			req, err := http.NewRequest(http.MethodPost, srv.URL+endpoint, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -726,7 +810,7 @@ func TestTusLocation(t *testing.T) {
 			req.Header.Set("Upload-Length", "3")
 			req.Header.Set("Upload-Metadata", tusMeta("root_id", fmt.Sprint(f.root.ID), "filename", tc.name+".txt"))
 			req.Header.Set("Authorization", "Bearer "+f.token)
-			resp, err := srv.Client().Do(req)
+			resp, err := noRedirects(srv.Client()).Do(req)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -747,14 +831,26 @@ func TestTusLocation(t *testing.T) {
 
 func TestTusOptions(t *testing.T) {
 	f := newFixture(t)
-	resp := f.request(http.MethodOptions, tusBase, "", nil, nil)
-	resp.Body.Close()
-	ext := strings.Split(resp.Header.Get("Tus-Extension"), ",")
-	sort.Strings(ext)
-	if resp.StatusCode != http.StatusNoContent || resp.Header.Get("Tus-Version") != "1.0.0" ||
-		strings.Join(ext, ",") != "checksum,creation,creation-with-upload,expiration,termination" ||
-		!strings.Contains(resp.Header.Get("Tus-Checksum-Algorithm"), "sha1") {
-		t.Fatalf("OPTIONS: %d %v", resp.StatusCode, resp.Header)
+	// The endpoint with its slash and without (which the mux answered
+	// 307).
+	for _, path := range []string{tusBase, "/api/2/tus"} {
+		req, err := http.NewRequest(http.MethodOptions, f.url(path), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := noRedirects(f.client).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		ext := strings.Split(resp.Header.Get("Tus-Extension"), ",")
+		sort.Strings(ext)
+		if resp.StatusCode != http.StatusNoContent || resp.Header.Get("Tus-Version") != "1.0.0" ||
+			strings.Join(ext, ",") != "checksum,creation,creation-with-upload,expiration,termination" ||
+			!strings.Contains(resp.Header.Get("Tus-Checksum-Algorithm"), "sha1") ||
+			resp.Header.Get("Tus-Max-Size") != strconv.FormatInt(vfs.MaxStagedLength, 10) {
+			t.Fatalf("OPTIONS %s: %d %v", path, resp.StatusCode, resp.Header)
+		}
 	}
 }
 
@@ -874,6 +970,8 @@ func tusIsoRows() []isoRow {
 	rows := []isoRow{
 		{pattern: "OPTIONS /api/2/tus/{$}", name: "discovery", method: "OPTIONS", path: pf("/api/2/tus/"),
 			want: "none=204 OP=204 OA=204 PP=204 CG=204 CP=204 CA=204 PA=204"},
+		{pattern: "OPTIONS /api/2/tus", name: "discovery without the slash", method: "OPTIONS", path: pf("/api/2/tus"),
+			want: "none=204 OP=204 OA=204 PP=204 CG=204 CP=204 CA=204 PA=204"},
 		// The listings: everyone's own; an organization's for its
 		// administrators and those above (TestTusUploadList checks
 		// what each lists).
@@ -892,6 +990,8 @@ func tusIsoRows() []isoRow {
 		rows = append(rows,
 			isoRow{pattern: "POST /api/2/tus/{$}", name: "in the child's plain person's root " + tenant, method: "TUSCREATE",
 				path: pf("/api/2/tus/"), form: target, want: create, tenant: tenant},
+			isoRow{pattern: "POST /api/2/tus", name: "in the child's plain person's root, without the slash " + tenant, method: "TUSCREATE",
+				path: pf("/api/2/tus"), form: target, want: create, tenant: tenant},
 			isoRow{pattern: "HEAD /api/2/tus/{upload_id}", name: "the child's plain person's upload " + tenant, method: "TUSHEAD",
 				path: pf("/api/2/tus/%d", upload), want: "CP=200 CA=404 PA=404", tenant: tenant},
 			isoRow{pattern: "PATCH /api/2/tus/{upload_id}", name: "the child's plain person's upload " + tenant, method: "TUSPATCH",
@@ -1154,7 +1254,7 @@ func TestTusFinishRace(t *testing.T) {
 		head      int // the status of the HEAD
 	}{
 		{"HEAD between the last piece and its finish", true, http.StatusOK},
-		{"HEAD after the finish", false, http.StatusNotFound},
+		{"HEAD after the finish", false, http.StatusOK},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			f := newFixture(t)
@@ -1184,6 +1284,80 @@ func TestTusFinishRace(t *testing.T) {
 			list, _, err := f.fs.List(ctx0, f.root.ID, f.root.FolderID)
 			if err != nil || len(list) != 1 {
 				t.Fatalf("the folder holds %d items (%v), want the one file", len(list), err)
+			}
+		})
+	}
+}
+
+// noRedirects is c following no redirect, as tus-js-client under Node
+// (and curl without -L) does: a 307 is its answer.
+func noRedirects(c *http.Client) *http.Client {
+	nc := *c
+	nc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return &nc
+}
+
+// TestTusFinishedHead: a HEAD of an upload finished a moment ago answers
+// its offset as its length to its creator, as tus clients expect of a
+// finished upload, and changes nothing. tus-js-client whose last PATCH's
+// answer was lost (the connection broke after the commit) asks for the
+// offset before it goes on; berth answered 404, and the client created a
+// new upload and sent the whole file again. Past the grace in which vfs
+// keeps the finished record, and to anyone else, it is 404.
+func TestTusFinishedHead(t *testing.T) {
+	data := []byte("the whole file, stored")
+	for _, c := range []struct {
+		name   string
+		who    string        // "alice" (the creator) or "bob"
+		after  time.Duration // how long after the finish the HEAD comes
+		method string
+		want   int
+	}{
+		{"the creator's HEAD right after the finish", "alice", 0, http.MethodHead, http.StatusOK},
+		{"the creator's HEAD nine minutes after", "alice", 9 * time.Minute, http.MethodHead, http.StatusOK},
+		{"the creator's HEAD past the grace", "alice", 11 * time.Minute, http.MethodHead, http.StatusNotFound},
+		{"another person's HEAD", "bob", 0, http.MethodHead, http.StatusNotFound},
+		{"the creator's DELETE", "alice", 0, http.MethodDelete, http.StatusNotFound},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var skew atomic.Int64
+			now := func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
+			f := newFixtureWith(t, fixtureOptions{Now: now})
+			tc := f.tus(t, f.token)
+			path := tc.mustCreate(f.root.ID, "done.bin", int64(len(data)))
+			if resp, b, err := tc.patch(path, 0, bytes.NewReader(data), int64(len(data)), nil); err != nil || resp.StatusCode != http.StatusNoContent {
+				t.Fatalf("the last PATCH: %v %s", err, b)
+			}
+			before, err := f.fs.Lookup(ctx0, f.root.ID, "/done.bin")
+			if err != nil {
+				t.Fatal(err)
+			}
+			skew.Store(int64(c.after))
+			if c.who == "bob" {
+				_, _, tc.token = f.addPerson("bob")
+			}
+			resp, b, err := tc.do(c.method, path, nil, nil, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.StatusCode != c.want {
+				t.Fatalf("%s: %d %s, want %d", c.method, resp.StatusCode, b, c.want)
+			}
+			if c.want == http.StatusOK {
+				n := strconv.Itoa(len(data))
+				if got := resp.Header.Get("Upload-Offset"); got != n || resp.Header.Get("Upload-Length") != n {
+					t.Errorf("Upload-Offset %q, Upload-Length %q, want both %s", got, resp.Header.Get("Upload-Length"), n)
+				}
+				if cc := resp.Header.Get("Cache-Control"); cc != "no-store" {
+					t.Errorf("Cache-Control %q, want no-store (tus)", cc)
+				}
+			}
+			after, err := f.fs.Lookup(ctx0, f.root.ID, "/done.bin")
+			if err != nil || after.RevisionID != before.RevisionID {
+				t.Fatalf("the file is at revision %d (%v), was %d: made again", after.RevisionID, err, before.RevisionID)
+			}
+			if got := f.fileBytes(t, f.root, "done.bin"); !bytes.Equal(got, data) {
+				t.Fatalf("the file holds %q", got)
 			}
 		})
 	}

@@ -103,6 +103,9 @@ type Staged struct {
 	Expires  time.Time
 	Owner    string
 	Meta     map[string]string
+	// Done is the file a finished upload became (StagedFinished); 0
+	// for an upload in progress.
+	Done uint64
 }
 
 // AppendOptions check an append.
@@ -112,6 +115,15 @@ type AppendOptions struct {
 	// ErrChecksumMismatch.
 	Hash hash.Hash
 	Sum  []byte
+	// Every, when above 0 and Hash is nil, commits what arrived each
+	// time this many more bytes have been stored, as a piece of its
+	// own: a crash (the process killed, the power cut) during a long
+	// append then loses at most this much and the last chunk, where it
+	// lost everything the append had brought (tus-js-client sends a
+	// whole file as one PATCH). A body that fails loses only what came
+	// since the last commit. With Hash the append commits once, at its
+	// end: a mismatch stores nothing of it.
+	Every int64
 }
 
 // stagedRec is a staged upload, S/<upload>. Field numbers are the wire
@@ -313,6 +325,29 @@ func (fs *FS) StagedInfo(ctx context.Context, id uint64) (Staged, error) {
 	return rec.public(id), err
 }
 
+// StagedFinished returns upload id as it was finished, less than
+// finishedGrace ago: every byte stored (Offset is Length) and Done the
+// file it became. ErrNotExist for an upload in progress, terminated,
+// expired, or finished longer ago. A client whose last append's answer
+// was lost asks for the offset again: a tus client takes an offset equal
+// to the length for success, where not finding the upload makes it send
+// the whole file again as a new one.
+func (fs *FS) StagedFinished(ctx context.Context, id uint64) (Staged, error) {
+	var rec stagedRec
+	err := fs.db.View(ctx, func(tx kv.Txn) error {
+		return get(tx, stagedKey(id), &rec, fmt.Errorf("%w: staged upload %d", ErrNotExist, id))
+	})
+	if err != nil {
+		return Staged{}, err
+	}
+	if rec.Done == 0 || rec.Expires <= fs.nowNs() {
+		return Staged{}, fmt.Errorf("%w: staged upload %d is not finished", ErrNotExist, id)
+	}
+	st := rec.public(id)
+	st.Offset, st.Done = rec.Length, rec.Done
+	return st, nil
+}
+
 // Append stores what r yields as the bytes of upload id from offset on,
 // which must be the upload's offset (ErrUploadOffset otherwise), and
 // returns the new state. It stores what r yields up to its first error
@@ -347,6 +382,43 @@ func (fs *FS) Append(ctx context.Context, id uint64, offset int64, r io.Reader, 
 	if rec.TTL > 0 {
 		body = &keepStaged{r: r, fs: fs, ctx: ctx, id: id, ttl: rec.TTL, at: rec.Expires - rec.TTL/2}
 	}
+	if ao.Every <= 0 || ao.Hash != nil {
+		return fs.appendPiece(ctx, id, rec, body, ao)
+	}
+	for {
+		seg := &io.LimitedReader{R: body, N: ao.Every}
+		st, err := fs.appendPiece(ctx, id, rec, seg, ao)
+		if err != nil || seg.N > 0 {
+			return st, err // failed, or the body ended within the segment
+		}
+		// The segment is full: one byte more says whether the body
+		// goes on.
+		var b [1]byte
+		n, rerr := body.Read(b[:])
+		for n == 0 && rerr == nil {
+			n, rerr = body.Read(b[:])
+		}
+		if n == 0 {
+			if rerr == io.EOF {
+				return st, nil
+			}
+			return st, rerr
+		}
+		body = io.MultiReader(bytes.NewReader(b[:n]), body)
+		if err := fs.db.View(ctx, func(tx kv.Txn) error {
+			var err error
+			rec, err = fs.loadStaged(tx, id)
+			return err
+		}); err != nil {
+			return st, err
+		}
+	}
+}
+
+// appendPiece stores what body yields as the bytes of upload id (rec)
+// from its offset on and commits them: one append, or one segment of it
+// (AppendOptions.Every).
+func (fs *FS) appendPiece(ctx context.Context, id uint64, rec stagedRec, body io.Reader, ao AppendOptions) (Staged, error) {
 	if ao.Hash != nil {
 		body = io.TeeReader(body, ao.Hash)
 	}
@@ -365,7 +437,7 @@ func (fs *FS) Append(ctx context.Context, id uint64, offset int64, r io.Reader, 
 	refs, size, err := fs.writer.Write(ctx, src, rec.Length-rec.Sealed)
 	defer fs.pins.unpinRefs(refs)
 	if err == nil && ao.Hash != nil && !bytes.Equal(ao.Hash.Sum(nil), ao.Sum) {
-		err = fmt.Errorf("%w: the %d bytes sent do not match their checksum", ErrChecksumMismatch, size-(offset-rec.Sealed))
+		err = fmt.Errorf("%w: the %d bytes sent do not match their checksum", ErrChecksumMismatch, size-(rec.offset()-rec.Sealed))
 	}
 	if err != nil {
 		fs.forget(refs)

@@ -77,12 +77,16 @@ func TestStagedPieces(t *testing.T) {
 		name  string
 		cuts  []int // offsets at which one append ends and the next begins
 		batch int   // refBatch; 0 the default
+		every int64 // AppendOptions.Every
 	}{
-		{"one append", nil, 0},
-		{"three pieces", []int{1 << 20, 5<<20 + 7}, 0},
-		{"tiny pieces at the start", []int{1, 2, 100, vfs.InlineMax, vfs.InlineMax + 1}, 0},
-		{"empty pieces", []int{0, 3 << 20, 3 << 20}, 0},
-		{"split commits", []int{2 << 20, 8 << 20}, 2},
+		{"one append", nil, 0, 0},
+		{"three pieces", []int{1 << 20, 5<<20 + 7}, 0, 0},
+		{"tiny pieces at the start", []int{1, 2, 100, vfs.InlineMax, vfs.InlineMax + 1}, 0, 0},
+		{"empty pieces", []int{0, 3 << 20, 3 << 20}, 0, 0},
+		{"split commits", []int{2 << 20, 8 << 20}, 2, 0},
+		// Each append commits every MiB: segments cut like pieces.
+		{"committed as they arrive", []int{3<<20 + 5}, 0, 1 << 20},
+		{"committed as they arrive, a segment ending at the end", []int{2 * (1<<20 + 12345)}, 0, 1<<20 + 12345},
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -97,7 +101,10 @@ func TestStagedPieces(t *testing.T) {
 			st := e.stage(t, "big.bin", size, vfs.WriteOptions{})
 			from := 0
 			for _, to := range append(c.cuts, size) {
-				e.appendAll(t, st.ID, data, from, to)
+				got, err := e.fs.Append(ctx, st.ID, int64(from), bytes.NewReader(data[from:to]), vfs.AppendOptions{Every: c.every})
+				if err != nil || got.Offset != int64(to) {
+					t.Fatalf("append %d..%d: offset %d, %v", from, to, got.Offset, err)
+				}
 				e.fsckClean(t)
 				from = to
 			}
@@ -488,11 +495,26 @@ func TestStagedAppendOutlivesExpiry(t *testing.T) {
 }
 
 // TestStagedRestart stops the file system half way through an upload,
-// cleanly and as a crash would, and goes on over the same stores.
+// cleanly and as a crash would, and goes on over the same stores. A crash
+// during an append keeps what it committed every AppendOptions.Every
+// bytes; before, an append committed at its end alone, and a crash lost
+// every byte of it (tus-js-client sends a whole file as one PATCH).
 func TestStagedRestart(t *testing.T) {
 	data := randBytes(11, 6<<20+99)
-	for _, clean := range []bool{true, false} {
-		t.Run(map[bool]string{true: "clean", false: "crash"}[clean], func(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		clean bool
+		// during: the crash comes while an append committing every MiB
+		// waits for its body after 2.5 MiB; else after an append of
+		// 2.5 MiB.
+		during bool
+		kept   int64
+	}{
+		{"clean", true, false, 5 << 19},
+		{"crash", false, false, 5 << 19},
+		{"crash during an append", false, true, 2 << 20},
+	} {
+		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
 			e := openEnv(t, dir)
 			root, err := e.fs.CreateRoot(ctx, "alice", vfs.RootSync)
@@ -503,22 +525,46 @@ func TestStagedRestart(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			// A request cut off after 2.5 MiB: what arrived is kept.
-			if _, err := e.fs.Append(ctx, st.ID, 0, io.LimitReader(bytes.NewReader(data), 5<<19), vfs.AppendOptions{}); err != nil {
-				t.Fatal(err)
+			if c.during {
+				pr, pw := io.Pipe()
+				ended := make(chan struct{})
+				go func() {
+					defer close(ended)
+					e.fs.Append(ctx, st.ID, 0, pr, vfs.AppendOptions{Every: 1 << 20}) // fails: the store closes under it
+				}()
+				if _, err := pw.Write(data[:5<<19]); err != nil {
+					t.Fatal(err)
+				}
+				// The body waits for more; the first two MiB are
+				// committed meanwhile.
+				deadline := time.Now().Add(20 * time.Second)
+				for got, _ := e.fs.StagedInfo(ctx, st.ID); got.Offset < c.kept; got, _ = e.fs.StagedInfo(ctx, st.ID) {
+					if time.Now().After(deadline) {
+						t.Fatalf("an append waiting for its body after 2.5 MiB committed %d bytes, want %d", got.Offset, c.kept)
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
+				e.db.Close()
+				pw.CloseWithError(errors.New("the process is gone"))
+				<-ended
+			} else {
+				// A request cut off after 2.5 MiB: what arrived is kept.
+				if _, err := e.fs.Append(ctx, st.ID, 0, io.LimitReader(bytes.NewReader(data), 5<<19), vfs.AppendOptions{}); err != nil {
+					t.Fatal(err)
+				}
+				if c.clean {
+					e.fs.Close()
+				}
+				e.db.Close()
 			}
-			if clean {
-				e.fs.Close()
-			}
-			e.db.Close()
 			e.fs = nil
 
 			e = openEnv(t, filepath.Clean(dir))
 			e.root = root
 			t.Cleanup(e.close)
 			got, err := e.fs.StagedInfo(ctx, st.ID)
-			if err != nil || got.Offset != 5<<19 {
-				t.Fatalf("after restart: offset %d, %v", got.Offset, err)
+			if err != nil || got.Offset != c.kept {
+				t.Fatalf("after restart: offset %d, %v, want %d", got.Offset, err, c.kept)
 			}
 			e.appendAll(t, st.ID, data, int(got.Offset), len(data))
 			n, err := e.fs.Finish(ctx, st.ID, vfs.WriteOptions{})
