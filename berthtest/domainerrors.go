@@ -53,6 +53,7 @@ func DomainErrors() map[string]error {
 		"vfs.ErrChecksumMismatch":  vfs.ErrChecksumMismatch,
 		"vfs.ErrZipTooLarge":       vfs.ErrZipTooLarge,
 		"vfs.ErrTooManyStaged":     vfs.ErrTooManyStaged,
+		"vfs.ErrOtherChunkStore":   vfs.ErrOtherChunkStore,
 
 		"chunk.ErrNotFound":  chunk.ErrNotFound,
 		"chunk.ErrCorrupt":   chunk.ErrCorrupt,

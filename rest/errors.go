@@ -156,6 +156,8 @@ func errorTable() []errorMapping {
 		{kv.ErrNotDurable, http.StatusInternalServerError, "unknown", ""},
 		{kv.ErrDamaged, http.StatusInternalServerError, "unknown", ""},
 		{kv.ErrStop, http.StatusInternalServerError, "unknown", ""},
+		// A start refuses it (daemon's checkChunkStore); no request meets it.
+		{vfs.ErrOtherChunkStore, http.StatusInternalServerError, "unknown", ""},
 		{chunk.ErrNotFound, http.StatusInternalServerError, "unknown", ""},
 		{chunk.ErrCorrupt, http.StatusInternalServerError, "unknown", ""},
 		{chunk.ErrInvalidID, http.StatusInternalServerError, "unknown", ""},

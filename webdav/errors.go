@@ -203,6 +203,8 @@ func errorTable() []errorMapping {
 		{err: kv.ErrNotDurable, status: http.StatusInternalServerError},
 		{err: kv.ErrDamaged, status: http.StatusInternalServerError},
 		{err: kv.ErrStop, status: http.StatusInternalServerError},
+		// A start refuses it (daemon's checkChunkStore); no request meets it.
+		{err: vfs.ErrOtherChunkStore, status: http.StatusInternalServerError},
 		{err: chunk.ErrNotFound, status: http.StatusInternalServerError},
 		{err: chunk.ErrCorrupt, status: http.StatusInternalServerError},
 		{err: chunk.ErrInvalidID, status: http.StatusInternalServerError},
