@@ -539,6 +539,19 @@ func TestCheckChunkStore(t *testing.T) {
 			}
 			return db, c
 		}, nil},
+		{"a fresh pair two processes check at once", func(t *testing.T) (kv.Store, *chunk.Disk) {
+			db, c := newDB(t), newChunks(t)
+			errs := make(chan error, 2)
+			for range 2 {
+				go func() { errs <- vfs.CheckChunkStore(ctx, db, c) }()
+			}
+			for range 2 {
+				if err := <-errs; err != nil {
+					t.Fatal(err)
+				}
+			}
+			return db, c
+		}, nil},
 		{"a pair whose first check stopped after it recorded the identity", func(t *testing.T) (kv.Store, *chunk.Disk) {
 			db, c := newDB(t), newChunks(t)
 			cctx, cancel := context.WithCancel(ctx)
