@@ -524,6 +524,42 @@ func TestCheckChunkStore(t *testing.T) {
 			}
 			return db, c
 		}, vfs.ErrOtherChunkStore},
+		// A first check that stopped after it marked the chunk store
+		// (the process killed, the database unreachable, a second
+		// node's first check that overwrote the first's marker and
+		// then failed) left a marker the database never recorded:
+		// every later start, on every node, was refused as a chunk
+		// store of another deployment.
+		{"a pair whose first check stopped after it marked the chunk store", func(t *testing.T) (kv.Store, *chunk.Disk) {
+			db, c := newDB(t), newChunks(t)
+			cctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			if err := vfs.CheckChunkStore(cctx, db, cancelOnMark{c, cancel}); err == nil {
+				t.Fatal("a check whose context ended as it marked the chunk store passed")
+			}
+			return db, c
+		}, nil},
+		{"a fresh pair two processes check at once", func(t *testing.T) (kv.Store, *chunk.Disk) {
+			db, c := newDB(t), newChunks(t)
+			errs := make(chan error, 2)
+			for range 2 {
+				go func() { errs <- vfs.CheckChunkStore(ctx, db, c) }()
+			}
+			for range 2 {
+				if err := <-errs; err != nil {
+					t.Fatal(err)
+				}
+			}
+			return db, c
+		}, nil},
+		{"a pair whose first check stopped after it recorded the identity", func(t *testing.T) (kv.Store, *chunk.Disk) {
+			db, c := newDB(t), newChunks(t)
+			cctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			// It may fail or pass; what it leaves must pass.
+			_ = vfs.CheckChunkStore(cctx, cancelOnUpdate{db, cancel}, c)
+			return db, c
+		}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			db, c := tc.setup(t)
@@ -542,4 +578,30 @@ func TestCheckChunkStore(t *testing.T) {
 			}
 		})
 	}
+}
+
+// cancelOnMark is a chunk store whose SetMarker ends the check's context
+// once the marker is written: the process stopped right after it.
+type cancelOnMark struct {
+	*chunk.Disk
+	cancel context.CancelFunc
+}
+
+func (c cancelOnMark) SetMarker(ctx context.Context, m []byte) error {
+	err := c.Disk.SetMarker(ctx, m)
+	c.cancel()
+	return err
+}
+
+// cancelOnUpdate is a metadata store whose first Update ends the check's
+// context once it committed: the process stopped right after it.
+type cancelOnUpdate struct {
+	kv.Store
+	cancel context.CancelFunc
+}
+
+func (c cancelOnUpdate) Update(ctx context.Context, fn func(kv.Txn) error) error {
+	err := c.Store.Update(ctx, fn)
+	c.cancel()
+	return err
 }

@@ -121,8 +121,10 @@ type AppendOptions struct {
 	// append then loses at most this much and the last chunk, where it
 	// lost everything the append had brought (tus-js-client sends a
 	// whole file as one PATCH). A body that fails loses only what came
-	// since the last commit. With Hash the append commits once, at its
-	// end: a mismatch stores nothing of it.
+	// since the last commit, and one whose upload another request
+	// appended to between two of its segments ends there, with
+	// ErrUploadOffset. With Hash the append commits once, at its end: a
+	// mismatch stores nothing of it.
 	Every int64
 }
 
@@ -405,12 +407,22 @@ func (fs *FS) Append(ctx context.Context, id uint64, offset int64, r io.Reader, 
 			return st, rerr
 		}
 		body = io.MultiReader(bytes.NewReader(b[:n]), body)
+		// The next segment goes on where this one ended, and nowhere
+		// else: another request may have appended meanwhile (tusd
+		// locks an upload on one node only), and the rest of this body
+		// after its bytes would be stored where it does not belong.
+		// commitAppend holds the upload to the state loaded here, so
+		// nothing can come between this check and the next commit.
+		want := rec.offset() + ao.Every
 		if err := fs.db.View(ctx, func(tx kv.Txn) error {
 			var err error
 			rec, err = fs.loadStaged(tx, id)
 			return err
 		}); err != nil {
 			return st, err
+		}
+		if rec.offset() != want {
+			return rec.public(id), fmt.Errorf("%w: another request appended to the upload meanwhile; it is at %d, not %d", ErrUploadOffset, rec.offset(), want)
 		}
 	}
 }

@@ -209,6 +209,25 @@ func TestStagedRefusals(t *testing.T) {
 			_, err := e.fs.Append(ctx, st.ID, 0, bytes.NewReader(data), vfs.AppendOptions{Hash: sha1.New(), Sum: sum[:]})
 			return err
 		}, nil},
+		// An append committed in segments (AppendOptions.Every) whose
+		// upload another request appended to between two of them: it
+		// went on after the other's bytes with the rest of its own,
+		// placed where they do not belong (tusd locks an upload on one
+		// node only; a client resumes on another after a HEAD there).
+		{"another append between two segments of one", func(t *testing.T, e *env) error {
+			const every, other = 256 << 10, 300 << 10
+			st := e.stage(t, "a", int64(len(data)), vfs.WriteOptions{})
+			body := &hookReader{r: bytes.NewReader(data), after: every, hook: func() {
+				if _, err := e.fs.Append(ctx, st.ID, every, bytes.NewReader(data[every:other]), vfs.AppendOptions{}); err != nil {
+					t.Errorf("the other append: %v", err)
+				}
+			}}
+			_, err := e.fs.Append(ctx, st.ID, 0, body, vfs.AppendOptions{Every: every})
+			if got, _ := e.fs.StagedInfo(ctx, st.ID); got.Offset != other {
+				t.Errorf("offset %d after the other append, want its end, %d", got.Offset, other)
+			}
+			return err
+		}, vfs.ErrUploadOffset},
 		{"finish before the end", func(t *testing.T, e *env) error {
 			st := e.stage(t, "a", int64(len(data)), vfs.WriteOptions{})
 			e.appendAll(t, st.ID, data, 0, 100)
@@ -925,4 +944,26 @@ func TestStagedEach(t *testing.T) {
 			}
 		})
 	}
+}
+
+// hookReader reads r and runs hook once, at the first read after it gave
+// after bytes: what another request does while an append's body arrives.
+type hookReader struct {
+	r     io.Reader
+	after int
+	n     int
+	hook  func()
+}
+
+func (h *hookReader) Read(p []byte) (int, error) {
+	if h.n >= h.after && h.hook != nil {
+		h.hook()
+		h.hook = nil
+	}
+	if h.hook != nil {
+		p = p[:min(len(p), h.after-h.n)]
+	}
+	n, err := h.r.Read(p)
+	h.n += n
+	return n, err
 }
