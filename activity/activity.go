@@ -24,7 +24,8 @@ import (
 type Record struct {
 	ID uint64 `cbor:"1,keyasint"`
 
-	// Who acted: ActorType is "person", "guest", "machine" or "system".
+	// Who acted: ActorType is "person", "guest", "machine", "system" or
+	// "sharelink" (a visitor of a share link, share.LinkVisitor).
 	ActorType      string `cbor:"2,keyasint"`
 	ActorText      string `cbor:"3,keyasint"`
 	ActorCompanyID uint64 `cbor:"4,keyasint,omitempty"`

@@ -1,12 +1,16 @@
 package daemon
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"io"
 	"io/fs"
+	"maps"
+	"mime/multipart"
 	"net/http"
 	"net/url"
 	"path/filepath"
@@ -33,6 +37,7 @@ type activityRec struct {
 	ActedOnRootID  *uint64 `json:"acted_on_root_id"`
 	ActedOnPerson  *uint64 `json:"acted_on_person_id"`
 	ActedOnText    string  `json:"acted_on_text"`
+	DataText       *string `json:"data_text"`
 }
 
 // personActivity returns the whole activity of person id, oldest first.
@@ -183,6 +188,89 @@ func TestActivityOfEveryChange(t *testing.T) {
 	}
 	if counts[account.ActLoginFailed] != 2 || counts[account.ActAccountLocked] != 1 {
 		t.Errorf("failed logins and lockouts recorded: %v, want 2 and 1", counts)
+	}
+}
+
+// TestActivityWhoAndWhat: a record names who made the change and the
+// item as it was. A rename or move was recorded with the new name as both
+// acted_on_text and data_text, so the log never said which item was
+// renamed; a write through a share link was recorded as its creator's,
+// whoever wrote, so an anonymous upload read as the creator's own.
+func TestActivityWhoAndWhat(t *testing.T) {
+	_, _, _, lc := runningDaemon(t)
+	var me struct {
+		ID        uint64 `json:"id"`
+		CompanyID uint64 `json:"company_id"`
+	}
+	if st, body := lc.do(http.MethodGet, "/api/2/person", nil, ""); st != 200 || json.Unmarshal(body, &me) != nil {
+		t.Fatalf("person: %d %s", st, body)
+	}
+	root := lc.root
+	ok := func(st int, b []byte) []byte {
+		t.Helper()
+		if st/100 != 2 {
+			t.Fatalf("%d %s", st, b)
+		}
+		return b
+	}
+	multipartFile := func(name string) (io.Reader, string) {
+		var body bytes.Buffer
+		mw := multipart.NewWriter(&body)
+		fw, _ := mw.CreateFormFile("file", name)
+		fw.Write([]byte("contents of " + name))
+		mw.Close()
+		return &body, mw.FormDataContentType()
+	}
+	ok(lc.form(http.MethodPost, fmt.Sprintf("/api/2/files/%d/create_folder", root), url.Values{"name": {"Drop"}}))
+	if st, err := lc.upload("before.txt", []byte("x"), false); err != nil || st != 200 {
+		t.Fatalf("upload: %d %v", st, err)
+	}
+	ok(lc.form(http.MethodPost, fmt.Sprintf("/api/2/files/%d/%d/rename", root, lc.fileID("before.txt")), url.Values{"name": {"after.txt"}}))
+	if st, b, err := lc.dav("MOVE", "after.txt", nil, "Destination", lc.base+"/webdav/admin/Drop/moved.txt"); err != nil || st != 201 {
+		t.Fatalf("MOVE: %d %s %v", st, b, err)
+	}
+	var link struct {
+		Hash string `json:"hash"`
+	}
+	b := ok(lc.form(http.MethodPost, fmt.Sprintf("/api/2/files/%d/folder/%d/share", root, lc.fileID("Drop")),
+		url.Values{"write_access": {"true"}, "anon_edit": {"true"}}))
+	if json.Unmarshal(b, &link) != nil || link.Hash == "" {
+		t.Fatalf("share: %s", b)
+	}
+	body, ct := multipartFile("anon.txt")
+	ok(lc.send(http.MethodPost, "/api/2/sharelinks/"+link.Hash+"/files/upload", body, "Content-Type", ct))
+	body, ct = multipartFile("mine.txt")
+	ok(lc.send(http.MethodPost, "/api/2/sharelinks/"+link.Hash+"/files/upload", body, "Content-Type", ct, "Authorization", "Bearer "+lc.token))
+
+	byText := map[string]activityRec{}
+	for _, r := range lc.personActivity(me.ID) {
+		byText[fmt.Sprint(r.TypeID, " ", r.ActedOnText)] = r
+	}
+	type want struct {
+		op, actedOn, data string
+		actorType         string
+		byMe              bool
+	}
+	for _, w := range []want{
+		{"rename", "before.txt", "after.txt", "person", true},
+		{"move", "after.txt", "moved.txt", "person", true},
+		{"write", "anon.txt", "20 bytes", "sharelink", false},
+		{"write", "mine.txt", "20 bytes", "person", true},
+	} {
+		typ, _ := activity.TypeNamed(w.op)
+		r, found := byText[fmt.Sprint(typ.ID, " ", w.actedOn)]
+		if !found {
+			t.Errorf("no %s record of %q among %v", w.op, w.actedOn, slices.Collect(maps.Keys(byText)))
+			continue
+		}
+		if r.DataText == nil || *r.DataText != w.data {
+			t.Errorf("%s of %q: data_text %v, want %q", w.op, w.actedOn, r.DataText, w.data)
+		}
+		byMe := r.ActorPersonID != nil && *r.ActorPersonID == me.ID
+		if r.ActorType != w.actorType || byMe != w.byMe || r.ActorCompanyID == nil || *r.ActorCompanyID != me.CompanyID {
+			t.Errorf("%s of %q: actor %s person %v of %v, want %s (by the creator: %v) of %d",
+				w.op, w.actedOn, r.ActorType, r.ActorPersonID, r.ActorCompanyID, w.actorType, w.byMe, me.CompanyID)
+		}
 	}
 }
 

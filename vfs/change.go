@@ -236,6 +236,7 @@ func (fs *FS) move(ctx context.Context, op Op, root, id, parent uint64, name str
 		if err := tx.Delete(recKey(id, loc)); err != nil {
 			return err
 		}
+		oldName := rec.Name
 		rec.Parent, rec.Name = dst, newName
 		rec.Locks = slices.DeleteFunc(rec.Locks, isPathLock)
 		if err := saveNode(tx, rec, locRec{Root: root, Parent: dst, Name: newName}); err != nil {
@@ -247,7 +248,7 @@ func (fs *FS) move(ctx context.Context, op Op, root, id, parent uint64, name str
 		if err := fs.addUsage(ctx, tx, root, replaced.usage, limits{}); err != nil {
 			return err
 		}
-		if err := fs.journal(ctx, tx, op, opts.Actor, Event{RootID: root, NodeID: id, ParentID: dst, Name: newName, Dir: rec.Dir}); err != nil {
+		if err := fs.journal(ctx, tx, op, opts.Actor, Event{RootID: root, NodeID: id, ParentID: dst, Name: newName, OldName: oldName, Dir: rec.Dir}); err != nil {
 			return err
 		}
 		// The folders above dst are read: liveDirIn and the depth
