@@ -212,28 +212,50 @@ func get(tx kv.Txn, id uint64) (Record, bool, error) {
 // Only its own records, not its children's: an organization's list is
 // what happened in it.
 func (l *Log) Organization(ctx context.Context, org uint64, offset, limit int) ([]Record, int, error) {
-	return l.page(ctx, kv.Key(pfxOrg, org), offset, limit)
+	return l.OrganizationBefore(ctx, org, 0, offset, limit)
+}
+
+// OrganizationBefore is Organization over the records older than the
+// record with id before (0: all of them), and total counts those. A
+// client paging with the id of the last record it read gets neither
+// duplicates nor gaps while new records arrive, which an offset alone
+// cannot give in a list whose newest come first.
+func (l *Log) OrganizationBefore(ctx context.Context, org, before uint64, offset, limit int) ([]Record, int, error) {
+	return l.page(ctx, kv.Key(pfxOrg, org), before, offset, limit)
 }
 
 // Person returns one page of the records of person (or guest) id as
 // actor or acted on, newest first, and how many there are in all.
 func (l *Log) Person(ctx context.Context, id uint64, offset, limit int) ([]Record, int, error) {
-	return l.page(ctx, kv.Key(pfxPerson, id), offset, limit)
+	return l.PersonBefore(ctx, id, 0, offset, limit)
+}
+
+// PersonBefore is Person over the records older than the record with
+// id before (0: all of them), as OrganizationBefore.
+func (l *Log) PersonBefore(ctx context.Context, id, before uint64, offset, limit int) ([]Record, int, error) {
+	return l.page(ctx, kv.Key(pfxPerson, id), before, offset, limit)
 }
 
 // page reads the records of one page of an index. The page costs a scan
 // of the index keys to its offset; the total, a scan of the rest of the
 // keys (index entries hold no value, and a count kept beside them could
 // not follow the TTL's expiries).
-func (l *Log) page(ctx context.Context, prefix []byte, offset, limit int) ([]Record, int, error) {
+//
+// With before, the scan starts at the first record older than it: the
+// index holds complements of ids, so that is the key of ^(before-1).
+func (l *Log) page(ctx context.Context, prefix []byte, before uint64, offset, limit int) ([]Record, int, error) {
 	var (
 		out   []Record
 		total int
+		start []byte
 	)
+	if before != 0 {
+		start = kv.AppendUint64(append([]byte(nil), prefix...), ^(before - 1))
+	}
 	err := l.db.View(ctx, func(tx kv.Txn) error {
 		out, total = nil, 0
 		var ids []uint64
-		if err := tx.Scan(prefix, nil, func(k, _ []byte) error {
+		if err := tx.Scan(prefix, start, func(k, _ []byte) error {
 			if total >= offset && total < offset+limit {
 				ids = append(ids, idOf(k, len(prefix)-8))
 			}

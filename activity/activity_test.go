@@ -80,6 +80,10 @@ func TestAppendIndexesAndPages(t *testing.T) {
 		{"actor, indexed once when acting on self", func(o, n int) ([]activity.Record, int, error) { return l.Person(ctx, 10, o, n) }, 0, 100, newestFirst(4, 3, 2, 1, 0), 5},
 		{"past the end", func(o, n int) ([]activity.Record, int, error) { return l.Person(ctx, 10, o, n) }, 9, 100, nil, 5},
 		{"nobody", func(o, n int) ([]activity.Record, int, error) { return l.Person(ctx, 99, o, n) }, 0, 100, nil, 0},
+		{"org, before a record", func(o, n int) ([]activity.Record, int, error) { return l.OrganizationBefore(ctx, 1, ids[3], o, n) }, 0, 2, newestFirst(2, 1), 3},
+		{"person, before a record, second page", func(o, n int) ([]activity.Record, int, error) { return l.PersonBefore(ctx, 10, ids[3], o, n) }, 2, 2, newestFirst(0), 3},
+		{"before the oldest", func(o, n int) ([]activity.Record, int, error) { return l.PersonBefore(ctx, 10, ids[0], o, n) }, 0, 100, nil, 0},
+		{"before one past the newest", func(o, n int) ([]activity.Record, int, error) { return l.PersonBefore(ctx, 10, ids[4]+1, o, n) }, 0, 100, newestFirst(4, 3, 2, 1, 0), 5},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
