@@ -449,3 +449,60 @@ func TestLockBreakActivity(t *testing.T) {
 		t.Errorf("unlock records:\n got %q\nwant %q", got, want)
 	}
 }
+
+// TestPurgeActivity: the purge of a deleted item is recorded by the
+// system with the item's name and kind: it read "file <id>" for a file
+// and a folder alike, so the log never said what was purged.
+func TestPurgeActivity(t *testing.T) {
+	ctx := context.Background()
+	_, log, st, root := openSpaceStores(t)
+	defer func() { st.close(log) }()
+	accounts := st.newAccounts(account.Options{Argon2: account.Argon2Params{Memory: 64, Time: 1, Threads: 1}})
+	org, err := accounts.CreateOrganization(ctx, account.OrganizationInput{Name: "O"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	alice, err := accounts.CreatePerson(ctx, account.PersonInput{OrganizationID: org.ID, Username: "alice",
+		Email: "alice@example.com", Password: "correct horse battery"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := accounts.AddRoot(ctx, account.RootOwner{RootID: root.ID, PersonID: alice.ID, Type: "sync"}); err != nil {
+		t.Fatal(err)
+	}
+	d, err := st.files.Mkdir(ctx, root.ID, root.FolderID, "Reports", vfs.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.files.WriteFile(ctx, root.ID, d.ID, "inside.txt", strings.NewReader("x"), vfs.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := st.files.WriteFile(ctx, root.ID, root.FolderID, "salary.xlsx", strings.NewReader("x"), vfs.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []uint64{d.ID, f.ID} {
+		if err := st.files.Delete(ctx, root.ID, id, vfs.WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := st.files.PurgeDeleted(ctx, time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	recs, _, err := st.activity.Person(ctx, alice.ID, 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	purge, _ := activity.TypeNamed(string(vfs.OpPurge))
+	var got []string
+	for _, r := range recs {
+		if r.ActivityTypeID == purge.ID {
+			got = append(got, r.ActorType+" purged "+r.ActedOnType+" "+r.ActedOnText)
+		}
+	}
+	slices.Sort(got)
+	want := []string{"system purged file salary.xlsx", "system purged folder Reports"}
+	if !slices.Equal(got, want) {
+		t.Errorf("purge records:\n got %q\nwant %q", got, want)
+	}
+}
