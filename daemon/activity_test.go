@@ -37,6 +37,7 @@ type activityRec struct {
 	ActedOnRootID  *uint64 `json:"acted_on_root_id"`
 	ActedOnPerson  *uint64 `json:"acted_on_person_id"`
 	ActedOnText    string  `json:"acted_on_text"`
+	ActorText      string  `json:"actor_text"`
 	DataText       *string `json:"data_text"`
 }
 
@@ -241,6 +242,28 @@ func TestActivityWhoAndWhat(t *testing.T) {
 	ok(lc.send(http.MethodPost, "/api/2/sharelinks/"+link.Hash+"/files/upload", body, "Content-Type", ct))
 	body, ct = multipartFile("mine.txt")
 	ok(lc.send(http.MethodPost, "/api/2/sharelinks/"+link.Hash+"/files/upload", body, "Content-Type", ct, "Authorization", "Bearer "+lc.token))
+	// A person of another organization, signed in, who is no
+	// subscriber: a visitor, named, but not indexed under their
+	// organization, which has no part in the root.
+	var child struct {
+		ID int `json:"id"`
+	}
+	b = ok(lc.form(http.MethodPost, fmt.Sprintf("/api/2/organization/%d/organizations/create", me.CompanyID), url.Values{"name": {"Elsewhere"}}))
+	if json.Unmarshal(b, &child) != nil || child.ID == 0 {
+		t.Fatalf("organization: %s", b)
+	}
+	bob := lc.newUser("bob", child.ID, nil)
+	bobToken, st, msg := lc.tokenFor(bob.login, bob.password)
+	if st != 200 {
+		t.Fatalf("bob's token: %d %s", st, msg)
+	}
+	body, ct = multipartFile("bobs.txt")
+	ok(lc.send(http.MethodPost, "/api/2/sharelinks/"+link.Hash+"/files/upload", body, "Content-Type", ct, "Authorization", "Bearer "+bobToken))
+	for _, r := range lc.personActivity(uint64(bob.id)) {
+		if r.ActedOnText == "bobs.txt" {
+			t.Errorf("bob's upload through the link is in his own list: %+v", r)
+		}
+	}
 
 	byText := map[string]activityRec{}
 	for _, r := range lc.personActivity(me.ID) {
@@ -250,12 +273,14 @@ func TestActivityWhoAndWhat(t *testing.T) {
 		op, actedOn, data string
 		actorType         string
 		byMe              bool
+		actorText         string // "": not checked
 	}
 	for _, w := range []want{
-		{"rename", "before.txt", "after.txt", "person", true},
-		{"move", "after.txt", "moved.txt", "person", true},
-		{"write", "anon.txt", "20 bytes", "sharelink", false},
-		{"write", "mine.txt", "20 bytes", "person", true},
+		{"rename", "before.txt", "after.txt", "person", true, ""},
+		{"move", "after.txt", "moved.txt", "person", true, ""},
+		{"write", "anon.txt", "20 bytes", "sharelink", false, "a visitor of share link 1"},
+		{"write", "mine.txt", "20 bytes", "person", true, ""},
+		{"write", "bobs.txt", "20 bytes", "sharelink", false, "bob, a visitor of share link 1"},
 	} {
 		typ, _ := activity.TypeNamed(w.op)
 		r, found := byText[fmt.Sprint(typ.ID, " ", w.actedOn)]
@@ -265,6 +290,9 @@ func TestActivityWhoAndWhat(t *testing.T) {
 		}
 		if r.DataText == nil || *r.DataText != w.data {
 			t.Errorf("%s of %q: data_text %v, want %q", w.op, w.actedOn, r.DataText, w.data)
+		}
+		if w.actorText != "" && r.ActorText != w.actorText {
+			t.Errorf("%s of %q: actor_text %q, want %q", w.op, w.actedOn, r.ActorText, w.actorText)
 		}
 		byMe := r.ActorPersonID != nil && *r.ActorPersonID == me.ID
 		if r.ActorType != w.actorType || byMe != w.byMe || r.ActorCompanyID == nil || *r.ActorCompanyID != me.CompanyID {
