@@ -280,3 +280,71 @@ func (l *Log) page(ctx context.Context, prefix []byte, before uint64, offset, li
 	})
 	return out, total, err
 }
+
+// pruneBatch is the most records one transaction of Prune removes: the
+// transactions stay short, so the writers of new records, which touch
+// other keys, are never held up behind a large prune.
+const pruneBatch = 256
+
+// Prune removes the records older than the retention (and their index
+// entries), oldest first, in transactions of pruneBatch records, and
+// returns how many it removed; with no retention it removes nothing.
+// The store's TTL removes a record after the retention it was written
+// under; Prune removes those written under a longer one, or under none,
+// when the operator lowered activity.retention (or set it where it was
+// 0): without it they stayed their whole old time, or forever. Ids grow
+// with time (NextOrderedID), so it stops at the first record that is
+// still within the retention.
+func (l *Log) Prune(ctx context.Context) (int, error) {
+	if l.retention <= 0 {
+		return 0, nil
+	}
+	cutoff := l.now().Add(-l.retention).UnixNano()
+	removed := 0
+	for {
+		n, more := 0, false
+		err := l.db.Update(ctx, func(tx kv.Txn) error {
+			n, more = 0, false
+			var due []stored
+			err := tx.Scan([]byte(pfxRecord), nil, func(_, v []byte) error {
+				var s stored
+				if err := cbor.Unmarshal(v, &s); err != nil {
+					return fmt.Errorf("activity: decode a record: %w", err)
+				}
+				if s.CreatedNs >= cutoff {
+					return kv.ErrStop
+				}
+				if len(due) == pruneBatch {
+					more = true
+					return kv.ErrStop
+				}
+				due = append(due, s)
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			for _, s := range due {
+				r := s.Record
+				keys := [][]byte{recordKey(r.ID)}
+				for _, org := range distinct(r.ActorCompanyID, r.ActedOnCompanyID) {
+					keys = append(keys, orgKey(org, r.ID))
+				}
+				for _, p := range distinct(r.ActorPersonID, r.ActorGuestID, r.ActedOnPersonID, r.ActedOnGuestID) {
+					keys = append(keys, personKey(p, r.ID))
+				}
+				for _, k := range keys {
+					if err := tx.Delete(k); err != nil {
+						return err
+					}
+				}
+			}
+			n = len(due)
+			return nil
+		})
+		removed += n
+		if err != nil || !more {
+			return removed, err
+		}
+	}
+}
