@@ -300,6 +300,22 @@ func TestActivityWhoAndWhat(t *testing.T) {
 				w.op, w.actedOn, r.ActorType, r.ActorPersonID, r.ActorCompanyID, w.actorType, w.byMe, me.CompanyID)
 		}
 	}
+
+	// A change of one's own password alone is one record: it was two,
+	// a person_updated that changed nothing before the password_changed.
+	newPassword := lc.password + "-new"
+	ok(lc.form(http.MethodPost, fmt.Sprintf("/api/2/person/%d/update", me.ID), url.Values{"password": {newPassword}, "current_password": {lc.password}}))
+	lc.password = newPassword
+	lc.token = lc.login()
+	counts := map[uint64]int{}
+	for _, r := range lc.personActivity(me.ID) {
+		counts[r.TypeID]++
+	}
+	changed, _ := activity.TypeNamed(account.ActPasswordChanged)
+	updated, _ := activity.TypeNamed(account.ActPersonUpdated)
+	if counts[changed.ID] != 1 || counts[updated.ID] != 0 {
+		t.Errorf("a password change: %d password_changed, %d person_updated records; want 1 and 0", counts[changed.ID], counts[updated.ID])
+	}
 }
 
 // TestActivityTypesCoverChanges: every account change name (account's
