@@ -90,6 +90,11 @@ func (j *fileJournal) Record(ctx context.Context, tx kv.Txn, ev vfs.Event) error
 			r.ActedOnText = ev.OldName
 		}
 		r.DataText = ev.Name
+		if ev.OldPath != "" && ev.Path != "" {
+			// A move says from where to where: its names are often
+			// the same.
+			r.DataText = "from " + ev.OldPath + " to " + ev.Path
+		}
 	case vfs.OpCopy:
 		r.DataText = ev.Name
 	case vfs.OpUnlock:

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"go/ast"
@@ -277,7 +278,7 @@ func TestActivityWhoAndWhat(t *testing.T) {
 	}
 	for _, w := range []want{
 		{"rename", "before.txt", "after.txt", "person", true, ""},
-		{"move", "after.txt", "moved.txt", "person", true, ""},
+		{"move", "after.txt", "from /after.txt to /Drop/moved.txt", "person", true, ""},
 		{"write", "anon.txt", "20 bytes", "sharelink", false, "a visitor of share link 1"},
 		{"write", "mine.txt", "20 bytes", "person", true, ""},
 		{"write", "bobs.txt", "20 bytes", "sharelink", false, "bob, a visitor of share link 1"},
@@ -289,7 +290,7 @@ func TestActivityWhoAndWhat(t *testing.T) {
 			continue
 		}
 		if r.DataText == nil || *r.DataText != w.data {
-			t.Errorf("%s of %q: data_text %v, want %q", w.op, w.actedOn, r.DataText, w.data)
+			t.Errorf("%s of %q: data_text %q, want %q", w.op, w.actedOn, *cmp.Or(r.DataText, new(string)), w.data)
 		}
 		if w.actorText != "" && r.ActorText != w.actorText {
 			t.Errorf("%s of %q: actor_text %q, want %q", w.op, w.actedOn, r.ActorText, w.actorText)

@@ -52,9 +52,13 @@ type Event struct {
 	// it: Name is the one it has now, and the log must say which item
 	// was renamed, not only to what.
 	OldName string
-	Dir     bool
-	Size    int64
-	Time    time.Time
+	// OldPath and Path are, for an OpMove journalled, the item's path
+	// in its root before and after it: a move's names alone do not say
+	// from which folder to which.
+	OldPath, Path string
+	Dir           bool
+	Size          int64
+	Time          time.Time
 	// Actor is WriteOptions.Actor of the change, nil for changes made
 	// without one (background jobs, and the operations that take no
 	// WriteOptions: their Journal finds the actor in the context).
