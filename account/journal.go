@@ -13,7 +13,9 @@ import (
 // (WithActor) and into vfs.WriteOptions.Actor; a change made with none is
 // the system's (background jobs, the command line on a stopped store).
 type Actor struct {
-	// Type is "person", "guest", "machine" or "system".
+	// Type is "person", "guest", "machine", "system", or "sharelink"
+	// for someone not signed in who writes through a share link
+	// (share.LinkVisitor).
 	Type string
 	// Text describes the actor for people: a display name and login.
 	Text      string

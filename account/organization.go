@@ -453,7 +453,13 @@ func (s *Service) Bootstrap(ctx context.Context, org OrganizationInput, admin Pe
 		if err := s.record(ctx, tx, orgChange(ActOrganizationCreated, o)); err != nil {
 			return err
 		}
-		return s.insertPerson(tx, &p)
+		if err := s.insertPerson(tx, &p); err != nil {
+			return err
+		}
+		// The administrator's creation is a change like any person's:
+		// without its record the log began with an organization that
+		// nobody was created in.
+		return s.record(ctx, tx, personChange(ActPersonCreated, p))
 	})
 	if err != nil {
 		return Organization{}, Person{}, err

@@ -15,7 +15,10 @@ import (
 // together or not at all, and only once.
 func TestBootstrap(t *testing.T) {
 	ctx := context.Background()
-	s := newService(t, testOptions())
+	j := &journal{}
+	opts := testOptions()
+	opts.Journal = j
+	s := newService(t, opts)
 	org := OrganizationInput{Name: "Default"}
 
 	// An administrator refused (password too short) stores no organization
@@ -33,6 +36,11 @@ func TestBootstrap(t *testing.T) {
 	}
 	if p.OrganizationID != o.ID || !p.Admin || p.RootID != 7 || o.Name != "Default" {
 		t.Fatalf("bootstrap made %+v and %+v", o, p)
+	}
+	// Both are in the activity log: the administrator's creation was
+	// not, so the log began with an organization nobody was created in.
+	if acts := j.acts(); strings.Join(acts, " ") != ActOrganizationCreated+" "+ActPersonCreated {
+		t.Fatalf("bootstrap recorded %v, want %s and %s", acts, ActOrganizationCreated, ActPersonCreated)
 	}
 	if got, err := s.Authenticate(ctx, "admin", pw); err != nil || got.ID != p.ID {
 		t.Fatalf("the administrator cannot log in: %+v %v", got, err)

@@ -401,7 +401,8 @@ func (p Person) HasLogin(login string) bool {
 
 // UpdatePerson applies fn to the stored person or guest and stores the
 // result with its index entries in one transaction, recording
-// ActPersonUpdated (ActGuestUpdated for a guest). fn may run more than
+// ActPersonUpdated (ActGuestUpdated for a guest); an update that
+// changes nothing stores and records nothing. fn may run more than
 // once. ID, Created, the password fields, Guest and CreatorID cannot be
 // changed here (use SetPassword, ConvertGuest). Errors: ErrNotFound,
 // ErrInvalid, ErrExists, or fn's own error.
@@ -434,6 +435,12 @@ func (s *Service) updateAccount(ctx context.Context, id uint64, guest *bool, fn 
 		}
 		if err := p.validate(); err != nil {
 			return err
+		}
+		if p == cur {
+			// Nothing changed: nothing to store or record, as for an
+			// organization. It recorded a person_updated naming no
+			// field (a password-only update over REST made one).
+			return nil
 		}
 		if p.OrganizationID != cur.OrganizationID {
 			ok, err := exists(tx, key(pfxOrg, p.OrganizationID))

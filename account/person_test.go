@@ -213,6 +213,12 @@ func TestPersonJournal(t *testing.T) {
 	if _, err := s.UpdatePerson(as(alice), bob.ID, func(p *Person) error { p.FirstName, p.Admin = "Bob", true; return nil }); err != nil {
 		t.Fatal(err)
 	}
+	// An update that changes nothing records nothing, as an
+	// organization's (TestOrganizationJournal): it recorded a
+	// person_updated with no field.
+	if _, err := s.UpdatePerson(as(alice), bob.ID, func(p *Person) error { p.FirstName = "Bob"; return nil }); err != nil {
+		t.Fatal(err)
+	}
 	if err := s.SetPassword(as(bob), bob.ID, pw+"2"); err != nil {
 		t.Fatal(err)
 	}

@@ -24,7 +24,8 @@ import (
 type Record struct {
 	ID uint64 `cbor:"1,keyasint"`
 
-	// Who acted: ActorType is "person", "guest", "machine" or "system".
+	// Who acted: ActorType is "person", "guest", "machine", "system" or
+	// "sharelink" (a visitor of a share link, share.LinkVisitor).
 	ActorType      string `cbor:"2,keyasint"`
 	ActorText      string `cbor:"3,keyasint"`
 	ActorCompanyID uint64 `cbor:"4,keyasint,omitempty"`
@@ -211,28 +212,50 @@ func get(tx kv.Txn, id uint64) (Record, bool, error) {
 // Only its own records, not its children's: an organization's list is
 // what happened in it.
 func (l *Log) Organization(ctx context.Context, org uint64, offset, limit int) ([]Record, int, error) {
-	return l.page(ctx, kv.Key(pfxOrg, org), offset, limit)
+	return l.OrganizationBefore(ctx, org, 0, offset, limit)
+}
+
+// OrganizationBefore is Organization over the records older than the
+// record with id before (0: all of them), and total counts those. A
+// client paging with the id of the last record it read gets neither
+// duplicates nor gaps while new records arrive, which an offset alone
+// cannot give in a list whose newest come first.
+func (l *Log) OrganizationBefore(ctx context.Context, org, before uint64, offset, limit int) ([]Record, int, error) {
+	return l.page(ctx, kv.Key(pfxOrg, org), before, offset, limit)
 }
 
 // Person returns one page of the records of person (or guest) id as
 // actor or acted on, newest first, and how many there are in all.
 func (l *Log) Person(ctx context.Context, id uint64, offset, limit int) ([]Record, int, error) {
-	return l.page(ctx, kv.Key(pfxPerson, id), offset, limit)
+	return l.PersonBefore(ctx, id, 0, offset, limit)
+}
+
+// PersonBefore is Person over the records older than the record with
+// id before (0: all of them), as OrganizationBefore.
+func (l *Log) PersonBefore(ctx context.Context, id, before uint64, offset, limit int) ([]Record, int, error) {
+	return l.page(ctx, kv.Key(pfxPerson, id), before, offset, limit)
 }
 
 // page reads the records of one page of an index. The page costs a scan
 // of the index keys to its offset; the total, a scan of the rest of the
 // keys (index entries hold no value, and a count kept beside them could
 // not follow the TTL's expiries).
-func (l *Log) page(ctx context.Context, prefix []byte, offset, limit int) ([]Record, int, error) {
+//
+// With before, the scan starts at the first record older than it: the
+// index holds complements of ids, so that is the key of ^(before-1).
+func (l *Log) page(ctx context.Context, prefix []byte, before uint64, offset, limit int) ([]Record, int, error) {
 	var (
 		out   []Record
 		total int
+		start []byte
 	)
+	if before != 0 {
+		start = kv.AppendUint64(append([]byte(nil), prefix...), ^(before - 1))
+	}
 	err := l.db.View(ctx, func(tx kv.Txn) error {
 		out, total = nil, 0
 		var ids []uint64
-		if err := tx.Scan(prefix, nil, func(k, _ []byte) error {
+		if err := tx.Scan(prefix, start, func(k, _ []byte) error {
 			if total >= offset && total < offset+limit {
 				ids = append(ids, idOf(k, len(prefix)-8))
 			}
@@ -256,4 +279,72 @@ func (l *Log) page(ctx context.Context, prefix []byte, offset, limit int) ([]Rec
 		return nil
 	})
 	return out, total, err
+}
+
+// pruneBatch is the most records one transaction of Prune removes: the
+// transactions stay short, so the writers of new records, which touch
+// other keys, are never held up behind a large prune.
+const pruneBatch = 256
+
+// Prune removes the records older than the retention (and their index
+// entries), oldest first, in transactions of pruneBatch records, and
+// returns how many it removed; with no retention it removes nothing.
+// The store's TTL removes a record after the retention it was written
+// under; Prune removes those written under a longer one, or under none,
+// when the operator lowered activity.retention (or set it where it was
+// 0): without it they stayed their whole old time, or forever. Ids grow
+// with time (NextOrderedID), so it stops at the first record that is
+// still within the retention.
+func (l *Log) Prune(ctx context.Context) (int, error) {
+	if l.retention <= 0 {
+		return 0, nil
+	}
+	cutoff := l.now().Add(-l.retention).UnixNano()
+	removed := 0
+	for {
+		n, more := 0, false
+		err := l.db.Update(ctx, func(tx kv.Txn) error {
+			n, more = 0, false
+			var due []stored
+			err := tx.Scan([]byte(pfxRecord), nil, func(_, v []byte) error {
+				var s stored
+				if err := cbor.Unmarshal(v, &s); err != nil {
+					return fmt.Errorf("activity: decode a record: %w", err)
+				}
+				if s.CreatedNs >= cutoff {
+					return kv.ErrStop
+				}
+				if len(due) == pruneBatch {
+					more = true
+					return kv.ErrStop
+				}
+				due = append(due, s)
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			for _, s := range due {
+				r := s.Record
+				keys := [][]byte{recordKey(r.ID)}
+				for _, org := range distinct(r.ActorCompanyID, r.ActedOnCompanyID) {
+					keys = append(keys, orgKey(org, r.ID))
+				}
+				for _, p := range distinct(r.ActorPersonID, r.ActorGuestID, r.ActedOnPersonID, r.ActedOnGuestID) {
+					keys = append(keys, personKey(p, r.ID))
+				}
+				for _, k := range keys {
+					if err := tx.Delete(k); err != nil {
+						return err
+					}
+				}
+			}
+			n = len(due)
+			return nil
+		})
+		removed += n
+		if err != nil || !more {
+			return removed, err
+		}
+	}
 }

@@ -2,6 +2,7 @@ package activity_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -80,6 +81,10 @@ func TestAppendIndexesAndPages(t *testing.T) {
 		{"actor, indexed once when acting on self", func(o, n int) ([]activity.Record, int, error) { return l.Person(ctx, 10, o, n) }, 0, 100, newestFirst(4, 3, 2, 1, 0), 5},
 		{"past the end", func(o, n int) ([]activity.Record, int, error) { return l.Person(ctx, 10, o, n) }, 9, 100, nil, 5},
 		{"nobody", func(o, n int) ([]activity.Record, int, error) { return l.Person(ctx, 99, o, n) }, 0, 100, nil, 0},
+		{"org, before a record", func(o, n int) ([]activity.Record, int, error) { return l.OrganizationBefore(ctx, 1, ids[3], o, n) }, 0, 2, newestFirst(2, 1), 3},
+		{"person, before a record, second page", func(o, n int) ([]activity.Record, int, error) { return l.PersonBefore(ctx, 10, ids[3], o, n) }, 2, 2, newestFirst(0), 3},
+		{"before the oldest", func(o, n int) ([]activity.Record, int, error) { return l.PersonBefore(ctx, 10, ids[0], o, n) }, 0, 100, nil, 0},
+		{"before one past the newest", func(o, n int) ([]activity.Record, int, error) { return l.PersonBefore(ctx, 10, ids[4]+1, o, n) }, 0, 100, newestFirst(4, 3, 2, 1, 0), 5},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -154,5 +159,68 @@ func TestTypesTable(t *testing.T) {
 		if got, ok := activity.TypeByID(typ.ID); !ok || got != typ {
 			t.Errorf("TypeByID(%d) = %+v", typ.ID, got)
 		}
+	}
+}
+
+// TestRetentionLowered: records written under no retention, or a longer
+// one, are removed by Prune once the retention now configured is past,
+// with their index entries, in batches, the newer ones kept. The TTL
+// alone kept them their old time, forever for those written under 0.
+func TestRetentionLowered(t *testing.T) {
+	ctx := context.Background()
+	now := time.Now()
+	clock := func() time.Time { return now }
+	for _, tt := range []struct {
+		name   string
+		before time.Duration // the retention the old records were written under
+	}{
+		{"from forever", 0},
+		{"from a year", 365 * 24 * time.Hour},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			db := openBench(t)
+			old := activity.New(db, activity.Options{Retention: tt.before, Now: clock})
+			const oldOnes = 300 // more than one batch
+			for i := range oldOnes {
+				r := activity.Record{ActorType: "person", ActorCompanyID: 1, ActorPersonID: 10, ActedOnPersonID: 20,
+					ActivityTypeID: note(t), Created: now.Add(-48*time.Hour + time.Duration(i)*time.Second)}
+				if _, err := old.Create(ctx, r); err != nil {
+					t.Fatal(err)
+				}
+			}
+			l := activity.New(db, activity.Options{Retention: 24 * time.Hour, Now: clock})
+			fresh, err := l.Create(ctx, activity.Record{ActorType: "person", ActorCompanyID: 1, ActorPersonID: 10, ActivityTypeID: note(t)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			n, err := l.Prune(ctx)
+			if err != nil || n != oldOnes {
+				t.Fatalf("pruned %d, %v; want %d", n, err, oldOnes)
+			}
+			for _, c := range []struct {
+				name string
+				list func() ([]activity.Record, int, error)
+				want []uint64
+			}{
+				{"organization", func() ([]activity.Record, int, error) { return l.Organization(ctx, 1, 0, 100) }, []uint64{fresh.ID}},
+				{"actor", func() ([]activity.Record, int, error) { return l.Person(ctx, 10, 0, 100) }, []uint64{fresh.ID}},
+				{"acted on", func() ([]activity.Record, int, error) { return l.Person(ctx, 20, 0, 100) }, nil},
+			} {
+				recs, total, err := c.list()
+				if err != nil {
+					t.Fatal(err)
+				}
+				var got []uint64
+				for _, r := range recs {
+					got = append(got, r.ID)
+				}
+				if total != len(c.want) || !slices.Equal(got, c.want) {
+					t.Errorf("%s after the prune: %v of %d, want %v", c.name, got, total, c.want)
+				}
+			}
+			if n, err := l.Prune(ctx); err != nil || n != 0 {
+				t.Errorf("second prune: %d, %v; want none", n, err)
+			}
+		})
 	}
 }

@@ -82,7 +82,20 @@ func (j *fileJournal) Record(ctx context.Context, tx kv.Txn, ev vfs.Event) error
 			r.ActionText = "new file"
 		}
 		r.DataText = strconv.FormatInt(ev.Size, 10) + " bytes"
-	case vfs.OpRename, vfs.OpMove, vfs.OpCopy:
+	case vfs.OpRename, vfs.OpMove:
+		// Acted on is the item as it was; data_text what it is now.
+		// Both were the new name, so the log never said which item a
+		// rename had renamed.
+		if ev.OldName != "" {
+			r.ActedOnText = ev.OldName
+		}
+		r.DataText = ev.Name
+		if ev.OldPath != "" && ev.Path != "" {
+			// A move says from where to where: its names are often
+			// the same.
+			r.DataText = "from " + ev.OldPath + " to " + ev.Path
+		}
+	case vfs.OpCopy:
 		r.DataText = ev.Name
 	case vfs.OpUnlock:
 		if ev.Forced != nil {

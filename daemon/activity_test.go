@@ -1,12 +1,17 @@
 package daemon
 
 import (
+	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"io"
 	"io/fs"
+	"maps"
+	"mime/multipart"
 	"net/http"
 	"net/url"
 	"path/filepath"
@@ -33,6 +38,8 @@ type activityRec struct {
 	ActedOnRootID  *uint64 `json:"acted_on_root_id"`
 	ActedOnPerson  *uint64 `json:"acted_on_person_id"`
 	ActedOnText    string  `json:"acted_on_text"`
+	ActorText      string  `json:"actor_text"`
+	DataText       *string `json:"data_text"`
 }
 
 // personActivity returns the whole activity of person id, oldest first.
@@ -183,6 +190,132 @@ func TestActivityOfEveryChange(t *testing.T) {
 	}
 	if counts[account.ActLoginFailed] != 2 || counts[account.ActAccountLocked] != 1 {
 		t.Errorf("failed logins and lockouts recorded: %v, want 2 and 1", counts)
+	}
+}
+
+// TestActivityWhoAndWhat: a record names who made the change and the
+// item as it was. A rename or move was recorded with the new name as both
+// acted_on_text and data_text, so the log never said which item was
+// renamed; a write through a share link was recorded as its creator's,
+// whoever wrote, so an anonymous upload read as the creator's own.
+func TestActivityWhoAndWhat(t *testing.T) {
+	_, _, _, lc := runningDaemon(t)
+	var me struct {
+		ID        uint64 `json:"id"`
+		CompanyID uint64 `json:"company_id"`
+	}
+	if st, body := lc.do(http.MethodGet, "/api/2/person", nil, ""); st != 200 || json.Unmarshal(body, &me) != nil {
+		t.Fatalf("person: %d %s", st, body)
+	}
+	root := lc.root
+	ok := func(st int, b []byte) []byte {
+		t.Helper()
+		if st/100 != 2 {
+			t.Fatalf("%d %s", st, b)
+		}
+		return b
+	}
+	multipartFile := func(name string) (io.Reader, string) {
+		var body bytes.Buffer
+		mw := multipart.NewWriter(&body)
+		fw, _ := mw.CreateFormFile("file", name)
+		fw.Write([]byte("contents of " + name))
+		mw.Close()
+		return &body, mw.FormDataContentType()
+	}
+	ok(lc.form(http.MethodPost, fmt.Sprintf("/api/2/files/%d/create_folder", root), url.Values{"name": {"Drop"}}))
+	if st, err := lc.upload("before.txt", []byte("x"), false); err != nil || st != 200 {
+		t.Fatalf("upload: %d %v", st, err)
+	}
+	ok(lc.form(http.MethodPost, fmt.Sprintf("/api/2/files/%d/%d/rename", root, lc.fileID("before.txt")), url.Values{"name": {"after.txt"}}))
+	if st, b, err := lc.dav("MOVE", "after.txt", nil, "Destination", lc.base+"/webdav/admin/Drop/moved.txt"); err != nil || st != 201 {
+		t.Fatalf("MOVE: %d %s %v", st, b, err)
+	}
+	var link struct {
+		Hash string `json:"hash"`
+	}
+	b := ok(lc.form(http.MethodPost, fmt.Sprintf("/api/2/files/%d/folder/%d/share", root, lc.fileID("Drop")),
+		url.Values{"write_access": {"true"}, "anon_edit": {"true"}}))
+	if json.Unmarshal(b, &link) != nil || link.Hash == "" {
+		t.Fatalf("share: %s", b)
+	}
+	body, ct := multipartFile("anon.txt")
+	ok(lc.send(http.MethodPost, "/api/2/sharelinks/"+link.Hash+"/files/upload", body, "Content-Type", ct))
+	body, ct = multipartFile("mine.txt")
+	ok(lc.send(http.MethodPost, "/api/2/sharelinks/"+link.Hash+"/files/upload", body, "Content-Type", ct, "Authorization", "Bearer "+lc.token))
+	// A person of another organization, signed in, who is no
+	// subscriber: a visitor, named, but not indexed under their
+	// organization, which has no part in the root.
+	var child struct {
+		ID int `json:"id"`
+	}
+	b = ok(lc.form(http.MethodPost, fmt.Sprintf("/api/2/organization/%d/organizations/create", me.CompanyID), url.Values{"name": {"Elsewhere"}}))
+	if json.Unmarshal(b, &child) != nil || child.ID == 0 {
+		t.Fatalf("organization: %s", b)
+	}
+	bob := lc.newUser("bob", child.ID, nil)
+	bobToken, st, msg := lc.tokenFor(bob.login, bob.password)
+	if st != 200 {
+		t.Fatalf("bob's token: %d %s", st, msg)
+	}
+	body, ct = multipartFile("bobs.txt")
+	ok(lc.send(http.MethodPost, "/api/2/sharelinks/"+link.Hash+"/files/upload", body, "Content-Type", ct, "Authorization", "Bearer "+bobToken))
+	for _, r := range lc.personActivity(uint64(bob.id)) {
+		if r.ActedOnText == "bobs.txt" {
+			t.Errorf("bob's upload through the link is in his own list: %+v", r)
+		}
+	}
+
+	byText := map[string]activityRec{}
+	for _, r := range lc.personActivity(me.ID) {
+		byText[fmt.Sprint(r.TypeID, " ", r.ActedOnText)] = r
+	}
+	type want struct {
+		op, actedOn, data string
+		actorType         string
+		byMe              bool
+		actorText         string // "": not checked
+	}
+	for _, w := range []want{
+		{"rename", "before.txt", "after.txt", "person", true, ""},
+		{"move", "after.txt", "from /after.txt to /Drop/moved.txt", "person", true, ""},
+		{"write", "anon.txt", "20 bytes", "sharelink", false, "a visitor of share link 1"},
+		{"write", "mine.txt", "20 bytes", "person", true, ""},
+		{"write", "bobs.txt", "20 bytes", "sharelink", false, "bob, a visitor of share link 1"},
+	} {
+		typ, _ := activity.TypeNamed(w.op)
+		r, found := byText[fmt.Sprint(typ.ID, " ", w.actedOn)]
+		if !found {
+			t.Errorf("no %s record of %q among %v", w.op, w.actedOn, slices.Collect(maps.Keys(byText)))
+			continue
+		}
+		if r.DataText == nil || *r.DataText != w.data {
+			t.Errorf("%s of %q: data_text %q, want %q", w.op, w.actedOn, *cmp.Or(r.DataText, new(string)), w.data)
+		}
+		if w.actorText != "" && r.ActorText != w.actorText {
+			t.Errorf("%s of %q: actor_text %q, want %q", w.op, w.actedOn, r.ActorText, w.actorText)
+		}
+		byMe := r.ActorPersonID != nil && *r.ActorPersonID == me.ID
+		if r.ActorType != w.actorType || byMe != w.byMe || r.ActorCompanyID == nil || *r.ActorCompanyID != me.CompanyID {
+			t.Errorf("%s of %q: actor %s person %v of %v, want %s (by the creator: %v) of %d",
+				w.op, w.actedOn, r.ActorType, r.ActorPersonID, r.ActorCompanyID, w.actorType, w.byMe, me.CompanyID)
+		}
+	}
+
+	// A change of one's own password alone is one record: it was two,
+	// a person_updated that changed nothing before the password_changed.
+	newPassword := lc.password + "-new"
+	ok(lc.form(http.MethodPost, fmt.Sprintf("/api/2/person/%d/update", me.ID), url.Values{"password": {newPassword}, "current_password": {lc.password}}))
+	lc.password = newPassword
+	lc.token = lc.login()
+	counts := map[uint64]int{}
+	for _, r := range lc.personActivity(me.ID) {
+		counts[r.TypeID]++
+	}
+	changed, _ := activity.TypeNamed(account.ActPasswordChanged)
+	updated, _ := activity.TypeNamed(account.ActPersonUpdated)
+	if counts[changed.ID] != 1 || counts[updated.ID] != 0 {
+		t.Errorf("a password change: %d password_changed, %d person_updated records; want 1 and 0", counts[changed.ID], counts[updated.ID])
 	}
 }
 
@@ -359,5 +492,62 @@ func TestLockBreakActivity(t *testing.T) {
 	want := []string{"d: forced unlock, held by BOB (bob), over WebDAV", "f.txt: forced unlock, held by CAROL (carol)"}
 	if !slices.Equal(got, want) {
 		t.Errorf("unlock records:\n got %q\nwant %q", got, want)
+	}
+}
+
+// TestPurgeActivity: the purge of a deleted item is recorded by the
+// system with the item's name and kind: it read "file <id>" for a file
+// and a folder alike, so the log never said what was purged.
+func TestPurgeActivity(t *testing.T) {
+	ctx := context.Background()
+	_, log, st, root := openSpaceStores(t)
+	defer func() { st.close(log) }()
+	accounts := st.newAccounts(account.Options{Argon2: account.Argon2Params{Memory: 64, Time: 1, Threads: 1}})
+	org, err := accounts.CreateOrganization(ctx, account.OrganizationInput{Name: "O"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	alice, err := accounts.CreatePerson(ctx, account.PersonInput{OrganizationID: org.ID, Username: "alice",
+		Email: "alice@example.com", Password: "correct horse battery"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := accounts.AddRoot(ctx, account.RootOwner{RootID: root.ID, PersonID: alice.ID, Type: "sync"}); err != nil {
+		t.Fatal(err)
+	}
+	d, err := st.files.Mkdir(ctx, root.ID, root.FolderID, "Reports", vfs.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.files.WriteFile(ctx, root.ID, d.ID, "inside.txt", strings.NewReader("x"), vfs.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := st.files.WriteFile(ctx, root.ID, root.FolderID, "salary.xlsx", strings.NewReader("x"), vfs.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []uint64{d.ID, f.ID} {
+		if err := st.files.Delete(ctx, root.ID, id, vfs.WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := st.files.PurgeDeleted(ctx, time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	recs, _, err := st.activity.Person(ctx, alice.ID, 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	purge, _ := activity.TypeNamed(string(vfs.OpPurge))
+	var got []string
+	for _, r := range recs {
+		if r.ActivityTypeID == purge.ID {
+			got = append(got, r.ActorType+" purged "+r.ActedOnType+" "+r.ActedOnText)
+		}
+	}
+	slices.Sort(got)
+	want := []string{"system purged file salary.xlsx", "system purged folder Reports"}
+	if !slices.Equal(got, want) {
+		t.Errorf("purge records:\n got %q\nwant %q", got, want)
 	}
 }

@@ -300,6 +300,31 @@ func expireUploads(ctx context.Context, period time.Duration, st *stores, log *s
 	})
 }
 
+// pruneActivityEvery is how often the activity log drops the records
+// older than activity.retention that the store's TTL keeps (Prune).
+const pruneActivityEvery = time.Hour
+
+// pruneActivity removes, at start and then every period, the activity
+// records written under a longer retention than the one configured now,
+// or under none (activity.Log.Prune): the TTL of each record is set when
+// it is written, so lowering activity.retention left the older records
+// their old time, forever for those written while it was 0. Short
+// transactions, so writers of new records are not held up.
+func pruneActivity(ctx context.Context, period time.Duration, st *stores, log *slog.Logger) {
+	prune := func() {
+		st.jobs.once(ctx, "prune-activity", func(ctx context.Context) {
+			n, err := st.activity.Prune(ctx)
+			if err != nil && ctx.Err() == nil {
+				log.Error("pruning the activity log", "error", err, "removed", n)
+			} else if n > 0 {
+				log.Info("pruned the activity log past activity.retention", "removed", n)
+			}
+		})
+	}
+	prune()
+	every(ctx, period, prune)
+}
+
 // finishGroupDeletions completes, once at start, the group deletions that
 // a crash or a failed request left half done between their batches
 // (account.FinishGroupDeletions), so that such a group does not stay,

@@ -412,6 +412,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writ
 	bg.Go(func() { agents.Run(bgCtx) })
 	bg.Go(func() { collectGarbage(bgCtx, cfg.GC.Interval, cfg.GC.PurgeDeletedAfter, st, log) })
 	bg.Go(func() { expireUploads(bgCtx, expireUploadsEvery, st, log) })
+	bg.Go(func() { pruneActivity(bgCtx, pruneActivityEvery, st, log) })
 	bg.Go(func() { finishGroupDeletions(bgCtx, st, accounts, log) })
 	bg.Go(func() { dateInvitations(bgCtx, st, shares, log) })
 	bg.Go(func() { indexLinkSubjects(bgCtx, st, shares, log) })

@@ -192,8 +192,12 @@ func (s *server) organizationActivity(r *http.Request) (any, error) {
 	if _, err := s.shares.Organization(r.Context(), callerOf(r), id, share.OrgManage); err != nil {
 		return nil, err
 	}
+	before, err := beforeID(r)
+	if err != nil {
+		return nil, err
+	}
 	return s.activityPage(r.Context(), callerOf(r), p, func(ctx context.Context) ([]activity.Record, int, error) {
-		return s.opts.Activity.Organization(ctx, id, p.Offset, p.Limit)
+		return s.opts.Activity.OrganizationBefore(ctx, id, before, p.Offset, p.Limit)
 	})
 }
 
@@ -212,9 +216,31 @@ func (s *server) personActivity(r *http.Request) (any, error) {
 	if _, err := s.shares.Person(r.Context(), callerOf(r), id, share.PersonRead); err != nil {
 		return nil, err
 	}
+	before, err := beforeID(r)
+	if err != nil {
+		return nil, err
+	}
 	return s.activityPage(r.Context(), callerOf(r), p, func(ctx context.Context) ([]activity.Record, int, error) {
-		return s.opts.Activity.Person(ctx, id, p.Offset, p.Limit)
+		return s.opts.Activity.PersonBefore(ctx, id, before, p.Offset, p.Limit)
 	})
+}
+
+// beforeID reads the activity lists' before_id (berth's; the spec names
+// no paging parameters): only the records older than that id, 0 or
+// absent all of them. Offsets shift by one with every new record at the
+// head of a newest-first list, so a client paging by offset alone reads
+// a record twice for each one added meanwhile; paging by the id of the
+// last record read does not (docs/api.md "Activity").
+func beforeID(r *http.Request) (uint64, error) {
+	q := r.URL.Query()
+	if !q.Has("before_id") {
+		return 0, nil
+	}
+	n, err := strconv.ParseUint(q.Get("before_id"), 10, 64)
+	if err != nil {
+		return 0, Describe(ErrInvalidRequest, "before_id must be a whole number, the id of an activity record")
+	}
+	return n, nil
 }
 
 func (s *server) activityPage(ctx context.Context, c caller, p page, list func(context.Context) ([]activity.Record, int, error)) (any, error) {

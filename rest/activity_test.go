@@ -221,20 +221,64 @@ func TestActivityPaging(t *testing.T) {
 	for range 5 {
 		ids = append(ids, a.about(t, a.person).ID)
 	}
-	for _, path := range []string{fmt.Sprintf("/api/2/organization/%d/activity", a.org.ID), fmt.Sprintf("/api/2/person/%d/activity", a.person.ID)} {
-		st, body := a.send("GET", path+"?offset=1&limit=2", a.parentAdmin, nil)
-		var page struct {
-			Offset  int `json:"offset"`
-			Total   int `json:"total"`
-			Results []struct {
-				ID uint64 `json:"id"`
-			} `json:"results"`
-		}
-		if err := json.Unmarshal(body, &page); st != http.StatusOK || err != nil {
-			t.Fatalf("%s: %d %s", path, st, body)
-		}
-		if page.Offset != 1 || page.Total != 5 || len(page.Results) != 2 || page.Results[0].ID != ids[3] || page.Results[1].ID != ids[2] {
-			t.Errorf("%s: %s, want ids %d, %d of 5 at offset 1", path, body, ids[3], ids[2])
-		}
+	type pageBody struct {
+		Offset  int `json:"offset"`
+		Total   int `json:"total"`
+		Results []struct {
+			ID uint64 `json:"id"`
+		} `json:"results"`
+	}
+	// The second page asked for after a record was added at the head:
+	// by offset it repeats ids[3]; by before_id it goes on where the
+	// first page (ids[4], ids[3]) ended.
+	added := false
+	tests := []struct {
+		name  string
+		query string
+		add   bool // add a record before asking
+		want  []int
+		total int
+		code  string
+	}{
+		{"offset", "?offset=1&limit=2", false, []int{3, 2}, 5, ""},
+		{"before_id, then records arrive", fmt.Sprintf("?before_id=%d&limit=2", ids[3]), true, []int{2, 1}, 3, ""},
+		{"before_id and offset", fmt.Sprintf("?before_id=%d&offset=1&limit=2", ids[3]), false, []int{1, 0}, 3, ""},
+		{"before_id of the oldest", fmt.Sprintf("?before_id=%d", ids[0]), false, nil, 0, ""},
+		{"before_id 0 is all", "?before_id=0&limit=1", false, []int{-1}, 6, ""},
+		{"before_id not a number", "?before_id=abc", false, nil, 0, "invalid_request"},
+		{"before_id negative", "?before_id=-1", false, nil, 0, "invalid_request"},
+		{"before_id empty", "?before_id=", false, nil, 0, "invalid_request"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.add && !added {
+				ids = append(ids, a.about(t, a.person).ID)
+				added = true
+			}
+			for _, path := range []string{fmt.Sprintf("/api/2/organization/%d/activity", a.org.ID), fmt.Sprintf("/api/2/person/%d/activity", a.person.ID)} {
+				st, body := a.send("GET", path+tt.query, a.parentAdmin, nil)
+				if tt.code != "" {
+					wantError(t, st, body, http.StatusBadRequest, tt.code)
+					continue
+				}
+				var page pageBody
+				if err := json.Unmarshal(body, &page); st != http.StatusOK || err != nil {
+					t.Fatalf("%s: %d %s", path, st, body)
+				}
+				var got, want []uint64
+				for _, r := range page.Results {
+					got = append(got, r.ID)
+				}
+				for _, k := range tt.want {
+					if k < 0 {
+						k = len(ids) + k
+					}
+					want = append(want, ids[k])
+				}
+				if !slices.Equal(got, want) || page.Total != tt.total {
+					t.Errorf("%s%s: ids %v of %d, want %v of %d", path, tt.query, got, page.Total, want, tt.total)
+				}
+			}
+		})
 	}
 }

@@ -311,6 +311,13 @@ func (ch changes) administrative() bool {
 	return ch.quota != nil || ch.admin != nil || ch.active != nil
 }
 
+// fields reports whether ch sets a field of the person, the password
+// aside.
+func (ch changes) fields() bool {
+	return ch.username != nil || ch.email != nil || ch.firstName != nil || ch.lastName != nil ||
+		ch.displayName != nil || ch.quota != nil || ch.admin != nil || ch.active != nil
+}
+
 // readChanges reads an update form. A guest has no username, display
 // name, quota or administrator flag.
 func readChanges(f url.Values, guest bool) (changes, error) {
@@ -384,6 +391,15 @@ func (s *server) applyChanges(r *http.Request, p account.Person, ch changes) (ac
 		if v != nil {
 			*dst = *v
 		}
+	}
+	if ch.password != nil && !ch.fields() {
+		// A password alone: no update of the fields, which recorded a
+		// person_updated that changed nothing beside the
+		// password_changed (or _reset) of the change.
+		if err := s.accounts.SetPassword(ctx, p.ID, *ch.password); err != nil {
+			return account.Person{}, err
+		}
+		return s.accounts.Person(ctx, p.ID)
 	}
 	update := s.accounts.UpdatePerson
 	if p.Guest {

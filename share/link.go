@@ -1243,15 +1243,37 @@ func (s *Service) LinkWrite(ctx context.Context, la LinkAccess, c *account.Calle
 	// link: the write is the creator's in all but whose it is to a lock.
 	// With the creator's principal, anyone holding an anon_edit link
 	// wrote over a file its creator had locked against changes.
+	// The activity log names who wrote, not whose root it is: the
+	// creator and a subscriber as themselves, anyone else as a visitor
+	// of the link (LinkVisitor), named when signed in but not indexed
+	// under their own organization, whose administrators would then
+	// read of a root they have no part in. Before, every write through
+	// a link was logged as the creator's, so an anonymous upload read as
+	// theirs.
 	opts := ca.Opts
 	switch {
 	case c != nil && c.Person.ID == la.Link.CreatorID:
 	case c != nil && member:
 		opts.Principal = c.Person.Principal()
+		opts.Actor = c.Actor()
 	default:
 		opts.Principal = la.Link.Requester()
+		opts.Actor = LinkVisitor(la.Link, cr.Person.OrganizationID, c)
 	}
 	return Access{Root: la.Root, Perms: la.Perms & ca.Perms, Policy: ca.Policy, Place: ca.Place, Opts: opts}, nil
+}
+
+// LinkVisitor is the actor of a change made through link l (anon_edit)
+// by c, who is neither its creator nor a subscriber (nil: not signed
+// in): actor_type "sharelink", of org, the organization of the link's
+// creator (whose administrators read it in their list), with no person;
+// a signed-in visitor is named in the text.
+func LinkVisitor(l Link, org uint64, c *account.Caller) account.Actor {
+	text := fmt.Sprintf("a visitor of share link %d", l.ID)
+	if c != nil {
+		text = c.Actor().Text + ", " + text
+	}
+	return account.Actor{Type: "sharelink", Text: text, CompanyID: org}
 }
 
 // recordLink writes the activity record of a change to link l by c, in

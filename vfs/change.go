@@ -236,6 +236,13 @@ func (fs *FS) move(ctx context.Context, op Op, root, id, parent uint64, name str
 		if err := tx.Delete(recKey(id, loc)); err != nil {
 			return err
 		}
+		oldName := rec.Name
+		var oldPath string
+		if op == OpMove && fs.jnl != nil {
+			if oldPath, err = pathOf(tx, rec); err != nil {
+				return err
+			}
+		}
 		rec.Parent, rec.Name = dst, newName
 		rec.Locks = slices.DeleteFunc(rec.Locks, isPathLock)
 		if err := saveNode(tx, rec, locRec{Root: root, Parent: dst, Name: newName}); err != nil {
@@ -247,7 +254,13 @@ func (fs *FS) move(ctx context.Context, op Op, root, id, parent uint64, name str
 		if err := fs.addUsage(ctx, tx, root, replaced.usage, limits{}); err != nil {
 			return err
 		}
-		if err := fs.journal(ctx, tx, op, opts.Actor, Event{RootID: root, NodeID: id, ParentID: dst, Name: newName, Dir: rec.Dir}); err != nil {
+		ev := Event{RootID: root, NodeID: id, ParentID: dst, Name: newName, OldName: oldName, OldPath: oldPath, Dir: rec.Dir}
+		if oldPath != "" {
+			if ev.Path, err = pathOf(tx, rec); err != nil {
+				return err
+			}
+		}
+		if err := fs.journal(ctx, tx, op, opts.Actor, ev); err != nil {
 			return err
 		}
 		// The folders above dst are read: liveDirIn and the depth

@@ -48,9 +48,17 @@ type Event struct {
 	NodeID   uint64
 	ParentID uint64
 	Name     string
-	Dir      bool
-	Size     int64
-	Time     time.Time
+	// OldName is, for an OpRename or OpMove, the item's name before
+	// it: Name is the one it has now, and the log must say which item
+	// was renamed, not only to what.
+	OldName string
+	// OldPath and Path are, for an OpMove journalled, the item's path
+	// in its root before and after it: a move's names alone do not say
+	// from which folder to which.
+	OldPath, Path string
+	Dir           bool
+	Size          int64
+	Time          time.Time
 	// Actor is WriteOptions.Actor of the change, nil for changes made
 	// without one (background jobs, and the operations that take no
 	// WriteOptions: their Journal finds the actor in the context).

@@ -128,7 +128,7 @@ func TestJournalOneRecordPerChange(t *testing.T) {
 		{vfs.OpLock, root.ID, c.ID, "c.txt", "", false},
 		{vfs.OpUnlock, root.ID, c.ID, "c.txt", "", false},
 		{vfs.OpDelete, root.ID, c.ID, "c.txt", "alice", false},
-		{vfs.OpPurge, root.ID, c.ID, "", "", false},
+		{vfs.OpPurge, root.ID, c.ID, "c.txt", "", false}, // named: TestPurgeActivity (daemon)
 		{vfs.OpDeleteRoot, root.ID, 0, "r", "", false},
 	}
 	// Reopened without Close: what committed is there, records and all.

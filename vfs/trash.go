@@ -178,7 +178,7 @@ func (fs *FS) purgeRoot(ctx context.Context, root uint64) error {
 		return err
 	}
 	// Not counted: the usage records go whole below.
-	if err := fs.purgeNodes(ctx, root, order, false); err != nil {
+	if err := fs.purgeNodes(ctx, root, order, false, Event{}); err != nil {
 		return err
 	}
 	return fs.update(ctx, func(tx kv.Txn) error {
@@ -250,9 +250,9 @@ const purgeBatch = 256
 // (see copyStaged) is not, and is purged whatever the state of its root.
 func (fs *FS) purgeTree(ctx context.Context, root, id uint64, counted bool) error {
 	var order []uint64 // children before their folder
+	var rec nodeRec
 	err := fs.db.View(ctx, func(tx kv.Txn) error {
 		order = order[:0]
-		var rec nodeRec
 		var err error
 		if counted {
 			rec, _, err = nodeIn(tx, root, id)
@@ -271,12 +271,16 @@ func (fs *FS) purgeTree(ctx context.Context, root, id uint64, counted bool) erro
 	if err != nil {
 		return err
 	}
-	return fs.purgeNodes(ctx, root, order, counted)
+	// The item's name and kind, read here: the transaction that
+	// journals the purge has removed its record. The purge was recorded
+	// as "file <id>", a folder's too.
+	return fs.purgeNodes(ctx, root, order, counted, Event{RootID: root, NodeID: id, Name: rec.Name, Dir: rec.Dir})
 }
 
 // purgeNodes purges the items of order, each after everything below it,
-// in bounded transactions; with counted, each corrects root's usage.
-func (fs *FS) purgeNodes(ctx context.Context, root uint64, order []uint64, counted bool) error {
+// in bounded transactions; with counted, each corrects root's usage, and
+// the last journals ev, the purge of the item asked for.
+func (fs *FS) purgeNodes(ctx context.Context, root uint64, order []uint64, counted bool, ev Event) error {
 	for i := 0; i < len(order); {
 		var n int
 		var parked uint64
@@ -301,7 +305,7 @@ func (fs *FS) purgeNodes(ctx context.Context, root uint64, order []uint64, count
 			// The transaction that removes the last item, the one
 			// asked for, is the purge that clients see.
 			if i+n == len(order) {
-				if err := fs.journal(ctx, tx, OpPurge, nil, Event{RootID: root, NodeID: order[len(order)-1]}); err != nil {
+				if err := fs.journal(ctx, tx, OpPurge, nil, ev); err != nil {
 					return err
 				}
 			}
