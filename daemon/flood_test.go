@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -309,5 +310,33 @@ func TestHandshakeErrorFlood(t *testing.T) {
 	}
 	if status, err := lc.upload("after.bin", []byte("still served"), false); err != nil || status != http.StatusOK {
 		t.Errorf("upload after the flood: %d %v", status, err)
+	}
+}
+
+// TestErrorLogLimit: the bound of serverErrorLog passes the first lines
+// of each window, shared by the handlers derived from it, and reports
+// the lines it left out in one line at the end of the window.
+func TestErrorLogLimit(t *testing.T) {
+	var buf lockedBuffer
+	base := slog.NewJSONHandler(&buf, nil)
+	h := newLimitedHandler(base, 3, 200*time.Millisecond)
+	logger := slog.New(h).With("listener", "https")
+	for i := range 10 {
+		logger.Warn("handshake", "i", i)
+	}
+	slog.New(h.WithGroup("g")).Warn("handshake", "i", 10) // same bound
+	if got := strings.Count(buf.String(), `"msg":"handshake"`); got != 3 {
+		t.Fatalf("%d lines passed in the first window, want 3:\n%s", got, buf.String())
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(buf.String(), `"left_out":8`) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no line reports the 8 left out:\n%s", buf.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	logger.Warn("handshake", "i", 11) // a new window
+	if got := strings.Count(buf.String(), `"msg":"handshake"`); got != 4 {
+		t.Errorf("%d lines after the window ended, want 4:\n%s", got, buf.String())
 	}
 }

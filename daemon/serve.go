@@ -336,7 +336,8 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writ
 			ReadHeaderTimeout: 10 * time.Second,
 			MaxHeaderBytes:    int(cfg.HTTP.MaxHeaderBytes),
 			IdleTimeout:       2 * time.Minute,
-			ErrorLog:          slog.NewLogLogger(log.With("component", "http", "listener", name).Handler(), slog.LevelWarn),
+			// Bounded: it writes a line for every failed TLS handshake.
+			ErrorLog: serverErrorLog(log, name),
 		}
 		if tls {
 			// Only the HTTPS listener has withClientAddr and Hold's callers.
