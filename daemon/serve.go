@@ -373,10 +373,11 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writ
 		Registerer:    reg,
 	})
 	pages := web.New(web.Options{
-		Logger:   log.With("component", "web"),
-		FS:       st.files,
-		Accounts: accounts,
-		Share:    shares,
+		Logger:     log.With("component", "web"),
+		FS:         st.files,
+		Accounts:   accounts,
+		Share:      shares,
+		Registerer: reg,
 	})
 	if err := bind("https", "listen", cfg.Listen, withHSTS(withClientAddr(withWebDAV(dav, withPages(pages, api)), proxies)), true); err != nil {
 		return err
