@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -494,6 +495,59 @@ func TestStopWithTransfersInFlight(t *testing.T) {
 	}
 	p.stop(t)
 	fsck(t, bin, data)
+}
+
+// TestStopWithAgentChannel: SIGTERM while a machine's agent holds its
+// channel open (GET /api/2/agent/channel, a request that lasts as long
+// as the agent runs) ends the channel, so the stop is as quick as the
+// transfers in flight allow. Before, net/http's Shutdown waited for the
+// channel like any request: every stop with an agent connected waited
+// out the whole shutdown_grace (30 s by default, with no listener
+// taking connections) and ended in "grace period over".
+func TestStopWithAgentChannel(t *testing.T) {
+	_, _, p, lc := runningDaemon(t)
+	grant := func(guid string) (token, gotGUID string) {
+		form := url.Values{"grant_type": {"password"}, "client_id": {"anchor"}, "username": {"admin"},
+			"password": {lc.password}, "dns_name": {"box"}, "os_type": {"linux"}}
+		if guid != "" {
+			form.Set("guid", guid)
+		}
+		resp, err := lc.c.PostForm(lc.base+"/oauth/token", form)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var tok struct {
+			AccessToken string `json:"access_token"`
+			GUID        string `json:"guid"`
+		}
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 || json.Unmarshal(b, &tok) != nil {
+			t.Fatalf("token: %d %s", resp.StatusCode, b)
+		}
+		return tok.AccessToken, tok.GUID
+	}
+	_, guid := grant("")
+	token, _ := grant(guid)
+	req, _ := http.NewRequest(http.MethodGet, lc.base+"/api/2/agent/channel?agent_version=1", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := lc.c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	hello, err := bufio.NewReader(resp.Body).ReadString('\n')
+	if resp.StatusCode != 200 || !strings.Contains(hello, `"hello"`) {
+		t.Fatalf("channel: %d %q %v", resp.StatusCode, hello, err)
+	}
+	start := time.Now()
+	p.stop(t)
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("stopping with an agent's channel open took %v (grace 10s): it waited for the channel", d)
+	}
+	if strings.Contains(p.stderr(), "grace period over") {
+		t.Errorf("the stop closed connections past the grace:\n%s", grepLines(p.stderr(), "grace"))
+	}
 }
 
 // TestStopPastGrace: an upload still running when the grace period ends
