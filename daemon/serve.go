@@ -436,6 +436,9 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writ
 	notify(log, sd.SdNotifyStopping)
 	stopBG()
 
+	// The agents' channels are requests that last as long as their
+	// agents run: Shutdown would wait the whole grace for them.
+	agents.Close()
 	// A fresh context: ctx is already cancelled and would drain nothing.
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownGrace)
 	defer cancel()
