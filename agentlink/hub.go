@@ -86,6 +86,8 @@ type Hub struct {
 	// relayed holds a slot for each answer being read for a call that
 	// waits on another node (Claim).
 	relayed chan struct{}
+	// closing is set by Close: the server is stopping.
+	closing atomic.Bool
 }
 
 type pending struct {
@@ -127,6 +129,12 @@ type Conn struct {
 // attached then.
 func (h *Hub) Attach(ctx context.Context, machineID uint64) (*Conn, error) {
 	c := &Conn{machine: machineID, out: make(chan Command, 16), gone: make(chan struct{})}
+	if h.closing.Load() {
+		// Stopping: the channel ends at once, and the agent
+		// connects again, to this node once it is back or another.
+		c.once.Do(func() { close(c.gone) })
+		return c, nil
+	}
 	if h.cluster != nil {
 		if err := h.cluster.attach(ctx, c); err != nil {
 			return nil, err
@@ -171,6 +179,25 @@ func (h *Hub) drop(c *Conn) {
 			delete(h.pending, id)
 			close(p.done)
 		}
+	}
+}
+
+// Close ends every agent's channel on this node (their Gone closes), and
+// the channels attached after it at once: the server is stopping. A
+// channel is a request that lasts as long as its agent runs, and
+// net/http's Shutdown waits for every request, so without it a stop
+// with any agent connected waited out the whole grace period. Each
+// channel's request still detaches its Conn as it ends (Detach).
+func (h *Hub) Close() {
+	h.closing.Store(true)
+	h.mu.Lock()
+	conns := make([]*Conn, 0, len(h.conns))
+	for _, c := range h.conns {
+		conns = append(conns, c)
+	}
+	h.mu.Unlock()
+	for _, c := range conns {
+		h.drop(c)
 	}
 }
 

@@ -192,3 +192,29 @@ func TestNewConnectionReplacesOld(t *testing.T) {
 		t.Fatal("a notice to an offline machine failed: ", err)
 	}
 }
+
+// TestClose: a stopping server ends every channel (Gone), a call waiting
+// on one fails as offline, and a channel attached after it is gone at
+// once, so the server's shutdown waits for none of them.
+func TestClose(t *testing.T) {
+	h := New()
+	a, b := attach(t, h, 1), attach(t, h, 2)
+	called := make(chan error, 1)
+	go func() { called <- h.Call(context.Background(), 1, "ls", nil, nil) }()
+	<-a.Commands()
+	h.Close()
+	for _, c := range []*Conn{a, b, attach(t, h, 3)} {
+		select {
+		case <-c.Gone():
+		case <-time.After(5 * time.Second):
+			t.Fatalf("machine %d's channel is not gone after Close", c.machine)
+		}
+		h.Detach(c)
+	}
+	if err := <-called; !errors.Is(err, ErrOffline) {
+		t.Errorf("a call waiting at Close: %v, want ErrOffline", err)
+	}
+	if h.Online(1) || h.Online(3) {
+		t.Error("a machine is online after Close")
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -267,4 +268,75 @@ func grepLines(s, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// TestHandshakeErrorFlood: connections that fail their TLS handshake
+// (garbage, plain HTTP to the HTTPS port, a close before the hello) each
+// made net/http write a warn line, at every log level, so one client
+// opening connections wrote the log as fast as it liked (7,000 lines a
+// second). Now each listener writes a bounded number of them a minute,
+// and TLS clients are still served.
+func TestHandshakeErrorFlood(t *testing.T) {
+	_, _, p, lc := runningDaemon(t)
+	const conns = 600
+	// Plain HTTP is answered and lingered over (half a second each), so
+	// it is every 50th connection only.
+	sends := []string{"\x16\x03\x01\x00\x05hello", "\x00\x00\x00\x00\x00\x00\x00\x00", ""}
+	deadline := time.Now().Add(60 * time.Second)
+	for i := range conns {
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d connections in 60 s", i)
+		}
+		c, err := net.Dial("tcp", p.addrs["https"])
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		s := sends[i%len(sends)]
+		if i%50 == 0 {
+			s = "GET / HTTP/1.0\r\n\r\n"
+		}
+		if s != "" {
+			io.WriteString(c, s)
+			io.Copy(io.Discard, c) // until berth closes it
+		}
+		c.Close()
+	}
+	// The last lines are written as the connections close.
+	time.Sleep(300 * time.Millisecond)
+	lines := strings.Count(p.stderr(), "TLS handshake error")
+	if lines == 0 || lines > 60 {
+		t.Errorf("%d connections that failed their handshake wrote %d lines, want 1 to 60", conns, lines)
+	}
+	if status, err := lc.upload("after.bin", []byte("still served"), false); err != nil || status != http.StatusOK {
+		t.Errorf("upload after the flood: %d %v", status, err)
+	}
+}
+
+// TestErrorLogLimit: the bound of serverErrorLog passes the first lines
+// of each window, shared by the handlers derived from it, and reports
+// the lines it left out in one line at the end of the window.
+func TestErrorLogLimit(t *testing.T) {
+	var buf lockedBuffer
+	base := slog.NewJSONHandler(&buf, nil)
+	h := newLimitedHandler(base, 3, 200*time.Millisecond)
+	logger := slog.New(h).With("listener", "https")
+	for i := range 10 {
+		logger.Warn("handshake", "i", i)
+	}
+	slog.New(h.WithGroup("g")).Warn("handshake", "i", 10) // same bound
+	if got := strings.Count(buf.String(), `"msg":"handshake"`); got != 3 {
+		t.Fatalf("%d lines passed in the first window, want 3:\n%s", got, buf.String())
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(buf.String(), `"left_out":8`) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no line reports the 8 left out:\n%s", buf.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	logger.Warn("handshake", "i", 11) // a new window
+	if got := strings.Count(buf.String(), `"msg":"handshake"`); got != 4 {
+		t.Errorf("%d lines after the window ended, want 4:\n%s", got, buf.String())
+	}
 }

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -53,36 +54,50 @@ func TestEndToEnd(t *testing.T) {
 	if status != 400 || body != `{"error":"insecure_transport","error_description":"requests must use HTTPS"}` {
 		t.Errorf("plain HTTP to the HTTPS port: %d %s", status, body)
 	}
-	// WebDAV requests are logged and counted like the API's, under one
-	// route: an unauthenticated one is enough.
-	if status, _ := get(t, client, "https://"+p.addrs["https"]+"/webdav/"); status != http.StatusUnauthorized {
-		t.Errorf("GET /webdav/ without credentials: %d, want 401", status)
-	}
-	// Both are written once the answer has gone: wait for them a little.
-	logged := func() bool {
-		for _, line := range strings.Split(p.stderr(), "\n") {
-			var rec struct {
-				Msg, Route, Method string
-				Status             int
+	// WebDAV requests and the share-link pages' are logged and counted
+	// like the API's, WebDAV's under one route, the pages' by pattern
+	// (never the link's hash): an unauthenticated request is enough. The
+	// pages were neither logged nor counted, so an operator saw nothing
+	// of the traffic of links, or of their failures.
+	for _, c := range []struct {
+		path, route string
+		status      int
+	}{
+		{"/webdav/", "/webdav/", http.StatusUnauthorized},
+		{"/s/nosuchlinkhash", "GET /s/{hash}", http.StatusNotFound},
+	} {
+		if status, _ := get(t, client, "https://"+p.addrs["https"]+c.path); status != c.status {
+			t.Errorf("GET %s: %d, want %d", c.path, status, c.status)
+		}
+		// Both are written once the answer has gone: wait for them a little.
+		logged := func() bool {
+			for _, line := range strings.Split(p.stderr(), "\n") {
+				var rec struct {
+					Msg, Route, Method string
+					Status             int
+				}
+				if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "request" && rec.Route == c.route && rec.Method == "GET" && rec.Status == c.status {
+					return true
+				}
 			}
-			if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "request" && rec.Route == "/webdav/" && rec.Method == "GET" && rec.Status == 401 {
-				return true
+			return false
+		}
+		counted := fmt.Sprintf(`berth_http_requests_total{code="%d",method="GET",route="%s"} 1`, c.status, c.route)
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			status, body = get(t, http.DefaultClient, "http://"+p.addrs["metrics"]+"/metrics")
+			if logged() && strings.Contains(body, counted) {
+				break
 			}
 		}
-		return false
-	}
-	const counted = `berth_http_requests_total{code="401",method="GET",route="/webdav/"} 1`
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		status, body = get(t, http.DefaultClient, "http://"+p.addrs["metrics"]+"/metrics")
-		if logged() && strings.Contains(body, counted) {
-			break
+		if !logged() {
+			t.Errorf("no request log line for GET %s:\n%s", c.path, p.stderr())
 		}
-	}
-	if !logged() {
-		t.Errorf("no request log line for the WebDAV request:\n%s", p.stderr())
-	}
-	if !strings.Contains(body, counted) {
-		t.Errorf("/metrics does not count the WebDAV request:\n%s", body)
+		if !strings.Contains(body, counted) {
+			t.Errorf("/metrics does not count GET %s as %s:\n%s", c.path, counted, body)
+		}
+		if strings.Contains(p.stderr(), "nosuchlinkhash") || strings.Contains(body, "nosuchlinkhash") {
+			t.Errorf("a link's hash is in the log or the metrics")
+		}
 	}
 	for _, want := range []string{"berth_http_requests_total", "berth_kv_", "berth_vfs_written_bytes_total", "berth_chunks_stored_total", "go_goroutines", "process_cpu_seconds_total"} {
 		if status != 200 || !strings.Contains(body, want) {
@@ -480,6 +495,59 @@ func TestStopWithTransfersInFlight(t *testing.T) {
 	}
 	p.stop(t)
 	fsck(t, bin, data)
+}
+
+// TestStopWithAgentChannel: SIGTERM while a machine's agent holds its
+// channel open (GET /api/2/agent/channel, a request that lasts as long
+// as the agent runs) ends the channel, so the stop is as quick as the
+// transfers in flight allow. Before, net/http's Shutdown waited for the
+// channel like any request: every stop with an agent connected waited
+// out the whole shutdown_grace (30 s by default, with no listener
+// taking connections) and ended in "grace period over".
+func TestStopWithAgentChannel(t *testing.T) {
+	_, _, p, lc := runningDaemon(t)
+	grant := func(guid string) (token, gotGUID string) {
+		form := url.Values{"grant_type": {"password"}, "client_id": {"anchor"}, "username": {"admin"},
+			"password": {lc.password}, "dns_name": {"box"}, "os_type": {"linux"}}
+		if guid != "" {
+			form.Set("guid", guid)
+		}
+		resp, err := lc.c.PostForm(lc.base+"/oauth/token", form)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var tok struct {
+			AccessToken string `json:"access_token"`
+			GUID        string `json:"guid"`
+		}
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 || json.Unmarshal(b, &tok) != nil {
+			t.Fatalf("token: %d %s", resp.StatusCode, b)
+		}
+		return tok.AccessToken, tok.GUID
+	}
+	_, guid := grant("")
+	token, _ := grant(guid)
+	req, _ := http.NewRequest(http.MethodGet, lc.base+"/api/2/agent/channel?agent_version=1", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := lc.c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	hello, err := bufio.NewReader(resp.Body).ReadString('\n')
+	if resp.StatusCode != 200 || !strings.Contains(hello, `"hello"`) {
+		t.Fatalf("channel: %d %q %v", resp.StatusCode, hello, err)
+	}
+	start := time.Now()
+	p.stop(t)
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("stopping with an agent's channel open took %v (grace 10s): it waited for the channel", d)
+	}
+	if strings.Contains(p.stderr(), "grace period over") {
+		t.Errorf("the stop closed connections past the grace:\n%s", grepLines(p.stderr(), "grace"))
+	}
 }
 
 // TestStopPastGrace: an upload still running when the grace period ends

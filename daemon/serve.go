@@ -336,7 +336,8 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writ
 			ReadHeaderTimeout: 10 * time.Second,
 			MaxHeaderBytes:    int(cfg.HTTP.MaxHeaderBytes),
 			IdleTimeout:       2 * time.Minute,
-			ErrorLog:          slog.NewLogLogger(log.With("component", "http", "listener", name).Handler(), slog.LevelWarn),
+			// Bounded: it writes a line for every failed TLS handshake.
+			ErrorLog: serverErrorLog(log, name),
 		}
 		if tls {
 			// Only the HTTPS listener has withClientAddr and Hold's callers.
@@ -372,10 +373,11 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writ
 		Registerer:    reg,
 	})
 	pages := web.New(web.Options{
-		Logger:   log.With("component", "web"),
-		FS:       st.files,
-		Accounts: accounts,
-		Share:    shares,
+		Logger:     log.With("component", "web"),
+		FS:         st.files,
+		Accounts:   accounts,
+		Share:      shares,
+		Registerer: reg,
 	})
 	if err := bind("https", "listen", cfg.Listen, withHSTS(withClientAddr(withWebDAV(dav, withPages(pages, api)), proxies)), true); err != nil {
 		return err
@@ -435,6 +437,9 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out io.Writ
 	notify(log, sd.SdNotifyStopping)
 	stopBG()
 
+	// The agents' channels are requests that last as long as their
+	// agents run: Shutdown would wait the whole grace for them.
+	agents.Close()
 	// A fresh context: ctx is already cancelled and would drain nothing.
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownGrace)
 	defer cancel()

@@ -33,6 +33,8 @@ import (
 	"berth/httpserve"
 	"berth/share"
 	"berth/vfs"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 //go:embed assets templates
@@ -68,8 +70,14 @@ type Options struct {
 	// Accounts signs in the creator or a subscriber of a login_required
 	// link through the page's form. Nil: such links cannot be opened here.
 	Accounts *account.Service
-	// Logger gets failures that reach no page. Nil: slog.Default().
+	// Logger gets failures that reach no page, and the request log
+	// line of every request. Nil: slog.Default().
 	Logger *slog.Logger
+	// Registerer gets the request metrics (httpserve.Metrics, shared
+	// with the other front ends on the same registry), by route
+	// pattern: a link's hash never becomes a label. Nil: a registry of
+	// the pages' own, which nobody reads.
+	Registerer prometheus.Registerer
 }
 
 type handler struct {
@@ -80,6 +88,8 @@ type handler struct {
 	tmpl   *template.Template
 	mux    *http.ServeMux
 	log    *slog.Logger
+	// metrics counts the requests and the downloads aborted midway.
+	metrics *httpserve.Metrics
 }
 
 // sheet is the pages' style sheet and the URL that names its version.
@@ -146,7 +156,14 @@ func New(o Options) http.Handler {
 		h.problem(w, r, http.StatusNotFound, "Not found", "There is nothing at this address.")
 	})
 	h.mux = m
-	return h
+	reg := o.Registerer
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	h.metrics = httpserve.NewMetrics(reg)
+	// Observed outside the method check too, so a refused method is
+	// logged and counted (route "unmatched") like the API's.
+	return h.metrics.Observe(h.log, httpserve.Pattern, h)
 }
 
 // ServeHTTP sets the security headers every answer carries, then routes.
@@ -675,8 +692,11 @@ func (h *handler) serveZip(w http.ResponseWriter, r *http.Request, la share.Link
 // transfer rather than a short file that looks whole.
 func (h *handler) abort(r *http.Request, err error) {
 	if !httpserve.ClientGone(r, err) {
-		h.log.Warn("share-link download aborted", "path", r.URL.Path, "error", err)
+		// The route, not the path: the path holds the link's hash,
+		// which opens the link to whoever reads the log.
+		h.log.Warn("share-link download aborted", "route", httpserve.Pattern(r), "error", err)
 	}
+	h.metrics.AbortedStreams.Inc()
 	panic(http.ErrAbortHandler)
 }
 
