@@ -228,7 +228,9 @@ func (h *handler) failAfter(w http.ResponseWriter, r *http.Request, err error, a
 	status, title, msg := pageProblem(err)
 	if status == 0 {
 		if r.Context().Err() == nil {
-			h.log.Error("share-link page", "path", r.URL.Path, "error", err)
+			// The route, not the path: the path holds the link hash,
+			// which opens the link to whoever reads the log.
+			h.log.Error("share-link page", "route", httpserve.Pattern(r), "error", err)
 		}
 		status, title, msg = http.StatusInternalServerError, "Something went wrong", "The page could not be shown. Try again later."
 	}
