@@ -1132,7 +1132,8 @@ func (t *txn) Set(key, value []byte) error {
 
 // journal keeps o for the commit's journal record. The record is written
 // at commit, before Badger lets go of the key and value, which no one
-// changes meanwhile.
+// changes meanwhile. Every write passes here, so it counts them too
+// (pending).
 func (t *txn) journal(o op) {
 	t.pending++
 	if !t.journaled {
