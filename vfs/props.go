@@ -118,21 +118,6 @@ func copyProps(tx kv.Txn, src, dst uint64) error {
 	return nil
 }
 
-// deleteProps removes every dead property of a node and returns how many
-// it removed: each is a key of the transaction, which its caller counts.
-func deleteProps(tx kv.Txn, id uint64) (int, error) {
-	props, err := propKeys(tx, id)
-	if err != nil {
-		return 0, err
-	}
-	for _, kvp := range props {
-		if err := tx.Delete(kvp[0]); err != nil {
-			return 0, err
-		}
-	}
-	return len(props), nil
-}
-
 // propKeys returns copies of the keys and values of a node's properties;
 // collected first because a transaction may not change what it scans.
 func propKeys(tx kv.Txn, id uint64) ([][2][]byte, error) {

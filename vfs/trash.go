@@ -281,14 +281,34 @@ func (fs *FS) purgeTree(ctx context.Context, root, id uint64, counted bool) erro
 // in bounded transactions; with counted, each corrects root's usage, and
 // the last journals ev, the purge of the item asked for.
 func (fs *FS) purgeNodes(ctx context.Context, root uint64, order []uint64, counted bool, ev Event) error {
+	var items []purgeItem
 	for i := 0; i < len(order); {
 		var n int
 		var parked uint64
 		err := fs.update(ctx, func(tx kv.Txn) error {
 			u := &unref{fs: fs, tx: tx}
 			var d usageRec
-			for n = 0; i+n < len(order) && n < purgeBatch && (n == 0 || u.used < fs.refBatch); n++ {
-				done, err := purgeNode(ctx, tx, order[i+n], &d, u)
+			// Every read of the batch comes before its first write: a
+			// scan (an item's revisions, its properties) in a
+			// transaction that holds writes sorts all of them first
+			// (Badger), and reading each item just before removing it
+			// made a batch cost the square of its size; purging a
+			// tree of 100,000 files took minutes, most of them sorting.
+			items = items[:0]
+			cost := 0
+			for k := 0; i+k < len(order) && k < purgeBatch && (k == 0 || cost < fs.refBatch); k++ {
+				it, err := readPurge(tx, order[i+k], fs.refBatch)
+				if err != nil {
+					return err
+				}
+				items = append(items, it)
+				cost += it.cost()
+				if it.more {
+					break
+				}
+			}
+			for n = 0; n < len(items) && (n == 0 || u.used < fs.refBatch); n++ {
+				done, err := purgeNode(ctx, tx, items[n], &d, u)
 				if err != nil {
 					return err
 				}
@@ -325,50 +345,96 @@ func (fs *FS) purgeNodes(ctx context.Context, root uint64, order []uint64, count
 	return nil
 }
 
-// purgeNode removes one deleted item whose children are gone already, and
-// its revisions; an item already removed (a concurrent purge) is skipped.
-// done is false when a file had more revisions left than one transaction
-// takes: the caller commits and calls again.
-func purgeNode(ctx context.Context, tx kv.Txn, id uint64, u *usageRec, un *unref) (done bool, err error) {
-	rec, loc, err := loadNode(tx, id)
+// purgeItem is what purgeNode removes of one item, read before the
+// transaction writes anything.
+type purgeItem struct {
+	id  uint64
+	rec nodeRec
+	loc locRec
+	// gone: the item was removed already (a concurrent purge).
+	gone bool
+	// revs are the revisions this transaction removes: at most refBatch
+	// of the others, and the current one last once no other is left.
+	revs []revRec
+	// more: the file has more revisions than one transaction takes.
+	more bool
+	// props are the keys of its dead properties.
+	props [][]byte
+}
+
+// cost is about the keys removing it touches, against refBatch.
+func (it purgeItem) cost() int {
+	c := 1 + len(it.props)
+	for _, r := range it.revs {
+		c += 1 + len(r.Chunks)
+	}
+	return c
+}
+
+// readPurge reads what purgeNode removes of the item id.
+func readPurge(tx kv.Txn, id uint64, refBatch int) (purgeItem, error) {
+	it := purgeItem{id: id}
+	var err error
+	it.rec, it.loc, err = loadNode(tx, id)
 	if errors.Is(err, ErrNotExist) {
-		return true, nil
+		it.gone = true
+		return it, nil
 	}
 	if err != nil {
-		return false, err
+		return it, err
 	}
-	if !rec.Dir {
+	if !it.rec.Dir {
 		// At most refBatch revisions go per transaction, the current
 		// one last: a sync client that saved a file every minute for a
 		// month left some 40,000, more than one transaction holds. In
 		// between, the file is a deleted file with fewer revisions, and
 		// usage matches.
-		var revs []revRec
 		var head *revRec
-		more := false
-		err := tx.Scan(revPrefix(rec.ID), nil, func(k, v []byte) error {
+		err := tx.Scan(revPrefix(id), nil, func(k, v []byte) error {
 			var r revRec
 			if err := cbor.Unmarshal(v, &r); err != nil {
 				return err
 			}
-			if r.ID == rec.Rev {
+			if r.ID == it.rec.Rev {
 				head = &r
 				return nil
 			}
-			if len(revs) == un.fs.refBatch {
-				more = true
+			if len(it.revs) == refBatch {
+				it.more = true
 				return kv.ErrStop
 			}
-			revs = append(revs, r)
+			it.revs = append(it.revs, r)
 			return nil
 		})
 		if err != nil {
-			return false, err
+			return it, err
 		}
-		if !more && head != nil {
-			revs = append(revs, *head)
+		if !it.more && head != nil {
+			it.revs = append(it.revs, *head)
 		}
-		for _, r := range revs {
+	}
+	props, err := propKeys(tx, id)
+	if err != nil {
+		return it, err
+	}
+	for _, kvp := range props {
+		it.props = append(it.props, kvp[0])
+	}
+	return it, nil
+}
+
+// purgeNode removes one deleted item whose children are gone already, and
+// its revisions, as readPurge read them; an item already removed (a
+// concurrent purge) is skipped. done is false when a file had more
+// revisions left than one transaction takes: the caller commits and calls
+// again.
+func purgeNode(ctx context.Context, tx kv.Txn, it purgeItem, u *usageRec, un *unref) (done bool, err error) {
+	if it.gone {
+		return true, nil
+	}
+	rec, loc := it.rec, it.loc
+	if !rec.Dir {
+		for _, r := range it.revs {
 			if err := un.drop(ctx, r.Chunks); err != nil {
 				return false, err
 			}
@@ -379,7 +445,7 @@ func purgeNode(ctx context.Context, tx kv.Txn, id uint64, u *usageRec, un *unref
 			u.DelRevisions--
 			u.DeletedSize -= r.Size
 		}
-		if more {
+		if it.more {
 			return false, nil
 		}
 		u.DelFiles--
@@ -387,11 +453,12 @@ func purgeNode(ctx context.Context, tx kv.Txn, id uint64, u *usageRec, un *unref
 	// An item's properties are keys too, up to MaxProps of them: without
 	// them in the count, a batch of items rich in properties outgrew
 	// what one transaction commits, at every try.
-	props, err := deleteProps(tx, rec.ID)
-	if err != nil {
-		return false, err
+	for _, k := range it.props {
+		if err := tx.Delete(k); err != nil {
+			return false, err
+		}
 	}
-	un.used += props
+	un.used += len(it.props)
 	names, err := unindex(tx, rec.Root, rec.ID)
 	if err != nil {
 		return false, err

@@ -1,6 +1,7 @@
 package webdav
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"net/url"
@@ -168,7 +169,14 @@ func (s *session) copyMove(w http.ResponseWriter, r *http.Request) error {
 	default:
 		_, err = fs.Copy(s.ctx, src.m.root.ID, sn.ID, dst.m.root.ID, parent.node.ID, name, opts)
 		if err == nil && move {
-			err = fs.Delete(s.ctx, src.m.root.ID, sn.ID, srcOpts)
+			if s.h.copiedForMove != nil {
+				s.h.copiedForMove()
+			}
+			// The copy is in place: a client gone now (a large tree's
+			// copy takes minutes, longer than many clients wait) must
+			// not leave the item in both roots. The delete is one
+			// short transaction, so it runs to its end regardless.
+			err = fs.Delete(context.WithoutCancel(s.ctx), src.m.root.ID, sn.ID, srcOpts)
 		}
 	}
 	if err != nil {

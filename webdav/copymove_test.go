@@ -2,7 +2,9 @@ package webdav_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"sync/atomic"
@@ -10,6 +12,7 @@ import (
 	"time"
 
 	"berth/account"
+	"berth/share"
 	"berth/vfs"
 	"berth/vfs/chunk"
 	"berth/webdav"
@@ -365,4 +368,38 @@ func TestCopyMove(t *testing.T) {
 			}
 		}},
 	})
+}
+
+// TestMoveAcrossRootsClientGone: a MOVE into another root is a copy and
+// then a delete of the source. A client that gives up once the copy is in
+// place (a large tree's copy takes minutes, and clients time out) must not
+// leave the tree in both roots: the delete finishes what the copy began.
+func TestMoveAcrossRootsClientGone(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	svc, ac, team := f.orgShare("Team")
+	if _, err := svc.SetSubscribers(ctx, ac, f.org.ID, team.ID, share.Subscribers{Persons: []share.Entry{
+		{ID: f.person.ID, Channel: "webdav", Role: "COLLABORATOR"},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	st, _, b := f.do("MKCOL", "/tree", nil)
+	want(t, "MKCOL", st, http.StatusCreated, b)
+	st, _, b = f.do("PUT", "/tree/a.txt", strings.NewReader("hello"))
+	want(t, "PUT", st, http.StatusCreated, b)
+
+	rctx, gone := context.WithCancel(ctx)
+	defer gone()
+	webdav.CopiedForMove(f.h, gone) // the client leaves right after the copy
+	req := httptest.NewRequestWithContext(rctx, "MOVE", f.url("/tree/"), nil)
+	req.SetBasicAuth("alice", password)
+	req.Header.Set("Destination", f.srv.URL+"/webdav/Team/tree/")
+	f.h.ServeHTTP(httptest.NewRecorder(), req)
+
+	if _, err := f.fs.Lookup(ctx, team.ID, "/tree/a.txt"); err != nil {
+		t.Fatalf("the moved tree is not in the share: %v", err)
+	}
+	if n, err := f.lookup("/tree"); !errors.Is(err, vfs.ErrNotExist) {
+		t.Errorf("the moved tree is in both roots: source %+v, %v", n, err)
+	}
 }

@@ -34,3 +34,7 @@ func CredentialChecked(h *Handler, login, password string) (time.Time, bool) {
 // PlainMoveDecided has h run f each time a request works out whether a
 // MOVE is one transaction (plainMove), which it does once a request.
 func PlainMoveDecided(h *Handler, f func()) { h.plainMoveDecided = f }
+
+// CopiedForMove has h run f in a MOVE into another root once the copy is
+// in place, before the source is deleted.
+func CopiedForMove(h *Handler, f func()) { h.copiedForMove = f }

@@ -72,6 +72,9 @@ type Handler struct {
 	// plainMoveDecided, when set (by tests: PlainMoveDecided), runs each
 	// time a request works out plainMove's answer.
 	plainMoveDecided func()
+	// copiedForMove, when set (by tests: CopiedForMove), runs in a MOVE
+	// into another root between the copy and the source's delete.
+	copiedForMove func()
 	// xml counts the XML bodies each person's requests are reading.
 	xml *xmlReaders
 }

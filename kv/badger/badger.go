@@ -1031,6 +1031,15 @@ type txn struct {
 	meta bool
 	// memo holds what Get read, by key (see Get).
 	memo map[string]memoVal
+	// pending counts the writes so far (TxnStats.ScansSorting).
+	pending uint64
+}
+
+// sorting counts a scan in TxnStats.ScansSorting when t holds writes.
+func (t *txn) sorting() {
+	if t.pending > 0 {
+		t.ops.scansSorting.Add(1)
+	}
 }
 
 // Get remembers what it read for the rest of the transaction: vfs reads
@@ -1123,8 +1132,10 @@ func (t *txn) Set(key, value []byte) error {
 
 // journal keeps o for the commit's journal record. The record is written
 // at commit, before Badger lets go of the key and value, which no one
-// changes meanwhile.
+// changes meanwhile. Every write passes here, so it counts them too
+// (pending).
 func (t *txn) journal(o op) {
+	t.pending++
 	if !t.journaled {
 		return
 	}
@@ -1179,6 +1190,7 @@ func (t *txn) Delete(key []byte) error {
 
 func (t *txn) Scan(prefix, start []byte, fn func(key, value []byte) error) error {
 	t.ops.scans.Add(1)
+	t.sorting()
 	it := t.t.NewIterator(iterOptions(prefix, false))
 	defer it.Close()
 	seek := prefix
@@ -1191,6 +1203,7 @@ func (t *txn) Scan(prefix, start []byte, fn func(key, value []byte) error) error
 
 func (t *txn) ScanReverse(prefix, start []byte, fn func(key, value []byte) error) error {
 	t.ops.scans.Add(1)
+	t.sorting()
 	// No Prefix option here: with it, Badger's Valid hides the key a seek
 	// to the prefix's end lands on, and Rewind seeks to the prefix itself,
 	// which in reverse finds nothing but the prefix.

@@ -406,12 +406,17 @@ type TxnStats struct {
 	Updates uint64 // tries of read-write transactions (a conflict retried is two)
 	Gets    uint64 // point reads, in both kinds
 	Scans   uint64 // prefix scans, in both kinds
+	// ScansSorting counts the scans of read-write transactions that held
+	// writes already: Badger sorts all of them for each iterator it
+	// opens, so a loop that scans between its writes costs the square
+	// of its batch.
+	ScansSorting uint64
 }
 
 // txnCounts is TxnStats as the store counts it.
-type txnCounts struct{ views, updates, gets, scans atomic.Uint64 }
+type txnCounts struct{ views, updates, gets, scans, scansSorting atomic.Uint64 }
 
 // TxnStats returns the counts of transactions and reads so far.
 func (b *DB) TxnStats() TxnStats {
-	return TxnStats{Views: b.ops.views.Load(), Updates: b.ops.updates.Load(), Gets: b.ops.gets.Load(), Scans: b.ops.scans.Load()}
+	return TxnStats{Views: b.ops.views.Load(), Updates: b.ops.updates.Load(), Gets: b.ops.gets.Load(), Scans: b.ops.scans.Load(), ScansSorting: b.ops.scansSorting.Load()}
 }
