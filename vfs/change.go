@@ -479,14 +479,11 @@ func tallyDelete(tx kv.Txn, rec nodeRec, u *usageRec, opts WriteOptions, now int
 		if _, err := tx.Get(genKey(rec.ID)); err != nil && !errors.Is(err, kv.ErrNotFound) {
 			return err
 		}
-		kids, err := records(tx, childPrefix(rec.ID))
+		err := eachRecord(tx, childPrefix(rec.ID), func(c nodeRec) error {
+			return tallyDelete(tx, c, u, opts, now)
+		})
 		if err != nil {
 			return err
-		}
-		for _, c := range kids {
-			if err := tallyDelete(tx, c, u, opts, now); err != nil {
-				return err
-			}
 		}
 		u.Folders--
 		return nil

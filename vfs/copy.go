@@ -254,14 +254,8 @@ func (fs *FS) copyIsLarge(ctx context.Context, root, id uint64) (bool, error) {
 			if !rec.Dir {
 				return nil
 			}
-			kids, err := records(tx, childPrefix(rec.ID))
-			if err != nil {
+			if err := eachRecord(tx, childPrefix(rec.ID), walk); err != nil {
 				return err
-			}
-			for _, c := range kids {
-				if err := walk(c); err != nil {
-					return err
-				}
 			}
 			return ctx.Err()
 		}

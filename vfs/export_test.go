@@ -351,3 +351,15 @@ func (fs *FS) RoomFreedRoots() int {
 
 // SameZipLayout reports whether a and b share one layout.
 func SameZipLayout(a, b *Zip) bool { return a.zipLayout == b.zipLayout }
+
+// SetRecordPage sets how many node records a walk reads a page at a time
+// and returns what puts it back.
+func SetRecordPage(n int) (restore func()) {
+	old := recordPage
+	recordPage = n
+	return func() { recordPage = old }
+}
+
+// RecordsPeak returns the most node records the walks have held at once
+// since the last call, and starts counting again.
+func RecordsPeak() int64 { return recordsPeak.Swap(recordsHeld.Load()) }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/fxamacker/cbor/v2"
 
@@ -263,25 +264,25 @@ func heightBelow(tx kv.Txn, id uint64, limit int) (int, error) {
 	if limit < 0 {
 		return 1, nil
 	}
-	kids, err := records(tx, childPrefix(id))
-	if err != nil {
-		return 0, err
-	}
 	h := 0
-	for _, c := range kids {
+	err := eachRecord(tx, childPrefix(id), func(c nodeRec) error {
 		ch := 1
 		if c.Dir {
 			below, err := heightBelow(tx, c.ID, limit-1)
 			if err != nil {
-				return 0, err
+				return err
 			}
 			ch += below
 		}
 		if h = max(h, ch); h > limit {
-			break
+			return kv.ErrStop
 		}
+		return nil
+	})
+	if errors.Is(err, kv.ErrStop) {
+		err = nil
 	}
-	return h, nil
+	return h, err
 }
 
 // fitsDepth returns ErrTooDeep unless rec, and what a folder rec holds,
@@ -330,24 +331,77 @@ func walkLive(tx kv.Txn, id uint64, fn func(nodeRec) error) error {
 	if _, err := tx.Get(genKey(id)); err != nil && !errors.Is(err, kv.ErrNotFound) {
 		return err
 	}
-	kids, err := records(tx, childPrefix(id))
-	if err != nil {
-		return err
-	}
-	for _, c := range kids {
+	return eachRecord(tx, childPrefix(id), func(c nodeRec) error {
 		if err := fn(c); err != nil {
 			return err
 		}
 		if c.Dir {
-			if err := walkLive(tx, c.ID, fn); err != nil {
-				return err
+			return walkLive(tx, c.ID, fn)
+		}
+		return nil
+	})
+}
+
+// recordPage is how many node records eachRecord holds at once: enough
+// that a folder's children cost few scans, few enough that a walk holds a
+// bounded number however many children a folder has.
+var recordPage = 256
+
+// recordsHeld counts the records eachRecord holds at once, for the
+// tests (export_test.go): the most seen is kept in recordsPeak.
+var recordsHeld, recordsPeak atomic.Int64
+
+// held counts n records more held (less, negative), keeping the peak.
+func held(n int) {
+	h := recordsHeld.Add(int64(n))
+	for peak := recordsPeak.Load(); h > peak && !recordsPeak.CompareAndSwap(peak, h); peak = recordsPeak.Load() {
+	}
+}
+
+// eachRecord calls fn with every node record under prefix (C/ or D/ of a
+// folder) in key order, reading them a page at a time: records read a
+// folder's children whole, and a delete, a move's depth check or a copy's
+// size check of a folder of a million files held a million records at
+// once. fn may read tx and recurse; what tx writes meanwhile is not
+// seen by the pages after (each page starts after the last key read).
+func eachRecord(tx kv.Txn, prefix []byte, fn func(nodeRec) error) error {
+	var start []byte
+	page := make([]nodeRec, 0, min(recordPage, 16))
+	for {
+		page = page[:0]
+		var next []byte
+		err := tx.Scan(prefix, start, func(k, v []byte) error {
+			if len(page) == recordPage {
+				next = slices.Clone(k)
+				return kv.ErrStop
+			}
+			var c nodeRec
+			if err := cbor.Unmarshal(v, &c); err != nil {
+				return fmt.Errorf("vfs: decode %q: %w", k, err)
+			}
+			page = append(page, c)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		held(len(page))
+		for _, c := range page {
+			if err = fn(c); err != nil {
+				break
 			}
 		}
+		held(-len(page))
+		if err != nil || next == nil {
+			return err
+		}
+		start = next
 	}
-	return nil
 }
 
 // records decodes every node record under prefix (C/ or D/ of a folder).
+// They are held whole: for folders whose children a caller keeps anyway
+// (a copy's plan, a purge's order); a walk uses eachRecord.
 func records(tx kv.Txn, prefix []byte) ([]nodeRec, error) {
 	var out []nodeRec
 	err := tx.Scan(prefix, nil, func(k, v []byte) error {
@@ -358,5 +412,9 @@ func records(tx kv.Txn, prefix []byte) ([]nodeRec, error) {
 		out = append(out, c)
 		return nil
 	})
+	// The peak notes them all at once; how long the caller keeps
+	// them is its own.
+	held(len(out))
+	held(-len(out))
 	return out, err
 }
