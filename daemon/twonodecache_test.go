@@ -238,6 +238,20 @@ func TestTwoNodesInvalidation(t *testing.T) {
 		return refreshOnB(t, u, s)
 	}
 
+	// basicOnB is a PROPFIND on B with u's Basic credentials.
+	basicOnB := func(t *testing.T, u clusterUser, _ map[string]string) int { return b.propfind(u.login, u.password) }
+	// policyOnA sets one key of org's policy on A, and back after the row.
+	policyOnA := func(key, value, back string) func(t *testing.T, u clusterUser, _ map[string]string) {
+		return func(t *testing.T, _ clusterUser, _ map[string]string) {
+			if st, body := a.form(http.MethodPost, fmt.Sprintf("/api/2/organization/%d/policy/update", org), url.Values{key: {value}}); st != 200 {
+				t.Fatalf("policy: %d %s", st, body)
+			}
+			t.Cleanup(func() {
+				a.form(http.MethodPost, fmt.Sprintf("/api/2/organization/%d/policy/update", org), url.Values{key: {back}})
+			})
+		}
+	}
+
 	// Each row: prime lets the user in on B (so B caches them) and
 	// returns what check needs; change is done on A; check is the next
 	// request on B, which must be refused.
@@ -252,13 +266,13 @@ func TestTwoNodesInvalidation(t *testing.T) {
 	}{
 		{
 			name:  "password changed on A: old Basic password on B",
-			prime: func(t *testing.T, u clusterUser, _ map[string]string) int { return b.propfind(u.login, u.password) },
+			prime: basicOnB,
 			change: func(t *testing.T, u clusterUser, _ map[string]string) {
 				if st, body := a.form(http.MethodPost, fmt.Sprintf("/api/2/person/%d/update", u.id), url.Values{"password": {"a-new-password-entirely"}}); st != 200 {
 					t.Fatalf("update: %d %s", st, body)
 				}
 			},
-			check: func(t *testing.T, u clusterUser, _ map[string]string) int { return b.propfind(u.login, u.password) },
+			check: basicOnB,
 			want:  401,
 		},
 		{
@@ -309,13 +323,13 @@ func TestTwoNodesInvalidation(t *testing.T) {
 		},
 		{
 			name:  "person disabled on A: Basic on B",
-			prime: func(t *testing.T, u clusterUser, _ map[string]string) int { return b.propfind(u.login, u.password) },
+			prime: basicOnB,
 			change: func(t *testing.T, u clusterUser, _ map[string]string) {
 				if st, body := a.form(http.MethodPost, fmt.Sprintf("/api/2/person/%d/update", u.id), url.Values{"active": {"false"}}); st != 200 {
 					t.Fatalf("update: %d %s", st, body)
 				}
 			},
-			check: func(t *testing.T, u clusterUser, _ map[string]string) int { return b.propfind(u.login, u.password) },
+			check: basicOnB,
 			want:  403,
 		},
 		{
@@ -342,7 +356,7 @@ func TestTwoNodesInvalidation(t *testing.T) {
 		},
 		{
 			name:  "five wrong passwords split across A and B lock: remembered Basic on B",
-			prime: func(t *testing.T, u clusterUser, _ map[string]string) int { return b.propfind(u.login, u.password) },
+			prime: basicOnB,
 			change: func(t *testing.T, u clusterUser, _ map[string]string) {
 				for i := range 5 {
 					c := a
@@ -354,7 +368,7 @@ func TestTwoNodesInvalidation(t *testing.T) {
 					}
 				}
 			},
-			check: func(t *testing.T, u clusterUser, _ map[string]string) int { return b.propfind(u.login, u.password) },
+			check: basicOnB,
 			want:  403,
 		},
 		{
@@ -528,13 +542,13 @@ func TestTwoNodesInvalidation(t *testing.T) {
 		{
 			name:  "organization disabled on A: Basic on B",
 			child: true,
-			prime: func(t *testing.T, u clusterUser, _ map[string]string) int { return b.propfind(u.login, u.password) },
+			prime: basicOnB,
 			change: func(t *testing.T, u clusterUser, s map[string]string) {
 				if st, body := a.form(http.MethodPost, "/api/2/organization/"+s["org"]+"/disable", nil); st != 200 && st != 204 {
 					t.Fatalf("disable: %d %s", st, body)
 				}
 			},
-			check: func(t *testing.T, u clusterUser, _ map[string]string) int { return b.propfind(u.login, u.password) },
+			check: basicOnB,
 			want:  403,
 		},
 		{
@@ -563,22 +577,22 @@ func TestTwoNodesInvalidation(t *testing.T) {
 		{
 			name:  "require_two_step_auth on A: main password over WebDAV on B",
 			child: true,
-			prime: func(t *testing.T, u clusterUser, _ map[string]string) int { return b.propfind(u.login, u.password) },
+			prime: basicOnB,
 			change: func(t *testing.T, u clusterUser, s map[string]string) {
 				if st, body := a.form(http.MethodPost, "/api/2/organization/"+s["org"]+"/policy/update", url.Values{"require_two_step_auth": {"true"}}); st != 200 {
 					t.Fatalf("policy: %d %s", st, body)
 				}
 			},
-			check: func(t *testing.T, u clusterUser, _ map[string]string) int { return b.propfind(u.login, u.password) },
+			check: basicOnB,
 			want:  403,
 		},
 		{
 			name:  "two-step enrolled on A: main password over WebDAV on B",
-			prime: func(t *testing.T, u clusterUser, _ map[string]string) int { return b.propfind(u.login, u.password) },
+			prime: basicOnB,
 			change: func(t *testing.T, u clusterUser, _ map[string]string) {
 				enrollAuthenticator(t, a, u)
 			},
-			check: func(t *testing.T, u clusterUser, _ map[string]string) int { return b.propfind(u.login, u.password) },
+			check: basicOnB,
 			want:  401, // a device password required
 		},
 		{
@@ -613,28 +627,21 @@ func TestTwoNodesInvalidation(t *testing.T) {
 			want: 401,
 		},
 		{
-			name:  "webdav_enabled off on A: Basic on B",
-			prime: func(t *testing.T, u clusterUser, _ map[string]string) int { return b.propfind(u.login, u.password) },
-			change: func(t *testing.T, u clusterUser, _ map[string]string) {
-				if st, body := a.form(http.MethodPost, fmt.Sprintf("/api/2/organization/%d/policy/update", org), url.Values{"webdav_enabled": {"false"}}); st != 200 {
-					t.Fatalf("policy: %d %s", st, body)
-				}
-				t.Cleanup(func() {
-					a.form(http.MethodPost, fmt.Sprintf("/api/2/organization/%d/policy/update", org), url.Values{"webdav_enabled": {"true"}})
-				})
-			},
-			check: func(t *testing.T, u clusterUser, _ map[string]string) int { return b.propfind(u.login, u.password) },
-			want:  403,
+			name:   "webdav_enabled off on A: Basic on B",
+			prime:  basicOnB,
+			change: policyOnA("webdav_enabled", "false", "true"),
+			check:  basicOnB,
+			want:   403,
 		},
 		{
 			name:  "person deleted on A: Basic on B",
-			prime: func(t *testing.T, u clusterUser, _ map[string]string) int { return b.propfind(u.login, u.password) },
+			prime: basicOnB,
 			change: func(t *testing.T, u clusterUser, _ map[string]string) {
 				if st, body := a.form(http.MethodPost, fmt.Sprintf("/api/2/person/%d/delete", u.id), nil); st != 200 {
 					t.Fatalf("delete: %d %s", st, body)
 				}
 			},
-			check: func(t *testing.T, u clusterUser, _ map[string]string) int { return b.propfind(u.login, u.password) },
+			check: basicOnB,
 			want:  401,
 		},
 		{
@@ -824,19 +831,12 @@ func TestTwoNodesInvalidation(t *testing.T) {
 			want: 404,
 		},
 		{
-			name:  "webdav_enabled off in the parent organization on A: Basic on B",
-			child: true,
-			prime: func(t *testing.T, u clusterUser, _ map[string]string) int { return b.propfind(u.login, u.password) },
-			change: func(t *testing.T, u clusterUser, _ map[string]string) {
-				if st, body := a.form(http.MethodPost, fmt.Sprintf("/api/2/organization/%d/policy/update", org), url.Values{"webdav_enabled": {"false"}}); st != 200 {
-					t.Fatalf("policy: %d %s", st, body)
-				}
-				t.Cleanup(func() {
-					a.form(http.MethodPost, fmt.Sprintf("/api/2/organization/%d/policy/update", org), url.Values{"webdav_enabled": {"true"}})
-				})
-			},
-			check: func(t *testing.T, u clusterUser, _ map[string]string) int { return b.propfind(u.login, u.password) },
-			want:  403,
+			name:   "webdav_enabled off in the parent organization on A: Basic on B",
+			child:  true,
+			prime:  basicOnB,
+			change: policyOnA("webdav_enabled", "false", "true"),
+			check:  basicOnB,
+			want:   403,
 		},
 		{
 			name: "excluded_extensions set on A: PUT on B",
@@ -844,14 +844,7 @@ func TestTwoNodesInvalidation(t *testing.T) {
 				st, _ := b.send(http.MethodPut, "/webdav/"+u.login+"/first.exe", strings.NewReader("x"), "Authorization", basicHeader(u.login, u.password))
 				return st
 			},
-			change: func(t *testing.T, u clusterUser, _ map[string]string) {
-				if st, body := a.form(http.MethodPost, fmt.Sprintf("/api/2/organization/%d/policy/update", org), url.Values{"excluded_extensions": {".exe"}}); st != 200 {
-					t.Fatalf("policy: %d %s", st, body)
-				}
-				t.Cleanup(func() {
-					a.form(http.MethodPost, fmt.Sprintf("/api/2/organization/%d/policy/update", org), url.Values{"excluded_extensions": {""}})
-				})
-			},
+			change: policyOnA("excluded_extensions", ".exe", ""),
 			check: func(t *testing.T, u clusterUser, _ map[string]string) int {
 				st, _ := b.send(http.MethodPut, "/webdav/"+u.login+"/second.exe", strings.NewReader("x"), "Authorization", basicHeader(u.login, u.password))
 				return st
