@@ -714,6 +714,15 @@ func TestLinkWriteActor(t *testing.T) {
 	if _, err := w.svc.AddSubscriber(ctx, w.alice, l.ID, share.Subscriber{Kind: "person", SubjectID: w.frank.Person.ID, ReadAccess: true, WriteAccess: true}); err != nil {
 		t.Fatal(err)
 	}
+	child, err := w.st.Accounts.CreateOrganization(ctx, account.OrganizationInput{Name: "Branch", ParentID: w.st.Org.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gp, err := w.st.Accounts.CreatePerson(ctx, account.PersonInput{OrganizationID: child.ID, Username: "gina", Email: "gina@example.com", Password: password})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gina := caller(t, w.st, gp.ID)
 	visitor := fmt.Sprintf("a visitor of share link %d", l.ID)
 	for _, tc := range []struct {
 		name     string
@@ -727,6 +736,7 @@ func TestLinkWriteActor(t *testing.T) {
 		{"a subscriber", &w.frank, "person", "frank", w.frank.Person.ID, w.st.Org.ID},
 		{"not signed in", nil, "sharelink", visitor, 0, w.st.Org.ID},
 		{"signed in, of the creator's organization", &w.bob, "sharelink", "bob, " + visitor, 0, w.st.Org.ID},
+		{"signed in, of an organization below the creator's", &gina, "sharelink", "gina, " + visitor, 0, w.st.Org.ID},
 		{"signed in, of an organization that has no part in the creator's", &w.carol, "sharelink", visitor, 0, w.st.Org.ID},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
