@@ -282,3 +282,59 @@ func TestActivityPaging(t *testing.T) {
 		})
 	}
 }
+
+// TestActivityHiddenActor: an actor of an organization the reader does
+// not see is hidden, and named for what it is. A parent's administrator
+// is "an administrator of an organization above"; a person of an
+// organization with no part in the reader's (a share-link subscriber of
+// another tenant who wrote into the reader's root) read as one too,
+// which they are not.
+func TestActivityHiddenActor(t *testing.T) {
+	a := newActivityFixture(t)
+	ctx := context.Background()
+	carol, err := a.accounts.PersonByLogin(ctx, "carol")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dave, err := a.accounts.PersonByLogin(ctx, "dave")
+	if err != nil {
+		t.Fatal(err)
+	}
+	by := func(actor, on account.Person) activity.Record {
+		note, _ := activity.TypeNamed(activity.Note)
+		r, err := a.log.Create(ctx, activity.Record{ActorType: "person", ActorText: actor.Username,
+			ActorCompanyID: actor.OrganizationID, ActorPersonID: actor.ID, ActedOnType: "person", ActedOnText: on.Username,
+			ActedOnCompanyID: on.OrganizationID, ActedOnPersonID: on.ID, ActivityTypeID: note.ID, Processed: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	for _, tc := range []struct {
+		name  string
+		rec   activity.Record
+		token string
+		want  string
+	}{
+		{"the parent's administrator, read in the child", by(carol, a.childPlain), a.childPlainTok, "an administrator of an organization above"},
+		{"a person of another tenant, read by the one acted on", by(dave, a.person), a.token, "a person of another organization"},
+		{"a person of another tenant, read by the administrator", by(dave, a.person), a.parentAdmin, "a person of another organization"},
+		{"a colleague, read by the one acted on", by(carol, a.person), a.token, "carol"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st, body := a.send("GET", fmt.Sprintf("/api/2/activity/%d", tc.rec.ID), tc.token, nil)
+			var got struct {
+				ActorText      string  `json:"actor_text"`
+				ActorCompanyID *uint64 `json:"actor_company_id"`
+				ActorPersonID  *uint64 `json:"actor_person_id"`
+			}
+			if err := json.Unmarshal(body, &got); st != 200 || err != nil {
+				t.Fatalf("%d %s", st, body)
+			}
+			hidden := tc.want != tc.rec.ActorText
+			if got.ActorText != tc.want || hidden != (got.ActorCompanyID == nil && got.ActorPersonID == nil) {
+				t.Errorf("actor %q, company %v, person %v; want %q (hidden: %v)", got.ActorText, got.ActorCompanyID, got.ActorPersonID, tc.want, hidden)
+			}
+		})
+	}
+}
