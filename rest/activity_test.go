@@ -338,3 +338,52 @@ func TestActivityHiddenActor(t *testing.T) {
 		})
 	}
 }
+
+// TestActivityHiddenOwner: the owner of a file or folder acted on
+// (acted_on_company_id and acted_on_person_id) is left out for a reader
+// who does not see the owner's organization and did not act: a
+// share-link subscriber of another organization who writes into a root
+// is in their own organization's lists, whose administrators read the
+// ids of the root's owner and of its organization, which do not exist
+// for them.
+func TestActivityHiddenOwner(t *testing.T) {
+	a := newActivityFixture(t)
+	ctx := context.Background()
+	dave, err := a.accounts.PersonByLogin(ctx, "dave")
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherAdmin := a.personToken(account.PersonInput{OrganizationID: dave.OrganizationID, Username: "gus", Email: "gus@example.com",
+		Password: fixturePassword, Admin: true})
+	write, _ := activity.TypeNamed("write")
+	rec, err := a.log.Create(ctx, activity.Record{ActorType: "person", ActorText: "dave", ActorCompanyID: dave.OrganizationID,
+		ActorPersonID: dave.ID, ActedOnType: "file", ActedOnText: "up.txt", ActedOnCompanyID: a.org.ID,
+		ActedOnPersonID: a.person.ID, ActedOnRootID: a.root.ID, ActivityTypeID: write.ID, DataText: "1 bytes", Processed: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		token  string
+		hidden bool
+	}{
+		{"the owner", a.token, false},
+		{"the owner's administrator", a.parentAdmin, false},
+		{"the writer", a.tenant, false},
+		{"an administrator of the writer's organization", otherAdmin, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st, body := a.send("GET", fmt.Sprintf("/api/2/activity/%d", rec.ID), tc.token, nil)
+			var got struct {
+				Company *uint64 `json:"acted_on_company_id"`
+				Person  *uint64 `json:"acted_on_person_id"`
+			}
+			if err := json.Unmarshal(body, &got); st != 200 || err != nil {
+				t.Fatalf("%d %s", st, body)
+			}
+			if hidden := got.Company == nil && got.Person == nil; hidden != tc.hidden || (!hidden && (*got.Company != a.org.ID || *got.Person != a.person.ID)) {
+				t.Errorf("acted on company %v, person %v; want hidden: %v", got.Company, got.Person, tc.hidden)
+			}
+		})
+	}
+}
