@@ -258,13 +258,56 @@ func (s *server) activityPage(ctx context.Context, c caller, p page, list func(c
 }
 
 // redact takes out of recs, read by c, what c may not see: the actors
-// of organizations above theirs (hideActors) and the names of files and
-// folders in roots c may not browse (hideNames).
+// of organizations above theirs (hideActors), the names of files and
+// folders in roots c may not browse (hideNames), and the owners of
+// those in organizations c does not see (hideOwners).
 func (s *server) redact(ctx context.Context, c caller, recs []activity.Record) error {
 	if err := s.hideActors(ctx, c, recs); err != nil {
 		return err
 	}
-	return s.hideNames(ctx, c, recs)
+	if err := s.hideNames(ctx, c, recs); err != nil {
+		return err
+	}
+	return s.hideOwners(ctx, c, recs)
+}
+
+// hideOwners takes the owner (acted_on_company_id, acted_on_person_id)
+// out of the records of files, folders and roots whose owner's
+// organization c does not see (share.OrgRead), unless c made the change:
+// a share-link subscriber's write is in the lists of the subscriber's
+// organization, whose administrators read the ids of another
+// organization and its person, who do not exist for them. The root id
+// stays: it names nothing c can reach. Runs after hideNames, which
+// reads the owner.
+func (s *server) hideOwners(ctx context.Context, c caller, recs []activity.Record) error {
+	seen := map[uint64]bool{}
+	me := c.Person.ID
+	for i := range recs {
+		r := &recs[i]
+		if r.ActedOnType != "file" && r.ActedOnType != "folder" && r.ActedOnType != "root" {
+			continue
+		}
+		org := r.ActedOnCompanyID
+		if org == 0 || org == c.Person.OrganizationID || (me != 0 && (me == r.ActorPersonID || me == r.ActorGuestID || me == r.ActedOnPersonID)) {
+			continue
+		}
+		sees, ok := seen[org]
+		if !ok {
+			_, err := s.shares.Organization(ctx, c, org, share.OrgRead)
+			switch {
+			case err == nil:
+				sees = true
+			case errors.Is(err, share.ErrNotFound) || errors.Is(err, share.ErrForbidden):
+			default:
+				return err
+			}
+			seen[org] = sees
+		}
+		if !sees {
+			r.ActedOnCompanyID, r.ActedOnPersonID = 0, 0
+		}
+	}
+	return nil
 }
 
 // hideNames replaces, in the records of files and folders, the item's
