@@ -301,12 +301,19 @@ func (l *Log) Prune(ctx context.Context) (int, error) {
 	}
 	cutoff := l.now().Add(-l.retention).UnixNano()
 	removed := 0
+	// Each batch scans on from the record after the last one removed:
+	// from the start of the records, it stepped over every record the
+	// batches before had deleted, which the store still holds until it
+	// compacts them, and a prune of a million records took a quadratic
+	// time (TestPruneResumes).
+	var from []byte
 	for {
 		n, more := 0, false
+		var last uint64
 		err := l.db.Update(ctx, func(tx kv.Txn) error {
-			n, more = 0, false
+			n, more, last = 0, false, 0
 			var due []stored
-			err := tx.Scan([]byte(pfxRecord), nil, func(_, v []byte) error {
+			err := tx.Scan([]byte(pfxRecord), from, func(_, v []byte) error {
 				var s stored
 				if err := cbor.Unmarshal(v, &s); err != nil {
 					return fmt.Errorf("activity: decode a record: %w", err)
@@ -340,11 +347,15 @@ func (l *Log) Prune(ctx context.Context) (int, error) {
 				}
 			}
 			n = len(due)
+			if n > 0 {
+				last = due[n-1].ID
+			}
 			return nil
 		})
 		removed += n
 		if err != nil || !more {
 			return removed, err
 		}
+		from = recordKey(last + 1)
 	}
 }

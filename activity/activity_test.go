@@ -1,6 +1,7 @@
 package activity_test
 
 import (
+	"bytes"
 	"context"
 	"slices"
 	"testing"
@@ -223,4 +224,62 @@ func TestRetentionLowered(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestPruneResumes: each of Prune's batches scans the records on from
+// the one after the last the batch before removed. Each began at the
+// first record, stepping over every one deleted before it, which the
+// store keeps until it compacts: 160,000 records took 20 s, ten times
+// 40,000's, where they now take 2.
+func TestPruneResumes(t *testing.T) {
+	ctx := context.Background()
+	now := time.Now()
+	clock := func() time.Time { return now }
+	spy := &scanSpy{Store: openBench(t)}
+	old := activity.New(spy, activity.Options{Now: clock})
+	var ids []uint64
+	for i := range 600 { // three batches
+		r, err := old.Create(ctx, activity.Record{ActorType: "person", ActorCompanyID: 1, ActivityTypeID: note(t),
+			Created: now.Add(-48*time.Hour + time.Duration(i)*time.Second)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, r.ID)
+	}
+	spy.starts = nil
+	l := activity.New(spy, activity.Options{Retention: 24 * time.Hour, Now: clock})
+	if n, err := l.Prune(ctx); err != nil || n != len(ids) {
+		t.Fatalf("pruned %d, %v; want %d", n, err, len(ids))
+	}
+	if len(spy.starts) != 3 {
+		t.Fatalf("%d scans of the records, want 3 (batches of 256)", len(spy.starts))
+	}
+	for k, start := range spy.starts[1:] {
+		if lastRemoved := kv.Key(kv.ActivityRecord, ids[(k+1)*256-1]); bytes.Compare(start, lastRemoved) <= 0 {
+			t.Errorf("batch %d scans from %x, at or before the last record removed before it (%x)", k+2, start, lastRemoved)
+		}
+	}
+}
+
+// scanSpy is a store that notes where its writers' scans of the
+// activity records start.
+type scanSpy struct {
+	kv.Store
+	starts [][]byte
+}
+
+func (s *scanSpy) Update(ctx context.Context, fn func(kv.Txn) error) error {
+	return s.Store.Update(ctx, func(tx kv.Txn) error { return fn(spyTxn{tx, s}) })
+}
+
+type spyTxn struct {
+	kv.Txn
+	s *scanSpy
+}
+
+func (t spyTxn) Scan(prefix, start []byte, fn func(k, v []byte) error) error {
+	if string(prefix) == kv.ActivityRecord {
+		t.s.starts = append(t.s.starts, bytes.Clone(start))
+	}
+	return t.Txn.Scan(prefix, start, fn)
 }

@@ -10,6 +10,7 @@ import (
 	"go/token"
 	"io"
 	"io/fs"
+	"log/slog"
 	"maps"
 	"mime/multipart"
 	"net/http"
@@ -24,6 +25,7 @@ import (
 	"berth/account"
 	"berth/activity"
 	"berth/berthtest"
+	"berth/config"
 	"berth/vfs"
 	"context"
 )
@@ -550,4 +552,54 @@ func TestPurgeActivity(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("purge records:\n got %q\nwant %q", got, want)
 	}
+}
+
+// TestPruneActivityAtStart: the daemon's activity job removes, as it
+// starts, the records older than an activity.retention lowered since
+// they were written (here from forever to an hour), and keeps the newer
+// ones: the TTL of each was set when it was written, none for these.
+func TestPruneActivityAtStart(t *testing.T) {
+	ctx := context.Background()
+	cfg := config.Default()
+	cfg.Data = t.TempDir()
+	cfg.Storage.Reserve = 0
+	cfg.Activity.Retention = 0
+	log := slog.New(slog.DiscardHandler)
+	st, err := openStores(ctx, cfg, log, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	note, _ := activity.TypeNamed(activity.Note)
+	for _, age := range []time.Duration{72 * time.Hour, 2 * time.Hour, time.Minute} {
+		if _, err := st.activity.Create(ctx, activity.Record{ActorType: "system", ActedOnType: "organization", ActedOnCompanyID: 1,
+			ActivityTypeID: note.ID, Created: time.Now().Add(-age)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st.close(log)
+
+	cfg.Activity.Retention = time.Hour
+	if st, err = openStores(ctx, cfg, log, nil); err != nil {
+		t.Fatal(err)
+	}
+	defer st.close(log)
+	jctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); pruneActivity(jctx, time.Hour, st, log) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, total, err := st.activity.Organization(ctx, 1, 0, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if total == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d records after the start's prune, want the one within the hour", total)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	<-done
 }

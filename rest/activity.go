@@ -258,13 +258,56 @@ func (s *server) activityPage(ctx context.Context, c caller, p page, list func(c
 }
 
 // redact takes out of recs, read by c, what c may not see: the actors
-// of organizations above theirs (hideActors) and the names of files and
-// folders in roots c may not browse (hideNames).
+// of organizations above theirs (hideActors), the names of files and
+// folders in roots c may not browse (hideNames), and the owners of
+// those in organizations c does not see (hideOwners).
 func (s *server) redact(ctx context.Context, c caller, recs []activity.Record) error {
 	if err := s.hideActors(ctx, c, recs); err != nil {
 		return err
 	}
-	return s.hideNames(ctx, c, recs)
+	if err := s.hideNames(ctx, c, recs); err != nil {
+		return err
+	}
+	return s.hideOwners(ctx, c, recs)
+}
+
+// hideOwners takes the owner (acted_on_company_id, acted_on_person_id)
+// out of the records of files, folders and roots whose owner's
+// organization c does not see (share.OrgRead), unless c made the change:
+// a share-link subscriber's write is in the lists of the subscriber's
+// organization, whose administrators read the ids of another
+// organization and its person, who do not exist for them. The root id
+// stays: it names nothing c can reach. Runs after hideNames, which
+// reads the owner.
+func (s *server) hideOwners(ctx context.Context, c caller, recs []activity.Record) error {
+	seen := map[uint64]bool{}
+	me := c.Person.ID
+	for i := range recs {
+		r := &recs[i]
+		if r.ActedOnType != "file" && r.ActedOnType != "folder" && r.ActedOnType != "root" {
+			continue
+		}
+		org := r.ActedOnCompanyID
+		if org == 0 || org == c.Person.OrganizationID || (me != 0 && (me == r.ActorPersonID || me == r.ActorGuestID || me == r.ActedOnPersonID)) {
+			continue
+		}
+		sees, ok := seen[org]
+		if !ok {
+			_, err := s.shares.Organization(ctx, c, org, share.OrgRead)
+			switch {
+			case err == nil:
+				sees = true
+			case errors.Is(err, share.ErrNotFound) || errors.Is(err, share.ErrForbidden):
+			default:
+				return err
+			}
+			seen[org] = sees
+		}
+		if !sees {
+			r.ActedOnCompanyID, r.ActedOnPersonID = 0, 0
+		}
+	}
+	return nil
 }
 
 // hideNames replaces, in the records of files and folders, the item's
@@ -311,36 +354,57 @@ func (s *server) hideNames(ctx context.Context, c caller, recs []activity.Record
 }
 
 // hiddenActor is the actor_text of a record whose actor is of an
-// organization the caller does not see: an administrator above theirs.
+// organization the caller does not see above theirs: an administrator
+// of it, the one kind of its people that acts in a child organization.
 const hiddenActor = "an administrator of an organization above"
+
+// hiddenOther is the actor_text of a record whose actor is of an
+// organization the caller does not see that is not above theirs: a
+// subscriber of another tenant who wrote through a share link into a
+// root of the caller's organization, who is no administrator of theirs.
+const hiddenOther = "a person of another organization"
 
 // hideActors takes out of recs the actors of organizations c does not
 // see (share.OrgRead): a child organization's people read the records of
 // what its parent's administrators did to it, but those administrators,
 // like everything of the parent, do not exist for them (docs/api.md "Who
 // may do what"). One check per organization, however many records.
+//
+// The hidden actor is named for what it is: hiddenActor for an
+// organization above the caller's, hiddenOther for any other (it read
+// as an administrator above, which a subscriber of another tenant is
+// not).
 func (s *server) hideActors(ctx context.Context, c caller, recs []activity.Record) error {
-	seen := map[uint64]bool{}
+	hidden := map[uint64]string{} // by organization: the text, "" when c sees it
+	var chain []uint64            // c's organization and those above, once
 	for i := range recs {
 		r := &recs[i]
 		org := r.ActorCompanyID
 		if org == 0 || org == c.Person.OrganizationID {
 			continue
 		}
-		sees, ok := seen[org]
+		text, ok := hidden[org]
 		if !ok {
 			_, err := s.shares.Organization(ctx, c, org, share.OrgRead)
 			switch {
 			case err == nil:
-				sees = true
 			case errors.Is(err, share.ErrNotFound) || errors.Is(err, share.ErrForbidden):
+				if chain == nil {
+					if chain, err = s.accounts.Chain(ctx, c.Person.OrganizationID); err != nil && !errors.Is(err, account.ErrNotFound) {
+						return err
+					}
+				}
+				text = hiddenOther
+				if account.Within(chain, org) {
+					text = hiddenActor
+				}
 			default:
 				return err
 			}
-			seen[org] = sees
+			hidden[org] = text
 		}
-		if !sees {
-			r.ActorText, r.ActorCompanyID, r.ActorPersonID, r.ActorGuestID, r.ActorMachineID = hiddenActor, 0, 0, 0, 0
+		if text != "" {
+			r.ActorText, r.ActorCompanyID, r.ActorPersonID, r.ActorGuestID, r.ActorMachineID = text, 0, 0, 0, 0
 		}
 	}
 	return nil

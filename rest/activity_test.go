@@ -282,3 +282,108 @@ func TestActivityPaging(t *testing.T) {
 		})
 	}
 }
+
+// TestActivityHiddenActor: an actor of an organization the reader does
+// not see is hidden, and named for what it is. A parent's administrator
+// is "an administrator of an organization above"; a person of an
+// organization with no part in the reader's (a share-link subscriber of
+// another tenant who wrote into the reader's root) read as one too,
+// which they are not.
+func TestActivityHiddenActor(t *testing.T) {
+	a := newActivityFixture(t)
+	ctx := context.Background()
+	carol, err := a.accounts.PersonByLogin(ctx, "carol")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dave, err := a.accounts.PersonByLogin(ctx, "dave")
+	if err != nil {
+		t.Fatal(err)
+	}
+	by := func(actor, on account.Person) activity.Record {
+		note, _ := activity.TypeNamed(activity.Note)
+		r, err := a.log.Create(ctx, activity.Record{ActorType: "person", ActorText: actor.Username,
+			ActorCompanyID: actor.OrganizationID, ActorPersonID: actor.ID, ActedOnType: "person", ActedOnText: on.Username,
+			ActedOnCompanyID: on.OrganizationID, ActedOnPersonID: on.ID, ActivityTypeID: note.ID, Processed: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	for _, tc := range []struct {
+		name  string
+		rec   activity.Record
+		token string
+		want  string
+	}{
+		{"the parent's administrator, read in the child", by(carol, a.childPlain), a.childPlainTok, "an administrator of an organization above"},
+		{"a person of another tenant, read by the one acted on", by(dave, a.person), a.token, "a person of another organization"},
+		{"a person of another tenant, read by the administrator", by(dave, a.person), a.parentAdmin, "a person of another organization"},
+		{"a colleague, read by the one acted on", by(carol, a.person), a.token, "carol"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st, body := a.send("GET", fmt.Sprintf("/api/2/activity/%d", tc.rec.ID), tc.token, nil)
+			var got struct {
+				ActorText      string  `json:"actor_text"`
+				ActorCompanyID *uint64 `json:"actor_company_id"`
+				ActorPersonID  *uint64 `json:"actor_person_id"`
+			}
+			if err := json.Unmarshal(body, &got); st != 200 || err != nil {
+				t.Fatalf("%d %s", st, body)
+			}
+			hidden := tc.want != tc.rec.ActorText
+			if got.ActorText != tc.want || hidden != (got.ActorCompanyID == nil && got.ActorPersonID == nil) {
+				t.Errorf("actor %q, company %v, person %v; want %q (hidden: %v)", got.ActorText, got.ActorCompanyID, got.ActorPersonID, tc.want, hidden)
+			}
+		})
+	}
+}
+
+// TestActivityHiddenOwner: the owner of a file or folder acted on
+// (acted_on_company_id and acted_on_person_id) is left out for a reader
+// who does not see the owner's organization and did not act: a
+// share-link subscriber of another organization who writes into a root
+// is in their own organization's lists, whose administrators read the
+// ids of the root's owner and of its organization, which do not exist
+// for them.
+func TestActivityHiddenOwner(t *testing.T) {
+	a := newActivityFixture(t)
+	ctx := context.Background()
+	dave, err := a.accounts.PersonByLogin(ctx, "dave")
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherAdmin := a.personToken(account.PersonInput{OrganizationID: dave.OrganizationID, Username: "gus", Email: "gus@example.com",
+		Password: fixturePassword, Admin: true})
+	write, _ := activity.TypeNamed("write")
+	rec, err := a.log.Create(ctx, activity.Record{ActorType: "person", ActorText: "dave", ActorCompanyID: dave.OrganizationID,
+		ActorPersonID: dave.ID, ActedOnType: "file", ActedOnText: "up.txt", ActedOnCompanyID: a.org.ID,
+		ActedOnPersonID: a.person.ID, ActedOnRootID: a.root.ID, ActivityTypeID: write.ID, DataText: "1 bytes", Processed: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		token  string
+		hidden bool
+	}{
+		{"the owner", a.token, false},
+		{"the owner's administrator", a.parentAdmin, false},
+		{"the writer", a.tenant, false},
+		{"an administrator of the writer's organization", otherAdmin, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st, body := a.send("GET", fmt.Sprintf("/api/2/activity/%d", rec.ID), tc.token, nil)
+			var got struct {
+				Company *uint64 `json:"acted_on_company_id"`
+				Person  *uint64 `json:"acted_on_person_id"`
+			}
+			if err := json.Unmarshal(body, &got); st != 200 || err != nil {
+				t.Fatalf("%d %s", st, body)
+			}
+			if hidden := got.Company == nil && got.Person == nil; hidden != tc.hidden || (!hidden && (*got.Company != a.org.ID || *got.Person != a.person.ID)) {
+				t.Errorf("acted on company %v, person %v; want hidden: %v", got.Company, got.Person, tc.hidden)
+			}
+		})
+	}
+}

@@ -1258,16 +1258,35 @@ func (s *Service) LinkWrite(ctx context.Context, la LinkAccess, c *account.Calle
 		opts.Actor = c.Actor()
 	default:
 		opts.Principal = la.Link.Requester()
-		opts.Actor = LinkVisitor(la.Link, cr.Person.OrganizationID, c)
+		named := c
+		if c != nil && !s.orgSees(ctx, cr.Person.OrganizationID, c.Person.OrganizationID) {
+			// The record is in the lists of the creator's
+			// organization: its administrators, and the creator,
+			// read a person of an organization they may not see
+			// as no one named (as hideActors in rest does).
+			named = nil
+		}
+		opts.Actor = LinkVisitor(la.Link, cr.Person.OrganizationID, named)
 	}
 	return Access{Root: la.Root, Perms: la.Perms & ca.Perms, Policy: ca.Policy, Place: ca.Place, Opts: opts}, nil
 }
 
+// orgSees reports whether the administrators of organization org may
+// read the people of organization other: other is org or one below it.
+// An error reads as no: a name is left out rather than shown.
+func (s *Service) orgSees(ctx context.Context, org, other uint64) bool {
+	if org == other {
+		return true
+	}
+	place, err := s.accounts.OrgPlaceOf(ctx, other)
+	return err == nil && account.Within(place.Chain, org)
+}
+
 // LinkVisitor is the actor of a change made through link l (anon_edit)
 // by c, who is neither its creator nor a subscriber (nil: not signed
-// in): actor_type "sharelink", of org, the organization of the link's
-// creator (whose administrators read it in their list), with no person;
-// a signed-in visitor is named in the text.
+// in, or not to be named): actor_type "sharelink", of org, the
+// organization of the link's creator (whose administrators read it in
+// their list), with no person; a signed-in visitor is named in the text.
 func LinkVisitor(l Link, org uint64, c *account.Caller) account.Actor {
 	text := fmt.Sprintf("a visitor of share link %d", l.ID)
 	if c != nil {

@@ -694,3 +694,64 @@ func TestLinkSubscriberIndexes(t *testing.T) {
 		})
 	}
 }
+
+// TestLinkWriteActor: a write through an anon_edit link names its
+// writer in the activity log (share.LinkVisitor): the creator and a
+// subscriber as themselves, anyone else as the link's visitor, of the
+// creator's organization, with no ids. A signed-in visitor is named only
+// when the creator's organization's administrators, whose lists the
+// record is in, may read them: carol, of an organization that has no
+// part in Acme, was named with her login to Acme's administrators and
+// to alice, for whom Other does not exist.
+func TestLinkWriteActor(t *testing.T) {
+	ctx := context.Background()
+	w, _ := linkWorld(t)
+	yes := true
+	l, err := w.svc.CreateLink(ctx, w.alice, w.aliceRoot.ID, w.aliceRoot.FolderID, true, share.LinkSettings{WriteAccess: &yes, AnonEdit: &yes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.svc.AddSubscriber(ctx, w.alice, l.ID, share.Subscriber{Kind: "person", SubjectID: w.frank.Person.ID, ReadAccess: true, WriteAccess: true}); err != nil {
+		t.Fatal(err)
+	}
+	child, err := w.st.Accounts.CreateOrganization(ctx, account.OrganizationInput{Name: "Branch", ParentID: w.st.Org.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gp, err := w.st.Accounts.CreatePerson(ctx, account.PersonInput{OrganizationID: child.ID, Username: "gina", Email: "gina@example.com", Password: password})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gina := caller(t, w.st, gp.ID)
+	visitor := fmt.Sprintf("a visitor of share link %d", l.ID)
+	for _, tc := range []struct {
+		name     string
+		c        *account.Caller
+		typ      string
+		text     string
+		personID uint64
+		orgID    uint64
+	}{
+		{"the creator", &w.alice, "person", "alice", w.alice.Person.ID, w.st.Org.ID},
+		{"a subscriber", &w.frank, "person", "frank", w.frank.Person.ID, w.st.Org.ID},
+		{"not signed in", nil, "sharelink", visitor, 0, w.st.Org.ID},
+		{"signed in, of the creator's organization", &w.bob, "sharelink", "bob, " + visitor, 0, w.st.Org.ID},
+		{"signed in, of an organization below the creator's", &gina, "sharelink", "gina, " + visitor, 0, w.st.Org.ID},
+		{"signed in, of an organization that has no part in the creator's", &w.carol, "sharelink", visitor, 0, w.st.Org.ID},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			la, err := w.svc.OpenLink(ctx, l.Hash, tc.c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, err := w.svc.LinkWrite(ctx, la, tc.c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, ok := a.Opts.Actor.(account.Actor)
+			if !ok || got.Type != tc.typ || got.Text != tc.text || got.PersonID != tc.personID || got.CompanyID != tc.orgID {
+				t.Errorf("actor %+v, want %s %q, person %d, organization %d", a.Opts.Actor, tc.typ, tc.text, tc.personID, tc.orgID)
+			}
+		})
+	}
+}
