@@ -42,12 +42,28 @@ func TestLocks(t *testing.T) {
 		t.Fatal("still locked after unlock")
 	}
 
+	// The person's own WebDAV lock (another client of theirs, which
+	// only its token opens) blocks their REST writes, so a REST lock of
+	// the file is refused rather than answered as one they already
+	// hold: that 200 was followed by resource_locked on their upload.
+	if _, err := f.fs.Lock(ctx, f.root.ID, fj.ID, vfs.LockRequest{Holder: f.person.Principal(), TokenRequired: true}); err != nil {
+		t.Fatal(err)
+	}
+	st, body := f.postForm(lockPath, nil)
+	wantError(t, st, body, http.StatusConflict, "resource_locked")
+	st, body = f.upload(f.at("/api/2/files/%d/folder/%d/upload", d.ID), "f.txt", strings.NewReader("3"))
+	wantError(t, st, body, http.StatusConflict, "resource_locked")
+	// Their unlock ends their own locks, that one included.
+	if st, body := f.postForm(f.at("/api/2/files/%d/%d/unlock", fj.ID), nil); st != http.StatusOK {
+		t.Fatalf("unlock own WebDAV lock: %d %s", st, body)
+	}
+
 	// Someone else's lock (a WebDAV client's) blocks the person's writes
 	// and their unlock.
 	if _, err := f.fs.Lock(ctx, f.root.ID, fj.ID, vfs.LockRequest{Holder: "webdav:other", TokenRequired: true}); err != nil {
 		t.Fatal(err)
 	}
-	st, body := f.upload(f.at("/api/2/files/%d/folder/%d/upload", d.ID), "f.txt", strings.NewReader("3"))
+	st, body = f.upload(f.at("/api/2/files/%d/folder/%d/upload", d.ID), "f.txt", strings.NewReader("3"))
 	wantError(t, st, body, http.StatusConflict, "resource_locked")
 	st, body = f.postForm(f.at("/api/2/files/%d/%d/rename", fj.ID), url.Values{"name": {"g.txt"}})
 	wantError(t, st, body, http.StatusConflict, "resource_locked")

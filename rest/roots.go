@@ -498,7 +498,11 @@ func (s *server) lock(r *http.Request, a fsAccess, n vfs.Node) error {
 		return err
 	}
 	for _, l := range n.Locks {
-		if l.Holder == a.opts.Principal {
+		// Only a lock of the caller's that REST writes pass counts as
+		// held: the caller's WebDAV lock (another client of theirs)
+		// opens to its token alone, and the 200 it got here was
+		// followed by resource_locked on the caller's own upload.
+		if l.Holder == a.opts.Principal && !l.TokenRequired {
 			if d > 0 {
 				_, err := s.fs.RefreshLock(r.Context(), a.root.ID, n.ID, l.Token, d)
 				return err
