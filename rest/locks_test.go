@@ -27,6 +27,14 @@ func TestLocks(t *testing.T) {
 			t.Fatalf("lock: %d %s", st, body)
 		}
 	}
+	// Locking it again without duration asks for a lock until unlocked,
+	// as a first lock without one is: the 200 left the 600 seconds.
+	if st, body := f.postForm(lockPath, nil); st != http.StatusOK {
+		t.Fatalf("lock without duration: %d %s", st, body)
+	}
+	if n, _ := f.fs.Stat(ctx, f.root.ID, fj.ID); len(n.Locks) != 1 || !n.Locks[0].Expires.IsZero() {
+		t.Fatalf("locks after a lock without duration: %+v, want one that does not expire", n.Locks)
+	}
 	_, body := f.get(f.at("/api/2/files/%d/%d", fj.ID))
 	var got fileJSON
 	decode(t, body, &got)

@@ -474,7 +474,8 @@ func (s *server) unlockRoot(r *http.Request) (any, error) {
 // lock locks n for the caller: exclusive, deep for a folder (it covers
 // everything below), until unlocked or for the optional form field
 // `duration` in seconds. Locking what the caller already holds is a
-// success (and renews the duration when one is given). If-Match,
+// success that renews it to what the request asks (a duration from now,
+// or none). If-Match,
 // If-None-Match and If-Unmodified-Since are judged as for a rename
 // (conditions), and a new lock of a file commits only while the file is
 // at the revision they held for.
@@ -503,7 +504,11 @@ func (s *server) lock(r *http.Request, a fsAccess, n vfs.Node) error {
 		// opens to its token alone, and the 200 it got here was
 		// followed by resource_locked on the caller's own upload.
 		if l.Holder == a.opts.Principal && !l.TokenRequired {
-			if d > 0 {
+			// Held: renewed to what this request asks, d from now or,
+			// without duration, until unlocked (RefreshLock with 0), as
+			// a first lock would be; a lock without duration left an
+			// earlier one's expiry in place and answered 200.
+			if d > 0 || !l.Expires.IsZero() {
 				_, err := s.fs.RefreshLock(r.Context(), a.root.ID, n.ID, l.Token, d)
 				return err
 			}
