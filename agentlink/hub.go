@@ -88,6 +88,10 @@ type Hub struct {
 	relayed chan struct{}
 	// closing is set by Close: the server is stopping.
 	closing atomic.Bool
+	// attaching, when set (by tests), runs in Attach between its first
+	// look at closing and its entry in conns: the window a Close can
+	// fall in while the store records the holder (cluster.attach).
+	attaching func()
 }
 
 type pending struct {
@@ -139,6 +143,9 @@ func (h *Hub) Attach(ctx context.Context, machineID uint64) (*Conn, error) {
 		if err := h.cluster.attach(ctx, c); err != nil {
 			return nil, err
 		}
+	}
+	if h.attaching != nil {
+		h.attaching()
 	}
 	h.mu.Lock()
 	old := h.conns[machineID]
