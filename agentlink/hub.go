@@ -148,6 +148,14 @@ func (h *Hub) Attach(ctx context.Context, machineID uint64) (*Conn, error) {
 		h.attaching()
 	}
 	h.mu.Lock()
+	if h.closing.Load() {
+		// Close came while the store recorded the holder: it listed
+		// conns without c, so c ends here. Its request's Detach
+		// removes the record.
+		h.mu.Unlock()
+		c.once.Do(func() { close(c.gone) })
+		return c, nil
+	}
 	old := h.conns[machineID]
 	h.conns[machineID] = c
 	h.mu.Unlock()
@@ -196,8 +204,11 @@ func (h *Hub) drop(c *Conn) {
 // with any agent connected waited out the whole grace period. Each
 // channel's request still detaches its Conn as it ends (Detach).
 func (h *Hub) Close() {
-	h.closing.Store(true)
 	h.mu.Lock()
+	// Set under mu: an Attach enters its Conn under mu after looking
+	// at closing there, so each Conn is either listed here or ended by
+	// its Attach.
+	h.closing.Store(true)
 	conns := make([]*Conn, 0, len(h.conns))
 	for _, c := range h.conns {
 		conns = append(conns, c)
