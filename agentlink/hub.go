@@ -88,6 +88,10 @@ type Hub struct {
 	relayed chan struct{}
 	// closing is set by Close: the server is stopping.
 	closing atomic.Bool
+	// attaching, when set (by tests), runs in Attach between its first
+	// look at closing and its entry in conns: the window a Close can
+	// fall in while the store records the holder (cluster.attach).
+	attaching func()
 }
 
 type pending struct {
@@ -140,7 +144,18 @@ func (h *Hub) Attach(ctx context.Context, machineID uint64) (*Conn, error) {
 			return nil, err
 		}
 	}
+	if h.attaching != nil {
+		h.attaching()
+	}
 	h.mu.Lock()
+	if h.closing.Load() {
+		// Close came while the store recorded the holder: it listed
+		// conns without c, so c ends here. Its request's Detach
+		// removes the record.
+		h.mu.Unlock()
+		c.once.Do(func() { close(c.gone) })
+		return c, nil
+	}
 	old := h.conns[machineID]
 	h.conns[machineID] = c
 	h.mu.Unlock()
@@ -189,8 +204,11 @@ func (h *Hub) drop(c *Conn) {
 // with any agent connected waited out the whole grace period. Each
 // channel's request still detaches its Conn as it ends (Detach).
 func (h *Hub) Close() {
-	h.closing.Store(true)
 	h.mu.Lock()
+	// Set under mu: an Attach enters its Conn under mu after looking
+	// at closing there, so each Conn is either listed here or ended by
+	// its Attach.
+	h.closing.Store(true)
 	conns := make([]*Conn, 0, len(h.conns))
 	for _, c := range h.conns {
 		conns = append(conns, c)

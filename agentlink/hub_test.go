@@ -218,3 +218,22 @@ func TestClose(t *testing.T) {
 		t.Error("a machine is online after Close")
 	}
 }
+
+// TestCloseDuringAttach: a Close that comes while an Attach is under way
+// (in a cluster, recording the holder takes a store transaction) ends
+// that channel too; it was entered in conns after Close had listed them,
+// and its request held the server's shutdown for the whole grace.
+func TestCloseDuringAttach(t *testing.T) {
+	h := New()
+	h.attaching = h.Close
+	c := attach(t, h, 1)
+	select {
+	case <-c.Gone():
+	case <-time.After(5 * time.Second):
+		t.Fatal("a channel attached while Close ran is not gone")
+	}
+	h.Detach(c)
+	if h.Online(1) {
+		t.Error("the machine is online after Close")
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 )
@@ -60,9 +61,15 @@ func (lh *limitedHandler) Enabled(ctx context.Context, level slog.Level) bool {
 	return lh.h.Enabled(ctx, level)
 }
 
-// Handle passes r on while the window has room, else counts it.
+// panicLine starts the line net/http writes for a handler's panic, with
+// its stack: WebDAV and the share-link pages recover none themselves.
+const panicLine = "http: panic serving"
+
+// Handle passes r on while the window has room, else counts it. A
+// panic's line always passes: any client can fill the window with bad
+// handshakes, and a bug's only trace must not be what it drops.
 func (lh *limitedHandler) Handle(ctx context.Context, r slog.Record) error {
-	if lh.l.admit() {
+	if strings.HasPrefix(r.Message, panicLine) || lh.l.admit() {
 		return lh.h.Handle(ctx, r)
 	}
 	return nil

@@ -339,4 +339,14 @@ func TestErrorLogLimit(t *testing.T) {
 	if got := strings.Count(buf.String(), `"msg":"handshake"`); got != 4 {
 		t.Errorf("%d lines after the window ended, want 4:\n%s", got, buf.String())
 	}
+	// A handler's panic (WebDAV and the pages recover none: net/http
+	// logs it) passes however full the window: a client's flood of bad
+	// handshakes must not hide it.
+	for i := range 5 {
+		logger.Warn("handshake", "i", 12+i)
+	}
+	logger.Warn("http: panic serving 127.0.0.1:1234: boom\ngoroutine 1 [running]:")
+	if !strings.Contains(buf.String(), "http: panic serving") {
+		t.Errorf("a panic's line was left out of a full window:\n%s", buf.String())
+	}
 }

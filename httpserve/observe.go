@@ -75,11 +75,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		Requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "berth_http_requests_total",
-			Help: "HTTP requests served, by route (a REST API route pattern, or /webdav/), method and status.",
+			Help: "HTTP requests served, by route (a REST API or share-link page route pattern, or /webdav/), method and status.",
 		}, []string{"route", "method", "code"}),
 		Duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "berth_http_request_duration_seconds",
-			Help:    "Time to serve an HTTP request, by route (a REST API route pattern, or /webdav/).",
+			Help:    "Time to serve an HTTP request, by route (a REST API or share-link page route pattern, or /webdav/).",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 4, 10),
 		}, []string{"route"}),
 		AbortedStreams: prometheus.NewCounter(prometheus.CounterOpts{

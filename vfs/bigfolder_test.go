@@ -37,6 +37,10 @@ func TestWalksHoldAPage(t *testing.T) {
 			_, err := e.fs.Move(ctx, e.root.ID, dir.ID, to.ID, dir.Name, vfs.WriteOptions{})
 			return err
 		}},
+		{"deep lock", func(dir vfs.Node) error {
+			_, err := e.fs.Lock(ctx, e.root.ID, dir.ID, vfs.LockRequest{Owner: "t", Deep: true, TokenRequired: true})
+			return err
+		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := mk(e.root.FolderID, c.name)

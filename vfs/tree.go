@@ -362,8 +362,11 @@ func held(n int) {
 // folder) in key order, reading them a page at a time: records read a
 // folder's children whole, and a delete, a move's depth check or a copy's
 // size check of a folder of a million files held a million records at
-// once. fn may read tx and recurse; what tx writes meanwhile is not
-// seen by the pages after (each page starts after the last key read).
+// once. fn may read tx and recurse, but must not write under prefix:
+// each page starts at the first key the page before did not read, and
+// a transaction's scans see its own writes (Badger's pending writes), so
+// a key fn set past that point would be read (a renamed child, twice).
+// None of its callers writes during the walk.
 func eachRecord(tx kv.Txn, prefix []byte, fn func(nodeRec) error) error {
 	var start []byte
 	page := make([]nodeRec, 0, min(recordPage, 16))

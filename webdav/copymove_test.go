@@ -403,3 +403,40 @@ func TestMoveAcrossRootsClientGone(t *testing.T) {
 		t.Errorf("the moved tree is in both roots: source %+v, %v", n, err)
 	}
 }
+
+// TestMoveAcrossRootsSourceLockedMeanwhile: the delete that ends a MOVE
+// into another root can still be refused on its own: here a lock another
+// client took on a file of the source while the copy ran. The MOVE
+// answers 423 and the item is in both roots, nothing lost (docs/api.md,
+// the MOVE between two roots).
+func TestMoveAcrossRootsSourceLockedMeanwhile(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	svc, ac, team := f.orgShare("Team")
+	if _, err := svc.SetSubscribers(ctx, ac, f.org.ID, team.ID, share.Subscribers{Persons: []share.Entry{
+		{ID: f.person.ID, Channel: "webdav", Role: "COLLABORATOR"},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	st, _, b := f.do("MKCOL", "/tree", nil)
+	want(t, "MKCOL", st, http.StatusCreated, b)
+	st, _, b = f.do("PUT", "/tree/a.txt", strings.NewReader("hello"))
+	want(t, "PUT", st, http.StatusCreated, b)
+	a, err := f.lookup("/tree/a.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	webdav.CopiedForMove(f.h, func() {
+		if _, err := f.fs.Lock(ctx, f.root.ID, a.ID, vfs.LockRequest{Owner: "another client", TokenRequired: true}); err != nil {
+			t.Error(err)
+		}
+	})
+	st, _, b = f.do("MOVE", "/tree/", nil, "Destination", f.srv.URL+"/webdav/Team/tree/")
+	want(t, "MOVE", st, http.StatusLocked, b)
+	if _, err := f.fs.Lookup(ctx, team.ID, "/tree/a.txt"); err != nil {
+		t.Errorf("the copy is not in the share: %v", err)
+	}
+	if _, err := f.lookup("/tree/a.txt"); err != nil {
+		t.Errorf("the source is gone: %v", err)
+	}
+}
