@@ -42,6 +42,7 @@ const (
 	VFSOwned   = "A/" // what the staged uploads of one owner reserve, by root
 	// Every capital letter is taken: later vfs prefixes take the stem "vfs".
 	VFSOwnerStaged = "vfsownstaged/" // how many staged uploads one owner has in progress
+	VFSPropSize    = "vfspropsize/"  // the bytes of an item's dead properties its root's usage counts
 )
 
 // Prefixes of account (account/keys.go).
@@ -175,6 +176,7 @@ func Prefixes() []Prefix {
 		{"vfs", VFSDoomed},
 		{"vfs", VFSOwned},
 		{"vfs", VFSOwnerStaged},
+		{"vfs", VFSPropSize},
 
 		{"account", AccountOrg},
 		{"account", AccountPerson},

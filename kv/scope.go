@@ -19,8 +19,9 @@ func Content(key []byte) bool {
 	}
 	// vfs's later prefixes take the stem "vfs" (every capital letter is
 	// taken): a staged upload's count per owner is changed by uploads,
-	// as the letters' records are.
-	for _, p := range []string{VFSOwnerStaged, ActivityRecord, ActivityOrg, ActivityPerson} {
+	// as the letters' records are, and an item's counted property bytes
+	// by PROPPATCH, as its P/ records are.
+	for _, p := range []string{VFSOwnerStaged, VFSPropSize, ActivityRecord, ActivityOrg, ActivityPerson} {
 		if len(key) >= len(p) && string(key[:len(p)]) == p {
 			return true
 		}

@@ -92,7 +92,8 @@ func (fs *FS) CopyEmpty(ctx context.Context, root, id, dst, parent uint64, name 
 			return err
 		}
 		rec := nodeRec{ID: newID, Root: dst, Parent: parent, Name: name, Dir: true, Created: now, Modified: now}
-		if err := fs.copyNode(ctx, tx, src, rec, locRec{Root: dst, Parent: parent, Name: name}, nil, true, now); err != nil {
+		propSize, err := fs.copyNode(ctx, tx, src, rec, locRec{Root: dst, Parent: parent, Name: name}, nil, true, now)
+		if err != nil {
 			return err
 		}
 		if err := takeOverLocks(tx, newID, replaced, now); err != nil {
@@ -100,7 +101,10 @@ func (fs *FS) CopyEmpty(ctx context.Context, root, id, dst, parent uint64, name 
 		}
 		d := replaced.usage
 		d.Folders++
-		if err := fs.addUsage(ctx, tx, dst, d, limits{}); err != nil {
+		d.PropSize += propSize
+		// The properties copied grow the root: checked, as a
+		// PROPPATCH's are.
+		if err := fs.addUsage(ctx, tx, dst, d, limitsOf(opts)); err != nil {
 			return err
 		}
 		return fs.journal(ctx, tx, OpCopy, opts.Actor, Event{RootID: dst, NodeID: newID, ParentID: parent, Name: name, Dir: true})
@@ -283,9 +287,11 @@ func (fs *FS) copyTree(ctx context.Context, tx kv.Txn, src nodeRec, root, parent
 		u.Files++
 		u.HeadSize += rec.Size
 	}
-	if err := fs.copyNode(ctx, tx, src, rec, locRec{Root: root, Parent: parent, Name: name}, nil, true, now); err != nil {
+	propSize, err := fs.copyNode(ctx, tx, src, rec, locRec{Root: root, Parent: parent, Name: name}, nil, true, now)
+	if err != nil {
 		return 0, err
 	}
+	u.PropSize += propSize
 	if !src.Dir {
 		return id, nil
 	}
@@ -309,19 +315,19 @@ func (fs *FS) copyTree(ctx context.Context, tx kv.Txn, src nodeRec, root, parent
 // chunks of src's current one. With pinned set, the chunk counts are held
 // by that intent's parts already, and handed to the revision. Without
 // props, src is known to have no dead properties, and none are looked for.
-func (fs *FS) copyNode(ctx context.Context, tx kv.Txn, src, rec nodeRec, loc locRec, pinned *intent, props bool, now int64) error {
+func (fs *FS) copyNode(ctx context.Context, tx kv.Txn, src, rec nodeRec, loc locRec, pinned *intent, props bool, now int64) (int64, error) {
 	if !src.Dir {
 		var rev revRec
 		if err := get(tx, revKey(src.ID, src.Rev), &rev, fmt.Errorf("%w: revision %d", ErrNotExist, src.Rev)); err != nil {
-			return err
+			return 0, err
 		}
 		var err error
 		if rec.Rev, err = fs.db.NextID(ctx, "revision"); err != nil {
-			return err
+			return 0, err
 		}
 		rev.ID, rev.File, rev.Created = rec.Rev, rec.ID, now
 		if err := put(tx, revKey(rec.ID, rec.Rev), rev); err != nil {
-			return err
+			return 0, err
 		}
 		if pinned != nil {
 			err = pinned.handOver(tx)
@@ -329,7 +335,7 @@ func (fs *FS) copyNode(ctx context.Context, tx kv.Txn, src, rec nodeRec, loc loc
 			err = addRefs(tx, rev.Chunks, 1)
 		}
 		if err != nil {
-			return err
+			return 0, err
 		}
 	}
 	if rec.Dir {
@@ -340,13 +346,13 @@ func (fs *FS) copyNode(ctx context.Context, tx kv.Txn, src, rec nodeRec, loc loc
 		startEmpty(tx, rec.ID)
 	}
 	if err := saveNode(tx, rec, loc); err != nil {
-		return err
+		return 0, err
 	}
 	if err := setModified(tx, rec, nil); err != nil {
-		return err
+		return 0, err
 	}
 	if !props {
-		return nil
+		return 0, nil
 	}
 	return copyProps(tx, src.ID, rec.ID)
 }
@@ -488,8 +494,9 @@ func (fs *FS) copyStaged(ctx context.Context, root, id, dst, parent uint64, name
 			pinned = in
 		}
 		var n int
+		var batchProps int64
 		err := fs.update(ctx, func(tx kv.Txn) error {
-			n = 0
+			n, batchProps = 0, 0
 			for w, size := 0, 0; i+n < len(plan); n++ {
 				it := plan[i+n]
 				c := it.cost
@@ -519,9 +526,11 @@ func (fs *FS) copyStaged(ctx context.Context, root, id, dst, parent uint64, name
 				// sorts every write of it first (Badger's pending
 				// writes iterator): copying a tree of 100,000 files
 				// spent four fifths of its time there.
-				if err := fs.copyNode(ctx, tx, it.src, rec, loc, p, c.props > 0, now); err != nil {
+				propSize, err := fs.copyNode(ctx, tx, it.src, rec, loc, p, c.props > 0, now)
+				if err != nil {
 					return err
 				}
+				batchProps += propSize
 			}
 			return nil
 		})
@@ -530,6 +539,7 @@ func (fs *FS) copyStaged(ctx context.Context, root, id, dst, parent uint64, name
 		}
 		in.parts = nil // handed to the revision written
 		i += n
+		d.PropSize += batchProps
 		fs.between(OpCopy)
 	}
 	var replaced replacement

@@ -167,6 +167,9 @@ func (fs *FS) Audit(ctx context.Context, root uint64) (Usage, error) {
 				return fmt.Errorf("node %d: %w", id, err)
 			}
 			if rec.Parent == 0 {
+				if err := countProps(tx, rec, &u); err != nil {
+					return err
+				}
 				continue
 			}
 			if !rec.Dir {

@@ -39,7 +39,8 @@ func (fs *FS) TallyRecount(ctx context.Context, tally uint64) (Usage, error) {
 			n++
 			sum.add(usageRec{Files: a.FileCount, HeadSize: a.HeadSize, Revisions: a.RevisionCount,
 				RevisionSize: a.RevisionSize, DelFiles: a.DelFileCount, DelRevisions: a.DelRevisionCount,
-				DeletedSize: a.DeletedSize, Folders: a.FolderCount})
+				DeletedSize: a.DeletedSize, Folders: a.FolderCount,
+				PropSize: a.PhysicalSize - a.HeadSize - a.RevisionSize - a.DeletedSize})
 		}
 	}
 	p := sum.public()

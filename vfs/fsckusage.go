@@ -18,6 +18,9 @@ const usageCheckBatch = 1024
 // the changes that made it added it to its root's usage (usage.go): gone
 // is whether it or a folder above it is deleted.
 func countItem(tx kv.Txn, rec nodeRec, gone bool, u *usageRec) error {
+	if err := countProps(tx, rec, u); err != nil {
+		return err
+	}
 	if rec.Dir {
 		if !gone {
 			u.Folders++
@@ -39,6 +42,15 @@ func countItem(tx kv.Txn, rec nodeRec, gone bool, u *usageRec) error {
 		u.RevisionSize += total - rec.Size
 	}
 	return nil
+}
+
+// countProps adds to u the bytes of rec's dead properties that the usage
+// counts (countedProps), whether rec is live or deleted: they are stored
+// until it is purged.
+func countProps(tx kv.Txn, rec nodeRec, u *usageRec) error {
+	n, err := countedProps(tx, rec.ID)
+	u.PropSize += n
+	return err
 }
 
 // itemsOnly is u without what no item recount gives: the roots of a
@@ -141,8 +153,14 @@ func checkUsage(tx kv.Txn) (badRoots, badTallies []uint64, err error) {
 			if err != nil {
 				return nil, nil, fmt.Errorf("vfs: item %d: %w", id, err)
 			}
-			if rec.Parent == 0 || rec.Staged {
-				continue // a top folder; an item of a copy not finished
+			if rec.Staged {
+				continue // an item of a copy not finished
+			}
+			if rec.Parent == 0 { // a top folder: its properties alone
+				if err := countProps(tx, rec, recount[rec.Root]); err != nil {
+					return nil, nil, err
+				}
+				continue
 			}
 			g, err := goneOf(rec.Parent, 0)
 			g = g || rec.Deleted != 0

@@ -95,6 +95,9 @@ const (
 	pOwned   = kv.VFSOwned
 	// pOwnerStaged counts the staged uploads in progress of one owner.
 	pOwnerStaged = kv.VFSOwnerStaged
+	// pPropSize holds the bytes of an item's dead properties that its
+	// root's usage counts (props.go).
+	pPropSize = kv.VFSPropSize
 )
 
 var keyClean = []byte(kv.VFSMarker + "clean")
@@ -144,7 +147,8 @@ func timeKeyNode(k []byte) uint64 {
 	return binary.BigEndian.Uint64(k[len(k)-9 : len(k)-1])
 }
 
-func propPrefix(node uint64) []byte { return key(pProp, node) }
+func propPrefix(node uint64) []byte  { return key(pProp, node) }
+func propSizeKey(node uint64) []byte { return key(pPropSize, node) }
 func propKey(node uint64, name string) []byte {
 	return append(keyRoom(len(name), pProp, node), name...)
 }

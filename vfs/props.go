@@ -73,28 +73,55 @@ func (fs *FS) PatchProps(ctx context.Context, root, id uint64, set map[string][]
 				return err
 			}
 		}
-		if len(set) == 0 {
-			return nil // removing never passes a bound
+		count, size, err := propsSize(tx, id)
+		if err != nil {
+			return err
 		}
-		return checkPropLimits(tx, id)
+		if len(set) > 0 { // removing never passes a bound
+			if err := checkPropLimits(count, size); err != nil {
+				return err
+			}
+		}
+		counted, err := countedProps(tx, id)
+		if err != nil {
+			return err
+		}
+		if len(set) == 0 {
+			// Properties stored before they were counted stay
+			// uncounted: a removal never grows the usage, so it is
+			// never refused.
+			size = min(size, counted)
+		}
+		if size == counted {
+			return nil
+		}
+		if err := setCountedProps(tx, id, size); err != nil {
+			return err
+		}
+		// The root's usage and its quotas count what the properties
+		// grow by, as a write's bytes: at its quota a tenant stored
+		// 64 KiB more on every empty folder it made.
+		return fs.addUsage(ctx, tx, root, usageRec{PropSize: size - counted}, limitsOf(opts))
 	})
 }
 
-// checkPropLimits returns ErrMetadataLimit when the dead properties of
-// the node id, as the transaction sees them, are over MaxProps or
-// MaxPropsBytes. Counting after the writes makes a replaced value count
-// once and a removed one not at all.
-func checkPropLimits(tx kv.Txn, id uint64) error {
+// propsSize returns how many dead properties the node id has, as the
+// transaction sees them, and the bytes of their names and values.
+func propsSize(tx kv.Txn, id uint64) (count int, size int64, err error) {
 	prefix := propPrefix(id)
-	count, size := 0, 0
-	err := tx.Scan(prefix, nil, func(k, v []byte) error {
+	err = tx.Scan(prefix, nil, func(k, v []byte) error {
 		count++
-		size += len(k) - len(prefix) + len(v)
+		size += int64(len(k) - len(prefix) + len(v))
 		return nil
 	})
+	return count, size, err
+}
+
+// checkPropLimits returns ErrMetadataLimit when count dead properties of
+// size bytes (propsSize, after the writes: a replaced value counts once
+// and a removed one not at all) are over MaxProps or MaxPropsBytes.
+func checkPropLimits(count int, size int64) error {
 	switch {
-	case err != nil:
-		return err
 	case count > MaxProps:
 		return fmt.Errorf("%w: %d dead properties, at most %d", ErrMetadataLimit, count, MaxProps)
 	case size > MaxPropsBytes:
@@ -103,19 +130,42 @@ func checkPropLimits(tx kv.Txn, id uint64) error {
 	return nil
 }
 
-// copyProps gives the node dst a copy of every dead property of src.
-func copyProps(tx kv.Txn, src, dst uint64) error {
+// countedProps returns the bytes of the node id's dead properties that
+// its root's usage counts (usageRec.PropSize). Properties stored by a
+// berth that did not count them are not, until a PROPPATCH sets one.
+func countedProps(tx kv.Txn, id uint64) (int64, error) {
+	var n int64
+	err := get(tx, propSizeKey(id), &n, nil)
+	return n, err
+}
+
+// setCountedProps records that the usage counts n bytes of the node id's
+// dead properties; 0 removes the record.
+func setCountedProps(tx kv.Txn, id uint64, n int64) error {
+	if n <= 0 {
+		return tx.Delete(propSizeKey(id))
+	}
+	return put(tx, propSizeKey(id), n)
+}
+
+// copyProps gives the node dst a copy of every dead property of src, and
+// returns their bytes, which the copy's usage counts (dst's counted
+// record says so).
+func copyProps(tx kv.Txn, src, dst uint64) (int64, error) {
 	props, err := propKeys(tx, src)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	prefix := propPrefix(src)
+	var size int64
 	for _, kvp := range props {
-		if err := tx.Set(propKey(dst, string(kvp[0][len(prefix):])), kvp[1]); err != nil {
-			return err
+		name := kvp[0][len(prefix):]
+		if err := tx.Set(propKey(dst, string(name)), kvp[1]); err != nil {
+			return 0, err
 		}
+		size += int64(len(name) + len(kvp[1]))
 	}
-	return nil
+	return size, setCountedProps(tx, dst, size)
 }
 
 // propKeys returns copies of the keys and values of a node's properties;

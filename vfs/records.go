@@ -101,9 +101,17 @@ type usageRec struct {
 	// (staged.go): not stored yet, so not in physical(), but held
 	// against the quotas (held()).
 	Reserved int64 `cbor:"10,keyasint,omitempty"`
+	// PropSize is the bytes of the items' dead properties (names and
+	// values, live and deleted items alike) that PROPPATCH and copies
+	// stored: they are stored as much as a file's bytes, and were counted
+	// by no quota, so a tenant at its quota kept storing 64 KiB on every
+	// empty folder it made.
+	PropSize int64 `cbor:"11,keyasint,omitempty"`
 }
 
-func (u usageRec) physical() int64 { return u.HeadSize + u.RevisionSize + u.DeletedSize }
+func (u usageRec) physical() int64 {
+	return u.HeadSize + u.RevisionSize + u.DeletedSize + u.PropSize
+}
 
 // held is what the quotas see: the bytes stored and those reserved.
 func (u usageRec) held() int64 { return u.physical() + u.Reserved }

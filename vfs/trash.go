@@ -459,6 +459,17 @@ func purgeNode(ctx context.Context, tx kv.Txn, it purgeItem, u *usageRec, un *un
 		}
 	}
 	un.used += len(it.props)
+	// What the usage counts of them leaves it with them.
+	counted, err := countedProps(tx, rec.ID)
+	if err != nil {
+		return false, err
+	}
+	if counted > 0 {
+		if err := tx.Delete(propSizeKey(rec.ID)); err != nil {
+			return false, err
+		}
+		u.PropSize -= counted
+	}
 	names, err := unindex(tx, rec.Root, rec.ID)
 	if err != nil {
 		return false, err

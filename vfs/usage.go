@@ -35,6 +35,7 @@ func (u *usageRec) add(d usageRec) {
 	u.Folders += d.Folders
 	u.Roots += d.Roots
 	u.Reserved += d.Reserved
+	u.PropSize += d.PropSize
 }
 
 // neg is -u, what takes u out of a sum.
@@ -42,7 +43,7 @@ func (u usageRec) neg() usageRec {
 	return usageRec{
 		Files: -u.Files, HeadSize: -u.HeadSize, Revisions: -u.Revisions, RevisionSize: -u.RevisionSize,
 		DelFiles: -u.DelFiles, DelRevisions: -u.DelRevisions, DeletedSize: -u.DeletedSize,
-		Folders: -u.Folders, Roots: -u.Roots, Reserved: -u.Reserved,
+		Folders: -u.Folders, Roots: -u.Roots, Reserved: -u.Reserved, PropSize: -u.PropSize,
 	}
 }
 

@@ -233,6 +233,68 @@ func TestTallyQuota(t *testing.T) {
 	e.checkClean(t)
 }
 
+// Dead properties are stored bytes, counted in the usage and held to the
+// quotas as a file's are: a tenant at its quota stored 64 KiB more on
+// every empty folder it made (PROPPATCH), and copies of such folders,
+// with no quota seeing any of it. Purging the item gives them back.
+func TestPropsQuota(t *testing.T) {
+	e, a, _ := tallyEnv(t)
+	q := vfs.WriteOptions{Quotas: []vfs.Quota{{Tally: 9, Bytes: 70000}}}
+	if _, err := e.fs.WriteFile(ctx, a.ID, a.FolderID, "used", bytes.NewReader(randBytes(1, 60000)), q); err != nil {
+		t.Fatal(err)
+	}
+	p, err := e.fs.Mkdir(ctx, a.ID, a.FolderID, "p", q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const name = "{urn:z}blob"
+	blob := func(n int) map[string][]byte { return map[string][]byte{name: bytes.Repeat([]byte("x"), n)} }
+	copied := func(dst string) error {
+		_, err := e.fs.Copy(ctx, a.ID, p.ID, a.ID, a.FolderID, dst, q)
+		return err
+	}
+	var c vfs.Node // the copy, once made
+	copiedEmpty := func(dst string) error {
+		_, err := e.fs.CopyEmpty(ctx, a.ID, p.ID, a.ID, a.FolderID, dst, q)
+		return err
+	}
+	cases := []struct {
+		name     string
+		do       func() error
+		want     error
+		physical int64 // the tally's bytes after
+	}{
+		{"props past the quota", func() error { return e.fs.PatchProps(ctx, a.ID, p.ID, blob(30000), nil, q) }, vfs.ErrQuotaExceeded, 60000},
+		{"props that fit", func() error { return e.fs.PatchProps(ctx, a.ID, p.ID, blob(4000), nil, q) }, nil, 64000 + int64(len(name))},
+		{"replaced by larger", func() error { return e.fs.PatchProps(ctx, a.ID, p.ID, blob(5000), nil, q) }, nil, 65000 + int64(len(name))},
+		{"a copy of them past the quota", func() error { return copied("c") }, vfs.ErrQuotaExceeded, 65000 + int64(len(name))},
+		{"an empty copy past the quota", func() error { return copiedEmpty("c") }, vfs.ErrQuotaExceeded, 65000 + int64(len(name))},
+		{"on the top folder past the quota", func() error { return e.fs.PatchProps(ctx, a.ID, a.FolderID, blob(5000), nil, q) }, vfs.ErrQuotaExceeded, 65000 + int64(len(name))},
+		{"shrunk", func() error { return e.fs.PatchProps(ctx, a.ID, p.ID, blob(1000), nil, q) }, nil, 61000 + int64(len(name))},
+		{"then copied", func() error { return copied("c") }, nil, 62000 + 2*int64(len(name))},
+		{"and copied empty", func() error { return copiedEmpty("d") }, nil, 63000 + 3*int64(len(name))},
+		{"removed at the quota", func() error {
+			return e.fs.PatchProps(ctx, a.ID, p.ID, nil, []string{name}, vfs.WriteOptions{Quotas: []vfs.Quota{{Tally: 9, Bytes: 1}}})
+		}, nil, 62000 + 2*int64(len(name))},
+		{"deleted, still stored", func() error {
+			c = mustLookup(t, &env{fs: e.fs, root: a}, "/c")
+			return e.fs.Delete(ctx, a.ID, c.ID, q)
+		}, nil, 62000 + 2*int64(len(name))},
+		{"purged", func() error { return e.fs.Purge(ctx, a.ID, c.ID) }, nil, 61000 + int64(len(name))},
+	}
+	for _, c := range cases {
+		if err := c.do(); !errors.Is(err, c.want) {
+			t.Fatalf("%s: %v, want %v", c.name, err, c.want)
+		}
+		checkTally(t, e, c.name, 9, 2, c.physical)
+		u, err := e.fs.Usage(ctx, a.ID)
+		if err != nil || u.PhysicalSize != c.physical {
+			t.Fatalf("%s: root usage %d bytes (%v), want %d", c.name, u.PhysicalSize, err, c.physical)
+		}
+	}
+	e.checkClean(t)
+}
+
 // Concurrent writers to two roots under one tally quota cannot pass it
 // together: each checked write reads and writes the tally's marker.
 func TestTallyQuotaConcurrent(t *testing.T) {
