@@ -237,8 +237,9 @@ type HTTP struct {
 	// metrics); those past it are closed unanswered.
 	// Trusted proxies are not counted. 0: no bound.
 	MaxConnsPerAddress int `mapstructure:"max_conns_per_address"`
-	// MaxHeaderBytes bounds a request's line and headers together; past
-	// it the request is answered 431. net/http's own bound, 1 MiB, let
+	// MaxHeaderBytes bounds a request's line and headers together (net/http
+	// reads 4 KiB more before it checks); past that the request is
+	// answered 431. net/http's own bound, 1 MiB, let
 	// the connections of one address (MaxConnsPerAddress) hold a
 	// gigabyte of headers in flight for the 10 s header timeout: 300
 	// connections took berth from 48 to 350 MiB. Browsers, sync clients
@@ -628,7 +629,7 @@ func options() []option {
 		{key: "two_step.issuer", def: "berth", usage: "name of berth in authenticator apps"},
 		{key: "two_step.code_ttl", def: 10 * time.Minute, usage: "how long an e-mail or text-message two-step code is valid"},
 		{key: "http.trusted_proxies", def: "", usage: "reverse proxies (addresses, CIDR networks, comma-separated) whose X-Forwarded-For is believed (empty: none)"},
-		{key: "http.max_header_bytes", def: ByteSize(64 << 10), usage: "bound on a request's line and headers together; past it the request is answered 431 (4KiB to 1MiB)"},
+		{key: "http.max_header_bytes", def: ByteSize(64 << 10), usage: "bound on a request's line and headers together; net/http allows 4KiB more, and past that answers 431 (4KiB to 1MiB)"},
 		{key: "http.max_conns_per_address", def: 1024, usage: "connections one client address (an IPv6 /64) may hold at once on each listener, trusted proxies not counted (0: no bound)"},
 		{key: "smtp.host", def: "", usage: "SMTP server that e-mail goes through (empty: no e-mail is sent)"},
 		{key: "smtp.port", def: 587, usage: "SMTP server port (587 for starttls, 465 for tls)"},
