@@ -41,25 +41,41 @@ func TestDataFormatMarker(t *testing.T) {
 		t.Fatal(err)
 	}
 	st.close(log)
-	if b, err := os.ReadFile(marker); err != nil || string(b) != "1\n" {
-		t.Fatalf("marker of a new directory: %q, %v; want \"1\\n\"", b, err)
+	if b, err := os.ReadFile(marker); err != nil || string(b) != "2\n" {
+		t.Fatalf("marker of a new directory: %q, %v; want \"2\\n\"", b, err)
 	}
 
-	// A directory written before the marker existed.
-	if err := os.Remove(marker); err != nil {
-		t.Fatal(err)
-	}
-	st, err = openStores(ctx, cfg, log, nil)
-	if err != nil {
-		t.Fatalf("opening a directory without a marker: %v", err)
-	}
-	f, err := st.files.Lookup(ctx, root.ID, "/kept.txt")
-	st.close(log)
-	if err != nil || f.Size != 4 {
-		t.Fatalf("kept.txt after reopening: %+v, %v", f, err)
-	}
-	if b, err := os.ReadFile(marker); err != nil || string(b) != "1\n" {
-		t.Fatalf("marker after reopening: %q, %v", b, err)
+	// A directory written before the marker existed, and one the
+	// release before (4a23093, format 1) wrote: both open with their
+	// files and are marked format 2, so that release refuses them after
+	// (it would rewrite usage ledgers without their dead-property bytes).
+	for _, old := range []struct {
+		name   string
+		marker []byte // nil: none
+	}{
+		{"no marker", nil},
+		{"format 1", []byte("1\n")},
+	} {
+		if err := os.Remove(marker); err != nil {
+			t.Fatal(err)
+		}
+		if old.marker != nil {
+			if err := os.WriteFile(marker, old.marker, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		st, err = openStores(ctx, cfg, log, nil)
+		if err != nil {
+			t.Fatalf("%s: opening: %v", old.name, err)
+		}
+		f, err := st.files.Lookup(ctx, root.ID, "/kept.txt")
+		st.close(log)
+		if err != nil || f.Size != 4 {
+			t.Fatalf("%s: kept.txt after reopening: %+v, %v", old.name, f, err)
+		}
+		if b, err := os.ReadFile(marker); err != nil || string(b) != "2\n" {
+			t.Fatalf("%s: marker after reopening: %q, %v; want \"2\\n\"", old.name, b, err)
+		}
 	}
 
 	manifest := filepath.Join(cfg.Data, "meta", "MANIFEST")
@@ -71,7 +87,7 @@ func TestDataFormatMarker(t *testing.T) {
 		marker, want string
 		newer        bool
 	}{
-		{"2\n", "format 2", true},
+		{"3\n", "format 3", true},
 		{"999", "format 999", true},
 		{"banana\n", `"banana\n"`, false},
 		{"0\n", `"0\n"`, false},
