@@ -19,7 +19,14 @@ import (
 // that an upgrade never meets data it half understands and a downgrade is
 // refused before anything is opened, instead of rewriting records the
 // newer berth wrote.
-const dataFormat = 1
+//
+// Format 2 counts dead properties' bytes in the usage ledgers (a field
+// format 1 does not know, which a berth of format 1 drops from every
+// ledger shard it rewrites, leaving the ledger short or negative) and in
+// the items' vfspropsize records (which it does not keep up as it sets
+// or removes properties). Format 1 reads as format 2 unchanged: the
+// properties stored before count from their item's next PROPPATCH.
+const dataFormat = 2
 
 // formatFile names the marker in the data directory. It is a plain file,
 // not a key in meta/, so that it can be read before Badger opens the
@@ -30,19 +37,23 @@ const formatFile = "format"
 var errNewerFormat = errors.New("data directory written by a newer berth")
 
 // checkFormat reads the data directory's format marker, refusing formats
-// this berth does not know, and writes the marker where it is missing.
-// Every directory without one is format 1: a new one, or one from a
-// berth before the marker existed, which wrote format 1 without saying so.
-// (When format 2 comes, a missing marker still means 1 if meta/ holds
-// data.)
+// this berth does not know, and writes this berth's format where the
+// marker is missing or older. Every directory without one is format 1: a
+// new one, or one from a berth before the marker existed, which wrote
+// format 1 without saying so. Format 1 needs no conversion to 2 (see
+// dataFormat), only the marker, written before anything is opened so
+// that a berth of format 1 refuses the directory from then on.
 func checkFormat(dir string) error {
 	name := filepath.Join(dir, formatFile)
-	b, err := os.ReadFile(name)
-	if errors.Is(err, fs.ErrNotExist) {
+	mark := func() error {
 		if err := atomicfile.WriteFile(name, []byte(strconv.Itoa(dataFormat)+"\n"), 0o600); err != nil {
 			return fmt.Errorf("writing the data format marker: %w", err)
 		}
 		return nil
+	}
+	b, err := os.ReadFile(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return mark()
 	}
 	if err != nil {
 		return fmt.Errorf("reading the data format marker: %w", err)
@@ -54,6 +65,9 @@ func checkFormat(dir string) error {
 	if n > dataFormat {
 		return fmt.Errorf("%w: %s is format %d and this berth (%s) reads format %d; run the newer berth, or restore a backup this one made",
 			errNewerFormat, dir, n, buildVersion(), dataFormat)
+	}
+	if n < dataFormat {
+		return mark()
 	}
 	return nil
 }
