@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -177,19 +178,27 @@ func TestTwoNodesRaces(t *testing.T) {
 		if st, _, err := a.dav("MKCOL", "doomed", nil); err != nil || st != 201 {
 			t.Fatalf("MKCOL: %d %v", st, err)
 		}
+		// The body's second half goes out only once A has answered the
+		// DELETE: sent over a fixed time, the upload could end before a
+		// DELETE slow on a loaded machine, and rightly be stored.
 		body := content(7, 2<<20)
+		pr, pw := io.Pipe()
 		done := make(chan int, 1)
 		go func() {
-			st, err := b.slowUpload("doomed/late.bin", body, 3*time.Second, true)
+			st, _, err := b.dav(http.MethodPut, "doomed/late.bin", pr)
 			if err != nil {
 				st = -1
 			}
+			pr.CloseWithError(errors.New("answered")) // unblocks the writes below
 			done <- st
 		}()
-		time.Sleep(time.Second)
+		pw.Write(body[:1<<20]) // B's PUT is under way
 		if st, _, err := a.dav(http.MethodDelete, "doomed", nil); err != nil || st != 204 {
+			pw.CloseWithError(errors.New("the DELETE failed"))
 			t.Fatalf("DELETE of the folder on A: %d %v", st, err)
 		}
+		pw.Write(body[1<<20:])
+		pw.Close()
 		st := <-done
 		t.Logf("B's upload into the deleted folder: %d", st)
 		if st == 201 || st == 204 {
