@@ -185,17 +185,19 @@ func TestXML(t *testing.T) {
 			f := newFixture(t)
 			st, _, body := f.do("PUT", "/x.txt", strings.NewReader("x"))
 			want(t, "PUT", st, http.StatusCreated, body)
-			var pipes []*io.PipeWriter
+			pipes := make([]*io.PipeWriter, webdav.DefaultMaxXMLBodies)
 			// Before the server's Close, which waits for them.
 			t.Cleanup(func() {
 				for _, pw := range pipes {
 					pw.CloseWithError(errors.New("gone"))
 				}
 			})
-			done := make(chan int, webdav.DefaultMaxXMLBodies)
-			for range webdav.DefaultMaxXMLBodies {
+			type result struct{ slow, status int }
+			done := make(chan result, 2*webdav.DefaultMaxXMLBodies)
+			// slow starts the slow body i: its head, then nothing.
+			slow := func(i int) {
 				pr, pw := io.Pipe()
-				pipes = append(pipes, pw)
+				pipes[i] = pw
 				req, err := http.NewRequest("PROPFIND", f.url("/x.txt"), pr)
 				if err != nil {
 					t.Fatal(err)
@@ -205,20 +207,33 @@ func TestXML(t *testing.T) {
 				go func() {
 					resp, err := f.client.Do(req)
 					if err != nil {
-						done <- 0
+						done <- result{i, 0}
 						return
 					}
 					io.Copy(io.Discard, resp.Body)
 					resp.Body.Close()
-					done <- resp.StatusCode
+					done <- result{i, resp.StatusCode}
 				}()
 				if _, err := pw.Write([]byte(`<D:propfind xmlns:D="DAV:"><D:prop>`)); err != nil {
 					t.Fatal(err)
 				}
 			}
+			for i := range webdav.DefaultMaxXMLBodies {
+				slow(i)
+			}
 			full := `<D:propfind xmlns:D="DAV:"><D:prop><D:getetag/></D:prop></D:propfind>`
-			// Until the server reads each of them, a body is let in.
+			// Until the server reads each of them, a body is let in. A
+			// slow one that came while a probe held its place was
+			// refused: it is sent again, or the bound would never fill.
 			for end := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+				select {
+				case r := <-done:
+					if r.status != http.StatusServiceUnavailable {
+						t.Fatalf("slow body %d: status %d before it ended", r.slow, r.status)
+					}
+					slow(r.slow)
+				default:
+				}
 				st, _, body = f.do("PROPFIND", "/x.txt", strings.NewReader(full), "Depth", "0")
 				if st != http.StatusMultiStatus || time.Now().After(end) {
 					break
@@ -233,7 +248,11 @@ func TestXML(t *testing.T) {
 			want(t, "another person's body", st, http.StatusMultiStatus, body)
 			pipes[0].Write([]byte(`</D:prop></D:propfind>`))
 			pipes[0].Close()
-			want(t, "the first body, ended", <-done, http.StatusMultiStatus, "")
+			r := <-done
+			if r.slow != 0 {
+				t.Fatalf("slow body %d ended (status %d) before the first", r.slow, r.status)
+			}
+			want(t, "the first body, ended", r.status, http.StatusMultiStatus, "")
 			st, _, body = f.do("PROPFIND", "/x.txt", strings.NewReader(full), "Depth", "0")
 			want(t, "a body once one ended", st, http.StatusMultiStatus, body)
 		}},
