@@ -514,32 +514,27 @@ func TestMachineDeleteDuringChild(t *testing.T) {
 // inside the other.
 func TestMachineSetupAlongside(t *testing.T) {
 	ctx := context.Background()
+	// mapping and backup make one of the machine's set-up, of root at path.
+	mapping := func(path string, root uint64) func(s *Service, m Machine) error {
+		return func(s *Service, m Machine) error {
+			_, err := s.CreateMapping(ctx, MachineMapping{MachineID: m.ID, Path: path, PersonID: m.PersonID, RootID: root})
+			return err
+		}
+	}
+	backup := func(path string, root uint64) func(s *Service, m Machine) error {
+		return func(s *Service, m Machine) error {
+			_, err := s.CreateBackup(ctx, Backup{RootID: root, MachineID: m.ID, Path: path})
+			return err
+		}
+	}
 	for _, tt := range []struct {
 		name          string
 		first, second func(s *Service, m Machine) error
 		prefix        string // the machine's index of what they make
 	}{
-		{"mappings of one root", func(s *Service, m Machine) error {
-			_, err := s.CreateMapping(ctx, MachineMapping{MachineID: m.ID, Path: "/home/a", PersonID: m.PersonID, RootID: 1})
-			return err
-		}, func(s *Service, m Machine) error {
-			_, err := s.CreateMapping(ctx, MachineMapping{MachineID: m.ID, Path: "/srv/b", PersonID: m.PersonID, RootID: 1})
-			return err
-		}, pfxMachineMapping},
-		{"mappings one inside the other", func(s *Service, m Machine) error {
-			_, err := s.CreateMapping(ctx, MachineMapping{MachineID: m.ID, Path: "/home/a", PersonID: m.PersonID, RootID: 1})
-			return err
-		}, func(s *Service, m Machine) error {
-			_, err := s.CreateMapping(ctx, MachineMapping{MachineID: m.ID, Path: "/home/a/b", PersonID: m.PersonID, RootID: 2})
-			return err
-		}, pfxMachineMapping},
-		{"backups one inside the other", func(s *Service, m Machine) error {
-			_, err := s.CreateBackup(ctx, Backup{RootID: 1, MachineID: m.ID, Path: "/home/a"})
-			return err
-		}, func(s *Service, m Machine) error {
-			_, err := s.CreateBackup(ctx, Backup{RootID: 2, MachineID: m.ID, Path: "/home/a/b"})
-			return err
-		}, pfxMachineBackup},
+		{"mappings of one root", mapping("/home/a", 1), mapping("/srv/b", 1), pfxMachineMapping},
+		{"mappings one inside the other", mapping("/home/a", 1), mapping("/home/a/b", 2), pfxMachineMapping},
+		{"backups one inside the other", backup("/home/a", 1), backup("/home/a/b", 2), pfxMachineBackup},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			s := newService(t, testOptions())

@@ -549,9 +549,9 @@ func TestLinkSubscriberIndexes(t *testing.T) {
 	add := func(sb share.Subscriber) func(l share.Link) error {
 		return func(l share.Link) error { _, err := svc.AddSubscriber(ctx, w.alice, l.ID, sb); return err }
 	}
-	// twice stores a second entry of the guest on link l, as a link
-	// stored before a subscriber was kept once may hold.
-	twice := func(l share.Link) error {
+	// rewrite stores link l as change leaves it, in place, with what
+	// else change sets in tx: a link as an older release left it.
+	rewrite := func(l share.Link, change func(tx kv.Txn, l *share.Link) error) error {
 		return w.st.DB.Update(ctx, func(tx kv.Txn) error {
 			b, err := tx.Get(kv.Key(kv.ShareLink, l.ID))
 			if err != nil {
@@ -560,16 +560,23 @@ func TestLinkSubscriberIndexes(t *testing.T) {
 			if err := json.Unmarshal(b, &l); err != nil {
 				return err
 			}
+			if err := change(tx, &l); err != nil {
+				return err
+			}
+			if b, err = json.Marshal(l); err != nil {
+				return err
+			}
+			return tx.Set(kv.Key(kv.ShareLink, l.ID), b)
+		})
+	}
+	// twice stores a second entry of the guest on link l, as a link
+	// stored before a subscriber was kept once may hold.
+	twice := func(l share.Link) error {
+		return rewrite(l, func(tx kv.Txn, l *share.Link) error {
 			sb := l.Subscribers[0]
 			l.NextSub++
 			sb.ID, sb.Hash = l.NextSub, "second-entry-hash"
 			l.Subscribers = append(l.Subscribers, sb)
-			if b, err = json.Marshal(l); err != nil {
-				return err
-			}
-			if err := tx.Set(kv.Key(kv.ShareLink, l.ID), b); err != nil {
-				return err
-			}
 			return tx.Set(append([]byte(kv.ShareLinkHash), sb.Hash...), kv.Key("", l.ID))
 		})
 	}
@@ -588,19 +595,9 @@ func TestLinkSubscriberIndexes(t *testing.T) {
 	// index entry, as a failure between the release before's two
 	// transactions of a removal did.
 	unsubscribed := func(l share.Link) error {
-		return w.st.DB.Update(ctx, func(tx kv.Txn) error {
-			b, err := tx.Get(kv.Key(kv.ShareLink, l.ID))
-			if err != nil {
-				return err
-			}
-			if err := json.Unmarshal(b, &l); err != nil {
-				return err
-			}
+		return rewrite(l, func(_ kv.Txn, l *share.Link) error {
 			l.Subscribers = nil
-			if b, err = json.Marshal(l); err != nil {
-				return err
-			}
-			return tx.Set(kv.Key(kv.ShareLink, l.ID), b)
+			return nil
 		})
 	}
 	reindex := func(share.Link) error { _, err := svc.IndexLinkSubjects(ctx); return err }
