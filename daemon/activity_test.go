@@ -476,25 +476,35 @@ func TestLockBreakActivity(t *testing.T) {
 	if err := st.files.ForceUnlock(account.WithActor(ctx, ac.Actor()), root.ID, f.ID); err != nil {
 		t.Fatal(err)
 	}
-	recs, _, err := st.activity.Person(ctx, alice.ID, 0, 100)
-	if err != nil {
-		t.Fatal(err)
-	}
-	unlock, _ := activity.TypeNamed(string(vfs.OpUnlock))
-	var got []string
-	for _, r := range recs {
-		if r.ActivityTypeID == unlock.ID {
-			if r.ActorPersonID != alice.ID {
-				t.Errorf("%+v: want alice's", r)
-			}
-			got = append(got, r.ActedOnText+": "+r.ActionText+", "+r.DataText)
+	got := activityOf(t, st, alice.ID, vfs.OpUnlock, func(r activity.Record) string {
+		if r.ActorPersonID != alice.ID {
+			t.Errorf("%+v: want alice's", r)
 		}
-	}
-	slices.Sort(got)
+		return r.ActedOnText + ": " + r.ActionText + ", " + r.DataText
+	})
 	want := []string{"d: forced unlock, held by BOB (bob), over WebDAV", "f.txt: forced unlock, held by CAROL (carol)"}
 	if !slices.Equal(got, want) {
 		t.Errorf("unlock records:\n got %q\nwant %q", got, want)
 	}
+}
+
+// activityOf is each of person's activity records of op as text says
+// it, sorted.
+func activityOf(t *testing.T, st *stores, person uint64, op vfs.Op, text func(activity.Record) string) []string {
+	t.Helper()
+	recs, _, err := st.activity.Person(context.Background(), person, 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	typ, _ := activity.TypeNamed(string(op))
+	var got []string
+	for _, r := range recs {
+		if r.ActivityTypeID == typ.ID {
+			got = append(got, text(r))
+		}
+	}
+	slices.Sort(got)
+	return got
 }
 
 // TestPurgeActivity: the purge of a deleted item is recorded by the
@@ -536,18 +546,9 @@ func TestPurgeActivity(t *testing.T) {
 	if _, err := st.files.PurgeDeleted(ctx, time.Now().Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
-	recs, _, err := st.activity.Person(ctx, alice.ID, 0, 100)
-	if err != nil {
-		t.Fatal(err)
-	}
-	purge, _ := activity.TypeNamed(string(vfs.OpPurge))
-	var got []string
-	for _, r := range recs {
-		if r.ActivityTypeID == purge.ID {
-			got = append(got, r.ActorType+" purged "+r.ActedOnType+" "+r.ActedOnText)
-		}
-	}
-	slices.Sort(got)
+	got := activityOf(t, st, alice.ID, vfs.OpPurge, func(r activity.Record) string {
+		return r.ActorType + " purged " + r.ActedOnType + " " + r.ActedOnText
+	})
 	want := []string{"system purged file salary.xlsx", "system purged folder Reports"}
 	if !slices.Equal(got, want) {
 		t.Errorf("purge records:\n got %q\nwant %q", got, want)
