@@ -124,11 +124,7 @@ func TestActivityOfEveryChange(t *testing.T) {
 	}
 	// The lock's token, from lockdiscovery.
 	pf := dav("PROPFIND", "W/x.txt", `<?xml version="1.0"?><D:propfind xmlns:D="DAV:"><D:prop><D:lockdiscovery/></D:prop></D:propfind>`, 207, "Depth", "0")
-	i := strings.Index(string(pf), "urn:uuid:")
-	if i < 0 {
-		t.Fatalf("no lock token in %s", pf)
-	}
-	token := string(pf[i : i+len("urn:uuid:")+36])
+	token := lockToken(t, pf)
 	dav("UNLOCK", "W/x.txt", "", 204, "Lock-Token", "<"+token+">")
 	dav("DELETE", "W/x.txt", "", 204)
 

@@ -204,11 +204,7 @@ func TestTwoNodes(t *testing.T) {
 		if err != nil || st != 200 {
 			t.Fatalf("LOCK on A: %d %v %s", st, err, resp)
 		}
-		i := bytes.Index(resp, []byte("urn:uuid:"))
-		if i < 0 {
-			t.Fatalf("no lock token in %s", resp)
-		}
-		token := string(resp[i : i+len("urn:uuid:")+36])
+		token := lockToken(t, resp)
 		if st, err := b.upload("two.bin", []byte("overwrite"), true); err != nil || st != http.StatusLocked {
 			t.Fatalf("PUT on B of a file locked on A: %d %v, want 423", st, err)
 		}
@@ -282,4 +278,14 @@ func TestTwoNodes(t *testing.T) {
 		out := n.fsck(t)
 		t.Logf("fsck: %s", out)
 	})
+}
+
+// lockToken is the lock token of a LOCK's answer body resp.
+func lockToken(t *testing.T, resp []byte) string {
+	t.Helper()
+	i := bytes.Index(resp, []byte("urn:uuid:"))
+	if i < 0 || len(resp) < i+len("urn:uuid:")+36 {
+		t.Fatalf("no lock token in %s", resp)
+	}
+	return string(resp[i : i+len("urn:uuid:")+36])
 }

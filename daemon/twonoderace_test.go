@@ -163,15 +163,7 @@ func TestTwoNodesRaces(t *testing.T) {
 				t.Errorf("PUT %s with If-None-Match: * on A and B at once: %d and %d, want one 201", file, sa, sb)
 			}
 		}
-		counts := map[string]int{}
-		for _, name := range b.topPaths() {
-			counts[name]++
-		}
-		for name, c := range counts {
-			if c > 1 {
-				t.Errorf("%s listed %d times", name, c)
-			}
-		}
+		listedOnce(t, b.topPaths())
 	})
 
 	t.Run("folder deleted on A while B uploads into it", func(t *testing.T) {
@@ -223,11 +215,7 @@ func TestTwoNodesRaces(t *testing.T) {
 		if err != nil || st != 200 {
 			t.Fatalf("LOCK on A: %d %v %s", st, err, resp)
 		}
-		i := bytes.Index(resp, []byte("urn:uuid:"))
-		if i < 0 {
-			t.Fatalf("no lock token in %s", resp)
-		}
-		token := string(resp[i : i+len("urn:uuid:")+36])
+		token := lockToken(t, resp)
 		for _, w := range []struct {
 			method, path string
 			headers      []string
@@ -313,15 +301,7 @@ func TestTwoNodesRaces(t *testing.T) {
 				t.Errorf("MOVE %s and %s to %s with Overwrite: F on A and B at once: %d and %d, want one 201", f, g, to, sa, sb)
 			}
 		}
-		counts := map[string]int{}
-		for _, name := range b.topPaths() {
-			counts[name]++
-		}
-		for name, c := range counts {
-			if c > 1 {
-				t.Errorf("%s listed %d times", name, c)
-			}
-		}
+		listedOnce(t, b.topPaths())
 	})
 
 	t.Run("file moved on B into a folder deleted on A at once", func(t *testing.T) {
@@ -569,4 +549,18 @@ func TestTwoNodesOtherChunkStore(t *testing.T) {
 	// The cluster's own nodes still start.
 	n.b.stop(t)
 	n.b = startDaemonEnv(t, n.bin, n.dataB, n.env)
+}
+
+// listedOnce fails t for each name listed more than once.
+func listedOnce(t *testing.T, names []string) {
+	t.Helper()
+	counts := map[string]int{}
+	for _, name := range names {
+		counts[name]++
+	}
+	for name, c := range counts {
+		if c > 1 {
+			t.Errorf("%s listed %d times", name, c)
+		}
+	}
 }
