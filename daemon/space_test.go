@@ -147,13 +147,7 @@ func TestFullDisk(t *testing.T) {
 		status, body := upload(fmt.Sprintf("f%02d.bin", i), content)
 		switch status {
 		case http.StatusOK:
-			var f struct {
-				ID uint64 `json:"id"`
-			}
-			if err := json.Unmarshal(body, &f); err != nil {
-				t.Fatal(err)
-			}
-			stored[f.ID] = content
+			stored[uploadedID(t, body)] = content
 		case http.StatusServiceUnavailable:
 			refusal = body
 		default:
@@ -558,13 +552,7 @@ func TestFullMetadataDisk(t *testing.T) {
 		status, body := c.upload(fmt.Sprintf("s%04d.bin", i), small)
 		switch status {
 		case http.StatusOK:
-			var f struct {
-				ID uint64 `json:"id"`
-			}
-			if err := json.Unmarshal(body, &f); err != nil {
-				t.Fatal(err)
-			}
-			stored = append(stored, f.ID)
+			stored = append(stored, uploadedID(t, body))
 		case http.StatusServiceUnavailable:
 			refusal = body
 		default:
@@ -725,13 +713,7 @@ func TestFullDiskInodes(t *testing.T) {
 		status, body := c.upload(fmt.Sprintf("f%04d.bin", i), content)
 		switch status {
 		case http.StatusOK:
-			var f struct {
-				ID uint64 `json:"id"`
-			}
-			if err := json.Unmarshal(body, &f); err != nil {
-				t.Fatal(err)
-			}
-			stored[f.ID] = content
+			stored[uploadedID(t, body)] = content
 		case http.StatusServiceUnavailable:
 			if !bytes.Contains(body, []byte(`"error":"temporarily_unavailable"`)) {
 				t.Fatalf("refusal %d: %s", refused, body)
@@ -790,4 +772,16 @@ func TestDataReserveHoldsOnMeta(t *testing.T) {
 	if err := r.check(); err != nil {
 		t.Errorf("the same with the metadata in PostgreSQL: %v", err)
 	}
+}
+
+// uploadedID is the id of the file a REST upload's answer body describes.
+func uploadedID(t *testing.T, body []byte) uint64 {
+	t.Helper()
+	var f struct {
+		ID uint64 `json:"id"`
+	}
+	if err := json.Unmarshal(body, &f); err != nil {
+		t.Fatal(err)
+	}
+	return f.ID
 }
