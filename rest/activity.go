@@ -262,13 +262,36 @@ func (s *server) activityPage(ctx context.Context, c caller, p page, list func(c
 // folders in roots c may not browse (hideNames), and the owners of
 // those in organizations c does not see (hideOwners).
 func (s *server) redact(ctx context.Context, c caller, recs []activity.Record) error {
-	if err := s.hideActors(ctx, c, recs); err != nil {
+	sees := s.seesOrganization(ctx, c)
+	if err := s.hideActors(ctx, c, recs, sees); err != nil {
 		return err
 	}
 	if err := s.hideNames(ctx, c, recs); err != nil {
 		return err
 	}
-	return s.hideOwners(ctx, c, recs)
+	return hideOwners(c, recs, sees)
+}
+
+// seesOrganization answers whether c sees an organization
+// (share.OrgRead), asking share once per organization however many
+// records name it.
+func (s *server) seesOrganization(ctx context.Context, c caller) func(org uint64) (bool, error) {
+	seen := map[uint64]bool{}
+	return func(org uint64) (bool, error) {
+		if v, ok := seen[org]; ok {
+			return v, nil
+		}
+		_, err := s.shares.Organization(ctx, c, org, share.OrgRead)
+		switch {
+		case err == nil:
+			seen[org] = true
+		case errors.Is(err, share.ErrNotFound) || errors.Is(err, share.ErrForbidden):
+			seen[org] = false
+		default:
+			return false, err
+		}
+		return seen[org], nil
+	}
 }
 
 // hideOwners takes the owner (acted_on_company_id, acted_on_person_id)
@@ -279,8 +302,7 @@ func (s *server) redact(ctx context.Context, c caller, recs []activity.Record) e
 // organization and its person, who do not exist for them. The root id
 // stays: it names nothing c can reach. Runs after hideNames, which
 // reads the owner.
-func (s *server) hideOwners(ctx context.Context, c caller, recs []activity.Record) error {
-	seen := map[uint64]bool{}
+func hideOwners(c caller, recs []activity.Record, sees func(org uint64) (bool, error)) error {
 	me := c.Person.ID
 	for i := range recs {
 		r := &recs[i]
@@ -291,19 +313,11 @@ func (s *server) hideOwners(ctx context.Context, c caller, recs []activity.Recor
 		if org == 0 || org == c.Person.OrganizationID || (me != 0 && (me == r.ActorPersonID || me == r.ActorGuestID || me == r.ActedOnPersonID)) {
 			continue
 		}
-		sees, ok := seen[org]
-		if !ok {
-			_, err := s.shares.Organization(ctx, c, org, share.OrgRead)
-			switch {
-			case err == nil:
-				sees = true
-			case errors.Is(err, share.ErrNotFound) || errors.Is(err, share.ErrForbidden):
-			default:
-				return err
-			}
-			seen[org] = sees
+		ok, err := sees(org)
+		if err != nil {
+			return err
 		}
-		if !sees {
+		if !ok {
 			r.ActedOnCompanyID, r.ActedOnPersonID = 0, 0
 		}
 	}
@@ -374,34 +388,29 @@ const hiddenOther = "a person of another organization"
 // organization above the caller's, hiddenOther for any other (it read
 // as an administrator above, which a subscriber of another tenant is
 // not).
-func (s *server) hideActors(ctx context.Context, c caller, recs []activity.Record) error {
-	hidden := map[uint64]string{} // by organization: the text, "" when c sees it
-	var chain []uint64            // c's organization and those above, once
+func (s *server) hideActors(ctx context.Context, c caller, recs []activity.Record, sees func(org uint64) (bool, error)) error {
+	var chain []uint64 // c's organization and those above, once
 	for i := range recs {
 		r := &recs[i]
 		org := r.ActorCompanyID
 		if org == 0 || org == c.Person.OrganizationID {
 			continue
 		}
-		text, ok := hidden[org]
+		ok, err := sees(org)
+		if err != nil {
+			return err
+		}
+		text := ""
 		if !ok {
-			_, err := s.shares.Organization(ctx, c, org, share.OrgRead)
-			switch {
-			case err == nil:
-			case errors.Is(err, share.ErrNotFound) || errors.Is(err, share.ErrForbidden):
-				if chain == nil {
-					if chain, err = s.accounts.Chain(ctx, c.Person.OrganizationID); err != nil && !errors.Is(err, account.ErrNotFound) {
-						return err
-					}
+			if chain == nil {
+				if chain, err = s.accounts.Chain(ctx, c.Person.OrganizationID); err != nil && !errors.Is(err, account.ErrNotFound) {
+					return err
 				}
-				text = hiddenOther
-				if account.Within(chain, org) {
-					text = hiddenActor
-				}
-			default:
-				return err
 			}
-			hidden[org] = text
+			text = hiddenOther
+			if account.Within(chain, org) {
+				text = hiddenActor
+			}
 		}
 		if text != "" {
 			r.ActorText, r.ActorCompanyID, r.ActorPersonID, r.ActorGuestID, r.ActorMachineID = text, 0, 0, 0, 0
