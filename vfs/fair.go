@@ -194,28 +194,41 @@ type ownedCount struct {
 	announced bool
 }
 
-// checkOwned compares, in tx, every A/ count with the sum over the staged
-// uploads in progress that it counts (Owned, not finished; expired ones
-// too, until terminate takes them out), and returns those that differ.
-func checkOwned(tx kv.Txn) ([]BadReservation, error) {
-	want := map[ownedCount]int64{}
+// stagedCounts is what the staged uploads in tx should have counted, in
+// one pass over them: by owner and root, what those in progress reserve
+// and announce past that (Owned, not finished; expired ones too, until
+// terminate takes them out), and by owner, how many say they are
+// counted in the owner's number of uploads (Counted).
+type stagedCounts struct {
+	owned   map[ownedCount]int64
+	uploads map[string]int64
+}
+
+func readStagedCounts(tx kv.Txn) (stagedCounts, error) {
+	w := stagedCounts{owned: map[ownedCount]int64{}, uploads: map[string]int64{}}
 	err := tx.Scan([]byte(pStaged), nil, func(_, v []byte) error {
 		var rec stagedRec
 		if err := cbor.Unmarshal(v, &rec); err != nil {
 			return err
 		}
 		if rec.Done == 0 && rec.Owned {
-			want[ownedCount{rec.Owner, rec.Root, false}] += rec.reserved()
-			want[ownedCount{rec.Owner, rec.Root, true}] += rec.Unreserved
+			w.owned[ownedCount{rec.Owner, rec.Root, false}] += rec.reserved()
+			w.owned[ownedCount{rec.Owner, rec.Root, true}] += rec.Unreserved
+		}
+		if rec.Counted {
+			w.uploads[rec.Owner]++
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, err
-	}
+	return w, err
+}
+
+// checkOwned compares, in tx, every A/ count with want, the uploads'
+// sums (readStagedCounts), and returns those that differ.
+func checkOwned(tx kv.Txn, want map[ownedCount]int64) ([]BadReservation, error) {
 	var bad []BadReservation
 	have := map[ownedCount]bool{}
-	err = tx.Scan([]byte(pOwned), nil, func(k, v []byte) error {
+	err := tx.Scan([]byte(pOwned), nil, func(k, v []byte) error {
 		owner, ok := ownedKeyOwner(k)
 		var n int64
 		if !ok || cbor.Unmarshal(v, &n) != nil {
@@ -259,27 +272,13 @@ func (b BadUploadCount) String() string {
 }
 
 // checkUploadCounts compares, in tx, every owner's count of staged
-// uploads (ownerStagedKey) with the uploads that say they are counted
-// in it (Counted: in progress, expired ones too until terminate takes
-// them out), and returns those that differ, by owner.
-func checkUploadCounts(tx kv.Txn) ([]BadUploadCount, error) {
-	want := map[string]int64{}
-	err := tx.Scan([]byte(pStaged), nil, func(_, v []byte) error {
-		var rec stagedRec
-		if err := cbor.Unmarshal(v, &rec); err != nil {
-			return err
-		}
-		if rec.Counted {
-			want[rec.Owner]++
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
+// uploads (ownerStagedKey) with want, how many uploads say they are
+// counted in it (readStagedCounts), and returns those that differ, by
+// owner.
+func checkUploadCounts(tx kv.Txn, want map[string]int64) ([]BadUploadCount, error) {
 	var bad []BadUploadCount
 	have := map[string]bool{}
-	err = tx.Scan([]byte(pOwnerStaged), nil, func(k, v []byte) error {
+	err := tx.Scan([]byte(pOwnerStaged), nil, func(k, v []byte) error {
 		owner, ok := ownerStagedKeyOwner(k)
 		var n int64
 		if !ok || cbor.Unmarshal(v, &n) != nil {

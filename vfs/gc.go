@@ -339,10 +339,14 @@ func (fs *FS) Fsck(ctx context.Context, verify bool) (FsckReport, error) {
 		if err := stagedRefs(tx, want); err != nil {
 			return err
 		}
-		if rep.BadReservations, err = checkOwned(tx); err != nil {
+		staged, err := readStagedCounts(tx)
+		if err != nil {
 			return err
 		}
-		if rep.BadUploadCounts, err = checkUploadCounts(tx); err != nil {
+		if rep.BadReservations, err = checkOwned(tx, staged.owned); err != nil {
+			return err
+		}
+		if rep.BadUploadCounts, err = checkUploadCounts(tx, staged.uploads); err != nil {
 			return err
 		}
 		if rep.BadListSums, err = checkListSums(tx); err != nil {
