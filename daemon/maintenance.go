@@ -332,14 +332,9 @@ func pruneActivity(ctx context.Context, period time.Duration, st *stores, log *s
 // the node holding the job's lease does it; another node's start finds
 // none left.
 func finishGroupDeletions(ctx context.Context, st *stores, accounts *account.Service, log *slog.Logger) {
-	st.jobs.once(ctx, "finish-group-deletions", func(ctx context.Context) {
-		n, err := accounts.FinishGroupDeletions(account.WithActor(ctx, account.System))
-		if err != nil && ctx.Err() == nil {
-			log.Error("finishing group deletions", "error", err, "finished", n)
-		} else if n > 0 {
-			log.Info("finished group deletions left half done", "groups", n)
-		}
-	})
+	mendAtStart(ctx, st, log, "finish-group-deletions", func(ctx context.Context) (int, error) {
+		return accounts.FinishGroupDeletions(account.WithActor(ctx, account.System))
+	}, "finishing group deletions", "finished group deletions left half done", "groups")
 }
 
 // dateInvitations gives, once at start, the organization share
@@ -349,14 +344,8 @@ func finishGroupDeletions(ctx context.Context, st *stores, accounts *account.Ser
 // cluster the node holding the job's lease does it; another node's start
 // finds none left.
 func dateInvitations(ctx context.Context, st *stores, shares *share.Service, log *slog.Logger) {
-	st.jobs.once(ctx, "date-invitations", func(ctx context.Context) {
-		n, err := shares.DateInvitations(ctx)
-		if err != nil && ctx.Err() == nil {
-			log.Error("dating invitations stored before they expired", "error", err, "dated", n)
-		} else if n > 0 {
-			log.Info("dated invitations stored before they expired", "invitations", n)
-		}
-	})
+	mendAtStart(ctx, st, log, "date-invitations", shares.DateInvitations,
+		"dating invitations stored before they expired", "dated invitations stored before they expired", "invitations")
 }
 
 // indexLinkSubjects mends, once at start, the index of the links each
@@ -364,12 +353,21 @@ func dateInvitations(ctx context.Context, st *stores, shares *share.Service, log
 // over (share.Service.IndexLinkSubjects): without it a guest kept opening
 // a link that their shares listing left out.
 func indexLinkSubjects(ctx context.Context, st *stores, shares *share.Service, log *slog.Logger) {
-	st.jobs.once(ctx, "index-link-subjects", func(ctx context.Context) {
-		n, err := shares.IndexLinkSubjects(ctx)
+	mendAtStart(ctx, st, log, "index-link-subjects", shares.IndexLinkSubjects,
+		"mending the share links' index of subscribers", "mended the share links' index of subscribers stored before it was kept with them", "entries")
+}
+
+// mendAtStart runs mend once at start as the job named job (in a
+// cluster, on the node holding its lease) and logs what it did: failing
+// (an error line, with how many it mended before), or how many it
+// mended, under unit, when it mended any.
+func mendAtStart(ctx context.Context, st *stores, log *slog.Logger, job string, mend func(context.Context) (int, error), failing, mended, unit string) {
+	st.jobs.once(ctx, job, func(ctx context.Context) {
+		n, err := mend(ctx)
 		if err != nil && ctx.Err() == nil {
-			log.Error("mending the share links' index of subscribers", "error", err, "mended", n)
+			log.Error(failing, "error", err, "mended", n)
 		} else if n > 0 {
-			log.Info("mended the share links' index of subscribers stored before it was kept with them", "entries", n)
+			log.Info(mended, unit, n)
 		}
 	})
 }
