@@ -90,14 +90,18 @@ func (h *handler) upload(w http.ResponseWriter, r *http.Request) {
 		if errors.Is(err, io.EOF) && done > 0 {
 			break
 		}
-		if err != nil || p.FormName() != "file" || httpserve.FileName(p) == "" {
+		var name string
+		if err == nil && p.FormName() == "file" {
+			name = httpserve.FileName(p)
+		}
+		if name == "" {
 			httpserve.Drain(r, body)
 			h.problem(w, r, http.StatusBadRequest, "No file", "Choose a file to upload."+uploadedBefore(done))
 			return
 		}
 		opts := a.Opts
 		opts.IfAbsent = true
-		f, err := h.opts.FS.WriteFile(r.Context(), a.Root.ID, n.ID, httpserve.FileName(p), p, opts)
+		f, err := h.opts.FS.WriteFile(r.Context(), a.Root.ID, n.ID, name, p, opts)
 		if err != nil {
 			httpserve.Drain(r, body)
 			h.uploadFailed(w, r, la, err, done)
