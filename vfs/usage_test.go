@@ -119,8 +119,9 @@ func checkTally(t *testing.T, e *env, where string, tally uint64, roots, physica
 
 // Every change of a root reaches its tallies in its own transaction:
 // writes, revisions, folders, copies across roots, moves, deletes, purges;
-// deleting the root takes it out whole, and purging it later changes no
-// tally. -1 leaves the bytes unchecked (a recount still is).
+// deleting the root takes it out of the live roots counted, but its bytes,
+// still stored, stay counted until its purge takes them out. -1 leaves the
+// bytes unchecked (a recount still is).
 func TestTallies(t *testing.T) {
 	e, a, b := tallyEnv(t)
 	var f, dir, cp vfs.Node
@@ -157,7 +158,7 @@ func TestTallies(t *testing.T) {
 		}, 5300, 300, 5600, 1, 1, 2},
 		{"delete", func() error { return e.fs.Delete(ctx, b.ID, cp.ID, vfs.WriteOptions{}) }, 5300, 300, 5600, 1, 1, 2},
 		{"purge", func() error { return e.fs.Purge(ctx, b.ID, cp.ID) }, 5300, 0, 5300, 1, 1, 2},
-		{"delete root", func() error { return e.fs.DeleteRoot(ctx, a.ID) }, 0, 0, 0, 0, 1, 1},
+		{"delete root", func() error { return e.fs.DeleteRoot(ctx, a.ID) }, 5300, 0, 5300, 0, 1, 1},
 		{"purge deleted root", func() error {
 			_, err := e.fs.PurgeDeleted(ctx, time.Now().Add(time.Hour))
 			return err
@@ -231,6 +232,49 @@ func TestTallyQuota(t *testing.T) {
 	}
 	checkTally(t, e, "end", 9, 2, 1<<20)
 	e.checkClean(t)
+}
+
+// A deleted root's bytes stay stored until it is purged, and so stay
+// counted under its tallies' quotas: before, an organization's
+// administrator filled a share to the quota, deleted it, made another and
+// filled it again, without end, the quota bounding nothing on disk.
+func TestDeletedRootQuota(t *testing.T) {
+	e, a, b := tallyEnv(t)
+	q := vfs.WriteOptions{Quotas: []vfs.Quota{{Tally: 9, Bytes: 1 << 20}}}
+	var c vfs.Root
+	write := func(r *vfs.Root, name string, n int) func() error {
+		return func() error {
+			_, err := e.fs.WriteFile(ctx, r.ID, r.FolderID, name, bytes.NewReader(randBytes(uint64(n), n)), q)
+			return err
+		}
+	}
+	steps := []struct {
+		name        string
+		do          func() error
+		want        error
+		roots, used int64 // tally 9's live roots and bytes after
+	}{
+		{"fill a", write(&a, "full", 1<<20), nil, 2, 1 << 20},
+		{"delete a", func() error { return e.fs.DeleteRoot(ctx, a.ID) }, nil, 1, 1 << 20},
+		{"a new root", func() (err error) {
+			c, err = e.fs.CreateRootWith(ctx, "c", vfs.RootShare, vfs.RootOptions{Tallies: []uint64{9}})
+			return err
+		}, nil, 2, 1 << 20},
+		{"the new root is held to what the deleted one holds", write(&c, "again", 1<<10), vfs.ErrQuotaExceeded, 2, 1 << 20},
+		{"so is another", write(&b, "again", 1), vfs.ErrQuotaExceeded, 2, 1 << 20},
+		{"the purge frees it", func() error {
+			_, err := e.fs.PurgeDeleted(ctx, time.Now().Add(time.Hour))
+			return err
+		}, nil, 2, 0},
+		{"then the new root stores", write(&c, "again", 1<<20), nil, 2, 1 << 20},
+	}
+	for _, s := range steps {
+		if err := s.do(); !errors.Is(err, s.want) || (err != nil) != (s.want != nil) {
+			t.Fatalf("%s: %v, want %v", s.name, err, s.want)
+		}
+		checkTally(t, e, s.name, 9, s.roots, s.used)
+		e.fsckClean(t)
+	}
 }
 
 // Dead properties are stored bytes, counted in the usage and held to the
