@@ -21,9 +21,9 @@ import (
 // stores as serve wires them (openStores, newAccounts): after 1,000
 // random operations across persons, roots of every type and child
 // organizations (uploads, revisions, deletes, purges, moves, new and
-// deleted roots), every usage tally equals the sum of the live roots it
-// covers (each root's own figure, which vfs's random test holds to an
-// audit of its records), and the activity log holds exactly one record
+// deleted roots), every usage tally equals the sum of the roots it
+// covers, deleted ones until purged (each root's own figure, which vfs's
+// random test holds to an audit of its records), and the activity log holds exactly one record
 // per acknowledged change, with the right actor.
 func TestRandomOpsLedgerAndActivity(t *testing.T) {
 	ctx := context.Background()
@@ -66,6 +66,7 @@ func TestRandomOpsLedgerAndActivity(t *testing.T) {
 		typ   vfs.RootType
 		files []uint64
 		gone  bool
+		trash vfs.Usage // its usage when it was deleted, in the trash until purged
 	}
 	var roots []*liveRoot
 	types := []vfs.RootType{vfs.RootSync, vfs.RootShare, vfs.RootBackup}
@@ -136,9 +137,12 @@ func TestRandomOpsLedgerAndActivity(t *testing.T) {
 			}
 		case k < 19:
 			op = "delete root"
-			if err = fs.DeleteRoot(ctx, lr.root.ID); err == nil {
-				lr.gone = true
-				changes = 1
+			var u vfs.Usage
+			if u, err = fs.Usage(ctx, lr.root.ID); err == nil {
+				if err = fs.DeleteRoot(ctx, lr.root.ID); err == nil {
+					lr.gone, lr.trash = true, trashed(u)
+					changes = 1
+				}
 			}
 		default:
 			op = "skipped"
@@ -174,12 +178,14 @@ func TestRandomOpsLedgerAndActivity(t *testing.T) {
 		}
 	}
 
-	// Every tally equals the sum of the live roots it covers.
+	// Every tally equals the sum of the roots it covers, live or deleted
+	// and not purged (whose bytes are still stored); its RootCount counts
+	// the live ones.
 	want := map[uint64]vfs.Usage{}
 	for _, lr := range roots {
 		u, err := st.files.Usage(ctx, lr.root.ID)
-		if errors.Is(err, vfs.ErrRootDeleted) {
-			continue
+		if errors.Is(err, vfs.ErrRootDeleted) && lr.gone {
+			u, err = lr.trash, nil
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -205,7 +211,9 @@ func TestRandomOpsLedgerAndActivity(t *testing.T) {
 			s.DeletedSize += u.DeletedSize
 			s.FolderCount += u.FolderCount
 			s.PhysicalSize += u.PhysicalSize
-			s.RootCount++
+			if !lr.gone {
+				s.RootCount++
+			}
 			want[tl] = s
 		}
 	}
@@ -243,4 +251,15 @@ func countRecords(t *testing.T, db kv.Store) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// trashed is u as its tallies count a deleted root's usage until its
+// purge: all of it in the trash (vfs's usageRec.trashed).
+func trashed(u vfs.Usage) vfs.Usage {
+	return vfs.Usage{
+		DelFileCount:     u.DelFileCount + u.FileCount,
+		DelRevisionCount: u.DelRevisionCount + u.RevisionCount + u.FileCount,
+		DeletedSize:      u.DeletedSize + u.HeadSize + u.RevisionSize,
+		PhysicalSize:     u.PhysicalSize,
+	}
 }

@@ -667,12 +667,12 @@ func (s *server) subscribedRoots(ctx context.Context, p account.Person) ([]rootJ
 	return out, nil
 }
 
-// personUsage is the person's space_usage: for now the sum of the
-// space_used of roots, the root objects of their live roots, already read
-// for the person object. It is the one place that computes it, so that a
-// usage ledger replaces it here alone.
+// personUsage is the person's space_usage: the physical size of their
+// roots, live and deleted until purged (their bytes are stored until
+// then, and their quota bounds them), from the ledger. It is the one
+// place that computes it.
 func (s *server) personUsage(ctx context.Context, p account.Person, _ []rootJSON) (int64, error) {
-	// Every live root of the person, of every type, from the ledger.
+	// Every root of the person, of every type, from the ledger.
 	u, err := s.fs.TallyUsage(ctx, account.TallyPerson(p.ID))
 	if err != nil {
 		return 0, err

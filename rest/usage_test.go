@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"berth/account"
 	"berth/httpserve"
@@ -128,7 +129,9 @@ func TestOrgUsageAccess(t *testing.T) {
 
 // TestOrgUsage: metrics/usage sums the roots of the organization and of
 // every descendant, by type, as spec 2.8 writes it; a deleted root leaves
-// it; a person's space_usage is their roots'.
+// root_count, but its bytes, still stored, stay in the figures (as
+// deleted files and bytes) and in its owner's space_usage until it is
+// purged; a person's space_usage is their roots'.
 func TestOrgUsage(t *testing.T) {
 	w := newUsageWorld(t)
 	f := w.f
@@ -186,13 +189,34 @@ func TestOrgUsage(t *testing.T) {
 	if st != 200 || !strings.Contains(string(body), `"space_usage":2500,`) {
 		t.Errorf("the child administrator's person: %d %s, want space_usage 2500", st, body)
 	}
-	// A deleted root counts for nobody.
+	// A deleted root leaves the live roots, but what it holds is in the
+	// trash, stored and counted, until it is purged.
 	if err := f.fs.DeleteRoot(context.Background(), backup.ID); err != nil {
 		t.Fatal(err)
 	}
 	_, body = f.send("GET", fmt.Sprintf("/api/2/organization/%d/metrics/usage", f.org.ID), w.parentAdmin.token, nil)
 	decode(t, body, &parent)
-	want("parent total_space_usage after a root's deletion", parent.TotalSpaceUsage, 4, 2, 2200)
+	if got := parent.TotalSpaceUsage; got.RootCount != 4 || got.FileCount != 2 || got.HeadSize != 2200 ||
+		got.DelFileCount != 1 || got.DeletedSize != 2500 || got.PhysicalSize != 4700 {
+		t.Errorf("parent total_space_usage after a root's deletion = %+v, want 4 roots, 2 files of 2200 bytes, 1 deleted of 2500", got)
+	}
+	st, body = f.send("GET", "/api/2/person", w.childAdmin.token, nil)
+	if st != 200 || !strings.Contains(string(body), `"space_usage":2500,`) {
+		t.Errorf("the child administrator's person after their root's deletion: %d %s, want space_usage 2500", st, body)
+	}
+	if _, err := f.fs.PurgeDeleted(context.Background(), time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	_, body = f.send("GET", fmt.Sprintf("/api/2/organization/%d/metrics/usage", f.org.ID), w.parentAdmin.token, nil)
+	decode(t, body, &parent)
+	want("parent total_space_usage after the root's purge", parent.TotalSpaceUsage, 4, 2, 2200)
+	if got := parent.TotalSpaceUsage; got.DelFileCount != 0 || got.DeletedSize != 0 {
+		t.Errorf("parent total_space_usage after the root's purge = %+v, want nothing deleted", got)
+	}
+	st, body = f.send("GET", "/api/2/person", w.childAdmin.token, nil)
+	if st != 200 || !strings.Contains(string(body), `"space_usage":0,`) {
+		t.Errorf("the child administrator's person after their root's purge: %d %s, want space_usage 0", st, body)
+	}
 }
 
 // TestParentQuotaBoundsChild: the parent's space_quota bounds a person of

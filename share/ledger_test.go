@@ -25,21 +25,24 @@ type ledgerWorld struct {
 	orgs    []uint64
 	persons []account.Person
 	roots   []ledgerRoot
+	purged  bool // the deleted roots are purged
 }
 
 type ledgerRoot struct {
 	root  vfs.Root
 	owner account.Person
 	typ   vfs.RootType
-	files []uint64 // ids of files written into it (live or not)
-	gone  bool     // deleted
+	files []uint64  // ids of files written into it (live or not)
+	gone  bool      // deleted
+	trash vfs.Usage // its usage when it was deleted, in the trash until purged
 }
 
 // TestLedgerRandom: after 1,000 random operations across persons, roots
 // and child organizations (uploads, revisions, deletes, purges, moves,
 // new and deleted roots), every tally (each person's; each organization's
-// by root type and of all types) equals a recount over the live roots it
-// covers, and every organization quota held: no organization's subtree
+// by root type and of all types) equals a recount over the roots it
+// covers, live or deleted and not purged yet (whose bytes are still
+// stored), and every organization quota held: no organization's subtree
 // passed it.
 func TestLedgerRandom(t *testing.T) {
 	ctx := context.Background()
@@ -126,8 +129,11 @@ func TestLedgerRandom(t *testing.T) {
 			newRoot()
 		case k < 19:
 			op = "delete root"
-			if err = fs.DeleteRoot(ctx, lr.root.ID); err == nil {
-				lr.gone = true
+			var u vfs.Usage
+			if u, err = fs.Usage(ctx, lr.root.ID); err == nil {
+				if err = fs.DeleteRoot(ctx, lr.root.ID); err == nil {
+					lr.gone, lr.trash = true, trashed(u)
+				}
 			}
 		default:
 			op = "skipped"
@@ -149,6 +155,7 @@ func TestLedgerRandom(t *testing.T) {
 	if _, err := w.st.FS.PurgeDeleted(ctx, time.Now().Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
+	w.purged = true
 	w.check(t, "end")
 	if counts["upload over quota"] == 0 {
 		t.Errorf("no upload met the quota: %v", counts)
@@ -156,9 +163,9 @@ func TestLedgerRandom(t *testing.T) {
 	t.Logf("%v", counts)
 }
 
-// check recounts every tally from the live roots it covers (each root's
-// own usage, which vfs's tests hold to an audit of its records) and
-// compares.
+// check recounts every tally from the roots it covers (each root's own
+// usage, which vfs's tests hold to an audit of its records; a deleted
+// root's as it was when it was deleted, until it is purged) and compares.
 func (w *ledgerWorld) check(t *testing.T, where string) {
 	t.Helper()
 	ctx := context.Background()
@@ -166,7 +173,10 @@ func (w *ledgerWorld) check(t *testing.T, where string) {
 	for _, lr := range w.roots {
 		u, err := w.st.FS.Usage(ctx, lr.root.ID)
 		if errors.Is(err, vfs.ErrRootDeleted) {
-			continue
+			if !lr.gone || w.purged {
+				continue
+			}
+			u, err = lr.trash, nil
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -182,7 +192,9 @@ func (w *ledgerWorld) check(t *testing.T, where string) {
 			s.DeletedSize += u.DeletedSize
 			s.FolderCount += u.FolderCount
 			s.PhysicalSize += u.PhysicalSize
-			s.RootCount++
+			if !lr.gone {
+				s.RootCount++
+			}
 			want[tally] = s
 		}
 		add(account.TallyPerson(lr.owner.ID))
@@ -217,5 +229,16 @@ func (w *ledgerWorld) check(t *testing.T, where string) {
 	}
 	if u, _ := w.st.FS.TallyUsage(ctx, account.TallyOrg(w.orgs[1], "")); u.PhysicalSize > 3<<20 {
 		t.Fatalf("%s: the first child holds %d bytes, over its quota", where, u.PhysicalSize)
+	}
+}
+
+// trashed is u as its tallies count a deleted root's usage until its
+// purge: all of it in the trash (vfs's usageRec.trashed).
+func trashed(u vfs.Usage) vfs.Usage {
+	return vfs.Usage{
+		DelFileCount:     u.DelFileCount + u.FileCount,
+		DelRevisionCount: u.DelRevisionCount + u.RevisionCount + u.FileCount,
+		DeletedSize:      u.DeletedSize + u.HeadSize + u.RevisionSize,
+		PhysicalSize:     u.PhysicalSize,
 	}
 }

@@ -11,19 +11,24 @@ import (
 )
 
 // TallyRecount recounts a tally from the store: the sum of Audit over
-// every live root created with it, whether or not a test knows of the root
-// (a crash right after CreateRootWith's commit leaves one it does not).
+// every root created with it whose usage it counts (live, or deleted and
+// not purged yet, trashed), whether or not a test knows of the root (a
+// crash right after CreateRootWith's commit leaves one it does not);
+// RootCount counts the live ones.
 func (fs *FS) TallyRecount(ctx context.Context, tally uint64) (Usage, error) {
 	var roots []uint64
+	live := map[uint64]bool{}
 	err := fs.db.View(ctx, func(tx kv.Txn) error {
 		roots = roots[:0]
+		clear(live)
 		return tx.Scan([]byte(pRoot), nil, func(k, v []byte) error {
 			var r rootRec
 			if err := cbor.Unmarshal(v, &r); err != nil {
 				return err
 			}
-			if !r.Deleted && slices.Contains(r.Tallies, tally) {
+			if r.counted() && slices.Contains(r.Tallies, tally) {
 				roots = append(roots, r.ID)
+				live[r.ID] = !r.Deleted
 			}
 			return nil
 		})
@@ -36,11 +41,16 @@ func (fs *FS) TallyRecount(ctx context.Context, tally uint64) (Usage, error) {
 		}
 		var a Usage
 		if a, err = fs.Audit(ctx, id); err == nil {
-			n++
-			sum.add(usageRec{Files: a.FileCount, HeadSize: a.HeadSize, Revisions: a.RevisionCount,
+			u := usageRec{Files: a.FileCount, HeadSize: a.HeadSize, Revisions: a.RevisionCount,
 				RevisionSize: a.RevisionSize, DelFiles: a.DelFileCount, DelRevisions: a.DelRevisionCount,
 				DeletedSize: a.DeletedSize, Folders: a.FolderCount,
-				PropSize: a.PhysicalSize - a.HeadSize - a.RevisionSize - a.DeletedSize})
+				PropSize: a.PhysicalSize - a.HeadSize - a.RevisionSize - a.DeletedSize}
+			if live[id] {
+				n++
+			} else {
+				u = u.trashed()
+			}
+			sum.add(u)
 		}
 	}
 	p := sum.public()

@@ -89,15 +89,18 @@ func (l limits) firm(tx kv.Txn, owner string, n int64) (int64, error) {
 	return firm, nil
 }
 
-// owned is what an owner's staged uploads into one live root reserve,
-// what they announce past that, and the tallies the root counts into.
+// owned is what an owner's staged uploads into one counted root (live, or
+// deleted and not purged: rootRec.counted) reserve, what they announce
+// past that, and the tallies the root counts into.
 type owned struct {
 	bytes, announced int64
 	tallies          []uint64
 }
 
-// loadOwned reads what owner's staged uploads reserve, by live root; a
-// deleted root's usage left its tallies, its reservations with it.
+// loadOwned reads what owner's staged uploads reserve, by counted root:
+// a deleted root's reservations stay in its tallies until its uploads
+// end (their bytes are stored until then), and a purged root's left them
+// with its usage.
 func loadOwned(tx kv.Txn, owner string) ([]owned, error) {
 	var roots []uint64
 	var sizes, announced []int64
@@ -132,7 +135,7 @@ func loadOwned(tx kv.Txn, owner string) ([]owned, error) {
 		if err != nil {
 			return nil, err
 		}
-		if !r.Deleted {
+		if r.counted() {
 			out = append(out, owned{bytes: sizes[i], announced: announced[i], tallies: r.Tallies})
 		}
 	}

@@ -123,6 +123,10 @@ func (w *fairWorld) do(s fairStep) error {
 		if err := w.e.fs.DeleteRoot(ctx, r.ID); err != nil {
 			return err
 		}
+		// A deleted root's bytes count until its purge.
+		if _, err := w.e.fs.PurgeDeleted(ctx, time.Now().Add(time.Hour)); err != nil {
+			return err
+		}
 		nr, err := w.e.fs.CreateRootWith(ctx, s.who+"2", vfs.RootSync, vfs.RootOptions{Tallies: []uint64{90}})
 		w.roots[s.who] = nr
 		return err

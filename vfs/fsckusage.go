@@ -62,11 +62,16 @@ func itemsOnly(u usageRec) usageRec {
 
 // checkUsage recounts every live root's usage from its items and returns
 // the roots whose ledger (usage.go's shards) differs, and the tallies
-// whose sum differs from their live roots' ledgers. A wrong ledger lets a
-// quota refuse what fits, or take what does not; both stay wrong until
-// someone looks, since every change only adds to them.
+// whose sum differs from the ledgers of their counted roots (live, or
+// deleted and not purged yet: rootRec.counted, the deleted ones' trashed),
+// their live roots alone counted in Roots. A wrong ledger lets a quota refuse what fits, or take
+// what does not; both stay wrong until someone looks, since every change
+// only adds to them. A deleted root's items are not recounted: its purge
+// removes them in several transactions before it takes its ledger out of
+// its tallies, so a recount halfway would differ from a sound ledger.
 func checkUsage(tx kv.Txn) (badRoots, badTallies []uint64, err error) {
 	live := map[uint64]rootRec{}
+	var trash []rootRec // deleted and still counted in their tallies
 	err = tx.Scan([]byte(pRoot), nil, func(_, v []byte) error {
 		var r rootRec
 		if err := cbor.Unmarshal(v, &r); err != nil {
@@ -74,6 +79,8 @@ func checkUsage(tx kv.Txn) (badRoots, badTallies []uint64, err error) {
 		}
 		if !r.Deleted {
 			live[r.ID] = r
+		} else if r.counted() {
+			trash = append(trash, r)
 		}
 		return nil
 	})
@@ -193,15 +200,17 @@ func checkUsage(tx kv.Txn) (badRoots, badTallies []uint64, err error) {
 			badRoots = append(badRoots, id)
 		}
 		u.Roots = 1
-		for _, t := range r.Tallies {
-			if tallies[t] == nil {
-				tallies[t] = &usageRec{}
-			}
-			tallies[t].add(u)
-		}
+		sumInto(tallies, r.Tallies, u)
 	}
-	// Every tally a record is kept for, whether or not a live root names
-	// it still: one whose roots are all deleted sums to zero.
+	for _, r := range trash {
+		u, err := loadUsage(tx, r.ID)
+		if err != nil {
+			return nil, nil, err
+		}
+		sumInto(tallies, r.Tallies, r.inTallies(u))
+	}
+	// Every tally a record is kept for, whether or not a counted root
+	// names it still: one whose roots are all purged sums to zero.
 	err = tx.Scan([]byte(pTally), nil, func(k, _ []byte) error {
 		if t := kv.Uint64At(k, len(pTally)); tallies[t] == nil {
 			tallies[t] = &usageRec{}
@@ -223,4 +232,14 @@ func checkUsage(tx kv.Txn) (badRoots, badTallies []uint64, err error) {
 	slices.Sort(badRoots)
 	slices.Sort(badTallies)
 	return badRoots, badTallies, nil
+}
+
+// sumInto adds a root's ledger u to each of its tallies' sums.
+func sumInto(sums map[uint64]*usageRec, tallies []uint64, u usageRec) {
+	for _, t := range tallies {
+		if sums[t] == nil {
+			sums[t] = &usageRec{}
+		}
+		sums[t].add(u)
+	}
 }

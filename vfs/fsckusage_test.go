@@ -11,8 +11,8 @@ import (
 )
 
 // TestFsckUsage: fsck recounts every live root's usage from its items and
-// sums each tally from its live roots, and names each ledger that
-// differs, where it checked chunks, reservations and listing sums alone
+// sums each tally from its roots' ledgers (live roots', and deleted ones'
+// until purged, in the trash), and names each ledger that differs, where it checked chunks, reservations and listing sums alone
 // and a wrong ledger (a quota that refuses what fits, or takes what does
 // not) went unseen. The sound store holds what moves every field: files
 // with old revisions, a deleted file, a deleted folder with a file in it,
@@ -22,6 +22,7 @@ func TestFsckUsage(t *testing.T) {
 	for _, c := range []struct {
 		name                string
 		rootFiles, tallyOff int64
+		goneFiles           int64 // added to the deleted root's ledger
 		badRoot, badTally   bool
 		nodeRoot            bool // an item's record names the deleted root
 		noRecord            bool // an item's location is left without its record
@@ -30,6 +31,9 @@ func TestFsckUsage(t *testing.T) {
 		{name: "a root's ledger a file too many", rootFiles: 1, badRoot: true},
 		{name: "a root's ledger a file short", rootFiles: -1, badRoot: true},
 		{name: "a tally a file too many", tallyOff: 1, badTally: true},
+		// Its usage is in its tally until it is purged: the tally no
+		// longer matches.
+		{name: "a deleted root's ledger a file too many", goneFiles: 1, badTally: true},
 		// Before, a nil pointer: fsck crashed on the damage it is for.
 		{name: "an item's record naming another root", nodeRoot: true, badRoot: true},
 		// Before, fsck stopped at it with an error.
@@ -94,6 +98,11 @@ func TestFsckUsage(t *testing.T) {
 					damage = func() error { return e.fs.DropNodeRecord(ctx, kept.ID) }
 				}
 				if err := damage(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if c.goneFiles != 0 {
+				if err := e.fs.DamageUsage(ctx, gone.ID, c.goneFiles); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -239,7 +239,8 @@ type FsckReport struct {
 	BadListSums []uint64
 	// BadUsage are the live roots whose usage ledger (usage.go) differs
 	// from a recount of their items, and BadTallies the tallies whose
-	// sums differ from their live roots' ledgers: quotas read both.
+	// sums differ from their roots' ledgers (live roots', and deleted
+	// ones' until purged): quotas read both.
 	BadUsage, BadTallies []uint64
 	// Awaiting counts the chunks referenced by nothing that carry the
 	// collector's note (O/): garbage it deletes once their grace

@@ -16,8 +16,9 @@ import (
 //	Q/<root>                  empty: written by every quota-checked write,
 //	                          so two of them cannot both pass on one sum
 //	Y/<tally>/<shard>         usageRec: one of 16 parts of a tally, the sum
-//	                          of the live roots created with it (Roots
-//	                          counts them); see RootOptions.Tallies
+//	                          of the roots created with it, live or deleted
+//	                          and not purged (Roots counts the live ones);
+//	                          see RootOptions.Tallies
 //	Z/<tally>                 empty: written by every write checked
 //	                          against a quota on the tally, as Q/ for a root
 //	N/<node>                  locRec: where a node's record lives

@@ -26,8 +26,9 @@ type rootRec struct {
 	// Purged says a deleted root's contents are gone; the record stays,
 	// so its id keeps answering ErrRootDeleted.
 	Purged bool `cbor:"8,keyasint,omitempty"`
-	// Tallies the root's usage is also added to while it is live (see
-	// RootOptions.Tallies); fixed at creation.
+	// Tallies the root's usage is also added to while it is live, and
+	// while it is deleted until it is purged (see RootOptions.Tallies,
+	// TrashCounted); fixed at creation.
 	Tallies []uint64 `cbor:"9,keyasint,omitempty"`
 	// Indexed says the root's name index (index.go) is whole: set at
 	// creation, or by the backfill for a root older than the index.
@@ -35,6 +36,19 @@ type rootRec struct {
 	// Named is when the root last took a new name (unix ns); 0 for one
 	// never renamed, or renamed before it was recorded: Created then.
 	Named int64 `cbor:"11,keyasint,omitempty"`
+	// TrashCounted says the deleted root's usage stayed in its tallies
+	// when it was deleted, to leave them when it is purged (its bytes are
+	// stored until then). A root deleted before berth kept deleted roots
+	// counted left its tallies at its deletion, and its purge must not
+	// take it out a second time.
+	TrashCounted bool `cbor:"12,keyasint,omitempty"`
+}
+
+// counted reports whether r's usage is in its tallies now: a live root's
+// is, and a deleted root's until its purge, but for one deleted before
+// deleted roots stayed counted (TrashCounted).
+func (r rootRec) counted() bool {
+	return !r.Deleted || r.TrashCounted && !r.Purged
 }
 
 type locRec struct {

@@ -176,8 +176,14 @@ func (fs *FS) RenameRoot(ctx context.Context, id uint64, name string) (Root, err
 }
 
 // DeleteRoot marks a root deleted: every later operation on it fails with
-// ErrRootDeleted. Its contents stay until purged (see PurgeDeleted), but
-// leave its tallies now: a deleted root counts for nobody.
+// ErrRootDeleted. It leaves the live roots its tallies count now, but its
+// contents stay until purged (see PurgeDeleted), and so does their usage
+// in its tallies, as deleted files and bytes (usageRec.trashed), under
+// their quotas: as a trash counts against its owner's quota until it is
+// emptied. Before, the usage left at once, and an organization's
+// administrator filled a share to the quota, deleted it, made another and
+// filled it again, without end, the bytes of every deleted share still on
+// disk.
 func (fs *FS) DeleteRoot(ctx context.Context, id uint64) error {
 	err := fs.update(ctx, func(tx kv.Txn) error {
 		r, err := loadRoot(tx, id)
@@ -185,16 +191,21 @@ func (fs *FS) DeleteRoot(ctx context.Context, id uint64) error {
 			return err
 		}
 		if len(r.Tallies) > 0 {
-			// Reading every shard makes a change of the root committed
-			// meanwhile conflict with this transaction.
+			// Its usage stays, moved to the trash: what was live
+			// counts as deleted (usageRec.trashed). Reading every
+			// shard makes a change of the root committed meanwhile
+			// conflict with this transaction.
 			u, err := loadUsage(tx, id)
 			if err != nil {
 				return err
 			}
-			u.Roots = 1
-			if err := addTallies(tx, r.Tallies, u.neg()); err != nil {
+			d := u.trashed()
+			d.add(u.neg())
+			d.Roots = -1
+			if err := addTallies(tx, r.Tallies, d); err != nil {
 				return err
 			}
+			r.TrashCounted = true
 		}
 		r.Deleted, r.DeletedAt = true, fs.nowNs()
 		if err := put(tx, rootKey(id), r); err != nil {

@@ -150,7 +150,12 @@ func (fs *FS) dueRoots(ctx context.Context, cutoff int64) ([]uint64, error) {
 }
 
 // purgeRoot removes everything in a deleted root: its whole tree, top
-// folder included, and its usage records, then marks it purged. Nothing
+// folder included, and its usage records, taking that usage out of its
+// tallies (rootRec.counted), then marks it purged. Until that last
+// transaction the tallies still count the whole ledger, which the tree
+// purged so far is not taken out of: fsck checks the tallies against the
+// ledgers of their roots, and a tree half purged is still on its way out,
+// not to be recounted. Nothing
 // adds to a deleted root, so one snapshot lists all there is, but for the
 // trees of copies still being staged into it: those are left to the copy,
 // whose last transaction finds the root deleted and whose release purges
@@ -185,6 +190,21 @@ func (fs *FS) purgeRoot(ctx context.Context, root uint64) error {
 		var r rootRec
 		if err := get(tx, rootKey(root), &r, nil); err != nil {
 			return err
+		}
+		if r.Purged {
+			return nil // by a run alongside, which took its usage out
+		}
+		if r.counted() {
+			// Reading every shard makes a change of the root's usage
+			// committed meanwhile (a staged upload's reservation given
+			// back) conflict with this transaction.
+			u, err := loadUsage(tx, root)
+			if err != nil {
+				return err
+			}
+			if err := addTallies(tx, r.Tallies, r.inTallies(u).neg()); err != nil {
+				return err
+			}
 		}
 		for s := range uint64(usageShards) {
 			if err := tx.Delete(usageKey(root, s)); err != nil {

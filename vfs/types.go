@@ -125,7 +125,10 @@ type Usage struct {
 	DeletedSize      int64
 	FolderCount      int64 // live folders, the top folder excluded
 	PhysicalSize     int64 // HeadSize + RevisionSize + DeletedSize
-	RootCount        int64 // roots summed into this value
+	// RootCount is the roots summed into this value; of a tally
+	// (FS.TallyUsage), the live ones: a deleted root's usage is summed
+	// too, all of it as deleted files and bytes, until it is purged.
+	RootCount int64
 }
 
 // WriteOptions carry who writes and the policy limits vfs enforces
@@ -201,11 +204,13 @@ type Quota struct {
 // RootOptions are the options of a new root.
 type RootOptions struct {
 	// Tallies are opaque ledger ids the root's usage is also added to,
-	// in the transaction of every change, for as long as the root is
-	// live: the sum over many roots (a person's, an organization's) is
-	// then a few reads (FS.TallyUsage), and a quota on it (Quota) is
-	// checked as exactly as a root's own. Deleting the root takes its
-	// usage out of them. Fixed at creation; duplicates are dropped.
+	// in the transaction of every change, for as long as the root's
+	// contents are stored: the sum over many roots (a person's, an
+	// organization's) is then a few reads (FS.TallyUsage), and a quota on
+	// it (Quota) is checked as exactly as a root's own. Deleting the root
+	// takes it out of their live roots (Usage.RootCount); purging it
+	// (PurgeDeleted) takes its usage out of them. Fixed at creation;
+	// duplicates are dropped.
 	Tallies []uint64
 }
 

@@ -47,6 +47,32 @@ func (u usageRec) neg() usageRec {
 	}
 }
 
+// trashed is u as the tallies count a deleted root's usage until its
+// purge: everything it holds is in the trash then, so its files and
+// their older revisions count as deleted files and revisions (a deleted
+// file's revisions are all of them, its current one included, as
+// countItem counts them), its folders not at all, and its bytes, as many
+// as before, as deleted bytes. Its properties and reservations stay as
+// they are. Linear, as the tallies need: the trashed sum of changes is
+// the sum of the trashed changes.
+func (u usageRec) trashed() usageRec {
+	return usageRec{
+		DelFiles:     u.DelFiles + u.Files,
+		DelRevisions: u.DelRevisions + u.Revisions + u.Files,
+		DeletedSize:  u.DeletedSize + u.HeadSize + u.RevisionSize,
+		Roots:        u.Roots, Reserved: u.Reserved, PropSize: u.PropSize,
+	}
+}
+
+// inTallies is a root's usage u as r's tallies count it: as it is while r
+// is live, trashed while it is deleted (and still counted).
+func (r rootRec) inTallies(u usageRec) usageRec {
+	if r.Deleted {
+		return u.trashed()
+	}
+	return u
+}
+
 // sumShards sums the usage records key(shard) for every shard.
 func sumShards(tx kv.Txn, key func(shard uint64) []byte) (usageRec, error) {
 	var u usageRec
@@ -230,8 +256,9 @@ func over(used, grow, quota int64) bool {
 }
 
 // addUsage records the change d of a root's accounting, in the root's
-// shards and, while the root is live, in its tallies'. It first refuses,
-// with lim, a change that grows the root past a quota.
+// shards and, while the root is counted (live, or deleted and not purged
+// yet: rootRec.counted), in its tallies'. It first refuses, with lim, a
+// change that grows the root past a quota.
 func (fs *FS) addUsage(ctx context.Context, tx kv.Txn, root uint64, d usageRec, lim limits) error {
 	if err := lim.check(tx, root, d.held()); err != nil {
 		return err
@@ -242,22 +269,29 @@ func (fs *FS) addUsage(ctx context.Context, tx kv.Txn, root uint64, d usageRec, 
 	if err := addShard(tx, usageKey(root, usageShard(tx)), d); err != nil {
 		return err
 	}
-	// Reading the root also makes the change conflict with DeleteRoot's,
-	// which takes the root's usage out of its tallies: one of the two
-	// then runs again on the other's result.
+	// Reading the root also makes the change conflict with DeleteRoot's
+	// and with the last transaction of the root's purge, which takes its
+	// usage out of its tallies: one of the two then runs again on the
+	// other's result, and a change never reaches the tallies of a root
+	// whose usage left them, nor misses those of one still counted.
 	var r rootRec
 	if err := get(tx, rootKey(root), &r, kv.ErrNotFound); err != nil {
 		return missing(err, "root", root)
 	}
-	if r.Deleted {
-		return nil // its usage left its tallies when it was deleted
+	if !r.counted() {
+		// Its usage left its tallies when it was purged (or, deleted
+		// by a berth before rootRec.TrashCounted, when it was deleted).
+		return nil
 	}
-	return addTallies(tx, r.Tallies, d)
+	return addTallies(tx, r.Tallies, r.inTallies(d))
 }
 
-// TallyUsage returns the sum of the usage of the live roots created with
-// tally among their RootOptions.Tallies; RootCount is how many they are.
-// A tally no root ever named is all zeros.
+// TallyUsage returns the sum of the usage of the roots created with tally
+// among their RootOptions.Tallies, live or deleted and not purged yet (a
+// deleted root's bytes are stored until its purge, as a trash's are; all
+// it holds counts as deleted files and bytes then, usageRec.trashed);
+// RootCount is how many of them are live. A tally no root ever named is
+// all zeros.
 func (fs *FS) TallyUsage(ctx context.Context, tally uint64) (Usage, error) {
 	var u usageRec
 	err := fs.db.View(ctx, func(tx kv.Txn) error {

@@ -235,9 +235,10 @@ func TestTallyQuota(t *testing.T) {
 }
 
 // A deleted root's bytes stay stored until it is purged, and so stay
-// counted under its tallies' quotas: before, an organization's
-// administrator filled a share to the quota, deleted it, made another and
-// filled it again, without end, the quota bounding nothing on disk.
+// counted under its tallies' quotas, as deleted files and bytes (in the
+// trash): before, an organization's administrator filled a share to the
+// quota, deleted it, made another and filled it again, without end, the
+// quota bounding nothing on disk.
 func TestDeletedRootQuota(t *testing.T) {
 	e, a, b := tallyEnv(t)
 	q := vfs.WriteOptions{Quotas: []vfs.Quota{{Tally: 9, Bytes: 1 << 20}}}
@@ -248,31 +249,37 @@ func TestDeletedRootQuota(t *testing.T) {
 			return err
 		}
 	}
+	const full = 1 << 20
 	steps := []struct {
 		name        string
 		do          func() error
 		want        error
 		roots, used int64 // tally 9's live roots and bytes after
+		files, del  int64 // and its live and deleted files
 	}{
-		{"fill a", write(&a, "full", 1<<20), nil, 2, 1 << 20},
-		{"delete a", func() error { return e.fs.DeleteRoot(ctx, a.ID) }, nil, 1, 1 << 20},
+		{"fill a", write(&a, "full", full), nil, 2, full, 1, 0},
+		{"delete a: its file goes to the trash", func() error { return e.fs.DeleteRoot(ctx, a.ID) }, nil, 1, full, 0, 1},
 		{"a new root", func() (err error) {
 			c, err = e.fs.CreateRootWith(ctx, "c", vfs.RootShare, vfs.RootOptions{Tallies: []uint64{9}})
 			return err
-		}, nil, 2, 1 << 20},
-		{"the new root is held to what the deleted one holds", write(&c, "again", 1<<10), vfs.ErrQuotaExceeded, 2, 1 << 20},
-		{"so is another", write(&b, "again", 1), vfs.ErrQuotaExceeded, 2, 1 << 20},
+		}, nil, 2, full, 0, 1},
+		{"the new root is held to what the deleted one holds", write(&c, "again", 1<<10), vfs.ErrQuotaExceeded, 2, full, 0, 1},
+		{"so is another", write(&b, "again", 1), vfs.ErrQuotaExceeded, 2, full, 0, 1},
 		{"the purge frees it", func() error {
 			_, err := e.fs.PurgeDeleted(ctx, time.Now().Add(time.Hour))
 			return err
-		}, nil, 2, 0},
-		{"then the new root stores", write(&c, "again", 1<<20), nil, 2, 1 << 20},
+		}, nil, 2, 0, 0, 0},
+		{"then the new root stores", write(&c, "again", full), nil, 2, full, 1, 0},
 	}
 	for _, s := range steps {
 		if err := s.do(); !errors.Is(err, s.want) || (err != nil) != (s.want != nil) {
 			t.Fatalf("%s: %v, want %v", s.name, err, s.want)
 		}
 		checkTally(t, e, s.name, 9, s.roots, s.used)
+		u, err := e.fs.TallyUsage(ctx, 9)
+		if err != nil || u.FileCount != s.files || u.HeadSize != s.files*full || u.DelFileCount != s.del || u.DelRevisionCount != s.del || u.DeletedSize != s.del*full {
+			t.Fatalf("%s: tally %+v (%v), want %d files and %d deleted of %d bytes each", s.name, u, err, s.files, s.del, full)
+		}
 		e.fsckClean(t)
 	}
 }

@@ -350,8 +350,8 @@ type quotaFigures struct {
 }
 
 // quotaFigures computes the RFC 4331 figures of root for the session's
-// person. Used is what the person's own quota counts: every live root of
-// theirs, from the ledger. Available is the least of what each quota of
+// person. Used is what the person's own quota counts: every root of
+// theirs, live or deleted until purged, from the ledger. Available is the least of what each quota of
 // the session's writes leaves (the person's, their organization's and
 // every ancestor's) and the store's free space above its reserve, the
 // latter coarsened by vfs.FS.StoreRoom (chunks are stored once across
