@@ -242,3 +242,76 @@ func TestPurgeDeletedIn(t *testing.T) {
 		t.Fatalf("root b's item was touched: %v", err)
 	}
 }
+
+// TestPurgeDeletedInRoots: an organization's purge_deleted empties its
+// roots' trash, deleted roots of its own included (a deleted root is in
+// the trash whole, and counts against the quotas until it is purged):
+// those deleted before the cutoff go, with their usage out of their
+// tallies, each counting as one item against the limit; those deleted
+// since, those of roots not asked for, and live roots stay. Before, a
+// deleted root was left alone, and nothing a tenant could set gave its
+// space back.
+func TestPurgeDeletedInRoots(t *testing.T) {
+	const size = 5000
+	cases := []struct {
+		name      string
+		deleted   time.Duration // how long ago the root was deleted; 0: live
+		asked     bool          // in the cutoffs
+		limit     int
+		purged    bool
+		roots     int // PurgeReport.Roots
+		remaining int64
+	}{
+		{"deleted before the cutoff", 2 * time.Hour, true, 0, true, 1, 0},
+		{"deleted before the cutoff, under a limit", 2 * time.Hour, true, 1, true, 1, 0},
+		{"deleted since the cutoff", 30 * time.Minute, true, 0, false, 0, size},
+		{"not asked for", 2 * time.Hour, false, 0, false, 0, size},
+		{"live", 0, true, 0, false, 0, size},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := context.Background()
+			clk := berthtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+			e := openEnvWith(t, t.TempDir(), vfs.Options{Now: clk.Now})
+			t.Cleanup(e.close)
+			const tally = 7
+			r, err := e.fs.CreateRootWith(ctx, "r", vfs.RootShare, vfs.RootOptions{Tallies: []uint64{tally}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.root = r
+			e.write(t, r.FolderID, "f.bin", randBytes(1, size))
+			clk.Add(3*time.Hour - c.deleted)
+			if c.deleted != 0 {
+				if err := e.fs.DeleteRoot(ctx, r.ID); err != nil {
+					t.Fatal(err)
+				}
+			}
+			clk.Add(c.deleted)
+			cut := map[uint64]time.Time{}
+			if c.asked {
+				cut[r.ID] = clk.Now().Add(-time.Hour)
+			}
+			rep, err := e.fs.PurgeDeletedIn(ctx, cut, c.limit)
+			if err != nil || rep.Roots != c.roots || rep.Failed != 0 {
+				t.Fatalf("%v %s, want %d roots purged", err, rep, c.roots)
+			}
+			u, err := e.fs.TallyUsage(ctx, tally)
+			if err != nil || u.PhysicalSize != c.remaining {
+				t.Fatalf("the tally holds %d bytes (%v), want %d", u.PhysicalSize, err, c.remaining)
+			}
+			if c.deleted == 0 {
+				if _, err := e.fs.Stat(ctx, r.ID, r.FolderID); err != nil {
+					t.Fatalf("the live root: %v", err)
+				}
+			}
+			// Purged or not, the store is sound, and a later run of the
+			// whole trash finds the purged root gone.
+			e.fsckClean(t)
+			all, err := e.fs.PurgeDeleted(ctx, clk.Now().Add(-time.Hour))
+			if err != nil || (c.purged && all.Roots != 0) {
+				t.Fatalf("PurgeDeleted after: %v %s", err, all)
+			}
+		})
+	}
+}
