@@ -59,7 +59,7 @@ func newPolicyJobs(files *vfs.FS, accounts *account.Service, log *slog.Logger, r
 		}),
 		purged: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "berth_policy_purged_items_total",
-			Help: "Deleted items purged by the organizations' purge_deleted policies.",
+			Help: "Deleted items, and deleted roots whole, purged by the organizations' purge_deleted policies.",
 		}),
 	}
 	if reg != nil {
@@ -89,7 +89,7 @@ func (j *policyJobs) runLogged(ctx context.Context) {
 		j.log.Error("policy jobs", "error", err, "report", rep.String())
 	default:
 		j.runs.WithLabelValues("ok").Inc()
-		if rep.Trim.Revisions > 0 || rep.Purge.Purged > 0 {
+		if rep.Trim.Revisions > 0 || rep.Purge.Purged > 0 || rep.Purge.Roots > 0 {
 			j.log.Info("policy jobs", "report", rep.String())
 		}
 	}
@@ -119,7 +119,9 @@ func (j *policyJobs) run(ctx context.Context) (policyReport, error) {
 		if len(cutoffs) == 0 {
 			return
 		}
-		left := j.batch - rep.Purge.Purged
+		// A deleted root purged whole counts as one item, as a
+		// folder with its tree does (vfs.FS.PurgeDeletedIn).
+		left := j.batch - rep.Purge.Purged - rep.Purge.Roots
 		if left <= 0 {
 			clear(cutoffs)
 			return
@@ -127,9 +129,10 @@ func (j *policyJobs) run(ctx context.Context) (policyReport, error) {
 		pr, err := j.files.PurgeDeletedIn(ctx, cutoffs, left)
 		clear(cutoffs)
 		rep.Purge.Purged += pr.Purged
+		rep.Purge.Roots += pr.Roots
 		rep.Purge.Skipped += pr.Skipped
 		rep.Purge.Failed += pr.Failed
-		j.purged.Add(float64(pr.Purged))
+		j.purged.Add(float64(pr.Purged + pr.Roots))
 		if err != nil {
 			errs = append(errs, err)
 		}

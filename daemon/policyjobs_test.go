@@ -227,3 +227,51 @@ func counterValue(t *testing.T, c prometheus.Counter) float64 {
 	}
 	return m.GetCounter().GetValue()
 }
+
+// TestPolicyPurgesDeletedRoots: purge_deleted purges, whole, a root of
+// the organization's own deleted longer ago than its frequency (a deleted
+// root counts against the quotas until it is purged, and the policy is
+// how an organization gets that space back), and leaves one deleted
+// since and another organization's. Before, the job left every deleted
+// root alone.
+func TestPolicyPurgesDeletedRoots(t *testing.T) {
+	ctx := context.Background()
+	s := newPolicyStack(t)
+	pol := account.DefaultPolicy()
+	pol.PurgeDeleted, pol.PurgeDeletedFrequency = true, "1h"
+	_, old := s.person(t, "acme", 0, pol)
+	_, recent := s.person(t, "acme2", 0, pol)
+	_, plain := s.person(t, "plain", 0, account.DefaultPolicy())
+	for _, r := range []vfs.Root{old, recent, plain} {
+		s.write(t, r, "f.txt", make([]byte, 3000))
+	}
+	for _, r := range []vfs.Root{old, plain} {
+		if err := s.fs.DeleteRoot(ctx, r.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.clock.Add(int64(90 * time.Minute))
+	if err := s.fs.DeleteRoot(ctx, recent.ID); err != nil {
+		t.Fatal(err)
+	}
+	s.clock.Add(int64(30 * time.Minute)) // old, plain: deleted 2h ago; recent: 30m ago
+	reg := prometheus.NewRegistry()
+	j := newPolicyJobs(s.fs, s.accounts, slog.New(slog.DiscardHandler), reg, 100)
+	j.now = s.now
+	rep, err := j.run(ctx)
+	if err != nil || rep.Purge.Roots != 1 || rep.Purge.Failed != 0 {
+		t.Fatalf("run: %v %s, want one root purged", err, rep)
+	}
+	if got := counterValue(t, j.purged); got != 1 {
+		t.Fatalf("purged counter %v", got)
+	}
+	if rep, err := j.run(ctx); err != nil || rep.Purge.Roots != 0 {
+		t.Fatalf("run after the work was done: %v %s", err, rep)
+	}
+	// What is left to the whole store's purge: the other organization's
+	// root and the one deleted since; the policy's root is gone already.
+	all, err := s.fs.PurgeDeleted(ctx, s.now())
+	if err != nil || all.Roots != 2 {
+		t.Fatalf("PurgeDeleted after the policy: %v %s, want the 2 roots the policy left", err, all)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -194,22 +195,47 @@ func (fs *FS) trimFile(ctx context.Context, root, id uint64, keep, budget int) (
 }
 
 // PurgeDeletedIn purges, in each root of cutoffs, the items deleted
-// before that root's cutoff, with everything below them (see Purge): how
-// an organization's purge_deleted policy empties its roots' trash, each
-// organization on its own schedule. At most limit items go in one call
-// (0: no limit), a folder with its tree counting as one; PurgeReport.Skipped
-// counts those left for the next call as well as those gone meanwhile.
-// Roots not in cutoffs, deleted roots and the trees of copies still being
-// staged are left alone. It reads the deleted items of the whole store in
-// one scan, whatever the number of roots.
+// before that root's cutoff, with everything below them (see Purge), and
+// each root of cutoffs that was itself deleted before its cutoff, whole
+// (as PurgeDeleted does): how an organization's purge_deleted policy
+// empties its roots' trash, each organization on its own schedule. A
+// deleted root is in the trash whole and counts against its tallies'
+// quotas until it is purged (DeleteRoot), so it goes by the same policy;
+// one deleted before berth recorded when waits for PurgeDeleted, which
+// stamps it. At most limit items go in one call (0: no limit), a folder
+// with its tree, or a root, counting as one; PurgeReport.Skipped counts
+// those left for the next call as well as those gone meanwhile. Roots not
+// in cutoffs and the trees of copies still being staged are left alone.
+// It reads the deleted items of the whole store in one scan, whatever the
+// number of roots.
 func (fs *FS) PurgeDeletedIn(ctx context.Context, cutoffs map[uint64]time.Time, limit int) (PurgeReport, error) {
 	var rep PurgeReport
 	if len(cutoffs) == 0 {
 		return rep, nil
 	}
+	var errs []error
+	roots, err := fs.dueRootsIn(ctx, cutoffs)
+	if err != nil {
+		return rep, err
+	}
+	for _, r := range roots {
+		if limit > 0 && rep.Purged+rep.Roots >= limit {
+			rep.Skipped++
+			continue
+		}
+		if err := fs.purgeRoot(ctx, r); err != nil {
+			rep.Failed++
+			errs = append(errs, fmt.Errorf("vfs: purging deleted root %d: %w", r, err))
+			if ctx.Err() != nil {
+				return rep, errors.Join(errs...)
+			}
+			continue
+		}
+		rep.Roots++
+	}
 	type item struct{ root, id uint64 }
 	var due []item
-	err := fs.db.View(ctx, func(tx kv.Txn) error {
+	err = fs.db.View(ctx, func(tx kv.Txn) error {
 		due = due[:0]
 		return tx.Scan([]byte(pDeleted), nil, func(k, v []byte) error {
 			var rec nodeRec
@@ -224,11 +250,10 @@ func (fs *FS) PurgeDeletedIn(ctx context.Context, cutoffs map[uint64]time.Time, 
 		})
 	})
 	if err != nil {
-		return rep, err
+		return rep, errors.Join(append(errs, err)...)
 	}
-	var errs []error
 	for _, it := range due {
-		if limit > 0 && rep.Purged >= limit {
+		if limit > 0 && rep.Purged+rep.Roots >= limit {
 			rep.Skipped++
 			continue
 		}
@@ -247,6 +272,31 @@ func (fs *FS) PurgeDeletedIn(ctx context.Context, cutoffs map[uint64]time.Time, 
 		}
 	}
 	return rep, errors.Join(errs...)
+}
+
+// dueRootsIn returns the roots of cutoffs deleted before their cutoff and
+// not purged yet, in id order; a point read each.
+func (fs *FS) dueRootsIn(ctx context.Context, cutoffs map[uint64]time.Time) ([]uint64, error) {
+	ids := slices.Sorted(maps.Keys(cutoffs))
+	var due []uint64
+	err := fs.db.View(ctx, func(tx kv.Txn) error {
+		due = due[:0]
+		for _, id := range ids {
+			var r rootRec
+			err := get(tx, rootKey(id), &r, kv.ErrNotFound)
+			if errors.Is(err, kv.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			if r.Deleted && !r.Purged && r.DeletedAt != 0 && r.DeletedAt < cutoffs[id].UnixNano() {
+				due = append(due, id)
+			}
+		}
+		return ctx.Err()
+	})
+	return due, err
 }
 
 // revAge is what oldestRevisions decodes of a revision record.
