@@ -148,11 +148,10 @@ func listHash(tx kv.Txn, folder uint64, now int64) (string, error) {
 // sums and of the locked keys from the least id to the greatest
 // (scanIDs): a listing that sends every listed folder's hash (a WebDAV
 // PROPFIND's getetag) read two scans a folder, iterators opened for a
-// few records each (the locked keys' mostly for none). Listing a folder
-// of 1,000 subfolders of 8 files with their hashes so cost some 12 ms of
-// CPU, 7 ms this way, 1.5 ms without them (noisy figures, of a shared
-// machine): a folder's sum is still a record per shard its children
-// fell in, up to listShards.
+// few records each (the locked keys' mostly for none): some 7 to 12 ms
+// of CPU for a folder of 1,000 subfolders of 8 files, 4 to 7 this way,
+// 1 to 1.5 without hashes (BenchmarkListFolderHashes): a folder's sum is
+// still a record per shard its children fell in, up to listShards.
 func listHashesIn(tx kv.Txn, ids []uint64, now int64) (map[uint64]string, error) {
 	out := make(map[uint64]string, len(ids))
 	if len(ids) == 0 {
