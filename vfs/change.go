@@ -59,7 +59,7 @@ func (fs *FS) LookupMove(ctx context.Context, root uint64, src, dst string) (sn 
 // root, both looked up in the transaction that moves it, where a lookup
 // before Move read them in one of its own: a WebDAV MOVE costs one
 // transaction. check, when not nil, runs in that transaction with what
-// the paths name: n, the item at src; dstErr, why dst names no place for
+// the paths name: n, the item at src (a folder with its Listing); dstErr, why dst names no place for
 // it (ErrNotExist or ErrNotDir for the folder above it, dst's own name
 // errors, the read's); old, the live item at dst, if any. An error from
 // check refuses the move as it is; where check returns nil, dstErr does.
@@ -115,6 +115,9 @@ func (a *movePath) lookup(fs *FS, tx kv.Txn, root uint64) (rec nodeRec, parent u
 	}
 	a.refused = nil
 	if a.check != nil {
+		if err := withListing(tx, &n, fs.nowNs()); err != nil {
+			return nodeRec{}, 0, "", err
+		}
 		if err := a.check(n, dstErr, old); err != nil {
 			// dstErr handed back is the walk's (a damaged store's,
 			// say), as where check returns nil: not the caller's
@@ -287,14 +290,29 @@ func (fs *FS) Delete(ctx context.Context, root, id uint64, opts WriteOptions) er
 }
 
 // DeleteAt is Delete of the item at path p of root, looked up in the
-// transaction that deletes it, where check, when not nil, sees it and may
-// refuse the delete with its own error. No item at p is ErrNotExist.
+// transaction that deletes it, where check, when not nil, sees it (a
+// folder with its Listing) and may refuse the delete with its own error.
+// No item at p is ErrNotExist.
 func (fs *FS) DeleteAt(ctx context.Context, root uint64, p string, opts WriteOptions, check func(n Node) error) error {
 	segs, err := fs.itemPath(OpDelete, root, p, ErrRootItem, "the top folder")
 	if err != nil {
 		return err
 	}
 	return fs.delete(ctx, root, 0, opts, &deletePath{p: p, segs: segs, check: check})
+}
+
+// withListing sets the listing hash of n, when a folder, as tx reads it
+// at now: the checks of DeleteAt and MoveAt judge a WebDAV If-Match on a
+// collection, whose entity tag is made of it, in the commit, on the
+// folder the commit acts on. Read in the commit, a child's change that
+// commits first makes the commit conflict and run again, on the new hash.
+func withListing(tx kv.Txn, n *Node, now int64) error {
+	if !n.Dir {
+		return nil
+	}
+	var err error
+	n.Listing, err = listHash(tx, n.ID, now)
+	return err
 }
 
 // deletePath is the item a DeleteAt names: its path p, p's names segs
@@ -332,6 +350,9 @@ func (fs *FS) delete(ctx context.Context, root, id uint64, opts WriteOptions, at
 			}
 			at.refused = nil
 			if at.check != nil {
+				if err := withListing(tx, &n, now); err != nil {
+					return err
+				}
 				if err := at.check(n); err != nil {
 					at.refused = err
 					return err

@@ -41,6 +41,12 @@ type ListOptions struct {
 	// from the folder's kept sum without a pass over them: a front end
 	// that must not hold a large folder whole learns its size first.
 	Count bool
+	// Hashes reads every listed folder's own listing hash along with it
+	// (Child.Listing), in the listing's snapshot: a WebDAV listing sends
+	// each collection's entity tag, made of it. It costs a scan of the
+	// folder's kept sum per listed folder, so it is asked for only where
+	// the tags are sent.
+	Hashes bool
 }
 
 // Child is one listed item.
@@ -110,6 +116,22 @@ func (fs *FS) ListEach(ctx context.Context, root, folder uint64, opts ListOption
 	})
 }
 
+// ListHash is the listing hash of a live folder of root (Node.Listing),
+// read from its kept sum without a pass over its children; the folder's
+// errors are List's.
+func (fs *FS) ListHash(ctx context.Context, root, folder uint64) (string, error) {
+	var h string
+	err := fs.db.View(ctx, func(tx kv.Txn) error {
+		if _, _, err := liveDirIn(tx, root, folder); err != nil {
+			return err
+		}
+		var err error
+		h, err = listHash(tx, folder, fs.nowNs())
+		return err
+	})
+	return h, err
+}
+
 // Children yields the listed children in name order, with an error
 // (and then stops) when reading them fails or the context ends.
 //
@@ -134,6 +156,9 @@ func (l *Listing) Children() iter.Seq2[Child, error] {
 				return false, err
 			}
 			if err := l.props(batch); err != nil {
+				return false, err
+			}
+			if err := l.hashes(batch, now); err != nil {
 				return false, err
 			}
 			for _, c := range batch {
@@ -189,6 +214,30 @@ func (l *Listing) Next() string {
 		return ""
 	}
 	return l.next
+}
+
+// hashes reads the listing hashes of batch's folders when they were
+// asked for.
+func (l *Listing) hashes(batch []Child, now int64) error {
+	if !l.opts.Hashes {
+		return nil
+	}
+	var ids []uint64
+	for i := range batch {
+		if batch[i].Dir {
+			ids = append(ids, batch[i].ID)
+		}
+	}
+	hashes, err := listHashesIn(l.tx, ids, now)
+	if err != nil {
+		return err
+	}
+	for i := range batch {
+		if batch[i].Dir {
+			batch[i].Listing = hashes[batch[i].ID]
+		}
+	}
+	return nil
 }
 
 // props reads the properties of batch's children when they were asked

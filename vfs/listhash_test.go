@@ -209,6 +209,98 @@ func TestListHashChanges(t *testing.T) {
 	}
 }
 
+// TestListHashHandedOut: a folder's listing hash, which WebDAV makes a
+// collection's entity tag of, reads the same wherever vfs hands it out
+// (ListHash; a listed folder's Node.Listing with ListOptions.Hashes, read
+// for a batch of folders at once; the folder a DeleteAt or MoveAt check
+// sees) as List's of that folder, with a locked child, where the batch's
+// scan gives up on a range that holds many other folders' sums, and in
+// a store older than the sums; a file gets none.
+func TestListHashHandedOut(t *testing.T) {
+	e := newEnv(t)
+	mkdir := func(parent uint64, name string) uint64 {
+		t.Helper()
+		d, err := e.fs.Mkdir(ctx, e.root.ID, parent, name, vfs.WriteOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d.ID
+	}
+	var dirs []uint64
+	for _, name := range []string{"d0", "d1"} {
+		dirs = append(dirs, mkdir(e.root.FolderID, name))
+		e.write(t, dirs[len(dirs)-1], "a.txt", []byte(name))
+	}
+	// Folders made between the listed ones: their sums lie in the range
+	// of the listed folders' ids, more than the batch's scan skips.
+	other := mkdir(e.root.FolderID, "other")
+	for i := range 30 {
+		d := mkdir(other, fmt.Sprintf("o%02d", i))
+		for j := range 5 {
+			e.write(t, d, fmt.Sprintf("f%d", j), []byte{byte(j)})
+		}
+	}
+	dirs = append(dirs, mkdir(e.root.FolderID, "d2"), other)
+	if _, err := e.fs.Lock(ctx, e.root.ID, mustLookup(t, e, "/d1/a.txt").ID, vfs.LockRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	e.write(t, e.root.FolderID, "f.txt", []byte("f"))
+	check := func(store string) {
+		t.Helper()
+		listed := map[uint64]string{}
+		if err := e.fs.ListEach(ctx, e.root.ID, e.root.FolderID, vfs.ListOptions{Hashes: true}, func(l *vfs.Listing) error {
+			for c, err := range l.Children() {
+				if err != nil {
+					return err
+				}
+				if c.Dir != (c.Listing != "") {
+					t.Errorf("%s: %s's Listing: %q", store, c.Name, c.Listing)
+				}
+				listed[c.ID] = c.Listing
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		refused := errors.New("refused")
+		for i, d := range dirs {
+			_, want, err := e.fs.List(ctx, e.root.ID, d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			read, err := e.fs.ListHash(ctx, e.root.ID, d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var deleting, moving vfs.Node
+			p := fmt.Sprintf("/d%d", i)
+			if d == other {
+				p = "/other"
+			}
+			deleteErr := e.fs.DeleteAt(ctx, e.root.ID, p, vfs.WriteOptions{}, func(n vfs.Node) error { deleting = n; return refused })
+			_, _, moveErr := e.fs.MoveAt(ctx, e.root.ID, p, "/moved", vfs.WriteOptions{}, func(n vfs.Node, _ error, _ *vfs.Node) error { moving = n; return refused })
+			if !errors.Is(deleteErr, refused) || !errors.Is(moveErr, refused) {
+				t.Fatalf("%s: the checks' errors: %v, %v", p, deleteErr, moveErr)
+			}
+			for _, c := range []struct{ where, got string }{
+				{"ListHash", read}, {"ListOptions.Hashes", listed[d]}, {"DeleteAt's check", deleting.Listing}, {"MoveAt's check", moving.Listing},
+			} {
+				if c.got != want {
+					t.Errorf("%s: %s: %s: %q, want List's %q", store, p, c.where, c.got, want)
+				}
+			}
+		}
+	}
+	check("kept sums")
+	if err := e.fs.ForgetListSums(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check("an older store")
+	if _, err := e.fs.ListHash(ctx, e.root.ID, mustLookup(t, e, "/f.txt").ID); !errors.Is(err, vfs.ErrNotDir) {
+		t.Errorf("ListHash of a file: %v, want ErrNotDir", err)
+	}
+}
+
 // TestListHashOlderStore: a store written before the sums were kept lists
 // with the same hash (by a scan), and the first change of a child starts
 // the folder's sum from its children.

@@ -54,6 +54,16 @@ type Node struct {
 	RevisionID uint64 // files: current revision
 	Deleted    bool
 	Locks      []Lock // live locks on this item itself
+	// Listing is a folder's listing hash (List's: it changes with every
+	// listed field of every child, and with nothing else), where the
+	// read that returned the node reads it: ListOptions.Hashes, the
+	// checks of DeleteAt and MoveAt, or FS.ListHash for the caller to
+	// set. "" where it was not read, and for a file. WebDAV makes a
+	// collection's entity tag of it, which a client that lists a folder
+	// only when its tag changed relies on; the hash is read apart from
+	// the node because it costs a scan of the folder's kept sum, which
+	// most reads of a folder (a path's lookup) do not need.
+	Listing string
 }
 
 // Locked reports whether the item itself holds a live lock.
@@ -215,8 +225,10 @@ type RootOptions struct {
 }
 
 // ETag is the entity tag of an item's current contents, one value for REST
-// downloads and WebDAV getetag: a file's changes with every revision, a
-// folder's with every change of its own record.
+// downloads and WebDAV getetag: a file's changes with every revision. A
+// folder's is its id and creation time, which never change while it
+// lives (REST's conditions on a folder); WebDAV's getetag of a collection
+// is made of its Listing instead, which follows its children.
 func (n Node) ETag() string {
 	// strconv rather than Sprintf: a PROPFIND computes one per entry.
 	if n.Dir {

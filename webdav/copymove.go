@@ -129,6 +129,12 @@ func (s *session) copyMove(w http.ResponseWriter, r *http.Request) error {
 	if dst.isMountRoot() {
 		return describe(vfs.ErrRootItem, "a root folder cannot be replaced")
 	}
+	if judgesTags(r) {
+		// Held at a MOVE's commit by sameItem, as in delete.
+		if err := s.listed(&sn); err != nil {
+			return err
+		}
+	}
 	if err := s.preconditions(r, s.path, sn, true); err != nil {
 		return err
 	}

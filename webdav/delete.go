@@ -44,6 +44,13 @@ func (s *session) delete(w http.ResponseWriter, r *http.Request) error {
 	if err := deleteRefusal(r, n); err != nil {
 		return err
 	}
+	if judgesTags(r) {
+		// A collection's tag is its listing's: sameItem holds it at
+		// the commit, as IfRevision does a file's revision.
+		if err := s.listed(&n); err != nil {
+			return err
+		}
+	}
 	if err := s.preconditions(r, s.path, n, true); err != nil {
 		return err
 	}
@@ -53,10 +60,11 @@ func (s *session) delete(w http.ResponseWriter, r *http.Request) error {
 	// An If header reads the store (lock tokens, other resources), so
 	// it is judged before the commit. The other conditions held for
 	// the file at this revision; the delete holds them at its commit
-	// too (412 for one that landed since). A folder's ETag and date do
-	// not change while it lives. The delete is of the item at the path
-	// in its commit, and only while that is the item judged (sameItem):
-	// by its id, it deleted the item wherever a MOVE had taken it since.
+	// too (412 for one that landed since). A folder's ETag, of its
+	// listing, is held at the commit by sameItem; its date does not
+	// change while it lives. The delete is of the item at the path in
+	// its commit, and only while that is the item judged (sameItem): by
+	// its id, it deleted the item wherever a MOVE had taken it since.
 	opts := s.optsFor(t.m.root.ID)
 	if conditional(r) && !n.Dir {
 		opts.IfRevision = n.RevisionID
@@ -71,11 +79,16 @@ func (s *session) delete(w http.ResponseWriter, r *http.Request) error {
 // sameItem is a commit's check (vfs.DeleteAt, MoveAt) that the item it
 // finds at the request's path is n, the one the request's If header was
 // judged on before it: another that came to the path since is
-// errPrecondition (412), as the If header was never judged on it.
+// errPrecondition (412), as the If header was never judged on it. Where
+// n's tag was judged, a collection (n.Listing read) whose listing changed
+// since is 412 too: its tag is no longer the one that held.
 func sameItem(n vfs.Node) func(vfs.Node) error {
 	return func(at vfs.Node) error {
 		if at.ID != n.ID {
 			return describe(errPrecondition, "the conditions were judged on another item than the one now at this path")
+		}
+		if n.Listing != "" && at.Listing != n.Listing {
+			return describe(errPrecondition, "the collection's members changed since its entity tag was judged")
 		}
 		return nil
 	}

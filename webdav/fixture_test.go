@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -227,3 +228,18 @@ func (f *fixture) checkRefusals(t *testing.T, rows []refusal) {
 		}
 	}
 }
+
+// etag is the getetag of the dav path p (below /webdav/alice) that a
+// PROPFIND Depth 0 answers.
+func (f *fixture) etag(t testing.TB, p string) string {
+	t.Helper()
+	st, _, body := f.do("PROPFIND", p, strings.NewReader(`<D:propfind xmlns:D="DAV:"><D:prop><D:getetag/></D:prop></D:propfind>`), "Depth", "0")
+	want(t, "PROPFIND "+p, st, http.StatusMultiStatus, body)
+	m := getetagRe.FindStringSubmatch(body)
+	if m == nil {
+		t.Fatalf("PROPFIND %s: no getetag:\n%s", p, body)
+	}
+	return m[1]
+}
+
+var getetagRe = regexp.MustCompile(`<D:getetag>([^<]*)</D:getetag>`)

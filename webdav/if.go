@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"berth/httpserve"
@@ -141,7 +142,26 @@ func (s *session) preconditions(r *http.Request, p string, n vfs.Node, exists bo
 	if err := s.checkIf(r, p); err != nil {
 		return err
 	}
+	if exists && matchesTags(r) {
+		if err := s.listed(&n); err != nil {
+			return err
+		}
+	}
 	return writeConditions(r, n, exists)
+}
+
+// matchesTags reports whether r's If-Match or If-None-Match compares
+// entity tags, for which a collection's listing hash is read (listed).
+func matchesTags(r *http.Request) bool {
+	return r.Header.Get("If-Match") != "" || r.Header.Get("If-None-Match") != ""
+}
+
+// judgesTags reports whether r's conditions may compare the entity tag
+// of the resource at its path: If-Match, If-None-Match, or an If header
+// that names a tag ("[", which a URL of a resource tag may hold too: an
+// IPv6 host, for which the listing is read needlessly).
+func judgesTags(r *http.Request) bool {
+	return matchesTags(r) || strings.Contains(r.Header.Get("If"), "[")
 }
 
 // writeConditions judges a write's If-Match, If-None-Match and
@@ -175,7 +195,7 @@ func (s *session) checkIf(r *http.Request, p string) error {
 	// Resources and their lock tokens are judged once however many
 	// lists name them (256 untagged lists of a deep request path read
 	// it 256 times), and the distinct ones are bounded in depth.
-	memo := ifMemo{etags: map[string]string{}, locks: map[[2]string]bool{}}
+	memo := ifMemo{seen: map[string]bool{}, etags: map[string]string{}, locks: map[[2]string]bool{}}
 	segs := strings.Count(p, "/")
 	for _, l := range lists {
 		res := p
@@ -190,7 +210,8 @@ func (s *session) checkIf(r *http.Request, p string) error {
 				continue // a resource not ours is never in the state the list names
 			}
 		}
-		if _, ok := memo.etags[res]; !ok && res != p {
+		if !memo.seen[res] && res != p {
+			memo.seen[res] = true
 			if segs += strings.Count(res, "/"); segs > maxIfSegments {
 				return describe(errBadIf, "the If header's resources hold more than %d path segments in all", maxIfSegments)
 			}
@@ -202,27 +223,22 @@ func (s *session) checkIf(r *http.Request, p string) error {
 	return errIfFailed
 }
 
-// ifMemo is what checkIf found out so far: each resource's entity tag
-// ("" when it has none), and whether a token names a lock covering it.
+// ifMemo is what checkIf found out so far: the resources counted
+// against maxIfSegments, each resource's entity tag ("" when it has
+// none) once a list named one, and whether a token names a lock
+// covering it.
 type ifMemo struct {
+	seen  map[string]bool
 	etags map[string]string
 	locks map[[2]string]bool
 }
 
 func (s *session) listHolds(p string, conds []ifCond, memo *ifMemo) bool {
-	etag, ok := memo.etags[p]
-	if !ok {
-		if t, err := s.resolve(p); err == nil {
-			if n, err := s.node(t); err == nil {
-				etag = fileInfoETag(n)
-			}
-		}
-		memo.etags[p] = etag
-	}
 	for _, c := range conds {
 		var holds bool
 		if c.token != "" {
 			k := [2]string{p, c.token}
+			var ok bool
 			if holds, ok = memo.locks[k]; !ok {
 				_, _, err := s.findLock(p, c.token)
 				holds = err == nil
@@ -231,6 +247,7 @@ func (s *session) listHolds(p string, conds []ifCond, memo *ifMemo) bool {
 		} else {
 			// RFC 4918 10.4.4: compared strongly, a weak tag never
 			// matches.
+			etag := s.ifETag(p, memo)
 			holds = etag != "" && c.etag == etag && !strings.HasPrefix(etag, "W/")
 		}
 		if holds == c.not {
@@ -240,12 +257,50 @@ func (s *session) listHolds(p string, conds []ifCond, memo *ifMemo) bool {
 	return true
 }
 
+// ifETag is the entity tag of the resource at dav path p, "" where there
+// is none, read once per If header (memo), and only for a list that
+// names a tag: a collection's reads its listing hash.
+func (s *session) ifETag(p string, memo *ifMemo) string {
+	etag, ok := memo.etags[p]
+	if !ok {
+		if t, err := s.resolve(p); err == nil {
+			if n, err := s.node(t); err == nil && s.listed(&n) == nil {
+				etag = fileInfoETag(n)
+			}
+		}
+		memo.etags[p] = etag
+	}
+	return etag
+}
+
 // fileInfoETag is n's entity tag; the list of roots (no node) has a fixed one.
+// A file's is vfs's (REST's), of its revision. A collection's is made of
+// its id and its listing hash (n.Listing, which the caller reads:
+// listed), so it changes with every change of a direct child (a new,
+// renamed, deleted or locked child, a new revision), as a sync client
+// that lists a folder only when its tag changed needs; vfs's tag of a
+// folder never changes while it lives. One without its listing read
+// (none of the paths that send or judge a tag) has vfs's.
 func fileInfoETag(n vfs.Node) string {
-	if n.ID == 0 {
+	switch {
+	case n.ID == 0:
 		return `"top"`
+	case n.Dir && n.Listing != "":
+		// Hex digits: nothing a quoted tag or element text escapes.
+		return `"d` + strconv.FormatUint(n.ID, 10) + "-" + n.Listing + `"`
 	}
 	return n.ETag()
+}
+
+// listed reads the listing hash of n, a collection, into n.Listing,
+// where it is not read yet, for its entity tag (fileInfoETag).
+func (s *session) listed(n *vfs.Node) error {
+	if !n.Dir || n.ID == 0 || n.Listing != "" {
+		return nil
+	}
+	h, err := s.h.opts.FS.ListHash(s.ctx, n.RootID, n.ID)
+	n.Listing = h
+	return err
 }
 
 // checkMatch applies If-Match, If-Unmodified-Since and If-None-Match

@@ -105,9 +105,9 @@ func TestIf(t *testing.T) {
 			etag := h.Get("ETag")
 			st, _, body = f.do("MKCOL", "/d", nil)
 			want(t, "MKCOL", st, http.StatusCreated, body)
-			d, _ := f.lookup("/d")
 			st, h, body = f.do("LOCK", "/d", strings.NewReader(lockExclusive))
 			want(t, "LOCK /d", st, http.StatusOK, body)
+			dtag := f.etag(t, "/d/")
 			tok := h.Get("Lock-Token")
 			past := time.Now().Add(-time.Hour).UTC().Format(http.TimeFormat)
 			future := time.Now().Add(time.Hour).UTC().Format(http.TimeFormat)
@@ -128,17 +128,17 @@ func TestIf(t *testing.T) {
 				{"PROPFIND", "/a.txt", []string{"Depth", "0", "If-Unmodified-Since", past}, http.StatusPreconditionFailed},
 				{"PROPFIND", "/a.txt", []string{"Depth", "0", "If-Unmodified-Since", future}, http.StatusMultiStatus},
 				{"PROPFIND", "/d/", []string{"Depth", "1", "If-Match", `"x"`}, http.StatusPreconditionFailed},
-				{"PROPFIND", "/d/", []string{"Depth", "1", "If-Match", d.ETag()}, http.StatusMultiStatus},
-				{"PROPFIND", "/d/", []string{"Depth", "1", "If-None-Match", d.ETag()}, http.StatusPreconditionFailed},
+				{"PROPFIND", "/d/", []string{"Depth", "1", "If-Match", dtag}, http.StatusMultiStatus},
+				{"PROPFIND", "/d/", []string{"Depth", "1", "If-None-Match", dtag}, http.StatusPreconditionFailed},
 				{"PROPFIND", "/", []string{"Depth", "0", "If-None-Match", "*"}, http.StatusPreconditionFailed},
 				{"PROPPATCH", "/a.txt", []string{"If-Match", `"r999"`}, http.StatusPreconditionFailed},
 				{"PROPPATCH", "/a.txt", []string{"If-None-Match", etag}, http.StatusPreconditionFailed},
 				{"PROPPATCH", "/d/", []string{"If-Match", `"x"`}, http.StatusPreconditionFailed},
 				// UNLOCK too, of a lock it would otherwise remove.
 				{"UNLOCK", "/d/", []string{"If-Match", `"x"`}, http.StatusPreconditionFailed},
-				{"UNLOCK", "/d/", []string{"If-None-Match", d.ETag()}, http.StatusPreconditionFailed},
+				{"UNLOCK", "/d/", []string{"If-None-Match", dtag}, http.StatusPreconditionFailed},
 				{"UNLOCK", "/d/", []string{"If-Match", "x"}, http.StatusBadRequest},
-				{"UNLOCK", "/d/", []string{"If-Match", d.ETag()}, http.StatusNoContent},
+				{"UNLOCK", "/d/", []string{"If-Match", dtag}, http.StatusNoContent},
 			} {
 				b := propfindAll
 				switch c.method {
@@ -172,6 +172,7 @@ func TestIf(t *testing.T) {
 				want(t, "MKCOL "+p, st, http.StatusCreated, body)
 			}
 			d, _ := f.lookup("/d")
+			dtag := f.etag(t, "/d/")
 			past := time.Now().Add(-time.Hour).UTC().Format(http.TimeFormat)
 			for _, c := range []struct {
 				method, path string
@@ -180,16 +181,16 @@ func TestIf(t *testing.T) {
 			}{
 				{"DELETE", "/d/", []string{"If-Match", `"x"`}, http.StatusPreconditionFailed},
 				{"DELETE", "/d/", []string{"If-Match", `"x", *`}, http.StatusBadRequest},
-				{"DELETE", "/d/", []string{"If-None-Match", d.ETag()}, http.StatusPreconditionFailed},
+				{"DELETE", "/d/", []string{"If-None-Match", dtag}, http.StatusPreconditionFailed},
 				{"DELETE", "/d/", []string{"If-Unmodified-Since", past}, http.StatusPreconditionFailed},
 				{"MOVE", "/d/", []string{"If-Match", `"x"`, "Destination", f.url("/e/")}, http.StatusPreconditionFailed},
 				{"MOVE", "/d/", []string{"If-None-Match", "*", "Destination", f.url("/e/")}, http.StatusPreconditionFailed},
-				{"MOVE", "/d/", []string{"If-Match", d.ETag(), "Destination", f.url("/e/")}, http.StatusCreated},
+				{"MOVE", "/d/", []string{"If-Match", dtag, "Destination", f.url("/e/")}, http.StatusCreated},
 				// Another folder at the old path: the ETag names the one moved.
 				{"MKCOL", "/d/", nil, http.StatusCreated},
-				{"DELETE", "/d/", []string{"If-Match", d.ETag()}, http.StatusPreconditionFailed},
-				{"MOVE", "/d/", []string{"If-Match", d.ETag(), "Destination", f.url("/f/")}, http.StatusPreconditionFailed},
-				{"DELETE", "/e/", []string{"If-Match", d.ETag()}, http.StatusNoContent},
+				{"DELETE", "/d/", []string{"If-Match", dtag}, http.StatusPreconditionFailed},
+				{"MOVE", "/d/", []string{"If-Match", dtag, "Destination", f.url("/f/")}, http.StatusPreconditionFailed},
+				{"DELETE", "/e/", []string{"If-Match", dtag}, http.StatusNoContent},
 			} {
 				st, _, body := f.do(c.method, c.path, nil, c.hdr...)
 				want(t, c.method+" "+c.path+" "+strings.Join(c.hdr, " "), st, c.status, body)
@@ -204,6 +205,45 @@ func TestIf(t *testing.T) {
 			}
 		}},
 
+		// A collection's If-Match and If-None-Match, and an If header's
+		// entity tag, are judged against the getetag a PROPFIND sends,
+		// which follows the folder's children: a change of one makes the
+		// tag a client read stale, for every method, and a DELETE or MOVE
+		// with an If header (judged before its commit) holds it there.
+		{"a collection's tag in conditions follows its children", func(t *testing.T) {
+			f := newFixture(t)
+			for _, w := range []struct{ method, path, body string }{{"MKCOL", "/d", ""}, {"PUT", "/d/a.txt", "a"}} {
+				st, _, body := f.do(w.method, w.path, strings.NewReader(w.body))
+				want(t, w.method+" "+w.path, st, http.StatusCreated, body)
+			}
+			old := f.etag(t, "/d/")
+			st, _, body := f.do("PUT", "/d/b.txt", strings.NewReader("b"))
+			want(t, "PUT /d/b.txt", st, http.StatusCreated, body)
+			cur := f.etag(t, "/d/")
+			lock := `<D:lockinfo xmlns:D="DAV:"><D:lockscope><D:exclusive/></D:lockscope><D:locktype><D:write/></D:locktype></D:lockinfo>`
+			for _, c := range []struct {
+				method, path, body string
+				hdr                []string
+				status             int
+			}{
+				{"PROPFIND", "/d/", "", []string{"Depth", "0", "If-Match", old}, http.StatusPreconditionFailed},
+				{"PROPFIND", "/d/", "", []string{"Depth", "0", "If-None-Match", old}, http.StatusMultiStatus},
+				{"PROPFIND", "/d/", "", []string{"Depth", "0", "If-None-Match", cur}, http.StatusPreconditionFailed},
+				{"PROPFIND", "/d/", "", []string{"Depth", "0", "If", "([" + old + "])"}, http.StatusPreconditionFailed},
+				{"PROPFIND", "/d/", "", []string{"Depth", "0", "If", "([" + cur + "])"}, http.StatusMultiStatus},
+				{"LOCK", "/d/", lock, []string{"If-Match", old}, http.StatusPreconditionFailed},
+				{"DELETE", "/d/", "", []string{"If-Match", old}, http.StatusPreconditionFailed},
+				{"DELETE", "/d/", "", []string{"If", "([" + old + "])"}, http.StatusPreconditionFailed},
+				{"MOVE", "/d/", "", []string{"If-Match", old, "Destination", f.url("/e/")}, http.StatusPreconditionFailed},
+				{"MOVE", "/d/", "", []string{"If", "([" + old + "])", "Destination", f.url("/e/")}, http.StatusPreconditionFailed},
+				{"MOVE", "/d/", "", []string{"If", "([" + cur + "])", "Destination", f.url("/e/")}, http.StatusCreated},
+				{"DELETE", "/e/", "", []string{"If-Match", cur}, http.StatusNoContent},
+			} {
+				st, _, body := f.do(c.method, c.path, strings.NewReader(c.body), c.hdr...)
+				want(t, c.method+" "+c.path+" "+strings.Join(c.hdr, " "), st, c.status, body)
+			}
+		}},
+
 		// The same, racing: a conditional DELETE or MOVE of /d and a MOVE
 		// of /d elsewhere, sent together, are one after the other in the
 		// store, so never do both succeed. Judged before the commit, the
@@ -211,7 +251,7 @@ func TestIf(t *testing.T) {
 		// other MOVE had taken it, and both succeeded. Bounded in rounds
 		// and time; on the old code some rounds in ten hit the window.
 		{"a conditional DELETE or MOVE of a folder races no MOVE", func(t *testing.T) {
-			raceFolderMove(t, "conditional", func(d vfs.Node) []string { return []string{"If-Match", d.ETag()} })
+			raceFolderMove(t, "conditional", func(etag string) []string { return []string{"If-Match", etag} })
 		}},
 
 		// The same with an If header, which reads the store before the
@@ -219,7 +259,7 @@ func TestIf(t *testing.T) {
 		// acts only on the item it judged at the path, never on it where
 		// the other MOVE took it since (a 412 then).
 		{"a DELETE or MOVE of a folder with an If header races no MOVE", func(t *testing.T) {
-			raceFolderMove(t, "If-header", func(d vfs.Node) []string { return []string{"If", "([" + d.ETag() + "])"} })
+			raceFolderMove(t, "If-header", func(etag string) []string { return []string{"If", "([" + etag + "])"} })
 		}},
 
 		// If-Match and If-None-Match are checked when a PUT starts; a write
@@ -463,22 +503,22 @@ func TestIf(t *testing.T) {
 }
 
 // raceFolderMove sends, for at most 40 rounds or 10 s, a DELETE or MOVE
-// of /d carrying the headers cond gives for the folder together with a
+// of /d carrying the headers cond gives for the folder's getetag together with a
 // plain MOVE of /d elsewhere, and fails when both succeed: one of them
 // must find /d gone.
-func raceFolderMove(t *testing.T, what string, cond func(d vfs.Node) []string) {
+func raceFolderMove(t *testing.T, what string, cond func(etag string) []string) {
 	f := newFixture(t)
 	deadline := time.Now().Add(10 * time.Second)
 	for i := 0; i < 40 && time.Now().Before(deadline); i++ {
 		st, _, body := f.do("MKCOL", "/d", nil)
 		want(t, "MKCOL", st, http.StatusCreated, body)
-		d, _ := f.lookup("/d")
+		etag := f.etag(t, "/d/")
 		other := make(chan int)
 		go func() {
 			st, _, _ := f.do("MOVE", "/d/", nil, "Destination", f.url(fmt.Sprintf("/x%d/", i)))
 			other <- st
 		}()
-		method, hdr := "DELETE", cond(d)
+		method, hdr := "DELETE", cond(etag)
 		if i%2 == 1 {
 			method, hdr = "MOVE", append(hdr, "Destination", f.url(fmt.Sprintf("/y%d/", i)))
 		}

@@ -122,6 +122,13 @@ func (s *session) propfind(w http.ResponseWriter, r *http.Request) error {
 	if err := s.checkIf(r, s.path); err != nil {
 		return err
 	}
+	pw := &propWriter{s: s, mode: mode, names: names, include: include, quota: map[uint64]quotaFigures{}}
+	s.wantTags = pw.sendsTags()
+	if s.wantTags || matchesTags(r) {
+		if err := s.listed(&n); err != nil {
+			return err
+		}
+	}
 	// RFC 9110 13.1.1 and 13.1.2: an If-Match that fails, or an
 	// If-None-Match that holds on a method other than GET and HEAD, is
 	// 412, as Apache's mod_dav answers a PROPFIND; a client that lists
@@ -135,7 +142,6 @@ func (s *session) propfind(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	pw := &propWriter{s: s, mode: mode, names: names, include: include, quota: map[uint64]quotaFigures{}}
 	pw.dead = pw.needDead()
 	s.wantDead = func() bool { return pw.dead }
 	w.Header().Set("Content-Type", "application/xml; charset=utf-8")
@@ -181,6 +187,11 @@ func (s *session) walk(res *resource, depth int, fn func(*resource) error) error
 			if err != nil {
 				return err
 			}
+			if s.wantTags {
+				if err := s.listed(&n); err != nil {
+					return err
+				}
+			}
 			kid := resource{href: s.h.href("/"+m.name, true), n: n, m: m}
 			if err := s.walk(&kid, depth-1, fn); err != nil {
 				return err
@@ -199,7 +210,7 @@ func (s *session) walk(res *resource, depth int, fn func(*resource) error) error
 	// properties read along (one ordered scan per batch of them), so a
 	// listing holds one batch whatever the folder's size.
 	dead := s.wantDead != nil && s.wantDead()
-	opts := vfs.ListOptions{Props: dead}
+	opts := vfs.ListOptions{Props: dead, Hashes: s.wantTags}
 	return s.h.opts.FS.ListEach(s.ctx, res.m.root.ID, res.n.ID, opts, func(l *vfs.Listing) error {
 		var kid resource
 		for c, err := range l.Children() {

@@ -87,6 +87,77 @@ func TestProps(t *testing.T) {
 			}
 		}},
 
+		// A collection's getetag follows its listing: a client that lists
+		// a folder again only when its ETag changed (ownCloud's and
+		// Nextcloud's clients, rclone, Windows) must see every change of
+		// a direct child, and no change where there was none. The tag was
+		// the folder's id and creation time, fixed while it lived, so such
+		// a client never saw a PUT, rename, delete or new revision in it.
+		// Changes deeper down leave it (docs/api.md); Depth 1 of the
+		// folder above and allprop give the same tag as Depth 0.
+		{"a collection's getetag changes with its children", func(t *testing.T) {
+			f := newFixture(t)
+			for _, w := range []struct{ method, path, body string }{
+				{"MKCOL", "/d", ""}, {"PUT", "/d/a.txt", "a"}, {"PUT", "/d/b.txt", "b"}, {"MKCOL", "/d/sub", ""},
+			} {
+				st, _, body := f.do(w.method, w.path, strings.NewReader(w.body))
+				want(t, w.method+" "+w.path, st, http.StatusCreated, body)
+			}
+			before := f.etag(t, "/d/")
+			if again := f.etag(t, "/d/"); again != before {
+				t.Fatalf("an unchanged folder: getetag %s, then %s", before, again)
+			}
+			for _, c := range []struct {
+				what         string
+				method, path string
+				body         string
+				hdr          []string
+				changes      bool
+			}{
+				{"a new file", "PUT", "/d/c.txt", "c", nil, true},
+				{"a new revision", "PUT", "/d/a.txt", "a2", nil, true},
+				{"a rename", "MOVE", "/d/b.txt", "", []string{"Destination", f.url("/d/b2.txt")}, true},
+				{"a delete", "DELETE", "/d/c.txt", "", nil, true},
+				{"a new folder", "MKCOL", "/d/sub2", "", nil, true},
+				{"a dead property of a child", "PROPPATCH", "/d/a.txt", `<D:propertyupdate xmlns:D="DAV:"><D:set><D:prop><Z:t xmlns:Z="urn:z">v</Z:t></D:prop></D:set></D:propertyupdate>`, nil, false},
+				{"a file below a child folder", "PUT", "/d/sub/deep.txt", "x", nil, false},
+			} {
+				st, _, body := f.do(c.method, c.path, strings.NewReader(c.body), c.hdr...)
+				if st >= 300 {
+					t.Fatalf("%s: %s %s: %d %s", c.what, c.method, c.path, st, body)
+				}
+				after := f.etag(t, "/d/")
+				if changed := after != before; changed != c.changes {
+					t.Errorf("%s: getetag %s, then %s; want a change: %v", c.what, before, after, c.changes)
+				}
+				before = after
+			}
+			// A child's lock shows in the listing (lockdiscovery), so
+			// its taking and its end change the tag; a refresh does not.
+			st, h, body := f.do("LOCK", "/d/a.txt", strings.NewReader(lockExclusive))
+			want(t, "LOCK /d/a.txt", st, http.StatusOK, body)
+			locked := f.etag(t, "/d/")
+			if locked == before {
+				t.Errorf("a LOCK of a child left getetag %s", before)
+			}
+			st, _, body = f.do("LOCK", "/d/a.txt", nil, "If", "("+h.Get("Lock-Token")+")")
+			want(t, "LOCK refresh", st, http.StatusOK, body)
+			if again := f.etag(t, "/d/"); again != locked {
+				t.Errorf("a refresh of a child's lock: getetag %s, then %s", locked, again)
+			}
+			st, _, body = f.do("UNLOCK", "/d/a.txt", nil, "Lock-Token", h.Get("Lock-Token"))
+			want(t, "UNLOCK /d/a.txt", st, http.StatusNoContent, body)
+			if unlocked := f.etag(t, "/d/"); unlocked != before {
+				t.Errorf("an UNLOCK of a child: getetag %s, want %s as before the LOCK", unlocked, before)
+			}
+			st, _, body = f.do("PROPFIND", "/", strings.NewReader(`<D:propfind xmlns:D="DAV:"><D:prop><D:getetag/></D:prop></D:propfind>`), "Depth", "1")
+			want(t, "PROPFIND / Depth 1", st, http.StatusMultiStatus, body)
+			contains(t, body, "<D:href>/webdav/alice/d/</D:href><D:propstat><D:prop><D:getetag>"+before+"</D:getetag>")
+			st, _, body = f.do("PROPFIND", "/d/", nil, "Depth", "0")
+			want(t, "PROPFIND /d/ allprop", st, http.StatusMultiStatus, body)
+			contains(t, body, "<D:getetag>"+before+"</D:getetag>")
+		}},
+
 		// A PROPFIND names at most maxPropfindNames properties: each is
 		// answered for every resource listed, so 10,000 names on a folder of
 		// 10,000 items made the server write a hundred million entries.

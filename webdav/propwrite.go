@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"path"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -48,6 +49,18 @@ func (pw *propWriter) needDead() bool {
 		if !isLive(n) {
 			return true
 		}
+	}
+	return false
+}
+
+// sendsTags reports whether the answer sends getetag: allprop does, a
+// DAV:prop that names it does, propname never does.
+func (pw *propWriter) sendsTags() bool {
+	switch pw.mode {
+	case "allprop":
+		return true
+	case "prop":
+		return slices.Contains(pw.names, xml.Name{Space: davNS, Local: "getetag"})
 	}
 	return false
 }

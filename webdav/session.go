@@ -49,6 +49,10 @@ type session struct {
 	// wantDead, set by PROPFIND, says whether listings should prefetch
 	// dead properties.
 	wantDead func() bool
+	// wantTags, set by PROPFIND, says whether its answer sends getetag:
+	// a collection's is read from its listing hash (listed), which the
+	// other properties do not need.
+	wantTags bool
 }
 
 // sessionCaller is who a session's requests come from: the caller they
