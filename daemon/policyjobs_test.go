@@ -233,22 +233,32 @@ func counterValue(t *testing.T, c prometheus.Counter) float64 {
 // root counts against the quotas until it is purged, and the policy is
 // how an organization gets that space back), and leaves one deleted
 // since and another organization's. Before, the job left every deleted
-// root alone.
+// root alone. The roots of a deleted child organization (and of those
+// below it), deleted with it, still count against every ancestor's
+// quota until purged, and nobody is left to set the deleted subtree's
+// policy: the nearest live ancestor's purges them. Before, the job skipped
+// a deleted organization, and its subtree's roots counted against the
+// parent's quota for ever, whatever the parent's policy.
 func TestPolicyPurgesDeletedRoots(t *testing.T) {
 	ctx := context.Background()
 	s := newPolicyStack(t)
 	pol := account.DefaultPolicy()
 	pol.PurgeDeleted, pol.PurgeDeletedFrequency = true, "1h"
-	_, old := s.person(t, "acme", 0, pol)
+	acme, old := s.person(t, "acme", 0, pol)
 	_, recent := s.person(t, "acme2", 0, pol)
 	_, plain := s.person(t, "plain", 0, account.DefaultPolicy())
-	for _, r := range []vfs.Root{old, recent, plain} {
+	gone, goneRoot := s.person(t, "gone", acme.ID, account.DefaultPolicy())
+	_, belowRoot := s.person(t, "below", gone.ID, account.DefaultPolicy())
+	for _, r := range []vfs.Root{old, recent, plain, goneRoot, belowRoot} {
 		s.write(t, r, "f.txt", make([]byte, 3000))
 	}
-	for _, r := range []vfs.Root{old, plain} {
+	for _, r := range []vfs.Root{old, plain, goneRoot, belowRoot} {
 		if err := s.fs.DeleteRoot(ctx, r.ID); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if _, err := s.accounts.DeleteOrganization(ctx, gone.ID); err != nil {
+		t.Fatal(err)
 	}
 	s.clock.Add(int64(90 * time.Minute))
 	if err := s.fs.DeleteRoot(ctx, recent.ID); err != nil {
@@ -259,10 +269,10 @@ func TestPolicyPurgesDeletedRoots(t *testing.T) {
 	j := newPolicyJobs(s.fs, s.accounts, slog.New(slog.DiscardHandler), reg, 100)
 	j.now = s.now
 	rep, err := j.run(ctx)
-	if err != nil || rep.Purge.Roots != 1 || rep.Purge.Failed != 0 {
-		t.Fatalf("run: %v %s, want one root purged", err, rep)
+	if err != nil || rep.Purge.Roots != 3 || rep.Purge.Failed != 0 {
+		t.Fatalf("run: %v %s, want acme's root and the deleted child's two purged", err, rep)
 	}
-	if got := counterValue(t, j.purged); got != 1 {
+	if got := counterValue(t, j.purged); got != 3 {
 		t.Fatalf("purged counter %v", got)
 	}
 	if rep, err := j.run(ctx); err != nil || rep.Purge.Roots != 0 {
