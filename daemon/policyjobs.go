@@ -18,7 +18,10 @@ import (
 // (keep trim_revisions_x revisions of each file) and purge_deleted (purge
 // what was deleted longer ago than purge_deleted_frequency). Each
 // organization's policy applies to the roots it owns itself (its
-// persons' and its own); its children have their own policies.
+// persons' and its own); its children have their own policies. The
+// deleted roots of a deleted organization's subtree, which count against
+// its live ancestors' quotas until purged, go by the purge_deleted of the
+// nearest live organization above it.
 type policyJobs struct {
 	jobs     *clusterJobs // runs each round once per cluster; nil: here
 	files    *vfs.FS
@@ -95,6 +98,52 @@ func (j *policyJobs) runLogged(ctx context.Context) {
 	}
 }
 
+// orgLink is what heir needs of an organization: a run reads every
+// organization, and keeps this much of each rather than the whole record.
+type orgLink struct {
+	id, parent uint64
+	deleted    bool
+	purgeAfter time.Duration // its Policy.PurgeDeletedAfter
+}
+
+func linkOf(o account.Organization) orgLink {
+	return orgLink{id: o.ID, parent: o.ParentID, deleted: o.Deleted, purgeAfter: o.Policy.PurgeDeletedAfter()}
+}
+
+// heir reports whether organization o is gone, deleted or below a
+// deleted organization, and then the nearest live organization above
+// it, whose purge_deleted empties its deleted roots (the zero orgLink
+// where none is: a top-level organization cannot be deleted, so only a
+// damaged store has none). seen holds the organizations read so far; one
+// above o not among them is read.
+func (j *policyJobs) heir(ctx context.Context, o account.Organization, seen map[uint64]orgLink) (orgLink, bool, error) {
+	var heir orgLink
+	gone := false
+	for l, depth := linkOf(o), 0; ; depth++ {
+		if depth > account.MaxOrgDepth {
+			return orgLink{}, false, fmt.Errorf("organization %d nests deeper than %d", o.ID, account.MaxOrgDepth)
+		}
+		if l.deleted {
+			gone, heir = true, orgLink{}
+		} else if gone && heir.id == 0 {
+			heir = l
+		}
+		if l.parent == 0 {
+			return heir, gone, nil
+		}
+		p, ok := seen[l.parent]
+		if !ok {
+			po, err := j.accounts.Organization(ctx, l.parent)
+			if err != nil {
+				return orgLink{}, false, err
+			}
+			p = linkOf(po)
+			seen[p.id] = p
+		}
+		l = p
+	}
+}
+
 // policyReport says what one run did.
 type policyReport struct {
 	Organizations int // organizations whose policy asked for work
@@ -138,6 +187,7 @@ func (j *policyJobs) run(ctx context.Context) (policyReport, error) {
 		}
 	}
 	var after uint64
+	seen := map[uint64]orgLink{} // by id, for the chains above
 	for ctx.Err() == nil {
 		orgs, err := j.accounts.OrganizationsAfter(ctx, after, policyOrgPage)
 		if err != nil {
@@ -148,8 +198,24 @@ func (j *policyJobs) run(ctx context.Context) (policyReport, error) {
 		}
 		after = orgs[len(orgs)-1].ID
 		for _, o := range orgs {
+			seen[o.ID] = linkOf(o)
+		}
+		for _, o := range orgs {
 			keep, purgeAfter := o.Policy.TrimKeep(), o.Policy.PurgeDeletedAfter()
-			if o.Deleted || (keep == 0 && purgeAfter == 0) {
+			heir, gone, err := j.heir(ctx, o, seen)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("organization %d: %w", o.ID, err))
+				continue
+			}
+			if gone {
+				// Its roots were deleted with it (or with the deleted
+				// organization above it), and count against every
+				// live ancestor's quota until purged; nobody sets its
+				// policy any more. The nearest live ancestor's
+				// purge_deleted empties them; nothing is left to trim.
+				keep, purgeAfter = 0, heir.purgeAfter
+			}
+			if keep == 0 && purgeAfter == 0 {
 				continue
 			}
 			rep.Organizations++
