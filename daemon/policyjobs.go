@@ -204,8 +204,12 @@ func (j *policyJobs) run(ctx context.Context) (policyReport, error) {
 			keep, purgeAfter := o.Policy.TrimKeep(), o.Policy.PurgeDeletedAfter()
 			heir, gone, err := j.heir(ctx, o, seen)
 			if err != nil {
+				// A damaged chain: the organization's own policy
+				// still applies to its live roots, as before.
 				errs = append(errs, fmt.Errorf("organization %d: %w", o.ID, err))
-				continue
+				if o.Deleted {
+					continue
+				}
 			}
 			if gone {
 				// Its roots were deleted with it (or with the deleted
