@@ -246,19 +246,24 @@ func TestPolicyPurgesDeletedRoots(t *testing.T) {
 	pol.PurgeDeleted, pol.PurgeDeletedFrequency = true, "1h"
 	acme, old := s.person(t, "acme", 0, pol)
 	_, recent := s.person(t, "acme2", 0, pol)
-	_, plain := s.person(t, "plain", 0, account.DefaultPolicy())
+	plainOrg, plain := s.person(t, "plain", 0, account.DefaultPolicy())
 	gone, goneRoot := s.person(t, "gone", acme.ID, account.DefaultPolicy())
 	_, belowRoot := s.person(t, "below", gone.ID, account.DefaultPolicy())
-	for _, r := range []vfs.Root{old, recent, plain, goneRoot, belowRoot} {
+	// A deleted organization whose own policy purged, under one that
+	// does not: its own still applies.
+	own, ownRoot := s.person(t, "own", plainOrg.ID, pol)
+	for _, r := range []vfs.Root{old, recent, plain, goneRoot, belowRoot, ownRoot} {
 		s.write(t, r, "f.txt", make([]byte, 3000))
 	}
-	for _, r := range []vfs.Root{old, plain, goneRoot, belowRoot} {
+	for _, r := range []vfs.Root{old, plain, goneRoot, belowRoot, ownRoot} {
 		if err := s.fs.DeleteRoot(ctx, r.ID); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := s.accounts.DeleteOrganization(ctx, gone.ID); err != nil {
-		t.Fatal(err)
+	for _, o := range []account.Organization{gone, own} {
+		if _, err := s.accounts.DeleteOrganization(ctx, o.ID); err != nil {
+			t.Fatal(err)
+		}
 	}
 	s.clock.Add(int64(90 * time.Minute))
 	if err := s.fs.DeleteRoot(ctx, recent.ID); err != nil {
@@ -269,10 +274,10 @@ func TestPolicyPurgesDeletedRoots(t *testing.T) {
 	j := newPolicyJobs(s.fs, s.accounts, slog.New(slog.DiscardHandler), reg, 100)
 	j.now = s.now
 	rep, err := j.run(ctx)
-	if err != nil || rep.Purge.Roots != 3 || rep.Purge.Failed != 0 {
-		t.Fatalf("run: %v %s, want acme's root and the deleted child's two purged", err, rep)
+	if err != nil || rep.Purge.Roots != 4 || rep.Purge.Failed != 0 {
+		t.Fatalf("run: %v %s, want acme's root, the deleted child's two and the deleted own's purged", err, rep)
 	}
-	if got := counterValue(t, j.purged); got != 3 {
+	if got := counterValue(t, j.purged); got != 4 {
 		t.Fatalf("purged counter %v", got)
 	}
 	if rep, err := j.run(ctx); err != nil || rep.Purge.Roots != 0 {
