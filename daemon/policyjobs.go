@@ -20,8 +20,8 @@ import (
 // organization's policy applies to the roots it owns itself (its
 // persons' and its own); its children have their own policies. The
 // deleted roots of a deleted organization's subtree, which count against
-// its live ancestors' quotas until purged, go by the purge_deleted of the
-// nearest live organization above it.
+// its live ancestors' quotas until purged, go also by the purge_deleted of
+// the nearest live organization above it (the sooner of the two).
 type policyJobs struct {
 	jobs     *clusterJobs // runs each round once per cluster; nil: here
 	files    *vfs.FS
@@ -216,8 +216,12 @@ func (j *policyJobs) run(ctx context.Context) (policyReport, error) {
 				// organization above it), and count against every
 				// live ancestor's quota until purged; nobody sets its
 				// policy any more. The nearest live ancestor's
-				// purge_deleted empties them; nothing is left to trim.
-				keep, purgeAfter = 0, heir.purgeAfter
+				// purge_deleted empties them, or its own as it was
+				// left, whichever is sooner; nothing is left to trim.
+				keep = 0
+				if h := heir.purgeAfter; h > 0 && (purgeAfter == 0 || h < purgeAfter) {
+					purgeAfter = h
+				}
 			}
 			if keep == 0 && purgeAfter == 0 {
 				continue
