@@ -26,7 +26,15 @@ import (
 // the items' vfspropsize records (which it does not keep up as it sets
 // or removes properties). Format 1 reads as format 2 unchanged: the
 // properties stored before count from their item's next PROPPATCH.
-const dataFormat = 2
+//
+// Format 3 keeps a deleted root's usage in its tallies until its purge
+// (vfs rootRec.TrashCounted). A berth of format 2 purging such a root
+// leaves its bytes in the tallies for good, and one that changes its
+// usage (a staged upload's reservation given back) misses them: tallies
+// short or long that nothing repairs. Format 2 reads as format 3
+// unchanged: roots deleted before left their tallies then, and their
+// purge takes nothing out.
+const dataFormat = 3
 
 // formatFile names the marker in the data directory. It is a plain file,
 // not a key in meta/, so that it can be read before Badger opens the
@@ -40,9 +48,9 @@ var errNewerFormat = errors.New("data directory written by a newer berth")
 // this berth does not know, and writes this berth's format where the
 // marker is missing or older. Every directory without one is format 1: a
 // new one, or one from a berth before the marker existed, which wrote
-// format 1 without saying so. Format 1 needs no conversion to 2 (see
+// format 1 without saying so. Formats 1 and 2 need no conversion (see
 // dataFormat), only the marker, written before anything is opened so
-// that a berth of format 1 refuses the directory from then on.
+// that a berth of an older format refuses the directory from then on.
 func checkFormat(dir string) error {
 	name := filepath.Join(dir, formatFile)
 	mark := func() error {

@@ -41,20 +41,23 @@ func TestDataFormatMarker(t *testing.T) {
 		t.Fatal(err)
 	}
 	st.close(log)
-	if b, err := os.ReadFile(marker); err != nil || string(b) != "2\n" {
-		t.Fatalf("marker of a new directory: %q, %v; want \"2\\n\"", b, err)
+	if b, err := os.ReadFile(marker); err != nil || string(b) != "3\n" {
+		t.Fatalf("marker of a new directory: %q, %v; want \"3\\n\"", b, err)
 	}
 
-	// A directory written before the marker existed, and one the
-	// release before (4a23093, format 1) wrote: both open with their
-	// files and are marked format 2, so that release refuses them after
-	// (it would rewrite usage ledgers without their dead-property bytes).
+	// A directory written before the marker existed, one a release of
+	// format 1 (4a23093) wrote, and one of format 2 (94816b4): each
+	// opens with its files and is marked format 3, so that those
+	// releases refuse it after (format 1 would rewrite usage ledgers
+	// without their dead-property bytes; format 2 would purge a deleted
+	// root without taking its usage out of its tallies).
 	for _, old := range []struct {
 		name   string
 		marker []byte // nil: none
 	}{
 		{"no marker", nil},
 		{"format 1", []byte("1\n")},
+		{"format 2", []byte("2\n")},
 	} {
 		if err := os.Remove(marker); err != nil {
 			t.Fatal(err)
@@ -73,8 +76,8 @@ func TestDataFormatMarker(t *testing.T) {
 		if err != nil || f.Size != 4 {
 			t.Fatalf("%s: kept.txt after reopening: %+v, %v", old.name, f, err)
 		}
-		if b, err := os.ReadFile(marker); err != nil || string(b) != "2\n" {
-			t.Fatalf("%s: marker after reopening: %q, %v; want \"2\\n\"", old.name, b, err)
+		if b, err := os.ReadFile(marker); err != nil || string(b) != "3\n" {
+			t.Fatalf("%s: marker after reopening: %q, %v; want \"3\\n\"", old.name, b, err)
 		}
 	}
 
@@ -87,7 +90,7 @@ func TestDataFormatMarker(t *testing.T) {
 		marker, want string
 		newer        bool
 	}{
-		{"3\n", "format 3", true},
+		{"4\n", "format 4", true},
 		{"999", "format 999", true},
 		{"banana\n", `"banana\n"`, false},
 		{"0\n", `"0\n"`, false},
