@@ -59,14 +59,15 @@ func (fs *FS) LookupMove(ctx context.Context, root uint64, src, dst string) (sn 
 // root, both looked up in the transaction that moves it, where a lookup
 // before Move read them in one of its own: a WebDAV MOVE costs one
 // transaction. check, when not nil, runs in that transaction with what
-// the paths name: n, the item at src (a folder with its Listing); dstErr, why dst names no place for
-// it (ErrNotExist or ErrNotDir for the folder above it, dst's own name
-// errors, the read's); old, the live item at dst, if any. An error from
+// the paths name: n, the item at src (a folder with its Listing where
+// opts.Listing asks); dstErr, why dst names no place for it (ErrNotExist
+// or ErrNotDir for the folder above it, dst's own name errors, the
+// read's); old, the live item at dst, if any. An error from
 // check refuses the move as it is; where check returns nil, dstErr does.
 // No item at src is ErrNotExist, before check runs. replaced says the
 // move deleted an item at dst in its place (opts.Overwrite, as Move).
 func (fs *FS) MoveAt(ctx context.Context, root uint64, src, dst string, opts WriteOptions, check func(n Node, dstErr error, old *Node) error) (n Node, replaced bool, err error) {
-	at := &movePath{src: src, check: check}
+	at := &movePath{src: src, check: check, listing: opts.Listing}
 	if at.srcSegs, err = fs.itemPath(OpMove, root, src, ErrRootItem, "the top folder"); err != nil {
 		return Node{}, false, err
 	}
@@ -85,6 +86,7 @@ type movePath struct {
 	srcSegs, dstSegs []string // from the root's top folder down
 	dstErr           error    // dst's own error (splitPath's)
 	check            func(Node, error, *Node) error
+	listing          bool // WriteOptions.Listing
 	// parent is the folder found for dst in the last try; replaced
 	// says the committed move replaced an item there.
 	parent   uint64
@@ -115,7 +117,7 @@ func (a *movePath) lookup(fs *FS, tx kv.Txn, root uint64) (rec nodeRec, parent u
 	}
 	a.refused = nil
 	if a.check != nil {
-		if err := withListing(tx, &n, fs.nowNs()); err != nil {
+		if err := withListing(tx, &n, a.listing, fs.nowNs()); err != nil {
 			return nodeRec{}, 0, "", err
 		}
 		if err := a.check(n, dstErr, old); err != nil {
@@ -291,8 +293,8 @@ func (fs *FS) Delete(ctx context.Context, root, id uint64, opts WriteOptions) er
 
 // DeleteAt is Delete of the item at path p of root, looked up in the
 // transaction that deletes it, where check, when not nil, sees it (a
-// folder with its Listing) and may refuse the delete with its own error.
-// No item at p is ErrNotExist.
+// folder with its Listing where opts.Listing asks) and may refuse the
+// delete with its own error. No item at p is ErrNotExist.
 func (fs *FS) DeleteAt(ctx context.Context, root uint64, p string, opts WriteOptions, check func(n Node) error) error {
 	segs, err := fs.itemPath(OpDelete, root, p, ErrRootItem, "the top folder")
 	if err != nil {
@@ -301,13 +303,13 @@ func (fs *FS) DeleteAt(ctx context.Context, root uint64, p string, opts WriteOpt
 	return fs.delete(ctx, root, 0, opts, &deletePath{p: p, segs: segs, check: check})
 }
 
-// withListing sets the listing hash of n, when a folder, as tx reads it
-// at now: the checks of DeleteAt and MoveAt judge a WebDAV If-Match on a
+// withListing sets the listing hash of n, when a folder and the caller
+// wants it (WriteOptions.Listing), as tx reads it at now: the checks of DeleteAt and MoveAt judge a WebDAV If-Match on a
 // collection, whose entity tag is made of it, in the commit, on the
 // folder the commit acts on. Read in the commit, a child's change that
 // commits first makes the commit conflict and run again, on the new hash.
-func withListing(tx kv.Txn, n *Node, now int64) error {
-	if !n.Dir {
+func withListing(tx kv.Txn, n *Node, want bool, now int64) error {
+	if !want || !n.Dir {
 		return nil
 	}
 	var err error
@@ -350,7 +352,7 @@ func (fs *FS) delete(ctx context.Context, root, id uint64, opts WriteOptions, at
 			}
 			at.refused = nil
 			if at.check != nil {
-				if err := withListing(tx, &n, now); err != nil {
+				if err := withListing(tx, &n, opts.Listing, now); err != nil {
 					return err
 				}
 				if err := at.check(n); err != nil {

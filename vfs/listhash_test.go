@@ -277,10 +277,18 @@ func TestListHashHandedOut(t *testing.T) {
 			if d == other {
 				p = "/other"
 			}
-			deleteErr := e.fs.DeleteAt(ctx, e.root.ID, p, vfs.WriteOptions{}, func(n vfs.Node) error { deleting = n; return refused })
-			_, _, moveErr := e.fs.MoveAt(ctx, e.root.ID, p, "/moved", vfs.WriteOptions{}, func(n vfs.Node, _ error, _ *vfs.Node) error { moving = n; return refused })
-			if !errors.Is(deleteErr, refused) || !errors.Is(moveErr, refused) {
-				t.Fatalf("%s: the checks' errors: %v, %v", p, deleteErr, moveErr)
+			// Asked for (WriteOptions.Listing), the checks see the hash;
+			// not asked for, they see none, and the sums are not read.
+			for _, asked := range []bool{false, true} {
+				opts := vfs.WriteOptions{Listing: asked}
+				deleteErr := e.fs.DeleteAt(ctx, e.root.ID, p, opts, func(n vfs.Node) error { deleting = n; return refused })
+				_, _, moveErr := e.fs.MoveAt(ctx, e.root.ID, p, "/moved", opts, func(n vfs.Node, _ error, _ *vfs.Node) error { moving = n; return refused })
+				if !errors.Is(deleteErr, refused) || !errors.Is(moveErr, refused) {
+					t.Fatalf("%s: the checks' errors: %v, %v", p, deleteErr, moveErr)
+				}
+				if !asked && (deleting.Listing != "" || moving.Listing != "") {
+					t.Errorf("%s: %s: the checks, not asked for the hash, saw %q and %q", store, p, deleting.Listing, moving.Listing)
+				}
 			}
 			for _, c := range []struct{ where, got string }{
 				{"ListHash", read}, {"ListOptions.Hashes", listed[d]}, {"DeleteAt's check", deleting.Listing}, {"MoveAt's check", moving.Listing},

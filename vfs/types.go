@@ -197,6 +197,11 @@ type WriteOptions struct {
 	// that item is ErrNameConflict, as it is when the item replaced would
 	// be the one moved or copied, or a folder above it.
 	Overwrite bool
+	// Listing has DeleteAt and MoveAt hand their check a folder with its
+	// Listing read in the commit, for a front end that judges the
+	// folder's entity tag there: a read of its listing sum's shards that
+	// a plain delete or move of a folder does without.
+	Listing bool
 }
 
 // Quota bounds the PhysicalSize of one tally; Bytes 0 or less means no

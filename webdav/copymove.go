@@ -160,6 +160,7 @@ func (s *session) copyMove(w http.ResponseWriter, r *http.Request) error {
 		// took the item from wherever another MOVE had taken it since,
 		// into the folder wherever that had gone.
 		opts.IfRevision = srcOpts.IfRevision
+		opts.Listing = sn.Listing != "" // read above: its tag is judged
 		_, _, err = fs.MoveAt(s.ctx, src.m.root.ID, src.rel, dst.rel, opts, func(at vfs.Node, dstErr error, old *vfs.Node) error {
 			if err := sameItem(sn)(at); err != nil {
 				return err
@@ -329,6 +330,9 @@ func (s *session) moveAt(w http.ResponseWriter, r *http.Request, src, dst target
 	}
 	opts := s.optsFor(dst.m.root.ID)
 	opts.Overwrite = overwrite
+	// A collection's tag is its listing's, read in the commit only for
+	// conditions that may judge it.
+	opts.Listing = judgesTags(r)
 	_, replaced, err := s.h.opts.FS.MoveAt(s.ctx, src.m.root.ID, src.rel, dst.rel, opts, check)
 	if errors.Is(err, vfs.ErrNotExist) && err != refused {
 		return vfs.ErrNotExist // lookup's answer

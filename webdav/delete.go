@@ -18,7 +18,11 @@ func (s *session) delete(w http.ResponseWriter, r *http.Request) error {
 		// much as a file, so an item that came to the path since a
 		// check, or a revision that landed, is never deleted unseen.
 		var refused error
-		err := s.h.opts.FS.DeleteAt(s.ctx, t.m.root.ID, t.rel, s.optsFor(t.m.root.ID), func(n vfs.Node) error {
+		opts := s.optsFor(t.m.root.ID)
+		// A collection's tag is its listing's, read in the commit only
+		// for conditions that may judge it.
+		opts.Listing = judgesTags(r)
+		err := s.h.opts.FS.DeleteAt(s.ctx, t.m.root.ID, t.rel, opts, func(n vfs.Node) error {
 			refused = deleteRefusal(r, n)
 			if refused == nil {
 				refused = writeConditions(r, n, true)
@@ -69,6 +73,7 @@ func (s *session) delete(w http.ResponseWriter, r *http.Request) error {
 	if conditional(r) && !n.Dir {
 		opts.IfRevision = n.RevisionID
 	}
+	opts.Listing = n.Listing != "" // read above: its tag is judged
 	if err := s.h.opts.FS.DeleteAt(s.ctx, t.m.root.ID, t.rel, opts, sameItem(n)); err != nil {
 		return err
 	}
