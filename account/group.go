@@ -982,20 +982,42 @@ func (s *Service) Members(ctx context.Context, groupID uint64, fromGroups bool) 
 
 // PersonGroups returns the ids of every group person personID is a
 // member of, directly or through groups that contain their groups, in
-// id order: the groups whose shares reach them.
+// id order: the groups whose shares reach them. The slice is shared and
+// must not be changed.
+//
+// The answer is kept until the store's next commit outside file content
+// (kv.MetaGeneration: memberships are account records): share asks it
+// for every share root a person reaches (share.Roots, each share's
+// access check), and the walk costs a scan per group reached, so a
+// person in thousands of groups subscribed to hundreds of shares made
+// GET /api/2/person, and each person of an organization listing, cost
+// groups × shares scans (2,000 groups, 200 shares: 400,000).
 func (s *Service) PersonGroups(ctx context.Context, personID uint64) ([]uint64, error) {
+	gen := kv.MetaGeneration(s.db)
+	if out, ok := s.callers.groups.Get(gen, personID); ok {
+		return out, nil
+	}
 	var out []uint64
 	err := s.db.View(ctx, func(tx kv.Txn) error {
 		var err error
 		out, err = s.groupsAbove(tx, personID, 0)
 		return err
 	})
+	if err == nil {
+		s.callers.groups.Put(gen, personID, out)
+	}
 	return out, err
 }
 
 // InGroup reports whether person personID is a member of group groupID,
-// directly or through member groups.
+// directly or through member groups. A person whose groups are kept
+// (PersonGroups) is answered from them, without a read: a plain person's
+// GET of a group asks it on every request.
 func (s *Service) InGroup(ctx context.Context, groupID, personID uint64) (bool, error) {
+	if groups, ok := s.callers.groups.Get(kv.MetaGeneration(s.db), personID); ok {
+		_, in := slices.BinarySearch(groups, groupID)
+		return in, nil
+	}
 	in := false
 	err := s.db.View(ctx, func(tx kv.Txn) error {
 		groups, err := s.groupsAbove(tx, personID, groupID)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -121,6 +122,51 @@ func TestOrgShareAccess(t *testing.T) {
 				t.Fatalf("listed %v, want %v", listed, tc.listed)
 			}
 		})
+	}
+}
+
+// TestOrgShareRootsGroupWalk: a person in many groups, reaching many
+// shares through them, costs Roots (GET /api/2/person, each person of an
+// organization listing, WebDAV's mounts) one walk of their groups, where
+// each share's access check walked them all again: groups × shares scans.
+func TestOrgShareRootsGroupWalk(t *testing.T) {
+	const groups, shares = 60, 20
+	ctx := context.Background()
+	w := newShareWorld(t)
+	var ids []uint64
+	for i := range groups {
+		g, err := w.st.Accounts.CreateGroup(ctx, account.GroupInput{OrganizationID: w.st.Org.ID, Name: fmt.Sprintf("g%d", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.st.Accounts.UpdateMembers(ctx, g.ID, account.MembersChange{AddPersons: []uint64{w.plain.Person.ID}}); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, g.ID)
+	}
+	for i := range shares {
+		r, err := w.svc.CreateOrgShare(ctx, w.admin, w.st.Org.ID, fmt.Sprintf("s%d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		subs := share.Subscribers{Groups: []share.Entry{{ID: ids[i*groups/shares], Channel: share.ChannelWeb, Role: share.RoleViewer}}}
+		if _, err := w.svc.SetSubscribers(ctx, w.admin, w.st.Org.ID, r.ID, subs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := w.st.DB.TxnStats()
+	all, err := w.svc.Roots(ctx, w.plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scans := w.st.DB.TxnStats().Scans - before.Scans
+	if len(all) != shares {
+		t.Fatalf("%d roots, want %d", len(all), shares)
+	}
+	// Their subscriptions (a scan per group and their own) and their
+	// groups (a scan per group and their own): about 2 × groups.
+	if limit := uint64(2*groups + shares); scans > limit {
+		t.Fatalf("Roots of a person in %d groups reaching %d shares: %d scans, want at most %d", groups, shares, scans, limit)
 	}
 }
 
