@@ -939,10 +939,11 @@ func (s *Service) Members(ctx context.Context, groupID uint64, fromGroups bool) 
 		if !fromGroups {
 			return nil
 		}
-		persons := map[uint64]bool{}
-		for _, p := range m.Persons {
-			persons[p] = true
-		}
+		// The persons reached are gathered in a slice, then sorted and
+		// compacted, less the direct members: a map of them cost several
+		// times as much, and a group may reach every person of the
+		// organization (spec include_from_group; share's from_group).
+		var reached []uint64
 		seen := map[uint64]bool{groupID: true}
 		for _, c := range m.Groups {
 			seen[c] = true
@@ -952,10 +953,7 @@ func (s *Service) Members(ctx context.Context, groupID uint64, fromGroups bool) 
 			cur := queue[0]
 			queue = queue[1:]
 			err := tx.Scan(key(pfxGroupPerson, cur), nil, func(k, _ []byte) error {
-				if p := kv.Uint64At(k, len(pfxGroupPerson)+8); !persons[p] {
-					persons[p] = true
-					m.PersonsFromGroups = append(m.PersonsFromGroups, p)
-				}
+				reached = append(reached, kv.Uint64At(k, len(pfxGroupPerson)+8))
 				return nil
 			})
 			if err != nil {
@@ -973,7 +971,14 @@ func (s *Service) Members(ctx context.Context, groupID uint64, fromGroups bool) 
 				return err
 			}
 		}
-		slices.Sort(m.PersonsFromGroups)
+		slices.Sort(reached)
+		reached = slices.DeleteFunc(slices.Compact(reached), func(p uint64) bool {
+			_, direct := slices.BinarySearch(m.Persons, p)
+			return direct
+		})
+		if len(reached) > 0 {
+			m.PersonsFromGroups = reached
+		}
 		slices.Sort(m.GroupsFromGroups)
 		return nil
 	})

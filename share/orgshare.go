@@ -1,6 +1,7 @@
 package share
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -252,13 +253,15 @@ func (s *Service) Subscribers(ctx context.Context, rootID uint64) (Subscribers, 
 
 // FromGroup returns the triples of the persons a share reaches through its
 // group subscribers, not directly: each with the channel and role of the
-// group entry that reaches them, persons in id order.
+// group entry that reaches them, persons in id order. The triples are
+// gathered in one slice, sorted and compacted: a group subscriber may
+// reach every person of a big organization, and a set of triples (a map
+// keyed by two strings each) cost several times the answer.
 func (s *Service) FromGroup(ctx context.Context, subs Subscribers) ([]Entry, error) {
-	direct := map[uint64]bool{}
+	direct := make(map[uint64]bool, len(subs.Persons))
 	for _, p := range subs.Persons {
 		direct[p.ID] = true
 	}
-	seen := map[Entry]bool{}
 	out := []Entry{}
 	for _, g := range subs.Groups {
 		m, err := s.accounts.Members(ctx, g.ID, true)
@@ -268,27 +271,28 @@ func (s *Service) FromGroup(ctx context.Context, subs Subscribers) ([]Entry, err
 		if err != nil {
 			return nil, err
 		}
-		for _, id := range append(slices.Clone(m.Persons), m.PersonsFromGroups...) {
-			t := Entry{ID: id, Channel: g.Channel, Role: g.Role}
-			if direct[id] || seen[t] {
-				continue
+		out = slices.Grow(out, len(m.Persons)+len(m.PersonsFromGroups))
+		for _, ids := range [][]uint64{m.Persons, m.PersonsFromGroups} {
+			for _, id := range ids {
+				if !direct[id] {
+					out = append(out, Entry{ID: id, Channel: g.Channel, Role: g.Role})
+				}
 			}
-			seen[t] = true
-			out = append(out, t)
 		}
 	}
-	slices.SortFunc(out, func(a, b Entry) int { return compareSub(a, b) })
-	return out, nil
+	slices.SortFunc(out, compareSub)
+	return slices.Compact(out), nil
 }
 
+// compareSub orders triples by person, then channel, then role.
 func compareSub(a, b Entry) int {
-	if a.ID != b.ID {
-		if a.ID < b.ID {
-			return -1
-		}
-		return 1
+	if c := cmp.Compare(a.ID, b.ID); c != 0 {
+		return c
 	}
-	return strings.Compare(a.Channel+"\x00"+a.Role, b.Channel+"\x00"+b.Role)
+	if c := strings.Compare(a.Channel, b.Channel); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Role, b.Role)
 }
 
 // SetSubscribers replaces share rootID's subscribers with subs, which c
