@@ -602,9 +602,13 @@ func (s *Service) groupActive(ctx context.Context, id uint64) (bool, error) {
 }
 
 // subscribedRoots returns the ids of the shares c subscribes to, directly
-// or through a group, in id order.
+// or through a group, in id order. They are kept until the store's next
+// commit outside file content (kv.MetaGeneration): subscriptions and
+// memberships are share's and account's records, and a cache that every
+// file write emptied walked a person's groups again (a scan each) at
+// their next request on a busy server.
 func (s *Service) subscribedRoots(ctx context.Context, c account.Caller) ([]uint64, error) {
-	gen := s.store().Generation()
+	gen := kv.MetaGeneration(s.store())
 	if ids, ok := s.subscriptions.Get(gen, c.Person.ID); ok {
 		return ids, nil
 	}

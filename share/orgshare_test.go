@@ -168,6 +168,18 @@ func TestOrgShareRootsGroupWalk(t *testing.T) {
 	if limit := uint64(2*groups + shares); scans > limit {
 		t.Fatalf("Roots of a person in %d groups reaching %d shares: %d scans, want at most %d", groups, shares, scans, limit)
 	}
+	// A file written anywhere changes neither: the next Roots walks
+	// nothing again (a busy server writes files many times a second).
+	if _, err := w.st.FS.WriteFile(ctx, w.aliceRoot.ID, w.aliceRoot.FolderID, "a.txt", strings.NewReader("hello"), share.WriteOptions(w.alice)); err != nil {
+		t.Fatal(err)
+	}
+	before = w.st.DB.TxnStats()
+	if _, err := w.svc.Roots(ctx, w.plain); err != nil {
+		t.Fatal(err)
+	}
+	if scans := w.st.DB.TxnStats().Scans - before.Scans; scans != 0 {
+		t.Fatalf("Roots after a file write: %d scans, want 0", scans)
+	}
 }
 
 // A share's bytes count to the organization, and its quota holds a

@@ -147,7 +147,8 @@ type Service struct {
 	// publicURL: Options.PublicURL.
 	publicURL string
 	// subscriptions keeps each person's subscribed shares until the store's
-	// next commit: WebDAV asks Roots on every request.
+	// next commit outside file content (kv.MetaGeneration): WebDAV asks
+	// Roots on every request.
 	subscriptions *kv.Cache[uint64, []uint64]
 	// inviteTTL and now: Options.InvitationTTL and Options.Now, defaulted.
 	inviteTTL time.Duration
