@@ -667,12 +667,8 @@ func (s *Service) shareAccess(ctx context.Context, c account.Caller, p account.R
 		MaxFileSize:        pol.MaxFileSize,
 		ExcludedExtensions: pol.ExcludedExtensionList(),
 	}
-	for _, id := range p.Chain {
-		org, err := s.accounts.Organization(ctx, id)
-		if err != nil {
-			return 0, false, vfs.WriteOptions{}, err
-		}
-		if q := org.Policy.SpaceQuotaBytes(); q > 0 {
+	for i, id := range p.Chain {
+		if q := p.SpaceQuotas[i]; q > 0 {
 			o.Quotas = append(o.Quotas, vfs.Quota{Tally: account.TallyOrg(id, ""), Bytes: q, Shared: true})
 		}
 	}

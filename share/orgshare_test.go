@@ -182,6 +182,62 @@ func TestOrgShareRootsGroupWalk(t *testing.T) {
 	}
 }
 
+// TestOrgShareAccessReads: a subscriber's request in a share of an
+// organization four deep reads the share's subscribers and the root, and
+// takes the quotas of the owning organization and its ancestors from
+// where the root sits (account.RootPlace, kept between commits), where
+// it read each organization of the chain again on every request.
+func TestOrgShareAccessReads(t *testing.T) {
+	ctx := context.Background()
+	w := newWorld(t)
+	w.setPolicy(t, func(p *account.Policy) { p.SpaceQuota = "1000000" })
+	org := w.st.Org.ID
+	for _, name := range []string{"a", "b", "c"} {
+		o, err := w.st.Accounts.CreateOrganization(ctx, account.OrganizationInput{ParentID: org, Name: name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		org = o.ID
+	}
+	if _, err := w.st.Accounts.UpdatePolicy(ctx, org, func(p *account.Policy) error { p.SpaceQuota = "2000"; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	mk := func(name string, admin bool) account.Caller {
+		p, err := w.st.Accounts.CreatePerson(ctx, account.PersonInput{OrganizationID: org, Username: name, Email: name + "@example.com", Password: password, Admin: admin})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return caller(t, w.st, p.ID)
+	}
+	admin, member := mk("adm", true), mk("member", false)
+	root, err := w.svc.CreateOrgShare(ctx, admin, org, "Deep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	subs := share.Subscribers{Persons: []share.Entry{{ID: member.Person.ID, Channel: share.ChannelWeb, Role: share.RoleCollaborator}}}
+	if _, err := w.svc.SetSubscribers(ctx, admin, org, root.ID, subs); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.svc.Root(ctx, member, root.ID); err != nil {
+		t.Fatal(err)
+	}
+	before := w.st.DB.TxnStats()
+	a, err := w.svc.Root(ctx, member, root.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if views := w.st.DB.TxnStats().Views - before.Views; views > 2 {
+		t.Fatalf("a subscriber's access to a share four organizations deep: %d reads, want at most 2 (its subscribers, the root)", views)
+	}
+	var quotas []int64
+	for _, q := range a.Opts.Quotas {
+		quotas = append(quotas, q.Bytes)
+	}
+	if !slices.Equal(quotas, []int64{2000, 1000000}) {
+		t.Fatalf("quotas %v, want the owner's 2000 and the top's 1000000", quotas)
+	}
+}
+
 // A share's bytes count to the organization, and its quota holds a
 // subscriber's writes; the subscriber's own quota does not.
 func TestOrgShareQuota(t *testing.T) {
