@@ -565,14 +565,7 @@ func (s *Service) subscription(ctx context.Context, c account.Caller, rootID uin
 			return 0, false, err
 		}
 		for _, e := range g.groups {
-			if _, in := slices.BinarySearch(groups, e.id); !in {
-				continue
-			}
-			active, err := s.groupActive(ctx, e.id)
-			if err != nil {
-				return 0, false, err
-			}
-			if active {
+			if _, in := slices.BinarySearch(groups, e.id); in {
 				perms |= e.perms
 				dav = dav || e.dav
 			}
@@ -587,7 +580,8 @@ func (s *Service) subscription(ctx context.Context, c account.Caller, rootID uin
 const maxCachedGrants = 1024
 
 // grants are what a share's subscriber entries grant, each list sorted
-// by id with one grant an id (the union of its entries').
+// by id with one grant an id (the union of its entries'). Groups that
+// reach nobody (groupActive) are left out.
 type grants struct {
 	persons, groups []grant
 }
@@ -620,6 +614,19 @@ func (s *Service) grantsOf(ctx context.Context, rootID uint64) (*grants, error) 
 		return nil, err
 	}
 	g := &grants{persons: grantList(rec.Persons), groups: grantList(rec.Groups)}
+	// A group's state is account's record, outside file content too: a
+	// group disabled or deleted moves the generation the entry is kept by.
+	active := g.groups[:0]
+	for _, e := range g.groups {
+		ok, err := s.groupActive(ctx, e.id)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			active = append(active, e)
+		}
+	}
+	g.groups = active
 	s.grants.Put(gen, rootID, g)
 	return g, nil
 }

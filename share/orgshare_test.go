@@ -125,6 +125,33 @@ func TestOrgShareAccess(t *testing.T) {
 	}
 }
 
+// TestOrgShareGroupDisabled: a group subscriber disabled reaches nobody
+// from the next request on, though what a share grants is kept between
+// requests, and reaches its members again once enabled.
+func TestOrgShareGroupDisabled(t *testing.T) {
+	ctx := context.Background()
+	w := newShareWorld(t)
+	for _, tc := range []struct {
+		active bool
+		err    error
+	}{{true, nil}, {false, share.ErrNoRoot}, {true, nil}} {
+		if _, err := w.st.Accounts.UpdateGroup(ctx, w.group.ID, account.GroupUpdate{Active: &tc.active}); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 2 {
+			before := w.st.DB.TxnStats().Views
+			if _, err := w.svc.Root(ctx, w.grouped, w.root.ID); !errors.Is(err, tc.err) {
+				t.Fatalf("group active %v: %v, want %v", tc.active, err, tc.err)
+			}
+			// Asked again, the share's grants and the group's state are
+			// kept, and so is the root: nothing is read.
+			if views := w.st.DB.TxnStats().Views - before; i == 1 && views > 0 {
+				t.Fatalf("group active %v, asked again: %d reads, want none", tc.active, views)
+			}
+		}
+	}
+}
+
 // TestOrgShareRootsGroupWalk: a person in many groups, reaching many
 // shares through them, costs Roots (GET /api/2/person, each person of an
 // organization listing, WebDAV's mounts) one walk of their groups, where
