@@ -31,6 +31,7 @@ type callerCache struct {
 	orgs    *kv.Cache[uint64, OrgPlace]    // OrgPlaceOf
 	devices *kv.Cache[string, *Caller]     // DeviceCallerRef, by device password hash; shared
 	twoStep *kv.Cache[uint64, bool]        // NeedsDevicePassword's TwoStepMode, by person
+	groups  *kv.Cache[uint64, []uint64]    // PersonGroups, by person, by kv.MetaGeneration; shared
 }
 
 // callerAt keys LoginCallerRef's answers: a person as a request from
@@ -51,6 +52,7 @@ func newCallerCache() callerCache {
 		orgs:    kv.NewCache[uint64, OrgPlace](maxCachedCallers),
 		devices: kv.NewCache[string, *Caller](maxCachedCallers),
 		twoStep: kv.NewCache[uint64, bool](maxCachedCallers),
+		groups:  kv.NewCache[uint64, []uint64](maxCachedCallers),
 	}
 }
 

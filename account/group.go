@@ -939,10 +939,11 @@ func (s *Service) Members(ctx context.Context, groupID uint64, fromGroups bool) 
 		if !fromGroups {
 			return nil
 		}
-		persons := map[uint64]bool{}
-		for _, p := range m.Persons {
-			persons[p] = true
-		}
+		// The persons reached are gathered in a slice, then sorted and
+		// compacted, less the direct members: a map of them cost several
+		// times as much, and a group may reach every person of the
+		// organization (spec include_from_group; share's from_group).
+		var reached []uint64
 		seen := map[uint64]bool{groupID: true}
 		for _, c := range m.Groups {
 			seen[c] = true
@@ -952,10 +953,7 @@ func (s *Service) Members(ctx context.Context, groupID uint64, fromGroups bool) 
 			cur := queue[0]
 			queue = queue[1:]
 			err := tx.Scan(key(pfxGroupPerson, cur), nil, func(k, _ []byte) error {
-				if p := kv.Uint64At(k, len(pfxGroupPerson)+8); !persons[p] {
-					persons[p] = true
-					m.PersonsFromGroups = append(m.PersonsFromGroups, p)
-				}
+				reached = append(reached, kv.Uint64At(k, len(pfxGroupPerson)+8))
 				return nil
 			})
 			if err != nil {
@@ -973,7 +971,14 @@ func (s *Service) Members(ctx context.Context, groupID uint64, fromGroups bool) 
 				return err
 			}
 		}
-		slices.Sort(m.PersonsFromGroups)
+		slices.Sort(reached)
+		reached = slices.DeleteFunc(slices.Compact(reached), func(p uint64) bool {
+			_, direct := slices.BinarySearch(m.Persons, p)
+			return direct
+		})
+		if len(reached) > 0 {
+			m.PersonsFromGroups = reached
+		}
 		slices.Sort(m.GroupsFromGroups)
 		return nil
 	})
@@ -982,20 +987,42 @@ func (s *Service) Members(ctx context.Context, groupID uint64, fromGroups bool) 
 
 // PersonGroups returns the ids of every group person personID is a
 // member of, directly or through groups that contain their groups, in
-// id order: the groups whose shares reach them.
+// id order: the groups whose shares reach them. The slice is shared and
+// must not be changed.
+//
+// The answer is kept until the store's next commit outside file content
+// (kv.MetaGeneration: memberships are account records): share asks it
+// for every share root a person reaches (share.Roots, each share's
+// access check), and the walk costs a scan per group reached, so a
+// person in thousands of groups subscribed to hundreds of shares made
+// GET /api/2/person, and each person of an organization listing, cost
+// groups × shares scans (2,000 groups, 200 shares: 400,000).
 func (s *Service) PersonGroups(ctx context.Context, personID uint64) ([]uint64, error) {
+	gen := kv.MetaGeneration(s.db)
+	if out, ok := s.callers.groups.Get(gen, personID); ok {
+		return out, nil
+	}
 	var out []uint64
 	err := s.db.View(ctx, func(tx kv.Txn) error {
 		var err error
 		out, err = s.groupsAbove(tx, personID, 0)
 		return err
 	})
+	if err == nil {
+		s.callers.groups.Put(gen, personID, out)
+	}
 	return out, err
 }
 
 // InGroup reports whether person personID is a member of group groupID,
-// directly or through member groups.
+// directly or through member groups. A person whose groups are kept
+// (PersonGroups) is answered from them, without a read: a plain person's
+// GET of a group asks it on every request.
 func (s *Service) InGroup(ctx context.Context, groupID, personID uint64) (bool, error) {
+	if groups, ok := s.callers.groups.Get(kv.MetaGeneration(s.db), personID); ok {
+		_, in := slices.BinarySearch(groups, groupID)
+		return in, nil
+	}
 	in := false
 	err := s.db.View(ctx, func(tx kv.Txn) error {
 		groups, err := s.groupsAbove(tx, personID, groupID)

@@ -154,6 +154,11 @@ type RootPlace struct {
 	// default policy). What the organization's own administrators may do
 	// (admin_*) stays Organization.Policy's.
 	Policy Policy
+	// SpaceQuotas are the space quotas in bytes of the organizations of
+	// Chain, in its order (0: none), read with them: share holds a
+	// share's writes to each, and read every organization of the chain
+	// again for it on each request.
+	SpaceQuotas []int64
 }
 
 // RootPlaceOf returns where root id sits, read in one transaction and
@@ -174,6 +179,10 @@ func (s *Service) RootPlaceOf(ctx context.Context, id uint64) (RootPlace, error)
 			return err
 		}
 		p.Chain, p.Organization, p.Policy = chainIDs(orgs), orgs[0], effectivePolicy(orgs)
+		p.SpaceQuotas = make([]int64, len(orgs))
+		for i, o := range orgs {
+			p.SpaceQuotas[i] = o.Policy.SpaceQuotaBytes()
+		}
 		return nil
 	})
 	if err != nil {

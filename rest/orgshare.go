@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 
 	"berth/share"
 )
@@ -142,17 +143,36 @@ func (s *server) deleteOrgShare(r *http.Request) (any, error) {
 // subscribersJSON is spec 4.7's subscribers shape.
 type subscribersJSON struct {
 	ExternalSubscribers map[string]string `json:"external_subscribers"`
-	Subscribers         [][3]any          `json:"subscribers"`
-	GroupSubscribers    [][3]any          `json:"group_subscribers"`
-	FromGroup           [][3]any          `json:"from_group"`
+	Subscribers         triples           `json:"subscribers"`
+	GroupSubscribers    triples           `json:"group_subscribers"`
+	FromGroup           triples           `json:"from_group"`
 }
 
-func triples(subs []share.Entry) [][3]any {
-	out := make([][3]any, 0, len(subs))
-	for _, t := range subs {
-		out = append(out, [3]any{t.ID, t.Channel, t.Role})
+// triples are subscriber entries as spec 4.7's [id, channel, role]
+// arrays. They write themselves: from_group lists every person a group
+// subscriber reaches, and a triple as [3]any boxed three values and went
+// through reflection, several times the answer's size in garbage.
+// Channels and roles are among fixed ASCII names (share.Channel*,
+// share.Role*), which Go and JSON quote alike.
+type triples []share.Entry
+
+// MarshalJSON writes the triples as one JSON array (never null).
+func (ts triples) MarshalJSON() ([]byte, error) {
+	b := make([]byte, 0, 2+len(ts)*32)
+	b = append(b, '[')
+	for i, t := range ts {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '[')
+		b = strconv.AppendUint(b, t.ID, 10)
+		b = append(b, ',')
+		b = strconv.AppendQuote(b, t.Channel)
+		b = append(b, ',')
+		b = strconv.AppendQuote(b, t.Role)
+		b = append(b, ']')
 	}
-	return out
+	return append(b, ']'), nil
 }
 
 // getOrgShareSubscribers answers GET .../share/{root_id}/subscribers.

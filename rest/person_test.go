@@ -678,6 +678,54 @@ func BenchmarkOrganizationPersonsPage(b *testing.B) {
 	}
 }
 
+// BenchmarkOrganizationPersonsPageShares is BenchmarkOrganizationPersonsPage
+// where every person is in 50 groups and reaches 20 organization shares
+// through one of them: each person object lists the shares among its
+// roots, so the page reads 2,000 roots' access and usage.
+func BenchmarkOrganizationPersonsPageShares(b *testing.B) {
+	const groups, shares = 50, 20
+	f := newFixture(b)
+	ctx := context.Background()
+	ids := make([]uint64, 0, MaxPageSize)
+	for i := range MaxPageSize {
+		p, _, _ := f.addPerson(fmt.Sprintf("p%03d", i))
+		ids = append(ids, p.ID)
+	}
+	admin := f.personToken(account.PersonInput{OrganizationID: f.org.ID, Username: "boss", Email: "boss@example.com",
+		Password: fixturePassword, Admin: true})
+	var everyone uint64
+	for i := range groups {
+		g, err := f.accounts.CreateGroup(ctx, account.GroupInput{OrganizationID: f.org.ID, Name: fmt.Sprint("g", i)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := f.accounts.UpdateMembers(ctx, g.ID, account.MembersChange{AddPersons: ids}); err != nil {
+			b.Fatal(err)
+		}
+		everyone = g.ID
+	}
+	for i := range shares {
+		st, body := f.postAs(admin, fmt.Sprintf("/api/2/organization/%d/shares/create", f.org.ID), url.Values{"name": {fmt.Sprint("s", i)}})
+		if st != 200 {
+			b.Fatalf("shares/create: %d %s", st, body)
+		}
+		var r struct{ ID uint64 }
+		decode(b, body, &r)
+		subs := url.Values{"group_subscribers": {fmt.Sprintf(`[[%d,"web","VIEWER"]]`, everyone)}}
+		if st, body := f.postAs(admin, fmt.Sprintf("/api/2/organization/%d/share/%d/subscribers/update", f.org.ID, r.ID), subs); st != 200 {
+			b.Fatalf("subscribers/update: %d %s", st, body)
+		}
+	}
+	path := fmt.Sprintf("/api/2/organization/%d/persons", f.org.ID)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if st, body := f.send("GET", path, admin, nil); st != 200 || !bytes.Contains(body, []byte(`"s19"`)) {
+			b.Fatalf("%d %.200s", st, body)
+		}
+	}
+}
+
 // TestPersonPolicyChain: a person object's company_policy and can_share
 // are the policy the person acts under (their organization's tightened by
 // every ancestor's), whoever asks and by whichever route. An

@@ -68,7 +68,9 @@ func (t readTxn) ScanReverse(prefix, start []byte, fn func(k, v []byte) error) e
 // kv.MetaGeneration derive their entries from is read outside kv.Content,
 // which file writes change without moving that generation. Those caches
 // are account's LoginCallerRef, AccessCaller, DeviceCallerRef, the two-step
-// answer and the roots' owners (RootOwnerOf), and WebDAV's mounts, which are share.Roots of the caller. A read
+// answer, the roots' owners (RootOwnerOf) and a person's groups
+// (PersonGroups), share's subscribed shares of a person, and WebDAV's
+// mounts, which are share.Roots of the caller. A read
 // of file content there would be a revocation that a file write leaves
 // unseen, or an answer frozen while the files change under it. The one
 // exception is the location of a root's top folder (vfs's N/), which vfs

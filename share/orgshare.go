@@ -1,6 +1,7 @@
 package share
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -252,13 +253,15 @@ func (s *Service) Subscribers(ctx context.Context, rootID uint64) (Subscribers, 
 
 // FromGroup returns the triples of the persons a share reaches through its
 // group subscribers, not directly: each with the channel and role of the
-// group entry that reaches them, persons in id order.
+// group entry that reaches them, persons in id order. The triples are
+// gathered in one slice, sorted and compacted: a group subscriber may
+// reach every person of a big organization, and a set of triples (a map
+// keyed by two strings each) cost several times the answer.
 func (s *Service) FromGroup(ctx context.Context, subs Subscribers) ([]Entry, error) {
-	direct := map[uint64]bool{}
+	direct := make(map[uint64]bool, len(subs.Persons))
 	for _, p := range subs.Persons {
 		direct[p.ID] = true
 	}
-	seen := map[Entry]bool{}
 	out := []Entry{}
 	for _, g := range subs.Groups {
 		m, err := s.accounts.Members(ctx, g.ID, true)
@@ -268,27 +271,28 @@ func (s *Service) FromGroup(ctx context.Context, subs Subscribers) ([]Entry, err
 		if err != nil {
 			return nil, err
 		}
-		for _, id := range append(slices.Clone(m.Persons), m.PersonsFromGroups...) {
-			t := Entry{ID: id, Channel: g.Channel, Role: g.Role}
-			if direct[id] || seen[t] {
-				continue
+		out = slices.Grow(out, len(m.Persons)+len(m.PersonsFromGroups))
+		for _, ids := range [][]uint64{m.Persons, m.PersonsFromGroups} {
+			for _, id := range ids {
+				if !direct[id] {
+					out = append(out, Entry{ID: id, Channel: g.Channel, Role: g.Role})
+				}
 			}
-			seen[t] = true
-			out = append(out, t)
 		}
 	}
-	slices.SortFunc(out, func(a, b Entry) int { return compareSub(a, b) })
-	return out, nil
+	slices.SortFunc(out, compareSub)
+	return slices.Compact(out), nil
 }
 
+// compareSub orders triples by person, then channel, then role.
 func compareSub(a, b Entry) int {
-	if a.ID != b.ID {
-		if a.ID < b.ID {
-			return -1
-		}
-		return 1
+	if c := cmp.Compare(a.ID, b.ID); c != 0 {
+		return c
 	}
-	return strings.Compare(a.Channel+"\x00"+a.Role, b.Channel+"\x00"+b.Role)
+	if c := strings.Compare(a.Channel, b.Channel); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Role, b.Role)
 }
 
 // SetSubscribers replaces share rootID's subscribers with subs, which c
@@ -547,42 +551,103 @@ func (s *Service) AcceptInvitation(ctx context.Context, token string) (Invitatio
 // the roles of c's direct entries and of the groups c is in, and whether
 // one of them names the webdav channel.
 func (s *Service) subscription(ctx context.Context, c account.Caller, rootID uint64) (Perm, bool, error) {
+	g, err := s.grantsOf(ctx, rootID)
+	if err != nil {
+		return 0, false, err
+	}
+	perms, dav := Perm(0), false
+	if i, ok := slices.BinarySearchFunc(g.persons, c.Person.ID, grantFor); ok {
+		perms, dav = g.persons[i].perms, g.persons[i].dav
+	}
+	if len(g.groups) > 0 {
+		groups, err := s.accounts.PersonGroups(ctx, c.Person.ID)
+		if err != nil {
+			return 0, false, err
+		}
+		for _, e := range g.groups {
+			if _, in := slices.BinarySearch(groups, e.id); in {
+				perms |= e.perms
+				dav = dav || e.dav
+			}
+		}
+	}
+	return perms, dav, nil
+}
+
+// maxCachedGrants bounds the shares whose grants are kept. An entry is
+// 16 bytes a subscriber, so a full cache of shares of 2,000 subscribers
+// each holds 32 MiB.
+const maxCachedGrants = 1024
+
+// grants are what a share's subscriber entries grant, each list sorted
+// by id with one grant an id (the union of its entries'). Groups that
+// reach nobody (groupActive) are left out.
+type grants struct {
+	persons, groups []grant
+}
+
+type grant struct {
+	id    uint64
+	perms Perm
+	dav   bool
+}
+
+func grantFor(g grant, id uint64) int { return cmp.Compare(g.id, id) }
+
+// grantsOf returns share rootID's grants, decoded from its subscribers
+// record once until the store's next commit outside file content
+// (kv.MetaGeneration; the record is share's, not content), and shared:
+// nothing may change them. Every request into a share decoded the whole
+// record, a cost that followed the number of subscribers (2,000: 145 KB
+// and 4,000 allocations a request).
+func (s *Service) grantsOf(ctx context.Context, rootID uint64) (*grants, error) {
+	gen := kv.MetaGeneration(s.store())
+	if g, ok := s.grants.Get(gen, rootID); ok {
+		return g, nil
+	}
 	var rec subsRec
 	if err := s.store().View(ctx, func(tx kv.Txn) error {
 		var err error
 		rec, err = getSubs(tx, rootID)
 		return err
 	}); err != nil {
-		return 0, false, err
+		return nil, err
 	}
-	var perms Perm
-	dav := false
-	for _, p := range rec.Persons {
-		if p.ID == c.Person.ID {
-			perms |= RolePerms(p.Role)
-			dav = dav || p.Channel == ChannelWebDAV
-		}
-	}
-	if len(rec.Groups) > 0 {
-		groups, err := s.accounts.PersonGroups(ctx, c.Person.ID)
+	g := &grants{persons: grantList(rec.Persons), groups: grantList(rec.Groups)}
+	// A group's state is account's record, outside file content too: a
+	// group disabled or deleted moves the generation the entry is kept by.
+	active := g.groups[:0]
+	for _, e := range g.groups {
+		ok, err := s.groupActive(ctx, e.id)
 		if err != nil {
-			return 0, false, err
+			return nil, err
 		}
-		for _, g := range rec.Groups {
-			if !slices.Contains(groups, g.ID) {
-				continue
-			}
-			active, err := s.groupActive(ctx, g.ID)
-			if err != nil {
-				return 0, false, err
-			}
-			if active {
-				perms |= RolePerms(g.Role)
-				dav = dav || g.Channel == ChannelWebDAV
-			}
+		if ok {
+			active = append(active, e)
 		}
 	}
-	return perms, dav, nil
+	g.groups = active
+	s.grants.Put(gen, rootID, g)
+	return g, nil
+}
+
+// grantList merges entries into one grant an id, sorted by id.
+func grantList(entries []Entry) []grant {
+	out := make([]grant, 0, len(entries))
+	for _, e := range entries {
+		out = append(out, grant{id: e.ID, perms: RolePerms(e.Role), dav: e.Channel == ChannelWebDAV})
+	}
+	slices.SortFunc(out, func(a, b grant) int { return cmp.Compare(a.id, b.id) })
+	merged := out[:0]
+	for _, g := range out {
+		if n := len(merged); n > 0 && merged[n-1].id == g.id {
+			merged[n-1].perms |= g.perms
+			merged[n-1].dav = merged[n-1].dav || g.dav
+			continue
+		}
+		merged = append(merged, g)
+	}
+	return slices.Clip(merged)
 }
 
 // groupActive: a disabled group reaches nobody, nor does one that is
@@ -598,9 +663,13 @@ func (s *Service) groupActive(ctx context.Context, id uint64) (bool, error) {
 }
 
 // subscribedRoots returns the ids of the shares c subscribes to, directly
-// or through a group, in id order.
+// or through a group, in id order. They are kept until the store's next
+// commit outside file content (kv.MetaGeneration): subscriptions and
+// memberships are share's and account's records, and a cache that every
+// file write emptied walked a person's groups again (a scan each) at
+// their next request on a busy server.
 func (s *Service) subscribedRoots(ctx context.Context, c account.Caller) ([]uint64, error) {
-	gen := s.store().Generation()
+	gen := kv.MetaGeneration(s.store())
 	if ids, ok := s.subscriptions.Get(gen, c.Person.ID); ok {
 		return ids, nil
 	}
@@ -659,12 +728,8 @@ func (s *Service) shareAccess(ctx context.Context, c account.Caller, p account.R
 		MaxFileSize:        pol.MaxFileSize,
 		ExcludedExtensions: pol.ExcludedExtensionList(),
 	}
-	for _, id := range p.Chain {
-		org, err := s.accounts.Organization(ctx, id)
-		if err != nil {
-			return 0, false, vfs.WriteOptions{}, err
-		}
-		if q := org.Policy.SpaceQuotaBytes(); q > 0 {
+	for i, id := range p.Chain {
+		if q := p.SpaceQuotas[i]; q > 0 {
 			o.Quotas = append(o.Quotas, vfs.Quota{Tally: account.TallyOrg(id, ""), Bytes: q, Shared: true})
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -121,6 +122,146 @@ func TestOrgShareAccess(t *testing.T) {
 				t.Fatalf("listed %v, want %v", listed, tc.listed)
 			}
 		})
+	}
+}
+
+// TestOrgShareGroupDisabled: a group subscriber disabled reaches nobody
+// from the next request on, though what a share grants is kept between
+// requests, and reaches its members again once enabled.
+func TestOrgShareGroupDisabled(t *testing.T) {
+	ctx := context.Background()
+	w := newShareWorld(t)
+	for _, tc := range []struct {
+		active bool
+		err    error
+	}{{true, nil}, {false, share.ErrNoRoot}, {true, nil}} {
+		if _, err := w.st.Accounts.UpdateGroup(ctx, w.group.ID, account.GroupUpdate{Active: &tc.active}); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 2 {
+			before := w.st.DB.TxnStats().Views
+			if _, err := w.svc.Root(ctx, w.grouped, w.root.ID); !errors.Is(err, tc.err) {
+				t.Fatalf("group active %v: %v, want %v", tc.active, err, tc.err)
+			}
+			// Asked again, the share's grants and the group's state are
+			// kept, and so is the root: nothing is read.
+			if views := w.st.DB.TxnStats().Views - before; i == 1 && views > 0 {
+				t.Fatalf("group active %v, asked again: %d reads, want none", tc.active, views)
+			}
+		}
+	}
+}
+
+// TestOrgShareRootsGroupWalk: a person in many groups, reaching many
+// shares through them, costs Roots (GET /api/2/person, each person of an
+// organization listing, WebDAV's mounts) one walk of their groups, where
+// each share's access check walked them all again: groups × shares scans.
+func TestOrgShareRootsGroupWalk(t *testing.T) {
+	const groups, shares = 60, 20
+	ctx := context.Background()
+	w := newShareWorld(t)
+	var ids []uint64
+	for i := range groups {
+		g, err := w.st.Accounts.CreateGroup(ctx, account.GroupInput{OrganizationID: w.st.Org.ID, Name: fmt.Sprintf("g%d", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.st.Accounts.UpdateMembers(ctx, g.ID, account.MembersChange{AddPersons: []uint64{w.plain.Person.ID}}); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, g.ID)
+	}
+	for i := range shares {
+		r, err := w.svc.CreateOrgShare(ctx, w.admin, w.st.Org.ID, fmt.Sprintf("s%d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		subs := share.Subscribers{Groups: []share.Entry{{ID: ids[i*groups/shares], Channel: share.ChannelWeb, Role: share.RoleViewer}}}
+		if _, err := w.svc.SetSubscribers(ctx, w.admin, w.st.Org.ID, r.ID, subs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := w.st.DB.TxnStats()
+	all, err := w.svc.Roots(ctx, w.plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scans := w.st.DB.TxnStats().Scans - before.Scans
+	if len(all) != shares {
+		t.Fatalf("%d roots, want %d", len(all), shares)
+	}
+	// Their subscriptions (a scan per group and their own) and their
+	// groups (a scan per group and their own): about 2 × groups.
+	if limit := uint64(2*groups + shares); scans > limit {
+		t.Fatalf("Roots of a person in %d groups reaching %d shares: %d scans, want at most %d", groups, shares, scans, limit)
+	}
+	// A file written anywhere changes neither: the next Roots walks
+	// nothing again (a busy server writes files many times a second).
+	if _, err := w.st.FS.WriteFile(ctx, w.aliceRoot.ID, w.aliceRoot.FolderID, "a.txt", strings.NewReader("hello"), share.WriteOptions(w.alice)); err != nil {
+		t.Fatal(err)
+	}
+	before = w.st.DB.TxnStats()
+	if _, err := w.svc.Roots(ctx, w.plain); err != nil {
+		t.Fatal(err)
+	}
+	if scans := w.st.DB.TxnStats().Scans - before.Scans; scans != 0 {
+		t.Fatalf("Roots after a file write: %d scans, want 0", scans)
+	}
+}
+
+// TestOrgShareAccessReads: a subscriber's request in a share of an
+// organization four deep reads the share's subscribers and the root, and
+// takes the quotas of the owning organization and its ancestors from
+// where the root sits (account.RootPlace, kept between commits), where
+// it read each organization of the chain again on every request.
+func TestOrgShareAccessReads(t *testing.T) {
+	ctx := context.Background()
+	w := newWorld(t)
+	w.setPolicy(t, func(p *account.Policy) { p.SpaceQuota = "1000000" })
+	org := w.st.Org.ID
+	for _, name := range []string{"a", "b", "c"} {
+		o, err := w.st.Accounts.CreateOrganization(ctx, account.OrganizationInput{ParentID: org, Name: name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		org = o.ID
+	}
+	if _, err := w.st.Accounts.UpdatePolicy(ctx, org, func(p *account.Policy) error { p.SpaceQuota = "2000"; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	mk := func(name string, admin bool) account.Caller {
+		p, err := w.st.Accounts.CreatePerson(ctx, account.PersonInput{OrganizationID: org, Username: name, Email: name + "@example.com", Password: password, Admin: admin})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return caller(t, w.st, p.ID)
+	}
+	admin, member := mk("adm", true), mk("member", false)
+	root, err := w.svc.CreateOrgShare(ctx, admin, org, "Deep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	subs := share.Subscribers{Persons: []share.Entry{{ID: member.Person.ID, Channel: share.ChannelWeb, Role: share.RoleCollaborator}}}
+	if _, err := w.svc.SetSubscribers(ctx, admin, org, root.ID, subs); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.svc.Root(ctx, member, root.ID); err != nil {
+		t.Fatal(err)
+	}
+	before := w.st.DB.TxnStats()
+	a, err := w.svc.Root(ctx, member, root.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if views := w.st.DB.TxnStats().Views - before.Views; views > 2 {
+		t.Fatalf("a subscriber's access to a share four organizations deep: %d reads, want at most 2 (its subscribers, the root)", views)
+	}
+	var quotas []int64
+	for _, q := range a.Opts.Quotas {
+		quotas = append(quotas, q.Bytes)
+	}
+	if !slices.Equal(quotas, []int64{2000, 1000000}) {
+		t.Fatalf("quotas %v, want the owner's 2000 and the top's 1000000", quotas)
 	}
 }
 

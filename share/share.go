@@ -147,8 +147,13 @@ type Service struct {
 	// publicURL: Options.PublicURL.
 	publicURL string
 	// subscriptions keeps each person's subscribed shares until the store's
-	// next commit: WebDAV asks Roots on every request.
+	// next commit outside file content (kv.MetaGeneration): WebDAV asks
+	// Roots on every request.
 	subscriptions *kv.Cache[uint64, []uint64]
+	// grants keeps what each share's subscriber entries grant, by root,
+	// until the store's next commit outside file content: every request
+	// into a share asks it (subscription).
+	grants *kv.Cache[uint64, *grants]
 	// inviteTTL and now: Options.InvitationTTL and Options.Now, defaulted.
 	inviteTTL time.Duration
 	now       func() time.Time
@@ -164,6 +169,7 @@ func New(o Options) *Service {
 		db = o.Accounts.Store()
 	}
 	s := &Service{fs: o.FS, accounts: o.Accounts, db: db, notify: o.Notifier, publicURL: o.PublicURL, subscriptions: kv.NewCache[uint64, []uint64](4096),
+		grants:    kv.NewCache[uint64, *grants](maxCachedGrants),
 		inviteTTL: o.InvitationTTL, now: o.Now}
 	if s.inviteTTL <= 0 {
 		s.inviteTTL = DefaultInvitationTTL

@@ -80,7 +80,7 @@ func newWorld(t *testing.T) *world {
 }
 
 // caller reads person id as a front end does once it has authenticated them.
-func caller(t *testing.T, st *berthtest.Stack, id uint64) account.Caller {
+func caller(t testing.TB, st *berthtest.Stack, id uint64) account.Caller {
 	t.Helper()
 	c, err := st.Accounts.Caller(context.Background(), id)
 	if err != nil {
