@@ -46,8 +46,8 @@ func (fs *FS) ListSumKeys(ctx context.Context, folder uint64) (sums, locked int,
 func (fs *FS) ForgetListSums(ctx context.Context) error {
 	fs.WaitListSums()
 	return fs.db.Update(ctx, func(tx kv.Txn) error {
-		keys := [][]byte{[]byte(kv.VFSMarker + "listsums")}
-		for _, p := range []string{pListSum, pLocked} {
+		keys := [][]byte{keyListSumsDone}
+		for _, p := range []string{pListSum, pLocked, pListMend} {
 			if err := tx.Scan([]byte(p), nil, func(k, v []byte) error {
 				keys = append(keys, append([]byte(nil), k...))
 				return nil
@@ -86,15 +86,19 @@ func (fs *FS) DamageListSum(ctx context.Context, folder uint64, count int64, dig
 }
 
 // WaitListSums waits for the mending of listing sums Open started, if
-// any, to end: none yet.
-func (fs *FS) WaitListSums() {}
+// any, to end.
+func (fs *FS) WaitListSums() {
+	if fs.mendDone != nil {
+		<-fs.mendDone
+	}
+}
 
 // ListSumsDone says whether the store is marked as keeping every
 // folder's listing sum (M/listsums).
 func (fs *FS) ListSumsDone(ctx context.Context) (bool, error) {
 	done := false
 	err := fs.db.View(ctx, func(tx kv.Txn) error {
-		_, err := tx.Get([]byte(kv.VFSMarker + "listsums"))
+		_, err := tx.Get(keyListSumsDone)
 		done = err == nil
 		if errors.Is(err, kv.ErrNotFound) {
 			return nil
@@ -106,7 +110,8 @@ func (fs *FS) ListSumsDone(ctx context.Context) (bool, error) {
 
 // WithListMending returns opts with the mending of listing sums counting
 // batch children a transaction and running pause, with the folder, after
-// each: no mending yet.
+// each.
 func WithListMending(opts Options, batch int, pause func(folder uint64)) Options {
+	opts.mendBatch, opts.mendPause = batch, pause
 	return opts
 }
