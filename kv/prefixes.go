@@ -43,6 +43,7 @@ const (
 	// Every capital letter is taken: later vfs prefixes take the stem "vfs".
 	VFSOwnerStaged = "vfsownstaged/" // how many staged uploads one owner has in progress
 	VFSPropSize    = "vfspropsize/"  // the bytes of an item's dead properties its root's usage counts
+	VFSListMend    = "vfslistmend/"  // a folder's listing sum being mended, so far (vfs/listmend.go)
 )
 
 // Prefixes of account (account/keys.go).
@@ -177,6 +178,7 @@ func Prefixes() []Prefix {
 		{"vfs", VFSOwned},
 		{"vfs", VFSOwnerStaged},
 		{"vfs", VFSPropSize},
+		{"vfs", VFSListMend},
 
 		{"account", AccountOrg},
 		{"account", AccountPerson},

@@ -20,8 +20,9 @@ func Content(key []byte) bool {
 	// vfs's later prefixes take the stem "vfs" (every capital letter is
 	// taken): a staged upload's count per owner is changed by uploads,
 	// as the letters' records are, and an item's counted property bytes
-	// by PROPPATCH, as its P/ records are.
-	for _, p := range []string{VFSOwnerStaged, VFSPropSize, ActivityRecord, ActivityOrg, ActivityPerson} {
+	// by PROPPATCH, as its P/ records are; a folder's listing sum being
+	// mended by a child's write, as its H/ records are.
+	for _, p := range []string{VFSOwnerStaged, VFSPropSize, VFSListMend, ActivityRecord, ActivityOrg, ActivityPerson} {
 		if len(key) >= len(p) && string(key[:len(p)]) == p {
 			return true
 		}

@@ -41,11 +41,13 @@ func (fs *FS) ListSumKeys(ctx context.Context, folder uint64) (sums, locked int,
 }
 
 // ForgetListSums makes the store look as if it was written before the
-// listing sums were kept: their keys and the locked children's go.
+// listing sums were kept: their keys and the locked children's go, with
+// the mark that the mending of older folders' sums is done.
 func (fs *FS) ForgetListSums(ctx context.Context) error {
+	fs.WaitListSums()
 	return fs.db.Update(ctx, func(tx kv.Txn) error {
-		var keys [][]byte
-		for _, p := range []string{pListSum, pLocked} {
+		keys := [][]byte{keyListSumsDone}
+		for _, p := range []string{pListSum, pLocked, pListMend} {
 			if err := tx.Scan([]byte(p), nil, func(k, v []byte) error {
 				keys = append(keys, append([]byte(nil), k...))
 				return nil
@@ -81,4 +83,35 @@ func (fs *FS) DamageListSum(ctx context.Context, folder uint64, count int64, dig
 		}
 		return put(tx, listSumKey(folder, 0), s)
 	})
+}
+
+// WaitListSums waits for the mending of listing sums Open started, if
+// any, to end.
+func (fs *FS) WaitListSums() {
+	if fs.mendDone != nil {
+		<-fs.mendDone
+	}
+}
+
+// ListSumsDone says whether the store is marked as keeping every
+// folder's listing sum (M/listsums).
+func (fs *FS) ListSumsDone(ctx context.Context) (bool, error) {
+	done := false
+	err := fs.db.View(ctx, func(tx kv.Txn) error {
+		_, err := tx.Get(keyListSumsDone)
+		done = err == nil
+		if errors.Is(err, kv.ErrNotFound) {
+			return nil
+		}
+		return err
+	})
+	return done, err
+}
+
+// WithListMending returns opts with the mending of listing sums counting
+// batch children a transaction and running pause, with the folder, after
+// each.
+func WithListMending(opts Options, batch int, pause func(folder uint64)) Options {
+	opts.mendBatch, opts.mendPause = batch, pause
+	return opts
 }

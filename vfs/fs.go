@@ -154,6 +154,10 @@ type Options struct {
 	shortScan int
 	// nodeTTL overrides the node lease's life (node.go); set by tests.
 	nodeTTL time.Duration
+	// mendBatch overrides listMendBatch, and mendPause runs after each
+	// transaction of the mending of a folder's sum; set by tests.
+	mendBatch int
+	mendPause func(folder uint64)
 }
 
 // FS is the file system over one metadata store and one chunk store. It is
@@ -231,6 +235,13 @@ type FS struct {
 	// closed when it has; both nil when none runs.
 	bgStop context.CancelFunc
 	bgDone chan struct{}
+	// mendStop ends the mending of older folders' listing sums
+	// (listmend.go), and mendDone is closed when it has; both nil when
+	// none runs.
+	mendStop  context.CancelFunc
+	mendDone  chan struct{}
+	mendBatch int          // see Options.mendBatch; 0: listMendBatch
+	mendPause func(uint64) // see Options.mendPause
 
 	// upMu guards uploads, the writes that may hold stored chunks not yet
 	// referenced nor noted for the collector, and closed, set by Close.
@@ -250,7 +261,7 @@ func Open(ctx context.Context, db kv.Store, chunks chunk.Store, opts Options) (*
 	fs := &FS{
 		db: listStore{db}, chunks: chunks, obs: opts.Observer, holder: opts.Holder, jnl: opts.Journal, now: opts.Now, log: opts.Logger,
 		m: newMetrics(opts.Registerer), refBatch: opts.refBatch, batchHook: opts.batchHook, zip64At: opts.zip64At, zipMax: opts.zipMax,
-		shortScan: opts.shortScan, zips: zipShares{budget: cmp.Or(opts.ZipBudget, ZipBudget), onHeld: opts.ZipHeld},
+		shortScan: opts.shortScan, mendBatch: cmp.Or(opts.mendBatch, listMendBatch), mendPause: opts.mendPause, zips: zipShares{budget: cmp.Or(opts.ZipBudget, ZipBudget), onHeld: opts.ZipHeld},
 		roots: kv.NewCache[uint64, cachedRoot](maxCachedRoots),
 		paths: kv.NewCache[pathKey, cachedPath](maxCachedPaths),
 		items: kv.NewCache[itemKey, cachedItem](maxCachedItems),
@@ -380,6 +391,9 @@ func (fs *FS) recover(ctx context.Context) error {
 	if err := fs.startBackfill(ctx); err != nil {
 		return fmt.Errorf("vfs: name index: %w", err)
 	}
+	if err := fs.startListMend(ctx); err != nil {
+		return fmt.Errorf("vfs: listing sums: %w", err)
+	}
 	return nil
 }
 
@@ -402,6 +416,7 @@ func (fs *FS) roomFor() error {
 // clean, so the next Open removes what they stored, as after a crash.
 func (fs *FS) Close() error {
 	fs.stopBackfill()
+	fs.stopListMend()
 	fs.upMu.Lock()
 	fs.closed = true
 	running := fs.uploads

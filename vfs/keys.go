@@ -58,6 +58,10 @@ import (
 //	H/<folder>/<shard>        listSumRec: one of 16 parts of the sum of the
 //	                          folder's live children, for its listing
 //	                          hash (listhash.go)
+//	vfslistmend/<folder>      listMendRec: the sum so far of a folder of
+//	                          an older store whose listing sum is being
+//	                          kept (listmend.go)
+//	M/listsums                present once every folder keeps its sum
 //	L/<folder>/<node>         a live child holding locks: until when (unix
 //	                          ns, big-endian) one of them holds
 //	J/<chunk id>              heldRec: the nodes whose uploads in flight
@@ -99,6 +103,9 @@ const (
 	// pPropSize holds the bytes of an item's dead properties that its
 	// root's usage counts (props.go).
 	pPropSize = kv.VFSPropSize
+	// pListMend holds the sum so far of a folder whose listing sum is
+	// being mended (listmend.go).
+	pListMend = kv.VFSListMend
 )
 
 var keyClean = []byte(kv.VFSMarker + "clean")

@@ -41,7 +41,8 @@ import (
 // (FS.db is a listStore), which keeps the sums as the C/ keys change,
 // whichever code path changes them. A folder whose sum was never kept (a
 // store older than it) is read by a scan, and gets its sum from one scan
-// in the first transaction that changes one of its children.
+// in the first transaction that changes one of its children, or from
+// the mending Open starts (listmend.go), a bounded transaction at a time.
 
 // listShards is how many records a folder's sum is spread over.
 const listShards = 64
@@ -468,6 +469,9 @@ type listTxn struct {
 	kv.Txn
 	shards map[shardKey]*listSumRec // shards read (and changed) so far
 	ready  map[uint64]bool          // folders known to have a kept sum
+	// mends holds the folders being mended (listmend.go): their sum
+	// so far, which ensure read instead of starting one.
+	mends  map[uint64]*listMend
 	locks  map[childRef]*lockChange
 	purged map[uint64]bool // folders purged in this transaction
 	// item is the item whose change picks the usage shards the
@@ -558,6 +562,16 @@ func (t *listTxn) change(k, v []byte, set bool) error {
 	if err := t.ensure(folder); err != nil {
 		return err
 	}
+	if m := t.mends[folder]; m != nil && !m.counted(k) {
+		// The mending counts this key when it gets there, as it is
+		// then; it must see this write or conflict with it (G/, which
+		// a purge of the folder in this transaction took away).
+		if !m.touched && !t.purged[folder] {
+			m.touched = true
+			return t.Txn.Set(genKey(folder), nil)
+		}
+		return nil
+	}
 	var old, rec *nodeRec
 	var was nodeRec
 	switch err := get(t, k, &was, kv.ErrNotFound); {
@@ -580,7 +594,7 @@ func (t *listTxn) change(k, v []byte, set bool) error {
 		t.item = rec.ID
 	}
 	if old != nil {
-		s, err := t.shard(folder, old.ID)
+		s, err := t.sumFor(folder, old.ID)
 		if err != nil {
 			return err
 		}
@@ -594,7 +608,7 @@ func (t *listTxn) change(k, v []byte, set bool) error {
 		}
 	}
 	if rec != nil {
-		s, err := t.shard(folder, rec.ID)
+		s, err := t.sumFor(folder, rec.ID)
 		if err != nil {
 			return err
 		}
@@ -637,7 +651,8 @@ func (t *listTxn) lockChange(folder, child uint64) (*lockChange, error) {
 // Shard 0 says which: it is written only when a sum is started (with
 // the scan's total), never by a change of a child, so reading it makes
 // two transactions that start one conflict (the second finds the
-// first's) and no others.
+// first's) and no others. A folder being mended (listmend.go) starts
+// none: its changes go to the mending's sum so far, or to none.
 func (t *listTxn) ensure(folder uint64) error {
 	if t.ready[folder] {
 		return nil
@@ -651,6 +666,17 @@ func (t *listTxn) ensure(folder uint64) error {
 		return nil
 	}
 	if !errors.Is(err, kv.ErrNotFound) {
+		return err
+	}
+	var m listMend
+	switch err := get(t.Txn, listMendKey(folder), &m.rec, kv.ErrNotFound); {
+	case err == nil:
+		if t.mends == nil {
+			t.mends = map[uint64]*listMend{}
+		}
+		t.mends[folder] = &m
+		return nil
+	case !errors.Is(err, kv.ErrNotFound):
 		return err
 	}
 	sum, locked, err := scanListSum(t.Txn, folder)
@@ -695,6 +721,16 @@ func startEmpty(tx kv.Txn, folder uint64) {
 	if lt, ok := tx.(*listTxn); ok {
 		lt.startEmpty(folder)
 	}
+}
+
+// sumFor is what child's changes of folder's sum go to: the mending's
+// sum so far, for a folder being mended, or else its shard.
+func (t *listTxn) sumFor(folder, child uint64) (*listSumRec, error) {
+	if m := t.mends[folder]; m != nil {
+		m.dirty = true
+		return &m.rec.Sum, nil
+	}
+	return t.shard(folder, child)
 }
 
 // shard is the shard of folder's sum that child's changes go to: one of
@@ -747,6 +783,13 @@ func (t *listTxn) flush() error {
 		}
 		if err := put(t.Txn, listSumKey(k.folder, k.shard), *s); err != nil {
 			return err
+		}
+	}
+	for f, m := range t.mends {
+		if m.dirty && !t.purged[f] {
+			if err := put(t.Txn, listMendKey(f), m.rec); err != nil {
+				return err
+			}
 		}
 	}
 	for r, c := range t.locks {

@@ -527,3 +527,241 @@ func TestFsckListSums(t *testing.T) {
 		})
 	}
 }
+
+// TestListHashMendOlderStore: the folders of a store written before the
+// listing sums were kept get them from the mending Open starts, a few
+// children a transaction, and the store is marked done; a listing with
+// every subfolder's hash (a WebDAV PROPFIND of Depth 1 asking getetag)
+// then costs the scans it does on a store that always kept them, where
+// it scanned every subfolder's children on each read. Each hash, during
+// the mending and after, is the one scanned, with writes into folders
+// half mended (between two of the mending's transactions: creates on
+// both sides of its cursor, renames across it, a delete, a lock) and
+// writers and a purge running meanwhile: each meets the partial sum or
+// conflicts with the mending.
+func TestListHashMendOlderStore(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		writers bool
+	}{
+		{"idle", false},
+		{"writers meanwhile", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			// The writes into half-mended folders run in the mending's
+			// pause, once the test has the reopened store (ready).
+			var (
+				reopened *env
+				ready    = make(chan struct{})
+				halfway  = map[uint64]bool{}
+				errs     = make(chan error, 32)
+				subs     []uint64
+			)
+			pause := func(folder uint64) {
+				if !tc.writers {
+					return
+				}
+				<-ready
+				if !slices.Contains(subs[2:8], folder) || halfway[folder] {
+					return
+				}
+				halfway[folder] = true
+				if err := writeHalfway(reopened, folder); err != nil {
+					errs <- fmt.Errorf("folder %d half mended: %w", folder, err)
+				}
+			}
+			opts := vfs.WithListMending(vfs.Options{}, 3, pause)
+			e := openEnvWith(t, dir, opts)
+			root, err := e.fs.CreateRoot(ctx, "alice", vfs.RootSync)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.root = root
+			t.Cleanup(e.close)
+			p, err := e.fs.Mkdir(ctx, root.ID, root.FolderID, "p", vfs.WriteOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			folders := []uint64{root.FolderID, p.ID}
+			for i := range 12 {
+				s, err := e.fs.Mkdir(ctx, root.ID, p.ID, fmt.Sprintf("s%02d", i), vfs.WriteOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				subs = append(subs, s.ID)
+				for j := range 2 + i {
+					e.write(t, s.ID, fmt.Sprintf("f%02d", j), []byte{byte(i), byte(j)})
+				}
+			}
+			folders = append(folders, subs...)
+			if _, err := e.fs.Lock(ctx, root.ID, mustLookup(t, e, "/p/s01/f01").ID, vfs.LockRequest{}); err != nil {
+				t.Fatal(err)
+			}
+			gone, err := e.fs.Mkdir(ctx, root.ID, root.FolderID, "gone", vfs.WriteOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for j := range 9 {
+				e.write(t, gone.ID, fmt.Sprintf("g%d", j), []byte{byte(j)})
+			}
+			if err := e.fs.Delete(ctx, root.ID, gone.ID, vfs.WriteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			scansOf := func() uint64 {
+				before := e.db.TxnStats().Scans
+				if err := e.fs.ListEach(ctx, root.ID, p.ID, vfs.ListOptions{Hashes: true}, func(l *vfs.Listing) error {
+					for c, err := range l.Children() {
+						if err != nil {
+							return err
+						}
+						if c.Listing == "" {
+							return fmt.Errorf("%s listed without its hash", c.Name)
+						}
+					}
+					return nil
+				}); err != nil {
+					t.Fatal(err)
+				}
+				return e.db.TxnStats().Scans - before
+			}
+			kept := scansOf()
+
+			if err := e.fs.ForgetListSums(ctx); err != nil {
+				t.Fatal(err)
+			}
+			e.close()
+			e = openEnvWith(t, dir, opts)
+			e.root = root
+			t.Cleanup(e.close)
+			reopened = e
+			close(ready)
+			var wg sync.WaitGroup
+			if tc.writers {
+				for w, s := range subs[8:] {
+					wg.Go(func() {
+						for i := range 8 {
+							n, err := e.fs.WriteFile(ctx, root.ID, s, fmt.Sprintf("w%d", i), strings.NewReader("x"), vfs.WriteOptions{})
+							switch {
+							case err != nil:
+							case i%3 == 1:
+								_, err = e.fs.Rename(ctx, root.ID, n.ID, fmt.Sprintf("a-w%d", i), vfs.WriteOptions{})
+							case i%3 == 2:
+								err = e.fs.Delete(ctx, root.ID, n.ID, vfs.WriteOptions{})
+							}
+							if err != nil {
+								errs <- fmt.Errorf("writer %d: %w", w, err)
+								return
+							}
+						}
+					})
+				}
+				wg.Go(func() {
+					if err := e.fs.Purge(ctx, root.ID, gone.ID); err != nil {
+						errs <- fmt.Errorf("purge: %w", err)
+					}
+				})
+			} else {
+				folders = append(folders, gone.ID)
+			}
+			wg.Wait()
+			e.fs.WaitListSums()
+			close(errs)
+			for err := range errs {
+				t.Fatal(err)
+			}
+			if tc.writers && len(halfway) != 6 {
+				t.Fatalf("wrote into %d folders half mended, want 6", len(halfway))
+			}
+			if n := scansOf(); n != kept {
+				t.Errorf("a listing of 12 subfolders with their hashes: %d scans after the mending, %d with sums kept from the start", n, kept)
+			}
+			if done, err := e.fs.ListSumsDone(ctx); err != nil || !done {
+				t.Fatalf("after the mending: marked done %v, %v", done, err)
+			}
+			for _, f := range folders {
+				kept, scanned, has, err := e.fs.ListHashes(ctx, f)
+				if err != nil || !has || kept != scanned {
+					t.Fatalf("folder %d after the mending: kept %s (has %v), scanned %s, %v", f, kept, has, scanned, err)
+				}
+			}
+			checkListHashes(t, e, "after the mending", folders)
+			rep, err := e.fs.Fsck(ctx, false)
+			if err != nil || !rep.OK() {
+				t.Fatalf("fsck after the mending: %s, %v", rep, err)
+			}
+		})
+	}
+}
+
+// writeHalfway changes folder, whose first 3 children (f00 to f02) the
+// mending has counted and the rest not: a file before the cursor and
+// one past it, each renamed across it, a counted child locked and one
+// deleted; after each the hash read (by a scan) is the scanned one.
+func writeHalfway(e *env, folder uint64) error {
+	root := e.root.ID
+	child := func(name string) (uint64, error) {
+		var id uint64
+		kids, _, err := e.fs.List(ctx, root, folder)
+		for _, n := range kids {
+			if n.Name == name {
+				id = n.ID
+			}
+		}
+		if err == nil && id == 0 {
+			err = fmt.Errorf("no %s", name)
+		}
+		return id, err
+	}
+	steps := []struct {
+		what string
+		do   func() error
+	}{
+		{"a file before the cursor", func() error {
+			_, err := e.fs.WriteFile(ctx, root, folder, "a-new", strings.NewReader("x"), vfs.WriteOptions{})
+			return err
+		}},
+		{"a file past it", func() error {
+			_, err := e.fs.WriteFile(ctx, root, folder, "z-new", strings.NewReader("y"), vfs.WriteOptions{})
+			return err
+		}},
+		{"a counted child renamed past it", func() error {
+			id, err := child("f00")
+			if err == nil {
+				_, err = e.fs.Rename(ctx, root, id, "zz-f00", vfs.WriteOptions{})
+			}
+			return err
+		}},
+		{"a child past it renamed before it", func() error {
+			id, err := child("z-new")
+			if err == nil {
+				_, err = e.fs.Rename(ctx, root, id, "a-moved", vfs.WriteOptions{})
+			}
+			return err
+		}},
+		{"a counted child locked", func() error {
+			id, err := child("f01")
+			if err == nil {
+				_, err = e.fs.Lock(ctx, root, id, vfs.LockRequest{})
+			}
+			return err
+		}},
+		{"a counted child deleted", func() error {
+			id, err := child("f02")
+			if err == nil {
+				err = e.fs.Delete(ctx, root, id, vfs.WriteOptions{})
+			}
+			return err
+		}},
+	}
+	for _, s := range steps {
+		if err := s.do(); err != nil {
+			return fmt.Errorf("%s: %w", s.what, err)
+		}
+		kept, scanned, has, err := e.fs.ListHashes(ctx, folder)
+		if err != nil || has || kept != scanned {
+			return fmt.Errorf("after %s: kept %s (has %v), scanned %s, %v", s.what, kept, has, scanned, err)
+		}
+	}
+	return nil
+}
