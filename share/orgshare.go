@@ -565,10 +565,22 @@ func (s *Service) subscription(ctx context.Context, c account.Caller, rootID uin
 			return 0, false, err
 		}
 		for _, e := range g.groups {
-			if _, in := slices.BinarySearch(groups, e.id); in {
-				perms |= e.perms
-				dav = dav || e.dav
+			if _, in := slices.BinarySearch(groups, e.id); !in {
+				continue
 			}
+			if e.unread {
+				// Its state did not read with the grants: judged for
+				// its members alone, as each request did before.
+				active, err := s.groupActive(ctx, e.id)
+				if err != nil {
+					return 0, false, err
+				}
+				if !active {
+					continue
+				}
+			}
+			perms |= e.perms
+			dav = dav || e.dav
 		}
 	}
 	return perms, dav, nil
@@ -590,6 +602,9 @@ type grant struct {
 	id    uint64
 	perms Perm
 	dav   bool
+	// unread: a group whose state did not read when the grants were
+	// made (a damaged record), judged again for its members' requests.
+	unread bool
 }
 
 func grantFor(g grant, id uint64) int { return cmp.Compare(g.id, id) }
@@ -616,11 +631,18 @@ func (s *Service) grantsOf(ctx context.Context, rootID uint64) (*grants, error) 
 	g := &grants{persons: grantList(rec.Persons), groups: grantList(rec.Groups)}
 	// A group's state is account's record, outside file content too: a
 	// group disabled or deleted moves the generation the entry is kept by.
+	// A group whose state does not read is kept, to be judged for its
+	// members' requests alone: taken for an error of the grants, it
+	// failed every subscriber's request into the share (and a tus
+	// upload's check of them, which then answered 500).
 	active := g.groups[:0]
 	for _, e := range g.groups {
 		ok, err := s.groupActive(ctx, e.id)
 		if err != nil {
-			return nil, err
+			if ctx.Err() != nil {
+				return nil, err
+			}
+			e.unread, ok = true, true
 		}
 		if ok {
 			active = append(active, e)
