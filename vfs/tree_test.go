@@ -34,6 +34,7 @@ func TestTree(t *testing.T) {
 		{"CopyOfAFolderHoldingAnExcludedName", copyExcludedInside},
 		{"StagedCopyRacesMoveDeeper", stagedCopyRacesMoveDeeper},
 		{"MoveDeeperRacesMkdirBelow", moveDeeperRacesMkdirBelow},
+		{"MkdirAll", mkdirAll},
 	} {
 		t.Run(tc.name, tc.run)
 	}
