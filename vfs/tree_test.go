@@ -35,6 +35,7 @@ func TestTree(t *testing.T) {
 		{"StagedCopyRacesMoveDeeper", stagedCopyRacesMoveDeeper},
 		{"MoveDeeperRacesMkdirBelow", moveDeeperRacesMkdirBelow},
 		{"MkdirAll", mkdirAll},
+		{"DeepReads", deepReadsGrowLinearly},
 	} {
 		t.Run(tc.name, tc.run)
 	}
