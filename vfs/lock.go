@@ -491,3 +491,20 @@ func (fs *FS) DeepLocksAbove(ctx context.Context, root, id uint64) ([]Node, erro
 	})
 	return out, err
 }
+
+// Within reports whether the item id of root is the folder folder or lies
+// below it, in one walk up from the item in one read: a share link's
+// check that an item is in the shared folder Stat'ed each folder on the
+// way, each resolving its own path to the top, the square of the depth.
+func (fs *FS) Within(ctx context.Context, root, id, folder uint64) (bool, error) {
+	var in bool
+	err := fs.db.View(ctx, func(tx kv.Txn) error {
+		if _, _, err := nodeIn(tx, root, id); err != nil {
+			return err
+		}
+		var err error
+		in, err = ancestorOf(tx, folder, id)
+		return err
+	})
+	return in, err
+}
