@@ -164,29 +164,14 @@ func (s *server) agentMkdir(r *http.Request, a fsAccess, fields map[string]strin
 }
 
 // mkdirAll returns the folder at p, making it and the folders above it
-// where they are missing. An item in the way that is a file is
-// name_conflict.
+// where they are missing (vfs.MkdirAll, in one transaction). An item in
+// the way that is a file is name_conflict. A lookup and a Mkdir per
+// level walked the path again at each: a file 1,000 levels deep in new
+// folders read the store some 3 million times.
 func (s *server) mkdirAll(ctx context.Context, a fsAccess, p string) (vfs.Node, error) {
-	n, err := s.fs.Lookup(ctx, a.root.ID, p)
-	if err == nil {
-		if !n.Dir {
-			return vfs.Node{}, Describe(vfs.ErrNameConflict, "%s is a file", p)
-		}
-		return n, nil
-	}
-	if !errors.Is(err, vfs.ErrNotExist) {
-		return vfs.Node{}, err
-	}
-	parent, err := s.mkdirAll(ctx, a, path.Dir(p))
-	if err != nil {
-		return vfs.Node{}, err
-	}
-	n, err = s.fs.Mkdir(ctx, a.root.ID, parent.ID, path.Base(p), a.opts)
+	n, err := s.fs.MkdirAll(ctx, a.root.ID, p, a.opts)
 	if errors.Is(err, vfs.ErrNameConflict) {
-		// Made by a write racing this one: the folder is there now.
-		if n, err = s.fs.Lookup(ctx, a.root.ID, p); err == nil && !n.Dir {
-			err = Describe(vfs.ErrNameConflict, "%s is a file", p)
-		}
+		return vfs.Node{}, Describe(vfs.ErrNameConflict, "%v", err)
 	}
 	return n, err
 }

@@ -181,3 +181,32 @@ func TestAgentWrite(t *testing.T) {
 	st, b := f.postForm(f.at("/api/2/agent/files/%d/write"), map[string][]string{"path": {"/n"}})
 	wantError(t, st, b, 400, "invalid_request")
 }
+
+// An agent write into folders that do not exist yet makes them all, and
+// what it reads of the store grows with the path's depth, not its square:
+// each level was looked up, then made by a Mkdir, each walking the path
+// again (a file 300 levels deep read the store 264,098 times, 1,000
+// deep some 3 million, seconds of a request; now 6,230 and 21,608).
+// Counts, not times: a shared machine's times say little.
+func TestAgentWriteDeepReads(t *testing.T) {
+	f := newFixture(t)
+	perLevel := map[int]float64{}
+	for _, depth := range []int{100, 400} {
+		p := fmt.Sprint("/t", depth) + strings.Repeat("/a", depth-2) + "/f.txt"
+		before := f.stack.DB.TxnStats()
+		st, body := f.agentWrite(f.token, f.root.ID, delta(false, []byte("x")), "path", p)
+		if st != 200 {
+			t.Fatalf("a file %d deep: %d %s", depth, st, body)
+		}
+		after := f.stack.DB.TxnStats()
+		perLevel[depth] = float64(after.Gets+after.Scans-before.Gets-before.Scans) / float64(depth)
+		if _, err := f.fs.Lookup(context.Background(), f.root.ID, p); err != nil {
+			t.Fatalf("a file %d deep: %v", depth, err)
+		}
+	}
+	// Linear is about the same reads a level at both depths; the square
+	// would be four times as many at 400.
+	if perLevel[400] > 1.5*perLevel[100] {
+		t.Fatalf("reads a level: %.0f at depth 100, %.0f at 400; want them to grow no more than linearly", perLevel[100], perLevel[400])
+	}
+}

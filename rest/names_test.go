@@ -66,14 +66,17 @@ func TestNamesKeptAsSent(t *testing.T) {
 func TestMaxDepthIsInvalidRequest(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	parent := f.root.FolderID
+	// One transaction (vfs.MkdirAll): a Mkdir per level walked the
+	// levels above each, 14 s for this fixture.
+	var p strings.Builder
 	for i := range vfs.MaxDepth {
-		d, err := f.fs.Mkdir(ctx, f.root.ID, parent, fmt.Sprint(i), vfs.WriteOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		parent = d.ID
+		fmt.Fprintf(&p, "/%d", i)
 	}
+	d, err := f.fs.MkdirAll(ctx, f.root.ID, p.String(), vfs.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	parent := d.ID
 	st, b := f.postForm(f.at("/api/2/files/%d/folder/%d/create_folder", parent), url.Values{"name": {"deeper"}})
 	wantError(t, st, b, http.StatusBadRequest, "invalid_request")
 	if !strings.Contains(string(b), "1000") {

@@ -537,19 +537,13 @@ func (s *server) linkNode(ctx context.Context, la share.LinkAccess, param string
 		}
 		return n, nil
 	}
-	// Walk up to the shared folder; reaching the top without it means n
-	// is outside the share.
-	for p := n; ; {
-		if p.ID == la.Link.FolderID {
-			return n, nil
-		}
-		if p.ParentID == 0 {
-			return vfs.Node{}, notFound
-		}
-		if p, err = s.fs.Stat(ctx, la.Root.ID, p.ParentID); err != nil {
-			return vfs.Node{}, notFound
-		}
+	// The shared folder must be n or above it (one walk up in vfs: a
+	// Stat of each folder on the way resolved each one's path, the
+	// square of the depth).
+	if in, err := s.fs.Within(ctx, la.Root.ID, n.ID, la.Link.FolderID); err != nil || !in {
+		return vfs.Node{}, notFound
 	}
+	return n, nil
 }
 
 // linkTop answers GET .../sharelinks/{ref}/files: the shared folder (or,

@@ -700,3 +700,39 @@ func TestShareLinkEmailClaim(t *testing.T) {
 		}
 	}
 }
+
+// A share link's request for an item deep below the shared folder reads
+// the store a number of times that grows linearly with the depth, after
+// a write elsewhere has emptied vfs's caches: linkNode Stat'ed each
+// folder between the item and the shared folder, each resolving its own
+// path to the top (400 deep, the square of it). Counts, not times.
+func TestShareLinkDeepReads(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	shared, err := f.fs.Mkdir(ctx, f.root.ID, f.root.FolderID, "shared", vfs.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := f.createLink(t, f.at("/api/2/files/%d/folder/%d/share", shared.ID), nil)
+	perLevel := map[int]float64{}
+	for _, depth := range []int{100, 400} {
+		deep, err := f.fs.MkdirAll(ctx, f.root.ID, fmt.Sprint("/shared/d", depth)+strings.Repeat("/a", depth-2), vfs.WriteOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.fs.WriteFile(ctx, f.root.ID, f.root.FolderID, fmt.Sprint("elsewhere", depth), strings.NewReader("x"), vfs.WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		before := f.stack.DB.TxnStats()
+		st, b := f.readAll(f.request(http.MethodGet, fmt.Sprintf("/api/2/sharelinks/%s/files/folder/%d/children", l.Hash, deep.ID), "", nil, nil))
+		if st != 200 {
+			t.Fatalf("children %d deep: %d %s", depth, st, b)
+		}
+		after := f.stack.DB.TxnStats()
+		perLevel[depth] = float64(after.Gets+after.Scans-before.Gets-before.Scans) / float64(depth)
+	}
+	t.Logf("reads a level: %.1f at depth 100, %.1f at 400", perLevel[100], perLevel[400])
+	if perLevel[400] > 1.2*perLevel[100]+0.2 {
+		t.Fatalf("reads a level: %.1f at depth 100, %.1f at 400; want them to grow no more than linearly", perLevel[100], perLevel[400])
+	}
+}

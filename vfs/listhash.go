@@ -463,6 +463,37 @@ func (s listStore) Update(ctx context.Context, fn func(kv.Txn) error) error {
 	})
 }
 
+// View runs fn in a viewTxn: a read transaction that keeps the records it
+// decodes, as a write transaction does (recMemo). A read checks an item's
+// folders more than once (a write's checks before its body arrives: the
+// folder is live, within MaxDepth, not locked), each a walk up to the top;
+// without the memo each walk past the engine's own memo (128 keys, some
+// 64 levels) read and decoded every level again.
+func (s listStore) View(ctx context.Context, fn func(kv.Txn) error) error {
+	return s.Store.View(ctx, func(tx kv.Txn) error {
+		return fn(&viewTxn{Txn: tx})
+	})
+}
+
+// viewTxn is a read transaction with a recMemo. It is as safe as the
+// write transaction's memo, more simply: nothing changes what a read
+// transaction's snapshot holds.
+type viewTxn struct {
+	kv.Txn
+	recs recMemo
+}
+
+// memoOf is tx's memo of records, nil for a transaction without one.
+func memoOf(tx kv.Txn) *recMemo {
+	switch t := tx.(type) {
+	case *listTxn:
+		return &t.recs
+	case *viewTxn:
+		return &t.recs
+	}
+	return nil
+}
+
 // listTxn is a write transaction that sees every change of a live
 // child's record (C/ keys) and keeps its folder's sum and locked keys.
 type listTxn struct {

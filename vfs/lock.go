@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -439,4 +440,71 @@ func checkLocks(tx kv.Txn, id uint64, levels int, opts WriteOptions, now int64) 
 		}
 	}
 	return nil
+}
+
+// DeepLocksAbove returns the folders above the item id of root that hold a
+// live deep lock, nearest first, each with its path: the locks that cover
+// the item from above (a WebDAV lockdiscovery's). It is one walk up in
+// one read, where a Stat of each folder above, each resolving its own
+// path to the top, cost the square of the depth: 492,000 reads for a
+// PROPFIND 992 folders deep whenever a commit had emptied the item cache.
+func (fs *FS) DeepLocksAbove(ctx context.Context, root, id uint64) ([]Node, error) {
+	var out []Node
+	err := fs.db.View(ctx, func(tx kv.Txn) error {
+		out = out[:0]
+		now := fs.nowNs()
+		rec, _, err := nodeIn(tx, root, id)
+		if err != nil {
+			return err
+		}
+		var chain []nodeRec // from the item's folder up to the top folder
+		for rec.Parent != 0 {
+			if rec.Staged {
+				return errStaged
+			}
+			if rec, _, err = loadNode(tx, rec.Parent); err != nil {
+				return err
+			}
+			if chain = append(chain, rec); len(chain) > 4096 {
+				return fmt.Errorf("vfs: path of item %d does not end", id)
+			}
+		}
+		// Nearest first, as the walk found them; a folder is deleted
+		// when it or one above it is (resolve).
+		for i, r := range chain {
+			if !slices.ContainsFunc(liveLocks(r.Locks, now), func(l Lock) bool { return l.Deep }) {
+				continue
+			}
+			names := make([]string, 0, len(chain)-1-i)
+			gone := false
+			for j := len(chain) - 1; j >= i; j-- {
+				if j < len(chain)-1 {
+					names = append(names, chain[j].Name)
+				}
+				gone = gone || chain[j].Deleted != 0
+			}
+			n := r.public(now)
+			n.Path, n.Deleted = "/"+strings.Join(names, "/"), gone
+			out = append(out, n)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Within reports whether the item id of root is the folder folder or lies
+// below it, in one walk up from the item in one read: a share link's
+// check that an item is in the shared folder Stat'ed each folder on the
+// way, each resolving its own path to the top, the square of the depth.
+func (fs *FS) Within(ctx context.Context, root, id, folder uint64) (bool, error) {
+	var in bool
+	err := fs.db.View(ctx, func(tx kv.Txn) error {
+		if _, _, err := nodeIn(tx, root, id); err != nil {
+			return err
+		}
+		var err error
+		in, err = ancestorOf(tx, folder, id)
+		return err
+	})
+	return in, err
 }

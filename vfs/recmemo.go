@@ -30,10 +30,15 @@ type recMemo struct {
 	roots map[string]rootRec
 }
 
-// maxMemoRecs bounds each kind of record kept: a request's transaction
-// reads a few dozen records, a large move or delete may read thousands
-// once each, which are not worth keeping.
-const maxMemoRecs = 64
+// maxMemoRecs bounds each kind of record kept: a large move or delete
+// may read thousands once each, which are not worth keeping. It holds a
+// whole walk from MaxDepth up to the top folder, and a few dozen records
+// more: each check of a write walks the item's folders (liveness, depth,
+// locks, the path), and with 64 kept every walk after the first read
+// each level past 64 again (a move 999 deep read 13 records a level
+// where it needs 2; TestTree/DeepReads). Some thousand records of a few
+// hundred bytes, for one transaction, are worth that.
+const maxMemoRecs = MaxDepth + 64
 
 // recall sets v to the record kept for key, and reports whether there
 // was one. Only nodes, locations and roots are kept.

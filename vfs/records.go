@@ -150,11 +150,12 @@ func enc(v any) []byte {
 }
 
 // get reads key into v; kv.ErrNotFound becomes notFound. In a write
-// transaction, a record it read before comes from the transaction's memo
-// (recMemo) without being read and decoded again.
+// transaction, or a read one of listStore.View, a record it read before
+// comes from the transaction's memo (recMemo) without being read and
+// decoded again.
 func get(tx kv.Txn, key []byte, v any, notFound error) error {
-	lt, _ := tx.(*listTxn)
-	if lt != nil && lt.recs.recall(key, v) {
+	m := memoOf(tx)
+	if m != nil && m.recall(key, v) {
 		return nil
 	}
 	b, err := tx.Get(key)
@@ -164,7 +165,7 @@ func get(tx kv.Txn, key []byte, v any, notFound error) error {
 		}
 		return err
 	}
-	if lt != nil {
+	if m != nil {
 		// What the memo keeps is the stored record alone: decoding
 		// into a used value leaves the fields the stored one omits.
 		clearRec(v)
@@ -172,8 +173,8 @@ func get(tx kv.Txn, key []byte, v any, notFound error) error {
 	if err := cbor.Unmarshal(b, v); err != nil {
 		return fmt.Errorf("vfs: decode %q: %w", key[:2], err)
 	}
-	if lt != nil {
-		lt.recs.keep(key, v)
+	if m != nil {
+		m.keep(key, v)
 	}
 	return nil
 }

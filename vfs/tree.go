@@ -42,8 +42,8 @@ func liveLoc(rec nodeRec) locRec {
 // and the transaction read that key, so a commit that moves the item
 // meanwhile conflicts with it all the same.
 func placed(tx kv.Txn, rec nodeRec) {
-	if lt, ok := tx.(*listTxn); ok {
-		lt.recs.place(rec.ID, liveLoc(rec))
+	if m := memoOf(tx); m != nil {
+		m.place(rec.ID, liveLoc(rec))
 	}
 }
 

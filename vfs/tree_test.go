@@ -34,6 +34,8 @@ func TestTree(t *testing.T) {
 		{"CopyOfAFolderHoldingAnExcludedName", copyExcludedInside},
 		{"StagedCopyRacesMoveDeeper", stagedCopyRacesMoveDeeper},
 		{"MoveDeeperRacesMkdirBelow", moveDeeperRacesMkdirBelow},
+		{"MkdirAll", mkdirAll},
+		{"DeepReads", deepReadsGrowLinearly},
 	} {
 		t.Run(tc.name, tc.run)
 	}

@@ -8,6 +8,7 @@ import (
 	"hash/crc32"
 	"io"
 	"slices"
+	"strings"
 
 	"berth/kv"
 	"berth/vfs/chunk"
@@ -79,6 +80,137 @@ func (fs *FS) newFolder(ctx context.Context, ev *Event, opts WriteOptions, at *p
 		return err
 	})
 	return n, err
+}
+
+// MkdirAll returns the folder at path p of root, making it and the
+// folders above it that are missing, all in one transaction; an item in
+// the way that is a file is ErrNameConflict. Each folder it makes is
+// checked as Mkdir checks it: the first against the folder that holds it
+// (newChildAllowed), and each below against what Mkdir would find there,
+// a live, empty folder this transaction made, one level deeper
+// (MaxDepth), covered by the deep locks above it and no lock of its own.
+// A Mkdir per level walked the folders above each new one and a lookup
+// of the path before it: a path of new folders 1,000 deep read the store
+// some 3 million times (rest's agent write took seconds), where this
+// walks the path a few times in all.
+func (fs *FS) MkdirAll(ctx context.Context, root uint64, p string, opts WriteOptions) (Node, error) {
+	segs, err := splitPath(p)
+	if err == nil && len(segs) > MaxDepth {
+		err = tooDeep()
+	}
+	if err != nil {
+		fs.done(OpMkdir, err, Event{RootID: root})
+		return Node{}, err
+	}
+	// A read first: the folder is mostly there already, and the ids
+	// of those missing are taken outside the transaction that makes
+	// them.
+	var n Node
+	missing := 0
+	err = fs.db.View(ctx, func(tx kv.Txn) error {
+		rec, found, err := walkIn(tx, root, segs)
+		switch {
+		case err != nil:
+			return err
+		case !rec.Dir:
+			return fileInTheWay(segs[:found])
+		case found == len(segs):
+			n = rec.public(fs.nowNs())
+			n.Path = "/" + strings.Join(segs, "/")
+		}
+		missing = len(segs) - found
+		return nil
+	})
+	if err != nil {
+		fs.done(OpMkdir, err, Event{RootID: root})
+		return Node{}, err
+	}
+	if missing == 0 {
+		return n, nil
+	}
+	var ids []uint64
+	var made []Event
+	for try := 0; ; try++ {
+		for len(ids) < missing {
+			id, err := fs.db.NextID(ctx, "node")
+			if err != nil {
+				fs.done(OpMkdir, err, Event{RootID: root})
+				return Node{}, err
+			}
+			ids = append(ids, id)
+		}
+		err = fs.update(ctx, func(tx kv.Txn) error {
+			made = made[:0]
+			now := fs.nowNs()
+			rec, found, err := walkIn(tx, root, segs)
+			switch {
+			case err != nil:
+				return err
+			case !rec.Dir:
+				return fileInTheWay(segs[:found])
+			case found == len(segs):
+				n, err = nodeAt(tx, rec.ID, now)
+				return err
+			}
+			if missing = len(segs) - found; missing > len(ids) {
+				return errNeedIDs
+			}
+			if err := fs.roomFor(); err != nil {
+				return err
+			}
+			parent := rec.ID
+			for i, name := range segs[found:] {
+				if i == 0 {
+					if err := newChildAllowed(tx, root, parent, name, opts, now); err != nil {
+						return err
+					}
+				}
+				if i == 1 {
+					// The folders below the first are covered by
+					// the deep locks above the first, as a Mkdir
+					// in it would find them.
+					if err := checkLocks(tx, parent, 1, opts, now); err != nil {
+						return err
+					}
+				}
+				id := ids[i]
+				c := nodeRec{ID: id, Root: root, Parent: parent, Name: name, Dir: true, Created: now, Modified: now}
+				if err := fs.addChild(ctx, tx, c, usageRec{Folders: 1}); err != nil {
+					return err
+				}
+				ev := Event{RootID: root, NodeID: id, ParentID: parent, Name: name, Dir: true}
+				if err := fs.journal(ctx, tx, OpMkdir, opts.Actor, ev); err != nil {
+					return err
+				}
+				made = append(made, ev)
+				parent = id
+			}
+			n, err = nodeAt(tx, parent, now)
+			return err
+		})
+		if !errors.Is(err, errNeedIDs) || try == 3 {
+			break
+		}
+	}
+	if err != nil {
+		fs.done(OpMkdir, err, Event{RootID: root})
+		return Node{}, err
+	}
+	for _, ev := range made {
+		fs.done(OpMkdir, nil, ev)
+	}
+	return n, nil
+}
+
+// errNeedIDs is MkdirAll's transaction finding more folders missing than
+// it took ids for (others deleted some meanwhile): ids come from outside
+// a transaction, so it takes more and tries again, a few times.
+var errNeedIDs = fmt.Errorf("%w: the folders of the path changed meanwhile", ErrBusy)
+
+// fileInTheWay is MkdirAll's error where the item at segs, on the way
+// to its folder, is a file.
+func fileInTheWay(segs []string) error {
+	return fmt.Errorf("%w: %q is a file", ErrNameConflict, "/"+strings.Join(segs, "/"))
 }
 
 // nodeAt is the public node of item id, with its path, as the write

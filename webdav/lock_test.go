@@ -191,6 +191,41 @@ func TestLock(t *testing.T) {
 			want(t, "UNLOCK sent to a member of a depth-infinity lock", st, http.StatusNoContent, body)
 		}},
 
+		// A member's lockdiscovery shows the deep locks of the folders
+		// above it, each with its lockroot, nearest first, and not a
+		// depth-0 lock of a folder above (vfs.DeepLocksAbove, one read
+		// of the folders above where a Stat of each resolved its path).
+		{"lockdiscovery of a member shows the deep locks above it", func(t *testing.T) {
+			const lockSharedBody = `<?xml version="1.0"?><D:lockinfo xmlns:D="DAV:"><D:lockscope><D:shared/></D:lockscope><D:locktype><D:write/></D:locktype></D:lockinfo>`
+			f := newFixture(t)
+			for _, p := range []string{"/a", "/a/b", "/a/b/c"} {
+				st, _, body := f.do("MKCOL", p, nil)
+				want(t, "MKCOL "+p, st, http.StatusCreated, body)
+			}
+			st, _, body := f.do("PUT", "/a/b/c/x.txt", strings.NewReader("x"))
+			want(t, "PUT", st, http.StatusCreated, body)
+			st, h, body := f.do("LOCK", "/a", strings.NewReader(lockSharedBody), "Depth", "infinity")
+			want(t, "LOCK a", st, http.StatusOK, body)
+			top := h.Get("Lock-Token")
+			st, h, body = f.do("LOCK", "/a/b", strings.NewReader(lockSharedBody), "Depth", "infinity")
+			want(t, "LOCK a/b", st, http.StatusOK, body)
+			mid := h.Get("Lock-Token")
+			st, h, body = f.do("LOCK", "/a/b/c", strings.NewReader(lockSharedBody), "Depth", "0")
+			want(t, "LOCK a/b/c depth 0", st, http.StatusOK, body)
+			shallow := h.Get("Lock-Token")
+			lockdiscovery := `<D:propfind xmlns:D="DAV:"><D:prop><D:lockdiscovery/></D:prop></D:propfind>`
+			st, _, body = f.do("PROPFIND", "/a/b/c/x.txt", strings.NewReader(lockdiscovery), "Depth", "0")
+			want(t, "PROPFIND", st, http.StatusMultiStatus, body)
+			contains(t, body, strings.Trim(mid, "<>")+"</D:href></D:locktoken><D:lockroot><D:href>/webdav/alice/a/b/</D:href>",
+				strings.Trim(top, "<>")+"</D:href></D:locktoken><D:lockroot><D:href>/webdav/alice/a/</D:href>")
+			if strings.Index(body, strings.Trim(mid, "<>")) > strings.Index(body, strings.Trim(top, "<>")) {
+				t.Fatalf("the nearer lock comes after the farther one:\n%s", body)
+			}
+			if strings.Contains(body, strings.Trim(shallow, "<>")) {
+				t.Fatalf("a depth-0 lock of the folder above shows on its member:\n%s", body)
+			}
+		}},
+
 		// However large the Timeout a LOCK or a refresh asks for, the lock
 		// expires within the 7-day bound. Second-N times a second overflowed
 		// for N over some 9.2e9 and wrapped to a negative duration, which vfs

@@ -230,23 +230,24 @@ func (s *session) walk(res *resource, depth int, fn func(*resource) error) error
 	})
 }
 
-// inheritedLocks returns the deep locks of the folders above n.
+// inheritedLocks returns the deep locks of the folders above n, in one
+// read of them (vfs.DeepLocksAbove): a Stat of each folder above, each
+// resolving its path, cost a PROPFIND the square of its depth.
 func (s *session) inheritedLocks(t target, n vfs.Node) ([]heldLock, error) {
-	if t.m == nil {
+	if t.m == nil || n.ParentID == 0 {
 		return nil, nil
 	}
+	above, err := s.h.opts.FS.DeepLocksAbove(s.ctx, t.m.root.ID, n.ID)
+	if err != nil {
+		return nil, err
+	}
 	var out []heldLock
-	for id := n.ParentID; id != 0; {
-		p, err := s.h.opts.FS.Stat(s.ctx, t.m.root.ID, id)
-		if err != nil {
-			return nil, err
-		}
+	for _, p := range above {
 		for _, l := range p.Locks {
 			if l.Deep {
 				out = append(out, heldLock{l: l, root: s.h.href(davPathOf(t.m, p), true)})
 			}
 		}
-		id = p.ParentID
 	}
 	return out, nil
 }
