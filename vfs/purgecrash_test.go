@@ -181,7 +181,7 @@ func purgeCrashSafety(t *testing.T) {
 			kills = append(kills, pcKill{mode: mode, delay: d * time.Millisecond})
 		}
 	}
-	for _, d := range []time.Duration{0, 2, 5, 10, 20, 40, 80, 150, 300, 600} {
+	for _, d := range []time.Duration{0, 2, 5, 10, 21, 40, 81, 150, 301, 600} {
 		kills = append(kills, pcKill{mode: "delete", delay: d * time.Millisecond})
 	}
 	kills = append(kills, pcKill{mode: "delete", pause: "deleted"}, pcKill{mode: "delete", pause: "finished"})
@@ -217,9 +217,14 @@ func runPurgeKill(t *testing.T, f pcFixture, k pcKill) string {
 		}
 	}
 	var seen []string
+	var staged []uint64 // uploads into victim
 	for sc.Scan() {
 		line := sc.Text()
 		switch {
+		case strings.HasPrefix(line, "staged "):
+			var id uint64
+			fmt.Sscanf(line, "staged %d", &id)
+			staged = append(staged, id)
 		case strings.HasPrefix(line, "wrote "):
 			var w pcFile
 			fmt.Sscanf(line, "wrote %d %d %d %d", &w.root, &w.id, &w.seed, &w.size)
@@ -252,10 +257,27 @@ func runPurgeKill(t *testing.T, f pcFixture, k pcKill) string {
 		state += ", victim deleted"
 	}
 	fsckClean(t, e, "after the restart")
+	// The uploads' clients end them (tus DELETE), before the purge runs
+	// again or after it, as the kill point's parity says.
+	endUploads := func(when string) {
+		for _, id := range staged {
+			if err := e.fs.Terminate(ctx, id); err != nil && !errors.Is(err, vfs.ErrNotExist) {
+				t.Errorf("ending upload %d %s: %v", id, when, err)
+			}
+		}
+		fsckClean(t, e, "after the uploads ended "+when)
+	}
+	early := k.delay/time.Millisecond%2 == 0
+	if early {
+		endUploads("before the purge")
+	}
 	if _, err := e.fs.PurgeDeleted(ctx, time.Now().Add(time.Hour)); err != nil {
 		t.Fatalf("the purge run again: %v", err)
 	}
 	fsckClean(t, e, "after the purge ran again")
+	if !early {
+		endUploads("after the purge")
+	}
 	if n, err := e.fs.IntentParts(ctx); err != nil || n != 0 {
 		t.Errorf("%d intent parts left (%v)", n, err)
 	}
@@ -433,9 +455,12 @@ func TestPurgeCrashChild(t *testing.T) {
 		if _, err := e.fs.Append(ctx, up.ID, 0, bytes.NewReader(randBytes(1, 1<<20)), vfs.AppendOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.fs.Stage(ctx, victim, vr.FolderID, "staged2", vfs.StageOptions{Length: 2 << 20, Owner: "u2"}, vfs.WriteOptions{}); err != nil {
+		up2, err := e.fs.Stage(ctx, victim, vr.FolderID, "staged2", vfs.StageOptions{Length: 2 << 20, Owner: "u2"}, vfs.WriteOptions{})
+		if err != nil {
 			t.Fatal(err)
 		}
+		println("staged %d", up.ID)
+		println("staged %d", up2.ID)
 		var wg sync.WaitGroup
 		wg.Add(3)
 		go func() {
