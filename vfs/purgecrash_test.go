@@ -278,6 +278,16 @@ func runPurgeKill(t *testing.T, f pcFixture, k pcKill) string {
 	if !early {
 		endUploads("after the purge")
 	}
+	// A purged root's ledger went with it, and an upload ended after
+	// does not bring it back.
+	for _, r := range []vfs.Root{f.big, f.small, f.victim} {
+		if _, err := e.fs.Root(ctx, r.ID); !errors.Is(err, vfs.ErrRootDeleted) {
+			continue
+		}
+		if n, err := e.fs.LedgerShards(ctx, r.ID); err != nil || n != 0 {
+			t.Errorf("purged root %s keeps %d usage records (%v)", r.Name, n, err)
+		}
+	}
 	if n, err := e.fs.IntentParts(ctx); err != nil || n != 0 {
 		t.Errorf("%d intent parts left (%v)", n, err)
 	}
