@@ -394,12 +394,8 @@ func TestPurgeCrashChild(t *testing.T) {
 	var e *env
 	batches := 0
 	bigPurged := false
-	// Transactions of at most 64 keys: a purge of big takes some fifty,
-	// and those that give back chunks past the bound pause in the hook.
-	opts := vfs.WithBatchHook(vfs.WithRefBatch(vfs.Options{}, 64), func(op vfs.Op) {
-		if op != vfs.OpPurge {
-			return
-		}
+	// Transactions of at most 64 keys: a purge of big takes some fifty.
+	opts := vfs.WithPurgeHook(vfs.WithRefBatch(vfs.Options{}, 64), func() {
 		batches++
 		if batches == at {
 			println("paused")

@@ -355,10 +355,11 @@ func (fs *FS) purgeNodes(ctx context.Context, root uint64, order []uint64, count
 			return err
 		}
 		i += n
-		// Every commit of a purge is a point it may stop at (tests
-		// pause there), not only those that parked chunks.
-		fs.between(OpPurge)
+		if fs.purgeHook != nil {
+			fs.purgeHook()
+		}
 		if parked != 0 {
+			fs.between(OpPurge)
 			// The items are gone; what is left is giving their chunks
 			// back, which Open finishes if this cannot.
 			fs.releaseFailed(ctx, &intent{id: parked})
