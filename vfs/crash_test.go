@@ -34,6 +34,9 @@ func TestCrash(t *testing.T) {
 		{"WriteKilled", crashSafety},
 		// was intent_crash_test.go
 		{"SplitOperationKilled", splitCrashSafety},
+		// A deleted root's purge, the policy job's, and a root deleted
+		// with uploads in flight, killed at many points.
+		{"PurgeKilled", purgeCrashSafety},
 	} {
 		t.Run(tc.name, tc.run)
 	}

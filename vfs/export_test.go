@@ -106,6 +106,13 @@ func WithBatchHook(opts Options, fn func(Op)) Options {
 	return opts
 }
 
+// WithPurgeHook returns opts with fn run after each transaction of a
+// purge, whether or not it parked chunks.
+func WithPurgeHook(opts Options, fn func()) Options {
+	opts.purgeHook = fn
+	return opts
+}
+
 // IntentParts counts the I/ keys: operations not finished or not released.
 func (fs *FS) IntentParts(ctx context.Context) (int, error) {
 	n := 0

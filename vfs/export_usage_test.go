@@ -108,3 +108,21 @@ func (fs *FS) DropNodeRecord(ctx context.Context, id uint64) error {
 		return tx.Delete(recKey(id, loc))
 	})
 }
+
+// LedgerShards counts the usage ledger records (shards) stored for root:
+// none once it is purged.
+func (fs *FS) LedgerShards(ctx context.Context, root uint64) (int, error) {
+	n := 0
+	err := fs.db.View(ctx, func(tx kv.Txn) error {
+		n = 0
+		for s := range uint64(usageShards) {
+			if _, err := tx.Get(usageKey(root, s)); err == nil {
+				n++
+			} else if err != kv.ErrNotFound {
+				return err
+			}
+		}
+		return nil
+	})
+	return n, err
+}

@@ -145,6 +145,10 @@ type Options struct {
 	// batchHook, if set, runs between the transactions of a split
 	// operation; tests use it to fail or kill one half way.
 	batchHook func(Op)
+	// purgeHook, if set, runs after each transaction of a purge (of an
+	// item or a deleted root), whether or not it parked chunks (which
+	// batchHook waits for); tests kill the process there.
+	purgeHook func()
 	// zip64At overrides the size and offset from which zips use Zip64
 	// fields (0xFFFFFFFF); set by tests, which cannot write 4 GiB.
 	zip64At int64
@@ -224,6 +228,7 @@ type FS struct {
 	// sets (see defaultTxnBytes).
 	txnBytes  int
 	batchHook func(Op)
+	purgeHook func()
 	zip64At   int64 // see Options.zip64At; 0: 0xFFFFFFFF
 	zipMax    int   // see Options.zipMax; 0: ZipMaxEntries
 	shortScan int   // see Options.shortScan; 0: ShortQueryScan
@@ -260,7 +265,7 @@ type FS struct {
 func Open(ctx context.Context, db kv.Store, chunks chunk.Store, opts Options) (*FS, error) {
 	fs := &FS{
 		db: listStore{db}, chunks: chunks, obs: opts.Observer, holder: opts.Holder, jnl: opts.Journal, now: opts.Now, log: opts.Logger,
-		m: newMetrics(opts.Registerer), refBatch: opts.refBatch, batchHook: opts.batchHook, zip64At: opts.zip64At, zipMax: opts.zipMax,
+		m: newMetrics(opts.Registerer), refBatch: opts.refBatch, batchHook: opts.batchHook, purgeHook: opts.purgeHook, zip64At: opts.zip64At, zipMax: opts.zipMax,
 		shortScan: opts.shortScan, mendBatch: cmp.Or(opts.mendBatch, listMendBatch), mendPause: opts.mendPause, zips: zipShares{budget: cmp.Or(opts.ZipBudget, ZipBudget), onHeld: opts.ZipHeld},
 		roots: kv.NewCache[uint64, cachedRoot](maxCachedRoots),
 		paths: kv.NewCache[pathKey, cachedPath](maxCachedPaths),

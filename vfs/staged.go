@@ -896,7 +896,8 @@ func (fs *FS) terminate(ctx context.Context, id uint64, expired bool) error {
 				return err
 			}
 		}
-		// A root purged meanwhile took its accounting with it.
+		// A root gone took its accounting with it, as did one purged
+		// meanwhile (addUsage records nothing of it).
 		if _, err := tx.Get(rootKey(rec.Root)); err == nil {
 			if err := fs.addUsage(ctx, tx, rec.Root, usageRec{Reserved: -rec.reserved()}, limits{}); err != nil {
 				return err

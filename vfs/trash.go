@@ -355,6 +355,9 @@ func (fs *FS) purgeNodes(ctx context.Context, root uint64, order []uint64, count
 			return err
 		}
 		i += n
+		if fs.purgeHook != nil {
+			fs.purgeHook()
+		}
 		if parked != 0 {
 			fs.between(OpPurge)
 			// The items are gone; what is left is giving their chunks

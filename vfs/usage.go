@@ -257,17 +257,14 @@ func over(used, grow, quota int64) bool {
 
 // addUsage records the change d of a root's accounting, in the root's
 // shards and, while the root is counted (live, or deleted and not purged
-// yet: rootRec.counted), in its tallies'. It first refuses, with lim, a
-// change that grows the root past a quota.
+// yet: rootRec.counted), in its tallies'; of a purged root, nothing. It
+// first refuses, with lim, a change that grows the root past a quota.
 func (fs *FS) addUsage(ctx context.Context, tx kv.Txn, root uint64, d usageRec, lim limits) error {
 	if err := lim.check(tx, root, d.held()); err != nil {
 		return err
 	}
 	if d == (usageRec{}) {
 		return nil
-	}
-	if err := addShard(tx, usageKey(root, usageShard(tx)), d); err != nil {
-		return err
 	}
 	// Reading the root also makes the change conflict with DeleteRoot's
 	// and with the last transaction of the root's purge, which takes its
@@ -277,6 +274,15 @@ func (fs *FS) addUsage(ctx context.Context, tx kv.Txn, root uint64, d usageRec, 
 	var r rootRec
 	if err := get(tx, rootKey(root), &r, kv.ErrNotFound); err != nil {
 		return missing(err, "root", root)
+	}
+	if r.Purged {
+		// Its ledger went with its purge: a change that comes after
+		// (a staged upload into it ended, giving back its reservation)
+		// wrote a record of it again, which nothing ever removed.
+		return nil
+	}
+	if err := addShard(tx, usageKey(root, usageShard(tx)), d); err != nil {
+		return err
 	}
 	if !r.counted() {
 		// Its usage left its tallies when it was purged (or, deleted
