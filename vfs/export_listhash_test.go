@@ -115,3 +115,12 @@ func WithListMending(opts Options, batch int, pause func(folder uint64)) Options
 	opts.mendBatch, opts.mendPause = batch, pause
 	return opts
 }
+
+// ListMendRecords counts the records of folders whose listing sum is
+// being mended (vfslistmend/).
+func (fs *FS) ListMendRecords(ctx context.Context) (n int, err error) {
+	err = fs.db.View(ctx, func(tx kv.Txn) error {
+		return tx.Scan([]byte(pListMend), nil, func(k, v []byte) error { n++; return nil })
+	})
+	return n, err
+}

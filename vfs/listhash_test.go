@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"berth/berthtest"
+	"berth/kv"
 	"berth/vfs"
 )
 
@@ -764,4 +766,156 @@ func writeHalfway(e *env, folder uint64) error {
 		}
 	}
 	return nil
+}
+
+// TestListHashMendPurgedHalfway: a folder the mending left half done (the
+// store closed, or killed, between two of its transactions) and purged
+// after the restart before the mending met it again keeps no record of
+// its sum so far: the mending walks the nodes there are, so nothing else
+// would ever take it away.
+func TestListHashMendPurgedHalfway(t *testing.T) {
+	dir := t.TempDir()
+	var (
+		mu      sync.Mutex
+		pause   func(folder uint64)
+		halfway = make(chan struct{})
+		release = make(chan struct{})
+	)
+	opts := vfs.WithListMending(vfs.Options{}, 2, func(folder uint64) {
+		mu.Lock()
+		p := pause
+		mu.Unlock()
+		if p != nil {
+			p(folder)
+		}
+	})
+	e := openEnvWith(t, dir, opts)
+	root, err := e.fs.CreateRoot(ctx, "alice", vfs.RootSync)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.root = root
+	early, err := e.fs.Mkdir(ctx, root.ID, root.FolderID, "early", vfs.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for j := range 5 {
+		e.write(t, early.ID, fmt.Sprintf("e%d", j), []byte{byte(j)})
+	}
+	// Over 512 nodes (one read of the mending's walk) before the doomed
+	// folder, so that the walk after the restart meets it once purged.
+	many, err := e.fs.Mkdir(ctx, root.ID, root.FolderID, "many", vfs.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 530 {
+		e.write(t, many.ID, fmt.Sprintf("m%03d", i), []byte{byte(i)})
+	}
+	doomed, err := e.fs.Mkdir(ctx, root.ID, root.FolderID, "doomed", vfs.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for j := range 5 {
+		e.write(t, doomed.ID, fmt.Sprintf("d%d", j), []byte{byte(j)})
+	}
+	if err := e.fs.Delete(ctx, root.ID, doomed.ID, vfs.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.fs.ForgetListSums(ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.close()
+
+	// The mending stops half way through doomed: the store closes in
+	// its pause.
+	mu.Lock()
+	pause = func(folder uint64) {
+		if folder == doomed.ID {
+			close(halfway)
+			<-release
+		}
+	}
+	mu.Unlock()
+	e = openEnvWith(t, dir, opts)
+	<-halfway
+	closed := make(chan struct{})
+	go func() { e.close(); close(closed) }()
+	time.Sleep(200 * time.Millisecond) // Close has stopped the mending
+	mu.Lock()
+	pause = nil
+	mu.Unlock()
+	close(release)
+	<-closed
+	if n, err := forgetSumOf(t, dir, early.ID); n != 1 || err != nil {
+		t.Fatalf("records of folders half mended after the close: %d (%v), want 1", n, err)
+	}
+
+	// After the restart doomed is purged while the mending is in
+	// early, whose sum is gone again, before its walk reaches doomed.
+	var once sync.Once
+	var reopened *env
+	ready := make(chan struct{})
+	mu.Lock()
+	pause = func(folder uint64) {
+		if folder != early.ID {
+			return
+		}
+		once.Do(func() {
+			<-ready
+			if err := reopened.fs.Purge(ctx, root.ID, doomed.ID); err != nil {
+				t.Errorf("purge: %v", err)
+			}
+		})
+	}
+	mu.Unlock()
+	reopened = openEnvWith(t, dir, opts)
+	reopened.root = root
+	defer reopened.close()
+	close(ready)
+	reopened.fs.WaitListSums()
+	if done, err := reopened.fs.ListSumsDone(ctx); err != nil || !done {
+		t.Fatalf("after the mending: marked done %v, %v", done, err)
+	}
+	if n, err := reopened.fs.ListMendRecords(ctx); n != 0 || err != nil {
+		t.Errorf("records of folders half mended after the mending: %d (%v), want none", n, err)
+	}
+}
+
+// forgetSumOf opens the store in dir without vfs, drops the kept sum of
+// folder (as a store older than the sums had none) and counts the
+// records of folders half mended.
+func forgetSumOf(t *testing.T, dir string, folder uint64) (int, error) {
+	t.Helper()
+	db := openBadger(t, filepath.Join(dir, "meta"), noSync(t))
+	defer db.Close()
+	err := db.Update(ctx, func(tx kv.Txn) error {
+		var keys [][]byte
+		for _, p := range []string{kv.VFSListSum, kv.VFSLocked} {
+			if err := tx.Scan([]byte(p), nil, func(k, v []byte) error {
+				if kv.Uint64At(k, len(p)) == folder {
+					keys = append(keys, slices.Clone(k))
+				}
+				return nil
+			}); err != nil {
+				return err
+			}
+		}
+		if len(keys) == 0 {
+			return fmt.Errorf("folder %d keeps no sum", folder)
+		}
+		for _, k := range keys {
+			if err := tx.Delete(k); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	err = db.View(ctx, func(tx kv.Txn) error {
+		return tx.Scan([]byte(kv.VFSListMend), nil, func(k, v []byte) error { n++; return nil })
+	})
+	return n, err
 }
