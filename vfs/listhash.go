@@ -788,6 +788,11 @@ func (t *listTxn) purge(folder uint64) error {
 		t.purged = map[uint64]bool{}
 	}
 	t.purged[folder] = true
+	// A sum half mended goes too: the mending walks the nodes there
+	// are, so after a restart it meets a purged folder's record no more.
+	if err := t.Txn.Delete(listMendKey(folder)); err != nil {
+		return err
+	}
 	for _, prefix := range [][]byte{listSumPrefix(folder), lockedPrefix(folder)} {
 		var keys [][]byte
 		err := t.Txn.Scan(prefix, nil, func(k, v []byte) error {
