@@ -840,7 +840,9 @@ func TestListHashMendPurgedHalfway(t *testing.T) {
 	<-halfway
 	closed := make(chan struct{})
 	go func() { e.close(); close(closed) }()
-	time.Sleep(200 * time.Millisecond) // Close has stopped the mending
+	// Close stops the mending first thing (after the name index's
+	// backfill, done here): its next transaction then fails.
+	time.Sleep(500 * time.Millisecond)
 	mu.Lock()
 	pause = nil
 	mu.Unlock()
