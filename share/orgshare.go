@@ -586,10 +586,16 @@ func (s *Service) subscription(ctx context.Context, c account.Caller, rootID uin
 	return perms, dav, nil
 }
 
-// maxCachedGrants bounds the shares whose grants are kept. An entry is
-// 16 bytes a subscriber, so a full cache of shares of 2,000 subscribers
-// each holds 32 MiB.
-const maxCachedGrants = 1024
+// maxCachedGrants bounds the shares whose grants are kept, and
+// maxKeptSubscribers the subscriber entries of a share whose grants are:
+// an entry is 16 bytes a subscriber, so a full cache holds 32 MiB at
+// most. A share of more (nothing bounds them: a share with 100,000
+// subscribers kept 1.6 MB, and 1,024 of them 1.6 GB) is decoded at each
+// request, as every share was before grants were kept.
+const (
+	maxCachedGrants    = 1024
+	maxKeptSubscribers = 2048
+)
 
 // grants are what a share's subscriber entries grant, each list sorted
 // by id with one grant an id (the union of its entries'). Groups that
@@ -649,7 +655,9 @@ func (s *Service) grantsOf(ctx context.Context, rootID uint64) (*grants, error) 
 		}
 	}
 	g.groups = active
-	s.grants.Put(gen, rootID, g)
+	if len(rec.Persons)+len(rec.Groups) <= maxKeptSubscribers {
+		s.grants.Put(gen, rootID, g)
+	}
 	return g, nil
 }
 

@@ -125,6 +125,58 @@ func TestOrgShareAccess(t *testing.T) {
 	}
 }
 
+// TestOrgShareGrantsKept: what a share's subscribers grant is kept
+// between requests up to 2,048 subscriber entries (maxKeptSubscribers),
+// and decoded at each request past them, so that the kept grants of 1,024
+// shares hold 32 MiB at most however many subscribers a share has.
+func TestOrgShareGrantsKept(t *testing.T) {
+	ctx := context.Background()
+	st := berthtest.New(t, berthtest.Options{})
+	svc := share.New(share.Options{FS: st.FS, Accounts: st.Accounts})
+	adm, err := st.Accounts.CreatePerson(ctx, account.PersonInput{OrganizationID: st.Org.ID, Username: "adm",
+		Email: "adm@example.com", Password: password, Admin: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const most = 2048
+	ins := make([]account.PersonInput, most+1)
+	for i := range ins {
+		name := fmt.Sprintf("p%05d", i)
+		ins[i] = account.PersonInput{OrganizationID: st.Org.ID, Username: name, Email: name + "@example.com", NoPassword: true}
+	}
+	ps, err := st.Accounts.CreatePersons(ctx, ins)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := caller(t, st, adm.ID)
+	for _, tc := range []struct {
+		subscribers int
+		kept        bool
+	}{{most, true}, {most + 1, false}} {
+		root, err := svc.CreateOrgShare(ctx, admin, st.Org.ID, fmt.Sprint("share of ", tc.subscribers))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var subs share.Subscribers
+		for _, p := range ps[:tc.subscribers] {
+			subs.Persons = append(subs.Persons, share.Entry{ID: p.ID, Channel: share.ChannelWeb, Role: share.RoleViewer})
+		}
+		if _, err := svc.SetSubscribers(ctx, admin, st.Org.ID, root.ID, subs); err != nil {
+			t.Fatal(err)
+		}
+		member := caller(t, st, ps[0].ID)
+		for i := range 2 {
+			before := st.DB.TxnStats().Views
+			if _, err := svc.Root(ctx, member, root.ID); err != nil {
+				t.Fatal(err)
+			}
+			if views := st.DB.TxnStats().Views - before; i == 1 && (views == 0) != tc.kept {
+				t.Errorf("%d subscribers, asked again: %d reads, want the grants kept %v", tc.subscribers, views, tc.kept)
+			}
+		}
+	}
+}
+
 // TestOrgShareGroupDisabled: a group subscriber disabled reaches nobody
 // from the next request on, though what a share grants is kept between
 // requests, and reaches its members again once enabled.
