@@ -67,9 +67,9 @@ func BenchmarkPage(b *testing.B) {
 // BenchmarkPageHistory reads one page of 50 with its total from an
 // organization of 200,000 records (a year of a large organization is
 // millions): the first page, a deep one by offset and one by before_id.
-// It reports the store's reads of a page (TxnStats: Gets, Scans) beside
-// its time and allocations, to show what a page costs against the
-// history it sits in.
+// It reports the store's reads of a page (TxnStats: Gets, Scans, and
+// keys/op, the keys its scans visit) beside its time and allocations, to
+// show what a page costs against the history it sits in.
 func BenchmarkPageHistory(b *testing.B) {
 	const records = 200_000
 	ctx := context.Background()
