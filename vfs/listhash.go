@@ -419,9 +419,24 @@ type lockedChild struct {
 // locks in ascending ids.
 func scanListSum(tx kv.Txn, folder uint64) (listSumRec, []lockedChild, error) {
 	var sum listSumRec
-	var locked []lockedChild
+	locked, _, err := scanListSumFrom(tx, folder, childPrefix(folder), 0, &sum)
+	slices.SortFunc(locked, func(a, b lockedChild) int { return cmpUint(a.id, b.id) })
+	return sum, locked, err
+}
+
+// scanListSumFrom adds to sum the children of folder from the child key
+// from on, at most max of them (0: all), and returns those holding locks
+// and the key of the first child left uncounted (nil: none left): the
+// whole scan of scanListSum, and the mending's batches (listmend.go).
+func scanListSumFrom(tx kv.Txn, folder uint64, from []byte, max int, sum *listSumRec) (locked []lockedChild, next []byte, err error) {
+	n := 0
 	var rec nodeRec
-	err := tx.Scan(childPrefix(folder), nil, func(k, v []byte) error {
+	err = tx.Scan(childPrefix(folder), from, func(k, v []byte) error {
+		if max > 0 && n == max {
+			next = append([]byte(nil), k...)
+			return kv.ErrStop
+		}
+		n++
 		rec = nodeRec{}
 		if err := cbor.Unmarshal(v, &rec); err != nil {
 			return fmt.Errorf("vfs: decode child of %d: %w", folder, err)
@@ -432,8 +447,18 @@ func scanListSum(tx kv.Txn, folder uint64) (listSumRec, []lockedChild, error) {
 		}
 		return nil
 	})
-	slices.SortFunc(locked, func(a, b lockedChild) int { return cmpUint(a.id, b.id) })
-	return sum, locked, err
+	return locked, next, err
+}
+
+// setLocked writes the locked keys (L/) of folder's children in locked,
+// where a sum starts being kept: a change of one of them keeps them after.
+func setLocked(tx kv.Txn, folder uint64, locked []lockedChild) error {
+	for _, l := range locked {
+		if err := tx.Set(lockedKey(folder, l.id), binary.BigEndian.AppendUint64(nil, uint64(l.until))); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func cmpUint(a, b uint64) int {
@@ -718,12 +743,7 @@ func (t *listTxn) ensure(folder uint64) error {
 		t.shards = map[shardKey]*listSumRec{}
 	}
 	t.shards[shardKey{folder, 0}] = &sum
-	for _, l := range locked {
-		if err := t.Txn.Set(lockedKey(folder, l.id), binary.BigEndian.AppendUint64(nil, uint64(l.until))); err != nil {
-			return err
-		}
-	}
-	return nil
+	return setLocked(t.Txn, folder, locked)
 }
 
 // startEmpty starts the kept sum of folder, made in this transaction,

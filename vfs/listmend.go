@@ -3,12 +3,9 @@ package vfs
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/fxamacker/cbor/v2"
 
 	"berth/kv"
 )
@@ -221,33 +218,12 @@ func (fs *FS) mendListSum(ctx context.Context, folder uint64) error {
 			if _, err := tx.Get(genKey(folder)); err != nil && !errors.Is(err, kv.ErrNotFound) {
 				return err
 			}
-			n := 0
-			var next []byte
-			var rec nodeRec
-			var locked []lockedChild
-			err = tx.Scan(childPrefix(folder), m.Cursor, func(k, v []byte) error {
-				if n == fs.mendBatch {
-					next = append([]byte(nil), k...)
-					return kv.ErrStop
-				}
-				n++
-				rec = nodeRec{}
-				if err := cbor.Unmarshal(v, &rec); err != nil {
-					return fmt.Errorf("vfs: decode child of %d: %w", folder, err)
-				}
-				m.Sum.add(childDigest(rec))
-				if u := lockedUntil(rec); u != 0 {
-					locked = append(locked, lockedChild{rec.ID, u})
-				}
-				return nil
-			})
+			locked, next, err := scanListSumFrom(tx, folder, m.Cursor, fs.mendBatch, &m.Sum)
 			if err != nil {
 				return err
 			}
-			for _, l := range locked {
-				if err := tx.Set(lockedKey(folder, l.id), binary.BigEndian.AppendUint64(nil, uint64(l.until))); err != nil {
-					return err
-				}
+			if err := setLocked(tx, folder, locked); err != nil {
+				return err
 			}
 			if next != nil {
 				m.Cursor = next
