@@ -108,18 +108,13 @@ func (fs *FS) MkdirAll(ctx context.Context, root uint64, p string, opts WriteOpt
 	var n Node
 	missing := 0
 	err = fs.db.View(ctx, func(tx kv.Txn) error {
-		rec, found, err := walkIn(tx, root, segs)
-		switch {
-		case err != nil:
-			return err
-		case !rec.Dir:
-			return fileInTheWay(segs[:found])
-		case found == len(segs):
+		rec, found, err := walkFolders(tx, root, segs)
+		if err == nil && found == len(segs) {
 			n = rec.public(fs.nowNs())
 			n.Path = "/" + strings.Join(segs, "/")
 		}
 		missing = len(segs) - found
-		return nil
+		return err
 	})
 	if err != nil {
 		fs.done(OpMkdir, err, Event{RootID: root})
@@ -142,14 +137,11 @@ func (fs *FS) MkdirAll(ctx context.Context, root uint64, p string, opts WriteOpt
 		err = fs.update(ctx, func(tx kv.Txn) error {
 			made = made[:0]
 			now := fs.nowNs()
-			rec, found, err := walkIn(tx, root, segs)
-			switch {
-			case err != nil:
-				return err
-			case !rec.Dir:
-				return fileInTheWay(segs[:found])
-			case found == len(segs):
-				n, err = nodeAt(tx, rec.ID, now)
+			rec, found, err := walkFolders(tx, root, segs)
+			if err != nil || found == len(segs) {
+				if err == nil {
+					n, err = nodeAt(tx, rec.ID, now)
+				}
 				return err
 			}
 			if missing = len(segs) - found; missing > len(ids) {
@@ -207,10 +199,15 @@ func (fs *FS) MkdirAll(ctx context.Context, root uint64, p string, opts WriteOpt
 // a transaction, so it takes more and tries again, a few times.
 var errNeedIDs = fmt.Errorf("%w: the folders of the path changed meanwhile", ErrBusy)
 
-// fileInTheWay is MkdirAll's error where the item at segs, on the way
-// to its folder, is a file.
-func fileInTheWay(segs []string) error {
-	return fmt.Errorf("%w: %q is a file", ErrNameConflict, "/"+strings.Join(segs, "/"))
+// walkFolders is walkIn for MkdirAll: the deepest item of segs that
+// exists, and how many names it took, where a file on the way is
+// ErrNameConflict.
+func walkFolders(tx kv.Txn, root uint64, segs []string) (nodeRec, int, error) {
+	rec, found, err := walkIn(tx, root, segs)
+	if err == nil && !rec.Dir {
+		err = fmt.Errorf("%w: %q is a file", ErrNameConflict, "/"+strings.Join(segs[:found], "/"))
+	}
+	return rec, found, err
 }
 
 // nodeAt is the public node of item id, with its path, as the write
