@@ -1,6 +1,7 @@
 package vfs
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"encoding/hex"
@@ -420,7 +421,7 @@ type lockedChild struct {
 func scanListSum(tx kv.Txn, folder uint64) (listSumRec, []lockedChild, error) {
 	var sum listSumRec
 	locked, _, err := scanListSumFrom(tx, folder, childPrefix(folder), 0, &sum)
-	slices.SortFunc(locked, func(a, b lockedChild) int { return cmpUint(a.id, b.id) })
+	slices.SortFunc(locked, func(a, b lockedChild) int { return cmp.Compare(a.id, b.id) })
 	return sum, locked, err
 }
 
@@ -459,16 +460,6 @@ func setLocked(tx kv.Txn, folder uint64, locked []lockedChild) error {
 		}
 	}
 	return nil
-}
-
-func cmpUint(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // listStore is the kv store the file system writes through: every write
