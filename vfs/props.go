@@ -168,6 +168,18 @@ func copyProps(tx kv.Txn, src, dst uint64) (int64, error) {
 	return size, setCountedProps(tx, dst, size)
 }
 
+// propNames returns copies of the keys of a node's properties, for a
+// purge that removes them: a batch of items holds their keys only, not
+// up to MaxPropsBytes of values each.
+func propNames(tx kv.Txn, id uint64) ([][]byte, error) {
+	var out [][]byte
+	err := tx.Scan(propPrefix(id), nil, func(k, _ []byte) error {
+		out = append(out, append([]byte(nil), k...))
+		return nil
+	})
+	return out, err
+}
+
 // propKeys returns copies of the keys and values of a node's properties;
 // collected first because a transaction may not change what it scans.
 func propKeys(tx kv.Txn, id uint64) ([][2][]byte, error) {

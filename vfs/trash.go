@@ -436,14 +436,8 @@ func readPurge(tx kv.Txn, id uint64, refBatch int) (purgeItem, error) {
 			it.revs = append(it.revs, *head)
 		}
 	}
-	props, err := propKeys(tx, id)
-	if err != nil {
-		return it, err
-	}
-	for _, kvp := range props {
-		it.props = append(it.props, kvp[0])
-	}
-	return it, nil
+	it.props, err = propNames(tx, id)
+	return it, err
 }
 
 // purgeNode removes one deleted item whose children are gone already, and
