@@ -5,6 +5,10 @@ import (
 	"time"
 )
 
+// JudgesTags is judgesTags, for TestIf's row on which conditions read a
+// collection's listing.
+var JudgesTags = judgesTags
+
 // Escape lets the external tests (xml_test.go) check the XML escaping of
 // answers against encoding/xml.
 var Escape = escape

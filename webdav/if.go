@@ -158,10 +158,29 @@ func matchesTags(r *http.Request) bool {
 
 // judgesTags reports whether r's conditions may compare the entity tag
 // of the resource at its path: If-Match, If-None-Match, or an If header
-// that names a tag ("[", which a URL of a resource tag may hold too: an
-// IPv6 host, for which the listing is read needlessly).
+// with an entity-tag condition, as parseIf reads it (a "[" alone may be
+// a tagged list's IPv6 host). A malformed If header judges nothing:
+// checkIf refuses it.
 func judgesTags(r *http.Request) bool {
-	return matchesTags(r) || strings.Contains(r.Header.Get("If"), "[")
+	if matchesTags(r) {
+		return true
+	}
+	h := r.Header.Get("If")
+	if h == "" {
+		return false
+	}
+	lists, err := parseIf(h)
+	if err != nil {
+		return false
+	}
+	for _, l := range lists {
+		for _, c := range l.conds {
+			if c.etag != "" {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // writeConditions judges a write's If-Match, If-None-Match and

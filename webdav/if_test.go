@@ -4,12 +4,14 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"berth/berthtest"
 	"berth/vfs"
+	"berth/webdav"
 )
 
 // TestIf: preconditions. The If header (RFC 4918 10.4) on writes and
@@ -21,6 +23,32 @@ func TestIf(t *testing.T) {
 		// on an existing name refuses PUT, DELETE, MOVE and COPY with 412 and
 		// changes nothing; the current ETag and a new name pass. Formerly
 		// TestIfMatchAndIfNoneMatch (webdav_test.go).
+		// Only conditions that compare entity tags read a collection's
+		// listing for its tag: a tagged list's IPv6 host ("[") is not one.
+		{"which conditions judge entity tags", func(t *testing.T) {
+			for _, c := range []struct {
+				hdr  []string
+				want bool
+			}{
+				{nil, false},
+				{[]string{"If-Match", `"d1-ab"`}, true},
+				{[]string{"If-None-Match", "*"}, true},
+				{[]string{"If", `(<urn:uuid:x>)`}, false},
+				{[]string{"If", `(["d1-ab"])`}, true},
+				{[]string{"If", `(Not ["d1-ab"])`}, true},
+				{[]string{"If", `<https://[::1]:8443/webdav/alice/d/> (<urn:uuid:x>)`}, false},
+				{[]string{"If", `<https://[::1]:8443/webdav/alice/d/> (["d1-ab"])`}, true},
+				{[]string{"If", `(["unterminated`}, false},
+			} {
+				r := httptest.NewRequest("DELETE", "https://example.com/webdav/alice/d/", nil)
+				for i := 0; i < len(c.hdr); i += 2 {
+					r.Header.Set(c.hdr[i], c.hdr[i+1])
+				}
+				if got := webdav.JudgesTags(r); got != c.want {
+					t.Errorf("%q: judges tags %v, want %v", c.hdr, got, c.want)
+				}
+			}
+		}},
 		{"If-Match and If-None-Match on every write", func(t *testing.T) {
 			f := newFixture(t)
 			st, h, body := f.do("PUT", "/a.txt", strings.NewReader("one"))
