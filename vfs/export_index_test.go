@@ -65,9 +65,7 @@ func (fs *FS) ForgetNames(ctx context.Context, root uint64) error {
 
 // WaitNames waits for the backfill Open started, if any, to end.
 func (fs *FS) WaitNames() {
-	if fs.bgDone != nil {
-		<-fs.bgDone
-	}
+	fs.backfill.wait()
 }
 
 // RootIndexed says whether root's name index is whole.

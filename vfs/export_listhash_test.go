@@ -88,9 +88,7 @@ func (fs *FS) DamageListSum(ctx context.Context, folder uint64, count int64, dig
 // WaitListSums waits for the mending of listing sums Open started, if
 // any, to end.
 func (fs *FS) WaitListSums() {
-	if fs.mendDone != nil {
-		<-fs.mendDone
-	}
+	fs.mend.wait()
 }
 
 // ListSumsDone says whether the store is marked as keeping every

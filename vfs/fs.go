@@ -236,17 +236,12 @@ type FS struct {
 	// Options.ZipBudget.
 	zips zipShares
 
-	// bgStop ends the name index's backfill (index.go), and bgDone is
-	// closed when it has; both nil when none runs.
-	bgStop context.CancelFunc
-	bgDone chan struct{}
-	// mendStop ends the mending of older folders' listing sums
-	// (listmend.go), and mendDone is closed when it has; both nil when
-	// none runs.
-	mendStop  context.CancelFunc
-	mendDone  chan struct{}
-	mendBatch int          // see Options.mendBatch; 0: listMendBatch
-	mendPause func(uint64) // see Options.mendPause
+	// backfill is the name index's backfill (index.go), mend the mending
+	// of older folders' listing sums (listmend.go): Open's background
+	// jobs, which Close stops.
+	backfill, mend bgJob
+	mendBatch      int          // see Options.mendBatch; 0: listMendBatch
+	mendPause      func(uint64) // see Options.mendPause
 
 	// upMu guards uploads, the writes that may hold stored chunks not yet
 	// referenced nor noted for the collector, and closed, set by Close.
@@ -420,8 +415,8 @@ func (fs *FS) roomFor() error {
 // and new ones with ErrBusy; with any running, the store is not marked
 // clean, so the next Open removes what they stored, as after a crash.
 func (fs *FS) Close() error {
-	fs.stopBackfill()
-	fs.stopListMend()
+	fs.backfill.stop()
+	fs.mend.stop()
 	fs.upMu.Lock()
 	fs.closed = true
 	running := fs.uploads
@@ -503,4 +498,37 @@ func (fs *FS) update(ctx context.Context, fn func(kv.Txn) error) error {
 		return fmt.Errorf("%w: %w", ErrBusy, err)
 	}
 	return err
+}
+
+// bgJob is a job Open starts in the background, to run until it ends or
+// Close stops it.
+type bgJob struct {
+	cancel context.CancelFunc
+	done   chan struct{} // closed when it has ended; nil: never started
+}
+
+// start runs fn in a goroutine with a context of its own, which ctx's
+// end does not cancel (Open's may end long before the job), stop's does.
+func (j *bgJob) start(ctx context.Context, fn func(context.Context)) {
+	bg, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	j.cancel, j.done = cancel, make(chan struct{})
+	go func() {
+		defer close(j.done)
+		fn(bg)
+	}()
+}
+
+// stop stops the job, if started, and waits for it to end.
+func (j *bgJob) stop() {
+	if j.cancel != nil {
+		j.cancel()
+		<-j.done
+	}
+}
+
+// wait waits for the job, if started, to end.
+func (j *bgJob) wait() {
+	if j.done != nil {
+		<-j.done
+	}
 }

@@ -239,24 +239,13 @@ func (fs *FS) startBackfill(ctx context.Context) error {
 	case len(roots) == 0:
 		return fs.update(ctx, func(tx kv.Txn) error { return tx.Set(keyNamesDone, []byte{1}) })
 	}
-	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
-	fs.bgStop, fs.bgDone = stop, make(chan struct{})
-	go func() {
-		defer close(fs.bgDone)
+	fs.backfill.start(ctx, func(bg context.Context) {
 		fs.log.Info("vfs: indexing the names of roots older than the index", "roots", len(roots))
 		if err := fs.backfillNames(bg, roots); err != nil && bg.Err() == nil {
 			fs.log.Error("vfs: indexing names; search scans the roots not done until the next start", "err", err)
 		}
-	}()
+	})
 	return nil
-}
-
-// stopBackfill stops the backfill, if running, and waits for it.
-func (fs *FS) stopBackfill() {
-	if fs.bgStop != nil {
-		fs.bgStop()
-		<-fs.bgDone
-	}
 }
 
 // backfillNames indexes roots, a bounded transaction at a time, then

@@ -93,10 +93,7 @@ func (fs *FS) startListMend(ctx context.Context) error {
 	case empty:
 		return fs.update(ctx, func(tx kv.Txn) error { return tx.Set(keyListSumsDone, []byte{1}) })
 	}
-	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
-	fs.mendStop, fs.mendDone = stop, make(chan struct{})
-	go func() {
-		defer close(fs.mendDone)
+	fs.mend.start(ctx, func(bg context.Context) {
 		start := time.Now()
 		n, err := fs.mendListSums(bg)
 		switch {
@@ -105,16 +102,8 @@ func (fs *FS) startListMend(ctx context.Context) error {
 		case err == nil && n > 0:
 			fs.log.Info("vfs: kept the listing sums of older folders", "folders", n, "took", time.Since(start))
 		}
-	}()
+	})
 	return nil
-}
-
-// stopListMend stops the mending, if running, and waits for it.
-func (fs *FS) stopListMend() {
-	if fs.mendStop != nil {
-		fs.mendStop()
-		<-fs.mendDone
-	}
 }
 
 // mendListSums walks every node (N/) in batches and mends each folder
