@@ -16,23 +16,7 @@ import (
 func BenchmarkShareAccessWideSubscribers(b *testing.B) {
 	const n = 2000
 	ctx := context.Background()
-	st := berthtest.New(b, berthtest.Options{})
-	svc := share.New(share.Options{FS: st.FS, Accounts: st.Accounts})
-	adm, err := st.Accounts.CreatePerson(ctx, account.PersonInput{OrganizationID: st.Org.ID, Username: "adm",
-		Email: "adm@example.com", Password: password, Admin: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ins := make([]account.PersonInput, n)
-	for i := range ins {
-		name := fmt.Sprintf("p%05d", i)
-		ins[i] = account.PersonInput{OrganizationID: st.Org.ID, Username: name, Email: name + "@example.com", NoPassword: true}
-	}
-	ps, err := st.Accounts.CreatePersons(ctx, ins)
-	if err != nil {
-		b.Fatal(err)
-	}
-	admin := caller(b, st, adm.ID)
+	st, svc, admin, ps := widePersons(b, n)
 	root, err := svc.CreateOrgShare(ctx, admin, st.Org.ID, "Wide")
 	if err != nil {
 		b.Fatal(err)
@@ -51,4 +35,28 @@ func BenchmarkShareAccessWideSubscribers(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// widePersons is a stack with its share service, an administrator of its
+// organization and n persons of it without passwords, made at once.
+func widePersons(t testing.TB, n int) (*berthtest.Stack, *share.Service, account.Caller, []account.Person) {
+	t.Helper()
+	ctx := context.Background()
+	st := berthtest.New(t, berthtest.Options{})
+	svc := share.New(share.Options{FS: st.FS, Accounts: st.Accounts})
+	adm, err := st.Accounts.CreatePerson(ctx, account.PersonInput{OrganizationID: st.Org.ID, Username: "adm",
+		Email: "adm@example.com", Password: password, Admin: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ins := make([]account.PersonInput, n)
+	for i := range ins {
+		name := fmt.Sprintf("p%05d", i)
+		ins[i] = account.PersonInput{OrganizationID: st.Org.ID, Username: name, Email: name + "@example.com", NoPassword: true}
+	}
+	ps, err := st.Accounts.CreatePersons(ctx, ins)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, svc, caller(t, st, adm.ID), ps
 }

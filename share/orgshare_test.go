@@ -131,24 +131,8 @@ func TestOrgShareAccess(t *testing.T) {
 // shares hold 32 MiB at most however many subscribers a share has.
 func TestOrgShareGrantsKept(t *testing.T) {
 	ctx := context.Background()
-	st := berthtest.New(t, berthtest.Options{})
-	svc := share.New(share.Options{FS: st.FS, Accounts: st.Accounts})
-	adm, err := st.Accounts.CreatePerson(ctx, account.PersonInput{OrganizationID: st.Org.ID, Username: "adm",
-		Email: "adm@example.com", Password: password, Admin: true})
-	if err != nil {
-		t.Fatal(err)
-	}
 	const most = 2048
-	ins := make([]account.PersonInput, most+1)
-	for i := range ins {
-		name := fmt.Sprintf("p%05d", i)
-		ins[i] = account.PersonInput{OrganizationID: st.Org.ID, Username: name, Email: name + "@example.com", NoPassword: true}
-	}
-	ps, err := st.Accounts.CreatePersons(ctx, ins)
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin := caller(t, st, adm.ID)
+	st, svc, admin, ps := widePersons(t, most+1)
 	for _, tc := range []struct {
 		subscribers int
 		kept        bool
