@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"berth/account"
+	"berth/berthtest"
 	"berth/config"
 	"berth/kv"
 	"berth/share"
@@ -140,7 +141,7 @@ func TestRandomOpsLedgerAndActivity(t *testing.T) {
 			var u vfs.Usage
 			if u, err = fs.Usage(ctx, lr.root.ID); err == nil {
 				if err = fs.DeleteRoot(ctx, lr.root.ID); err == nil {
-					lr.gone, lr.trash = true, trashed(u)
+					lr.gone, lr.trash = true, berthtest.Trashed(u)
 					changes = 1
 				}
 			}
@@ -251,15 +252,4 @@ func countRecords(t *testing.T, db kv.Store) int {
 		t.Fatal(err)
 	}
 	return n
-}
-
-// trashed is u as its tallies count a deleted root's usage until its
-// purge: all of it in the trash (vfs's usageRec.trashed).
-func trashed(u vfs.Usage) vfs.Usage {
-	return vfs.Usage{
-		DelFileCount:     u.DelFileCount + u.FileCount,
-		DelRevisionCount: u.DelRevisionCount + u.RevisionCount + u.FileCount,
-		DeletedSize:      u.DeletedSize + u.HeadSize + u.RevisionSize,
-		PhysicalSize:     u.PhysicalSize,
-	}
 }

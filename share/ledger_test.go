@@ -132,7 +132,7 @@ func TestLedgerRandom(t *testing.T) {
 			var u vfs.Usage
 			if u, err = fs.Usage(ctx, lr.root.ID); err == nil {
 				if err = fs.DeleteRoot(ctx, lr.root.ID); err == nil {
-					lr.gone, lr.trash = true, trashed(u)
+					lr.gone, lr.trash = true, berthtest.Trashed(u)
 				}
 			}
 		default:
@@ -229,16 +229,5 @@ func (w *ledgerWorld) check(t *testing.T, where string) {
 	}
 	if u, _ := w.st.FS.TallyUsage(ctx, account.TallyOrg(w.orgs[1], "")); u.PhysicalSize > 3<<20 {
 		t.Fatalf("%s: the first child holds %d bytes, over its quota", where, u.PhysicalSize)
-	}
-}
-
-// trashed is u as its tallies count a deleted root's usage until its
-// purge: all of it in the trash (vfs's usageRec.trashed).
-func trashed(u vfs.Usage) vfs.Usage {
-	return vfs.Usage{
-		DelFileCount:     u.DelFileCount + u.FileCount,
-		DelRevisionCount: u.DelRevisionCount + u.RevisionCount + u.FileCount,
-		DeletedSize:      u.DeletedSize + u.HeadSize + u.RevisionSize,
-		PhysicalSize:     u.PhysicalSize,
 	}
 }
